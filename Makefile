@@ -1,0 +1,51 @@
+# Redrive — the two commands a newcomer needs are `make demo` and `make test`.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+# Fuzz targets run this long each inside `make test`.
+FUZZTIME ?= 10s
+
+.PHONY: demo test test-go fuzz lint generate check-generated bench build clean
+
+## demo: start local PostgreSQL, RabbitMQ and Kafka, seed them, serve on http://127.0.0.1:8080
+demo:
+	$(GO) run ./cmd/console demo
+
+## test: start the services on loopback, run every test with -race, fuzz briefly, tear down
+test:
+	$(GO) run ./cmd/devstack run -- $(MAKE) --no-print-directory test-go fuzz
+
+test-go:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	@for target in $$($(GO) test -list 'Fuzz.*' ./... 2>/dev/null | grep -E '^(Fuzz|ok)' | awk '/^Fuzz/{f=f" "$$1} /^ok/{if(f!="")print $$2":"f; f=""}'); do \
+		pkg=$${target%%:*}; for fn in $${target#*:}; do \
+			echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+## lint: go vet, gofmt and staticcheck
+lint:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+## generate: regenerate templ code
+generate:
+	$(GO) tool templ generate
+
+## check-generated: fail when the committed templ output is stale
+check-generated: generate
+	git diff --exit-code -- '*_templ.go'
+
+## bench: the benchmarks recorded in docs/benchmarks.md (needs the services: run under devstack)
+bench:
+	$(GO) run ./cmd/devstack run -- $(GO) test -run '^$$' -bench . -benchtime 20x ./ops/...
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/console ./cmd/console
+
+clean:
+	rm -rf bin .demo

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/configs"
+)
+
+// demoCommand brings up the local stack, seeds it and serves the console on it until ctx ends;
+// everything it started stops with it.
+func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8080", "console address")
+	kafkaAddr := fs.String("kafka", devstack.DefaultKafkaAddr, "embedded Kafka address (for kcat and other clients)")
+	dir := fs.String("dir", ".demo", "folder for the services' data and logs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return err
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, "demo: "+format+"\n", a...) }
+
+	say("starting PostgreSQL…")
+	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(abs, "postgres")})
+	if err != nil {
+		return err
+	}
+	defer pg.Stop(context.WithoutCancel(ctx)) //nolint:errcheck // best effort on the way out
+	say("starting RabbitMQ (about 10 s)…")
+	rmq, err := devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(abs, "rabbitmq")})
+	if err != nil {
+		return err
+	}
+	defer rmq.Stop(context.WithoutCancel(ctx)) //nolint:errcheck
+	kafka, err := devstack.StartKafka(devstack.KafkaOptions{Addr: *kafkaAddr})
+	if err != nil {
+		return err
+	}
+	defer kafka.Close()
+
+	for _, db := range []string{"redrive", "orders"} {
+		if err := createDatabase(ctx, pg.DSN("postgres"), db); err != nil {
+			return err
+		}
+	}
+	say("seeding data…")
+	if err := demo.SeedOutbox(ctx, pg.DSN("orders")); err != nil {
+		return err
+	}
+
+	cfgText := fmt.Sprintf(`# Written by "console demo"; every option is described in configs/console.example.yaml.
+listen: %q
+auth: {mode: none}
+store: {dsn: %q}
+outboxes:
+  - name: orders
+    dsn: %q
+    max_attempts: 10
+kafka:
+  - name: main
+    brokers: [%q]
+rabbitmq:
+  - name: main
+    url: %q
+    management_url: %q
+consumers:
+  - name: inventory-service
+    inbox: {dsn: %q, table: inbox_message}
+`, *listen, pg.DSN("redrive"), pg.DSN("orders"), kafka.Addrs()[0], rmq.URL(), rmq.ManagementURL(), pg.DSN("orders"))
+	cfgPath := filepath.Join(abs, "console.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		return err
+	}
+	cfg, err := configs.Parse([]byte(cfgText), os.Getenv)
+	if err != nil {
+		return err
+	}
+	say("PostgreSQL  %s", pg.DSN("orders"))
+	say("RabbitMQ    %s  (management %s, guest/guest)", rmq.URL(), rmq.ManagementURL())
+	say("Kafka       %s  (e.g. kcat -b %s -L)", kafka.Addrs()[0], kafka.Addrs()[0])
+	say("config      %s", cfgPath)
+	say("console     http://%s   — Ctrl-C stops everything", *listen)
+	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)
+}
+
+func createDatabase(ctx context.Context, adminDSN, name string) error {
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	return err
+}

@@ -1,0 +1,54 @@
+// Command console is Redrive: an ops console for outboxes, consumer lag and dead letters.
+//
+//	console serve [--config FILE]   serve the console (default config: configs/console.yaml)
+//	console demo  [--listen ADDR]   start local PostgreSQL, RabbitMQ and Kafka, seed them, serve
+//	console version
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "console:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	switch args[0] {
+	case "serve":
+		return serveCommand(ctx, args[1:], getenv, stdout)
+	case "demo":
+		return demoCommand(ctx, args[1:], stdout)
+	case "version":
+		_, err := fmt.Fprintln(stdout, "redrive console", version)
+		return err
+	case "help", "-h", "--help":
+		_, err := fmt.Fprint(stdout, usage)
+		return err
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}
+
+const usage = `usage:
+  console serve [--config FILE]   serve the console (default: configs/console.yaml)
+  console demo [--listen ADDR] [--kafka ADDR] [--dir DIR]
+                                  start local PostgreSQL, RabbitMQ and Kafka, seed data, serve
+  console version                 print the version
+`

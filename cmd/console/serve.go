@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/web"
+)
+
+func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	path := fs.String("config", "configs/console.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := configs.Load(*path, getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stdout)
+	return serve(ctx, cfg, log, nil)
+}
+
+func newLogger(c configs.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level)) // validated by configs
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the console until ctx ends. When ready is not nil it receives the listening
+// address (tests listen on port 0).
+func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready chan<- string) error {
+	st, err := store.Open(ctx, string(cfg.Store.DSN))
+	if err != nil {
+		return fmt.Errorf("console store: %w", err)
+	}
+	defer st.Close()
+
+	checks := []handlers.Check{{Name: "store", Ping: st.Ping}}
+	var outboxes []handlers.OutboxService
+	for _, oc := range cfg.Outboxes {
+		o, err := outbox.Open(ctx, oc)
+		if err != nil {
+			return err
+		}
+		defer o.Close()
+		outboxes = append(outboxes, o)
+		checks = append(checks, handlers.Check{Name: "outbox/" + o.Name(), Ping: o.Ping})
+	}
+
+	e, err := web.New(web.Deps{Logger: log, Store: st, Outboxes: outboxes, Checks: checks,
+		Registry: prometheus.NewRegistry()},
+		web.Options{RequestTimeout: cfg.RequestTimeout.D(), AuthNone: cfg.Auth.Mode == "none",
+			ReadOnly: cfg.ReadOnly, Version: version})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	log.Info("console listening", "url", "http://"+ln.Addr().String(), "version", version)
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+

@@ -1,0 +1,447 @@
+// Command devstack runs the real services Redrive's tests and demo use —
+// PostgreSQL, RabbitMQ and a Kafka-protocol broker (kfake) — privately on
+// loopback.
+//
+//	devstack run [--dir D] [--keep] -- CMD ARGS...   start PostgreSQL and RabbitMQ, run CMD with
+//	                                                 REDRIVE_TEST_PG_DSN, REDRIVE_TEST_AMQP_URL and
+//	                                                 REDRIVE_TEST_RABBIT_MGMT_URL set, tear down,
+//	                                                 exit with CMD's status
+//	devstack up [--dir D]                            start both, write D/env, leave them running
+//	devstack down [--dir D] [--purge]                stop what `up` started (and its epmd)
+//	devstack kafka [--addr A] [--topic T:N]...       run a standalone kfake until interrupted
+//
+// `make test` is `go run ./cmd/devstack run -- go test -race -count=1 ./...`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redrive/redrive/cmd/internal/devstack"
+)
+
+const usage = `usage:
+  devstack run [--dir D] [--keep] [--no-postgres] [--no-rabbitmq] [ports] -- CMD ARGS...
+  devstack up [--dir D] [--no-postgres] [--no-rabbitmq] [ports]
+  devstack down [--dir D] [--purge]
+  devstack kafka [--addr 127.0.0.1:19092] [--topic NAME:PARTITIONS]... [--data-dir D]
+ports: --pg-port N --amqp-port N --mgmt-port N (0 = a free port; the default)
+Run "devstack COMMAND -h" for a command's flags.
+`
+
+func main() {
+	log := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "devstack: "+format+"\n", a...) }
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var code int
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "run":
+		code = cmdRun(args, log)
+	case "up":
+		code = cmdUp(args, log)
+	case "down":
+		code = cmdDown(args, log)
+	case "kafka":
+		code = cmdKafka(args, log)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "devstack: unknown command %q\n%s", cmd, usage)
+		code = 2
+	}
+	os.Exit(code)
+}
+
+type logFn func(format string, a ...any)
+
+// stackFlags are the flags shared by run and up.
+type stackFlags struct {
+	dir                       string
+	noPostgres, noRabbit      bool
+	pgPort, amqpPort, mgmtPrt int
+}
+
+func (s *stackFlags) register(fs *flag.FlagSet, defaultDir string) {
+	fs.StringVar(&s.dir, "dir", defaultDir, "directory for the services' data and logs")
+	fs.BoolVar(&s.noPostgres, "no-postgres", false, "do not start PostgreSQL")
+	fs.BoolVar(&s.noRabbit, "no-rabbitmq", false, "do not start RabbitMQ")
+	fs.IntVar(&s.pgPort, "pg-port", 0, "PostgreSQL port on 127.0.0.1 (0 = free port)")
+	fs.IntVar(&s.amqpPort, "amqp-port", 0, "RabbitMQ AMQP port on 127.0.0.1 (0 = free port)")
+	fs.IntVar(&s.mgmtPrt, "mgmt-port", 0, "RabbitMQ management port on 127.0.0.1 (0 = free port)")
+}
+
+type stack struct {
+	pg     *devstack.Postgres
+	rabbit *devstack.RabbitMQ
+}
+
+// env is what the services export to the programs that use them.
+func (s *stack) env() []string {
+	var env []string
+	if s.pg != nil {
+		env = append(env, "REDRIVE_TEST_PG_DSN="+s.pg.DSN("postgres"))
+	}
+	if s.rabbit != nil {
+		env = append(env, "REDRIVE_TEST_AMQP_URL="+s.rabbit.URL(), "REDRIVE_TEST_RABBIT_MGMT_URL="+s.rabbit.ManagementURL())
+	}
+	return env
+}
+
+// start starts the services in parallel (RabbitMQ takes ~8 s, PostgreSQL
+// ~1 s). On error, whatever did start is stopped again.
+func start(ctx context.Context, f stackFlags, log logFn) (*stack, error) {
+	var (
+		s           stack
+		wg          sync.WaitGroup
+		pgErr, rErr error
+	)
+	t0 := time.Now()
+	if !f.noPostgres {
+		wg.Go(func() {
+			s.pg, pgErr = devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(f.dir, "postgres"), Port: f.pgPort})
+			if pgErr == nil {
+				log("postgres ready on 127.0.0.1:%d in %s", s.pg.Port(), time.Since(t0).Round(10*time.Millisecond))
+			}
+		})
+	}
+	if !f.noRabbit {
+		wg.Go(func() {
+			s.rabbit, rErr = devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(f.dir, "rabbitmq"), AMQPPort: f.amqpPort, ManagementPort: f.mgmtPrt})
+			if rErr == nil {
+				log("rabbitmq ready on 127.0.0.1:%d (management %d) in %s", s.rabbit.AMQPPort(), s.rabbit.ManagementPort(), time.Since(t0).Round(10*time.Millisecond))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(pgErr, rErr); err != nil {
+		s.stop(log, false)
+		return nil, err
+	}
+	return &s, nil
+}
+
+// stop stops the services in parallel and reports errors. With discard
+// (their data is about to be deleted) RabbitMQ is killed rather than shut
+// down: RabbitMQ 3.10 spends 5 s of its ~6 s graceful stop in a fixed wait
+// of the management agent (rabbitmq-server#11070, fixed in 3.13).
+func (s *stack) stop(log logFn, discard bool) bool {
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := true
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		log("%v", err)
+		ok = false
+	}
+	if s.pg != nil {
+		wg.Go(func() {
+			if err := s.pg.Stop(ctx); err != nil {
+				fail(err)
+			}
+		})
+	}
+	if s.rabbit != nil {
+		wg.Go(func() {
+			stop := s.rabbit.Stop
+			if discard {
+				stop = s.rabbit.Kill
+			}
+			if err := stop(ctx); err != nil {
+				fail(err)
+			}
+		})
+	}
+	wg.Wait()
+	if s.pg != nil || s.rabbit != nil {
+		log("stopped in %s", time.Since(t0).Round(10*time.Millisecond))
+	}
+	return ok
+}
+
+func mkdir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// mktemp-style folders are 0700; the postgres user must enter it.
+	return os.Chmod(dir, 0o755)
+}
+
+func cmdRun(args []string, log logFn) int {
+	fs := flag.NewFlagSet("devstack run", flag.ContinueOnError)
+	var f stackFlags
+	f.register(fs, "")
+	keep := fs.Bool("keep", false, "keep the directory (a temporary --dir is removed otherwise)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: devstack run [flags] -- CMD ARGS...\n\nStarts PostgreSQL and RabbitMQ, runs CMD with REDRIVE_TEST_PG_DSN,\nREDRIVE_TEST_AMQP_URL and REDRIVE_TEST_RABBIT_MGMT_URL set, stops them,\nand exits with CMD's status.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fs.Usage()
+		return 2
+	}
+
+	// Signals: during startup they abort it; while CMD runs they are passed
+	// on to it; during teardown they are ignored so that cleanup finishes.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopWatch := make(chan struct{})
+	watched := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case sig := <-sigs:
+			log("%v: aborting startup", sig)
+			cancel()
+			watched <- sig
+		case <-stopWatch:
+			watched <- nil
+		}
+	}()
+
+	discard := false
+	if f.dir == "" {
+		discard = !*keep
+		d, err := os.MkdirTemp("", "redrive-devstack-")
+		if err != nil {
+			log("%v", err)
+			return 1
+		}
+		f.dir = d
+		if !*keep {
+			defer os.RemoveAll(d)
+		}
+	}
+	if err := mkdir(f.dir); err != nil {
+		log("%v", err)
+		return 1
+	}
+	s, err := start(ctx, f, log)
+	close(stopWatch)
+	interrupted := <-watched
+	if err != nil {
+		log("%v", err)
+		if interrupted != nil {
+			return 128 + int(interrupted.(syscall.Signal))
+		}
+		return 1
+	}
+	if interrupted != nil {
+		s.stop(log, discard)
+		return 128 + int(interrupted.(syscall.Signal))
+	}
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), s.env()...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	code := 0
+	if err := cmd.Start(); err != nil {
+		log("%v", err)
+		code = 127
+	} else {
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case sig := <-sigs:
+					_ = cmd.Process.Signal(sig)
+				case <-done:
+					return
+				}
+			}
+		}()
+		err := cmd.Wait()
+		close(done)
+		code = exitCode(cmd, err, log)
+	}
+	if !s.stop(log, discard) && code == 0 {
+		code = 1
+	}
+	if *keep {
+		log("kept %s", f.dir)
+	}
+	return code
+}
+
+func exitCode(cmd *exec.Cmd, err error, log logFn) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		log("%v", err)
+		return 1
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+func defaultUpDir() string { return filepath.Join(os.TempDir(), "redrive-devstack") }
+
+func cmdUp(args []string, log logFn) int {
+	fs := flag.NewFlagSet("devstack up", flag.ContinueOnError)
+	var f stackFlags
+	f.register(fs, defaultUpDir())
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	dir, err := filepath.Abs(f.dir)
+	if err != nil {
+		log("%v", err)
+		return 1
+	}
+	f.dir = dir
+	if err := mkdir(dir); err != nil {
+		log("%v", err)
+		return 1
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+
+	// Idempotent: services already running in dir are reused.
+	var s stack
+	if !f.noPostgres {
+		if pg, err := devstack.OpenPostgres(filepath.Join(dir, "postgres")); err == nil && pg.Running() {
+			log("postgres already running on 127.0.0.1:%d", pg.Port())
+			s.pg, f.noPostgres = pg, true
+		}
+	}
+	if !f.noRabbit {
+		if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, "rabbitmq")); err == nil && r.Running() {
+			log("rabbitmq already running on 127.0.0.1:%d", r.AMQPPort())
+			s.rabbit, f.noRabbit = r, true
+		}
+	}
+	started, err := start(ctx, f, log)
+	if err != nil {
+		log("%v", err)
+		return 1
+	}
+	if started.pg != nil {
+		s.pg = started.pg
+	}
+	if started.rabbit != nil {
+		s.rabbit = started.rabbit
+	}
+	var b strings.Builder
+	for _, kv := range s.env() {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	envFile := filepath.Join(dir, "env")
+	if err := os.WriteFile(envFile, []byte(b.String()), 0o644); err != nil {
+		log("%v", err)
+		return 1
+	}
+	fmt.Print(b.String())
+	log("wrote %s (source it); stop with: devstack down --dir %s", envFile, dir)
+	return 0
+}
+
+func cmdDown(args []string, log logFn) int {
+	fs := flag.NewFlagSet("devstack down", flag.ContinueOnError)
+	dirFlag := fs.String("dir", defaultUpDir(), "directory given to devstack up")
+	purge := fs.Bool("purge", false, "remove the directory afterwards")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	dir, err := filepath.Abs(*dirFlag)
+	if err != nil {
+		log("%v", err)
+		return 1
+	}
+	var s stack
+	if pg, err := devstack.OpenPostgres(filepath.Join(dir, "postgres")); err == nil {
+		s.pg = pg
+	}
+	if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, "rabbitmq")); err == nil {
+		s.rabbit = r
+	}
+	if s.pg == nil && s.rabbit == nil {
+		log("nothing started in %s", dir)
+	}
+	ok := s.stop(log, false)
+	_ = os.Remove(filepath.Join(dir, "env"))
+	if *purge && ok {
+		if err := os.RemoveAll(dir); err != nil {
+			log("%v", err)
+			return 1
+		}
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+func cmdKafka(args []string, log logFn) int {
+	fs := flag.NewFlagSet("devstack kafka", flag.ContinueOnError)
+	addr := fs.String("addr", devstack.DefaultKafkaAddr, "host:port to listen on (port 0 = free port)")
+	dataDir := fs.String("data-dir", "", "persist data here across restarts (default: in memory)")
+	noAuto := fs.Bool("no-auto-create", false, "disable automatic topic creation")
+	topics := map[string]int32{}
+	fs.Func("topic", "create topic NAME:PARTITIONS at start (repeatable; NAME alone = 1 partition)", func(v string) error {
+		name, parts, found := strings.Cut(v, ":")
+		if name == "" {
+			return errors.New("empty topic name")
+		}
+		n := 1
+		if found {
+			var err error
+			if n, err = strconv.Atoi(parts); err != nil || n < 1 {
+				return fmt.Errorf("bad partition count %q", parts)
+			}
+		}
+		topics[name] = int32(n)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		log("unexpected arguments %q", fs.Args())
+		return 2
+	}
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: *addr, Topics: topics, DataDir: *dataDir,
+		DisableAutoTopicCreation: *noAuto, Log: os.Stderr})
+	if err != nil {
+		log("%v", err)
+		return 1
+	}
+	names := make([]string, 0, len(topics))
+	for n, p := range topics {
+		names = append(names, fmt.Sprintf("%s:%d", n, p))
+	}
+	sort.Strings(names)
+	log("kafka (kfake) listening on %s; topics %v; Ctrl-C to stop", strings.Join(k.Addrs(), ","), names)
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	<-ctx.Done()
+	k.Close()
+	log("kafka stopped")
+	return 0
+}

@@ -1,0 +1,560 @@
+// Package configs loads and validates the console's YAML configuration.
+//
+// The file may reference environment variables as ${NAME} (or ${NAME:-default}) so secrets stay
+// out of it. Load fails with an error that names the offending key, e.g.
+// "outboxes[1].table: must be an identifier like outbox_event or schema.outbox_event".
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole console configuration. Zero values are replaced by defaults in Load.
+type Config struct {
+	Listen         string   `yaml:"listen"`          // address to serve on; default 127.0.0.1:8080
+	ReadOnly       bool     `yaml:"read_only"`       // every mutating route answers 403
+	RequestTimeout Duration `yaml:"request_timeout"` // per request; default 15s
+	Log            Log      `yaml:"log"`
+	Store          Store    `yaml:"store"`
+	Auth           Auth     `yaml:"auth"`
+	Sampler        Sampler  `yaml:"sampler"`
+
+	Outboxes  []Outbox         `yaml:"outboxes"`
+	Kafka     []KafkaCluster   `yaml:"kafka"`
+	RabbitMQ  []RabbitMQBroker `yaml:"rabbitmq"`
+	Consumers []Consumer       `yaml:"consumers"`
+	MessageID MessageIDRules   `yaml:"message_id"`
+	Replay    Replay           `yaml:"replay"`
+}
+
+// Log selects the logger. Format is "text" (default) or "json"; Level is debug|info|warn|error.
+type Log struct {
+	Format string `yaml:"format"`
+	Level  string `yaml:"level"`
+}
+
+// Store is the console's own PostgreSQL schema (audit, replay ledger, history). Required.
+type Store struct {
+	DSN Secret `yaml:"dsn"`
+}
+
+// Auth selects how people are identified. Only "none" exists so far, and it must be explicit.
+type Auth struct {
+	Mode string `yaml:"mode"`
+}
+
+// Sampler is the background collector of lag and queue history.
+type Sampler struct {
+	Interval  Duration `yaml:"interval"`  // default 15s
+	Retention Duration `yaml:"retention"` // default 168h (7 days)
+}
+
+// Outbox is one service's transactional outbox table.
+type Outbox struct {
+	Name        string        `yaml:"name"`         // required, unique; used in URLs
+	DSN         Secret        `yaml:"dsn"`          // required
+	Table       string        `yaml:"table"`        // default outbox_event; may be schema-qualified
+	Columns     OutboxColumns `yaml:"columns"`      // default: the seed's column names
+	MaxAttempts int           `yaml:"max_attempts"` // the relay's limit, shown for context; default 10
+	// StaleReadyAfter marks a READY backlog as a problem when its oldest due row is older; default 5m.
+	StaleReadyAfter Duration `yaml:"stale_ready_after"`
+}
+
+// OutboxColumns maps the outbox's logical columns to the table's real names. Empty = default.
+type OutboxColumns struct {
+	ID            string `yaml:"id"`
+	EventID       string `yaml:"event_id"`
+	AggregateType string `yaml:"aggregate_type"`
+	AggregateID   string `yaml:"aggregate_id"`
+	EventType     string `yaml:"event_type"`
+	SchemaVersion string `yaml:"schema_version"`
+	Payload       string `yaml:"payload"`
+	Status        string `yaml:"status"`
+	Attempts      string `yaml:"attempts"`
+	AvailableAt   string `yaml:"available_at"`
+	LockedUntil   string `yaml:"locked_until"`
+	LastError     string `yaml:"last_error"`
+	CreatedAt     string `yaml:"created_at"`
+	SentAt        string `yaml:"sent_at"`
+}
+
+// KafkaCluster is one Kafka cluster to watch.
+type KafkaCluster struct {
+	Name             string   `yaml:"name"`               // required, unique
+	Brokers          []string `yaml:"brokers"`            // required, host:port
+	ClientID         string   `yaml:"client_id"`          // default redrive
+	DeadLetterTopics []string `yaml:"dead_letter_topics"` // glob patterns; default *.DLT *-dlt *.dlq *-dlq *.retry*
+	RequestTimeout   Duration `yaml:"request_timeout"`    // default 10s
+	TLS              *TLS     `yaml:"tls"`
+	SASL             *SASL    `yaml:"sasl"`
+	Lag              LagRules `yaml:"lag"`
+	// Headers overrides the dead-letter header names; keys are logical fields (original_topic, …).
+	Headers map[string][]string `yaml:"headers"`
+}
+
+// LagRules are the Burrow-style status thresholds.
+type LagRules struct {
+	Window      Duration `yaml:"window"`       // evaluation window; default 5m
+	StopAfter   Duration `yaml:"stop_after"`   // no commit for longer than this with lag > 0 → STOP; default 15m
+	WarnMinLag  int64    `yaml:"warn_min_lag"` // growth below this is noise; default 1
+}
+
+// TLS configures a client certificate and trust. Empty paths mean the system defaults.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASL configures Kafka authentication. Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+type SASL struct {
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	Password  Secret `yaml:"password"`
+}
+
+// RabbitMQBroker is one RabbitMQ broker (AMQP for messages, management API for everything else).
+type RabbitMQBroker struct {
+	Name               string   `yaml:"name"`                // required, unique
+	URL                Secret   `yaml:"url"`                 // required, amqp:// or amqps://
+	ManagementURL      string   `yaml:"management_url"`      // required, http(s)://host:port
+	ManagementUser     string   `yaml:"management_user"`     // default: the AMQP URL's user
+	ManagementPassword Secret   `yaml:"management_password"` // default: the AMQP URL's password
+	Vhosts             []string `yaml:"vhosts"`              // default: all
+	DeadLetterQueues   []string `yaml:"dead_letter_queues"`  // glob patterns; default *.dlq *.DLQ dead-letter*
+	TLS                *TLS     `yaml:"tls"`
+}
+
+// Consumer is a service whose idempotency (inbox) records guard replays.
+type Consumer struct {
+	Name     string          `yaml:"name"` // required, unique; the inbox's consumer column value
+	Inbox    *Inbox          `yaml:"inbox"`
+	Kafka    *ConsumerKafka  `yaml:"kafka"`
+	RabbitMQ *ConsumerRabbit `yaml:"rabbitmq"`
+}
+
+// Inbox is a consumer's inbox_message table.
+type Inbox struct {
+	DSN     Secret       `yaml:"dsn"`   // required
+	Table   string       `yaml:"table"` // default inbox_message
+	Columns InboxColumns `yaml:"columns"`
+}
+
+// InboxColumns maps the inbox's logical columns to real names. Empty = the seed's names.
+type InboxColumns struct {
+	MessageID   string `yaml:"message_id"`
+	Consumer    string `yaml:"consumer"`
+	ReceivedAt  string `yaml:"received_at"`
+	ProcessedAt string `yaml:"processed_at"`
+}
+
+// ConsumerKafka ties a consumer to a Kafka group.
+type ConsumerKafka struct {
+	Cluster string   `yaml:"cluster"`
+	Group   string   `yaml:"group"`
+	Topics  []string `yaml:"topics"`
+}
+
+// ConsumerRabbit ties a consumer to a RabbitMQ queue.
+type ConsumerRabbit struct {
+	Broker string `yaml:"broker"`
+	Vhost  string `yaml:"vhost"`
+	Queue  string `yaml:"queue"`
+}
+
+// MessageIDRules find a message's idempotency key: the first header present, else the first JSON
+// path (dot-separated) that resolves in the value.
+type MessageIDRules struct {
+	Headers   []string `yaml:"headers"`
+	JSONPaths []string `yaml:"json_paths"`
+}
+
+// Replay limits guarded replays.
+type Replay struct {
+	MaxReplaysPerMessage int `yaml:"max_replays_per_message"` // default 3
+	DefaultRatePerSecond int `yaml:"default_rate_per_second"` // default 200
+}
+
+// Load reads, expands, parses, defaults and validates the file at path.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg, err := Parse(raw, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse is Load without the file: expand ${ENV}, decode strictly, apply defaults, validate.
+func Parse(raw []byte, getenv func(string) string) (*Config, error) {
+	expanded, err := expandEnv(raw, getenv)
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true) // a misspelt key is an error, not a silently ignored option
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, errEOF) {
+		return nil, err
+	}
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandEnv replaces ${NAME} and ${NAME:-default}. A referenced variable that is unset and has no
+// default is an error, so a missing secret fails at start rather than as a confusing auth error.
+func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
+	var missing []string
+	out := envRef.ReplaceAllFunc(raw, func(m []byte) []byte {
+		sub := envRef.FindSubmatch(m)
+		name := string(sub[1])
+		if v := getenv(name); v != "" {
+			return []byte(v)
+		}
+		if len(sub[2]) > 0 {
+			return sub[3]
+		}
+		missing = append(missing, name)
+		return nil
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("environment variable %s is referenced but not set", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = Duration(15 * time.Second)
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Sampler.Interval == 0 {
+		c.Sampler.Interval = Duration(15 * time.Second)
+	}
+	if c.Sampler.Retention == 0 {
+		c.Sampler.Retention = Duration(7 * 24 * time.Hour)
+	}
+	for i := range c.Outboxes {
+		o := &c.Outboxes[i]
+		if o.Table == "" {
+			o.Table = "outbox_event"
+		}
+		if o.MaxAttempts == 0 {
+			o.MaxAttempts = 10
+		}
+		if o.StaleReadyAfter == 0 {
+			o.StaleReadyAfter = Duration(5 * time.Minute)
+		}
+		o.Columns = o.Columns.withDefaults()
+	}
+	for i := range c.Kafka {
+		k := &c.Kafka[i]
+		if k.ClientID == "" {
+			k.ClientID = "redrive"
+		}
+		if len(k.DeadLetterTopics) == 0 {
+			k.DeadLetterTopics = []string{"*.DLT", "*-dlt", "*.dlq", "*-dlq", "*.retry*"}
+		}
+		if k.RequestTimeout == 0 {
+			k.RequestTimeout = Duration(10 * time.Second)
+		}
+		if k.Lag.Window == 0 {
+			k.Lag.Window = Duration(5 * time.Minute)
+		}
+		if k.Lag.StopAfter == 0 {
+			k.Lag.StopAfter = Duration(15 * time.Minute)
+		}
+		if k.Lag.WarnMinLag == 0 {
+			k.Lag.WarnMinLag = 1
+		}
+	}
+	for i := range c.RabbitMQ {
+		r := &c.RabbitMQ[i]
+		if len(r.DeadLetterQueues) == 0 {
+			r.DeadLetterQueues = []string{"*.dlq", "*.DLQ", "dead-letter*"}
+		}
+		if u, err := url.Parse(string(r.URL)); err == nil && u.User != nil {
+			if r.ManagementUser == "" {
+				r.ManagementUser = u.User.Username()
+			}
+			if p, ok := u.User.Password(); ok && r.ManagementPassword == "" {
+				r.ManagementPassword = Secret(p)
+			}
+		}
+	}
+	for i := range c.Consumers {
+		if in := c.Consumers[i].Inbox; in != nil {
+			if in.Table == "" {
+				in.Table = "inbox_message"
+			}
+			in.Columns = in.Columns.withDefaults()
+		}
+	}
+	if len(c.MessageID.Headers) == 0 && len(c.MessageID.JSONPaths) == 0 {
+		c.MessageID = MessageIDRules{
+			Headers:   []string{"messageId", "eventId", "message-id", "x-message-id", "originalMessageId"},
+			JSONPaths: []string{"messageId", "eventId", "id"},
+		}
+	}
+	if c.Replay.MaxReplaysPerMessage == 0 {
+		c.Replay.MaxReplaysPerMessage = 3
+	}
+	if c.Replay.DefaultRatePerSecond == 0 {
+		c.Replay.DefaultRatePerSecond = 200
+	}
+}
+
+func (c OutboxColumns) withDefaults() OutboxColumns {
+	def := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	def(&c.ID, "id")
+	def(&c.EventID, "event_id")
+	def(&c.AggregateType, "aggregate_type")
+	def(&c.AggregateID, "aggregate_id")
+	def(&c.EventType, "event_type")
+	def(&c.SchemaVersion, "schema_version")
+	def(&c.Payload, "payload")
+	def(&c.Status, "status")
+	def(&c.Attempts, "attempts")
+	def(&c.AvailableAt, "available_at")
+	def(&c.LockedUntil, "locked_until")
+	def(&c.LastError, "last_error")
+	def(&c.CreatedAt, "created_at")
+	def(&c.SentAt, "sent_at")
+	return c
+}
+
+func (c InboxColumns) withDefaults() InboxColumns {
+	if c.MessageID == "" {
+		c.MessageID = "message_id"
+	}
+	if c.Consumer == "" {
+		c.Consumer = "consumer"
+	}
+	if c.ReceivedAt == "" {
+		c.ReceivedAt = "received_at"
+	}
+	if c.ProcessedAt == "" {
+		c.ProcessedAt = "processed_at"
+	}
+	return c
+}
+
+var (
+	nameRe       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	identifierRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+)
+
+// Validate checks every field and cross-field rule; the error names the key, e.g. "kafka[0].brokers".
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		bad("listen", "must be host:port, e.g. 127.0.0.1:8080 (%v)", err)
+	}
+	switch c.Auth.Mode {
+	case "none":
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			bad("auth.mode", "none is only allowed when listen is a loopback address, got %q", c.Listen)
+		}
+	case "":
+		bad("auth.mode", "required; set it to none explicitly to run without authentication on loopback")
+	default:
+		bad("auth.mode", "unknown mode %q (supported: none)", c.Auth.Mode)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if c.Store.DSN == "" {
+		bad("store.dsn", "required: a PostgreSQL URL for the console's own schema")
+	} else if err := checkPostgresDSN(string(c.Store.DSN)); err != nil {
+		bad("store.dsn", "%v", err)
+	}
+	if c.RequestTimeout < 0 {
+		bad("request_timeout", "must be positive")
+	}
+	if c.Sampler.Interval < Duration(time.Second) {
+		bad("sampler.interval", "must be at least 1s")
+	}
+
+	names := map[string]map[string]bool{}
+	unique := func(kind, key, name string) {
+		if names[kind] == nil {
+			names[kind] = map[string]bool{}
+		}
+		switch {
+		case name == "":
+			bad(key, "required")
+		case !nameRe.MatchString(name):
+			bad(key, "%q must be letters, digits, '.', '_' or '-' (it appears in URLs)", name)
+		case names[kind][name]:
+			bad(key, "%q is used twice", name)
+		}
+		names[kind][name] = true
+	}
+	for i, o := range c.Outboxes {
+		p := fmt.Sprintf("outboxes[%d]", i)
+		unique("outbox", p+".name", o.Name)
+		if o.DSN == "" {
+			bad(p+".dsn", "required")
+		} else if err := checkPostgresDSN(string(o.DSN)); err != nil {
+			bad(p+".dsn", "%v", err)
+		}
+		if !validTable(o.Table) {
+			bad(p+".table", "%q must be an identifier like outbox_event or schema.outbox_event", o.Table)
+		}
+		for col, v := range o.Columns.fields() {
+			if !identifierRe.MatchString(v) {
+				bad(p+".columns."+col, "%q is not a plain SQL identifier", v)
+			}
+		}
+		if o.MaxAttempts < 0 {
+			bad(p+".max_attempts", "must be positive")
+		}
+	}
+	for i, k := range c.Kafka {
+		p := fmt.Sprintf("kafka[%d]", i)
+		unique("kafka", p+".name", k.Name)
+		if len(k.Brokers) == 0 {
+			bad(p+".brokers", "required: at least one host:port")
+		}
+		for j, b := range k.Brokers {
+			if _, _, err := net.SplitHostPort(b); err != nil {
+				bad(fmt.Sprintf("%s.brokers[%d]", p, j), "%q must be host:port", b)
+			}
+		}
+		for j, pat := range k.DeadLetterTopics {
+			if _, err := path.Match(pat, ""); err != nil {
+				bad(fmt.Sprintf("%s.dead_letter_topics[%d]", p, j), "bad pattern %q", pat)
+			}
+		}
+		if k.SASL != nil {
+			switch k.SASL.Mechanism {
+			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			default:
+				bad(p+".sasl.mechanism", "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", k.SASL.Mechanism)
+			}
+		}
+	}
+	for i, r := range c.RabbitMQ {
+		p := fmt.Sprintf("rabbitmq[%d]", i)
+		unique("rabbitmq", p+".name", r.Name)
+		if u, err := url.Parse(string(r.URL)); err != nil || (u.Scheme != "amqp" && u.Scheme != "amqps") {
+			bad(p+".url", "required: an amqp:// or amqps:// URL")
+		}
+		if u, err := url.Parse(r.ManagementURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(p+".management_url", "required: an http:// or https:// URL of the management plugin")
+		}
+		for j, pat := range r.DeadLetterQueues {
+			if _, err := path.Match(pat, ""); err != nil {
+				bad(fmt.Sprintf("%s.dead_letter_queues[%d]", p, j), "bad pattern %q", pat)
+			}
+		}
+	}
+	for i, cs := range c.Consumers {
+		p := fmt.Sprintf("consumers[%d]", i)
+		unique("consumer", p+".name", cs.Name)
+		if cs.Inbox != nil {
+			if cs.Inbox.DSN == "" {
+				bad(p+".inbox.dsn", "required")
+			} else if err := checkPostgresDSN(string(cs.Inbox.DSN)); err != nil {
+				bad(p+".inbox.dsn", "%v", err)
+			}
+			if !validTable(cs.Inbox.Table) {
+				bad(p+".inbox.table", "%q must be an identifier like inbox_message", cs.Inbox.Table)
+			}
+		}
+		if cs.Kafka != nil && !names["kafka"][cs.Kafka.Cluster] {
+			bad(p+".kafka.cluster", "%q is not a configured kafka cluster", cs.Kafka.Cluster)
+		}
+		if cs.RabbitMQ != nil && !names["rabbitmq"][cs.RabbitMQ.Broker] {
+			bad(p+".rabbitmq.broker", "%q is not a configured rabbitmq broker", cs.RabbitMQ.Broker)
+		}
+	}
+	if c.Replay.MaxReplaysPerMessage < 1 {
+		bad("replay.max_replays_per_message", "must be at least 1")
+	}
+	if c.Replay.DefaultRatePerSecond < 1 {
+		bad("replay.default_rate_per_second", "must be at least 1")
+	}
+	return errors.Join(errs...)
+}
+
+func (c OutboxColumns) fields() map[string]string {
+	return map[string]string{
+		"id": c.ID, "event_id": c.EventID, "aggregate_type": c.AggregateType, "aggregate_id": c.AggregateID,
+		"event_type": c.EventType, "schema_version": c.SchemaVersion, "payload": c.Payload, "status": c.Status,
+		"attempts": c.Attempts, "available_at": c.AvailableAt, "locked_until": c.LockedUntil,
+		"last_error": c.LastError, "created_at": c.CreatedAt, "sent_at": c.SentAt,
+	}
+}
+
+func validTable(t string) bool {
+	parts := strings.Split(t, ".")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if !identifierRe.MatchString(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkPostgresDSN(dsn string) error {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("must be a postgres:// URL")
+	}
+	return nil
+}
+
+// LoopbackListen reports whether the listen address is on loopback.
+func (c *Config) LoopbackListen() bool {
+	host, _, _ := net.SplitHostPort(c.Listen)
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}

@@ -1,0 +1,162 @@
+// Package handlers holds the console's thin HTTP handlers: parse and validate input, call ops,
+// then render a templ view or encode a JSON type. They return errors; web's error handler turns
+// them into a status code, a JSON error or an error page, in one place.
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Actor is who is making the request, as the auth middleware established it.
+type Actor struct {
+	Name string
+	Role string
+}
+
+const actorKey = "redrive.actor"
+
+// SetActor records the request's actor; called by the auth middleware.
+func SetActor(c echo.Context, a Actor) { c.Set(actorKey, a) }
+
+// ActorOf returns the request's actor ("anonymous" when the middleware set none).
+func ActorOf(c echo.Context) Actor {
+	if a, ok := c.Get(actorKey).(Actor); ok {
+		return a
+	}
+	return Actor{Name: "anonymous"}
+}
+
+// render writes a templ component as an HTML response.
+func render(c echo.Context, status int, page templ.Component) error {
+	var buf bytes.Buffer
+	if err := page.Render(c.Request().Context(), &buf); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// maxBody caps JSON request bodies (ids lists included).
+const maxBody = 1 << 20
+
+// decodeJSON reads a JSON body strictly: the right content type (which a cross-site HTML form
+// cannot send, so cookie-less JSON calls are not a CSRF vector), no unknown fields, one value.
+func decodeJSON(c echo.Context, into any) error {
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if mt != echo.MIMEApplicationJSON {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, "send the body as JSON with Content-Type: application/json")
+	}
+	dec := json.NewDecoder(io.LimitReader(c.Request().Body, maxBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return ops.Invalid("body", "empty; send a JSON object")
+		case errors.As(err, &syntax):
+			return ops.Invalid("body", fmt.Sprintf("malformed JSON at byte %d", syntax.Offset))
+		case errors.As(err, &typ):
+			return ops.Invalid(typ.Field, fmt.Sprintf("must be %s, got %s", typ.Type, typ.Value))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			// encoding/json has no typed error for this one.
+			return ops.Invalid("body", strings.TrimPrefix(err.Error(), "json: ")+" (check the field name)")
+		default:
+			return ops.Invalid("body", "could not be read as JSON")
+		}
+	}
+	if dec.More() {
+		return ops.Invalid("body", "one JSON object expected, found more")
+	}
+	return nil
+}
+
+// queryInt parses an optional integer query parameter within [min, max].
+func queryInt(c echo.Context, name string, def, min, max int64) (int64, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < min || v > max {
+		return 0, ops.Invalid(name, fmt.Sprintf("must be an integer between %d and %d", min, max))
+	}
+	return v, nil
+}
+
+// queryBool parses an optional boolean query parameter.
+func queryBool(c echo.Context, name string) (bool, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, ops.Invalid(name, "must be true or false")
+	}
+	return v, nil
+}
+
+// queryTime parses an optional time: RFC 3339, a date (2006-01-02), a datetime-local value
+// (2006-01-02T15:04, UTC), or an age such as 15m, 6h, 7d meaning that long ago.
+func queryTime(c echo.Context, name string, now time.Time) (time.Time, error) {
+	raw := strings.TrimSpace(c.QueryParam(name))
+	if raw == "" {
+		return time.Time{}, nil
+	}
+	t, ok := parseTime(raw, now)
+	if !ok {
+		return time.Time{}, ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30) or an age like 15m, 6h, 7d")
+	}
+	return t, nil
+}
+
+func parseTime(raw string, now time.Time) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	if d, ok := parseAge(raw); ok {
+		return now.Add(-d), true
+	}
+	return time.Time{}, false
+}
+
+// parseAge reads Go durations plus a "d" (day) unit.
+func parseAge(raw string) (time.Duration, bool) {
+	if n, ok := strings.CutSuffix(raw, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 3650 {
+			return 0, false
+		}
+		return time.Duration(days) * 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+// clientInfo is what the audit log records about where a request came from.
+func clientInfo(c echo.Context) (ip, userAgent string) {
+	ua := c.Request().UserAgent()
+	if len(ua) > 512 {
+		ua = ua[:512]
+	}
+	return c.RealIP(), ua
+}

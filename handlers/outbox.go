@@ -1,0 +1,607 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/views/layout"
+	outboxpages "github.com/redrive/redrive/views/pages/outboxes"
+)
+
+// OutboxService is one outbox as these handlers use it; *outbox.Outbox implements it.
+// Errors are ops kinds: ErrInvalid for bad filters, ErrNotFound for an unknown event,
+// ErrUnavailable when the service's database cannot be reached.
+type OutboxService interface {
+	Name() string
+	MaxAttempts() int
+	StaleReadyAfter() time.Duration
+	Stats(ctx context.Context) (outbox.Stats, error)
+	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
+	Event(ctx context.Context, id int64) (outbox.Event, error)
+	ReleaseStuck(ctx context.Context, ids []int64) (int64, error)
+	Requeue(ctx context.Context, ids []int64, resetAttempts bool) (int64, error)
+}
+
+// Auditor appends to the audit log (ops/store).
+type Auditor interface {
+	RecordAudit(ctx context.Context, e store.AuditEntry) error
+}
+
+// MetaFunc builds the layout's per-request data (CSRF token, banners) for a page.
+type MetaFunc func(c echo.Context, title, section string) layout.Meta
+
+// Outboxes serves the outbox pages and API.
+type Outboxes struct {
+	list   []OutboxService
+	byName map[string]OutboxService
+	audit  Auditor
+	meta   MetaFunc
+}
+
+// NewOutboxes wires the configured outboxes (in config order).
+func NewOutboxes(list []OutboxService, audit Auditor, meta MetaFunc) *Outboxes {
+	h := &Outboxes{list: list, byName: map[string]OutboxService{}, audit: audit, meta: meta}
+	for _, o := range list {
+		h.byName[o.Name()] = o
+	}
+	return h
+}
+
+func (h *Outboxes) find(name string) (OutboxService, error) {
+	o, ok := h.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("outbox %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return o, nil
+}
+
+// summary is one outbox's stats or the error that prevented them: panels degrade one by one.
+type summary struct {
+	outbox OutboxService
+	stats  outbox.Stats
+	err    error
+}
+
+// summaries collects every outbox's stats concurrently.
+func (h *Outboxes) summaries(ctx context.Context) []summary {
+	out := make([]summary, len(h.list))
+	var wg sync.WaitGroup
+	for i, o := range h.list {
+		wg.Go(func() {
+			st, err := o.Stats(ctx)
+			out[i] = summary{outbox: o, stats: st, err: err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// ---- JSON API ----
+
+type outboxCountsJSON struct {
+	Ready      int64 `json:"READY"`
+	Processing int64 `json:"PROCESSING"`
+	Sent       int64 `json:"SENT"`
+	Failed     int64 `json:"FAILED"`
+	Dead       int64 `json:"DEAD"`
+}
+
+type outboxJSON struct {
+	Name                  string            `json:"name"`
+	Counts                *outboxCountsJSON `json:"counts"`
+	StuckLeases           int64             `json:"stuck_leases"`
+	OldestReadyAgeSeconds float64           `json:"oldest_ready_age_seconds"`
+	SentIsEstimate        bool              `json:"sent_is_estimate"`
+	MaxAttempts           int               `json:"max_attempts"`
+	CheckedAt             time.Time         `json:"checked_at"`
+	Error                 string            `json:"error,omitempty"`
+}
+
+func toOutboxJSON(s summary) outboxJSON {
+	j := outboxJSON{Name: s.outbox.Name(), MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt.UTC()}
+	if s.err != nil {
+		j.Error = s.err.Error()
+		j.CheckedAt = time.Now().UTC()
+		return j
+	}
+	c := s.stats.Counts
+	j.Counts = &outboxCountsJSON{Ready: c[outbox.Ready], Processing: c[outbox.Processing], Sent: c[outbox.Sent],
+		Failed: c[outbox.Failed], Dead: c[outbox.Dead]}
+	j.StuckLeases = s.stats.StuckLeases
+	j.SentIsEstimate = s.stats.SentIsEstimate
+	if s.stats.OldestReadyAge != nil {
+		j.OldestReadyAgeSeconds = s.stats.OldestReadyAge.Seconds()
+	}
+	return j
+}
+
+// APIList: GET /api/v1/outboxes. An outbox whose database is down carries "error" and null counts.
+func (h *Outboxes) APIList(c echo.Context) error {
+	resp := struct {
+		Outboxes []outboxJSON `json:"outboxes"`
+	}{Outboxes: []outboxJSON{}}
+	for _, s := range h.summaries(c.Request().Context()) {
+		resp.Outboxes = append(resp.Outboxes, toOutboxJSON(s))
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// APIOne: GET /api/v1/outboxes/:name.
+func (h *Outboxes) APIOne(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	st, err := o.Stats(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toOutboxJSON(summary{outbox: o, stats: st}))
+}
+
+type eventJSON struct {
+	ID            int64      `json:"id"`
+	EventID       string     `json:"event_id"`
+	AggregateType string     `json:"aggregate_type"`
+	AggregateID   string     `json:"aggregate_id"`
+	EventType     string     `json:"event_type"`
+	SchemaVersion int        `json:"schema_version"`
+	Status        string     `json:"status"`
+	Attempts      int        `json:"attempts"`
+	AvailableAt   time.Time  `json:"available_at"`
+	LockedUntil   *time.Time `json:"locked_until"`
+	Stuck         bool       `json:"stuck"`
+	LastError     *string    `json:"last_error"`
+	CreatedAt     time.Time  `json:"created_at"`
+	SentAt        *time.Time `json:"sent_at"`
+}
+
+func toEventJSON(e outbox.Event, now time.Time) eventJSON {
+	return eventJSON{ID: e.ID, EventID: e.EventID, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
+		EventType: e.EventType, SchemaVersion: e.SchemaVersion, Status: string(e.Status), Attempts: e.Attempts,
+		AvailableAt: e.AvailableAt.UTC(), LockedUntil: utcPtr(e.LockedUntil), Stuck: e.Stuck(now),
+		LastError: e.LastError, CreatedAt: e.CreatedAt.UTC(), SentAt: utcPtr(e.SentAt)}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// parseFilter reads the event-list query parameters shared by the API and the page.
+func parseFilter(c echo.Context, now time.Time) (outbox.Filter, error) {
+	var f outbox.Filter
+	var err error
+	if s := c.QueryParam("status"); s != "" {
+		if f.Status, err = outbox.ParseStatus(s); err != nil {
+			return f, err
+		}
+	}
+	f.EventType = c.QueryParam("event_type")
+	f.AggregateID = c.QueryParam("aggregate_id")
+	if len(f.EventType) > 256 || len(f.AggregateID) > 256 {
+		return f, ops.Invalid("event_type", "and aggregate_id must be at most 256 characters")
+	}
+	if f.StuckOnly, err = queryBool(c, "stuck"); err != nil {
+		return f, err
+	}
+	if f.CreatedFrom, err = queryTime(c, "created_from", now); err != nil {
+		return f, err
+	}
+	if f.CreatedTo, err = queryTime(c, "created_to", now); err != nil {
+		return f, err
+	}
+	limit, err := queryInt(c, "limit", outbox.DefaultLimit, 1, outbox.MaxLimit)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = int(limit)
+	if f.Before, err = queryInt(c, "cursor", 0, 1, 1<<62); err != nil {
+		return f, ops.Invalid("cursor", "must be the next_cursor value of a previous page")
+	}
+	return f, nil
+}
+
+// APIEvents: GET /api/v1/outboxes/:name/events.
+func (h *Outboxes) APIEvents(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	f, err := parseFilter(c, now)
+	if err != nil {
+		return err
+	}
+	page, err := o.List(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	resp := struct {
+		Events     []eventJSON `json:"events"`
+		NextCursor *string     `json:"next_cursor"`
+	}{Events: make([]eventJSON, 0, len(page.Events))}
+	for _, e := range page.Events {
+		resp.Events = append(resp.Events, toEventJSON(e, now))
+	}
+	if page.NextCursor > 0 {
+		s := strconv.FormatInt(page.NextCursor, 10)
+		resp.NextCursor = &s
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// maxPayload caps the payload returned or rendered: message content is untrusted and unbounded.
+const maxPayload = 256 << 10
+
+func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, error) {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return nil, outbox.Event{}, err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id < 1 {
+		return nil, outbox.Event{}, ops.Invalid("id", "must be a positive integer event id")
+	}
+	e, err := o.Event(c.Request().Context(), id)
+	return o, e, err
+}
+
+// APIEvent: GET /api/v1/outboxes/:name/events/:id — the event plus its payload (a JSON value when
+// the payload is JSON, else a string).
+func (h *Outboxes) APIEvent(c echo.Context) error {
+	_, e, err := h.event(c)
+	if err != nil {
+		return err
+	}
+	payload, truncated := capText(e.Payload, maxPayload)
+	var raw any = payload
+	if !truncated && json.Valid([]byte(payload)) {
+		raw = json.RawMessage(payload)
+	}
+	return c.JSON(http.StatusOK, struct {
+		eventJSON
+		Payload          any  `json:"payload"`
+		PayloadTruncated bool `json:"payload_truncated,omitempty"`
+		PayloadSize      int  `json:"payload_size"`
+	}{toEventJSON(e, time.Now()), raw, truncated, len(e.Payload)})
+}
+
+// capText cuts s to at most n bytes on a rune boundary.
+func capText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+type releaseRequest struct {
+	IDs      []int64 `json:"ids"`
+	AllStuck bool    `json:"all_stuck"`
+	Reason   string  `json:"reason"`
+}
+
+// APIRelease: POST /api/v1/outboxes/:name/leases/release {"ids":[…]} or {"all_stuck":true}.
+func (h *Outboxes) APIRelease(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	var req releaseRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	n, err := h.release(c, o, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"released": n})
+}
+
+func (h *Outboxes) release(c echo.Context, o OutboxService, req releaseRequest) (int64, error) {
+	switch {
+	case req.AllStuck && len(req.IDs) > 0:
+		return 0, ops.Invalid("ids", "give either ids or all_stuck, not both")
+	case !req.AllStuck && len(req.IDs) == 0:
+		return 0, ops.Invalid("ids", `give the event ids to release, or {"all_stuck": true}`)
+	case len(req.IDs) > outbox.MaxIDs:
+		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", outbox.MaxIDs))
+	}
+	ids := req.IDs
+	if req.AllStuck {
+		ids = nil
+	}
+	n, err := o.ReleaseStuck(c.Request().Context(), ids)
+	detail := map[string]any{"all_stuck": req.AllStuck, "ids": req.IDs}
+	return n, h.record(c, "outbox.release_leases", o.Name(), n, req.Reason, detail, err)
+}
+
+type requeueRequest struct {
+	IDs           []int64 `json:"ids"`
+	Reason        string  `json:"reason"`
+	ResetAttempts bool    `json:"reset_attempts"`
+}
+
+// APIRequeue: POST /api/v1/outboxes/:name/events/requeue {"ids":[…],"reason":"…"}.
+func (h *Outboxes) APIRequeue(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	var req requeueRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	n, err := h.requeue(c, o, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"requeued": n})
+}
+
+func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) (int64, error) {
+	switch {
+	case len(req.IDs) == 0:
+		return 0, ops.Invalid("ids", "give the ids of the DEAD or FAILED events to requeue")
+	case len(req.IDs) > outbox.MaxIDs:
+		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", outbox.MaxIDs))
+	case len(req.Reason) == 0:
+		return 0, ops.Invalid("reason", "required: say why these events are requeued (it goes to the audit log)")
+	case len(req.Reason) > 1000:
+		return 0, ops.Invalid("reason", "at most 1000 characters")
+	}
+	n, err := o.Requeue(c.Request().Context(), req.IDs, req.ResetAttempts)
+	detail := map[string]any{"ids": req.IDs, "reset_attempts": req.ResetAttempts}
+	return n, h.record(c, "outbox.requeue", o.Name(), n, req.Reason, detail, err)
+}
+
+// record audits an action with its outcome; the action's own error wins over an audit failure.
+func (h *Outboxes) record(c echo.Context, action, outboxName string, n int64, reason string, detail map[string]any, actionErr error) error {
+	return recordAudit(c, h.audit, action, "outbox/"+outboxName, n, reason, detail, actionErr)
+}
+
+func recordAudit(c echo.Context, audit Auditor, action, target string, n int64, reason string, detail map[string]any, actionErr error) error {
+	actor := ActorOf(c)
+	ip, ua := clientInfo(c)
+	e := store.AuditEntry{Actor: actor.Name, Role: actor.Role, SourceIP: ip, UserAgent: ua, Action: action,
+		Target: target, Count: &n, Reason: reason, Outcome: store.OutcomeOK, Detail: detail}
+	if actionErr != nil {
+		e.Outcome = store.OutcomeFailed
+		e.Count = nil
+		e.Detail["error"] = actionErr.Error()
+	}
+	// The audit row is written even if the client went away mid-request.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	auditErr := audit.RecordAudit(ctx, e)
+	if actionErr != nil {
+		return actionErr
+	}
+	return auditErr
+}
+
+// ---- HTML pages ----
+
+func toSummaryView(s summary) outboxpages.Summary {
+	v := outboxpages.Summary{Name: s.outbox.Name(), MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt}
+	if s.err != nil {
+		v.Error = s.err.Error()
+		return v
+	}
+	for _, st := range outbox.Statuses {
+		v.Counts = append(v.Counts, outboxpages.StatusCount{Status: string(st), Count: s.stats.Counts[st]})
+	}
+	v.SentIsEstimate = s.stats.SentIsEstimate
+	v.Stuck = s.stats.StuckLeases
+	v.Dead = s.stats.Counts[outbox.Dead]
+	v.OldestReadyAge = s.stats.OldestReadyAge
+	return v
+}
+
+// Index: GET /outboxes.
+func (h *Outboxes) Index(c echo.Context) error {
+	var views []outboxpages.Summary
+	for _, s := range h.summaries(c.Request().Context()) {
+		views = append(views, toSummaryView(s))
+	}
+	return render(c, http.StatusOK, outboxpages.Index(outboxpages.IndexPage{
+		Meta: h.meta(c, "Outboxes", "outboxes"), Outboxes: views}))
+}
+
+// Panel: GET /outboxes/:name/panel — the stats panel alone, for htmx refresh.
+func (h *Outboxes) Panel(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	st, err := o.Stats(c.Request().Context())
+	return render(c, http.StatusOK, outboxpages.Panel(toSummaryView(summary{outbox: o, stats: st, err: err})))
+}
+
+// Show: GET /outboxes/:name — stats, filters, the event list and the repair actions.
+func (h *Outboxes) Show(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	now := time.Now()
+	f, err := parseFilter(c, now)
+	if err != nil {
+		return err
+	}
+	st, statsErr := o.Stats(ctx)
+	page := outboxpages.ShowPage{
+		Meta:    h.meta(c, "Outbox "+o.Name(), "outboxes"),
+		Summary: toSummaryView(summary{outbox: o, stats: st, err: statsErr}),
+		Filters: outboxpages.Filters{Status: string(f.Status), EventType: f.EventType, AggregateID: f.AggregateID,
+			Stuck: f.StuckOnly, CreatedFrom: c.QueryParam("created_from"), CreatedTo: c.QueryParam("created_to"),
+			Limit: f.Limit},
+		Notice:    notice(c),
+		FirstPage: f.Before == 0,
+		CanAct:    !h.meta(c, "", "").ReadOnly,
+	}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"}, {Label: o.Name()}}
+	list, err := o.List(ctx, f)
+	if err != nil {
+		page.ListError = err.Error()
+	}
+	for _, e := range list.Events {
+		page.Events = append(page.Events, toEventRow(e, now))
+	}
+	if list.NextCursor > 0 {
+		q := c.QueryParams()
+		q.Set("cursor", strconv.FormatInt(list.NextCursor, 10))
+		page.NextURL = "/outboxes/" + url.PathEscape(o.Name()) + "?" + q.Encode()
+	}
+	return render(c, http.StatusOK, outboxpages.Show(page))
+}
+
+func toEventRow(e outbox.Event, now time.Time) outboxpages.EventRow {
+	r := outboxpages.EventRow{ID: e.ID, EventID: e.EventID, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
+		EventType: e.EventType, Status: string(e.Status), Attempts: e.Attempts, AvailableAt: e.AvailableAt,
+		LockedUntil: e.LockedUntil, CreatedAt: e.CreatedAt, SentAt: e.SentAt, Stuck: e.Stuck(now),
+		SchemaVersion: e.SchemaVersion}
+	if e.LastError != nil {
+		r.LastError, _ = capText(*e.LastError, 64<<10)
+	}
+	r.Requeueable = e.Status == outbox.Dead || e.Status == outbox.Failed
+	return r
+}
+
+// EventPage: GET /outboxes/:name/events/:id.
+func (h *Outboxes) EventPage(c echo.Context) error {
+	o, e, err := h.event(c)
+	if err != nil {
+		return err
+	}
+	payload, truncated := capText(e.Payload, maxPayload)
+	pretty, isJSON := prettyJSON(payload, truncated)
+	page := outboxpages.EventPage{
+		Meta:             h.meta(c, fmt.Sprintf("Event %d · %s", e.ID, o.Name()), "outboxes"),
+		Outbox:           o.Name(),
+		MaxAttempts:      o.MaxAttempts(),
+		Event:            toEventRow(e, time.Now()),
+		Payload:          pretty,
+		PayloadIsJSON:    isJSON,
+		PayloadTruncated: truncated,
+		PayloadSize:      len(e.Payload),
+		CanAct:           !h.meta(c, "", "").ReadOnly,
+	}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"},
+		{Label: o.Name(), Href: "/outboxes/" + url.PathEscape(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}
+	return render(c, http.StatusOK, outboxpages.Event(page))
+}
+
+// prettyJSON indents a JSON payload; anything else is returned as it is (rendered as text).
+func prettyJSON(s string, truncated bool) (string, bool) {
+	if truncated || !json.Valid([]byte(s)) {
+		return s, false
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
+		return s, false
+	}
+	return buf.String(), true
+}
+
+// FormRelease: POST /outboxes/:name/release (form: id=…&id=… or all_stuck=1).
+func (h *Outboxes) FormRelease(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	ids, err := formIDs(c)
+	if err != nil {
+		return err
+	}
+	req := releaseRequest{IDs: ids, AllStuck: c.FormValue("all_stuck") != "", Reason: c.FormValue("reason")}
+	n, err := h.release(c, o, req)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name(), "released", n))
+}
+
+// FormRequeue: POST /outboxes/:name/requeue (form: id=…&id=…, reason, reset_attempts).
+func (h *Outboxes) FormRequeue(c echo.Context) error {
+	o, err := h.find(c.Param("name"))
+	if err != nil {
+		return err
+	}
+	ids, err := formIDs(c)
+	if err != nil {
+		return err
+	}
+	req := requeueRequest{IDs: ids, Reason: c.FormValue("reason"), ResetAttempts: c.FormValue("reset_attempts") != ""}
+	n, err := h.requeue(c, o, req)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name(), "requeued", n))
+}
+
+func formIDs(c echo.Context) ([]int64, error) {
+	form, err := c.FormParams()
+	if err != nil {
+		return nil, ops.Invalid("form", "could not be read")
+	}
+	var ids []int64
+	for _, raw := range form["id"] {
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || id < 1 {
+			return nil, ops.Invalid("id", fmt.Sprintf("%q is not an event id", raw))
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// backTo is the page to return to after a form action, with the outcome for the notice. The
+// return path is only ever one of this outbox's own pages.
+func backTo(c echo.Context, name, done string, n int64) string {
+	base := "/outboxes/" + url.PathEscape(name)
+	if ret := c.FormValue("return"); ret != "" {
+		if u, err := url.Parse(ret); err == nil && u.Host == "" && u.Scheme == "" && len(u.Path) > len(base) &&
+			u.Path[:len(base)+1] == base+"/" {
+			base = u.Path
+		}
+	}
+	return base + "?done=" + done + "&n=" + strconv.FormatInt(n, 10)
+}
+
+// notice turns the redirect's outcome parameters into a fixed message; nothing user-supplied is
+// echoed except the integer.
+func notice(c echo.Context) string {
+	n, err := strconv.ParseInt(c.QueryParam("n"), 10, 64)
+	if err != nil {
+		return ""
+	}
+	switch c.QueryParam("done") {
+	case "released":
+		return fmt.Sprintf("Released %d stuck lease(s): those events are READY for the relay again.", n)
+	case "requeued":
+		return fmt.Sprintf("Requeued %d event(s) to READY. Rows that were not DEAD or FAILED were left alone.", n)
+	}
+	return ""
+}

@@ -1,0 +1,287 @@
+// Package kafka is Redrive's view of one Kafka cluster: consumer-group lag and its Burrow-style
+// status, dead-letter topics, record browsing, dead-letter header decoding and error grouping.
+//
+// It talks to Kafka through franz-go (kgo for reading records, kadm for admin calls) and returns
+// only types it owns. Errors carry the ops error kinds: an unknown group or topic wraps
+// ops.ErrNotFound, a bad partition, offset or limit is an ops.Invalid naming the valid range, and a
+// broker that cannot be reached (or answers with a broker-side failure) wraps ops.ErrUnavailable.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+)
+
+// Cluster is one configured Kafka cluster. It holds one long-lived kgo client (shared by the kadm
+// admin client); record reads use short-lived direct consumers built from the same options. A
+// Cluster is safe for concurrent use.
+type Cluster struct {
+	name     string
+	cl       *kgo.Client
+	adm      *kadm.Client
+	base     []kgo.Opt // seed brokers, client ID, TLS, SASL, timeouts: shared by every consumer
+	timeout  time.Duration
+	patterns []string
+	names    HeaderNames
+	ids      configs.MessageIDRules
+}
+
+// New builds the clients for cfg. It does not dial: a broker that is down makes the first call
+// (or Ping) fail with ops.ErrUnavailable, not New. ids are the rules that find a dead letter's
+// message id. cfg.Headers is merged into DefaultHeaderNames; an unknown logical field there is an
+// ops.ErrInvalid. Zero values get the same defaults configs.Load applies.
+func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, fmt.Errorf("kafka %s: %w", cfg.Name, ops.Invalid("brokers", "at least one host:port is required"))
+	}
+	names, err := DefaultHeaderNames().Merge(cfg.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("kafka %s: %w", cfg.Name, err)
+	}
+	timeout := cfg.RequestTimeout.D()
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	clientID := cfg.ClientID
+	if clientID == "" {
+		clientID = "redrive"
+	}
+	patterns := cfg.DeadLetterTopics
+	if len(patterns) == 0 {
+		patterns = []string{"*.DLT", "*-dlt", "*.dlq", "*-dlq", "*.retry*"}
+	}
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("kafka %s: %w", cfg.Name, ops.Invalid("dead_letter_topics", fmt.Sprintf("bad pattern %q", p)))
+		}
+	}
+
+	base := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID(clientID),
+		kgo.DialTimeout(timeout),
+		// A request's own timeout (kadm sets it for admin calls) plus this overhead bounds how long
+		// one broker round trip may take; RetryTimeout bounds the retries of a failing request, so
+		// an unreachable broker fails a call after about one request timeout instead of retrying.
+		kgo.RequestTimeoutOverhead(timeout),
+		kgo.RetryTimeout(timeout),
+	}
+	if cfg.TLS != nil && cfg.TLS.Enabled {
+		tc, err := tlsConfig(cfg.TLS)
+		if err != nil {
+			return nil, fmt.Errorf("kafka %s: %w", cfg.Name, err)
+		}
+		base = append(base, kgo.DialTLSConfig(tc))
+	}
+	if cfg.SASL != nil {
+		user, pass := cfg.SASL.Username, string(cfg.SASL.Password)
+		switch cfg.SASL.Mechanism {
+		case "PLAIN":
+			base = append(base, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			base = append(base, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			base = append(base, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, fmt.Errorf("kafka %s: %w", cfg.Name,
+				ops.Invalid("sasl.mechanism", fmt.Sprintf("must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", cfg.SASL.Mechanism)))
+		}
+	}
+	cl, err := kgo.NewClient(base...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka %s: client: %w", cfg.Name, err)
+	}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(timeout.Milliseconds()))
+	return &Cluster{
+		name:     cfg.Name,
+		cl:       cl,
+		adm:      adm,
+		base:     base,
+		timeout:  timeout,
+		patterns: patterns,
+		names:    names,
+		ids:      ids,
+	}, nil
+}
+
+func tlsConfig(t *configs.TLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // an explicit, documented operator choice
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, ops.Invalid("tls.ca_file", err.Error())
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, ops.Invalid("tls.ca_file", fmt.Sprintf("%s holds no PEM certificate", t.CAFile))
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, ops.Invalid("tls.cert_file", err.Error())
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Name is the cluster's configured name.
+func (c *Cluster) Name() string { return c.name }
+
+// Close releases the client's connections. Calls after Close fail.
+func (c *Cluster) Close() { c.cl.Close() }
+
+// Ping checks that some broker answers a metadata request, for /readyz. It returns an
+// ops.ErrUnavailable when none does within the request timeout.
+func (c *Cluster) Ping(ctx context.Context) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	if err := c.cl.Ping(ctx); err != nil {
+		return c.fail("ping", err)
+	}
+	return nil
+}
+
+// bound gives ctx the cluster's request timeout unless it already ends sooner, so that a call
+// against a dead broker returns instead of retrying until the caller gives up.
+func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= c.timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// fail wraps err with the cluster, the operation and an ops error kind. Errors that already carry
+// a kind keep it; Kafka's "unknown topic/group" becomes ErrNotFound; a caller's cancellation is
+// passed through; everything else — dial failures, timeouts, broker error codes — is
+// ErrUnavailable, since the request was valid and Kafka could not answer it.
+func (c *Cluster) fail(op string, err error) error {
+	switch {
+	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrConflict),
+		errors.Is(err, ops.ErrUnavailable):
+		return fmt.Errorf("kafka %s: %s: %w", c.name, op, err)
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID), errors.Is(err, kerr.GroupIDNotFound):
+		return fmt.Errorf("kafka %s: %s: %w: %w", c.name, op, ops.ErrNotFound, err)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("kafka %s: %s: %w", c.name, op, err)
+	default:
+		return fmt.Errorf("kafka %s: %s: %w: %w", c.name, op, ops.ErrUnavailable, err)
+	}
+}
+
+// bounds are a partition's log start and end (high watermark) offsets.
+type bounds struct{ start, end int64 }
+
+// partitionBounds lists the start and end offsets of every partition of the topics, concurrently.
+// A topic that does not exist is an ops.ErrNotFound.
+func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[string]map[int32]bounds, error) {
+	type res struct {
+		l   kadm.ListedOffsets
+		err error
+	}
+	startCh := make(chan res, 1)
+	go func() {
+		l, err := c.adm.ListStartOffsets(ctx, topics...)
+		startCh <- res{l, err}
+	}()
+	ends, err := c.adm.ListEndOffsets(ctx, topics...)
+	starts := <-startCh
+	if err == nil {
+		err = starts.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[int32]bounds, len(topics))
+	for _, t := range topics {
+		if err := topicErr(ends, t); err != nil {
+			return nil, fmt.Errorf("topic %q: %w", t, err)
+		}
+		ps := make(map[int32]bounds, len(ends[t]))
+		for p, e := range ends[t] {
+			if e.Err != nil {
+				return nil, fmt.Errorf("topic %q partition %d: end offset: %w", t, p, e.Err)
+			}
+			s, ok := starts.l.Lookup(t, p)
+			if !ok || s.Err != nil {
+				return nil, fmt.Errorf("topic %q partition %d: start offset: %w", t, p, errOr(s.Err, "missing from the listing"))
+			}
+			ps[p] = bounds{start: s.Offset, end: e.Offset}
+		}
+		out[t] = ps
+	}
+	return out, nil
+}
+
+// topicErr reports kadm's "this topic does not exist" marker (a lone partition -1 with an error)
+// as ops.ErrNotFound.
+func topicErr(l kadm.ListedOffsets, topic string) error {
+	ps, ok := l[topic]
+	if !ok {
+		return fmt.Errorf("%w: no such topic", ops.ErrNotFound)
+	}
+	if m, ok := ps[-1]; ok && m.Err != nil {
+		if errors.Is(m.Err, kerr.UnknownTopicOrPartition) || errors.Is(m.Err, kerr.UnknownTopicID) {
+			return fmt.Errorf("%w: no such topic", ops.ErrNotFound)
+		}
+		return m.Err
+	}
+	return nil
+}
+
+func errOr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// consumer builds a short-lived direct consumer reading the given partitions from exact offsets.
+// It never joins a group or commits, so reading is invisible to the consumers being inspected.
+// Control records (transaction markers) are kept so that a read can see it reached the end
+// offset even when the last offsets are markers rather than data.
+func (c *Cluster) consumer(parts map[string]map[int32]kgo.Offset, maxPartBytes int32) (*kgo.Client, error) {
+	opts := append([]kgo.Opt{}, c.base...)
+	opts = append(opts,
+		kgo.ConsumePartitions(parts),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxPartitionBytes(maxPartBytes),
+		kgo.FetchMaxBytes(max(maxPartBytes, 4<<20)),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		// Records deleted under us are an error to report, not a reason to silently jump.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	return cl, nil
+}
+
+// isRetryTopic reports whether a dead-letter topic is an intermediate retry topic rather than a
+// final dead-letter topic.
+func isRetryTopic(topic string) bool {
+	if ok, _ := path.Match("*.retry*", topic); ok {
+		return true
+	}
+	return strings.Contains(topic, ".retry") || strings.Contains(topic, "-retry")
+}

@@ -1,0 +1,443 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+)
+
+// Dead-letter conventions, as reported in DeadLetter.Convention.
+const (
+	ConventionSpringDLT          = "spring-dlt"          // Spring Kafka DeadLetterPublishingRecoverer: kafka_dlt-*
+	ConventionSpringRetryTopic   = "spring-retry-topic"  // Spring Kafka @RetryableTopic: kafka_original-*, retry_topic-attempts
+	ConventionSpringCloudStream  = "spring-cloud-stream" // Spring Cloud Stream binder DLQ: x-original-*, x-exception-*
+	ConventionPlain              = "plain"               // the seed's names: originalTopic, retryCount, …
+	ConventionCustom             = "custom"              // only names configured under kafka[].headers matched
+	maxDeadLetterTimestampMillis = 253402300799999       // 9999-12-31T23:59:59.999Z; later times do not encode as JSON
+)
+
+// DeadLetter is the failure metadata a producer attached to a dead-lettered or retried record,
+// whatever header convention it used. Pointer fields are nil when the header is absent or
+// unreadable; strings are empty then.
+type DeadLetter struct {
+	OriginalTopic     string
+	OriginalPartition *int32
+	OriginalOffset    *int64
+	OriginalTimestamp *time.Time
+	ConsumerGroup     string
+	ExceptionType     string // fully qualified class name, e.g. org.springframework…ListenerExecutionFailedException
+	ExceptionCause    string // the root cause's class name, when the producer reports it separately
+	ExceptionMessage  string
+	Stacktrace        string
+	RetryCount        *int
+	MessageID         string // the idempotency key: configured header, else originalMessageId, else a JSON path
+	TraceID           string
+	FirstFailedAt     string // as written; epoch-millis values are rendered as RFC 3339 UTC
+	Convention        string // ConventionSpringDLT, …RetryTopic, …CloudStream, ConventionPlain or ConventionCustom
+}
+
+// HeaderNames lists, per logical dead-letter field, the header names to read, best first. A field
+// takes the value of the first listed name present on the record; when that header is repeated,
+// its last occurrence wins (Spring appends a fresh set on every hop). Names match case-insensitively.
+type HeaderNames struct {
+	OriginalTopic     []string
+	OriginalPartition []string
+	OriginalOffset    []string
+	OriginalTimestamp []string
+	ConsumerGroup     []string
+	ExceptionType     []string
+	ExceptionCause    []string
+	ExceptionMessage  []string
+	Stacktrace        []string
+	RetryCount        []string
+	MessageID         []string
+	TraceID           []string
+	FirstFailedAt     []string
+}
+
+// DefaultHeaderNames are the names written by Spring Kafka (DLT and @RetryableTopic), the Spring
+// Cloud Stream Kafka binder, and the seed's plain convention.
+func DefaultHeaderNames() HeaderNames {
+	return HeaderNames{
+		OriginalTopic:     []string{"kafka_dlt-original-topic", "kafka_original-topic", "x-original-topic", "originalTopic"},
+		OriginalPartition: []string{"kafka_dlt-original-partition", "kafka_original-partition", "x-original-partition", "originalPartition"},
+		OriginalOffset:    []string{"kafka_dlt-original-offset", "kafka_original-offset", "x-original-offset", "originalOffset"},
+		OriginalTimestamp: []string{"kafka_dlt-original-timestamp", "kafka_original-timestamp", "x-original-timestamp"},
+		ConsumerGroup:     []string{"kafka_dlt-original-consumer-group", "kafka_original-consumer-group", "consumer"},
+		ExceptionType:     []string{"kafka_dlt-exception-fqcn", "kafka_exception-fqcn", "x-exception-fqcn", "lastErrorType"},
+		ExceptionCause:    []string{"kafka_dlt-exception-cause-fqcn", "kafka_exception-cause-fqcn"},
+		ExceptionMessage:  []string{"kafka_dlt-exception-message", "kafka_exception-message", "x-exception-message", "lastErrorMessage"},
+		Stacktrace:        []string{"kafka_dlt-exception-stacktrace", "kafka_exception-stacktrace", "x-exception-stacktrace"},
+		RetryCount:        []string{"retry_topic-attempts", "retryCount"},
+		MessageID:         []string{"originalMessageId"},
+		TraceID:           []string{"traceId"},
+		FirstFailedAt:     []string{"firstFailedAt"},
+	}
+}
+
+// fields maps the configuration keys (kafka[].headers) to the lists.
+func (n *HeaderNames) fields() map[string]*[]string {
+	return map[string]*[]string{
+		"original_topic":     &n.OriginalTopic,
+		"original_partition": &n.OriginalPartition,
+		"original_offset":    &n.OriginalOffset,
+		"original_timestamp": &n.OriginalTimestamp,
+		"consumer_group":     &n.ConsumerGroup,
+		"exception_type":     &n.ExceptionType,
+		"exception_cause":    &n.ExceptionCause,
+		"exception_message":  &n.ExceptionMessage,
+		"stacktrace":         &n.Stacktrace,
+		"retry_count":        &n.RetryCount,
+		"message_id":         &n.MessageID,
+		"trace_id":           &n.TraceID,
+		"first_failed_at":    &n.FirstFailedAt,
+	}
+}
+
+// Merge returns n with the configured names (configs.KafkaCluster.Headers: logical field → header
+// names) tried before n's own, which stay as fallbacks. An unknown field is an ops.ErrInvalid
+// naming it and the valid keys.
+func (n HeaderNames) Merge(configured map[string][]string) (HeaderNames, error) {
+	out := n.clone()
+	fields := out.fields()
+	keys := make([]string, 0, len(configured))
+	for k := range configured {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		dst, ok := fields[k]
+		if !ok {
+			valid := make([]string, 0, len(fields))
+			for f := range fields {
+				valid = append(valid, f)
+			}
+			sort.Strings(valid)
+			return HeaderNames{}, ops.Invalid("headers."+k, "unknown field; valid: "+strings.Join(valid, ", "))
+		}
+		merged := make([]string, 0, len(configured[k])+len(*dst))
+		seen := map[string]bool{}
+		for _, name := range append(append([]string{}, configured[k]...), *dst...) {
+			if l := strings.ToLower(name); name != "" && !seen[l] {
+				seen[l] = true
+				merged = append(merged, name)
+			}
+		}
+		*dst = merged
+	}
+	return out, nil
+}
+
+func (n HeaderNames) clone() HeaderNames {
+	out := n
+	for _, p := range out.fields() {
+		*p = append([]string(nil), *p...)
+	}
+	return out
+}
+
+type dlField int
+
+const (
+	fOriginalTopic dlField = iota
+	fOriginalPartition
+	fOriginalOffset
+	fOriginalTimestamp
+	fConsumerGroup
+	fExceptionType
+	fExceptionCause
+	fExceptionMessage
+	fStacktrace
+	fRetryCount
+	fMessageID
+	fTraceID
+	fFirstFailedAt
+	nFields
+)
+
+func (n *HeaderNames) lists() [nFields][]string {
+	return [nFields][]string{
+		n.OriginalTopic, n.OriginalPartition, n.OriginalOffset, n.OriginalTimestamp, n.ConsumerGroup,
+		n.ExceptionType, n.ExceptionCause, n.ExceptionMessage, n.Stacktrace, n.RetryCount,
+		n.MessageID, n.TraceID, n.FirstFailedAt,
+	}
+}
+
+// conventionOf names the convention of a default header name; other names are ConventionCustom.
+func conventionOf(lowerName string) string {
+	switch {
+	case strings.HasPrefix(lowerName, "kafka_dlt-"):
+		return ConventionSpringDLT
+	case strings.HasPrefix(lowerName, "kafka_original-"), strings.HasPrefix(lowerName, "kafka_exception-"),
+		strings.HasPrefix(lowerName, "retry_topic-"):
+		return ConventionSpringRetryTopic
+	case strings.HasPrefix(lowerName, "x-original-"), strings.HasPrefix(lowerName, "x-exception-"):
+		return ConventionSpringCloudStream
+	}
+	switch lowerName {
+	case "originaltopic", "originalpartition", "originaloffset", "originalmessageid", "retrycount",
+		"firstfailedat", "lasterrortype", "lasterrormessage", "consumer":
+		return ConventionPlain
+	}
+	return ConventionCustom
+}
+
+var conventionRank = map[string]int{
+	ConventionSpringDLT: 0, ConventionSpringRetryTopic: 1, ConventionSpringCloudStream: 2, ConventionPlain: 3, ConventionCustom: 4,
+}
+
+// DecodeDeadLetter reads the dead-letter metadata from a record's headers (and, for the message id,
+// its value). It returns nil when no dead-letter header is present at all; a message-id or trace-id
+// header alone does not make a record a dead letter.
+//
+// Integers are read as decimal text when the value is all digits, else as big-endian binary
+// (Spring: partition 4 bytes, offset and timestamp 8 bytes epoch millis, attempts 4 bytes). A
+// value that is neither leaves the field nil. Timestamps may also be RFC 3339 text.
+func DecodeDeadLetter(headers []Header, value []byte, names HeaderNames, ids configs.MessageIDRules) *DeadLetter {
+	type hit struct {
+		ok    bool
+		rank  int
+		value []byte
+	}
+	lists := names.lists()
+	var found [nFields]hit
+	convention := ""
+	for _, h := range headers {
+		for f, list := range lists {
+			for rank, name := range list {
+				if !strings.EqualFold(h.Key, name) {
+					continue
+				}
+				// Lower rank wins; equal rank is the same name repeated, and the later one wins.
+				if !found[f].ok || rank <= found[f].rank {
+					found[f] = hit{ok: true, rank: rank, value: h.Value}
+				}
+				// The convention is the most specific one among all dead-letter headers present.
+				if dlField(f) != fTraceID {
+					if c := conventionOf(strings.ToLower(name)); convention == "" || conventionRank[c] < conventionRank[convention] {
+						convention = c
+					}
+				}
+			}
+		}
+	}
+	if convention == "" {
+		return nil
+	}
+
+	dl := &DeadLetter{Convention: convention}
+	str := func(f dlField) string {
+		if !found[f].ok {
+			return ""
+		}
+		return text(found[f].value)
+	}
+	dl.OriginalTopic = str(fOriginalTopic)
+	dl.ConsumerGroup = str(fConsumerGroup)
+	dl.ExceptionType = str(fExceptionType)
+	dl.ExceptionCause = str(fExceptionCause)
+	dl.ExceptionMessage = str(fExceptionMessage)
+	dl.Stacktrace = str(fStacktrace)
+	dl.TraceID = str(fTraceID)
+	if h := found[fOriginalPartition]; h.ok {
+		if v, ok := parseInt(h.value); ok && v >= 0 && v <= 1<<31-1 {
+			p := int32(v)
+			dl.OriginalPartition = &p
+		}
+	}
+	if h := found[fOriginalOffset]; h.ok {
+		if v, ok := parseInt(h.value); ok && v >= 0 {
+			dl.OriginalOffset = &v
+		}
+	}
+	if h := found[fOriginalTimestamp]; h.ok {
+		if t, ok := parseTime(h.value); ok {
+			dl.OriginalTimestamp = &t
+		}
+	}
+	if h := found[fRetryCount]; h.ok {
+		if v, ok := parseInt(h.value); ok && v >= 0 && v <= 1<<31-1 {
+			n := int(v)
+			dl.RetryCount = &n
+		}
+	}
+	if h := found[fFirstFailedAt]; h.ok {
+		if v, ok := parseInt(h.value); ok {
+			if t, ok := millisTime(v); ok {
+				dl.FirstFailedAt = t.Format(time.RFC3339Nano)
+			}
+		} else {
+			dl.FirstFailedAt = text(h.value)
+		}
+	}
+	dl.MessageID = messageID(headers, value, ids, names.MessageID)
+	return dl
+}
+
+// messageID applies the rules: the configured headers in order (last occurrence of each), then the
+// dead-letter names (originalMessageId), then the JSON paths into the value.
+func messageID(headers []Header, value []byte, ids configs.MessageIDRules, dlNames []string) string {
+	for _, name := range append(append([]string{}, ids.Headers...), dlNames...) {
+		for i := len(headers) - 1; i >= 0; i-- {
+			if strings.EqualFold(headers[i].Key, name) {
+				if v := strings.TrimSpace(text(headers[i].Value)); v != "" {
+					return v
+				}
+				break
+			}
+		}
+	}
+	if len(ids.JSONPaths) == 0 {
+		return ""
+	}
+	trimmed := bytes.TrimSpace(value)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return ""
+	}
+	for _, p := range ids.JSONPaths {
+		if v, ok := jsonPath(doc, p); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// jsonPath follows a dot-separated path (numeric segments index arrays) to a string or number.
+func jsonPath(doc any, p string) (string, bool) {
+	cur := doc
+	for _, seg := range strings.Split(p, ".") {
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[seg]
+			if !ok {
+				return "", false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(v) {
+				return "", false
+			}
+			cur = v[i]
+		default:
+			return "", false
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		if v == "" {
+			return "", false
+		}
+		return v, true
+	case json.Number:
+		return v.String(), true
+	}
+	return "", false
+}
+
+// parseInt reads decimal text (optionally signed, surrounding spaces allowed) or a big-endian
+// 1-, 2-, 4- or 8-byte integer. Values made only of printable ASCII are text: a binary int whose
+// every byte is printable would be above 538 million for 4 bytes (2·10¹⁸ for 8), implausible for
+// a partition, an offset, a count or a timestamp in millis, so reading them as text is safe.
+func parseInt(b []byte) (int64, bool) {
+	if t := strings.TrimSpace(string(b)); t != "" && isDecimal(t) {
+		v, err := strconv.ParseInt(t, 10, 64)
+		return v, err == nil
+	}
+	if printableASCII(b) {
+		return 0, false // text that is not a number ("many"), not four or eight binary bytes
+	}
+	switch len(b) {
+	case 1:
+		return int64(int8(b[0])), true
+	case 2:
+		return int64(int16(binary.BigEndian.Uint16(b))), true
+	case 4:
+		return int64(int32(binary.BigEndian.Uint32(b))), true
+	case 8:
+		return int64(binary.BigEndian.Uint64(b)), true
+	}
+	return 0, false
+}
+
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func isDecimal(s string) bool {
+	if s[0] == '-' || s[0] == '+' {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTime reads epoch millis (decimal or 8-byte binary) or RFC 3339 text.
+func parseTime(b []byte) (time.Time, bool) {
+	if v, ok := parseInt(b); ok {
+		return millisTime(v)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b))); err == nil {
+		if ms := t.UnixMilli(); ms >= 0 && ms <= maxDeadLetterTimestampMillis {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+func millisTime(ms int64) (time.Time, bool) {
+	if ms < 0 || ms > maxDeadLetterTimestampMillis {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
+}
+
+// text is b as a string with invalid UTF-8 replaced, so it is safe to encode and render.
+func text(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// String is a short description for logs: "spring-dlt from orders[3]@812: java.lang.IllegalStateException".
+func (d *DeadLetter) String() string {
+	if d == nil {
+		return "<not a dead letter>"
+	}
+	loc := d.OriginalTopic
+	if d.OriginalPartition != nil {
+		loc += fmt.Sprintf("[%d]", *d.OriginalPartition)
+	}
+	if d.OriginalOffset != nil {
+		loc += fmt.Sprintf("@%d", *d.OriginalOffset)
+	}
+	return fmt.Sprintf("%s from %s: %s", d.Convention, loc, d.ExceptionType)
+}

@@ -1,0 +1,221 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+)
+
+// Scan limits for ErrorGroups.
+const (
+	DefaultMaxScan = 10_000
+	MaxMaxScan     = 1_000_000
+)
+
+// ErrorGroup is every scanned dead letter with the same exception type and cause: one bug, one row.
+type ErrorGroup struct {
+	ExceptionType  string // empty when the records carry no exception header
+	ExceptionCause string
+	Count          int64
+	FirstAt        time.Time // oldest record timestamp in the group (among those scanned)
+	LastAt         time.Time // newest
+	OriginalTopics []string  // sorted, distinct
+	// SampleMessage is the exception message of the newest record in the group, which is at
+	// SamplePartition/SampleOffset.
+	SampleMessage   string
+	SamplePartition int32
+	SampleOffset    int64
+}
+
+// ErrorScan is the result of ErrorGroups.
+type ErrorScan struct {
+	Topic   string
+	Groups  []ErrorGroup // by Count, descending; ties by LastAt, newest first
+	Scanned int64        // records read
+	Total   int64        // records in the topic (sum of end − start)
+	Capped  bool         // true when maxScan stopped the scan before the oldest records
+}
+
+// ErrorGroups scans the newest records of a topic — at most maxScan in total (0 → DefaultMaxScan),
+// shared fairly across partitions — and groups them by (exception type, cause). Records are
+// streamed through one direct consumer and folded into the groups as they arrive; none are kept.
+// Unknown topic → ops.ErrNotFound; maxScan outside [0, MaxMaxScan] → ops.ErrInvalid.
+func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (ErrorScan, error) {
+	op := fmt.Sprintf("error groups %s", topic)
+	if topic == "" {
+		return ErrorScan{}, ops.Invalid("topic", "required")
+	}
+	if maxScan == 0 {
+		maxScan = DefaultMaxScan
+	}
+	if maxScan < 0 || maxScan > MaxMaxScan {
+		return ErrorScan{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d]", MaxMaxScan))
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	all, err := c.partitionBounds(ctx, topic)
+	if err != nil {
+		return ErrorScan{}, c.fail(op, err)
+	}
+	ps := all[topic]
+	parts := make([]int32, 0, len(ps))
+	sizes := make([]int64, 0, len(ps))
+	scan := ErrorScan{Topic: topic, Groups: []ErrorGroup{}}
+	for p, b := range ps {
+		parts = append(parts, p)
+		sizes = append(sizes, b.end-b.start)
+		scan.Total += b.end - b.start
+	}
+	quota := allocate(sizes, int64(maxScan))
+	from := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	for i, p := range parts {
+		if quota[i] > 0 {
+			from[p] = ps[p].end - quota[i]
+			offsets[p] = kgo.NewOffset().At(from[p])
+		}
+		scan.Scanned += quota[i]
+	}
+	scan.Capped = scan.Scanned < scan.Total
+	if len(offsets) == 0 {
+		return scan, nil
+	}
+
+	type key struct{ typ, cause string }
+	type agg struct {
+		g      ErrorGroup
+		topics map[string]bool
+	}
+	groups := map[key]*agg{}
+	noIDs := configs.MessageIDRules{} // the message id is not needed here; skip parsing values
+	var hdrs []Header
+	fold := func(r *kgo.Record) {
+		hdrs = hdrs[:0]
+		for _, h := range r.Headers {
+			hdrs = append(hdrs, Header{Key: h.Key, Value: h.Value})
+		}
+		dl := DecodeDeadLetter(hdrs, nil, c.names, noIDs)
+		var k key
+		if dl != nil {
+			k = key{dl.ExceptionType, dl.ExceptionCause}
+		}
+		a := groups[k]
+		if a == nil {
+			a = &agg{g: ErrorGroup{ExceptionType: k.typ, ExceptionCause: k.cause, FirstAt: r.Timestamp}, topics: map[string]bool{}}
+			groups[k] = a
+		}
+		a.g.Count++
+		if r.Timestamp.Before(a.g.FirstAt) {
+			a.g.FirstAt = r.Timestamp
+		}
+		if a.g.Count == 1 || !r.Timestamp.Before(a.g.LastAt) {
+			a.g.LastAt = r.Timestamp
+			a.g.SamplePartition, a.g.SampleOffset = r.Partition, r.Offset
+			if dl != nil {
+				a.g.SampleMessage = dl.ExceptionMessage
+			}
+		}
+		if dl != nil && dl.OriginalTopic != "" {
+			a.topics[dl.OriginalTopic] = true
+		}
+	}
+
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: offsets}, 1<<20)
+	if err != nil {
+		return ErrorScan{}, c.fail(op, err)
+	}
+	defer cl.Close()
+	open := len(offsets)
+	for open > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := fetchErr(fs); err != nil {
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				err = fmt.Errorf("%w: records were deleted during the scan; retry", ops.ErrConflict)
+			}
+			return ErrorScan{}, c.fail(op, err)
+		}
+		var finished []int32
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			start, ok := from[fp.Partition]
+			if !ok {
+				return
+			}
+			end := ps[fp.Partition].end
+			for _, r := range fp.Records {
+				if r.Offset < start || r.Offset >= end {
+					continue
+				}
+				if !r.Attrs.IsControl() {
+					fold(r)
+				}
+				if r.Offset == end-1 {
+					break
+				}
+			}
+			if n := len(fp.Records); n > 0 && fp.Records[n-1].Offset >= end-1 {
+				delete(from, fp.Partition)
+				finished = append(finished, fp.Partition)
+			}
+		})
+		if len(finished) > 0 {
+			// Stop fetching what arrives after the scan started.
+			cl.PauseFetchPartitions(map[string][]int32{topic: finished})
+			open -= len(finished)
+		}
+	}
+
+	for _, a := range groups {
+		for t := range a.topics {
+			a.g.OriginalTopics = append(a.g.OriginalTopics, t)
+		}
+		sort.Strings(a.g.OriginalTopics)
+		if a.g.OriginalTopics == nil {
+			a.g.OriginalTopics = []string{}
+		}
+		scan.Groups = append(scan.Groups, a.g)
+	}
+	sort.Slice(scan.Groups, func(i, j int) bool {
+		gi, gj := scan.Groups[i], scan.Groups[j]
+		if gi.Count != gj.Count {
+			return gi.Count > gj.Count
+		}
+		if !gi.LastAt.Equal(gj.LastAt) {
+			return gi.LastAt.After(gj.LastAt)
+		}
+		if gi.ExceptionType != gj.ExceptionType {
+			return gi.ExceptionType < gj.ExceptionType
+		}
+		return gi.ExceptionCause < gj.ExceptionCause
+	})
+	return scan, nil
+}
+
+// allocate shares budget across partitions of the given sizes: each gets an equal share, and what
+// a small partition does not need goes to the larger ones. The result sums to min(budget, total).
+func allocate(sizes []int64, budget int64) []int64 {
+	out := make([]int64, len(sizes))
+	idx := make([]int, len(sizes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return sizes[idx[a]] < sizes[idx[b]] })
+	for n, i := range idx {
+		left := int64(len(idx) - n)
+		share := budget / left
+		if budget%left != 0 {
+			share++ // round up so the remainder is not lost; later shares shrink to compensate
+		}
+		take := min(max(sizes[i], 0), share, budget)
+		out[i] = take
+		budget -= take
+	}
+	return out
+}

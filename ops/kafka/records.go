@@ -1,0 +1,281 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Browsing limits.
+const (
+	// MaxValueBytes caps Record.Value; longer values are cut and marked Truncated.
+	MaxValueBytes = 256 << 10
+	// DefaultLimit is RecordQuery.Limit when zero; MaxLimit is the largest accepted.
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Header is one record header. Keys may repeat; order is preserved.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one Kafka record as the console shows it.
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	Key       []byte
+	Value     []byte // at most MaxValueBytes; see Truncated
+	// Truncated is true when Value was cut at MaxValueBytes; OriginalSize is then the full length.
+	Truncated    bool
+	OriginalSize int
+	Headers      []Header
+	// Size is the uncompressed size of key, value and headers as produced (before truncation).
+	Size int
+	// DeadLetter is the decoded failure metadata, nil when the record carries none.
+	DeadLetter *DeadLetter
+}
+
+// RecordQuery selects one page of one partition.
+type RecordQuery struct {
+	Topic     string // required
+	Partition int32  // required; must exist
+	// Offset anchors the page (nil: the newest page for Order "newest", the oldest for "oldest").
+	// With Order "newest" the page holds Offset and the records before it; with "oldest", Offset
+	// and the records after it. It must be in [start, end) of the partition.
+	Offset *int64
+	// At anchors the page at the first record whose timestamp is at or after At (the newest record
+	// when none is). Give Offset or At, not both.
+	At    *time.Time
+	Limit int    // 1..MaxLimit; 0 means DefaultLimit
+	Order string // "newest" (default: descending offsets) or "oldest" (ascending)
+}
+
+// Page is one page of records and where to go from it.
+type Page struct {
+	Topic     string
+	Partition int32
+	Order     string
+	Records   []Record // in Order: descending offsets for "newest", ascending for "oldest"
+	Start     int64    // the partition's log start offset when read
+	End       int64    // the partition's end offset (next offset to be written) when read
+	// Next is the Offset of the following page in the same Order (older records for "newest",
+	// newer for "oldest"); Prev goes the other way. Nil when there is nothing more that way.
+	Next *int64
+	Prev *int64
+}
+
+// Records reads one page of a partition with a short-lived direct consumer that starts at the
+// exact first offset of the page and stops as soon as it reached the page's last offset, so the
+// cost does not depend on how deep the page is. Errors: unknown topic → ops.ErrNotFound; bad
+// partition, offset, limit or order → ops.ErrInvalid naming the valid range.
+func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
+	op := fmt.Sprintf("records %s[%d]", q.Topic, q.Partition)
+	if q.Topic == "" {
+		return Page{}, ops.Invalid("topic", "required")
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxLimit {
+		return Page{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", MaxLimit))
+	}
+	switch q.Order {
+	case "":
+		q.Order = "newest"
+	case "newest", "oldest":
+	default:
+		return Page{}, ops.Invalid("order", `must be "newest" or "oldest"`)
+	}
+	if q.Offset != nil && q.At != nil {
+		return Page{}, ops.Invalid("at", "give either offset or at, not both")
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+
+	all, err := c.partitionBounds(ctx, q.Topic)
+	if err != nil {
+		return Page{}, c.fail(op, err)
+	}
+	b, ok := all[q.Topic][q.Partition]
+	if !ok {
+		return Page{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(all[q.Topic]), q.Topic))
+	}
+	page := Page{Topic: q.Topic, Partition: q.Partition, Order: q.Order, Start: b.start, End: b.end, Records: []Record{}}
+
+	var anchor int64
+	switch {
+	case q.Offset != nil:
+		if b.start >= b.end {
+			return Page{}, ops.Invalid("offset", fmt.Sprintf("partition %d is empty (start = end = %d)", q.Partition, b.end))
+		}
+		if *q.Offset < b.start || *q.Offset >= b.end {
+			return Page{}, ops.Invalid("offset", fmt.Sprintf("must be in [%d, %d) for partition %d", b.start, b.end, q.Partition))
+		}
+		anchor = *q.Offset
+	case b.start >= b.end:
+		return page, nil
+	case q.At != nil:
+		listed, err := c.adm.ListOffsetsAfterMilli(ctx, q.At.UnixMilli(), q.Topic)
+		if err != nil {
+			return Page{}, c.fail(op+": offset for time", err)
+		}
+		lo, ok := listed.Lookup(q.Topic, q.Partition)
+		if !ok || lo.Err != nil {
+			return Page{}, c.fail(op+": offset for time", errOr(lo.Err, "partition missing from the listing"))
+		}
+		anchor = min(max(lo.Offset, b.start), b.end-1)
+	case q.Order == "newest":
+		anchor = b.end - 1
+	default:
+		anchor = b.start
+	}
+
+	limit := int64(q.Limit)
+	from, to := anchor, min(b.end, anchor+limit) // oldest: [anchor, anchor+limit)
+	if q.Order == "newest" {
+		from, to = max(b.start, anchor-limit+1), anchor+1
+	}
+	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to, q.Limit, nil)
+	if err != nil {
+		return Page{}, c.fail(op, err)
+	}
+	if q.Order == "newest" {
+		for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+			recs[i], recs[j] = recs[j], recs[i]
+		}
+	}
+	page.Records = recs
+
+	older, newer := from-1, to // the nearest offsets outside the page
+	if q.Order == "newest" {
+		if older >= b.start {
+			page.Next = &older
+		}
+		if newer < b.end {
+			n := min(newer+limit-1, b.end-1)
+			page.Prev = &n
+		}
+	} else {
+		if newer < b.end {
+			page.Next = &newer
+		}
+		if older >= b.start {
+			p := max(b.start, from-limit)
+			page.Prev = &p
+		}
+	}
+	return page, nil
+}
+
+// readRange returns the records with offsets in [from, to) of one partition, ascending. It stops
+// as soon as it saw offset to−1 (or anything past it), so it never waits at the end of a log
+// whose end it knows. each, when set, receives every record instead of collecting it (streaming).
+func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, from, to int64, expect int, each func(*kgo.Record)) ([]Record, error) {
+	if from >= to {
+		return []Record{}, nil
+	}
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, fetchBytesFor(expect))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []Record
+	if each == nil {
+		out = make([]Record, 0, min(int64(expect), to-from))
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := fetchErr(fs); err != nil {
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				return nil, ops.Invalid("offset", fmt.Sprintf("records from %d were deleted while reading partition %d; reload", from, partition))
+			}
+			return nil, err
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if done || r.Offset < from {
+				return
+			}
+			if r.Offset >= to {
+				done = true
+				return
+			}
+			if r.Offset == to-1 {
+				done = true
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
+			if each != nil {
+				each(r)
+				return
+			}
+			out = append(out, c.record(r))
+		})
+		if done {
+			return out, nil
+		}
+	}
+}
+
+// fetchBytesFor sizes fetches for a page: enough for the expected records at a few KiB each
+// (Kafka always returns at least one whole batch, however large), so a 50-record page does not
+// pull a megabyte of neighbours.
+func fetchBytesFor(expect int) int32 {
+	return int32(min(max(expect*4<<10, 64<<10), 4<<20))
+}
+
+// fetchErr returns the first error of a poll, or the context's error; kgo reports a closed
+// context as a fetch error, which is unified here.
+func fetchErr(fs kgo.Fetches) error {
+	var first error
+	fs.EachError(func(t string, p int32, err error) {
+		if first == nil {
+			first = fmt.Errorf("fetch %s[%d]: %w", t, p, err)
+		}
+	})
+	return first
+}
+
+// record converts a fetched record, capping the value and decoding dead-letter headers (from the
+// whole value, before the cap).
+func (c *Cluster) record(r *kgo.Record) Record {
+	out := Record{
+		Topic:        r.Topic,
+		Partition:    r.Partition,
+		Offset:       r.Offset,
+		Timestamp:    r.Timestamp,
+		Key:          append([]byte(nil), r.Key...),
+		OriginalSize: len(r.Value),
+		Size:         len(r.Key) + len(r.Value),
+	}
+	if r.Key == nil {
+		out.Key = nil
+	}
+	v := r.Value
+	if len(v) > MaxValueBytes {
+		v, out.Truncated = v[:MaxValueBytes], true
+	}
+	if r.Value != nil {
+		out.Value = append(make([]byte, 0, len(v)), v...)
+	}
+	if len(r.Headers) > 0 {
+		out.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			out.Headers[i] = Header{Key: h.Key, Value: append([]byte(nil), h.Value...)}
+			out.Size += len(h.Key) + len(h.Value)
+		}
+	}
+	out.DeadLetter = DecodeDeadLetter(out.Headers, r.Value, c.names, c.ids)
+	return out
+}

@@ -1,0 +1,146 @@
+package kafka
+
+import (
+	"context"
+	"path"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// newestReadBudget bounds how long DeadLetterTopics waits for the last record of every partition;
+// a partition that does not answer in time just has no NewestAt.
+const newestReadBudget = 3 * time.Second
+
+// DLTopic is a dead-letter (or retry) topic and how much it holds.
+type DLTopic struct {
+	Topic      string
+	Retry      bool // an intermediate retry topic (*.retry*, ".retry"/"-retry" in the name), not a final DLT
+	Partitions []DLPartition
+	Records    int64 // sum of the partitions' end − start (an upper bound on a compacted topic)
+	// NewestAt is the timestamp of the newest record across partitions (the last record of each
+	// non-empty partition); zero when the topic is empty or the read ran out of time.
+	NewestAt time.Time
+}
+
+// DLPartition is one partition of a dead-letter topic.
+type DLPartition struct {
+	Partition int32
+	Start     int64
+	End       int64
+	Records   int64 // End − Start
+}
+
+// DeadLetterTopics lists the topics matching the cluster's dead-letter patterns (path.Match
+// globs), sorted by name, with their sizes and newest record time. The last records are read with
+// one direct consumer for all partitions, bounded to a few seconds. It returns ops.ErrUnavailable
+// when the cluster cannot be reached.
+func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	details, err := c.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, c.fail("list topics", err)
+	}
+	var names []string
+	for _, t := range details.Names() {
+		if c.isDeadLetterTopic(t) {
+			names = append(names, t)
+		}
+	}
+	out := make([]DLTopic, 0, len(names))
+	if len(names) == 0 {
+		return out, nil
+	}
+	bounds, err := c.partitionBounds(ctx, names...)
+	if err != nil {
+		return nil, c.fail("dead-letter topic offsets", err)
+	}
+	lastOf := map[string]map[int32]kgo.Offset{}
+	for t, ps := range bounds {
+		for p, b := range ps {
+			if b.end > b.start {
+				if lastOf[t] == nil {
+					lastOf[t] = map[int32]kgo.Offset{}
+				}
+				lastOf[t][p] = kgo.NewOffset().At(b.end - 1)
+			}
+		}
+	}
+	newest, err := c.newestTimes(ctx, lastOf)
+	if err != nil {
+		return nil, c.fail("dead-letter newest records", err)
+	}
+	for _, t := range names {
+		dl := DLTopic{Topic: t, Retry: isRetryTopic(t), NewestAt: newest[t]}
+		for p, b := range bounds[t] {
+			dl.Partitions = append(dl.Partitions, DLPartition{Partition: p, Start: b.start, End: b.end, Records: b.end - b.start})
+			dl.Records += b.end - b.start
+		}
+		sort.Slice(dl.Partitions, func(i, j int) bool { return dl.Partitions[i].Partition < dl.Partitions[j].Partition })
+		out = append(out, dl)
+	}
+	return out, nil
+}
+
+func (c *Cluster) isDeadLetterTopic(t string) bool {
+	for _, p := range c.patterns {
+		if ok, _ := path.Match(p, t); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// newestTimes reads the record at each given offset (the last of its partition) and returns, per
+// topic, the newest timestamp seen. It stops when every partition answered or the budget ran out.
+func (c *Cluster) newestTimes(ctx context.Context, lastOf map[string]map[int32]kgo.Offset) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	want := 0
+	for _, ps := range lastOf {
+		want += len(ps)
+	}
+	if want == 0 {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(newestReadBudget, c.timeout))
+	defer cancel()
+	cl, err := c.consumer(lastOf, 64<<10)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	type tp struct {
+		t string
+		p int32
+	}
+	seen := map[tp]bool{}
+	for len(seen) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			// Out of budget: what we have is the answer; the rest stay unknown.
+			return out, nil //nolint:nilerr // a bounded best-effort read
+		}
+		var fatal error
+		fs.EachError(func(t string, p int32, err error) {
+			// A partition that fails (its records deleted since listing) just has no time; a
+			// client-level failure (partition −1) ends the read.
+			if p < 0 && fatal == nil {
+				fatal = err
+			}
+			seen[tp{t, p}] = true
+		})
+		if fatal != nil {
+			return nil, fatal
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			// The last offset may be a transaction marker; its time is when the last write committed.
+			if r.Timestamp.After(out[r.Topic]) {
+				out[r.Topic] = r.Timestamp
+			}
+			seen[tp{r.Topic, r.Partition}] = true
+		})
+	}
+	return out, nil
+}

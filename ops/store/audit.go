@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Outcomes of an audited action.
+const (
+	OutcomeOK     = "ok"
+	OutcomeDenied = "denied"
+	OutcomeFailed = "failed"
+)
+
+// AuditEntry is one row of the append-only audit log.
+type AuditEntry struct {
+	ID        int64
+	At        time.Time
+	Actor     string
+	Role      string
+	SourceIP  string
+	UserAgent string
+	Action    string // e.g. outbox.release_leases, outbox.requeue
+	Target    string // e.g. outbox/orders
+	Count     *int64 // rows or messages affected, when it applies
+	Reason    string
+	Outcome   string // OutcomeOK, OutcomeDenied, OutcomeFailed
+	Detail    map[string]any
+}
+
+// AuditFilter narrows List. Zero fields do not filter; Limit 0 means 100.
+type AuditFilter struct {
+	Actor  string
+	Action string
+	Since  time.Time
+	Before int64 // keyset cursor: entries with id < Before
+	Limit  int
+}
+
+// MaxAuditLimit caps one page of the audit list.
+const MaxAuditLimit = 1000
+
+// RecordAudit appends an entry. At is set by the database.
+func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
+	detail, err := json.Marshal(e.Detail)
+	if err != nil || e.Detail == nil {
+		detail = []byte("{}")
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO audit_log
+		(actor, role, source_ip, user_agent, action, target, count, reason, outcome, detail)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		e.Actor, e.Role, e.SourceIP, e.UserAgent, e.Action, e.Target, e.Count, e.Reason, e.Outcome, detail)
+	if err != nil {
+		return fmt.Errorf("audit: record %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ListAudit returns entries newest first.
+func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > MaxAuditLimit {
+		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxAuditLimit))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, role, source_ip, user_agent, action, target,
+			count, reason, outcome, detail
+		FROM audit_log
+		WHERE ($1 = '' OR actor = $1) AND ($2 = '' OR action = $2)
+		  AND ($3::timestamptz IS NULL OR at >= $3) AND ($4 = 0 OR id < $4)
+		ORDER BY at DESC, id DESC LIMIT $5`,
+		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit: list: %w: %w", ops.ErrUnavailable, err)
+	}
+	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		var detail []byte
+		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target,
+			&e.Count, &e.Reason, &e.Outcome, &detail)
+		if err == nil {
+			err = json.Unmarshal(detail, &e.Detail)
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: list: %w", err)
+	}
+	return entries, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

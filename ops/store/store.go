@@ -1,0 +1,127 @@
+// Package store is the console's own PostgreSQL schema ("redrive"): the audit log, and later the
+// replay ledger and the lag/queue history. Migrations are embedded, ordered and idempotent, and run
+// under an advisory lock so several replicas starting together apply each one once.
+package store
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Schema is the PostgreSQL schema that holds every table of the console.
+const Schema = "redrive"
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLockKey is an arbitrary constant shared by all replicas ("redrive" in ASCII).
+const migrationLockKey = 0x72656472697665
+
+// Store is the console's own database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to dsn and applies pending migrations. The pool reconnects on its own after a
+// database restart, so a Store stays usable for the life of the process.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse dsn: %w", ops.ErrInvalid)
+	}
+	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	cfg.ConnConfig.RuntimeParams["search_path"] = Schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the connections.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks the database answers (for /readyz).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Pool exposes the connection pool to sibling packages' tests and the sampler.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+func (s *Store) migrate(ctx context.Context) error {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(files) // 001_, 002_, … : the numeric prefix is the version
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w: %w", ops.ErrUnavailable, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey)); err != nil {
+		return fmt.Errorf("store: migrate lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+Schema+`;
+		CREATE TABLE IF NOT EXISTS `+Schema+`.schema_migrations (
+			version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("store: migrate: create versions table: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := tx.Query(ctx, `SELECT version FROM `+Schema+`.schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	for _, v := range versions {
+		applied[v] = true
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("store: migration %s: name must start with a number", name)
+		}
+		if applied[version] {
+			continue
+		}
+		sql, err := migrations.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+Schema+`;`+string(sql)); err != nil {
+			return fmt.Errorf("store: migration %s: %w", name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+Schema+`.schema_migrations (version, name) VALUES ($1, $2)`, version, name); err != nil {
+			return fmt.Errorf("store: migration %s: %w", name, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+// isNoRows maps pgx's sentinel to the domain's.
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

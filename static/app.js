@@ -1,0 +1,499 @@
+// Redrive console behaviour. Vanilla JS, loaded with `defer`, driven only by
+// data attributes so that templates need no inline script or style (the CSP is
+// script-src 'self'; style-src 'self'). Everything here is progressive: the
+// server renders correct text and working forms without it.
+//
+//   <time datetime="RFC3339" data-rel>          relative text, refreshed every 30 s
+//   [data-copy="text"]                          copy text to the clipboard
+//   [data-copy-target="selector"]               copy textContent of parent.querySelector(selector)
+//   table[data-sortable] th[data-nosort]        click-to-sort columns; td[data-sort] overrides the key
+//   input[data-filter-for="tableId"]            live row filter; tr[data-filter-text] adds hidden text
+//   form[data-confirm="msg"], button[data-confirm]  confirm() before submit (htmx too)
+//   input[data-check-all="name"]                select-all for checkboxes named name
+//   [data-check-count="name"]                   shows how many are checked
+//   [data-requires-checked="name"]              disabled while none are checked
+//   div[data-chart][data-src][data-series]      uPlot line chart; data-labels, data-height, data-refresh
+(function () {
+  "use strict";
+
+  var doc = document;
+
+  function each(root, selector, fn) {
+    var list = (root || doc).querySelectorAll(selector);
+    for (var i = 0; i < list.length; i++) fn(list[i]);
+  }
+
+  function within(root, selector) {
+    // querySelectorAll that also considers root itself.
+    var out = [];
+    if (root.matches && root.matches(selector)) out.push(root);
+    each(root, selector, function (el) { out.push(el); });
+    return out;
+  }
+
+  // ---------------------------------------------------------------- times
+
+  // relText mirrors components.RelText in Go so that the text does not jump
+  // when the script takes over.
+  function relText(t, now) {
+    var d = now - t;
+    var future = d < 0;
+    if (future) d = -d;
+    var s = Math.floor(d / 1000);
+    if (s < 1) return "just now";
+    var txt;
+    if (s < 60) txt = s + " s";
+    else if (s < 3600) txt = Math.floor(s / 60) + " min";
+    else if (s < 86400) txt = Math.floor(s / 3600) + " h";
+    else txt = Math.floor(s / 86400) + " d";
+    return future ? "in " + txt : txt + " ago";
+  }
+
+  function refreshTimes(root) {
+    var now = Date.now();
+    each(root, "time[data-rel][datetime]", function (el) {
+      var t = Date.parse(el.getAttribute("datetime"));
+      if (!isNaN(t)) el.textContent = relText(t, now);
+    });
+  }
+
+  // ---------------------------------------------------------------- copy
+
+  function fallbackCopy(text) {
+    var ta = doc.createElement("textarea");
+    ta.value = text;
+    ta.setAttribute("readonly", "");
+    ta.className = "clipboard-fallback";
+    doc.body.appendChild(ta);
+    ta.select();
+    var ok = false;
+    try { ok = doc.execCommand("copy"); } catch (e) { ok = false; }
+    doc.body.removeChild(ta);
+    return ok ? Promise.resolve() : Promise.reject(new Error("copy failed"));
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text).catch(function () { return fallbackCopy(text); });
+    }
+    return fallbackCopy(text);
+  }
+
+  function flash(btn, cls) {
+    btn.classList.remove("is-copied", "is-copy-failed");
+    btn.classList.add(cls);
+    clearTimeout(btn._copyTimer);
+    btn._copyTimer = setTimeout(function () { btn.classList.remove(cls); }, 1400);
+  }
+
+  function onCopyClick(e) {
+    var btn = e.target.closest("[data-copy],[data-copy-target]");
+    if (!btn) return;
+    e.preventDefault();
+    var text = btn.getAttribute("data-copy");
+    if (text === null) {
+      var scope = btn.parentElement || doc;
+      var src = scope.querySelector(btn.getAttribute("data-copy-target"));
+      text = src ? src.textContent : "";
+    }
+    copyText(text).then(
+      function () { flash(btn, "is-copied"); },
+      function () { flash(btn, "is-copy-failed"); }
+    );
+  }
+
+  // ---------------------------------------------------------------- sort
+
+  var collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+  var numRe = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?%?$/i;
+
+  function cellKey(row, index) {
+    var cell = row.cells[index];
+    if (!cell) return "";
+    var k = cell.getAttribute("data-sort");
+    return (k !== null ? k : cell.textContent).trim();
+  }
+
+  function asNumber(s) {
+    var c = s.replace(/[,\s\u00a0\u202f_]/g, "");
+    return numRe.test(c) ? parseFloat(c) : NaN;
+  }
+
+  function isBlank(k) { return k === "" || k === "\u2014"; }
+
+  function compareKeys(a, b) {
+    if (a === b) return 0;
+    var na = asNumber(a), nb = asNumber(b);
+    if (!isNaN(na) && !isNaN(nb)) return na - nb;
+    return collator.compare(a, b);
+  }
+
+  function sortBy(th) {
+    var table = th.closest("table");
+    var index = th.cellIndex;
+    var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    each(table.tHead, "th[aria-sort]", function (o) { o.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir);
+    var sign = dir === "ascending" ? 1 : -1;
+    for (var b = 0; b < table.tBodies.length; b++) {
+      var body = table.tBodies[b];
+      var rows = Array.prototype.filter.call(body.rows, function (r) { return !r.classList.contains("filter-empty"); });
+      var keyed = rows.map(function (r, i) { return { r: r, k: cellKey(r, index), i: i }; });
+      keyed.sort(function (x, y) {
+        var bx = isBlank(x.k), by = isBlank(y.k);
+        if (bx !== by) return bx ? 1 : -1; // blanks last whatever the direction
+        return sign * compareKeys(x.k, y.k) || x.i - y.i;
+      });
+      keyed.forEach(function (x) { body.appendChild(x.r); });
+    }
+  }
+
+  function sortableHeader(target) {
+    var th = target.closest("th");
+    if (!th || th.hasAttribute("data-nosort")) return null;
+    if (target.closest("a,button,input,select,label")) return null;
+    var table = th.closest("table[data-sortable]");
+    if (!table || !table.tHead || !table.tHead.contains(th)) return null;
+    return th;
+  }
+
+  function initSortable(root) {
+    each(root, "table[data-sortable] thead th:not([data-nosort])", function (th) {
+      if (!th.hasAttribute("tabindex")) th.setAttribute("tabindex", "0");
+    });
+  }
+
+  // ---------------------------------------------------------------- filter
+
+  function applyFilter(input) {
+    var table = doc.getElementById(input.getAttribute("data-filter-for"));
+    if (!table) return;
+    var terms = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+    var shown = 0, total = 0;
+    for (var b = 0; b < table.tBodies.length; b++) {
+      var rows = table.tBodies[b].rows;
+      for (var i = 0; i < rows.length; i++) {
+        var r = rows[i];
+        if (r.classList.contains("filter-empty")) continue;
+        total++;
+        var hay = (r.textContent + " " + (r.getAttribute("data-filter-text") || "")).toLowerCase();
+        var match = terms.every(function (t) { return hay.indexOf(t) !== -1; });
+        r.hidden = !match;
+        if (match) shown++;
+      }
+    }
+    var body = table.tBodies[0];
+    var empty = table.querySelector("tr.filter-empty");
+    if (body && total > 0 && shown === 0) {
+      if (!empty) {
+        empty = doc.createElement("tr");
+        empty.className = "filter-empty";
+        var td = doc.createElement("td");
+        td.colSpan = (table.tHead && table.tHead.rows[0]) ? table.tHead.rows[0].cells.length : 1;
+        empty.appendChild(td);
+        body.appendChild(empty);
+      }
+      empty.cells[0].textContent = "No rows match \u201c" + input.value.trim() + "\u201d. Clear the filter (Esc) to see all " + total + ".";
+    } else if (empty) {
+      empty.parentNode.removeChild(empty);
+    }
+    each(doc, '[data-filter-count-for="' + cssEscape(table.id) + '"]', function (el) {
+      el.textContent = terms.length ? shown + " of " + total : String(total);
+    });
+  }
+
+  function cssEscape(s) {
+    return window.CSS && CSS.escape ? CSS.escape(s) : s.replace(/["\\]/g, "\\$&");
+  }
+
+  function refreshFilters() {
+    each(doc, "input[data-filter-for]", function (input) {
+      if (input.value) applyFilter(input);
+    });
+  }
+
+  // ---------------------------------------------------------------- check-all
+
+  function boxes(name) {
+    return Array.prototype.filter.call(
+      doc.querySelectorAll('input[type="checkbox"][name="' + cssEscape(name) + '"]'),
+      function (el) { return !el.hasAttribute("data-check-all"); }
+    );
+  }
+
+  function visible(el) {
+    return !el.closest("tr[hidden]") && !el.disabled;
+  }
+
+  function syncChecks(name) {
+    var all = boxes(name);
+    var n = all.filter(function (b) { return b.checked; }).length;
+    var vis = all.filter(visible);
+    var visChecked = vis.filter(function (b) { return b.checked; }).length;
+    each(doc, '[data-check-all="' + cssEscape(name) + '"]', function (master) {
+      master.checked = vis.length > 0 && visChecked === vis.length;
+      master.indeterminate = visChecked > 0 && visChecked < vis.length;
+    });
+    each(doc, '[data-check-count="' + cssEscape(name) + '"]', function (el) {
+      el.textContent = String(n);
+    });
+    each(doc, '[data-requires-checked="' + cssEscape(name) + '"]', function (el) {
+      el.disabled = n === 0;
+    });
+  }
+
+  function syncAllChecks() {
+    var names = {};
+    each(doc, "[data-check-all],[data-check-count],[data-requires-checked]", function (el) {
+      names[el.getAttribute("data-check-all") || el.getAttribute("data-check-count") || el.getAttribute("data-requires-checked")] = true;
+    });
+    Object.keys(names).forEach(syncChecks);
+  }
+
+  function onChange(e) {
+    var el = e.target;
+    if (!(el instanceof HTMLInputElement) || el.type !== "checkbox") return;
+    var master = el.getAttribute("data-check-all");
+    if (master !== null) {
+      boxes(master).forEach(function (b) {
+        if (visible(b)) b.checked = el.checked; // only rows the filter shows
+      });
+      syncChecks(master);
+      return;
+    }
+    if (el.name) syncChecks(el.name);
+  }
+
+  // ---------------------------------------------------------------- confirm
+
+  function onSubmit(e) {
+    var form = e.target;
+    if (!(form instanceof HTMLFormElement)) return;
+    var msg = (e.submitter && e.submitter.getAttribute("data-confirm")) || form.getAttribute("data-confirm");
+    if (!msg) return;
+    if (!window.confirm(msg)) {
+      // Capture phase on document: stopping here also keeps htmx's own
+      // submit listener on the form from issuing the request.
+      e.preventDefault();
+      e.stopPropagation();
+    }
+  }
+
+  function onHtmxConfirm(e) {
+    // Non-form htmx triggers (e.g. <button hx-post data-confirm>); forms are
+    // handled in onSubmit.
+    var el = e.detail && e.detail.elt;
+    if (!el || el.tagName === "FORM" || el.closest("form[data-confirm]")) return;
+    if (el.type === "submit" && el.form) return;
+    var msg = el.getAttribute("data-confirm");
+    if (!msg) return;
+    e.preventDefault();
+    if (window.confirm(msg)) e.detail.issueRequest(true);
+  }
+
+  // ---------------------------------------------------------------- charts
+
+  var palette = ["#1f5fd1", "#d97706", "#0f8a5f", "#c4281c", "#7c3aed", "#0e7490", "#be185d", "#4b5563"];
+  var chartObserver = window.ResizeObserver ? new ResizeObserver(function (entries) {
+    entries.forEach(function (en) {
+      var el = en.target;
+      if (!el.isConnected) { destroyChart(el); return; }
+      // Only follow width: the legend makes the height depend on the chart.
+      if (el._uplot && el._chartWidth !== el.clientWidth) {
+        el._chartWidth = el.clientWidth;
+        el._uplot.setSize(chartSize(el));
+      }
+    });
+  }) : null;
+
+  function shortNum(v) {
+    if (v == null) return "";
+    var a = Math.abs(v);
+    if (a >= 1e9) return +(v / 1e9).toFixed(1) + "G";
+    if (a >= 1e6) return +(v / 1e6).toFixed(1) + "M";
+    if (a >= 1e4) return +(v / 1e3).toFixed(1) + "k";
+    return String(+v.toFixed(2));
+  }
+
+  function chartSize(el) {
+    var h = parseInt(el.getAttribute("data-height"), 10) || 220;
+    return { width: Math.max(el.clientWidth, 200), height: h };
+  }
+
+  function chartStatus(el, text, isError) {
+    var s = el.querySelector(".chart-status");
+    if (!text) { if (s) s.parentNode.removeChild(s); return; }
+    if (!s) {
+      s = doc.createElement("div");
+      s.className = "chart-status";
+      el.appendChild(s);
+    }
+    s.classList.toggle("is-error", !!isError);
+    s.textContent = text;
+  }
+
+  function destroyChart(el) {
+    if (el._uplot) { el._uplot.destroy(); el._uplot = null; }
+    if (el._chartTimer) { clearInterval(el._chartTimer); el._chartTimer = null; }
+    if (chartObserver) chartObserver.unobserve(el);
+  }
+
+  function toData(points, keys) {
+    var xs = [], cols = keys.map(function () { return []; });
+    points.forEach(function (p) {
+      var t = Date.parse(p.at);
+      if (isNaN(t)) return;
+      xs.push(t / 1000);
+      keys.forEach(function (k, i) {
+        var v = p[k];
+        cols[i].push(typeof v === "number" && isFinite(v) ? v : null);
+      });
+    });
+    return [xs].concat(cols);
+  }
+
+  function loadChart(el) {
+    var src = el.getAttribute("data-src");
+    var keys = (el.getAttribute("data-series") || "").split(",").map(function (s) { return s.trim(); }).filter(Boolean);
+    if (!src || !keys.length || typeof window.uPlot !== "function") return;
+    var labels = (el.getAttribute("data-labels") || "").split(",").map(function (s) { return s.trim(); });
+
+    if (!el._uplot) chartStatus(el, "Loading chart\u2026");
+    fetch(src, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (res) {
+        if (!res.ok) throw new Error("HTTP " + res.status);
+        return res.json();
+      })
+      .then(function (body) {
+        if (!el.isConnected) return;
+        var points = (body && Array.isArray(body.points)) ? body.points : [];
+        var data = toData(points, keys);
+        if (data[0].length === 0) {
+          destroyChart(el);
+          chartStatus(el, el.getAttribute("data-empty") || "No data points yet.");
+          return;
+        }
+        chartStatus(el, "");
+        if (el._uplot) { el._uplot.setData(data); return; }
+        var opts = {
+          width: chartSize(el).width,
+          height: chartSize(el).height,
+          cursor: { drag: { x: true, y: false } },
+          scales: { x: { time: true } },
+          axes: [
+            { stroke: "#5f6b7a", grid: { stroke: "#edf0f3" }, ticks: { stroke: "#dde2e8" } },
+            { stroke: "#5f6b7a", grid: { stroke: "#edf0f3" }, ticks: { stroke: "#dde2e8" }, size: 56,
+              values: function (u, vals) { return vals.map(shortNum); } }
+          ],
+          series: [{}].concat(keys.map(function (k, i) {
+            return {
+              label: labels[i] || k,
+              stroke: palette[i % palette.length],
+              width: 1.5,
+              points: { show: false },
+              spanGaps: false,
+              value: function (u, v) { return v == null ? "\u2014" : v.toLocaleString(); }
+            };
+          }))
+        };
+        el._chartWidth = el.clientWidth;
+        el._uplot = new window.uPlot(opts, data, el);
+        if (chartObserver) chartObserver.observe(el);
+      })
+      .catch(function (err) {
+        if (!el.isConnected) return;
+        if (!el._uplot) chartStatus(el, "Chart data unavailable: " + err.message, true);
+      });
+  }
+
+  function initCharts(root) {
+    within(root, "[data-chart]").forEach(function (el) {
+      if (el._chartInit) return;
+      el._chartInit = true;
+      loadChart(el);
+      var every = parseInt(el.getAttribute("data-refresh"), 10);
+      if (every > 0) {
+        el._chartTimer = setInterval(function () {
+          if (!el.isConnected) { destroyChart(el); return; }
+          if (!doc.hidden) loadChart(el);
+        }, every * 1000);
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- toasts
+
+  function toast(text, tone) {
+    var region = doc.getElementById("toasts");
+    if (!region) return;
+    var t = doc.createElement("div");
+    t.className = "toast" + (tone ? " tone-" + tone : "");
+    t.setAttribute("role", "status");
+    t.textContent = text;
+    region.appendChild(t);
+    setTimeout(function () { if (t.parentNode) t.parentNode.removeChild(t); }, 6000);
+  }
+
+  // ---------------------------------------------------------------- wiring
+
+  function init(root) {
+    refreshTimes(root);
+    initSortable(root);
+    refreshFilters();
+    syncAllChecks();
+    initCharts(root);
+  }
+
+  function onKeydown(e) {
+    var t = e.target;
+    if (e.key === "Escape" && t.matches && t.matches("input[data-filter-for]") && t.value) {
+      t.value = "";
+      applyFilter(t);
+      syncAllChecks();
+      return;
+    }
+    if ((e.key === "Enter" || e.key === " ") && t.tagName === "TH") {
+      var th = sortableHeader(t);
+      if (th) { e.preventDefault(); sortBy(th); }
+      return;
+    }
+    if (e.key === "/" && !e.ctrlKey && !e.metaKey && !e.altKey &&
+        !(t.closest && t.closest("input,textarea,select,[contenteditable]"))) {
+      var f = doc.querySelector("input[data-filter-for]");
+      if (f) { e.preventDefault(); f.focus(); f.select(); }
+    }
+  }
+
+  doc.addEventListener("click", function (e) {
+    onCopyClick(e);
+    var th = sortableHeader(e.target);
+    if (th) sortBy(th);
+  });
+  doc.addEventListener("input", function (e) {
+    if (e.target.matches && e.target.matches("input[data-filter-for]")) {
+      applyFilter(e.target);
+      syncAllChecks();
+    }
+  });
+  doc.addEventListener("change", onChange);
+  doc.addEventListener("submit", onSubmit, true);
+  doc.addEventListener("keydown", onKeydown);
+  doc.addEventListener("htmx:confirm", onHtmxConfirm);
+  doc.addEventListener("htmx:afterSettle", function (e) {
+    init(e.detail && e.detail.elt ? e.detail.elt : doc);
+  });
+  doc.addEventListener("htmx:sendError", function () {
+    toast("The console did not answer. Check your connection; the page keeps its last data.", "danger");
+  });
+  doc.addEventListener("htmx:timeout", function () {
+    toast("The request timed out. Try again in a moment.", "danger");
+  });
+
+  setInterval(function () { refreshTimes(doc); }, 30000);
+
+  if (doc.readyState === "loading") {
+    doc.addEventListener("DOMContentLoaded", function () { init(doc); });
+  } else {
+    init(doc);
+  }
+})();

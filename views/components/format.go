@@ -1,0 +1,182 @@
+// Package components holds the console's shared, purely presentational UI
+// pieces (badges, times, numbers, ids, empty and error states, stat cards…)
+// and the small formatting helpers behind them.
+//
+// Nothing here imports ops or a driver: callers pass plain strings, numbers
+// and times. All text is rendered through templ's escaping.
+package components
+
+import (
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Tone names used as CSS classes (tone-<name>) on badges, stat cards and
+// callouts: neutral (grey), info (blue), ok (green), warn (amber),
+// alert (orange) and danger (red).
+const (
+	ToneNeutral = "neutral"
+	ToneInfo    = "info"
+	ToneOK      = "ok"
+	ToneWarn    = "warn"
+	ToneAlert   = "alert"
+	ToneDanger  = "danger"
+)
+
+// StatusTone returns the tone for a status word, case-insensitively:
+//
+//	outbox:      READY info, PROCESSING warn, SENT ok, FAILED alert, DEAD danger
+//	lag:         OK ok, WARN warn, STALL alert, STOP danger, EMPTY neutral, DEAD danger
+//	Kafka group: STABLE ok, PREPARINGREBALANCE/COMPLETINGREBALANCE warn
+//	RabbitMQ:    RUNNING ok, IDLE neutral, FLOW warn, DOWN/CRASHED danger
+//	replay:      PENDING info, PUBLISHED/REPLAYED ok, SKIPPED neutral, FORCED warn, ERROR danger
+//
+// Anything else is neutral (grey).
+func StatusTone(status string) string {
+	switch strings.ToUpper(strings.TrimSpace(status)) {
+	case "READY", "PENDING", "QUEUED":
+		return ToneInfo
+	case "PROCESSING", "WARN", "WARNING", "PREPARINGREBALANCE", "COMPLETINGREBALANCE", "FLOW", "FORCED", "AMBIGUOUS":
+		return ToneWarn
+	case "SENT", "OK", "STABLE", "RUNNING", "PUBLISHED", "REPLAYED", "DONE", "PROCESSED":
+		return ToneOK
+	case "FAILED", "STALL":
+		return ToneAlert
+	case "DEAD", "STOP", "ERROR", "ERR", "DOWN", "CRASHED":
+		return ToneDanger
+	default:
+		return ToneNeutral
+	}
+}
+
+// toneClass returns the CSS class for tone, falling back to neutral for an
+// unknown or empty tone so a typo never produces an unstyled element.
+func toneClass(tone string) string {
+	switch tone {
+	case ToneNeutral, ToneInfo, ToneOK, ToneWarn, ToneAlert, ToneDanger:
+		return "tone-" + tone
+	default:
+		return "tone-" + ToneNeutral
+	}
+}
+
+// FormatNum formats n with comma thousands separators: 1234567 → "1,234,567".
+func FormatNum(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	if len(s) <= 3 {
+		if neg {
+			return "-" + s
+		}
+		return s
+	}
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	first := len(s) % 3
+	if first == 0 {
+		first = 3
+	}
+	b.WriteString(s[:first])
+	for i := first; i < len(s); i += 3 {
+		b.WriteByte(',')
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
+
+// FormatAge formats a duration as its two largest units, for example
+// "45 s", "3 min 12 s", "2 h 5 min", "3 d 4 h". A zero second unit is
+// dropped ("3 min"), durations under a second are shown in ms, and a negative
+// duration gets a leading "-".
+func FormatAge(d time.Duration) string {
+	if d < 0 {
+		if d == time.Duration(-1<<63) {
+			d++ // -MinInt64 overflows
+		}
+		return "-" + FormatAge(-d)
+	}
+	if d == 0 {
+		return "0 s"
+	}
+	if d < time.Second {
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	}
+	type unit struct {
+		size time.Duration
+		name string
+	}
+	units := []unit{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "min"}, {time.Second, "s"}}
+	for i, u := range units {
+		if d < u.size {
+			continue
+		}
+		out := strconv.FormatInt(int64(d/u.size), 10) + " " + u.name
+		if i+1 < len(units) {
+			next := units[i+1]
+			if r := (d % u.size) / next.size; r > 0 {
+				out += " " + strconv.FormatInt(int64(r), 10) + " " + next.name
+			}
+		}
+		return out
+	}
+	return "0 s" // unreachable: d >= 1 s matches the last unit
+}
+
+// RelText describes t relative to now in the largest whole unit:
+// "just now", "12 s ago", "5 min ago", "3 h ago", "2 d ago", or "in 4 min"
+// for a time in the future. static/app.js computes the same text in the
+// browser, so the two must stay in step.
+func RelText(t, now time.Time) string {
+	d := now.Sub(t)
+	future := d < 0
+	if future {
+		d = -d
+	}
+	s := int64(d / time.Second)
+	var txt string
+	switch {
+	case s < 1:
+		return "just now"
+	case s < 60:
+		txt = strconv.FormatInt(s, 10) + " s"
+	case s < 3600:
+		txt = strconv.FormatInt(s/60, 10) + " min"
+	case s < 86400:
+		txt = strconv.FormatInt(s/3600, 10) + " h"
+	default:
+		txt = strconv.FormatInt(s/86400, 10) + " d"
+	}
+	if future {
+		return "in " + txt
+	}
+	return txt + " ago"
+}
+
+// FormatAbs formats t as an absolute UTC time for tooltips and exports:
+// "2026-11-30 06:41:35 UTC".
+func FormatAbs(t time.Time) string {
+	return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
+}
+
+// Percent returns done/total as a whole percentage clamped to 0..100;
+// it is 0 when total is not positive.
+func Percent(done, total int64) int {
+	if total <= 0 || done <= 0 {
+		return 0
+	}
+	if done >= total {
+		return 100
+	}
+	// 128-bit product so that done*100 cannot overflow; done < total keeps
+	// the quotient below 100, so Div64 cannot panic.
+	hi, lo := bits.Mul64(uint64(done), 100)
+	q, _ := bits.Div64(hi, lo, uint64(total))
+	return int(q)
+}

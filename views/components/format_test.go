@@ -1,0 +1,166 @@
+package components
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestFormatNum(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0"},
+		{7, "7"},
+		{999, "999"},
+		{1000, "1,000"},
+		{12345, "12,345"},
+		{123456, "123,456"},
+		{1234567, "1,234,567"},
+		{-1, "-1"},
+		{-999, "-999"},
+		{-1000, "-1,000"},
+		{-1234567, "-1,234,567"},
+		{math.MaxInt64, "9,223,372,036,854,775,807"},
+		{math.MinInt64, "-9,223,372,036,854,775,808"},
+	}
+	for _, tt := range tests {
+		if got := FormatNum(tt.in); got != tt.want {
+			t.Errorf("FormatNum(%d) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestFormatAge(t *testing.T) {
+	tests := []struct {
+		in   time.Duration
+		want string
+	}{
+		{0, "0 s"},
+		{850 * time.Millisecond, "850 ms"},
+		{time.Second, "1 s"},
+		{45 * time.Second, "45 s"},
+		{45*time.Second + 900*time.Millisecond, "45 s"},
+		{3 * time.Minute, "3 min"},
+		{3*time.Minute + 12*time.Second, "3 min 12 s"},
+		{2*time.Hour + 5*time.Minute + 59*time.Second, "2 h 5 min"},
+		{2*time.Hour + 30*time.Second, "2 h"},
+		{3*24*time.Hour + 4*time.Hour + 10*time.Minute, "3 d 4 h"},
+		{400 * 24 * time.Hour, "400 d"},
+		{-90 * time.Second, "-1 min 30 s"},
+		{math.MinInt64, "-106751 d 23 h"},
+	}
+	for _, tt := range tests {
+		if got := FormatAge(tt.in); got != tt.want {
+			t.Errorf("FormatAge(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRelText(t *testing.T) {
+	now := time.Date(2026, 11, 30, 6, 41, 35, 0, time.UTC)
+	tests := []struct {
+		name string
+		ago  time.Duration // now - t
+		want string
+	}{
+		{"Same", 0, "just now"},
+		{"SubSecond", 400 * time.Millisecond, "just now"},
+		{"Seconds", 12 * time.Second, "12 s ago"},
+		{"59s", 59 * time.Second, "59 s ago"},
+		{"Minute", 60 * time.Second, "1 min ago"},
+		{"Minutes", 5*time.Minute + 59*time.Second, "5 min ago"},
+		{"Hours", 3*time.Hour + 59*time.Minute, "3 h ago"},
+		{"23h", 23*time.Hour + 59*time.Minute, "23 h ago"},
+		{"Days", 2*24*time.Hour + 5*time.Hour, "2 d ago"},
+		{"Year", 400 * 24 * time.Hour, "400 d ago"},
+		{"FutureMinutes", -4*time.Minute - 10*time.Second, "in 4 min"},
+		{"FutureSeconds", -30 * time.Second, "in 30 s"},
+		{"FutureDays", -49 * time.Hour, "in 2 d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RelText(now.Add(-tt.ago), now); got != tt.want {
+				t.Errorf("RelText(now-%v) = %q, want %q", tt.ago, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFormatAbs(t *testing.T) {
+	loc := time.FixedZone("CET", 3600)
+	tests := []struct {
+		in   time.Time
+		want string
+	}{
+		{time.Date(2026, 11, 30, 6, 41, 35, 999, time.UTC), "2026-11-30 06:41:35 UTC"},
+		{time.Date(2026, 11, 30, 7, 41, 35, 0, loc), "2026-11-30 06:41:35 UTC"},
+	}
+	for _, tt := range tests {
+		if got := FormatAbs(tt.in); got != tt.want {
+			t.Errorf("FormatAbs(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestStatusTone(t *testing.T) {
+	tests := []struct{ status, want string }{
+		{"READY", ToneInfo},
+		{"PROCESSING", ToneWarn},
+		{"SENT", ToneOK},
+		{"FAILED", ToneAlert},
+		{"DEAD", ToneDanger},
+		{"OK", ToneOK},
+		{"WARN", ToneWarn},
+		{"STALL", ToneAlert},
+		{"STOP", ToneDanger},
+		{"EMPTY", ToneNeutral},
+		{"ready", ToneInfo},
+		{" Sent ", ToneOK},
+		{"Stable", ToneOK},
+		{"", ToneNeutral},
+		{"SOMETHING_NEW", ToneNeutral},
+	}
+	for _, tt := range tests {
+		if got := StatusTone(tt.status); got != tt.want {
+			t.Errorf("StatusTone(%q) = %q, want %q", tt.status, got, tt.want)
+		}
+	}
+}
+
+func TestToneClass(t *testing.T) {
+	tests := []struct{ tone, want string }{
+		{ToneDanger, "tone-danger"},
+		{"", "tone-neutral"},
+		{"purple", "tone-neutral"},
+		{`x" onclick="y`, "tone-neutral"},
+	}
+	for _, tt := range tests {
+		if got := toneClass(tt.tone); got != tt.want {
+			t.Errorf("toneClass(%q) = %q, want %q", tt.tone, got, tt.want)
+		}
+	}
+}
+
+func TestPercent(t *testing.T) {
+	tests := []struct {
+		done, total int64
+		want        int
+	}{
+		{0, 0, 0},
+		{5, 0, 0},
+		{0, 10, 0},
+		{1, 3, 33},
+		{2, 3, 66},
+		{10, 10, 100},
+		{11, 10, 100},
+		{-1, 10, 0},
+		{math.MaxInt64 - 1, math.MaxInt64, 99},
+	}
+	for _, tt := range tests {
+		if got := Percent(tt.done, tt.total); got != tt.want {
+			t.Errorf("Percent(%d, %d) = %d, want %d", tt.done, tt.total, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+package components
+
+import "strings"
+
+func joinComma(s []string) string { return strings.Join(s, ",") }

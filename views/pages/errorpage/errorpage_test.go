@@ -1,0 +1,110 @@
+package errorpage
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/a-h/templ"
+
+	"github.com/redrive/redrive/views/layout"
+)
+
+func render(t *testing.T, c templ.Component) (*goquery.Document, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := c.Render(context.Background(), &buf); err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(buf.String()))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return doc, buf.String()
+}
+
+func find(doc *goquery.Document, testid string) *goquery.Selection {
+	return doc.Find(`[data-testid="` + testid + `"]`)
+}
+
+func TestPage(t *testing.T) {
+	t.Run("NotFound", func(t *testing.T) {
+		doc, _ := render(t, Page(layout.Meta{}, 404, "", "", "req-7f3a"))
+		if got := find(doc, "error-status").Text(); got != "404" {
+			t.Errorf("status = %q", got)
+		}
+		if got := find(doc, "error-title").Text(); got != "Not Found" {
+			t.Errorf("title = %q", got)
+		}
+		if got := doc.Find("title").Text(); got != "Not Found · Redrive" {
+			t.Errorf("<title> = %q", got)
+		}
+		if find(doc, "error-message").Text() == "" {
+			t.Error("no default message")
+		}
+		if got := find(doc, "copy-id-value").Text(); got != "req-7f3a" {
+			t.Errorf("request id = %q", got)
+		}
+		if got := find(doc, "error-home").AttrOr("href", ""); got != "/" {
+			t.Errorf("home link = %q", got)
+		}
+		if find(doc, "topbar").Length() != 1 {
+			t.Error("not rendered inside the layout")
+		}
+	})
+	t.Run("Custom", func(t *testing.T) {
+		doc, html := render(t, Page(layout.Meta{Title: "Oops", AuthNone: true}, 422, "Bad filter", `<script>alert(1)</script>`, ""))
+		if strings.Contains(html, "<script>alert") {
+			t.Fatal("message not escaped")
+		}
+		if got := find(doc, "error-message").Text(); got != `<script>alert(1)</script>` {
+			t.Errorf("message = %q", got)
+		}
+		if got := find(doc, "error-title").Text(); got != "Bad filter" {
+			t.Errorf("title = %q", got)
+		}
+		if got := doc.Find("title").Text(); got != "Oops · Redrive" {
+			t.Errorf("<title> = %q", got)
+		}
+		if find(doc, "error-request-id").Length() != 0 {
+			t.Error("request id block without an id")
+		}
+		if find(doc, "banner-auth-none").Length() != 1 {
+			t.Error("meta not passed to the layout")
+		}
+	})
+	t.Run("ServerError", func(t *testing.T) {
+		doc, _ := render(t, Page(layout.Meta{}, 500, "", "", "r1"))
+		if got := find(doc, "error-title").Text(); got != "Internal Server Error" {
+			t.Errorf("title = %q", got)
+		}
+		if got := find(doc, "error-message").Text(); !strings.Contains(got, "request ID") {
+			t.Errorf("message = %q", got)
+		}
+	})
+}
+
+func TestFragment(t *testing.T) {
+	doc, html := render(t, Fragment(503, "RabbitMQ is unreachable", "management API: connection refused", "req-1"))
+	if strings.Contains(strings.ToLower(html), "<html") {
+		t.Error("fragment renders a whole document")
+	}
+	if got := find(doc, "error-fragment").AttrOr("data-status", ""); got != "503" {
+		t.Errorf("data-status = %q", got)
+	}
+	if got := find(doc, "error-panel-title").Text(); got != "RabbitMQ is unreachable" {
+		t.Errorf("title = %q", got)
+	}
+	if got := find(doc, "copy-id-value").Text(); got != "req-1" {
+		t.Errorf("request id = %q", got)
+	}
+	doc, _ = render(t, Fragment(404, "", "", ""))
+	if got := find(doc, "error-panel-title").Text(); got != "Not Found" {
+		t.Errorf("default title = %q", got)
+	}
+	if find(doc, "error-request-id").Length() != 0 {
+		t.Error("request id block without an id")
+	}
+}

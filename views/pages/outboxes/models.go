@@ -1,0 +1,146 @@
+// Package outboxes renders the outbox pages: every outbox's overview, one outbox's events with
+// filters and repair actions, and one event's detail.
+package outboxes
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/views/layout"
+)
+
+// Summary is one outbox's overview panel. Error set means the panel could not be loaded.
+type Summary struct {
+	Name           string
+	Counts         []StatusCount // READY, PROCESSING, SENT, FAILED, DEAD in that order
+	SentIsEstimate bool
+	Stuck          int64
+	Dead           int64
+	OldestReadyAge *time.Duration // nil: nothing due
+	MaxAttempts    int
+	CheckedAt      time.Time
+	Error          string
+}
+
+// StatusCount is the number of events in one state.
+type StatusCount struct {
+	Status string
+	Count  int64
+}
+
+// EventRow is one event in a list or on its detail page.
+type EventRow struct {
+	ID            int64
+	EventID       string
+	AggregateType string
+	AggregateID   string
+	EventType     string
+	SchemaVersion int
+	Status        string
+	Attempts      int
+	AvailableAt   time.Time
+	LockedUntil   *time.Time
+	LastError     string
+	CreatedAt     time.Time
+	SentAt        *time.Time
+	Stuck         bool
+	Requeueable   bool // DEAD or FAILED
+}
+
+// Filters are the event list's current filter values, as typed.
+type Filters struct {
+	Status      string
+	EventType   string
+	AggregateID string
+	Stuck       bool
+	CreatedFrom string
+	CreatedTo   string
+	Limit       int
+}
+
+// IndexPage lists every configured outbox.
+type IndexPage struct {
+	Meta     layout.Meta
+	Outboxes []Summary
+}
+
+// ShowPage is one outbox: its panel, filters, events and actions.
+type ShowPage struct {
+	Meta      layout.Meta
+	Summary   Summary
+	Filters   Filters
+	Events    []EventRow
+	ListError string
+	NextURL   string
+	FirstPage bool
+	Notice    string
+	CanAct    bool
+}
+
+// EventPage is one event's detail.
+type EventPage struct {
+	Meta             layout.Meta
+	Outbox           string
+	MaxAttempts      int
+	Event            EventRow
+	Payload          string
+	PayloadIsJSON    bool
+	PayloadTruncated bool
+	PayloadSize      int
+	CanAct           bool
+}
+
+func outboxURL(name string) string { return "/outboxes/" + url.PathEscape(name) }
+
+func filterURL(name string, q url.Values) string {
+	return outboxURL(name) + "?" + q.Encode()
+}
+
+func statusURL(name, status string) string {
+	return filterURL(name, url.Values{"status": {status}})
+}
+
+func eventURL(name string, id int64) string {
+	return outboxURL(name) + "/events/" + strconv.FormatInt(id, 10)
+}
+
+func countHint(s Summary, status string) string {
+	switch status {
+	case "SENT":
+		if s.SentIsEstimate {
+			return "estimate (planner statistics)"
+		}
+	case "PROCESSING":
+		if s.Stuck > 0 {
+			return components.FormatNum(s.Stuck) + " with an expired lease"
+		}
+	}
+	return ""
+}
+
+func countTone(status string, n int64) string {
+	if n == 0 {
+		return components.ToneNeutral
+	}
+	return components.StatusTone(status)
+}
+
+func backlogText(s Summary) string {
+	if s.OldestReadyAge == nil {
+		return "nothing due"
+	}
+	return components.FormatAge(*s.OldestReadyAge)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func limitValue(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+var statuses = []string{"READY", "PROCESSING", "SENT", "FAILED", "DEAD"}

@@ -1,0 +1,32 @@
+// Package overview renders the "what is on fire" page.
+package overview
+
+import "time"
+
+// Data is everything the overview shows.
+type Data struct {
+	CheckedAt    time.Time
+	Problems     []Problem
+	Dependencies []Dependency
+}
+
+// Problem is one thing on fire, linking to its page.
+type Problem struct {
+	Severity string // critical, warning
+	Title    string
+	Link     string
+}
+
+// Dependency is one configured system's health.
+type Dependency struct {
+	Name  string
+	OK    bool
+	Error string
+}
+
+func severityTone(s string) string {
+	if s == "critical" {
+		return "danger"
+	}
+	return "warn"
+}

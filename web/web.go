@@ -1,0 +1,187 @@
+// Package web assembles the console's HTTP server: the middleware stack, the route table, static
+// assets, health and metrics endpoints, and the one error handler that turns every error into a
+// status code and a JSON body (under /api) or an error page.
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/static"
+	"github.com/redrive/redrive/views/layout"
+)
+
+// Options are the server's settings; all come from the config.
+type Options struct {
+	RequestTimeout time.Duration // required: the deadline of each request's context
+	AuthNone       bool          // auth.mode is none: every page shows a red banner
+	ReadOnly       bool          // every mutating route answers 403
+	Version        string        // shown in the footer and /api/v1/version
+}
+
+// Deps are the ops adapters the handlers use, built once by cmd/console.
+type Deps struct {
+	Logger   *slog.Logger             // required
+	Store    *store.Store             // required: audit log
+	Outboxes []handlers.OutboxService // in config order; may be empty
+	Checks   []handlers.Check         // one per configured dependency, for /readyz
+	Registry *prometheus.Registry     // required: where HTTP metrics are registered and /metrics reads
+}
+
+// New builds the echo server with every route registered.
+func New(deps Deps, opts Options) (*echo.Echo, error) {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.IPExtractor = echo.ExtractIPDirect() // no proxy trusted until auth.proxy configures one
+	e.HTTPErrorHandler = errorHandler(deps.Logger, opts)
+
+	httpDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "redrive_http_request_duration_seconds",
+		Help:    "Console HTTP requests by route, method and status code.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
+	}, []string{"method", "route", "code"})
+	for _, c := range []prometheus.Collector{httpDuration, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := deps.Registry.Register(c); err != nil {
+			return nil, err
+		}
+	}
+
+	csrf := middleware.CSRFWithConfig(middleware.CSRFConfig{
+		// The JSON API is exempt: it only accepts application/json bodies, which a cross-site form
+		// cannot send; cookie sessions on the API come with the access-control work.
+		Skipper:        func(c echo.Context) bool { return strings.HasPrefix(c.Path(), "/api/") },
+		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
+		CookieName:     "redrive_csrf",
+		CookiePath:     "/",
+		CookieHTTPOnly: true,
+		CookieSameSite: http.SameSiteStrictMode,
+		ContextKey:     csrfKey,
+	})
+
+	e.Use(
+		middleware.RequestID(),
+		accessLog(deps.Logger),
+		middleware.Recover(),
+		metrics(httpDuration),
+		middleware.SecureWithConfig(middleware.SecureConfig{
+			XSSProtection:      "0",
+			ContentTypeNosniff: "nosniff",
+			XFrameOptions:      "DENY",
+			ReferrerPolicy:     "same-origin",
+			ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+				"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+		}),
+		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout}),
+		middleware.BodyLimit("2M"),
+		anonymous(),
+		csrf,
+		readOnly(opts.ReadOnly),
+	)
+
+	meta := func(c echo.Context, title, section string) layout.Meta {
+		token, _ := c.Get(csrfKey).(string)
+		return layout.Meta{Title: title, Section: section, CSRFToken: token, AuthNone: opts.AuthNone,
+			ReadOnly: opts.ReadOnly, Version: opts.Version}
+	}
+	h := routeHandlers{
+		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta),
+		audit:    handlers.NewAudit(deps.Store, meta),
+		health:   handlers.NewHealth(deps.Checks),
+		overview: handlers.NewOverview(deps.Outboxes, deps.Checks, meta),
+	}
+	for _, r := range routes(h) {
+		e.Add(r.Method, r.Path, r.Handler)
+	}
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})))
+	e.GET("/static/*", echo.WrapHandler(static.Handler()))
+	return e, nil
+}
+
+const csrfKey = "csrf"
+
+// accessLog writes one structured line per request, with the request id.
+func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true,
+		LogRemoteIP: true, LogError: true, HandleError: true,
+		Skipper: func(c echo.Context) bool { return c.Path() == "/healthz" || strings.HasPrefix(c.Path(), "/static/") },
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			log.LogAttrs(context.Background(), level, "http",
+				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency), slog.String("request_id", v.RequestID),
+				slog.String("remote_ip", v.RemoteIP))
+			return nil
+		},
+	})
+}
+
+func metrics(h *prometheus.HistogramVec) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			status := c.Response().Status
+			var he *echo.HTTPError
+			if errors.As(err, &he) {
+				status = he.Code
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			h.WithLabelValues(c.Request().Method, route, http.StatusText(status)).Observe(time.Since(start).Seconds())
+			return err
+		}
+	}
+}
+
+// anonymous sets the actor for auth.mode none.
+func anonymous() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			handlers.SetActor(c, handlers.Actor{Name: "anonymous", Role: "admin"})
+			return next(c)
+		}
+	}
+}
+
+// readOnly turns every mutating request into a 403 that says why.
+func readOnly(on bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			switch c.Request().Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+				return next(c)
+			}
+			if on {
+				return echo.NewHTTPError(http.StatusForbidden, "the console is in read-only mode (read_only: true); no changes are allowed")
+			}
+			return next(c)
+		}
+	}
+}
+
+// writeJSON is used where echo's context encoder is not at hand.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSONCharsetUTF8)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
