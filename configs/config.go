@@ -105,9 +105,9 @@ type KafkaCluster struct {
 
 // LagRules are the Burrow-style status thresholds.
 type LagRules struct {
-	Window      Duration `yaml:"window"`       // evaluation window; default 5m
-	StopAfter   Duration `yaml:"stop_after"`   // no commit for longer than this with lag > 0 → STOP; default 15m
-	WarnMinLag  int64    `yaml:"warn_min_lag"` // growth below this is noise; default 1
+	Window     Duration `yaml:"window"`       // evaluation window; default 5m
+	StopAfter  Duration `yaml:"stop_after"`   // no commit for longer than this with lag > 0 → STOP; default 15m
+	WarnMinLag int64    `yaml:"warn_min_lag"` // growth below this is noise; default 1
 }
 
 // TLS configures a client certificate and trust. Empty paths mean the system defaults.

@@ -13,6 +13,9 @@
 //   [data-check-count="name"]                   shows how many are checked
 //   [data-requires-checked="name"]              disabled while none are checked
 //   div[data-chart][data-src][data-series]      uPlot line chart; data-labels, data-height, data-refresh
+//
+// static/README.md documents every attribute; browser_test.go in
+// views/components exercises them under the production CSP.
 (function () {
   "use strict";
 
@@ -51,7 +54,7 @@
 
   function refreshTimes(root) {
     var now = Date.now();
-    each(root, "time[data-rel][datetime]", function (el) {
+    within(root, "time[data-rel][datetime]").forEach(function (el) {
       var t = Date.parse(el.getAttribute("datetime"));
       if (!isNaN(t)) el.textContent = relText(t, now);
     });
@@ -280,11 +283,12 @@
   }
 
   function onHtmxConfirm(e) {
-    // Non-form htmx triggers (e.g. <button hx-post data-confirm>); forms are
-    // handled in onSubmit.
+    // htmx triggers other than a form (e.g. <button hx-post data-confirm>,
+    // also a submit button with its own hx-post: htmx cancels the native
+    // submit, so onSubmit never sees it). A form's own htmx submit went
+    // through onSubmit already.
     var el = e.detail && e.detail.elt;
-    if (!el || el.tagName === "FORM" || el.closest("form[data-confirm]")) return;
-    if (el.type === "submit" && el.form) return;
+    if (!el || el.tagName === "FORM") return;
     var msg = el.getAttribute("data-confirm");
     if (!msg) return;
     e.preventDefault();

@@ -126,10 +126,10 @@ func TestHandler(t *testing.T) {
 
 	t.Run("NotFound", func(t *testing.T) {
 		for _, target := range []string{
-			"/static/app.css",           // unhashed
-			"/static/app.00000000.css",  // stale hash
-			"/static/nope.12345678.js",  // unknown
-			"/static/",                  // directory
+			"/static/app.css",          // unhashed
+			"/static/app.00000000.css", // stale hash
+			"/static/nope.12345678.js", // unknown
+			"/static/",                 // directory
 			"/static/../static/static.go",
 			"/app.css",
 		} {

@@ -98,4 +98,3 @@ func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready cha
 	}
 	return nil
 }
-

@@ -42,7 +42,10 @@ Run "devstack COMMAND -h" for a command's flags.
 `
 
 func main() {
-	log := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "devstack: "+format+"\n", a...) }
+	log := func(format string, a ...any) {
+		// Errors from the devstack package already say "devstack: ".
+		fmt.Fprintln(os.Stderr, "devstack: "+strings.TrimPrefix(fmt.Sprintf(format, a...), "devstack: "))
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -242,10 +245,11 @@ func cmdRun(args []string, log logFn) int {
 	close(stopWatch)
 	interrupted := <-watched
 	if err != nil {
-		log("%v", err)
 		if interrupted != nil {
+			log("startup aborted")
 			return 128 + int(interrupted.(syscall.Signal))
 		}
+		log("%v", err)
 		return 1
 	}
 	if interrupted != nil {

@@ -3,10 +3,13 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -185,5 +188,54 @@ func TestNewRejectsBadConfig(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalid", err)
 			}
 		})
+	}
+}
+
+// Groups costs the same admin requests for 2 groups as for 40: ListGroups, DescribeGroups,
+// OffsetFetch and two ListOffsets (start, end), on a one-broker cluster.
+func TestGroupsRequestCountIsFixed(t *testing.T) {
+	f := newFake(t)
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	f.broker.Control(func(r kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		counts[kmsg.NameForKey(r.Key())]++
+		mu.Unlock()
+		return nil, nil, false // observe only
+	})
+	measure := func() map[string]int {
+		mu.Lock()
+		clear(counts)
+		mu.Unlock()
+		if _, err := f.c.Groups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]int{}
+		for _, k := range []string{"ListGroups", "DescribeGroups", "OffsetFetch", "ListOffsets"} {
+			out[k] = counts[k]
+		}
+		return out
+	}
+	addGroups := func(from, to int) {
+		for i := from; i < to; i++ {
+			topic := fmt.Sprintf("t%d", i%4)
+			f.commit(t, fmt.Sprintf("g%03d", i), topic, map[int32]int64{0: 1, 1: 2})
+		}
+	}
+	for i := range 4 {
+		f.topic(t, fmt.Sprintf("t%d", i), 2)
+	}
+	addGroups(0, 2)
+	few := measure()
+	addGroups(2, 40)
+	many := measure()
+	if few["ListGroups"] != 1 || few["DescribeGroups"] != 1 || few["OffsetFetch"] != 1 || few["ListOffsets"] != 2 {
+		t.Errorf("requests for 2 groups: %v", few)
+	}
+	if fmt.Sprint(few) != fmt.Sprint(many) {
+		t.Errorf("requests grow with groups: 2 groups %v, 40 groups %v", few, many)
 	}
 }

@@ -258,6 +258,21 @@ func TestAppJS(t *testing.T) {
 		if got := eval[[]string](b, `window.__asked`); len(got) != 3 || got[2] != "Release 3 stuck leases?" {
 			t.Errorf("asked %v", got)
 		}
+
+		// A submit button with its own hx-post inside a confirming form:
+		// asked once, with the button's question.
+		eval[bool](b, `window.__asked = []; document.querySelector("#swap").innerHTML = "", true`)
+		b.do(chromedp.Click(chromedp.CSS(`[data-testid="htmx-submit-confirm"]`)))
+		b.wait(`document.querySelector('#swap [data-testid="echo-csrf"]')`)
+		if got := eval[[]string](b, `window.__asked`); len(got) != 1 || got[0] != "Button-level question?" {
+			t.Errorf("asked %v, want only the button's question", got)
+		}
+		if n := g.posts(); n != 2 {
+			t.Errorf("POSTs = %d, want 2", n)
+		}
+		if after := eval[string](b, `location.href`); after != before {
+			t.Errorf("native submit happened too: %s", after)
+		}
 	})
 
 	t.Run("HtmxSwap", func(t *testing.T) {

@@ -159,7 +159,8 @@ func galleryBody(now time.Time) templ.Component {
 			errorpage.Fragment(503, "Outbox orders-db is unavailable", "The database did not answer within 5 s.", "req-01JDX4A9"), s(`</div></section></div>`),
 			s(`<section class="panel" data-testid="htmx-panel"><div class="toolbar"><button type="button" class="btn btn-sm" hx-get="/fragment" hx-target="#swap" data-testid="htmx-load">Load fragment</button>`+
 				`<button type="button" class="btn btn-sm btn-danger" hx-post="/echo" hx-target="#swap" data-confirm="Release 3 stuck leases?" data-testid="htmx-confirm">Release leases</button>`+
-				`<button type="button" class="btn btn-sm" hx-get="/fail" hx-target="#swap" data-testid="htmx-fail">Load failing panel</button><span class="htmx-indicator spinner"></span></div>`+
+				`<button type="button" class="btn btn-sm" hx-get="/fail" hx-target="#swap" data-testid="htmx-fail">Load failing panel</button>`+
+				`<form class="row" data-confirm="Form-level question?"><button type="submit" class="btn btn-sm" hx-post="/echo" hx-target="#swap" data-confirm="Button-level question?" data-testid="htmx-submit-confirm">Submit via htmx</button></form><span class="htmx-indicator spinner"></span></div>`+
 				`<div class="panel-body" id="swap" data-testid="swap"><p class="muted">htmx swaps land here.</p></div></section>`))
 	})
 }
@@ -184,7 +185,6 @@ func renderTo(t *testing.T, page templ.Component, body templ.Component) []byte {
 	}
 	return buf.Bytes()
 }
-
 
 // gallery is the gallery page served with the production CSP.
 type gallery struct {

@@ -23,7 +23,8 @@ type PostgresOptions struct {
 	// when running as root, chowned to the postgres user. A Dir that
 	// already holds a cluster is reused (initdb is skipped).
 	Dir string
-	// Port to listen on (127.0.0.1 only). 0 picks a free port.
+	// Port to listen on (127.0.0.1 only). 0 picks a free port, preferring
+	// the one recorded in Dir by an earlier start.
 	Port int
 	// BinDir holds initdb, pg_ctl and postgres. "" = the newest
 	// /usr/lib/postgresql/*/bin (version 15 or newer), installing
@@ -91,7 +92,11 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 	port := opts.Port
 	for attempt := 1; ; attempt++ {
 		if opts.Port == 0 {
-			if port, err = FreePort(); err != nil {
+			// A Dir used before keeps its port while it is free.
+			prev, err := OpenPostgres(dir)
+			if attempt == 1 && err == nil && prev.port != 0 && portFree(prev.port) {
+				port = prev.port
+			} else if port, err = FreePort(); err != nil {
 				return nil, err
 			}
 		} else if !portFree(port) {

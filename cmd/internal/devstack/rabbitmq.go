@@ -26,7 +26,10 @@ type RabbitOptions struct {
 	// Dir is the node's HOME (Erlang cookie), config, Mnesia data, logs and
 	// devstack-rabbitmq.json. Required; created if missing.
 	Dir string
-	// AMQPPort is the AMQP 0-9-1 listener.
+	// AMQPPort is the AMQP 0-9-1 listener. The node is named
+	// redrive-<AMQPPort>@localhost; a port left 0 reuses the one recorded
+	// in Dir by an earlier start when it is free, so that restarting a
+	// stack in the same Dir keeps its node name, data and URLs.
 	AMQPPort int
 	// ManagementPort is the HTTP management API and UI.
 	ManagementPort int
@@ -85,7 +88,22 @@ func StartRabbitMQ(ctx context.Context, opts RabbitOptions) (*RabbitMQ, error) {
 		return nil, fmt.Errorf("devstack: rabbitmq: %w", err)
 	}
 	want := []int{opts.AMQPPort, opts.ManagementPort, opts.DistPort, opts.EPMDPort}
+	// A Dir used before keeps its ports (and so its node name and data)
+	// where they are still free.
+	if prev, err := OpenRabbitMQ(dir); err == nil {
+		if prev.Running() {
+			return nil, fmt.Errorf("devstack: rabbitmq: node %s is already running in %s; stop it first", prev.node, dir)
+		}
+		for i, p := range []int{prev.amqp, prev.mgmt, prev.dist, prev.epmd} {
+			if want[i] == 0 && p != 0 && portFree(p) {
+				want[i] = p
+			}
+		}
+	}
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			want = []int{opts.AMQPPort, opts.ManagementPort, opts.DistPort, opts.EPMDPort}
+		}
 		ports, err := pickPorts(want)
 		if err != nil {
 			return nil, err

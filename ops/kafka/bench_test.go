@@ -1,0 +1,162 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Reproduce with:
+//
+//	go test ./ops/kafka/ -run '^$' -bench . -benchtime=20x
+//
+// Both benchmarks run against kfake in process on loopback, so they measure the client-side
+// approach and the number of round trips, not a real broker's disk.
+
+const (
+	deepRecords = 1_000_000
+	deepOffset  = 900_000
+	deepLimit   = 50
+)
+
+// BenchmarkRecordsDeepPage reads 50 records at offset 900,000 of a 1,000,000-record partition.
+// "direct" is Records (a direct consumer at the exact offset, stopping at the page's last
+// offset); "naive" consumes the partition from the start until it reaches the page.
+func BenchmarkRecordsDeepPage(b *testing.B) {
+	f := newFake(b)
+	f.topic(b, "deep", 1)
+	start := time.Now()
+	produceMany(b, f.prod, "deep", deepRecords)
+	b.Logf("setup: produced %d records in %v", deepRecords, time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			p, err := f.c.Records(ctx, RecordQuery{Topic: "deep", Offset: ptr[int64](deepOffset), Order: "oldest", Limit: deepLimit})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(p.Records) != deepLimit || p.Records[0].Offset != deepOffset {
+				b.Fatalf("got %d records from %d", len(p.Records), p.Records[0].Offset)
+			}
+		}
+	})
+
+	b.Run("naive", func(b *testing.B) {
+		for b.Loop() {
+			cl, err := kgo.NewClient(
+				kgo.SeedBrokers(f.broker.ListenAddrs()...),
+				kgo.ConsumeTopics("deep"),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var page []*kgo.Record
+			for len(page) < deepLimit {
+				fs := cl.PollFetches(ctx)
+				if err := fs.Err0(); err != nil {
+					b.Fatal(err)
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					if r.Offset >= deepOffset && len(page) < deepLimit {
+						page = append(page, r)
+					}
+				})
+			}
+			cl.Close()
+		}
+	})
+}
+
+// produceMany writes n ~40-byte records to partition 0 with a batching, pipelined producer.
+func produceMany(b *testing.B, prod *kgo.Client, topic string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	wg.Add(n)
+	for i := range n {
+		prod.Produce(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: fmt.Appendf(nil, `{"messageId":"m-%07d","n":%d}`, i, i)},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					errMu.Lock()
+					if first == nil {
+						first = err
+					}
+					errMu.Unlock()
+				}
+				wg.Done()
+			})
+	}
+	wg.Wait()
+	if first != nil {
+		b.Fatalf("produce: %v", first)
+	}
+}
+
+const (
+	benchGroups     = 200
+	benchTopics     = 5
+	benchPartitions = 10 // per topic: 50 partitions per group
+)
+
+// BenchmarkGroups computes the lag of 200 groups, each committed on 50 partitions. "batched" is
+// Groups (a fixed number of admin requests); "per-group" lists the groups and asks for each one's
+// lag separately, as a page that loops over groups would.
+func BenchmarkGroups(b *testing.B) {
+	f := newFake(b)
+	ctx := context.Background()
+	for t := range benchTopics {
+		topic := fmt.Sprintf("bench-%d", t)
+		f.topic(b, topic, benchPartitions)
+		for p := range int32(benchPartitions) {
+			f.fill(b, topic, p, 20)
+		}
+	}
+	for g := range benchGroups {
+		os := kadm.Offsets{}
+		for t := range benchTopics {
+			for p := range int32(benchPartitions) {
+				os.AddOffset(fmt.Sprintf("bench-%d", t), p, int64((g+int(p))%20), -1)
+			}
+		}
+		if err := f.adm.CommitAllOffsets(ctx, fmt.Sprintf("group-%03d", g), os); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	b.Run("batched", func(b *testing.B) {
+		for b.Loop() {
+			gs, err := f.c.Groups(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(gs) != benchGroups || len(gs[0].Topics) != benchTopics {
+				b.Fatalf("%d groups", len(gs))
+			}
+		}
+	})
+
+	b.Run("per-group", func(b *testing.B) {
+		for b.Loop() {
+			listed, err := f.adm.ListGroups(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, name := range listed.Groups() {
+				if _, err := f.c.Group(ctx, name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
