@@ -222,26 +222,44 @@ func Parse(raw []byte, getenv func(string) string) (*Config, error) {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// expandEnv replaces ${NAME} and ${NAME:-default}. A referenced variable that is unset and has no
-// default is an error, so a missing secret fails at start rather than as a confusing auth error.
+// expandEnv replaces ${NAME} and ${NAME:-default} inside YAML values only (comments and keys are
+// left alone, and a value cannot inject YAML structure). A referenced variable that is unset and
+// has no default is an error, so a missing secret fails at start rather than as an auth error.
 func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind == 0 {
+		return raw, nil // empty file
+	}
 	var missing []string
-	out := envRef.ReplaceAllFunc(raw, func(m []byte) []byte {
-		sub := envRef.FindSubmatch(m)
-		name := string(sub[1])
-		if v := getenv(name); v != "" {
-			return []byte(v)
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+			n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+				sub := envRef.FindStringSubmatch(m)
+				if v := getenv(sub[1]); v != "" {
+					return v
+				}
+				if sub[2] != "" {
+					return sub[3]
+				}
+				missing = append(missing, fmt.Sprintf("%s (line %d)", sub[1], n.Line))
+				return ""
+			})
+			// An expanded value is a string, whatever it looks like ("yes", "0123", "*x").
+			n.Style, n.Tag = yaml.DoubleQuotedStyle, "!!str"
 		}
-		if len(sub[2]) > 0 {
-			return sub[3]
+		for _, c := range n.Content {
+			walk(c)
 		}
-		missing = append(missing, name)
-		return nil
-	})
+	}
+	walk(&doc)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("environment variable %s is referenced but not set", strings.Join(missing, ", "))
 	}
-	return out, nil
+	return yaml.Marshal(&doc)
 }
 
 func (c *Config) applyDefaults() {

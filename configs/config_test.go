@@ -1,0 +1,133 @@
+package configs
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+const minimal = `
+auth: {mode: none}
+store: {dsn: "postgres://u:p@127.0.0.1/redrive"}
+`
+
+func TestExampleIsValid(t *testing.T) {
+	cfg, err := Load("console.example.yaml", env(map[string]string{
+		"REDRIVE_STORE_PASSWORD": "s", "ORDERS_DB_PASSWORD": "o", "INVENTORY_DB_PASSWORD": "i"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Outboxes[0].Columns.LockedUntil != "locked_until" || cfg.Kafka[0].Lag.Window.D() != 5*time.Minute {
+		t.Errorf("example parsed wrong: %+v", cfg.Outboxes[0])
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+`
+outboxes: [{name: orders, dsn: "postgres://x@127.0.0.1/orders"}]
+kafka: [{name: main, brokers: ["127.0.0.1:19092"]}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.Outboxes[0]
+	if cfg.Listen != "127.0.0.1:8080" || o.Table != "outbox_event" || o.MaxAttempts != 10 || o.Columns.Status != "status" ||
+		cfg.Sampler.Interval.D() != 15*time.Second || cfg.Sampler.Retention.D() != 168*time.Hour ||
+		len(cfg.Kafka[0].DeadLetterTopics) != 5 || cfg.Replay.MaxReplaysPerMessage != 3 {
+		t.Errorf("defaults: %+v", cfg)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	cfg, err := Parse([]byte(`
+auth: {mode: none}
+listen: "${ADDR:-127.0.0.1:9000}"
+store: {dsn: "postgres://u:${PW}@127.0.0.1/redrive"}
+`), env(map[string]string{"PW": "hunter2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cfg.Store.DSN) != "postgres://u:hunter2@127.0.0.1/redrive" || cfg.Listen != "127.0.0.1:9000" {
+		t.Errorf("expanded: %q %q", cfg.Store.DSN, cfg.Listen)
+	}
+	_, err = Parse([]byte(`store: {dsn: "${MISSING}"}`), env(nil))
+	if err == nil || !strings.Contains(err.Error(), "MISSING") {
+		t.Errorf("missing variable: %v", err)
+	}
+}
+
+// Every invalid file names the key and says what is wrong.
+func TestInvalid(t *testing.T) {
+	cases := []struct{ name, yaml, want string }{
+		{"NoStore", `auth: {mode: none}`, "store.dsn: required"},
+		{"NoAuth", `store: {dsn: "postgres://x@127.0.0.1/r"}`, "auth.mode: required"},
+		{"UnknownAuth", minimal + `
+auth: {mode: magic}`, ""},
+		{"NoneOnPublicAddress", minimal + `listen: 0.0.0.0:8080`, "auth.mode: none is only allowed when listen is a loopback"},
+		{"BadListen", minimal + `listen: nope`, "listen:"},
+		{"UnknownKey", minimal + `outboxs: []`, "outboxs"},
+		{"BadDuration", minimal + `request_timeout: soon`, "duration"},
+		{"OutboxNoName", minimal + `outboxes: [{dsn: "postgres://x@h/d"}]`, "outboxes[0].name: required"},
+		{"OutboxDupName", minimal + `outboxes: [{name: a, dsn: "postgres://x@h/d"}, {name: a, dsn: "postgres://x@h/d"}]`, "outboxes[1].name: \"a\" is used twice"},
+		{"OutboxBadTable", minimal + `outboxes: [{name: a, dsn: "postgres://x@h/d", table: "x; drop table y"}]`, "outboxes[0].table"},
+		{"OutboxBadColumn", minimal + `outboxes: [{name: a, dsn: "postgres://x@h/d", columns: {status: "st atus"}}]`, "outboxes[0].columns.status"},
+		{"OutboxBadDSN", minimal + `outboxes: [{name: a, dsn: "mysql://x"}]`, "outboxes[0].dsn: must be a postgres:// URL"},
+		{"KafkaNoBrokers", minimal + `kafka: [{name: k}]`, "kafka[0].brokers: required"},
+		{"KafkaBadBroker", minimal + `kafka: [{name: k, brokers: [nohost]}]`, "kafka[0].brokers[0]"},
+		{"KafkaBadSASL", minimal + `kafka: [{name: k, brokers: ["h:1"], sasl: {mechanism: MD5}}]`, "kafka[0].sasl.mechanism"},
+		{"RabbitBadURL", minimal + `rabbitmq: [{name: r, url: "http://x", management_url: "http://x:15672"}]`, "rabbitmq[0].url"},
+		{"ConsumerUnknownCluster", minimal + `consumers: [{name: c, kafka: {cluster: nope}}]`, "consumers[0].kafka.cluster"},
+		{"NameInURL", minimal + `outboxes: [{name: "a/b", dsn: "postgres://x@h/d"}]`, "outboxes[0].name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), env(nil))
+			if err == nil {
+				t.Fatal("accepted an invalid config")
+			}
+			if tc.want != "" && !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSecretsAreRedacted(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+`
+kafka: [{name: k, brokers: ["h:1"], sasl: {mechanism: PLAIN, username: u, password: "topsecret"}}]
+`), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := json.Marshal(cfg)
+	for _, s := range []string{fmt.Sprintf("%v", cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg.Kafka[0].SASL), string(j)} {
+		if strings.Contains(s, "topsecret") || strings.Contains(s, "u:p@") {
+			t.Errorf("secret leaked: %s", s)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	if _, err := Load("testdata/nope.yaml", os.Getenv); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+func TestExpandedValuesStayStrings(t *testing.T) {
+	cfg, err := Parse([]byte(`
+auth: {mode: none}
+store: {dsn: "${DSN}"}
+kafka: [{name: k, brokers: ["h:1"], sasl: {mechanism: PLAIN, username: "${U}", password: "${P}"}}]
+`), env(map[string]string{"DSN": "postgres://a@h/d", "U": "yes", "P": "*notanalias: {x}"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Kafka[0].SASL.Username != "yes" || string(cfg.Kafka[0].SASL.Password) != "*notanalias: {x}" {
+		t.Errorf("got %q %q", cfg.Kafka[0].SASL.Username, string(cfg.Kafka[0].SASL.Password))
+	}
+}
