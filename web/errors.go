@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	"github.com/redrive/redrive/views/pages/errorpage"
 )
@@ -113,7 +112,7 @@ func errorHandler(log *slog.Logger, opts Options) echo.HTTPErrorHandler {
 			body.Error.Code, body.Error.Message = code, msg
 			werr = c.JSON(status, body)
 		case c.Request().Header.Get("HX-Request") == "true":
-			werr = renderTo(c, status, components.ErrorPanel(http.StatusText(status), msg))
+			werr = renderTo(c, status, errorpage.Fragment(status, http.StatusText(status), msg, reqID))
 		default:
 			token, _ := c.Get(csrfKey).(string)
 			meta := layout.Meta{Title: http.StatusText(status), CSRFToken: token, AuthNone: opts.AuthNone,
