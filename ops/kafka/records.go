@@ -145,7 +145,7 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if q.Order == "newest" {
 		from, to = max(b.start, anchor-limit+1), anchor+1
 	}
-	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to, q.Limit, nil)
+	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to)
 	if err != nil {
 		return Page{}, c.fail(op, err)
 	}
@@ -179,20 +179,17 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 
 // readRange returns the records with offsets in [from, to) of one partition, ascending. It stops
 // as soon as it saw offset to−1 (or anything past it), so it never waits at the end of a log
-// whose end it knows. each, when set, receives every record instead of collecting it (streaming).
-func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, from, to int64, expect int, each func(*kgo.Record)) ([]Record, error) {
+// whose end it knows.
+func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, from, to int64) ([]Record, error) {
 	if from >= to {
 		return []Record{}, nil
 	}
-	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, fetchBytesFor(expect))
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, fetchBytesFor(to-from))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	var out []Record
-	if each == nil {
-		out = make([]Record, 0, min(int64(expect), to-from))
-	}
+	out := make([]Record, 0, to-from)
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := fetchErr(fs); err != nil {
@@ -216,10 +213,6 @@ func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, 
 			if r.Attrs.IsControl() {
 				return
 			}
-			if each != nil {
-				each(r)
-				return
-			}
 			out = append(out, c.record(r))
 		})
 		if done {
@@ -231,12 +224,12 @@ func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, 
 // fetchBytesFor sizes fetches for a page: enough for the expected records at a few KiB each
 // (Kafka always returns at least one whole batch, however large), so a 50-record page does not
 // pull a megabyte of neighbours.
-func fetchBytesFor(expect int) int32 {
-	return int32(min(max(expect*4<<10, 64<<10), 4<<20))
+func fetchBytesFor(records int64) int32 {
+	return int32(min(max(records*4<<10, 64<<10), 4<<20))
 }
 
-// fetchErr returns the first error of a poll, or the context's error; kgo reports a closed
-// context as a fetch error, which is unified here.
+// fetchErr returns the first error of a poll. kgo reports a done context or a closed client as a
+// fetch error too (partition −1), so this also ends a read whose time ran out.
 func fetchErr(fs kgo.Fetches) error {
 	var first error
 	fs.EachError(func(t string, p int32, err error) {
