@@ -20,6 +20,7 @@ type routeHandlers struct {
 	audit    *handlers.Audit
 	health   *handlers.Health
 	overview *handlers.Overview
+	kafka    *handlers.Kafka
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -36,6 +37,11 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/outboxes/:name/release", h.outboxes.FormRelease},
 		{http.MethodPost, "/outboxes/:name/requeue", h.outboxes.FormRequeue},
 		{http.MethodGet, "/audit", h.audit.Page},
+		{http.MethodGet, "/kafka", h.kafka.Index},
+		{http.MethodGet, "/kafka/:cluster", h.kafka.Cluster},
+		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage},
+		{http.MethodGet, "/kafka/:cluster/topics/:topic", h.kafka.TopicPage},
+		{http.MethodGet, "/kafka/:cluster/topics/:topic/errors", h.kafka.ErrorsPage},
 
 		{http.MethodGet, "/api/v1/outboxes", h.outboxes.APIList},
 		{http.MethodGet, "/api/v1/outboxes/:name", h.outboxes.APIOne},
@@ -45,5 +51,11 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/outboxes/:name/events/requeue", h.outboxes.APIRequeue},
 		{http.MethodGet, "/api/v1/audit", h.audit.API},
 		{http.MethodGet, "/api/v1/overview", h.overview.API},
+		{http.MethodGet, "/api/v1/kafka/:cluster/groups", h.kafka.APIGroups},
+		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group", h.kafka.APIGroup},
+		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group/history", h.kafka.APIGroupHistory},
+		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics},
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords},
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups},
 	}
 }

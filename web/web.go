@@ -37,6 +37,8 @@ type Deps struct {
 	Logger   *slog.Logger             // required
 	Store    *store.Store             // required: audit log
 	Outboxes []handlers.OutboxService // in config order; may be empty
+	Kafka    []handlers.KafkaCluster  // in config order; may be empty
+	Snapshot handlers.KafkaSnapshots  // required when Kafka is not empty: the sampler's stored snapshots
 	Checks   []handlers.Check         // one per configured dependency, for /readyz
 	Registry *prometheus.Registry     // required: where HTTP metrics are registered and /metrics reads
 }
@@ -102,6 +104,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(deps.Outboxes, deps.Checks, meta),
+		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
 	}
 	for _, r := range routes(h) {
 		e.Add(r.Method, r.Path, r.Handler)

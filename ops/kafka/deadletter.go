@@ -17,13 +17,15 @@ import (
 
 // Dead-letter conventions, as reported in DeadLetter.Convention.
 const (
-	ConventionSpringDLT          = "spring-dlt"          // Spring Kafka DeadLetterPublishingRecoverer: kafka_dlt-*
-	ConventionSpringRetryTopic   = "spring-retry-topic"  // Spring Kafka @RetryableTopic: kafka_original-*, retry_topic-attempts
-	ConventionSpringCloudStream  = "spring-cloud-stream" // Spring Cloud Stream binder DLQ: x-original-*, x-exception-*
-	ConventionPlain              = "plain"               // the seed's names: originalTopic, retryCount, …
-	ConventionCustom             = "custom"              // only names configured under kafka[].headers matched
-	maxDeadLetterTimestampMillis = 253402300799999       // 9999-12-31T23:59:59.999Z; later times do not encode as JSON
+	ConventionSpringDLT         = "spring-dlt"          // Spring Kafka DeadLetterPublishingRecoverer: kafka_dlt-*
+	ConventionSpringRetryTopic  = "spring-retry-topic"  // Spring Kafka @RetryableTopic: kafka_original-*, retry_topic-attempts
+	ConventionSpringCloudStream = "spring-cloud-stream" // Spring Cloud Stream binder DLQ: x-original-*, x-exception-*
+	ConventionPlain             = "plain"               // the seed's names: originalTopic, retryCount, …
+	ConventionCustom            = "custom"              // only names configured under kafka[].headers matched
 )
+
+// maxDeadLetterTimestampMillis is 9999-12-31T23:59:59.999Z; later times do not encode as JSON.
+const maxDeadLetterTimestampMillis = 253402300799999
 
 // DeadLetter is the failure metadata a producer attached to a dead-lettered or retried record,
 // whatever header convention it used. Pointer fields are nil when the header is absent or

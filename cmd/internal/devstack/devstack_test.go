@@ -330,3 +330,37 @@ func TestKafkaRejectsWildcard(t *testing.T) {
 		t.Fatal("StartKafka on 0.0.0.0 succeeded")
 	}
 }
+
+// A node that cannot start fails fast with its log in the error, and
+// leaves nothing running.
+func TestRabbitMQStartupFailureShowsLog(t *testing.T) {
+	skipWithoutServices(t, rabbitBinDir+"/rabbitmq-server")
+	t.Parallel()
+	// Something that is not epmd holds the epmd port: the node cannot
+	// register its name and gives up.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	epmd := l.Addr().(*net.TCPAddr).Port
+	start := time.Now()
+	r, err := StartRabbitMQ(context.Background(), RabbitOptions{Dir: t.TempDir(), EPMDPort: epmd})
+	if err == nil {
+		r.Stop(context.Background())
+		t.Fatal("StartRabbitMQ succeeded with a bogus epmd")
+	}
+	t.Logf("failed in %s: %v", time.Since(start), err)
+	if !strings.Contains(err.Error(), "--- last lines of") {
+		t.Fatalf("error has no log tail: %v", err)
+	}
+}

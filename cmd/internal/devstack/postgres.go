@@ -32,7 +32,8 @@ type PostgresOptions struct {
 	BinDir string
 }
 
-// Postgres is a private PostgreSQL cluster started by StartPostgres.
+// Postgres is a private PostgreSQL cluster started by StartPostgres (or
+// opened with OpenPostgres). Its methods are not safe for concurrent use.
 type Postgres struct {
 	dir, data, bin, logPath string
 	port                    int
@@ -235,7 +236,6 @@ func (p *Postgres) prepareDir() error {
 	if err := os.Chown(p.dir, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
 		return fmt.Errorf("devstack: postgres: %w", err)
 	}
-	tmp, _ := filepath.Abs(os.TempDir())
 	for d := filepath.Dir(p.dir); ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
@@ -246,13 +246,14 @@ func (p *Postgres) prepareDir() error {
 			(st != nil && st.Uid == p.cred.Uid && fi.Mode().Perm()&0o100 != 0) ||
 			(st != nil && st.Gid == p.cred.Gid && fi.Mode().Perm()&0o010 != 0)
 		if !traversable {
-			// Only open up folders under the temp dir (test and run dirs);
-			// elsewhere tell the user rather than chmod e.g. /root.
-			if d != tmp && !strings.HasPrefix(d, tmp+string(filepath.Separator)) {
-				return fmt.Errorf("devstack: postgres: the postgres user cannot enter %s (mode %v); chmod o+x it or choose a Dir under %s", d, fi.Mode().Perm(), tmp)
-			}
+			// Add search (x) permission only: the postgres user can then
+			// pass through d to the cluster but not list d. Say so when it
+			// is not a temporary folder (e.g. a checkout under /root).
 			if err := os.Chmod(d, fi.Mode().Perm()|0o011); err != nil {
-				return fmt.Errorf("devstack: postgres: %w", err)
+				return fmt.Errorf("devstack: postgres: the postgres user cannot enter %s (mode %v): %w", d, fi.Mode().Perm(), err)
+			}
+			if tmp, _ := filepath.Abs(os.TempDir()); !strings.HasPrefix(d, tmp+string(filepath.Separator)) {
+				fmt.Fprintf(os.Stderr, "devstack: chmod go+x %s so that the postgres user can reach %s\n", d, p.dir)
 			}
 		}
 		if d == "/" || d == filepath.Dir(d) {

@@ -41,7 +41,8 @@ type RabbitOptions struct {
 	EPMDPort int
 }
 
-// RabbitMQ is a private RabbitMQ node started by StartRabbitMQ.
+// RabbitMQ is a private RabbitMQ node started by StartRabbitMQ (or opened
+// with OpenRabbitMQ). Its methods are not safe for concurrent use.
 type RabbitMQ struct {
 	dir                    string
 	amqp, mgmt, dist, epmd int

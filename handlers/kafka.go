@@ -1,0 +1,668 @@
+package handlers
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/views/layout"
+	kafkapages "github.com/redrive/redrive/views/pages/kafka"
+)
+
+// KafkaCluster is one cluster's live reads; *kafka.Cluster implements it. Errors: ErrNotFound
+// (unknown topic), ErrInvalid (partition or offset out of range, naming the valid range),
+// ErrUnavailable (the cluster cannot be reached).
+type KafkaCluster interface {
+	Name() string
+	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
+	Records(ctx context.Context, q kafka.RecordQuery) (kafka.Page, error)
+	ErrorGroups(ctx context.Context, topic string, maxScan int) (kafka.ErrorScan, error)
+}
+
+// KafkaSnapshots reads the sampler's stored lag snapshots and history (ops/sampler): pages never
+// call the cluster's admin API themselves.
+type KafkaSnapshots interface {
+	LatestKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
+	KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]sampler.GroupPoint, error)
+}
+
+// Kafka serves the Kafka pages and API.
+type Kafka struct {
+	clusters  []KafkaCluster
+	byName    map[string]KafkaCluster
+	snapshots KafkaSnapshots
+	meta      MetaFunc
+}
+
+// NewKafka wires the configured clusters (in config order).
+func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc) *Kafka {
+	h := &Kafka{clusters: clusters, byName: map[string]KafkaCluster{}, snapshots: snapshots, meta: meta}
+	for _, c := range clusters {
+		h.byName[c.Name()] = c
+	}
+	return h
+}
+
+func (h *Kafka) cluster(c echo.Context) (KafkaCluster, error) {
+	name := c.Param("cluster")
+	k, ok := h.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return k, nil
+}
+
+func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, error) {
+	k, err := h.cluster(c)
+	if err != nil {
+		return nil, sampler.KafkaSnapshot{}, err
+	}
+	snap, err := h.snapshots.LatestKafka(c.Request().Context(), k.Name())
+	return k, snap, err
+}
+
+func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, error) {
+	for _, g := range snap.Groups {
+		if g.Name == name {
+			return g, nil
+		}
+	}
+	if snap.At.IsZero() {
+		return sampler.KafkaGroup{}, fmt.Errorf("cluster %s has not been sampled yet; retry in a few seconds: %w", snap.Cluster, ops.ErrUnavailable)
+	}
+	return sampler.KafkaGroup{}, fmt.Errorf("consumer group %q not found in cluster %s: %w", name, snap.Cluster, ops.ErrNotFound)
+}
+
+// ---- JSON ----
+
+type partitionLagJSON struct {
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"`
+	Start     int64  `json:"start"`
+	End       int64  `json:"end"`
+	Lag       int64  `json:"lag"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+	Member    string `json:"member,omitempty"`
+}
+
+type topicLagJSON struct {
+	Topic      string             `json:"topic"`
+	Lag        int64              `json:"lag"`
+	Partitions []partitionLagJSON `json:"partitions"`
+}
+
+type groupJSON struct {
+	Group          string         `json:"group"`
+	State          string         `json:"state"`
+	Protocol       string         `json:"protocol"`
+	Members        int            `json:"members"`
+	TotalLag       int64          `json:"total_lag"`
+	Status         string         `json:"status"`
+	Reason         string         `json:"reason"`
+	RatePerSecond  *float64       `json:"rate_per_second"`
+	CatchUpSeconds *float64       `json:"catch_up_seconds"`
+	Error          string         `json:"error,omitempty"`
+	Topics         []topicLagJSON `json:"topics"`
+}
+
+func toGroupJSON(g sampler.KafkaGroup) groupJSON {
+	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
+		Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
+	if g.RateKnown {
+		rate := g.Rate
+		j.RatePerSecond = &rate
+		if g.CatchUp >= 0 {
+			s := g.CatchUp.Seconds()
+			j.CatchUpSeconds = &s
+		}
+	}
+	for _, t := range g.Topics {
+		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, Partitions: []partitionLagJSON{}}
+		for _, p := range t.Partitions {
+			st, ok := g.Partitions[partitionKey(t.Topic, p.Partition)]
+			if !ok {
+				st = kafka.Status{Code: kafka.StatusOK}
+				if g.Status.Code == kafka.StatusEmpty || g.Status.Code == kafka.StatusDead {
+					st = g.Status
+				}
+			}
+			tj.Partitions = append(tj.Partitions, partitionLagJSON{Partition: p.Partition, Committed: p.Committed,
+				Start: p.Start, End: p.End, Lag: p.Lag, Status: string(st.Code), Reason: st.Reason, Member: p.Member})
+		}
+		j.Topics = append(j.Topics, tj)
+	}
+	return j
+}
+
+func partitionKey(topic string, p int32) string { return topic + "/" + strconv.Itoa(int(p)) }
+
+// APIGroups: GET /api/v1/kafka/:cluster/groups — from the latest snapshot.
+func (h *Kafka) APIGroups(c echo.Context) error {
+	_, snap, err := h.snapshot(c)
+	if err != nil {
+		return err
+	}
+	resp := struct {
+		SampledAt *time.Time  `json:"sampled_at"`
+		Error     string      `json:"error,omitempty"`
+		Groups    []groupJSON `json:"groups"`
+	}{Error: snap.Error, Groups: []groupJSON{}}
+	if !snap.At.IsZero() {
+		at := snap.At.UTC()
+		resp.SampledAt = &at
+	}
+	for _, g := range snap.Groups {
+		resp.Groups = append(resp.Groups, toGroupJSON(g))
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// APIGroup: GET /api/v1/kafka/:cluster/groups/:group.
+func (h *Kafka) APIGroup(c echo.Context) error {
+	_, snap, err := h.snapshot(c)
+	if err != nil {
+		return err
+	}
+	g, err := findGroup(snap, c.Param("group"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toGroupJSON(g))
+}
+
+// historyRange parses since (1h, 6h, 24h, 7d, or any age up to the retention).
+func historyRange(c echo.Context) (time.Time, string, error) {
+	raw := c.QueryParam("since")
+	if raw == "" {
+		raw = "1h"
+	}
+	d, ok := parseAge(raw)
+	if !ok || d <= 0 || d > 31*24*time.Hour {
+		return time.Time{}, "", ops.Invalid("since", "must be an age such as 1h, 6h, 24h or 7d")
+	}
+	return time.Now().Add(-d), raw, nil
+}
+
+// maxChartPoints bounds a history answer whatever the range.
+const maxChartPoints = 400
+
+// APIGroupHistory: GET /api/v1/kafka/:cluster/groups/:group/history?since=1h.
+func (h *Kafka) APIGroupHistory(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	since, _, err := historyRange(c)
+	if err != nil {
+		return err
+	}
+	points, err := h.snapshots.KafkaGroupHistory(c.Request().Context(), k.Name(), c.Param("group"), since, maxChartPoints)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(points))
+	for _, p := range points {
+		m := map[string]any{"at": p.At.UTC(), "total_lag": p.TotalLag}
+		for key, lag := range p.Partitions {
+			m[key] = lag
+		}
+		out = append(out, m)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"points": out})
+}
+
+type dltJSON struct {
+	Topic      string             `json:"topic"`
+	Retry      bool               `json:"retry"`
+	Partitions int                `json:"partitions"`
+	Records    int64              `json:"records"`
+	NewestAt   *time.Time         `json:"newest_at"`
+	PerPart    []dltPartitionJSON `json:"partition_records"`
+}
+
+type dltPartitionJSON struct {
+	Partition int32 `json:"partition"`
+	Start     int64 `json:"start"`
+	End       int64 `json:"end"`
+	Records   int64 `json:"records"`
+}
+
+// APIDeadLetterTopics: GET /api/v1/kafka/:cluster/dead-letter-topics.
+func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	topics, err := k.DeadLetterTopics(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]dltJSON, 0, len(topics))
+	for _, t := range topics {
+		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, PerPart: []dltPartitionJSON{}}
+		if !t.NewestAt.IsZero() {
+			at := t.NewestAt.UTC()
+			j.NewestAt = &at
+		}
+		for _, p := range t.Partitions {
+			j.PerPart = append(j.PerPart, dltPartitionJSON(p))
+		}
+		out = append(out, j)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"topics": out})
+}
+
+// parseRecordQuery reads partition, offset, at, limit and order.
+func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
+	q := kafka.RecordQuery{Topic: c.Param("topic"), Order: "newest"}
+	p, err := queryInt(c, "partition", 0, 0, 1<<31-1)
+	if err != nil {
+		return q, err
+	}
+	q.Partition = int32(p)
+	if raw := c.QueryParam("offset"); raw != "" {
+		off, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || off < 0 {
+			return q, ops.Invalid("offset", "must be a non-negative integer")
+		}
+		q.Offset = &off
+	}
+	if at, err := queryTime(c, "at", time.Now()); err != nil {
+		return q, ops.Invalid("at", "must be RFC 3339 (2026-11-30T06:00:00Z), a date, or an age like 15m")
+	} else if !at.IsZero() {
+		if q.Offset != nil {
+			return q, ops.Invalid("at", "give offset or at, not both")
+		}
+		q.At = &at
+	}
+	limit, err := queryInt(c, "limit", kafka.DefaultLimit, 1, kafka.MaxLimit)
+	if err != nil {
+		return q, err
+	}
+	q.Limit = int(limit)
+	switch o := c.QueryParam("order"); o {
+	case "", "newest":
+	case "oldest":
+		q.Order = o
+	default:
+		return q, ops.Invalid("order", "must be newest or oldest")
+	}
+	return q, nil
+}
+
+type headerJSON struct {
+	Key      string `json:"key"`
+	Value    string `json:"value"`
+	Encoding string `json:"value_encoding,omitempty"` // "base64" when the value is not UTF-8 text
+}
+
+type deadLetterJSON struct {
+	OriginalTopic     string     `json:"original_topic"`
+	OriginalPartition *int32     `json:"original_partition"`
+	OriginalOffset    *int64     `json:"original_offset"`
+	OriginalTimestamp *time.Time `json:"original_timestamp"`
+	ConsumerGroup     string     `json:"consumer_group"`
+	ExceptionType     string     `json:"exception_type"`
+	ExceptionCause    string     `json:"exception_cause"`
+	ExceptionMessage  string     `json:"exception_message"`
+	Stacktrace        string     `json:"stacktrace,omitempty"`
+	RetryCount        *int       `json:"retry_count"`
+	MessageID         string     `json:"message_id"`
+	TraceID           string     `json:"trace_id,omitempty"`
+	FirstFailedAt     string     `json:"first_failed_at,omitempty"`
+	Convention        string     `json:"convention"`
+}
+
+type recordJSON struct {
+	Partition      int32           `json:"partition"`
+	Offset         int64           `json:"offset"`
+	Timestamp      time.Time       `json:"timestamp"`
+	Key            *string         `json:"key"`
+	KeyEncoding    string          `json:"key_encoding"`
+	Value          *string         `json:"value"`
+	ValueEncoding  string          `json:"value_encoding"`
+	ValueTruncated bool            `json:"value_truncated"`
+	Size           int             `json:"size"`
+	Headers        []headerJSON    `json:"headers"`
+	DeadLetter     *deadLetterJSON `json:"dead_letter"`
+}
+
+// bytesJSON is b as a JSON string: the text itself when it is UTF-8, else base64.
+func bytesJSON(b []byte) (*string, string) {
+	if b == nil {
+		return nil, "null"
+	}
+	if utf8.Valid(b) {
+		s := string(b)
+		enc := "text"
+		if _, e := kafka.Render(b); e == kafka.EncodingJSON {
+			enc = "json"
+		}
+		return &s, enc
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return &s, "base64"
+}
+
+func toRecordJSON(r kafka.Record) recordJSON {
+	j := recordJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(), ValueTruncated: r.Truncated,
+		Size: r.Size, Headers: []headerJSON{}}
+	j.Key, j.KeyEncoding = bytesJSON(r.Key)
+	j.Value, j.ValueEncoding = bytesJSON(r.Value)
+	for _, hd := range r.Headers {
+		if utf8.Valid(hd.Value) {
+			j.Headers = append(j.Headers, headerJSON{Key: hd.Key, Value: string(hd.Value)})
+		} else {
+			j.Headers = append(j.Headers, headerJSON{Key: hd.Key, Value: base64.StdEncoding.EncodeToString(hd.Value), Encoding: "base64"})
+		}
+	}
+	if d := r.DeadLetter; d != nil {
+		j.DeadLetter = &deadLetterJSON{OriginalTopic: d.OriginalTopic, OriginalPartition: d.OriginalPartition,
+			OriginalOffset: d.OriginalOffset, OriginalTimestamp: d.OriginalTimestamp, ConsumerGroup: d.ConsumerGroup,
+			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
+			Stacktrace: d.Stacktrace, RetryCount: d.RetryCount, MessageID: d.MessageID, TraceID: d.TraceID,
+			FirstFailedAt: d.FirstFailedAt, Convention: d.Convention}
+	}
+	return j
+}
+
+// APIRecords: GET /api/v1/kafka/:cluster/topics/:topic/records.
+func (h *Kafka) APIRecords(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	q, err := parseRecordQuery(c)
+	if err != nil {
+		return err
+	}
+	page, err := k.Records(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := make([]recordJSON, 0, len(page.Records))
+	for _, r := range page.Records {
+		out = append(out, toRecordJSON(r))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"records": out, "start": page.Start, "end": page.End,
+		"next_offset": page.Next, "prev_offset": page.Prev})
+}
+
+// maxErrorScan bounds the records one error-group request reads.
+const maxErrorScan = 100_000
+
+// APIErrorGroups: GET /api/v1/kafka/:cluster/topics/:topic/error-groups?max_scan=.
+func (h *Kafka) APIErrorGroups(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	maxScan, err := queryInt(c, "max_scan", 10_000, 1, maxErrorScan)
+	if err != nil {
+		return err
+	}
+	scan, err := k.ErrorGroups(c.Request().Context(), c.Param("topic"), int(maxScan))
+	if err != nil {
+		return err
+	}
+	type groupOut struct {
+		ExceptionType   string    `json:"exception_type"`
+		ExceptionCause  string    `json:"exception_cause"`
+		Count           int64     `json:"count"`
+		FirstAt         time.Time `json:"first_at"`
+		LastAt          time.Time `json:"last_at"`
+		OriginalTopics  []string  `json:"original_topics"`
+		SampleMessage   string    `json:"sample_message"`
+		SamplePartition int32     `json:"sample_partition"`
+		SampleOffset    int64     `json:"sample_offset"`
+	}
+	out := make([]groupOut, 0, len(scan.Groups))
+	for _, g := range scan.Groups {
+		out = append(out, groupOut{g.ExceptionType, g.ExceptionCause, g.Count, g.FirstAt.UTC(), g.LastAt.UTC(),
+			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"groups": out, "scanned": scan.Scanned, "total": scan.Total, "capped": scan.Capped})
+}
+
+// ---- pages ----
+
+func (h *Kafka) clusterMeta(c echo.Context, title, cluster string, crumbs ...layout.Crumb) layout.Meta {
+	m := h.meta(c, title, "kafka")
+	m.Breadcrumbs = append([]layout.Crumb{{Label: "Kafka", Href: "/kafka"}, {Label: cluster, Href: "/kafka/" + url.PathEscape(cluster)}}, crumbs...)
+	return m
+}
+
+func toGroupRows(snap sampler.KafkaSnapshot) []kafkapages.GroupRow {
+	rows := make([]kafkapages.GroupRow, 0, len(snap.Groups))
+	for _, g := range snap.Groups {
+		var topics []string
+		for _, t := range g.Topics {
+			topics = append(topics, t.Topic)
+		}
+		rows = append(rows, kafkapages.GroupRow{Name: g.Name, State: g.State, Members: g.Members, TotalLag: g.TotalLag,
+			Status: string(g.Status.Code), Reason: g.Status.Reason, Severity: g.Status.Code.Severity(),
+			Topics: strings.Join(topics, ", "), Error: g.Error})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { // worst first, then by lag
+		if rows[i].Severity != rows[j].Severity {
+			return rows[i].Severity > rows[j].Severity
+		}
+		return rows[i].TotalLag > rows[j].TotalLag
+	})
+	return rows
+}
+
+func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
+	rows := make([]kafkapages.DLTRow, 0, len(topics))
+	for _, t := range topics {
+		rows = append(rows, kafkapages.DLTRow{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions),
+			Records: t.Records, NewestAt: t.NewestAt})
+	}
+	return rows
+}
+
+// Index: GET /kafka — every cluster with its groups and dead-letter topics.
+func (h *Kafka) Index(c echo.Context) error {
+	if len(h.clusters) == 1 {
+		return c.Redirect(http.StatusFound, "/kafka/"+url.PathEscape(h.clusters[0].Name()))
+	}
+	page := kafkapages.IndexPage{Meta: h.meta(c, "Kafka", "kafka")}
+	for _, k := range h.clusters {
+		page.Clusters = append(page.Clusters, k.Name())
+	}
+	return render(c, http.StatusOK, kafkapages.Index(page))
+}
+
+// Cluster: GET /kafka/:cluster — groups from the snapshot, dead-letter topics live.
+func (h *Kafka) Cluster(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	page := kafkapages.ClusterPage{Meta: h.clusterMeta(c, "Kafka "+k.Name(), k.Name()), Cluster: k.Name()}
+	page.Meta.Breadcrumbs = page.Meta.Breadcrumbs[:1]
+	page.Meta.Breadcrumbs = append(page.Meta.Breadcrumbs, layout.Crumb{Label: k.Name()})
+	snap, err := h.snapshots.LatestKafka(ctx, k.Name())
+	if err != nil {
+		page.GroupsError = err.Error()
+	} else {
+		page.SampledAt, page.SampleError = snap.At, snap.Error
+		page.Groups = toGroupRows(snap)
+	}
+	topics, err := k.DeadLetterTopics(ctx)
+	if err != nil {
+		page.TopicsError = err.Error()
+	}
+	page.DLTs = toDLTRows(topics)
+	return render(c, http.StatusOK, kafkapages.Cluster(page))
+}
+
+// GroupPage: GET /kafka/:cluster/groups/:group.
+func (h *Kafka) GroupPage(c echo.Context) error {
+	k, snap, err := h.snapshot(c)
+	if err != nil {
+		return err
+	}
+	g, err := findGroup(snap, c.Param("group"))
+	if err != nil {
+		return err
+	}
+	_, rangeLabel, err := historyRange(c)
+	if err != nil {
+		return err
+	}
+	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
+		Cluster: k.Name(), Name: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members,
+		TotalLag: g.TotalLag, Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
+		Range: rangeLabel, Error: g.Error, SampleError: snap.Error}
+	if g.RateKnown {
+		page.Rate = fmt.Sprintf("%.1f msg/s", g.Rate)
+		switch {
+		case g.CatchUp == 0:
+			page.CatchUp = "caught up"
+		case g.CatchUp < 0:
+			page.CatchUp = "not catching up (lag is not shrinking)"
+		default:
+			page.CatchUp = "about " + g.CatchUp.Round(time.Second).String()
+		}
+	}
+	j := toGroupJSON(g)
+	for _, t := range j.Topics {
+		for _, p := range t.Partitions {
+			page.Partitions = append(page.Partitions, kafkapages.PartitionRow{Topic: t.Topic, Partition: p.Partition,
+				Committed: p.Committed, End: p.End, Lag: p.Lag, Status: p.Status, Reason: p.Reason, Member: p.Member})
+		}
+	}
+	sort.SliceStable(page.Partitions, func(i, j int) bool { return page.Partitions[i].Lag > page.Partitions[j].Lag })
+	return render(c, http.StatusOK, kafkapages.Group(page))
+}
+
+// TopicPage: GET /kafka/:cluster/topics/:topic — browse records; ?exception= keeps the records of
+// one error group among those read.
+func (h *Kafka) TopicPage(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	q, err := parseRecordQuery(c)
+	if err != nil {
+		return err
+	}
+	exception := c.QueryParam("exception")
+	if exception != "" && c.QueryParam("limit") == "" {
+		q.Limit = kafka.MaxLimit // read a full page, keep the matches
+	}
+	page := kafkapages.TopicPage{Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
+		Cluster: k.Name(), Topic: q.Topic, Partition: q.Partition, Order: q.Order, Limit: q.Limit,
+		Exception: exception, OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at")}
+	res, err := k.Records(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	page.Start, page.End = res.Start, res.End
+	for _, r := range res.Records {
+		page.Read++
+		if exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != exception) {
+			continue
+		}
+		page.Records = append(page.Records, toRecordView(r))
+	}
+	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}}
+	if exception != "" {
+		base.Set("exception", exception)
+	}
+	link := func(off *int64) string {
+		if off == nil {
+			return ""
+		}
+		v := url.Values{}
+		for key, vals := range base {
+			v[key] = vals
+		}
+		v.Set("offset", strconv.FormatInt(*off, 10))
+		return topicURL(k.Name(), q.Topic) + "?" + v.Encode()
+	}
+	page.NextURL, page.PrevURL = link(res.Next), link(res.Prev)
+	return render(c, http.StatusOK, kafkapages.Topic(page))
+}
+
+func topicURL(cluster, topic string) string {
+	return "/kafka/" + url.PathEscape(cluster) + "/topics/" + url.PathEscape(topic)
+}
+
+// maxRenderedValue caps what one record shows inline; the API gives up to kafka.MaxValueBytes.
+const maxRenderedValue = 64 << 10
+
+func toRecordView(r kafka.Record) kafkapages.RecordView {
+	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
+		Truncated: r.Truncated, OriginalSize: r.OriginalSize}
+	v.Key, v.KeyEncoding = kafka.Render(r.Key)
+	v.Value, v.ValueEncoding = kafka.Render(r.Value)
+	if len(v.Value) > maxRenderedValue {
+		v.Value, v.Truncated = v.Value[:maxRenderedValue], true
+	}
+	for _, hd := range r.Headers {
+		text, enc := kafka.Render(hd.Value)
+		if enc == kafka.EncodingBinary && len(hd.Value) <= 8 {
+			text = fmt.Sprintf("0x%x", hd.Value) // short binary ints read better than a hex dump
+		}
+		v.Headers = append(v.Headers, kafkapages.HeaderView{Key: hd.Key, Value: text})
+	}
+	if d := r.DeadLetter; d != nil {
+		dv := kafkapages.DeadLetterView{OriginalTopic: d.OriginalTopic, ConsumerGroup: d.ConsumerGroup,
+			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
+			Stacktrace: d.Stacktrace, MessageID: d.MessageID, TraceID: d.TraceID, Convention: d.Convention}
+		if d.OriginalPartition != nil {
+			dv.OriginalPartition = strconv.Itoa(int(*d.OriginalPartition))
+		}
+		if d.OriginalOffset != nil {
+			dv.OriginalOffset = strconv.FormatInt(*d.OriginalOffset, 10)
+		}
+		if d.RetryCount != nil {
+			dv.RetryCount = strconv.Itoa(*d.RetryCount)
+		}
+		v.DeadLetter = &dv
+	}
+	return v
+}
+
+// ErrorsPage: GET /kafka/:cluster/topics/:topic/errors — one row per bug.
+func (h *Kafka) ErrorsPage(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	topic := c.Param("topic")
+	maxScan, err := queryInt(c, "max_scan", 10_000, 1, maxErrorScan)
+	if err != nil {
+		return err
+	}
+	scan, err := k.ErrorGroups(c.Request().Context(), topic, int(maxScan))
+	if err != nil {
+		return err
+	}
+	page := kafkapages.ErrorsPage{Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
+		layout.Crumb{Label: topic, Href: topicURL(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
+		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
+	for _, g := range scan.Groups {
+		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{ExceptionType: g.ExceptionType,
+			ExceptionCause: g.ExceptionCause, Count: g.Count, FirstAt: g.FirstAt, LastAt: g.LastAt,
+			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,
+			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
+	}
+	return render(c, http.StatusOK, kafkapages.Errors(page))
+}

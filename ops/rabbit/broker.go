@@ -1,0 +1,392 @@
+// Package rabbit is Redrive's view of one RabbitMQ broker: queues with their depths, rates and
+// dead-letter settings, the dead-letter topology (which queue dead-letters where, retry loops),
+// browsing a queue without disturbing it, x-death decoding and error grouping.
+//
+// Everything about the broker's state comes from the management HTTP API (through rabbit-hole, and
+// one direct list call for queues, see Queues); messages are read over AMQP 0-9-1 (amqp091-go).
+// AMQP connections are dialled lazily, one per vhost, on the first operation that needs one, so a
+// broker that is down when the console starts only fails the panels that use it.
+//
+// Errors carry the ops error kinds: an unknown vhost or queue wraps ops.ErrNotFound, a browse that
+// would change the queue wraps ops.ErrConflict with the reason, bad input is an ops.Invalid, and a
+// broker that cannot be reached (or refuses the console's credentials) wraps ops.ErrUnavailable.
+package rabbit
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+)
+
+// DefaultTimeout bounds one management API request and one AMQP dial.
+const DefaultTimeout = 10 * time.Second
+
+// defaultDeadLetterQueues are configs' defaults, repeated for a zero config built in code.
+var defaultDeadLetterQueues = []string{"*.dlq", "*.DLQ", "dead-letter*"}
+
+// Broker is one configured RabbitMQ broker. It is safe for concurrent use. The management client
+// is stateless; AMQP connections (one per vhost) are opened on first use, shared by operations,
+// and replaced when the broker closes them. Each operation uses its own channel.
+type Broker struct {
+	name     string
+	amqpURL  string
+	tlsConf  *tls.Config // nil: plain TCP, or amqp091's defaults for amqps://
+	vhosts   []string    // watched vhosts; empty = all
+	patterns []string    // dead_letter_queues globs
+	ids      configs.MessageIDRules
+	timeout  time.Duration
+
+	mgmtURL  string
+	user     string
+	password string
+	hc       *http.Client       // direct management calls (queue list), with keep-alive
+	rh       *rabbithole.Client // typed management calls
+
+	// Browse pacing; fields so tests can shorten them.
+	firstWait time.Duration // longest wait for the first delivery
+	idleWait  time.Duration // the browse ends when no delivery arrived for this long
+	// noEffectivePolicy drops effective_policy_definition from the queue columns, as an older
+	// management plugin would; tests use it to exercise the policy fallback.
+	noEffectivePolicy bool
+
+	mu    sync.Mutex
+	conns map[string]*amqp.Connection // by vhost
+}
+
+// New builds the management client for cfg and checks the configuration. It does not dial: a
+// broker that is down makes the first call (or Ping) fail with ops.ErrUnavailable, not New. ids are
+// the rules that find a message's idempotency key (Message.MessageID). A bad URL, TLS file or
+// dead_letter_queues pattern is an ops.ErrInvalid naming the key.
+func New(cfg configs.RabbitMQBroker, ids configs.MessageIDRules) (*Broker, error) {
+	fail := func(err error) (*Broker, error) { return nil, fmt.Errorf("rabbitmq %s: %w", cfg.Name, err) }
+	u, err := amqp.ParseURI(string(cfg.URL))
+	if err != nil {
+		return fail(ops.Invalid("url", "must be an amqp:// or amqps:// URL"))
+	}
+	mu, err := url.Parse(cfg.ManagementURL)
+	if err != nil || (mu.Scheme != "http" && mu.Scheme != "https") || mu.Host == "" {
+		return fail(ops.Invalid("management_url", "must be an http(s)://host:port URL"))
+	}
+	user, password := cfg.ManagementUser, string(cfg.ManagementPassword)
+	if user == "" {
+		user, password = u.Username, u.Password
+	}
+	patterns := cfg.DeadLetterQueues
+	if len(patterns) == 0 {
+		patterns = defaultDeadLetterQueues
+	}
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fail(ops.Invalid("dead_letter_queues", fmt.Sprintf("bad pattern %q", p)))
+		}
+	}
+	var tc *tls.Config
+	if cfg.TLS != nil && cfg.TLS.Enabled {
+		if tc, err = tlsConfig(cfg.TLS); err != nil {
+			return fail(err)
+		}
+	}
+
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tc
+	transport.MaxIdleConnsPerHost = 4
+	hc := &http.Client{Transport: transport, Timeout: DefaultTimeout}
+	endpoint := strings.TrimRight(mu.String(), "/")
+	rh, err := rabbithole.NewTLSClient(endpoint, user, password, transport)
+	if err != nil {
+		return fail(ops.Invalid("management_url", err.Error()))
+	}
+	rh.SetTimeout(DefaultTimeout)
+
+	return &Broker{
+		name:      cfg.Name,
+		amqpURL:   string(cfg.URL),
+		tlsConf:   tc,
+		vhosts:    append([]string(nil), cfg.Vhosts...),
+		patterns:  patterns,
+		ids:       ids,
+		timeout:   DefaultTimeout,
+		mgmtURL:   endpoint,
+		user:      user,
+		password:  password,
+		hc:        hc,
+		rh:        rh,
+		firstWait: 2 * time.Second,
+		idleWait:  500 * time.Millisecond,
+		conns:     map[string]*amqp.Connection{},
+	}, nil
+}
+
+func tlsConfig(t *configs.TLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // an explicit, documented operator choice
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, ops.Invalid("tls.ca_file", err.Error())
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, ops.Invalid("tls.ca_file", fmt.Sprintf("%s holds no PEM certificate", t.CAFile))
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" || t.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, ops.Invalid("tls.cert_file", err.Error())
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// Name is the broker's configured name.
+func (b *Broker) Name() string { return b.name }
+
+// Close closes the AMQP connections. The Broker stays usable: a later operation dials again.
+func (b *Broker) Close() {
+	b.mu.Lock()
+	conns := b.conns
+	b.conns = map[string]*amqp.Connection{}
+	b.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	b.hc.CloseIdleConnections()
+}
+
+// Ping asks the management API for its overview (GET /api/overview), for /readyz. It returns an
+// ops.ErrUnavailable when the API does not answer, or refuses the credentials, within the timeout.
+func (b *Broker) Ping(ctx context.Context) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var ov struct {
+		Version string `json:"rabbitmq_version"`
+	}
+	if err := b.getJSON(ctx, "overview", url.Values{"columns": {"rabbitmq_version"}}, &ov); err != nil {
+		return b.fail("ping", err)
+	}
+	return nil
+}
+
+// watched reports whether vhost is one the console is configured to look at.
+func (b *Broker) watched(vhost string) bool {
+	if len(b.vhosts) == 0 {
+		return true
+	}
+	for _, v := range b.vhosts {
+		if v == vhost {
+			return true
+		}
+	}
+	return false
+}
+
+// isDLQName reports whether a queue name matches the configured dead_letter_queues globs.
+func (b *Broker) isDLQName(name string) bool {
+	for _, p := range b.patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// bound gives ctx the broker's timeout unless it already ends sooner.
+func (b *Broker) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= b.timeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, b.timeout)
+}
+
+// fail wraps err with the broker, the operation and an ops error kind. Errors that already carry a
+// kind keep it; a management 404 is ErrNotFound; AMQP's NOT_FOUND closes a channel with code 404
+// and becomes ErrNotFound, RESOURCE_LOCKED (405, an exclusive queue) ErrConflict; a caller's
+// cancellation passes through; everything else — dial failures, timeouts, 5xx — is ErrUnavailable.
+func (b *Broker) fail(op string, err error) error {
+	var rhErr rabbithole.ErrorResponse
+	var amqpErr *amqp.Error
+	switch {
+	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrConflict),
+		errors.Is(err, ops.ErrUnavailable):
+		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)
+	case errors.As(err, &rhErr) && rhErr.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("rabbitmq %s: %s: %w: %w", b.name, op, ops.ErrNotFound, err)
+	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound:
+		return fmt.Errorf("rabbitmq %s: %s: %w: %s", b.name, op, ops.ErrNotFound, amqpErr.Reason)
+	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.ResourceLocked:
+		return fmt.Errorf("rabbitmq %s: %s: %w: the queue is exclusive to another connection: %s", b.name, op, ops.ErrConflict, amqpErr.Reason)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)
+	default:
+		return fmt.Errorf("rabbitmq %s: %s: %w: %w", b.name, op, ops.ErrUnavailable, err)
+	}
+}
+
+// apiError is a management API answer with a status of 400 or more.
+type apiError struct {
+	Status int
+	Reason string
+}
+
+func (e *apiError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("management API: HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("management API: HTTP %d: %s", e.Status, e.Reason)
+}
+
+// Is maps 404 to ops.ErrNotFound; other statuses stay plain (fail makes them ErrUnavailable).
+func (e *apiError) Is(target error) bool {
+	return target == ops.ErrNotFound && e.Status == http.StatusNotFound
+}
+
+// getJSON GETs /api/<p> (p already escaped) with query q and decodes the JSON answer into out.
+// Numbers decode as json.Number where out holds interfaces, so large integers stay exact.
+func (b *Broker) getJSON(ctx context.Context, p string, q url.Values, out any) error {
+	u := b.mgmtURL + "/api/" + p
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(b.user, b.password)
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		var e struct {
+			Error  string `json:"error"`
+			Reason string `json:"reason"`
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		_ = json.Unmarshal(body, &e)
+		reason := e.Reason
+		if reason == "" {
+			reason = e.Error
+		}
+		return &apiError{Status: resp.StatusCode, Reason: reason}
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("management API: decode %s: %w", p, err)
+	}
+	return nil
+}
+
+// call runs a rabbit-hole request, which takes no context, so that the caller can give up when ctx
+// ends. The request itself is bounded by the client's timeout and finishes in the background.
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// channel opens a channel on the shared connection for vhost, dialling it first if needed.
+func (b *Broker) channel(ctx context.Context, vhost string) (*amqp.Channel, error) {
+	conn, err := b.conn(ctx, vhost)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := conn.Channel()
+	if err != nil && conn.IsClosed() {
+		// The broker closed the connection since we last used it: dial once more.
+		b.forget(vhost, conn)
+		if conn, err = b.conn(ctx, vhost); err != nil {
+			return nil, err
+		}
+		ch, err = conn.Channel()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open channel: %w", err)
+	}
+	return ch, nil
+}
+
+func (b *Broker) conn(ctx context.Context, vhost string) (*amqp.Connection, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.conns[vhost]; c != nil && !c.IsClosed() {
+		return c, nil
+	}
+	timeout := b.timeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName("redrive console (" + b.name + ")")
+	c, err := amqp.DialConfig(b.amqpURL, amqp.Config{
+		Vhost:           vhost,
+		TLSClientConfig: b.tlsConf,
+		Properties:      props,
+		Dial: func(network, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: timeout}
+			nc, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			// Bounds the TLS and AMQP handshakes; amqp091 clears it once the connection is open.
+			if err := nc.SetDeadline(time.Now().Add(timeout)); err != nil {
+				nc.Close()
+				return nil, err
+			}
+			return nc, nil
+		},
+	})
+	if err != nil {
+		var amqpErr *amqp.Error
+		if errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotAllowed {
+			// RabbitMQ refuses connection.open to a vhost that does not exist with NOT_ALLOWED.
+			return nil, fmt.Errorf("dial vhost %q: %w: %s", vhost, ops.ErrNotFound, amqpErr.Reason)
+		}
+		return nil, fmt.Errorf("dial vhost %q: %w", vhost, err)
+	}
+	b.conns[vhost] = c
+	return c, nil
+}
+
+func (b *Broker) forget(vhost string, c *amqp.Connection) {
+	b.mu.Lock()
+	if b.conns[vhost] == c {
+		delete(b.conns, vhost)
+	}
+	b.mu.Unlock()
+}

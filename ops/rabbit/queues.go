@@ -1,0 +1,446 @@
+package rabbit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+)
+
+// Queue types as the management API reports them.
+const (
+	TypeClassic = "classic"
+	TypeQuorum  = "quorum"
+	TypeStream  = "stream"
+)
+
+// Where a queue's effective dead-letter exchange came from (Queue.DeadLetterSource).
+const (
+	SourceArgument = "argument" // the x-dead-letter-exchange queue argument
+	SourcePolicy   = "policy"   // the dead-letter-exchange key of the applied (operator) policy
+)
+
+// Queue is one queue with its depth, rates and effective dead-letter settings.
+//
+// The effective settings follow what RabbitMQ 3.10 itself applies when a queue argument and a
+// policy (the merged policy and operator policy the management API reports as
+// effective_policy_definition) both set a key:
+//   - dead-letter-exchange, dead-letter-routing-key: the argument wins (classic and quorum queues);
+//   - message-ttl, max-length, delivery-limit: the smaller value wins;
+//   - overflow: the argument wins on classic queues, the policy on quorum queues.
+//
+// Stream queues do not dead-letter: their dead-letter settings are left empty whatever is set.
+type Queue struct {
+	Vhost     string
+	Name      string
+	Type      string // TypeClassic, TypeQuorum or TypeStream
+	State     string // running, idle, flow, down, …; empty before the broker reported stats
+	Ready     int64
+	Unacked   int64
+	Total     int64
+	Consumers int64
+	// Rates in messages per second over the management sampling window: published into the queue,
+	// delivered out of it (consumers and basic.get, with or without ack), acknowledged, redelivered.
+	PublishRate   float64
+	DeliverRate   float64
+	AckRate       float64
+	RedeliverRate float64
+
+	DeadLetterExchange   string // "" with HasDeadLetterExchange set is the default exchange
+	DeadLetterRoutingKey string // empty: dead letters keep their own routing keys
+	// HasDeadLetterExchange is true when a dead-letter exchange is configured at all (the default
+	// exchange's name is the empty string, so DeadLetterExchange alone cannot say).
+	HasDeadLetterExchange bool
+	DeadLetterSource      string // SourceArgument or SourcePolicy; empty without a dead-letter exchange
+	MessageTTL            *int64 // milliseconds; nil when none
+	DeliveryLimit         *int64 // quorum queues only; nil when none
+	MaxLength             *int64 // messages; nil when none
+	Overflow              string // drop-head, reject-publish, reject-publish-dlx; empty = drop-head
+	SingleActiveConsumer  bool
+	Policy                string // name of the applied policy; empty when none
+	OperatorPolicy        string // name of the applied operator policy; empty when none
+	// IsDeadLetterQueue is true for a queue whose name matches the configured dead_letter_queues
+	// patterns or that receives dead letters. Queues resolves only default-exchange dead-lettering
+	// (it makes one API call); Topology resolves exchanges and bindings and is authoritative.
+	IsDeadLetterQueue bool
+	Arguments         map[string]string // queue arguments, values rendered for display
+}
+
+// QueueRef names a queue within the broker.
+type QueueRef struct {
+	Vhost string
+	Name  string
+}
+
+// Ref is the queue's QueueRef.
+func (q Queue) Ref() QueueRef { return QueueRef{q.Vhost, q.Name} }
+
+// queueColumns are the only fields Queues asks for; without columns the API also sends garbage
+// collection, backing-queue and consumer details for every queue.
+var queueColumns = []string{
+	"name", "vhost", "type", "state", "policy", "operator_policy", "effective_policy_definition",
+	"arguments", "messages", "messages_ready", "messages_unacknowledged", "consumers",
+	"message_stats.publish_details.rate", "message_stats.deliver_get_details.rate",
+	"message_stats.ack_details.rate", "message_stats.redeliver_details.rate",
+}
+
+type rateDetails struct {
+	Rate float64 `json:"rate"`
+}
+
+// wireQueue is one element of GET /api/queues with queueColumns. Maps are raw because older
+// brokers encode an empty definition as [] (an empty Erlang proplist) instead of {}.
+type wireQueue struct {
+	Name                      string          `json:"name"`
+	Vhost                     string          `json:"vhost"`
+	Type                      string          `json:"type"`
+	State                     string          `json:"state"`
+	Policy                    *string         `json:"policy"`
+	OperatorPolicy            *string         `json:"operator_policy"`
+	EffectivePolicyDefinition json.RawMessage `json:"effective_policy_definition"`
+	Arguments                 json.RawMessage `json:"arguments"`
+	Messages                  int64           `json:"messages"`
+	MessagesReady             int64           `json:"messages_ready"`
+	MessagesUnacknowledged    int64           `json:"messages_unacknowledged"`
+	Consumers                 int64           `json:"consumers"`
+	MessageStats              *struct {
+		Publish    rateDetails `json:"publish_details"`
+		DeliverGet rateDetails `json:"deliver_get_details"`
+		Ack        rateDetails `json:"ack_details"`
+		Redeliver  rateDetails `json:"redeliver_details"`
+	} `json:"message_stats"`
+}
+
+// Queues lists every queue in the watched vhosts with one management API call (GET /api/queues,
+// or /api/queues/{vhost} when one vhost is watched, with only the columns used), sorted by vhost
+// and name. When the broker does not report effective_policy_definition (an older management
+// plugin), the policies are fetched once and matched by the policy names the queues report. A
+// single watched vhost that does not exist is an ops.ErrNotFound.
+func (b *Broker) Queues(ctx context.Context) ([]Queue, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	qs, err := b.listQueues(ctx)
+	if err != nil {
+		return nil, b.fail("queues", err)
+	}
+	return qs, nil
+}
+
+func (b *Broker) listQueues(ctx context.Context) ([]Queue, error) {
+	p := "queues"
+	if len(b.vhosts) == 1 {
+		p += "/" + url.PathEscape(b.vhosts[0])
+	}
+	var wire []wireQueue
+	if err := b.getJSON(ctx, p, url.Values{"columns": {b.columns()}}, &wire); err != nil {
+		return nil, err
+	}
+	out := make([]Queue, 0, len(wire))
+	var policies *policyBook
+	for _, w := range wire {
+		if !b.watched(w.Vhost) {
+			continue
+		}
+		def, ok := rawMap(w.EffectivePolicyDefinition)
+		if !ok && (deref(w.Policy) != "" || deref(w.OperatorPolicy) != "") {
+			if policies == nil {
+				if policies, err = b.fetchPolicies(ctx); err != nil {
+					return nil, err
+				}
+			}
+			def = policies.effective(w.Vhost, deref(w.Policy), deref(w.OperatorPolicy))
+		}
+		out = append(out, b.toQueue(w, def))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Vhost != out[j].Vhost {
+			return out[i].Vhost < out[j].Vhost
+		}
+		return out[i].Name < out[j].Name
+	})
+	// Dead-lettering through the default exchange names its target queue: no bindings needed.
+	byRef := make(map[QueueRef]int, len(out))
+	for i, q := range out {
+		byRef[q.Ref()] = i
+	}
+	for _, q := range out {
+		if q.HasDeadLetterExchange && q.DeadLetterExchange == "" {
+			if i, ok := byRef[QueueRef{q.Vhost, q.DeadLetterRoutingKey}]; ok && q.DeadLetterRoutingKey != "" {
+				out[i].IsDeadLetterQueue = true
+			}
+		}
+	}
+	return out, nil
+}
+
+func (b *Broker) columns() string {
+	cols := queueColumns
+	if b.noEffectivePolicy {
+		cols = make([]string, 0, len(queueColumns))
+		for _, c := range queueColumns {
+			if c != "effective_policy_definition" {
+				cols = append(cols, c)
+			}
+		}
+	}
+	return strings.Join(cols, ",")
+}
+
+// queueInfo fetches one queue (GET /api/queues/{vhost}/{name}); unknown vhost or queue → ErrNotFound.
+func (b *Broker) queueInfo(ctx context.Context, vhost, name string) (Queue, error) {
+	var w wireQueue
+	p := "queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(name)
+	if err := b.getJSON(ctx, p, url.Values{"columns": {b.columns()}}, &w); err != nil {
+		return Queue{}, err
+	}
+	def, ok := rawMap(w.EffectivePolicyDefinition)
+	if !ok && (deref(w.Policy) != "" || deref(w.OperatorPolicy) != "") {
+		policies, err := b.fetchPolicies(ctx)
+		if err != nil {
+			return Queue{}, err
+		}
+		def = policies.effective(w.Vhost, deref(w.Policy), deref(w.OperatorPolicy))
+	}
+	return b.toQueue(w, def), nil
+}
+
+func (b *Broker) toQueue(w wireQueue, policy map[string]any) Queue {
+	args, _ := rawMap(w.Arguments)
+	q := Queue{
+		Vhost:          w.Vhost,
+		Name:           w.Name,
+		Type:           w.Type,
+		State:          w.State,
+		Ready:          w.MessagesReady,
+		Unacked:        w.MessagesUnacknowledged,
+		Total:          w.Messages,
+		Consumers:      w.Consumers,
+		Policy:         deref(w.Policy),
+		OperatorPolicy: deref(w.OperatorPolicy),
+		Arguments:      make(map[string]string, len(args)),
+	}
+	if q.Type == "" {
+		q.Type = TypeClassic // brokers before 3.8 have no queue types
+	}
+	if s := w.MessageStats; s != nil {
+		q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate = s.Publish.Rate, s.DeliverGet.Rate, s.Ack.Rate, s.Redeliver.Rate
+	}
+	for k, v := range args {
+		q.Arguments[k] = renderJSONValue(v)
+	}
+	s := effectiveSettings(q.Type, args, policy)
+	q.DeadLetterExchange, q.HasDeadLetterExchange, q.DeadLetterSource = s.dlx, s.hasDLX, s.dlxSource
+	q.DeadLetterRoutingKey = s.dlrk
+	q.MessageTTL, q.DeliveryLimit, q.MaxLength, q.Overflow = s.ttl, s.deliveryLimit, s.maxLength, s.overflow
+	q.SingleActiveConsumer = s.sac
+	q.IsDeadLetterQueue = b.isDLQName(q.Name)
+	return q
+}
+
+type settings struct {
+	dlx, dlrk, dlxSource string
+	hasDLX               bool
+	ttl                  *int64
+	deliveryLimit        *int64
+	maxLength            *int64
+	overflow             string
+	sac                  bool
+}
+
+// effectiveSettings resolves queue arguments against the policy definition as RabbitMQ 3.10 does
+// (rabbit_amqqueue_process:process_args_policy for classic queues,
+// rabbit_quorum_queue:ra_machine_config and dlx_mfa for quorum queues): see Queue.
+func effectiveSettings(typ string, args, policy map[string]any) settings {
+	var s settings
+	str := func(m map[string]any, k string) (string, bool) {
+		v, ok := m[k]
+		if !ok {
+			return "", false
+		}
+		t, ok := v.(string)
+		return t, ok
+	}
+	if typ != TypeStream {
+		if v, ok := str(args, "x-dead-letter-exchange"); ok {
+			s.dlx, s.hasDLX, s.dlxSource = v, true, SourceArgument
+		} else if v, ok := str(policy, "dead-letter-exchange"); ok {
+			s.dlx, s.hasDLX, s.dlxSource = v, true, SourcePolicy
+		}
+		if v, ok := str(args, "x-dead-letter-routing-key"); ok {
+			s.dlrk = v
+		} else if v, ok := str(policy, "dead-letter-routing-key"); ok {
+			s.dlrk = v
+		}
+		s.ttl = minOf(intArg(args, "x-message-ttl"), intArg(policy, "message-ttl"))
+		if typ == TypeQuorum {
+			s.deliveryLimit = minOf(intArg(args, "x-delivery-limit"), intArg(policy, "delivery-limit"))
+		}
+	}
+	s.maxLength = minOf(intArg(args, "x-max-length"), intArg(policy, "max-length"))
+	argOverflow, argOK := str(args, "x-overflow")
+	polOverflow, polOK := str(policy, "overflow")
+	switch {
+	case argOK && polOK && typ == TypeQuorum:
+		s.overflow = polOverflow
+	case argOK:
+		s.overflow = argOverflow
+	case polOK:
+		s.overflow = polOverflow
+	}
+	if v, ok := args["x-single-active-consumer"].(bool); ok {
+		s.sac = v
+	}
+	return s
+}
+
+// intArg reads a non-negative integer setting; JSON numbers, integer types and decimal strings are
+// accepted, anything else is treated as absent.
+func intArg(m map[string]any, k string) *int64 {
+	v, ok := m[k]
+	if !ok {
+		return nil
+	}
+	var n int64
+	switch t := v.(type) {
+	case json.Number:
+		i, err := t.Int64()
+		if err != nil {
+			f, ferr := t.Float64()
+			if ferr != nil || f != math.Trunc(f) || f > math.MaxInt64 || f < math.MinInt64 {
+				return nil
+			}
+			i = int64(f)
+		}
+		n = i
+	case float64:
+		if t != math.Trunc(t) || t > math.MaxInt64 || t < math.MinInt64 {
+			return nil
+		}
+		n = int64(t)
+	case int:
+		n = int64(t)
+	case int64:
+		n = t
+	case int32:
+		n = int64(t)
+	case string:
+		i, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+		if err != nil {
+			return nil
+		}
+		n = i
+	default:
+		return nil
+	}
+	if n < 0 {
+		return nil
+	}
+	return &n
+}
+
+func minOf(a, b *int64) *int64 {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case *b < *a:
+		return b
+	}
+	return a
+}
+
+// rawMap decodes a JSON object. ok is false when the field was absent (or null); an empty array
+// (an empty Erlang proplist) is an empty map.
+func rawMap(raw json.RawMessage) (map[string]any, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, false
+	}
+	if raw[0] != '{' {
+		return map[string]any{}, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return map[string]any{}, true
+	}
+	return m, true
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// policyBook holds the policies and operator policies of every vhost, by name.
+type policyBook struct {
+	policies  map[QueueRef]map[string]any // QueueRef{vhost, policy name}
+	operators map[QueueRef]map[string]any
+}
+
+// fetchPolicies lists policies and operator policies (two calls), for brokers that do not report
+// a queue's effective_policy_definition.
+func (b *Broker) fetchPolicies(ctx context.Context) (*policyBook, error) {
+	ps, err := call(ctx, b.rh.ListPolicies)
+	if err != nil {
+		return nil, fmt.Errorf("list policies: %w", err)
+	}
+	ops, err := call(ctx, b.rh.ListOperatorPolicies)
+	if err != nil {
+		return nil, fmt.Errorf("list operator policies: %w", err)
+	}
+	book := &policyBook{policies: map[QueueRef]map[string]any{}, operators: map[QueueRef]map[string]any{}}
+	for _, p := range ps {
+		book.policies[QueueRef{p.Vhost, p.Name}] = normalize(p.Definition)
+	}
+	for _, p := range ops {
+		book.operators[QueueRef{p.Vhost, p.Name}] = normalize(p.Definition)
+	}
+	return book, nil
+}
+
+// normalize turns rabbit-hole's float64 numbers into json.Number like the direct calls produce.
+func normalize(def rabbithole.PolicyDefinition) map[string]any {
+	out := make(map[string]any, len(def))
+	for k, v := range def {
+		if f, ok := v.(float64); ok {
+			v = json.Number(strconv.FormatFloat(f, 'f', -1, 64))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// effective merges a policy and an operator policy as RabbitMQ does for the keys an operator
+// policy may set: for the numeric limits the smaller value wins; other keys come from the policy.
+func (p *policyBook) effective(vhost, policy, operator string) map[string]any {
+	out := map[string]any{}
+	for k, v := range p.policies[QueueRef{vhost, policy}] {
+		out[k] = v
+	}
+	for k, v := range p.operators[QueueRef{vhost, operator}] {
+		cur, ok := out[k]
+		if !ok {
+			out[k] = v
+			continue
+		}
+		switch k {
+		case "expires", "message-ttl", "max-length", "max-length-bytes", "delivery-limit", "max-in-memory-length", "max-in-memory-bytes":
+			if m := minOf(intArg(map[string]any{k: cur}, k), intArg(map[string]any{k: v}, k)); m != nil {
+				out[k] = json.Number(strconv.FormatInt(*m, 10))
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+// Package sampler collects what the dashboards show — Kafka consumer lag now, RabbitMQ queue depth
+// later — on an interval, in the background, on exactly one console replica at a time (a
+// PostgreSQL advisory lock), and stores both the latest snapshot and the history in the console's
+// store. Pages read the stored snapshot, so any number of viewers and replicas cost the brokers
+// one set of admin calls per interval.
+package sampler
+
+import (
+	"time"
+
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// KafkaSnapshot is one cluster's consumer groups as last sampled.
+type KafkaSnapshot struct {
+	Cluster string
+	At      time.Time // when the sample was taken; zero when none exists yet
+	// Error is set when the last sampling of this cluster failed (the cluster is unreachable);
+	// Groups then holds the last good sample, taken at At.
+	Error   string
+	ErrorAt time.Time
+	Groups  []KafkaGroup
+}
+
+// KafkaGroup is a group with its Burrow-style verdict and trend.
+type KafkaGroup struct {
+	kafka.Group
+	Status     kafka.Status            // the group's (worst partition's) status, with its reason
+	Partitions map[string]kafka.Status // key "topic/partition"; only non-OK entries
+	Rate       float64                 // messages consumed per second over the window
+	CatchUp    time.Duration           // time to catch up at the current slope; 0 = no lag; < 0 = not shrinking
+	RateKnown  bool                    // false until the window holds two samples
+}
+
+// GroupPoint is one point of a group's history.
+type GroupPoint struct {
+	At       time.Time
+	TotalLag int64
+	// Partitions holds the lag of the group's top partitions (by lag over the range), key
+	// "topic/partition"; the same keys in every point of one answer.
+	Partitions map[string]int64
+}

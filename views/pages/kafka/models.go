@@ -1,0 +1,219 @@
+// Package kafka renders the Kafka pages: consumer groups with their lag status, a group's history,
+// dead-letter topics, a topic's records, and a dead-letter topic's errors grouped by type.
+package kafka
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/redrive/redrive/views/layout"
+)
+
+// IndexPage lists the configured clusters.
+type IndexPage struct {
+	Meta     layout.Meta
+	Clusters []string
+}
+
+// ClusterPage is one cluster: its groups (from the sampler) and its dead-letter topics.
+type ClusterPage struct {
+	Meta        layout.Meta
+	Cluster     string
+	SampledAt   time.Time
+	SampleError string // the last sampling failed; the groups are from SampledAt
+	GroupsError string
+	Groups      []GroupRow
+	TopicsError string
+	DLTs        []DLTRow
+}
+
+// GroupRow is one consumer group in the cluster's table.
+type GroupRow struct {
+	Name     string
+	State    string
+	Members  int
+	TotalLag int64
+	Status   string
+	Reason   string
+	Severity int
+	Topics   string
+	Error    string
+}
+
+// DLTRow is one dead-letter or retry topic.
+type DLTRow struct {
+	Topic      string
+	Retry      bool
+	Partitions int
+	Records    int64
+	NewestAt   time.Time
+}
+
+// GroupPage is one group: status, trend chart, partitions.
+type GroupPage struct {
+	Meta        layout.Meta
+	Cluster     string
+	Name        string
+	State       string
+	Protocol    string
+	Members     int
+	TotalLag    int64
+	Status      string
+	Reason      string
+	Rate        string // "" until the sampler has two samples
+	CatchUp     string
+	SampledAt   time.Time
+	SampleError string
+	Error       string
+	Range       string // 1h, 6h, 24h, 7d
+	Partitions  []PartitionRow
+}
+
+// PartitionRow is one partition of a group.
+type PartitionRow struct {
+	Topic     string
+	Partition int32
+	Committed int64
+	End       int64
+	Lag       int64
+	Status    string
+	Reason    string
+	Member    string
+}
+
+// TopicPage is one page of a topic's records.
+type TopicPage struct {
+	Meta        layout.Meta
+	Cluster     string
+	Topic       string
+	Partition   int32
+	Order       string
+	Limit       int
+	Exception   string // only records of this exception type are shown
+	OffsetInput string
+	AtInput     string
+	Start, End  int64
+	Read        int // records read for this page (before the exception filter)
+	Records     []RecordView
+	NextURL     string
+	PrevURL     string
+}
+
+// RecordView is one record, rendered for people.
+type RecordView struct {
+	Partition     int32
+	Offset        int64
+	Timestamp     time.Time
+	Key           string
+	KeyEncoding   string
+	Value         string
+	ValueEncoding string
+	Truncated     bool
+	OriginalSize  int
+	Size          int
+	Headers       []HeaderView
+	DeadLetter    *DeadLetterView
+}
+
+// HeaderView is one header, its value as text.
+type HeaderView struct {
+	Key   string
+	Value string
+}
+
+// DeadLetterView is a record's decoded failure story.
+type DeadLetterView struct {
+	OriginalTopic     string
+	OriginalPartition string
+	OriginalOffset    string
+	ConsumerGroup     string
+	ExceptionType     string
+	ExceptionCause    string
+	ExceptionMessage  string
+	Stacktrace        string
+	RetryCount        string
+	MessageID         string
+	TraceID           string
+	Convention        string
+}
+
+// ErrorsPage is a dead-letter topic's records grouped by exception.
+type ErrorsPage struct {
+	Meta    layout.Meta
+	Cluster string
+	Topic   string
+	Scanned int64
+	Total   int64
+	Capped  bool
+	Groups  []ErrorGroupRow
+}
+
+// ErrorGroupRow is one exception type (and cause): one bug, one row.
+type ErrorGroupRow struct {
+	ExceptionType   string
+	ExceptionCause  string
+	Count           int64
+	FirstAt         time.Time
+	LastAt          time.Time
+	OriginalTopics  string
+	SampleMessage   string
+	SamplePartition int32
+	SampleOffset    int64
+}
+
+func clusterURL(c string) string { return "/kafka/" + url.PathEscape(c) }
+
+func groupURL(c, g string) string { return clusterURL(c) + "/groups/" + url.PathEscape(g) }
+
+func groupRangeURL(c, g, r string) string { return groupURL(c, g) + "?since=" + url.QueryEscape(r) }
+
+func historyURL(c, g, r string) string {
+	return "/api/v1/kafka/" + url.PathEscape(c) + "/groups/" + url.PathEscape(g) + "/history?since=" + url.QueryEscape(r)
+}
+
+func topicURL(c, t string) string { return clusterURL(c) + "/topics/" + url.PathEscape(t) }
+
+func errorsURL(c, t string) string { return topicURL(c, t) + "/errors" }
+
+func recordURL(c, t string, p int32, off int64) string {
+	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)}, "limit": {"1"}}.Encode()
+}
+
+func exceptionURL(c, t string, p int32, exc string) string {
+	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}, "exception": {exc}}.Encode()
+}
+
+func partitionURL(c, t string, p int32) string {
+	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}}.Encode()
+}
+
+func itoa32(n int32) string { return strconv.Itoa(int(n)) }
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func offsetText(n int64) string {
+	if n < 0 {
+		return "—"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+var ranges = []string{"1h", "6h", "24h", "7d"}
+
+// shortClass keeps the last segment of a Java class name for narrow columns.
+func shortClass(fqcn string) string {
+	for i := len(fqcn) - 1; i >= 0; i-- {
+		if fqcn[i] == '.' {
+			return fqcn[i+1:]
+		}
+	}
+	return fqcn
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
