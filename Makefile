@@ -19,12 +19,7 @@ test-go:
 	$(GO) test -race -count=1 ./...
 
 fuzz:
-	@for target in $$($(GO) test -list 'Fuzz.*' ./... 2>/dev/null | grep -E '^(Fuzz|ok)' | awk '/^Fuzz/{f=f" "$$1} /^ok/{if(f!="")print $$2":"f; f=""}'); do \
-		pkg=$${target%%:*}; for fn in $${target#*:}; do \
-			echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## lint: go vet, gofmt and staticcheck
 lint:

@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -159,4 +160,14 @@ func clientInfo(c echo.Context) (ip, userAgent string) {
 		ua = ua[:512]
 	}
 	return c.RealIP(), ua
+}
+
+// pathParam returns a path parameter unescaped: echo matches on the raw path, so "%2F" (the
+// RabbitMQ vhost "/") or an escaped topic name arrives still escaped.
+func pathParam(c echo.Context, name string) string {
+	v := c.Param(name)
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

@@ -56,7 +56,7 @@ func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc) 
 }
 
 func (h *Kafka) cluster(c echo.Context) (KafkaCluster, error) {
-	name := c.Param("cluster")
+	name := pathParam(c, "cluster")
 	k, ok := h.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
@@ -176,7 +176,7 @@ func (h *Kafka) APIGroup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	g, err := findGroup(snap, c.Param("group"))
+	g, err := findGroup(snap, pathParam(c, "group"))
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (h *Kafka) APIGroupHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	points, err := h.snapshots.KafkaGroupHistory(c.Request().Context(), k.Name(), c.Param("group"), since, maxChartPoints)
+	points, err := h.snapshots.KafkaGroupHistory(c.Request().Context(), k.Name(), pathParam(c, "group"), since, maxChartPoints)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 
 // parseRecordQuery reads partition, offset, at, limit and order.
 func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
-	q := kafka.RecordQuery{Topic: c.Param("topic"), Order: "newest"}
+	q := kafka.RecordQuery{Topic: pathParam(c, "topic"), Order: "newest"}
 	p, err := queryInt(c, "partition", 0, 0, 1<<31-1)
 	if err != nil {
 		return q, err
@@ -414,7 +414,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	scan, err := k.ErrorGroups(c.Request().Context(), c.Param("topic"), int(maxScan))
+	scan, err := k.ErrorGroups(c.Request().Context(), pathParam(c, "topic"), int(maxScan))
 	if err != nil {
 		return err
 	}
@@ -517,7 +517,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	g, err := findGroup(snap, c.Param("group"))
+	g, err := findGroup(snap, pathParam(c, "group"))
 	if err != nil {
 		return err
 	}
@@ -646,7 +646,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	topic := c.Param("topic")
+	topic := pathParam(c, "topic")
 	maxScan, err := queryInt(c, "max_scan", 10_000, 1, maxErrorScan)
 	if err != nil {
 		return err

@@ -140,7 +140,7 @@ func (h *Outboxes) APIList(c echo.Context) error {
 
 // APIOne: GET /api/v1/outboxes/:name.
 func (h *Outboxes) APIOne(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func parseFilter(c echo.Context, now time.Time) (outbox.Filter, error) {
 
 // APIEvents: GET /api/v1/outboxes/:name/events.
 func (h *Outboxes) APIEvents(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (h *Outboxes) APIEvents(c echo.Context) error {
 const maxPayload = 256 << 10
 
 func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, error) {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return nil, outbox.Event{}, err
 	}
@@ -303,7 +303,7 @@ type releaseRequest struct {
 
 // APIRelease: POST /api/v1/outboxes/:name/leases/release {"ids":[…]} or {"all_stuck":true}.
 func (h *Outboxes) APIRelease(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ type requeueRequest struct {
 
 // APIRequeue: POST /api/v1/outboxes/:name/events/requeue {"ids":[…],"reason":"…"}.
 func (h *Outboxes) APIRequeue(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -430,7 +430,7 @@ func (h *Outboxes) Index(c echo.Context) error {
 
 // Panel: GET /outboxes/:name/panel — the stats panel alone, for htmx refresh.
 func (h *Outboxes) Panel(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -440,7 +440,7 @@ func (h *Outboxes) Panel(c echo.Context) error {
 
 // Show: GET /outboxes/:name — stats, filters, the event list and the repair actions.
 func (h *Outboxes) Show(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -527,7 +527,7 @@ func prettyJSON(s string, truncated bool) (string, bool) {
 
 // FormRelease: POST /outboxes/:name/release (form: id=…&id=… or all_stuck=1).
 func (h *Outboxes) FormRelease(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
@@ -545,7 +545,7 @@ func (h *Outboxes) FormRelease(c echo.Context) error {
 
 // FormRequeue: POST /outboxes/:name/requeue (form: id=…&id=…, reason, reset_attempts).
 func (h *Outboxes) FormRequeue(c echo.Context) error {
-	o, err := h.find(c.Param("name"))
+	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}

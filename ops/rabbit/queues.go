@@ -151,6 +151,7 @@ func (b *Broker) listQueues(ctx context.Context) ([]Queue, error) {
 		def, ok := rawMap(w.EffectivePolicyDefinition)
 		if !ok && (deref(w.Policy) != "" || deref(w.OperatorPolicy) != "") {
 			if policies == nil {
+				var err error
 				if policies, err = b.fetchPolicies(ctx); err != nil {
 					return nil, err
 				}
@@ -396,7 +397,7 @@ func (b *Broker) fetchPolicies(ctx context.Context) (*policyBook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list policies: %w", err)
 	}
-	ops, err := call(ctx, b.rh.ListOperatorPolicies)
+	opPolicies, err := call(ctx, b.rh.ListOperatorPolicies)
 	if err != nil {
 		return nil, fmt.Errorf("list operator policies: %w", err)
 	}
@@ -404,7 +405,7 @@ func (b *Broker) fetchPolicies(ctx context.Context) (*policyBook, error) {
 	for _, p := range ps {
 		book.policies[QueueRef{p.Vhost, p.Name}] = normalize(p.Definition)
 	}
-	for _, p := range ops {
+	for _, p := range opPolicies {
 		book.operators[QueueRef{p.Vhost, p.Name}] = normalize(p.Definition)
 	}
 	return book, nil

@@ -1,0 +1,111 @@
+package rabbit
+
+import (
+	"sort"
+	"time"
+)
+
+// ErrorGroup is every browsed message that died for the same reason with the same exception
+// message: one bug, one row.
+type ErrorGroup struct {
+	Reason           string // rejected, expired, maxlen, delivery_limit; empty without x-death
+	ExceptionMessage string // Spring's x-exception-message; empty when absent
+	Count            int
+	// FirstAt and LastAt bound when the group's messages died: each message's earliest x-death
+	// time and its latest, or its timestamp property without x-death. Nil when no message had one.
+	FirstAt *time.Time
+	LastAt  *time.Time
+	// OriginalQueues are the queues the messages first died in, sorted and distinct.
+	OriginalQueues []string
+	// Positions are the group's messages' Message.Position, in browse order.
+	Positions []int
+}
+
+// ErrorGroups groups browsed messages by (dead-letter reason, exception message), largest group
+// first (ties: most recent LastAt first, then by reason and message). Messages without dead-letter
+// headers form the group with an empty reason and message.
+func ErrorGroups(msgs []Message) []ErrorGroup {
+	type key struct{ reason, message string }
+	groups := map[key]*ErrorGroup{}
+	queues := map[key]map[string]bool{}
+	var order []key
+	for _, m := range msgs {
+		var k key
+		if dl := m.DeadLetter; dl != nil {
+			k = key{dl.Reason, dl.ExceptionMessage}
+		}
+		g := groups[k]
+		if g == nil {
+			g = &ErrorGroup{Reason: k.reason, ExceptionMessage: k.message, OriginalQueues: []string{}}
+			groups[k], queues[k] = g, map[string]bool{}
+			order = append(order, k)
+		}
+		g.Count++
+		g.Positions = append(g.Positions, m.Position)
+		first, last := deathSpan(m)
+		if first != nil && (g.FirstAt == nil || first.Before(*g.FirstAt)) {
+			g.FirstAt = first
+		}
+		if last != nil && (g.LastAt == nil || last.After(*g.LastAt)) {
+			g.LastAt = last
+		}
+		if m.DeadLetter != nil && m.DeadLetter.OriginalQueue != "" && !queues[k][m.DeadLetter.OriginalQueue] {
+			queues[k][m.DeadLetter.OriginalQueue] = true
+			g.OriginalQueues = append(g.OriginalQueues, m.DeadLetter.OriginalQueue)
+		}
+	}
+	out := make([]ErrorGroup, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		sort.Strings(g.OriginalQueues)
+		out = append(out, *g)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		switch {
+		case a.LastAt != nil && b.LastAt == nil:
+			return true
+		case a.LastAt == nil && b.LastAt != nil:
+			return false
+		case a.LastAt != nil && !a.LastAt.Equal(*b.LastAt):
+			return a.LastAt.After(*b.LastAt)
+		}
+		if a.Reason != b.Reason {
+			return a.Reason < b.Reason
+		}
+		return a.ExceptionMessage < b.ExceptionMessage
+	})
+	return out
+}
+
+// deathSpan is when a message first and last died, falling back to its timestamp property.
+func deathSpan(m Message) (first, last *time.Time) {
+	if dl := m.DeadLetter; dl != nil {
+		for _, d := range dl.Deaths {
+			if d.Time == nil {
+				continue
+			}
+			if first == nil || d.Time.Before(*first) {
+				first = d.Time
+			}
+			if last == nil || d.Time.After(*last) {
+				last = d.Time
+			}
+		}
+	}
+	if first == nil && m.Properties.Timestamp != nil {
+		first, last = m.Properties.Timestamp, m.Properties.Timestamp
+	}
+	return clone(first), clone(last)
+}
+
+func clone(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}

@@ -1,0 +1,128 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/rabbittest"
+)
+
+var testIDs = configs.MessageIDRules{Headers: []string{"messageId", "eventId"}, JSONPaths: []string{"meta.id", "id"}}
+
+// env is one test's vhost, a Broker watching it and a channel to set things up with.
+type env struct {
+	t     testing.TB
+	vhost string
+	url   string
+	mgmt  *rabbithole.Client
+	b     *Broker
+	ch    *amqp.Channel
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	vhost, url, mgmt := rabbittest.NewVhost(t)
+	b, err := New(rabbittest.Config(t, vhost), testIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.firstWait, b.idleWait = 2*time.Second, 300*time.Millisecond
+	t.Cleanup(b.Close)
+	_, ch := rabbittest.Channel(t, url)
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, vhost: vhost, url: url, mgmt: mgmt, b: b, ch: ch}
+}
+
+func (e *env) queue(name string, args amqp.Table) {
+	e.t.Helper()
+	if _, err := e.ch.QueueDeclare(name, true, false, false, false, args); err != nil {
+		e.t.Fatalf("declare %s: %v", name, err)
+	}
+}
+
+func (e *env) exchange(name, kind string) {
+	e.t.Helper()
+	if err := e.ch.ExchangeDeclare(name, kind, true, false, false, false, nil); err != nil {
+		e.t.Fatalf("declare exchange %s: %v", name, err)
+	}
+}
+
+func (e *env) bind(queue, key, exchange string) {
+	e.t.Helper()
+	if err := e.ch.QueueBind(queue, key, exchange, false, nil); err != nil {
+		e.t.Fatalf("bind %s: %v", queue, err)
+	}
+}
+
+// publish sends with a publisher confirm and fails the test unless the broker acks it.
+func (e *env) publish(exchange, key string, p amqp.Publishing) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dc, err := e.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, p)
+	if err != nil {
+		e.t.Fatalf("publish: %v", err)
+	}
+	if ok, err := dc.WaitContext(ctx); err != nil || !ok {
+		e.t.Fatalf("publish not confirmed: ok=%v err=%v", ok, err)
+	}
+}
+
+// depth is the queue's ready count as the broker has it now.
+func (e *env) depth(queue string) int {
+	e.t.Helper()
+	q, err := e.ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if err != nil {
+		e.t.Fatalf("passive declare %s: %v", queue, err)
+	}
+	return q.Messages
+}
+
+func (e *env) waitDepth(queue string, n int) {
+	e.t.Helper()
+	rabbittest.WaitFor(e.t, 10*time.Second, fmt.Sprintf("%d messages in %s", n, queue), func(context.Context) bool {
+		return e.depth(queue) == n
+	})
+}
+
+// drain takes every ready message with basic.get and acks it, returning them in order.
+func (e *env) drain(queue string) []amqp.Delivery {
+	e.t.Helper()
+	var out []amqp.Delivery
+	for {
+		d, ok, err := e.ch.Get(queue, false)
+		if err != nil {
+			e.t.Fatalf("get %s: %v", queue, err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, d)
+		if err := d.Ack(false); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// policy applies a policy to queues matching pattern and waits until the management API shows
+// it applied to each of queues (policies apply asynchronously).
+func (e *env) policy(name, pattern string, def rabbithole.PolicyDefinition, queues ...string) {
+	e.t.Helper()
+	if _, err := e.mgmt.PutPolicy(e.vhost, name, rabbithole.Policy{Pattern: pattern, ApplyTo: "queues", Definition: def}); err != nil {
+		e.t.Fatalf("put policy: %v", err)
+	}
+	for _, queue := range queues {
+		rabbittest.WaitFor(e.t, 15*time.Second, "policy "+name+" on "+queue, func(ctx context.Context) bool {
+			q, err := e.b.queueInfo(ctx, e.vhost, queue)
+			return err == nil && q.Policy == name
+		})
+	}
+}

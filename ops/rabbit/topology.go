@@ -1,0 +1,400 @@
+package rabbit
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+)
+
+// Edge is one queue's dead-lettering: where the broker sends the messages that die in it.
+type Edge struct {
+	FromVhost string
+	FromQueue string
+	// Exchange is the queue's effective dead-letter exchange; "" is the default exchange, which
+	// routes to the queue named by the routing key.
+	Exchange     string
+	ExchangeType string // direct, fanout, topic, headers, …; empty when the exchange does not exist
+	// RoutingKey is the queue's dead-letter routing key. When it is empty, dead letters keep the
+	// routing keys they were published with; OwnKeys then lists the keys the queue's messages
+	// plausibly carry (its name and its non-wildcard binding keys), which routes are resolved with.
+	RoutingKey string
+	OwnKeys    []string
+	// ToQueues are the queues (in FromVhost) the exchange routes the dead letters to, sorted;
+	// exchange-to-exchange bindings and alternate exchanges (declared as an argument) are followed.
+	ToQueues []string
+	// AllBound is true when routing depends on what Redrive cannot see (message headers for a
+	// headers exchange, a plugin's exchange type): ToQueues are then every queue bound to it.
+	AllBound bool
+	// Missing is true when the dead-letter exchange does not exist: the broker drops these dead letters.
+	Missing bool
+	Note    string // why the route is approximate or empty, for people
+}
+
+// RetryLoop is a retry queue: a queue with a message TTL whose dead letters go back to a work
+// queue that itself dead-letters into the retry queue, so failed messages return after Delay.
+type RetryLoop struct {
+	Vhost      string
+	RetryQueue string
+	WorkQueue  string
+	Delay      time.Duration // the retry queue's message TTL
+}
+
+// Topology is the dead-letter graph of the watched vhosts.
+type Topology struct {
+	// Queues are the queues as Queues returns them, with IsDeadLetterQueue resolved through
+	// exchanges and bindings.
+	Queues []Queue
+	// Edges has one entry per queue with a dead-letter exchange, sorted by vhost and queue.
+	Edges []Edge
+	// DLQs are the dead-letter queues: queues matching the dead_letter_queues patterns, and queues
+	// receiving dead letters other than retry queues and the work queues their loops return to.
+	DLQs map[QueueRef]bool
+	// RetryQueues marks the retry queues of RetryLoops.
+	RetryQueues map[QueueRef]bool
+	RetryLoops  []RetryLoop // sorted by vhost, retry queue, work queue
+}
+
+// Topology reads queues, exchanges and bindings (one management call each, concurrently) and
+// resolves, for every queue with a dead-letter exchange, the queues its dead letters reach. See
+// Edge for what is exact and what is approximate. Errors are those of Queues.
+func (b *Broker) Topology(ctx context.Context) (Topology, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var (
+		wg        sync.WaitGroup
+		queues    []Queue
+		exchanges []rabbithole.ExchangeInfo
+		bindings  []rabbithole.BindingInfo
+		qErr      error
+		xErr      error
+		bErr      error
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); queues, qErr = b.listQueues(ctx) }()
+	go func() {
+		defer wg.Done()
+		if len(b.vhosts) == 1 {
+			exchanges, xErr = call(ctx, func() ([]rabbithole.ExchangeInfo, error) { return b.rh.ListExchangesIn(b.vhosts[0]) })
+		} else {
+			exchanges, xErr = call(ctx, b.rh.ListExchanges)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if len(b.vhosts) == 1 {
+			bindings, bErr = call(ctx, func() ([]rabbithole.BindingInfo, error) { return b.rh.ListBindingsIn(b.vhosts[0]) })
+		} else {
+			bindings, bErr = call(ctx, b.rh.ListBindings)
+		}
+	}()
+	wg.Wait()
+	for _, e := range []struct {
+		what string
+		err  error
+	}{{"queues", qErr}, {"exchanges", xErr}, {"bindings", bErr}} {
+		if e.err != nil {
+			return Topology{}, b.fail("topology: "+e.what, e.err)
+		}
+	}
+	xs := make([]exchange, 0, len(exchanges))
+	for _, x := range exchanges {
+		if b.watched(x.Vhost) {
+			ae, _ := x.Arguments["alternate-exchange"].(string)
+			xs = append(xs, exchange{Vhost: x.Vhost, Name: x.Name, Type: x.Type, Alternate: ae})
+		}
+	}
+	bs := make([]binding, 0, len(bindings))
+	for _, bi := range bindings {
+		if b.watched(bi.Vhost) {
+			bs = append(bs, binding{Vhost: bi.Vhost, Source: bi.Source, Destination: bi.Destination,
+				ToExchange: bi.DestinationType == "exchange", Key: bi.RoutingKey})
+		}
+	}
+	return buildTopology(queues, xs, bs, b.isDLQName), nil
+}
+
+// DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
+func DeadLettersFrom(t Topology, vhost, queue string) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, e := range t.Edges {
+		if e.FromVhost != vhost || seen[e.FromQueue] {
+			continue
+		}
+		for _, q := range e.ToQueues {
+			if q == queue {
+				seen[e.FromQueue] = true
+				out = append(out, e.FromQueue)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type exchange struct {
+	Vhost, Name, Type string
+	Alternate         string // alternate-exchange argument
+}
+
+type binding struct {
+	Vhost, Source, Destination string
+	ToExchange                 bool
+	Key                        string
+}
+
+// router resolves routes in one vhost.
+type router struct {
+	queues    map[string]bool
+	exchanges map[string]exchange
+	bySource  map[string][]binding
+}
+
+func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isDLQName func(string) bool) Topology {
+	routers := map[string]*router{}
+	get := func(vhost string) *router {
+		r := routers[vhost]
+		if r == nil {
+			r = &router{queues: map[string]bool{}, exchanges: map[string]exchange{}, bySource: map[string][]binding{}}
+			routers[vhost] = r
+		}
+		return r
+	}
+	for _, q := range queues {
+		get(q.Vhost).queues[q.Name] = true
+	}
+	for _, x := range exchanges {
+		get(x.Vhost).exchanges[x.Name] = x
+	}
+	ownKeys := map[QueueRef][]string{}
+	for _, bd := range bindings {
+		get(bd.Vhost).bySource[bd.Source] = append(get(bd.Vhost).bySource[bd.Source], bd)
+		if !bd.ToExchange && bd.Key != "" && !strings.ContainsAny(bd.Key, "*#") {
+			ref := QueueRef{bd.Vhost, bd.Destination}
+			ownKeys[ref] = append(ownKeys[ref], bd.Key)
+		}
+	}
+
+	t := Topology{Edges: []Edge{}, DLQs: map[QueueRef]bool{}, RetryQueues: map[QueueRef]bool{}, RetryLoops: []RetryLoop{}}
+	byRef := map[QueueRef]Queue{}
+	edgeOf := map[QueueRef]*Edge{}
+	for _, q := range queues {
+		byRef[q.Ref()] = q
+	}
+	for _, q := range queues {
+		if !q.HasDeadLetterExchange {
+			continue
+		}
+		e := Edge{FromVhost: q.Vhost, FromQueue: q.Name, Exchange: q.DeadLetterExchange, RoutingKey: q.DeadLetterRoutingKey, ToQueues: []string{}}
+		keys := []string{q.DeadLetterRoutingKey}
+		if q.DeadLetterRoutingKey == "" {
+			keys = uniqueSorted(append([]string{q.Name}, ownKeys[q.Ref()]...))
+			e.OwnKeys = keys
+		}
+		get(q.Vhost).resolve(&e, keys)
+		t.Edges = append(t.Edges, e)
+	}
+	sort.Slice(t.Edges, func(i, j int) bool {
+		if t.Edges[i].FromVhost != t.Edges[j].FromVhost {
+			return t.Edges[i].FromVhost < t.Edges[j].FromVhost
+		}
+		return t.Edges[i].FromQueue < t.Edges[j].FromQueue
+	})
+	for i := range t.Edges {
+		edgeOf[QueueRef{t.Edges[i].FromVhost, t.Edges[i].FromQueue}] = &t.Edges[i]
+	}
+
+	// Retry loops: R has a TTL, R → W, and W → R.
+	returns := map[[2]QueueRef]bool{} // {retry, work} edges that bring messages back: not dead-lettering into a DLQ
+	for _, e := range t.Edges {
+		r := QueueRef{e.FromVhost, e.FromQueue}
+		rq := byRef[r]
+		if rq.MessageTTL == nil {
+			continue
+		}
+		for _, w := range e.ToQueues {
+			wref := QueueRef{e.FromVhost, w}
+			if w == e.FromQueue || edgeOf[wref] == nil || !contains(edgeOf[wref].ToQueues, e.FromQueue) {
+				continue
+			}
+			t.RetryLoops = append(t.RetryLoops, RetryLoop{Vhost: e.FromVhost, RetryQueue: e.FromQueue, WorkQueue: w,
+				Delay: time.Duration(*rq.MessageTTL) * time.Millisecond})
+			t.RetryQueues[r] = true
+			returns[[2]QueueRef{r, wref}] = true
+		}
+	}
+	sort.Slice(t.RetryLoops, func(i, j int) bool {
+		a, b := t.RetryLoops[i], t.RetryLoops[j]
+		if a.Vhost != b.Vhost {
+			return a.Vhost < b.Vhost
+		}
+		if a.RetryQueue != b.RetryQueue {
+			return a.RetryQueue < b.RetryQueue
+		}
+		return a.WorkQueue < b.WorkQueue
+	})
+
+	for _, e := range t.Edges {
+		from := QueueRef{e.FromVhost, e.FromQueue}
+		for _, to := range e.ToQueues {
+			ref := QueueRef{e.FromVhost, to}
+			if !t.RetryQueues[ref] && !returns[[2]QueueRef{from, ref}] {
+				t.DLQs[ref] = true
+			}
+		}
+	}
+	t.Queues = make([]Queue, len(queues))
+	for i, q := range queues {
+		if isDLQName != nil && isDLQName(q.Name) {
+			t.DLQs[q.Ref()] = true
+		}
+		q.IsDeadLetterQueue = t.DLQs[q.Ref()]
+		t.Queues[i] = q
+	}
+	return t
+}
+
+// resolve fills e's route for the given routing keys.
+func (r *router) resolve(e *Edge, keys []string) {
+	if e.Exchange == "" {
+		e.ExchangeType = "direct"
+		for _, k := range keys {
+			if r.queues[k] {
+				e.ToQueues = append(e.ToQueues, k)
+			}
+		}
+		e.ToQueues = uniqueSorted(e.ToQueues)
+		if len(e.ToQueues) == 0 {
+			e.Note = "the default exchange routes to the queue named by the routing key, and no such queue exists: dead letters are dropped"
+		}
+		return
+	}
+	x, ok := r.exchanges[e.Exchange]
+	if !ok {
+		e.Missing = true
+		e.Note = fmt.Sprintf("exchange %q does not exist: the broker drops these dead letters", e.Exchange)
+		return
+	}
+	e.ExchangeType = x.Type
+	found := map[string]bool{}
+	var notes []string
+	for _, k := range keys {
+		r.route(e.Exchange, k, found, map[string]bool{}, &e.AllBound, &notes)
+	}
+	for q := range found {
+		e.ToQueues = append(e.ToQueues, q)
+	}
+	sort.Strings(e.ToQueues)
+	switch {
+	case len(notes) > 0:
+		e.Note = strings.Join(uniqueSorted(notes), "; ")
+	case len(e.ToQueues) == 0 && e.RoutingKey == "":
+		e.Note = "no binding matches the queue's own routing keys: dead letters published with other keys may still route"
+	case len(e.ToQueues) == 0:
+		e.Note = "no binding matches the dead-letter routing key: dead letters are dropped"
+	}
+}
+
+// route adds to found the queues exchange x routes key to, following exchange-to-exchange
+// bindings and the alternate exchange.
+func (r *router) route(name, key string, found, visited map[string]bool, allBound *bool, notes *[]string) {
+	if visited[name] {
+		return
+	}
+	visited[name] = true
+	x, ok := r.exchanges[name]
+	if !ok {
+		*notes = append(*notes, fmt.Sprintf("exchange %q does not exist", name))
+		return
+	}
+	matched := false
+	for _, bd := range r.bySource[name] {
+		var hit bool
+		switch x.Type {
+		case "fanout":
+			hit = true
+		case "direct":
+			hit = bd.Key == key
+		case "topic":
+			hit = topicMatch(bd.Key, key)
+		case "headers":
+			hit, *allBound = true, true
+			*notes = append(*notes, fmt.Sprintf("headers exchange %q routes by message headers: showing all bound queues", name))
+		default:
+			hit, *allBound = true, true
+			*notes = append(*notes, fmt.Sprintf("exchange %q of type %s: showing all bound queues", name, x.Type))
+		}
+		if !hit {
+			continue
+		}
+		matched = true
+		if bd.ToExchange {
+			r.route(bd.Destination, key, found, visited, allBound, notes)
+		} else {
+			found[bd.Destination] = true
+		}
+	}
+	if !matched && x.Alternate != "" {
+		r.route(x.Alternate, key, found, visited, allBound, notes)
+	}
+}
+
+// topicMatch reports whether a topic binding pattern matches a routing key: words are separated
+// by dots, * matches exactly one word and # zero or more.
+func topicMatch(pattern, key string) bool {
+	return matchWords(strings.Split(pattern, "."), strings.Split(key, "."))
+}
+
+func matchWords(p, k []string) bool {
+	// Iterative with backtracking to the last #, which keeps it linear-ish for real patterns.
+	pi, ki := 0, 0
+	starP, starK := -1, -1
+	for ki < len(k) {
+		switch {
+		case pi < len(p) && p[pi] == "#":
+			starP, starK = pi, ki
+			pi++
+		case pi < len(p) && (p[pi] == "*" || p[pi] == k[ki]):
+			pi++
+			ki++
+		case starP >= 0:
+			starK++
+			pi, ki = starP+1, starK
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == "#" {
+		pi++
+	}
+	return pi == len(p)
+}
+
+func uniqueSorted(s []string) []string {
+	if len(s) == 0 {
+		return []string{}
+	}
+	sort.Strings(s)
+	out := s[:1]
+	for _, v := range s[1:] {
+		if v != out[len(out)-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,129 @@
+// Package rabbittest gives each test its own vhost on the real RabbitMQ that `make test` starts
+// (REDRIVE_TEST_AMQP_URL and REDRIVE_TEST_RABBIT_MGMT_URL). Tests never share queues, so they run
+// in parallel and leave nothing behind: the vhost, and everything in it, is deleted at cleanup.
+package rabbittest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
+)
+
+// Environment variables set by `make test` (cmd/devstack).
+const (
+	EnvAMQPURL = "REDRIVE_TEST_AMQP_URL"        // amqp://guest:guest@127.0.0.1:PORT/
+	EnvMgmtURL = "REDRIVE_TEST_RABBIT_MGMT_URL" // http://127.0.0.1:PORT (user and password from the AMQP URL)
+)
+
+// Env returns the AMQP URL (default vhost) and the management URL, failing the test (never
+// skipping it) when they are missing.
+func Env(tb testing.TB) (amqpURL, mgmtURL string) {
+	tb.Helper()
+	amqpURL, mgmtURL = os.Getenv(EnvAMQPURL), os.Getenv(EnvMgmtURL)
+	if amqpURL == "" || mgmtURL == "" {
+		tb.Fatalf("%s and %s must be set: run the tests with `make test`, which starts RabbitMQ on loopback "+
+			"(or `go run ./cmd/devstack up` and export the lines it prints)", EnvAMQPURL, EnvMgmtURL)
+	}
+	return amqpURL, mgmtURL
+}
+
+// Admin returns a management client for the test broker, authenticated as the AMQP URL's user.
+func Admin(tb testing.TB) *rabbithole.Client {
+	tb.Helper()
+	amqpURL, mgmtURL := Env(tb)
+	u, err := amqp.ParseURI(amqpURL)
+	if err != nil {
+		tb.Fatalf("rabbittest: parse %s: %v", EnvAMQPURL, err)
+	}
+	c, err := rabbithole.NewClient(mgmtURL, u.Username, u.Password)
+	if err != nil {
+		tb.Fatalf("rabbittest: management client: %v", err)
+	}
+	c.SetTimeout(30 * time.Second)
+	return c
+}
+
+// NewVhost creates an empty vhost for this test with full permissions for the test user, deletes
+// it at cleanup, and returns its name, an AMQP URL for it and a management client.
+func NewVhost(tb testing.TB) (vhost, amqpURL string, mgmt *rabbithole.Client) {
+	tb.Helper()
+	base, _ := Env(tb)
+	mgmt = Admin(tb)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	vhost = "t_" + hex.EncodeToString(b)
+	if _, err := mgmt.PutVhost(vhost, rabbithole.VhostSettings{Description: "redrive test " + tb.Name()}); err != nil {
+		tb.Fatalf("rabbittest: create vhost: %v", err)
+	}
+	tb.Cleanup(func() { _, _ = mgmt.DeleteVhost(vhost) })
+	if _, err := mgmt.UpdatePermissionsIn(vhost, mgmt.Username, rabbithole.Permissions{Configure: ".*", Write: ".*", Read: ".*"}); err != nil {
+		tb.Fatalf("rabbittest: grant permissions: %v", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("rabbittest: parse %s: %v", EnvAMQPURL, err)
+	}
+	u.Path, u.RawPath = "/"+vhost, "/"+url.PathEscape(vhost)
+	return vhost, u.String(), mgmt
+}
+
+// Config is a broker configuration for the test RabbitMQ that watches only vhost.
+func Config(tb testing.TB, vhost string) configs.RabbitMQBroker {
+	tb.Helper()
+	amqpURL, mgmtURL := Env(tb)
+	u, err := amqp.ParseURI(amqpURL)
+	if err != nil {
+		tb.Fatalf("rabbittest: parse %s: %v", EnvAMQPURL, err)
+	}
+	return configs.RabbitMQBroker{
+		Name:               "test",
+		URL:                configs.Secret(amqpURL),
+		ManagementURL:      mgmtURL,
+		ManagementUser:     u.Username,
+		ManagementPassword: configs.Secret(u.Password),
+		Vhosts:             []string{vhost},
+		DeadLetterQueues:   []string{"*.dlq", "*.DLQ", "dead-letter*"},
+	}
+}
+
+// Channel dials amqpURL and opens a channel; both are closed at cleanup.
+func Channel(tb testing.TB, amqpURL string) (*amqp.Connection, *amqp.Channel) {
+	tb.Helper()
+	conn, err := amqp.Dial(amqpURL)
+	if err != nil {
+		tb.Fatalf("rabbittest: dial: %v", err)
+	}
+	tb.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		tb.Fatalf("rabbittest: channel: %v", err)
+	}
+	return conn, ch
+}
+
+// WaitFor polls cond every 50 ms until it is true, failing the test after timeout. Management
+// statistics lag the broker by up to a sampling interval; use this instead of sleeping.
+func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) bool) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		if cond(ctx) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("rabbittest: timed out after %s waiting for %s", timeout, what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/ops/store"
+)
+
+// Reproduce with (PostgreSQL from `make test`, or any reachable one):
+//
+//	REDRIVE_TEST_PG_DSN=postgres://postgres@127.0.0.1:55432/postgres?sslmode=disable \
+//	  go test ./ops/sampler/ -run '^$' -bench . -benchtime=100x
+//
+// Both benchmarks see the same cluster: 200 consumer groups × 50 partitions (20 topics of 50
+// partitions, each committed by 10 groups) on kfake in process. BenchmarkLatestKafka is what a page
+// load costs: "miss" reads and decodes the stored snapshot (a replica's first read of each new
+// sample), "revalidate" finds its expired copy still current (at most once a second per replica
+// otherwise), "hit" is the in-memory copy; "select" and "decode" split "miss". BenchmarkGroupsFresh
+// is the naive alternative: every page load asking the cluster itself — here an in-process broker
+// on loopback, so a real cluster's round trips only make it slower.
+
+const (
+	benchGroups     = 200
+	benchTopics     = 20
+	benchPartitions = 50
+)
+
+// benchCluster fills a kfake cluster with benchGroups groups of benchPartitions partitions each.
+func benchCluster(b *testing.B) *broker {
+	br := newBroker(b)
+	for i := range benchTopics {
+		topic := fmt.Sprintf("topic-%02d", i)
+		br.topic(b, topic, benchPartitions)
+		parts := make([]int32, benchPartitions)
+		for p := range parts {
+			parts[p] = int32(p)
+		}
+		br.fill(b, topic, 20, parts...)
+	}
+	for g := range benchGroups {
+		offsets := map[int32]int64{}
+		for p := range benchPartitions {
+			offsets[int32(p)] = int64((g + p) % 20)
+		}
+		br.commit(b, fmt.Sprintf("group-%03d", g), fmt.Sprintf("topic-%02d", g%benchTopics), offsets)
+	}
+	return br
+}
+
+func BenchmarkLatestKafka(b *testing.B) {
+	ctx := context.Background()
+	br := benchCluster(b)
+	dsn := testDSN(b)
+	clk := newClock()
+	leader := newSampler(b, openStore(b, dsn), clk, nil, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
+	for range 3 { // a window, so rates and statuses are filled in
+		clk.Add(15 * time.Second)
+		if err := leader.SampleOnce(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st := openStore(b, dsn)
+	row, err := st.Snapshot(ctx, store.SnapshotKafka, "main")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("stored snapshot: %d groups, %d bytes of JSON", benchGroups, len(row.Data))
+	b.Run("select", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := st.Snapshot(ctx, store.SnapshotKafka, "main"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := decodeKafka(row.Data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	b.Run("miss", func(b *testing.B) {
+		reader := newSampler(b, st, clk, func(o *Options) { o.CacheTTL = -1 }, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
+		for b.Loop() {
+			snap, err := reader.LatestKafka(ctx, "main")
+			if err != nil || len(snap.Groups) != benchGroups || len(snap.Groups[0].Topics[0].Partitions) != benchPartitions {
+				b.Fatalf("LatestKafka: %d groups, %v", len(snap.Groups), err)
+			}
+		}
+	})
+	b.Run("revalidate", func(b *testing.B) {
+		// The cached copy has expired but is still the stored sample: one small row is read.
+		reader := newSampler(b, st, clk, func(o *Options) { o.CacheTTL = time.Nanosecond }, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
+		if _, err := reader.LatestKafka(ctx, "main"); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if snap, err := reader.LatestKafka(ctx, "main"); err != nil || len(snap.Groups) != benchGroups {
+				b.Fatalf("LatestKafka: %d groups, %v", len(snap.Groups), err)
+			}
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		reader := newSampler(b, st, clk, func(o *Options) { o.CacheTTL = time.Hour }, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
+		if _, err := reader.LatestKafka(ctx, "main"); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if snap, err := reader.LatestKafka(ctx, "main"); err != nil || len(snap.Groups) != benchGroups {
+				b.Fatalf("LatestKafka: %d groups, %v", len(snap.Groups), err)
+			}
+		}
+	})
+}
+
+func BenchmarkGroupsFresh(b *testing.B) {
+	ctx := context.Background()
+	br := benchCluster(b)
+	c := br.cluster(b, 10*time.Second)
+	for b.Loop() {
+		groups, err := c.Groups(ctx)
+		if err != nil || len(groups) != benchGroups {
+			b.Fatalf("Groups: %d groups, %v", len(groups), err)
+		}
+	}
+}
+
+// BenchmarkKafkaGroupHistory reads a week of one 50-partition group sampled every 15 s (40,320
+// rows) down to 400 points, as the group page's 7d chart does, and the last hour of it.
+func BenchmarkKafkaGroupHistory(b *testing.B) {
+	ctx := context.Background()
+	st := openStore(b, testDSN(b))
+	clk := newClock()
+	start := clk.Now().Add(-7 * 24 * time.Hour)
+	const every = 15 * time.Second
+	n := int(7 * 24 * time.Hour / every)
+	rows := make([]store.KafkaGroupSample, 0, 1000)
+	for i := range n {
+		parts := make([]store.KafkaPartitionSample, benchPartitions)
+		var total int64
+		for p := range parts {
+			lag := int64((i*7 + p*13) % 5000)
+			parts[p] = store.KafkaPartitionSample{Topic: "orders", Partition: int32(p), Committed: int64(i * 100), Lag: lag}
+			total += lag
+		}
+		rows = append(rows, store.KafkaGroupSample{Cluster: "main", Group: "g", At: start.Add(time.Duration(i) * every),
+			TotalLag: total, State: "Stable", Members: 3, Status: "OK", Partitions: parts})
+		if len(rows) == cap(rows) || i == n-1 {
+			if err := st.InsertKafkaGroupSamples(ctx, rows); err != nil {
+				b.Fatal(err)
+			}
+			rows = rows[:0]
+		}
+	}
+	if _, err := st.Pool().Exec(ctx, `ANALYZE kafka_group_sample`); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		d    time.Duration
+	}{{"7d", 7 * 24 * time.Hour}, {"1h", time.Hour}} {
+		b.Run(r.name, func(b *testing.B) {
+			for b.Loop() {
+				h, err := st.KafkaGroupHistory(ctx, "main", "g", clk.Now().Add(-r.d), clk.Now(), 400, TopPartitions)
+				if err != nil || len(h.Points) == 0 || len(h.Points) > 400 || len(h.Partitions) != TopPartitions {
+					b.Fatalf("%d points, %d series, %v", len(h.Points), len(h.Partitions), err)
+				}
+			}
+		})
+	}
+}

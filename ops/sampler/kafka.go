@@ -1,0 +1,396 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// KafkaGroups is what the sampler needs of a Kafka cluster; *kafka.Cluster implements it. Groups
+// errors carry the ops kinds (ErrUnavailable when the cluster cannot be reached).
+type KafkaGroups interface {
+	Name() string
+	Groups(ctx context.Context) ([]kafka.Group, error)
+}
+
+// KafkaSource is one cluster to sample and the rules its groups are judged by.
+type KafkaSource struct {
+	Cluster KafkaGroups // required
+	// Rules are the cluster's status thresholds (configs.KafkaCluster.Lag). Zero fields mean
+	// kafka.Evaluate's defaults: a 5 m window, STOP after 15 m, WARN on any growth.
+	Rules configs.LagRules
+}
+
+// TopPartitions is the number of partition series KafkaGroupHistory returns beside the total.
+const TopPartitions = 5
+
+// MaxHistoryPoints bounds KafkaGroupHistory's maxPoints.
+const MaxHistoryPoints = store.MaxHistoryPoints
+
+// kafkaState is the leader's memory of one cluster: a window of samples per partition, which
+// statuses and rates are computed from. It is touched only under Sampler.tickMu.
+type kafkaState struct {
+	src    KafkaSource
+	name   string
+	window time.Duration // the rules' evaluation window, which rates are also computed over
+	keep   time.Duration // how far back samples are kept: enough to tell STALL and STOP
+	warm   bool          // the windows were loaded from the store since leadership was taken
+	lastAt time.Time     // newest sample stored, so that history keys stay unique
+	groups map[string]*groupWindow
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+type groupWindow struct {
+	parts map[partKey][]kafka.Sample
+	// total is the group as a whole (summed committed offsets, total lag): the catch-up estimate
+	// comes from its lag slope.
+	total []kafka.Sample
+}
+
+func newKafkaState(src KafkaSource, interval time.Duration) *kafkaState {
+	window, stop := src.Rules.Window.D(), src.Rules.StopAfter.D()
+	if window <= 0 {
+		window = 5 * time.Minute
+	}
+	if stop <= 0 {
+		stop = 15 * time.Minute
+	}
+	return &kafkaState{
+		src:    src,
+		name:   src.Cluster.Name(),
+		window: window,
+		keep:   max(window, stop) + 2*interval,
+		groups: map[string]*groupWindow{},
+	}
+}
+
+// sampleKafka samples one cluster at now and stores the result.
+func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, now time.Time) (err error) {
+	start := time.Now()
+	source := "kafka/" + st.name
+	defer func() { s.observe(source, start, err) }()
+	// The store keeps microseconds; truncating here makes what is in memory equal what is stored.
+	at := now.Round(0).Truncate(time.Microsecond)
+
+	if !st.warm {
+		s.warmKafka(ctx, st, at)
+	}
+	groups, err := st.src.Cluster.Groups(ctx)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			return err // shutting down: not the cluster's fault, nothing to record
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		if serr := s.store.SetSnapshotError(wctx, store.SnapshotKafka, st.name, err.Error(), at); serr != nil {
+			err = errors.Join(err, serr)
+		} else {
+			s.rememberError(st.name, err.Error(), at)
+		}
+		return fmt.Errorf("sampler: %w", err)
+	}
+
+	out, rows := st.observe(groups, at)
+	data, err := encodeKafka(out)
+	if err != nil {
+		return fmt.Errorf("sampler: kafka %s: %w", st.name, err)
+	}
+	if err := s.store.PutSnapshot(ctx, store.Snapshot{Kind: store.SnapshotKafka, Name: st.name, At: at, Data: data}); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	s.remember(KafkaSnapshot{Cluster: st.name, At: at, Groups: out})
+	if !at.After(st.lastAt) {
+		// The clock did not move (a test's, or a step back): the snapshot is current, but history
+		// already has this instant.
+		return nil
+	}
+	if err := s.store.InsertKafkaGroupSamples(ctx, rows); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	st.lastAt = at
+	return nil
+}
+
+// warmKafka loads the windows from the store when this replica has just become leader, so the
+// statuses judged by the previous leader carry over. A failed load is logged and sampling goes
+// on with empty windows: statuses then need one window of fresh samples.
+func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
+	st.warm = true
+	st.groups = map[string]*groupWindow{}
+	st.lastAt = time.Time{}
+	rows, err := s.store.KafkaGroupSamples(ctx, st.name, "", at.Add(-st.keep))
+	if err != nil {
+		s.log.Warn("sampler: cannot load recent samples; statuses start afresh", "cluster", st.name, "err", err)
+		return
+	}
+	for _, r := range rows {
+		w := st.groups[r.Group]
+		if w == nil {
+			w = &groupWindow{parts: map[partKey][]kafka.Sample{}}
+			st.groups[r.Group] = w
+		}
+		var committed int64
+		for _, p := range r.Partitions {
+			k := partKey{p.Topic, p.Partition}
+			// End is not kept in history: neither Evaluate nor Rate reads it.
+			w.parts[k] = append(w.parts[k], kafka.Sample{At: r.At, Committed: p.Committed, End: -1, Lag: p.Lag})
+			if p.Committed > 0 && p.Lag >= 0 {
+				committed += p.Committed
+			}
+		}
+		w.total = append(w.total, kafka.Sample{At: r.At, Committed: committed, End: -1, Lag: r.TotalLag})
+		if r.At.After(st.lastAt) {
+			st.lastAt = r.At
+		}
+	}
+}
+
+// observe adds one sample of every group to the windows and judges each group. It returns the
+// snapshot's groups and the history rows. Groups that vanished from the cluster leave the windows.
+func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup, []store.KafkaGroupSample) {
+	cutoff := at.Add(-st.keep)
+	rateFrom := at.Add(-st.window)
+	windows := make(map[string]*groupWindow, len(groups))
+	out := make([]KafkaGroup, 0, len(groups))
+	rows := make([]store.KafkaGroupSample, 0, len(groups))
+	for _, g := range groups {
+		w := st.groups[g.Name]
+		if w == nil {
+			w = &groupWindow{parts: map[partKey][]kafka.Sample{}}
+		}
+		windows[g.Name] = w
+
+		var parts []kafka.PartitionSamples
+		if g.Error == "" {
+			// The group was described: its partitions now replace the window's set.
+			fresh := make(map[partKey][]kafka.Sample, len(w.parts))
+			row := store.KafkaGroupSample{Cluster: st.name, Group: g.Name, At: at, TotalLag: g.TotalLag,
+				State: g.State, Members: g.Members}
+			var committed int64
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					k := partKey{t.Topic, p.Partition}
+					samples := append(trim(w.parts[k], cutoff), kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag})
+					fresh[k] = samples
+					parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
+					row.Partitions = append(row.Partitions, store.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
+						Committed: p.Committed, Lag: p.Lag})
+					if p.Committed > 0 && p.Lag >= 0 {
+						committed += p.Committed
+					}
+				}
+			}
+			w.parts = fresh
+			w.total = append(trim(w.total, cutoff), kafka.Sample{At: at, Committed: committed, End: -1, Lag: g.TotalLag})
+			rows = append(rows, row)
+		} else {
+			// Not described this time (e.g. its coordinator is loading): judge what is known.
+			keys := make([]partKey, 0, len(w.parts))
+			for k := range w.parts {
+				keys = append(keys, k)
+			}
+			slices.SortFunc(keys, func(a, b partKey) int {
+				if a.topic != b.topic {
+					if a.topic < b.topic {
+						return -1
+					}
+					return 1
+				}
+				return int(a.partition - b.partition)
+			})
+			for _, k := range keys {
+				parts = append(parts, kafka.PartitionSamples{Topic: k.topic, Partition: k.partition, Samples: w.parts[k]})
+			}
+		}
+
+		gs := kafka.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
+		kg := KafkaGroup{Group: g, Status: gs.Status}
+		if g.Error == "" {
+			rows[len(rows)-1].Status = string(gs.Status.Code)
+		}
+		for _, ps := range gs.Partitions {
+			if ps.Status.Code != kafka.StatusOK {
+				if kg.Partitions == nil {
+					kg.Partitions = map[string]kafka.Status{}
+				}
+				kg.Partitions[partitionKey(ps.Topic, ps.Partition)] = ps.Status
+			}
+		}
+		// The rate is the sum of the partitions' (each judged after its own offset resets); the
+		// catch-up time is the group's total lag over the slope of that total.
+		if _, catchUp, ok := kafka.Rate(windowFrom(w.total, rateFrom)); ok {
+			kg.CatchUp, kg.RateKnown = catchUp, true
+			for _, p := range parts {
+				if r, _, ok := kafka.Rate(windowFrom(p.Samples, rateFrom)); ok {
+					kg.Rate += r
+				}
+			}
+		}
+		out = append(out, kg)
+	}
+	st.groups = windows
+	return out, rows
+}
+
+// trim drops the samples taken before cutoff (samples are in time order).
+func trim(s []kafka.Sample, cutoff time.Time) []kafka.Sample {
+	i := 0
+	for i < len(s) && s[i].At.Before(cutoff) {
+		i++
+	}
+	return s[i:]
+}
+
+// windowFrom returns the samples from the last one at or before from onwards, so a window always
+// spans its full width when the samples reach that far back.
+func windowFrom(s []kafka.Sample, from time.Time) []kafka.Sample {
+	i := 0
+	for i+1 < len(s) && !s[i+1].At.After(from) {
+		i++
+	}
+	return s[i:]
+}
+
+// LatestKafka returns the cluster's latest stored snapshot. Any replica can answer it: the snapshot
+// is read from the store, and kept in memory for about a second, with concurrent callers sharing
+// one read, so any number of viewers cost at most one small query per second per replica. A
+// cluster never sampled yet has a zero At. The snapshot is shared: callers must not modify it.
+// Errors: ops.ErrNotFound for a cluster that is not configured, ops.ErrUnavailable when the store
+// cannot be read.
+func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
+	if _, ok := s.kafkaByName[cluster]; !ok {
+		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
+	}
+	if s.cacheTTL > 0 {
+		s.cacheMu.Lock()
+		c, ok := s.cache[cluster]
+		s.cacheMu.Unlock()
+		if ok && time.Since(c.fetched) < s.cacheTTL {
+			return c.snap, nil
+		}
+	}
+	ch := s.reads.DoChan("kafka/"+cluster, func() (any, error) {
+		// Detached from the first caller's context, so its going away does not fail the others.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		snap, err := s.readKafka(rctx, cluster)
+		if err != nil {
+			return KafkaSnapshot{}, err
+		}
+		s.remember(snap)
+		return snap, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return KafkaSnapshot{}, r.Err
+		}
+		return r.Val.(KafkaSnapshot), nil
+	case <-ctx.Done():
+		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: snapshot: %w", cluster, ctx.Err())
+	}
+}
+
+// readKafka reads the stored snapshot (the cache-miss path). When the replica's expired copy is
+// still the stored sample, only the row's times and error are read; the document is read and
+// decoded once per new sample.
+func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
+	s.cacheMu.Lock()
+	prev, havePrev := s.cache[cluster]
+	s.cacheMu.Unlock()
+	var have time.Time
+	if havePrev {
+		have = prev.snap.At
+	}
+	snap := KafkaSnapshot{Cluster: cluster}
+	row, err := s.store.SnapshotIfChanged(ctx, store.SnapshotKafka, cluster, have)
+	switch {
+	case errors.Is(err, ops.ErrNotFound):
+		return snap, nil
+	case err != nil:
+		return KafkaSnapshot{}, err
+	}
+	snap.Error, snap.ErrorAt = row.Error, row.ErrorAt
+	if row.Data == nil && !have.IsZero() {
+		snap.At, snap.Groups = prev.snap.At, prev.snap.Groups
+		return snap, nil
+	}
+	groups, ok, err := decodeKafka(row.Data)
+	if err != nil {
+		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
+	}
+	if ok {
+		snap.At, snap.Groups = row.At, groups
+	}
+	return snap, nil
+}
+
+func (s *Sampler) remember(snap KafkaSnapshot) {
+	if s.cacheTTL <= 0 {
+		return
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if c, ok := s.cache[snap.Cluster]; ok && c.snap.At.After(snap.At) {
+		return // a concurrent read brought something newer
+	}
+	s.cache[snap.Cluster] = cachedKafka{snap: snap, fetched: time.Now()}
+}
+
+// rememberError marks the cached snapshot (if any) with a failed sample, as the store now does.
+func (s *Sampler) rememberError(cluster, msg string, at time.Time) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if c, ok := s.cache[cluster]; ok {
+		c.snap.Error, c.snap.ErrorAt = msg, at
+		s.cache[cluster] = c
+	}
+}
+
+// KafkaGroupHistory returns a group's history from since to now in at most maxPoints points, each
+// the maximum of its time bucket (so spikes survive), with the lag of the group's TopPartitions
+// partitions that lagged most over the range. Every point has the same partition keys; a
+// partition without a known lag in a bucket has -1 there. A group without samples in the range
+// yields no points. Errors: ops.ErrNotFound for an unconfigured cluster; ops.ErrInvalid for an
+// empty group, a since not before now, or maxPoints outside [1, MaxHistoryPoints];
+// ops.ErrUnavailable when the store cannot be read.
+func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]GroupPoint, error) {
+	if _, ok := s.kafkaByName[cluster]; !ok {
+		return nil, fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
+	}
+	if group == "" {
+		return nil, ops.Invalid("group", "required")
+	}
+	h, err := s.store.KafkaGroupHistory(ctx, cluster, group, since, s.now(), maxPoints, TopPartitions)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(h.Partitions))
+	for i, p := range h.Partitions {
+		keys[i] = partitionKey(p.Topic, p.Partition)
+	}
+	out := make([]GroupPoint, len(h.Points))
+	for i, p := range h.Points {
+		gp := GroupPoint{At: p.At, TotalLag: p.TotalLag, Partitions: make(map[string]int64, len(keys))}
+		for j, k := range keys {
+			lag := int64(-1)
+			if j < len(p.Partitions) {
+				lag = p.Partitions[j]
+			}
+			gp.Partitions[k] = lag
+		}
+		out[i] = gp
+	}
+	return out, nil
+}

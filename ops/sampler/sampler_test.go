@@ -1,0 +1,306 @@
+package sampler
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// A live group is judged over time from the sampler's window: OK while it keeps up, WARN while the
+// lag grows although it commits, STALL once its member stops committing for a window, STOP after
+// StopAfter. The clock is fake; Kafka and PostgreSQL are real.
+func TestStatusesOverTime(t *testing.T) {
+	ctx := ctxT(t)
+	b := newBroker(t)
+	st := openStore(t, testDSN(t))
+	clk := newClock()
+	rules := configs.LagRules{Window: configs.Duration(time.Minute), StopAfter: configs.Duration(10 * time.Minute), WarnMinLag: 5}
+	s := newSampler(t, st, clk, nil, KafkaSource{Cluster: b.cluster(t, 10*time.Second), Rules: rules})
+
+	b.topic(t, "orders", 2)
+	b.fill(t, "orders", 10, 0, 1)
+	m := b.member(t, "billing", "orders", 20)
+	committed := int64(10)
+	m.commit(t, "orders", map[int32]int64{0: committed, 1: committed})
+
+	step := func(want kafka.StatusCode) KafkaGroup {
+		t.Helper()
+		clk.Add(20 * time.Second)
+		if err := s.SampleOnce(ctx); err != nil {
+			t.Fatalf("SampleOnce: %v", err)
+		}
+		snap, err := s.LatestKafka(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !snap.At.Equal(clk.Now()) || snap.Error != "" {
+			t.Fatalf("snapshot at %v error %q, want at %v without error", snap.At, snap.Error, clk.Now())
+		}
+		g := group(t, snap, "billing")
+		if g.Status.Code != want {
+			t.Fatalf("at +%v: status %s (%s), lag %d; want %s", clk.Now().Sub(newClock().Now()), g.Status.Code, g.Status.Reason, g.TotalLag, want)
+		}
+		return g
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		step(kafka.StatusOK)
+		g := step(kafka.StatusOK)
+		if g.Members != 1 || g.State != "Stable" || g.TotalLag != 0 {
+			t.Errorf("group = %s %d members lag %d, want Stable, 1 member, no lag", g.State, g.Members, g.TotalLag)
+		}
+		if !g.RateKnown || g.Rate != 0 || g.CatchUp != 0 {
+			t.Errorf("rate %v catch-up %v known %v, want 0 msg/s, caught up", g.Rate, g.CatchUp, g.RateKnown)
+		}
+	})
+
+	// Each tick 10 new records per partition and 2 committed: the lag grows while commits move.
+	t.Run("WARN", func(t *testing.T) {
+		var g KafkaGroup
+		for i, want := range []kafka.StatusCode{kafka.StatusWarn, kafka.StatusWarn, kafka.StatusWarn} {
+			b.fill(t, "orders", 10, 0, 1)
+			committed += 2
+			m.commit(t, "orders", map[int32]int64{0: committed, 1: committed})
+			g = step(want)
+			if wantLag := int64(2 * 8 * (i + 1)); g.TotalLag != wantLag {
+				t.Errorf("tick %d: lag %d, want %d", i, g.TotalLag, wantLag)
+			}
+		}
+		// 2 partitions × 2 messages per 20 s.
+		if !g.RateKnown || math.Abs(g.Rate-0.2) > 1e-9 {
+			t.Errorf("rate %v (known %v), want 0.2 msg/s", g.Rate, g.RateKnown)
+		}
+		if g.CatchUp >= 0 {
+			t.Errorf("catch-up %v, want < 0 (lag growing)", g.CatchUp)
+		}
+		if len(g.Partitions) != 2 || g.Partitions["orders/0"].Code != kafka.StatusWarn {
+			t.Errorf("partition statuses %v, want both WARN", g.Partitions)
+		}
+	})
+
+	// Commits stop; the member stays. Within a window it is still judged by the growth, then the
+	// committed offset has not moved for a whole window: STALL.
+	t.Run("STALL", func(t *testing.T) {
+		step(kafka.StatusWarn) // stuck 20 s, lag grew across the window
+		step(kafka.StatusWarn) // stuck 40 s
+		g := step(kafka.StatusStall)
+		if g.Partitions["orders/1"].Code != kafka.StatusStall || g.Status.Reason == "" {
+			t.Errorf("partition statuses %v, reason %q", g.Partitions, g.Status.Reason)
+		}
+		if g.Rate != 0 || g.CatchUp >= 0 {
+			t.Errorf("rate %v catch-up %v, want 0 and not catching up", g.Rate, g.CatchUp)
+		}
+	})
+
+	t.Run("STOP", func(t *testing.T) {
+		clk.Add(10 * time.Minute)
+		step(kafka.StatusStop)
+	})
+
+	t.Run("History", func(t *testing.T) {
+		rows, err := st.KafkaGroupSamples(ctx, "main", "billing", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 9 {
+			t.Fatalf("%d history rows, want one per tick (9)", len(rows))
+		}
+		last := rows[len(rows)-1]
+		if last.Status != string(kafka.StatusStop) || last.Members != 1 || len(last.Partitions) != 2 ||
+			last.Partitions[0] != (store.KafkaPartitionSample{Topic: "orders", Partition: 0, Committed: 16, Lag: 24}) {
+			t.Errorf("last row = %+v", last)
+		}
+	})
+}
+
+// The stored snapshot decodes to exactly what the leader computed; a failing cluster keeps its last
+// good groups and gains an error; it recovers on the next good sample.
+func TestSnapshotRoundTrip(t *testing.T) {
+	ctx := ctxT(t)
+	b := newBroker(t)
+	dsn := testDSN(t)
+	clk := newClock()
+	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, time.Second)})
+	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = -1 }, KafkaSource{Cluster: b.cluster(t, time.Second)})
+
+	t.Run("NotSampledYet", func(t *testing.T) {
+		snap, err := reader.LatestKafka(ctx, "main")
+		if err != nil || !snap.At.IsZero() || snap.Cluster != "main" || len(snap.Groups) != 0 {
+			t.Fatalf("LatestKafka = %+v, %v; want an empty snapshot with zero At", snap, err)
+		}
+	})
+	t.Run("UnknownCluster", func(t *testing.T) {
+		if _, err := reader.LatestKafka(ctx, "nope"); !errors.Is(err, ops.ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound", err)
+		}
+	})
+
+	b.topic(t, "orders", 3)
+	b.topic(t, "payments", 2)
+	b.fill(t, "orders", 5, 0, 1, 2)
+	b.fill(t, "payments", 7, 0, 1)
+	b.commit(t, "offsets-only", "orders", map[int32]int64{0: 1, 1: 5})
+	b.commit(t, "offsets-only", "payments", map[int32]int64{0: 7})
+	b.member(t, "live", "payments", 14)
+
+	for range 2 {
+		clk.Add(15 * time.Second)
+		if err := leader.SampleOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := leader.LatestKafka(ctx, "main") // the leader's in-memory copy
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := reader.LatestKafka(ctx, "main") // decoded from the store
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.At.Equal(clk.Now()) || got.Error != "" || !got.ErrorAt.IsZero() {
+		t.Errorf("at %v error %q %v, want at %v and no error", got.At, got.Error, got.ErrorAt, clk.Now())
+	}
+	if len(got.Groups) != 2 || !reflect.DeepEqual(got.Groups, want.Groups) {
+		t.Fatalf("stored groups differ:\n got %+v\nwant %+v", got.Groups, want.Groups)
+	}
+	if g := group(t, got, "live"); g.Topics[0].Partitions[0].Member == "" || g.Status.Code != kafka.StatusOK {
+		t.Errorf("live group = %+v", g)
+	}
+	if g := group(t, got, "offsets-only"); g.State != "Empty" || g.Status.Code != kafka.StatusEmpty || len(g.Partitions) != numPartitions(g) {
+		t.Errorf("offsets-only group = %s %s partitions %v, want every partition EMPTY", g.State, g.Status.Code, g.Partitions)
+	}
+	goodAt := got.At
+
+	t.Run("ClusterDown", func(t *testing.T) {
+		b.kf.Close()
+		clk.Add(15 * time.Second)
+		if err := leader.SampleOnce(ctx); !errors.Is(err, ops.ErrUnavailable) {
+			t.Fatalf("SampleOnce = %v, want ErrUnavailable", err)
+		}
+		got, err := reader.LatestKafka(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Error == "" || !got.ErrorAt.Equal(clk.Now()) || !got.At.Equal(goodAt) {
+			t.Errorf("error %q at %v, sampled at %v; want an error now and the last good sample at %v", got.Error, got.ErrorAt, got.At, goodAt)
+		}
+		if !reflect.DeepEqual(got.Groups, want.Groups) {
+			t.Errorf("groups changed after a failed sample")
+		}
+		if cached, _ := leader.LatestKafka(ctx, "main"); cached.Error == "" {
+			t.Errorf("the leader's own cache still shows no error")
+		}
+	})
+}
+
+// Fifty concurrent viewers of a replica share one store read and one decoded snapshot.
+func TestLatestKafkaSharesReads(t *testing.T) {
+	ctx := ctxT(t)
+	b := newBroker(t)
+	dsn := testDSN(t)
+	clk := newClock()
+	b.topic(t, "orders", 2)
+	b.commit(t, "g", "orders", map[int32]int64{0: 0})
+	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	if err := leader.SampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first = map[*KafkaGroup]int{}
+	)
+	for range 50 {
+		wg.Go(func() {
+			snap, err := reader.LatestKafka(ctx, "main")
+			if err != nil || len(snap.Groups) != 1 {
+				t.Errorf("LatestKafka = %d groups, %v", len(snap.Groups), err)
+				return
+			}
+			mu.Lock()
+			first[&snap.Groups[0]]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(first) != 1 {
+		t.Errorf("50 viewers got %d distinct decoded snapshots, want 1 (one read)", len(first))
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	st := openStore(t, testDSN(t))
+	b := newBroker(t)
+	c := b.cluster(t, time.Second)
+	for name, opts := range map[string]Options{
+		"NoStore":       {Kafka: []KafkaSource{{Cluster: c}}},
+		"NoCluster":     {Store: st, Kafka: []KafkaSource{{}}},
+		"DuplicateName": {Store: st, Kafka: []KafkaSource{{Cluster: c}, {Cluster: c}}},
+		"NegativeTime":  {Store: st, Interval: -time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := New(opts); !errors.Is(err, ops.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func numPartitions(g KafkaGroup) int {
+	n := 0
+	for _, t := range g.Topics {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
+// A replica whose cached copy expired reads the document again only when a new sample exists; a
+// failed sample in between updates just the error.
+func TestLatestKafkaRevalidates(t *testing.T) {
+	ctx := ctxT(t)
+	b := newBroker(t)
+	dsn := testDSN(t)
+	clk := newClock()
+	b.topic(t, "orders", 2)
+	b.commit(t, "g", "orders", map[int32]int64{0: 0})
+	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = time.Nanosecond },
+		KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	read := func() KafkaSnapshot {
+		t.Helper()
+		snap, err := reader.LatestKafka(ctx, "main")
+		if err != nil || len(snap.Groups) != 1 {
+			t.Fatalf("LatestKafka: %d groups, %v", len(snap.Groups), err)
+		}
+		return snap
+	}
+	if err := leader.SampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := read()
+	if again := read(); &again.Groups[0] != &first.Groups[0] || !again.At.Equal(first.At) {
+		t.Errorf("unchanged snapshot was decoded again")
+	}
+	if err := leader.store.SetSnapshotError(ctx, "kafka", "main", "broken", clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if failed := read(); failed.Error != "broken" || &failed.Groups[0] != &first.Groups[0] {
+		t.Errorf("after a failed sample: error %q, groups re-read %v", failed.Error, &failed.Groups[0] != &first.Groups[0])
+	}
+	clk.Add(15 * time.Second)
+	if err := leader.SampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if next := read(); !next.At.Equal(clk.Now()) || next.Error != "" || &next.Groups[0] == &first.Groups[0] {
+		t.Errorf("after a new sample: at %v error %q", next.At, next.Error)
+	}
+}

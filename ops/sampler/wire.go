@@ -1,0 +1,248 @@
+package sampler
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// The stored snapshot (snapshot.data) is this package's own compact JSON, not KafkaSnapshot
+// marshalled as is: partitions are parallel arrays per topic and member names are listed once per
+// group, so a 200-group × 50-partition cluster is a few hundred kilobytes that decode in a few
+// milliseconds — the cost every page load pays on a cache miss. The time fields live in the
+// snapshot row's columns, not here. wireVersion changes when the layout does; an unknown version
+// reads as "not sampled yet" until the leader writes the new layout on its next tick.
+const wireVersion = 1
+
+type wireSnapshot struct {
+	V      int         `json:"v"`
+	Groups []wireGroup `json:"groups"`
+}
+
+type wireGroup struct {
+	Name         string           `json:"n"`
+	State        string           `json:"s,omitempty"`
+	ProtocolType string           `json:"pt,omitempty"`
+	Protocol     string           `json:"p,omitempty"`
+	Members      int              `json:"m,omitempty"`
+	TotalLag     int64            `json:"lag"`
+	Error        string           `json:"err,omitempty"`
+	Status       kafka.StatusCode `json:"st"`
+	Reason       string           `json:"why,omitempty"`
+	Parts        []wirePartStatus `json:"ps,omitempty"` // non-OK partitions only
+	Rate         float64          `json:"rate,omitempty"`
+	CatchUp      int64            `json:"cu,omitempty"` // nanoseconds
+	RateKnown    bool             `json:"rk,omitempty"`
+	MemberNames  []string         `json:"mn,omitempty"` // indexed by wireTopic.Member
+	Topics       []wireTopic      `json:"t"`
+}
+
+type wirePartStatus struct {
+	Topic     string           `json:"t"`
+	Partition int32            `json:"p"`
+	Code      kafka.StatusCode `json:"c"`
+	Reason    string           `json:"r,omitempty"`
+}
+
+// wireTopic holds a topic's partitions as parallel arrays: element i of each is one partition.
+type wireTopic struct {
+	Topic     string   `json:"t"`
+	Lag       int64    `json:"lag"`
+	Partition []int32  `json:"p"`
+	Committed []int64  `json:"c"`
+	Start     []int64  `json:"s"`
+	End       []int64  `json:"e"`
+	Lags      []int64  `json:"l"`
+	Member    []int    `json:"m,omitempty"`   // index into wireGroup.MemberNames, -1 for none; absent when no partition has a member
+	Errors    []string `json:"err,omitempty"` // absent when no partition has an error
+}
+
+func encodeKafka(groups []KafkaGroup) ([]byte, error) {
+	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
+	for i, g := range groups {
+		wg := wireGroup{
+			Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
+			Members: g.Members, TotalLag: g.TotalLag, Error: g.Error,
+			Status: g.Status.Code, Reason: g.Status.Reason,
+			Rate: g.Rate, CatchUp: int64(g.CatchUp), RateKnown: g.RateKnown,
+			Topics: make([]wireTopic, len(g.Topics)),
+		}
+		derived := map[string]bool{} // partitions whose status decoding derives again
+		if derivable(g.State) {
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					key := partitionKey(t.Topic, p.Partition)
+					st, listed := g.Partitions[key]
+					switch {
+					case listed && st == derive(g.State, p):
+						derived[key] = true
+					case !listed:
+						// Decoding would derive a status the group does not have: mask it.
+						wg.Parts = append(wg.Parts, wirePartStatus{Topic: t.Topic, Partition: p.Partition, Code: kafka.StatusOK})
+					}
+				}
+			}
+		}
+		for key, st := range g.Partitions {
+			if derived[key] {
+				continue
+			}
+			topic, part, err := splitKey(key)
+			if err != nil {
+				return nil, err
+			}
+			wg.Parts = append(wg.Parts, wirePartStatus{Topic: topic, Partition: part, Code: st.Code, Reason: st.Reason})
+		}
+		memberIdx := map[string]int{}
+		for j, t := range g.Topics {
+			n := len(t.Partitions)
+			wt := wireTopic{Topic: t.Topic, Lag: t.Lag, Partition: make([]int32, n), Committed: make([]int64, n),
+				Start: make([]int64, n), End: make([]int64, n), Lags: make([]int64, n)}
+			for k, p := range t.Partitions {
+				wt.Partition[k], wt.Committed[k], wt.Start[k], wt.End[k], wt.Lags[k] = p.Partition, p.Committed, p.Start, p.End, p.Lag
+				if p.Member != "" {
+					if wt.Member == nil {
+						wt.Member = make([]int, n)
+						for m := range wt.Member {
+							wt.Member[m] = -1
+						}
+					}
+					idx, ok := memberIdx[p.Member]
+					if !ok {
+						idx = len(wg.MemberNames)
+						memberIdx[p.Member] = idx
+						wg.MemberNames = append(wg.MemberNames, p.Member)
+					}
+					wt.Member[k] = idx
+				}
+				if p.Error != "" {
+					if wt.Errors == nil {
+						wt.Errors = make([]string, n)
+					}
+					wt.Errors[k] = p.Error
+				}
+			}
+			wg.Topics[j] = wt
+		}
+		w.Groups[i] = wg
+	}
+	return json.Marshal(w)
+}
+
+// decodeKafka reads a stored snapshot's groups; ok is false for a layout this version does not
+// know (or the empty "{}" of a cluster that never had a good sample).
+func decodeKafka(data []byte) (groups []KafkaGroup, ok bool, err error) {
+	var w wireSnapshot
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, false, fmt.Errorf("decode snapshot: %w", err)
+	}
+	if w.V != wireVersion {
+		return nil, false, nil
+	}
+	groups = make([]KafkaGroup, len(w.Groups))
+	type derivedKey struct {
+		state     string
+		committed bool
+		lag       int64
+	}
+	memo := map[derivedKey]kafka.Status{} // idle groups' partitions share few distinct lags
+	for i, wg := range w.Groups {
+		g := KafkaGroup{
+			Group: kafka.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
+				Members: wg.Members, TotalLag: wg.TotalLag, Error: wg.Error, Topics: make([]kafka.TopicLag, len(wg.Topics))},
+			Status:    kafka.Status{Code: wg.Status, Reason: wg.Reason},
+			Rate:      wg.Rate,
+			CatchUp:   time.Duration(wg.CatchUp),
+			RateKnown: wg.RateKnown,
+		}
+		var listed map[string]bool
+		if len(wg.Parts) > 0 {
+			g.Partitions = make(map[string]kafka.Status, len(wg.Parts))
+			listed = make(map[string]bool, len(wg.Parts))
+			for _, p := range wg.Parts {
+				key := partitionKey(p.Topic, p.Partition)
+				listed[key] = true
+				if p.Code != kafka.StatusOK { // an OK entry only masks a derived status
+					g.Partitions[key] = kafka.Status{Code: p.Code, Reason: p.Reason}
+				}
+			}
+		}
+		for j, wt := range wg.Topics {
+			n := len(wt.Partition)
+			if len(wt.Committed) != n || len(wt.Start) != n || len(wt.End) != n || len(wt.Lags) != n ||
+				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) {
+				return nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
+			}
+			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, Partitions: make([]kafka.PartitionLag, n)}
+			for k := range n {
+				p := kafka.PartitionLag{Partition: wt.Partition[k], Committed: wt.Committed[k], Start: wt.Start[k],
+					End: wt.End[k], Lag: wt.Lags[k]}
+				if wt.Member != nil {
+					if m := wt.Member[k]; m >= 0 && m < len(wg.MemberNames) {
+						p.Member = wg.MemberNames[m]
+					}
+				}
+				if wt.Errors != nil {
+					p.Error = wt.Errors[k]
+				}
+				t.Partitions[k] = p
+				if derivable(g.State) {
+					if key := partitionKey(t.Topic, p.Partition); !listed[key] {
+						if g.Partitions == nil {
+							g.Partitions = map[string]kafka.Status{}
+						}
+						k := derivedKey{g.State, p.Committed >= 0, p.Lag}
+						st, ok := memo[k]
+						if !ok {
+							st = derive(g.State, p)
+							memo[k] = st
+						}
+						g.Partitions[key] = st
+					}
+				}
+			}
+			g.Topics[j] = t
+		}
+		if len(g.Partitions) == 0 {
+			g.Partitions = nil
+		}
+		groups[i] = g
+	}
+	return groups, true, nil
+}
+
+// In a group without members (Kafka state Empty or Dead) every partition has a status, EMPTY or
+// DEAD, whose reason follows from the state and the partition's lag alone; stored, those would be
+// most of a cluster's snapshot (offsets of idle groups linger for days). They are left out and
+// derived again on decoding with the same pure kafka.Evaluate; only a partition whose status
+// differs from the derived one (its lag is unknown now but was known earlier) is written out.
+func derivable(state string) bool { return state == "Empty" || state == "Dead" }
+
+func derive(state string, p kafka.PartitionLag) kafka.Status {
+	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
+	return kafka.Evaluate(configs.LagRules{}, state, 0,
+		[]kafka.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
+}
+
+// partitionKey is the key of KafkaGroup.Partitions and GroupPoint.Partitions: "topic/partition".
+func partitionKey(topic string, partition int32) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
+
+// splitKey parses a partitionKey; the topic itself may contain no "/" (Kafka forbids it).
+func splitKey(key string) (string, int32, error) {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			p, err := strconv.ParseInt(key[i+1:], 10, 32)
+			if err != nil {
+				break
+			}
+			return key[:i], int32(p), nil
+		}
+	}
+	return "", 0, fmt.Errorf("encode snapshot: bad partition key %q", key)
+}

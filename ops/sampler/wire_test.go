@@ -1,0 +1,87 @@
+package sampler
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// The stored layout decodes to exactly the groups encoded, including what it leaves out: member
+// names listed once, absent errors, and the derived statuses of idle groups.
+func TestWireRoundTrip(t *testing.T) {
+	groups := []KafkaGroup{
+		{
+			Group: kafka.Group{Name: "billing", State: "Stable", ProtocolType: "consumer", Protocol: "cooperative-sticky",
+				Members: 2, TotalLag: 30, Topics: []kafka.TopicLag{
+					{Topic: "orders", Lag: 30, Partitions: []kafka.PartitionLag{
+						{Partition: 0, Committed: 10, Start: 0, End: 40, Lag: 30, Member: "w-1@10.0.0.1"},
+						{Partition: 1, Committed: 5, Start: 0, End: 5, Lag: 0, Member: "w-2@10.0.0.2"},
+						{Partition: 2, Committed: -1, Start: -1, End: -1, Lag: -1, Error: "UNKNOWN_TOPIC_OR_PARTITION"},
+					}},
+					{Topic: "refunds", Partitions: []kafka.PartitionLag{
+						{Partition: 0, Committed: 3, Start: 0, End: 3, Lag: 0, Member: "w-1@10.0.0.1"},
+					}},
+				}},
+			Status:     kafka.Status{Code: kafka.StatusWarn, Reason: "lag grew 0 → 30 over 5m"},
+			Partitions: map[string]kafka.Status{"orders/0": {Code: kafka.StatusWarn, Reason: "lag grew 0 → 30 over 5m"}},
+			Rate:       1.5, CatchUp: -1, RateKnown: true,
+		},
+		{
+			// Idle: every partition EMPTY. orders/1's lag is unknown now but was 7 before, so its
+			// reason is not the derived one and must be stored.
+			Group: kafka.Group{Name: "idle", State: "Empty", TotalLag: 4, Topics: []kafka.TopicLag{
+				{Topic: "orders", Lag: 4, Partitions: []kafka.PartitionLag{
+					{Partition: 0, Committed: 6, Start: 0, End: 10, Lag: 4},
+					{Partition: 1, Committed: 2, Start: -1, End: -1, Lag: -1},
+					{Partition: 2, Committed: 9, Start: 0, End: 9, Lag: 0},
+				}},
+			}},
+			Status: kafka.Status{Code: kafka.StatusEmpty, Reason: "no members; lag 4 left unconsumed"},
+			Partitions: map[string]kafka.Status{
+				"orders/0": {Code: kafka.StatusEmpty, Reason: "no members; lag 4 left unconsumed"},
+				"orders/1": {Code: kafka.StatusEmpty, Reason: "no members; lag 7 left unconsumed"},
+				"orders/2": {Code: kafka.StatusEmpty, Reason: "no members"},
+			},
+			CatchUp: 0, RateKnown: true,
+		},
+		{
+			// A Dead group where one partition (hypothetically) has no status: masked, not derived.
+			Group: kafka.Group{Name: "gone", State: "Dead", Topics: []kafka.TopicLag{
+				{Topic: "t", Partitions: []kafka.PartitionLag{{Partition: 0, Committed: 1, Start: 0, End: 1}, {Partition: 1, Committed: 1, Start: 0, End: 1}}},
+			}},
+			Status:     kafka.Status{Code: kafka.StatusDead, Reason: "group is dead: no members and no state on the coordinator"},
+			Partitions: map[string]kafka.Status{"t/0": {Code: kafka.StatusDead, Reason: "group is dead: no members and no state on the coordinator"}},
+		},
+		{
+			Group:  kafka.Group{Name: "loading", State: "", Topics: []kafka.TopicLag{}, Error: "COORDINATOR_LOAD_IN_PROGRESS"},
+			Status: kafka.Status{Code: kafka.StatusOK},
+		},
+	}
+	data, err := encodeKafka(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := decodeKafka(data)
+	if err != nil || !ok {
+		t.Fatalf("decode: ok %v, %v", ok, err)
+	}
+	if !reflect.DeepEqual(got, groups) {
+		t.Fatalf("round trip differs:\n got %+v\nwant %+v\n%s", got, groups, data)
+	}
+
+	t.Run("UnknownVersion", func(t *testing.T) {
+		for _, doc := range []string{`{}`, `{"v":99,"groups":[]}`} {
+			if g, ok, err := decodeKafka([]byte(doc)); ok || err != nil || g != nil {
+				t.Errorf("%s: %v %v %v, want not ok", doc, g, ok, err)
+			}
+		}
+	})
+	t.Run("Corrupt", func(t *testing.T) {
+		for _, doc := range []string{`{"v":1,"groups":[{"n":"g","t":[{"t":"x","p":[0,1],"c":[0],"s":[0],"e":[0],"l":[0]}]}]}`, `[`} {
+			if _, _, err := decodeKafka([]byte(doc)); err == nil {
+				t.Errorf("%s: no error", doc)
+			}
+		}
+	})
+}

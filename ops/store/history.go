@@ -1,0 +1,383 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Snapshot kinds: what a snapshot row describes.
+const (
+	SnapshotKafka  = "kafka"  // Name is a Kafka cluster
+	SnapshotRabbit = "rabbit" // Name is a RabbitMQ broker
+)
+
+// Snapshot is the latest sample of one source. Data is the sampler's own JSON encoding; the store
+// does not look inside.
+type Snapshot struct {
+	Kind string
+	Name string
+	// At is when Data was sampled; zero when no sample has succeeded yet (Data is then "{}").
+	At time.Time
+	// Error is why the last sample failed, at ErrorAt; empty when it succeeded.
+	Error   string
+	ErrorAt time.Time
+	Data    []byte
+}
+
+// PutSnapshot stores a successful sample: it replaces the source's snapshot, error fields included.
+func (s *Store) PutSnapshot(ctx context.Context, snap Snapshot) error {
+	data := snap.Data
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO snapshot (kind, name, at, error, error_at, data)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (kind, name) DO UPDATE
+		SET at = excluded.at, error = excluded.error, error_at = excluded.error_at, data = excluded.data`,
+		snap.Kind, snap.Name, nullTime(snap.At), snap.Error, nullTime(snap.ErrorAt), data)
+	if err != nil {
+		return fmt.Errorf("snapshot %s/%s: put: %w: %w", snap.Kind, snap.Name, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// SetSnapshotError records a failed sample and keeps the last good data and its time, so readers
+// see what was last known together with why it is not current.
+func (s *Store) SetSnapshotError(ctx context.Context, kind, name, msg string, at time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO snapshot (kind, name, error, error_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (kind, name) DO UPDATE SET error = excluded.error, error_at = excluded.error_at`,
+		kind, name, msg, at)
+	if err != nil {
+		return fmt.Errorf("snapshot %s/%s: set error: %w: %w", kind, name, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Snapshot reads one source's snapshot. It returns ops.ErrNotFound when the source was never
+// sampled.
+func (s *Store) Snapshot(ctx context.Context, kind, name string) (Snapshot, error) {
+	return s.SnapshotIfChanged(ctx, kind, name, time.Time{})
+}
+
+// SnapshotIfChanged is Snapshot for a reader that holds a copy sampled at have: when the stored
+// sample is still that one, Data is nil (the error fields are current either way), so revalidating
+// a cached snapshot costs one small row instead of the whole document. A zero have always reads
+// Data.
+func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have time.Time) (Snapshot, error) {
+	snap := Snapshot{Kind: kind, Name: name}
+	var at, errorAt *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT at, error, error_at,
+			CASE WHEN $3::timestamptz IS NULL OR at IS DISTINCT FROM $3 THEN data END
+		FROM snapshot WHERE kind = $1 AND name = $2`,
+		kind, name, nullTime(have)).Scan(&at, &snap.Error, &errorAt, &snap.Data)
+	switch {
+	case isNoRows(err):
+		return Snapshot{}, fmt.Errorf("snapshot %s/%s: %w", kind, name, ops.ErrNotFound)
+	case err != nil:
+		return Snapshot{}, fmt.Errorf("snapshot %s/%s: %w: %w", kind, name, ops.ErrUnavailable, err)
+	}
+	if at != nil {
+		snap.At = *at
+	}
+	if errorAt != nil {
+		snap.ErrorAt = *errorAt
+	}
+	return snap, nil
+}
+
+// KafkaGroupSample is one consumer group at one sample time: one row of kafka_group_sample.
+type KafkaGroupSample struct {
+	Cluster    string
+	Group      string
+	At         time.Time // stored with microsecond precision
+	TotalLag   int64
+	State      string
+	Members    int
+	Status     string // the group's status code when sampled
+	Partitions []KafkaPartitionSample
+}
+
+// KafkaPartitionSample is one partition of a KafkaGroupSample.
+type KafkaPartitionSample struct {
+	Topic     string
+	Partition int32
+	Committed int64 // -1 when nothing is committed
+	Lag       int64 // -1 when unknown
+}
+
+// InsertKafkaGroupSamples appends samples with one COPY. A sample with the same cluster, group and
+// At as a stored one fails the whole batch with ops.ErrConflict.
+func (s *Store) InsertKafkaGroupSamples(ctx context.Context, samples []KafkaGroupSample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	i := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(samples) {
+			return nil, nil
+		}
+		g := samples[i]
+		i++
+		n := len(g.Partitions)
+		topics, parts := make([]string, n), make([]int32, n)
+		committed, lag := make([]int64, n), make([]int64, n)
+		for j, p := range g.Partitions {
+			topics[j], parts[j], committed[j], lag[j] = p.Topic, p.Partition, p.Committed, p.Lag
+		}
+		return []any{g.Cluster, g.Group, g.At, g.TotalLag, g.State, int32(g.Members), g.Status,
+			topics, parts, committed, lag}, nil
+	})
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"kafka_group_sample"},
+		[]string{"cluster", "group_name", "at", "total_lag", "state", "members", "status",
+			"topics", "partitions", "committed", "lag"}, src)
+	if err != nil {
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
+			return fmt.Errorf("kafka samples: insert: %w: %w", ops.ErrConflict, err)
+		}
+		return fmt.Errorf("kafka samples: insert: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// KafkaGroupSamples reads the samples taken at or after since, ordered by group and time: of one
+// group, or of every group of the cluster when group is empty (a new leader's warm-up).
+func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, since time.Time) ([]KafkaGroupSample, error) {
+	const cols = `SELECT group_name, at, total_lag, state, members, status, topics, partitions, committed, lag
+		FROM kafka_group_sample `
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if group == "" {
+		rows, err = s.pool.Query(ctx, cols+`WHERE cluster = $1 AND at >= $2 ORDER BY group_name, at`, cluster, since)
+	} else {
+		rows, err = s.pool.Query(ctx, cols+`WHERE cluster = $1 AND group_name = $2 AND at >= $3 ORDER BY at`,
+			cluster, group, since)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka samples %s: read: %w: %w", cluster, ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (KafkaGroupSample, error) {
+		g := KafkaGroupSample{Cluster: cluster}
+		var (
+			members           int32
+			topics            []string
+			parts             []int32
+			committed, lagArr []int64
+		)
+		if err := r.Scan(&g.Group, &g.At, &g.TotalLag, &g.State, &members, &g.Status,
+			&topics, &parts, &committed, &lagArr); err != nil {
+			return g, err
+		}
+		g.Members = int(members)
+		g.Partitions = make([]KafkaPartitionSample, len(topics))
+		for j := range topics {
+			g.Partitions[j] = KafkaPartitionSample{Topic: topics[j], Partition: parts[j], Committed: committed[j], Lag: lagArr[j]}
+		}
+		return g, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafka samples %s: read: %w: %w", cluster, ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// KafkaPartitionKey names one partition.
+type KafkaPartitionKey struct {
+	Topic     string
+	Partition int32
+}
+
+// KafkaHistory is a group's history downsampled for a chart.
+type KafkaHistory struct {
+	// Partitions are the group's top partitions by their highest lag over the whole range, highest
+	// first; each point carries their lag in this order.
+	Partitions []KafkaPartitionKey
+	Points     []KafkaHistoryPoint
+}
+
+// KafkaHistoryPoint is one bucket of a KafkaHistory.
+type KafkaHistoryPoint struct {
+	At       time.Time // the newest sample in the bucket
+	TotalLag int64     // the highest total lag sampled in the bucket
+	// Partitions holds the highest lag of History.Partitions[i] in the bucket, -1 when the bucket
+	// has no known lag for it.
+	Partitions []int64
+}
+
+// MaxHistoryPoints bounds KafkaGroupHistory's maxPoints.
+const MaxHistoryPoints = 10_000
+
+// KafkaGroupHistory reads one group's samples in [since, until], cut into at most maxPoints buckets
+// of equal width (date_bin from since), keeping the maximum of each series per bucket so that
+// spikes survive the downsampling. topK is the number of partition series (0 for none). A group
+// with no samples in the range yields no points. maxPoints outside [1, MaxHistoryPoints], topK < 0
+// or an empty range are ops.ErrInvalid.
+func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints, topK int) (KafkaHistory, error) {
+	switch {
+	case maxPoints < 1 || maxPoints > MaxHistoryPoints:
+		return KafkaHistory{}, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", MaxHistoryPoints))
+	case topK < 0:
+		return KafkaHistory{}, ops.Invalid("top_partitions", "must not be negative")
+	case !until.After(since):
+		return KafkaHistory{}, ops.Invalid("since", "must be before the end of the range")
+	}
+	// Width so that (until − since) / width < maxPoints at the database's microsecond precision:
+	// every sample in the closed range then falls into one of bucket indexes 0 … maxPoints−1.
+	width := (until.Sub(since)/time.Microsecond/time.Duration(maxPoints) + 1) * time.Microsecond
+	rows, err := s.pool.Query(ctx, `
+		WITH s AS MATERIALIZED (
+			SELECT date_bin($5::interval, at, $3) AS b, at, total_lag, topics, partitions, lag
+			FROM kafka_group_sample
+			WHERE cluster = $1 AND group_name = $2 AND at >= $3 AND at <= $4
+		),
+		pb AS MATERIALIZED (   -- per bucket and partition: the highest known lag
+			SELECT s.b, x.topic, x.part, max(x.lag) AS m
+			FROM s, unnest(s.topics, s.partitions, s.lag) AS x(topic, part, lag)
+			WHERE x.lag >= 0
+			GROUP BY 1, 2, 3
+		),
+		top AS (
+			SELECT topic, part, row_number() OVER (ORDER BY max(m) DESC, topic, part) AS rk
+			FROM pb GROUP BY topic, part
+			ORDER BY rk LIMIT $6
+		),
+		tb AS (
+			SELECT b, max(at) AS at, max(total_lag) AS total FROM s GROUP BY b
+		),
+		grid AS (
+			SELECT tb.b, array_agg(coalesce(pb.m, -1) ORDER BY top.rk) AS lags
+			FROM tb CROSS JOIN top
+			LEFT JOIN pb ON pb.b = tb.b AND pb.topic = top.topic AND pb.part = top.part
+			GROUP BY tb.b
+		)
+		SELECT tb.at, tb.total, coalesce(grid.lags, '{}'),
+			ARRAY(SELECT topic FROM top ORDER BY rk), ARRAY(SELECT part FROM top ORDER BY rk)
+		FROM tb LEFT JOIN grid USING (b)
+		ORDER BY tb.b`,
+		cluster, group, since, until, width, topK)
+	if err != nil {
+		return KafkaHistory{}, fmt.Errorf("kafka history %s/%s: %w: %w", cluster, group, ops.ErrUnavailable, err)
+	}
+	var h KafkaHistory
+	var topics []string
+	var parts []int32
+	pt := KafkaHistoryPoint{}
+	_, err = pgx.ForEachRow(rows, []any{&pt.At, &pt.TotalLag, &pt.Partitions, &topics, &parts}, func() error {
+		h.Points = append(h.Points, pt)
+		pt.Partitions = nil // a fresh slice for the next row
+		return nil
+	})
+	if err != nil {
+		return KafkaHistory{}, fmt.Errorf("kafka history %s/%s: %w: %w", cluster, group, ops.ErrUnavailable, err)
+	}
+	for i := range topics {
+		h.Partitions = append(h.Partitions, KafkaPartitionKey{Topic: topics[i], Partition: parts[i]})
+	}
+	return h, nil
+}
+
+// pruneBatch bounds one DELETE, so retention never holds locks or builds WAL for minutes.
+const pruneBatch = 5000
+
+// PruneHistory deletes the samples (Kafka and RabbitMQ) taken before before, in batches, and
+// returns how many it deleted. Snapshots are kept.
+func (s *Store) PruneHistory(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for _, table := range []string{"kafka_group_sample", "rabbit_queue_sample"} {
+		for {
+			tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM `+table+` WHERE at < $1 LIMIT $2))`, before, pruneBatch)
+			if err != nil {
+				return total, fmt.Errorf("prune %s: %w: %w", table, ops.ErrUnavailable, err)
+			}
+			total += tag.RowsAffected()
+			if tag.RowsAffected() < pruneBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// SessionLock is a PostgreSQL session-level advisory lock held on a dedicated connection, outside
+// the pool: it is held exactly as long as that connection lives. When the process exits, or the
+// connection breaks (the database restarted, the network failed), the server releases it and
+// another holder can take it. A SessionLock is safe for concurrent use.
+type SessionLock struct {
+	s   *Store
+	key int64
+
+	mu   sync.Mutex
+	conn *pgx.Conn // nil when not connected
+	held bool
+}
+
+// SessionLock returns a handle on the advisory lock key; nothing is connected or locked yet.
+func (s *Store) SessionLock(key int64) *SessionLock {
+	return &SessionLock{s: s, key: key}
+}
+
+// TryHold makes sure the lock is held, without waiting for it. When it is held already, it checks
+// the connection still answers; if not, the lock is lost: TryHold reports false (with the error)
+// and tries again on the next call, so that another candidate may take over meanwhile. When it is
+// not held, TryHold connects if needed and tries once (pg_try_advisory_lock). ctx bounds the
+// round trips.
+func (l *SessionLock) TryHold(ctx context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held {
+		if err := l.conn.Ping(ctx); err != nil {
+			l.dropLocked()
+			return false, fmt.Errorf("advisory lock %d: lost: %w: %w", l.key, ops.ErrUnavailable, err)
+		}
+		return true, nil
+	}
+	if l.conn == nil || l.conn.IsClosed() {
+		conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return false, fmt.Errorf("advisory lock %d: connect: %w: %w", l.key, ops.ErrUnavailable, err)
+		}
+		l.conn = conn
+	}
+	var got bool
+	if err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&got); err != nil {
+		l.dropLocked()
+		return false, fmt.Errorf("advisory lock %d: %w: %w", l.key, ops.ErrUnavailable, err)
+	}
+	l.held = got
+	return got, nil
+}
+
+// Held reports whether the lock was held at the last TryHold.
+func (l *SessionLock) Held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
+}
+
+// Release gives the lock up and closes the connection; the next TryHold starts afresh.
+func (l *SessionLock) Release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dropLocked()
+}
+
+// dropLocked closes the connection, which ends the session and with it the lock. Closing does not
+// wait for a dead server longer than a few seconds.
+func (l *SessionLock) dropLocked() {
+	if l.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_ = l.conn.Close(ctx)
+		cancel()
+	}
+	l.conn, l.held = nil, false
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every Fuzz* target of the module for FUZZTIME (default 10s) each; fails on the first crash.
+# The seed corpora live in each package's testdata/fuzz and run as plain tests in `go test` too.
+set -euo pipefail
+fuzztime=${FUZZTIME:-10s}
+go test -list '^Fuzz' ./... |
+	awk '/^Fuzz/ { names = names " " $1; next }
+	     /^ok/   { n = split(names, a, " "); for (i = 1; i <= n; i++) print $2, a[i]; names = "" }' |
+	while read -r pkg fn; do
+		echo "fuzz $pkg $fn ($fuzztime)"
+		go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$pkg"
+	done
