@@ -1,0 +1,112 @@
+// Package inbox reads the consumers' idempotency records (the seed's inbox_message table) to tell,
+// before a replay, whether a consumer has already applied a message's effect.
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+)
+
+// Verdict is what a consumer's inbox says about one message.
+type Verdict string
+
+// Verdicts, from the seed's inbox semantics (section 七).
+const (
+	// Processed: a row with processed_at set — the consumer committed the message's effect.
+	Processed Verdict = "processed"
+	// InProgress: a row without processed_at — received, maybe mid-transaction; ambiguous.
+	InProgress Verdict = "in_progress"
+	// NotProcessed: no row — the consumer has not applied it.
+	NotProcessed Verdict = "not_processed"
+	// Unknown: no inbox is configured for the consumer, or it could not be read.
+	Unknown Verdict = "unknown"
+)
+
+// Inbox is one consumer's inbox table.
+type Inbox struct {
+	consumer string
+	pool     *pgxpool.Pool
+	lookup   string
+}
+
+// Open prepares the pool and query; it does not wait for the database.
+func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*Inbox, error) {
+	pcfg, err := pgxpool.ParseConfig(string(cfg.DSN))
+	if err != nil {
+		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
+	}
+	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
+	pcfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
+	}
+	t := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
+	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
+	c := cfg.Columns
+	return &Inbox{consumer: consumer, pool: pool, lookup: fmt.Sprintf(
+		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
+		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer))}, nil
+}
+
+// Consumer is the consumer name the inbox rows are keyed by.
+func (i *Inbox) Consumer() string { return i.consumer }
+
+// Close releases the pool.
+func (i *Inbox) Close() { i.pool.Close() }
+
+// Ping checks the table is readable.
+func (i *Inbox) Ping(ctx context.Context) error {
+	_, err := i.Verdicts(ctx, []string{"redrive-ping"})
+	return err
+}
+
+// batch bounds one lookup's array parameter.
+const batch = 1000
+
+// Verdicts looks up many message ids at once (= ANY($1), in batches) and returns a verdict for
+// every id asked. Errors wrap ops.ErrUnavailable; callers then treat the verdicts as Unknown.
+func (i *Inbox) Verdicts(ctx context.Context, ids []string) (map[string]Verdict, error) {
+	out := make(map[string]Verdict, len(ids))
+	for _, id := range ids {
+		out[id] = NotProcessed
+	}
+	for start := 0; start < len(ids); start += batch {
+		chunk := ids[start:min(start+batch, len(ids))]
+		rows, err := i.pool.Query(ctx, i.lookup, i.consumer, chunk)
+		if err != nil {
+			return nil, i.wrap(err)
+		}
+		var id string
+		var processed bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &processed}, func() error {
+			if processed {
+				out[id] = Processed
+			} else {
+				out[id] = InProgress
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, i.wrap(err)
+		}
+	}
+	return out, nil
+}
+
+func (i *Inbox) wrap(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return fmt.Errorf("inbox %s: %s (%s): %w", i.consumer, pgErr.Message, pgErr.Code, ops.ErrUnavailable)
+	}
+	return fmt.Errorf("inbox %s: %w: %w", i.consumer, ops.ErrUnavailable, err)
+}

@@ -1,0 +1,88 @@
+package inbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+const ddl = `CREATE TABLE inbox_message (
+    message_id   VARCHAR(128) NOT NULL,
+    consumer     VARCHAR(128) NOT NULL,
+    received_at  TIMESTAMP NOT NULL,
+    processed_at TIMESTAMP NULL,
+    PRIMARY KEY (message_id, consumer))`
+
+func open(t *testing.T, dsn, consumer string) *inbox.Inbox {
+	t.Helper()
+	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+consumers: [{name: %s, inbox: {dsn: %q}}]`, dsn, consumer, dsn)), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := inbox.Open(context.Background(), consumer, *cfg.Consumers[0].Inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return in
+}
+
+func TestVerdicts(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	pgtest.Exec(t, dsn, ddl)
+	pgtest.Exec(t, dsn, `INSERT INTO inbox_message VALUES
+		('m-done', 'inventory', now(), now()),
+		('m-busy', 'inventory', now(), NULL),
+		('m-other', 'payments', now(), now())`)
+	in := open(t, dsn, "inventory")
+	got, err := in.Verdicts(context.Background(), []string{"m-done", "m-busy", "m-other", "m-new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]inbox.Verdict{"m-done": inbox.Processed, "m-busy": inbox.InProgress,
+		"m-other": inbox.NotProcessed, "m-new": inbox.NotProcessed} // another consumer's row does not count
+	for id, v := range want {
+		if got[id] != v {
+			t.Errorf("%s: %s, want %s", id, got[id], v)
+		}
+	}
+}
+
+func TestVerdictsInBatches(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	pgtest.Exec(t, dsn, ddl)
+	pgtest.Exec(t, dsn, `INSERT INTO inbox_message SELECT 'm' || g, 'inventory', now(), CASE WHEN g % 2 = 0 THEN now() END
+		FROM generate_series(1, 2500) g`)
+	in := open(t, dsn, "inventory")
+	var ids []string
+	for i := 1; i <= 3000; i++ {
+		ids = append(ids, fmt.Sprintf("m%d", i))
+	}
+	got, err := in.Verdicts(context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[inbox.Verdict]int{}
+	for _, v := range got {
+		counts[v]++
+	}
+	if counts[inbox.Processed] != 1250 || counts[inbox.InProgress] != 1250 || counts[inbox.NotProcessed] != 500 {
+		t.Fatalf("counts = %v", counts)
+	}
+}
+
+func TestMissingTableIsUnavailable(t *testing.T) {
+	in := open(t, pgtest.NewDatabase(t), "inventory")
+	if _, err := in.Verdicts(context.Background(), []string{"x"}); !errors.Is(err, ops.ErrUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+}
