@@ -22,13 +22,14 @@ import (
 
 // Config is the whole console configuration. Zero values are replaced by defaults in Load.
 type Config struct {
-	Listen         string   `yaml:"listen"`          // address to serve on; default 127.0.0.1:8080
-	ReadOnly       bool     `yaml:"read_only"`       // every mutating route answers 403
-	RequestTimeout Duration `yaml:"request_timeout"` // per request; default 15s
-	Log            Log      `yaml:"log"`
-	Store          Store    `yaml:"store"`
-	Auth           Auth     `yaml:"auth"`
-	Sampler        Sampler  `yaml:"sampler"`
+	Listen         string    `yaml:"listen"`          // address to serve on; default 127.0.0.1:8080
+	ReadOnly       bool      `yaml:"read_only"`       // every mutating route answers 403
+	RequestTimeout Duration  `yaml:"request_timeout"` // per request; default 15s
+	Log            Log       `yaml:"log"`
+	Store          Store     `yaml:"store"`
+	Auth           Auth      `yaml:"auth"`      // see auth.go
+	Redaction      Redaction `yaml:"redaction"` // see auth.go
+	Sampler        Sampler   `yaml:"sampler"`
 
 	Outboxes  []Outbox         `yaml:"outboxes"`
 	Kafka     []KafkaCluster   `yaml:"kafka"`
@@ -47,11 +48,6 @@ type Log struct {
 // Store is the console's own PostgreSQL schema (audit, replay ledger, history). Required.
 type Store struct {
 	DSN Secret `yaml:"dsn"`
-}
-
-// Auth selects how people are identified. Only "none" exists so far, and it must be explicit.
-type Auth struct {
-	Mode string `yaml:"mode"`
 }
 
 // Sampler is the background collector of lag and queue history.
@@ -269,6 +265,7 @@ func (c *Config) applyDefaults() {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = Duration(15 * time.Second)
 	}
+	c.Auth.applyDefaults()
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
@@ -401,20 +398,11 @@ func (c *Config) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "must be host:port, e.g. 127.0.0.1:8080 (%v)", err)
 	}
-	switch c.Auth.Mode {
-	case "none":
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			bad("auth.mode", "none is only allowed when listen is a loopback address, got %q", c.Listen)
-		}
-	case "":
-		bad("auth.mode", "required; set it to none explicitly to run without authentication on loopback")
-	default:
-		bad("auth.mode", "unknown mode %q (supported: none)", c.Auth.Mode)
-	}
+	c.Auth.validate(c.Listen, bad)
+	c.Redaction.validate(bad)
 	switch c.Log.Format {
 	case "text", "json":
 	default:

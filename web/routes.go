@@ -8,12 +8,25 @@ import (
 	"github.com/redrive/redrive/handlers"
 )
 
-// Route is one entry of the route table.
+// Route is one entry of the route table: who may call it is part of the route, so that the
+// authorization of every route can be read, and tested, in one place.
 type Route struct {
 	Method  string
 	Path    string
 	Handler echo.HandlerFunc
+	Role    Role // the least role allowed; RolePublic needs no identity
 }
+
+// Role is an access level; each includes the ones below it.
+type Role int
+
+// Roles, lowest first.
+const (
+	RolePublic   Role = iota // health, readiness, metrics, static assets, the login page
+	RoleViewer               // read everything (payloads redacted where configured)
+	RoleOperator             // release leases, requeue outbox events, plan and run replays
+	RoleAdmin                // force replays, larger jobs, cancel anyone's job, unredacted payloads
+)
 
 type routeHandlers struct {
 	outboxes *handlers.Outboxes
@@ -26,36 +39,36 @@ type routeHandlers struct {
 // routes is the whole route table of the console, pages and API side by side.
 func routes(h routeHandlers) []Route {
 	return []Route{
-		{http.MethodGet, "/healthz", h.health.Healthz},
-		{http.MethodGet, "/readyz", h.health.Readyz},
+		{http.MethodGet, "/healthz", h.health.Healthz, RolePublic},
+		{http.MethodGet, "/readyz", h.health.Readyz, RolePublic},
 
-		{http.MethodGet, "/", h.overview.Page},
-		{http.MethodGet, "/outboxes", h.outboxes.Index},
-		{http.MethodGet, "/outboxes/:name", h.outboxes.Show},
-		{http.MethodGet, "/outboxes/:name/panel", h.outboxes.Panel},
-		{http.MethodGet, "/outboxes/:name/events/:id", h.outboxes.EventPage},
-		{http.MethodPost, "/outboxes/:name/release", h.outboxes.FormRelease},
-		{http.MethodPost, "/outboxes/:name/requeue", h.outboxes.FormRequeue},
-		{http.MethodGet, "/audit", h.audit.Page},
-		{http.MethodGet, "/kafka", h.kafka.Index},
-		{http.MethodGet, "/kafka/:cluster", h.kafka.Cluster},
-		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage},
-		{http.MethodGet, "/kafka/:cluster/topics/:topic", h.kafka.TopicPage},
-		{http.MethodGet, "/kafka/:cluster/topics/:topic/errors", h.kafka.ErrorsPage},
+		{http.MethodGet, "/", h.overview.Page, RoleViewer},
+		{http.MethodGet, "/outboxes", h.outboxes.Index, RoleViewer},
+		{http.MethodGet, "/outboxes/:name", h.outboxes.Show, RoleViewer},
+		{http.MethodGet, "/outboxes/:name/panel", h.outboxes.Panel, RoleViewer},
+		{http.MethodGet, "/outboxes/:name/events/:id", h.outboxes.EventPage, RoleViewer},
+		{http.MethodPost, "/outboxes/:name/release", h.outboxes.FormRelease, RoleOperator},
+		{http.MethodPost, "/outboxes/:name/requeue", h.outboxes.FormRequeue, RoleOperator},
+		{http.MethodGet, "/audit", h.audit.Page, RoleViewer},
+		{http.MethodGet, "/kafka", h.kafka.Index, RoleViewer},
+		{http.MethodGet, "/kafka/:cluster", h.kafka.Cluster, RoleViewer},
+		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage, RoleViewer},
+		{http.MethodGet, "/kafka/:cluster/topics/:topic", h.kafka.TopicPage, RoleViewer},
+		{http.MethodGet, "/kafka/:cluster/topics/:topic/errors", h.kafka.ErrorsPage, RoleViewer},
 
-		{http.MethodGet, "/api/v1/outboxes", h.outboxes.APIList},
-		{http.MethodGet, "/api/v1/outboxes/:name", h.outboxes.APIOne},
-		{http.MethodGet, "/api/v1/outboxes/:name/events", h.outboxes.APIEvents},
-		{http.MethodGet, "/api/v1/outboxes/:name/events/:id", h.outboxes.APIEvent},
-		{http.MethodPost, "/api/v1/outboxes/:name/leases/release", h.outboxes.APIRelease},
-		{http.MethodPost, "/api/v1/outboxes/:name/events/requeue", h.outboxes.APIRequeue},
-		{http.MethodGet, "/api/v1/audit", h.audit.API},
-		{http.MethodGet, "/api/v1/overview", h.overview.API},
-		{http.MethodGet, "/api/v1/kafka/:cluster/groups", h.kafka.APIGroups},
-		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group", h.kafka.APIGroup},
-		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group/history", h.kafka.APIGroupHistory},
-		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics},
-		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords},
-		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups},
+		{http.MethodGet, "/api/v1/outboxes", h.outboxes.APIList, RoleViewer},
+		{http.MethodGet, "/api/v1/outboxes/:name", h.outboxes.APIOne, RoleViewer},
+		{http.MethodGet, "/api/v1/outboxes/:name/events", h.outboxes.APIEvents, RoleViewer},
+		{http.MethodGet, "/api/v1/outboxes/:name/events/:id", h.outboxes.APIEvent, RoleViewer},
+		{http.MethodPost, "/api/v1/outboxes/:name/leases/release", h.outboxes.APIRelease, RoleOperator},
+		{http.MethodPost, "/api/v1/outboxes/:name/events/requeue", h.outboxes.APIRequeue, RoleOperator},
+		{http.MethodGet, "/api/v1/audit", h.audit.API, RoleViewer},
+		{http.MethodGet, "/api/v1/overview", h.overview.API, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/groups", h.kafka.APIGroups, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group", h.kafka.APIGroup, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group/history", h.kafka.APIGroupHistory, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups, RoleViewer},
 	}
 }

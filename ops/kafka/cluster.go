@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -40,6 +41,10 @@ type Cluster struct {
 	patterns []string
 	names    HeaderNames
 	ids      configs.MessageIDRules
+
+	prodOnce sync.Once // the replay producer, made on first use
+	prod     *kgo.Client
+	prodErr  error
 }
 
 // New builds the clients for cfg. It does not dial: a broker that is down makes the first call
@@ -148,7 +153,12 @@ func tlsConfig(t *configs.TLS) (*tls.Config, error) {
 func (c *Cluster) Name() string { return c.name }
 
 // Close releases the client's connections. Calls after Close fail.
-func (c *Cluster) Close() { c.cl.Close() }
+func (c *Cluster) Close() {
+	c.cl.Close()
+	if c.prod != nil {
+		c.prod.Close()
+	}
+}
 
 // Ping checks that some broker answers a metadata request, for /readyz. It returns an
 // ops.ErrUnavailable when none does within the request timeout.

@@ -182,19 +182,29 @@ func (o *Outbox) ReleaseStuck(ctx context.Context, ids []int64) (int64, error) {
 // by a relay, are left alone and not counted. resetAttempts also sets attempts to 0, giving the
 // event the relay's full retry budget again.
 func (o *Outbox) Requeue(ctx context.Context, ids []int64, resetAttempts bool) (int64, error) {
+	done, err := o.RequeueIDs(ctx, ids, resetAttempts)
+	return int64(len(done)), err
+}
+
+// RequeueIDs is Requeue returning which ids it moved.
+func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
 	if len(ids) == 0 {
-		return 0, ops.Invalid("ids", "give at least one event id")
+		return nil, ops.Invalid("ids", "give at least one event id")
 	}
 	if len(ids) > MaxIDs {
-		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
+		return nil, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
 	sql := o.q.requeue
 	if resetAttempts {
 		sql = o.q.requeueReset
 	}
-	tag, err := o.pool.Exec(ctx, sql, ids)
+	rows, err := o.pool.Query(ctx, sql, ids)
 	if err != nil {
-		return 0, o.wrap("requeue", err)
+		return nil, o.wrap("requeue", err)
 	}
-	return tag.RowsAffected(), nil
+	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, o.wrap("requeue", err)
+	}
+	return done, nil
 }

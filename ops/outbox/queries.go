@@ -71,12 +71,12 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 				SELECT %[2]s FROM %[1]s WHERE %[2]s = ANY($1) AND %[3]s IN ('DEAD','FAILED')
 				FOR UPDATE SKIP LOCKED)
 			UPDATE %[1]s AS o SET %[3]s = 'READY', %[4]s = now(), %[5]s = NULL
-			FROM dead WHERE o.%[2]s = dead.%[2]s`, t, id, status, avail, locked),
+			FROM dead WHERE o.%[2]s = dead.%[2]s RETURNING o.%[2]s`, t, id, status, avail, locked),
 		requeueReset: fmt.Sprintf(`WITH dead AS (
 				SELECT %[2]s FROM %[1]s WHERE %[2]s = ANY($1) AND %[3]s IN ('DEAD','FAILED')
 				FOR UPDATE SKIP LOCKED)
 			UPDATE %[1]s AS o SET %[3]s = 'READY', %[4]s = now(), %[5]s = NULL, %[6]s = 0
-			FROM dead WHERE o.%[2]s = dead.%[2]s`, t, id, status, avail, locked, q(c.Attempts)),
+			FROM dead WHERE o.%[2]s = dead.%[2]s RETURNING o.%[2]s`, t, id, status, avail, locked, q(c.Attempts)),
 		id: id, eventType: q(c.EventType), aggregateID: q(c.AggregateID), status: status,
 		lockedUntil: locked, createdAt: q(c.CreatedAt), payload: q(c.Payload),
 	}

@@ -75,7 +75,8 @@ type BrowseResult struct {
 	Type     string
 	Messages []Message
 	// Ready and Consumers are the queue's ready messages and consumers (other than the browser)
-	// when the browse started.
+	// when the browse started. For a stream, Ready is the management API's message count, which
+	// lags by up to a statistics interval (AMQP reports 0 for streams).
 	Ready     int64
 	Consumers int64
 	// Redelivered is true when the browse requeued what it read (classic and quorum queues): those
@@ -143,6 +144,8 @@ func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (Br
 		Ready: int64(state.Messages), Consumers: int64(state.Consumers)}
 
 	if q.Type == TypeStream {
+		// A stream's queue.declare-ok always counts 0 messages; the management count lags a little.
+		res.Ready = q.Ready
 		if err := b.browseStream(ctx, ch, queue, limit, &res); err != nil {
 			return BrowseResult{}, b.fail(op, err)
 		}

@@ -37,6 +37,12 @@ const (
 //   - overflow: the argument wins on classic queues, the policy on quorum queues.
 //
 // Stream queues do not dead-letter: their dead-letter settings are left empty whatever is set.
+//
+// Which policy applies is the broker's answer, not recomputed here. Two RabbitMQ 3.10 behaviours
+// show through: a policy holding a key the queue type does not support (delivery-limit for a
+// classic queue, ha-mode for a quorum queue) is not applied to that queue at all; and the
+// management API reports a quorum queue's policy from statistics the queue emits every 5 s, so a
+// policy change shows on quorum queues up to 5 s late (Browse does not rely on it; see Browse).
 type Queue struct {
 	Vhost     string
 	Name      string

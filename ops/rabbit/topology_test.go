@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,9 @@ func TestEffectiveSettings(t *testing.T) {
 }
 
 func TestQuorumPolicyLimit(t *testing.T) {
-	lim := func(n int) map[string]any { return map[string]any{"delivery-limit": json.Number(string(rune('0' + n)))} }
+	lim := func(n int) map[string]any {
+		return map[string]any{"delivery-limit": json.Number(strconv.Itoa(n))}
+	}
 	for _, tc := range []struct {
 		name  string
 		cands []policyCandidate

@@ -173,3 +173,25 @@ func BenchmarkKafkaGroupHistory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSampleOnce is the leader's cost of one tick on the 200 × 50 cluster: the admin calls,
+// judging every partition over its window (full after ~60 ticks), encoding, and writing the
+// snapshot and 200 history rows.
+func BenchmarkSampleOnce(b *testing.B) {
+	ctx := context.Background()
+	br := benchCluster(b)
+	clk := newClock()
+	s := newSampler(b, openStore(b, testDSN(b)), clk, nil, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
+	for range 70 { // fill the windows
+		clk.Add(15 * time.Second)
+		if err := s.SampleOnce(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		clk.Add(15 * time.Second)
+		if err := s.SampleOnce(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -129,6 +129,22 @@ func TestKafkaGroupHistory(t *testing.T) {
 			t.Errorf("v/0 has no samples in the range but is a series")
 		}
 	})
+	t.Run("SharedForAnInterval", func(t *testing.T) {
+		first, err := s.KafkaGroupHistory(ctx, "main", "g", start, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synthetic(t, st, "main", "g", clk.Now().Add(time.Millisecond), 1) // a newer sample
+		again, err := s.KafkaGroupHistory(ctx, "main", "g", start, 50)
+		if err != nil || &again[0] != &first[0] {
+			t.Fatalf("second viewer within the interval re-read the history (%v)", err)
+		}
+		uncached := newSampler(t, st, clk, func(o *Options) { o.CacheTTL = -1 }, KafkaSource{Cluster: b.cluster(t, time.Second)})
+		fresh, err := uncached.KafkaGroupHistory(ctx, "main", "g", start, 50)
+		if err != nil || &fresh[0] == &first[0] || len(fresh) != len(first) {
+			t.Fatalf("uncached read: %d points, %v", len(fresh), err)
+		}
+	})
 	t.Run("UnknownGroup", func(t *testing.T) {
 		points, err := s.KafkaGroupHistory(ctx, "main", "nope", start, 400)
 		if err != nil || len(points) != 0 || points == nil {

@@ -362,9 +362,11 @@ func (s *Sampler) rememberError(cluster, msg string, at time.Time) {
 // the maximum of its time bucket (so spikes survive), with the lag of the group's TopPartitions
 // partitions that lagged most over the range. Every point has the same partition keys; a
 // partition without a known lag in a bucket has -1 there. A group without samples in the range
-// yields no points. Errors: ops.ErrNotFound for an unconfigured cluster; ops.ErrInvalid for an
-// empty group, a since not before now, or maxPoints outside [1, MaxHistoryPoints];
-// ops.ErrUnavailable when the store cannot be read.
+// yields no points. The answer is shared by the viewers of the same chart for one Interval: a week
+// of raw samples takes a good part of a second to downsample. Callers must not modify it.
+// Errors: ops.ErrNotFound for an unconfigured cluster; ops.ErrInvalid for an empty group, a since
+// not before now, or maxPoints outside [1, MaxHistoryPoints]; ops.ErrUnavailable when the store
+// cannot be read.
 func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]GroupPoint, error) {
 	if _, ok := s.kafkaByName[cluster]; !ok {
 		return nil, fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
@@ -372,7 +374,48 @@ func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, 
 	if group == "" {
 		return nil, ops.Invalid("group", "required")
 	}
-	h, err := s.store.KafkaGroupHistory(ctx, cluster, group, since, s.now(), maxPoints, TopPartitions)
+	now := s.now()
+	key := historyKey{cluster: cluster, group: group, span: now.Sub(since).Round(time.Second), maxPoints: maxPoints}
+	if s.cacheTTL > 0 {
+		s.cacheMu.Lock()
+		c, ok := s.history[key]
+		s.cacheMu.Unlock()
+		if ok && time.Since(c.fetched) < s.interval {
+			return c.points, nil
+		}
+	}
+	ch := s.reads.DoChan(fmt.Sprintf("history\x00%s\x00%s\x00%d\x00%d", cluster, group, key.span, maxPoints), func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*readTimeout)
+		defer cancel()
+		points, err := s.readHistory(rctx, cluster, group, since, now, maxPoints)
+		if err != nil {
+			return nil, err
+		}
+		if s.cacheTTL > 0 {
+			s.cacheMu.Lock()
+			for k, c := range s.history { // keep the map to the charts being watched
+				if time.Since(c.fetched) >= s.interval {
+					delete(s.history, k)
+				}
+			}
+			s.history[key] = cachedHistory{points: points, fetched: time.Now()}
+			s.cacheMu.Unlock()
+		}
+		return points, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]GroupPoint), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("kafka group %q history: %w", group, ctx.Err())
+	}
+}
+
+func (s *Sampler) readHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints int) ([]GroupPoint, error) {
+	h, err := s.store.KafkaGroupHistory(ctx, cluster, group, since, until, maxPoints, TopPartitions)
 	if err != nil {
 		return nil, err
 	}

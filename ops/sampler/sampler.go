@@ -50,7 +50,9 @@ type Options struct {
 	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
 	Now func() time.Time
 	// CacheTTL is how long LatestKafka serves a snapshot from memory before reading the store
-	// again; 0 means DefaultCacheTTL (1 s), negative disables the cache.
+	// again; 0 means DefaultCacheTTL (1 s), negative disables the cache. KafkaGroupHistory keeps
+	// an answer for one Interval (a new sample arrives no sooner); a negative CacheTTL disables
+	// that too.
 	CacheTTL time.Duration
 }
 
@@ -79,6 +81,7 @@ type Sampler struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedKafka
+	history map[historyKey]cachedHistory
 	reads   singleflight.Group
 
 	m metrics
@@ -86,6 +89,19 @@ type Sampler struct {
 
 type cachedKafka struct {
 	snap    KafkaSnapshot
+	fetched time.Time // wall clock
+}
+
+// historyKey identifies a chart: the range is its length, which is what a page asks for ("the
+// last 24 h"), rounded to the second.
+type historyKey struct {
+	cluster, group string
+	span           time.Duration
+	maxPoints      int
+}
+
+type cachedHistory struct {
+	points  []GroupPoint
 	fetched time.Time // wall clock
 }
 
@@ -111,6 +127,7 @@ func New(opts Options) (*Sampler, error) {
 		cacheTTL:    opts.CacheTTL,
 		kafkaByName: map[string]*kafkaState{},
 		cache:       map[string]cachedKafka{},
+		history:     map[historyKey]cachedHistory{},
 		m:           newMetrics(),
 	}
 	if s.log == nil {

@@ -1,0 +1,376 @@
+package replay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it.
+type KafkaCluster interface {
+	Name() string
+	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
+	Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error
+	Produce(ctx context.Context, records []kafka.Outgoing) []error
+}
+
+// OutboxTable is what replay needs of an outbox; *outbox.Outbox implements it.
+type OutboxTable interface {
+	Name() string
+	Event(ctx context.Context, id int64) (outbox.Event, error)
+	RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error)
+}
+
+// Inbox is one consumer's idempotency records; *inbox.Inbox implements it.
+type Inbox interface {
+	Consumer() string
+	Verdicts(ctx context.Context, ids []string) (map[string]inbox.Verdict, error)
+}
+
+// GroupsOnTopic lists the consumer groups reading a topic (from the lag snapshot), for the
+// plan's warning that a replay to the original topic reaches them all.
+type GroupsOnTopic func(ctx context.Context, cluster, topic string) []string
+
+// Auditor appends to the audit log.
+type Auditor interface {
+	RecordAudit(ctx context.Context, e store.AuditEntry) error
+}
+
+// Options builds an Engine. Store is required; the maps may be empty.
+type Options struct {
+	Store         *store.Store
+	Kafka         []KafkaCluster
+	Rabbit        []RabbitBroker
+	Outboxes      []OutboxTable
+	Inboxes       []Inbox            // one per consumer with an inbox
+	Consumers     []configs.Consumer // how dead letters map to consumers
+	Replay        configs.Replay
+	GroupsOnTopic GroupsOnTopic // optional
+	Audit         Auditor       // optional in tests
+	Logger        *slog.Logger
+	// Owner names this replica in job leases; default host-pid-random.
+	Owner string
+	// Lease is how long a claimed job is held without renewal; default 30s.
+	Lease time.Duration
+	// Poll is how often an idle worker looks for jobs; default 1s.
+	Poll time.Duration
+}
+
+// Engine plans and runs replays.
+type Engine struct {
+	o       Options
+	kafka   map[string]KafkaCluster
+	rabbit  map[string]RabbitBroker
+	outbox  map[string]OutboxTable
+	inboxes map[string]Inbox
+	wake    chan struct{}
+}
+
+// New validates the options and builds the engine.
+func New(o Options) (*Engine, error) {
+	if o.Store == nil {
+		return nil, errors.New("replay: Store is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Owner == "" {
+		o.Owner = "replica-" + randomID(4)
+	}
+	if o.Lease == 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.Poll == 0 {
+		o.Poll = time.Second
+	}
+	if o.Replay.MaxReplaysPerMessage == 0 {
+		o.Replay.MaxReplaysPerMessage = 3
+	}
+	if o.Replay.DefaultRatePerSecond == 0 {
+		o.Replay.DefaultRatePerSecond = 200
+	}
+	e := &Engine{o: o, kafka: map[string]KafkaCluster{}, rabbit: map[string]RabbitBroker{}, outbox: map[string]OutboxTable{},
+		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1)}
+	for _, k := range o.Kafka {
+		e.kafka[k.Name()] = k
+	}
+	for _, r := range o.Rabbit {
+		e.rabbit[r.Name()] = r
+	}
+	for _, t := range o.Outboxes {
+		e.outbox[t.Name()] = t
+	}
+	for _, in := range o.Inboxes {
+		e.inboxes[in.Consumer()] = in
+	}
+	return e, nil
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Plan freezes a selection: it reads the messages, resolves each one's destination, id and inbox
+// verdict, checks the ledger, and stores the plan. Errors: ops.ErrInvalid (bad selection),
+// ops.ErrNotFound (unknown cluster, topic, queue, outbox), ops.ErrUnavailable.
+func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (Plan, error) {
+	var items []Item
+	var err error
+	switch src.Kind {
+	case "kafka":
+		items, err = e.planKafka(ctx, src, f)
+	case "rabbitmq":
+		items, err = e.planRabbit(ctx, src, f)
+	case "outbox":
+		items, err = e.planOutbox(ctx, src)
+	case "":
+		return Plan{}, invalid("source.kind", "required: kafka, rabbitmq or outbox")
+	default:
+		return Plan{}, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq or outbox", src.Kind))
+	}
+	if err != nil {
+		return Plan{}, err
+	}
+	if len(items) == 0 {
+		return Plan{}, fmt.Errorf("%w: the selection holds no messages%s", ops.ErrInvalid, filterHint(f))
+	}
+	if err := e.resolveVerdicts(ctx, items); err != nil {
+		return Plan{}, err
+	}
+	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
+		Total: len(items), Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
+	for i := range items {
+		items[i].Seq = i
+		plan.Counts[items[i].Action]++
+		g := items[i].ErrorGroup
+		if plan.ErrorGroups[g] == nil {
+			plan.ErrorGroups[g] = map[Action]int{}
+		}
+		plan.ErrorGroups[g][items[i].Action]++
+	}
+	plan.Warnings = e.warnings(ctx, src, items)
+	if err := e.savePlan(ctx, plan, items); err != nil {
+		return Plan{}, err
+	}
+	plan.Items = items[:min(len(items), MaxPlanItemsShown)]
+	return plan, nil
+}
+
+func filterHint(f Filter) string {
+	if f.ExceptionType != "" || f.Reason != "" || f.OriginalTopic != "" || len(f.MessageIDs) > 0 || !f.Since.IsZero() || !f.Until.IsZero() {
+		return " matching the filter"
+	}
+	return ""
+}
+
+// resolveVerdicts looks up the ledger and the inboxes (batched, = ANY) and sets every action.
+func (e *Engine) resolveVerdicts(ctx context.Context, items []Item) error {
+	locators := make([]string, len(items))
+	for i, it := range items {
+		locators[i] = it.Locator
+	}
+	replayed, err := e.o.Store.ReplayedLocators(ctx, locators)
+	if err != nil {
+		return err
+	}
+	verdicts := e.inboxVerdicts(ctx, items)
+	for i := range items {
+		it := &items[i]
+		if v, ok := verdicts[it.Consumer][it.MessageID]; ok {
+			it.Inbox = v
+		} else {
+			it.Inbox = inbox.Unknown
+		}
+		it.Action = decide(it, replayed[it.Locator], e.o.Replay.MaxReplaysPerMessage)
+	}
+	return nil
+}
+
+// inboxVerdicts asks each consumer's inbox about its items. An unreachable inbox yields no
+// verdicts (Unknown): the plan says so rather than failing.
+func (e *Engine) inboxVerdicts(ctx context.Context, items []Item) map[string]map[string]inbox.Verdict {
+	byConsumer := map[string][]string{}
+	for _, it := range items {
+		if it.Consumer != "" && it.MessageID != "" {
+			byConsumer[it.Consumer] = append(byConsumer[it.Consumer], it.MessageID)
+		}
+	}
+	out := map[string]map[string]inbox.Verdict{}
+	for consumer, ids := range byConsumer {
+		in, ok := e.inboxes[consumer]
+		if !ok {
+			continue
+		}
+		v, err := in.Verdicts(ctx, ids)
+		if err != nil {
+			e.o.Logger.Warn("inbox unreachable; verdicts unknown", "consumer", consumer, "err", err)
+			continue
+		}
+		out[consumer] = v
+	}
+	return out
+}
+
+func (e *Engine) savePlan(ctx context.Context, p Plan, items []Item) error {
+	counts := map[string]int{}
+	for a, n := range p.Counts {
+		counts[string(a)] = n
+	}
+	rows := make([]store.ReplayPlanItem, len(items))
+	for i, it := range items {
+		rows[i] = store.ReplayPlanItem{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
+			Destination: mustJSON(it.Destination), Inbox: string(it.Inbox), Action: string(it.Action),
+			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition}
+	}
+	return e.o.Store.SavePlan(ctx, store.ReplayPlan{ID: p.ID, Actor: p.Actor, Source: mustJSON(p.Source),
+		Filter: mustJSON(p.Filter), Total: p.Total, Actions: counts, Warnings: p.Warnings}, rows)
+}
+
+// LoadPlan reads a stored plan with its first items.
+func (e *Engine) LoadPlan(ctx context.Context, id string) (Plan, error) {
+	sp, err := e.o.Store.Plan(ctx, id)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := Plan{ID: sp.ID, CreatedAt: sp.CreatedAt, Actor: sp.Actor, Total: sp.Total, Counts: map[Action]int{}, Warnings: sp.Warnings}
+	_ = json.Unmarshal(sp.Source, &p.Source)
+	_ = json.Unmarshal(sp.Filter, &p.Filter)
+	for a, n := range sp.Actions {
+		p.Counts[Action(a)] = n
+	}
+	rows, err := e.o.Store.PlanItems(ctx, id, 0, MaxPlanItemsShown)
+	if err != nil {
+		return Plan{}, err
+	}
+	for _, r := range rows {
+		p.Items = append(p.Items, fromStored(r))
+	}
+	return p, nil
+}
+
+func fromStored(r store.ReplayPlanItem) Item {
+	it := Item{Seq: r.Seq, Locator: r.Locator, MessageID: r.MessageID, Consumer: r.Consumer, Inbox: inbox.Verdict(r.Inbox),
+		Action: Action(r.Action), ErrorGroup: r.ErrorGroup, ReplayCount: r.ReplayCount, Partition: r.Partition, Position: r.Position}
+	_ = json.Unmarshal(r.Destination, &it.Destination)
+	return it
+}
+
+// warnings names the other consumer groups a Kafka replay reaches, with their inbox verdicts.
+func (e *Engine) warnings(ctx context.Context, src Source, items []Item) []string {
+	if src.Kind != "kafka" || e.o.GroupsOnTopic == nil {
+		return nil
+	}
+	targets := map[string]map[string]bool{} // topic → consumers the plan resolved
+	for _, it := range items {
+		if it.Action == Publish && it.Destination.Topic != "" {
+			if targets[it.Destination.Topic] == nil {
+				targets[it.Destination.Topic] = map[string]bool{}
+			}
+			targets[it.Destination.Topic][it.Consumer] = true
+		}
+	}
+	var out []string
+	for topic, consumers := range targets {
+		for _, group := range e.o.GroupsOnTopic(ctx, src.Cluster, topic) {
+			consumer := e.consumerForGroup(src.Cluster, group)
+			if consumers[consumer] && consumer != "" {
+				continue
+			}
+			out = append(out, e.otherGroupWarning(ctx, topic, group, consumer, items))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *Engine) otherGroupWarning(ctx context.Context, topic, group, consumer string, items []Item) string {
+	msg := fmt.Sprintf("consumer group %s also reads %s and will receive the replayed messages", group, topic)
+	in, ok := e.inboxes[consumer]
+	if !ok {
+		return msg + " (no inbox configured for it: its verdicts are unknown)"
+	}
+	var ids []string
+	for _, it := range items {
+		if it.Action == Publish && it.Destination.Topic == topic && it.MessageID != "" {
+			ids = append(ids, it.MessageID)
+		}
+	}
+	v, err := in.Verdicts(ctx, ids)
+	if err != nil {
+		return msg + " (its inbox could not be read)"
+	}
+	counts := map[inbox.Verdict]int{}
+	for _, verdict := range v {
+		counts[verdict]++
+	}
+	return fmt.Sprintf("%s; its inbox (%s): %d processed, %d in progress, %d not processed", msg, consumer,
+		counts[inbox.Processed], counts[inbox.InProgress], counts[inbox.NotProcessed])
+}
+
+// consumerForGroup maps a Kafka group to the configured consumer that owns it.
+func (e *Engine) consumerForGroup(cluster, group string) string {
+	for _, c := range e.o.Consumers {
+		if c.Kafka != nil && c.Kafka.Cluster == cluster && c.Kafka.Group == group {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// consumerForTopic finds the one configured consumer reading a topic (the DLT's owner when the
+// record names no group); "" when none or several do.
+func (e *Engine) consumerForTopic(cluster, topic string) string {
+	found := ""
+	for _, c := range e.o.Consumers {
+		if c.Kafka != nil && c.Kafka.Cluster == cluster && containsString(c.Kafka.Topics, topic) {
+			if found != "" {
+				return ""
+			}
+			found = c.Name
+		}
+	}
+	return found
+}
+
+// consumerForQueue maps a RabbitMQ queue to the configured consumer reading it.
+func (e *Engine) consumerForQueue(broker, vhost, queue string) string {
+	for _, c := range e.o.Consumers {
+		if r := c.RabbitMQ; r != nil && r.Broker == broker && r.Queue == queue && (r.Vhost == vhost || (r.Vhost == "" && vhost == "/")) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func parseCount(b []byte) int {
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

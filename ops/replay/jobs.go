@@ -1,0 +1,316 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// StartRequest turns a plan into a job.
+type StartRequest struct {
+	PlanID        string
+	Actor         string
+	Role          string
+	Reason        string
+	RatePerSecond int  // 0 → the configured default
+	Force         bool // publish messages the inbox marks processed or in progress; needs a reason
+}
+
+// maxRate bounds a job's rate; the brokers' own limits apply below it.
+const maxRate = 100_000
+
+// Start creates a pending job for a plan; a worker (on any replica) picks it up within a poll.
+func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, error) {
+	if r.PlanID == "" {
+		return store.ReplayJob{}, invalid("plan_id", "required: the plan_id a plan answer gave")
+	}
+	if r.RatePerSecond == 0 {
+		r.RatePerSecond = e.o.Replay.DefaultRatePerSecond
+	}
+	if r.RatePerSecond < 1 || r.RatePerSecond > maxRate {
+		return store.ReplayJob{}, invalid("rate_per_second", fmt.Sprintf("must be between 1 and %d", maxRate))
+	}
+	if r.Force && len(r.Reason) < 3 {
+		return store.ReplayJob{}, invalid("reason", "a forced replay needs a written reason")
+	}
+	if len(r.Reason) > 1000 {
+		return store.ReplayJob{}, invalid("reason", "at most 1000 characters")
+	}
+	plan, err := e.o.Store.Plan(ctx, r.PlanID)
+	if err != nil {
+		return store.ReplayJob{}, err
+	}
+	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor, Reason: r.Reason, Force: r.Force,
+		RatePerSecond: r.RatePerSecond, Total: plan.Total}
+	if err := e.o.Store.CreateJob(ctx, job); err != nil {
+		return store.ReplayJob{}, err
+	}
+	e.audit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "replay.start", Target: "replay/" + job.ID,
+		Count: ptr(int64(plan.Total)), Reason: r.Reason, Outcome: store.OutcomeOK,
+		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
+			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond}})
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return e.o.Store.Job(ctx, job.ID)
+}
+
+// Job reads one job with its progress.
+func (e *Engine) Job(ctx context.Context, id string) (store.ReplayJob, error) { return e.o.Store.Job(ctx, id) }
+
+// Jobs lists recent jobs.
+func (e *Engine) Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error) {
+	return e.o.Store.Jobs(ctx, limit)
+}
+
+// Ledger lists a job's outcomes, problems first.
+func (e *Engine) Ledger(ctx context.Context, id string, limit int) ([]store.LedgerEntry, error) {
+	return e.o.Store.Ledger(ctx, id, limit)
+}
+
+// Cancel asks a job to stop; the runner stops within one batch. A finished job → ops.ErrConflict.
+func (e *Engine) Cancel(ctx context.Context, id, actor, role string) (store.ReplayJob, error) {
+	job, err := e.o.Store.Job(ctx, id)
+	if err != nil {
+		return job, err
+	}
+	if job.Status != store.JobPending && job.Status != store.JobRunning {
+		return job, fmt.Errorf("replay job %s is already %s: %w", id, job.Status, ops.ErrConflict)
+	}
+	if _, err := e.o.Store.RequestCancel(ctx, id); err != nil {
+		return job, err
+	}
+	e.audit(ctx, store.AuditEntry{Actor: actor, Role: role, Action: "replay.cancel", Target: "replay/" + id, Outcome: store.OutcomeOK})
+	return e.o.Store.Job(ctx, id)
+}
+
+// Work runs jobs until ctx ends: it claims the oldest runnable job (pending, or running with an
+// expired lease), runs it, and looks again; idle, it polls every Options.Poll.
+func (e *Engine) Work(ctx context.Context) error {
+	for {
+		job, err := e.o.Store.ClaimJob(ctx, e.o.Owner, e.o.Lease)
+		switch {
+		case err == nil:
+			e.run(ctx, job)
+			continue
+		case errors.Is(err, ops.ErrNotFound):
+		case ctx.Err() != nil:
+			return nil
+		default:
+			e.o.Logger.Warn("replay: claim failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.wake:
+		case <-time.After(e.o.Poll):
+		}
+	}
+}
+
+// batchSize is how many plan items a runner settles per round trip to the ledger.
+const batchSize = 500
+
+// run executes one claimed job to its end, a cancellation, a lost lease or ctx's end (then the
+// lease expires and a replica resumes it from next_seq; settled items are not redone).
+func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
+	log := e.o.Logger.With("job", job.ID)
+	log.Info("replay: running", "next_seq", job.NextSeq, "total", job.Total)
+	plan, err := e.LoadPlan(ctx, job.PlanID)
+	if err != nil {
+		e.finish(ctx, job, store.JobFailed, err.Error())
+		return
+	}
+	batch := min(batchSize, max(1, job.RatePerSecond))
+	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
+	runner, err := e.runnerFor(plan.Source)
+	if err != nil {
+		e.finish(ctx, job, store.JobFailed, err.Error())
+		return
+	}
+	next := job.NextSeq
+	for {
+		held, cancel, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, next)
+		switch {
+		case err != nil:
+			log.Warn("replay: lease renewal failed; leaving the job to be resumed", "err", err)
+			return
+		case !held:
+			log.Warn("replay: lease lost to another replica")
+			return
+		case cancel:
+			e.finish(ctx, job, store.JobCancelled, "")
+			return
+		}
+		items, err := e.o.Store.PlanItems(ctx, plan.ID, next, batch)
+		if err != nil {
+			log.Warn("replay: reading plan items failed", "err", err)
+			return
+		}
+		if len(items) == 0 {
+			e.finish(ctx, job, store.JobDone, "")
+			return
+		}
+		batchItems := make([]Item, len(items))
+		publishable := 0
+		for i, r := range items {
+			batchItems[i] = fromStored(r)
+			if batchItems[i].Action == Publish || (job.Force && batchItems[i].Action.Forcible()) {
+				publishable++
+			}
+		}
+		if err := limiter.WaitN(ctx, max(1, publishable)); err != nil {
+			return // ctx ended: resume later
+		}
+		outcomes, err := runner.runBatch(ctx, job, batchItems)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("replay: batch failed; will retry", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if err := e.o.Store.SettleBatch(ctx, job.ID, outcomes); err != nil {
+			log.Warn("replay: settling failed; the batch is redone on resume", "err", err)
+			return
+		}
+		next = items[len(items)-1].Seq + 1
+	}
+}
+
+func (e *Engine) finish(ctx context.Context, job store.ReplayJob, status, errText string) {
+	ctx = context.WithoutCancel(ctx)
+	if err := e.o.Store.FinishJob(ctx, job.ID, e.o.Owner, status, errText); err != nil {
+		e.o.Logger.Warn("replay: finishing job failed", "job", job.ID, "err", err)
+		return
+	}
+	final, err := e.o.Store.Job(ctx, job.ID)
+	if err != nil {
+		return
+	}
+	e.o.Logger.Info("replay: finished", "job", job.ID, "status", status, "published", final.Published,
+		"skipped", final.Skipped, "failed", final.Failed)
+	e.audit(ctx, store.AuditEntry{Actor: final.Actor, Action: "replay.finish", Target: "replay/" + job.ID,
+		Count: ptr(int64(final.Published)), Reason: final.Reason, Outcome: outcomeOf(status),
+		Detail: map[string]any{"status": status, "published": final.Published, "skipped": final.Skipped,
+			"failed": final.Failed, "total": final.Total, "error": errText, "force": final.Force}})
+}
+
+func outcomeOf(status string) string {
+	if status == store.JobFailed {
+		return store.OutcomeFailed
+	}
+	return store.OutcomeOK
+}
+
+func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) {
+	if e.o.Audit == nil {
+		return
+	}
+	if err := e.o.Audit.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
+		e.o.Logger.Warn("replay: audit failed", "action", entry.Action, "err", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// batchRunner moves one batch of a job's items and reports each item's outcome.
+type batchRunner interface {
+	runBatch(ctx context.Context, job store.ReplayJob, items []Item) ([]store.LedgerOutcome, error)
+}
+
+func (e *Engine) runnerFor(src Source) (batchRunner, error) {
+	switch src.Kind {
+	case "kafka":
+		k, ok := e.kafka[src.Cluster]
+		if !ok {
+			return nil, fmt.Errorf("kafka cluster %q is not configured", src.Cluster)
+		}
+		return &kafkaRunner{e: e, k: k, src: src}, nil
+	case "outbox":
+		t, ok := e.outbox[src.Outbox]
+		if !ok {
+			return nil, fmt.Errorf("outbox %q is not configured", src.Outbox)
+		}
+		return &outboxRunner{e: e, t: t}, nil
+	case "rabbitmq":
+		r, ok := e.rabbit[src.Broker]
+		if !ok {
+			return nil, fmt.Errorf("rabbitmq broker %q is not configured", src.Broker)
+		}
+		return &rabbitRunner{e: e, r: r, src: src}, nil
+	}
+	return nil, fmt.Errorf("unknown source kind %q", src.Kind)
+}
+
+// gate is the common first step of every runner: it splits a batch into messages to move now and
+// settled skips. It re-checks the inbox (the plan may be old) and claims the rest in the ledger.
+func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (move []Item, resumed map[int]bool, settled []store.LedgerOutcome, err error) {
+	skip := func(it Item, a Action, detail string) {
+		if detail == "" {
+			detail = string(a)
+		}
+		settled = append(settled, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: "skipped", Detail: detail})
+	}
+	var candidates []Item
+	for _, it := range items {
+		switch {
+		case it.Action == Publish, job.Force && it.Action.Forcible():
+			candidates = append(candidates, it)
+		default:
+			skip(it, it.Action, "")
+		}
+	}
+	// The inbox now, not when the plan was made.
+	verdicts := e.inboxVerdicts(ctx, candidates)
+	var claims []store.LedgerClaim
+	var checked []Item
+	for _, it := range candidates {
+		if v, ok := verdicts[it.Consumer][it.MessageID]; ok && !job.Force {
+			it.Inbox = v
+			if a := decide(&it, false, e.o.Replay.MaxReplaysPerMessage); a != Publish {
+				skip(it, a, string(a)+" (at run time)")
+				continue
+			}
+		}
+		checked = append(checked, it)
+		claims = append(claims, store.LedgerClaim{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID})
+	}
+	if len(claims) == 0 {
+		return nil, nil, settled, nil
+	}
+	states, err := e.o.Store.ClaimBatch(ctx, job.ID, claims)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	resumed = map[int]bool{}
+	for _, it := range checked {
+		switch states[it.Seq] {
+		case store.Claimed:
+			move = append(move, it)
+		case store.MineInFlight:
+			// This job claimed it and died before settling: publish again (at-least-once).
+			resumed[it.Seq] = true
+			move = append(move, it)
+		case store.ReplayedByOther:
+			skip(it, SkipAlreadyReplayed, "skip_already_replayed (another job replayed it)")
+		case store.AlreadyMine:
+			// settled by an earlier run of this job
+		}
+	}
+	return move, resumed, settled, nil
+}

@@ -1,0 +1,210 @@
+// Package replay is Redrive's guarded replay: it puts dead messages back where they came from
+// without applying a business effect twice and without losing a message.
+//
+// A Plan freezes the exact message set of a selection and decides, for each message, its
+// destination, its idempotency key, what the consumer's inbox says about it, whether the ledger
+// shows it already replayed, and so the action: publish or skip with a reason. A Job runs a plan
+// at a rate, in batches, under a lease (so exactly one replica runs it and a dead replica's job is
+// picked up), and records every message's outcome in the ledger, whose unique index on the
+// message's locator makes concurrent replays of one message publish it once.
+//
+// Ordering, per message: claim in the ledger → publish → broker acknowledgement → ledger
+// "published" → (RabbitMQ) ack the dead-letter copy. A crash before the broker's ack leaves the
+// message where it was (Kafka: the DLT record is immutable; RabbitMQ: the unacked copy returns to
+// the DLQ); a crash after it and before the ledger update leaves the claim "active", and the
+// resumed job publishes again: at-least-once, with the consumer's inbox absorbing the duplicate.
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/inbox"
+)
+
+// Source selects the dead messages of a plan. Kind decides which fields apply.
+type Source struct {
+	Kind string `json:"kind"` // kafka | rabbitmq | outbox
+
+	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range.
+	Cluster    string `json:"cluster,omitempty"`
+	Topic      string `json:"topic,omitempty"`
+	Partition  *int32 `json:"partition,omitempty"`
+	FromOffset *int64 `json:"from_offset,omitempty"`
+	ToOffset   *int64 `json:"to_offset,omitempty"`
+
+	// RabbitMQ: the first Limit messages of a queue.
+	Broker string `json:"broker,omitempty"`
+	Vhost  string `json:"vhost,omitempty"`
+	Queue  string `json:"queue,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+
+	// Outbox: DEAD or FAILED event ids.
+	Outbox string  `json:"outbox,omitempty"`
+	IDs    []int64 `json:"ids,omitempty"`
+}
+
+// Filter narrows a source; zero fields do not filter.
+type Filter struct {
+	ExceptionType string    `json:"exception_type,omitempty"` // Kafka: exact class name; RabbitMQ: exception message substring
+	Reason        string    `json:"reason,omitempty"`         // RabbitMQ x-death reason: rejected, expired, maxlen, delivery_limit
+	OriginalTopic string    `json:"original_topic,omitempty"`
+	MessageIDs    []string  `json:"message_ids,omitempty"`
+	Since         time.Time `json:"since,omitzero"`
+	Until         time.Time `json:"until,omitzero"`
+}
+
+func (f Filter) matchIDs(id string) bool {
+	return len(f.MessageIDs) == 0 || slices.Contains(f.MessageIDs, id)
+}
+
+func (f Filter) matchTime(t time.Time) bool {
+	return (f.Since.IsZero() || !t.Before(f.Since)) && (f.Until.IsZero() || t.Before(f.Until))
+}
+
+// Action is what a job will do with one message.
+type Action string
+
+// Actions. Everything but Publish is a skip, with its reason in the name.
+const (
+	Publish             Action = "publish"
+	SkipProcessed       Action = "skip_processed"
+	SkipInProgress      Action = "skip_in_progress"
+	SkipAlreadyReplayed Action = "skip_already_replayed"
+	SkipReplayLimit     Action = "skip_replay_limit"
+	SkipUnresolvable    Action = "skip_unresolvable"
+	SkipNoMessageID     Action = "skip_no_message_id"
+)
+
+// Actions lists every action in the order the plan page shows them.
+var Actions = []Action{Publish, SkipProcessed, SkipInProgress, SkipAlreadyReplayed, SkipReplayLimit, SkipUnresolvable, SkipNoMessageID}
+
+// Forcible reports whether force may turn this skip into a publish: only the inbox's verdicts;
+// a replay limit, a missing destination or id, or an earlier replay are never overridden.
+func (a Action) Forcible() bool { return a == SkipProcessed || a == SkipInProgress }
+
+// Destination is where a message goes back to.
+type Destination struct {
+	Kind string `json:"kind"` // kafka | rabbitmq | outbox
+	// Kafka: the original topic; the original key keeps the partition.
+	Cluster string `json:"cluster,omitempty"`
+	Topic   string `json:"topic,omitempty"`
+	// RabbitMQ: the original exchange and routing key.
+	Broker     string `json:"broker,omitempty"`
+	Vhost      string `json:"vhost,omitempty"`
+	Exchange   string `json:"exchange,omitempty"`
+	RoutingKey string `json:"routing_key,omitempty"`
+	// Outbox: the row goes back to READY for the relay.
+	Outbox string `json:"outbox,omitempty"`
+}
+
+// String is the destination for people.
+func (d Destination) String() string {
+	switch d.Kind {
+	case "kafka":
+		return fmt.Sprintf("kafka %s → %s", d.Cluster, d.Topic)
+	case "rabbitmq":
+		ex := d.Exchange
+		if ex == "" {
+			ex = "(default exchange)"
+		}
+		return fmt.Sprintf("rabbitmq %s%s → %s, key %q", d.Broker, vhostLabel(d.Vhost), ex, d.RoutingKey)
+	case "outbox":
+		return fmt.Sprintf("outbox %s → READY", d.Outbox)
+	}
+	return "unresolved"
+}
+
+func vhostLabel(v string) string {
+	if v == "/" || v == "" {
+		return ""
+	}
+	return " vhost " + v
+}
+
+// Item is one message of a plan.
+type Item struct {
+	Seq         int           `json:"seq"`
+	Locator     string        `json:"locator"`
+	MessageID   string        `json:"message_id"`
+	Consumer    string        `json:"consumer"`
+	Destination Destination   `json:"destination"`
+	Inbox       inbox.Verdict `json:"inbox"`
+	Action      Action        `json:"action"`
+	ErrorGroup  string        `json:"error_group"`
+	ReplayCount int           `json:"replay_count"`
+	// Position locates the message for the run: the Kafka partition and offset, or the outbox id.
+	Partition *int32 `json:"-"`
+	Position  *int64 `json:"-"`
+}
+
+// Plan is a frozen selection with its verdicts.
+type Plan struct {
+	ID        string
+	CreatedAt time.Time
+	Actor     string
+	Source    Source
+	Filter    Filter
+	Total     int
+	Counts    map[Action]int
+	// ErrorGroups counts the plan's messages per error (exception type or reason) and action.
+	ErrorGroups map[string]map[Action]int
+	Warnings    []string
+	Items       []Item // the first MaxPlanItemsShown when read back
+}
+
+// MaxPlanItems bounds one plan; MaxPlanItemsShown is how many items a plan answer carries.
+const (
+	MaxPlanItems      = 200_000
+	MaxPlanItemsShown = 200
+)
+
+// decide applies the skip rules in order of precedence.
+func decide(it *Item, replayed bool, maxReplays int) Action {
+	switch {
+	case it.Destination.Kind == "":
+		return SkipUnresolvable
+	case it.MessageID == "":
+		return SkipNoMessageID
+	case it.ReplayCount >= maxReplays:
+		return SkipReplayLimit
+	case replayed:
+		return SkipAlreadyReplayed
+	case it.Inbox == inbox.Processed:
+		return SkipProcessed
+	case it.Inbox == inbox.InProgress:
+		return SkipInProgress
+	}
+	return Publish
+}
+
+// Redrive's own headers on a replayed message.
+const (
+	HeaderReplayID    = "x-redrive-replay-id"
+	HeaderReplayCount = "x-redrive-replay-count"
+	HeaderReplayedBy  = "x-redrive-replayed-by"
+	HeaderSource      = "x-redrive-source"
+)
+
+// strippedHeader reports whether a dead-letter header is dropped on replay: the exception story
+// belongs to the failed attempt, and Redrive's own headers are written anew.
+func strippedHeader(key string) bool {
+	k := strings.ToLower(key)
+	for _, p := range []string{"kafka_dlt-exception", "kafka_exception-", "x-exception-", "x-redrive-"} {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func invalid(field, problem string) error { return ops.Invalid(field, problem) }
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}

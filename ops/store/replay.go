@@ -1,0 +1,408 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// ReplayPlan is a stored plan's header.
+type ReplayPlan struct {
+	ID        string
+	CreatedAt time.Time
+	Actor     string
+	Source    json.RawMessage
+	Filter    json.RawMessage
+	Total     int
+	Actions   map[string]int
+	Warnings  []string
+}
+
+// ReplayPlanItem is one frozen message of a plan.
+type ReplayPlanItem struct {
+	Seq         int
+	Locator     string
+	MessageID   string
+	Consumer    string
+	Destination json.RawMessage
+	Inbox       string
+	Action      string
+	ErrorGroup  string
+	ReplayCount int
+	Position    *int64
+	Partition   *int32
+}
+
+// SavePlan stores a plan and all its items (COPY), in one transaction.
+func (s *Store) SavePlan(ctx context.Context, p ReplayPlan, items []ReplayPlanItem) error {
+	actions, _ := json.Marshal(p.Actions)
+	warnings, _ := json.Marshal(p.Warnings)
+	if p.Warnings == nil {
+		warnings = []byte("[]")
+	}
+	filter := p.Filter
+	if filter == nil {
+		filter = json.RawMessage("{}")
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.ID, p.Actor, p.Source, filter, p.Total, actions, warnings); err != nil {
+			return fmt.Errorf("save plan: %w", err)
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
+			[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition"},
+			pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
+				it := items[i]
+				return []any{p.ID, it.Seq, it.Locator, it.MessageID, it.Consumer, it.Destination, it.Inbox, it.Action,
+					it.ErrorGroup, it.ReplayCount, it.Position, it.Partition}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("save plan items: %w", err)
+		}
+		return nil
+	})
+}
+
+// Plan reads a plan's header. Unknown id → ops.ErrNotFound.
+func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
+	var p ReplayPlan
+	var actions, warnings []byte
+	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings
+		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings)
+	if isNoRows(err) {
+		return p, fmt.Errorf("replay plan %q: %w", id, ops.ErrNotFound)
+	}
+	if err != nil {
+		return p, fmt.Errorf("replay plan %q: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	_ = json.Unmarshal(actions, &p.Actions)
+	_ = json.Unmarshal(warnings, &p.Warnings)
+	return p, nil
+}
+
+// PlanItems reads up to limit items with seq ≥ from, in seq order.
+func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) ([]ReplayPlanItem, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination, inbox, action, error_group,
+			replay_count, position, partition
+		FROM replay_plan_item WHERE plan_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, planID, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplayPlanItem, error) {
+		var it ReplayPlanItem
+		err := r.Scan(&it.Seq, &it.Locator, &it.MessageID, &it.Consumer, &it.Destination, &it.Inbox, &it.Action,
+			&it.ErrorGroup, &it.ReplayCount, &it.Position, &it.Partition)
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan items: %w", err)
+	}
+	return items, nil
+}
+
+// ReplayedLocators returns which of the locators the ledger shows published or in flight.
+func (s *Store) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT locator FROM replay_ledger
+		WHERE locator = ANY($1) AND outcome IN ('active', 'published')`, locators)
+	if err != nil {
+		return nil, fmt.Errorf("ledger lookup: %w: %w", ops.ErrUnavailable, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("ledger lookup: %w", err)
+	}
+	out := make(map[string]bool, len(found))
+	for _, l := range found {
+		out[l] = true
+	}
+	return out, nil
+}
+
+// ReplayJob is one run of a plan.
+type ReplayJob struct {
+	ID              string
+	PlanID          string
+	Status          string // pending | running | done | cancelled | failed
+	Actor           string
+	Reason          string
+	Force           bool
+	RatePerSecond   int
+	Total           int
+	NextSeq         int
+	CancelRequested bool
+	LeaseOwner      string
+	Error           string
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	// Counts from the ledger.
+	Published, Skipped, Failed int
+}
+
+// Job statuses.
+const (
+	JobPending   = "pending"
+	JobRunning   = "running"
+	JobDone      = "done"
+	JobCancelled = "cancelled"
+	JobFailed    = "failed"
+)
+
+const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
+	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at,
+	coalesce(c.published, 0), coalesce(c.skipped, 0), coalesce(c.failed, 0)`
+
+const jobCounts = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE outcome = 'published') AS published,
+		count(*) FILTER (WHERE outcome = 'skipped') AS skipped, count(*) FILTER (WHERE outcome = 'failed') AS failed
+	FROM replay_ledger l WHERE l.job_id = j.id) c ON true`
+
+func scanJob(r pgx.CollectableRow) (ReplayJob, error) {
+	var j ReplayJob
+	err := r.Scan(&j.ID, &j.PlanID, &j.Status, &j.Actor, &j.Reason, &j.Force, &j.RatePerSecond, &j.Total, &j.NextSeq,
+		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.Published, &j.Skipped, &j.Failed)
+	return j, err
+}
+
+// CreateJob stores a pending job.
+func (s *Store) CreateJob(ctx context.Context, j ReplayJob) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total)
+		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total)
+	if err != nil {
+		return fmt.Errorf("create job: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Job reads a job with its ledger counts. Unknown id → ops.ErrNotFound.
+func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j `+jobCounts+` WHERE j.id = $1`, id)
+	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
+	if isNoRows(err) {
+		return j, fmt.Errorf("replay job %q: %w", id, ops.ErrNotFound)
+	}
+	if err != nil {
+		return j, fmt.Errorf("replay job %q: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	return j, nil
+}
+
+// Jobs lists recent jobs, newest first.
+func (s *Store) Jobs(ctx context.Context, limit int) ([]ReplayJob, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j `+jobCounts+` ORDER BY j.created_at DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("replay jobs: %w: %w", ops.ErrUnavailable, err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("replay jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// ClaimJob leases the oldest pending job, or a running one whose runner's lease expired (its
+// replica died), to owner. FOR UPDATE SKIP LOCKED makes two replicas claim different jobs.
+// Returns ops.ErrNotFound when there is nothing to run.
+func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (ReplayJob, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET status = 'running', lease_owner = $1,
+			lease_until = now() + $2::interval, started_at = coalesce(started_at, now())
+		WHERE id = (SELECT id FROM replay_job
+			WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
+			ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+		RETURNING id`, owner, lease.String()).Scan(&id)
+	if isNoRows(err) {
+		return ReplayJob{}, ops.ErrNotFound
+	}
+	if err != nil {
+		return ReplayJob{}, fmt.Errorf("claim job: %w: %w", ops.ErrUnavailable, err)
+	}
+	return s.Job(ctx, id)
+}
+
+// RenewLease extends owner's lease and records progress. It reports false when the lease was lost
+// (another replica took the job over), and whether cancellation was requested.
+func (s *Store) RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, next_seq = greatest(next_seq, $4)
+		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
+		jobID, owner, lease.String(), nextSeq).Scan(&cancel)
+	if isNoRows(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("renew lease: %w: %w", ops.ErrUnavailable, err)
+	}
+	return true, cancel, nil
+}
+
+// FinishJob ends owner's run with a final status.
+func (s *Store) FinishJob(ctx context.Context, jobID, owner, status, errText string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
+	if err != nil {
+		return fmt.Errorf("finish job: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// RequestCancel asks a job to stop; a pending job is cancelled at once. Returns the job's status.
+func (s *Store) RequestCancel(ctx context.Context, jobID string) (string, error) {
+	var status string
+	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET cancel_requested = true,
+			status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+			finished_at = CASE WHEN status = 'pending' THEN now() ELSE finished_at END
+		WHERE id = $1 RETURNING status`, jobID).Scan(&status)
+	if isNoRows(err) {
+		return "", fmt.Errorf("replay job %q: %w", jobID, ops.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cancel job: %w: %w", ops.ErrUnavailable, err)
+	}
+	return status, nil
+}
+
+// LedgerClaim asks to move one message.
+type LedgerClaim struct {
+	Seq       int
+	Locator   string
+	MessageID string
+}
+
+// LedgerState is what the ledger says about one claim.
+type LedgerState int
+
+// Claim results.
+const (
+	Claimed         LedgerState = iota // this job may publish it now
+	AlreadyMine                        // this job settled it before (a resumed run): leave it
+	MineInFlight                       // this job claimed it and died before settling: outcome unknown
+	ReplayedByOther                    // another job published it or is publishing it
+)
+
+// ClaimBatch claims messages for jobID in one round trip per step. The partial unique index on
+// locator guarantees that, however many jobs race, one claim per message succeeds.
+func (s *Store) ClaimBatch(ctx context.Context, jobID string, claims []LedgerClaim) (map[int]LedgerState, error) {
+	out := make(map[int]LedgerState, len(claims))
+	seqs := make([]int32, len(claims))
+	for i, c := range claims {
+		seqs[i] = int32(c.Seq)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+	}
+	var seq int
+	var outcome string
+	if _, err := pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error {
+		if outcome == "active" {
+			out[seq] = MineInFlight
+		} else {
+			out[seq] = AlreadyMine
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("ledger claim: %w", err)
+	}
+	var newSeqs []int32
+	var locators, ids []string
+	for _, c := range claims {
+		if _, seen := out[c.Seq]; !seen {
+			newSeqs = append(newSeqs, int32(c.Seq))
+			locators = append(locators, c.Locator)
+			ids = append(ids, c.MessageID)
+		}
+	}
+	if len(newSeqs) == 0 {
+		return out, nil
+	}
+	rows, err = s.pool.Query(ctx, `INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome)
+		SELECT $1, s, l, m, 'active' FROM unnest($2::int[], $3::text[], $4::text[]) AS u(s, l, m)
+		ON CONFLICT (locator) WHERE outcome IN ('active', 'published') DO NOTHING
+		RETURNING seq`, jobID, newSeqs, locators, ids)
+	if err != nil {
+		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+	}
+	won, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("ledger claim: %w", err)
+	}
+	for _, s := range won {
+		out[s] = Claimed
+	}
+	for _, s := range newSeqs {
+		if _, ok := out[int(s)]; !ok {
+			out[int(s)] = ReplayedByOther
+		}
+	}
+	return out, nil
+}
+
+// LedgerOutcome settles one message of a job.
+type LedgerOutcome struct {
+	Seq       int
+	Locator   string
+	MessageID string
+	Outcome   string // published | skipped | failed
+	Detail    string
+}
+
+// SettleBatch records outcomes: claimed rows are updated, unclaimed ones (skips) inserted.
+func (s *Store) SettleBatch(ctx context.Context, jobID string, outcomes []LedgerOutcome) error {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	seqs := make([]int32, len(outcomes))
+	var locators, ids, results, details []string
+	for i, o := range outcomes {
+		seqs[i] = int32(o.Seq)
+		locators = append(locators, o.Locator)
+		ids = append(ids, o.MessageID)
+		results = append(results, o.Outcome)
+		details = append(details, o.Detail)
+	}
+	_, err := s.pool.Exec(ctx, `WITH u AS (
+			SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, l, m, o, d)),
+		upd AS (
+			UPDATE replay_ledger r SET outcome = u.o, detail = u.d, at = now()
+			FROM u WHERE r.job_id = $1 AND r.seq = u.s RETURNING r.seq)
+		INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail)
+		SELECT $1, u.s, u.l, u.m, u.o, u.d FROM u WHERE u.s NOT IN (SELECT seq FROM upd)
+		ON CONFLICT DO NOTHING`, jobID, seqs, locators, ids, results, details)
+	if err != nil {
+		return fmt.Errorf("ledger settle: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// LedgerEntry is one ledger row, for the job page.
+type LedgerEntry struct {
+	Seq       int
+	Locator   string
+	MessageID string
+	Outcome   string
+	Detail    string
+	At        time.Time
+}
+
+// Ledger lists a job's rows (failed and skipped first when problemsFirst), up to limit.
+func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]LedgerEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, outcome, detail, at FROM replay_ledger
+		WHERE job_id = $1 ORDER BY CASE outcome WHEN 'failed' THEN 0 WHEN 'active' THEN 1 WHEN 'skipped' THEN 2 ELSE 3 END, seq
+		LIMIT $2`, jobID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
+	}
+	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LedgerEntry, error) {
+		var e LedgerEntry
+		err := r.Scan(&e.Seq, &e.Locator, &e.MessageID, &e.Outcome, &e.Detail, &e.At)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return entries, nil
+}
