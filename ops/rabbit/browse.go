@@ -106,14 +106,26 @@ type BrowseResult struct {
 // unknown vhost or queue → ops.ErrNotFound; an exclusive queue of another connection →
 // ops.ErrConflict; broker unreachable → ops.ErrUnavailable.
 func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
+	return b.browse(ctx, vhost, queue, limit, MaxBrowse)
+}
+
+// MaxPeek bounds Peek, which a replay plan uses to freeze a larger selection than a page.
+const MaxPeek = 100_000
+
+// Peek is Browse with a limit up to MaxPeek, for freezing a replay plan's message set.
+func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
+	return b.browse(ctx, vhost, queue, limit, MaxPeek)
+}
+
+func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int) (BrowseResult, error) {
 	op := fmt.Sprintf("browse %s/%s", vhost, queue)
 	switch {
 	case vhost == "":
 		return BrowseResult{}, ops.Invalid("vhost", "required")
 	case queue == "":
 		return BrowseResult{}, ops.Invalid("queue", "required")
-	case limit < 1 || limit > MaxBrowse:
-		return BrowseResult{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", MaxBrowse))
+	case limit < 1 || limit > maxLimit:
+		return BrowseResult{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", maxLimit))
 	case !b.watched(vhost):
 		return BrowseResult{}, b.fail(op, fmt.Errorf("vhost %q is not watched: %w", vhost, ops.ErrNotFound))
 	}

@@ -64,7 +64,9 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 }
 
 // Job reads one job with its progress.
-func (e *Engine) Job(ctx context.Context, id string) (store.ReplayJob, error) { return e.o.Store.Job(ctx, id) }
+func (e *Engine) Job(ctx context.Context, id string) (store.ReplayJob, error) {
+	return e.o.Store.Job(ctx, id)
+}
 
 // Jobs lists recent jobs.
 func (e *Engine) Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error) {
@@ -134,6 +136,10 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 	runner, err := e.runnerFor(plan.Source)
 	if err != nil {
 		e.finish(ctx, job, store.JobFailed, err.Error())
+		return
+	}
+	if whole, ok := runner.(wholeRunner); ok {
+		e.runWhole(ctx, job, whole)
 		return
 	}
 	next := job.NextSeq
@@ -227,6 +233,40 @@ func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) {
 
 func ptr[T any](v T) *T { return &v }
 
+// wholeRunner moves a whole job in one pass (a RabbitMQ queue is read from its head, not by
+// position); renew renews the lease and reports whether to stop.
+type wholeRunner interface {
+	runAll(ctx context.Context, job store.ReplayJob, renew func() (stop bool)) error
+}
+
+func (e *Engine) runWhole(ctx context.Context, job store.ReplayJob, w wholeRunner) {
+	var cancelled, lost bool
+	renew := func() bool {
+		held, cancel, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, 0)
+		lost = err != nil || !held
+		cancelled = cancel
+		return lost || cancelled
+	}
+	if renew() {
+		if cancelled && !lost {
+			e.finish(ctx, job, store.JobCancelled, "")
+		}
+		return
+	}
+	err := w.runAll(ctx, job, renew)
+	switch {
+	case cancelled && !lost:
+		e.finish(ctx, job, store.JobCancelled, "")
+	case lost, ctx.Err() != nil:
+		// another replica (or this one, restarted) resumes it when the lease expires
+	case err != nil:
+		e.o.Logger.Warn("replay: job failed; it can be planned and run again", "job", job.ID, "err", err)
+		e.finish(ctx, job, store.JobFailed, err.Error())
+	default:
+		e.finish(ctx, job, store.JobDone, "")
+	}
+}
+
 // batchRunner moves one batch of a job's items and reports each item's outcome.
 type batchRunner interface {
 	runBatch(ctx context.Context, job store.ReplayJob, items []Item) ([]store.LedgerOutcome, error)
@@ -258,7 +298,20 @@ func (e *Engine) runnerFor(src Source) (batchRunner, error) {
 
 // gate is the common first step of every runner: it splits a batch into messages to move now and
 // settled skips. It re-checks the inbox (the plan may be old) and claims the rest in the ledger.
-func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (move []Item, resumed map[int]bool, settled []store.LedgerOutcome, err error) {
+func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g gated, err error) {
+	move, resumed, settled, mine, err := e.gateItems(ctx, job, items)
+	return gated{move: move, resumed: resumed, settled: settled, mine: mine}, err
+}
+
+// gated is gate's answer.
+type gated struct {
+	move    []Item                // claimed now (or resumed): move them
+	resumed map[int]bool          // seqs this job claimed before and never settled
+	settled []store.LedgerOutcome // skips to record
+	mine    []Item                // settled by an earlier run of this job
+}
+
+func (e *Engine) gateItems(ctx context.Context, job store.ReplayJob, items []Item) (move []Item, resumed map[int]bool, settled []store.LedgerOutcome, mine []Item, err error) {
 	skip := func(it Item, a Action, detail string) {
 		if detail == "" {
 			detail = string(a)
@@ -291,11 +344,11 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (m
 		claims = append(claims, store.LedgerClaim{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID})
 	}
 	if len(claims) == 0 {
-		return nil, nil, settled, nil
+		return nil, nil, settled, nil, nil
 	}
 	states, err := e.o.Store.ClaimBatch(ctx, job.ID, claims)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	resumed = map[int]bool{}
 	for _, it := range checked {
@@ -309,8 +362,11 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (m
 		case store.ReplayedByOther:
 			skip(it, SkipAlreadyReplayed, "skip_already_replayed (another job replayed it)")
 		case store.AlreadyMine:
-			// settled by an earlier run of this job
+			mine = append(mine, it) // settled by an earlier run of this job
 		}
 	}
-	return move, resumed, settled, nil
+	return move, resumed, settled, mine, nil
 }
+
+// errStopped ends a run that was cancelled or lost its lease.
+var errStopped = errors.New("replay: job stopped")

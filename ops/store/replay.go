@@ -406,3 +406,23 @@ func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]LedgerEn
 	}
 	return entries, nil
 }
+
+// LedgerOutcomes returns the recorded outcome of some of a job's items.
+func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (map[int]string, error) {
+	s32 := make([]int32, len(seqs))
+	for i, v := range seqs {
+		s32[i] = int32(v)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, s32)
+	if err != nil {
+		return nil, fmt.Errorf("ledger outcomes: %w: %w", ops.ErrUnavailable, err)
+	}
+	out := map[int]string{}
+	var seq int
+	var outcome string
+	_, err = pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error { out[seq] = outcome; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("ledger outcomes: %w", err)
+	}
+	return out, nil
+}

@@ -21,6 +21,14 @@ type Meta struct {
 	ReadOnly bool
 	// Version is the console's build version shown in the top bar; "" hides it.
 	Version string
+	// User is the signed-in user shown in the top bar with a sign-out button; "" shows neither
+	// (auth.mode none).
+	User string
+	// Role is the signed-in user's role (viewer, operator, admin), shown beside User.
+	Role string
+	// CanOperate is true when the user may act (operator or admin) and the console is not
+	// read-only: pages show their action buttons only then.
+	CanOperate bool
 	// Breadcrumbs are rendered above the page content; the last crumb, or any
 	// with an empty Href, is plain text. Nil renders no breadcrumb bar.
 	Breadcrumbs []Crumb

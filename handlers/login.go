@@ -1,0 +1,159 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops/store"
+	loginpages "github.com/redrive/redrive/views/pages/login"
+)
+
+// ErrBadCredentials is SignIn's answer to an unknown user or a wrong password: the two are not
+// told apart.
+var ErrBadCredentials = errors.New("wrong user name or password")
+
+// ThrottledError is SignIn's answer when too many sign-ins failed for the user or the address.
+type ThrottledError struct {
+	RetryAfter time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("too many failed sign-ins for this user or from this address: try again in %d s",
+		int(math.Ceil(e.RetryAfter.Seconds())))
+}
+
+// Sessions signs people in and out; web's authenticator implements it.
+type Sessions interface {
+	// FormLogin reports whether people sign in with the login form (auth.mode basic).
+	FormLogin() bool
+	// SignedIn reports whether the request already carries a valid identity.
+	SignedIn(c echo.Context) bool
+	// SignIn checks a user name and password and starts a session (it sets the cookie).
+	// Errors: ErrBadCredentials, *ThrottledError, ops.ErrUnavailable when sessions cannot be stored.
+	SignIn(c echo.Context, user, password string) error
+	// SignOut ends the request's session, if any, clears the cookie and returns where to send the
+	// browser next (the login page, or the proxy's sign-out URL).
+	SignOut(c echo.Context) (string, error)
+}
+
+// Login serves the sign-in page and sign-out.
+type Login struct {
+	sessions Sessions
+	audit    Auditor
+	meta     MetaFunc
+}
+
+// NewLogin wires the session service and the audit log.
+func NewLogin(sessions Sessions, audit Auditor, meta MetaFunc) *Login {
+	return &Login{sessions: sessions, audit: audit, meta: meta}
+}
+
+// maxUserName caps a typed user name (and what the audit log records of it).
+const maxUserName = 128
+
+// Page: GET /login — the form in basic mode; elsewhere (and when already signed in) a redirect.
+func (h *Login) Page(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if !h.sessions.FormLogin() || h.sessions.SignedIn(c) {
+		return c.Redirect(http.StatusSeeOther, orHome(next))
+	}
+	return h.form(c, http.StatusOK, "", next, "")
+}
+
+func (h *Login) form(c echo.Context, status int, user, next, msg string) error {
+	return render(c, status, loginpages.Form(loginpages.Page{Meta: h.meta(c, "Sign in", ""), User: user, Next: next, Error: msg}))
+}
+
+// Submit: POST /login (form: username, password, next). Failures answer the form again with 401,
+// or 429 and Retry-After when throttled; both are audited as denied, except throttled ones, whose
+// flood would only fill the log.
+func (h *Login) Submit(c echo.Context) error {
+	if !h.sessions.FormLogin() {
+		return echo.NewHTTPError(http.StatusNotFound, "there is no login form: auth.mode is not basic")
+	}
+	user := strings.TrimSpace(c.FormValue("username"))
+	password := c.FormValue("password")
+	next := safeNext(c.FormValue("next"))
+	if len(user) > maxUserName {
+		user = user[:maxUserName]
+	}
+	if user == "" || password == "" {
+		return h.form(c, http.StatusBadRequest, user, next, "Enter your user name and password.")
+	}
+	err := h.sessions.SignIn(c, user, password)
+	var throttled *ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds()))))
+		return h.form(c, http.StatusTooManyRequests, user, next,
+			"Too many failed sign-in attempts for this user or from this address. Try again in "+
+				strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds())))+" seconds.")
+	case errors.Is(err, ErrBadCredentials):
+		h.record(c, user, "", store.OutcomeDenied, "wrong user name or password")
+		return h.form(c, http.StatusUnauthorized, user, next, "Wrong user name or password.")
+	case err != nil:
+		return err
+	}
+	h.record(c, user, ActorOf(c).Role, store.OutcomeOK, "")
+	return c.Redirect(http.StatusSeeOther, orHome(next))
+}
+
+// Logout: POST /logout.
+func (h *Login) Logout(c echo.Context) error {
+	actor := ActorOf(c)
+	to, err := h.sessions.SignOut(c)
+	if err != nil {
+		return err
+	}
+	if actor.Name != "anonymous" && actor.Name != "" {
+		h.recordAs(c, actor, "auth.logout", store.OutcomeOK, "")
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+func (h *Login) record(c echo.Context, user, role, outcome, reason string) {
+	h.recordAs(c, Actor{Name: user, Role: role}, "auth.login", outcome, reason)
+}
+
+// recordAs writes a sign-in or sign-out to the audit log. A failure to write it does not change
+// the answer (the session is already created or ended); it is logged by the caller's access log.
+func (h *Login) recordAs(c echo.Context, a Actor, action, outcome, reason string) {
+	ip, ua := clientInfo(c)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	err := h.audit.RecordAudit(ctx, store.AuditEntry{Actor: a.Name, Role: a.Role, SourceIP: ip, UserAgent: ua,
+		Action: action, Target: "session", Outcome: outcome, Reason: reason})
+	if err != nil {
+		c.Logger().Errorf("audit %s: %v", action, err)
+	}
+}
+
+// safeNext keeps a post-login destination only when it is a path on this console: no scheme, no
+// host, no "//" or "/\" that a browser would read as another host.
+func safeNext(next string) string {
+	if next == "" || len(next) > 2048 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.HasPrefix(next, `/\`) || strings.ContainsAny(next, "\r\n\t") {
+		return ""
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == "/login" {
+		return ""
+	}
+	return next
+}
+
+func orHome(next string) string {
+	if next == "" {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,198 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var testPaths = []string{"$.card.number", "$.email", "$.items[*].iban", "$.matrix[1]", "$.*.secret", "$['odd.key']"}
+
+func testRedactor(t testing.TB) *Redactor {
+	t.Helper()
+	r, err := NewRedactor([]string{"Authorization", " x-card-number "}, testPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRedactHeader(t *testing.T) {
+	r := testRedactor(t)
+	for name, want := range map[string]bool{"authorization": true, "AUTHORIZATION": true, "X-Card-Number": true,
+		"x-card": false, "": false, "content-type": false} {
+		if got := r.Header(name); got != want {
+			t.Errorf("Header(%q) = %v, want %v", name, got, want)
+		}
+	}
+	var none *Redactor
+	if none.Header("authorization") {
+		t.Error("a nil Redactor masks nothing")
+	}
+}
+
+func TestRedactJSON(t *testing.T) {
+	r := testRedactor(t)
+	const m = `"` + Redacted + `"`
+	cases := []struct {
+		name, in, want string // want "" means unchanged
+	}{
+		{"Nested", `{"id":7,"card":{"number":"4111 1111 1111 1111","exp":"12/29"},"email":"a@b.c"}`,
+			`{"id":7,"card":{"number":` + m + `,"exp":"12/29"},"email":` + m + `}`},
+		{"WholeSubtree", `{"email":{"home":"a@b","work":["c@d"]}}`, `{"email":` + m + `}`},
+		{"ArrayWildcard", `{"items":[{"iban":"DE44","qty":1},{"qty":2},{"iban":null}]}`,
+			`{"items":[{"iban":` + m + `,"qty":1},{"qty":2},{"iban":` + m + `}]}`},
+		{"ArrayIndex", `{"matrix":[0,[1,2],3]}`, `{"matrix":[0,` + m + `,3]}`},
+		{"AnyKey", `{"a":{"secret":1},"b":{"secret":{"x":2},"public":3},"secret":4}`,
+			`{"a":{"secret":` + m + `},"b":{"secret":` + m + `,"public":3},"secret":4}`},
+		{"QuotedKey", `{"odd.key":"x","odd":{"key":"y"}}`, `{"odd.key":` + m + `,"odd":{"key":"y"}}`},
+		{"DuplicateKeys", `{"email":"first","email":"second"}`, `{"email":` + m + `,"email":` + m + `}`},
+		{"KeepsOrderNumbersAndText", `{"z":1.50e3,"email":"x","a":"<b>&amp;</b> ü","n":12345678901234567890}`,
+			`{"z":1.50e3,"email":` + m + `,"a":"<b>&amp;</b> ü","n":12345678901234567890}`},
+		{"NoMatch", `{"card":"no number here","items":[1,2]}`, ""},
+		{"WrongShape", `{"card":[{"number":1}],"items":{"iban":"x"}}`, ""},
+		{"TopLevelArray", `[{"email":"x"}]`, ""},
+		{"Scalar", `"email"`, ""},
+		{"NotJSON", `email=a@b.c`, ""},
+		{"Truncated", `{"email":"a@b.c","card":{"number":"41`, ""},
+		{"TwoDocuments", `{"email":"x"} {"email":"y"}`, ""},
+		{"Empty", ``, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := r.JSON([]byte(tc.in))
+			want := tc.want
+			if want == "" {
+				want = tc.in
+			}
+			if string(got) != want || changed != (tc.want != "") {
+				t.Fatalf("JSON(%s)\n got %s (changed %v)\nwant %s", tc.in, got, changed, want)
+			}
+		})
+	}
+}
+
+func TestRedactForActor(t *testing.T) {
+	r := testRedactor(t)
+	body := []byte(`{"email":"a@b.c"}`)
+	if out, _ := r.ForActor(Actor{Name: "ops", Role: "operator"}).JSON(body); bytes.Contains(out, []byte("a@b.c")) {
+		t.Error("an operator sees the email")
+	}
+	if out, changed := r.ForActor(Actor{Name: "root", Role: "admin"}).JSON(body); changed || !bytes.Equal(out, body) {
+		t.Error("an admin must see the payload as it is")
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	good := map[string][]pathSeg{
+		"$.a":           {{kind: segKey, key: "a"}},
+		"$.a.b":         {{kind: segKey, key: "a"}, {kind: segKey, key: "b"}},
+		"$.a[*].b":      {{kind: segKey, key: "a"}, {kind: segAnyIndex}, {kind: segKey, key: "b"}},
+		"$[2]":          {{kind: segIndex, index: 2}},
+		"$.*":           {{kind: segAnyKey}},
+		`$['a.b']["c"]`: {{kind: segKey, key: "a.b"}, {kind: segKey, key: "c"}},
+	}
+	for p, want := range good {
+		got, err := parsePath(p)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("parsePath(%q) = %+v, %v; want %+v", p, got, err, want)
+		}
+	}
+	for _, p := range []string{"", "$", "a.b", "$.", "$..a", "$[", "$[x]", "$[-1]", "$[+1]", "$['a", "$a"} {
+		if _, err := parsePath(p); err == nil {
+			t.Errorf("parsePath(%q) accepted", p)
+		} else if !strings.Contains(err.Error(), strconv.Quote(p)) {
+			t.Errorf("error %q does not name the path", err)
+		}
+	}
+	if _, err := NewRedactor(nil, []string{"$.ok", "nope"}); err == nil {
+		t.Error("NewRedactor accepted a bad path")
+	}
+}
+
+// FuzzRedactJSON checks, for any input, that JSON never fails open: the output of a JSON document
+// is the same document with exactly the configured paths masked, and anything else comes back
+// untouched.
+func FuzzRedactJSON(f *testing.F) {
+	for _, s := range []string{`{"card":{"number":"4111"},"email":"x"}`, `{"items":[{"iban":1},{"iban":[2]}]}`,
+		`{"matrix":[[1],[2],[3]]}`, `{"a":{"secret":"s"},"odd.key":1}`, `{"email":"a","email":"b"}`, `[1,"x",null]`,
+		`{"email":"\ud800\u00e9\"<>"}`, `{"card":{"number":{"deep":[1,{"x":2}]}}}`, `nope`, `{"email":`, `1e400`} {
+		f.Add([]byte(s))
+	}
+	r := testRedactor(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, changed := r.JSON(in)
+		if !changed {
+			if !bytes.Equal(out, in) {
+				t.Fatalf("unchanged but different: %q → %q", in, out)
+			}
+		}
+		if !json.Valid(in) {
+			if changed {
+				t.Fatalf("changed invalid JSON %q", in)
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid output %q from %q", out, in)
+		}
+		want := reference(r, decodeAny(t, in))
+		got := decodeAny(t, out)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("redacting %q\n got %#v\nwant %#v", in, got, want)
+		}
+		if again, _ := r.JSON(out); !bytes.Equal(again, out) && changed {
+			t.Fatalf("not idempotent: %q → %q", out, again)
+		}
+	})
+}
+
+func decodeAny(t *testing.T, b []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %q: %v", b, err)
+	}
+	return v
+}
+
+// reference masks a decoded document the obvious way, for comparison.
+func reference(r *Redactor, v any) any {
+	var walk func(v any, ms []match) any
+	walk = func(v any, ms []match) any {
+		for _, m := range ms {
+			if m.pos == len(r.paths[m.path]) {
+				return Redacted
+			}
+		}
+		step := func(ok func(pathSeg) bool) []match {
+			var next []match
+			for _, m := range ms {
+				if s := r.paths[m.path][m.pos]; ok(s) {
+					next = append(next, match{m.path, m.pos + 1})
+				}
+			}
+			return next
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			for k, c := range t {
+				t[k] = walk(c, step(func(s pathSeg) bool { return s.kind == segAnyKey || (s.kind == segKey && s.key == k) }))
+			}
+		case []any:
+			for i, c := range t {
+				t[i] = walk(c, step(func(s pathSeg) bool { return s.kind == segAnyIndex || (s.kind == segIndex && s.index == i) }))
+			}
+		}
+		return v
+	}
+	var start []match
+	for i := range r.paths {
+		start = append(start, match{path: i})
+	}
+	return walk(v, start)
+}

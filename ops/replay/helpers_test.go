@@ -1,0 +1,229 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// world is a store, a kfake cluster with a Spring-style DLT, and an inventory inbox.
+type world struct {
+	store    *store.Store
+	cluster  *kafka.Cluster
+	client   *kgo.Client
+	adm      *kadm.Client
+	inboxDSN string
+	inbox    *inbox.Inbox
+	cfg      *configs.Config
+	audit    *auditLog
+}
+
+type auditLog struct {
+	mu      sync.Mutex
+	entries []store.AuditEntry
+	st      *store.Store
+}
+
+func (a *auditLog) RecordAudit(ctx context.Context, e store.AuditEntry) error {
+	a.mu.Lock()
+	a.entries = append(a.entries, e)
+	a.mu.Unlock()
+	return a.st.RecordAudit(ctx, e)
+}
+
+func (a *auditLog) actions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, e := range a.entries {
+		out = append(out, e.Action)
+	}
+	return out
+}
+
+func newWorld(tb testing.TB) *world {
+	tb.Helper()
+	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(broker.Close)
+	storeDSN, inboxDSN := pgtest.NewDatabase(tb), pgtest.NewDatabase(tb)
+	pgtest.Exec(tb, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
+		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
+	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+kafka: [{name: main, brokers: [%q]}]
+consumers:
+  - name: inventory-service
+    inbox: {dsn: %q}
+    kafka: {cluster: main, group: inventory-service, topics: [orders]}
+`, storeDSN, broker.ListenAddrs()[0], inboxDSN)), func(string) string { return "" })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := store.Open(ctxT(tb), storeDSN)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(st.Close)
+	cl, err := kafka.New(cfg.Kafka[0], cfg.MessageID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(cl.Close)
+	in, err := inbox.Open(ctxT(tb), "inventory-service", *cfg.Consumers[0].Inbox)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(in.Close)
+	client, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(client.Close)
+	return &world{store: st, cluster: cl, client: client, adm: kadm.NewClient(client), inboxDSN: inboxDSN, inbox: in,
+		cfg: cfg, audit: &auditLog{st: st}}
+}
+
+func (w *world) engine(tb testing.TB, owner string) *replay.Engine {
+	tb.Helper()
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster},
+		Inboxes: []replay.Inbox{w.inbox}, Consumers: w.cfg.Consumers, Replay: w.cfg.Replay, Audit: w.audit,
+		Owner: owner, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+// deadLetter writes a Spring-Kafka-style DLT record of a message that failed on orders[0].
+func (w *world) deadLetter(tb testing.TB, partition int32, id, key, exception string) {
+	tb.Helper()
+	part := make([]byte, 4)
+	binary.BigEndian.PutUint32(part, 0)
+	off := make([]byte, 8)
+	binary.BigEndian.PutUint64(off, 42)
+	r := &kgo.Record{Topic: "orders.DLT", Partition: partition, Key: []byte(key),
+		Value: []byte(fmt.Sprintf(`{"messageId":%q,"orderId":"o-1"}`, id)),
+		Headers: []kgo.RecordHeader{
+			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+			{Key: "kafka_dlt-original-partition", Value: part},
+			{Key: "kafka_dlt-original-offset", Value: off},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("inventory-service")},
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte(exception)},
+			{Key: "kafka_dlt-exception-message", Value: []byte("boom")},
+			{Key: "messageId", Value: []byte(id)},
+			{Key: "traceId", Value: []byte("t-" + id)},
+		}}
+	if err := w.client.ProduceSync(ctxT(tb), r).FirstErr(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (w *world) processed(tb testing.TB, ids ...string) {
+	for _, id := range ids {
+		pgtest.Exec(tb, w.inboxDSN, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now())`, id)
+	}
+}
+
+// originals reads everything on the original topic.
+func (w *world) originals(tb testing.TB) []*kgo.Record {
+	tb.Helper()
+	ends, err := w.adm.ListEndOffsets(ctxT(tb), "orders")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.client.OptValue(kgo.SeedBrokers).([]string)...),
+		kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for int64(len(out)) < total {
+		fs := cl.PollFetches(ctxT(tb))
+		if err := fs.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func header(r *kgo.Record, key string) (string, bool) {
+	v, ok := "", false
+	for _, h := range r.Headers {
+		if h.Key == key {
+			v, ok = string(h.Value), true
+		}
+	}
+	return v, ok
+}
+
+// waitJob waits for a job to reach a final status.
+func waitJob(tb testing.TB, e *replay.Engine, id string) store.ReplayJob {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		j, err := e.Job(ctxT(tb), id)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if j.Status != store.JobPending && j.Status != store.JobRunning {
+			return j
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("job %s still %s: %+v", id, j.Status, j)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func work(tb testing.TB, e *replay.Engine) context.CancelFunc {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Work(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return func() { cancel(); <-done }
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if strings.Contains(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func kgoRecord(topic string, partition int32, value string) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}
+}

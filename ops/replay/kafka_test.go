@@ -1,0 +1,206 @@
+package replay_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func kafkaSource(partition int32, from, to int64) replay.Source {
+	return replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Partition: &partition, FromOffset: &from, ToOffset: &to}
+}
+
+func TestKafkaReplaySkipsProcessedAndPublishesTheRestOnce(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.StockException")
+	w.deadLetter(t, 0, "m-2", "k-2", "com.acme.StockException")
+	w.deadLetter(t, 0, "m-3", "k-3", "com.acme.PriceException")
+	w.processed(t, "m-2")
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Total != 3 || plan.Counts[replay.Publish] != 2 || plan.Counts[replay.SkipProcessed] != 1 {
+		t.Fatalf("plan counts %v (total %d)", plan.Counts, plan.Total)
+	}
+	for _, it := range plan.Items {
+		if it.Destination.Topic != "orders" || it.Consumer != "inventory-service" {
+			t.Fatalf("item %+v", it)
+		}
+	}
+	if plan.ErrorGroups["com.acme.StockException"][replay.Publish] != 1 {
+		t.Errorf("error groups %v", plan.ErrorGroups)
+	}
+
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Reason: "fixed stock bug", RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if job.Status != store.JobDone || job.Published != 2 || job.Skipped != 1 || job.Failed != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	got := w.originals(t)
+	if len(got) != 2 {
+		t.Fatalf("%d records on the original topic, want 2", len(got))
+	}
+	for _, r := range got {
+		id, _ := header(r, "messageId")
+		if id == "m-2" {
+			t.Fatal("a processed message was republished")
+		}
+		if string(r.Key) != "k-"+id[2:] {
+			t.Errorf("key %q for %s: the original key must be kept", r.Key, id)
+		}
+		if n, _ := header(r, replay.HeaderReplayCount); n != "1" {
+			t.Errorf("replay count header %q", n)
+		}
+		if by, _ := header(r, replay.HeaderReplayedBy); by != "alice" {
+			t.Errorf("replayed-by %q", by)
+		}
+		if src, _ := header(r, replay.HeaderSource); src == "" {
+			t.Error("no source header")
+		}
+		if _, ok := header(r, "kafka_dlt-exception-message"); ok {
+			t.Error("the DLT exception headers must be stripped")
+		}
+		if tr, _ := header(r, "traceId"); tr != "t-"+id {
+			t.Errorf("other headers must be kept: traceId %q", tr)
+		}
+	}
+	if !contains(w.audit.actions(), "replay.start") || !contains(w.audit.actions(), "replay.finish") {
+		t.Errorf("audit: %v", w.audit.actions())
+	}
+
+	// The same selection again: everything is already replayed or processed; nothing moves.
+	again, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Counts[replay.SkipAlreadyReplayed] != 2 || again.Counts[replay.Publish] != 0 {
+		t.Fatalf("second plan %v", again.Counts)
+	}
+}
+
+func TestKafkaForcePublishesProcessedWithAReason(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	w.processed(t, "m-1")
+	e := w.engine(t, "a")
+	work(t, e)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "bob", kafkaSource(0, 0, 0), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "bob", Force: true}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("force without reason: %v", err)
+	}
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "bob", Force: true, Reason: "consumer lost its DB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job = waitJob(t, e, job.ID); job.Published != 1 {
+		t.Fatalf("forced job %+v", job)
+	}
+	if n := len(w.originals(t)); n != 1 {
+		t.Fatalf("%d records published, want 1", n)
+	}
+}
+
+func TestKafkaFilterAndUnresolvable(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 1, "m-1", "k-1", "A")
+	w.deadLetter(t, 1, "m-2", "k-2", "B")
+	// A record with no dead-letter headers at all: no destination.
+	if err := w.client.ProduceSync(ctxT(t), kgoRecord("orders.DLT", 1, "plain")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{ExceptionType: "B"})
+	if err != nil || plan.Total != 1 || plan.Items[0].MessageID != "m-2" {
+		t.Fatalf("filtered plan %+v, %v", plan, err)
+	}
+	plan, err = e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil || plan.Counts[replay.SkipUnresolvable] != 1 {
+		t.Fatalf("plan %v, %v", plan.Counts, err)
+	}
+	bad := []struct {
+		src  replay.Source
+		want error
+	}{
+		{replay.Source{Kind: "kafka", Cluster: "nope", Topic: "orders.DLT"}, ops.ErrNotFound},
+		{replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Partition: ptr(int32(9))}, ops.ErrInvalid},
+		{replay.Source{Kind: "kafka", Cluster: "main"}, ops.ErrInvalid},
+		{replay.Source{Kind: "sqs"}, ops.ErrInvalid},
+	}
+	for _, tc := range bad {
+		if _, err := e.Plan(ctx, "a", tc.src, replay.Filter{}); !errors.Is(err, tc.want) {
+			t.Errorf("%+v: %v, want %v", tc.src, err, tc.want)
+		}
+	}
+}
+
+// Twenty operators replay the same dead letter at once, each with their own plan and job, on
+// twenty engines (replicas): the ledger lets exactly one publish it.
+func TestConcurrentReplaysPublishOnce(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	ctx := ctxT(t)
+	const n = 20
+	engines := make([]*replay.Engine, n)
+	plans := make([]replay.Plan, n)
+	for i := range engines {
+		engines[i] = w.engine(t, fmt.Sprintf("replica-%d", i))
+		p, err := engines[i].Plan(ctx, "op", kafkaSource(0, 0, 0), replay.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans[i] = p
+	}
+	var jobs []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range engines {
+		wg.Go(func() {
+			j, err := engines[i].Start(ctx, replay.StartRequest{PlanID: plans[i].ID, Actor: fmt.Sprintf("op%d", i), RatePerSecond: 1000})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			jobs = append(jobs, j.ID)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, e := range engines {
+		work(t, e)
+	}
+	published := 0
+	for _, id := range jobs {
+		j := waitJob(t, engines[0], id)
+		published += j.Published
+		if j.Published+j.Skipped != 1 || j.Failed != 0 {
+			t.Errorf("job %+v", j)
+		}
+	}
+	if published != 1 {
+		t.Fatalf("%d jobs published the message, want exactly 1", published)
+	}
+	if got := len(w.originals(t)); got != 1 {
+		t.Fatalf("%d copies on the original topic, want 1", got)
+	}
+}

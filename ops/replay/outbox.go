@@ -1,0 +1,92 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// maxOutboxIDs bounds an outbox plan (one row read per id).
+const maxOutboxIDs = 10_000
+
+// planOutbox turns DEAD or FAILED outbox events into items; the action is a requeue to READY, so
+// the service's own relay publishes them.
+func (e *Engine) planOutbox(ctx context.Context, src Source) ([]Item, error) {
+	t, ok := e.outbox[src.Outbox]
+	if !ok {
+		return nil, fmt.Errorf("outbox %q is not configured: %w", src.Outbox, ops.ErrNotFound)
+	}
+	if len(src.IDs) == 0 || len(src.IDs) > maxOutboxIDs {
+		return nil, invalid("source.ids", fmt.Sprintf("give between 1 and %d event ids", maxOutboxIDs))
+	}
+	items := make([]Item, 0, len(src.IDs))
+	for _, id := range src.IDs {
+		ev, err := t.Event(ctx, id)
+		if errors.Is(err, ops.ErrNotFound) {
+			return nil, invalid("source.ids", fmt.Sprintf("event %d does not exist in outbox %s", id, src.Outbox))
+		}
+		if err != nil {
+			return nil, err
+		}
+		pos := ev.ID
+		it := Item{Locator: fmt.Sprintf("outbox:%s/%d/%d", src.Outbox, ev.ID, ev.AvailableAt.UnixMilli()),
+			MessageID: ev.EventID, Position: &pos, ErrorGroup: firstLine(ev.LastError)}
+		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
+			it.Destination = Destination{Kind: "outbox", Outbox: src.Outbox}
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+func firstLine(s *string) string {
+	if s == nil {
+		return ""
+	}
+	for i, c := range *s {
+		if c == '\n' || c == ':' || i > 120 {
+			return (*s)[:i]
+		}
+	}
+	return *s
+}
+
+type outboxRunner struct {
+	e *Engine
+	t OutboxTable
+}
+
+// runBatch requeues the claimed events with the conditional update; an event that left DEAD or
+// FAILED meanwhile (another operator, the relay) is reported failed, not moved.
+func (r *outboxRunner) runBatch(ctx context.Context, job store.ReplayJob, items []Item) ([]store.LedgerOutcome, error) {
+	g, err := r.e.gate(ctx, job, items)
+	if err != nil || len(g.move) == 0 {
+		return g.settled, err
+	}
+	move, settled := g.move, g.settled
+	ids := make([]int64, len(move))
+	for i, it := range move {
+		ids[i] = *it.Position
+	}
+	done, err := r.t.RequeueIDs(ctx, ids, false)
+	if err != nil {
+		return nil, err
+	}
+	moved := map[int64]bool{}
+	for _, id := range done {
+		moved[id] = true
+	}
+	for _, it := range move {
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: "published",
+			Detail: "requeued to READY"}
+		if !moved[*it.Position] {
+			o.Outcome, o.Detail = "failed", "the event is no longer DEAD or FAILED (or a relay holds it)"
+		}
+		settled = append(settled, o)
+	}
+	return settled, nil
+}

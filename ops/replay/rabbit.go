@@ -1,0 +1,271 @@
+package replay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"golang.org/x/time/rate"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it.
+type RabbitBroker interface {
+	Name() string
+	Peek(ctx context.Context, vhost, queue string, limit int) (rabbit.BrowseResult, error)
+	Redrive(ctx context.Context, vhost, queue string, o rabbit.RedriveOptions,
+		decide func(context.Context, rabbit.RedriveBatch) ([]rabbit.Move, error),
+		settle func(context.Context, rabbit.RedriveBatch, []rabbit.Move, []error) error) error
+}
+
+// rabbitLocator names a dead-lettered message instance: its id (or its body's hash) and how often
+// Redrive replayed it, so the same message dying again after a replay is a new instance.
+func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
+	key := m.MessageID
+	if key == "" {
+		sum := sha256.Sum256(m.Body)
+		key = "sha256:" + hex.EncodeToString(sum[:12])
+	}
+	count := 0
+	if m.DeadLetter != nil {
+		count = m.DeadLetter.ReplayCount
+	}
+	return fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
+}
+
+// planRabbit reads the first Limit messages of the queue without disturbing it (a browse).
+func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter) ([]Item, error) {
+	r, ok := e.rabbit[src.Broker]
+	if !ok {
+		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)
+	}
+	if src.Vhost == "" {
+		src.Vhost = "/"
+	}
+	if src.Queue == "" {
+		return nil, invalid("source.queue", "required")
+	}
+	if src.Limit < 1 || src.Limit > rabbit.MaxPeek {
+		return nil, invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbit.MaxPeek))
+	}
+	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var items []Item
+	for _, m := range res.Messages {
+		it, ok := e.rabbitItem(src, f, m)
+		if !ok || seen[it.Locator] {
+			continue // a duplicate copy is handled as its first instance
+		}
+		seen[it.Locator] = true
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool) {
+	dl := m.DeadLetter
+	var reason, exception, origQueue string
+	if dl != nil {
+		reason, exception, origQueue = dl.Reason, dl.ExceptionMessage, dl.OriginalQueue
+	}
+	if (f.Reason != "" && reason != f.Reason) || (f.ExceptionType != "" && !strings.Contains(exception, f.ExceptionType)) ||
+		!f.matchIDs(m.MessageID) {
+		return Item{}, false
+	}
+	if ts := m.Properties.Timestamp; ts != nil && !f.matchTime(*ts) {
+		return Item{}, false
+	}
+	it := Item{Locator: rabbitLocator(src.Broker, src.Vhost, src.Queue, m), MessageID: m.MessageID,
+		ErrorGroup: strings.TrimSpace(reason + " " + firstLineOf(exception))}
+	if dl != nil {
+		it.ReplayCount = dl.ReplayCount
+		if dl.OriginalExchange != "" || len(dl.OriginalRoutingKeys) > 0 {
+			rk := ""
+			if len(dl.OriginalRoutingKeys) > 0 {
+				rk = dl.OriginalRoutingKeys[0]
+			}
+			if dl.OriginalExchange != "" || rk != "" {
+				it.Destination = Destination{Kind: "rabbitmq", Broker: src.Broker, Vhost: src.Vhost,
+					Exchange: dl.OriginalExchange, RoutingKey: rk}
+			}
+		}
+	}
+	it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, origQueue)
+	return it, true
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}
+
+type rabbitRunner struct {
+	e   *Engine
+	r   RabbitBroker
+	src Source
+}
+
+func (r *rabbitRunner) runBatch(context.Context, store.ReplayJob, []Item) ([]store.LedgerOutcome, error) {
+	return nil, fmt.Errorf("rabbitmq jobs run whole (runAll)")
+}
+
+// runAll drains the DLQ once: each message that is a planned item is gated (inbox, ledger claim)
+// and published, confirmed, settled and only then acked; every other message is returned in order.
+// Plan items not met in the queue are settled failed at the end.
+func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew func() (stop bool)) error {
+	vhost := r.src.Vhost
+	if vhost == "" {
+		vhost = "/"
+	}
+	items := map[string]Item{}
+	for from := 0; ; {
+		rows, err := r.e.o.Store.PlanItems(ctx, job.PlanID, from, 5000)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			break
+		}
+		for _, row := range rows {
+			it := fromStored(row)
+			items[it.Locator] = it
+		}
+		from = rows[len(rows)-1].Seq + 1
+	}
+	settledSeqs := map[int]bool{} // decide and settle run one after the other, on Redrive's goroutine
+	stopped := false
+	batch := min(batchSize, max(1, job.RatePerSecond))
+	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
+
+	decide := func(ctx context.Context, b rabbit.RedriveBatch) ([]rabbit.Move, error) {
+		if renew() {
+			stopped = true
+			return nil, errStopped
+		}
+		moves := make([]rabbit.Move, len(b.Messages)) // zero value: Keep
+		var planned []Item
+		idx := map[int]int{} // seq → index in the batch
+		for i, m := range b.Messages {
+			it, ok := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, m)]
+			if !ok || settledSeqs[it.Seq] {
+				continue // not selected, or a second copy of a settled one: keep it
+			}
+			if _, dup := idx[it.Seq]; dup {
+				continue
+			}
+			planned = append(planned, it)
+			idx[it.Seq] = i
+		}
+		if len(planned) == 0 {
+			return moves, nil
+		}
+		if err := limiter.WaitN(ctx, min(len(planned), batch)); err != nil {
+			return nil, err
+		}
+		g, err := r.e.gate(ctx, job, planned)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.e.o.Store.SettleBatch(ctx, job.ID, g.settled); err != nil {
+			return nil, err
+		}
+		for _, o := range g.settled {
+			settledSeqs[o.Seq] = true
+		}
+		for _, it := range g.move {
+			i := idx[it.Seq]
+			moves[i] = rabbit.Move{Kind: rabbit.Publish, Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
+				Headers: rabbitReplayHeaders(b.Headers[i], job, it, r.src)}
+		}
+		// Settled by an earlier run of this job: a copy whose publish was confirmed but whose ack
+		// was lost in a crash is dropped, never published twice.
+		if len(g.mine) > 0 {
+			outcomes, err := r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqsOf(g.mine))
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range g.mine {
+				settledSeqs[it.Seq] = true
+				if outcomes[it.Seq] == "published" {
+					moves[idx[it.Seq]] = rabbit.Move{Kind: rabbit.Drop}
+				}
+			}
+		}
+		return moves, nil
+	}
+	settle := func(ctx context.Context, b rabbit.RedriveBatch, moves []rabbit.Move, errs []error) error {
+		var out []store.LedgerOutcome
+		for i, m := range moves {
+			if m.Kind != rabbit.Publish {
+				continue
+			}
+			it := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, b.Messages[i])]
+			o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: "published",
+				Detail: "to " + it.Destination.String()}
+			if errs[i] != nil {
+				o.Outcome, o.Detail = "failed", errs[i].Error()+"; the message stays in the dead-letter queue"
+			}
+			settledSeqs[it.Seq] = true
+			out = append(out, o)
+		}
+		return r.e.o.Store.SettleBatch(ctx, job.ID, out)
+	}
+	done := func() bool { return len(settledSeqs) >= len(items) }
+	err := r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*len(items) + 1000, Batch: batch, Done: done}, decide, settle)
+	if stopped {
+		return errStopped
+	}
+	if err != nil {
+		return err
+	}
+	// What the plan froze but the queue no longer holds (consumed, purged, expired meanwhile).
+	var missing []store.LedgerOutcome
+	for _, it := range items {
+		if !settledSeqs[it.Seq] {
+			missing = append(missing, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+				Outcome: "failed", Detail: "not found in the queue when the job ran"})
+		}
+	}
+	return r.e.o.Store.SettleBatch(ctx, job.ID, missing)
+}
+
+func seqsOf(items []Item) []int {
+	out := make([]int, len(items))
+	for i, it := range items {
+		out[i] = it.Seq
+	}
+	return out
+}
+
+// rabbitReplayHeaders drops the failed attempt's exception headers and the broker's x-death
+// (the message starts a new life), and adds Redrive's own.
+func rabbitReplayHeaders(in amqp.Table, job store.ReplayJob, it Item, src Source) amqp.Table {
+	out := amqp.Table{}
+	for k, v := range in {
+		lk := strings.ToLower(k)
+		if strippedHeader(k) || lk == "x-death" || strings.HasPrefix(lk, "x-first-death-") || strings.HasPrefix(lk, "x-last-death-") {
+			continue
+		}
+		out[k] = v
+	}
+	out[HeaderReplayID] = job.ID
+	out[HeaderReplayCount] = strconv.Itoa(it.ReplayCount + 1)
+	out[HeaderReplayedBy] = job.Actor
+	out[HeaderSource] = fmt.Sprintf("%s/%s", src.Vhost, src.Queue)
+	return out
+}
