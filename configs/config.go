@@ -182,6 +182,9 @@ type MessageIDRules struct {
 type Replay struct {
 	MaxReplaysPerMessage int `yaml:"max_replays_per_message"` // default 3
 	DefaultRatePerSecond int `yaml:"default_rate_per_second"` // default 200
+	// Lease is how long a replica holds a running job without renewing; a job whose replica died
+	// is resumed by another one (or the restarted one) after it. Default 30s.
+	Lease Duration `yaml:"lease"`
 }
 
 // Load reads, expands, parses, defaults and validates the file at path.
@@ -345,6 +348,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Replay.DefaultRatePerSecond == 0 {
 		c.Replay.DefaultRatePerSecond = 200
+	}
+	if c.Replay.Lease == 0 {
+		c.Replay.Lease = Duration(30 * time.Second)
 	}
 }
 

@@ -1,0 +1,257 @@
+package replay_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// rabbitWorld is a vhost with orders → orders.work, dead-lettering into orders.dlq, the console's
+// store and the inventory inbox.
+type rabbitWorld struct {
+	vhost    string
+	ch       *amqp.Channel
+	broker   *rabbit.Broker
+	store    *store.Store
+	inboxDSN string
+	inbox    *inbox.Inbox
+	cfg      configs.RabbitMQBroker
+}
+
+func newRabbitWorld(t *testing.T) *rabbitWorld {
+	t.Helper()
+	vhost, amqpURL, _ := rabbittest.NewVhost(t)
+	u := amqpURL
+	_, ch := rabbittest.Channel(t, u)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
+	must(ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
+	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
+	must(err)
+	must(ch.QueueBind("orders.work", "order.created", "orders", false, nil))
+	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
+	must(err)
+	must(ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+
+	cfg := rabbittest.Config(t, vhost)
+	b, err := rabbit.New(cfg, configs.MessageIDRules{Headers: []string{"messageId"}, JSONPaths: []string{"messageId"}})
+	must(err)
+	t.Cleanup(b.Close)
+	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
+		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
+	st, err := store.Open(ctxT(t), storeDSN)
+	must(err)
+	t.Cleanup(st.Close)
+	in, err := inbox.Open(ctxT(t), "inventory-service", configs.Inbox{DSN: configs.Secret(inboxDSN), Table: "inbox_message",
+		Columns: configs.InboxColumns{MessageID: "message_id", Consumer: "consumer", ReceivedAt: "received_at", ProcessedAt: "processed_at"}})
+	must(err)
+	t.Cleanup(in.Close)
+	return &rabbitWorld{vhost: vhost, ch: ch, broker: b, store: st, inboxDSN: inboxDSN, inbox: in, cfg: cfg}
+}
+
+func (w *rabbitWorld) engine(t *testing.T) *replay.Engine {
+	t.Helper()
+	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
+		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// deadLetter publishes n orders and has the broker dead-letter them (reject, requeue=false).
+func (w *rabbitWorld) deadLetter(t *testing.T, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m-%d", i)
+		if err := w.ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
+			MessageId: id, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+			Body: []byte(fmt.Sprintf(`{"messageId":%q,"seq":%d}`, id, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliveries, err := w.ch.Consume("orders.work", "failing-consumer", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		d := <-deliveries
+		if err := d.Reject(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.ch.Cancel("failing-consumer", false); err != nil {
+		t.Fatal(err)
+	}
+	w.waitDepth(t, "orders.dlq", n)
+}
+
+func (w *rabbitWorld) depth(t *testing.T, queue string) int {
+	t.Helper()
+	q, err := w.ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.Messages
+}
+
+func (w *rabbitWorld) waitDepth(t *testing.T, queue string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.depth(t, queue) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d messages, want %d", queue, w.depth(t, queue), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (w *rabbitWorld) drain(t *testing.T, queue string) []amqp.Delivery {
+	t.Helper()
+	var out []amqp.Delivery
+	for {
+		d, ok, err := w.ch.Get(queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, d)
+	}
+}
+
+func TestRabbitReplayPublishesConfirmedThenAcks(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 10)
+	for _, id := range []string{"m-1", "m-4"} {
+		pgtest.Exec(t, w.inboxDSN, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now())`, id)
+	}
+	e := w.engine(t)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Total != 10 || plan.Counts[replay.Publish] != 8 || plan.Counts[replay.SkipProcessed] != 2 {
+		t.Fatalf("plan %v", plan.Counts)
+	}
+	if d := plan.Items[0].Destination; d.Exchange != "orders" || d.RoutingKey != "order.created" || plan.Items[0].Consumer != "inventory-service" {
+		t.Fatalf("destination %+v consumer %q", d, plan.Items[0].Consumer)
+	}
+	if w.depth(t, "orders.dlq") != 10 {
+		t.Fatal("planning must not move anything")
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if job.Status != store.JobDone || job.Published != 8 || job.Skipped != 2 || job.Failed != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.work", 8)
+	w.waitDepth(t, "orders.dlq", 2)
+	for _, d := range w.drain(t, "orders.work") {
+		if d.MessageId == "m-1" || d.MessageId == "m-4" {
+			t.Fatalf("processed message %s was replayed", d.MessageId)
+		}
+		if d.Headers[replay.HeaderReplayCount] != "1" || d.Headers["x-death"] != nil || d.DeliveryMode != amqp.Persistent {
+			t.Fatalf("replayed message headers %v, mode %d", d.Headers, d.DeliveryMode)
+		}
+	}
+	left := w.drain(t, "orders.dlq")
+	if len(left) != 2 || left[0].MessageId != "m-1" || left[1].MessageId != "m-4" {
+		t.Fatalf("kept messages %v: must stay in order", ids(left))
+	}
+}
+
+func TestRabbitUnroutableStaysInTheDLQ(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 3)
+	if err := w.ch.QueueUnbind("orders.work", "order.created", "orders", nil); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 10}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if job.Failed != 3 || job.Published != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	ledger, _ := e.Ledger(ctx, job.ID, 10)
+	if len(ledger) != 3 || !contains([]string{ledger[0].Detail}, "unroutable") {
+		t.Fatalf("ledger %+v", ledger)
+	}
+	w.waitDepth(t, "orders.dlq", 3)
+	if got := ids(w.drain(t, "orders.dlq")); fmt.Sprint(got) != "[m-0 m-1 m-2]" {
+		t.Fatalf("DLQ after the failed replay: %v", got)
+	}
+}
+
+func TestRabbitCancelStopsWithinABatch(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 60)
+	e := w.engine(t)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 10}) // 10/s: batches of 10
+	if err != nil {
+		t.Fatal(err)
+	}
+	work(t, e)
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := e.Cancel(ctx, job.ID, "ops", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if job.Status != store.JobCancelled || job.Published == 0 || job.Published > 40 {
+		t.Fatalf("cancelled job %+v", job)
+	}
+	// Nothing lost, nothing doubled: every message is in exactly one of the two queues.
+	work, dlq := w.depth(t, "orders.work"), w.depth(t, "orders.dlq")
+	if work != job.Published || work+dlq != 60 {
+		t.Fatalf("work %d + dlq %d after cancel, published %d", work, dlq, job.Published)
+	}
+}
+
+func ids(ds []amqp.Delivery) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.MessageId)
+	}
+	return out
+}
+
+var _ = context.Background
