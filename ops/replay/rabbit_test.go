@@ -1,7 +1,6 @@
 package replay_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -70,7 +69,7 @@ func (w *rabbitWorld) engine(t *testing.T) *replay.Engine {
 	t.Helper()
 	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
 		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+		Replay:    configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,5 +252,3 @@ func ids(ds []amqp.Delivery) []string {
 	}
 	return out
 }
-
-var _ = context.Background

@@ -1,7 +1,6 @@
 package replay_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -128,5 +127,3 @@ func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
 		t.Fatalf("event 1: %+v %v", ev, err)
 	}
 }
-
-var _ = context.Background
