@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -50,11 +51,12 @@ type Login struct {
 	sessions Sessions
 	audit    Auditor
 	meta     MetaFunc
+	log      *slog.Logger
 }
 
-// NewLogin wires the session service and the audit log.
-func NewLogin(sessions Sessions, audit Auditor, meta MetaFunc) *Login {
-	return &Login{sessions: sessions, audit: audit, meta: meta}
+// NewLogin wires the session service and the audit log; log receives audit write failures.
+func NewLogin(sessions Sessions, audit Auditor, meta MetaFunc, log *slog.Logger) *Login {
+	return &Login{sessions: sessions, audit: audit, meta: meta, log: log}
 }
 
 // maxUserName caps a typed user name (and what the audit log records of it).
@@ -133,7 +135,7 @@ func (h *Login) recordAs(c echo.Context, a Actor, action, outcome, reason string
 	err := h.audit.RecordAudit(ctx, store.AuditEntry{Actor: a.Name, Role: a.Role, SourceIP: ip, UserAgent: ua,
 		Action: action, Target: "session", Outcome: outcome, Reason: reason})
 	if err != nil {
-		c.Logger().Errorf("audit %s: %v", action, err)
+		h.log.Error("audit of a sign-in or sign-out failed", "err", err, "action", action, "actor", a.Name)
 	}
 }
 

@@ -48,11 +48,13 @@ type Outboxes struct {
 	byName map[string]OutboxService
 	audit  Auditor
 	meta   MetaFunc
+	redact *Redactor
 }
 
-// NewOutboxes wires the configured outboxes (in config order).
-func NewOutboxes(list []OutboxService, audit Auditor, meta MetaFunc) *Outboxes {
-	h := &Outboxes{list: list, byName: map[string]OutboxService{}, audit: audit, meta: meta}
+// NewOutboxes wires the configured outboxes (in config order). redact masks event payloads for
+// everyone but admins; nil masks nothing.
+func NewOutboxes(list []OutboxService, audit Auditor, meta MetaFunc, redact *Redactor) *Outboxes {
+	h := &Outboxes{list: list, byName: map[string]OutboxService{}, audit: audit, meta: meta, redact: redact}
 	for _, o := range list {
 		h.byName[o.Name()] = o
 	}
@@ -263,13 +265,15 @@ func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, error) {
 }
 
 // APIEvent: GET /api/v1/outboxes/:name/events/:id — the event plus its payload (a JSON value when
-// the payload is JSON, else a string).
+// the payload is JSON, else a string), with the configured paths masked unless the caller is an
+// admin ("payload_redacted": true then).
 func (h *Outboxes) APIEvent(c echo.Context) error {
 	_, e, err := h.event(c)
 	if err != nil {
 		return err
 	}
-	payload, truncated := capText(e.Payload, maxPayload)
+	full, redacted := h.redactPayload(c, e.Payload)
+	payload, truncated := capText(full, maxPayload)
 	var raw any = payload
 	if !truncated && json.Valid([]byte(payload)) {
 		raw = json.RawMessage(payload)
@@ -278,8 +282,19 @@ func (h *Outboxes) APIEvent(c echo.Context) error {
 		eventJSON
 		Payload          any  `json:"payload"`
 		PayloadTruncated bool `json:"payload_truncated,omitempty"`
+		PayloadRedacted  bool `json:"payload_redacted,omitempty"`
 		PayloadSize      int  `json:"payload_size"`
-	}{toEventJSON(e, time.Now()), raw, truncated, len(e.Payload)})
+	}{toEventJSON(e, time.Now()), raw, truncated, redacted, len(e.Payload)})
+}
+
+// redactPayload masks the whole payload before it is cut to size: a cut JSON document could no
+// longer be parsed, and so not be masked.
+func (h *Outboxes) redactPayload(c echo.Context, payload string) (string, bool) {
+	out, changed := h.redact.ForActor(ActorOf(c)).JSON([]byte(payload))
+	if !changed {
+		return payload, false
+	}
+	return string(out), true
 }
 
 // capText cuts s to at most n bytes on a rune boundary.
@@ -459,7 +474,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 			Limit: f.Limit},
 		Notice:    notice(c),
 		FirstPage: f.Before == 0,
-		CanAct:    !h.meta(c, "", "").ReadOnly,
+		CanAct:    h.meta(c, "", "").CanOperate,
 	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"}, {Label: o.Name()}}
 	list, err := o.List(ctx, f)
@@ -495,7 +510,8 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	payload, truncated := capText(e.Payload, maxPayload)
+	full, _ := h.redactPayload(c, e.Payload)
+	payload, truncated := capText(full, maxPayload)
 	pretty, isJSON := prettyJSON(payload, truncated)
 	page := outboxpages.EventPage{
 		Meta:             h.meta(c, fmt.Sprintf("Event %d · %s", e.ID, o.Name()), "outboxes"),
@@ -506,7 +522,7 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 		PayloadIsJSON:    isJSON,
 		PayloadTruncated: truncated,
 		PayloadSize:      len(e.Payload),
-		CanAct:           !h.meta(c, "", "").ReadOnly,
+		CanAct:           h.meta(c, "", "").CanOperate,
 	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"},
 		{Label: o.Name(), Href: "/outboxes/" + url.PathEscape(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}

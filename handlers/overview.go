@@ -23,7 +23,7 @@ type Overview struct {
 
 // NewOverview wires the overview from the same adapters the other pages use.
 func NewOverview(outboxes []OutboxService, checks []Check, meta MetaFunc) *Overview {
-	return &Overview{outboxes: NewOutboxes(outboxes, nil, meta), checks: checks, meta: meta}
+	return &Overview{outboxes: NewOutboxes(outboxes, nil, meta, nil), checks: checks, meta: meta}
 }
 
 // Problem is one thing on fire.

@@ -34,6 +34,7 @@ type routeHandlers struct {
 	health   *handlers.Health
 	overview *handlers.Overview
 	kafka    *handlers.Kafka
+	replays  *handlers.Replays
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -55,6 +56,12 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/topics/:topic", h.kafka.TopicPage, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/topics/:topic/errors", h.kafka.ErrorsPage, RoleViewer},
+		{http.MethodGet, "/replays", h.replays.Index, RoleViewer},
+		{http.MethodPost, "/replays/plan", h.replays.FormPlan, RoleOperator},
+		{http.MethodGet, "/replays/plans/:id", h.replays.PlanPage, RoleViewer},
+		{http.MethodPost, "/replays", h.replays.FormStart, RoleOperator},
+		{http.MethodGet, "/replays/:id", h.replays.JobPage, RoleViewer},
+		{http.MethodPost, "/replays/:id/cancel", h.replays.FormCancel, RoleOperator},
 
 		{http.MethodGet, "/api/v1/outboxes", h.outboxes.APIList, RoleViewer},
 		{http.MethodGet, "/api/v1/outboxes/:name", h.outboxes.APIOne, RoleViewer},
@@ -70,5 +77,10 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups, RoleViewer},
+		{http.MethodPost, "/api/v1/replays/plan", h.replays.APIPlan, RoleOperator},
+		{http.MethodPost, "/api/v1/replays", h.replays.APIStart, RoleOperator},
+		{http.MethodGet, "/api/v1/replays", h.replays.APIJobs, RoleViewer},
+		{http.MethodGet, "/api/v1/replays/:id", h.replays.APIJob, RoleViewer},
+		{http.MethodPost, "/api/v1/replays/:id/cancel", h.replays.APICancel, RoleOperator},
 	}
 }

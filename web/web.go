@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/static"
@@ -30,6 +31,8 @@ type Options struct {
 	AuthNone       bool          // auth.mode is none: every page shows a red banner
 	ReadOnly       bool          // every mutating route answers 403
 	Version        string        // shown in the footer and /api/v1/version
+	// Auth is the config's auth section, defaults applied (configs.Parse does): who may call what.
+	Auth configs.Auth
 }
 
 // Deps are the ops adapters the handlers use, built once by cmd/console.
@@ -39,15 +42,21 @@ type Deps struct {
 	Outboxes []handlers.OutboxService // in config order; may be empty
 	Kafka    []handlers.KafkaCluster  // in config order; may be empty
 	Snapshot handlers.KafkaSnapshots  // required when Kafka is not empty: the sampler's stored snapshots
+	Replay   handlers.ReplayEngine    // required: guarded replays
 	Checks   []handlers.Check         // one per configured dependency, for /readyz
 	Registry *prometheus.Registry     // required: where HTTP metrics are registered and /metrics reads
+	Redactor *handlers.Redactor       // masks message content for non-admins; nil masks nothing
 }
 
 // New builds the echo server with every route registered.
 func New(deps Deps, opts Options) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.IPExtractor = echo.ExtractIPDirect() // no proxy trusted until auth.proxy configures one
+	auth, err := newAuthenticator(opts.Auth, opts.ReadOnly, deps.Store, deps.Store, deps.Logger)
+	if err != nil {
+		return nil, err
+	}
+	e.IPExtractor = auth.ipExtractor() // X-Forwarded-For is believed from auth.trusted_proxies only
 	e.HTTPErrorHandler = errorHandler(deps.Logger, opts)
 
 	httpDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -63,9 +72,10 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	}
 
 	csrf := middleware.CSRFWithConfig(middleware.CSRFConfig{
-		// The JSON API is exempt: it only accepts application/json bodies, which a cross-site form
-		// cannot send; cookie sessions on the API come with the access-control work.
-		Skipper:        func(c echo.Context) bool { return strings.HasPrefix(c.Path(), "/api/") },
+		// Bearer-token requests are exempt (and the JSON API in auth.mode none); cookie- and
+		// proxy-authenticated requests are not, JSON included.
+		Skipper:        auth.csrfExempt,
+		CookieSecure:   opts.Auth.SecureCookies,
 		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
 		CookieName:     "redrive_csrf",
 		CookiePath:     "/",
@@ -89,28 +99,33 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		}),
 		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout}),
 		middleware.BodyLimit("2M"),
-		anonymous(),
-		csrf,
-		readOnly(opts.ReadOnly),
+		auth.middleware(), // identity, the route's role, read_only; audits refusals
+		auth.auditCSRF(csrf),
 	)
 
 	meta := func(c echo.Context, title, section string) layout.Meta {
 		token, _ := c.Get(csrfKey).(string)
-		return layout.Meta{Title: title, Section: section, CSRFToken: token, AuthNone: opts.AuthNone,
+		m := layout.Meta{Title: title, Section: section, CSRFToken: token, AuthNone: opts.AuthNone,
 			ReadOnly: opts.ReadOnly, Version: opts.Version}
+		auth.fillMeta(c, &m)
+		return m
 	}
 	h := routeHandlers{
-		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta),
+		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor),
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(deps.Outboxes, deps.Checks, meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
+		replays:  handlers.NewReplays(deps.Replay, meta),
 	}
-	for _, r := range routes(h) {
+	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
+	table = append(table,
+		Route{http.MethodGet, "/metrics", echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), RolePublic},
+		Route{http.MethodGet, "/static/*", echo.WrapHandler(static.Handler()), RolePublic})
+	for _, r := range table {
 		e.Add(r.Method, r.Path, r.Handler)
+		auth.allow(r)
 	}
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})))
-	e.GET("/static/*", echo.WrapHandler(static.Handler()))
 	return e, nil
 }
 
@@ -152,32 +167,6 @@ func metrics(h *prometheus.HistogramVec) echo.MiddlewareFunc {
 			}
 			h.WithLabelValues(c.Request().Method, route, http.StatusText(status)).Observe(time.Since(start).Seconds())
 			return err
-		}
-	}
-}
-
-// anonymous sets the actor for auth.mode none.
-func anonymous() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			handlers.SetActor(c, handlers.Actor{Name: "anonymous", Role: "admin"})
-			return next(c)
-		}
-	}
-}
-
-// readOnly turns every mutating request into a 403 that says why.
-func readOnly(on bool) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			switch c.Request().Method {
-			case http.MethodGet, http.MethodHead, http.MethodOptions:
-				return next(c)
-			}
-			if on {
-				return echo.NewHTTPError(http.StatusForbidden, "the console is in read-only mode (read_only: true); no changes are allowed")
-			}
-			return next(c)
 		}
 	}
 }

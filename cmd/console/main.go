@@ -2,6 +2,8 @@
 //
 //	console serve [--config FILE]   serve the console (default config: configs/console.yaml)
 //	console demo  [--listen ADDR]   start local PostgreSQL, RabbitMQ and Kafka, seed them, serve
+//	console hash-password           print the bcrypt hash of a password read from stdin
+//	console hash-token              print a new API token and the SHA-256 to configure
 //	console version
 package main
 
@@ -36,6 +38,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return serveCommand(ctx, args[1:], getenv, stdout)
 	case "demo":
 		return demoCommand(ctx, args[1:], stdout)
+	case "hash-password":
+		return hashPasswordCommand(args[1:], os.Stdin, stdout, os.Stderr)
+	case "hash-token":
+		return hashTokenCommand(args[1:], stdout, os.Stderr)
 	case "version":
 		_, err := fmt.Fprintln(stdout, "redrive console", version)
 		return err
@@ -50,5 +56,9 @@ const usage = `usage:
   console serve [--config FILE]   serve the console (default: configs/console.yaml)
   console demo [--listen ADDR] [--kafka ADDR] [--dir DIR]
                                   start local PostgreSQL, RabbitMQ and Kafka, seed data, serve
+  console hash-password [--cost N]
+                                  read a password from stdin, print its bcrypt hash (auth.users)
+  console hash-token [--name NAME] [--role ROLE]
+                                  print a new API token and its sha256 entry (auth.tokens)
   console version                 print the version
 `

@@ -11,12 +11,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
-	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/web"
 )
 
@@ -47,31 +43,24 @@ func newLogger(c configs.Log, w io.Writer) *slog.Logger {
 // serve runs the console until ctx ends. When ready is not nil it receives the listening
 // address (tests listen on port 0).
 func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready chan<- string) error {
-	st, err := store.Open(ctx, string(cfg.Store.DSN))
-	if err != nil {
-		return fmt.Errorf("console store: %w", err)
-	}
-	defer st.Close()
-
-	checks := []handlers.Check{{Name: "store", Ping: st.Ping}}
-	var outboxes []handlers.OutboxService
-	for _, oc := range cfg.Outboxes {
-		o, err := outbox.Open(ctx, oc)
-		if err != nil {
-			return err
-		}
-		defer o.Close()
-		outboxes = append(outboxes, o)
-		checks = append(checks, handlers.Check{Name: "outbox/" + o.Name(), Ping: o.Ping})
-	}
-
-	e, err := web.New(web.Deps{Logger: log, Store: st, Outboxes: outboxes, Checks: checks,
-		Registry: prometheus.NewRegistry()},
-		web.Options{RequestTimeout: cfg.RequestTimeout.D(), AuthNone: cfg.Auth.Mode == "none",
-			ReadOnly: cfg.ReadOnly, Version: version})
+	a, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	defer a.Close()
+	deps := a.webDeps(log)
+	if deps.Redactor, err = handlers.NewRedactor(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
+		return err
+	}
+	e, err := web.New(deps,
+		web.Options{RequestTimeout: cfg.RequestTimeout.D(), AuthNone: cfg.Auth.Mode == "none",
+			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth})
+	if err != nil {
+		return err
+	}
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	waitBackground := a.background(bgCtx, log)
+	defer func() { stopBackground(); waitBackground() }()
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

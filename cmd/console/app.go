@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/web"
+)
+
+// app is every adapter the console builds from its config, once.
+type app struct {
+	store    *store.Store
+	outboxes []*outbox.Outbox
+	kafka    []*kafka.Cluster
+	rabbit   []*rabbit.Broker
+	inboxes  []*inbox.Inbox
+	sampler  *sampler.Sampler // nil when nothing is sampled
+	engine   *replay.Engine
+	checks   []handlers.Check
+	registry *prometheus.Registry
+	closers  []func()
+}
+
+// buildApp connects nothing eagerly but the store (migrations run now): a dependency that is down
+// shows in its panels and /readyz, and recovers without a restart.
+func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app, error) {
+	a := &app{registry: prometheus.NewRegistry()}
+	st, err := store.Open(ctx, string(cfg.Store.DSN))
+	if err != nil {
+		return nil, fmt.Errorf("console store: %w", err)
+	}
+	a.store = st
+	a.closers = append(a.closers, st.Close)
+	a.checks = append(a.checks, handlers.Check{Name: "store", Ping: st.Ping})
+
+	for _, oc := range cfg.Outboxes {
+		o, err := outbox.Open(ctx, oc)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.outboxes = append(a.outboxes, o)
+		a.closers = append(a.closers, o.Close)
+		a.checks = append(a.checks, handlers.Check{Name: "outbox/" + o.Name(), Ping: o.Ping})
+	}
+	var sources []sampler.KafkaSource
+	for _, kc := range cfg.Kafka {
+		k, err := kafka.New(kc, cfg.MessageID)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.kafka = append(a.kafka, k)
+		a.closers = append(a.closers, k.Close)
+		a.checks = append(a.checks, handlers.Check{Name: "kafka/" + k.Name(), Ping: k.Ping})
+		sources = append(sources, sampler.KafkaSource{Cluster: k, Rules: kc.Lag})
+	}
+	for _, rc := range cfg.RabbitMQ {
+		r, err := rabbit.New(rc, cfg.MessageID)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.rabbit = append(a.rabbit, r)
+		a.closers = append(a.closers, r.Close)
+		a.checks = append(a.checks, handlers.Check{Name: "rabbitmq/" + r.Name(), Ping: r.Ping})
+	}
+	for _, c := range cfg.Consumers {
+		if c.Inbox == nil {
+			continue
+		}
+		in, err := inbox.Open(ctx, c.Name, *c.Inbox)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.inboxes = append(a.inboxes, in)
+		a.closers = append(a.closers, in.Close)
+		a.checks = append(a.checks, handlers.Check{Name: "inbox/" + c.Name, Ping: in.Ping})
+	}
+	if len(sources) > 0 {
+		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Interval: cfg.Sampler.Interval.D(),
+			Retention: cfg.Sampler.Retention.D(), Logger: log})
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.sampler = s
+		a.closers = append(a.closers, s.Close)
+		a.registry.MustRegister(s.Collectors()...)
+	}
+
+	opts := replay.Options{Store: st, Consumers: cfg.Consumers, Replay: cfg.Replay, Audit: st, Logger: log,
+		Lease: cfg.Replay.Lease.D()}
+	for _, k := range a.kafka {
+		opts.Kafka = append(opts.Kafka, k)
+	}
+	for _, r := range a.rabbit {
+		opts.Rabbit = append(opts.Rabbit, r)
+	}
+	for _, o := range a.outboxes {
+		opts.Outboxes = append(opts.Outboxes, o)
+	}
+	for _, in := range a.inboxes {
+		opts.Inboxes = append(opts.Inboxes, in)
+	}
+	if a.sampler != nil {
+		opts.GroupsOnTopic = a.groupsOnTopic
+	}
+	if a.engine, err = replay.New(opts); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// groupsOnTopic reads the lag snapshot for the consumer groups of a topic.
+func (a *app) groupsOnTopic(ctx context.Context, cluster, topic string) []string {
+	snap, err := a.sampler.LatestKafka(ctx, cluster)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, g := range snap.Groups {
+		for _, t := range g.Topics {
+			if t.Topic == topic {
+				out = append(out, g.Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// webDeps hands the adapters to the web layer.
+func (a *app) webDeps(log *slog.Logger) web.Deps {
+	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine}
+	for _, o := range a.outboxes {
+		d.Outboxes = append(d.Outboxes, o)
+	}
+	for _, k := range a.kafka {
+		d.Kafka = append(d.Kafka, k)
+	}
+	if a.sampler != nil {
+		d.Snapshot = a.sampler
+	}
+	return d
+}
+
+// background runs the sampler and the replay worker until ctx ends; wait blocks until they have.
+func (a *app) background(ctx context.Context, log *slog.Logger) (wait func()) {
+	var wg sync.WaitGroup
+	if a.sampler != nil {
+		// A first sample before serving, so the first page has data (a no-op on a non-leader).
+		if err := a.sampler.SampleOnce(ctx); err != nil {
+			log.Warn("first sample failed", "err", err)
+		}
+		wg.Go(func() {
+			if err := a.sampler.Run(ctx); err != nil {
+				log.Error("sampler stopped", "err", err)
+			}
+		})
+	}
+	wg.Go(func() {
+		if err := a.engine.Work(ctx); err != nil {
+			log.Error("replay worker stopped", "err", err)
+		}
+	})
+	return wg.Wait
+}
+
+// Close releases everything, last built first.
+func (a *app) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+}

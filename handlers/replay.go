@@ -1,0 +1,452 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/views/layout"
+	replaypages "github.com/redrive/redrive/views/pages/replays"
+)
+
+// ReplayEngine plans and runs guarded replays (ops/replay).
+type ReplayEngine interface {
+	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
+	LoadPlan(ctx context.Context, id string) (replay.Plan, error)
+	Start(ctx context.Context, r replay.StartRequest) (store.ReplayJob, error)
+	Job(ctx context.Context, id string) (store.ReplayJob, error)
+	Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
+	Ledger(ctx context.Context, id string, limit int) ([]store.LedgerEntry, error)
+	Cancel(ctx context.Context, id, actor, role string) (store.ReplayJob, error)
+}
+
+// Replays serves the replay pages and API.
+type Replays struct {
+	engine ReplayEngine
+	meta   MetaFunc
+}
+
+// NewReplays wires the engine.
+func NewReplays(engine ReplayEngine, meta MetaFunc) *Replays {
+	return &Replays{engine: engine, meta: meta}
+}
+
+// RoleAdmin is the role that may force a replay.
+const RoleAdmin = "admin"
+
+type planRequest struct {
+	Source replay.Source `json:"source"`
+	Filter planFilter    `json:"filter"`
+}
+
+type planFilter struct {
+	ExceptionType string   `json:"exception_type"`
+	Reason        string   `json:"reason"`
+	OriginalTopic string   `json:"original_topic"`
+	MessageIDs    []string `json:"message_ids"`
+	Since         string   `json:"since"`
+	Until         string   `json:"until"`
+}
+
+func (f planFilter) toFilter(now time.Time) (replay.Filter, error) {
+	out := replay.Filter{ExceptionType: f.ExceptionType, Reason: f.Reason, OriginalTopic: f.OriginalTopic, MessageIDs: f.MessageIDs}
+	for _, t := range []struct {
+		name string
+		raw  string
+		dst  *time.Time
+	}{{"filter.since", f.Since, &out.Since}, {"filter.until", f.Until, &out.Until}} {
+		if t.raw == "" {
+			continue
+		}
+		v, ok := parseTime(t.raw, now)
+		if !ok {
+			return out, ops.Invalid(t.name, "must be RFC 3339, a date, or an age like 6h")
+		}
+		*t.dst = v
+	}
+	if len(out.MessageIDs) > 10_000 {
+		return out, ops.Invalid("filter.message_ids", "at most 10000")
+	}
+	return out, nil
+}
+
+type planItemJSON struct {
+	Seq         int                `json:"seq"`
+	Locator     string             `json:"locator"`
+	MessageID   string             `json:"message_id"`
+	Consumer    string             `json:"consumer"`
+	Destination string             `json:"destination"`
+	Target      replay.Destination `json:"destination_detail"`
+	Inbox       string             `json:"inbox"`
+	Action      string             `json:"action"`
+	ErrorGroup  string             `json:"error_group"`
+	ReplayCount int                `json:"replay_count"`
+}
+
+type planJSON struct {
+	PlanID      string                    `json:"plan_id"`
+	CreatedAt   time.Time                 `json:"created_at"`
+	Total       int                       `json:"total"`
+	Actions     map[string]int            `json:"actions"`
+	ErrorGroups map[string]map[string]int `json:"error_groups,omitempty"`
+	Warnings    []string                  `json:"warnings"`
+	Items       []planItemJSON            `json:"items"`
+}
+
+func toPlanJSON(p replay.Plan) planJSON {
+	j := planJSON{PlanID: p.ID, CreatedAt: p.CreatedAt.UTC(), Total: p.Total, Actions: map[string]int{},
+		Warnings: p.Warnings, Items: []planItemJSON{}}
+	if j.Warnings == nil {
+		j.Warnings = []string{}
+	}
+	for _, a := range replay.Actions {
+		j.Actions[string(a)] = p.Counts[a]
+	}
+	if len(p.ErrorGroups) > 0 {
+		j.ErrorGroups = map[string]map[string]int{}
+		for g, counts := range p.ErrorGroups {
+			j.ErrorGroups[g] = map[string]int{}
+			for a, n := range counts {
+				j.ErrorGroups[g][string(a)] = n
+			}
+		}
+	}
+	for _, it := range p.Items {
+		j.Items = append(j.Items, planItemJSON{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
+			Destination: destinationText(it.Destination), Target: it.Destination, Inbox: string(it.Inbox),
+			Action: string(it.Action), ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount})
+	}
+	return j
+}
+
+func destinationText(d replay.Destination) string {
+	if d.Kind == "" {
+		return ""
+	}
+	return d.String()
+}
+
+// APIPlan: POST /api/v1/replays/plan.
+func (h *Replays) APIPlan(c echo.Context) error {
+	var req planRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	f, err := req.Filter.toFilter(time.Now())
+	if err != nil {
+		return err
+	}
+	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, req.Source, f)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toPlanJSON(plan))
+}
+
+type startRequest struct {
+	PlanID        string `json:"plan_id"`
+	RatePerSecond int    `json:"rate_per_second"`
+	Reason        string `json:"reason"`
+	Force         bool   `json:"force"`
+}
+
+func (h *Replays) start(c echo.Context, r startRequest) (store.ReplayJob, error) {
+	actor := ActorOf(c)
+	if r.Force && actor.Role != RoleAdmin {
+		return store.ReplayJob{}, fmt.Errorf("%w: forcing a replay past the consumer's inbox needs the admin role", ops.ErrForbidden)
+	}
+	return h.engine.Start(c.Request().Context(), replay.StartRequest{PlanID: r.PlanID, Actor: actor.Name, Role: actor.Role,
+		Reason: r.Reason, RatePerSecond: r.RatePerSecond, Force: r.Force})
+}
+
+type jobJSON struct {
+	ID            string     `json:"id"`
+	PlanID        string     `json:"plan_id"`
+	Status        string     `json:"status"`
+	Total         int        `json:"total"`
+	Published     int        `json:"published"`
+	Skipped       int        `json:"skipped"`
+	Failed        int        `json:"failed"`
+	Remaining     int        `json:"remaining"`
+	Actor         string     `json:"actor"`
+	Reason        string     `json:"reason"`
+	Force         bool       `json:"force"`
+	RatePerSecond int        `json:"rate_per_second"`
+	Error         string     `json:"error,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	StartedAt     *time.Time `json:"started_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+}
+
+func toJobJSON(j store.ReplayJob) jobJSON {
+	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
+		Failed: j.Failed, Remaining: max(0, j.Total-j.Published-j.Skipped-j.Failed), Actor: j.Actor, Reason: j.Reason,
+		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt.UTC(),
+		StartedAt: utcPtr(j.StartedAt), FinishedAt: utcPtr(j.FinishedAt)}
+}
+
+// APIStart: POST /api/v1/replays {"plan_id","rate_per_second","reason","force"}.
+func (h *Replays) APIStart(c echo.Context) error {
+	var req startRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	job, err := h.start(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toJobJSON(job))
+}
+
+// APIJob: GET /api/v1/replays/:id.
+func (h *Replays) APIJob(c echo.Context) error {
+	job, err := h.engine.Job(c.Request().Context(), pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toJobJSON(job))
+}
+
+// APIJobs: GET /api/v1/replays?limit=.
+func (h *Replays) APIJobs(c echo.Context) error {
+	limit, err := queryInt(c, "limit", 50, 1, 500)
+	if err != nil {
+		return err
+	}
+	jobs, err := h.engine.Jobs(c.Request().Context(), int(limit))
+	if err != nil {
+		return err
+	}
+	out := make([]jobJSON, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, toJobJSON(j))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"replays": out})
+}
+
+// APICancel: POST /api/v1/replays/:id/cancel.
+func (h *Replays) APICancel(c echo.Context) error {
+	actor := ActorOf(c)
+	job, err := h.engine.Cancel(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toJobJSON(job))
+}
+
+// ---- pages ----
+
+// Index: GET /replays.
+func (h *Replays) Index(c echo.Context) error {
+	jobs, err := h.engine.Jobs(c.Request().Context(), 100)
+	page := replaypages.IndexPage{Meta: h.meta(c, "Replays", "replays")}
+	if err != nil {
+		page.Error = err.Error()
+	}
+	for _, j := range jobs {
+		page.Jobs = append(page.Jobs, toJobView(j))
+	}
+	return render(c, http.StatusOK, replaypages.Index(page))
+}
+
+func toJobView(j store.ReplayJob) replaypages.JobView {
+	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Total: int64(j.Total), Published: int64(j.Published),
+		Skipped: int64(j.Skipped), Failed: int64(j.Failed), Actor: j.Actor, Reason: j.Reason, Force: j.Force,
+		Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
+		Running: j.Status == store.JobPending || j.Status == store.JobRunning}
+}
+
+// FormPlan: POST /replays/plan — from the Kafka, RabbitMQ and outbox pages' replay buttons.
+func (h *Replays) FormPlan(c echo.Context) error {
+	src := replay.Source{Kind: c.FormValue("kind"), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
+		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox")}
+	var err error
+	if src.Partition, err = formInt32(c, "partition"); err != nil {
+		return err
+	}
+	if src.FromOffset, err = formInt64(c, "from_offset"); err != nil {
+		return err
+	}
+	if src.ToOffset, err = formInt64(c, "to_offset"); err != nil {
+		return err
+	}
+	if limit, err := formInt64(c, "limit"); err != nil {
+		return err
+	} else if limit != nil {
+		src.Limit = int(*limit)
+	}
+	if raw := strings.TrimSpace(c.FormValue("ids")); raw != "" {
+		for _, f := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+			id, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return ops.Invalid("ids", fmt.Sprintf("%q is not an event id", f))
+			}
+			src.IDs = append(src.IDs, id)
+		}
+	}
+	filter := planFilter{ExceptionType: c.FormValue("exception_type"), Reason: c.FormValue("reason"),
+		OriginalTopic: c.FormValue("original_topic")}
+	if ids := strings.TrimSpace(c.FormValue("message_ids")); ids != "" {
+		filter.MessageIDs = strings.Fields(strings.ReplaceAll(ids, ",", " "))
+	}
+	f, err := filter.toFilter(time.Now())
+	if err != nil {
+		return err
+	}
+	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, src, f)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/replays/plans/"+url.PathEscape(plan.ID))
+}
+
+func formInt64(c echo.Context, name string) (*int64, error) {
+	raw := strings.TrimSpace(c.FormValue(name))
+	if raw == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 0 {
+		return nil, ops.Invalid(name, "must be a non-negative integer")
+	}
+	return &v, nil
+}
+
+func formInt32(c echo.Context, name string) (*int32, error) {
+	v, err := formInt64(c, name)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	if *v > 1<<31-1 {
+		return nil, ops.Invalid(name, "is too large")
+	}
+	p := int32(*v)
+	return &p, nil
+}
+
+// PlanPage: GET /replays/plans/:id.
+func (h *Replays) PlanPage(c echo.Context) error {
+	plan, err := h.engine.LoadPlan(c.Request().Context(), pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	actor := ActorOf(c)
+	page := replaypages.PlanPage{Meta: h.meta(c, "Replay plan", "replays"), ID: plan.ID, CreatedAt: plan.CreatedAt,
+		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
+		CanForce: actor.Role == RoleAdmin}
+	page.CanRun = !page.Meta.ReadOnly
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: "plan " + plan.ID}}
+	for _, a := range replay.Actions {
+		page.Counts = append(page.Counts, replaypages.ActionCount{Action: string(a), Count: plan.Counts[a]})
+	}
+	for _, it := range plan.Items {
+		page.Items = append(page.Items, replaypages.ItemView{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Consumer: it.Consumer, Destination: destinationText(it.Destination), Inbox: string(it.Inbox),
+			Action: string(it.Action), ErrorGroup: it.ErrorGroup})
+	}
+	groups := map[string]map[string]int{}
+	for _, it := range plan.Items { // per error group, over the items shown (the API gives all)
+		if groups[it.ErrorGroup] == nil {
+			groups[it.ErrorGroup] = map[string]int{}
+		}
+		groups[it.ErrorGroup][string(it.Action)]++
+	}
+	for g, counts := range groups {
+		row := replaypages.GroupCount{Group: g}
+		for _, a := range replay.Actions {
+			if n := counts[string(a)]; n > 0 {
+				row.Counts = append(row.Counts, replaypages.ActionCount{Action: string(a), Count: n})
+			}
+		}
+		page.Groups = append(page.Groups, row)
+	}
+	sort.Slice(page.Groups, func(i, j int) bool { return page.Groups[i].Group < page.Groups[j].Group })
+	return render(c, http.StatusOK, replaypages.Plan(page))
+}
+
+func describeSource(s replay.Source) string {
+	switch s.Kind {
+	case "kafka":
+		d := fmt.Sprintf("Kafka %s, topic %s", s.Cluster, s.Topic)
+		if s.Partition != nil {
+			d += fmt.Sprintf(", partition %d", *s.Partition)
+		}
+		if s.FromOffset != nil || s.ToOffset != nil {
+			d += fmt.Sprintf(", offsets %s to %s", optInt(s.FromOffset, "start"), optInt(s.ToOffset, "end"))
+		}
+		return d
+	case "rabbitmq":
+		return fmt.Sprintf("RabbitMQ %s, queue %s (vhost %s), first %d messages", s.Broker, s.Queue, s.Vhost, s.Limit)
+	case "outbox":
+		return fmt.Sprintf("Outbox %s, %d event(s)", s.Outbox, len(s.IDs))
+	}
+	return s.Kind
+}
+
+func optInt(v *int64, def string) string {
+	if v == nil {
+		return def
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+// FormStart: POST /replays (form: plan_id, rate_per_second, reason, force).
+func (h *Replays) FormStart(c echo.Context) error {
+	rate, err := formInt64(c, "rate_per_second")
+	if err != nil {
+		return err
+	}
+	req := startRequest{PlanID: c.FormValue("plan_id"), Reason: c.FormValue("reason"), Force: c.FormValue("force") != ""}
+	if rate != nil {
+		req.RatePerSecond = int(*rate)
+	}
+	job, err := h.start(c, req)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
+}
+
+// JobPage: GET /replays/:id — and its progress fragment for htmx.
+func (h *Replays) JobPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	job, err := h.engine.Job(ctx, pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	v := toJobView(job)
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, replaypages.Progress(v, h.meta(c, "", "").CSRFToken))
+	}
+	page := replaypages.JobPage{Meta: h.meta(c, "Replay "+job.ID, "replays"), Job: v}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: job.ID}}
+	ledger, err := h.engine.Ledger(ctx, job.ID, 500)
+	if err != nil {
+		page.LedgerError = err.Error()
+	}
+	for _, l := range ledger {
+		page.Ledger = append(page.Ledger, replaypages.LedgerRow{Seq: l.Seq, Locator: l.Locator, MessageID: l.MessageID,
+			Outcome: l.Outcome, Detail: l.Detail, At: l.At})
+	}
+	return render(c, http.StatusOK, replaypages.Job(page))
+}
+
+// FormCancel: POST /replays/:id/cancel.
+func (h *Replays) FormCancel(c echo.Context) error {
+	actor := ActorOf(c)
+	job, err := h.engine.Cancel(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
+}

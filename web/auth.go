@@ -1,0 +1,612 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/views/layout"
+)
+
+// String is the role's config name.
+func (r Role) String() string {
+	switch r {
+	case RolePublic:
+		return "none"
+	case RoleViewer:
+		return configs.RoleViewer
+	case RoleOperator:
+		return configs.RoleOperator
+	case RoleAdmin:
+		return configs.RoleAdmin
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// parseRole reads a config role name; "" and unknown names are RolePublic (no role).
+func parseRole(s string) Role {
+	switch s {
+	case configs.RoleViewer:
+		return RoleViewer
+	case configs.RoleOperator:
+		return RoleOperator
+	case configs.RoleAdmin:
+		return RoleAdmin
+	}
+	return RolePublic
+}
+
+// How a request was authenticated.
+const (
+	viaNone    = "none"    // auth.mode none: everyone is the anonymous admin
+	viaSession = "session" // the basic-mode session cookie
+	viaProxy   = "proxy"   // headers from a trusted reverse proxy
+	viaToken   = "token"   // Authorization: Bearer
+)
+
+// identity is who a request comes from.
+type identity struct {
+	name  string
+	email string // proxy mode, when the proxy sends one
+	role  Role   // RolePublic: authenticated but granted no role
+	via   string
+}
+
+const (
+	identityKey   = "redrive.identity"
+	sessionCookie = "redrive_session"
+)
+
+func identityOf(c echo.Context) (identity, bool) {
+	id, ok := c.Get(identityKey).(identity)
+	return id, ok
+}
+
+// sessionStore keeps basic-mode sessions; *store.Store implements it, in PostgreSQL, so that every
+// replica knows every session.
+type sessionStore interface {
+	CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (store.Session, error)
+	TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (store.Session, error)
+	DeleteSession(ctx context.Context, tokenSHA256 []byte) error
+}
+
+type basicUser struct {
+	hash []byte
+	role Role
+}
+
+type apiToken struct {
+	name string
+	sum  []byte
+	role Role
+}
+
+// authenticator identifies every request (session cookie, proxy headers, bearer token), enforces
+// the route table's roles and the read-only switch, audits what it refuses, and signs people in
+// and out (it implements handlers.Sessions).
+type authenticator struct {
+	mode          string
+	readOnly      bool
+	log           *slog.Logger
+	audit         handlers.Auditor
+	sessions      sessionStore
+	users         map[string]basicUser
+	tokens        []apiToken
+	trusted       []netip.Prefix
+	proxy         configs.Proxy
+	groupRoles    map[string]Role
+	defaultRole   Role
+	idle          time.Duration
+	absolute      time.Duration
+	secureCookies bool
+	limits        *loginLimiter
+	// dummyHash is checked when the user name is unknown, so that a wrong name takes as long as a
+	// wrong password: its cost is the highest of the configured hashes.
+	dummyHash []byte
+	// roles is "METHOD /path" → the least role, filled from the route table as routes are added.
+	roles map[string]Role
+}
+
+func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, audit handlers.Auditor, log *slog.Logger) (*authenticator, error) {
+	trusted, err := cfg.TrustedPrefixes()
+	if err != nil {
+		return nil, fmt.Errorf("auth.trusted_proxies: %w", err)
+	}
+	a := &authenticator{mode: cfg.Mode, readOnly: readOnly, log: log, audit: audit, sessions: sessions,
+		users: map[string]basicUser{}, trusted: trusted, proxy: cfg.Proxy, groupRoles: map[string]Role{},
+		defaultRole: parseRole(cfg.Proxy.DefaultRole), idle: cfg.Session.IdleTimeout.D(),
+		absolute: cfg.Session.AbsoluteTimeout.D(), secureCookies: cfg.SecureCookies, roles: map[string]Role{},
+		limits: newLoginLimiter(cfg.LoginLimits.PerUser.Burst, cfg.LoginLimits.PerUser.Every.D(),
+			cfg.LoginLimits.PerIP.Burst, cfg.LoginLimits.PerIP.Every.D())}
+	switch cfg.Mode {
+	case configs.AuthNone, configs.AuthProxy:
+	case configs.AuthBasic:
+		if sessions == nil {
+			return nil, errors.New("auth.mode basic needs the store for sessions")
+		}
+		if a.idle <= 0 || a.absolute <= 0 {
+			return nil, errors.New("auth.session: timeouts must be positive")
+		}
+	default:
+		return nil, fmt.Errorf("auth.mode %q is not supported", cfg.Mode)
+	}
+	cost := bcrypt.MinCost
+	for _, u := range cfg.Users {
+		a.users[u.Name] = basicUser{hash: []byte(u.PasswordHash), role: parseRole(u.Role)}
+		if c, err := bcrypt.Cost([]byte(u.PasswordHash)); err == nil {
+			cost = max(cost, c)
+		}
+	}
+	if cfg.Mode == configs.AuthBasic {
+		if a.dummyHash, err = bcrypt.GenerateFromPassword([]byte(rand.Text()), cost); err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+	}
+	for _, t := range cfg.Tokens {
+		sum, err := hex.DecodeString(strings.ToLower(string(t.SHA256)))
+		if err != nil || len(sum) != sha256.Size {
+			return nil, fmt.Errorf("auth.tokens %q: sha256 must be 64 hex digits", t.Name)
+		}
+		a.tokens = append(a.tokens, apiToken{name: t.Name, sum: sum, role: parseRole(t.Role)})
+	}
+	for g, r := range cfg.Proxy.GroupRoles {
+		a.groupRoles[g] = parseRole(r)
+	}
+	return a, nil
+}
+
+// allow records a route's least role.
+func (a *authenticator) allow(r Route) { a.roles[r.Method+" "+r.Path] = r.Role }
+
+// required is the least role for the request's route. Requests that match no route (404, 405)
+// need a viewer, so that an anonymous caller learns nothing from them.
+func (a *authenticator) required(c echo.Context) Role {
+	if r, ok := a.roles[c.Request().Method+" "+c.Path()]; ok {
+		return r
+	}
+	return RoleViewer
+}
+
+func mutating(c echo.Context) bool {
+	switch c.Request().Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// middleware authenticates the request and enforces its route's role, then the read-only switch.
+// Public routes are not authenticated (no session lookup for static assets and health checks);
+// the login handlers identify the caller themselves.
+func (a *authenticator) middleware() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := a.rejectUntrustedProxyHeaders(c); err != nil {
+				return err
+			}
+			need := a.required(c)
+			if need == RolePublic {
+				return next(c)
+			}
+			id, err := a.identify(c)
+			if err != nil {
+				return err
+			}
+			if id == nil {
+				return a.unauthenticated(c)
+			}
+			if id.role < need {
+				msg := fmt.Sprintf("this needs the %s role; you are signed in as %s with the %s role", need, id.name, id.role)
+				if id.role == RolePublic {
+					msg = fmt.Sprintf("this needs the %s role; you are signed in as %s, but no role is granted to you", need, id.name)
+				}
+				a.auditDenied(c, id, http.StatusForbidden, fmt.Sprintf("needs the %s role", need))
+				return echo.NewHTTPError(http.StatusForbidden, msg)
+			}
+			if a.readOnly && mutating(c) {
+				a.auditDenied(c, id, http.StatusForbidden, "read-only mode")
+				return echo.NewHTTPError(http.StatusForbidden,
+					"the console is in read-only mode (read_only: true in its config): browsing works, but no changes are allowed")
+			}
+			return next(c)
+		}
+	}
+}
+
+// identify finds who the request comes from and records it for the handlers (handlers.ActorOf).
+// It returns nil without an error when the request carries no identity; a bearer token that
+// matches no configured token is a 401.
+func (a *authenticator) identify(c echo.Context) (*identity, error) {
+	if id, ok := identityOf(c); ok {
+		return &id, nil
+	}
+	id, err := a.lookup(c)
+	if err != nil || id == nil {
+		return nil, err
+	}
+	c.Set(identityKey, *id)
+	handlers.SetActor(c, handlers.Actor{Name: id.name, Role: id.role.String()})
+	return id, nil
+}
+
+func (a *authenticator) lookup(c echo.Context) (*identity, error) {
+	r := c.Request()
+	if scheme, token, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		if id := a.token(strings.TrimSpace(token)); id != nil {
+			return id, nil
+		}
+		if mutating(c) {
+			a.auditDenied(c, nil, http.StatusUnauthorized, "invalid API token")
+		}
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="redrive", error="invalid_token"`)
+		return nil, echo.NewHTTPError(http.StatusUnauthorized, "invalid API token: it matches none of auth.tokens")
+	}
+	switch a.mode {
+	case configs.AuthNone:
+		return &identity{name: "anonymous", role: RoleAdmin, via: viaNone}, nil
+	case configs.AuthBasic:
+		return a.session(c)
+	case configs.AuthProxy:
+		if a.trustedPeer(r) {
+			return a.proxyIdentity(r), nil
+		}
+	}
+	return nil, nil
+}
+
+// token finds the configured token; every configured hash is compared, in constant time.
+func (a *authenticator) token(tok string) *identity {
+	if tok == "" {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(tok))
+	var found *apiToken
+	for i := range a.tokens {
+		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum) == 1 {
+			found = &a.tokens[i]
+		}
+	}
+	if found == nil {
+		return nil
+	}
+	return &identity{name: "token:" + found.name, role: found.role, via: viaToken}
+}
+
+// session reads the session cookie. The role is the user's role in the config now, so a changed
+// role applies at once and a removed user is signed out.
+func (a *authenticator) session(c echo.Context) (*identity, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" || len(ck.Value) > 128 {
+		return nil, nil
+	}
+	sum := sha256.Sum256([]byte(ck.Value))
+	s, err := a.sessions.TouchSession(c.Request().Context(), sum[:], a.idle, min(a.idle/4, time.Minute))
+	if errors.Is(err, ops.ErrNotFound) {
+		a.clearSessionCookie(c)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	u, ok := a.users[s.User]
+	if !ok {
+		return nil, nil
+	}
+	return &identity{name: s.User, role: u.role, via: viaSession}, nil
+}
+
+// proxyIdentity reads the identity headers of a trusted proxy; the role is the highest one of the
+// user's mapped groups, or auth.proxy.default_role.
+func (a *authenticator) proxyIdentity(r *http.Request) *identity {
+	user := strings.TrimSpace(r.Header.Get(a.proxy.UserHeader))
+	email := strings.TrimSpace(r.Header.Get(a.proxy.EmailHeader))
+	if user == "" {
+		user = email
+	}
+	if user == "" {
+		return nil
+	}
+	if len(user) > 256 {
+		user = user[:256]
+	}
+	role, mapped := RolePublic, false
+	for _, h := range r.Header.Values(a.proxy.GroupsHeader) {
+		for g := range strings.SplitSeq(h, ",") {
+			if gr, ok := a.groupRoles[strings.TrimSpace(g)]; ok {
+				role, mapped = max(role, gr), true
+			}
+		}
+	}
+	if !mapped {
+		role = a.defaultRole
+	}
+	return &identity{name: user, email: email, role: role, via: viaProxy}
+}
+
+// peer is the address the TCP connection comes from: the proxy, when there is one.
+func peer(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap().WithZone("")
+}
+
+func (a *authenticator) trustedPeer(r *http.Request) bool {
+	ip := peer(r)
+	return ip.IsValid() && slices.ContainsFunc(a.trusted, func(p netip.Prefix) bool { return p.Contains(ip) })
+}
+
+// rejectUntrustedProxyHeaders refuses, in proxy mode, identity headers that do not come from a
+// trusted proxy: someone is trying to pass as someone else, or the proxy list is wrong. Either
+// way it is audited.
+func (a *authenticator) rejectUntrustedProxyHeaders(c echo.Context) error {
+	r := c.Request()
+	if a.mode != configs.AuthProxy || a.trustedPeer(r) {
+		return nil
+	}
+	var sent []string
+	for _, h := range []string{a.proxy.UserHeader, a.proxy.EmailHeader, a.proxy.GroupsHeader} {
+		if _, ok := r.Header[http.CanonicalHeaderKey(h)]; ok {
+			sent = append(sent, h)
+		}
+	}
+	if len(sent) == 0 {
+		return nil
+	}
+	a.auditDenied(c, nil, http.StatusForbidden, fmt.Sprintf("identity headers (%s) from %s, which is not in auth.trusted_proxies",
+		strings.Join(sent, ", "), peer(r)))
+	return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+		"identity headers (%s) are accepted only from the proxies in auth.trusted_proxies; this request came from %s",
+		strings.Join(sent, ", "), peer(r)))
+}
+
+// unauthenticated answers a request without an identity: 401 JSON under /api, a redirect to the
+// login form for a page in basic mode (HX-Redirect for htmx), else a 401 page.
+func (a *authenticator) unauthenticated(c echo.Context) error {
+	if mutating(c) {
+		a.auditDenied(c, nil, http.StatusUnauthorized, "not signed in")
+	}
+	r := c.Request()
+	how := "send an API token as Authorization: Bearer <token>"
+	switch a.mode {
+	case configs.AuthBasic:
+		how = "sign in at /login, or " + how
+	case configs.AuthProxy:
+		how = "sign in through the proxy, or " + how
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="redrive"`)
+		return echo.NewHTTPError(http.StatusUnauthorized, "not signed in: "+how)
+	}
+	if a.mode == configs.AuthBasic {
+		if r.Header.Get("HX-Request") == "true" {
+			next := "/"
+			if u, err := url.Parse(r.Header.Get("HX-Current-URL")); err == nil && u.Path != "" {
+				next = u.RequestURI()
+			}
+			c.Response().Header().Set("HX-Redirect", "/login?next="+url.QueryEscape(next))
+		} else if !mutating(c) {
+			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
+		}
+	}
+	return echo.NewHTTPError(http.StatusUnauthorized, "not signed in: "+how)
+}
+
+// auditDenied writes a refused request to the audit log. The refusal stands even when the audit
+// log cannot be written; that failure is logged.
+func (a *authenticator) auditDenied(c echo.Context, id *identity, status int, reason string) {
+	r := c.Request()
+	e := store.AuditEntry{Actor: "anonymous", SourceIP: c.RealIP(), UserAgent: capString(r.UserAgent(), 512),
+		Action: r.Method + " " + routePath(c), Target: capString(r.URL.Path, 512), Reason: reason,
+		Outcome: store.OutcomeDenied, Detail: map[string]any{"status": status}}
+	if id != nil {
+		e.Actor, e.Role = id.name, id.role.String()
+		e.Detail["via"] = id.via
+		if id.email != "" {
+			e.Detail["email"] = id.email
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	if err := a.audit.RecordAudit(ctx, e); err != nil {
+		a.log.Error("audit of a denied request failed", "err", err, "action", e.Action, "actor", e.Actor,
+			"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+	}
+}
+
+func routePath(c echo.Context) string {
+	if p := c.Path(); p != "" {
+		return p
+	}
+	return capString(c.Request().URL.Path, 512)
+}
+
+func capString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// csrfExempt: requests authenticated with a bearer token carry no ambient credential a forged
+// cross-site request could use, so they need no CSRF token. In auth.mode none the JSON API stays
+// exempt too (it demands application/json, which a cross-site form cannot send). Everything else,
+// cookie- or proxy-authenticated JSON included, must send the token.
+func (a *authenticator) csrfExempt(c echo.Context) bool {
+	if id, ok := identityOf(c); ok && id.via == viaToken {
+		return true
+	}
+	return a.mode == configs.AuthNone && strings.HasPrefix(c.Path(), "/api/")
+}
+
+// auditCSRF wraps the CSRF middleware so that the requests it refuses are audited.
+func (a *authenticator) auditCSRF(csrf echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			reached := false
+			err := csrf(func(c echo.Context) error {
+				reached = true
+				return next(c)
+			})(c)
+			var he *echo.HTTPError
+			if err != nil && !reached && errors.As(err, &he) &&
+				(he.Code == http.StatusForbidden || he.Code == http.StatusBadRequest) {
+				var id *identity
+				if v, ok := identityOf(c); ok {
+					id = &v
+				}
+				a.auditDenied(c, id, http.StatusForbidden, "CSRF token missing or wrong")
+			}
+			return err
+		}
+	}
+}
+
+// ipExtractor believes X-Forwarded-For only from the trusted proxies.
+func (a *authenticator) ipExtractor() echo.IPExtractor {
+	if len(a.trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range a.trusted {
+		_, n, err := net.ParseCIDR(p.String())
+		if err == nil {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// secure reports whether cookies set on this request must be Secure.
+func (a *authenticator) secure(c echo.Context) bool {
+	r := c.Request()
+	return a.secureCookies || r.TLS != nil ||
+		(a.trustedPeer(r) && strings.EqualFold(r.Header.Get(echo.HeaderXForwardedProto), "https"))
+}
+
+// fillMeta puts the signed-in user and what they may do into a page's layout data.
+func (a *authenticator) fillMeta(c echo.Context, m *layout.Meta) {
+	id, ok := identityOf(c)
+	if !ok {
+		return
+	}
+	if a.mode != configs.AuthNone || id.via == viaToken {
+		m.User, m.Role = id.name, id.role.String()
+	}
+	m.CanOperate = id.role >= RoleOperator && !a.readOnly
+}
+
+// ---- handlers.Sessions ----
+
+// FormLogin reports whether the login form is used (basic mode).
+func (a *authenticator) FormLogin() bool { return a.mode == configs.AuthBasic }
+
+// SignedIn reports whether the request carries a valid identity with a role.
+func (a *authenticator) SignedIn(c echo.Context) bool {
+	id, err := a.identify(c)
+	return err == nil && id != nil && id.role > RolePublic
+}
+
+// SignIn checks the password (throttled per user and address) and starts a new session: a session
+// the browser already had is ended, so a planted cookie cannot be signed in (session fixation).
+func (a *authenticator) SignIn(c echo.Context, user, password string) error {
+	u, known := a.users[user]
+	limitUser := ""
+	if known {
+		limitUser = user
+	}
+	ip := c.RealIP()
+	if wait := a.limits.wait(limitUser, ip); wait > 0 {
+		a.log.Warn("sign-in throttled", "user", user, "ip", ip, "retry_after", wait)
+		return &handlers.ThrottledError{RetryAfter: wait}
+	}
+	hash := a.dummyHash
+	if known {
+		hash = u.hash
+	}
+	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
+		a.limits.fail(limitUser, ip)
+		return handlers.ErrBadCredentials
+	}
+	ctx := c.Request().Context()
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		old := sha256.Sum256([]byte(ck.Value))
+		if err := a.sessions.DeleteSession(ctx, old[:]); err != nil {
+			return err
+		}
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return fmt.Errorf("session token: %w", err)
+	}
+	token := base64.RawURLEncoding.EncodeToString(raw)
+	sum := sha256.Sum256([]byte(token))
+	if _, err := a.sessions.CreateSession(ctx, sum[:], user, u.role.String(), a.idle, a.absolute); err != nil {
+		return err
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: a.secure(c), MaxAge: int(a.absolute / time.Second)})
+	id := identity{name: user, role: u.role, via: viaSession}
+	c.Set(identityKey, id)
+	handlers.SetActor(c, handlers.Actor{Name: id.name, Role: id.role.String()})
+	return nil
+}
+
+// SignOut ends the request's session and says where the browser goes next.
+func (a *authenticator) SignOut(c echo.Context) (string, error) {
+	_, _ = a.identify(c) // for the audit log's actor; an expired session signs out all the same
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" && a.sessions != nil {
+		sum := sha256.Sum256([]byte(ck.Value))
+		if err := a.sessions.DeleteSession(c.Request().Context(), sum[:]); err != nil {
+			return "", err
+		}
+		a.clearSessionCookie(c)
+	}
+	switch a.mode {
+	case configs.AuthBasic:
+		return "/login", nil
+	case configs.AuthProxy:
+		return a.proxy.LogoutURL, nil
+	}
+	return "/", nil
+}
+
+func (a *authenticator) clearSessionCookie(c echo.Context) {
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: a.secure(c), MaxAge: -1})
+}
+
+// authRoutes are the sign-in and sign-out routes; they are public, and CSRF-protected like every
+// other form.
+func authRoutes(h *handlers.Login) []Route {
+	return []Route{
+		{http.MethodGet, "/login", h.Page, RolePublic},
+		{http.MethodPost, "/login", h.Submit, RolePublic},
+		{http.MethodPost, "/logout", h.Logout, RolePublic},
+	}
+}
