@@ -111,12 +111,11 @@ func (h *Login) Submit(c echo.Context) error {
 
 // Logout: POST /logout.
 func (h *Login) Logout(c echo.Context) error {
-	actor := ActorOf(c)
 	to, err := h.sessions.SignOut(c)
 	if err != nil {
 		return err
 	}
-	if actor.Name != "anonymous" && actor.Name != "" {
+	if actor := ActorOf(c); actor.Name != "anonymous" && actor.Name != "" {
 		h.recordAs(c, actor, "auth.logout", store.OutcomeOK, "")
 	}
 	return c.Redirect(http.StatusSeeOther, to)

@@ -344,7 +344,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	page := replaypages.PlanPage{Meta: h.meta(c, "Replay plan", "replays"), ID: plan.ID, CreatedAt: plan.CreatedAt,
 		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
 		CanForce: actor.Role == RoleAdmin}
-	page.CanRun = !page.Meta.ReadOnly
+	page.CanRun = page.Meta.CanOperate
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: "plan " + plan.ID}}
 	for _, a := range replay.Actions {
 		page.Counts = append(page.Counts, replaypages.ActionCount{Action: string(a), Count: plan.Counts[a]})

@@ -251,7 +251,8 @@ func (a *authenticator) identify(c echo.Context) (*identity, error) {
 
 func (a *authenticator) lookup(c echo.Context) (*identity, error) {
 	r := c.Request()
-	if scheme, token, ok := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " "); ok && strings.EqualFold(scheme, "Bearer") {
+	authz := strings.TrimSpace(r.Header.Get(echo.HeaderAuthorization))
+	if scheme, token, _ := strings.Cut(authz, " "); strings.EqualFold(scheme, "Bearer") {
 		if id := a.token(strings.TrimSpace(token)); id != nil {
 			return id, nil
 		}

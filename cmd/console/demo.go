@@ -61,6 +61,10 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := demo.SeedOutbox(ctx, pg.DSN("orders")); err != nil {
 		return err
 	}
+	if err := demo.SeedKafka(ctx, kafka.Addrs()); err != nil {
+		return err
+	}
+	go demo.RunKafkaTraffic(ctx, kafka.Addrs())
 
 	cfgText := fmt.Sprintf(`# Written by "console demo"; every option is described in configs/console.example.yaml.
 listen: %q
@@ -80,6 +84,8 @@ rabbitmq:
 consumers:
   - name: inventory-service
     inbox: {dsn: %q, table: inbox_message}
+    kafka: {cluster: main, group: inventory-service, topics: [orders]}
+sampler: {interval: 5s}
 `, *listen, pg.DSN("redrive"), pg.DSN("orders"), kafka.Addrs()[0], rmq.URL(), rmq.ManagementURL(), pg.DSN("orders"))
 	cfgPath := filepath.Join(abs, "console.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {

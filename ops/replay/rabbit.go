@@ -147,7 +147,12 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		}
 		from = rows[len(rows)-1].Seq + 1
 	}
-	settledSeqs := map[int]bool{} // decide and settle run one after the other, on Redrive's goroutine
+	// Items an earlier run of this job settled (a resumed job) are done; decide and settle then run
+	// one after the other, on Redrive's goroutine.
+	settledSeqs, err := r.e.o.Store.SettledSeqs(ctx, job.ID)
+	if err != nil {
+		return err
+	}
 	stopped := false
 	batch := min(batchSize, max(1, job.RatePerSecond))
 	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
@@ -226,7 +231,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		return r.e.o.Store.SettleBatch(ctx, job.ID, out)
 	}
 	done := func() bool { return len(settledSeqs) >= len(items) }
-	err := r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*len(items) + 1000, Batch: batch, Done: done}, decide, settle)
+	err = r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*len(items) + 1000, Batch: batch, Done: done}, decide, settle)
 	if stopped {
 		return errStopped
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	Store *store.Store
 	// Kafka lists the clusters to sample, in the order pages list them. Names must be unique.
 	Kafka []KafkaSource
+	// Rabbit lists the RabbitMQ brokers to sample, in config order. Names must be unique. Either
+	// list may be empty.
+	Rabbit []RabbitSource
 	// Interval between samples; 0 means DefaultInterval (15 s). One sample of all clusters must
 	// finish within four fifths of it, or the clusters still running are reported as failed.
 	Interval time.Duration
@@ -70,6 +73,7 @@ type Sampler struct {
 
 	kafka       []*kafkaState // config order
 	kafkaByName map[string]*kafkaState
+	rmq         rabbitPart
 
 	running atomic.Bool
 	// tickMu serializes ticks (Run's and SampleOnce's); it guards the fields below and the
@@ -106,7 +110,8 @@ type cachedHistory struct {
 }
 
 // New checks opts and builds a Sampler. It does not connect or sample: call SampleOnce and Run.
-// A missing Store, a source without a cluster or two sources with one name are ops.ErrInvalid.
+// A missing Store, a source without a cluster or broker, or two sources of one kind with one name
+// are ops.ErrInvalid. Kafka and Rabbit may each be empty.
 func New(opts Options) (*Sampler, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("sampler: %w", ops.Invalid("store", "required"))
@@ -157,6 +162,9 @@ func New(opts Options) (*Sampler, error) {
 		st := newKafkaState(src, s.interval)
 		s.kafka = append(s.kafka, st)
 		s.kafkaByName[name] = st
+	}
+	if err := s.rmq.init(opts.Rabbit, s.interval); err != nil {
+		return nil, fmt.Errorf("sampler: %w", err)
 	}
 	return s, nil
 }
@@ -220,15 +228,21 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 		for _, st := range s.kafka {
 			st.warm = false
 		}
+		for _, st := range s.rmq.brokers {
+			st.warm = false
+		}
 	}
 
 	now := s.now()
 	var (
 		wg   sync.WaitGroup
-		errs = make([]error, len(s.kafka))
+		errs = make([]error, len(s.kafka)+len(s.rmq.brokers))
 	)
 	for i, st := range s.kafka {
 		wg.Go(func() { errs[i] = s.sampleKafka(ctx, st, now) })
+	}
+	for i, st := range s.rmq.brokers {
+		wg.Go(func() { errs[len(s.kafka)+i] = s.sampleRabbit(ctx, st, now) })
 	}
 	wg.Wait()
 
@@ -268,7 +282,8 @@ func (s *Sampler) resign() {
 
 // Collectors returns the sampler's Prometheus metrics, for the caller's registry:
 // redrive_sampler_runs_total{source,result}, redrive_sampler_duration_seconds{source} and
-// redrive_sampler_leader. source is "kafka/<cluster>"; result is "ok" or "error".
+// redrive_sampler_leader. source is "kafka/<cluster>" or "rabbitmq/<broker>"; result is "ok" or
+// "error".
 func (s *Sampler) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.m.runs, s.m.duration, s.m.leader}
 }

@@ -1,7 +1,7 @@
-// Package sampler collects what the dashboards show — Kafka consumer lag now, RabbitMQ queue depth
-// later — on an interval, in the background, on exactly one console replica at a time (a
-// PostgreSQL advisory lock), and stores both the latest snapshot and the history in the console's
-// store. Pages read the stored snapshot, so any number of viewers and replicas cost the brokers
+// Package sampler collects what the dashboards show — Kafka consumer lag, RabbitMQ queue depths,
+// rates and dead-letter topology — on an interval, in the background, on exactly one console
+// replica at a time (a PostgreSQL advisory lock), and stores both the latest snapshot and the
+// history in the console's store. Pages read the stored snapshot, so any number of viewers and replicas cost the brokers
 // one set of admin calls per interval.
 package sampler
 

@@ -350,7 +350,8 @@ type LedgerOutcome struct {
 	Detail    string
 }
 
-// SettleBatch records outcomes: claimed rows are updated, unclaimed ones (skips) inserted.
+// SettleBatch records outcomes: claimed ("active") rows are updated, missing ones (skips)
+// inserted. A row already settled is never changed: an outcome, once recorded, is final.
 func (s *Store) SettleBatch(ctx context.Context, jobID string, outcomes []LedgerOutcome) error {
 	if len(outcomes) == 0 {
 		return nil
@@ -368,7 +369,7 @@ func (s *Store) SettleBatch(ctx context.Context, jobID string, outcomes []Ledger
 			SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, l, m, o, d)),
 		upd AS (
 			UPDATE replay_ledger r SET outcome = u.o, detail = u.d, at = now()
-			FROM u WHERE r.job_id = $1 AND r.seq = u.s RETURNING r.seq)
+			FROM u WHERE r.job_id = $1 AND r.seq = u.s AND r.outcome = 'active' RETURNING r.seq)
 		INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail)
 		SELECT $1, u.s, u.l, u.m, u.o, u.d FROM u WHERE u.s NOT IN (SELECT seq FROM upd)
 		ON CONFLICT DO NOTHING`, jobID, seqs, locators, ids, results, details)
@@ -423,6 +424,23 @@ func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (m
 	_, err = pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error { out[seq] = outcome; return nil })
 	if err != nil {
 		return nil, fmt.Errorf("ledger outcomes: %w", err)
+	}
+	return out, nil
+}
+
+// SettledSeqs returns the items of a job whose outcome is recorded (not in flight).
+func (s *Store) SettledSeqs(ctx context.Context, jobID string) (map[int]bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq FROM replay_ledger WHERE job_id = $1 AND outcome <> 'active'`, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	out := make(map[int]bool, len(seqs))
+	for _, s := range seqs {
+		out[s] = true
 	}
 	return out, nil
 }

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbittest"
+)
+
+// consoleProcess is the console running as a separate process, killable at any instruction.
+type consoleProcess struct {
+	t    *testing.T
+	cfg  string
+	base string
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+func startProcess(t *testing.T, cfgPath, addr string, log *os.File) *consoleProcess {
+	t.Helper()
+	p := &consoleProcess{t: t, cfg: cfgPath, base: "http://" + addr, log: log}
+	p.start()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *consoleProcess) start() {
+	p.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRunConsole+"=serve --config "+p.cfg)
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if r, err := httpGet(p.base + "/healthz"); err == nil && r == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatal("console process did not start; see its log")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *consoleProcess) kill() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		_, _ = p.cmd.Process.Wait()
+		p.cmd = nil
+	}
+}
+
+func httpGet(u string) (int, error) {
+	r := doRaw("GET", u, "", "")
+	return r.status, r.err
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// The crash test of the issue: a 5,000-message RabbitMQ DLQ replay is SIGKILLed at random points
+// five times and restarted each time. At the end every message is in exactly one place — the
+// original queue or the DLQ — none is lost, and the only duplicates a consumer sees are copies of
+// messages its inbox already marks processed (so they are absorbed, not applied twice).
+func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: seconds of SIGKILL and restarts")
+	}
+	const n = 5000
+	vhost, amqpURL, _ := rabbittest.NewVhost(t)
+	_, ch := rabbittest.Channel(t, amqpURL)
+	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
+	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
+	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
+	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	for i := 0; i < n; i++ {
+		mustDo(t, ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
+			MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}))
+	}
+	// The consumer fails every message: the broker dead-letters them all.
+	mustDo(t, ch.Qos(500, 0, false))
+	deliveries, err := ch.Consume("orders.work", "failing", false, false, false, false, nil)
+	mustDo(t, err)
+	for i := 0; i < n; i++ {
+		mustDo(t, (<-deliveries).Reject(false))
+	}
+	mustDo(t, ch.Cancel("failing", false))
+	waitDepth(t, ch, "orders.dlq", n)
+
+	inboxDSN := pgtest.NewDatabase(t)
+	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
+		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer));
+		INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now() FROM generate_series(0, 4999, 10) g`)
+	cfg := rabbittest.Config(t, vhost)
+	addr := freeAddr(t)
+	cfgPath := filepath.Join(t.TempDir(), "console.yaml")
+	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+listen: %q
+auth: {mode: none}
+store: {dsn: %q}
+rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
+consumers:
+  - name: inventory-service
+    inbox: {dsn: %q}
+    rabbitmq: {broker: main, vhost: %q, queue: orders.work}
+replay: {lease: 2s}
+`, addr, pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost)), 0o600))
+	log, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
+	mustDo(t, err)
+	p := startProcess(t, cfgPath, addr, log)
+
+	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json",
+		fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":%d}}`, vhost, n))
+	var plan struct {
+		PlanID  string         `json:"plan_id"`
+		Total   int            `json:"total"`
+		Actions map[string]int `json:"actions"`
+	}
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != n || plan.Actions["publish"] != 4500 {
+		t.Fatalf("plan: %d %s", r.status, r.body)
+	}
+	r = doRaw("POST", p.base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1500,"reason":"crash test"}`, plan.PlanID))
+	var job struct {
+		ID string `json:"id"`
+	}
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+
+	published := func() int {
+		var j struct{ Published int }
+		_ = json.Unmarshal([]byte(doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "").body), &j)
+		return j.Published
+	}
+	for kill := 0; kill < 5; kill++ {
+		// Kill while messages move: once this process has made progress, at a random moment.
+		before, deadline := published(), time.Now().Add(30*time.Second)
+		for published() == before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond)
+		p.kill()
+		t.Logf("kill %d: DLQ %d, work %d", kill+1, depth(t, ch, "orders.dlq"), depth(t, ch, "orders.work"))
+		p.start()
+	}
+	var final struct {
+		Status                     string
+		Published, Skipped, Failed int
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		r := doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "")
+		_ = json.Unmarshal([]byte(r.body), &final)
+		if final.Status == "done" {
+			break
+		}
+		if time.Now().After(deadline) || final.Status == "failed" {
+			logText, _ := os.ReadFile(log.Name())
+			t.Fatalf("job did not finish: %s\n%s", r.body, tail(string(logText), 3000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.kill()
+	if final.Published != 4500 || final.Skipped != 500 || final.Failed != 0 {
+		t.Fatalf("final job %+v", final)
+	}
+
+	// Read both queues to the end.
+	work, dlq := drainIDs(t, ch, "orders.work"), drainIDs(t, ch, "orders.dlq")
+	inDLQ := map[string]bool{}
+	for _, id := range dlq {
+		inDLQ[id] = true
+	}
+	for _, id := range work {
+		if inDLQ[id] {
+			t.Errorf("%s is both in the DLQ and back in the original queue", id)
+		}
+	}
+	// The consumer, with its inbox: apply each message once, absorb the copies.
+	conn, err := pgx.Connect(ctx, inboxDSN)
+	mustDo(t, err)
+	defer conn.Close(ctx)
+	applied, absorbed := map[string]bool{}, 0
+	for _, id := range work {
+		tag, err := conn.Exec(ctx, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now()) ON CONFLICT DO NOTHING`, id)
+		mustDo(t, err)
+		if tag.RowsAffected() == 0 {
+			absorbed++ // the inbox already marks it processed: a duplicate, not applied again
+			continue
+		}
+		applied[id] = true
+	}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m-%d", i)
+		switch {
+		case i%10 == 0 && (!inDLQ[id] || applied[id]):
+			t.Errorf("%s was processed before: it must stay in the DLQ and not be applied again", id)
+		case i%10 != 0 && !applied[id]:
+			t.Errorf("%s was lost: not applied by the consumer (in DLQ: %v)", id, inDLQ[id])
+		}
+	}
+	t.Logf("after 5 kills: %d messages back in the original queue (%d copies absorbed by the inbox), %d left in the DLQ",
+		len(work), absorbed, len(dlq))
+}
+
+type rawResponse struct {
+	status int
+	body   string
+	err    error
+}
+
+// doRaw is do for code outside a test's goroutine or where a failed request is expected.
+func doRaw(method, u, contentType, body string) rawResponse {
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		return rawResponse{err: err}
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return rawResponse{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return rawResponse{status: resp.StatusCode, body: string(b), err: err}
+}
+
+func drainIDs(t *testing.T, ch *amqp.Channel, queue string) []string {
+	t.Helper()
+	var out []string
+	for {
+		d, ok, err := ch.Get(queue, true)
+		mustDo(t, err)
+		if !ok {
+			return out
+		}
+		out = append(out, d.MessageId)
+	}
+}
+
+func depth(t *testing.T, ch *amqp.Channel, queue string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	mustDo(t, err)
+	return q.Messages
+}
+
+func waitDepth(t *testing.T, ch *amqp.Channel, queue string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for depth(t, ch, queue) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d, want %d", queue, depth(t, ch, queue), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}

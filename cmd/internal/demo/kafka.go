@@ -1,0 +1,182 @@
+package demo
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The demo's dead letters fail for these reasons, in Spring Kafka's words.
+var demoExceptions = []struct{ fqcn, cause, message string }{
+	{"org.springframework.kafka.listener.ListenerExecutionFailedException", "com.acme.inventory.OutOfStockException",
+		"Listener method threw: SKU-%d has 0 units available, order needs %d"},
+	{"org.springframework.kafka.support.serializer.DeserializationException", "com.fasterxml.jackson.core.JsonParseException",
+		"failed to deserialize; nested exception: Unexpected character ('<' (code 60)) at offset %d%d"},
+	{"org.springframework.dao.DataIntegrityViolationException", "org.postgresql.util.PSQLException",
+		"duplicate key value violates unique constraint \"uq_reservation\" (sku %d, order %d)"},
+	{"java.util.concurrent.TimeoutException", "",
+		"pricing-service did not answer within %d%d ms"},
+}
+
+// SeedKafka creates the demo topics, fills a Spring-style dead-letter topic and a retry topic, and
+// commits offsets for consumer groups in different states. It then keeps traffic flowing until
+// ctx ends: orders keep arriving, inventory-service consumes slower than that (its lag grows),
+// shipping-service holds its partitions without committing (stalled), billing-service keeps up.
+func SeedKafka(ctx context.Context, brokers []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("orders"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for topic, parts := range map[string]int32{"orders": 3, "orders.DLT": 3, "orders.retry-1": 1, "payments": 2, "payments-dlt": 1} {
+		if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+			return fmt.Errorf("demo: create %s: %w", topic, err)
+		}
+	}
+	now := time.Now()
+	var recs []*kgo.Record
+	for i := 0; i < 3000; i++ {
+		recs = append(recs, &kgo.Record{Topic: "orders", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("ord-%d", 10000+i%900)),
+			Timestamp: now.Add(-time.Duration(3000-i) * time.Second),
+			Value: []byte(fmt.Sprintf(`{"messageId":"evt-%06d","eventType":"OrderCreated","aggregateId":"ord-%d","payload":{"sku":"SKU-%d","qty":%d}}`,
+				i+1, 10000+i%900, i%50, 1+i%4))})
+	}
+	for i := 0; i < 40; i++ {
+		recs = append(recs, &kgo.Record{Topic: "payments", Partition: int32(i % 2), Key: []byte(fmt.Sprintf("pay-%d", i)),
+			Value: []byte(fmt.Sprintf(`{"paymentId":"pay-%d","amount":%d.50}`, i, 10+i))})
+	}
+	// Dead letters of orders, as Spring Kafka's DeadLetterPublishingRecoverer writes them. Message
+	// ids overlap the outbox's SENT history, whose first events the inventory inbox processed.
+	for i := 0; i < 240; i++ {
+		ex := demoExceptions[i%len(demoExceptions)]
+		if i%7 == 0 {
+			ex = demoExceptions[0]
+		}
+		origPart, origOff := int32(i%3), int64(100+i*3)
+		id := fmt.Sprintf("evt-%06d", 1+i*13)
+		headers := []kgo.RecordHeader{
+			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+			{Key: "kafka_dlt-original-partition", Value: be32(origPart)},
+			{Key: "kafka_dlt-original-offset", Value: be64(origOff)},
+			{Key: "kafka_dlt-original-timestamp", Value: be64(now.Add(-time.Duration(240-i) * time.Minute).UnixMilli())},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("inventory-service")},
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte(ex.fqcn)},
+			{Key: "kafka_dlt-exception-message", Value: []byte(fmt.Sprintf(ex.message, i%50, 1+i%4))},
+			{Key: "kafka_dlt-exception-stacktrace", Value: []byte(ex.fqcn + ": ...\n\tat com.acme.inventory.OrderListener.onOrder(OrderListener.java:57)\n\tat java.base/java.lang.Thread.run(Thread.java:1583)")},
+			{Key: "messageId", Value: []byte(id)},
+			{Key: "traceId", Value: []byte(fmt.Sprintf("%016x", rand.Uint64()))},
+		}
+		if ex.cause != "" {
+			headers = append(headers, kgo.RecordHeader{Key: "kafka_dlt-exception-cause-fqcn", Value: []byte(ex.cause)})
+		}
+		recs = append(recs, &kgo.Record{Topic: "orders.DLT", Partition: origPart, Key: []byte(fmt.Sprintf("ord-%d", 10000+i%900)),
+			Timestamp: now.Add(-time.Duration(240-i) * 30 * time.Second), Headers: headers,
+			Value: []byte(fmt.Sprintf(`{"messageId":%q,"eventType":"OrderCreated","aggregateId":"ord-%d","payload":{"sku":"SKU-%d","qty":%d}}`,
+				id, 10000+i%900, i%50, 1+i%4))})
+	}
+	for i := 0; i < 12; i++ {
+		recs = append(recs, &kgo.Record{Topic: "orders.retry-1", Key: []byte(fmt.Sprintf("ord-%d", 20000+i)),
+			Headers: []kgo.RecordHeader{{Key: "kafka_original-topic", Value: []byte("orders")},
+				{Key: "kafka_exception-fqcn", Value: []byte("java.util.concurrent.TimeoutException")},
+				{Key: "retry_topic-attempts", Value: be32(int32(1 + i%3))}},
+			Value: []byte(fmt.Sprintf(`{"messageId":"evt-r%d"}`, i))})
+	}
+	// The seed document's plain header names.
+	for i := 0; i < 9; i++ {
+		recs = append(recs, &kgo.Record{Topic: "payments-dlt", Key: []byte(fmt.Sprintf("pay-%d", i)),
+			Headers: []kgo.RecordHeader{{Key: "originalTopic", Value: []byte("payments")}, {Key: "originalPartition", Value: []byte(fmt.Sprint(i % 2))},
+				{Key: "originalOffset", Value: []byte(fmt.Sprint(i))}, {Key: "originalMessageId", Value: []byte(fmt.Sprintf("pay-msg-%d", i))},
+				{Key: "retryCount", Value: []byte("5")}, {Key: "lastErrorType", Value: []byte("PaymentGatewayException")},
+				{Key: "lastErrorMessage", Value: []byte("card issuer unavailable (HTTP 503)")}, {Key: "consumer", Value: []byte("billing-service")}},
+			Value: []byte(fmt.Sprintf(`{"paymentId":"pay-%d"}`, i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("demo: produce: %w", err)
+	}
+	// Groups that are not running: one caught up long ago, one far behind.
+	commit := func(group string, offsets map[int32]int64) error {
+		o := kadm.Offsets{}
+		for p, off := range offsets {
+			o.AddOffset("orders", p, off, -1)
+		}
+		_, err := adm.CommitOffsets(ctx, group, o)
+		return err
+	}
+	if err := commit("legacy-reporting", map[int32]int64{0: 200, 1: 180, 2: 150}); err != nil {
+		return fmt.Errorf("demo: commit: %w", err)
+	}
+	return nil
+}
+
+// RunKafkaTraffic keeps the demo's consumer groups alive until ctx ends.
+func RunKafkaTraffic(ctx context.Context, brokers []string) {
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		return
+	}
+	defer prod.Close()
+	go consumeAt(ctx, brokers, "billing-service", 50, true)    // keeps up
+	go consumeAt(ctx, brokers, "inventory-service", 2, true)   // slower than the producer: lag grows
+	go consumeAt(ctx, brokers, "shipping-service", 200, false) // holds its partitions, never commits: stalled
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			prod.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprintf("ord-%d", 30000+i)),
+				Value: []byte(fmt.Sprintf(`{"messageId":"live-%d","eventType":"OrderCreated"}`, i))}, nil)
+		}
+	}
+}
+
+// consumeAt consumes orders as a group member at most perSecond records a second.
+func consumeAt(ctx context.Context, brokers []string, group string, perSecond int, commit bool) {
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(4 << 10)}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	if !commit {
+		// Take the first records so the group has a position, then stop consuming: members stay.
+		fs := cl.PollRecords(ctx, 50)
+		if len(fs.Records()) > 0 {
+			_ = cl.CommitRecords(ctx, fs.Records()...)
+		}
+		cl.PauseFetchTopics("orders")
+		<-ctx.Done()
+		return
+	}
+	for ctx.Err() == nil {
+		fs := cl.PollRecords(ctx, perSecond)
+		if recs := fs.Records(); len(recs) > 0 {
+			_ = cl.CommitRecords(ctx, recs...)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func be32(v int32) []byte {
+	b := make([]byte, 4)
+	binary.BigEndian.PutUint32(b, uint32(v))
+	return b
+}
+
+func be64(v int64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(v))
+	return b
+}

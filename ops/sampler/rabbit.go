@@ -1,0 +1,453 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// RabbitTopology is what the sampler needs of a RabbitMQ broker; *rabbit.Broker implements it.
+// Topology lists the queues (one management call) with exchanges and bindings; its errors carry
+// the ops kinds (ErrUnavailable when the broker cannot be reached).
+type RabbitTopology interface {
+	Name() string
+	Topology(ctx context.Context) (rabbit.Topology, error)
+}
+
+// RabbitSource is one RabbitMQ broker to sample.
+type RabbitSource struct {
+	Broker RabbitTopology // required
+}
+
+// GrowthSamples is how many consecutive samples a queue's ready or unacked count must have risen
+// across (every step up, GrowthSamples−1 steps, all within GrowthSamples intervals) for the
+// queue to be marked growing.
+const GrowthSamples = 4
+
+// RabbitSnapshot is one broker's queues and dead-letter topology as last sampled. It is shared by
+// every reader of a replica: callers must not modify it.
+type RabbitSnapshot struct {
+	Broker string
+	At     time.Time // when the sample was taken; zero when none exists yet
+	// Error is set when the last sampling of this broker failed (the management API is
+	// unreachable); Queues and the topology then hold the last good sample, taken at At.
+	Error   string
+	ErrorAt time.Time
+	// Queues are the watched vhosts' queues sorted by vhost and name, with IsDeadLetterQueue
+	// resolved through exchanges and bindings (rabbit.Topology).
+	Queues     []RabbitQueue
+	Edges      []rabbit.Edge      // one per queue with a dead-letter exchange, by vhost and queue
+	RetryLoops []rabbit.RetryLoop // by vhost, retry queue, work queue
+}
+
+// RabbitQueue is a queue with what the sampler adds from its recent samples.
+type RabbitQueue struct {
+	rabbit.Queue
+	Retry bool // the retry queue of a retry loop (a TTL queue dead-lettering back to its work queue)
+	// Growing is true when the ready or the unacked count rose at each of the last GrowthSamples
+	// samples; Growth says which and by how much ("ready 10 → 40 in 45s").
+	Growing bool
+	Growth  string
+}
+
+// Queue finds a queue of the snapshot.
+func (s RabbitSnapshot) Queue(vhost, name string) (RabbitQueue, bool) {
+	i := sort.Search(len(s.Queues), func(i int) bool {
+		q := s.Queues[i]
+		return q.Vhost > vhost || (q.Vhost == vhost && q.Name >= name)
+	})
+	if i < len(s.Queues) && s.Queues[i].Vhost == vhost && s.Queues[i].Name == name {
+		return s.Queues[i], true
+	}
+	return RabbitQueue{}, false
+}
+
+// Edge is where the queue's dead letters go; false when it has no dead-letter exchange.
+func (s RabbitSnapshot) Edge(vhost, queue string) (rabbit.Edge, bool) {
+	i := sort.Search(len(s.Edges), func(i int) bool {
+		e := s.Edges[i]
+		return e.FromVhost > vhost || (e.FromVhost == vhost && e.FromQueue >= queue)
+	})
+	if i < len(s.Edges) && s.Edges[i].FromVhost == vhost && s.Edges[i].FromQueue == queue {
+		return s.Edges[i], true
+	}
+	return rabbit.Edge{}, false
+}
+
+// DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
+func (s RabbitSnapshot) DeadLettersFrom(vhost, queue string) []string {
+	return rabbit.DeadLettersFrom(rabbit.Topology{Edges: s.Edges}, vhost, queue)
+}
+
+// QueuePoint is one point of a queue's history: the highest depths sampled in its time bucket and
+// the average rates.
+type QueuePoint struct {
+	At            time.Time
+	Ready         int64
+	Unacked       int64
+	Consumers     int
+	PublishRate   float64
+	DeliverRate   float64
+	AckRate       float64
+	RedeliverRate float64
+}
+
+// rabbitPart is the Sampler's RabbitMQ side. The brokers' windows are touched only under
+// Sampler.tickMu, the caches only under Sampler.cacheMu.
+type rabbitPart struct {
+	brokers []*rabbitState // config order
+	byName  map[string]*rabbitState
+	cache   map[string]cachedRabbit
+	history map[queueHistoryKey]cachedQueueHistory
+}
+
+type cachedRabbit struct {
+	snap    RabbitSnapshot
+	fetched time.Time // wall clock
+}
+
+type queueHistoryKey struct {
+	broker, vhost, queue string
+	span                 time.Duration
+	maxPoints            int
+}
+
+type cachedQueueHistory struct {
+	points  []QueuePoint
+	fetched time.Time // wall clock
+}
+
+// rabbitState is the leader's memory of one broker: each queue's last few depths.
+type rabbitState struct {
+	src    RabbitSource
+	name   string
+	keep   time.Duration // how far back depths are kept: GrowthSamples intervals
+	warm   bool          // the windows were loaded from the store since leadership was taken
+	lastAt time.Time     // newest sample stored, so that history keys stay unique
+	depths map[rabbit.QueueRef][]depth
+}
+
+type depth struct {
+	at             time.Time
+	ready, unacked int64
+}
+
+func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error {
+	p.byName = map[string]*rabbitState{}
+	p.cache = map[string]cachedRabbit{}
+	p.history = map[queueHistoryKey]cachedQueueHistory{}
+	for i, src := range sources {
+		if src.Broker == nil {
+			return ops.Invalid(fmt.Sprintf("rabbitmq[%d]", i), "broker is required")
+		}
+		name := src.Broker.Name()
+		if _, dup := p.byName[name]; dup {
+			return ops.Invalid(fmt.Sprintf("rabbitmq[%d].name", i), fmt.Sprintf("%q is used twice", name))
+		}
+		st := &rabbitState{src: src, name: name, keep: GrowthSamples * interval, depths: map[rabbit.QueueRef][]depth{}}
+		p.brokers = append(p.brokers, st)
+		p.byName[name] = st
+	}
+	return nil
+}
+
+// sampleRabbit samples one broker at now and stores the result.
+func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, now time.Time) (err error) {
+	start := time.Now()
+	defer func() { s.observe("rabbitmq/"+st.name, start, err) }()
+	at := now.Round(0).Truncate(time.Microsecond) // what the store keeps
+
+	if !st.warm {
+		s.warmRabbit(ctx, st, at)
+	}
+	topo, err := st.src.Broker.Topology(ctx)
+	if err != nil {
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			return err // shutting down: not the broker's fault, nothing to record
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		if serr := s.store.SetSnapshotError(wctx, store.SnapshotRabbit, st.name, err.Error(), at); serr != nil {
+			err = errors.Join(err, serr)
+		} else {
+			s.rememberRabbitError(st.name, err.Error(), at)
+		}
+		return fmt.Errorf("sampler: %w", err)
+	}
+
+	snap, rows := st.observe(topo, at)
+	data, err := encodeRabbit(snap)
+	if err != nil {
+		return fmt.Errorf("sampler: rabbitmq %s: %w", st.name, err)
+	}
+	if err := s.store.PutSnapshot(ctx, store.Snapshot{Kind: store.SnapshotRabbit, Name: st.name, At: at, Data: data}); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	s.rememberRabbit(snap)
+	if !at.After(st.lastAt) {
+		return nil // the clock did not move: history already has this instant
+	}
+	if err := s.store.InsertRabbitQueueSamples(ctx, rows); err != nil {
+		return fmt.Errorf("sampler: %w", err)
+	}
+	st.lastAt = at
+	return nil
+}
+
+// warmRabbit loads the recent depths from the store when this replica has just become leader, so
+// that a queue growing under the previous leader is still marked growing. A failed load is logged;
+// growth then needs GrowthSamples fresh samples.
+func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time) {
+	st.warm = true
+	st.depths = map[rabbit.QueueRef][]depth{}
+	st.lastAt = time.Time{}
+	rows, err := s.store.RabbitQueueSamples(ctx, st.name, at.Add(-st.keep))
+	if err != nil {
+		s.log.Warn("sampler: cannot load recent queue samples; growth detection starts afresh", "broker", st.name, "err", err)
+		return
+	}
+	for _, r := range rows {
+		ref := rabbit.QueueRef{Vhost: r.Vhost, Name: r.Queue}
+		st.depths[ref] = append(st.depths[ref], depth{at: r.At, ready: r.Ready, unacked: r.Unacked})
+		if r.At.After(st.lastAt) {
+			st.lastAt = r.At
+		}
+	}
+}
+
+// observe turns one topology into the snapshot and the history rows, and moves the depth windows
+// on. Queues that vanished leave the windows.
+func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot, []store.RabbitQueueSample) {
+	cutoff := at.Add(-st.keep)
+	snap := RabbitSnapshot{Broker: st.name, At: at, Queues: make([]RabbitQueue, len(t.Queues)),
+		Edges: t.Edges, RetryLoops: t.RetryLoops}
+	if snap.Edges == nil {
+		snap.Edges = []rabbit.Edge{}
+	}
+	if snap.RetryLoops == nil {
+		snap.RetryLoops = []rabbit.RetryLoop{}
+	}
+	rows := make([]store.RabbitQueueSample, len(t.Queues))
+	depths := make(map[rabbit.QueueRef][]depth, len(t.Queues))
+	for i, q := range t.Queues {
+		ref := q.Ref()
+		w := st.depths[ref]
+		j := 0
+		for j < len(w) && w[j].at.Before(cutoff) {
+			j++
+		}
+		w = w[j:]
+		if n := len(w); n > 0 && !w[n-1].at.Before(at) {
+			w = w[:n-1] // the same instant sampled again: the newer reading wins
+		}
+		w = append(w, depth{at: at, ready: q.Ready, unacked: q.Unacked})
+		if len(w) > GrowthSamples {
+			w = w[len(w)-GrowthSamples:]
+		}
+		// A compact copy, so the windows do not keep growing arrays alive.
+		depths[ref] = append([]depth(nil), w...)
+
+		rq := RabbitQueue{Queue: q, Retry: t.RetryQueues[ref]}
+		rq.Growing, rq.Growth = growth(w)
+		snap.Queues[i] = rq
+		rows[i] = store.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
+			Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
+			AckRate: q.AckRate, RedeliverRate: q.RedeliverRate}
+	}
+	st.depths = depths
+	sort.SliceStable(snap.Queues, func(i, j int) bool { // Queue() searches by (vhost, name)
+		a, b := snap.Queues[i], snap.Queues[j]
+		if a.Vhost != b.Vhost {
+			return a.Vhost < b.Vhost
+		}
+		return a.Name < b.Name
+	})
+	return snap, rows
+}
+
+// growth reports whether ready or unacked rose at every step of a full window.
+func growth(w []depth) (bool, string) {
+	if len(w) < GrowthSamples {
+		return false, ""
+	}
+	rising := func(v func(depth) int64) bool {
+		for i := 1; i < len(w); i++ {
+			if v(w[i]) <= v(w[i-1]) {
+				return false
+			}
+		}
+		return true
+	}
+	first, last := w[0], w[len(w)-1]
+	span := last.at.Sub(first.at).Round(time.Second)
+	var parts []string
+	if rising(func(d depth) int64 { return d.ready }) {
+		parts = append(parts, fmt.Sprintf("ready %d → %d", first.ready, last.ready))
+	}
+	if rising(func(d depth) int64 { return d.unacked }) {
+		parts = append(parts, fmt.Sprintf("unacked %d → %d", first.unacked, last.unacked))
+	}
+	if len(parts) == 0 {
+		return false, ""
+	}
+	return true, strings.Join(parts, ", ") + " in " + span.String()
+}
+
+// LatestRabbit returns the broker's latest stored snapshot, read and cached like LatestKafka: any
+// replica answers from the store, concurrent callers share one read, and the copy is kept for
+// about a second. A broker never sampled yet has a zero At. The snapshot is shared: callers must
+// not modify it. Errors: ops.ErrNotFound for a broker that is not configured, ops.ErrUnavailable
+// when the store cannot be read.
+func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (RabbitSnapshot, error) {
+	if _, ok := s.rmq.byName[broker]; !ok {
+		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q is not configured: %w", broker, ops.ErrNotFound)
+	}
+	if s.cacheTTL > 0 {
+		s.cacheMu.Lock()
+		c, ok := s.rmq.cache[broker]
+		s.cacheMu.Unlock()
+		if ok && time.Since(c.fetched) < s.cacheTTL {
+			return c.snap, nil
+		}
+	}
+	ch := s.reads.DoChan("rabbit/"+broker, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		snap, err := s.readRabbit(rctx, broker)
+		if err != nil {
+			return RabbitSnapshot{}, err
+		}
+		s.rememberRabbit(snap)
+		return snap, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return RabbitSnapshot{}, r.Err
+		}
+		return r.Val.(RabbitSnapshot), nil
+	case <-ctx.Done():
+		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: snapshot: %w", broker, ctx.Err())
+	}
+}
+
+// readRabbit reads the stored snapshot; the document is read and decoded once per new sample.
+func (s *Sampler) readRabbit(ctx context.Context, broker string) (RabbitSnapshot, error) {
+	s.cacheMu.Lock()
+	prev, havePrev := s.rmq.cache[broker]
+	s.cacheMu.Unlock()
+	var have time.Time
+	if havePrev {
+		have = prev.snap.At
+	}
+	snap := RabbitSnapshot{Broker: broker}
+	row, err := s.store.SnapshotIfChanged(ctx, store.SnapshotRabbit, broker, have)
+	switch {
+	case errors.Is(err, ops.ErrNotFound):
+		return snap, nil
+	case err != nil:
+		return RabbitSnapshot{}, err
+	}
+	snap.Error, snap.ErrorAt = row.Error, row.ErrorAt
+	if row.Data == nil && !have.IsZero() {
+		snap.At, snap.Queues, snap.Edges, snap.RetryLoops = prev.snap.At, prev.snap.Queues, prev.snap.Edges, prev.snap.RetryLoops
+		return snap, nil
+	}
+	decoded, ok, err := decodeRabbit(row.Data)
+	if err != nil {
+		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: %w", broker, err)
+	}
+	if ok {
+		snap.At, snap.Queues, snap.Edges, snap.RetryLoops = row.At, decoded.Queues, decoded.Edges, decoded.RetryLoops
+	}
+	return snap, nil
+}
+
+func (s *Sampler) rememberRabbit(snap RabbitSnapshot) {
+	if s.cacheTTL <= 0 {
+		return
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if c, ok := s.rmq.cache[snap.Broker]; ok && c.snap.At.After(snap.At) {
+		return // a concurrent read brought something newer
+	}
+	s.rmq.cache[snap.Broker] = cachedRabbit{snap: snap, fetched: time.Now()}
+}
+
+func (s *Sampler) rememberRabbitError(broker, msg string, at time.Time) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if c, ok := s.rmq.cache[broker]; ok {
+		c.snap.Error, c.snap.ErrorAt = msg, at
+		s.rmq.cache[broker] = c
+	}
+}
+
+// RabbitQueueHistory returns a queue's history from since to now in at most maxPoints points:
+// per time bucket the highest ready, unacked and consumer counts (so spikes survive) and the
+// average rates. A queue without samples in the range yields no points. Like KafkaGroupHistory,
+// an answer is shared by the viewers of the same chart for one Interval; callers must not modify
+// it. Errors: ops.ErrNotFound for an unconfigured broker; ops.ErrInvalid for an empty vhost or
+// queue, a since not before now, or maxPoints outside [1, MaxHistoryPoints]; ops.ErrUnavailable
+// when the store cannot be read.
+func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]QueuePoint, error) {
+	if _, ok := s.rmq.byName[broker]; !ok {
+		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", broker, ops.ErrNotFound)
+	}
+	switch {
+	case vhost == "":
+		return nil, ops.Invalid("vhost", "required")
+	case queue == "":
+		return nil, ops.Invalid("queue", "required")
+	}
+	now := s.now()
+	key := queueHistoryKey{broker: broker, vhost: vhost, queue: queue, span: now.Sub(since).Round(time.Second), maxPoints: maxPoints}
+	if s.cacheTTL > 0 {
+		s.cacheMu.Lock()
+		c, ok := s.rmq.history[key]
+		s.cacheMu.Unlock()
+		if ok && time.Since(c.fetched) < s.interval {
+			return c.points, nil
+		}
+	}
+	ch := s.reads.DoChan(fmt.Sprintf("rabbit-history\x00%s\x00%s\x00%s\x00%d\x00%d", broker, vhost, queue, key.span, maxPoints), func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*readTimeout)
+		defer cancel()
+		rows, err := s.store.RabbitQueueHistory(rctx, broker, vhost, queue, since, now, maxPoints)
+		if err != nil {
+			return nil, err
+		}
+		points := make([]QueuePoint, len(rows))
+		for i, r := range rows {
+			points[i] = QueuePoint(r)
+		}
+		if s.cacheTTL > 0 {
+			s.cacheMu.Lock()
+			for k, c := range s.rmq.history { // keep the map to the charts being watched
+				if time.Since(c.fetched) >= s.interval {
+					delete(s.rmq.history, k)
+				}
+			}
+			s.rmq.history[key] = cachedQueueHistory{points: points, fetched: time.Now()}
+			s.cacheMu.Unlock()
+		}
+		return points, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.([]QueuePoint), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("rabbitmq queue %s/%s history: %w", vhost, queue, ctx.Err())
+	}
+}

@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// RabbitQueueSample is one queue at one sample time: one row of rabbit_queue_sample.
+type RabbitQueueSample struct {
+	Broker    string
+	Vhost     string
+	Queue     string
+	At        time.Time // stored with microsecond precision
+	Ready     int64
+	Unacked   int64
+	Consumers int
+	// Rates in messages per second, as the management API reported them when sampled.
+	PublishRate   float64
+	DeliverRate   float64
+	AckRate       float64
+	RedeliverRate float64
+}
+
+// InsertRabbitQueueSamples appends samples with one COPY. A sample with the same broker, vhost,
+// queue and At as a stored one fails the whole batch with ops.ErrConflict.
+func (s *Store) InsertRabbitQueueSamples(ctx context.Context, samples []RabbitQueueSample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	i := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(samples) {
+			return nil, nil
+		}
+		q := samples[i]
+		i++
+		return []any{q.Broker, q.Vhost, q.Queue, q.At, q.Ready, q.Unacked, int32(q.Consumers),
+			q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate}, nil
+	})
+	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"rabbit_queue_sample"},
+		[]string{"broker", "vhost", "queue", "at", "ready", "unacked", "consumers",
+			"publish_rate", "deliver_rate", "ack_rate", "redeliver_rate"}, src)
+	if err != nil {
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
+			return fmt.Errorf("rabbit samples: insert: %w: %w", ops.ErrConflict, err)
+		}
+		return fmt.Errorf("rabbit samples: insert: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// RabbitQueueSamples reads every queue's samples of broker taken at or after since, ordered by
+// vhost, queue and time (a new sampling leader's warm-up).
+func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since time.Time) ([]RabbitQueueSample, error) {
+	rows, err := s.pool.Query(ctx, `SELECT vhost, queue, at, ready, unacked, consumers,
+			publish_rate, deliver_rate, ack_rate, redeliver_rate
+		FROM rabbit_queue_sample WHERE broker = $1 AND at >= $2 ORDER BY vhost, queue, at`, broker, since)
+	if err != nil {
+		return nil, fmt.Errorf("rabbit samples %s: read: %w: %w", broker, ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RabbitQueueSample, error) {
+		q := RabbitQueueSample{Broker: broker}
+		var consumers int32
+		err := r.Scan(&q.Vhost, &q.Queue, &q.At, &q.Ready, &q.Unacked, &consumers,
+			&q.PublishRate, &q.DeliverRate, &q.AckRate, &q.RedeliverRate)
+		q.Consumers = int(consumers)
+		return q, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rabbit samples %s: read: %w: %w", broker, ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// RabbitQueuePoint is one bucket of a queue's downsampled history.
+type RabbitQueuePoint struct {
+	At        time.Time // the newest sample in the bucket
+	Ready     int64     // the highest ready count sampled in the bucket
+	Unacked   int64     // the highest unacked count sampled in the bucket
+	Consumers int       // the most consumers sampled in the bucket
+	// The rates' averages over the bucket's samples, in messages per second.
+	PublishRate   float64
+	DeliverRate   float64
+	AckRate       float64
+	RedeliverRate float64
+}
+
+// RabbitQueueHistory reads one queue's samples in [since, until], cut into at most maxPoints
+// buckets of equal width (date_bin from since). Depths keep the bucket's maximum, so that spikes
+// survive the downsampling; rates its average. A queue without samples in the range yields no
+// points (an empty, non-nil slice). maxPoints outside [1, MaxHistoryPoints] or an empty range are
+// ops.ErrInvalid.
+func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since, until time.Time, maxPoints int) ([]RabbitQueuePoint, error) {
+	switch {
+	case maxPoints < 1 || maxPoints > MaxHistoryPoints:
+		return nil, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", MaxHistoryPoints))
+	case !until.After(since):
+		return nil, ops.Invalid("since", "must be before the end of the range")
+	}
+	// As in KafkaGroupHistory: (until − since) / width < maxPoints at microsecond precision.
+	width := (until.Sub(since)/time.Microsecond/time.Duration(maxPoints) + 1) * time.Microsecond
+	rows, err := s.pool.Query(ctx, `
+		SELECT max(at), max(ready), max(unacked), max(consumers),
+			avg(publish_rate), avg(deliver_rate), avg(ack_rate), avg(redeliver_rate)
+		FROM rabbit_queue_sample
+		WHERE broker = $1 AND vhost = $2 AND queue = $3 AND at >= $4 AND at <= $5
+		GROUP BY date_bin($6::interval, at, $4)
+		ORDER BY date_bin($6::interval, at, $4)`,
+		broker, vhost, queue, since, until, width)
+	if err != nil {
+		return nil, fmt.Errorf("rabbit history %s/%s/%s: %w: %w", broker, vhost, queue, ops.ErrUnavailable, err)
+	}
+	out := []RabbitQueuePoint{}
+	var (
+		p         RabbitQueuePoint
+		consumers int32
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p.At, &p.Ready, &p.Unacked, &consumers,
+		&p.PublishRate, &p.DeliverRate, &p.AckRate, &p.RedeliverRate}, func() error {
+		p.Consumers = int(consumers)
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rabbit history %s/%s/%s: %w: %w", broker, vhost, queue, ops.ErrUnavailable, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,19 @@
+package layout
+
+import "testing"
+
+func TestSignedInUser(t *testing.T) {
+	doc, _ := renderPage(t, Meta{User: "otto", Role: "operator", CSRFToken: "tok"})
+	if got := doc.Find(`[data-testid="signed-in-user"]`).Text(); got != "otto (operator)" {
+		t.Errorf("user = %q", got)
+	}
+	form := doc.Find(`form[data-testid="logout-form"]`)
+	if m, _ := form.Attr("method"); m != "post" || form.AttrOr("action", "") != "/logout" ||
+		form.Find(`input[name="_csrf"]`).AttrOr("value", "") != "tok" {
+		t.Errorf("logout form: method %q action %q", m, form.AttrOr("action", ""))
+	}
+	doc, _ = renderPage(t, Meta{AuthNone: true})
+	if count(doc, "signed-in-user") != 0 || count(doc, "logout-form") != 0 {
+		t.Error("a user and sign-out shown without a user")
+	}
+}

@@ -1,0 +1,280 @@
+// Package rabbitmq renders the RabbitMQ pages: a broker's queues with their depths, rates and
+// dead-letter topology (from the sampler's snapshot), a queue with its history chart and
+// dead-letter settings, and the dead-letter queue browser with its error groups and replay forms.
+package rabbitmq
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/redrive/redrive/views/layout"
+)
+
+// IndexPage lists the configured brokers.
+type IndexPage struct {
+	Meta    layout.Meta
+	Brokers []string
+}
+
+// BrokerPage is one broker: every queue of the watched vhosts and the dead-letter topology.
+type BrokerPage struct {
+	Meta   layout.Meta
+	Broker string
+	// SnapshotError is set when the sampler's snapshot could not be read at all (the console's
+	// store is down); SampleError when the last sampling of the broker failed, the queues being
+	// the last good sample taken at SampledAt.
+	SnapshotError string
+	SampleError   string
+	SampleErrorAt time.Time
+	SampledAt     time.Time
+	MultiVhost    bool // show the vhost column
+	Queues        []QueueRow
+	Edges         []EdgeRow
+	RetryLoops    []RetryLoopRow
+	// Totals for the stat cards.
+	DLQs        int
+	DLQMessages int64
+	Growing     int
+}
+
+// QueueRow is one queue in the broker's table.
+type QueueRow struct {
+	Vhost         string
+	Name          string
+	Type          string
+	State         string
+	Ready         int64
+	Unacked       int64
+	Consumers     int64
+	PublishRate   float64
+	DeliverRate   float64
+	AckRate       float64
+	RedeliverRate float64
+	DeadLetterTo  string // the dead-letter exchange for display: "" none, "(default)" the default exchange
+	DLQ           bool
+	Retry         bool
+	Growing       bool
+	Growth        string
+	Policy        string
+}
+
+// QueueLink names a queue to link to.
+type QueueLink struct {
+	Vhost string
+	Name  string
+}
+
+// EdgeRow is one queue's dead-lettering: from the queue, through an exchange, into queues.
+type EdgeRow struct {
+	From         QueueLink
+	Exchange     string // "(default)" for the default exchange
+	ExchangeType string
+	RoutingKey   string // "" keeps the messages' own keys; OwnKeys then lists them
+	OwnKeys      string
+	To           []QueueLink
+	Missing      bool
+	AllBound     bool
+	Note         string
+	Loop         bool // part of a retry loop: a retry queue going back to work, or work going to retry
+}
+
+// RetryLoopRow is one retry loop.
+type RetryLoopRow struct {
+	Vhost string
+	Retry string
+	Work  string
+	Delay string
+}
+
+// QueuePage is one queue: numbers, history chart, dead-letter settings and where dead letters go.
+type QueuePage struct {
+	Meta          layout.Meta
+	Broker        string
+	Vhost         string
+	Name          string
+	Row           QueueRow
+	Total         int64
+	SampledAt     time.Time
+	SampleError   string
+	Range         string // 1h, 6h, 24h, 7d
+	Settings      []Setting
+	Arguments     []KV
+	Edge          *EdgeRow    // where this queue's dead letters go; nil without a dead-letter exchange
+	From          []QueueLink // queues dead-lettering into this one
+	RetryOf       string      // the work queue when this is a retry queue
+	SingleActive  bool
+	OperatorPolicy string
+}
+
+// Setting is one effective queue setting and where it comes from.
+type Setting struct {
+	Key    string
+	Value  string
+	Source string // argument, policy, "argument and policy (smaller wins)", …
+}
+
+// KV is one key and its value as text.
+type KV struct {
+	Key   string
+	Value string
+}
+
+// MessagesPage is the dead-letter queue browser.
+type MessagesPage struct {
+	Meta   layout.Meta
+	Broker string
+	Vhost  string
+	Queue  string
+	Limit  int
+	// Filters, as in a replay plan: reason exact, exception message substring.
+	Reason    string
+	Exception string
+	// Refused is why the queue cannot be browsed safely (a 409); Error why it could not be read.
+	Refused     string
+	Error       string
+	Type        string
+	Ready       int64
+	Consumers   int64
+	Redelivered bool // the browse requeued what it read
+	Notes       []string
+	Read        int // messages browsed
+	Groups      []GroupRow
+	Reasons     []string // distinct reasons among the messages browsed, for the filter
+	Messages    []MessageView
+}
+
+// GroupRow is one (reason, exception message) group among the browsed messages.
+type GroupRow struct {
+	Reason           string
+	ExceptionMessage string
+	Count            int
+	FirstAt          *time.Time
+	LastAt           *time.Time
+	OriginalQueues   string
+	Positions        string
+}
+
+// MessageView is one browsed message, rendered for people.
+type MessageView struct {
+	Position     int
+	Offset       string // stream offset; "" for other queues
+	MessageID    string
+	Exchange     string // "(default)" for the default exchange
+	RoutingKey   string
+	Redelivered  bool
+	Properties   []KV // only those set
+	Headers      []KV
+	Body         string
+	BodyEncoding string
+	Truncated    bool
+	Size         int
+	Redacted     bool
+	DeadLetter   *DeadLetterView
+}
+
+// DeadLetterView is a message's decoded dead-letter story.
+type DeadLetterView struct {
+	Reason           string
+	Count            int64
+	LastQueue        string
+	FirstReason      string
+	OriginalQueue    string
+	Destination      string // "exchange orders, routing key order.created": where a replay sends it
+	FirstDeathAt     *time.Time
+	ExceptionMessage string
+	Stacktrace       string
+	ReplayCount      int
+	Deaths           []DeathView
+}
+
+// DeathView is one x-death entry.
+type DeathView struct {
+	Queue       string
+	Reason      string
+	Count       int64
+	Time        *time.Time
+	Exchange    string
+	RoutingKeys string
+}
+
+func brokerURL(b string) string { return "/rabbitmq/" + url.PathEscape(b) }
+
+func queueURL(b, vhost, q string) string {
+	return brokerURL(b) + "/queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(q)
+}
+
+func queueRangeURL(b, vhost, q, r string) string {
+	return queueURL(b, vhost, q) + "?since=" + url.QueryEscape(r)
+}
+
+func messagesURL(b, vhost, q string) string { return queueURL(b, vhost, q) + "/messages" }
+
+func filterURL(b, vhost, q string, limit int, reason, exception string) string {
+	v := url.Values{"limit": {strconv.Itoa(limit)}}
+	if reason != "" {
+		v.Set("reason", reason)
+	}
+	if exception != "" {
+		v.Set("exception", exception)
+	}
+	return messagesURL(b, vhost, q) + "?" + v.Encode()
+}
+
+// HistoryURL is the JSON history behind a queue's chart.
+func HistoryURL(b, vhost, q, r string) string {
+	return "/api/v1/rabbitmq/" + url.PathEscape(b) + "/queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(q) +
+		"/history?since=" + url.QueryEscape(r)
+}
+
+var ranges = []string{"1h", "6h", "24h", "7d"}
+
+// limits are the browse sizes offered; any 1…500 can be typed.
+var limits = []int{20, 50, 100, 200, 500}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// rate formats messages per second: "—" for zero, one decimal below 100.
+func rate(r float64) string {
+	switch {
+	case r == 0:
+		return "—"
+	case r < 100:
+		return strconv.FormatFloat(r, 'f', 1, 64) + "/s"
+	default:
+		return strconv.FormatFloat(r, 'f', 0, 64) + "/s"
+	}
+}
+
+func rateKey(r float64) string { return strconv.FormatFloat(r, 'f', 3, 64) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// filterText is what the queue filter matches besides the visible text.
+func filterText(q QueueRow) string {
+	s := q.Vhost
+	if q.DLQ {
+		s += " dlq dead-letter"
+	}
+	if q.Retry {
+		s += " retry"
+	}
+	if q.Growing {
+		s += " growing"
+	}
+	return s
+}
+
+func reasonLabel(r string) string {
+	if r == "" {
+		return "no dead-letter headers"
+	}
+	return r
+}
