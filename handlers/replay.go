@@ -417,18 +417,14 @@ func (h *Replays) FormStart(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
 }
 
-// JobPage: GET /replays/:id — and its progress fragment for htmx.
+// JobPage: GET /replays/:id — and, for htmx, its live part (progress and ledger).
 func (h *Replays) JobPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	job, err := h.engine.Job(ctx, pathParam(c, "id"))
 	if err != nil {
 		return err
 	}
-	v := toJobView(job)
-	if c.Request().Header.Get("HX-Request") == "true" {
-		return render(c, http.StatusOK, replaypages.Progress(v, h.meta(c, "", "").CSRFToken))
-	}
-	page := replaypages.JobPage{Meta: h.meta(c, "Replay "+job.ID, "replays"), Job: v}
+	page := replaypages.JobPage{Meta: h.meta(c, "Replay "+job.ID, "replays"), Job: toJobView(job)}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: job.ID}}
 	ledger, err := h.engine.Ledger(ctx, job.ID, 500)
 	if err != nil {
@@ -437,6 +433,9 @@ func (h *Replays) JobPage(c echo.Context) error {
 	for _, l := range ledger {
 		page.Ledger = append(page.Ledger, replaypages.LedgerRow{Seq: l.Seq, Locator: l.Locator, MessageID: l.MessageID,
 			Outcome: l.Outcome, Detail: l.Detail, At: l.At})
+	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, replaypages.Live(page))
 	}
 	return render(c, http.StatusOK, replaypages.Job(page))
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // newBrowser starts Debian's headless chromium (installed by .ci/run) for one test. The counter
-// tells how many JavaScript dialogs (alert, confirm) pages opened.
+// tells how many JavaScript dialogs (alert, confirm) pages opened; confirmations are accepted.
 func newBrowser(t *testing.T) (context.Context, *atomic.Int32) {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -38,12 +38,12 @@ func newBrowser(t *testing.T) (context.Context, *atomic.Int32) {
 		t.Fatalf("start chromium: %v", err)
 	}
 	var dialogs atomic.Int32
-	opened := make(chan struct{}, 16)
+	opened := make(chan bool, 16) // true: a confirm() the page asks before a form submits
 	if err := chromedp.Listen(ctx, func(ev any) {
-		if _, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
 			dialogs.Add(1)
 			select {
-			case opened <- struct{}{}:
+			case opened <- d.Type == page.DialogTypeConfirm:
 			default:
 			}
 		}
@@ -55,8 +55,9 @@ func newBrowser(t *testing.T) (context.Context, *atomic.Int32) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-opened:
-				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+			case confirm := <-opened:
+				// Accept the console's own confirmations; dismiss anything else.
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: confirm})
 			}
 		}
 	}()

@@ -60,7 +60,7 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 			ex = demoExceptions[0]
 		}
 		origPart, origOff := int32(i%3), int64(100+i*3)
-		id := fmt.Sprintf("evt-%06d", 1+i*13)
+		id := fmt.Sprintf("evt-%06d", 1+i*5+i/3) // spread over the inbox's processed and unprocessed ids
 		headers := []kgo.RecordHeader{
 			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
 			{Key: "kafka_dlt-original-partition", Value: be32(origPart)},
