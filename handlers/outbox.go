@@ -27,7 +27,7 @@ type OutboxService interface {
 	Name() string
 	MaxAttempts() int
 	StaleReadyAfter() time.Duration
-	Stats(ctx context.Context) (outbox.Stats, error)
+	CachedStats(ctx context.Context, maxAge time.Duration) (outbox.Stats, error)
 	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
 	Event(ctx context.Context, id int64) (outbox.Event, error)
 	ReleaseStuck(ctx context.Context, ids []int64) (int64, error)
@@ -82,7 +82,7 @@ func (h *Outboxes) summaries(ctx context.Context) []summary {
 	var wg sync.WaitGroup
 	for i, o := range h.list {
 		wg.Go(func() {
-			st, err := o.Stats(ctx)
+			st, err := o.CachedStats(ctx, outbox.StatsMaxAge)
 			out[i] = summary{outbox: o, stats: st, err: err}
 		})
 	}
@@ -146,7 +146,7 @@ func (h *Outboxes) APIOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := o.Stats(c.Request().Context())
+	st, err := o.CachedStats(c.Request().Context(), outbox.StatsMaxAge)
 	if err != nil {
 		return err
 	}
@@ -449,7 +449,7 @@ func (h *Outboxes) Panel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := o.Stats(c.Request().Context())
+	st, err := o.CachedStats(c.Request().Context(), outbox.StatsMaxAge)
 	return render(c, http.StatusOK, outboxpages.Panel(toSummaryView(summary{outbox: o, stats: st, err: err})))
 }
 
@@ -465,7 +465,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, statsErr := o.Stats(ctx)
+	st, statsErr := o.CachedStats(ctx, outbox.StatsMaxAge)
 	page := outboxpages.ShowPage{
 		Meta:    h.meta(c, "Outbox "+o.Name(), "outboxes"),
 		Summary: toSummaryView(summary{outbox: o, stats: st, err: statsErr}),

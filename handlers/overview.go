@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/views/components"
 	overviewpages "github.com/redrive/redrive/views/pages/overview"
@@ -18,24 +21,86 @@ import (
 type Overview struct {
 	outboxes *Outboxes
 	checks   []Check
+	kafka    []KafkaCluster
+	lag      KafkaSnapshots
+	replays  ReplayEngine
 	meta     MetaFunc
+	dlts     *ttlCache[[]kafkaDLTs]
+}
+
+// OverviewSources are the adapters the overview reads; zero fields are left out.
+type OverviewSources struct {
+	Outboxes []OutboxService
+	Checks   []Check
+	Kafka    []KafkaCluster
+	Lag      KafkaSnapshots // required when Kafka is not empty
+	Replays  ReplayEngine
 }
 
 // NewOverview wires the overview from the same adapters the other pages use.
-func NewOverview(outboxes []OutboxService, checks []Check, meta MetaFunc) *Overview {
-	return &Overview{outboxes: NewOutboxes(outboxes, nil, meta, nil), checks: checks, meta: meta}
+func NewOverview(src OverviewSources, meta MetaFunc) *Overview {
+	return &Overview{outboxes: NewOutboxes(src.Outboxes, nil, meta, nil), checks: src.Checks, kafka: src.Kafka,
+		lag: src.Lag, replays: src.Replays, meta: meta, dlts: newTTLCache[[]kafkaDLTs](15 * time.Second)}
+}
+
+type kafkaDLTs struct {
+	cluster string
+	topics  []kafka.DLTopic
+	err     error
+}
+
+// deadLetterTopics lists every cluster's DLTs, shared by all viewers for 15 s: the overview
+// refreshes often, the clusters' admin API should not notice.
+func (h *Overview) deadLetterTopics(ctx context.Context) []kafkaDLTs {
+	return h.dlts.get(func() []kafkaDLTs {
+		// Shared by every waiting viewer: not tied to the first one's request.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		out := make([]kafkaDLTs, len(h.kafka))
+		var wg sync.WaitGroup
+		for i, k := range h.kafka {
+			wg.Go(func() {
+				t, err := k.DeadLetterTopics(ctx)
+				out[i] = kafkaDLTs{cluster: k.Name(), topics: t, err: err}
+			})
+		}
+		wg.Wait()
+		return out
+	})
 }
 
 // Problem is one thing on fire.
 type Problem struct {
-	Kind     string `json:"kind"`     // outbox_stuck, outbox_dead, outbox_backlog, outbox_unavailable
-	Severity string `json:"severity"` // critical, warning
+	Kind     string `json:"kind"`     // kafka_group, dead_letters, outbox_stuck, outbox_dead, outbox_backlog, replay_running, …_unavailable
+	Severity string `json:"severity"` // critical, warning, info
 	Title    string `json:"title"`
 	Link     string `json:"link"`
 }
 
+// recent is how new a dead letter must be to count as "arriving now".
+const recent = time.Hour
+
 func (h *Overview) problems(ctx context.Context) []Problem {
 	var out []Problem
+	for _, k := range h.kafka {
+		out = append(out, h.kafkaProblems(ctx, k.Name())...)
+	}
+	for _, d := range h.deadLetterTopics(ctx) {
+		link := "/kafka/" + url.PathEscape(d.cluster)
+		if d.err != nil {
+			out = append(out, Problem{"kafka_unavailable", "critical", fmt.Sprintf("Kafka %s cannot be read: %v", d.cluster, d.err), link})
+			continue
+		}
+		for _, t := range d.topics {
+			if t.Retry || t.Records == 0 || time.Since(t.NewestAt) > recent {
+				continue
+			}
+			out = append(out, Problem{"dead_letters", "warning", fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
+				t.Topic, d.cluster, components.FormatNum(t.Records), components.FormatAge(time.Since(t.NewestAt).Round(time.Second))),
+				link + "/topics/" + url.PathEscape(t.Topic) + "/errors"})
+		}
+	}
+	out = append(out, h.replayProblems(ctx)...)
 	for _, s := range h.outboxes.summaries(ctx) {
 		name := s.outbox.Name()
 		link := "/outboxes/" + url.PathEscape(name)
@@ -71,6 +136,13 @@ func (h *Overview) collect(ctx context.Context) overviewJSON {
 	go func() { defer close(done); o.Dependencies = runChecks(ctx, h.checks) }()
 	o.Problems = append(o.Problems, h.problems(ctx)...)
 	<-done
+	for _, d := range o.Dependencies {
+		if !d.OK {
+			o.Problems = append(o.Problems, Problem{"dependency_down", "critical", d.Name + " is unreachable: " + d.Error, "/readyz"})
+		}
+	}
+	rank := map[string]int{"critical": 0, "warning": 1, "info": 2}
+	sort.SliceStable(o.Problems, func(i, j int) bool { return rank[o.Problems[i].Severity] < rank[o.Problems[j].Severity] })
 	return o
 }
 
@@ -93,4 +165,91 @@ func (h *Overview) Page(c echo.Context) error {
 		return render(c, http.StatusOK, overviewpages.Body(v))
 	}
 	return render(c, http.StatusOK, overviewpages.Page(h.meta(c, "Overview", "overview"), v))
+}
+
+func (h *Overview) kafkaProblems(ctx context.Context, cluster string) []Problem {
+	snap, err := h.lag.LatestKafka(ctx, cluster)
+	link := "/kafka/" + url.PathEscape(cluster)
+	if err != nil {
+		return []Problem{{"kafka_unavailable", "critical", fmt.Sprintf("Lag of %s unavailable: %v", cluster, err), link}}
+	}
+	var out []Problem
+	if snap.Error != "" {
+		out = append(out, Problem{"kafka_unavailable", "critical", fmt.Sprintf("Kafka %s: the last sample failed: %s", cluster, snap.Error), link})
+	}
+	for _, g := range snap.Groups {
+		code := g.Status.Code
+		if code == kafka.StatusOK || (code == kafka.StatusEmpty && g.TotalLag == 0) {
+			continue
+		}
+		severity := "warning"
+		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead {
+			severity = "critical"
+		}
+		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s, lag %s: %s", cluster, g.Name, code,
+			components.FormatNum(g.TotalLag), g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
+	}
+	return out
+}
+
+func (h *Overview) replayProblems(ctx context.Context) []Problem {
+	if h.replays == nil {
+		return nil
+	}
+	jobs, err := h.replays.Jobs(ctx, 20)
+	if err != nil {
+		return []Problem{{"replay_unavailable", "warning", "Replay jobs cannot be read: " + err.Error(), "/replays"}}
+	}
+	var out []Problem
+	for _, j := range jobs {
+		link := "/replays/" + url.PathEscape(j.ID)
+		done := j.Published + j.Skipped + j.Failed
+		switch {
+		case j.Status == "running" || j.Status == "pending":
+			out = append(out, Problem{"replay_running", "info", fmt.Sprintf("Replay %s by %s is %s: %d of %d settled",
+				j.ID, j.Actor, j.Status, done, j.Total), link})
+		case j.Failed > 0 && time.Since(j.CreatedAt) < 24*time.Hour:
+			out = append(out, Problem{"replay_failures", "warning", fmt.Sprintf("Replay %s left %d message(s) where they were (failed)",
+				j.ID, j.Failed), link})
+		}
+	}
+	return out
+}
+
+// ttlCache keeps one value for a while and computes it once for concurrent callers.
+type ttlCache[T any] struct {
+	ttl  time.Duration
+	mu   sync.Mutex
+	at   time.Time
+	val  T
+	busy chan struct{}
+}
+
+func newTTLCache[T any](ttl time.Duration) *ttlCache[T] { return &ttlCache[T]{ttl: ttl} }
+
+func (c *ttlCache[T]) get(compute func() T) T {
+	c.mu.Lock()
+	for {
+		if !c.at.IsZero() && time.Since(c.at) < c.ttl {
+			v := c.val
+			c.mu.Unlock()
+			return v
+		}
+		if c.busy == nil {
+			break
+		}
+		wait := c.busy
+		c.mu.Unlock()
+		<-wait
+		c.mu.Lock()
+	}
+	c.busy = make(chan struct{})
+	c.mu.Unlock()
+	v := compute()
+	c.mu.Lock()
+	c.val, c.at = v, time.Now()
+	close(c.busy)
+	c.busy = nil
+	c.mu.Unlock()
+	return v
 }

@@ -46,6 +46,11 @@ type Deps struct {
 	Checks   []handlers.Check         // one per configured dependency, for /readyz
 	Registry *prometheus.Registry     // required: where HTTP metrics are registered and /metrics reads
 	Redactor *handlers.Redactor       // masks message content for non-admins; nil masks nothing
+
+	// Rabbit are the RabbitMQ brokers, in config order; may be empty. RabbitSnapshots is required
+	// when Rabbit is not empty: the sampler's stored queue snapshots.
+	Rabbit          []handlers.RabbitBroker
+	RabbitSnapshots handlers.RabbitSnapshots
 }
 
 // New builds the echo server with every route registered.
@@ -114,8 +119,10 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor),
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
-		overview: handlers.NewOverview(deps.Outboxes, deps.Checks, meta),
+		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
+			Kafka: deps.Kafka, Lag: deps.Snapshot, Replays: deps.Replay}, meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
+		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor),
 		replays:  handlers.NewReplays(deps.Replay, meta),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)

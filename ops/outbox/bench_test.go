@@ -67,6 +67,13 @@ func BenchmarkOverview5M(b *testing.B) {
 			}
 		}
 	})
+	b.Run("CachedStats", func(b *testing.B) { // what the panels and the API serve
+		for b.Loop() {
+			if _, err := o.CachedStats(ctx, outbox.StatsMaxAge); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("NaiveGroupBy", func(b *testing.B) {
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {

@@ -166,6 +166,7 @@ func (o *Outbox) ReleaseStuck(ctx context.Context, ids []int64) (int64, error) {
 		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
 	var total int64
+	defer o.invalidate()
 	for {
 		tag, err := o.pool.Exec(ctx, o.q.release, ids, releaseBatch)
 		if err != nil {
@@ -198,6 +199,7 @@ func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool
 	if resetAttempts {
 		sql = o.q.requeueReset
 	}
+	defer o.invalidate()
 	rows, err := o.pool.Query(ctx, sql, ids)
 	if err != nil {
 		return nil, o.wrap("requeue", err)

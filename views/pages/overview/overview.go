@@ -25,8 +25,11 @@ type Dependency struct {
 }
 
 func severityTone(s string) string {
-	if s == "critical" {
+	switch s {
+	case "critical":
 		return "danger"
+	case "info":
+		return "info"
 	}
 	return "warn"
 }
