@@ -25,7 +25,7 @@ fuzz:
 lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## generate: regenerate templ code
 generate:
@@ -35,9 +35,11 @@ generate:
 check-generated: generate
 	git diff --exit-code -- '*_templ.go'
 
-## bench: the benchmarks recorded in docs/benchmarks.md (needs the services: run under devstack)
+## bench: the benchmarks recorded in docs/benchmarks.md (starts the services like make test)
 bench:
-	$(GO) run ./cmd/devstack run -- $(GO) test -run '^$$' -bench . -benchtime 20x ./ops/...
+	$(GO) run ./cmd/devstack run -- sh -c '$(GO) test -run "^$$" -bench . -benchtime 20x ./ops/outbox/ ./ops/kafka/ ./ops/sampler/ && \
+		$(GO) test -run "^$$" -bench . -benchtime 5x ./ops/rabbit/ && \
+		$(GO) test -run "^$$" -bench . -benchtime 1x ./ops/replay/'
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/console ./cmd/console

@@ -5,7 +5,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -178,9 +177,3 @@ func metrics(h *prometheus.HistogramVec) echo.MiddlewareFunc {
 	}
 }
 
-// writeJSON is used where echo's context encoder is not at hand.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSONCharsetUTF8)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}

@@ -136,11 +136,4 @@ func backlogText(s Summary) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func limitValue(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strconv.Itoa(n)
-}
-
 var statuses = []string{"READY", "PROCESSING", "SENT", "FAILED", "DEAD"}
