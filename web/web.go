@@ -120,9 +120,9 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
 			Kafka: deps.Kafka, Lag: deps.Snapshot, Replays: deps.Replay}, meta),
-		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
-		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor),
-		replays:  handlers.NewReplays(deps.Replay, meta),
+		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
+		rabbit:  handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor),
+		replays: handlers.NewReplays(deps.Replay, meta),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,
@@ -176,4 +176,3 @@ func metrics(h *prometheus.HistogramVec) echo.MiddlewareFunc {
 		}
 	}
 }
-
