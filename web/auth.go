@@ -542,7 +542,8 @@ func (a *authenticator) SignIn(c echo.Context, user, password string) error {
 		limitUser = user
 	}
 	ip := c.RealIP()
-	if wait := a.limits.wait(limitUser, ip); wait > 0 {
+	end, wait := a.limits.begin(limitUser, ip)
+	if wait > 0 {
 		a.log.Warn("sign-in throttled", "user", user, "ip", ip, "retry_after", wait)
 		return &handlers.ThrottledError{RetryAfter: wait}
 	}
@@ -551,9 +552,10 @@ func (a *authenticator) SignIn(c echo.Context, user, password string) error {
 		hash = u.hash
 	}
 	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !known {
-		a.limits.fail(limitUser, ip)
+		end(false)
 		return handlers.ErrBadCredentials
 	}
+	end(true)
 	ctx := c.Request().Context()
 	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
 		old := sha256.Sum256([]byte(ck.Value))

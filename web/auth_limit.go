@@ -45,34 +45,23 @@ func ipKey(ip string) string {
 	return a.String()
 }
 
-// wait returns how long the caller must wait before trying to sign in; 0 means go ahead. user is
-// "" for a name that is not configured (only the address is throttled then).
-func (l *loginLimiter) wait(user, ip string) time.Duration {
+// begin takes a token from the user's and the address's buckets for one sign-in attempt, or
+// returns how long to wait when either is empty. user is "" for a name that is not configured
+// (only the address counts then). Taking the tokens before the password is checked keeps a burst
+// of parallel attempts within the limit. end reports the outcome: a successful sign-in gives its
+// tokens back, so that only failures are counted.
+func (l *loginLimiter) begin(user, ip string) (end func(ok bool), wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	var w time.Duration
-	if lim := l.users[user]; user != "" && lim != nil {
-		w = max(w, untilToken(lim, now))
-	}
-	if lim := l.ips[ipKey(ip)]; lim != nil {
-		w = max(w, untilToken(lim, now))
-	}
-	return w
-}
-
-// fail takes a token from the user's and the address's buckets.
-func (l *loginLimiter) fail(user, ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
+	var lims []*rate.Limiter
 	if user != "" {
 		lim := l.users[user]
 		if lim == nil {
 			lim = rate.NewLimiter(rate.Every(l.userEvery), l.userBurst)
 			l.users[user] = lim
 		}
-		lim.AllowN(now, 1)
+		lims = append(lims, lim)
 	}
 	k := ipKey(ip)
 	lim := l.ips[k]
@@ -83,7 +72,27 @@ func (l *loginLimiter) fail(user, ip string) {
 		lim = rate.NewLimiter(rate.Every(l.ipEvery), l.ipBurst)
 		l.ips[k] = lim
 	}
-	lim.AllowN(now, 1)
+	lims = append(lims, lim)
+	for _, lim := range lims {
+		wait = max(wait, untilToken(lim, now))
+	}
+	if wait > 0 {
+		return nil, wait
+	}
+	var taken []*rate.Reservation
+	for _, lim := range lims {
+		taken = append(taken, lim.ReserveN(now, 1))
+	}
+	return func(ok bool) {
+		if !ok {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, r := range taken {
+			r.CancelAt(l.now())
+		}
+	}, 0
 }
 
 func (l *loginLimiter) pruneLocked(now time.Time) {

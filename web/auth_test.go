@@ -549,29 +549,57 @@ func TestLoginLimiter(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	l := newLoginLimiter(2, time.Minute, 3, 10*time.Second)
 	l.now = func() time.Time { return now }
-
-	l.fail("otto", "192.0.2.1")
-	if w := l.wait("otto", "192.0.2.1"); w != 0 {
-		t.Fatalf("after one failure: wait %v", w)
+	attempt := func(user, ip string, ok bool) time.Duration {
+		end, wait := l.begin(user, ip)
+		if wait == 0 {
+			end(ok)
+		}
+		return wait
 	}
-	l.fail("otto", "192.0.2.1")
-	if w := l.wait("otto", "192.0.2.1"); w < 59*time.Second || w > time.Minute {
+
+	for range 5 { // successes cost nothing
+		if w := attempt("otto", "192.0.2.1", true); w != 0 {
+			t.Fatalf("after successful sign-ins: wait %v", w)
+		}
+	}
+	attempt("otto", "192.0.2.1", false)
+	attempt("otto", "192.0.2.1", false)
+	if w := attempt("otto", "192.0.2.1", true); w < 59*time.Second || w > time.Minute {
 		t.Fatalf("user bucket empty: wait %v, want about 1m", w)
 	}
-	if w := l.wait("otto", "192.0.2.99"); w == 0 {
+	if w := attempt("otto", "192.0.2.99", true); w == 0 {
 		t.Fatal("the user is throttled from every address")
 	}
-	if w := l.wait("ada", "192.0.2.1"); w != 0 {
-		t.Fatalf("another user from the address (1 of 3 address tokens left): wait %v", w)
-	}
-	l.fail("", "192.0.2.1") // an unknown user name still costs the address
-	if w := l.wait("ada", "192.0.2.1"); w < 9*time.Second || w > 10*time.Second {
-		t.Fatalf("address bucket empty: wait %v, want about 10s", w)
+	attempt("", "192.0.2.1", false) // an unknown user name costs the address
+	if w := attempt("ada", "192.0.2.1", true); w < 9*time.Second || w > 10*time.Second {
+		t.Fatalf("address bucket empty (3 failures): wait %v, want about 10s", w)
 	}
 	now = now.Add(time.Minute)
-	if w := l.wait("otto", "192.0.2.1"); w != 0 {
+	if w := attempt("otto", "192.0.2.1", true); w != 0 {
 		t.Fatalf("after a minute: wait %v", w)
 	}
+
+	t.Run("ParallelAttemptsStayWithinTheBurst", func(t *testing.T) {
+		l := newLoginLimiter(5, time.Hour, 100, time.Hour)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted := 0
+		for range 50 {
+			wg.Go(func() {
+				end, wait := l.begin("otto", "198.51.100.1")
+				if wait == 0 {
+					mu.Lock()
+					admitted++
+					mu.Unlock()
+					end(false)
+				}
+			})
+		}
+		wg.Wait()
+		if admitted != 5 {
+			t.Fatalf("%d of 50 parallel attempts admitted, want 5 (the burst)", admitted)
+		}
+	})
 
 	for _, c := range []struct{ a, b string }{{"2001:db8::1", "2001:db8::ffff"}, {"::ffff:192.0.2.7", "192.0.2.7"}} {
 		if ipKey(c.a) != ipKey(c.b) {

@@ -191,7 +191,7 @@ func header(r *kgo.Record, key string) (string, bool) {
 // waitJob waits for a job to reach a final status.
 func waitJob(tb testing.TB, e *replay.Engine, id string) store.ReplayJob {
 	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		j, err := e.Job(ctxT(tb), id)
 		if err != nil {
