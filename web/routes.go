@@ -34,6 +34,7 @@ type routeHandlers struct {
 	health   *handlers.Health
 	overview *handlers.Overview
 	kafka    *handlers.Kafka
+	rabbit   *handlers.Rabbit
 	replays  *handlers.Replays
 }
 
@@ -42,6 +43,8 @@ func routes(h routeHandlers) []Route {
 	return []Route{
 		{http.MethodGet, "/healthz", h.health.Healthz, RolePublic},
 		{http.MethodGet, "/readyz", h.health.Readyz, RolePublic},
+		// Public: the document holds no data and no configuration, only what the source publishes.
+		{http.MethodGet, "/api/openapi.json", serveOpenAPI, RolePublic},
 
 		{http.MethodGet, "/", h.overview.Page, RoleViewer},
 		{http.MethodGet, "/outboxes", h.outboxes.Index, RoleViewer},
@@ -56,6 +59,10 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/topics/:topic", h.kafka.TopicPage, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/topics/:topic/errors", h.kafka.ErrorsPage, RoleViewer},
+		{http.MethodGet, "/rabbitmq", h.rabbit.Index, RoleViewer},
+		{http.MethodGet, "/rabbitmq/:broker", h.rabbit.BrokerPage, RoleViewer},
+		{http.MethodGet, "/rabbitmq/:broker/queues/:vhost/:queue", h.rabbit.QueuePage, RoleViewer},
+		{http.MethodGet, "/rabbitmq/:broker/queues/:vhost/:queue/messages", h.rabbit.MessagesPage, RoleViewer},
 		{http.MethodGet, "/replays", h.replays.Index, RoleViewer},
 		{http.MethodPost, "/replays/plan", h.replays.FormPlan, RoleOperator},
 		{http.MethodGet, "/replays/plans/:id", h.replays.PlanPage, RoleViewer},
@@ -77,6 +84,10 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups, RoleViewer},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues", h.rabbit.APIQueues, RoleViewer},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue", h.rabbit.APIQueue, RoleViewer},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/history", h.rabbit.APIQueueHistory, RoleViewer},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages", h.rabbit.APIMessages, RoleViewer},
 		{http.MethodPost, "/api/v1/replays/plan", h.replays.APIPlan, RoleOperator},
 		{http.MethodPost, "/api/v1/replays", h.replays.APIStart, RoleOperator},
 		{http.MethodGet, "/api/v1/replays", h.replays.APIJobs, RoleViewer},

@@ -69,7 +69,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 	}, []string{"method", "route", "code"})
 	for _, c := range []prometheus.Collector{httpDuration, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newExporter(deps)} {
 		if err := deps.Registry.Register(c); err != nil {
 			return nil, err
 		}

@@ -91,8 +91,12 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.closers = append(a.closers, in.Close)
 		a.checks = append(a.checks, handlers.Check{Name: "inbox/" + c.Name, Ping: in.Ping})
 	}
-	if len(sources) > 0 {
-		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Interval: cfg.Sampler.Interval.D(),
+	var rabbitSources []sampler.RabbitSource
+	for _, r := range a.rabbit {
+		rabbitSources = append(rabbitSources, sampler.RabbitSource{Broker: r})
+	}
+	if len(sources) > 0 || len(rabbitSources) > 0 {
+		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Rabbit: rabbitSources, Interval: cfg.Sampler.Interval.D(),
 			Retention: cfg.Sampler.Retention.D(), Logger: log})
 		if err != nil {
 			a.Close()
@@ -154,8 +158,12 @@ func (a *app) webDeps(log *slog.Logger) web.Deps {
 	for _, k := range a.kafka {
 		d.Kafka = append(d.Kafka, k)
 	}
+	for _, r := range a.rabbit {
+		d.Rabbit = append(d.Rabbit, r)
+	}
 	if a.sampler != nil {
 		d.Snapshot = a.sampler
+		d.RabbitSnapshots = a.sampler
 	}
 	return d
 }

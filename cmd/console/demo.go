@@ -65,6 +65,9 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	go demo.RunKafkaTraffic(ctx, kafka.Addrs())
+	if err := demo.SeedRabbit(ctx, rmq.URL(), rmq.ManagementURL()); err != nil {
+		return err
+	}
 
 	cfgText := fmt.Sprintf(`# Written by "console demo"; every option is described in configs/console.example.yaml.
 listen: %q

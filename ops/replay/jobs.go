@@ -260,6 +260,10 @@ func (e *Engine) runWhole(ctx context.Context, job store.ReplayJob, w wholeRunne
 		e.finish(ctx, job, store.JobCancelled, "")
 	case lost, ctx.Err() != nil:
 		// another replica (or this one, restarted) resumes it when the lease expires
+	case errors.Is(err, ops.ErrUnavailable):
+		// The broker or the store went away mid-run (unacked messages went back to the queue):
+		// leave the job to be resumed when the lease expires, rather than fail half of it.
+		e.o.Logger.Warn("replay: interrupted; resuming after the lease", "job", job.ID, "err", err)
 	case err != nil:
 		e.o.Logger.Warn("replay: job failed; it can be planned and run again", "job", job.ID, "err", err)
 		e.finish(ctx, job, store.JobFailed, err.Error())

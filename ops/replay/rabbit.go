@@ -149,9 +149,15 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 	}
 	// Items an earlier run of this job settled (a resumed job) are done; decide and settle then run
 	// one after the other, on Redrive's goroutine.
-	settledSeqs, err := r.e.o.Store.SettledSeqs(ctx, job.ID)
+	prior, err := r.e.o.Store.SettledOutcomes(ctx, job.ID)
 	if err != nil {
 		return err
+	}
+	settledSeqs := map[int]bool{}
+	published := map[int]bool{} // delivered by this job: any copy still in the queue is dropped
+	for seq, outcome := range prior {
+		settledSeqs[seq] = true
+		published[seq] = outcome == "published"
 	}
 	stopped := false
 	batch := min(batchSize, max(1, job.RatePerSecond))
@@ -167,8 +173,16 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		idx := map[int]int{} // seq → index in the batch
 		for i, m := range b.Messages {
 			it, ok := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, m)]
-			if !ok || settledSeqs[it.Seq] {
-				continue // not selected, or a second copy of a settled one: keep it
+			switch {
+			case !ok:
+				continue // not selected: keep it
+			case published[it.Seq]:
+				// A copy of a message this job published and whose ack was lost (a crash, a
+				// broken channel): the broker put it back; it must not go out twice.
+				moves[i] = rabbit.Move{Kind: rabbit.Drop}
+				continue
+			case settledSeqs[it.Seq]:
+				continue // skipped or failed earlier: it stays
 			}
 			if _, dup := idx[it.Seq]; dup {
 				continue
@@ -207,6 +221,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 			for _, it := range g.mine {
 				settledSeqs[it.Seq] = true
 				if outcomes[it.Seq] == "published" {
+					published[it.Seq] = true
 					moves[idx[it.Seq]] = rabbit.Move{Kind: rabbit.Drop}
 				}
 			}
@@ -224,6 +239,8 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 				Detail: "to " + it.Destination.String()}
 			if errs[i] != nil {
 				o.Outcome, o.Detail = "failed", errs[i].Error()+"; the message stays in the dead-letter queue"
+			} else {
+				published[it.Seq] = true
 			}
 			settledSeqs[it.Seq] = true
 			out = append(out, o)

@@ -495,9 +495,12 @@ func TestRabbitQueueHistory(t *testing.T) {
 	t.Run("Invalid", func(t *testing.T) {
 		for name, call := range map[string]func() error{
 			"MaxPoints0": func() error { _, err := s.RabbitQueueHistory(ctx, "main", "/", "q", start, 0); return err },
-			"Future":     func() error { _, err := s.RabbitQueueHistory(ctx, "main", "/", "q", clk.Now().Add(time.Hour), 10); return err },
-			"NoVhost":    func() error { _, err := s.RabbitQueueHistory(ctx, "main", "", "q", start, 10); return err },
-			"NoQueue":    func() error { _, err := s.RabbitQueueHistory(ctx, "main", "/", "", start, 10); return err },
+			"Future": func() error {
+				_, err := s.RabbitQueueHistory(ctx, "main", "/", "q", clk.Now().Add(time.Hour), 10)
+				return err
+			},
+			"NoVhost": func() error { _, err := s.RabbitQueueHistory(ctx, "main", "", "q", start, 10); return err },
+			"NoQueue": func() error { _, err := s.RabbitQueueHistory(ctx, "main", "/", "", start, 10); return err },
 		} {
 			if err := call(); !errors.Is(err, ops.ErrInvalid) {
 				t.Errorf("%s: %v, want ErrInvalid", name, err)

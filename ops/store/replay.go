@@ -428,19 +428,19 @@ func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (m
 	return out, nil
 }
 
-// SettledSeqs returns the items of a job whose outcome is recorded (not in flight).
-func (s *Store) SettledSeqs(ctx context.Context, jobID string) (map[int]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq FROM replay_ledger WHERE job_id = $1 AND outcome <> 'active'`, jobID)
+// SettledOutcomes returns the recorded outcome of every item of a job that is settled (not in
+// flight).
+func (s *Store) SettledOutcomes(ctx context.Context, jobID string) (map[int]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND outcome <> 'active'`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
 	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	out := map[int]string{}
+	var seq int
+	var outcome string
+	_, err = pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error { out[seq] = outcome; return nil })
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
-	}
-	out := make(map[int]bool, len(seqs))
-	for _, s := range seqs {
-		out[s] = true
 	}
 	return out, nil
 }

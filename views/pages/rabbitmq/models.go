@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 )
 
@@ -28,7 +29,8 @@ type BrokerPage struct {
 	SampleError   string
 	SampleErrorAt time.Time
 	SampledAt     time.Time
-	MultiVhost    bool // show the vhost column
+	MultiVhost    bool   // show the vhost column
+	Vhost         string // the one vhost, when not MultiVhost
 	Queues        []QueueRow
 	Edges         []EdgeRow
 	RetryLoops    []RetryLoopRow
@@ -89,21 +91,21 @@ type RetryLoopRow struct {
 
 // QueuePage is one queue: numbers, history chart, dead-letter settings and where dead letters go.
 type QueuePage struct {
-	Meta          layout.Meta
-	Broker        string
-	Vhost         string
-	Name          string
-	Row           QueueRow
-	Total         int64
-	SampledAt     time.Time
-	SampleError   string
-	Range         string // 1h, 6h, 24h, 7d
-	Settings      []Setting
-	Arguments     []KV
-	Edge          *EdgeRow    // where this queue's dead letters go; nil without a dead-letter exchange
-	From          []QueueLink // queues dead-lettering into this one
-	RetryOf       string      // the work queue when this is a retry queue
-	SingleActive  bool
+	Meta           layout.Meta
+	Broker         string
+	Vhost          string
+	Name           string
+	Row            QueueRow
+	Total          int64
+	SampledAt      time.Time
+	SampleError    string
+	Range          string // 1h, 6h, 24h, 7d
+	Settings       []Setting
+	Arguments      []KV
+	Edge           *EdgeRow    // where this queue's dead letters go; nil without a dead-letter exchange
+	From           []QueueLink // queues dead-lettering into this one
+	RetryOf        string      // the work queue when this is a retry queue
+	SingleActive   bool
 	OperatorPolicy string
 }
 
@@ -277,4 +279,56 @@ func reasonLabel(r string) string {
 		return "no dead-letter headers"
 	}
 	return r
+}
+
+func dlqTone(messages int64) string {
+	if messages > 0 {
+		return components.ToneDanger
+	}
+	return components.ToneOK
+}
+
+func growTone(n int) string {
+	if n > 0 {
+		return components.ToneWarn
+	}
+	return ""
+}
+
+// consumersTone flags a queue with messages waiting and nobody to take them (a dead-letter queue
+// usually has no consumer: that is not flagged).
+func consumersTone(q QueueRow) string {
+	if q.Consumers == 0 && q.Ready > 0 && !q.DLQ {
+		return components.ToneWarn
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func brokerSubtitle(p BrokerPage) string {
+	s := "Queues sampled in the background, growing ones first"
+	if !p.MultiVhost && p.Vhost != "" {
+		s = "vhost " + p.Vhost + " · " + s
+	}
+	return s
+}
+
+func filterHint(reason, exception string) string {
+	switch {
+	case reason != "" && exception != "":
+		return "reason " + reason + ", exception containing “" + exception + "”"
+	case reason != "":
+		return "reason " + reason
+	case exception != "":
+		return "exception containing “" + exception + "”"
+	}
+	return "no filter"
 }

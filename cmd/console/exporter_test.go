@@ -1,0 +1,527 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbittest"
+)
+
+// scrape reads /metrics with the Prometheus text parser and returns "name{k="v",…}" (labels
+// sorted) → value.
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			var kv []string
+			for _, l := range m.GetLabel() {
+				kv = append(kv, l.GetName(), l.GetValue())
+			}
+			key, v := name, 0.0
+			switch {
+			case m.Gauge != nil:
+				v = m.Gauge.GetValue()
+			case m.Counter != nil:
+				v = m.Counter.GetValue()
+			case m.Histogram != nil:
+				key, v = name+"_count", float64(m.Histogram.GetSampleCount())
+			default:
+				continue
+			}
+			out[series(key, kv...)] = v
+		}
+	}
+	return out
+}
+
+// series is the key scrape uses for a metric and its labels, given as name, value pairs.
+func series(name string, kv ...string) string {
+	var ls []string
+	for i := 0; i+1 < len(kv); i += 2 {
+		ls = append(ls, fmt.Sprintf("%s=%q", kv[i], kv[i+1]))
+	}
+	sort.Strings(ls)
+	return name + "{" + strings.Join(ls, ",") + "}"
+}
+
+// withPrefix counts the series of one metric whose labels contain match.
+func withPrefix(m map[string]float64, name, match string) int {
+	n := 0
+	for k := range m {
+		if strings.HasPrefix(k, name+"{") && strings.Contains(k, match) {
+			n++
+		}
+	}
+	return n
+}
+
+type apiGroups struct {
+	SampledAt *time.Time `json:"sampled_at"`
+	Groups    []struct {
+		Group  string `json:"group"`
+		Status string `json:"status"`
+		Topics []struct {
+			Topic      string `json:"topic"`
+			Partitions []struct {
+				Partition int32 `json:"partition"`
+				Lag       int64 `json:"lag"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	} `json:"groups"`
+}
+
+// The exporter's numbers are the API's numbers: outbox counts, Kafka lag per partition and group
+// status, and the replay ledger's outcomes after a job.
+func TestExporterMatchesAPI(t *testing.T) {
+	base := kafkaConsole(t)
+
+	t.Run("KafkaLag", func(t *testing.T) {
+		// The API and the exporter read the same stored snapshot; a sample landing between the
+		// reads shows as a changed sampled_at, and the comparison is taken again.
+		var groups apiGroups
+		var m map[string]float64
+		for attempt := 0; ; attempt++ {
+			before := decode[apiGroups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+			m = scrape(t, base)
+			groups = decode[apiGroups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+			if before.SampledAt != nil && groups.SampledAt != nil && before.SampledAt.Equal(*groups.SampledAt) && len(groups.Groups) > 0 {
+				break
+			}
+			if attempt == 50 {
+				t.Fatalf("no stable sampled snapshot: %+v", groups)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		codes := map[string]float64{"OK": 0, "WARN": 1, "STALL": 2, "STOP": 3, "EMPTY": 4, "DEAD": 5}
+		partitions, lagging := 0, 0
+		for _, g := range groups.Groups {
+			key := series("redrive_kafka_group_status", "cluster", "main", "group", g.Group)
+			if v, ok := m[key]; !ok || v != codes[g.Status] {
+				t.Errorf("%s = %v (present %v); the API says %s", key, v, ok, g.Status)
+			}
+			for _, tp := range g.Topics {
+				for _, p := range tp.Partitions {
+					key := series("redrive_kafka_group_lag", "cluster", "main", "group", g.Group, "topic", tp.Topic,
+						"partition", strconv.Itoa(int(p.Partition)))
+					v, ok := m[key]
+					switch {
+					case p.Lag < 0 && ok:
+						t.Errorf("%s exported for an unknown lag", key)
+					case p.Lag >= 0 && (!ok || v != float64(p.Lag)):
+						t.Errorf("%s = %v (present %v); the API says %d", key, v, ok, p.Lag)
+					}
+					if p.Lag >= 0 {
+						partitions++
+					}
+					if p.Lag > 0 {
+						lagging++
+					}
+				}
+			}
+		}
+		if lagging == 0 {
+			t.Fatalf("the demo has lagging partitions; the API shows none: %+v", groups)
+		}
+		if n := withPrefix(m, "redrive_kafka_group_lag", `cluster="main"`); n != partitions {
+			t.Errorf("%d lag series, the API has %d partitions with a known lag", n, partitions)
+		}
+		if age, ok := m[series("redrive_snapshot_age_seconds", "source", "kafka/main")]; !ok || age < 0 || age > 60 {
+			t.Errorf("snapshot age %v (present %v)", age, ok)
+		}
+	})
+
+	t.Run("Outboxes", func(t *testing.T) {
+		v := decode[struct {
+			Outboxes []struct {
+				Name   string           `json:"name"`
+				Counts map[string]int64 `json:"counts"`
+				Stuck  int64            `json:"stuck_leases"`
+				Age    float64          `json:"oldest_ready_age_seconds"`
+			} `json:"outboxes"`
+		}](t, do(t, nil, "GET", base+"/api/v1/outboxes", "", ""))
+		m := scrape(t, base)
+		if len(v.Outboxes) != 1 || v.Outboxes[0].Counts["DEAD"] == 0 || v.Outboxes[0].Stuck == 0 {
+			t.Fatalf("the demo outbox: %+v", v)
+		}
+		for _, o := range v.Outboxes {
+			for status, n := range o.Counts {
+				key := series("redrive_outbox_events", "outbox", o.Name, "status", status)
+				if got, ok := m[key]; !ok || got != float64(n) {
+					t.Errorf("%s = %v (present %v); the API says %d", key, got, ok, n)
+				}
+			}
+			if got := m[series("redrive_outbox_stuck_leases", "outbox", o.Name)]; got != float64(o.Stuck) {
+				t.Errorf("stuck leases %v; the API says %d", got, o.Stuck)
+			}
+			// The age moves with the clock between the two reads.
+			if got := m[series("redrive_outbox_oldest_ready_age_seconds", "outbox", o.Name)]; math.Abs(got-o.Age) > 10 || o.Age < 300 {
+				t.Errorf("oldest READY age %v; the API says %v", got, o.Age)
+			}
+		}
+	})
+
+	t.Run("ReplayOutcomes", func(t *testing.T) {
+		before := scrape(t, base)
+		for _, o := range []string{"published", "skipped", "failed"} {
+			if v, ok := before[series("redrive_replay_messages_total", "outcome", o)]; !ok || v != 0 {
+				t.Fatalf("before any replay: %s = %v (present %v)", o, v, ok)
+			}
+		}
+		plan := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
+			`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":0,"from_offset":0,"to_offset":39}}`)
+		p := decode[struct {
+			PlanID string `json:"plan_id"`
+		}](t, plan)
+		start := do(t, nil, "POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":500,"reason":"exporter e2e"}`, p.PlanID))
+		j := decode[struct{ ID string }](t, start)
+		if plan.status != 200 || start.status != 200 {
+			t.Fatalf("plan %d %s; start %d %s", plan.status, plan.body, start.status, start.body)
+		}
+		var job struct {
+			Status                     string
+			Published, Skipped, Failed int
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for job.Status != "done" {
+			if time.Now().After(deadline) {
+				t.Fatalf("job %+v", job)
+			}
+			time.Sleep(100 * time.Millisecond)
+			job = decode[struct {
+				Status                     string
+				Published, Skipped, Failed int
+			}](t, do(t, nil, "GET", base+"/api/v1/replays/"+j.ID, "", ""))
+		}
+		if job.Published == 0 || job.Skipped == 0 {
+			t.Fatalf("the demo inbox should make a mix: %+v", job)
+		}
+		want := map[string]float64{"published": float64(job.Published), "skipped": float64(job.Skipped), "failed": float64(job.Failed)}
+		// The exporter reuses the ledger's counts for up to 10 s.
+		var m map[string]float64
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			m = scrape(t, base)
+			same := true
+			for o, n := range want {
+				same = same && m[series("redrive_replay_messages_total", "outcome", o)] == n
+			}
+			if same {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("exporter %v, %v, %v; the job says %v", m[series("redrive_replay_messages_total", "outcome", "published")],
+					m[series("redrive_replay_messages_total", "outcome", "skipped")], m[series("redrive_replay_messages_total", "outcome", "failed")], want)
+			}
+		}
+	})
+
+	t.Run("NoErrorsAndOwnMetricsKept", func(t *testing.T) {
+		m := scrape(t, base)
+		for k, v := range m {
+			if strings.HasPrefix(k, "redrive_exporter_errors_total{") && v != 0 {
+				t.Errorf("%s = %v on a healthy console", k, v)
+			}
+		}
+		for _, want := range []string{"redrive_sampler_leader{}", `redrive_exporter_errors_total{source="outbox/orders"}`,
+			`redrive_exporter_errors_total{source="kafka/main"}`, `redrive_exporter_errors_total{source="replays"}`} {
+			if _, ok := m[want]; !ok {
+				t.Errorf("%s missing", want)
+			}
+		}
+		if m["redrive_sampler_leader{}"] != 1 {
+			t.Errorf("the only replica does not lead the sampler")
+		}
+		if withPrefix(m, "redrive_sampler_runs_total", `source="kafka/main"`) == 0 {
+			t.Errorf("sampler runs are not exported")
+		}
+	})
+}
+
+// closedPort is a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// One outbox database down: the scrape still answers 200 with everything else, leaves that
+// outbox's series out and counts the failure.
+func TestExporterSkipsADownSource(t *testing.T) {
+	orders := pgtest.NewDatabase(t)
+	if err := demo.SeedOutbox(context.Background(), orders); err != nil {
+		t.Fatal(err)
+	}
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+outboxes:
+  - {name: orders, dsn: %q}
+  - {name: billing, dsn: "postgres://postgres@%s/billing?sslmode=disable&connect_timeout=2"}
+`, pgtest.NewDatabase(t), orders, closedPort(t)))
+
+	api := decode[struct {
+		Outboxes []struct {
+			Name  string `json:"name"`
+			Error string `json:"error"`
+		} `json:"outboxes"`
+	}](t, do(t, nil, "GET", base+"/api/v1/outboxes", "", ""))
+	if len(api.Outboxes) != 2 || api.Outboxes[0].Error != "" || api.Outboxes[1].Error == "" {
+		t.Fatalf("the API should show billing down and orders up: %+v", api)
+	}
+	m := scrape(t, base)
+	if got := m[series("redrive_outbox_events", "outbox", "orders", "status", "DEAD")]; got != 25 {
+		t.Errorf("orders DEAD = %v", got)
+	}
+	if n := withPrefix(m, "redrive_outbox_events", `outbox="billing"`) + withPrefix(m, "redrive_outbox_stuck_leases", `outbox="billing"`); n != 0 {
+		t.Errorf("%d series of the outbox that cannot be read", n)
+	}
+	if got := m[series("redrive_exporter_errors_total", "source", "outbox/billing")]; got < 1 {
+		t.Errorf("errors for outbox/billing = %v", got)
+	}
+	if got := m[series("redrive_exporter_errors_total", "source", "outbox/orders")]; got != 0 {
+		t.Errorf("errors for outbox/orders = %v", got)
+	}
+	if withPrefix(m, "redrive_http_request_duration_seconds_count", `route="/api/v1/outboxes"`) == 0 {
+		t.Errorf("the console's HTTP metrics are gone")
+	}
+}
+
+// RabbitMQ: queue depths and dead letters are the API's numbers from the same snapshot.
+func TestExporterMatchesRabbitAPI(t *testing.T) {
+	base, vhost, _ := rabbitConsole(t)
+	type apiQueues struct {
+		SampledAt *time.Time `json:"sampled_at"`
+		Queues    []struct {
+			Vhost   string `json:"vhost"`
+			Name    string `json:"name"`
+			Ready   int64  `json:"ready"`
+			Unacked int64  `json:"unacked"`
+			DLQ     bool   `json:"is_dead_letter_queue"`
+		} `json:"queues"`
+	}
+	var qs apiQueues
+	var m map[string]float64
+	for attempt := 0; ; attempt++ {
+		before := decode[apiQueues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
+		m = scrape(t, base)
+		qs = decode[apiQueues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
+		if before.SampledAt != nil && qs.SampledAt != nil && before.SampledAt.Equal(*qs.SampledAt) && len(qs.Queues) > 0 {
+			break
+		}
+		if attempt == 50 {
+			t.Fatalf("no stable sampled snapshot: %+v", qs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dlqs := 0
+	for _, q := range qs.Queues {
+		for state, n := range map[string]int64{"ready": q.Ready, "unacked": q.Unacked} {
+			key := series("redrive_rabbitmq_queue_messages", "broker", "main", "vhost", q.Vhost, "queue", q.Name, "state", state)
+			if got, ok := m[key]; !ok || got != float64(n) {
+				t.Errorf("%s = %v (present %v); the API says %d", key, got, ok, n)
+			}
+		}
+		key := series("redrive_dead_letters", "source", "rabbitmq/main", "name", q.Vhost+"/"+q.Name)
+		got, ok := m[key]
+		switch {
+		case q.DLQ && (!ok || got != float64(q.Ready)):
+			t.Errorf("%s = %v (present %v); the API says %d ready", key, got, ok, q.Ready)
+		case !q.DLQ && ok:
+			t.Errorf("%s exported for a queue that is not a dead-letter queue", key)
+		}
+		if q.DLQ {
+			dlqs++
+		}
+	}
+	if got := m[series("redrive_dead_letters", "source", "rabbitmq/main", "name", vhost+"/orders.dlq")]; dlqs < 2 || got < 62 {
+		t.Errorf("%d dead-letter queues; orders.dlq holds %v", dlqs, got)
+	}
+	if n := withPrefix(m, "redrive_dead_letters", `source="rabbitmq/main"`); n != dlqs {
+		t.Errorf("%d dead-letter series, the API has %d dead-letter queues", n, dlqs)
+	}
+}
+
+// The OpenAPI document describes the answers the console really gives: each documented operation
+// is called over demo data (Kafka, an outbox with its inbox, RabbitMQ) and its answer is
+// validated against the document's schema for that status. The schemas forbid unknown fields,
+// so a field renamed or added in handlers/ fails here until web/openapi.yaml says the same.
+func TestOpenAPIMatchesResponses(t *testing.T) {
+	base := kafkaConsole(t)
+	doc := loadOpenAPI(t, base)
+	covered := map[string]bool{}
+	check := func(console, method, template, path, ctype, body string) response {
+		t.Helper()
+		r := do(t, nil, method, console+path, ctype, body)
+		item := doc.Paths.Find(template)
+		if item == nil || item.GetOperation(method) == nil {
+			t.Fatalf("%s %s is not documented", method, template)
+		}
+		covered[method+" "+template] = true
+		resp := item.GetOperation(method).Responses.Status(r.status)
+		if resp == nil {
+			t.Errorf("%s %s answered %d, which is not documented: %.300s", method, path, r.status, r.body)
+			return r
+		}
+		mt := resp.Value.Content.Get("application/json")
+		if mt == nil || mt.Schema == nil {
+			t.Errorf("%s %s: no JSON schema for %d", method, template, r.status)
+			return r
+		}
+		var v any
+		if err := json.Unmarshal([]byte(r.body), &v); err != nil {
+			t.Errorf("%s %s: %d, not JSON: %.300s", method, path, r.status, r.body)
+			return r
+		}
+		if err := mt.Schema.Value.VisitJSON(v); err != nil {
+			t.Errorf("%s %s (%d) does not match the document: %v\n%.2000s", method, path, r.status, err, r.body)
+		}
+		return r
+	}
+	get := func(template, path string) response { t.Helper(); return check(base, "GET", template, path, "", "") }
+	post := func(template, path, body string) response {
+		t.Helper()
+		return check(base, "POST", template, path, "application/json", body)
+	}
+
+	get("/healthz", "/healthz")
+	get("/readyz", "/readyz")
+	get("/api/openapi.json", "/api/openapi.json")
+	get("/api/v1/overview", "/api/v1/overview")
+
+	get("/api/v1/outboxes", "/api/v1/outboxes")
+	get("/api/v1/outboxes/{name}", "/api/v1/outboxes/orders")
+	get("/api/v1/outboxes/{name}", "/api/v1/outboxes/nope")
+	var ids []int64
+	for _, status := range []string{"DEAD", "PROCESSING", "SENT"} {
+		r := get("/api/v1/outboxes/{name}/events", "/api/v1/outboxes/orders/events?limit=3&status="+status)
+		for _, e := range decode[struct{ Events []struct{ ID int64 } }](t, r).Events {
+			ids = append(ids, e.ID)
+		}
+	}
+	get("/api/v1/outboxes/{name}/events", "/api/v1/outboxes/orders/events?limit=0")
+	for _, id := range ids {
+		get("/api/v1/outboxes/{name}/events/{id}", fmt.Sprintf("/api/v1/outboxes/orders/events/%d", id))
+	}
+	get("/api/v1/outboxes/{name}/events/{id}", "/api/v1/outboxes/orders/events/99999999")
+	post("/api/v1/outboxes/{name}/leases/release", "/api/v1/outboxes/orders/leases/release", `{"all_stuck":true,"reason":"contract"}`)
+	post("/api/v1/outboxes/{name}/leases/release", "/api/v1/outboxes/orders/leases/release", `{"idz":[1]}`)
+	post("/api/v1/outboxes/{name}/events/requeue", "/api/v1/outboxes/orders/events/requeue",
+		fmt.Sprintf(`{"ids":[%d],"reason":"contract"}`, ids[0]))
+	check(base, "POST", "/api/v1/outboxes/{name}/events/requeue", "/api/v1/outboxes/orders/events/requeue", "text/plain", `{}`)
+	get("/api/v1/audit", "/api/v1/audit?limit=1")
+	get("/api/v1/audit", "/api/v1/audit")
+
+	var groups apiGroups
+	rabbittest.WaitFor(t, 30*time.Second, "a Kafka sample", func(context.Context) bool {
+		groups = decode[apiGroups](t, get("/api/v1/kafka/{cluster}/groups", "/api/v1/kafka/main/groups"))
+		return groups.SampledAt != nil && len(groups.Groups) > 0
+	})
+	get("/api/v1/kafka/{cluster}/groups", "/api/v1/kafka/nope/groups")
+	g := url.PathEscape(groups.Groups[0].Group)
+	get("/api/v1/kafka/{cluster}/groups/{group}", "/api/v1/kafka/main/groups/"+g)
+	get("/api/v1/kafka/{cluster}/groups/{group}", "/api/v1/kafka/main/groups/nope")
+	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=1h")
+	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=forever")
+	get("/api/v1/kafka/{cluster}/dead-letter-topics", "/api/v1/kafka/main/dead-letter-topics")
+	for _, q := range []string{"orders.DLT/records?partition=1&limit=5", "orders.DLT/records?partition=1&order=oldest&limit=5",
+		"payments-dlt/records", "orders.retry-1/records", "orders/records?limit=2", "orders.DLT/records?partition=9"} {
+		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/"+q)
+	}
+	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/orders.DLT/error-groups")
+	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/payments-dlt/error-groups?max_scan=5")
+
+	plan := post("/api/v1/replays/plan", "/api/v1/replays/plan",
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":2,"from_offset":0,"to_offset":29},"filter":{"since":"30d"}}`)
+	post("/api/v1/replays/plan", "/api/v1/replays/plan", `{"source":{"kind":"sqs"}}`)
+	post("/api/v1/replays/plan", "/api/v1/replays/plan",
+		`{"source":{"kind":"outbox","outbox":"orders","ids":[`+strconv.FormatInt(ids[1], 10)+`]}}`)
+	planID := decode[struct {
+		PlanID string `json:"plan_id"`
+	}](t, plan).PlanID
+	job := decode[struct{ ID string }](t, post("/api/v1/replays", "/api/v1/replays",
+		fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1,"reason":"contract"}`, planID)))
+	post("/api/v1/replays", "/api/v1/replays", `{"plan_id":"plan_missing"}`)
+	get("/api/v1/replays/{id}", "/api/v1/replays/"+url.PathEscape(job.ID))
+	get("/api/v1/replays/{id}", "/api/v1/replays/job_nope")
+	get("/api/v1/replays", "/api/v1/replays")
+	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/"+url.PathEscape(job.ID)+"/cancel", "") // running at 1/s: 200
+	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/job_nope/cancel", "")
+
+	rbase, vhost, _ := rabbitConsole(t)
+	rget := func(template, path string) response { t.Helper(); return check(rbase, "GET", template, path, "", "") }
+	rabbittest.WaitFor(t, 20*time.Second, "a RabbitMQ sample", func(context.Context) bool {
+		r := rget("/api/v1/rabbitmq/{broker}/queues", "/api/v1/rabbitmq/main/queues")
+		return decode[struct {
+			SampledAt *time.Time `json:"sampled_at"`
+		}](t, r).SampledAt != nil
+	})
+	rget("/api/v1/rabbitmq/{broker}/queues", "/api/v1/rabbitmq/nope/queues")
+	for _, q := range []string{"orders.dlq", "orders.work", "payments.retry", "payments.work", "invoices", "audit.events", "nope"} {
+		p := queuePath(vhost, q)
+		rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}", p)
+		rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/history", p+"/history?since=1h")
+	}
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?limit=20")
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?limit=20&reason=expired")
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "invoices")+"/messages") // refused: 409
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?limit=0")
+
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			if !covered[method+" "+path] {
+				t.Errorf("%s %s was not checked against a real answer", method, path)
+			}
+		}
+	}
+}
+
+func loadOpenAPI(t *testing.T, base string) *openapi3.T {
+	t.Helper()
+	r := do(t, nil, "GET", base+"/api/openapi.json", "", "")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET /api/openapi.json: %d %q", r.status, r.header.Get("Content-Type"))
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData([]byte(r.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
