@@ -23,6 +23,8 @@ type Overview struct {
 	checks   []Check
 	kafka    []KafkaCluster
 	lag      KafkaSnapshots
+	rabbit   []RabbitBroker
+	queues   RabbitSnapshots
 	replays  ReplayEngine
 	meta     MetaFunc
 	dlts     *ttlCache[[]kafkaDLTs]
@@ -34,13 +36,15 @@ type OverviewSources struct {
 	Checks   []Check
 	Kafka    []KafkaCluster
 	Lag      KafkaSnapshots // required when Kafka is not empty
+	Rabbit   []RabbitBroker
+	Queues   RabbitSnapshots // required when Rabbit is not empty
 	Replays  ReplayEngine
 }
 
 // NewOverview wires the overview from the same adapters the other pages use.
 func NewOverview(src OverviewSources, meta MetaFunc) *Overview {
 	return &Overview{outboxes: NewOutboxes(src.Outboxes, nil, meta, nil), checks: src.Checks, kafka: src.Kafka,
-		lag: src.Lag, replays: src.Replays, meta: meta, dlts: newTTLCache[[]kafkaDLTs](15 * time.Second)}
+		lag: src.Lag, rabbit: src.Rabbit, queues: src.Queues, replays: src.Replays, meta: meta, dlts: newTTLCache[[]kafkaDLTs](15 * time.Second)}
 }
 
 type kafkaDLTs struct {
@@ -99,6 +103,9 @@ func (h *Overview) problems(ctx context.Context) []Problem {
 				t.Topic, d.cluster, components.FormatNum(t.Records), components.FormatAge(time.Since(t.NewestAt).Round(time.Second))),
 				link + "/topics/" + url.PathEscape(t.Topic) + "/errors"})
 		}
+	}
+	for _, r := range h.rabbit {
+		out = append(out, h.rabbitProblems(ctx, r.Name())...)
 	}
 	out = append(out, h.replayProblems(ctx)...)
 	for _, s := range h.outboxes.summaries(ctx) {
@@ -188,6 +195,34 @@ func (h *Overview) kafkaProblems(ctx context.Context, cluster string) []Problem 
 		}
 		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s, lag %s: %s", cluster, g.Name, code,
 			components.FormatNum(g.TotalLag), g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
+	}
+	return out
+}
+
+// rabbitProblems reports dead-letter queues holding messages and queues whose backlog grows, from
+// the sampler's snapshot (no management call per viewer).
+func (h *Overview) rabbitProblems(ctx context.Context, broker string) []Problem {
+	snap, err := h.queues.LatestRabbit(ctx, broker)
+	link := "/rabbitmq/" + url.PathEscape(broker)
+	if err != nil {
+		return []Problem{{"rabbitmq_unavailable", "critical", fmt.Sprintf("Queues of %s unavailable: %v", broker, err), link}}
+	}
+	var out []Problem
+	if snap.Error != "" {
+		out = append(out, Problem{"rabbitmq_unavailable", "critical", fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), link})
+	}
+	for _, q := range snap.Queues {
+		qlink := link + "/queues/" + url.PathEscape(q.Vhost) + "/" + url.PathEscape(q.Name)
+		switch {
+		case q.IsDeadLetterQueue && q.Ready > 0:
+			title := fmt.Sprintf("%s holds %s dead letters", q.Name, components.FormatNum(q.Ready))
+			if q.Growing {
+				title += " and keeps growing (" + q.Growth + ")"
+			}
+			out = append(out, Problem{"dead_letters", "warning", title, qlink + "/messages"})
+		case q.Growing && !q.Retry:
+			out = append(out, Problem{"queue_growing", "warning", fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), qlink})
+		}
 	}
 	return out
 }

@@ -119,7 +119,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
-			Kafka: deps.Kafka, Lag: deps.Snapshot, Replays: deps.Replay}, meta),
+			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay}, meta),
 		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
 		rabbit:  handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor),
 		replays: handlers.NewReplays(deps.Replay, meta),

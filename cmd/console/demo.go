@@ -88,6 +88,7 @@ consumers:
   - name: inventory-service
     inbox: {dsn: %q, table: inbox_message}
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
+    rabbitmq: {broker: main, vhost: /, queue: orders.work}
 sampler: {interval: 5s}
 `, *listen, pg.DSN("redrive"), pg.DSN("orders"), kafka.Addrs()[0], rmq.URL(), rmq.ManagementURL(), pg.DSN("orders"))
 	cfgPath := filepath.Join(abs, "console.yaml")
