@@ -136,7 +136,18 @@ func TestReplayAPI(t *testing.T) {
 func TestBrowserPlanRunProgress(t *testing.T) {
 	base := kafkaConsole(t)
 	ctx, dialogs := newBrowser(t)
+	// A new user starts at the overview: the DLT is listed as a problem, linking to its errors.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(`[data-testid="problems"]`)); err != nil {
+		t.Fatal(err)
+	}
+	problems := must(t, ctx, chromedp.Text(`[data-testid="problems"]`))
+	if !strings.Contains(problems, "orders.DLT") {
+		t.Fatalf("the overview does not list the DLT: %q", problems)
+	}
+	screenshot(t, ctx, "overview")
 	if err := chromedp.Do(ctx,
+		chromedp.Click(`[data-testid="problem"] a[href*="orders.DLT"]`),
+		chromedp.WaitVisible(`[data-testid="error-groups"]`),
 		chromedp.Navigate(base+"/kafka/main/topics/orders.DLT?partition=1"),
 		chromedp.WaitVisible(`[data-testid="record"]`),
 	); err != nil {
@@ -167,4 +178,12 @@ func TestBrowserPlanRunProgress(t *testing.T) {
 	if published != publish || dialogs.Load() != 1 {
 		t.Fatalf("published %q of %q planned; %d dialogs (want the one confirmation)", published, publish, dialogs.Load())
 	}
+	// …and the audit log shows who did it.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/audit"), chromedp.WaitVisible(`[data-testid="audit-table"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if audit := must(t, ctx, chromedp.Text(`[data-testid="audit-table"]`)); !strings.Contains(audit, "replay.start") || !strings.Contains(audit, "fixed the stock service") {
+		t.Fatalf("audit page: %q", audit)
+	}
+	screenshot(t, ctx, "audit")
 }
