@@ -131,3 +131,27 @@ kafka: [{name: k, brokers: ["h:1"], sasl: {mechanism: PLAIN, username: "${U}", p
 		t.Errorf("got %q %q", cfg.Kafka[0].SASL.Username, string(cfg.Kafka[0].SASL.Password))
 	}
 }
+
+// The deployment walk-through in the README must stay a valid configuration.
+func TestREADMEDeploymentExampleIsValid(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "A real deployment")
+	if i < 0 {
+		t.Fatal("README lost its deployment walk-through")
+	}
+	start := strings.Index(text[i:], "```yaml\n") + i + len("```yaml\n")
+	end := strings.Index(text[start:], "```") + start
+	env := func(name string) string {
+		if strings.HasSuffix(name, "_SHA256") {
+			return strings.Repeat("ab", 32)
+		}
+		return "secret"
+	}
+	if _, err := Parse([]byte(text[start:end]), env); err != nil {
+		t.Fatalf("README's deployment config: %v", err)
+	}
+}
