@@ -163,7 +163,11 @@ func (h *Overview) Page(c echo.Context) error {
 	o := h.collect(c.Request().Context())
 	v := overviewpages.Data{CheckedAt: o.CheckedAt}
 	for _, p := range o.Problems {
-		v.Problems = append(v.Problems, overviewpages.Problem{Severity: p.Severity, Title: p.Title, Link: p.Link})
+		row := overviewpages.Problem{Severity: p.Severity, Title: p.Title, Link: p.Link}
+		if p.Kind == "kafka_group" { // a lag trend: the group page's history, last hour
+			row.Trend = "/api/v1" + p.Link + "/history?since=1h"
+		}
+		v.Problems = append(v.Problems, row)
 	}
 	for _, d := range o.Dependencies {
 		v.Dependencies = append(v.Dependencies, overviewpages.Dependency{Name: d.Name, OK: d.OK, Error: d.Error})

@@ -12,9 +12,10 @@ type Data struct {
 
 // Problem is one thing on fire, linking to its page.
 type Problem struct {
-	Severity string // critical, warning
+	Severity string // critical, warning, info
 	Title    string
 	Link     string
+	Trend    string // a history URL drawn as a sparkline of total_lag; "" for none
 }
 
 // Dependency is one configured system's health.
