@@ -185,6 +185,18 @@ type Replay struct {
 	// Lease is how long a replica holds a running job without renewing; a job whose replica died
 	// is resumed by another one (or the restarted one) after it. Default 30s.
 	Lease Duration `yaml:"lease"`
+	// OperatorMaxMessages is the largest job (messages to publish) an operator may start; larger
+	// ones need an admin. Default 10000.
+	OperatorMaxMessages int `yaml:"operator_max_messages"`
+	// FourEyes, when enabled, holds a job above Threshold messages, or any forced one, as
+	// awaiting_approval until a second, different operator or admin approves it.
+	FourEyes FourEyes `yaml:"four_eyes"`
+}
+
+// FourEyes is the two-person rule for large or forced replays.
+type FourEyes struct {
+	Enabled   bool `yaml:"enabled"`   // default false
+	Threshold int  `yaml:"threshold"` // messages to publish; default 1000
 }
 
 // Load reads, expands, parses, defaults and validates the file at path.
@@ -351,6 +363,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Replay.Lease == 0 {
 		c.Replay.Lease = Duration(30 * time.Second)
+	}
+	if c.Replay.OperatorMaxMessages == 0 {
+		c.Replay.OperatorMaxMessages = 10_000
+	}
+	if c.Replay.FourEyes.Threshold == 0 {
+		c.Replay.FourEyes.Threshold = 1000
 	}
 }
 

@@ -28,6 +28,7 @@ type ReplayEngine interface {
 	Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
 	Ledger(ctx context.Context, id string, limit int) ([]store.LedgerEntry, error)
 	Cancel(ctx context.Context, id, actor, role string) (store.ReplayJob, error)
+	Approve(ctx context.Context, id, approver, role string) (store.ReplayJob, error)
 }
 
 // Replays serves the replay pages and API.
@@ -183,6 +184,7 @@ type jobJSON struct {
 	Force         bool       `json:"force"`
 	RatePerSecond int        `json:"rate_per_second"`
 	Error         string     `json:"error,omitempty"`
+	ApprovedBy    string     `json:"approved_by,omitempty"`
 	CreatedAt     time.Time  `json:"created_at"`
 	StartedAt     *time.Time `json:"started_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
@@ -191,7 +193,7 @@ type jobJSON struct {
 func toJobJSON(j store.ReplayJob) jobJSON {
 	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
 		Failed: j.Failed, Remaining: max(0, j.Total-j.Published-j.Skipped-j.Failed), Actor: j.Actor, Reason: j.Reason,
-		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt.UTC(),
+		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, ApprovedBy: j.ApprovedBy, CreatedAt: j.CreatedAt.UTC(),
 		StartedAt: utcPtr(j.StartedAt), FinishedAt: utcPtr(j.FinishedAt)}
 }
 
@@ -244,6 +246,26 @@ func (h *Replays) APICancel(c echo.Context) error {
 	return c.JSON(http.StatusOK, toJobJSON(job))
 }
 
+// APIApprove: POST /api/v1/replays/:id/approve — the second person of the four-eyes rule.
+func (h *Replays) APIApprove(c echo.Context) error {
+	actor := ActorOf(c)
+	job, err := h.engine.Approve(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toJobJSON(job))
+}
+
+// FormApprove: POST /replays/:id/approve.
+func (h *Replays) FormApprove(c echo.Context) error {
+	actor := ActorOf(c)
+	job, err := h.engine.Approve(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
+}
+
 // ---- pages ----
 
 // Index: GET /replays.
@@ -262,8 +284,9 @@ func (h *Replays) Index(c echo.Context) error {
 func toJobView(j store.ReplayJob) replaypages.JobView {
 	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Total: int64(j.Total), Published: int64(j.Published),
 		Skipped: int64(j.Skipped), Failed: int64(j.Failed), Actor: j.Actor, Reason: j.Reason, Force: j.Force,
-		Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
-		Running: j.Status == store.JobPending || j.Status == store.JobRunning}
+		Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt, ApprovedBy: j.ApprovedBy,
+		Running:  j.Status == store.JobPending || j.Status == store.JobRunning,
+		Awaiting: j.Status == store.JobAwaiting}
 }
 
 // FormPlan: POST /replays/plan — from the Kafka, RabbitMQ and outbox pages' replay buttons.

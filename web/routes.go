@@ -69,6 +69,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/replays", h.replays.FormStart, RoleOperator},
 		{http.MethodGet, "/replays/:id", h.replays.JobPage, RoleViewer},
 		{http.MethodPost, "/replays/:id/cancel", h.replays.FormCancel, RoleOperator},
+		{http.MethodPost, "/replays/:id/approve", h.replays.FormApprove, RoleOperator},
 
 		{http.MethodGet, "/api/v1/outboxes", h.outboxes.APIList, RoleViewer},
 		{http.MethodGet, "/api/v1/outboxes/:name", h.outboxes.APIOne, RoleViewer},
@@ -93,5 +94,6 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/api/v1/replays", h.replays.APIJobs, RoleViewer},
 		{http.MethodGet, "/api/v1/replays/:id", h.replays.APIJob, RoleViewer},
 		{http.MethodPost, "/api/v1/replays/:id/cancel", h.replays.APICancel, RoleOperator},
+		{http.MethodPost, "/api/v1/replays/:id/approve", h.replays.APIApprove, RoleOperator},
 	}
 }

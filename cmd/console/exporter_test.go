@@ -480,6 +480,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/replays", "/api/v1/replays")
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/"+url.PathEscape(job.ID)+"/cancel", "") // running at 1/s: 200
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/job_nope/cancel", "")
+	post("/api/v1/replays/{id}/approve", "/api/v1/replays/"+url.PathEscape(job.ID)+"/approve", "") // not awaiting: 409
+	post("/api/v1/replays/{id}/approve", "/api/v1/replays/job_nope/approve", "")
 
 	rbase, vhost, _ := rabbitConsole(t)
 	rget := func(template, path string) response { t.Helper(); return check(rbase, "GET", template, path, "", "") }

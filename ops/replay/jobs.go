@@ -47,20 +47,70 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	if err != nil {
 		return store.ReplayJob{}, err
 	}
+	toPublish := plan.Actions[string(Publish)]
+	if r.Force {
+		toPublish += plan.Actions[string(SkipProcessed)] + plan.Actions[string(SkipInProgress)]
+	}
+	if limit := e.o.Replay.OperatorMaxMessages; r.Role == RoleOperator && limit > 0 && toPublish > limit {
+		return store.ReplayJob{}, fmt.Errorf("%w: this job would publish %d messages; an operator may start at most %d "+
+			"(replay.operator_max_messages) — narrow the plan or ask an admin", ops.ErrForbidden, toPublish, limit)
+	}
 	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor, Reason: r.Reason, Force: r.Force,
 		RatePerSecond: r.RatePerSecond, Total: plan.Total}
+	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold) {
+		job.Status = store.JobAwaiting
+	}
 	if err := e.o.Store.CreateJob(ctx, job); err != nil {
 		return store.ReplayJob{}, err
 	}
 	e.audit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "replay.start", Target: "replay/" + job.ID,
 		Count: ptr(int64(plan.Total)), Reason: r.Reason, Outcome: store.OutcomeOK,
 		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
-			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond}})
+			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
+			"awaiting_approval": job.Status == store.JobAwaiting}})
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
 	return e.o.Store.Job(ctx, job.ID)
+}
+
+// Roles as the engine sees them (the web layer's names).
+const (
+	RoleOperator = "operator"
+	RoleAdmin    = "admin"
+)
+
+// Approve releases a job held by the four-eyes rule. The approver must be a different person
+// from the one who started it (ops.ErrForbidden otherwise); a job not awaiting approval is an
+// ops.ErrConflict.
+func (e *Engine) Approve(ctx context.Context, id, approver, role string) (store.ReplayJob, error) {
+	job, err := e.o.Store.Job(ctx, id)
+	if err != nil {
+		return job, err
+	}
+	if job.Status != store.JobAwaiting {
+		return job, fmt.Errorf("replay job %s is %s, not awaiting approval: %w", id, job.Status, ops.ErrConflict)
+	}
+	if approver == job.Actor {
+		e.audit(ctx, store.AuditEntry{Actor: approver, Role: role, Action: "replay.approve", Target: "replay/" + id,
+			Outcome: store.OutcomeDenied, Reason: "self-approval"})
+		return job, fmt.Errorf("%w: %s started this replay; a second, different person must approve it", ops.ErrForbidden, approver)
+	}
+	ok, err := e.o.Store.ApproveJob(ctx, id, approver)
+	if err != nil {
+		return job, err
+	}
+	if !ok {
+		return job, fmt.Errorf("replay job %s is no longer awaiting approval: %w", id, ops.ErrConflict)
+	}
+	e.audit(ctx, store.AuditEntry{Actor: approver, Role: role, Action: "replay.approve", Target: "replay/" + id,
+		Count: ptr(int64(job.Total)), Outcome: store.OutcomeOK, Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return e.o.Store.Job(ctx, id)
 }
 
 // Job reads one job with its progress.
@@ -84,8 +134,11 @@ func (e *Engine) Cancel(ctx context.Context, id, actor, role string) (store.Repl
 	if err != nil {
 		return job, err
 	}
-	if job.Status != store.JobPending && job.Status != store.JobRunning {
+	if job.Status != store.JobPending && job.Status != store.JobRunning && job.Status != store.JobAwaiting {
 		return job, fmt.Errorf("replay job %s is already %s: %w", id, job.Status, ops.ErrConflict)
+	}
+	if role == RoleOperator && actor != job.Actor {
+		return job, fmt.Errorf("%w: %s started this replay; operators cancel their own jobs, admins anyone's", ops.ErrForbidden, job.Actor)
 	}
 	if _, err := e.o.Store.RequestCancel(ctx, id); err != nil {
 		return job, err

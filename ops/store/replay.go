@@ -140,12 +140,14 @@ type ReplayJob struct {
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	ApprovedBy      string // four-eyes: who approved it; "" when no approval was needed
 	// Counts from the ledger.
 	Published, Skipped, Failed int
 }
 
 // Job statuses.
 const (
+	JobAwaiting  = "awaiting_approval" // four-eyes: not claimable until approved
 	JobPending   = "pending"
 	JobRunning   = "running"
 	JobDone      = "done"
@@ -154,7 +156,7 @@ const (
 )
 
 const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
-	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at,
+	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at, j.approved_by,
 	coalesce(c.published, 0), coalesce(c.skipped, 0), coalesce(c.failed, 0)`
 
 const jobCounts = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE outcome = 'published') AS published,
@@ -164,14 +166,18 @@ const jobCounts = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE outcome = 'p
 func scanJob(r pgx.CollectableRow) (ReplayJob, error) {
 	var j ReplayJob
 	err := r.Scan(&j.ID, &j.PlanID, &j.Status, &j.Actor, &j.Reason, &j.Force, &j.RatePerSecond, &j.Total, &j.NextSeq,
-		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.Published, &j.Skipped, &j.Failed)
+		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed)
 	return j, err
 }
 
 // CreateJob stores a pending job.
 func (s *Store) CreateJob(ctx context.Context, j ReplayJob) error {
+	status := j.Status
+	if status == "" {
+		status = JobPending
+	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total)
-		VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total)
+		VALUES ($1, $2, $8, $3, $4, $5, $6, $7)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total, status)
 	if err != nil {
 		return fmt.Errorf("create job: %w: %w", ops.ErrUnavailable, err)
 	}
@@ -253,8 +259,8 @@ func (s *Store) FinishJob(ctx context.Context, jobID, owner, status, errText str
 func (s *Store) RequestCancel(ctx context.Context, jobID string) (string, error) {
 	var status string
 	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET cancel_requested = true,
-			status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
-			finished_at = CASE WHEN status = 'pending' THEN now() ELSE finished_at END
+			status = CASE WHEN status IN ('pending', 'awaiting_approval') THEN 'cancelled' ELSE status END,
+			finished_at = CASE WHEN status IN ('pending', 'awaiting_approval') THEN now() ELSE finished_at END
 		WHERE id = $1 RETURNING status`, jobID).Scan(&status)
 	if isNoRows(err) {
 		return "", fmt.Errorf("replay job %q: %w", jobID, ops.ErrNotFound)
@@ -443,4 +449,15 @@ func (s *Store) SettledOutcomes(ctx context.Context, jobID string) (map[int]stri
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	return out, nil
+}
+
+// ApproveJob moves an awaiting job to pending, recording who approved it. It reports false when
+// the job was not awaiting approval.
+func (s *Store) ApproveJob(ctx context.Context, jobID, approver string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = 'pending', approved_by = $2
+		WHERE id = $1 AND status = 'awaiting_approval'`, jobID, approver)
+	if err != nil {
+		return false, fmt.Errorf("approve job: %w: %w", ops.ErrUnavailable, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

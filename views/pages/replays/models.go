@@ -34,7 +34,9 @@ type JobView struct {
 	Error      string
 	CreatedAt  time.Time
 	FinishedAt *time.Time
+	ApprovedBy string
 	Running    bool
+	Awaiting   bool // four-eyes: waiting for a second person
 }
 
 // Remaining is what the job has not settled yet.

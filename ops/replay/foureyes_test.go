@@ -1,0 +1,70 @@
+package replay_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+func TestFourEyesAndOperatorLimit(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	w.deadLetter(t, 0, "m-2", "k-2", "X")
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
+		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond,
+		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, OperatorMaxMessages: 1,
+			FourEyes: configs.FourEyes{Enabled: true, Threshold: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work(t, e)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 9), replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != 2 {
+		t.Fatalf("plan %v %v", plan.Counts, err)
+	}
+
+	t.Run("OperatorLimit", func(t *testing.T) {
+		_, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Role: "operator"})
+		if !errors.Is(err, ops.ErrForbidden) {
+			t.Fatalf("an operator started a job above operator_max_messages: %v", err)
+		}
+	})
+
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "carol", Role: "admin", Reason: "big one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Status != store.JobAwaiting {
+		t.Fatalf("a job above the threshold must wait for approval, got %s", job.Status)
+	}
+	time.Sleep(300 * time.Millisecond) // workers poll: an awaiting job must not be claimed
+	if j, _ := e.Job(ctx, job.ID); j.Status != store.JobAwaiting || j.Published != 0 {
+		t.Fatalf("an awaiting job ran: %+v", j)
+	}
+	if _, err := e.Approve(ctx, job.ID, "carol", "admin"); !errors.Is(err, ops.ErrForbidden) {
+		t.Fatalf("self-approval: %v, want ErrForbidden", err)
+	}
+	if _, err := e.Cancel(ctx, job.ID, "bob", "operator"); !errors.Is(err, ops.ErrForbidden) {
+		t.Fatalf("an operator cancelled someone else's job: %v", err)
+	}
+	approved, err := e.Approve(ctx, job.ID, "bob", "operator")
+	if err != nil || approved.ApprovedBy != "bob" {
+		t.Fatalf("approve: %+v %v", approved, err)
+	}
+	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 2 {
+		t.Fatalf("approved job %+v", done)
+	}
+	if _, err := e.Approve(ctx, job.ID, "dave", "admin"); !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("approving a finished job: %v", err)
+	}
+	acts := w.audit.actions()
+	if !contains(acts, "replay.approve") {
+		t.Fatalf("audit %v", acts)
+	}
+}
