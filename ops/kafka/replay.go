@@ -133,3 +133,97 @@ func (c *Cluster) Partitions(ctx context.Context, topic string) ([]PartitionRang
 	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
 	return out, nil
 }
+
+// Reader reads one partition forward across calls, keeping one fetch session: a replay that
+// walks a dead-letter topic batch by batch does not pay for a new consumer each time.
+type Reader struct {
+	c         *Cluster
+	topic     string
+	partition int32
+	cl        *kgo.Client
+	next      int64         // the offset the client will fetch next
+	pending   []*kgo.Record // fetched past the last call's end
+}
+
+// NewReader prepares a reader; it connects on the first Read.
+func (c *Cluster) NewReader(topic string, partition int32) *Reader {
+	return &Reader{c: c, topic: topic, partition: partition, next: -1}
+}
+
+// Read streams the records with offsets in [from, to) to fn, uncapped, like Scan. Reading forward
+// from where the last call stopped reuses the fetch session; going back starts a new one.
+func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error) error {
+	if from >= to {
+		return nil
+	}
+	if r.cl == nil || from < r.next {
+		r.Close()
+		cl, err := r.c.consumer(map[string]map[int32]kgo.Offset{r.topic: {r.partition: kgo.NewOffset().At(from)}}, 1<<20)
+		if err != nil {
+			return r.c.fail("read "+r.topic, err)
+		}
+		r.cl, r.next = cl, from
+	}
+	emit := func(rec *kgo.Record) (done bool, err error) {
+		if rec.Offset >= to {
+			r.pending = append(r.pending, rec)
+			return true, nil
+		}
+		if rec.Offset < from || rec.Attrs.IsControl() {
+			return rec.Offset == to-1, nil
+		}
+		out := r.c.record(rec)
+		if out.Truncated {
+			out.Value, out.Truncated = append([]byte(nil), rec.Value...), false
+		}
+		return rec.Offset == to-1, fn(out)
+	}
+	held := r.pending
+	r.pending = nil
+	for i, rec := range held {
+		done, err := emit(rec)
+		if err != nil {
+			return err
+		}
+		if done {
+			r.pending = append(r.pending, held[i+1:]...)
+			return nil
+		}
+	}
+	for {
+		fs := r.cl.PollFetches(ctx)
+		if err := fetchErr(fs); err != nil {
+			r.Close()
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				return ops.Invalid("offset", fmt.Sprintf("records from %d of %s[%d] no longer exist", from, r.topic, r.partition))
+			}
+			return r.c.fail("read "+r.topic, err)
+		}
+		var stop error
+		finished := false
+		fs.EachRecord(func(rec *kgo.Record) {
+			r.next = max(r.next, rec.Offset+1)
+			if finished || stop != nil {
+				if rec.Offset >= to {
+					r.pending = append(r.pending, rec)
+				}
+				return
+			}
+			finished, stop = emit(rec)
+		})
+		if stop != nil {
+			return stop
+		}
+		if finished {
+			return nil
+		}
+	}
+}
+
+// Close ends the fetch session.
+func (r *Reader) Close() {
+	if r.cl != nil {
+		r.cl.Close()
+		r.cl, r.next, r.pending = nil, -1, nil
+	}
+}

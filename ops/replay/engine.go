@@ -25,6 +25,7 @@ type KafkaCluster interface {
 	Name() string
 	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
 	Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error
+	NewReader(topic string, partition int32) *kafka.Reader
 	Produce(ctx context.Context, records []kafka.Outgoing) []error
 }
 

@@ -192,6 +192,9 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 		e.finish(ctx, job, store.JobFailed, err.Error())
 		return
 	}
+	if c, ok := runner.(interface{ Close() }); ok {
+		defer c.Close()
+	}
 	if whole, ok := runner.(wholeRunner); ok {
 		e.runWhole(ctx, job, whole)
 		return

@@ -104,9 +104,17 @@ func replayCount(headers []kafka.Header) int {
 }
 
 type kafkaRunner struct {
-	e   *Engine
-	k   KafkaCluster
-	src Source
+	e       *Engine
+	k       KafkaCluster
+	src     Source
+	readers map[int32]*kafka.Reader // one fetch session per partition for the whole run
+}
+
+// Close ends the run's fetch sessions.
+func (r *kafkaRunner) Close() {
+	for _, rd := range r.readers {
+		rd.Close()
+	}
 }
 
 // runBatch re-reads the claimed records by offset (the DLT is immutable, so they are exactly the
@@ -141,7 +149,15 @@ func (r *kafkaRunner) runBatch(ctx context.Context, job store.ReplayJob, items [
 			}
 			hi = max(hi, off)
 		}
-		err := r.k.Scan(ctx, r.src.Topic, p, lo, hi+1, func(rec kafka.Record) error {
+		if r.readers == nil {
+			r.readers = map[int32]*kafka.Reader{}
+		}
+		rd, ok := r.readers[p]
+		if !ok {
+			rd = r.k.NewReader(r.src.Topic, p)
+			r.readers[p] = rd
+		}
+		err := rd.Read(ctx, lo, hi+1, func(rec kafka.Record) error {
 			it, ok := want[p][rec.Offset]
 			if !ok {
 				return nil
