@@ -150,7 +150,23 @@ func (c *Cluster) NewReader(topic string, partition int32) *Reader {
 	return &Reader{c: c, topic: topic, partition: partition, next: -1}
 }
 
-// Read streams the records with offsets in [from, to) to fn, uncapped, like Scan. Reading forward
+// rawRecord is a record for moving, not showing: the whole value, headers as they are, no
+// dead-letter decoding (the plan already did it). It shares the fetched buffers, which franz-go
+// does not reuse, so the record may be kept.
+func rawRecord(r *kgo.Record) Record {
+	out := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key,
+		Value: r.Value, OriginalSize: len(r.Value), Size: len(r.Key) + len(r.Value)}
+	if len(r.Headers) > 0 {
+		out.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			out.Headers[i] = Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return out
+}
+
+// Read streams the records with offsets in [from, to) to fn, uncapped and undecoded (DeadLetter is
+// nil), for moving them. Reading forward
 // from where the last call stopped reuses the fetch session; going back starts a new one.
 func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error) error {
 	if from >= to {
@@ -172,11 +188,7 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 		if rec.Offset < from || rec.Attrs.IsControl() {
 			return rec.Offset == to-1, nil
 		}
-		out := r.c.record(rec)
-		if out.Truncated {
-			out.Value, out.Truncated = append([]byte(nil), rec.Value...), false
-		}
-		return rec.Offset == to-1, fn(out)
+		return rec.Offset == to-1, fn(rawRecord(rec))
 	}
 	held := r.pending
 	r.pending = nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -171,6 +172,18 @@ func (e *Engine) Work(ctx context.Context) error {
 	}
 }
 
+// inFlight is how many batches of one job move at once.
+const inFlight = 2
+
+func chunk[T any](items []T, size int) [][]T {
+	var out [][]T
+	for len(items) > size {
+		out = append(out, items[:size])
+		items = items[size:]
+	}
+	return append(out, items)
+}
+
 // batchSize is how many plan items a runner settles per round trip to the ledger (a job with a
 // lower rate uses its rate: one batch a second).
 const batchSize = 5000
@@ -213,7 +226,7 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 			e.finish(ctx, job, store.JobCancelled, "")
 			return
 		}
-		items, err := e.o.Store.PlanItems(ctx, plan.ID, next, batch)
+		items, err := e.o.Store.PlanItems(ctx, plan.ID, next, batch*inFlight)
 		if err != nil {
 			log.Warn("replay: reading plan items failed", "err", err)
 			return
@@ -222,23 +235,46 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 			e.finish(ctx, job, store.JobDone, "")
 			return
 		}
-		batchItems := make([]Item, len(items))
-		publishable := 0
-		for i, r := range items {
-			batchItems[i] = fromStored(r)
-			if batchItems[i].Action == Publish || (job.Force && batchItems[i].Action.Forcible()) {
-				publishable++
+		// Up to inFlight batches move side by side: one waits on the ledger while another waits
+		// on the broker. next_seq only moves past batches that are all settled.
+		chunks := chunk(items, batch)
+		errs := make([]error, len(chunks))
+		var wg sync.WaitGroup
+		for i, part := range chunks {
+			batchItems := make([]Item, len(part))
+			publishable := 0
+			for j, r := range part {
+				batchItems[j] = fromStored(r)
+				if batchItems[j].Action == Publish || (job.Force && batchItems[j].Action.Forcible()) {
+					publishable++
+				}
 			}
+			if err := limiter.WaitN(ctx, max(1, publishable)); err != nil {
+				wg.Wait()
+				return // ctx ended: resume later
+			}
+			wg.Go(func() {
+				outcomes, err := runner.runBatch(ctx, job, batchItems)
+				if err == nil {
+					err = e.o.Store.SettleBatch(ctx, job.ID, outcomes)
+				}
+				errs[i] = err
+			})
 		}
-		if err := limiter.WaitN(ctx, max(1, publishable)); err != nil {
-			return // ctx ended: resume later
+		wg.Wait()
+		settledTo := next
+		for i, part := range chunks {
+			if errs[i] != nil {
+				break
+			}
+			settledTo = part[len(part)-1].Seq + 1
 		}
-		outcomes, err := runner.runBatch(ctx, job, batchItems)
-		if err != nil {
+		if err := errors.Join(errs...); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			log.Warn("replay: batch failed; will retry", "err", err)
+			next = settledTo
 			select {
 			case <-ctx.Done():
 				return
@@ -246,11 +282,7 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 			}
 			continue
 		}
-		if err := e.o.Store.SettleBatch(ctx, job.ID, outcomes); err != nil {
-			log.Warn("replay: settling failed; the batch is redone on resume", "err", err)
-			return
-		}
-		next = items[len(items)-1].Seq + 1
+		next = settledTo
 	}
 }
 

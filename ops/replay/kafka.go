@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
@@ -107,6 +108,7 @@ type kafkaRunner struct {
 	e       *Engine
 	k       KafkaCluster
 	src     Source
+	mu      sync.Mutex               // readers are read one batch at a time
 	readers map[int32]*kafka.Reader // one fetch session per partition for the whole run
 }
 
@@ -149,6 +151,7 @@ func (r *kafkaRunner) runBatch(ctx context.Context, job store.ReplayJob, items [
 			}
 			hi = max(hi, off)
 		}
+		r.mu.Lock()
 		if r.readers == nil {
 			r.readers = map[int32]*kafka.Reader{}
 		}
@@ -168,6 +171,7 @@ func (r *kafkaRunner) runBatch(ctx context.Context, job store.ReplayJob, items [
 			order = append(order, it)
 			return nil
 		})
+		r.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
