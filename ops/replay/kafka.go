@@ -108,7 +108,7 @@ type kafkaRunner struct {
 	e       *Engine
 	k       KafkaCluster
 	src     Source
-	mu      sync.Mutex               // readers are read one batch at a time
+	mu      sync.Mutex              // readers are read one batch at a time
 	readers map[int32]*kafka.Reader // one fetch session per partition for the whole run
 }
 
