@@ -1,8 +1,11 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +46,25 @@ func BenchmarkRecordsDeepPage(b *testing.B) {
 			}
 			if len(p.Records) != deepLimit || p.Records[0].Offset != deepOffset {
 				b.Fatalf("got %d records from %d", len(p.Records), p.Records[0].Offset)
+			}
+		}
+	})
+
+	// kcat reading the same 50 records, side by side (Debian's kcat; .ci/run installs it). Its
+	// time includes starting the process, as an operator running it would pay.
+	b.Run("kcat", func(b *testing.B) {
+		kcat, err := exec.LookPath("kcat")
+		if err != nil {
+			b.Skip("kcat is not installed (apt-get install kcat)")
+		}
+		for b.Loop() {
+			out, err := exec.Command(kcat, "-C", "-b", f.broker.ListenAddrs()[0], "-t", "deep", "-p", "0",
+				"-o", strconv.Itoa(deepOffset), "-c", strconv.Itoa(deepLimit), "-e", "-q").Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := bytes.Count(out, []byte("\n")); n != deepLimit {
+				b.Fatalf("kcat printed %d records", n)
 			}
 		}
 	})

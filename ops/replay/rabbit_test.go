@@ -2,9 +2,11 @@ package replay_test
 
 import (
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/configs"
@@ -28,7 +30,7 @@ type rabbitWorld struct {
 	cfg      configs.RabbitMQBroker
 }
 
-func newRabbitWorld(t *testing.T) *rabbitWorld {
+func newRabbitWorld(t testing.TB) *rabbitWorld {
 	t.Helper()
 	vhost, amqpURL, _ := rabbittest.NewVhost(t)
 	u := amqpURL
@@ -65,7 +67,7 @@ func newRabbitWorld(t *testing.T) *rabbitWorld {
 	return &rabbitWorld{vhost: vhost, ch: ch, broker: b, store: st, inboxDSN: inboxDSN, inbox: in, cfg: cfg}
 }
 
-func (w *rabbitWorld) engine(t *testing.T) *replay.Engine {
+func (w *rabbitWorld) engine(t testing.TB) *replay.Engine {
 	t.Helper()
 	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
 		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
@@ -77,7 +79,7 @@ func (w *rabbitWorld) engine(t *testing.T) *replay.Engine {
 }
 
 // deadLetter publishes n orders and has the broker dead-letter them (reject, requeue=false).
-func (w *rabbitWorld) deadLetter(t *testing.T, n int) {
+func (w *rabbitWorld) deadLetter(t testing.TB, n int) {
 	t.Helper()
 	ctx := ctxT(t)
 	for i := 0; i < n; i++ {
@@ -104,7 +106,7 @@ func (w *rabbitWorld) deadLetter(t *testing.T, n int) {
 	w.waitDepth(t, "orders.dlq", n)
 }
 
-func (w *rabbitWorld) depth(t *testing.T, queue string) int {
+func (w *rabbitWorld) depth(t testing.TB, queue string) int {
 	t.Helper()
 	q, err := w.ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 	if err != nil {
@@ -113,7 +115,7 @@ func (w *rabbitWorld) depth(t *testing.T, queue string) int {
 	return q.Messages
 }
 
-func (w *rabbitWorld) waitDepth(t *testing.T, queue string, n int) {
+func (w *rabbitWorld) waitDepth(t testing.TB, queue string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for w.depth(t, queue) != n {
@@ -124,7 +126,7 @@ func (w *rabbitWorld) waitDepth(t *testing.T, queue string, n int) {
 	}
 }
 
-func (w *rabbitWorld) drain(t *testing.T, queue string) []amqp.Delivery {
+func (w *rabbitWorld) drain(t testing.TB, queue string) []amqp.Delivery {
 	t.Helper()
 	var out []amqp.Delivery
 	for {
@@ -251,4 +253,59 @@ func ids(ds []amqp.Delivery) []string {
 		out = append(out, d.MessageId)
 	}
 	return out
+}
+
+// deadLetterMany has the broker dead-letter n messages at once: publish, then one
+// basic.nack(multiple, requeue=false) over them all.
+func (w *rabbitWorld) deadLetterMany(t testing.TB, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("b-%d-%d", time.Now().UnixNano(), i)
+		if err := w.ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
+			MessageId: id, DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"messageId":%q,"amount":12.5}`, id))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.work", n)
+	if err := w.ch.Qos(n, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := w.ch.Consume("orders.work", "bulk-fail", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for i := 0; i < n; i++ {
+		last = (<-deliveries).DeliveryTag
+	}
+	if err := w.ch.Nack(last, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ch.Cancel("bulk-fail", false); err != nil {
+		t.Fatal(err)
+	}
+	w.waitDepth(t, "orders.dlq", n)
+}
+
+func (w *rabbitWorld) purge(t testing.TB, queue string) {
+	t.Helper()
+	if _, err := w.ch.QueuePurge(queue, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shovel moves a queue's current messages to another with the shovel plugin's "move messages"
+// (a dynamic shovel that deletes itself after the queue's length at start).
+func (w *rabbitWorld) shovel(t testing.TB, from, to string) {
+	t.Helper()
+	mgmt := rabbittest.Admin(t)
+	name := fmt.Sprintf("move-%d", time.Now().UnixNano())
+	_, err := mgmt.DeclareShovel(w.vhost, name, rabbithole.ShovelDefinition{
+		SourceURI: rabbithole.URISet{"amqp:///" + url.PathEscape(w.vhost)}, SourceQueue: from,
+		DestinationURI: rabbithole.URISet{"amqp:///" + url.PathEscape(w.vhost)}, DestinationQueue: to,
+		SourceDeleteAfter: "queue-length", AckMode: "on-confirm"})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
