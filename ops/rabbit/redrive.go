@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -75,15 +77,20 @@ func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOpti
 		return b.fail(op, err)
 	}
 	defer sub.Close()
-	pub, err := b.channel(ctx, vhost)
-	if err != nil {
-		return b.fail(op, err)
+	// Two confirm-mode publishing channels share each batch: a channel publishes serially, and the
+	// broker confirms each channel's messages independently.
+	var pubs []publisher
+	for range publishers {
+		ch, err := b.channel(ctx, vhost)
+		if err != nil {
+			return b.fail(op, err)
+		}
+		defer ch.Close()
+		if err := ch.Confirm(false); err != nil {
+			return b.fail(op, fmt.Errorf("confirm.select: %w", err))
+		}
+		pubs = append(pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, o.Batch))})
 	}
-	defer pub.Close()
-	if err := pub.Confirm(false); err != nil {
-		return b.fail(op, fmt.Errorf("confirm.select: %w", err))
-	}
-	returns := pub.NotifyReturn(make(chan amqp.Return, o.Batch))
 	// Held messages (kept or failed) stay unacked: the prefetch must leave room for a full batch.
 	if err := sub.Qos(o.Max, 0, false); err != nil {
 		return b.fail(op, fmt.Errorf("basic.qos: %w", err))
@@ -93,95 +100,157 @@ func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOpti
 	if err != nil {
 		return b.fail(op, fmt.Errorf("basic.consume: %w", err))
 	}
+	var heldMu sync.Mutex
 	var held []uint64 // delivery tags to return at the end
-	taken := 0
+	hold := func(ds []amqp.Delivery) {
+		heldMu.Lock()
+		for _, d := range ds {
+			held = append(held, d.DeliveryTag)
+		}
+		heldMu.Unlock()
+	}
 	defer func() {
 		// Return what is held, in order; on a broken channel the broker does it itself.
 		_ = sub.Cancel(tag, false)
 		for d := range deliveries {
 			held = append(held, d.DeliveryTag)
 		}
+		sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
 		for _, t := range held {
 			_ = sub.Nack(t, false, true)
 		}
 	}()
 
-	for taken < o.Max {
-		var batch []amqp.Delivery
-		wait := time.NewTimer(b.firstWait)
-	collect:
-		for len(batch) < o.Batch && taken+len(batch) < o.Max {
-			select {
-			case d, ok := <-deliveries:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, d)
-				wait.Reset(b.idleWait)
-			case <-wait.C:
-				break collect
-			case <-ctx.Done():
-				wait.Stop()
-				for _, d := range batch {
-					held = append(held, d.DeliveryTag)
-				}
-				return ctx.Err()
+	// Two stages overlap: while batch n is published, confirmed, settled and acked, batch n+1 is
+	// taken and decided (decide and settle are never called concurrently for the same batch, but
+	// they are for neighbouring ones).
+	type decided struct {
+		batch []amqp.Delivery
+		rb    RedriveBatch
+		moves []Move
+	}
+	stageCtx, stopStage := context.WithCancel(ctx)
+	defer stopStage()
+	ready := make(chan decided, 1)
+	var stageErr error
+	go func() {
+		defer close(ready)
+		for taken := 0; taken < o.Max; {
+			batch, err := b.take(stageCtx, deliveries, min(o.Batch, o.Max-taken))
+			if err != nil || len(batch) == 0 {
+				hold(batch)
+				stageErr = err
+				return // drained (or holding only what is kept), or stopped
 			}
-		}
-		wait.Stop()
-		if len(batch) == 0 {
-			return nil // the queue is drained (or holds only what we keep)
-		}
-		taken += len(batch)
-		rb := RedriveBatch{Messages: make([]Message, len(batch)), Headers: make([]amqp.Table, len(batch))}
-		for i, d := range batch {
-			rb.Messages[i] = b.toFullMessage(d, i)
-			rb.Headers[i] = d.Headers
-		}
-		moves, err := decide(ctx, rb)
-		if err != nil || len(moves) != len(batch) {
-			for _, d := range batch {
-				held = append(held, d.DeliveryTag)
+			taken += len(batch)
+			rb := RedriveBatch{Messages: make([]Message, len(batch)), Headers: make([]amqp.Table, len(batch))}
+			for i, d := range batch {
+				rb.Messages[i] = b.toFullMessage(d, i)
+				rb.Headers[i] = d.Headers
 			}
-			if err == nil {
+			moves, err := decide(stageCtx, rb)
+			if err == nil && len(moves) != len(batch) {
 				err = fmt.Errorf("decide returned %d moves for %d messages", len(moves), len(batch))
 			}
-			return err
-		}
-		errs := b.publishConfirmed(ctx, pub, returns, batch, moves)
-		if err := settle(ctx, rb, moves, errs); err != nil {
-			for _, d := range batch {
-				held = append(held, d.DeliveryTag)
+			if err != nil {
+				hold(batch)
+				stageErr = err
+				return
 			}
-			return err
+			select {
+			case ready <- decided{batch, rb, moves}:
+			case <-stageCtx.Done():
+				hold(batch)
+				return
+			}
 		}
-		for i, d := range batch {
+	}()
+	finish := func(err error) error {
+		stopStage()
+		for d := range ready { // decided but not moved: they stay
+			hold(d.batch)
+		}
+		switch {
+		case err != nil:
+			return err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case stageErr != nil && !errors.Is(stageErr, context.Canceled): // not our own stopStage
+			return stageErr
+		}
+		return nil
+	}
+
+	for d := range ready {
+		batch, moves := d.batch, d.moves
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for k, p := range pubs {
+			wg.Go(func() { b.publishConfirmed(ctx, p.ch, p.returns, batch, moves, errs, k, len(pubs)) })
+		}
+		wg.Wait()
+		if err := settle(ctx, d.rb, moves, errs); err != nil {
+			hold(batch)
+			return finish(err)
+		}
+		for i, dl := range batch {
 			done := (moves[i].Kind == Publish && errs[i] == nil) || moves[i].Kind == Drop
 			if !done {
-				held = append(held, d.DeliveryTag)
+				hold(batch[i : i+1])
 				continue
 			}
-			if err := sub.Ack(d.DeliveryTag, false); err != nil {
+			if err := sub.Ack(dl.DeliveryTag, false); err != nil {
 				// The copy stays in the queue; the settled record lets the next run drop it.
-				return b.fail(op, fmt.Errorf("basic.ack: %w", err))
+				hold(batch[i+1:])
+				return finish(b.fail(op, fmt.Errorf("basic.ack: %w", err)))
 			}
 		}
 		if o.Done != nil && o.Done() {
-			return nil
+			return finish(nil)
 		}
 	}
-	return nil
+	return finish(nil)
 }
 
-// publishConfirmed publishes the batch's Publish moves and waits for each confirm; errs[i] is nil
-// only for a message the broker confirmed and did not return.
+// take collects up to n deliveries: it stops early when none arrives for a while (the queue is
+// drained, or holds only messages this run keeps) or when ctx ends (returning what it has).
+func (b *Broker) take(ctx context.Context, deliveries <-chan amqp.Delivery, n int) ([]amqp.Delivery, error) {
+	var batch []amqp.Delivery
+	wait := time.NewTimer(b.firstWait)
+	defer wait.Stop()
+	for len(batch) < n {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				return batch, nil
+			}
+			batch = append(batch, d)
+			wait.Reset(b.idleWait)
+		case <-wait.C:
+			return batch, nil
+		case <-ctx.Done():
+			return batch, ctx.Err()
+		}
+	}
+	return batch, nil
+}
+
+// publishers is how many confirm-mode channels a Redrive publishes on.
+const publishers = 2
+
+type publisher struct {
+	ch      *amqp.Channel
+	returns <-chan amqp.Return
+}
+
+// publishConfirmed publishes the batch's Publish moves whose index is part (mod parts) and waits
+// for each confirm; errs[i] is left nil only for a message the broker confirmed and did not return.
 func (b *Broker) publishConfirmed(ctx context.Context, pub *amqp.Channel, returns <-chan amqp.Return,
-	batch []amqp.Delivery, moves []Move) []error {
-	errs := make([]error, len(batch))
+	batch []amqp.Delivery, moves []Move, errs []error, part, parts int) {
 	confirms := make([]*amqp.DeferredConfirmation, len(batch))
 	ids := make(map[string]int)
 	for i, d := range batch {
-		if moves[i].Kind != Publish {
+		if moves[i].Kind != Publish || i%parts != part {
 			continue
 		}
 		headers := moves[i].Headers
@@ -226,7 +295,7 @@ func (b *Broker) publishConfirmed(ctx context.Context, pub *amqp.Channel, return
 				}
 			}
 		default:
-			return errs
+			return
 		}
 	}
 }

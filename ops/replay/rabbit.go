@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"golang.org/x/time/rate"
@@ -153,7 +154,11 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 	if err != nil {
 		return err
 	}
+	// decide (for batch n+1) and settle (for batch n) run concurrently: mu guards the maps, and
+	// inflight keeps a second copy of a message being moved from being moved too.
+	var mu sync.Mutex
 	settledSeqs := map[int]bool{}
+	inflight := map[int]bool{}
 	published := map[int]bool{} // delivered by this job: any copy still in the queue is dropped
 	for seq, outcome := range prior {
 		settledSeqs[seq] = true
@@ -171,6 +176,8 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		moves := make([]rabbit.Move, len(b.Messages)) // zero value: Keep
 		var planned []Item
 		idx := map[int]int{} // seq → index in the batch
+		mu.Lock()
+		defer mu.Unlock()
 		for i, m := range b.Messages {
 			it, ok := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, m)]
 			switch {
@@ -181,8 +188,8 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 				// broken channel): the broker put it back; it must not go out twice.
 				moves[i] = rabbit.Move{Kind: rabbit.Drop}
 				continue
-			case settledSeqs[it.Seq]:
-				continue // skipped or failed earlier: it stays
+			case settledSeqs[it.Seq], inflight[it.Seq]:
+				continue // skipped or failed earlier, or another copy is being moved: it stays
 			}
 			if _, dup := idx[it.Seq]; dup {
 				continue
@@ -193,14 +200,23 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		if len(planned) == 0 {
 			return moves, nil
 		}
-		if err := limiter.WaitN(ctx, min(len(planned), batch)); err != nil {
-			return nil, err
+		mu.Unlock() // the database work runs while the other stage settles
+		err := limiter.WaitN(ctx, min(len(planned), batch))
+		var g gated
+		if err == nil {
+			g, err = r.e.gate(ctx, job, planned)
 		}
-		g, err := r.e.gate(ctx, job, planned)
+		if err == nil {
+			err = r.e.o.Store.SettleBatch(ctx, job.ID, g.settled)
+		}
+		// Settled by an earlier run of this job: a copy whose publish was confirmed but whose ack
+		// was lost in a crash is dropped, never published twice.
+		var outcomes map[int]string
+		if err == nil && len(g.mine) > 0 {
+			outcomes, err = r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqsOf(g.mine))
+		}
+		mu.Lock()
 		if err != nil {
-			return nil, err
-		}
-		if err := r.e.o.Store.SettleBatch(ctx, job.ID, g.settled); err != nil {
 			return nil, err
 		}
 		for _, o := range g.settled {
@@ -208,27 +224,22 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		}
 		for _, it := range g.move {
 			i := idx[it.Seq]
+			inflight[it.Seq] = true
 			moves[i] = rabbit.Move{Kind: rabbit.Publish, Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
 				Headers: rabbitReplayHeaders(b.Headers[i], job, it, r.src)}
 		}
-		// Settled by an earlier run of this job: a copy whose publish was confirmed but whose ack
-		// was lost in a crash is dropped, never published twice.
-		if len(g.mine) > 0 {
-			outcomes, err := r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqsOf(g.mine))
-			if err != nil {
-				return nil, err
-			}
-			for _, it := range g.mine {
-				settledSeqs[it.Seq] = true
-				if outcomes[it.Seq] == "published" {
-					published[it.Seq] = true
-					moves[idx[it.Seq]] = rabbit.Move{Kind: rabbit.Drop}
-				}
+		for _, it := range g.mine {
+			settledSeqs[it.Seq] = true
+			if outcomes[it.Seq] == "published" {
+				published[it.Seq] = true
+				moves[idx[it.Seq]] = rabbit.Move{Kind: rabbit.Drop}
 			}
 		}
 		return moves, nil
 	}
 	settle := func(ctx context.Context, b rabbit.RedriveBatch, moves []rabbit.Move, errs []error) error {
+		mu.Lock()
+		defer mu.Unlock()
 		var out []store.LedgerOutcome
 		for i, m := range moves {
 			if m.Kind != rabbit.Publish {
@@ -242,12 +253,17 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 			} else {
 				published[it.Seq] = true
 			}
+			delete(inflight, it.Seq)
 			settledSeqs[it.Seq] = true
 			out = append(out, o)
 		}
 		return r.e.o.Store.SettleBatch(ctx, job.ID, out)
 	}
-	done := func() bool { return len(settledSeqs) >= len(items) }
+	done := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(settledSeqs) >= len(items)
+	}
 	err = r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*len(items) + 1000, Batch: batch, Done: done}, decide, settle)
 	if stopped {
 		return errStopped
@@ -256,6 +272,8 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		return err
 	}
 	// What the plan froze but the queue no longer holds (consumed, purged, expired meanwhile).
+	mu.Lock()
+	defer mu.Unlock()
 	var missing []store.LedgerOutcome
 	for _, it := range items {
 		if !settledSeqs[it.Seq] {
