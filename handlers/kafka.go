@@ -44,11 +44,13 @@ type Kafka struct {
 	byName    map[string]KafkaCluster
 	snapshots KafkaSnapshots
 	meta      MetaFunc
+	redact    *Redactor
 }
 
-// NewKafka wires the configured clusters (in config order).
-func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc) *Kafka {
-	h := &Kafka{clusters: clusters, byName: map[string]KafkaCluster{}, snapshots: snapshots, meta: meta}
+// NewKafka wires the configured clusters (in config order). redact masks record headers and
+// values (nil masks nothing).
+func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, redact *Redactor) *Kafka {
+	h := &Kafka{clusters: clusters, byName: map[string]KafkaCluster{}, snapshots: snapshots, meta: meta, redact: redact}
 	for _, c := range clusters {
 		h.byName[c.Name()] = c
 	}
@@ -335,6 +337,7 @@ type recordJSON struct {
 	Value          *string         `json:"value"`
 	ValueEncoding  string          `json:"value_encoding"`
 	ValueTruncated bool            `json:"value_truncated"`
+	Redacted       bool            `json:"redacted,omitempty"`
 	Size           int             `json:"size"`
 	Headers        []headerJSON    `json:"headers"`
 	DeadLetter     *deadLetterJSON `json:"dead_letter"`
@@ -389,13 +392,20 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
+	if err != nil {
+		return err
+	}
 	page, err := k.Records(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
 	out := make([]recordJSON, 0, len(page.Records))
 	for _, r := range page.Records {
-		out = append(out, toRecordJSON(r))
+		r, redacted := redactRecord(red, r)
+		j := toRecordJSON(r)
+		j.Redacted = redacted
+		out = append(out, j)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"records": out, "start": page.Start, "end": page.End,
 		"next_offset": page.Next, "prev_offset": page.Prev})
@@ -569,6 +579,11 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	page := kafkapages.TopicPage{Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
 		Cluster: k.Name(), Topic: q.Topic, Partition: q.Partition, Order: q.Order, Limit: q.Limit,
 		Exception: exception, OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at")}
+	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
+	if err != nil {
+		return err
+	}
+	page.CanReveal = red != nil && ActorOf(c).Role == RoleAdmin
 	res, err := k.Records(c.Request().Context(), q)
 	if err != nil {
 		return err
@@ -579,6 +594,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		if exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != exception) {
 			continue
 		}
+		r, _ = redactRecord(red, r)
 		page.Records = append(page.Records, toRecordView(r))
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}}
@@ -665,4 +681,29 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
 	}
 	return render(c, http.StatusOK, kafkapages.Errors(page))
+}
+
+// redactRecord masks the configured headers and JSON paths of a record. A value cut for size can
+// no longer be parsed, so it is masked whole when paths are configured.
+func redactRecord(red *Redactor, r kafka.Record) (kafka.Record, bool) {
+	if red == nil {
+		return r, false
+	}
+	redacted := false
+	hs := make([]kafka.Header, len(r.Headers))
+	for i, hd := range r.Headers {
+		if red.Header(hd.Key) {
+			hd.Value, redacted = []byte(Redacted), true
+		}
+		hs[i] = hd
+	}
+	r.Headers = hs
+	if len(red.paths) > 0 && len(r.Value) > 0 {
+		if r.Truncated {
+			r.Value, redacted = []byte(Redacted), true
+		} else if v, changed := red.JSON(r.Value); changed {
+			r.Value, redacted = v, true
+		}
+	}
+	return r, redacted
 }

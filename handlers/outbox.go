@@ -265,14 +265,17 @@ func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, error) {
 }
 
 // APIEvent: GET /api/v1/outboxes/:name/events/:id — the event plus its payload (a JSON value when
-// the payload is JSON, else a string), with the configured paths masked unless the caller is an
-// admin ("payload_redacted": true then).
+// the payload is JSON, else a string), with the configured paths masked ("payload_redacted": true
+// then) unless an admin asks ?reveal=true, which is audited.
 func (h *Outboxes) APIEvent(c echo.Context) error {
-	_, e, err := h.event(c)
+	o, e, err := h.event(c)
 	if err != nil {
 		return err
 	}
-	full, redacted := h.redactPayload(c, e.Payload)
+	full, redacted, err := h.redactPayload(c, o, e.ID, e.Payload)
+	if err != nil {
+		return err
+	}
 	payload, truncated := capText(full, maxPayload)
 	var raw any = payload
 	if !truncated && json.Valid([]byte(payload)) {
@@ -289,12 +292,16 @@ func (h *Outboxes) APIEvent(c echo.Context) error {
 
 // redactPayload masks the whole payload before it is cut to size: a cut JSON document could no
 // longer be parsed, and so not be masked.
-func (h *Outboxes) redactPayload(c echo.Context, payload string) (string, bool) {
-	out, changed := h.redact.ForActor(ActorOf(c)).JSON([]byte(payload))
-	if !changed {
-		return payload, false
+func (h *Outboxes) redactPayload(c echo.Context, o OutboxService, id int64, payload string) (string, bool, error) {
+	red, err := h.redact.For(c, fmt.Sprintf("outbox/%s/event/%d", o.Name(), id))
+	if err != nil {
+		return "", false, err
 	}
-	return string(out), true
+	out, changed := red.JSON([]byte(payload))
+	if !changed {
+		return payload, false, nil
+	}
+	return string(out), true, nil
 }
 
 // capText cuts s to at most n bytes on a rune boundary.
@@ -510,7 +517,10 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	full, _ := h.redactPayload(c, e.Payload)
+	full, redacted, err := h.redactPayload(c, o, e.ID, e.Payload)
+	if err != nil {
+		return err
+	}
 	payload, truncated := capText(full, maxPayload)
 	pretty, isJSON := prettyJSON(payload, truncated)
 	page := outboxpages.EventPage{
@@ -523,6 +533,8 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 		PayloadTruncated: truncated,
 		PayloadSize:      len(e.Payload),
 		CanAct:           h.meta(c, "", "").CanOperate,
+		Redacted:         redacted,
+		CanReveal:        redacted && ActorOf(c).Role == RoleAdmin,
 	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"},
 		{Label: o.Name(), Href: "/outboxes/" + url.PathEscape(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}

@@ -440,12 +440,15 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), pathParam(c, "vhost"), pathParam(c, "queue")))
+	if err != nil {
+		return err
+	}
 	res, err := b.Browse(c.Request().Context(), pathParam(c, "vhost"), pathParam(c, "queue"), limit)
 	if err != nil {
 		return err
 	}
 	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"))
-	red := h.redact.ForActor(ActorOf(c))
 	msgs := make([]rabbitMessageJSON, 0, len(res.Messages))
 	for _, m := range res.Messages {
 		if keep(m) {
@@ -767,6 +770,11 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	page := rabbitpages.MessagesPage{Meta: h.brokerMeta(c, "Messages in "+queue, b.Name(),
 		layout.Crumb{Label: vhost + " · " + queue, Href: queueHref(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
 		Broker: b.Name(), Vhost: vhost, Queue: queue, Limit: limit, Reason: c.QueryParam("reason"), Exception: c.QueryParam("exception")}
+	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
+	if err != nil {
+		return err
+	}
+	page.CanReveal = red != nil && ActorOf(c).Role == RoleAdmin
 	res, err := b.Browse(c.Request().Context(), vhost, queue, limit)
 	switch {
 	case errors.Is(err, ops.ErrConflict):
@@ -797,7 +805,6 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	}
 	sort.Strings(page.Reasons)
 	keep := messageFilter(page.Reason, page.Exception)
-	red := h.redact.ForActor(ActorOf(c))
 	for _, m := range res.Messages {
 		if keep(m) {
 			page.Messages = append(page.Messages, toMessageView(redactMessage(red, m)))

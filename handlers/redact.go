@@ -8,17 +8,22 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
 )
 
 // Redacted is what a hidden value is replaced with.
 const Redacted = "••• redacted •••"
 
-// Redactor masks message content that viewers and operators must not see: header values by
-// header name and JSON values by path. A nil *Redactor masks nothing, which is what an admin gets
-// (see ForActor).
+// Redactor masks message content: header values by header name and JSON values by path. Everyone
+// sees masked content by default; an admin may reveal it, audited (see For). A nil *Redactor masks
+// nothing.
 type Redactor struct {
 	headers map[string]bool // lower-cased names
 	paths   [][]pathSeg
+	audit   Auditor // where admins' reveals are recorded
 }
 
 // NewRedactor builds a Redactor from the config's redaction.headers and redaction.json_paths.
@@ -41,13 +46,41 @@ func NewRedactor(headers, jsonPaths []string) (*Redactor, error) {
 	return r, nil
 }
 
-// ForActor is the Redactor that applies to a: nil (nothing masked) for an admin, r otherwise.
-func (r *Redactor) ForActor(a Actor) *Redactor {
-	if a.Role == "admin" {
+// Audited returns a copy of r that records admins' reveals in audit.
+func (r *Redactor) Audited(audit Auditor) *Redactor {
+	if r == nil {
 		return nil
 	}
-	return r
+	c := *r
+	c.audit = audit
+	return &c
 }
+
+// For is the Redactor that applies to a request: content is masked for everyone by default; an
+// admin may add reveal=true to see it unmasked, which is audited (action content.reveal, target).
+// A reveal asked by anyone else is refused (ops.ErrForbidden). nil masks nothing.
+func (r *Redactor) For(c echo.Context, target string) (*Redactor, error) {
+	if r == nil || (len(r.headers) == 0 && len(r.paths) == 0) {
+		return nil, nil
+	}
+	reveal, err := queryBool(c, "reveal")
+	if err != nil || !reveal {
+		return r, err
+	}
+	actor := ActorOf(c)
+	if actor.Role != RoleAdmin {
+		return nil, fmt.Errorf("%w: revealing redacted content needs the admin role", ops.ErrForbidden)
+	}
+	if r.audit != nil {
+		if err := recordAudit(c, r.audit, "content.reveal", target, 1, "", map[string]any{"path": c.Request().URL.Path}, nil); err != nil {
+			return nil, err // no audit row, no reveal
+		}
+	}
+	return nil, nil
+}
+
+// Active reports whether any rule is configured (pages offer "reveal" only then).
+func (r *Redactor) Active() bool { return r != nil && (len(r.headers) > 0 || len(r.paths) > 0) }
 
 // Header reports whether the value of the header called name must be masked (case-insensitive).
 func (r *Redactor) Header(name string) bool {

@@ -2,11 +2,20 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/store"
 )
 
 var testPaths = []string{"$.card.number", "$.email", "$.items[*].iban", "$.matrix[1]", "$.*.secret", "$['odd.key']"}
@@ -75,15 +84,42 @@ func TestRedactJSON(t *testing.T) {
 	}
 }
 
-func TestRedactForActor(t *testing.T) {
-	r := testRedactor(t)
+func TestRedactFor(t *testing.T) {
 	body := []byte(`{"email":"a@b.c"}`)
-	if out, _ := r.ForActor(Actor{Name: "ops", Role: "operator"}).JSON(body); bytes.Contains(out, []byte("a@b.c")) {
-		t.Error("an operator sees the email")
+	audit := &memAudit{}
+	r := testRedactor(t).Audited(audit)
+	e := echo.New()
+	ask := func(role, query string) (*Redactor, error) {
+		c := e.NewContext(httptest.NewRequest("GET", "/x"+query, nil), httptest.NewRecorder())
+		SetActor(c, Actor{Name: role + "-1", Role: role})
+		return r.For(c, "outbox/orders/event/1")
 	}
-	if out, changed := r.ForActor(Actor{Name: "root", Role: "admin"}).JSON(body); changed || !bytes.Equal(out, body) {
-		t.Error("an admin must see the payload as it is")
+	for _, role := range []string{"viewer", "operator", "admin"} {
+		red, err := ask(role, "")
+		if out, _ := red.JSON(body); err != nil || bytes.Contains(out, []byte("a@b.c")) {
+			t.Errorf("%s sees the email without revealing it (%v)", role, err)
+		}
 	}
+	if _, err := ask("operator", "?reveal=true"); !errors.Is(err, ops.ErrForbidden) {
+		t.Errorf("an operator's reveal: %v, want ErrForbidden", err)
+	}
+	red, err := ask("admin", "?reveal=true")
+	if out, changed := red.JSON(body); err != nil || changed || !bytes.Equal(out, body) {
+		t.Errorf("an admin's reveal must show the payload as it is (%v)", err)
+	}
+	if len(audit.entries) != 1 || audit.entries[0].Action != "content.reveal" || audit.entries[0].Actor != "admin-1" {
+		t.Errorf("audit: %+v", audit.entries)
+	}
+	if _, err := ask("admin", "?reveal=maybe"); !errors.Is(err, ops.ErrInvalid) {
+		t.Errorf("reveal=maybe: %v", err)
+	}
+}
+
+type memAudit struct{ entries []store.AuditEntry }
+
+func (m *memAudit) RecordAudit(_ context.Context, e store.AuditEntry) error {
+	m.entries = append(m.entries, e)
+	return nil
 }
 
 func TestParsePath(t *testing.T) {
@@ -195,4 +231,25 @@ func reference(r *Redactor, v any) any {
 		start = append(start, match{path: i})
 	}
 	return walk(v, start)
+}
+
+func TestRedactKafkaRecord(t *testing.T) {
+	r := testRedactor(t)
+	rec := kafka.Record{Value: []byte(`{"email":"a@b.c","id":1}`),
+		Headers: []kafka.Header{{Key: "Authorization", Value: []byte("Bearer x")}, {Key: "traceId", Value: []byte("t1")}}}
+	got, redacted := redactRecord(r, rec)
+	if !redacted || bytes.Contains(got.Value, []byte("a@b.c")) || !bytes.Contains(got.Value, []byte(`"id":1`)) ||
+		string(got.Headers[0].Value) != Redacted || string(got.Headers[1].Value) != "t1" {
+		t.Fatalf("redacted record: %q %+v", got.Value, got.Headers)
+	}
+	if string(rec.Headers[0].Value) != "Bearer x" {
+		t.Fatal("the original record's headers were changed")
+	}
+	rec.Truncated = true
+	if got, _ := redactRecord(r, rec); string(got.Value) != Redacted {
+		t.Fatalf("a cut value must be masked whole: %q", got.Value)
+	}
+	if got, redacted := redactRecord(nil, rec); redacted || !bytes.Equal(got.Value, rec.Value) {
+		t.Fatal("a nil redactor changed the record")
+	}
 }

@@ -115,13 +115,13 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		return m
 	}
 	h := routeHandlers{
-		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor),
+		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor.Audited(deps.Store)),
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
 			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay}, meta),
-		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta),
-		rabbit:  handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor),
+		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store)),
+		rabbit:  handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
 		replays: handlers.NewReplays(deps.Replay, meta),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)

@@ -411,9 +411,22 @@ func TestOutboxPayloadRedaction(t *testing.T) {
 			t.Errorf("%s sees: %s", role, r.body)
 		}
 	}
+	// Admins see masked content too, until they reveal it, which is audited.
 	r := bearer(t, "GET", base+"/api/v1"+path, "tok-admin", "")
+	if strings.Contains(r.body, "4111") || !strings.Contains(r.body, `"payload_redacted":true`) {
+		t.Errorf("admin sees without revealing: %s", r.body)
+	}
+	r = bearer(t, "GET", base+"/api/v1"+path+"?reveal=true", "tok-admin", "")
 	if !strings.Contains(r.body, "4111 1111 1111 1111") || strings.Contains(r.body, "payload_redacted") {
-		t.Errorf("admin sees: %s", r.body)
+		t.Errorf("admin reveal: %s", r.body)
+	}
+	if r := bearer(t, "GET", base+"/api/v1"+path+"?reveal=true", "tok-operator", ""); r.status != http.StatusForbidden ||
+		!strings.Contains(r.body, "admin") {
+		t.Errorf("an operator's reveal: %d %s", r.status, r.body)
+	}
+	audit := bearer(t, "GET", base+"/api/v1/audit?action=content.reveal", "tok-admin", "")
+	if !strings.Contains(audit.body, fmt.Sprintf(`"target":"outbox/orders/event/%d"`, id)) || strings.Count(audit.body, `"action":"content.reveal"`) != 1 {
+		t.Errorf("the reveal is not audited once: %s", audit.body)
 	}
 	vera, _ := signedIn(t, base, "vera")
 	page := do(t, vera, "GET", base+path, "", "")

@@ -98,6 +98,7 @@ type TopicPage struct {
 	Records     []RecordView
 	NextURL     string
 	PrevURL     string
+	CanReveal   bool // values are masked by redaction rules and an admin may reveal them (audited)
 }
 
 // RecordView is one record, rendered for people.
@@ -216,4 +217,16 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// revealURL is the page again with reveal=true (an admin's audited look at masked values).
+func revealURL(p TopicPage) string {
+	q := url.Values{"reveal": {"true"}, "partition": {itoa32(p.Partition)}, "order": {p.Order}, "limit": {strconv.Itoa(p.Limit)}}
+	if p.OffsetInput != "" {
+		q.Set("offset", p.OffsetInput)
+	}
+	if p.Exception != "" {
+		q.Set("exception", p.Exception)
+	}
+	return "?" + q.Encode()
 }

@@ -90,6 +90,8 @@ type EventPage struct {
 	PayloadTruncated bool
 	PayloadSize      int
 	CanAct           bool
+	Redacted         bool // some values are masked (redaction rules)
+	CanReveal        bool // an admin may reveal them, audited
 }
 
 func outboxURL(name string) string { return "/outboxes/" + url.PathEscape(name) }

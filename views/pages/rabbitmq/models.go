@@ -144,6 +144,7 @@ type MessagesPage struct {
 	Groups      []GroupRow
 	Reasons     []string // distinct reasons among the messages browsed, for the filter
 	Messages    []MessageView
+	CanReveal   bool // an admin may reveal masked values (audited)
 }
 
 // GroupRow is one (reason, exception message) group among the browsed messages.
@@ -331,4 +332,16 @@ func filterHint(reason, exception string) string {
 		return "exception containing “" + exception + "”"
 	}
 	return "no filter"
+}
+
+// revealURL is the page again with reveal=true (an admin's audited look at masked values).
+func revealURL(p MessagesPage) string {
+	q := url.Values{"reveal": {"true"}, "limit": {strconv.Itoa(p.Limit)}}
+	if p.Reason != "" {
+		q.Set("reason", p.Reason)
+	}
+	if p.Exception != "" {
+		q.Set("exception", p.Exception)
+	}
+	return "?" + q.Encode()
 }
