@@ -76,8 +76,9 @@ var (
 		"How long the oldest due READY outbox row has waited; 0 when none is due.",
 		[]string{"outbox"}, nil)
 	descDeadLetters = prometheus.NewDesc("redrive_dead_letters",
-		"Messages waiting in a dead-letter queue: the ready count of each RabbitMQ dead-letter queue in the sampler's "+
-			"latest snapshot (source rabbitmq/<broker>, name <vhost>/<queue>). Kafka dead-letter topics are not exported.",
+		"Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue "+
+			"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start "+
+			"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out).",
 		[]string{"source", "name"}, nil)
 	descReplayMessages = prometheus.NewDesc("redrive_replay_messages_total",
 		"Messages of all replay jobs by settled outcome (published, skipped, failed), from the replay ledger.",
@@ -283,6 +284,11 @@ func (e *exporter) collectKafka(ctx context.Context, cluster string) ([]promethe
 					s.add(descKafkaLag, prometheus.GaugeValue, float64(p.Lag), cluster, g.Name, t.Topic, strconv.Itoa(int(p.Partition)))
 				}
 			}
+		}
+	}
+	for _, t := range snap.DeadLetterTopics {
+		if !t.Retry {
+			s.add(descDeadLetters, prometheus.GaugeValue, float64(t.Records), "kafka/"+cluster, t.Topic)
 		}
 	}
 	return s.out, nil

@@ -160,6 +160,35 @@ func TestExporterMatchesAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("KafkaDeadLetters", func(t *testing.T) {
+		// The demo's DLTs are filled before the console starts, so the snapshot's sizes are final.
+		topics := decode[struct {
+			Topics []struct {
+				Topic   string `json:"topic"`
+				Retry   bool   `json:"retry"`
+				Records int64  `json:"records"`
+			} `json:"topics"`
+		}](t, do(t, nil, "GET", base+"/api/v1/kafka/main/dead-letter-topics", "", ""))
+		m := scrape(t, base)
+		dlts := 0
+		for _, tp := range topics.Topics {
+			key := series("redrive_dead_letters", "source", "kafka/main", "name", tp.Topic)
+			v, ok := m[key]
+			switch {
+			case tp.Retry && ok:
+				t.Errorf("%s exported for a retry topic", key)
+			case !tp.Retry && (!ok || v != float64(tp.Records)):
+				t.Errorf("%s = %v (present %v); the API says %d", key, v, ok, tp.Records)
+			}
+			if !tp.Retry {
+				dlts++
+			}
+		}
+		if dlts < 2 || withPrefix(m, "redrive_dead_letters", `source="kafka/main"`) != dlts {
+			t.Errorf("%d dead-letter topics in the API, %d series", dlts, withPrefix(m, "redrive_dead_letters", `source="kafka/main"`))
+		}
+	})
+
 	t.Run("Outboxes", func(t *testing.T) {
 		v := decode[struct {
 			Outboxes []struct {

@@ -77,7 +77,7 @@ func BenchmarkLatestKafka(b *testing.B) {
 	})
 	b.Run("decode", func(b *testing.B) {
 		for b.Loop() {
-			if _, _, err := decodeKafka(row.Data); err != nil {
+			if _, _, _, err := decodeKafka(row.Data); err != nil {
 				b.Fatal(err)
 			}
 		}

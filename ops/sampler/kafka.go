@@ -20,6 +20,11 @@ type KafkaGroups interface {
 	Groups(ctx context.Context) ([]kafka.Group, error)
 }
 
+// deadLetterLister is a cluster that also lists its dead-letter topics (*kafka.Cluster does).
+type deadLetterLister interface {
+	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
+}
+
 // KafkaSource is one cluster to sample and the rules its groups are judged by.
 type KafkaSource struct {
 	Cluster KafkaGroups // required
@@ -102,14 +107,23 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, now time.Time
 	}
 
 	out, rows := st.observe(groups, at)
-	data, err := encodeKafka(out)
+	var dlts []kafka.DLTopic
+	if l, ok := st.src.Cluster.(deadLetterLister); ok {
+		// Sizes of the dead-letter topics ride along (the exporter reads them); a failure to
+		// list them does not cost the lag sample.
+		if dlts, err = l.DeadLetterTopics(ctx); err != nil {
+			s.log.Warn("sampler: listing dead-letter topics failed", "cluster", st.name, "err", err)
+			dlts = nil
+		}
+	}
+	data, err := encodeKafka(out, dlts)
 	if err != nil {
 		return fmt.Errorf("sampler: kafka %s: %w", st.name, err)
 	}
 	if err := s.store.PutSnapshot(ctx, store.Snapshot{Kind: store.SnapshotKafka, Name: st.name, At: at, Data: data}); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
-	s.remember(KafkaSnapshot{Cluster: st.name, At: at, Groups: out})
+	s.remember(KafkaSnapshot{Cluster: st.name, At: at, Groups: out, DeadLetterTopics: dlts})
 	if !at.After(st.lastAt) {
 		// The clock did not move (a test's, or a step back): the snapshot is current, but history
 		// already has this instant.
@@ -323,15 +337,15 @@ func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot,
 	}
 	snap.Error, snap.ErrorAt = row.Error, row.ErrorAt
 	if row.Data == nil && !have.IsZero() {
-		snap.At, snap.Groups = prev.snap.At, prev.snap.Groups
+		snap.At, snap.Groups, snap.DeadLetterTopics = prev.snap.At, prev.snap.Groups, prev.snap.DeadLetterTopics
 		return snap, nil
 	}
-	groups, ok, err := decodeKafka(row.Data)
+	groups, dlts, ok, err := decodeKafka(row.Data)
 	if err != nil {
 		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
 	}
 	if ok {
-		snap.At, snap.Groups = row.At, groups
+		snap.At, snap.Groups, snap.DeadLetterTopics = row.At, groups, dlts
 	}
 	return snap, nil
 }

@@ -20,6 +20,9 @@ type KafkaSnapshot struct {
 	Error   string
 	ErrorAt time.Time
 	Groups  []KafkaGroup
+	// DeadLetterTopics are the cluster's dead-letter and retry topics with their sizes, as of At;
+	// empty when the source does not list them or the listing failed.
+	DeadLetterTopics []kafka.DLTopic
 }
 
 // KafkaGroup is a group with its Burrow-style verdict and trend.

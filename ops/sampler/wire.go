@@ -21,6 +21,16 @@ const wireVersion = 1
 type wireSnapshot struct {
 	V      int         `json:"v"`
 	Groups []wireGroup `json:"groups"`
+	DLTs   []wireDLT   `json:"dlt,omitempty"` // absent in snapshots written before DLT sizes were sampled
+}
+
+type wireDLT struct {
+	Topic    string  `json:"t"`
+	Retry    bool    `json:"r,omitempty"`
+	Parts    []int32 `json:"p"`
+	Start    []int64 `json:"s"`
+	End      []int64 `json:"e"`
+	NewestAt int64   `json:"n,omitempty"` // unix milliseconds
 }
 
 type wireGroup struct {
@@ -61,8 +71,18 @@ type wireTopic struct {
 	Errors    []string `json:"err,omitempty"` // absent when no partition has an error
 }
 
-func encodeKafka(groups []KafkaGroup) ([]byte, error) {
+func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
+	for _, t := range dlts {
+		d := wireDLT{Topic: t.Topic, Retry: t.Retry}
+		if !t.NewestAt.IsZero() {
+			d.NewestAt = t.NewestAt.UnixMilli()
+		}
+		for _, p := range t.Partitions {
+			d.Parts, d.Start, d.End = append(d.Parts, p.Partition), append(d.Start, p.Start), append(d.End, p.End)
+		}
+		w.DLTs = append(w.DLTs, d)
+	}
 	for i, g := range groups {
 		wg := wireGroup{
 			Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
@@ -135,13 +155,27 @@ func encodeKafka(groups []KafkaGroup) ([]byte, error) {
 
 // decodeKafka reads a stored snapshot's groups; ok is false for a layout this version does not
 // know (or the empty "{}" of a cluster that never had a good sample).
-func decodeKafka(data []byte) (groups []KafkaGroup, ok bool, err error) {
+func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok bool, err error) {
 	var w wireSnapshot
 	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, false, fmt.Errorf("decode snapshot: %w", err)
+		return nil, nil, false, fmt.Errorf("decode snapshot: %w", err)
 	}
 	if w.V != wireVersion {
-		return nil, false, nil
+		return nil, nil, false, nil
+	}
+	for _, d := range w.DLTs {
+		if len(d.Start) != len(d.Parts) || len(d.End) != len(d.Parts) {
+			return nil, nil, false, fmt.Errorf("decode snapshot: dead-letter topic %q: arrays of different lengths", d.Topic)
+		}
+		t := kafka.DLTopic{Topic: d.Topic, Retry: d.Retry}
+		if d.NewestAt != 0 {
+			t.NewestAt = time.UnixMilli(d.NewestAt).UTC()
+		}
+		for i, p := range d.Parts {
+			t.Partitions = append(t.Partitions, kafka.DLPartition{Partition: p, Start: d.Start[i], End: d.End[i], Records: d.End[i] - d.Start[i]})
+			t.Records += d.End[i] - d.Start[i]
+		}
+		dlts = append(dlts, t)
 	}
 	groups = make([]KafkaGroup, len(w.Groups))
 	type derivedKey struct {
@@ -175,7 +209,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, ok bool, err error) {
 			n := len(wt.Partition)
 			if len(wt.Committed) != n || len(wt.Start) != n || len(wt.End) != n || len(wt.Lags) != n ||
 				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) {
-				return nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
+				return nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
 			}
 			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, Partitions: make([]kafka.PartitionLag, n)}
 			for k := range n {
@@ -212,7 +246,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, ok bool, err error) {
 		}
 		groups[i] = g
 	}
-	return groups, true, nil
+	return groups, dlts, true, nil
 }
 
 // In a group without members (Kafka state Empty or Dead) every partition has a status, EMPTY or

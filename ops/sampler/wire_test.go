@@ -3,6 +3,7 @@ package sampler
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/ops/kafka"
 )
@@ -58,28 +59,36 @@ func TestWireRoundTrip(t *testing.T) {
 			Status: kafka.Status{Code: kafka.StatusOK},
 		},
 	}
-	data, err := encodeKafka(groups)
+	dlts := []kafka.DLTopic{
+		{Topic: "orders.DLT", Partitions: []kafka.DLPartition{{Partition: 0, Start: 3, End: 10, Records: 7}, {Partition: 1, Start: 0, End: 2, Records: 2}},
+			Records: 9, NewestAt: time.UnixMilli(1764480000123).UTC()},
+		{Topic: "orders.retry-1", Retry: true, Partitions: []kafka.DLPartition{{Partition: 0, Start: 0, End: 0, Records: 0}}},
+	}
+	data, err := encodeKafka(groups, dlts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := decodeKafka(data)
+	got, gotDLTs, ok, err := decodeKafka(data)
 	if err != nil || !ok {
 		t.Fatalf("decode: ok %v, %v", ok, err)
 	}
 	if !reflect.DeepEqual(got, groups) {
 		t.Fatalf("round trip differs:\n got %+v\nwant %+v\n%s", got, groups, data)
 	}
+	if !reflect.DeepEqual(gotDLTs, dlts) {
+		t.Fatalf("dead-letter topics differ:\n got %+v\nwant %+v", gotDLTs, dlts)
+	}
 
 	t.Run("UnknownVersion", func(t *testing.T) {
 		for _, doc := range []string{`{}`, `{"v":99,"groups":[]}`} {
-			if g, ok, err := decodeKafka([]byte(doc)); ok || err != nil || g != nil {
+			if g, _, ok, err := decodeKafka([]byte(doc)); ok || err != nil || g != nil {
 				t.Errorf("%s: %v %v %v, want not ok", doc, g, ok, err)
 			}
 		}
 	})
 	t.Run("Corrupt", func(t *testing.T) {
 		for _, doc := range []string{`{"v":1,"groups":[{"n":"g","t":[{"t":"x","p":[0,1],"c":[0],"s":[0],"e":[0],"l":[0]}]}]}`, `[`} {
-			if _, _, err := decodeKafka([]byte(doc)); err == nil {
+			if _, _, _, err := decodeKafka([]byte(doc)); err == nil {
 				t.Errorf("%s: no error", doc)
 			}
 		}
