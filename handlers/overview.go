@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -27,7 +26,6 @@ type Overview struct {
 	queues   RabbitSnapshots
 	replays  ReplayEngine
 	meta     MetaFunc
-	dlts     *ttlCache[[]kafkaDLTs]
 }
 
 // OverviewSources are the adapters the overview reads; zero fields are left out.
@@ -44,33 +42,7 @@ type OverviewSources struct {
 // NewOverview wires the overview from the same adapters the other pages use.
 func NewOverview(src OverviewSources, meta MetaFunc) *Overview {
 	return &Overview{outboxes: NewOutboxes(src.Outboxes, nil, meta, nil), checks: src.Checks, kafka: src.Kafka,
-		lag: src.Lag, rabbit: src.Rabbit, queues: src.Queues, replays: src.Replays, meta: meta, dlts: newTTLCache[[]kafkaDLTs](15 * time.Second)}
-}
-
-type kafkaDLTs struct {
-	cluster string
-	topics  []kafka.DLTopic
-	err     error
-}
-
-// deadLetterTopics lists every cluster's DLTs, shared by all viewers for 15 s: the overview
-// refreshes often, the clusters' admin API should not notice.
-func (h *Overview) deadLetterTopics(ctx context.Context) []kafkaDLTs {
-	return h.dlts.get(func() []kafkaDLTs {
-		// Shared by every waiting viewer: not tied to the first one's request.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		out := make([]kafkaDLTs, len(h.kafka))
-		var wg sync.WaitGroup
-		for i, k := range h.kafka {
-			wg.Go(func() {
-				t, err := k.DeadLetterTopics(ctx)
-				out[i] = kafkaDLTs{cluster: k.Name(), topics: t, err: err}
-			})
-		}
-		wg.Wait()
-		return out
-	})
+		lag: src.Lag, rabbit: src.Rabbit, queues: src.Queues, replays: src.Replays, meta: meta}
 }
 
 // Problem is one thing on fire.
@@ -88,21 +60,6 @@ func (h *Overview) problems(ctx context.Context) []Problem {
 	var out []Problem
 	for _, k := range h.kafka {
 		out = append(out, h.kafkaProblems(ctx, k.Name())...)
-	}
-	for _, d := range h.deadLetterTopics(ctx) {
-		link := "/kafka/" + url.PathEscape(d.cluster)
-		if d.err != nil {
-			out = append(out, Problem{"kafka_unavailable", "critical", fmt.Sprintf("Kafka %s cannot be read: %v", d.cluster, d.err), link})
-			continue
-		}
-		for _, t := range d.topics {
-			if t.Retry || t.Records == 0 || time.Since(t.NewestAt) > recent {
-				continue
-			}
-			out = append(out, Problem{"dead_letters", "warning", fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
-				t.Topic, d.cluster, components.FormatNum(t.Records), components.FormatAge(time.Since(t.NewestAt).Round(time.Second))),
-				link + "/topics/" + url.PathEscape(t.Topic) + "/errors"})
-		}
 	}
 	for _, r := range h.rabbit {
 		out = append(out, h.rabbitProblems(ctx, r.Name())...)
@@ -200,6 +157,15 @@ func (h *Overview) kafkaProblems(ctx context.Context, cluster string) []Problem 
 		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s, lag %s: %s", cluster, g.Name, code,
 			components.FormatNum(g.TotalLag), g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
 	}
+	// Dead-letter topics that received something recently, from the same snapshot.
+	for _, t := range snap.DeadLetterTopics {
+		if t.Retry || t.Records == 0 || time.Since(t.NewestAt) > recent {
+			continue
+		}
+		out = append(out, Problem{"dead_letters", "warning", fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
+			t.Topic, cluster, components.FormatNum(t.Records), components.FormatAge(time.Since(t.NewestAt).Round(time.Second))),
+			link + "/topics/" + url.PathEscape(t.Topic) + "/errors"})
+	}
 	return out
 }
 
@@ -253,42 +219,4 @@ func (h *Overview) replayProblems(ctx context.Context) []Problem {
 		}
 	}
 	return out
-}
-
-// ttlCache keeps one value for a while and computes it once for concurrent callers.
-type ttlCache[T any] struct {
-	ttl  time.Duration
-	mu   sync.Mutex
-	at   time.Time
-	val  T
-	busy chan struct{}
-}
-
-func newTTLCache[T any](ttl time.Duration) *ttlCache[T] { return &ttlCache[T]{ttl: ttl} }
-
-func (c *ttlCache[T]) get(compute func() T) T {
-	c.mu.Lock()
-	for {
-		if !c.at.IsZero() && time.Since(c.at) < c.ttl {
-			v := c.val
-			c.mu.Unlock()
-			return v
-		}
-		if c.busy == nil {
-			break
-		}
-		wait := c.busy
-		c.mu.Unlock()
-		<-wait
-		c.mu.Lock()
-	}
-	c.busy = make(chan struct{})
-	c.mu.Unlock()
-	v := compute()
-	c.mu.Lock()
-	c.val, c.at = v, time.Now()
-	close(c.busy)
-	c.busy = nil
-	c.mu.Unlock()
-	return v
 }
