@@ -65,6 +65,7 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	go demo.RunKafkaTraffic(ctx, kafka.Addrs())
+	go demo.RunRelay(ctx, pg.DSN("orders"))
 	if err := demo.SeedRabbit(ctx, rmq.URL(), rmq.ManagementURL()); err != nil {
 		return err
 	}

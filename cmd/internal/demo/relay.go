@@ -1,0 +1,62 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RunRelay plays the orders service and its outbox relay until ctx ends, so the demo's outbox
+// moves: a new event every second; the relay claims due READY rows with a 20 s lease (FOR UPDATE
+// SKIP LOCKED, as the seed describes), and a moment later marks them SENT — or, one time in six,
+// FAILED with a retry a minute later. The seeded PROCESSING rows of a "crashed" relay stay stuck.
+func RunRelay(ctx context.Context, dsn string) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `SET timezone = 'UTC'`); err != nil {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		id := fmt.Sprintf("evt-live-%d-%d", time.Now().Unix(), n)
+		_, _ = conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version,
+			payload, status, attempts, available_at, created_at)
+			VALUES ($1, 'Order', $2, 'OrderCreated', 1, json_build_object('messageId', $1::text, 'orderId', $2::text)::text,
+			        'READY', 0, now(), now())`, id, fmt.Sprintf("ord-%d", 60000+n))
+		rows, err := conn.Query(ctx, `UPDATE outbox_event SET status = 'PROCESSING', locked_until = now() + interval '20 seconds',
+				attempts = attempts + 1
+			WHERE id IN (SELECT id FROM outbox_event WHERE status IN ('READY', 'FAILED') AND available_at <= now()
+			             ORDER BY available_at LIMIT 4 FOR UPDATE SKIP LOCKED)
+			RETURNING id`)
+		if err != nil {
+			continue
+		}
+		claimed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			continue
+		}
+		for _, id := range claimed {
+			if rand.IntN(6) == 0 {
+				_, _ = conn.Exec(ctx, `UPDATE outbox_event SET status = 'FAILED', locked_until = NULL,
+					available_at = now() + interval '1 minute',
+					last_error = 'org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for orders-1: 30000 ms has passed'
+					WHERE id = $1 AND status = 'PROCESSING'`, id)
+				continue
+			}
+			_, _ = conn.Exec(ctx, `UPDATE outbox_event SET status = 'SENT', locked_until = NULL, sent_at = now()
+				WHERE id = $1 AND status = 'PROCESSING'`, id)
+		}
+	}
+}
