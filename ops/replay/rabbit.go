@@ -165,7 +165,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		published[seq] = outcome == "published"
 	}
 	stopped := false
-	batch := min(batchSize, max(1, job.RatePerSecond))
+	batch := min(rabbitBatch, max(1, job.RatePerSecond))
 	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
 
 	decide := func(ctx context.Context, b rabbit.RedriveBatch) ([]rabbit.Move, error) {
@@ -309,3 +309,7 @@ func rabbitReplayHeaders(in amqp.Table, job store.ReplayJob, it Item, src Source
 	out[HeaderSource] = fmt.Sprintf("%s/%s", src.Vhost, src.Queue)
 	return out
 }
+
+// rabbitBatch is smaller than batchSize: a RabbitMQ job overlaps taking and deciding one batch
+// with publishing the previous one, and smaller batches keep both stages busy.
+const rabbitBatch = 1000
