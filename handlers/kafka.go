@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/sampler"
@@ -26,6 +28,7 @@ import (
 // ErrUnavailable (the cluster cannot be reached).
 type KafkaCluster interface {
 	Name() string
+	Group(ctx context.Context, name string) (kafka.Group, error)
 	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
 	Records(ctx context.Context, q kafka.RecordQuery) (kafka.Page, error)
 	ErrorGroups(ctx context.Context, topic string, maxScan int) (kafka.ErrorScan, error)
@@ -45,12 +48,13 @@ type Kafka struct {
 	snapshots KafkaSnapshots
 	meta      MetaFunc
 	redact    *Redactor
+	rules     map[string]configs.LagRules // per cluster, for a group read through
 }
 
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
 // values (nil masks nothing).
-func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, redact *Redactor) *Kafka {
-	h := &Kafka{clusters: clusters, byName: map[string]KafkaCluster{}, snapshots: snapshots, meta: meta, redact: redact}
+func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, redact *Redactor, rules map[string]configs.LagRules) *Kafka {
+	h := &Kafka{clusters: clusters, byName: map[string]KafkaCluster{}, snapshots: snapshots, meta: meta, redact: redact, rules: rules}
 	for _, c := range clusters {
 		h.byName[c.Name()] = c
 	}
@@ -174,15 +178,56 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group.
 func (h *Kafka) APIGroup(c echo.Context) error {
-	_, snap, err := h.snapshot(c)
-	if err != nil {
-		return err
-	}
-	g, err := findGroup(snap, pathParam(c, "group"))
+	_, _, g, err := h.group(c)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toGroupJSON(g))
+}
+
+// group finds a group in the latest snapshot. A group the snapshot does not have yet (it started
+// since the last sample) is read through from the cluster once — its status then comes from that
+// single observation, so it cannot show a trend (WARN, STALL) until the sampler has a window.
+func (h *Kafka) group(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, sampler.KafkaGroup, error) {
+	k, snap, err := h.snapshot(c)
+	if err != nil {
+		return nil, snap, sampler.KafkaGroup{}, err
+	}
+	name := pathParam(c, "group")
+	g, err := findGroup(snap, name)
+	if err == nil || !(errors.Is(err, ops.ErrNotFound) || snap.At.IsZero()) {
+		return k, snap, g, err
+	}
+	live, lerr := k.Group(c.Request().Context(), name)
+	if lerr != nil {
+		if errors.Is(lerr, ops.ErrNotFound) {
+			return k, snap, g, lerr
+		}
+		return k, snap, g, err
+	}
+	return k, snap, observedOnce(live, h.rules[k.Name()], time.Now()), nil
+}
+
+// observedOnce gives a live group its statuses from one sample per partition.
+func observedOnce(g kafka.Group, rules configs.LagRules, now time.Time) sampler.KafkaGroup {
+	var parts []kafka.PartitionSamples
+	for _, t := range g.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition,
+				Samples: []kafka.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag}}})
+		}
+	}
+	st := kafka.EvaluateGroup(rules, g.State, g.Members, parts, now)
+	out := sampler.KafkaGroup{Group: g, Status: st.Status}
+	for _, ps := range st.Partitions {
+		if ps.Status.Code != kafka.StatusOK {
+			if out.Partitions == nil {
+				out.Partitions = map[string]kafka.Status{}
+			}
+			out.Partitions[partitionKey(ps.Topic, ps.Partition)] = ps.Status
+		}
+	}
+	return out
 }
 
 // historyRange parses since (1h, 6h, 24h, 7d, or any age up to the retention).
@@ -523,11 +568,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 
 // GroupPage: GET /kafka/:cluster/groups/:group.
 func (h *Kafka) GroupPage(c echo.Context) error {
-	k, snap, err := h.snapshot(c)
-	if err != nil {
-		return err
-	}
-	g, err := findGroup(snap, pathParam(c, "group"))
+	k, snap, g, err := h.group(c)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 type RabbitBroker interface {
 	Name() string
 	Browse(ctx context.Context, vhost, queue string, limit int) (rabbit.BrowseResult, error)
+	Topology(ctx context.Context) (rabbit.Topology, error)
 }
 
 // RabbitSnapshots reads the sampler's stored queue snapshots and history (ops/sampler): queue
@@ -97,12 +98,27 @@ func findQueue(snap sampler.RabbitSnapshot, vhost, name string) (sampler.RabbitQ
 	return sampler.RabbitQueue{}, fmt.Errorf("vhost %q of broker %s has no queues or is not watched: %w", vhost, snap.Broker, ops.ErrNotFound)
 }
 
+// queue finds a queue in the latest snapshot. A queue the snapshot does not have yet (declared
+// since the last sample) is read through from the broker once, so that a page or a script asking
+// right after creating it gets it, not a 404 for up to an interval.
 func (h *Rabbit) queue(c echo.Context) (RabbitBroker, sampler.RabbitSnapshot, sampler.RabbitQueue, error) {
 	b, snap, err := h.snapshot(c)
 	if err != nil {
 		return nil, snap, sampler.RabbitQueue{}, err
 	}
-	q, err := findQueue(snap, pathParam(c, "vhost"), pathParam(c, "queue"))
+	vhost, name := pathParam(c, "vhost"), pathParam(c, "queue")
+	q, err := findQueue(snap, vhost, name)
+	if err == nil || !(errors.Is(err, ops.ErrNotFound) || snap.At.IsZero()) {
+		return b, snap, q, err
+	}
+	t, lerr := b.Topology(c.Request().Context())
+	if lerr != nil {
+		return b, snap, q, err // the snapshot's answer stands
+	}
+	live := sampler.RabbitSnapshotOf(b.Name(), t, time.Now())
+	if lq, lerr := findQueue(live, vhost, name); lerr == nil {
+		return b, live, lq, nil
+	}
 	return b, snap, q, err
 }
 

@@ -42,9 +42,11 @@ type Deps struct {
 	Kafka    []handlers.KafkaCluster  // in config order; may be empty
 	Snapshot handlers.KafkaSnapshots  // required when Kafka is not empty: the sampler's stored snapshots
 	Replay   handlers.ReplayEngine    // required: guarded replays
-	Checks   []handlers.Check         // one per configured dependency, for /readyz
-	Registry *prometheus.Registry     // required: where HTTP metrics are registered and /metrics reads
-	Redactor *handlers.Redactor       // masks message content for non-admins; nil masks nothing
+	// KafkaLag are each cluster's status thresholds, for a group read through before it is sampled.
+	KafkaLag map[string]configs.LagRules
+	Checks   []handlers.Check     // one per configured dependency, for /readyz
+	Registry *prometheus.Registry // required: where HTTP metrics are registered and /metrics reads
+	Redactor *handlers.Redactor   // masks message content for non-admins; nil masks nothing
 
 	// Rabbit are the RabbitMQ brokers, in config order; may be empty. RabbitSnapshots is required
 	// when Rabbit is not empty: the sampler's stored queue snapshots.
@@ -120,7 +122,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
 			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay}, meta),
-		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store)),
+		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag),
 		rabbit:  handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
 		replays: handlers.NewReplays(deps.Replay, meta),
 	}

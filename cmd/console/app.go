@@ -31,13 +31,14 @@ type app struct {
 	engine   *replay.Engine
 	checks   []handlers.Check
 	registry *prometheus.Registry
+	lagRules map[string]configs.LagRules
 	closers  []func()
 }
 
 // buildApp connects nothing eagerly but the store (migrations run now): a dependency that is down
 // shows in its panels and /readyz, and recovers without a restart.
 func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app, error) {
-	a := &app{registry: prometheus.NewRegistry()}
+	a := &app{registry: prometheus.NewRegistry(), lagRules: map[string]configs.LagRules{}}
 	st, err := store.Open(ctx, string(cfg.Store.DSN))
 	if err != nil {
 		return nil, fmt.Errorf("console store: %w", err)
@@ -67,6 +68,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.closers = append(a.closers, k.Close)
 		a.checks = append(a.checks, handlers.Check{Name: "kafka/" + k.Name(), Ping: k.Ping})
 		sources = append(sources, sampler.KafkaSource{Cluster: k, Rules: kc.Lag})
+		a.lagRules[kc.Name] = kc.Lag
 	}
 	for _, rc := range cfg.RabbitMQ {
 		r, err := rabbit.New(rc, cfg.MessageID)
@@ -151,7 +153,7 @@ func (a *app) groupsOnTopic(ctx context.Context, cluster, topic string) []string
 
 // webDeps hands the adapters to the web layer.
 func (a *app) webDeps(log *slog.Logger) web.Deps {
-	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine}
+	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules}
 	for _, o := range a.outboxes {
 		d.Outboxes = append(d.Outboxes, o)
 	}

@@ -17,6 +17,13 @@ import (
 // kafkaConsole is a console over the demo's Kafka data (a Spring-style DLT) and outbox + inbox.
 func kafkaConsole(t *testing.T) string {
 	t.Helper()
+	base, _ := kafkaConsoleAt(t)
+	return base
+}
+
+// kafkaConsoleAt is kafkaConsole that also gives the broker's address.
+func kafkaConsoleAt(t *testing.T) (base, broker string) {
+	t.Helper()
 	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +47,7 @@ consumers:
   - name: inventory-service
     inbox: {dsn: %q}
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
-`, pgtest.NewDatabase(t), orders, k.Addrs()[0], orders))
+`, pgtest.NewDatabase(t), orders, k.Addrs()[0], orders)), k.Addrs()[0]
 }
 
 func TestReplayAPI(t *testing.T) {

@@ -451,3 +451,13 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 		return nil, fmt.Errorf("rabbitmq queue %s/%s history: %w", vhost, queue, ctx.Err())
 	}
 }
+
+// RabbitSnapshotOf is a snapshot made from a live topology, without growth (it has no history):
+// what a page shows for a queue the last sample does not have yet.
+func RabbitSnapshotOf(broker string, t rabbit.Topology, at time.Time) RabbitSnapshot {
+	snap := RabbitSnapshot{Broker: broker, At: at, Queues: make([]RabbitQueue, len(t.Queues)), Edges: t.Edges, RetryLoops: t.RetryLoops}
+	for i, q := range t.Queues {
+		snap.Queues[i] = RabbitQueue{Queue: q, Retry: t.RetryQueues[q.Ref()]}
+	}
+	return snap
+}
