@@ -364,10 +364,17 @@ func (l *SessionLock) Held() bool {
 	return l.held
 }
 
-// Release gives the lock up and closes the connection; the next TryHold starts afresh.
+// Release gives the lock up and closes the connection; the next TryHold starts afresh. The lock is
+// unlocked explicitly first: a closed session frees it only when the server notices, and another
+// replica should be able to take over at once.
 func (l *SessionLock) Release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.held && l.conn != nil && !l.conn.IsClosed() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key)
+		cancel()
+	}
 	l.dropLocked()
 }
 
