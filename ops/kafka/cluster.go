@@ -9,11 +9,8 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -88,7 +85,7 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		kgo.RetryTimeout(timeout),
 	}
 	if cfg.TLS != nil && cfg.TLS.Enabled {
-		tc, err := tlsConfig(cfg.TLS)
+		tc, err := ops.TLSConfig(cfg.TLS)
 		if err != nil {
 			return nil, fmt.Errorf("kafka %s: %w", cfg.Name, err)
 		}
@@ -124,29 +121,6 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		names:    names,
 		ids:      ids,
 	}, nil
-}
-
-func tlsConfig(t *configs.TLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // an explicit, documented operator choice
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, ops.Invalid("tls.ca_file", err.Error())
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, ops.Invalid("tls.ca_file", fmt.Sprintf("%s holds no PEM certificate", t.CAFile))
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, ops.Invalid("tls.cert_file", err.Error())
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // Name is the cluster's configured name.

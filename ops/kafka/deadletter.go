@@ -1,9 +1,7 @@
 package kafka
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -298,58 +296,7 @@ func messageID(headers []Header, value []byte, ids configs.MessageIDRules, dlNam
 			}
 		}
 	}
-	if len(ids.JSONPaths) == 0 {
-		return ""
-	}
-	trimmed := bytes.TrimSpace(value)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return ""
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return ""
-	}
-	for _, p := range ids.JSONPaths {
-		if v, ok := jsonPath(doc, p); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// jsonPath follows a dot-separated path (numeric segments index arrays) to a string or number.
-func jsonPath(doc any, p string) (string, bool) {
-	cur := doc
-	for _, seg := range strings.Split(p, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[seg]
-			if !ok {
-				return "", false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(v) {
-				return "", false
-			}
-			cur = v[i]
-		default:
-			return "", false
-		}
-	}
-	switch v := cur.(type) {
-	case string:
-		if v == "" {
-			return "", false
-		}
-		return v, true
-	case json.Number:
-		return v.String(), true
-	}
-	return "", false
+	return ops.MessageIDFromJSON(value, ids.JSONPaths)
 }
 
 // parseInt reads decimal text (optionally signed, surrounding spaces allowed) or a big-endian

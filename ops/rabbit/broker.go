@@ -15,7 +15,6 @@ package rabbit
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"sync"
@@ -100,7 +98,7 @@ func New(cfg configs.RabbitMQBroker, ids configs.MessageIDRules) (*Broker, error
 	}
 	var tc *tls.Config
 	if cfg.TLS != nil && cfg.TLS.Enabled {
-		if tc, err = tlsConfig(cfg.TLS); err != nil {
+		if tc, err = ops.TLSConfig(cfg.TLS); err != nil {
 			return fail(err)
 		}
 	}
@@ -133,29 +131,6 @@ func New(cfg configs.RabbitMQBroker, ids configs.MessageIDRules) (*Broker, error
 		idleWait:  500 * time.Millisecond,
 		conns:     map[string]*amqp.Connection{},
 	}, nil
-}
-
-func tlsConfig(t *configs.TLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // an explicit, documented operator choice
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, ops.Invalid("tls.ca_file", err.Error())
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, ops.Invalid("tls.ca_file", fmt.Sprintf("%s holds no PEM certificate", t.CAFile))
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, ops.Invalid("tls.cert_file", err.Error())
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // Name is the broker's configured name.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -440,53 +439,5 @@ func messageID(prop string, headers amqp.Table, body []byte, ids configs.Message
 			}
 		}
 	}
-	if len(ids.JSONPaths) == 0 {
-		return ""
-	}
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return ""
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return ""
-	}
-	for _, p := range ids.JSONPaths {
-		if v, ok := jsonPath(doc, p); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// jsonPath follows a dot-separated path (numeric segments index arrays) to a string or number.
-func jsonPath(doc any, p string) (string, bool) {
-	cur := doc
-	for _, seg := range strings.Split(p, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[seg]
-			if !ok {
-				return "", false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(v) {
-				return "", false
-			}
-			cur = v[i]
-		default:
-			return "", false
-		}
-	}
-	switch v := cur.(type) {
-	case string:
-		return v, v != ""
-	case json.Number:
-		return v.String(), true
-	}
-	return "", false
+	return ops.MessageIDFromJSON(body, ids.JSONPaths)
 }
