@@ -541,7 +541,7 @@ func (h *Kafka) Index(c echo.Context) error {
 	return render(c, http.StatusOK, kafkapages.Index(page))
 }
 
-// Cluster: GET /kafka/:cluster — groups from the snapshot, dead-letter topics live.
+// Cluster: GET /kafka/:cluster — groups and dead-letter topics from the snapshot.
 func (h *Kafka) Cluster(c echo.Context) error {
 	k, err := h.cluster(c)
 	if err != nil {
@@ -558,9 +558,13 @@ func (h *Kafka) Cluster(c echo.Context) error {
 		page.SampledAt, page.SampleError = snap.At, snap.Error
 		page.Groups = toGroupRows(snap)
 	}
-	topics, err := k.DeadLetterTopics(ctx)
-	if err != nil {
-		page.TopicsError = err.Error()
+	// The sampler lists the dead-letter topics with each sample; ask the cluster only when the
+	// snapshot has none (never sampled, or a snapshot from before DLTs were sampled).
+	topics := snap.DeadLetterTopics
+	if topics == nil {
+		if topics, err = k.DeadLetterTopics(ctx); err != nil {
+			page.TopicsError = err.Error()
+		}
 	}
 	page.DLTs = toDLTRows(topics)
 	return render(c, http.StatusOK, kafkapages.Cluster(page))
