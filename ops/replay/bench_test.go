@@ -1,7 +1,9 @@
 package replay_test
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -62,6 +64,35 @@ func BenchmarkKafkaReplay(b *testing.B) {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			// The next iteration must find the same work: clear this one's ledger.
 			pgtest.Exec(b, w.store.Pool().Config().ConnString(), `DELETE FROM redrive.replay_ledger`)
+		}
+	})
+	// kcat -P producing the same keys, values and headers with acks=all, as an operator would
+	// (process start included).
+	b.Run("KcatProduce", func(b *testing.B) {
+		kcat, err := exec.LookPath("kcat")
+		if err != nil {
+			b.Skip("kcat is not installed (apt-get install kcat)")
+		}
+		var input bytes.Buffer
+		for _, r := range recs {
+			input.Write(r.Key)
+			input.WriteByte('\t')
+			input.Write(r.Value)
+			input.WriteByte('\n')
+		}
+		args := []string{"-P", "-b", w.client.OptValue(kgo.SeedBrokers).([]string)[0], "-t", "orders", "-K", "\t",
+			"-X", "acks=all", "-X", "enable.idempotence=true"}
+		for _, h := range recs[0].Headers {
+			args = append(args, "-H", h.Key+"="+string(h.Value))
+		}
+		for b.Loop() {
+			start := time.Now()
+			cmd := exec.Command(kcat, args...)
+			cmd.Stdin = bytes.NewReader(input.Bytes())
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("kcat: %v: %s", err, out)
+			}
+			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "msgs/s")
 		}
 	})
 	b.Run("RawProducer", func(b *testing.B) {

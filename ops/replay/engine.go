@@ -259,16 +259,28 @@ func (e *Engine) LoadPlan(ctx context.Context, id string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	dec := newItemDecoder()
 	for _, r := range rows {
-		p.Items = append(p.Items, fromStored(r))
+		p.Items = append(p.Items, dec.item(r))
 	}
 	return p, nil
 }
 
-func fromStored(r store.ReplayPlanItem) Item {
+// itemDecoder turns stored plan items back into items. A plan's destinations repeat (one topic or
+// exchange for thousands of messages), so each distinct one is decoded once.
+type itemDecoder struct{ dest map[string]Destination }
+
+func newItemDecoder() *itemDecoder { return &itemDecoder{dest: map[string]Destination{}} }
+
+func (d *itemDecoder) item(r store.ReplayPlanItem) Item {
 	it := Item{Seq: r.Seq, Locator: r.Locator, MessageID: r.MessageID, Consumer: r.Consumer, Inbox: inbox.Verdict(r.Inbox),
 		Action: Action(r.Action), ErrorGroup: r.ErrorGroup, ReplayCount: r.ReplayCount, Partition: r.Partition, Position: r.Position}
-	_ = json.Unmarshal(r.Destination, &it.Destination)
+	dest, ok := d.dest[string(r.Destination)]
+	if !ok {
+		_ = json.Unmarshal(r.Destination, &dest)
+		d.dest[string(r.Destination)] = dest
+	}
+	it.Destination = dest
 	return it
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -172,19 +173,7 @@ func (e *Engine) Work(ctx context.Context) error {
 	}
 }
 
-// inFlight is how many batches of one job move at once.
-const inFlight = 2
-
-func chunk[T any](items []T, size int) [][]T {
-	var out [][]T
-	for len(items) > size {
-		out = append(out, items[:size])
-		items = items[size:]
-	}
-	return append(out, items)
-}
-
-// batchSize is how many plan items a runner settles per round trip to the ledger (a job with a
+// batchSize is how many plan items a runner moves per round trip to the ledger (a job with a
 // lower rate uses its rate: one batch a second).
 const batchSize = 5000
 
@@ -193,14 +182,14 @@ const batchSize = 5000
 func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 	log := e.o.Logger.With("job", job.ID)
 	log.Info("replay: running", "next_seq", job.NextSeq, "total", job.Total)
-	plan, err := e.LoadPlan(ctx, job.PlanID)
+	plan, err := e.o.Store.Plan(ctx, job.PlanID)
 	if err != nil {
 		e.finish(ctx, job, store.JobFailed, err.Error())
 		return
 	}
-	batch := min(batchSize, max(1, job.RatePerSecond))
-	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
-	runner, err := e.runnerFor(plan.Source)
+	var src Source
+	_ = json.Unmarshal(plan.Source, &src)
+	runner, err := e.runnerFor(src)
 	if err != nil {
 		e.finish(ctx, job, store.JobFailed, err.Error())
 		return
@@ -212,78 +201,203 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 		e.runWhole(ctx, job, whole)
 		return
 	}
+	batch := min(batchSize, max(1, job.RatePerSecond))
+	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
 	next := job.NextSeq
 	for {
-		held, cancel, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, next)
-		switch {
-		case err != nil:
-			log.Warn("replay: lease renewal failed; leaving the job to be resumed", "err", err)
-			return
-		case !held:
-			log.Warn("replay: lease lost to another replica")
-			return
-		case cancel:
-			e.finish(ctx, job, store.JobCancelled, "")
-			return
-		}
-		items, err := e.o.Store.PlanItems(ctx, plan.ID, next, batch*inFlight)
-		if err != nil {
-			log.Warn("replay: reading plan items failed", "err", err)
-			return
-		}
-		if len(items) == 0 {
+		var end stop
+		next, end = e.runBatches(ctx, job, runner, limiter, batch, next)
+		switch end {
+		case stopDone:
 			e.finish(ctx, job, store.JobDone, "")
 			return
+		case stopCancelled:
+			e.finish(ctx, job, store.JobCancelled, "")
+			return
+		case stopLost:
+			return // another replica (or this one, restarted) resumes it when the lease expires
 		}
-		// Up to inFlight batches move side by side: one waits on the ledger while another waits
-		// on the broker. next_seq only moves past batches that are all settled.
-		chunks := chunk(items, batch)
-		errs := make([]error, len(chunks))
-		var wg sync.WaitGroup
-		for i, part := range chunks {
-			batchItems := make([]Item, len(part))
-			publishable := 0
-			for j, r := range part {
-				batchItems[j] = fromStored(r)
-				if batchItems[j].Action == Publish || (job.Force && batchItems[j].Action.Forcible()) {
-					publishable++
-				}
-			}
-			if err := limiter.WaitN(ctx, max(1, publishable)); err != nil {
-				wg.Wait()
-				return // ctx ended: resume later
-			}
-			wg.Go(func() {
-				outcomes, err := runner.runBatch(ctx, job, batchItems)
-				if err == nil {
-					err = e.o.Store.SettleBatch(ctx, job.ID, outcomes)
-				}
-				errs[i] = err
-			})
+		// stopRetry: a batch failed (the store or the broker went away); its claims are resumed.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
 		}
-		wg.Wait()
-		settledTo := next
-		for i, part := range chunks {
-			if errs[i] != nil {
-				break
+	}
+}
+
+// stop is why runBatches returned.
+type stop int
+
+const (
+	stopDone      stop = iota // every item is settled
+	stopCancelled             // an operator cancelled the job; claimed batches were finished first
+	stopLost                  // the lease is gone (another replica) or ctx ended
+	stopRetry                 // a batch failed; run again from the returned seq
+)
+
+// batchWork is one batch on its way through the pipeline.
+type batchWork struct {
+	items    []Item
+	end      int // next_seq once this batch is settled
+	gated    gated
+	outcomes []store.LedgerOutcome
+}
+
+// runBatches moves a job's items from seq next in a pipeline of four stages, each its own
+// goroutine, so that the plan is read, the inbox checked and the ledger claimed for one batch
+// while the broker moves the one before and the ledger settles the one before that:
+//
+//	load plan items → gate (lease, rate, inbox, claim) → move (read, publish, await acks) → settle
+//
+// The order per message is the package's: claim → publish → broker ack → ledger. Settling runs in
+// seq order, so next_seq only ever passes settled batches. Cancellation and a lost lease are seen
+// by the gate before it claims a batch; batches already claimed are finished, never abandoned
+// (an abandoned claim would hold its message against every later replay).
+func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner batchRunner, limiter *rate.Limiter, batch, next int) (int, stop) {
+	log := e.o.Logger.With("job", job.ID)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The loader reads ahead; it stops when the gate stops taking batches.
+	loadCtx, stopLoading := context.WithCancel(ctx)
+	defer stopLoading()
+	var settledTo atomic.Int64
+	settledTo.Store(int64(next))
+	var (
+		loaded  = make(chan *batchWork, 1)
+		gatedCh = make(chan *batchWork)
+		moved   = make(chan *batchWork)
+		result  = stopDone
+		resMu   sync.Mutex
+	)
+	// fail records why the pipeline stopped (the first reason wins) and stops the stages.
+	fail := func(why stop, err error) {
+		resMu.Lock()
+		defer resMu.Unlock()
+		if result == stopDone {
+			result = why
+			if err != nil && ctx.Err() == nil {
+				log.Warn("replay: batch failed; will retry", "err", err)
 			}
-			settledTo = part[len(part)-1].Seq + 1
 		}
-		if err := errors.Join(errs...); err != nil {
-			if ctx.Err() != nil {
+		if why != stopCancelled {
+			cancel()
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { // load
+		defer close(loaded)
+		dec := newItemDecoder()
+		for from := next; ; {
+			rows, err := e.o.Store.PlanItems(loadCtx, job.PlanID, from, batch)
+			if loadCtx.Err() != nil {
 				return
 			}
-			log.Warn("replay: batch failed; will retry", "err", err)
-			next = settledTo
+			if err != nil {
+				fail(stopRetry, err)
+				return
+			}
+			if len(rows) == 0 {
+				return
+			}
+			w := &batchWork{items: make([]Item, len(rows)), end: rows[len(rows)-1].Seq + 1}
+			for i, r := range rows {
+				w.items[i] = dec.item(r)
+			}
 			select {
+			case loaded <- w:
+			case <-loadCtx.Done():
+				return
+			}
+			from = w.end
+		}
+	})
+	wg.Go(func() { // gate
+		defer close(gatedCh)
+		defer func() {
+			stopLoading()
+			for range loaded { // let the loader end
+			}
+		}()
+		for w := range loaded {
+			held, cancelled, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, int(settledTo.Load()))
+			switch {
+			case err != nil:
+				fail(stopLost, err)
+			case !held:
+				log.Warn("replay: lease lost to another replica")
+				fail(stopLost, nil)
+			case cancelled:
+				fail(stopCancelled, nil)
+			}
+			if err != nil || !held || cancelled {
+				return
+			}
+			if err := limiter.WaitN(ctx, max(1, publishable(job, w.items))); err != nil {
+				fail(stopLost, nil) // ctx ended
+				return
+			}
+			if w.gated, err = e.gate(ctx, job, w.items); err != nil {
+				fail(stopRetry, err)
+				return
+			}
+			select {
+			case gatedCh <- w:
 			case <-ctx.Done():
 				return
-			case <-time.After(time.Second):
 			}
-			continue
 		}
-		next = settledTo
+	})
+	wg.Go(func() { // move
+		defer close(moved)
+		for w := range gatedCh {
+			var err error
+			if len(w.gated.move) > 0 {
+				w.outcomes, err = runner.move(ctx, job, w.gated.move, w.gated.resumed)
+			}
+			if err != nil {
+				fail(stopRetry, err)
+				return
+			}
+			select {
+			case moved <- w:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	wg.Go(func() { // settle
+		for w := range moved {
+			if err := e.o.Store.Settle(ctx, job.ID, w.outcomes); err != nil {
+				fail(stopRetry, err)
+				return
+			}
+			settledTo.Store(int64(w.end))
+		}
+	})
+	wg.Wait()
+	next = int(settledTo.Load())
+	if result == stopDone && ctx.Err() != nil {
+		result = stopLost
 	}
+	if result == stopDone || result == stopCancelled {
+		// Record the last batches' progress (the gate renewed the lease before they settled).
+		if _, _, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, next); err != nil {
+			return next, stopLost
+		}
+	}
+	return next, result
+}
+
+// publishable counts the items of a batch the job would publish, for the rate limiter.
+func publishable(job store.ReplayJob, items []Item) int {
+	n := 0
+	for _, it := range items {
+		if it.Action == Publish || (job.Force && it.Action.Forcible()) {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *Engine) finish(ctx context.Context, job store.ReplayJob, status, errText string) {
@@ -360,9 +474,10 @@ func (e *Engine) runWhole(ctx context.Context, job store.ReplayJob, w wholeRunne
 	}
 }
 
-// batchRunner moves one batch of a job's items and reports each item's outcome.
+// batchRunner moves one batch of claimed items and reports each one's outcome; resumed marks the
+// items an earlier run of the job claimed and may have published.
 type batchRunner interface {
-	runBatch(ctx context.Context, job store.ReplayJob, items []Item) ([]store.LedgerOutcome, error)
+	move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) ([]store.LedgerOutcome, error)
 }
 
 func (e *Engine) runnerFor(src Source) (batchRunner, error) {
@@ -389,28 +504,17 @@ func (e *Engine) runnerFor(src Source) (batchRunner, error) {
 	return nil, fmt.Errorf("unknown source kind %q", src.Kind)
 }
 
-// gate is the common first step of every runner: it splits a batch into messages to move now and
-// settled skips. It re-checks the inbox (the plan may be old) and claims the rest in the ledger.
-func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g gated, err error) {
-	move, resumed, settled, mine, err := e.gateItems(ctx, job, items)
-	return gated{move: move, resumed: resumed, settled: settled, mine: mine}, err
-}
-
-// gated is gate's answer.
-type gated struct {
-	move    []Item                // claimed now (or resumed): move them
-	resumed map[int]bool          // seqs this job claimed before and never settled
-	settled []store.LedgerOutcome // skips to record
-	mine    []Item                // settled by an earlier run of this job
-}
-
-func (e *Engine) gateItems(ctx context.Context, job store.ReplayJob, items []Item) (move []Item, resumed map[int]bool, settled []store.LedgerOutcome, mine []Item, err error) {
+// gate is the common first step of every runner: it re-checks the inbox (the plan may be old),
+// claims in the ledger what is still to move and records the rest as skipped, in one statement.
+func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (gated, error) {
+	var g gated
+	var skips []store.LedgerOutcome
 	skip := func(it Item, a Action, detail string) {
 		if detail == "" {
 			detail = string(a)
 		}
-		settled = append(settled, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-			Outcome: "skipped", Detail: detail})
+		skips = append(skips, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: store.LedgerSkipped, Detail: detail})
 	}
 	var candidates []Item
 	for _, it := range items {
@@ -423,8 +527,8 @@ func (e *Engine) gateItems(ctx context.Context, job store.ReplayJob, items []Ite
 	}
 	// The inbox now, not when the plan was made.
 	verdicts := e.inboxVerdicts(ctx, candidates)
-	var claims []store.LedgerClaim
-	var checked []Item
+	claims := make([]store.LedgerClaim, 0, len(candidates))
+	checked := candidates[:0]
 	for _, it := range candidates {
 		if v, ok := verdicts[it.Consumer][it.MessageID]; ok && !job.Force {
 			it.Inbox = v
@@ -436,29 +540,37 @@ func (e *Engine) gateItems(ctx context.Context, job store.ReplayJob, items []Ite
 		checked = append(checked, it)
 		claims = append(claims, store.LedgerClaim{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID})
 	}
-	if len(claims) == 0 {
-		return nil, nil, settled, nil, nil
-	}
-	states, err := e.o.Store.ClaimBatch(ctx, job.ID, claims)
+	states, err := e.o.Store.Claim(ctx, job.ID, claims, skips)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return g, err
 	}
-	resumed = map[int]bool{}
+	var others []store.LedgerOutcome
 	for _, it := range checked {
 		switch states[it.Seq] {
 		case store.Claimed:
-			move = append(move, it)
+			g.move = append(g.move, it)
 		case store.MineInFlight:
 			// This job claimed it and died before settling: publish again (at-least-once).
-			resumed[it.Seq] = true
-			move = append(move, it)
+			if g.resumed == nil {
+				g.resumed = map[int]bool{}
+			}
+			g.resumed[it.Seq] = true
+			g.move = append(g.move, it)
 		case store.ReplayedByOther:
-			skip(it, SkipAlreadyReplayed, "skip_already_replayed (another job replayed it)")
+			others = append(others, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+				Outcome: store.LedgerSkipped, Detail: "skip_already_replayed (another job replayed it)"})
 		case store.AlreadyMine:
-			mine = append(mine, it) // settled by an earlier run of this job
+			g.mine = append(g.mine, it) // settled by an earlier run of this job
 		}
 	}
-	return move, resumed, settled, mine, nil
+	return g, e.o.Store.Record(ctx, job.ID, others)
+}
+
+// gated is gate's answer; the skips are already recorded.
+type gated struct {
+	move    []Item       // claimed now (or resumed): move them
+	resumed map[int]bool // seqs this job claimed before and never settled
+	mine    []Item       // settled by an earlier run of this job
 }
 
 // errStopped ends a run that was cancelled or lost its lease.

@@ -1,11 +1,11 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
@@ -108,7 +108,6 @@ type kafkaRunner struct {
 	e       *Engine
 	k       KafkaCluster
 	src     Source
-	mu      sync.Mutex              // readers are read one batch at a time
 	readers map[int32]*kafka.Reader // one fetch session per partition for the whole run
 }
 
@@ -119,39 +118,25 @@ func (r *kafkaRunner) Close() {
 	}
 }
 
-// runBatch re-reads the claimed records by offset (the DLT is immutable, so they are exactly the
-// planned ones), produces them to their original topics with acks=all, and settles each by the
-// broker's answer.
-func (r *kafkaRunner) runBatch(ctx context.Context, job store.ReplayJob, items []Item) ([]store.LedgerOutcome, error) {
-	g, err := r.e.gate(ctx, job, items)
-	if err != nil || len(g.move) == 0 {
-		return g.settled, err
+// move re-reads the claimed records by offset (the DLT is immutable, so they are exactly the
+// planned ones), produces them to their original topics with acks=all, and reports each by the
+// broker's answer. Batches come in seq order, so each partition's reader only moves forward.
+func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) ([]store.LedgerOutcome, error) {
+	byPartition := map[int32][]Item{}
+	for _, it := range items {
+		byPartition[*it.Partition] = append(byPartition[*it.Partition], it)
 	}
-	move, resumed, settled := g.move, g.resumed, g.settled
-	// Read each partition's span once; keep the records the batch needs.
-	want := map[int32]map[int64]Item{}
-	for _, it := range move {
-		if want[*it.Partition] == nil {
-			want[*it.Partition] = map[int64]Item{}
-		}
-		want[*it.Partition][*it.Position] = it
-	}
-	var out []kafka.Outgoing
-	var order []Item
-	partitions := make([]int32, 0, len(want))
-	for p := range want {
+	partitions := make([]int32, 0, len(byPartition))
+	for p := range byPartition {
 		partitions = append(partitions, p)
 	}
-	sort.Slice(partitions, func(i, j int) bool { return partitions[i] < partitions[j] })
+	slices.Sort(partitions)
+	var settled []store.LedgerOutcome
+	out := make([]kafka.Outgoing, 0, len(items))
+	order := make([]Item, 0, len(items))
 	for _, p := range partitions {
-		lo, hi := int64(-1), int64(-1)
-		for off := range want[p] {
-			if lo < 0 || off < lo {
-				lo = off
-			}
-			hi = max(hi, off)
-		}
-		r.mu.Lock()
+		want := byPartition[p] // ascending offsets: plan order within a partition
+		slices.SortFunc(want, func(a, b Item) int { return cmp.Compare(*a.Position, *b.Position) })
 		if r.readers == nil {
 			r.readers = map[int32]*kafka.Reader{}
 		}
@@ -160,39 +145,46 @@ func (r *kafkaRunner) runBatch(ctx context.Context, job store.ReplayJob, items [
 			rd = r.k.NewReader(r.src.Topic, p)
 			r.readers[p] = rd
 		}
-		err := rd.Read(ctx, lo, hi+1, func(rec kafka.Record) error {
-			it, ok := want[p][rec.Offset]
-			if !ok {
+		i := 0
+		err := rd.Read(ctx, *want[0].Position, *want[len(want)-1].Position+1, func(rec kafka.Record) error {
+			for i < len(want) && *want[i].Position < rec.Offset { // gone from the log (compaction)
+				settled = append(settled, goneFromTopic(want[i]))
+				i++
+			}
+			if i == len(want) || *want[i].Position != rec.Offset {
 				return nil
 			}
-			delete(want[p], rec.Offset)
+			it := want[i]
+			i++
 			out = append(out, kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
-				Headers: replayHeaders(rec.Headers, job, it, fmt.Sprintf("%s/%d/%d", r.src.Topic, p, rec.Offset))})
+				Headers: replayHeaders(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))})
 			order = append(order, it)
 			return nil
 		})
-		r.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range want[p] { // deleted by retention since the plan was made
-			settled = append(settled, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-				Outcome: "failed", Detail: "the record no longer exists in the dead-letter topic"})
+		for ; i < len(want); i++ { // deleted by retention since the plan was made
+			settled = append(settled, goneFromTopic(want[i]))
 		}
 	}
 	errs := r.k.Produce(ctx, out)
 	for i, it := range order {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: "published",
-			Detail: "to " + it.Destination.Topic}
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 		if resumed[it.Seq] {
-			o.Detail += " (resumed after an interruption: may be a duplicate the consumer's inbox absorbs)"
+			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
 		}
 		if errs[i] != nil {
-			o.Outcome, o.Detail = "failed", errs[i].Error()
+			o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()
 		}
 		settled = append(settled, o)
 	}
 	return settled, nil
+}
+
+func goneFromTopic(it Item) store.LedgerOutcome {
+	return store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+		Outcome: store.LedgerFailed, Detail: "the record no longer exists in the dead-letter topic"}
 }
 
 // replayHeaders keeps the record's headers but the failed attempt's exception story, and adds

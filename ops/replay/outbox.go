@@ -60,14 +60,9 @@ type outboxRunner struct {
 	t OutboxTable
 }
 
-// runBatch requeues the claimed events with the conditional update; an event that left DEAD or
+// move requeues the claimed events with the conditional update; an event that left DEAD or
 // FAILED meanwhile (another operator, the relay) is reported failed, not moved.
-func (r *outboxRunner) runBatch(ctx context.Context, job store.ReplayJob, items []Item) ([]store.LedgerOutcome, error) {
-	g, err := r.e.gate(ctx, job, items)
-	if err != nil || len(g.move) == 0 {
-		return g.settled, err
-	}
-	move, settled := g.move, g.settled
+func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, _ map[int]bool) ([]store.LedgerOutcome, error) {
 	ids := make([]int64, len(move))
 	for i, it := range move {
 		ids[i] = *it.Position
@@ -76,15 +71,15 @@ func (r *outboxRunner) runBatch(ctx context.Context, job store.ReplayJob, items 
 	if err != nil {
 		return nil, err
 	}
+	settled := make([]store.LedgerOutcome, 0, len(move))
 	moved := map[int64]bool{}
 	for _, id := range done {
 		moved[id] = true
 	}
 	for _, it := range move {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: "published",
-			Detail: "requeued to READY"}
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 		if !moved[*it.Position] {
-			o.Outcome, o.Detail = "failed", "the event is no longer DEAD or FAILED (or a relay holds it)"
+			o.Outcome, o.Detail = store.LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
 		}
 		settled = append(settled, o)
 	}

@@ -121,7 +121,7 @@ type rabbitRunner struct {
 	src Source
 }
 
-func (r *rabbitRunner) runBatch(context.Context, store.ReplayJob, []Item) ([]store.LedgerOutcome, error) {
+func (r *rabbitRunner) move(context.Context, store.ReplayJob, []Item, map[int]bool) ([]store.LedgerOutcome, error) {
 	return nil, fmt.Errorf("rabbitmq jobs run whole (runAll)")
 }
 
@@ -134,6 +134,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		vhost = "/"
 	}
 	items := map[string]Item{}
+	dec := newItemDecoder()
 	for from := 0; ; {
 		rows, err := r.e.o.Store.PlanItems(ctx, job.PlanID, from, 5000)
 		if err != nil {
@@ -143,7 +144,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 			break
 		}
 		for _, row := range rows {
-			it := fromStored(row)
+			it := dec.item(row)
 			items[it.Locator] = it
 		}
 		from = rows[len(rows)-1].Seq + 1
@@ -206,9 +207,6 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		if err == nil {
 			g, err = r.e.gate(ctx, job, planned)
 		}
-		if err == nil {
-			err = r.e.o.Store.SettleBatch(ctx, job.ID, g.settled)
-		}
 		// Settled by an earlier run of this job: a copy whose publish was confirmed but whose ack
 		// was lost in a crash is dropped, never published twice.
 		var outcomes map[int]string
@@ -219,10 +217,11 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range g.settled {
-			settledSeqs[o.Seq] = true
+		for _, it := range planned {
+			settledSeqs[it.Seq] = true // skipped (recorded by the gate) unless moved below
 		}
 		for _, it := range g.move {
+			delete(settledSeqs, it.Seq)
 			i := idx[it.Seq]
 			inflight[it.Seq] = true
 			moves[i] = rabbit.Move{Kind: rabbit.Publish, Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
@@ -246,10 +245,9 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 				continue
 			}
 			it := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, b.Messages[i])]
-			o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: "published",
-				Detail: "to " + it.Destination.String()}
+			o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 			if errs[i] != nil {
-				o.Outcome, o.Detail = "failed", errs[i].Error()+"; the message stays in the dead-letter queue"
+				o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
 			} else {
 				published[it.Seq] = true
 			}
@@ -257,7 +255,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 			settledSeqs[it.Seq] = true
 			out = append(out, o)
 		}
-		return r.e.o.Store.SettleBatch(ctx, job.ID, out)
+		return r.e.o.Store.Settle(ctx, job.ID, out)
 	}
 	done := func() bool {
 		mu.Lock()
@@ -278,10 +276,10 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 	for _, it := range items {
 		if !settledSeqs[it.Seq] {
 			missing = append(missing, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-				Outcome: "failed", Detail: "not found in the queue when the job ran"})
+				Outcome: store.LedgerFailed, Detail: "not found in the queue when the job ran"})
 		}
 	}
-	return r.e.o.Store.SettleBatch(ctx, job.ID, missing)
+	return r.e.o.Store.Record(ctx, job.ID, missing)
 }
 
 func seqsOf(items []Item) []int {

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/ops"
 )
@@ -108,7 +110,7 @@ func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) (
 // ReplayedLocators returns which of the locators the ledger shows published or in flight.
 func (s *Store) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT locator FROM replay_ledger
-		WHERE locator = ANY($1) AND outcome IN ('active', 'published')`, locators)
+		WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
 		return nil, fmt.Errorf("ledger lookup: %w: %w", ops.ErrUnavailable, err)
 	}
@@ -141,7 +143,7 @@ type ReplayJob struct {
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	ApprovedBy      string // four-eyes: who approved it; "" when no approval was needed
-	// Counts from the ledger.
+	// Counts, kept in the ledger's transactions.
 	Published, Skipped, Failed int
 }
 
@@ -157,11 +159,7 @@ const (
 
 const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
 	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at, j.approved_by,
-	coalesce(c.published, 0), coalesce(c.skipped, 0), coalesce(c.failed, 0)`
-
-const jobCounts = `LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE outcome = 'published') AS published,
-		count(*) FILTER (WHERE outcome = 'skipped') AS skipped, count(*) FILTER (WHERE outcome = 'failed') AS failed
-	FROM replay_ledger l WHERE l.job_id = j.id) c ON true`
+	j.published, j.skipped, j.failed`
 
 func scanJob(r pgx.CollectableRow) (ReplayJob, error) {
 	var j ReplayJob
@@ -186,7 +184,7 @@ func (s *Store) CreateJob(ctx context.Context, j ReplayJob) error {
 
 // Job reads a job with its ledger counts. Unknown id → ops.ErrNotFound.
 func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j `+jobCounts+` WHERE j.id = $1`, id)
+	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.id = $1`, id)
 	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
 	if isNoRows(err) {
 		return j, fmt.Errorf("replay job %q: %w", id, ops.ErrNotFound)
@@ -199,7 +197,7 @@ func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
 
 // Jobs lists recent jobs, newest first.
 func (s *Store) Jobs(ctx context.Context, limit int) ([]ReplayJob, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j `+jobCounts+` ORDER BY j.created_at DESC LIMIT $1`, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j ORDER BY j.created_at DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("replay jobs: %w: %w", ops.ErrUnavailable, err)
 	}
@@ -289,64 +287,6 @@ const (
 	ReplayedByOther                    // another job published it or is publishing it
 )
 
-// ClaimBatch claims messages for jobID in one round trip per step. The partial unique index on
-// locator guarantees that, however many jobs race, one claim per message succeeds.
-func (s *Store) ClaimBatch(ctx context.Context, jobID string, claims []LedgerClaim) (map[int]LedgerState, error) {
-	out := make(map[int]LedgerState, len(claims))
-	seqs := make([]int32, len(claims))
-	for i, c := range claims {
-		seqs[i] = int32(c.Seq)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
-	}
-	var seq int
-	var outcome string
-	if _, err := pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error {
-		if outcome == "active" {
-			out[seq] = MineInFlight
-		} else {
-			out[seq] = AlreadyMine
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("ledger claim: %w", err)
-	}
-	var newSeqs []int32
-	var locators, ids []string
-	for _, c := range claims {
-		if _, seen := out[c.Seq]; !seen {
-			newSeqs = append(newSeqs, int32(c.Seq))
-			locators = append(locators, c.Locator)
-			ids = append(ids, c.MessageID)
-		}
-	}
-	if len(newSeqs) == 0 {
-		return out, nil
-	}
-	rows, err = s.pool.Query(ctx, `INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome)
-		SELECT $1, s, l, m, 'active' FROM unnest($2::int[], $3::text[], $4::text[]) AS u(s, l, m)
-		ON CONFLICT (locator) WHERE outcome IN ('active', 'published') DO NOTHING
-		RETURNING seq`, jobID, newSeqs, locators, ids)
-	if err != nil {
-		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
-	}
-	won, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		return nil, fmt.Errorf("ledger claim: %w", err)
-	}
-	for _, s := range won {
-		out[s] = Claimed
-	}
-	for _, s := range newSeqs {
-		if _, ok := out[int(s)]; !ok {
-			out[int(s)] = ReplayedByOther
-		}
-	}
-	return out, nil
-}
-
 // LedgerOutcome settles one message of a job.
 type LedgerOutcome struct {
 	Seq       int
@@ -356,30 +296,144 @@ type LedgerOutcome struct {
 	Detail    string
 }
 
-// SettleBatch records outcomes: claimed ("active") rows are updated, missing ones (skips)
-// inserted. A row already settled is never changed: an outcome, once recorded, is final.
-func (s *Store) SettleBatch(ctx context.Context, jobID string, outcomes []LedgerOutcome) error {
+// Ledger outcomes.
+const (
+	LedgerActive    = "active"
+	LedgerPublished = "published"
+	LedgerSkipped   = "skipped"
+	LedgerFailed    = "failed"
+)
+
+// Claim claims messages for jobID and records final outcomes (skips, failures) of messages it
+// will not move, in one statement. The partial unique index on locator guarantees that, however
+// many jobs race, one claim per message succeeds. A claim that loses is looked up once more to
+// tell a resumed run's own rows from another job's.
+func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, finals []LedgerOutcome) (map[int]LedgerState, error) {
+	n := len(claims) + len(finals)
+	if n == 0 {
+		return nil, nil
+	}
+	seqs := make([]int32, 0, n)
+	locators, ids, outcomes, details := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	for _, c := range claims {
+		seqs, locators, ids = append(seqs, int32(c.Seq)), append(locators, c.Locator), append(ids, c.MessageID)
+		outcomes, details = append(outcomes, LedgerActive), append(details, "")
+	}
+	for _, f := range finals {
+		seqs, locators, ids = append(seqs, int32(f.Seq)), append(locators, f.Locator), append(ids, f.MessageID)
+		outcomes, details = append(outcomes, f.Outcome), append(details, f.Detail)
+	}
+	args := []any{jobID, seqs, locators, ids, outcomes, details}
+	// Conflicts are rare (a resumed run, a concurrent replay of the same message): try the plain
+	// insert, half the cost of a speculative one, and only on a unique violation — which rolls the
+	// whole statement back — insert again with ON CONFLICT DO NOTHING.
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(claimSQL, ""), args...)
+	var won []int32
+	if err == nil {
+		won, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	}
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
+		rows, err = s.pool.Query(ctx, fmt.Sprintf(claimSQL, "ON CONFLICT DO NOTHING"), args...)
+		if err == nil {
+			won, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+	}
+	out := make(map[int]LedgerState, len(claims))
+	for _, seq := range won {
+		out[int(seq)] = Claimed
+	}
+	if len(won) == len(claims) {
+		return out, nil
+	}
+	var lost []int32
+	for _, c := range claims {
+		if _, ok := out[c.Seq]; !ok {
+			lost = append(lost, int32(c.Seq))
+			out[c.Seq] = ReplayedByOther // unless this job's own row says otherwise
+		}
+	}
+	rows, err = s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, lost)
+	if err != nil {
+		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+	}
+	var seq int
+	var outcome string
+	if _, err := pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error {
+		if outcome == LedgerActive {
+			out[seq] = MineInFlight
+		} else {
+			out[seq] = AlreadyMine
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// uniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
+const uniqueViolation = "23505"
+
+// claimSQL inserts claims ("active", holding the locator) and final rows, counts the final ones
+// in the job, and returns the claims it inserted. %s is the conflict clause.
+const claimSQL = `WITH ins AS (
+		INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail, holds)
+		SELECT $1, s, l, m, o, d, o = 'active' FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, l, m, o, d)
+		%s
+		RETURNING seq, outcome),
+	counted AS (
+		UPDATE replay_job SET skipped = skipped + (SELECT count(*) FROM ins WHERE outcome = 'skipped'),
+			failed = failed + (SELECT count(*) FROM ins WHERE outcome = 'failed')
+		WHERE id = $1 AND EXISTS (SELECT FROM ins WHERE outcome <> 'active'))
+	SELECT seq FROM ins WHERE outcome = 'active'`
+
+// Record writes final outcomes of messages this job never claimed (skips, messages that were gone).
+// A message already recorded keeps its first outcome.
+func (s *Store) Record(ctx context.Context, jobID string, finals []LedgerOutcome) error {
+	_, err := s.Claim(ctx, jobID, nil, finals)
+	return err
+}
+
+// Settle records the outcome of messages this job claimed. Plain publishes (no detail) are the
+// common case and take one update by primary key that, touching no indexed column, is a HOT
+// update; failures and annotated publishes carry their detail. Only rows still active change: an
+// outcome, once recorded, is final. The job's counts move in the same transaction.
+func (s *Store) Settle(ctx context.Context, jobID string, outcomes []LedgerOutcome) error {
 	if len(outcomes) == 0 {
 		return nil
 	}
-	seqs := make([]int32, len(outcomes))
-	var locators, ids, results, details []string
-	for i, o := range outcomes {
-		seqs[i] = int32(o.Seq)
-		locators = append(locators, o.Locator)
-		ids = append(ids, o.MessageID)
-		results = append(results, o.Outcome)
-		details = append(details, o.Detail)
+	var plain []int32
+	var seqs []int32
+	var results, details []string
+	for _, o := range outcomes {
+		if o.Outcome == LedgerPublished && o.Detail == "" {
+			plain = append(plain, int32(o.Seq))
+			continue
+		}
+		seqs, results, details = append(seqs, int32(o.Seq)), append(results, o.Outcome), append(details, o.Detail)
 	}
-	_, err := s.pool.Exec(ctx, `WITH u AS (
-			SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, l, m, o, d)),
-		upd AS (
-			UPDATE replay_ledger r SET outcome = u.o, detail = u.d, at = now()
-			FROM u WHERE r.job_id = $1 AND r.seq = u.s AND r.outcome = 'active' RETURNING r.seq)
-		INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail)
-		SELECT $1, u.s, u.l, u.m, u.o, u.d FROM u WHERE u.s NOT IN (SELECT seq FROM upd)
-		ON CONFLICT DO NOTHING`, jobID, seqs, locators, ids, results, details)
-	if err != nil {
+	b := &pgx.Batch{}
+	if len(plain) > 0 {
+		b.Queue(`WITH upd AS (
+				UPDATE replay_ledger SET outcome = 'published', at = now()
+				WHERE job_id = $1 AND seq = ANY($2) AND outcome = 'active' RETURNING 1)
+			UPDATE replay_job SET published = published + (SELECT count(*) FROM upd) WHERE id = $1`, jobID, plain)
+	}
+	if len(seqs) > 0 {
+		b.Queue(`WITH upd AS (
+				UPDATE replay_ledger r SET outcome = u.o, detail = u.d, holds = u.o = 'published', at = now()
+				FROM unnest($2::int[], $3::text[], $4::text[]) AS u(s, o, d)
+				WHERE r.job_id = $1 AND r.seq = u.s AND r.outcome = 'active' RETURNING r.outcome)
+			UPDATE replay_job SET published = published + (SELECT count(*) FROM upd WHERE outcome = 'published'),
+				failed = failed + (SELECT count(*) FROM upd WHERE outcome = 'failed'),
+				skipped = skipped + (SELECT count(*) FROM upd WHERE outcome = 'skipped')
+			WHERE id = $1`, jobID, seqs, results, details)
+	}
+	// One round trip, one implicit transaction: the ledger and the counts move together.
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("ledger settle: %w: %w", ops.ErrUnavailable, err)
 	}
 	return nil

@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// BenchmarkLedger measures the ledger's two writes per message for a batch of 5,000: the claim
+// (insert under the once-only index) and the settle (active → published).
+func BenchmarkLedger(b *testing.B) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const n = 5000
+	if err := st.SavePlan(ctx, store.ReplayPlan{ID: "p", Actor: "b", Source: []byte(`{}`), Total: 1}, nil); err != nil {
+		b.Fatal(err)
+	}
+	batch := 0
+	next := func() ([]store.LedgerClaim, []store.LedgerOutcome) {
+		claims := make([]store.LedgerClaim, n)
+		outs := make([]store.LedgerOutcome, n)
+		for i := range claims {
+			seq := batch*n + i
+			claims[i] = store.LedgerClaim{Seq: seq, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", seq), MessageID: fmt.Sprintf("m-%d", seq)}
+			outs[i] = store.LedgerOutcome{Seq: seq, Outcome: store.LedgerPublished}
+		}
+		batch++
+		return claims, outs
+	}
+	if err := st.CreateJob(ctx, store.ReplayJob{ID: "j", PlanID: "p", Actor: "b", RatePerSecond: 1, Total: 1}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Claim", func(b *testing.B) {
+		for b.Loop() {
+			claims, _ := next()
+			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ClaimSettle", func(b *testing.B) {
+		for b.Loop() {
+			claims, outs := next()
+			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Settle(ctx, "j", outs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
