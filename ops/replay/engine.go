@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"time"
 
@@ -128,48 +127,46 @@ func randomID(n int) string {
 }
 
 // Plan freezes a selection: it reads the messages, resolves each one's destination, id and inbox
-// verdict, checks the ledger, and stores the plan. Errors: ops.ErrInvalid (bad selection),
-// ops.ErrNotFound (unknown cluster, topic, queue, outbox), ops.ErrUnavailable.
+// verdict, checks the ledger, and stores the plan. The messages stream through in chunks (see
+// planBuilder): a plan of 200,000 costs the memory of one chunk. Errors: ops.ErrInvalid (bad
+// selection), ops.ErrNotFound (unknown cluster, topic, queue, outbox), ops.ErrUnavailable.
 func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (Plan, error) {
-	var items []Item
-	var err error
+	var read func(ctx context.Context, emit func(Item) error) error
 	switch src.Kind {
 	case "kafka":
-		items, err = e.planKafka(ctx, src, f)
+		read = func(ctx context.Context, emit func(Item) error) error { return e.planKafka(ctx, src, f, emit) }
 	case "rabbitmq":
-		items, err = e.planRabbit(ctx, src, f)
+		read = func(ctx context.Context, emit func(Item) error) error { return e.planRabbit(ctx, src, f, emit) }
 	case "outbox":
-		items, err = e.planOutbox(ctx, src)
+		read = func(ctx context.Context, emit func(Item) error) error { return e.planOutbox(ctx, src, emit) }
 	case "":
 		return Plan{}, invalid("source.kind", "required: kafka, rabbitmq or outbox")
 	default:
 		return Plan{}, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq or outbox", src.Kind))
 	}
+	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
+		Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
+	w, err := e.o.Store.BeginPlan(ctx, plan.ID)
 	if err != nil {
 		return Plan{}, err
 	}
-	if len(items) == 0 {
+	defer w.Rollback(ctx)
+	b := &planBuilder{e: e, plan: &plan, w: w, warn: newWarningCounter(e, src)}
+	if err := b.run(ctx, read); err != nil {
+		return Plan{}, err
+	}
+	if plan.Total == 0 {
 		return Plan{}, fmt.Errorf("%w: the selection holds no messages%s", ops.ErrInvalid, filterHint(f))
 	}
-	if err := e.resolveVerdicts(ctx, items); err != nil {
+	plan.Warnings = b.warn.warnings()
+	counts := map[string]int{}
+	for a, n := range plan.Counts {
+		counts[string(a)] = n
+	}
+	if err := w.Commit(ctx, store.ReplayPlan{ID: plan.ID, Actor: actor, Source: mustJSON(src), Filter: mustJSON(f),
+		Total: plan.Total, Actions: counts, Warnings: plan.Warnings}); err != nil {
 		return Plan{}, err
 	}
-	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
-		Total: len(items), Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
-	for i := range items {
-		items[i].Seq = i
-		plan.Counts[items[i].Action]++
-		g := items[i].ErrorGroup
-		if plan.ErrorGroups[g] == nil {
-			plan.ErrorGroups[g] = map[Action]int{}
-		}
-		plan.ErrorGroups[g][items[i].Action]++
-	}
-	plan.Warnings = e.warnings(ctx, src, items)
-	if err := e.savePlan(ctx, plan, items); err != nil {
-		return Plan{}, err
-	}
-	plan.Items = items[:min(len(items), MaxPlanItemsShown)]
 	return plan, nil
 }
 
@@ -178,29 +175,6 @@ func filterHint(f Filter) string {
 		return " matching the filter"
 	}
 	return ""
-}
-
-// resolveVerdicts looks up the ledger and the inboxes (batched, = ANY) and sets every action.
-func (e *Engine) resolveVerdicts(ctx context.Context, items []Item) error {
-	locators := make([]string, len(items))
-	for i, it := range items {
-		locators[i] = it.Locator
-	}
-	replayed, err := e.o.Store.ReplayedLocators(ctx, locators)
-	if err != nil {
-		return err
-	}
-	verdicts := e.inboxVerdicts(ctx, items)
-	for i := range items {
-		it := &items[i]
-		if v, ok := verdicts[it.Consumer][it.MessageID]; ok {
-			it.Inbox = v
-		} else {
-			it.Inbox = inbox.Unknown
-		}
-		it.Action = decide(it, replayed[it.Locator], e.o.Replay.MaxReplaysPerMessage)
-	}
-	return nil
 }
 
 // inboxVerdicts asks each consumer's inbox about its items. An unreachable inbox yields no
@@ -226,21 +200,6 @@ func (e *Engine) inboxVerdicts(ctx context.Context, items []Item) map[string]map
 		out[consumer] = v
 	}
 	return out
-}
-
-func (e *Engine) savePlan(ctx context.Context, p Plan, items []Item) error {
-	counts := map[string]int{}
-	for a, n := range p.Counts {
-		counts[string(a)] = n
-	}
-	rows := make([]store.ReplayPlanItem, len(items))
-	for i, it := range items {
-		rows[i] = store.ReplayPlanItem{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
-			Destination: mustJSON(it.Destination), Inbox: string(it.Inbox), Action: string(it.Action),
-			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition}
-	}
-	return e.o.Store.SavePlan(ctx, store.ReplayPlan{ID: p.ID, Actor: p.Actor, Source: mustJSON(p.Source),
-		Filter: mustJSON(p.Filter), Total: p.Total, Actions: counts, Warnings: p.Warnings}, rows)
 }
 
 // LoadPlan reads a stored plan with its first items.
@@ -282,58 +241,6 @@ func (d *itemDecoder) item(r store.ReplayPlanItem) Item {
 	}
 	it.Destination = dest
 	return it
-}
-
-// warnings names the other consumer groups a Kafka replay reaches, with their inbox verdicts.
-func (e *Engine) warnings(ctx context.Context, src Source, items []Item) []string {
-	if src.Kind != "kafka" || e.o.GroupsOnTopic == nil {
-		return nil
-	}
-	targets := map[string]map[string]bool{} // topic → consumers the plan resolved
-	for _, it := range items {
-		if it.Action == Publish && it.Destination.Topic != "" {
-			if targets[it.Destination.Topic] == nil {
-				targets[it.Destination.Topic] = map[string]bool{}
-			}
-			targets[it.Destination.Topic][it.Consumer] = true
-		}
-	}
-	var out []string
-	for topic, consumers := range targets {
-		for _, group := range e.o.GroupsOnTopic(ctx, src.Cluster, topic) {
-			consumer := e.consumerForGroup(src.Cluster, group)
-			if consumers[consumer] && consumer != "" {
-				continue
-			}
-			out = append(out, e.otherGroupWarning(ctx, topic, group, consumer, items))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (e *Engine) otherGroupWarning(ctx context.Context, topic, group, consumer string, items []Item) string {
-	msg := fmt.Sprintf("consumer group %s also reads %s and will receive the replayed messages", group, topic)
-	in, ok := e.inboxes[consumer]
-	if !ok {
-		return msg + " (no inbox configured for it: its verdicts are unknown)"
-	}
-	var ids []string
-	for _, it := range items {
-		if it.Action == Publish && it.Destination.Topic == topic && it.MessageID != "" {
-			ids = append(ids, it.MessageID)
-		}
-	}
-	v, err := in.Verdicts(ctx, ids)
-	if err != nil {
-		return msg + " (its inbox could not be read)"
-	}
-	counts := map[inbox.Verdict]int{}
-	for _, verdict := range v {
-		counts[verdict]++
-	}
-	return fmt.Sprintf("%s; its inbox (%s): %d processed, %d in progress, %d not processed", msg, consumer,
-		counts[inbox.Processed], counts[inbox.InProgress], counts[inbox.NotProcessed])
 }
 
 // consumerForGroup maps a Kafka group to the configured consumer that owns it.

@@ -69,6 +69,13 @@ func newWorld(tb testing.TB) *world {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(broker.Close)
+	return newWorldOn(tb, broker.ListenAddrs()[0])
+}
+
+// newWorldOn is a world whose Kafka broker (with topics orders:1 and orders.DLT:2) listens on
+// brokerAddr.
+func newWorldOn(tb testing.TB, brokerAddr string) *world {
+	tb.Helper()
 	storeDSN, inboxDSN := pgtest.NewDatabase(tb), pgtest.NewDatabase(tb)
 	pgtest.Exec(tb, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
 		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
@@ -80,7 +87,7 @@ consumers:
   - name: inventory-service
     inbox: {dsn: %q}
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
-`, storeDSN, broker.ListenAddrs()[0], inboxDSN)), func(string) string { return "" })
+`, storeDSN, brokerAddr, inboxDSN)), func(string) string { return "" })
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,7 +106,7 @@ consumers:
 		tb.Fatal(err)
 	}
 	tb.Cleanup(in.Close)
-	client, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	client, err := kgo.NewClient(kgo.SeedBrokers(brokerAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		tb.Fatal(err)
 	}

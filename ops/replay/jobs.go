@@ -26,7 +26,7 @@ type StartRequest struct {
 }
 
 // maxRate bounds a job's rate; the brokers' own limits apply below it.
-const maxRate = 100_000
+const maxRate = 1_000_000
 
 // Start creates a pending job for a plan; a worker (on any replica) picks it up within a poll.
 func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, error) {

@@ -16,20 +16,22 @@ func kafkaLocator(cluster, topic string, partition int32, offset int64) string {
 	return fmt.Sprintf("kafka:%s/%s/%d/%d", cluster, topic, partition, offset)
 }
 
-// planKafka reads the selected range of a dead-letter topic and turns each record into an item.
-func (e *Engine) planKafka(ctx context.Context, src Source, f Filter) ([]Item, error) {
+// planKafka reads the selected range of a dead-letter topic and emits each record as an item.
+func (e *Engine) planKafka(ctx context.Context, src Source, f Filter, emit func(Item) error) error {
 	k, ok := e.kafka[src.Cluster]
 	if !ok {
-		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", src.Cluster, ops.ErrNotFound)
+		return fmt.Errorf("kafka cluster %q is not configured: %w", src.Cluster, ops.ErrNotFound)
 	}
 	if src.Topic == "" {
-		return nil, invalid("source.topic", "required")
+		return invalid("source.topic", "required")
 	}
 	parts, err := k.Partitions(ctx, src.Topic)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var items []Item
+	if src.Partition != nil && !hasPartition(parts, *src.Partition) {
+		return invalid("source.partition", fmt.Sprintf("topic %s has partitions 0..%d", src.Topic, len(parts)-1))
+	}
 	for _, p := range parts {
 		if src.Partition != nil && p.Partition != *src.Partition {
 			continue
@@ -43,21 +45,15 @@ func (e *Engine) planKafka(ctx context.Context, src Source, f Filter) ([]Item, e
 		}
 		err := k.Scan(ctx, src.Topic, p.Partition, from, to, func(r kafka.Record) error {
 			if it, ok := e.kafkaItem(src, f, r); ok {
-				if len(items) >= MaxPlanItems {
-					return invalid("source", fmt.Sprintf("selects more than %d messages; narrow the offsets or the filter", MaxPlanItems))
-				}
-				items = append(items, it)
+				return emit(it)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if src.Partition != nil && !hasPartition(parts, *src.Partition) {
-		return nil, invalid("source.partition", fmt.Sprintf("topic %s has partitions 0..%d", src.Topic, len(parts)-1))
-	}
-	return items, nil
+	return nil
 }
 
 func hasPartition(parts []kafka.PartitionRange, p int32) bool {

@@ -15,22 +15,21 @@ const maxOutboxIDs = 10_000
 
 // planOutbox turns DEAD or FAILED outbox events into items; the action is a requeue to READY, so
 // the service's own relay publishes them.
-func (e *Engine) planOutbox(ctx context.Context, src Source) ([]Item, error) {
+func (e *Engine) planOutbox(ctx context.Context, src Source, emit func(Item) error) error {
 	t, ok := e.outbox[src.Outbox]
 	if !ok {
-		return nil, fmt.Errorf("outbox %q is not configured: %w", src.Outbox, ops.ErrNotFound)
+		return fmt.Errorf("outbox %q is not configured: %w", src.Outbox, ops.ErrNotFound)
 	}
 	if len(src.IDs) == 0 || len(src.IDs) > maxOutboxIDs {
-		return nil, invalid("source.ids", fmt.Sprintf("give between 1 and %d event ids", maxOutboxIDs))
+		return invalid("source.ids", fmt.Sprintf("give between 1 and %d event ids", maxOutboxIDs))
 	}
-	items := make([]Item, 0, len(src.IDs))
 	for _, id := range src.IDs {
 		ev, err := t.Event(ctx, id)
 		if errors.Is(err, ops.ErrNotFound) {
-			return nil, invalid("source.ids", fmt.Sprintf("event %d does not exist in outbox %s", id, src.Outbox))
+			return invalid("source.ids", fmt.Sprintf("event %d does not exist in outbox %s", id, src.Outbox))
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pos := ev.ID
 		it := Item{Locator: fmt.Sprintf("outbox:%s/%d/%d", src.Outbox, ev.ID, ev.AvailableAt.UnixMilli()),
@@ -38,9 +37,11 @@ func (e *Engine) planOutbox(ctx context.Context, src Source) ([]Item, error) {
 		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
 			it.Destination = Destination{Kind: "outbox", Outbox: src.Outbox}
 		}
-		items = append(items, it)
+		if err := emit(it); err != nil {
+			return err
+		}
 	}
-	return items, nil
+	return nil
 }
 
 func firstLine(s *string) string {

@@ -41,36 +41,38 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 	return fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
 }
 
-// planRabbit reads the first Limit messages of the queue without disturbing it (a browse).
-func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter) ([]Item, error) {
+// planRabbit reads the first Limit messages of the queue without disturbing it (a browse) and
+// emits each as an item.
+func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter, emit func(Item) error) error {
 	r, ok := e.rabbit[src.Broker]
 	if !ok {
-		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)
+		return fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)
 	}
 	if src.Vhost == "" {
 		src.Vhost = "/"
 	}
 	if src.Queue == "" {
-		return nil, invalid("source.queue", "required")
+		return invalid("source.queue", "required")
 	}
 	if src.Limit < 1 || src.Limit > rabbit.MaxPeek {
-		return nil, invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbit.MaxPeek))
+		return invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbit.MaxPeek))
 	}
 	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	seen := map[string]bool{}
-	var items []Item
 	for _, m := range res.Messages {
 		it, ok := e.rabbitItem(src, f, m)
 		if !ok || seen[it.Locator] {
 			continue // a duplicate copy is handled as its first instance
 		}
 		seen[it.Locator] = true
-		items = append(items, it)
+		if err := emit(it); err != nil {
+			return err
+		}
 	}
-	return items, nil
+	return nil
 }
 
 func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool) {

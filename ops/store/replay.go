@@ -40,8 +40,39 @@ type ReplayPlanItem struct {
 	Partition   *int32
 }
 
-// SavePlan stores a plan and all its items (COPY), in one transaction.
-func (s *Store) SavePlan(ctx context.Context, p ReplayPlan, items []ReplayPlanItem) error {
+// PlanWriter stores a plan as it is made: items go in chunks (COPY) and the header last, all in
+// one transaction, so a plan is visible whole or not at all and its items never sit in memory.
+type PlanWriter struct {
+	tx pgx.Tx
+	id string
+}
+
+// BeginPlan opens the transaction of plan id.
+func (s *Store) BeginPlan(ctx context.Context, id string) (*PlanWriter, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
+	}
+	return &PlanWriter{tx: tx, id: id}, nil
+}
+
+// Add copies a chunk of items.
+func (w *PlanWriter) Add(ctx context.Context, items []ReplayPlanItem) error {
+	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
+		[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition"},
+		pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
+			it := items[i]
+			return []any{w.id, it.Seq, it.Locator, it.MessageID, it.Consumer, it.Destination, it.Inbox, it.Action,
+				it.ErrorGroup, it.ReplayCount, it.Position, it.Partition}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("save plan items: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Commit writes the header and commits.
+func (w *PlanWriter) Commit(ctx context.Context, p ReplayPlan) error {
 	actions, _ := json.Marshal(p.Actions)
 	warnings, _ := json.Marshal(p.Warnings)
 	if p.Warnings == nil {
@@ -51,23 +82,30 @@ func (s *Store) SavePlan(ctx context.Context, p ReplayPlan, items []ReplayPlanIt
 	if filter == nil {
 		filter = json.RawMessage("{}")
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.ID, p.Actor, p.Source, filter, p.Total, actions, warnings); err != nil {
-			return fmt.Errorf("save plan: %w", err)
-		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
-			[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition"},
-			pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
-				it := items[i]
-				return []any{p.ID, it.Seq, it.Locator, it.MessageID, it.Consumer, it.Destination, it.Inbox, it.Action,
-					it.ErrorGroup, it.ReplayCount, it.Position, it.Partition}, nil
-			}))
-		if err != nil {
-			return fmt.Errorf("save plan items: %w", err)
-		}
-		return nil
-	})
+	if _, err := w.tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, w.id, p.Actor, p.Source, filter, p.Total, actions, warnings); err != nil {
+		return fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
+	}
+	if err := w.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Rollback abandons the plan; after Commit it does nothing.
+func (w *PlanWriter) Rollback(ctx context.Context) { _ = w.tx.Rollback(context.WithoutCancel(ctx)) }
+
+// SavePlan stores a plan and all its items in one transaction.
+func (s *Store) SavePlan(ctx context.Context, p ReplayPlan, items []ReplayPlanItem) error {
+	w, err := s.BeginPlan(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	defer w.Rollback(ctx)
+	if err := w.Add(ctx, items); err != nil {
+		return err
+	}
+	return w.Commit(ctx, p)
 }
 
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.

@@ -1,0 +1,217 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// planChunk is how many messages a plan resolves and stores per round trip.
+const planChunk = 5000
+
+// planBuilder streams a selection into a stored plan. A reader goroutine turns the source's
+// messages into items and hands them over in chunks, while the builder looks up each chunk's
+// ledger and inbox verdicts (batched, = ANY), decides its actions and copies it to the store:
+// the broker is read while PostgreSQL works. Only the counts, the first items and what the
+// warnings need stay in memory.
+type planBuilder struct {
+	e     *Engine
+	plan  *Plan
+	w     *store.PlanWriter
+	warn  *warningCounter
+	dests map[Destination]json.RawMessage // a plan's destinations repeat: marshal each once
+}
+
+func (b *planBuilder) run(ctx context.Context, read func(context.Context, func(Item) error) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan []Item, 1)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		var chunk []Item
+		total := 0
+		err := read(ctx, func(it Item) error {
+			if total++; total > MaxPlanItems {
+				return invalid("source", fmt.Sprintf("selects more than %d messages; narrow the selection or the filter", MaxPlanItems))
+			}
+			if chunk = append(chunk, it); len(chunk) == planChunk {
+				select {
+				case chunks <- chunk:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				chunk = make([]Item, 0, planChunk)
+			}
+			return nil
+		})
+		if err == nil && len(chunk) > 0 {
+			select {
+			case chunks <- chunk:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		readErr <- err
+	}()
+	for chunk := range chunks {
+		if err := b.add(ctx, chunk); err != nil {
+			cancel()
+			for range chunks { // let the reader end
+			}
+			return err
+		}
+	}
+	return <-readErr
+}
+
+// add decides and stores one chunk.
+func (b *planBuilder) add(ctx context.Context, items []Item) error {
+	locators := make([]string, len(items))
+	for i, it := range items {
+		locators[i] = it.Locator
+	}
+	replayed, err := b.e.o.Store.ReplayedLocators(ctx, locators)
+	if err != nil {
+		return err
+	}
+	verdicts := b.e.inboxVerdicts(ctx, items)
+	p := b.plan
+	rows := make([]store.ReplayPlanItem, len(items))
+	for i := range items {
+		it := &items[i]
+		it.Seq = p.Total
+		p.Total++
+		if v, ok := verdicts[it.Consumer][it.MessageID]; ok {
+			it.Inbox = v
+		} else {
+			it.Inbox = inbox.Unknown
+		}
+		it.Action = decide(it, replayed[it.Locator], b.e.o.Replay.MaxReplaysPerMessage)
+		p.Counts[it.Action]++
+		if p.ErrorGroups[it.ErrorGroup] == nil {
+			p.ErrorGroups[it.ErrorGroup] = map[Action]int{}
+		}
+		p.ErrorGroups[it.ErrorGroup][it.Action]++
+		if len(p.Items) < MaxPlanItemsShown {
+			p.Items = append(p.Items, *it)
+		}
+		rows[i] = store.ReplayPlanItem{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
+			Destination: b.destJSON(it.Destination), Inbox: string(it.Inbox), Action: string(it.Action),
+			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition}
+	}
+	b.warn.add(ctx, items)
+	return b.w.Add(ctx, rows)
+}
+
+func (b *planBuilder) destJSON(d Destination) json.RawMessage {
+	if b.dests == nil {
+		b.dests = map[Destination]json.RawMessage{}
+	}
+	raw, ok := b.dests[d]
+	if !ok {
+		raw = mustJSON(d)
+		b.dests[d] = raw
+	}
+	return raw
+}
+
+// warningCounter gathers, chunk by chunk, what a Kafka plan's warnings say: which other consumer
+// groups read the topics the plan publishes to, and what their inboxes say of those messages.
+type warningCounter struct {
+	e       *Engine
+	cluster string
+	enabled bool
+	targets map[string]map[string]bool // topic → consumers the plan's items resolved to
+	groups  map[string][]string        // topic → groups reading it (asked once per topic)
+	// topic → group → verdict counts over the plan's publishes to the topic that belong to
+	// another consumer than the group's; nil map: the group's inbox could not be read.
+	counts map[string]map[string]map[inbox.Verdict]int
+}
+
+func newWarningCounter(e *Engine, src Source) *warningCounter {
+	return &warningCounter{e: e, cluster: src.Cluster, enabled: src.Kind == "kafka" && e.o.GroupsOnTopic != nil,
+		targets: map[string]map[string]bool{}, groups: map[string][]string{}, counts: map[string]map[string]map[inbox.Verdict]int{}}
+}
+
+func (w *warningCounter) add(ctx context.Context, items []Item) {
+	if !w.enabled {
+		return
+	}
+	idsFor := map[string]map[string][]string{} // topic → other group → message ids
+	for _, it := range items {
+		topic := it.Destination.Topic
+		if it.Action != Publish || topic == "" {
+			continue
+		}
+		if w.targets[topic] == nil {
+			w.targets[topic] = map[string]bool{}
+			w.groups[topic] = w.e.o.GroupsOnTopic(ctx, w.cluster, topic)
+			w.counts[topic] = map[string]map[inbox.Verdict]int{}
+		}
+		w.targets[topic][it.Consumer] = true
+		for _, group := range w.groups[topic] {
+			if c := w.e.consumerForGroup(w.cluster, group); c != it.Consumer && it.MessageID != "" {
+				if idsFor[topic] == nil {
+					idsFor[topic] = map[string][]string{}
+				}
+				idsFor[topic][group] = append(idsFor[topic][group], it.MessageID)
+			}
+		}
+	}
+	for topic, byGroup := range idsFor {
+		for group, ids := range byGroup {
+			in, ok := w.e.inboxes[w.e.consumerForGroup(w.cluster, group)]
+			if !ok {
+				continue
+			}
+			counts, seen := w.counts[topic][group]
+			if seen && counts == nil {
+				continue // unreadable before
+			}
+			v, err := in.Verdicts(ctx, ids)
+			if err != nil {
+				w.counts[topic][group] = nil
+				continue
+			}
+			if counts == nil {
+				counts = map[inbox.Verdict]int{}
+				w.counts[topic][group] = counts
+			}
+			for _, verdict := range v {
+				counts[verdict]++
+			}
+		}
+	}
+}
+
+// warnings names the other consumer groups a Kafka replay reaches, with their inbox verdicts.
+func (w *warningCounter) warnings() []string {
+	var out []string
+	for topic, consumers := range w.targets {
+		for _, group := range w.groups[topic] {
+			consumer := w.e.consumerForGroup(w.cluster, group)
+			if consumers[consumer] && consumer != "" {
+				continue
+			}
+			msg := fmt.Sprintf("consumer group %s also reads %s and will receive the replayed messages", group, topic)
+			counts, seen := w.counts[topic][group]
+			switch _, hasInbox := w.e.inboxes[consumer]; {
+			case !hasInbox:
+				msg += " (no inbox configured for it: its verdicts are unknown)"
+			case seen && counts == nil:
+				msg += " (its inbox could not be read)"
+			default:
+				msg = fmt.Sprintf("%s; its inbox (%s): %d processed, %d in progress, %d not processed", msg, consumer,
+					counts[inbox.Processed], counts[inbox.InProgress], counts[inbox.NotProcessed])
+			}
+			out = append(out, msg)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
