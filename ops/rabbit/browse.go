@@ -105,18 +105,31 @@ type BrowseResult struct {
 // unknown vhost or queue → ops.ErrNotFound; an exclusive queue of another connection →
 // ops.ErrConflict; broker unreachable → ops.ErrUnavailable.
 func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
-	return b.browse(ctx, vhost, queue, limit, MaxBrowse)
+	msgs := []Message{}
+	res, err := b.browse(ctx, vhost, queue, limit, MaxBrowse, func(d amqp.Delivery, pos int) {
+		msgs = append(msgs, b.toMessage(d, pos))
+	})
+	if err != nil {
+		return BrowseResult{}, err
+	}
+	res.Messages = msgs
+	return res, nil
 }
 
 // MaxPeek bounds Peek, which a replay plan uses to freeze a larger selection than a page.
 const MaxPeek = 100_000
 
-// Peek is Browse with a limit up to MaxPeek, for freezing a replay plan's message set.
-func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
-	return b.browse(ctx, vhost, queue, limit, MaxPeek)
+// Peek is Browse with a limit up to MaxPeek, for freezing a replay plan's message set: it hands
+// each message to each as it arrives (the caller works while the rest is read), and the result
+// holds no messages. The messages are for moving, not showing: whole bodies, headers not
+// rendered (Headers is nil). They all go back to the queue before Peek returns.
+func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int, each func(Message)) (BrowseResult, error) {
+	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) { each(b.toFullMessage(d, pos)) })
 }
 
-func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int) (BrowseResult, error) {
+// browse reads up to limit messages, handing each to sink with its position, and returns the
+// queue's state and notes (Messages left empty).
+func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int, sink func(amqp.Delivery, int)) (BrowseResult, error) {
 	op := fmt.Sprintf("browse %s/%s", vhost, queue)
 	switch {
 	case vhost == "":
@@ -157,7 +170,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	if q.Type == TypeStream {
 		// A stream's queue.declare-ok always counts 0 messages; the management count lags a little.
 		res.Ready = q.Ready
-		if err := b.browseStream(ctx, ch, queue, limit, &res); err != nil {
+		if err := b.browseStream(ctx, ch, queue, limit, &res, sink); err != nil {
 			return BrowseResult{}, b.fail(op, err)
 		}
 		return res, nil
@@ -180,14 +193,15 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		return res, nil
 	}
 	want := min(limit, state.Messages)
-	if err := b.browseQueue(ctx, ch, queue, want, &res); err != nil {
+	read, err := b.browseQueue(ctx, ch, queue, want, sink)
+	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
-	if q.Type == TypeQuorum && len(res.Messages) > 0 && !b.awaitReturned(ctx, vhost, queue, state.Consumers) {
+	if q.Type == TypeQuorum && read > 0 && !b.awaitReturned(ctx, vhost, queue, state.Consumers) {
 		res.Notes = append(res.Notes, "The quorum queue had not yet processed the return of the browsed messages when "+
 			"the browse ended: for a moment they may still show as unacknowledged.")
 	}
-	if len(res.Messages) > 0 {
+	if read > 0 {
 		res.Redelivered = true
 		res.Notes = append(res.Notes, "The messages shown were returned to the queue in their original order; "+
 			"their next consumer sees them with redelivered=true.")
@@ -231,27 +245,28 @@ func (b *Broker) refuseDeliveryLimit(ctx context.Context, q Queue) error {
 
 // browseQueue consumes up to want messages with manual acks and returns all of them with one
 // nack(multiple, requeue) after the consumer is cancelled, so they go back in order.
-func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, queue string, want int, res *BrowseResult) error {
+func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, queue string, want int, sink func(amqp.Delivery, int)) (read int, err error) {
 	if err := ch.Qos(want, 0, false); err != nil {
-		return fmt.Errorf("basic.qos: %w", err)
+		return 0, fmt.Errorf("basic.qos: %w", err)
 	}
 	tag := consumerTag()
 	deliveries, err := ch.Consume(queue, tag, false, false, false, false, nil)
 	if err != nil {
-		return fmt.Errorf("basic.consume: %w", err)
+		return 0, fmt.Errorf("basic.consume: %w", err)
 	}
 	var last uint64
 	var loopErr error
 	collect := func(d amqp.Delivery) {
 		last = max(last, d.DeliveryTag)
-		if len(res.Messages) < want {
-			res.Messages = append(res.Messages, b.toMessage(d, len(res.Messages)))
+		if read < want {
+			sink(d, read)
+			read++
 		}
 	}
 	timer := time.NewTimer(b.firstWait)
 	defer timer.Stop()
 loop:
-	for len(res.Messages) < want {
+	for read < want {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
@@ -279,13 +294,13 @@ loop:
 		}
 	}
 	if loopErr != nil {
-		return loopErr
+		return read, loopErr
 	}
 	// channel.close waits for close-ok, so the requeue has been processed when Browse returns.
 	if err := ch.Close(); err != nil {
-		return fmt.Errorf("channel.close: %w", err)
+		return read, fmt.Errorf("channel.close: %w", err)
 	}
-	return nil
+	return read, nil
 }
 
 // awaitReturned waits (up to a second) until a quorum queue has applied the browser's cancel and
@@ -321,7 +336,7 @@ func (b *Broker) awaitReturned(ctx context.Context, vhost, queue string, consume
 
 // browseStream reads a stream from its first offset. Stream consumers need manual acks and a
 // prefetch; reading does not remove anything, and unacked stream deliveries are only credit.
-func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult) error {
+func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult, sink func(amqp.Delivery, int)) error {
 	if err := ch.Qos(limit, 0, false); err != nil {
 		return fmt.Errorf("basic.qos: %w", err)
 	}
@@ -333,14 +348,16 @@ func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue strin
 	timer := time.NewTimer(b.firstWait)
 	defer timer.Stop()
 	var loopErr error
+	read := 0
 loop:
-	for len(res.Messages) < limit {
+	for read < limit {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
 				break loop
 			}
-			res.Messages = append(res.Messages, b.toMessage(d, len(res.Messages)))
+			sink(d, read)
+			read++
 			timer.Reset(b.idleWait)
 		case <-timer.C:
 			break loop
@@ -367,33 +384,8 @@ func consumerTag() string {
 // toMessage copies a delivery into a Message; the body is cut at MaxBodyBytes, but the message id
 // is looked for in the whole body.
 func (b *Broker) toMessage(d amqp.Delivery, pos int) Message {
-	m := Message{
-		Position:    pos,
-		Exchange:    d.Exchange,
-		RoutingKey:  d.RoutingKey,
-		Redelivered: d.Redelivered,
-		Properties: Properties{
-			MessageID:       d.MessageId,
-			CorrelationID:   d.CorrelationId,
-			Type:            d.Type,
-			ContentType:     d.ContentType,
-			ContentEncoding: d.ContentEncoding,
-			AppID:           d.AppId,
-			UserID:          d.UserId,
-			DeliveryMode:    d.DeliveryMode,
-			Priority:        d.Priority,
-			Expiration:      d.Expiration,
-			ReplyTo:         d.ReplyTo,
-		},
-		Size:       len(d.Body),
-		Headers:    headersOf(d.Headers),
-		MessageID:  messageID(d.MessageId, d.Headers, d.Body, b.ids),
-		DeadLetter: DecodeDeadLetter(d.Headers),
-	}
-	if !d.Timestamp.IsZero() {
-		t := d.Timestamp.UTC()
-		m.Properties.Timestamp = &t
-	}
+	m := b.toFullMessage(d, pos)
+	m.Headers = headersOf(d.Headers)
 	if v, ok := d.Headers["x-stream-offset"]; ok {
 		if n, ok := valueInt(v); ok {
 			m.Offset = &n

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 type Move struct {
 	Kind MoveKind
 	// Publish: where to, and the headers to send instead of the message's own (nil keeps them).
+	// Redrive adds its publish id to Headers, so give each move its own table.
 	Exchange   string
 	RoutingKey string
 	Headers    amqp.Table
@@ -89,7 +91,8 @@ func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOpti
 		if err := ch.Confirm(false); err != nil {
 			return b.fail(op, fmt.Errorf("confirm.select: %w", err))
 		}
-		pubs = append(pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, o.Batch))})
+		// Returns wait here until the confirming stage reads them: room for every batch in flight.
+		pubs = append(pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4*o.Batch))})
 	}
 	// Held messages (kept or failed) stay unacked: the prefetch must leave room for a full batch.
 	if err := sub.Qos(o.Max, 0, false); err != nil {
@@ -121,9 +124,10 @@ func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOpti
 		}
 	}()
 
-	// Two stages overlap: while batch n is published, confirmed, settled and acked, batch n+1 is
-	// taken and decided (decide and settle are never called concurrently for the same batch, but
-	// they are for neighbouring ones).
+	// Four stages overlap: batch n+3 is taken and decided while batch n+2 is published, batch n+1
+	// waits for its confirms and batch n is settled and acked. Each message still goes publish → confirm →
+	// settle → ack; only different batches overlap (decide and settle run concurrently for
+	// neighbouring batches, never for the same one).
 	type decided struct {
 		batch []amqp.Delivery
 		rb    RedriveBatch
@@ -165,10 +169,57 @@ func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOpti
 			}
 		}
 	}()
+	type sent struct {
+		decided
+		inflight []sentBatch // one per publishing channel
+		errs     []error
+	}
+	published := make(chan sent, 1)
+	go func() {
+		defer close(published)
+		for d := range ready {
+			if stageCtx.Err() != nil { // stopping: publish nothing more
+				hold(d.batch)
+				continue
+			}
+			s := sent{decided: d, inflight: make([]sentBatch, len(pubs)), errs: make([]error, len(d.batch))}
+			var wg sync.WaitGroup
+			for k, p := range pubs {
+				wg.Go(func() { s.inflight[k] = b.publish(ctx, p.ch, d.batch, d.moves, s.errs, k, len(pubs)) })
+			}
+			wg.Wait()
+			select {
+			case published <- s:
+			case <-stageCtx.Done():
+				hold(d.batch)
+			}
+		}
+	}()
+	// Confirms are awaited on their own goroutine, so that settling and acking batch n overlaps
+	// waiting for the confirms of batch n+1.
+	confirmed := make(chan sent, 1)
+	go func() {
+		defer close(confirmed)
+		returned := map[string]amqp.Return{} // by publish id, read from the channels' return queues
+		for s := range published {
+			for k, p := range pubs {
+				s.inflight[k].await(ctx, s.errs)
+				// A return reaches the client before the confirm of the same message, so every
+				// return of this batch is queued by now (later batches' returns wait in the map).
+				drainReturns(p.returns, returned)
+				s.inflight[k].applyReturns(returned, s.errs)
+			}
+			select {
+			case confirmed <- s:
+			case <-stageCtx.Done():
+				hold(s.batch)
+			}
+		}
+	}()
 	finish := func(err error) error {
 		stopStage()
-		for d := range ready { // decided but not moved: they stay
-			hold(d.batch)
+		for s := range confirmed { // decided or published but not settled: they stay
+			hold(s.batch)
 		}
 		switch {
 		case err != nil:
@@ -181,35 +232,56 @@ func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOpti
 		return nil
 	}
 
-	for d := range ready {
-		batch, moves := d.batch, d.moves
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for k, p := range pubs {
-			wg.Go(func() { b.publishConfirmed(ctx, p.ch, p.returns, batch, moves, errs, k, len(pubs)) })
-		}
-		wg.Wait()
-		if err := settle(ctx, d.rb, moves, errs); err != nil {
-			hold(batch)
+	for s := range confirmed {
+		if err := settle(ctx, s.rb, s.moves, s.errs); err != nil {
+			hold(s.batch)
 			return finish(err)
 		}
-		for i, dl := range batch {
-			done := (moves[i].Kind == Publish && errs[i] == nil) || moves[i].Kind == Drop
-			if !done {
-				hold(batch[i : i+1])
-				continue
-			}
-			if err := sub.Ack(dl.DeliveryTag, false); err != nil {
-				// The copy stays in the queue; the settled record lets the next run drop it.
-				hold(batch[i+1:])
-				return finish(b.fail(op, fmt.Errorf("basic.ack: %w", err)))
-			}
+		if err := b.ackDone(sub, s.batch, s.moves, s.errs, hold, &heldMu, &held); err != nil {
+			return finish(b.fail(op, err))
 		}
 		if o.Done != nil && o.Done() {
 			return finish(nil)
 		}
 	}
 	return finish(nil)
+}
+
+// ackDone acks the batch's published and dropped messages and holds the rest. When nothing is
+// held on the channel and the whole batch is done, one multiple ack covers it.
+func (b *Broker) ackDone(sub *amqp.Channel, batch []amqp.Delivery, moves []Move, errs []error,
+	hold func([]amqp.Delivery), heldMu *sync.Mutex, held *[]uint64) error {
+	done := func(i int) bool {
+		return (moves[i].Kind == Publish && errs[i] == nil) || moves[i].Kind == Drop
+	}
+	all := true
+	for i := range batch {
+		all = all && done(i)
+	}
+	heldMu.Lock()
+	nothingHeld := len(*held) == 0
+	heldMu.Unlock()
+	if all && nothingHeld && len(batch) > 0 {
+		// Tags grow in delivery order; nothing below this batch is unacked but held — and held
+		// deliveries are only ever added by this goroutine or for later batches.
+		if err := sub.Ack(batch[len(batch)-1].DeliveryTag, true); err != nil {
+			hold(batch)
+			return fmt.Errorf("basic.ack: %w", err)
+		}
+		return nil
+	}
+	for i, dl := range batch {
+		if !done(i) {
+			hold(batch[i : i+1])
+			continue
+		}
+		if err := sub.Ack(dl.DeliveryTag, false); err != nil {
+			// The copy stays in the queue; the settled record lets the next run drop it.
+			hold(batch[i+1:])
+			return fmt.Errorf("basic.ack: %w", err)
+		}
+	}
+	return nil
 }
 
 // take collects up to n deliveries: it stops early when none arrives for a while (the queue is
@@ -243,25 +315,29 @@ type publisher struct {
 	returns <-chan amqp.Return
 }
 
-// publishConfirmed publishes the batch's Publish moves whose index is part (mod parts) and waits
-// for each confirm; errs[i] is left nil only for a message the broker confirmed and did not return.
-func (b *Broker) publishConfirmed(ctx context.Context, pub *amqp.Channel, returns <-chan amqp.Return,
-	batch []amqp.Delivery, moves []Move, errs []error, part, parts int) {
-	confirms := make([]*amqp.DeferredConfirmation, len(batch))
-	ids := make(map[string]int)
+// sentBatch is one channel's share of a published batch, waiting for its confirms.
+type sentBatch struct {
+	confirms map[int]*amqp.DeferredConfirmation // by index in the batch
+	ids      map[string]int                     // publish id → index, to match returns
+	prefix   string                             // publish ids are prefix + index
+}
+
+// publish publishes the batch's Publish moves whose index is part (mod parts) with mandatory,
+// without waiting for the confirms; a publish that fails at once sets errs[i].
+func (b *Broker) publish(ctx context.Context, pub *amqp.Channel, batch []amqp.Delivery, moves []Move, errs []error, part, parts int) sentBatch {
+	s := sentBatch{confirms: map[int]*amqp.DeferredConfirmation{}, ids: map[string]int{}, prefix: randomHex(8) + "-"}
 	for i, d := range batch {
 		if moves[i].Kind != Publish || i%parts != part {
 			continue
 		}
-		headers := moves[i].Headers
+		headers := moves[i].Headers // decide's own table: ours to add to
 		if headers == nil {
-			headers = d.Headers
+			headers = cloneTable(d.Headers)
 		}
 		// A per-publish id finds the message again if the broker returns it.
-		pid := randomHex(8)
-		headers = cloneTable(headers)
+		pid := s.prefix + strconv.Itoa(i)
 		headers["x-redrive-publish-id"] = pid
-		ids[pid] = i
+		s.ids[pid] = i
 		msg := amqp.Publishing{Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 			DeliveryMode: amqp.Persistent, Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo,
 			Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, UserId: d.UserId,
@@ -271,12 +347,14 @@ func (b *Broker) publishConfirmed(ctx context.Context, pub *amqp.Channel, return
 			errs[i] = fmt.Errorf("publish: %w", err)
 			continue
 		}
-		confirms[i] = c
+		s.confirms[i] = c
 	}
-	for i, c := range confirms {
-		if c == nil {
-			continue
-		}
+	return s
+}
+
+// await waits for every confirm; errs[i] stays nil only for a message the broker confirmed.
+func (s sentBatch) await(ctx context.Context, errs []error) {
+	for i, c := range s.confirms {
 		ok, err := c.WaitContext(ctx)
 		switch {
 		case err != nil:
@@ -285,14 +363,25 @@ func (b *Broker) publishConfirmed(ctx context.Context, pub *amqp.Channel, return
 			errs[i] = errors.New("the broker nacked the publish")
 		}
 	}
-	// A return reaches the client before the confirm of the same message.
+}
+
+// applyReturns fails the batch's messages the broker returned (and forgets those returns).
+func (s sentBatch) applyReturns(returned map[string]amqp.Return, errs []error) {
+	for pid, i := range s.ids {
+		if r, ok := returned[pid]; ok {
+			errs[i] = fmt.Errorf("%w: exchange %q, routing key %q (%s)", ErrUnroutable, r.Exchange, r.RoutingKey, r.ReplyText)
+			delete(returned, pid)
+		}
+	}
+}
+
+// drainReturns moves the returns queued so far into returned, by publish id.
+func drainReturns(returns <-chan amqp.Return, returned map[string]amqp.Return) {
 	for {
 		select {
 		case r := <-returns:
 			if pid, ok := r.Headers["x-redrive-publish-id"].(string); ok {
-				if i, ok := ids[pid]; ok {
-					errs[i] = fmt.Errorf("%w: exchange %q, routing key %q (%s)", ErrUnroutable, r.Exchange, r.RoutingKey, r.ReplyText)
-				}
+				returned[pid] = r
 			}
 		default:
 			return
@@ -300,9 +389,19 @@ func (b *Broker) publishConfirmed(ctx context.Context, pub *amqp.Channel, return
 	}
 }
 
+// toFullMessage is a delivery as a replay needs it: what identifies and routes it, and its whole
+// body (shared with the delivery, not copied), without the rendered headers a page shows.
 func (b *Broker) toFullMessage(d amqp.Delivery, pos int) Message {
-	m := b.toMessage(d, pos)
-	m.Body, m.Truncated = d.Body, false
+	m := Message{Position: pos, Exchange: d.Exchange, RoutingKey: d.RoutingKey, Redelivered: d.Redelivered,
+		Properties: Properties{MessageID: d.MessageId, CorrelationID: d.CorrelationId, Type: d.Type,
+			ContentType: d.ContentType, ContentEncoding: d.ContentEncoding, AppID: d.AppId, UserID: d.UserId,
+			DeliveryMode: d.DeliveryMode, Priority: d.Priority, Expiration: d.Expiration, ReplyTo: d.ReplyTo},
+		Size: len(d.Body), Body: d.Body, MessageID: messageID(d.MessageId, d.Headers, d.Body, b.ids),
+		DeadLetter: DecodeDeadLetter(d.Headers)}
+	if !d.Timestamp.IsZero() {
+		t := d.Timestamp.UTC()
+		m.Properties.Timestamp = &t
+	}
 	return m
 }
 

@@ -20,7 +20,7 @@ import (
 // RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it.
 type RabbitBroker interface {
 	Name() string
-	Peek(ctx context.Context, vhost, queue string, limit int) (rabbit.BrowseResult, error)
+	Peek(ctx context.Context, vhost, queue string, limit int, each func(rabbit.Message)) (rabbit.BrowseResult, error)
 	Redrive(ctx context.Context, vhost, queue string, o rabbit.RedriveOptions,
 		decide func(context.Context, rabbit.RedriveBatch) ([]rabbit.Move, error),
 		settle func(context.Context, rabbit.RedriveBatch, []rabbit.Move, []error) error) error
@@ -57,22 +57,20 @@ func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter, emit func
 	if src.Limit < 1 || src.Limit > rabbit.MaxPeek {
 		return invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbit.MaxPeek))
 	}
-	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit)
+	seen := map[string]bool{}
+	var emitErr error
+	_, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbit.Message) {
+		it, ok := e.rabbitItem(src, f, m)
+		if !ok || seen[it.Locator] || emitErr != nil {
+			return // a duplicate copy is handled as its first instance
+		}
+		seen[it.Locator] = true
+		emitErr = emit(it)
+	})
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	for _, m := range res.Messages {
-		it, ok := e.rabbitItem(src, f, m)
-		if !ok || seen[it.Locator] {
-			continue // a duplicate copy is handled as its first instance
-		}
-		seen[it.Locator] = true
-		if err := emit(it); err != nil {
-			return err
-		}
-	}
-	return nil
+	return emitErr
 }
 
 func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool) {
