@@ -252,8 +252,9 @@ type batchWork struct {
 //
 // The order per message is the package's: claim → publish → broker ack → ledger. Settling runs in
 // seq order, so next_seq only ever passes settled batches. Cancellation and a lost lease are seen
-// by the gate before it claims a batch; batches already claimed are finished, never abandoned
-// (an abandoned claim would hold its message against every later replay).
+// by the gate before it claims a batch; of the batches already claimed, the one being published
+// finishes and the others are released (settled skipped), never abandoned: an abandoned claim would
+// hold its message against every later replay.
 func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner batchRunner, limiter *rate.Limiter, batch, next int) (int, stop) {
 	log := e.o.Logger.With("job", job.ID)
 	ctx, cancel := context.WithCancel(ctx)
@@ -263,6 +264,7 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 	defer stopLoading()
 	var settledTo atomic.Int64
 	settledTo.Store(int64(next))
+	var stopping atomic.Bool // cancelled: claimed batches not yet moving are released, not published
 	var (
 		loaded  = make(chan *batchWork, 1)
 		gatedCh = make(chan *batchWork)
@@ -320,6 +322,12 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 			}
 		}()
 		for w := range loaded {
+			// The rate first, then the lease and cancellation, then the claim: a cancel that
+			// arrives while the gate waits for its rate is seen before anything more is claimed.
+			if err := limiter.WaitN(ctx, max(1, publishable(job, w.items))); err != nil {
+				fail(stopLost, nil) // ctx ended
+				return
+			}
 			held, cancelled, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, int(settledTo.Load()))
 			switch {
 			case err != nil:
@@ -328,13 +336,10 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 				log.Warn("replay: lease lost to another replica")
 				fail(stopLost, nil)
 			case cancelled:
+				stopping.Store(true)
 				fail(stopCancelled, nil)
 			}
 			if err != nil || !held || cancelled {
-				return
-			}
-			if err := limiter.WaitN(ctx, max(1, publishable(job, w.items))); err != nil {
-				fail(stopLost, nil) // ctx ended
 				return
 			}
 			if w.gated, err = e.gate(ctx, job, w.items); err != nil {
@@ -352,7 +357,9 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 		defer close(moved)
 		for w := range gatedCh {
 			var err error
-			if len(w.gated.move) > 0 {
+			if stopping.Load() { // cancelled: release this batch's claims instead of publishing it
+				w.outcomes = released(w.gated)
+			} else if len(w.gated.move) > 0 {
 				w.outcomes, err = runner.move(ctx, job, w.gated.move, w.gated.resumed)
 			}
 			if err != nil {
@@ -387,6 +394,22 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 		}
 	}
 	return next, result
+}
+
+// released settles a cancelled batch's claims without publishing: a fresh claim was never
+// published (skipped); a resumed one may have been before the interruption (failed, so that a
+// later replay may send it again and the inbox absorbs a duplicate).
+func released(g gated) []store.LedgerOutcome {
+	out := make([]store.LedgerOutcome, 0, len(g.move))
+	for _, it := range g.move {
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: store.LedgerSkipped, Detail: "cancelled before it was published"}
+		if g.resumed[it.Seq] {
+			o.Outcome, o.Detail = store.LedgerFailed, "cancelled after an interruption: it may have been published before it"
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // publishable counts the items of a batch the job would publish, for the rate limiter.
