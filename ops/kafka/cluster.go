@@ -37,6 +37,7 @@ type Cluster struct {
 	timeout  time.Duration
 	patterns []string
 	names    HeaderNames
+	index    headerIndex // names, for decoding
 	ids      configs.MessageIDRules
 
 	prodOnce sync.Once // the replay producer, made on first use
@@ -119,6 +120,7 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		timeout:  timeout,
 		patterns: patterns,
 		names:    names,
+		index:    names.index(),
 		ids:      ids,
 	}, nil
 }

@@ -203,30 +203,51 @@ var conventionRank = map[string]int{
 // (Spring: partition 4 bytes, offset and timestamp 8 bytes epoch millis, attempts 4 bytes). A
 // value that is neither leaves the field nil. Timestamps may also be RFC 3339 text.
 func DecodeDeadLetter(headers []Header, value []byte, names HeaderNames, ids configs.MessageIDRules) *DeadLetter {
+	return names.index().decode(headers, value, ids)
+}
+
+// headerIndex is a HeaderNames by lower-case header name: a record's headers are matched with one
+// map look-up each, not compared with every configured name. Build it once per configuration.
+type headerIndex struct {
+	byName    map[string][]namedField
+	messageID []string // names.MessageID
+}
+
+// namedField is one field a header name stands for, with the name's rank in that field's list.
+type namedField struct {
+	field      dlField
+	rank       int
+	convention string
+}
+
+func (n *HeaderNames) index() headerIndex {
+	idx := headerIndex{byName: map[string][]namedField{}, messageID: n.MessageID}
+	for f, list := range n.lists() {
+		for rank, name := range list {
+			l := strings.ToLower(name)
+			idx.byName[l] = append(idx.byName[l], namedField{field: dlField(f), rank: rank, convention: conventionOf(l)})
+		}
+	}
+	return idx
+}
+
+func (idx headerIndex) decode(headers []Header, value []byte, ids configs.MessageIDRules) *DeadLetter {
 	type hit struct {
 		ok    bool
 		rank  int
 		value []byte
 	}
-	lists := names.lists()
 	var found [nFields]hit
 	convention := ""
 	for _, h := range headers {
-		for f, list := range lists {
-			for rank, name := range list {
-				if !strings.EqualFold(h.Key, name) {
-					continue
-				}
-				// Lower rank wins; equal rank is the same name repeated, and the later one wins.
-				if !found[f].ok || rank <= found[f].rank {
-					found[f] = hit{ok: true, rank: rank, value: h.Value}
-				}
-				// The convention is the most specific one among all dead-letter headers present.
-				if dlField(f) != fTraceID {
-					if c := conventionOf(strings.ToLower(name)); convention == "" || conventionRank[c] < conventionRank[convention] {
-						convention = c
-					}
-				}
+		for _, nf := range idx.byName[strings.ToLower(h.Key)] {
+			// Lower rank wins; equal rank is the same name repeated, and the later one wins.
+			if f := nf.field; !found[f].ok || nf.rank <= found[f].rank {
+				found[f] = hit{ok: true, rank: nf.rank, value: h.Value}
+			}
+			// The convention is the most specific one among all dead-letter headers present.
+			if nf.field != fTraceID && (convention == "" || conventionRank[nf.convention] < conventionRank[convention]) {
+				convention = nf.convention
 			}
 		}
 	}
@@ -279,20 +300,22 @@ func DecodeDeadLetter(headers []Header, value []byte, names HeaderNames, ids con
 			dl.FirstFailedAt = text(h.value)
 		}
 	}
-	dl.MessageID = messageID(headers, value, ids, names.MessageID)
+	dl.MessageID = messageID(headers, value, ids, idx.messageID)
 	return dl
 }
 
 // messageID applies the rules: the configured headers in order (last occurrence of each), then the
 // dead-letter names (originalMessageId), then the JSON paths into the value.
 func messageID(headers []Header, value []byte, ids configs.MessageIDRules, dlNames []string) string {
-	for _, name := range append(append([]string{}, ids.Headers...), dlNames...) {
-		for i := len(headers) - 1; i >= 0; i-- {
-			if strings.EqualFold(headers[i].Key, name) {
-				if v := strings.TrimSpace(text(headers[i].Value)); v != "" {
-					return v
+	for _, names := range [][]string{ids.Headers, dlNames} {
+		for _, name := range names {
+			for i := len(headers) - 1; i >= 0; i-- {
+				if strings.EqualFold(headers[i].Key, name) {
+					if v := strings.TrimSpace(text(headers[i].Value)); v != "" {
+						return v
+					}
+					break
 				}
-				break
 			}
 		}
 	}

@@ -102,7 +102,7 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 		for _, h := range r.Headers {
 			hdrs = append(hdrs, Header{Key: h.Key, Value: h.Value})
 		}
-		dl := DecodeDeadLetter(hdrs, nil, c.names, noIDs)
+		dl := c.index.decode(hdrs, nil, noIDs)
 		var k key
 		if dl != nil {
 			k = key{dl.ExceptionType, dl.ExceptionCause}

@@ -269,6 +269,6 @@ func (c *Cluster) record(r *kgo.Record) Record {
 			out.Size += len(h.Key) + len(h.Value)
 		}
 	}
-	out.DeadLetter = DecodeDeadLetter(out.Headers, r.Value, c.names, c.ids)
+	out.DeadLetter = c.index.decode(out.Headers, r.Value, c.ids)
 	return out
 }

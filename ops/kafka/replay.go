@@ -14,7 +14,8 @@ import (
 )
 
 // Scan streams the records of one partition with offsets in [from, to), ascending, to fn, one at a
-// time and uncapped (a replay moves whole records). It stops at offset to−1, or when fn returns an
+// time, uncapped and uncopied (a replay moves whole records; franz-go does not reuse its buffers),
+// with their dead-letter metadata decoded. It stops at offset to−1, or when fn returns an
 // error, which Scan returns. Offsets below the log start → ops.ErrInvalid.
 func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(Record) error) error {
 	if from >= to {
@@ -47,10 +48,8 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 			if r.Attrs.IsControl() {
 				return
 			}
-			rec := c.record(r)
-			if rec.Truncated {
-				rec.Value, rec.Truncated = append([]byte(nil), r.Value...), false
-			}
+			rec := rawRecord(r)
+			rec.DeadLetter = c.index.decode(rec.Headers, r.Value, c.ids)
 			stop = fn(rec)
 		})
 		if stop != nil {

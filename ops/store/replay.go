@@ -127,7 +127,8 @@ func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 
 // PlanItems reads up to limit items with seq ≥ from, in seq order.
 func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) ([]ReplayPlanItem, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination, inbox, action, error_group,
+	// destination as text: scanning jsonb into json.RawMessage validates it, for nothing.
+	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
 			replay_count, position, partition
 		FROM replay_plan_item WHERE plan_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, planID, from, limit)
 	if err != nil {
@@ -135,8 +136,10 @@ func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) (
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplayPlanItem, error) {
 		var it ReplayPlanItem
-		err := r.Scan(&it.Seq, &it.Locator, &it.MessageID, &it.Consumer, &it.Destination, &it.Inbox, &it.Action,
+		var dest []byte
+		err := r.Scan(&it.Seq, &it.Locator, &it.MessageID, &it.Consumer, &dest, &it.Inbox, &it.Action,
 			&it.ErrorGroup, &it.ReplayCount, &it.Position, &it.Partition)
+		it.Destination = dest
 		return it, err
 	})
 	if err != nil {
