@@ -231,7 +231,7 @@ type stop int
 
 const (
 	stopDone      stop = iota // every item is settled
-	stopCancelled             // an operator cancelled the job; claimed batches were finished first
+	stopCancelled             // an operator cancelled the job; claimed batches were settled first
 	stopLost                  // the lease is gone (another replica) or ctx ended
 	stopRetry                 // a batch failed; run again from the returned seq
 )
