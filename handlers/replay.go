@@ -377,17 +377,10 @@ func (h *Replays) PlanPage(c echo.Context) error {
 			Consumer: it.Consumer, Destination: destinationText(it.Destination), Inbox: string(it.Inbox),
 			Action: string(it.Action), ErrorGroup: it.ErrorGroup})
 	}
-	groups := map[string]map[string]int{}
-	for _, it := range plan.Items { // per error group, over the items shown (the API gives all)
-		if groups[it.ErrorGroup] == nil {
-			groups[it.ErrorGroup] = map[string]int{}
-		}
-		groups[it.ErrorGroup][string(it.Action)]++
-	}
-	for g, counts := range groups {
+	for g, counts := range plan.ErrorGroups { // the whole plan's, counted when it was made
 		row := replaypages.GroupCount{Group: g}
 		for _, a := range replay.Actions {
-			if n := counts[string(a)]; n > 0 {
+			if n := counts[a]; n > 0 {
 				row.Counts = append(row.Counts, replaypages.ActionCount{Action: string(a), Count: n})
 			}
 		}

@@ -159,15 +159,24 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		return Plan{}, fmt.Errorf("%w: the selection holds no messages%s", ops.ErrInvalid, filterHint(f))
 	}
 	plan.Warnings = b.warn.warnings()
-	counts := map[string]int{}
-	for a, n := range plan.Counts {
-		counts[string(a)] = n
+	groups := map[string]map[string]int{}
+	for g, counts := range plan.ErrorGroups {
+		groups[g] = actionNames(counts)
 	}
 	if err := w.Commit(ctx, store.ReplayPlan{ID: plan.ID, Actor: actor, Source: mustJSON(src), Filter: mustJSON(f),
-		Total: plan.Total, Actions: counts, Warnings: plan.Warnings}); err != nil {
+		Total: plan.Total, Actions: actionNames(plan.Counts), Warnings: plan.Warnings, ErrorGroups: groups}); err != nil {
 		return Plan{}, err
 	}
 	return plan, nil
+}
+
+// actionNames keys counts by the actions' names, as stored.
+func actionNames(counts map[Action]int) map[string]int {
+	out := make(map[string]int, len(counts))
+	for a, n := range counts {
+		out[string(a)] = n
+	}
+	return out
 }
 
 func filterHint(f Filter) string {
@@ -208,11 +217,18 @@ func (e *Engine) LoadPlan(ctx context.Context, id string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{ID: sp.ID, CreatedAt: sp.CreatedAt, Actor: sp.Actor, Total: sp.Total, Counts: map[Action]int{}, Warnings: sp.Warnings}
+	p := Plan{ID: sp.ID, CreatedAt: sp.CreatedAt, Actor: sp.Actor, Total: sp.Total, Counts: map[Action]int{}, Warnings: sp.Warnings,
+		ErrorGroups: map[string]map[Action]int{}}
 	_ = json.Unmarshal(sp.Source, &p.Source)
 	_ = json.Unmarshal(sp.Filter, &p.Filter)
 	for a, n := range sp.Actions {
 		p.Counts[Action(a)] = n
+	}
+	for g, counts := range sp.ErrorGroups {
+		p.ErrorGroups[g] = map[Action]int{}
+		for a, n := range counts {
+			p.ErrorGroups[g][Action(a)] = n
+		}
 	}
 	rows, err := e.o.Store.PlanItems(ctx, id, 0, MaxPlanItemsShown)
 	if err != nil {

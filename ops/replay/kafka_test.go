@@ -6,7 +6,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -202,5 +205,52 @@ func TestConcurrentReplaysPublishOnce(t *testing.T) {
 	}
 	if got := len(w.originals(t)); got != 1 {
 		t.Fatalf("%d copies on the original topic, want 1", got)
+	}
+}
+
+// A plan larger than a chunk streams through in several: seqs stay contiguous, every count is the
+// whole plan's (not the items shown), and the stored plan reads back the same.
+func TestLargePlanStreamsInChunks(t *testing.T) {
+	w := newWorld(t)
+	const n = 12_345
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = benchRecord(i)
+		if i%2 == 1 {
+			recs[i].Headers[2].Value = []byte("com.acme.PriceException") // kafka_dlt-exception-fqcn
+		}
+	}
+	if err := w.client.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, w.inboxDSN, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
+		FROM generate_series(0, $1::int - 1, 10) g`, n) // every tenth processed: all of them even
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	processed := (n + 9) / 10
+	if plan.Total != n || plan.Counts[replay.Publish] != n-processed || plan.Counts[replay.SkipProcessed] != processed ||
+		len(plan.Items) != replay.MaxPlanItemsShown {
+		t.Fatalf("plan total %d counts %v, %d items", plan.Total, plan.Counts, len(plan.Items))
+	}
+	stock, price := plan.ErrorGroups["com.acme.StockException"], plan.ErrorGroups["com.acme.PriceException"]
+	if stock[replay.SkipProcessed] != processed || stock[replay.Publish] != (n+1)/2-processed || price[replay.Publish] != n/2 {
+		t.Fatalf("error groups %v", plan.ErrorGroups)
+	}
+	loaded, err := e.LoadPlan(ctx, plan.ID)
+	if err != nil || fmt.Sprint(loaded.ErrorGroups) != fmt.Sprint(plan.ErrorGroups) || fmt.Sprint(loaded.Counts) != fmt.Sprint(plan.Counts) {
+		t.Fatalf("loaded %v %v, made %v %v (%v)", loaded.Counts, loaded.ErrorGroups, plan.Counts, plan.ErrorGroups, err)
+	}
+	items, err := w.store.PlanItems(ctx, plan.ID, 0, 2*n)
+	if err != nil || len(items) != n {
+		t.Fatalf("%d stored items, %v", len(items), err)
+	}
+	for i, it := range items {
+		if it.Seq != i {
+			t.Fatalf("item %d has seq %d", i, it.Seq)
+		}
 	}
 }

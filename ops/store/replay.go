@@ -23,6 +23,8 @@ type ReplayPlan struct {
 	Total     int
 	Actions   map[string]int
 	Warnings  []string
+	// ErrorGroups counts the plan's messages per error group, then per action.
+	ErrorGroups map[string]map[string]int
 }
 
 // ReplayPlanItem is one frozen message of a plan.
@@ -82,8 +84,12 @@ func (w *PlanWriter) Commit(ctx context.Context, p ReplayPlan) error {
 	if filter == nil {
 		filter = json.RawMessage("{}")
 	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, w.id, p.Actor, p.Source, filter, p.Total, actions, warnings); err != nil {
+	groups, _ := json.Marshal(p.ErrorGroups)
+	if p.ErrorGroups == nil {
+		groups = []byte("{}")
+	}
+	if _, err := w.tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings, error_groups)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, w.id, p.Actor, p.Source, filter, p.Total, actions, warnings, groups); err != nil {
 		return fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
 	}
 	if err := w.tx.Commit(ctx); err != nil {
@@ -111,9 +117,9 @@ func (s *Store) SavePlan(ctx context.Context, p ReplayPlan, items []ReplayPlanIt
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 	var p ReplayPlan
-	var actions, warnings []byte
-	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings
-		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings)
+	var actions, warnings, groups []byte
+	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups
+		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings, &groups)
 	if isNoRows(err) {
 		return p, fmt.Errorf("replay plan %q: %w", id, ops.ErrNotFound)
 	}
@@ -122,6 +128,7 @@ func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 	}
 	_ = json.Unmarshal(actions, &p.Actions)
 	_ = json.Unmarshal(warnings, &p.Warnings)
+	_ = json.Unmarshal(groups, &p.ErrorGroups)
 	return p, nil
 }
 
