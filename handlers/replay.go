@@ -447,8 +447,12 @@ func (h *Replays) JobPage(c echo.Context) error {
 		page.LedgerError = err.Error()
 	}
 	for _, l := range ledger {
+		detail := l.Detail
+		if detail == "" && l.Outcome == "published" { // the ledger keeps no text for the common case
+			detail = "acknowledged by the broker"
+		}
 		page.Ledger = append(page.Ledger, replaypages.LedgerRow{Seq: l.Seq, Locator: l.Locator, MessageID: l.MessageID,
-			Outcome: l.Outcome, Detail: l.Detail, At: l.At})
+			Outcome: l.Outcome, Detail: detail, At: l.At})
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
 		return render(c, http.StatusOK, replaypages.Live(page))
