@@ -78,7 +78,8 @@ func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item,
 		moved[id] = true
 	}
 	for _, it := range move {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished,
+			Detail: "requeued to READY"}
 		if !moved[*it.Position] {
 			o.Outcome, o.Detail = store.LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
 		}
