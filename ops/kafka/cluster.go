@@ -84,6 +84,9 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		// an unreachable broker fails a call after about one request timeout instead of retrying.
 		kgo.RequestTimeoutOverhead(timeout),
 		kgo.RetryTimeout(timeout),
+		// The console's clients are short-lived readers on someone else's cluster: KIP-714 metrics
+		// would be noise to its operators, and each client's push compressor costs megabytes.
+		kgo.DisableClientMetrics(),
 	}
 	if cfg.TLS != nil && cfg.TLS.Enabled {
 		tc, err := ops.TLSConfig(cfg.TLS)

@@ -539,7 +539,7 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 		skips = append(skips, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
 			Outcome: store.LedgerSkipped, Detail: detail})
 	}
-	var candidates []Item
+	candidates := make([]Item, 0, len(items))
 	for _, it := range items {
 		switch {
 		case it.Action == Publish, job.Force && it.Action.Forcible():
@@ -568,6 +568,7 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 		return g, err
 	}
 	var others []store.LedgerOutcome
+	g.move = make([]Item, 0, len(checked))
 	for _, it := range checked {
 		switch states[it.Seq] {
 		case store.Claimed:
