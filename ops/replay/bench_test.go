@@ -207,6 +207,8 @@ func BenchmarkRabbitReplay(b *testing.B) {
 			b.StopTimer()
 			fill(b)
 			b.StartTimer()
+			runtime.GC()
+			peak, stop := sampleLiveHeap()
 			start := time.Now()
 			plan, err := e.Plan(ctxT(b), "bench", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: n}, replay.Filter{})
 			if err != nil {
@@ -219,9 +221,11 @@ func BenchmarkRabbitReplay(b *testing.B) {
 				b.Fatal(err)
 			}
 			j := waitJob(b, e, job.ID)
+			stop()
 			if j.Published != n {
 				b.Fatalf("job %+v", j)
 			}
+			b.ReportMetric(float64(*peak)/(1<<20), "peak-live-MiB")
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "msgs/s")
 			b.ReportMetric(float64(n)/time.Since(run).Seconds(), "run-msgs/s")
 			b.StopTimer()

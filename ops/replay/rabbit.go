@@ -127,44 +127,23 @@ func (r *rabbitRunner) move(context.Context, store.ReplayJob, []Item, map[int]bo
 
 // runAll drains the DLQ once: each message that is a planned item is gated (inbox, ledger claim)
 // and published, confirmed, settled and only then acked; every other message is returned in order.
-// Plan items not met in the queue are settled failed at the end.
+// Plan items not met in the queue are settled failed at the end. Nothing of the plan is held in
+// memory: each batch looks its messages up in the plan and the ledger by locator, and only the
+// messages being moved are remembered until they are settled.
 func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew func() (stop bool)) error {
 	vhost := r.src.Vhost
 	if vhost == "" {
 		vhost = "/"
 	}
-	items := map[string]Item{}
-	dec := newItemDecoder()
-	for from := 0; ; {
-		rows, err := r.e.o.Store.PlanItems(ctx, job.PlanID, from, 5000)
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			break
-		}
-		for _, row := range rows {
-			it := dec.item(row)
-			items[it.Locator] = it
-		}
-		from = rows[len(rows)-1].Seq + 1
-	}
-	// Items an earlier run of this job settled (a resumed job) are done; decide and settle then run
-	// one after the other, on Redrive's goroutine.
-	prior, err := r.e.o.Store.SettledOutcomes(ctx, job.ID)
-	if err != nil {
+	locator := func(m rabbit.Message) string { return rabbitLocator(r.src.Broker, vhost, r.src.Queue, m) }
+	if err := r.e.o.Store.AnalyzePlanItems(ctx); err != nil {
 		return err
 	}
-	// decide (for batch n+1) and settle (for batch n) run concurrently: mu guards the maps, and
-	// inflight keeps a second copy of a message being moved from being moved too.
+	dec := newItemDecoder()
+	// decide (for batch n+1) and settle (for batch n) run concurrently: inflight, guarded by mu,
+	// keeps a second copy of a message being moved from being moved too.
 	var mu sync.Mutex
-	settledSeqs := map[int]bool{}
-	inflight := map[int]bool{}
-	published := map[int]bool{} // delivered by this job: any copy still in the queue is dropped
-	for seq, outcome := range prior {
-		settledSeqs[seq] = true
-		published[seq] = outcome == "published"
-	}
+	inflight := map[string]Item{} // by locator
 	stopped := false
 	batch := min(rabbitBatch, max(1, job.RatePerSecond))
 	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
@@ -175,94 +154,111 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 			return nil, errStopped
 		}
 		moves := make([]rabbit.Move, len(b.Messages)) // zero value: Keep
+		locators := make([]string, len(b.Messages))
+		for i, m := range b.Messages {
+			locators[i] = locator(m)
+		}
+		rows, err := r.e.o.Store.PlanItemsByLocator(ctx, job.PlanID, locators)
+		if err != nil || len(rows) == 0 {
+			return moves, err // none of these was selected: all stay
+		}
+		items := make(map[string]Item, len(rows))
+		seqs := make([]int, len(rows))
+		for i, row := range rows {
+			items[row.Locator] = dec.item(row)
+			seqs[i] = row.Seq
+		}
+		outcomes, err := r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqs)
+		if err != nil {
+			return nil, err
+		}
 		var planned []Item
 		idx := map[int]int{} // seq → index in the batch
 		mu.Lock()
-		defer mu.Unlock()
-		for i, m := range b.Messages {
-			it, ok := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, m)]
+		for i := range b.Messages {
+			it, ok := items[locators[i]]
+			_, moving := inflight[locators[i]]
+			_, dup := idx[it.Seq]
 			switch {
-			case !ok:
-				continue // not selected: keep it
-			case published[it.Seq]:
+			case !ok, dup, moving:
+				continue // not selected, or another copy is being moved: it stays
+			case outcomes[it.Seq] == store.LedgerPublished:
 				// A copy of a message this job published and whose ack was lost (a crash, a
 				// broken channel): the broker put it back; it must not go out twice.
 				moves[i] = rabbit.Move{Kind: rabbit.Drop}
 				continue
-			case settledSeqs[it.Seq], inflight[it.Seq]:
-				continue // skipped or failed earlier, or another copy is being moved: it stays
+			case outcomes[it.Seq] == store.LedgerSkipped, outcomes[it.Seq] == store.LedgerFailed:
+				continue // settled earlier: it stays
 			}
-			if _, dup := idx[it.Seq]; dup {
-				continue
-			}
-			planned = append(planned, it)
+			planned = append(planned, it) // new, or claimed by an interrupted run (the gate resumes it)
 			idx[it.Seq] = i
 		}
+		mu.Unlock()
 		if len(planned) == 0 {
 			return moves, nil
 		}
-		mu.Unlock() // the database work runs while the other stage settles
-		err := limiter.WaitN(ctx, min(len(planned), batch))
-		var g gated
-		if err == nil {
-			g, err = r.e.gate(ctx, job, planned)
+		if err := limiter.WaitN(ctx, min(len(planned), batch)); err != nil {
+			return nil, err
 		}
-		// Settled by an earlier run of this job: a copy whose publish was confirmed but whose ack
-		// was lost in a crash is dropped, never published twice.
-		var outcomes map[int]string
-		if err == nil && len(g.mine) > 0 {
-			outcomes, err = r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqsOf(g.mine))
-		}
-		mu.Lock()
+		g, err := r.e.gate(ctx, job, planned)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range planned {
-			settledSeqs[it.Seq] = true // skipped (recorded by the gate) unless moved below
+		// Settled by an earlier run of this job meanwhile: a copy whose publish was confirmed but
+		// whose ack was lost is dropped, never published twice.
+		if len(g.mine) > 0 {
+			if outcomes, err = r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqsOf(g.mine)); err != nil {
+				return nil, err
+			}
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		for _, it := range g.move {
-			delete(settledSeqs, it.Seq)
 			i := idx[it.Seq]
-			inflight[it.Seq] = true
+			inflight[it.Locator] = it
 			moves[i] = rabbit.Move{Kind: rabbit.Publish, Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
 				Headers: rabbitReplayHeaders(b.Headers[i], job, it, r.src)}
 		}
 		for _, it := range g.mine {
-			settledSeqs[it.Seq] = true
-			if outcomes[it.Seq] == "published" {
-				published[it.Seq] = true
+			if outcomes[it.Seq] == store.LedgerPublished {
 				moves[idx[it.Seq]] = rabbit.Move{Kind: rabbit.Drop}
 			}
 		}
 		return moves, nil
 	}
 	settle := func(ctx context.Context, b rabbit.RedriveBatch, moves []rabbit.Move, errs []error) error {
-		mu.Lock()
-		defer mu.Unlock()
 		var out []store.LedgerOutcome
+		var settled []string
+		mu.Lock()
 		for i, m := range moves {
 			if m.Kind != rabbit.Publish {
 				continue
 			}
-			it := items[rabbitLocator(r.src.Broker, vhost, r.src.Queue, b.Messages[i])]
+			l := locator(b.Messages[i])
+			it := inflight[l]
 			o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 			if errs[i] != nil {
 				o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
-			} else {
-				published[it.Seq] = true
 			}
-			delete(inflight, it.Seq)
-			settledSeqs[it.Seq] = true
 			out = append(out, o)
+			settled = append(settled, l)
 		}
-		return r.e.o.Store.Settle(ctx, job.ID, out)
+		mu.Unlock()
+		if err := r.e.o.Store.Settle(ctx, job.ID, out); err != nil {
+			return err
+		}
+		mu.Lock()
+		for _, l := range settled { // only now: a copy seen meanwhile stayed rather than raced the ledger
+			delete(inflight, l)
+		}
+		mu.Unlock()
+		return nil
 	}
 	done := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(settledSeqs) >= len(items)
+		j, err := r.e.o.Store.Job(ctx, job.ID)
+		return err == nil && j.Published+j.Skipped+j.Failed >= j.Total
 	}
-	err = r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*len(items) + 1000, Batch: batch, Done: done}, decide, settle)
+	err := r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*job.Total + 1000, Batch: batch, Done: done}, decide, settle)
 	if stopped {
 		return errStopped
 	}
@@ -270,16 +266,8 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 		return err
 	}
 	// What the plan froze but the queue no longer holds (consumed, purged, expired meanwhile).
-	mu.Lock()
-	defer mu.Unlock()
-	var missing []store.LedgerOutcome
-	for _, it := range items {
-		if !settledSeqs[it.Seq] {
-			missing = append(missing, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-				Outcome: store.LedgerFailed, Detail: "not found in the queue when the job ran"})
-		}
-	}
-	return r.e.o.Store.Record(ctx, job.ID, missing)
+	_, err = r.e.o.Store.RecordUnsettled(ctx, job.ID, job.PlanID, "not found in the queue when the job ran")
+	return err
 }
 
 func seqsOf(items []Item) []int {

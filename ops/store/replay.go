@@ -141,6 +141,10 @@ func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
 	}
+	return collectPlanItems(rows)
+}
+
+func collectPlanItems(rows pgx.Rows) ([]ReplayPlanItem, error) {
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplayPlanItem, error) {
 		var it ReplayPlanItem
 		var dest []byte
@@ -153,6 +157,45 @@ func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) (
 		return nil, fmt.Errorf("plan items: %w", err)
 	}
 	return items, nil
+}
+
+// PlanItemsByLocator reads the items of a plan with these locators (RabbitMQ and outbox items:
+// Kafka items are found by seq).
+func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]ReplayPlanItem, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
+			replay_count, position, partition
+		FROM replay_plan_item WHERE plan_id = $1 AND locator = ANY($2) AND partition IS NULL`, planID, locators)
+	if err != nil {
+		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
+	}
+	return collectPlanItems(rows)
+}
+
+// AnalyzePlanItems refreshes the planner's statistics of the plan items. A job that looks its
+// items up by locator runs right after its plan was copied in, long before autovacuum analyzes
+// the table; without statistics PostgreSQL reads the whole plan by its primary key for every batch.
+func (s *Store) AnalyzePlanItems(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `ANALYZE replay_plan_item`); err != nil {
+		return fmt.Errorf("analyze plan items: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// RecordUnsettled settles as failed, with detail, every item of the job's plan that has no ledger
+// row yet, in one statement, and returns how many there were.
+func (s *Store) RecordUnsettled(ctx context.Context, jobID, planID, detail string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail, holds)
+			SELECT $1, p.seq, p.locator, p.message_id, 'failed', $3, false FROM replay_plan_item p
+			WHERE p.plan_id = $2 AND NOT EXISTS (SELECT FROM replay_ledger l WHERE l.job_id = $1 AND l.seq = p.seq)
+			ON CONFLICT DO NOTHING RETURNING 1),
+		counted AS (UPDATE replay_job SET failed = failed + (SELECT count(*) FROM ins) WHERE id = $1)
+		SELECT count(*) FROM ins`, jobID, planID, detail).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
+	}
+	return n, nil
 }
 
 // ReplayedLocators returns which of the locators the ledger shows published or in flight.
@@ -532,23 +575,6 @@ func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (m
 	_, err = pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error { out[seq] = outcome; return nil })
 	if err != nil {
 		return nil, fmt.Errorf("ledger outcomes: %w", err)
-	}
-	return out, nil
-}
-
-// SettledOutcomes returns the recorded outcome of every item of a job that is settled (not in
-// flight).
-func (s *Store) SettledOutcomes(ctx context.Context, jobID string) (map[int]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND outcome <> 'active'`, jobID)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
-	}
-	out := map[int]string{}
-	var seq int
-	var outcome string
-	_, err = pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error { out[seq] = outcome; return nil })
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	return out, nil
 }
