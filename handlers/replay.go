@@ -303,6 +303,13 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	if src.ToOffset, err = formInt64(c, "to_offset"); err != nil {
 		return err
 	}
+	for _, raw := range c.Request().Form["record"] { // "partition:offset", from the topic page's checkboxes
+		ref, err := parseRecordRef(raw)
+		if err != nil {
+			return err
+		}
+		src.Records = append(src.Records, ref)
+	}
 	if limit, err := formInt64(c, "limit"); err != nil {
 		return err
 	} else if limit != nil {
@@ -331,6 +338,16 @@ func (h *Replays) FormPlan(c echo.Context) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/replays/plans/"+url.PathEscape(plan.ID))
+}
+
+func parseRecordRef(raw string) (replay.RecordRef, error) {
+	p, o, ok := strings.Cut(strings.TrimSpace(raw), ":")
+	partition, perr := strconv.ParseInt(p, 10, 32)
+	offset, oerr := strconv.ParseInt(o, 10, 64)
+	if !ok || perr != nil || oerr != nil || partition < 0 || offset < 0 {
+		return replay.RecordRef{}, ops.Invalid("record", fmt.Sprintf("%q is not partition:offset", raw))
+	}
+	return replay.RecordRef{Partition: int32(partition), Offset: offset}, nil
 }
 
 func formInt64(c echo.Context, name string) (*int64, error) {
@@ -399,6 +416,9 @@ func describeSource(s replay.Source) string {
 		}
 		if s.FromOffset != nil || s.ToOffset != nil {
 			d += fmt.Sprintf(", offsets %s to %s", optInt(s.FromOffset, "start"), optInt(s.ToOffset, "end"))
+		}
+		if len(s.Records) > 0 {
+			d += fmt.Sprintf(", %d selected record(s)", len(s.Records))
 		}
 		return d
 	case "rabbitmq":

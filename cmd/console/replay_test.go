@@ -82,6 +82,18 @@ func TestReplayAPI(t *testing.T) {
 		t.Errorf("item %+v", it)
 	}
 
+	// Explicit records; a record that does not exist is a 400 naming it.
+	picked := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","records":[{"partition":2,"offset":7},{"partition":0,"offset":1}]}}`)
+	if pp := decode[struct{ Total int }](t, picked); picked.status != 200 || pp.Total != 2 {
+		t.Fatalf("plan of records: %d %s", picked.status, picked.body)
+	}
+	missing := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","records":[{"partition":0,"offset":99999}]}}`)
+	if missing.status != 400 || !strings.Contains(missing.body, "0:99999 does not exist") {
+		t.Fatalf("plan of a missing record: %d %s", missing.status, missing.body)
+	}
+
 	start := do(t, nil, "POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":500,"reason":"e2e"}`, p.PlanID))
 	j := decode[struct{ ID, Status string }](t, start)
 	if start.status != 200 || j.ID == "" || j.Status == "" {
@@ -193,4 +205,28 @@ func TestBrowserPlanRunProgress(t *testing.T) {
 		t.Fatalf("audit page: %q", audit)
 	}
 	screenshot(t, ctx, "audit")
+
+	// Ticking two records of the DLT and planning "selected" freezes exactly those two.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/kafka/main/topics/orders.DLT?partition=1&order=oldest"),
+		chromedp.WaitVisible(`[data-testid="select-record"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	ticked := must(t, ctx, chromedp.Evaluate[[]string](`(() => {
+		const boxes = [...document.querySelectorAll('[data-testid="select-record"]')];
+		boxes.slice(0, 2).forEach(b => { b.checked = true; });
+		return boxes.filter(b => b.checked).map(b => b.value); })()`))
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`[data-testid="plan-selected"] button`),
+		chromedp.WaitVisible(`[data-testid="plan-counts"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	header := must(t, ctx, chromedp.Text(`[data-testid="page-header"]`))
+	locators := must(t, ctx, chromedp.Text(`[data-testid="plan-items"]`))
+	if len(ticked) != 2 || !strings.Contains(header, "2 selected record(s)") ||
+		!strings.Contains(locators, "orders.DLT/"+strings.ReplaceAll(ticked[1], ":", "/")) {
+		t.Fatalf("ticked %v; plan header %q; items %q", ticked, header, locators)
+	}
 }

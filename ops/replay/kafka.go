@@ -32,6 +32,9 @@ func (e *Engine) planKafka(ctx context.Context, src Source, f Filter, emit func(
 	if src.Partition != nil && !hasPartition(parts, *src.Partition) {
 		return invalid("source.partition", fmt.Sprintf("topic %s has partitions 0..%d", src.Topic, len(parts)-1))
 	}
+	if len(src.Records) > 0 {
+		return e.planKafkaRecords(ctx, k, src, f, parts, emit)
+	}
 	for _, p := range parts {
 		if src.Partition != nil && p.Partition != *src.Partition {
 			continue
@@ -55,6 +58,66 @@ func (e *Engine) planKafka(ctx context.Context, src Source, f Filter, emit func(
 	}
 	return nil
 }
+
+// planKafkaRecords reads explicit records: per partition, in offset order, one read per run of
+// neighbouring offsets (a gap of up to recordGap records is read through rather than reconnected).
+func (e *Engine) planKafkaRecords(ctx context.Context, k KafkaCluster, src Source, f Filter, parts []kafka.PartitionRange, emit func(Item) error) error {
+	if src.Partition != nil || src.FromOffset != nil || src.ToOffset != nil {
+		return invalid("source.records", "give either records or partition and offsets, not both")
+	}
+	if len(src.Records) > MaxRecords {
+		return invalid("source.records", fmt.Sprintf("at most %d records; use a partition and an offset range for more", MaxRecords))
+	}
+	bounds := map[int32]kafka.PartitionRange{}
+	for _, p := range parts {
+		bounds[p.Partition] = p
+	}
+	wanted := map[int32][]int64{}
+	for _, r := range src.Records {
+		b, ok := bounds[r.Partition]
+		switch {
+		case !ok:
+			return invalid("source.records", fmt.Sprintf("topic %s has no partition %d", src.Topic, r.Partition))
+		case r.Offset < b.Start || r.Offset >= b.End:
+			return invalid("source.records", fmt.Sprintf("record %d:%d does not exist (partition %d holds offsets %d to %d)",
+				r.Partition, r.Offset, r.Partition, b.Start, b.End-1))
+		}
+		wanted[r.Partition] = append(wanted[r.Partition], r.Offset)
+	}
+	for _, p := range parts {
+		offsets := wanted[p.Partition]
+		slices.Sort(offsets)
+		offsets = slices.Compact(offsets)
+		for len(offsets) > 0 {
+			n := 1 // the run: offsets[:n]
+			for n < len(offsets) && offsets[n]-offsets[n-1] <= recordGap {
+				n++
+			}
+			run := offsets[:n]
+			i := 0
+			err := k.Scan(ctx, src.Topic, p.Partition, run[0], run[n-1]+1, func(r kafka.Record) error {
+				for i < len(run) && run[i] < r.Offset {
+					i++
+				}
+				if i == len(run) || run[i] != r.Offset {
+					return nil
+				}
+				if it, ok := e.kafkaItem(src, f, r); ok {
+					return emit(it)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			offsets = offsets[n:]
+		}
+	}
+	return nil
+}
+
+// recordGap is how far apart two selected offsets may be and still be read in one pass.
+const recordGap = 500
 
 func hasPartition(parts []kafka.PartitionRange, p int32) bool {
 	for _, pr := range parts {

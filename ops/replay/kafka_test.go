@@ -254,3 +254,47 @@ func TestLargePlanStreamsInChunks(t *testing.T) {
 		}
 	}
 }
+
+// Explicit records: exactly those are planned, in partition and offset order, whatever order and
+// repetitions they came in; a record that does not exist, or records mixed with a range, is a 4xx.
+func TestKafkaPlanOfExplicitRecords(t *testing.T) {
+	w := newWorld(t)
+	recs := make([]*kgo.Record, 2000)
+	for i := range recs {
+		recs[i] = benchRecord(i)
+	}
+	if err := w.client.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	refs := []replay.RecordRef{{Partition: 1, Offset: 900}, {Partition: 0, Offset: 3}, {Partition: 1, Offset: 2},
+		{Partition: 0, Offset: 3}, {Partition: 0, Offset: 4}, {Partition: 0, Offset: 999}}
+	plan, err := e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Records: refs}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range plan.Items {
+		got = append(got, it.Locator)
+	}
+	want := "[kafka:main/orders.DLT/0/3 kafka:main/orders.DLT/0/4 kafka:main/orders.DLT/0/999 kafka:main/orders.DLT/1/2 kafka:main/orders.DLT/1/900]"
+	if fmt.Sprint(got) != want || plan.Total != 5 {
+		t.Fatalf("planned %v (total %d), want %s", got, plan.Total, want)
+	}
+	// Record 0:3 is the 7th benchmark record (partition 0 holds the even ones): its id is m-6.
+	if plan.Items[0].MessageID != "m-6" || plan.Items[0].Destination.Topic != "orders" {
+		t.Fatalf("first item %+v", plan.Items[0])
+	}
+	last := int64(10)
+	for _, src := range []replay.Source{
+		{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Records: []replay.RecordRef{{Partition: 0, Offset: 5000}}},
+		{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Records: []replay.RecordRef{{Partition: 7, Offset: 0}}},
+		{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Records: refs, ToOffset: &last},
+		{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Records: make([]replay.RecordRef, replay.MaxRecords+1)},
+	} {
+		if _, err := e.Plan(ctx, "a", src, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) {
+			t.Errorf("%d records, to %v: %v, want invalid", len(src.Records), src.ToOffset, err)
+		}
+	}
+}

@@ -30,12 +30,14 @@ import (
 type Source struct {
 	Kind string `json:"kind"` // kafka | rabbitmq | outbox
 
-	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range.
-	Cluster    string `json:"cluster,omitempty"`
-	Topic      string `json:"topic,omitempty"`
-	Partition  *int32 `json:"partition,omitempty"`
-	FromOffset *int64 `json:"from_offset,omitempty"`
-	ToOffset   *int64 `json:"to_offset,omitempty"`
+	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range — or
+	// explicit records.
+	Cluster    string      `json:"cluster,omitempty"`
+	Topic      string      `json:"topic,omitempty"`
+	Partition  *int32      `json:"partition,omitempty"`
+	FromOffset *int64      `json:"from_offset,omitempty"`
+	ToOffset   *int64      `json:"to_offset,omitempty"`
+	Records    []RecordRef `json:"records,omitempty"`
 
 	// RabbitMQ: the first Limit messages of a queue.
 	Broker string `json:"broker,omitempty"`
@@ -47,6 +49,15 @@ type Source struct {
 	Outbox string  `json:"outbox,omitempty"`
 	IDs    []int64 `json:"ids,omitempty"`
 }
+
+// RecordRef names one Kafka record of the source topic.
+type RecordRef struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// MaxRecords bounds an explicit record list (each run of neighbouring offsets is one read).
+const MaxRecords = 10_000
 
 // Filter narrows a source; zero fields do not filter.
 type Filter struct {
