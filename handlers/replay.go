@@ -292,7 +292,8 @@ func toJobView(j store.ReplayJob) replaypages.JobView {
 // FormPlan: POST /replays/plan — from the Kafka, RabbitMQ and outbox pages' replay buttons.
 func (h *Replays) FormPlan(c echo.Context) error {
 	src := replay.Source{Kind: c.FormValue("kind"), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
-		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox")}
+		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox"),
+		Status: c.FormValue("status"), EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id")}
 	var err error
 	if src.Partition, err = formInt32(c, "partition"); err != nil {
 		return err
@@ -315,7 +316,8 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	} else if limit != nil {
 		src.Limit = int(*limit)
 	}
-	if raw := strings.TrimSpace(c.FormValue("ids")); raw != "" {
+	// ids: a list typed in one field, or the outbox page's ticked "id" checkboxes.
+	if raw := strings.TrimSpace(c.FormValue("ids") + " " + strings.Join(c.Request().Form["id"], " ")); raw != "" {
 		for _, f := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 			id, err := strconv.ParseInt(f, 10, 64)
 			if err != nil {
@@ -325,7 +327,7 @@ func (h *Replays) FormPlan(c echo.Context) error {
 		}
 	}
 	filter := planFilter{ExceptionType: c.FormValue("exception_type"), Reason: c.FormValue("reason"),
-		OriginalTopic: c.FormValue("original_topic")}
+		OriginalTopic: c.FormValue("original_topic"), Since: c.FormValue("since"), Until: c.FormValue("until")}
 	if ids := strings.TrimSpace(c.FormValue("message_ids")); ids != "" {
 		filter.MessageIDs = strings.Fields(strings.ReplaceAll(ids, ",", " "))
 	}
@@ -424,7 +426,23 @@ func describeSource(s replay.Source) string {
 	case "rabbitmq":
 		return fmt.Sprintf("RabbitMQ %s, queue %s (vhost %s), first %d messages", s.Broker, s.Queue, s.Vhost, s.Limit)
 	case "outbox":
-		return fmt.Sprintf("Outbox %s, %d event(s)", s.Outbox, len(s.IDs))
+		if len(s.IDs) > 0 {
+			return fmt.Sprintf("Outbox %s, %d event(s)", s.Outbox, len(s.IDs))
+		}
+		d := fmt.Sprintf("Outbox %s, first %d", s.Outbox, s.Limit)
+		if s.Status != "" {
+			d += " " + s.Status
+		} else {
+			d += " DEAD or FAILED"
+		}
+		d += " events"
+		if s.EventType != "" {
+			d += " of type " + s.EventType
+		}
+		if s.AggregateID != "" {
+			d += ", aggregate " + s.AggregateID
+		}
+		return d
 	}
 	return s.Kind
 }

@@ -128,4 +128,34 @@ func TestBrowserOutboxPageIsSafeAndShowsCounts(t *testing.T) {
 	if pwned || imgs != 0 || dialogs.Load() != 0 {
 		t.Fatalf("hostile content executed: pwned=%v, injected elements=%d, dialogs=%d", pwned, imgs, dialogs.Load())
 	}
+
+	// Guarded replay from the outbox page: of the ticked events, and of all DEAD ones matching.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/outboxes/orders?status=DEAD"),
+		chromedp.WaitVisible(`[data-testid="plan-matching"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	ticked := must(t, ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('[data-testid="event-row"] input[name="id"]')]
+		.filter((b, i) => { b.checked = i < 3; return b.checked; }).length`))
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`[data-testid="plan-selected"]`),
+		chromedp.WaitVisible(`[data-testid="plan-counts"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if header := must(t, ctx, chromedp.Text(`[data-testid="page-header"]`)); ticked != 3 || !strings.Contains(header, "Outbox orders, 3 event(s)") {
+		t.Errorf("plan of the %d ticked events: %q", ticked, header)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/outboxes/orders?status=DEAD"),
+		chromedp.WaitVisible(`[data-testid="plan-matching"]`),
+		chromedp.Click(`[data-testid="plan-matching"] button`),
+		chromedp.WaitVisible(`[data-testid="plan-counts"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if publish := must(t, ctx, chromedp.Text(`[data-testid="count-publish"] [data-testid="stat-value"]`)); publish != dead {
+		t.Errorf("plan of the matching DEAD events publishes %q, the outbox holds %q DEAD", publish, dead)
+	}
 }

@@ -125,6 +125,23 @@ func (o *Outbox) stuckSQL() string {
 		o.q.selectEvent, o.q.status, o.q.lockedUntil, o.q.id)
 }
 
+// Events reads the events with these ids (at most MaxIDs, no payloads), in id order; ids that do
+// not exist are left out.
+func (o *Outbox) Events(ctx context.Context, ids []int64) ([]Event, error) {
+	if len(ids) > MaxIDs {
+		return nil, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
+	}
+	rows, err := o.pool.Query(ctx, fmt.Sprintf("%s WHERE %s = ANY($1) ORDER BY %s", o.q.selectEvent, o.q.id, o.q.id), ids)
+	if err != nil {
+		return nil, o.wrap("read events", err)
+	}
+	events, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, o.wrap("read events", err)
+	}
+	return events, nil
+}
+
 // Event returns one event with its payload. Unknown id → ops.ErrNotFound.
 func (o *Outbox) Event(ctx context.Context, id int64) (Event, error) {
 	sql := strings.Replace(o.q.selectEvent, " FROM ", ", "+o.q.payload+"::text FROM ", 1) + " WHERE " + o.q.id + " = $1"

@@ -31,7 +31,8 @@ type KafkaCluster interface {
 // OutboxTable is what replay needs of an outbox; *outbox.Outbox implements it.
 type OutboxTable interface {
 	Name() string
-	Event(ctx context.Context, id int64) (outbox.Event, error)
+	Events(ctx context.Context, ids []int64) ([]outbox.Event, error)
+	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
 	RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error)
 }
 
@@ -138,7 +139,7 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	case "rabbitmq":
 		read = func(ctx context.Context, emit func(Item) error) error { return e.planRabbit(ctx, src, f, emit) }
 	case "outbox":
-		read = func(ctx context.Context, emit func(Item) error) error { return e.planOutbox(ctx, src, emit) }
+		read = func(ctx context.Context, emit func(Item) error) error { return e.planOutbox(ctx, src, f, emit) }
 	case "":
 		return Plan{}, invalid("source.kind", "required: kafka, rabbitmq or outbox")
 	default:

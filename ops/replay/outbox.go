@@ -2,34 +2,30 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/store"
 )
 
-// maxOutboxIDs bounds an outbox plan (one row read per id).
-const maxOutboxIDs = 10_000
+// maxOutboxEvents bounds an outbox plan.
+const maxOutboxEvents = outbox.MaxIDs
 
-// planOutbox turns DEAD or FAILED outbox events into items; the action is a requeue to READY, so
-// the service's own relay publishes them.
-func (e *Engine) planOutbox(ctx context.Context, src Source, emit func(Item) error) error {
+// planOutbox turns DEAD or FAILED outbox events into items — given by id, or found by a filter
+// (status, event type, aggregate, the plan filter's time, exception and message ids) up to Limit —
+// and the action is a requeue to READY, so the service's own relay publishes them.
+func (e *Engine) planOutbox(ctx context.Context, src Source, f Filter, emit func(Item) error) error {
 	t, ok := e.outbox[src.Outbox]
 	if !ok {
 		return fmt.Errorf("outbox %q is not configured: %w", src.Outbox, ops.ErrNotFound)
 	}
-	if len(src.IDs) == 0 || len(src.IDs) > maxOutboxIDs {
-		return invalid("source.ids", fmt.Sprintf("give between 1 and %d event ids", maxOutboxIDs))
-	}
-	for _, id := range src.IDs {
-		ev, err := t.Event(ctx, id)
-		if errors.Is(err, ops.ErrNotFound) {
-			return invalid("source.ids", fmt.Sprintf("event %d does not exist in outbox %s", id, src.Outbox))
-		}
-		if err != nil {
-			return err
+	item := func(ev outbox.Event) (Item, bool) {
+		if !f.matchIDs(ev.EventID) || !f.matchTime(ev.CreatedAt) ||
+			(f.ExceptionType != "" && (ev.LastError == nil || !strings.Contains(*ev.LastError, f.ExceptionType))) {
+			return Item{}, false
 		}
 		pos := ev.ID
 		it := Item{Locator: fmt.Sprintf("outbox:%s/%d/%d", src.Outbox, ev.ID, ev.AvailableAt.UnixMilli()),
@@ -37,9 +33,80 @@ func (e *Engine) planOutbox(ctx context.Context, src Source, emit func(Item) err
 		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
 			it.Destination = Destination{Kind: "outbox", Outbox: src.Outbox}
 		}
-		if err := emit(it); err != nil {
+		return it, true
+	}
+	if len(src.IDs) > 0 {
+		return e.planOutboxIDs(ctx, t, src, item, emit)
+	}
+	if src.Limit < 1 || src.Limit > maxOutboxEvents {
+		return invalid("source.limit", fmt.Sprintf("give event ids, or a limit between 1 and %d (with optional status, "+
+			"event_type, aggregate_id and a filter)", maxOutboxEvents))
+	}
+	statuses := []outbox.Status{outbox.Dead, outbox.Failed}
+	switch outbox.Status(src.Status) {
+	case "":
+	case outbox.Dead, outbox.Failed:
+		statuses = []outbox.Status{outbox.Status(src.Status)}
+	default:
+		return invalid("source.status", "DEAD or FAILED (or leave it out for both)")
+	}
+	left := src.Limit
+	for _, status := range statuses {
+		lf := outbox.Filter{Status: status, EventType: src.EventType, AggregateID: src.AggregateID,
+			CreatedFrom: f.Since, CreatedTo: f.Until, Limit: outbox.MaxLimit}
+		for left > 0 {
+			page, err := t.List(ctx, lf)
+			if err != nil {
+				return err
+			}
+			for _, ev := range page.Events {
+				if it, ok := item(ev); ok && left > 0 {
+					left--
+					if err := emit(it); err != nil {
+						return err
+					}
+				}
+			}
+			if page.NextCursor == 0 {
+				break
+			}
+			lf.Before = page.NextCursor
+		}
+	}
+	return nil
+}
+
+// planOutboxIDs reads the given events in batches; an id that does not exist is an error naming it.
+func (e *Engine) planOutboxIDs(ctx context.Context, t OutboxTable, src Source, item func(outbox.Event) (Item, bool), emit func(Item) error) error {
+	if len(src.IDs) > maxOutboxEvents {
+		return invalid("source.ids", fmt.Sprintf("give between 1 and %d event ids", maxOutboxEvents))
+	}
+	ids := slices.Clone(src.IDs)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for len(ids) > 0 {
+		n := min(len(ids), 1000)
+		events, err := t.Events(ctx, ids[:n])
+		if err != nil {
 			return err
 		}
+		found := make(map[int64]bool, len(events))
+		for _, ev := range events {
+			found[ev.ID] = true
+		}
+		for _, id := range ids[:n] {
+			if !found[id] {
+				return invalid("source.ids", fmt.Sprintf("event %d does not exist in outbox %s", id, src.Outbox))
+			}
+		}
+		for _, ev := range events {
+			if it, ok := item(ev); ok {
+				if err := emit(it); err != nil {
+					return err
+				}
+			}
+		}
+		ids = ids[n:]
 	}
 	return nil
 }

@@ -39,15 +39,19 @@ type Source struct {
 	ToOffset   *int64      `json:"to_offset,omitempty"`
 	Records    []RecordRef `json:"records,omitempty"`
 
-	// RabbitMQ: the first Limit messages of a queue.
+	// RabbitMQ: the first Limit messages of a queue. (Limit also bounds an outbox filter.)
 	Broker string `json:"broker,omitempty"`
 	Vhost  string `json:"vhost,omitempty"`
 	Queue  string `json:"queue,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
 
-	// Outbox: DEAD or FAILED event ids.
-	Outbox string  `json:"outbox,omitempty"`
-	IDs    []int64 `json:"ids,omitempty"`
+	// Outbox: DEAD or FAILED event ids — or, without ids, the first Limit events matching Status
+	// (DEAD or FAILED; both when empty), EventType, AggregateID and the filter.
+	Outbox      string  `json:"outbox,omitempty"`
+	IDs         []int64 `json:"ids,omitempty"`
+	Status      string  `json:"status,omitempty"`
+	EventType   string  `json:"event_type,omitempty"`
+	AggregateID string  `json:"aggregate_id,omitempty"`
 }
 
 // RecordRef names one Kafka record of the source topic.
@@ -61,7 +65,7 @@ const MaxRecords = 10_000
 
 // Filter narrows a source; zero fields do not filter.
 type Filter struct {
-	ExceptionType string    `json:"exception_type,omitempty"` // Kafka: exact class name; RabbitMQ: exception message substring
+	ExceptionType string    `json:"exception_type,omitempty"` // Kafka: exact class name; RabbitMQ, outbox: substring of the exception message, the last error
 	Reason        string    `json:"reason,omitempty"`         // RabbitMQ x-death reason: rejected, expired, maxlen, delivery_limit
 	OriginalTopic string    `json:"original_topic,omitempty"`
 	MessageIDs    []string  `json:"message_ids,omitempty"`

@@ -1,13 +1,16 @@
 package replay_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
@@ -172,5 +175,76 @@ func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
 	ev, err := o.Event(ctx, 1)
 	if err != nil || ev.Status != outbox.Ready {
 		t.Fatalf("event 1: %+v %v", ev, err)
+	}
+}
+
+// An outbox plan without ids takes the DEAD/FAILED events matching a filter, highest id first, up to
+// its limit; ids are read in batches, deduplicated, and a missing one is named.
+func TestOutboxPlanByFilterAndByIDs(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	// 1..1500: DEAD OrderCreated (every third has a timeout), 1501..1600 FAILED OrderPaid, 1601..1700 SENT.
+	pgtest.Exec(t, dsn, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+		status, attempts, available_at, last_error, created_at)
+		SELECT 'e' || g, 'Order', 'o' || (g % 7), CASE WHEN g <= 1500 THEN 'OrderCreated' ELSE 'OrderPaid' END, 1, '{}',
+			CASE WHEN g <= 1500 THEN 'DEAD' WHEN g <= 1600 THEN 'FAILED' ELSE 'SENT' END, 5, now(),
+			CASE WHEN g % 3 = 0 THEN 'java.net.SocketTimeoutException: read timed out' ELSE 'IllegalStateException: no stock' END,
+			now() - (g || ' seconds')::interval
+		FROM generate_series(1, 1700) g`)
+	cfg, err := configs.Parse([]byte(fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n", dsn, dsn)),
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := outbox.Open(ctxT(t), cfg.Outboxes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	plan := func(src replay.Source, f replay.Filter) (replay.Plan, error) {
+		src.Kind, src.Outbox = "outbox", "orders"
+		return e.Plan(ctx, "ops", src, f)
+	}
+	all, err := plan(replay.Source{Limit: 10_000}, replay.Filter{})
+	if err != nil || all.Total != 1600 || all.Counts[replay.Publish] != 1600 {
+		t.Fatalf("all DEAD and FAILED: %d %v %v", all.Total, all.Counts, err)
+	}
+	paid, err := plan(replay.Source{Limit: 10_000, Status: "FAILED", EventType: "OrderPaid"}, replay.Filter{})
+	if err != nil || paid.Total != 100 {
+		t.Fatalf("FAILED OrderPaid: %d %v", paid.Total, err)
+	}
+	timeouts, err := plan(replay.Source{Limit: 50, Status: "DEAD"}, replay.Filter{ExceptionType: "SocketTimeoutException"})
+	if err != nil || timeouts.Total != 50 || timeouts.Items[0].MessageID != "e1500" || timeouts.Items[49].MessageID != "e1353" {
+		t.Fatalf("50 DEAD timeouts, newest (highest id) first: %d %v %v", timeouts.Total, timeouts.Items[0].MessageID, err)
+	}
+	ids := []int64{1700, 3, 3, 1}
+	for i := int64(1000); i < 2500 && len(ids) < 1500; i++ { // more than one batch of 1,000
+		ids = append(ids, i%1600+1)
+	}
+	byID, err := plan(replay.Source{IDs: ids}, replay.Filter{})
+	if err != nil || byID.Counts[replay.SkipUnresolvable] != 1 || byID.Items[0].MessageID != "e1" {
+		t.Fatalf("by id: %v %v", byID.Counts, err)
+	}
+	for _, tc := range []struct {
+		src  replay.Source
+		want string
+	}{
+		{replay.Source{IDs: []int64{1, 999999}}, "event 999999 does not exist"},
+		{replay.Source{}, "limit"},
+		{replay.Source{Limit: 10, Status: "SENT"}, "DEAD or FAILED"},
+	} {
+		if _, err := plan(tc.src, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want invalid mentioning %q", tc.src, err, tc.want)
+		}
 	}
 }
