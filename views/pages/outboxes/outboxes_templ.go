@@ -995,7 +995,7 @@ func eventTable(p ShowPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 81, "\" data-testid=\"requeue-selected\">Requeue selected DEAD/FAILED</button> <button class=\"btn btn-primary\" type=\"submit\" formaction=\"/replays/plan\" name=\"kind\" value=\"outbox\" title=\"Check the consumers' inboxes first, then requeue at a rate, with a ledger\" data-testid=\"plan-selected\">Plan guarded replay of selected</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 81, "\" data-testid=\"requeue-selected\">Requeue selected DEAD/FAILED</button> <button class=\"btn btn-primary\" type=\"submit\" formaction=\"/replays/plan\" name=\"kind\" value=\"outbox\" title=\"A dry run first, then a job that requeues at a rate, with progress and a ledger\" data-testid=\"plan-selected\">Plan guarded replay of selected</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
