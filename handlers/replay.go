@@ -293,7 +293,8 @@ func toJobView(j store.ReplayJob) replaypages.JobView {
 func (h *Replays) FormPlan(c echo.Context) error {
 	src := replay.Source{Kind: c.FormValue("kind"), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
 		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox"),
-		Status: c.FormValue("status"), EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id")}
+		Status: c.FormValue("status"), EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id"),
+		ResetAttempts: c.FormValue("reset_attempts") != ""}
 	var err error
 	if src.Partition, err = formInt32(c, "partition"); err != nil {
 		return err
@@ -426,8 +427,12 @@ func describeSource(s replay.Source) string {
 	case "rabbitmq":
 		return fmt.Sprintf("RabbitMQ %s, queue %s (vhost %s), first %d messages", s.Broker, s.Queue, s.Vhost, s.Limit)
 	case "outbox":
+		reset := ""
+		if s.ResetAttempts {
+			reset = ", attempts reset"
+		}
 		if len(s.IDs) > 0 {
-			return fmt.Sprintf("Outbox %s, %d event(s)", s.Outbox, len(s.IDs))
+			return fmt.Sprintf("Outbox %s, %d event(s)%s", s.Outbox, len(s.IDs), reset)
 		}
 		d := fmt.Sprintf("Outbox %s, first %d", s.Outbox, s.Limit)
 		if s.Status != "" {
@@ -442,7 +447,7 @@ func describeSource(s replay.Source) string {
 		if s.AggregateID != "" {
 			d += ", aggregate " + s.AggregateID
 		}
-		return d
+		return d + reset
 	}
 	return s.Kind
 }

@@ -516,7 +516,7 @@ func (e *Engine) runnerFor(src Source) (batchRunner, error) {
 		if !ok {
 			return nil, fmt.Errorf("outbox %q is not configured", src.Outbox)
 		}
-		return &outboxRunner{e: e, t: t}, nil
+		return &outboxRunner{e: e, t: t, resetAttempts: src.ResetAttempts}, nil
 	case "rabbitmq":
 		r, ok := e.rabbit[src.Broker]
 		if !ok {

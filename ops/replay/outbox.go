@@ -124,8 +124,9 @@ func firstLine(s *string) string {
 }
 
 type outboxRunner struct {
-	e *Engine
-	t OutboxTable
+	e             *Engine
+	t             OutboxTable
+	resetAttempts bool // the plan's choice: requeued events start counting attempts again
 }
 
 // move requeues the claimed events with the conditional update; an event that left DEAD or
@@ -135,7 +136,7 @@ func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item,
 	for i, it := range move {
 		ids[i] = *it.Position
 	}
-	done, err := r.t.RequeueIDs(ctx, ids, false)
+	done, err := r.t.RequeueIDs(ctx, ids, r.resetAttempts)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,8 @@ type Source struct {
 	Status      string  `json:"status,omitempty"`
 	EventType   string  `json:"event_type,omitempty"`
 	AggregateID string  `json:"aggregate_id,omitempty"`
+	// ResetAttempts sets the requeued events' attempts back to 0, so the relay retries them fully.
+	ResetAttempts bool `json:"reset_attempts,omitempty"`
 }
 
 // RecordRef names one Kafka record of the source topic.

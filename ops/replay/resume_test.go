@@ -157,7 +157,7 @@ func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "outbox", Outbox: "orders", IDs: []int64{1, 2}}, replay.Filter{})
+	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "outbox", Outbox: "orders", IDs: []int64{1, 2}, ResetAttempts: true}, replay.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +173,8 @@ func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
 		t.Fatalf("job %+v", job)
 	}
 	ev, err := o.Event(ctx, 1)
-	if err != nil || ev.Status != outbox.Ready {
-		t.Fatalf("event 1: %+v %v", ev, err)
+	if err != nil || ev.Status != outbox.Ready || ev.Attempts != 0 {
+		t.Fatalf("event 1 (requeued with its attempts reset): %+v %v", ev, err)
 	}
 }
 
