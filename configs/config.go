@@ -191,7 +191,15 @@ type Replay struct {
 	// FourEyes, when enabled, holds a job above Threshold messages, or any forced one, as
 	// awaiting_approval until a second, different operator or admin approves it.
 	FourEyes FourEyes `yaml:"four_eyes"`
+	// StripHeaders are the prefixes (any case) of the dead-letter headers a replay drops: the
+	// failed attempt's exception story. Default DefaultStripHeaders; [] keeps them all. Redrive's
+	// own x-redrive-* headers are always written anew, and RabbitMQ's x-death always dropped.
+	StripHeaders []string `yaml:"strip_headers"`
 }
+
+// DefaultStripHeaders are the exception headers of Spring Kafka's DLT, @RetryableTopic and Spring
+// Cloud Stream.
+var DefaultStripHeaders = []string{"kafka_dlt-exception", "kafka_exception-", "x-exception-"}
 
 // FourEyes is the two-person rule for large or forced replays.
 type FourEyes struct {
@@ -369,6 +377,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Replay.FourEyes.Threshold == 0 {
 		c.Replay.FourEyes.Threshold = 1000
+	}
+	if c.Replay.StripHeaders == nil { // unset; an empty list keeps every header
+		c.Replay.StripHeaders = DefaultStripHeaders
 	}
 }
 

@@ -78,6 +78,7 @@ type Engine struct {
 	rabbit  map[string]RabbitBroker
 	outbox  map[string]OutboxTable
 	inboxes map[string]Inbox
+	strip   headerStripper
 	wake    chan struct{}
 }
 
@@ -104,8 +105,11 @@ func New(o Options) (*Engine, error) {
 	if o.Replay.DefaultRatePerSecond == 0 {
 		o.Replay.DefaultRatePerSecond = 200
 	}
+	if o.Replay.StripHeaders == nil {
+		o.Replay.StripHeaders = configs.DefaultStripHeaders
+	}
 	e := &Engine{o: o, kafka: map[string]KafkaCluster{}, rabbit: map[string]RabbitBroker{}, outbox: map[string]OutboxTable{},
-		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1)}
+		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), strip: newHeaderStripper(o.Replay.StripHeaders)}
 	for _, k := range o.Kafka {
 		e.kafka[k.Name()] = k
 	}

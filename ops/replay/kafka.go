@@ -216,7 +216,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 			it := want[i]
 			i++
 			out = append(out, kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
-				Headers: replayHeaders(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))})
+				Headers: replayHeaders(rec.Headers, r.e.strip, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))})
 			order = append(order, it)
 			return nil
 		})
@@ -248,10 +248,10 @@ func goneFromTopic(it Item) store.LedgerOutcome {
 
 // replayHeaders keeps the record's headers but the failed attempt's exception story, and adds
 // Redrive's own.
-func replayHeaders(in []kafka.Header, job store.ReplayJob, it Item, source string) []kafka.Header {
+func replayHeaders(in []kafka.Header, strip headerStripper, job store.ReplayJob, it Item, source string) []kafka.Header {
 	out := make([]kafka.Header, 0, len(in)+4)
 	for _, h := range in {
-		if !strippedHeader(h.Key) {
+		if !strip.strips(h.Key) {
 			out = append(out, h)
 		}
 	}

@@ -298,3 +298,38 @@ func TestKafkaPlanOfExplicitRecords(t *testing.T) {
 		}
 	}
 }
+
+// replay.strip_headers decides which dead-letter headers a replay drops: [] keeps them all, a
+// custom list drops those prefixes; Redrive's own headers are written anew either way.
+func TestStripHeadersIsConfigurable(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.StockException")
+	w.cfg.Replay.StripHeaders = []string{"TRACEID"} // any case
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 0), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", RatePerSecond: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job = waitJob(t, e, job.ID); job.Published != 1 {
+		t.Fatalf("job %+v", job)
+	}
+	got := w.originals(t)
+	if len(got) != 1 {
+		t.Fatalf("%d records on the original topic", len(got))
+	}
+	if _, ok := header(got[0], "traceId"); ok {
+		t.Error("traceId was configured to be stripped")
+	}
+	if v, ok := header(got[0], "kafka_dlt-exception-message"); !ok || v != "boom" {
+		t.Errorf("the exception headers were not configured to be stripped: %q %v", v, ok)
+	}
+	if n, _ := header(got[0], replay.HeaderReplayCount); n != "1" {
+		t.Errorf("replay count %q", n)
+	}
+}

@@ -217,7 +217,7 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 			i := idx[it.Seq]
 			inflight[it.Locator] = it
 			moves[i] = rabbit.Move{Kind: rabbit.Publish, Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
-				Headers: rabbitReplayHeaders(b.Headers[i], job, it, r.src)}
+				Headers: rabbitReplayHeaders(b.Headers[i], r.e.strip, job, it, r.src)}
 		}
 		for _, it := range g.mine {
 			if outcomes[it.Seq] == store.LedgerPublished {
@@ -280,11 +280,11 @@ func seqsOf(items []Item) []int {
 
 // rabbitReplayHeaders drops the failed attempt's exception headers and the broker's x-death
 // (the message starts a new life), and adds Redrive's own.
-func rabbitReplayHeaders(in amqp.Table, job store.ReplayJob, it Item, src Source) amqp.Table {
+func rabbitReplayHeaders(in amqp.Table, strip headerStripper, job store.ReplayJob, it Item, src Source) amqp.Table {
 	out := amqp.Table{}
 	for k, v := range in {
 		lk := strings.ToLower(k)
-		if strippedHeader(k) || lk == "x-death" || strings.HasPrefix(lk, "x-first-death-") || strings.HasPrefix(lk, "x-last-death-") {
+		if strip.strips(k) || lk == "x-death" || strings.HasPrefix(lk, "x-first-death-") || strings.HasPrefix(lk, "x-last-death-") {
 			continue
 		}
 		out[k] = v

@@ -207,11 +207,23 @@ const (
 	HeaderSource      = "x-redrive-source"
 )
 
-// strippedHeader reports whether a dead-letter header is dropped on replay: the exception story
-// belongs to the failed attempt, and Redrive's own headers are written anew.
-func strippedHeader(key string) bool {
+// headerStripper drops, on replay, the dead-letter headers that tell the failed attempt's story
+// (replay.strip_headers) and Redrive's own, which are written anew.
+type headerStripper []string // lower-case prefixes
+
+func newHeaderStripper(prefixes []string) headerStripper {
+	out := headerStripper{"x-redrive-"}
+	for _, p := range prefixes {
+		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s headerStripper) strips(key string) bool {
 	k := strings.ToLower(key)
-	for _, p := range []string{"kafka_dlt-exception", "kafka_exception-", "x-exception-", "x-redrive-"} {
+	for _, p := range s {
 		if strings.HasPrefix(k, p) {
 			return true
 		}
