@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -148,6 +149,50 @@ func (w *world) deadLetter(tb testing.TB, partition int32, id, key, exception st
 	if err := w.client.ProduceSync(ctxT(tb), r).FirstErr(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// deadLetters writes the first n of the benchmark's Spring-style DLT records (benchRecord), with
+// change applied to each first when it is not nil.
+func (w *world) deadLetters(tb testing.TB, n int, change func(i int, r *kgo.Record)) {
+	tb.Helper()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = benchRecord(i)
+		if change != nil {
+			change(i, recs[i])
+		}
+	}
+	if err := w.client.ProduceSync(ctxT(tb), recs...).FirstErr(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// outboxEngine is an engine over one outbox "orders" seeded with the seed's DDL and rows.
+func outboxEngine(t *testing.T, rows string) (*replay.Engine, *outbox.Outbox) {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	pgtest.Exec(t, dsn, rows)
+	cfg, err := configs.Parse([]byte(fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n", dsn, dsn)),
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := outbox.Open(ctxT(t), cfg.Outboxes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}, Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, o
 }
 
 func (w *world) processed(tb testing.TB, ids ...string) {

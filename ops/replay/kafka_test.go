@@ -213,16 +213,11 @@ func TestConcurrentReplaysPublishOnce(t *testing.T) {
 func TestLargePlanStreamsInChunks(t *testing.T) {
 	w := newWorld(t)
 	const n = 12_345
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = benchRecord(i)
+	w.deadLetters(t, n, func(i int, r *kgo.Record) {
 		if i%2 == 1 {
-			recs[i].Headers[2].Value = []byte("com.acme.PriceException") // kafka_dlt-exception-fqcn
+			r.Headers[2].Value = []byte("com.acme.PriceException") // kafka_dlt-exception-fqcn
 		}
-	}
-	if err := w.client.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	pgtest.Exec(t, w.inboxDSN, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
 		FROM generate_series(0, $1::int - 1, 10) g`, n) // every tenth processed: all of them even
 	e := w.engine(t, "a")
@@ -259,13 +254,7 @@ func TestLargePlanStreamsInChunks(t *testing.T) {
 // repetitions they came in; a record that does not exist, or records mixed with a range, is a 4xx.
 func TestKafkaPlanOfExplicitRecords(t *testing.T) {
 	w := newWorld(t)
-	recs := make([]*kgo.Record, 2000)
-	for i := range recs {
-		recs[i] = benchRecord(i)
-	}
-	if err := w.client.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	w.deadLetters(t, 2000, nil)
 	e := w.engine(t, "a")
 	ctx := ctxT(t)
 	refs := []replay.RecordRef{{Partition: 1, Offset: 900}, {Partition: 0, Offset: 3}, {Partition: 1, Offset: 2},

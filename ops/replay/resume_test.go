@@ -9,10 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -22,13 +20,7 @@ import (
 func TestKafkaCancelStopsWithinABatch(t *testing.T) {
 	w := newWorld(t)
 	const n = 400
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = benchRecord(i)
-	}
-	if err := w.client.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	w.deadLetters(t, n, nil)
 	e := w.engine(t, "replica")
 	ctx := ctxT(t)
 	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
@@ -131,31 +123,10 @@ func TestKafkaJobResumesOnAnotherReplica(t *testing.T) {
 }
 
 func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, outbox.SeedDDL)
-	pgtest.Exec(t, dsn, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+	e, o := outboxEngine(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
 		status, attempts, available_at, last_error, created_at)
 		VALUES ('e1','Order','o1','OrderCreated',1,'{}','DEAD',10,now(),'boom',now()),
 		       ('e2','Order','o2','OrderCreated',1,'{}','SENT',1,now(),NULL,now())`)
-	cfg, err := configs.Parse([]byte(fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n", dsn, dsn)),
-		func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := outbox.Open(ctxT(t), cfg.Outboxes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Close)
-	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}, Poll: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := ctxT(t)
 	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "outbox", Outbox: "orders", IDs: []int64{1, 2}, ResetAttempts: true}, replay.Filter{})
 	if err != nil {
@@ -181,35 +152,14 @@ func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
 // An outbox plan without ids takes the DEAD/FAILED events matching a filter, highest id first, up to
 // its limit; ids are read in batches, deduplicated, and a missing one is named.
 func TestOutboxPlanByFilterAndByIDs(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, outbox.SeedDDL)
 	// 1..1500: DEAD OrderCreated (every third has a timeout), 1501..1600 FAILED OrderPaid, 1601..1700 SENT.
-	pgtest.Exec(t, dsn, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+	e, _ := outboxEngine(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
 		status, attempts, available_at, last_error, created_at)
 		SELECT 'e' || g, 'Order', 'o' || (g % 7), CASE WHEN g <= 1500 THEN 'OrderCreated' ELSE 'OrderPaid' END, 1, '{}',
 			CASE WHEN g <= 1500 THEN 'DEAD' WHEN g <= 1600 THEN 'FAILED' ELSE 'SENT' END, 5, now(),
 			CASE WHEN g % 3 = 0 THEN 'java.net.SocketTimeoutException: read timed out' ELSE 'IllegalStateException: no stock' END,
 			now() - (g || ' seconds')::interval
 		FROM generate_series(1, 1700) g`)
-	cfg, err := configs.Parse([]byte(fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n", dsn, dsn)),
-		func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := outbox.Open(ctxT(t), cfg.Outboxes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Close)
-	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := ctxT(t)
 	plan := func(src replay.Source, f replay.Filter) (replay.Plan, error) {
 		src.Kind, src.Outbox = "outbox", "orders"
