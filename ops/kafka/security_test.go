@@ -1,18 +1,8 @@
 package kafka
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,13 +12,14 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/tlstest"
 )
 
 // A cluster that needs TLS and SCRAM: the console connects with tls.ca_file and sasl, reads a
 // topic's partitions and records; a wrong password or an untrusted certificate is an
 // ops.ErrUnavailable, not a hang.
 func TestTLSAndSASL(t *testing.T) {
-	caFile, serverTLS := selfSignedTLS(t)
+	caFile, serverTLS, roots := tlstest.SelfSigned(t)
 	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.TLS(serverTLS), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "console", "s3cret"), kfake.SeedTopics(2, "orders.DLT"))
 	if err != nil {
@@ -38,7 +29,7 @@ func TestTLSAndSASL(t *testing.T) {
 	addrs := broker.ListenAddrs()
 
 	// Write a dead letter with a client that authenticates the same way.
-	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTLSConfig(&tls.Config{RootCAs: serverTLS.ClientCAs, MinVersion: tls.VersionTLS12}),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTLSConfig(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}),
 		kgo.SASL(scram.Auth{User: "console", Pass: "s3cret"}.AsSha256Mechanism()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -85,34 +76,4 @@ func TestTLSAndSASL(t *testing.T) {
 			t.Errorf("%s: %v after %s, want ErrUnavailable promptly", name, err, time.Since(start))
 		}
 	}
-}
-
-// selfSignedTLS makes a certificate for 127.0.0.1, writes it as the CA file a console would be given,
-// and returns the server's TLS config (ClientCAs holds the certificate, for test clients to trust).
-func selfSignedTLS(t *testing.T) (caFile string, server *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile = filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return caFile, &tls.Config{MinVersion: tls.VersionTLS12, ClientCAs: pool,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}}
 }
