@@ -235,7 +235,11 @@ func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew fu
 				continue
 			}
 			l := locator(b.Messages[i])
-			it := inflight[l]
+			it, ok := inflight[l]
+			if !ok { // decide registers every message it publishes; anything else is a bug, not a seq 0
+				mu.Unlock()
+				return fmt.Errorf("replay %s: settling %s, which this run did not move", job.ID, l)
+			}
 			o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 			if errs[i] != nil {
 				o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"

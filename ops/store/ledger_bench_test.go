@@ -19,7 +19,11 @@ func BenchmarkLedger(b *testing.B) {
 	}
 	defer st.Close()
 	const n = 5000
-	if err := st.SavePlan(ctx, store.ReplayPlan{ID: "p", Actor: "b", Source: []byte(`{}`), Total: 1}, nil); err != nil {
+	w, err := st.BeginPlan(ctx, "p")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Commit(ctx, store.ReplayPlan{ID: "p", Actor: "b", Source: []byte(`{}`), Total: 1}); err != nil {
 		b.Fatal(err)
 	}
 	batch := 0

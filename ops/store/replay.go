@@ -101,19 +101,6 @@ func (w *PlanWriter) Commit(ctx context.Context, p ReplayPlan) error {
 // Rollback abandons the plan; after Commit it does nothing.
 func (w *PlanWriter) Rollback(ctx context.Context) { _ = w.tx.Rollback(context.WithoutCancel(ctx)) }
 
-// SavePlan stores a plan and all its items in one transaction.
-func (s *Store) SavePlan(ctx context.Context, p ReplayPlan, items []ReplayPlanItem) error {
-	w, err := s.BeginPlan(ctx, p.ID)
-	if err != nil {
-		return err
-	}
-	defer w.Rollback(ctx)
-	if err := w.Add(ctx, items); err != nil {
-		return err
-	}
-	return w.Commit(ctx, p)
-}
-
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.
 func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 	var p ReplayPlan
