@@ -1,0 +1,148 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
+)
+
+func TestLock(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const key = "rabbitmq-browse:test/v/orders.dlq"
+
+	lockWithin := func(t *testing.T, key string, d time.Duration) (func(), error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return st.Lock(ctx, key)
+	}
+
+	t.Run("HeldElsewhereTimesOut", func(t *testing.T) {
+		unlock, err := lockWithin(t, key, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		start := time.Now()
+		_, err = lockWithin(t, key, 300*time.Millisecond)
+		waited := time.Since(start)
+		if !errors.Is(err, ops.ErrConflict) {
+			t.Fatalf("second lock: %v, want ops.ErrConflict", err)
+		}
+		if waited < 200*time.Millisecond || waited > 2*time.Second {
+			t.Errorf("second lock gave up after %v, want about 300ms", waited)
+		}
+		// Another key is independent.
+		other, err := lockWithin(t, key+"-other", time.Second)
+		if err != nil {
+			t.Fatalf("other key: %v", err)
+		}
+		other()
+	})
+
+	t.Run("HandedOverOnUnlock", func(t *testing.T) {
+		unlock, err := lockWithin(t, key, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			u, err := lockWithin(t, key, 5*time.Second)
+			if err == nil {
+				u()
+			}
+			got <- err
+		}()
+		time.Sleep(200 * time.Millisecond)
+		unlock()
+		unlock() // idempotent
+		if err := <-got; err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("waiter took %v after the holder unlocked at 200ms", d)
+		}
+	})
+
+	t.Run("NeedsNoPooledConnection", func(t *testing.T) {
+		// Every pooled connection is taken, as when plans hold their transactions: the lock must
+		// still be granted, and must not wait for the pool.
+		pool := st.Pool()
+		var held []*pgxpool.Conn
+		for range pool.Config().MaxConns {
+			c, err := pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		defer func() {
+			for _, c := range held {
+				c.Release()
+			}
+		}()
+		unlock, err := lockWithin(t, key, 2*time.Second)
+		if err != nil {
+			t.Fatalf("lock with the pool exhausted: %v", err)
+		}
+		unlock()
+	})
+
+	t.Run("HolderConnectionDies", func(t *testing.T) {
+		unlock, err := lockWithin(t, key, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock() // its connection is gone: must not hang or panic
+		if _, err := st.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
+			t.Fatal(err)
+		}
+		u, err := lockWithin(t, key, 3*time.Second)
+		if err != nil {
+			t.Fatalf("lock after the holder's session ended: %v", err)
+		}
+		u()
+	})
+
+	t.Run("Cancelled", func(t *testing.T) {
+		unlock, err := lockWithin(t, key, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unlock()
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(100*time.Millisecond, cancel)
+		_, err = st.Lock(cctx, key)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ops.ErrConflict) {
+			t.Fatalf("cancelled wait: %v, want context.Canceled only", err)
+		}
+	})
+
+	t.Run("Unavailable", func(t *testing.T) {
+		// A database that refuses connections (here: one that does not exist).
+		bad, err := store.Open(ctx, pgtest.NewDatabase(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bad.Close()
+		pgtest.Exec(t, pgtest.AdminDSN(t), `DROP DATABASE `+bad.Pool().Config().ConnConfig.Database+` WITH (FORCE)`)
+		_, err = bad.Lock(ctx, key)
+		if !errors.Is(err, ops.ErrUnavailable) || errors.Is(err, ops.ErrConflict) {
+			t.Fatalf("lock on a dropped database: %v, want ops.ErrUnavailable", err)
+		}
+	})
+}
