@@ -64,6 +64,8 @@ type Broker struct {
 	// noEffectivePolicy drops effective_policy_definition from the queue columns, as an older
 	// management plugin would; tests use it to exercise the policy fallback.
 	noEffectivePolicy bool
+	// browsing serializes browses of a queue (see browse.go); its zero value is ready to use.
+	browsing browseGuard
 
 	mu    sync.Mutex
 	conns map[string]*amqp.Connection // by vhost

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -78,6 +80,17 @@ type BrowseResult struct {
 	// lags by up to a statistics interval (AMQP reports 0 for streams).
 	Ready     int64
 	Consumers int64
+	// Unacked is how many messages others (consumers, or channels that got them with basic.get)
+	// held unacknowledged when the browse started: they are not shown, nor counted in Positions.
+	// It comes from the management API's statistics, which lag by a sampling interval; a sample
+	// taken while an earlier browse held the messages does not count, since only what is missing
+	// from the live ready count can be held by someone.
+	Unacked int64
+	// Complete is false when the list may miss messages of the queue's head: other consumers are
+	// attached, messages are held unacknowledged (Unacked), fewer messages arrived than were ready,
+	// or browses from other console replicas could not be excluded. Notes say which. A replay plan
+	// must not freeze an incomplete read.
+	Complete bool
 	// Redelivered is true when the browse requeued what it read (classic and quorum queues): those
 	// messages now carry redelivered=true for their next consumer, and on a quorum queue their
 	// delivery count went up by one. Stream reads are not requeued and change nothing.
@@ -97,13 +110,19 @@ type BrowseResult struct {
 // a quorum queue with a delivery limit (argument or policy) is therefore refused with
 // ops.ErrConflict, since browsing it could dead-letter or drop the messages looked at; so is a
 // single-active-consumer queue that already has a consumer, where the browser would only wait.
-// Messages other consumers hold unacknowledged are not visible; a Note says so.
+// Messages other consumers hold unacknowledged are not visible; Complete is false and a Note says
+// so, with their count.
 //
-// Stream queues are read non-destructively from the first offset.
+// Since a browse hides what it holds from any other reader, browses (and Peeks) of one classic or
+// quorum queue take turns: in this process, and across replicas with SetQueueLock. A browse waits
+// up to a bound (10 s) for its turn and then fails with ops.ErrUnavailable, saying the queue is
+// being read by another browse or replay plan.
+//
+// Stream queues are read non-destructively from the first offset, without taking turns.
 //
 // Errors: limit out of range or empty names → ops.ErrInvalid; a vhost that is not watched, or an
 // unknown vhost or queue → ops.ErrNotFound; an exclusive queue of another connection →
-// ops.ErrConflict; broker unreachable → ops.ErrUnavailable.
+// ops.ErrConflict; broker unreachable, or the queue busy past the bound → ops.ErrUnavailable.
 func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
 	msgs := []Message{}
 	res, err := b.browse(ctx, vhost, queue, limit, MaxBrowse, func(d amqp.Delivery, pos int) {
@@ -122,7 +141,9 @@ const MaxPeek = 100_000
 // Peek is Browse with a limit up to MaxPeek, for freezing a replay plan's message set: it hands
 // each message to each as it arrives (the caller works while the rest is read), and the result
 // holds no messages. The messages are for moving, not showing: whole bodies, headers not
-// rendered (Headers is nil). They all go back to the queue before Peek returns.
+// rendered (Headers is nil). They all go back to the queue before Peek returns. Peek takes the
+// queue's turn as Browse does, for as long as each takes; a result that is not Complete is a
+// selection that may miss messages of the head.
 func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int, each func(Message)) (BrowseResult, error) {
 	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) { each(b.toFullMessage(d, pos)) })
 }
@@ -141,18 +162,24 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	case !b.watched(vhost):
 		return BrowseResult{}, b.fail(op, fmt.Errorf("vhost %q is not watched: %w", vhost, ops.ErrNotFound))
 	}
-	ctx, cancel := b.bound(ctx)
-	defer cancel()
-
-	q, err := b.queueInfo(ctx, vhost, queue)
+	q, err := b.browseInfo(ctx, vhost, queue)
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
-	if q.Type == TypeQuorum {
-		if err := b.refuseDeliveryLimit(ctx, q); err != nil {
+	var notes []string
+	if q.Type != TypeStream {
+		// Take the queue's turn before the broker timeout starts: waiting is bounded on its own.
+		release, note, err := b.browsing.acquire(ctx, b.name, vhost, queue)
+		if err != nil {
 			return BrowseResult{}, b.fail(op, err)
 		}
+		defer release()
+		if note != "" {
+			notes = append(notes, note)
+		}
 	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
 
 	ch, err := b.channel(ctx, vhost)
 	if err != nil {
@@ -165,7 +192,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		return BrowseResult{}, b.fail(op, err)
 	}
 	res := BrowseResult{Vhost: vhost, Queue: queue, Type: q.Type, Messages: []Message{},
-		Ready: int64(state.Messages), Consumers: int64(state.Consumers)}
+		Ready: int64(state.Messages), Consumers: int64(state.Consumers), Complete: true}
 
 	if q.Type == TypeStream {
 		// A stream's queue.declare-ok always counts 0 messages; the management count lags a little.
@@ -180,9 +207,30 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		return BrowseResult{}, b.fail(op, fmt.Errorf("%w: queue %q has single active consumer enabled and a consumer attached: "+
 			"a browser would be a standby consumer and receive nothing", ops.ErrConflict, queue))
 	}
+	if len(notes) > 0 {
+		res.Complete = false
+		res.Notes = append(res.Notes, notes...)
+	}
 	if state.Consumers > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d other consumer(s) are attached: messages they hold unacknowledged "+
 			"are not visible here, and they may be delivered messages while this browse holds others.", state.Consumers))
+	}
+	res.Unacked = heldByOthers(q, res.Ready)
+	switch {
+	case res.Unacked > 0 && state.Consumers > 0:
+		res.Complete = false
+		res.Notes = append(res.Notes, fmt.Sprintf("%d %s held unacknowledged by %d %s and %s not shown; the list may be partial.",
+			res.Unacked, plural(res.Unacked, "message is", "messages are"), state.Consumers, plural(int64(state.Consumers), "consumer", "consumers"),
+			plural(res.Unacked, "is", "are")))
+	case res.Unacked > 0:
+		res.Complete = false
+		res.Notes = append(res.Notes, fmt.Sprintf("%d %s held unacknowledged by a channel that has no consumer on the queue "+
+			"(basic.get without ack, or a consumer that just left: the management statistics lag by a few seconds) and %s not shown; "+
+			"the list may be partial.", res.Unacked, plural(res.Unacked, "message is", "messages are"), plural(res.Unacked, "is", "are")))
+	case state.Consumers > 0:
+		res.Complete = false
+		res.Notes = append(res.Notes, "The management API reported no unacknowledged messages when the browse started, "+
+			"but the attached consumers can take and hold messages at any moment; the list may be partial.")
 	}
 	if q.Type == TypeQuorum {
 		res.Notes = append(res.Notes, "Quorum queue: browsing counts one delivery for each message read "+
@@ -196,6 +244,11 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	read, err := b.browseQueue(ctx, ch, queue, want, sink)
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
+	}
+	if read < want {
+		res.Complete = false
+		res.Notes = append(res.Notes, fmt.Sprintf("Only %d of the %d messages that were ready when the browse started arrived: "+
+			"another consumer took them or holds them, or they expired; the list may be partial.", read, want))
 	}
 	if q.Type == TypeQuorum && read > 0 && !b.awaitReturned(ctx, vhost, queue, state.Consumers) {
 		res.Notes = append(res.Notes, "The quorum queue had not yet processed the return of the browsed messages when "+
@@ -211,6 +264,38 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 			"held others can push the queue over it when they are returned, dropping or dead-lettering from the head.", *q.MaxLength))
 	}
 	return res, nil
+}
+
+// browseInfo reads the queue's settings and statistics and refuses a quorum queue with a delivery
+// limit, within the broker's timeout.
+func (b *Broker) browseInfo(ctx context.Context, vhost, queue string) (Queue, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	q, err := b.queueInfo(ctx, vhost, queue)
+	if err != nil {
+		return Queue{}, err
+	}
+	if q.Type == TypeQuorum {
+		if err := b.refuseDeliveryLimit(ctx, q); err != nil {
+			return Queue{}, err
+		}
+	}
+	return q, nil
+}
+
+// heldByOthers estimates how many of queue q's messages others hold unacknowledged now, ready
+// being the live ready count. The management API's unacked count can be a sample taken while an
+// earlier browse held the messages (browses take turns, so that one has returned them by now):
+// only messages the sample counted that are missing from the live ready count can still be held.
+func heldByOthers(q Queue, ready int64) int64 {
+	return max(0, min(q.Unacked, q.Total-ready))
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // refuseDeliveryLimit returns an ops.ErrConflict when quorum queue q has a delivery limit, from its
@@ -432,4 +517,109 @@ func messageID(prop string, headers amqp.Table, body []byte, ids configs.Message
 		}
 	}
 	return ops.MessageIDFromJSON(body, ids.JSONPaths)
+}
+
+// QueueLocker serializes work on a queue across replicas of the console; *store.Store implements
+// it with a PostgreSQL advisory lock.
+type QueueLocker interface {
+	// Lock blocks until it holds the lock named key, or ctx ends, and returns the function that
+	// releases it. Errors: the lock still held elsewhere when ctx's deadline passes →
+	// ops.ErrConflict; the lock service unreachable → ops.ErrUnavailable; ctx cancelled → ctx's error.
+	Lock(ctx context.Context, key string) (unlock func(), err error)
+}
+
+// DefaultBrowseWait bounds how long a browse waits for its turn on a queue (other browses and
+// replay plans of the same queue, in this process and in other replicas) before it gives up.
+const DefaultBrowseWait = 10 * time.Second
+
+// SetQueueLock makes browses and Peeks of a queue take turns with those of other replicas, through
+// l (nil: only within this process). Call it before the Broker is used.
+func (b *Broker) SetQueueLock(l QueueLocker) {
+	b.browsing.mu.Lock()
+	b.browsing.locker = l
+	b.browsing.mu.Unlock()
+}
+
+// browseGuard gives one browse at a time its turn on a queue. The in-process turn comes first, so
+// that however many browses of a queue wait here, at most one of them waits for (and holds) the
+// cross-replica lock, and its database connection.
+type browseGuard struct {
+	mu     sync.Mutex
+	turns  map[QueueRef]*queueTurn
+	locker QueueLocker
+	wait   time.Duration // 0: DefaultBrowseWait; tests shorten it
+}
+
+// queueTurn is a one-slot semaphore with the number of browses holding or waiting for it, so the
+// map forgets queues nobody browses.
+type queueTurn struct {
+	slot chan struct{}
+	refs int
+}
+
+// acquire waits for vhost/queue's turn in this process, then for the cross-replica lock, within
+// the bound. It returns the release function, and a note when the cross-replica lock could not be
+// taken because its database is unreachable: the browse then goes ahead (the page stays useful
+// while the database is down) but cannot promise that no other replica reads the queue meanwhile.
+func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) (release func(), note string, err error) {
+	g.mu.Lock()
+	wait, locker := g.wait, g.locker
+	if wait <= 0 {
+		wait = DefaultBrowseWait
+	}
+	if g.turns == nil {
+		g.turns = map[QueueRef]*queueTurn{}
+	}
+	ref := QueueRef{Vhost: vhost, Name: queue}
+	t := g.turns[ref]
+	if t == nil {
+		t = &queueTurn{slot: make(chan struct{}, 1)}
+		g.turns[ref] = t
+	}
+	t.refs++
+	g.mu.Unlock()
+	done := func() {
+		g.mu.Lock()
+		if t.refs--; t.refs == 0 {
+			delete(g.turns, ref)
+		}
+		g.mu.Unlock()
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	busy := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: another browse or replay plan of queue %q is reading it (waited %s); try again",
+			ops.ErrUnavailable, queue, wait)
+	}
+	select {
+	case t.slot <- struct{}{}:
+	case <-wctx.Done():
+		done()
+		return nil, "", busy()
+	}
+	unlockLocal := func() {
+		<-t.slot
+		done()
+	}
+	if locker == nil {
+		return unlockLocal, "", nil
+	}
+	unlock, err := locker.Lock(wctx, "rabbitmq-browse:"+broker+"/"+vhost+"/"+queue)
+	switch {
+	case err == nil:
+		return func() { unlock(); unlockLocal() }, "", nil
+	case ctx.Err() != nil:
+		unlockLocal()
+		return nil, "", ctx.Err()
+	case errors.Is(err, ops.ErrConflict) || wctx.Err() != nil:
+		unlockLocal()
+		return nil, "", busy()
+	default:
+		return unlockLocal, "Browses from other console replicas could not be excluded (the console's database " +
+			"did not answer): if one read this queue at the same moment, this list misses what it held; the list may be partial.", nil
+	}
 }
