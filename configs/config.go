@@ -47,7 +47,79 @@ type Log struct {
 
 // Store is the console's own PostgreSQL schema (audit, replay ledger, history). Required.
 type Store struct {
-	DSN Secret `yaml:"dsn"`
+	DSN  Secret           `yaml:"dsn"`
+	Pool `yaml:",inline"` // max_conns (default DefaultStoreMaxConns), acquire_timeout
+}
+
+// Pool bounds one PostgreSQL connection pool: how many connections the console opens to that
+// database, and how long a call waits for one of them when all are in use before it answers 503
+// with what was busy. A nil field is unset; Load sets it to its default (Size and Wait give the
+// default for a Config built in code).
+type Pool struct {
+	MaxConns       *int      `yaml:"max_conns"`
+	AcquireTimeout *Duration `yaml:"acquire_timeout"`
+}
+
+// Pool defaults. They follow the console's own concurrency; none of its code paths waits for a
+// second connection of a pool while holding one, so a pool this size is never exhausted by the
+// console alone, only by load, and then a call waits at most DefaultAcquireTimeout.
+const (
+	// DefaultStoreMaxConns: the store serves every web request that reads or writes the ledger,
+	// audit, sessions or history (the overview's panels read in parallel), the sampler's writes and
+	// retention, the replay worker's 4-stage pipeline (claim, inbox re-check, publish, settle can
+	// each hold one at a time) and replay plans (one transaction each). 4 for the worker, 2 for the
+	// sampler and about 10 for requests and plans in flight: 16. PostgreSQL's default
+	// max_connections is 100, which leaves room for several replicas.
+	DefaultStoreMaxConns = 16
+	// DefaultOutboxMaxConns: an outbox lives in a service's production database, where the console
+	// is a guest; its overview counts run side by side on up to 4 connections (their results are
+	// shared by every open tab), and browse, plan and replay reads are one query each.
+	DefaultOutboxMaxConns = 4
+	// DefaultInboxMaxConns: an inbox is also a service's database; a look-up is one batched
+	// query per 1,000 ids, made by a plan or the replay worker's inbox stage, one at a time each.
+	DefaultInboxMaxConns = 4
+	// DefaultAcquireTimeout: long enough to ride out a burst (queries take milliseconds), well
+	// under the default request_timeout (15s), so a full pool answers with what was busy instead
+	// of a timeout.
+	DefaultAcquireTimeout = 5 * time.Second
+)
+
+// Size is max_conns, or def when it is unset.
+func (p Pool) Size(def int) int {
+	if p.MaxConns == nil {
+		return def
+	}
+	return *p.MaxConns
+}
+
+// Wait is acquire_timeout, or DefaultAcquireTimeout when it is unset.
+func (p Pool) Wait() time.Duration {
+	if p.AcquireTimeout == nil {
+		return DefaultAcquireTimeout
+	}
+	return p.AcquireTimeout.D()
+}
+
+func (p *Pool) applyDefaults(size int) {
+	if p.MaxConns == nil {
+		p.MaxConns = &size
+	}
+	if p.AcquireTimeout == nil {
+		d := Duration(DefaultAcquireTimeout)
+		p.AcquireTimeout = &d
+	}
+}
+
+// maxPoolConns is a sanity bound: more connections than this to one database is a typo.
+const maxPoolConns = 1000
+
+func (p Pool) validate(prefix string, bad func(key, format string, args ...any)) {
+	if p.MaxConns != nil && (*p.MaxConns < 1 || *p.MaxConns > maxPoolConns) {
+		bad(prefix+"max_conns", "must be 1..%d, got %d", maxPoolConns, *p.MaxConns)
+	}
+	if p.AcquireTimeout != nil && *p.AcquireTimeout <= 0 {
+		bad(prefix+"acquire_timeout", "must be positive, e.g. 5s")
+	}
 }
 
 // Sampler is the background collector of lag and queue history.
@@ -64,7 +136,8 @@ type Outbox struct {
 	Columns     OutboxColumns `yaml:"columns"`      // default: the seed's column names
 	MaxAttempts int           `yaml:"max_attempts"` // the relay's limit, shown for context; default 10
 	// StaleReadyAfter marks a READY backlog as a problem when its oldest due row is older; default 5m.
-	StaleReadyAfter Duration `yaml:"stale_ready_after"`
+	StaleReadyAfter Duration         `yaml:"stale_ready_after"`
+	Pool            `yaml:",inline"` // max_conns (default DefaultOutboxMaxConns), acquire_timeout
 }
 
 // OutboxColumns maps the outbox's logical columns to the table's real names. Empty = default.
@@ -144,9 +217,10 @@ type Consumer struct {
 
 // Inbox is a consumer's inbox_message table.
 type Inbox struct {
-	DSN     Secret       `yaml:"dsn"`   // required
-	Table   string       `yaml:"table"` // default inbox_message
-	Columns InboxColumns `yaml:"columns"`
+	DSN     Secret           `yaml:"dsn"`   // required
+	Table   string           `yaml:"table"` // default inbox_message
+	Columns InboxColumns     `yaml:"columns"`
+	Pool    `yaml:",inline"` // max_conns (default DefaultInboxMaxConns), acquire_timeout
 }
 
 // InboxColumns maps the inbox's logical columns to real names. Empty = the seed's names.
@@ -295,6 +369,7 @@ func (c *Config) applyDefaults() {
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
+	c.Store.applyDefaults(DefaultStoreMaxConns)
 	if c.Sampler.Interval == 0 {
 		c.Sampler.Interval = Duration(15 * time.Second)
 	}
@@ -313,6 +388,7 @@ func (c *Config) applyDefaults() {
 			o.StaleReadyAfter = Duration(5 * time.Minute)
 		}
 		o.Columns = o.Columns.withDefaults()
+		o.Pool.applyDefaults(DefaultOutboxMaxConns)
 	}
 	for i := range c.Kafka {
 		k := &c.Kafka[i]
@@ -355,6 +431,7 @@ func (c *Config) applyDefaults() {
 				in.Table = "inbox_message"
 			}
 			in.Columns = in.Columns.withDefaults()
+			in.Pool.applyDefaults(DefaultInboxMaxConns)
 		}
 	}
 	if len(c.MessageID.Headers) == 0 && len(c.MessageID.JSONPaths) == 0 {
@@ -453,6 +530,7 @@ func (c *Config) Validate() error {
 	} else if err := checkPostgresDSN(string(c.Store.DSN)); err != nil {
 		bad("store.dsn", "%v", err)
 	}
+	c.Store.Pool.validate("store.", bad)
 	if c.RequestTimeout < 0 {
 		bad("request_timeout", "must be positive")
 	}
@@ -494,6 +572,7 @@ func (c *Config) Validate() error {
 		if o.MaxAttempts < 0 {
 			bad(p+".max_attempts", "must be positive")
 		}
+		o.Pool.validate(p+".", bad)
 	}
 	for i, k := range c.Kafka {
 		p := fmt.Sprintf("kafka[%d]", i)
@@ -546,6 +625,7 @@ func (c *Config) Validate() error {
 			if !validTable(cs.Inbox.Table) {
 				bad(p+".inbox.table", "%q must be an identifier like inbox_message", cs.Inbox.Table)
 			}
+			cs.Inbox.Pool.validate(p+".inbox.", bad)
 		}
 		if cs.Kafka != nil && !names["kafka"][cs.Kafka.Cluster] {
 			bad(p+".kafka.cluster", "%q is not a configured kafka cluster", cs.Kafka.Cluster)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgpool"
 )
 
 // Verdict is what a consumer's inbox says about one message.
@@ -34,7 +35,7 @@ const (
 // Inbox is one consumer's inbox table.
 type Inbox struct {
 	consumer string
-	pool     *pgxpool.Pool
+	pool     *pgpool.Pool
 	lookup   string
 }
 
@@ -45,8 +46,9 @@ func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*Inbox, erro
 		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
-	pcfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: fmt.Sprintf("the inbox of consumer %q", consumer),
+		Key:      fmt.Sprintf("inbox.max_conns of consumer %q (consumers[].inbox.max_conns)", consumer),
+		MaxConns: cfg.Size(configs.DefaultInboxMaxConns), AcquireTimeout: cfg.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
 	}
@@ -104,6 +106,9 @@ func (i *Inbox) Verdicts(ctx context.Context, ids []string) (map[string]Verdict,
 }
 
 func (i *Inbox) wrap(err error) error {
+	if busy := (*pgpool.BusyError)(nil); errors.As(err, &busy) {
+		return fmt.Errorf("inbox look-up: %w", err) // it names the consumer and wraps ErrUnavailable
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return fmt.Errorf("inbox %s: %s (%s): %w", i.consumer, pgErr.Message, pgErr.Code, ops.ErrUnavailable)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgpool"
 )
 
 // Status is an outbox row's state as the relay writes it.
@@ -53,7 +54,7 @@ type Outbox struct {
 	name        string
 	maxAttempts int
 	staleAfter  time.Duration
-	pool        *pgxpool.Pool
+	pool        *pgpool.Pool
 	q           queries
 	statsFlight singleflight.Group
 
@@ -101,8 +102,9 @@ func Open(ctx context.Context, cfg configs.Outbox) (*Outbox, error) {
 	// The seed's columns are TIMESTAMP without zone, written by relays in UTC.
 	pcfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
-	pcfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: fmt.Sprintf("outbox %q", cfg.Name),
+		Key:      fmt.Sprintf("max_conns of outbox %q (outboxes[].max_conns)", cfg.Name),
+		MaxConns: cfg.Size(configs.DefaultOutboxMaxConns), AcquireTimeout: cfg.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w: %w", cfg.Name, ops.ErrUnavailable, err)
 	}

@@ -12,11 +12,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgpool"
 )
 
 // Schema is the PostgreSQL schema that holds every table of the console.
@@ -30,12 +33,27 @@ const migrationLockKey = 0x72656472697665
 
 // Store is the console's own database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool *pgpool.Pool
 }
 
-// Open connects to dsn and applies pending migrations. The pool reconnects on its own after a
+// Options bound the store's connection pool (store.max_conns, store.acquire_timeout).
+type Options struct {
+	// MaxConns is the pool size; zero means configs.DefaultStoreMaxConns.
+	MaxConns int
+	// AcquireTimeout is how long a call waits for a free connection before it fails with a
+	// *pgpool.BusyError (ops.ErrUnavailable); zero means configs.DefaultAcquireTimeout.
+	AcquireTimeout time.Duration
+}
+
+// Open is OpenWith with the default pool options.
+func Open(ctx context.Context, dsn string) (*Store, error) { return OpenWith(ctx, dsn, Options{}) }
+
+// OpenWith connects to dsn and applies pending migrations. The pool reconnects on its own after a
 // database restart, so a Store stays usable for the life of the process.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
+	if o.MaxConns == 0 {
+		o.MaxConns = configs.DefaultStoreMaxConns
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse dsn: %w", ops.ErrInvalid)
@@ -43,7 +61,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	cfg.ConnConfig.RuntimeParams["search_path"] = Schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgpool.New(ctx, cfg, pgpool.Options{Name: "the console's store", Key: "store.max_conns",
+		MaxConns: o.MaxConns, AcquireTimeout: o.AcquireTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
 	}
@@ -67,7 +86,7 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Pool exposes the connection pool to sibling packages' tests and the sampler.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool.Pool }
 
 func (s *Store) migrate(ctx context.Context) error {
 	files, err := fs.Glob(migrations, "migrations/*.sql")
