@@ -39,7 +39,7 @@ type app struct {
 // shows in its panels and /readyz, and recovers without a restart.
 func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app, error) {
 	a := &app{registry: prometheus.NewRegistry(), lagRules: map[string]configs.LagRules{}}
-	st, err := store.Open(ctx, string(cfg.Store.DSN))
+	st, err := store.OpenWith(ctx, string(cfg.Store.DSN), store.Options{MaxConns: cfg.Store.Size(configs.DefaultStoreMaxConns), AcquireTimeout: cfg.Store.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("console store: %w", err)
 	}
