@@ -488,12 +488,15 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 		Type        string              `json:"type"`
 		Ready       int64               `json:"ready"`
 		Consumers   int64               `json:"consumers"`
+		Unacked     int64               `json:"unacked"`  // held by others, not shown
+		Complete    bool                `json:"complete"` // false: the list may miss messages (see notes)
 		Read        int                 `json:"read"`
 		Redelivered bool                `json:"redelivered"`
 		Notes       []string            `json:"notes"`
 		Messages    []rabbitMessageJSON `json:"messages"`
 		ErrorGroups []errorGroupJSON    `json:"error_groups"`
-	}{b.Name(), res.Vhost, res.Queue, res.Type, res.Ready, res.Consumers, len(res.Messages), res.Redelivered, notes, msgs, gs})
+	}{b.Name(), res.Vhost, res.Queue, res.Type, res.Ready, res.Consumers, res.Unacked, res.Complete, len(res.Messages),
+		res.Redelivered, notes, msgs, gs})
 }
 
 // ---- pages ----
@@ -803,6 +806,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		return err
 	}
 	page.Type, page.Ready, page.Consumers, page.Redelivered, page.Notes = res.Type, res.Ready, res.Consumers, res.Redelivered, res.Notes
+	page.Unacked, page.Complete = res.Unacked, res.Complete
 	page.Read = len(res.Messages)
 	reasons := map[string]bool{}
 	for _, g := range rabbit.ErrorGroups(res.Messages) {

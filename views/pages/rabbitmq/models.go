@@ -138,7 +138,9 @@ type MessagesPage struct {
 	Type        string
 	Ready       int64
 	Consumers   int64
-	Redelivered bool // the browse requeued what it read
+	Unacked     int64 // held unacknowledged by others when the browse started: not shown
+	Complete    bool  // false: the list may miss messages others hold (Notes say why)
+	Redelivered bool  // the browse requeued what it read
 	Notes       []string
 	Read        int // messages browsed
 	Groups      []GroupRow

@@ -1857,6 +1857,12 @@ func Messages(p MessagesPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
+				if !p.Complete {
+					templ_7745c5c3_Err = components.StatCard("Held by others", components.FormatNum(p.Unacked), "unacknowledged, not shown: the list may be partial", components.ToneWarn).Render(ctx, templ_7745c5c3_Buffer)
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+				}
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 167, "</div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1869,7 +1875,7 @@ func Messages(p MessagesPage) templ.Component {
 					var templ_7745c5c3_Var91 string
 					templ_7745c5c3_Var91, templ_7745c5c3_Err = templ.JoinStringErrs(n)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 379, Col: 65}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 382, Col: 65}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var91))
 					if templ_7745c5c3_Err != nil {
@@ -1921,7 +1927,7 @@ func Messages(p MessagesPage) templ.Component {
 					var templ_7745c5c3_Var92 string
 					templ_7745c5c3_Var92, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(revealURL(p))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 395, Col: 38}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 398, Col: 38}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var92)
 					if templ_7745c5c3_Err != nil {
@@ -1988,7 +1994,7 @@ func groups(p MessagesPage) templ.Component {
 				var templ_7745c5c3_Var94 string
 				templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(reasonLabel(g.Reason))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 416, Col: 34}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 419, Col: 34}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 				if templ_7745c5c3_Err != nil {
@@ -2001,7 +2007,7 @@ func groups(p MessagesPage) templ.Component {
 				var templ_7745c5c3_Var95 string
 				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(orDash(g.ExceptionMessage))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 417, Col: 97}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 420, Col: 97}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 				if templ_7745c5c3_Err != nil {
@@ -2014,7 +2020,7 @@ func groups(p MessagesPage) templ.Component {
 				var templ_7745c5c3_Var96 string
 				templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(g.Count))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 418, Col: 38}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 421, Col: 38}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var96))
 				if templ_7745c5c3_Err != nil {
@@ -2043,7 +2049,7 @@ func groups(p MessagesPage) templ.Component {
 				var templ_7745c5c3_Var97 string
 				templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(g.OriginalQueues)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 421, Col: 48}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 424, Col: 48}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 				if templ_7745c5c3_Err != nil {
@@ -2056,7 +2062,7 @@ func groups(p MessagesPage) templ.Component {
 				var templ_7745c5c3_Var98 string
 				templ_7745c5c3_Var98, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.URL(filterURL(p.Broker, p.Vhost, p.Queue, p.Limit, g.Reason, g.ExceptionMessage))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 422, Col: 127}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 425, Col: 127}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var98)
 				if templ_7745c5c3_Err != nil {
@@ -2122,7 +2128,7 @@ func planForm(p MessagesPage) templ.Component {
 			var templ_7745c5c3_Var100 string
 			templ_7745c5c3_Var100, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Broker).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 441, Col: 56}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 444, Col: 56}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var100)
 			if templ_7745c5c3_Err != nil {
@@ -2135,7 +2141,7 @@ func planForm(p MessagesPage) templ.Component {
 			var templ_7745c5c3_Var101 string
 			templ_7745c5c3_Var101, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Vhost).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 442, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 445, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var101)
 			if templ_7745c5c3_Err != nil {
@@ -2148,7 +2154,7 @@ func planForm(p MessagesPage) templ.Component {
 			var templ_7745c5c3_Var102 string
 			templ_7745c5c3_Var102, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Queue).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 443, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 446, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var102)
 			if templ_7745c5c3_Err != nil {
@@ -2161,7 +2167,7 @@ func planForm(p MessagesPage) templ.Component {
 			var templ_7745c5c3_Var103 string
 			templ_7745c5c3_Var103, templ_7745c5c3_Err = templruntime.NewAttributeExpression(itoa(p.Limit)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 444, Col: 136}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 447, Col: 136}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var103)
 			if templ_7745c5c3_Err != nil {
@@ -2174,7 +2180,7 @@ func planForm(p MessagesPage) templ.Component {
 			var templ_7745c5c3_Var104 string
 			templ_7745c5c3_Var104, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Reason).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 445, Col: 114}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 448, Col: 114}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var104)
 			if templ_7745c5c3_Err != nil {
@@ -2187,7 +2193,7 @@ func planForm(p MessagesPage) templ.Component {
 			var templ_7745c5c3_Var105 string
 			templ_7745c5c3_Var105, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Exception).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 446, Col: 145}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 449, Col: 145}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var105)
 			if templ_7745c5c3_Err != nil {
@@ -2230,7 +2236,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var107 string
 		templ_7745c5c3_Var107, templ_7745c5c3_Err = templruntime.NewAttributeExpression("msg-" + itoa(m.Position)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 457, Col: 54}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 460, Col: 54}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var107)
 		if templ_7745c5c3_Err != nil {
@@ -2243,7 +2249,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var108 string
 		templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(m.Position))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 459, Col: 39}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 462, Col: 39}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var108))
 		if templ_7745c5c3_Err != nil {
@@ -2261,7 +2267,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var109 string
 			templ_7745c5c3_Var109, templ_7745c5c3_Err = templ.JoinStringErrs(m.Offset)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 462, Col: 22}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 465, Col: 22}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var109))
 			if templ_7745c5c3_Err != nil {
@@ -2275,7 +2281,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var110 string
 		templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinStringErrs(components.FormatNum(int64(m.Size)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 464, Col: 41}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 467, Col: 41}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var110))
 		if templ_7745c5c3_Err != nil {
@@ -2288,7 +2294,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var111 string
 		templ_7745c5c3_Var111, templ_7745c5c3_Err = templ.JoinStringErrs(m.BodyEncoding)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 464, Col: 74}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 467, Col: 74}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var111))
 		if templ_7745c5c3_Err != nil {
@@ -2337,7 +2343,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var112 string
 				templ_7745c5c3_Var112, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Broker).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 476, Col: 58}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 479, Col: 58}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var112)
 				if templ_7745c5c3_Err != nil {
@@ -2350,7 +2356,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var113 string
 				templ_7745c5c3_Var113, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Vhost).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 477, Col: 56}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 480, Col: 56}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var113)
 				if templ_7745c5c3_Err != nil {
@@ -2363,7 +2369,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var114 string
 				templ_7745c5c3_Var114, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p.Queue).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 478, Col: 56}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 481, Col: 56}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var114)
 				if templ_7745c5c3_Err != nil {
@@ -2376,7 +2382,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var115 string
 				templ_7745c5c3_Var115, templ_7745c5c3_Err = templruntime.NewAttributeExpression(itoa(p.Limit)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 479, Col: 62}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 482, Col: 62}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var115)
 				if templ_7745c5c3_Err != nil {
@@ -2389,7 +2395,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var116 string
 				templ_7745c5c3_Var116, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.MessageID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 480, Col: 66}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 483, Col: 66}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var116)
 				if templ_7745c5c3_Err != nil {
@@ -2418,7 +2424,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var117 string
 			templ_7745c5c3_Var117, templ_7745c5c3_Err = templ.JoinStringErrs(m.DeadLetter.Reason)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 492, Col: 69}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 495, Col: 69}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var117))
 			if templ_7745c5c3_Err != nil {
@@ -2431,7 +2437,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var118 string
 			templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(i64(m.DeadLetter.Count))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 492, Col: 100}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 495, Col: 100}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var118))
 			if templ_7745c5c3_Err != nil {
@@ -2444,7 +2450,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var119 string
 			templ_7745c5c3_Var119, templ_7745c5c3_Err = templ.JoinStringErrs(m.DeadLetter.LastQueue)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 492, Col: 149}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 495, Col: 149}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var119))
 			if templ_7745c5c3_Err != nil {
@@ -2462,7 +2468,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var120 string
 				templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinStringErrs(m.DeadLetter.FirstReason)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 494, Col: 57}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 497, Col: 57}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var120))
 				if templ_7745c5c3_Err != nil {
@@ -2481,7 +2487,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var121 string
 				templ_7745c5c3_Var121, templ_7745c5c3_Err = templ.JoinStringErrs(m.DeadLetter.ExceptionMessage)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 497, Col: 108}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 500, Col: 108}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var121))
 				if templ_7745c5c3_Err != nil {
@@ -2499,7 +2505,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var122 string
 			templ_7745c5c3_Var122, templ_7745c5c3_Err = templ.JoinStringErrs(orDash(m.DeadLetter.OriginalQueue))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 499, Col: 113}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 502, Col: 113}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var122))
 			if templ_7745c5c3_Err != nil {
@@ -2512,7 +2518,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var123 string
 			templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(m.DeadLetter.Destination)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 500, Col: 100}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 503, Col: 100}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 			if templ_7745c5c3_Err != nil {
@@ -2538,7 +2544,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var124 string
 				templ_7745c5c3_Var124, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(m.DeadLetter.ReplayCount))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 503, Col: 59}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 506, Col: 59}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var124))
 				if templ_7745c5c3_Err != nil {
@@ -2566,7 +2572,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 					var templ_7745c5c3_Var125 string
 					templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(d.Queue)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 512, Col: 35}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 515, Col: 35}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 					if templ_7745c5c3_Err != nil {
@@ -2579,7 +2585,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 					var templ_7745c5c3_Var126 string
 					templ_7745c5c3_Var126, templ_7745c5c3_Err = templ.JoinStringErrs(d.Reason)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 513, Col: 23}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 516, Col: 23}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var126))
 					if templ_7745c5c3_Err != nil {
@@ -2592,7 +2598,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 					var templ_7745c5c3_Var127 string
 					templ_7745c5c3_Var127, templ_7745c5c3_Err = templ.JoinStringErrs(i64(d.Count))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 514, Col: 39}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 517, Col: 39}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var127))
 					if templ_7745c5c3_Err != nil {
@@ -2613,7 +2619,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 					var templ_7745c5c3_Var128 string
 					templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(d.Exchange)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 516, Col: 38}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 519, Col: 38}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 					if templ_7745c5c3_Err != nil {
@@ -2626,7 +2632,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 					var templ_7745c5c3_Var129 string
 					templ_7745c5c3_Var129, templ_7745c5c3_Err = templ.JoinStringErrs(d.RoutingKeys)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 517, Col: 41}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 520, Col: 41}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var129))
 					if templ_7745c5c3_Err != nil {
@@ -2668,7 +2674,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var130 string
 		templ_7745c5c3_Var130, templ_7745c5c3_Err = templ.JoinStringErrs(m.Exchange)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 530, Col: 54}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 533, Col: 54}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var130))
 		if templ_7745c5c3_Err != nil {
@@ -2681,7 +2687,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var131 string
 		templ_7745c5c3_Var131, templ_7745c5c3_Err = templ.JoinStringErrs(orDash(m.RoutingKey))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 530, Col: 82}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 533, Col: 82}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var131))
 		if templ_7745c5c3_Err != nil {
@@ -2699,7 +2705,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var132 string
 			templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(kv.Key)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 532, Col: 17}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 535, Col: 17}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 			if templ_7745c5c3_Err != nil {
@@ -2712,7 +2718,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var133 string
 			templ_7745c5c3_Var133, templ_7745c5c3_Err = templ.JoinStringErrs(kv.Value)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 532, Col: 65}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 535, Col: 65}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var133))
 			if templ_7745c5c3_Err != nil {
@@ -2730,7 +2736,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 		var templ_7745c5c3_Var134 string
 		templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(m.BodyEncoding)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 535, Col: 50}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 538, Col: 50}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var134))
 		if templ_7745c5c3_Err != nil {
@@ -2748,7 +2754,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var135 string
 			templ_7745c5c3_Var135, templ_7745c5c3_Err = templ.JoinStringErrs(components.FormatNum(int64(m.Size)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 537, Col: 104}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 540, Col: 104}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var135))
 			if templ_7745c5c3_Err != nil {
@@ -2785,7 +2791,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 			var templ_7745c5c3_Var136 string
 			templ_7745c5c3_Var136, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(len(m.Headers)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 545, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 548, Col: 36}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var136))
 			if templ_7745c5c3_Err != nil {
@@ -2803,7 +2809,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var137 string
 				templ_7745c5c3_Var137, templ_7745c5c3_Err = templ.JoinStringErrs(h.Key)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 549, Col: 43}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 552, Col: 43}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var137))
 				if templ_7745c5c3_Err != nil {
@@ -2816,7 +2822,7 @@ func message(p MessagesPage, m MessageView) templ.Component {
 				var templ_7745c5c3_Var138 string
 				templ_7745c5c3_Var138, templ_7745c5c3_Err = templ.JoinStringErrs(h.Value)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 549, Col: 90}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 552, Col: 90}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var138))
 				if templ_7745c5c3_Err != nil {
