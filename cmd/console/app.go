@@ -76,6 +76,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			a.Close()
 			return nil, err
 		}
+		r.SetQueueLock(st) // browses and plans of a queue take turns across replicas
 		a.rabbit = append(a.rabbit, r)
 		a.closers = append(a.closers, r.Close)
 		a.checks = append(a.checks, handlers.Check{Name: "rabbitmq/" + r.Name(), Ping: r.Ping})
