@@ -52,7 +52,9 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), err error)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	cc := s.pool.Config().ConnConfig.Copy()
+	cc.Tracer = nil // the pool's tracer accounts for pooled connections; this one is not
+	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("lock %q: %w", key, err)
