@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,7 +126,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		opts.Inboxes = append(opts.Inboxes, in)
 	}
 	if a.sampler != nil {
-		opts.GroupsOnTopic = a.groupsOnTopic
+		opts.GroupsByTopic = a.groupsByTopic
 	}
 	if a.engine, err = replay.New(opts); err != nil {
 		a.Close()
@@ -134,18 +135,17 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	return a, nil
 }
 
-// groupsOnTopic reads the lag snapshot for the consumer groups of a topic.
-func (a *app) groupsOnTopic(ctx context.Context, cluster, topic string) []string {
+// groupsByTopic reads the lag snapshot for the consumer groups of each topic.
+func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]string {
 	snap, err := a.sampler.LatestKafka(ctx, cluster)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	out := map[string][]string{}
 	for _, g := range snap.Groups {
 		for _, t := range g.Topics {
-			if t.Topic == topic {
-				out = append(out, g.Name)
-				break
+			if !slices.Contains(out[t.Topic], g.Name) {
+				out[t.Topic] = append(out[t.Topic], g.Name)
 			}
 		}
 	}

@@ -2,11 +2,14 @@ package kafka
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -63,10 +66,63 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 
 // Outgoing is one record to produce.
 type Outgoing struct {
-	Topic   string
-	Key     []byte // the original key: the default partitioner (murmur2, as Java's) puts it in the same partition
-	Value   []byte
-	Headers []Header
+	Topic string
+	// Partition is where the record goes: the partition the dead-letter headers name. Nil leaves it
+	// to the key (murmur2, as Java's default partitioner), which lands in the original partition
+	// only when the original producer partitioned by the same key the same way.
+	Partition *int32
+	Key       []byte // the original key
+	Value     []byte
+	Headers   []Header
+}
+
+// replayPartitioner honours a record's Partition when the caller set one (≥ 0 and below the
+// topic's partition count) and otherwise partitions by key like Java's default partitioner.
+func replayPartitioner() kgo.Partitioner {
+	return kgo.BasicConsistentPartitioner(func(topic string) func(*kgo.Record, int) int {
+		byKey := kgo.StickyKeyPartitioner(nil).ForTopic(topic)
+		return func(r *kgo.Record, n int) int {
+			if r.Partition >= 0 && int(r.Partition) < n {
+				return int(r.Partition)
+			}
+			if r.Key == nil {
+				return rand.IntN(n)
+			}
+			return byKey.Partition(r, n)
+		}
+	})
+}
+
+// KeyPartition is the partition Java's default partitioner (murmur2) picks for key among n
+// partitions; -1 for a nil key (any partition) or no partitions.
+func KeyPartition(topic string, key []byte, n int) int32 {
+	if key == nil || n < 1 {
+		return -1
+	}
+	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: key}, n))
+}
+
+// TopicID is the topic's ID as the broker reports it ("" when it does not support IDs): a topic
+// deleted and created again under the same name is a new topic with new records at old offsets.
+// Unknown topic → ops.ErrNotFound.
+func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	details, err := c.adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = details.Error()
+	}
+	if err != nil {
+		return "", c.fail("topic id of "+topic, err)
+	}
+	d, ok := details[topic]
+	if !ok {
+		return "", c.fail("topic id of "+topic, fmt.Errorf("topic %q: %w", topic, ops.ErrNotFound))
+	}
+	if d.ID == (kadm.TopicID{}) {
+		return "", nil
+	}
+	return hex.EncodeToString(d.ID[:]), nil
 }
 
 // producer is the cluster's idempotent producer, made on first use.
@@ -74,7 +130,7 @@ func (c *Cluster) producer() (*kgo.Client, error) {
 	c.prodOnce.Do(func() {
 		opts := append([]kgo.Opt{}, c.base...)
 		// Idempotence is kgo's default, and requires acks=all: a retried batch is written once.
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0),
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(replayPartitioner()),
 			kgo.RecordDeliveryTimeout(2*c.timeout))
 		c.prod, c.prodErr = kgo.NewClient(opts...)
 	})
@@ -96,7 +152,10 @@ func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error
 	var wg sync.WaitGroup
 	wg.Add(len(records))
 	for i, o := range records {
-		r := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value}
+		r := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Partition: -1}
+		if o.Partition != nil {
+			r.Partition = *o.Partition
+		}
 		for _, h := range o.Headers {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}

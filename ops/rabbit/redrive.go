@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -16,298 +15,298 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// Move says what Redrive does with one message it took from a queue.
-type Move struct {
-	Kind MoveKind
-	// Publish: where to, and the headers to send instead of the message's own (nil keeps them).
-	// Redrive adds its publish id to Headers, so give each move its own table.
+// ErrUnroutable is a publish the broker returned: no queue is bound for its routing key.
+var ErrUnroutable = errors.New("unroutable: the broker returned it (no queue bound for the routing key)")
+
+// maxPrefetch is the largest prefetch AMQP can express: basic.qos carries a 16-bit count.
+const maxPrefetch = 65_535
+
+// Cursor reads a queue from its head for a replay: every message it passes stays unacknowledged,
+// so the queue keeps it, until the caller acks it (moved) or the cursor closes (everything else
+// goes back, in order). The ordering per moved message is the caller's: take → publish (mandatory,
+// confirmed) → record → Ack.
+//
+// A span of any size is read in windows: each window is a channel whose consumer has a prefetch of
+// at most 65,535 and is cancelled once it has received that many, so the next window's consumer
+// gets the messages behind it. Deliveries are handed out in queue order across windows.
+//
+// If the connection or a channel closes, Take returns an ops.ErrUnavailable: the broker requeues
+// every unacked message by itself, and the caller opens a new cursor later.
+type Cursor struct {
+	b            *Broker
+	op           string
+	vhost, queue string
+	span         int // read at most this many messages
+	pubs         []publisher
+
+	read   int  // messages handed out
+	ended  bool // span reached or queue drained
+	cur    *window
+	buf    []Delivery // delivered after a window's consumer was cancelled, not yet handed out
+	others int        // consumers other than this cursor when it opened
+
+	mu      sync.Mutex // guards windows and closed against Ack running beside Take
+	windows []*window
+	closed  bool
+}
+
+type window struct {
+	ch         *amqp.Channel
+	tag        string
+	deliveries <-chan amqp.Delivery
+	want       int // the consumer's prefetch: it is cancelled after this many deliveries
+	got        int
+	last       uint64 // highest delivery tag seen on ch
+	consuming  bool
+}
+
+// Delivery is one message a Cursor took: the whole message and its raw headers.
+type Delivery struct {
+	Message Message
+	Headers amqp.Table
+	d       amqp.Delivery
+	w       *window
+}
+
+// Republish says where a taken message goes and with which headers (nil keeps its own).
+// Redrive adds its publish id to Headers, so give each one its own table.
+type Republish struct {
 	Exchange   string
 	RoutingKey string
 	Headers    amqp.Table
 }
 
-// MoveKind is the fate of one message.
-type MoveKind int
-
-// Moves.
-const (
-	Keep    MoveKind = iota // return it to the queue, in its place
-	Publish                 // publish it (confirmed, mandatory), then remove it from the queue
-	Drop                    // remove it from the queue: a copy was already delivered
-)
-
-// RedriveBatch is one batch Redrive hands to its callbacks.
-type RedriveBatch struct {
-	Messages []Message // full bodies (not capped)
-	Headers  []amqp.Table
-}
-
-// ErrUnroutable is a publish the broker returned: no queue is bound for its routing key.
-var ErrUnroutable = errors.New("unroutable: the broker returned it (no queue bound for the routing key)")
-
-// RedriveOptions bound a Redrive.
-type RedriveOptions struct {
-	Max   int // stop after this many messages were taken from the queue; required
-	Batch int // messages per decide/settle round; default 100
-	// Done, when it returns true after a batch, ends the run early (everything wanted was moved).
-	Done func() bool
-}
-
-// Redrive takes messages from the head of a queue batch by batch, asks decide what to do with
-// each, and carries it out without losing any:
-//
-//	take (manual ack) → publish the Publish moves with mandatory, on a confirm-mode channel →
-//	wait for every confirm → settle(outcomes) → ack the published and dropped messages.
-//
-// A publish that is nacked or returned is a failure: its message stays in the queue. Kept and
-// failed messages stay unacknowledged until the end, then go back with one basic.nack(requeue),
-// in their order. If the process dies anywhere, the broker requeues every unacked message; a
-// message whose publish was confirmed but not yet acked then comes back, and settle's record (the
-// caller's ledger) is what lets a later run drop it instead of publishing it twice.
-func (b *Broker) Redrive(ctx context.Context, vhost, queue string, o RedriveOptions,
-	decide func(ctx context.Context, batch RedriveBatch) ([]Move, error),
-	settle func(ctx context.Context, batch RedriveBatch, moves []Move, errs []error) error) error {
-	op := fmt.Sprintf("redrive %s/%s", vhost, queue)
-	if o.Max < 1 {
-		return ops.Invalid("max", "must be at least 1")
+// OpenCursor starts reading queue from its head, up to span messages (≥ 1). It reports, through
+// Others, how many other consumers the queue had: messages they hold unacked are not in the queue
+// for the cursor to see. Errors: ops.ErrInvalid, ops.ErrNotFound (queue), ops.ErrUnavailable.
+func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) (*Cursor, error) {
+	op := fmt.Sprintf("replay from %s/%s", vhost, queue)
+	if span < 1 {
+		return nil, ops.Invalid("span", "must be at least 1")
 	}
-	if o.Batch <= 0 {
-		o.Batch = 100
-	}
-	sub, err := b.channel(ctx, vhost)
+	c := &Cursor{b: b, op: op, vhost: vhost, queue: queue, span: span}
+	probe, err := b.channel(ctx, vhost)
 	if err != nil {
-		return b.fail(op, err)
+		return nil, b.fail(op, err)
 	}
-	defer sub.Close()
+	st, err := probe.QueueDeclarePassive(queue, false, false, false, false, nil)
+	_ = probe.Close()
+	if err != nil {
+		return nil, b.fail(op, err)
+	}
+	c.others = st.Consumers
 	// Two confirm-mode publishing channels share each batch: a channel publishes serially, and the
 	// broker confirms each channel's messages independently.
-	var pubs []publisher
 	for range publishers {
 		ch, err := b.channel(ctx, vhost)
 		if err != nil {
-			return b.fail(op, err)
+			c.Close()
+			return nil, b.fail(op, err)
 		}
-		defer ch.Close()
 		if err := ch.Confirm(false); err != nil {
-			return b.fail(op, fmt.Errorf("confirm.select: %w", err))
+			_ = ch.Close()
+			c.Close()
+			return nil, b.fail(op, fmt.Errorf("confirm.select: %w", err))
 		}
-		// Returns wait here until the confirming stage reads them: room for every batch in flight.
-		pubs = append(pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4*o.Batch))})
+		c.pubs = append(c.pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4096))})
 	}
-	// Held messages (kept or failed) stay unacked: the prefetch must leave room for a full batch.
-	if err := sub.Qos(o.Max, 0, false); err != nil {
-		return b.fail(op, fmt.Errorf("basic.qos: %w", err))
-	}
-	tag := "redrive-replay-" + randomHex(6)
-	deliveries, err := sub.Consume(queue, tag, false, false, false, false, nil)
-	if err != nil {
-		return b.fail(op, fmt.Errorf("basic.consume: %w", err))
-	}
-	var heldMu sync.Mutex
-	var held []uint64 // delivery tags to return at the end
-	hold := func(ds []amqp.Delivery) {
-		heldMu.Lock()
-		for _, d := range ds {
-			held = append(held, d.DeliveryTag)
-		}
-		heldMu.Unlock()
-	}
-	defer func() {
-		// Return what is held, in order; on a broken channel the broker does it itself.
-		_ = sub.Cancel(tag, false)
-		for d := range deliveries {
-			held = append(held, d.DeliveryTag)
-		}
-		sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
-		for _, t := range held {
-			_ = sub.Nack(t, false, true)
-		}
-	}()
-
-	// Four stages overlap: batch n+3 is taken and decided while batch n+2 is published, batch n+1
-	// waits for its confirms and batch n is settled and acked. Each message still goes publish → confirm →
-	// settle → ack; only different batches overlap (decide and settle run concurrently for
-	// neighbouring batches, never for the same one).
-	type decided struct {
-		batch []amqp.Delivery
-		rb    RedriveBatch
-		moves []Move
-	}
-	stageCtx, stopStage := context.WithCancel(ctx)
-	defer stopStage()
-	ready := make(chan decided, 1)
-	var stageErr error
-	go func() {
-		defer close(ready)
-		for taken := 0; taken < o.Max; {
-			batch, err := b.take(stageCtx, deliveries, min(o.Batch, o.Max-taken))
-			if err != nil || len(batch) == 0 {
-				hold(batch)
-				stageErr = err
-				return // drained (or holding only what is kept), or stopped
-			}
-			taken += len(batch)
-			rb := RedriveBatch{Messages: make([]Message, len(batch)), Headers: make([]amqp.Table, len(batch))}
-			for i, d := range batch {
-				rb.Messages[i] = b.toFullMessage(d, i)
-				rb.Headers[i] = d.Headers
-			}
-			moves, err := decide(stageCtx, rb)
-			if err == nil && len(moves) != len(batch) {
-				err = fmt.Errorf("decide returned %d moves for %d messages", len(moves), len(batch))
-			}
-			if err != nil {
-				hold(batch)
-				stageErr = err
-				return
-			}
-			select {
-			case ready <- decided{batch, rb, moves}:
-			case <-stageCtx.Done():
-				hold(batch)
-				return
-			}
-		}
-	}()
-	type sent struct {
-		decided
-		inflight []sentBatch // one per publishing channel
-		errs     []error
-	}
-	published := make(chan sent, 1)
-	go func() {
-		defer close(published)
-		for d := range ready {
-			if stageCtx.Err() != nil { // stopping: publish nothing more
-				hold(d.batch)
-				continue
-			}
-			s := sent{decided: d, inflight: make([]sentBatch, len(pubs)), errs: make([]error, len(d.batch))}
-			var wg sync.WaitGroup
-			for k, p := range pubs {
-				wg.Go(func() { s.inflight[k] = b.publish(ctx, p.ch, d.batch, d.moves, s.errs, k, len(pubs)) })
-			}
-			wg.Wait()
-			select {
-			case published <- s:
-			case <-stageCtx.Done():
-				hold(d.batch)
-			}
-		}
-	}()
-	// Confirms are awaited on their own goroutine, so that settling and acking batch n overlaps
-	// waiting for the confirms of batch n+1.
-	confirmed := make(chan sent, 1)
-	go func() {
-		defer close(confirmed)
-		returned := map[string]amqp.Return{} // by publish id, read from the channels' return queues
-		for s := range published {
-			for k, p := range pubs {
-				s.inflight[k].await(ctx, s.errs)
-				// A return reaches the client before the confirm of the same message, so every
-				// return of this batch is queued by now (later batches' returns wait in the map).
-				drainReturns(p.returns, returned)
-				s.inflight[k].applyReturns(returned, s.errs)
-			}
-			select {
-			case confirmed <- s:
-			case <-stageCtx.Done():
-				hold(s.batch)
-			}
-		}
-	}()
-	finish := func(err error) error {
-		stopStage()
-		for s := range confirmed { // decided or published but not settled: they stay
-			hold(s.batch)
-		}
-		switch {
-		case err != nil:
-			return err
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case stageErr != nil && !errors.Is(stageErr, context.Canceled): // not our own stopStage
-			return stageErr
-		}
-		return nil
-	}
-
-	for s := range confirmed {
-		if err := settle(ctx, s.rb, s.moves, s.errs); err != nil {
-			hold(s.batch)
-			return finish(err)
-		}
-		if err := b.ackDone(sub, s.batch, s.moves, s.errs, hold, &heldMu, &held); err != nil {
-			return finish(b.fail(op, err))
-		}
-		if o.Done != nil && o.Done() {
-			return finish(nil)
-		}
-	}
-	return finish(nil)
+	return c, nil
 }
 
-// ackDone acks the batch's published and dropped messages and holds the rest. When nothing is
-// held on the channel and the whole batch is done, one multiple ack covers it.
-func (b *Broker) ackDone(sub *amqp.Channel, batch []amqp.Delivery, moves []Move, errs []error,
-	hold func([]amqp.Delivery), heldMu *sync.Mutex, held *[]uint64) error {
-	done := func(i int) bool {
-		return (moves[i].Kind == Publish && errs[i] == nil) || moves[i].Kind == Drop
-	}
-	all := true
-	for i := range batch {
-		all = all && done(i)
-	}
-	heldMu.Lock()
-	nothingHeld := len(*held) == 0
-	heldMu.Unlock()
-	if all && nothingHeld && len(batch) > 0 {
-		// Tags grow in delivery order; nothing below this batch is unacked but held — and held
-		// deliveries are only ever added by this goroutine or for later batches.
-		if err := sub.Ack(batch[len(batch)-1].DeliveryTag, true); err != nil {
-			hold(batch)
-			return fmt.Errorf("basic.ack: %w", err)
-		}
-		return nil
-	}
-	for i, dl := range batch {
-		if !done(i) {
-			hold(batch[i : i+1])
+// Others is how many consumers besides the cursor the queue had when it opened.
+func (c *Cursor) Others() int { return c.others }
+
+// Read is how many messages the cursor has handed out.
+func (c *Cursor) Read() int { return c.read }
+
+// Ended reports whether the span was read or the queue ran out of ready messages.
+func (c *Cursor) Ended() bool { return c.ended && len(c.buf) == 0 }
+
+// Take hands out up to n of the next messages, in queue order. It returns fewer when the span is
+// read or the queue has no more ready messages (then Ended is true). A closed channel or
+// connection is an ops.ErrUnavailable, never an empty queue.
+func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
+	out := make([]Delivery, 0, min(n, 1024))
+	for len(out) < n {
+		if len(c.buf) > 0 {
+			out = append(out, c.buf[0])
+			c.buf = c.buf[1:]
 			continue
 		}
-		if err := sub.Ack(dl.DeliveryTag, false); err != nil {
-			// The copy stays in the queue; the settled record lets the next run drop it.
-			hold(batch[i+1:])
-			return fmt.Errorf("basic.ack: %w", err)
+		if c.ended {
+			break
+		}
+		if c.cur == nil {
+			if err := c.openWindow(ctx); err != nil {
+				return out, err
+			}
+		}
+		w := c.cur
+		wait := c.b.idleWait
+		if w.got == 0 {
+			wait = c.b.firstWait
+		}
+		d, ok, err := c.next(ctx, w, wait)
+		if err != nil {
+			return out, err
+		}
+		if !ok { // nothing more is ready
+			c.ended = true
+			if err := c.stopWindow(w); err != nil {
+				return out, err
+			}
+			continue // hand out what arrived while cancelling
+		}
+		out = append(out, c.delivery(d, w))
+		switch {
+		case c.read >= c.span:
+			c.ended = true
+			if err := c.stopWindow(w); err != nil {
+				return out, err
+			}
+		case w.got >= w.want:
+			if err := c.stopWindow(w); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *Cursor) delivery(d amqp.Delivery, w *window) Delivery {
+	w.got++
+	w.last = max(w.last, d.DeliveryTag)
+	pos := c.read
+	c.read++
+	return Delivery{Message: c.b.toFullMessage(d, pos), Headers: d.Headers, d: d, w: w}
+}
+
+// next waits up to wait for the window's next delivery; false when none came.
+func (c *Cursor) next(ctx context.Context, w *window, wait time.Duration) (amqp.Delivery, bool, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case d, ok := <-w.deliveries:
+		if !ok {
+			return d, false, c.b.fail(c.op, errors.New("the channel closed while reading the queue (connection lost?)"))
+		}
+		return d, true, nil
+	case <-t.C:
+		return amqp.Delivery{}, false, nil
+	case <-ctx.Done():
+		return amqp.Delivery{}, false, ctx.Err()
+	}
+}
+
+// openWindow starts a consumer on a new channel for the next part of the span.
+func (c *Cursor) openWindow(ctx context.Context) error {
+	ch, err := c.b.channel(ctx, c.vhost)
+	if err != nil {
+		return c.b.fail(c.op, err)
+	}
+	w := &window{ch: ch, want: min(maxPrefetch, c.span-c.read), tag: "redrive-replay-" + randomHex(6)}
+	c.mu.Lock()
+	c.windows = append(c.windows, w)
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return c.b.fail(c.op, errors.New("cursor closed"))
+	}
+	if err := ch.Qos(w.want, 0, false); err != nil {
+		return c.b.fail(c.op, fmt.Errorf("basic.qos: %w", err))
+	}
+	if w.deliveries, err = ch.Consume(c.queue, w.tag, false, false, false, false, nil); err != nil {
+		return c.b.fail(c.op, fmt.Errorf("basic.consume: %w", err))
+	}
+	w.consuming = true
+	c.cur = w
+	return nil
+}
+
+// stopWindow cancels the window's consumer and buffers what was already on its way, so that the
+// next window's consumer only gets messages behind this one's. The unacked ones stay on w.ch.
+func (c *Cursor) stopWindow(w *window) error {
+	c.cur = nil
+	if !w.consuming {
+		return nil
+	}
+	w.consuming = false
+	if err := w.ch.Cancel(w.tag, false); err != nil {
+		return c.b.fail(c.op, fmt.Errorf("basic.cancel: %w", err))
+	}
+	for d := range w.deliveries {
+		c.buf = append(c.buf, c.delivery(d, w))
+	}
+	return nil
+}
+
+// Publish republishes taken messages with mandatory on the confirm channels and waits for every
+// confirm; errs[i] is nil only for a message the broker confirmed and did not return. A connection
+// lost while waiting is an ops.ErrUnavailable for the whole call: whether the broker took those
+// publishes is unknown.
+func (c *Cursor) Publish(ctx context.Context, ds []Delivery, to []Republish) ([]error, error) {
+	errs := make([]error, len(ds))
+	sent := make([]sentBatch, len(c.pubs))
+	var wg sync.WaitGroup
+	for k, p := range c.pubs {
+		wg.Go(func() { sent[k] = publish(ctx, p.ch, ds, to, errs, k, len(c.pubs)) })
+	}
+	wg.Wait()
+	returned := map[string]amqp.Return{}
+	for k, p := range c.pubs {
+		if err := sent[k].await(ctx, errs); err != nil {
+			return nil, c.b.fail(c.op, err)
+		}
+		// amqp091 resolves a closed channel's outstanding confirms as nacks: tell them apart.
+		if len(sent[k].confirms) > 0 && p.ch.IsClosed() {
+			return nil, c.b.fail(c.op, errors.New("the channel closed before the broker confirmed the publishes: they may or may not have been taken"))
+		}
+		// A return reaches the client before the confirm of the same message, so every return of
+		// this call is queued by now.
+		drainReturns(p.returns, returned)
+		sent[k].applyReturns(returned, errs)
+	}
+	return errs, nil
+}
+
+// Ack removes moved (or already delivered) messages from the queue.
+func (c *Cursor) Ack(ds []Delivery) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range ds {
+		if err := d.w.ch.Ack(d.d.DeliveryTag, false); err != nil {
+			// The copy stays in the queue; the caller's record lets a later run drop it.
+			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err))
 		}
 	}
 	return nil
 }
 
-// take collects up to n deliveries: it stops early when none arrives for a while (the queue is
-// drained, or holds only messages this run keeps) or when ctx ends (returning what it has).
-func (b *Broker) take(ctx context.Context, deliveries <-chan amqp.Delivery, n int) ([]amqp.Delivery, error) {
-	var batch []amqp.Delivery
-	wait := time.NewTimer(b.firstWait)
-	defer wait.Stop()
-	for len(batch) < n {
-		select {
-		case d, ok := <-deliveries:
-			if !ok {
-				return batch, nil
-			}
-			batch = append(batch, d)
-			wait.Reset(b.idleWait)
-		case <-wait.C:
-			return batch, nil
-		case <-ctx.Done():
-			return batch, ctx.Err()
-		}
+// Close returns every message the cursor holds unacked to the queue, window by window in queue
+// order (one basic.nack(multiple, requeue) each), and closes its channels. On a broken connection
+// the broker does it by itself.
+func (c *Cursor) Close() {
+	if c.cur != nil {
+		_ = c.stopWindow(c.cur)
 	}
-	return batch, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for _, w := range c.windows {
+		if w.last > 0 {
+			_ = w.ch.Nack(w.last, true, true)
+		}
+		_ = w.ch.Close() // waits for close-ok: the requeue is processed when Close returns
+	}
+	for _, p := range c.pubs {
+		_ = p.ch.Close()
+	}
 }
 
-// publishers is how many confirm-mode channels a Redrive publishes on.
+// publishers is how many confirm-mode channels a Cursor publishes on.
 const publishers = 2
 
 type publisher struct {
@@ -319,30 +318,28 @@ type publisher struct {
 type sentBatch struct {
 	confirms map[int]*amqp.DeferredConfirmation // by index in the batch
 	ids      map[string]int                     // publish id → index, to match returns
-	prefix   string                             // publish ids are prefix + index
 }
 
-// publish publishes the batch's Publish moves whose index is part (mod parts) with mandatory,
-// without waiting for the confirms; a publish that fails at once sets errs[i].
-func (b *Broker) publish(ctx context.Context, pub *amqp.Channel, batch []amqp.Delivery, moves []Move, errs []error, part, parts int) sentBatch {
-	s := sentBatch{confirms: map[int]*amqp.DeferredConfirmation{}, ids: map[string]int{}, prefix: randomHex(8) + "-"}
-	for i, d := range batch {
-		if moves[i].Kind != Publish || i%parts != part {
-			continue
-		}
-		headers := moves[i].Headers // decide's own table: ours to add to
+// publish publishes the messages whose index is part (mod parts) with mandatory, without waiting
+// for the confirms; a publish that fails at once sets errs[i].
+func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republish, errs []error, part, parts int) sentBatch {
+	s := sentBatch{confirms: map[int]*amqp.DeferredConfirmation{}, ids: map[string]int{}}
+	prefix := randomHex(8) + "-"
+	for i := part; i < len(ds); i += parts {
+		d := ds[i].d
+		headers := to[i].Headers // the caller's own table: ours to add to
 		if headers == nil {
 			headers = cloneTable(d.Headers)
 		}
 		// A per-publish id finds the message again if the broker returns it.
-		pid := s.prefix + strconv.Itoa(i)
+		pid := prefix + strconv.Itoa(i)
 		headers["x-redrive-publish-id"] = pid
 		s.ids[pid] = i
 		msg := amqp.Publishing{Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 			DeliveryMode: amqp.Persistent, Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo,
 			Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, UserId: d.UserId,
 			AppId: d.AppId, Body: d.Body}
-		c, err := pub.PublishWithDeferredConfirmWithContext(ctx, moves[i].Exchange, moves[i].RoutingKey, true, false, msg)
+		c, err := pub.PublishWithDeferredConfirmWithContext(ctx, to[i].Exchange, to[i].RoutingKey, true, false, msg)
 		if err != nil {
 			errs[i] = fmt.Errorf("publish: %w", err)
 			continue
@@ -352,17 +349,19 @@ func (b *Broker) publish(ctx context.Context, pub *amqp.Channel, batch []amqp.De
 	return s
 }
 
-// await waits for every confirm; errs[i] stays nil only for a message the broker confirmed.
-func (s sentBatch) await(ctx context.Context, errs []error) {
+// await waits for every confirm; errs[i] stays nil only for a message the broker confirmed. A
+// channel that closed before confirming is an error for the whole batch (outcome unknown).
+func (s sentBatch) await(ctx context.Context, errs []error) error {
 	for i, c := range s.confirms {
 		ok, err := c.WaitContext(ctx)
 		switch {
 		case err != nil:
-			errs[i] = fmt.Errorf("waiting for the confirm: %w", err)
+			return fmt.Errorf("waiting for the confirm: %w", err)
 		case !ok:
 			errs[i] = errors.New("the broker nacked the publish")
 		}
 	}
+	return nil
 }
 
 // applyReturns fails the batch's messages the broker returned (and forgets those returns).
@@ -375,11 +374,16 @@ func (s sentBatch) applyReturns(returned map[string]amqp.Return, errs []error) {
 	}
 }
 
-// drainReturns moves the returns queued so far into returned, by publish id.
+// drainReturns moves the returns queued so far into returned, by publish id. amqp091 closes the
+// returns channel with the channel: a closed channel has nothing more to give (reading it again
+// would spin).
 func drainReturns(returns <-chan amqp.Return, returned map[string]amqp.Return) {
 	for {
 		select {
-		case r := <-returns:
+		case r, ok := <-returns:
+			if !ok {
+				return
+			}
 			if pid, ok := r.Headers["x-redrive-publish-id"].(string); ok {
 				returned[pid] = r
 			}

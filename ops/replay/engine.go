@@ -23,6 +23,7 @@ import (
 type KafkaCluster interface {
 	Name() string
 	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
+	TopicID(ctx context.Context, topic string) (string, error)
 	Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error
 	NewReader(topic string, partition int32) *kafka.Reader
 	Produce(ctx context.Context, records []kafka.Outgoing) []error
@@ -42,9 +43,9 @@ type Inbox interface {
 	Verdicts(ctx context.Context, ids []string) (map[string]inbox.Verdict, error)
 }
 
-// GroupsOnTopic lists the consumer groups reading a topic (from the lag snapshot), for the
+// GroupsByTopic lists, per topic, the consumer groups reading it (from the lag snapshot), for the
 // plan's warning that a replay to the original topic reaches them all.
-type GroupsOnTopic func(ctx context.Context, cluster, topic string) []string
+type GroupsByTopic func(ctx context.Context, cluster string) map[string][]string
 
 // Auditor appends to the audit log.
 type Auditor interface {
@@ -60,7 +61,7 @@ type Options struct {
 	Inboxes       []Inbox            // one per consumer with an inbox
 	Consumers     []configs.Consumer // how dead letters map to consumers
 	Replay        configs.Replay
-	GroupsOnTopic GroupsOnTopic // optional
+	GroupsByTopic GroupsByTopic // optional
 	Audit         Auditor       // optional in tests
 	Logger        *slog.Logger
 	// Owner names this replica in job leases; default host-pid-random.
@@ -136,30 +137,26 @@ func randomID(n int) string {
 // planBuilder): a plan of 200,000 costs the memory of one chunk. Errors: ops.ErrInvalid (bad
 // selection), ops.ErrNotFound (unknown cluster, topic, queue, outbox), ops.ErrUnavailable.
 func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (Plan, error) {
-	var read func(ctx context.Context, emit func(Item) error) error
-	switch src.Kind {
-	case "kafka":
-		read = func(ctx context.Context, emit func(Item) error) error { return e.planKafka(ctx, src, f, emit) }
-	case "rabbitmq":
-		read = func(ctx context.Context, emit func(Item) error) error { return e.planRabbit(ctx, src, f, emit) }
-	case "outbox":
-		read = func(ctx context.Context, emit func(Item) error) error { return e.planOutbox(ctx, src, f, emit) }
-	case "":
-		return Plan{}, invalid("source.kind", "required: kafka, rabbitmq or outbox")
-	default:
-		return Plan{}, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq or outbox", src.Kind))
+	k, err := e.kindOf(src.Kind)
+	if err != nil {
+		return Plan{}, err
 	}
+	read := func(ctx context.Context, emit func(Item) error) error { return k.plan(ctx, &src, f, emit) }
 	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
 		Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
+	// Everything the plan reads from the store's pool is read before its transaction takes a
+	// connection: waiting for a second connection while holding one deadlocks a busy pool.
+	warn := newWarningCounter(ctx, e, src)
 	w, err := e.o.Store.BeginPlan(ctx, plan.ID)
 	if err != nil {
 		return Plan{}, err
 	}
 	defer w.Rollback(ctx)
-	b := &planBuilder{e: e, plan: &plan, w: w, warn: newWarningCounter(e, src)}
+	b := &planBuilder{e: e, plan: &plan, w: w, warn: warn}
 	if err := b.run(ctx, read); err != nil {
 		return Plan{}, err
 	}
+	plan.Source = src // with what the read recorded (topic id, span)
 	if plan.Total == 0 {
 		return Plan{}, fmt.Errorf("%w: the selection holds no messages%s", ops.ErrInvalid, filterHint(f))
 	}
@@ -192,8 +189,9 @@ func filterHint(f Filter) string {
 }
 
 // inboxVerdicts asks each consumer's inbox about its items. An unreachable inbox yields no
-// verdicts (Unknown): the plan says so rather than failing.
-func (e *Engine) inboxVerdicts(ctx context.Context, items []Item) map[string]map[string]inbox.Verdict {
+// verdicts (Unknown) for a plan, which says so rather than failing; for a run (strict) it is an
+// error naming the consumer: a job never publishes what it could not check.
+func (e *Engine) inboxVerdicts(ctx context.Context, items []Item, strict bool) (map[string]map[string]inbox.Verdict, error) {
 	byConsumer := map[string][]string{}
 	for _, it := range items {
 		if it.Consumer != "" && it.MessageID != "" {
@@ -208,12 +206,16 @@ func (e *Engine) inboxVerdicts(ctx context.Context, items []Item) map[string]map
 		}
 		v, err := in.Verdicts(ctx, ids)
 		if err != nil {
+			if strict {
+				return nil, fmt.Errorf("the inbox of consumer %s cannot be read, so whether it processed these messages is unknown: %w",
+					consumer, err)
+			}
 			e.o.Logger.Warn("inbox unreachable; verdicts unknown", "consumer", consumer, "err", err)
 			continue
 		}
 		out[consumer] = v
 	}
-	return out
+	return out, nil
 }
 
 // LoadPlan reads a stored plan with its first items.

@@ -178,7 +178,9 @@ func (e *Engine) Work(ctx context.Context) error {
 const batchSize = 5000
 
 // run executes one claimed job to its end, a cancellation, a lost lease or ctx's end (then the
-// lease expires and a replica resumes it from next_seq; settled items are not redone).
+// lease expires and a replica resumes it from next_seq; settled items are not redone). A store,
+// broker or inbox that goes away pauses the job: its status says why, and it resumes when they
+// return, on this replica while it holds the lease.
 func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 	log := e.o.Logger.With("job", job.ID)
 	log.Info("replay: running", "next_seq", job.NextSeq, "total", job.Total)
@@ -189,24 +191,19 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 	}
 	var src Source
 	_ = json.Unmarshal(plan.Source, &src)
-	runner, err := e.runnerFor(src)
+	k, err := e.kindOf(src.Kind)
 	if err != nil {
 		e.finish(ctx, job, store.JobFailed, err.Error())
 		return
 	}
-	if c, ok := runner.(interface{ Close() }); ok {
-		defer c.Close()
-	}
-	if whole, ok := runner.(wholeRunner); ok {
-		e.runWhole(ctx, job, whole)
-		return
-	}
-	batch := min(batchSize, max(1, job.RatePerSecond))
+	batch := min(k.batch(), max(1, job.RatePerSecond))
 	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
 	next := job.NextSeq
+	backoff := time.Second
 	for {
 		var end stop
-		next, end = e.runBatches(ctx, job, runner, limiter, batch, next)
+		var why error
+		next, end, why = e.runBatches(ctx, job, k, src, limiter, batch, next)
 		switch end {
 		case stopDone:
 			e.finish(ctx, job, store.JobDone, "")
@@ -214,17 +211,35 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 		case stopCancelled:
 			e.finish(ctx, job, store.JobCancelled, "")
 			return
+		case stopFailed:
+			e.finish(ctx, job, store.JobFailed, why.Error())
+			return
 		case stopLost:
 			return // another replica (or this one, restarted) resumes it when the lease expires
 		}
-		// stopRetry: a batch failed (the store or the broker went away); its claims are resumed.
+		// stopRetry: a dependency went away; the batch's claims are resumed. Say why on the job
+		// (when the store answers) and keep the lease while waiting.
+		log.Warn("replay: paused", "err", why)
+		if held, cancelled, err := e.o.Store.PauseJob(ctx, job.ID, e.o.Owner, e.o.Lease, why.Error()); err == nil {
+			if !held {
+				return
+			}
+			if cancelled {
+				e.finish(ctx, job, store.JobCancelled, "")
+				return
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(backoff):
 		}
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
+
+// maxBackoff bounds the wait between two tries of a paused job.
+const maxBackoff = 10 * time.Second
 
 // stop is why runBatches returned.
 type stop int
@@ -233,15 +248,16 @@ const (
 	stopDone      stop = iota // every item is settled
 	stopCancelled             // an operator cancelled the job; claimed batches were settled first
 	stopLost                  // the lease is gone (another replica) or ctx ended
-	stopRetry                 // a batch failed; run again from the returned seq
+	stopRetry                 // a dependency failed; run again from the returned seq
+	stopFailed                // the job cannot go on (its source changed beyond recognition)
 )
 
 // batchWork is one batch on its way through the pipeline.
 type batchWork struct {
-	items    []Item
-	end      int // next_seq once this batch is settled
-	gated    gated
-	outcomes []store.LedgerOutcome
+	items []Item
+	end   int // next_seq once this batch is settled
+	gated gated
+	moved moved
 }
 
 // runBatches moves a job's items from seq next in a pipeline of four stages, each its own
@@ -255,10 +271,18 @@ type batchWork struct {
 // by the gate before it claims a batch; of the batches already claimed, the one being published
 // finishes and the others are released (settled skipped), never abandoned: an abandoned claim would
 // hold its message against every later replay.
-func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner batchRunner, limiter *rate.Limiter, batch, next int) (int, stop) {
+func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, k kind, src Source, limiter *rate.Limiter, batch, next int) (int, stop, error) {
 	log := e.o.Logger.With("job", job.ID)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	m, err := k.open(ctx, job, src)
+	switch {
+	case errors.Is(err, ops.ErrConflict):
+		return next, stopFailed, err
+	case err != nil:
+		return next, stopRetry, err
+	}
+	defer m.close()
 	// The loader reads ahead; it stops when the gate stops taking batches.
 	loadCtx, stopLoading := context.WithCancel(ctx)
 	defer stopLoading()
@@ -268,8 +292,9 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 	var (
 		loaded  = make(chan *batchWork, 1)
 		gatedCh = make(chan *batchWork)
-		moved   = make(chan *batchWork)
+		movedCh = make(chan *batchWork)
 		result  = stopDone
+		reason  error
 		resMu   sync.Mutex
 	)
 	// fail records why the pipeline stopped (the first reason wins) and stops the stages.
@@ -277,7 +302,7 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 		resMu.Lock()
 		defer resMu.Unlock()
 		if result == stopDone {
-			result = why
+			result, reason = why, err
 			if err != nil && ctx.Err() == nil {
 				log.Warn("replay: batch failed; will retry", "err", err)
 			}
@@ -354,32 +379,38 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 		}
 	})
 	wg.Go(func() { // move
-		defer close(moved)
+		defer close(movedCh)
 		for w := range gatedCh {
 			var err error
 			if stopping.Load() { // cancelled: release this batch's claims instead of publishing it
-				w.outcomes = released(w.gated)
+				w.moved = moved{outcomes: released(w.gated)}
 			} else if len(w.gated.move) > 0 {
-				w.outcomes, err = runner.move(ctx, job, w.gated.move, w.gated.resumed)
+				w.moved, err = m.move(ctx, job, w.gated.move, w.gated.resumed)
 			}
 			if err != nil {
 				fail(stopRetry, err)
 				return
 			}
 			select {
-			case moved <- w:
+			case movedCh <- w:
 			case <-ctx.Done():
 				return
 			}
 		}
 	})
 	wg.Go(func() { // settle
-		for w := range moved {
-			if err := e.o.Store.Settle(ctx, job.ID, w.outcomes); err != nil {
+		for w := range movedCh {
+			if err := e.o.Store.Settle(ctx, job.ID, w.moved.outcomes); err != nil {
 				fail(stopRetry, err)
 				return
 			}
 			settledTo.Store(int64(w.end))
+			if w.moved.afterSettle != nil {
+				if err := w.moved.afterSettle(ctx); err != nil {
+					fail(stopRetry, err)
+					return
+				}
+			}
 		}
 	})
 	wg.Wait()
@@ -390,10 +421,10 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, runner bat
 	if result == stopDone || result == stopCancelled {
 		// Record the last batches' progress (the gate renewed the lease before they settled).
 		if _, _, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, next); err != nil {
-			return next, stopLost
+			return next, stopLost, nil
 		}
 	}
-	return next, result
+	return next, result, reason
 }
 
 // released settles a cancelled batch's claims without publishing: a fresh claim was never
@@ -423,27 +454,41 @@ func publishable(job store.ReplayJob, items []Item) int {
 	return n
 }
 
+// finish ends a job. The audit entry is written first, with the counts as they end, so that a job
+// seen finished always has its replay.finish.
 func (e *Engine) finish(ctx context.Context, job store.ReplayJob, status, errText string) {
 	ctx = context.WithoutCancel(ctx)
+	final, err := e.o.Store.Job(ctx, job.ID)
+	if err != nil {
+		e.o.Logger.Warn("replay: finishing job failed", "job", job.ID, "err", err)
+		return
+	}
+	e.audit(ctx, store.AuditEntry{Actor: final.Actor, Role: "system", SourceIP: e.o.Owner, UserAgent: workerAgent,
+		Action: "replay.finish", Target: "replay/" + job.ID, Count: ptr(int64(final.Published)), Reason: final.Reason,
+		Outcome: outcomeOf(status, final), Detail: map[string]any{"status": status, "published": final.Published,
+			"skipped": final.Skipped, "failed": final.Failed, "total": final.Total, "error": errText, "force": final.Force,
+			"started_by": final.Actor, "replica": e.o.Owner}})
 	if err := e.o.Store.FinishJob(ctx, job.ID, e.o.Owner, status, errText); err != nil {
 		e.o.Logger.Warn("replay: finishing job failed", "job", job.ID, "err", err)
 		return
 	}
-	final, err := e.o.Store.Job(ctx, job.ID)
-	if err != nil {
-		return
-	}
 	e.o.Logger.Info("replay: finished", "job", job.ID, "status", status, "published", final.Published,
 		"skipped", final.Skipped, "failed", final.Failed)
-	e.audit(ctx, store.AuditEntry{Actor: final.Actor, Action: "replay.finish", Target: "replay/" + job.ID,
-		Count: ptr(int64(final.Published)), Reason: final.Reason, Outcome: outcomeOf(status),
-		Detail: map[string]any{"status": status, "published": final.Published, "skipped": final.Skipped,
-			"failed": final.Failed, "total": final.Total, "error": errText, "force": final.Force}})
 }
 
-func outcomeOf(status string) string {
-	if status == store.JobFailed {
+// workerAgent is the user agent of the entries the replay worker writes itself.
+const workerAgent = "redrive-replay-worker"
+
+// outcomeOf is how a job's end reads in the audit log: a job that finished with failed messages
+// is not "ok".
+func outcomeOf(status string, j store.ReplayJob) string {
+	switch {
+	case status == store.JobFailed:
 		return store.OutcomeFailed
+	case status == store.JobCancelled:
+		return store.OutcomeCancelled
+	case j.Failed > 0:
+		return store.OutcomePartial
 	}
 	return store.OutcomeOK
 }
@@ -458,74 +503,6 @@ func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// wholeRunner moves a whole job in one pass (a RabbitMQ queue is read from its head, not by
-// position); renew renews the lease and reports whether to stop.
-type wholeRunner interface {
-	runAll(ctx context.Context, job store.ReplayJob, renew func() (stop bool)) error
-}
-
-func (e *Engine) runWhole(ctx context.Context, job store.ReplayJob, w wholeRunner) {
-	var cancelled, lost bool
-	renew := func() bool {
-		held, cancel, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, 0)
-		lost = err != nil || !held
-		cancelled = cancel
-		return lost || cancelled
-	}
-	if renew() {
-		if cancelled && !lost {
-			e.finish(ctx, job, store.JobCancelled, "")
-		}
-		return
-	}
-	err := w.runAll(ctx, job, renew)
-	switch {
-	case cancelled && !lost:
-		e.finish(ctx, job, store.JobCancelled, "")
-	case lost, ctx.Err() != nil:
-		// another replica (or this one, restarted) resumes it when the lease expires
-	case errors.Is(err, ops.ErrUnavailable):
-		// The broker or the store went away mid-run (unacked messages went back to the queue):
-		// leave the job to be resumed when the lease expires, rather than fail half of it.
-		e.o.Logger.Warn("replay: interrupted; resuming after the lease", "job", job.ID, "err", err)
-	case err != nil:
-		e.o.Logger.Warn("replay: job failed; it can be planned and run again", "job", job.ID, "err", err)
-		e.finish(ctx, job, store.JobFailed, err.Error())
-	default:
-		e.finish(ctx, job, store.JobDone, "")
-	}
-}
-
-// batchRunner moves one batch of claimed items and reports each one's outcome; resumed marks the
-// items an earlier run of the job claimed and may have published.
-type batchRunner interface {
-	move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) ([]store.LedgerOutcome, error)
-}
-
-func (e *Engine) runnerFor(src Source) (batchRunner, error) {
-	switch src.Kind {
-	case "kafka":
-		k, ok := e.kafka[src.Cluster]
-		if !ok {
-			return nil, fmt.Errorf("kafka cluster %q is not configured", src.Cluster)
-		}
-		return &kafkaRunner{e: e, k: k, src: src}, nil
-	case "outbox":
-		t, ok := e.outbox[src.Outbox]
-		if !ok {
-			return nil, fmt.Errorf("outbox %q is not configured", src.Outbox)
-		}
-		return &outboxRunner{e: e, t: t, resetAttempts: src.ResetAttempts}, nil
-	case "rabbitmq":
-		r, ok := e.rabbit[src.Broker]
-		if !ok {
-			return nil, fmt.Errorf("rabbitmq broker %q is not configured", src.Broker)
-		}
-		return &rabbitRunner{e: e, r: r, src: src}, nil
-	}
-	return nil, fmt.Errorf("unknown source kind %q", src.Kind)
-}
 
 // gate is the common first step of every runner: it re-checks the inbox (the plan may be old),
 // claims in the ledger what is still to move and records the rest as skipped, in one statement.
@@ -549,7 +526,10 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 		}
 	}
 	// The inbox now, not when the plan was made.
-	verdicts := e.inboxVerdicts(ctx, candidates)
+	verdicts, err := e.inboxVerdicts(ctx, candidates, true)
+	if err != nil {
+		return g, err
+	}
 	claims := make([]store.LedgerClaim, 0, len(candidates))
 	checked := candidates[:0]
 	for _, it := range candidates {
@@ -568,6 +548,7 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 		return g, err
 	}
 	var others []store.LedgerOutcome
+	var holders map[string]string // locator → the job that replayed it, asked only when needed
 	g.move = make([]Item, 0, len(checked))
 	for _, it := range checked {
 		switch states[it.Seq] {
@@ -581,13 +562,30 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 			g.resumed[it.Seq] = true
 			g.move = append(g.move, it)
 		case store.ReplayedByOther:
+			if holders == nil {
+				if holders, err = e.o.Store.Holders(ctx, locatorsOf(checked)); err != nil {
+					return g, err
+				}
+			}
+			by := "another job"
+			if j := holders[it.Locator]; j != "" {
+				by = "job " + j
+			}
 			others = append(others, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-				Outcome: store.LedgerSkipped, Detail: "skip_already_replayed (another job replayed it)"})
+				Outcome: store.LedgerSkipped, Detail: fmt.Sprintf("%s (%s replayed it)", SkipAlreadyReplayed, by)})
 		case store.AlreadyMine:
 			g.mine = append(g.mine, it) // settled by an earlier run of this job
 		}
 	}
 	return g, e.o.Store.Record(ctx, job.ID, others)
+}
+
+func locatorsOf(items []Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Locator
+	}
+	return out
 }
 
 // gated is gate's answer; the skips are already recorded.

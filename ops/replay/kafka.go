@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,45 +13,81 @@ import (
 	"github.com/redrive/redrive/ops/store"
 )
 
-func kafkaLocator(cluster, topic string, partition int32, offset int64) string {
+// kafkaLocator names a dead-letter record. The topic ID is part of it: a topic deleted and created
+// again under the same name holds other records at the same offsets.
+func kafkaLocator(cluster, topic, topicID string, partition int32, offset int64) string {
+	if topicID != "" {
+		topic += "@" + topicID
+	}
 	return fmt.Sprintf("kafka:%s/%s/%d/%d", cluster, topic, partition, offset)
 }
 
-// planKafka reads the selected range of a dead-letter topic and emits each record as an item.
-func (e *Engine) planKafka(ctx context.Context, src Source, f Filter, emit func(Item) error) error {
-	k, ok := e.kafka[src.Cluster]
+// kafkaKind replays from a Kafka dead-letter topic: a plan scans a range or explicit records, a job
+// reads the claimed records again by offset and produces them to their original topics.
+type kafkaKind struct{ e *Engine }
+
+func (kafkaKind) batch() int { return batchSize }
+
+func (k kafkaKind) cluster(name string) (KafkaCluster, error) {
+	c, ok := k.e.kafka[name]
 	if !ok {
-		return fmt.Errorf("kafka cluster %q is not configured: %w", src.Cluster, ops.ErrNotFound)
+		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return c, nil
+}
+
+// kafkaPlan is one Kafka plan being read.
+type kafkaPlan struct {
+	e       *Engine
+	k       KafkaCluster
+	src     Source
+	f       Filter
+	topicID string
+	dests   *destPartitions
+}
+
+// plan reads the selected range (or records) of a dead-letter topic and emits each record as an item.
+func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(Item) error) error {
+	c, err := k.cluster(src.Cluster)
+	if err != nil {
+		return err
 	}
 	if src.Topic == "" {
 		return invalid("source.topic", "required")
 	}
-	parts, err := k.Partitions(ctx, src.Topic)
+	parts, err := c.Partitions(ctx, src.Topic)
 	if err != nil {
 		return err
 	}
 	if src.Partition != nil && !hasPartition(parts, *src.Partition) {
 		return invalid("source.partition", fmt.Sprintf("topic %s has partitions 0..%d", src.Topic, len(parts)-1))
 	}
-	if len(src.Records) > 0 {
-		return e.planKafkaRecords(ctx, k, src, f, parts, emit)
+	id, err := c.TopicID(ctx, src.Topic)
+	if err != nil {
+		return err
 	}
-	for _, p := range parts {
-		if src.Partition != nil && p.Partition != *src.Partition {
+	src.TopicID = id
+	p := &kafkaPlan{e: k.e, k: c, src: *src, f: f, topicID: id, dests: newDestPartitions(c)}
+	if len(src.Records) > 0 {
+		return p.records(ctx, parts, emit)
+	}
+	for _, pr := range parts {
+		if src.Partition != nil && pr.Partition != *src.Partition {
 			continue
 		}
-		from, to := p.Start, p.End // [from, to)
+		from, to := pr.Start, pr.End // [from, to)
 		if src.FromOffset != nil {
 			from = max(from, *src.FromOffset)
 		}
 		if src.ToOffset != nil {
 			to = min(to, *src.ToOffset+1)
 		}
-		err := k.Scan(ctx, src.Topic, p.Partition, from, to, func(r kafka.Record) error {
-			if it, ok := e.kafkaItem(src, f, r); ok {
+		err := c.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error {
+			if it, ok, err := p.item(ctx, r); err != nil || !ok {
+				return err
+			} else {
 				return emit(it)
 			}
-			return nil
 		})
 		if err != nil {
 			return err
@@ -61,7 +98,8 @@ func (e *Engine) planKafka(ctx context.Context, src Source, f Filter, emit func(
 
 // planKafkaRecords reads explicit records: per partition, in offset order, one read per run of
 // neighbouring offsets (a gap of up to recordGap records is read through rather than reconnected).
-func (e *Engine) planKafkaRecords(ctx context.Context, k KafkaCluster, src Source, f Filter, parts []kafka.PartitionRange, emit func(Item) error) error {
+func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, emit func(Item) error) error {
+	src := p.src
 	if src.Partition != nil || src.FromOffset != nil || src.ToOffset != nil {
 		return invalid("source.records", "give either records or partition and offsets, not both")
 	}
@@ -84,8 +122,8 @@ func (e *Engine) planKafkaRecords(ctx context.Context, k KafkaCluster, src Sourc
 		}
 		wanted[r.Partition] = append(wanted[r.Partition], r.Offset)
 	}
-	for _, p := range parts {
-		offsets := wanted[p.Partition]
+	for _, pr := range parts {
+		offsets := wanted[pr.Partition]
 		slices.Sort(offsets)
 		offsets = slices.Compact(offsets)
 		for len(offsets) > 0 {
@@ -95,17 +133,18 @@ func (e *Engine) planKafkaRecords(ctx context.Context, k KafkaCluster, src Sourc
 			}
 			run := offsets[:n]
 			i := 0
-			err := k.Scan(ctx, src.Topic, p.Partition, run[0], run[n-1]+1, func(r kafka.Record) error {
+			err := p.k.Scan(ctx, src.Topic, pr.Partition, run[0], run[n-1]+1, func(r kafka.Record) error {
 				for i < len(run) && run[i] < r.Offset {
 					i++
 				}
 				if i == len(run) || run[i] != r.Offset {
 					return nil
 				}
-				if it, ok := e.kafkaItem(src, f, r); ok {
+				if it, ok, err := p.item(ctx, r); err != nil || !ok {
+					return err
+				} else {
 					return emit(it)
 				}
-				return nil
 			})
 			if err != nil {
 				return err
@@ -128,28 +167,78 @@ func hasPartition(parts []kafka.PartitionRange, p int32) bool {
 	return false
 }
 
-// kafkaItem resolves one record; false when the filter excludes it.
-func (e *Engine) kafkaItem(src Source, f Filter, r kafka.Record) (Item, bool) {
-	dl := r.DeadLetter
+// item resolves one record; false when the filter excludes it.
+func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error) {
+	dl, f := r.DeadLetter, p.f
 	var exception, original, group, msgID string
 	if dl != nil {
 		exception, original, group, msgID = dl.ExceptionType, dl.OriginalTopic, dl.ConsumerGroup, dl.MessageID
 	}
 	if (f.ExceptionType != "" && exception != f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
 		!f.matchIDs(msgID) || !f.matchTime(r.Timestamp) {
-		return Item{}, false
+		return Item{}, false, nil
 	}
 	partition, offset := r.Partition, r.Offset
-	it := Item{Locator: kafkaLocator(src.Cluster, src.Topic, r.Partition, r.Offset), MessageID: msgID,
+	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
 		ErrorGroup: exception, Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
 	if original != "" {
-		it.Destination = Destination{Kind: "kafka", Cluster: src.Cluster, Topic: original}
+		var header *int32
+		if dl != nil {
+			header = dl.OriginalPartition
+		}
+		dest, err := p.dests.resolve(ctx, original, header, r.Key)
+		if err != nil {
+			return Item{}, false, err
+		}
+		dest.Cluster = p.src.Cluster
+		it.Destination = dest
 	}
-	it.Consumer = e.consumerForGroup(src.Cluster, group)
+	it.Consumer = p.e.consumerForGroup(p.src.Cluster, group)
 	if it.Consumer == "" && original != "" {
-		it.Consumer = e.consumerForTopic(src.Cluster, original)
+		it.Consumer = p.e.consumerForTopic(p.src.Cluster, original)
 	}
-	return it, true
+	return it, true, nil
+}
+
+// destPartitions decides the partition a record goes back to: the one its dead-letter headers
+// name when the original topic still has it, else the one its key hashes to. Each topic's
+// partition count is asked once.
+type destPartitions struct {
+	k      KafkaCluster
+	counts map[string]int
+}
+
+func newDestPartitions(k KafkaCluster) *destPartitions {
+	return &destPartitions{k: k, counts: map[string]int{}}
+}
+
+// Partition sources.
+const (
+	PartitionFromHeader = "header" // the dead-letter headers name it (originalPartition and its spellings)
+	PartitionFromKey    = "key"    // the key's hash (no header, or the partition is gone); -1 for a nil key: any
+)
+
+func (d *destPartitions) resolve(ctx context.Context, topic string, header *int32, key []byte) (Destination, error) {
+	n, ok := d.counts[topic]
+	if !ok {
+		parts, err := d.k.Partitions(ctx, topic)
+		switch {
+		case errors.Is(err, ops.ErrNotFound):
+			n = 0 // the original topic is gone: producing will say so per record
+		case err != nil:
+			return Destination{}, err
+		default:
+			n = len(parts)
+		}
+		d.counts[topic] = n
+	}
+	dest := Destination{Kind: "kafka", Topic: topic}
+	if header != nil && *header >= 0 && int(*header) < n {
+		dest.Partition, dest.PartitionSource = *header, PartitionFromHeader
+		return dest, nil
+	}
+	dest.Partition, dest.PartitionSource = kafka.KeyPartition(topic, key, n), PartitionFromKey
+	return dest, nil
 }
 
 // replayCount is Redrive's own counter on a record (the last occurrence wins).
@@ -163,15 +252,37 @@ func replayCount(headers []kafka.Header) int {
 	return n
 }
 
+func (k kafkaKind) open(ctx context.Context, _ store.ReplayJob, src Source) (mover, error) {
+	c, err := k.cluster(src.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if src.TopicID != "" {
+		id, err := c.TopicID(ctx, src.Topic)
+		switch {
+		case errors.Is(err, ops.ErrNotFound):
+			return nil, fmt.Errorf("%w: dead-letter topic %s was deleted since the plan was made: its records are gone",
+				ops.ErrConflict, src.Topic)
+		case err != nil:
+			return nil, err
+		case id != src.TopicID:
+			return nil, fmt.Errorf("%w: dead-letter topic %s was deleted and created again since the plan was made: "+
+				"its offsets now hold other records; make a new plan", ops.ErrConflict, src.Topic)
+		}
+	}
+	return &kafkaRunner{e: k.e, k: c, src: src, dests: newDestPartitions(c)}, nil
+}
+
 type kafkaRunner struct {
 	e       *Engine
 	k       KafkaCluster
 	src     Source
 	readers map[int32]*kafka.Reader // one fetch session per partition for the whole run
+	dests   *destPartitions         // the original topics' partitions now, not when planned
 }
 
-// Close ends the run's fetch sessions.
-func (r *kafkaRunner) Close() {
+// close ends the run's fetch sessions.
+func (r *kafkaRunner) close() {
 	for _, rd := range r.readers {
 		rd.Close()
 	}
@@ -180,7 +291,7 @@ func (r *kafkaRunner) Close() {
 // move re-reads the claimed records by offset (the DLT is immutable, so they are exactly the
 // planned ones), produces them to their original topics with acks=all, and reports each by the
 // broker's answer. Batches come in seq order, so each partition's reader only moves forward.
-func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) ([]store.LedgerOutcome, error) {
+func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error) {
 	byPartition := map[int32][]Item{}
 	for _, it := range items {
 		byPartition[*it.Partition] = append(byPartition[*it.Partition], it)
@@ -215,13 +326,27 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 			}
 			it := want[i]
 			i++
-			out = append(out, kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
-				Headers: replayHeaders(rec.Headers, r.e.strip, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))})
+			// The partition again, against the original topic as it is now: a partition named by
+			// the headers that no longer exists falls back to the key.
+			var header *int32
+			if it.Destination.PartitionSource == PartitionFromHeader {
+				header = &it.Destination.Partition
+			}
+			dest, err := r.dests.resolve(ctx, it.Destination.Topic, header, rec.Key)
+			if err != nil {
+				return err
+			}
+			o := kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
+				Headers: replayHeaders(rec.Headers, r.e.strip, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
+			if dest.PartitionSource == PartitionFromHeader {
+				o.Partition = &dest.Partition
+			}
+			out = append(out, o)
 			order = append(order, it)
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return moved{}, err
 		}
 		for ; i < len(want); i++ { // deleted by retention since the plan was made
 			settled = append(settled, goneFromTopic(want[i]))
@@ -238,7 +363,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 		}
 		settled = append(settled, o)
 	}
-	return settled, nil
+	return moved{outcomes: settled}, nil
 }
 
 func goneFromTopic(it Item) store.LedgerOutcome {

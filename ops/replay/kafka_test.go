@@ -3,6 +3,7 @@ package replay_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -267,7 +268,12 @@ func TestKafkaPlanOfExplicitRecords(t *testing.T) {
 	for _, it := range plan.Items {
 		got = append(got, it.Locator)
 	}
-	want := "[kafka:main/orders.DLT/0/3 kafka:main/orders.DLT/0/4 kafka:main/orders.DLT/0/999 kafka:main/orders.DLT/1/2 kafka:main/orders.DLT/1/900]"
+	// The locator carries the topic's ID: a recreated topic is another topic.
+	id := plan.Source.TopicID
+	if len(id) != 32 {
+		t.Fatalf("plan source topic id %q, want the topic's 16-byte id in hex", id)
+	}
+	want := strings.ReplaceAll("[kafka:main/T/0/3 kafka:main/T/0/4 kafka:main/T/0/999 kafka:main/T/1/2 kafka:main/T/1/900]", "T", "orders.DLT@"+id)
 	if fmt.Sprint(got) != want || plan.Total != 5 {
 		t.Fatalf("planned %v (total %d), want %s", got, plan.Total, want)
 	}

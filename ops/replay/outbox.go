@@ -14,13 +14,42 @@ import (
 // maxOutboxEvents bounds an outbox plan.
 const maxOutboxEvents = outbox.MaxIDs
 
-// planOutbox turns DEAD or FAILED outbox events into items — given by id, or found by a filter
-// (status, event type, aggregate, the plan filter's time, exception and message ids) up to Limit —
-// and the action is a requeue to READY, so the service's own relay publishes them.
-func (e *Engine) planOutbox(ctx context.Context, src Source, f Filter, emit func(Item) error) error {
-	t, ok := e.outbox[src.Outbox]
+// outboxKind replays DEAD or FAILED outbox events: the move is a requeue to READY, so the service's
+// own relay publishes them.
+type outboxKind struct{ e *Engine }
+
+func (outboxKind) batch() int { return batchSize }
+
+func (k outboxKind) table(name string) (OutboxTable, error) {
+	t, ok := k.e.outbox[name]
 	if !ok {
-		return fmt.Errorf("outbox %q is not configured: %w", src.Outbox, ops.ErrNotFound)
+		return nil, fmt.Errorf("outbox %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return t, nil
+}
+
+func (k outboxKind) open(_ context.Context, _ store.ReplayJob, src Source) (mover, error) {
+	t, err := k.table(src.Outbox)
+	if err != nil {
+		return nil, err
+	}
+	return &outboxRunner{t: t, resetAttempts: src.ResetAttempts}, nil
+}
+
+// outboxLocator names one dead instance of an event: its event_id (unique, unlike the row id a
+// recreated table reuses) and when it became available, so the event dying again after a
+// requeue is a new instance.
+func outboxLocator(outbox string, ev outbox.Event) string {
+	return fmt.Sprintf("outbox:%s/%s/%d", outbox, ev.EventID, ev.AvailableAt.UnixMilli())
+}
+
+// plan turns DEAD or FAILED outbox events into items — given by id, or found by a filter
+// (status, event type, aggregate, the plan filter's time, exception and message ids) up to Limit.
+func (k outboxKind) plan(ctx context.Context, srcp *Source, f Filter, emit func(Item) error) error {
+	src := *srcp
+	t, err := k.table(src.Outbox)
+	if err != nil {
+		return err
 	}
 	item := func(ev outbox.Event) (Item, bool) {
 		if !f.matchIDs(ev.EventID) || !f.matchTime(ev.CreatedAt) ||
@@ -28,7 +57,7 @@ func (e *Engine) planOutbox(ctx context.Context, src Source, f Filter, emit func
 			return Item{}, false
 		}
 		pos := ev.ID
-		it := Item{Locator: fmt.Sprintf("outbox:%s/%d/%d", src.Outbox, ev.ID, ev.AvailableAt.UnixMilli()),
+		it := Item{Locator: outboxLocator(src.Outbox, ev),
 			MessageID: ev.EventID, Position: &pos, ErrorGroup: firstLine(ev.LastError)}
 		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
 			it.Destination = Destination{Kind: "outbox", Outbox: src.Outbox}
@@ -36,7 +65,7 @@ func (e *Engine) planOutbox(ctx context.Context, src Source, f Filter, emit func
 		return it, true
 	}
 	if len(src.IDs) > 0 {
-		return e.planOutboxIDs(ctx, t, src, item, emit)
+		return planOutboxIDs(ctx, t, src, item, emit)
 	}
 	if src.Limit < 1 || src.Limit > maxOutboxEvents {
 		return invalid("source.limit", fmt.Sprintf("give event ids, or a limit between 1 and %d (with optional status, "+
@@ -77,7 +106,7 @@ func (e *Engine) planOutbox(ctx context.Context, src Source, f Filter, emit func
 }
 
 // planOutboxIDs reads the given events in batches; an id that does not exist is an error naming it.
-func (e *Engine) planOutboxIDs(ctx context.Context, t OutboxTable, src Source, item func(outbox.Event) (Item, bool), emit func(Item) error) error {
+func planOutboxIDs(ctx context.Context, t OutboxTable, src Source, item func(outbox.Event) (Item, bool), emit func(Item) error) error {
 	if len(src.IDs) > maxOutboxEvents {
 		return invalid("source.ids", fmt.Sprintf("give between 1 and %d event ids", maxOutboxEvents))
 	}
@@ -124,34 +153,35 @@ func firstLine(s *string) string {
 }
 
 type outboxRunner struct {
-	e             *Engine
 	t             OutboxTable
 	resetAttempts bool // the plan's choice: requeued events start counting attempts again
 }
 
 // move requeues the claimed events with the conditional update; an event that left DEAD or
 // FAILED meanwhile (another operator, the relay) is reported failed, not moved.
-func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, _ map[int]bool) ([]store.LedgerOutcome, error) {
+func (r *outboxRunner) close() {}
+
+func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, _ map[int]bool) (moved, error) {
 	ids := make([]int64, len(move))
 	for i, it := range move {
 		ids[i] = *it.Position
 	}
 	done, err := r.t.RequeueIDs(ctx, ids, r.resetAttempts)
 	if err != nil {
-		return nil, err
+		return moved{}, err
 	}
 	settled := make([]store.LedgerOutcome, 0, len(move))
-	moved := map[int64]bool{}
+	requeued := map[int64]bool{}
 	for _, id := range done {
-		moved[id] = true
+		requeued[id] = true
 	}
 	for _, it := range move {
 		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished,
 			Detail: "requeued to READY"}
-		if !moved[*it.Position] {
+		if !requeued[*it.Position] {
 			o.Outcome, o.Detail = store.LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
 		}
 		settled = append(settled, o)
 	}
-	return settled, nil
+	return moved{outcomes: settled}, nil
 }

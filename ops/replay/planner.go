@@ -75,11 +75,11 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 	for i, it := range items {
 		locators[i] = it.Locator
 	}
-	replayed, err := b.e.o.Store.ReplayedLocators(ctx, locators)
+	replayed, err := b.w.ReplayedLocators(ctx, locators)
 	if err != nil {
 		return err
 	}
-	verdicts := b.e.inboxVerdicts(ctx, items)
+	verdicts, _ := b.e.inboxVerdicts(ctx, items, false)
 	p := b.plan
 	rows := make([]store.ReplayPlanItem, len(items))
 	for i := range items {
@@ -127,15 +127,19 @@ type warningCounter struct {
 	cluster string
 	enabled bool
 	targets map[string]map[string]bool // topic → consumers the plan's items resolved to
-	groups  map[string][]string        // topic → groups reading it (asked once per topic)
+	groups  map[string][]string        // topic → groups reading it (asked once per plan)
 	// topic → group → verdict counts over the plan's publishes to the topic that belong to
 	// another consumer than the group's; nil map: the group's inbox could not be read.
 	counts map[string]map[string]map[inbox.Verdict]int
 }
 
-func newWarningCounter(e *Engine, src Source) *warningCounter {
-	return &warningCounter{e: e, cluster: src.Cluster, enabled: src.Kind == "kafka" && e.o.GroupsOnTopic != nil,
-		targets: map[string]map[string]bool{}, groups: map[string][]string{}, counts: map[string]map[string]map[inbox.Verdict]int{}}
+func newWarningCounter(ctx context.Context, e *Engine, src Source) *warningCounter {
+	w := &warningCounter{e: e, cluster: src.Cluster, enabled: src.Kind == "kafka" && e.o.GroupsByTopic != nil,
+		targets: map[string]map[string]bool{}, counts: map[string]map[string]map[inbox.Verdict]int{}}
+	if w.enabled {
+		w.groups = e.o.GroupsByTopic(ctx, src.Cluster)
+	}
+	return w
 }
 
 func (w *warningCounter) add(ctx context.Context, items []Item) {
@@ -150,7 +154,6 @@ func (w *warningCounter) add(ctx context.Context, items []Item) {
 		}
 		if w.targets[topic] == nil {
 			w.targets[topic] = map[string]bool{}
-			w.groups[topic] = w.e.o.GroupsOnTopic(ctx, w.cluster, topic)
 			w.counts[topic] = map[string]map[inbox.Verdict]int{}
 		}
 		w.targets[topic][it.Consumer] = true

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
-	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -21,9 +19,7 @@ import (
 type RabbitBroker interface {
 	Name() string
 	Peek(ctx context.Context, vhost, queue string, limit int, each func(rabbit.Message)) (rabbit.BrowseResult, error)
-	Redrive(ctx context.Context, vhost, queue string, o rabbit.RedriveOptions,
-		decide func(context.Context, rabbit.RedriveBatch) ([]rabbit.Move, error),
-		settle func(context.Context, rabbit.RedriveBatch, []rabbit.Move, []error) error) error
+	OpenCursor(ctx context.Context, vhost, queue string, span int) (*rabbit.Cursor, error)
 }
 
 // rabbitLocator names a dead-lettered message instance: its id (or its body's hash) and how often
@@ -41,15 +37,35 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 	return fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
 }
 
-// planRabbit reads the first Limit messages of the queue without disturbing it (a browse) and
-// emits each as an item.
-func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter, emit func(Item) error) error {
-	r, ok := e.rabbit[src.Broker]
+// rabbitKind replays from a RabbitMQ dead-letter queue: a plan browses the queue's head, a job
+// reads the same span again and moves the planned messages.
+type rabbitKind struct{ e *Engine }
+
+func (rabbitKind) batch() int { return rabbitBatch }
+
+// rabbitBatch is smaller than batchSize: a RabbitMQ batch is read, published and confirmed while
+// the next one is gated, and smaller batches keep both busy.
+const rabbitBatch = 1000
+
+func (k rabbitKind) broker(src *Source) (RabbitBroker, error) {
+	r, ok := k.e.rabbit[src.Broker]
 	if !ok {
-		return fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)
+		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)
 	}
 	if src.Vhost == "" {
 		src.Vhost = "/"
+	}
+	return r, nil
+}
+
+// plan reads the first Limit messages of the queue without disturbing it (a browse), emits each
+// selected one as an item and records in src.Span how many messages it read: the job reads that
+// far. A browse that cannot see every message (consumers hold some unacknowledged) is refused,
+// never frozen as a partial plan.
+func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(Item) error) error {
+	r, err := k.broker(src)
+	if err != nil {
+		return err
 	}
 	if src.Queue == "" {
 		return invalid("source.queue", "required")
@@ -59,8 +75,10 @@ func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter, emit func
 	}
 	seen := map[string]bool{}
 	var emitErr error
-	_, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbit.Message) {
-		it, ok := e.rabbitItem(src, f, m)
+	read := 0
+	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbit.Message) {
+		read++
+		it, ok := k.e.rabbitItem(*src, f, m)
 		if !ok || seen[it.Locator] || emitErr != nil {
 			return // a duplicate copy is handled as its first instance
 		}
@@ -70,6 +88,12 @@ func (e *Engine) planRabbit(ctx context.Context, src Source, f Filter, emit func
 	if err != nil {
 		return err
 	}
+	if res.Consumers > 0 {
+		return fmt.Errorf("%w: queue %s has %d other consumer(s) (a live consumer or a running replay job): the messages "+
+			"they hold unacknowledged are not visible, so a plan now could miss some; stop them or wait for the job, then plan again",
+			ops.ErrConflict, src.Queue, res.Consumers)
+	}
+	src.Span = read
 	return emitErr
 }
 
@@ -115,171 +139,210 @@ func firstLineOf(s string) string {
 	return s
 }
 
-type rabbitRunner struct {
-	e   *Engine
-	r   RabbitBroker
-	src Source
-}
-
-func (r *rabbitRunner) move(context.Context, store.ReplayJob, []Item, map[int]bool) ([]store.LedgerOutcome, error) {
-	return nil, fmt.Errorf("rabbitmq jobs run whole (runAll)")
-}
-
-// runAll drains the DLQ once: each message that is a planned item is gated (inbox, ledger claim)
-// and published, confirmed, settled and only then acked; every other message is returned in order.
-// Plan items not met in the queue are settled failed at the end. Nothing of the plan is held in
-// memory: each batch looks its messages up in the plan and the ledger by locator, and only the
-// messages being moved are remembered until they are settled.
-func (r *rabbitRunner) runAll(ctx context.Context, job store.ReplayJob, renew func() (stop bool)) error {
-	vhost := r.src.Vhost
-	if vhost == "" {
-		vhost = "/"
-	}
-	locator := func(m rabbit.Message) string { return rabbitLocator(r.src.Broker, vhost, r.src.Queue, m) }
-	if err := r.e.o.Store.AnalyzePlanItems(ctx); err != nil {
-		return err
-	}
-	dec := newItemDecoder()
-	// decide (for batch n+1) and settle (for batch n) run concurrently: inflight, guarded by mu,
-	// keeps a second copy of a message being moved from being moved too.
-	var mu sync.Mutex
-	inflight := map[string]Item{} // by locator
-	stopped := false
-	batch := min(rabbitBatch, max(1, job.RatePerSecond))
-	limiter := rate.NewLimiter(rate.Limit(job.RatePerSecond), batch)
-
-	decide := func(ctx context.Context, b rabbit.RedriveBatch) ([]rabbit.Move, error) {
-		if renew() {
-			stopped = true
-			return nil, errStopped
-		}
-		moves := make([]rabbit.Move, len(b.Messages)) // zero value: Keep
-		locators := make([]string, len(b.Messages))
-		for i, m := range b.Messages {
-			locators[i] = locator(m)
-		}
-		rows, err := r.e.o.Store.PlanItemsByLocator(ctx, job.PlanID, locators)
-		if err != nil || len(rows) == 0 {
-			return moves, err // none of these was selected: all stay
-		}
-		items := make(map[string]Item, len(rows))
-		seqs := make([]int, len(rows))
-		for i, row := range rows {
-			items[row.Locator] = dec.item(row)
-			seqs[i] = row.Seq
-		}
-		outcomes, err := r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqs)
-		if err != nil {
-			return nil, err
-		}
-		var planned []Item
-		idx := map[int]int{} // seq → index in the batch
-		mu.Lock()
-		for i := range b.Messages {
-			it, ok := items[locators[i]]
-			_, moving := inflight[locators[i]]
-			_, dup := idx[it.Seq]
-			switch {
-			case !ok, dup, moving:
-				continue // not selected, or another copy is being moved: it stays
-			case outcomes[it.Seq] == store.LedgerPublished:
-				// A copy of a message this job published and whose ack was lost (a crash, a
-				// broken channel): the broker put it back; it must not go out twice.
-				moves[i] = rabbit.Move{Kind: rabbit.Drop}
-				continue
-			case outcomes[it.Seq] == store.LedgerSkipped, outcomes[it.Seq] == store.LedgerFailed:
-				continue // settled earlier: it stays
-			}
-			planned = append(planned, it) // new, or claimed by an interrupted run (the gate resumes it)
-			idx[it.Seq] = i
-		}
-		mu.Unlock()
-		if len(planned) == 0 {
-			return moves, nil
-		}
-		if err := limiter.WaitN(ctx, min(len(planned), batch)); err != nil {
-			return nil, err
-		}
-		g, err := r.e.gate(ctx, job, planned)
-		if err != nil {
-			return nil, err
-		}
-		// Settled by an earlier run of this job meanwhile: a copy whose publish was confirmed but
-		// whose ack was lost is dropped, never published twice.
-		if len(g.mine) > 0 {
-			if outcomes, err = r.e.o.Store.LedgerOutcomes(ctx, job.ID, seqsOf(g.mine)); err != nil {
-				return nil, err
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, it := range g.move {
-			i := idx[it.Seq]
-			inflight[it.Locator] = it
-			moves[i] = rabbit.Move{Kind: rabbit.Publish, Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
-				Headers: rabbitReplayHeaders(b.Headers[i], r.e.strip, job, it, r.src)}
-		}
-		for _, it := range g.mine {
-			if outcomes[it.Seq] == store.LedgerPublished {
-				moves[idx[it.Seq]] = rabbit.Move{Kind: rabbit.Drop}
-			}
-		}
-		return moves, nil
-	}
-	settle := func(ctx context.Context, b rabbit.RedriveBatch, moves []rabbit.Move, errs []error) error {
-		var out []store.LedgerOutcome
-		var settled []string
-		mu.Lock()
-		for i, m := range moves {
-			if m.Kind != rabbit.Publish {
-				continue
-			}
-			l := locator(b.Messages[i])
-			it, ok := inflight[l]
-			if !ok { // decide registers every message it publishes; anything else is a bug, not a seq 0
-				mu.Unlock()
-				return fmt.Errorf("replay %s: settling %s, which this run did not move", job.ID, l)
-			}
-			o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
-			if errs[i] != nil {
-				o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
-			}
-			out = append(out, o)
-			settled = append(settled, l)
-		}
-		mu.Unlock()
-		if err := r.e.o.Store.Settle(ctx, job.ID, out); err != nil {
-			return err
-		}
-		mu.Lock()
-		for _, l := range settled { // only now: a copy seen meanwhile stayed rather than raced the ledger
-			delete(inflight, l)
-		}
-		mu.Unlock()
-		return nil
-	}
-	done := func() bool {
-		j, err := r.e.o.Store.Job(ctx, job.ID)
-		return err == nil && j.Published+j.Skipped+j.Failed >= j.Total
-	}
-	err := r.r.Redrive(ctx, vhost, r.src.Queue, rabbit.RedriveOptions{Max: 2*job.Total + 1000, Batch: batch, Done: done}, decide, settle)
-	if stopped {
-		return errStopped
-	}
+func (k rabbitKind) open(ctx context.Context, job store.ReplayJob, src Source) (mover, error) {
+	r, err := k.broker(&src)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// What the plan froze but the queue no longer holds (consumed, purged, expired meanwhile).
-	_, err = r.e.o.Store.RecordUnsettled(ctx, job.ID, job.PlanID, "not found in the queue when the job ran")
-	return err
+	span := src.Span
+	if span < 1 { // a plan made before spans were recorded
+		span = src.Limit
+	}
+	cur, err := r.OpenCursor(ctx, src.Vhost, src.Queue, span)
+	if err != nil {
+		return nil, err
+	}
+	return &rabbitMover{e: k.e, src: src, cur: cur, stash: map[string]stashed{}}, nil
 }
 
-func seqsOf(items []Item) []int {
-	out := make([]int, len(items))
-	for i, it := range items {
-		out[i] = it.Seq
+// rabbitMover reads the queue forward across a run's batches. Batches come in seq order, which is
+// the order the plan met the messages in the queue, so each batch's messages are found by reading
+// on: every message passed stays unacked (the queue keeps it) until it is moved, or until the
+// cursor closes and returns it in place.
+type rabbitMover struct {
+	e     *Engine
+	src   Source
+	cur   *rabbit.Cursor
+	stash map[string]stashed // planned messages read before their batch came, by locator
+}
+
+type stashed struct {
+	d   rabbit.Delivery
+	seq int
+}
+
+func (m *rabbitMover) close() { m.cur.Close() }
+
+// rabbitChunk is how many messages the mover reads between two plan look-ups.
+const rabbitChunk = 1000
+
+func (m *rabbitMover) locator(msg rabbit.Message) string {
+	return rabbitLocator(m.src.Broker, m.src.Vhost, m.src.Queue, msg)
+}
+
+// move finds the batch's messages in the queue, publishes them (mandatory, confirmed) and, after
+// the ledger records them, acks their dead-letter copies. Messages of the plan met on the way are
+// handled by what the ledger says of them: a later batch's are kept aside for it; a copy of one
+// this job already published (its ack was lost to a crash) is dropped, never sent twice; anything
+// else stays in the queue.
+func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error) {
+	pending := make(map[string]Item, len(items))
+	minSeq, maxSeq := items[0].Seq, items[0].Seq
+	for _, it := range items {
+		minSeq, maxSeq = min(minSeq, it.Seq), max(maxSeq, it.Seq)
 	}
-	return out
+	for l, s := range m.stash {
+		if s.seq < minSeq { // read ahead for an item the gate then skipped: it stays in the queue
+			delete(m.stash, l)
+		}
+	}
+	var take []rabbit.Delivery
+	var taken []Item
+	for _, it := range items {
+		if s, ok := m.stash[it.Locator]; ok {
+			take, taken = append(take, s.d), append(taken, it)
+			delete(m.stash, it.Locator)
+			continue
+		}
+		pending[it.Locator] = it
+	}
+	var drop []rabbit.Delivery
+	for len(pending) > 0 && !m.cur.Ended() && !m.behindStash(pending) {
+		ds, err := m.cur.Take(ctx, rabbitChunk)
+		if err != nil {
+			return moved{}, err
+		}
+		var others []rabbit.Delivery
+		for _, d := range ds {
+			l := m.locator(d.Message)
+			if it, ok := pending[l]; ok {
+				take, taken = append(take, d), append(taken, it)
+				delete(pending, l)
+				continue
+			}
+			others = append(others, d)
+		}
+		dropped, err := m.sortOut(ctx, job, others, minSeq, maxSeq)
+		if err != nil {
+			return moved{}, err
+		}
+		drop = append(drop, dropped...)
+	}
+	if len(pending) > 0 && m.cur.Others() > 0 {
+		// Another consumer (a live one, or another job) may hold them unacked: not "gone".
+		return moved{}, fmt.Errorf("%d planned message(s) were not found in queue %s, which has %d other consumer(s) that may "+
+			"hold them unacknowledged; the job waits for them: %w", len(pending), m.src.Queue, m.cur.Others(), ops.ErrUnavailable)
+	}
+	to := make([]rabbit.Republish, len(take))
+	for i, it := range taken {
+		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
+			Headers: rabbitReplayHeaders(take[i].Headers, m.e.strip, job, it, m.src)}
+	}
+	var errs []error
+	if len(take) > 0 {
+		var err error
+		if errs, err = m.cur.Publish(ctx, take, to); err != nil {
+			return moved{}, err
+		}
+	}
+	out := moved{outcomes: make([]store.LedgerOutcome, 0, len(items))}
+	var acks []rabbit.Delivery
+	for i, it := range taken {
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
+		switch {
+		case errs[i] != nil:
+			o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
+		case resumed[it.Seq]:
+			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
+			acks = append(acks, take[i])
+		default:
+			acks = append(acks, take[i])
+		}
+		out.outcomes = append(out.outcomes, o)
+	}
+	for _, it := range pending {
+		out.outcomes = append(out.outcomes, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: store.LedgerFailed, Detail: fmt.Sprintf("not found in the queue when the job ran (it read the %d messages "+
+				"the plan had read, or the queue ran out): consumed, purged or expired since the plan", m.cur.Read())})
+	}
+	acks = append(acks, drop...)
+	if len(acks) > 0 {
+		out.afterSettle = func(context.Context) error { return m.cur.Ack(acks) }
+	}
+	return out, nil
+}
+
+// behindStash reports whether every pending message comes before a planned message already met:
+// a queue hands messages out in order, so those pending ones are no longer in it.
+func (m *rabbitMover) behindStash(pending map[string]Item) bool {
+	if len(m.stash) == 0 {
+		return false
+	}
+	first := -1
+	for _, s := range m.stash {
+		if first < 0 || s.seq < first {
+			first = s.seq
+		}
+	}
+	for _, it := range pending {
+		if it.Seq > first {
+			return false
+		}
+	}
+	return true
+}
+
+// sortOut looks up messages met outside the current batch: a later batch's planned messages are
+// kept aside; copies of messages this job published are returned to be dropped; the rest stay.
+func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rabbit.Delivery, minSeq, maxSeq int) ([]rabbit.Delivery, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	locators := make([]string, len(ds))
+	for i, d := range ds {
+		locators[i] = m.locator(d.Message)
+	}
+	rows, err := m.e.o.Store.PlanItemsByLocator(ctx, job.PlanID, locators)
+	if err != nil || len(rows) == 0 {
+		return nil, err // not planned: they stay
+	}
+	seqOf := make(map[string]int, len(rows))
+	for _, r := range rows {
+		seqOf[r.Locator] = r.Seq
+	}
+	var earlier []int
+	earlierAt := map[int][]rabbit.Delivery{}
+	for i, d := range ds {
+		seq, ok := seqOf[locators[i]]
+		switch {
+		case !ok:
+		case seq > maxSeq:
+			if _, dup := m.stash[locators[i]]; !dup {
+				m.stash[locators[i]] = stashed{d: d, seq: seq}
+			}
+		case seq < minSeq:
+			if earlierAt[seq] == nil {
+				earlier = append(earlier, seq)
+			}
+			earlierAt[seq] = append(earlierAt[seq], d)
+		}
+		// Otherwise a message of this batch range the gate did not claim (skipped), or a second
+		// copy of one being moved: it stays.
+	}
+	if len(earlier) == 0 {
+		return nil, nil
+	}
+	outcomes, err := m.e.o.Store.LedgerOutcomes(ctx, job.ID, earlier)
+	if err != nil {
+		return nil, err
+	}
+	var drop []rabbit.Delivery
+	for _, seq := range earlier {
+		if outcomes[seq] == store.LedgerPublished {
+			drop = append(drop, earlierAt[seq]...)
+		}
+	}
+	return drop, nil
 }
 
 // rabbitReplayHeaders drops the failed attempt's exception headers and the broker's x-death
@@ -299,7 +362,3 @@ func rabbitReplayHeaders(in amqp.Table, strip headerStripper, job store.ReplayJo
 	out[HeaderSource] = fmt.Sprintf("%s/%s", src.Vhost, src.Queue)
 	return out
 }
-
-// rabbitBatch is smaller than batchSize: a RabbitMQ job overlaps taking and deciding one batch
-// with publishing the previous one, and smaller batches keep both stages busy.
-const rabbitBatch = 1000

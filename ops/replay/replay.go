@@ -38,12 +38,18 @@ type Source struct {
 	FromOffset *int64      `json:"from_offset,omitempty"`
 	ToOffset   *int64      `json:"to_offset,omitempty"`
 	Records    []RecordRef `json:"records,omitempty"`
+	// TopicID is the dead-letter topic's ID when the plan read it (set by the planner): a job
+	// refuses to read a topic that was recreated since.
+	TopicID string `json:"topic_id,omitempty"`
 
 	// RabbitMQ: the first Limit messages of a queue. (Limit also bounds an outbox filter.)
 	Broker string `json:"broker,omitempty"`
 	Vhost  string `json:"vhost,omitempty"`
 	Queue  string `json:"queue,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
+	// Span is how many messages from the head the plan read (set by the planner): a job reads
+	// that far to find the planned ones.
+	Span int `json:"span,omitempty"`
 
 	// Outbox: DEAD or FAILED event ids — or, without ids, the first Limit events matching Status
 	// (DEAD or FAILED; both when empty), EventType, AggregateID and the filter.
@@ -107,9 +113,12 @@ func (a Action) Forcible() bool { return a == SkipProcessed || a == SkipInProgre
 // Destination is where a message goes back to.
 type Destination struct {
 	Kind string `json:"kind"` // kafka | rabbitmq | outbox
-	// Kafka: the original topic; the original key keeps the partition.
-	Cluster string `json:"cluster,omitempty"`
-	Topic   string `json:"topic,omitempty"`
+	// Kafka: the original topic and partition, with where the partition comes from
+	// (PartitionFromHeader or PartitionFromKey; -1 with a nil key: any partition).
+	Cluster         string `json:"cluster,omitempty"`
+	Topic           string `json:"topic,omitempty"`
+	Partition       int32  `json:"partition,omitempty"`
+	PartitionSource string `json:"partition_source,omitempty"`
 	// RabbitMQ: the original exchange and routing key.
 	Broker     string `json:"broker,omitempty"`
 	Vhost      string `json:"vhost,omitempty"`
@@ -123,7 +132,10 @@ type Destination struct {
 func (d Destination) String() string {
 	switch d.Kind {
 	case "kafka":
-		return fmt.Sprintf("kafka %s → %s", d.Cluster, d.Topic)
+		if d.Partition < 0 {
+			return fmt.Sprintf("kafka %s → %s (any partition: no key)", d.Cluster, d.Topic)
+		}
+		return fmt.Sprintf("kafka %s → %s partition %d (from the %s)", d.Cluster, d.Topic, d.Partition, d.PartitionSource)
 	case "rabbitmq":
 		ex := d.Exchange
 		if ex == "" {

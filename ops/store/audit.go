@@ -16,6 +16,9 @@ const (
 	OutcomeOK     = "ok"
 	OutcomeDenied = "denied"
 	OutcomeFailed = "failed"
+	// A replay job's finish: it was cancelled, or it ended with some messages failed.
+	OutcomeCancelled = "cancelled"
+	OutcomePartial   = "partial"
 )
 
 // AuditEntry is one row of the append-only audit log.

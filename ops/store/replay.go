@@ -185,9 +185,11 @@ func (s *Store) RecordUnsettled(ctx context.Context, jobID, planID, detail strin
 	return n, nil
 }
 
-// ReplayedLocators returns which of the locators the ledger shows published or in flight.
-func (s *Store) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT locator FROM replay_ledger
+// ReplayedLocators returns which of the locators the ledger shows published or in flight. It reads
+// on the plan's own transaction: a plan that waited for a second pooled connection while holding
+// one deadlocked the pool once as many plans ran as it had connections.
+func (w *PlanWriter) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
+	rows, err := w.tx.Query(ctx, `SELECT locator FROM replay_ledger
 		WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
 		return nil, fmt.Errorf("ledger lookup: %w: %w", ops.ErrUnavailable, err)
@@ -221,6 +223,8 @@ type ReplayJob struct {
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	ApprovedBy      string // four-eyes: who approved it; "" when no approval was needed
+	// Paused says why a running job is waiting for a dependency; "" while it makes progress.
+	Paused string
 	// Counts, kept in the ledger's transactions.
 	Published, Skipped, Failed int
 }
@@ -237,12 +241,12 @@ const (
 
 const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
 	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at, j.approved_by,
-	j.published, j.skipped, j.failed`
+	j.published, j.skipped, j.failed, j.paused`
 
 func scanJob(r pgx.CollectableRow) (ReplayJob, error) {
 	var j ReplayJob
 	err := r.Scan(&j.ID, &j.PlanID, &j.Status, &j.Actor, &j.Reason, &j.Force, &j.RatePerSecond, &j.Total, &j.NextSeq,
-		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed)
+		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed, &j.Paused)
 	return j, err
 }
 
@@ -309,7 +313,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 // RenewLease extends owner's lease and records progress. It reports false when the lease was lost
 // (another replica took the job over), and whether cancellation was requested.
 func (s *Store) RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error) {
-	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, next_seq = greatest(next_seq, $4)
+	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, next_seq = greatest(next_seq, $4), paused = ''
 		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
 		jobID, owner, lease.String(), nextSeq).Scan(&cancel)
 	if isNoRows(err) {
@@ -321,9 +325,25 @@ func (s *Store) RenewLease(ctx context.Context, jobID, owner string, lease time.
 	return true, cancel, nil
 }
 
+// PauseJob records why owner's running job waits (a dependency went away) and extends its lease;
+// the next RenewLease clears it. It reports, like RenewLease, whether the lease is still held and
+// whether cancellation was requested.
+func (s *Store) PauseJob(ctx context.Context, jobID, owner string, lease time.Duration, why string) (held, cancel bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, paused = $4
+		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
+		jobID, owner, lease.String(), why).Scan(&cancel)
+	if isNoRows(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("pause job: %w: %w", ops.ErrUnavailable, err)
+	}
+	return true, cancel, nil
+}
+
 // FinishJob ends owner's run with a final status.
 func (s *Store) FinishJob(ctx context.Context, jobID, owner, status, errText string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL
+	_, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = ''
 		WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
 	if err != nil {
 		return fmt.Errorf("finish job: %w: %w", ops.ErrUnavailable, err)
@@ -467,6 +487,20 @@ const claimSQL = `WITH ins AS (
 			failed = failed + (SELECT count(*) FROM ins WHERE outcome = 'failed')
 		WHERE id = $1 AND EXISTS (SELECT FROM ins WHERE outcome <> 'active'))
 	SELECT seq FROM ins WHERE outcome = 'active'`
+
+// Holders names, for each locator the ledger holds (published or in flight), the job holding it.
+func (s *Store) Holders(ctx context.Context, locators []string) (map[string]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT locator, job_id FROM replay_ledger WHERE holds AND locator = ANY($1)`, locators)
+	if err != nil {
+		return nil, fmt.Errorf("ledger holders: %w: %w", ops.ErrUnavailable, err)
+	}
+	out := map[string]string{}
+	var locator, job string
+	if _, err := pgx.ForEachRow(rows, []any{&locator, &job}, func() error { out[locator] = job; return nil }); err != nil {
+		return nil, fmt.Errorf("ledger holders: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
 
 // Record writes final outcomes of messages this job never claimed (skips, messages that were gone).
 // A message already recorded keeps its first outcome.

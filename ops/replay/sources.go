@@ -1,0 +1,54 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redrive/redrive/ops/store"
+)
+
+// kind is one kind of dead-letter source. The controller (jobs.go) does everything that is the
+// same for all of them — lease, rate, cancel, approval, inbox re-check, claim, settle, completion,
+// resume — and asks the kind only two things: what a selection holds, and how to move a batch.
+type kind interface {
+	// plan reads the selection and emits its messages in the order a job moves them. It may
+	// record in src what a run needs to know of the read (RabbitMQ: how far it read).
+	plan(ctx context.Context, src *Source, f Filter, emit func(Item) error) error
+	// open prepares one run of a job: the controller hands it batches of claimed items in seq
+	// order and closes it when the run ends, however it ends.
+	open(ctx context.Context, job store.ReplayJob, src Source) (mover, error)
+	// batch is how many items a batch holds at most.
+	batch() int
+}
+
+// mover moves claimed items for one run of a job.
+type mover interface {
+	// move moves the claimed items of one batch and reports each one's outcome. An error means
+	// the batch's outcome is unknown (a broker went away): its claims stay, and the resumed run
+	// moves them again (at-least-once; the consumer's inbox absorbs a duplicate).
+	move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error)
+	close()
+}
+
+// moved is a batch's outcome.
+type moved struct {
+	outcomes []store.LedgerOutcome
+	// afterSettle, when set, runs once the outcomes are in the ledger: RabbitMQ acks the
+	// dead-letter copies of what it published only then (publish → confirm → ledger → ack).
+	afterSettle func(ctx context.Context) error
+}
+
+// kindOf is the one place a source kind is looked up.
+func (e *Engine) kindOf(name string) (kind, error) {
+	switch name {
+	case "kafka":
+		return kafkaKind{e}, nil
+	case "rabbitmq":
+		return rabbitKind{e}, nil
+	case "outbox":
+		return outboxKind{e}, nil
+	case "":
+		return nil, invalid("source.kind", "required: kafka, rabbitmq or outbox")
+	}
+	return nil, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq or outbox", name))
+}
