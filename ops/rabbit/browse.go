@@ -615,7 +615,7 @@ func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) 
 	case ctx.Err() != nil:
 		unlockLocal()
 		return nil, "", ctx.Err()
-	case errors.Is(err, ops.ErrConflict) || wctx.Err() != nil:
+	case errors.Is(err, ops.ErrConflict):
 		unlockLocal()
 		return nil, "", busy()
 	default:

@@ -19,10 +19,15 @@ import (
 
 const concurrentDLQ = "orders.dlq"
 
-// fillDLQ declares concurrentDLQ and publishes n messages with ids m-000, m-001, ….
-func (e *env) fillDLQ(n int) {
+// fillDLQ declares concurrentDLQ (a classic queue unless args say otherwise) and publishes n
+// messages with ids m-000, m-001, ….
+func (e *env) fillDLQ(n int, args ...amqp.Table) {
 	e.t.Helper()
-	e.queue(concurrentDLQ, nil)
+	var a amqp.Table
+	if len(args) > 0 {
+		a = args[0]
+	}
+	e.queue(concurrentDLQ, a)
 	for i := range n {
 		e.publish("", concurrentDLQ, amqp.Publishing{MessageId: msgID(i), DeliveryMode: amqp.Persistent,
 			Body: fmt.Appendf(nil, `{"n":%d}`, i)})
@@ -159,6 +164,30 @@ func TestBrowseConcurrent(t *testing.T) {
 		}
 		e.assertUnchanged(n)
 	})
+}
+
+// A quorum queue returns browsed messages asynchronously: the next browse in turn still sees them all.
+func TestBrowseConcurrentQuorum(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	e := newEnv(t)
+	e.fillDLQ(n, amqp.Table{"x-queue-type": "quorum"})
+	var readers []func() (BrowseResult, []Message, error)
+	for range 2 {
+		readers = append(readers, browser(e.b, e.vhost, n), peeker(e.b, e.vhost, n))
+	}
+	start := time.Now()
+	results, seen := browseAll(t, readers)
+	t.Logf("2 browses and 2 peeks of a %d-message quorum queue took %v", n, time.Since(start))
+	for i := range results {
+		if err := inOrder(seen[i], 0, n); err != nil {
+			t.Errorf("reader %d: %v", i, err)
+		}
+		if !results[i].Complete {
+			t.Errorf("reader %d: incomplete: %q", i, results[i].Notes)
+		}
+	}
+	e.assertUnchanged(n)
 }
 
 // Two Broker values over one store are two replicas of the console: their browses take turns too,
