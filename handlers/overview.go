@@ -154,7 +154,8 @@ func (h *Overview) kafkaProblems(ctx context.Context, cluster string) []Problem 
 		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead {
 			severity = "critical"
 		}
-		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s, lag %s: %s", cluster, g.Name, code,
+		// The reason names the partitions it is about, with their lag; the total tells them apart.
+		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s (total lag %s): %s", cluster, g.Name, code,
 			components.FormatNum(g.TotalLag), g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
 	}
 	// Dead-letter topics that received something recently, from the same snapshot.

@@ -13,6 +13,7 @@
 //   [data-check-count="name"]                   shows how many are checked
 //   [data-requires-checked="name"]              disabled while none are checked
 //   div[data-chart][data-src][data-series]      uPlot line chart; data-labels, data-height, data-refresh
+//   div[data-chart][data-sparkline]             the same as a plain line: no axes, legend or cursor
 //
 // static/README.md documents every attribute; browser_test.go in
 // views/components exercises them under the production CSP.
@@ -319,9 +320,76 @@
     return String(+v.toFixed(2));
   }
 
+  // Height is uPlot's whole height, axes included. The x axis alone takes 50 px: below
+  // fullChartMin the plot area would be negative, and uPlot then draws the series upside down.
+  var fullChartMin = 120;
+
+  function isSparkline(el) { return el.hasAttribute("data-sparkline"); }
+
   function chartSize(el) {
-    var h = parseInt(el.getAttribute("data-height"), 10) || 220;
-    return { width: Math.max(el.clientWidth, 200), height: h };
+    var h = parseInt(el.getAttribute("data-height"), 10);
+    if (isSparkline(el)) return { width: Math.max(el.clientWidth, 40), height: h > 0 ? h : 48 };
+    return { width: Math.max(el.clientWidth, 200), height: Math.max(h > 0 ? h : 220, fullChartMin) };
+  }
+
+  // sparkRange is a sparkline's y scale: the data's own span with a little room so the stroke
+  // is not clipped, never below zero for data that is not (lag, depth), and a flat series in
+  // the middle of the box rather than on an edge.
+  function sparkRange(u, lo, hi) {
+    if (lo == null || hi == null || !isFinite(lo) || !isFinite(hi)) return [0, 1];
+    var span = hi - lo;
+    var pad = span > 0 ? span * 0.08 : Math.max(Math.abs(hi) * 0.5, 1);
+    var min = lo - pad;
+    if (lo >= 0 && min < 0) min = 0;
+    return [min, hi + pad];
+  }
+
+  function seriesOpts(keys, labels, spark) {
+    return [{}].concat(keys.map(function (k, i) {
+      var o = { label: labels[i] || k, stroke: palette[i % palette.length], width: 1.5, points: { show: false }, spanGaps: false };
+      if (!spark) o.value = function (u, v) { return v == null ? "\u2014" : v.toLocaleString(); };
+      return o;
+    }));
+  }
+
+  function chartOpts(el, keys, labels) {
+    var size = chartSize(el);
+    if (isSparkline(el)) {
+      return {
+        width: size.width,
+        height: size.height,
+        padding: [2, 2, 2, 2],
+        legend: { show: false },
+        cursor: { show: false },
+        select: { show: false },
+        scales: { x: { time: false }, y: { range: sparkRange } },
+        axes: [{ show: false }, { show: false }],
+        series: seriesOpts(keys, labels, true)
+      };
+    }
+    return {
+      width: size.width,
+      height: size.height,
+      cursor: { drag: { x: true, y: false } },
+      scales: { x: { time: true } },
+      axes: [
+        { stroke: "#5f6b7a", grid: { stroke: "#edf0f3" }, ticks: { stroke: "#dde2e8" } },
+        { stroke: "#5f6b7a", grid: { stroke: "#edf0f3" }, ticks: { stroke: "#dde2e8" }, size: 56,
+          values: function (u, vals) { return vals.map(shortNum); } }
+      ],
+      series: seriesOpts(keys, labels, false)
+    };
+  }
+
+  // sparkTitle says in words what a sparkline draws, for the tooltip: "lag: 12 → 48 (3–60)".
+  function sparkTitle(data, labels, keys) {
+    return keys.map(function (k, i) {
+      var vs = data[i + 1].filter(function (v) { return v != null; });
+      if (!vs.length) return (labels[i] || k) + ": no data";
+      var lo = Math.min.apply(null, vs), hi = Math.max.apply(null, vs);
+      return (labels[i] || k) + ": " + vs[0].toLocaleString() + " \u2192 " + vs[vs.length - 1].toLocaleString() +
+        " (" + lo.toLocaleString() + "\u2013" + hi.toLocaleString() + ")";
+    }).join("; ");
   }
 
   function chartStatus(el, text, isError) {
@@ -378,30 +446,10 @@
           return;
         }
         chartStatus(el, "");
+        if (isSparkline(el)) el.setAttribute("title", sparkTitle(data, labels, keys));
         if (el._uplot) { el._uplot.setData(data); return; }
-        var opts = {
-          width: chartSize(el).width,
-          height: chartSize(el).height,
-          cursor: { drag: { x: true, y: false } },
-          scales: { x: { time: true } },
-          axes: [
-            { stroke: "#5f6b7a", grid: { stroke: "#edf0f3" }, ticks: { stroke: "#dde2e8" } },
-            { stroke: "#5f6b7a", grid: { stroke: "#edf0f3" }, ticks: { stroke: "#dde2e8" }, size: 56,
-              values: function (u, vals) { return vals.map(shortNum); } }
-          ],
-          series: [{}].concat(keys.map(function (k, i) {
-            return {
-              label: labels[i] || k,
-              stroke: palette[i % palette.length],
-              width: 1.5,
-              points: { show: false },
-              spanGaps: false,
-              value: function (u, v) { return v == null ? "\u2014" : v.toLocaleString(); }
-            };
-          }))
-        };
         el._chartWidth = el.clientWidth;
-        el._uplot = new window.uPlot(opts, data, el);
+        el._uplot = new window.uPlot(chartOpts(el, keys, labels), data, el);
         if (chartObserver) chartObserver.observe(el);
       })
       .catch(function (err) {

@@ -1,9 +1,9 @@
-//go:build browser
-
 // Browser tests for static/app.js on the gallery page, served with the
-// production CSP, in Debian's headless Chromium:
+// production CSP, in Debian's headless Chromium. They run in every
+// `go test ./...` (so in `make test`); without chromium they are skipped, except
+// under CI (CI=true), where a missing browser fails them:
 //
-//	go test -tags browser ./views/components/
+//	go test -run 'TestAppJS|TestSparkline' ./views/components/
 package components_test
 
 import (
@@ -32,6 +32,9 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no chromium at %s: CI must run the browser tests (apt-get install chromium)", chromiumPath)
+		}
 		t.Skipf("no chromium at %s", chromiumPath)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],

@@ -330,11 +330,27 @@ func TestChart(t *testing.T) {
 	}
 	doc, _ = render(t, Chart(ChartProps{Src: "/x.json", Series: []string{"depth"}}))
 	c = one(t, doc, "chart")
-	for _, name := range []string{"data-labels", "data-height", "data-refresh", "data-empty"} {
+	for _, name := range []string{"data-labels", "data-height", "data-refresh", "data-empty", "data-sparkline", "role"} {
 		if _, ok := c.Attr(name); ok {
 			t.Errorf("unexpected %s", name)
 		}
 	}
+
+	t.Run("Sparkline", func(t *testing.T) {
+		doc, _ := render(t, Chart(ChartProps{Src: "/x.json", Series: []string{"total_lag", "depth"}, Labels: []string{"lag, last hour"}, Height: 48, Sparkline: true}))
+		c := one(t, doc, "chart")
+		attr(t, c, "data-sparkline")
+		if got := attr(t, c, "class"); got != "chart chart-spark" {
+			t.Errorf("class = %q, want a sparkline's, not chart-sm", got)
+		}
+		if got := attr(t, c, "role"); got != "img" {
+			t.Errorf("role = %q", got)
+		}
+		// A sparkline has no legend: its labels name it, a missing label by its key.
+		if got := attr(t, c, "aria-label"); got != "lag, last hour, depth" {
+			t.Errorf("aria-label = %q", got)
+		}
+	})
 }
 
 func TestFilterAndCheckAll(t *testing.T) {

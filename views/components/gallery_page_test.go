@@ -1,5 +1,3 @@
-//go:build gallery || browser
-
 package components_test
 
 import (

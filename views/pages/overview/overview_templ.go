@@ -180,7 +180,7 @@ func Body(d Data) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if p.Trend != "" {
-					templ_7745c5c3_Err = components.Chart(components.ChartProps{Src: p.Trend, Series: []string{"total_lag"}, Labels: []string{"lag, last hour"}, Height: 48, EmptyText: "no history yet"}).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = components.Chart(components.ChartProps{Src: p.Trend, Series: []string{"total_lag"}, Labels: []string{"lag, last hour"}, Height: 48, Sparkline: true, EmptyText: "no history yet"}).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
