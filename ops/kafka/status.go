@@ -1,10 +1,13 @@
 package kafka
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/configs"
@@ -29,7 +32,8 @@ const (
 	StatusEmpty StatusCode = "EMPTY"
 	// StatusDead: the group no longer exists on the coordinator (Kafka state Dead).
 	StatusDead StatusCode = "DEAD"
-	// StatusWarn: the lag grew across the evaluation window by at least LagRules.WarnMinLag.
+	// StatusWarn: the lag rose at every sample of the evaluation window, never touched zero, and
+	// grew by at least LagRules.WarnMinLag in all.
 	StatusWarn StatusCode = "WARN"
 	// StatusStall: members exist and there is lag, but the committed offset did not move for a
 	// whole window — consumers are alive but stuck (a poison message, a blocked handler).
@@ -54,8 +58,8 @@ func (s StatusCode) Severity() int {
 	}
 }
 
-// Status is a verdict with a one-line reason for people ("lag grew 1,200 → 4,800 over 5m").
-// Reason is empty for OK.
+// Status is a verdict with a one-line reason for people ("lag rose at every sample: 1,200 → 2,000
+// → 4,800 over 5m"; a group's reason names its partitions). Reason is empty for OK.
 type Status struct {
 	Code   StatusCode
 	Reason string
@@ -82,19 +86,59 @@ type GroupStatus struct {
 	Partitions []PartitionStatus
 }
 
-// Evaluate judges one partition of a group from its samples, Burrow-style. It is pure: the
-// sampler calls it with stored history, tests with tables. state and members are the group's
+// Evaluate judges one partition of a group from its samples, following Burrow's rules. It is pure:
+// the sampler calls it with stored history, tests with tables. state and members are the group's
 // current Kafka state and member count. Rules, from first match:
 //
 //   - state Dead → DEAD; state Empty → EMPTY (the reason mentions any lag left behind);
+//   - no lag now, or the lag was zero at any sample of the window → OK (Burrow's rule 1: a
+//     consumer that caught up at some point in the window keeps up);
 //   - lag > 0 and the committed offset has not moved for longer than rules.StopAfter → STOP;
 //   - lag > 0, members > 0 and the committed offset did not move during the whole window → STALL;
-//   - lag grew across the window by at least rules.WarnMinLag → WARN;
-//   - otherwise OK.
+//   - the lag rose at every sample of the window (strictly, over at least three samples) and by at
+//     least rules.WarnMinLag in all → WARN;
+//   - otherwise OK: a steady or fluctuating lag that is being consumed is normal.
 //
-// "Not moved for d" is known only as far back as the samples reach: the committed offset is
-// taken as stuck since the oldest sample of the newest run of equal committed offsets.
+// The window ends at the newest sample. "Not moved for d" is known only as far back as the samples
+// reach: the committed offset is taken as stuck since the oldest sample of the newest run of equal
+// committed offsets. Reasons never show the -1 of an offset that was never committed.
 func Evaluate(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) Status {
+	return evaluate(rules, state, members, samples, now).status
+}
+
+// finding is which rule decided a verdict; EvaluateGroup words the partitions that share one
+// together.
+type finding int
+
+const (
+	foundNothing    finding = iota
+	foundDead               // the group is dead
+	foundIdle               // no members, no lag
+	foundLeft               // no members, lag left behind
+	foundLeftNever          // no members, never committed, lag
+	foundStop               // no commit for longer than StopAfter
+	foundStopNever          // never committed for longer than StopAfter
+	foundStall              // committed offset stuck for a window, with members
+	foundStallNever         // never committed for a window, with members
+	foundRising             // lag rose at every sample of the window
+)
+
+// verdict is a Status with the facts its reason was worded from.
+type verdict struct {
+	status  Status
+	found   finding
+	lag     int64         // the newest lag
+	offset  int64         // the committed offset (foundStop, foundStall)
+	stuck   time.Duration // how long the committed offset has not moved
+	members int
+	window  []Sample // the window's samples (foundRising)
+}
+
+// minRisingSamples is how many samples must rise one after the other for WARN: with two, a single
+// increase between two samples would be enough, and that is noise.
+const minRisingSamples = 3
+
+func evaluate(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) verdict {
 	s := usable(samples)
 	var last *Sample
 	if len(s) > 0 {
@@ -102,15 +146,23 @@ func Evaluate(rules configs.LagRules, state string, members int, samples []Sampl
 	}
 	switch state {
 	case "Dead":
-		return Status{StatusDead, "group is dead: no members and no state on the coordinator"}
+		return verdict{status: Status{StatusDead, "group is dead: no members and no state on the coordinator"}, found: foundDead}
 	case "Empty":
-		if last != nil && last.Lag > 0 {
-			return Status{StatusEmpty, fmt.Sprintf("no members; lag %s left unconsumed", num(last.Lag))}
+		switch {
+		case last == nil || last.Lag <= 0:
+			return verdict{status: Status{StatusEmpty, "no members"}, found: foundIdle}
+		case last.Committed < 0:
+			v := verdict{found: foundLeftNever, lag: last.Lag}
+			v.status = Status{StatusEmpty, v.describe(nil, "")}
+			return v
+		default:
+			v := verdict{found: foundLeft, lag: last.Lag}
+			v.status = Status{StatusEmpty, v.describe(nil, "")}
+			return v
 		}
-		return Status{StatusEmpty, "no members"}
 	}
-	if last == nil {
-		return Status{Code: StatusOK}
+	if last == nil || last.Lag == 0 {
+		return verdict{status: Status{Code: StatusOK}}
 	}
 	window, stopAfter := rules.Window.D(), rules.StopAfter.D()
 	if window <= 0 {
@@ -121,71 +173,316 @@ func Evaluate(rules configs.LagRules, state string, members int, samples []Sampl
 	}
 	minGrowth := max(rules.WarnMinLag, 1)
 
-	if last.Lag > 0 {
-		since := s[len(s)-1].At
-		for i := len(s) - 2; i >= 0 && s[i].Committed == last.Committed; i-- {
-			since = s[i].At
-		}
-		stuck := now.Sub(since)
-		switch {
-		case stuck > stopAfter:
-			if last.Committed < 0 {
-				return Status{StatusStop, fmt.Sprintf("nothing committed for %s, lag %s", dur(stuck), num(last.Lag))}
-			}
-			return Status{StatusStop, fmt.Sprintf("no commit for %s (committed offset %s), lag %s", dur(stuck), num(last.Committed), num(last.Lag))}
-		case members > 0 && stuck >= window:
-			return Status{StatusStall, fmt.Sprintf("committed offset stuck at %s for %s with %s", num(last.Committed), dur(stuck), plural(members, "member"))}
+	from := last.At.Add(-window)
+	first := len(s) - 1
+	for first > 0 && !s[first-1].At.Before(from) {
+		first--
+	}
+	win := s[first:]
+	for _, x := range win {
+		if x.Lag == 0 {
+			return verdict{status: Status{Code: StatusOK}}
 		}
 	}
 
-	// Growth across the window: from the last sample at or before its start (or the oldest one
-	// inside it) to the newest.
-	from := now.Add(-window)
-	base := -1
-	for i := range s {
-		if !s[i].At.After(from) {
-			base = i
-		} else {
-			break
+	since := last.At
+	for i := len(s) - 2; i >= 0 && s[i].Committed == last.Committed; i-- {
+		since = s[i].At
+	}
+	v := verdict{lag: last.Lag, offset: last.Committed, stuck: now.Sub(since), members: members}
+	never := last.Committed < 0
+	switch {
+	case v.stuck > stopAfter && never:
+		v.status.Code, v.found = StatusStop, foundStopNever
+	case v.stuck > stopAfter:
+		v.status.Code, v.found = StatusStop, foundStop
+	case members > 0 && v.stuck >= window && never:
+		v.status.Code, v.found = StatusStall, foundStallNever
+	case members > 0 && v.stuck >= window:
+		v.status.Code, v.found = StatusStall, foundStall
+	case rising(win) && win[len(win)-1].Lag-win[0].Lag >= minGrowth:
+		v.status.Code, v.found, v.window = StatusWarn, foundRising, win
+	default:
+		return verdict{status: Status{Code: StatusOK}}
+	}
+	v.status.Reason = v.describe(nil, "")
+	return v
+}
+
+// rising reports whether the lag rose at every sample, over at least minRisingSamples.
+func rising(s []Sample) bool {
+	if len(s) < minRisingSamples {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i].Lag <= s[i-1].Lag {
+			return false
 		}
 	}
-	if base < 0 {
-		base = 0
+	return true
+}
+
+// describe words v's finding, together with others that share it (nil for a partition alone);
+// where names the partitions (" on partitions 1, 2"), "" for a partition's own reason.
+func (v verdict) describe(others []verdict, where string) string {
+	all := append([]verdict{v}, others...)
+	var lag int64
+	stuck := v.stuck
+	for _, o := range all {
+		lag += o.lag
+		stuck = min(stuck, o.stuck)
 	}
-	if first := s[base]; base < len(s)-1 && last.Lag-first.Lag >= minGrowth {
-		return Status{StatusWarn, fmt.Sprintf("lag grew %s → %s over %s", num(first.Lag), num(last.Lag), dur(last.At.Sub(first.At)))}
+	single := len(all) == 1
+	// "for 16m" is true of every partition when it is the shortest time any of them is stuck.
+	stuckText := dur(stuck)
+	if !single && slices.ContainsFunc(all, func(o verdict) bool { return dur(o.stuck) != stuckText }) {
+		stuckText += " or more"
 	}
-	return Status{Code: StatusOK}
+	switch v.found {
+	case foundLeft:
+		return fmt.Sprintf("no members; lag %s left unconsumed%s", num(lag), where)
+	case foundLeftNever:
+		return fmt.Sprintf("no members; never committed%s, lag %s left unconsumed", where, num(lag))
+	case foundStop:
+		if single {
+			return fmt.Sprintf("no commit for %s%s (committed offset %s), lag %s", stuckText, where, num(v.offset), num(lag))
+		}
+		return fmt.Sprintf("no commit for %s%s, lag %s", stuckText, where, num(lag))
+	case foundStopNever:
+		return fmt.Sprintf("never committed%s (no commit seen in %s), lag %s", where, stuckText, num(lag))
+	case foundStall:
+		if single {
+			return fmt.Sprintf("committed offset stuck at %s for %s%s with %s, lag %s", num(v.offset), stuckText, where, plural(v.members, "member"), num(lag))
+		}
+		return fmt.Sprintf("committed offsets stuck for %s%s with %s, lag %s", stuckText, where, plural(v.members, "member"), num(lag))
+	case foundStallNever:
+		return fmt.Sprintf("never committed%s (no commit seen in %s) with %s, lag %s", where, stuckText, plural(v.members, "member"), num(lag))
+	case foundRising:
+		lags, span := risingTotal(all)
+		return fmt.Sprintf("lag rose at every sample%s: %s over %s", where, chain(lags), dur(span))
+	}
+	return v.status.Reason
+}
+
+// risingTotal is the summed lag of rising partitions at each sample time they share; when their
+// samples were not taken together, the sum of their first lags and the sum of their last lags.
+func risingTotal(vs []verdict) ([]int64, time.Duration) {
+	if len(vs) == 1 {
+		w := vs[0].window
+		lags := make([]int64, len(w))
+		for i, x := range w {
+			lags[i] = x.Lag
+		}
+		return lags, w[len(w)-1].At.Sub(w[0].At)
+	}
+	sum := map[time.Time]int64{}
+	seen := map[time.Time]int{}
+	for _, v := range vs {
+		for _, x := range v.window {
+			sum[x.At] += x.Lag
+			seen[x.At]++
+		}
+	}
+	var at []time.Time
+	for t, n := range seen {
+		if n == len(vs) {
+			at = append(at, t)
+		}
+	}
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	if len(at) >= 2 {
+		lags := make([]int64, len(at))
+		for i, t := range at {
+			lags[i] = sum[t]
+		}
+		return lags, at[len(at)-1].Sub(at[0])
+	}
+	var firstLag, lastLag int64
+	var span time.Duration
+	for _, v := range vs {
+		w := v.window
+		firstLag += w[0].Lag
+		lastLag += w[len(w)-1].Lag
+		span = max(span, w[len(w)-1].At.Sub(w[0].At))
+	}
+	return []int64{firstLag, lastLag}, span
+}
+
+// chain writes lags as "2 → 5 → 9"; a long run keeps its two ends: "1 → 2 → … → 9 → 10".
+func chain(lags []int64) string {
+	parts := make([]string, 0, 5)
+	for i, l := range lags {
+		if len(lags) > 5 && i >= 2 && i < len(lags)-2 {
+			if i == 2 {
+				parts = append(parts, "…")
+			}
+			continue
+		}
+		parts = append(parts, num(l))
+	}
+	return strings.Join(parts, " → ")
 }
 
 // EvaluateGroup evaluates every partition and gives the group the worst partition's status (ties
-// go to the larger lag). A group in state Empty or Dead with no partitions still gets EMPTY/DEAD.
+// go to the larger lag). The group's reason names every partition of that status, worded together
+// where they share a finding ("lag rose at every sample on partitions 1, 2: 2 → 5 → 9 over 2m");
+// topics are named too when the group reads more than one. A group in state Empty or Dead with no
+// partitions still gets EMPTY/DEAD.
 func EvaluateGroup(rules configs.LagRules, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
 	gs := GroupStatus{Partitions: make([]PartitionStatus, 0, len(parts))}
-	worstLag := int64(-1)
-	for _, p := range parts {
-		st := Evaluate(rules, state, members, p.Samples, now)
-		ps := PartitionStatus{Topic: p.Topic, Partition: p.Partition, Status: st}
-		gs.Partitions = append(gs.Partitions, ps)
+	verdicts := make([]verdict, len(parts))
+	worst, worstLag := -1, int64(-1)
+	topics := map[string]bool{}
+	for i, p := range parts {
+		topics[p.Topic] = true
+		v := evaluate(rules, state, members, p.Samples, now)
+		verdicts[i] = v
+		gs.Partitions = append(gs.Partitions, PartitionStatus{Topic: p.Topic, Partition: p.Partition, Status: v.status})
 		lag := int64(-1)
 		if u := usable(p.Samples); len(u) > 0 {
 			lag = u[len(u)-1].Lag
 		}
-		if gs.Worst == nil || st.Code.Severity() > gs.Worst.Status.Code.Severity() ||
-			(st.Code.Severity() == gs.Worst.Status.Code.Severity() && lag > worstLag) {
-			w := ps
-			gs.Worst, worstLag = &w, lag
+		if worst < 0 || v.status.Code.Severity() > verdicts[worst].status.Code.Severity() ||
+			(v.status.Code.Severity() == verdicts[worst].status.Code.Severity() && lag > worstLag) {
+			worst, worstLag = i, lag
 		}
 	}
 	switch {
-	case gs.Worst != nil:
-		gs.Status = gs.Worst.Status
+	case worst >= 0:
+		w := gs.Partitions[worst]
+		gs.Worst = &w
+		gs.Status = Status{Code: w.Status.Code, Reason: groupReason(parts, verdicts, worst, len(topics) > 1)}
 	case state == "Dead" || state == "Empty":
 		gs.Status = Evaluate(rules, state, members, nil, now)
 	default:
 		gs.Status = Status{Code: StatusOK}
 	}
 	return gs
+}
+
+// groupReason words the findings of the partitions that share the worst one's status, the worst
+// one's finding first, the others by their lag.
+func groupReason(parts []PartitionSamples, vs []verdict, worst int, namedTopics bool) string {
+	code := vs[worst].status.Code
+	byFinding := map[finding][]int{}
+	var order []finding
+	for i, v := range vs {
+		if v.status.Code != code {
+			continue
+		}
+		if _, ok := byFinding[v.found]; !ok {
+			order = append(order, v.found)
+		}
+		byFinding[v.found] = append(byFinding[v.found], i)
+	}
+	switch vs[worst].found {
+	case foundNothing, foundDead, foundIdle:
+		return vs[worst].status.Reason // about the group, not a partition
+	}
+	delete(byFinding, foundIdle) // partitions without lag in an idle group with lag elsewhere
+	order = slices.DeleteFunc(order, func(f finding) bool { return f == foundIdle })
+	lagOf := func(f finding) (n int64) {
+		for _, i := range byFinding[f] {
+			n += vs[i].lag
+		}
+		return n
+	}
+	slices.SortStableFunc(order, func(a, b finding) int {
+		switch {
+		case a == vs[worst].found:
+			return -1
+		case b == vs[worst].found:
+			return 1
+		}
+		return cmp.Compare(lagOf(b), lagOf(a))
+	})
+	texts := make([]string, 0, len(order))
+	for _, f := range order {
+		idx := byFinding[f]
+		named := make([]PartitionSamples, len(idx))
+		rest := make([]verdict, 0, len(idx)-1)
+		for j, i := range idx {
+			named[j] = parts[i]
+			if j > 0 {
+				rest = append(rest, vs[i])
+			}
+		}
+		text := vs[idx[0]].describe(rest, " on "+partitionNames(named, namedTopics))
+		if code == StatusEmpty && len(texts) > 0 {
+			text = strings.TrimPrefix(text, "no members; ")
+		}
+		texts = append(texts, text)
+	}
+	return strings.Join(texts, "; ")
+}
+
+// maxNamed is how many partitions (or runs of them) a reason lists before "and N more".
+const maxNamed = 8
+
+// partitionNames names partitions for people: "partition 2", "partitions 0–3, 7"; with topics,
+// "orders partitions 1, 2 and refunds partition 0".
+func partitionNames(ps []PartitionSamples, withTopics bool) string {
+	byTopic := map[string][]int32{}
+	var topics []string
+	for _, p := range ps {
+		t := p.Topic
+		if !withTopics {
+			t = ""
+		}
+		if _, ok := byTopic[t]; !ok {
+			topics = append(topics, t)
+		}
+		byTopic[t] = append(byTopic[t], p.Partition)
+	}
+	slices.Sort(topics)
+	out := make([]string, 0, len(topics))
+	budget := maxNamed
+	for _, t := range topics {
+		nums := byTopic[t]
+		slices.Sort(nums)
+		nums = slices.Compact(nums)
+		var runs []string
+		for i := 0; i < len(nums); {
+			j := i
+			for j+1 < len(nums) && nums[j+1] == nums[j]+1 {
+				j++
+			}
+			switch {
+			case j-i >= 2:
+				runs = append(runs, fmt.Sprintf("%d–%d", nums[i], nums[j]))
+			case j > i:
+				runs = append(runs, strconv.Itoa(int(nums[i])), strconv.Itoa(int(nums[j])))
+			default:
+				runs = append(runs, strconv.Itoa(int(nums[i])))
+			}
+			i = j + 1
+		}
+		more := ""
+		if len(runs) > budget {
+			hidden := 0
+			for _, r := range runs[max(budget, 1):] {
+				if a, b, ok := strings.Cut(r, "–"); ok {
+					x, _ := strconv.Atoi(a)
+					y, _ := strconv.Atoi(b)
+					hidden += y - x + 1
+				} else {
+					hidden++
+				}
+			}
+			runs = runs[:max(budget, 1)]
+			more = fmt.Sprintf(" and %d more", hidden)
+		}
+		budget = max(budget-len(runs), 0)
+		word := "partitions "
+		if len(nums) == 1 {
+			word = "partition "
+		}
+		if t != "" {
+			word = t + " " + word
+		}
+		out = append(out, word+strings.Join(runs, ", ")+more)
+	}
+	return strings.Join(out, " and ")
 }
 
 // Rate estimates the consumption rate (messages per second, from the least-squares slope of the

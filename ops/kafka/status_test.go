@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,9 +36,21 @@ func same(n int, v int64) []int64 {
 	return out
 }
 
+// consumed builds committed offsets that advance by perMinute at each one-minute sample.
+func consumed(n int, perMinute int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1000 + int64(i)*perMinute
+	}
+	return out
+}
+
 func TestEvaluate(t *testing.T) {
+	noisy := rules
+	noisy.WarnMinLag = 1 // the default: any growth counts
 	for _, tc := range []struct {
 		name    string
+		rules   *configs.LagRules // nil means rules
 		state   string
 		members int
 		samples []Sample
@@ -64,24 +78,71 @@ func TestEvaluate(t *testing.T) {
 			code:    StatusOK,
 		},
 		{
-			name: "WARN/LagGrows", state: "Stable", members: 3,
+			// Lag 9 while consuming 5 msg/s: the lag wobbles with the producer's bursts but does not
+			// rise at every sample. It was WARN ("lag grew 2 → 5") when any growth across the
+			// window counted.
+			name: "OK/SmallLagBeingConsumed", rules: &noisy, state: "Stable", members: 1,
+			samples: series(consumed(7, 300), []int64{3, 2, 5, 3, 6, 4, 9}),
+			code:    StatusOK,
+		},
+		{
+			name: "OK/SteadyLagBeingConsumed", rules: &noisy, state: "Stable", members: 1,
+			samples: series(consumed(7, 300), same(7, 9)),
+			code:    StatusOK,
+		},
+		{
+			// Burrow's rule 1: a lag of zero at any sample of the window means it keeps up.
+			name: "OK/RisingButTouchedZeroInWindow", state: "Stable", members: 1,
+			samples: series(consumed(6, 300), []int64{0, 100, 300, 600, 1000, 1500}),
+			code:    StatusOK,
+		},
+		{
+			name: "OK/RoseThenDipped", state: "Stable", members: 1,
+			samples: series(consumed(6, 300), []int64{100, 300, 500, 450, 700, 900}),
+			code:    StatusOK,
+		},
+		{
+			// One increase between two samples is not "rose at every sample".
+			name: "OK/TwoSamplesOnly", state: "Stable", members: 1,
+			samples: series(consumed(2, 300), []int64{200, 900}),
+			code:    StatusOK,
+		},
+		{
+			// The consumer was idle (nothing to commit), then a message arrived: its commit being
+			// 20 minutes old is no STOP while the lag was zero within the window.
+			name: "OK/IdleThenNewMessage", state: "Stable", members: 1,
+			samples: series(same(21, 812), append(same(20, 0), 3)),
+			code:    StatusOK,
+		},
+		{
+			name: "WARN/RoseAtEverySample", state: "Stable", members: 3,
 			samples: series([]int64{100, 200, 300, 400, 500, 600, 700}, []int64{900, 1000, 1200, 2000, 3000, 4000, 4800}),
-			code:    StatusWarn, reason: "lag grew 1,000 → 4,800 over 5m",
+			code:    StatusWarn, reason: "lag rose at every sample: 1,000 → 1,200 → … → 4,000 → 4,800 over 5m",
 		},
 		{
 			name: "WARN/WindowLongerThanHistory", state: "Stable", members: 1,
 			samples: series([]int64{100, 200, 300}, []int64{100, 400, 900}),
-			code:    StatusWarn, reason: "lag grew 100 → 900 over 2m",
+			code:    StatusWarn, reason: "lag rose at every sample: 100 → 400 → 900 over 2m",
+		},
+		{
+			name: "WARN/SmallButRisingEverySample", rules: &noisy, state: "Stable", members: 1,
+			samples: series(consumed(3, 300), []int64{2, 5, 9}),
+			code:    StatusWarn, reason: "lag rose at every sample: 2 → 5 → 9 over 2m",
 		},
 		{
 			name: "STALL/CommitStuckWithMembers", state: "Stable", members: 3,
 			samples: series([]int64{700, 812, 812, 812, 812, 812, 812, 812}, same(8, 50)),
-			code:    StatusStall, reason: "committed offset stuck at 812 for 6m with 3 members",
+			code:    StatusStall, reason: "committed offset stuck at 812 for 6m with 3 members, lag 50",
 		},
 		{
 			name: "STALL/OutranksWarn", state: "Stable", members: 1,
 			samples: series(same(7, 812), []int64{100, 500, 1000, 2000, 3000, 4000, 5000}),
-			code:    StatusStall, reason: "committed offset stuck at 812 for 6m with 1 member",
+			code:    StatusStall, reason: "committed offset stuck at 812 for 6m with 1 member, lag 5,000",
+		},
+		{
+			name: "STALL/NeverCommitted", state: "Stable", members: 2,
+			samples: series(same(8, -1), same(8, 300)),
+			code:    StatusStall, reason: "never committed (no commit seen in 7m) with 2 members, lag 300",
 		},
 		{
 			name: "OK/StuckButShorterThanWindow", state: "Stable", members: 3,
@@ -106,7 +167,7 @@ func TestEvaluate(t *testing.T) {
 		{
 			name: "STOP/NeverCommitted", state: "Stable", members: 1,
 			samples: series(same(20, -1), same(20, 300)),
-			code:    StatusStop, reason: "nothing committed for 19m, lag 300",
+			code:    StatusStop, reason: "never committed (no commit seen in 19m), lag 300",
 		},
 		{
 			name: "STOP/SamplesOld", state: "Stable", members: 1,
@@ -118,6 +179,11 @@ func TestEvaluate(t *testing.T) {
 			name: "EMPTY/WithLag", state: "Empty", members: 0,
 			samples: series(same(30, 812), same(30, 4800)),
 			code:    StatusEmpty, reason: "no members; lag 4,800 left unconsumed",
+		},
+		{
+			name: "EMPTY/NeverCommitted", state: "Empty", members: 0,
+			samples: series(same(3, -1), same(3, 40)),
+			code:    StatusEmpty, reason: "no members; never committed, lag 40 left unconsumed",
 		},
 		{
 			name: "EMPTY/CaughtUp", state: "Empty", members: 0,
@@ -140,7 +206,11 @@ func TestEvaluate(t *testing.T) {
 			if now.IsZero() {
 				now = t0
 			}
-			got := Evaluate(rules, tc.state, tc.members, tc.samples, now)
+			r := rules
+			if tc.rules != nil {
+				r = *tc.rules
+			}
+			got := Evaluate(r, tc.state, tc.members, tc.samples, now)
 			if got.Code != tc.code || got.Reason != tc.reason {
 				t.Fatalf("Evaluate = %s %q, want %s %q", got.Code, got.Reason, tc.code, tc.reason)
 			}
@@ -159,18 +229,149 @@ func TestEvaluateGroup(t *testing.T) {
 	if gs.Status.Code != StatusStall || gs.Worst == nil || gs.Worst.Partition != 3 {
 		t.Fatalf("group = %+v (worst %+v), want STALL from partition 3 (the larger lag)", gs.Status, gs.Worst)
 	}
+	if want := "committed offsets stuck for 7m on partitions 2, 3 with 3 members, lag 130"; gs.Status.Reason != want {
+		t.Errorf("group reason %q, want %q", gs.Status.Reason, want)
+	}
 	wantCodes := []StatusCode{StatusOK, StatusWarn, StatusStall, StatusStall}
 	for i, p := range gs.Partitions {
 		if p.Status.Code != wantCodes[i] {
 			t.Errorf("partition %d = %s, want %s", p.Partition, p.Status.Code, wantCodes[i])
 		}
 	}
-	if gs := EvaluateGroup(rules, "Empty", 0, nil, t0); gs.Status.Code != StatusEmpty {
-		t.Errorf("empty group with no partitions = %s, want EMPTY", gs.Status.Code)
+	if gs := EvaluateGroup(rules, "Empty", 0, nil, t0); gs.Status.Code != StatusEmpty || gs.Status.Reason != "no members" {
+		t.Errorf("empty group with no partitions = %+v, want EMPTY, no members", gs.Status)
 	}
 	if gs := EvaluateGroup(rules, "Stable", 1, nil, t0); gs.Status.Code != StatusOK || gs.Worst != nil {
 		t.Errorf("group with no partitions = %+v, want OK", gs)
 	}
+}
+
+// A group's reason names every partition of its status and shows no sentinel offset.
+func TestGroupReason(t *testing.T) {
+	noisy := rules
+	noisy.WarnMinLag = 1
+	p := func(topic string, partition int32, s []Sample) PartitionSamples {
+		return PartitionSamples{Topic: topic, Partition: partition, Samples: s}
+	}
+	many := func(n, step int) []PartitionSamples {
+		var out []PartitionSamples
+		for i := range n {
+			out = append(out, p("orders", int32(i*step), series(same(3, 10), same(3, 1))))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		state   string
+		members int
+		parts   []PartitionSamples
+		code    StatusCode
+		reason  string
+	}{
+		{
+			// Lag 9 in all, consumed at 5 msg/s (300 per one-minute sample).
+			name: "OK/SmallLagBeingConsumed", state: "Stable", members: 2,
+			parts: []PartitionSamples{
+				p("orders", 0, series(consumed(5, 150), []int64{1, 4, 2, 5, 5})),
+				p("orders", 1, series(consumed(5, 150), []int64{2, 1, 2, 1, 4})),
+			},
+			code: StatusOK,
+		},
+		{
+			name: "WARN/NamesPartitions", state: "Stable", members: 2,
+			parts: []PartitionSamples{
+				p("orders", 0, series(consumed(3, 300), same(3, 0))),
+				p("orders", 1, series(consumed(3, 300), []int64{1, 2, 4})),
+				p("orders", 2, series(consumed(3, 300), []int64{1, 3, 5})),
+			},
+			code: StatusWarn, reason: "lag rose at every sample on partitions 1, 2: 2 → 5 → 9 over 2m",
+		},
+		{
+			name: "WARN/NamesTopicsWhenMoreThanOne", state: "Stable", members: 2,
+			parts: []PartitionSamples{
+				p("orders", 1, series(consumed(3, 300), []int64{1, 2, 4})),
+				p("refunds", 0, series(consumed(3, 300), []int64{1, 3, 5})),
+				p("refunds", 1, series(consumed(3, 300), same(3, 0))),
+			},
+			code: StatusWarn, reason: "lag rose at every sample on orders partition 1 and refunds partition 0: 2 → 5 → 9 over 2m",
+		},
+		{
+			name: "STOP/NeverCommitted", state: "Stable", members: 1,
+			parts: []PartitionSamples{
+				p("orders", 0, series(consumed(20, 300), same(20, 5))),
+				p("orders", 1, series(same(20, -1), same(20, 100))),
+				p("orders", 2, series(same(20, -1), same(20, 200))),
+			},
+			code: StatusStop, reason: "never committed on partitions 1, 2 (no commit seen in 19m), lag 300",
+		},
+		{
+			name: "STOP/StoppedAndNeverCommitted", state: "Stable", members: 1,
+			parts: []PartitionSamples{
+				p("orders", 0, series(same(21, 812), same(21, 4800))),
+				p("orders", 1, series(same(21, -1), same(21, 300))),
+			},
+			code: StatusStop, reason: "no commit for 20m on partition 0 (committed offset 812), lag 4,800; never committed on partition 1 (no commit seen in 20m), lag 300",
+		},
+		{
+			name: "STOP/DifferentDurations", state: "Stable", members: 1,
+			parts: []PartitionSamples{
+				p("orders", 0, series(same(21, 812), same(21, 10))),
+				p("orders", 1, series(same(17, 90), same(17, 20))),
+			},
+			code: StatusStop, reason: "no commit for 16m or more on partitions 0, 1, lag 30",
+		},
+		{
+			name: "STALL/NeverCommitted", state: "Stable", members: 2,
+			parts: []PartitionSamples{
+				p("orders", 3, series(same(8, -1), same(8, 30))),
+			},
+			code: StatusStall, reason: "never committed on partition 3 (no commit seen in 7m) with 2 members, lag 30",
+		},
+		{
+			// Was "no members; lag 7 left unconsumed" for a group with lag 11: the worst
+			// partition's number without its name.
+			name: "EMPTY/NamesEveryPartitionWithLag", state: "Empty",
+			parts: []PartitionSamples{
+				p("orders", 0, series(same(3, 6), same(3, 4))),
+				p("orders", 1, series(same(3, 9), same(3, 0))),
+				p("orders", 2, series(same(3, -1), same(3, 7))),
+			},
+			code: StatusEmpty, reason: "no members; never committed on partition 2, lag 7 left unconsumed; lag 4 left unconsumed on partition 0",
+		},
+		{
+			name: "EMPTY/Idle", state: "Empty",
+			parts: []PartitionSamples{p("orders", 0, series(same(3, 6), same(3, 0)))},
+			code:  StatusEmpty, reason: "no members",
+		},
+		{
+			name: "EMPTY/RunsOfPartitions", state: "Empty", parts: many(12, 1),
+			code: StatusEmpty, reason: "no members; lag 12 left unconsumed on partitions 0–11",
+		},
+		{
+			name: "EMPTY/ManyPartitions", state: "Empty", parts: many(11, 2),
+			code: StatusEmpty, reason: "no members; lag 11 left unconsumed on partitions 0, 2, 4, 6, 8, 10, 12, 14 and 3 more",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := EvaluateGroup(noisy, tc.state, tc.members, tc.parts, t0)
+			if gs.Status.Code != tc.code || gs.Status.Reason != tc.reason {
+				t.Fatalf("EvaluateGroup = %s %q\n                      want %s %q", gs.Status.Code, gs.Status.Reason, tc.code, tc.reason)
+			}
+			for _, s := range append([]string{gs.Status.Reason}, partitionReasons(gs)...) {
+				if strings.Contains(s, "-1") {
+					t.Errorf("reason %q shows a sentinel", s)
+				}
+			}
+		})
+	}
+}
+
+func partitionReasons(gs GroupStatus) []string {
+	var out []string
+	for _, p := range gs.Partitions {
+		out = append(out, fmt.Sprintf("%s/%d: %s", p.Topic, p.Partition, p.Status.Reason))
+	}
+	return out
 }
 
 func TestRate(t *testing.T) {

@@ -14,9 +14,9 @@ import (
 	"github.com/redrive/redrive/ops/store"
 )
 
-// A live group is judged over time from the sampler's window: OK while it keeps up, WARN while the
-// lag grows although it commits, STALL once its member stops committing for a window, STOP after
-// StopAfter. The clock is fake; Kafka and PostgreSQL are real.
+// A live group is judged over time from the sampler's window: OK while it keeps up, WARN once the
+// lag rose at every sample of a window although it commits, STALL once its member stops committing
+// for a window, STOP after StopAfter. The clock is fake; Kafka and PostgreSQL are real.
 func TestStatusesOverTime(t *testing.T) {
 	ctx := ctxT(t)
 	b := newBroker(t)
@@ -62,10 +62,11 @@ func TestStatusesOverTime(t *testing.T) {
 		}
 	})
 
-	// Each tick 10 new records per partition and 2 committed: the lag grows while commits move.
+	// Each tick 10 new records per partition and 2 committed: the lag grows while commits move. It is
+	// WARN only once the whole window (1 m, four samples) rose and none of it was zero.
 	t.Run("WARN", func(t *testing.T) {
 		var g KafkaGroup
-		for i, want := range []kafka.StatusCode{kafka.StatusWarn, kafka.StatusWarn, kafka.StatusWarn} {
+		for i, want := range []kafka.StatusCode{kafka.StatusOK, kafka.StatusOK, kafka.StatusOK, kafka.StatusWarn} {
 			b.fill(t, "orders", 10, 0, 1)
 			committed += 2
 			m.commit(t, "orders", map[int32]int64{0: committed, 1: committed})
@@ -84,13 +85,16 @@ func TestStatusesOverTime(t *testing.T) {
 		if len(g.Partitions) != 2 || g.Partitions["orders/0"].Code != kafka.StatusWarn {
 			t.Errorf("partition statuses %v, want both WARN", g.Partitions)
 		}
+		if want := "lag rose at every sample on partitions 0, 1: 16 → 32 → 48 → 64 over 1m"; g.Status.Reason != want {
+			t.Errorf("reason %q, want %q", g.Status.Reason, want)
+		}
 	})
 
 	// Commits stop; the member stays. Within a window it is still judged by the growth, then the
 	// committed offset has not moved for a whole window: STALL.
 	t.Run("STALL", func(t *testing.T) {
-		step(kafka.StatusWarn) // stuck 20 s, lag grew across the window
-		step(kafka.StatusWarn) // stuck 40 s
+		step(kafka.StatusOK) // stuck 20 s, the lag no longer rises
+		step(kafka.StatusOK) // stuck 40 s
 		g := step(kafka.StatusStall)
 		if g.Partitions["orders/1"].Code != kafka.StatusStall || g.Status.Reason == "" {
 			t.Errorf("partition statuses %v, reason %q", g.Partitions, g.Status.Reason)
@@ -110,12 +114,12 @@ func TestStatusesOverTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 9 {
-			t.Fatalf("%d history rows, want one per tick (9)", len(rows))
+		if len(rows) != 10 {
+			t.Fatalf("%d history rows, want one per tick (10)", len(rows))
 		}
 		last := rows[len(rows)-1]
 		if last.Status != string(kafka.StatusStop) || last.Members != 1 || len(last.Partitions) != 2 ||
-			last.Partitions[0] != (store.KafkaPartitionSample{Topic: "orders", Partition: 0, Committed: 16, Lag: 24}) {
+			last.Partitions[0] != (store.KafkaPartitionSample{Topic: "orders", Partition: 0, Committed: 18, Lag: 32}) {
 			t.Errorf("last row = %+v", last)
 		}
 	})
