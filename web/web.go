@@ -19,6 +19,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/static"
 	"github.com/redrive/redrive/views/layout"
@@ -92,6 +93,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 
 	e.Use(
 		middleware.RequestID(),
+		withClient,
 		accessLog(deps.Logger),
 		middleware.Recover(),
 		metrics(httpDuration),
@@ -176,5 +178,14 @@ func metrics(h *prometheus.HistogramVec) echo.MiddlewareFunc {
 			h.WithLabelValues(c.Request().Method, route, http.StatusText(status)).Observe(time.Since(start).Seconds())
 			return err
 		}
+	}
+}
+
+// withClient carries where the request came from into the use cases' context, for their audit.
+func withClient(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		c.SetRequest(r.WithContext(ops.WithClient(r.Context(), ops.Client{Addr: c.RealIP(), UserAgent: r.UserAgent()})))
+		return next(c)
 	}
 }

@@ -241,7 +241,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		return res, nil
 	}
 	want := min(limit, state.Messages)
-	read, err := b.browseQueue(ctx, ch, queue, want, sink)
+	read, err := b.browseQueue(ctx, ch, vhost, queue, want, sink)
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
@@ -330,7 +330,10 @@ func (b *Broker) refuseDeliveryLimit(ctx context.Context, q Queue) error {
 
 // browseQueue consumes up to want messages with manual acks and returns all of them with one
 // nack(multiple, requeue) after the consumer is cancelled, so they go back in order.
-func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, queue string, want int, sink func(amqp.Delivery, int)) (read int, err error) {
+func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue string, want int, sink func(amqp.Delivery, int)) (read int, err error) {
+	if want > maxPrefetch {
+		return b.browseWindows(ctx, vhost, queue, want, sink)
+	}
 	if err := ch.Qos(want, 0, false); err != nil {
 		return 0, fmt.Errorf("basic.qos: %w", err)
 	}
@@ -386,6 +389,26 @@ loop:
 		return read, fmt.Errorf("channel.close: %w", err)
 	}
 	return read, nil
+}
+
+// browseWindows reads more messages than one consumer's prefetch can hold unacked (basic.qos
+// counts in 16 bits): a Cursor reads them in windows and returns them all, in order, when it closes.
+func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want int, sink func(amqp.Delivery, int)) (int, error) {
+	cur, err := b.OpenCursor(ctx, vhost, queue, want)
+	if err != nil {
+		return 0, err
+	}
+	defer cur.Close()
+	for !cur.Ended() {
+		ds, err := cur.Take(ctx, 1000)
+		for _, d := range ds {
+			sink(d.d, d.Message.Position)
+		}
+		if err != nil {
+			return cur.Read(), err
+		}
+	}
+	return cur.Read(), nil
 }
 
 // awaitReturned waits (up to a second) until a quorum queue has applied the browser's cancel and

@@ -169,6 +169,9 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		Total: plan.Total, Actions: actionNames(plan.Counts), Warnings: plan.Warnings, ErrorGroups: groups}); err != nil {
 		return Plan{}, err
 	}
+	e.audit(ctx, store.AuditEntry{Actor: actor, Action: "replay.plan", Target: "replay-plan/" + plan.ID,
+		Count: ptr(int64(plan.Total)), Outcome: store.OutcomeOK,
+		Detail: map[string]any{"source": src, "filter": f, "actions": actionNames(plan.Counts)}})
 	return plan, nil
 }
 

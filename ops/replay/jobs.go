@@ -497,6 +497,9 @@ func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) {
 	if e.o.Audit == nil {
 		return
 	}
+	if c := ops.ClientOf(ctx); entry.SourceIP == "" && entry.UserAgent == "" {
+		entry.SourceIP, entry.UserAgent = c.Addr, c.UserAgent
+	}
 	if err := e.o.Audit.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
 		e.o.Logger.Warn("replay: audit failed", "action", entry.Action, "err", err)
 	}

@@ -88,10 +88,10 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	if err != nil {
 		return err
 	}
-	if res.Consumers > 0 {
-		return fmt.Errorf("%w: queue %s has %d other consumer(s) (a live consumer or a running replay job): the messages "+
-			"they hold unacknowledged are not visible, so a plan now could miss some; stop them or wait for the job, then plan again",
-			ops.ErrConflict, src.Queue, res.Consumers)
+	if !res.Complete {
+		return fmt.Errorf("%w: queue %s cannot be read whole now (%d message(s) held unacknowledged, %d other consumer(s): "+
+			"a live consumer or a running replay job), so a plan would miss some; stop them or wait for the job, then plan again",
+			ops.ErrConflict, src.Queue, res.Unacked, res.Consumers)
 	}
 	src.Span = read
 	return emitErr

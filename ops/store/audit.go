@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,10 +52,17 @@ const MaxAuditLimit = 1000
 
 // RecordAudit appends an entry. At is set by the database.
 func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
+	// Text written by others (a user agent, a reason) may hold a NUL or invalid UTF-8, which a
+	// text column refuses: the entry is kept, the odd bytes are not.
+	for _, f := range []*string{&e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target, &e.Reason, &e.Outcome} {
+		*f = ops.CleanText(*f, 4096)
+	}
 	detail, err := json.Marshal(e.Detail)
 	if err != nil || e.Detail == nil {
 		detail = []byte("{}")
 	}
+	// jsonb refuses the NUL character even escaped.
+	detail = bytes.ReplaceAll(detail, []byte(`\u0000`), []byte(`\ufffd`))
 	_, err = s.pool.Exec(ctx, `INSERT INTO audit_log
 		(actor, role, source_ip, user_agent, action, target, count, reason, outcome, detail)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,

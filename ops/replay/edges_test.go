@@ -1,0 +1,352 @@
+package replay_test
+
+// Replays at the edges: past the 16-bit prefetch, past a page and a pool, a finished plan run
+// again, a partition that differs from the key's, a topic recreated under the same name.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// fillDLQ puts n dead letters (ids m-0 … m-{n-1}, in order) straight into orders.dlq, with the
+// x-death table RabbitMQ writes when orders.work rejects them: much faster than a real rejection
+// round trip for the large counts these tests need.
+func (w *rabbitWorld) fillDLQ(t testing.TB, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+		"routing-keys": []any{"order.created"}, "time": time.Now().UTC().Truncate(time.Second)}}
+	for i := range n {
+		id := fmt.Sprintf("m-%d", i)
+		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
+			ContentType: "application/json", DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-death": death},
+			Body: []byte(fmt.Sprintf(`{"messageId":%q,"seq":%d}`, id, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.dlq", n)
+}
+
+func (w *rabbitWorld) planQueue(t testing.TB, e *replay.Engine, limit int, f replay.Filter) replay.Plan {
+	t.Helper()
+	plan, err := e.Plan(ctxT(t), "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: limit}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func (w *rabbitWorld) run(t testing.TB, e *replay.Engine, planID string) store.ReplayJob {
+	t.Helper()
+	job, err := e.Start(ctxT(t), replay.StartRequest{PlanID: planID, Actor: "ops", RatePerSecond: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return waitJob(t, e, job.ID)
+}
+
+// 70,000 selected messages: more than basic.qos's 16-bit prefetch can hold unacked (it once
+// wrapped to 4,464). The plan sees them all and the job moves them all.
+func TestRabbitReplayPastThePrefetchLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("70,000 messages")
+	}
+	const n = 70_000
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, n)
+	e := w.engine(t)
+	plan := w.planQueue(t, e, n, replay.Filter{})
+	if plan.Total != n || plan.Source.Span != n {
+		t.Fatalf("plan holds %d messages over a span of %d, want %d", plan.Total, plan.Source.Span, n)
+	}
+	w.waitDepth(t, "orders.dlq", n) // planning moved nothing
+	work(t, e)
+	job := w.run(t, e, plan.ID)
+	if job.Status != store.JobDone || job.Published != n || job.Failed != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.work", n)
+	w.waitDepth(t, "orders.dlq", 0)
+}
+
+// A filter that selects the last 5 of 100,000: the plan reads the whole head, the job reads the
+// same span and moves exactly those 5; the other 99,995 stay, in order.
+func TestRabbitReplayOfTheLastFiveOfAHundredThousand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 messages")
+	}
+	const n = 100_000
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, n)
+	e := w.engine(t)
+	var last []string
+	for i := n - 5; i < n; i++ {
+		last = append(last, fmt.Sprintf("m-%d", i))
+	}
+	plan := w.planQueue(t, e, n, replay.Filter{MessageIDs: last})
+	if plan.Total != 5 || plan.Source.Span != n {
+		t.Fatalf("plan of %d over a span of %d", plan.Total, plan.Source.Span)
+	}
+	work(t, e)
+	job := w.run(t, e, plan.ID)
+	if job.Status != store.JobDone || job.Published != 5 || job.Failed != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.dlq", n-5)
+	var got []string
+	for _, d := range w.drain(t, "orders.work") {
+		got = append(got, d.MessageId)
+	}
+	slices.Sort(got) // two confirm channels publish a batch side by side: order across them is not kept
+	if fmt.Sprint(got) != fmt.Sprint(last) {
+		t.Fatalf("published %v, want %v", got, last)
+	}
+	head, err := w.broker.Browse(ctxT(t), w.vhost, "orders.dlq", 3)
+	if err != nil || len(head.Messages) != 3 || head.Messages[0].MessageID != "m-0" || head.Messages[2].MessageID != "m-2" {
+		t.Fatalf("the queue's head after the job: %+v, %v", head.Messages, err)
+	}
+}
+
+// A plan run a second time: what the first job published is skip_already_replayed, naming the
+// job, never "failed: not found in the queue"; nothing is published twice.
+func TestRabbitPlanRunTwice(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, 180)
+	e := w.engine(t)
+	plan := w.planQueue(t, e, 500, replay.Filter{})
+	work(t, e)
+	first := w.run(t, e, plan.ID)
+	if first.Published != 180 {
+		t.Fatalf("first run %+v", first)
+	}
+	second := w.run(t, e, plan.ID)
+	if second.Status != store.JobDone || second.Published != 0 || second.Failed != 0 || second.Skipped != 180 {
+		t.Fatalf("second run %+v", second)
+	}
+	ledger, err := e.Ledger(ctxT(t), second.ID, 5)
+	if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "skip_already_replayed") ||
+		!strings.Contains(ledger[0].Detail, first.ID) {
+		t.Fatalf("second run's ledger %+v, %v: want skip_already_replayed naming %s", ledger, err, first.ID)
+	}
+	w.waitDepth(t, "orders.work", 180)
+}
+
+// Twenty operators plan the same queue at once: every plan sees every message.
+func TestRabbitTwentyConcurrentPlans(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, 40)
+	e := w.engine(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			plan, err := e.Plan(ctxT(t), "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}, replay.Filter{})
+			if err == nil && plan.Total != 40 {
+				err = fmt.Errorf("a plan holds %d of 40 messages", plan.Total)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	w.waitDepth(t, "orders.dlq", 40)
+}
+
+// Twenty concurrent Kafka and outbox plans: none waits for a pooled connection while holding one.
+func TestTwentyConcurrentPlans(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetters(t, 300, nil)
+	ke := w.engine(t, "a")
+	oe, _ := outboxEngine(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+		status, attempts, available_at, last_error, created_at)
+		SELECT 'e'||i, 'Order', 'o'||i, 'OrderCreated', 1, '{}', 'DEAD', 10, now(), 'boom', now() FROM generate_series(1, 300) i`)
+	cases := map[string]func() (replay.Plan, error){
+		"kafka": func() (replay.Plan, error) { return ke.Plan(ctxT(t), "a", kafkaSource(0, 0, 10_000), replay.Filter{}) },
+		"outbox": func() (replay.Plan, error) {
+			return oe.Plan(ctxT(t), "a", replay.Source{Kind: "outbox", Outbox: "orders", Limit: 1000}, replay.Filter{})
+		},
+	}
+	for name, plan := range cases {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			var wg sync.WaitGroup
+			totals := make(chan int, 20)
+			for range 20 {
+				wg.Go(func() {
+					p, err := plan()
+					if err != nil {
+						t.Error(err)
+					}
+					totals <- p.Total
+				})
+			}
+			wg.Wait()
+			close(totals)
+			first := -1
+			for n := range totals {
+				if first < 0 {
+					first = n
+				}
+				if n != first || n == 0 {
+					t.Errorf("plans of %d and %d messages", first, n)
+				}
+			}
+			t.Logf("20 concurrent %s plans in %v", name, time.Since(start))
+		})
+	}
+}
+
+// The dead-letter headers name the original partition; the key hashes elsewhere. The replay lands
+// where the header says, and the plan says why.
+func TestKafkaReplayKeepsTheOriginalPartition(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	if _, err := w.adm.CreateTopic(ctx, 4, 1, nil, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	key := ""
+	for i := 0; key == ""; i++ { // a key whose hash is not partition 2
+		if k := fmt.Sprintf("k-%d", i); kafka.KeyPartition("payments", []byte(k), 4) != 2 {
+			key = k
+		}
+	}
+	keyPart := kafka.KeyPartition("payments", []byte(key), 4)
+	part := make([]byte, 4)
+	binary.BigEndian.PutUint32(part, 2)
+	dlt := func(id string, header []byte) *kgo.Record {
+		h := []kgo.RecordHeader{{Key: "kafka_dlt-original-topic", Value: []byte("payments")}, {Key: "messageId", Value: []byte(id)}}
+		if header != nil {
+			h = append(h, kgo.RecordHeader{Key: "kafka_dlt-original-partition", Value: header})
+		}
+		return &kgo.Record{Topic: "orders.DLT", Partition: 0, Key: []byte(key), Value: []byte(`{}`), Headers: h}
+	}
+	gone := make([]byte, 4)
+	binary.BigEndian.PutUint32(gone, 9) // payments has no partition 9
+	if err := w.client.ProduceSync(ctx, dlt("by-header", part), dlt("no-header", nil), dlt("gone", gone)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t, "a")
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]replay.Destination{
+		"by-header": {Partition: 2, PartitionSource: replay.PartitionFromHeader},
+		"no-header": {Partition: keyPart, PartitionSource: replay.PartitionFromKey},
+		"gone":      {Partition: keyPart, PartitionSource: replay.PartitionFromKey},
+	}
+	for _, it := range plan.Items {
+		d, w := it.Destination, want[it.MessageID]
+		if d.Partition != w.Partition || d.PartitionSource != w.PartitionSource {
+			t.Errorf("%s: planned partition %d from %q, want %d from %q", it.MessageID, d.Partition, d.PartitionSource, w.Partition, w.PartitionSource)
+		}
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job = waitJob(t, e, job.ID); job.Published != 3 {
+		t.Fatalf("job %+v", job)
+	}
+	// An independent read of every partition of payments.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Kafka[0].Brokers...), kgo.ConsumeTopics("payments"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[string]int32{}
+	for len(got) < 3 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			id, _ := header(r, "messageId")
+			got[id] = r.Partition
+		})
+	}
+	for id, d := range want {
+		if got[id] != d.Partition {
+			t.Errorf("%s landed in partition %d, want %d", id, got[id], d.Partition)
+		}
+	}
+}
+
+// A topic deleted and created again under the same name holds other records at the same offsets:
+// they are new dead letters (not skip_already_replayed), and a plan of the old topic refuses to run.
+func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	w.deadLetter(t, 0, "old-1", "k1", "TimeoutException")
+	e := w.engine(t, "a")
+	work(t, e)
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job = waitJob(t, e, job.ID); job.Published != 1 {
+		t.Fatalf("first job %+v", job)
+	}
+	stale, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil || stale.Counts[replay.SkipAlreadyReplayed] != 1 {
+		t.Fatalf("the same record planned again: %v, %v", stale.Counts, err)
+	}
+	if _, err := w.adm.DeleteTopic(ctx, "orders.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// franz-go serves metadata from a cache for up to MetadataMinAge (5 s): wait until the console's
+	// client sees the new topic, as it will by the time anyone plans it.
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if id, err := w.cluster.TopicID(ctx, "orders.DLT"); err == nil && id != stale.Source.TopicID {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("topic id still %s (%v)", id, err)
+		}
+	}
+	// A fresh producer: the test's own client still knows the old topic's ID.
+	fresher := newWorldOn(t, w.cfg.Kafka[0].Brokers[0])
+	fresher.deadLetter(t, 0, "new-1", "k1", "TimeoutException")
+	fresh, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil || fresh.Total != 1 || fresh.Counts[replay.Publish] != 1 || fresh.Items[0].MessageID != "new-1" {
+		t.Fatalf("the recreated topic's record at offset 0: %v %+v, %v", fresh.Counts, fresh.Items, err)
+	}
+	old, err := e.Start(ctx, replay.StartRequest{PlanID: stale.ID, Actor: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old = waitJob(t, e, old.ID); old.Status != store.JobFailed || !strings.Contains(old.Error, "created again") {
+		t.Fatalf("a plan of the old topic ran: %+v", old)
+	}
+}
