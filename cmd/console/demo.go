@@ -52,6 +52,11 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer kafka.Close()
 
+	// The brokers are seeded anew on every start (Kafka lives in memory), so Redrive's own store
+	// starts anew too: a ledger of the last run would call the new records already replayed.
+	if err := dropDatabase(ctx, pg.DSN("postgres"), "redrive"); err != nil {
+		return err
+	}
 	for _, db := range []string{"redrive", "orders"} {
 		if err := createDatabase(ctx, pg.DSN("postgres"), db); err != nil {
 			return err
@@ -106,6 +111,16 @@ sampler: {interval: 5s}
 	say("config      %s", cfgPath)
 	say("console     http://%s   — Ctrl-C stops everything", *listen)
 	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)
+}
+
+func dropDatabase(ctx context.Context, adminDSN, name string) error {
+	conn, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+	return err
 }
 
 func createDatabase(ctx context.Context, adminDSN, name string) error {
