@@ -12,6 +12,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // Redacted is what a hidden value is replaced with.
@@ -72,8 +75,8 @@ func (r *Redactor) For(c echo.Context, target string) (*Redactor, error) {
 		return nil, fmt.Errorf("%w: revealing redacted content needs the admin role", ops.ErrForbidden)
 	}
 	if r.audit != nil {
-		if err := recordAudit(c, r.audit, "content.reveal", target, 1, "", map[string]any{"path": c.Request().URL.Path}, nil); err != nil {
-			return nil, err // no audit row, no reveal
+		if err := recordAudit(c, r.audit, "content.reveal", target, 1, "", map[string]any{"path": c.Request().URL.Path}); err != nil {
+			return nil, fmt.Errorf("the audit log cannot be written, so the content stays masked: %w", err) // no audit row, no reveal
 		}
 	}
 	return nil, nil
@@ -92,8 +95,14 @@ func (r *Redactor) Header(name string) bool {
 // was, or the body is not JSON, body is returned unchanged. A key that appears twice is masked
 // both times, whichever one a reader would take.
 func (r *Redactor) JSON(body []byte) ([]byte, bool) {
+	out, changed, _ := r.jsonMask(body)
+	return out, changed
+}
+
+// jsonMask is JSON also returning the texts it masked.
+func (r *Redactor) jsonMask(body []byte) ([]byte, bool, []string) {
 	if r == nil || len(r.paths) == 0 {
-		return body, false
+		return body, false, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -104,15 +113,15 @@ func (r *Redactor) JSON(body []byte) ([]byte, bool) {
 	}
 	changed, err := w.value(start)
 	if err != nil {
-		return body, false
+		return body, false, nil
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) { // trailing data: not one JSON document
-		return body, false
+		return body, false, nil
 	}
 	if !changed {
-		return body, false
+		return body, false, nil
 	}
-	return w.out.Bytes(), true
+	return w.out.Bytes(), true, w.secrets
 }
 
 // pathSeg is one step of a path: an object key, any key, an array index or any element.
@@ -197,6 +206,23 @@ type redactWriter struct {
 	dec     *json.Decoder
 	out     bytes.Buffer
 	scratch bytes.Buffer
+	// secrets are the texts masked (string and number leaves), for the fields derived from them.
+	secrets []string
+}
+
+// maxSecrets bounds what one document's masking remembers for its derived fields.
+const maxSecrets = 256
+
+func (w *redactWriter) secret(tok json.Token) {
+	if len(w.secrets) >= maxSecrets {
+		return
+	}
+	switch t := tok.(type) {
+	case string:
+		w.secrets = append(w.secrets, t)
+	case json.Number:
+		w.secrets = append(w.secrets, t.String())
+	}
 }
 
 var errNotJSON = errors.New("not a JSON document")
@@ -208,6 +234,7 @@ func (w *redactWriter) value(ms []match) (bool, error) {
 	}
 	for _, m := range ms {
 		if m.pos == len(w.r.paths[m.path]) {
+			w.secret(tok)
 			if err := w.skip(tok); err != nil {
 				return false, err
 			}
@@ -314,6 +341,7 @@ func (w *redactWriter) skip(tok json.Token) error {
 		if err != nil {
 			return err
 		}
+		w.secret(t)
 		if d, ok := t.(json.Delim); ok {
 			if d == '{' || d == '[' {
 				depth++
@@ -333,4 +361,236 @@ func (w *redactWriter) writeString(s string) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	w.out.Write(bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n")))
+}
+
+// ---- one masking pass over a message and everything derived from it ----
+
+// messageMask is what one message's masking hid, so that every field derived from its content —
+// decoded dead-letter fields, the message id, error-group keys and samples, other headers quoting
+// a hidden value — hides the same. Derived values are compared by text: a value equal to a hidden
+// one, containing it, or part of it, is hidden whole.
+type messageMask struct {
+	secrets []string
+	// bodyWhole: the body was hidden whole (cut for size or not JSON), so any value read from it,
+	// the message id included, is hidden unless it is also the value of a header left in clear.
+	bodyWhole bool
+	clear     []string // values of headers and properties shown in clear
+}
+
+// minContained is the shortest hidden value searched for inside a longer one (and the shortest
+// derived value searched for inside a hidden one): shorter ones are only compared whole.
+const minContained = 4
+
+// matches reports whether the derived value v must be hidden.
+func (m *messageMask) matches(v string) bool {
+	if m == nil || v == "" {
+		return false
+	}
+	v = strings.TrimSpace(v)
+	for _, s := range m.secrets {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if v == s || (len(s) >= minContained && strings.Contains(v, s)) || (len(v) >= minContained && strings.Contains(s, v)) {
+			return true
+		}
+	}
+	return false
+}
+
+// text is v, or Redacted when it is derived from hidden content.
+func (m *messageMask) text(v string) string {
+	if m.matches(v) {
+		return Redacted
+	}
+	return v
+}
+
+// id is a message id, hidden when it matches hidden content, or when the body was hidden whole
+// and no header or property shown in clear holds it (it may then come from the body).
+func (m *messageMask) id(v string) string {
+	if m == nil || v == "" {
+		return v
+	}
+	if m.matches(v) {
+		return Redacted
+	}
+	if m.bodyWhole {
+		for _, c := range m.clear {
+			if strings.TrimSpace(c) == strings.TrimSpace(v) {
+				return v
+			}
+		}
+		return Redacted
+	}
+	return v
+}
+
+// maskBody masks a body by the JSON paths: a body cut for size or not parseable as one JSON
+// document is hidden whole when any path is configured (a rule could apply to what cannot be
+// read). An empty body stays empty. It reports whether the body was changed.
+func (r *Redactor) maskBody(body []byte, truncated bool, m *messageMask) ([]byte, bool) {
+	if r == nil || len(r.paths) == 0 || len(body) == 0 {
+		return body, false
+	}
+	if !truncated {
+		if !json.Valid(body) {
+			m.bodyWhole = true
+			return []byte(Redacted), true
+		}
+		out, changed, secrets := r.jsonMask(body)
+		m.secrets = append(m.secrets, secrets...)
+		return out, changed
+	}
+	m.bodyWhole = true
+	return []byte(Redacted), true
+}
+
+// ---- aggregates: what a masked header or path may have fed, by name ----
+
+// messageIDHeaders are the header names a message id is read from by default (message_id.headers,
+// Kafka's originalMessageId, the AMQP property): a masked one hides the ids of plans.
+var messageIDHeaders = []string{"messageId", "eventId", "message-id", "x-message-id", "originalMessageId", "message_id"}
+
+// messageIDPaths are the default message_id.json_paths.
+var messageIDPaths = []string{"messageId", "eventId", "id"}
+
+// masksAnyHeader reports whether one of names is masked.
+func (r *Redactor) masksAnyHeader(names []string) bool {
+	for _, n := range names {
+		if r.Header(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// masksMessageIDs reports whether a message id may come from masked content: a masked id header,
+// or a JSON path rule that names an id path, a part of it or a value inside it.
+func (r *Redactor) masksMessageIDs() bool {
+	if r == nil {
+		return false
+	}
+	if r.masksAnyHeader(messageIDHeaders) {
+		return true
+	}
+	for _, p := range messageIDPaths {
+		keys := strings.Split(p, ".")
+		for _, segs := range r.paths {
+			if pathsOverlap(segs, keys) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pathsOverlap: one of the two paths is a prefix of the other (wildcards accept any key).
+func pathsOverlap(segs []pathSeg, keys []string) bool {
+	for i := 0; i < len(segs) && i < len(keys); i++ {
+		switch segs[i].kind {
+		case segAnyKey:
+		case segKey:
+			if segs[i].key != keys[i] {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// kafkaNames are the default names of the Kafka dead-letter headers.
+var kafkaNames = kafka.DefaultHeaderNames()
+
+// masksExceptionType reports whether an error group's key (exception type and cause) may come
+// from a masked header.
+func (r *Redactor) masksExceptionType() bool {
+	return r != nil && (r.masksAnyHeader(kafkaNames.ExceptionType) || r.masksAnyHeader(kafkaNames.ExceptionCause))
+}
+
+// masksExceptionMessage reports whether an exception message (a Kafka error group's sample, a
+// RabbitMQ group's key) may come from a masked header.
+func (r *Redactor) masksExceptionMessage() bool {
+	return r != nil && (r.masksAnyHeader(kafkaNames.ExceptionMessage) || r.Header(rabbit.HeaderExceptionMessage))
+}
+
+// RedactPlan masks what a replay plan's items and error groups carry of message content, for
+// every page and API answer that presents a plan: message ids read from a masked header or path,
+// and error groups built from a masked exception header. Plans keep no headers, so the rules
+// decide by name (see masksMessageIDs); outbox plans take ids and errors from the outbox's own
+// columns, which no rule names. Call it as plan = red.RedactPlan(plan); nil masks nothing.
+func (r *Redactor) RedactPlan(p replay.Plan) replay.Plan {
+	if !r.Active() || p.Source.Kind == "outbox" {
+		return p
+	}
+	ids := r.masksMessageIDs()
+	groups := r.masksExceptionType()
+	if p.Source.Kind == "rabbitmq" {
+		groups = r.masksExceptionMessage()
+	}
+	if !ids && !groups {
+		return p
+	}
+	items := make([]replay.Item, len(p.Items))
+	for i, it := range p.Items {
+		if ids && it.MessageID != "" {
+			it.MessageID = Redacted
+		}
+		if groups && it.ErrorGroup != "" {
+			it.ErrorGroup = maskGroup(p.Source.Kind, it.ErrorGroup)
+		}
+		items[i] = it
+	}
+	p.Items = items
+	if groups && len(p.ErrorGroups) > 0 {
+		eg := make(map[string]map[replay.Action]int, len(p.ErrorGroups))
+		for g, counts := range p.ErrorGroups {
+			k := maskGroup(p.Source.Kind, g)
+			if eg[k] == nil {
+				eg[k] = map[replay.Action]int{}
+			}
+			for a, n := range counts {
+				eg[k][a] += n
+			}
+		}
+		p.ErrorGroups = eg
+	}
+	return p
+}
+
+// maskGroup hides a plan's error group: a RabbitMQ group is "reason exception", whose reason (the
+// broker's word: rejected, expired, …) stays.
+func maskGroup(kind, g string) string {
+	if g == "" {
+		return g
+	}
+	if kind == "rabbitmq" {
+		reason, rest, _ := strings.Cut(g, " ")
+		switch reason {
+		case "rejected", "expired", "maxlen", "delivery_limit":
+			if rest == "" {
+				return g
+			}
+			return reason + " " + Redacted
+		}
+	}
+	return Redacted
+}
+
+// Redacting makes the replay pages and API mask plans with r (see RedactPlan); nil masks nothing.
+func (h *Replays) Redacting(r *Redactor) *Replays {
+	h.redact = r
+	return h
+}
+
+// RedactPlanFor is RedactPlan for the request: admins who reveal (audited) see the plan as it is.
+func (r *Redactor) RedactPlanFor(c echo.Context, p replay.Plan) (replay.Plan, error) {
+	red, err := r.For(c, "replay/plan/"+p.ID)
+	if err != nil {
+		return p, err
+	}
+	return red.RedactPlan(p), nil
 }

@@ -35,6 +35,7 @@ type ReplayEngine interface {
 type Replays struct {
 	engine ReplayEngine
 	meta   MetaFunc
+	redact *Redactor // masks plans (see Redacting); nil masks nothing
 }
 
 // NewReplays wires the engine.
@@ -151,7 +152,7 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toPlanJSON(plan))
+	return c.JSON(http.StatusOK, toPlanJSON(h.redact.RedactPlan(plan)))
 }
 
 type startRequest struct {
@@ -383,6 +384,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	plan = h.redact.RedactPlan(plan)
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{Meta: h.meta(c, "Replay plan", "replays"), ID: plan.ID, CreatedAt: plan.CreatedAt,
 		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
