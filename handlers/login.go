@@ -100,34 +100,45 @@ func (h *Login) Submit(c echo.Context) error {
 			"Too many failed sign-in attempts for this user or from this address. Try again in "+
 				strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds())))+" seconds.")
 	case errors.Is(err, ErrBadCredentials):
-		h.record(c, user, "", store.OutcomeDenied, "wrong user name or password")
+		// A refusal stands whether or not it could be audited (the failure is logged).
+		_ = h.record(c, user, "", store.OutcomeDenied, "wrong user name or password")
 		return h.form(c, http.StatusUnauthorized, user, next, "Wrong user name or password.")
 	case err != nil:
 		return err
 	}
-	h.record(c, user, ActorOf(c).Role, store.OutcomeOK, "")
+	// The session exists now, but its token has only been put in this response's cookie. When the
+	// sign-in cannot be audited, that cookie is withdrawn before anything is sent: nobody holds the
+	// token, so nobody is signed in unaudited.
+	if err := h.record(c, user, ActorOf(c).Role, store.OutcomeOK, ""); err != nil {
+		c.Response().Header().Del(echo.HeaderSetCookie)
+		SetActor(c, Actor{})
+		h.log.Error("sign-in refused: its audit row cannot be written", "err", err, "actor", user)
+		return h.form(c, http.StatusServiceUnavailable, user, next,
+			"The audit log cannot be written, so you were not signed in. Try again in a moment.")
+	}
 	return c.Redirect(http.StatusSeeOther, orHome(next))
 }
 
-// Logout: POST /logout.
+// Logout: POST /logout. A sign-out only takes rights away, so it is never refused for want of an
+// audit row: a failure to write it is logged.
 func (h *Login) Logout(c echo.Context) error {
 	to, err := h.sessions.SignOut(c)
 	if err != nil {
 		return err
 	}
 	if actor := ActorOf(c); actor.Name != "anonymous" && actor.Name != "" {
-		h.recordAs(c, actor, "auth.logout", store.OutcomeOK, "")
+		_ = h.recordAs(c, actor, "auth.logout", store.OutcomeOK, "")
 	}
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
-func (h *Login) record(c echo.Context, user, role, outcome, reason string) {
-	h.recordAs(c, Actor{Name: user, Role: role}, "auth.login", outcome, reason)
+func (h *Login) record(c echo.Context, user, role, outcome, reason string) error {
+	return h.recordAs(c, Actor{Name: user, Role: role}, "auth.login", outcome, reason)
 }
 
-// recordAs writes a sign-in or sign-out to the audit log. A failure to write it does not change
-// the answer (the session is already created or ended); it is logged by the caller's access log.
-func (h *Login) recordAs(c echo.Context, a Actor, action, outcome, reason string) {
+// recordAs writes a sign-in or sign-out to the audit log; a failure is logged and returned. The
+// store makes odd bytes in the user agent or name storable, so only an unreachable store fails.
+func (h *Login) recordAs(c echo.Context, a Actor, action, outcome, reason string) error {
 	ip, ua := clientInfo(c)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 	defer cancel()
@@ -136,6 +147,7 @@ func (h *Login) recordAs(c echo.Context, a Actor, action, outcome, reason string
 	if err != nil {
 		h.log.Error("audit of a sign-in or sign-out failed", "err", err, "action", action, "actor", a.Name)
 	}
+	return err
 }
 
 // safeNext keeps a post-login destination only when it is a path on this console: no scheme, no

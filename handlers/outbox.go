@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
@@ -30,13 +32,24 @@ type OutboxService interface {
 	CachedStats(ctx context.Context, maxAge time.Duration) (outbox.Stats, error)
 	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
 	Event(ctx context.Context, id int64) (outbox.Event, error)
-	ReleaseStuck(ctx context.Context, ids []int64) (int64, error)
-	Requeue(ctx context.Context, ids []int64, resetAttempts bool) (int64, error)
+	// ReleaseStuckAudited and RequeueAudited commit the change only after audit wrote its row;
+	// an audit failure is an *outbox.ErrAudit and nothing was changed.
+	ReleaseStuckAudited(ctx context.Context, ids []int64, audit outbox.AuditFunc) (int64, error)
+	RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit outbox.AuditFunc) (int64, error)
 }
 
 // Auditor appends to the audit log (ops/store).
 type Auditor interface {
 	RecordAudit(ctx context.Context, e store.AuditEntry) error
+}
+
+// ChangeAuditor is the audit log as a change in another database writes it (ops/store): the
+// intent first, then the outcome inside the change's transaction (in it when the databases are
+// the same one). Errors are ops.ErrUnavailable.
+type ChangeAuditor interface {
+	Auditor
+	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+	RecordAuditIn(ctx context.Context, tx pgx.Tx, e store.AuditEntry) error
 }
 
 // MetaFunc builds the layout's per-request data (CSRF token, banners) for a page.
@@ -46,14 +59,14 @@ type MetaFunc func(c echo.Context, title, section string) layout.Meta
 type Outboxes struct {
 	list   []OutboxService
 	byName map[string]OutboxService
-	audit  Auditor
+	audit  ChangeAuditor
 	meta   MetaFunc
 	redact *Redactor
 }
 
 // NewOutboxes wires the configured outboxes (in config order). redact masks event payloads for
 // everyone but admins; nil masks nothing.
-func NewOutboxes(list []OutboxService, audit Auditor, meta MetaFunc, redact *Redactor) *Outboxes {
+func NewOutboxes(list []OutboxService, audit ChangeAuditor, meta MetaFunc, redact *Redactor) *Outboxes {
 	h := &Outboxes{list: list, byName: map[string]OutboxService{}, audit: audit, meta: meta, redact: redact}
 	for _, o := range list {
 		h.byName[o.Name()] = o
@@ -353,9 +366,10 @@ func (h *Outboxes) release(c echo.Context, o OutboxService, req releaseRequest) 
 	if req.AllStuck {
 		ids = nil
 	}
-	n, err := o.ReleaseStuck(c.Request().Context(), ids)
 	detail := map[string]any{"all_stuck": req.AllStuck, "ids": req.IDs}
-	return n, h.record(c, "outbox.release_leases", o.Name(), n, req.Reason, detail, err)
+	return h.change(c, "outbox.release_leases", o.Name(), req.Reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
+		return o.ReleaseStuckAudited(ctx, ids, audit)
+	})
 }
 
 type requeueRequest struct {
@@ -392,34 +406,94 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 	case len(req.Reason) > 1000:
 		return 0, ops.Invalid("reason", "at most 1000 characters")
 	}
-	n, err := o.Requeue(c.Request().Context(), req.IDs, req.ResetAttempts)
 	detail := map[string]any{"ids": req.IDs, "reset_attempts": req.ResetAttempts}
-	return n, h.record(c, "outbox.requeue", o.Name(), n, req.Reason, detail, err)
+	return h.change(c, "outbox.requeue", o.Name(), req.Reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
+		return o.RequeueAudited(ctx, req.IDs, req.ResetAttempts, audit)
+	})
 }
 
-// record audits an action with its outcome; the action's own error wins over an audit failure.
-func (h *Outboxes) record(c echo.Context, action, outboxName string, n int64, reason string, detail map[string]any, actionErr error) error {
-	return recordAudit(c, h.audit, action, "outbox/"+outboxName, n, reason, detail, actionErr)
+// auditUnavailable is the answer (503) to a change whose audit row cannot be written, which was
+// therefore not made.
+func auditUnavailable(err error) error {
+	if !errors.Is(err, ops.ErrUnavailable) {
+		err = fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+	}
+	return fmt.Errorf("the audit log cannot be written, so nothing was changed: %w", err)
 }
 
-func recordAudit(c echo.Context, audit Auditor, action, target string, n int64, reason string, detail map[string]any, actionErr error) error {
+// change makes an audited change to an outbox: audit before effect, or no effect.
+//
+// The outbox lives in a service's database, the audit log in the console's. So an intent row
+// (outcome "started") is written first, and when it cannot be, nothing is attempted (503). The
+// change then runs in one transaction of the outbox's database, and its outcome row ("ok", with
+// the count and detail.intent_id) is written before that transaction commits: in it when the two
+// databases are the same one (one commit for both), else through the store, so a failed outcome
+// write rolls the change back. Only a commit failing after the outcome row was written elsewhere
+// leaves an "ok" row for a change not made; a "failed" row for the same intent follows it then.
+func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, detail map[string]any,
+	run func(ctx context.Context, audit outbox.AuditFunc) (int64, error)) (int64, error) {
+	if h.audit == nil {
+		return 0, auditUnavailable(errors.New("no audit log is configured"))
+	}
+	base := auditEntry(c, action, "outbox/"+outboxName, reason, detail)
+	// The audit rows are written even if the client went away mid-request.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	intent, err := h.audit.RecordIntent(actx, base)
+	if err != nil {
+		return 0, auditUnavailable(err)
+	}
+	outcome := func(o string, n *int64, cause error) store.AuditEntry {
+		e := base
+		e.Outcome, e.Count = o, n
+		e.Detail = map[string]any{"intent_id": intent}
+		for k, v := range base.Detail {
+			e.Detail[k] = v
+		}
+		if cause != nil {
+			e.Detail["error"] = cause.Error()
+		}
+		return e
+	}
+	n, err := run(c.Request().Context(), func(ctx context.Context, tx pgx.Tx, changed int64) error {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return h.audit.RecordAuditIn(wctx, tx, outcome(store.OutcomeOK, &changed, nil))
+	})
+	if err == nil {
+		return n, nil
+	}
+	var auditErr *outbox.ErrAudit
+	if errors.As(err, &auditErr) {
+		// Rolled back. The intent row stays with no outcome, or gets this one if the store answers.
+		_ = h.audit.RecordAudit(actx, outcome(store.OutcomeFailed, nil, auditErr.Err))
+		return 0, auditUnavailable(auditErr.Err)
+	}
+	// The change failed, or its commit did after an "ok" row was written elsewhere: "failed" it is.
+	_ = h.audit.RecordAudit(actx, outcome(store.OutcomeFailed, nil, err))
+	return 0, err
+}
+
+// auditEntry is an audit row of the request's actor, with outcome ok.
+func auditEntry(c echo.Context, action, target, reason string, detail map[string]any) store.AuditEntry {
 	actor := ActorOf(c)
 	ip, ua := clientInfo(c)
-	e := store.AuditEntry{Actor: actor.Name, Role: actor.Role, SourceIP: ip, UserAgent: ua, Action: action,
-		Target: target, Count: &n, Reason: reason, Outcome: store.OutcomeOK, Detail: detail}
-	if actionErr != nil {
-		e.Outcome = store.OutcomeFailed
-		e.Count = nil
-		e.Detail["error"] = actionErr.Error()
+	if detail == nil {
+		detail = map[string]any{}
 	}
-	// The audit row is written even if the client went away mid-request.
+	return store.AuditEntry{Actor: actor.Name, Role: actor.Role, SourceIP: ip, UserAgent: ua, Action: action,
+		Target: target, Reason: reason, Outcome: store.OutcomeOK, Detail: detail}
+}
+
+// recordAudit writes one audit row of the request's actor, even if the client went away
+// mid-request. For an effect that is only a read (a reveal), written before the effect: an error
+// means the effect must not happen.
+func recordAudit(c echo.Context, audit Auditor, action, target string, n int64, reason string, detail map[string]any) error {
+	e := auditEntry(c, action, target, reason, detail)
+	e.Count = &n
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 	defer cancel()
-	auditErr := audit.RecordAudit(ctx, e)
-	if actionErr != nil {
-		return actionErr
-	}
-	return auditErr
+	return audit.RecordAudit(ctx, e)
 }
 
 // ---- HTML pages ----

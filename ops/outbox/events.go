@@ -168,62 +168,135 @@ func scanEvent(r pgx.CollectableRow) (Event, error) {
 	return e, err
 }
 
-// releaseBatch bounds one UPDATE so that releasing many stuck rows never holds a huge lock set.
+// releaseBatch bounds one UPDATE so that releasing many stuck rows never asks for a huge lock set
+// in one statement.
 const releaseBatch = 5000
+
+// AuditFunc writes the audit row of a change while the change's transaction is still open, so that
+// the change commits only once its audit row is written. It receives that transaction (to write
+// the row in it when the audit log lives in the same database, making the two one commit) and how
+// many rows the change touched. An error rolls the change back: nothing is changed unaudited.
+type AuditFunc func(ctx context.Context, tx pgx.Tx, changed int64) error
+
+// ErrAudit wraps the error of an AuditFunc: the change was rolled back because its audit row could
+// not be written.
+type ErrAudit struct{ Err error }
+
+func (e *ErrAudit) Error() string { return "audit: " + e.Err.Error() }
+func (e *ErrAudit) Unwrap() error { return e.Err }
+
+// inTx runs change and then audit in one transaction of the outbox's database, and commits.
+func (o *Outbox) inTx(ctx context.Context, op string, audit AuditFunc, change func(tx pgx.Tx) (int64, error)) (int64, error) {
+	tx, err := o.pool.Begin(ctx)
+	if err != nil {
+		return 0, o.wrap(op, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	n, err := change(tx)
+	if err != nil {
+		return 0, err
+	}
+	if audit != nil {
+		if err := audit(ctx, tx, n); err != nil {
+			return 0, &ErrAudit{Err: err}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, o.wrap(op+": commit", err)
+	}
+	return n, nil
+}
 
 // ReleaseStuck moves PROCESSING rows whose lease expired back to READY: the given ids, or every
 // stuck row when ids is nil. A row a relay still holds (row-locked) is skipped, and a row whose
 // state changed meanwhile no longer matches the WHERE, so a live relay never loses its row.
 // Returns how many rows were released.
 func (o *Outbox) ReleaseStuck(ctx context.Context, ids []int64) (int64, error) {
+	return o.ReleaseStuckAudited(ctx, ids, nil)
+}
+
+// ReleaseStuckAudited is ReleaseStuck in one transaction that commits only after audit has written
+// its row (see AuditFunc); an audit error is an *ErrAudit and nothing was released. The batches
+// share that transaction: the rows are stuck ones, which no relay holds, and SKIP LOCKED never
+// waits for one it does.
+func (o *Outbox) ReleaseStuckAudited(ctx context.Context, ids []int64, audit AuditFunc) (int64, error) {
 	if ids != nil && len(ids) == 0 {
 		return 0, nil
 	}
 	if len(ids) > MaxIDs {
 		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
-	var total int64
 	defer o.invalidate()
-	for {
-		tag, err := o.pool.Exec(ctx, o.q.release, ids, releaseBatch)
-		if err != nil {
-			return total, o.wrap("release stuck leases", err)
+	return o.inTx(ctx, "release stuck leases", audit, func(tx pgx.Tx) (int64, error) {
+		var total int64
+		for {
+			tag, err := tx.Exec(ctx, o.q.release, ids, releaseBatch)
+			if err != nil {
+				return total, o.wrap("release stuck leases", err)
+			}
+			total += tag.RowsAffected()
+			if tag.RowsAffected() < releaseBatch {
+				return total, nil
+			}
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < releaseBatch {
-			return total, nil
-		}
-	}
+	})
 }
 
 // Requeue moves the given DEAD or FAILED rows to READY, due now. Rows in any other state, or held
 // by a relay, are left alone and not counted. resetAttempts also sets attempts to 0, giving the
 // event the relay's full retry budget again.
 func (o *Outbox) Requeue(ctx context.Context, ids []int64, resetAttempts bool) (int64, error) {
-	done, err := o.RequeueIDs(ctx, ids, resetAttempts)
-	return int64(len(done)), err
+	return o.RequeueAudited(ctx, ids, resetAttempts, nil)
+}
+
+// RequeueAudited is Requeue in one transaction that commits only after audit has written its row
+// (see AuditFunc); an audit error is an *ErrAudit and nothing was requeued.
+func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit AuditFunc) (int64, error) {
+	return o.requeue(ctx, ids, resetAttempts, func(ctx context.Context, tx pgx.Tx, moved []int64) error {
+		if audit == nil {
+			return nil
+		}
+		return audit(ctx, tx, int64(len(moved)))
+	})
 }
 
 // RequeueIDs is Requeue returning which ids it moved.
 func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
+	var done []int64
+	_, err := o.requeue(ctx, ids, resetAttempts, func(_ context.Context, _ pgx.Tx, moved []int64) error {
+		done = moved
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+func (o *Outbox) requeue(ctx context.Context, ids []int64, resetAttempts bool, audit func(context.Context, pgx.Tx, []int64) error) (int64, error) {
 	if len(ids) == 0 {
-		return nil, ops.Invalid("ids", "give at least one event id")
+		return 0, ops.Invalid("ids", "give at least one event id")
 	}
 	if len(ids) > MaxIDs {
-		return nil, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
+		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
 	sql := o.q.requeue
 	if resetAttempts {
 		sql = o.q.requeueReset
 	}
 	defer o.invalidate()
-	rows, err := o.pool.Query(ctx, sql, ids)
-	if err != nil {
-		return nil, o.wrap("requeue", err)
-	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, o.wrap("requeue", err)
-	}
-	return done, nil
+	var moved []int64
+	return o.inTx(ctx, "requeue", func(ctx context.Context, tx pgx.Tx, _ int64) error {
+		return audit(ctx, tx, moved)
+	}, func(tx pgx.Tx) (int64, error) {
+		rows, err := tx.Query(ctx, sql, ids)
+		if err != nil {
+			return 0, o.wrap("requeue", err)
+		}
+		moved, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return 0, o.wrap("requeue", err)
+		}
+		return int64(len(moved)), nil
+	})
 }

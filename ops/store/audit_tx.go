@@ -1,0 +1,100 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Outcomes of the two-phase audit of a change made in a database other than the store's.
+const (
+	// OutcomeStarted is the intent row, written before the change is attempted: when it cannot be
+	// written, nothing is changed. The outcome row that follows (ok or failed) names it in
+	// detail.intent_id, so the audit page can show the two as one action.
+	OutcomeStarted = "started"
+)
+
+// The audit log is append-only (migration 001): an intent row is never updated into an outcome.
+// A change therefore writes two rows, the intent ("started") and then its outcome with
+// detail.intent_id pointing back, rather than a new migration adding an updatable status.
+
+// RecordIntent appends e with outcome "started" and returns its id, for the outcome row's
+// detail.intent_id. An error (ops.ErrUnavailable) means the change must not be made.
+func (s *Store) RecordIntent(ctx context.Context, e AuditEntry) (int64, error) {
+	e.Outcome = OutcomeStarted
+	sql, args := auditInsert(e, "audit_log")
+	var id int64
+	if err := s.pool.QueryRow(ctx, sql+" RETURNING id", args...).Scan(&id); err != nil {
+		return 0, fmt.Errorf("audit: record intent of %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+	}
+	return id, nil
+}
+
+// RecordAuditIn appends e as part of tx, the open transaction of the change it describes: when tx
+// runs on the store's own database (and may write its audit log), the row is inserted in tx and
+// commits or rolls back with the change; otherwise it is written through the store's pool before
+// the caller commits tx. Either way an error means tx must be rolled back.
+func (s *Store) RecordAuditIn(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
+	if tx != nil {
+		same, err := s.sameDatabase(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("audit: record %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+		}
+		if same {
+			sql, args := auditInsert(e, Schema+".audit_log")
+			if _, err := tx.Exec(ctx, sql, args...); err != nil {
+				return fmt.Errorf("audit: record %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+			}
+			return nil
+		}
+	}
+	return s.RecordAudit(ctx, e)
+}
+
+// databaseIdentity names one database of one running server: its name and oid, and the server's
+// start time, which two servers practically never share.
+const databaseIdentity = `SELECT current_database() || '/' ||
+	(SELECT oid FROM pg_database WHERE datname = current_database())::text || '/' ||
+	pg_postmaster_start_time()::text`
+
+// sameDatabase reports whether tx runs on the store's database with the right to insert into its
+// audit log.
+func (s *Store) sameDatabase(ctx context.Context, tx pgx.Tx) (bool, error) {
+	var theirs string
+	var canInsert bool
+	err := tx.QueryRow(ctx, databaseIdentity+`, CASE WHEN to_regclass('`+Schema+`.audit_log') IS NULL THEN false
+		ELSE has_table_privilege(to_regclass('`+Schema+`.audit_log')::oid, 'INSERT') END`).Scan(&theirs, &canInsert)
+	if err != nil {
+		return false, err
+	}
+	if !canInsert {
+		return false, nil
+	}
+	var ours string
+	if err := s.pool.QueryRow(ctx, databaseIdentity).Scan(&ours); err != nil {
+		return false, err
+	}
+	return ours == theirs, nil
+}
+
+// auditInsert is the INSERT of e into table, with its text made storable: text written by others
+// (a user agent, a reason) may hold a NUL or invalid UTF-8, which a text column refuses; the entry
+// is kept, the odd bytes are not (as RecordAudit does).
+func auditInsert(e AuditEntry, table string) (string, []any) {
+	for _, f := range []*string{&e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target, &e.Reason, &e.Outcome} {
+		*f = ops.CleanText(*f, 4096)
+	}
+	detail, err := json.Marshal(e.Detail)
+	if err != nil || e.Detail == nil {
+		detail = []byte("{}")
+	}
+	detail = bytes.ReplaceAll(detail, []byte(`\u0000`), []byte(`\ufffd`)) // jsonb refuses it even escaped
+	return `INSERT INTO ` + table + ` (actor, role, source_ip, user_agent, action, target, count, reason, outcome, detail)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		[]any{e.Actor, e.Role, e.SourceIP, e.UserAgent, e.Action, e.Target, e.Count, e.Reason, e.Outcome, detail}
+}
