@@ -141,6 +141,19 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	if err != nil {
 		return Plan{}, err
 	}
+	for name, v := range map[string]string{"source.cluster": src.Cluster, "source.topic": src.Topic, "source.broker": src.Broker,
+		"source.vhost": src.Vhost, "source.queue": src.Queue, "source.outbox": src.Outbox, "source.status": src.Status,
+		"source.event_type": src.EventType, "source.aggregate_id": src.AggregateID, "filter.exception_type": f.ExceptionType,
+		"filter.reason": f.Reason, "filter.original_topic": f.OriginalTopic} {
+		if unusable(v) {
+			return Plan{}, invalid(name, "holds a NUL character or bytes that are not UTF-8")
+		}
+	}
+	for _, id := range f.MessageIDs {
+		if unusable(id) {
+			return Plan{}, invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")
+		}
+	}
 	read := func(ctx context.Context, emit func(Item) error) error { return k.plan(ctx, &src, f, emit) }
 	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
 		Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
@@ -259,7 +272,8 @@ func newItemDecoder() *itemDecoder { return &itemDecoder{dest: map[string]Destin
 
 func (d *itemDecoder) item(r store.ReplayPlanItem) Item {
 	it := Item{Seq: r.Seq, Locator: r.Locator, MessageID: r.MessageID, Consumer: r.Consumer, Inbox: inbox.Verdict(r.Inbox),
-		Action: Action(r.Action), ErrorGroup: r.ErrorGroup, ReplayCount: r.ReplayCount, Partition: r.Partition, Position: r.Position}
+		Action: Action(r.Action), ErrorGroup: r.ErrorGroup, ReplayCount: r.ReplayCount, Partition: r.Partition, Position: r.Position,
+		Note: r.Note}
 	dest, ok := d.dest[string(r.Destination)]
 	if !ok {
 		_ = json.Unmarshal(r.Destination, &dest)

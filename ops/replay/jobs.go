@@ -57,8 +57,10 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 		return store.ReplayJob{}, fmt.Errorf("%w: this job would publish %d messages; an operator may start at most %d "+
 			"(replay.operator_max_messages) — narrow the plan or ask an admin", ops.ErrForbidden, toPublish, limit)
 	}
+	var src Source
+	_ = json.Unmarshal(plan.Source, &src)
 	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor, Reason: r.Reason, Force: r.Force,
-		RatePerSecond: r.RatePerSecond, Total: plan.Total}
+		RatePerSecond: r.RatePerSecond, Total: plan.Total, SourceKey: sourceKey(src)}
 	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold) {
 		job.Status = store.JobAwaiting
 	}

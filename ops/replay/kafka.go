@@ -29,6 +29,9 @@ type kafkaKind struct{ e *Engine }
 func (kafkaKind) batch() int { return batchSize }
 
 func (k kafkaKind) cluster(name string) (KafkaCluster, error) {
+	if name == "" {
+		return nil, invalid("source.cluster", "required")
+	}
 	c, ok := k.e.kafka[name]
 	if !ok {
 		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
@@ -79,8 +82,8 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 		if src.FromOffset != nil {
 			from = max(from, *src.FromOffset)
 		}
-		if src.ToOffset != nil {
-			to = min(to, *src.ToOffset+1)
+		if src.ToOffset != nil && *src.ToOffset < to {
+			to = *src.ToOffset + 1 // to_offset is inclusive; compared first so that MaxInt64 cannot overflow
 		}
 		err := c.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error {
 			if it, ok, err := p.item(ctx, r); err != nil || !ok {
@@ -116,6 +119,9 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 		switch {
 		case !ok:
 			return invalid("source.records", fmt.Sprintf("topic %s has no partition %d", src.Topic, r.Partition))
+		case b.Start >= b.End:
+			return invalid("source.records", fmt.Sprintf("record %d:%d does not exist (partition %d is empty)",
+				r.Partition, r.Offset, r.Partition))
 		case r.Offset < b.Start || r.Offset >= b.End:
 			return invalid("source.records", fmt.Sprintf("record %d:%d does not exist (partition %d holds offsets %d to %d)",
 				r.Partition, r.Offset, r.Partition, b.Start, b.End-1))
@@ -181,7 +187,11 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 	partition, offset := r.Partition, r.Offset
 	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
 		ErrorGroup: exception, Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
-	if original != "" {
+	switch {
+	case original == "":
+	case !validTopic(original):
+		it.Note = fmt.Sprintf("its original topic %q (from the dead-letter headers) is not a valid Kafka topic name", escapeBytes(original))
+	default:
 		var header *int32
 		if dl != nil {
 			header = dl.OriginalPartition

@@ -158,7 +158,8 @@ func TestKafkaFilterAndUnresolvable(t *testing.T) {
 }
 
 // Twenty operators replay the same dead letter at once, each with their own plan and job, on
-// twenty engines (replicas): the ledger lets exactly one publish it.
+// twenty engines (replicas): one job moves the topic at a time (the others are refused, naming
+// it), and the ledger lets exactly one publish it.
 func TestConcurrentReplaysPublishOnce(t *testing.T) {
 	w := newWorld(t)
 	w.deadLetter(t, 0, "m-1", "k-1", "X")
@@ -180,6 +181,9 @@ func TestConcurrentReplaysPublishOnce(t *testing.T) {
 	for i := range engines {
 		wg.Go(func() {
 			j, err := engines[i].Start(ctx, replay.StartRequest{PlanID: plans[i].ID, Actor: fmt.Sprintf("op%d", i), RatePerSecond: 1000})
+			if errors.Is(err, ops.ErrConflict) && strings.Contains(err.Error(), "is moving kafka main topic orders.DLT") {
+				return
+			}
 			if err != nil {
 				t.Error(err)
 				return
@@ -190,6 +194,9 @@ func TestConcurrentReplaysPublishOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs started on one topic at once, want 1", len(jobs))
+	}
 	for _, e := range engines {
 		work(t, e)
 	}

@@ -21,6 +21,9 @@ type outboxKind struct{ e *Engine }
 func (outboxKind) batch() int { return batchSize }
 
 func (k outboxKind) table(name string) (OutboxTable, error) {
+	if name == "" {
+		return nil, invalid("source.outbox", "required")
+	}
 	t, ok := k.e.outbox[name]
 	if !ok {
 		return nil, fmt.Errorf("outbox %q is not configured: %w", name, ops.ErrNotFound)

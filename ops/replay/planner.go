@@ -72,8 +72,9 @@ func (b *planBuilder) run(ctx context.Context, read func(context.Context, func(I
 // add decides and stores one chunk.
 func (b *planBuilder) add(ctx context.Context, items []Item) error {
 	locators := make([]string, len(items))
-	for i, it := range items {
-		locators[i] = it.Locator
+	for i := range items {
+		sanitize(&items[i])
+		locators[i] = items[i].Locator
 	}
 	replayed, err := b.w.ReplayedLocators(ctx, locators)
 	if err != nil {
@@ -102,7 +103,7 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 		}
 		rows[i] = store.ReplayPlanItem{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
 			Destination: b.destJSON(it.Destination), Inbox: string(it.Inbox), Action: string(it.Action),
-			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition}
+			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition, Note: it.Note}
 	}
 	b.warn.add(ctx, items)
 	return b.w.Add(ctx, rows)

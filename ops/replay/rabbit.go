@@ -25,7 +25,7 @@ type RabbitBroker interface {
 // rabbitLocator names a dead-lettered message instance: its id (or its body's hash) and how often
 // Redrive replayed it, so the same message dying again after a replay is a new instance.
 func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
-	key := m.MessageID
+	key := escapeBytes(m.MessageID)
 	if key == "" {
 		sum := sha256.Sum256(m.Body)
 		key = "sha256:" + hex.EncodeToString(sum[:12])
@@ -48,6 +48,9 @@ func (rabbitKind) batch() int { return rabbitBatch }
 const rabbitBatch = 1000
 
 func (k rabbitKind) broker(src *Source) (RabbitBroker, error) {
+	if src.Broker == "" {
+		return nil, invalid("source.broker", "required")
+	}
 	r, ok := k.e.rabbit[src.Broker]
 	if !ok {
 		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)

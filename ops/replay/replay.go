@@ -166,6 +166,9 @@ type Item struct {
 	Action      Action        `json:"action"`
 	ErrorGroup  string        `json:"error_group"`
 	ReplayCount int           `json:"replay_count"`
+	// Note says why the item is skipped when its action alone does not (an id or destination
+	// holding bytes that cannot be used).
+	Note string `json:"note,omitempty"`
 	// Position locates the message for the run: the Kafka partition and offset, or the outbox id.
 	Partition *int32 `json:"-"`
 	Position  *int64 `json:"-"`

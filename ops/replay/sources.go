@@ -52,3 +52,23 @@ func (e *Engine) kindOf(name string) (kind, error) {
 	}
 	return nil, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq or outbox", name))
 }
+
+// sourceKey names what a job moves, for the rule of one job per source at a time: a second job
+// on a DLQ would find the first one's messages held unacked and call them missing; on a DLT or an
+// outbox it would race it for the same messages.
+func sourceKey(src Source) string {
+	switch src.Kind {
+	case "kafka":
+		return fmt.Sprintf("kafka %s topic %s", src.Cluster, src.Topic)
+	case "rabbitmq":
+		vhost := src.Vhost
+		if vhost == "" {
+			vhost = "/"
+		}
+		return fmt.Sprintf("rabbitmq %s queue %s%s", src.Broker, src.Queue, vhostLabel(vhost))
+	case "outbox":
+		return "outbox " + src.Outbox
+	}
+	return ""
+}
+

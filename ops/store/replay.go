@@ -40,6 +40,7 @@ type ReplayPlanItem struct {
 	ReplayCount int
 	Position    *int64
 	Partition   *int32
+	Note        string // why it is skipped, when its action alone does not say
 }
 
 // PlanWriter stores a plan as it is made: items go in chunks (COPY) and the header last, all in
@@ -61,11 +62,11 @@ func (s *Store) BeginPlan(ctx context.Context, id string) (*PlanWriter, error) {
 // Add copies a chunk of items.
 func (w *PlanWriter) Add(ctx context.Context, items []ReplayPlanItem) error {
 	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
-		[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition"},
+		[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition", "note"},
 		pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
 			it := items[i]
 			return []any{w.id, it.Seq, it.Locator, it.MessageID, it.Consumer, it.Destination, it.Inbox, it.Action,
-				it.ErrorGroup, it.ReplayCount, it.Position, it.Partition}, nil
+				it.ErrorGroup, it.ReplayCount, it.Position, it.Partition, it.Note}, nil
 		}))
 	if err != nil {
 		return fmt.Errorf("save plan items: %w: %w", ops.ErrUnavailable, err)
@@ -123,7 +124,7 @@ func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) ([]ReplayPlanItem, error) {
 	// destination as text: scanning jsonb into json.RawMessage validates it, for nothing.
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
-			replay_count, position, partition
+			replay_count, position, partition, note
 		FROM replay_plan_item WHERE plan_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, planID, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
@@ -136,7 +137,7 @@ func collectPlanItems(rows pgx.Rows) ([]ReplayPlanItem, error) {
 		var it ReplayPlanItem
 		var dest []byte
 		err := r.Scan(&it.Seq, &it.Locator, &it.MessageID, &it.Consumer, &dest, &it.Inbox, &it.Action,
-			&it.ErrorGroup, &it.ReplayCount, &it.Position, &it.Partition)
+			&it.ErrorGroup, &it.ReplayCount, &it.Position, &it.Partition, &it.Note)
 		it.Destination = dest
 		return it, err
 	})
@@ -150,7 +151,7 @@ func collectPlanItems(rows pgx.Rows) ([]ReplayPlanItem, error) {
 // Kafka items are found by seq).
 func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]ReplayPlanItem, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
-			replay_count, position, partition
+			replay_count, position, partition, note
 		FROM replay_plan_item WHERE plan_id = $1 AND locator = ANY($2) AND partition IS NULL`, planID, locators)
 	if err != nil {
 		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
@@ -225,6 +226,9 @@ type ReplayJob struct {
 	ApprovedBy      string // four-eyes: who approved it; "" when no approval was needed
 	// Paused says why a running job is waiting for a dependency; "" while it makes progress.
 	Paused string
+	// SourceKey names what the job moves (a DLQ, a DLT, an outbox): one pending or running job
+	// per key at a time. "" opts out.
+	SourceKey string
 	// Counts, kept in the ledger's transactions.
 	Published, Skipped, Failed int
 }
@@ -241,12 +245,12 @@ const (
 
 const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
 	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at, j.approved_by,
-	j.published, j.skipped, j.failed, j.paused`
+	j.published, j.skipped, j.failed, j.paused, j.source_key`
 
 func scanJob(r pgx.CollectableRow) (ReplayJob, error) {
 	var j ReplayJob
 	err := r.Scan(&j.ID, &j.PlanID, &j.Status, &j.Actor, &j.Reason, &j.Force, &j.RatePerSecond, &j.Total, &j.NextSeq,
-		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed, &j.Paused)
+		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed, &j.Paused, &j.SourceKey)
 	return j, err
 }
 
@@ -256,12 +260,32 @@ func (s *Store) CreateJob(ctx context.Context, j ReplayJob) error {
 	if status == "" {
 		status = JobPending
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total)
-		VALUES ($1, $2, $8, $3, $4, $5, $6, $7)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total, status)
+	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total, source_key)
+		VALUES ($1, $2, $8, $3, $4, $5, $6, $7, $9)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total, status, j.SourceKey)
+	if isUniqueViolation(err) {
+		return s.busySource(ctx, j.SourceKey)
+	}
 	if err != nil {
 		return fmt.Errorf("create job: %w: %w", ops.ErrUnavailable, err)
 	}
 	return nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == uniqueViolation
+}
+
+// busySource is the conflict of a second job on a source another job is moving, naming that job.
+func (s *Store) busySource(ctx context.Context, key string) error {
+	var id, actor, status string
+	err := s.pool.QueryRow(ctx, `SELECT id, actor, status FROM replay_job WHERE source_key = $1 AND status IN ('pending', 'running')`,
+		key).Scan(&id, &actor, &status)
+	if err != nil {
+		return fmt.Errorf("%w: another replay job is moving %s; wait for it to finish or cancel it", ops.ErrConflict, key)
+	}
+	return fmt.Errorf("%w: replay job %s (started by %s, %s) is moving %s; one job moves a source at a time: wait for it "+
+		"to finish or cancel it, then run this plan", ops.ErrConflict, id, actor, status, key)
 }
 
 // Job reads a job with its ledger counts. Unknown id → ops.ErrNotFound.
@@ -430,7 +454,7 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 	if err == nil {
 		won, err = pgx.CollectRows(rows, pgx.RowTo[int32])
 	}
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
+	if isUniqueViolation(err) {
 		rows, err = s.pool.Query(ctx, fmt.Sprintf(claimSQL, "ON CONFLICT DO NOTHING"), args...)
 		if err == nil {
 			won, err = pgx.CollectRows(rows, pgx.RowTo[int32])
@@ -603,10 +627,23 @@ func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (m
 // ApproveJob moves an awaiting job to pending, recording who approved it. It reports false when
 // the job was not awaiting approval.
 func (s *Store) ApproveJob(ctx context.Context, jobID, approver string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = 'pending', approved_by = $2
-		WHERE id = $1 AND status = 'awaiting_approval'`, jobID, approver)
+	var key string
+	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET status = 'pending', approved_by = $2
+		WHERE id = $1 AND status = 'awaiting_approval' RETURNING source_key`, jobID, approver).Scan(&key)
+	if isNoRows(err) {
+		return false, nil
+	}
+	if isUniqueViolation(err) {
+		return false, s.busySource(ctx, jobKeyOf(ctx, s, jobID))
+	}
 	if err != nil {
 		return false, fmt.Errorf("approve job: %w: %w", ops.ErrUnavailable, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return true, nil
+}
+
+func jobKeyOf(ctx context.Context, s *Store, jobID string) string {
+	var key string
+	_ = s.pool.QueryRow(ctx, `SELECT source_key FROM replay_job WHERE id = $1`, jobID).Scan(&key)
+	return key
 }

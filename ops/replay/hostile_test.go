@@ -1,0 +1,145 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// One message with a NUL or a 0xFF byte in each field must not make the whole DLQ unplannable:
+// it is planned and skipped with a note, and the rest is replayed.
+func TestRabbitHostileBytesArePlannedAndSkipped(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, 3)
+	ctx := ctxT(t)
+	death := func(rk string) []any {
+		return []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+			"routing-keys": []any{rk}, "time": time.Now().UTC().Truncate(time.Second)}}
+	}
+	for _, p := range []amqp.Publishing{
+		{MessageId: "bad\x00id", Headers: amqp.Table{"x-death": death("order.created"), "x-exception-message": "boom\x00\xff"}, Body: []byte("\xff\x00")},
+		{MessageId: "bad-rk", Headers: amqp.Table{"x-death": death("order.\x00created")}, Body: []byte(`{}`)},
+		{MessageId: "bad-\xff", Headers: amqp.Table{"x-death": death("order.created")}, Body: []byte(`{}`)},
+	} {
+		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.dlq", 6)
+	e := w.engine(t)
+	plan := w.planQueue(t, e, 100, replay.Filter{})
+	if plan.Total != 6 || plan.Counts[replay.Publish] != 3 || plan.Counts[replay.SkipUnresolvable] != 3 {
+		t.Fatalf("plan %v of %d", plan.Counts, plan.Total)
+	}
+	for _, it := range plan.Items[3:] {
+		if it.Note == "" || strings.ContainsRune(it.MessageID+it.Locator+it.ErrorGroup+it.Note, 0) {
+			t.Errorf("item %+v: want a note and no raw NUL", it)
+		}
+	}
+	work(t, e)
+	job := w.run(t, e, plan.ID)
+	if job.Status != store.JobDone || job.Published != 3 || job.Skipped != 3 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.work", 3)
+	w.waitDepth(t, "orders.dlq", 3)
+}
+
+func TestKafkaHostileBytesArePlannedAndSkipped(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "good-1", "k1", "com.acme.StockException")
+	ctx := ctxT(t)
+	bad := []*kgo.Record{
+		{Topic: "orders.DLT", Partition: 0, Value: []byte("\xff\x00"), Headers: []kgo.RecordHeader{
+			{Key: "kafka_dlt-original-topic", Value: []byte("orders")}, {Key: "messageId", Value: []byte("m\x00x")},
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte("Boom\x00\xff")}}},
+		{Topic: "orders.DLT", Partition: 0, Value: []byte(`{}`), Headers: []kgo.RecordHeader{
+			{Key: "kafka_dlt-original-topic", Value: []byte("ord\x00ers")}, {Key: "messageId", Value: []byte("m-topic")}}},
+	}
+	if err := w.client.ProduceSync(ctx, bad...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t, "a")
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Total != 3 || plan.Counts[replay.Publish] != 1 || plan.Counts[replay.SkipUnresolvable] != 2 {
+		t.Fatalf("plan %v of %d", plan.Counts, plan.Total)
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job = waitJob(t, e, job.ID); job.Published != 1 || job.Skipped != 2 {
+		t.Fatalf("job %+v", job)
+	}
+	// Bad bytes in what the caller typed are a 400 naming the field, not a 503 from the store.
+	_, err = e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders\x00.DLT"}, replay.Filter{})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "source.topic") {
+		t.Fatalf("a NUL in source.topic: %v", err)
+	}
+}
+
+// One job moves a source at a time: a second job on the same DLT is refused with a conflict that
+// names the running one; once the first ends, it starts.
+func TestOneJobPerSource(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetters(t, 200, nil)
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 1000), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 operators press Run at once: exactly one job is created.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var started []store.ReplayJob
+	var conflicts int
+	for range 20 {
+		wg.Go(func() {
+			job, err := e.Start(context.Background(), replay.StartRequest{PlanID: plan.ID, Actor: "a", RatePerSecond: 50})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				started = append(started, job)
+			case errors.Is(err, ops.ErrConflict) && strings.Contains(err.Error(), "is moving kafka main topic orders.DLT"):
+				conflicts++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(started) != 1 || conflicts != 19 {
+		t.Fatalf("%d jobs started, %d conflicts; want 1 and 19", len(started), conflicts)
+	}
+	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "b"})
+	if err == nil || !strings.Contains(err.Error(), started[0].ID) {
+		t.Fatalf("a second job while %s is pending: %v (want a conflict naming it)", started[0].ID, err)
+	}
+	work(t, e)
+	if j := waitJob(t, e, started[0].ID); j.Status != store.JobDone {
+		t.Fatalf("first job %+v", j)
+	}
+	again, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "b"})
+	if err != nil {
+		t.Fatalf("after the first job ended: %v", err)
+	}
+	if j := waitJob(t, e, again.ID); j.Status != store.JobDone || j.Published != 0 {
+		t.Fatalf("second job %+v", j)
+	}
+}
