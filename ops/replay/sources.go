@@ -71,4 +71,3 @@ func sourceKey(src Source) string {
 	}
 	return ""
 }
-
