@@ -47,6 +47,7 @@ type kafkaState struct {
 	window time.Duration // the rules' evaluation window, which rates are also computed over
 	keep   time.Duration // how far back samples are kept: enough to tell STALL and STOP
 	warm   bool          // the windows were loaded from the store since leadership was taken
+	token  int64         // the lease token the windows were loaded under
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
 	groups map[string]*groupWindow
 }
@@ -81,13 +82,17 @@ func newKafkaState(src KafkaSource, interval time.Duration) *kafkaState {
 }
 
 // sampleKafka samples one cluster at now and stores the result.
-func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, now time.Time) (err error) {
+// Its writes carry l's fencing token.
+func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.SourceLease, now time.Time) (err error) {
 	start := time.Now()
-	source := "kafka/" + st.name
+	source := kafkaSourceName(st.name)
 	defer func() { s.observe(source, start, err) }()
 	// The store keeps microseconds; truncating here makes what is in memory equal what is stored.
 	at := now.Round(0).Truncate(time.Microsecond)
 
+	if st.token != l.Token { // leadership (re)taken: another replica may have sampled meanwhile
+		st.warm, st.token = false, l.Token
+	}
 	if !st.warm {
 		s.warmKafka(ctx, st, at)
 	}
@@ -98,7 +103,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, now time.Time
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
-		if serr := s.store.SetSnapshotError(wctx, store.SnapshotKafka, st.name, err.Error(), at); serr != nil {
+		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotKafka, Name: st.name, Error: err.Error(), ErrorAt: at}); serr != nil {
 			err = errors.Join(err, serr)
 		} else {
 			s.rememberError(st.name, err.Error(), at)
@@ -120,19 +125,20 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, now time.Time
 	if err != nil {
 		return fmt.Errorf("sampler: kafka %s: %w", st.name, err)
 	}
-	if err := s.store.PutSnapshot(ctx, store.Snapshot{Kind: store.SnapshotKafka, Name: st.name, At: at, Data: data}); err != nil {
+	w := store.SampleWrite{Snapshot: store.Snapshot{Kind: store.SnapshotKafka, Name: st.name, At: at, Data: data}}
+	// When the clock did not move (a test's, or a step back) the snapshot is current, but history
+	// already has this instant.
+	fresh := at.After(st.lastAt)
+	if fresh {
+		w.Kafka = rows
+	}
+	if err := s.write(ctx, l, w); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
 	s.remember(KafkaSnapshot{Cluster: st.name, At: at, Groups: out, DeadLetterTopics: dlts})
-	if !at.After(st.lastAt) {
-		// The clock did not move (a test's, or a step back): the snapshot is current, but history
-		// already has this instant.
-		return nil
+	if fresh {
+		st.lastAt = at
 	}
-	if err := s.store.InsertKafkaGroupSamples(ctx, rows); err != nil {
-		return fmt.Errorf("sampler: %w", err)
-	}
-	st.lastAt = at
 	return nil
 }
 
@@ -291,7 +297,7 @@ func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapsho
 		c, ok := s.cache[cluster]
 		s.cacheMu.Unlock()
 		if ok && time.Since(c.fetched) < s.cacheTTL {
-			return c.snap, nil
+			return s.agedKafka(c.snap), nil
 		}
 	}
 	ch := s.reads.DoChan("kafka/"+cluster, func() (any, error) {
@@ -310,7 +316,7 @@ func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapsho
 		if r.Err != nil {
 			return KafkaSnapshot{}, r.Err
 		}
-		return r.Val.(KafkaSnapshot), nil
+		return s.agedKafka(r.Val.(KafkaSnapshot)), nil
 	case <-ctx.Done():
 		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: snapshot: %w", cluster, ctx.Err())
 	}

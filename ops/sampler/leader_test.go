@@ -89,32 +89,3 @@ func TestOneLeader(t *testing.T) {
 		t.Errorf("after failover: %s (%s), rate known %v; want STALL judged from the stored window", g.Status.Code, g.Status.Reason, g.RateKnown)
 	}
 }
-
-// A leader whose lock connection dies loses leadership at its next tick; the other replica takes
-// over on its own next tick.
-func TestLeaderConnectionLost(t *testing.T) {
-	ctx := ctxT(t)
-	b := newBroker(t)
-	dsn := testDSN(t)
-	clk := newClock()
-	a := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
-	sc := openStore(t, dsn)
-	c := newSampler(t, sc, clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
-	if err := a.SampleOnce(ctx); err != nil || !a.Leader() {
-		t.Fatalf("a: leader %v, %v", a.Leader(), err)
-	}
-	// The database ends a's lock session (as a restart or a network cut would).
-	if _, err := sc.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND (classid::bigint << 32 | objid::bigint) = $1`, LeaderLockKey); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.SampleOnce(ctx); err == nil || a.Leader() {
-		t.Fatalf("a after its session was killed: leader %v, err %v; want lost with an error", a.Leader(), err)
-	}
-	if err := c.SampleOnce(ctx); err != nil || !c.Leader() {
-		t.Fatalf("c: leader %v, %v; want it to take over", c.Leader(), err)
-	}
-	if err := a.SampleOnce(ctx); err != nil || a.Leader() {
-		t.Fatalf("a: leader %v, %v; want a follower", a.Leader(), err)
-	}
-}

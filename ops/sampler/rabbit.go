@@ -45,6 +45,7 @@ type RabbitSnapshot struct {
 	Queues     []RabbitQueue
 	Edges      []rabbit.Edge      // one per queue with a dead-letter exchange, by vhost and queue
 	RetryLoops []rabbit.RetryLoop // by vhost, retry queue, work queue
+	Freshness
 }
 
 // RabbitQueue is a queue with what the sampler adds from its recent samples.
@@ -130,6 +131,7 @@ type rabbitState struct {
 	name   string
 	keep   time.Duration // how far back depths are kept: GrowthSamples intervals
 	warm   bool          // the windows were loaded from the store since leadership was taken
+	token  int64         // the lease token the windows were loaded under
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
 	depths map[rabbit.QueueRef][]depth
 }
@@ -159,11 +161,15 @@ func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error 
 }
 
 // sampleRabbit samples one broker at now and stores the result.
-func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, now time.Time) (err error) {
+// Its writes carry l's fencing token.
+func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l store.SourceLease, now time.Time) (err error) {
 	start := time.Now()
-	defer func() { s.observe("rabbitmq/"+st.name, start, err) }()
+	defer func() { s.observe(rabbitSourceName(st.name), start, err) }()
 	at := now.Round(0).Truncate(time.Microsecond) // what the store keeps
 
+	if st.token != l.Token { // leadership (re)taken: another replica may have sampled meanwhile
+		st.warm, st.token = false, l.Token
+	}
 	if !st.warm {
 		s.warmRabbit(ctx, st, at)
 	}
@@ -174,7 +180,7 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, now time.Ti
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
-		if serr := s.store.SetSnapshotError(wctx, store.SnapshotRabbit, st.name, err.Error(), at); serr != nil {
+		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotRabbit, Name: st.name, Error: err.Error(), ErrorAt: at}); serr != nil {
 			err = errors.Join(err, serr)
 		} else {
 			s.rememberRabbitError(st.name, err.Error(), at)
@@ -187,17 +193,18 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, now time.Ti
 	if err != nil {
 		return fmt.Errorf("sampler: rabbitmq %s: %w", st.name, err)
 	}
-	if err := s.store.PutSnapshot(ctx, store.Snapshot{Kind: store.SnapshotRabbit, Name: st.name, At: at, Data: data}); err != nil {
+	w := store.SampleWrite{Snapshot: store.Snapshot{Kind: store.SnapshotRabbit, Name: st.name, At: at, Data: data}}
+	fresh := at.After(st.lastAt) // else the clock did not move: history already has this instant
+	if fresh {
+		w.Rabbit = rows
+	}
+	if err := s.write(ctx, l, w); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
 	s.rememberRabbit(snap)
-	if !at.After(st.lastAt) {
-		return nil // the clock did not move: history already has this instant
+	if fresh {
+		st.lastAt = at
 	}
-	if err := s.store.InsertRabbitQueueSamples(ctx, rows); err != nil {
-		return fmt.Errorf("sampler: %w", err)
-	}
-	st.lastAt = at
 	return nil
 }
 
@@ -314,7 +321,7 @@ func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (RabbitSnapsh
 		c, ok := s.rmq.cache[broker]
 		s.cacheMu.Unlock()
 		if ok && time.Since(c.fetched) < s.cacheTTL {
-			return c.snap, nil
+			return s.agedRabbit(c.snap), nil
 		}
 	}
 	ch := s.reads.DoChan("rabbit/"+broker, func() (any, error) {
@@ -332,7 +339,7 @@ func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (RabbitSnapsh
 		if r.Err != nil {
 			return RabbitSnapshot{}, r.Err
 		}
-		return r.Val.(RabbitSnapshot), nil
+		return s.agedRabbit(r.Val.(RabbitSnapshot)), nil
 	case <-ctx.Done():
 		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: snapshot: %w", broker, ctx.Err())
 	}

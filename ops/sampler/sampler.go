@@ -23,10 +23,6 @@ const (
 	DefaultCacheTTL  = time.Second
 )
 
-// LeaderLockKey is the PostgreSQL advisory lock key whose holder is the sampling replica ("rdsampl"
-// in ASCII). It differs from the store's migration lock.
-const LeaderLockKey int64 = 0x726473616d706c
-
 // pruneEvery is how often (on the sampler's clock) the leader deletes history past retention; it
 // also prunes when it becomes leader.
 const pruneEvery = time.Hour
@@ -36,15 +32,21 @@ const readTimeout = 5 * time.Second
 
 // Options configure a Sampler.
 type Options struct {
-	// Store is the console's database: snapshots, history and the leader lock. Required.
+	// Store is the console's database: snapshots, history and the sources' leases. Required.
 	Store *store.Store
+	// ReplicaID names this replica in the sources' leases and in /api/v1/replicas; give the replay
+	// engine the same (replay.Options.Owner) so its jobs list under it. Empty means
+	// "<host>-<pid>-<random>". Must be unique among the replicas.
+	ReplicaID string
 	// Kafka lists the clusters to sample, in the order pages list them. Names must be unique.
 	Kafka []KafkaSource
 	// Rabbit lists the RabbitMQ brokers to sample, in config order. Names must be unique. Either
 	// list may be empty.
 	Rabbit []RabbitSource
 	// Interval between samples; 0 means DefaultInterval (15 s). One sample of all clusters must
-	// finish within four fifths of it, or the clusters still running are reported as failed.
+	// finish within four fifths of it, or the clusters still running are reported as failed. It is
+	// also the TTL of a source's lease (renewed every quarter of it): a leader that stops renewing
+	// is replaced within 1¼ intervals, and a snapshot older than StaleAfter intervals is stale.
 	Interval time.Duration
 	// Retention is how long history is kept; 0 means DefaultRetention (7 days).
 	Retention time.Duration
@@ -59,11 +61,16 @@ type Options struct {
 	CacheTTL time.Duration
 }
 
-// Sampler samples the configured sources on one replica at a time and serves their snapshots and
-// history to every replica. Create it with New; it is safe for concurrent use.
+// Sampler samples each configured source on one replica at a time (the replicas split the sources,
+// see leadership.go) and serves their snapshots and history to every replica. Create it with New;
+// it is safe for concurrent use.
 type Sampler struct {
 	store     *store.Store
-	lock      *store.SessionLock
+	id        string
+	ttl       time.Duration // of a source's lease: one Interval
+	order     []string      // the sources' names, in this replica's order of preference
+	lead      leadership
+	started   time.Time // sampler clock, for the staleness of a source never sampled
 	log       *slog.Logger
 	now       func() time.Time
 	interval  time.Duration
@@ -79,9 +86,10 @@ type Sampler struct {
 	// tickMu serializes ticks (Run's and SampleOnce's); it guards the fields below and the
 	// kafkaStates' windows.
 	tickMu    sync.Mutex
-	leader    atomic.Bool
 	lastTick  time.Time // wall clock, for Run's first tick
-	lastPrune time.Time // sampler clock; zero after becoming leader
+	lastPrune time.Time // sampler clock; zero until this replica pruned
+	pruner    string    // the source whose leader prunes history: the first configured
+	pruneTok  int64     // the token of the pruning source's lease when lastPrune was set
 
 	cacheMu sync.Mutex
 	cache   map[string]cachedKafka
@@ -124,7 +132,8 @@ func New(opts Options) (*Sampler, error) {
 	}
 	s := &Sampler{
 		store:       opts.Store,
-		lock:        opts.Store.SessionLock(LeaderLockKey),
+		id:          opts.ReplicaID,
+		lead:        leadership{held: map[string]heldLease{}},
 		log:         opts.Logger,
 		now:         opts.Now,
 		interval:    opts.Interval,
@@ -151,6 +160,11 @@ func New(opts Options) (*Sampler, error) {
 		s.cacheTTL = DefaultCacheTTL
 	}
 	s.timeout = s.interval - s.interval/5
+	s.ttl = s.interval
+	s.started = s.now()
+	if s.id == "" {
+		s.id = defaultReplicaID()
+	}
 	for i, src := range opts.Kafka {
 		if src.Cluster == nil {
 			return nil, fmt.Errorf("sampler: %w", ops.Invalid(fmt.Sprintf("kafka[%d]", i), "cluster is required"))
@@ -166,18 +180,46 @@ func New(opts Options) (*Sampler, error) {
 	if err := s.rmq.init(opts.Rabbit, s.interval); err != nil {
 		return nil, fmt.Errorf("sampler: %w", err)
 	}
+	var names []string
+	for _, st := range s.kafka {
+		names = append(names, kafkaSourceName(st.name))
+	}
+	for _, st := range s.rmq.brokers {
+		names = append(names, rabbitSourceName(st.name))
+	}
+	s.order = preference(s.id, names)
+	if len(names) > 0 {
+		s.pruner = names[0]
+	}
 	return s, nil
 }
 
-// Run samples every Interval until ctx is done, then gives up leadership (so another replica takes
-// over on its next tick) and returns nil. The first tick is immediate unless SampleOnce ran less
-// than an interval ago. Failures are logged, counted and stored in the snapshots; they never stop
-// the loop. Run may be called once.
+// Run samples every Interval until ctx is done, then gives up its leases (so other replicas take
+// the sources over at once) and returns nil. Beside the samples, it renews and rebalances the
+// leases every Interval/4, so that a sample slower than that does not let a lease lapse. The first
+// tick is immediate unless SampleOnce ran less than an interval ago. Failures are logged, counted
+// and stored in the snapshots; they never stop the loop. Run may be called once.
 func (s *Sampler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("sampler: %w: Run called twice", ops.ErrConflict)
 	}
 	defer s.resign()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		t := time.NewTicker(s.ttl / renewsPerTTL)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				lctx, cancel := context.WithTimeout(ctx, s.ttl/renewsPerTTL)
+				s.logLeases(ctx, s.syncLeases(lctx))
+				cancel()
+			}
+		}
+	})
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	s.tickMu.Lock()
@@ -196,16 +238,25 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 }
 
+func (s *Sampler) logLeases(ctx context.Context, err error) {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrFenced) { // a takeover is logged already
+		s.log.Warn("sampler leases: sync failed", "err", err)
+	}
+}
+
 func (s *Sampler) logTick(ctx context.Context, err error) {
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn("sampler tick failed", "err", err)
 	}
 }
 
-// SampleOnce is one tick: it takes or confirms leadership and, as the leader, samples every source
-// concurrently and stores the snapshots and history (and prunes history now and then). On a replica
-// that is not the leader it does nothing and returns nil. The error joins the sources that failed;
-// their snapshots keep the last good data and carry the error.
+// SampleOnce is one tick: it renews, takes or hands over leases (as Run's lease loop does) and
+// samples concurrently every source this replica leads, storing each snapshot and its history
+// under the source's fencing token; the leader of the first source also prunes history now and
+// then. On a replica that leads nothing it only heartbeats and returns nil. The error joins the
+// sources that failed (their snapshots keep the last good data and carry the error) and the leases
+// lost; a write refused because another replica took the source over (store.ErrFenced) makes
+// this replica step down from that source.
 func (s *Sampler) SampleOnce(ctx context.Context) error {
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
@@ -213,40 +264,24 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 
-	held, lockErr := s.lock.TryHold(ctx)
-	was := s.leader.Swap(held)
-	s.m.leader.Set(b2f(held))
-	switch {
-	case !held && was:
-		s.log.Warn("sampler leadership lost", "err", lockErr)
-		return lockErr
-	case !held:
-		return lockErr // nil when another replica simply holds the lock
-	case !was:
-		s.log.Info("sampler leadership taken")
-		s.lastPrune = time.Time{}
-		for _, st := range s.kafka {
-			st.warm = false
-		}
-		for _, st := range s.rmq.brokers {
-			st.warm = false
-		}
-	}
-
+	errs := []error{s.syncLeases(ctx)}
 	now := s.now()
-	var (
-		wg   sync.WaitGroup
-		errs = make([]error, len(s.kafka)+len(s.rmq.brokers))
-	)
+	var wg sync.WaitGroup
+	res := make([]error, len(s.kafka)+len(s.rmq.brokers))
 	for i, st := range s.kafka {
-		wg.Go(func() { errs[i] = s.sampleKafka(ctx, st, now) })
+		if l, ok := s.leaseOf(kafkaSourceName(st.name)); ok {
+			wg.Go(func() { res[i] = s.sampleKafka(ctx, st, l, now) })
+		}
 	}
 	for i, st := range s.rmq.brokers {
-		wg.Go(func() { errs[len(s.kafka)+i] = s.sampleRabbit(ctx, st, now) })
+		if l, ok := s.leaseOf(rabbitSourceName(st.name)); ok {
+			wg.Go(func() { res[len(s.kafka)+i] = s.sampleRabbit(ctx, st, l, now) })
+		}
 	}
 	wg.Wait()
+	errs = append(errs, res...)
 
-	if now.Sub(s.lastPrune) >= pruneEvery {
+	if l, ok := s.leaseOf(s.pruner); ok && (l.Token != s.pruneTok || now.Sub(s.lastPrune) >= pruneEvery) {
 		// Pruning gets its own deadline: a large first backlog must not eat the next sample's time.
 		pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 		n, err := s.store.PruneHistory(pctx, now.Add(-s.retention))
@@ -254,7 +289,7 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sampler: prune: %w", err))
 		} else {
-			s.lastPrune = now
+			s.lastPrune, s.pruneTok = now, l.Token
 			if n > 0 {
 				s.log.Info("sampler history pruned", "rows", n, "before", now.Add(-s.retention))
 			}
@@ -263,26 +298,41 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Leader reports whether this replica held the sampling lock at its last tick.
-func (s *Sampler) Leader() bool { return s.leader.Load() }
+// write stores one sample under l. The store refuses it when another replica took the source over
+// meanwhile (this one was slow, or frozen): this replica then steps down from the source. A lease
+// past its local deadline that nobody took over is still current, and the write is harmless.
+func (s *Sampler) write(ctx context.Context, l store.SourceLease, w store.SampleWrite) error {
+	err := s.store.WriteSample(ctx, l, w)
+	if errors.Is(err, store.ErrFenced) {
+		s.stepDown(l)
+	}
+	return err
+}
 
-// Close gives up leadership (if held) and closes the lock's connection. Run does this itself on
-// return; Close is for a Sampler driven only by SampleOnce.
+// Leader reports whether this replica led at least one source at its last lease round.
+func (s *Sampler) Leader() bool {
+	s.lead.mu.Lock()
+	defer s.lead.mu.Unlock()
+	return len(s.lead.held) > 0
+}
+
+// Close gives up the leases (if any) and leaves the replica list. Run does this itself on return;
+// Close is for a Sampler driven only by SampleOnce.
 func (s *Sampler) Close() { s.resign() }
 
 func (s *Sampler) resign() {
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
-	s.lock.Release()
-	if s.leader.Swap(false) {
+	had := s.Leader()
+	s.releaseAll()
+	if had {
 		s.log.Info("sampler leadership released")
 	}
-	s.m.leader.Set(0)
 }
 
 // Collectors returns the sampler's Prometheus metrics, for the caller's registry:
 // redrive_sampler_runs_total{source,result}, redrive_sampler_duration_seconds{source} and
-// redrive_sampler_leader. source is "kafka/<cluster>" or "rabbitmq/<broker>"; result is "ok" or
+// redrive_sampler_leader (the number of sources led). source is "kafka/<cluster>" or "rabbitmq/<broker>"; result is "ok" or
 // "error".
 func (s *Sampler) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.m.runs, s.m.duration, s.m.leader}
@@ -307,7 +357,7 @@ func newMetrics() metrics {
 		}, []string{"source"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redrive_sampler_leader",
-			Help: "1 when this replica holds the sampling lock and samples, else 0.",
+			Help: "The number of sources (Kafka clusters, RabbitMQ brokers) this replica leads and samples.",
 		}),
 	}
 }

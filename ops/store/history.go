@@ -32,13 +32,24 @@ type Snapshot struct {
 	Data    []byte
 }
 
+// writer is what the sample writes need: the pool, or the transaction of a fenced write.
+type writer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
 // PutSnapshot stores a successful sample: it replaces the source's snapshot, error fields included.
+// It is not fenced: the sampler writes through WriteSample.
 func (s *Store) PutSnapshot(ctx context.Context, snap Snapshot) error {
+	return putSnapshot(ctx, s.pool, snap)
+}
+
+func putSnapshot(ctx context.Context, db writer, snap Snapshot) error {
 	data := snap.Data
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO snapshot (kind, name, at, error, error_at, data)
+	_, err := db.Exec(ctx, `INSERT INTO snapshot (kind, name, at, error, error_at, data)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (kind, name) DO UPDATE
 		SET at = excluded.at, error = excluded.error, error_at = excluded.error_at, data = excluded.data`,
@@ -52,7 +63,11 @@ func (s *Store) PutSnapshot(ctx context.Context, snap Snapshot) error {
 // SetSnapshotError records a failed sample and keeps the last good data and its time, so readers
 // see what was last known together with why it is not current.
 func (s *Store) SetSnapshotError(ctx context.Context, kind, name, msg string, at time.Time) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO snapshot (kind, name, error, error_at) VALUES ($1, $2, $3, $4)
+	return setSnapshotError(ctx, s.pool, kind, name, msg, at)
+}
+
+func setSnapshotError(ctx context.Context, db writer, kind, name, msg string, at time.Time) error {
+	_, err := db.Exec(ctx, `INSERT INTO snapshot (kind, name, error, error_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (kind, name) DO UPDATE SET error = excluded.error, error_at = excluded.error_at`,
 		kind, name, msg, at)
 	if err != nil {
@@ -116,6 +131,10 @@ type KafkaPartitionSample struct {
 // InsertKafkaGroupSamples appends samples with one COPY. A sample with the same cluster, group and
 // At as a stored one fails the whole batch with ops.ErrConflict.
 func (s *Store) InsertKafkaGroupSamples(ctx context.Context, samples []KafkaGroupSample) error {
+	return insertKafkaGroupSamples(ctx, s.pool, samples)
+}
+
+func insertKafkaGroupSamples(ctx context.Context, db writer, samples []KafkaGroupSample) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -135,7 +154,7 @@ func (s *Store) InsertKafkaGroupSamples(ctx context.Context, samples []KafkaGrou
 		return []any{g.Cluster, g.Group, g.At, g.TotalLag, g.State, int32(g.Members), g.Status,
 			topics, parts, committed, lag}, nil
 	})
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"kafka_group_sample"},
+	_, err := db.CopyFrom(ctx, pgx.Identifier{"kafka_group_sample"},
 		[]string{"cluster", "group_name", "at", "total_lag", "state", "members", "status",
 			"topics", "partitions", "committed", "lag"}, src)
 	if err != nil {

@@ -31,6 +31,10 @@ type RabbitQueueSample struct {
 // InsertRabbitQueueSamples appends samples with one COPY. A sample with the same broker, vhost,
 // queue and At as a stored one fails the whole batch with ops.ErrConflict.
 func (s *Store) InsertRabbitQueueSamples(ctx context.Context, samples []RabbitQueueSample) error {
+	return insertRabbitQueueSamples(ctx, s.pool, samples)
+}
+
+func insertRabbitQueueSamples(ctx context.Context, db writer, samples []RabbitQueueSample) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -44,7 +48,7 @@ func (s *Store) InsertRabbitQueueSamples(ctx context.Context, samples []RabbitQu
 		return []any{q.Broker, q.Vhost, q.Queue, q.At, q.Ready, q.Unacked, int32(q.Consumers),
 			q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate}, nil
 	})
-	_, err := s.pool.CopyFrom(ctx, pgx.Identifier{"rabbit_queue_sample"},
+	_, err := db.CopyFrom(ctx, pgx.Identifier{"rabbit_queue_sample"},
 		[]string{"broker", "vhost", "queue", "at", "ready", "unacked", "consumers",
 			"publish_rate", "deliver_rate", "ack_rate", "redeliver_rate"}, src)
 	if err != nil {

@@ -1,0 +1,89 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// StaleAfter is how many Intervals may pass without any sampling of a source (good or failed)
+// before its snapshot is stale: no replica is sampling it (all stopped, or the leader hangs), and
+// the pages must not show it as current.
+const StaleAfter = 3
+
+// Freshness says how old a snapshot is, as of the read: set by LatestKafka and LatestRabbit.
+type Freshness struct {
+	// Age is how long ago the data was sampled (now − At); zero when never sampled.
+	Age time.Duration
+	// Stale is set when the source's last sampling (the later of At and ErrorAt) is more than
+	// StaleAfter Intervals old, or it was never sampled and the sampler started that long ago.
+	Stale bool
+	// Since is how long ago the last sampling (good or failed) was; for a stale snapshot's note.
+	Since time.Duration
+}
+
+// freshness judges a snapshot sampled at at whose last failed sample was at errorAt.
+func (s *Sampler) freshness(at, errorAt time.Time) Freshness {
+	now := s.now()
+	var f Freshness
+	if !at.IsZero() {
+		f.Age = max(now.Sub(at), 0)
+	}
+	last := at
+	if errorAt.After(last) {
+		last = errorAt
+	}
+	if last.IsZero() {
+		f.Stale = now.Sub(s.started) > StaleAfter*s.interval
+		f.Since = max(now.Sub(s.started), 0)
+		return f
+	}
+	f.Since = max(now.Sub(last), 0)
+	f.Stale = f.Since > StaleAfter*s.interval
+	return f
+}
+
+func (s *Sampler) agedKafka(snap KafkaSnapshot) KafkaSnapshot {
+	snap.Freshness = s.freshness(snap.At, snap.ErrorAt)
+	return snap
+}
+
+func (s *Sampler) agedRabbit(snap RabbitSnapshot) RabbitSnapshot {
+	snap.Freshness = s.freshness(snap.At, snap.ErrorAt)
+	return snap
+}
+
+// StaleAfterDuration is StaleAfter Intervals: the age past which a snapshot is stale.
+func (s *Sampler) StaleAfterDuration() time.Duration { return StaleAfter * s.interval }
+
+// Ping is the sampler's readiness check: it fails (ops.ErrUnavailable) naming every source whose
+// snapshot is stale — no replica sampled it for StaleAfter Intervals — or whose snapshot cannot be
+// read. A source whose broker is down is not stale (its snapshot carries the error, and the
+// broker's own check reports it).
+func (s *Sampler) Ping(ctx context.Context) error {
+	var errs []error
+	check := func(name string, f Freshness, err error) {
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		case f.Stale:
+			errs = append(errs, fmt.Errorf("%s: not sampled for %s (stale after %s): no replica is sampling it",
+				name, f.Since.Round(time.Second), s.StaleAfterDuration()))
+		}
+	}
+	for _, st := range s.kafka {
+		snap, err := s.LatestKafka(ctx, st.name)
+		check(kafkaSourceName(st.name), snap.Freshness, err)
+	}
+	for _, st := range s.rmq.brokers {
+		snap, err := s.LatestRabbit(ctx, st.name)
+		check(rabbitSourceName(st.name), snap.Freshness, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sampler: %w: %w", ops.ErrUnavailable, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// ErrFenced is returned (wrapping ops.ErrConflict) by RenewSourceLease and WriteSample when the lease's
+// token is no longer the current one: another replica took the source over, so the caller has
+// lost leadership and must not write.
+var ErrFenced = fmt.Errorf("%w: the lease was taken over (fencing token is not current)", ops.ErrConflict)
+
+// SourceLease is one replica's leadership of one sampled source, as granted by AcquireSourceLease. Times are
+// the database's clock, so replicas with skewed clocks agree on who leads.
+type SourceLease struct {
+	Source    string // "kafka/<cluster>", "rabbitmq/<broker>"
+	Owner     string // the replica's ID; "" when released
+	Token     int64  // the fencing token: incremented at each takeover
+	ExpiresAt time.Time
+	// TTL is how long the lease was granted or renewed for; WriteSample bounds how long it may
+	// hold the lease row by it. Zero in leases read by SourceLeases.
+	TTL time.Duration
+}
+
+// lockWait bounds how long a takeover waits for the lease row: a frozen leader's write holds it
+// only until its transaction's timeouts end it (WriteSample), and the takeover is retried.
+const lockWait = 200 * time.Millisecond
+
+// AcquireSourceLease takes the lease of source for owner when nobody holds it (never leased, released,
+// or past its expiry), incrementing its token, for ttl. It reports false (and no error) when
+// another owner's lease is still valid — also when owner itself holds it: the holder renews with
+// RenewSourceLease, keeping its token. Errors are ops.ErrUnavailable.
+func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (SourceLease, bool, error) {
+	l := SourceLease{Source: source, Owner: owner, TTL: ttl}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, pgMillis(lockWait)); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO sampler_lease AS l (source, owner, token, expires_at, renewed_at)
+			VALUES ($1, $2, 1, now() + $3::interval, now())
+			ON CONFLICT (source) DO UPDATE
+			SET owner = excluded.owner, token = l.token + 1, expires_at = excluded.expires_at, renewed_at = now()
+			WHERE l.owner = '' OR l.expires_at <= now()
+			RETURNING token, expires_at`, source, owner, ttl).Scan(&l.Token, &l.ExpiresAt)
+	})
+	switch {
+	case isNoRows(err):
+		return SourceLease{}, false, nil
+	case isLockTimeout(err):
+		return SourceLease{}, false, nil // the old holder is mid-write; next time
+	case err != nil:
+		return SourceLease{}, false, fmt.Errorf("lease %s: acquire: %w: %w", source, ops.ErrUnavailable, err)
+	}
+	return l, true, nil
+}
+
+// RenewSourceLease extends l by its TTL from now, keeping its token. It fails with ErrFenced when the
+// lease was taken over (its token is not current), and ops.ErrUnavailable when the store cannot be
+// reached. A lease past its expiry that nobody took over is renewed.
+func (s *Store) RenewSourceLease(ctx context.Context, l SourceLease) (SourceLease, error) {
+	err := s.pool.QueryRow(ctx, `UPDATE sampler_lease SET expires_at = now() + $4::interval, renewed_at = now()
+		WHERE source = $1 AND owner = $2 AND token = $3 RETURNING expires_at`,
+		l.Source, l.Owner, l.Token, l.TTL).Scan(&l.ExpiresAt)
+	switch {
+	case isNoRows(err):
+		return SourceLease{}, fmt.Errorf("lease %s: renew: %w", l.Source, ErrFenced)
+	case err != nil:
+		return SourceLease{}, fmt.Errorf("lease %s: renew: %w: %w", l.Source, ops.ErrUnavailable, err)
+	}
+	return l, nil
+}
+
+// ReleaseSourceLease gives l up (a replica shutting down, or handing a source to a replica with fewer),
+// so another replica may take it at once. Releasing a lease already taken over does nothing.
+func (s *Store) ReleaseSourceLease(ctx context.Context, l SourceLease) error {
+	_, err := s.pool.Exec(ctx, `UPDATE sampler_lease SET owner = '', expires_at = '-infinity', renewed_at = now()
+		WHERE source = $1 AND owner = $2 AND token = $3`, l.Source, l.Owner, l.Token)
+	if err != nil {
+		return fmt.Errorf("lease %s: release: %w: %w", l.Source, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// SourceLeases lists every source's lease, valid or not, ordered by source. Errors are ops.ErrUnavailable.
+func (s *Store) SourceLeases(ctx context.Context) ([]LeaseState, error) {
+	rows, err := s.pool.Query(ctx, `SELECT source, owner, token, nullif(expires_at, '-infinity'), renewed_at,
+			owner <> '' AND expires_at > now()
+		FROM sampler_lease ORDER BY source`)
+	if err != nil {
+		return nil, fmt.Errorf("leases: %w: %w", ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LeaseState, error) {
+		var l LeaseState
+		var exp *time.Time // NULL when released
+		err := r.Scan(&l.Source, &l.Owner, &l.Token, &exp, &l.RenewedAt, &l.Valid)
+		if exp != nil {
+			l.ExpiresAt = *exp
+		}
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leases: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// LeaseState is a lease as stored, for listing.
+type LeaseState struct {
+	SourceLease
+	RenewedAt time.Time
+	// Valid is whether the lease is held and not past its expiry (by the database's clock).
+	Valid bool
+}
+
+// SampleWrite is what one sample of one source stores. Exactly one of Snapshot (a good sample)
+// and Error (a failed one) applies: a non-empty Error records the failure with ErrorAt and keeps
+// the last good data; otherwise Snapshot replaces the stored one. Kafka and Rabbit are the history
+// rows to append (either may be empty).
+type SampleWrite struct {
+	Snapshot Snapshot
+	Kind     string // the snapshot kind of an Error write
+	Name     string // the snapshot name of an Error write
+	Error    string
+	ErrorAt  time.Time
+	Kafka    []KafkaGroupSample
+	Rabbit   []RabbitQueueSample
+}
+
+// WriteSample stores one sample in one transaction, fenced by l: it first locks l's row (shared)
+// and checks that l's token is still the current one, so a takeover cannot commit between that
+// check and the writes. A leader that was frozen and resumes gets ErrFenced and stores nothing.
+// The transaction gives up after half of l.TTL idle or in one statement, so a leader frozen
+// mid-write does not hold the row, and with it the takeover, for long. A duplicate history row is
+// ops.ErrConflict; a store that cannot be reached is ops.ErrUnavailable.
+func (s *Store) WriteSample(ctx context.Context, l SourceLease, w SampleWrite) error {
+	hold := max(l.TTL/2, 100*time.Millisecond)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
+			set_config('statement_timeout', $1, true)`, pgMillis(hold)); err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		}
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM sampler_lease WHERE source = $1 AND owner = $2 AND token = $3 FOR SHARE`,
+			l.Source, l.Owner, l.Token).Scan(&one)
+		switch {
+		case isNoRows(err):
+			return ErrFenced
+		case err != nil:
+			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		}
+		if w.Error != "" {
+			err = setSnapshotError(ctx, tx, w.Kind, w.Name, w.Error, w.ErrorAt)
+		} else {
+			err = putSnapshot(ctx, tx, w.Snapshot)
+		}
+		if err != nil {
+			return err
+		}
+		if err := insertKafkaGroupSamples(ctx, tx, w.Kafka); err != nil {
+			return err
+		}
+		return insertRabbitQueueSamples(ctx, tx, w.Rabbit)
+	})
+	if err != nil {
+		if !errors.Is(err, ops.ErrConflict) && !errors.Is(err, ops.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", ops.ErrUnavailable, err) // the commit
+		}
+		return fmt.Errorf("sample %s (token %d): %w", l.Source, l.Token, err)
+	}
+	return nil
+}
+
+// Replica is one console replica taking part in sampling, with its heartbeat.
+type Replica struct {
+	ID          string
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	ExpiresAt   time.Time
+	Live        bool // the heartbeat has not expired (by the database's clock)
+}
+
+// replicaForget is how long after its heartbeat expired a replica's row is deleted: long enough
+// for /api/v1/replicas to show a replica that died, short enough that restarts do not pile up.
+const replicaForget = time.Hour
+
+// HeartbeatReplica records that replica id is alive for ttl from now, forgets replicas dead for an
+// hour, and returns the IDs of the live replicas (this one included), sorted. Errors are
+// ops.ErrUnavailable.
+func (s *Store) HeartbeatReplica(ctx context.Context, id string, ttl time.Duration) ([]string, error) {
+	var live []string
+	err := s.pool.QueryRow(ctx, `WITH up AS (
+			INSERT INTO sampler_replica (id, heartbeat_at, expires_at) VALUES ($1, now(), now() + $2::interval)
+			ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), expires_at = excluded.expires_at
+		), gone AS (
+			DELETE FROM sampler_replica WHERE id <> $1 AND expires_at < now() - $3::interval
+		)
+		SELECT array_append(ARRAY(SELECT id FROM sampler_replica WHERE id <> $1 AND expires_at > now()), $1::text)`,
+		id, ttl, replicaForget).Scan(&live)
+	if err != nil {
+		return nil, fmt.Errorf("replica %s: heartbeat: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	slices.Sort(live)
+	return live, nil
+}
+
+// RemoveReplica deletes replica id's row (a clean shutdown).
+func (s *Store) RemoveReplica(ctx context.Context, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sampler_replica WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("replica %s: remove: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ReplicaJob is a replay job held by a replica (replay_job.lease_owner).
+type ReplicaJob struct {
+	ID         string
+	Status     string
+	Owner      string
+	LeaseUntil time.Time
+}
+
+// ReplicaView is what /api/v1/replicas shows: the replicas known to the store, every source's
+// lease and the replay jobs whose lease is held. Read-only.
+type ReplicaView struct {
+	Replicas []Replica
+	Leases   []LeaseState
+	Jobs     []ReplicaJob
+}
+
+// Replicas reads the ReplicaView. Errors are ops.ErrUnavailable.
+func (s *Store) Replicas(ctx context.Context) (ReplicaView, error) {
+	var v ReplicaView
+	rows, err := s.pool.Query(ctx, `SELECT id, started_at, heartbeat_at, expires_at, expires_at > now()
+		FROM sampler_replica ORDER BY id`)
+	if err != nil {
+		return v, fmt.Errorf("replicas: %w: %w", ops.ErrUnavailable, err)
+	}
+	if v.Replicas, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Replica, error) {
+		var x Replica
+		return x, r.Scan(&x.ID, &x.StartedAt, &x.HeartbeatAt, &x.ExpiresAt, &x.Live)
+	}); err != nil {
+		return v, fmt.Errorf("replicas: %w: %w", ops.ErrUnavailable, err)
+	}
+	if v.Leases, err = s.SourceLeases(ctx); err != nil {
+		return v, err
+	}
+	rows, err = s.pool.Query(ctx, `SELECT id, status, lease_owner, lease_until FROM replay_job
+		WHERE lease_owner IS NOT NULL AND lease_owner <> '' AND status IN ('pending', 'running')
+		ORDER BY lease_owner, created_at`)
+	if err != nil {
+		return v, fmt.Errorf("replicas: jobs: %w: %w", ops.ErrUnavailable, err)
+	}
+	if v.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplicaJob, error) {
+		var j ReplicaJob
+		var until *time.Time
+		err := r.Scan(&j.ID, &j.Status, &j.Owner, &until)
+		if until != nil {
+			j.LeaseUntil = *until
+		}
+		return j, err
+	}); err != nil {
+		return v, fmt.Errorf("replicas: jobs: %w: %w", ops.ErrUnavailable, err)
+	}
+	return v, nil
+}
+
+// pgMillis renders d for set_config, which takes text: "250ms".
+func pgMillis(d time.Duration) string { return fmt.Sprintf("%dms", max(d.Milliseconds(), 1)) }
+
+// isLockTimeout reports PostgreSQL's lock_not_available (lock_timeout expired).
+func isLockTimeout(err error) bool {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pgErr.Code == "55P03"
+}
