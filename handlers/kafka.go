@@ -469,6 +469,10 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+pathParam(c, "topic"))
+	if err != nil {
+		return err
+	}
 	scan, err := k.ErrorGroups(c.Request().Context(), pathParam(c, "topic"), int(maxScan))
 	if err != nil {
 		return err
@@ -486,6 +490,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	}
 	out := make([]groupOut, 0, len(scan.Groups))
 	for _, g := range scan.Groups {
+		g = redactErrorGroup(red, g)
 		out = append(out, groupOut{g.ExceptionType, g.ExceptionCause, g.Count, g.FirstAt.UTC(), g.LastAt.UTC(),
 			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset})
 	}
@@ -636,10 +641,11 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	page.Start, page.End = res.Start, res.End
 	for _, r := range res.Records {
 		page.Read++
+		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
+		r, _ = redactRecord(red, r)
 		if exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != exception) {
 			continue
 		}
-		r, _ = redactRecord(red, r)
 		page.Records = append(page.Records, toRecordView(r))
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}}
@@ -712,6 +718,10 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+topic)
+	if err != nil {
+		return err
+	}
 	scan, err := k.ErrorGroups(c.Request().Context(), topic, int(maxScan))
 	if err != nil {
 		return err
@@ -720,6 +730,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 		layout.Crumb{Label: topic, Href: topicURL(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
 	for _, g := range scan.Groups {
+		g = redactErrorGroup(red, g)
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, FirstAt: g.FirstAt, LastAt: g.LastAt,
 			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,
@@ -728,27 +739,71 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	return render(c, http.StatusOK, kafkapages.Errors(page))
 }
 
-// redactRecord masks the configured headers and JSON paths of a record. A value cut for size can
-// no longer be parsed, so it is masked whole when paths are configured.
+// redactRecord is the masking pass over one record: the configured headers, the JSON paths of
+// the value (a value cut for size or not JSON is masked whole when paths are configured), then
+// everything derived from what was hidden — other headers quoting it and the decoded dead-letter
+// fields, message id included (see messageMask). It reports whether anything was masked.
 func redactRecord(red *Redactor, r kafka.Record) (kafka.Record, bool) {
 	if red == nil {
 		return r, false
 	}
+	m := &messageMask{}
 	redacted := false
 	hs := make([]kafka.Header, len(r.Headers))
 	for i, hd := range r.Headers {
 		if red.Header(hd.Key) {
+			m.secrets = append(m.secrets, string(hd.Value))
 			hd.Value, redacted = []byte(Redacted), true
 		}
 		hs[i] = hd
 	}
-	r.Headers = hs
-	if len(red.paths) > 0 && len(r.Value) > 0 {
-		if r.Truncated {
-			r.Value, redacted = []byte(Redacted), true
-		} else if v, changed := red.JSON(r.Value); changed {
-			r.Value, redacted = v, true
+	if v, changed := red.maskBody(r.Value, r.Truncated, m); changed {
+		r.Value, redacted = v, true
+	}
+	for i, hd := range hs {
+		if red.Header(hd.Key) {
+			continue
+		}
+		if m.matches(string(hd.Value)) {
+			hs[i].Value, redacted = []byte(Redacted), true
+		} else {
+			m.clear = append(m.clear, string(hd.Value))
 		}
 	}
+	r.Headers = hs
+	if d := r.DeadLetter; d != nil {
+		dl := *d
+		for _, f := range []*string{&dl.OriginalTopic, &dl.ConsumerGroup, &dl.ExceptionType, &dl.ExceptionCause,
+			&dl.ExceptionMessage, &dl.Stacktrace, &dl.TraceID, &dl.FirstFailedAt} {
+			*f = m.text(*f)
+		}
+		dl.MessageID = m.id(dl.MessageID)
+		if dl != *d {
+			redacted = true
+		}
+		r.DeadLetter = &dl
+	}
 	return r, redacted
+}
+
+// redactErrorGroup masks what an error group shows of masked headers: its key when the exception
+// type or cause headers are masked, its sample when the exception message header is.
+func redactErrorGroup(red *Redactor, g kafka.ErrorGroup) kafka.ErrorGroup {
+	if red == nil {
+		return g
+	}
+	if red.masksExceptionType() {
+		g.ExceptionType, g.ExceptionCause = maskNonEmpty(g.ExceptionType), maskNonEmpty(g.ExceptionCause)
+	}
+	if red.masksExceptionMessage() {
+		g.SampleMessage = maskNonEmpty(g.SampleMessage)
+	}
+	return g
+}
+
+func maskNonEmpty(s string) string {
+	if s == "" {
+		return s
+	}
+	return Redacted
 }

@@ -340,33 +340,88 @@ func inUTC(t *time.Time) *time.Time {
 // shownMessage is a browsed message with what the caller may not see masked.
 type shownMessage struct {
 	rabbit.Message
-	Headers  []rabbit.Header
-	Redacted bool
+	Headers      []rabbit.Header
+	Redacted     bool // something in the message was masked
+	BodyRedacted bool // the body itself was
 }
 
-// redactMessage masks the configured headers and JSON paths for a non-admin. A body cut at
-// rabbit.MaxBodyBytes can no longer be parsed, so it is masked whole when paths are configured.
+// redactMessage is the masking pass over one message for a non-admin: the configured headers,
+// the JSON paths of the body (a body cut at rabbit.MaxBodyBytes or not JSON is masked whole when
+// paths are configured), then everything derived from what was hidden — other headers quoting
+// it, the decoded dead-letter fields and the message id (see messageMask).
 func redactMessage(r *Redactor, m rabbit.Message) shownMessage {
 	out := shownMessage{Message: m, Headers: m.Headers}
 	if r == nil {
 		return out
 	}
+	mask := &messageMask{}
 	hs := make([]rabbit.Header, len(m.Headers))
 	for i, hd := range m.Headers {
 		if r.Header(hd.Key) {
+			mask.secrets = append(mask.secrets, hd.Value)
 			hd.Value, out.Redacted = Redacted, true
 		}
 		hs[i] = hd
 	}
-	out.Headers = hs
-	if len(r.paths) > 0 {
-		if m.Truncated {
-			out.Body, out.Redacted = []byte(Redacted), true
-		} else if body, changed := r.JSON(m.Body); changed {
-			out.Body, out.Redacted = body, true
+	if r.Header("message_id") && m.Properties.MessageID != "" {
+		mask.secrets = append(mask.secrets, m.Properties.MessageID)
+		out.Properties.MessageID, out.Redacted = Redacted, true
+	}
+	if body, changed := r.maskBody(m.Body, m.Truncated, mask); changed {
+		out.Body, out.Redacted, out.BodyRedacted = body, true, true
+	}
+	for i, hd := range hs {
+		if r.Header(hd.Key) {
+			continue
+		}
+		if mask.matches(hd.Value) {
+			hs[i].Value, out.Redacted = Redacted, true
+		} else {
+			mask.clear = append(mask.clear, hd.Value)
 		}
 	}
+	out.Headers = hs
+	if out.Properties.MessageID != Redacted {
+		mask.clear = append(mask.clear, m.Properties.MessageID)
+	}
+	if p := &out.Properties; mask.matches(p.CorrelationID) {
+		p.CorrelationID, out.Redacted = Redacted, true
+	}
+	if id := mask.id(m.MessageID); id != m.MessageID {
+		out.MessageID, out.Redacted = id, true
+	}
+	if d := m.DeadLetter; d != nil {
+		dl := *d
+		for _, f := range []*string{&dl.ExceptionMessage, &dl.Stacktrace, &dl.OriginalQueue, &dl.OriginalExchange, &dl.LastQueue} {
+			if v := mask.text(*f); v != *f {
+				*f, out.Redacted = v, true
+			}
+		}
+		if len(dl.OriginalRoutingKeys) > 0 {
+			keys := make([]string, len(dl.OriginalRoutingKeys))
+			for i, k := range dl.OriginalRoutingKeys {
+				if keys[i] = mask.text(k); keys[i] != k {
+					out.Redacted = true
+				}
+			}
+			dl.OriginalRoutingKeys = keys
+		}
+		out.DeadLetter = &dl
+	}
 	return out
+}
+
+// shownMessages masks every message of a browse, for the list and for the error groups built
+// from it: a group's key is the masked exception message, so masked text never shows there.
+func shownMessages(r *Redactor, msgs []rabbit.Message) ([]shownMessage, []rabbit.Message) {
+	shown := make([]shownMessage, len(msgs))
+	masked := make([]rabbit.Message, len(msgs))
+	for i, m := range msgs {
+		shown[i] = redactMessage(r, m)
+		masked[i] = shown[i].Message
+		masked[i].Headers = shown[i].Headers
+	}
+	return shown, masked
 }
 
 // bodyJSON is a body for the API: UTF-8 text as is ("json" when it parses as JSON), anything else
@@ -387,7 +442,7 @@ func toRabbitMessageJSON(m shownMessage) rabbitMessageJSON {
 	p := m.Properties
 	j := rabbitMessageJSON{Position: m.Position, Offset: m.Offset, MessageID: m.MessageID, Exchange: m.Exchange,
 		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Headers: make(map[string]string, len(m.Headers)),
-		BodyTruncated: m.Truncated, BodyRedacted: m.Redacted, Size: m.Size,
+		BodyTruncated: m.Truncated, BodyRedacted: m.BodyRedacted, Size: m.Size,
 		Properties: amqpPropertiesJSON{MessageID: p.MessageID, CorrelationID: p.CorrelationID, Timestamp: inUTC(p.Timestamp),
 			Type: p.Type, ContentType: p.ContentType, ContentEncoding: p.ContentEncoding, AppID: p.AppID, UserID: p.UserID,
 			DeliveryMode: p.DeliveryMode, Priority: p.Priority, Expiration: p.Expiration, ReplyTo: p.ReplyTo}}
@@ -466,12 +521,13 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	}
 	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"))
 	msgs := make([]rabbitMessageJSON, 0, len(res.Messages))
-	for _, m := range res.Messages {
+	shown, masked := shownMessages(red, res.Messages)
+	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
-			msgs = append(msgs, toRabbitMessageJSON(redactMessage(red, m)))
+			msgs = append(msgs, toRabbitMessageJSON(shown[i]))
 		}
 	}
-	groups := rabbit.ErrorGroups(res.Messages)
+	groups := rabbit.ErrorGroups(masked)
 	gs := make([]errorGroupJSON, len(groups))
 	for i, g := range groups {
 		gs[i] = errorGroupJSON{Reason: g.Reason, ExceptionMessage: g.ExceptionMessage, Count: g.Count,
@@ -809,7 +865,8 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	page.Unacked, page.Complete = res.Unacked, res.Complete
 	page.Read = len(res.Messages)
 	reasons := map[string]bool{}
-	for _, g := range rabbit.ErrorGroups(res.Messages) {
+	shown, masked := shownMessages(red, res.Messages)
+	for _, g := range rabbit.ErrorGroups(masked) {
 		row := rabbitpages.GroupRow{Reason: g.Reason, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
 			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", ")}
 		pos := make([]string, len(g.Positions))
@@ -825,9 +882,9 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	}
 	sort.Strings(page.Reasons)
 	keep := messageFilter(page.Reason, page.Exception)
-	for _, m := range res.Messages {
+	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
-			page.Messages = append(page.Messages, toMessageView(redactMessage(red, m)))
+			page.Messages = append(page.Messages, toMessageView(shown[i]))
 		}
 	}
 	return render(c, http.StatusOK, rabbitpages.Messages(page))

@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// auditFixture is an outbox with one DEAD event and a store, in the same database or in two.
+func auditFixture(t *testing.T, shared bool) (*Outboxes, *store.Store, string, int64) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	storeDSN := dsn
+	if !shared {
+		storeDSN = pgtest.NewDatabase(t)
+	}
+	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	pgtest.Exec(t, dsn, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+		status, attempts, available_at, created_at) VALUES ('e-1', 'Order', 'o-1', 'OrderCreated', 1, '{}', 'DEAD', 5, now(), now())`)
+	cfg, err := configs.Parse([]byte("auth: {mode: none}\nstore: {dsn: \""+storeDSN+"\"}\noutboxes: [{name: orders, dsn: \""+dsn+"\"}]\n"),
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := outbox.Open(ctx, cfg.Outboxes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	st, err := store.Open(ctx, storeDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return NewOutboxes([]OutboxService{o}, st, nil, nil), st, dsn, 1
+}
+
+func status(t *testing.T, dsn string, id int64) string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var s string
+	if err := conn.QueryRow(context.Background(), `SELECT status FROM outbox_event WHERE id = $1`, id).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func postRequeue(h *Outboxes, ua string) (*httptest.ResponseRecorder, error) {
+	e := echo.New()
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/outboxes/orders/events/requeue",
+		strings.NewReader(`{"ids":[1],"reason":"fix\u0000 deployed \udcff"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", ua)
+	rec := httptest.NewRecorder()
+	c := e.NewContext(req, rec)
+	c.SetParamNames("name")
+	c.SetParamValues("orders")
+	SetActor(c, Actor{Name: "ops-1", Role: "operator"})
+	return rec, h.APIRequeue(c)
+}
+
+// A requeue with a 0xFF user agent and a NUL reason is applied and audited, in the same database
+// as the change or in another; with the store down it is neither.
+func TestRequeueAuditBeforeEffect(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		name := "SeparateStore"
+		if shared {
+			name = "SharedDatabase"
+		}
+		t.Run(name, func(t *testing.T) {
+			h, st, dsn, id := auditFixture(t, shared)
+			if _, err := postRequeue(h, "curl/8\xff\x00"); err != nil {
+				t.Fatalf("requeue: %v", err)
+			}
+			if s := status(t, dsn, id); s != "READY" {
+				t.Fatalf("status %s, want READY", s)
+			}
+			entries, err := st.ListAudit(context.Background(), store.AuditFilter{Action: "outbox.requeue"})
+			if err != nil || len(entries) != 2 {
+				t.Fatalf("audit rows %+v, %v: want the intent and its outcome", entries, err)
+			}
+			ok, intent := entries[0], entries[1]
+			if intent.Outcome != store.OutcomeStarted || ok.Outcome != store.OutcomeOK || ok.Count == nil || *ok.Count != 1 ||
+				ok.Detail["intent_id"] != float64(intent.ID) || strings.ContainsRune(ok.Reason, 0) {
+				t.Errorf("intent %+v, outcome %+v", intent, ok)
+			}
+		})
+	}
+	t.Run("StoreDown", func(t *testing.T) {
+		h, st, dsn, id := auditFixture(t, false)
+		st.Close()
+		_, err := postRequeue(h, "curl/8")
+		if !errors.Is(err, ops.ErrUnavailable) || !strings.Contains(err.Error(), "the audit log cannot be written, so nothing was changed") {
+			t.Fatalf("err %v: want a 503 saying nothing was changed", err)
+		}
+		if s := status(t, dsn, id); s != "DEAD" {
+			t.Fatalf("status %s: the change was made without its audit row", s)
+		}
+	})
+}

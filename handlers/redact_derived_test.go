@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/replay"
+)
+
+// Secrets in masked headers or JSON paths must not show through any field derived from them.
+func TestRedactDerivedFields(t *testing.T) {
+	const secret, id, card = "card 4111 1111 declined", "msg-7f3a", "4111-2222"
+	red, err := NewRedactor([]string{"kafka_dlt-exception-message", "messageId", "x-exception-message"}, []string{"$.card"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("KafkaRecord", func(t *testing.T) {
+		hs := []kafka.Header{{Key: "kafka_dlt-exception-message", Value: []byte(secret)},
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte("java.lang.IllegalStateException")},
+			{Key: "kafka_dlt-exception-stacktrace", Value: []byte("IllegalStateException: " + secret + "\n\tat x")},
+			{Key: "messageId", Value: []byte(id)}}
+		value := []byte(`{"card":"` + card + `","sku":"A"}`)
+		rec := kafka.Record{Value: value, Headers: hs, DeadLetter: kafka.DecodeDeadLetter(hs, value, kafka.DefaultHeaderNames(),
+			configs.MessageIDRules{Headers: []string{"messageId"}})}
+		if rec.DeadLetter.ExceptionMessage != secret || rec.DeadLetter.MessageID != id {
+			t.Fatalf("fixture: %+v", rec.DeadLetter)
+		}
+		got, redacted := redactRecord(red, rec)
+		raw, _ := json.Marshal(toRecordJSON(got))
+		view, _ := json.Marshal(toRecordView(got))
+		for _, out := range [][]byte{raw, view} {
+			for _, leak := range []string{secret, id, card} {
+				if strings.Contains(string(out), leak) {
+					t.Errorf("%q shows through: %s", leak, out)
+				}
+			}
+		}
+		if !redacted || got.DeadLetter.ExceptionType != "java.lang.IllegalStateException" || !strings.Contains(string(got.Value), `"sku":"A"`) {
+			t.Errorf("masked too much or too little: %+v %s", got.DeadLetter, got.Value)
+		}
+		g := redactErrorGroup(red, kafka.ErrorGroup{ExceptionType: "java.lang.IllegalStateException", SampleMessage: secret})
+		if g.SampleMessage != Redacted || g.ExceptionType != "java.lang.IllegalStateException" {
+			t.Errorf("error group: %+v", g)
+		}
+	})
+	t.Run("RabbitMessage", func(t *testing.T) {
+		m := rabbit.Message{MessageID: id, Properties: rabbit.Properties{}, Body: []byte("plain " + card),
+			Headers:    []rabbit.Header{{Key: "x-exception-message", Value: secret}, {Key: "messageId", Value: id}},
+			DeadLetter: rabbit.DecodeDeadLetter(amqp.Table{"x-exception-message": secret, "x-first-death-reason": "rejected"})}
+		shown, masked := shownMessages(red, []rabbit.Message{m})
+		j := toRabbitMessageJSON(shown[0])
+		raw, _ := json.Marshal(j)
+		groups, _ := json.Marshal(rabbit.ErrorGroups(masked))
+		for _, out := range [][]byte{raw, groups} {
+			for _, leak := range []string{secret, id, card} {
+				if strings.Contains(string(out), leak) {
+					t.Errorf("%q shows through: %s", leak, out)
+				}
+			}
+		}
+		if !j.BodyRedacted || j.Body != Redacted {
+			t.Errorf("a non-JSON body with json_paths rules is masked whole: %q %v", j.Body, j.BodyRedacted)
+		}
+		// A header rule alone masks no body: body_redacted says so.
+		headersOnly, _ := NewRedactor([]string{"x-exception-message"}, nil)
+		if j := toRabbitMessageJSON(redactMessage(headersOnly, m)); j.BodyRedacted || j.Body != string(m.Body) {
+			t.Errorf("body_redacted without a masked body: %+v", j)
+		}
+	})
+	t.Run("Plan", func(t *testing.T) {
+		p := replay.Plan{Source: replay.Source{Kind: "rabbitmq"}, Items: []replay.Item{{MessageID: id, ErrorGroup: "rejected " + secret}},
+			ErrorGroups: map[string]map[replay.Action]int{"rejected " + secret: {replay.Action("publish"): 1}}}
+		got := red.RedactPlan(p)
+		raw, _ := json.Marshal(toPlanJSON(got))
+		if strings.Contains(string(raw), secret) || strings.Contains(string(raw), id) || got.Items[0].ErrorGroup != "rejected "+Redacted {
+			t.Errorf("plan shows masked content: %s", raw)
+		}
+		if p.Items[0].MessageID != id {
+			t.Error("RedactPlan changed the engine's plan")
+		}
+		var none *Redactor
+		if none.RedactPlan(p).Items[0].MessageID != id {
+			t.Error("a nil Redactor masked a plan")
+		}
+	})
+}
