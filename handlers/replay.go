@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,17 +33,34 @@ type ReplayEngine interface {
 	Approve(ctx context.Context, id, approver, role string) (store.ReplayJob, error)
 }
 
+// ReplayViews reads what the replay pages show beside the engine's answers (ops/store): the jobs
+// of a plan, a job's failures grouped by reason, and where each plan's messages come from and go.
+// Every method returns ops.ErrUnavailable when the store cannot be read.
+type ReplayViews interface {
+	JobsOfPlan(ctx context.Context, planID string) ([]store.ReplayJob, error)
+	FailureGroups(ctx context.Context, jobID string, limit int) ([]store.FailureGroup, error)
+	PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]store.PlanRoute, error)
+}
+
 // Replays serves the replay pages and API.
 type Replays struct {
 	engine ReplayEngine
+	views  ReplayViews
 	meta   MetaFunc
 	redact *Redactor // masks plans (see Redacting); nil masks nothing
 }
 
-// NewReplays wires the engine.
-func NewReplays(engine ReplayEngine, meta MetaFunc) *Replays {
-	return &Replays{engine: engine, meta: meta}
+// NewReplays wires the engine and the store's replay views (both required).
+func NewReplays(engine ReplayEngine, views ReplayViews, meta MetaFunc) *Replays {
+	return &Replays{engine: engine, views: views, meta: meta}
 }
+
+// How many failure groups a job shows, and how many items of a plan are sampled for its
+// destinations.
+const (
+	maxFailureGroups  = 20
+	destinationSample = 200
+)
 
 // RoleAdmin is the role that may force a replay.
 const RoleAdmin = "admin"
@@ -83,16 +102,61 @@ func (f planFilter) toFilter(now time.Time) (replay.Filter, error) {
 }
 
 type planItemJSON struct {
-	Seq         int                `json:"seq"`
-	Locator     string             `json:"locator"`
-	MessageID   string             `json:"message_id"`
-	Consumer    string             `json:"consumer"`
-	Destination string             `json:"destination"`
-	Target      replay.Destination `json:"destination_detail"`
-	Inbox       string             `json:"inbox"`
-	Action      string             `json:"action"`
-	ErrorGroup  string             `json:"error_group"`
-	ReplayCount int                `json:"replay_count"`
+	Seq         int             `json:"seq"`
+	Locator     string          `json:"locator"`
+	MessageID   string          `json:"message_id"`
+	Consumer    string          `json:"consumer"`
+	Destination string          `json:"destination"`
+	Target      destinationJSON `json:"destination_detail"`
+	Inbox       string          `json:"inbox"`
+	Action      string          `json:"action"`
+	ErrorGroup  string          `json:"error_group"`
+	ReplayCount int             `json:"replay_count"`
+}
+
+// destinationJSON is replay.Destination on the wire: a Kafka destination always carries its
+// partition (-1: any) and where it comes from, so partition 0 is never mistaken for "absent".
+type destinationJSON struct {
+	Kind            string `json:"kind"`
+	Cluster         string `json:"cluster,omitempty"`
+	Topic           string `json:"topic,omitempty"`
+	Partition       *int32 `json:"partition,omitempty"`
+	PartitionSource string `json:"partition_source,omitempty"`
+	Broker          string `json:"broker,omitempty"`
+	Vhost           string `json:"vhost,omitempty"`
+	Exchange        string `json:"exchange,omitempty"`
+	RoutingKey      string `json:"routing_key,omitempty"`
+	Outbox          string `json:"outbox,omitempty"`
+}
+
+func toDestinationJSON(d replay.Destination) destinationJSON {
+	j := destinationJSON{Kind: d.Kind, Cluster: d.Cluster, Topic: d.Topic, Broker: d.Broker, Vhost: d.Vhost,
+		Exchange: d.Exchange, RoutingKey: d.RoutingKey, Outbox: d.Outbox}
+	if d.Kind == "kafka" {
+		p := d.Partition
+		j.Partition, j.PartitionSource = &p, partitionSource(d)
+	}
+	return j
+}
+
+// partitionSource is where a Kafka destination's partition comes from; a plan made before the
+// engine recorded it chose by key.
+func partitionSource(d replay.Destination) string {
+	if d.PartitionSource == "" {
+		return replay.PartitionFromKey
+	}
+	return d.PartitionSource
+}
+
+// planJobJSON is one job that ran a plan.
+type planJobJSON struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	Outcome   string    `json:"outcome"`
+	Published int       `json:"published"`
+	Skipped   int       `json:"skipped"`
+	Failed    int       `json:"failed"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 type planJSON struct {
@@ -103,11 +167,13 @@ type planJSON struct {
 	ErrorGroups map[string]map[string]int `json:"error_groups,omitempty"`
 	Warnings    []string                  `json:"warnings"`
 	Items       []planItemJSON            `json:"items"`
+	// Jobs that ran the plan, newest first; [] for a plan that never ran.
+	Jobs []planJobJSON `json:"jobs"`
 }
 
 func toPlanJSON(p replay.Plan) planJSON {
 	j := planJSON{PlanID: p.ID, CreatedAt: p.CreatedAt.UTC(), Total: p.Total, Actions: map[string]int{},
-		Warnings: p.Warnings, Items: []planItemJSON{}}
+		Warnings: p.Warnings, Items: []planItemJSON{}, Jobs: []planJobJSON{}}
 	if j.Warnings == nil {
 		j.Warnings = []string{}
 	}
@@ -125,7 +191,7 @@ func toPlanJSON(p replay.Plan) planJSON {
 	}
 	for _, it := range p.Items {
 		j.Items = append(j.Items, planItemJSON{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
-			Destination: destinationText(it.Destination), Target: it.Destination, Inbox: string(it.Inbox),
+			Destination: destinationText(it.Destination), Target: toDestinationJSON(it.Destination), Inbox: string(it.Inbox),
 			Action: string(it.Action), ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount})
 	}
 	return j
@@ -136,6 +202,44 @@ func destinationText(d replay.Destination) string {
 		return ""
 	}
 	return d.String()
+}
+
+// APIPlanGet: GET /api/v1/replays/plans/:id — a stored plan with the jobs that ran it.
+func (h *Replays) APIPlanGet(c echo.Context) error {
+	ctx := c.Request().Context()
+	plan, err := h.engine.LoadPlan(ctx, pathParam(c, "id"))
+	if err != nil {
+		return err
+	}
+	plan = h.redact.RedactPlan(plan)
+	jobs, err := h.views.JobsOfPlan(ctx, plan.ID)
+	if err != nil {
+		return err
+	}
+	j := toPlanJSON(plan)
+	for _, job := range jobs {
+		j.Jobs = append(j.Jobs, planJobJSON{ID: job.ID, Status: job.Status, Outcome: jobOutcome(job), Published: job.Published,
+			Skipped: job.Skipped, Failed: job.Failed, CreatedAt: job.CreatedAt.UTC()})
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// Job outcomes beside the statuses: a finished job with failures is not a plain done.
+const (
+	OutcomeDone             = "done"
+	OutcomeDoneWithFailures = "done_with_failures"
+)
+
+// jobOutcome is how a job ended: done when nothing failed, done_with_failures when some failed;
+// any other status (running, cancelled, failed, …) is its own outcome.
+func jobOutcome(j store.ReplayJob) string {
+	if j.Status != store.JobDone {
+		return j.Status
+	}
+	if j.Failed > 0 {
+		return OutcomeDoneWithFailures
+	}
+	return OutcomeDone
 }
 
 // APIPlan: POST /api/v1/replays/plan.
@@ -175,6 +279,8 @@ type jobJSON struct {
 	ID            string     `json:"id"`
 	PlanID        string     `json:"plan_id"`
 	Status        string     `json:"status"`
+	Outcome       string     `json:"outcome"`
+	Paused        string     `json:"paused,omitempty"`
 	Total         int        `json:"total"`
 	Published     int        `json:"published"`
 	Skipped       int        `json:"skipped"`
@@ -189,10 +295,17 @@ type jobJSON struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	StartedAt     *time.Time `json:"started_at"`
 	FinishedAt    *time.Time `json:"finished_at"`
+	// FailureGroups counts the failed messages per reason (GET /api/v1/replays/:id only).
+	FailureGroups []failureGroupJSON `json:"failure_groups,omitempty"`
+}
+
+type failureGroupJSON struct {
+	Detail string `json:"detail"`
+	Count  int    `json:"count"`
 }
 
 func toJobJSON(j store.ReplayJob) jobJSON {
-	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
+	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Outcome: jobOutcome(j), Paused: j.Paused, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
 		Failed: j.Failed, Remaining: max(0, j.Total-j.Published-j.Skipped-j.Failed), Actor: j.Actor, Reason: j.Reason,
 		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, ApprovedBy: j.ApprovedBy, CreatedAt: j.CreatedAt.UTC(),
 		StartedAt: utcPtr(j.StartedAt), FinishedAt: utcPtr(j.FinishedAt)}
@@ -211,13 +324,24 @@ func (h *Replays) APIStart(c echo.Context) error {
 	return c.JSON(http.StatusOK, toJobJSON(job))
 }
 
-// APIJob: GET /api/v1/replays/:id.
+// APIJob: GET /api/v1/replays/:id, with the failures grouped by reason.
 func (h *Replays) APIJob(c echo.Context) error {
-	job, err := h.engine.Job(c.Request().Context(), pathParam(c, "id"))
+	ctx := c.Request().Context()
+	job, err := h.engine.Job(ctx, pathParam(c, "id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toJobJSON(job))
+	out := toJobJSON(job)
+	if job.Failed > 0 { // the common job has none: no ledger read
+		groups, err := h.views.FailureGroups(ctx, job.ID, maxFailureGroups)
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			out.FailureGroups = append(out.FailureGroups, failureGroupJSON{Detail: g.Detail, Count: g.Count})
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // APIJobs: GET /api/v1/replays?limit=.
@@ -271,23 +395,83 @@ func (h *Replays) FormApprove(c echo.Context) error {
 
 // Index: GET /replays.
 func (h *Replays) Index(c echo.Context) error {
-	jobs, err := h.engine.Jobs(c.Request().Context(), 100)
+	ctx := c.Request().Context()
+	jobs, err := h.engine.Jobs(ctx, 100)
 	page := replaypages.IndexPage{Meta: h.meta(c, "Replays", "replays")}
 	if err != nil {
 		page.Error = err.Error()
 	}
+	routes := map[string]store.PlanRoute{}
+	if len(jobs) > 0 {
+		var ids []string
+		for _, j := range jobs {
+			if !slices.Contains(ids, j.PlanID) {
+				ids = append(ids, j.PlanID)
+			}
+		}
+		if routes, err = h.views.PlanRoutes(ctx, ids, destinationSample); err != nil {
+			page.RoutesError = err.Error() // the jobs still show, without where they go
+		}
+	}
 	for _, j := range jobs {
-		page.Jobs = append(page.Jobs, toJobView(j))
+		v := toJobView(j)
+		v.Source, v.Destination = routeText(routes[j.PlanID])
+		page.Jobs = append(page.Jobs, v)
 	}
 	return render(c, http.StatusOK, replaypages.Index(page))
 }
 
 func toJobView(j store.ReplayJob) replaypages.JobView {
-	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Total: int64(j.Total), Published: int64(j.Published),
-		Skipped: int64(j.Skipped), Failed: int64(j.Failed), Actor: j.Actor, Reason: j.Reason, Force: j.Force,
-		Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt, ApprovedBy: j.ApprovedBy,
+	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Outcome: jobOutcome(j), Paused: j.Paused,
+		Total: int64(j.Total), Published: int64(j.Published), Skipped: int64(j.Skipped), Failed: int64(j.Failed),
+		Actor: j.Actor, Reason: j.Reason, Force: j.Force, Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt,
+		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ApprovedBy: j.ApprovedBy,
 		Running:  j.Status == store.JobPending || j.Status == store.JobRunning,
 		Awaiting: j.Status == store.JobAwaiting}
+}
+
+// routeText words where a plan's messages come from and go back to; "" for what is unknown.
+func routeText(r store.PlanRoute) (source, destination string) {
+	if len(r.Source) > 0 {
+		var src replay.Source
+		if json.Unmarshal(r.Source, &src) == nil {
+			source = describeSource(src)
+		}
+	}
+	var dests []string
+	for _, raw := range r.Destinations {
+		var d replay.Destination
+		if json.Unmarshal(raw, &d) == nil && d.Kind != "" {
+			dests = append(dests, destinationShort(d))
+		}
+	}
+	const shown = 3
+	if len(dests) > shown {
+		return source, fmt.Sprintf("%s and %d more", strings.Join(dests[:shown], "; "), len(dests)-shown)
+	}
+	return source, strings.Join(dests, "; ")
+}
+
+// destinationShort is a destination without its Kafka partition (the plan's items say it).
+func destinationShort(d replay.Destination) string {
+	if d.Kind == "kafka" {
+		return fmt.Sprintf("kafka %s → %s", d.Cluster, d.Topic)
+	}
+	return destinationText(d)
+}
+
+// partitionText says which partition a Kafka item goes to and why; "" for other kinds.
+func partitionText(d replay.Destination) string {
+	if d.Kind != "kafka" {
+		return ""
+	}
+	if d.Partition < 0 {
+		return "any partition (no key)"
+	}
+	if partitionSource(d) == replay.PartitionFromHeader {
+		return fmt.Sprintf("partition %d (from the dead-letter header)", d.Partition)
+	}
+	return fmt.Sprintf("partition %d (by key)", d.Partition)
 }
 
 // FormPlan: POST /replays/plan — from the Kafka, RabbitMQ and outbox pages' replay buttons.
@@ -395,9 +579,21 @@ func (h *Replays) PlanPage(c echo.Context) error {
 		page.Counts = append(page.Counts, replaypages.ActionCount{Action: string(a), Count: plan.Counts[a]})
 	}
 	for _, it := range plan.Items {
+		dest := ""
+		if it.Destination.Kind != "" {
+			dest = destinationShort(it.Destination)
+		}
 		page.Items = append(page.Items, replaypages.ItemView{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-			Consumer: it.Consumer, Destination: destinationText(it.Destination), Inbox: string(it.Inbox),
+			Consumer: it.Consumer, Destination: dest, Partition: partitionText(it.Destination),
+			PartitionSource: it.Destination.PartitionSource, Inbox: string(it.Inbox),
 			Action: string(it.Action), ErrorGroup: it.ErrorGroup})
+	}
+	jobs, err := h.views.JobsOfPlan(c.Request().Context(), plan.ID)
+	if err != nil {
+		page.JobsError = err.Error() // the plan still shows; whether it ran is unknown
+	}
+	for _, j := range jobs {
+		page.Jobs = append(page.Jobs, toJobView(j))
 	}
 	for g, counts := range plan.ErrorGroups { // the whole plan's, counted when it was made
 		row := replaypages.GroupCount{Group: g}
@@ -487,6 +683,18 @@ func (h *Replays) JobPage(c echo.Context) error {
 	}
 	page := replaypages.JobPage{Meta: h.meta(c, "Replay "+job.ID, "replays"), Job: toJobView(job)}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: job.ID}}
+	if routes, err := h.views.PlanRoutes(ctx, []string{job.PlanID}, destinationSample); err == nil {
+		page.Job.Source, page.Job.Destination = routeText(routes[job.PlanID])
+	}
+	if job.Failed > 0 {
+		groups, err := h.views.FailureGroups(ctx, job.ID, maxFailureGroups)
+		if err != nil {
+			page.FailuresError = err.Error()
+		}
+		for _, g := range groups {
+			page.FailureGroups = append(page.FailureGroups, replaypages.FailureGroup{Detail: g.Detail, Count: int64(g.Count)})
+		}
+	}
 	ledger, err := h.engine.Ledger(ctx, job.ID, 500)
 	if err != nil {
 		page.LedgerError = err.Error()

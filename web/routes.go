@@ -90,6 +90,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/history", h.rabbit.APIQueueHistory, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages", h.rabbit.APIMessages, RoleViewer},
 		{http.MethodPost, "/api/v1/replays/plan", h.replays.APIPlan, RoleOperator},
+		{http.MethodGet, "/api/v1/replays/plans/:id", h.replays.APIPlanGet, RoleViewer},
 		{http.MethodPost, "/api/v1/replays", h.replays.APIStart, RoleOperator},
 		{http.MethodGet, "/api/v1/replays", h.replays.APIJobs, RoleViewer},
 		{http.MethodGet, "/api/v1/replays/:id", h.replays.APIJob, RoleViewer},

@@ -16,13 +16,19 @@ type IndexPage struct {
 	Meta  layout.Meta
 	Jobs  []JobView
 	Error string
+	// RoutesError: the jobs' sources and destinations could not be read (the jobs still show).
+	RoutesError string
 }
 
 // JobView is one job and its progress.
 type JobView struct {
-	ID         string
-	PlanID     string
-	Status     string
+	ID     string
+	PlanID string
+	Status string
+	// Outcome is how it ended: done, done_with_failures, or the status.
+	Outcome string
+	// Paused says why a running job waits for a dependency; "" while it progresses.
+	Paused     string
 	Total      int64
 	Published  int64
 	Skipped    int64
@@ -33,10 +39,56 @@ type JobView struct {
 	Rate       int
 	Error      string
 	CreatedAt  time.Time
+	StartedAt  *time.Time
 	FinishedAt *time.Time
 	ApprovedBy string
 	Running    bool
 	Awaiting   bool // four-eyes: waiting for a second person
+	// Source and Destination word where the plan's messages come from and go back to; "" unknown.
+	Source      string
+	Destination string
+}
+
+// Outcomes beside the statuses.
+const (
+	OutcomeDone             = "done"
+	OutcomeDoneWithFailures = "done_with_failures"
+)
+
+// Duration is how long the job ran ("3 min 12 s"), how long it has been running ("running for
+// 12 s"), or "not started".
+func (j JobView) Duration(now time.Time) string {
+	switch {
+	case j.StartedAt == nil:
+		return "not started"
+	case j.FinishedAt != nil:
+		return components.FormatAge(j.FinishedAt.Sub(*j.StartedAt))
+	}
+	return "running for " + components.FormatAge(now.Sub(*j.StartedAt))
+}
+
+// OutcomeLabel is the outcome for people.
+func (j JobView) OutcomeLabel() string {
+	if j.Outcome == OutcomeDoneWithFailures {
+		return "done with failures"
+	}
+	return j.Outcome
+}
+
+// WithFailures reports a finished job some of whose messages failed: it is not shown as a green
+// done.
+func (j JobView) WithFailures() bool { return j.Outcome == OutcomeDoneWithFailures }
+
+// Summary is "done: 10 published, 2 skipped, 0 failed".
+func (j JobView) Summary() string {
+	return j.OutcomeLabel() + ": " + components.FormatNum(j.Published) + " published, " + components.FormatNum(j.Skipped) +
+		" skipped, " + components.FormatNum(j.Failed) + " failed"
+}
+
+// FailureGroup is how many messages failed for one reason.
+type FailureGroup struct {
+	Detail string
+	Count  int64
 }
 
 // Remaining is what the job has not settled yet.
@@ -56,7 +108,35 @@ type PlanPage struct {
 	Items     []ItemView
 	CanRun    bool
 	CanForce  bool
+	// Jobs ran the plan, newest first; JobsError says they could not be read.
+	Jobs      []JobView
+	JobsError string
 }
+
+// Ran reports whether a job already ran (or runs) the plan.
+func (p PlanPage) Ran() bool { return len(p.Jobs) > 0 }
+
+// ranBefore ends the "this plan ran" sentence: how many earlier jobs ran it.
+func ranBefore(p PlanPage) string {
+	if len(p.Jobs) > 1 {
+		return ", and " + itoa(len(p.Jobs)-1) + " time(s) before: see the jobs below."
+	}
+	return "."
+}
+
+// Replayer is the newest job of the plan that published messages: a second run skips those as
+// skip_already_replayed naming it. ok is false when no job published anything.
+func (p PlanPage) Replayer() (j JobView, ok bool) {
+	for _, j := range p.Jobs {
+		if j.Published > 0 {
+			return j, true
+		}
+	}
+	return JobView{}, false
+}
+
+// Latest is the newest job of the plan; only when Ran.
+func (p PlanPage) Latest() JobView { return p.Jobs[0] }
 
 // ActionCount is how many messages get one action.
 type ActionCount struct {
@@ -77,9 +157,13 @@ type ItemView struct {
 	MessageID   string
 	Consumer    string
 	Destination string
-	Inbox       string
-	Action      string
-	ErrorGroup  string
+	// Partition says which Kafka partition it goes to and why ("partition 2 (from the dead-letter
+	// header)"); PartitionSource is header or key. Both "" for other kinds.
+	Partition       string
+	PartitionSource string
+	Inbox           string
+	Action          string
+	ErrorGroup      string
 }
 
 // JobPage is one job with its ledger.
@@ -88,6 +172,10 @@ type JobPage struct {
 	Job         JobView
 	Ledger      []LedgerRow
 	LedgerError string
+	// FailureGroups count the failed messages per reason, most first; FailuresError says they
+	// could not be read.
+	FailureGroups []FailureGroup
+	FailuresError string
 }
 
 // LedgerRow is one message's outcome.
@@ -131,6 +219,30 @@ func outcomeTone(o string) string {
 }
 
 func statusLabel(s string) string { return s }
+
+// jobTone colours a job's outcome: a done with failures is amber, never the green of done.
+func jobTone(j JobView) string {
+	switch j.Outcome {
+	case OutcomeDone:
+		return components.ToneOK
+	case OutcomeDoneWithFailures:
+		return components.ToneWarn
+	case "failed":
+		return components.ToneDanger
+	case "cancelled":
+		return components.ToneNeutral
+	}
+	if j.Running && j.Paused != "" {
+		return components.ToneWarn
+	}
+	if j.Running || j.Awaiting {
+		return components.ToneInfo // under way: neither the green of done nor a problem
+	}
+	return components.StatusTone(j.Status)
+}
+
+// jobClass marks a job's row or panel with its outcome, for the amber edge of done_with_failures.
+func jobClass(j JobView) string { return "job-outcome-" + j.Outcome }
 
 func countTone(c ActionCount) string {
 	if c.Count == 0 {

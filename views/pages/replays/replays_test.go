@@ -1,0 +1,67 @@
+package replays
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+func TestJobDuration(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	t1 := t0.Add(3*time.Minute + 12*time.Second)
+	for _, c := range []struct {
+		name              string
+		started, finished *time.Time
+		want              string
+	}{
+		{"NotStarted", nil, nil, "not started"},
+		{"Finished", &t0, &t1, "3 min 12 s"},
+		{"Running", &t0, nil, "running for 5 min"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := (JobView{StartedAt: c.started, FinishedAt: c.finished}).Duration(t0.Add(5 * time.Minute)); got != c.want {
+				t.Errorf("%q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// The outcome badge: done is green, done with failures amber (never green), failed red; a
+// running job is blue, a paused one amber with a "paused" badge beside it.
+func TestOutcomeBadge(t *testing.T) {
+	for _, c := range []struct {
+		job       JobView
+		tone      string
+		label     string
+		pausedTag bool
+	}{
+		{JobView{Status: "done", Outcome: OutcomeDone}, "tone-ok", "done", false},
+		{JobView{Status: "done", Outcome: OutcomeDoneWithFailures, Failed: 3}, "tone-warn", "done with failures", false},
+		{JobView{Status: "failed", Outcome: "failed"}, "tone-danger", "failed", false},
+		{JobView{Status: "cancelled", Outcome: "cancelled"}, "tone-neutral", "cancelled", false},
+		{JobView{Status: "running", Outcome: "running", Running: true}, "tone-info", "running", false},
+		{JobView{Status: "running", Outcome: "running", Running: true, Paused: "broker main is down"}, "tone-warn", "running", true},
+	} {
+		t.Run(c.job.Outcome+map[bool]string{true: "Paused"}[c.pausedTag], func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := OutcomeBadge(c.job).Render(context.Background(), &buf); err != nil {
+				t.Fatal(err)
+			}
+			doc, err := goquery.NewDocumentFromReader(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := doc.Find(`[data-testid="status-badge"]`)
+			if !b.HasClass(c.tone) || strings.TrimSpace(b.Text()) != c.label || b.AttrOr("data-outcome", "") != c.job.Outcome {
+				t.Errorf("badge %q class %q, want %q %s", b.Text(), b.AttrOr("class", ""), c.label, c.tone)
+			}
+			if got := strings.Contains(doc.Text(), "paused"); got != c.pausedTag {
+				t.Errorf("paused tag %v, want %v", got, c.pausedTag)
+			}
+		})
+	}
+}
