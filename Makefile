@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # fails with a bare "context deadline exceeded" and no input (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: demo test test-go fuzz lint generate check-generated bench build clean
+.PHONY: demo test test-go fuzz lint generate check-generated bench load build clean
 
 ## demo: start local PostgreSQL, RabbitMQ and Kafka, seed them, serve on http://127.0.0.1:8080
 demo:
@@ -42,6 +42,10 @@ bench:
 	$(GO) run ./cmd/devstack run -- sh -c '$(GO) test -run "^$$" -bench . -benchtime 20x ./ops/outbox/ ./ops/kafka/ ./ops/sampler/ ./ops/store/ && \
 		$(GO) test -run "^$$" -bench . -benchtime 5x ./ops/rabbit/ && \
 		$(GO) test -run "^$$" -bench . -benchtime 1x ./ops/replay/'
+
+## load: 20 clients for 30 s over the pages and the API while a replay job runs (docs/benchmarks.md)
+load:
+	$(GO) run ./cmd/devstack run -- env REDRIVE_LOAD_DURATION=$${REDRIVE_LOAD_DURATION:-30s} $(GO) test -count=1 -run '^TestLoadPagesAndAPIWhileReplaying$$' -v ./cmd/console/
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/console ./cmd/console
