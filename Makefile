@@ -23,8 +23,9 @@ test-go:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-## lint: go vet, gofmt and staticcheck
+## lint: go mod tidy (unchanged), go vet, gofmt and staticcheck
 lint:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
