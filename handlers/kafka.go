@@ -162,10 +162,11 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 		return err
 	}
 	resp := struct {
-		SampledAt *time.Time  `json:"sampled_at"`
-		Error     string      `json:"error,omitempty"`
-		Groups    []groupJSON `json:"groups"`
-	}{Error: snap.Error, Groups: []groupJSON{}}
+		SampledAt *time.Time `json:"sampled_at"`
+		Error     string     `json:"error,omitempty"`
+		freshnessJSON
+		Groups []groupJSON `json:"groups"`
+	}{Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), Groups: []groupJSON{}}
 	if !snap.At.IsZero() {
 		at := snap.At.UTC()
 		resp.SampledAt = &at
@@ -560,7 +561,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 	if err != nil {
 		page.GroupsError = err.Error()
 	} else {
-		page.SampledAt, page.SampleError = snap.At, snap.Error
+		page.SampledAt, page.SampleError = snap.At, sampleNote(snap.Error, snap.Freshness)
 		page.Groups = toGroupRows(snap)
 	}
 	// The sampler lists the dead-letter topics with each sample; ask the cluster only when the
@@ -588,7 +589,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
 		Cluster: k.Name(), Name: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members,
 		TotalLag: g.TotalLag, Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
-		Range: rangeLabel, Error: g.Error, SampleError: snap.Error}
+		Range: rangeLabel, Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
 	if g.RateKnown {
 		page.Rate = fmt.Sprintf("%.1f msg/s", g.Rate)
 		switch {

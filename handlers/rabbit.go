@@ -182,11 +182,12 @@ func (h *Rabbit) APIQueues(c echo.Context) error {
 		return err
 	}
 	resp := struct {
-		Broker    string            `json:"broker"`
-		SampledAt *time.Time        `json:"sampled_at"`
-		Error     string            `json:"error,omitempty"`
-		Queues    []rabbitQueueJSON `json:"queues"`
-	}{Broker: b.Name(), SampledAt: sampledAt(snap), Error: snap.Error, Queues: make([]rabbitQueueJSON, len(snap.Queues))}
+		Broker    string     `json:"broker"`
+		SampledAt *time.Time `json:"sampled_at"`
+		Error     string     `json:"error,omitempty"`
+		freshnessJSON
+		Queues []rabbitQueueJSON `json:"queues"`
+	}{Broker: b.Name(), SampledAt: sampledAt(snap), Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), Queues: make([]rabbitQueueJSON, len(snap.Queues))}
 	for i, q := range snap.Queues {
 		resp.Queues[i] = toRabbitQueueJSON(q)
 	}
@@ -213,13 +214,14 @@ func (h *Rabbit) APIQueue(c echo.Context) error {
 	}
 	resp := struct {
 		rabbitQueueJSON
-		SampledAt       *time.Time `json:"sampled_at"`
-		Error           string     `json:"error,omitempty"`
-		DeadLettersFrom []string   `json:"dead_letters_from"`
-		DeadLettersTo   *edgeJSON  `json:"dead_letters_to"`
-		RetryOf         string     `json:"retry_of,omitempty"`
+		SampledAt *time.Time `json:"sampled_at"`
+		Error     string     `json:"error,omitempty"`
+		freshnessJSON
+		DeadLettersFrom []string  `json:"dead_letters_from"`
+		DeadLettersTo   *edgeJSON `json:"dead_letters_to"`
+		RetryOf         string    `json:"retry_of,omitempty"`
 	}{rabbitQueueJSON: toRabbitQueueJSON(q), SampledAt: sampledAt(snap), Error: snap.Error,
-		DeadLettersFrom: snap.DeadLettersFrom(q.Vhost, q.Name)}
+		freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), DeadLettersFrom: snap.DeadLettersFrom(q.Vhost, q.Name)}
 	if e, ok := snap.Edge(q.Vhost, q.Name); ok {
 		resp.DeadLettersTo = &edgeJSON{Exchange: e.Exchange, ExchangeType: e.ExchangeType, RoutingKey: e.RoutingKey,
 			OwnKeys: e.OwnKeys, ToQueues: e.ToQueues, AllBound: e.AllBound, Missing: e.Missing, Note: e.Note}
@@ -629,7 +631,7 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 		page.SnapshotError = err.Error()
 		return render(c, http.StatusOK, rabbitpages.Broker(page))
 	}
-	page.SampledAt, page.SampleError, page.SampleErrorAt = snap.At, snap.Error, snap.ErrorAt
+	page.SampledAt, page.SampleError, page.SampleErrorAt = snap.At, sampleNote(snap.Error, snap.Freshness), snap.ErrorAt
 	vhosts := map[string]bool{}
 	page.Queues = make([]rabbitpages.QueueRow, len(snap.Queues))
 	for i, q := range snap.Queues {
@@ -740,7 +742,7 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 	}
 	page := rabbitpages.QueuePage{Meta: h.brokerMeta(c, "Queue "+q.Name, b.Name(), layout.Crumb{Label: q.Vhost + " · " + q.Name}),
 		Broker: b.Name(), Vhost: q.Vhost, Name: q.Name, Row: toQueueRow(q), Total: q.Total, SampledAt: snap.At,
-		SampleError: snap.Error, Range: rangeLabel, Settings: queueSettings(q), SingleActive: q.SingleActiveConsumer,
+		SampleError: sampleNote(snap.Error, snap.Freshness), Range: rangeLabel, Settings: queueSettings(q), SingleActive: q.SingleActiveConsumer,
 		OperatorPolicy: q.OperatorPolicy}
 	for k, v := range q.Arguments {
 		page.Arguments = append(page.Arguments, rabbitpages.KV{Key: k, Value: v})

@@ -36,6 +36,7 @@ type routeHandlers struct {
 	kafka    *handlers.Kafka
 	rabbit   *handlers.Rabbit
 	replays  *handlers.Replays
+	replicas *handlers.Replicas
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -78,6 +79,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/outboxes/:name/leases/release", h.outboxes.APIRelease, RoleOperator},
 		{http.MethodPost, "/api/v1/outboxes/:name/events/requeue", h.outboxes.APIRequeue, RoleOperator},
 		{http.MethodGet, "/api/v1/audit", h.audit.API, RoleViewer},
+		{http.MethodGet, "/api/v1/replicas", h.replicas.API, RoleAdmin},
 		{http.MethodGet, "/api/v1/overview", h.overview.API, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups", h.kafka.APIGroups, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group", h.kafka.APIGroup, RoleViewer},

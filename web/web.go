@@ -124,9 +124,10 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
 			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay}, meta),
-		kafka:   handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag),
-		rabbit:  handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
-		replays: handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
+		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag),
+		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
+		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
+		replicas: handlers.NewReplicas(deps.Store),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

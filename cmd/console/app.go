@@ -109,6 +109,8 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.sampler = s
 		a.closers = append(a.closers, s.Close)
 		a.registry.MustRegister(s.Collectors()...)
+		// Degraded when a source's snapshot is stale: no replica sampled it for 3 intervals.
+		a.checks = append(a.checks, handlers.Check{Name: "sampler", Ping: s.Ping})
 	}
 
 	opts := replay.Options{Store: st, Consumers: cfg.Consumers, Replay: cfg.Replay, Audit: st, Logger: log,
@@ -127,6 +129,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	if a.sampler != nil {
 		opts.GroupsByTopic = a.groupsByTopic
+		opts.Owner = a.sampler.ReplicaID() // one name per replica in leases, jobs and /api/v1/replicas
 	}
 	if a.engine, err = replay.New(opts); err != nil {
 		a.Close()

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// One console sampling a Kafka cluster at a 1 s interval: /api/v1/replicas lists it with its
+// heartbeat and the source it leads. Then another replica (here, a row written by hand) holds the
+// lease and hangs: the console's writes are refused, it stops sampling, and within 3 intervals
+// the API shows the snapshot stale with its age and /readyz reports the sampler degraded.
+func TestReplicasAndStaleness(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	storeDSN := pgtest.NewDatabase(t)
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+sampler: {interval: 1s}
+kafka: [{name: main, brokers: [%q]}]
+`, storeDSN, k.Addrs()[0]))
+
+	type replicas struct {
+		Replicas []struct {
+			ID            string     `json:"id"`
+			Live          bool       `json:"live"`
+			LastHeartbeat *time.Time `json:"last_heartbeat"`
+			Sources       []string   `json:"sources"`
+			Jobs          []struct {
+				ID string `json:"id"`
+			} `json:"jobs"`
+		} `json:"replicas"`
+		Sources []struct {
+			Source string `json:"source"`
+			Leader string `json:"leader"`
+			Token  int64  `json:"token"`
+		} `json:"sources"`
+	}
+	r := do(t, nil, "GET", base+"/api/v1/replicas", "", "")
+	v := decode[replicas](t, r)
+	if r.status != 200 || len(v.Replicas) != 1 || !v.Replicas[0].Live || v.Replicas[0].LastHeartbeat == nil ||
+		len(v.Replicas[0].Sources) != 1 || v.Replicas[0].Sources[0] != "kafka/main" || v.Replicas[0].Jobs == nil ||
+		len(v.Sources) != 1 || v.Sources[0].Leader != v.Replicas[0].ID || v.Sources[0].Token != 1 {
+		t.Fatalf("replicas: %d %s", r.status, r.body)
+	}
+	type groups struct {
+		SampledAt  *time.Time `json:"sampled_at"`
+		Stale      bool       `json:"stale"`
+		AgeSeconds *int64     `json:"age_seconds"`
+		StaleNote  string     `json:"stale_note"`
+	}
+	g := decode[groups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+	if g.SampledAt == nil || g.Stale || g.AgeSeconds == nil {
+		t.Fatalf("fresh groups: %+v", g)
+	}
+	if r := do(t, nil, "GET", base+"/readyz", "", ""); r.status != 200 {
+		t.Fatalf("readyz while sampling: %d %s", r.status, r.body)
+	}
+
+	// A replica that took the source over and hangs: its lease runs for an hour.
+	conn, err := pgx.Connect(ctx, storeDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE redrive.sampler_lease SET owner = 'hung', token = token + 1,
+		expires_at = now() + interval '1 hour' WHERE source = 'kafka/main'`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g = decode[groups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+		if g.Stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot not stale 10 s after sampling stopped: %+v", g)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if g.AgeSeconds == nil || *g.AgeSeconds < 3 || !strings.Contains(g.StaleNote, "no replica is sampling") {
+		t.Fatalf("stale groups: %+v", g)
+	}
+	r = do(t, nil, "GET", base+"/readyz", "", "")
+	if r.status != 503 || !strings.Contains(r.body, `"sampler"`) {
+		t.Fatalf("readyz with a stale snapshot: %d %s; want 503 naming sampler", r.status, r.body)
+	}
+	if !strings.Contains(do(t, nil, "GET", base+"/kafka/main", "", "").body, "no replica is sampling") {
+		t.Fatal("the cluster page does not say the snapshot is stale")
+	}
+	v = decode[replicas](t, do(t, nil, "GET", base+"/api/v1/replicas", "", ""))
+	if len(v.Sources) != 1 || v.Sources[0].Leader != "hung" || len(v.Replicas) != 2 {
+		t.Fatalf("replicas with the hung leader: %+v", v)
+	}
+	for _, rep := range v.Replicas {
+		if rep.ID != "hung" && len(rep.Sources) != 0 {
+			t.Fatalf("the console still lists itself as leading %v", rep.Sources)
+		}
+	}
+}
