@@ -5,9 +5,9 @@ package web
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,16 +167,17 @@ func metrics(h *prometheus.HistogramVec) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
 			err := next(c)
+			// The error handler writes the response after this returns: the status an error will
+			// get is the one it maps it to, not the 200 the response still holds.
 			status := c.Response().Status
-			var he *echo.HTTPError
-			if errors.As(err, &he) {
-				status = he.Code
+			if err != nil {
+				status, _, _ = classify(err)
 			}
 			route := c.Path()
 			if route == "" {
 				route = "unmatched"
 			}
-			h.WithLabelValues(c.Request().Method, route, http.StatusText(status)).Observe(time.Since(start).Seconds())
+			h.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 			return err
 		}
 	}
