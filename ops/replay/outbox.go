@@ -164,7 +164,7 @@ type outboxRunner struct {
 // FAILED meanwhile (another operator, the relay) is reported failed, not moved.
 func (r *outboxRunner) close() {}
 
-func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, _ map[int]bool) (moved, error) {
+func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, resumed map[int]bool) (moved, error) {
 	ids := make([]int64, len(move))
 	for i, it := range move {
 		ids[i] = *it.Position
@@ -178,10 +178,32 @@ func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item,
 	for _, id := range done {
 		requeued[id] = true
 	}
+	// A resumed item this run could not requeue was most likely requeued by the interrupted run
+	// (its update committed, its ledger settle did not): it is no longer DEAD or FAILED.
+	var again []int64
+	for _, it := range move {
+		if resumed[it.Seq] && !requeued[*it.Position] {
+			again = append(again, *it.Position)
+		}
+	}
+	now := map[int64]outbox.Status{}
+	if len(again) > 0 {
+		events, err := r.t.Events(ctx, again)
+		if err != nil {
+			return moved{}, err
+		}
+		for _, ev := range events {
+			now[ev.ID] = ev.Status
+		}
+	}
 	for _, it := range move {
 		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished,
 			Detail: "requeued to READY"}
-		if !requeued[*it.Position] {
+		switch status, ok := now[*it.Position]; {
+		case requeued[*it.Position]:
+		case ok && status != outbox.Dead && status != outbox.Failed:
+			o.Detail = fmt.Sprintf("requeued to READY before an interruption (now %s)", status)
+		default:
 			o.Outcome, o.Detail = store.LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
 		}
 		settled = append(settled, o)
