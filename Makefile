@@ -23,6 +23,10 @@ test-go:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
+## screenshots: refresh the README's screenshots in docs/screenshots (the browser tests take them)
+screenshots:
+	$(GO) run ./cmd/devstack run -- env REDRIVE_SCREENSHOTS=docs $(GO) test -count=1 -run 'Browser' ./cmd/console/
+
 ## lint: go mod tidy (unchanged), go vet, gofmt and staticcheck
 lint:
 	$(GO) mod tidy -diff
