@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,12 @@ type Auth struct {
 	// login throttling) and X-Forwarded-Proto for Secure cookies; in proxy mode only from them are
 	// the identity headers accepted. Empty: no proxy is trusted.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// AllowedHosts are the Host header values the console answers to, as host or host:port
+	// (case-insensitive); other hosts get 403, which defeats DNS rebinding. In mode none the listen
+	// address, localhost, 127.0.0.1 and [::1] on the listen port are allowed besides them; in the
+	// other modes an empty list allows any host. /healthz and /readyz answer every host (probes
+	// use the pod's address).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// SecureCookies marks the session and CSRF cookies Secure even though the console serves plain
 	// HTTP (TLS ends at a proxy that does not send X-Forwarded-Proto). They are Secure anyway when
 	// the request came over TLS.
@@ -145,10 +152,35 @@ func (a *Auth) applyDefaults() {
 
 var (
 	headerNameRe = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)
+	hostNameRe   = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$`)
 	tokenNameRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$`)
 	// jsonPathRe is the redaction path grammar: $ then .key, .*, [n], [*], ['key'] or ["key"].
 	jsonPathRe = regexp.MustCompile(`^\$(\.[^.\[\]'"]+|\[\*\]|\[[0-9]+\]|\['[^']*'\]|\["[^"]*"\])+$`)
 )
+
+// validAllowedHost accepts a host name, an IPv4 address or a bracketed IPv6 address, optionally
+// followed by :port — what a Host header holds, without a scheme or a path.
+func validAllowedHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "/ @?#") {
+		return false
+	}
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return false
+		}
+		host = hp
+	} else if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		host = h[1 : len(h)-1]
+	} else if strings.Contains(h, ":") {
+		return false // an IPv6 address needs brackets, a port needs a host
+	}
+	if strings.Contains(host, ":") || strings.HasPrefix(h, "[") { // IPv6, in brackets
+		_, err := netip.ParseAddr(host)
+		return err == nil
+	}
+	return hostNameRe.MatchString(host)
+}
 
 // TrustedPrefixes parses TrustedProxies (validated by Validate); a single address is a /32 or /128.
 func (a *Auth) TrustedPrefixes() ([]netip.Prefix, error) {
@@ -204,6 +236,11 @@ func (a *Auth) validate(listen string, bad func(key, format string, args ...any)
 	for i, s := range a.TrustedProxies {
 		if _, err := parsePrefix(s); err != nil {
 			bad(fmt.Sprintf("auth.trusted_proxies[%d]", i), "%v", err)
+		}
+	}
+	for i, h := range a.AllowedHosts {
+		if !validAllowedHost(h) {
+			bad(fmt.Sprintf("auth.allowed_hosts[%d]", i), "%q must be a host name or address, optionally with :port (console.example.com, 10.0.0.5:8080, [::1]:8080)", h)
 		}
 	}
 	s := a.Session

@@ -110,3 +110,19 @@ auth:
 		}
 	}
 }
+
+func TestAllowedHostsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		ok   bool
+	}{
+		{"console.example.com", true}, {"console.example.com:8443", true}, {"10.0.0.5", true},
+		{"[::1]:8080", true}, {"[::1]", true}, {"localhost", true},
+		{"http://console.example.com", false}, {"console.example.com/", false}, {"::1", false},
+		{"host:0", false}, {"host:99999", false}, {"", false}, {"a b", false}, {"[nope]:80", false},
+	} {
+		if got := validAllowedHost(tc.host); got != tc.ok {
+			t.Errorf("validAllowedHost(%q) = %v; want %v", tc.host, got, tc.ok)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/views/components"
 )
 
 // Actor is who is making the request, as the auth middleware established it.
@@ -41,13 +42,14 @@ func ActorOf(c echo.Context) Actor {
 	return Actor{Name: "anonymous"}
 }
 
-// render writes a templ component as an HTML response.
+// render writes a templ component as an HTML response. Control and bidi characters and invalid
+// UTF-8 from message content are shown as escapes (components.VisibleHTML), on every page.
 func render(c echo.Context, status int, page templ.Component) error {
 	var buf bytes.Buffer
 	if err := page.Render(c.Request().Context(), &buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, components.VisibleHTML(buf.Bytes()))
 }
 
 // maxBody caps JSON request bodies (ids lists included).
@@ -71,7 +73,10 @@ func decodeJSON(c echo.Context, into any) error {
 		case errors.As(err, &syntax):
 			return ops.Invalid("body", fmt.Sprintf("malformed JSON at byte %d", syntax.Offset))
 		case errors.As(err, &typ):
-			return ops.Invalid(typ.Field, fmt.Sprintf("must be %s, got %s", typ.Type, typ.Value))
+			if typ.Field == "" {
+				return ops.Invalid("body", "the request body must be a JSON object, got "+jsonKind(typ.Value))
+			}
+			return ops.Invalid(typ.Field, fmt.Sprintf("must be %s, got %s", jsonType(typ.Type), jsonKind(typ.Value)))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			// encoding/json has no typed error for this one.
 			return ops.Invalid("body", strings.TrimPrefix(err.Error(), "json: ")+" (check the field name)")
@@ -83,6 +88,59 @@ func decodeJSON(c echo.Context, into any) error {
 		return ops.Invalid("body", "one JSON object expected, found more")
 	}
 	return nil
+}
+
+// jsonType names a Go type the way the JSON it is decoded from is written.
+func jsonType(t reflect.Type) string {
+	if t == nil {
+		return "a value of another type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "a JSON object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "a JSON array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("an integer between %d and %d", minInt(t.Bits()), maxInt(t.Bits()))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("an integer between 0 and %d", uint64(1)<<t.Bits()-1)
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a value of another type"
+}
+
+func minInt(bits int) int64 { return -1 << (bits - 1) }
+func maxInt(bits int) int64 { return 1<<(bits-1) - 1 }
+
+// jsonKind is encoding/json's description of the value it found ("array", "number 1e99", …),
+// read as a noun.
+func jsonKind(v string) string {
+	kind, detail, _ := strings.Cut(v, " ")
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "string", "bool":
+		return "a " + strings.Replace(kind, "bool", "boolean", 1)
+	case "number":
+		if detail != "" {
+			return "the number " + detail
+		}
+		return "a number"
+	case "null":
+		return "null"
+	}
+	return "a " + v
 }
 
 // queryInt parses an optional integer query parameter within [min, max].
@@ -162,12 +220,12 @@ func clientInfo(c echo.Context) (ip, userAgent string) {
 	return c.RealIP(), ua
 }
 
-// pathParam returns a path parameter unescaped: echo matches on the raw path, so "%2F" (the
-// RabbitMQ vhost "/") or an escaped topic name arrives still escaped.
-func pathParam(c echo.Context, name string) string {
-	v := c.Param(name)
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
-	}
-	return v
+// PathParam returns a path parameter as the name it stands for. echo matches on the raw path
+// when the request's path has escapes (then "%2F", the RabbitMQ vhost "/", arrives still escaped)
+// and on the decoded path otherwise, so it is unescaped only in the first case; the forms that
+// components.PathSegment gives "." and ".." are read back.
+func PathParam(c echo.Context, name string) string {
+	return components.ParsePathSegment(c.Param(name), c.Request().URL.RawPath != "")
 }
+
+func pathParam(c echo.Context, name string) string { return PathParam(c, name) }

@@ -56,17 +56,27 @@ func (h *Health) Healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// Readyz: one entry per configured dependency; 503 when any is down.
+// readyDependency is what the public /readyz says of a dependency: its name and whether it
+// answers. Its error, which may name a database host, user or port, is for signed-in users only
+// (the overview shows it).
+type readyDependency struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+}
+
+// Readyz: one entry per configured dependency, names and ok only; 503 when any is down.
 func (h *Health) Readyz(c echo.Context) error {
 	deps := runChecks(c.Request().Context(), h.checks)
 	status, code := "ok", http.StatusOK
-	for _, d := range deps {
+	out := make([]readyDependency, len(deps))
+	for i, d := range deps {
+		out[i] = readyDependency{Name: d.Name, OK: d.OK}
 		if !d.OK {
 			status, code = "unavailable", http.StatusServiceUnavailable
 		}
 	}
 	return c.JSON(code, struct {
-		Status       string             `json:"status"`
-		Dependencies []DependencyStatus `json:"dependencies"`
-	}{status, deps})
+		Status       string            `json:"status"`
+		Dependencies []readyDependency `json:"dependencies"`
+	}{status, out})
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -56,15 +57,42 @@ type Problem struct {
 // recent is how new a dead letter must be to count as "arriving now".
 const recent = time.Hour
 
+// panelContext bounds one panel of the overview short of the request's deadline: a panel whose
+// dependency hangs fails on its own, at the same time as any other, and leaves the page the time
+// to render the rest.
+func panelContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(dl)
+	return context.WithTimeout(ctx, left-min(left/5, 2*time.Second))
+}
+
+// problems reads every panel at once, each within its own bound, and lists them in a fixed order.
 func (h *Overview) problems(ctx context.Context) []Problem {
+	ctx, cancel := panelContext(ctx)
+	defer cancel()
+	panels := make([][]Problem, len(h.kafka)+len(h.rabbit)+2)
+	var wg sync.WaitGroup
+	for i, k := range h.kafka {
+		wg.Go(func() { panels[i] = h.kafkaProblems(ctx, k.Name()) })
+	}
+	for i, r := range h.rabbit {
+		wg.Go(func() { panels[len(h.kafka)+i] = h.rabbitProblems(ctx, r.Name()) })
+	}
+	wg.Go(func() { panels[len(panels)-2] = h.replayProblems(ctx) })
+	wg.Go(func() { panels[len(panels)-1] = h.outboxProblems(ctx) })
+	wg.Wait()
 	var out []Problem
-	for _, k := range h.kafka {
-		out = append(out, h.kafkaProblems(ctx, k.Name())...)
+	for _, p := range panels {
+		out = append(out, p...)
 	}
-	for _, r := range h.rabbit {
-		out = append(out, h.rabbitProblems(ctx, r.Name())...)
-	}
-	out = append(out, h.replayProblems(ctx)...)
+	return out
+}
+
+func (h *Overview) outboxProblems(ctx context.Context) []Problem {
+	var out []Problem
 	for _, s := range h.outboxes.summaries(ctx) {
 		name := s.outbox.Name()
 		link := "/outboxes/" + url.PathEscape(name)
@@ -97,7 +125,12 @@ type overviewJSON struct {
 func (h *Overview) collect(ctx context.Context) overviewJSON {
 	o := overviewJSON{CheckedAt: time.Now().UTC(), Problems: []Problem{}}
 	done := make(chan struct{})
-	go func() { defer close(done); o.Dependencies = runChecks(ctx, h.checks) }()
+	go func() {
+		defer close(done)
+		ctx, cancel := panelContext(ctx)
+		defer cancel()
+		o.Dependencies = runChecks(ctx, h.checks)
+	}()
 	o.Problems = append(o.Problems, h.problems(ctx)...)
 	<-done
 	for _, d := range o.Dependencies {
@@ -183,7 +216,7 @@ func (h *Overview) rabbitProblems(ctx context.Context, broker string) []Problem 
 		out = append(out, Problem{"rabbitmq_unavailable", "critical", fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), link})
 	}
 	for _, q := range snap.Queues {
-		qlink := link + "/queues/" + url.PathEscape(q.Vhost) + "/" + url.PathEscape(q.Name)
+		qlink := link + "/queues/" + components.PathSegment(q.Vhost) + "/" + components.PathSegment(q.Name)
 		switch {
 		case q.IsDeadLetterQueue && q.Ready > 0:
 			title := fmt.Sprintf("%s holds %s dead letters", q.Name, components.FormatNum(q.Ready))

@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
 )
@@ -567,7 +568,7 @@ func (h *Rabbit) brokerMeta(c echo.Context, title, broker string, crumbs ...layo
 }
 
 func queueHref(broker, vhost, queue string) string {
-	return "/rabbitmq/" + url.PathEscape(broker) + "/queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(queue)
+	return "/rabbitmq/" + url.PathEscape(broker) + "/queues/" + components.PathSegment(vhost) + "/" + components.PathSegment(queue)
 }
 
 func exchangeLabel(x string) string {

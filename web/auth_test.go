@@ -38,7 +38,7 @@ var (
 )
 
 // authYAML is an auth section with the test users and tokens; extra is appended inside auth.
-func authYAML(t *testing.T, mode, extra string) string {
+func authYAML(t testing.TB, mode, extra string) string {
 	t.Helper()
 	hashesOnce.Do(func() {
 		hashes = map[string]string{}
@@ -72,7 +72,7 @@ type testServer struct {
 	store *store.Store
 }
 
-func newTestStore(t *testing.T) *store.Store {
+func newTestStore(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), pgtest.NewDatabase(t))
 	if err != nil {

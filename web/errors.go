@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	"github.com/redrive/redrive/views/pages/errorpage"
 )
@@ -131,5 +132,5 @@ func renderTo(c echo.Context, status int, comp templ.Component) error {
 	if err := comp.Render(context.WithoutCancel(c.Request().Context()), &buf); err != nil {
 		return err
 	}
-	return c.HTMLBlob(status, buf.Bytes())
+	return c.HTMLBlob(status, components.VisibleHTML(buf.Bytes()))
 }

@@ -31,6 +31,9 @@ type Options struct {
 	AuthNone       bool          // auth.mode is none: every page shows a red banner
 	ReadOnly       bool          // every mutating route answers 403
 	Version        string        // shown in the footer and /api/v1/version
+	// Listen is the configured listen address; in auth.mode none its host is one the console
+	// answers to (the port is the connection's own). "" means only the loopback names.
+	Listen string
 	// Auth is the config's auth section, defaults applied (configs.Parse does): who may call what.
 	Auth configs.Auth
 }
@@ -81,9 +84,11 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	csrf := middleware.CSRFWithConfig(middleware.CSRFConfig{
 		// Bearer-token requests are exempt (and the JSON API in auth.mode none); cookie- and
 		// proxy-authenticated requests are not, JSON included.
-		Skipper:        auth.csrfExempt,
-		CookieSecure:   opts.Auth.SecureCookies,
-		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
+		Skipper:      auth.csrfExempt,
+		CookieSecure: opts.Auth.SecureCookies,
+		// Only the header: csrfFormField copies the form body's _csrf into it. echo's "form:" lookup
+		// reads the query string too, and a token in a URL ends up in access logs and Referers.
+		TokenLookup:    "header:" + echo.HeaderXCSRFToken,
 		CookieName:     "redrive_csrf",
 		CookiePath:     "/",
 		CookieHTTPOnly: true,
@@ -105,10 +110,16 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 			ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 				"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 		}),
-		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout}),
+		checkHost(newHostPolicy(opts.Auth, opts.Listen)), // before anything reads or authenticates
+		// The error stays context.DeadlineExceeded (echo's default makes it a bare 503), so that the
+		// error handler answers 504 saying request_timeout was reached.
+		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout,
+			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
 		middleware.BodyLimit("2M"),
 		auth.middleware(), // identity, the route's role, read_only; audits refusals
+		csrfFormField,
 		auth.auditCSRF(csrf),
+		validInput, // after authentication: an anonymous caller learns only that it must sign in
 	)
 
 	meta := func(c echo.Context, title, section string) layout.Meta {

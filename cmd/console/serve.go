@@ -40,6 +40,28 @@ func newLogger(c configs.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// Bounds of a connection besides request_timeout; see newHTTPServer.
+const (
+	headerTimeout = 10 * time.Second
+	writeGrace    = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
+
+// newHTTPServer bounds every phase of a request, so that a slow or malicious client cannot hold a
+// connection and a goroutine: the headers must arrive within headerTimeout (or request_timeout
+// if shorter), the whole request, body included, within request_timeout — a body trickled a byte
+// at a time is cut there — and the response must be written within request_timeout + writeGrace
+// (the handler's context ends at request_timeout; the grace lets its error page and the audit
+// writes that outlive it finish). An idle keep-alive connection is closed after idleTimeout.
+func newHTTPServer(h http.Handler, requestTimeout time.Duration, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h,
+		ReadHeaderTimeout: min(headerTimeout, requestTimeout),
+		ReadTimeout:       requestTimeout,
+		WriteTimeout:      requestTimeout + writeGrace,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
 // serve runs the console until ctx ends. When ready is not nil it receives the listening
 // address (tests listen on port 0).
 func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready chan<- string) error {
@@ -54,7 +76,7 @@ func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready cha
 	}
 	e, err := web.New(deps,
 		web.Options{RequestTimeout: cfg.RequestTimeout.D(), AuthNone: cfg.Auth.Mode == "none",
-			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth})
+			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth, Listen: cfg.Listen})
 	if err != nil {
 		return err
 	}
@@ -66,8 +88,7 @@ func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready cha
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := newHTTPServer(e, cfg.RequestTimeout.D(), log)
 	log.Info("console listening", "url", "http://"+ln.Addr().String(), "version", version)
 	if ready != nil {
 		ready <- ln.Addr().String()

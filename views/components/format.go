@@ -8,9 +8,11 @@ package components
 
 import (
 	"math/bits"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Tone names used as CSS classes (tone-<name>) on badges, stat cards and
@@ -179,4 +181,130 @@ func Percent(done, total int64) int {
 	hi, lo := bits.Mul64(uint64(done), 100)
 	q, _ := bits.Div64(hi, lo, uint64(total))
 	return int(q)
+}
+
+// PathSegment escapes s as one URL path segment (url.PathEscape) that survives browsers and
+// proxies: they remove the dot segments "." and ".." from a path — written as they are or
+// percent-encoded ("%2E%2E" too, by the URL standard) — so those two names are written with a
+// trailing raw ";" (".;", "..;"), which PathEscape never produces for any name. A RabbitMQ queue
+// or vhost may be named "..". ParsePathSegment reads the segment back.
+func PathSegment(s string) string {
+	if s == "." || s == ".." {
+		return s + ";"
+	}
+	return url.PathEscape(s)
+}
+
+// ParsePathSegment is PathSegment's inverse for a path parameter as the router hands it over:
+// escaped says whether the router matched the raw, still escaped path (the request's path had
+// escapes that decoding changes) or the decoded one. A name that is literally ".;" is linked as
+// ".%3B", so a raw ";" after the dots can only be PathSegment's.
+func ParsePathSegment(v string, escaped bool) string {
+	if v == ".;" || v == "..;" {
+		return v[:len(v)-1]
+	}
+	if !escaped {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
+// Visible makes control characters, bidirectional-text controls and invalid UTF-8 in s visible as
+// escapes (\x00, \x1b, \u202e, \xff), so that message content can neither reorder the text
+// around it on a page (U+202E "right-to-left override") nor hide itself; tab, newline and
+// carriage return are kept. Text without them is returned as it is.
+func Visible(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	return string(appendVisible(make([]byte, 0, len(s)+16), s))
+}
+
+// VisibleHTML applies Visible to a rendered HTML document, text and attribute values alike. The
+// escapes are plain ASCII without markup characters, and the templates hold no such characters
+// themselves, so the document stays well formed; "\u202e" inside an embedded JSON string is even
+// the same character again for the script that reads it.
+func VisibleHTML(b []byte) []byte {
+	if !needsEscape(b) {
+		return b
+	}
+	return appendVisible(make([]byte, 0, len(b)+64), b)
+}
+
+func needsEscape[T string | []byte](s T) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if invisibleASCII(c) {
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := decodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 || invisibleRune(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+func decodeRune[T string | []byte](s T) (rune, int) {
+	switch v := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(v)
+	case []byte:
+		return utf8.DecodeRune(v)
+	}
+	return utf8.RuneError, 1
+}
+
+func appendVisible[T string | []byte](out []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if invisibleASCII(c) {
+				out = append(out, '\\', 'x', hex[c>>4], hex[c&0xf])
+			} else {
+				out = append(out, c)
+			}
+			i++
+			continue
+		}
+		r, n := decodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			out = append(out, '\\', 'x', hex[c>>4], hex[c&0xf])
+		case invisibleRune(r):
+			out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		default:
+			out = append(out, s[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}
+
+// invisibleASCII: C0 controls but tab, newline and carriage return, and DEL.
+func invisibleASCII(c byte) bool {
+	return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f
+}
+
+// invisibleRune: C1 controls, the bidirectional formatting characters (embeddings, overrides,
+// isolates and marks), and the invisible BOM / zero-width no-break space.
+func invisibleRune(r rune) bool {
+	switch {
+	case r >= 0x80 && r <= 0x9f:
+		return true
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0xfeff:
+		return true
+	}
+	return false
 }

@@ -164,3 +164,35 @@ func TestPercent(t *testing.T) {
 		}
 	}
 }
+
+func TestVisible(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text, ünïcödé — ok", "plain text, ünïcödé — ok"},
+		{"tab\tnewline\ncr\r", "tab\tnewline\ncr\r"},
+		{"nul\x00esc\x1b[31mdel\x7f", `nul\x00esc\x1b[31mdel\x7f`},
+		{"invalid \xff\xfe bytes \xc3", `invalid \xff\xfe bytes \xc3`},
+		{"evil\u202etxt.exe", `evil\u202etxt.exe`},
+		{"\u2066isolate\u2069 \u200emark\u200f \u061c \ufeffbom \u0085c1", `\u2066isolate\u2069 \u200emark\u200f \u061c \ufeffbom \u0085c1`},
+		{"emoji 👩\u200d💻 stays", "emoji 👩\u200d💻 stays"},
+	} {
+		if got := Visible(tc.in); got != tc.want {
+			t.Errorf("Visible(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+		if got := string(VisibleHTML([]byte(tc.in))); got != tc.want {
+			t.Errorf("VisibleHTML(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestPathSegment(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{".", ".;"}, {"..", "..;"}, {"...", "..."}, {".;", ".%3B"}, {"/", "%2F"}, {"a b", "a%20b"},
+	} {
+		if got := PathSegment(tc.in); got != tc.want {
+			t.Errorf("PathSegment(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+		if got := ParsePathSegment(tc.want, true); got != tc.in {
+			t.Errorf("ParsePathSegment(%q) = %q; want %q", tc.want, got, tc.in)
+		}
+	}
+}

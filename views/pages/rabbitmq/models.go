@@ -206,7 +206,7 @@ type DeathView struct {
 func brokerURL(b string) string { return "/rabbitmq/" + url.PathEscape(b) }
 
 func queueURL(b, vhost, q string) string {
-	return brokerURL(b) + "/queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(q)
+	return brokerURL(b) + "/queues/" + components.PathSegment(vhost) + "/" + components.PathSegment(q)
 }
 
 func queueRangeURL(b, vhost, q, r string) string {
@@ -228,7 +228,7 @@ func filterURL(b, vhost, q string, limit int, reason, exception string) string {
 
 // HistoryURL is the JSON history behind a queue's chart.
 func HistoryURL(b, vhost, q, r string) string {
-	return "/api/v1/rabbitmq/" + url.PathEscape(b) + "/queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(q) +
+	return "/api/v1/rabbitmq/" + url.PathEscape(b) + "/queues/" + components.PathSegment(vhost) + "/" + components.PathSegment(q) +
 		"/history?since=" + url.QueryEscape(r)
 }
 

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// A request body trickled a byte every 2 s is cut at request_timeout: the connection does not
+// stay open (and hold a goroutine) for as long as the client likes.
+func TestTrickledBodyIsCut(t *testing.T) {
+	base, _ := demoConsoleWith(t, "request_timeout: 3s\n")
+	addr := strings.TrimPrefix(base, "http://")
+	for _, path := range []string{"/api/v1/replays/plan", "/outboxes/orders/release"} {
+		t.Run(path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctype := "application/json"
+			if !strings.HasPrefix(path, "/api/") {
+				ctype = "application/x-www-form-urlencoded"
+			}
+			start := time.Now()
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: 1000\r\n\r\n", path, addr, ctype)
+			closed := make(chan time.Duration, 1)
+			go func() {
+				buf := make([]byte, 4096)
+				for {
+					if _, err := conn.Read(buf); err != nil {
+						closed <- time.Since(start)
+						return
+					}
+				}
+			}()
+			tick := time.NewTicker(2 * time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case d := <-closed:
+					t.Logf("trickled body to %s: connection closed after %s (request_timeout 3s)", path, d.Round(100*time.Millisecond))
+					if d > 5*time.Second {
+						t.Fatalf("closed after %s; want within request_timeout (3s) + 2s", d)
+					}
+					return
+				case <-tick.C:
+					if time.Since(start) > 20*time.Second {
+						t.Fatal("the connection is still open after 20s")
+					}
+					_, _ = conn.Write([]byte("{"))
+				}
+			}
+		})
+	}
+}
+
+// demoConsoleWith is demoConsole with extra top-level YAML.
+func demoConsoleWith(t *testing.T, extra string) (base, outboxDSN string) {
+	t.Helper()
+	storeDSN := pgtest.NewDatabase(t)
+	outboxDSN = pgtest.NewDatabase(t)
+	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
+		t.Fatal(err)
+	}
+	return startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n%s",
+		storeDSN, outboxDSN, extra)), outboxDSN
+}
+
+// clusterPIDs are the postmaster of a private PostgreSQL and its children (the backends that
+// hold the console's connections).
+func clusterPIDs(t *testing.T, pg *devstack.Postgres) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(pg.Dir(), "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{master}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		f.Close()
+		// pid (comm) state ppid …; comm may hold spaces, so read after the last ')'.
+		if i := strings.LastIndexByte(line, ')'); i > 0 {
+			if fields := strings.Fields(line[i+1:]); len(fields) > 1 && fields[1] == strconv.Itoa(master) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// A frozen store (its PostgreSQL stopped with SIGSTOP: connections open, nothing answers) makes
+// no page or API call wait past request_timeout; the overview's other panels still show.
+func TestFrozenStoreAnswersWithinRequestTimeout(t *testing.T) {
+	ctx := context.Background()
+	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(t.TempDir(), "pg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	outboxDSN := pgtest.NewDatabase(t)
+	if err := demo.SeedOutbox(ctx, outboxDSN); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 3 * time.Second
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+request_timeout: 3s
+store: {dsn: %q}
+outboxes: [{name: orders, dsn: %q}]
+`, pg.DSN("postgres"), outboxDSN))
+	paths := []string{"/", "/outboxes", "/outboxes/orders", "/audit", "/api/v1/overview", "/api/v1/outboxes",
+		"/api/v1/audit", "/api/v1/replays", "/readyz"}
+	for _, p := range paths { // warm: every pool has its connections
+		if r := do(t, nil, "GET", base+p, "", ""); r.status >= 500 {
+			t.Fatalf("%s before: %d %s", p, r.status, r.body)
+		}
+	}
+
+	pids := clusterPIDs(t, pg)
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+			thawed = true
+		}
+	}
+	t.Cleanup(thaw)
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, p := range paths {
+		start := time.Now()
+		r := do(t, client, "GET", base+p, "", "")
+		took := time.Since(start)
+		t.Logf("%s with the store frozen: %d after %s: %.300s", p, r.status, took.Round(10*time.Millisecond), errorText(r.body))
+		if took > timeout+time.Second {
+			t.Errorf("%s answered after %s; want within request_timeout (%s) + 1s", p, took, timeout)
+		}
+		if r.status == http.StatusInternalServerError {
+			t.Errorf("%s: 500 %s", p, r.body)
+		}
+	}
+	// The overview still shows the outbox, which lives in another database.
+	r := do(t, client, "GET", base+"/api/v1/overview", "", "")
+	if !strings.Contains(r.body, "Outbox orders: 25 DEAD") {
+		t.Errorf("the overview's outbox panel waited for the store: %s", r.body)
+	}
+
+	thaw()
+	deadline := time.Now().Add(20 * time.Second)
+	for do(t, client, "GET", base+"/readyz", "", "").status != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the console did not recover after the store thawed")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// errorText is the message of an error page or JSON error, for the log.
+func errorText(body string) string {
+	if i := strings.Index(body, `data-testid="error-message"`); i >= 0 {
+		return body[i:min(len(body), i+300)]
+	}
+	if strings.HasPrefix(body, "{") {
+		return body
+	}
+	return ""
+}

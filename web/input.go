@@ -1,0 +1,102 @@
+package web
+
+import (
+	"mime"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops"
+)
+
+// validInput refuses, with 400 naming the parameter, query and path parameters that no handler
+// can use: a malformed query string, NUL bytes and invalid UTF-8. They would otherwise reach
+// PostgreSQL ("invalid byte sequence for encoding UTF8") or a broker and come back as a 5xx blamed
+// on a dependency.
+func validInput(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return ops.Invalid("query string", "malformed: escape % as %25 and separate parameters with &")
+		}
+		for k, vs := range q {
+			if problem := badText(k); problem != "" {
+				return ops.Invalid("a query parameter name", problem)
+			}
+			for _, v := range vs {
+				if problem := badText(v); problem != "" {
+					return ops.Invalid(k, problem)
+				}
+			}
+		}
+		for _, name := range c.ParamNames() {
+			v := handlers.PathParam(c, name)
+			if v == "" && name != "*" { // "/rabbitmq/main/queues//nope": echo matches an empty segment
+				return ops.Invalid(paramLabel(c.Path(), name), "required (the path has an empty segment)")
+			}
+			if problem := badText(v); problem != "" {
+				return ops.Invalid(paramLabel(c.Path(), name), problem)
+			}
+		}
+		return next(c)
+	}
+}
+
+// badText says what is wrong with a parameter's value, or "" when nothing is.
+func badText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8 text"
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain NUL bytes"
+	}
+	return ""
+}
+
+// paramLabel names a route's path parameter the way a person reads the URL.
+func paramLabel(route, name string) string {
+	switch name {
+	case "name":
+		return "outbox name"
+	case "id":
+		switch {
+		case strings.Contains(route, "/events/"):
+			return "event id"
+		case strings.Contains(route, "/plans/"):
+			return "plan id"
+		case strings.Contains(route, "/replays/"):
+			return "replay id"
+		}
+		return "id"
+	case "*":
+		return "path"
+	}
+	return name // cluster, group, topic, broker, vhost, queue
+}
+
+// csrfFormField hands the CSRF middleware, which reads only the X-CSRF-Token header, the _csrf
+// field of a form body: the body only, never the query string (echo's "form:" lookup reads both,
+// and a token in a URL is written to access logs and sent in Referer headers).
+func csrfFormField(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Header.Get(echo.HeaderXCSRFToken) != "" || !mutating(c) {
+			return next(c)
+		}
+		mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+		if mt != echo.MIMEApplicationForm && mt != echo.MIMEMultipartForm {
+			return next(c)
+		}
+		if r.PostForm == nil {
+			_ = r.ParseMultipartForm(32 << 20) // what echo's form lookup did; BodyLimit caps the body
+		}
+		if tok := r.PostForm.Get("_csrf"); tok != "" {
+			r.Header.Set(echo.HeaderXCSRFToken, tok)
+		}
+		return next(c)
+	}
+}
