@@ -170,6 +170,34 @@ type KafkaCluster struct {
 	Lag              LagRules `yaml:"lag"`
 	// Headers overrides the dead-letter header names; keys are logical fields (original_topic, …).
 	Headers map[string][]string `yaml:"headers"`
+	// SchemaRegistry decodes Confluent-framed keys and values by the schema id they carry; nil
+	// shows them raw.
+	SchemaRegistry *SchemaRegistry `yaml:"schema_registry"`
+	// Schemas decodes plain (unframed) Avro or Protobuf keys and values of the topics they name.
+	Schemas []TopicSchemas `yaml:"schemas"`
+}
+
+// SchemaRegistry is a Confluent-compatible Schema Registry.
+type SchemaRegistry struct {
+	URL      string `yaml:"url"`      // required, http(s)://host:port
+	Username string `yaml:"username"` // basic auth; empty sends none
+	Password Secret `yaml:"password"`
+	TLS      *TLS   `yaml:"tls"` // same block as the cluster's
+}
+
+// TopicSchemas names the schema files that decode the unframed keys and values of some topics.
+type TopicSchemas struct {
+	Topics []string    `yaml:"topics"` // required, glob patterns (orders*, *.DLT)
+	Key    *SchemaFile `yaml:"key"`    // nil leaves keys raw
+	Value  *SchemaFile `yaml:"value"`  // nil leaves values raw
+}
+
+// SchemaFile is one Avro schema file or a set of .proto files and the message to read.
+type SchemaFile struct {
+	AvroFile    string   `yaml:"avro_file"`    // an .avsc; or give proto_files and message
+	ProtoFiles  []string `yaml:"proto_files"`  // .proto sources, compiled together
+	ImportPaths []string `yaml:"import_paths"` // where imports are found; default the files' folders
+	Message     string   `yaml:"message"`      // fully qualified, e.g. acme.Order; required with proto_files
 }
 
 // LagRules are the Burrow-style status thresholds.
@@ -595,6 +623,42 @@ func (c *Config) Validate() error {
 			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 			default:
 				bad(p+".sasl.mechanism", "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", k.SASL.Mechanism)
+			}
+		}
+		if r := k.SchemaRegistry; r != nil {
+			if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad(p+".schema_registry.url", "required: an http:// or https:// URL")
+			} else if u.User != nil {
+				bad(p+".schema_registry.url", "put credentials in username and password, not in the URL")
+			}
+		}
+		for j, ts := range k.Schemas {
+			sp := fmt.Sprintf("%s.schemas[%d]", p, j)
+			if len(ts.Topics) == 0 {
+				bad(sp+".topics", "required: at least one topic pattern")
+			}
+			for n, pat := range ts.Topics {
+				if _, err := path.Match(pat, ""); err != nil {
+					bad(fmt.Sprintf("%s.topics[%d]", sp, n), "bad pattern %q", pat)
+				}
+			}
+			if ts.Key == nil && ts.Value == nil {
+				bad(sp, "give key, value or both")
+			}
+			for _, sf := range []struct {
+				side string
+				f    *SchemaFile
+			}{{"key", ts.Key}, {"value", ts.Value}} {
+				side, f := sf.side, sf.f
+				switch {
+				case f == nil:
+				case f.AvroFile != "" && len(f.ProtoFiles) > 0:
+					bad(sp+"."+side, "give avro_file or proto_files, not both")
+				case f.AvroFile == "" && len(f.ProtoFiles) == 0:
+					bad(sp+"."+side, "give avro_file or proto_files and message")
+				case len(f.ProtoFiles) > 0 && f.Message == "":
+					bad(sp+"."+side+".message", "required with proto_files: the fully qualified message name")
+				}
 			}
 		}
 	}

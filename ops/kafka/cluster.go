@@ -24,6 +24,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
 // Cluster is one configured Kafka cluster. It holds one long-lived kgo client (shared by the kadm
@@ -39,6 +40,7 @@ type Cluster struct {
 	names    HeaderNames
 	index    headerIndex // names, for decoding
 	ids      configs.MessageIDRules
+	schemas  *schema.Decoder // nil decodes nothing
 
 	prodOnce sync.Once // the replay producer, made on first use
 	prod     *kgo.Client
@@ -109,6 +111,13 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 				ops.Invalid("sasl.mechanism", fmt.Sprintf("must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got %q", cfg.SASL.Mechanism)))
 		}
 	}
+	var schemas *schema.Decoder
+	if cfg.SchemaRegistry != nil || len(cfg.Schemas) > 0 {
+		if schemas, err = schema.New(schema.Options{Registry: cfg.SchemaRegistry, Files: cfg.Schemas,
+			Timeout: min(timeout, 5*time.Second)}); err != nil {
+			return nil, fmt.Errorf("kafka %s: %w", cfg.Name, err)
+		}
+	}
 	cl, err := kgo.NewClient(base...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: client: %w", cfg.Name, err)
@@ -125,6 +134,7 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		names:    names,
 		index:    names.index(),
 		ids:      ids,
+		schemas:  schemas,
 	}, nil
 }
 

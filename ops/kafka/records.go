@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
 // Browsing limits.
@@ -43,6 +44,10 @@ type Record struct {
 	Size int
 	// DeadLetter is the decoded failure metadata, nil when the record carries none.
 	DeadLetter *DeadLetter
+	// KeySchema and ValueSchema are the key and value read through their schema (the Schema
+	// Registry id in the record, or a schema file configured for the topic), decoded from the
+	// whole bytes; nil when the bytes are not for a schema. Key and Value stay the original bytes.
+	KeySchema, ValueSchema *schema.Decoded
 }
 
 // RecordQuery selects one page of one partition.
@@ -213,7 +218,7 @@ func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, 
 			if r.Attrs.IsControl() {
 				return
 			}
-			out = append(out, c.record(r))
+			out = append(out, c.record(ctx, r))
 		})
 		if done {
 			return out, nil
@@ -240,9 +245,9 @@ func fetchErr(fs kgo.Fetches) error {
 	return first
 }
 
-// record converts a fetched record, capping the value and decoding dead-letter headers (from the
-// whole value, before the cap).
-func (c *Cluster) record(r *kgo.Record) Record {
+// record converts a fetched record, capping the value, decoding key and value through their
+// schemas and the dead-letter headers (from the whole value, before the cap).
+func (c *Cluster) record(ctx context.Context, r *kgo.Record) Record {
 	out := Record{
 		Topic:        r.Topic,
 		Partition:    r.Partition,
@@ -269,6 +274,23 @@ func (c *Cluster) record(r *kgo.Record) Record {
 			out.Size += len(h.Key) + len(h.Value)
 		}
 	}
-	out.DeadLetter = c.index.decode(out.Headers, r.Value, c.ids)
+	out.KeySchema, out.ValueSchema = c.decodeSchemas(ctx, r.Topic, r.Key, r.Value)
+	out.DeadLetter = c.index.decode(out.Headers, idSource(r.Value, out.ValueSchema), c.ids)
 	return out
+}
+
+// decodeSchemas reads a record's key and value through their schemas.
+func (c *Cluster) decodeSchemas(ctx context.Context, topic string, key, value []byte) (k, v *schema.Decoded) {
+	if !c.schemas.Active() {
+		return nil, nil
+	}
+	return c.schemas.Decode(ctx, topic, true, key), c.schemas.Decode(ctx, topic, false, value)
+}
+
+// idSource is what message_id.json_paths read: the decoded value when there is one.
+func idSource(value []byte, d *schema.Decoded) []byte {
+	if d != nil && d.JSON != nil {
+		return d.JSON
+	}
+	return value
 }

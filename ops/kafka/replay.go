@@ -18,7 +18,8 @@ import (
 
 // Scan streams the records of one partition with offsets in [from, to), ascending, to fn, one at a
 // time, uncapped and uncopied (a replay moves whole records; franz-go does not reuse its buffers),
-// with their dead-letter metadata decoded. It stops at offset to−1, or when fn returns an
+// with their dead-letter metadata and schemas decoded (Value stays the original bytes; message
+// ids are read from the decoded value). It stops at offset to−1, or when fn returns an
 // error, which Scan returns. Offsets below the log start → ops.ErrInvalid.
 func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(Record) error) error {
 	if from >= to {
@@ -52,7 +53,8 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 				return
 			}
 			rec := rawRecord(r)
-			rec.DeadLetter = c.index.decode(rec.Headers, r.Value, c.ids)
+			rec.KeySchema, rec.ValueSchema = c.decodeSchemas(ctx, r.Topic, r.Key, r.Value)
+			rec.DeadLetter = c.index.decode(rec.Headers, idSource(r.Value, rec.ValueSchema), c.ids)
 			stop = fn(rec)
 		})
 		if stop != nil {
