@@ -599,6 +599,3 @@ type gated struct {
 	resumed map[int]bool // seqs this job claimed before and never settled
 	mine    []Item       // settled by an earlier run of this job
 }
-
-// errStopped ends a run that was cancelled or lost its lease.
-var errStopped = errors.New("replay: job stopped")
