@@ -83,9 +83,12 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
-		FROM audit_log
+		FROM audit_log a
 		WHERE ($1 = '' OR actor = $1) AND ($2 = '' OR action = $2)
 		  AND ($3::timestamptz IS NULL OR at >= $3) AND ($4 = 0 OR id < $4)
+		  -- an intent is one action with its outcome: shown alone only when no outcome followed it
+		  AND NOT (outcome = 'started' AND EXISTS (SELECT FROM audit_log o
+		      WHERE o.detail ? 'intent_id' AND o.detail->>'intent_id' = a.id::text))
 		ORDER BY at DESC, id DESC LIMIT $5`,
 		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit)
 	if err != nil {
