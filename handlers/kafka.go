@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -387,6 +388,34 @@ type recordJSON struct {
 	Size           int             `json:"size"`
 	Headers        []headerJSON    `json:"headers"`
 	DeadLetter     *deadLetterJSON `json:"dead_letter"`
+	KeySchema      *schemaJSON     `json:"key_schema"`
+	ValueSchema    *schemaJSON     `json:"value_schema"`
+}
+
+// schemaJSON names the schema a key or value was decoded with; Error says why it could not be
+// (the bytes are then given as they are).
+type schemaJSON struct {
+	Format  string `json:"format"`
+	ID      int    `json:"id"`
+	Subject string `json:"subject"`
+	Type    string `json:"type"`
+	Error   string `json:"error,omitempty"`
+}
+
+func toSchemaJSON(d *schema.Decoded) *schemaJSON {
+	if d == nil {
+		return nil
+	}
+	return &schemaJSON{Format: d.Format, ID: d.ID, Subject: d.Subject, Type: d.Type, Error: d.Error}
+}
+
+// decodedJSON is a decoded key or value as the API gives it: its JSON text, encoding "json".
+func decodedJSON(d *schema.Decoded) (*string, string, bool) {
+	if d == nil || d.JSON == nil {
+		return nil, "", false
+	}
+	s := string(d.JSON)
+	return &s, "json", true
 }
 
 // bytesJSON is b as a JSON string: the text itself when it is UTF-8, else base64.
@@ -406,11 +435,30 @@ func bytesJSON(b []byte) (*string, string) {
 	return &s, "base64"
 }
 
-func toRecordJSON(r kafka.Record) recordJSON {
+// toRecordJSON gives decoded keys and values as their JSON, unless raw asks for the original
+// bytes (base64 when they are not UTF-8, as for any value).
+func toRecordJSON(r kafka.Record, raw bool) recordJSON {
 	j := recordJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(), ValueTruncated: r.Truncated,
-		Size: r.Size, Headers: []headerJSON{}}
+		Size: r.Size, Headers: []headerJSON{}, KeySchema: toSchemaJSON(r.KeySchema), ValueSchema: toSchemaJSON(r.ValueSchema)}
 	j.Key, j.KeyEncoding = bytesJSON(r.Key)
 	j.Value, j.ValueEncoding = bytesJSON(r.Value)
+	if raw {
+		if r.Key != nil && r.KeySchema != nil {
+			k := base64.StdEncoding.EncodeToString(r.Key)
+			j.Key, j.KeyEncoding = &k, "base64"
+		}
+		if r.Value != nil && r.ValueSchema != nil {
+			v := base64.StdEncoding.EncodeToString(r.Value)
+			j.Value, j.ValueEncoding = &v, "base64"
+		}
+	} else {
+		if k, enc, ok := decodedJSON(r.KeySchema); ok {
+			j.Key, j.KeyEncoding = k, enc
+		}
+		if v, enc, ok := decodedJSON(r.ValueSchema); ok {
+			j.Value, j.ValueEncoding, j.ValueTruncated = v, enc, false
+		}
+	}
 	for _, hd := range r.Headers {
 		if utf8.Valid(hd.Value) {
 			j.Headers = append(j.Headers, headerJSON{Key: hd.Key, Value: string(hd.Value)})
@@ -438,6 +486,14 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	raw := false
+	switch c.QueryParam("raw") {
+	case "", "false":
+	case "true":
+		raw = true
+	default:
+		return ops.Invalid("raw", "must be true or false")
+	}
 	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
@@ -449,7 +505,7 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	out := make([]recordJSON, 0, len(page.Records))
 	for _, r := range page.Records {
 		r, redacted := redactRecord(red, r)
-		j := toRecordJSON(r)
+		j := toRecordJSON(r, raw)
 		j.Redacted = redacted
 		out = append(out, j)
 	}
@@ -680,6 +736,16 @@ func toRecordView(r kafka.Record) kafkapages.RecordView {
 		Truncated: r.Truncated, OriginalSize: r.OriginalSize}
 	v.Key, v.KeyEncoding = kafka.Render(r.Key)
 	v.Value, v.ValueEncoding = kafka.Render(r.Value)
+	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)
+	v.ValueSchema, v.ValueSchemaError = schemaLabel(r.ValueSchema)
+	if d := r.KeySchema; d != nil && d.JSON != nil {
+		v.Key, _ = kafka.Render(d.JSON)
+		v.KeyEncoding = d.Format
+	}
+	if d := r.ValueSchema; d != nil && d.JSON != nil {
+		v.Value, _ = kafka.Render(d.JSON)
+		v.ValueEncoding, v.Truncated = d.Format, false
+	}
 	if len(v.Value) > maxRenderedValue {
 		v.Value, v.Truncated = v.Value[:maxRenderedValue], true
 	}
@@ -706,6 +772,28 @@ func toRecordView(r kafka.Record) kafkapages.RecordView {
 		v.DeadLetter = &dv
 	}
 	return v
+}
+
+// schemaLabel names a decoded key or value's schema for people ("avro acme.Order · id 12 ·
+// orders-value"), or says why it could not be decoded.
+func schemaLabel(d *schema.Decoded) (label, problem string) {
+	if d == nil {
+		return "", ""
+	}
+	parts := []string{}
+	if d.Format != "" {
+		parts = append(parts, strings.TrimSpace(d.Format+" "+d.Type))
+	}
+	if d.ID != 0 {
+		parts = append(parts, "id "+strconv.Itoa(d.ID))
+	}
+	if d.Subject != "" {
+		parts = append(parts, d.Subject)
+	}
+	if d.Error != "" {
+		problem = d.Error + "; shown raw"
+	}
+	return strings.Join(parts, " · "), problem
 }
 
 // ErrorsPage: GET /kafka/:cluster/topics/:topic/errors — one row per bug.
@@ -758,7 +846,15 @@ func redactRecord(red *Redactor, r kafka.Record) (kafka.Record, bool) {
 		}
 		hs[i] = hd
 	}
-	if v, changed := red.maskBody(r.Value, r.Truncated, m); changed {
+	if d := r.ValueSchema; d != nil && d.JSON != nil && len(red.paths) > 0 {
+		// The paths apply to the decoded value; the original bytes carry every field in a form
+		// no path can reach, so they are withheld whole.
+		dv := *d
+		var changed bool
+		dv.JSON, changed = red.maskBody(d.JSON, false, m)
+		r.ValueSchema, r.Value = &dv, []byte(Redacted)
+		redacted = redacted || changed
+	} else if v, changed := red.maskBody(r.Value, r.Truncated, m); changed {
 		r.Value, redacted = v, true
 	}
 	for i, hd := range hs {

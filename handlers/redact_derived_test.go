@@ -32,7 +32,7 @@ func TestRedactDerivedFields(t *testing.T) {
 			t.Fatalf("fixture: %+v", rec.DeadLetter)
 		}
 		got, redacted := redactRecord(red, rec)
-		raw, _ := json.Marshal(toRecordJSON(got))
+		raw, _ := json.Marshal(toRecordJSON(got, false))
 		view, _ := json.Marshal(toRecordView(got))
 		for _, out := range [][]byte{raw, view} {
 			for _, leak := range []string{secret, id, card} {

@@ -115,6 +115,10 @@ type RecordView struct {
 	Size          int
 	Headers       []HeaderView
 	DeadLetter    *DeadLetterView
+	// KeySchema and ValueSchema name the schema the key or value was decoded with ("" when it
+	// was not); the *Error fields say why decoding failed (Key or Value is then the raw bytes).
+	KeySchema, KeySchemaError     string
+	ValueSchema, ValueSchemaError string
 }
 
 // HeaderView is one header, its value as text.
