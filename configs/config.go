@@ -126,6 +126,9 @@ func (p Pool) validate(prefix string, bad func(key, format string, args ...any))
 type Sampler struct {
 	Interval  Duration `yaml:"interval"`  // default 15s
 	Retention Duration `yaml:"retention"` // default 168h (7 days)
+	// MinRefresh is how old a viewed Kafka cluster's snapshot may be before a page or API read
+	// re-samples it on demand (once for all concurrent viewers); default 2s, at most interval.
+	MinRefresh Duration `yaml:"min_refresh"`
 }
 
 // Outbox is one service's transactional outbox table.
@@ -205,6 +208,12 @@ type LagRules struct {
 	Window     Duration `yaml:"window"`       // evaluation window; default 5m
 	StopAfter  Duration `yaml:"stop_after"`   // no commit for longer than this with lag > 0 → STOP; default 15m
 	WarnMinLag int64    `yaml:"warn_min_lag"` // growth below this is noise; default 1
+	// WarnAfterSeconds makes a group with members WARN when its next record to consume is older
+	// than this many seconds (time lag); 0 (the default) judges no time lag.
+	WarnAfterSeconds float64 `yaml:"warn_after_seconds"`
+	// ErrorAfterSeconds makes it ERR past this time lag; 0 (the default) is off. Above
+	// WarnAfterSeconds when both are set.
+	ErrorAfterSeconds float64 `yaml:"error_after_seconds"`
 }
 
 // TLS configures a client certificate and trust. Empty paths mean the system defaults.
@@ -401,6 +410,9 @@ func (c *Config) applyDefaults() {
 	if c.Sampler.Interval == 0 {
 		c.Sampler.Interval = Duration(15 * time.Second)
 	}
+	if c.Sampler.MinRefresh == 0 {
+		c.Sampler.MinRefresh = Duration(2 * time.Second)
+	}
 	if c.Sampler.Retention == 0 {
 		c.Sampler.Retention = Duration(7 * 24 * time.Hour)
 	}
@@ -565,6 +577,9 @@ func (c *Config) Validate() error {
 	if c.Sampler.Interval < Duration(time.Second) {
 		bad("sampler.interval", "must be at least 1s")
 	}
+	if c.Sampler.MinRefresh < 0 || c.Sampler.MinRefresh > c.Sampler.Interval {
+		bad("sampler.min_refresh", "must be between 0s and sampler.interval")
+	}
 
 	names := map[string]map[string]bool{}
 	unique := func(kind, key, name string) {
@@ -612,6 +627,15 @@ func (c *Config) Validate() error {
 			if _, _, err := net.SplitHostPort(b); err != nil {
 				bad(fmt.Sprintf("%s.brokers[%d]", p, j), "%q must be host:port", b)
 			}
+		}
+		if k.Lag.WarnAfterSeconds < 0 {
+			bad(p+".lag.warn_after_seconds", "must not be negative")
+		}
+		if k.Lag.ErrorAfterSeconds < 0 {
+			bad(p+".lag.error_after_seconds", "must not be negative")
+		}
+		if k.Lag.WarnAfterSeconds > 0 && k.Lag.ErrorAfterSeconds > 0 && k.Lag.ErrorAfterSeconds <= k.Lag.WarnAfterSeconds {
+			bad(p+".lag.error_after_seconds", "must be above lag.warn_after_seconds")
 		}
 		for j, pat := range k.DeadLetterTopics {
 			if _, err := path.Match(pat, ""); err != nil {

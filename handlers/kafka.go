@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
 )
@@ -95,20 +96,24 @@ func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, err
 // ---- JSON ----
 
 type partitionLagJSON struct {
-	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed"`
-	Start     int64  `json:"start"`
-	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
-	Status    string `json:"status"`
-	Reason    string `json:"reason,omitempty"`
-	Member    string `json:"member,omitempty"`
+	Partition int32 `json:"partition"`
+	Committed int64 `json:"committed"`
+	Start     int64 `json:"start"`
+	End       int64 `json:"end"`
+	Lag       int64 `json:"lag"`
+	// LagSeconds is the time lag: now minus the timestamp of the next record to consume when
+	// sampled; 0 when caught up, null when unknown.
+	LagSeconds *float64 `json:"lag_seconds"`
+	Status     string   `json:"status"`
+	Reason     string   `json:"reason,omitempty"`
+	Member     string   `json:"member,omitempty"`
 }
 
 type topicLagJSON struct {
-	Topic      string             `json:"topic"`
-	Lag        int64              `json:"lag"`
-	Partitions []partitionLagJSON `json:"partitions"`
+	Topic         string             `json:"topic"`
+	Lag           int64              `json:"lag"`
+	MaxLagSeconds *float64           `json:"max_lag_seconds"`
+	Partitions    []partitionLagJSON `json:"partitions"`
 }
 
 type groupJSON struct {
@@ -117,6 +122,7 @@ type groupJSON struct {
 	Protocol       string         `json:"protocol"`
 	Members        int            `json:"members"`
 	TotalLag       int64          `json:"total_lag"`
+	MaxLagSeconds  *float64       `json:"max_lag_seconds"`
 	Status         string         `json:"status"`
 	Reason         string         `json:"reason"`
 	RatePerSecond  *float64       `json:"rate_per_second"`
@@ -127,7 +133,7 @@ type groupJSON struct {
 
 func toGroupJSON(g sampler.KafkaGroup) groupJSON {
 	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
-		Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
+		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
 	if g.RateKnown {
 		rate := g.Rate
 		j.RatePerSecond = &rate
@@ -137,7 +143,7 @@ func toGroupJSON(g sampler.KafkaGroup) groupJSON {
 		}
 	}
 	for _, t := range g.Topics {
-		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, Partitions: []partitionLagJSON{}}
+		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: []partitionLagJSON{}}
 		for _, p := range t.Partitions {
 			st, ok := g.Partitions[partitionKey(t.Topic, p.Partition)]
 			if !ok {
@@ -147,11 +153,35 @@ func toGroupJSON(g sampler.KafkaGroup) groupJSON {
 				}
 			}
 			tj.Partitions = append(tj.Partitions, partitionLagJSON{Partition: p.Partition, Committed: p.Committed,
-				Start: p.Start, End: p.End, Lag: p.Lag, Status: string(st.Code), Reason: st.Reason, Member: p.Member})
+				Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
 		}
 		j.Topics = append(j.Topics, tj)
 	}
 	return j
+}
+
+// timeLagText is a time lag for pages: "0 s" when caught up, "" (a dash) when unknown.
+func timeLagText(d time.Duration) string {
+	if d < 0 {
+		return ""
+	}
+	return components.FormatAge(d.Truncate(time.Second))
+}
+
+func timeLagMS(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// seconds is a time lag for the API: seconds with millisecond precision, nil (null) when unknown.
+func seconds(d time.Duration) *float64 {
+	if d < 0 {
+		return nil
+	}
+	s := float64(d.Milliseconds()) / 1000
+	return &s
 }
 
 func partitionKey(topic string, p int32) string { return topic + "/" + strconv.Itoa(int(p)) }
@@ -216,7 +246,7 @@ func observedOnce(g kafka.Group, rules configs.LagRules, now time.Time) sampler.
 	for _, t := range g.Topics {
 		for _, p := range t.Partitions {
 			parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition,
-				Samples: []kafka.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag}}})
+				Samples: []kafka.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
 		}
 	}
 	st := kafka.EvaluateGroup(rules, g.State, g.Members, parts, now)
@@ -264,7 +294,7 @@ func (h *Kafka) APIGroupHistory(c echo.Context) error {
 	}
 	out := make([]map[string]any, 0, len(points))
 	for _, p := range points {
-		m := map[string]any{"at": p.At.UTC(), "total_lag": p.TotalLag}
+		m := map[string]any{"at": p.At.UTC(), "total_lag": p.TotalLag, "max_lag_seconds": seconds(p.MaxTimeLag)}
 		for key, lag := range p.Partitions {
 			m[key] = lag
 		}
@@ -570,7 +600,7 @@ func toGroupRows(snap sampler.KafkaSnapshot) []kafkapages.GroupRow {
 			topics = append(topics, t.Topic)
 		}
 		rows = append(rows, kafkapages.GroupRow{Name: g.Name, State: g.State, Members: g.Members, TotalLag: g.TotalLag,
-			Status: string(g.Status.Code), Reason: g.Status.Reason, Severity: g.Status.Code.Severity(),
+			TimeLag: timeLagText(g.MaxTimeLag), TimeLagMS: timeLagMS(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Severity: g.Status.Code.Severity(),
 			Topics: strings.Join(topics, ", "), Error: g.Error})
 	}
 	sort.SliceStable(rows, func(i, j int) bool { // worst first, then by lag
@@ -644,7 +674,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	}
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
 		Cluster: k.Name(), Name: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members,
-		TotalLag: g.TotalLag, Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
+		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
 		Range: rangeLabel, Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
 	if g.RateKnown {
 		page.Rate = fmt.Sprintf("%.1f msg/s", g.Rate)
@@ -658,10 +688,12 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		}
 	}
 	j := toGroupJSON(g)
-	for _, t := range j.Topics {
-		for _, p := range t.Partitions {
+	for ti, t := range j.Topics {
+		for pi, p := range t.Partitions {
+			tl := g.Topics[ti].Partitions[pi].TimeLag
 			page.Partitions = append(page.Partitions, kafkapages.PartitionRow{Topic: t.Topic, Partition: p.Partition,
-				Committed: p.Committed, End: p.End, Lag: p.Lag, Status: p.Status, Reason: p.Reason, Member: p.Member})
+				Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: timeLagText(tl), TimeLagMS: timeLagMS(tl),
+				Status: p.Status, Reason: p.Reason, Member: p.Member})
 		}
 	}
 	sort.SliceStable(page.Partitions, func(i, j int) bool { return page.Partitions[i].Lag > page.Partitions[j].Lag })

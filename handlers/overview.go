@@ -184,12 +184,16 @@ func (h *Overview) kafkaProblems(ctx context.Context, cluster string) []Problem 
 			continue
 		}
 		severity := "warning"
-		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead {
+		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead || code == kafka.StatusErr {
 			severity = "critical"
 		}
 		// The reason names the partitions it is about, with their lag; the total tells them apart.
-		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s (total lag %s): %s", cluster, g.Name, code,
-			components.FormatNum(g.TotalLag), g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
+		behind := ""
+		if g.MaxTimeLag > 0 {
+			behind = ", " + components.FormatAge(g.MaxTimeLag.Truncate(time.Second)) + " behind"
+		}
+		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
+			components.FormatNum(g.TotalLag), behind, g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
 	}
 	// Dead-letter topics that received something recently, from the same snapshot.
 	for _, t := range snap.DeadLetterTopics {

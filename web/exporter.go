@@ -49,7 +49,7 @@ const (
 // kafka.StatusCode.Severity is not used because it gives EMPTY and DEAD the same value.
 var kafkaStatusCodes = map[kafka.StatusCode]float64{
 	kafka.StatusOK: 0, kafka.StatusWarn: 1, kafka.StatusStall: 2, kafka.StatusStop: 3,
-	kafka.StatusEmpty: 4, kafka.StatusDead: 5,
+	kafka.StatusEmpty: 4, kafka.StatusDead: 5, kafka.StatusErr: 6,
 }
 
 // replayOutcomes are the ledger's settled outcomes, exported even at zero so that rate() and
@@ -61,8 +61,12 @@ var (
 		"Consumer group lag per partition from the sampler's latest snapshot (partitions with unknown lag are left out).",
 		[]string{"cluster", "group", "topic", "partition"}, nil)
 	descKafkaStatus = prometheus.NewDesc("redrive_kafka_group_status",
-		"Consumer group status from the sampler's latest snapshot: OK 0, WARN 1, STALL 2, STOP 3, EMPTY 4, DEAD 5.",
+		"Consumer group status from the sampler's latest snapshot: OK 0, WARN 1, STALL 2, STOP 3, EMPTY 4, DEAD 5, ERR 6.",
 		[]string{"cluster", "group"}, nil)
+	descKafkaLagSeconds = prometheus.NewDesc("redrive_kafka_group_lag_seconds",
+		"Consumer group time lag per partition from the sampler's latest snapshot: now minus the timestamp of the next record to consume "+
+			"at the time of the sample, 0 when caught up (partitions with unknown time lag are left out).",
+		[]string{"cluster", "group", "topic", "partition"}, nil)
 	descRabbitMessages = prometheus.NewDesc("redrive_rabbitmq_queue_messages",
 		"Messages in a RabbitMQ queue from the sampler's latest snapshot, by state (ready, unacked).",
 		[]string{"broker", "vhost", "queue", "state"}, nil)
@@ -158,7 +162,7 @@ func (e *exporter) init() *exporter {
 
 // Describe implements prometheus.Collector.
 func (e *exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKafkaLag, descKafkaStatus, descRabbitMessages, descOutboxEvents,
+	for _, d := range []*prometheus.Desc{descKafkaLag, descKafkaLagSeconds, descKafkaStatus, descRabbitMessages, descOutboxEvents,
 		descOutboxStuck, descOutboxAge, descDeadLetters, descReplayMessages, descSnapshotAge} {
 		ch <- d
 	}
@@ -282,6 +286,9 @@ func (e *exporter) collectKafka(ctx context.Context, cluster string) ([]promethe
 			for _, p := range t.Partitions {
 				if p.Lag >= 0 {
 					s.add(descKafkaLag, prometheus.GaugeValue, float64(p.Lag), cluster, g.Name, t.Topic, strconv.Itoa(int(p.Partition)))
+				}
+				if p.TimeLag >= 0 {
+					s.add(descKafkaLagSeconds, prometheus.GaugeValue, p.TimeLag.Seconds(), cluster, g.Name, t.Topic, strconv.Itoa(int(p.Partition)))
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,7 +21,10 @@ type Group struct {
 	Protocol     string // the partition assignor in use, e.g. "cooperative-sticky"; empty unless Stable
 	Members      int
 	TotalLag     int64 // sum of the partitions' known (non-negative) lag
-	Topics       []TopicLag
+	// MaxTimeLag is the largest of its topics' MaxTimeLag: how far behind in time the group's
+	// furthest-behind partition is; 0 when caught up, -1 when only unknown time lags lag.
+	MaxTimeLag time.Duration
+	Topics     []TopicLag
 	// Error is set when the group could not be described or its offsets fetched (for example its
 	// coordinator is loading); Topics is then empty. Other groups are unaffected.
 	Error string
@@ -30,6 +34,7 @@ type Group struct {
 type TopicLag struct {
 	Topic      string
 	Lag        int64
+	MaxTimeLag time.Duration // the largest of the partitions' TimeLag (-1 only if all lagging ones are unknown)
 	Partitions []PartitionLag
 }
 
@@ -39,12 +44,15 @@ type TopicLag struct {
 // commit time is not here; the sampler's history (Sample) is what tells whether commits move.
 type PartitionLag struct {
 	Partition int32
-	Committed int64  // the committed offset, or -1 if the group never committed here
-	Start     int64  // log start offset, or -1 if it could not be listed
-	End       int64  // log end offset (high watermark), or -1 if it could not be listed
-	Lag       int64  // End − Committed; End − Start when nothing (still existing) is committed; -1 if unknown
-	Member    string // "client-id@host" of the member assigned this partition; empty if none
-	Error     string // why Lag is unknown, e.g. the topic was deleted
+	Committed int64 // the committed offset, or -1 if the group never committed here
+	Start     int64 // log start offset, or -1 if it could not be listed
+	End       int64 // log end offset (high watermark), or -1 if it could not be listed
+	Lag       int64 // End − Committed; End − Start when nothing (still existing) is committed; -1 if unknown
+	// TimeLag is now minus the timestamp of the next record to consume (the one at the committed
+	// offset; at the log start when nothing is committed): 0 when caught up, -1 when unknown.
+	TimeLag time.Duration
+	Member  string // "client-id@host" of the member assigned this partition; empty if none
+	Error   string // why Lag is unknown, e.g. the topic was deleted
 }
 
 // Groups returns every classic consumer group with its lag, sorted by name. The number of admin
@@ -77,6 +85,7 @@ func (c *Cluster) Groups(ctx context.Context) ([]Group, error) {
 	for _, l := range lags.Sorted() {
 		out = append(out, groupFrom(l))
 	}
+	c.fillTimeLags(ctx, out, time.Now())
 	return out, nil
 }
 
@@ -105,7 +114,9 @@ func (c *Cluster) Group(ctx context.Context, name string) (Group, error) {
 	if l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0 {
 		return Group{}, c.fail(fmt.Sprintf("group %q", name), ops.ErrNotFound)
 	}
-	return groupFrom(l), nil
+	g := []Group{groupFrom(l)}
+	c.fillTimeLags(ctx, g, time.Now())
+	return g[0], nil
 }
 
 func groupFrom(l kadm.DescribedGroupLag) Group {

@@ -19,6 +19,9 @@ type Sample struct {
 	Committed int64 // committed offset, -1 if none
 	End       int64 // log end offset
 	Lag       int64 // as in PartitionLag; -1 if unknown (such samples are ignored)
+	// TimeLag is as in PartitionLag (0 caught up, -1 unknown); it is judged only against
+	// LagRules.WarnAfterSeconds and ErrorAfterSeconds, which are off by default.
+	TimeLag time.Duration
 }
 
 // StatusCode is a Burrow-style consumer status. Codes are ordered by Severity.
@@ -40,16 +43,19 @@ const (
 	StatusStall StatusCode = "STALL"
 	// StatusStop: lag and no commit movement for longer than LagRules.StopAfter.
 	StatusStop StatusCode = "STOP"
+	// StatusErr: the consumer moves but is further behind in time than
+	// LagRules.ErrorAfterSeconds (Burrow's ERR). Only with that threshold set.
+	StatusErr StatusCode = "ERR"
 )
 
-// Severity orders codes for "worst of": OK 0, EMPTY and DEAD 1, WARN 2, STALL 3, STOP 4.
+// Severity orders codes for "worst of": OK 0, EMPTY and DEAD 1, WARN 2, ERR and STALL 3, STOP 4.
 func (s StatusCode) Severity() int {
 	switch s {
 	case StatusEmpty, StatusDead:
 		return 1
 	case StatusWarn:
 		return 2
-	case StatusStall:
+	case StatusStall, StatusErr:
 		return 3
 	case StatusStop:
 		return 4
@@ -99,6 +105,10 @@ type GroupStatus struct {
 //     least rules.WarnMinLag in all → WARN;
 //   - otherwise OK: a steady or fluctuating lag that is being consumed is normal.
 //
+// Then, when the rules set time thresholds and the group has members, a newest time lag above
+// rules.ErrorAfterSeconds raises a verdict below ERR to ERR, and one above
+// rules.WarnAfterSeconds raises OK to WARN ("14m behind (warn after 10m)").
+//
 // The window ends at the newest sample. "Not moved for d" is known only as far back as the samples
 // reach: the committed offset is taken as stuck since the oldest sample of the newest run of equal
 // committed offsets. Reasons never show the -1 of an offset that was never committed.
@@ -121,6 +131,7 @@ const (
 	foundStall              // committed offset stuck for a window, with members
 	foundStallNever         // never committed for a window, with members
 	foundRising             // lag rose at every sample of the window
+	foundBehind             // time lag above a threshold (WARN or ERR)
 )
 
 // verdict is a Status with the facts its reason was worded from.
@@ -131,7 +142,9 @@ type verdict struct {
 	offset  int64         // the committed offset (foundStop, foundStall)
 	stuck   time.Duration // how long the committed offset has not moved
 	members int
-	window  []Sample // the window's samples (foundRising)
+	window  []Sample      // the window's samples (foundRising)
+	behind  time.Duration // the newest time lag (foundBehind)
+	limit   time.Duration // the threshold it passed (foundBehind)
 }
 
 // minRisingSamples is how many samples must rise one after the other for WARN: with two, a single
@@ -139,6 +152,31 @@ type verdict struct {
 const minRisingSamples = 3
 
 func evaluate(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) verdict {
+	v := evaluateOffsets(rules, state, members, samples, now)
+	if state == "Dead" || state == "Empty" || (rules.WarnAfterSeconds <= 0 && rules.ErrorAfterSeconds <= 0) {
+		return v
+	}
+	s := usable(samples)
+	if len(s) == 0 || s[len(s)-1].Lag <= 0 || s[len(s)-1].TimeLag <= 0 {
+		return v
+	}
+	last := s[len(s)-1]
+	errAfter := time.Duration(rules.ErrorAfterSeconds * float64(time.Second))
+	warnAfter := time.Duration(rules.WarnAfterSeconds * float64(time.Second))
+	b := verdict{found: foundBehind, lag: last.Lag, offset: last.Committed, members: members, behind: last.TimeLag}
+	switch {
+	case errAfter > 0 && last.TimeLag > errAfter && v.status.Code.Severity() < StatusErr.Severity():
+		b.status.Code, b.limit = StatusErr, errAfter
+	case warnAfter > 0 && last.TimeLag > warnAfter && v.status.Code.Severity() < StatusWarn.Severity():
+		b.status.Code, b.limit = StatusWarn, warnAfter
+	default:
+		return v
+	}
+	b.status.Reason = b.describe(nil, "")
+	return b
+}
+
+func evaluateOffsets(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) verdict {
 	s := usable(samples)
 	var last *Sample
 	if len(s) > 0 {
@@ -257,6 +295,16 @@ func (v verdict) describe(others []verdict, where string) string {
 		return fmt.Sprintf("committed offsets stuck for %s%s with %s, lag %s", stuckText, where, plural(v.members, "member"), num(lag))
 	case foundStallNever:
 		return fmt.Sprintf("never committed%s (no commit seen in %s) with %s, lag %s", where, stuckText, plural(v.members, "member"), num(lag))
+	case foundBehind:
+		behind := v.behind
+		for _, o := range all {
+			behind = max(behind, o.behind)
+		}
+		word := "warn"
+		if v.status.Code == StatusErr {
+			word = "error"
+		}
+		return fmt.Sprintf("%s behind%s (%s after %s), lag %s", dur(behind), where, word, dur(v.limit), num(lag))
 	case foundRising:
 		lags, span := risingTotal(all)
 		return fmt.Sprintf("lag rose at every sample%s: %s over %s", where, chain(lags), dur(span))

@@ -196,12 +196,12 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 			// The group was described: its partitions now replace the window's set.
 			fresh := make(map[partKey][]kafka.Sample, len(w.parts))
 			row := store.KafkaGroupSample{Cluster: st.name, Group: g.Name, At: at, TotalLag: g.TotalLag,
-				State: g.State, Members: g.Members}
+				State: g.State, Members: g.Members, MaxTimeLag: g.MaxTimeLag}
 			var committed int64
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
 					k := partKey{t.Topic, p.Partition}
-					samples := append(trim(w.parts[k], cutoff), kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag})
+					samples := append(trim(w.parts[k], cutoff), kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
 					fresh[k] = samples
 					parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
 					row.Partitions = append(row.Partitions, store.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
@@ -445,7 +445,7 @@ func (s *Sampler) readHistory(ctx context.Context, cluster, group string, since,
 	}
 	out := make([]GroupPoint, len(h.Points))
 	for i, p := range h.Points {
-		gp := GroupPoint{At: p.At, TotalLag: p.TotalLag, Partitions: make(map[string]int64, len(keys))}
+		gp := GroupPoint{At: p.At, TotalLag: p.TotalLag, MaxTimeLag: p.MaxTimeLag, Partitions: make(map[string]int64, len(keys))}
 		for j, k := range keys {
 			lag := int64(-1)
 			if j < len(p.Partitions) {

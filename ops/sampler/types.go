@@ -40,6 +40,8 @@ type KafkaGroup struct {
 type GroupPoint struct {
 	At       time.Time
 	TotalLag int64
+	// MaxTimeLag is the group's highest time lag in the point's bucket; -1 when unknown.
+	MaxTimeLag time.Duration
 	// Partitions holds the lag of the group's top partitions (by lag over the range), key
 	// "topic/partition"; the same keys in every point of one answer.
 	Partitions map[string]int64

@@ -40,6 +40,7 @@ type wireGroup struct {
 	Protocol     string           `json:"p,omitempty"`
 	Members      int              `json:"m,omitempty"`
 	TotalLag     int64            `json:"lag"`
+	MaxTimeLag   int64            `json:"mtl,omitempty"` // milliseconds, -1 unknown
 	Error        string           `json:"err,omitempty"`
 	Status       kafka.StatusCode `json:"st"`
 	Reason       string           `json:"why,omitempty"`
@@ -67,6 +68,8 @@ type wireTopic struct {
 	Start     []int64  `json:"s"`
 	End       []int64  `json:"e"`
 	Lags      []int64  `json:"l"`
+	MaxTime   int64    `json:"mtl,omitempty"` // milliseconds, -1 unknown
+	TimeLags  []int64  `json:"tl,omitempty"`  // milliseconds, -1 unknown; absent when every partition is caught up (0)
 	Member    []int    `json:"m,omitempty"`   // index into wireGroup.MemberNames, -1 for none; absent when no partition has a member
 	Errors    []string `json:"err,omitempty"` // absent when no partition has an error
 }
@@ -86,7 +89,7 @@ func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 	for i, g := range groups {
 		wg := wireGroup{
 			Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
-			Members: g.Members, TotalLag: g.TotalLag, Error: g.Error,
+			Members: g.Members, TotalLag: g.TotalLag, MaxTimeLag: ms(g.MaxTimeLag), Error: g.Error,
 			Status: g.Status.Code, Reason: g.Status.Reason,
 			Rate: g.Rate, CatchUp: int64(g.CatchUp), RateKnown: g.RateKnown,
 			Topics: make([]wireTopic, len(g.Topics)),
@@ -120,10 +123,16 @@ func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 		memberIdx := map[string]int{}
 		for j, t := range g.Topics {
 			n := len(t.Partitions)
-			wt := wireTopic{Topic: t.Topic, Lag: t.Lag, Partition: make([]int32, n), Committed: make([]int64, n),
+			wt := wireTopic{Topic: t.Topic, Lag: t.Lag, MaxTime: ms(t.MaxTimeLag), Partition: make([]int32, n), Committed: make([]int64, n),
 				Start: make([]int64, n), End: make([]int64, n), Lags: make([]int64, n)}
 			for k, p := range t.Partitions {
 				wt.Partition[k], wt.Committed[k], wt.Start[k], wt.End[k], wt.Lags[k] = p.Partition, p.Committed, p.Start, p.End, p.Lag
+				if p.TimeLag != 0 {
+					if wt.TimeLags == nil {
+						wt.TimeLags = make([]int64, n)
+					}
+					wt.TimeLags[k] = ms(p.TimeLag)
+				}
 				if p.Member != "" {
 					if wt.Member == nil {
 						wt.Member = make([]int, n)
@@ -187,7 +196,8 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 	for i, wg := range w.Groups {
 		g := KafkaGroup{
 			Group: kafka.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
-				Members: wg.Members, TotalLag: wg.TotalLag, Error: wg.Error, Topics: make([]kafka.TopicLag, len(wg.Topics))},
+				Members: wg.Members, TotalLag: wg.TotalLag, MaxTimeLag: fromMS(wg.MaxTimeLag), Error: wg.Error,
+				Topics: make([]kafka.TopicLag, len(wg.Topics))},
 			Status:    kafka.Status{Code: wg.Status, Reason: wg.Reason},
 			Rate:      wg.Rate,
 			CatchUp:   time.Duration(wg.CatchUp),
@@ -208,10 +218,11 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 		for j, wt := range wg.Topics {
 			n := len(wt.Partition)
 			if len(wt.Committed) != n || len(wt.Start) != n || len(wt.End) != n || len(wt.Lags) != n ||
-				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) {
+				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) ||
+				(wt.TimeLags != nil && len(wt.TimeLags) != n) {
 				return nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
 			}
-			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, Partitions: make([]kafka.PartitionLag, n)}
+			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, MaxTimeLag: fromMS(wt.MaxTime), Partitions: make([]kafka.PartitionLag, n)}
 			for k := range n {
 				p := kafka.PartitionLag{Partition: wt.Partition[k], Committed: wt.Committed[k], Start: wt.Start[k],
 					End: wt.End[k], Lag: wt.Lags[k]}
@@ -222,6 +233,9 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 				}
 				if wt.Errors != nil {
 					p.Error = wt.Errors[k]
+				}
+				if wt.TimeLags != nil {
+					p.TimeLag = fromMS(wt.TimeLags[k])
 				}
 				t.Partitions[k] = p
 				if derivable(g.State) {
@@ -260,6 +274,21 @@ func derive(state string, p kafka.PartitionLag) kafka.Status {
 	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
 	return kafka.Evaluate(configs.LagRules{}, state, 0,
 		[]kafka.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
+}
+
+// ms is a time lag in the wire's milliseconds (-1 stays unknown).
+func ms(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+func fromMS(v int64) time.Duration {
+	if v < 0 {
+		return -1
+	}
+	return time.Duration(v) * time.Millisecond
 }
 
 // partitionKey is the key of KafkaGroup.Partitions and GroupPoint.Partitions: "topic/partition".

@@ -110,13 +110,15 @@ func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have t
 
 // KafkaGroupSample is one consumer group at one sample time: one row of kafka_group_sample.
 type KafkaGroupSample struct {
-	Cluster    string
-	Group      string
-	At         time.Time // stored with microsecond precision
-	TotalLag   int64
-	State      string
-	Members    int
-	Status     string // the group's status code when sampled
+	Cluster  string
+	Group    string
+	At       time.Time // stored with microsecond precision
+	TotalLag int64
+	State    string
+	Members  int
+	Status   string // the group's status code when sampled
+	// MaxTimeLag is the group's largest partition time lag when sampled; -1 when unknown.
+	MaxTimeLag time.Duration
 	Partitions []KafkaPartitionSample
 }
 
@@ -151,12 +153,16 @@ func insertKafkaGroupSamples(ctx context.Context, db writer, samples []KafkaGrou
 		for j, p := range g.Partitions {
 			topics[j], parts[j], committed[j], lag[j] = p.Topic, p.Partition, p.Committed, p.Lag
 		}
+		maxLag := int64(-1)
+		if g.MaxTimeLag >= 0 {
+			maxLag = g.MaxTimeLag.Milliseconds()
+		}
 		return []any{g.Cluster, g.Group, g.At, g.TotalLag, g.State, int32(g.Members), g.Status,
-			topics, parts, committed, lag}, nil
+			topics, parts, committed, lag, maxLag}, nil
 	})
 	_, err := db.CopyFrom(ctx, pgx.Identifier{"kafka_group_sample"},
 		[]string{"cluster", "group_name", "at", "total_lag", "state", "members", "status",
-			"topics", "partitions", "committed", "lag"}, src)
+			"topics", "partitions", "committed", "lag", "max_lag_ms"}, src)
 	if err != nil {
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
 			return fmt.Errorf("kafka samples: insert: %w: %w", ops.ErrConflict, err)
@@ -227,6 +233,8 @@ type KafkaHistory struct {
 type KafkaHistoryPoint struct {
 	At       time.Time // the newest sample in the bucket
 	TotalLag int64     // the highest total lag sampled in the bucket
+	// MaxTimeLag is the highest group time lag sampled in the bucket; -1 when none is known.
+	MaxTimeLag time.Duration
 	// Partitions holds the highest lag of History.Partitions[i] in the bucket, -1 when the bucket
 	// has no known lag for it.
 	Partitions []int64
@@ -254,7 +262,7 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 	width := (until.Sub(since)/time.Microsecond/time.Duration(maxPoints) + 1) * time.Microsecond
 	rows, err := s.pool.Query(ctx, `
 		WITH s AS MATERIALIZED (
-			SELECT date_bin($5::interval, at, $3) AS b, at, total_lag, topics, partitions, lag
+			SELECT date_bin($5::interval, at, $3) AS b, at, total_lag, max_lag_ms, topics, partitions, lag
 			FROM kafka_group_sample
 			WHERE cluster = $1 AND group_name = $2 AND at >= $3 AND at <= $4
 		),
@@ -270,7 +278,7 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 			ORDER BY rk LIMIT $6
 		),
 		tb AS (
-			SELECT b, max(at) AS at, max(total_lag) AS total FROM s GROUP BY b
+			SELECT b, max(at) AS at, max(total_lag) AS total, max(max_lag_ms) AS max_lag_ms FROM s GROUP BY b
 		),
 		grid AS (
 			SELECT tb.b, array_agg(coalesce(pb.m, -1) ORDER BY top.rk) AS lags
@@ -278,7 +286,7 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 			LEFT JOIN pb ON pb.b = tb.b AND pb.topic = top.topic AND pb.part = top.part
 			GROUP BY tb.b
 		)
-		SELECT tb.at, tb.total, coalesce(grid.lags, '{}'),
+		SELECT tb.at, tb.total, tb.max_lag_ms, coalesce(grid.lags, '{}'),
 			ARRAY(SELECT topic FROM top ORDER BY rk), ARRAY(SELECT part FROM top ORDER BY rk)
 		FROM tb LEFT JOIN grid USING (b)
 		ORDER BY tb.b`,
@@ -290,7 +298,12 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 	var topics []string
 	var parts []int32
 	pt := KafkaHistoryPoint{}
-	_, err = pgx.ForEachRow(rows, []any{&pt.At, &pt.TotalLag, &pt.Partitions, &topics, &parts}, func() error {
+	var maxLagMS int64
+	_, err = pgx.ForEachRow(rows, []any{&pt.At, &pt.TotalLag, &maxLagMS, &pt.Partitions, &topics, &parts}, func() error {
+		pt.MaxTimeLag = -1
+		if maxLagMS >= 0 {
+			pt.MaxTimeLag = time.Duration(maxLagMS) * time.Millisecond
+		}
 		h.Points = append(h.Points, pt)
 		pt.Partitions = nil // a fresh slice for the next row
 		return nil

@@ -34,11 +34,14 @@ type GroupRow struct {
 	State    string
 	Members  int
 	TotalLag int64
-	Status   string
-	Reason   string
-	Severity int
-	Topics   string
-	Error    string
+	// TimeLag is the furthest-behind partition's time lag ("14 min 3 s"); "" when unknown.
+	TimeLag   string
+	TimeLagMS int64 // for sorting; -1 unknown
+	Status    string
+	Reason    string
+	Severity  int
+	Topics    string
+	Error     string
 }
 
 // DLTRow is one dead-letter or retry topic.
@@ -59,6 +62,7 @@ type GroupPage struct {
 	Protocol    string
 	Members     int
 	TotalLag    int64
+	TimeLag     string // the furthest-behind partition's time lag; "" when unknown
 	Status      string
 	Reason      string
 	Rate        string // "" until the sampler has two samples
@@ -77,6 +81,8 @@ type PartitionRow struct {
 	Committed int64
 	End       int64
 	Lag       int64
+	TimeLag   string // "" when unknown
+	TimeLagMS int64  // for sorting; -1 unknown
 	Status    string
 	Reason    string
 	Member    string

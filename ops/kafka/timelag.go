@@ -1,0 +1,231 @@
+package kafka
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Time lag: how long ago the next record a group will consume was written. It is read with one
+// bounded Fetch per lagging partition per sample: a partition read by several groups at different
+// offsets is fetched once per distinct offset, batched per partition leader into rounds (round i
+// carries the i-th distinct offset of every partition), so the number of requests is rounds ×
+// leaders, not groups × partitions.
+
+// timeLagPartitionBytes bounds what one partition's fetch may return: the first record is enough.
+// A first batch larger than this comes back truncated and its time lag is reported unknown.
+const timeLagPartitionBytes = 256 << 10
+
+// timeLagRequestBytes bounds one Fetch response.
+const timeLagRequestBytes = 16 << 20
+
+type tpo struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+// fillTimeLags sets TimeLag on every partition of groups (and MaxTimeLag on their topics and
+// groups): 0 for a partition with no lag, now − the timestamp of the record at the committed
+// offset (at the log start when nothing is committed or the commit was deleted by retention)
+// for a lagging one, -1 when that record could not be read. A failed fetch leaves those
+// partitions at -1; it never fails the lag sample.
+func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Time) {
+	want := map[tpo]bool{}
+	var topics []string
+	seenTopic := map[string]bool{}
+	for gi := range groups {
+		for ti := range groups[gi].Topics {
+			t := &groups[gi].Topics[ti]
+			for pi := range t.Partitions {
+				p := &t.Partitions[pi]
+				if off, ok := nextOffset(*p); ok {
+					want[tpo{t.Topic, p.Partition, off}] = true
+					if !seenTopic[t.Topic] {
+						seenTopic[t.Topic] = true
+						topics = append(topics, t.Topic)
+					}
+				}
+			}
+		}
+	}
+	var stamps map[tpo]time.Time
+	if len(want) > 0 {
+		stamps = c.firstTimestamps(ctx, topics, want)
+	}
+	for gi := range groups {
+		g := &groups[gi]
+		g.MaxTimeLag = 0
+		for ti := range g.Topics {
+			t := &g.Topics[ti]
+			t.MaxTimeLag = 0
+			for pi := range t.Partitions {
+				p := &t.Partitions[pi]
+				switch off, ok := nextOffset(*p); {
+				case p.Lag == 0:
+					p.TimeLag = 0
+				case !ok:
+					p.TimeLag = -1
+				default:
+					ts, found := stamps[tpo{t.Topic, p.Partition, off}]
+					if !found {
+						p.TimeLag = -1
+					} else {
+						p.TimeLag = max(now.Sub(ts), 0).Truncate(time.Millisecond)
+					}
+				}
+				t.MaxTimeLag = max(t.MaxTimeLag, p.TimeLag)
+			}
+			g.MaxTimeLag = max(g.MaxTimeLag, t.MaxTimeLag)
+		}
+	}
+}
+
+// nextOffset is the offset of the next record the group will consume on p, when p lags.
+func nextOffset(p PartitionLag) (int64, bool) {
+	if p.Lag <= 0 {
+		return 0, false
+	}
+	switch {
+	case p.Committed >= 0 && (p.Start < 0 || p.Committed >= p.Start):
+		return p.Committed, true
+	case p.Start >= 0:
+		return p.Start, true
+	}
+	return 0, false
+}
+
+// firstTimestamps fetches, for each wanted (topic, partition, offset), the timestamp of the first
+// record at or after offset. Missing entries could not be read.
+func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map[tpo]bool) map[tpo]time.Time {
+	md, err := c.adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil
+	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	offsets := map[tp][]int64{}
+	for k := range want {
+		offsets[tp{k.topic, k.partition}] = append(offsets[tp{k.topic, k.partition}], k.offset)
+	}
+	// rounds[i][leader] lists the i-th distinct offset of each partition that leader leads.
+	var rounds []map[int32][]tpo
+	for k, offs := range offsets {
+		td, ok := md.Topics[k.topic]
+		if !ok || td.Err != nil {
+			continue
+		}
+		pd, ok := td.Partitions[k.partition]
+		if !ok || pd.Leader < 0 {
+			continue
+		}
+		for i, off := range offs {
+			for len(rounds) <= i {
+				rounds = append(rounds, map[int32][]tpo{})
+			}
+			rounds[i][pd.Leader] = append(rounds[i][pd.Leader], tpo{k.topic, k.partition, off})
+		}
+	}
+	ids := map[string][16]byte{}
+	for t, td := range md.Topics {
+		ids[t] = td.ID
+	}
+	var (
+		mu  sync.Mutex
+		out = make(map[tpo]time.Time, len(want))
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, 8) // requests in flight at once
+	)
+	for _, round := range rounds {
+		for leader, parts := range round {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				got := c.fetchFirst(ctx, leader, parts, ids)
+				mu.Lock()
+				for k, v := range got {
+					out[k] = v
+				}
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+// fetchFirst sends one Fetch to leader for parts (each partition once) and returns the timestamp
+// of the first record at or after each one's offset.
+func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids map[string][16]byte) map[tpo]time.Time {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	req.MinBytes = 1
+	req.MaxBytes = timeLagRequestBytes
+	req.IsolationLevel = 0
+	req.SessionEpoch = -1
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		i, ok := byTopic[p.topic]
+		if !ok {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = p.topic
+			rt.TopicID = ids[p.topic]
+			req.Topics = append(req.Topics, rt)
+			i = len(req.Topics) - 1
+			byTopic[p.topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.partition
+		rp.FetchOffset = p.offset
+		rp.CurrentLeaderEpoch = -1
+		rp.LastFetchedEpoch = -1
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = timeLagPartitionBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := c.cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return nil
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return nil
+	}
+	names := map[[16]byte]string{}
+	for t, id := range ids {
+		names[id] = t
+	}
+	offsetOf := map[[2]any]int64{}
+	for _, p := range parts {
+		offsetOf[[2]any{p.topic, p.partition}] = p.offset
+	}
+	out := map[tpo]time.Time{}
+	dec := kgo.DefaultDecompressor()
+	for _, rt := range resp.Topics {
+		topic := rt.Topic
+		if topic == "" {
+			topic = names[rt.TopicID]
+		}
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			off, ok := offsetOf[[2]any{topic, rp.Partition}]
+			if !ok || rp.ErrorCode != 0 {
+				continue
+			}
+			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: rp.Partition}, rp, dec, nil)
+			for _, r := range fp.Records {
+				if r.Offset >= off {
+					out[tpo{topic, rp.Partition, off}] = r.Timestamp
+					break
+				}
+			}
+		}
+	}
+	return out
+}
