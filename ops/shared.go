@@ -24,45 +24,57 @@ func MessageIDFromJSON(body []byte, paths []string) string {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return ""
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
+	// Each level is split into raw members only along the path, not decoded into a tree: an id
+	// is usually one field of a large body (a decoded Avro or Protobuf page pays this per record).
+	var root map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &root); err != nil {
 		return ""
 	}
 	for _, p := range paths {
-		if v, ok := jsonPath(doc, p); ok {
+		if v, ok := jsonPath(root, p); ok {
 			return v
 		}
 	}
 	return ""
 }
 
-func jsonPath(doc any, p string) (string, bool) {
-	cur := doc
-	for _, seg := range strings.Split(p, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[seg]
-			if !ok {
+func jsonPath(root map[string]json.RawMessage, p string) (string, bool) {
+	segs := strings.Split(p, ".")
+	cur, ok := root[segs[0]]
+	if !ok {
+		return "", false
+	}
+	for _, seg := range segs[1:] {
+		switch t := bytes.TrimSpace(cur); {
+		case len(t) > 0 && t[0] == '{':
+			var m map[string]json.RawMessage
+			if json.Unmarshal(t, &m) != nil {
 				return "", false
 			}
-			cur = next
-		case []any:
+			if cur, ok = m[seg]; !ok {
+				return "", false
+			}
+		case len(t) > 0 && t[0] == '[':
+			var a []json.RawMessage
 			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(v) {
+			if err != nil || json.Unmarshal(t, &a) != nil || i < 0 || i >= len(a) {
 				return "", false
 			}
-			cur = v[i]
+			cur = a[i]
 		default:
 			return "", false
 		}
 	}
-	switch v := cur.(type) {
-	case string:
-		return v, v != ""
-	case json.Number:
-		return v.String(), true
+	t := bytes.TrimSpace(cur)
+	switch {
+	case len(t) > 0 && t[0] == '"':
+		var s string
+		if json.Unmarshal(t, &s) != nil {
+			return "", false
+		}
+		return s, s != ""
+	case len(t) > 0 && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9')):
+		return string(t), true
 	}
 	return "", false
 }

@@ -1,0 +1,96 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/redrive/redrive/configs"
+)
+
+// BenchmarkRecordsAvroPage reads a page of 500 Schema Registry Avro records (acme.Order: a
+// reference, an enum, unions, decimal and timestamps, an array of records) decoded to JSON, and
+// the same page from a cluster configured without a registry ("raw"). Schemas are cached after
+// the first page. Reproduce with:
+//
+//	go test ./ops/kafka/ -run '^$' -bench RecordsAvroPage -benchtime 50x -benchmem
+func BenchmarkRecordsAvroPage(b *testing.B) {
+	reg := srfake.New()
+	b.Cleanup(reg.Close)
+	f := newFake(b, func(c *configs.KafkaCluster) { c.SchemaRegistry = &configs.SchemaRegistry{URL: reg.URL()} })
+	register(b, reg, "acme.Money", sr.Schema{Schema: moneyAvro})
+	id := register(b, reg, "orders-value", sr.Schema{Schema: orderAvro,
+		References: []sr.SchemaReference{{Name: "acme.Money", Subject: "acme.Money", Version: 1}}})
+	f.topic(b, "orders.DLT", 1)
+	const n = 500
+	recs := make([]*kgo.Record, 0, n)
+	for i := range n {
+		note := "gift"
+		o := hOrder{MessageID: fmt.Sprintf("7d3c3a2e-5b1f-4c53-9a43-%012d", i), Status: "FAILED", Note: &note,
+			Total:    hMoney{Amount: big.NewRat(int64(1000+i), 100), Currency: "EUR"},
+			PlacedAt: time.UnixMilli(1_770_000_000_000 + int64(i)).UTC(), Day: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+			Card: hCard{Number: "4111111111111111"}, Lines: []hLine{{"A-1", 2}, {"B-7", 1}, {"C-3", 5}}}
+		recs = append(recs, &kgo.Record{Topic: "orders.DLT", Value: frame(id, nil, hambaEncode(b, o, moneyAvro, orderAvro)),
+			Headers: dltHeaders()})
+	}
+	f.produce(b, recs...)
+	raw, err := New(configs.KafkaCluster{Name: "raw", Brokers: f.broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
+		configs.MessageIDRules{JSONPaths: []string{"messageId"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(raw.Close)
+	ctx := context.Background()
+	q := RecordQuery{Topic: "orders.DLT", Limit: n}
+	for _, bc := range []struct {
+		name    string
+		c       *Cluster
+		decoded bool
+	}{{"raw", raw, false}, {"avro", f.c, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				p, err := bc.c.Records(ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(p.Records) != n || (p.Records[0].ValueSchema != nil) != bc.decoded {
+					b.Fatalf("got %d records, schema %+v", len(p.Records), p.Records[0].ValueSchema)
+				}
+				if bc.decoded && p.Records[0].ValueSchema.JSON == nil {
+					b.Fatalf("not decoded: %+v", p.Records[0].ValueSchema)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAvroDecode500 decodes the page's 500 values alone (no Kafka), schema cached.
+func BenchmarkAvroDecode500(b *testing.B) {
+	reg := srfake.New()
+	b.Cleanup(reg.Close)
+	f := newFake(b, func(c *configs.KafkaCluster) { c.SchemaRegistry = &configs.SchemaRegistry{URL: reg.URL()} })
+	register(b, reg, "acme.Money", sr.Schema{Schema: moneyAvro})
+	id := register(b, reg, "orders-value", sr.Schema{Schema: orderAvro,
+		References: []sr.SchemaReference{{Name: "acme.Money", Subject: "acme.Money", Version: 1}}})
+	note := "gift"
+	o := hOrder{MessageID: "7d3c3a2e-5b1f-4c53-9a43-000000000001", Status: "FAILED", Note: &note,
+		Total:    hMoney{Amount: big.NewRat(1000, 100), Currency: "EUR"},
+		PlacedAt: time.UnixMilli(1_770_000_000_000).UTC(), Day: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+		Card: hCard{Number: "4111111111111111"}, Lines: []hLine{{"A-1", 2}, {"B-7", 1}, {"C-3", 5}}}
+	v := frame(id, nil, hambaEncode(b, o, moneyAvro, orderAvro))
+	ctx := context.Background()
+	for b.Loop() {
+		for range 500 {
+			d := f.c.schemas.Decode(ctx, "t", false, v)
+			if d.JSON == nil {
+				b.Fatal(d.Error)
+			}
+		}
+	}
+}
