@@ -51,6 +51,11 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer kafka.Close()
+	registry, err := demo.StartSchemaRegistry("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer registry.Close()
 
 	// The brokers are seeded anew on every start (Kafka lives in memory), so Redrive's own store
 	// starts anew too: a ledger of the last run would call the new records already replayed.
@@ -67,6 +72,9 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if err := demo.SeedKafka(ctx, kafka.Addrs()); err != nil {
+		return err
+	}
+	if err := demo.SeedSchemaTopics(ctx, kafka.Addrs(), registry.Registry); err != nil {
 		return err
 	}
 	go demo.RunKafkaTraffic(ctx, kafka.Addrs())
@@ -86,6 +94,7 @@ outboxes:
 kafka:
   - name: main
     brokers: [%q]
+    schema_registry: {url: %q}
 rabbitmq:
   - name: main
     url: %q
@@ -96,7 +105,7 @@ consumers:
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
     rabbitmq: {broker: main, vhost: /, queue: orders.work}
 sampler: {interval: 5s}
-`, *listen, pg.DSN("redrive"), pg.DSN("orders"), kafka.Addrs()[0], rmq.URL(), rmq.ManagementURL(), pg.DSN("orders"))
+`, *listen, pg.DSN("redrive"), pg.DSN("orders"), kafka.Addrs()[0], registry.URL(), rmq.URL(), rmq.ManagementURL(), pg.DSN("orders"))
 	cfgPath := filepath.Join(abs, "console.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return err
@@ -108,6 +117,7 @@ sampler: {interval: 5s}
 	say("PostgreSQL  %s", pg.DSN("orders"))
 	say("RabbitMQ    %s  (management %s, guest/guest)", rmq.URL(), rmq.ManagementURL())
 	say("Kafka       %s  (e.g. kcat -b %s -L)", kafka.Addrs()[0], kafka.Addrs()[0])
+	say("Schema Reg. %s  (franz-go srfake; Avro on invoices.DLT, Protobuf on shipments.DLT)", registry.URL())
 	say("config      %s", cfgPath)
 	say("console     http://%s   — Ctrl-C stops everything", *listen)
 	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)

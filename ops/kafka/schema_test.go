@@ -271,6 +271,9 @@ func TestSchemaRegistryDecoding(t *testing.T) {
 	})
 	t.Run("ProtobufNestedMessageIndex", func(t *testing.T) {
 		jsonEq(t, "line", rs[2].ValueSchema.JSON, `{"sku":"Z-9","qty":3}`)
+		if rs[1].ValueSchema.Type != "acme.Payment" || rs[2].ValueSchema.Type != "acme.Payment.Line" || rs[3].ValueSchema.Type != "acme.Refund" {
+			t.Errorf("types by message index: %s %s %s", rs[1].ValueSchema.Type, rs[2].ValueSchema.Type, rs[3].ValueSchema.Type)
+		}
 		jsonEq(t, "refund", rs[3].ValueSchema.JSON, `{"reason":"late"}`)
 	})
 	t.Run("JSONSchema", func(t *testing.T) {

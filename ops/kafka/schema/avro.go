@@ -35,16 +35,16 @@ func avroCompiled(s *avro.Schema) *compiled {
 	root := s.Root()
 	w := &avroJSON{named: map[string]*avro.SchemaNode{}}
 	w.collect(root, "")
-	return &compiled{format: FormatAvro, typ: fullName(root, ""), decodeJSON: func(payload []byte) ([]byte, error) {
+	return &compiled{format: FormatAvro, typ: fullName(root, ""), decodeJSON: func(payload []byte) ([]byte, string, error) {
 		var v any
 		rest, err := s.Decode(payload, &v, avro.TaggedUnions())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if len(rest) > 0 {
-			return nil, fmt.Errorf("%d bytes left after the value (another schema's bytes?)", len(rest))
+			return nil, "", fmt.Errorf("%d bytes left after the value (another schema's bytes?)", len(rest))
 		}
-		return w.write(nil, root, v), nil
+		return w.write(nil, root, v), "", nil
 	}}
 }
 

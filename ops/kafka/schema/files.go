@@ -45,14 +45,11 @@ func compileJSONSchema(text string) (*compiled, error) {
 	if err := json.Unmarshal([]byte(text), &doc); err != nil {
 		return nil, fmt.Errorf("JSON schema: %w", err)
 	}
-	return &compiled{format: FormatJSONSchema, typ: doc.Title, decodeJSON: func(payload []byte) ([]byte, error) {
-		if !json.Valid(payload) {
-			return nil, errors.New("not JSON text")
-		}
+	return &compiled{format: FormatJSONSchema, typ: doc.Title, decodeJSON: func(payload []byte) ([]byte, string, error) {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, payload); err != nil {
-			return nil, err
+			return nil, "", errors.New("not JSON text")
 		}
-		return buf.Bytes(), nil
+		return buf.Bytes(), "", nil
 	}}, nil
 }

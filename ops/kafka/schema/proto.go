@@ -1,8 +1,10 @@
 package schema
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,12 +43,13 @@ func compileProto(main, text string, refs []refSource) (*compiled, error) {
 		typ = string(fd.Messages().Get(0).FullName())
 	}
 	c := &compiled{format: FormatProtobuf, typ: typ}
-	c.decodeJSON = func(payload []byte) ([]byte, error) {
+	c.decodeJSON = func(payload []byte) ([]byte, string, error) {
 		md, rest, err := messageByIndexes(fd, payload)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return unmarshalJSON(md, rest, files)
+		j, err := unmarshalJSON(md, rest, files)
+		return j, string(md.FullName()), err
 	}
 	return c, nil
 }
@@ -83,8 +86,9 @@ func compileProtoFiles(f []string, importPaths []string, message string) (*compi
 	if !ok {
 		return nil, fmt.Errorf("%s is not a message", message)
 	}
-	return &compiled{format: FormatProtobuf, typ: message, decodeJSON: func(payload []byte) ([]byte, error) {
-		return unmarshalJSON(md, payload, files)
+	return &compiled{format: FormatProtobuf, typ: message, decodeJSON: func(payload []byte) ([]byte, string, error) {
+		j, err := unmarshalJSON(md, payload, files)
+		return j, "", err
 	}}, nil
 }
 
@@ -159,5 +163,14 @@ func unmarshalJSON(md protoreflect.MessageDescriptor, b []byte, files *protoregi
 	}
 	opts := protoJSON
 	opts.Resolver = types
-	return opts.Marshal(m)
+	j, err := opts.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	// protojson varies its spacing on purpose; the console shows one stable form.
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, j); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

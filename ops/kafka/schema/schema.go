@@ -320,12 +320,16 @@ type compiled struct {
 	format  string
 	subject string
 	typ     string
-	// decodeJSON returns the JSON of a payload (after the registry header).
-	decodeJSON func(payload []byte) ([]byte, error)
+	// decodeJSON returns the JSON of a payload (after the registry header) and, when the payload
+	// picks one of several types (Protobuf message indexes), that type's name.
+	decodeJSON func(payload []byte) (j []byte, typ string, err error)
 }
 
 func (c *compiled) decode(out *Decoded, payload []byte) {
-	j, err := c.decodeJSON(payload)
+	j, typ, err := c.decodeJSON(payload)
+	if typ != "" {
+		out.Type = typ
+	}
 	switch {
 	case err != nil:
 		out.Error = fmt.Sprintf("the bytes do not decode as %s %s: %v", c.format, c.typ, err)
