@@ -178,7 +178,9 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 			notes = append(notes, note)
 		}
 	}
-	ctx, cancel := b.bound(ctx)
+	// Reading a plan's 100,000 messages takes longer than one broker round trip: the bound grows
+	// with the limit (the caller's own deadline, a request's, still applies).
+	ctx, cancel := b.boundFor(ctx, limit)
 	defer cancel()
 
 	ch, err := b.channel(ctx, vhost)
@@ -264,6 +266,15 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 			"held others can push the queue over it when they are returned, dropping or dead-lettering from the head.", *q.MaxLength))
 	}
 	return res, nil
+}
+
+// boundFor is bound for reading n messages: the broker's timeout plus a millisecond a message.
+func (b *Broker) boundFor(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	d := b.timeout + time.Duration(n)*time.Millisecond
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // browseInfo reads the queue's settings and statistics and refuses a quorum queue with a delivery

@@ -95,22 +95,28 @@ func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) 
 		return nil, b.fail(op, err)
 	}
 	c.others = st.Consumers
-	// Two confirm-mode publishing channels share each batch: a channel publishes serially, and the
-	// broker confirms each channel's messages independently.
-	for range publishers {
-		ch, err := b.channel(ctx, vhost)
-		if err != nil {
-			c.Close()
-			return nil, b.fail(op, err)
-		}
-		if err := ch.Confirm(false); err != nil {
-			_ = ch.Close()
-			c.Close()
-			return nil, b.fail(op, fmt.Errorf("confirm.select: %w", err))
-		}
-		c.pubs = append(c.pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4096))})
-	}
 	return c, nil
+}
+
+// openPublishers opens, on first use, two confirm-mode publishing channels that share each batch:
+// a channel publishes serially, and the broker confirms each channel's messages independently.
+func (c *Cursor) openPublishers(ctx context.Context) error {
+	if len(c.pubs) > 0 {
+		return nil
+	}
+	for range publishers {
+		ch, err := c.b.channel(ctx, c.vhost)
+		if err != nil {
+			return c.b.fail(c.op, err)
+		}
+		c.mu.Lock()
+		c.pubs = append(c.pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4096))})
+		c.mu.Unlock()
+		if err := ch.Confirm(false); err != nil {
+			return c.b.fail(c.op, fmt.Errorf("confirm.select: %w", err))
+		}
+	}
+	return nil
 }
 
 // Others is how many consumers besides the cursor the queue had when it opened.
@@ -245,6 +251,9 @@ func (c *Cursor) stopWindow(w *window) error {
 // lost while waiting is an ops.ErrUnavailable for the whole call: whether the broker took those
 // publishes is unknown.
 func (c *Cursor) Publish(ctx context.Context, ds []Delivery, to []Republish) ([]error, error) {
+	if err := c.openPublishers(ctx); err != nil {
+		return nil, err
+	}
 	errs := make([]error, len(ds))
 	sent := make([]sentBatch, len(c.pubs))
 	var wg sync.WaitGroup
