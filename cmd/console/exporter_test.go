@@ -507,6 +507,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/replays/{id}", "/api/v1/replays/"+url.PathEscape(job.ID))
 	get("/api/v1/replays/{id}", "/api/v1/replays/job_nope")
 	get("/api/v1/replays", "/api/v1/replays")
+	get("/api/v1/replays/plans/{id}", "/api/v1/replays/plans/"+url.PathEscape(planID))
+	get("/api/v1/replays/plans/{id}", "/api/v1/replays/plans/plan_nope")
+	get("/api/v1/replicas", "/api/v1/replicas")
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/"+url.PathEscape(job.ID)+"/cancel", "") // running at 1/s: 200
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/job_nope/cancel", "")
 	post("/api/v1/replays/{id}/approve", "/api/v1/replays/"+url.PathEscape(job.ID)+"/approve", "") // not awaiting: 409
