@@ -697,6 +697,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		}
 	}
 	sort.SliceStable(page.Partitions, func(i, j int) bool { return page.Partitions[i].Lag > page.Partitions[j].Lag })
+	page.Skip = skipOffer(g.Status.Code, page.Partitions)
 	return render(c, http.StatusOK, kafkapages.Group(page))
 }
 

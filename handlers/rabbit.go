@@ -828,6 +828,20 @@ func toMessageView(m shownMessage) rabbitpages.MessageView {
 				Exchange: exchangeLabel(x.Exchange), RoutingKeys: strings.Join(x.RoutingKeys, ", ")})
 		}
 		v.DeadLetter = dv
+		if d.FirstDeathAt != nil {
+			v.At = *d.FirstDeathAt
+		}
+	}
+	if v.At.IsZero() && p.Timestamp != nil {
+		v.At = *p.Timestamp
+	}
+	switch d := m.DeadLetter; {
+	case d == nil:
+		v.ReplayTo, v.CannotReplay = "unknown", "no x-death or original-destination headers: where it came from is unknown"
+	case d.OriginalExchange == "" && len(d.OriginalRoutingKeys) == 0 && d.OriginalQueue == "":
+		v.ReplayTo, v.CannotReplay = "unknown", "no original exchange, routing key or queue in its headers"
+	default:
+		v.ReplayTo = strings.TrimPrefix(destination(d), "exchange ")
 	}
 	return v
 }

@@ -514,7 +514,8 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	}
 	filter := planFilter{ExceptionType: c.FormValue("exception_type"), Reason: c.FormValue("reason"),
 		OriginalTopic: c.FormValue("original_topic"), Since: c.FormValue("since"), Until: c.FormValue("until")}
-	if ids := strings.TrimSpace(c.FormValue("message_ids")); ids != "" {
+	// message_ids: a list typed in one field, or the queue page's ticked checkboxes.
+	if ids := strings.TrimSpace(strings.Join(c.Request().Form["message_ids"], " ")); ids != "" {
 		filter.MessageIDs = strings.Fields(strings.ReplaceAll(ids, ",", " "))
 	}
 	f, err := filter.toFilter(time.Now())

@@ -14,6 +14,9 @@
 //   [data-requires-checked="name"]              disabled while none are checked
 //   div[data-chart][data-src][data-series]      uPlot line chart; data-labels, data-height, data-refresh
 //   div[data-chart][data-sparkline]             the same as a plain line: no axes, legend or cursor
+//   table[data-records] tr[data-record-row]     a message row; the next tr[data-row-detail] is its full
+//                                               view, toggled by [data-expand], a click on the row or
+//                                               Enter; j/k move between rows, x ticks the row's box
 //
 // static/README.md documents every attribute; browser_test.go in
 // views/components exercises them under the production CSP.
@@ -141,14 +144,19 @@
     var sign = dir === "ascending" ? 1 : -1;
     for (var b = 0; b < table.tBodies.length; b++) {
       var body = table.tBodies[b];
-      var rows = Array.prototype.filter.call(body.rows, function (r) { return !r.classList.contains("filter-empty"); });
-      var keyed = rows.map(function (r, i) { return { r: r, k: cellKey(r, index), i: i }; });
+      var rows = Array.prototype.filter.call(body.rows, function (r) {
+        return !r.classList.contains("filter-empty") && !r.hasAttribute("data-row-detail");
+      });
+      var keyed = rows.map(function (r, i) { return { r: r, k: cellKey(r, index), i: i, d: detailOf(r) }; });
       keyed.sort(function (x, y) {
         var bx = isBlank(x.k), by = isBlank(y.k);
         if (bx !== by) return bx ? 1 : -1; // blanks last whatever the direction
         return sign * compareKeys(x.k, y.k) || x.i - y.i;
       });
-      keyed.forEach(function (x) { body.appendChild(x.r); });
+      keyed.forEach(function (x) {
+        body.appendChild(x.r);
+        if (x.d) body.appendChild(x.d); // a record's full view stays under its row
+      });
     }
   }
 
@@ -178,11 +186,13 @@
       var rows = table.tBodies[b].rows;
       for (var i = 0; i < rows.length; i++) {
         var r = rows[i];
-        if (r.classList.contains("filter-empty")) continue;
+        if (r.classList.contains("filter-empty") || r.hasAttribute("data-row-detail")) continue;
         total++;
         var hay = (r.textContent + " " + (r.getAttribute("data-filter-text") || "")).toLowerCase();
         var match = terms.every(function (t) { return hay.indexOf(t) !== -1; });
         r.hidden = !match;
+        var d = detailOf(r);
+        if (d) d.hidden = !match || r.getAttribute("aria-expanded") !== "true";
         if (match) shown++;
       }
     }
@@ -473,6 +483,85 @@
     });
   }
 
+  // ---------------------------------------------------------------- record tables
+
+  function detailOf(row) {
+    var n = row.nextElementSibling;
+    return n && n.hasAttribute("data-row-detail") ? n : null;
+  }
+
+  function setExpanded(row, open) {
+    var d = detailOf(row);
+    if (!d) return;
+    d.hidden = !open;
+    row.setAttribute("aria-expanded", open ? "true" : "false");
+    var btn = row.querySelector("[data-expand]");
+    if (btn) btn.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+
+  function toggleRow(row) { setExpanded(row, row.getAttribute("aria-expanded") !== "true"); }
+
+  function recordRows(table) {
+    return Array.prototype.filter.call(table.querySelectorAll("tr[data-record-row]"), function (r) { return !r.hidden; });
+  }
+
+  function currentRow(table) { return table.querySelector("tr[data-record-row].is-current"); }
+
+  function makeCurrent(row) {
+    var table = row.closest("table");
+    var old = currentRow(table);
+    if (old && old !== row) old.classList.remove("is-current");
+    row.classList.add("is-current");
+    row.focus({ preventScroll: true });
+    row.scrollIntoView({ block: "nearest" });
+  }
+
+  function onRecordClick(e) {
+    var t = e.target;
+    var row = t.closest && t.closest("tr[data-record-row]");
+    if (!row) return;
+    if (t.closest("[data-expand]")) { makeCurrent(row); toggleRow(row); return; }
+    if (t.closest("a,button,input,select,label,textarea,form")) return;
+    var sel = window.getSelection && window.getSelection();
+    if (sel && String(sel).length > 0) return; // selecting text is not a click on the row
+    makeCurrent(row);
+    toggleRow(row);
+  }
+
+  // onRecordKey is j/k/Enter/x on the page's record table; it returns true when it handled the key.
+  function onRecordKey(e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return false;
+    var t = e.target;
+    var typing = t.closest && t.closest("textarea,select,[contenteditable],input:not([type=checkbox])");
+    if (typing) return false;
+    var table = doc.querySelector("table[data-records]");
+    if (!table) return false;
+    var rows = recordRows(table);
+    if (!rows.length) return false;
+    var cur = currentRow(table);
+    var i = cur ? rows.indexOf(cur) : -1;
+    switch (e.key) {
+      case "j":
+        makeCurrent(rows[Math.min(i + 1, rows.length - 1)]);
+        return true;
+      case "k":
+        makeCurrent(rows[Math.max(i - 1, 0)]);
+        return true;
+      case "Enter":
+        if (!cur || (t !== cur && t !== doc.body && !(t.closest && t.closest("tr[data-record-row]") === cur && t.type === "checkbox"))) return false;
+        toggleRow(cur);
+        return true;
+      case "x":
+        if (!cur) return false;
+        var box = cur.querySelector('input[type="checkbox"]');
+        if (!box || box.disabled) return false;
+        box.checked = !box.checked;
+        box.dispatchEvent(new Event("change", { bubbles: true }));
+        return true;
+    }
+    return false;
+  }
+
   // ---------------------------------------------------------------- toasts
 
   function toast(text, tone) {
@@ -498,6 +587,7 @@
 
   function onKeydown(e) {
     var t = e.target;
+    if (onRecordKey(e)) { e.preventDefault(); return; }
     if (e.key === "Escape" && t.matches && t.matches("input[data-filter-for]") && t.value) {
       t.value = "";
       applyFilter(t);
@@ -518,6 +608,7 @@
 
   doc.addEventListener("click", function (e) {
     onCopyClick(e);
+    onRecordClick(e);
     var th = sortableHeader(e.target);
     if (th) sortBy(th);
   });

@@ -37,6 +37,7 @@ type routeHandlers struct {
 	rabbit   *handlers.Rabbit
 	replays  *handlers.Replays
 	replicas *handlers.Replicas
+	offsets  *handlers.Offsets
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -58,6 +59,10 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/kafka", h.kafka.Index, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster", h.kafka.Cluster, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage, RoleViewer},
+		{http.MethodPost, "/kafka/:cluster/groups/:group/offsets/plan", h.offsets.FormPlan, RoleOperator},
+		{http.MethodPost, "/kafka/:cluster/groups/:group/offsets/apply", h.offsets.FormApply, RoleOperator},
+		{http.MethodPost, "/kafka/:cluster/groups/:group/offsets/approve", h.offsets.FormApprove, RoleOperator},
+		{http.MethodGet, "/kafka/:cluster/groups/:group/offsets/:id", h.offsets.PlanPage, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/topics/:topic", h.kafka.TopicPage, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/topics/:topic/errors", h.kafka.ErrorsPage, RoleViewer},
 		{http.MethodGet, "/rabbitmq", h.rabbit.Index, RoleViewer},
@@ -84,6 +89,9 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups", h.kafka.APIGroups, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group", h.kafka.APIGroup, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group/history", h.kafka.APIGroupHistory, RoleViewer},
+		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/plan", h.offsets.APIPlan, RoleOperator},
+		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/apply", h.offsets.APIApply, RoleOperator},
+		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/approve", h.offsets.APIApprove, RoleOperator},
 		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups, RoleViewer},

@@ -48,6 +48,8 @@ type Deps struct {
 	Replay   handlers.ReplayEngine    // required: guarded replays
 	// KafkaLag are each cluster's status thresholds, for a group read through before it is sampled.
 	KafkaLag map[string]configs.LagRules
+	// Offsets moves consumer groups' offsets (plan, apply); nil answers those routes 404.
+	Offsets  handlers.OffsetMover
 	Checks   []handlers.Check     // one per configured dependency, for /readyz
 	Registry *prometheus.Registry // required: where HTTP metrics are registered and /metrics reads
 	Redactor *handlers.Redactor   // masks message content for non-admins; nil masks nothing
@@ -139,6 +141,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
 		replicas: handlers.NewReplicas(deps.Store),
+		offsets:  handlers.NewOffsets(deps.Offsets, meta),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

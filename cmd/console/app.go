@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
@@ -30,6 +31,7 @@ type app struct {
 	inboxes  []*inbox.Inbox
 	sampler  *sampler.Sampler // nil when nothing is sampled
 	engine   *replay.Engine
+	offsets  *offsets.Mover // nil without Kafka clusters
 	checks   []handlers.Check
 	registry *prometheus.Registry
 	lagRules map[string]configs.LagRules
@@ -135,6 +137,16 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.Close()
 		return nil, err
 	}
+	if len(a.kafka) > 0 {
+		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes}
+		for _, k := range a.kafka {
+			mo.Clusters = append(mo.Clusters, k)
+		}
+		if a.offsets, err = offsets.New(mo); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -170,6 +182,9 @@ func (a *app) webDeps(log *slog.Logger) web.Deps {
 	if a.sampler != nil {
 		d.Snapshot = a.sampler
 		d.RabbitSnapshots = a.sampler
+	}
+	if a.offsets != nil {
+		d.Offsets = a.offsets
 	}
 	return d
 }

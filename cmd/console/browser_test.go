@@ -75,14 +75,18 @@ func must[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) T {
 }
 
 // screenshot takes a full-page PNG. `make screenshots` (REDRIVE_SCREENSHOTS=docs) keeps them under
-// docs/screenshots for the README; a plain test run writes them to its temporary folder, so that
-// `make test` leaves the tracked files alone.
+// docs/screenshots for the README; an absolute REDRIVE_SCREENSHOTS is a folder to write them to
+// instead; a plain test run writes them to its temporary folder, so that `make test` leaves the
+// tracked files alone.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	png := must(t, ctx, chromedp.FullScreenshot(100))
 	dir := t.TempDir()
-	if os.Getenv("REDRIVE_SCREENSHOTS") == "docs" {
+	switch d := os.Getenv("REDRIVE_SCREENSHOTS"); {
+	case d == "docs":
 		dir = filepath.Join("..", "..", "docs", "screenshots")
+	case filepath.IsAbs(d): // a folder of one's own, to look at the pages while working on them
+		dir = d
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

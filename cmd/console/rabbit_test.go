@@ -393,17 +393,18 @@ func TestBrowserRabbit(t *testing.T) {
 	}
 	screenshot(t, ctx, "rabbitmq-queue")
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq/messages?limit=2"), chromedp.WaitVisible(`[data-testid="message"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq/messages?limit=2"), chromedp.WaitVisible(`[data-testid="messages-table"]`),
+		chromedp.Click(chromedp.CSS(`[data-testid="expand-message"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="message"]`))); err != nil {
 		t.Fatal(err)
 	}
-	reason := must(t, ctx, chromedp.Text(`[data-testid="dl-reason"]`))
-	exception := must(t, ctx, chromedp.Text(`[data-testid="dl-exception"]`))
-	dest := must(t, ctx, chromedp.Text(`[data-testid="dl-destination"]`))
+	reason := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="dl-reason"]`)))
+	exception := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="dl-exception"]`)))
+	dest := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="dl-destination"]`)))
 	screenshot(t, ctx, "rabbitmq-dlq")
 	if !strings.Contains(reason, "rejected") || !strings.Contains(exception, "NullPointerException") || dest != "exchange orders, routing key order.created" {
 		t.Errorf("decoded dead letter: reason %q, exception %q, destination %q", reason, exception, dest)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq/messages?limit=200"), chromedp.WaitVisible(`[data-testid="message"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq/messages?limit=200"), chromedp.WaitVisible(`[data-testid="messages-table"]`)); err != nil {
 		t.Fatal(err)
 	}
 	bodies := must(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="message-body"] pre')).map(e => e.textContent)`))
@@ -417,8 +418,8 @@ func TestBrowserRabbit(t *testing.T) {
 		t.Fatalf("hostile body: shown as text %v, injected elements %d, pwned %v, dialogs %d", found, injected, pwned, dialogs.Load())
 	}
 	// A message's Replay button plans a replay of exactly that message.
-	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq/messages?limit=20"),
-		chromedp.Click(`[data-testid="replay-one"] button`), chromedp.WaitVisible(`[data-testid="plan-counts"]`)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq/messages?limit=20"), chromedp.Click(chromedp.CSS(`[data-testid="expand-message"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="replay-one"] button`)), chromedp.WaitVisible(`[data-testid="plan-counts"]`)); err != nil {
 		t.Fatalf("plan from the Replay button: %v", err)
 	}
 	if u := must(t, ctx, chromedp.Location()); !strings.Contains(u, "/replays/plans/") {

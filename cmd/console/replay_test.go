@@ -168,11 +168,13 @@ func TestBrowserPlanRunProgress(t *testing.T) {
 		chromedp.Click(`[data-testid="problem"] a[href*="orders.DLT"]`),
 		chromedp.WaitVisible(`[data-testid="error-groups"]`),
 		chromedp.Navigate(base+"/kafka/main/topics/orders.DLT?partition=1"),
-		chromedp.WaitVisible(`[data-testid="record"]`),
+		chromedp.WaitVisible(`[data-testid="records-table"]`),
+		chromedp.Click(chromedp.CSS(`[data-testid="expand-record"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="record"]`)),
 	); err != nil {
 		t.Fatal(err)
 	}
-	exception := must(t, ctx, chromedp.Text(`[data-testid="dl-exception"]`))
+	exception := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="dl-exception"]`)))
 	if !strings.Contains(exception, "Exception") {
 		t.Fatalf("decoded exception %q", exception)
 	}
@@ -215,7 +217,7 @@ func TestBrowserPlanRunProgress(t *testing.T) {
 	}
 	ticked := must(t, ctx, chromedp.Evaluate[[]string](`(() => {
 		const boxes = [...document.querySelectorAll('[data-testid="select-record"]')];
-		boxes.slice(0, 2).forEach(b => { b.checked = true; });
+		boxes.slice(0, 2).forEach(b => { b.click(); });
 		return boxes.filter(b => b.checked).map(b => b.value); })()`))
 	if err := chromedp.Do(ctx,
 		chromedp.Click(`[data-testid="plan-selected"] button`),

@@ -72,6 +72,9 @@ type GroupPage struct {
 	Error       string
 	Range       string // 1h, 6h, 24h, 7d
 	Partitions  []PartitionRow
+	// Skip is offered on a STALL or STOP group to an operator: skip the record the worst
+	// partition is stuck on. Nil offers nothing.
+	Skip *SkipOffer
 }
 
 // PartitionRow is one partition of a group.

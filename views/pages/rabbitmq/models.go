@@ -176,6 +176,12 @@ type MessageView struct {
 	Size         int
 	Redacted     bool
 	DeadLetter   *DeadLetterView
+	// At is when the message died (its first x-death), else its timestamp property; zero: unknown.
+	At time.Time
+	// ReplayTo is where a replay sends it, for the table; CannotReplay says why a replay cannot
+	// ("" when it can): the message carries no original exchange, routing key or queue.
+	ReplayTo     string
+	CannotReplay string
 }
 
 // DeadLetterView is a message's decoded dead-letter story.
@@ -346,4 +352,18 @@ func revealURL(p MessagesPage) string {
 		q.Set("exception", p.Exception)
 	}
 	return "?" + q.Encode()
+}
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func timeKey(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
 }

@@ -1,0 +1,193 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// maxAcrossRead bounds the records one page across partitions reads in all: a topic with many
+// partitions reads fewer from each, and the page may then hold fewer than its limit.
+const maxAcrossRead = 5000
+
+// AcrossQuery asks for one page of a topic's records across all its partitions, merged by
+// timestamp.
+type AcrossQuery struct {
+	Topic string // required
+	// Cursor is where each partition's part of the page starts (an offset, inclusive), as given by
+	// the previous page's Next. Nil: the first page, every partition from its newest record (or
+	// oldest for Order "oldest", or At). A partition missing from a non-nil Cursor is done.
+	Cursor map[int32]int64
+	// At anchors a first page at the first record of each partition at or after At.
+	At    *time.Time
+	Limit int    // 1..MaxLimit; 0 means DefaultLimit
+	Order string // "newest" (default) or "oldest"
+}
+
+// AcrossPage is one page across partitions.
+type AcrossPage struct {
+	Topic      string
+	Order      string
+	Partitions []PartitionRange // every partition of the topic, with its offsets when read
+	// Records are newest first by timestamp for "newest" (oldest first for "oldest"); each
+	// partition's records keep their offset order, so a page is a prefix of every partition.
+	Records []Record
+	// Next is the Cursor of the following page; nil when every partition is done.
+	Next map[int32]int64
+}
+
+// RecordsAcross reads one page of a topic across its partitions: up to Limit records from each
+// partition (fewer when the topic has many), merged so that the page is the newest (or oldest)
+// Limit records of the topic by timestamp. Errors: ErrInvalid (limit, order), ErrNotFound
+// (unknown topic), ErrUnavailable.
+func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage, error) {
+	if q.Topic == "" {
+		return AcrossPage{}, ops.Invalid("topic", "required")
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxLimit {
+		return AcrossPage{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", MaxLimit))
+	}
+	switch q.Order {
+	case "":
+		q.Order = "newest"
+	case "newest", "oldest":
+	default:
+		return AcrossPage{}, ops.Invalid("order", `must be "newest" or "oldest"`)
+	}
+	parts, err := c.Partitions(ctx, q.Topic)
+	if err != nil {
+		return AcrossPage{}, err
+	}
+	page := AcrossPage{Topic: q.Topic, Order: q.Order, Partitions: parts, Records: []Record{}}
+
+	type job struct {
+		p      int32
+		anchor *int64
+	}
+	var jobs []job
+	for _, pr := range parts {
+		if pr.Start >= pr.End {
+			continue
+		}
+		if q.Cursor == nil {
+			jobs = append(jobs, job{p: pr.Partition})
+			continue
+		}
+		off, ok := q.Cursor[pr.Partition]
+		if !ok {
+			continue
+		}
+		// Records deleted since the cursor was made: go on from what is left.
+		if off < pr.Start {
+			if q.Order == "newest" {
+				continue
+			}
+			off = pr.Start
+		}
+		if off >= pr.End {
+			if q.Order == "oldest" {
+				continue
+			}
+			off = pr.End - 1
+		}
+		jobs = append(jobs, job{p: pr.Partition, anchor: &off})
+	}
+	if len(jobs) == 0 {
+		return page, nil
+	}
+	each := min(q.Limit, max(maxAcrossRead/len(jobs), 1))
+	read := make([]Page, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rq := RecordQuery{Topic: q.Topic, Partition: j.p, Offset: j.anchor, Limit: each, Order: q.Order}
+			if j.anchor == nil {
+				rq.At = q.At
+			}
+			read[i], errs[i] = c.Records(ctx, rq)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return AcrossPage{}, err
+		}
+	}
+	lists := map[int32][]Record{}
+	more := map[int32]*int64{}
+	for i, j := range jobs {
+		lists[j.p] = read[i].Records
+		more[j.p] = read[i].Next
+	}
+	page.Records, page.Next = mergeAcross(lists, more, q.Limit, q.Order)
+	return page, nil
+}
+
+// mergeAcross merges partitions' records, each list in its partition's read order, into the
+// newest (or oldest) limit by timestamp; ties go to the lower partition. more[p] is where
+// partition p goes on past its list (nil: nothing more). The merge stops early when a list runs
+// out while its partition has more: what follows could be newer than anything left. next is
+// the cursor of the following page, nil when nothing is left.
+func mergeAcross(lists map[int32][]Record, more map[int32]*int64, limit int, order string) ([]Record, map[int32]int64) {
+	taken := map[int32]int{}
+	out := make([]Record, 0, limit)
+	for len(out) < limit {
+		best, found, blocked := int32(0), false, false
+		for p, list := range lists {
+			i := taken[p]
+			if i >= len(list) {
+				if more[p] != nil {
+					blocked = true
+				}
+				continue
+			}
+			if !found || before(list[i], lists[best][taken[best]], order) {
+				best, found = p, true
+			}
+		}
+		if !found || blocked {
+			break
+		}
+		out = append(out, lists[best][taken[best]])
+		taken[best]++
+	}
+	var next map[int32]int64
+	for p, list := range lists {
+		switch i := taken[p]; {
+		case i < len(list):
+			if next == nil {
+				next = map[int32]int64{}
+			}
+			next[p] = list[i].Offset
+		case more[p] != nil:
+			if next == nil {
+				next = map[int32]int64{}
+			}
+			next[p] = *more[p]
+		}
+	}
+	return out, next
+}
+
+// before says whether a comes first on a page in order.
+func before(a, b Record, order string) bool {
+	if !a.Timestamp.Equal(b.Timestamp) {
+		if order == "oldest" {
+			return a.Timestamp.Before(b.Timestamp)
+		}
+		return a.Timestamp.After(b.Timestamp)
+	}
+	return a.Partition < b.Partition
+}

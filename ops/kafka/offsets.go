@@ -1,0 +1,351 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Offset moves: what ops/offsets needs of a cluster to move a group's committed offsets and to
+// copy the records it skips to a dead-letter topic first.
+
+// HeaderOffsetPlan is the header a skipped record's copy carries with the offset-move plan that
+// made it: with the original partition and offset headers it makes the copy recognisable, so a
+// plan applied again after a crash between the copies and the commit copies nothing twice.
+const HeaderOffsetPlan = "redrive-offset-plan"
+
+// SkippedExceptionType is the kafka_dlt-exception-fqcn of a skipped record's copy.
+const SkippedExceptionType = "io.redrive.SkippedByOffsetMove"
+
+// Membership is a group's state and members as the coordinator reports them.
+type Membership struct {
+	State   string
+	Members []string // "client-id@host (member-id)"
+}
+
+// GroupMembership describes one group. An unknown group is ops.ErrNotFound.
+func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	described, err := c.adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return Membership{}, c.fail(fmt.Sprintf("describe group %q", group), err)
+	}
+	d, ok := described[group]
+	if !ok {
+		return Membership{}, c.fail(fmt.Sprintf("group %q", group), ops.ErrNotFound)
+	}
+	if d.Err != nil {
+		if errors.Is(d.Err, kerr.GroupIDNotFound) {
+			return Membership{}, c.fail(fmt.Sprintf("group %q", group), ops.ErrNotFound)
+		}
+		return Membership{}, c.fail(fmt.Sprintf("describe group %q", group), d.Err)
+	}
+	m := Membership{State: d.State}
+	for _, mem := range d.Members {
+		m.Members = append(m.Members, fmt.Sprintf("%s@%s (%s)", mem.ClientID, mem.ClientHost, mem.MemberID))
+	}
+	sort.Strings(m.Members)
+	return m, nil
+}
+
+// TopicOffsets are a topic's partitions with their log bounds and a group's committed offsets.
+type TopicOffsets struct {
+	Topic      string
+	Partitions []PartitionOffsets // by partition
+}
+
+// PartitionOffsets is one partition of TopicOffsets.
+type PartitionOffsets struct {
+	Partition int32
+	Start     int64 // log start offset
+	End       int64 // log end offset (high watermark)
+	Committed int64 // the group's committed offset; -1 when none
+}
+
+// GroupTopicOffsets lists topic's partitions with the group's committed offsets. An unknown
+// topic is ops.ErrNotFound.
+func (c *Cluster) GroupTopicOffsets(ctx context.Context, group, topic string) (TopicOffsets, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	b, err := c.partitionBounds(ctx, topic)
+	if err != nil {
+		return TopicOffsets{}, c.fail(fmt.Sprintf("offsets of %q", topic), err)
+	}
+	fetched, err := c.adm.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return TopicOffsets{}, c.fail(fmt.Sprintf("committed offsets of %q", group), err)
+	}
+	out := TopicOffsets{Topic: topic}
+	for p, pb := range b[topic] {
+		po := PartitionOffsets{Partition: p, Start: pb.start, End: pb.end, Committed: -1}
+		if o, ok := fetched.Lookup(topic, p); ok && o.Err == nil && o.At >= 0 {
+			po.Committed = o.At
+		}
+		out.Partitions = append(out.Partitions, po)
+	}
+	sort.Slice(out.Partitions, func(i, j int) bool { return out.Partitions[i].Partition < out.Partitions[j].Partition })
+	return out, nil
+}
+
+// OffsetsAfter returns, per partition of topic, the offset of the first record with a timestamp
+// at or after at; the end offset when there is none.
+func (c *Cluster) OffsetsAfter(ctx context.Context, topic string, at time.Time) (map[int32]int64, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	l, err := c.adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic)
+	if err != nil {
+		return nil, c.fail(fmt.Sprintf("offsets of %q at %s", topic, at.Format(time.RFC3339)), err)
+	}
+	if err := topicErr(l, topic); err != nil {
+		return nil, c.fail(fmt.Sprintf("offsets of %q", topic), err)
+	}
+	out := map[int32]int64{}
+	for p, o := range l[topic] {
+		if o.Err != nil {
+			return nil, c.fail(fmt.Sprintf("offsets of %q partition %d", topic, p), o.Err)
+		}
+		out[p] = o.Offset
+	}
+	return out, nil
+}
+
+// DeadLetterTopicOf names the dead-letter topic configured for topic: the first existing topic
+// that a final (not retry) dead_letter_topics pattern gives with topic for its "*" (orders →
+// orders.DLT). ok is false when there is none.
+func (c *Cluster) DeadLetterTopicOf(ctx context.Context, topic string) (string, bool, error) {
+	var candidates []string
+	for _, p := range c.patterns {
+		if strings.Count(p, "*") != 1 || isRetryTopic(p) {
+			continue
+		}
+		candidates = append(candidates, strings.Replace(p, "*", topic, 1))
+	}
+	if len(candidates) == 0 {
+		return "", false, nil
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	topics, err := c.adm.ListTopics(ctx, candidates...)
+	if err != nil {
+		return "", false, c.fail("list topics", err)
+	}
+	for _, t := range candidates {
+		if d, ok := topics[t]; ok && d.Err == nil {
+			return t, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// PartitionCount is the number of partitions of topic; an unknown topic is ops.ErrNotFound.
+func (c *Cluster) PartitionCount(ctx context.Context, topic string) (int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	topics, err := c.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, c.fail("list topics", err)
+	}
+	d, ok := topics[topic]
+	if !ok || d.Err != nil {
+		if ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return 0, c.fail(fmt.Sprintf("topic %q", topic), d.Err)
+		}
+		return 0, c.fail(fmt.Sprintf("topic %q", topic), ops.ErrNotFound)
+	}
+	return len(d.Partitions), nil
+}
+
+// EndOffsets lists each partition's end offset of topic.
+func (c *Cluster) EndOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	b, err := c.partitionBounds(ctx, topic)
+	if err != nil {
+		return nil, c.fail(fmt.Sprintf("offsets of %q", topic), err)
+	}
+	out := map[int32]int64{}
+	for p, pb := range b[topic] {
+		out[p] = pb.end
+	}
+	return out, nil
+}
+
+// CopyRequest copies the records a group skips to a dead-letter topic.
+type CopyRequest struct {
+	PlanID string // required: written to HeaderOffsetPlan on every copy
+	Group  string // the group that skips them (kafka_dlt-original-consumer-group)
+	Topic  string // the topic they are skipped on
+	// Ranges are per partition the offsets [from, to) skipped.
+	Ranges map[int32][2]int64
+	Dest   string // the dead-letter topic
+	// DestFrom are the dead-letter topic's end offsets when the plan was made: copies a previous
+	// apply of the same plan made are found from there on.
+	DestFrom map[int32]int64
+	// Exception is the kafka_dlt-exception-message: who skipped the records and why.
+	Exception string
+}
+
+// CopyResult counts a CopyRequest's records.
+type CopyResult struct {
+	Copied  int // produced now, each acknowledged by all in-sync replicas
+	Already int // found in the dead-letter topic from an earlier apply of the plan
+}
+
+// CopySkipped copies the records of req.Ranges to req.Dest with Spring's dead-letter headers
+// (kafka_dlt-original-topic, -partition, -offset, -timestamp, -timestamp-type, -consumer-group,
+// kafka_dlt-exception-fqcn and -message) and HeaderOffsetPlan, into the same partition number
+// when the dead-letter topic has it (by key otherwise). Records an earlier apply of the plan
+// copied are recognised and not copied again. It returns only after every copy is acknowledged
+// (acks=all, idempotent producer); any failure is an error and the caller must not commit.
+func (c *Cluster) CopySkipped(ctx context.Context, req CopyRequest) (CopyResult, error) {
+	if req.PlanID == "" || req.Dest == "" {
+		return CopyResult{}, ops.Invalid("copy", "a plan id and a destination are required")
+	}
+	done, err := c.copiesOf(ctx, req.Dest, req.PlanID, req.Topic, req.DestFrom)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	n, err := c.PartitionCount(ctx, req.Dest)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	var res CopyResult
+	parts := make([]int32, 0, len(req.Ranges))
+	for p := range req.Ranges {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	const batch = 500
+	var out []Outgoing
+	flush := func() error {
+		if len(out) == 0 {
+			return nil
+		}
+		for _, err := range c.Produce(ctx, out) {
+			if err != nil {
+				return c.fail("copy skipped records to "+req.Dest, err)
+			}
+		}
+		res.Copied += len(out)
+		out = out[:0]
+		return nil
+	}
+	for _, p := range parts {
+		r := req.Ranges[p]
+		err := c.Scan(ctx, req.Topic, p, r[0], r[1], func(rec Record) error {
+			if done[[2]int64{int64(p), rec.Offset}] {
+				res.Already++
+				return nil
+			}
+			o := Outgoing{Topic: req.Dest, Key: rec.Key, Value: rec.Value}
+			if int(p) < n {
+				o.Partition = &p
+			}
+			o.Headers = append(append([]Header{}, rec.Headers...), skippedHeaders(req, rec)...)
+			out = append(out, o)
+			if len(out) >= batch {
+				return flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func skippedHeaders(req CopyRequest, rec Record) []Header {
+	i32 := make([]byte, 4)
+	binary.BigEndian.PutUint32(i32, uint32(rec.Partition))
+	off := make([]byte, 8)
+	binary.BigEndian.PutUint64(off, uint64(rec.Offset))
+	ts := make([]byte, 8)
+	binary.BigEndian.PutUint64(ts, uint64(rec.Timestamp.UnixMilli()))
+	// Spring writes partition, offset and timestamp as big-endian binary; the decoder reads both
+	// binary and text.
+	return []Header{
+		{Key: "kafka_dlt-original-topic", Value: []byte(rec.Topic)},
+		{Key: "kafka_dlt-original-partition", Value: i32},
+		{Key: "kafka_dlt-original-offset", Value: off},
+		{Key: "kafka_dlt-original-timestamp", Value: ts},
+		{Key: "kafka_dlt-original-timestamp-type", Value: []byte("CreateTime")},
+		{Key: "kafka_dlt-original-consumer-group", Value: []byte(req.Group)},
+		{Key: "kafka_dlt-exception-fqcn", Value: []byte(SkippedExceptionType)},
+		{Key: "kafka_dlt-exception-message", Value: []byte(req.Exception)},
+		{Key: HeaderOffsetPlan, Value: []byte(req.PlanID)},
+	}
+}
+
+// copiesOf finds the copies of topic's records plan made in dest since from: (partition,
+// offset) of each original.
+func (c *Cluster) copiesOf(ctx context.Context, dest, plan, topic string, from map[int32]int64) (map[[2]int64]bool, error) {
+	ends, err := c.EndOffsets(ctx, dest)
+	if err != nil {
+		return nil, err
+	}
+	out := map[[2]int64]bool{}
+	for p, end := range ends {
+		start := from[p]
+		if start >= end {
+			continue
+		}
+		err := c.Scan(ctx, dest, p, start, end, func(r Record) error {
+			if last(r.Headers, HeaderOffsetPlan) != plan || r.DeadLetter == nil || r.DeadLetter.OriginalTopic != topic ||
+				r.DeadLetter.OriginalPartition == nil || r.DeadLetter.OriginalOffset == nil {
+				return nil
+			}
+			out[[2]int64{int64(*r.DeadLetter.OriginalPartition), *r.DeadLetter.OriginalOffset}] = true
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func last(hs []Header, key string) string {
+	v := ""
+	for _, h := range hs {
+		if h.Key == key {
+			v = string(h.Value)
+		}
+	}
+	return v
+}
+
+// CommitGroupOffsets sets the group's committed offsets on topic. Kafka accepts it only while the
+// group has no members: otherwise it is ops.ErrConflict.
+func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	os := kadm.Offsets{}
+	for p, o := range offsets {
+		os.AddOffset(topic, p, o, -1)
+	}
+	resp, err := c.adm.CommitOffsets(ctx, group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.RebalanceInProgress):
+		return c.fail(fmt.Sprintf("commit offsets of %q", group), fmt.Errorf("%w: the group has members: %w", ops.ErrConflict, err))
+	}
+	return c.fail(fmt.Sprintf("commit offsets of %q", group), err)
+}

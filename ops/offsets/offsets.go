@@ -1,0 +1,537 @@
+// Package offsets moves a consumer group's committed offsets, planned then applied like a replay,
+// without losing what it skips: with a copy destination (by default the topic's dead-letter
+// topic) the skipped records are copied there first, with Spring's dead-letter headers, and the
+// offsets move only after every copy is acknowledged. A poison record skipped this way can be
+// fixed and replayed later through the guarded replay engine.
+//
+// Kafka accepts an offset commit from outside the group only while the group has no members, so
+// apply is refused (ops.ErrConflict, naming the members) while consumers are running. Every
+// apply is audited: an intent row before the copies, an outcome row after the commit.
+package offsets
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// Cluster is what a move needs of a Kafka cluster; *kafka.Cluster implements it. Errors carry the
+// ops kinds: ErrNotFound for an unknown group or topic, ErrConflict for a commit Kafka refuses
+// because the group has members, ErrUnavailable when the cluster cannot be reached.
+type Cluster interface {
+	Name() string
+	GroupMembership(ctx context.Context, group string) (kafka.Membership, error)
+	GroupTopicOffsets(ctx context.Context, group, topic string) (kafka.TopicOffsets, error)
+	OffsetsAfter(ctx context.Context, topic string, at time.Time) (map[int32]int64, error)
+	DeadLetterTopicOf(ctx context.Context, topic string) (string, bool, error)
+	PartitionCount(ctx context.Context, topic string) (int, error)
+	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
+	CopySkipped(ctx context.Context, req kafka.CopyRequest) (kafka.CopyResult, error)
+	CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error
+}
+
+// Store keeps plans and the audit log; *store.Store implements it. Errors: ErrNotFound for an
+// unknown plan, ErrConflict for one already applied or approved, ErrUnavailable.
+type Store interface {
+	CreateOffsetPlan(ctx context.Context, p store.OffsetPlan) error
+	OffsetPlan(ctx context.Context, id string) (store.OffsetPlan, error)
+	ApproveOffsetPlan(ctx context.Context, id, approver string) error
+	MarkOffsetPlanApplied(ctx context.Context, id, actor string) error
+	RecordAudit(ctx context.Context, e store.AuditEntry) error
+	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+}
+
+// Kinds of target.
+const (
+	KindShift     = "shift"     // By records from the committed offset (negative: back)
+	KindOffset    = "offset"    // exactly Offset
+	KindTimestamp = "timestamp" // the first record at or after At
+	KindEarliest  = "earliest"  // the log start
+	KindLatest    = "latest"    // the log end: skip everything
+)
+
+// Target is where the offsets go.
+type Target struct {
+	Kind   string     `json:"kind"`
+	By     int64      `json:"by,omitempty"`
+	Offset *int64     `json:"offset,omitempty"`
+	At     *time.Time `json:"at,omitempty"`
+}
+
+// PlanRequest selects a move. Partitions nil means every partition of Topic.
+type PlanRequest struct {
+	Cluster    string  // required
+	Group      string  // required
+	Topic      string  // required
+	Partitions []int32 // nil: all
+	To         Target
+	// CopySkippedTo is where skipped records are copied first: nil means the topic's configured
+	// dead-letter topic when there is one; "" copies nothing.
+	CopySkippedTo *string
+	Actor         string
+}
+
+// Move is one partition of a plan.
+type Move struct {
+	Partition int32 `json:"partition"`
+	Current   int64 `json:"current"` // committed offset when planned; -1 when none
+	New       int64 `json:"new"`
+	Skipped   int64 `json:"skipped"` // records between the position and New that will not be consumed
+	// SkipFrom is the first skipped offset (the position: the committed offset, or the log start
+	// when nothing is committed or the commit was deleted by retention).
+	SkipFrom int64 `json:"skip_from"`
+}
+
+// Plan is a frozen move, stored until applied.
+type Plan struct {
+	ID         string          `json:"id"`
+	Cluster    string          `json:"cluster"`
+	Group      string          `json:"group"`
+	Topic      string          `json:"topic"`
+	To         Target          `json:"to"`
+	Partitions []Move          `json:"partitions"`
+	Skipped    int64           `json:"skipped"`
+	CopyTo     string          `json:"copy_to"`   // "" copies nothing
+	CopyFrom   map[int32]int64 `json:"copy_from"` // CopyTo's end offsets when planned
+	Warnings   []string        `json:"warnings"`
+	Members    []string        `json:"members"` // members when planned (apply needs none)
+	CreatedBy  string          `json:"-"`
+	CreatedAt  time.Time       `json:"-"`
+	AppliedAt  *time.Time      `json:"-"`
+	AppliedBy  string          `json:"-"`
+	ApprovedBy string          `json:"-"`
+	FourEyes   bool            `json:"four_eyes"` // apply needs a second person's approval first
+}
+
+// Options configure a Mover.
+type Options struct {
+	Clusters []Cluster // required, by Name
+	Store    Store     // required
+	// FourEyes is the replay two-person rule, applied to the number of skipped records: a plan
+	// skipping more than Threshold needs another operator's approval before apply.
+	FourEyes configs.FourEyes
+	Now      func() time.Time // nil: time.Now
+}
+
+// Mover plans and applies offset moves. It is safe for concurrent use.
+type Mover struct {
+	o      Options
+	byName map[string]Cluster
+	// beforeCommit runs after the copies and before the commit; tests stop an apply there to
+	// prove that a second apply recognises the copies. nil does nothing.
+	beforeCommit func(Plan) error
+}
+
+// New checks opts.
+func New(o Options) (*Mover, error) {
+	if o.Store == nil {
+		return nil, fmt.Errorf("offsets: %w", ops.Invalid("store", "required"))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	m := &Mover{o: o, byName: map[string]Cluster{}}
+	for _, c := range o.Clusters {
+		m.byName[c.Name()] = c
+	}
+	return m, nil
+}
+
+func (m *Mover) cluster(name string) (Cluster, error) {
+	c, ok := m.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return c, nil
+}
+
+// Plan computes and stores a move. Errors: ops.ErrInvalid (bad target, partition or copy
+// destination, naming the valid range), ops.ErrNotFound (cluster, topic), ops.ErrUnavailable.
+func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
+	c, err := m.cluster(r.Cluster)
+	if err != nil {
+		return Plan{}, err
+	}
+	if r.Group == "" {
+		return Plan{}, ops.Invalid("group", "required")
+	}
+	if r.Topic == "" {
+		return Plan{}, ops.Invalid("topic", "required")
+	}
+	to, err := checkTarget(r.To)
+	if err != nil {
+		return Plan{}, err
+	}
+	offs, err := c.GroupTopicOffsets(ctx, r.Group, r.Topic)
+	if err != nil {
+		return Plan{}, err
+	}
+	selected := offs.Partitions
+	if r.Partitions != nil {
+		if len(r.Partitions) == 0 {
+			return Plan{}, ops.Invalid("partitions", `list at least one partition, or "all"`)
+		}
+		selected = nil
+		for _, p := range r.Partitions {
+			i := slices.IndexFunc(offs.Partitions, func(po kafka.PartitionOffsets) bool { return po.Partition == p })
+			if i < 0 {
+				return Plan{}, ops.Invalid("partitions", fmt.Sprintf("%s has partitions 0 to %d, not %d", r.Topic, len(offs.Partitions)-1, p))
+			}
+			if !slices.ContainsFunc(selected, func(po kafka.PartitionOffsets) bool { return po.Partition == p }) {
+				selected = append(selected, offs.Partitions[i])
+			}
+		}
+	}
+	var after map[int32]int64
+	if to.Kind == KindTimestamp {
+		if after, err = c.OffsetsAfter(ctx, r.Topic, *to.At); err != nil {
+			return Plan{}, err
+		}
+	}
+	p := Plan{ID: "offplan_" + randomID(8), Cluster: r.Cluster, Group: r.Group, Topic: r.Topic, To: to,
+		Partitions: []Move{}, Warnings: []string{}, Members: []string{}, CreatedBy: r.Actor}
+	var never, again []string
+	var reread int64
+	for _, po := range selected {
+		pos := po.Committed
+		if pos < po.Start {
+			if po.Committed < 0 {
+				never = append(never, fmt.Sprint(po.Partition))
+			}
+			pos = po.Start
+		}
+		if pos > po.End {
+			pos = po.End
+		}
+		var nw int64
+		switch to.Kind {
+		case KindShift:
+			nw = min(max(pos+to.By, po.Start), po.End)
+		case KindOffset:
+			if *to.Offset < po.Start || *to.Offset > po.End {
+				return Plan{}, ops.Invalid("to.offset", fmt.Sprintf("%s[%d] holds offsets %d to %d (the end, %d, means caught up); %d is outside",
+					r.Topic, po.Partition, po.Start, po.End-1, po.End, *to.Offset))
+			}
+			nw = *to.Offset
+		case KindTimestamp:
+			nw = after[po.Partition]
+			if nw < po.Start || nw > po.End {
+				nw = po.End
+			}
+		case KindEarliest:
+			nw = po.Start
+		case KindLatest:
+			nw = po.End
+		}
+		mv := Move{Partition: po.Partition, Current: po.Committed, New: nw, SkipFrom: pos}
+		if nw > pos {
+			mv.Skipped = nw - pos
+		} else if nw < pos {
+			reread += pos - nw
+			again = append(again, fmt.Sprint(po.Partition))
+		}
+		p.Skipped += mv.Skipped
+		p.Partitions = append(p.Partitions, mv)
+	}
+	slices.SortFunc(p.Partitions, func(a, b Move) int { return int(a.Partition - b.Partition) })
+	if len(never) > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("never committed (or committed below the log start) on partitions %s: "+
+			"counted from the log start, where the consumer resumes with auto.offset.reset=earliest", strings.Join(never, ", ")))
+	}
+	if reread > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d records on partitions %s will be consumed again: the consumer must be idempotent",
+			reread, strings.Join(again, ", ")))
+	}
+
+	if err := m.planCopy(ctx, c, r, &p); err != nil {
+		return Plan{}, err
+	}
+	if mem, err := c.GroupMembership(ctx, r.Group); err == nil && len(mem.Members) > 0 {
+		p.Members = mem.Members
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the group has %d members (%s): Kafka moves offsets only for an empty group; "+
+			"stop its consumers before applying", len(mem.Members), strings.Join(mem.Members, ", ")))
+	} else if err != nil && !errors.Is(err, ops.ErrNotFound) {
+		return Plan{}, err
+	}
+	if fe := m.o.FourEyes; fe.Enabled && p.Skipped > int64(fe.Threshold) {
+		p.FourEyes = true
+		p.Warnings = append(p.Warnings, fmt.Sprintf("skips %d records, above replay.four_eyes.threshold (%d): another operator must approve it before apply",
+			p.Skipped, fe.Threshold))
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return Plan{}, fmt.Errorf("offset plan: %w", err)
+	}
+	if err := m.o.Store.CreateOffsetPlan(ctx, store.OffsetPlan{ID: p.ID, Cluster: p.Cluster, Group: p.Group, Topic: p.Topic,
+		CreatedBy: r.Actor, Body: body}); err != nil {
+		return Plan{}, err
+	}
+	p.CreatedAt = m.o.Now()
+	return p, nil
+}
+
+func (m *Mover) planCopy(ctx context.Context, c Cluster, r PlanRequest, p *Plan) error {
+	switch {
+	case r.CopySkippedTo == nil:
+		dlt, ok, err := c.DeadLetterTopicOf(ctx, r.Topic)
+		if err != nil {
+			return err
+		}
+		if ok {
+			p.CopyTo = dlt
+		} else if p.Skipped > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the %d skipped records are not copied: no dead-letter topic is configured for %s "+
+				"(set copy_skipped_to to keep them)", p.Skipped, r.Topic))
+		}
+	case *r.CopySkippedTo == "":
+		if p.Skipped > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the %d skipped records are not copied (copy_skipped_to is empty): they are lost to this group", p.Skipped))
+		}
+	default:
+		if *r.CopySkippedTo == r.Topic {
+			return ops.Invalid("copy_skipped_to", "must not be the topic the offsets move on")
+		}
+		if _, err := c.PartitionCount(ctx, *r.CopySkippedTo); err != nil {
+			if errors.Is(err, ops.ErrNotFound) {
+				return ops.Invalid("copy_skipped_to", fmt.Sprintf("topic %q does not exist", *r.CopySkippedTo))
+			}
+			return err
+		}
+		p.CopyTo = *r.CopySkippedTo
+	}
+	if p.CopyTo != "" && p.Skipped > 0 {
+		ends, err := c.EndOffsets(ctx, p.CopyTo)
+		if err != nil {
+			return err
+		}
+		p.CopyFrom = ends
+	}
+	return nil
+}
+
+func checkTarget(t Target) (Target, error) {
+	switch t.Kind {
+	case KindShift:
+		if t.By == 0 {
+			return t, ops.Invalid("to.by", "required: the number of records to move by (negative moves back)")
+		}
+		return Target{Kind: t.Kind, By: t.By}, nil
+	case KindOffset:
+		if t.Offset == nil || *t.Offset < 0 {
+			return t, ops.Invalid("to.offset", "required: a non-negative offset")
+		}
+		return Target{Kind: t.Kind, Offset: t.Offset}, nil
+	case KindTimestamp:
+		if t.At == nil || t.At.IsZero() {
+			return t, ops.Invalid("to.at", "required: an RFC 3339 time")
+		}
+		return Target{Kind: t.Kind, At: t.At}, nil
+	case KindEarliest, KindLatest:
+		return Target{Kind: t.Kind}, nil
+	}
+	return t, ops.Invalid("to.kind", "must be shift, offset, timestamp, earliest or latest")
+}
+
+// Get reads a stored plan. Unknown → ops.ErrNotFound.
+func (m *Mover) Get(ctx context.Context, id string) (Plan, error) {
+	sp, err := m.o.Store.OffsetPlan(ctx, id)
+	if err != nil {
+		return Plan{}, err
+	}
+	var p Plan
+	if err := json.Unmarshal(sp.Body, &p); err != nil {
+		return Plan{}, fmt.Errorf("offset plan %q: decode: %w", id, err)
+	}
+	p.CreatedBy, p.CreatedAt, p.AppliedAt, p.AppliedBy, p.ApprovedBy = sp.CreatedBy, sp.CreatedAt, sp.AppliedAt, sp.AppliedBy, sp.ApprovedBy
+	return p, nil
+}
+
+// ApplyRequest applies a plan.
+type ApplyRequest struct {
+	PlanID string // required
+	Actor  string
+	Role   string
+	Reason string // required: written to the audit log and to the copies' exception message
+	// Cluster and Group, when set, must be the plan's (the API names them in its path).
+	Cluster, Group string
+}
+
+// Result is an applied plan.
+type Result struct {
+	Plan
+	Copied        int  // skipped records copied by this apply
+	AlreadyCopied int  // copies an earlier, interrupted apply of the plan had made
+	Moved         bool // the offsets are now the plan's
+}
+
+// Apply copies the skipped records (when the plan has a destination), then commits the new
+// offsets, then marks the plan applied. Errors: ops.ErrInvalid (no reason), ops.ErrNotFound,
+// ops.ErrConflict (the group has members — the message names them —, the offsets moved since the
+// plan, the plan was applied already, or it awaits approval), ops.ErrUnavailable. After a failure
+// the offsets are unmoved and the plan can be applied again: copies made are recognised.
+func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
+	if r.PlanID == "" {
+		return Result{}, ops.Invalid("plan_id", "required: the plan_id a plan answer gave")
+	}
+	if len(strings.TrimSpace(r.Reason)) < 3 {
+		return Result{}, ops.Invalid("reason", "required: why the offsets move (kept in the audit log and on the copies)")
+	}
+	if len(r.Reason) > 1000 {
+		return Result{}, ops.Invalid("reason", "at most 1000 characters")
+	}
+	p, err := m.Get(ctx, r.PlanID)
+	if err != nil {
+		return Result{}, err
+	}
+	if (r.Cluster != "" && r.Cluster != p.Cluster) || (r.Group != "" && r.Group != p.Group) {
+		return Result{}, fmt.Errorf("offset plan %q is for group %s of cluster %s: %w", p.ID, p.Group, p.Cluster, ops.ErrNotFound)
+	}
+	if p.AppliedAt != nil {
+		return Result{Plan: p, Moved: true}, fmt.Errorf("offset plan %q was applied at %s by %s: %w",
+			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict)
+	}
+	if p.FourEyes && p.ApprovedBy == "" {
+		return Result{Plan: p}, fmt.Errorf("%w: offset plan %q skips %d records and awaits another operator's approval", ops.ErrConflict, p.ID, p.Skipped)
+	}
+	c, err := m.cluster(p.Cluster)
+	if err != nil {
+		return Result{}, err
+	}
+	target := "kafka/" + p.Cluster + "/groups/" + p.Group
+	res := Result{Plan: p}
+	deny := func(err error) (Result, error) {
+		_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
+			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeDenied,
+			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
+		return res, err
+	}
+	mem, err := c.GroupMembership(ctx, p.Group)
+	if err != nil && !errors.Is(err, ops.ErrNotFound) {
+		return res, err
+	}
+	if len(mem.Members) > 0 {
+		return deny(fmt.Errorf("%w: group %s has %d members (%s); Kafka moves a group's offsets only while it is empty: "+
+			"stop its consumers, then apply again", ops.ErrConflict, p.Group, len(mem.Members), strings.Join(mem.Members, ", ")))
+	}
+	now, err := c.GroupTopicOffsets(ctx, p.Group, p.Topic)
+	if err != nil {
+		return res, err
+	}
+	committed := map[int32]int64{}
+	for _, po := range now.Partitions {
+		committed[po.Partition] = po.Committed
+	}
+	atNew := true
+	for _, mv := range p.Partitions {
+		cur := committed[mv.Partition]
+		if cur != mv.New {
+			atNew = false
+		}
+		if cur != mv.Current && cur != mv.New {
+			return deny(fmt.Errorf("%w: the offsets moved since the plan (partition %d: planned from %d, now %d); plan again",
+				ops.ErrConflict, mv.Partition, mv.Current, cur))
+		}
+	}
+	intent, err := m.o.Store.RecordIntent(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
+		Count: ptr(p.Skipped), Reason: r.Reason,
+		Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "partitions": p.Partitions, "to": p.To, "copy_to": p.CopyTo}})
+	if err != nil {
+		return res, err
+	}
+	fail := func(err error) (Result, error) {
+		_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
+			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeFailed,
+			Detail: map[string]any{"intent_id": intent, "plan_id": p.ID, "copied": res.Copied, "already_copied": res.AlreadyCopied,
+				"error": err.Error()}})
+		return res, err
+	}
+	if !atNew && p.CopyTo != "" && p.Skipped > 0 {
+		ranges := map[int32][2]int64{}
+		for _, mv := range p.Partitions {
+			if mv.Skipped > 0 {
+				ranges[mv.Partition] = [2]int64{mv.SkipFrom, mv.New}
+			}
+		}
+		for _, po := range now.Partitions { // retention may have deleted some since the plan
+			if rg, ok := ranges[po.Partition]; ok && rg[0] < po.Start {
+				rg[0] = min(po.Start, rg[1])
+				ranges[po.Partition] = rg
+			}
+		}
+		cr, err := c.CopySkipped(ctx, kafka.CopyRequest{PlanID: p.ID, Group: p.Group, Topic: p.Topic, Ranges: ranges,
+			Dest: p.CopyTo, DestFrom: p.CopyFrom,
+			Exception: fmt.Sprintf("skipped by %s with Redrive offset plan %s: %s", r.Actor, p.ID, r.Reason)})
+		res.Copied, res.AlreadyCopied = cr.Copied, cr.Already
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if m.beforeCommit != nil {
+		if err := m.beforeCommit(p); err != nil {
+			return fail(err)
+		}
+	}
+	if !atNew {
+		offsets := map[int32]int64{}
+		for _, mv := range p.Partitions {
+			offsets[mv.Partition] = mv.New
+		}
+		if err := c.CommitGroupOffsets(ctx, p.Group, p.Topic, offsets); err != nil {
+			return fail(err)
+		}
+	}
+	res.Moved = true
+	if err := m.o.Store.MarkOffsetPlanApplied(ctx, p.ID, r.Actor); err != nil && !errors.Is(err, ops.ErrConflict) {
+		return fail(err)
+	}
+	_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
+		Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeOK,
+		Detail: map[string]any{"intent_id": intent, "plan_id": p.ID, "topic": p.Topic, "copied": res.Copied,
+			"already_copied": res.AlreadyCopied, "copy_to": p.CopyTo}})
+	t := m.o.Now()
+	res.AppliedAt, res.AppliedBy = &t, r.Actor
+	return res, nil
+}
+
+// Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrNotFound,
+// ops.ErrForbidden (the author), ops.ErrConflict (approved or applied already, or not a
+// four-eyes plan).
+func (m *Mover) Approve(ctx context.Context, id, actor, role string) (Plan, error) {
+	p, err := m.Get(ctx, id)
+	if err != nil {
+		return Plan{}, err
+	}
+	if !p.FourEyes {
+		return p, fmt.Errorf("%w: offset plan %q needs no approval", ops.ErrConflict, id)
+	}
+	if actor == p.CreatedBy {
+		return p, fmt.Errorf("%w: the plan's author cannot approve it; another operator must", ops.ErrForbidden)
+	}
+	if err := m.o.Store.ApproveOffsetPlan(ctx, id, actor); err != nil {
+		return p, err
+	}
+	_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: actor, Role: role, Action: "kafka.offsets.approve",
+		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: ptr(p.Skipped), Outcome: store.OutcomeOK,
+		Detail: map[string]any{"plan_id": id}})
+	p.ApprovedBy = actor
+	return p, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,397 @@
+package offsets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
+)
+
+type env struct {
+	broker *kfake.Cluster
+	c      *kafka.Cluster
+	st     *store.Store
+	m      *Mover
+	prod   *kgo.Client
+	adm    *kadm.Client
+}
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// newEnv: a kfake cluster with "orders" (3 partitions, 10 records each, written at base+i min)
+// and its DLT "orders.DLT" (3 partitions), a store, and a Mover.
+func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
+	t.Helper()
+	broker, err := kfake.NewCluster(kfake.Ports(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broker.Close)
+	c, err := kafka.New(configs.KafkaCluster{Name: "test", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
+		configs.MessageIDRules{Headers: []string{"messageId"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	adm := kadm.NewClient(prod)
+	for _, tp := range []string{"orders", "orders.DLT"} {
+		if _, err := adm.CreateTopic(ctxT(t), 3, 1, nil, tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var recs []*kgo.Record
+	for p := range int32(3) {
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "orders", Partition: p, Key: []byte(fmt.Sprintf("k%d-%d", p, i)),
+				Value: []byte(fmt.Sprintf("v%d-%d", p, i)), Timestamp: base.Add(time.Duration(i) * time.Minute),
+				Headers: []kgo.RecordHeader{{Key: "messageId", Value: []byte(fmt.Sprintf("m%d-%d", p, i))}}})
+		}
+	}
+	if err := prod.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Options{Clusters: []Cluster{c}, Store: st, FourEyes: fe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{broker: broker, c: c, st: st, m: m, prod: prod, adm: adm}, base
+}
+
+func (e *env) commit(t *testing.T, group string, offsets map[int32]int64) {
+	t.Helper()
+	os := kadm.Offsets{}
+	for p, o := range offsets {
+		os.AddOffset("orders", p, o, -1)
+	}
+	if err := e.adm.CommitAllOffsets(ctxT(t), group, os); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) committed(t *testing.T, group string) map[int32]int64 {
+	t.Helper()
+	o, err := e.c.GroupTopicOffsets(ctxT(t), group, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	for _, p := range o.Partitions {
+		out[p.Partition] = p.Committed
+	}
+	return out
+}
+
+// dlt reads every record of orders.DLT.
+func (e *env) dlt(t *testing.T) []kafka.Record {
+	t.Helper()
+	var out []kafka.Record
+	ends, err := e.c.EndOffsets(ctxT(t), "orders.DLT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, end := range ends {
+		if err := e.c.Scan(ctxT(t), "orders.DLT", p, 0, end, func(r kafka.Record) error { out = append(out, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func i64(v int64) *int64 { return &v }
+
+func TestPlanKinds(t *testing.T) {
+	e, base := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	e.commit(t, "g", map[int32]int64{0: 3, 1: 9}) // p2 never committed
+	at := base.Add(5*time.Minute + time.Second)
+	none := ""
+	for _, tc := range []struct {
+		name    string
+		to      Target
+		parts   []int32
+		want    map[int32][3]int64 // current, new, skipped
+		warning string
+	}{
+		{"Shift", Target{Kind: KindShift, By: 1}, nil, map[int32][3]int64{0: {3, 4, 1}, 1: {9, 10, 1}, 2: {-1, 1, 1}}, "never committed"},
+		{"ShiftBack", Target{Kind: KindShift, By: -5}, []int32{0, 1}, map[int32][3]int64{0: {3, 0, 0}, 1: {9, 4, 0}}, "consumed again"},
+		{"Offset", Target{Kind: KindOffset, Offset: i64(7)}, []int32{0}, map[int32][3]int64{0: {3, 7, 4}}, ""},
+		{"Timestamp", Target{Kind: KindTimestamp, At: &at}, nil, map[int32][3]int64{0: {3, 6, 3}, 1: {9, 6, 0}, 2: {-1, 6, 6}}, ""},
+		{"Earliest", Target{Kind: KindEarliest}, []int32{1}, map[int32][3]int64{1: {9, 0, 0}}, ""},
+		{"Latest", Target{Kind: KindLatest}, nil, map[int32][3]int64{0: {3, 10, 7}, 1: {9, 10, 1}, 2: {-1, 10, 10}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: tc.parts, To: tc.to, CopySkippedTo: &none, Actor: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Partitions) != len(tc.want) {
+				t.Fatalf("partitions %+v, want %v", p.Partitions, tc.want)
+			}
+			for _, mv := range p.Partitions {
+				w := tc.want[mv.Partition]
+				if mv.Current != w[0] || mv.New != w[1] || mv.Skipped != w[2] {
+					t.Errorf("partition %d: %+v, want current %d new %d skipped %d", mv.Partition, mv, w[0], w[1], w[2])
+				}
+			}
+			if tc.warning != "" && !strings.Contains(strings.Join(p.Warnings, "\n"), tc.warning) {
+				t.Errorf("warnings %q, want one with %q", p.Warnings, tc.warning)
+			}
+			res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Role: "operator", Reason: "test " + tc.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := e.committed(t, "g")
+			for part, w := range tc.want {
+				if got[part] != w[1] {
+					t.Errorf("partition %d committed %d after apply, want %d", part, got[part], w[1])
+				}
+			}
+			if !res.Moved {
+				t.Error("result not moved")
+			}
+			// Put the group back for the next case.
+			e.commit(t, "g", map[int32]int64{0: 3, 1: 9})
+			if got[2] >= 0 {
+				if _, err := e.adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{"orders": {2: {}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	t.Run("Invalid", func(t *testing.T) {
+		for _, to := range []Target{{Kind: "sideways"}, {Kind: KindOffset, Offset: i64(11)}, {Kind: KindShift}} {
+			_, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: to})
+			if !errors.Is(err, ops.ErrInvalid) {
+				t.Errorf("%+v: err %v, want ErrInvalid", to, err)
+			}
+		}
+		_, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{7}, To: Target{Kind: KindLatest}})
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "0 to 2") {
+			t.Errorf("partition 7: %v", err)
+		}
+	})
+	t.Run("AppliedTwice", func(t *testing.T) {
+		p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: Target{Kind: KindShift, By: 1}, Partitions: []int32{0}, CopySkippedTo: &none})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "once"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "twice"}); !errors.Is(err, ops.ErrConflict) {
+			t.Fatalf("second apply: %v, want ErrConflict", err)
+		}
+	})
+}
+
+// While the group has members, apply is refused with 409 naming them, and nothing is copied.
+func TestApplyRefusedWithMembers(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	member, err := kgo.NewClient(kgo.SeedBrokers(e.broker.ListenAddrs()...), kgo.ClientID("worker-7"),
+		kgo.ConsumerGroup("g-live"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		member.PollRecords(ctx, 1)
+		if m, err := e.c.GroupMembership(ctx, "g-live"); err == nil && len(m.Members) > 0 && m.State == "Stable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("member never joined")
+		}
+	}
+	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g-live", Topic: "orders", Partitions: []int32{0}, To: Target{Kind: KindShift, By: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Members) != 1 || !strings.Contains(strings.Join(p.Warnings, " "), "worker-7") {
+		t.Errorf("plan members %v warnings %q", p.Members, p.Warnings)
+	}
+	_, err = e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip poison"})
+	if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "worker-7") || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("apply with members: %v, want ErrConflict naming worker-7", err)
+	}
+	if n := len(e.dlt(t)); n != 0 {
+		t.Errorf("%d records copied to the DLT by a refused apply", n)
+	}
+}
+
+// Skipping the poison record at offset 4 of partition 1: the copy is in orders.DLT with Spring's
+// headers before the offsets move; default destination is the topic's DLT.
+func TestSkipWithCopy(t *testing.T) {
+	e, base := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	e.commit(t, "billing", map[int32]int64{0: 10, 1: 4, 2: 10})
+	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{1},
+		To: Target{Kind: KindOffset, Offset: i64(5)}, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.CopyTo != "orders.DLT" || p.Skipped != 1 {
+		t.Fatalf("plan copy_to %q skipped %d, want orders.DLT 1", p.CopyTo, p.Skipped)
+	}
+	var seenBeforeCommit []kafka.Record
+	e.m.beforeCommit = func(Plan) error {
+		seenBeforeCommit = e.dlt(t)
+		if got := e.committed(t, "billing")[1]; got != 4 {
+			t.Errorf("committed %d before the commit step, want 4", got)
+		}
+		return nil
+	}
+	res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Role: "operator", Reason: "poison record, fixed in 1.4.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copied != 1 || res.AlreadyCopied != 0 {
+		t.Errorf("copied %d already %d, want 1 0", res.Copied, res.AlreadyCopied)
+	}
+	if len(seenBeforeCommit) != 1 {
+		t.Fatalf("DLT held %d records before the commit, want 1", len(seenBeforeCommit))
+	}
+	r := seenBeforeCommit[0]
+	dl := r.DeadLetter
+	if r.Partition != 1 || string(r.Key) != "k1-4" || string(r.Value) != "v1-4" || dl == nil {
+		t.Fatalf("copy %+v", r)
+	}
+	if dl.OriginalTopic != "orders" || dl.OriginalPartition == nil || *dl.OriginalPartition != 1 || dl.OriginalOffset == nil || *dl.OriginalOffset != 4 ||
+		dl.ConsumerGroup != "billing" || dl.ExceptionType != kafka.SkippedExceptionType || dl.OriginalTimestamp == nil ||
+		!dl.OriginalTimestamp.Equal(base.Add(4*time.Minute)) || !strings.Contains(dl.ExceptionMessage, "skipped by alice") ||
+		dl.MessageID != "m1-4" && dl.MessageID != "" {
+		t.Errorf("dead-letter headers %+v", *dl)
+	}
+	hs := map[string]string{}
+	for _, h := range r.Headers {
+		hs[h.Key] = string(h.Value)
+	}
+	if hs[kafka.HeaderOffsetPlan] != p.ID || hs["messageId"] != "m1-4" || hs["kafka_dlt-original-consumer-group"] != "billing" {
+		t.Errorf("headers %v", hs)
+	}
+	if got := e.committed(t, "billing"); got[1] != 5 || got[0] != 10 {
+		t.Errorf("committed %v, want partition 1 at 5 and 0 untouched", got)
+	}
+	entries, err := e.st.ListAudit(ctx, store.AuditFilter{Action: "kafka.offsets.apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The audit list shows the intent and its outcome as one action: the outcome names the intent.
+	if len(entries) != 1 || entries[0].Outcome != store.OutcomeOK || entries[0].Detail["intent_id"] == nil || entries[0].Detail["copied"] != float64(1) {
+		t.Errorf("audit %+v", entries)
+	}
+}
+
+// The console dies between the copies and the commit: the offsets are unmoved, and the next apply
+// recognises the copies (by the plan id and original offset headers) instead of copying twice.
+func TestCrashBetweenCopyAndCommit(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	e.commit(t, "billing", map[int32]int64{0: 2, 1: 4, 2: 10})
+	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", To: Target{Kind: KindShift, By: 3}, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Skipped != 6 {
+		t.Fatalf("skipped %d, want 6 (3 on partitions 0 and 1)", p.Skipped)
+	}
+	// Someone else's dead letter lands in the DLT meanwhile: it must be neither counted nor harmed.
+	if err := e.prod.ProduceSync(ctx, &kgo.Record{Topic: "orders.DLT", Partition: 0, Value: []byte("other")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	crash := errors.New("killed")
+	e.m.beforeCommit = func(Plan) error { return crash }
+	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip the bad batch"}); !errors.Is(err, crash) {
+		t.Fatalf("first apply: %v", err)
+	}
+	if got := e.committed(t, "billing"); got[0] != 2 || got[1] != 4 {
+		t.Fatalf("offsets moved by the interrupted apply: %v", got)
+	}
+	if n := len(e.dlt(t)); n != 7 {
+		t.Fatalf("DLT holds %d records after the interrupted apply, want 6 copies + 1 other", n)
+	}
+	// A fresh Mover, as after a restart.
+	m2, err := New(Options{Clusters: []Cluster{e.c}, Store: e.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m2.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip the bad batch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copied != 0 || res.AlreadyCopied != 6 {
+		t.Errorf("second apply copied %d, recognised %d; want 0 and 6", res.Copied, res.AlreadyCopied)
+	}
+	if n := len(e.dlt(t)); n != 7 {
+		t.Errorf("DLT holds %d records after the second apply, want 7", n)
+	}
+	if got := e.committed(t, "billing"); got[0] != 5 || got[1] != 7 || got[2] != 10 {
+		t.Errorf("committed %v, want 5, 7, 10", got)
+	}
+	// A crash after the commit but before the plan was marked: the next apply sees the offsets at
+	// the plan's new ones and only marks it.
+	p2, err := m2.Plan(ctx, PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{0}, To: Target{Kind: KindShift, By: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.commit(t, "billing", map[int32]int64{0: 6})
+	if res, err := m2.Apply(ctx, ApplyRequest{PlanID: p2.ID, Actor: "alice", Reason: "resume"}); err != nil || res.Copied != 0 {
+		t.Fatalf("apply of a committed plan: %+v %v", res, err)
+	}
+	if n := len(e.dlt(t)); n != 7 {
+		t.Errorf("DLT holds %d records, want 7: a plan already committed copies nothing", n)
+	}
+}
+
+func TestFourEyes(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{Enabled: true, Threshold: 2})
+	ctx := ctxT(t)
+	e.commit(t, "g", map[int32]int64{0: 0})
+	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{0}, To: Target{Kind: KindShift, By: 3}, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.FourEyes {
+		t.Fatal("plan skipping 3 > 2 is not four-eyes")
+	}
+	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip"}); !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("unapproved apply: %v", err)
+	}
+	if _, err := e.m.Approve(ctx, p.ID, "alice", "operator"); !errors.Is(err, ops.ErrForbidden) {
+		t.Fatalf("self-approval: %v", err)
+	}
+	if _, err := e.m.Approve(ctx, p.ID, "bob", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip"}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// OffsetPlan is a stored offset-move plan (table offset_move_plan). Body is ops/offsets' own
+// JSON; the store does not read it.
+type OffsetPlan struct {
+	ID         string
+	Cluster    string
+	Group      string
+	Topic      string
+	CreatedBy  string
+	CreatedAt  time.Time
+	Body       []byte
+	AppliedAt  *time.Time // nil until applied
+	AppliedBy  string
+	ApprovedBy string // the second person of a four-eyes plan; "" when none
+}
+
+// CreateOffsetPlan stores a new plan. A duplicate id is ops.ErrConflict.
+func (s *Store) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO offset_move_plan (id, cluster, group_name, topic, created_by, body)
+		VALUES ($1, $2, $3, $4, $5, $6)`, p.ID, p.Cluster, p.Group, p.Topic, p.CreatedBy, p.Body)
+	if err != nil {
+		return fmt.Errorf("offset plan %s: create: %w: %w", p.ID, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// OffsetPlan reads one plan; an unknown id is ops.ErrNotFound.
+func (s *Store) OffsetPlan(ctx context.Context, id string) (OffsetPlan, error) {
+	p := OffsetPlan{ID: id}
+	var appliedBy, approvedBy *string
+	err := s.pool.QueryRow(ctx, `SELECT cluster, group_name, topic, created_by, created_at, body, applied_at, applied_by, approved_by
+		FROM offset_move_plan WHERE id = $1`, id).
+		Scan(&p.Cluster, &p.Group, &p.Topic, &p.CreatedBy, &p.CreatedAt, &p.Body, &p.AppliedAt, &appliedBy, &approvedBy)
+	if isNoRows(err) {
+		return p, fmt.Errorf("offset plan %q: %w", id, ops.ErrNotFound)
+	}
+	if err != nil {
+		return p, fmt.Errorf("offset plan %q: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	if appliedBy != nil {
+		p.AppliedBy = *appliedBy
+	}
+	if approvedBy != nil {
+		p.ApprovedBy = *approvedBy
+	}
+	return p, nil
+}
+
+// ApproveOffsetPlan records the second person of a four-eyes plan. A plan already applied or
+// approved is ops.ErrConflict; an unknown one ops.ErrNotFound.
+func (s *Store) ApproveOffsetPlan(ctx context.Context, id, approver string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE offset_move_plan SET approved_by = $2
+		WHERE id = $1 AND applied_at IS NULL AND approved_by IS NULL`, id, approver)
+	if err != nil {
+		return fmt.Errorf("offset plan %q: approve: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.OffsetPlan(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("offset plan %q: %w: already approved or applied", id, ops.ErrConflict)
+	}
+	return nil
+}
+
+// MarkOffsetPlanApplied records that the plan's offsets were committed. A plan already applied
+// is ops.ErrConflict.
+func (s *Store) MarkOffsetPlanApplied(ctx context.Context, id, actor string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE offset_move_plan SET applied_at = now(), applied_by = $2
+		WHERE id = $1 AND applied_at IS NULL`, id, actor)
+	if err != nil {
+		return fmt.Errorf("offset plan %q: mark applied: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("offset plan %q: %w: already applied", id, ops.ErrConflict)
+	}
+	return nil
+}

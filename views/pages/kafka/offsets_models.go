@@ -1,0 +1,49 @@
+package kafka
+
+import (
+	"net/url"
+
+	"github.com/redrive/redrive/views/layout"
+)
+
+// SkipOffer is the "skip the record at offset N" form a STALL or STOP group page offers: the
+// partition that decided the status, prefilled.
+type SkipOffer struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // the committed offset: the record the consumer is stuck on
+}
+
+// OffsetPlanPage shows a planned offset move with its Apply form, or its outcome.
+type OffsetPlanPage struct {
+	Meta       layout.Meta
+	Cluster    string
+	Group      string
+	PlanID     string
+	Topic      string
+	Target     string // "offset 5", "shift by 1", …
+	Partitions []OffsetMoveRow
+	Skipped    int64
+	CopyTo     string // "" copies nothing
+	Warnings   []string
+	Members    []string
+	FourEyes   bool
+	ApprovedBy string
+	Applied    bool
+	AppliedBy  string
+	// Outcome is set after an apply from this page: "1 record copied to orders.DLT, offsets moved".
+	Outcome string
+	Error   string // why an apply from this page was refused
+}
+
+// OffsetMoveRow is one partition of a plan.
+type OffsetMoveRow struct {
+	Partition int32
+	Current   int64
+	New       int64
+	Skipped   int64
+}
+
+func offsetsURL(cluster, group, action string) string {
+	return "/kafka/" + url.PathEscape(cluster) + "/groups/" + url.PathEscape(group) + "/offsets/" + action
+}
