@@ -33,6 +33,10 @@ type KafkaCluster interface {
 	Group(ctx context.Context, name string) (kafka.Group, error)
 	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
 	Records(ctx context.Context, q kafka.RecordQuery) (kafka.Page, error)
+	// RecordsAcross reads a page across every partition, merged by timestamp (same errors).
+	RecordsAcross(ctx context.Context, q kafka.AcrossQuery) (kafka.AcrossPage, error)
+	// Partitions lists a topic's partitions with their offsets: ErrNotFound, ErrUnavailable.
+	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
 	ErrorGroups(ctx context.Context, topic string, maxScan int) (kafka.ErrorScan, error)
 }
 
@@ -344,14 +348,64 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"topics": out})
 }
 
+// parseAcrossQuery reads the query of a page across every partition (partition=all): at, limit,
+// order and the cursor of a following page. offset names a partition's position, so it is refused.
+func parseAcrossQuery(c echo.Context) (kafka.AcrossQuery, error) {
+	one, err := parseRecordQuery(c)
+	if err != nil {
+		return kafka.AcrossQuery{}, err
+	}
+	q := kafka.AcrossQuery{Topic: one.Topic, At: one.At, Limit: one.Limit, Order: one.Order}
+	if one.Offset != nil {
+		return q, ops.Invalid("offset", "needs one partition; with partition=all use at or cursor")
+	}
+	if raw := c.QueryParam("cursor"); raw != "" {
+		if q.At != nil {
+			return q, ops.Invalid("at", "give at or cursor, not both")
+		}
+		q.Cursor = map[int32]int64{}
+		for _, f := range strings.Split(raw, ",") {
+			p, off, ok := strings.Cut(f, ":")
+			pn, perr := strconv.ParseInt(p, 10, 32)
+			on, oerr := strconv.ParseInt(off, 10, 64)
+			if !ok || perr != nil || oerr != nil || pn < 0 || on < 0 {
+				return q, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous page's next_cursor")
+			}
+			q.Cursor[int32(pn)] = on
+		}
+	}
+	return q, nil
+}
+
+// cursorText encodes a page's Next cursor for a link or the API ("" when there is no next page).
+func cursorText(next map[int32]int64) string {
+	if len(next) == 0 {
+		return ""
+	}
+	ps := make([]int32, 0, len(next))
+	for p := range next {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = strconv.Itoa(int(p)) + ":" + strconv.FormatInt(next[p], 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func allPartitions(c echo.Context) bool { return c.QueryParam("partition") == "all" }
+
 // parseRecordQuery reads partition, offset, at, limit and order.
 func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 	q := kafka.RecordQuery{Topic: pathParam(c, "topic"), Order: "newest"}
-	p, err := queryInt(c, "partition", 0, 0, 1<<31-1)
-	if err != nil {
-		return q, err
+	if !allPartitions(c) {
+		p, err := queryInt(c, "partition", 0, 0, 1<<31-1)
+		if err != nil {
+			return q, err
+		}
+		q.Partition = int32(p)
 	}
-	q.Partition = int32(p)
 	if raw := c.QueryParam("offset"); raw != "" {
 		off, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || off < 0 {
@@ -528,6 +582,9 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if allPartitions(c) {
+		return h.apiRecordsAcross(c, k, red, raw)
+	}
 	page, err := k.Records(c.Request().Context(), q)
 	if err != nil {
 		return err
@@ -541,6 +598,36 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"records": out, "start": page.Start, "end": page.End,
 		"next_offset": page.Next, "prev_offset": page.Prev})
+}
+
+// apiRecordsAcross answers partition=all: newest first across partitions, merged by timestamp,
+// with each partition's offsets and the cursor of the next page.
+func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, raw bool) error {
+	q, err := parseAcrossQuery(c)
+	if err != nil {
+		return err
+	}
+	page, err := k.RecordsAcross(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := make([]recordJSON, 0, len(page.Records))
+	for _, r := range page.Records {
+		r, redacted := redactRecord(red, r)
+		j := toRecordJSON(r, raw)
+		j.Redacted = redacted
+		out = append(out, j)
+	}
+	parts := make([]dltPartitionJSON, 0, len(page.Partitions))
+	for _, p := range page.Partitions {
+		parts = append(parts, dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, Records: p.End - p.Start})
+	}
+	var next *string
+	if cur := cursorText(page.Next); cur != "" {
+		next = &cur
+	}
+	return c.JSON(http.StatusOK, map[string]any{"records": out, "partition": "all", "order": page.Order,
+		"partitions": parts, "next_cursor": next})
 }
 
 // maxErrorScan bounds the records one error-group request reads.
@@ -724,6 +811,14 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		return err
 	}
 	page.CanReveal = red != nil && ActorOf(c).Role == RoleAdmin
+	if allPartitions(c) {
+		return h.topicAcross(c, k, red, page)
+	}
+	parts, err := k.Partitions(c.Request().Context(), q.Topic)
+	if err != nil {
+		return err
+	}
+	page.Partitions = partitionOptions(parts)
 	res, err := k.Records(c.Request().Context(), q)
 	if err != nil {
 		return err
@@ -755,6 +850,47 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	}
 	page.NextURL, page.PrevURL = link(res.Next), link(res.Prev)
 	return render(c, http.StatusOK, kafkapages.Topic(page))
+}
+
+// topicAcross renders partition=all: the topic's newest (or oldest) records across partitions.
+func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page kafkapages.TopicPage) error {
+	q, err := parseAcrossQuery(c)
+	if err != nil {
+		return err
+	}
+	if page.Exception != "" && c.QueryParam("limit") == "" {
+		q.Limit = kafka.MaxLimit
+	}
+	page.All, page.Limit = true, q.Limit
+	res, err := k.RecordsAcross(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	page.Partitions = partitionOptions(res.Partitions)
+	for _, r := range res.Records {
+		page.Read++
+		r, _ = redactRecord(red, r)
+		if page.Exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != page.Exception) {
+			continue
+		}
+		page.Records = append(page.Records, toRecordView(r))
+	}
+	if cur := cursorText(res.Next); cur != "" {
+		v := url.Values{"partition": {"all"}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "cursor": {cur}}
+		if page.Exception != "" {
+			v.Set("exception", page.Exception)
+		}
+		page.NextURL = topicURL(k.Name(), q.Topic) + "?" + v.Encode()
+	}
+	return render(c, http.StatusOK, kafkapages.Topic(page))
+}
+
+func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption {
+	out := make([]kafkapages.PartitionOption, len(parts))
+	for i, p := range parts {
+		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.End - p.Start}
+	}
+	return out
 }
 
 func topicURL(cluster, topic string) string {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 )
 
@@ -97,6 +98,11 @@ type TopicPage struct {
 	Cluster     string
 	Topic       string
 	Partition   int32
+	// All: the page merges every partition, newest (or oldest) first by timestamp; Partition
+	// and Start/End are then unused.
+	All bool
+	// Partitions are the topic's partitions for the selector, each with its record count.
+	Partitions []PartitionOption
 	Order       string
 	Limit       int
 	Exception   string // only records of this exception type are shown
@@ -108,6 +114,12 @@ type TopicPage struct {
 	NextURL     string
 	PrevURL     string
 	CanReveal   bool // values are masked by redaction rules and an admin may reveal them (audited)
+}
+
+// PartitionOption is one partition in the selector: its number and how many records it holds.
+type PartitionOption struct {
+	Partition int32
+	Records   int64
 }
 
 // RecordView is one record, rendered for people.
@@ -194,8 +206,9 @@ func recordURL(c, t string, p int32, off int64) string {
 	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)}, "limit": {"1"}}.Encode()
 }
 
-func exceptionURL(c, t string, p int32, exc string) string {
-	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}, "exception": {exc}}.Encode()
+// exceptionURL opens an error group's records across every partition of the topic.
+func exceptionURL(c, t string, exc string) string {
+	return topicURL(c, t) + "?" + url.Values{"partition": {"all"}, "exception": {exc}}.Encode()
 }
 
 func partitionURL(c, t string, p int32) string {
@@ -206,11 +219,12 @@ func itoa32(n int32) string { return strconv.Itoa(int(n)) }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
 
+// offsetText formats an offset like every other number on the page (lag included); −1 is "—".
 func offsetText(n int64) string {
 	if n < 0 {
 		return "—"
 	}
-	return strconv.FormatInt(n, 10)
+	return components.FormatNum(n)
 }
 
 var ranges = []string{"1h", "6h", "24h", "7d"}
@@ -234,7 +248,7 @@ func orDash(s string) string {
 
 // revealURL is the page again with reveal=true (an admin's audited look at masked values).
 func revealURL(p TopicPage) string {
-	q := url.Values{"reveal": {"true"}, "partition": {itoa32(p.Partition)}, "order": {p.Order}, "limit": {strconv.Itoa(p.Limit)}}
+	q := url.Values{"reveal": {"true"}, "partition": {partitionValue(p)}, "order": {p.Order}, "limit": {strconv.Itoa(p.Limit)}}
 	if p.OffsetInput != "" {
 		q.Set("offset", p.OffsetInput)
 	}
@@ -242,4 +256,68 @@ func revealURL(p TopicPage) string {
 		q.Set("exception", p.Exception)
 	}
 	return "?" + q.Encode()
+}
+
+// partitionValue is the page's partition query value: a number, or "all".
+func partitionValue(p TopicPage) string {
+	if p.All {
+		return "all"
+	}
+	return itoa32(p.Partition)
+}
+
+// topicSubtitle says what the page shows: one partition's offsets, or every partition.
+func topicSubtitle(p TopicPage) string {
+	if p.All {
+		var n int64
+		for _, o := range p.Partitions {
+			n += o.Records
+		}
+		return "All " + strconv.Itoa(len(p.Partitions)) + " partitions, merged by timestamp · " + components.FormatNum(n) + " records"
+	}
+	return "Partition " + itoa32(p.Partition) + " · offsets " + components.FormatNum(p.Start) + " to " + components.FormatNum(p.End) +
+		" · " + components.FormatNum(p.End-p.Start) + " records"
+}
+
+// optionLabel is a partition in the selector: "2 (1,204 records)".
+func optionLabel(o PartitionOption) string {
+	return itoa32(o.Partition) + " (" + components.FormatNum(o.Records) + " records)"
+}
+
+// rowKey names a record in ids and checkbox values: "partition:offset".
+func rowKey(r RecordView) string { return itoa32(r.Partition) + ":" + i64(r.Offset) }
+
+// keyOrID is what the table's key column shows: the key, else the decoded message id.
+func keyOrID(r RecordView) string {
+	if r.Key != "" {
+		return r.Key
+	}
+	if r.DeadLetter != nil {
+		return r.DeadLetter.MessageID
+	}
+	return ""
+}
+
+// original is where a dead letter came from: "orders/2/118".
+func original(d *DeadLetterView) string {
+	if d == nil || d.OriginalTopic == "" {
+		return ""
+	}
+	s := d.OriginalTopic
+	if d.OriginalPartition != "" {
+		s += "/" + d.OriginalPartition
+		if d.OriginalOffset != "" {
+			s += "/" + d.OriginalOffset
+		}
+	}
+	return s
+}
+
+func timeKey(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
 }
