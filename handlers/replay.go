@@ -276,25 +276,28 @@ func (h *Replays) start(c echo.Context, r startRequest) (store.ReplayJob, error)
 }
 
 type jobJSON struct {
-	ID            string     `json:"id"`
-	PlanID        string     `json:"plan_id"`
-	Status        string     `json:"status"`
-	Outcome       string     `json:"outcome"`
-	Paused        string     `json:"paused,omitempty"`
-	Total         int        `json:"total"`
-	Published     int        `json:"published"`
-	Skipped       int        `json:"skipped"`
-	Failed        int        `json:"failed"`
-	Remaining     int        `json:"remaining"`
-	Actor         string     `json:"actor"`
-	Reason        string     `json:"reason"`
-	Force         bool       `json:"force"`
-	RatePerSecond int        `json:"rate_per_second"`
-	Error         string     `json:"error,omitempty"`
-	ApprovedBy    string     `json:"approved_by,omitempty"`
-	CreatedAt     time.Time  `json:"created_at"`
-	StartedAt     *time.Time `json:"started_at"`
-	FinishedAt    *time.Time `json:"finished_at"`
+	ID      string `json:"id"`
+	PlanID  string `json:"plan_id"`
+	Status  string `json:"status"`
+	Outcome string `json:"outcome"`
+	Paused  string `json:"paused,omitempty"`
+	// CancelRequested: a cancel was asked; a running job then shows status "cancelling" until it
+	// stops at its next batch.
+	CancelRequested bool       `json:"cancel_requested"`
+	Total           int        `json:"total"`
+	Published       int        `json:"published"`
+	Skipped         int        `json:"skipped"`
+	Failed          int        `json:"failed"`
+	Remaining       int        `json:"remaining"`
+	Actor           string     `json:"actor"`
+	Reason          string     `json:"reason"`
+	Force           bool       `json:"force"`
+	RatePerSecond   int        `json:"rate_per_second"`
+	Error           string     `json:"error,omitempty"`
+	ApprovedBy      string     `json:"approved_by,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StartedAt       *time.Time `json:"started_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
 	// FailureGroups counts the failed messages per reason (GET /api/v1/replays/:id only).
 	FailureGroups []failureGroupJSON `json:"failure_groups,omitempty"`
 }
@@ -305,7 +308,11 @@ type failureGroupJSON struct {
 }
 
 func toJobJSON(j store.ReplayJob) jobJSON {
-	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Outcome: jobOutcome(j), Paused: j.Paused, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
+	status := j.Status
+	if j.CancelRequested && status == "running" {
+		status = "cancelling"
+	}
+	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: status, CancelRequested: j.CancelRequested, Outcome: jobOutcome(j), Paused: j.Paused, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
 		Failed: j.Failed, Remaining: max(0, j.Total-j.Published-j.Skipped-j.Failed), Actor: j.Actor, Reason: j.Reason,
 		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, ApprovedBy: j.ApprovedBy, CreatedAt: j.CreatedAt.UTC(),
 		StartedAt: utcPtr(j.StartedAt), FinishedAt: utcPtr(j.FinishedAt)}

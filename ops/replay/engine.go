@@ -173,7 +173,7 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	if plan.Total == 0 {
 		return Plan{}, fmt.Errorf("%w: the selection holds no messages%s", ops.ErrInvalid, filterHint(f))
 	}
-	plan.Warnings = b.warn.warnings()
+	plan.Warnings = b.warnings()
 	groups := map[string]map[string]int{}
 	for g, counts := range plan.ErrorGroups {
 		groups[g] = actionNames(counts)

@@ -19,11 +19,13 @@ const planChunk = 5000
 // the broker is read while PostgreSQL works. Only the counts, the first items and what the
 // warnings need stay in memory.
 type planBuilder struct {
-	e     *Engine
-	plan  *Plan
-	w     *store.PlanWriter
-	warn  *warningCounter
-	dests map[Destination]json.RawMessage // a plan's destinations repeat: marshal each once
+	e    *Engine
+	plan *Plan
+	w    *store.PlanWriter
+	warn *warningCounter
+	// unguarded counts the publishes without an inbox verdict, for every kind.
+	unguarded unguardedCounter
+	dests     map[Destination]json.RawMessage // a plan's destinations repeat: marshal each once
 }
 
 func (b *planBuilder) run(ctx context.Context, read func(context.Context, func(Item) error) error) error {
@@ -106,7 +108,13 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition, Note: it.Note}
 	}
 	b.warn.add(ctx, items)
+	b.unguarded.add(items)
 	return b.w.Add(ctx, rows)
+}
+
+// warnings are the plan's warnings: the Kafka groups it reaches, then its unguarded messages.
+func (b *planBuilder) warnings() []string {
+	return append(b.warn.warnings(), b.unguarded.warnings(func(c string) bool { _, ok := b.e.inboxes[c]; return ok })...)
 }
 
 func (b *planBuilder) destJSON(d Destination) json.RawMessage {
@@ -217,5 +225,48 @@ func (w *warningCounter) warnings() []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// unguardedCounter counts, per consumer, the messages a plan of any kind publishes with no inbox
+// verdict (inbox.Unknown): nothing stops a replay from applying their effect twice.
+type unguardedCounter struct {
+	counts map[string]int // consumer ("" when none is known) → unguarded publishes
+	order  []string
+}
+
+func (u *unguardedCounter) add(items []Item) {
+	for _, it := range items {
+		if it.Action != Publish || it.Inbox != inbox.Unknown {
+			continue
+		}
+		if u.counts == nil {
+			u.counts = map[string]int{}
+		}
+		if _, ok := u.counts[it.Consumer]; !ok {
+			u.order = append(u.order, it.Consumer)
+		}
+		u.counts[it.Consumer]++
+	}
+}
+
+// warnings says, per consumer, how many messages go out unguarded and why: hasInbox tells a
+// configured inbox (then unreadable) from none.
+func (u *unguardedCounter) warnings(hasInbox func(consumer string) bool) []string {
+	consumers := append([]string(nil), u.order...)
+	sort.Strings(consumers)
+	out := make([]string, 0, len(consumers))
+	for _, c := range consumers {
+		n := u.counts[c]
+		msgs := fmt.Sprintf("%d message(s)", n)
+		switch {
+		case c == "":
+			out = append(out, fmt.Sprintf("%s will be published without an idempotency check (inbox: unknown): no configured consumer reads their destination", msgs))
+		case hasInbox(c):
+			out = append(out, fmt.Sprintf("%s for consumer %s will be published without an idempotency check (inbox: unknown): its inbox could not be read", msgs, c))
+		default:
+			out = append(out, fmt.Sprintf("%s for consumer %s will be published without an idempotency check (inbox: unknown): no inbox is configured for it", msgs, c))
+		}
+	}
 	return out
 }

@@ -94,15 +94,15 @@ type PartitionRow struct {
 
 // TopicPage is one page of a topic's records.
 type TopicPage struct {
-	Meta        layout.Meta
-	Cluster     string
-	Topic       string
-	Partition   int32
+	Meta      layout.Meta
+	Cluster   string
+	Topic     string
+	Partition int32
 	// All: the page merges every partition, newest (or oldest) first by timestamp; Partition
 	// and Start/End are then unused.
 	All bool
 	// Partitions are the topic's partitions for the selector, each with its record count.
-	Partitions []PartitionOption
+	Partitions  []PartitionOption
 	Order       string
 	Limit       int
 	Exception   string // only records of this exception type are shown

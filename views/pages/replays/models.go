@@ -5,6 +5,7 @@ package replays
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/views/components"
@@ -256,4 +257,38 @@ func failedTone(n int64) string {
 		return components.ToneDanger
 	}
 	return components.ToneNeutral
+}
+
+// WarningGroup is the plan's warnings that call for the same action.
+type WarningGroup struct {
+	Title string // what to do
+	Tone  string
+	Items []string
+}
+
+// warningGroups sorts a plan's warnings by what to do about them: messages going out without an
+// idempotency check, other consumers that will receive the replay, and anything else.
+func warningGroups(ws []string) []WarningGroup {
+	groups := []WarningGroup{
+		{Title: "Unguarded: nothing stops these from being processed twice — configure the consumer's inbox, or accept duplicates", Tone: "danger"},
+		{Title: "Other consumers will receive these — check that they are idempotent or expect them", Tone: "warn"},
+		{Title: "Check before running", Tone: "warn"},
+	}
+	for _, w := range ws {
+		switch {
+		case strings.Contains(w, "without an idempotency check"):
+			groups[0].Items = append(groups[0].Items, w)
+		case strings.Contains(w, "also reads"):
+			groups[1].Items = append(groups[1].Items, w)
+		default:
+			groups[2].Items = append(groups[2].Items, w)
+		}
+	}
+	out := groups[:0]
+	for _, g := range groups {
+		if len(g.Items) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
