@@ -411,7 +411,7 @@ func (c *Config) applyDefaults() {
 		c.Sampler.Interval = Duration(15 * time.Second)
 	}
 	if c.Sampler.MinRefresh == 0 {
-		c.Sampler.MinRefresh = Duration(2 * time.Second)
+		c.Sampler.MinRefresh = min(Duration(2*time.Second), c.Sampler.Interval)
 	}
 	if c.Sampler.Retention == 0 {
 		c.Sampler.Retention = Duration(7 * 24 * time.Hour)

@@ -81,8 +81,21 @@ func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, e
 	if err != nil {
 		return nil, sampler.KafkaSnapshot{}, err
 	}
-	snap, err := h.snapshots.LatestKafka(c.Request().Context(), k.Name())
+	snap, err := h.fresh(c.Request().Context(), k.Name())
 	return k, snap, err
+}
+
+// freshSnapshots is a KafkaSnapshots that re-samples a viewed cluster whose snapshot is older than
+// sampler.min_refresh (*sampler.Sampler does); pages and the groups API use it when available.
+type freshSnapshots interface {
+	FreshKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
+}
+
+func (h *Kafka) fresh(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error) {
+	if f, ok := h.snapshots.(freshSnapshots); ok {
+		return f.FreshKafka(ctx, cluster)
+	}
+	return h.snapshots.LatestKafka(ctx, cluster)
 }
 
 func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, error) {
@@ -730,7 +743,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 	page := kafkapages.ClusterPage{Meta: h.clusterMeta(c, "Kafka "+k.Name(), k.Name()), Cluster: k.Name()}
 	page.Meta.Breadcrumbs = page.Meta.Breadcrumbs[:1]
 	page.Meta.Breadcrumbs = append(page.Meta.Breadcrumbs, layout.Crumb{Label: k.Name()})
-	snap, err := h.snapshots.LatestKafka(ctx, k.Name())
+	snap, err := h.fresh(ctx, k.Name())
 	if err != nil {
 		page.GroupsError = err.Error()
 	} else {

@@ -103,7 +103,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	if len(sources) > 0 || len(rabbitSources) > 0 {
 		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Rabbit: rabbitSources, Interval: cfg.Sampler.Interval.D(),
-			Retention: cfg.Sampler.Retention.D(), Logger: log})
+			Retention: cfg.Sampler.Retention.D(), MinRefresh: cfg.Sampler.MinRefresh.D(), Logger: log})
 		if err != nil {
 			a.Close()
 			return nil, err

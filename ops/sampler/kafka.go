@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/redrive/redrive/configs"
@@ -50,6 +51,9 @@ type kafkaState struct {
 	token  int64         // the lease token the windows were loaded under
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
 	groups map[string]*groupWindow
+	// tried is the time (sampler clock, Unix nanoseconds) of this replica's last finished sample
+	// of the cluster, good or failed; FreshKafka reads it without tickMu.
+	tried atomic.Int64
 }
 
 type partKey struct {
@@ -89,6 +93,9 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	defer func() { s.observe(source, start, err) }()
 	// The store keeps microseconds; truncating here makes what is in memory equal what is stored.
 	at := now.Round(0).Truncate(time.Microsecond)
+	// Set when the sample is done, not when it starts: a viewer arriving meanwhile joins the
+	// on-demand sample in flight instead of reading the snapshot it is about to replace.
+	defer st.tried.Store(at.UnixNano())
 
 	if st.token != l.Token { // leadership (re)taken: another replica may have sampled meanwhile
 		st.warm, st.token = false, l.Token

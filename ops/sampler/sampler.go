@@ -21,6 +21,8 @@ const (
 	DefaultInterval  = 15 * time.Second
 	DefaultRetention = 7 * 24 * time.Hour
 	DefaultCacheTTL  = time.Second
+	// DefaultMinRefresh is Options.MinRefresh's zero value.
+	DefaultMinRefresh = 2 * time.Second
 )
 
 // pruneEvery is how often (on the sampler's clock) the leader deletes history past retention; it
@@ -59,6 +61,10 @@ type Options struct {
 	// an answer for one Interval (a new sample arrives no sooner); a negative CacheTTL disables
 	// that too.
 	CacheTTL time.Duration
+	// MinRefresh is how old a Kafka cluster's snapshot may be when someone looks (FreshKafka)
+	// before the replica leading that cluster samples it again on demand, once for all
+	// concurrent viewers; 0 means DefaultMinRefresh (2 s), negative turns on-demand samples off.
+	MinRefresh time.Duration
 }
 
 // Sampler samples each configured source on one replica at a time (the replicas split the sources,
@@ -77,6 +83,7 @@ type Sampler struct {
 	timeout   time.Duration
 	retention time.Duration
 	cacheTTL  time.Duration
+	minFresh  time.Duration // Options.MinRefresh; <= 0 off
 
 	kafka       []*kafkaState // config order
 	kafkaByName map[string]*kafkaState
@@ -139,6 +146,7 @@ func New(opts Options) (*Sampler, error) {
 		interval:    opts.Interval,
 		retention:   opts.Retention,
 		cacheTTL:    opts.CacheTTL,
+		minFresh:    opts.MinRefresh,
 		kafkaByName: map[string]*kafkaState{},
 		cache:       map[string]cachedKafka{},
 		history:     map[historyKey]cachedHistory{},
@@ -158,6 +166,9 @@ func New(opts Options) (*Sampler, error) {
 	}
 	if s.cacheTTL == 0 {
 		s.cacheTTL = DefaultCacheTTL
+	}
+	if s.minFresh == 0 {
+		s.minFresh = DefaultMinRefresh
 	}
 	s.timeout = s.interval - s.interval/5
 	s.ttl = s.interval
@@ -335,13 +346,15 @@ func (s *Sampler) resign() {
 // redrive_sampler_leader (the number of sources led). source is "kafka/<cluster>" or "rabbitmq/<broker>"; result is "ok" or
 // "error".
 func (s *Sampler) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.m.runs, s.m.duration, s.m.leader}
+	return []prometheus.Collector{s.m.runs, s.m.duration, s.m.leader, s.m.refreshes}
 }
 
 type metrics struct {
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	leader   prometheus.Gauge
+	// refreshes counts on-demand samples (FreshKafka).
+	refreshes prometheus.Counter
 }
 
 func newMetrics() metrics {
@@ -355,6 +368,10 @@ func newMetrics() metrics {
 			Help:    "Time to sample one source and store the result.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"source"}),
+		refreshes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redrive_sampler_refreshes_total",
+			Help: "On-demand samples of a Kafka cluster someone looked at whose snapshot was older than sampler.min_refresh.",
+		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redrive_sampler_leader",
 			Help: "The number of sources (Kafka clusters, RabbitMQ brokers) this replica leads and samples.",
