@@ -48,6 +48,9 @@ type Cursor struct {
 	mu      sync.Mutex // guards windows and closed against Ack running beside Take
 	windows []*window
 	closed  bool
+
+	retMu    sync.Mutex             // one confirm wait at a time
+	returned map[string]amqp.Return // returns read but not yet matched to their batch
 }
 
 type window struct {
@@ -251,6 +254,17 @@ func (c *Cursor) stopWindow(w *window) error {
 // lost while waiting is an ops.ErrUnavailable for the whole call: whether the broker took those
 // publishes is unknown.
 func (c *Cursor) Publish(ctx context.Context, ds []Delivery, to []Republish) ([]error, error) {
+	wait, err := c.Send(ctx, ds, to)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// Send is Publish without the wait: it publishes and returns the function that waits for the
+// confirms, so that the next batch can be taken and published meanwhile. Waits run in the order
+// their Sends did (the returns of later batches are kept for their own wait).
+func (c *Cursor) Send(ctx context.Context, ds []Delivery, to []Republish) (wait func(context.Context) ([]error, error), err error) {
 	if err := c.openPublishers(ctx); err != nil {
 		return nil, err
 	}
@@ -261,21 +275,27 @@ func (c *Cursor) Publish(ctx context.Context, ds []Delivery, to []Republish) ([]
 		wg.Go(func() { sent[k] = publish(ctx, p.ch, ds, to, errs, k, len(c.pubs)) })
 	}
 	wg.Wait()
-	returned := map[string]amqp.Return{}
-	for k, p := range c.pubs {
-		if err := sent[k].await(ctx, errs); err != nil {
-			return nil, c.b.fail(c.op, err)
+	return func(ctx context.Context) ([]error, error) {
+		c.retMu.Lock()
+		defer c.retMu.Unlock()
+		if c.returned == nil {
+			c.returned = map[string]amqp.Return{}
 		}
-		// amqp091 resolves a closed channel's outstanding confirms as nacks: tell them apart.
-		if len(sent[k].confirms) > 0 && p.ch.IsClosed() {
-			return nil, c.b.fail(c.op, errors.New("the channel closed before the broker confirmed the publishes: they may or may not have been taken"))
+		for k, p := range c.pubs {
+			if err := sent[k].await(ctx, errs); err != nil {
+				return nil, c.b.fail(c.op, err)
+			}
+			// amqp091 resolves a closed channel's outstanding confirms as nacks: tell them apart.
+			if len(sent[k].confirms) > 0 && p.ch.IsClosed() {
+				return nil, c.b.fail(c.op, errors.New("the channel closed before the broker confirmed the publishes: they may or may not have been taken"))
+			}
+			// A return reaches the client before the confirm of the same message, so every return
+			// of this batch is queued by now (a later batch's wait in the map for their own wait).
+			drainReturns(p.returns, c.returned)
+			sent[k].applyReturns(c.returned, errs)
 		}
-		// A return reaches the client before the confirm of the same message, so every return of
-		// this call is queued by now.
-		drainReturns(p.returns, returned)
-		sent[k].applyReturns(returned, errs)
-	}
-	return errs, nil
+		return errs, nil
+	}, nil
 }
 
 // Ack removes moved (or already delivered) messages from the queue.

@@ -262,11 +262,12 @@ type batchWork struct {
 	moved moved
 }
 
-// runBatches moves a job's items from seq next in a pipeline of four stages, each its own
+// runBatches moves a job's items from seq next in a pipeline of five stages, each its own
 // goroutine, so that the plan is read, the inbox checked and the ledger claimed for one batch
-// while the broker moves the one before and the ledger settles the one before that:
+// while the broker takes the one before, acknowledges the one before that, and the ledger settles
+// the one before that:
 //
-//	load plan items → gate (lease, rate, inbox, claim) → move (read, publish, await acks) → settle
+//	load plan items → gate (lease, rate, inbox, claim) → move (read, send) → await acks → settle
 //
 // The order per message is the package's: claim → publish → broker ack → ledger. Settling runs in
 // seq order, so next_seq only ever passes settled batches. Cancellation and a lost lease are seen
@@ -295,6 +296,7 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, k kind, sr
 		loaded  = make(chan *batchWork, 1)
 		gatedCh = make(chan *batchWork)
 		movedCh = make(chan *batchWork)
+		ackedCh = make(chan *batchWork)
 		result  = stopDone
 		reason  error
 		resMu   sync.Mutex
@@ -400,8 +402,26 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, k kind, sr
 			}
 		}
 	})
-	wg.Go(func() { // settle
+	wg.Go(func() { // await the broker's acknowledgements of what was sent
+		defer close(ackedCh)
 		for w := range movedCh {
+			if w.moved.await != nil {
+				rest, err := w.moved.await(ctx)
+				if err != nil {
+					fail(stopRetry, err)
+					return
+				}
+				w.moved.outcomes = append(w.moved.outcomes, rest...)
+			}
+			select {
+			case ackedCh <- w:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	wg.Go(func() { // settle
+		for w := range ackedCh {
 			if err := e.o.Store.Settle(ctx, job.ID, w.moved.outcomes); err != nil {
 				fail(stopRetry, err)
 				return

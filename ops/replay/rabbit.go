@@ -241,15 +241,39 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
 			Headers: rabbitReplayHeaders(take[i].Headers, m.e.strip, job, it, m.src)}
 	}
-	var errs []error
-	if len(take) > 0 {
-		var err error
-		if errs, err = m.cur.Publish(ctx, take, to); err != nil {
-			return moved{}, err
-		}
+	out := moved{outcomes: make([]store.LedgerOutcome, 0, len(pending))}
+	for _, it := range pending {
+		out.outcomes = append(out.outcomes, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: store.LedgerFailed, Detail: fmt.Sprintf("not found in the queue when the job ran (it read the %d messages "+
+				"the plan had read, or the queue ran out): consumed, purged or expired since the plan", m.cur.Read())})
 	}
-	out := moved{outcomes: make([]store.LedgerOutcome, 0, len(items))}
-	var acks []rabbit.Delivery
+	acks := drop
+	if len(acks) > 0 {
+		out.afterSettle = func(context.Context) error { return m.cur.Ack(acks) }
+	}
+	if len(take) == 0 {
+		return out, nil
+	}
+	wait, err := m.cur.Send(ctx, take, to)
+	if err != nil {
+		return moved{}, err
+	}
+	// The confirms are awaited in the next stage, while the next batch is read and sent.
+	out.await = func(ctx context.Context) ([]store.LedgerOutcome, error) {
+		errs, err := wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return m.settled(taken, take, errs, resumed, &acks), nil
+	}
+	out.afterSettle = func(context.Context) error { return m.cur.Ack(acks) }
+	return out, nil
+}
+
+// settled turns the broker's answers into ledger outcomes and adds the confirmed messages to acks.
+func (m *rabbitMover) settled(taken []Item, take []rabbit.Delivery, errs []error, resumed map[int]bool,
+	acks *[]rabbit.Delivery) []store.LedgerOutcome {
+	outcomes := make([]store.LedgerOutcome, 0, len(taken))
 	for i, it := range taken {
 		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 		switch {
@@ -257,22 +281,13 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 			o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
 		case resumed[it.Seq]:
 			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
-			acks = append(acks, take[i])
+			*acks = append(*acks, take[i])
 		default:
-			acks = append(acks, take[i])
+			*acks = append(*acks, take[i])
 		}
-		out.outcomes = append(out.outcomes, o)
+		outcomes = append(outcomes, o)
 	}
-	for _, it := range pending {
-		out.outcomes = append(out.outcomes, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-			Outcome: store.LedgerFailed, Detail: fmt.Sprintf("not found in the queue when the job ran (it read the %d messages "+
-				"the plan had read, or the queue ran out): consumed, purged or expired since the plan", m.cur.Read())})
-	}
-	acks = append(acks, drop...)
-	if len(acks) > 0 {
-		out.afterSettle = func(context.Context) error { return m.cur.Ack(acks) }
-	}
-	return out, nil
+	return outcomes
 }
 
 // behindStash reports whether every pending message comes before a planned message already met:

@@ -33,6 +33,9 @@ type mover interface {
 // moved is a batch's outcome.
 type moved struct {
 	outcomes []store.LedgerOutcome
+	// await, when set, waits for the broker's acknowledgements of what move sent and returns the
+	// rest of the outcomes. It runs in its own stage, so the next batch is sent meanwhile.
+	await func(ctx context.Context) ([]store.LedgerOutcome, error)
 	// afterSettle, when set, runs once the outcomes are in the ledger: RabbitMQ acks the
 	// dead-letter copies of what it published only then (publish → confirm → ledger → ack).
 	afterSettle func(ctx context.Context) error
