@@ -104,6 +104,12 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		accessLog(deps.Logger),
 		middleware.Recover(),
 		metrics(httpDuration),
+		// Responses are compressed when the client accepts it (the all-groups answer at 200 groups
+		// × 50 partitions is ~1.4 MB as JSON, ~100 KB gzipped). Not /metrics (promhttp
+		// compresses itself) nor event streams (each event must reach the client when written).
+		middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024, Skipper: func(c echo.Context) bool {
+			return c.Request().URL.Path == "/metrics" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream")
+		}}),
 		middleware.SecureWithConfig(middleware.SecureConfig{
 			XSSProtection:      "0",
 			ContentTypeNosniff: "nosniff",

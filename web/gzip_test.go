@@ -1,0 +1,54 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// The console compresses a large answer for a client that accepts gzip, and not otherwise;
+// /metrics is left to promhttp (which compresses on its own).
+func TestGzipResponses(t *testing.T) {
+	s := startServer(t, authYAML(t, "basic", ""))
+	get := func(path, enc string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		// A Transport that does not decompress on its own, to see what is on the wire.
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	plain, plainBody := get("/api/openapi.json", "")
+	if plain.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("compressed without Accept-Encoding: %q", plain.Header.Get("Content-Encoding"))
+	}
+	zipped, zippedBody := get("/api/openapi.json", "gzip, deflate, br")
+	if zipped.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("Content-Encoding %q, want gzip", zipped.Header.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zippedBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, _ := io.ReadAll(zr)
+	if string(unzipped) != string(plainBody) || len(zippedBody)*3 > len(plainBody) {
+		t.Errorf("gzip: %d bytes on the wire for %d (%d after gunzip)", len(zippedBody), len(plainBody), len(unzipped))
+	}
+	m, mb := get("/metrics", "gzip")
+	if enc := m.Header.Get("Content-Encoding"); enc == "gzip" {
+		if zr, err := gzip.NewReader(bytes.NewReader(mb)); err != nil {
+			t.Fatalf("/metrics: %v", err)
+		} else if b, _ := io.ReadAll(zr); len(b) > 0 && b[0] == 0x1f {
+			t.Error("/metrics gzipped twice")
+		}
+	}
+}
