@@ -1,6 +1,8 @@
 // Command console is Redrive: an ops console for outboxes, consumer lag and dead letters.
 //
 //	console serve [--config FILE]   serve the console (default config: configs/console.yaml)
+//	console doctor [--config FILE] [--json]
+//	                                check every configured dependency and right, change nothing
 //	console demo  [--listen ADDR]   start local PostgreSQL, RabbitMQ and Kafka, seed them, serve
 //	console hash-password           print the bcrypt hash of a password read from stdin
 //	console hash-token              print a new API token and the SHA-256 to configure
@@ -36,6 +38,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	switch args[0] {
 	case "serve":
 		return serveCommand(ctx, args[1:], getenv, stdout)
+	case "doctor":
+		return doctorCommand(ctx, args[1:], getenv, stdout)
 	case "demo":
 		return demoCommand(ctx, args[1:], stdout)
 	case "hash-password":
@@ -54,6 +58,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 const usage = `usage:
   console serve [--config FILE]   serve the console (default: configs/console.yaml)
+  console doctor [--config FILE] [--json]
+                                  check every dependency and right the config needs, changing
+                                  nothing; exit status 1 when a check failed
   console demo [--listen ADDR] [--kafka ADDR] [--dir DIR]
                                   start local PostgreSQL, RabbitMQ and Kafka, seed data, serve
   console hash-password [--cost N]

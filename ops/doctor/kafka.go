@@ -1,0 +1,183 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// principal is the Kafka principal the console authenticates as: User:<SASL user>, or
+// User:ANONYMOUS on a plaintext or TLS listener without client certificates.
+func principal(kc configs.KafkaCluster) string {
+	if kc.SASL != nil && kc.SASL.Username != "" {
+		return "User:" + kc.SASL.Username
+	}
+	return "User:ANONYMOUS"
+}
+
+func aclFix(kc configs.KafkaCluster, op, resource string) string {
+	bootstrap := ""
+	if len(kc.Brokers) > 0 {
+		bootstrap = kc.Brokers[0]
+	}
+	return fmt.Sprintf("kafka-acls.sh --bootstrap-server %s --add --allow-principal %s --operation %s %s",
+		bootstrap, principal(kc), op, resource)
+}
+
+func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
+	key := fmt.Sprintf("kafka[%d]", i)
+	k := d.ad.Kafka[kc.Name]
+	if k == nil {
+		var err error
+		if k, err = kafka.New(kc, d.cfg.MessageID); err != nil {
+			r.fail("connect", "check "+key, "%s", short(err))
+			return
+		}
+		defer k.Close()
+	}
+	acc, err := k.Access(ctx)
+	if err != nil {
+		r.fail("metadata", fmt.Sprintf("check %s.brokers (%s), its tls and sasl, and that the brokers' advertised listeners are reachable from the console",
+			key, strings.Join(kc.Brokers, ", ")), "no broker answered: %s", short(err))
+		return
+	}
+	r.ok("metadata", "%d brokers, %d topics (cluster %s)", acc.Brokers, len(acc.Topics), acc.ClusterID)
+
+	var named []string
+	for _, c := range d.cfg.Consumers {
+		if c.Kafka != nil && c.Kafka.Cluster == kc.Name && c.Kafka.Group != "" && !slices.Contains(named, c.Kafka.Group) {
+			named = append(named, c.Kafka.Group)
+		}
+	}
+	ga, err := k.GroupAccess(ctx, named...)
+	if err != nil {
+		r.fail("groups", aclFix(kc, "Describe", "--group '*'"), "listing consumer groups failed: %s", short(err))
+	} else {
+		var denied []string
+		for g, e := range ga.Described {
+			if e != nil {
+				denied = append(denied, fmt.Sprintf("%s (%s)", g, short(e)))
+			}
+		}
+		sort.Strings(denied)
+		if len(denied) > 0 {
+			r.fail("groups", aclFix(kc, "Describe", "--group '*'"), "%d groups listed; describing failed for %s", len(ga.Listed), strings.Join(denied, ", "))
+		} else {
+			r.ok("groups", "%d groups listed, %d described", len(ga.Listed), len(ga.Described))
+		}
+	}
+
+	var dlts []string
+	for t, ta := range acc.Topics {
+		if !ta.Internal && k.IsDeadLetterTopic(t) {
+			dlts = append(dlts, t)
+		}
+	}
+	sort.Strings(dlts)
+	if len(dlts) == 0 {
+		r.warn("dead-letter topics", "check "+key+".dead_letter_topics", "no topic the console may describe matches %s",
+			strings.Join(kc.DeadLetterTopics, ", "))
+	}
+	aclsAnswered := true // until a DescribeACLs says otherwise: asked once per cluster then
+	right := func(topic, op string) {
+		name := "read " + topic
+		if op == "Write" {
+			name = "produce " + topic
+		}
+		ta, listed := acc.Topics[topic]
+		fix := aclFix(kc, op, "--topic "+topic)
+		switch {
+		case listed && errors.Is(ta.Err, kerr.TopicAuthorizationFailed):
+			r.fail(name, fix, "%s may not even describe %s", principal(kc), topic)
+			return
+		case acc.OpsKnown && listed:
+			allowed := ta.Read
+			if op == "Write" {
+				allowed = ta.Write
+			}
+			if allowed {
+				r.ok(name, "%s may %s %s (authorized operations)", principal(kc), strings.ToLower(op), topic)
+			} else {
+				r.fail(name, fix, "%s may not %s %s", principal(kc), strings.ToLower(op), topic)
+			}
+			return
+		case !aclsAnswered:
+			r.warn(name, "", "not checked: %s", kafka.ErrACLsNotAnswered)
+			return
+		}
+		acls, err := k.TopicACLs(ctx, topic)
+		switch {
+		case errors.Is(err, kafka.ErrACLsNotAnswered):
+			aclsAnswered = false
+			r.warn(name, "", "not checked: %s", kafka.ErrACLsNotAnswered)
+		case err != nil:
+			r.warn(name, "", "not checked: %s", short(err))
+		case len(acls) == 0:
+			r.warn(name, fix, "no ACL names %s: allowed only when the brokers set allow.everyone.if.no.acl.found=true", topic)
+		case kafka.ACLsAllow(acls, principal(kc), strings.ToUpper(op)):
+			r.ok(name, "%s may %s %s (ACLs)", principal(kc), strings.ToLower(op), topic)
+		default:
+			r.fail(name, fix, "no ACL lets %s %s %s", principal(kc), strings.ToLower(op), topic)
+		}
+	}
+	for _, t := range dlts {
+		right(t, "Read")
+	}
+	// The topics a replay writes to: what each dead-letter topic's name says it came from, and the
+	// consumers' configured topics.
+	var originals []string
+	for _, t := range dlts {
+		if o := k.OriginalTopicOf(t); o != "" && !slices.Contains(originals, o) && !k.IsDeadLetterTopic(o) {
+			originals = append(originals, o)
+		}
+	}
+	for _, c := range d.cfg.Consumers {
+		if c.Kafka != nil && c.Kafka.Cluster == kc.Name {
+			for _, t := range c.Kafka.Topics {
+				if !slices.Contains(originals, t) {
+					originals = append(originals, t)
+				}
+			}
+		}
+	}
+	sort.Strings(originals)
+	for _, t := range originals {
+		if _, ok := acc.Topics[t]; !ok {
+			r.warn("produce "+t, "", "topic %s does not exist (or is not visible): a replay of its dead letters would fail", t)
+			continue
+		}
+		right(t, "Write")
+	}
+}
+
+func (d *Doctor) checkRegistry(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
+	key := fmt.Sprintf("kafka[%d].schema_registry", i)
+	k := d.ad.Kafka[kc.Name]
+	if k == nil {
+		var err error
+		if k, err = kafka.New(kc, d.cfg.MessageID); err != nil {
+			r.fail("connect", "check "+key, "%s", short(err))
+			return
+		}
+		defer k.Close()
+	}
+	rc, err := k.CheckSchemaRegistry(ctx)
+	switch {
+	case err == nil:
+		r.ok("subjects", "%s answers: %d subjects", kc.SchemaRegistry.URL, rc.Subjects)
+	case rc.Status == http.StatusUnauthorized || rc.Status == http.StatusForbidden:
+		r.fail("subjects", fmt.Sprintf("set %s.username and %s.password to a user that may read subjects and schemas", key, key),
+			"%s refuses the credentials (HTTP %d)", kc.SchemaRegistry.URL, rc.Status)
+	default:
+		r.fail("subjects", fmt.Sprintf("check %s.url and %s.tls", key, key), "%s", short(err))
+	}
+}

@@ -1,0 +1,181 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/rabbit"
+)
+
+// managementTags are the user tags that let the management API show every vhost's queues with
+// their statistics: what the console's queue pages and sampler read.
+var managementTags = []string{"monitoring", "administrator"}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs.RabbitMQBroker) {
+	key := fmt.Sprintf("rabbitmq[%d]", i)
+	b := d.ad.Rabbit[rc.Name]
+	if b == nil {
+		var err error
+		if b, err = rabbit.New(rc, d.cfg.MessageID); err != nil {
+			r.fail("connect", "check "+key, "%s", short(err))
+			return
+		}
+		defer b.Close()
+	}
+	amqpUser, mgmtUser := b.Users()
+
+	loggedIn := false
+	for _, vh := range b.LoginVhosts() {
+		err := b.CheckLogin(ctx, vh)
+		var ae *amqp.Error
+		switch {
+		case err == nil:
+			loggedIn = true
+			r.ok("amqp login "+vh, "%s logged in to vhost %s", amqpUser, vh)
+		case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
+			r.fail("amqp login "+vh, fmt.Sprintf("check the user and password in %s.url (rabbitmqctl authenticate_user %s '<password>')", key, amqpUser),
+				"%s was refused: %s", amqpUser, ae.Reason)
+		case errors.As(err, &ae), strings.Contains(err.Error(), "not found"):
+			r.fail("amqp login "+vh, fmt.Sprintf("rabbitmqctl set_permissions -p %s %s '' '.*' '.*'", shellQuote(vh), amqpUser),
+				"%s may not open vhost %s: %s", amqpUser, vh, short(err))
+		default:
+			r.fail("amqp login "+vh, fmt.Sprintf("check the host and port in %s.url and that RabbitMQ is reachable from the console", key),
+				"cannot connect: %s", short(err))
+		}
+	}
+
+	mgmtOK := false
+	user, tags, err := b.Whoami(ctx)
+	setTags := fmt.Sprintf("rabbitmqctl set_user_tags %s monitoring", mgmtUser)
+	switch st := rabbit.APIStatus(err); {
+	case err == nil && slices.ContainsFunc(tags, func(t string) bool { return slices.Contains(managementTags, t) }):
+		mgmtOK = true
+		r.ok("management API", "%s has tags %s", user, strings.Join(tags, ", "))
+	case err == nil:
+		mgmtOK = true // it sees its own vhosts: the checks below still run
+		if len(tags) > 0 {
+			setTags = fmt.Sprintf("rabbitmqctl set_user_tags %s %s monitoring", user, strings.Join(tags, " "))
+		}
+		r.fail("management API", setTags, "%s has tags [%s], not monitoring: the console would see only the vhosts it has permissions in, without rates",
+			user, strings.Join(tags, ", "))
+	case st == http.StatusUnauthorized || st == http.StatusForbidden:
+		r.fail("management API", fmt.Sprintf("%s (and check %s.management_user/management_password)", setTags, key),
+			"%s refuses %s: a wrong password, or a user without the monitoring tag (%s)", rc.ManagementURL, mgmtUser, short(err))
+	default:
+		r.fail("management API", fmt.Sprintf("check %s.management_url and that the management plugin is enabled (rabbitmq-plugins enable rabbitmq_management)", key),
+			"%s does not answer: %s", rc.ManagementURL, short(err))
+	}
+	if !mgmtOK {
+		if loggedIn {
+			r.warn("dead-letter queues", "", "not checked: the dead-letter queues are found through the management API")
+		}
+		return
+	}
+	targets, err := b.DLQTargets(ctx)
+	if err != nil {
+		r.fail("dead-letter queues", "", "reading queues, exchanges and bindings failed: %s", short(err))
+		return
+	}
+	if len(targets) == 0 {
+		r.warn("dead-letter queues", "check "+key+".dead_letter_queues and "+key+".vhosts", "no dead-letter queue found in the watched vhosts")
+		return
+	}
+	perms, permErr := b.PermissionsOf(ctx, amqpUser)
+	byVhost := map[string]rabbit.Permission{}
+	for _, p := range perms {
+		byVhost[p.Vhost] = p
+	}
+	setPerms := func(vh string, p rabbit.Permission, write, read string) string {
+		w, rd := p.Write, p.Read
+		if write != "" {
+			w = extend(w, write)
+		}
+		if read != "" {
+			rd = extend(rd, read)
+		}
+		return fmt.Sprintf("rabbitmqctl set_permissions -p %s %s %s %s %s", shellQuote(vh), amqpUser, shellQuote(p.Configure), shellQuote(w), shellQuote(rd))
+	}
+	probed := map[string]bool{}
+	for _, t := range targets {
+		name := "read " + t.Vhost + "/" + t.Queue
+		p, has := byVhost[t.Vhost]
+		switch {
+		case permErr != nil:
+			r.warn(name, fmt.Sprintf("rabbitmqctl list_user_permissions %s (its read pattern must match %s)", amqpUser, t.Queue),
+				"not checked: %s may not read %s's permissions (only an administrator may): %s", mgmtUser, amqpUser, short(permErr))
+		case !has:
+			r.fail(name, setPerms(t.Vhost, rabbit.Permission{}, "", t.Queue), "%s has no permissions in vhost %s", amqpUser, t.Vhost)
+		case matches(p.Read, t.Queue):
+			r.ok(name, "%s may read %s (read pattern %s)", amqpUser, t.Queue, p.Read)
+		default:
+			r.fail(name, setPerms(t.Vhost, p, "", t.Queue), "%s's read pattern %q does not match %s: browsing and replaying it will fail", amqpUser, p.Read, t.Queue)
+		}
+		if len(t.Exchanges) == 0 {
+			r.warn("write for "+t.Vhost+"/"+t.Queue, "", "no queue that dead-letters into %s is bound to an exchange: a replay publishes to each message's x-death exchange, not checked", t.Queue)
+		}
+		for _, ex := range t.Exchanges {
+			id := t.Vhost + "/" + ex
+			if probed[id] {
+				continue
+			}
+			probed[id] = true
+			name := "write " + id
+			if permErr == nil {
+				switch {
+				case !has:
+					r.fail(name, setPerms(t.Vhost, rabbit.Permission{}, ex, ""), "%s has no permissions in vhost %s", amqpUser, t.Vhost)
+				case matches(p.Write, ex):
+					r.ok(name, "%s may publish to %s (write pattern %s)", amqpUser, ex, p.Write)
+				default:
+					r.fail(name, setPerms(t.Vhost, p, ex, ""), "%s's write pattern %q does not match exchange %s: a replay of %s will fail", amqpUser, p.Write, ex, t.Queue)
+				}
+				continue
+			}
+			// The permissions cannot be read: a publish in a transaction, rolled back, asks the broker.
+			err := b.ProbeWrite(ctx, t.Vhost, ex)
+			var ae *amqp.Error
+			switch {
+			case err == nil:
+				r.ok(name, "%s may publish to %s (a publish in a transaction, rolled back)", amqpUser, ex)
+			case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
+				r.fail(name, fmt.Sprintf("extend the write pattern of %s in vhost %s to match %s: rabbitmqctl set_permissions -p %s %s '<configure>' '<write>|^%s$' '<read>'",
+					amqpUser, t.Vhost, ex, shellQuote(t.Vhost), amqpUser, regexp.QuoteMeta(ex)),
+					"%s may not publish to %s: a replay of %s will fail (%s)", amqpUser, ex, t.Queue, ae.Reason)
+			default:
+				r.warn(name, "", "not checked: %s", short(err))
+			}
+		}
+	}
+}
+
+// matches applies a RabbitMQ permission pattern (unanchored, like Erlang's re:run) to name. "" and
+// an invalid pattern match nothing. The default exchange is named amq.default in permissions.
+func matches(pattern, name string) bool {
+	if pattern == "" {
+		return false
+	}
+	if name == "" {
+		name = "amq.default"
+	}
+	re, err := regexp.Compile(pattern)
+	return err == nil && re.MatchString(name)
+}
+
+// extend adds name, anchored, to a permission pattern.
+func extend(pattern, name string) string {
+	n := "^" + regexp.QuoteMeta(name) + "$"
+	if pattern == "" || pattern == "^$" {
+		return n
+	}
+	return pattern + "|" + n
+}

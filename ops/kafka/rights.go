@@ -1,0 +1,217 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/ops/kafka/schema"
+)
+
+// Access is what the cluster says the console's principal may do, read with one metadata request
+// that asks for the authorized operations of every topic (KIP-430). Nothing is written.
+type Access struct {
+	ClusterID string
+	Brokers   int
+	// Topics are every topic the metadata lists (a topic the principal may not describe is listed
+	// with its error by a broker that enforces ACLs, or left out).
+	Topics map[string]TopicAccess
+	// OpsKnown is false when the brokers omitted the authorized operations (an old broker, or one
+	// that does not compute them): Read and Write are then unknown, see DescribeACLs.
+	OpsKnown bool
+}
+
+// TopicAccess is the principal's rights on one topic.
+type TopicAccess struct {
+	Err         error // the topic's metadata error (kerr.TopicAuthorizationFailed, …); nil when fine
+	Describe    bool
+	Read, Write bool // meaningful only when Access.OpsKnown
+	Internal    bool
+}
+
+// Access issues the metadata request for all topics with their authorized operations. Errors wrap
+// ops.ErrUnavailable: no broker answered.
+func (c *Cluster) Access(ctx context.Context) (Access, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	req.IncludeTopicAuthorizedOperations = true
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return Access{}, c.fail("metadata", err)
+	}
+	a := Access{Brokers: len(resp.Brokers), Topics: map[string]TopicAccess{}}
+	if resp.ClusterID != nil {
+		a.ClusterID = *resp.ClusterID
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		ta := TopicAccess{Err: kerr.ErrorForCode(t.ErrorCode), Internal: t.IsInternal}
+		if t.AuthorizedOperations != math.MinInt32 {
+			a.OpsKnown = true
+			has := func(op kmsg.ACLOperation) bool { return t.AuthorizedOperations&(1<<int32(op)) != 0 }
+			ta.Read, ta.Write = has(kmsg.ACLOperationRead), has(kmsg.ACLOperationWrite)
+			ta.Describe = has(kmsg.ACLOperationDescribe) || ta.Read || ta.Write
+		} else {
+			ta.Describe = ta.Err == nil
+		}
+		a.Topics[*t.Topic] = ta
+	}
+	return a, nil
+}
+
+// IsDeadLetterTopic reports whether topic matches the cluster's dead_letter_topics patterns.
+func (c *Cluster) IsDeadLetterTopic(topic string) bool { return c.isDeadLetterTopic(topic) }
+
+// OriginalTopicOf guesses the topic a dead-letter topic's messages came from by its name: what the
+// pattern's "*" stands for (orders.DLT → orders for *.DLT). "" when no single-star pattern
+// matches. A replay writes to the topic in each record's original-topic header; this is the topic
+// the doctor checks, as the records are not read.
+func (c *Cluster) OriginalTopicOf(dlt string) string {
+	for _, p := range c.patterns {
+		pre, suf, ok := strings.Cut(p, "*")
+		if !ok || strings.ContainsAny(pre+suf, "*?[") {
+			continue
+		}
+		if m, _ := path.Match(p, dlt); m && len(dlt) > len(pre)+len(suf) {
+			return dlt[len(pre) : len(dlt)-len(suf)]
+		}
+	}
+	return ""
+}
+
+// GroupAccess is the outcome of listing and describing consumer groups.
+type GroupAccess struct {
+	Listed []string // sorted
+	// Described maps each described group to its error (nil: described fine).
+	Described map[string]error
+}
+
+// GroupAccess lists the consumer groups and describes the named ones plus up to 20 listed ones, as the
+// lag pages do. Errors wrap ops.ErrUnavailable: the request failed as a whole (a group-level
+// authorization error is in Described instead).
+func (c *Cluster) GroupAccess(ctx context.Context, named ...string) (GroupAccess, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	listed, err := c.adm.ListGroups(ctx)
+	if err != nil {
+		return GroupAccess{}, c.fail("list groups", err)
+	}
+	ga := GroupAccess{Listed: listed.Groups(), Described: map[string]error{}}
+	sort.Strings(ga.Listed)
+	want := slices.Clone(named)
+	for _, g := range ga.Listed {
+		if len(want) >= len(named)+20 {
+			break
+		}
+		if !slices.Contains(want, g) {
+			want = append(want, g)
+		}
+	}
+	if len(want) == 0 {
+		return ga, nil
+	}
+	described, err := c.adm.DescribeGroups(ctx, want...)
+	if err != nil {
+		var se *kerr.Error
+		if !errors.As(err, &se) {
+			return ga, c.fail("describe groups", err)
+		}
+		for _, g := range want {
+			ga.Described[g] = err
+		}
+		return ga, nil
+	}
+	for _, g := range want {
+		d, ok := described[g]
+		switch {
+		case !ok:
+			ga.Described[g] = errors.New("not in the response")
+		case d.Err != nil:
+			ga.Described[g] = d.Err
+		default:
+			ga.Described[g] = nil
+		}
+	}
+	return ga, nil
+}
+
+// ACL is one access control entry the cluster reports for a topic.
+type ACL struct {
+	Principal string // User:alice, User:*
+	Host      string
+	Operation string // READ, WRITE, ALL, …
+	Allow     bool
+	// Pattern is how the resource name matched: LITERAL, PREFIXED (the name is a prefix) or the
+	// wildcard topic "*".
+	Pattern  string
+	Resource string
+}
+
+// ErrACLsNotAnswered is returned by TopicACLs when the cluster does not answer DescribeACLs (no
+// authorizer, an old broker, or one that does not implement it).
+var ErrACLsNotAnswered = errors.New("the cluster does not answer DescribeACLs")
+
+// TopicACLs describes the ACLs that apply to topic (literal, prefixed and wildcard). It needs
+// DESCRIBE on the cluster; a cluster that refuses or does not implement it gives ErrACLsNotAnswered
+// (wrapping its error).
+func (c *Cluster) TopicACLs(ctx context.Context, topic string) ([]ACL, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeTopic
+	req.ResourceName = kmsg.StringPtr(topic)
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeMatch
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, errors.Join(ErrACLsNotAnswered, c.fail("describe acls", err))
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, errors.Join(ErrACLsNotAnswered, err)
+	}
+	var out []ACL
+	for _, r := range resp.Resources {
+		for _, e := range r.ACLs {
+			out = append(out, ACL{Principal: e.Principal, Host: e.Host, Operation: e.Operation.String(),
+				Allow: e.PermissionType == kmsg.ACLPermissionTypeAllow, Pattern: r.ResourcePatternType.String(),
+				Resource: r.ResourceName})
+		}
+	}
+	return out, nil
+}
+
+// ACLsAllow reports whether acls let principal do op (READ, WRITE) from any host: an ALLOW for
+// the principal or User:* with the operation or ALL, and no DENY.
+func ACLsAllow(acls []ACL, principal, op string) bool {
+	allowed := false
+	for _, a := range acls {
+		if a.Principal != principal && a.Principal != "User:*" {
+			continue
+		}
+		if !strings.EqualFold(a.Operation, op) && !strings.EqualFold(a.Operation, "ALL") {
+			continue
+		}
+		if !a.Allow {
+			return false
+		}
+		allowed = true
+	}
+	return allowed
+}
+
+// CheckSchemaRegistry lists the subjects of the cluster's Schema Registry (kafka[].schema_registry)
+// with its credentials; Configured is false when none is configured.
+func (c *Cluster) CheckSchemaRegistry(ctx context.Context) (schema.RegistryCheck, error) {
+	return c.schemas.CheckRegistry(ctx)
+}

@@ -1,0 +1,62 @@
+package outbox
+
+import (
+	"context"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/pgpool"
+)
+
+// ColumnKind is what the console does with a column's values, which decides the types it accepts.
+type ColumnKind string
+
+// Column kinds.
+const (
+	KindInteger   ColumnKind = "integer"   // id, attempts, schema_version: read as bigint/int
+	KindText      ColumnKind = "text"      // ids, names, status, errors: read as text, status compared to 'READY'…
+	KindTimestamp ColumnKind = "timestamp" // available_at, locked_until, created_at, sent_at: compared to now()
+	KindPayload   ColumnKind = "payload"   // the event body: read as text
+)
+
+// Column is one mapped column of the outbox table.
+type Column struct {
+	Logical string // the config key under outboxes[].columns
+	Name    string // the table's real column name
+	Kind    ColumnKind
+	// Repaired is true for the columns release and requeue UPDATE.
+	Repaired bool
+}
+
+// Columns lists the mapped columns of c (defaults applied), in the seed's order.
+func Columns(c configs.OutboxColumns) []Column {
+	return []Column{
+		{"id", c.ID, KindInteger, false},
+		{"event_id", c.EventID, KindText, false},
+		{"aggregate_type", c.AggregateType, KindText, false},
+		{"aggregate_id", c.AggregateID, KindText, false},
+		{"event_type", c.EventType, KindText, false},
+		{"schema_version", c.SchemaVersion, KindInteger, false},
+		{"payload", c.Payload, KindPayload, false},
+		{"status", c.Status, KindText, true},
+		{"attempts", c.Attempts, KindInteger, true},
+		{"available_at", c.AvailableAt, KindTimestamp, true},
+		{"locked_until", c.LockedUntil, KindTimestamp, true},
+		{"last_error", c.LastError, KindText, false},
+		{"created_at", c.CreatedAt, KindTimestamp, false},
+		{"sent_at", c.SentAt, KindTimestamp, false},
+	}
+}
+
+// Inspect reads, from the catalog only, what the doctor checks about this outbox's table (cfg is
+// the outbox's own config entry): its columns and their types, its indexes, and the role's SELECT
+// on every mapped column and UPDATE on the repaired ones. Nothing is tried or written.
+func (o *Outbox) Inspect(ctx context.Context, cfg configs.Outbox) (pgpool.TableFacts, error) {
+	var sel, upd []string
+	for _, c := range Columns(cfg.Columns) {
+		sel = append(sel, c.Name)
+		if c.Repaired {
+			upd = append(upd, c.Name)
+		}
+	}
+	return o.pool.InspectTable(ctx, cfg.Table, sel, upd)
+}

@@ -1,0 +1,195 @@
+package rabbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Users returns the AMQP user (from the URL: it reads and republishes messages) and the
+// management API user (it reads queues and topology); they are often the same.
+func (b *Broker) Users() (amqpUser, managementUser string) {
+	u, err := amqp.ParseURI(b.amqpURL)
+	if err == nil {
+		amqpUser = u.Username
+	}
+	return amqpUser, b.user
+}
+
+// LoginVhosts are the vhosts the console opens AMQP connections to: the watched ones, or the
+// URL's vhost when every vhost is watched.
+func (b *Broker) LoginVhosts() []string {
+	if len(b.vhosts) > 0 {
+		return slices.Clone(b.vhosts)
+	}
+	u, err := amqp.ParseURI(b.amqpURL)
+	if err != nil || u.Vhost == "" {
+		return []string{"/"}
+	}
+	return []string{u.Vhost}
+}
+
+// CheckLogin opens (or reuses) the console's AMQP connection to vhost: the URL's user logs in.
+func (b *Broker) CheckLogin(ctx context.Context, vhost string) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	if _, err := b.conn(ctx, vhost); err != nil {
+		return b.fail("amqp login", err)
+	}
+	return nil
+}
+
+// APIStatus is the HTTP status of a refused management API call (401, 403, …); 0 when err is not
+// one.
+func APIStatus(err error) int {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// Whoami asks the management API who the management user is and which tags it has.
+func (b *Broker) Whoami(ctx context.Context) (user string, tags []string, err error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var w struct {
+		Name string `json:"name"`
+		Tags any    `json:"tags"` // a list since 3.9, a comma-separated string before
+	}
+	if err := b.getJSON(ctx, "whoami", nil, &w); err != nil {
+		return "", nil, b.fail("whoami", err)
+	}
+	switch t := w.Tags.(type) {
+	case string:
+		for _, s := range splitComma(t) {
+			tags = append(tags, s)
+		}
+	case []any:
+		for _, s := range t {
+			if s, ok := s.(string); ok {
+				tags = append(tags, s)
+			}
+		}
+	}
+	return w.Name, tags, nil
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if f := s[start:i]; f != "" {
+				out = append(out, f)
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// Permission is a user's permission regexes in one vhost.
+type Permission struct {
+	Vhost, Configure, Write, Read string
+}
+
+// PermissionsOf lists user's vhost permissions through the management API. RabbitMQ answers only
+// an administrator: otherwise the error's APIStatus is 401 or 403.
+func (b *Broker) PermissionsOf(ctx context.Context, user string) ([]Permission, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var ps []struct {
+		Vhost     string `json:"vhost"`
+		Configure string `json:"configure"`
+		Write     string `json:"write"`
+		Read      string `json:"read"`
+	}
+	if err := b.getJSON(ctx, "users/"+url.PathEscape(user)+"/permissions", nil, &ps); err != nil {
+		return nil, b.fail("permissions of "+user, err)
+	}
+	out := make([]Permission, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, Permission{Vhost: p.Vhost, Configure: p.Configure, Write: p.Write, Read: p.Read})
+	}
+	return out, nil
+}
+
+// DLQTarget is one dead-letter queue and the exchanges its messages were first published to: the
+// exchanges bound to the queues that dead-letter into it, where a replay republishes.
+type DLQTarget struct {
+	Vhost, Queue string
+	Exchanges    []string // sorted; "" is the default exchange
+}
+
+// DLQTargets reads the topology and, for every dead-letter queue of the watched vhosts, the
+// exchanges bound to its source queues. Errors are those of Topology.
+func (b *Broker) DLQTargets(ctx context.Context) ([]DLQTarget, error) {
+	t, err := b.Topology(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var out []DLQTarget
+	for ref := range t.DLQs {
+		out = append(out, DLQTarget{Vhost: ref.Vhost, Queue: ref.Name})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Vhost != out[j].Vhost {
+			return out[i].Vhost < out[j].Vhost
+		}
+		return out[i].Queue < out[j].Queue
+	})
+	for i := range out {
+		seen := map[string]bool{}
+		for _, e := range t.Edges {
+			if e.FromVhost != out[i].Vhost || !slices.Contains(e.ToQueues, out[i].Queue) || t.RetryQueues[QueueRef{e.FromVhost, e.FromQueue}] {
+				continue
+			}
+			var bs []struct {
+				Source string `json:"source"`
+			}
+			p := "queues/" + url.PathEscape(e.FromVhost) + "/" + url.PathEscape(e.FromQueue) + "/bindings"
+			if err := b.getJSON(ctx, p, nil, &bs); err != nil {
+				return nil, b.fail("bindings of "+e.FromQueue, err)
+			}
+			for _, bd := range bs {
+				if bd.Source != "" && !seen[bd.Source] { // every queue is bound to the default exchange
+					seen[bd.Source] = true
+					out[i].Exchanges = append(out[i].Exchanges, bd.Source)
+				}
+			}
+		}
+		sort.Strings(out[i].Exchanges)
+	}
+	return out, nil
+}
+
+// ProbeWrite checks that the AMQP user may publish to exchange in vhost without publishing
+// anything: it publishes inside a transaction (tx.select) and rolls it back. RabbitMQ checks the
+// write permission and that the exchange exists when the publish arrives, and routes a
+// transaction's messages only on commit, so the rollback discards the probe unseen. A refusal is
+// an *amqp.Error with code 403 (ACCESS_REFUSED) or 404 (no such exchange).
+func (b *Broker) ProbeWrite(ctx context.Context, vhost, exchange string) error {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	ch, err := b.channel(ctx, vhost)
+	if err != nil {
+		return b.fail("write probe", err)
+	}
+	defer ch.Close()
+	if err := ch.Tx(); err != nil {
+		return fmt.Errorf("write probe: tx.select: %w", err)
+	}
+	if err := ch.PublishWithContext(ctx, exchange, "redrive.doctor.probe", false, false,
+		amqp.Publishing{Body: []byte("redrive doctor: rolled back, never routed")}); err != nil {
+		return err
+	}
+	return ch.TxRollback()
+}

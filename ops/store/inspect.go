@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Facts are what the doctor checks about the console's own database, read without migrating.
+type Facts struct {
+	User     string // current_user
+	Database string // current_database()
+	// SchemaExists: the redrive schema is there (the console has started against it before).
+	SchemaExists bool
+	// Applied are the migration versions recorded in redrive.schema_migrations.
+	Applied []int
+	// Pending are the embedded migrations not applied yet (file names), which the next start runs.
+	Pending []string
+	// CreateOnDatabase: the role may CREATE SCHEMA (needed when the schema does not exist).
+	CreateOnDatabase bool
+	// CreateOnSchema: the role may create tables in the schema (needed by pending migrations).
+	CreateOnSchema bool
+	// NotOwned are the schema's tables the role does not own (or inherit): a migration that
+	// alters one of them fails.
+	NotOwned    []string
+	SchemaOwner string
+}
+
+// Inspect connects to dsn without running migrations and reads Facts, for `console doctor`,
+// which must change nothing. Errors wrap ops.ErrUnavailable (cannot connect) or ops.ErrInvalid.
+func Inspect(ctx context.Context, dsn string) (Facts, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return Facts{}, fmt.Errorf("store: parse dsn: %w", ops.ErrInvalid)
+	}
+	cfg.MaxConns = 1
+	cfg.ConnConfig.RuntimeParams["application_name"] = "redrive-doctor"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return Facts{}, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+	}
+	defer pool.Close()
+	return inspect(ctx, pool)
+}
+
+// Inspect reads the running store's Facts.
+func (s *Store) Inspect(ctx context.Context) (Facts, error) { return inspect(ctx, s.pool.Pool) }
+
+func inspect(ctx context.Context, pool *pgxpool.Pool) (Facts, error) {
+	var f Facts
+	var owner *string
+	err := pool.QueryRow(ctx, `SELECT current_user::text, current_database()::text,
+			has_database_privilege(current_database(), 'CREATE'),
+			(SELECT pg_get_userbyid(nspowner)::text FROM pg_namespace WHERE nspname = $1)`, Schema).
+		Scan(&f.User, &f.Database, &f.CreateOnDatabase, &owner)
+	if err != nil {
+		return f, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+	}
+	known, err := embeddedMigrations()
+	if err != nil {
+		return f, err
+	}
+	if owner == nil {
+		for _, m := range known {
+			f.Pending = append(f.Pending, m.name)
+		}
+		return f, nil
+	}
+	f.SchemaExists, f.SchemaOwner = true, *owner
+	if err := pool.QueryRow(ctx, `SELECT has_schema_privilege($1, 'CREATE') AND has_schema_privilege($1, 'USAGE')`, Schema).
+		Scan(&f.CreateOnSchema); err != nil {
+		return f, fmt.Errorf("store: schema rights: %w", err)
+	}
+	rows, err := pool.Query(ctx, `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT pg_has_role(c.relowner, 'USAGE') ORDER BY 1`, Schema)
+	if err != nil {
+		return f, fmt.Errorf("store: table owners: %w", err)
+	}
+	if f.NotOwned, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return f, fmt.Errorf("store: table owners: %w", err)
+	}
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, Schema+".schema_migrations").Scan(&exists); err != nil {
+		return f, fmt.Errorf("store: migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	if exists {
+		rows, err := pool.Query(ctx, `SELECT version FROM `+Schema+`.schema_migrations ORDER BY 1`)
+		if err != nil {
+			return f, fmt.Errorf("store: migrations: %w", err)
+		}
+		if f.Applied, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+			return f, fmt.Errorf("store: migrations: %w", err)
+		}
+		for _, v := range f.Applied {
+			applied[v] = true
+		}
+	}
+	for _, m := range known {
+		if !applied[m.version] {
+			f.Pending = append(f.Pending, m.name)
+		}
+	}
+	return f, nil
+}
+
+type migration struct {
+	version int
+	name    string
+}
+
+func embeddedMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []migration
+	for _, f := range files {
+		name := strings.TrimPrefix(f, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("store: migration %s: name must start with a number", name)
+		}
+		out = append(out, migration{v, name})
+	}
+	return out, nil
+}
