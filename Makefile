@@ -10,8 +10,10 @@ FUZZTIME ?= 50000x
 .PHONY: demo test test-go fuzz lint generate check-generated bench load build clean
 
 ## demo: start local PostgreSQL, RabbitMQ and Kafka, seed them, serve on http://127.0.0.1:8080
+## (built, then exec'd rather than `go run`: go run exits 1 when Ctrl-C reaches it too, whatever
+## the demo's own exit status; the demo exits 0 on Ctrl-C and says what it stopped)
 demo:
-	$(GO) run ./cmd/console demo
+	$(GO) build -o bin/console ./cmd/console && exec bin/console demo
 
 ## test: start the services on loopback, run every test with -race, fuzz briefly, tear down
 test:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,8 +17,29 @@ import (
 )
 
 // demoCommand brings up the local stack, seeds it and serves the console on it until ctx ends;
-// everything it started stops with it.
-func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
+// everything it started stops with it, and it says so. Ctrl-C is how a demo ends: once ctx is
+// done, a step that failed because of it is not an error (make demo then exits 0).
+func demoCommand(ctx context.Context, args []string, stdout io.Writer) (err error) {
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, "demo: "+format+"\n", a...) }
+	var started []string // what to report as stopped, in the order it stops (last started first)
+	defer func() {
+		if ctx.Err() == nil {
+			return
+		}
+		if err != nil {
+			say("interrupted (%v)", err)
+			err = nil
+		}
+		if len(started) > 0 {
+			say("stopped %s", strings.Join(started, ", "))
+		}
+	}()
+	err = runDemo(ctx, args, stdout, say, &started)
+	return err
+}
+
+func runDemo(ctx context.Context, args []string, stdout io.Writer, say func(string, ...any), started *[]string) error {
+	stopped := func(what string) { *started = append(*started, what) }
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "console address")
 	kafkaAddr := fs.String("kafka", devstack.DefaultKafkaAddr, "embedded Kafka address (for kcat and other clients)")
@@ -32,30 +54,28 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return err
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(stdout, "demo: "+format+"\n", a...) }
-
 	say("starting PostgreSQL…")
 	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(abs, "postgres")})
 	if err != nil {
 		return err
 	}
-	defer pg.Stop(context.WithoutCancel(ctx)) //nolint:errcheck // best effort on the way out
+	defer func() { _ = pg.Stop(context.WithoutCancel(ctx)); stopped("PostgreSQL") }() // best effort on the way out
 	say("starting RabbitMQ (about 10 s)…")
 	rmq, err := devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(abs, "rabbitmq")})
 	if err != nil {
 		return err
 	}
-	defer rmq.Stop(context.WithoutCancel(ctx)) //nolint:errcheck
+	defer func() { _ = rmq.Stop(context.WithoutCancel(ctx)); stopped("RabbitMQ") }()
 	kafka, err := devstack.StartKafka(devstack.KafkaOptions{Addr: *kafkaAddr})
 	if err != nil {
 		return err
 	}
-	defer kafka.Close()
+	defer func() { kafka.Close(); stopped("Kafka") }()
 	registry, err := demo.StartSchemaRegistry("127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	defer registry.Close()
+	defer func() { registry.Close(); stopped("the Schema Registry") }()
 
 	// The brokers are seeded anew on every start (Kafka lives in memory), so Redrive's own store
 	// starts anew too: a ledger of the last run would call the new records already replayed.
@@ -120,6 +140,7 @@ sampler: {interval: 5s}
 	say("Schema Reg. %s  (franz-go srfake; Avro on invoices.DLT, Protobuf on shipments.DLT)", registry.URL())
 	say("config      %s", cfgPath)
 	say("console     http://%s   — Ctrl-C stops everything", *listen)
+	defer stopped("the console")
 	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)
 }
 
