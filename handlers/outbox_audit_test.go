@@ -92,7 +92,7 @@ func TestRequeueAuditBeforeEffect(t *testing.T) {
 			if s := status(t, dsn, id); s != "READY" {
 				t.Fatalf("status %s, want READY", s)
 			}
-			entries, err := st.ListAudit(context.Background(), store.AuditFilter{Action: "outbox.requeue"})
+			entries, err := st.ListAudit(context.Background(), store.AuditFilter{Action: "outbox.requeue", Intents: true})
 			if err != nil || len(entries) != 2 {
 				t.Fatalf("audit rows %+v, %v: want the intent and its outcome", entries, err)
 			}

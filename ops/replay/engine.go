@@ -47,9 +47,12 @@ type Inbox interface {
 // plan's warning that a replay to the original topic reaches them all.
 type GroupsByTopic func(ctx context.Context, cluster string) map[string][]string
 
-// Auditor appends to the audit log.
+// Auditor appends to the audit log; *store.Store implements it. RecordIntent writes the intent
+// of a change (outcome "started") before it is made and returns its id; errors are
+// ops.ErrUnavailable.
 type Auditor interface {
 	RecordAudit(ctx context.Context, e store.AuditEntry) error
+	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
 }
 
 // Options builds an Engine. Store is required; the maps may be empty.

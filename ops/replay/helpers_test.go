@@ -53,6 +53,14 @@ func (a *auditLog) RecordAudit(ctx context.Context, e store.AuditEntry) error {
 	return a.st.RecordAudit(ctx, e)
 }
 
+func (a *auditLog) RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error) {
+	e.Outcome = store.OutcomeStarted
+	a.mu.Lock()
+	a.entries = append(a.entries, e)
+	a.mu.Unlock()
+	return a.st.RecordIntent(ctx, e)
+}
+
 func (a *auditLog) actions() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -203,3 +203,34 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 		return d
 	}())
 }
+
+type brokenAudit struct{}
+
+func (brokenAudit) RecordAudit(context.Context, store.AuditEntry) error { return ops.ErrUnavailable }
+func (brokenAudit) RecordIntent(context.Context, store.AuditEntry) (int64, error) {
+	return 0, fmt.Errorf("audit log: %w", ops.ErrUnavailable)
+}
+
+// No replay starts, is approved or is cancelled unaudited: when the intent cannot be written, the
+// change is not made and the caller is told so.
+func TestNoReplayChangeWithoutAudit(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	ctx := ctxT(t)
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
+		Audit: brokenAudit{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	if !errors.Is(err, ops.ErrUnavailable) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("start with the audit log down: %v", err)
+	}
+	if jobs, err := e.Jobs(ctx, 10); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs %v, %v: a job was created unaudited", jobs, err)
+	}
+}

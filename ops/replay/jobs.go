@@ -64,14 +64,19 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold) {
 		job.Status = store.JobAwaiting
 	}
-	if err := e.o.Store.CreateJob(ctx, job); err != nil {
-		return store.ReplayJob{}, err
-	}
-	e.audit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "replay.start", Target: "replay/" + job.ID,
-		Count: ptr(int64(plan.Total)), Reason: r.Reason, Outcome: store.OutcomeOK,
+	done, err := e.intend(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "replay.start", Target: "replay/" + job.ID,
+		Count: ptr(int64(plan.Total)), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
 			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
 			"awaiting_approval": job.Status == store.JobAwaiting}})
+	if err != nil {
+		return store.ReplayJob{}, err
+	}
+	err = e.o.Store.CreateJob(ctx, job)
+	done(err)
+	if err != nil {
+		return store.ReplayJob{}, err
+	}
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -101,15 +106,19 @@ func (e *Engine) Approve(ctx context.Context, id, approver, role string) (store.
 			Outcome: store.OutcomeDenied, Reason: "self-approval"})
 		return job, fmt.Errorf("%w: %s started this replay; a second, different person must approve it", ops.ErrForbidden, approver)
 	}
-	ok, err := e.o.Store.ApproveJob(ctx, id, approver)
+	done, err := e.intend(ctx, store.AuditEntry{Actor: approver, Role: role, Action: "replay.approve", Target: "replay/" + id,
+		Count: ptr(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
 	if err != nil {
 		return job, err
 	}
-	if !ok {
-		return job, fmt.Errorf("replay job %s is no longer awaiting approval: %w", id, ops.ErrConflict)
+	ok, err := e.o.Store.ApproveJob(ctx, id, approver)
+	if err == nil && !ok {
+		err = fmt.Errorf("replay job %s is no longer awaiting approval: %w", id, ops.ErrConflict)
 	}
-	e.audit(ctx, store.AuditEntry{Actor: approver, Role: role, Action: "replay.approve", Target: "replay/" + id,
-		Count: ptr(int64(job.Total)), Outcome: store.OutcomeOK, Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
+	done(err)
+	if err != nil {
+		return job, err
+	}
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -144,10 +153,15 @@ func (e *Engine) Cancel(ctx context.Context, id, actor, role string) (store.Repl
 	if role == RoleOperator && actor != job.Actor {
 		return job, fmt.Errorf("%w: %s started this replay; operators cancel their own jobs, admins anyone's", ops.ErrForbidden, job.Actor)
 	}
-	if _, err := e.o.Store.RequestCancel(ctx, id); err != nil {
+	done, err := e.intend(ctx, store.AuditEntry{Actor: actor, Role: role, Action: "replay.cancel", Target: "replay/" + id})
+	if err != nil {
 		return job, err
 	}
-	e.audit(ctx, store.AuditEntry{Actor: actor, Role: role, Action: "replay.cancel", Target: "replay/" + id, Outcome: store.OutcomeOK})
+	_, err = e.o.Store.RequestCancel(ctx, id)
+	done(err)
+	if err != nil {
+		return job, err
+	}
 	return e.o.Store.Job(ctx, id)
 }
 
@@ -513,6 +527,35 @@ func outcomeOf(status string, j store.ReplayJob) string {
 		return store.OutcomePartial
 	}
 	return store.OutcomeOK
+}
+
+// intend writes the intent of a change to the audit log before the change is made: when it
+// cannot be written, nothing is changed and the caller is told why. done records how the change
+// ended (ok, or failed with its error), naming the intent in detail.intent_id.
+func (e *Engine) intend(ctx context.Context, entry store.AuditEntry) (done func(error), err error) {
+	if e.o.Audit == nil {
+		return func(error) {}, nil
+	}
+	if c := ops.ClientOf(ctx); entry.SourceIP == "" && entry.UserAgent == "" {
+		entry.SourceIP, entry.UserAgent = c.Addr, c.UserAgent
+	}
+	id, err := e.o.Audit.RecordIntent(ctx, entry)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the audit log cannot be written, so nothing was changed (%s)", ops.ErrUnavailable, entry.Action)
+	}
+	return func(changeErr error) {
+		out := entry
+		out.Detail = make(map[string]any, len(entry.Detail)+2)
+		for k, v := range entry.Detail {
+			out.Detail[k] = v
+		}
+		out.Detail["intent_id"] = id
+		out.Outcome = store.OutcomeOK
+		if changeErr != nil {
+			out.Outcome, out.Detail["error"] = store.OutcomeFailed, changeErr.Error()
+		}
+		e.audit(ctx, out)
+	}, nil
 }
 
 func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) {

@@ -45,6 +45,9 @@ type AuditFilter struct {
 	Since  time.Time
 	Before int64 // keyset cursor: entries with id < Before
 	Limit  int
+	// Intents also lists the intent row ("started") of changes whose outcome row follows it; by
+	// default an action reads as one entry, its outcome.
+	Intents bool
 }
 
 // MaxAuditLimit caps one page of the audit list.
@@ -87,10 +90,10 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 		WHERE ($1 = '' OR actor = $1) AND ($2 = '' OR action = $2)
 		  AND ($3::timestamptz IS NULL OR at >= $3) AND ($4 = 0 OR id < $4)
 		  -- an intent is one action with its outcome: shown alone only when no outcome followed it
-		  AND NOT (outcome = 'started' AND EXISTS (SELECT FROM audit_log o
-		      WHERE o.detail ? 'intent_id' AND o.detail->>'intent_id' = a.id::text))
+		  AND ($6 OR NOT (outcome = 'started' AND EXISTS (SELECT FROM audit_log o
+		      WHERE o.detail ? 'intent_id' AND o.detail->>'intent_id' = a.id::text)))
 		ORDER BY at DESC, id DESC LIMIT $5`,
-		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit)
+		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit, f.Intents)
 	if err != nil {
 		return nil, fmt.Errorf("audit: list: %w: %w", ops.ErrUnavailable, err)
 	}
