@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -55,6 +57,18 @@ type Kafka struct {
 	meta      MetaFunc
 	redact    *Redactor
 	rules     map[string]configs.LagRules // per cluster, for a group read through
+
+	// encoded holds, per cluster, the groups of the last snapshot served by APIGroups as JSON:
+	// a snapshot changes once per sample, and encoding 200 groups × 50 partitions costs
+	// milliseconds of CPU per read, so readers between two samples share one encoding.
+	encodedMu sync.Mutex
+	encoded   map[string]encodedGroups
+}
+
+type encodedGroups struct {
+	at   time.Time
+	n    int
+	json []byte
 }
 
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
@@ -213,16 +227,46 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 		SampledAt *time.Time `json:"sampled_at"`
 		Error     string     `json:"error,omitempty"`
 		freshnessJSON
-		Groups []groupJSON `json:"groups"`
-	}{Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), Groups: []groupJSON{}}
+	}{Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)}
 	if !snap.At.IsZero() {
 		at := snap.At.UTC()
 		resp.SampledAt = &at
 	}
-	for _, g := range snap.Groups {
-		resp.Groups = append(resp.Groups, toGroupJSON(g))
+	head, err := json.Marshal(resp)
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, resp)
+	groups, err := h.groupsJSON(snap)
+	if err != nil {
+		return err
+	}
+	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared groups.
+	out := make([]byte, 0, len(head)+len(groups)+12)
+	out = append(append(append(out, head[:len(head)-1]...), `,"groups":`...), groups...)
+	out = append(out, '}', '\n')
+	return c.JSONBlob(http.StatusOK, out)
+}
+
+// groupsJSON encodes the snapshot's groups, once per snapshot and cluster.
+func (h *Kafka) groupsJSON(snap sampler.KafkaSnapshot) ([]byte, error) {
+	h.encodedMu.Lock()
+	defer h.encodedMu.Unlock()
+	if e, ok := h.encoded[snap.Cluster]; ok && e.at.Equal(snap.At) && e.n == len(snap.Groups) && !snap.At.IsZero() {
+		return e.json, nil
+	}
+	groups := make([]groupJSON, 0, len(snap.Groups))
+	for _, g := range snap.Groups {
+		groups = append(groups, toGroupJSON(g))
+	}
+	b, err := json.Marshal(groups)
+	if err != nil {
+		return nil, fmt.Errorf("encode groups: %w", err)
+	}
+	if h.encoded == nil {
+		h.encoded = map[string]encodedGroups{}
+	}
+	h.encoded[snap.Cluster] = encodedGroups{at: snap.At, n: len(snap.Groups), json: b}
+	return b, nil
 }
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group.
