@@ -61,7 +61,7 @@ func (k outboxKind) plan(ctx context.Context, srcp *Source, f Filter, emit func(
 		}
 		pos := ev.ID
 		it := Item{Locator: outboxLocator(src.Outbox, ev),
-			MessageID: ev.EventID, Position: &pos, ErrorGroup: firstLine(ev.LastError)}
+			MessageID: ev.EventID, Position: &pos, ErrorGroup: lastErrorGroup(ev.LastError)}
 		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
 			it.Destination = Destination{Kind: "outbox", Outbox: src.Outbox}
 		}
@@ -143,16 +143,11 @@ func planOutboxIDs(ctx context.Context, t OutboxTable, src Source, item func(out
 	return nil
 }
 
-func firstLine(s *string) string {
+func lastErrorGroup(s *string) string {
 	if s == nil {
 		return ""
 	}
-	for i, c := range *s {
-		if c == '\n' || c == ':' || i > 120 {
-			return (*s)[:i]
-		}
-	}
-	return *s
+	return ops.ErrorGroupKey(*s)
 }
 
 type outboxRunner struct {

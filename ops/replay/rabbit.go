@@ -114,7 +114,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		return Item{}, false
 	}
 	it := Item{Locator: rabbitLocator(src.Broker, src.Vhost, src.Queue, m), MessageID: m.MessageID,
-		ErrorGroup: strings.TrimSpace(reason + " " + firstLineOf(exception))}
+		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorGroupKey(exception))}
 	if dl != nil {
 		it.ReplayCount = dl.ReplayCount
 		if dl.OriginalExchange != "" || len(dl.OriginalRoutingKeys) > 0 {
@@ -130,16 +130,6 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 	}
 	it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, origQueue)
 	return it, true
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 120 {
-		s = s[:120]
-	}
-	return s
 }
 
 func (k rabbitKind) open(ctx context.Context, job store.ReplayJob, src Source) (mover, error) {
