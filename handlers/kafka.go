@@ -784,7 +784,8 @@ func (h *Kafka) Cluster(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	page := kafkapages.ClusterPage{Meta: h.clusterMeta(c, "Kafka "+k.Name(), k.Name()), Cluster: k.Name()}
+	page := kafkapages.ClusterPage{Meta: h.clusterMeta(c, "Kafka "+k.Name(), k.Name()), Cluster: k.Name(),
+		LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots)}
 	page.Meta.Breadcrumbs = page.Meta.Breadcrumbs[:1]
 	page.Meta.Breadcrumbs = append(page.Meta.Breadcrumbs, layout.Crumb{Label: k.Name()})
 	snap, err := h.fresh(ctx, k.Name())
@@ -819,7 +820,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
 		Cluster: k.Name(), Name: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members,
 		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
-		Range: rangeLabel, Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
+		Range: rangeLabel, LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots), Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
 	if g.RateKnown {
 		page.Rate = fmt.Sprintf("%.1f msg/s", g.Rate)
 		switch {

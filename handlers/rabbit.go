@@ -625,7 +625,8 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := rabbitpages.BrokerPage{Meta: h.meta(c, "RabbitMQ "+b.Name(), "rabbitmq"), Broker: b.Name()}
+	page := rabbitpages.BrokerPage{Meta: h.meta(c, "RabbitMQ "+b.Name(), "rabbitmq"), Broker: b.Name(),
+		LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots)}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "RabbitMQ", Href: "/rabbitmq"}, {Label: b.Name()}}
 	snap, err := h.snapshots.LatestRabbit(c.Request().Context(), b.Name())
 	if err != nil {
@@ -641,6 +642,7 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 		if q.IsDeadLetterQueue {
 			page.DLQs++
 			page.DLQMessages += q.Ready + q.Unacked
+			page.DLQInflow += q.PublishRate
 		}
 		if q.Growing {
 			page.Growing++
@@ -741,7 +743,8 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := rabbitpages.QueuePage{Meta: h.brokerMeta(c, "Queue "+q.Name, b.Name(), layout.Crumb{Label: q.Vhost + " · " + q.Name}),
+	page := rabbitpages.QueuePage{Meta: h.brokerMeta(c, "Queue "+q.Name, b.Name(), layout.Crumb{Label: queueCrumb(q.Vhost, q.Name)}),
+		LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots), BrowseRefused: browseRefused(q),
 		Broker: b.Name(), Vhost: q.Vhost, Name: q.Name, Row: toQueueRow(q), Total: q.Total, SampledAt: snap.At,
 		SampleError: sampleNote(snap.Error, snap.Freshness), Range: rangeLabel, Settings: queueSettings(q), SingleActive: q.SingleActiveConsumer,
 		OperatorPolicy: q.OperatorPolicy}
@@ -762,6 +765,25 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 		}
 	}
 	return render(c, http.StatusOK, rabbitpages.Queue(page))
+}
+
+// queueCrumb names a queue in the breadcrumbs: its vhost only when it is not the default "/".
+func queueCrumb(vhost, queue string) string {
+	if vhost == "/" || vhost == "" {
+		return queue
+	}
+	return vhost + " · " + queue
+}
+
+// browseRefused says why a browse of q cannot work, as the browse itself would refuse it: a
+// quorum queue counts each browse as a delivery, so with a delivery limit browsing would
+// dead-letter or drop the messages looked at.
+func browseRefused(q sampler.RabbitQueue) string {
+	if q.Type != "quorum" || q.DeliveryLimit == nil {
+		return ""
+	}
+	return fmt.Sprintf("Not browsable: quorum queue with a delivery limit of %d — each browse counts a delivery, so browsing "+
+		"would dead-letter or drop these messages. Remove the limit, or shovel them to a classic queue to look at them.", *q.DeliveryLimit)
 }
 
 // maxRenderedBody caps what one message shows inline; the API gives up to rabbit.MaxBodyBytes.
@@ -860,7 +882,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	}
 	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
 	page := rabbitpages.MessagesPage{Meta: h.brokerMeta(c, "Messages in "+queue, b.Name(),
-		layout.Crumb{Label: vhost + " · " + queue, Href: queueHref(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
+		layout.Crumb{Label: queueCrumb(vhost, queue), Href: queueHref(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
 		Broker: b.Name(), Vhost: vhost, Queue: queue, Limit: limit, Reason: c.QueryParam("reason"), Exception: c.QueryParam("exception")}
 	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
 	if err != nil {

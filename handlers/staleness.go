@@ -44,3 +44,12 @@ func sampleNote(sampleErr string, f sampler.Freshness) string {
 		return staleNote(f) + "; last error: " + sampleErr
 	}
 }
+
+// refreshSeconds is how often a page showing the sampler's snapshots polls for new numbers: the
+// sampler's interval when snapshots tell it (at least 2 s), else 15 s.
+func refreshSeconds(snapshots any) int {
+	if s, ok := snapshots.(interface{ Interval() time.Duration }); ok && s.Interval() > 0 {
+		return max(int(s.Interval().Round(time.Second)/time.Second), 2)
+	}
+	return 15
+}

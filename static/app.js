@@ -14,6 +14,10 @@
 //   [data-requires-checked="name"]              disabled while none are checked
 //   div[data-chart][data-src][data-series]      uPlot line chart; data-labels, data-height, data-refresh
 //   div[data-chart][data-sparkline]             the same as a plain line: no axes, legend or cursor
+//   [data-live][hx-get][hx-trigger="every Ns"]  a page's live numbers (components.Live): the poll is
+//                                               skipped while text is selected, a form field has
+//                                               focus or rows are ticked; a failed poll keeps the
+//                                               numbers shown; a sorted table stays sorted
 //   table[data-records] tr[data-record-row]     a message row; the next tr[data-row-detail] is its full
 //                                               view, toggled by [data-expand], a click on the row or
 //                                               Enter; j/k move between rows, x ticks the row's box
@@ -135,10 +139,11 @@
     return collator.compare(a, b);
   }
 
-  function sortBy(th) {
+  function sortBy(th, keep) {
     var table = th.closest("table");
     var index = th.cellIndex;
     var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    if (keep) dir = th.getAttribute("aria-sort") || "ascending"; // re-sort new rows the same way
     each(table.tHead, "th[aria-sort]", function (o) { o.removeAttribute("aria-sort"); });
     th.setAttribute("aria-sort", dir);
     var sign = dir === "ascending" ? 1 : -1;
@@ -562,6 +567,53 @@
     return false;
   }
 
+  // ---------------------------------------------------------------- live pages
+
+  // livePaused says why a live page should not swap new numbers in now, or "".
+  function livePaused() {
+    var sel = window.getSelection && window.getSelection();
+    if (sel && String(sel).length > 0) return "selecting";
+    var a = doc.activeElement;
+    if (a && a.closest && a.closest("form input:not([type=checkbox]):not([type=radio]), form select, form textarea, input[type=search]")) return "typing";
+    if (doc.querySelector('main input[type="checkbox"]:checked:not([data-check-all])')) return "rows ticked";
+    if (doc.querySelector("main details[open], main tr[data-record-row][aria-expanded=true]")) return "a detail is open";
+    return "";
+  }
+
+  function showPaused(el, why) {
+    each(el, "[data-live-paused]", function (p) {
+      p.hidden = !why;
+      p.textContent = why ? "\u00b7 paused (" + why + ")" : "";
+    });
+  }
+
+  function onLiveRequest(e) {
+    var el = e.detail && e.detail.elt;
+    if (!el || !el.hasAttribute || !el.hasAttribute("data-live")) return;
+    var why = livePaused();
+    showPaused(el, why);
+    if (why) e.preventDefault();
+  }
+
+  function onLiveSwap(e) {
+    var el = e.detail && e.detail.elt;
+    if (!el || !el.hasAttribute || !el.hasAttribute("data-live")) return;
+    var xhr = e.detail.xhr;
+    if (xhr && xhr.status >= 400) { // keep the numbers shown; say the refresh failed
+      e.detail.shouldSwap = false;
+      showPaused(el, "refresh failed: HTTP " + xhr.status);
+    }
+  }
+
+  function resortTables(root) {
+    // A swapped-in tbody arrives in the server's order: put it back in the order the person chose.
+    within(root, "tbody").forEach(function (body) {
+      var table = body.closest("table[data-sortable]");
+      var th = table && table.tHead && table.tHead.querySelector("th[aria-sort]");
+      if (th) sortBy(th, true);
+    });
+  }
+
   // ---------------------------------------------------------------- toasts
 
   function toast(text, tone) {
@@ -625,6 +677,12 @@
   doc.addEventListener("htmx:afterSettle", function (e) {
     init(e.detail && e.detail.elt ? e.detail.elt : doc);
   });
+  doc.addEventListener("htmx:oobAfterSwap", function (e) {
+    var el = e.detail && e.detail.elt;
+    if (el) { init(el); resortTables(el); }
+  });
+  doc.addEventListener("htmx:beforeRequest", onLiveRequest);
+  doc.addEventListener("htmx:beforeSwap", onLiveSwap);
   doc.addEventListener("htmx:sendError", function () {
     toast("The console did not answer. Check your connection; the page keeps its last data.", "danger");
   });

@@ -70,6 +70,7 @@ func TestBrowserRecordTable(t *testing.T) {
 	}
 	header := must(t, ctx, chromedp.Text(`[data-testid="page-header"]`))
 	items := must(t, ctx, chromedp.Text(`[data-testid="plan-items"]`))
+	screenshot(t, ctx, "replay-plan-selected")
 	if !strings.Contains(header, "2 selected record(s)") {
 		t.Fatalf("plan of the ticked rows: %q", header)
 	}
@@ -160,5 +161,23 @@ func TestBrowserTopicAllPartitions(t *testing.T) {
 	}
 	if !strings.Contains(loc, "partition=all") || len(groupParts) < 2 {
 		t.Errorf("Records link %s shows partitions %v", loc, groupParts)
+	}
+}
+
+// The cluster and group pages carry the live stamp and no empty separators.
+func TestBrowserKafkaLivePages(t *testing.T) {
+	base := kafkaConsole(t)
+	ctx, _ := newBrowser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/kafka/main"), chromedp.WaitVisible(`[data-testid="live-stamp"]`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "kafka-cluster")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="group-row"] a`)), chromedp.WaitVisible(`#group-stats`)); err != nil {
+		t.Fatal(err)
+	}
+	sub := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="page-header"] .subtitle`)))
+	screenshot(t, ctx, "kafka-group")
+	if strings.Contains(sub, "·  ·") || strings.HasSuffix(strings.TrimSpace(sub), "·") {
+		t.Errorf("group subtitle %q has an empty part", sub)
 	}
 }

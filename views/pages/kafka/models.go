@@ -27,6 +27,9 @@ type ClusterPage struct {
 	Groups      []GroupRow
 	TopicsError string
 	DLTs        []DLTRow
+	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
+	LiveURL string
+	Refresh int
 }
 
 // GroupRow is one consumer group in the cluster's table.
@@ -73,6 +76,9 @@ type GroupPage struct {
 	Error       string
 	Range       string // 1h, 6h, 24h, 7d
 	Partitions  []PartitionRow
+	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
+	LiveURL string
+	Refresh int
 	// Skip is offered on a STALL or STOP group to an operator: skip the record the worst
 	// partition is stuck on. Nil offers nothing.
 	Skip *SkipOffer
@@ -320,4 +326,19 @@ func boolText(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// joinDot joins the non-empty parts with " · ": no empty separators ("main · Empty ·").
+func joinDot(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if out != "" {
+			out += " · "
+		}
+		out += p
+	}
+	return out
 }

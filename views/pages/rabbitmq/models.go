@@ -37,7 +37,11 @@ type BrokerPage struct {
 	// Totals for the stat cards.
 	DLQs        int
 	DLQMessages int64
+	DLQInflow   float64 // messages per second arriving in the dead-letter queues
 	Growing     int
+	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
+	LiveURL string
+	Refresh int
 }
 
 // QueueRow is one queue in the broker's table.
@@ -107,6 +111,12 @@ type QueuePage struct {
 	RetryOf        string      // the work queue when this is a retry queue
 	SingleActive   bool
 	OperatorPolicy string
+	// BrowseRefused says why "Browse messages" cannot work (a quorum queue with a delivery limit);
+	// "" offers the browse.
+	BrowseRefused string
+	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
+	LiveURL string
+	Refresh int
 }
 
 // Setting is one effective queue setting and where it comes from.
@@ -366,4 +376,12 @@ func timeKey(t time.Time) string {
 		return ""
 	}
 	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// inflowTone flags dead letters arriving now.
+func inflowTone(r float64) string {
+	if r > 0 {
+		return components.ToneDanger
+	}
+	return ""
 }
