@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// A consumer stuck on a poison record: the group page shows the time lag beside the offset lag
+// and, once the group is STALL, offers "Skip the record at offset N"; the plan page names the
+// member, apply is refused while it runs, and after it stops the record is copied to the DLT and
+// the offset moves.
+func TestBrowserSkipPoisonRecord(t *testing.T) {
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, topic := range []string{"payments", "payments.DLT"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "payments", Value: []byte(fmt.Sprintf(`{"payment":%d}`, i)),
+			Timestamp: time.Now().Add(-14*time.Minute + time.Duration(i)*time.Minute)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The consumer processed 0–2 and is stuck on 3: committed 3, alive, no progress.
+	if err := adm.CommitAllOffsets(ctx, "settlement", kadm.OffsetsFromRecords(kgo.Record{Topic: "payments", Offset: 2})); err != nil {
+		t.Fatal(err)
+	}
+	member, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ClientID("settlement-worker"), kgo.ConsumerGroup("settlement"),
+		kgo.ConsumeTopics("payments"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	member.PollRecords(ctx, 1)
+
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+sampler: {interval: 1s}
+kafka: [{name: main, brokers: [%q], lag: {window: 2s, stop_after: 1h, warn_after_seconds: 300, error_after_seconds: 600}}]
+`, pgtest.NewDatabase(t), k.Addrs()[0]))
+
+	bctx, _ := newBrowser(t)
+	page := base + "/kafka/main/groups/settlement"
+	var reason string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		act(t, bctx, chromedp.Navigate(page))
+		n := must(t, bctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=skip-form]').length`))
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			reason = must(t, bctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("no skip offer on the group page:\n%s", reason)
+		}
+		member.PollRecords(ctx, 1) // stay in the group
+		time.Sleep(time.Second)
+	}
+	timeLag := must(t, bctx, chromedp.Text(`[data-testid=partition-time-lag]`))
+	button := must(t, bctx, chromedp.Text(`[data-testid=skip-button]`))
+	if !strings.Contains(timeLag, "min") || button != "Skip the record at offset 3" {
+		t.Errorf("time lag %q, button %q", timeLag, button)
+	}
+	screenshot(t, bctx, "kafka-group-stall")
+	if d := os.Getenv("REDRIVE_SCREENSHOTS"); d != "" {
+		t.Logf("screenshots in %s", d)
+	}
+
+	act(t, bctx, chromedp.Click(`[data-testid=skip-button]`))
+	waitText(t, bctx, "Offset move offplan_")
+	warnings := must(t, bctx, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid=offsets-warning]')].map(e => e.innerText).join(' ')`))
+	if !strings.Contains(warnings, "settlement-worker") {
+		t.Errorf("plan warnings do not name the member: %q", warnings)
+	}
+	// Applying while the consumer runs is refused, naming it.
+	act(t, bctx, chromedp.SendKeys(`[data-testid=apply-reason]`, "poison payment 3, fixed in 2.1"))
+	act(t, bctx, chromedp.Click(`[data-testid=apply-button]`))
+	body := waitText(t, bctx, "Not applied")
+	if !strings.Contains(body, "has 1 members (settlement-worker") {
+		t.Errorf("apply with a member was not refused naming it:\n%s", body)
+	}
+	member.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		d, err := adm.DescribeGroups(ctx, "settlement")
+		if err == nil && len(d["settlement"].Members) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member did not leave")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	act(t, bctx, chromedp.SendKeys(`[data-testid=apply-reason]`, "poison payment 3, fixed in 2.1"))
+	act(t, bctx, chromedp.Click(`[data-testid=apply-button]`))
+	waitText(t, bctx, "copied to")
+	outcome := must(t, bctx, chromedp.Text(`[data-testid=offsets-outcome]`))
+	if !strings.Contains(outcome, "1 skipped records copied to payments.DLT") {
+		t.Errorf("outcome %q", outcome)
+	}
+	screenshot(t, bctx, "kafka-offsets-applied")
+	offs, err := adm.FetchOffsets(ctx, "settlement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("payments", 0); o.At != 4 {
+		t.Errorf("committed %d after the skip, want 4", o.At)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "payments.DLT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := ends.Lookup("payments.DLT", 0); e.Offset != 1 {
+		t.Errorf("payments.DLT holds %d records, want 1", e.Offset)
+	}
+}
+
+// act runs browser actions that give no value, failing the test on error.
+func act(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitText waits until the page's text contains want, and returns the text.
+func waitText(t *testing.T, ctx context.Context, want string) string {
+	t.Helper()
+	var text string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`)); err == nil {
+			if text = v; strings.Contains(text, want) {
+				return text
+			}
+		}
+	}
+	t.Fatalf("the page never said %q:\n%s", want, text)
+	return ""
+}
