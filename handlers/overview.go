@@ -2,31 +2,20 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/ops/health"
 	overviewpages "github.com/redrive/redrive/views/pages/overview"
 )
 
-// Overview answers "what is on fire?" across everything the console watches.
+// Overview answers "what is on fire?" across everything the console watches: the problems of
+// ops/health, as the exporter and notifications see them.
 type Overview struct {
-	outboxes *Outboxes
-	checks   []Check
-	kafka    []KafkaCluster
-	lag      KafkaSnapshots
-	rabbit   []RabbitBroker
-	queues   RabbitSnapshots
-	replays  ReplayEngine
-	meta     MetaFunc
+	monitor *health.Monitor
+	meta    MetaFunc
 }
 
 // OverviewSources are the adapters the overview reads; zero fields are left out.
@@ -40,22 +29,43 @@ type OverviewSources struct {
 	Replays  ReplayEngine
 }
 
+// HealthSources are src as ops/health reads them.
+func (src OverviewSources) HealthSources() health.Sources {
+	hs := health.Sources{Kafka: src.Lag, Rabbit: src.Queues}
+	for _, k := range src.Kafka {
+		hs.Clusters = append(hs.Clusters, k.Name())
+	}
+	for _, r := range src.Rabbit {
+		hs.Brokers = append(hs.Brokers, r.Name())
+	}
+	for _, o := range src.Outboxes {
+		hs.Outboxes = append(hs.Outboxes, o)
+	}
+	if src.Replays != nil {
+		hs.Replays = src.Replays
+	}
+	for _, c := range src.Checks {
+		hs.Checks = append(hs.Checks, health.Check{Name: c.Name, Ping: c.Ping})
+	}
+	return hs
+}
+
 // NewOverview wires the overview from the same adapters the other pages use.
 func NewOverview(src OverviewSources, meta MetaFunc) *Overview {
-	return &Overview{outboxes: NewOutboxes(src.Outboxes, nil, meta, nil), checks: src.Checks, kafka: src.Kafka,
-		lag: src.Lag, rabbit: src.Rabbit, queues: src.Queues, replays: src.Replays, meta: meta}
+	return &Overview{monitor: health.NewMonitor(src.HealthSources()), meta: meta}
 }
 
-// Problem is one thing on fire.
+// Problem is one thing on fire, as GET /api/v1/overview lists it (health.Problem).
 type Problem struct {
-	Kind     string `json:"kind"`     // kafka_group, dead_letters, outbox_stuck, outbox_dead, outbox_backlog, replay_running, …_unavailable
-	Severity string `json:"severity"` // critical, warning, info
-	Title    string `json:"title"`
-	Link     string `json:"link"`
+	Key      string            `json:"key"`
+	Kind     string            `json:"kind"`     // kafka_group, dead_letters, outbox_stuck, outbox_dead, outbox_backlog, replay_running, …_unavailable
+	Severity string            `json:"severity"` // critical, warning, info
+	Title    string            `json:"title"`
+	Summary  string            `json:"summary,omitempty"`
+	Link     string            `json:"link"`
+	Labels   map[string]string `json:"labels"`
+	Since    time.Time         `json:"since"`
 }
-
-// recent is how new a dead letter must be to count as "arriving now".
-const recent = time.Hour
 
 // panelContext bounds one panel of the overview short of the request's deadline: a panel whose
 // dependency hangs fails on its own, at the same time as any other, and leaves the page the time
@@ -69,53 +79,6 @@ func panelContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, left-min(left/5, 2*time.Second))
 }
 
-// problems reads every panel at once, each within its own bound, and lists them in a fixed order.
-func (h *Overview) problems(ctx context.Context) []Problem {
-	ctx, cancel := panelContext(ctx)
-	defer cancel()
-	panels := make([][]Problem, len(h.kafka)+len(h.rabbit)+2)
-	var wg sync.WaitGroup
-	for i, k := range h.kafka {
-		wg.Go(func() { panels[i] = h.kafkaProblems(ctx, k.Name()) })
-	}
-	for i, r := range h.rabbit {
-		wg.Go(func() { panels[len(h.kafka)+i] = h.rabbitProblems(ctx, r.Name()) })
-	}
-	wg.Go(func() { panels[len(panels)-2] = h.replayProblems(ctx) })
-	wg.Go(func() { panels[len(panels)-1] = h.outboxProblems(ctx) })
-	wg.Wait()
-	var out []Problem
-	for _, p := range panels {
-		out = append(out, p...)
-	}
-	return out
-}
-
-func (h *Overview) outboxProblems(ctx context.Context) []Problem {
-	var out []Problem
-	for _, s := range h.outboxes.summaries(ctx) {
-		name := s.outbox.Name()
-		link := "/outboxes/" + url.PathEscape(name)
-		if s.err != nil {
-			out = append(out, Problem{"outbox_unavailable", "critical", fmt.Sprintf("Outbox %s cannot be read: %v", name, s.err), link})
-			continue
-		}
-		if n := s.stats.StuckLeases; n > 0 {
-			out = append(out, Problem{"outbox_stuck", "critical",
-				fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, components.FormatNum(n)), link + "?stuck=true"})
-		}
-		if n := s.stats.Counts[outbox.Dead]; n > 0 {
-			out = append(out, Problem{"outbox_dead", "warning",
-				fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, components.FormatNum(n)), link + "?status=DEAD"})
-		}
-		if age := s.stats.OldestReadyAge; age != nil && *age > s.outbox.StaleReadyAfter() {
-			out = append(out, Problem{"outbox_backlog", "warning",
-				fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, components.FormatAge(*age)), link + "?status=READY"})
-		}
-	}
-	return out
-}
-
 type overviewJSON struct {
 	CheckedAt    time.Time          `json:"checked_at"`
 	Problems     []Problem          `json:"problems"`
@@ -123,23 +86,20 @@ type overviewJSON struct {
 }
 
 func (h *Overview) collect(ctx context.Context) overviewJSON {
-	o := overviewJSON{CheckedAt: time.Now().UTC(), Problems: []Problem{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ctx, cancel := panelContext(ctx)
-		defer cancel()
-		o.Dependencies = runChecks(ctx, h.checks)
-	}()
-	o.Problems = append(o.Problems, h.problems(ctx)...)
-	<-done
-	for _, d := range o.Dependencies {
-		if !d.OK {
-			o.Problems = append(o.Problems, Problem{"dependency_down", "critical", d.Name + " is unreachable: " + d.Error, "/readyz"})
+	ctx, cancel := panelContext(ctx)
+	defer cancel()
+	r := h.monitor.Evaluate(ctx)
+	o := overviewJSON{CheckedAt: r.CheckedAt, Problems: []Problem{}, Dependencies: []DependencyStatus{}}
+	for _, p := range r.Problems {
+		if p.Notice() {
+			continue // a job's outcome is for notifications, not for what is on fire
 		}
+		o.Problems = append(o.Problems, Problem{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title,
+			Summary: p.Summary, Link: p.Link, Labels: p.Labels, Since: p.Since.UTC()})
 	}
-	rank := map[string]int{"critical": 0, "warning": 1, "info": 2}
-	sort.SliceStable(o.Problems, func(i, j int) bool { return rank[o.Problems[i].Severity] < rank[o.Problems[j].Severity] })
+	for _, d := range r.Dependencies {
+		o.Dependencies = append(o.Dependencies, DependencyStatus{Name: d.Name, OK: d.OK, Error: d.Error})
+	}
 	return o
 }
 
@@ -166,95 +126,4 @@ func (h *Overview) Page(c echo.Context) error {
 		return render(c, http.StatusOK, overviewpages.Body(v))
 	}
 	return render(c, http.StatusOK, overviewpages.Page(h.meta(c, "Overview", "overview"), v))
-}
-
-func (h *Overview) kafkaProblems(ctx context.Context, cluster string) []Problem {
-	snap, err := h.lag.LatestKafka(ctx, cluster)
-	link := "/kafka/" + url.PathEscape(cluster)
-	if err != nil {
-		return []Problem{{"kafka_unavailable", "critical", fmt.Sprintf("Lag of %s unavailable: %v", cluster, err), link}}
-	}
-	var out []Problem
-	if snap.Error != "" {
-		out = append(out, Problem{"kafka_unavailable", "critical", fmt.Sprintf("Kafka %s: the last sample failed: %s", cluster, snap.Error), link})
-	}
-	for _, g := range snap.Groups {
-		code := g.Status.Code
-		if code == kafka.StatusOK || (code == kafka.StatusEmpty && g.TotalLag == 0) {
-			continue
-		}
-		severity := "warning"
-		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead || code == kafka.StatusErr {
-			severity = "critical"
-		}
-		// The reason names the partitions it is about, with their lag; the total tells them apart.
-		behind := ""
-		if g.MaxTimeLag > 0 {
-			behind = ", " + components.FormatAge(g.MaxTimeLag.Truncate(time.Second)) + " behind"
-		}
-		out = append(out, Problem{"kafka_group", severity, fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
-			components.FormatNum(g.TotalLag), behind, g.Status.Reason), link + "/groups/" + url.PathEscape(g.Name)})
-	}
-	// Dead-letter topics that received something recently, from the same snapshot.
-	for _, t := range snap.DeadLetterTopics {
-		if t.Retry || t.Records == 0 || time.Since(t.NewestAt) > recent {
-			continue
-		}
-		out = append(out, Problem{"dead_letters", "warning", fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
-			t.Topic, cluster, components.FormatNum(t.Records), components.FormatAge(time.Since(t.NewestAt).Round(time.Second))),
-			link + "/topics/" + url.PathEscape(t.Topic) + "/errors"})
-	}
-	return out
-}
-
-// rabbitProblems reports dead-letter queues holding messages and queues whose backlog grows, from
-// the sampler's snapshot (no management call per viewer).
-func (h *Overview) rabbitProblems(ctx context.Context, broker string) []Problem {
-	snap, err := h.queues.LatestRabbit(ctx, broker)
-	link := "/rabbitmq/" + url.PathEscape(broker)
-	if err != nil {
-		return []Problem{{"rabbitmq_unavailable", "critical", fmt.Sprintf("Queues of %s unavailable: %v", broker, err), link}}
-	}
-	var out []Problem
-	if snap.Error != "" {
-		out = append(out, Problem{"rabbitmq_unavailable", "critical", fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), link})
-	}
-	for _, q := range snap.Queues {
-		qlink := link + "/queues/" + components.PathSegment(q.Vhost) + "/" + components.PathSegment(q.Name)
-		switch {
-		case q.IsDeadLetterQueue && q.Ready > 0:
-			title := fmt.Sprintf("%s holds %s dead letters", q.Name, components.FormatNum(q.Ready))
-			if q.Growing {
-				title += " and keeps growing (" + q.Growth + ")"
-			}
-			out = append(out, Problem{"dead_letters", "warning", title, qlink + "/messages"})
-		case q.Growing && !q.Retry:
-			out = append(out, Problem{"queue_growing", "warning", fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), qlink})
-		}
-	}
-	return out
-}
-
-func (h *Overview) replayProblems(ctx context.Context) []Problem {
-	if h.replays == nil {
-		return nil
-	}
-	jobs, err := h.replays.Jobs(ctx, 20)
-	if err != nil {
-		return []Problem{{"replay_unavailable", "warning", "Replay jobs cannot be read: " + err.Error(), "/replays"}}
-	}
-	var out []Problem
-	for _, j := range jobs {
-		link := "/replays/" + url.PathEscape(j.ID)
-		done := j.Published + j.Skipped + j.Failed
-		switch {
-		case j.Status == "running" || j.Status == "pending":
-			out = append(out, Problem{"replay_running", "info", fmt.Sprintf("Replay %s by %s is %s: %d of %d settled",
-				j.ID, j.Actor, j.Status, done, j.Total), link})
-		case j.Failed > 0 && time.Since(j.CreatedAt) < 24*time.Hour:
-			out = append(out, Problem{"replay_failures", "warning", fmt.Sprintf("Replay %s left %d message(s) where they were (failed)",
-				j.ID, j.Failed), link})
-		}
-	}
-	return out
 }

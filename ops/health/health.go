@@ -1,0 +1,271 @@
+// Package health is the one model of what is on fire: the problems that the overview shows, the
+// exporter counts and notifications are sent about. A Problem has a stable Key (the same thing
+// burning at two evaluations has the same key whatever its numbers say now), so that a reader can
+// tell a problem that starts from one that goes on. The rules are pure functions of what the
+// sampler, the outboxes, the replay ledger and the dependency checks report; Monitor reads those
+// sources and applies them.
+package health
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// Severities, worst first.
+const (
+	Critical = "critical"
+	Warning  = "warning"
+	Info     = "info"
+)
+
+// Kinds of problems. Job outcomes (ReplayDone, ReplayCancelled, ReplayFailed) are events worth a
+// notification but not a line of the overview: see Problem.Notice.
+const (
+	KindKafkaGroup          = "kafka_group"
+	KindDeadLetters         = "dead_letters"
+	KindKafkaUnavailable    = "kafka_unavailable"
+	KindRabbitUnavailable   = "rabbitmq_unavailable"
+	KindQueueGrowing        = "queue_growing"
+	KindOutboxUnavailable   = "outbox_unavailable"
+	KindOutboxStuck         = "outbox_stuck"
+	KindOutboxDead          = "outbox_dead"
+	KindOutboxBacklog       = "outbox_backlog"
+	KindReplayRunning       = "replay_running"
+	KindReplayFailures      = "replay_failures"
+	KindReplayUnavailable   = "replay_unavailable"
+	KindReplayAwaiting      = "replay_awaiting_approval"
+	KindReplayDone          = "replay_done"
+	KindReplayCancelled     = "replay_cancelled"
+	KindReplayFailed        = "replay_failed"
+	KindDependencyDown      = "dependency_down"
+	noticeWindow            = 24 * time.Hour
+	recentDeadLetterArrival = time.Hour
+)
+
+// Problem is one thing on fire (or worth knowing about).
+type Problem struct {
+	// Key is stable while the problem lasts: kind and subject ("kafka_group/main/billing"), never
+	// a number that changes between samples.
+	Key      string
+	Kind     string
+	Severity string // Critical, Warning, Info
+	Title    string // one line, with the numbers as of now
+	Summary  string // what it means and what to look at; may be ""
+	Link     string // the console path that shows it ("/kafka/main/groups/billing")
+	// Labels name the subject: cluster, group, topic, broker, vhost, queue, outbox, job,
+	// dependency — only those that apply.
+	Labels map[string]string
+	// Since is when the problem started as far as the data says (a job's creation, the newest
+	// dead letter, the oldest waiting event); the evaluation time when the data does not say.
+	Since time.Time
+}
+
+// Notice reports whether the problem is an event for notifications only (a replay job's outcome),
+// left out of the overview's list of what is on fire.
+func (p Problem) Notice() bool {
+	switch p.Kind {
+	case KindReplayDone, KindReplayCancelled, KindReplayFailed:
+		return true
+	}
+	return false
+}
+
+func key(kind string, subject ...string) string {
+	return kind + "/" + strings.Join(subject, "/")
+}
+
+// Sort orders problems worst first, keeping the order of equal severities.
+func Sort(ps []Problem) {
+	rank := map[string]int{Critical: 0, Warning: 1, Info: 2}
+	sort.SliceStable(ps, func(i, j int) bool { return rank[ps[i].Severity] < rank[ps[j].Severity] })
+}
+
+// KafkaProblems are the problems of one cluster from the sampler's latest snapshot (err: the
+// snapshot could not be read). A group is a problem when its status is not OK (EMPTY only with
+// lag); a dead-letter topic when a record arrived in the last hour.
+func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now time.Time) []Problem {
+	link := "/kafka/" + url.PathEscape(cluster)
+	labels := map[string]string{"cluster": cluster}
+	if err != nil {
+		return []Problem{{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
+			Title: fmt.Sprintf("Lag of %s unavailable: %v", cluster, err), Link: link, Labels: labels, Since: now,
+			Summary: "The sampler's snapshot of this cluster cannot be read from the console's store."}}
+	}
+	var out []Problem
+	if snap.Error != "" {
+		out = append(out, Problem{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
+			Title: fmt.Sprintf("Kafka %s: the last sample failed: %s", cluster, snap.Error), Link: link, Labels: labels,
+			Since: orNow(snap.ErrorAt, now), Summary: "Lag and dead-letter numbers are as of the last good sample."})
+	}
+	for _, g := range snap.Groups {
+		code := g.Status.Code
+		if code == kafka.StatusOK || (code == kafka.StatusEmpty && g.TotalLag == 0) {
+			continue
+		}
+		severity := Warning
+		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead || code == kafka.StatusErr {
+			severity = Critical
+		}
+		behind := ""
+		if g.MaxTimeLag > 0 {
+			behind = ", " + formatAge(g.MaxTimeLag.Truncate(time.Second)) + " behind"
+		}
+		out = append(out, Problem{Key: key(KindKafkaGroup, cluster, g.Name), Kind: KindKafkaGroup, Severity: severity,
+			Title: fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
+				formatNum(g.TotalLag), behind, g.Status.Reason),
+			Summary: fmt.Sprintf("Consumer group %s on %s is %s.", g.Name, cluster, code),
+			Link:    link + "/groups/" + url.PathEscape(g.Name),
+			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
+	}
+	for _, t := range snap.DeadLetterTopics {
+		if t.Retry || t.Records == 0 || now.Sub(t.NewestAt) > recentDeadLetterArrival {
+			continue
+		}
+		out = append(out, Problem{Key: key(KindDeadLetters, "kafka", cluster, t.Topic), Kind: KindDeadLetters, Severity: Warning,
+			Title: fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
+				t.Topic, cluster, formatNum(t.Records), formatAge(now.Sub(t.NewestAt).Round(time.Second))),
+			Summary: "Dead letters arrived in the last hour.",
+			Link:    link + "/topics/" + url.PathEscape(t.Topic) + "/errors",
+			Labels:  map[string]string{"cluster": cluster, "topic": t.Topic}, Since: t.NewestAt})
+	}
+	return out
+}
+
+// RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter
+// queues holding messages and (non-retry) queues whose backlog keeps growing.
+func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now time.Time) []Problem {
+	link := "/rabbitmq/" + url.PathEscape(broker)
+	if err != nil {
+		return []Problem{{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
+			Title: fmt.Sprintf("Queues of %s unavailable: %v", broker, err), Link: link,
+			Labels: map[string]string{"broker": broker}, Since: now}}
+	}
+	var out []Problem
+	if snap.Error != "" {
+		out = append(out, Problem{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
+			Title: fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), Link: link,
+			Labels: map[string]string{"broker": broker}, Since: orNow(snap.ErrorAt, now)})
+	}
+	for _, q := range snap.Queues {
+		qlink := link + "/queues/" + pathSegment(q.Vhost) + "/" + pathSegment(q.Name)
+		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
+		switch {
+		case q.IsDeadLetterQueue && q.Ready > 0:
+			title := fmt.Sprintf("%s holds %s dead letters", q.Name, formatNum(q.Ready))
+			if q.Growing {
+				title += " and keeps growing (" + q.Growth + ")"
+			}
+			out = append(out, Problem{Key: key(KindDeadLetters, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLetters,
+				Severity: Warning, Title: title, Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost),
+				Link: qlink + "/messages", Labels: labels, Since: now})
+		case q.Growing && !q.Retry:
+			out = append(out, Problem{Key: key(KindQueueGrowing, broker, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
+				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Link: qlink, Labels: labels, Since: now})
+		}
+	}
+	return out
+}
+
+// OutboxProblems are the problems of one outbox from its stats (err: they could not be read):
+// stuck leases, DEAD events, and a due READY event older than staleAfter.
+func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Duration, now time.Time) []Problem {
+	link := "/outboxes/" + url.PathEscape(name)
+	labels := map[string]string{"outbox": name}
+	if err != nil {
+		return []Problem{{Key: key(KindOutboxUnavailable, name), Kind: KindOutboxUnavailable, Severity: Critical,
+			Title: fmt.Sprintf("Outbox %s cannot be read: %v", name, err), Link: link, Labels: labels, Since: now}}
+	}
+	var out []Problem
+	if n := st.StuckLeases; n > 0 {
+		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
+			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, formatNum(n)),
+			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
+			Link:    link + "?stuck=true", Labels: labels, Since: now})
+	}
+	if n := st.Counts[outbox.Dead]; n > 0 {
+		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
+			Title:   fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, formatNum(n)),
+			Summary: "Events past their maximum attempts; requeue them once the cause is fixed.",
+			Link:    link + "?status=DEAD", Labels: labels, Since: now})
+	}
+	if age := st.OldestReadyAge; age != nil && *age > staleAfter {
+		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
+			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, formatAge(*age)),
+			Link:  link + "?status=READY", Labels: labels, Since: now.Add(-*age)})
+	}
+	return out
+}
+
+// ReplayProblems are the problems and outcomes of recent replay jobs (err: they could not be
+// read): running and pending jobs, jobs awaiting approval, jobs that left failures, and the
+// outcome of each job that finished in the last day (a notice).
+func ReplayProblems(jobs []store.ReplayJob, err error, now time.Time) []Problem {
+	if err != nil {
+		return []Problem{{Key: key(KindReplayUnavailable), Kind: KindReplayUnavailable, Severity: Warning,
+			Title: "Replay jobs cannot be read: " + err.Error(), Link: "/replays", Labels: map[string]string{}, Since: now}}
+	}
+	var out []Problem
+	for _, j := range jobs {
+		link := "/replays/" + url.PathEscape(j.ID)
+		labels := map[string]string{"job": j.ID}
+		done := j.Published + j.Skipped + j.Failed
+		p := func(kind, severity, title string, since time.Time) {
+			out = append(out, Problem{Key: key(kind, j.ID), Kind: kind, Severity: severity, Title: title, Link: link, Labels: labels, Since: since})
+		}
+		switch {
+		case j.Status == store.JobRunning || j.Status == store.JobPending:
+			p(KindReplayRunning, Info, fmt.Sprintf("Replay %s by %s is %s: %d of %d settled", j.ID, j.Actor, j.Status, done, j.Total), j.CreatedAt)
+		case j.Status == store.JobAwaiting:
+			p(KindReplayAwaiting, Warning, fmt.Sprintf("Replay %s by %s awaits approval (%d message(s))", j.ID, j.Actor, j.Total), j.CreatedAt)
+		case j.Failed > 0 && now.Sub(j.CreatedAt) < noticeWindow:
+			p(KindReplayFailures, Warning, fmt.Sprintf("Replay %s left %d message(s) where they were (failed)", j.ID, j.Failed), j.CreatedAt)
+		}
+		if j.FinishedAt == nil || now.Sub(*j.FinishedAt) >= noticeWindow {
+			continue
+		}
+		switch j.Status {
+		case store.JobDone:
+			p(KindReplayDone, Info, fmt.Sprintf("Replay %s by %s finished: %d published, %d skipped, %d failed",
+				j.ID, j.Actor, j.Published, j.Skipped, j.Failed), *j.FinishedAt)
+		case store.JobCancelled:
+			p(KindReplayCancelled, Info, fmt.Sprintf("Replay %s by %s was cancelled after %d of %d", j.ID, j.Actor, done, j.Total), *j.FinishedAt)
+		case store.JobFailed:
+			p(KindReplayFailed, Warning, fmt.Sprintf("Replay %s by %s failed: %s", j.ID, j.Actor, j.Error), *j.FinishedAt)
+		}
+	}
+	return out
+}
+
+// Dependency is one configured dependency's last check.
+type Dependency struct {
+	Name  string // "store", "kafka/main", "outbox/orders"
+	OK    bool
+	Error string // why not, when !OK
+}
+
+// DependencyProblems are the dependencies that did not answer their check.
+func DependencyProblems(deps []Dependency, now time.Time) []Problem {
+	var out []Problem
+	for _, d := range deps {
+		if !d.OK {
+			out = append(out, Problem{Key: key(KindDependencyDown, d.Name), Kind: KindDependencyDown, Severity: Critical,
+				Title: d.Name + " is unreachable: " + d.Error, Link: "/readyz", Labels: map[string]string{"dependency": d.Name}, Since: now})
+		}
+	}
+	return out
+}
+
+func orNow(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
+}

@@ -1,0 +1,184 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/store"
+)
+
+var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func group(name string, code kafka.StatusCode, lag int64) sampler.KafkaGroup {
+	g := sampler.KafkaGroup{Status: kafka.Status{Code: code, Reason: "partition orders/0 lag grows"}}
+	g.Name, g.TotalLag = name, lag
+	return g
+}
+
+func TestKafkaProblems(t *testing.T) {
+	snap := sampler.KafkaSnapshot{Cluster: "main", Groups: []sampler.KafkaGroup{
+		group("ok", kafka.StatusOK, 5), group("idle", kafka.StatusEmpty, 0), group("lagging", kafka.StatusWarn, 1500),
+		group("stuck", kafka.StatusStall, 10), group("behind-empty", kafka.StatusEmpty, 3),
+	}, DeadLetterTopics: []kafka.DLTopic{
+		{Topic: "orders.DLT", Records: 1234, NewestAt: now.Add(-90 * time.Second)},
+		{Topic: "old.DLT", Records: 3, NewestAt: now.Add(-2 * time.Hour)},
+		{Topic: "orders.retry", Retry: true, Records: 3, NewestAt: now},
+		{Topic: "empty.DLT"},
+	}}
+	got := KafkaProblems("main", snap, nil, now)
+	want := []struct{ key, severity, title, link string }{
+		{"kafka_group/main/lagging", Warning, "main/lagging is WARN (total lag 1,500): partition orders/0 lag grows", "/kafka/main/groups/lagging"},
+		{"kafka_group/main/stuck", Critical, "main/stuck is STALL (total lag 10): partition orders/0 lag grows", "/kafka/main/groups/stuck"},
+		{"kafka_group/main/behind-empty", Warning, "main/behind-empty is EMPTY (total lag 3): partition orders/0 lag grows", "/kafka/main/groups/behind-empty"},
+		{"dead_letters/kafka/main/orders.DLT", Warning, "orders.DLT (main) holds 1,234 dead letters; the newest arrived 1 min 30 s ago", "/kafka/main/topics/orders.DLT/errors"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if g := got[i]; g.Key != w.key || g.Severity != w.severity || g.Title != w.title || g.Link != w.link {
+			t.Errorf("problem %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if got[3].Labels["topic"] != "orders.DLT" || got[3].Labels["cluster"] != "main" || !got[3].Since.Equal(now.Add(-90*time.Second)) {
+		t.Errorf("dead letters labels/since: %+v", got[3])
+	}
+	t.Run("Unavailable", func(t *testing.T) {
+		got := KafkaProblems("main", sampler.KafkaSnapshot{}, errors.New("store down"), now)
+		if len(got) != 1 || got[0].Key != "kafka_unavailable/main" || got[0].Severity != Critical {
+			t.Fatalf("%+v", got)
+		}
+		failed := KafkaProblems("main", sampler.KafkaSnapshot{Error: "dial tcp: refused"}, nil, now)
+		if len(failed) != 1 || failed[0].Key != "kafka_unavailable/main" || failed[0].Title != "Kafka main: the last sample failed: dial tcp: refused" {
+			t.Fatalf("%+v", failed)
+		}
+	})
+}
+
+func TestKeysAreStable(t *testing.T) {
+	a := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", kafka.StatusWarn, 10)}}, nil, now)
+	b := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", kafka.StatusStop, 99999)}}, nil, now.Add(time.Minute))
+	if a[0].Key != b[0].Key || a[0].Title == b[0].Title {
+		t.Fatalf("the key must stay and the title follow the numbers: %q %q / %q %q", a[0].Key, a[0].Title, b[0].Key, b[0].Title)
+	}
+}
+
+func TestRabbitProblems(t *testing.T) {
+	q := func(name string, dlq bool, ready int64, growing, retry bool) sampler.RabbitQueue {
+		var r sampler.RabbitQueue
+		r.Name, r.Vhost, r.IsDeadLetterQueue, r.Ready, r.Growing, r.Retry = name, "/", dlq, ready, growing, retry
+		if growing {
+			r.Growth = "ready 10 → 40 in 45s"
+		}
+		return r
+	}
+	got := RabbitProblems("rmq", sampler.RabbitSnapshot{Queues: []sampler.RabbitQueue{
+		q("orders.dlq", true, 12, true, false), q("empty.dlq", true, 0, false, false), q("work", false, 40, true, false),
+		q("work.retry", false, 40, true, true),
+	}}, nil, now)
+	if len(got) != 2 {
+		t.Fatalf("%+v", got)
+	}
+	if got[0].Key != "dead_letters/rabbitmq/rmq///orders.dlq" || got[0].Title != "orders.dlq holds 12 dead letters and keeps growing (ready 10 → 40 in 45s)" ||
+		got[0].Link != "/rabbitmq/rmq/queues/%2F/orders.dlq/messages" || got[0].Labels["queue"] != "orders.dlq" {
+		t.Errorf("dlq: %+v", got[0])
+	}
+	if got[1].Kind != KindQueueGrowing || got[1].Title != "work (rmq) keeps growing: ready 10 → 40 in 45s" {
+		t.Errorf("growing: %+v", got[1])
+	}
+}
+
+func TestOutboxProblems(t *testing.T) {
+	age := 10 * time.Minute
+	st := outbox.Stats{StuckLeases: 2, Counts: map[outbox.Status]int64{outbox.Dead: 1200}, OldestReadyAge: &age}
+	got := OutboxProblems("orders", st, nil, 5*time.Minute, now)
+	want := []struct{ key, title, link string }{
+		{"outbox_stuck/orders", "Outbox orders: 2 PROCESSING event(s) with an expired lease", "/outboxes/orders?stuck=true"},
+		{"outbox_dead/orders", "Outbox orders: 1,200 DEAD event(s) waiting for an operator", "/outboxes/orders?status=DEAD"},
+		{"outbox_backlog/orders", "Outbox orders: the oldest due READY event has waited 10 min", "/outboxes/orders?status=READY"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%+v", got)
+	}
+	for i, w := range want {
+		if got[i].Key != w.key || got[i].Title != w.title || got[i].Link != w.link {
+			t.Errorf("%d: %+v want %+v", i, got[i], w)
+		}
+	}
+	if !got[2].Since.Equal(now.Add(-age)) {
+		t.Errorf("backlog since %v", got[2].Since)
+	}
+	if got := OutboxProblems("orders", outbox.Stats{OldestReadyAge: &age}, nil, time.Hour, now); len(got) != 0 {
+		t.Errorf("a young backlog is no problem: %+v", got)
+	}
+	if got := OutboxProblems("orders", outbox.Stats{}, errors.New("refused"), time.Hour, now); len(got) != 1 || got[0].Kind != KindOutboxUnavailable {
+		t.Errorf("%+v", got)
+	}
+}
+
+func TestReplayProblems(t *testing.T) {
+	fin := now.Add(-time.Hour)
+	old := now.Add(-48 * time.Hour)
+	jobs := []store.ReplayJob{
+		{ID: "j1", Status: store.JobRunning, Actor: "ann", Total: 10, Published: 3, CreatedAt: now},
+		{ID: "j2", Status: store.JobAwaiting, Actor: "bob", Total: 4, CreatedAt: now},
+		{ID: "j3", Status: store.JobDone, Actor: "ann", Published: 9, Failed: 1, CreatedAt: fin, FinishedAt: &fin},
+		{ID: "j4", Status: store.JobCancelled, Actor: "ann", Total: 10, Published: 2, CreatedAt: fin, FinishedAt: &fin},
+		{ID: "j5", Status: store.JobFailed, Actor: "ann", Error: "broker gone", CreatedAt: fin, FinishedAt: &fin},
+		{ID: "j6", Status: store.JobDone, Actor: "ann", CreatedAt: old, FinishedAt: &old},
+	}
+	var kinds []string
+	for _, p := range ReplayProblems(jobs, nil, now) {
+		kinds = append(kinds, p.Key)
+	}
+	want := []string{"replay_running/j1", "replay_awaiting_approval/j2", "replay_failures/j3", "replay_done/j3", "replay_cancelled/j4", "replay_failed/j5"}
+	if len(kinds) != len(want) {
+		t.Fatalf("got %v want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("got %v want %v", kinds, want)
+		}
+	}
+	if p := (Problem{Kind: KindReplayDone}); !p.Notice() {
+		t.Error("a job's outcome is a notice")
+	}
+}
+
+type fixedKafka map[string]sampler.KafkaSnapshot
+
+func (f fixedKafka) LatestKafka(_ context.Context, c string) (sampler.KafkaSnapshot, error) {
+	s, ok := f[c]
+	if !ok {
+		return s, errors.New("no snapshot")
+	}
+	return s, nil
+}
+
+func TestMonitor(t *testing.T) {
+	m := NewMonitor(Sources{
+		Clusters: []string{"main", "gone"},
+		Kafka:    fixedKafka{"main": {Groups: []sampler.KafkaGroup{group("g", kafka.StatusWarn, 10)}}},
+		Checks: []Check{{Name: "store", Ping: func(context.Context) error { return nil }},
+			{Name: "kafka/gone", Ping: func(context.Context) error { return errors.New("refused") }}},
+		Now: func() time.Time { return now },
+	})
+	r := m.Evaluate(context.Background())
+	var keys []string
+	for _, p := range r.Problems {
+		keys = append(keys, p.Key)
+	}
+	// Worst first, in source order within a severity.
+	want := []string{"kafka_unavailable/gone", "dependency_down/kafka/gone", "kafka_group/main/g"}
+	if len(keys) != len(want) || keys[0] != want[0] || keys[1] != want[1] || keys[2] != want[2] {
+		t.Fatalf("got %v want %v", keys, want)
+	}
+	if len(r.Dependencies) != 2 || !r.Dependencies[0].OK || r.Dependencies[1].Error != "refused" {
+		t.Fatalf("%+v", r.Dependencies)
+	}
+}

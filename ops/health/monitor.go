@@ -1,0 +1,137 @@
+package health
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// The sources a Monitor reads, each narrowed to what it calls. None reaches a broker: Kafka and
+// RabbitMQ come from the sampler's stored snapshots.
+type (
+	// KafkaSnapshots returns a cluster's latest stored sample; errors are ops.ErrUnavailable or
+	// ops.ErrNotFound.
+	KafkaSnapshots interface {
+		LatestKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
+	}
+	// RabbitSnapshots returns a broker's latest stored sample.
+	RabbitSnapshots interface {
+		LatestRabbit(ctx context.Context, broker string) (sampler.RabbitSnapshot, error)
+	}
+	// Outbox is one service's outbox table, its stats cached (outbox.StatsMaxAge).
+	Outbox interface {
+		Name() string
+		CachedStats(ctx context.Context, maxAge time.Duration) (outbox.Stats, error)
+		StaleReadyAfter() time.Duration
+	}
+	// Jobs lists the most recent replay jobs, newest first.
+	Jobs interface {
+		Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
+	}
+)
+
+// Check is one configured dependency and how to ping it.
+type Check struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Sources are what a Monitor reads; zero fields are left out.
+type Sources struct {
+	Clusters []string       // Kafka cluster names, in config order
+	Kafka    KafkaSnapshots // required when Clusters is not empty
+	Brokers  []string       // RabbitMQ broker names, in config order
+	Rabbit   RabbitSnapshots
+	Outboxes []Outbox
+	Replays  Jobs    // nil: no replay problems
+	Checks   []Check // nil: no dependency problems
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Report is one evaluation: every problem, worst first, and each dependency's check.
+type Report struct {
+	CheckedAt    time.Time
+	Problems     []Problem
+	Dependencies []Dependency
+}
+
+// Monitor evaluates the rules over its sources.
+type Monitor struct{ src Sources }
+
+// pingTimeout bounds one dependency's check, so a hung broker cannot hang an evaluation.
+const pingTimeout = 3 * time.Second
+
+// recentJobs is how many of the newest replay jobs are looked at.
+const recentJobs = 20
+
+// NewMonitor returns a Monitor over src.
+func NewMonitor(src Sources) *Monitor {
+	if src.Now == nil {
+		src.Now = time.Now
+	}
+	return &Monitor{src: src}
+}
+
+// Evaluate reads every source at once, each bounded by ctx, and applies the rules. A source that
+// fails is itself a problem (…_unavailable); Evaluate never fails.
+func (m *Monitor) Evaluate(ctx context.Context) Report {
+	now := m.src.Now()
+	r := Report{CheckedAt: now.UTC(), Problems: []Problem{}}
+	panels := make([][]Problem, len(m.src.Clusters)+len(m.src.Brokers)+2)
+	var wg sync.WaitGroup
+	for i, c := range m.src.Clusters {
+		wg.Go(func() {
+			snap, err := m.src.Kafka.LatestKafka(ctx, c)
+			panels[i] = KafkaProblems(c, snap, err, now)
+		})
+	}
+	for i, b := range m.src.Brokers {
+		wg.Go(func() {
+			snap, err := m.src.Rabbit.LatestRabbit(ctx, b)
+			panels[len(m.src.Clusters)+i] = RabbitProblems(b, snap, err, now)
+		})
+	}
+	wg.Go(func() {
+		if m.src.Replays != nil {
+			jobs, err := m.src.Replays.Jobs(ctx, recentJobs)
+			panels[len(panels)-2] = ReplayProblems(jobs, err, now)
+		}
+	})
+	wg.Go(func() {
+		out := make([][]Problem, len(m.src.Outboxes))
+		var owg sync.WaitGroup
+		for i, o := range m.src.Outboxes {
+			owg.Go(func() {
+				st, err := o.CachedStats(ctx, outbox.StatsMaxAge)
+				out[i] = OutboxProblems(o.Name(), st, err, o.StaleReadyAfter(), now)
+			})
+		}
+		owg.Wait()
+		for _, p := range out {
+			panels[len(panels)-1] = append(panels[len(panels)-1], p...)
+		}
+	})
+	r.Dependencies = make([]Dependency, len(m.src.Checks))
+	for i, ch := range m.src.Checks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			defer cancel()
+			r.Dependencies[i] = Dependency{Name: ch.Name, OK: true}
+			if err := ch.Ping(ctx); err != nil {
+				r.Dependencies[i] = Dependency{Name: ch.Name, Error: err.Error()}
+			}
+		})
+	}
+	wg.Wait()
+	for _, p := range panels {
+		r.Problems = append(r.Problems, p...)
+	}
+	r.Problems = append(r.Problems, DependencyProblems(r.Dependencies, now)...)
+	Sort(r.Problems)
+	return r
+}
