@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -27,12 +28,50 @@ type Redactor struct {
 	headers map[string]bool // lower-cased names
 	paths   [][]pathSeg
 	audit   Auditor // where admins' reveals are recorded
+	// live holds the rules in force when they may change at run time (a config reload, see
+	// PrepareReplace); copies made by Audited share it. Entry points (For, Active, RedactPlan)
+	// take a snapshot of it, so that one request masks with one set of rules throughout.
+	live *atomic.Pointer[Redactor]
 }
 
 // NewRedactor builds a Redactor from the config's redaction.headers and redaction.json_paths.
 // A path is $ followed by .key, .* (any key), [n], [*] (any element), ['key'] or ["key"]:
 // $.card.number, $.items[*].iban, $['odd.key']. An unparsable path is an error naming it.
 func NewRedactor(headers, jsonPaths []string) (*Redactor, error) {
+	rules, err := newRules(headers, jsonPaths)
+	if err != nil {
+		return nil, err
+	}
+	r := *rules // the rules at start, for direct calls; entry points read live
+	r.live = &atomic.Pointer[Redactor]{}
+	r.live.Store(rules)
+	return &r, nil
+}
+
+// PrepareReplace checks new rules and returns the function that puts them in force for every
+// holder of r (and of its Audited copies); nothing changes when the rules are invalid.
+func (r *Redactor) PrepareReplace(headers, jsonPaths []string) (commit func(), err error) {
+	rules, err := newRules(headers, jsonPaths)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.live == nil {
+		return nil, errors.New("redaction: these rules cannot be replaced at run time")
+	}
+	return func() { r.live.Store(rules) }, nil
+}
+
+// current is the snapshot of the rules in force, carrying r's audit.
+func (r *Redactor) current() *Redactor {
+	if r == nil || r.live == nil {
+		return r
+	}
+	c := *r.live.Load()
+	c.audit = r.audit
+	return &c
+}
+
+func newRules(headers, jsonPaths []string) (*Redactor, error) {
 	r := &Redactor{headers: map[string]bool{}}
 	for _, h := range headers {
 		if h = strings.TrimSpace(h); h != "" {
@@ -63,6 +102,7 @@ func (r *Redactor) Audited(audit Auditor) *Redactor {
 // admin may add reveal=true to see it unmasked, which is audited (action content.reveal, target).
 // A reveal asked by anyone else is refused (ops.ErrForbidden). nil masks nothing.
 func (r *Redactor) For(c echo.Context, target string) (*Redactor, error) {
+	r = r.current()
 	if r == nil || (len(r.headers) == 0 && len(r.paths) == 0) {
 		return nil, nil
 	}
@@ -83,7 +123,10 @@ func (r *Redactor) For(c echo.Context, target string) (*Redactor, error) {
 }
 
 // Active reports whether any rule is configured (pages offer "reveal" only then).
-func (r *Redactor) Active() bool { return r != nil && (len(r.headers) > 0 || len(r.paths) > 0) }
+func (r *Redactor) Active() bool {
+	r = r.current()
+	return r != nil && (len(r.headers) > 0 || len(r.paths) > 0)
+}
 
 // Header reports whether the value of the header called name must be masked (case-insensitive).
 func (r *Redactor) Header(name string) bool {
@@ -523,6 +566,7 @@ func (r *Redactor) masksExceptionMessage() bool {
 // decide by name (see masksMessageIDs); outbox plans take ids and errors from the outbox's own
 // columns, which no rule names. Call it as plan = red.RedactPlan(plan); nil masks nothing.
 func (r *Redactor) RedactPlan(p replay.Plan) replay.Plan {
+	r = r.current()
 	if !r.Active() || p.Source.Kind == "outbox" {
 		return p
 	}

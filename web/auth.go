@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -105,24 +106,19 @@ type apiToken struct {
 // the route table's roles and the read-only switch, audits what it refuses, and signs people in
 // and out (it implements handlers.Sessions).
 type authenticator struct {
-	mode          string
-	readOnly      bool
-	log           *slog.Logger
-	audit         handlers.Auditor
-	sessions      sessionStore
-	users         map[string]basicUser
-	tokens        []apiToken
+	mode     string
+	readOnly bool
+	log      *slog.Logger
+	audit    handlers.Auditor
+	sessions sessionStore
+	// creds are the users, tokens and group roles: what a config reload replaces (see reload).
+	creds         atomic.Pointer[credentials]
 	trusted       []netip.Prefix
 	proxy         configs.Proxy
-	groupRoles    map[string]Role
-	defaultRole   Role
 	idle          time.Duration
 	absolute      time.Duration
 	secureCookies bool
 	limits        *loginLimiter
-	// dummyHash is checked when the user name is unknown, so that a wrong name takes as long as a
-	// wrong password: its cost is the highest of the configured hashes.
-	dummyHash []byte
 	// roles is "METHOD /path" → the least role, filled from the route table as routes are added.
 	roles map[string]Role
 }
@@ -133,8 +129,7 @@ func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, au
 		return nil, fmt.Errorf("auth.trusted_proxies: %w", err)
 	}
 	a := &authenticator{mode: cfg.Mode, readOnly: readOnly, log: log, audit: audit, sessions: sessions,
-		users: map[string]basicUser{}, trusted: trusted, proxy: cfg.Proxy, groupRoles: map[string]Role{},
-		defaultRole: parseRole(cfg.Proxy.DefaultRole), idle: cfg.Session.IdleTimeout.D(),
+		trusted: trusted, proxy: cfg.Proxy, idle: cfg.Session.IdleTimeout.D(),
 		absolute: cfg.Session.AbsoluteTimeout.D(), secureCookies: cfg.SecureCookies, roles: map[string]Role{},
 		limits: newLoginLimiter(cfg.LoginLimits.PerUser.Burst, cfg.LoginLimits.PerUser.Every.D(),
 			cfg.LoginLimits.PerIP.Burst, cfg.LoginLimits.PerIP.Every.D())}
@@ -150,15 +145,38 @@ func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, au
 	default:
 		return nil, fmt.Errorf("auth.mode %q is not supported", cfg.Mode)
 	}
+	creds, err := newCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.creds.Store(creds)
+	return a, nil
+}
+
+// credentials are the parts of the auth config that a reload may change while the console runs:
+// who may sign in, with which role, and the API tokens. A request reads them once, whole.
+type credentials struct {
+	users       map[string]basicUser
+	tokens      []apiToken
+	groupRoles  map[string]Role
+	defaultRole Role
+	// dummyHash is checked when the user name is unknown, so that a wrong name takes as long as a
+	// wrong password: its cost is the highest of the configured hashes.
+	dummyHash []byte
+}
+
+func newCredentials(cfg configs.Auth) (*credentials, error) {
+	c := &credentials{users: map[string]basicUser{}, groupRoles: map[string]Role{}, defaultRole: parseRole(cfg.Proxy.DefaultRole)}
 	cost := bcrypt.MinCost
 	for _, u := range cfg.Users {
-		a.users[u.Name] = basicUser{hash: []byte(u.PasswordHash), role: parseRole(u.Role)}
-		if c, err := bcrypt.Cost([]byte(u.PasswordHash)); err == nil {
-			cost = max(cost, c)
+		c.users[u.Name] = basicUser{hash: []byte(u.PasswordHash), role: parseRole(u.Role)}
+		if n, err := bcrypt.Cost([]byte(u.PasswordHash)); err == nil {
+			cost = max(cost, n)
 		}
 	}
 	if cfg.Mode == configs.AuthBasic {
-		if a.dummyHash, err = bcrypt.GenerateFromPassword([]byte(rand.Text()), cost); err != nil {
+		var err error
+		if c.dummyHash, err = bcrypt.GenerateFromPassword([]byte(rand.Text()), cost); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
 	}
@@ -167,12 +185,26 @@ func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, au
 		if err != nil || len(sum) != sha256.Size {
 			return nil, fmt.Errorf("auth.tokens %q: sha256 must be 64 hex digits", t.Name)
 		}
-		a.tokens = append(a.tokens, apiToken{name: t.Name, sum: sum, role: parseRole(t.Role)})
+		c.tokens = append(c.tokens, apiToken{name: t.Name, sum: sum, role: parseRole(t.Role)})
 	}
 	for g, r := range cfg.Proxy.GroupRoles {
-		a.groupRoles[g] = parseRole(r)
+		c.groupRoles[g] = parseRole(r)
 	}
-	return a, nil
+	return c, nil
+}
+
+// prepareReload builds the credentials of cfg and returns the function that puts them in place.
+// What cannot change at run time (the mode, the proxy headers) is refused here, so that nothing
+// is swapped when something is wrong.
+func (a *authenticator) prepareReload(cfg configs.Auth) (commit func(), err error) {
+	if cfg.Mode != a.mode {
+		return nil, fmt.Errorf("auth.mode: changing it from %s to %s needs a restart", a.mode, cfg.Mode)
+	}
+	creds, err := newCredentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func() { a.creds.Store(creds) }, nil
 }
 
 // allow records a route's least role.
@@ -282,9 +314,10 @@ func (a *authenticator) token(tok string) *identity {
 	}
 	sum := sha256.Sum256([]byte(tok))
 	var found *apiToken
-	for i := range a.tokens {
-		if subtle.ConstantTimeCompare(sum[:], a.tokens[i].sum) == 1 {
-			found = &a.tokens[i]
+	tokens := a.creds.Load().tokens
+	for i := range tokens {
+		if subtle.ConstantTimeCompare(sum[:], tokens[i].sum) == 1 {
+			found = &tokens[i]
 		}
 	}
 	if found == nil {
@@ -309,7 +342,7 @@ func (a *authenticator) session(c echo.Context) (*identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, ok := a.users[s.User]
+	u, ok := a.creds.Load().users[s.User]
 	if !ok {
 		return nil, nil
 	}
@@ -330,16 +363,17 @@ func (a *authenticator) proxyIdentity(r *http.Request) *identity {
 	if len(user) > 256 {
 		user = user[:256]
 	}
+	creds := a.creds.Load()
 	role, mapped := RolePublic, false
 	for _, h := range r.Header.Values(a.proxy.GroupsHeader) {
 		for g := range strings.SplitSeq(h, ",") {
-			if gr, ok := a.groupRoles[strings.TrimSpace(g)]; ok {
+			if gr, ok := creds.groupRoles[strings.TrimSpace(g)]; ok {
 				role, mapped = max(role, gr), true
 			}
 		}
 	}
 	if !mapped {
-		role = a.defaultRole
+		role = creds.defaultRole
 	}
 	return &identity{name: user, email: email, role: role, via: viaProxy}
 }
@@ -536,7 +570,8 @@ func (a *authenticator) SignedIn(c echo.Context) bool {
 // SignIn checks the password (throttled per user and address) and starts a new session: a session
 // the browser already had is ended, so a planted cookie cannot be signed in (session fixation).
 func (a *authenticator) SignIn(c echo.Context, user, password string) error {
-	u, known := a.users[user]
+	creds := a.creds.Load()
+	u, known := creds.users[user]
 	limitUser := ""
 	if known {
 		limitUser = user
@@ -547,7 +582,7 @@ func (a *authenticator) SignIn(c echo.Context, user, password string) error {
 		a.log.Warn("sign-in throttled", "user", user, "ip", ip, "retry_after", wait)
 		return &handlers.ThrottledError{RetryAfter: wait}
 	}
-	hash := a.dummyHash
+	hash := creds.dummyHash
 	if known {
 		hash = u.hash
 	}

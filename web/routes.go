@@ -38,7 +38,8 @@ type routeHandlers struct {
 	replays  *handlers.Replays
 	replicas *handlers.Replicas
 	offsets  *handlers.Offsets
-	search   *handlers.Search
+	doctor   *handlers.Doctor
+	reload   *Reloader
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -57,6 +58,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/outboxes/:name/release", h.outboxes.FormRelease, RoleOperator},
 		{http.MethodPost, "/outboxes/:name/requeue", h.outboxes.FormRequeue, RoleOperator},
 		{http.MethodGet, "/audit", h.audit.Page, RoleViewer},
+		{http.MethodGet, "/doctor", h.doctor.Page, RoleAdmin},
 		{http.MethodGet, "/kafka", h.kafka.Index, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster", h.kafka.Cluster, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster/groups/:group", h.kafka.GroupPage, RoleViewer},
@@ -86,6 +88,8 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/outboxes/:name/events/requeue", h.outboxes.APIRequeue, RoleOperator},
 		{http.MethodGet, "/api/v1/audit", h.audit.API, RoleViewer},
 		{http.MethodGet, "/api/v1/replicas", h.replicas.API, RoleAdmin},
+		{http.MethodGet, "/api/v1/admin/doctor", h.doctor.API, RoleAdmin},
+		{http.MethodPost, "/api/v1/admin/reload", h.reload.apiReload, RoleAdmin},
 		{http.MethodGet, "/api/v1/overview", h.overview.API, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups", h.kafka.APIGroups, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/groups/:group", h.kafka.APIGroup, RoleViewer},
@@ -94,15 +98,12 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/apply", h.offsets.APIApply, RoleOperator},
 		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/approve", h.offsets.APIApprove, RoleOperator},
 		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics, RoleViewer},
-		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.search.Records(h.kafka.APIRecords), RoleViewer},
-		// Exports: from export.min_role (default operator).
-		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/export", h.search.ExportKafka, exportRole(h.search)},
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords, RoleViewer},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues", h.rabbit.APIQueues, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue", h.rabbit.APIQueue, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/history", h.rabbit.APIQueueHistory, RoleViewer},
-		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages", h.search.Messages(h.rabbit.APIMessages), RoleViewer},
-		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/export", h.search.ExportRabbit, exportRole(h.search)},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages", h.rabbit.APIMessages, RoleViewer},
 		{http.MethodPost, "/api/v1/replays/plan", h.replays.APIPlan, RoleOperator},
 		{http.MethodGet, "/api/v1/replays/plans/:id", h.replays.APIPlanGet, RoleViewer},
 		{http.MethodPost, "/api/v1/replays", h.replays.APIStart, RoleOperator},
@@ -111,15 +112,4 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/replays/:id/cancel", h.replays.APICancel, RoleOperator},
 		{http.MethodPost, "/api/v1/replays/:id/approve", h.replays.APIApprove, RoleOperator},
 	}
-}
-
-// exportRole is the least role of the export routes: export.min_role (operator when unset).
-func exportRole(s *handlers.Search) Role {
-	switch s.ExportMinRole() {
-	case "viewer":
-		return RoleViewer
-	case "admin":
-		return RoleAdmin
-	}
-	return RoleOperator
 }

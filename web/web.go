@@ -36,6 +36,9 @@ type Options struct {
 	Listen string
 	// Auth is the config's auth section, defaults applied (configs.Parse does): who may call what.
 	Auth configs.Auth
+	// Reload, when set, is how SIGHUP and POST /api/v1/admin/reload put a changed config's users,
+	// tokens, roles and redaction rules in force (see Reloader); nil answers that route 404.
+	Reload *Reloader
 }
 
 // Deps are the ops adapters the handlers use, built once by cmd/console.
@@ -54,14 +57,13 @@ type Deps struct {
 	Registry *prometheus.Registry // required: where HTTP metrics are registered and /metrics reads
 	Redactor *handlers.Redactor   // masks message content for non-admins; nil masks nothing
 
+	// Doctor runs the /doctor page's checks (ops/doctor); nil answers 404.
+	Doctor handlers.DoctorRunner
+
 	// Rabbit are the RabbitMQ brokers, in config order; may be empty. RabbitSnapshots is required
 	// when Rabbit is not empty: the sampler's stored queue snapshots.
 	Rabbit          []handlers.RabbitBroker
 	RabbitSnapshots handlers.RabbitSnapshots
-
-	// Search are the sources and settings of content search and export (search.*, export.*);
-	// New fills its Redactor and Audit from Redactor and Store. Zero searches nothing.
-	Search handlers.SearchOptions
 }
 
 // New builds the echo server with every route registered.
@@ -71,6 +73,16 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	auth, err := newAuthenticator(opts.Auth, opts.ReadOnly, deps.Store, deps.Store, deps.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Reload != nil {
+		opts.Reload.register("auth.users, auth.tokens, auth.proxy roles", func(c *configs.Config) (func(), error) {
+			return auth.prepareReload(c.Auth)
+		})
+		if deps.Redactor != nil {
+			opts.Reload.register("redaction", func(c *configs.Config) (func(), error) {
+				return deps.Redactor.PrepareReplace(c.Redaction.Headers, c.Redaction.JSONPaths)
+			})
+		}
 	}
 	e.IPExtractor = auth.ipExtractor() // X-Forwarded-For is believed from auth.trusted_proxies only
 	e.HTTPErrorHandler = errorHandler(deps.Logger, opts)
@@ -126,10 +138,6 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		// The error stays context.DeadlineExceeded (echo's default makes it a bare 503), so that the
 		// error handler answers 504 saying request_timeout was reached.
 		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout,
-			// An export streams for as long as it takes, bounded by the client staying connected.
-			Skipper: func(c echo.Context) bool {
-				return c.Request().Method == http.MethodGet && strings.HasSuffix(c.Request().URL.Path, handlers.ExportPathSuffix)
-			},
 			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
 		middleware.BodyLimit("2M"),
 		auth.middleware(), // identity, the route's role, read_only; audits refusals
@@ -156,7 +164,8 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
 		replicas: handlers.NewReplicas(deps.Store),
 		offsets:  handlers.NewOffsets(deps.Offsets, meta),
-		search:   newSearch(deps),
+		doctor:   handlers.NewDoctor(deps.Doctor, meta),
+		reload:   opts.Reload,
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,
@@ -219,14 +228,4 @@ func withClient(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(r.WithContext(ops.WithClient(r.Context(), ops.Client{Addr: c.RealIP(), UserAgent: r.UserAgent()})))
 		return next(c)
 	}
-}
-
-// newSearch wires content search with the console's redaction and audit log.
-func newSearch(deps Deps) *handlers.Search {
-	o := deps.Search
-	o.Redactor = deps.Redactor.Audited(deps.Store)
-	if deps.Store != nil {
-		o.Audit = deps.Store
-	}
-	return handlers.NewSearch(o)
 }

@@ -9,6 +9,10 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/doctor"
+	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/rabbit"
 )
 
 // errDoctorFailed makes `console doctor` exit 1 after printing its report.
@@ -41,4 +45,24 @@ func doctorCommand(ctx context.Context, args []string, getenv func(string) strin
 		return errDoctorFailed
 	}
 	return nil
+}
+
+// doctorAdapters hands the running adapters to the /doctor page's checks, so that they use the
+// console's own connections.
+func (a *app) doctorAdapters() doctor.Adapters {
+	ad := doctor.Adapters{Store: a.store, Outboxes: map[string]*outbox.Outbox{}, Inboxes: map[string]*inbox.Inbox{},
+		Kafka: map[string]*kafka.Cluster{}, Rabbit: map[string]*rabbit.Broker{}}
+	for _, o := range a.outboxes {
+		ad.Outboxes[o.Name()] = o
+	}
+	for _, in := range a.inboxes {
+		ad.Inboxes[in.Consumer()] = in
+	}
+	for _, k := range a.kafka {
+		ad.Kafka[k.Name()] = k
+	}
+	for _, r := range a.rabbit {
+		ad.Rabbit[r.Name()] = r
+	}
+	return ad
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/doctor"
 	"github.com/redrive/redrive/web"
 )
 
@@ -27,7 +28,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	log := newLogger(cfg.Log, stdout)
-	return serve(ctx, cfg, log, nil)
+	return serveReloadable(ctx, cfg, log, nil, func() (*configs.Config, error) { return configs.Load(*path, getenv) })
 }
 
 func newLogger(c configs.Log, w io.Writer) *slog.Logger {
@@ -65,25 +66,38 @@ func newHTTPServer(h http.Handler, requestTimeout time.Duration, log *slog.Logge
 // serve runs the console until ctx ends. When ready is not nil it receives the listening
 // address (tests listen on port 0).
 func serve(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready chan<- string) error {
+	return serveReloadable(ctx, cfg, log, ready, nil)
+}
+
+// serveReloadable is serve with config reload: when load is not nil, SIGHUP and
+// POST /api/v1/admin/reload read the file again through it (see web.Reloader).
+func serveReloadable(ctx context.Context, cfg *configs.Config, log *slog.Logger, ready chan<- string, load func() (*configs.Config, error)) error {
 	a, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	deps := a.webDeps(log)
-	deps.Search.MaxScan, deps.Search.Timeout, deps.Search.ExportMinRole = cfg.Search.MaxScan, cfg.Search.Timeout.D(), cfg.Export.MinRole
 	if deps.Redactor, err = handlers.NewRedactor(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
 		return err
 	}
+	deps.Doctor = doctor.New(cfg, a.doctorAdapters())
+	var reloader *web.Reloader
+	if load != nil {
+		reloader = web.NewReloader(cfg, load, a.store, log)
+	}
 	e, err := web.New(deps,
 		web.Options{RequestTimeout: cfg.RequestTimeout.D(), AuthNone: cfg.Auth.Mode == "none",
-			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth, Listen: cfg.Listen})
+			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth, Listen: cfg.Listen, Reload: reloader})
 	if err != nil {
 		return err
 	}
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	waitBackground := a.background(bgCtx, log)
 	defer func() { stopBackground(); waitBackground() }()
+	if reloader != nil {
+		defer reloadOnSIGHUP(bgCtx, reloader)()
+	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// startReloadable serves the config file at path with reload on (SIGHUP and the admin API).
+func startReloadable(t *testing.T, path string) string {
+	t.Helper()
+	load := func() (*configs.Config, error) { return configs.Load(path, func(string) string { return "" }) }
+	cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- serveReloadable(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready, load) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return "http://" + addr
+	case err := <-errc:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("console did not start")
+	}
+	return ""
+}
+
+func withToken(t *testing.T, method, u, token string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, string(b), resp.Header}
+}
+
+func tokenLine(name, token, role string) string {
+	sum := sha256.Sum256([]byte(token))
+	return fmt.Sprintf("    - {name: %s, role: %s, sha256: %s}\n", name, role, hex.EncodeToString(sum[:]))
+}
+
+// TestConfigReload: a reload through the admin API puts a new token in force and signs out a
+// removed user without a restart; an invalid file is refused with the key named and the running
+// config keeps serving; SIGHUP reloads too; every reload is audited.
+func TestConfigReload(t *testing.T) {
+	storeDSN := pgtest.NewDatabase(t)
+	path := filepath.Join(t.TempDir(), "console.yaml")
+	head := fmt.Sprintf("listen: 127.0.0.1:0\nstore: {dsn: %q}\n", storeDSN)
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(head+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(basicAuth(""))
+	base := startReloadable(t, path)
+
+	vera := browserlike()
+	if r := postLogin(t, vera, base, loginForm(t, vera, base), "vera", "pw-vera"); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", r.status, r.body)
+	}
+	if r := do(t, vera, "GET", base+"/", "", ""); r.status != http.StatusOK {
+		t.Fatalf("vera before the reload: %d", r.status)
+	}
+	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-new"); r.status != http.StatusUnauthorized {
+		t.Fatalf("an unknown token: %d", r.status)
+	}
+	if r := withToken(t, "POST", base+"/api/v1/admin/reload", "tok-operator"); r.status != http.StatusForbidden {
+		t.Fatalf("an operator reloading: %d", r.status)
+	}
+
+	// vera removed, a new token added.
+	without := strings.Replace(basicAuth(tokenLine("new-bot", "tok-new", "viewer")), `    - {name: vera, `, `    - {name: vera-gone, `, 1)
+	write(without)
+	r := withToken(t, "POST", base+"/api/v1/admin/reload", "tok-admin")
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"auth.users, auth.tokens, auth.proxy roles"`) || !strings.Contains(r.body, `"redaction"`) {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-new"); r.status != http.StatusOK {
+		t.Fatalf("the new token after the reload: %d %s", r.status, r.body)
+	}
+	if r := do(t, vera, "GET", base+"/", "", ""); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/login") {
+		t.Fatalf("removed user after the reload: %d %s, want the login redirect", r.status, r.header.Get("Location"))
+	}
+
+	// An invalid file: refused, the key named, the running config unchanged.
+	write(strings.Replace(without, "role: viewer, sha256", "role: superuser, sha256", 1))
+	r = withToken(t, "POST", base+"/api/v1/admin/reload", "tok-admin")
+	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "auth.tokens[") || !strings.Contains(r.body, "running config keeps serving") {
+		t.Fatalf("invalid reload: %d %s", r.status, r.body)
+	}
+	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-new"); r.status != http.StatusOK {
+		t.Fatalf("the running config stopped serving after a refused reload: %d", r.status)
+	}
+	// A mode change is refused too, whole: nothing of the file is applied.
+	write(strings.Replace(without, "mode: basic", "mode: proxy\n  trusted_proxies: [10.0.0.1]", 1) + tokenLine("never-bot", "tok-never", "admin"))
+	if r := withToken(t, "POST", base+"/api/v1/admin/reload", "tok-admin"); r.status != http.StatusBadRequest || !strings.Contains(r.body, "auth.mode") {
+		t.Fatalf("mode change: %d %s", r.status, r.body)
+	}
+	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-never"); r.status != http.StatusUnauthorized {
+		t.Fatalf("a refused file's token works: %d", r.status)
+	}
+
+	// SIGHUP.
+	write(basicAuth(tokenLine("hup-bot", "tok-hup", "viewer")))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for withToken(t, "GET", base+"/api/v1/overview", "tok-hup").status != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP did not reload the config")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	audit := withToken(t, "GET", base+"/api/v1/audit?action=config.reload", "tok-admin")
+	for _, want := range []string{`"actor":"token:admin-bot"`, `"actor":"signal:SIGHUP"`, `"outcome":"failed"`, `"outcome":"ok"`} {
+		if !strings.Contains(audit.body, want) {
+			t.Errorf("audit of reloads lacks %s: %s", want, audit.body)
+		}
+	}
+}
