@@ -37,6 +37,24 @@ type Config struct {
 	Consumers []Consumer       `yaml:"consumers"`
 	MessageID MessageIDRules   `yaml:"message_id"`
 	Replay    Replay           `yaml:"replay"`
+	Search    Search           `yaml:"search"`
+	Export    Export           `yaml:"export"`
+}
+
+// Search bounds content searches (filter expressions over records and messages).
+type Search struct {
+	// MaxScan caps the records one search request reads (its max_scan parameter may ask for
+	// fewer). Default 100000.
+	MaxScan int64 `yaml:"max_scan"`
+	// Timeout is how long one search request reads before it answers with what it found and a
+	// cursor to go on. Default 10s; it must be below request_timeout.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Export governs downloads of message content (the export endpoints).
+type Export struct {
+	// MinRole is the least role that may export: viewer, operator (default) or admin.
+	MinRole string `yaml:"min_role"`
 }
 
 // Log selects the logger. Format is "text" (default) or "json"; Level is debug|info|warn|error.
@@ -393,6 +411,15 @@ func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
 }
 
 func (c *Config) applyDefaults() {
+	if c.Search.MaxScan == 0 {
+		c.Search.MaxScan = 100_000
+	}
+	if c.Search.Timeout == 0 {
+		c.Search.Timeout = Duration(10 * time.Second)
+	}
+	if c.Export.MinRole == "" {
+		c.Export.MinRole = "operator"
+	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
 	}
@@ -727,6 +754,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Replay.DefaultRatePerSecond < 1 {
 		bad("replay.default_rate_per_second", "must be at least 1")
+	}
+	if c.Search.MaxScan < 0 {
+		bad("search.max_scan", "must be at least 1")
+	}
+	if c.Search.Timeout < 0 || (c.RequestTimeout > 0 && c.Search.Timeout >= c.RequestTimeout) {
+		bad("search.timeout", "must be positive and below request_timeout (%s)", c.RequestTimeout.D())
+	}
+	switch c.Export.MinRole {
+	case "", "viewer", "operator", "admin":
+	default:
+		bad("export.min_role", "must be viewer, operator or admin, got %q", c.Export.MinRole)
 	}
 	return errors.Join(errs...)
 }

@@ -40,6 +40,7 @@ type routeHandlers struct {
 	offsets  *handlers.Offsets
 	doctor   *handlers.Doctor
 	reload   *Reloader
+	search   *handlers.Search
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -98,12 +99,15 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/apply", h.offsets.APIApply, RoleOperator},
 		{http.MethodPost, "/api/v1/kafka/:cluster/groups/:group/offsets/approve", h.offsets.APIApprove, RoleOperator},
 		{http.MethodGet, "/api/v1/kafka/:cluster/dead-letter-topics", h.kafka.APIDeadLetterTopics, RoleViewer},
-		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.kafka.APIRecords, RoleViewer},
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/records", h.search.Records(h.kafka.APIRecords), RoleViewer},
+		// Exports: from export.min_role (default operator).
+		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/export", h.search.ExportKafka, exportRole(h.search)},
 		{http.MethodGet, "/api/v1/kafka/:cluster/topics/:topic/error-groups", h.kafka.APIErrorGroups, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues", h.rabbit.APIQueues, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue", h.rabbit.APIQueue, RoleViewer},
 		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/history", h.rabbit.APIQueueHistory, RoleViewer},
-		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages", h.rabbit.APIMessages, RoleViewer},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages", h.search.Messages(h.rabbit.APIMessages), RoleViewer},
+		{http.MethodGet, "/api/v1/rabbitmq/:broker/queues/:vhost/:queue/export", h.search.ExportRabbit, exportRole(h.search)},
 		{http.MethodPost, "/api/v1/replays/plan", h.replays.APIPlan, RoleOperator},
 		{http.MethodGet, "/api/v1/replays/plans/:id", h.replays.APIPlanGet, RoleViewer},
 		{http.MethodPost, "/api/v1/replays", h.replays.APIStart, RoleOperator},
@@ -112,4 +116,15 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/replays/:id/cancel", h.replays.APICancel, RoleOperator},
 		{http.MethodPost, "/api/v1/replays/:id/approve", h.replays.APIApprove, RoleOperator},
 	}
+}
+
+// exportRole is the least role of the export routes: export.min_role (operator when unset).
+func exportRole(s *handlers.Search) Role {
+	switch s.ExportMinRole() {
+	case "viewer":
+		return RoleViewer
+	case "admin":
+		return RoleAdmin
+	}
+	return RoleOperator
 }

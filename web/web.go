@@ -64,6 +64,10 @@ type Deps struct {
 	// when Rabbit is not empty: the sampler's stored queue snapshots.
 	Rabbit          []handlers.RabbitBroker
 	RabbitSnapshots handlers.RabbitSnapshots
+
+	// Search are the sources and settings of content search and export (search.*, export.*);
+	// New fills its Redactor and Audit from Redactor and Store. Zero searches nothing.
+	Search handlers.SearchOptions
 }
 
 // New builds the echo server with every route registered.
@@ -138,6 +142,10 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		// The error stays context.DeadlineExceeded (echo's default makes it a bare 503), so that the
 		// error handler answers 504 saying request_timeout was reached.
 		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout,
+			// An export streams for as long as it takes, bounded by the client staying connected.
+			Skipper: func(c echo.Context) bool {
+				return c.Request().Method == http.MethodGet && strings.HasSuffix(c.Request().URL.Path, handlers.ExportPathSuffix)
+			},
 			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
 		middleware.BodyLimit("2M"),
 		auth.middleware(), // identity, the route's role, read_only; audits refusals
@@ -166,6 +174,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		offsets:  handlers.NewOffsets(deps.Offsets, meta),
 		doctor:   handlers.NewDoctor(deps.Doctor, meta),
 		reload:   opts.Reload,
+		search:   newSearch(deps),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,
@@ -228,4 +237,14 @@ func withClient(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(r.WithContext(ops.WithClient(r.Context(), ops.Client{Addr: c.RealIP(), UserAgent: r.UserAgent()})))
 		return next(c)
 	}
+}
+
+// newSearch wires content search with the console's redaction and audit log.
+func newSearch(deps Deps) *handlers.Search {
+	o := deps.Search
+	o.Redactor = deps.Redactor.Audited(deps.Store)
+	if deps.Store != nil {
+		o.Audit = deps.Store
+	}
+	return handlers.NewSearch(o)
 }

@@ -175,9 +175,11 @@ func (a *app) webDeps(log *slog.Logger) web.Deps {
 	}
 	for _, k := range a.kafka {
 		d.Kafka = append(d.Kafka, k)
+		d.Search.Kafka = append(d.Search.Kafka, k)
 	}
 	for _, r := range a.rabbit {
 		d.Rabbit = append(d.Rabbit, r)
+		d.Search.Rabbit = append(d.Search.Rabbit, r)
 	}
 	if a.sampler != nil {
 		d.Snapshot = a.sampler

@@ -491,6 +491,30 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/"+q)
 	}
 	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/orders.DLT/error-groups")
+	for _, q := range []string{"filter=" + url.QueryEscape(`dead_letter.original_topic == "orders"`) + "&limit=3",
+		"filter=" + url.QueryEscape(`offset >= 0`) + "&partition=1&order=oldest&max_scan=4", "filter=" + url.QueryEscape("key ==")} {
+		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/orders.DLT/records?"+q)
+	}
+	get("/api/v1/kafka/{cluster}/topics/{topic}/export", "/api/v1/kafka/main/topics/orders.DLT/export?format=xml")
+	get("/api/v1/kafka/{cluster}/topics/{topic}/export", "/api/v1/kafka/main/topics/nope/export")
+	// A 200 export is NDJSON: each line is a record of the document's KafkaRecord.
+	if r := do(t, nil, "GET", base+"/api/v1/kafka/main/topics/orders.DLT/export?partition=1", "", ""); r.status != http.StatusOK {
+		t.Errorf("export: %d %s", r.status, r.body)
+	} else {
+		lines := strings.Split(strings.TrimSpace(r.body), "\n")
+		for _, line := range lines {
+			var v any
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				t.Fatalf("export line %q: %v", line, err)
+			}
+			if err := doc.Components.Schemas["KafkaRecord"].Value.VisitJSON(v); err != nil {
+				t.Errorf("export line does not match KafkaRecord: %v\n%s", err, line)
+			}
+		}
+		if len(lines) < 2 {
+			t.Errorf("export of partition 1: %d lines", len(lines))
+		}
+	}
 	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/payments-dlt/error-groups?max_scan=5")
 
 	plan := post("/api/v1/replays/plan", "/api/v1/replays/plan",
@@ -533,6 +557,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?limit=20&reason=expired")
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "invoices")+"/messages") // refused: 409
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?limit=0")
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?limit=5&filter="+
+		url.QueryEscape(`dead_letter.reason != ""`))
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?filter="+url.QueryEscape("body."))
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?format=xml")
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?filter="+url.QueryEscape("nosuch"))
 
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {

@@ -78,6 +78,7 @@ func serveReloadable(ctx context.Context, cfg *configs.Config, log *slog.Logger,
 	}
 	defer a.Close()
 	deps := a.webDeps(log)
+	deps.Search.MaxScan, deps.Search.Timeout, deps.Search.ExportMinRole = cfg.Search.MaxScan, cfg.Search.Timeout.D(), cfg.Export.MinRole
 	if deps.Redactor, err = handlers.NewRedactor(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
 		return err
 	}

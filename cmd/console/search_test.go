@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// searchConsole is a console in basic auth (tokens tok-viewer, tok-operator, tok-admin) over a
+// kfake broker with topic search.DLT (3 partitions) holding perPartition records each, and
+// redaction of header "card" and value path $.card.
+func searchConsole(t *testing.T, perPartition int) (base string) {
+	t.Helper()
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(400_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx := context.Background()
+	if _, err := kadm.NewClient(prod).CreateTopic(ctx, 3, 1, nil, "search.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		for i := range perPartition {
+			r := &kgo.Record{Topic: "search.DLT", Partition: p, Key: fmt.Appendf(nil, "order-%d-%d", p, i),
+				Value: fmt.Appendf(nil, `{"orderId":%d,"tenant":%d,"card":"4111-%d-%d"}`, i, i%7, p, i),
+				Headers: []kgo.RecordHeader{{Key: "tenant", Value: fmt.Appendf(nil, "%d", i%7)},
+					{Key: "card", Value: fmt.Appendf(nil, "secret-%d-%d", p, i)},
+					{Key: "kafka_dlt-original-topic", Value: []byte("orders")}}}
+			if i%10 == 0 {
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: "kafka_dlt-exception-fqcn", Value: []byte("java.util.concurrent.TimeoutException")})
+			}
+			prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return startConsole(t, fmt.Sprintf(`
+store: {dsn: %q}
+%s
+redaction: {headers: [card], json_paths: [$.card]}
+search: {max_scan: 200000, timeout: 5s}
+kafka: [{name: main, brokers: [%q]}]
+`, pgtest.NewDatabase(t), basicAuth(""), k.Addrs()[0]))
+}
+
+type scanJSON struct {
+	Records []struct {
+		Partition int32             `json:"partition"`
+		Offset    int64             `json:"offset"`
+		Key       string            `json:"key"`
+		Value     string            `json:"value"`
+		Redacted  bool              `json:"redacted"`
+		Headers   []json.RawMessage `json:"headers"`
+	} `json:"records"`
+	Scanned    int64   `json:"scanned"`
+	Matched    int64   `json:"matched"`
+	Stopped    string  `json:"stopped"`
+	Exhausted  bool    `json:"exhausted"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func TestSearchKafkaAPI(t *testing.T) {
+	base := searchConsole(t, 1000)
+	api := base + "/api/v1/kafka/main/topics/search.DLT"
+	scan := func(t *testing.T, token, query string) (response, scanJSON) {
+		t.Helper()
+		r := bearer(t, "GET", api+"/records?"+query, token, "")
+		var s scanJSON
+		if r.status == http.StatusOK {
+			s = decode[scanJSON](t, r)
+		}
+		return r, s
+	}
+	f := func(expr string) string { return "filter=" + url.QueryEscape(expr) }
+
+	t.Run("Filters", func(t *testing.T) {
+		for expr, want := range map[string]int64{
+			`key == "order-1-77"`:      1,
+			`value.orderId < 5`:        15,
+			`headers["tenant"] == "3"`: 3 * 143,
+			`dead_letter.exception_type.endsWith("TimeoutException") && partition == 2`: 100,
+			`dead_letter.original_topic == "orders"`:                                    3000,
+		} {
+			r, s := scan(t, "tok-viewer", f(expr)+"&limit=500&partition=all")
+			if r.status != http.StatusOK {
+				t.Fatalf("%s: %d %s", expr, r.status, r.body)
+			}
+			if s.Matched != min(want, 500) || s.Scanned > 3000 || (want <= 500 && (!s.Exhausted || s.Stopped != "end" || s.Scanned != 3000)) {
+				t.Errorf("%s: matched %d scanned %d stopped %s exhausted %v; want %d", expr, s.Matched, s.Scanned, s.Stopped, s.Exhausted, want)
+			}
+		}
+	})
+	t.Run("MaskedContentIsNotSearchable", func(t *testing.T) {
+		_, s := scan(t, "tok-viewer", f(`value.card == "4111-1-5" || headers["card"] == "secret-1-5"`))
+		if s.Matched != 0 || s.Scanned != 3000 {
+			t.Fatalf("a viewer's filter matched masked content: %+v", s)
+		}
+		_, s = scan(t, "tok-admin", f(`value.card == "4111-1-5"`)+"&reveal=true")
+		if s.Matched != 1 || !strings.Contains(s.Records[0].Value, "4111-1-5") {
+			t.Fatalf("an admin's reveal: %+v", s)
+		}
+	})
+	t.Run("CursorAcrossPartitions", func(t *testing.T) {
+		seen := map[string]bool{}
+		cursor, pages, scanned := "", 0, int64(0)
+		for {
+			q := f(`value.orderId % 4 == 1`) + "&partition=all&order=oldest&limit=90&max_scan=400"
+			if cursor != "" {
+				q += "&cursor=" + url.QueryEscape(cursor)
+			}
+			r, s := scan(t, "tok-viewer", q)
+			if r.status != http.StatusOK {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			pages++
+			scanned += s.Scanned
+			for _, rec := range s.Records {
+				if seen[rec.Key] {
+					t.Fatalf("%s repeated on page %d", rec.Key, pages)
+				}
+				seen[rec.Key] = true
+			}
+			if s.Exhausted {
+				break
+			}
+			if s.NextCursor == nil || (s.Stopped != "limit" && s.Stopped != "max_scan") || pages > 50 {
+				t.Fatalf("page %d: %+v", pages, s)
+			}
+			cursor = *s.NextCursor
+		}
+		if len(seen) != 750 || scanned != 3000 {
+			t.Fatalf("%d matches over %d pages, scanned %d; want 750, 3000", len(seen), pages, scanned)
+		}
+	})
+	t.Run("MaxScan", func(t *testing.T) {
+		_, s := scan(t, "tok-viewer", f(`key == "none"`)+"&partition=1&max_scan=123")
+		if s.Stopped != "max_scan" || s.Scanned != 123 || s.Exhausted || s.NextCursor == nil || *s.NextCursor != "1:876" {
+			t.Fatalf("%+v", s)
+		}
+		if r, _ := scan(t, "tok-viewer", f(`key == "none"`)+"&max_scan=200001"); r.status != http.StatusBadRequest {
+			t.Fatalf("max_scan above search.max_scan: %d", r.status)
+		}
+	})
+	t.Run("BadExpression", func(t *testing.T) {
+		r, _ := scan(t, "tok-viewer", f(`value.orderId == `))
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, "line 1, column") || !strings.Contains(r.body, "filter") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		r, _ = scan(t, "tok-viewer", f(`nosuch == 1`))
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, "undeclared reference to 'nosuch'") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+	t.Run("CostLimit", func(t *testing.T) {
+		r, _ := scan(t, "tok-viewer", f(`[0,1,2,3,4,5,6,7,8,9].map(a, [0,1,2,3,4,5,6,7,8,9].map(b, [0,1,2,3,4,5,6,7,8,9].map(c, `+
+			`[0,1,2,3,4,5,6,7,8,9].map(d, [0,1,2,3,4,5,6,7,8,9].map(e, [0,1,2,3,4,5,6,7,8,9].filter(f, a+b+c+d+e+f == offset)))))).size() > 0`))
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, "cost limit") {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+	t.Run("Stream", func(t *testing.T) {
+		r := bearer(t, "GET", api+"/records?"+f(`value.tenant == 2`)+"&limit=500&stream=true", "tok-viewer", "")
+		matches, done := 0, false
+		sc := bufio.NewScanner(strings.NewReader(r.body))
+		for sc.Scan() {
+			var line map[string]json.RawMessage
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				t.Fatalf("line %q: %v", sc.Text(), err)
+			}
+			if _, ok := line["match"]; ok {
+				matches++
+			}
+			if d, ok := line["done"]; ok {
+				done = true
+				var s scanJSON
+				_ = json.Unmarshal(d, &s)
+				if s.Matched != int64(matches) || s.Scanned != 3000 {
+					t.Fatalf("done %s after %d matches", d, matches)
+				}
+			}
+		}
+		if !done || matches != 3*143 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/x-ndjson") {
+			t.Fatalf("matches %d done %v %s", matches, done, r.header.Get("Content-Type"))
+		}
+	})
+}

@@ -1,0 +1,307 @@
+package handlers
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/search"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// ExportPathSuffix ends every export route: web lets these outlive request_timeout (an export of a
+// million records streams for longer), bounded by the client staying connected.
+const ExportPathSuffix = "/export"
+
+// exportFormat reads ?format=ndjson (default) or csv.
+func exportFormat(c echo.Context) (string, error) {
+	switch f := c.QueryParam("format"); f {
+	case "", "ndjson":
+		return "ndjson", nil
+	case "csv":
+		return "csv", nil
+	default:
+		return "", ops.Invalid("format", "must be ndjson or csv")
+	}
+}
+
+// ExportMinRole is export.min_role (viewer, operator or admin); a nil Search says operator.
+func (h *Search) ExportMinRole() string {
+	if h == nil {
+		return "operator"
+	}
+	return h.o.ExportMinRole
+}
+
+// allowExport refuses a caller below export.min_role.
+func (h *Search) allowExport(c echo.Context) error {
+	if roleRank(ActorOf(c).Role) < h.minRole {
+		return fmt.Errorf("%w: exporting message content needs the %s role (export.min_role)", ops.ErrForbidden, h.o.ExportMinRole)
+	}
+	return nil
+}
+
+// exportWriter streams records as NDJSON or CSV with flat memory: each line is encoded and written
+// as it comes, flushed every 64 KiB or so by the buffered response.
+type exportWriter struct {
+	c      echo.Context
+	format string
+	enc    *json.Encoder
+	csv    *csv.Writer
+	n      int64
+	since  int // lines since the last flush
+}
+
+func newExportWriter(c echo.Context, format, filename string, header []string) *exportWriter {
+	w := &exportWriter{c: c, format: format}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-store")
+	if format == "csv" {
+		h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`.csv"`)
+		w.csv = csv.NewWriter(c.Response())
+		_ = w.csv.Write(header)
+	} else {
+		h.Set(echo.HeaderContentType, "application/x-ndjson; charset=utf-8")
+		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`.ndjson"`)
+		w.enc = json.NewEncoder(c.Response())
+	}
+	// The export outlives request_timeout: the connection's write deadline goes with it.
+	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Time{})
+	c.Response().WriteHeader(http.StatusOK)
+	return w
+}
+
+func (w *exportWriter) write(obj any, row []string) error {
+	var err error
+	if w.csv != nil {
+		err = w.csv.Write(row)
+	} else {
+		err = w.enc.Encode(obj)
+	}
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	w.n++
+	if w.since++; w.since >= 500 {
+		w.since = 0
+		if w.csv != nil {
+			w.csv.Flush()
+		}
+		w.c.Response().Flush()
+	}
+	return nil
+}
+
+func (w *exportWriter) close() {
+	if w.csv != nil {
+		w.csv.Flush()
+	}
+	w.c.Response().Flush()
+}
+
+// auditExport records content.export with the filter and the count written; outcome partial when
+// the export ended early (the client went away, the broker failed).
+func (h *Search) auditExport(c echo.Context, target string, filter *search.Filter, n int64, detail map[string]any, failed error) {
+	if h.o.Audit == nil {
+		return
+	}
+	expr := ""
+	if filter != nil {
+		expr = filter.Text()
+	}
+	detail["filter"] = expr
+	e := auditEntry(c, "content.export", target, "", detail)
+	e.Count = &n
+	if failed != nil {
+		e.Outcome = store.OutcomePartial
+		detail["error"] = failed.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
+	defer cancel()
+	if err := h.o.Audit.RecordAudit(ctx, e); err != nil {
+		c.Logger().Errorf("audit content.export: %v", err)
+	}
+}
+
+var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value", "value_encoding", "headers",
+	"original_topic", "exception_type", "exception_message", "message_id", "redacted"}
+
+// ExportKafka: GET /api/v1/kafka/:cluster/topics/:topic/export?format=ndjson|csv&filter=&partition=&from_offset=&to_offset=
+// streams every record of the range (oldest first, partition by partition) that the filter
+// matches: NDJSON in the records API's shape, or CSV with the main columns. Content is masked
+// unless an admin reveals it (reveal=true, audited); the export is audited as content.export.
+func (h *Search) ExportKafka(c echo.Context) error {
+	if err := h.allowExport(c); err != nil {
+		return err
+	}
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	format, err := exportFormat(c)
+	if err != nil {
+		return err
+	}
+	q := search.Query{Topic: pathParam(c, "topic"), Order: "oldest"}
+	if q.Filter, err = compileFilter(c, search.Kafka); err != nil {
+		return err
+	}
+	if q.Partition, err = scanPartition(c); err != nil {
+		return err
+	}
+	if q.FromOffset, err = queryOffset(c, "from_offset"); err != nil {
+		return err
+	}
+	if q.ToOffset, err = queryOffset(c, "to_offset"); err != nil {
+		return err
+	}
+	raw, err := rawParam(c)
+	if err != nil {
+		return err
+	}
+	target := "kafka/" + k.Name() + "/" + q.Topic
+	red, err := h.o.Redactor.For(c, target)
+	if err != nil {
+		return err
+	}
+	// Fail before the first byte on what can be known: the topic and partition.
+	parts, err := k.Partitions(c.Request().Context(), q.Topic)
+	if err != nil {
+		return err
+	}
+	if q.Partition != nil && (*q.Partition >= int32(len(parts))) {
+		return ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(parts), q.Topic))
+	}
+	redacted := false
+	q.View = func(r kafka.Record) kafka.Record {
+		r, redacted = redactRecord(red, r)
+		return r
+	}
+	w := newExportWriter(c, format, q.Topic, kafkaCSVHeader)
+	q.Each = func(r kafka.Record) error {
+		j := toRecordJSON(r, raw)
+		j.Redacted = redacted
+		if format == "ndjson" {
+			return w.write(j, nil)
+		}
+		var original, exType, exMsg, id string
+		if d := j.DeadLetter; d != nil {
+			original, exType, exMsg, id = d.OriginalTopic, d.ExceptionType, d.ExceptionMessage, d.MessageID
+		}
+		hs, _ := json.Marshal(j.Headers)
+		return w.write(nil, []string{strconv.Itoa(int(j.Partition)), strconv.FormatInt(j.Offset, 10), j.Timestamp.Format(time.RFC3339Nano),
+			deref(j.Key), deref(j.Value), j.ValueEncoding, string(hs), original, exType, exMsg, id, strconv.FormatBool(redacted)})
+	}
+	res, err := search.ScanKafka(c.Request().Context(), k, q)
+	w.close()
+	detail := map[string]any{"format": format, "scanned": res.Scanned, "revealed": red == nil && h.o.Redactor.Active()}
+	if q.Partition != nil {
+		detail["partition"] = *q.Partition
+	}
+	h.auditExport(c, target, q.Filter, w.n, detail, endedEarly(err))
+	return nil // the status is sent: an error shows as a cut stream (and in the audit row)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// endedEarly is the error an export ended with, nil when it was whole.
+func endedEarly(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+var rabbitCSVHeader = []string{"position", "message_id", "exchange", "routing_key", "timestamp", "body", "body_encoding", "headers",
+	"reason", "original_queue", "exception_message", "redacted"}
+
+// ExportRabbit: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/export?format=&filter=&max_scan=
+// streams the messages of the queue's head (up to max_scan, at most rabbit.MaxPeek, read as a
+// browse: the queue is left as it was) that the filter matches, as ExportKafka.
+func (h *Search) ExportRabbit(c echo.Context) error {
+	if err := h.allowExport(c); err != nil {
+		return err
+	}
+	b, err := h.broker(c)
+	if err != nil {
+		return err
+	}
+	format, err := exportFormat(c)
+	if err != nil {
+		return err
+	}
+	f, err := compileFilter(c, search.RabbitMQ)
+	if err != nil {
+		return err
+	}
+	maxScan, err := queryInt(c, "max_scan", rabbit.MaxPeek, 1, rabbit.MaxPeek)
+	if err != nil {
+		return err
+	}
+	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
+	target := fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue)
+	red, err := h.o.Redactor.For(c, target)
+	if err != nil {
+		return err
+	}
+	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, MaxScan: int(maxScan)}
+	var last shownMessage
+	q.View = func(m rabbit.Message) rabbit.Message {
+		last = redactMessage(red, m)
+		v := last.Message
+		v.Headers = last.Headers
+		return v
+	}
+	var w *exportWriter
+	q.Each = func(rabbit.Message) error {
+		if w == nil {
+			w = newExportWriter(c, format, queue, rabbitCSVHeader)
+		}
+		j := toRabbitMessageJSON(last)
+		j.BodyRedacted = last.BodyRedacted
+		if format == "ndjson" {
+			return w.write(struct {
+				rabbitMessageJSON
+				Redacted bool `json:"redacted"`
+			}{j, last.Redacted}, nil)
+		}
+		var reason, orig, exMsg, ts string
+		if d := j.DeadLetter; d != nil {
+			reason, orig, exMsg = d.Reason, d.OriginalQueue, d.ExceptionMessage
+		}
+		if j.Properties.Timestamp != nil {
+			ts = j.Properties.Timestamp.Format(time.RFC3339)
+		}
+		hs, _ := json.Marshal(j.Headers)
+		return w.write(nil, []string{strconv.Itoa(j.Position), j.MessageID, j.Exchange, j.RoutingKey, ts, j.Body, j.BodyEncoding,
+			string(hs), reason, orig, exMsg, strconv.FormatBool(last.Redacted)})
+	}
+	res, err := search.ScanRabbit(c.Request().Context(), b, q)
+	if w == nil {
+		if err != nil {
+			return err // nothing sent yet: the usual error answer
+		}
+		w = newExportWriter(c, format, queue, rabbitCSVHeader)
+	}
+	w.close()
+	h.auditExport(c, target, f, w.n, map[string]any{"format": format, "scanned": res.Scanned,
+		"revealed": red == nil && h.o.Redactor.Active()}, endedEarly(err))
+	return nil
+}

@@ -1,0 +1,467 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/search"
+)
+
+// SearchCluster is a cluster content search reads; *kafka.Cluster implements it.
+type SearchCluster interface {
+	Name() string
+	search.KafkaSource
+}
+
+// SearchBroker is a broker content search reads; *rabbit.Broker implements it.
+type SearchBroker interface {
+	Name() string
+	search.RabbitSource
+}
+
+// SearchOptions wire content search and export.
+type SearchOptions struct {
+	Kafka  []SearchCluster // may be empty
+	Rabbit []SearchBroker  // may be empty
+	// MaxScan is search.max_scan, the most records one request reads; 0 means search.DefaultMaxScan.
+	MaxScan int64
+	// Timeout is search.timeout; 0 means search.DefaultTimeout.
+	Timeout time.Duration
+	// ExportMinRole is export.min_role (viewer, operator, admin); "" means operator.
+	ExportMinRole string
+	Redactor      *Redactor // masks content for non-admins; nil masks nothing
+	Audit         Auditor   // required for exports: content.export rows
+}
+
+// Search serves filter scans on the records and messages APIs, and the exports.
+type Search struct {
+	o       SearchOptions
+	kafka   map[string]SearchCluster
+	rabbit  map[string]SearchBroker
+	minRole int
+}
+
+// NewSearch wires o.
+func NewSearch(o SearchOptions) *Search {
+	if o.MaxScan <= 0 {
+		o.MaxScan = search.DefaultMaxScan
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = search.DefaultTimeout
+	}
+	if o.ExportMinRole == "" {
+		o.ExportMinRole = "operator"
+	}
+	h := &Search{o: o, kafka: map[string]SearchCluster{}, rabbit: map[string]SearchBroker{}, minRole: roleRank(o.ExportMinRole)}
+	for _, k := range o.Kafka {
+		h.kafka[k.Name()] = k
+	}
+	for _, b := range o.Rabbit {
+		h.rabbit[b.Name()] = b
+	}
+	return h
+}
+
+// roleRank orders the roles' names: viewer < operator < admin.
+func roleRank(role string) int {
+	switch role {
+	case "viewer":
+		return 1
+	case "operator":
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+func (h *Search) cluster(c echo.Context) (SearchCluster, error) {
+	name := pathParam(c, "cluster")
+	k, ok := h.kafka[name]
+	if !ok {
+		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return k, nil
+}
+
+func (h *Search) broker(c echo.Context) (SearchBroker, error) {
+	name := pathParam(c, "broker")
+	b, ok := h.rabbit[name]
+	if !ok {
+		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", name, ops.ErrNotFound)
+	}
+	return b, nil
+}
+
+// Records answers GET …/topics/:topic/records with a scan when ?filter= is given and hands every
+// other request to next (the plain page of records).
+func (h *Search) Records(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.QueryParam("filter") == "" {
+			return next(c)
+		}
+		return h.apiKafkaScan(c)
+	}
+}
+
+// Messages answers GET …/queues/:vhost/:queue/messages with a scan when ?filter= is given and
+// hands every other request to next (the plain browse).
+func (h *Search) Messages(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.QueryParam("filter") == "" {
+			return next(c)
+		}
+		return h.apiRabbitScan(c)
+	}
+}
+
+// compile compiles ?filter= for kind ("" is no filter).
+func compileFilter(c echo.Context, kind search.Kind) (*search.Filter, error) {
+	expr := c.QueryParam("filter")
+	if expr == "" {
+		return nil, nil
+	}
+	return search.Compile(kind, expr)
+}
+
+// parseScanCursor reads ?cursor=p:offset,p:offset (a previous scan's next_cursor).
+func parseScanCursor(raw string) (map[int32]int64, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	out := map[int32]int64{}
+	for _, f := range strings.Split(raw, ",") {
+		p, off, ok := strings.Cut(f, ":")
+		pn, perr := strconv.ParseInt(p, 10, 32)
+		on, oerr := strconv.ParseInt(off, 10, 64)
+		if !ok || perr != nil || oerr != nil || pn < 0 || on < -1 {
+			return nil, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous answer's next_cursor")
+		}
+		out[int32(pn)] = on
+	}
+	return out, nil
+}
+
+// scanPartition reads ?partition=: "all" or absent is every partition (nil), else one.
+func scanPartition(c echo.Context) (*int32, error) {
+	raw := c.QueryParam("partition")
+	if raw == "" || raw == "all" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil || n < 0 {
+		return nil, ops.Invalid("partition", "must be all or a partition number")
+	}
+	p := int32(n)
+	return &p, nil
+}
+
+func queryOffset(c echo.Context, name string) (*int64, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		return nil, ops.Invalid(name, "must be a non-negative integer")
+	}
+	return &n, nil
+}
+
+// scanSummary is what a scan reports beside its matches.
+type scanSummary struct {
+	Filter     string  `json:"filter"`
+	Scanned    int64   `json:"scanned"`
+	Matched    int64   `json:"matched"`
+	Stopped    string  `json:"stopped"` // limit, max_scan, timeout or end
+	Exhausted  bool    `json:"exhausted"`
+	NextCursor *string `json:"next_cursor"`
+	EvalErrors int64   `json:"eval_errors"`
+	EvalError  string  `json:"eval_error,omitempty"`
+	ElapsedMS  int64   `json:"elapsed_ms"`
+}
+
+// kafkaScanQuery reads a scan's parameters.
+func (h *Search) kafkaScanQuery(c echo.Context) (search.Query, error) {
+	q := search.Query{Topic: pathParam(c, "topic"), Timeout: h.o.Timeout}
+	var err error
+	if q.Filter, err = compileFilter(c, search.Kafka); err != nil {
+		return q, err
+	}
+	if q.Partition, err = scanPartition(c); err != nil {
+		return q, err
+	}
+	switch o := c.QueryParam("order"); o {
+	case "", "newest", "oldest":
+		q.Order = o
+	default:
+		return q, ops.Invalid("order", "must be newest or oldest")
+	}
+	limit, err := queryInt(c, "limit", kafka.DefaultLimit, 1, kafka.MaxLimit)
+	if err != nil {
+		return q, err
+	}
+	q.Limit = int(limit)
+	if q.MaxScan, err = queryInt(c, "max_scan", min(search.DefaultMaxScan, h.o.MaxScan), 1, h.o.MaxScan); err != nil {
+		return q, err
+	}
+	if q.Cursor, err = parseScanCursor(c.QueryParam("cursor")); err != nil {
+		return q, err
+	}
+	if q.FromOffset, err = queryOffset(c, "from_offset"); err != nil {
+		return q, err
+	}
+	q.ToOffset, err = queryOffset(c, "to_offset")
+	return q, err
+}
+
+func rawParam(c echo.Context) (bool, error) {
+	switch c.QueryParam("raw") {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, ops.Invalid("raw", "must be true or false")
+}
+
+// apiKafkaScan: GET /api/v1/kafka/:cluster/topics/:topic/records?filter=… — reads the topic
+// (partition=all or one) until limit matches, max_scan records or search.timeout, and answers the
+// matches with how far it read and the cursor to go on. The filter sees what the caller may see:
+// masked content stays masked to it. ?stream=true answers NDJSON as the scan goes: {"match":
+// record} lines, {"progress": {scanned, matched}} lines, and a last {"done": summary} (or
+// {"error": …}) line.
+func (h *Search) apiKafkaScan(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	q, err := h.kafkaScanQuery(c)
+	if err != nil {
+		return err
+	}
+	raw, err := rawParam(c)
+	if err != nil {
+		return err
+	}
+	stream, err := queryBool(c, "stream")
+	if err != nil {
+		return err
+	}
+	red, err := h.o.Redactor.For(c, "kafka/"+k.Name()+"/"+q.Topic)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	lastRedacted := false
+	if red != nil {
+		q.View = func(r kafka.Record) kafka.Record {
+			r, lastRedacted = redactRecord(red, r)
+			return r
+		}
+	}
+	toJSON := func(r kafka.Record) recordJSON {
+		j := toRecordJSON(r, raw)
+		j.Redacted = lastRedacted
+		return j
+	}
+	if stream {
+		w := newNDJSON(c)
+		q.Each = func(r kafka.Record) error { return w.line(map[string]any{"match": toJSON(r)}, false) }
+		q.Progress = func(scanned, matched int64) {
+			_ = w.line(map[string]any{"progress": map[string]int64{"scanned": scanned, "matched": matched}}, false)
+		}
+		res, err := search.ScanKafka(c.Request().Context(), k, q)
+		if err != nil {
+			return w.fail(err)
+		}
+		return w.line(map[string]any{"done": kafkaSummary(q, res, started)}, true)
+	}
+	out := []recordJSON{}
+	q.Each = func(r kafka.Record) error {
+		out = append(out, toJSON(r))
+		return nil
+	}
+	res, err := search.ScanKafka(c.Request().Context(), k, q)
+	if err != nil {
+		return err
+	}
+	parts := make([]dltPartitionJSON, 0, len(res.Partitions))
+	for _, p := range res.Partitions {
+		parts = append(parts, dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, Records: p.End - p.Start})
+	}
+	var partition any = "all"
+	if q.Partition != nil {
+		partition = *q.Partition
+	}
+	order := q.Order
+	if order == "" {
+		order = "newest"
+	}
+	return c.JSON(http.StatusOK, struct {
+		Records    []recordJSON       `json:"records"`
+		Partition  any                `json:"partition"`
+		Order      string             `json:"order"`
+		Partitions []dltPartitionJSON `json:"partitions"`
+		scanSummary
+	}{out, partition, order, parts, kafkaSummary(q, res, started)})
+}
+
+func kafkaSummary(q search.Query, res search.Result, started time.Time) scanSummary {
+	s := scanSummary{Scanned: res.Scanned, Matched: res.Matched, Stopped: res.Stopped, Exhausted: res.Exhausted,
+		EvalErrors: res.EvalErrors, EvalError: res.EvalError, ElapsedMS: time.Since(started).Milliseconds()}
+	if q.Filter != nil {
+		s.Filter = q.Filter.Text()
+	}
+	if cur := cursorText(res.Next); cur != "" {
+		s.NextCursor = &cur
+	}
+	return s
+}
+
+// apiRabbitScan: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages?filter=… — browses up
+// to max_scan messages of the queue's head (as a browse: the queue is left as it was) and answers
+// the first limit matches. A queue has no cursor: next_cursor is always null. ?stream=true as for
+// Kafka.
+func (h *Search) apiRabbitScan(c echo.Context) error {
+	b, err := h.broker(c)
+	if err != nil {
+		return err
+	}
+	f, err := compileFilter(c, search.RabbitMQ)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", defaultBrowse, 1, rabbit.MaxBrowse)
+	if err != nil {
+		return err
+	}
+	maxScan, err := queryInt(c, "max_scan", min(rabbit.MaxPeek, h.o.MaxScan), 1, min(rabbit.MaxPeek, h.o.MaxScan))
+	if err != nil {
+		return err
+	}
+	stream, err := queryBool(c, "stream")
+	if err != nil {
+		return err
+	}
+	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
+	red, err := h.o.Redactor.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
+	if err != nil {
+		return err
+	}
+	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, Limit: int(limit), MaxScan: int(maxScan), Timeout: h.o.Timeout}
+	var last shownMessage
+	q.View = func(m rabbit.Message) rabbit.Message {
+		last = redactMessage(red, m)
+		v := last.Message
+		v.Headers = last.Headers
+		return v
+	}
+	started := time.Now()
+	if stream {
+		w := newNDJSON(c)
+		q.Each = func(rabbit.Message) error { return w.line(map[string]any{"match": toRabbitMessageJSON(last)}, false) }
+		q.Progress = func(scanned, matched int64) {
+			_ = w.line(map[string]any{"progress": map[string]int64{"scanned": scanned, "matched": matched}}, false)
+		}
+		res, err := search.ScanRabbit(c.Request().Context(), b, q)
+		if err != nil {
+			return w.fail(err)
+		}
+		return w.line(map[string]any{"done": rabbitSummary(f, res, started)}, true)
+	}
+	msgs := []rabbitMessageJSON{}
+	q.Each = func(rabbit.Message) error {
+		msgs = append(msgs, toRabbitMessageJSON(last))
+		return nil
+	}
+	res, err := search.ScanRabbit(c.Request().Context(), b, q)
+	if err != nil {
+		return err
+	}
+	notes := res.Browse.Notes
+	if notes == nil {
+		notes = []string{}
+	}
+	return c.JSON(http.StatusOK, struct {
+		Broker   string              `json:"broker"`
+		Vhost    string              `json:"vhost"`
+		Queue    string              `json:"queue"`
+		Ready    int64               `json:"ready"`
+		Complete bool                `json:"complete"`
+		Notes    []string            `json:"notes"`
+		Messages []rabbitMessageJSON `json:"messages"`
+		scanSummary
+	}{b.Name(), vhost, queue, res.Browse.Ready, res.Browse.Complete, notes, msgs, rabbitSummary(f, res, started)})
+}
+
+func rabbitSummary(f *search.Filter, res search.RabbitResult, started time.Time) scanSummary {
+	s := scanSummary{Scanned: res.Scanned, Matched: res.Matched, Stopped: res.Stopped, Exhausted: res.Exhausted,
+		EvalErrors: res.EvalErrors, EvalError: res.EvalError, ElapsedMS: time.Since(started).Milliseconds()}
+	if f != nil {
+		s.Filter = f.Text()
+	}
+	return s
+}
+
+// ndjson writes a streamed answer one JSON line at a time, flushing at most every 100 ms (and on
+// the last line), so matches show as they are found without a write per record.
+type ndjson struct {
+	c       echo.Context
+	enc     *json.Encoder
+	flushed time.Time
+	started bool
+}
+
+func newNDJSON(c echo.Context) *ndjson {
+	return &ndjson{c: c, enc: json.NewEncoder(c.Response())}
+}
+
+func (w *ndjson) start() {
+	if !w.started {
+		w.started = true
+		h := w.c.Response().Header()
+		h.Set(echo.HeaderContentType, "application/x-ndjson; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		w.c.Response().WriteHeader(http.StatusOK)
+	}
+}
+
+func (w *ndjson) line(v any, last bool) error {
+	w.start()
+	if err := w.enc.Encode(v); err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	if last || time.Since(w.flushed) > 100*time.Millisecond {
+		w.c.Response().Flush()
+		w.flushed = time.Now()
+	}
+	return nil
+}
+
+// fail ends a stream with an error line (the status is already sent), or answers the error as
+// usual when nothing was written yet.
+func (w *ndjson) fail(err error) error {
+	if !w.started {
+		return err
+	}
+	msg := "the scan failed"
+	for _, kind := range []error{ops.ErrInvalid, ops.ErrNotFound, ops.ErrConflict, ops.ErrUnavailable, ops.ErrForbidden} {
+		if errors.Is(err, kind) {
+			msg = err.Error()
+		}
+	}
+	_ = w.line(map[string]any{"error": map[string]string{"message": msg}}, true)
+	return nil
+}

@@ -1,0 +1,119 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit"
+)
+
+// RabbitSource is what a scan needs of a broker; *rabbit.Broker implements it.
+type RabbitSource interface {
+	// Scan browses up to limit messages of the queue's head, handing each to each until it says
+	// false (see rabbit.Broker.Scan).
+	Scan(ctx context.Context, vhost, queue string, limit int, each func(rabbit.Message) bool) (rabbit.BrowseResult, error)
+}
+
+// RabbitQuery is one scan of a queue's head. A queue has no positions to go on from: a scan
+// always reads from the head, MaxScan messages at most.
+type RabbitQuery struct {
+	Vhost, Queue string  // required
+	Filter       *Filter // nil keeps every message
+	Limit        int     // stops at this many matches; 0 does not
+	MaxScan      int     // messages of the head to read: 1..rabbit.MaxPeek (required)
+	Timeout      time.Duration
+	View         func(rabbit.Message) rabbit.Message // as Query.View
+	Each         func(rabbit.Message) error          // as Query.Each
+	Progress     func(scanned, matched int64)
+}
+
+// RabbitResult is what a queue scan found.
+type RabbitResult struct {
+	Matches          []rabbit.Message
+	Scanned, Matched int64
+	EvalErrors       int64
+	EvalError        string
+	Stopped          string // as Result.Stopped
+	Exhausted        bool   // every ready message of the queue was read
+	Browse           rabbit.BrowseResult
+}
+
+// ScanRabbit browses the head of a queue and evaluates the filter on each message. Errors:
+// ErrInvalid (max_scan out of range, the cost limit), the browse's errors (rabbit.Broker.Browse),
+// the error of Each.
+func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitResult, error) {
+	if q.MaxScan < 1 || q.MaxScan > rabbit.MaxPeek {
+		return RabbitResult{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d] for a queue", rabbit.MaxPeek))
+	}
+	res := RabbitResult{Matches: []rabbit.Message{}}
+	var deadline time.Time
+	if q.Timeout > 0 {
+		deadline = time.Now().Add(q.Timeout)
+	}
+	var stopErr error
+	br, err := src.Scan(ctx, q.Vhost, q.Queue, q.MaxScan, func(m rabbit.Message) bool {
+		res.Scanned++
+		if q.View != nil {
+			m = q.View(m)
+		}
+		ok := true
+		if q.Filter != nil {
+			var evalErr, err error
+			ok, evalErr, err = q.Filter.eval(ctx, &rabbitVars{m: &m})
+			switch {
+			case err != nil:
+				stopErr = err
+				return false
+			case evalErr != nil:
+				if res.EvalErrors++; res.EvalError == "" {
+					res.EvalError = fmt.Sprintf("position %d: %v", m.Position, evalErr)
+				}
+			}
+		}
+		if ok {
+			res.Matched++
+			if q.Each != nil {
+				if err := q.Each(m); err != nil {
+					stopErr = err
+					return false
+				}
+			} else {
+				res.Matches = append(res.Matches, m)
+			}
+			if q.Limit > 0 && res.Matched >= int64(q.Limit) {
+				res.Stopped = StoppedLimit
+				return false
+			}
+		}
+		if res.Scanned%256 == 0 {
+			if q.Progress != nil {
+				q.Progress(res.Scanned, res.Matched)
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				res.Stopped = StoppedTimeout
+				return false
+			}
+		}
+		return true
+	})
+	if stopErr != nil {
+		return RabbitResult{}, stopErr
+	}
+	if err != nil {
+		return RabbitResult{}, err
+	}
+	if q.Progress != nil {
+		q.Progress(res.Scanned, res.Matched)
+	}
+	res.Browse = br
+	if res.Stopped == "" {
+		if res.Scanned >= int64(q.MaxScan) && br.Ready > res.Scanned {
+			res.Stopped = StoppedMaxScan
+		} else {
+			res.Stopped, res.Exhausted = StoppedEnd, true
+		}
+	}
+	return res, nil
+}

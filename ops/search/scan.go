@@ -1,0 +1,253 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// Scan defaults and bounds.
+const (
+	// DefaultMaxScan is how many records a scan reads when the caller does not say.
+	DefaultMaxScan = 100_000
+	// DefaultTimeout is how long a scan reads when search.timeout is not configured.
+	DefaultTimeout = 10 * time.Second
+)
+
+// Why a scan stopped.
+const (
+	StoppedLimit   = "limit"    // Limit matches were found
+	StoppedMaxScan = "max_scan" // MaxScan records were read
+	StoppedTimeout = "timeout"  // the scan's time ran out
+	StoppedEnd     = "end"      // the whole range was read (Exhausted)
+)
+
+// KafkaSource is what a scan needs of a cluster; *kafka.Cluster implements it.
+type KafkaSource interface {
+	// Partitions lists the topic's partitions and offsets: ErrNotFound, ErrUnavailable.
+	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
+	// NewScanner reads the topic's partitions; the caller closes it.
+	NewScanner(topic string) *kafka.Scanner
+}
+
+// Query is one scan of a topic.
+type Query struct {
+	Topic string // required
+	// Filter selects the records; nil keeps every record (an export without a filter).
+	Filter *Filter
+	// Partition is the one partition to read; nil reads every partition, one after the other in
+	// ascending order.
+	Partition *int32
+	Order     string // "newest" (default: descending offsets) or "oldest"
+	// FromOffset and ToOffset (inclusive) bound every partition's range; nil: its start, its end.
+	FromOffset, ToOffset *int64
+	// Cursor is where each partition goes on, as a previous scan's Next: the offset of the next
+	// record to read in Order. A partition missing from a non-nil Cursor is done.
+	Cursor map[int32]int64
+	// Limit stops the scan at this many matches; 0 does not.
+	Limit int
+	// MaxScan stops it after this many records read; 0 does not.
+	MaxScan int64
+	// Timeout stops it after this long; 0 does not (ctx still does).
+	Timeout time.Duration
+	// View, when set, is what the reader may see of a record (content masked): the filter
+	// evaluates it, and it is what a match hands on.
+	View func(kafka.Record) kafka.Record
+	// Each, when set, is handed every match as it is found, in place of collecting them in
+	// Result.Matches; an error from it ends the scan with that error.
+	Each func(kafka.Record) error
+	// Progress, when set, is called every so often with the records read and matched so far.
+	Progress func(scanned, matched int64)
+}
+
+// Result is what a scan found and how far it went.
+type Result struct {
+	Matches          []kafka.Record // in the order found, unless Query.Each took them
+	Scanned, Matched int64
+	// EvalErrors counts records on which the expression failed (a missing key, a type mismatch):
+	// they do not match; EvalError is the first such error, for the person to fix the filter.
+	EvalErrors int64
+	EvalError  string
+	Stopped    string // StoppedLimit, StoppedMaxScan, StoppedTimeout or StoppedEnd
+	// Next is the Cursor that goes on where the scan stopped; nil when Exhausted.
+	Next       map[int32]int64
+	Exhausted  bool
+	Partitions []kafka.PartitionRange // every partition of the topic, with its offsets when read
+}
+
+// span is one partition's range to read, [lo, hi), and where the scan is in it.
+type span struct {
+	p      int32
+	lo, hi int64
+	pos    int64 // oldest: the next offset to read; newest: the next offset to read going back
+}
+
+func (s span) done(order string) bool {
+	if order == "oldest" {
+		return s.pos >= s.hi
+	}
+	return s.pos < s.lo
+}
+
+// ScanKafka reads the selected partitions in order and evaluates the filter on each record until
+// the range is read or a limit stops it, and says which (Result.Stopped) and where to go on
+// (Result.Next). Each record is read once: a scan continued by its Next cursor neither misses
+// nor repeats one. Errors: ErrInvalid (order, partition, the cost limit, a record deleted under
+// the read), ErrNotFound (unknown topic), ErrUnavailable, the error of Each.
+func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
+	switch q.Order {
+	case "":
+		q.Order = "newest"
+	case "newest", "oldest":
+	default:
+		return Result{}, ops.Invalid("order", `must be "newest" or "oldest"`)
+	}
+	parts, err := src.Partitions(ctx, q.Topic)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Partitions: parts, Matches: []kafka.Record{}}
+	if q.Partition != nil && !slices.ContainsFunc(parts, func(p kafka.PartitionRange) bool { return p.Partition == *q.Partition }) {
+		return Result{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(parts), q.Topic))
+	}
+	var spans []span
+	for _, pr := range parts {
+		if q.Partition != nil && pr.Partition != *q.Partition {
+			continue
+		}
+		s := span{p: pr.Partition, lo: pr.Start, hi: pr.End}
+		if q.FromOffset != nil {
+			s.lo = max(s.lo, *q.FromOffset)
+		}
+		if q.ToOffset != nil && *q.ToOffset < s.hi {
+			s.hi = max(*q.ToOffset+1, s.lo) // inclusive; compared first so that MaxInt64 cannot overflow
+		}
+		s.pos = s.lo
+		if q.Order == "newest" {
+			s.pos = s.hi - 1
+		}
+		if q.Cursor != nil {
+			c, ok := q.Cursor[pr.Partition]
+			if !ok {
+				continue
+			}
+			if q.Order == "oldest" {
+				s.pos = max(c, s.lo)
+			} else {
+				s.pos = min(c, s.hi-1)
+			}
+		}
+		if !s.done(q.Order) {
+			spans = append(spans, s)
+		}
+	}
+
+	readCtx := ctx
+	var deadline time.Time
+	if q.Timeout > 0 {
+		deadline = time.Now().Add(q.Timeout)
+		var cancel context.CancelFunc
+		// The reads get a little longer than the scan, so that a fetch under way when time runs
+		// out returns its records rather than an error.
+		readCtx, cancel = context.WithDeadline(ctx, deadline.Add(2*time.Second))
+		defer cancel()
+	}
+	sc := src.NewScanner(q.Topic)
+	defer sc.Close()
+
+	var stopErr error
+	visit := func(r kafka.Record) bool {
+		res.Scanned++
+		if q.View != nil {
+			r = q.View(r)
+		}
+		ok := true
+		if q.Filter != nil {
+			var evalErr, err error
+			ok, evalErr, err = q.Filter.eval(readCtx, newKafkaVars(&r))
+			switch {
+			case err != nil:
+				stopErr = err
+				return false
+			case evalErr != nil:
+				if res.EvalErrors++; res.EvalError == "" {
+					res.EvalError = fmt.Sprintf("partition %d offset %d: %v", r.Partition, r.Offset, evalErr)
+				}
+			}
+		}
+		if ok {
+			res.Matched++
+			if q.Each != nil {
+				if err := q.Each(r); err != nil {
+					stopErr = err
+					return false
+				}
+			} else {
+				res.Matches = append(res.Matches, r)
+			}
+			if q.Limit > 0 && res.Matched >= int64(q.Limit) {
+				res.Stopped = StoppedLimit
+				return false
+			}
+		}
+		if q.MaxScan > 0 && res.Scanned >= q.MaxScan {
+			res.Stopped = StoppedMaxScan
+			return false
+		}
+		if res.Scanned%256 == 0 {
+			if q.Progress != nil {
+				q.Progress(res.Scanned, res.Matched)
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				res.Stopped = StoppedTimeout
+				return false
+			}
+		}
+		return true
+	}
+
+	for i := range spans {
+		s := &spans[i]
+		if res.Stopped != "" {
+			break
+		}
+		var err error
+		if q.Order == "oldest" {
+			s.pos, err = sc.Forward(readCtx, s.p, s.pos, s.hi, visit)
+		} else {
+			s.pos, err = sc.Backward(readCtx, s.p, s.lo, s.pos+1, visit)
+		}
+		if stopErr != nil {
+			return Result{}, stopErr
+		}
+		if err != nil {
+			if !deadline.IsZero() && time.Now().After(deadline) && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				res.Stopped = StoppedTimeout
+				break
+			}
+			return Result{}, err
+		}
+	}
+	if q.Progress != nil {
+		q.Progress(res.Scanned, res.Matched)
+	}
+	for _, s := range spans {
+		if !s.done(q.Order) {
+			if res.Next == nil {
+				res.Next = map[int32]int64{}
+			}
+			res.Next[s.p] = s.pos
+		}
+	}
+	if res.Next == nil {
+		res.Exhausted, res.Stopped = true, StoppedEnd
+	} else if res.Stopped == "" {
+		res.Stopped = StoppedTimeout
+	}
+	return res, nil
+}

@@ -1,0 +1,127 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/rabbit"
+)
+
+func TestCompile(t *testing.T) {
+	t.Run("BadExpression", func(t *testing.T) {
+		_, err := Compile(Kafka, `key == "a" && nosuch > 1`)
+		var ce *CompileError
+		if !errors.As(err, &ce) || !errors.Is(err, ops.ErrInvalid) {
+			t.Fatalf("err = %v, want a CompileError that is ErrInvalid", err)
+		}
+		if is := ce.Issues[0]; is.Line != 1 || is.Column != 15 || !strings.Contains(is.Message, "undeclared reference to 'nosuch'") {
+			t.Fatalf("issue = %+v", is)
+		}
+		if !strings.Contains(err.Error(), "line 1, column 15") {
+			t.Fatalf("message = %q", err)
+		}
+	})
+	t.Run("Syntax", func(t *testing.T) {
+		_, err := Compile(RabbitMQ, "body.x ==\n  )")
+		var ce *CompileError
+		if !errors.As(err, &ce) || ce.Issues[0].Line != 2 {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("NotBool", func(t *testing.T) {
+		if _, err := Compile(Kafka, `offset + 1`); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "must give a bool") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("Empty", func(t *testing.T) {
+		if _, err := Compile(Kafka, "  "); !errors.Is(err, ops.ErrInvalid) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("RabbitVariablesAreNotKafka", func(t *testing.T) {
+		if _, err := Compile(RabbitMQ, `key == "x"`); !errors.Is(err, ops.ErrInvalid) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestMatchKafka(t *testing.T) {
+	retries, part := 3, int32(2)
+	rec := kafka.Record{Partition: 1, Offset: 42, Timestamp: time.Date(2026, 11, 30, 10, 5, 0, 0, time.UTC),
+		Key: []byte("order-123"), Value: []byte(`{"orderId": 123, "tenant": {"id": 7}, "amount": 9.5, "items": ["a","b"]}`),
+		Headers: []kafka.Header{{Key: "tenant", Value: []byte("6")}, {Key: "tenant", Value: []byte("7")}}, Size: 99,
+		DeadLetter: &kafka.DeadLetter{OriginalTopic: "orders", OriginalPartition: &part, ExceptionType: "java.net.SocketTimeoutException",
+			ExceptionMessage: "Read timed out", RetryCount: &retries, ConsumerGroup: "billing", MessageID: "m-1"}}
+	for _, tc := range []struct {
+		expr string
+		want bool
+	}{
+		{`key == "order-123"`, true},
+		{`key.startsWith("order-") && offset == 42 && partition == 1`, true},
+		{`value.orderId == 123`, true},
+		{`value.orderId == 124`, false},
+		{`value.tenant.id == 7 && value.amount > 9.0 && "b" in value.items`, true},
+		{`headers["tenant"] == "7"`, true}, // the last value
+		{`dead_letter.exception_type.endsWith("TimeoutException") && dead_letter.retry_count >= 3`, true},
+		{`dead_letter.original_topic == "orders" && dead_letter.original_partition == 2 && dead_letter.consumer_group == "billing"`, true},
+		{`dead_letter.message_id == "m-1" && size == 99`, true},
+		{`timestamp > timestamp("2026-11-30T10:00:00Z")`, true},
+		{`value.missing == 1`, false}, // fails on this record: no match
+		{`dead_letter.exception_message.lowerAscii().contains("timed out")`, true},
+	} {
+		f, err := Compile(Kafka, tc.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.expr, err)
+		}
+		got, err := f.MatchKafka(context.Background(), rec)
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %v, %v; want %v", tc.expr, got, err, tc.want)
+		}
+	}
+	t.Run("TextValue", func(t *testing.T) {
+		f, _ := Compile(Kafka, `value == "plain text" && dead_letter.exception_type == ""`)
+		if ok, err := f.MatchKafka(context.Background(), kafka.Record{Value: []byte("plain text")}); !ok || err != nil {
+			t.Fatalf("= %v, %v", ok, err)
+		}
+	})
+}
+
+func TestMatchRabbit(t *testing.T) {
+	m := rabbit.Message{Exchange: "orders-x", RoutingKey: "orders.created", MessageID: "ord-9",
+		Properties: rabbit.Properties{MessageID: "ord-9", ContentType: "application/json", Priority: 3},
+		Headers:    []rabbit.Header{{Key: "tenant", Value: "7"}}, Body: []byte(`{"orderId":123}`),
+		DeadLetter: &rabbit.DeadLetter{Reason: "rejected", Count: 2, OriginalQueue: "orders", OriginalRoutingKeys: []string{"orders.created"},
+			ExceptionMessage: "boom"}}
+	for _, expr := range []string{`body.orderId == 123`, `headers["tenant"] == "7"`, `routing_key == "orders.created" && exchange == "orders-x"`,
+		`properties.message_id.startsWith("ord-") && properties.priority == 3`,
+		`dead_letter.reason == "rejected" && dead_letter.count == 2 && "orders.created" in dead_letter.original_routing_keys`,
+		`dead_letter.original_queue == "orders" && dead_letter.exception_message == "boom"`} {
+		f, err := Compile(RabbitMQ, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := f.MatchRabbit(context.Background(), m); !ok || err != nil {
+			t.Errorf("%s = %v, %v", expr, ok, err)
+		}
+	}
+}
+
+func TestCostLimit(t *testing.T) {
+	f, err := Compile(Kafka, costly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.MatchKafka(context.Background(), kafka.Record{})
+	if !errors.Is(err, ErrCostLimit) || !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("err = %v, want the cost limit", err)
+	}
+}
+
+// costly is an expression of about 10^6 operations on any record.
+const costly = `[0,1,2,3,4,5,6,7,8,9].map(a, [0,1,2,3,4,5,6,7,8,9].map(b, [0,1,2,3,4,5,6,7,8,9].map(c, ` +
+	`[0,1,2,3,4,5,6,7,8,9].map(d, [0,1,2,3,4,5,6,7,8,9].map(e, [0,1,2,3,4,5,6,7,8,9].filter(f, a+b+c+d+e+f == offset)))))).size() > 0`
