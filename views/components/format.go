@@ -308,3 +308,15 @@ func invisibleRune(r rune) bool {
 	}
 	return false
 }
+
+// ShortError keeps an error text's useful part for a narrow column: a leading qualified class
+// name loses its package ("com.acme.payments.ProviderTimeoutException: no answer" →
+// "ProviderTimeoutException: no answer"); anything else is left as it is. The full text belongs
+// in the cell's title.
+func ShortError(s string) string {
+	name, rest, ok := strings.Cut(s, ": ")
+	if !ok || strings.ContainsAny(name, " \t<>") || !strings.Contains(name, ".") {
+		return s
+	}
+	return name[strings.LastIndexByte(name, '.')+1:] + ": " + rest
+}

@@ -196,3 +196,17 @@ func TestPathSegment(t *testing.T) {
 		}
 	}
 }
+
+func TestShortError(t *testing.T) {
+	for in, want := range map[string]string{
+		"com.acme.payments.ProviderTimeoutException: no answer in 30000 ms": "ProviderTimeoutException: no answer in 30000 ms",
+		"java.lang.IllegalStateException: boom: twice":                      "IllegalStateException: boom: twice",
+		"TimeoutException: plain":                                           "TimeoutException: plain",
+		"<script>a.b: c</script>":                                           "<script>a.b: c</script>",
+		"connection refused":                                                "connection refused",
+	} {
+		if got := ShortError(in); got != want {
+			t.Errorf("ShortError(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
