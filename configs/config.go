@@ -39,6 +39,7 @@ type Config struct {
 	Replay    Replay           `yaml:"replay"`
 	Search    Search           `yaml:"search"`
 	Export    Export           `yaml:"export"`
+	Notify    Notify           `yaml:"notify"` // see notify.go
 }
 
 // Search bounds content searches (filter expressions over records and messages).
@@ -411,6 +412,7 @@ func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
 }
 
 func (c *Config) applyDefaults() {
+	c.Notify.applyDefaults()
 	if c.Search.MaxScan == 0 {
 		c.Search.MaxScan = 100_000
 	}
@@ -581,6 +583,7 @@ func (c *Config) Validate() error {
 		bad("listen", "must be host:port, e.g. 127.0.0.1:8080 (%v)", err)
 	}
 	c.Auth.validate(c.Listen, bad)
+	c.Notify.validate(bad)
 	c.Redaction.validate(bad)
 	switch c.Log.Format {
 	case "text", "json":

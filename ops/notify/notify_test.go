@@ -1,0 +1,429 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/ops/notify"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/tlstest"
+)
+
+// problems is an Evaluator whose answer the test sets.
+type problems struct {
+	mu sync.Mutex
+	ps []health.Problem
+}
+
+func (p *problems) set(ps ...health.Problem) { p.mu.Lock(); p.ps = ps; p.mu.Unlock() }
+func (p *problems) Evaluate(context.Context) health.Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return health.Report{CheckedAt: time.Now(), Problems: append([]health.Problem(nil), p.ps...)}
+}
+
+// receiver is a webhook/Slack endpoint on loopback that checks the signature and records bodies.
+type receiver struct {
+	t      *testing.T
+	secret string
+	down   atomic.Int32 // answer 503 this many more times
+	mu     sync.Mutex
+	got    []map[string]any
+	srv    *httptest.Server
+}
+
+func newReceiver(t *testing.T, secret string) *receiver {
+	r := &receiver{t: t, secret: secret}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if r.down.Load() > 0 {
+			r.down.Add(-1)
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		if r.secret != "" {
+			if got, want := req.Header.Get("X-Redrive-Signature"), notify.Sign([]byte(r.secret), body); got != want {
+				t.Errorf("signature %q, want %q", got, want)
+				http.Error(w, "bad signature", http.StatusUnauthorized)
+				return
+			}
+		}
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Errorf("body is not JSON: %v", err)
+		}
+		r.mu.Lock()
+		r.got = append(r.got, m)
+		r.mu.Unlock()
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) bodies() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]map[string]any(nil), r.got...)
+}
+
+// count is how many bodies had key=key and state=state (webhook format).
+func (r *receiver) count(key, state string) int {
+	n := 0
+	for _, b := range r.bodies() {
+		if b["key"] == key && b["state"] == state {
+			n++
+		}
+	}
+	return n
+}
+
+// mailbox is an SMTP server (go-smtp) on loopback with STARTTLS and PLAIN auth.
+type mailbox struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+type session struct {
+	m    *mailbox
+	auth bool
+}
+
+func (s *session) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (s *session) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != "redrive" || pass != "s3cret" {
+			return errors.New("bad credentials")
+		}
+		s.auth = true
+		return nil
+	}), nil
+}
+func (s *session) Mail(string, *smtp.MailOptions) error {
+	if !s.auth {
+		return smtp.ErrAuthRequired
+	}
+	return nil
+}
+func (s *session) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (s *session) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	s.m.mu.Lock()
+	s.m.msgs = append(s.m.msgs, string(b))
+	s.m.mu.Unlock()
+	return err
+}
+func (s *session) Reset()        {}
+func (s *session) Logout() error { return nil }
+
+func newMailbox(t *testing.T) (*mailbox, configs.NotifySMTP) {
+	caFile, serverTLS, _ := tlstest.SelfSigned(t)
+	m := &mailbox{}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{m: m}, nil }))
+	srv.Domain, srv.TLSConfig = "127.0.0.1", serverTLS
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	on := true
+	port := ln.Addr().(*net.TCPAddr).Port
+	return m, configs.NotifySMTP{Host: "127.0.0.1", Port: port, Username: "redrive", Password: "s3cret",
+		From: "redrive@example.com", To: []string{"oncall@example.com"}, StartTLS: &on, CAFile: caFile}
+}
+
+func (m *mailbox) messages() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.msgs...)
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+func newNotifier(t *testing.T, st *store.Store, ev notify.Evaluator, owner string, cfg configs.Notify) *notify.Notifier {
+	t.Helper()
+	if cfg.Interval == 0 {
+		cfg.Interval = configs.Duration(time.Millisecond) // every Round evaluates
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 10
+	}
+	for i := range cfg.Channels {
+		if cfg.Channels[i].SignatureHeader == "" {
+			cfg.Channels[i].SignatureHeader = "X-Redrive-Signature"
+		}
+	}
+	n, err := notify.New(notify.Options{Store: st, Problems: ev, Config: cfg, Owner: owner, LeaseTTL: 2 * time.Second,
+		Tick: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Release)
+	return n
+}
+
+func round(t *testing.T, n *notify.Notifier) {
+	t.Helper()
+	if err := n.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func problem(kind string, subject ...string) health.Problem {
+	labels := map[string]string{}
+	for i := 0; i+1 < len(subject); i += 2 {
+		labels[subject[i]] = subject[i+1]
+	}
+	return health.Problem{Key: kind + "/" + strings.Join(subject, "/"), Kind: kind, Severity: health.Warning,
+		Title: kind + " is on fire", Link: "/somewhere", Labels: labels, Since: time.Now()}
+}
+
+// One problem of every kind the health model has: each fires once and resolves once, on the
+// webhook; the Slack and email channels get the kinds routed to them, in their formats.
+func TestEachKindFiresOnceAndResolvesOnce(t *testing.T) {
+	st := openStore(t)
+	hook, slackRx := newReceiver(t, "hmac-secret"), newReceiver(t, "")
+	mail, smtpCfg := newMailbox(t)
+	kinds := []health.Problem{
+		problem(health.KindKafkaGroup, "cluster", "main", "group", "billing"),
+		problem(health.KindDeadLetters, "cluster", "main", "topic", "orders.DLT"),
+		problem(health.KindDeadLetters, "broker", "rmq", "queue", "orders.dlq"),
+		problem(health.KindQueueGrowing, "broker", "rmq", "queue", "work"),
+		problem(health.KindOutboxStuck, "outbox", "orders"),
+		problem(health.KindOutboxDead, "outbox", "orders"),
+		problem(health.KindOutboxBacklog, "outbox", "orders"),
+		problem(health.KindDependencyDown, "dependency", "kafka/main"),
+		problem(health.KindKafkaUnavailable, "cluster", "main"),
+		problem(health.KindRabbitUnavailable, "broker", "rmq"),
+		problem(health.KindReplayAwaiting, "job", "j1"),
+		problem(health.KindReplayDone, "job", "j2"),
+		problem(health.KindReplayFailed, "job", "j3"),
+		problem(health.KindReplayCancelled, "job", "j4"),
+	}
+	ev := &problems{}
+	n := newNotifier(t, st, ev, "r1", configs.Notify{BaseURL: "https://redrive.example.com",
+		Channels: []configs.NotifyChannel{
+			{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL), Secret: "hmac-secret"},
+			{Name: "slack", Type: "slack", URL: configs.Secret(slackRx.srv.URL)},
+			{Name: "mail", Type: "email", SMTP: smtpCfg},
+		},
+		Rules: []configs.NotifyRule{
+			{Channels: []string{"hook"}, RepeatEvery: configs.Duration(time.Hour)},
+			{Match: configs.NotifyMatch{Kind: health.KindKafkaGroup, Cluster: "main"}, Channels: []string{"slack", "mail"}},
+		}})
+	ev.set(kinds...)
+	for range 3 { // more evaluations than changes
+		round(t, n)
+	}
+	ev.set()
+	for range 3 {
+		round(t, n)
+	}
+	for _, p := range kinds {
+		if f, r := hook.count(p.Key, "firing"), hook.count(p.Key, "resolved"); f != 1 || r != 1 {
+			t.Errorf("%s: %d firing, %d resolved on the webhook; want 1 and 1", p.Key, f, r)
+		}
+	}
+	b := hook.bodies()[0]
+	for _, f := range []string{"key", "kind", "state", "severity", "title", "summary", "link", "labels", "at"} {
+		if _, ok := b[f]; !ok {
+			t.Errorf("webhook body lacks %q: %v", f, b)
+		}
+	}
+	if b["link"] != "https://redrive.example.com/somewhere" {
+		t.Errorf("link %v", b["link"])
+	}
+	sl := slackRx.bodies()
+	if len(sl) != 2 || !strings.HasPrefix(sl[0]["text"].(string), "Firing: ") || !strings.HasPrefix(sl[1]["text"].(string), "Resolved: ") {
+		t.Fatalf("slack got %v", sl)
+	}
+	if blocks, _ := json.Marshal(sl[0]["blocks"]); !strings.Contains(string(blocks), `"url":"https://redrive.example.com/somewhere"`) {
+		t.Errorf("slack blocks without the link button: %s", blocks)
+	}
+	msgs := mail.messages()
+	if len(msgs) != 2 || !strings.Contains(msgs[0], "Subject: [Redrive] FIRING: kafka_group is on fire") ||
+		!strings.Contains(msgs[1], "Subject: [Redrive] RESOLVED: kafka_group is on fire") {
+		t.Fatalf("mail got %q", msgs)
+	}
+	// Fires again: a new episode, notified again.
+	ev.set(kinds[0])
+	round(t, n)
+	if f := hook.count(kinds[0].Key, "firing"); f != 2 {
+		t.Errorf("a problem firing again is notified again: %d", f)
+	}
+}
+
+func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
+	st := openStore(t)
+	hook := newReceiver(t, "")
+	ev := &problems{}
+	p := problem(health.KindOutboxDead, "outbox", "orders")
+	ev.set(p)
+	n := newNotifier(t, st, ev, "r1", configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
+		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}, RepeatEvery: configs.Duration(700 * time.Millisecond)}}})
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		round(t, n)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c := hook.count(p.Key, "firing"); c != 1 {
+		t.Fatalf("%d firing before repeat_every, want 1", c)
+	}
+	time.Sleep(300 * time.Millisecond)
+	round(t, n)
+	round(t, n)
+	if c := hook.count(p.Key, "firing"); c != 2 {
+		t.Fatalf("%d firing after repeat_every, want 2 (one reminder)", c)
+	}
+}
+
+func TestSilenceHoldsIt(t *testing.T) {
+	st := openStore(t)
+	hook := newReceiver(t, "")
+	ev := &problems{}
+	p := problem(health.KindKafkaGroup, "cluster", "main", "group", "billing")
+	other := problem(health.KindKafkaGroup, "cluster", "main", "group", "shipping")
+	if _, err := st.CreateSilence(context.Background(), store.Silence{Matchers: map[string]string{"group": "billing"},
+		EndsAt: time.Now().Add(600 * time.Millisecond), CreatedBy: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	ev.set(p, other)
+	n := newNotifier(t, st, ev, "r1", configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
+		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}})
+	for range 3 {
+		round(t, n)
+	}
+	if c := hook.count(p.Key, "firing"); c != 0 {
+		t.Fatalf("silenced problem notified %d times", c)
+	}
+	if c := hook.count(other.Key, "firing"); c != 1 {
+		t.Fatalf("unsilenced problem notified %d times", c)
+	}
+	time.Sleep(700 * time.Millisecond)
+	round(t, n)
+	round(t, n)
+	if c := hook.count(p.Key, "firing"); c != 1 {
+		t.Fatalf("after the silence ended, a still-firing problem is notified once: %d", c)
+	}
+}
+
+func TestReceiverDownThenUp(t *testing.T) {
+	st := openStore(t)
+	hook := newReceiver(t, "")
+	hook.down.Store(3)
+	ev := &problems{}
+	p := problem(health.KindOutboxStuck, "outbox", "orders")
+	ev.set(p)
+	n := newNotifier(t, st, ev, "r1", configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
+		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}})
+	deadline := time.Now().Add(5 * time.Second)
+	for hook.count(p.Key, "firing") == 0 && time.Now().Before(deadline) {
+		_ = n.Round(context.Background()) // attempts fail while it is down
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		_ = n.Round(context.Background())
+		time.Sleep(60 * time.Millisecond)
+	}
+	if c := hook.count(p.Key, "firing"); c != 1 {
+		t.Fatalf("delivered %d times, want once", c)
+	}
+	log, err := st.Notifications(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || log[0].DeliveredAt == nil || log[0].Attempts != 4 {
+		t.Fatalf("log %+v: want one delivered after 4 attempts", log)
+	}
+}
+
+func TestTwoNotifiersOneNotification(t *testing.T) {
+	st := openStore(t)
+	hook := newReceiver(t, "")
+	ev := &problems{}
+	p := problem(health.KindOutboxDead, "outbox", "orders")
+	ev.set(p)
+	cfg := configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
+		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}}
+	a, b := newNotifier(t, st, ev, "a", cfg), newNotifier(t, st, ev, "b", cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = a.Run(ctx) })
+	wg.Go(func() { _ = b.Run(ctx) })
+	wg.Wait()
+	if c := hook.count(p.Key, "firing"); c != 1 {
+		t.Fatalf("two notifiers sent %d, want 1", c)
+	}
+}
+
+func TestRecordedNotSentThenLeaderStops(t *testing.T) {
+	st := openStore(t)
+	hook := newReceiver(t, "")
+	ev := &problems{}
+	p := problem(health.KindReplayAwaiting, "job", "j1")
+	ev.set(p)
+	cfg := configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
+		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}}
+	a := newNotifier(t, st, ev, "a", cfg)
+	if lead, err := a.Evaluate(context.Background()); err != nil || !lead {
+		t.Fatalf("a leads: %v %v", lead, err)
+	}
+	a.Release() // the leader stops after recording, before sending
+	b := newNotifier(t, st, ev, "b", cfg)
+	for range 3 {
+		round(t, b)
+	}
+	if c := hook.count(p.Key, "firing"); c != 1 {
+		t.Fatalf("the next leader sent it %d times, want 1", c)
+	}
+	log, _ := st.Notifications(context.Background(), 10)
+	if len(log) != 1 {
+		t.Fatalf("recorded %d notifications, want 1 (b did not record it again): %+v", len(log), log)
+	}
+}
+
+func TestTestNotification(t *testing.T) {
+	st := openStore(t)
+	hook := newReceiver(t, "k")
+	n := newNotifier(t, st, &problems{}, "r1", configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL), Secret: "k"}}})
+	if err := n.Test(context.Background(), "hook", "ann"); err != nil {
+		t.Fatal(err)
+	}
+	if c := hook.count("test/hook", "test"); c != 1 {
+		t.Fatalf("test notifications received: %d", c)
+	}
+	if err := n.Test(context.Background(), "nope", "ann"); err == nil {
+		t.Fatal("unknown channel accepted")
+	}
+}

@@ -1,0 +1,289 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// NotifyAlert is the notifier's record of one problem key: what it last looked like, its episode
+// (one per firing, counted from 1) and whether it fires now.
+type NotifyAlert struct {
+	Key, Kind, Severity, Title, Summary, Link string
+	Labels                                    map[string]string
+	Since                                     time.Time
+	Episode                                   int
+	Firing                                    bool
+	FiredAt                                   time.Time
+	ResolvedAt                                *time.Time
+}
+
+// NotifySent is the newest firing notification of an alert's current episode on one channel.
+type NotifySent struct {
+	Key     string
+	Channel string
+	Seq     int
+	At      time.Time
+}
+
+// NewNotification is a notification to record (and later deliver).
+type NewNotification struct {
+	Key     string
+	Episode int
+	State   string // firing | resolved | test
+	Seq     int
+	Channel string
+	Event   json.RawMessage
+}
+
+// Notification is one row of the delivery log.
+type Notification struct {
+	ID            int64
+	Key           string
+	Episode       int
+	State         string
+	Seq           int
+	Channel       string
+	Event         json.RawMessage
+	CreatedAt     time.Time
+	Attempts      int
+	NextAttemptAt time.Time
+	DeliveredAt   *time.Time
+	FailedAt      *time.Time
+	LastError     string
+}
+
+// NotifyRound is what one evaluation of the notifier writes: alerts that fire (new or again) or
+// are updated, alerts that resolved, and the notifications they give rise to.
+type NotifyRound struct {
+	Alerts        []NotifyAlert // upserted as given
+	Notifications []NewNotification
+}
+
+// NotifyState reads every alert and, for the firing ones, the newest firing notification of their
+// current episode per channel. Errors are ops.ErrUnavailable.
+func (s *Store) NotifyState(ctx context.Context) ([]NotifyAlert, []NotifySent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, kind, severity, title, summary, link, labels, since, episode, firing,
+		fired_at, resolved_at FROM notify_alert ORDER BY key`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+	}
+	alerts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifyAlert, error) {
+		var a NotifyAlert
+		return a, r.Scan(&a.Key, &a.Kind, &a.Severity, &a.Title, &a.Summary, &a.Link, &a.Labels, &a.Since, &a.Episode,
+			&a.Firing, &a.FiredAt, &a.ResolvedAt)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+	}
+	rows, err = s.pool.Query(ctx, `SELECT n.alert_key, n.channel, max(n.seq), max(n.created_at)
+		FROM notification n JOIN notify_alert a ON a.key = n.alert_key AND a.episode = n.episode
+		WHERE n.state = 'firing' AND a.firing GROUP BY 1, 2`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+	}
+	sent, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifySent, error) {
+		var x NotifySent
+		return x, r.Scan(&x.Key, &x.Channel, &x.Seq, &x.At)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+	}
+	return alerts, sent, nil
+}
+
+// WriteNotifyRound stores r in one transaction fenced by l (see WriteSample): a notifier that lost
+// its lease gets ErrFenced and writes nothing. A notification already recorded (same key,
+// episode, state, seq and channel) is not recorded twice.
+func (s *Store) WriteNotifyRound(ctx context.Context, l SourceLease, r NotifyRound) error {
+	hold := max(l.TTL/2, 100*time.Millisecond)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
+			set_config('statement_timeout', $1, true)`, pgMillis(hold)); err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		}
+		if err := fence(ctx, tx, l); err != nil {
+			return err
+		}
+		for _, a := range r.Alerts {
+			labels := a.Labels
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO notify_alert (key, kind, severity, title, summary, link, labels, since,
+					episode, firing, fired_at, resolved_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, severity = excluded.severity, title = excluded.title,
+					summary = excluded.summary, link = excluded.link, labels = excluded.labels, since = excluded.since,
+					episode = excluded.episode, firing = excluded.firing, fired_at = excluded.fired_at,
+					resolved_at = excluded.resolved_at`,
+				a.Key, a.Kind, a.Severity, ops.CleanText(a.Title, 4096), ops.CleanText(a.Summary, 4096), a.Link, labels,
+				a.Since, a.Episode, a.Firing, a.FiredAt, a.ResolvedAt); err != nil {
+				return fmt.Errorf("%w: alert %s: %w", ops.ErrUnavailable, a.Key, err)
+			}
+		}
+		for _, n := range r.Notifications {
+			if err := insertNotification(ctx, tx, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("notify round (token %d): %w", l.Token, err)
+	}
+	return nil
+}
+
+// RecordNotification records one notification outside a round (a test notification) and returns
+// its ID. Errors are ops.ErrUnavailable.
+func (s *Store) RecordNotification(ctx context.Context, n NewNotification) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("notification %s: record: %w: %w", n.Key, ops.ErrUnavailable, err)
+	}
+	return id, nil
+}
+
+func insertNotification(ctx context.Context, tx pgx.Tx, n NewNotification) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)); err != nil {
+		return fmt.Errorf("%w: notification %s: %w", ops.ErrUnavailable, n.Key, err)
+	}
+	return nil
+}
+
+// fence locks l's row (shared) and checks its token is current; ErrFenced otherwise.
+func fence(ctx context.Context, tx pgx.Tx, l SourceLease) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM sampler_lease WHERE source = $1 AND owner = $2 AND token = $3 AND expires_at > now() FOR SHARE`,
+		l.Source, l.Owner, l.Token).Scan(&one)
+	switch {
+	case isNoRows(err):
+		return ErrFenced
+	case err != nil:
+		return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// DueNotifications lists up to limit undelivered notifications whose next attempt is due, oldest
+// first. Errors are ops.ErrUnavailable.
+func (s *Store) DueNotifications(ctx context.Context, limit int) ([]Notification, error) {
+	return s.notifications(ctx, `WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now() ORDER BY id LIMIT $1`, limit)
+}
+
+// Notifications lists the newest limit notifications, newest first (the delivery log).
+func (s *Store) Notifications(ctx context.Context, limit int) ([]Notification, error) {
+	return s.notifications(ctx, `ORDER BY id DESC LIMIT $1`, limit)
+}
+
+func (s *Store) notifications(ctx context.Context, where string, args ...any) ([]Notification, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, alert_key, episode, state, seq, channel, event, created_at, attempts,
+		next_attempt_at, delivered_at, failed_at, last_error FROM notification `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("notifications: %w: %w", ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Notification, error) {
+		var n Notification
+		return n, r.Scan(&n.ID, &n.Key, &n.Episode, &n.State, &n.Seq, &n.Channel, &n.Event, &n.CreatedAt, &n.Attempts,
+			&n.NextAttemptAt, &n.DeliveredAt, &n.FailedAt, &n.LastError)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("notifications: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// ClaimNotification takes notification id for one attempt: it counts the attempt and moves the
+// next one retry later, so that nobody else sends it meanwhile and a sender that dies leaves it to
+// the next attempt. l fences the claim (nil: unfenced, for a test notification). It reports false
+// when the notification is delivered, given up, not due, or l is not current.
+func (s *Store) ClaimNotification(ctx context.Context, l *SourceLease, id int64, retry time.Duration) (int, bool, error) {
+	var attempts int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if l != nil {
+			if err := fence(ctx, tx, *l); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, `UPDATE notification SET attempts = attempts + 1, next_attempt_at = now() + $2::interval
+			WHERE id = $1 AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
+			RETURNING attempts`, id, retry).Scan(&attempts)
+	})
+	switch {
+	case isNoRows(err), errors.Is(err, ErrFenced):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("notification %d: claim: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	return attempts, true, nil
+}
+
+// SettleNotification records an attempt's outcome: sendErr nil marks it delivered; otherwise the
+// error is kept and, when giveUp, the notification is given up. Unfenced: a send that happened
+// must be recorded, whoever leads now.
+func (s *Store) SettleNotification(ctx context.Context, id int64, sendErr error, giveUp bool) error {
+	var err error
+	if sendErr == nil {
+		_, err = s.pool.Exec(ctx, `UPDATE notification SET delivered_at = now(), last_error = '' WHERE id = $1 AND delivered_at IS NULL`, id)
+	} else {
+		_, err = s.pool.Exec(ctx, `UPDATE notification SET last_error = $2,
+			failed_at = CASE WHEN $3 THEN now() ELSE failed_at END WHERE id = $1 AND delivered_at IS NULL`,
+			id, ops.CleanText(sendErr.Error(), 2048), giveUp)
+	}
+	if err != nil {
+		return fmt.Errorf("notification %d: settle: %w: %w", id, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Silence holds the notifications of the problems whose labels (and kind, severity) match all of
+// Matchers until EndsAt.
+type Silence struct {
+	ID        int64
+	Matchers  map[string]string
+	EndsAt    time.Time
+	Comment   string
+	CreatedBy string
+	CreatedAt time.Time
+}
+
+// CreateSilence stores a silence and returns it with its ID and creation time. Errors are
+// ops.ErrUnavailable.
+func (s *Store) CreateSilence(ctx context.Context, x Silence) (Silence, error) {
+	if x.Matchers == nil {
+		x.Matchers = map[string]string{}
+	}
+	err := s.pool.QueryRow(ctx, `INSERT INTO notify_silence (matchers, ends_at, comment, created_by) VALUES ($1, $2, $3, $4)
+		RETURNING id, created_at`, x.Matchers, x.EndsAt, ops.CleanText(x.Comment, 4096), ops.CleanText(x.CreatedBy, 256)).Scan(&x.ID, &x.CreatedAt)
+	if err != nil {
+		return x, fmt.Errorf("silence: create: %w: %w", ops.ErrUnavailable, err)
+	}
+	return x, nil
+}
+
+// Silences lists the silences that have not ended, soonest end first.
+func (s *Store) Silences(ctx context.Context) ([]Silence, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, matchers, ends_at, comment, created_by, created_at FROM notify_silence
+		WHERE ends_at > now() ORDER BY ends_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("silences: %w: %w", ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Silence, error) {
+		var x Silence
+		return x, r.Scan(&x.ID, &x.Matchers, &x.EndsAt, &x.Comment, &x.CreatedBy, &x.CreatedAt)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("silences: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
