@@ -140,12 +140,16 @@ const MaxPeek = 100_000
 
 // Peek is Browse with a limit up to MaxPeek, for freezing a replay plan's message set: it hands
 // each message to each as it arrives (the caller works while the rest is read), and the result
-// holds no messages. The messages are for moving, not showing: whole bodies, headers not
-// rendered (Headers is nil). They all go back to the queue before Peek returns. Peek takes the
+// holds no messages. The messages are for moving, not showing: whole bodies, headers rendered
+// as text (for a plan's filter). They all go back to the queue before Peek returns. Peek takes the
 // queue's turn as Browse does, for as long as each takes; a result that is not Complete is a
 // selection that may miss messages of the head.
 func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int, each func(Message)) (BrowseResult, error) {
-	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) { each(b.toFullMessage(d, pos)) })
+	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) {
+		m := b.toFullMessage(d, pos)
+		m.Headers = headersOf(d.Headers) // a plan's filter.cel reads them
+		each(m)
+	})
 }
 
 // browse reads up to limit messages, handing each to sink with its position, and returns the

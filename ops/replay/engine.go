@@ -201,7 +201,7 @@ func actionNames(counts map[Action]int) map[string]int {
 }
 
 func filterHint(f Filter) string {
-	if f.ExceptionType != "" || f.Reason != "" || f.OriginalTopic != "" || len(f.MessageIDs) > 0 || !f.Since.IsZero() || !f.Until.IsZero() {
+	if f.CEL != "" || f.ExceptionType != "" || f.Reason != "" || f.OriginalTopic != "" || len(f.MessageIDs) > 0 || !f.Since.IsZero() || !f.Until.IsZero() {
 		return " matching the filter"
 	}
 	return ""

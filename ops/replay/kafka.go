@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -47,6 +49,7 @@ type kafkaPlan struct {
 	f       Filter
 	topicID string
 	dests   *destPartitions
+	cel     *search.Filter // f.CEL compiled; nil when unset
 }
 
 // plan reads the selected range (or records) of a dead-letter topic and emits each record as an item.
@@ -70,7 +73,11 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 		return err
 	}
 	src.TopicID = id
-	p := &kafkaPlan{e: k.e, k: c, src: *src, f: f, topicID: id, dests: newDestPartitions(c)}
+	cel, err := compileCEL(search.Kafka, f.CEL)
+	if err != nil {
+		return err
+	}
+	p := &kafkaPlan{e: k.e, k: c, src: *src, f: f, topicID: id, dests: newDestPartitions(c), cel: cel}
 	if len(src.Records) > 0 {
 		return p.records(ctx, parts, emit)
 	}
@@ -183,6 +190,11 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 	if (f.ExceptionType != "" && exception != f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
 		!f.matchIDs(msgID) || !f.matchTime(r.Timestamp) {
 		return Item{}, false, nil
+	}
+	if p.cel != nil {
+		if ok, err := p.cel.MatchKafka(ctx, r); err != nil || !ok {
+			return Item{}, false, err
+		}
 	}
 	partition, offset := r.Partition, r.Offset
 	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
@@ -396,4 +408,16 @@ func replayHeaders(in []kafka.Header, strip headerStripper, job store.ReplayJob,
 		kafka.Header{Key: HeaderReplayedBy, Value: []byte(job.Actor)},
 		kafka.Header{Key: HeaderSource, Value: []byte(source)},
 	)
+}
+
+// compileCEL compiles a plan's filter.cel once ("" is no filter); a bad one names filter.cel.
+func compileCEL(kind search.Kind, expr string) (*search.Filter, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	f, err := search.Compile(kind, expr)
+	if err != nil {
+		return nil, invalid("filter.cel", strings.TrimPrefix(err.Error(), "filter: "))
+	}
+	return f, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -76,11 +77,21 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	if src.Limit < 1 || src.Limit > rabbit.MaxPeek {
 		return invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbit.MaxPeek))
 	}
+	cel, err := compileCEL(search.RabbitMQ, f.CEL)
+	if err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	var emitErr error
 	read := 0
 	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbit.Message) {
 		read++
+		if cel != nil && emitErr == nil {
+			if ok, err := cel.MatchRabbit(ctx, m); err != nil || !ok {
+				emitErr = err
+				return
+			}
+		}
 		it, ok := k.e.rabbitItem(*src, f, m)
 		if !ok || seen[it.Locator] || emitErr != nil {
 			return // a duplicate copy is handled as its first instance

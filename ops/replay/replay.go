@@ -79,6 +79,10 @@ type Filter struct {
 	MessageIDs    []string  `json:"message_ids,omitempty"`
 	Since         time.Time `json:"since,omitzero"`
 	Until         time.Time `json:"until,omitzero"`
+	// CEL is a filter expression over each message (ops/search: Kafka key, value, headers,
+	// dead_letter, …; RabbitMQ body, headers, properties, …): the plan freezes exactly the
+	// messages it is true for. Compiled once per plan; a bad expression is an ops.ErrInvalid.
+	CEL string `json:"cel"`
 }
 
 func (f Filter) matchIDs(id string) bool {
