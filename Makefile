@@ -1,5 +1,7 @@
 # Redrive — the two commands a newcomer needs are `make demo` and `make test`.
 GO      ?= go
+# helm as a Go module (the version deploy/helm/chart_test.go renders with; keep them in step)
+HELM ?= $(GO) run helm.sh/helm/v3/cmd/helm@v3.22.0
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 # Fuzz targets run this long each inside `make test`.
@@ -35,6 +37,8 @@ lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(HELM) lint --strict deploy/helm/redrive
+	$(HELM) template redrive deploy/helm/redrive --set podDisruptionBudget.enabled=true --set serviceMonitor.enabled=true > /dev/null
 
 ## generate: regenerate templ code
 generate:
