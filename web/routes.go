@@ -41,6 +41,7 @@ type routeHandlers struct {
 	doctor   *handlers.Doctor
 	reload   *Reloader
 	search   *handlers.Search
+	notify   *handlers.Notifications
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -59,6 +60,9 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/outboxes/:name/release", h.outboxes.FormRelease, RoleOperator},
 		{http.MethodPost, "/outboxes/:name/requeue", h.outboxes.FormRequeue, RoleOperator},
 		{http.MethodGet, "/audit", h.audit.Page, RoleViewer},
+		{http.MethodGet, "/notifications", h.notify.Page, RoleViewer},
+		{http.MethodPost, "/notifications/silences", h.notify.FormSilence, RoleOperator},
+		{http.MethodPost, "/notifications/channels/:name/test", h.notify.FormTest, RoleOperator},
 		{http.MethodGet, "/doctor", h.doctor.Page, RoleAdmin},
 		{http.MethodGet, "/kafka", h.kafka.Index, RoleViewer},
 		{http.MethodGet, "/kafka/:cluster", h.kafka.Cluster, RoleViewer},
@@ -88,6 +92,9 @@ func routes(h routeHandlers) []Route {
 		{http.MethodPost, "/api/v1/outboxes/:name/leases/release", h.outboxes.APIRelease, RoleOperator},
 		{http.MethodPost, "/api/v1/outboxes/:name/events/requeue", h.outboxes.APIRequeue, RoleOperator},
 		{http.MethodGet, "/api/v1/audit", h.audit.API, RoleViewer},
+		{http.MethodGet, "/api/v1/notifications", h.notify.APIList, RoleViewer},
+		{http.MethodPost, "/api/v1/notifications/channels/:name/test", h.notify.APITest, RoleOperator},
+		{http.MethodPost, "/api/v1/silences", h.notify.APISilence, RoleOperator},
 		{http.MethodGet, "/api/v1/replicas", h.replicas.API, RoleAdmin},
 		{http.MethodGet, "/api/v1/admin/doctor", h.doctor.API, RoleAdmin},
 		{http.MethodPost, "/api/v1/admin/reload", h.reload.apiReload, RoleAdmin},

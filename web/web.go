@@ -68,6 +68,10 @@ type Deps struct {
 	// Search are the sources and settings of content search and export (search.*, export.*);
 	// New fills its Redactor and Audit from Redactor and Store. Zero searches nothing.
 	Search handlers.SearchOptions
+
+	// Notifier sends test notifications to the configured channels (ops/notify); nil when
+	// notify.channels is empty (the log and silences still work).
+	Notifier handlers.NotificationSender
 }
 
 // New builds the echo server with every route registered.
@@ -175,6 +179,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		doctor:   handlers.NewDoctor(deps.Doctor, meta),
 		reload:   opts.Reload,
 		search:   newSearch(deps),
+		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

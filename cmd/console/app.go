@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/notify"
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -30,6 +34,7 @@ type app struct {
 	rabbit   []*rabbit.Broker
 	inboxes  []*inbox.Inbox
 	sampler  *sampler.Sampler // nil when nothing is sampled
+	notifier *notify.Notifier // nil when notify.channels is empty
 	engine   *replay.Engine
 	offsets  *offsets.Mover // nil without Kafka clusters
 	checks   []handlers.Check
@@ -147,7 +152,40 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 	}
+	if len(cfg.Notify.Channels) > 0 {
+		if a.notifier, err = a.buildNotifier(cfg, log); err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.registry.MustRegister(a.notifier.Collectors()...)
+	}
 	return a, nil
+}
+
+// buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
+func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Notifier, error) {
+	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine}
+	for _, o := range a.outboxes {
+		src.Outboxes = append(src.Outboxes, o)
+	}
+	if a.sampler != nil {
+		src.Lag, src.Queues = a.sampler, a.sampler
+		for _, k := range a.kafka {
+			src.Kafka = append(src.Kafka, k)
+		}
+		for _, r := range a.rabbit {
+			src.Rabbit = append(src.Rabbit, r)
+		}
+	}
+	owner := "console-" + strconv.Itoa(os.Getpid())
+	if host, err := os.Hostname(); err == nil {
+		owner = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if a.sampler != nil {
+		owner = a.sampler.ReplicaID()
+	}
+	return notify.New(notify.Options{Store: a.store, Problems: health.NewMonitor(src.HealthSources()), Config: cfg.Notify,
+		Owner: owner, Logger: log})
 }
 
 // groupsByTopic reads the lag snapshot for the consumer groups of each topic.
@@ -188,6 +226,9 @@ func (a *app) webDeps(log *slog.Logger) web.Deps {
 	if a.offsets != nil {
 		d.Offsets = a.offsets
 	}
+	if a.notifier != nil {
+		d.Notifier = a.notifier
+	}
 	return d
 }
 
@@ -202,6 +243,13 @@ func (a *app) background(ctx context.Context, log *slog.Logger) (wait func()) {
 		wg.Go(func() {
 			if err := a.sampler.Run(ctx); err != nil {
 				log.Error("sampler stopped", "err", err)
+			}
+		})
+	}
+	if a.notifier != nil {
+		wg.Go(func() {
+			if err := a.notifier.Run(ctx); err != nil {
+				log.Error("notifier stopped", "err", err)
 			}
 		})
 	}

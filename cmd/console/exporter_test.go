@@ -538,6 +538,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/job_nope/cancel", "")
 	post("/api/v1/replays/{id}/approve", "/api/v1/replays/"+url.PathEscape(job.ID)+"/approve", "") // not awaiting: 409
 	post("/api/v1/replays/{id}/approve", "/api/v1/replays/job_nope/approve", "")
+	get("/api/v1/notifications", "/api/v1/notifications")
+	get("/api/v1/notifications", "/api/v1/notifications?limit=0")
+	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"billing"},"duration":"2h","comment":"contract"}`)
+	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{},"duration":"2h"}`)
+	post("/api/v1/notifications/channels/{name}/test", "/api/v1/notifications/channels/nope/test", "")
 
 	rbase, vhost, _ := rabbitConsole(t)
 	rget := func(template, path string) response { t.Helper(); return check(rbase, "GET", template, path, "", "") }

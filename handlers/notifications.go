@@ -1,0 +1,290 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/store"
+	notifypages "github.com/redrive/redrive/views/pages/notifications"
+)
+
+// NotificationStore is the delivery log and the silences in the console's store.
+type NotificationStore interface {
+	Notifications(ctx context.Context, limit int) ([]store.Notification, error)
+	Silences(ctx context.Context) ([]store.Silence, error)
+	CreateSilence(ctx context.Context, s store.Silence) (store.Silence, error)
+	Auditor
+}
+
+// NotificationSender sends test notifications (ops/notify.Notifier); nil when no channel is
+// configured.
+type NotificationSender interface {
+	Channels() []string
+	// Test sends a test notification to channel now; ops.ErrNotFound for an unknown channel.
+	Test(ctx context.Context, channel, actor string) error
+}
+
+// Notifications serves the delivery log, the silences and the test buttons.
+type Notifications struct {
+	store  NotificationStore
+	sender NotificationSender
+	meta   MetaFunc
+}
+
+// NewNotifications wires the notifications handlers; sender may be nil.
+func NewNotifications(st NotificationStore, sender NotificationSender, meta MetaFunc) *Notifications {
+	return &Notifications{store: st, sender: sender, meta: meta}
+}
+
+// silenceKeys are the matchers a silence may name.
+var silenceKeys = []string{"kind", "severity", "cluster", "topic", "queue", "group", "broker", "vhost", "outbox", "job", "dependency"}
+
+// maxSilence bounds how long one silence may hold notifications.
+const maxSilence = 30 * 24 * time.Hour
+
+type notificationJSON struct {
+	ID            int64      `json:"id"`
+	Key           string     `json:"key"`
+	State         string     `json:"state"`
+	Channel       string     `json:"channel"`
+	Event         any        `json:"event"`
+	CreatedAt     time.Time  `json:"created_at"`
+	Attempts      int        `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	DeliveredAt   *time.Time `json:"delivered_at"`
+	FailedAt      *time.Time `json:"failed_at"`
+	LastError     string     `json:"last_error"`
+	Outcome       string     `json:"outcome"` // pending, retrying, delivered, failed
+}
+
+type silenceJSON struct {
+	ID        int64             `json:"id"`
+	Matchers  map[string]string `json:"matchers"`
+	EndsAt    time.Time         `json:"ends_at"`
+	Comment   string            `json:"comment"`
+	CreatedBy string            `json:"created_by"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+func outcomeOf(n store.Notification) string {
+	switch {
+	case n.DeliveredAt != nil:
+		return "delivered"
+	case n.FailedAt != nil:
+		return "failed"
+	case n.Attempts > 0:
+		return "retrying"
+	}
+	return "pending"
+}
+
+// APIList: GET /api/v1/notifications?limit=N (default 100, at most 1000) — newest first.
+func (h *Notifications) APIList(c echo.Context) error {
+	limit := 100
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return ops.Invalid("limit", "must be 1-1000")
+		}
+		limit = n
+	}
+	list, err := h.store.Notifications(c.Request().Context(), limit)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Channels      []string           `json:"channels"`
+		Notifications []notificationJSON `json:"notifications"`
+	}{Channels: []string{}, Notifications: []notificationJSON{}}
+	if h.sender != nil {
+		out.Channels = append(out.Channels, h.sender.Channels()...)
+	}
+	for _, n := range list {
+		j := notificationJSON{ID: n.ID, Key: n.Key, State: n.State, Channel: n.Channel, Event: n.Event, CreatedAt: n.CreatedAt,
+			Attempts: n.Attempts, DeliveredAt: n.DeliveredAt, FailedAt: n.FailedAt, LastError: n.LastError, Outcome: outcomeOf(n)}
+		if n.DeliveredAt == nil && n.FailedAt == nil {
+			next := n.NextAttemptAt
+			j.NextAttemptAt = &next
+		}
+		out.Notifications = append(out.Notifications, j)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type silenceRequest struct {
+	Matchers map[string]string `json:"matchers"`
+	EndsAt   *time.Time        `json:"ends_at"`
+	Duration string            `json:"duration"`
+	Comment  string            `json:"comment"`
+}
+
+// parse checks a silence request: at least one known matcher, an end within 30 days.
+func (r silenceRequest) parse(now time.Time) (store.Silence, error) {
+	s := store.Silence{Matchers: map[string]string{}, Comment: strings.TrimSpace(r.Comment)}
+	for k, v := range r.Matchers {
+		if !containsStr(silenceKeys, k) {
+			return s, ops.Invalid("matchers."+k, "unknown; one of "+strings.Join(silenceKeys, ", "))
+		}
+		if v = strings.TrimSpace(v); v != "" {
+			s.Matchers[k] = v
+		}
+	}
+	if len(s.Matchers) == 0 {
+		return s, ops.Invalid("matchers", "name at least one of "+strings.Join(silenceKeys, ", "))
+	}
+	switch {
+	case r.EndsAt != nil && r.Duration != "":
+		return s, ops.Invalid("ends_at", "give ends_at or duration, not both")
+	case r.EndsAt != nil:
+		s.EndsAt = *r.EndsAt
+	case r.Duration != "":
+		d, err := time.ParseDuration(r.Duration)
+		if err != nil {
+			return s, ops.Invalid("duration", "must be a duration such as 2h or 30m")
+		}
+		s.EndsAt = now.Add(d)
+	default:
+		return s, ops.Invalid("ends_at", "required (or duration)")
+	}
+	if !s.EndsAt.After(now) || s.EndsAt.Sub(now) > maxSilence {
+		return s, ops.Invalid("ends_at", "must be in the future and within 30 days")
+	}
+	return s, nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// createSilence stores and audits a silence (notify.silence), the audit written first: no audit,
+// no silence.
+func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (store.Silence, error) {
+	s, err := req.parse(time.Now())
+	if err != nil {
+		return s, err
+	}
+	s.CreatedBy = ActorOf(c).Name
+	detail := map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()}
+	if err := recordAudit(c, h.store, "notify.silence", "notifications", 1, s.Comment, detail); err != nil {
+		return s, err
+	}
+	return h.store.CreateSilence(c.Request().Context(), s)
+}
+
+// APISilence: POST /api/v1/silences {"matchers": {...}, "ends_at" | "duration", "comment"} — audited.
+func (h *Notifications) APISilence(c echo.Context) error {
+	var req silenceRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	s, err := h.createSilence(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, silenceJSON{ID: s.ID, Matchers: s.Matchers, EndsAt: s.EndsAt.UTC(), Comment: s.Comment,
+		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.UTC()})
+}
+
+// test sends a test notification, audited (notify.test).
+func (h *Notifications) test(c echo.Context) (string, error) {
+	name := c.Param("name")
+	if h.sender == nil || !containsStr(h.sender.Channels(), name) {
+		return name, fmt.Errorf("notification channel %q: %w", name, ops.ErrNotFound)
+	}
+	if err := recordAudit(c, h.store, "notify.test", "channel/"+name, 1, "", nil); err != nil {
+		return name, err
+	}
+	return name, h.sender.Test(c.Request().Context(), name, ActorOf(c).Name)
+}
+
+// APITest: POST /api/v1/notifications/channels/:name/test — sends a test notification now.
+func (h *Notifications) APITest(c echo.Context) error {
+	name, err := h.test(c)
+	switch {
+	case errors.Is(err, ops.ErrNotFound):
+		return err
+	case err != nil && !errors.Is(err, ops.ErrUnavailable) && !errors.Is(err, ops.ErrInvalid):
+		// The channel refused or could not be reached: that is the answer, not a console error.
+		return c.JSON(http.StatusOK, map[string]any{"channel": name, "delivered": false, "error": err.Error()})
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"channel": name, "delivered": true})
+}
+
+// FormTest: POST /notifications/channels/:name/test (the page's button).
+func (h *Notifications) FormTest(c echo.Context) error {
+	name, err := h.test(c)
+	flash := "Test notification delivered to " + name + "."
+	if errors.Is(err, ops.ErrNotFound) {
+		return err
+	} else if err != nil {
+		flash = "Test notification to " + name + " failed: " + err.Error()
+	}
+	return c.Redirect(http.StatusSeeOther, "/notifications?flash="+url.QueryEscape(flash))
+}
+
+// FormSilence: POST /notifications/silences (the page's form).
+func (h *Notifications) FormSilence(c echo.Context) error {
+	req := silenceRequest{Matchers: map[string]string{}, Duration: c.FormValue("duration"), Comment: c.FormValue("comment")}
+	for _, k := range []string{"kind", "cluster", "topic", "queue", "group"} {
+		if v := c.FormValue(k); v != "" {
+			req.Matchers[k] = v
+		}
+	}
+	s, err := h.createSilence(c, req)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/notifications?flash="+url.QueryEscape("Silenced until "+s.EndsAt.UTC().Format(time.RFC3339)+"."))
+}
+
+// Page: GET /notifications.
+func (h *Notifications) Page(c echo.Context) error {
+	ctx := c.Request().Context()
+	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: c.QueryParam("flash")}
+	if h.sender != nil {
+		p.Channels = h.sender.Channels()
+	}
+	list, err := h.store.Notifications(ctx, 200)
+	if err != nil {
+		p.Error = "the console's store cannot be read"
+	}
+	for _, n := range list {
+		var e struct{ Title, Link string }
+		_ = json.Unmarshal(n.Event, &e)
+		if !strings.HasPrefix(e.Link, "/") && !strings.HasPrefix(e.Link, "https://") && !strings.HasPrefix(e.Link, "http://") {
+			e.Link = ""
+		}
+		p.Rows = append(p.Rows, notifypages.Row{ID: n.ID, At: n.CreatedAt, Channel: n.Channel, State: n.State, Key: n.Key, Title: e.Title,
+			Link: e.Link, Attempts: n.Attempts, Delivered: n.DeliveredAt, GaveUp: n.FailedAt != nil, LastError: n.LastError})
+	}
+	if sil, err := h.store.Silences(ctx); err == nil {
+		for _, s := range sil {
+			var parts []string
+			for _, k := range silenceKeys {
+				if v, ok := s.Matchers[k]; ok {
+					parts = append(parts, k+"="+v)
+				}
+			}
+			p.Silences = append(p.Silences, notifypages.Silence{ID: s.ID, Matchers: strings.Join(parts, " "), EndsAt: s.EndsAt,
+				Comment: s.Comment, CreatedBy: s.CreatedBy})
+		}
+	}
+	return render(c, http.StatusOK, notifypages.List(p))
+}

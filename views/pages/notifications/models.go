@@ -1,0 +1,56 @@
+// Package notifications renders the delivery log of notifications, the channels (with a test
+// button each) and the silences.
+package notifications
+
+import (
+	"time"
+
+	"github.com/redrive/redrive/views/layout"
+)
+
+// Page is the /notifications page.
+type Page struct {
+	Meta     layout.Meta
+	Channels []string
+	Rows     []Row
+	Silences []Silence
+	Error    string // the log could not be read
+	Flash    string // the outcome of a test or a silence just set
+}
+
+// Row is one notification of the delivery log.
+type Row struct {
+	ID        int64
+	At        time.Time
+	Channel   string
+	State     string // firing | resolved | test
+	Key       string
+	Title     string
+	Link      string
+	Attempts  int
+	Delivered *time.Time
+	GaveUp    bool
+	LastError string
+}
+
+// Silence is an active silence.
+type Silence struct {
+	ID        int64
+	Matchers  string
+	EndsAt    time.Time
+	Comment   string
+	CreatedBy string
+}
+
+// Outcome is a row's delivery state for its badge.
+func (r Row) Outcome() string {
+	switch {
+	case r.Delivered != nil:
+		return "delivered"
+	case r.GaveUp:
+		return "failed"
+	case r.Attempts > 0:
+		return "retrying"
+	}
+	return "pending"
+}
