@@ -77,10 +77,12 @@ type planFilter struct {
 	MessageIDs    []string `json:"message_ids"`
 	Since         string   `json:"since"`
 	Until         string   `json:"until"`
+	CEL           string   `json:"cel"` // a filter expression (ops/search), Kafka and RabbitMQ sources
 }
 
 func (f planFilter) toFilter(now time.Time) (replay.Filter, error) {
-	out := replay.Filter{ExceptionType: f.ExceptionType, Reason: f.Reason, OriginalTopic: f.OriginalTopic, MessageIDs: f.MessageIDs}
+	out := replay.Filter{ExceptionType: f.ExceptionType, Reason: f.Reason, OriginalTopic: f.OriginalTopic, MessageIDs: f.MessageIDs,
+		CEL: f.CEL}
 	for _, t := range []struct {
 		name string
 		raw  string
@@ -520,7 +522,7 @@ func (h *Replays) FormPlan(c echo.Context) error {
 		}
 	}
 	filter := planFilter{ExceptionType: c.FormValue("exception_type"), Reason: c.FormValue("reason"),
-		OriginalTopic: c.FormValue("original_topic"), Since: c.FormValue("since"), Until: c.FormValue("until")}
+		OriginalTopic: c.FormValue("original_topic"), Since: c.FormValue("since"), Until: c.FormValue("until"), CEL: c.FormValue("cel")}
 	// message_ids: a list typed in one field, or the queue page's ticked checkboxes.
 	if ids := strings.TrimSpace(strings.Join(c.Request().Form["message_ids"], " ")); ids != "" {
 		filter.MessageIDs = strings.Fields(strings.ReplaceAll(ids, ",", " "))

@@ -152,6 +152,9 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 			return Plan{}, invalid(name, "holds a NUL character or bytes that are not UTF-8")
 		}
 	}
+	if f.CEL != "" && src.Kind == "outbox" {
+		return Plan{}, invalid("filter.cel", "applies to kafka and rabbitmq sources")
+	}
 	for _, id := range f.MessageIDs {
 		if unusable(id) {
 			return Plan{}, invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")
