@@ -21,8 +21,10 @@ demo:
 test:
 	$(GO) run ./cmd/devstack run -- $(MAKE) --no-print-directory test-go fuzz
 
+# cmd/console runs the chaos, restart, load and browser tests: longer than go test's 10 min default
+# under -race on 2 cores.
 test-go:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

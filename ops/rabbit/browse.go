@@ -376,7 +376,8 @@ loop:
 				break loop // channel closed under us; the broker requeues on close
 			}
 			collect(d)
-			timer.Reset(b.idleWait)
+			// Fewer than were ready so far: a pause is a busy broker, not the queue's end.
+			timer.Reset(max(b.firstWait, 6*b.idleWait))
 		case <-timer.C:
 			break loop
 		case <-ctx.Done():

@@ -44,6 +44,7 @@ type Cursor struct {
 	cur    *window
 	buf    []Delivery // delivered after a window's consumer was cancelled, not yet handed out
 	others int        // consumers other than this cursor when it opened
+	ready  int        // ready messages when it opened: until that many arrived, a pause is not the end
 
 	mu      sync.Mutex // guards windows and closed against Ack running beside Take
 	windows []*window
@@ -97,7 +98,7 @@ func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) 
 	if err != nil {
 		return nil, b.fail(op, err)
 	}
-	c.others = st.Consumers
+	c.others, c.ready = st.Consumers, st.Messages
 	return c, nil
 }
 
@@ -151,8 +152,13 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 			}
 		}
 		w := c.cur
+		// The queue is drained when no delivery comes for a while; but while fewer messages have
+		// arrived than were ready, a pause is a busy broker or machine, not the end of the queue.
 		wait := c.b.idleWait
-		if w.got == 0 {
+		switch {
+		case c.read < min(c.span, c.ready):
+			wait = max(c.b.timeout, c.b.firstWait)
+		case w.got == 0:
 			wait = c.b.firstWait
 		}
 		d, ok, err := c.next(ctx, w, wait)

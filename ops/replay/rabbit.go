@@ -226,7 +226,7 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 			}
 			others = append(others, d)
 		}
-		dropped, err := m.sortOut(ctx, job, others, minSeq, maxSeq)
+		dropped, err := m.sortOut(ctx, job, others, maxSeq)
 		if err != nil {
 			return moved{}, err
 		}
@@ -311,9 +311,10 @@ func (m *rabbitMover) behindStash(pending map[string]Item) bool {
 	return true
 }
 
-// sortOut looks up messages met outside the current batch: a later batch's planned messages are
-// kept aside; copies of messages this job published are returned to be dropped; the rest stay.
-func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rabbit.Delivery, minSeq, maxSeq int) ([]rabbit.Delivery, error) {
+// sortOut looks up messages met that the current batch is not moving: a later batch's planned
+// messages are kept aside; copies of messages this job published are returned to be dropped; the
+// rest stay.
+func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rabbit.Delivery, maxSeq int) ([]rabbit.Delivery, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -339,14 +340,15 @@ func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rab
 			if _, dup := m.stash[locators[i]]; !dup {
 				m.stash[locators[i]] = stashed{d: d, seq: seq}
 			}
-		case seq < minSeq:
+		default:
+			// A message of this batch's range or before it that is not being moved now: a copy of
+			// one this job already published (its ack lost to a crash) is dropped; one the gate
+			// skipped, or a second copy of one being moved (its claim still active), stays.
 			if earlierAt[seq] == nil {
 				earlier = append(earlier, seq)
 			}
 			earlierAt[seq] = append(earlierAt[seq], d)
 		}
-		// Otherwise a message of this batch range the gate did not claim (skipped), or a second
-		// copy of one being moved: it stays.
 	}
 	if len(earlier) == 0 {
 		return nil, nil
