@@ -486,6 +486,21 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=1h")
 	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=forever")
 	get("/api/v1/kafka/{cluster}/dead-letter-topics", "/api/v1/kafka/main/dead-letter-topics")
+	// Offset moves: a plan (the demo's groups have members, so the apply is refused with 409), an
+	// apply and an approval of an unknown plan.
+	offsetsPath := "/api/v1/kafka/main/groups/" + g + "/offsets/"
+	topic := groups.Groups[0].Topics[0].Topic
+	offPlan := decode[struct {
+		PlanID string `json:"plan_id"`
+	}](t, post("/api/v1/kafka/{cluster}/groups/{group}/offsets/plan", offsetsPath+"plan",
+		`{"topic":`+strconv.Quote(topic)+`,"partitions":"all","to":{"kind":"shift","by":1},"copy_skipped_to":""}`))
+	post("/api/v1/kafka/{cluster}/groups/{group}/offsets/plan", offsetsPath+"plan", `{"topic":"","to":{"kind":"sideways"}}`)
+	post("/api/v1/kafka/{cluster}/groups/{group}/offsets/apply", offsetsPath+"apply",
+		`{"plan_id":`+strconv.Quote(offPlan.PlanID)+`,"reason":"contract"}`)
+	post("/api/v1/kafka/{cluster}/groups/{group}/offsets/apply", offsetsPath+"apply", `{"plan_id":"nope","reason":"contract"}`)
+	post("/api/v1/kafka/{cluster}/groups/{group}/offsets/approve", offsetsPath+"approve", `{"plan_id":"nope"}`)
+	get("/api/v1/admin/doctor", "/api/v1/admin/doctor")
+	post("/api/v1/admin/reload", "/api/v1/admin/reload", "")
 	for _, q := range []string{"orders.DLT/records?partition=1&limit=5", "orders.DLT/records?partition=1&order=oldest&limit=5",
 		"payments-dlt/records", "orders.retry-1/records", "orders/records?limit=2", "orders.DLT/records?partition=9"} {
 		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/"+q)
