@@ -416,9 +416,6 @@ func (c *Config) applyDefaults() {
 	if c.Search.MaxScan == 0 {
 		c.Search.MaxScan = 100_000
 	}
-	if c.Search.Timeout == 0 {
-		c.Search.Timeout = Duration(10 * time.Second)
-	}
 	if c.Export.MinRole == "" {
 		c.Export.MinRole = "operator"
 	}
@@ -427,6 +424,10 @@ func (c *Config) applyDefaults() {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = Duration(15 * time.Second)
+	}
+	if c.Search.Timeout == 0 {
+		// 10 s, and always room within the request for the answer after the scan stops.
+		c.Search.Timeout = Duration(min(10*time.Second, c.RequestTimeout.D()*2/3))
 	}
 	c.Auth.applyDefaults()
 	if c.Log.Format == "" {

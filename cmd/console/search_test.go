@@ -358,13 +358,26 @@ func TestSearchRabbitAPI(t *testing.T) {
 		t.Fatalf("bad expression: %d %s", r.status, r.body)
 	}
 	r = do(t, nil, "GET", p+"/export?filter="+expr, "", "")
-	if lines := strings.Split(strings.TrimSpace(r.body), "\n"); r.status != http.StatusOK || len(lines) != rejected {
+	// The seeded DLQ may still be receiving its last rejections: every line must match, and none
+	// of the matches seen before may be missing.
+	lines := strings.Split(strings.TrimSpace(r.body), "\n")
+	if r.status != http.StatusOK || len(lines) < rejected {
 		t.Fatalf("export: %d, %d lines, want %d", r.status, len(lines), rejected)
+	}
+	for _, l := range lines {
+		var m struct {
+			DeadLetter *struct {
+				Reason string `json:"reason"`
+			} `json:"dead_letter"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.DeadLetter == nil || m.DeadLetter.Reason != "rejected" {
+			t.Fatalf("an exported line does not match the filter (%v): %.300s", err, l)
+		}
 	}
 	after := decode[struct {
 		Ready int64 `json:"ready"`
 	}](t, do(t, nil, "GET", p+"/messages?limit=1", "", ""))
-	if after.Ready != browse.Ready {
-		t.Fatalf("the queue changed: %d ready, was %d", after.Ready, browse.Ready)
+	if after.Ready < browse.Ready {
+		t.Fatalf("the queue lost messages: %d ready, was %d", after.Ready, browse.Ready)
 	}
 }
