@@ -53,15 +53,21 @@ type navItem struct {
 	section, label, href string
 }
 
-func navItems() []navItem {
-	return []navItem{
+// navItems are the top navigation's links; Doctor only for admins (it would be refused to others).
+func navItems(m Meta) []navItem {
+	items := []navItem{
 		{"overview", "Overview", "/"},
 		{"outboxes", "Outboxes", "/outboxes"},
 		{"kafka", "Kafka", "/kafka"},
 		{"rabbitmq", "RabbitMQ", "/rabbitmq"},
 		{"replays", "Replays", "/replays"},
+		{"notifications", "Notifications", "/notifications"},
 		{"audit", "Audit", "/audit"},
 	}
+	if m.Role == "admin" || m.AuthNone {
+		items = append(items, navItem{"doctor", "Doctor", "/doctor"})
+	}
+	return items
 }
 
 // pageTitle is the <title> text.
