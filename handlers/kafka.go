@@ -683,8 +683,16 @@ func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, 
 	if cur := cursorText(page.Next); cur != "" {
 		next = &cur
 	}
-	return c.JSON(http.StatusOK, map[string]any{"records": out, "partition": "all", "order": page.Order,
-		"partitions": parts, "next_cursor": next})
+	return c.JSON(http.StatusOK, recordsAcrossJSON{Records: out, Partition: "all", Order: page.Order, Partitions: parts, NextCursor: next})
+}
+
+// recordsAcrossJSON is a page across every partition (partition=all).
+type recordsAcrossJSON struct {
+	Records    []recordJSON       `json:"records"`
+	Partition  string             `json:"partition"` // "all"
+	Order      string             `json:"order"`
+	Partitions []dltPartitionJSON `json:"partitions"`
+	NextCursor *string            `json:"next_cursor"`
 }
 
 // maxErrorScan bounds the records one error-group request reads.

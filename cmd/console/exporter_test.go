@@ -502,7 +502,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/admin/doctor", "/api/v1/admin/doctor")
 	post("/api/v1/admin/reload", "/api/v1/admin/reload", "")
 	for _, q := range []string{"orders.DLT/records?partition=1&limit=5", "orders.DLT/records?partition=1&order=oldest&limit=5",
-		"payments-dlt/records", "orders.retry-1/records", "orders/records?limit=2", "orders.DLT/records?partition=9"} {
+		"payments-dlt/records", "orders.retry-1/records", "orders/records?limit=2", "orders.DLT/records?partition=9",
+		"orders.DLT/records?partition=all&limit=5"} {
 		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/"+q)
 	}
 	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/orders.DLT/error-groups")
