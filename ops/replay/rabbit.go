@@ -152,6 +152,11 @@ func (k rabbitKind) open(ctx context.Context, job store.ReplayJob, src Source) (
 	if span < 1 { // a plan made before spans were recorded
 		span = src.Limit
 	}
+	// The mover looks messages up in the plan by locator: without statistics (the plan was
+	// copied in moments ago, long before autovacuum) PostgreSQL would read the whole plan each time.
+	if err := k.e.o.Store.AnalyzePlanItems(ctx); err != nil {
+		return nil, err
+	}
 	cur, err := r.OpenCursor(ctx, src.Vhost, src.Queue, span)
 	if err != nil {
 		return nil, err
