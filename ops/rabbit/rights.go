@@ -67,9 +67,7 @@ func (b *Broker) Whoami(ctx context.Context) (user string, tags []string, err er
 	}
 	switch t := w.Tags.(type) {
 	case string:
-		for _, s := range splitComma(t) {
-			tags = append(tags, s)
-		}
+		tags = append(tags, splitComma(t)...)
 	case []any:
 		for _, s := range t {
 			if s, ok := s.(string); ok {

@@ -387,10 +387,3 @@ func (s *Sampler) observe(source string, start time.Time, err error) {
 	s.m.runs.WithLabelValues(source, result).Inc()
 	s.m.duration.WithLabelValues(source).Observe(time.Since(start).Seconds())
 }
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}

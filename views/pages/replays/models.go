@@ -219,8 +219,6 @@ func outcomeTone(o string) string {
 	return components.ToneNeutral
 }
 
-func statusLabel(s string) string { return s }
-
 // jobTone colours a job's outcome: a done with failures is amber, never the green of done.
 func jobTone(j JobView) string {
 	switch j.Outcome {
