@@ -281,6 +281,19 @@ func (c *Cursor) Send(ctx context.Context, ds []Delivery, to []Republish) (wait 
 		wg.Go(func() { sent[k] = publish(ctx, p.ch, ds, to, errs, k, len(c.pubs)) })
 	}
 	wg.Wait()
+	// A channel or connection that closed while publishing is not a failure of these messages:
+	// some may have reached the broker, so the whole batch's outcome is unknown (the caller
+	// resumes it), never "failed".
+	for _, p := range c.pubs {
+		if p.ch.IsClosed() {
+			return nil, c.b.fail(c.op, errors.New("the channel closed while publishing: whether the broker took the publishes is unknown"))
+		}
+	}
+	for _, err := range errs {
+		if errors.Is(err, amqp.ErrClosed) {
+			return nil, c.b.fail(c.op, fmt.Errorf("publishing: %w", err))
+		}
+	}
 	return func(ctx context.Context) ([]error, error) {
 		c.retMu.Lock()
 		defer c.retMu.Unlock()
