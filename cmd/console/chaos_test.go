@@ -101,6 +101,12 @@ func TestChaosRabbitReplayUnderKillsAndRestarts(t *testing.T) {
 	deadLetterRabbit(t, ch, n)
 	conn.Close() // RabbitMQ will be killed: the checks at the end dial again
 	t.Logf("%d messages dead-lettered in %s", n, time.Since(began).Round(100*time.Millisecond))
+	// RabbitMQ dead-letters at most once and persists what it dead-lettered lazily: a kill -9 soon
+	// after can lose the DLQ's newest messages before Redrive touched them (seen: the last ~3,600).
+	// That is the broker's own guarantee, not what this test is about: a clean restart writes the
+	// seeded DLQ to disk first; everything after it is fair game.
+	mustDo(t, rmq.Stop(ctx))
+	mustDo(t, rmq.Start(ctx))
 
 	addr := freeAddr(t)
 	cfgPath := filepath.Join(dir, "console.yaml")
@@ -310,9 +316,9 @@ replay: {lease: 2s}
 			}
 		}
 	}
-	if absorbed > len(resumed) {
-		t.Errorf("%d duplicates reached the consumer, more than the %d messages the ledger marks resumed", absorbed, len(resumed))
-	}
+	// Every duplicate's id is one the ledger marks resumed (checked above, per copy). A message can
+	// be resumed more than once — its batch interrupted again after its second publish — so the
+	// copies may outnumber the resumed ids; what must hold is that none is unexplained.
 	t.Logf("after %d events in %s: %d messages back in the original queue (%d duplicate copies, all absorbed by the inbox; "+
 		"the ledger marks %d resumed), %d left in the DLQ (the processed ones), %d lost",
 		done, time.Since(began).Round(100*time.Millisecond), len(work), absorbed, len(resumed), dlqN, missing)
