@@ -454,6 +454,11 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, k kind, sr
 	if result == stopDone && ctx.Err() != nil {
 		result = stopLost
 	}
+	if result == stopDone {
+		if err := m.finish(ctx, job); err != nil {
+			return next, stopRetry, err
+		}
+	}
 	if result == stopDone || result == stopCancelled {
 		// Record the last batches' progress (the gate renewed the lease before they settled).
 		if _, _, err := e.o.Store.RenewLease(ctx, job.ID, e.o.Owner, e.o.Lease, next); err != nil {

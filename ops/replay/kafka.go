@@ -303,6 +303,8 @@ type kafkaRunner struct {
 	dests   *destPartitions         // the original topics' partitions now, not when planned
 }
 
+func (r *kafkaRunner) finish(context.Context, store.ReplayJob) error { return nil }
+
 // close ends the run's fetch sessions.
 func (r *kafkaRunner) close() {
 	for _, rd := range r.readers {

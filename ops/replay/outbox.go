@@ -159,6 +159,8 @@ type outboxRunner struct {
 // FAILED meanwhile (another operator, the relay) is reported failed, not moved.
 func (r *outboxRunner) close() {}
 
+func (r *outboxRunner) finish(context.Context, store.ReplayJob) error { return nil }
+
 func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, resumed map[int]bool) (moved, error) {
 	ids := make([]int64, len(move))
 	for i, it := range move {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -181,6 +182,34 @@ type stashed struct {
 }
 
 func (m *rabbitMover) close() { m.cur.Close() }
+
+// finish reads the rest of the span once every item is settled and drops the copies of messages
+// this job published: a crash between the ledger and the ack leaves such a copy in the queue, and
+// when it hit the last batch the resumed run has nothing left to move that would meet it.
+func (m *rabbitMover) finish(ctx context.Context, job store.ReplayJob) error {
+	held := make([]rabbit.Delivery, 0, len(m.stash))
+	for _, s := range m.stash {
+		held = append(held, s.d)
+	}
+	m.stash = map[string]stashed{}
+	for {
+		drop, err := m.sortOut(ctx, job, held, math.MaxInt) // nothing is a later batch's now
+		if err != nil {
+			return err
+		}
+		if len(drop) > 0 {
+			if err := m.cur.Ack(drop); err != nil {
+				return err
+			}
+		}
+		if m.cur.Ended() {
+			return nil
+		}
+		if held, err = m.cur.Take(ctx, rabbitChunk); err != nil {
+			return err
+		}
+	}
+}
 
 // rabbitChunk is how many messages the mover reads between two plan look-ups.
 const rabbitChunk = 1000

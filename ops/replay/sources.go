@@ -27,6 +27,10 @@ type mover interface {
 	// the batch's outcome is unknown (a broker went away): its claims stay, and the resumed run
 	// moves them again (at-least-once; the consumer's inbox absorbs a duplicate).
 	move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error)
+	// finish runs once every item is settled, before close: what the source still holds of the
+	// job is tidied (RabbitMQ: copies of published messages whose ack a crash lost are dropped,
+	// even when no batch was left to move in this run).
+	finish(ctx context.Context, job store.ReplayJob) error
 	close()
 }
 
