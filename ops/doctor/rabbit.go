@@ -8,10 +8,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
 )
 
@@ -81,7 +83,13 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 		}
 		return
 	}
+	// The management API answers 500 for a moment while it catches up with a new vhost or a busy
+	// node: ask again briefly before calling it a failure.
 	targets, err := b.DLQTargets(ctx)
+	for try := 0; err != nil && errors.Is(err, ops.ErrUnavailable) && try < 5 && ctx.Err() == nil; try++ {
+		time.Sleep(300 * time.Millisecond)
+		targets, err = b.DLQTargets(ctx)
+	}
 	if err != nil {
 		r.fail("dead-letter queues", "", "reading queues, exchanges and bindings failed: %s", short(err))
 		return
