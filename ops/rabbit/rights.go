@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -182,12 +183,27 @@ func (b *Broker) ProbeWrite(ctx context.Context, vhost, exchange string) error {
 		return b.fail("write probe", err)
 	}
 	defer ch.Close()
+	// A refused publish is answered by the broker closing the channel, asynchronously: the
+	// rollback then fails either with that close's reason or, when the close arrived first,
+	// with a bare "channel/connection is not open". The close notification holds the reason
+	// in both cases.
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	if err := ch.Tx(); err != nil {
 		return fmt.Errorf("write probe: tx.select: %w", err)
 	}
-	if err := ch.PublishWithContext(ctx, exchange, "redrive.doctor.probe", false, false,
-		amqp.Publishing{Body: []byte("redrive doctor: rolled back, never routed")}); err != nil {
-		return err
+	err = ch.PublishWithContext(ctx, exchange, "redrive.doctor.probe", false, false,
+		amqp.Publishing{Body: []byte("redrive doctor: rolled back, never routed")})
+	if err == nil {
+		err = ch.TxRollback()
 	}
-	return ch.TxRollback()
+	if err != nil {
+		select {
+		case reason := <-closed:
+			if reason != nil {
+				return reason
+			}
+		case <-time.After(time.Second):
+		}
+	}
+	return err
 }
