@@ -19,8 +19,8 @@ import (
 )
 
 // Reloader re-reads the config file and puts what may change at run time in force: users, API
-// tokens, roles (auth.users, auth.tokens, auth.proxy.group_roles and default_role) and the
-// redaction rules. The new file is loaded and validated first, then every part is prepared, and
+// tokens, roles (auth.users, auth.tokens, auth.proxy.group_roles and default_role), the
+// redaction rules, and what the parts registered by cmd/console take (notify, thresholds). The new file is loaded and validated first, then every part is prepared, and
 // only when all succeed is anything swapped: a bad file leaves the running config serving and the
 // error says why. Other changed sections are reported as needing a restart. It is triggered by
 // SIGHUP (cmd/console) and POST /api/v1/admin/reload (admin), both audited.
@@ -45,7 +45,11 @@ func NewReloader(running *configs.Config, load func() (*configs.Config, error), 
 	return &Reloader{running: running, load: load, audit: audit, log: log}
 }
 
-func (r *Reloader) register(what string, prepare func(*configs.Config) (func(), error)) {
+// Register adds a part that a reload puts in force: prepare builds and checks it from the new
+// config without changing anything, and returns the commit that swaps it in (called only when
+// every part prepared). what names it in the result ("notify"); a section named by a part is not
+// reported as needing a restart.
+func (r *Reloader) Register(what string, prepare func(*configs.Config) (func(), error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.parts = append(r.parts, reloadPart{what, prepare})
@@ -103,18 +107,34 @@ func (r *Reloader) reload() (ReloadResult, error) {
 	for _, c := range commits {
 		c()
 	}
-	res.RestartNeeded = restartOnly(r.running, cfg)
+	res.RestartNeeded = restartOnly(r.running, cfg, r.reloadable())
 	r.running = cfg
 	return res, nil
 }
 
+func (r *Reloader) reloadable() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range r.parts {
+		m[p.what] = true
+	}
+	return m
+}
+
 // restartOnly names the sections that differ between two configs and are read only at start.
-func restartOnly(old, cfg *configs.Config) []string {
+// The thresholds (kafka[].lag, outboxes[].stale_ready_after) and notify are left out of the
+// comparison when a part reloads them.
+func restartOnly(old, cfg *configs.Config, reloadable map[string]bool) []string {
 	out := []string{}
 	diff := func(key string, a, b any) {
 		if !reflect.DeepEqual(a, b) {
 			out = append(out, key)
 		}
+	}
+	if !reloadable[PartNotify] {
+		diff("notify", old.Notify, cfg.Notify)
+	}
+	if reloadable[PartThresholds] {
+		old, cfg = withoutThresholds(old), withoutThresholds(cfg)
 	}
 	diff("listen", old.Listen, cfg.Listen)
 	diff("read_only", old.ReadOnly, cfg.ReadOnly)
@@ -134,6 +154,26 @@ func restartOnly(old, cfg *configs.Config) []string {
 	diff("message_id", old.MessageID, cfg.MessageID)
 	diff("replay", old.Replay, cfg.Replay)
 	return out
+}
+
+// Names of the parts cmd/console registers.
+const (
+	PartNotify     = "notify"
+	PartThresholds = "thresholds (kafka[].lag, outboxes[].stale_ready_after)"
+)
+
+// withoutThresholds is a copy of c whose reloadable thresholds are zero, to compare the rest.
+func withoutThresholds(c *configs.Config) *configs.Config {
+	cp := *c
+	cp.Kafka = append([]configs.KafkaCluster(nil), c.Kafka...)
+	for i := range cp.Kafka {
+		cp.Kafka[i].Lag = configs.LagRules{}
+	}
+	cp.Outboxes = append([]configs.Outbox(nil), c.Outboxes...)
+	for i := range cp.Outboxes {
+		cp.Outboxes[i].StaleReadyAfter = 0
+	}
+	return &cp
 }
 
 // apiReload is POST /api/v1/admin/reload.

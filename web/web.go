@@ -83,11 +83,11 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		return nil, err
 	}
 	if opts.Reload != nil {
-		opts.Reload.register("auth.users, auth.tokens, auth.proxy roles", func(c *configs.Config) (func(), error) {
+		opts.Reload.Register("auth.users, auth.tokens, auth.proxy roles", func(c *configs.Config) (func(), error) {
 			return auth.prepareReload(c.Auth)
 		})
 		if deps.Redactor != nil {
-			opts.Reload.register("redaction", func(c *configs.Config) (func(), error) {
+			opts.Reload.Register("redaction", func(c *configs.Config) (func(), error) {
 				return deps.Redactor.PrepareReplace(c.Redaction.Headers, c.Redaction.JSONPaths)
 			})
 		}

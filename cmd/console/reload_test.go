@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/pgtest"
 )
@@ -149,5 +151,80 @@ func TestConfigReload(t *testing.T) {
 		if !strings.Contains(audit.body, want) {
 			t.Errorf("audit of reloads lacks %s: %s", want, audit.body)
 		}
+	}
+}
+
+// TestConfigReloadThresholdsAndNotify: the thresholds (an outbox's stale_ready_after) and the
+// notification rules and channels change without a restart. Before the reload the outbox's due
+// backlog is not a problem and no rule routes it; after it, the overview lists the backlog, a
+// notification about it reaches the new channel's receiver, and nothing is reported as needing
+// a restart.
+func TestConfigReloadThresholdsAndNotify(t *testing.T) {
+	storeDSN, outboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 16)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.URL.Path + " " + string(b)
+	}))
+	t.Cleanup(receiver.Close)
+	path := filepath.Join(t.TempDir(), "console.yaml")
+	write := func(staleAfter, channel, kind string) {
+		t.Helper()
+		body := fmt.Sprintf(`listen: 127.0.0.1:0
+auth: {mode: none}
+store: {dsn: %q}
+outboxes: [{name: orders, dsn: %q, stale_ready_after: %s}]
+notify:
+  interval: 1s
+  channels: [{name: %s, type: webhook, url: %q}]
+  rules: [{match: {kind: %s}, channels: [%s]}]
+`, storeDSN, outboxDSN, staleAfter, channel, receiver.URL+"/"+channel, kind, channel)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1000h", "hook-a", "replay_failed")
+	base := startReloadable(t, path)
+	backlog := func() bool {
+		o := decode[struct {
+			Problems []struct{ Kind string } `json:"problems"`
+		}](t, do(t, nil, "GET", base+"/api/v1/overview", "", ""))
+		for _, p := range o.Problems {
+			if p.Kind == "outbox_backlog" {
+				return true
+			}
+		}
+		return false
+	}
+	if backlog() {
+		t.Fatal("a backlog younger than stale_ready_after is a problem before the reload")
+	}
+
+	write("1s", "hook-b", "outbox_backlog")
+	r := do(t, nil, "POST", base+"/api/v1/admin/reload", "", "")
+	res := decode[struct {
+		Applied       []string `json:"applied"`
+		RestartNeeded []string `json:"restart_needed"`
+	}](t, r)
+	if r.status != http.StatusOK || len(res.RestartNeeded) != 0 || !strings.Contains(r.body, `"notify"`) || !strings.Contains(r.body, "stale_ready_after") {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	if !backlog() {
+		t.Fatal("the lowered stale_ready_after is not in force after the reload")
+	}
+	select {
+	case m := <-got:
+		if !strings.HasPrefix(m, "/hook-b ") || !strings.Contains(m, `"kind":"outbox_backlog"`) || !strings.Contains(m, `"state":"firing"`) {
+			t.Fatalf("the receiver got %s", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notification through the reloaded rule and channel")
+	}
+	list := do(t, nil, "GET", base+"/api/v1/notifications", "", "")
+	if !strings.Contains(list.body, `"channels":["hook-b"]`) {
+		t.Fatalf("the notifications API after the reload: %s", list.body)
 	}
 }

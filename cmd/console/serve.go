@@ -97,6 +97,7 @@ func serveReloadable(ctx context.Context, cfg *configs.Config, log *slog.Logger,
 	waitBackground := a.background(bgCtx, log)
 	defer func() { stopBackground(); waitBackground() }()
 	if reloader != nil {
+		a.registerReload(reloader)
 		defer reloadOnSIGHUP(bgCtx, reloader)()
 	}
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,10 +61,9 @@ type Options struct {
 
 // Notifier evaluates problems and delivers notifications while it holds the notify lease.
 type Notifier struct {
-	o        Options
-	channels map[string]Channel
-	names    []string
-	total    *prometheus.CounterVec
+	o     Options // o.Config is the config at start; conf is what is in force
+	conf  atomic.Pointer[conf]
+	total *prometheus.CounterVec
 
 	mu       sync.Mutex // guards lease and lastEval; serializes rounds
 	lease    *store.SourceLease
@@ -97,37 +97,78 @@ func New(o Options) (*Notifier, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Notifier{o: o, channels: map[string]Channel{}}
-	if o.Channels == nil {
-		for _, c := range o.Config.Channels {
-			ch, err := NewChannel(c, nil)
-			if err != nil {
-				return nil, err
-			}
-			o.Channels = append(o.Channels, ch)
-		}
-	}
-	for _, ch := range o.Channels {
-		n.channels[ch.Name()] = ch
-		n.names = append(n.names, ch.Name())
-	}
+	n := &Notifier{o: o}
 	n.total = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "redrive_notifications_total",
 		Help: "Notification delivery attempts by channel and outcome (delivered, failed, given_up).",
 	}, []string{"channel", "outcome"})
-	for _, c := range n.names {
-		for _, out := range []string{"delivered", "failed", "given_up"} {
-			n.total.WithLabelValues(c, out)
+	c, err := newConf(o.Config, o.Channels)
+	if err != nil {
+		return nil, err
+	}
+	n.install(c)
+	return n, nil
+}
+
+// conf is what a config reload may change: rules, channels, links, attempts, the interval and
+// the new-group window. It is replaced whole, so a round reads one consistent version.
+type conf struct {
+	cfg      configs.Notify
+	channels map[string]Channel
+	names    []string // config order
+}
+
+// newConf builds the channels of cfg (or takes the given ones) and fills cfg's defaults.
+func newConf(cfg configs.Notify, given []Channel) (*conf, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = configs.Duration(30 * time.Second)
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 10
+	}
+	if given == nil {
+		for _, c := range cfg.Channels {
+			ch, err := NewChannel(c, nil)
+			if err != nil {
+				return nil, err
+			}
+			given = append(given, ch)
 		}
 	}
-	return n, nil
+	c := &conf{cfg: cfg, channels: map[string]Channel{}}
+	for _, ch := range given {
+		c.channels[ch.Name()] = ch
+		c.names = append(c.names, ch.Name())
+	}
+	return c, nil
+}
+
+func (n *Notifier) install(c *conf) {
+	for _, name := range c.names {
+		for _, out := range []string{"delivered", "failed", "given_up"} {
+			n.total.WithLabelValues(name, out)
+		}
+	}
+	n.conf.Store(c)
+}
+
+// PrepareReload builds what cfg describes and returns the function that puts it in force, or
+// why it cannot (a channel that cannot be built): a config reload calls it for every part first
+// and commits only when all succeed. Notifications already recorded for a channel that is gone
+// are given up with that reason at their next attempt; the lease's length stays as at start.
+func (n *Notifier) PrepareReload(cfg configs.Notify) (commit func(), err error) {
+	c, err := newConf(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return func() { n.install(c) }, nil
 }
 
 // Collectors are the notifier's metrics.
 func (n *Notifier) Collectors() []prometheus.Collector { return []prometheus.Collector{n.total} }
 
 // Channels are the configured channels' names, in config order.
-func (n *Notifier) Channels() []string { return n.names }
+func (n *Notifier) Channels() []string { return n.conf.Load().names }
 
 // Run takes part in leadership and, while leading, evaluates every notify.interval and delivers
 // due notifications every tick, until ctx ends; it then gives the lease up.
@@ -156,7 +197,7 @@ func (n *Notifier) Round(ctx context.Context) error {
 	if err != nil || l == nil {
 		return err
 	}
-	if time.Since(n.lastEval) >= n.o.Config.Interval.D() {
+	if time.Since(n.lastEval) >= n.conf.Load().cfg.Interval.D() {
 		if err := n.evaluateLocked(ctx, *l); err != nil {
 			return err
 		}
@@ -238,6 +279,7 @@ type sentKey struct{ key, channel string }
 // repeat_every, a resolution where the firing was sent. Silenced problems are recorded but not
 // notified; a silence that ends lets a still-firing problem be notified then.
 func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) error {
+	c := n.conf.Load()
 	report := n.o.Problems.Evaluate(ctx)
 	alerts, sentList, err := n.o.Store.NotifyState(ctx)
 	if err != nil {
@@ -293,7 +335,7 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 		if silenced(p) {
 			continue
 		}
-		for _, r := range routes(n.o.Config.Rules, p) {
+		for _, r := range routes(c.cfg.Rules, p) {
 			last, had := sent[sentKey{p.Key, r.channel}]
 			seq := 0
 			switch {
@@ -318,7 +360,7 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 		if silenced(p) {
 			continue
 		}
-		for _, r := range routes(n.o.Config.Rules, p) {
+		for _, r := range routes(c.cfg.Rules, p) {
 			if _, had := sent[sentKey{a.Key, r.channel}]; had {
 				if err := add(a, StateResolved, 0, r.channel, now); err != nil {
 					return err
@@ -345,8 +387,8 @@ func problemOf(a store.NotifyAlert) health.Problem {
 
 func (n *Notifier) event(a store.NotifyAlert, state string, at time.Time) Event {
 	link := a.Link
-	if n.o.Config.BaseURL != "" && link != "" {
-		link = trimSlash(n.o.Config.BaseURL) + link
+	if n.conf.Load().cfg.BaseURL != "" && link != "" {
+		link = trimSlash(n.conf.Load().cfg.BaseURL) + link
 	}
 	labels := a.Labels
 	if labels == nil {
@@ -387,7 +429,8 @@ func (n *Notifier) deliver(ctx context.Context, l *store.SourceLease, x store.No
 	}
 	var e Event
 	sendErr := json.Unmarshal(x.Event, &e)
-	ch, known := n.channels[x.Channel]
+	c := n.conf.Load()
+	ch, known := c.channels[x.Channel]
 	if sendErr == nil && !known {
 		sendErr = fmt.Errorf("channel %q is not configured (any more)", x.Channel)
 	}
@@ -396,7 +439,7 @@ func (n *Notifier) deliver(ctx context.Context, l *store.SourceLease, x store.No
 		sendErr = ch.Send(sctx, e)
 		cancel()
 	}
-	giveUp := sendErr != nil && (attempts >= n.o.Config.MaxAttempts || !known || x.State == StateTest)
+	giveUp := sendErr != nil && (attempts >= c.cfg.MaxAttempts || !known || x.State == StateTest)
 	switch {
 	case sendErr == nil:
 		n.total.WithLabelValues(x.Channel, "delivered").Inc()
@@ -422,7 +465,7 @@ func (n *Notifier) deliver(ctx context.Context, l *store.SourceLease, x store.No
 // Test records and sends a test notification to channel at once, from this replica, and returns
 // the send's error (the delivery log keeps it too). ops.ErrNotFound for an unknown channel.
 func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
-	if _, ok := n.channels[channel]; !ok {
+	if _, ok := n.conf.Load().channels[channel]; !ok {
 		return fmt.Errorf("notify channel %q: %w", channel, ops.ErrNotFound)
 	}
 	now := time.Now().UTC()
@@ -430,8 +473,8 @@ func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
 		Title:   "Test notification from Redrive",
 		Summary: "Sent by " + actor + " from the notifications page to check the channel " + channel + ".",
 		Link:    "/notifications", Labels: map[string]string{"channel": channel}, At: now}
-	if n.o.Config.BaseURL != "" {
-		e.Link = trimSlash(n.o.Config.BaseURL) + e.Link
+	if n.conf.Load().cfg.BaseURL != "" {
+		e.Link = trimSlash(n.conf.Load().cfg.BaseURL) + e.Link
 	}
 	body, err := json.Marshal(e)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,7 +54,7 @@ func ParseStatus(s string) (Status, error) {
 type Outbox struct {
 	name        string
 	maxAttempts int
-	staleAfter  time.Duration
+	staleAfter  atomic.Int64 // a time.Duration; config reload may change it
 	pool        *pgpool.Pool
 	q           queries
 	statsFlight singleflight.Group
@@ -108,7 +109,9 @@ func Open(ctx context.Context, cfg configs.Outbox) (*Outbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w: %w", cfg.Name, ops.ErrUnavailable, err)
 	}
-	return &Outbox{name: cfg.Name, maxAttempts: cfg.MaxAttempts, staleAfter: cfg.StaleReadyAfter.D(), pool: pool, q: buildQueries(cfg.Table, cfg.Columns)}, nil
+	o := &Outbox{name: cfg.Name, maxAttempts: cfg.MaxAttempts, pool: pool, q: buildQueries(cfg.Table, cfg.Columns)}
+	o.staleAfter.Store(int64(cfg.StaleReadyAfter.D()))
+	return o, nil
 }
 
 // Name is the configured name.
@@ -118,7 +121,10 @@ func (o *Outbox) Name() string { return o.name }
 func (o *Outbox) MaxAttempts() int { return o.maxAttempts }
 
 // StaleReadyAfter is how long a due READY row may wait before the backlog counts as a problem.
-func (o *Outbox) StaleReadyAfter() time.Duration { return o.staleAfter }
+func (o *Outbox) StaleReadyAfter() time.Duration { return time.Duration(o.staleAfter.Load()) }
+
+// SetStaleReadyAfter changes the threshold at run time (a config reload).
+func (o *Outbox) SetStaleReadyAfter(d time.Duration) { o.staleAfter.Store(int64(d)) }
 
 // Close releases the pool.
 func (o *Outbox) Close() { o.pool.Close() }

@@ -69,20 +69,36 @@ type groupWindow struct {
 }
 
 func newKafkaState(src KafkaSource, interval time.Duration) *kafkaState {
-	window, stop := src.Rules.Window.D(), src.Rules.StopAfter.D()
+	st := &kafkaState{src: src, name: src.Cluster.Name(), groups: map[string]*groupWindow{}}
+	st.setRules(src.Rules, interval)
+	return st
+}
+
+// setRules puts a cluster's thresholds in force; the sample windows kept so far stay (a longer
+// window fills up as samples arrive). Called under Sampler.tickMu.
+func (st *kafkaState) setRules(r configs.LagRules, interval time.Duration) {
+	window, stop := r.Window.D(), r.StopAfter.D()
 	if window <= 0 {
 		window = 5 * time.Minute
 	}
 	if stop <= 0 {
 		stop = 15 * time.Minute
 	}
-	return &kafkaState{
-		src:    src,
-		name:   src.Cluster.Name(),
-		window: window,
-		keep:   max(window, stop) + 2*interval,
-		groups: map[string]*groupWindow{},
+	st.src.Rules, st.window, st.keep = r, window, max(window, stop)+2*interval
+}
+
+// SetLagRules changes the status thresholds of a cluster at run time (a config reload): the next
+// sample judges its groups by them. It waits for a sample in progress. Unknown cluster →
+// ops.ErrNotFound.
+func (s *Sampler) SetLagRules(cluster string, r configs.LagRules) error {
+	s.tickMu.Lock()
+	defer s.tickMu.Unlock()
+	st, ok := s.kafkaByName[cluster]
+	if !ok {
+		return fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
 	}
+	st.setRules(r, s.interval)
+	return nil
 }
 
 // sampleKafka samples one cluster at now and stores the result.
