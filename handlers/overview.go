@@ -27,11 +27,15 @@ type OverviewSources struct {
 	Rabbit   []RabbitBroker
 	Queues   RabbitSnapshots // required when Rabbit is not empty
 	Replays  ReplayEngine
+	// ErrorGroups are the store's dead-letter error groups, for new_error_group problems, told
+	// new after NewGroupWindow (notify.new_group_window) without a record; nil: none.
+	ErrorGroups    health.ErrorGroups
+	NewGroupWindow time.Duration
 }
 
 // HealthSources are src as ops/health reads them.
 func (src OverviewSources) HealthSources() health.Sources {
-	hs := health.Sources{Kafka: src.Lag, Rabbit: src.Queues}
+	hs := health.Sources{Kafka: src.Lag, Rabbit: src.Queues, ErrorGroups: src.ErrorGroups, NewGroupWindow: src.NewGroupWindow}
 	for _, k := range src.Kafka {
 		hs.Clusters = append(hs.Clusters, k.Name())
 	}

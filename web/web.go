@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/static"
 	"github.com/redrive/redrive/views/layout"
@@ -49,6 +50,11 @@ type Deps struct {
 	Kafka    []handlers.KafkaCluster  // in config order; may be empty
 	Snapshot handlers.KafkaSnapshots  // required when Kafka is not empty: the sampler's stored snapshots
 	Replay   handlers.ReplayEngine    // required: guarded replays
+	// ErrorGroups are the dead-letter error groups the sampler records (the store), for the
+	// overview's new_error_group problems; nil leaves them out. NewGroupWindow is
+	// notify.new_group_window.
+	ErrorGroups    health.ErrorGroups
+	NewGroupWindow time.Duration
 	// KafkaLag are each cluster's status thresholds, for a group read through before it is sampled.
 	KafkaLag map[string]configs.LagRules
 	// Offsets moves consumer groups' offsets (plan, apply); nil answers those routes 404.
@@ -170,7 +176,8 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
-			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay}, meta),
+			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay,
+			ErrorGroups: deps.ErrorGroups, NewGroupWindow: deps.NewGroupWindow}, meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag),
 		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),

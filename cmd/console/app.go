@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,13 +41,16 @@ type app struct {
 	checks   []handlers.Check
 	registry *prometheus.Registry
 	lagRules map[string]configs.LagRules
-	closers  []func()
+	// newGroupWindow is notify.new_group_window: the overview and the notifier tell new error
+	// groups by it.
+	newGroupWindow time.Duration
+	closers        []func()
 }
 
 // buildApp connects nothing eagerly but the store (migrations run now): a dependency that is down
 // shows in its panels and /readyz, and recovers without a restart.
 func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app, error) {
-	a := &app{registry: prometheus.NewRegistry(), lagRules: map[string]configs.LagRules{}}
+	a := &app{registry: prometheus.NewRegistry(), lagRules: map[string]configs.LagRules{}, newGroupWindow: cfg.Notify.NewGroupWindow.D()}
 	st, err := store.OpenWith(ctx, string(cfg.Store.DSN), store.Options{MaxConns: cfg.Store.Size(configs.DefaultStoreMaxConns), AcquireTimeout: cfg.Store.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("console store: %w", err)
@@ -108,7 +112,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	if len(sources) > 0 || len(rabbitSources) > 0 {
 		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Rabbit: rabbitSources, Interval: cfg.Sampler.Interval.D(),
-			Retention: cfg.Sampler.Retention.D(), MinRefresh: cfg.Sampler.MinRefresh.D(), Logger: log})
+			Retention: cfg.Sampler.Retention.D(), MinRefresh: cfg.Sampler.MinRefresh.D(), NewGroupWindow: a.newGroupWindow, Logger: log})
 		if err != nil {
 			a.Close()
 			return nil, err
@@ -164,7 +168,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 
 // buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
 func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Notifier, error) {
-	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine}
+	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine, ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow}
 	for _, o := range a.outboxes {
 		src.Outboxes = append(src.Outboxes, o)
 	}
@@ -207,7 +211,8 @@ func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]st
 
 // webDeps hands the adapters to the web layer.
 func (a *app) webDeps(log *slog.Logger) web.Deps {
-	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules}
+	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules,
+		ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow}
 	for _, o := range a.outboxes {
 		d.Outboxes = append(d.Outboxes, o)
 	}

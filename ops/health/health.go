@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/sampler"
@@ -31,6 +33,7 @@ const (
 const (
 	KindKafkaGroup          = "kafka_group"
 	KindDeadLetters         = "dead_letters"
+	KindNewErrorGroup       = "new_error_group"
 	KindKafkaUnavailable    = "kafka_unavailable"
 	KindRabbitUnavailable   = "rabbitmq_unavailable"
 	KindQueueGrowing        = "queue_growing"
@@ -200,6 +203,49 @@ func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Dur
 		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
 			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, formatAge(*age)),
 			Link:  link + "?status=READY", Labels: labels, Since: now.Add(-*age)})
+	}
+	return out
+}
+
+// NewErrorGroupProblems are the error groups of the clusters' dead-letter topics whose episode
+// started within the window (eps, read since its start; err: they could not be read): an
+// exception type (and cause) that had not been seen for the window, or ever. The key carries the
+// episode's start, so a group that comes back after a quiet window fires again.
+func NewErrorGroupProblems(clusters []string, eps []store.ErrorGroupEpisode, err error, now time.Time) []Problem {
+	if err != nil {
+		return nil // the store's own trouble is the replay and dependency panels' to tell
+	}
+	watched := map[string]bool{}
+	for _, c := range clusters {
+		watched[c] = true
+	}
+	var out []Problem
+	for _, e := range eps {
+		rest, ok := strings.CutPrefix(e.Source, "kafka/")
+		i := strings.LastIndex(rest, "/") // topic names hold no "/"
+		if !ok || i < 0 || !watched[rest[:i]] {
+			continue
+		}
+		cluster, topic := rest[:i], rest[i+1:]
+		what := e.ExceptionType
+		if what == "" {
+			what = "records without exception headers"
+		}
+		if e.ExceptionCause != "" {
+			what += " (cause " + e.ExceptionCause + ")"
+		}
+		summary := "A kind of failure not seen in this dead-letter topic before its first record here."
+		if e.SampleMessage != "" {
+			summary += " The newest says: " + ops.CleanText(e.SampleMessage, 300)
+		}
+		out = append(out, Problem{Key: key(KindNewErrorGroup, "kafka", cluster, topic, e.Key, strconv.FormatInt(e.EpisodeStart.UnixMilli(), 10)),
+			Kind: KindNewErrorGroup, Severity: Warning,
+			Title: fmt.Sprintf("New error in %s (%s): %s, %s records, the first %s ago", topic, cluster, what, formatNum(e.Count),
+				formatAge(now.Sub(e.EpisodeStart).Round(time.Second))),
+			Summary: summary,
+			Link:    "/kafka/" + url.PathEscape(cluster) + "/topics/" + url.PathEscape(topic) + "/errors",
+			Labels:  map[string]string{"cluster": cluster, "topic": topic, "exception_type": e.ExceptionType},
+			Since:   e.EpisodeStart})
 	}
 	return out
 }

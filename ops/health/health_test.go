@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,5 +181,38 @@ func TestMonitor(t *testing.T) {
 	}
 	if len(r.Dependencies) != 2 || !r.Dependencies[0].OK || r.Dependencies[1].Error != "refused" {
 		t.Fatalf("%+v", r.Dependencies)
+	}
+}
+
+func TestNewErrorGroupProblems(t *testing.T) {
+	ep := func(source, typ string, start time.Time) store.ErrorGroupEpisode {
+		return store.ErrorGroupEpisode{ErrorGroupSighting: store.ErrorGroupSighting{Source: source, Key: typ + "|",
+			ExceptionType: typ, Count: 3, SampleMessage: "bad <b>order</b>"}, EpisodeStart: start}
+	}
+	eps := []store.ErrorGroupEpisode{
+		ep("kafka/main/orders.DLT", "com.acme.Poison", now.Add(-2*time.Minute)),
+		ep("kafka/eu/west/orders.DLT", "com.acme.Poison", now.Add(-time.Minute)), // a cluster name with "/"
+		ep("kafka/gone/orders.DLT", "com.acme.Poison", now),                      // no longer configured
+		ep("kafka/main/orders.DLT", "", now),
+	}
+	ps := NewErrorGroupProblems([]string{"main", "eu/west"}, eps, nil, now)
+	if len(ps) != 3 {
+		t.Fatalf("%d problems, want 3: %+v", len(ps), ps)
+	}
+	p := ps[0]
+	if p.Kind != KindNewErrorGroup || p.Labels["cluster"] != "main" || p.Labels["topic"] != "orders.DLT" ||
+		p.Link != "/kafka/main/topics/orders.DLT/errors" || p.Title != "New error in orders.DLT (main): com.acme.Poison, 3 records, the first 2 min ago" {
+		t.Errorf("problem: %+v", p)
+	}
+	// The episode is in the key: the same group back after a quiet window is another problem.
+	again := NewErrorGroupProblems([]string{"main"}, []store.ErrorGroupEpisode{ep("kafka/main/orders.DLT", "com.acme.Poison", now)}, nil, now)
+	if again[0].Key == p.Key {
+		t.Errorf("a new episode kept the key %s", p.Key)
+	}
+	if ps[1].Labels["cluster"] != "eu/west" || !strings.Contains(ps[2].Title, "records without exception headers") {
+		t.Errorf("problems: %+v", ps[1:])
+	}
+	if got := NewErrorGroupProblems([]string{"main"}, nil, errors.New("down"), now); got != nil {
+		t.Errorf("an unreadable store: %+v", got)
 	}
 }

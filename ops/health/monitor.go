@@ -32,6 +32,11 @@ type (
 	Jobs interface {
 		Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
 	}
+	// ErrorGroups lists the dead-letter error groups whose episode started since a time (the
+	// sampler records them: store.RecordErrorGroups).
+	ErrorGroups interface {
+		ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]store.ErrorGroupEpisode, error)
+	}
 )
 
 // Check is one configured dependency and how to ping it.
@@ -48,6 +53,10 @@ type Sources struct {
 	Rabbit   RabbitSnapshots
 	Outboxes []Outbox
 	Replays  Jobs    // nil: no replay problems
+	// ErrorGroups and NewGroupWindow (notify.new_group_window; 0 means 24 h) tell new error
+	// groups in the Clusters' dead-letter topics; nil: none.
+	ErrorGroups    ErrorGroups
+	NewGroupWindow time.Duration
 	Checks   []Check // nil: no dependency problems
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -66,8 +75,12 @@ type Monitor struct{ src Sources }
 // pingTimeout bounds one dependency's check, so a hung broker cannot hang an evaluation.
 const pingTimeout = 3 * time.Second
 
-// recentJobs is how many of the newest replay jobs are looked at.
-const recentJobs = 20
+// recentJobs is how many of the newest replay jobs are looked at; recentErrorGroups how many
+// of the newest error-group episodes.
+const (
+	recentJobs        = 20
+	recentErrorGroups = 100
+)
 
 // NewMonitor returns a Monitor over src.
 func NewMonitor(src Sources) *Monitor {
@@ -82,7 +95,7 @@ func NewMonitor(src Sources) *Monitor {
 func (m *Monitor) Evaluate(ctx context.Context) Report {
 	now := m.src.Now()
 	r := Report{CheckedAt: now.UTC(), Problems: []Problem{}}
-	panels := make([][]Problem, len(m.src.Clusters)+len(m.src.Brokers)+2)
+	panels := make([][]Problem, len(m.src.Clusters)+len(m.src.Brokers)+3)
 	var wg sync.WaitGroup
 	for i, c := range m.src.Clusters {
 		wg.Go(func() {
@@ -96,6 +109,16 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 			panels[len(m.src.Clusters)+i] = RabbitProblems(b, snap, err, now)
 		})
 	}
+	wg.Go(func() {
+		if m.src.ErrorGroups != nil && len(m.src.Clusters) > 0 {
+			window := m.src.NewGroupWindow
+			if window <= 0 {
+				window = 24 * time.Hour
+			}
+			eps, err := m.src.ErrorGroups.ErrorGroupEpisodes(ctx, now.Add(-window), recentErrorGroups)
+			panels[len(panels)-3] = NewErrorGroupProblems(m.src.Clusters, eps, err, now)
+		}
+	})
 	wg.Go(func() {
 		if m.src.Replays != nil {
 			jobs, err := m.src.Replays.Jobs(ctx, recentJobs)

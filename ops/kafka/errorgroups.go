@@ -76,15 +76,71 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 	}
 	quota := allocate(sizes, int64(maxScan))
 	from := map[int32]int64{}
-	offsets := map[int32]kgo.Offset{}
 	for i, p := range parts {
 		if quota[i] > 0 {
 			from[p] = ps[p].end - quota[i]
-			offsets[p] = kgo.NewOffset().At(from[p])
 		}
 		scan.Scanned += quota[i]
 	}
 	scan.Capped = scan.Scanned < scan.Total
+	return c.foldGroups(ctx, op, scan, ps, from)
+}
+
+// ErrorGroupsSince groups the records of topic that arrived after next, a cursor this call
+// returned before (nil: none; the newest maxScan records are read then), at most maxScan in all
+// (0 → DefaultMaxScan): when more arrived, the newest are read and Capped says so. It returns the
+// groups and the cursor to pass next time. The sampler calls it each round to see which errors
+// are new.
+func (c *Cluster) ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (ErrorScan, map[int32]int64, error) {
+	op := fmt.Sprintf("new error groups %s", topic)
+	if maxScan <= 0 {
+		maxScan = DefaultMaxScan
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	all, err := c.partitionBounds(ctx, topic)
+	if err != nil {
+		return ErrorScan{}, nil, c.fail(op, err)
+	}
+	ps := all[topic]
+	parts := make([]int32, 0, len(ps))
+	sizes := make([]int64, 0, len(ps))
+	scan := ErrorScan{Topic: topic, Groups: []ErrorGroup{}}
+	cursor := map[int32]int64{}
+	for p, b := range ps {
+		start := b.start
+		if at, ok := next[p]; ok && at > start && at <= b.end {
+			start = at // an offset past the end means the topic was recreated: read it anew
+		}
+		parts = append(parts, p)
+		sizes = append(sizes, b.end-start)
+		scan.Total += b.end - start
+		cursor[p] = b.end
+	}
+	quota := allocate(sizes, int64(maxScan))
+	from := map[int32]int64{}
+	for i, p := range parts {
+		if quota[i] > 0 {
+			from[p] = ps[p].end - quota[i]
+		}
+		scan.Scanned += quota[i]
+	}
+	scan.Capped = scan.Scanned < scan.Total
+	scan, err = c.foldGroups(ctx, op, scan, ps, from)
+	if err != nil {
+		return ErrorScan{}, nil, err
+	}
+	return scan, cursor, nil
+}
+
+// foldGroups reads each partition p of the topic from from[p] to its end as of ps and folds the
+// records into scan.Groups.
+func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps map[int32]bounds, from map[int32]int64) (ErrorScan, error) {
+	topic := scan.Topic
+	offsets := map[int32]kgo.Offset{}
+	for p, at := range from {
+		offsets[p] = kgo.NewOffset().At(at)
+	}
 	if len(offsets) == 0 {
 		return scan, nil
 	}

@@ -209,3 +209,45 @@ func TestDeadLetterTopics(t *testing.T) {
 		t.Errorf("payments-retry-1 = %+v, want Retry", retry2)
 	}
 }
+
+// TestErrorGroupsSince: the cursor reads only what arrived since the last call; more than
+// maxScan new records are read newest first and Capped; a cursor past a partition's end (the
+// topic was recreated) reads the partition anew.
+func TestErrorGroupsSince(t *testing.T) {
+	f := errorFixture(t)
+	ctx := ctxT(t)
+	first, next, err := f.c.ErrorGroupsSince(ctx, "all.DLT", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Scanned != 47 || len(first.Groups) != 4 || next[0]+next[1]+next[2] != 47 {
+		t.Fatalf("first call: scanned %d, %d groups, cursor %v", first.Scanned, len(first.Groups), next)
+	}
+	again, next2, err := f.c.ErrorGroupsSince(ctx, "all.DLT", next, 0)
+	if err != nil || again.Scanned != 0 || len(again.Groups) != 0 || !reflect.DeepEqual(next, next2) {
+		t.Fatalf("nothing new: %+v %v %v", again, next2, err)
+	}
+	at := recBase.Add(time.Hour)
+	f.produce(t, dlRecord("all.DLT", 1, at, "orders", "com.acme.PoisonException", "", "bad"),
+		dlRecord("all.DLT", 2, at, "orders", "com.acme.PoisonException", "", "bad"),
+		dlRecord("all.DLT", 0, at, "shipments", timeout, "", "read timed out"))
+	fresh, next3, err := f.c.ErrorGroupsSince(ctx, "all.DLT", next, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, g := range fresh.Groups {
+		counts[g.ExceptionType] = g.Count
+	}
+	if fresh.Scanned != 3 || !reflect.DeepEqual(counts, map[string]int64{"com.acme.PoisonException": 2, timeout: 1}) {
+		t.Fatalf("the new records: scanned %d, %v", fresh.Scanned, counts)
+	}
+	capped, _, err := f.c.ErrorGroupsSince(ctx, "all.DLT", map[int32]int64{0: 0, 1: 0, 2: 0}, 5)
+	if err != nil || capped.Scanned != 5 || !capped.Capped || capped.Total != 50 {
+		t.Fatalf("capped: %+v %v", capped, err)
+	}
+	recreated, _, err := f.c.ErrorGroupsSince(ctx, "all.DLT", map[int32]int64{0: next3[0] + 1000, 1: next3[1], 2: next3[2]}, 0)
+	if err != nil || recreated.Scanned != next3[0] {
+		t.Fatalf("a cursor past the end: scanned %d, want partition 0 anew (%d): %v", recreated.Scanned, next3[0], err)
+	}
+}

@@ -26,6 +26,12 @@ type deadLetterLister interface {
 	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
 }
 
+// errorGroupReader is a cluster that reads the error groups of what arrived in a topic since a
+// cursor (*kafka.Cluster does): the sampler records them so that a new one can be told.
+type errorGroupReader interface {
+	ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (kafka.ErrorScan, map[int32]int64, error)
+}
+
 // KafkaSource is one cluster to sample and the rules its groups are judged by.
 type KafkaSource struct {
 	Cluster KafkaGroups // required
@@ -50,6 +56,10 @@ type kafkaState struct {
 	warm   bool          // the windows were loaded from the store since leadership was taken
 	token  int64         // the lease token the windows were loaded under
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
+	// seen is, per dead-letter topic, where the last round's error-group read ended. It starts
+	// empty with each leadership (the first round reads the newest records again; the store's
+	// rows make that harmless).
+	seen   map[string]map[int32]int64
 	groups map[string]*groupWindow
 	// tried is the time (sampler clock, Unix nanoseconds) of this replica's last finished sample
 	// of the cluster, good or failed; FreshKafka reads it without tickMu.
@@ -118,6 +128,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	}
 	if !st.warm {
 		s.warmKafka(ctx, st, at)
+		st.seen = map[string]map[int32]int64{}
 	}
 	groups, err := st.src.Cluster.Groups(ctx)
 	if err != nil {
@@ -162,8 +173,48 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	if fresh {
 		st.lastAt = at
 	}
+	s.recordErrorGroups(ctx, st, dlts)
 	return nil
 }
+
+// recordErrorGroups folds what arrived in each final dead-letter topic since the last round into
+// the store's error groups (store.RecordErrorGroups), after the lag sample is written so that it
+// never costs one. A topic that cannot be read is retried from the same cursor next round.
+func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []kafka.DLTopic) {
+	r, ok := st.src.Cluster.(errorGroupReader)
+	if !ok {
+		return
+	}
+	var sightings []store.ErrorGroupSighting
+	next := map[string]map[int32]int64{}
+	for _, t := range dlts {
+		if t.Retry {
+			continue
+		}
+		scan, cursor, err := r.ErrorGroupsSince(ctx, t.Topic, st.seen[t.Topic], kafka.DefaultMaxScan)
+		if err != nil {
+			s.log.Warn("sampler: reading new dead letters failed", "cluster", st.name, "topic", t.Topic, "err", err)
+			continue
+		}
+		next[t.Topic] = cursor
+		for _, g := range scan.Groups {
+			sightings = append(sightings, store.ErrorGroupSighting{Source: ErrorGroupSource(st.name, t.Topic),
+				Key: g.ExceptionType + "|" + g.ExceptionCause, ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause,
+				FirstAt: g.FirstAt, LastAt: g.LastAt, Count: g.Count, SampleMessage: g.SampleMessage,
+				SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
+		}
+	}
+	if err := s.store.RecordErrorGroups(ctx, s.newGroupWindow, sightings); err != nil {
+		s.log.Warn("sampler: recording error groups failed; they are read again next round", "cluster", st.name, "err", err)
+		return
+	}
+	for t, c := range next {
+		st.seen[t] = c
+	}
+}
+
+// ErrorGroupSource names a Kafka dead-letter topic in the store's error groups.
+func ErrorGroupSource(cluster, topic string) string { return "kafka/" + cluster + "/" + topic }
 
 // warmKafka loads the windows from the store when this replica has just become leader, so the
 // statuses judged by the previous leader carry over. A failed load is logged and sampling goes

@@ -52,6 +52,9 @@ type Options struct {
 	Interval time.Duration
 	// Retention is how long history is kept; 0 means DefaultRetention (7 days).
 	Retention time.Duration
+	// NewGroupWindow is how long an error group of a dead-letter topic must have been quiet for
+	// its next record to start a new episode (notify.new_group_window); 0 means 24 h.
+	NewGroupWindow time.Duration
 	// Logger receives leadership changes and failed samples; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
@@ -71,19 +74,20 @@ type Options struct {
 // see leadership.go) and serves their snapshots and history to every replica. Create it with New;
 // it is safe for concurrent use.
 type Sampler struct {
-	store     *store.Store
-	id        string
-	ttl       time.Duration // of a source's lease: one Interval
-	order     []string      // the sources' names, in this replica's order of preference
-	lead      leadership
-	started   time.Time // sampler clock, for the staleness of a source never sampled
-	log       *slog.Logger
-	now       func() time.Time
-	interval  time.Duration
-	timeout   time.Duration
-	retention time.Duration
-	cacheTTL  time.Duration
-	minFresh  time.Duration // Options.MinRefresh; <= 0 off
+	store          *store.Store
+	id             string
+	ttl            time.Duration // of a source's lease: one Interval
+	order          []string      // the sources' names, in this replica's order of preference
+	lead           leadership
+	started        time.Time // sampler clock, for the staleness of a source never sampled
+	log            *slog.Logger
+	now            func() time.Time
+	interval       time.Duration
+	timeout        time.Duration
+	retention      time.Duration
+	cacheTTL       time.Duration
+	minFresh       time.Duration // Options.MinRefresh; <= 0 off
+	newGroupWindow time.Duration // Options.NewGroupWindow, defaulted
 
 	kafka       []*kafkaState // config order
 	kafkaByName map[string]*kafkaState
@@ -151,6 +155,11 @@ func New(opts Options) (*Sampler, error) {
 		cache:       map[string]cachedKafka{},
 		history:     map[historyKey]cachedHistory{},
 		m:           newMetrics(),
+
+		newGroupWindow: opts.NewGroupWindow,
+	}
+	if s.newGroupWindow <= 0 {
+		s.newGroupWindow = 24 * time.Hour
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -30,7 +30,7 @@ func TestLock(t *testing.T) {
 	}
 
 	t.Run("HeldElsewhereTimesOut", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, time.Second)
+		unlock, err := lockWithin(t, key, 10*time.Second) // a free lock: generous for a loaded machine
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestLock(t *testing.T) {
 			t.Errorf("second lock gave up after %v, want about 300ms", waited)
 		}
 		// Another key is independent.
-		other, err := lockWithin(t, key+"-other", time.Second)
+		other, err := lockWithin(t, key+"-other", 10*time.Second)
 		if err != nil {
 			t.Fatalf("other key: %v", err)
 		}
@@ -53,7 +53,7 @@ func TestLock(t *testing.T) {
 	})
 
 	t.Run("HandedOverOnUnlock", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, time.Second)
+		unlock, err := lockWithin(t, key, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestLock(t *testing.T) {
 	})
 
 	t.Run("HolderConnectionDies", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, time.Second)
+		unlock, err := lockWithin(t, key, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestLock(t *testing.T) {
 			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
 			t.Fatal(err)
 		}
-		u, err := lockWithin(t, key, 3*time.Second)
+		u, err := lockWithin(t, key, 10*time.Second)
 		if err != nil {
 			t.Fatalf("lock after the holder's session ended: %v", err)
 		}
@@ -119,7 +119,7 @@ func TestLock(t *testing.T) {
 	})
 
 	t.Run("Cancelled", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, time.Second)
+		unlock, err := lockWithin(t, key, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}

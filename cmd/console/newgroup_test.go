@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// TestNewErrorGroupNotifies: a kind of failure that appears in a DLT for the first time, or again
+// after notify.new_group_window without a record, fires one new_error_group notification; more
+// records of it do not fire again; a group last seen before the window and quiet since is not new.
+func TestNewErrorGroupNotifies(t *testing.T) {
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "orders.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	dead := func(at time.Time, n int, typ string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := range n {
+			recs = append(recs, &kgo.Record{Topic: "orders.DLT", Key: []byte(fmt.Sprint("order-", i)), Value: []byte(`{}`), Timestamp: at,
+				Headers: []kgo.RecordHeader{{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+					{Key: "kafka_dlt-exception-fqcn", Value: []byte(typ)},
+					{Key: "kafka_dlt-exception-message", Value: []byte("failed: " + typ)}}})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var mu sync.Mutex
+	var firing []string // the keys of the firing notifications received
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e struct{ Key, Kind, State, Title string }
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &e) == nil && e.Kind == "new_error_group" && e.State == "firing" {
+			mu.Lock()
+			firing = append(firing, e.Title)
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(receiver.Close)
+	received := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), firing...) }
+
+	// A timeout last seen three hours ago (outside the 1 h window): not new.
+	old := time.Now().Add(-3 * time.Hour)
+	dead(old, 4, "java.net.SocketTimeoutException")
+	storeDSN := pgtest.NewDatabase(t)
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+sampler: {interval: 1s}
+kafka: [{name: main, brokers: [%q]}]
+notify:
+  interval: 1s
+  new_group_window: 1h
+  channels: [{name: hook, type: webhook, url: %q}]
+  rules: [{match: {kind: new_error_group}, channels: [hook]}]
+`, storeDSN, k.Addrs()[0], receiver.URL))
+	db, err := pgx.Connect(ctx, storeDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	count := func(typ string) (n int64) {
+		_ = db.QueryRow(ctx, `SELECT coalesce(sum(count), 0) FROM redrive.error_group WHERE exception_type = $1`, typ).Scan(&n)
+		return n
+	}
+	waitUntil(t, 30*time.Second, "the sampler records the old group", func() bool { return count("java.net.SocketTimeoutException") == 4 })
+
+	// A poison message type never seen, and the timeout back after its quiet window: both new.
+	now := time.Now()
+	dead(now, 3, "com.acme.PoisonException")
+	dead(now, 1, "java.net.SocketTimeoutException")
+	waitUntil(t, 30*time.Second, "two new_error_group notifications", func() bool { return len(received()) >= 2 })
+	titles := strings.Join(received(), "\n")
+	if !strings.Contains(titles, "com.acme.PoisonException, 3 records") || !strings.Contains(titles, "java.net.SocketTimeoutException, 1 records") {
+		t.Fatalf("the notifications: %s", titles)
+	}
+
+	// More of the same: the overview's title counts them, no new notification.
+	dead(time.Now(), 5, "com.acme.PoisonException")
+	waitUntil(t, 30*time.Second, "the overview counts 8 poison records", func() bool {
+		return strings.Contains(do(t, nil, "GET", base+"/api/v1/overview", "", "").body, "com.acme.PoisonException, 8 records")
+	})
+	time.Sleep(3 * time.Second) // three notify rounds: absence is what is checked
+	if got := received(); len(got) != 2 {
+		t.Fatalf("%d firing notifications, want 2: %s", len(got), strings.Join(got, "\n"))
+	}
+}
+
+// waitUntil polls cond until it holds or d passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
