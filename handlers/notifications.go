@@ -196,8 +196,27 @@ func (h *Notifications) APISilence(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, silenceJSON{ID: s.ID, Matchers: s.Matchers, EndsAt: s.EndsAt.UTC(), Comment: s.Comment,
-		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.UTC()})
+	return c.JSON(http.StatusOK, silenceOf(s))
+}
+
+func silenceOf(s store.Silence) silenceJSON {
+	return silenceJSON{ID: s.ID, Matchers: s.Matchers, EndsAt: s.EndsAt.UTC(), Comment: s.Comment,
+		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.UTC()}
+}
+
+// APISilences: GET /api/v1/silences — the silences in force, soonest to end first.
+func (h *Notifications) APISilences(c echo.Context) error {
+	list, err := h.store.Silences(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Silences []silenceJSON `json:"silences"`
+	}{Silences: make([]silenceJSON, 0, len(list))}
+	for _, s := range list {
+		out.Silences = append(out.Silences, silenceOf(s))
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // test sends a test notification, audited (notify.test).

@@ -94,6 +94,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, "/api/v1/audit", h.audit.API, RoleViewer},
 		{http.MethodGet, "/api/v1/notifications", h.notify.APIList, RoleViewer},
 		{http.MethodPost, "/api/v1/notifications/channels/:name/test", h.notify.APITest, RoleOperator},
+		{http.MethodGet, "/api/v1/silences", h.notify.APISilences, RoleViewer},
 		{http.MethodPost, "/api/v1/silences", h.notify.APISilence, RoleOperator},
 		{http.MethodGet, "/api/v1/replicas", h.replicas.API, RoleAdmin},
 		{http.MethodGet, "/api/v1/admin/doctor", h.doctor.API, RoleAdmin},
