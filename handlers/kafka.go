@@ -68,7 +68,7 @@ type Kafka struct {
 type encodedGroups struct {
 	at   time.Time
 	n    int
-	json []byte
+	json *sharedPart
 }
 
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
@@ -240,15 +240,13 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared groups.
-	out := make([]byte, 0, len(head)+len(groups)+12)
-	out = append(append(append(out, head[:len(head)-1]...), `,"groups":`...), groups...)
-	out = append(out, '}', '\n')
-	return c.JSONBlob(http.StatusOK, out)
+	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared
+	// groups, compressed once per snapshot.
+	return spliceJSON(c, append(head[:len(head)-1], `,"groups":`...), groups, []byte("}\n"))
 }
 
 // groupsJSON encodes the snapshot's groups, once per snapshot and cluster.
-func (h *Kafka) groupsJSON(snap sampler.KafkaSnapshot) ([]byte, error) {
+func (h *Kafka) groupsJSON(snap sampler.KafkaSnapshot) (*sharedPart, error) {
 	h.encodedMu.Lock()
 	defer h.encodedMu.Unlock()
 	if e, ok := h.encoded[snap.Cluster]; ok && e.at.Equal(snap.At) && e.n == len(snap.Groups) && !snap.At.IsZero() {
@@ -265,8 +263,9 @@ func (h *Kafka) groupsJSON(snap sampler.KafkaSnapshot) ([]byte, error) {
 	if h.encoded == nil {
 		h.encoded = map[string]encodedGroups{}
 	}
-	h.encoded[snap.Cluster] = encodedGroups{at: snap.At, n: len(snap.Groups), json: b}
-	return b, nil
+	part := newSharedPart(b)
+	h.encoded[snap.Cluster] = encodedGroups{at: snap.At, n: len(snap.Groups), json: part}
+	return part, nil
 }
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group.

@@ -61,13 +61,9 @@ func bigSnapshot(groups, partitions int) sampler.KafkaSnapshot {
 	return snap
 }
 
-// TestGroupsAPIBenchmark measures GET /api/v1/kafka/{cluster}/groups at 200 groups × 50
-// partitions through the whole server (auth, middleware, JSON, gzip), served from memory.
-// Run: REDRIVE_BENCH=1 go test ./web -run TestGroupsAPIBenchmark -v -count=1
-func TestGroupsAPIBenchmark(t *testing.T) {
-	if os.Getenv("REDRIVE_BENCH") == "" {
-		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
-	}
+// groupsServer is the console's server with one cluster, main, whose snapshot is snap.
+func groupsServer(t *testing.T, snap sampler.KafkaSnapshot) *httptest.Server {
+	t.Helper()
 	cfg, err := configs.Parse([]byte("store: {dsn: \"postgres://x@127.0.0.1/x\"}\n"+authYAML(t, "basic", "")), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -78,13 +74,24 @@ func TestGroupsAPIBenchmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, err := New(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: st, Registry: prometheus.NewRegistry(),
-		Replay: engine, Kafka: []handlers.KafkaCluster{namedCluster{name: "main"}}, Snapshot: memSnapshots{bigSnapshot(200, 50)}},
+		Replay: engine, Kafka: []handlers.KafkaCluster{namedCluster{name: "main"}}, Snapshot: memSnapshots{snap}},
 		Options{RequestTimeout: 10 * time.Second, Version: "test", Auth: cfg.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(e)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestGroupsAPIBenchmark measures GET /api/v1/kafka/{cluster}/groups at 200 groups × 50
+// partitions through the whole server (auth, middleware, JSON, gzip), served from memory.
+// Run: REDRIVE_BENCH=1 go test ./web -run TestGroupsAPIBenchmark -v -count=1
+func TestGroupsAPIBenchmark(t *testing.T) {
+	if os.Getenv("REDRIVE_BENCH") == "" {
+		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
+	}
+	srv := groupsServer(t, bigSnapshot(200, 50))
 
 	get := func(cl *http.Client, gz bool) (int, time.Duration) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/kafka/main/groups", nil)

@@ -80,6 +80,10 @@ type Deps struct {
 	Notifier handlers.NotificationSender
 }
 
+// selfCompressed are the routes whose handlers gzip their answer themselves, around a part
+// compressed once for every reader (the groups of a snapshot).
+var selfCompressed = map[string]bool{"/api/v1/kafka/:cluster/groups": true}
+
 // New builds the echo server with every route registered.
 func New(deps Deps, opts Options) (*echo.Echo, error) {
 	e := echo.New()
@@ -137,8 +141,10 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		// Responses are compressed when the client accepts it (the all-groups answer at 200 groups
 		// × 50 partitions is ~1.4 MB as JSON, ~100 KB gzipped). Not /metrics (promhttp
 		// compresses itself) nor event streams (each event must reach the client when written).
+		// Nor the routes whose handlers compress their own shared answer (handlers.spliceJSON).
 		middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024, Skipper: func(c echo.Context) bool {
-			return c.Request().URL.Path == "/metrics" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream")
+			return c.Request().URL.Path == "/metrics" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") ||
+				selfCompressed[c.Path()]
 		}}),
 		middleware.SecureWithConfig(middleware.SecureConfig{
 			XSSProtection:      "0",
