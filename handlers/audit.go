@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	auditpages "github.com/redrive/redrive/views/pages/audit"
 )
 
@@ -114,7 +115,7 @@ func (h *Audit) Page(c echo.Context) error {
 	if len(entries) == f.Limit && len(entries) > 0 {
 		q := c.QueryParams()
 		q.Set("cursor", strconv.FormatInt(entries[len(entries)-1].ID, 10))
-		page.NextURL = "/audit?" + url.Values(q).Encode()
+		page.NextURL = paths.WithQuery(paths.Audit, url.Values(q))
 	}
 	return render(c, http.StatusOK, auditpages.List(page))
 }

@@ -20,10 +20,6 @@ import (
 	"github.com/redrive/redrive/ops/store"
 )
 
-// ExportPathSuffix ends every export route: web lets these outlive request_timeout (an export of a
-// million records streams for longer), bounded by the client staying connected.
-const ExportPathSuffix = "/export"
-
 // exportFormat reads ?format=ndjson (default) or csv.
 func exportFormat(c echo.Context) (string, error) {
 	switch f := c.QueryParam("format"); f {

@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 )
 
@@ -223,9 +224,9 @@ func clientInfo(c echo.Context) (ip, userAgent string) {
 // PathParam returns a path parameter as the name it stands for. echo matches on the raw path
 // when the request's path has escapes (then "%2F", the RabbitMQ vhost "/", arrives still escaped)
 // and on the decoded path otherwise, so it is unescaped only in the first case; the forms that
-// components.PathSegment gives "." and ".." are read back.
+// paths.Segment gives "." and ".." are read back.
 func PathParam(c echo.Context, name string) string {
-	return components.ParsePathSegment(c.Param(name), c.Request().URL.RawPath != "")
+	return paths.ParseSegment(c.Param(name), c.Request().URL.RawPath != "")
 }
 
 func pathParam(c echo.Context, name string) string { return PathParam(c, name) }

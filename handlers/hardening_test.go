@@ -11,7 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/paths"
 )
 
 // The public /readyz names each dependency and says whether it is ok — not why, which may name
@@ -75,7 +75,7 @@ func TestDecodeJSONMessages(t *testing.T) {
 }
 
 // Names that are dot segments survive the links built for them: a browser would drop "." and
-// ".." (escaped or not), so PathSegment writes them with a ";" and PathParam reads them back.
+// ".." (escaped or not), so paths.Segment writes them with a ";" and PathParam reads them back.
 func TestPathParamReadsPathSegments(t *testing.T) {
 	e := echo.New()
 	var got struct{ vhost, queue string }
@@ -89,7 +89,7 @@ func TestPathParamReadsPathSegments(t *testing.T) {
 		{"/", ".."}, {"/", "."}, {"prod", ".."}, {"prod", ".;"}, {"prod", "..;"}, {"..", "orders"},
 		{"a/b", "%2E%2E"}, {"prod", "100%"}, {"prod", "%41"}, {"prod", "dlq; drop"}, {"prod", "évé\u202e"},
 	} {
-		u := srv.URL + "/q/" + components.PathSegment(tc.vhost) + "/" + components.PathSegment(tc.queue)
+		u := srv.URL + "/q/" + paths.Segment(tc.vhost) + "/" + paths.Segment(tc.queue)
 		for _, seg := range strings.Split(strings.TrimPrefix(u, srv.URL+"/"), "/") {
 			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e%2e") || strings.EqualFold(seg, "%2e") ||
 				strings.EqualFold(seg, ".%2e") || strings.EqualFold(seg, "%2e.") {

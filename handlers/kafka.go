@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -739,8 +740,13 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 
 func (h *Kafka) clusterMeta(c echo.Context, title, cluster string, crumbs ...layout.Crumb) layout.Meta {
 	m := h.meta(c, title, "kafka")
-	m.Breadcrumbs = append([]layout.Crumb{{Label: "Kafka", Href: "/kafka"}, {Label: cluster, Href: "/kafka/" + url.PathEscape(cluster)}}, crumbs...)
+	m.Breadcrumbs = kafkaCrumbs(cluster, crumbs...)
 	return m
+}
+
+// kafkaCrumbs are the breadcrumbs of a page inside a cluster: Kafka, the cluster, then crumbs.
+func kafkaCrumbs(cluster string, crumbs ...layout.Crumb) []layout.Crumb {
+	return append([]layout.Crumb{{Label: "Kafka", Href: paths.Kafka}, {Label: cluster, Href: paths.KafkaCluster(cluster)}}, crumbs...)
 }
 
 func toGroupRows(snap sampler.KafkaSnapshot) []kafkapages.GroupRow {
@@ -775,7 +781,7 @@ func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
 // Index: GET /kafka — every cluster with its groups and dead-letter topics.
 func (h *Kafka) Index(c echo.Context) error {
 	if len(h.clusters) == 1 {
-		return c.Redirect(http.StatusFound, "/kafka/"+url.PathEscape(h.clusters[0].Name()))
+		return c.Redirect(http.StatusFound, paths.KafkaCluster(h.clusters[0].Name()))
 	}
 	page := kafkapages.IndexPage{Meta: h.meta(c, "Kafka", "kafka")}
 	for _, k := range h.clusters {
@@ -911,7 +917,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 			v[key] = vals
 		}
 		v.Set("offset", strconv.FormatInt(*off, 10))
-		return topicURL(k.Name(), q.Topic) + "?" + v.Encode()
+		return paths.WithQuery(paths.KafkaTopic(k.Name(), q.Topic), v)
 	}
 	page.NextURL, page.PrevURL = link(res.Next), link(res.Prev)
 	return render(c, http.StatusOK, kafkapages.Topic(page))
@@ -945,7 +951,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 		if page.Exception != "" {
 			v.Set("exception", page.Exception)
 		}
-		page.NextURL = topicURL(k.Name(), q.Topic) + "?" + v.Encode()
+		page.NextURL = paths.WithQuery(paths.KafkaTopic(k.Name(), q.Topic), v)
 	}
 	return render(c, http.StatusOK, kafkapages.Topic(page))
 }
@@ -956,10 +962,6 @@ func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption
 		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.End - p.Start}
 	}
 	return out
-}
-
-func topicURL(cluster, topic string) string {
-	return "/kafka/" + url.PathEscape(cluster) + "/topics/" + url.PathEscape(topic)
 }
 
 // maxRenderedValue caps what one record shows inline; the API gives up to kafka.MaxValueBytes.
@@ -1050,7 +1052,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 		return err
 	}
 	page := kafkapages.ErrorsPage{Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
-		layout.Crumb{Label: topic, Href: topicURL(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
+		layout.Crumb{Label: topic, Href: paths.KafkaTopic(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
 	for _, g := range scan.Groups {
 		g = redactErrorGroup(red, g)

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	loginpages "github.com/redrive/redrive/views/pages/login"
 )
 
@@ -158,7 +159,7 @@ func safeNext(next string) string {
 		return ""
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == "/login" {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Path == paths.Login {
 		return ""
 	}
 	return next
@@ -166,7 +167,7 @@ func safeNext(next string) string {
 
 func orHome(next string) string {
 	if next == "" {
-		return "/"
+		return paths.Overview
 	}
 	return next
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	notifypages "github.com/redrive/redrive/views/pages/notifications"
 )
 
@@ -221,7 +222,7 @@ func (h *Notifications) APISilences(c echo.Context) error {
 
 // test sends a test notification, audited (notify.test).
 func (h *Notifications) test(c echo.Context) (string, error) {
-	name := c.Param("name")
+	name := pathParam(c, "name")
 	if h.sender == nil || !containsStr(h.sender.Channels(), name) {
 		return name, fmt.Errorf("notification channel %q: %w", name, ops.ErrNotFound)
 	}
@@ -255,7 +256,7 @@ func (h *Notifications) FormTest(c echo.Context) error {
 	} else if err != nil {
 		flash = "Test notification to " + name + " failed: " + err.Error()
 	}
-	return c.Redirect(http.StatusSeeOther, "/notifications?flash="+url.QueryEscape(flash))
+	return c.Redirect(http.StatusSeeOther, notificationsFlash(flash))
 }
 
 // FormSilence: POST /notifications/silences (the page's form).
@@ -270,7 +271,12 @@ func (h *Notifications) FormSilence(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/notifications?flash="+url.QueryEscape("Silenced until "+s.EndsAt.UTC().Format(time.RFC3339)+"."))
+	return c.Redirect(http.StatusSeeOther, notificationsFlash("Silenced until "+s.EndsAt.UTC().Format(time.RFC3339)+"."))
+}
+
+// notificationsFlash is the notifications page showing flash, where a form action returns to.
+func notificationsFlash(flash string) string {
+	return paths.WithQuery(paths.Notifications, url.Values{"flash": {flash}})
 }
 
 // Page: GET /notifications.

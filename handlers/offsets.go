@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/offsets"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
 )
@@ -205,7 +205,7 @@ func (h *Offsets) FormPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, offsetPlanPath(p.Cluster, p.Group, p.ID))
+	return c.Redirect(http.StatusSeeOther, paths.OffsetMove(p.Cluster, p.Group, p.ID))
 }
 
 // FormApply: POST /kafka/:cluster/groups/:group/offsets/apply (plan_id, reason). A refusal
@@ -249,7 +249,7 @@ func (h *Offsets) FormApprove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, offsetPlanPath(p.Cluster, p.Group, p.ID))
+	return c.Redirect(http.StatusSeeOther, paths.OffsetMove(p.Cluster, p.Group, p.ID))
 }
 
 // PlanPage: GET /kafka/:cluster/groups/:group/offsets/:id.
@@ -269,8 +269,7 @@ func (h *Offsets) PlanPage(c echo.Context) error {
 
 func (h *Offsets) planPage(c echo.Context, p offsets.Plan) kafkapages.OffsetPlanPage {
 	m := h.meta(c, "Offset move "+p.ID, "kafka")
-	m.Breadcrumbs = []layout.Crumb{{Label: "Kafka", Href: "/kafka"}, {Label: p.Cluster, Href: "/kafka/" + url.PathEscape(p.Cluster)},
-		{Label: p.Group, Href: "/kafka/" + url.PathEscape(p.Cluster) + "/groups/" + url.PathEscape(p.Group)}, {Label: "offset move"}}
+	m.Breadcrumbs = kafkaCrumbs(p.Cluster, layout.Crumb{Label: p.Group, Href: paths.KafkaGroup(p.Cluster, p.Group)}, layout.Crumb{Label: "offset move"})
 	page := kafkapages.OffsetPlanPage{Meta: m, Cluster: p.Cluster, Group: p.Group, PlanID: p.ID, Topic: p.Topic, Target: targetText(p.To),
 		Skipped: p.Skipped, CopyTo: p.CopyTo, Warnings: p.Warnings, Members: p.Members, FourEyes: p.FourEyes, ApprovedBy: p.ApprovedBy,
 		Applied: p.AppliedAt != nil, AppliedBy: p.AppliedBy}
@@ -294,10 +293,6 @@ func targetText(t offsets.Target) string {
 		}
 	}
 	return t.Kind
-}
-
-func offsetPlanPath(cluster, group, id string) string {
-	return "/kafka/" + url.PathEscape(cluster) + "/groups/" + url.PathEscape(group) + "/offsets/" + url.PathEscape(id)
 }
 
 // skipOffer is the group page's "skip the record at offset N" for a STALL or STOP group: the

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	outboxpages "github.com/redrive/redrive/views/pages/outboxes"
 )
@@ -557,7 +558,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 		FirstPage: f.Before == 0,
 		CanAct:    h.meta(c, "", "").CanOperate,
 	}
-	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"}, {Label: o.Name()}}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes}, {Label: o.Name()}}
 	list, err := o.List(ctx, f)
 	if err != nil {
 		page.ListError = err.Error()
@@ -568,7 +569,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 	if list.NextCursor > 0 {
 		q := c.QueryParams()
 		q.Set("cursor", strconv.FormatInt(list.NextCursor, 10))
-		page.NextURL = "/outboxes/" + url.PathEscape(o.Name()) + "?" + q.Encode()
+		page.NextURL = paths.WithQuery(paths.Outbox(o.Name()), q)
 	}
 	return render(c, http.StatusOK, outboxpages.Show(page))
 }
@@ -610,8 +611,8 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 		Redacted:         redacted,
 		CanReveal:        redacted && ActorOf(c).Role == RoleAdmin,
 	}
-	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: "/outboxes"},
-		{Label: o.Name(), Href: "/outboxes/" + url.PathEscape(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes},
+		{Label: o.Name(), Href: paths.Outbox(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}
 	return render(c, http.StatusOK, outboxpages.Event(page))
 }
 
@@ -682,14 +683,14 @@ func formIDs(c echo.Context) ([]int64, error) {
 // backTo is the page to return to after a form action, with the outcome for the notice. The
 // return path is only ever one of this outbox's own pages.
 func backTo(c echo.Context, name, done string, n int64) string {
-	base := "/outboxes/" + url.PathEscape(name)
+	base := paths.Outbox(name)
 	if ret := c.FormValue("return"); ret != "" {
 		if u, err := url.Parse(ret); err == nil && u.Host == "" && u.Scheme == "" && len(u.Path) > len(base) &&
 			u.Path[:len(base)+1] == base+"/" {
 			base = u.Path
 		}
 	}
-	return base + "?done=" + done + "&n=" + strconv.FormatInt(n, 10)
+	return paths.WithQuery(base, url.Values{"done": {done}, "n": {strconv.FormatInt(n, 10)}})
 }
 
 // notice turns the redirect's outcome parameters into a fixed message; nothing user-supplied is

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/paths"
 	overviewpages "github.com/redrive/redrive/views/pages/overview"
 )
 
@@ -119,7 +120,7 @@ func (h *Overview) Page(c echo.Context) error {
 	for _, p := range o.Problems {
 		row := overviewpages.Problem{Severity: p.Severity, Title: p.Title, Link: p.Link}
 		if p.Kind == "kafka_group" { // a lag trend: the group page's history, last hour
-			row.Trend = "/api/v1" + p.Link + "/history?since=1h"
+			row.Trend = paths.Since(paths.APIKafkaGroupHistory(p.Labels["cluster"], p.Labels["group"]), "1h")
 		}
 		v.Problems = append(v.Problems, row)
 	}

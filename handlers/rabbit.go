@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
 )
@@ -562,13 +561,9 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 
 func (h *Rabbit) brokerMeta(c echo.Context, title, broker string, crumbs ...layout.Crumb) layout.Meta {
 	m := h.meta(c, title, "rabbitmq")
-	m.Breadcrumbs = append([]layout.Crumb{{Label: "RabbitMQ", Href: "/rabbitmq"},
-		{Label: broker, Href: "/rabbitmq/" + url.PathEscape(broker)}}, crumbs...)
+	m.Breadcrumbs = append([]layout.Crumb{{Label: "RabbitMQ", Href: paths.RabbitMQ},
+		{Label: broker, Href: paths.RabbitBroker(broker)}}, crumbs...)
 	return m
-}
-
-func queueHref(broker, vhost, queue string) string {
-	return "/rabbitmq/" + url.PathEscape(broker) + "/queues/" + components.PathSegment(vhost) + "/" + components.PathSegment(queue)
 }
 
 func exchangeLabel(x string) string {
@@ -610,7 +605,7 @@ func toEdgeRow(e rabbit.Edge, loops []rabbit.RetryLoop) rabbitpages.EdgeRow {
 // Index: GET /rabbitmq — the brokers, or straight to the only one.
 func (h *Rabbit) Index(c echo.Context) error {
 	if len(h.brokers) == 1 {
-		return c.Redirect(http.StatusFound, "/rabbitmq/"+url.PathEscape(h.brokers[0].Name()))
+		return c.Redirect(http.StatusFound, paths.RabbitBroker(h.brokers[0].Name()))
 	}
 	page := rabbitpages.IndexPage{Meta: h.meta(c, "RabbitMQ", "rabbitmq")}
 	for _, b := range h.brokers {
@@ -627,7 +622,7 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 	}
 	page := rabbitpages.BrokerPage{Meta: h.meta(c, "RabbitMQ "+b.Name(), "rabbitmq"), Broker: b.Name(),
 		LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots)}
-	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "RabbitMQ", Href: "/rabbitmq"}, {Label: b.Name()}}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "RabbitMQ", Href: paths.RabbitMQ}, {Label: b.Name()}}
 	snap, err := h.snapshots.LatestRabbit(c.Request().Context(), b.Name())
 	if err != nil {
 		page.SnapshotError = err.Error()
@@ -882,7 +877,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	}
 	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
 	page := rabbitpages.MessagesPage{Meta: h.brokerMeta(c, "Messages in "+queue, b.Name(),
-		layout.Crumb{Label: queueCrumb(vhost, queue), Href: queueHref(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
+		layout.Crumb{Label: queueCrumb(vhost, queue), Href: paths.Queue(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
 		Broker: b.Name(), Vhost: vhost, Queue: queue, Limit: limit, Reason: c.QueryParam("reason"), Exception: c.QueryParam("exception")}
 	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	replaypages "github.com/redrive/redrive/views/pages/replays"
 )
@@ -397,7 +397,7 @@ func (h *Replays) FormApprove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
+	return c.Redirect(http.StatusSeeOther, paths.Replay(job.ID))
 }
 
 // ---- pages ----
@@ -535,7 +535,7 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/replays/plans/"+url.PathEscape(plan.ID))
+	return c.Redirect(http.StatusSeeOther, paths.ReplayPlan(plan.ID))
 }
 
 func parseRecordRef(raw string) (replay.RecordRef, error) {
@@ -584,7 +584,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
 		CanForce: actor.Role == RoleAdmin}
 	page.CanRun = page.Meta.CanOperate
-	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: "plan " + plan.ID}}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: "plan " + plan.ID}}
 	for _, a := range replay.Actions {
 		page.Counts = append(page.Counts, replaypages.ActionCount{Action: string(a), Count: plan.Counts[a]})
 	}
@@ -681,7 +681,7 @@ func (h *Replays) FormStart(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
+	return c.Redirect(http.StatusSeeOther, paths.Replay(job.ID))
 }
 
 // JobPage: GET /replays/:id — and, for htmx, its live part (progress and ledger).
@@ -692,7 +692,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 		return err
 	}
 	page := replaypages.JobPage{Meta: h.meta(c, "Replay "+job.ID, "replays"), Job: toJobView(job)}
-	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: "/replays"}, {Label: job.ID}}
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: job.ID}}
 	if routes, err := h.views.PlanRoutes(ctx, []string{job.PlanID}, destinationSample); err == nil {
 		page.Job.Source, page.Job.Destination = routeText(routes[job.PlanID])
 	}
@@ -730,5 +730,5 @@ func (h *Replays) FormCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, "/replays/"+url.PathEscape(job.ID))
+	return c.Redirect(http.StatusSeeOther, paths.Replay(job.ID))
 }

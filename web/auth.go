@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 )
 
@@ -434,19 +435,19 @@ func (a *authenticator) unauthenticated(c echo.Context) error {
 	case configs.AuthProxy:
 		how = "sign in through the proxy, or " + how
 	}
-	if strings.HasPrefix(r.URL.Path, "/api/") {
+	if strings.HasPrefix(r.URL.Path, paths.APIPrefix) {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="redrive"`)
 		return echo.NewHTTPError(http.StatusUnauthorized, "not signed in: "+how)
 	}
 	if a.mode == configs.AuthBasic {
 		if r.Header.Get("HX-Request") == "true" {
-			next := "/"
+			next := paths.Overview
 			if u, err := url.Parse(r.Header.Get("HX-Current-URL")); err == nil && u.Path != "" {
 				next = u.RequestURI()
 			}
-			c.Response().Header().Set("HX-Redirect", "/login?next="+url.QueryEscape(next))
+			c.Response().Header().Set("HX-Redirect", paths.LoginNext(next))
 		} else if !mutating(c) {
-			return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
+			return c.Redirect(http.StatusSeeOther, paths.LoginNext(r.URL.RequestURI()))
 		}
 	}
 	return echo.NewHTTPError(http.StatusUnauthorized, "not signed in: "+how)
@@ -496,7 +497,7 @@ func (a *authenticator) csrfExempt(c echo.Context) bool {
 	if id, ok := identityOf(c); ok && id.via == viaToken {
 		return true
 	}
-	return a.mode == configs.AuthNone && strings.HasPrefix(c.Path(), "/api/")
+	return a.mode == configs.AuthNone && strings.HasPrefix(c.Path(), paths.APIPrefix)
 }
 
 // auditCSRF wraps the CSRF middleware so that the requests it refuses are audited.
@@ -627,11 +628,11 @@ func (a *authenticator) SignOut(c echo.Context) (string, error) {
 	}
 	switch a.mode {
 	case configs.AuthBasic:
-		return "/login", nil
+		return paths.Login, nil
 	case configs.AuthProxy:
 		return a.proxy.LogoutURL, nil
 	}
-	return "/", nil
+	return paths.Overview, nil
 }
 
 func (a *authenticator) clearSessionCookie(c echo.Context) {
@@ -643,8 +644,8 @@ func (a *authenticator) clearSessionCookie(c echo.Context) {
 // other form.
 func authRoutes(h *handlers.Login) []Route {
 	return []Route{
-		{http.MethodGet, "/login", h.Page, RolePublic},
-		{http.MethodPost, "/login", h.Submit, RolePublic},
-		{http.MethodPost, "/logout", h.Logout, RolePublic},
+		{http.MethodGet, paths.Login, h.Page, RolePublic},
+		{http.MethodPost, paths.Login, h.Submit, RolePublic},
+		{http.MethodPost, paths.Logout, h.Logout, RolePublic},
 	}
 }

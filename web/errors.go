@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	"github.com/redrive/redrive/views/pages/errorpage"
@@ -108,7 +109,7 @@ func errorHandler(log *slog.Logger, opts Options) echo.HTTPErrorHandler {
 		switch {
 		case c.Request().Method == http.MethodHead:
 			werr = c.NoContent(status)
-		case strings.HasPrefix(c.Request().URL.Path, "/api/") || c.Request().URL.Path == "/readyz":
+		case strings.HasPrefix(c.Request().URL.Path, paths.APIPrefix) || c.Request().URL.Path == paths.Readyz:
 			var body apiError
 			body.Error.Code, body.Error.Message = code, msg
 			werr = c.JSON(status, body)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/paths"
 )
 
 // hostPolicy says which Host headers the console answers to. A browser sends the page's own host,
@@ -101,7 +102,7 @@ func checkHost(p hostPolicy) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || p.allows(r) {
+			if r.URL.Path == paths.Healthz || r.URL.Path == paths.Readyz || p.allows(r) {
 				return next(c)
 			}
 			return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(

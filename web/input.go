@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/paths"
 )
 
 // validInput refuses, with 400 naming the parameter, query and path parameters that no handler
@@ -68,7 +69,7 @@ func paramLabel(route, name string) string {
 			return "event id"
 		case strings.Contains(route, "/plans/"):
 			return "plan id"
-		case strings.Contains(route, "/replays/"):
+		case strings.Contains(route, paths.Replays+"/"):
 			return "replay id"
 		}
 		return "id"

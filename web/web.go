@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/static"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -82,7 +83,7 @@ type Deps struct {
 
 // selfCompressed are the routes whose handlers gzip their answer themselves, around a part
 // compressed once for every reader (the groups of a snapshot).
-var selfCompressed = map[string]bool{"/api/v1/kafka/:cluster/groups": true}
+var selfCompressed = map[string]bool{paths.APIKafkaGroupsPattern: true}
 
 // New builds the echo server with every route registered.
 func New(deps Deps, opts Options) (*echo.Echo, error) {
@@ -143,7 +144,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		// compresses itself) nor event streams (each event must reach the client when written).
 		// Nor the routes whose handlers compress their own shared answer (handlers.spliceJSON).
 		middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024, Skipper: func(c echo.Context) bool {
-			return c.Request().URL.Path == "/metrics" || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") ||
+			return c.Request().URL.Path == paths.Metrics || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") ||
 				selfCompressed[c.Path()]
 		}}),
 		middleware.SecureWithConfig(middleware.SecureConfig{
@@ -160,7 +161,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout,
 			// An export streams for as long as it takes, bounded by the client staying connected.
 			Skipper: func(c echo.Context) bool {
-				return c.Request().Method == http.MethodGet && strings.HasSuffix(c.Request().URL.Path, handlers.ExportPathSuffix)
+				return c.Request().Method == http.MethodGet && strings.HasSuffix(c.Request().URL.Path, paths.ExportSuffix)
 			},
 			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
 		middleware.BodyLimit("2M"),
@@ -196,8 +197,8 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,
-		Route{http.MethodGet, "/metrics", echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), RolePublic},
-		Route{http.MethodGet, "/static/*", echo.WrapHandler(static.Handler()), RolePublic})
+		Route{http.MethodGet, paths.Metrics, echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), RolePublic},
+		Route{http.MethodGet, paths.StaticPattern, echo.WrapHandler(static.Handler()), RolePublic})
 	for _, r := range table {
 		e.Add(r.Method, r.Path, r.Handler)
 		auth.allow(r)
@@ -212,7 +213,7 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true,
 		LogRemoteIP: true, LogError: true, HandleError: true,
-		Skipper: func(c echo.Context) bool { return c.Path() == "/healthz" || strings.HasPrefix(c.Path(), "/static/") },
+		Skipper: func(c echo.Context) bool { return c.Path() == paths.Healthz || strings.HasPrefix(c.Path(), "/static/") },
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
 			if v.Status >= 500 {

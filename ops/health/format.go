@@ -1,14 +1,13 @@
 package health
 
 import (
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // The titles are read by people on the overview and in notifications, so numbers and ages are
-// written the way the pages write them (views/components.FormatNum, FormatAge, PathSegment); ops
+// written the way the pages write them (views/components.FormatNum, FormatAge); ops
 // imports no template package, hence these copies. format_test.go keeps them in step.
 
 func formatNum(n int64) string {
@@ -63,11 +62,4 @@ func formatAge(d time.Duration) string {
 		return out
 	}
 	return "0 s"
-}
-
-func pathSegment(s string) string {
-	if s == "." || s == ".." {
-		return s + ";"
-	}
-	return url.PathEscape(s)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 )
 
 // Severities, worst first.
@@ -95,7 +96,7 @@ func Sort(ps []Problem) {
 // snapshot could not be read). A group is a problem when its status is not OK (EMPTY only with
 // lag); a dead-letter topic when a record arrived in the last hour.
 func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now time.Time) []Problem {
-	link := "/kafka/" + url.PathEscape(cluster)
+	link := paths.KafkaCluster(cluster)
 	labels := map[string]string{"cluster": cluster}
 	if err != nil {
 		return []Problem{{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
@@ -125,7 +126,7 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 			Title: fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
 				formatNum(g.TotalLag), behind, g.Status.Reason),
 			Summary: fmt.Sprintf("Consumer group %s on %s is %s.", g.Name, cluster, code),
-			Link:    link + "/groups/" + url.PathEscape(g.Name),
+			Link:    paths.KafkaGroup(cluster, g.Name),
 			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
 	}
 	for _, t := range snap.DeadLetterTopics {
@@ -136,7 +137,7 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 			Title: fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
 				t.Topic, cluster, formatNum(t.Records), formatAge(now.Sub(t.NewestAt).Round(time.Second))),
 			Summary: "Dead letters arrived in the last hour.",
-			Link:    link + "/topics/" + url.PathEscape(t.Topic) + "/errors",
+			Link:    paths.KafkaTopicErrors(cluster, t.Topic),
 			Labels:  map[string]string{"cluster": cluster, "topic": t.Topic}, Since: t.NewestAt})
 	}
 	return out
@@ -145,7 +146,7 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 // RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter
 // queues holding messages and (non-retry) queues whose backlog keeps growing.
 func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now time.Time) []Problem {
-	link := "/rabbitmq/" + url.PathEscape(broker)
+	link := paths.RabbitBroker(broker)
 	if err != nil {
 		return []Problem{{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
 			Title: fmt.Sprintf("Queues of %s unavailable: %v", broker, err), Link: link,
@@ -158,7 +159,7 @@ func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now t
 			Labels: map[string]string{"broker": broker}, Since: orNow(snap.ErrorAt, now)})
 	}
 	for _, q := range snap.Queues {
-		qlink := link + "/queues/" + pathSegment(q.Vhost) + "/" + pathSegment(q.Name)
+		qlink := paths.Queue(broker, q.Vhost, q.Name)
 		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
 		switch {
 		case q.IsDeadLetterQueue && q.Ready > 0:
@@ -168,7 +169,7 @@ func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now t
 			}
 			out = append(out, Problem{Key: key(KindDeadLetters, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLetters,
 				Severity: Warning, Title: title, Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost),
-				Link: qlink + "/messages", Labels: labels, Since: now})
+				Link: paths.QueueMessages(broker, q.Vhost, q.Name), Labels: labels, Since: now})
 		case q.Growing && !q.Retry:
 			out = append(out, Problem{Key: key(KindQueueGrowing, broker, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
 				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Link: qlink, Labels: labels, Since: now})
@@ -180,7 +181,7 @@ func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now t
 // OutboxProblems are the problems of one outbox from its stats (err: they could not be read):
 // stuck leases, DEAD events, and a due READY event older than staleAfter.
 func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Duration, now time.Time) []Problem {
-	link := "/outboxes/" + url.PathEscape(name)
+	link := paths.Outbox(name)
 	labels := map[string]string{"outbox": name}
 	if err != nil {
 		return []Problem{{Key: key(KindOutboxUnavailable, name), Kind: KindOutboxUnavailable, Severity: Critical,
@@ -191,18 +192,18 @@ func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Dur
 		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
 			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, formatNum(n)),
 			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
-			Link:    link + "?stuck=true", Labels: labels, Since: now})
+			Link:    paths.WithQuery(link, url.Values{"stuck": {"true"}}), Labels: labels, Since: now})
 	}
 	if n := st.Counts[outbox.Dead]; n > 0 {
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
 			Title:   fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, formatNum(n)),
 			Summary: "Events past their maximum attempts; requeue them once the cause is fixed.",
-			Link:    link + "?status=DEAD", Labels: labels, Since: now})
+			Link:    paths.WithQuery(link, url.Values{"status": {string(outbox.Dead)}}), Labels: labels, Since: now})
 	}
 	if age := st.OldestReadyAge; age != nil && *age > staleAfter {
 		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
 			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, formatAge(*age)),
-			Link:  link + "?status=READY", Labels: labels, Since: now.Add(-*age)})
+			Link:  paths.WithQuery(link, url.Values{"status": {string(outbox.Ready)}}), Labels: labels, Since: now.Add(-*age)})
 	}
 	return out
 }
@@ -256,11 +257,11 @@ func NewErrorGroupProblems(clusters []string, eps []store.ErrorGroupEpisode, err
 func ReplayProblems(jobs []store.ReplayJob, err error, now time.Time) []Problem {
 	if err != nil {
 		return []Problem{{Key: key(KindReplayUnavailable), Kind: KindReplayUnavailable, Severity: Warning,
-			Title: "Replay jobs cannot be read: " + err.Error(), Link: "/replays", Labels: map[string]string{}, Since: now}}
+			Title: "Replay jobs cannot be read: " + err.Error(), Link: paths.Replays, Labels: map[string]string{}, Since: now}}
 	}
 	var out []Problem
 	for _, j := range jobs {
-		link := "/replays/" + url.PathEscape(j.ID)
+		link := paths.Replay(j.ID)
 		labels := map[string]string{"job": j.ID}
 		done := j.Published + j.Skipped + j.Failed
 		p := func(kind, severity, title string, since time.Time) {
@@ -303,7 +304,7 @@ func DependencyProblems(deps []Dependency, now time.Time) []Problem {
 	for _, d := range deps {
 		if !d.OK {
 			out = append(out, Problem{Key: key(KindDependencyDown, d.Name), Kind: KindDependencyDown, Severity: Critical,
-				Title: d.Name + " is unreachable: " + d.Error, Link: "/readyz", Labels: map[string]string{"dependency": d.Name}, Since: now})
+				Title: d.Name + " is unreachable: " + d.Error, Link: paths.Readyz, Labels: map[string]string{"dependency": d.Name}, Since: now})
 		}
 	}
 	return out

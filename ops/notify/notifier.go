@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 )
 
 // LeaseName is the lease (in the sampler's lease table) whose holder evaluates and sends.
@@ -472,7 +473,7 @@ func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
 	e := Event{Key: "test/" + channel, Kind: "test", State: StateTest, Severity: health.Info,
 		Title:   "Test notification from Redrive",
 		Summary: "Sent by " + actor + " from the notifications page to check the channel " + channel + ".",
-		Link:    "/notifications", Labels: map[string]string{"channel": channel}, At: now}
+		Link:    paths.Notifications, Labels: map[string]string{"channel": channel}, At: now}
 	if n.conf.Load().cfg.BaseURL != "" {
 		e.Link = trimSlash(n.conf.Load().cfg.BaseURL) + e.Link
 	}

@@ -8,7 +8,6 @@ package components
 
 import (
 	"math/bits"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -181,35 +180,6 @@ func Percent(done, total int64) int {
 	hi, lo := bits.Mul64(uint64(done), 100)
 	q, _ := bits.Div64(hi, lo, uint64(total))
 	return int(q)
-}
-
-// PathSegment escapes s as one URL path segment (url.PathEscape) that survives browsers and
-// proxies: they remove the dot segments "." and ".." from a path — written as they are or
-// percent-encoded ("%2E%2E" too, by the URL standard) — so those two names are written with a
-// trailing raw ";" (".;", "..;"), which PathEscape never produces for any name. A RabbitMQ queue
-// or vhost may be named "..". ParsePathSegment reads the segment back.
-func PathSegment(s string) string {
-	if s == "." || s == ".." {
-		return s + ";"
-	}
-	return url.PathEscape(s)
-}
-
-// ParsePathSegment is PathSegment's inverse for a path parameter as the router hands it over:
-// escaped says whether the router matched the raw, still escaped path (the request's path had
-// escapes that decoding changes) or the decoded one. A name that is literally ".;" is linked as
-// ".%3B", so a raw ";" after the dots can only be PathSegment's.
-func ParsePathSegment(v string, escaped bool) string {
-	if v == ".;" || v == "..;" {
-		return v[:len(v)-1]
-	}
-	if !escaped {
-		return v
-	}
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
-	}
-	return v
 }
 
 // Visible makes control characters, bidirectional-text controls and invalid UTF-8 in s visible as

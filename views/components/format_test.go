@@ -184,19 +184,6 @@ func TestVisible(t *testing.T) {
 	}
 }
 
-func TestPathSegment(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{".", ".;"}, {"..", "..;"}, {"...", "..."}, {".;", ".%3B"}, {"/", "%2F"}, {"a b", "a%20b"},
-	} {
-		if got := PathSegment(tc.in); got != tc.want {
-			t.Errorf("PathSegment(%q) = %q; want %q", tc.in, got, tc.want)
-		}
-		if got := ParsePathSegment(tc.want, true); got != tc.in {
-			t.Errorf("ParsePathSegment(%q) = %q; want %q", tc.want, got, tc.in)
-		}
-	}
-}
-
 func TestShortError(t *testing.T) {
 	for in, want := range map[string]string{
 		"com.acme.payments.ProviderTimeoutException: no answer in 30000 ms": "ProviderTimeoutException: no answer in 30000 ms",

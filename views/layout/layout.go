@@ -2,7 +2,11 @@
 // inside: head and assets, top navigation, banners and breadcrumbs.
 package layout
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/redrive/redrive/paths"
+)
 
 // Meta is what a page tells the layout about itself and the request.
 type Meta struct {
@@ -56,16 +60,16 @@ type navItem struct {
 // navItems are the top navigation's links; Doctor only for admins (it would be refused to others).
 func navItems(m Meta) []navItem {
 	items := []navItem{
-		{"overview", "Overview", "/"},
-		{"outboxes", "Outboxes", "/outboxes"},
-		{"kafka", "Kafka", "/kafka"},
-		{"rabbitmq", "RabbitMQ", "/rabbitmq"},
-		{"replays", "Replays", "/replays"},
-		{"notifications", "Notifications", "/notifications"},
-		{"audit", "Audit", "/audit"},
+		{"overview", "Overview", paths.Overview},
+		{"outboxes", "Outboxes", paths.Outboxes},
+		{"kafka", "Kafka", paths.Kafka},
+		{"rabbitmq", "RabbitMQ", paths.RabbitMQ},
+		{"replays", "Replays", paths.Replays},
+		{"notifications", "Notifications", paths.Notifications},
+		{"audit", "Audit", paths.Audit},
 	}
 	if m.Role == "admin" || m.AuthNone {
-		items = append(items, navItem{"doctor", "Doctor", "/doctor"})
+		items = append(items, navItem{"doctor", "Doctor", paths.Doctor})
 	}
 	return items
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -194,31 +195,18 @@ type ErrorGroupRow struct {
 	SampleOffset    int64
 }
 
-func clusterURL(c string) string { return "/kafka/" + url.PathEscape(c) }
-
-func groupURL(c, g string) string { return clusterURL(c) + "/groups/" + url.PathEscape(g) }
-
-func groupRangeURL(c, g, r string) string { return groupURL(c, g) + "?since=" + url.QueryEscape(r) }
-
-func historyURL(c, g, r string) string {
-	return "/api/v1/kafka/" + url.PathEscape(c) + "/groups/" + url.PathEscape(g) + "/history?since=" + url.QueryEscape(r)
-}
-
-func topicURL(c, t string) string { return clusterURL(c) + "/topics/" + url.PathEscape(t) }
-
-func errorsURL(c, t string) string { return topicURL(c, t) + "/errors" }
-
 func recordURL(c, t string, p int32, off int64) string {
-	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)}, "limit": {"1"}}.Encode()
+	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)}, "limit": {"1"}})
 }
 
 // exceptionURL opens an error group's records across every partition of the topic.
 func exceptionURL(c, t string, exc string) string {
-	return topicURL(c, t) + "?" + url.Values{"partition": {"all"}, "exception": {exc}}.Encode()
+	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {"all"}, "exception": {exc}})
 }
 
-func partitionURL(c, t string, p int32) string {
-	return topicURL(c, t) + "?" + url.Values{"partition": {itoa32(p)}}.Encode()
+// partitionURL is the topic's records in one partition ("0") or across all ("all").
+func partitionURL(c, t, partition string) string {
+	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {partition}})
 }
 
 func itoa32(n int32) string { return strconv.Itoa(int(n)) }

@@ -1,10 +1,6 @@
 package kafka
 
-import (
-	"net/url"
-
-	"github.com/redrive/redrive/views/layout"
-)
+import "github.com/redrive/redrive/views/layout"
 
 // SkipOffer is the "skip the record at offset N" form a STALL or STOP group page offers: the
 // partition that decided the status, prefilled.
@@ -42,8 +38,4 @@ type OffsetMoveRow struct {
 	Current   int64
 	New       int64
 	Skipped   int64
-}
-
-func offsetsURL(cluster, group, action string) string {
-	return "/kafka/" + url.PathEscape(cluster) + "/groups/" + url.PathEscape(group) + "/offsets/" + action
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -94,18 +95,14 @@ type EventPage struct {
 	CanReveal        bool // an admin may reveal them, audited
 }
 
-func outboxURL(name string) string { return "/outboxes/" + url.PathEscape(name) }
-
-func filterURL(name string, q url.Values) string {
-	return outboxURL(name) + "?" + q.Encode()
-}
-
+// statusURL is the outbox's events in one status.
 func statusURL(name, status string) string {
-	return filterURL(name, url.Values{"status": {status}})
+	return paths.WithQuery(paths.Outbox(name), url.Values{"status": {status}})
 }
 
-func eventURL(name string, id int64) string {
-	return outboxURL(name) + "/events/" + strconv.FormatInt(id, 10)
+// stuckURL is the outbox's events whose lease expired.
+func stuckURL(name string) string {
+	return paths.WithQuery(paths.Outbox(name), url.Values{"stuck": {"true"}})
 }
 
 func countHint(s Summary, status string) string {

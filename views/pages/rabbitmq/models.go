@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -219,18 +220,6 @@ type DeathView struct {
 	RoutingKeys string
 }
 
-func brokerURL(b string) string { return "/rabbitmq/" + url.PathEscape(b) }
-
-func queueURL(b, vhost, q string) string {
-	return brokerURL(b) + "/queues/" + components.PathSegment(vhost) + "/" + components.PathSegment(q)
-}
-
-func queueRangeURL(b, vhost, q, r string) string {
-	return queueURL(b, vhost, q) + "?since=" + url.QueryEscape(r)
-}
-
-func messagesURL(b, vhost, q string) string { return queueURL(b, vhost, q) + "/messages" }
-
 func filterURL(b, vhost, q string, limit int, reason, exception string) string {
 	v := url.Values{"limit": {strconv.Itoa(limit)}}
 	if reason != "" {
@@ -239,13 +228,7 @@ func filterURL(b, vhost, q string, limit int, reason, exception string) string {
 	if exception != "" {
 		v.Set("exception", exception)
 	}
-	return messagesURL(b, vhost, q) + "?" + v.Encode()
-}
-
-// HistoryURL is the JSON history behind a queue's chart.
-func HistoryURL(b, vhost, q, r string) string {
-	return "/api/v1/rabbitmq/" + url.PathEscape(b) + "/queues/" + components.PathSegment(vhost) + "/" + components.PathSegment(q) +
-		"/history?since=" + url.QueryEscape(r)
+	return paths.WithQuery(paths.QueueMessages(b, vhost, q), v)
 }
 
 var ranges = []string{"1h", "6h", "24h", "7d"}

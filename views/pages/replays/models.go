@@ -3,7 +3,6 @@
 package replays
 
 import (
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -188,10 +187,6 @@ type LedgerRow struct {
 	Detail    string
 	At        time.Time
 }
-
-func jobURL(id string) string { return "/replays/" + url.PathEscape(id) }
-
-func planURL(id string) string { return "/replays/plans/" + url.PathEscape(id) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
