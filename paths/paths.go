@@ -101,10 +101,8 @@ const (
 	QueueMessagesPattern = QueuePattern + "/messages"
 )
 
-func RabbitBroker(broker string) string { return build(RabbitBrokerPattern, broker) }
-func Queue(broker, vhost, queue string) string {
-	return build(QueuePattern, broker, vhost, queue)
-}
+func RabbitBroker(broker string) string        { return build(RabbitBrokerPattern, broker) }
+func Queue(broker, vhost, queue string) string { return build(QueuePattern, broker, vhost, queue) }
 func QueueMessages(broker, vhost, queue string) string {
 	return build(QueueMessagesPattern, broker, vhost, queue)
 }
@@ -179,16 +177,15 @@ const (
 	APIReplayCancelPattern      = APIReplayPattern + "/cancel"
 	APIReplayApprovePattern     = APIReplayPattern + "/approve"
 
-	apiKafkaTopic = "/api/v1/kafka/:cluster/topics/:topic" // the topic's API routes start with it; no route itself
-	// ExportSuffix ends every export route: web lets these outlive request_timeout (an export of
-	// a million records streams for longer), bounded by the client staying connected.
-	ExportSuffix = "/export"
+	apiKafkaTopic = "/api/v1/kafka/:cluster/topics/:topic" // where a topic's API routes start; no route itself
 )
 
-func APIKafkaGroups(cluster string) string { return build(APIKafkaGroupsPattern, cluster) }
-func APIKafkaGroup(cluster, group string) string {
-	return build(APIKafkaGroupPattern, cluster, group)
-}
+// ExportSuffix ends every export route: web lets these outlive request_timeout (an export of a
+// million records streams for longer), bounded by the client staying connected.
+const ExportSuffix = "/export"
+
+func APIKafkaGroups(cluster string) string       { return build(APIKafkaGroupsPattern, cluster) }
+func APIKafkaGroup(cluster, group string) string { return build(APIKafkaGroupPattern, cluster, group) }
 func APIKafkaGroupHistory(cluster, group string) string {
 	return build(APIKafkaGroupHistoryPattern, cluster, group)
 }
@@ -247,10 +244,12 @@ func Since(p, r string) string { return WithQuery(p, url.Values{"since": {r}}) }
 // build fills pattern's parameters (":name" segments) with args in order, each escaped as one
 // segment. A count that does not match is a programming error caught by this package's tests.
 func build(pattern string, args ...string) string {
+	if n := strings.Count(pattern, ":"); n != len(args) {
+		panic("paths: " + pattern + " takes " + strconv.Itoa(n) + " parameters, not " + strconv.Itoa(len(args)))
+	}
 	var b strings.Builder
 	b.Grow(len(pattern) + 16*len(args))
-	n := 0
-	for rest := pattern; rest != ""; {
+	for rest, n := pattern, 0; rest != ""; n++ {
 		i := strings.IndexByte(rest, ':')
 		if i < 0 {
 			b.WriteString(rest)
@@ -263,11 +262,7 @@ func build(pattern string, args ...string) string {
 			end = len(rest)
 		}
 		b.WriteString(Segment(args[n]))
-		n++
 		rest = rest[end:]
-	}
-	if n != len(args) {
-		panic("paths: " + pattern + " takes " + strconv.Itoa(n) + " parameters, not " + strconv.Itoa(len(args)))
 	}
 	return b.String()
 }
