@@ -244,7 +244,7 @@ func NewErrorGroupProblems(clusters []string, eps []store.ErrorGroupEpisode, err
 			Title: fmt.Sprintf("New error in %s (%s): %s, %s records, the first %s ago", topic, cluster, what, formatNum(e.Count),
 				formatAge(now.Sub(e.EpisodeStart).Round(time.Second))),
 			Summary: summary,
-			Link:    "/kafka/" + url.PathEscape(cluster) + "/topics/" + url.PathEscape(topic) + "/errors",
+			Link:    paths.KafkaTopicErrors(cluster, topic),
 			Labels:  map[string]string{"cluster": cluster, "topic": topic, "exception_type": e.ExceptionType},
 			Since:   e.EpisodeStart})
 	}
