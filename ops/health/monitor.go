@@ -52,12 +52,12 @@ type Sources struct {
 	Brokers  []string       // RabbitMQ broker names, in config order
 	Rabbit   RabbitSnapshots
 	Outboxes []Outbox
-	Replays  Jobs    // nil: no replay problems
+	Replays  Jobs // nil: no replay problems
 	// ErrorGroups and NewGroupWindow (notify.new_group_window; 0 means 24 h) tell new error
 	// groups in the Clusters' dead-letter topics; nil: none.
 	ErrorGroups    ErrorGroups
 	NewGroupWindow time.Duration
-	Checks   []Check // nil: no dependency problems
+	Checks         []Check // nil: no dependency problems
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
