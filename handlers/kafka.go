@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
@@ -556,24 +556,21 @@ func decodedJSON(d *schema.Decoded) (*string, string, bool) {
 		return nil, "", false
 	}
 	s := string(d.JSON)
-	return &s, "json", true
+	return &s, payload.JSON, true
 }
 
-// bytesJSON is b as a JSON string: the text itself when it is UTF-8, else base64.
+// bytesJSON is a key or value as the API gives it (payload.Encode), in the Kafka record's terms:
+// an absent key or value (a null in the record) is "null", and a present one of no bytes is the
+// text "" (the Kafka API's encodings have no "empty").
 func bytesJSON(b []byte) (*string, string) {
 	if b == nil {
 		return nil, "null"
 	}
-	if utf8.Valid(b) {
-		s := string(b)
-		enc := "text"
-		if _, e := kafka.Render(b); e == kafka.EncodingJSON {
-			enc = "json"
-		}
-		return &s, enc
+	s, enc := payload.Encode(b)
+	if enc == payload.Empty {
+		enc = payload.Text
 	}
-	s := base64.StdEncoding.EncodeToString(b)
-	return &s, "base64"
+	return &s, enc
 }
 
 // toRecordJSON gives decoded keys and values as their JSON, unless raw asks for the original
@@ -586,11 +583,11 @@ func toRecordJSON(r kafka.Record, raw bool) recordJSON {
 	if raw {
 		if r.Key != nil && r.KeySchema != nil {
 			k := base64.StdEncoding.EncodeToString(r.Key)
-			j.Key, j.KeyEncoding = &k, "base64"
+			j.Key, j.KeyEncoding = &k, payload.Base64
 		}
 		if r.Value != nil && r.ValueSchema != nil {
 			v := base64.StdEncoding.EncodeToString(r.Value)
-			j.Value, j.ValueEncoding = &v, "base64"
+			j.Value, j.ValueEncoding = &v, payload.Base64
 		}
 	} else {
 		if k, enc, ok := decodedJSON(r.KeySchema); ok {
@@ -601,11 +598,12 @@ func toRecordJSON(r kafka.Record, raw bool) recordJSON {
 		}
 	}
 	for _, hd := range r.Headers {
-		if utf8.Valid(hd.Value) {
-			j.Headers = append(j.Headers, headerJSON{Key: hd.Key, Value: string(hd.Value)})
-		} else {
-			j.Headers = append(j.Headers, headerJSON{Key: hd.Key, Value: base64.StdEncoding.EncodeToString(hd.Value), Encoding: "base64"})
+		h := headerJSON{Key: hd.Key}
+		var enc string
+		if h.Value, enc = payload.Encode(hd.Value); enc == payload.Base64 {
+			h.Encoding = enc // a header says only when it is not text
 		}
+		j.Headers = append(j.Headers, h)
 	}
 	if d := r.DeadLetter; d != nil {
 		j.DeadLetter = &deadLetterJSON{OriginalTopic: d.OriginalTopic, OriginalPartition: d.OriginalPartition,
@@ -970,24 +968,24 @@ const maxRenderedValue = 64 << 10
 func toRecordView(r kafka.Record) kafkapages.RecordView {
 	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
 		Truncated: r.Truncated, OriginalSize: r.OriginalSize}
-	v.Key, v.KeyEncoding = kafka.Render(r.Key)
-	v.Value, v.ValueEncoding = kafka.Render(r.Value)
+	v.Key, v.KeyEncoding = payload.Render(r.Key)
+	v.Value, v.ValueEncoding = payload.Render(r.Value)
 	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)
 	v.ValueSchema, v.ValueSchemaError = schemaLabel(r.ValueSchema)
 	if d := r.KeySchema; d != nil && d.JSON != nil {
-		v.Key, _ = kafka.Render(d.JSON)
+		v.Key, _ = payload.Render(d.JSON)
 		v.KeyEncoding = d.Format
 	}
 	if d := r.ValueSchema; d != nil && d.JSON != nil {
-		v.Value, _ = kafka.Render(d.JSON)
+		v.Value, _ = payload.Render(d.JSON)
 		v.ValueEncoding, v.Truncated = d.Format, false
 	}
-	if len(v.Value) > maxRenderedValue {
-		v.Value, v.Truncated = v.Value[:maxRenderedValue], true
+	if cut, ok := payload.Cut(v.Value, maxRenderedValue); ok {
+		v.Value, v.Truncated = cut, true
 	}
 	for _, hd := range r.Headers {
-		text, enc := kafka.Render(hd.Value)
-		if enc == kafka.EncodingBinary && len(hd.Value) <= 8 {
+		text, enc := payload.Render(hd.Value)
+		if enc == payload.Binary && len(hd.Value) <= 8 {
 			text = fmt.Sprintf("0x%x", hd.Value) // short binary ints read better than a hex dump
 		}
 		v.Headers = append(v.Headers, kafkapages.HeaderView{Key: hd.Key, Value: text})

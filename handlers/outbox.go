@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
@@ -290,10 +290,10 @@ func (h *Outboxes) APIEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	payload, truncated := capText(full, maxPayload)
-	var raw any = payload
-	if !truncated && json.Valid([]byte(payload)) {
-		raw = json.RawMessage(payload)
+	text, truncated := capText(full, maxPayload)
+	var raw any = text // a cut document is a string even where its head happens to parse ("12" of "1234")
+	if !truncated && payload.IsJSON([]byte(text)) {
+		raw = json.RawMessage(text)
 	}
 	return c.JSON(http.StatusOK, struct {
 		eventJSON
@@ -306,30 +306,20 @@ func (h *Outboxes) APIEvent(c echo.Context) error {
 
 // redactPayload masks the whole payload before it is cut to size: a cut JSON document could no
 // longer be parsed, and so not be masked.
-func (h *Outboxes) redactPayload(c echo.Context, o OutboxService, id int64, payload string) (string, bool, error) {
+func (h *Outboxes) redactPayload(c echo.Context, o OutboxService, id int64, text string) (string, bool, error) {
 	red, err := h.redact.For(c, fmt.Sprintf("outbox/%s/event/%d", o.Name(), id))
 	if err != nil {
 		return "", false, err
 	}
-	out, changed := red.JSON([]byte(payload))
+	out, changed := red.JSON([]byte(text))
 	if !changed {
-		return payload, false, nil
+		return text, false, nil
 	}
 	return string(out), true, nil
 }
 
-// capText cuts s to at most n bytes on a rune boundary.
-func capText(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// capText cuts s to at most n bytes on a character boundary.
+func capText(s string, n int) (string, bool) { return payload.Cut(s, n) }
 
 type releaseRequest struct {
 	IDs      []int64 `json:"ids"`
@@ -596,8 +586,11 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	payload, truncated := capText(full, maxPayload)
-	pretty, isJSON := prettyJSON(payload, truncated)
+	text, truncated := capText(full, maxPayload)
+	pretty, isJSON := text, false
+	if !truncated {
+		pretty, isJSON = payload.Indent([]byte(text))
+	}
 	page := outboxpages.EventPage{
 		Meta:             h.meta(c, fmt.Sprintf("Event %d · %s", e.ID, o.Name()), "outboxes"),
 		Outbox:           o.Name(),
@@ -614,18 +607,6 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes},
 		{Label: o.Name(), Href: paths.Outbox(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}
 	return render(c, http.StatusOK, outboxpages.Event(page))
-}
-
-// prettyJSON indents a JSON payload; anything else is returned as it is (rendered as text).
-func prettyJSON(s string, truncated bool) (string, bool) {
-	if truncated || !json.Valid([]byte(s)) {
-		return s, false
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
-		return s, false
-	}
-	return buf.String(), true
 }
 
 // FormRelease: POST /outboxes/:name/release (form: id=…&id=… or all_stuck=1).

@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,12 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
@@ -426,19 +423,8 @@ func shownMessages(r *Redactor, msgs []rabbit.Message) ([]shownMessage, []rabbit
 	return shown, masked
 }
 
-// bodyJSON is a body for the API: UTF-8 text as is ("json" when it parses as JSON), anything else
-// in base64.
-func bodyJSON(b []byte) (string, string) {
-	switch {
-	case len(b) == 0:
-		return "", "empty"
-	case !utf8.Valid(b):
-		return base64.StdEncoding.EncodeToString(b), "base64"
-	case json.Valid(b):
-		return string(b), "json"
-	}
-	return string(b), "text"
-}
+// bodyJSON is a body as the API gives it: empty, json, text or base64 (payload.Encode).
+func bodyJSON(b []byte) (string, string) { return payload.Encode(b) }
 
 func toRabbitMessageJSON(m shownMessage) rabbitMessageJSON {
 	p := m.Properties
@@ -832,9 +818,9 @@ func toMessageView(m shownMessage) rabbitpages.MessageView {
 	for _, hd := range m.Headers {
 		v.Headers = append(v.Headers, rabbitpages.KV{Key: hd.Key, Value: hd.Value})
 	}
-	v.Body, v.BodyEncoding = kafka.Render(m.Body)
-	if len(v.Body) > maxRenderedBody {
-		v.Body, v.Truncated = v.Body[:maxRenderedBody], true
+	v.Body, v.BodyEncoding = payload.Render(m.Body)
+	if cut, ok := payload.Cut(v.Body, maxRenderedBody); ok {
+		v.Body, v.Truncated = cut, true
 	}
 	if d := m.DeadLetter; d != nil {
 		dv := &rabbitpages.DeadLetterView{Reason: d.Reason, Count: d.Count, LastQueue: d.LastQueue, FirstReason: d.FirstReason,

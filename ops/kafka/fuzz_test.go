@@ -32,29 +32,3 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 		}
 	})
 }
-
-// FuzzRender: any bytes render without panicking, as one of the four encodings, as valid UTF-8.
-func FuzzRender(f *testing.F) {
-	f.Add([]byte(`{"a":[1,2,{"b":null}]}`))
-	f.Add([]byte("plain text\n"))
-	f.Add([]byte{0, 1, 2, 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		text, enc := Render(b)
-		switch enc {
-		case EncodingJSON:
-			if !json.Valid([]byte(text)) {
-				t.Fatalf("json rendering is not JSON: %q", text)
-			}
-		case EncodingText, EncodingBinary:
-		case EncodingEmpty:
-			if len(b) != 0 {
-				t.Fatal("non-empty input rendered as empty")
-			}
-		default:
-			t.Fatalf("unknown encoding %q", enc)
-		}
-		if !utf8.ValidString(text) {
-			t.Fatalf("rendering is not valid UTF-8: %q", text)
-		}
-	})
-}
