@@ -82,7 +82,7 @@ type Engine struct {
 	rabbit  map[string]RabbitBroker
 	outbox  map[string]OutboxTable
 	inboxes map[string]Inbox
-	strip   headerStripper
+	headers headerRewriter
 	wake    chan struct{}
 }
 
@@ -113,7 +113,7 @@ func New(o Options) (*Engine, error) {
 		o.Replay.StripHeaders = configs.DefaultStripHeaders
 	}
 	e := &Engine{o: o, kafka: map[string]KafkaCluster{}, rabbit: map[string]RabbitBroker{}, outbox: map[string]OutboxTable{},
-		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), strip: newHeaderStripper(o.Replay.StripHeaders)}
+		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), headers: newHeaderRewriter(o.Replay.StripHeaders)}
 	for _, k := range o.Kafka {
 		e.kafka[k.Name()] = k
 	}

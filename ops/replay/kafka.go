@@ -198,7 +198,7 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 	}
 	partition, offset := r.Partition, r.Offset
 	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
-		ErrorGroup: exception, Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
+		ErrorGroup: ops.ErrorGroupKey(exception), Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
 	switch {
 	case original == "":
 	case !validTopic(original):
@@ -361,7 +361,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 				return err
 			}
 			o := kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
-				Headers: replayHeaders(rec.Headers, r.e.strip, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
+				Headers: r.e.headers.kafka(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
 			if dest.PartitionSource == PartitionFromHeader {
 				o.Partition = &dest.Partition
 			}
@@ -393,23 +393,6 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 func goneFromTopic(it Item) store.LedgerOutcome {
 	return store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
 		Outcome: store.LedgerFailed, Detail: "the record no longer exists in the dead-letter topic"}
-}
-
-// replayHeaders keeps the record's headers but the failed attempt's exception story, and adds
-// Redrive's own.
-func replayHeaders(in []kafka.Header, strip headerStripper, job store.ReplayJob, it Item, source string) []kafka.Header {
-	out := make([]kafka.Header, 0, len(in)+4)
-	for _, h := range in {
-		if !strip.strips(h.Key) {
-			out = append(out, h)
-		}
-	}
-	return append(out,
-		kafka.Header{Key: HeaderReplayID, Value: []byte(job.ID)},
-		kafka.Header{Key: HeaderReplayCount, Value: []byte(strconv.Itoa(it.ReplayCount + 1))},
-		kafka.Header{Key: HeaderReplayedBy, Value: []byte(job.Actor)},
-		kafka.Header{Key: HeaderSource, Value: []byte(source)},
-	)
 }
 
 // compileCEL compiles a plan's filter.cel once ("" is no filter); a bad one names filter.cel.

@@ -6,10 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -274,7 +271,7 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 	to := make([]rabbit.Republish, len(take))
 	for i, it := range taken {
 		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
-			Headers: rabbitReplayHeaders(take[i].Headers, m.e.strip, job, it, m.src)}
+			Headers: m.e.headers.rabbit(take[i].Headers, job, it, m.src.Vhost+"/"+m.src.Queue)}
 	}
 	out := moved{outcomes: make([]store.LedgerOutcome, 0, len(pending))}
 	for _, it := range pending {
@@ -398,22 +395,4 @@ func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rab
 		}
 	}
 	return drop, nil
-}
-
-// rabbitReplayHeaders drops the failed attempt's exception headers and the broker's x-death
-// (the message starts a new life), and adds Redrive's own.
-func rabbitReplayHeaders(in amqp.Table, strip headerStripper, job store.ReplayJob, it Item, src Source) amqp.Table {
-	out := amqp.Table{}
-	for k, v := range in {
-		lk := strings.ToLower(k)
-		if strip.strips(k) || lk == "x-death" || strings.HasPrefix(lk, "x-first-death-") || strings.HasPrefix(lk, "x-last-death-") {
-			continue
-		}
-		out[k] = v
-	}
-	out[HeaderReplayID] = job.ID
-	out[HeaderReplayCount] = strconv.Itoa(it.ReplayCount + 1)
-	out[HeaderReplayedBy] = job.Actor
-	out[HeaderSource] = fmt.Sprintf("%s/%s", src.Vhost, src.Queue)
-	return out
 }

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redrive/redrive/ops"
@@ -225,30 +224,6 @@ const (
 	HeaderReplayedBy  = "x-redrive-replayed-by"
 	HeaderSource      = "x-redrive-source"
 )
-
-// headerStripper drops, on replay, the dead-letter headers that tell the failed attempt's story
-// (replay.strip_headers) and Redrive's own, which are written anew.
-type headerStripper []string // lower-case prefixes
-
-func newHeaderStripper(prefixes []string) headerStripper {
-	out := headerStripper{"x-redrive-"}
-	for _, p := range prefixes {
-		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (s headerStripper) strips(key string) bool {
-	k := strings.ToLower(key)
-	for _, p := range s {
-		if strings.HasPrefix(k, p) {
-			return true
-		}
-	}
-	return false
-}
 
 func invalid(field, problem string) error { return ops.Invalid(field, problem) }
 
