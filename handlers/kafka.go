@@ -353,15 +353,41 @@ func (h *Kafka) APIGroupHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(points))
+	out := groupHistoryJSON{Points: make([]groupPointJSON, 0, len(points))}
 	for _, p := range points {
-		m := map[string]any{"at": p.At.UTC(), "total_lag": p.TotalLag, "max_lag_seconds": seconds(p.MaxTimeLag)}
-		for key, lag := range p.Partitions {
-			m[key] = lag
-		}
-		out = append(out, m)
+		out.Points = append(out.Points, groupPointJSON{At: p.At.UTC(), TotalLag: p.TotalLag, MaxLagSeconds: seconds(p.MaxTimeLag),
+			Partitions: p.Partitions})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"points": out})
+	return c.JSON(http.StatusOK, out)
+}
+
+// groupHistoryJSON is a group's history, oldest point first.
+type groupHistoryJSON struct {
+	Points []groupPointJSON `json:"points"`
+}
+
+// groupPointJSON is one point of a group's history: its fixed fields and, beside them, one field
+// per partition ("<topic>/<partition>": lag), the OpenAPI document's additionalProperties. A
+// partition's key holds a "/", so it never meets a fixed field's name.
+type groupPointJSON struct {
+	At            time.Time        `json:"at"`
+	TotalLag      int64            `json:"total_lag"`
+	MaxLagSeconds *float64         `json:"max_lag_seconds"`
+	Partitions    map[string]int64 `json:"-"`
+}
+
+func (p groupPointJSON) MarshalJSON() ([]byte, error) {
+	type fixed groupPointJSON // the same fields without this method
+	b, err := json.Marshal(fixed(p))
+	if err != nil || len(p.Partitions) == 0 {
+		return b, err
+	}
+	parts, err := json.Marshal(p.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	// {"at":…,"max_lag_seconds":null} and {"orders/0":12} make one object.
+	return append(append(b[:len(b)-1], ','), parts[1:]...), nil
 }
 
 type dltJSON struct {
@@ -402,7 +428,12 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 		}
 		out = append(out, j)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"topics": out})
+	return c.JSON(http.StatusOK, deadLetterTopicsJSON{Topics: out})
+}
+
+// deadLetterTopicsJSON is a cluster's dead-letter and retry topics.
+type deadLetterTopicsJSON struct {
+	Topics []dltJSON `json:"topics"`
 }
 
 // parseAcrossQuery reads the query of a page across every partition (partition=all): at, limit,
@@ -651,8 +682,16 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 		j.Redacted = redacted
 		out = append(out, j)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"records": out, "start": page.Start, "end": page.End,
-		"next_offset": page.Next, "prev_offset": page.Prev})
+	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, NextOffset: page.Next, PrevOffset: page.Prev})
+}
+
+// recordsJSON is a page of one partition's records.
+type recordsJSON struct {
+	Records    []recordJSON `json:"records"`
+	Start      int64        `json:"start"`
+	End        int64        `json:"end"`
+	NextOffset *int64       `json:"next_offset"`
+	PrevOffset *int64       `json:"prev_offset"`
 }
 
 // apiRecordsAcross answers partition=all: newest first across partitions, merged by timestamp,
@@ -714,24 +753,34 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	type groupOut struct {
-		ExceptionType   string    `json:"exception_type"`
-		ExceptionCause  string    `json:"exception_cause"`
-		Count           int64     `json:"count"`
-		FirstAt         time.Time `json:"first_at"`
-		LastAt          time.Time `json:"last_at"`
-		OriginalTopics  []string  `json:"original_topics"`
-		SampleMessage   string    `json:"sample_message"`
-		SamplePartition int32     `json:"sample_partition"`
-		SampleOffset    int64     `json:"sample_offset"`
-	}
-	out := make([]groupOut, 0, len(scan.Groups))
+	out := kafkaErrorGroupsJSON{Groups: make([]kafkaErrorGroupJSON, 0, len(scan.Groups)), Scanned: scan.Scanned, Total: scan.Total,
+		Capped: scan.Capped}
 	for _, g := range scan.Groups {
 		g = redactErrorGroup(red, g)
-		out = append(out, groupOut{g.ExceptionType, g.ExceptionCause, g.Count, g.FirstAt.UTC(), g.LastAt.UTC(),
+		out.Groups = append(out.Groups, kafkaErrorGroupJSON{g.ExceptionType, g.ExceptionCause, g.Count, g.FirstAt.UTC(), g.LastAt.UTC(),
 			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"groups": out, "scanned": scan.Scanned, "total": scan.Total, "capped": scan.Capped})
+	return c.JSON(http.StatusOK, out)
+}
+
+// kafkaErrorGroupsJSON is a topic's dead letters grouped by exception, from its newest records.
+type kafkaErrorGroupsJSON struct {
+	Groups  []kafkaErrorGroupJSON `json:"groups"`
+	Scanned int64                 `json:"scanned"`
+	Total   int64                 `json:"total"`
+	Capped  bool                  `json:"capped"`
+}
+
+type kafkaErrorGroupJSON struct {
+	ExceptionType   string    `json:"exception_type"`
+	ExceptionCause  string    `json:"exception_cause"`
+	Count           int64     `json:"count"`
+	FirstAt         time.Time `json:"first_at"`
+	LastAt          time.Time `json:"last_at"`
+	OriginalTopics  []string  `json:"original_topics"`
+	SampleMessage   string    `json:"sample_message"`
+	SamplePartition int32     `json:"sample_partition"`
+	SampleOffset    int64     `json:"sample_offset"`
 }
 
 // ---- pages ----

@@ -240,11 +240,18 @@ func (h *Notifications) APITest(c echo.Context) error {
 		return err
 	case err != nil && !errors.Is(err, ops.ErrUnavailable) && !errors.Is(err, ops.ErrInvalid):
 		// The channel refused or could not be reached: that is the answer, not a console error.
-		return c.JSON(http.StatusOK, map[string]any{"channel": name, "delivered": false, "error": err.Error()})
+		return c.JSON(http.StatusOK, channelTestJSON{Channel: name, Delivered: false, Error: err.Error()})
 	case err != nil:
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"channel": name, "delivered": true})
+	return c.JSON(http.StatusOK, channelTestJSON{Channel: name, Delivered: true})
+}
+
+// channelTestJSON is the outcome of a test notification: delivered, or the channel's refusal.
+type channelTestJSON struct {
+	Channel   string `json:"channel"`
+	Delivered bool   `json:"delivered"`
+	Error     string `json:"error,omitempty"` // only when not delivered
 }
 
 // FormTest: POST /notifications/channels/:name/test (the page's button).

@@ -295,13 +295,16 @@ func (h *Outboxes) APIEvent(c echo.Context) error {
 	if !truncated && payload.IsJSON([]byte(text)) {
 		raw = json.RawMessage(text)
 	}
-	return c.JSON(http.StatusOK, struct {
-		eventJSON
-		Payload          any  `json:"payload"`
-		PayloadTruncated bool `json:"payload_truncated,omitempty"`
-		PayloadRedacted  bool `json:"payload_redacted,omitempty"`
-		PayloadSize      int  `json:"payload_size"`
-	}{toEventJSON(e, time.Now()), raw, truncated, redacted, len(e.Payload)})
+	return c.JSON(http.StatusOK, eventPayloadJSON{toEventJSON(e, time.Now()), raw, truncated, redacted, len(e.Payload)})
+}
+
+// eventPayloadJSON is one event with its payload: a JSON value when it is JSON, else a string.
+type eventPayloadJSON struct {
+	eventJSON
+	Payload          any  `json:"payload"`
+	PayloadTruncated bool `json:"payload_truncated,omitempty"`
+	PayloadRedacted  bool `json:"payload_redacted,omitempty"`
+	PayloadSize      int  `json:"payload_size"`
 }
 
 // redactPayload masks the whole payload before it is cut to size: a cut JSON document could no
@@ -341,8 +344,18 @@ func (h *Outboxes) APIRelease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"released": n})
+	return c.JSON(http.StatusOK, releasedJSON{Released: n})
 }
+
+// releasedJSON and requeuedJSON count the events a repair changed.
+type (
+	releasedJSON struct {
+		Released int64 `json:"released"`
+	}
+	requeuedJSON struct {
+		Requeued int64 `json:"requeued"`
+	}
+)
 
 func (h *Outboxes) release(c echo.Context, o OutboxService, req releaseRequest) (int64, error) {
 	switch {
@@ -383,7 +396,7 @@ func (h *Outboxes) APIRequeue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"requeued": n})
+	return c.JSON(http.StatusOK, requeuedJSON{Requeued: n})
 }
 
 func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) (int64, error) {

@@ -268,7 +268,12 @@ func (h *Rabbit) APIQueueHistory(c echo.Context) error {
 		out[i] = queuePointJSON{At: p.At.UTC(), Ready: p.Ready, Unacked: p.Unacked, Consumers: p.Consumers,
 			PublishRate: p.PublishRate, DeliverRate: p.DeliverRate, AckRate: p.AckRate, RedeliverRate: p.RedeliverRate}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"points": out})
+	return c.JSON(http.StatusOK, queueHistoryJSON{Points: out})
+}
+
+// queueHistoryJSON is a queue's history, oldest point first.
+type queueHistoryJSON struct {
+	Points []queuePointJSON `json:"points"`
 }
 
 type amqpPropertiesJSON struct {
@@ -525,22 +530,26 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	if notes == nil {
 		notes = []string{}
 	}
-	return c.JSON(http.StatusOK, struct {
-		Broker      string              `json:"broker"`
-		Vhost       string              `json:"vhost"`
-		Queue       string              `json:"queue"`
-		Type        string              `json:"type"`
-		Ready       int64               `json:"ready"`
-		Consumers   int64               `json:"consumers"`
-		Unacked     int64               `json:"unacked"`  // held by others, not shown
-		Complete    bool                `json:"complete"` // false: the list may miss messages (see notes)
-		Read        int                 `json:"read"`
-		Redelivered bool                `json:"redelivered"`
-		Notes       []string            `json:"notes"`
-		Messages    []rabbitMessageJSON `json:"messages"`
-		ErrorGroups []errorGroupJSON    `json:"error_groups"`
-	}{b.Name(), res.Vhost, res.Queue, res.Type, res.Ready, res.Consumers, res.Unacked, res.Complete, len(res.Messages),
+	return c.JSON(http.StatusOK, browseJSON{b.Name(), res.Vhost, res.Queue, res.Type, res.Ready, res.Consumers, res.Unacked, res.Complete, len(res.Messages),
 		res.Redelivered, notes, msgs, gs})
+}
+
+// browseJSON is a browse of a queue's head: the messages read, their error groups and what may
+// be missing.
+type browseJSON struct {
+	Broker      string              `json:"broker"`
+	Vhost       string              `json:"vhost"`
+	Queue       string              `json:"queue"`
+	Type        string              `json:"type"`
+	Ready       int64               `json:"ready"`
+	Consumers   int64               `json:"consumers"`
+	Unacked     int64               `json:"unacked"`  // held by others, not shown
+	Complete    bool                `json:"complete"` // false: the list may miss messages (see notes)
+	Read        int                 `json:"read"`
+	Redelivered bool                `json:"redelivered"`
+	Notes       []string            `json:"notes"`
+	Messages    []rabbitMessageJSON `json:"messages"`
+	ErrorGroups []errorGroupJSON    `json:"error_groups"`
 }
 
 // ---- pages ----

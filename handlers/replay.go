@@ -367,7 +367,12 @@ func (h *Replays) APIJobs(c echo.Context) error {
 	for _, j := range jobs {
 		out = append(out, toJobJSON(j))
 	}
-	return c.JSON(http.StatusOK, map[string]any{"replays": out})
+	return c.JSON(http.StatusOK, jobsJSON{Replays: out})
+}
+
+// jobsJSON is the newest replay jobs.
+type jobsJSON struct {
+	Replays []jobJSON `json:"replays"`
 }
 
 // APICancel: POST /api/v1/replays/:id/cancel.

@@ -277,15 +277,15 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	}
 	if stream {
 		w := newNDJSON(c)
-		q.Each = func(r kafka.Record) error { return w.line(map[string]any{"match": toJSON(r)}, false) }
+		q.Each = func(r kafka.Record) error { return w.line(matchLine[recordJSON]{toJSON(r)}, false) }
 		q.Progress = func(scanned, matched int64) {
-			_ = w.line(map[string]any{"progress": map[string]int64{"scanned": scanned, "matched": matched}}, false)
+			_ = w.line(progressLine{progressJSON{scanned, matched}}, false)
 		}
 		res, err := search.ScanKafka(c.Request().Context(), k, q)
 		if err != nil {
 			return w.fail(err)
 		}
-		return w.line(map[string]any{"done": kafkaSummary(q, res, started)}, true)
+		return w.line(doneLine{kafkaSummary(q, res, started)}, true)
 	}
 	out := []recordJSON{}
 	q.Each = func(r kafka.Record) error {
@@ -308,13 +308,16 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if order == "" {
 		order = "newest"
 	}
-	return c.JSON(http.StatusOK, struct {
-		Records    []recordJSON       `json:"records"`
-		Partition  any                `json:"partition"`
-		Order      string             `json:"order"`
-		Partitions []dltPartitionJSON `json:"partitions"`
-		scanSummary
-	}{out, partition, order, parts, kafkaSummary(q, res, started)})
+	return c.JSON(http.StatusOK, kafkaSearchJSON{out, partition, order, parts, kafkaSummary(q, res, started)})
+}
+
+// kafkaSearchJSON is a search's matches in a topic, with what was scanned.
+type kafkaSearchJSON struct {
+	Records    []recordJSON       `json:"records"`
+	Partition  any                `json:"partition"`
+	Order      string             `json:"order"`
+	Partitions []dltPartitionJSON `json:"partitions"`
+	scanSummary
 }
 
 func kafkaSummary(q search.Query, res search.Result, started time.Time) scanSummary {
@@ -370,15 +373,17 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	started := time.Now()
 	if stream {
 		w := newNDJSON(c)
-		q.Each = func(rabbit.Message) error { return w.line(map[string]any{"match": toRabbitMessageJSON(last)}, false) }
+		q.Each = func(rabbit.Message) error {
+			return w.line(matchLine[rabbitMessageJSON]{toRabbitMessageJSON(last)}, false)
+		}
 		q.Progress = func(scanned, matched int64) {
-			_ = w.line(map[string]any{"progress": map[string]int64{"scanned": scanned, "matched": matched}}, false)
+			_ = w.line(progressLine{progressJSON{scanned, matched}}, false)
 		}
 		res, err := search.ScanRabbit(c.Request().Context(), b, q)
 		if err != nil {
 			return w.fail(err)
 		}
-		return w.line(map[string]any{"done": rabbitSummary(f, res, started)}, true)
+		return w.line(doneLine{rabbitSummary(f, res, started)}, true)
 	}
 	msgs := []rabbitMessageJSON{}
 	q.Each = func(rabbit.Message) error {
@@ -393,16 +398,19 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	if notes == nil {
 		notes = []string{}
 	}
-	return c.JSON(http.StatusOK, struct {
-		Broker   string              `json:"broker"`
-		Vhost    string              `json:"vhost"`
-		Queue    string              `json:"queue"`
-		Ready    int64               `json:"ready"`
-		Complete bool                `json:"complete"`
-		Notes    []string            `json:"notes"`
-		Messages []rabbitMessageJSON `json:"messages"`
-		scanSummary
-	}{b.Name(), vhost, queue, res.Browse.Ready, res.Browse.Complete, notes, msgs, rabbitSummary(f, res, started)})
+	return c.JSON(http.StatusOK, rabbitSearchJSON{b.Name(), vhost, queue, res.Browse.Ready, res.Browse.Complete, notes, msgs, rabbitSummary(f, res, started)})
+}
+
+// rabbitSearchJSON is a search's matches in a queue, with what was scanned.
+type rabbitSearchJSON struct {
+	Broker   string              `json:"broker"`
+	Vhost    string              `json:"vhost"`
+	Queue    string              `json:"queue"`
+	Ready    int64               `json:"ready"`
+	Complete bool                `json:"complete"`
+	Notes    []string            `json:"notes"`
+	Messages []rabbitMessageJSON `json:"messages"`
+	scanSummary
 }
 
 func rabbitSummary(f *search.Filter, res search.RabbitResult, started time.Time) scanSummary {
@@ -413,6 +421,30 @@ func rabbitSummary(f *search.Filter, res search.RabbitResult, started time.Time)
 	}
 	return s
 }
+
+// The lines of a streamed search (NDJSON): matches and progress as they come, then one done line
+// or one error line.
+type (
+	matchLine[M recordJSON | rabbitMessageJSON] struct {
+		Match M `json:"match"`
+	}
+	progressLine struct {
+		Progress progressJSON `json:"progress"`
+	}
+	progressJSON struct {
+		Scanned int64 `json:"scanned"`
+		Matched int64 `json:"matched"`
+	}
+	doneLine struct {
+		Done scanSummary `json:"done"`
+	}
+	errorLine struct {
+		Error streamErrorJSON `json:"error"`
+	}
+	streamErrorJSON struct {
+		Message string `json:"message"`
+	}
+)
 
 // ndjson writes a streamed answer one JSON line at a time, flushing at most every 100 ms (and on
 // the last line), so matches show as they are found without a write per record.
@@ -462,6 +494,6 @@ func (w *ndjson) fail(err error) error {
 			msg = err.Error()
 		}
 	}
-	_ = w.line(map[string]any{"error": map[string]string{"message": msg}}, true)
+	_ = w.line(errorLine{streamErrorJSON{msg}}, true)
 	return nil
 }
