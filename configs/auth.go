@@ -154,8 +154,6 @@ var (
 	headerNameRe = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`)
 	hostNameRe   = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$`)
 	tokenNameRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,62}$`)
-	// jsonPathRe is the redaction path grammar: $ then .key, .*, [n], [*], ['key'] or ["key"].
-	jsonPathRe = regexp.MustCompile(`^\$(\.[^.\[\]'"]+|\[\*\]|\[[0-9]+\]|\['[^']*'\]|\["[^"]*"\])+$`)
 )
 
 // validAllowedHost accepts a host name, an IPv4 address or a bracketed IPv6 address, optionally
@@ -335,7 +333,7 @@ func (r *Redaction) validate(bad func(key, format string, args ...any)) {
 		}
 	}
 	for i, p := range r.JSONPaths {
-		if !jsonPathRe.MatchString(p) {
+		if _, err := ParseJSONPath(p); err != nil {
 			bad(fmt.Sprintf("redaction.json_paths[%d]", i),
 				"%q must be a path like $.card.number, $.items[*].iban or $['odd.key']", p)
 		}

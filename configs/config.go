@@ -302,7 +302,8 @@ type ConsumerRabbit struct {
 }
 
 // MessageIDRules find a message's idempotency key: the first header present, else the first JSON
-// path (dot-separated) that resolves in the value.
+// path that resolves in the value ($.messageId, $.meta.id, $.items[0].id: see JSONPath; the old
+// bare form, meta.id, is still read and warned about at start).
 type MessageIDRules struct {
 	Headers   []string `yaml:"headers"`
 	JSONPaths []string `yaml:"json_paths"`
@@ -507,7 +508,7 @@ func (c *Config) applyDefaults() {
 	if len(c.MessageID.Headers) == 0 && len(c.MessageID.JSONPaths) == 0 {
 		c.MessageID = MessageIDRules{
 			Headers:   []string{"messageId", "eventId", "message-id", "x-message-id", "originalMessageId"},
-			JSONPaths: []string{"messageId", "eventId", "id"},
+			JSONPaths: []string{"$.messageId", "$.eventId", "$.id"},
 		}
 	}
 	if c.Replay.MaxReplaysPerMessage == 0 {
@@ -586,6 +587,7 @@ func (c *Config) Validate() error {
 	c.Auth.validate(c.Listen, bad)
 	c.Notify.validate(bad)
 	c.Redaction.validate(bad)
+	c.MessageID.validate(bad)
 	switch c.Log.Format {
 	case "text", "json":
 	default:

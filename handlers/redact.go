@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -177,66 +178,21 @@ type pathSeg struct {
 type segKind uint8
 
 const (
-	segKey segKind = iota
-	segAnyKey
-	segIndex
-	segAnyIndex
+	segKey      = segKind(configs.StepKey)
+	segAnyKey   = segKind(configs.StepAnyKey)
+	segIndex    = segKind(configs.StepIndex)
+	segAnyIndex = segKind(configs.StepAnyIndex)
 )
 
+// parsePath reads a redaction path by the one json_paths grammar (configs.ParseJSONPath).
 func parsePath(p string) ([]pathSeg, error) {
-	bad := func(why string) error {
-		return fmt.Errorf("redaction path %q: %s (write it like $.card.number or $.items[*].iban)", p, why)
+	steps, err := configs.ParseJSONPath(p)
+	if err != nil {
+		return nil, fmt.Errorf("redaction %w", err)
 	}
-	rest, ok := strings.CutPrefix(p, "$")
-	if !ok {
-		return nil, bad("must start with $")
-	}
-	var segs []pathSeg
-	for rest != "" {
-		switch {
-		case rest[0] == '.':
-			end := strings.IndexAny(rest[1:], ".[")
-			if end < 0 {
-				end = len(rest) - 1
-			}
-			key := rest[1 : 1+end]
-			switch {
-			case key == "":
-				return nil, bad("empty key")
-			case key == "*":
-				segs = append(segs, pathSeg{kind: segAnyKey})
-			default:
-				segs = append(segs, pathSeg{kind: segKey, key: key})
-			}
-			rest = rest[1+end:]
-		case strings.HasPrefix(rest, "[*]"):
-			segs = append(segs, pathSeg{kind: segAnyIndex})
-			rest = rest[3:]
-		case strings.HasPrefix(rest, "['"), strings.HasPrefix(rest, `["`):
-			closing := rest[1:2] + "]"
-			end := strings.Index(rest[2:], closing)
-			if end < 0 {
-				return nil, bad("unterminated quoted key")
-			}
-			segs = append(segs, pathSeg{kind: segKey, key: rest[2 : 2+end]})
-			rest = rest[2+end+2:]
-		case rest[0] == '[':
-			end := strings.IndexByte(rest, ']')
-			if end < 0 {
-				return nil, bad("unterminated [")
-			}
-			n, err := strconv.Atoi(rest[1:end])
-			if err != nil || n < 0 || rest[1] == '+' {
-				return nil, bad("an index must be a number or *")
-			}
-			segs = append(segs, pathSeg{kind: segIndex, index: n})
-			rest = rest[end+1:]
-		default:
-			return nil, bad(fmt.Sprintf("unexpected %q", rest[:1]))
-		}
-	}
-	if len(segs) == 0 {
-		return nil, bad("names nothing inside the document")
+	segs := make([]pathSeg, len(steps))
+	for i, s := range steps {
+		segs[i] = pathSeg{kind: segKind(s.Kind), key: s.Key, index: s.Index}
 	}
 	return segs, nil
 }

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/redrive/redrive/configs"
 )
 
 // MessageIDFromJSON finds a message's idempotency key in a JSON object body: the first of paths
-// (dot-separated; numeric segments index arrays) that leads to a non-empty string or a number.
+// (message_id.json_paths: $.meta.id, $.items[0].id, or the old bare meta.id, whose numeric
+// segments index arrays; see configs.MessageIDPath) that leads to a non-empty string or a number.
 // "" when the body is not a JSON object or no path resolves. Kafka and RabbitMQ share the rule.
 func MessageIDFromJSON(body []byte, paths []string) string {
 	if len(paths) == 0 {
@@ -31,33 +31,42 @@ func MessageIDFromJSON(body []byte, paths []string) string {
 		return ""
 	}
 	for _, p := range paths {
-		if v, ok := jsonPath(root, p); ok {
-			return v
+		path, _, err := configs.MessageIDPath(p) // the configuration was validated at start
+		if err != nil || len(path) == 0 || (path[0].Kind != configs.StepKey && path[0].Kind != configs.StepKeyOrIndex) {
+			continue
+		}
+		if cur, ok := root[path[0].Key]; ok {
+			if v, ok := jsonPath(cur, path[1:]); ok {
+				return v
+			}
 		}
 	}
 	return ""
 }
 
-func jsonPath(root map[string]json.RawMessage, p string) (string, bool) {
-	segs := strings.Split(p, ".")
-	cur, ok := root[segs[0]]
-	if !ok {
-		return "", false
-	}
-	for _, seg := range segs[1:] {
+// jsonPath follows path from cur to a non-empty string or a number.
+func jsonPath(cur json.RawMessage, path configs.JSONPath) (string, bool) {
+	var ok bool
+	for _, step := range path {
 		switch t := bytes.TrimSpace(cur); {
-		case len(t) > 0 && t[0] == '{':
+		case len(t) > 0 && t[0] == '{' && (step.Kind == configs.StepKey || step.Kind == configs.StepKeyOrIndex):
 			var m map[string]json.RawMessage
 			if json.Unmarshal(t, &m) != nil {
 				return "", false
 			}
-			if cur, ok = m[seg]; !ok {
+			if cur, ok = m[step.Key]; !ok {
 				return "", false
 			}
-		case len(t) > 0 && t[0] == '[':
+		case len(t) > 0 && t[0] == '[' && (step.Kind == configs.StepIndex || step.Kind == configs.StepKeyOrIndex):
+			i := step.Index
+			if step.Kind == configs.StepKeyOrIndex {
+				var err error
+				if i, err = strconv.Atoi(step.Key); err != nil {
+					return "", false
+				}
+			}
 			var a []json.RawMessage
-			i, err := strconv.Atoi(seg)
-			if err != nil || json.Unmarshal(t, &a) != nil || i < 0 || i >= len(a) {
+			if json.Unmarshal(t, &a) != nil || i < 0 || i >= len(a) {
 				return "", false
 			}
 			cur = a[i]

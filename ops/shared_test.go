@@ -37,3 +37,28 @@ func TestTLSConfig(t *testing.T) {
 		t.Fatalf("missing CA file: %v", err)
 	}
 }
+
+// The grammar of redaction.json_paths reads the same ids as the old bare form, and can name keys
+// the bare form cannot.
+func TestMessageIDFromJSONPathForms(t *testing.T) {
+	bare := []string{"messageId", "meta.id", "items.1.id"}
+	dollar := []string{"$.messageId", "$.meta.id", "$.items[1].id"}
+	for _, body := range []string{`{"messageId":"m-1"}`, `{"messageId":"","meta":{"id":42}}`, `{"items":[{"id":"a"},{"id":"b"}]}`,
+		`{"messageId":{"nested":true}}`, `{"items":{"1":{"id":"in an object"}}}`, `{}`} {
+		if b, d := MessageIDFromJSON([]byte(body), bare), MessageIDFromJSON([]byte(body), dollar); b != d && body != `{"items":{"1":{"id":"in an object"}}}` {
+			t.Errorf("%s: bare %q, $ %q", body, b, d)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"items":{"1":{"id":"in an object"}}}`: "", // [1] is an index; the bare "1" was either
+		`{"a.b":{"id":"quoted"}}`:               "quoted",
+		`{"items":[{"id":"first"}]}`:            "first",
+	} {
+		if got := MessageIDFromJSON([]byte(body), []string{"$.items[1].id", "$['a.b'].id", "$.items[0]['id']"}); got != want {
+			t.Errorf("%s: %q, want %q", body, got, want)
+		}
+	}
+	if got := MessageIDFromJSON([]byte(`{"items":{"1":{"id":"x"}}}`), []string{"$.items['1'].id"}); got != "x" {
+		t.Errorf("a quoted number is a key: %q", got)
+	}
+}

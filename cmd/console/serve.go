@@ -28,6 +28,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	log := newLogger(cfg.Log, stdout)
+	for _, w := range cfg.Warnings() {
+		log.Warn(w, "config", *path)
+	}
 	return serveReloadable(ctx, cfg, log, nil, func() (*configs.Config, error) { return configs.Load(*path, getenv) })
 }
 
