@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -292,8 +291,8 @@ func (h *Outboxes) APIEvent(c echo.Context) error {
 	}
 	text, truncated := capText(full, maxPayload)
 	var raw any = text // a cut document is a string even where its head happens to parse ("12" of "1234")
-	if !truncated && payload.IsJSON([]byte(text)) {
-		raw = json.RawMessage(text)
+	if !truncated {
+		raw = payload.Value([]byte(text))
 	}
 	return c.JSON(http.StatusOK, eventPayloadJSON{toEventJSON(e, time.Now()), raw, truncated, redacted, len(e.Payload)})
 }

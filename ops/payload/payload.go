@@ -45,6 +45,15 @@ func Encode(b []byte) (string, string) {
 	return string(b), Text
 }
 
+// Value gives b to the API as a value of its own, as an outbox event's payload field is: the
+// JSON itself when IsJSON, else the text as a JSON string (invalid UTF-8 replaced).
+func Value(b []byte) any {
+	if IsJSON(b) {
+		return json.RawMessage(b)
+	}
+	return string(b)
+}
+
 // Render turns b into text for people and says how it was read. It never fails: bytes that are
 // neither JSON nor printable text become a hex dump. JSON is read by IsJSON; an object or an array
 // is laid out with a two-space indent and labelled JSON, while a scalar (a number, a string) shows

@@ -182,3 +182,18 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+func TestValue(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a": 1}`:         `{"a":1}`,
+		`42`:               `42`,
+		`order 42`:         `"order 42"`,
+		"{\"a\":\"\xff\"}": `"{\"a\":\"\ufffd\"}"`, // not JSON text: a string, made valid
+		"":                 `""`,
+	} {
+		b, err := json.Marshal(Value([]byte(in)))
+		if err != nil || string(b) != want {
+			t.Errorf("Value(%q) = %s, %v; want %s", in, b, err, want)
+		}
+	}
+}
