@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,11 +18,8 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/kafka/schema"
-	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
-	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
 )
@@ -123,97 +119,6 @@ func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, err
 		return sampler.KafkaGroup{}, fmt.Errorf("cluster %s has not been sampled yet; retry in a few seconds: %w", snap.Cluster, ops.ErrUnavailable)
 	}
 	return sampler.KafkaGroup{}, fmt.Errorf("consumer group %q not found in cluster %s: %w", name, snap.Cluster, ops.ErrNotFound)
-}
-
-// ---- JSON ----
-
-type partitionLagJSON struct {
-	Partition int32 `json:"partition"`
-	Committed int64 `json:"committed"`
-	Start     int64 `json:"start"`
-	End       int64 `json:"end"`
-	Lag       int64 `json:"lag"`
-	// LagSeconds is the time lag: now minus the timestamp of the next record to consume when
-	// sampled; 0 when caught up, null when unknown.
-	LagSeconds *float64 `json:"lag_seconds"`
-	Status     string   `json:"status"`
-	Reason     string   `json:"reason,omitempty"`
-	Member     string   `json:"member,omitempty"`
-}
-
-type topicLagJSON struct {
-	Topic         string             `json:"topic"`
-	Lag           int64              `json:"lag"`
-	MaxLagSeconds *float64           `json:"max_lag_seconds"`
-	Partitions    []partitionLagJSON `json:"partitions"`
-}
-
-type groupJSON struct {
-	Group          string         `json:"group"`
-	State          string         `json:"state"`
-	Protocol       string         `json:"protocol"`
-	Members        int            `json:"members"`
-	TotalLag       int64          `json:"total_lag"`
-	MaxLagSeconds  *float64       `json:"max_lag_seconds"`
-	Status         string         `json:"status"`
-	Reason         string         `json:"reason"`
-	RatePerSecond  *float64       `json:"rate_per_second"`
-	CatchUpSeconds *float64       `json:"catch_up_seconds"`
-	Error          string         `json:"error,omitempty"`
-	Topics         []topicLagJSON `json:"topics"`
-}
-
-func toGroupJSON(g sampler.KafkaGroup) groupJSON {
-	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
-		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
-	if g.RateKnown {
-		rate := g.Rate
-		j.RatePerSecond = &rate
-		if g.CatchUp >= 0 {
-			s := g.CatchUp.Seconds()
-			j.CatchUpSeconds = &s
-		}
-	}
-	for _, t := range g.Topics {
-		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: []partitionLagJSON{}}
-		for _, p := range t.Partitions {
-			st, ok := g.Partitions[partitionKey(t.Topic, p.Partition)]
-			if !ok {
-				st = kafka.Status{Code: kafka.StatusOK}
-				if g.Status.Code == kafka.StatusEmpty || g.Status.Code == kafka.StatusDead {
-					st = g.Status
-				}
-			}
-			tj.Partitions = append(tj.Partitions, partitionLagJSON{Partition: p.Partition, Committed: p.Committed,
-				Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
-		}
-		j.Topics = append(j.Topics, tj)
-	}
-	return j
-}
-
-// timeLagText is a time lag for pages: "0 s" when caught up, "" (a dash) when unknown.
-func timeLagText(d time.Duration) string {
-	if d < 0 {
-		return ""
-	}
-	return components.FormatAge(d.Truncate(time.Second))
-}
-
-func timeLagMS(d time.Duration) int64 {
-	if d < 0 {
-		return -1
-	}
-	return d.Milliseconds()
-}
-
-// seconds is a time lag for the API: seconds with millisecond precision, nil (null) when unknown.
-func seconds(d time.Duration) *float64 {
-	if d < 0 {
-		return nil
-	}
-	s := float64(d.Milliseconds()) / 1000
-	return &s
 }
 
 func partitionKey(topic string, p int32) string { return topic + "/" + strconv.Itoa(int(p)) }
@@ -361,51 +266,6 @@ func (h *Kafka) APIGroupHistory(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// groupHistoryJSON is a group's history, oldest point first.
-type groupHistoryJSON struct {
-	Points []groupPointJSON `json:"points"`
-}
-
-// groupPointJSON is one point of a group's history: its fixed fields and, beside them, one field
-// per partition ("<topic>/<partition>": lag), the OpenAPI document's additionalProperties. A
-// partition's key holds a "/", so it never meets a fixed field's name.
-type groupPointJSON struct {
-	At            time.Time        `json:"at"`
-	TotalLag      int64            `json:"total_lag"`
-	MaxLagSeconds *float64         `json:"max_lag_seconds"`
-	Partitions    map[string]int64 `json:"-"`
-}
-
-func (p groupPointJSON) MarshalJSON() ([]byte, error) {
-	type fixed groupPointJSON // the same fields without this method
-	b, err := json.Marshal(fixed(p))
-	if err != nil || len(p.Partitions) == 0 {
-		return b, err
-	}
-	parts, err := json.Marshal(p.Partitions)
-	if err != nil {
-		return nil, err
-	}
-	// {"at":…,"max_lag_seconds":null} and {"orders/0":12} make one object.
-	return append(append(b[:len(b)-1], ','), parts[1:]...), nil
-}
-
-type dltJSON struct {
-	Topic      string             `json:"topic"`
-	Retry      bool               `json:"retry"`
-	Partitions int                `json:"partitions"`
-	Records    int64              `json:"records"`
-	NewestAt   *time.Time         `json:"newest_at"`
-	PerPart    []dltPartitionJSON `json:"partition_records"`
-}
-
-type dltPartitionJSON struct {
-	Partition int32 `json:"partition"`
-	Start     int64 `json:"start"`
-	End       int64 `json:"end"`
-	Records   int64 `json:"records"`
-}
-
 // APIDeadLetterTopics: GET /api/v1/kafka/:cluster/dead-letter-topics.
 func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 	k, err := h.cluster(c)
@@ -429,11 +289,6 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 		out = append(out, j)
 	}
 	return c.JSON(http.StatusOK, deadLetterTopicsJSON{Topics: out})
-}
-
-// deadLetterTopicsJSON is a cluster's dead-letter and retry topics.
-type deadLetterTopicsJSON struct {
-	Topics []dltJSON `json:"topics"`
 }
 
 // parseAcrossQuery reads the query of a page across every partition (partition=all): at, limit,
@@ -524,128 +379,6 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 	return q, nil
 }
 
-type headerJSON struct {
-	Key      string `json:"key"`
-	Value    string `json:"value"`
-	Encoding string `json:"value_encoding,omitempty"` // "base64" when the value is not UTF-8 text
-}
-
-type deadLetterJSON struct {
-	OriginalTopic     string     `json:"original_topic"`
-	OriginalPartition *int32     `json:"original_partition"`
-	OriginalOffset    *int64     `json:"original_offset"`
-	OriginalTimestamp *time.Time `json:"original_timestamp"`
-	ConsumerGroup     string     `json:"consumer_group"`
-	ExceptionType     string     `json:"exception_type"`
-	ExceptionCause    string     `json:"exception_cause"`
-	ExceptionMessage  string     `json:"exception_message"`
-	Stacktrace        string     `json:"stacktrace,omitempty"`
-	RetryCount        *int       `json:"retry_count"`
-	MessageID         string     `json:"message_id"`
-	TraceID           string     `json:"trace_id,omitempty"`
-	FirstFailedAt     string     `json:"first_failed_at,omitempty"`
-	Convention        string     `json:"convention"`
-}
-
-type recordJSON struct {
-	Partition      int32           `json:"partition"`
-	Offset         int64           `json:"offset"`
-	Timestamp      time.Time       `json:"timestamp"`
-	Key            *string         `json:"key"`
-	KeyEncoding    string          `json:"key_encoding"`
-	Value          *string         `json:"value"`
-	ValueEncoding  string          `json:"value_encoding"`
-	ValueTruncated bool            `json:"value_truncated"`
-	Redacted       bool            `json:"redacted,omitempty"`
-	Size           int             `json:"size"`
-	Headers        []headerJSON    `json:"headers"`
-	DeadLetter     *deadLetterJSON `json:"dead_letter"`
-	KeySchema      *schemaJSON     `json:"key_schema"`
-	ValueSchema    *schemaJSON     `json:"value_schema"`
-}
-
-// schemaJSON names the schema a key or value was decoded with; Error says why it could not be
-// (the bytes are then given as they are).
-type schemaJSON struct {
-	Format  string `json:"format"`
-	ID      int    `json:"id"`
-	Subject string `json:"subject"`
-	Type    string `json:"type"`
-	Error   string `json:"error,omitempty"`
-}
-
-func toSchemaJSON(d *schema.Decoded) *schemaJSON {
-	if d == nil {
-		return nil
-	}
-	return &schemaJSON{Format: d.Format, ID: d.ID, Subject: d.Subject, Type: d.Type, Error: d.Error}
-}
-
-// decodedJSON is a decoded key or value as the API gives it: its JSON text, encoding "json".
-func decodedJSON(d *schema.Decoded) (*string, string, bool) {
-	if d == nil || d.JSON == nil {
-		return nil, "", false
-	}
-	s := string(d.JSON)
-	return &s, payload.JSON, true
-}
-
-// bytesJSON is a key or value as the API gives it (payload.Encode), in the Kafka record's terms:
-// an absent key or value (a null in the record) is "null", and a present one of no bytes is the
-// text "" (the Kafka API's encodings have no "empty").
-func bytesJSON(b []byte) (*string, string) {
-	if b == nil {
-		return nil, "null"
-	}
-	s, enc := payload.Encode(b)
-	if enc == payload.Empty {
-		enc = payload.Text
-	}
-	return &s, enc
-}
-
-// toRecordJSON gives decoded keys and values as their JSON, unless raw asks for the original
-// bytes (base64 when they are not UTF-8, as for any value).
-func toRecordJSON(r kafka.Record, raw bool) recordJSON {
-	j := recordJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(), ValueTruncated: r.Truncated,
-		Size: r.Size, Headers: []headerJSON{}, KeySchema: toSchemaJSON(r.KeySchema), ValueSchema: toSchemaJSON(r.ValueSchema)}
-	j.Key, j.KeyEncoding = bytesJSON(r.Key)
-	j.Value, j.ValueEncoding = bytesJSON(r.Value)
-	if raw {
-		if r.Key != nil && r.KeySchema != nil {
-			k := base64.StdEncoding.EncodeToString(r.Key)
-			j.Key, j.KeyEncoding = &k, payload.Base64
-		}
-		if r.Value != nil && r.ValueSchema != nil {
-			v := base64.StdEncoding.EncodeToString(r.Value)
-			j.Value, j.ValueEncoding = &v, payload.Base64
-		}
-	} else {
-		if k, enc, ok := decodedJSON(r.KeySchema); ok {
-			j.Key, j.KeyEncoding = k, enc
-		}
-		if v, enc, ok := decodedJSON(r.ValueSchema); ok {
-			j.Value, j.ValueEncoding, j.ValueTruncated = v, enc, false
-		}
-	}
-	for _, hd := range r.Headers {
-		h := headerJSON{Key: hd.Key}
-		var enc string
-		if h.Value, enc = payload.Encode(hd.Value); enc == payload.Base64 {
-			h.Encoding = enc // a header says only when it is not text
-		}
-		j.Headers = append(j.Headers, h)
-	}
-	if d := r.DeadLetter; d != nil {
-		j.DeadLetter = &deadLetterJSON{OriginalTopic: d.OriginalTopic, OriginalPartition: d.OriginalPartition,
-			OriginalOffset: d.OriginalOffset, OriginalTimestamp: d.OriginalTimestamp, ConsumerGroup: d.ConsumerGroup,
-			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
-			Stacktrace: d.Stacktrace, RetryCount: d.RetryCount, MessageID: d.MessageID, TraceID: d.TraceID,
-			FirstFailedAt: d.FirstFailedAt, Convention: d.Convention}
-	}
-	return j
-}
-
 // APIRecords: GET /api/v1/kafka/:cluster/topics/:topic/records.
 func (h *Kafka) APIRecords(c echo.Context) error {
 	k, err := h.cluster(c)
@@ -685,15 +418,6 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, NextOffset: page.Next, PrevOffset: page.Prev})
 }
 
-// recordsJSON is a page of one partition's records.
-type recordsJSON struct {
-	Records    []recordJSON `json:"records"`
-	Start      int64        `json:"start"`
-	End        int64        `json:"end"`
-	NextOffset *int64       `json:"next_offset"`
-	PrevOffset *int64       `json:"prev_offset"`
-}
-
 // apiRecordsAcross answers partition=all: newest first across partitions, merged by timestamp,
 // with each partition's offsets and the cursor of the next page.
 func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, raw bool) error {
@@ -721,15 +445,6 @@ func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, 
 		next = &cur
 	}
 	return c.JSON(http.StatusOK, recordsAcrossJSON{Records: out, Partition: "all", Order: page.Order, Partitions: parts, NextCursor: next})
-}
-
-// recordsAcrossJSON is a page across every partition (partition=all).
-type recordsAcrossJSON struct {
-	Records    []recordJSON       `json:"records"`
-	Partition  string             `json:"partition"` // "all"
-	Order      string             `json:"order"`
-	Partitions []dltPartitionJSON `json:"partitions"`
-	NextCursor *string            `json:"next_cursor"`
 }
 
 // maxErrorScan bounds the records one error-group request reads.
@@ -763,66 +478,9 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// kafkaErrorGroupsJSON is a topic's dead letters grouped by exception, from its newest records.
-type kafkaErrorGroupsJSON struct {
-	Groups  []kafkaErrorGroupJSON `json:"groups"`
-	Scanned int64                 `json:"scanned"`
-	Total   int64                 `json:"total"`
-	Capped  bool                  `json:"capped"`
-}
-
-type kafkaErrorGroupJSON struct {
-	ExceptionType   string    `json:"exception_type"`
-	ExceptionCause  string    `json:"exception_cause"`
-	Count           int64     `json:"count"`
-	FirstAt         time.Time `json:"first_at"`
-	LastAt          time.Time `json:"last_at"`
-	OriginalTopics  []string  `json:"original_topics"`
-	SampleMessage   string    `json:"sample_message"`
-	SamplePartition int32     `json:"sample_partition"`
-	SampleOffset    int64     `json:"sample_offset"`
-}
-
-// ---- pages ----
-
-func (h *Kafka) clusterMeta(c echo.Context, title, cluster string, crumbs ...layout.Crumb) layout.Meta {
-	m := h.meta(c, title, "kafka")
-	m.Breadcrumbs = kafkaCrumbs(cluster, crumbs...)
-	return m
-}
-
 // kafkaCrumbs are the breadcrumbs of a page inside a cluster: Kafka, the cluster, then crumbs.
 func kafkaCrumbs(cluster string, crumbs ...layout.Crumb) []layout.Crumb {
 	return append([]layout.Crumb{{Label: "Kafka", Href: paths.Kafka}, {Label: cluster, Href: paths.KafkaCluster(cluster)}}, crumbs...)
-}
-
-func toGroupRows(snap sampler.KafkaSnapshot) []kafkapages.GroupRow {
-	rows := make([]kafkapages.GroupRow, 0, len(snap.Groups))
-	for _, g := range snap.Groups {
-		var topics []string
-		for _, t := range g.Topics {
-			topics = append(topics, t.Topic)
-		}
-		rows = append(rows, kafkapages.GroupRow{Name: g.Name, State: g.State, Members: g.Members, TotalLag: g.TotalLag,
-			TimeLag: timeLagText(g.MaxTimeLag), TimeLagMS: timeLagMS(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Severity: g.Status.Code.Severity(),
-			Topics: strings.Join(topics, ", "), Error: g.Error})
-	}
-	sort.SliceStable(rows, func(i, j int) bool { // worst first, then by lag
-		if rows[i].Severity != rows[j].Severity {
-			return rows[i].Severity > rows[j].Severity
-		}
-		return rows[i].TotalLag > rows[j].TotalLag
-	})
-	return rows
-}
-
-func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
-	rows := make([]kafkapages.DLTRow, 0, len(topics))
-	for _, t := range topics {
-		rows = append(rows, kafkapages.DLTRow{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions),
-			Records: t.Records, NewestAt: t.NewestAt})
-	}
-	return rows
 }
 
 // Index: GET /kafka — every cluster with its groups and dead-letter topics.
@@ -1003,82 +661,6 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 	return render(c, http.StatusOK, kafkapages.Topic(page))
 }
 
-func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption {
-	out := make([]kafkapages.PartitionOption, len(parts))
-	for i, p := range parts {
-		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.End - p.Start}
-	}
-	return out
-}
-
-// maxRenderedValue caps what one record shows inline; the API gives up to kafka.MaxValueBytes.
-const maxRenderedValue = 64 << 10
-
-func toRecordView(r kafka.Record) kafkapages.RecordView {
-	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
-		Truncated: r.Truncated, OriginalSize: r.OriginalSize}
-	v.Key, v.KeyEncoding = payload.Render(r.Key)
-	v.Value, v.ValueEncoding = payload.Render(r.Value)
-	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)
-	v.ValueSchema, v.ValueSchemaError = schemaLabel(r.ValueSchema)
-	if d := r.KeySchema; d != nil && d.JSON != nil {
-		v.Key, _ = payload.Render(d.JSON)
-		v.KeyEncoding = d.Format
-	}
-	if d := r.ValueSchema; d != nil && d.JSON != nil {
-		v.Value, _ = payload.Render(d.JSON)
-		v.ValueEncoding, v.Truncated = d.Format, false
-	}
-	if cut, ok := payload.Cut(v.Value, maxRenderedValue); ok {
-		v.Value, v.Truncated = cut, true
-	}
-	for _, hd := range r.Headers {
-		text, enc := payload.Render(hd.Value)
-		if enc == payload.Binary && len(hd.Value) <= 8 {
-			text = fmt.Sprintf("0x%x", hd.Value) // short binary ints read better than a hex dump
-		}
-		v.Headers = append(v.Headers, kafkapages.HeaderView{Key: hd.Key, Value: text})
-	}
-	if d := r.DeadLetter; d != nil {
-		dv := kafkapages.DeadLetterView{OriginalTopic: d.OriginalTopic, ConsumerGroup: d.ConsumerGroup,
-			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
-			Stacktrace: d.Stacktrace, MessageID: d.MessageID, TraceID: d.TraceID, Convention: d.Convention}
-		if d.OriginalPartition != nil {
-			dv.OriginalPartition = strconv.Itoa(int(*d.OriginalPartition))
-		}
-		if d.OriginalOffset != nil {
-			dv.OriginalOffset = strconv.FormatInt(*d.OriginalOffset, 10)
-		}
-		if d.RetryCount != nil {
-			dv.RetryCount = strconv.Itoa(*d.RetryCount)
-		}
-		v.DeadLetter = &dv
-	}
-	return v
-}
-
-// schemaLabel names a decoded key or value's schema for people ("avro acme.Order · id 12 ·
-// orders-value"), or says why it could not be decoded.
-func schemaLabel(d *schema.Decoded) (label, problem string) {
-	if d == nil {
-		return "", ""
-	}
-	parts := []string{}
-	if d.Format != "" {
-		parts = append(parts, strings.TrimSpace(d.Format+" "+d.Type))
-	}
-	if d.ID != 0 {
-		parts = append(parts, "id "+strconv.Itoa(d.ID))
-	}
-	if d.Subject != "" {
-		parts = append(parts, d.Subject)
-	}
-	if d.Error != "" {
-		problem = d.Error + "; shown raw"
-	}
-	return strings.Join(parts, " · "), problem
-}
-
 // ErrorsPage: GET /kafka/:cluster/topics/:topic/errors — one row per bug.
 func (h *Kafka) ErrorsPage(c echo.Context) error {
 	k, err := h.cluster(c)
@@ -1109,81 +691,4 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
 	}
 	return render(c, http.StatusOK, kafkapages.Errors(page))
-}
-
-// redactRecord is the masking pass over one record: the configured headers, the JSON paths of
-// the value (a value cut for size or not JSON is masked whole when paths are configured), then
-// everything derived from what was hidden — other headers quoting it and the decoded dead-letter
-// fields, message id included (see messageMask). It reports whether anything was masked.
-func redactRecord(red *Redactor, r kafka.Record) (kafka.Record, bool) {
-	if red == nil {
-		return r, false
-	}
-	m := &messageMask{}
-	redacted := false
-	hs := make([]kafka.Header, len(r.Headers))
-	for i, hd := range r.Headers {
-		if red.Header(hd.Key) {
-			m.secrets = append(m.secrets, string(hd.Value))
-			hd.Value, redacted = []byte(Redacted), true
-		}
-		hs[i] = hd
-	}
-	if d := r.ValueSchema; d != nil && d.JSON != nil && len(red.paths) > 0 {
-		// The paths apply to the decoded value; the original bytes carry every field in a form
-		// no path can reach, so they are withheld whole.
-		dv := *d
-		var changed bool
-		dv.JSON, changed = red.maskBody(d.JSON, false, m)
-		r.ValueSchema, r.Value = &dv, []byte(Redacted)
-		redacted = redacted || changed
-	} else if v, changed := red.maskBody(r.Value, r.Truncated, m); changed {
-		r.Value, redacted = v, true
-	}
-	for i, hd := range hs {
-		if red.Header(hd.Key) {
-			continue
-		}
-		if m.matches(string(hd.Value)) {
-			hs[i].Value, redacted = []byte(Redacted), true
-		} else {
-			m.clear = append(m.clear, string(hd.Value))
-		}
-	}
-	r.Headers = hs
-	if d := r.DeadLetter; d != nil {
-		dl := *d
-		for _, f := range []*string{&dl.OriginalTopic, &dl.ConsumerGroup, &dl.ExceptionType, &dl.ExceptionCause,
-			&dl.ExceptionMessage, &dl.Stacktrace, &dl.TraceID, &dl.FirstFailedAt} {
-			*f = m.text(*f)
-		}
-		dl.MessageID = m.id(dl.MessageID)
-		if dl != *d {
-			redacted = true
-		}
-		r.DeadLetter = &dl
-	}
-	return r, redacted
-}
-
-// redactErrorGroup masks what an error group shows of masked headers: its key when the exception
-// type or cause headers are masked, its sample when the exception message header is.
-func redactErrorGroup(red *Redactor, g kafka.ErrorGroup) kafka.ErrorGroup {
-	if red == nil {
-		return g
-	}
-	if red.masksExceptionType() {
-		g.ExceptionType, g.ExceptionCause = maskNonEmpty(g.ExceptionType), maskNonEmpty(g.ExceptionCause)
-	}
-	if red.masksExceptionMessage() {
-		g.SampleMessage = maskNonEmpty(g.SampleMessage)
-	}
-	return g
-}
-
-func maskNonEmpty(s string) string {
-	if s == "" {
-		return s
-	}
-	return Redacted
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
@@ -119,59 +118,6 @@ func (h *Rabbit) queue(c echo.Context) (RabbitBroker, sampler.RabbitSnapshot, sa
 	return b, snap, q, err
 }
 
-// ---- JSON ----
-
-// rabbitQueueJSON is one queue in the API. dead_letter_exchange is "" both without a dead-letter
-// exchange and for the default exchange; has_dead_letter_exchange tells them apart.
-type rabbitQueueJSON struct {
-	Vhost                 string  `json:"vhost"`
-	Name                  string  `json:"name"`
-	Type                  string  `json:"type"`
-	State                 string  `json:"state"`
-	Ready                 int64   `json:"ready"`
-	Unacked               int64   `json:"unacked"`
-	Total                 int64   `json:"total"`
-	Consumers             int64   `json:"consumers"`
-	PublishRate           float64 `json:"publish_rate"`
-	DeliverRate           float64 `json:"deliver_rate"`
-	AckRate               float64 `json:"ack_rate"`
-	RedeliverRate         float64 `json:"redeliver_rate"`
-	DeadLetterExchange    string  `json:"dead_letter_exchange"`
-	DeadLetterRoutingKey  string  `json:"dead_letter_routing_key"`
-	HasDeadLetterExchange bool    `json:"has_dead_letter_exchange"`
-	DeadLetterSource      string  `json:"dead_letter_source"` // argument, policy or ""
-	IsDeadLetterQueue     bool    `json:"is_dead_letter_queue"`
-	IsRetryQueue          bool    `json:"is_retry_queue"`
-	MessageTTL            *int64  `json:"message_ttl"` // milliseconds
-	DeliveryLimit         *int64  `json:"delivery_limit"`
-	MaxLength             *int64  `json:"max_length"`
-	Overflow              string  `json:"overflow"`
-	SingleActiveConsumer  bool    `json:"single_active_consumer"`
-	Policy                string  `json:"policy"`
-	OperatorPolicy        string  `json:"operator_policy"`
-	Growing               bool    `json:"growing"`
-	Growth                string  `json:"growth,omitempty"`
-}
-
-func toRabbitQueueJSON(q sampler.RabbitQueue) rabbitQueueJSON {
-	return rabbitQueueJSON{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
-		Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
-		RedeliverRate: q.RedeliverRate, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
-		HasDeadLetterExchange: q.HasDeadLetterExchange, DeadLetterSource: q.DeadLetterSource,
-		IsDeadLetterQueue: q.IsDeadLetterQueue, IsRetryQueue: q.Retry, MessageTTL: q.MessageTTL,
-		DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength, Overflow: q.Overflow,
-		SingleActiveConsumer: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
-		Growing: q.Growing, Growth: q.Growth}
-}
-
-func sampledAt(snap sampler.RabbitSnapshot) *time.Time {
-	if snap.At.IsZero() {
-		return nil
-	}
-	at := snap.At.UTC()
-	return &at
-}
-
 // APIQueues: GET /api/v1/rabbitmq/:broker/queues — every watched queue, from the latest snapshot.
 func (h *Rabbit) APIQueues(c echo.Context) error {
 	b, snap, err := h.snapshot(c)
@@ -189,17 +135,6 @@ func (h *Rabbit) APIQueues(c echo.Context) error {
 		resp.Queues[i] = toRabbitQueueJSON(q)
 	}
 	return c.JSON(http.StatusOK, resp)
-}
-
-type edgeJSON struct {
-	Exchange     string   `json:"exchange"`
-	ExchangeType string   `json:"exchange_type"`
-	RoutingKey   string   `json:"routing_key"`
-	OwnKeys      []string `json:"own_routing_keys,omitempty"`
-	ToQueues     []string `json:"to_queues"`
-	AllBound     bool     `json:"all_bound,omitempty"`
-	Missing      bool     `json:"exchange_missing,omitempty"`
-	Note         string   `json:"note,omitempty"`
 }
 
 // APIQueue: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue — one queue, the queues that
@@ -231,17 +166,6 @@ func (h *Rabbit) APIQueue(c echo.Context) error {
 	return c.JSON(http.StatusOK, resp)
 }
 
-type queuePointJSON struct {
-	At            time.Time `json:"at"`
-	Ready         int64     `json:"ready"`
-	Unacked       int64     `json:"unacked"`
-	Consumers     int       `json:"consumers"`
-	PublishRate   float64   `json:"publish_rate"`
-	DeliverRate   float64   `json:"deliver_rate"`
-	AckRate       float64   `json:"ack_rate"`
-	RedeliverRate float64   `json:"redeliver_rate"`
-}
-
 // APIQueueHistory: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/history?since=1h. A queue the
 // last sample does not have is a 404 (its old history is no longer charted).
 func (h *Rabbit) APIQueueHistory(c echo.Context) error {
@@ -269,208 +193,6 @@ func (h *Rabbit) APIQueueHistory(c echo.Context) error {
 			PublishRate: p.PublishRate, DeliverRate: p.DeliverRate, AckRate: p.AckRate, RedeliverRate: p.RedeliverRate}
 	}
 	return c.JSON(http.StatusOK, queueHistoryJSON{Points: out})
-}
-
-// queueHistoryJSON is a queue's history, oldest point first.
-type queueHistoryJSON struct {
-	Points []queuePointJSON `json:"points"`
-}
-
-type amqpPropertiesJSON struct {
-	MessageID       string     `json:"message_id"`
-	CorrelationID   string     `json:"correlation_id"`
-	Timestamp       *time.Time `json:"timestamp"`
-	Type            string     `json:"type"`
-	ContentType     string     `json:"content_type"`
-	ContentEncoding string     `json:"content_encoding"`
-	AppID           string     `json:"app_id"`
-	UserID          string     `json:"user_id"`
-	DeliveryMode    uint8      `json:"delivery_mode"`
-	Priority        uint8      `json:"priority"`
-	Expiration      string     `json:"expiration"`
-	ReplyTo         string     `json:"reply_to"`
-}
-
-type deathJSON struct {
-	Queue       string     `json:"queue"`
-	Reason      string     `json:"reason"`
-	Count       int64      `json:"count"`
-	Time        *time.Time `json:"time"`
-	Exchange    string     `json:"exchange"`
-	RoutingKeys []string   `json:"routing_keys"`
-}
-
-type rabbitDeadLetterJSON struct {
-	Reason              string      `json:"reason"`
-	Count               int64       `json:"count"`
-	OriginalQueue       string      `json:"original_queue"`
-	OriginalExchange    string      `json:"original_exchange"`
-	OriginalRoutingKeys []string    `json:"original_routing_keys"`
-	FirstDeathAt        *time.Time  `json:"first_death_at"`
-	ExceptionMessage    string      `json:"exception_message"`
-	Stacktrace          string      `json:"stacktrace,omitempty"`
-	LastQueue           string      `json:"last_queue"`
-	FirstReason         string      `json:"first_reason"`
-	ReplayCount         int         `json:"replay_count"`
-	Deaths              []deathJSON `json:"deaths"`
-}
-
-type rabbitMessageJSON struct {
-	Position      int                   `json:"position"`
-	Offset        *int64                `json:"offset,omitempty"` // stream queues only
-	MessageID     string                `json:"message_id"`
-	Exchange      string                `json:"exchange"`
-	RoutingKey    string                `json:"routing_key"`
-	Redelivered   bool                  `json:"redelivered"`
-	Properties    amqpPropertiesJSON    `json:"properties"`
-	Headers       map[string]string     `json:"headers"`
-	Body          string                `json:"body"`
-	BodyEncoding  string                `json:"body_encoding"` // json, text, base64 or empty
-	BodyTruncated bool                  `json:"body_truncated"`
-	BodyRedacted  bool                  `json:"body_redacted,omitempty"`
-	Size          int                   `json:"size"`
-	DeadLetter    *rabbitDeadLetterJSON `json:"dead_letter"`
-}
-
-// inUTC is t in UTC; nil stays nil. (Its own name: outbox.go has the same helper.)
-func inUTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-// shownMessage is a browsed message with what the caller may not see masked.
-type shownMessage struct {
-	rabbit.Message
-	Headers      []rabbit.Header
-	Redacted     bool // something in the message was masked
-	BodyRedacted bool // the body itself was
-}
-
-// redactMessage is the masking pass over one message for a non-admin: the configured headers,
-// the JSON paths of the body (a body cut at rabbit.MaxBodyBytes or not JSON is masked whole when
-// paths are configured), then everything derived from what was hidden — other headers quoting
-// it, the decoded dead-letter fields and the message id (see messageMask).
-func redactMessage(r *Redactor, m rabbit.Message) shownMessage {
-	out := shownMessage{Message: m, Headers: m.Headers}
-	if r == nil {
-		return out
-	}
-	mask := &messageMask{}
-	hs := make([]rabbit.Header, len(m.Headers))
-	for i, hd := range m.Headers {
-		if r.Header(hd.Key) {
-			mask.secrets = append(mask.secrets, hd.Value)
-			hd.Value, out.Redacted = Redacted, true
-		}
-		hs[i] = hd
-	}
-	if r.Header("message_id") && m.Properties.MessageID != "" {
-		mask.secrets = append(mask.secrets, m.Properties.MessageID)
-		out.Properties.MessageID, out.Redacted = Redacted, true
-	}
-	if body, changed := r.maskBody(m.Body, m.Truncated, mask); changed {
-		out.Body, out.Redacted, out.BodyRedacted = body, true, true
-	}
-	for i, hd := range hs {
-		if r.Header(hd.Key) {
-			continue
-		}
-		if mask.matches(hd.Value) {
-			hs[i].Value, out.Redacted = Redacted, true
-		} else {
-			mask.clear = append(mask.clear, hd.Value)
-		}
-	}
-	out.Headers = hs
-	if out.Properties.MessageID != Redacted {
-		mask.clear = append(mask.clear, m.Properties.MessageID)
-	}
-	if p := &out.Properties; mask.matches(p.CorrelationID) {
-		p.CorrelationID, out.Redacted = Redacted, true
-	}
-	if id := mask.id(m.MessageID); id != m.MessageID {
-		out.MessageID, out.Redacted = id, true
-	}
-	if d := m.DeadLetter; d != nil {
-		dl := *d
-		for _, f := range []*string{&dl.ExceptionMessage, &dl.Stacktrace, &dl.OriginalQueue, &dl.OriginalExchange, &dl.LastQueue} {
-			if v := mask.text(*f); v != *f {
-				*f, out.Redacted = v, true
-			}
-		}
-		if len(dl.OriginalRoutingKeys) > 0 {
-			keys := make([]string, len(dl.OriginalRoutingKeys))
-			for i, k := range dl.OriginalRoutingKeys {
-				if keys[i] = mask.text(k); keys[i] != k {
-					out.Redacted = true
-				}
-			}
-			dl.OriginalRoutingKeys = keys
-		}
-		out.DeadLetter = &dl
-	}
-	return out
-}
-
-// shownMessages masks every message of a browse, for the list and for the error groups built
-// from it: a group's key is the masked exception message, so masked text never shows there.
-func shownMessages(r *Redactor, msgs []rabbit.Message) ([]shownMessage, []rabbit.Message) {
-	shown := make([]shownMessage, len(msgs))
-	masked := make([]rabbit.Message, len(msgs))
-	for i, m := range msgs {
-		shown[i] = redactMessage(r, m)
-		masked[i] = shown[i].Message
-		masked[i].Headers = shown[i].Headers
-	}
-	return shown, masked
-}
-
-// bodyJSON is a body as the API gives it: empty, json, text or base64 (payload.Encode).
-func bodyJSON(b []byte) (string, string) { return payload.Encode(b) }
-
-func toRabbitMessageJSON(m shownMessage) rabbitMessageJSON {
-	p := m.Properties
-	j := rabbitMessageJSON{Position: m.Position, Offset: m.Offset, MessageID: m.MessageID, Exchange: m.Exchange,
-		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Headers: make(map[string]string, len(m.Headers)),
-		BodyTruncated: m.Truncated, BodyRedacted: m.BodyRedacted, Size: m.Size,
-		Properties: amqpPropertiesJSON{MessageID: p.MessageID, CorrelationID: p.CorrelationID, Timestamp: inUTC(p.Timestamp),
-			Type: p.Type, ContentType: p.ContentType, ContentEncoding: p.ContentEncoding, AppID: p.AppID, UserID: p.UserID,
-			DeliveryMode: p.DeliveryMode, Priority: p.Priority, Expiration: p.Expiration, ReplyTo: p.ReplyTo}}
-	for _, hd := range m.Headers {
-		j.Headers[hd.Key] = hd.Value
-	}
-	j.Body, j.BodyEncoding = bodyJSON(m.Body)
-	if d := m.DeadLetter; d != nil {
-		dl := &rabbitDeadLetterJSON{Reason: d.Reason, Count: d.Count, OriginalQueue: d.OriginalQueue,
-			OriginalExchange: d.OriginalExchange, OriginalRoutingKeys: d.OriginalRoutingKeys, FirstDeathAt: inUTC(d.FirstDeathAt),
-			ExceptionMessage: d.ExceptionMessage, Stacktrace: d.Stacktrace, LastQueue: d.LastQueue, FirstReason: d.FirstReason,
-			ReplayCount: d.ReplayCount, Deaths: make([]deathJSON, len(d.Deaths))}
-		if dl.OriginalRoutingKeys == nil {
-			dl.OriginalRoutingKeys = []string{}
-		}
-		for i, x := range d.Deaths {
-			dl.Deaths[i] = deathJSON{Queue: x.Queue, Reason: x.Reason, Count: x.Count, Time: inUTC(x.Time), Exchange: x.Exchange,
-				RoutingKeys: x.RoutingKeys}
-			if dl.Deaths[i].RoutingKeys == nil {
-				dl.Deaths[i].RoutingKeys = []string{}
-			}
-		}
-		j.DeadLetter = dl
-	}
-	return j
-}
-
-type errorGroupJSON struct {
-	Reason           string     `json:"reason"`
-	ExceptionMessage string     `json:"exception_message"`
-	Count            int        `json:"count"`
-	FirstAt          *time.Time `json:"first_at"`
-	LastAt           *time.Time `json:"last_at"`
-	OriginalQueues   []string   `json:"original_queues"`
-	Positions        []int      `json:"positions"`
 }
 
 // browseLimit parses ?limit= (1…rabbit.MaxBrowse, default 50).
@@ -532,69 +254,6 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, browseJSON{b.Name(), res.Vhost, res.Queue, res.Type, res.Ready, res.Consumers, res.Unacked, res.Complete, len(res.Messages),
 		res.Redelivered, notes, msgs, gs})
-}
-
-// browseJSON is a browse of a queue's head: the messages read, their error groups and what may
-// be missing.
-type browseJSON struct {
-	Broker      string              `json:"broker"`
-	Vhost       string              `json:"vhost"`
-	Queue       string              `json:"queue"`
-	Type        string              `json:"type"`
-	Ready       int64               `json:"ready"`
-	Consumers   int64               `json:"consumers"`
-	Unacked     int64               `json:"unacked"`  // held by others, not shown
-	Complete    bool                `json:"complete"` // false: the list may miss messages (see notes)
-	Read        int                 `json:"read"`
-	Redelivered bool                `json:"redelivered"`
-	Notes       []string            `json:"notes"`
-	Messages    []rabbitMessageJSON `json:"messages"`
-	ErrorGroups []errorGroupJSON    `json:"error_groups"`
-}
-
-// ---- pages ----
-
-func (h *Rabbit) brokerMeta(c echo.Context, title, broker string, crumbs ...layout.Crumb) layout.Meta {
-	m := h.meta(c, title, "rabbitmq")
-	m.Breadcrumbs = append([]layout.Crumb{{Label: "RabbitMQ", Href: paths.RabbitMQ},
-		{Label: broker, Href: paths.RabbitBroker(broker)}}, crumbs...)
-	return m
-}
-
-func exchangeLabel(x string) string {
-	if x == "" {
-		return "(default)"
-	}
-	return x
-}
-
-func toQueueRow(q sampler.RabbitQueue) rabbitpages.QueueRow {
-	r := rabbitpages.QueueRow{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
-		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
-		RedeliverRate: q.RedeliverRate, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
-		Policy: q.Policy}
-	if q.HasDeadLetterExchange {
-		r.DeadLetterTo = exchangeLabel(q.DeadLetterExchange)
-		if q.DeadLetterRoutingKey != "" {
-			r.DeadLetterTo += " → " + q.DeadLetterRoutingKey
-		}
-	}
-	return r
-}
-
-func toEdgeRow(e rabbit.Edge, loops []rabbit.RetryLoop) rabbitpages.EdgeRow {
-	row := rabbitpages.EdgeRow{From: rabbitpages.QueueLink{Vhost: e.FromVhost, Name: e.FromQueue}, Exchange: exchangeLabel(e.Exchange),
-		ExchangeType: e.ExchangeType, RoutingKey: e.RoutingKey, OwnKeys: strings.Join(e.OwnKeys, ", "), Missing: e.Missing,
-		AllBound: e.AllBound, Note: e.Note}
-	for _, to := range e.ToQueues {
-		row.To = append(row.To, rabbitpages.QueueLink{Vhost: e.FromVhost, Name: to})
-	}
-	for _, l := range loops {
-		if l.Vhost == e.FromVhost && (l.RetryQueue == e.FromQueue || l.WorkQueue == e.FromQueue) {
-			row.Loop = true
-		}
-	}
-	return row
 }
 
 // Index: GET /rabbitmq — the brokers, or straight to the only one.
@@ -663,66 +322,6 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 	return render(c, http.StatusOK, rabbitpages.Broker(page))
 }
 
-func msText(ms int64) string {
-	return (time.Duration(ms) * time.Millisecond).String() + " (" + strconv.FormatInt(ms, 10) + " ms)"
-}
-
-// settingSource says where an effective setting comes from: the queue argument, the policy, or
-// both (RabbitMQ then applies the rule of rabbit.Queue).
-func settingSource(q sampler.RabbitQueue, arg string, both string) string {
-	_, hasArg := q.Arguments[arg]
-	hasPolicy := q.Policy != "" || q.OperatorPolicy != ""
-	switch {
-	case hasArg && hasPolicy && both != "":
-		return "argument " + arg + " or policy (" + both + ")"
-	case hasArg:
-		return "argument " + arg
-	case hasPolicy:
-		return "policy"
-	}
-	return ""
-}
-
-func queueSettings(q sampler.RabbitQueue) []rabbitpages.Setting {
-	var out []rabbitpages.Setting
-	if q.HasDeadLetterExchange {
-		src := "argument x-dead-letter-exchange"
-		if q.DeadLetterSource == rabbit.SourcePolicy {
-			src = "policy " + q.Policy
-			if q.Policy == "" {
-				src = "operator policy " + q.OperatorPolicy
-			}
-		}
-		out = append(out, rabbitpages.Setting{Key: "dead-letter exchange", Value: exchangeLabel(q.DeadLetterExchange), Source: src})
-		rk := q.DeadLetterRoutingKey
-		rkSrc := ""
-		if rk == "" {
-			rk = "(the message's own routing keys)"
-		} else if _, ok := q.Arguments["x-dead-letter-routing-key"]; ok {
-			rkSrc = "argument x-dead-letter-routing-key"
-		} else {
-			rkSrc = "policy"
-		}
-		out = append(out, rabbitpages.Setting{Key: "dead-letter routing key", Value: rk, Source: rkSrc})
-	}
-	if q.MessageTTL != nil {
-		out = append(out, rabbitpages.Setting{Key: "message TTL", Value: msText(*q.MessageTTL),
-			Source: settingSource(q, "x-message-ttl", "the smaller wins")})
-	}
-	if q.DeliveryLimit != nil {
-		out = append(out, rabbitpages.Setting{Key: "delivery limit", Value: strconv.FormatInt(*q.DeliveryLimit, 10),
-			Source: settingSource(q, "x-delivery-limit", "the smaller wins")})
-	}
-	if q.MaxLength != nil {
-		out = append(out, rabbitpages.Setting{Key: "max length", Value: strconv.FormatInt(*q.MaxLength, 10),
-			Source: settingSource(q, "x-max-length", "the smaller wins")})
-	}
-	if q.Overflow != "" {
-		out = append(out, rabbitpages.Setting{Key: "overflow", Value: q.Overflow, Source: settingSource(q, "x-overflow", "")})
-	}
-	return out
-}
-
 // QueuePage: GET /rabbitmq/:broker/queues/:vhost/:queue.
 func (h *Rabbit) QueuePage(c echo.Context) error {
 	b, snap, q, err := h.queue(c)
@@ -755,107 +354,6 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 		}
 	}
 	return render(c, http.StatusOK, rabbitpages.Queue(page))
-}
-
-// queueCrumb names a queue in the breadcrumbs: its vhost only when it is not the default "/".
-func queueCrumb(vhost, queue string) string {
-	if vhost == "/" || vhost == "" {
-		return queue
-	}
-	return vhost + " · " + queue
-}
-
-// browseRefused says why a browse of q cannot work, as the browse itself would refuse it: a
-// quorum queue counts each browse as a delivery, so with a delivery limit browsing would
-// dead-letter or drop the messages looked at.
-func browseRefused(q sampler.RabbitQueue) string {
-	if q.Type != "quorum" || q.DeliveryLimit == nil {
-		return ""
-	}
-	return fmt.Sprintf("Not browsable: quorum queue with a delivery limit of %d — each browse counts a delivery, so browsing "+
-		"would dead-letter or drop these messages. Remove the limit, or shovel them to a classic queue to look at them.", *q.DeliveryLimit)
-}
-
-// maxRenderedBody caps what one message shows inline; the API gives up to rabbit.MaxBodyBytes.
-const maxRenderedBody = 64 << 10
-
-// destination is where a replay sends the message: its original exchange and routing keys.
-func destination(d *rabbit.DeadLetter) string {
-	x, keys := d.OriginalExchange, d.OriginalRoutingKeys
-	if x == "" && len(keys) == 0 {
-		if d.OriginalQueue == "" {
-			return "unknown: no original exchange or routing key in the headers"
-		}
-		x, keys = "", []string{d.OriginalQueue}
-	}
-	return "exchange " + exchangeLabel(x) + ", routing key " + strings.Join(keys, ", ")
-}
-
-func toMessageView(m shownMessage) rabbitpages.MessageView {
-	v := rabbitpages.MessageView{Position: m.Position, MessageID: m.MessageID, Exchange: exchangeLabel(m.Exchange),
-		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Truncated: m.Truncated, Size: m.Size, Redacted: m.Redacted}
-	if m.Offset != nil {
-		v.Offset = strconv.FormatInt(*m.Offset, 10)
-	}
-	p := m.Properties
-	add := func(k, val string) {
-		if val != "" {
-			v.Properties = append(v.Properties, rabbitpages.KV{Key: k, Value: val})
-		}
-	}
-	add("message_id", p.MessageID)
-	add("correlation_id", p.CorrelationID)
-	if p.Timestamp != nil {
-		add("timestamp", p.Timestamp.UTC().Format(time.RFC3339))
-	}
-	add("type", p.Type)
-	add("content_type", p.ContentType)
-	add("content_encoding", p.ContentEncoding)
-	add("app_id", p.AppID)
-	add("user_id", p.UserID)
-	switch p.DeliveryMode {
-	case 1:
-		add("delivery_mode", "1 (transient)")
-	case 2:
-		add("delivery_mode", "2 (persistent)")
-	}
-	if p.Priority > 0 {
-		add("priority", strconv.Itoa(int(p.Priority)))
-	}
-	add("expiration", p.Expiration)
-	add("reply_to", p.ReplyTo)
-	for _, hd := range m.Headers {
-		v.Headers = append(v.Headers, rabbitpages.KV{Key: hd.Key, Value: hd.Value})
-	}
-	v.Body, v.BodyEncoding = payload.Render(m.Body)
-	if cut, ok := payload.Cut(v.Body, maxRenderedBody); ok {
-		v.Body, v.Truncated = cut, true
-	}
-	if d := m.DeadLetter; d != nil {
-		dv := &rabbitpages.DeadLetterView{Reason: d.Reason, Count: d.Count, LastQueue: d.LastQueue, FirstReason: d.FirstReason,
-			OriginalQueue: d.OriginalQueue, Destination: destination(d), FirstDeathAt: d.FirstDeathAt,
-			ExceptionMessage: d.ExceptionMessage, Stacktrace: d.Stacktrace, ReplayCount: d.ReplayCount}
-		for _, x := range d.Deaths {
-			dv.Deaths = append(dv.Deaths, rabbitpages.DeathView{Queue: x.Queue, Reason: x.Reason, Count: x.Count, Time: x.Time,
-				Exchange: exchangeLabel(x.Exchange), RoutingKeys: strings.Join(x.RoutingKeys, ", ")})
-		}
-		v.DeadLetter = dv
-		if d.FirstDeathAt != nil {
-			v.At = *d.FirstDeathAt
-		}
-	}
-	if v.At.IsZero() && p.Timestamp != nil {
-		v.At = *p.Timestamp
-	}
-	switch d := m.DeadLetter; {
-	case d == nil:
-		v.ReplayTo, v.CannotReplay = "unknown", "no x-death or original-destination headers: where it came from is unknown"
-	case d.OriginalExchange == "" && len(d.OriginalRoutingKeys) == 0 && d.OriginalQueue == "":
-		v.ReplayTo, v.CannotReplay = "unknown", "no original exchange, routing key or queue in its headers"
-	default:
-		v.ReplayTo = strings.TrimPrefix(destination(d), "exchange ")
-	}
-	return v
 }
 
 // MessagesPage: GET /rabbitmq/:broker/queues/:vhost/:queue/messages?limit=&reason=&exception= —

@@ -1,0 +1,128 @@
+package handlers
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/views/layout"
+	kafkapages "github.com/redrive/redrive/views/pages/kafka"
+)
+
+func (h *Kafka) clusterMeta(c echo.Context, title, cluster string, crumbs ...layout.Crumb) layout.Meta {
+	m := h.meta(c, title, "kafka")
+	m.Breadcrumbs = kafkaCrumbs(cluster, crumbs...)
+	return m
+}
+
+func toGroupRows(snap sampler.KafkaSnapshot) []kafkapages.GroupRow {
+	rows := make([]kafkapages.GroupRow, 0, len(snap.Groups))
+	for _, g := range snap.Groups {
+		var topics []string
+		for _, t := range g.Topics {
+			topics = append(topics, t.Topic)
+		}
+		rows = append(rows, kafkapages.GroupRow{Name: g.Name, State: g.State, Members: g.Members, TotalLag: g.TotalLag,
+			TimeLag: timeLagText(g.MaxTimeLag), TimeLagMS: timeLagMS(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Severity: g.Status.Code.Severity(),
+			Topics: strings.Join(topics, ", "), Error: g.Error})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { // worst first, then by lag
+		if rows[i].Severity != rows[j].Severity {
+			return rows[i].Severity > rows[j].Severity
+		}
+		return rows[i].TotalLag > rows[j].TotalLag
+	})
+	return rows
+}
+
+func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
+	rows := make([]kafkapages.DLTRow, 0, len(topics))
+	for _, t := range topics {
+		rows = append(rows, kafkapages.DLTRow{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions),
+			Records: t.Records, NewestAt: t.NewestAt})
+	}
+	return rows
+}
+
+func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption {
+	out := make([]kafkapages.PartitionOption, len(parts))
+	for i, p := range parts {
+		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.End - p.Start}
+	}
+	return out
+}
+
+// maxRenderedValue caps what one record shows inline; the API gives up to kafka.MaxValueBytes.
+const maxRenderedValue = 64 << 10
+
+func toRecordView(r kafka.Record) kafkapages.RecordView {
+	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
+		Truncated: r.Truncated, OriginalSize: r.OriginalSize}
+	v.Key, v.KeyEncoding = payload.Render(r.Key)
+	v.Value, v.ValueEncoding = payload.Render(r.Value)
+	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)
+	v.ValueSchema, v.ValueSchemaError = schemaLabel(r.ValueSchema)
+	if d := r.KeySchema; d != nil && d.JSON != nil {
+		v.Key, _ = payload.Render(d.JSON)
+		v.KeyEncoding = d.Format
+	}
+	if d := r.ValueSchema; d != nil && d.JSON != nil {
+		v.Value, _ = payload.Render(d.JSON)
+		v.ValueEncoding, v.Truncated = d.Format, false
+	}
+	if cut, ok := payload.Cut(v.Value, maxRenderedValue); ok {
+		v.Value, v.Truncated = cut, true
+	}
+	for _, hd := range r.Headers {
+		text, enc := payload.Render(hd.Value)
+		if enc == payload.Binary && len(hd.Value) <= 8 {
+			text = fmt.Sprintf("0x%x", hd.Value) // short binary ints read better than a hex dump
+		}
+		v.Headers = append(v.Headers, kafkapages.HeaderView{Key: hd.Key, Value: text})
+	}
+	if d := r.DeadLetter; d != nil {
+		dv := kafkapages.DeadLetterView{OriginalTopic: d.OriginalTopic, ConsumerGroup: d.ConsumerGroup,
+			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
+			Stacktrace: d.Stacktrace, MessageID: d.MessageID, TraceID: d.TraceID, Convention: d.Convention}
+		if d.OriginalPartition != nil {
+			dv.OriginalPartition = strconv.Itoa(int(*d.OriginalPartition))
+		}
+		if d.OriginalOffset != nil {
+			dv.OriginalOffset = strconv.FormatInt(*d.OriginalOffset, 10)
+		}
+		if d.RetryCount != nil {
+			dv.RetryCount = strconv.Itoa(*d.RetryCount)
+		}
+		v.DeadLetter = &dv
+	}
+	return v
+}
+
+// schemaLabel names a decoded key or value's schema for people ("avro acme.Order · id 12 ·
+// orders-value"), or says why it could not be decoded.
+func schemaLabel(d *schema.Decoded) (label, problem string) {
+	if d == nil {
+		return "", ""
+	}
+	parts := []string{}
+	if d.Format != "" {
+		parts = append(parts, strings.TrimSpace(d.Format+" "+d.Type))
+	}
+	if d.ID != 0 {
+		parts = append(parts, "id "+strconv.Itoa(d.ID))
+	}
+	if d.Subject != "" {
+		parts = append(parts, d.Subject)
+	}
+	if d.Error != "" {
+		problem = d.Error + "; shown raw"
+	}
+	return strings.Join(parts, " · "), problem
+}

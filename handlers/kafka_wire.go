@@ -1,0 +1,312 @@
+package handlers
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"time"
+
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/views/components"
+)
+
+type partitionLagJSON struct {
+	Partition int32 `json:"partition"`
+	Committed int64 `json:"committed"`
+	Start     int64 `json:"start"`
+	End       int64 `json:"end"`
+	Lag       int64 `json:"lag"`
+	// LagSeconds is the time lag: now minus the timestamp of the next record to consume when
+	// sampled; 0 when caught up, null when unknown.
+	LagSeconds *float64 `json:"lag_seconds"`
+	Status     string   `json:"status"`
+	Reason     string   `json:"reason,omitempty"`
+	Member     string   `json:"member,omitempty"`
+}
+
+type topicLagJSON struct {
+	Topic         string             `json:"topic"`
+	Lag           int64              `json:"lag"`
+	MaxLagSeconds *float64           `json:"max_lag_seconds"`
+	Partitions    []partitionLagJSON `json:"partitions"`
+}
+
+type groupJSON struct {
+	Group          string         `json:"group"`
+	State          string         `json:"state"`
+	Protocol       string         `json:"protocol"`
+	Members        int            `json:"members"`
+	TotalLag       int64          `json:"total_lag"`
+	MaxLagSeconds  *float64       `json:"max_lag_seconds"`
+	Status         string         `json:"status"`
+	Reason         string         `json:"reason"`
+	RatePerSecond  *float64       `json:"rate_per_second"`
+	CatchUpSeconds *float64       `json:"catch_up_seconds"`
+	Error          string         `json:"error,omitempty"`
+	Topics         []topicLagJSON `json:"topics"`
+}
+
+func toGroupJSON(g sampler.KafkaGroup) groupJSON {
+	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
+		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
+	if g.RateKnown {
+		rate := g.Rate
+		j.RatePerSecond = &rate
+		if g.CatchUp >= 0 {
+			s := g.CatchUp.Seconds()
+			j.CatchUpSeconds = &s
+		}
+	}
+	for _, t := range g.Topics {
+		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: []partitionLagJSON{}}
+		for _, p := range t.Partitions {
+			st, ok := g.Partitions[partitionKey(t.Topic, p.Partition)]
+			if !ok {
+				st = kafka.Status{Code: kafka.StatusOK}
+				if g.Status.Code == kafka.StatusEmpty || g.Status.Code == kafka.StatusDead {
+					st = g.Status
+				}
+			}
+			tj.Partitions = append(tj.Partitions, partitionLagJSON{Partition: p.Partition, Committed: p.Committed,
+				Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
+		}
+		j.Topics = append(j.Topics, tj)
+	}
+	return j
+}
+
+// timeLagText is a time lag for pages: "0 s" when caught up, "" (a dash) when unknown.
+func timeLagText(d time.Duration) string {
+	if d < 0 {
+		return ""
+	}
+	return components.FormatAge(d.Truncate(time.Second))
+}
+
+func timeLagMS(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// seconds is a time lag for the API: seconds with millisecond precision, nil (null) when unknown.
+func seconds(d time.Duration) *float64 {
+	if d < 0 {
+		return nil
+	}
+	s := float64(d.Milliseconds()) / 1000
+	return &s
+}
+
+// groupHistoryJSON is a group's history, oldest point first.
+type groupHistoryJSON struct {
+	Points []groupPointJSON `json:"points"`
+}
+
+// groupPointJSON is one point of a group's history: its fixed fields and, beside them, one field
+// per partition ("<topic>/<partition>": lag), the OpenAPI document's additionalProperties. A
+// partition's key holds a "/", so it never meets a fixed field's name.
+type groupPointJSON struct {
+	At            time.Time        `json:"at"`
+	TotalLag      int64            `json:"total_lag"`
+	MaxLagSeconds *float64         `json:"max_lag_seconds"`
+	Partitions    map[string]int64 `json:"-"`
+}
+
+func (p groupPointJSON) MarshalJSON() ([]byte, error) {
+	type fixed groupPointJSON // the same fields without this method
+	b, err := json.Marshal(fixed(p))
+	if err != nil || len(p.Partitions) == 0 {
+		return b, err
+	}
+	parts, err := json.Marshal(p.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	// {"at":…,"max_lag_seconds":null} and {"orders/0":12} make one object.
+	return append(append(b[:len(b)-1], ','), parts[1:]...), nil
+}
+
+type dltJSON struct {
+	Topic      string             `json:"topic"`
+	Retry      bool               `json:"retry"`
+	Partitions int                `json:"partitions"`
+	Records    int64              `json:"records"`
+	NewestAt   *time.Time         `json:"newest_at"`
+	PerPart    []dltPartitionJSON `json:"partition_records"`
+}
+
+type dltPartitionJSON struct {
+	Partition int32 `json:"partition"`
+	Start     int64 `json:"start"`
+	End       int64 `json:"end"`
+	Records   int64 `json:"records"`
+}
+
+// deadLetterTopicsJSON is a cluster's dead-letter and retry topics.
+type deadLetterTopicsJSON struct {
+	Topics []dltJSON `json:"topics"`
+}
+
+type headerJSON struct {
+	Key      string `json:"key"`
+	Value    string `json:"value"`
+	Encoding string `json:"value_encoding,omitempty"` // "base64" when the value is not UTF-8 text
+}
+
+type deadLetterJSON struct {
+	OriginalTopic     string     `json:"original_topic"`
+	OriginalPartition *int32     `json:"original_partition"`
+	OriginalOffset    *int64     `json:"original_offset"`
+	OriginalTimestamp *time.Time `json:"original_timestamp"`
+	ConsumerGroup     string     `json:"consumer_group"`
+	ExceptionType     string     `json:"exception_type"`
+	ExceptionCause    string     `json:"exception_cause"`
+	ExceptionMessage  string     `json:"exception_message"`
+	Stacktrace        string     `json:"stacktrace,omitempty"`
+	RetryCount        *int       `json:"retry_count"`
+	MessageID         string     `json:"message_id"`
+	TraceID           string     `json:"trace_id,omitempty"`
+	FirstFailedAt     string     `json:"first_failed_at,omitempty"`
+	Convention        string     `json:"convention"`
+}
+
+type recordJSON struct {
+	Partition      int32           `json:"partition"`
+	Offset         int64           `json:"offset"`
+	Timestamp      time.Time       `json:"timestamp"`
+	Key            *string         `json:"key"`
+	KeyEncoding    string          `json:"key_encoding"`
+	Value          *string         `json:"value"`
+	ValueEncoding  string          `json:"value_encoding"`
+	ValueTruncated bool            `json:"value_truncated"`
+	Redacted       bool            `json:"redacted,omitempty"`
+	Size           int             `json:"size"`
+	Headers        []headerJSON    `json:"headers"`
+	DeadLetter     *deadLetterJSON `json:"dead_letter"`
+	KeySchema      *schemaJSON     `json:"key_schema"`
+	ValueSchema    *schemaJSON     `json:"value_schema"`
+}
+
+// schemaJSON names the schema a key or value was decoded with; Error says why it could not be
+// (the bytes are then given as they are).
+type schemaJSON struct {
+	Format  string `json:"format"`
+	ID      int    `json:"id"`
+	Subject string `json:"subject"`
+	Type    string `json:"type"`
+	Error   string `json:"error,omitempty"`
+}
+
+func toSchemaJSON(d *schema.Decoded) *schemaJSON {
+	if d == nil {
+		return nil
+	}
+	return &schemaJSON{Format: d.Format, ID: d.ID, Subject: d.Subject, Type: d.Type, Error: d.Error}
+}
+
+// decodedJSON is a decoded key or value as the API gives it: its JSON text, encoding "json".
+func decodedJSON(d *schema.Decoded) (*string, string, bool) {
+	if d == nil || d.JSON == nil {
+		return nil, "", false
+	}
+	s := string(d.JSON)
+	return &s, payload.JSON, true
+}
+
+// bytesJSON is a key or value as the API gives it (payload.Encode), in the Kafka record's terms:
+// an absent key or value (a null in the record) is "null", and a present one of no bytes is the
+// text "" (the Kafka API's encodings have no "empty").
+func bytesJSON(b []byte) (*string, string) {
+	if b == nil {
+		return nil, "null"
+	}
+	s, enc := payload.Encode(b)
+	if enc == payload.Empty {
+		enc = payload.Text
+	}
+	return &s, enc
+}
+
+// toRecordJSON gives decoded keys and values as their JSON, unless raw asks for the original
+// bytes (base64 when they are not UTF-8, as for any value).
+func toRecordJSON(r kafka.Record, raw bool) recordJSON {
+	j := recordJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(), ValueTruncated: r.Truncated,
+		Size: r.Size, Headers: []headerJSON{}, KeySchema: toSchemaJSON(r.KeySchema), ValueSchema: toSchemaJSON(r.ValueSchema)}
+	j.Key, j.KeyEncoding = bytesJSON(r.Key)
+	j.Value, j.ValueEncoding = bytesJSON(r.Value)
+	if raw {
+		if r.Key != nil && r.KeySchema != nil {
+			k := base64.StdEncoding.EncodeToString(r.Key)
+			j.Key, j.KeyEncoding = &k, payload.Base64
+		}
+		if r.Value != nil && r.ValueSchema != nil {
+			v := base64.StdEncoding.EncodeToString(r.Value)
+			j.Value, j.ValueEncoding = &v, payload.Base64
+		}
+	} else {
+		if k, enc, ok := decodedJSON(r.KeySchema); ok {
+			j.Key, j.KeyEncoding = k, enc
+		}
+		if v, enc, ok := decodedJSON(r.ValueSchema); ok {
+			j.Value, j.ValueEncoding, j.ValueTruncated = v, enc, false
+		}
+	}
+	for _, hd := range r.Headers {
+		h := headerJSON{Key: hd.Key}
+		var enc string
+		if h.Value, enc = payload.Encode(hd.Value); enc == payload.Base64 {
+			h.Encoding = enc // a header says only when it is not text
+		}
+		j.Headers = append(j.Headers, h)
+	}
+	if d := r.DeadLetter; d != nil {
+		j.DeadLetter = &deadLetterJSON{OriginalTopic: d.OriginalTopic, OriginalPartition: d.OriginalPartition,
+			OriginalOffset: d.OriginalOffset, OriginalTimestamp: d.OriginalTimestamp, ConsumerGroup: d.ConsumerGroup,
+			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
+			Stacktrace: d.Stacktrace, RetryCount: d.RetryCount, MessageID: d.MessageID, TraceID: d.TraceID,
+			FirstFailedAt: d.FirstFailedAt, Convention: d.Convention}
+	}
+	return j
+}
+
+// recordsJSON is a page of one partition's records.
+type recordsJSON struct {
+	Records    []recordJSON `json:"records"`
+	Start      int64        `json:"start"`
+	End        int64        `json:"end"`
+	NextOffset *int64       `json:"next_offset"`
+	PrevOffset *int64       `json:"prev_offset"`
+}
+
+// recordsAcrossJSON is a page across every partition (partition=all).
+type recordsAcrossJSON struct {
+	Records    []recordJSON       `json:"records"`
+	Partition  string             `json:"partition"` // "all"
+	Order      string             `json:"order"`
+	Partitions []dltPartitionJSON `json:"partitions"`
+	NextCursor *string            `json:"next_cursor"`
+}
+
+// kafkaErrorGroupsJSON is a topic's dead letters grouped by exception, from its newest records.
+type kafkaErrorGroupsJSON struct {
+	Groups  []kafkaErrorGroupJSON `json:"groups"`
+	Scanned int64                 `json:"scanned"`
+	Total   int64                 `json:"total"`
+	Capped  bool                  `json:"capped"`
+}
+
+type kafkaErrorGroupJSON struct {
+	ExceptionType   string    `json:"exception_type"`
+	ExceptionCause  string    `json:"exception_cause"`
+	Count           int64     `json:"count"`
+	FirstAt         time.Time `json:"first_at"`
+	LastAt          time.Time `json:"last_at"`
+	OriginalTopics  []string  `json:"original_topics"`
+	SampleMessage   string    `json:"sample_message"`
+	SamplePartition int32     `json:"sample_partition"`
+	SampleOffset    int64     `json:"sample_offset"`
+}

@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"github.com/redrive/redrive/ops/rabbit"
+)
+
+// shownMessage is a browsed message with what the caller may not see masked.
+type shownMessage struct {
+	rabbit.Message
+	Headers      []rabbit.Header
+	Redacted     bool // something in the message was masked
+	BodyRedacted bool // the body itself was
+}
+
+// redactMessage is the masking pass over one message for a non-admin: the configured headers,
+// the JSON paths of the body (a body cut at rabbit.MaxBodyBytes or not JSON is masked whole when
+// paths are configured), then everything derived from what was hidden — other headers quoting
+// it, the decoded dead-letter fields and the message id (see messageMask).
+func redactMessage(r *Redactor, m rabbit.Message) shownMessage {
+	out := shownMessage{Message: m, Headers: m.Headers}
+	if r == nil {
+		return out
+	}
+	mask := &messageMask{}
+	hs := make([]rabbit.Header, len(m.Headers))
+	for i, hd := range m.Headers {
+		if r.Header(hd.Key) {
+			mask.secrets = append(mask.secrets, hd.Value)
+			hd.Value, out.Redacted = Redacted, true
+		}
+		hs[i] = hd
+	}
+	if r.Header("message_id") && m.Properties.MessageID != "" {
+		mask.secrets = append(mask.secrets, m.Properties.MessageID)
+		out.Properties.MessageID, out.Redacted = Redacted, true
+	}
+	if body, changed := r.maskBody(m.Body, m.Truncated, mask); changed {
+		out.Body, out.Redacted, out.BodyRedacted = body, true, true
+	}
+	for i, hd := range hs {
+		if r.Header(hd.Key) {
+			continue
+		}
+		if mask.matches(hd.Value) {
+			hs[i].Value, out.Redacted = Redacted, true
+		} else {
+			mask.clear = append(mask.clear, hd.Value)
+		}
+	}
+	out.Headers = hs
+	if out.Properties.MessageID != Redacted {
+		mask.clear = append(mask.clear, m.Properties.MessageID)
+	}
+	if p := &out.Properties; mask.matches(p.CorrelationID) {
+		p.CorrelationID, out.Redacted = Redacted, true
+	}
+	if id := mask.id(m.MessageID); id != m.MessageID {
+		out.MessageID, out.Redacted = id, true
+	}
+	if d := m.DeadLetter; d != nil {
+		dl := *d
+		for _, f := range []*string{&dl.ExceptionMessage, &dl.Stacktrace, &dl.OriginalQueue, &dl.OriginalExchange, &dl.LastQueue} {
+			if v := mask.text(*f); v != *f {
+				*f, out.Redacted = v, true
+			}
+		}
+		if len(dl.OriginalRoutingKeys) > 0 {
+			keys := make([]string, len(dl.OriginalRoutingKeys))
+			for i, k := range dl.OriginalRoutingKeys {
+				if keys[i] = mask.text(k); keys[i] != k {
+					out.Redacted = true
+				}
+			}
+			dl.OriginalRoutingKeys = keys
+		}
+		out.DeadLetter = &dl
+	}
+	return out
+}
+
+// shownMessages masks every message of a browse, for the list and for the error groups built
+// from it: a group's key is the masked exception message, so masked text never shows there.
+func shownMessages(r *Redactor, msgs []rabbit.Message) ([]shownMessage, []rabbit.Message) {
+	shown := make([]shownMessage, len(msgs))
+	masked := make([]rabbit.Message, len(msgs))
+	for i, m := range msgs {
+		shown[i] = redactMessage(r, m)
+		masked[i] = shown[i].Message
+		masked[i].Headers = shown[i].Headers
+	}
+	return shown, masked
+}

@@ -1,0 +1,221 @@
+package handlers
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/paths"
+	"github.com/redrive/redrive/views/layout"
+	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
+)
+
+func (h *Rabbit) brokerMeta(c echo.Context, title, broker string, crumbs ...layout.Crumb) layout.Meta {
+	m := h.meta(c, title, "rabbitmq")
+	m.Breadcrumbs = append([]layout.Crumb{{Label: "RabbitMQ", Href: paths.RabbitMQ},
+		{Label: broker, Href: paths.RabbitBroker(broker)}}, crumbs...)
+	return m
+}
+
+func exchangeLabel(x string) string {
+	if x == "" {
+		return "(default)"
+	}
+	return x
+}
+
+func toQueueRow(q sampler.RabbitQueue) rabbitpages.QueueRow {
+	r := rabbitpages.QueueRow{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
+		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
+		RedeliverRate: q.RedeliverRate, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
+		Policy: q.Policy}
+	if q.HasDeadLetterExchange {
+		r.DeadLetterTo = exchangeLabel(q.DeadLetterExchange)
+		if q.DeadLetterRoutingKey != "" {
+			r.DeadLetterTo += " → " + q.DeadLetterRoutingKey
+		}
+	}
+	return r
+}
+
+func toEdgeRow(e rabbit.Edge, loops []rabbit.RetryLoop) rabbitpages.EdgeRow {
+	row := rabbitpages.EdgeRow{From: rabbitpages.QueueLink{Vhost: e.FromVhost, Name: e.FromQueue}, Exchange: exchangeLabel(e.Exchange),
+		ExchangeType: e.ExchangeType, RoutingKey: e.RoutingKey, OwnKeys: strings.Join(e.OwnKeys, ", "), Missing: e.Missing,
+		AllBound: e.AllBound, Note: e.Note}
+	for _, to := range e.ToQueues {
+		row.To = append(row.To, rabbitpages.QueueLink{Vhost: e.FromVhost, Name: to})
+	}
+	for _, l := range loops {
+		if l.Vhost == e.FromVhost && (l.RetryQueue == e.FromQueue || l.WorkQueue == e.FromQueue) {
+			row.Loop = true
+		}
+	}
+	return row
+}
+
+func msText(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).String() + " (" + strconv.FormatInt(ms, 10) + " ms)"
+}
+
+// settingSource says where an effective setting comes from: the queue argument, the policy, or
+// both (RabbitMQ then applies the rule of rabbit.Queue).
+func settingSource(q sampler.RabbitQueue, arg string, both string) string {
+	_, hasArg := q.Arguments[arg]
+	hasPolicy := q.Policy != "" || q.OperatorPolicy != ""
+	switch {
+	case hasArg && hasPolicy && both != "":
+		return "argument " + arg + " or policy (" + both + ")"
+	case hasArg:
+		return "argument " + arg
+	case hasPolicy:
+		return "policy"
+	}
+	return ""
+}
+
+func queueSettings(q sampler.RabbitQueue) []rabbitpages.Setting {
+	var out []rabbitpages.Setting
+	if q.HasDeadLetterExchange {
+		src := "argument x-dead-letter-exchange"
+		if q.DeadLetterSource == rabbit.SourcePolicy {
+			src = "policy " + q.Policy
+			if q.Policy == "" {
+				src = "operator policy " + q.OperatorPolicy
+			}
+		}
+		out = append(out, rabbitpages.Setting{Key: "dead-letter exchange", Value: exchangeLabel(q.DeadLetterExchange), Source: src})
+		rk := q.DeadLetterRoutingKey
+		rkSrc := ""
+		if rk == "" {
+			rk = "(the message's own routing keys)"
+		} else if _, ok := q.Arguments["x-dead-letter-routing-key"]; ok {
+			rkSrc = "argument x-dead-letter-routing-key"
+		} else {
+			rkSrc = "policy"
+		}
+		out = append(out, rabbitpages.Setting{Key: "dead-letter routing key", Value: rk, Source: rkSrc})
+	}
+	if q.MessageTTL != nil {
+		out = append(out, rabbitpages.Setting{Key: "message TTL", Value: msText(*q.MessageTTL),
+			Source: settingSource(q, "x-message-ttl", "the smaller wins")})
+	}
+	if q.DeliveryLimit != nil {
+		out = append(out, rabbitpages.Setting{Key: "delivery limit", Value: strconv.FormatInt(*q.DeliveryLimit, 10),
+			Source: settingSource(q, "x-delivery-limit", "the smaller wins")})
+	}
+	if q.MaxLength != nil {
+		out = append(out, rabbitpages.Setting{Key: "max length", Value: strconv.FormatInt(*q.MaxLength, 10),
+			Source: settingSource(q, "x-max-length", "the smaller wins")})
+	}
+	if q.Overflow != "" {
+		out = append(out, rabbitpages.Setting{Key: "overflow", Value: q.Overflow, Source: settingSource(q, "x-overflow", "")})
+	}
+	return out
+}
+
+// queueCrumb names a queue in the breadcrumbs: its vhost only when it is not the default "/".
+func queueCrumb(vhost, queue string) string {
+	if vhost == "/" || vhost == "" {
+		return queue
+	}
+	return vhost + " · " + queue
+}
+
+// browseRefused says why a browse of q cannot work, as the browse itself would refuse it: a
+// quorum queue counts each browse as a delivery, so with a delivery limit browsing would
+// dead-letter or drop the messages looked at.
+func browseRefused(q sampler.RabbitQueue) string {
+	if q.Type != "quorum" || q.DeliveryLimit == nil {
+		return ""
+	}
+	return fmt.Sprintf("Not browsable: quorum queue with a delivery limit of %d — each browse counts a delivery, so browsing "+
+		"would dead-letter or drop these messages. Remove the limit, or shovel them to a classic queue to look at them.", *q.DeliveryLimit)
+}
+
+// maxRenderedBody caps what one message shows inline; the API gives up to rabbit.MaxBodyBytes.
+const maxRenderedBody = 64 << 10
+
+// destination is where a replay sends the message: its original exchange and routing keys.
+func destination(d *rabbit.DeadLetter) string {
+	x, keys := d.OriginalExchange, d.OriginalRoutingKeys
+	if x == "" && len(keys) == 0 {
+		if d.OriginalQueue == "" {
+			return "unknown: no original exchange or routing key in the headers"
+		}
+		x, keys = "", []string{d.OriginalQueue}
+	}
+	return "exchange " + exchangeLabel(x) + ", routing key " + strings.Join(keys, ", ")
+}
+
+func toMessageView(m shownMessage) rabbitpages.MessageView {
+	v := rabbitpages.MessageView{Position: m.Position, MessageID: m.MessageID, Exchange: exchangeLabel(m.Exchange),
+		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Truncated: m.Truncated, Size: m.Size, Redacted: m.Redacted}
+	if m.Offset != nil {
+		v.Offset = strconv.FormatInt(*m.Offset, 10)
+	}
+	p := m.Properties
+	add := func(k, val string) {
+		if val != "" {
+			v.Properties = append(v.Properties, rabbitpages.KV{Key: k, Value: val})
+		}
+	}
+	add("message_id", p.MessageID)
+	add("correlation_id", p.CorrelationID)
+	if p.Timestamp != nil {
+		add("timestamp", p.Timestamp.UTC().Format(time.RFC3339))
+	}
+	add("type", p.Type)
+	add("content_type", p.ContentType)
+	add("content_encoding", p.ContentEncoding)
+	add("app_id", p.AppID)
+	add("user_id", p.UserID)
+	switch p.DeliveryMode {
+	case 1:
+		add("delivery_mode", "1 (transient)")
+	case 2:
+		add("delivery_mode", "2 (persistent)")
+	}
+	if p.Priority > 0 {
+		add("priority", strconv.Itoa(int(p.Priority)))
+	}
+	add("expiration", p.Expiration)
+	add("reply_to", p.ReplyTo)
+	for _, hd := range m.Headers {
+		v.Headers = append(v.Headers, rabbitpages.KV{Key: hd.Key, Value: hd.Value})
+	}
+	v.Body, v.BodyEncoding = payload.Render(m.Body)
+	if cut, ok := payload.Cut(v.Body, maxRenderedBody); ok {
+		v.Body, v.Truncated = cut, true
+	}
+	if d := m.DeadLetter; d != nil {
+		dv := &rabbitpages.DeadLetterView{Reason: d.Reason, Count: d.Count, LastQueue: d.LastQueue, FirstReason: d.FirstReason,
+			OriginalQueue: d.OriginalQueue, Destination: destination(d), FirstDeathAt: d.FirstDeathAt,
+			ExceptionMessage: d.ExceptionMessage, Stacktrace: d.Stacktrace, ReplayCount: d.ReplayCount}
+		for _, x := range d.Deaths {
+			dv.Deaths = append(dv.Deaths, rabbitpages.DeathView{Queue: x.Queue, Reason: x.Reason, Count: x.Count, Time: x.Time,
+				Exchange: exchangeLabel(x.Exchange), RoutingKeys: strings.Join(x.RoutingKeys, ", ")})
+		}
+		v.DeadLetter = dv
+		if d.FirstDeathAt != nil {
+			v.At = *d.FirstDeathAt
+		}
+	}
+	if v.At.IsZero() && p.Timestamp != nil {
+		v.At = *p.Timestamp
+	}
+	switch d := m.DeadLetter; {
+	case d == nil:
+		v.ReplayTo, v.CannotReplay = "unknown", "no x-death or original-destination headers: where it came from is unknown"
+	case d.OriginalExchange == "" && len(d.OriginalRoutingKeys) == 0 && d.OriginalQueue == "":
+		v.ReplayTo, v.CannotReplay = "unknown", "no original exchange, routing key or queue in its headers"
+	default:
+		v.ReplayTo = strings.TrimPrefix(destination(d), "exchange ")
+	}
+	return v
+}

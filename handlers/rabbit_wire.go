@@ -1,0 +1,214 @@
+package handlers
+
+import (
+	"time"
+
+	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/sampler"
+)
+
+// rabbitQueueJSON is one queue in the API. dead_letter_exchange is "" both without a dead-letter
+// exchange and for the default exchange; has_dead_letter_exchange tells them apart.
+type rabbitQueueJSON struct {
+	Vhost                 string  `json:"vhost"`
+	Name                  string  `json:"name"`
+	Type                  string  `json:"type"`
+	State                 string  `json:"state"`
+	Ready                 int64   `json:"ready"`
+	Unacked               int64   `json:"unacked"`
+	Total                 int64   `json:"total"`
+	Consumers             int64   `json:"consumers"`
+	PublishRate           float64 `json:"publish_rate"`
+	DeliverRate           float64 `json:"deliver_rate"`
+	AckRate               float64 `json:"ack_rate"`
+	RedeliverRate         float64 `json:"redeliver_rate"`
+	DeadLetterExchange    string  `json:"dead_letter_exchange"`
+	DeadLetterRoutingKey  string  `json:"dead_letter_routing_key"`
+	HasDeadLetterExchange bool    `json:"has_dead_letter_exchange"`
+	DeadLetterSource      string  `json:"dead_letter_source"` // argument, policy or ""
+	IsDeadLetterQueue     bool    `json:"is_dead_letter_queue"`
+	IsRetryQueue          bool    `json:"is_retry_queue"`
+	MessageTTL            *int64  `json:"message_ttl"` // milliseconds
+	DeliveryLimit         *int64  `json:"delivery_limit"`
+	MaxLength             *int64  `json:"max_length"`
+	Overflow              string  `json:"overflow"`
+	SingleActiveConsumer  bool    `json:"single_active_consumer"`
+	Policy                string  `json:"policy"`
+	OperatorPolicy        string  `json:"operator_policy"`
+	Growing               bool    `json:"growing"`
+	Growth                string  `json:"growth,omitempty"`
+}
+
+func toRabbitQueueJSON(q sampler.RabbitQueue) rabbitQueueJSON {
+	return rabbitQueueJSON{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
+		Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
+		RedeliverRate: q.RedeliverRate, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
+		HasDeadLetterExchange: q.HasDeadLetterExchange, DeadLetterSource: q.DeadLetterSource,
+		IsDeadLetterQueue: q.IsDeadLetterQueue, IsRetryQueue: q.Retry, MessageTTL: q.MessageTTL,
+		DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength, Overflow: q.Overflow,
+		SingleActiveConsumer: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
+		Growing: q.Growing, Growth: q.Growth}
+}
+
+func sampledAt(snap sampler.RabbitSnapshot) *time.Time {
+	if snap.At.IsZero() {
+		return nil
+	}
+	at := snap.At.UTC()
+	return &at
+}
+
+type edgeJSON struct {
+	Exchange     string   `json:"exchange"`
+	ExchangeType string   `json:"exchange_type"`
+	RoutingKey   string   `json:"routing_key"`
+	OwnKeys      []string `json:"own_routing_keys,omitempty"`
+	ToQueues     []string `json:"to_queues"`
+	AllBound     bool     `json:"all_bound,omitempty"`
+	Missing      bool     `json:"exchange_missing,omitempty"`
+	Note         string   `json:"note,omitempty"`
+}
+
+type queuePointJSON struct {
+	At            time.Time `json:"at"`
+	Ready         int64     `json:"ready"`
+	Unacked       int64     `json:"unacked"`
+	Consumers     int       `json:"consumers"`
+	PublishRate   float64   `json:"publish_rate"`
+	DeliverRate   float64   `json:"deliver_rate"`
+	AckRate       float64   `json:"ack_rate"`
+	RedeliverRate float64   `json:"redeliver_rate"`
+}
+
+// queueHistoryJSON is a queue's history, oldest point first.
+type queueHistoryJSON struct {
+	Points []queuePointJSON `json:"points"`
+}
+
+type amqpPropertiesJSON struct {
+	MessageID       string     `json:"message_id"`
+	CorrelationID   string     `json:"correlation_id"`
+	Timestamp       *time.Time `json:"timestamp"`
+	Type            string     `json:"type"`
+	ContentType     string     `json:"content_type"`
+	ContentEncoding string     `json:"content_encoding"`
+	AppID           string     `json:"app_id"`
+	UserID          string     `json:"user_id"`
+	DeliveryMode    uint8      `json:"delivery_mode"`
+	Priority        uint8      `json:"priority"`
+	Expiration      string     `json:"expiration"`
+	ReplyTo         string     `json:"reply_to"`
+}
+
+type deathJSON struct {
+	Queue       string     `json:"queue"`
+	Reason      string     `json:"reason"`
+	Count       int64      `json:"count"`
+	Time        *time.Time `json:"time"`
+	Exchange    string     `json:"exchange"`
+	RoutingKeys []string   `json:"routing_keys"`
+}
+
+type rabbitDeadLetterJSON struct {
+	Reason              string      `json:"reason"`
+	Count               int64       `json:"count"`
+	OriginalQueue       string      `json:"original_queue"`
+	OriginalExchange    string      `json:"original_exchange"`
+	OriginalRoutingKeys []string    `json:"original_routing_keys"`
+	FirstDeathAt        *time.Time  `json:"first_death_at"`
+	ExceptionMessage    string      `json:"exception_message"`
+	Stacktrace          string      `json:"stacktrace,omitempty"`
+	LastQueue           string      `json:"last_queue"`
+	FirstReason         string      `json:"first_reason"`
+	ReplayCount         int         `json:"replay_count"`
+	Deaths              []deathJSON `json:"deaths"`
+}
+
+type rabbitMessageJSON struct {
+	Position      int                   `json:"position"`
+	Offset        *int64                `json:"offset,omitempty"` // stream queues only
+	MessageID     string                `json:"message_id"`
+	Exchange      string                `json:"exchange"`
+	RoutingKey    string                `json:"routing_key"`
+	Redelivered   bool                  `json:"redelivered"`
+	Properties    amqpPropertiesJSON    `json:"properties"`
+	Headers       map[string]string     `json:"headers"`
+	Body          string                `json:"body"`
+	BodyEncoding  string                `json:"body_encoding"` // json, text, base64 or empty
+	BodyTruncated bool                  `json:"body_truncated"`
+	BodyRedacted  bool                  `json:"body_redacted,omitempty"`
+	Size          int                   `json:"size"`
+	DeadLetter    *rabbitDeadLetterJSON `json:"dead_letter"`
+}
+
+// inUTC is t in UTC; nil stays nil. (Its own name: outbox.go has the same helper.)
+func inUTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// bodyJSON is a body as the API gives it: empty, json, text or base64 (payload.Encode).
+func bodyJSON(b []byte) (string, string) { return payload.Encode(b) }
+
+func toRabbitMessageJSON(m shownMessage) rabbitMessageJSON {
+	p := m.Properties
+	j := rabbitMessageJSON{Position: m.Position, Offset: m.Offset, MessageID: m.MessageID, Exchange: m.Exchange,
+		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Headers: make(map[string]string, len(m.Headers)),
+		BodyTruncated: m.Truncated, BodyRedacted: m.BodyRedacted, Size: m.Size,
+		Properties: amqpPropertiesJSON{MessageID: p.MessageID, CorrelationID: p.CorrelationID, Timestamp: inUTC(p.Timestamp),
+			Type: p.Type, ContentType: p.ContentType, ContentEncoding: p.ContentEncoding, AppID: p.AppID, UserID: p.UserID,
+			DeliveryMode: p.DeliveryMode, Priority: p.Priority, Expiration: p.Expiration, ReplyTo: p.ReplyTo}}
+	for _, hd := range m.Headers {
+		j.Headers[hd.Key] = hd.Value
+	}
+	j.Body, j.BodyEncoding = bodyJSON(m.Body)
+	if d := m.DeadLetter; d != nil {
+		dl := &rabbitDeadLetterJSON{Reason: d.Reason, Count: d.Count, OriginalQueue: d.OriginalQueue,
+			OriginalExchange: d.OriginalExchange, OriginalRoutingKeys: d.OriginalRoutingKeys, FirstDeathAt: inUTC(d.FirstDeathAt),
+			ExceptionMessage: d.ExceptionMessage, Stacktrace: d.Stacktrace, LastQueue: d.LastQueue, FirstReason: d.FirstReason,
+			ReplayCount: d.ReplayCount, Deaths: make([]deathJSON, len(d.Deaths))}
+		if dl.OriginalRoutingKeys == nil {
+			dl.OriginalRoutingKeys = []string{}
+		}
+		for i, x := range d.Deaths {
+			dl.Deaths[i] = deathJSON{Queue: x.Queue, Reason: x.Reason, Count: x.Count, Time: inUTC(x.Time), Exchange: x.Exchange,
+				RoutingKeys: x.RoutingKeys}
+			if dl.Deaths[i].RoutingKeys == nil {
+				dl.Deaths[i].RoutingKeys = []string{}
+			}
+		}
+		j.DeadLetter = dl
+	}
+	return j
+}
+
+type errorGroupJSON struct {
+	Reason           string     `json:"reason"`
+	ExceptionMessage string     `json:"exception_message"`
+	Count            int        `json:"count"`
+	FirstAt          *time.Time `json:"first_at"`
+	LastAt           *time.Time `json:"last_at"`
+	OriginalQueues   []string   `json:"original_queues"`
+	Positions        []int      `json:"positions"`
+}
+
+// browseJSON is a browse of a queue's head: the messages read, their error groups and what may
+// be missing.
+type browseJSON struct {
+	Broker      string              `json:"broker"`
+	Vhost       string              `json:"vhost"`
+	Queue       string              `json:"queue"`
+	Type        string              `json:"type"`
+	Ready       int64               `json:"ready"`
+	Consumers   int64               `json:"consumers"`
+	Unacked     int64               `json:"unacked"`  // held by others, not shown
+	Complete    bool                `json:"complete"` // false: the list may miss messages (see notes)
+	Read        int                 `json:"read"`
+	Redelivered bool                `json:"redelivered"`
+	Notes       []string            `json:"notes"`
+	Messages    []rabbitMessageJSON `json:"messages"`
+	ErrorGroups []errorGroupJSON    `json:"error_groups"`
+}
