@@ -15,7 +15,7 @@ import (
 // roots are the first segments of the console's own routes: a string starting with one of them
 // outside this package is a hand-written link or pattern, which drifts from its route.
 var roots = []string{"/kafka", "/rabbitmq", "/outboxes", "/replays", "/api/v1", "/api/openapi.json", "/audit",
-	"/notifications", "/doctor", "/login", "/logout", "/healthz", "/readyz", "/metrics"}
+	"/notifications", "/doctor", "/trace", "/login", "/logout", "/healthz", "/readyz", "/metrics"}
 
 // consolePath reports whether s is, or starts with, a console route: a root followed by the end,
 // a "/", a query or a fragment.

@@ -120,6 +120,18 @@ func Replay(id string) string        { return build(ReplayPattern, id) }
 func ReplayCancel(id string) string  { return build(ReplayCancelPattern, id) }
 func ReplayApprove(id string) string { return build(ReplayApprovePattern, id) }
 
+// Trace: one message (or one aggregate's messages) across every source; the page streams its
+// steps from TraceStream.
+const (
+	Trace       = "/trace"
+	TraceStream = "/trace/stream"
+	APITrace    = "/api/v1/trace"
+)
+
+// TraceOf is the trace page of id given as param: message_id, event_id, aggregate_id, trace_id,
+// or q for an id of unknown kind (the navigation's box).
+func TraceOf(param, id string) string { return WithQuery(Trace, url.Values{param: {id}}) }
+
 // JSON API (see web/openapi.yaml).
 const (
 	APIOverview      = "/api/v1/overview"

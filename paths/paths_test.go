@@ -43,6 +43,7 @@ var builders = []builder{
 	fixed("APINotifications", APINotifications), fixed("APISilences", APISilences), fixed("APIReplicas", APIReplicas),
 	fixed("APIDoctor", APIDoctor), fixed("APIReload", APIReload), fixed("APIReplays", APIReplays),
 	fixed("APIPlanReplay", APIPlanReplay),
+	fixed("Trace", Trace), fixed("TraceStream", TraceStream), fixed("APITrace", APITrace),
 
 	{"Outbox", OutboxPattern, func(a []string) string { return Outbox(a[0]) }, nil},
 	{"OutboxPanel", OutboxPanelPattern, func(a []string) string { return OutboxPanel(a[0]) }, nil},
@@ -156,7 +157,7 @@ func TestLinksRouteBackToTheirNames(t *testing.T) {
 // Every exported builder and route constant of this package is in the table above, so that the
 // round trip covers each of them: a route added without a line there fails here.
 func TestEveryBuilderIsRoundTripped(t *testing.T) {
-	helpers := map[string]bool{"WithQuery": true, "Since": true, "LoginNext": true, "Segment": true, "ParseSegment": true,
+	helpers := map[string]bool{"WithQuery": true, "Since": true, "LoginNext": true, "TraceOf": true, "Segment": true, "ParseSegment": true,
 		"APIPrefix": true, "ExportSuffix": true, "StaticPattern": true} // not routes, or assets (static.Path)
 	listed := map[string]bool{}
 	for _, b := range builders {
@@ -211,6 +212,7 @@ func TestQueries(t *testing.T) {
 		{Since(APIQueueHistory("main", "/", "q#1"), "1h"), "/api/v1/rabbitmq/main/queues/%2F/q%231/history?since=1h"},
 		{Since(KafkaGroup("main", "billing"), "7 d&x"), "/kafka/main/groups/billing?since=7+d%26x"},
 		{LoginNext("/kafka/main?partition=all"), "/login?next=%2Fkafka%2Fmain%3Fpartition%3Dall"},
+		{TraceOf("aggregate_id", "order 100&x"), "/trace?aggregate_id=order+100%26x"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %s; want %s", tc.got, tc.want)

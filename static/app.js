@@ -18,6 +18,9 @@
 //                                               skipped while text is selected, a form field has
 //                                               focus or rows are ticked; a failed poll keeps the
 //                                               numbers shown; a sorted table stays sorted
+//   ol[data-trace-stream="url"][data-trace-result="id"]  a trace's timeline: each source's steps arrive
+//                                               as server-sent events ("steps", appended), then
+//                                               "done" replaces the element #id with the whole result
 //   table[data-records] tr[data-record-row]     a message row; the next tr[data-row-detail] is its full
 //                                               view, toggled by [data-expand], a click on the row or
 //                                               Enter; j/k move between rows, x ticks the row's box
@@ -629,12 +632,47 @@
 
   // ---------------------------------------------------------------- wiring
 
+  // ---------------------------------------------------------------- trace
+
+  // The server renders every row (escaped HTML); the script only places it. One stream per page
+  // load: the trace runs once on the server and its sources answer in any order.
+  function initTraceStreams(root) {
+    within(root, "ol[data-trace-stream]").forEach(function (el) {
+      if (el._traceStream || !window.EventSource) return;
+      var src = new EventSource(el.getAttribute("data-trace-stream"));
+      el._traceStream = src;
+      var finished = false;
+      src.addEventListener("steps", function (e) {
+        el.insertAdjacentHTML("beforeend", e.data);
+        refreshTimes(el);
+      });
+      src.addEventListener("done", function (e) {
+        finished = true;
+        src.close();
+        var box = doc.getElementById(el.getAttribute("data-trace-result"));
+        if (!box) return;
+        var holder = doc.createElement("div");
+        holder.innerHTML = e.data;
+        var result = holder.firstElementChild;
+        if (!result) return;
+        box.replaceWith(result);
+        init(result);
+      });
+      src.addEventListener("error", function () {
+        if (finished) return;
+        src.close();
+        toast("The trace stopped before every source answered; reload to run it again.", "danger");
+      });
+    });
+  }
+
   function init(root) {
     refreshTimes(root);
     initSortable(root);
     refreshFilters();
     syncAllChecks();
     initCharts(root);
+    initTraceStreams(root);
   }
 
   function onKeydown(e) {

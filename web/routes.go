@@ -43,6 +43,7 @@ type routeHandlers struct {
 	reload   *Reloader
 	search   *handlers.Search
 	notify   *handlers.Notifications
+	trace    *handlers.Trace
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -78,6 +79,8 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, paths.RabbitBrokerPattern, h.rabbit.BrokerPage, RoleViewer},
 		{http.MethodGet, paths.QueuePattern, h.rabbit.QueuePage, RoleViewer},
 		{http.MethodGet, paths.QueueMessagesPattern, h.rabbit.MessagesPage, RoleViewer},
+		{http.MethodGet, paths.Trace, h.trace.Page, RoleViewer},
+		{http.MethodGet, paths.TraceStream, h.trace.Stream, RoleViewer},
 		{http.MethodGet, paths.Replays, h.replays.Index, RoleViewer},
 		{http.MethodPost, paths.PlanReplay, h.replays.FormPlan, RoleOperator},
 		{http.MethodGet, paths.ReplayPlanPattern, h.replays.PlanPage, RoleViewer},
@@ -101,6 +104,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, paths.APIDoctor, h.doctor.API, RoleAdmin},
 		{http.MethodPost, paths.APIReload, h.reload.apiReload, RoleAdmin},
 		{http.MethodGet, paths.APIOverview, h.overview.API, RoleViewer},
+		{http.MethodGet, paths.APITrace, h.trace.API, RoleViewer},
 		{http.MethodGet, paths.APIKafkaGroupsPattern, h.kafka.APIGroups, RoleViewer},
 		{http.MethodGet, paths.APIKafkaGroupPattern, h.kafka.APIGroup, RoleViewer},
 		{http.MethodGet, paths.APIKafkaGroupHistoryPattern, h.kafka.APIGroupHistory, RoleViewer},

@@ -79,6 +79,9 @@ type Deps struct {
 	// Notifier sends test notifications to the configured channels (ops/notify); nil when
 	// notify.channels is empty (the log and silences still work).
 	Notifier handlers.NotificationSender
+
+	// Tracer follows one message across every source (ops/trace); nil answers the trace routes 404.
+	Tracer handlers.Tracer
 }
 
 // selfCompressed are the routes whose handlers gzip their answer themselves, around a part
@@ -194,6 +197,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		reload:   opts.Reload,
 		search:   newSearch(deps),
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
+		trace:    handlers.NewTrace(deps.Tracer, meta, deps.Redactor.Audited(deps.Store)),
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

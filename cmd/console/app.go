@@ -24,6 +24,7 @@ import (
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/web"
 )
 
@@ -38,6 +39,7 @@ type app struct {
 	notifier *notify.Notifier // nil when notify.channels is empty
 	engine   *replay.Engine
 	offsets  *offsets.Mover // nil without Kafka clusters
+	tracer   *trace.Tracer
 	checks   []handlers.Check
 	registry *prometheus.Registry
 	lagRules map[string]configs.LagRules
@@ -156,6 +158,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 	}
+	a.tracer = a.buildTracer(cfg, log)
 	if len(cfg.Notify.Channels) > 0 {
 		if a.notifier, err = a.buildNotifier(cfg, log); err != nil {
 			a.Close()
@@ -164,6 +167,30 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.registry.MustRegister(a.notifier.Collectors()...)
 	}
 	return a, nil
+}
+
+// buildTracer follows messages across every adapter built; each lookup's budget is a content
+// search's (search.max_scan records, search.timeout), within a third of request_timeout since a
+// trace's Kafka reads wait for its outbox look-up.
+func (a *app) buildTracer(cfg *configs.Config, log *slog.Logger) *trace.Tracer {
+	o := trace.Options{Consumers: cfg.Consumers, IDs: cfg.MessageID, Ledger: a.store, Audit: a.store, Logger: log,
+		Budget: trace.Budget{Records: cfg.Search.MaxScan, Time: cfg.Search.Timeout.D()}}
+	if rt := cfg.RequestTimeout.D(); rt > 0 && (o.Budget.Time <= 0 || o.Budget.Time > rt/3) {
+		o.Budget.Time = rt / 3
+	}
+	for _, ob := range a.outboxes {
+		o.Outboxes = append(o.Outboxes, ob)
+	}
+	for _, k := range a.kafka {
+		o.Kafka = append(o.Kafka, k)
+	}
+	for _, r := range a.rabbit {
+		o.Rabbit = append(o.Rabbit, r)
+	}
+	for _, in := range a.inboxes {
+		o.Inboxes = append(o.Inboxes, in)
+	}
+	return trace.New(o)
 }
 
 // buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
@@ -212,7 +239,7 @@ func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]st
 // webDeps hands the adapters to the web layer.
 func (a *app) webDeps(log *slog.Logger) web.Deps {
 	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules,
-		ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow}
+		ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow, Tracer: a.tracer}
 	for _, o := range a.outboxes {
 		d.Outboxes = append(d.Outboxes, o)
 	}

@@ -554,6 +554,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/job_nope/cancel", "")
 	post("/api/v1/replays/{id}/approve", "/api/v1/replays/"+url.PathEscape(job.ID)+"/approve", "") // not awaiting: 409
 	post("/api/v1/replays/{id}/approve", "/api/v1/replays/job_nope/approve", "")
+	get("/api/v1/trace", "/api/v1/trace?aggregate_id=ord-10001")
+	get("/api/v1/trace", "/api/v1/trace?message_id=no-such-message&since=1h")
+	get("/api/v1/trace", "/api/v1/trace")
 	get("/api/v1/notifications", "/api/v1/notifications")
 	get("/api/v1/notifications", "/api/v1/notifications?limit=0")
 	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"billing"},"duration":"2h","comment":"contract"}`)
@@ -583,6 +586,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/messages", queuePath(vhost, "orders.dlq")+"/messages?filter="+url.QueryEscape("body."))
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?format=xml")
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?filter="+url.QueryEscape("nosuch"))
+	rget("/api/v1/trace", "/api/v1/trace?message_id=no-such-message")
 
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {

@@ -37,6 +37,7 @@ type Inbox struct {
 	consumer string
 	pool     *pgpool.Pool
 	lookup   string
+	rows     string // a message's row with its times, for a trace (trace.go)
 }
 
 // Open prepares the pool and query; it does not wait for the database.
@@ -46,6 +47,8 @@ func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*Inbox, erro
 		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
 	}
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
+	// The seed's received_at/processed_at are TIMESTAMP without zone, written in UTC (as the outbox's).
+	pcfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: fmt.Sprintf("the inbox of consumer %q", consumer),
 		Key:      fmt.Sprintf("inbox.max_conns of consumer %q (consumers[].inbox.max_conns)", consumer),
 		MaxConns: cfg.Size(configs.DefaultInboxMaxConns), AcquireTimeout: cfg.Wait()})
@@ -57,7 +60,10 @@ func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*Inbox, erro
 	c := cfg.Columns
 	return &Inbox{consumer: consumer, pool: pool, lookup: fmt.Sprintf(
 		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
-		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer))}, nil
+		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
+		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz FROM %[1]s
+			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt))}, nil
 }
 
 // Consumer is the consumer name the inbox rows are keyed by.

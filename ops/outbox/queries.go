@@ -21,7 +21,7 @@ type queries struct {
 	requeue          string // $1: ids
 	requeueReset     string // $1: ids; also resets attempts
 	// columns, quoted, for building filters
-	id, eventType, aggregateID, status, lockedUntil, createdAt, payload string
+	id, eventID, eventType, aggregateID, status, lockedUntil, createdAt, payload string
 }
 
 func buildQueries(table string, c configs.OutboxColumns) queries {
@@ -77,7 +77,7 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 				FOR UPDATE SKIP LOCKED)
 			UPDATE %[1]s AS o SET %[3]s = 'READY', %[4]s = now(), %[5]s = NULL, %[6]s = 0
 			FROM dead WHERE o.%[2]s = dead.%[2]s RETURNING o.%[2]s`, t, id, status, avail, locked, q(c.Attempts)),
-		id: id, eventType: q(c.EventType), aggregateID: q(c.AggregateID), status: status,
+		id: id, eventID: q(c.EventID), eventType: q(c.EventType), aggregateID: q(c.AggregateID), status: status,
 		lockedUntil: locked, createdAt: q(c.CreatedAt), payload: q(c.Payload),
 	}
 }

@@ -97,20 +97,23 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 	if err != nil {
 		return nil, fmt.Errorf("audit: list: %w: %w", ops.ErrUnavailable, err)
 	}
-	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditEntry, error) {
-		var e AuditEntry
-		var detail []byte
-		err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target,
-			&e.Count, &e.Reason, &e.Outcome, &detail)
-		if err == nil {
-			err = json.Unmarshal(detail, &e.Detail)
-		}
-		return e, err
-	})
+	entries, err := pgx.CollectRows(rows, scanAuditEntry)
 	if err != nil {
 		return nil, fmt.Errorf("audit: list: %w", err)
 	}
 	return entries, nil
+}
+
+// scanAuditEntry reads one row of the audit columns in their order (id … detail).
+func scanAuditEntry(r pgx.CollectableRow) (AuditEntry, error) {
+	var e AuditEntry
+	var detail []byte
+	err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target,
+		&e.Count, &e.Reason, &e.Outcome, &detail)
+	if err == nil {
+		err = json.Unmarshal(detail, &e.Detail)
+	}
+	return e, err
 }
 
 func nullTime(t time.Time) *time.Time {

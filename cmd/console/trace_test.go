@@ -1,0 +1,586 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbittest"
+)
+
+// traceWorld is one order's story: the outbox of orders holds three events of aggregate
+// order-100 (SENT, published by the relay to their key's partition of orders) and one of
+// order-200 (READY, never published); inventory-service failed e-1 (a Spring DLT record in
+// orders.DLT, same partition) and has no inbox row for it; billing-service processed e-1 and e-2.
+type traceWorld struct {
+	broker    string // Kafka
+	outboxDSN string
+	part      int32            // order-100's partition of orders (and of orders.DLT)
+	offsets   map[string]int64 // event id → offset in orders
+	dltOffset int64            // e-1's offset in orders.DLT
+}
+
+const traceConsumers = `
+consumers:
+  - name: inventory-service
+    inbox: {dsn: %[1]q}
+    kafka: {cluster: main, group: inventory-service, topics: [orders]}
+  - name: billing-service
+    inbox: {dsn: %[1]q}
+    kafka: {cluster: main, group: billing-service, topics: [orders]}
+`
+
+func newTraceWorld(t *testing.T) traceWorld {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	w := traceWorld{broker: k.Addrs()[0], outboxDSN: pgtest.NewDatabase(t), offsets: map[string]int64{}}
+
+	created := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Millisecond)
+	conn, err := pgx.Connect(ctx, w.outboxDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, outbox.SeedDDL+demo.InboxDDL); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"e-1", "e-2", "e-3"} {
+		at := created.Add(time.Duration(i) * time.Second)
+		if _, err := conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type,
+			schema_version, payload, status, attempts, available_at, created_at, sent_at)
+			VALUES ($1, 'Order', 'order-100', 'OrderPlaced', 1, '{}', 'SENT', 1, $2, $2, $3)`, id, at, at.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type,
+		schema_version, payload, status, attempts, available_at, created_at)
+		VALUES ('e-9', 'Order', 'order-200', 'OrderPlaced', 1, '{}', 'READY', 0, $1, $1)`, created); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range [][]any{{"e-1", "billing-service"}, {"e-2", "billing-service"}} {
+		if _, err := conn.Exec(ctx, `INSERT INTO inbox_message (message_id, consumer, received_at, processed_at)
+			VALUES ($1, $2, $3, $3)`, row[0], row[1], created.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 6, 1, nil, "orders", "orders.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	w.part = kafka.KeyPartition("orders", []byte("order-100"), 6)
+	produce := func(r *kgo.Record) *kgo.Record {
+		t.Helper()
+		res := cl.ProduceSync(ctx, r)
+		if err := res.FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Record
+	}
+	// Other orders' records in every partition, before and after: what a trace must not need to read.
+	filler := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			key := fmt.Sprintf("order-%d", 1000+i)
+			produce(&kgo.Record{Topic: "orders", Partition: kafka.KeyPartition("orders", []byte(key), 6), Key: []byte(key),
+				Timestamp: created.Add(-time.Hour + time.Duration(i)*time.Second),
+				Headers:   []kgo.RecordHeader{{Key: "messageId", Value: []byte(fmt.Sprintf("x-%d", i))}}, Value: []byte(`{"n":1}`)})
+		}
+	}
+	filler(0, 60)
+	for i, id := range []string{"e-1", "e-2", "e-3"} {
+		r := produce(&kgo.Record{Topic: "orders", Partition: w.part, Key: []byte("order-100"),
+			Timestamp: created.Add(time.Duration(i)*time.Second + time.Second),
+			Headers:   []kgo.RecordHeader{{Key: "messageId", Value: []byte(id)}, {Key: "traceId", Value: []byte("trace-" + id)}},
+			Value:     []byte(fmt.Sprintf(`{"orderId":"order-100","event":%q}`, id))})
+		w.offsets[id] = r.Offset
+	}
+	be32 := binary.BigEndian.AppendUint32(nil, uint32(w.part))
+	be64 := binary.BigEndian.AppendUint64(nil, uint64(w.offsets["e-1"]))
+	dl := produce(&kgo.Record{Topic: "orders.DLT", Partition: w.part, Key: []byte("order-100"),
+		Timestamp: created.Add(30 * time.Second),
+		Headers: []kgo.RecordHeader{
+			{Key: "messageId", Value: []byte("e-1")},
+			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+			{Key: "kafka_dlt-original-partition", Value: be32},
+			{Key: "kafka_dlt-original-offset", Value: be64},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("inventory-service")},
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte("org.springframework.kafka.support.serializer.DeserializationException")},
+			{Key: "kafka_dlt-exception-message", Value: []byte("failed to deserialize; nested exception")},
+		},
+		Value: []byte(`{"orderId":"order-100","event":"e-1"}`)})
+	w.dltOffset = dl.Offset
+	return w
+}
+
+// console serves w with extra YAML appended (more clusters, search budgets).
+func (w traceWorld) console(t *testing.T, extra string) string {
+	t.Helper()
+	return startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+outboxes: [{name: orders, dsn: %q}]
+kafka:
+  - {name: main, brokers: [%q]}
+`, pgtest.NewDatabase(t), w.outboxDSN, w.broker)+extra+fmt.Sprintf(traceConsumers, w.outboxDSN))
+}
+
+type traceAnswer struct {
+	Verdict string      `json:"verdict"`
+	Steps   []traceStep `json:"steps"`
+}
+
+type traceStep struct {
+	Kind   string     `json:"kind"`
+	Source string     `json:"source"`
+	Found  bool       `json:"found"`
+	At     *time.Time `json:"at"`
+	Place  string     `json:"place"`
+	Detail string     `json:"detail"`
+	Link   string     `json:"link"`
+}
+
+func getTrace(t *testing.T, base, query string) traceAnswer {
+	t.Helper()
+	r := do(t, nil, "GET", base+"/api/v1/trace?"+query, "", "")
+	if r.status != 200 {
+		t.Fatalf("trace %s: %d %s", query, r.status, r.body)
+	}
+	return decode[traceAnswer](t, r)
+}
+
+// steps picks the steps of a source.
+func (a traceAnswer) steps(source string) []traceStep {
+	var out []traceStep
+	for _, s := range a.Steps {
+		if s.Source == source {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (a traceAnswer) dump() string {
+	var b strings.Builder
+	b.WriteString("verdict: " + a.Verdict + "\n")
+	for _, s := range a.Steps {
+		fmt.Fprintf(&b, "  %-8s %-28s found=%-5v %s | %s | %s\n", s.Kind, s.Source, s.Found, s.Place, s.Detail, s.Link)
+	}
+	return b.String()
+}
+
+// The message went outbox → relay → Kafka → DLT; one consumer processed it, the other did not.
+func TestTraceMessageOutboxKafkaDLTInboxes(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	a := getTrace(t, base, "message_id=e-1")
+	t.Log(a.dump())
+
+	want := fmt.Sprintf("in the outbox as SENT, published to orders/%d at offset %d, dead-lettered by inventory-service (DeserializationException), "+
+		"not processed by inventory-service, processed by billing-service", w.part, w.offsets["e-1"])
+	if !strings.HasPrefix(a.Verdict, want) {
+		t.Errorf("verdict %q\nwant it to start with %q", a.Verdict, want)
+	}
+	ob := a.steps("outbox orders")
+	if len(ob) != 1 || !ob[0].Found || ob[0].Link != "/outboxes/orders/events/1" || !strings.Contains(ob[0].Detail, "status SENT") ||
+		!strings.Contains(ob[0].Detail, "sent_at ") || ob[0].At == nil {
+		t.Errorf("outbox step: %+v", ob)
+	}
+	rec := a.steps("kafka main/orders")
+	if len(rec) != 1 || !rec[0].Found || rec[0].Place != fmt.Sprintf("orders/%d @ %d", w.part, w.offsets["e-1"]) ||
+		rec[0].Link != fmt.Sprintf("/kafka/main/topics/orders?partition=%d&offset=%d", w.part, w.offsets["e-1"]) {
+		t.Errorf("original record step: %+v", rec)
+	}
+	dlt := a.steps("kafka main/orders.DLT")
+	if len(dlt) != 1 || !dlt[0].Found || dlt[0].Place != fmt.Sprintf("orders.DLT/%d @ %d", w.part, w.dltOffset) ||
+		!strings.Contains(dlt[0].Detail, fmt.Sprintf("from orders/%d @ %d", w.part, w.offsets["e-1"])) ||
+		!strings.Contains(dlt[0].Detail, "DeserializationException: failed to deserialize") {
+		t.Errorf("DLT step: %+v", dlt)
+	}
+	if in := a.steps("inbox billing-service"); len(in) != 1 || !in[0].Found || !strings.HasPrefix(in[0].Detail, "processed by billing-service") {
+		t.Errorf("billing inbox: %+v", in)
+	}
+	if in := a.steps("inbox inventory-service"); len(in) != 1 || in[0].Found || !strings.Contains(in[0].Detail, "no row") {
+		t.Errorf("inventory inbox: %+v", in)
+	}
+	for _, src := range []string{"replay ledger", "audit log"} {
+		if s := a.steps(src); len(s) != 1 || s[0].Found || s[0].Detail == "" {
+			t.Errorf("%s: %+v", src, s)
+		}
+	}
+	// The timeline is in time order: outbox row, record, dead letter, inbox.
+	var kinds []string
+	for _, s := range a.Steps {
+		if s.Found {
+			kinds = append(kinds, s.Kind+" "+s.Source)
+		}
+	}
+	if got := strings.Join(kinds, ", "); got != "outbox outbox orders, kafka kafka main/orders, kafka kafka main/orders.DLT, inbox inbox billing-service" {
+		t.Errorf("found steps in order: %s", got)
+	}
+
+	// The original was read in the key's partition and the outbox row's window only.
+	if d := rec[0].Detail; !strings.Contains(d, "message id e-1") {
+		t.Errorf("record detail: %s", d)
+	}
+
+	// The same by event_id, and by the navigation box's id (the outbox says it is an event id).
+	if b := getTrace(t, base, "event_id=e-1"); b.Verdict != a.Verdict {
+		t.Errorf("by event_id: %q", b.Verdict)
+	}
+	page := do(t, nil, "GET", base+"/trace?q=e-1&wait=1", "", "")
+	if page.status != 200 || !strings.Contains(page.body, `data-testid="trace-verdict"`) || !strings.Contains(page.body, "dead-lettered by inventory-service") {
+		t.Errorf("page: %d %s", page.status, page.body)
+	}
+	// And by trace id: the records' traceId header.
+	if b := getTrace(t, base, "trace_id=trace-e-1"); !strings.Contains(b.Verdict, fmt.Sprintf("published to orders/%d at offset %d", w.part, w.offsets["e-1"])) {
+		t.Errorf("by trace_id: %s", b.dump())
+	}
+}
+
+// An aggregate with several events: every row, every record — read from the key's partition only.
+func TestTraceAggregateWithSeveralEvents(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	a := getTrace(t, base, "aggregate_id=order-100")
+	t.Log(a.dump())
+	if want := fmt.Sprintf("3 events in the outbox (3 SENT), published to orders/%d at offsets %d, %d, %d, ", w.part,
+		w.offsets["e-1"], w.offsets["e-2"], w.offsets["e-3"]); !strings.HasPrefix(a.Verdict, want) {
+		t.Errorf("verdict %q", a.Verdict)
+	}
+	if n := len(a.steps("outbox orders")); n != 3 {
+		t.Errorf("%d outbox steps", n)
+	}
+	recs := a.steps("kafka main/orders")
+	if len(recs) != 3 {
+		t.Fatalf("records: %+v", recs)
+	}
+	for _, r := range recs {
+		if !r.Found || !strings.HasPrefix(r.Place, fmt.Sprintf("orders/%d @ ", w.part)) {
+			t.Errorf("record step %+v", r)
+		}
+	}
+	// billing-service processed two of the three messages, inventory-service none.
+	for _, want := range []string{"not processed by inventory-service", "processed by billing-service for 2 of 3 messages",
+		"dead-lettered by inventory-service (DeserializationException)"} {
+		if !strings.Contains(a.Verdict, want) {
+			t.Errorf("verdict %q lacks %q", a.Verdict, want)
+		}
+	}
+	// order-200's READY event was not published: the outbox says so and Kafka has nothing.
+	b := getTrace(t, base, "aggregate_id=order-200")
+	if !strings.HasPrefix(b.Verdict, "in the outbox as READY, not found in orders") {
+		t.Errorf("order-200: %s", b.dump())
+	}
+	miss := b.steps("kafka main/orders")
+	if len(miss) != 1 || miss[0].Found || !strings.Contains(miss[0].Detail, "the key's partition") {
+		t.Errorf("order-200 record step: %+v", miss)
+	}
+}
+
+// An id that exists nowhere: every source is searched and says so.
+func TestTraceIDFoundNowhere(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	a := getTrace(t, base, "message_id=no-such-message")
+	t.Log(a.dump())
+	if !strings.HasPrefix(a.Verdict, "message no-such-message was found nowhere: every source was searched (1 outbox, 2 Kafka topics, 2 inboxes, the replay ledger, the audit log)") {
+		t.Errorf("verdict %q", a.Verdict)
+	}
+	for _, src := range []string{"outbox orders", "kafka main/orders", "kafka main/orders.DLT", "inbox inventory-service",
+		"inbox billing-service", "replay ledger", "audit log"} {
+		s := a.steps(src)
+		if len(s) != 1 || s[0].Found || s[0].Detail == "" {
+			t.Errorf("%s: %+v", src, s)
+		}
+	}
+	for _, s := range a.Steps {
+		if s.Found {
+			t.Errorf("found %+v", s)
+		}
+	}
+	if s := a.steps("kafka main/orders"); len(s) == 1 && !strings.Contains(s[0].Detail, "partitions 0") {
+		t.Errorf("orders searched: %s", s[0].Detail)
+	}
+}
+
+// Budgets exceeded are reported, and a cluster that is down is a step while the rest answers.
+func TestTraceBudgetsAndADownSource(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, fmt.Sprintf(`
+  - {name: dead, brokers: [%q], request_timeout: 1s}
+search: {max_scan: 5}
+redaction: {headers: [kafka_dlt-exception-message]}
+`, closedPort(t)))
+	a := getTrace(t, base, "message_id=no-such-message")
+	t.Log(a.dump())
+	s := a.steps("kafka main/orders")
+	if len(s) != 1 || s[0].Found || !strings.Contains(s[0].Detail, "orders: 0 of 6 partitions searched, records budget of 5 exceeded") {
+		t.Errorf("budget step: %+v", s)
+	}
+	if !strings.Contains(a.Verdict, "was not found in what was searched") ||
+		!strings.Contains(a.Verdict, "searched in part — orders: 0 of 6 partitions searched, records budget of 5 exceeded") {
+		t.Errorf("verdict %q", a.Verdict)
+	}
+	d := a.steps("kafka dead")
+	if len(d) != 1 || d[0].Found || !strings.HasPrefix(d[0].Detail, "down: could not be searched") {
+		t.Errorf("down cluster: %+v", d)
+	}
+	if !strings.Contains(a.Verdict, "could not be searched (down): kafka dead") {
+		t.Errorf("verdict %q", a.Verdict)
+	}
+	// The rest still answers: e-1 is found in the outbox and, in its window, in Kafka.
+	b := getTrace(t, base, "message_id=e-1")
+	if !strings.HasPrefix(b.Verdict, fmt.Sprintf("in the outbox as SENT, published to orders/%d at offset %d", w.part, w.offsets["e-1"])) ||
+		!strings.Contains(b.Verdict, "could not be searched (down): kafka dead") {
+		t.Errorf("with a cluster down: %s", b.dump())
+	}
+	// Redaction applies to what the steps quote of a message: the masked header is not shown.
+	dlt := b.steps("kafka main/orders.DLT")
+	if len(dlt) != 1 || strings.Contains(dlt[0].Detail, "failed to deserialize") || !strings.Contains(dlt[0].Detail, "DeserializationException: ••• redacted •••") {
+		t.Errorf("redacted DLT step: %+v", dlt)
+	}
+}
+
+// Bad input is a 400 in the user's words.
+func TestTraceBadInput(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	for q, want := range map[string]string{
+		"":                                 "give a message_id, event_id, aggregate_id or trace_id",
+		"message_id=%20":                   "give a message_id, event_id, aggregate_id or trace_id",
+		"message_id=e-1&since=yesterday":   "since: must be RFC 3339",
+		"message_id=e-1&until=soon":        "until: must be RFC 3339",
+		"message_id=e-1&since=1h&until=2h": "until: must not be before since",
+		"aggregate_id=" + strings.Repeat("x", 600): "aggregate_id: must be at most 512 bytes",
+	} {
+		r := do(t, nil, "GET", base+"/api/v1/trace?"+q, "", "")
+		if r.status != 400 || !strings.Contains(r.body, want) {
+			t.Errorf("%q: %d %s", q, r.status, r.body)
+		}
+	}
+	if r := do(t, nil, "GET", base+"/trace?since=x&id=e-1", "", ""); r.status != 400 {
+		t.Errorf("page with a bad since: %d", r.status)
+	}
+	if r := do(t, nil, "GET", base+"/trace", "", ""); r.status != 200 || !strings.Contains(r.body, `data-testid="trace-form"`) {
+		t.Errorf("empty page: %d", r.status)
+	}
+}
+
+// The page streams each source's steps as server-sent events, then the whole result.
+func TestTraceStream(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	r := do(t, nil, "GET", base+"/trace/stream?message_id=e-1", "", "")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("%d %q", r.status, r.header.Get("Content-Type"))
+	}
+	if n := strings.Count(r.body, "event: steps\n"); n < 5 {
+		t.Errorf("%d steps events:\n%s", n, r.body)
+	}
+	done := strings.Index(r.body, "event: done\n")
+	if done < 0 || done < strings.LastIndex(r.body, "event: steps\n") || !strings.Contains(r.body[done:], "dead-lettered by inventory-service") {
+		t.Errorf("no done event last:\n%s", r.body)
+	}
+}
+
+// A RabbitMQ dead letter: found in the DLQ by its message id (browsed, left in place), with who
+// dead-lettered it and why.
+func TestTraceRabbitDeadLetter(t *testing.T) {
+	vhost, vhostURL := slashVhost(t)
+	amqpURL, mgmtURL := rabbittest.Env(t)
+	conn, err := amqp.Dial(vhostURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, ch.ExchangeDeclare("orders.dlx", "direct", true, false, false, false, nil))
+	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.dlq", "orders", "orders.dlx", false, nil))
+	_, err = ch.QueueDeclare("orders", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
+	mustDo(t, err)
+	ctx := context.Background()
+	for i, id := range []string{"r-0", "r-1", "r-2"} {
+		mustDo(t, ch.PublishWithContext(ctx, "", "orders", false, false, amqp.Publishing{MessageId: id, DeliveryMode: 2,
+			ContentType: "application/json", Body: []byte(fmt.Sprintf(`{"orderId":"order-%d"}`, 300+i))}))
+	}
+	// shipping-service rejects them all: the broker dead-letters them into orders.dlq.
+	for range 3 {
+		d, ok, err := ch.Get("orders", false)
+		if err != nil || !ok {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+		mustDo(t, d.Nack(false, false))
+	}
+	waitMgmt(t, vhost, "orders.dlq", 3)
+
+	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	c, err := pgx.Connect(ctx, inboxDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exec(ctx, demo.InboxDDL)
+	c.Close(ctx)
+	mustDo(t, err)
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
+consumers:
+  - name: shipping-service
+    inbox: {dsn: %q}
+    rabbitmq: {broker: main, vhost: %q, queue: orders}
+`, storeDSN, amqpURL, mgmtURL, vhost, inboxDSN, vhost))
+
+	a := getTrace(t, base, "message_id=r-1")
+	t.Log(a.dump())
+	s := a.steps("rabbitmq main/orders.dlq")
+	if len(s) != 1 || !s[0].Found || !strings.HasPrefix(s[0].Place, "orders.dlq (vhost "+vhost+") position 1") ||
+		!strings.Contains(s[0].Detail, "from queue orders") || !strings.Contains(s[0].Detail, "rejected ×1") ||
+		s[0].Link != "/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq/messages" || s[0].At == nil {
+		t.Errorf("DLQ step: %+v", s)
+	}
+	if !strings.HasPrefix(a.Verdict, "dead-lettered by shipping-service into orders.dlq (rejected), not processed by shipping-service") {
+		t.Errorf("verdict %q", a.Verdict)
+	}
+	// The browse left the queue as it was.
+	q, err := ch.QueueDeclarePassive("orders.dlq", true, false, false, false, nil)
+	if err != nil || q.Messages != 3 {
+		t.Errorf("orders.dlq after the trace: %d messages, %v", q.Messages, err)
+	}
+	if b := getTrace(t, base, "message_id=r-404"); !strings.HasPrefix(b.Verdict, "message r-404 was found nowhere") ||
+		len(b.steps("rabbitmq main/orders.dlq")) != 1 || !strings.Contains(b.steps("rabbitmq main/orders.dlq")[0].Detail, "3 messages read") {
+		t.Errorf("r-404: %s", b.dump())
+	}
+}
+
+// From a DLT record's "Trace" action to the timeline: the page streams each source's steps and
+// ends with the verdict over the ordered timeline; the navigation's box traces an aggregate.
+func TestBrowserTraceFromDLTRecord(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	ctx, dialogs := newBrowser(t)
+	ctx, cancelAll := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelAll()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(fmt.Sprintf("%s/kafka/main/topics/orders.DLT?partition=%d", base, w.part)),
+		chromedp.WaitVisible(`[data-testid="records-table"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// A page of one record shows it expanded; otherwise the row expands it.
+	if must(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="record-detail"]').hidden`)) {
+		act(t, ctx, chromedp.Click(`[data-testid="expand-record"]`))
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.WaitVisible(`[data-testid="record-detail"] [data-testid="trace-record"]`),
+		chromedp.Click(`[data-testid="record-detail"] [data-testid="trace-record"]`),
+	); err != nil {
+		html, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid="record-detail"]')].map(d => d.hidden + " " + (d.querySelector(".panel-actions") || {}).outerHTML).join("\n") + " active=" + document.activeElement.outerHTML.slice(0, 200)`))
+		t.Fatalf("no Trace action: %v\n%s", err, html)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(wctx, chromedp.WaitVisible(`[data-trace-done] [data-testid="trace-verdict"]`)); err != nil {
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerHTML`))
+		t.Fatalf("no result: %v\n%s", err, html)
+	}
+	loc := must(t, ctx, chromedp.Evaluate[string](`location.pathname + location.search`))
+	if loc != "/trace?message_id=e-1" {
+		t.Errorf("the Trace action opened %s", loc)
+	}
+	verdict := must(t, ctx, chromedp.Text(`[data-testid="trace-verdict"]`))
+	want := fmt.Sprintf("in the outbox as SENT, published to orders/%d at offset %d, dead-lettered by inventory-service (DeserializationException), "+
+		"not processed by inventory-service, processed by billing-service", w.part, w.offsets["e-1"])
+	if !strings.HasPrefix(verdict, want) {
+		t.Errorf("verdict %q", verdict)
+	}
+	states := must(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="trace-step"]')].map(s => s.dataset.kind + ":" + s.dataset.state)`))
+	if got := strings.Join(states, " "); !strings.HasPrefix(got, "outbox:found kafka:found kafka:found inbox:found inbox:not found") {
+		t.Errorf("timeline %s", got)
+	}
+	// The DLT step links back to the record.
+	link := must(t, ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid="trace-step-link"]')].map(a => a.getAttribute("href")).find(h => h.includes("orders.DLT")) || ""`))
+	if link != fmt.Sprintf("/kafka/main/topics/orders.DLT?partition=%d&offset=%d", w.part, w.dltOffset) {
+		t.Errorf("DLT step link %q", link)
+	}
+	screenshot(t, ctx, "trace-timeline")
+
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(`[data-testid="nav-trace-input"]`, "order-100\n"),
+		chromedp.WaitVisible(`[data-trace-done] [data-testid="trace-verdict"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if v := must(t, ctx, chromedp.Text(`[data-testid="trace-verdict"]`)); !strings.HasPrefix(v, "3 events in the outbox (3 SENT)") {
+		t.Errorf("nav box: %q", v)
+	}
+	if n := dialogs.Load(); n != 0 {
+		t.Errorf("%d dialogs", n)
+	}
+}
+
+// A replayed dead letter: the ledger's entry and its job are steps, and the verdict says so.
+func TestTraceReplayedMessage(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	plan := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json", fmt.Sprintf(
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":%d,"from_offset":%d,"to_offset":%d}}`, w.part, w.dltOffset, w.dltOffset))
+	p := decode[struct {
+		PlanID  string         `json:"plan_id"`
+		Actions map[string]int `json:"actions"`
+	}](t, plan)
+	if plan.status != 200 || p.Actions["publish"] != 1 {
+		t.Fatalf("plan: %d %s", plan.status, plan.body)
+	}
+	start := do(t, nil, "POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":100,"reason":"trace e-1"}`, p.PlanID))
+	job := decode[struct{ ID string }](t, start)
+	if start.status != 200 || job.ID == "" {
+		t.Fatalf("start: %d %s", start.status, start.body)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for decode[struct{ Status string }](t, do(t, nil, "GET", base+"/api/v1/replays/"+job.ID, "", "")).Status != "done" {
+		if time.Now().After(deadline) {
+			t.Fatal("the replay did not finish")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	a := getTrace(t, base, "message_id=e-1")
+	t.Log(a.dump())
+	s := a.steps("replay ledger")
+	if len(s) != 1 || !s[0].Found || s[0].Link != "/replays/"+job.ID || !strings.Contains(s[0].Detail, ": published") || s[0].At == nil {
+		t.Errorf("ledger step: %+v", s)
+	}
+	if want := fmt.Sprintf("replayed by job %s (published)", job.ID); !strings.Contains(a.Verdict, want) {
+		t.Errorf("verdict %q lacks %q", a.Verdict, want)
+	}
+}

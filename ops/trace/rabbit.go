@@ -1,0 +1,242 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/search"
+)
+
+// RabbitMQ: the message in the broker's dead-letter and retry queues. A queue has no index to
+// look a message up by, so its head is browsed — safely, as every browse of the console: the
+// queue is left as it was, and browses of one queue take turns across replicas (rabbit.Broker).
+// The broker's queues share one budget and are read one after the other.
+
+func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
+	name := b.Name()
+	budget := r.t.o.Budget
+	deadline := time.Now().Add(budget.Time)
+	tctx, cancel := context.WithDeadline(ctx, deadline)
+	topo, err := b.Topology(tctx)
+	cancel()
+	if err != nil {
+		s := r.down(KindRabbitMQ, "rabbitmq "+name, err)
+		s.Ref.Broker = name
+		r.emit([]Step{s})
+		return
+	}
+	type candidate struct {
+		q    rabbit.Queue
+		role string
+	}
+	var queues []candidate
+	for _, q := range topo.Queues {
+		switch {
+		case topo.RetryQueues[q.Ref()]:
+			queues = append(queues, candidate{q, "retry"})
+		case topo.DLQs[q.Ref()]:
+			queues = append(queues, candidate{q, "dlq"})
+		}
+	}
+	sort.Slice(queues, func(i, j int) bool {
+		if queues[i].q.Vhost != queues[j].q.Vhost {
+			return queues[i].q.Vhost < queues[j].q.Vhost
+		}
+		return queues[i].q.Name < queues[j].q.Name
+	})
+	if len(queues) == 0 {
+		r.emit([]Step{{Kind: KindRabbitMQ, Source: "rabbitmq " + name, Ref: Ref{Broker: name, Offset: -1},
+			Detail: "no dead-letter or retry queue on this broker"}})
+		return
+	}
+	skipped := 0
+	if len(queues) > maxQueues {
+		skipped = len(queues) - maxQueues
+		queues = queues[:maxQueues]
+	}
+	match := r.messageMatcher()
+	remaining := min(budget.Records, rabbit.MaxPeek)
+	stopped := ""
+	for i, c := range queues {
+		q := c.q
+		source := fmt.Sprintf("rabbitmq %s/%s", name, q.Name)
+		ref := Ref{Broker: name, Vhost: q.Vhost, Queue: q.Name, Offset: -1}
+		where := fmt.Sprintf("%s (vhost %s)", q.Name, q.Vhost)
+		if stopped != "" {
+			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role, partial: stopped},
+				Detail: fmt.Sprintf("not searched: %s: %d of %d queues searched, %s", name, i, len(queues), stopped)}})
+			continue
+		}
+		if q.Ready == 0 && q.Type != rabbit.TypeStream {
+			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role},
+				Detail: "not found: the queue held no ready message"}})
+			continue
+		}
+		left := time.Until(deadline)
+		if left <= 0 || remaining <= 0 {
+			stopped = "time budget of " + budget.Time.String() + " exceeded"
+			if remaining <= 0 {
+				stopped = fmt.Sprintf("records budget of %d exceeded", budget.Records)
+			}
+			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role, partial: stopped},
+				Detail: fmt.Sprintf("not searched: %s: %d of %d queues searched, %s", name, i, len(queues), stopped)}})
+			continue
+		}
+		var hits []rabbit.Message
+		qctx, cancel := context.WithTimeout(ctx, left+2*time.Second)
+		res, err := search.ScanRabbit(qctx, b, search.RabbitQuery{Vhost: q.Vhost, Queue: q.Name, MaxScan: int(remaining), Timeout: left,
+			Each: func(m rabbit.Message) error {
+				if match(m) {
+					hits = append(hits, m)
+				}
+				return nil
+			}})
+		cancel()
+		if err != nil {
+			d := "not searched: " + r.t.errText(err)
+			if errors.Is(err, ops.ErrConflict) {
+				d = "not browsed: " + err.Error()
+			}
+			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, Down: errors.Is(err, ops.ErrUnavailable),
+				Detail: d, fact: fact{role: c.role, partial: d}}})
+			continue
+		}
+		remaining -= res.Scanned
+		steps := make([]Step, 0, len(hits)+1)
+		for _, m := range hits {
+			steps = append(steps, r.messageStep(name, c.role, q, m))
+		}
+		note := ""
+		switch {
+		case res.Stopped == search.StoppedTimeout:
+			note = fmt.Sprintf("%s: %d of %d messages read, time budget of %s exceeded", q.Name, res.Scanned, res.Browse.Ready, budget.Time)
+		case res.Stopped == search.StoppedMaxScan:
+			note = fmt.Sprintf("%s: %d of %d messages read, records budget of %d exceeded", q.Name, res.Scanned, res.Browse.Ready, budget.Records)
+		case !res.Browse.Complete && len(res.Browse.Notes) > 0:
+			note = q.Name + ": " + strings.Join(res.Browse.Notes, " ")
+		}
+		summary := fmt.Sprintf("browsed the head of %s: %d messages read, left in place", where, res.Scanned)
+		switch {
+		case len(hits) == 0 && note == "":
+			steps = append(steps, Step{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, Detail: "not found: " + summary,
+				fact: fact{role: c.role}})
+		case note != "":
+			d := summary + "; " + note
+			if len(hits) == 0 {
+				d = "not found in what was read: " + d
+			}
+			steps = append(steps, Step{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, Detail: d,
+				fact: fact{role: c.role, partial: note}})
+		}
+		r.emit(steps)
+	}
+	if skipped > 0 {
+		r.emit([]Step{{Kind: KindRabbitMQ, Source: "rabbitmq " + name, Ref: Ref{Broker: name, Offset: -1},
+			Detail: fmt.Sprintf("not searched: %d more dead-letter and retry queues (a trace browses at most %d)", skipped, maxQueues),
+			fact:   fact{partial: fmt.Sprintf("%d queues not searched", skipped)}}})
+	}
+}
+
+// rabbitTraceHeaders and rabbitAggregateHeaders are where a message's trace id and aggregate id
+// are read from, before its JSON body.
+var (
+	rabbitTraceHeaders     = []string{"traceId", "trace_id", "x-trace-id"}
+	rabbitAggregateHeaders = []string{"aggregateId", "aggregate_id", "x-aggregate-id"}
+)
+
+// messageMatcher is whether a message (as read) is the traced one: its message id (the
+// message_id rules), message_id or correlation_id property is an id; its aggregate or trace id
+// (a header, else the body's JSON) is the query's.
+func (r *run) messageMatcher() func(rabbit.Message) bool {
+	ids := r.q.ids()
+	return func(m rabbit.Message) bool {
+		for _, v := range []string{m.MessageID, m.Properties.MessageID, m.Properties.CorrelationID} {
+			if v != "" && contains(ids, v) {
+				return true
+			}
+		}
+		if r.q.AggregateID != "" && messageField(m, rabbitAggregateHeaders, []string{"aggregateId", "aggregate_id"}) == r.q.AggregateID {
+			return true
+		}
+		return r.q.TraceID != "" && messageField(m, rabbitTraceHeaders, []string{"traceId", "trace_id"}) == r.q.TraceID
+	}
+}
+
+func messageField(m rabbit.Message, headers, paths []string) string {
+	for _, name := range headers {
+		for _, h := range m.Headers {
+			if strings.EqualFold(h.Key, name) && strings.TrimSpace(h.Value) != "" {
+				return strings.TrimSpace(h.Value)
+			}
+		}
+	}
+	return ops.MessageIDFromJSON(m.Body, paths)
+}
+
+// messageStep describes a message found, from what the reader may see of it.
+func (r *run) messageStep(broker, role string, q rabbit.Queue, raw rabbit.Message) Step {
+	m := raw
+	if r.q.RabbitView != nil {
+		m = r.q.RabbitView(raw)
+	}
+	f := fact{role: role, messageID: raw.MessageID}
+	label := "dead letter"
+	if role == "retry" {
+		label = "waiting for a retry"
+	}
+	d := []string{label}
+	if m.MessageID != "" {
+		d = append(d, "message id "+clip(m.MessageID, 200))
+	}
+	var at *time.Time
+	if dl := m.DeadLetter; dl != nil {
+		if dl.OriginalQueue != "" {
+			d = append(d, "from queue "+clip(dl.OriginalQueue, 200))
+			f.by = consumerOfQueue(r.t.o.Consumers, broker, q.Vhost, dl.OriginalQueue)
+		} else if dl.OriginalExchange != "" {
+			d = append(d, "from exchange "+clip(dl.OriginalExchange, 200))
+		}
+		if dl.Reason != "" {
+			d = append(d, fmt.Sprintf("%s ×%d", dl.Reason, max(dl.Count, 1)))
+			f.exception = dl.Reason
+		}
+		if dl.ExceptionMessage != "" {
+			d = append(d, clip(dl.ExceptionMessage, 300))
+		}
+		if dl.ReplayCount > 0 {
+			d = append(d, fmt.Sprintf("replayed %d times by Redrive", dl.ReplayCount))
+		}
+		at = dl.FirstDeathAt
+		if len(dl.Deaths) > 0 && dl.Deaths[0].Time != nil {
+			at = dl.Deaths[0].Time
+		}
+	}
+	if at == nil {
+		at = m.Properties.Timestamp
+	}
+	d = append(d, fmt.Sprintf("%d bytes", m.Size))
+	var when *time.Time
+	if at != nil {
+		when = timePtr(*at)
+	}
+	return Step{Kind: KindRabbitMQ, Source: fmt.Sprintf("rabbitmq %s/%s", broker, q.Name), Found: true, At: when,
+		Place:  fmt.Sprintf("%s (vhost %s) position %d", q.Name, q.Vhost, m.Position),
+		Detail: strings.Join(d, "; "), Ref: Ref{Broker: broker, Vhost: q.Vhost, Queue: q.Name, Offset: -1}, fact: f}
+}
+
+// consumerOfQueue names the configured consumer of a queue ("" → the queue itself).
+func consumerOfQueue(cs []configs.Consumer, broker, vhost, queue string) string {
+	for _, c := range cs {
+		if r := c.RabbitMQ; r != nil && r.Queue == queue && (r.Broker == "" || r.Broker == broker) && (r.Vhost == "" || r.Vhost == vhost) {
+			return c.Name
+		}
+	}
+	return "the consumer of " + queue
+}

@@ -1,0 +1,85 @@
+package trace
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+)
+
+func TestVerdict(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	q := Query{MessageID: "e-1"}
+	for _, tc := range []struct {
+		name  string
+		steps []Step
+		want  string
+	}{
+		{"TheSeedsExample", []Step{
+			{Kind: KindOutbox, Source: "outbox orders", Found: true, At: &at, fact: fact{status: "SENT"}},
+			{Kind: KindKafka, Source: "kafka main/orders", Found: true, fact: fact{role: "original", topic: "orders", partition: 2, offset: 811}},
+			{Kind: KindKafka, Source: "kafka main/orders.DLT", Found: true, fact: fact{role: "dead_letter", topic: "orders.DLT", by: "inventory-service", exception: "DeserializationException"}},
+			{Kind: KindInbox, Source: "inbox billing-service", Found: true, fact: fact{status: "processed"}},
+			{Kind: KindInbox, Source: "inbox inventory-service", fact: fact{status: "not_processed"}},
+		}, "in the outbox as SENT, published to orders/2 at offset 811, dead-lettered by inventory-service (DeserializationException), " +
+			"not processed by inventory-service, processed by billing-service"},
+		{"StuckLease", []Step{
+			{Kind: KindOutbox, Source: "outbox orders", Found: true, fact: fact{status: "PROCESSING", stuck: true}},
+			{Kind: KindKafka, Source: "kafka main/orders", Detail: "not found: …", fact: fact{role: "original", topic: "orders"}},
+		}, "in the outbox as PROCESSING with an expired lease (stuck), not found in orders"},
+		{"Nowhere", []Step{
+			{Kind: KindOutbox, Source: "outbox orders", Detail: "no row with id e-1"},
+			{Kind: KindKafka, Source: "kafka main/orders", Detail: "not found: …", fact: fact{role: "original", topic: "orders"}},
+			{Kind: KindReplay, Source: "replay ledger"},
+			{Kind: KindAudit, Source: "audit log"},
+		}, "message e-1 was found nowhere: every source was searched (1 outbox, 1 Kafka topic, the replay ledger, the audit log); not in the outbox, not found in orders"},
+		{"InPartAndDown", []Step{
+			{Kind: KindKafka, Source: "kafka main/orders", fact: fact{role: "original", topic: "orders", partial: "orders: 3 of 6 partitions searched, time budget of 5s exceeded"}},
+			{Kind: KindKafka, Source: "kafka other", Down: true},
+		}, "message e-1 was not found in what was searched; searched in part — orders: 3 of 6 partitions searched, time budget of 5s exceeded; could not be searched (down): kafka other"},
+		{"RabbitMQ", []Step{
+			{Kind: KindRabbitMQ, Source: "rabbitmq main/orders.dlq", Found: true, Ref: Ref{Queue: "orders.dlq"}, fact: fact{role: "dlq", by: "shipping-service", exception: "rejected"}},
+			{Kind: KindRabbitMQ, Source: "rabbitmq main/orders.retry", Found: true, Ref: Ref{Queue: "orders.retry"}, fact: fact{role: "retry"}},
+		}, "dead-lettered by shipping-service into orders.dlq (rejected), waiting in the retry queue orders.retry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verdict(q, tc.steps, nil); got != tc.want {
+				t.Errorf("verdict\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestQueryValidate(t *testing.T) {
+	for _, tc := range []struct {
+		q    Query
+		want string
+	}{
+		{Query{}, "give a message_id"},
+		{Query{MessageID: "  "}, "give a message_id"},
+		{Query{AggregateID: strings.Repeat("x", MaxIDBytes+1)}, "aggregate_id: must be at most 512 bytes"},
+		{Query{TraceID: "t", Since: time.Now(), Until: time.Now().Add(-time.Hour)}, "until: must not be before since"},
+	} {
+		err := tc.q.Validate()
+		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v", tc.q, err)
+		}
+	}
+	if err := (Query{Any: "order-100"}).Validate(); err != nil {
+		t.Errorf("any: %v", err)
+	}
+}
+
+// With nothing configured a trace still answers, and says it searched nothing.
+func TestTraceWithoutSources(t *testing.T) {
+	res, err := New(Options{}).Trace(context.Background(), Query{MessageID: "e-1"})
+	if err != nil || len(res.Steps) != 0 || res.Verdict != "message e-1 was found nowhere: no outbox, broker, inbox or store is configured to search" {
+		t.Errorf("%+v %v", res, err)
+	}
+	if _, err := New(Options{}).Trace(context.Background(), Query{}); !errors.Is(err, ops.ErrInvalid) {
+		t.Errorf("no id: %v", err)
+	}
+}
