@@ -561,6 +561,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/notifications", "/api/v1/notifications?limit=0")
 	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"billing"},"duration":"2h","comment":"contract"}`)
 	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{},"duration":"2h"}`)
+	get("/api/v1/silences", "/api/v1/silences")
 	post("/api/v1/notifications/channels/{name}/test", "/api/v1/notifications/channels/nope/test", "")
 
 	rbase, vhost, _ := rabbitConsole(t)

@@ -212,7 +212,7 @@ func TestTraceMessageOutboxKafkaDLTInboxes(t *testing.T) {
 	}
 	rec := a.steps("kafka main/orders")
 	if len(rec) != 1 || !rec[0].Found || rec[0].Place != fmt.Sprintf("orders/%d @ %d", w.part, w.offsets["e-1"]) ||
-		rec[0].Link != fmt.Sprintf("/kafka/main/topics/orders?partition=%d&offset=%d", w.part, w.offsets["e-1"]) {
+		rec[0].Link != fmt.Sprintf("/kafka/main/topics/orders?offset=%d&partition=%d", w.offsets["e-1"], w.part) {
 		t.Errorf("original record step: %+v", rec)
 	}
 	dlt := a.steps("kafka main/orders.DLT")
@@ -383,7 +383,7 @@ func TestTraceBadInput(t *testing.T) {
 			t.Errorf("%q: %d %s", q, r.status, r.body)
 		}
 	}
-	if r := do(t, nil, "GET", base+"/trace?since=x&id=e-1", "", ""); r.status != 400 {
+	if r := do(t, nil, "GET", base+"/trace?since=x&q=e-1", "", ""); r.status != 400 {
 		t.Errorf("page with a bad since: %d", r.status)
 	}
 	if r := do(t, nil, "GET", base+"/trace", "", ""); r.status != 200 || !strings.Contains(r.body, `data-testid="trace-form"`) {
@@ -530,7 +530,7 @@ func TestBrowserTraceFromDLTRecord(t *testing.T) {
 	}
 	// The DLT step links back to the record.
 	link := must(t, ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('[data-testid="trace-step-link"]')].map(a => a.getAttribute("href")).find(h => h.includes("orders.DLT")) || ""`))
-	if link != fmt.Sprintf("/kafka/main/topics/orders.DLT?partition=%d&offset=%d", w.part, w.dltOffset) {
+	if link != fmt.Sprintf("/kafka/main/topics/orders.DLT?offset=%d&partition=%d", w.dltOffset, w.part) {
 		t.Errorf("DLT step link %q", link)
 	}
 	screenshot(t, ctx, "trace-timeline")
