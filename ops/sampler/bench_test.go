@@ -29,7 +29,7 @@ const (
 )
 
 // benchCluster fills a kfake cluster with benchGroups groups of benchPartitions partitions each.
-func benchCluster(b *testing.B) *broker {
+func benchCluster(b testing.TB) *broker {
 	br := newBroker(b)
 	for i := range benchTopics {
 		topic := fmt.Sprintf("topic-%02d", i)

@@ -275,7 +275,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
 					k := partKey{t.Topic, p.Partition}
-					samples := append(trim(w.parts[k], cutoff), kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
+					samples := append(trim(w.parts[k], cutoff, rateFrom), kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
 					fresh[k] = samples
 					parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
 					row.Partitions = append(row.Partitions, store.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
@@ -286,7 +286,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 				}
 			}
 			w.parts = fresh
-			w.total = append(trim(w.total, cutoff), kafka.Sample{At: at, Committed: committed, End: -1, Lag: g.TotalLag})
+			w.total = append(trim(w.total, cutoff, rateFrom), kafka.Sample{At: at, Committed: committed, End: -1, Lag: g.TotalLag})
 			rows = append(rows, row)
 		} else {
 			// Not described this time (e.g. its coordinator is loading): judge what is known.
@@ -338,12 +338,39 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 }
 
 // trim drops the samples taken before cutoff (samples are in time order).
-func trim(s []kafka.Sample, cutoff time.Time) []kafka.Sample {
+// trim drops, in place, the samples a status and a rate no longer need: all older than cutoff
+// (the keep horizon: StopAfter and two intervals), and of those older than the window's start,
+// all but two — the last one at or before it (a rate spans the whole window: windowFrom) and the
+// first of the newest run of equal committed offsets (how long the offset has not moved: STOP
+// and STALL; kafka.Evaluate counts "stuck since" from it). That first sample is kept past the
+// horizon while the run lasts, so a reason says how long the offset has really not moved ("no
+// commit for 3h") rather than the horizon's 15 m. The samples between them carry the same
+// committed offset and nothing else a rule reads, so a partition holds about a window's samples
+// instead of StopAfter's: at the defaults 22 instead of 62. The kept samples move to the front of
+// the array, so its capacity is reused rather than regrown.
+func trim(s []kafka.Sample, cutoff, windowStart time.Time) []kafka.Sample {
 	i := 0
 	for i < len(s) && s[i].At.Before(cutoff) {
 		i++
 	}
-	return s[i:]
+	for i+1 < len(s) && !s[i+1].At.After(windowStart) { // the last sample at or before the window's start
+		i++
+	}
+	run := -1 // the oldest usable sample of the newest run of equal committed offsets
+	for j := len(s) - 1; j >= 0; j-- {
+		if s[j].Lag < 0 || s[j].At.IsZero() {
+			continue // kafka.Evaluate skips unusable samples; so does the run
+		}
+		if run >= 0 && s[j].Committed != s[run].Committed {
+			break
+		}
+		run = j
+	}
+	if run < 0 || run >= i {
+		return append(s[:0], s[i:]...)
+	}
+	s[0] = s[run]
+	return append(s[:1], s[i:]...)
 }
 
 // windowFrom returns the samples from the last one at or before from onwards, so a window always
