@@ -72,7 +72,6 @@ kafka: [{name: main, brokers: [%q], lag: {window: 20s, stop_after: 60s}}]
 	p := startProcess(t, cfgPath, addr, log)
 	pid := p.cmd.Process.Pid
 
-
 	// 62 samples fill the window; a little more for the sampler's first rounds.
 	fill := 75 * time.Second
 	start := time.Now()
