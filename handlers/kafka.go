@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -54,6 +55,7 @@ type Kafka struct {
 	meta      MetaFunc
 	redact    *Redactor
 	rules     map[string]configs.LagRules // per cluster, for a group read through
+	triage    Triage                      // resolution state of dead letters; nil: every record open
 
 	// encoded holds, per cluster, the groups of the last snapshot served by APIGroups as JSON:
 	// a snapshot changes once per sample, and encoding 200 groups × 50 partitions costs
@@ -276,9 +278,10 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	topics = h.openCounts(c.Request().Context(), k.Name(), topics)
 	out := make([]dltJSON, 0, len(topics))
 	for _, t := range topics {
-		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, PerPart: []dltPartitionJSON{}}
+		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, Open: t.Open(), PerPart: []dltPartitionJSON{}}
 		if !t.NewestAt.IsZero() {
 			at := t.NewestAt.UTC()
 			j.NewestAt = &at
@@ -397,22 +400,30 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	default:
 		return ops.Invalid("raw", "must be true or false")
 	}
+	state, err := recordState(c, "all")
+	if err != nil {
+		return err
+	}
 	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
 	}
 	if allPartitions(c) {
-		return h.apiRecordsAcross(c, k, red, raw)
+		return h.apiRecordsAcross(c, k, red, raw, state)
 	}
 	page, err := k.Records(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	out := make([]recordJSON, 0, len(page.Records))
-	for _, r := range page.Records {
+	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, page.Records, state)
+	if err != nil {
+		return err
+	}
+	out := make([]recordJSON, 0, len(recs))
+	for _, r := range recs {
 		r, redacted := redactRecord(red, r)
 		j := toRecordJSON(r, raw)
-		j.Redacted = redacted
+		j.Redacted, j.Resolution = redacted, toResolutionJSON(resolutionOf(res, r))
 		out = append(out, j)
 	}
 	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, NextOffset: page.Next, PrevOffset: page.Prev})
@@ -420,7 +431,7 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 
 // apiRecordsAcross answers partition=all: newest first across partitions, merged by timestamp,
 // with each partition's offsets and the cursor of the next page.
-func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, raw bool) error {
+func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, raw bool, state string) error {
 	q, err := parseAcrossQuery(c)
 	if err != nil {
 		return err
@@ -429,11 +440,15 @@ func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, 
 	if err != nil {
 		return err
 	}
-	out := make([]recordJSON, 0, len(page.Records))
-	for _, r := range page.Records {
+	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, page.Records, state)
+	if err != nil {
+		return err
+	}
+	out := make([]recordJSON, 0, len(recs))
+	for _, r := range recs {
 		r, redacted := redactRecord(red, r)
 		j := toRecordJSON(r, raw)
-		j.Redacted = redacted
+		j.Redacted, j.Resolution = redacted, toResolutionJSON(resolutionOf(res, r))
 		out = append(out, j)
 	}
 	parts := make([]dltPartitionJSON, 0, len(page.Partitions))
@@ -464,7 +479,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	scan, err := k.ErrorGroups(c.Request().Context(), pathParam(c, "topic"), int(maxScan))
+	scan, err := h.errorGroups(c.Request().Context(), k, pathParam(c, "topic"), int(maxScan))
 	if err != nil {
 		return err
 	}
@@ -472,7 +487,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 		Capped: scan.Capped}
 	for _, g := range scan.Groups {
 		g = redactErrorGroup(red, g)
-		out.Groups = append(out.Groups, kafkaErrorGroupJSON{g.ExceptionType, g.ExceptionCause, g.Count, g.FirstAt.UTC(), g.LastAt.UTC(),
+		out.Groups = append(out.Groups, kafkaErrorGroupJSON{g.ExceptionType, g.ExceptionCause, g.Count, g.Open(), g.FirstAt.UTC(), g.LastAt.UTC(),
 			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset})
 	}
 	return c.JSON(http.StatusOK, out)
@@ -520,6 +535,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 		if topics, err = k.DeadLetterTopics(ctx); err != nil {
 			page.TopicsError = err.Error()
 		}
+		topics = h.openCounts(ctx, k.Name(), topics)
 	}
 	page.DLTs = toDLTRows(topics)
 	return render(c, http.StatusOK, kafkapages.Cluster(page))
@@ -579,9 +595,14 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	if exception != "" && c.QueryParam("limit") == "" {
 		q.Limit = kafka.MaxLimit // read a full page, keep the matches
 	}
+	// Open records by default: what is resolved, ignored or replayed is done with.
+	state, err := recordState(c, store.StateOpen)
+	if err != nil {
+		return err
+	}
 	page := kafkapages.TopicPage{Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
 		Cluster: k.Name(), Topic: q.Topic, Partition: q.Partition, Order: q.Order, Limit: q.Limit,
-		Exception: exception, OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at")}
+		Exception: exception, OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at"), State: state, Flash: c.QueryParam("flash")}
 	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
@@ -600,16 +621,22 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		return err
 	}
 	page.Start, page.End = res.Start, res.End
-	for _, r := range res.Records {
-		page.Read++
+	page.Read = len(res.Records)
+	recs, resolutions, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, res.Records, state)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
 		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
 		r, _ = redactRecord(red, r)
 		if exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != exception) {
 			continue
 		}
-		page.Records = append(page.Records, toRecordView(r))
+		v := toRecordView(r)
+		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
+		page.Records = append(page.Records, v)
 	}
-	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}}
+	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "state": {state}}
 	if exception != "" {
 		base.Set("exception", exception)
 	}
@@ -643,16 +670,22 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 		return err
 	}
 	page.Partitions = partitionOptions(res.Partitions)
-	for _, r := range res.Records {
-		page.Read++
+	page.Read = len(res.Records)
+	recs, resolutions, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, res.Records, page.State)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
 		r, _ = redactRecord(red, r)
 		if page.Exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != page.Exception) {
 			continue
 		}
-		page.Records = append(page.Records, toRecordView(r))
+		v := toRecordView(r)
+		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
+		page.Records = append(page.Records, v)
 	}
 	if cur := cursorText(res.Next); cur != "" {
-		v := url.Values{"partition": {"all"}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "cursor": {cur}}
+		v := url.Values{"partition": {"all"}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "cursor": {cur}, "state": {page.State}}
 		if page.Exception != "" {
 			v.Set("exception", page.Exception)
 		}
@@ -676,17 +709,17 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	scan, err := k.ErrorGroups(c.Request().Context(), topic, int(maxScan))
+	scan, err := h.errorGroups(c.Request().Context(), k, topic, int(maxScan))
 	if err != nil {
 		return err
 	}
-	page := kafkapages.ErrorsPage{Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
+	page := kafkapages.ErrorsPage{Flash: c.QueryParam("flash"), Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
 		layout.Crumb{Label: topic, Href: paths.KafkaTopic(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
 	for _, g := range scan.Groups {
 		g = redactErrorGroup(red, g)
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{ExceptionType: g.ExceptionType,
-			ExceptionCause: g.ExceptionCause, Count: g.Count, FirstAt: g.FirstAt, LastAt: g.LastAt,
+			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,
 			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
 	}

@@ -46,7 +46,7 @@ func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
 	rows := make([]kafkapages.DLTRow, 0, len(topics))
 	for _, t := range topics {
 		rows = append(rows, kafkapages.DLTRow{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions),
-			Records: t.Records, NewestAt: t.NewestAt})
+			Records: t.Records, Open: t.Open(), NewestAt: t.NewestAt})
 	}
 	return rows
 }

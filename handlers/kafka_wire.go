@@ -135,6 +135,7 @@ type dltJSON struct {
 	Retry      bool               `json:"retry"`
 	Partitions int                `json:"partitions"`
 	Records    int64              `json:"records"`
+	Open       int64              `json:"open"` // records not resolved, ignored or replayed
 	NewestAt   *time.Time         `json:"newest_at"`
 	PerPart    []dltPartitionJSON `json:"partition_records"`
 }
@@ -187,6 +188,7 @@ type recordJSON struct {
 	Size           int             `json:"size"`
 	Headers        []headerJSON    `json:"headers"`
 	DeadLetter     *deadLetterJSON `json:"dead_letter"`
+	Resolution     *resolutionJSON `json:"resolution"`
 	KeySchema      *schemaJSON     `json:"key_schema"`
 	ValueSchema    *schemaJSON     `json:"value_schema"`
 }
@@ -303,6 +305,7 @@ type kafkaErrorGroupJSON struct {
 	ExceptionType   string    `json:"exception_type"`
 	ExceptionCause  string    `json:"exception_cause"`
 	Count           int64     `json:"count"`
+	Open            int64     `json:"open"` // of count, those not resolved, ignored or replayed
 	FirstAt         time.Time `json:"first_at"`
 	LastAt          time.Time `json:"last_at"`
 	OriginalTopics  []string  `json:"original_topics"`

@@ -447,16 +447,7 @@ func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, det
 		return 0, auditUnavailable(err)
 	}
 	outcome := func(o string, n *int64, cause error) store.AuditEntry {
-		e := base
-		e.Outcome, e.Count = o, n
-		e.Detail = map[string]any{"intent_id": intent}
-		for k, v := range base.Detail {
-			e.Detail[k] = v
-		}
-		if cause != nil {
-			e.Detail["error"] = cause.Error()
-		}
-		return e
+		return store.OutcomeOf(base, intent, o, n, cause)
 	}
 	n, err := run(c.Request().Context(), func(ctx context.Context, tx pgx.Tx, changed int64) error {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

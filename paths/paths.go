@@ -77,6 +77,8 @@ const (
 	OffsetMovePattern       = KafkaGroupPattern + "/offsets/:id"
 	KafkaTopicPattern       = KafkaClusterPattern + "/topics/:topic"
 	KafkaTopicErrorsPattern = KafkaTopicPattern + "/errors"
+	// KafkaResolutionsPattern takes the pages' resolve forms (records, error groups).
+	KafkaResolutionsPattern = KafkaTopicPattern + "/resolutions"
 )
 
 func KafkaCluster(cluster string) string        { return build(KafkaClusterPattern, cluster) }
@@ -92,6 +94,9 @@ func OffsetMove(cluster, group, id string) string {
 func KafkaTopic(cluster, topic string) string { return build(KafkaTopicPattern, cluster, topic) }
 func KafkaTopicErrors(cluster, topic string) string {
 	return build(KafkaTopicErrorsPattern, cluster, topic)
+}
+func KafkaResolutions(cluster, topic string) string {
+	return build(KafkaResolutionsPattern, cluster, topic)
 }
 
 // RabbitMQ pages.
@@ -179,6 +184,7 @@ const (
 	APIKafkaRecordsPattern      = apiKafkaTopic + "/records"
 	APIKafkaExportPattern       = apiKafkaTopic + ExportSuffix
 	APIKafkaErrorGroupsPattern  = apiKafkaTopic + "/error-groups"
+	APIKafkaResolutionsPattern  = apiKafkaTopic + "/resolutions"
 	APIRabbitQueuesPattern      = "/api/v1/rabbitmq/:broker/queues"
 	APIQueuePattern             = APIRabbitQueuesPattern + "/:vhost/:queue"
 	APIQueueHistoryPattern      = APIQueuePattern + "/history"
@@ -219,6 +225,9 @@ func APIKafkaExport(cluster, topic string) string {
 }
 func APIKafkaErrorGroups(cluster, topic string) string {
 	return build(APIKafkaErrorGroupsPattern, cluster, topic)
+}
+func APIKafkaResolutions(cluster, topic string) string {
+	return build(APIKafkaResolutionsPattern, cluster, topic)
 }
 
 func APIRabbitQueues(broker string) string { return build(APIRabbitQueuesPattern, broker) }

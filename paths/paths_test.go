@@ -59,6 +59,7 @@ var builders = []builder{
 	{"OffsetsApprove", OffsetsApprovePattern, func(a []string) string { return OffsetsApprove(a[0], a[1]) }, nil},
 	{"OffsetMove", OffsetMovePattern, func(a []string) string { return OffsetMove(a[0], a[1], a[2]) }, nil},
 	{"KafkaTopic", KafkaTopicPattern, func(a []string) string { return KafkaTopic(a[0], a[1]) }, nil},
+	{"KafkaResolutions", KafkaResolutionsPattern, func(a []string) string { return KafkaResolutions(a[0], a[1]) }, nil},
 	{"KafkaTopicErrors", KafkaTopicErrorsPattern, func(a []string) string { return KafkaTopicErrors(a[0], a[1]) }, nil},
 
 	{"RabbitBroker", RabbitBrokerPattern, func(a []string) string { return RabbitBroker(a[0]) }, nil},
@@ -87,6 +88,7 @@ var builders = []builder{
 	{"APIKafkaRecords", APIKafkaRecordsPattern, func(a []string) string { return APIKafkaRecords(a[0], a[1]) }, nil},
 	{"APIKafkaExport", APIKafkaExportPattern, func(a []string) string { return APIKafkaExport(a[0], a[1]) }, nil},
 	{"APIKafkaErrorGroups", APIKafkaErrorGroupsPattern, func(a []string) string { return APIKafkaErrorGroups(a[0], a[1]) }, nil},
+	{"APIKafkaResolutions", APIKafkaResolutionsPattern, func(a []string) string { return APIKafkaResolutions(a[0], a[1]) }, nil},
 
 	{"APIRabbitQueues", APIRabbitQueuesPattern, func(a []string) string { return APIRabbitQueues(a[0]) }, nil},
 	{"APIQueue", APIQueuePattern, func(a []string) string { return APIQueue(a[0], a[1], a[2]) }, nil},

@@ -84,6 +84,16 @@ var (
 			"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start "+
 			"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out).",
 		[]string{"source", "name"}, nil)
+	// descDeadLettersByState is the same series name with a state label: state="open" counts the
+	// dead letters nobody has resolved, ignored or replayed (a RabbitMQ DLQ's ready messages are
+	// all open). The label-less series above stays as it was, so that existing alerts keep
+	// their series; the registry does not let one collector describe one name with two label
+	// sets, so this one is emitted without being described (a checked collector may do that).
+	descDeadLettersByState = prometheus.NewDesc("redrive_dead_letters",
+		"Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue "+
+			"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start "+
+			"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out).",
+		[]string{"source", "name", "state"}, nil)
 	descReplayMessages = prometheus.NewDesc("redrive_replay_messages_total",
 		"Messages of all replay jobs by settled outcome (published, skipped, failed), from the replay ledger.",
 		[]string{"outcome"}, nil)
@@ -296,6 +306,7 @@ func (e *exporter) collectKafka(ctx context.Context, cluster string) ([]promethe
 	for _, t := range snap.DeadLetterTopics {
 		if !t.Retry {
 			s.add(descDeadLetters, prometheus.GaugeValue, float64(t.Records), "kafka/"+cluster, t.Topic)
+			s.add(descDeadLettersByState, prometheus.GaugeValue, float64(t.Open()), "kafka/"+cluster, t.Topic, "open")
 		}
 	}
 	return s.out, nil
@@ -315,6 +326,7 @@ func (e *exporter) collectRabbit(ctx context.Context, broker string) ([]promethe
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Unacked), broker, q.Vhost, q.Name, "unacked")
 		if q.IsDeadLetterQueue {
 			s.add(descDeadLetters, prometheus.GaugeValue, float64(q.Ready), "rabbitmq/"+broker, q.Vhost+"/"+q.Name)
+			s.add(descDeadLettersByState, prometheus.GaugeValue, float64(q.Ready), "rabbitmq/"+broker, q.Vhost+"/"+q.Name, "open")
 		}
 	}
 	return s.out, nil

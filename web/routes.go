@@ -75,6 +75,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, paths.OffsetMovePattern, h.offsets.PlanPage, RoleViewer},
 		{http.MethodGet, paths.KafkaTopicPattern, h.kafka.TopicPage, RoleViewer},
 		{http.MethodGet, paths.KafkaTopicErrorsPattern, h.kafka.ErrorsPage, RoleViewer},
+		{http.MethodPost, paths.KafkaResolutionsPattern, h.kafka.FormResolve, RoleOperator},
 		{http.MethodGet, paths.RabbitMQ, h.rabbit.Index, RoleViewer},
 		{http.MethodGet, paths.RabbitBrokerPattern, h.rabbit.BrokerPage, RoleViewer},
 		{http.MethodGet, paths.QueuePattern, h.rabbit.QueuePage, RoleViewer},
@@ -116,6 +117,7 @@ func routes(h routeHandlers) []Route {
 		// Exports: from export.min_role (default operator).
 		{http.MethodGet, paths.APIKafkaExportPattern, h.search.ExportKafka, exportRole(h.search)},
 		{http.MethodGet, paths.APIKafkaErrorGroupsPattern, h.kafka.APIErrorGroups, RoleViewer},
+		{http.MethodPost, paths.APIKafkaResolutionsPattern, h.kafka.APIResolve, RoleOperator},
 		{http.MethodGet, paths.APIRabbitQueuesPattern, h.rabbit.APIQueues, RoleViewer},
 		{http.MethodGet, paths.APIQueuePattern, h.rabbit.APIQueue, RoleViewer},
 		{http.MethodGet, paths.APIQueueHistoryPattern, h.rabbit.APIQueueHistory, RoleViewer},

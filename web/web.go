@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/static"
 	"github.com/redrive/redrive/views/layout"
@@ -198,6 +199,13 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		search:   newSearch(deps),
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
 		trace:    handlers.NewTrace(deps.Tracer, meta, deps.Redactor.Audited(deps.Store)),
+	}
+	if deps.Store != nil {
+		clusters := make([]triage.Cluster, 0, len(deps.Search.Kafka))
+		for _, k := range deps.Search.Kafka {
+			clusters = append(clusters, k)
+		}
+		h.kafka.SetTriage(triage.New(deps.Store, clusters))
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

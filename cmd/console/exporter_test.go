@@ -184,8 +184,10 @@ func TestExporterMatchesAPI(t *testing.T) {
 				dlts++
 			}
 		}
-		if dlts < 2 || withPrefix(m, "redrive_dead_letters", `source="kafka/main"`) != dlts {
-			t.Errorf("%d dead-letter topics in the API, %d series", dlts, withPrefix(m, "redrive_dead_letters", `source="kafka/main"`))
+		// One series of every record per topic, and one of its open records (state="open").
+		if all := withPrefix(m, "redrive_dead_letters", `source="kafka/main"`); dlts < 2 || all != 2*dlts ||
+			withPrefix(m, "redrive_dead_letters", `source="kafka/main",state="open"`) != dlts {
+			t.Errorf("%d dead-letter topics in the API, %d series", dlts, all)
 		}
 	})
 
@@ -399,7 +401,9 @@ func TestExporterMatchesRabbitAPI(t *testing.T) {
 	if got := m[series("redrive_dead_letters", "source", "rabbitmq/main", "name", vhost+"/orders.dlq")]; dlqs < 2 || got < 62 {
 		t.Errorf("%d dead-letter queues; orders.dlq holds %v", dlqs, got)
 	}
-	if n := withPrefix(m, "redrive_dead_letters", `source="rabbitmq/main"`); n != dlqs {
+	// A DLQ's ready messages are all open: one series of them, one with state="open".
+	if n := withPrefix(m, "redrive_dead_letters", `source="rabbitmq/main"`); n != 2*dlqs ||
+		withPrefix(m, "redrive_dead_letters", `source="rabbitmq/main",state="open"`) != dlqs {
 		t.Errorf("%d dead-letter series, the API has %d dead-letter queues", n, dlqs)
 	}
 }
@@ -507,6 +511,10 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/"+q)
 	}
 	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/orders.DLT/error-groups")
+	post("/api/v1/kafka/{cluster}/topics/{topic}/resolutions", "/api/v1/kafka/main/topics/orders.DLT/resolutions",
+		`{"records":[{"partition":1,"offset":0}],"state":"ignored","reason":"contract"}`)
+	post("/api/v1/kafka/{cluster}/topics/{topic}/resolutions", "/api/v1/kafka/main/topics/orders.DLT/resolutions", `{"state":"resolved"}`)
+	get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/orders.DLT/records?partition=1&state=ignored")
 	for _, q := range []string{"filter=" + url.QueryEscape(`dead_letter.original_topic == "orders"`) + "&limit=3",
 		"filter=" + url.QueryEscape(`offset >= 0`) + "&partition=1&order=oldest&max_scan=4", "filter=" + url.QueryEscape("key ==")} {
 		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/orders.DLT/records?"+q)

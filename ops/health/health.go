@@ -130,12 +130,18 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
 	}
 	for _, t := range snap.DeadLetterTopics {
-		if t.Retry || t.Records == 0 || now.Sub(t.NewestAt) > recentDeadLetterArrival {
+		// Open dead letters only: a DLT whose records were all resolved, ignored or replayed is a
+		// fixed incident, not one on fire.
+		if t.Retry || t.Open() == 0 || now.Sub(t.NewestAt) > recentDeadLetterArrival {
 			continue
 		}
+		held := formatNum(t.Records) + " dead letters"
+		if t.Settled > 0 {
+			held = formatNum(t.Open()) + " open dead letters (of " + formatNum(t.Records) + ")"
+		}
 		out = append(out, Problem{Key: key(KindDeadLetters, "kafka", cluster, t.Topic), Kind: KindDeadLetters, Severity: Warning,
-			Title: fmt.Sprintf("%s (%s) holds %s dead letters; the newest arrived %s ago",
-				t.Topic, cluster, formatNum(t.Records), formatAge(now.Sub(t.NewestAt).Round(time.Second))),
+			Title: fmt.Sprintf("%s (%s) holds %s; the newest arrived %s ago",
+				t.Topic, cluster, held, formatAge(now.Sub(t.NewestAt).Round(time.Second))),
 			Summary: "Dead letters arrived in the last hour.",
 			Link:    paths.KafkaTopicErrors(cluster, t.Topic),
 			Labels:  map[string]string{"cluster": cluster, "topic": t.Topic}, Since: t.NewestAt})

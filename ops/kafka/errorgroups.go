@@ -33,7 +33,12 @@ type ErrorGroup struct {
 	SampleMessage   string
 	SamplePartition int32
 	SampleOffset    int64
+	// Settled is how many of Count are no longer open (filled by ops/triage; zero until then).
+	Settled int64
 }
+
+// Open is how many of the group's scanned records are still open.
+func (g ErrorGroup) Open() int64 { return max(0, g.Count-g.Settled) }
 
 // ErrorScan is the result of ErrorGroups.
 type ErrorScan struct {
@@ -42,6 +47,8 @@ type ErrorScan struct {
 	Scanned int64        // records read
 	Total   int64        // records in the topic (sum of end − start)
 	Capped  bool         // true when maxScan stopped the scan before the oldest records
+	// Ranges are the offsets read per partition, [Start, End): what counts of the groups cover.
+	Ranges []PartitionRange
 }
 
 // ErrorGroups scans the newest records of a topic — at most maxScan in total (0 → DefaultMaxScan),
@@ -79,6 +86,7 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 	for i, p := range parts {
 		if quota[i] > 0 {
 			from[p] = ps[p].end - quota[i]
+			scan.Ranges = append(scan.Ranges, PartitionRange{Partition: p, Start: from[p], End: ps[p].end})
 		}
 		scan.Scanned += quota[i]
 	}

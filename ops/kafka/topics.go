@@ -22,7 +22,13 @@ type DLTopic struct {
 	// NewestAt is the timestamp of the newest record across partitions (the last record of each
 	// non-empty partition); zero when the topic is empty or the read ran out of time.
 	NewestAt time.Time
+	// Settled is how many of Records are no longer open (resolved, ignored or replayed): filled
+	// by ops/triage from the console's store when the topic is read; zero (all open) until then.
+	Settled int64
 }
+
+// Open is how many of the topic's records are still open.
+func (t DLTopic) Open() int64 { return max(0, t.Records-t.Settled) }
 
 // DLPartition is one partition of a dead-letter topic.
 type DLPartition struct {

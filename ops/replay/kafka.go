@@ -303,7 +303,17 @@ type kafkaRunner struct {
 	dests   *destPartitions         // the original topics' partitions now, not when planned
 }
 
-func (r *kafkaRunner) finish(context.Context, store.ReplayJob) error { return nil }
+// finish marks the job's published records replayed, from the ledger: the sweep that completes
+// the marks of batches whose afterSettle a crash or a store error cut short.
+func (r *kafkaRunner) finish(ctx context.Context, job store.ReplayJob) error {
+	return r.e.o.Store.MarkJobReplayed(ctx, job.ID)
+}
+
+// headerDecoder decodes a record's dead-letter headers (*kafka.Cluster does): a Reader's records
+// come undecoded, and the replayed mark carries the record's error group.
+type headerDecoder interface {
+	DecodeHeaders(headers []kafka.Header) *kafka.DeadLetter
+}
 
 // close ends the run's fetch sessions.
 func (r *kafkaRunner) close() {
@@ -328,6 +338,8 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 	var settled []store.LedgerOutcome
 	out := make([]kafka.Outgoing, 0, len(items))
 	order := make([]Item, 0, len(items))
+	marks := make([]store.ResolutionMark, 0, len(items))
+	decoder, _ := r.k.(headerDecoder)
 	for _, p := range partitions {
 		want := byPartition[p] // ascending offsets: plan order within a partition
 		slices.SortFunc(want, func(a, b Item) int { return cmp.Compare(*a.Position, *b.Position) })
@@ -367,6 +379,13 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 			}
 			out = append(out, o)
 			order = append(order, it)
+			m := store.ResolutionMark{RecordKey: store.RecordKey{Partition: rec.Partition, Offset: rec.Offset}, ExceptionType: it.ErrorGroup}
+			if decoder != nil {
+				if dl := decoder.DecodeHeaders(rec.Headers); dl != nil {
+					m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause
+				}
+			}
+			marks = append(marks, m)
 			return nil
 		})
 		if err != nil {
@@ -377,6 +396,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 		}
 	}
 	errs := r.k.Produce(ctx, out)
+	published := marks[:0]
 	for i, it := range order {
 		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
 		if resumed[it.Seq] {
@@ -384,10 +404,20 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 		}
 		if errs[i] != nil {
 			o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()
+		} else {
+			published = append(published, marks[i])
 		}
 		settled = append(settled, o)
 	}
-	return moved{outcomes: settled}, nil
+	return moved{outcomes: settled, afterSettle: func(ctx context.Context) error {
+		// After the ledger (a record is never marked replayed ahead of it). A failure here does
+		// not stop the job: the records are replayed whatever their mark says, and finish's
+		// sweep from the ledger writes the marks that are missing.
+		if err := r.e.o.Store.MarkReplayed(ctx, job.ID, job.Actor, r.src.Cluster, r.src.Topic, published); err != nil {
+			r.e.o.Logger.Warn("replay: replayed marks deferred to the job's end", "job", job.ID, "err", err)
+		}
+		return nil
+	}}, nil
 }
 
 func goneFromTopic(it Item) store.LedgerOutcome {

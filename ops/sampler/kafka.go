@@ -398,7 +398,7 @@ func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapsho
 		c, ok := s.cache[cluster]
 		s.cacheMu.Unlock()
 		if ok && time.Since(c.fetched) < s.cacheTTL {
-			return s.agedKafka(c.snap), nil
+			return s.withOpen(ctx, s.agedKafka(c.snap)), nil
 		}
 	}
 	ch := s.reads.DoChan("kafka/"+cluster, func() (any, error) {
@@ -417,7 +417,7 @@ func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapsho
 		if r.Err != nil {
 			return KafkaSnapshot{}, r.Err
 		}
-		return s.agedKafka(r.Val.(KafkaSnapshot)), nil
+		return s.withOpen(ctx, s.agedKafka(r.Val.(KafkaSnapshot))), nil
 	case <-ctx.Done():
 		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: snapshot: %w", cluster, ctx.Err())
 	}

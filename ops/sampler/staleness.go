@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"github.com/redrive/redrive/ops/triage"
+
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +50,20 @@ func (s *Sampler) freshness(at, errorAt time.Time) Freshness {
 
 func (s *Sampler) agedKafka(snap KafkaSnapshot) KafkaSnapshot {
 	snap.Freshness = s.freshness(snap.At, snap.ErrorAt)
+	return snap
+}
+
+// withOpen fills how many records of each dead-letter topic are still open, from the store's
+// resolutions, at each read rather than each sample: a group resolved now stops being on fire on
+// the next page view, not a sample later. When the store cannot say, every record counts as open.
+func (s *Sampler) withOpen(ctx context.Context, snap KafkaSnapshot) KafkaSnapshot {
+	topics, err := triage.OpenCounts(ctx, s.store, snap.Cluster, snap.DeadLetterTopics)
+	if err != nil {
+		s.log.Warn("sampler: open dead letters unknown, counting every record", "cluster", snap.Cluster, "err", err)
+	}
+	if snap.DeadLetterTopics != nil {
+		snap.DeadLetterTopics = topics
+	}
 	return snap
 }
 

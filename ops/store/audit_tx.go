@@ -35,6 +35,21 @@ func (s *Store) RecordIntent(ctx context.Context, e AuditEntry) (int64, error) {
 	return id, nil
 }
 
+// OutcomeOf is the outcome row of the change whose intent row (id intent) was written from base:
+// base's detail with intent_id, n as its count, and the error's text when cause is set.
+func OutcomeOf(base AuditEntry, intent int64, outcome string, n *int64, cause error) AuditEntry {
+	e := base
+	e.Outcome, e.Count = outcome, n
+	e.Detail = map[string]any{"intent_id": intent}
+	for k, v := range base.Detail {
+		e.Detail[k] = v
+	}
+	if cause != nil {
+		e.Detail["error"] = cause.Error()
+	}
+	return e
+}
+
 // RecordAuditIn appends e as part of tx, the open transaction of the change it describes: when tx
 // runs on the store's own database (and may write its audit log), the row is inserted in tx and
 // commits or rolls back with the change; otherwise it is written through the store's pool before

@@ -66,7 +66,14 @@ func (s *Store) RecordErrorGroups(ctx context.Context, window time.Duration, sig
 func (s *Store) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]ErrorGroupEpisode, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, group_key, exception_type, exception_cause, episode_start, last_seen,
 			count, sample_message, sample_partition, sample_offset, episode_start
-		FROM error_group WHERE episode_start >= $1 ORDER BY episode_start DESC, source, group_key LIMIT $2`, since, limit)
+		FROM error_group g WHERE episode_start >= $1
+		  -- A group whose records people resolved, ignored or replayed is no longer new trouble:
+		  -- it is left out while the records marked are at least those of its episode, and comes
+		  -- back when another one arrives (the sampler then counts it into the episode).
+		  AND NOT (g.source LIKE 'kafka/%' AND (SELECT count(*) FROM dead_letter_resolution r
+		      WHERE r.cluster = substring(g.source from '^kafka/(.*)/[^/]*$') AND r.topic = substring(g.source from '[^/]*$')
+		        AND r.exception_type = g.exception_type AND r.exception_cause = g.exception_cause AND r.state <> 'open') >= g.count)
+		ORDER BY episode_start DESC, source, group_key LIMIT $2`, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("error groups: %w: %w", ops.ErrUnavailable, err)
 	}

@@ -55,6 +55,7 @@ type DLTRow struct {
 	Retry      bool
 	Partitions int
 	Records    int64
+	Open       int64 // records not resolved, ignored or replayed
 	NewestAt   time.Time
 }
 
@@ -120,7 +121,9 @@ type TopicPage struct {
 	Records     []RecordView
 	NextURL     string
 	PrevURL     string
-	CanReveal   bool // values are masked by redaction rules and an admin may reveal them (audited)
+	CanReveal   bool   // values are masked by redaction rules and an admin may reveal them (audited)
+	State       string // the resolution state shown: open (default), resolved, ignored, replayed or all
+	Flash       string // what the last action did
 }
 
 // PartitionOption is one partition in the selector: its number and how many records it holds.
@@ -147,7 +150,20 @@ type RecordView struct {
 	// was not); the *Error fields say why decoding failed (Key or Value is then the raw bytes).
 	KeySchema, KeySchemaError     string
 	ValueSchema, ValueSchemaError string
+	Resolution                    ResolutionView
 }
+
+// ResolutionView is what was decided about a dead letter: State "open" when nobody marked it.
+type ResolutionView struct {
+	State  string
+	By     string
+	At     time.Time
+	Reason string
+	JobID  string
+}
+
+// ResolutionStates are the states a records page offers, "all" last.
+var ResolutionStates = []string{"open", "resolved", "ignored", "replayed", "all"}
 
 // HeaderView is one header, its value as text.
 type HeaderView struct {
@@ -180,6 +196,7 @@ type ErrorsPage struct {
 	Total   int64
 	Capped  bool
 	Groups  []ErrorGroupRow
+	Flash   string // what the last action did
 }
 
 // ErrorGroupRow is one exception type (and cause): one bug, one row.
@@ -193,6 +210,7 @@ type ErrorGroupRow struct {
 	SampleMessage   string
 	SamplePartition int32
 	SampleOffset    int64
+	Open            int64 // of Count, the records not resolved, ignored or replayed
 }
 
 func recordURL(c, t string, p int32, off int64) string {
@@ -329,4 +347,29 @@ func joinDot(parts ...string) string {
 		out += p
 	}
 	return out
+}
+
+// stateURL is the topic page showing the records in one resolution state.
+func stateURL(p TopicPage, state string) string {
+	v := url.Values{"state": {state}, "order": {p.Order}}
+	if p.All {
+		v.Set("partition", "all")
+	} else {
+		v.Set("partition", strconv.Itoa(int(p.Partition)))
+	}
+	if p.Exception != "" {
+		v.Set("exception", p.Exception)
+	}
+	return paths.WithQuery(paths.KafkaTopic(p.Cluster, p.Topic), v)
+}
+
+// resolutionTone colours a resolution state's badge.
+func resolutionTone(state string) string {
+	switch state {
+	case "open":
+		return components.ToneDanger
+	case "ignored":
+		return components.ToneWarn
+	}
+	return components.ToneOK
 }

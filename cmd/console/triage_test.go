@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// deadLetterCluster is a kfake cluster with orders (the original topic) and orders.DLT, holding
+// the dead letters produced by each call of the returned function: n records of one exception
+// type, keyed and identified by prefix-i.
+func deadLetterCluster(t *testing.T, ctx context.Context) (*devstack.Kafka, func(n int, typ, prefix string)) {
+	t.Helper()
+	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	return k, func(n int, typ, prefix string) {
+		t.Helper()
+		var recs []*kgo.Record
+		for i := range n {
+			id := fmt.Sprintf("%s-%d", prefix, i)
+			recs = append(recs, &kgo.Record{Topic: "orders.DLT", Key: []byte(id), Value: []byte(`{"messageId":"` + id + `"}`),
+				Headers: []kgo.RecordHeader{{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+					{Key: "kafka_dlt-exception-fqcn", Value: []byte(typ)},
+					{Key: "kafka_dlt-exception-message", Value: []byte(typ + ": failed " + id)}}})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type recordsAnswer struct {
+	Records []struct {
+		Partition  int32
+		Offset     int64
+		Resolution *struct {
+			State  string  `json:"state"`
+			By     string  `json:"by"`
+			At     *string `json:"at"`
+			Reason string  `json:"reason"`
+			JobID  string  `json:"job_id"`
+		} `json:"resolution"`
+	} `json:"records"`
+}
+
+// TestResolveDeadLetters: records resolved by record, error group and filter stop counting as
+// open on the error groups, the DLT list, the overview and /metrics (the label-less series keeps
+// counting every record); a replay job marks what it published replayed with its id; a viewer is
+// refused every change; every change is audited.
+func TestResolveDeadLetters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k, dead := deadLetterCluster(t, ctx)
+	dead(6, "com.acme.PoisonException", "poison")
+	dead(4, "java.net.SocketTimeoutException", "timeout")
+	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n%s",
+		pgtest.NewDatabase(t), k.Addrs()[0], basicAuth("")))
+	api := base + "/api/v1/kafka/main/topics/orders.DLT"
+	resolve := func(token, body string) response {
+		t.Helper()
+		return bearer(t, "POST", api+"/resolutions", token, body)
+	}
+	records := func(query string) recordsAnswer {
+		t.Helper()
+		r := bearer(t, "GET", api+"/records?partition=all&limit=500&"+query, "tok-viewer", "")
+		if r.status != http.StatusOK {
+			t.Fatalf("records %s: %d %s", query, r.status, r.body)
+		}
+		return decode[recordsAnswer](t, r)
+	}
+	type group struct {
+		ExceptionType string `json:"exception_type"`
+		Count, Open   int64
+	}
+	groups := func() map[string]group {
+		t.Helper()
+		v := decode[struct{ Groups []group }](t, bearer(t, "GET", api+"/error-groups", "tok-viewer", ""))
+		out := map[string]group{}
+		for _, g := range v.Groups {
+			out[g.ExceptionType] = g
+		}
+		return out
+	}
+	dltOpen := func() (records, open int64) {
+		t.Helper()
+		v := decode[struct {
+			Topics []struct {
+				Topic         string
+				Records, Open int64
+			}
+		}](t, bearer(t, "GET", base+"/api/v1/kafka/main/dead-letter-topics", "tok-viewer", ""))
+		for _, tp := range v.Topics {
+			if tp.Topic == "orders.DLT" {
+				return tp.Records, tp.Open
+			}
+		}
+		t.Fatalf("orders.DLT not listed: %+v", v)
+		return 0, 0
+	}
+	onFire := func() bool {
+		return strings.Contains(bearer(t, "GET", base+"/api/v1/overview", "tok-viewer", "").body, "dead_letters/kafka/main/orders.DLT")
+	}
+	openSeries := series("redrive_dead_letters", "source", "kafka/main", "name", "orders.DLT", "state", "open")
+	allSeries := series("redrive_dead_letters", "source", "kafka/main", "name", "orders.DLT")
+
+	waitUntil(t, 30*time.Second, "the sampler lists orders.DLT", func() bool { return scrape(t, base)[allSeries] == 10 })
+	if m := scrape(t, base); m[openSeries] != 10 {
+		t.Fatalf("open before any resolution: %v", m[openSeries])
+	}
+	if !onFire() {
+		t.Fatal("orders.DLT is not on the overview before any resolution")
+	}
+	newGroup := func(typ string) bool {
+		return strings.Contains(bearer(t, "GET", base+"/api/v1/overview", "tok-viewer", "").body, "new_error_group/kafka/main/orders.DLT/"+typ+"|")
+	}
+	waitUntil(t, 30*time.Second, "the poison group is new on the overview", func() bool { return newGroup("com.acme.PoisonException") })
+	all := records("")
+	if len(all.Records) != 10 || all.Records[0].Resolution == nil || all.Records[0].Resolution.State != "open" || all.Records[0].Resolution.At != nil {
+		t.Fatalf("records before any resolution: %+v", all)
+	}
+
+	t.Run("ViewerRefused", func(t *testing.T) {
+		r := resolve("tok-viewer", `{"error_group":{"exception_type":"com.acme.PoisonException"},"state":"resolved","reason":"fixed"}`)
+		if r.status != http.StatusForbidden {
+			t.Fatalf("viewer: %d %s", r.status, r.body)
+		}
+		ar := bearer(t, "GET", base+"/api/v1/audit?actor=token:viewer-bot", "tok-admin", "")
+		a := decode[struct{ Entries []auditRow }](t, ar)
+		if len(a.Entries) == 0 || a.Entries[0].Outcome != "denied" || !strings.Contains(a.Entries[0].Action, "/resolutions") {
+			t.Fatalf("the refusal's audit row: %s", ar.body)
+		}
+		if _, open := dltOpen(); open != 10 {
+			t.Fatalf("a refused resolution changed the open count to %d", open)
+		}
+	})
+
+	t.Run("BadInput", func(t *testing.T) {
+		for body, want := range map[string]string{
+			`{"state":"resolved","reason":"x"}`:                                              "exactly one of records, error_group or filter",
+			`{"records":[{"partition":0,"offset":999}],"state":"resolved","reason":"x"}`:     "offset 999 is not in topic orders.DLT",
+			`{"records":[{"partition":7,"offset":0}],"state":"resolved","reason":"x"}`:       "partition 7 is not in topic orders.DLT",
+			`{"error_group":{"exception_type":"x"},"state":"replayed","reason":"x"}`:         "set by a replay job",
+			`{"error_group":{"exception_type":"x"},"state":"closed","reason":"x"}`:           "must be open, resolved or ignored",
+			`{"error_group":{"exception_type":"x"},"state":"resolved"}`:                      "reason",
+			`{"filter":{"cel":"value.orderId =="},"state":"resolved","reason":"x"}`:          "filter",
+			`{"records":[{"partition":0}],"state":"resolved","reason":"x"}`:                  "needs partition and offset",
+			`{"records":[{"partition":0,"offset":0}],"state":"resolved","reason":"x","x":1}`: "unknown field",
+		} {
+			r := resolve("tok-operator", body)
+			if r.status != http.StatusBadRequest || !strings.Contains(r.body, want) {
+				t.Errorf("%s: %d %s, want 400 saying %q", body, r.status, r.body, want)
+			}
+		}
+	})
+
+	// By record: two timeouts ignored.
+	var timeouts [][2]int64
+	byType := decode[struct {
+		Records []struct {
+			Partition  int32
+			Offset     int64
+			DeadLetter struct {
+				ExceptionType string `json:"exception_type"`
+			} `json:"dead_letter"`
+		}
+	}](t, bearer(t, "GET", api+"/records?partition=all&limit=500", "tok-viewer", ""))
+	for _, r := range byType.Records {
+		if r.DeadLetter.ExceptionType == "java.net.SocketTimeoutException" && len(timeouts) < 2 {
+			timeouts = append(timeouts, [2]int64{int64(r.Partition), r.Offset})
+		}
+	}
+	r := resolve("tok-operator", fmt.Sprintf(`{"records":[{"partition":%d,"offset":%d},{"partition":%d,"offset":%d}],"state":"ignored","reason":"load test noise"}`,
+		timeouts[0][0], timeouts[0][1], timeouts[1][0], timeouts[1][1]))
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"updated":2`) {
+		t.Fatalf("resolve by record: %d %s", r.status, r.body)
+	}
+	if ign := records("state=ignored"); len(ign.Records) != 2 || ign.Records[0].Resolution.By != "token:operator-bot" ||
+		ign.Records[0].Resolution.Reason != "load test noise" || ign.Records[0].Resolution.At == nil {
+		t.Fatalf("the ignored records: %+v %+v", ign, *ign.Records[0].Resolution)
+	}
+	if n := len(records("state=open").Records); n != 8 {
+		t.Fatalf("%d open records after ignoring 2 of 10", n)
+	}
+	if g := groups()["java.net.SocketTimeoutException"]; g.Count != 4 || g.Open != 2 {
+		t.Fatalf("the timeout group after ignoring 2: %+v", g)
+	}
+
+	// By error group: the poison ones resolved; again changes nothing.
+	body := `{"error_group":{"exception_type":"com.acme.PoisonException"},"state":"resolved","reason":"fixed in 4.2.1"}`
+	if r := resolve("tok-operator", body); r.status != http.StatusOK || !strings.Contains(r.body, `"updated":6`) {
+		t.Fatalf("resolve by group: %d %s", r.status, r.body)
+	}
+	if r := resolve("tok-operator", body); r.status != http.StatusOK || !strings.Contains(r.body, `"updated":0`) || !strings.Contains(r.body, `"matched":6`) {
+		t.Fatalf("resolve the group again: %d %s", r.status, r.body)
+	}
+	if g := groups(); g["com.acme.PoisonException"].Open != 0 || g["com.acme.PoisonException"].Count != 6 {
+		t.Fatalf("the poison group after resolving it: %+v", g)
+	}
+	if newGroup("com.acme.PoisonException") || !newGroup("java.net.SocketTimeoutException") {
+		t.Fatal("the resolved group is still new on the overview, or the open one is not")
+	}
+	if recs, open := dltOpen(); recs != 10 || open != 2 {
+		t.Fatalf("the DLT list: %d records, %d open; want 10, 2", recs, open)
+	}
+	if m := scrape(t, base); m[openSeries] != 2 || m[allSeries] != 10 {
+		t.Fatalf("metrics: open %v, all %v; want 2, 10", m[openSeries], m[allSeries])
+	}
+
+	// By filter (CEL): the timeouts, the two ignored ones included, resolved.
+	r = resolve("tok-operator", `{"filter":{"cel":"dead_letter.exception_type.endsWith(\"TimeoutException\")"},"state":"resolved","reason":"INC-2231 closed"}`)
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"updated":4`) || !strings.Contains(r.body, `"scanned":10`) {
+		t.Fatalf("resolve by filter: %d %s", r.status, r.body)
+	}
+	if recs, open := dltOpen(); recs != 10 || open != 0 {
+		t.Fatalf("the DLT list: %d records, %d open; want 10, 0", recs, open)
+	}
+	if m := scrape(t, base); m[openSeries] != 0 || m[allSeries] != 10 {
+		t.Fatalf("metrics: open %v, all %v; want 0, 10", m[openSeries], m[allSeries])
+	}
+	if onFire() {
+		t.Fatal("orders.DLT is still on the overview with every record resolved")
+	}
+	// The topic page shows open records by default: none now.
+	client, _ := signedIn(t, base, "vera")
+	page := do(t, client, "GET", base+"/kafka/main/topics/orders.DLT?partition=all", "", "")
+	if page.status != http.StatusOK || strings.Contains(page.body, `data-testid="record-row"`) || !strings.Contains(page.body, "Showing open records") {
+		t.Fatalf("the topic page by default: %d (record rows: %d)", page.status, strings.Count(page.body, `data-testid="record-row"`))
+	}
+	if page := do(t, client, "GET", base+"/kafka/main/topics/orders.DLT?partition=all&state=resolved", "", ""); strings.Count(page.body, `data-testid="record-row"`) != 10 {
+		t.Fatalf("the topic page, state=resolved: %d record rows", strings.Count(page.body, `data-testid="record-row"`))
+	}
+	if page := do(t, client, "GET", base+"/kafka/main/topics/orders.DLT?state=bogus", "", ""); page.status != http.StatusBadRequest {
+		t.Fatalf("state=bogus: %d", page.status)
+	}
+
+	// A new dead letter of a resolved group is open: the incident is back.
+	dead(1, "com.acme.PoisonException", "again")
+	waitUntil(t, 30*time.Second, "the new record counts as open", func() bool { _, open := dltOpen(); return open == 1 })
+	waitUntil(t, 30*time.Second, "orders.DLT back on the overview", onFire)
+	waitUntil(t, 30*time.Second, "the poison group new again on the overview", func() bool { return newGroup("com.acme.PoisonException") })
+
+	t.Run("ReplayMarksReplayed", func(t *testing.T) {
+		plan := bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
+			`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT"},"filter":{"exception_type":"com.acme.PoisonException"}}`)
+		p := decode[struct {
+			PlanID string `json:"plan_id"`
+		}](t, plan)
+		start := bearer(t, "POST", base+"/api/v1/replays", "tok-operator", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":500,"reason":"fixed"}`, p.PlanID))
+		if plan.status != 200 || start.status != 200 {
+			t.Fatalf("plan %d %s; start %d %s", plan.status, plan.body, start.status, start.body)
+		}
+		job := decode[struct{ ID string }](t, start)
+		waitUntil(t, 30*time.Second, "the job finishes", func() bool {
+			return strings.Contains(bearer(t, "GET", base+"/api/v1/replays/"+job.ID, "tok-viewer", "").body, `"status":"done"`)
+		})
+		replayed := records("state=replayed")
+		if len(replayed.Records) != 7 {
+			t.Fatalf("%d records replayed, want the 7 poison ones: %+v", len(replayed.Records), replayed)
+		}
+		for _, r := range replayed.Records {
+			if r.Resolution.JobID != job.ID || r.Resolution.By != "token:operator-bot" {
+				t.Fatalf("a replayed record's resolution: %+v (job %s)", r.Resolution, job.ID)
+			}
+		}
+		if _, open := dltOpen(); open != 0 {
+			t.Fatalf("%d open after the replay", open)
+		}
+		if g := groups()["com.acme.PoisonException"]; g.Open != 0 || g.Count != 7 {
+			t.Fatalf("the poison group after the replay: %+v", g)
+		}
+	})
+
+	t.Run("Audited", func(t *testing.T) {
+		a := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=kafka.resolve", "tok-admin", ""))
+		var ok int
+		for _, e := range a.Entries {
+			if e.Outcome == "ok" && e.Actor == "token:operator-bot" && e.Target == "kafka/main/orders.DLT" {
+				ok++
+			}
+		}
+		// record, group, group again (0 changed), filter.
+		if ok != 4 {
+			t.Fatalf("%d ok kafka.resolve audit entries, want 4: %+v", ok, a.Entries)
+		}
+	})
+}

@@ -1,0 +1,246 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
+	"github.com/redrive/redrive/paths"
+	kafkapages "github.com/redrive/redrive/views/pages/kafka"
+)
+
+// Triage is what the Kafka pages and API need of ops/triage; *triage.Triage implements it.
+type Triage interface {
+	Resolve(ctx context.Context, r triage.Request) (triage.Result, error)
+	Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[store.RecordKey]store.Resolution, error)
+	OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error)
+	OpenCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error)
+}
+
+// SetTriage wires the resolution state of dead letters into the Kafka pages and API; without it
+// every record reads as open and resolving answers 503.
+func (h *Kafka) SetTriage(t Triage) { h.triage = t }
+
+// resolutionJSON is a record's resolution as the API gives it; state "open" with the rest empty
+// for a record nobody marked.
+type resolutionJSON struct {
+	State  string     `json:"state"`
+	By     string     `json:"by"`
+	At     *time.Time `json:"at"`
+	Reason string     `json:"reason"`
+	JobID  string     `json:"job_id"`
+}
+
+func toResolutionJSON(r store.Resolution) *resolutionJSON {
+	j := &resolutionJSON{State: r.State, By: r.Actor, Reason: r.Reason, JobID: r.JobID}
+	if j.State == "" {
+		j.State = store.StateOpen
+	}
+	if !r.At.IsZero() {
+		at := r.At.UTC()
+		j.At = &at
+	}
+	return j
+}
+
+// withResolutions reads the resolutions of recs and keeps those in state ("all" keeps every
+// record). Without a store every record is open.
+func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs []kafka.Record, state string) ([]kafka.Record, map[store.RecordKey]store.Resolution, error) {
+	res := map[store.RecordKey]store.Resolution{}
+	if h.triage != nil && len(recs) > 0 {
+		var err error
+		if res, err = h.triage.Resolutions(ctx, cluster, topic, recs); err != nil {
+			return nil, nil, err
+		}
+	}
+	if state == "all" {
+		return recs, res, nil
+	}
+	kept := recs[:0:0]
+	for _, r := range recs {
+		st := res[store.RecordKey{Partition: r.Partition, Offset: r.Offset}].State
+		if st == "" {
+			st = store.StateOpen
+		}
+		if st == state {
+			kept = append(kept, r)
+		}
+	}
+	return kept, res, nil
+}
+
+func resolutionOf(res map[store.RecordKey]store.Resolution, r kafka.Record) store.Resolution {
+	out := res[store.RecordKey{Partition: r.Partition, Offset: r.Offset}]
+	if out.State == "" {
+		out.State = store.StateOpen
+	}
+	return out
+}
+
+// resolutionRequest is the body of POST …/topics/:topic/resolutions.
+type resolutionRequest struct {
+	Records    []recordRefJSON    `json:"records"`
+	ErrorGroup *errorGroupRefJSON `json:"error_group"`
+	Filter     *resolveFilterIn   `json:"filter"`
+	State      string             `json:"state"`
+	Reason     string             `json:"reason"`
+}
+
+type recordRefJSON struct {
+	Partition *int32 `json:"partition"`
+	Offset    *int64 `json:"offset"`
+}
+
+type errorGroupRefJSON struct {
+	ExceptionType  string  `json:"exception_type"`
+	ExceptionCause *string `json:"exception_cause"`
+}
+
+// resolveFilterIn is a filter as a replay plan gives one: a CEL expression (ops/search) and the
+// exact fields beside it.
+type resolveFilterIn struct {
+	CEL           string    `json:"cel"`
+	ExceptionType string    `json:"exception_type"`
+	OriginalTopic string    `json:"original_topic"`
+	Since         time.Time `json:"since"`
+	Until         time.Time `json:"until"`
+}
+
+// APIResolve: POST /api/v1/kafka/:cluster/topics/:topic/resolutions — {"records":[{partition,
+// offset}] | "error_group":{"exception_type"} | "filter":{…}, "state", "reason"} → {"updated": n}.
+func (h *Kafka) APIResolve(c echo.Context) error {
+	var req resolutionRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	res, err := h.resolve(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"updated": res.Updated, "matched": res.Matched, "scanned": res.Scanned})
+}
+
+// FormResolve: POST /kafka/:cluster/topics/:topic/resolutions — the pages' resolve buttons: a
+// record (partition, offset) or an error group (exception_type), back to where it was pressed.
+func (h *Kafka) FormResolve(c echo.Context) error {
+	req := resolutionRequest{State: c.FormValue("state"), Reason: c.FormValue("reason")}
+	if p, o := c.FormValue("partition"), c.FormValue("offset"); p != "" || o != "" {
+		pn, perr := strconv.ParseInt(p, 10, 32)
+		on, oerr := strconv.ParseInt(o, 10, 64)
+		if perr != nil || oerr != nil {
+			return ops.Invalid("record", "partition and offset must be numbers")
+		}
+		p32 := int32(pn)
+		req.Records = []recordRefJSON{{Partition: &p32, Offset: &on}}
+	}
+	if c.Request().Form.Has("exception_type") {
+		req.ErrorGroup = &errorGroupRefJSON{ExceptionType: c.FormValue("exception_type")}
+		if c.Request().Form.Has("exception_cause") {
+			cause := c.FormValue("exception_cause")
+			req.ErrorGroup.ExceptionCause = &cause
+		}
+	}
+	res, err := h.resolve(c, req)
+	if err != nil {
+		return err
+	}
+	// Back to the page the form was on, when it is this topic's (never elsewhere: an open redirect).
+	topicPage := paths.KafkaTopic(pathParam(c, "cluster"), pathParam(c, "topic"))
+	back, err := url.Parse(c.FormValue("back"))
+	if err != nil || back.Host != "" || back.Scheme != "" || (back.EscapedPath() != topicPage && !strings.HasPrefix(back.EscapedPath(), topicPage+"/")) {
+		back = &url.URL{Path: topicPage}
+	}
+	q := back.Query()
+	q.Set("flash", fmt.Sprintf("%d record(s) marked %s.", res.Updated, req.State))
+	return c.Redirect(http.StatusSeeOther, paths.WithQuery(back.EscapedPath(), q))
+}
+
+func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, error) {
+	k, err := h.cluster(c)
+	if err != nil {
+		return triage.Result{}, err
+	}
+	if h.triage == nil {
+		return triage.Result{}, fmt.Errorf("resolutions need the console's store: %w", ops.ErrUnavailable)
+	}
+	topic := pathParam(c, "topic")
+	switch {
+	case req.State == "":
+		return triage.Result{}, ops.Invalid("state", "required: open, resolved or ignored")
+	case strings.TrimSpace(req.Reason) == "" && req.State != store.StateOpen:
+		return triage.Result{}, ops.Invalid("reason", "required: say why (it goes to the audit log and shows beside the records)")
+	}
+	r := triage.Request{Cluster: k.Name(), Topic: topic, State: req.State, Reason: req.Reason,
+		Actor: ActorOf(c).Name, Role: ActorOf(c).Role}
+	for i, ref := range req.Records {
+		if ref.Partition == nil || ref.Offset == nil {
+			return triage.Result{}, ops.Invalid(fmt.Sprintf("records[%d]", i), "needs partition and offset")
+		}
+		if *ref.Partition < 0 || *ref.Offset < 0 {
+			return triage.Result{}, ops.Invalid(fmt.Sprintf("records[%d]", i), "partition and offset must not be negative")
+		}
+		r.Selection.Records = append(r.Selection.Records, store.RecordKey{Partition: *ref.Partition, Offset: *ref.Offset})
+	}
+	if req.Records != nil && len(req.Records) == 0 {
+		return triage.Result{}, ops.Invalid("records", "empty: name at least one record")
+	}
+	if g := req.ErrorGroup; g != nil {
+		r.Selection.ErrorGroup = &triage.ErrorGroupRef{ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause}
+	}
+	if f := req.Filter; f != nil {
+		red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+topic)
+		if err != nil {
+			return triage.Result{}, err
+		}
+		tf := &triage.Filter{CEL: f.CEL, ExceptionType: f.ExceptionType, OriginalTopic: f.OriginalTopic, Since: f.Since, Until: f.Until}
+		if red != nil {
+			tf.View = func(rec kafka.Record) kafka.Record { v, _ := redactRecord(red, rec); return v }
+		}
+		r.Selection.Filter = tf
+	}
+	ip, ua := clientInfo(c)
+	ctx := ops.WithClient(c.Request().Context(), ops.Client{Addr: ip, UserAgent: ua})
+	return h.triage.Resolve(ctx, r)
+}
+
+// recordState reads ?state= of a records page or API (def when absent).
+func recordState(c echo.Context, def string) (string, error) {
+	return triage.ParseState(c.QueryParam("state"), def)
+}
+
+// toResolutionView is a record's resolution for the pages.
+func toResolutionView(r store.Resolution) kafkapages.ResolutionView {
+	return kafkapages.ResolutionView{State: r.State, By: r.Actor, At: r.At, Reason: r.Reason, JobID: r.JobID}
+}
+
+// errorGroups scans a topic's error groups and counts each one's open records.
+func (h *Kafka) errorGroups(ctx context.Context, k KafkaCluster, topic string, maxScan int) (kafka.ErrorScan, error) {
+	scan, err := k.ErrorGroups(ctx, topic, maxScan)
+	if err != nil || h.triage == nil {
+		return scan, err
+	}
+	if withOpen, err := h.triage.OpenByErrorGroup(ctx, k.Name(), scan); err == nil {
+		return withOpen, nil
+	}
+	return scan, nil // the store cannot say: every record counts as open
+}
+
+// openCounts fills the dead-letter topics' settled counts; when the store cannot say, every
+// record counts as open (too many on fire rather than too few).
+func (h *Kafka) openCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) []kafka.DLTopic {
+	if h.triage == nil {
+		return topics
+	}
+	out, _ := h.triage.OpenCounts(ctx, cluster, topics)
+	return out
+}

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Resolution states of a Kafka dead letter (migration 024). A record without a row is open.
+const (
+	StateOpen     = "open"
+	StateResolved = "resolved"
+	StateIgnored  = "ignored"
+	StateReplayed = "replayed" // set by a replay job, with its id
+)
+
+// ResolutionStates lists the states in the order pages offer them.
+var ResolutionStates = []string{StateOpen, StateResolved, StateIgnored, StateReplayed}
+
+// Resolution is what was decided about one dead letter, and by whom.
+type Resolution struct {
+	State  string
+	Actor  string
+	At     time.Time // zero for a record never marked
+	Reason string
+	JobID  string // the replay job that replayed it
+}
+
+// RecordKey names one record of a topic.
+type RecordKey struct {
+	Partition int32
+	Offset    int64
+}
+
+// ResolutionMark is one record to mark, with its error group (from its dead-letter headers) so
+// that error groups can count their open records without reading the topic again.
+type ResolutionMark struct {
+	RecordKey
+	ExceptionType, ExceptionCause string
+}
+
+// PartitionSpan is the [Start, End) offsets of one partition of a topic.
+type PartitionSpan struct {
+	Topic      string
+	Partition  int32
+	Start, End int64
+}
+
+// SetResolutions puts marks into state, audited before effect: the intent row (e, outcome
+// "started") is written first and nothing changes when it cannot be; the change and its outcome
+// row (naming the intent) then commit in one transaction of the store's database, so the log
+// never says "ok" for a change that was rolled back. It returns how many records changed state
+// (a record already in it is not counted; none is written for opening a record that is open).
+func (s *Store) SetResolutions(ctx context.Context, e AuditEntry, cluster, topic string, marks []ResolutionMark, state, reason string) (int64, error) {
+	if !validState(state) {
+		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
+	}
+	// The audit rows are written even if the caller went away mid-request.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	intent, err := s.RecordIntent(actx, e)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if n, err = setResolutions(actx, tx, cluster, topic, marks, state, e.Actor, reason, ""); err != nil {
+			return err
+		}
+		sql, args := auditInsert(OutcomeOf(e, intent, OutcomeOK, &n, nil), "audit_log")
+		_, err = tx.Exec(actx, sql, args...)
+		return err
+	})
+	if err != nil {
+		_ = s.RecordAudit(actx, OutcomeOf(e, intent, OutcomeFailed, nil, err))
+		return 0, fmt.Errorf("dead-letter resolutions %s/%s: %w: %w", cluster, topic, ops.ErrUnavailable, err)
+	}
+	return n, nil
+}
+
+func validState(s string) bool {
+	for _, st := range ResolutionStates {
+		if s == st {
+			return true
+		}
+	}
+	return false
+}
+
+// setResolutions writes the marks in tx; it returns how many records changed state.
+func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks []ResolutionMark, state, actor, reason, jobID string) (int64, error) {
+	if len(marks) == 0 {
+		return 0, nil
+	}
+	parts, offs := make([]int32, len(marks)), make([]int64, len(marks))
+	types, causes := make([]string, len(marks)), make([]string, len(marks))
+	for i, m := range marks {
+		parts[i], offs[i] = m.Partition, m.Offset
+		types[i], causes[i] = ops.CleanText(m.ExceptionType, 500), ops.CleanText(m.ExceptionCause, 500)
+	}
+	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 2000)
+	if state == StateOpen {
+		// Opening a record that has no row changes nothing: no row is open.
+		tag, err := tx.Exec(ctx, `UPDATE dead_letter_resolution r SET state = 'open', actor = $3, at = now(), reason = $4, job_id = ''
+			FROM unnest($5::int[], $6::bigint[]) AS u(p, o)
+			WHERE r.cluster = $1 AND r.topic = $2 AND r.partition = u.p AND r."offset" = u.o AND r.state <> 'open'`,
+			cluster, topic, actor, reason, parts, offs)
+		return tag.RowsAffected(), err
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO dead_letter_resolution AS r
+			(cluster, topic, partition, "offset", state, exception_type, exception_cause, actor, reason, job_id)
+		SELECT DISTINCT ON (u.p, u.o) $1, $2, u.p, u.o, $3, u.t, u.c, $4, $5, $6
+		FROM unnest($7::int[], $8::bigint[], $9::text[], $10::text[]) AS u(p, o, t, c)
+		ON CONFLICT (cluster, topic, partition, "offset") DO UPDATE SET state = EXCLUDED.state,
+			exception_type = CASE WHEN EXCLUDED.exception_type = '' THEN r.exception_type ELSE EXCLUDED.exception_type END,
+			exception_cause = CASE WHEN EXCLUDED.exception_type = '' THEN r.exception_cause ELSE EXCLUDED.exception_cause END,
+			actor = EXCLUDED.actor, at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
+		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id`,
+		cluster, topic, state, actor, reason, jobID, parts, offs, types, causes)
+	return tag.RowsAffected(), err
+}
+
+// MarkReplayed marks the records a replay job published as replayed, with the job's id. Called
+// after the ledger has them settled (a mark is never ahead of the ledger); marks repeated by a
+// resumed run change nothing.
+func (s *Store) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []ResolutionMark) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := setResolutions(ctx, tx, cluster, topic, marks, StateReplayed, actor, "replayed by job "+jobID, jobID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mark replayed %s/%s: %w: %w", cluster, topic, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// MarkJobReplayed marks every record of a finished Kafka job that the ledger says was published
+// and is not marked yet: the sweep that makes the marks complete when a crash came between a
+// batch's settle and its marks. The exception cause is not in the plan; the type is.
+func (s *Store) MarkJobReplayed(ctx context.Context, jobID string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO dead_letter_resolution AS r
+			(cluster, topic, partition, "offset", state, exception_type, actor, reason, job_id)
+		SELECT p.source->>'cluster', p.source->>'topic', i.partition, i.position, 'replayed', i.error_group, j.actor,
+			'replayed by job ' || j.id, j.id
+		FROM replay_job j JOIN replay_plan p ON p.id = j.plan_id
+		JOIN replay_ledger l ON l.job_id = j.id AND l.outcome = 'published'
+		JOIN replay_plan_item i ON i.plan_id = j.plan_id AND i.seq = l.seq
+		WHERE j.id = $1 AND p.source->>'kind' = 'kafka' AND i.partition IS NOT NULL AND i.position IS NOT NULL
+		ON CONFLICT (cluster, topic, partition, "offset") DO UPDATE SET state = 'replayed', actor = EXCLUDED.actor,
+			at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
+		WHERE r.job_id <> EXCLUDED.job_id AND r.at < (SELECT created_at FROM replay_job WHERE id = $1)`, jobID)
+	if err != nil {
+		return fmt.Errorf("mark job %s replayed: %w: %w", jobID, ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// Resolutions reads the resolution of each of keys that has one; a key missing from the answer
+// is open, never marked.
+func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []RecordKey) (map[RecordKey]Resolution, error) {
+	out := map[RecordKey]Resolution{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	parts, offs := make([]int32, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		parts[i], offs[i] = k.Partition, k.Offset
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.partition, r."offset", r.state, r.actor, r.at, r.reason, r.job_id
+		FROM dead_letter_resolution r JOIN unnest($3::int[], $4::bigint[]) AS u(p, o) ON r.partition = u.p AND r."offset" = u.o
+		WHERE r.cluster = $1 AND r.topic = $2`, cluster, topic, parts, offs)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter resolutions: %w: %w", ops.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k RecordKey
+		var r Resolution
+		if err := rows.Scan(&k.Partition, &k.Offset, &r.State, &r.Actor, &r.At, &r.Reason, &r.JobID); err != nil {
+			return nil, fmt.Errorf("dead-letter resolutions: %w", err)
+		}
+		out[k] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dead-letter resolutions: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// SettledDeadLetters counts, per topic, the records inside spans (each partition's current
+// [start, end): records gone by retention do not count) that are not open.
+func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []PartitionSpan) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(spans) == 0 {
+		return out, nil
+	}
+	topics, parts, starts, ends := spanArrays(spans)
+	rows, err := s.pool.Query(ctx, `SELECT r.topic, count(*) FROM dead_letter_resolution r
+		JOIN unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) AS u(t, p, lo, hi)
+		  ON r.topic = u.t AND r.partition = u.p AND r."offset" >= u.lo AND r."offset" < u.hi
+		WHERE r.cluster = $1 AND r.state <> 'open' GROUP BY r.topic`, cluster, topics, parts, starts, ends)
+	if err != nil {
+		return nil, fmt.Errorf("settled dead letters %s: %w: %w", cluster, ops.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, fmt.Errorf("settled dead letters %s: %w", cluster, err)
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
+}
+
+// ErrorGroupKey names an error group of a topic: its exception type and cause.
+type ErrorGroupKey struct{ Type, Cause string }
+
+// SettledByErrorGroup counts the records inside spans of one topic that are not open, per error
+// group. A record marked by a replay job has no cause recorded: it counts for its type's group
+// with an empty cause only.
+func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []PartitionSpan) (map[ErrorGroupKey]int64, error) {
+	out := map[ErrorGroupKey]int64{}
+	if len(spans) == 0 {
+		return out, nil
+	}
+	_, parts, starts, ends := spanArrays(spans)
+	rows, err := s.pool.Query(ctx, `SELECT r.exception_type, r.exception_cause, count(*) FROM dead_letter_resolution r
+		JOIN unnest($3::int[], $4::bigint[], $5::bigint[]) AS u(p, lo, hi)
+		  ON r.partition = u.p AND r."offset" >= u.lo AND r."offset" < u.hi
+		WHERE r.cluster = $1 AND r.topic = $2 AND r.state <> 'open' GROUP BY 1, 2`, cluster, topic, parts, starts, ends)
+	if err != nil {
+		return nil, fmt.Errorf("settled error groups %s/%s: %w: %w", cluster, topic, ops.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k ErrorGroupKey
+		var n int64
+		if err := rows.Scan(&k.Type, &k.Cause, &n); err != nil {
+			return nil, fmt.Errorf("settled error groups %s/%s: %w", cluster, topic, err)
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
+func spanArrays(spans []PartitionSpan) ([]string, []int32, []int64, []int64) {
+	topics, parts := make([]string, len(spans)), make([]int32, len(spans))
+	starts, ends := make([]int64, len(spans)), make([]int64, len(spans))
+	for i, s := range spans {
+		topics[i], parts[i], starts[i], ends[i] = s.Topic, s.Partition, s.Start, s.End
+	}
+	return topics, parts, starts, ends
+}

@@ -1,0 +1,345 @@
+// Package triage is what people do with dead letters besides replaying them: mark Kafka dead
+// letters resolved or ignored (a DLT's records are never deleted, so their state lives in
+// Redrive's store), and count what is still open so that a fixed incident stops being on fire.
+package triage
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/search"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// Limits of one resolution request.
+const (
+	// MaxRecords bounds an explicit record list.
+	MaxRecords = 10_000
+	// MaxScan bounds the records a group or filter selection reads.
+	MaxScan = 1_000_000
+	// scanTimeout bounds that read.
+	scanTimeout = 2 * time.Minute
+	// maxReason bounds the reason, which goes to the audit log and the records.
+	maxReason = 1000
+)
+
+// Cluster is what resolving reads of a Kafka cluster; *kafka.Cluster implements it.
+type Cluster interface {
+	Name() string
+	search.KafkaSource
+}
+
+// Store keeps the resolutions and the audit log; *store.Store implements it.
+type Store interface {
+	SetResolutions(ctx context.Context, e store.AuditEntry, cluster, topic string, marks []store.ResolutionMark, state, reason string) (int64, error)
+	Resolutions(ctx context.Context, cluster, topic string, keys []store.RecordKey) (map[store.RecordKey]store.Resolution, error)
+	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
+	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []store.PartitionSpan) (map[store.ErrorGroupKey]int64, error)
+}
+
+// Triage is the use cases of this package over the configured clusters.
+type Triage struct {
+	store    Store
+	clusters map[string]Cluster
+}
+
+// New wires the clusters (may be empty) and the store.
+func New(st Store, clusters []Cluster) *Triage {
+	t := &Triage{store: st, clusters: map[string]Cluster{}}
+	for _, c := range clusters {
+		t.clusters[c.Name()] = c
+	}
+	return t
+}
+
+// Selection is which records of a topic a resolution applies to: exactly one of Records,
+// ErrorGroup and Filter.
+type Selection struct {
+	Records    []store.RecordKey
+	ErrorGroup *ErrorGroupRef
+	Filter     *Filter
+}
+
+// ErrorGroupRef names an error group: its exception type (and, when given, cause).
+type ErrorGroupRef struct {
+	ExceptionType  string
+	ExceptionCause *string // nil: any cause
+}
+
+// Filter selects records by what a replay plan's filter may say: a CEL expression (ops/search)
+// and the exact fields beside it.
+type Filter struct {
+	CEL           string
+	ExceptionType string
+	OriginalTopic string
+	Since, Until  time.Time
+	// View is what the actor may see of a record: a filter is evaluated on it, so masked content
+	// cannot be guessed by filtering on it. Nil: the records as they are.
+	View func(kafka.Record) kafka.Record
+}
+
+// Request is one resolution of a selection.
+type Request struct {
+	Cluster, Topic string
+	Selection      Selection
+	State, Reason  string
+	Actor, Role    string
+}
+
+// Result is what a resolution did.
+type Result struct {
+	Updated int64 // records whose state changed
+	Matched int64 // records selected (some may have been in the state already)
+	Scanned int64 // records read to find them
+}
+
+// Resolve puts the selected records into the state, audited (action kafka.resolve) before the
+// change. Errors: ErrNotFound (cluster, topic), ErrInvalid (the request, in the user's words),
+// ErrUnavailable (the cluster or the store), ErrConflict (records deleted under the read).
+func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
+	c, ok := t.clusters[r.Cluster]
+	if !ok {
+		return Result{}, fmt.Errorf("kafka cluster %q is not configured: %w", r.Cluster, ops.ErrNotFound)
+	}
+	switch {
+	case r.State == store.StateReplayed:
+		return Result{}, ops.Invalid("state", "replayed is set by a replay job; choose open, resolved or ignored")
+	case r.State != store.StateOpen && r.State != store.StateResolved && r.State != store.StateIgnored:
+		return Result{}, ops.Invalid("state", "must be open, resolved or ignored")
+	case len(r.Reason) > maxReason:
+		return Result{}, ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
+	}
+	sel := r.Selection
+	n := 0
+	for _, set := range []bool{len(sel.Records) > 0, sel.ErrorGroup != nil, sel.Filter != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return Result{}, ops.Invalid("body", "give exactly one of records, error_group or filter")
+	}
+	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "state": r.State}
+	var marks []store.ResolutionMark
+	var res Result
+	var err error
+	switch {
+	case len(sel.Records) > 0:
+		if len(sel.Records) > MaxRecords {
+			return Result{}, ops.Invalid("records", fmt.Sprintf("at most %d per request; resolve an error group or a filter for more", MaxRecords))
+		}
+		detail["records"] = len(sel.Records)
+		marks, res, err = readRecords(ctx, c, r.Topic, sel.Records)
+	case sel.ErrorGroup != nil:
+		g := sel.ErrorGroup
+		detail["error_group"] = map[string]any{"exception_type": g.ExceptionType}
+		if g.ExceptionCause != nil {
+			detail["error_group"].(map[string]any)["exception_cause"] = *g.ExceptionCause
+		}
+		marks, res, err = scanSelect(ctx, c, r.Topic, nil, nil, func(rec kafka.Record) bool {
+			dl := rec.DeadLetter
+			var typ, cause string
+			if dl != nil {
+				typ, cause = dl.ExceptionType, dl.ExceptionCause
+			}
+			return typ == g.ExceptionType && (g.ExceptionCause == nil || *g.ExceptionCause == cause)
+		})
+	default:
+		f := sel.Filter
+		detail["filter"] = map[string]any{"cel": f.CEL, "exception_type": f.ExceptionType, "original_topic": f.OriginalTopic}
+		var cel *search.Filter
+		if f.CEL != "" {
+			if cel, err = search.Compile(search.Kafka, f.CEL); err != nil {
+				return Result{}, err
+			}
+		}
+		if cel == nil && f.ExceptionType == "" && f.OriginalTopic == "" && f.Since.IsZero() && f.Until.IsZero() {
+			return Result{}, ops.Invalid("filter", "empty: give cel, exception_type, original_topic, since or until (to resolve a whole topic, say so with cel: true)")
+		}
+		marks, res, err = scanSelect(ctx, c, r.Topic, cel, f.View, func(rec kafka.Record) bool {
+			dl := rec.DeadLetter
+			var typ, orig string
+			if dl != nil {
+				typ, orig = dl.ExceptionType, dl.OriginalTopic
+			}
+			return (f.ExceptionType == "" || typ == f.ExceptionType) && (f.OriginalTopic == "" || orig == f.OriginalTopic) &&
+				(f.Since.IsZero() || !rec.Timestamp.Before(f.Since)) && (f.Until.IsZero() || rec.Timestamp.Before(f.Until))
+		})
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	detail["matched"] = res.Matched
+	e := store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
+		Reason: r.Reason, Detail: detail}
+	cl := ops.ClientOf(ctx)
+	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
+	res.Updated, err = t.store.SetResolutions(ctx, e, r.Cluster, r.Topic, marks, r.State, r.Reason)
+	return res, err
+}
+
+func markOf(rec kafka.Record) store.ResolutionMark {
+	m := store.ResolutionMark{RecordKey: store.RecordKey{Partition: rec.Partition, Offset: rec.Offset}}
+	if dl := rec.DeadLetter; dl != nil {
+		m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause
+	}
+	return m
+}
+
+// scanSelect reads the whole topic, oldest first, and keeps the records keep (and cel, on what
+// view shows) selects. A topic larger than MaxScan, or a read that runs out of time, is refused
+// rather than resolved in part: a person asked for every record of the selection.
+func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter, view func(kafka.Record) kafka.Record,
+	keep func(kafka.Record) bool) ([]store.ResolutionMark, Result, error) {
+	var marks []store.ResolutionMark
+	q := search.Query{Topic: topic, Order: "oldest", Filter: cel, View: view, MaxScan: MaxScan, Timeout: scanTimeout,
+		Each: func(rec kafka.Record) error {
+			if keep(rec) {
+				marks = append(marks, markOf(rec))
+			}
+			return nil
+		}}
+	sr, err := search.ScanKafka(ctx, c, q)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	if !sr.Exhausted {
+		return nil, Result{}, ops.Invalid("topic", fmt.Sprintf("the selection could not be read whole (%d records read, stopped by %s); resolve a narrower one",
+			sr.Scanned, sr.Stopped))
+	}
+	return marks, Result{Matched: int64(len(marks)), Scanned: sr.Scanned}, nil
+}
+
+// readRecords reads the named records (each partition's span of them, in one scan) for their
+// error group; a record that is not in the topic is refused by name.
+func readRecords(ctx context.Context, c Cluster, topic string, keys []store.RecordKey) ([]store.ResolutionMark, Result, error) {
+	parts, err := c.Partitions(ctx, topic)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	byPart := map[int32][]int64{}
+	for _, k := range keys {
+		i := slices.IndexFunc(parts, func(p kafka.PartitionRange) bool { return p.Partition == k.Partition })
+		if i < 0 {
+			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d is not in topic %s (it has %d)", k.Partition, topic, len(parts)))
+		}
+		if k.Offset < parts[i].Start || k.Offset >= parts[i].End {
+			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d offset %d is not in topic %s (offsets %d to %d)",
+				k.Partition, k.Offset, topic, parts[i].Start, parts[i].End-1))
+		}
+		byPart[k.Partition] = append(byPart[k.Partition], k.Offset)
+	}
+	var marks []store.ResolutionMark
+	var res Result
+	for p, offs := range byPart {
+		slices.Sort(offs)
+		offs = slices.Compact(offs)
+		want := map[int64]bool{}
+		for _, o := range offs {
+			want[o] = true
+		}
+		from, to := offs[0], offs[len(offs)-1]
+		sr, err := search.ScanKafka(ctx, c, search.Query{Topic: topic, Partition: &p, Order: "oldest", FromOffset: &from, ToOffset: &to,
+			Timeout: scanTimeout, Each: func(rec kafka.Record) error {
+				if want[rec.Offset] {
+					marks = append(marks, markOf(rec))
+					delete(want, rec.Offset)
+				}
+				return nil
+			}})
+		if err != nil {
+			return nil, Result{}, err
+		}
+		res.Scanned += sr.Scanned
+		for o := range want { // compacted away
+			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d offset %d is no longer in topic %s", p, o, topic))
+		}
+	}
+	res.Matched = int64(len(marks))
+	return marks, res, nil
+}
+
+// OpenCounts fills, for each dead-letter topic of a cluster, how many of its records are no
+// longer open (Settled: resolved, ignored or replayed). When the store cannot say, every record
+// counts as open and the error is returned beside the topics: showing too many dead letters is
+// the safe side.
+func (t *Triage) OpenCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error) {
+	return OpenCounts(ctx, t.store, cluster, topics)
+}
+
+// Settled counts what is no longer open; *store.Store implements it.
+type Settled interface {
+	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
+}
+
+// OpenCounts is Triage.OpenCounts over any Settled. The topics are copied, never changed in place
+// (they may be a cached snapshot's).
+func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error) {
+	out := slices.Clone(topics)
+	var spans []store.PartitionSpan
+	for i := range out {
+		out[i].Settled = 0
+		for _, p := range out[i].Partitions {
+			spans = append(spans, store.PartitionSpan{Topic: out[i].Topic, Partition: p.Partition, Start: p.Start, End: p.End})
+		}
+	}
+	if st == nil || len(spans) == 0 {
+		return out, nil
+	}
+	settled, err := st.SettledDeadLetters(ctx, cluster, spans)
+	if err != nil {
+		return out, err
+	}
+	for i := range out {
+		out[i].Settled = settled[out[i].Topic]
+	}
+	return out, nil
+}
+
+// Resolutions reads the resolution of each record (open when never marked).
+func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[store.RecordKey]store.Resolution, error) {
+	keys := make([]store.RecordKey, len(recs))
+	for i, r := range recs {
+		keys[i] = store.RecordKey{Partition: r.Partition, Offset: r.Offset}
+	}
+	return t.store.Resolutions(ctx, cluster, topic, keys)
+}
+
+// OpenByErrorGroup fills each group's Settled count among the records the scan read.
+func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error) {
+	groups := slices.Clone(scan.Groups)
+	scan.Groups = groups
+	var spans []store.PartitionSpan
+	for _, r := range scan.Ranges {
+		spans = append(spans, store.PartitionSpan{Topic: scan.Topic, Partition: r.Partition, Start: r.Start, End: r.End})
+	}
+	settled, err := t.store.SettledByErrorGroup(ctx, cluster, scan.Topic, spans)
+	if err != nil {
+		return scan, err
+	}
+	for i := range groups {
+		g := &groups[i]
+		g.Settled = settled[store.ErrorGroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+	}
+	return scan, nil
+}
+
+// ParseState reads a state= query value: "" gives def; "all" keeps every state.
+func ParseState(raw, def string) (string, error) {
+	if raw == "" {
+		return def, nil
+	}
+	if raw == "all" {
+		return raw, nil
+	}
+	for _, s := range store.ResolutionStates {
+		if raw == s {
+			return raw, nil
+		}
+	}
+	return "", ops.Invalid("state", "must be open, resolved, ignored, replayed or all")
+}
