@@ -485,10 +485,20 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	}
 	out := kafkaErrorGroupsJSON{Groups: make([]kafkaErrorGroupJSON, 0, len(scan.Groups)), Scanned: scan.Scanned, Total: scan.Total,
 		Capped: scan.Capped}
+	groupNotes := map[store.ErrorGroupKey][]noteJSON{}
+	for _, n := range h.topicNotes(c.Request().Context(), k.Name(), pathParam(c, "topic")) {
+		if n.Group != nil {
+			groupNotes[*n.Group] = append(groupNotes[*n.Group], toNoteJSON(n))
+		}
+	}
 	for _, g := range scan.Groups {
+		notes := groupNotes[store.ErrorGroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		if notes == nil {
+			notes = []noteJSON{}
+		}
 		g = redactErrorGroup(red, g)
 		out.Groups = append(out.Groups, kafkaErrorGroupJSON{g.ExceptionType, g.ExceptionCause, g.Count, g.Open(), g.FirstAt.UTC(), g.LastAt.UTC(),
-			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset})
+			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset, notes})
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -626,6 +636,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
 	for _, r := range recs {
 		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
 		r, _ = redactRecord(red, r)
@@ -634,6 +645,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		}
 		v := toRecordView(r)
 		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
+		v.Notes = recordNotes[store.RecordKey{Partition: r.Partition, Offset: r.Offset}]
 		page.Records = append(page.Records, v)
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "state": {state}}
@@ -675,6 +687,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 	if err != nil {
 		return err
 	}
+	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
 	for _, r := range recs {
 		r, _ = redactRecord(red, r)
 		if page.Exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != page.Exception) {
@@ -682,6 +695,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 		}
 		v := toRecordView(r)
 		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
+		v.Notes = recordNotes[store.RecordKey{Partition: r.Partition, Offset: r.Offset}]
 		page.Records = append(page.Records, v)
 	}
 	if cur := cursorText(res.Next); cur != "" {
@@ -716,9 +730,11 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	page := kafkapages.ErrorsPage{Flash: c.QueryParam("flash"), Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
 		layout.Crumb{Label: topic, Href: paths.KafkaTopic(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
+	groupNotes, _ := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), topic))
 	for _, g := range scan.Groups {
+		notes := groupNotes[store.ErrorGroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
 		g = redactErrorGroup(red, g)
-		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{ExceptionType: g.ExceptionType,
+		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{Notes: notes, ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,
 			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})

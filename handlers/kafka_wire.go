@@ -302,14 +302,15 @@ type kafkaErrorGroupsJSON struct {
 }
 
 type kafkaErrorGroupJSON struct {
-	ExceptionType   string    `json:"exception_type"`
-	ExceptionCause  string    `json:"exception_cause"`
-	Count           int64     `json:"count"`
-	Open            int64     `json:"open"` // of count, those not resolved, ignored or replayed
-	FirstAt         time.Time `json:"first_at"`
-	LastAt          time.Time `json:"last_at"`
-	OriginalTopics  []string  `json:"original_topics"`
-	SampleMessage   string    `json:"sample_message"`
-	SamplePartition int32     `json:"sample_partition"`
-	SampleOffset    int64     `json:"sample_offset"`
+	ExceptionType   string     `json:"exception_type"`
+	ExceptionCause  string     `json:"exception_cause"`
+	Count           int64      `json:"count"`
+	Open            int64      `json:"open"` // of count, those not resolved, ignored or replayed
+	FirstAt         time.Time  `json:"first_at"`
+	LastAt          time.Time  `json:"last_at"`
+	OriginalTopics  []string   `json:"original_topics"`
+	SampleMessage   string     `json:"sample_message"`
+	SamplePartition int32      `json:"sample_partition"`
+	SampleOffset    int64      `json:"sample_offset"`
+	Notes           []noteJSON `json:"notes"` // people's notes on the group, oldest first
 }

@@ -22,7 +22,7 @@ func TestTypedResponsesMatchTheirMaps(t *testing.T) {
 			map[string]any{"records": []any{}, "start": 1, "end": 9, "next_offset": 7, "prev_offset": nil}},
 		"error groups": {kafkaErrorGroupsJSON{Groups: []kafkaErrorGroupJSON{{ExceptionType: "x.Y", Count: 2, FirstAt: at, LastAt: at, OriginalTopics: []string{}}}, Scanned: 2, Total: 5, Capped: true},
 			map[string]any{"groups": []any{map[string]any{"exception_type": "x.Y", "exception_cause": "", "count": 2, "open": 0, "first_at": at, "last_at": at,
-				"original_topics": []any{}, "sample_message": "", "sample_partition": 0, "sample_offset": 0}}, "scanned": 2, "total": 5, "capped": true}},
+				"original_topics": []any{}, "sample_message": "", "sample_partition": 0, "sample_offset": 0, "notes": nil}}, "scanned": 2, "total": 5, "capped": true}},
 		"topics":           {deadLetterTopicsJSON{Topics: []dltJSON{}}, map[string]any{"topics": []any{}}},
 		"queue history":    {queueHistoryJSON{Points: []queuePointJSON{}}, map[string]any{"points": []any{}}},
 		"replays":          {jobsJSON{Replays: []jobJSON{}}, map[string]any{"replays": []any{}}},

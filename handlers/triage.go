@@ -25,6 +25,8 @@ type Triage interface {
 	Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[store.RecordKey]store.Resolution, error)
 	OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error)
 	OpenCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error)
+	AddNote(ctx context.Context, r triage.NoteRequest) (store.Note, error)
+	Notes(ctx context.Context, cluster, topic string) ([]store.Note, error)
 }
 
 // SetTriage wires the resolution state of dead letters into the Kafka pages and API; without it
@@ -135,13 +137,11 @@ func (h *Kafka) APIResolve(c echo.Context) error {
 func (h *Kafka) FormResolve(c echo.Context) error {
 	req := resolutionRequest{State: c.FormValue("state"), Reason: c.FormValue("reason")}
 	if p, o := c.FormValue("partition"), c.FormValue("offset"); p != "" || o != "" {
-		pn, perr := strconv.ParseInt(p, 10, 32)
-		on, oerr := strconv.ParseInt(o, 10, 64)
-		if perr != nil || oerr != nil {
-			return ops.Invalid("record", "partition and offset must be numbers")
+		ref, err := formRecord(p, o)
+		if err != nil {
+			return err
 		}
-		p32 := int32(pn)
-		req.Records = []recordRefJSON{{Partition: &p32, Offset: &on}}
+		req.Records = []recordRefJSON{ref}
 	}
 	if c.Request().Form.Has("exception_type") {
 		req.ErrorGroup = &errorGroupRefJSON{ExceptionType: c.FormValue("exception_type")}
@@ -154,15 +154,7 @@ func (h *Kafka) FormResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Back to the page the form was on, when it is this topic's (never elsewhere: an open redirect).
-	topicPage := paths.KafkaTopic(pathParam(c, "cluster"), pathParam(c, "topic"))
-	back, err := url.Parse(c.FormValue("back"))
-	if err != nil || back.Host != "" || back.Scheme != "" || (back.EscapedPath() != topicPage && !strings.HasPrefix(back.EscapedPath(), topicPage+"/")) {
-		back = &url.URL{Path: topicPage}
-	}
-	q := back.Query()
-	q.Set("flash", fmt.Sprintf("%d record(s) marked %s.", res.Updated, req.State))
-	return c.Redirect(http.StatusSeeOther, paths.WithQuery(back.EscapedPath(), q))
+	return h.backToTopic(c, fmt.Sprintf("%d record(s) marked %s.", res.Updated, req.State))
 }
 
 func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, error) {
@@ -208,9 +200,7 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		}
 		r.Selection.Filter = tf
 	}
-	ip, ua := clientInfo(c)
-	ctx := ops.WithClient(c.Request().Context(), ops.Client{Addr: ip, UserAgent: ua})
-	return h.triage.Resolve(ctx, r)
+	return h.triage.Resolve(clientContext(c), r)
 }
 
 // recordState reads ?state= of a records page or API (def when absent).
@@ -243,4 +233,178 @@ func (h *Kafka) openCounts(ctx context.Context, cluster string, topics []kafka.D
 	}
 	out, _ := h.triage.OpenCounts(ctx, cluster, topics)
 	return out
+}
+
+// noteJSON is a note as the API gives it: on an error group or a record (the other null).
+type noteJSON struct {
+	ID         int64              `json:"id"`
+	ErrorGroup *errorGroupRefJSON `json:"error_group"`
+	Record     *recordKeyJSON     `json:"record"`
+	By         string             `json:"by"`
+	At         time.Time          `json:"at"`
+	Text       string             `json:"text"`
+	Link       string             `json:"link"`
+}
+
+type recordKeyJSON struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+type notesJSON struct {
+	Notes []noteJSON `json:"notes"`
+}
+
+func toNoteJSON(n store.Note) noteJSON {
+	j := noteJSON{ID: n.ID, By: n.Actor, At: n.At.UTC(), Text: n.Text, Link: n.Link}
+	if r := n.Record; r != nil {
+		j.Record = &recordKeyJSON{Partition: r.Partition, Offset: r.Offset}
+	}
+	if g := n.Group; g != nil {
+		cause := g.Cause
+		j.ErrorGroup = &errorGroupRefJSON{ExceptionType: g.Type, ExceptionCause: &cause}
+	}
+	return j
+}
+
+// noteRequest is the body of POST …/topics/:topic/notes.
+type noteRequest struct {
+	ErrorGroup *errorGroupRefJSON `json:"error_group"`
+	Record     *recordRefJSON     `json:"record"`
+	Text       string             `json:"text"`
+	Link       string             `json:"link"`
+}
+
+// APINote: POST /api/v1/kafka/:cluster/topics/:topic/notes — {"error_group":{"exception_type",
+// "exception_cause"} | "record":{"partition","offset"}, "text", "link"} → the note.
+func (h *Kafka) APINote(c echo.Context) error {
+	var req noteRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	n, err := h.addNote(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toNoteJSON(n))
+}
+
+// APINotes: GET /api/v1/kafka/:cluster/topics/:topic/notes — every note of the topic, oldest first.
+func (h *Kafka) APINotes(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	out := notesJSON{Notes: []noteJSON{}}
+	if h.triage == nil {
+		return c.JSON(http.StatusOK, out)
+	}
+	notes, err := h.triage.Notes(c.Request().Context(), k.Name(), pathParam(c, "topic"))
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		out.Notes = append(out.Notes, toNoteJSON(n))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// FormNote: POST /kafka/:cluster/topics/:topic/notes — the pages' note forms, back to the page.
+func (h *Kafka) FormNote(c echo.Context) error {
+	req := noteRequest{Text: c.FormValue("text"), Link: c.FormValue("link")}
+	if c.Request().Form.Has("exception_type") {
+		cause := c.FormValue("exception_cause")
+		req.ErrorGroup = &errorGroupRefJSON{ExceptionType: c.FormValue("exception_type"), ExceptionCause: &cause}
+	}
+	if p, o := c.FormValue("partition"), c.FormValue("offset"); p != "" || o != "" {
+		ref, err := formRecord(p, o)
+		if err != nil {
+			return err
+		}
+		req.Record = &ref
+	}
+	if _, err := h.addNote(c, req); err != nil {
+		return err
+	}
+	return h.backToTopic(c, "Note added.")
+}
+
+func (h *Kafka) addNote(c echo.Context, req noteRequest) (store.Note, error) {
+	k, err := h.cluster(c)
+	if err != nil {
+		return store.Note{}, err
+	}
+	if h.triage == nil {
+		return store.Note{}, fmt.Errorf("notes need the console's store: %w", ops.ErrUnavailable)
+	}
+	r := triage.NoteRequest{Cluster: k.Name(), Topic: pathParam(c, "topic"), Text: req.Text, Link: req.Link,
+		Actor: ActorOf(c).Name, Role: ActorOf(c).Role}
+	if g := req.ErrorGroup; g != nil {
+		r.Group = &store.ErrorGroupKey{Type: g.ExceptionType}
+		if g.ExceptionCause != nil {
+			r.Group.Cause = *g.ExceptionCause
+		}
+	}
+	if rec := req.Record; rec != nil {
+		if rec.Partition == nil || rec.Offset == nil {
+			return store.Note{}, ops.Invalid("record", "needs partition and offset")
+		}
+		r.Record = &store.RecordKey{Partition: *rec.Partition, Offset: *rec.Offset}
+	}
+	return h.triage.AddNote(clientContext(c), r)
+}
+
+// clientContext is the request's context carrying where it came from, for the audit.
+func clientContext(c echo.Context) context.Context {
+	ip, ua := clientInfo(c)
+	return ops.WithClient(c.Request().Context(), ops.Client{Addr: ip, UserAgent: ua})
+}
+
+// formRecord reads a form's partition and offset.
+func formRecord(p, o string) (recordRefJSON, error) {
+	pn, perr := strconv.ParseInt(p, 10, 32)
+	on, oerr := strconv.ParseInt(o, 10, 64)
+	if perr != nil || oerr != nil {
+		return recordRefJSON{}, ops.Invalid("record", "partition and offset must be numbers")
+	}
+	p32 := int32(pn)
+	return recordRefJSON{Partition: &p32, Offset: &on}, nil
+}
+
+// backToTopic answers a form of a topic's pages: back to the page it was on (the form's back,
+// when it is one of this topic's pages: never elsewhere, an open redirect) with flash.
+func (h *Kafka) backToTopic(c echo.Context, flash string) error {
+	topicPage := paths.KafkaTopic(pathParam(c, "cluster"), pathParam(c, "topic"))
+	back, err := url.Parse(c.FormValue("back"))
+	if err != nil || back.Host != "" || back.Scheme != "" || (back.EscapedPath() != topicPage && !strings.HasPrefix(back.EscapedPath(), topicPage+"/")) {
+		back = &url.URL{Path: topicPage}
+	}
+	q := back.Query()
+	q.Set("flash", flash)
+	return c.Redirect(http.StatusSeeOther, paths.WithQuery(back.EscapedPath(), q))
+}
+
+// notesByTarget sorts a topic's notes by what they are on.
+func notesByTarget(notes []store.Note) (map[store.ErrorGroupKey][]kafkapages.NoteView, map[store.RecordKey][]kafkapages.NoteView) {
+	groups, records := map[store.ErrorGroupKey][]kafkapages.NoteView{}, map[store.RecordKey][]kafkapages.NoteView{}
+	for _, n := range notes {
+		v := kafkapages.NoteView{By: n.Actor, At: n.At, Text: n.Text, Link: n.Link}
+		if n.Group != nil {
+			groups[*n.Group] = append(groups[*n.Group], v)
+		}
+		if n.Record != nil {
+			records[*n.Record] = append(records[*n.Record], v)
+		}
+	}
+	return groups, records
+}
+
+// topicNotes reads a topic's notes for its pages: none (and no error) when the store cannot say,
+// so that a page still shows its records.
+func (h *Kafka) topicNotes(ctx context.Context, cluster, topic string) []store.Note {
+	if h.triage == nil {
+		return nil
+	}
+	notes, _ := h.triage.Notes(ctx, cluster, topic)
+	return notes
 }

@@ -79,6 +79,8 @@ const (
 	KafkaTopicErrorsPattern = KafkaTopicPattern + "/errors"
 	// KafkaResolutionsPattern takes the pages' resolve forms (records, error groups).
 	KafkaResolutionsPattern = KafkaTopicPattern + "/resolutions"
+	// KafkaNotesPattern takes the pages' note forms (on an error group or a record).
+	KafkaNotesPattern = KafkaTopicPattern + "/notes"
 )
 
 func KafkaCluster(cluster string) string        { return build(KafkaClusterPattern, cluster) }
@@ -98,6 +100,7 @@ func KafkaTopicErrors(cluster, topic string) string {
 func KafkaResolutions(cluster, topic string) string {
 	return build(KafkaResolutionsPattern, cluster, topic)
 }
+func KafkaNotes(cluster, topic string) string { return build(KafkaNotesPattern, cluster, topic) }
 
 // RabbitMQ pages.
 const (
@@ -185,6 +188,7 @@ const (
 	APIKafkaExportPattern       = apiKafkaTopic + ExportSuffix
 	APIKafkaErrorGroupsPattern  = apiKafkaTopic + "/error-groups"
 	APIKafkaResolutionsPattern  = apiKafkaTopic + "/resolutions"
+	APIKafkaNotesPattern        = apiKafkaTopic + "/notes"
 	APIRabbitQueuesPattern      = "/api/v1/rabbitmq/:broker/queues"
 	APIQueuePattern             = APIRabbitQueuesPattern + "/:vhost/:queue"
 	APIQueueHistoryPattern      = APIQueuePattern + "/history"
@@ -229,6 +233,7 @@ func APIKafkaErrorGroups(cluster, topic string) string {
 func APIKafkaResolutions(cluster, topic string) string {
 	return build(APIKafkaResolutionsPattern, cluster, topic)
 }
+func APIKafkaNotes(cluster, topic string) string { return build(APIKafkaNotesPattern, cluster, topic) }
 
 func APIRabbitQueues(broker string) string { return build(APIRabbitQueuesPattern, broker) }
 func APIQueue(broker, vhost, queue string) string {

@@ -60,6 +60,7 @@ var builders = []builder{
 	{"OffsetMove", OffsetMovePattern, func(a []string) string { return OffsetMove(a[0], a[1], a[2]) }, nil},
 	{"KafkaTopic", KafkaTopicPattern, func(a []string) string { return KafkaTopic(a[0], a[1]) }, nil},
 	{"KafkaResolutions", KafkaResolutionsPattern, func(a []string) string { return KafkaResolutions(a[0], a[1]) }, nil},
+	{"KafkaNotes", KafkaNotesPattern, func(a []string) string { return KafkaNotes(a[0], a[1]) }, nil},
 	{"KafkaTopicErrors", KafkaTopicErrorsPattern, func(a []string) string { return KafkaTopicErrors(a[0], a[1]) }, nil},
 
 	{"RabbitBroker", RabbitBrokerPattern, func(a []string) string { return RabbitBroker(a[0]) }, nil},
@@ -89,6 +90,7 @@ var builders = []builder{
 	{"APIKafkaExport", APIKafkaExportPattern, func(a []string) string { return APIKafkaExport(a[0], a[1]) }, nil},
 	{"APIKafkaErrorGroups", APIKafkaErrorGroupsPattern, func(a []string) string { return APIKafkaErrorGroups(a[0], a[1]) }, nil},
 	{"APIKafkaResolutions", APIKafkaResolutionsPattern, func(a []string) string { return APIKafkaResolutions(a[0], a[1]) }, nil},
+	{"APIKafkaNotes", APIKafkaNotesPattern, func(a []string) string { return APIKafkaNotes(a[0], a[1]) }, nil},
 
 	{"APIRabbitQueues", APIRabbitQueuesPattern, func(a []string) string { return APIRabbitQueues(a[0]) }, nil},
 	{"APIQueue", APIQueuePattern, func(a []string) string { return APIQueue(a[0], a[1], a[2]) }, nil},

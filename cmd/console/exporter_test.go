@@ -515,6 +515,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		`{"records":[{"partition":1,"offset":0}],"state":"ignored","reason":"contract"}`)
 	post("/api/v1/kafka/{cluster}/topics/{topic}/resolutions", "/api/v1/kafka/main/topics/orders.DLT/resolutions", `{"state":"resolved"}`)
 	get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/orders.DLT/records?partition=1&state=ignored")
+	post("/api/v1/kafka/{cluster}/topics/{topic}/notes", "/api/v1/kafka/main/topics/orders.DLT/notes",
+		`{"error_group":{"exception_type":""},"text":"contract","link":"https://example.com/x"}`)
+	post("/api/v1/kafka/{cluster}/topics/{topic}/notes", "/api/v1/kafka/main/topics/orders.DLT/notes", `{"text":""}`)
+	get("/api/v1/kafka/{cluster}/topics/{topic}/notes", "/api/v1/kafka/main/topics/orders.DLT/notes")
+	get("/api/v1/kafka/{cluster}/topics/{topic}/error-groups", "/api/v1/kafka/main/topics/orders.DLT/error-groups")
 	for _, q := range []string{"filter=" + url.QueryEscape(`dead_letter.original_topic == "orders"`) + "&limit=3",
 		"filter=" + url.QueryEscape(`offset >= 0`) + "&partition=1&order=oldest&max_scan=4", "filter=" + url.QueryEscape("key ==")} {
 		get("/api/v1/kafka/{cluster}/topics/{topic}/records", "/api/v1/kafka/main/topics/orders.DLT/records?"+q)

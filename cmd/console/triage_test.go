@@ -307,3 +307,68 @@ func TestResolveDeadLetters(t *testing.T) {
 		}
 	})
 }
+
+// TestNotes: a note on an error group and one on a record are shown where each appears (the
+// error-groups API and page, the record on the topic page), escaped; a note's link must be a web
+// link; a viewer is refused; each note is audited with its text.
+func TestNotes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	k, dead := deadLetterCluster(t, ctx)
+	dead(3, "com.acme.PoisonException", "poison")
+	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n%s",
+		pgtest.NewDatabase(t), k.Addrs()[0], basicAuth("")))
+	api := base + "/api/v1/kafka/main/topics/orders.DLT/notes"
+	groupNote := `{"error_group":{"exception_type":"com.acme.PoisonException"},"text":"investigating: INC-2231, fix in 4.2.1 <script>alert(1)</script>","link":"https://tracker.example/INC-2231"}`
+	if r := bearer(t, "POST", api, "tok-viewer", groupNote); r.status != http.StatusForbidden {
+		t.Fatalf("viewer: %d %s", r.status, r.body)
+	}
+	for body, want := range map[string]string{
+		`{"error_group":{"exception_type":"x"},"text":"  "}`:                                    "text",
+		`{"error_group":{"exception_type":"x"},"text":"t","link":"javascript:alert(1)"}`:        "must be an http or https URL",
+		`{"error_group":{"exception_type":"x"},"record":{"partition":0,"offset":0},"text":"t"}`: "exactly one of error_group or record",
+		`{"text":"t"}`: "exactly one of error_group or record",
+		`{"record":{"partition":-1,"offset":0},"text":"t"}`:                                 "must not be negative",
+		`{"error_group":{"exception_type":"x"},"text":"` + strings.Repeat("x", 2001) + `"}`: "at most 2000 characters",
+	} {
+		if r := bearer(t, "POST", api, "tok-operator", body); r.status != http.StatusBadRequest || !strings.Contains(r.body, want) {
+			t.Errorf("%.80s: %d %s, want 400 saying %q", body, r.status, r.body, want)
+		}
+	}
+	r := bearer(t, "POST", api, "tok-operator", groupNote)
+	note := decode[struct {
+		ID         int64
+		ErrorGroup *struct {
+			ExceptionType string `json:"exception_type"`
+		} `json:"error_group"`
+		By, Text, Link string
+	}](t, r)
+	if r.status != http.StatusOK || note.ID == 0 || note.ErrorGroup == nil || note.By != "token:operator-bot" || note.Link != "https://tracker.example/INC-2231" {
+		t.Fatalf("group note: %d %s", r.status, r.body)
+	}
+	if r := bearer(t, "POST", api, "tok-operator", `{"record":{"partition":0,"offset":0},"text":"this one has a bad customer id"}`); r.status != http.StatusOK {
+		t.Fatalf("record note: %d %s", r.status, r.body)
+	}
+	list := bearer(t, "GET", api, "tok-viewer", "")
+	if !strings.Contains(list.body, "INC-2231") || !strings.Contains(list.body, `"record":{"partition":0,"offset":0}`) {
+		t.Fatalf("notes: %s", list.body)
+	}
+	groups := bearer(t, "GET", base+"/api/v1/kafka/main/topics/orders.DLT/error-groups", "tok-viewer", "")
+	if !strings.Contains(groups.body, `"notes":[{"id":`) || !strings.Contains(groups.body, "fix in 4.2.1") {
+		t.Fatalf("error groups carry no note: %s", groups.body)
+	}
+	client, _ := signedIn(t, base, "vera")
+	page := do(t, client, "GET", base+"/kafka/main/topics/orders.DLT/errors", "", "")
+	if !strings.Contains(page.body, `data-testid="note-text">investigating: INC-2231, fix in 4.2.1 &lt;script&gt;`) ||
+		!strings.Contains(page.body, `href="https://tracker.example/INC-2231"`) || strings.Contains(page.body, "<script>alert(1)") {
+		t.Fatalf("the errors page does not show the note escaped:\n%s", page.body)
+	}
+	records := do(t, client, "GET", base+"/kafka/main/topics/orders.DLT?partition=0&limit=500", "", "")
+	if !strings.Contains(records.body, "this one has a bad customer id") {
+		t.Fatal("the topic page does not show the record's note")
+	}
+	a := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=kafka.note", "tok-admin", ""))
+	if len(a.Entries) != 2 || a.Entries[0].Outcome != "ok" || a.Entries[1].Detail["text"] != "investigating: INC-2231, fix in 4.2.1 <script>alert(1)</script>" {
+		t.Fatalf("the notes' audit: %+v", a.Entries)
+	}
+}

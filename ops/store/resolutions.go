@@ -50,15 +50,27 @@ type PartitionSpan struct {
 	Start, End int64
 }
 
-// SetResolutions puts marks into state, audited before effect: the intent row (e, outcome
-// "started") is written first and nothing changes when it cannot be; the change and its outcome
-// row (naming the intent) then commit in one transaction of the store's database, so the log
-// never says "ok" for a change that was rolled back. It returns how many records changed state
-// (a record already in it is not counted; none is written for opening a record that is open).
+// SetResolutions puts marks into state, audited before effect (auditedChange). It returns how
+// many records changed state (a record already in it is not counted; none is written for opening
+// a record that is open).
 func (s *Store) SetResolutions(ctx context.Context, e AuditEntry, cluster, topic string, marks []ResolutionMark, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
+	n, err := s.auditedChange(ctx, e, func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		return setResolutions(ctx, tx, cluster, topic, marks, state, e.Actor, reason, "")
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter resolutions %s/%s: %w", cluster, topic, err)
+	}
+	return n, nil
+}
+
+// auditedChange makes a change to the store's own tables audited before effect: the intent row
+// (e, outcome "started") is written first and nothing changes when it cannot be; change and its
+// outcome row (naming the intent, with change's count) then commit in one transaction, so the
+// log never says "ok" for a change that was rolled back; a failed change gets a "failed" row.
+func (s *Store) auditedChange(ctx context.Context, e AuditEntry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
 	// The audit rows are written even if the caller went away mid-request.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -69,7 +81,7 @@ func (s *Store) SetResolutions(ctx context.Context, e AuditEntry, cluster, topic
 	var n int64
 	err = pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if n, err = setResolutions(actx, tx, cluster, topic, marks, state, e.Actor, reason, ""); err != nil {
+		if n, err = change(actx, tx); err != nil {
 			return err
 		}
 		sql, args := auditInsert(OutcomeOf(e, intent, OutcomeOK, &n, nil), "audit_log")
@@ -78,7 +90,7 @@ func (s *Store) SetResolutions(ctx context.Context, e AuditEntry, cluster, topic
 	})
 	if err != nil {
 		_ = s.RecordAudit(actx, OutcomeOf(e, intent, OutcomeFailed, nil, err))
-		return 0, fmt.Errorf("dead-letter resolutions %s/%s: %w: %w", cluster, topic, ops.ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
 	}
 	return n, nil
 }

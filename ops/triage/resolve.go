@@ -39,6 +39,8 @@ type Store interface {
 	Resolutions(ctx context.Context, cluster, topic string, keys []store.RecordKey) (map[store.RecordKey]store.Resolution, error)
 	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
 	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []store.PartitionSpan) (map[store.ErrorGroupKey]int64, error)
+	AddNote(ctx context.Context, e store.AuditEntry, n store.Note) (store.Note, error)
+	Notes(ctx context.Context, source string) ([]store.Note, error)
 }
 
 // Triage is the use cases of this package over the configured clusters.

@@ -151,6 +151,7 @@ type RecordView struct {
 	KeySchema, KeySchemaError     string
 	ValueSchema, ValueSchemaError string
 	Resolution                    ResolutionView
+	Notes                         []NoteView
 }
 
 // ResolutionView is what was decided about a dead letter: State "open" when nobody marked it.
@@ -211,6 +212,15 @@ type ErrorGroupRow struct {
 	SamplePartition int32
 	SampleOffset    int64
 	Open            int64 // of Count, the records not resolved, ignored or replayed
+	Notes           []NoteView
+}
+
+// NoteView is a person's note on an error group or a record.
+type NoteView struct {
+	By   string
+	At   time.Time
+	Text string
+	Link string // an http(s) URL or ""
 }
 
 func recordURL(c, t string, p int32, off int64) string {

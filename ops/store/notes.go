@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// Note is a person's note on an error group of a dead-letter source (Group set) or on one of its
+// records (Record set).
+type Note struct {
+	ID     int64
+	Source string // kafka/<cluster>/<topic>
+	Group  *ErrorGroupKey
+	Record *RecordKey
+	Actor  string
+	At     time.Time
+	Text   string
+	Link   string
+}
+
+// MaxNotes is the most notes one source lists.
+const MaxNotes = 500
+
+// AddNote appends n (its ID and At are set by the store), audited before effect (auditedChange):
+// the note and its audit row commit together.
+func (s *Store) AddNote(ctx context.Context, e AuditEntry, n Note) (Note, error) {
+	var typ, cause *string
+	var part *int32
+	var off *int64
+	if n.Group != nil {
+		t, c := ops.CleanText(n.Group.Type, 500), ops.CleanText(n.Group.Cause, 500)
+		typ, cause = &t, &c
+	}
+	if n.Record != nil {
+		part, off = &n.Record.Partition, &n.Record.Offset
+	}
+	n.Actor, n.Text, n.Link = ops.CleanText(n.Actor, 500), ops.CleanText(n.Text, 4000), ops.CleanText(n.Link, 2000)
+	_, err := s.auditedChange(ctx, e, func(ctx context.Context, tx pgx.Tx) (int64, error) {
+		err := tx.QueryRow(ctx, `INSERT INTO dead_letter_note (source, exception_type, exception_cause, partition, "offset", actor, text, link)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, at`, n.Source, typ, cause, part, off, n.Actor, n.Text, n.Link).Scan(&n.ID, &n.At)
+		return 1, err
+	})
+	if err != nil {
+		return Note{}, fmt.Errorf("note on %s: %w", n.Source, err)
+	}
+	return n, nil
+}
+
+// Notes lists the notes of a source, oldest first (they read as a conversation), at most MaxNotes
+// (the newest).
+func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT id, source, exception_type, exception_cause, partition, "offset", actor, at, text, link
+		FROM dead_letter_note WHERE source = $1 ORDER BY at DESC, id DESC LIMIT $2) n ORDER BY at, id`, source, MaxNotes)
+	if err != nil {
+		return nil, fmt.Errorf("notes of %s: %w: %w", source, ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Note, error) {
+		var n Note
+		var typ, cause *string
+		var part *int32
+		var off *int64
+		if err := r.Scan(&n.ID, &n.Source, &typ, &cause, &part, &off, &n.Actor, &n.At, &n.Text, &n.Link); err != nil {
+			return n, err
+		}
+		if typ != nil {
+			n.Group = &ErrorGroupKey{Type: *typ}
+			if cause != nil {
+				n.Group.Cause = *cause
+			}
+		}
+		if part != nil && off != nil {
+			n.Record = &RecordKey{Partition: *part, Offset: *off}
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("notes of %s: %w: %w", source, ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
