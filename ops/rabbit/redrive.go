@@ -165,6 +165,17 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 		if err != nil {
 			return out, err
 		}
+		if !ok && c.read < min(c.span, c.ready) {
+			// Fewer arrived than were ready. When no one else consumes the queue they are still
+			// there — ready, or on their way to this consumer — and the silence is a busy broker:
+			// the job pauses and reads again, never reports them "not found in the queue". With
+			// another consumer they may have gone to it: the queue has ended for the cursor.
+			if others, err := c.othersNow(ctx); err != nil {
+				return out, err
+			} else if others == 0 {
+				return out, c.b.fail(c.op, fmt.Errorf("%w: no delivery for %s with %d of %d messages read", ops.ErrUnavailable, wait, c.read, min(c.span, c.ready)))
+			}
+		}
 		if !ok { // nothing more is ready
 			c.ended = true
 			if err := c.stopWindow(w); err != nil {
@@ -186,6 +197,21 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 		}
 	}
 	return out, nil
+}
+
+// othersNow is how many consumers besides the cursor's window the queue has now, read on a
+// channel of its own.
+func (c *Cursor) othersNow(ctx context.Context) (int, error) {
+	probe, err := c.b.channel(ctx, c.vhost)
+	if err != nil {
+		return 0, c.b.fail(c.op, err)
+	}
+	defer probe.Close()
+	st, err := probe.QueueDeclarePassive(c.queue, false, false, false, false, nil)
+	if err != nil {
+		return 0, c.b.fail(c.op, err)
+	}
+	return max(st.Consumers-1, 0), nil
 }
 
 func (c *Cursor) delivery(d amqp.Delivery, w *window) Delivery {

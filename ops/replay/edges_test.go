@@ -102,7 +102,8 @@ func TestRabbitReplayOfTheLastFiveOfAHundredThousand(t *testing.T) {
 	work(t, e)
 	job := w.run(t, e, plan.ID)
 	if job.Status != store.JobDone || job.Published != 5 || job.Failed != 0 {
-		t.Fatalf("job %+v", job)
+		ledger, _ := e.Ledger(ctxT(t), job.ID, 5)
+		t.Fatalf("job %+v; ledger %+v", job, ledger)
 	}
 	w.waitDepth(t, "orders.dlq", n-5)
 	var got []string
