@@ -125,6 +125,9 @@ func TestChartRenders(t *testing.T) {
 	if p := get(t, ctr, "ports", "name=http", "containerPort"); p != 8080 {
 		t.Errorf("container port %v", p)
 	}
+	if r := get(t, ctr, "env", "name=GOMEMLIMIT", "valueFrom", "resourceFieldRef", "resource"); r != "limits.memory" {
+		t.Errorf("GOMEMLIMIT from %v, want limits.memory", r)
+	}
 	sc := get(t, ctr, "securityContext")
 	if get(t, sc, "readOnlyRootFilesystem") != true || get(t, sc, "allowPrivilegeEscalation") != false ||
 		get(t, sc, "capabilities", "drop", "0") != "ALL" {
