@@ -533,6 +533,33 @@ func partitionNames(ps []PartitionSamples, withTopics bool) string {
 	return strings.Join(out, " and ")
 }
 
+// ProducedRate is the rate at which records were appended to a partition (messages per second,
+// the least-squares slope of its end offset) over samples; only those after the last backwards
+// move of the end offset (the topic was recreated) count. ok is false with fewer than two usable
+// samples spanning some time.
+func ProducedRate(samples []Sample) (msgsPerSec float64, ok bool) {
+	s := make([]Sample, 0, len(samples))
+	for _, x := range samples {
+		if x.End >= 0 && !x.At.IsZero() {
+			s = append(s, x)
+		}
+	}
+	for i := len(s) - 1; i > 0; i-- {
+		if s[i].End < s[i-1].End {
+			s = s[i:]
+			break
+		}
+	}
+	if len(s) < 2 || !s[len(s)-1].At.After(s[0].At) {
+		return 0, false
+	}
+	xs, ends := make([]float64, len(s)), make([]float64, len(s))
+	for i, v := range s {
+		xs[i], ends[i] = v.At.Sub(s[0].At).Seconds(), float64(v.End)
+	}
+	return math.Max(slope(xs, ends), 0), true
+}
+
 // Rate estimates the consumption rate (messages per second, from the least-squares slope of the
 // committed offset) and the time to catch up (current lag over the rate at which lag shrinks, from
 // the slope of the lag). ok is false with fewer than two usable samples spanning some time. A

@@ -25,6 +25,11 @@ type DLTopic struct {
 	// Settled is how many of Records are no longer open (resolved, ignored or replayed): filled
 	// by ops/triage from the console's store when the topic is read; zero (all open) until then.
 	Settled int64
+	// InflowPerSecond is how many records a second arrived over the sampler's window (the slope
+	// of the partitions' summed end offsets); InflowKnown is false until two samples span some
+	// time. Set by ops/sampler, not by DeadLetterTopics.
+	InflowPerSecond float64
+	InflowKnown     bool
 }
 
 // Open is how many of the topic's records are still open.

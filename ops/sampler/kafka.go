@@ -59,7 +59,10 @@ type kafkaState struct {
 	// seen is, per dead-letter topic, where the last round's error-group read ended. It starts
 	// empty with each leadership (the first round reads the newest records again; the store's
 	// rows make that harmless).
-	seen   map[string]map[int32]int64
+	seen map[string]map[int32]int64
+	// ends are, per dead-letter or retry topic, its summed end offsets at the samples of the
+	// window: their slope is the topic's inflow.
+	ends   map[string][]kafka.Sample
 	groups map[string]*groupWindow
 	// tried is the time (sampler clock, Unix nanoseconds) of this replica's last finished sample
 	// of the cluster, good or failed; FreshKafka reads it without tickMu.
@@ -155,6 +158,9 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 			dlts = nil
 		}
 	}
+	if dlts != nil { // nil: the listing failed; keep the inflow history for the next round
+		st.inflows(dlts, at)
+	}
 	data, err := encodeKafka(out, dlts)
 	if err != nil {
 		return fmt.Errorf("sampler: kafka %s: %w", st.name, err)
@@ -175,6 +181,24 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	}
 	s.recordErrorGroups(ctx, st, dlts)
 	return nil
+}
+
+// inflows sets each dead-letter and retry topic's inflow over the window from its summed end
+// offsets at this and the earlier samples.
+func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
+	next := make(map[string][]kafka.Sample, len(dlts))
+	for i := range dlts {
+		t := &dlts[i]
+		var end int64
+		for _, p := range t.Partitions {
+			end += p.End
+		}
+		from := at.Add(-st.window)
+		win := append(trim(st.ends[t.Topic], from, from), kafka.Sample{At: at, End: end})
+		next[t.Topic] = win
+		t.InflowPerSecond, t.InflowKnown = kafka.ProducedRate(windowFrom(win, from))
+	}
+	st.ends = next
 }
 
 // recordErrorGroups folds what arrived in each final dead-letter topic since the last round into
@@ -326,9 +350,22 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 		if _, catchUp, ok := kafka.Rate(windowFrom(w.total, rateFrom)); ok {
 			kg.CatchUp, kg.RateKnown = catchUp, true
 			for _, p := range parts {
-				if r, _, ok := kafka.Rate(windowFrom(p.Samples, rateFrom)); ok {
-					kg.Rate += r
+				win := windowFrom(p.Samples, rateFrom)
+				consumed, _, ok := kafka.Rate(win)
+				if ok {
+					kg.Rate += consumed
 				}
+				produced, pok := kafka.ProducedRate(win)
+				if !ok && !pok {
+					continue
+				}
+				if kg.TopicRates == nil {
+					kg.TopicRates = map[string]TopicRate{}
+				}
+				tr := kg.TopicRates[p.Topic]
+				tr.Consumed += consumed
+				tr.Produced += produced
+				kg.TopicRates[p.Topic] = tr
 			}
 		}
 		out = append(out, kg)
@@ -337,7 +374,6 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 	return out, rows
 }
 
-// trim drops the samples taken before cutoff (samples are in time order).
 // trim drops, in place, the samples a status and a rate no longer need: all older than cutoff
 // (the keep horizon: StopAfter and two intervals), and of those older than the window's start,
 // all but two — the last one at or before it (a rate spans the whole window: windowFrom) and the

@@ -82,6 +82,10 @@ func TestStatusesOverTime(t *testing.T) {
 		if g.CatchUp >= 0 {
 			t.Errorf("catch-up %v, want < 0 (lag growing)", g.CatchUp)
 		}
+		// 2 partitions × 10 records per 20 s produced, 2 × 2 consumed: the pipeline's rates.
+		if r := g.TopicRates["orders"]; math.Abs(r.Produced-1.0) > 1e-9 || math.Abs(r.Consumed-0.2) > 1e-9 {
+			t.Errorf("orders' rates %+v, want 1 msg/s produced and 0.2 consumed", r)
+		}
 		if len(g.Partitions) != 2 || g.Partitions["orders/0"].Code != kafka.StatusWarn {
 			t.Errorf("partition statuses %v, want both WARN", g.Partitions)
 		}

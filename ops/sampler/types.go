@@ -34,7 +34,14 @@ type KafkaGroup struct {
 	Rate       float64                 // messages consumed per second over the window
 	CatchUp    time.Duration           // time to catch up at the current slope; 0 = no lag; < 0 = not shrinking
 	RateKnown  bool                    // false until the window holds two samples
+	// TopicRates are, per topic the group consumes, the messages it consumed and the messages
+	// produced to the topic per second over the window (its partitions' committed and end offsets'
+	// slopes): a consumer's pipeline compares them stage by stage. Nil until RateKnown.
+	TopicRates map[string]TopicRate
 }
+
+// TopicRate is one topic's consumption (by a group) and production rates, messages per second.
+type TopicRate struct{ Consumed, Produced float64 }
 
 // GroupPoint is one point of a group's history.
 type GroupPoint struct {

@@ -30,26 +30,29 @@ type wireDLT struct {
 	Parts    []int32 `json:"p"`
 	Start    []int64 `json:"s"`
 	End      []int64 `json:"e"`
-	NewestAt int64   `json:"n,omitempty"` // unix milliseconds
+	NewestAt int64   `json:"n,omitempty"`  // unix milliseconds
+	Inflow   float64 `json:"in,omitempty"` // records per second over the window
+	InflowOK bool    `json:"ik,omitempty"`
 }
 
 type wireGroup struct {
-	Name         string           `json:"n"`
-	State        string           `json:"s,omitempty"`
-	ProtocolType string           `json:"pt,omitempty"`
-	Protocol     string           `json:"p,omitempty"`
-	Members      int              `json:"m,omitempty"`
-	TotalLag     int64            `json:"lag"`
-	MaxTimeLag   int64            `json:"mtl,omitempty"` // milliseconds, -1 unknown
-	Error        string           `json:"err,omitempty"`
-	Status       kafka.StatusCode `json:"st"`
-	Reason       string           `json:"why,omitempty"`
-	Parts        []wirePartStatus `json:"ps,omitempty"` // non-OK partitions only
-	Rate         float64          `json:"rate,omitempty"`
-	CatchUp      int64            `json:"cu,omitempty"` // nanoseconds
-	RateKnown    bool             `json:"rk,omitempty"`
-	MemberNames  []string         `json:"mn,omitempty"` // indexed by wireTopic.Member
-	Topics       []wireTopic      `json:"t"`
+	Name         string                `json:"n"`
+	State        string                `json:"s,omitempty"`
+	ProtocolType string                `json:"pt,omitempty"`
+	Protocol     string                `json:"p,omitempty"`
+	Members      int                   `json:"m,omitempty"`
+	TotalLag     int64                 `json:"lag"`
+	MaxTimeLag   int64                 `json:"mtl,omitempty"` // milliseconds, -1 unknown
+	Error        string                `json:"err,omitempty"`
+	Status       kafka.StatusCode      `json:"st"`
+	Reason       string                `json:"why,omitempty"`
+	Parts        []wirePartStatus      `json:"ps,omitempty"` // non-OK partitions only
+	Rate         float64               `json:"rate,omitempty"`
+	CatchUp      int64                 `json:"cu,omitempty"` // nanoseconds
+	RateKnown    bool                  `json:"rk,omitempty"`
+	MemberNames  []string              `json:"mn,omitempty"` // indexed by wireTopic.Member
+	TopicRates   map[string][2]float64 `json:"tr,omitempty"` // consumed, produced per second
+	Topics       []wireTopic           `json:"t"`
 }
 
 type wirePartStatus struct {
@@ -77,7 +80,7 @@ type wireTopic struct {
 func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
 	for _, t := range dlts {
-		d := wireDLT{Topic: t.Topic, Retry: t.Retry}
+		d := wireDLT{Topic: t.Topic, Retry: t.Retry, Inflow: t.InflowPerSecond, InflowOK: t.InflowKnown}
 		if !t.NewestAt.IsZero() {
 			d.NewestAt = t.NewestAt.UnixMilli()
 		}
@@ -93,6 +96,12 @@ func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 			Status: g.Status.Code, Reason: g.Status.Reason,
 			Rate: g.Rate, CatchUp: int64(g.CatchUp), RateKnown: g.RateKnown,
 			Topics: make([]wireTopic, len(g.Topics)),
+		}
+		for topic, r := range g.TopicRates {
+			if wg.TopicRates == nil {
+				wg.TopicRates = make(map[string][2]float64, len(g.TopicRates))
+			}
+			wg.TopicRates[topic] = [2]float64{r.Consumed, r.Produced}
 		}
 		derived := map[string]bool{} // partitions whose status decoding derives again
 		if derivable(g.State) {
@@ -176,7 +185,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 		if len(d.Start) != len(d.Parts) || len(d.End) != len(d.Parts) {
 			return nil, nil, false, fmt.Errorf("decode snapshot: dead-letter topic %q: arrays of different lengths", d.Topic)
 		}
-		t := kafka.DLTopic{Topic: d.Topic, Retry: d.Retry}
+		t := kafka.DLTopic{Topic: d.Topic, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK}
 		if d.NewestAt != 0 {
 			t.NewestAt = time.UnixMilli(d.NewestAt).UTC()
 		}
@@ -202,6 +211,12 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 			Rate:      wg.Rate,
 			CatchUp:   time.Duration(wg.CatchUp),
 			RateKnown: wg.RateKnown,
+		}
+		for topic, r := range wg.TopicRates {
+			if g.TopicRates == nil {
+				g.TopicRates = make(map[string]TopicRate, len(wg.TopicRates))
+			}
+			g.TopicRates[topic] = TopicRate{Consumed: r[0], Produced: r[1]}
 		}
 		var listed map[string]bool
 		if len(wg.Parts) > 0 {
