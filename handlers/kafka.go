@@ -178,11 +178,11 @@ func (h *Kafka) groupsJSON(snap sampler.KafkaSnapshot) (*sharedPart, error) {
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group.
 func (h *Kafka) APIGroup(c echo.Context) error {
-	_, _, g, err := h.group(c)
+	_, snap, g, err := h.group(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toGroupJSON(g))
+	return c.JSON(http.StatusOK, groupDetailJSON{groupJSON: toGroupJSON(g), Pipelines: toPipelinesJSON(sampler.Pipelines(g, snap.DeadLetterTopics))})
 }
 
 // group finds a group in the latest snapshot. A group the snapshot does not have yet (it started
@@ -587,6 +587,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	}
 	sort.SliceStable(page.Partitions, func(i, j int) bool { return page.Partitions[i].Lag > page.Partitions[j].Lag })
 	page.Skip = skipOffer(g.Status.Code, page.Partitions)
+	page.Pipelines = toPipelineViews(k.Name(), sampler.Pipelines(g, snap.DeadLetterTopics))
 	return render(c, http.StatusOK, kafkapages.Group(page))
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/paths"
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
 )
@@ -125,4 +128,34 @@ func schemaLabel(d *schema.Decoded) (label, problem string) {
 		problem = d.Error + "; shown raw"
 	}
 	return strings.Join(parts, " · "), problem
+}
+
+// toPipelineViews words a group's pipelines for its page.
+func toPipelineViews(cluster string, ps []sampler.Pipeline) []kafkapages.PipelineView {
+	rate := func(r *float64) string {
+		if r == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.1f/s", *r)
+	}
+	out := make([]kafkapages.PipelineView, 0, len(ps))
+	for _, p := range ps {
+		v := kafkapages.PipelineView{Topic: p.Base, Verdict: p.Verdict, BackedUp: p.BackedUp}
+		for _, s := range p.Stages {
+			sv := kafkapages.PipelineStageView{Topic: s.Topic, Href: paths.KafkaTopic(cluster, s.Topic), Stage: s.Stage,
+				Inflow: rate(s.InflowPerSecond), Consumption: rate(s.ConsumedPerSecond)}
+			if s.Stage != sampler.StageMain {
+				sv.Records = components.FormatNum(s.Records)
+			}
+			if s.Consumed {
+				sv.Lag = components.FormatNum(s.Lag)
+				if s.MaxTimeLag >= 0 {
+					sv.TimeLag = timeLagText(time.Duration(s.MaxTimeLag) * time.Millisecond)
+				}
+			}
+			v.Stages = append(v.Stages, sv)
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -48,6 +48,53 @@ type groupJSON struct {
 	Topics         []topicLagJSON `json:"topics"`
 }
 
+// groupDetailJSON is one group as GET /api/v1/kafka/{cluster}/groups/{group} answers it: the
+// list's fields and the group's pipelines (main topic, retry topics, DLTs).
+type groupDetailJSON struct {
+	groupJSON
+	Pipelines []pipelineJSON `json:"pipelines"`
+}
+
+type pipelineJSON struct {
+	Topic    string              `json:"topic"` // the main topic
+	Verdict  string              `json:"verdict"`
+	BackedUp bool                `json:"backed_up"`
+	Stages   []pipelineStageJSON `json:"stages"`
+}
+
+type pipelineStageJSON struct {
+	Topic             string   `json:"topic"`
+	Stage             string   `json:"stage"` // main, retry, dlt
+	Consumed          bool     `json:"consumed"`
+	Lag               *int64   `json:"lag"` // null when the group does not read the topic
+	LagSeconds        *float64 `json:"lag_seconds"`
+	Records           int64    `json:"records"`
+	InflowPerSecond   *float64 `json:"inflow_per_second"`
+	ConsumedPerSecond *float64 `json:"consumed_per_second"`
+}
+
+func toPipelinesJSON(ps []sampler.Pipeline) []pipelineJSON {
+	out := make([]pipelineJSON, 0, len(ps))
+	for _, p := range ps {
+		j := pipelineJSON{Topic: p.Base, Verdict: p.Verdict, BackedUp: p.BackedUp, Stages: make([]pipelineStageJSON, 0, len(p.Stages))}
+		for _, s := range p.Stages {
+			sj := pipelineStageJSON{Topic: s.Topic, Stage: s.Stage, Consumed: s.Consumed, Records: s.Records,
+				InflowPerSecond: s.InflowPerSecond, ConsumedPerSecond: s.ConsumedPerSecond}
+			if s.Consumed {
+				lag := s.Lag
+				sj.Lag = &lag
+				if s.MaxTimeLag >= 0 {
+					secs := float64(s.MaxTimeLag) / 1000
+					sj.LagSeconds = &secs
+				}
+			}
+			j.Stages = append(j.Stages, sj)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
 func toGroupJSON(g sampler.KafkaGroup) groupJSON {
 	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
 		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}

@@ -180,4 +180,15 @@ func TestBrowserKafkaLivePages(t *testing.T) {
 	if strings.Contains(sub, "·  ·") || strings.HasSuffix(strings.TrimSpace(sub), "·") {
 		t.Errorf("group subtitle %q has an empty part", sub)
 	}
+
+	// The consumer's pipeline: the main topic beside its retry topic and DLT.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/kafka/main/groups/legacy-reporting"), chromedp.WaitVisible(`[data-testid="pipelines"]`)); err != nil {
+		t.Fatal(err)
+	}
+	verdict := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="pipeline-verdict"]`)))
+	stages := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="pipeline-table"] tbody`)))
+	screenshot(t, ctx, "kafka-group-pipeline")
+	if !strings.HasPrefix(verdict, "orders: the main topic's lag is") || !strings.Contains(stages, "orders.retry-1") || !strings.Contains(stages, "orders.DLT") {
+		t.Errorf("pipeline: %q / %q", verdict, stages)
+	}
 }

@@ -84,6 +84,33 @@ type GroupPage struct {
 	// Skip is offered on a STALL or STOP group to an operator: skip the record the worst
 	// partition is stuck on. Nil offers nothing.
 	Skip *SkipOffer
+	// Pipelines are the group's main topics with their retry topics and DLTs, stage by stage.
+	Pipelines []PipelineView
+}
+
+// PipelineView is one main topic and the retry topics and DLTs that carry its failures.
+type PipelineView struct {
+	Topic    string
+	Verdict  string
+	BackedUp bool
+	Stages   []PipelineStageView
+}
+
+// PipelineStageView is one stage, its numbers as text ("" shows a dash).
+type PipelineStageView struct {
+	Topic, Href, Stage    string
+	Lag, TimeLag, Records string
+	Inflow, Consumption   string
+	LagSort, RecordsSort  int64
+}
+
+// liveTargets are the parts of the group page a refresh replaces.
+func liveTargets(p GroupPage) []string {
+	t := []string{"group-stats", "partitions-body"}
+	if len(p.Pipelines) > 0 {
+		t = append(t, "pipelines")
+	}
+	return t
 }
 
 // PartitionRow is one partition of a group.
