@@ -107,27 +107,71 @@ func (w *exportWriter) close() {
 	w.c.Response().Flush()
 }
 
-// auditExport records content.export with the filter and the count written; outcome partial when
-// the export ended early (the client went away, the broker failed).
-func (h *Search) auditExport(c echo.Context, target string, filter *search.Filter, n int64, detail map[string]any, failed error) {
+// IntentAuditor is the audit log that records an intent before the effect (ops/store).
+type IntentAuditor interface {
+	Auditor
+	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+}
+
+// exportAudit is one export's audit: its intent is recorded before the first byte goes out (no
+// content leaves unaudited: an audit log that cannot be written refuses the export), its outcome
+// with the count written once the stream ends — partial when it ended early (the client went
+// away, the broker failed).
+type exportAudit struct {
+	h      *Search
+	c      echo.Context
+	base   store.AuditEntry
+	intent int64
+}
+
+func (h *Search) beginExport(c echo.Context, target string, filter *search.Filter, detail map[string]any) (*exportAudit, error) {
+	a := &exportAudit{h: h, c: c}
 	if h.o.Audit == nil {
-		return
+		return a, nil
 	}
 	expr := ""
 	if filter != nil {
 		expr = filter.Text()
 	}
 	detail["filter"] = expr
-	e := auditEntry(c, "content.export", target, "", detail)
-	e.Count = &n
-	if failed != nil {
-		e.Outcome = store.OutcomePartial
-		detail["error"] = failed.Error()
+	a.base = auditEntry(c, "content.export", target, "", detail)
+	ia, ok := h.o.Audit.(IntentAuditor)
+	if !ok {
+		return a, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 	defer cancel()
-	if err := h.o.Audit.RecordAudit(ctx, e); err != nil {
-		c.Logger().Errorf("audit content.export: %v", err)
+	id, err := ia.RecordIntent(ctx, a.base)
+	if err != nil {
+		return nil, fmt.Errorf("the audit log cannot be written, so nothing was exported: %w", err)
+	}
+	a.intent = id
+	return a, nil
+}
+
+// finish records the export's outcome; more is detail known only at the end (scanned).
+func (a *exportAudit) finish(n int64, more map[string]any, failed error) {
+	if a.h.o.Audit == nil {
+		return
+	}
+	outcome := store.OutcomeOK
+	switch {
+	case failed != nil && n == 0:
+		outcome = store.OutcomeFailed
+	case failed != nil:
+		outcome = store.OutcomePartial
+	}
+	e := store.OutcomeOf(a.base, a.intent, outcome, &n, failed)
+	if a.intent == 0 {
+		delete(e.Detail, "intent_id")
+	}
+	for k, v := range more {
+		e.Detail[k] = v
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.c.Request().Context()), 5*time.Second)
+	defer cancel()
+	if err := a.h.o.Audit.RecordAudit(ctx, e); err != nil {
+		a.c.Logger().Errorf("audit content.export: %v", err)
 	}
 }
 
@@ -180,6 +224,14 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	if q.Partition != nil && (*q.Partition >= int32(len(parts))) {
 		return ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(parts), q.Topic))
 	}
+	detail := map[string]any{"format": format, "revealed": red == nil && h.o.Redactor.Active()}
+	if q.Partition != nil {
+		detail["partition"] = *q.Partition
+	}
+	audit, err := h.beginExport(c, target, q.Filter, detail)
+	if err != nil {
+		return err
+	}
 	redacted := false
 	q.View = func(r kafka.Record) kafka.Record {
 		r, redacted = redactRecord(red, r)
@@ -202,11 +254,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	}
 	res, err := search.ScanKafka(c.Request().Context(), k, q)
 	w.close()
-	detail := map[string]any{"format": format, "scanned": res.Scanned, "revealed": red == nil && h.o.Redactor.Active()}
-	if q.Partition != nil {
-		detail["partition"] = *q.Partition
-	}
-	h.auditExport(c, target, q.Filter, w.n, detail, endedEarly(err))
+	audit.finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
 	return nil // the status is sent: an error shows as a cut stream (and in the audit row)
 }
 
@@ -257,6 +305,10 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	audit, err := h.beginExport(c, target, f, map[string]any{"format": format, "revealed": red == nil && h.o.Redactor.Active()})
+	if err != nil {
+		return err
+	}
 	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, MaxScan: int(maxScan)}
 	var last shownMessage
 	q.View = func(m rabbit.Message) rabbit.Message {
@@ -292,12 +344,12 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	res, err := search.ScanRabbit(c.Request().Context(), b, q)
 	if w == nil {
 		if err != nil {
+			audit.finish(0, map[string]any{"scanned": res.Scanned}, err)
 			return err // nothing sent yet: the usual error answer
 		}
 		w = newExportWriter(c, format, queue, rabbitCSVHeader)
 	}
 	w.close()
-	h.auditExport(c, target, f, w.n, map[string]any{"format": format, "scanned": res.Scanned,
-		"revealed": red == nil && h.o.Redactor.Active()}, endedEarly(err))
+	audit.finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
 	return nil
 }

@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// An export records its intent before the first byte: with the audit log unwritable it is refused
+// (503, nothing exported); otherwise the outcome row names the intent and counts what was written.
+func TestExportIntentBeforeContent(t *testing.T) {
+	ctx := context.Background()
+	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, "orders.DLT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broker.Close)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for range 3 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders.DLT", Value: []byte(`{"secret":"s3cr3t"}`)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := func() *httptest.ResponseRecorder {
+		h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, Audit: st, ExportMinRole: "viewer"})
+		e := echo.New()
+		e.HTTPErrorHandler = func(err error, c echo.Context) {
+			code := http.StatusInternalServerError
+			if errors.Is(err, ops.ErrUnavailable) {
+				code = http.StatusServiceUnavailable // as web's one mapping does
+			}
+			_ = c.String(code, err.Error())
+		}
+		e.GET("/x/:cluster/:topic", h.ExportKafka, func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c echo.Context) error { SetActor(c, Actor{Name: "otto", Role: "operator"}); return next(c) }
+		})
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x/main/orders.DLT", nil))
+		return rec
+	}
+	if rec := export(); rec.Code != http.StatusOK || strings.Count(rec.Body.String(), "s3cr3t") != 3 {
+		t.Fatalf("export: %d %s", rec.Code, rec.Body.String())
+	}
+	list, err := st.ListAudit(ctx, store.AuditFilter{Action: "content.export", Intents: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var intent, outcome *store.AuditEntry
+	for i := range list {
+		switch e := &list[i]; e.Outcome {
+		case store.OutcomeStarted:
+			intent = e
+		case store.OutcomeOK:
+			outcome = e
+		}
+	}
+	if intent == nil || outcome == nil || outcome.Count == nil || *outcome.Count != 3 || outcome.Detail["intent_id"] == nil {
+		t.Fatalf("audit rows %+v", list)
+	}
+
+	st.Close() // the audit log cannot be written now
+	rec := export()
+	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "s3cr3t") || !strings.Contains(rec.Body.String(), "nothing was exported") {
+		t.Fatalf("with the audit log down: %d %s", rec.Code, rec.Body.String())
+	}
+}
