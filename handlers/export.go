@@ -40,6 +40,10 @@ func (h *Search) ExportMinRole() string {
 	return h.o.ExportMinRole
 }
 
+// CanExport reports whether the request's actor may export (export.min_role): pages offer the
+// button only then.
+func (h *Search) CanExport(c echo.Context) bool { return h != nil && h.allowExport(c) == nil }
+
 // allowExport refuses a caller below export.min_role.
 func (h *Search) allowExport(c echo.Context) error {
 	if roleRank(ActorOf(c).Role) < h.minRole {

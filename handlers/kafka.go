@@ -56,6 +56,7 @@ type Kafka struct {
 	redact    *Redactor
 	rules     map[string]configs.LagRules // per cluster, for a group read through
 	triage    Triage                      // resolution state of dead letters; nil: every record open
+	exports   *Search                     // who may export (export.min_role); nil: nobody is offered it
 
 	// encoded holds, per cluster, the groups of the last snapshot served by APIGroups as JSON:
 	// a snapshot changes once per sample, and encoding 200 groups × 50 partitions costs
@@ -619,6 +620,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		return err
 	}
 	page.CanReveal = red != nil && ActorOf(c).Role == RoleAdmin
+	h.searchLinks(c, &page)
 	if allPartitions(c) {
 		return h.topicAcross(c, k, red, page)
 	}
@@ -741,4 +743,32 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
 	}
 	return render(c, http.StatusOK, kafkapages.Errors(page))
+}
+
+// ExportsBy lets the topic page offer "Export matches" to whom s allows (export.min_role).
+func (h *Kafka) ExportsBy(s *Search) *Kafka {
+	h.exports = s
+	return h
+}
+
+// searchLinks fills a topic page's content search: the scan the page's script streams (the
+// records API, a page of matches at a time, continued by cursor) and the export of the matches.
+func (h *Kafka) searchLinks(c echo.Context, page *kafkapages.TopicPage) {
+	page.Filter = strings.TrimSpace(c.QueryParam("filter"))
+	if page.Filter == "" {
+		return
+	}
+	partition := c.QueryParam("partition")
+	if partition == "" {
+		partition = "all"
+	}
+	q := url.Values{"filter": {page.Filter}, "partition": {partition}, "limit": {"50"}, "max_scan": {"20000"}, "order": {page.Order}}
+	page.ScanURL = paths.WithQuery(paths.APIKafkaRecords(page.Cluster, page.Topic), q)
+	if h.exports.CanExport(c) {
+		e := url.Values{"filter": {page.Filter}, "format": {"ndjson"}}
+		if partition != "all" {
+			e.Set("partition", partition)
+		}
+		page.ExportURL = paths.WithQuery(paths.APIKafkaExport(page.Cluster, page.Topic), e)
+	}
 }

@@ -21,6 +21,9 @@
 //   ol[data-trace-stream="url"][data-trace-result="id"]  a trace's timeline: each source's steps arrive
 //                                               as server-sent events ("steps", appended), then
 //                                               "done" replaces the element #id with the whole result
+//   div[data-scan="url"] [data-scan-rows] [data-scan-status] [data-scan-cancel]  a filter's matches,
+//                                               streamed page by page from the records API
+//   input[data-filter-history="kind"]           the last filters used, offered in its datalist
 //   table[data-records] tr[data-record-row]     a message row; the next tr[data-row-detail] is its full
 //                                               view, toggled by [data-expand], a click on the row or
 //                                               Enter; j/k move between rows, x ticks the row's box
@@ -666,6 +669,114 @@
     });
   }
 
+  // ---------------------------------------------------------------- content scans
+  // div[data-scan="records API url"]: the matches of a filter, page after page (next_cursor)
+  // until the range is read, data-scan-limit matches are shown or [data-scan-cancel] is pressed;
+  // [data-scan-status] counts records scanned, matches and the rate. Rows are built with
+  // textContent: message content is never parsed as HTML.
+  function initScans(root) {
+    within(root, "[data-scan]").forEach(function (el) {
+      if (el._scan) return;
+      el._scan = true;
+      var url = el.getAttribute("data-scan");
+      var recordBase = el.getAttribute("data-scan-record");
+      var limit = parseInt(el.getAttribute("data-scan-limit") || "500", 10);
+      var rows = el.querySelector("[data-scan-rows]");
+      var status = el.querySelector("[data-scan-status]");
+      var cancel = el.querySelector("[data-scan-cancel]");
+      var scanned = 0, matched = 0, started = Date.now(), stopped = false;
+      function show(state) {
+        var secs = Math.max((Date.now() - started) / 1000, 0.001);
+        status.textContent = scanned.toLocaleString() + " records scanned · " + matched.toLocaleString() + " matched · " +
+          Math.round(scanned / secs).toLocaleString() + " records/s" + (state ? " · " + state : "");
+      }
+      function cell(tr, text, cls) {
+        var td = doc.createElement("td");
+        if (cls) td.className = cls;
+        td.textContent = text;
+        tr.appendChild(td);
+        return td;
+      }
+      function add(r) {
+        var tr = doc.createElement("tr");
+        tr.setAttribute("data-testid", "scan-row");
+        cell(tr, String(r.partition), "num");
+        var off = cell(tr, "", "num");
+        var a = doc.createElement("a");
+        a.className = "mono";
+        a.href = recordBase + "?partition=" + r.partition + "&offset=" + r.offset + "&limit=1";
+        a.textContent = String(r.offset);
+        off.appendChild(a);
+        cell(tr, r.timestamp || "", "small");
+        cell(tr, r.key == null ? "" : String(r.key).slice(0, 80), "mono small");
+        cell(tr, r.dead_letter && r.dead_letter.exception_type ? r.dead_letter.exception_type : "", "small");
+        cell(tr, r.value == null ? "" : String(r.value).slice(0, 160), "mono small");
+        rows.appendChild(tr);
+      }
+      if (cancel) {
+        cancel.addEventListener("click", function () {
+          stopped = true;
+          cancel.disabled = true;
+          show("cancelled");
+        });
+      }
+      function page(cursor) {
+        var u = url + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+        fetch(u, { headers: { Accept: "application/json" }, credentials: "same-origin" }).then(function (resp) {
+          return resp.json().then(function (j) { return { ok: resp.ok, j: j }; });
+        }).then(function (res) {
+          if (!res.ok) {
+            show(res.j && res.j.error ? res.j.error.message : "the scan failed");
+            if (cancel) cancel.disabled = true;
+            return;
+          }
+          var recs = res.j.records || [];
+          scanned += res.j.scanned || 0;
+          for (var i = 0; i < recs.length && matched < limit; i++) { add(recs[i]); matched++; }
+          if (stopped) return;
+          if (res.j.exhausted || !res.j.next_cursor || matched >= limit) {
+            show(res.j.exhausted ? "done: the whole range was read" : matched >= limit ? "showing the first " + limit + " matches" : "done");
+            if (cancel) cancel.disabled = true;
+            return;
+          }
+          show("scanning…");
+          page(res.j.next_cursor);
+        }).catch(function () {
+          show("the console did not answer; reload to scan again");
+          if (cancel) cancel.disabled = true;
+        });
+      }
+      show("scanning…");
+      page("");
+    });
+  }
+
+  // input[data-filter-history="kind"]: the last filters used are offered again (its datalist),
+  // kept in this browser only.
+  function initFilterHistory(root) {
+    within(root, "input[data-filter-history]").forEach(function (input) {
+      if (input._history) return;
+      input._history = true;
+      var key = "redrive.filters." + input.getAttribute("data-filter-history");
+      var list = [];
+      try { list = JSON.parse(localStorage.getItem(key) || "[]"); } catch (e) { list = []; }
+      var dl = input.list;
+      if (dl) {
+        list.forEach(function (f) {
+          var o = doc.createElement("option");
+          o.value = f;
+          o.label = "used before";
+          dl.insertBefore(o, dl.firstChild);
+        });
+      }
+      var v = input.value.trim();
+      if (v) {
+        list = [v].concat(list.filter(function (f) { return f !== v; })).slice(0, 10);
+        try { localStorage.setItem(key, JSON.stringify(list)); } catch (e) { /* private mode */ }
+      }
+    });
+  }
+
   function init(root) {
     refreshTimes(root);
     initSortable(root);
@@ -673,6 +784,8 @@
     syncAllChecks();
     initCharts(root);
     initTraceStreams(root);
+    initScans(root);
+    initFilterHistory(root);
   }
 
   function onKeydown(e) {

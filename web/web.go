@@ -182,6 +182,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		auth.fillMeta(c, &m)
 		return m
 	}
+	search := newSearch(deps)
 	h := routeHandlers{
 		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor.Audited(deps.Store)),
 		audit:    handlers.NewAudit(deps.Store, meta),
@@ -189,14 +190,14 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
 			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay,
 			ErrorGroups: deps.ErrorGroups, NewGroupWindow: deps.NewGroupWindow}, meta),
-		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag),
+		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag).ExportsBy(search),
 		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
 		replicas: handlers.NewReplicas(deps.Store),
 		offsets:  handlers.NewOffsets(deps.Offsets, meta),
 		doctor:   handlers.NewDoctor(deps.Doctor, meta),
 		reload:   opts.Reload,
-		search:   newSearch(deps),
+		search:   search,
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
 		trace:    handlers.NewTrace(deps.Tracer, meta, deps.Redactor.Audited(deps.Store)),
 	}

@@ -151,6 +151,24 @@ type TopicPage struct {
 	CanReveal   bool   // values are masked by redaction rules and an admin may reveal them (audited)
 	State       string // the resolution state shown: open (default), resolved, ignored, replayed or all
 	Flash       string // what the last action did
+	// Filter is the CEL expression of a content search (filter=); ScanURL the records API that
+	// scans for it page by page (the page's script streams the matches in), ExportURL its export
+	// when the reader may export.
+	Filter    string
+	ScanURL   string
+	ExportURL string
+}
+
+// FilterExamples are offered in the filter box (a datalist): variable names and common shapes.
+var FilterExamples = []string{
+	`key == "order-123"`,
+	`value.orderId == 123`,
+	`headers["tenant"] == "7"`,
+	`dead_letter.exception_type.endsWith("TimeoutException")`,
+	`dead_letter.exception_message.contains("timeout")`,
+	`timestamp > timestamp("2026-12-01T10:00:00Z")`,
+	`partition == 2 && offset > 1000`,
+	`size > 10000`,
 }
 
 // PartitionOption is one partition in the selector: its number and how many records it holds.

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserSearchTopic: a filter typed on a topic page streams its matches in with the records
+// scanned and the rate, the URL keeps it, and "Plan replay of the matches" plans exactly them.
+func TestBrowserSearchTopic(t *testing.T) {
+	base := kafkaConsole(t)
+	ctx, dialogs := newBrowser(t)
+	const filter = `offset < 10 && key != "<img src=x onerror=alert(1)>"` // 10 in each of 3 partitions
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/kafka/main/topics/orders.DLT"),
+		chromedp.WaitVisible(`[data-testid="filter-input"]`),
+		chromedp.SetValue(`[data-testid="partition-select"]`, "all"),
+		chromedp.SendKeys(`[data-testid="filter-input"]`, filter),
+		chromedp.Submit(`[data-testid="filter-input"]`),
+		chromedp.WaitVisible(`[data-testid="scan"]`)); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	waitUntil(t, 30*time.Second, "the scan to finish", func() bool {
+		status = must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`))
+		return strings.Contains(status, "done")
+	})
+	rows := must(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="scan-row"]').length`))
+	loc := must(t, ctx, chromedp.Evaluate[string](`location.search`))
+	screenshot(t, ctx, "kafka-topic-search")
+	if rows != 30 || !strings.Contains(status, "30 matched") || !strings.Contains(status, "records scanned") || !strings.Contains(status, "records/s") {
+		t.Fatalf("scan: %d rows, status %q", rows, status)
+	}
+	if !strings.Contains(loc, "filter=") {
+		t.Errorf("the URL does not keep the filter: %q", loc)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid="plan-matches"] button`), chromedp.WaitVisible(`[data-testid="plan-counts"]`)); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, action := range []string{"publish", "skip_processed", "skip_in_progress", "skip_already_replayed", "skip_replay_limit", "skip_unresolvable"} {
+		total += must(t, ctx, chromedp.Evaluate[int](`(() => { const e = document.querySelector('[data-testid="count-`+action+`"] [data-testid="stat-value"]'); return e ? parseInt(e.textContent.replace(/,/g, ''), 10) : 0; })()`))
+	}
+	if total != 30 || dialogs.Load() != 0 {
+		t.Errorf("the plan of the matches holds %d items (want 30); %d dialogs opened", total, dialogs.Load())
+	}
+}
