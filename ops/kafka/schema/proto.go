@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
@@ -33,8 +35,19 @@ func compileProto(main, text string, refs []refSource) (*compiled, error) {
 	for _, r := range refs {
 		srcs[r.name] = r.schema.Schema
 	}
-	fd, files, err := compileSources(protocompile.WithStandardImports(&protocompile.SourceResolver{
-		Accessor: protocompile.SourceAccessorFromMap(srcs)}), main)
+	sources := &protocompile.SourceResolver{Accessor: protocompile.SourceAccessorFromMap(srcs)}
+	// Confluent's own clients (the Python and .NET serializers) register a Protobuf schema as a
+	// base64 FileDescriptorProto rather than .proto text; a real registry keeps it so. Such a file
+	// is handed to the compiler as a descriptor; .proto text (never valid base64: it has spaces)
+	// as source.
+	resolver := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+		if fdp := descriptorText(srcs[path]); fdp != nil {
+			fdp.Name = proto.String(path)
+			return protocompile.SearchResult{Proto: fdp}, nil
+		}
+		return sources.FindFileByPath(path)
+	})
+	fd, files, err := compileSources(protocompile.WithStandardImports(resolver), main)
 	if err != nil {
 		return nil, err
 	}
@@ -43,15 +56,57 @@ func compileProto(main, text string, refs []refSource) (*compiled, error) {
 		typ = string(fd.Messages().Get(0).FullName())
 	}
 	c := &compiled{format: FormatProtobuf, typ: typ}
-	c.decodeJSON = func(payload []byte) ([]byte, string, error) {
-		md, rest, err := messageByIndexes(fd, payload)
-		if err != nil {
-			return nil, "", err
-		}
-		j, err := unmarshalJSON(md, rest, files)
-		return j, string(md.FullName()), err
-	}
+	c.decodeJSON = func(payload []byte) ([]byte, string, error) { return decodeIndexed(fd, files, payload) }
 	return c, nil
+}
+
+// descriptorText is the FileDescriptorProto a schema's text holds base64-encoded, or nil when the
+// text is .proto source.
+func descriptorText(text string) *descriptorpb.FileDescriptorProto {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(text))
+	if err != nil || len(raw) == 0 {
+		return nil
+	}
+	fdp := &descriptorpb.FileDescriptorProto{}
+	if proto.Unmarshal(raw, fdp) != nil || (len(fdp.GetMessageType()) == 0 && len(fdp.GetEnumType()) == 0) {
+		return nil
+	}
+	// protoc fills every field's json_name in the descriptors it writes, and the compiler reads a
+	// descriptor as protoc's output; Python's CopyToProto leaves it out. The default is protoc's:
+	// the name in lower camel case.
+	var clean func(ms []*descriptorpb.DescriptorProto)
+	clean = func(ms []*descriptorpb.DescriptorProto) {
+		for _, m := range ms {
+			for _, f := range m.GetField() {
+				if f.GetJsonName() == "" {
+					f.JsonName = proto.String(jsonName(f.GetName()))
+				}
+			}
+			clean(m.GetNestedType())
+		}
+	}
+	clean(fdp.GetMessageType())
+	return fdp
+}
+
+// jsonName is protoc's default JSON name of a field: underscores dropped, the letter after each
+// upper-cased.
+func jsonName(name string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range name {
+		switch {
+		case r == '_':
+			up = true
+		case up && r >= 'a' && r <= 'z':
+			b.WriteRune(r - 'a' + 'A')
+			up = false
+		default:
+			b.WriteRune(r)
+			up = false
+		}
+	}
+	return b.String()
 }
 
 // compileProtoFiles compiles .proto files from disk for plain (unframed) payloads of one message.
@@ -127,7 +182,44 @@ func compileSources(res protocompile.Resolver, names ...string) (protoreflect.Fi
 // messageByIndexes reads Confluent's message indexes (zigzag varints: a count, then the index of
 // the message at each nesting level; a lone 0 means the first message) and finds that message.
 func messageByIndexes(fd protoreflect.FileDescriptor, b []byte) (protoreflect.MessageDescriptor, []byte, error) {
-	n, k := binary.Varint(b)
+	return messageByIndexesWith(fd, b, binary.Varint)
+}
+
+// uvarint reads an unsigned varint as messageByIndexesWith wants it: Confluent's Python
+// serializer before 1.8 wrote the message indexes unsigned, not zigzag (its
+// "use.deprecated.format"); such dead letters are still in topics.
+func uvarint(b []byte) (int64, int) {
+	v, k := binary.Uvarint(b)
+	if v > 1<<31 {
+		return 0, 0
+	}
+	return int64(v), k
+}
+
+// decodeIndexed finds the payload's message by its indexes and decodes it; when that fails it
+// tries the indexes as the pre-1.8 Python serializer wrote them.
+func decodeIndexed(fd protoreflect.FileDescriptor, files *protoregistry.Files, payload []byte) ([]byte, string, error) {
+	md, rest, err := messageByIndexes(fd, payload)
+	if err == nil {
+		j, uerr := unmarshalJSON(md, rest, files)
+		if uerr == nil {
+			return j, string(md.FullName()), nil
+		}
+		err = uerr
+	}
+	if md2, rest2, err2 := messageByIndexesWith(fd, payload, uvarint); err2 == nil {
+		if j, uerr := unmarshalJSON(md2, rest2, files); uerr == nil {
+			return j, string(md2.FullName()), nil
+		}
+	}
+	if md != nil {
+		return nil, string(md.FullName()), err
+	}
+	return nil, "", err
+}
+
+func messageByIndexesWith(fd protoreflect.FileDescriptor, b []byte, varint func([]byte) (int64, int)) (protoreflect.MessageDescriptor, []byte, error) {
+	n, k := varint(b)
 	if k <= 0 || n < 0 || n > 64 {
 		return nil, nil, errors.New("bad message indexes")
 	}
@@ -136,7 +228,7 @@ func messageByIndexes(fd protoreflect.FileDescriptor, b []byte) (protoreflect.Me
 	if n > 0 {
 		idx = make([]int64, n)
 		for i := range idx {
-			v, k := binary.Varint(b)
+			v, k := varint(b)
 			if k <= 0 {
 				return nil, nil, errors.New("bad message indexes")
 			}
