@@ -66,6 +66,9 @@ const (
 const RoleAdmin = "admin"
 
 type planRequest struct {
+	// Action is what the job does with the messages: replay (the default) or discard (RabbitMQ:
+	// archive each one, then ack it from the dead-letter queue).
+	Action string        `json:"action"`
 	Source replay.Source `json:"source"`
 	Filter planFilter    `json:"filter"`
 }
@@ -163,6 +166,7 @@ type planJobJSON struct {
 
 type planJSON struct {
 	PlanID      string                    `json:"plan_id"`
+	Action      string                    `json:"action"` // replay or discard
 	CreatedAt   time.Time                 `json:"created_at"`
 	Total       int                       `json:"total"`
 	Actions     map[string]int            `json:"actions"`
@@ -174,8 +178,11 @@ type planJSON struct {
 }
 
 func toPlanJSON(p replay.Plan) planJSON {
-	j := planJSON{PlanID: p.ID, CreatedAt: p.CreatedAt.UTC(), Total: p.Total, Actions: map[string]int{},
+	j := planJSON{PlanID: p.ID, Action: replay.ActionReplay, CreatedAt: p.CreatedAt.UTC(), Total: p.Total, Actions: map[string]int{},
 		Warnings: p.Warnings, Items: []planItemJSON{}, Jobs: []planJobJSON{}}
+	if p.Source.Action != "" {
+		j.Action = p.Source.Action
+	}
 	if j.Warnings == nil {
 		j.Warnings = []string{}
 	}
@@ -253,6 +260,9 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	f, err := req.Filter.toFilter(time.Now())
 	if err != nil {
 		return err
+	}
+	if req.Action != "" {
+		req.Source.Action = req.Action
 	}
 	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, req.Source, f)
 	if err != nil {

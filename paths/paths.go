@@ -152,6 +152,7 @@ const (
 	APIReload        = "/api/v1/admin/reload"
 	APIReplays       = "/api/v1/replays" // GET lists jobs; POST starts one from a plan
 	APIPlanReplay    = "/api/v1/replays/plan"
+	APIArchive       = "/api/v1/archive" // messages discard jobs archived
 )
 
 // JSON API: outboxes and notifications.
@@ -198,6 +199,7 @@ const (
 	APIReplayPattern            = "/api/v1/replays/:id"
 	APIReplayCancelPattern      = APIReplayPattern + "/cancel"
 	APIReplayApprovePattern     = APIReplayPattern + "/approve"
+	APIArchiveRestorePattern    = APIArchive + "/:id/restore"
 
 	apiKafkaTopic = "/api/v1/kafka/:cluster/topics/:topic" // where a topic's API routes start; no route itself
 )
@@ -253,6 +255,9 @@ func APIReplayPlan(id string) string    { return build(APIReplayPlanPattern, id)
 func APIReplay(id string) string        { return build(APIReplayPattern, id) }
 func APIReplayCancel(id string) string  { return build(APIReplayCancelPattern, id) }
 func APIReplayApprove(id string) string { return build(APIReplayApprovePattern, id) }
+func APIArchiveRestore(id int64) string {
+	return build(APIArchiveRestorePattern, strconv.FormatInt(id, 10))
+}
 
 // WithQuery is p with the query q (keys sorted, as url.Values encodes them); p alone when q is
 // empty.

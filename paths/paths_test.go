@@ -33,6 +33,12 @@ func withID(name, pattern string, f func(name string, id int64) string) builder 
 		want: func(a []string) []string { return []string{a[0], "42"} }}
 }
 
+// withNumber is a builder whose only parameter is a number (an archived message's id).
+func withNumber(name, pattern string, f func(id int64) string) builder {
+	return builder{name: name, pattern: pattern, build: func([]string) string { return f(42) },
+		want: func([]string) []string { return []string{"42"} }}
+}
+
 var builders = []builder{
 	fixed("Healthz", Healthz), fixed("Readyz", Readyz), fixed("Metrics", Metrics), fixed("OpenAPI", OpenAPI),
 	fixed("Login", Login), fixed("Logout", Logout),
@@ -40,7 +46,7 @@ var builders = []builder{
 	fixed("Silences", Silences), fixed("Doctor", Doctor), fixed("Kafka", Kafka), fixed("RabbitMQ", RabbitMQ),
 	fixed("Replays", Replays), fixed("PlanReplay", PlanReplay),
 	fixed("APIOverview", APIOverview), fixed("APIOutboxes", APIOutboxes), fixed("APIAudit", APIAudit),
-	fixed("APINotifications", APINotifications), fixed("APISilences", APISilences), fixed("APIReplicas", APIReplicas),
+	fixed("APINotifications", APINotifications), fixed("APISilences", APISilences), fixed("APIReplicas", APIReplicas), fixed("APIArchive", APIArchive),
 	fixed("APIDoctor", APIDoctor), fixed("APIReload", APIReload), fixed("APIReplays", APIReplays),
 	fixed("APIPlanReplay", APIPlanReplay),
 	fixed("Trace", Trace), fixed("TraceStream", TraceStream), fixed("APITrace", APITrace),
@@ -102,6 +108,7 @@ var builders = []builder{
 	{"APIReplay", APIReplayPattern, func(a []string) string { return APIReplay(a[0]) }, nil},
 	{"APIReplayCancel", APIReplayCancelPattern, func(a []string) string { return APIReplayCancel(a[0]) }, nil},
 	{"APIReplayApprove", APIReplayApprovePattern, func(a []string) string { return APIReplayApprove(a[0]) }, nil},
+	withNumber("APIArchiveRestore", APIArchiveRestorePattern, APIArchiveRestore),
 }
 
 // awkward are names that break hand-built links: the default vhost "/", names with "/", spaces,

@@ -44,6 +44,7 @@ type routeHandlers struct {
 	search   *handlers.Search
 	notify   *handlers.Notifications
 	trace    *handlers.Trace
+	archive  *handlers.Archive
 }
 
 // routes is the whole route table of the console, pages and API side by side.
@@ -133,6 +134,8 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, paths.APIReplayPattern, h.replays.APIJob, RoleViewer},
 		{http.MethodPost, paths.APIReplayCancelPattern, h.replays.APICancel, RoleOperator},
 		{http.MethodPost, paths.APIReplayApprovePattern, h.replays.APIApprove, RoleOperator},
+		{http.MethodGet, paths.APIArchive, h.archive.API, RoleViewer},
+		{http.MethodPost, paths.APIArchiveRestorePattern, h.archive.APIRestore, RoleOperator},
 	}
 }
 

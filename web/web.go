@@ -201,6 +201,13 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
 		trace:    handlers.NewTrace(deps.Tracer, meta, deps.Redactor.Audited(deps.Store)),
 	}
+	var publishers []handlers.ArchivePublisher
+	for _, b := range deps.Rabbit {
+		if p, ok := b.(handlers.ArchivePublisher); ok {
+			publishers = append(publishers, p)
+		}
+	}
+	h.archive = handlers.NewArchive(deps.Store, publishers, deps.Redactor)
 	if deps.Store != nil {
 		clusters := make([]triage.Cluster, 0, len(deps.Search.Kafka))
 		for _, k := range deps.Search.Kafka {

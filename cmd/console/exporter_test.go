@@ -575,6 +575,10 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"billing"},"duration":"2h","comment":"contract"}`)
 	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{},"duration":"2h"}`)
 	get("/api/v1/silences", "/api/v1/silences")
+	get("/api/v1/archive", "/api/v1/archive?since=1h")
+	get("/api/v1/archive", "/api/v1/archive?cursor=x")
+	post("/api/v1/archive/{id}/restore", "/api/v1/archive/999/restore", `{"to":"dlq","reason":"contract"}`)
+	post("/api/v1/archive/{id}/restore", "/api/v1/archive/999/restore", `{"to":"original","reason":"contract"}`)
 	post("/api/v1/notifications/channels/{name}/test", "/api/v1/notifications/channels/nope/test", "")
 
 	rbase, vhost, _ := rabbitConsole(t)
@@ -601,6 +605,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?format=xml")
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?filter="+url.QueryEscape("nosuch"))
 	rget("/api/v1/trace", "/api/v1/trace?message_id=no-such-message")
+	check(rbase, "POST", "/api/v1/replays/plan", "/api/v1/replays/plan", "application/json",
+		`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":`+strconv.Quote(vhost)+`,"queue":"orders.dlq","limit":3}}`)
 
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {

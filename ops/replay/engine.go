@@ -155,6 +155,16 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	if f.CEL != "" && src.Kind == "outbox" {
 		return Plan{}, invalid("filter.cel", "applies to kafka and rabbitmq sources")
 	}
+	switch {
+	case src.Action == ActionReplay:
+		src.Action = ""
+	case src.Action == ActionDiscard && src.Kind == "kafka":
+		return Plan{}, invalid("action", "a Kafka dead letter cannot be discarded (a topic's records are never deleted): resolve or ignore it instead")
+	case src.Action == ActionDiscard && src.Kind != "rabbitmq":
+		return Plan{}, invalid("action", "discard applies to RabbitMQ dead-letter queues")
+	case src.Action != "" && src.Action != ActionDiscard:
+		return Plan{}, invalid("action", fmt.Sprintf("%q is not replay or discard", src.Action))
+	}
 	for _, id := range f.MessageIDs {
 		if unusable(id) {
 			return Plan{}, invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")

@@ -49,7 +49,7 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	if err != nil {
 		return store.ReplayJob{}, err
 	}
-	toPublish := plan.Actions[string(Publish)]
+	toPublish := plan.Actions[string(Publish)] + plan.Actions[string(Discard)]
 	if r.Force {
 		toPublish += plan.Actions[string(SkipProcessed)] + plan.Actions[string(SkipInProgress)]
 	}
@@ -488,7 +488,7 @@ func released(g gated) []store.LedgerOutcome {
 func publishable(job store.ReplayJob, items []Item) int {
 	n := 0
 	for _, it := range items {
-		if it.Action == Publish || (job.Force && it.Action.Forcible()) {
+		if it.Action.moves(job.Force) {
 			n++
 		}
 	}
@@ -592,7 +592,7 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 	candidates := make([]Item, 0, len(items))
 	for _, it := range items {
 		switch {
-		case it.Action == Publish, job.Force && it.Action.Forcible():
+		case it.Action.moves(job.Force):
 			candidates = append(candidates, it)
 		default:
 			skip(it, it.Action, "")
@@ -606,7 +606,7 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 	claims := make([]store.LedgerClaim, 0, len(candidates))
 	checked := candidates[:0]
 	for _, it := range candidates {
-		if v, ok := verdicts[it.Consumer][it.MessageID]; ok && !job.Force {
+		if v, ok := verdicts[it.Consumer][it.MessageID]; ok && !job.Force && it.Action != Discard {
 			it.Inbox = v
 			if a := decide(&it, false, e.o.Replay.MaxReplaysPerMessage); a != Publish {
 				skip(it, a, string(a)+" (at run time)")

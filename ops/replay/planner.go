@@ -82,7 +82,11 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 	if err != nil {
 		return err
 	}
-	verdicts, _ := b.e.inboxVerdicts(ctx, items, false)
+	discard := b.plan.Source.discards()
+	var verdicts map[string]map[string]inbox.Verdict
+	if !discard { // a discard publishes nothing: what a consumer processed does not matter
+		verdicts, _ = b.e.inboxVerdicts(ctx, items, false)
+	}
 	p := b.plan
 	rows := make([]store.ReplayPlanItem, len(items))
 	for i := range items {
@@ -94,7 +98,12 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 		} else {
 			it.Inbox = inbox.Unknown
 		}
-		it.Action = decide(it, replayed[it.Locator], b.e.o.Replay.MaxReplaysPerMessage)
+		if it.Action = decide(it, replayed[it.Locator], b.e.o.Replay.MaxReplaysPerMessage); discard {
+			it.Action = Discard
+			if replayed[it.Locator] {
+				it.Action = SkipAlreadyReplayed // archived by another job already
+			}
+		}
 		p.Counts[it.Action]++
 		if p.ErrorGroups[it.ErrorGroup] == nil {
 			p.ErrorGroups[it.ErrorGroup] = map[Action]int{}

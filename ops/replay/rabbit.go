@@ -138,8 +138,16 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		}
 	}
 	it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, origQueue)
+	if src.discards() {
+		// A discard publishes nothing, so no inbox is asked; its ledger entries are its own
+		// (a message replayed by one job may still be discarded by another).
+		it.Locator, it.Consumer = discardLocator(it.Locator), ""
+	}
 	return it, true
 }
+
+// discardLocator names a message a discard job archives.
+func discardLocator(replayLocator string) string { return "discard:" + replayLocator }
 
 func (k rabbitKind) open(ctx context.Context, job store.ReplayJob, src Source) (mover, error) {
 	r, err := k.broker(&src)
@@ -212,7 +220,11 @@ func (m *rabbitMover) finish(ctx context.Context, job store.ReplayJob) error {
 const rabbitChunk = 1000
 
 func (m *rabbitMover) locator(msg rabbit.Message) string {
-	return rabbitLocator(m.src.Broker, m.src.Vhost, m.src.Queue, msg)
+	l := rabbitLocator(m.src.Broker, m.src.Vhost, m.src.Queue, msg)
+	if m.src.discards() {
+		return discardLocator(l)
+	}
+	return l
 }
 
 // move finds the batch's messages in the queue, publishes them (mandatory, confirmed) and, after
@@ -286,6 +298,9 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 	if len(take) == 0 {
 		return out, nil
 	}
+	if m.src.discards() {
+		return m.discard(ctx, job, taken, take, resumed, out, acks)
+	}
 	wait, err := m.cur.Send(ctx, take, to)
 	if err != nil {
 		return moved{}, err
@@ -297,6 +312,48 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 			return nil, err
 		}
 		return m.settled(taken, take, errs, resumed, &acks), nil
+	}
+	out.afterSettle = func(context.Context) error { return m.cur.Ack(acks) }
+	return out, nil
+}
+
+// discard archives the batch's messages whole in the store, in one transaction, and only then —
+// once the ledger records them — acks them from the queue: archive → ledger → ack. A crash
+// before the archive commits leaves them in the queue alone; after it, they are in both until the
+// resumed job, which finds them in the queue again (their claims still its own), archives them
+// again (a no-op: same job, same locator) and acks them; a crash after the ledger leaves a copy
+// the resumed run drops (sortOut, finish). A message is thus never in neither place, and in both
+// only until the job resumes.
+func (m *rabbitMover) discard(ctx context.Context, job store.ReplayJob, taken []Item, take []rabbit.Delivery,
+	resumed map[int]bool, out moved, acks []rabbit.Delivery) (moved, error) {
+	rows := make([]store.ArchivedMessage, 0, len(take))
+	for i, d := range take {
+		w, err := d.Whole()
+		if err != nil {
+			return moved{}, err
+		}
+		row := store.ArchivedMessage{JobID: job.ID, Locator: taken[i].Locator, MessageID: d.Message.MessageID, Broker: m.src.Broker,
+			Vhost: m.src.Vhost, Queue: m.src.Queue, Actor: job.Actor, Reason: job.Reason, Exchange: w.Exchange, RoutingKey: w.RoutingKey,
+			Properties: rabbit.PropertiesMap(w.Properties), Headers: w.HeadersJSON, HeadersWire: w.Headers, Body: w.Body}
+		if dl := d.Message.DeadLetter; dl != nil {
+			row.OriginalExchange = dl.OriginalExchange
+			if len(dl.OriginalRoutingKeys) > 0 {
+				row.OriginalRoutingKey = dl.OriginalRoutingKeys[0]
+			}
+		}
+		rows = append(rows, row)
+	}
+	if err := m.e.o.Store.ArchiveMessages(ctx, rows); err != nil {
+		return moved{}, err // the outcome is unknown to the ledger: the claims stay, the run is retried
+	}
+	acks = append(acks, take...)
+	for _, it := range taken {
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished,
+			Detail: "archived, then acked from the queue"}
+		if resumed[it.Seq] {
+			o.Detail = "archived (again, after an interruption: one archive row), then acked from the queue"
+		}
+		out.outcomes = append(out.outcomes, o)
 	}
 	out.afterSettle = func(context.Context) error { return m.cur.Ack(acks) }
 	return out, nil

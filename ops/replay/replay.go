@@ -28,6 +28,10 @@ import (
 // Source selects the dead messages of a plan. Kind decides which fields apply.
 type Source struct {
 	Kind string `json:"kind"` // kafka | rabbitmq | outbox
+	// Action is what a job does with the selected messages: "" (or "replay") puts them back
+	// where they came from; "discard" (RabbitMQ) writes each one whole to the archive and then
+	// acks it from the dead-letter queue.
+	Action string `json:"action,omitempty"`
 
 	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range — or
 	// explicit records.
@@ -104,10 +108,27 @@ const (
 	SkipReplayLimit     Action = "skip_replay_limit"
 	SkipUnresolvable    Action = "skip_unresolvable"
 	SkipNoMessageID     Action = "skip_no_message_id"
+	// Discard is a discard plan's action: archive the message, then ack it from its queue.
+	Discard Action = "discard"
 )
 
 // Actions lists every action in the order the plan page shows them.
-var Actions = []Action{Publish, SkipProcessed, SkipInProgress, SkipAlreadyReplayed, SkipReplayLimit, SkipUnresolvable, SkipNoMessageID}
+var Actions = []Action{Publish, Discard, SkipProcessed, SkipInProgress, SkipAlreadyReplayed, SkipReplayLimit, SkipUnresolvable, SkipNoMessageID}
+
+// Plan actions (Source.Action).
+const (
+	ActionReplay  = "replay"
+	ActionDiscard = "discard"
+)
+
+// discards reports whether a plan of src discards its messages rather than replaying them.
+func (src Source) discards() bool { return src.Action == ActionDiscard }
+
+// moves reports whether a job acts on an item of this action: publishes it, discards it, or (with
+// force) overrides the inbox's verdict.
+func (a Action) moves(force bool) bool {
+	return a == Publish || a == Discard || (force && a.Forcible())
+}
 
 // Forcible reports whether force may turn this skip into a publish: only the inbox's verdicts;
 // a replay limit, a missing destination or id, or an earlier replay are never overridden.

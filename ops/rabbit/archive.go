@@ -1,0 +1,173 @@
+package rabbit
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Whole is a message as an archive keeps it: everything needed to publish it again as it was —
+// its properties, its headers with their AMQP types, its body — and, for people, the headers as
+// JSON.
+type Whole struct {
+	Properties  Properties
+	Exchange    string // as it was delivered from the queue (the dead-letter exchange)
+	RoutingKey  string
+	Headers     []byte // the amqp.Table, gob-encoded: its types (x-death's timestamps, int widths) survive
+	HeadersJSON map[string]any
+	Body        []byte
+}
+
+func init() {
+	// The values an amqp.Table holds, for gob.
+	for _, v := range []any{amqp.Table{}, []any{}, time.Time{}, amqp.Decimal{}, []byte{}, int8(0), int16(0), int32(0),
+		int64(0), uint8(0), uint16(0), uint32(0), float32(0), float64(0), "", true} {
+		gob.Register(v)
+	}
+}
+
+// Whole is the delivery as an archive keeps it.
+func (d Delivery) Whole() (Whole, error) {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(d.d.Headers); err != nil {
+		return Whole{}, fmt.Errorf("encode the headers of %q: %w", d.Message.MessageID, err)
+	}
+	w := Whole{Properties: d.Message.Properties, Exchange: d.d.Exchange, RoutingKey: d.d.RoutingKey, Headers: buf.Bytes(),
+		HeadersJSON: map[string]any{}, Body: d.d.Body}
+	for k, v := range d.d.Headers {
+		w.HeadersJSON[k] = jsonValue(v)
+	}
+	return w, nil
+}
+
+// jsonValue is an AMQP table value as JSON shows it: bytes as text, tables and arrays inside out.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case amqp.Table:
+		m := map[string]any{}
+		for k, e := range x {
+			m[k] = jsonValue(e)
+		}
+		return m
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case []byte:
+		return string(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339)
+	case amqp.Decimal:
+		return fmt.Sprintf("%de-%d", x.Value, x.Scale)
+	}
+	return v
+}
+
+// decodeHeaders is Whole.Headers back as a table.
+func decodeHeaders(b []byte) (amqp.Table, error) {
+	t := amqp.Table{}
+	if len(b) == 0 {
+		return t, nil
+	}
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&t); err != nil {
+		return nil, fmt.Errorf("decode the archived headers: %w", err)
+	}
+	return t, nil
+}
+
+// PublishWhole publishes an archived message to exchange with routingKey, mandatory and confirmed,
+// with its own properties and headers plus extra ones: nil only when the broker confirmed it and
+// routed it to a queue. Errors: ErrUnroutable (no queue took it), ops.ErrUnavailable.
+func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey string, w Whole, extra amqp.Table) error {
+	op := fmt.Sprintf("publish to %s %q", vhost, exchange)
+	headers, err := decodeHeaders(w.Headers)
+	if err != nil {
+		return err
+	}
+	for k, v := range extra {
+		headers[k] = v
+	}
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	ch, err := b.channel(ctx, vhost)
+	if err != nil {
+		return b.fail(op, err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		return b.fail(op, err)
+	}
+	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+	p := w.Properties
+	msg := amqp.Publishing{Headers: headers, ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
+		DeliveryMode: amqp.Persistent, Priority: p.Priority, CorrelationId: p.CorrelationID, ReplyTo: p.ReplyTo,
+		Expiration: p.Expiration, MessageId: p.MessageID, Type: p.Type, UserId: p.UserID, AppId: p.AppID, Body: w.Body}
+	if p.Timestamp != nil {
+		msg.Timestamp = *p.Timestamp
+	}
+	conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, routingKey, true, false, msg)
+	if err != nil {
+		return b.fail(op, err)
+	}
+	ok, err := conf.WaitContext(ctx)
+	if err != nil {
+		return b.fail(op, err)
+	}
+	if !ok {
+		return b.fail(op, errors.New("the broker nacked the publish"))
+	}
+	// A return reaches the client before the confirm of the same message.
+	select {
+	case r, open := <-returns:
+		if open {
+			return fmt.Errorf("%w: exchange %q, routing key %q (%s)", ErrUnroutable, r.Exchange, r.RoutingKey, r.ReplyText)
+		}
+	default:
+	}
+	return nil
+}
+
+// propertiesJSON is Properties as an archive and the API show them.
+type propertiesJSON struct {
+	MessageID       string     `json:"message_id"`
+	CorrelationID   string     `json:"correlation_id"`
+	Timestamp       *time.Time `json:"timestamp"`
+	Type            string     `json:"type"`
+	ContentType     string     `json:"content_type"`
+	ContentEncoding string     `json:"content_encoding"`
+	AppID           string     `json:"app_id"`
+	UserID          string     `json:"user_id"`
+	DeliveryMode    uint8      `json:"delivery_mode"`
+	Priority        uint8      `json:"priority"`
+	Expiration      string     `json:"expiration"`
+	ReplyTo         string     `json:"reply_to"`
+}
+
+// PropertiesMap is p as JSON keys (message_id, correlation_id, timestamp, …).
+func PropertiesMap(p Properties) map[string]any {
+	b, _ := json.Marshal(propertiesJSON(p))
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// PropertiesFromMap is PropertiesMap's inverse (unknown keys are ignored).
+func PropertiesFromMap(m map[string]any) (Properties, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return Properties{}, err
+	}
+	var p propertiesJSON
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Properties{}, fmt.Errorf("the archived properties: %w", err)
+	}
+	return Properties(p), nil
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// ArchivedMessage is one message a discard job took from a dead-letter queue (migration 026).
+type ArchivedMessage struct {
+	ID                 int64
+	JobID, Locator     string
+	MessageID          string
+	Broker, Vhost      string
+	Queue              string
+	ArchivedAt         time.Time
+	Actor, Reason      string
+	Exchange           string
+	RoutingKey         string
+	OriginalExchange   string
+	OriginalRoutingKey string
+	Properties         map[string]any
+	Headers            map[string]any // for people: the headers as JSON
+	HeadersWire        []byte         // for a restore: the AMQP table with its types
+	Body               []byte
+	RestoredAt         *time.Time
+	RestoredBy         string
+	RestoredTo         string
+}
+
+// ArchiveFilter narrows ArchivedMessages; zero fields do not filter. Before is the keyset cursor
+// (ids below it); Limit 0 means 100.
+type ArchiveFilter struct {
+	Broker, Queue string
+	Since         time.Time
+	Before        int64
+	Limit         int
+}
+
+// MaxArchiveLimit caps one page of the archive.
+const MaxArchiveLimit = 500
+
+// ArchiveMessages writes ms in one transaction: all or none. A message a job archived before
+// (same job, same locator: a resumed run) is not written twice.
+func (s *Store) ArchiveMessages(ctx context.Context, ms []ArchivedMessage) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, m := range ms {
+			props, err := json.Marshal(m.Properties)
+			if err != nil {
+				return err
+			}
+			headers, err := json.Marshal(m.Headers)
+			if err != nil {
+				return err
+			}
+			b.Queue(`INSERT INTO archived_message (job_id, locator, message_id, broker, vhost, queue, actor, reason, exchange,
+					routing_key, original_exchange, original_routing_key, properties, headers, headers_wire, body)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+				ON CONFLICT (job_id, locator) DO NOTHING`,
+				m.JobID, m.Locator, ops.CleanText(m.MessageID, 500), m.Broker, m.Vhost, m.Queue, ops.CleanText(m.Actor, 500),
+				ops.CleanText(m.Reason, 2000), ops.CleanText(m.Exchange, 500), ops.CleanText(m.RoutingKey, 500),
+				ops.CleanText(m.OriginalExchange, 500), ops.CleanText(m.OriginalRoutingKey, 500), jsonb(props), jsonb(headers),
+				m.HeadersWire, m.Body)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("archive %d message(s): %w: %w", len(ms), ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// jsonb makes encoded JSON storable in a jsonb column, which refuses NUL even escaped
+// (json.Marshal already made invalid UTF-8 valid).
+func jsonb(b []byte) []byte { return bytes.ReplaceAll(b, []byte(`\u0000`), []byte(`\ufffd`)) }
+
+const archiveColumns = `id, job_id, locator, message_id, broker, vhost, queue, archived_at, actor, reason, exchange, routing_key,
+	original_exchange, original_routing_key, properties, headers, headers_wire, body, restored_at, coalesce(restored_by, ''),
+	coalesce(restored_to, '')`
+
+func scanArchived(r pgx.CollectableRow) (ArchivedMessage, error) {
+	var m ArchivedMessage
+	var props, headers []byte
+	err := r.Scan(&m.ID, &m.JobID, &m.Locator, &m.MessageID, &m.Broker, &m.Vhost, &m.Queue, &m.ArchivedAt, &m.Actor, &m.Reason,
+		&m.Exchange, &m.RoutingKey, &m.OriginalExchange, &m.OriginalRoutingKey, &props, &headers, &m.HeadersWire, &m.Body,
+		&m.RestoredAt, &m.RestoredBy, &m.RestoredTo)
+	if err == nil {
+		err = json.Unmarshal(props, &m.Properties)
+	}
+	if err == nil {
+		err = json.Unmarshal(headers, &m.Headers)
+	}
+	return m, err
+}
+
+// ArchivedMessages lists archived messages, newest first.
+func (s *Store) ArchivedMessages(ctx context.Context, f ArchiveFilter) ([]ArchivedMessage, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > MaxArchiveLimit {
+		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxArchiveLimit))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message
+		WHERE ($1 = '' OR broker = $1) AND ($2 = '' OR queue = $2) AND ($3::timestamptz IS NULL OR archived_at >= $3)
+		  AND ($4 = 0 OR id < $4)
+		ORDER BY id DESC LIMIT $5`, f.Broker, f.Queue, nullTime(f.Since), f.Before, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, scanArchived)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// ArchivedMessageByID reads one archived message: ops.ErrNotFound when there is none.
+func (s *Store) ArchivedMessageByID(ctx context.Context, id int64) (ArchivedMessage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1`, id)
+	if err != nil {
+		return ArchivedMessage{}, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
+	}
+	m, err := pgx.CollectExactlyOneRow(rows, scanArchived)
+	switch {
+	case err == pgx.ErrNoRows:
+		return m, fmt.Errorf("archived message %d: %w", id, ops.ErrNotFound)
+	case err != nil:
+		return m, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
+	}
+	return m, nil
+}
+
+// RestoreArchived publishes an archived message again (publish) and records it restored, holding
+// the row locked meanwhile so that two operators restoring it at once publish it once. Publish
+// first, record after: a crash between the two leaves a copy that shows as not restored (it may
+// then be restored twice: at-least-once), never a message marked restored that was not published.
+// ops.ErrNotFound: no such message; ops.ErrConflict: restored already.
+func (s *Store) RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(ArchivedMessage) error) (ArchivedMessage, error) {
+	var m ArchivedMessage
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		}
+		if m, err = pgx.CollectExactlyOneRow(rows, scanArchived); err == pgx.ErrNoRows {
+			return fmt.Errorf("archived message %d: %w", id, ops.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		}
+		if m.RestoredAt != nil {
+			return fmt.Errorf("%w: archived message %d was restored already, by %s at %s (to %s)", ops.ErrConflict, id,
+				m.RestoredBy, m.RestoredAt.UTC().Format(time.RFC3339), m.RestoredTo)
+		}
+		if err := publish(m); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE archived_message SET restored_at = now(), restored_by = $2, restored_to = $3 WHERE id = $1`,
+			id, ops.CleanText(actor, 500), ops.CleanText(to, 500))
+		if err != nil {
+			return fmt.Errorf("the message was published but its restore could not be recorded: %w: %w", ops.ErrUnavailable, err)
+		}
+		return nil
+	})
+	return m, err
+}
