@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
 )
 
@@ -85,20 +86,8 @@ type queueHistoryJSON struct {
 	Points []queuePointJSON `json:"points"`
 }
 
-type amqpPropertiesJSON struct {
-	MessageID       string     `json:"message_id"`
-	CorrelationID   string     `json:"correlation_id"`
-	Timestamp       *time.Time `json:"timestamp"`
-	Type            string     `json:"type"`
-	ContentType     string     `json:"content_type"`
-	ContentEncoding string     `json:"content_encoding"`
-	AppID           string     `json:"app_id"`
-	UserID          string     `json:"user_id"`
-	DeliveryMode    uint8      `json:"delivery_mode"`
-	Priority        uint8      `json:"priority"`
-	Expiration      string     `json:"expiration"`
-	ReplyTo         string     `json:"reply_to"`
-}
+// amqpPropertiesJSON is a message's properties as the API gives them.
+type amqpPropertiesJSON = rabbit.PropertiesJSON
 
 type deathJSON struct {
 	Queue       string     `json:"queue"`

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops/pgtest"
@@ -93,31 +94,11 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 		t.Skip("crash test: seconds of SIGKILL and restarts")
 	}
 	const n = 5000
-	vhost, amqpURL, _ := rabbittest.NewVhost(t)
-	_, ch := rabbittest.Channel(t, amqpURL)
-	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	for i := 0; i < n; i++ {
-		mustDo(t, ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
-			MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}))
-	}
-	// The consumer fails every message: the broker dead-letters them all.
-	mustDo(t, ch.Qos(500, 0, false))
-	deliveries, err := ch.Consume("orders.work", "failing", false, false, false, false, nil)
-	mustDo(t, err)
-	for i := 0; i < n; i++ {
-		mustDo(t, (<-deliveries).Reject(false))
-	}
-	mustDo(t, ch.Cancel("failing", false))
-	waitDepth(t, ch, "orders.dlq", n)
+	vhost, ch, _ := deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
+		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+	})
 
 	inboxDSN := pgtest.NewDatabase(t)
 	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
@@ -233,6 +214,36 @@ replay: {lease: 2s}
 	}
 	t.Logf("after 5 kills: %d messages back in the original queue (%d copies absorbed by the inbox), %d left in the DLQ",
 		len(work), absorbed, len(dlq))
+}
+
+// deadLetteredOrders is a vhost where n orders (msg(i) each), published to orders.work, were
+// all rejected by a failing consumer: the broker dead-lettered them through orders.dlx into
+// orders.dlq, in order.
+func deadLetteredOrders(t *testing.T, ctx context.Context, n int, msg func(i int) amqp.Publishing) (string, *amqp.Channel, *rabbithole.Client) {
+	t.Helper()
+	vhost, amqpURL, mgmt := rabbittest.NewVhost(t)
+	_, ch := rabbittest.Channel(t, amqpURL)
+	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
+	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
+	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
+	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	for i := 0; i < n; i++ {
+		mustDo(t, ch.PublishWithContext(ctx, "orders", "order.created", false, false, msg(i)))
+	}
+	// The consumer fails every message: the broker dead-letters them all.
+	mustDo(t, ch.Qos(500, 0, false))
+	deliveries, err := ch.Consume("orders.work", "failing", false, false, false, false, nil)
+	mustDo(t, err)
+	for i := 0; i < n; i++ {
+		mustDo(t, (<-deliveries).Reject(false))
+	}
+	mustDo(t, ch.Cancel("failing", false))
+	waitDepth(t, ch, "orders.dlq", n)
+	return vhost, ch, mgmt
 }
 
 type rawResponse struct {

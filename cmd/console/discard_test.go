@@ -28,31 +28,12 @@ func TestDiscardKilledMidJobKeepsEveryMessageOnce(t *testing.T) {
 		t.Skip("crash test: seconds of SIGKILL and restarts")
 	}
 	const n = 5000
-	vhost, amqpURL, mgmt := rabbittest.NewVhost(t)
-	_, ch := rabbittest.Channel(t, amqpURL)
-	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	for i := 0; i < n; i++ {
-		mustDo(t, ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
-			MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
-			Headers: amqp.Table{"tenant": "7", "attempt": int32(3)}, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}))
-	}
-	mustDo(t, ch.Qos(500, 0, false))
-	deliveries, err := ch.Consume("orders.work", "failing", false, false, false, false, nil)
-	mustDo(t, err)
-	for i := 0; i < n; i++ {
-		mustDo(t, (<-deliveries).Reject(false))
-	}
-	mustDo(t, ch.Cancel("failing", false))
-	waitDepth(t, ch, "orders.dlq", n)
+	vhost, ch, mgmt := deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
+		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
+			Headers: amqp.Table{"tenant": "7", "attempt": int32(3)}, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+	})
 
 	storeDSN := pgtest.NewDatabase(t)
 	cfg := rabbittest.Config(t, vhost)

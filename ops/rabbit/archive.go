@@ -135,8 +135,8 @@ func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey s
 	return nil
 }
 
-// propertiesJSON is Properties as an archive and the API show them.
-type propertiesJSON struct {
+// PropertiesJSON is Properties as an archive and the API show them.
+type PropertiesJSON struct {
 	MessageID       string     `json:"message_id"`
 	CorrelationID   string     `json:"correlation_id"`
 	Timestamp       *time.Time `json:"timestamp"`
@@ -153,7 +153,7 @@ type propertiesJSON struct {
 
 // PropertiesMap is p as JSON keys (message_id, correlation_id, timestamp, …).
 func PropertiesMap(p Properties) map[string]any {
-	b, _ := json.Marshal(propertiesJSON(p))
+	b, _ := json.Marshal(PropertiesJSON(p))
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
 	return m
@@ -165,7 +165,7 @@ func PropertiesFromMap(m map[string]any) (Properties, error) {
 	if err != nil {
 		return Properties{}, err
 	}
-	var p propertiesJSON
+	var p PropertiesJSON
 	if err := json.Unmarshal(b, &p); err != nil {
 		return Properties{}, fmt.Errorf("the archived properties: %w", err)
 	}
