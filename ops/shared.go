@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/redrive/redrive/configs"
 )
@@ -24,66 +25,54 @@ func MessageIDFromJSON(body []byte, paths []string) string {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return ""
 	}
-	// Each level is split into raw members only along the path, not decoded into a tree: an id
-	// is usually one field of a large body (a decoded Avro or Protobuf page pays this per record).
-	var root map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &root); err != nil {
+	// An id is usually one field of a large body (a decoded Avro or Protobuf page pays this per
+	// record): the body is checked once and each path read in place (gjson), step by step so that
+	// an index reads only arrays and a member only objects; never decoded into a tree.
+	if !gjson.ValidBytes(trimmed) {
 		return ""
 	}
+	root := gjson.ParseBytes(trimmed)
 	for _, p := range paths {
 		path, _, err := configs.MessageIDPath(p) // the configuration was validated at start
 		if err != nil || len(path) == 0 || (path[0].Kind != configs.StepKey && path[0].Kind != configs.StepKeyOrIndex) {
 			continue
 		}
-		if cur, ok := root[path[0].Key]; ok {
-			if v, ok := jsonPath(cur, path[1:]); ok {
-				return v
-			}
+		if v, ok := gjsonPath(root, path); ok {
+			return v
 		}
 	}
 	return ""
 }
 
-// jsonPath follows path from cur to a non-empty string or a number.
-func jsonPath(cur json.RawMessage, path configs.JSONPath) (string, bool) {
-	var ok bool
+// gjsonPath follows path from r to a non-empty string or a number.
+func gjsonPath(r gjson.Result, path configs.JSONPath) (string, bool) {
 	for _, step := range path {
-		switch t := bytes.TrimSpace(cur); {
-		case len(t) > 0 && t[0] == '{' && (step.Kind == configs.StepKey || step.Kind == configs.StepKeyOrIndex):
-			var m map[string]json.RawMessage
-			if json.Unmarshal(t, &m) != nil {
+		switch step.Kind {
+		case configs.StepIndex:
+			if !r.IsArray() {
 				return "", false
 			}
-			if cur, ok = m[step.Key]; !ok {
+			r = r.Get(strconv.Itoa(step.Index))
+		case configs.StepKeyOrIndex: // the old bare form: a number indexes arrays, else a member
+			if !r.IsArray() && !r.IsObject() {
 				return "", false
 			}
-		case len(t) > 0 && t[0] == '[' && (step.Kind == configs.StepIndex || step.Kind == configs.StepKeyOrIndex):
-			i := step.Index
-			if step.Kind == configs.StepKeyOrIndex {
-				var err error
-				if i, err = strconv.Atoi(step.Key); err != nil {
-					return "", false
-				}
-			}
-			var a []json.RawMessage
-			if json.Unmarshal(t, &a) != nil || i < 0 || i >= len(a) {
-				return "", false
-			}
-			cur = a[i]
+			r = r.Get(gjson.Escape(step.Key))
 		default:
+			if !r.IsObject() {
+				return "", false
+			}
+			r = r.Get(gjson.Escape(step.Key))
+		}
+		if !r.Exists() {
 			return "", false
 		}
 	}
-	t := bytes.TrimSpace(cur)
-	switch {
-	case len(t) > 0 && t[0] == '"':
-		var s string
-		if json.Unmarshal(t, &s) != nil {
-			return "", false
-		}
-		return s, s != ""
-	case len(t) > 0 && (t[0] == '-' || (t[0] >= '0' && t[0] <= '9')):
-		return string(t), true
+	switch r.Type {
+	case gjson.String:
+		return r.Str, r.Str != ""
+	case gjson.Number:
+		return r.Raw, true
 	}
 	return "", false
 }
