@@ -326,6 +326,21 @@ type Replay struct {
 	// failed attempt's exception story. Default DefaultStripHeaders; [] keeps them all. Redrive's
 	// own x-redrive-* headers are always written anew, and RabbitMQ's x-death always dropped.
 	StripHeaders []string `yaml:"strip_headers"`
+	// AllowedDestinations are where a plan may redirect messages instead of their original
+	// destination; empty (the default) allows no redirect.
+	AllowedDestinations []AllowedDestination `yaml:"allowed_destinations"`
+}
+
+// AllowedDestination is one destination a replay may be redirected to: each field is a glob
+// (path.Match: *, ?, [...]) the destination's must match; an omitted field matches any value.
+type AllowedDestination struct {
+	Kind       string `yaml:"kind"` // kafka or rabbitmq
+	Cluster    string `yaml:"cluster"`
+	Topic      string `yaml:"topic"`
+	Broker     string `yaml:"broker"`
+	Vhost      string `yaml:"vhost"`
+	Exchange   string `yaml:"exchange"`
+	RoutingKey string `yaml:"routing_key"`
 }
 
 // DefaultStripHeaders are the exception headers of Spring Kafka's DLT, @RetryableTopic and Spring
@@ -760,6 +775,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Replay.DefaultRatePerSecond < 1 {
 		bad("replay.default_rate_per_second", "must be at least 1")
+	}
+	for i, d := range c.Replay.AllowedDestinations {
+		p := fmt.Sprintf("replay.allowed_destinations[%d]", i)
+		if d.Kind != "kafka" && d.Kind != "rabbitmq" {
+			bad(p+".kind", "must be kafka or rabbitmq")
+		}
+		for name, pattern := range map[string]string{"cluster": d.Cluster, "topic": d.Topic, "broker": d.Broker, "vhost": d.Vhost,
+			"exchange": d.Exchange, "routing_key": d.RoutingKey} {
+			if _, err := path.Match(pattern, ""); err != nil {
+				bad(p+"."+name, "%q is not a valid pattern (*, ?, [...])", pattern)
+			}
+		}
 	}
 	if c.Search.MaxScan < 0 {
 		bad("search.max_scan", "must be at least 1")

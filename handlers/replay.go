@@ -68,9 +68,11 @@ const RoleAdmin = "admin"
 type planRequest struct {
 	// Action is what the job does with the messages: replay (the default) or discard (RabbitMQ:
 	// archive each one, then ack it from the dead-letter queue).
-	Action string        `json:"action"`
-	Source replay.Source `json:"source"`
-	Filter planFilter    `json:"filter"`
+	Action string `json:"action"`
+	// Destination redirects every message there (replay.allowed_destinations permitting).
+	Destination *replay.Destination `json:"destination"`
+	Source      replay.Source       `json:"source"`
+	Filter      planFilter          `json:"filter"`
 }
 
 type planFilter struct {
@@ -263,6 +265,9 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	}
 	if req.Action != "" {
 		req.Source.Action = req.Action
+	}
+	if req.Destination != nil {
+		req.Source.Destination = req.Destination
 	}
 	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, req.Source, f)
 	if err != nil {

@@ -549,6 +549,12 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	plan := post("/api/v1/replays/plan", "/api/v1/replays/plan",
 		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":2,"from_offset":0,"to_offset":29},"filter":{"since":"30d"}}`)
 	post("/api/v1/replays/plan", "/api/v1/replays/plan", `{"source":{"kind":"sqs"}}`)
+	// A redirect outside replay.allowed_destinations (none here): 403, naming the destination.
+	if r := post("/api/v1/replays/plan", "/api/v1/replays/plan",
+		`{"destination":{"kind":"kafka","topic":"payments"},"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT"}}`); r.status != http.StatusForbidden ||
+		!strings.Contains(r.body, "allowed_destinations") {
+		t.Errorf("a redirect outside allowed_destinations: %d %s", r.status, r.body)
+	}
 	post("/api/v1/replays/plan", "/api/v1/replays/plan",
 		`{"source":{"kind":"outbox","outbox":"orders","ids":[`+strconv.FormatInt(ids[1], 10)+`]}}`)
 	planID := decode[struct {

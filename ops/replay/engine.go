@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"strconv"
 	"time"
 
@@ -164,6 +165,11 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		return Plan{}, invalid("action", "discard applies to RabbitMQ dead-letter queues")
 	case src.Action != "" && src.Action != ActionDiscard:
 		return Plan{}, invalid("action", fmt.Sprintf("%q is not replay or discard", src.Action))
+	}
+	if src.Destination != nil {
+		if err := e.allowRedirect(&src); err != nil {
+			return Plan{}, err
+		}
 	}
 	for _, id := range f.MessageIDs {
 		if unusable(id) {
@@ -349,4 +355,76 @@ func parseCount(b []byte) int {
 		return 0
 	}
 	return n
+}
+
+// allowRedirect checks a plan's redirect: the same kind of destination as the source, on its
+// cluster (or broker and vhost), matching one of replay.allowed_destinations (ops.ErrForbidden
+// otherwise, naming the destination).
+func (e *Engine) allowRedirect(src *Source) error {
+	d := src.Destination
+	switch {
+	case src.discards():
+		return invalid("destination", "a discard publishes nothing: give a destination to a replay")
+	case d.Kind != src.Kind || (d.Kind != "kafka" && d.Kind != "rabbitmq"):
+		return invalid("destination.kind", fmt.Sprintf("a %s source is redirected to a %s destination", src.Kind, src.Kind))
+	case d.Kind == "kafka":
+		if d.Cluster == "" {
+			d.Cluster = src.Cluster
+		}
+		if d.Cluster != src.Cluster {
+			return invalid("destination.cluster", "a redirect stays on the source's cluster ("+src.Cluster+")")
+		}
+		if !validTopic(d.Topic) {
+			return invalid("destination.topic", "required: a valid Kafka topic name")
+		}
+	case d.Kind == "rabbitmq":
+		if d.Broker == "" {
+			d.Broker = src.Broker
+		}
+		if d.Vhost == "" {
+			d.Vhost = src.Vhost
+		}
+		if d.Vhost == "" {
+			d.Vhost = "/"
+		}
+		vhost := src.Vhost
+		if vhost == "" {
+			vhost = "/"
+		}
+		if d.Broker != src.Broker || d.Vhost != vhost {
+			return invalid("destination", "a redirect stays on the source's broker and vhost ("+src.Broker+", "+vhost+")")
+		}
+		if unusable(d.Exchange) || unusable(d.RoutingKey) {
+			return invalid("destination", "the exchange or routing key holds a NUL character or bytes that are not UTF-8")
+		}
+	}
+	for _, a := range e.o.Replay.AllowedDestinations {
+		if a.Kind == d.Kind && globs(a.Cluster, d.Cluster) && globs(a.Topic, d.Topic) && globs(a.Broker, d.Broker) &&
+			globs(a.Vhost, d.Vhost) && globs(a.Exchange, d.Exchange) && globs(a.RoutingKey, d.RoutingKey) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the destination %s is not one of replay.allowed_destinations; a replay goes back where each message came from unless the config allows a redirect there",
+		ops.ErrForbidden, redirectName(*d))
+}
+
+// redirectName is a redirect's destination for people.
+func redirectName(d Destination) string {
+	if d.Kind == "kafka" {
+		return fmt.Sprintf("kafka %s topic %s", d.Cluster, d.Topic)
+	}
+	ex := d.Exchange
+	if ex == "" {
+		ex = "(default exchange)"
+	}
+	return fmt.Sprintf("rabbitmq %s%s exchange %s routing key %q", d.Broker, vhostLabel(d.Vhost), ex, d.RoutingKey)
+}
+
+// globs reports whether value matches pattern (path.Match); an empty pattern matches anything.
+func globs(pattern, value string) bool {
+	if pattern == "" {
+		return true
+	}
+	ok, _ := path.Match(pattern, value)
+	return ok
 }

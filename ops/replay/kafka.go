@@ -197,6 +197,12 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 		}
 	}
 	partition, offset := r.Partition, r.Offset
+	redirect := p.src.Destination
+	if redirect != nil {
+		// Redirected (checked against replay.allowed_destinations when planned): the topic the
+		// plan names, the partition by the key; the original topic's partition means nothing there.
+		original, group, dl = redirect.Topic, "", nil
+	}
 	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
 		ErrorGroup: ops.ErrorGroupKey(exception), Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
 	switch {

@@ -138,6 +138,16 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		}
 	}
 	it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, origQueue)
+	if r := src.Destination; r != nil {
+		// Redirected (checked against replay.allowed_destinations when planned). The default
+		// exchange routes by queue name, so that queue's consumer's inbox guards it; through
+		// another exchange the queues it reaches are not known here: unguarded (the plan warns).
+		it.Destination = Destination{Kind: "rabbitmq", Broker: src.Broker, Vhost: src.Vhost, Exchange: r.Exchange, RoutingKey: r.RoutingKey}
+		it.Consumer = ""
+		if r.Exchange == "" {
+			it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, r.RoutingKey)
+		}
+	}
 	if src.discards() {
 		// A discard publishes nothing, so no inbox is asked; its ledger entries are its own
 		// (a message replayed by one job may still be discarded by another).

@@ -32,6 +32,10 @@ type Source struct {
 	// where they came from; "discard" (RabbitMQ) writes each one whole to the archive and then
 	// acks it from the dead-letter queue.
 	Action string `json:"action,omitempty"`
+	// Destination, when set, redirects every message there instead of its original destination:
+	// a Kafka topic of the source's cluster, or an exchange and routing key of the source's
+	// broker and vhost. Allowed only when it matches replay.allowed_destinations.
+	Destination *Destination `json:"destination,omitempty"`
 
 	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range — or
 	// explicit records.

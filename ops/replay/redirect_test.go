@@ -1,0 +1,85 @@
+package replay_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// A redirect goes only where replay.allowed_destinations allows: elsewhere (another topic, a
+// cluster, a kind) it is refused before anything is planned; allowed, every message goes to the
+// named topic, by its key, and none to its original one.
+func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	if _, err := w.adm.CreateTopic(ctx, 1, 1, nil, "orders.fixed"); err != nil {
+		t.Fatal(err)
+	}
+	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	w.deadLetter(t, 1, "m-2", "k-2", "X")
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
+		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond,
+		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100,
+			AllowedDestinations: []configs.AllowedDestination{{Kind: "kafka", Cluster: "main", Topic: "*.fixed"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := func(d replay.Destination) replay.Source {
+		s := kafkaSource(0, 0, 9)
+		s.Partition = nil
+		s.Destination = &d
+		return s
+	}
+	for _, tc := range []struct {
+		d    replay.Destination
+		want error
+	}{
+		{replay.Destination{Kind: "kafka", Topic: "payments"}, ops.ErrForbidden},
+		{replay.Destination{Kind: "kafka", Cluster: "other", Topic: "orders.fixed"}, ops.ErrInvalid},
+		{replay.Destination{Kind: "rabbitmq", Exchange: "orders"}, ops.ErrInvalid},
+		{replay.Destination{Kind: "kafka", Topic: "bad topic!"}, ops.ErrInvalid},
+	} {
+		if _, err := e.Plan(ctx, "alice", src(tc.d), replay.Filter{}); !errors.Is(err, tc.want) {
+			t.Errorf("redirect to %+v: %v, want %v", tc.d, err, tc.want)
+		}
+	}
+	plan, err := e.Plan(ctx, "alice", src(replay.Destination{Kind: "kafka", Topic: "orders.fixed"}), replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != 2 || plan.Items[0].Destination.Topic != "orders.fixed" {
+		t.Fatalf("allowed redirect: %v %+v", err, plan.Items)
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Role: "operator", Reason: "to the fixed consumer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 2 {
+		t.Fatalf("job %+v", done)
+	}
+	if got := w.originals(t); len(got) != 0 {
+		t.Fatalf("%d records went to the original topic", len(got))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.client.OptValue(kgo.SeedBrokers).([]string)...),
+		kgo.ConsumeTopics("orders.fixed"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	for len(got) < 2 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	if v, _ := header(got[0], replay.HeaderReplayID); v != job.ID {
+		t.Fatalf("the redirected record: %+v", got[0])
+	}
+}
