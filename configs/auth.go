@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/redrive/redrive/ops/access"
 )
 
 // Auth modes.
@@ -22,15 +24,11 @@ const (
 	AuthProxy = "proxy" // identity from the headers of an authenticating reverse proxy
 )
 
-// Roles, lowest first; each includes the ones below it.
-const (
-	RoleViewer   = "viewer"   // read everything (payloads redacted where configured)
-	RoleOperator = "operator" // release leases, requeue outbox events, plan and run replays
-	RoleAdmin    = "admin"    // force replays, larger jobs, unredacted payloads
-)
-
-// ValidRole reports whether r is one of the three role names.
-func ValidRole(r string) bool { return r == RoleViewer || r == RoleOperator || r == RoleAdmin }
+// validRole reports whether r is one of the role names (access.ParseRole: viewer, operator, admin).
+func validRole(r string) bool {
+	_, err := access.ParseRole(r)
+	return err == nil
+}
 
 // Auth selects how people and scripts are identified and what each may do.
 type Auth struct {
@@ -280,7 +278,7 @@ func (a *Auth) validate(listen string, bad func(key, format string, args ...any)
 		if _, err := bcrypt.Cost([]byte(u.PasswordHash)); err != nil {
 			bad(p+".password_hash", "must be a bcrypt hash ($2a$…, $2b$…); make one with `console hash-password`")
 		}
-		if !ValidRole(u.Role) {
+		if !validRole(u.Role) {
 			bad(p+".role", "must be viewer, operator or admin, got %q", u.Role)
 		}
 	}
@@ -293,11 +291,11 @@ func (a *Auth) validate(listen string, bad func(key, format string, args ...any)
 		}
 	}
 	for _, g := range slices.Sorted(maps.Keys(px.GroupRoles)) {
-		if r := px.GroupRoles[g]; !ValidRole(r) {
+		if r := px.GroupRoles[g]; !validRole(r) {
 			bad("auth.proxy.group_roles."+g, "must be viewer, operator or admin, got %q", r)
 		}
 	}
-	if px.DefaultRole != "" && !ValidRole(px.DefaultRole) {
+	if px.DefaultRole != "" && !validRole(px.DefaultRole) {
 		bad("auth.proxy.default_role", "must be empty (no role), viewer, operator or admin, got %q", px.DefaultRole)
 	}
 
@@ -320,7 +318,7 @@ func (a *Auth) validate(listen string, bad func(key, format string, args ...any)
 			bad(p+".sha256", "the same token is configured twice")
 		}
 		hashes[h] = true
-		if !ValidRole(t.Role) {
+		if !validRole(t.Role) {
 			bad(p+".role", "must be viewer, operator or admin, got %q", t.Role)
 		}
 	}

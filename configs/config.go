@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/redrive/redrive/ops/access"
 )
 
 // Config is the whole console configuration. Zero values are replaced by defaults in Load.
@@ -433,7 +435,7 @@ func (c *Config) applyDefaults() {
 		c.Search.MaxScan = 100_000
 	}
 	if c.Export.MinRole == "" {
-		c.Export.MinRole = "operator"
+		c.Export.MinRole = access.Operator.String()
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8080"
@@ -794,9 +796,7 @@ func (c *Config) Validate() error {
 	if c.Search.Timeout < 0 || (c.RequestTimeout > 0 && c.Search.Timeout >= c.RequestTimeout) {
 		bad("search.timeout", "must be positive and below request_timeout (%s)", c.RequestTimeout.D())
 	}
-	switch c.Export.MinRole {
-	case "", "viewer", "operator", "admin":
-	default:
+	if c.Export.MinRole != "" && !validRole(c.Export.MinRole) {
 		bad("export.min_role", "must be viewer, operator or admin, got %q", c.Export.MinRole)
 	}
 	return errors.Join(errs...)

@@ -102,7 +102,7 @@ func (h *Audit) Page(c echo.Context) error {
 		Filters: auditpages.Filters{Actor: f.Actor, Action: f.Action, Since: c.QueryParam("since")}}
 	entries, err := h.log.ListAudit(c.Request().Context(), f)
 	if err != nil {
-		page.Error = err.Error()
+		page.Error = shown(c, err)
 	}
 	for _, e := range entries {
 		row := auditpages.Row{ID: e.ID, At: e.At, Actor: e.Actor, Role: e.Role, SourceIP: e.SourceIP,

@@ -14,6 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
@@ -32,12 +34,13 @@ func exportFormat(c echo.Context) (string, error) {
 	}
 }
 
-// ExportMinRole is export.min_role (viewer, operator or admin); a nil Search says operator.
-func (h *Search) ExportMinRole() string {
+// ExportMinRole is the least role of the export routes: export.min_role (viewer, operator or
+// admin); a nil Search says operator.
+func (h *Search) ExportMinRole() access.Role {
 	if h == nil {
-		return "operator"
+		return access.Operator
 	}
-	return h.o.ExportMinRole
+	return h.minRole
 }
 
 // CanExport reports whether the request's actor may export (export.min_role): pages offer the
@@ -46,8 +49,8 @@ func (h *Search) CanExport(c echo.Context) bool { return h != nil && h.allowExpo
 
 // allowExport refuses a caller below export.min_role.
 func (h *Search) allowExport(c echo.Context) error {
-	if roleRank(ActorOf(c).Role) < h.minRole {
-		return fmt.Errorf("%w: exporting message content needs the %s role (export.min_role)", ops.ErrForbidden, h.o.ExportMinRole)
+	if !ActorOf(c).Can(h.minRole) {
+		return ops.Forbidden("exporting message content needs the %s role (export.min_role)", h.minRole)
 	}
 	return nil
 }
@@ -147,7 +150,7 @@ func (h *Search) beginExport(c echo.Context, target string, filter *search.Filte
 	defer cancel()
 	id, err := ia.RecordIntent(ctx, a.base)
 	if err != nil {
-		return nil, fmt.Errorf("the audit log cannot be written, so nothing was exported: %w", err)
+		return nil, ops.Unavailable(err, "the audit log cannot be written, so nothing was exported")
 	}
 	a.intent = id
 	return a, nil
@@ -172,11 +175,7 @@ func (a *exportAudit) finish(n int64, more map[string]any, failed error) {
 	for k, v := range more {
 		e.Detail[k] = v
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.c.Request().Context()), 5*time.Second)
-	defer cancel()
-	if err := a.h.o.Audit.RecordAudit(ctx, e); err != nil {
-		a.c.Logger().Errorf("audit content.export: %v", err)
-	}
+	audit.Record(a.c.Request().Context(), a.h.o.Audit, loggerOf(a.c), e) // the export was sent: a lost row is logged, counted
 }
 
 var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value", "value_encoding", "headers",

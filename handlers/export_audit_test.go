@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -58,7 +59,10 @@ func TestExportIntentBeforeContent(t *testing.T) {
 			_ = c.String(code, err.Error())
 		}
 		e.GET("/x/:cluster/:topic", h.ExportKafka, func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error { SetActor(c, Actor{Name: "otto", Role: "operator"}); return next(c) }
+			return func(c echo.Context) error {
+				SetActor(c, access.Actor{Name: "otto", Role: access.Operator})
+				return next(c)
+			}
 		})
 		rec := httptest.NewRecorder()
 		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x/main/orders.DLT", nil))

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"reflect"
@@ -20,27 +21,48 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 )
 
-// Actor is who is making the request, as the auth middleware established it.
-type Actor struct {
-	Name string
-	Role string
-}
-
 const actorKey = "redrive.actor"
 
 // SetActor records the request's actor; called by the auth middleware.
-func SetActor(c echo.Context, a Actor) { c.Set(actorKey, a) }
+func SetActor(c echo.Context, a access.Actor) { c.Set(actorKey, a) }
 
-// ActorOf returns the request's actor ("anonymous" when the middleware set none).
-func ActorOf(c echo.Context) Actor {
-	if a, ok := c.Get(actorKey).(Actor); ok {
+// ActorOf returns the request's actor (access.Anonymous when the middleware set none).
+func ActorOf(c echo.Context) access.Actor {
+	if a, ok := c.Get(actorKey).(access.Actor); ok {
 		return a
 	}
-	return Actor{Name: "anonymous"}
+	return access.Anonymous
+}
+
+const loggerKey = "redrive.logger"
+
+// SetLogger gives the request's handlers the console's logger (web sets it on every request).
+func SetLogger(c echo.Context, l *slog.Logger) { c.Set(loggerKey, l) }
+
+// loggerOf is the request's logger (slog.Default when web set none).
+func loggerOf(c echo.Context) *slog.Logger {
+	if log, _ := c.Get(loggerKey).(*slog.Logger); log != nil {
+		return log
+	}
+	return slog.Default()
+}
+
+// shown is what a page or an answer says of err where it shows it in place of what could not be
+// read (a panel, an "error" field, the last line of a stream) rather than failing the request:
+// ops.Message's words, never an outside system's error text. The internal error, when it says
+// more, is logged with the request ID, as web's error handler does for a failed request.
+func shown(c echo.Context, err error) string {
+	msg := ops.Message(err)
+	if internal := err.Error(); internal != msg {
+		loggerOf(c).Warn("shown in place of a result", "err", internal, "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+			"method", c.Request().Method, "uri", c.Request().RequestURI)
+	}
+	return msg
 }
 
 // render writes a templ component as an HTML response. Control and bidi characters and invalid

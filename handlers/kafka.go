@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
@@ -85,7 +86,7 @@ func (h *Kafka) cluster(c echo.Context) (KafkaCluster, error) {
 	name := pathParam(c, "cluster")
 	k, ok := h.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("kafka cluster %q is not configured", name)
 	}
 	return k, nil
 }
@@ -119,9 +120,9 @@ func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, err
 		}
 	}
 	if snap.At.IsZero() {
-		return sampler.KafkaGroup{}, fmt.Errorf("cluster %s has not been sampled yet; retry in a few seconds: %w", snap.Cluster, ops.ErrUnavailable)
+		return sampler.KafkaGroup{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("kafka cluster %q has not been sampled yet; retry in a few seconds", snap.Cluster)}
 	}
-	return sampler.KafkaGroup{}, fmt.Errorf("consumer group %q not found in cluster %s: %w", name, snap.Cluster, ops.ErrNotFound)
+	return sampler.KafkaGroup{}, ops.NotFound("consumer group %q not found in kafka cluster %q", name, snap.Cluster)
 }
 
 func partitionKey(topic string, p int32) string { return topic + "/" + strconv.Itoa(int(p)) }
@@ -534,7 +535,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 	page.Meta.Breadcrumbs = append(page.Meta.Breadcrumbs, layout.Crumb{Label: k.Name()})
 	snap, err := h.fresh(ctx, k.Name())
 	if err != nil {
-		page.GroupsError = err.Error()
+		page.GroupsError = shown(c, err)
 	} else {
 		page.SampledAt, page.SampleError = snap.At, sampleNote(snap.Error, snap.Freshness)
 		page.Groups = toGroupRows(snap)
@@ -544,7 +545,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 	topics := snap.DeadLetterTopics
 	if topics == nil {
 		if topics, err = k.DeadLetterTopics(ctx); err != nil {
-			page.TopicsError = err.Error()
+			page.TopicsError = shown(c, err)
 		}
 		topics = h.openCounts(ctx, k.Name(), topics)
 	}
@@ -619,7 +620,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page.CanReveal = red != nil && ActorOf(c).Role == RoleAdmin
+	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
 	h.searchLinks(c, &page)
 	if allPartitions(c) {
 		return h.topicAcross(c, k, red, page)

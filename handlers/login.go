@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	loginpages "github.com/redrive/redrive/views/pages/login"
@@ -110,9 +111,9 @@ func (h *Login) Submit(c echo.Context) error {
 	// The session exists now, but its token has only been put in this response's cookie. When the
 	// sign-in cannot be audited, that cookie is withdrawn before anything is sent: nobody holds the
 	// token, so nobody is signed in unaudited.
-	if err := h.record(c, user, ActorOf(c).Role, store.OutcomeOK, ""); err != nil {
+	if err := h.record(c, user, ActorOf(c).Role.String(), store.OutcomeOK, ""); err != nil {
 		c.Response().Header().Del(echo.HeaderSetCookie)
-		SetActor(c, Actor{})
+		SetActor(c, access.Actor{})
 		h.log.Error("sign-in refused: its audit row cannot be written", "err", err, "actor", user)
 		return h.form(c, http.StatusServiceUnavailable, user, next,
 			"The audit log cannot be written, so you were not signed in. Try again in a moment.")
@@ -128,25 +129,26 @@ func (h *Login) Logout(c echo.Context) error {
 		return err
 	}
 	if actor := ActorOf(c); actor.Name != "anonymous" && actor.Name != "" {
-		_ = h.recordAs(c, actor, "auth.logout", store.OutcomeOK, "")
+		_ = h.recordAs(c, actor.Name, actor.Role.String(), "auth.logout", store.OutcomeOK, "")
 	}
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
+// record writes a sign-in; role is "" when the sign-in was refused (no actor was established).
 func (h *Login) record(c echo.Context, user, role, outcome, reason string) error {
-	return h.recordAs(c, Actor{Name: user, Role: role}, "auth.login", outcome, reason)
+	return h.recordAs(c, user, role, "auth.login", outcome, reason)
 }
 
 // recordAs writes a sign-in or sign-out to the audit log; a failure is logged and returned. The
 // store makes odd bytes in the user agent or name storable, so only an unreachable store fails.
-func (h *Login) recordAs(c echo.Context, a Actor, action, outcome, reason string) error {
+func (h *Login) recordAs(c echo.Context, actor, role, action, outcome, reason string) error {
 	ip, ua := clientInfo(c)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 	defer cancel()
-	err := h.audit.RecordAudit(ctx, store.AuditEntry{Actor: a.Name, Role: a.Role, SourceIP: ip, UserAgent: ua,
+	err := h.audit.RecordAudit(ctx, store.AuditEntry{Actor: actor, Role: role, SourceIP: ip, UserAgent: ua,
 		Action: action, Target: "session", Outcome: outcome, Reason: reason})
 	if err != nil {
-		h.log.Error("audit of a sign-in or sign-out failed", "err", err, "action", action, "actor", a.Name)
+		h.log.Error("audit of a sign-in or sign-out failed", "err", err, "action", action, "actor", actor)
 	}
 	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -224,7 +223,7 @@ func (h *Notifications) APISilences(c echo.Context) error {
 func (h *Notifications) test(c echo.Context) (string, error) {
 	name := pathParam(c, "name")
 	if h.sender == nil || !containsStr(h.sender.Channels(), name) {
-		return name, fmt.Errorf("notification channel %q: %w", name, ops.ErrNotFound)
+		return name, ops.NotFound("notification channel %q is not configured", name)
 	}
 	if err := recordAudit(c, h.store, "notify.test", "channel/"+name, 1, "", nil); err != nil {
 		return name, err
@@ -239,7 +238,8 @@ func (h *Notifications) APITest(c echo.Context) error {
 	case errors.Is(err, ops.ErrNotFound):
 		return err
 	case err != nil && !errors.Is(err, ops.ErrUnavailable) && !errors.Is(err, ops.ErrInvalid):
-		// The channel refused or could not be reached: that is the answer, not a console error.
+		// The channel refused or could not be reached: that is the answer, not a console error, and
+		// its text is what the operator asked for (the delivery log keeps it too).
 		return c.JSON(http.StatusOK, channelTestJSON{Channel: name, Delivered: false, Error: err.Error()})
 	case err != nil:
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/paths"
@@ -27,7 +28,7 @@ import (
 type OffsetMover interface {
 	Plan(ctx context.Context, r offsets.PlanRequest) (offsets.Plan, error)
 	Apply(ctx context.Context, r offsets.ApplyRequest) (offsets.Result, error)
-	Approve(ctx context.Context, id, actor, role string) (offsets.Plan, error)
+	Approve(ctx context.Context, id string, by access.Actor) (offsets.Plan, error)
 	Get(ctx context.Context, id string) (offsets.Plan, error)
 }
 
@@ -42,7 +43,7 @@ func NewOffsets(mover OffsetMover, meta MetaFunc) *Offsets { return &Offsets{mov
 
 func (h *Offsets) ready() error {
 	if h.mover == nil {
-		return fmt.Errorf("no Kafka cluster is configured: %w", ops.ErrNotFound)
+		return ops.NotFound("no Kafka cluster is configured")
 	}
 	return nil
 }
@@ -145,7 +146,7 @@ type offsetApplyJSON struct {
 
 func (h *Offsets) apply(c echo.Context, req offsetApplyRequest) (offsets.Result, error) {
 	a := ActorOf(c)
-	return h.mover.Apply(c.Request().Context(), offsets.ApplyRequest{PlanID: req.PlanID, Reason: req.Reason, Actor: a.Name, Role: a.Role,
+	return h.mover.Apply(c.Request().Context(), offsets.ApplyRequest{PlanID: req.PlanID, Reason: req.Reason, Actor: a,
 		Cluster: pathParam(c, "cluster"), Group: pathParam(c, "group")})
 }
 
@@ -178,7 +179,7 @@ func (h *Offsets) APIApprove(c echo.Context) error {
 		return err
 	}
 	a := ActorOf(c)
-	p, err := h.mover.Approve(c.Request().Context(), req.PlanID, a.Name, a.Role)
+	p, err := h.mover.Approve(c.Request().Context(), req.PlanID, a)
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func (h *Offsets) FormApply(c echo.Context) error {
 	}
 	page := h.planPage(c, p)
 	if err != nil {
-		page.Error = err.Error()
+		page.Error = shown(c, err)
 		return render(c, http.StatusConflict, kafkapages.OffsetPlan(page))
 	}
 	page.Applied, page.AppliedBy = true, res.AppliedBy
@@ -245,7 +246,7 @@ func (h *Offsets) FormApprove(c echo.Context) error {
 		return err
 	}
 	a := ActorOf(c)
-	p, err := h.mover.Approve(c.Request().Context(), c.FormValue("plan_id"), a.Name, a.Role)
+	p, err := h.mover.Approve(c.Request().Context(), c.FormValue("plan_id"), a)
 	if err != nil {
 		return err
 	}
@@ -262,7 +263,7 @@ func (h *Offsets) PlanPage(c echo.Context) error {
 		return err
 	}
 	if p.Cluster != pathParam(c, "cluster") || p.Group != pathParam(c, "group") {
-		return fmt.Errorf("offset plan %q is not one of this group: %w", p.ID, ops.ErrNotFound)
+		return ops.NotFound("offset plan %q is not one of this group", p.ID)
 	}
 	return render(c, http.StatusOK, kafkapages.OffsetPlan(h.planPage(c, p)))
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/store"
@@ -77,7 +79,7 @@ func NewOutboxes(list []OutboxService, audit ChangeAuditor, meta MetaFunc, redac
 func (h *Outboxes) find(name string) (OutboxService, error) {
 	o, ok := h.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("outbox %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("outbox %q is not configured", name)
 	}
 	return o, nil
 }
@@ -124,16 +126,16 @@ type outboxJSON struct {
 	Error                 string            `json:"error,omitempty"`
 }
 
-func toOutboxJSON(s summary) outboxJSON {
+func toOutboxJSON(c echo.Context, s summary) outboxJSON {
 	j := outboxJSON{Name: s.outbox.Name(), MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt.UTC()}
 	if s.err != nil {
-		j.Error = s.err.Error()
+		j.Error = shown(c, s.err)
 		j.CheckedAt = time.Now().UTC()
 		return j
 	}
-	c := s.stats.Counts
-	j.Counts = &outboxCountsJSON{Ready: c[outbox.Ready], Processing: c[outbox.Processing], Sent: c[outbox.Sent],
-		Failed: c[outbox.Failed], Dead: c[outbox.Dead]}
+	n := s.stats.Counts
+	j.Counts = &outboxCountsJSON{Ready: n[outbox.Ready], Processing: n[outbox.Processing], Sent: n[outbox.Sent],
+		Failed: n[outbox.Failed], Dead: n[outbox.Dead]}
 	j.StuckLeases = s.stats.StuckLeases
 	j.SentIsEstimate = s.stats.SentIsEstimate
 	if s.stats.OldestReadyAge != nil {
@@ -148,7 +150,7 @@ func (h *Outboxes) APIList(c echo.Context) error {
 		Outboxes []outboxJSON `json:"outboxes"`
 	}{Outboxes: []outboxJSON{}}
 	for _, s := range h.summaries(c.Request().Context()) {
-		resp.Outboxes = append(resp.Outboxes, toOutboxJSON(s))
+		resp.Outboxes = append(resp.Outboxes, toOutboxJSON(c, s))
 	}
 	return c.JSON(http.StatusOK, resp)
 }
@@ -163,7 +165,7 @@ func (h *Outboxes) APIOne(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toOutboxJSON(summary{outbox: o, stats: st}))
+	return c.JSON(http.StatusOK, toOutboxJSON(c, summary{outbox: o, stats: st}))
 }
 
 type eventJSON struct {
@@ -418,10 +420,7 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 // auditUnavailable is the answer (503) to a change whose audit row cannot be written, which was
 // therefore not made.
 func auditUnavailable(err error) error {
-	if !errors.Is(err, ops.ErrUnavailable) {
-		err = fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
-	}
-	return fmt.Errorf("the audit log cannot be written, so nothing was changed: %w", err)
+	return ops.Unavailable(err, "the audit log cannot be written, so nothing was changed")
 }
 
 // change makes an audited change to an outbox: audit before effect, or no effect.
@@ -460,11 +459,11 @@ func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, det
 	var auditErr *outbox.ErrAudit
 	if errors.As(err, &auditErr) {
 		// Rolled back. The intent row stays with no outcome, or gets this one if the store answers.
-		_ = h.audit.RecordAudit(actx, outcome(store.OutcomeFailed, nil, auditErr.Err))
+		audit.New(h.audit, loggerOf(c)).Record(actx, outcome(store.OutcomeFailed, nil, auditErr.Err))
 		return 0, auditUnavailable(auditErr.Err)
 	}
 	// The change failed, or its commit did after an "ok" row was written elsewhere: "failed" it is.
-	_ = h.audit.RecordAudit(actx, outcome(store.OutcomeFailed, nil, err))
+	audit.New(h.audit, loggerOf(c)).Record(actx, outcome(store.OutcomeFailed, nil, err))
 	return 0, err
 }
 
@@ -475,7 +474,7 @@ func auditEntry(c echo.Context, action, target, reason string, detail map[string
 	if detail == nil {
 		detail = map[string]any{}
 	}
-	return store.AuditEntry{Actor: actor.Name, Role: actor.Role, SourceIP: ip, UserAgent: ua, Action: action,
+	return store.AuditEntry{Actor: actor.Name, Role: actor.Role.String(), SourceIP: ip, UserAgent: ua, Action: action,
 		Target: target, Reason: reason, Outcome: store.OutcomeOK, Detail: detail}
 }
 
@@ -492,10 +491,10 @@ func recordAudit(c echo.Context, audit Auditor, action, target string, n int64, 
 
 // ---- HTML pages ----
 
-func toSummaryView(s summary) outboxpages.Summary {
+func toSummaryView(c echo.Context, s summary) outboxpages.Summary {
 	v := outboxpages.Summary{Name: s.outbox.Name(), MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt}
 	if s.err != nil {
-		v.Error = s.err.Error()
+		v.Error = shown(c, s.err)
 		return v
 	}
 	for _, st := range outbox.Statuses {
@@ -512,7 +511,7 @@ func toSummaryView(s summary) outboxpages.Summary {
 func (h *Outboxes) Index(c echo.Context) error {
 	var views []outboxpages.Summary
 	for _, s := range h.summaries(c.Request().Context()) {
-		views = append(views, toSummaryView(s))
+		views = append(views, toSummaryView(c, s))
 	}
 	return render(c, http.StatusOK, outboxpages.Index(outboxpages.IndexPage{
 		Meta: h.meta(c, "Outboxes", "outboxes"), Outboxes: views}))
@@ -525,7 +524,7 @@ func (h *Outboxes) Panel(c echo.Context) error {
 		return err
 	}
 	st, err := o.CachedStats(c.Request().Context(), outbox.StatsMaxAge)
-	return render(c, http.StatusOK, outboxpages.Panel(toSummaryView(summary{outbox: o, stats: st, err: err})))
+	return render(c, http.StatusOK, outboxpages.Panel(toSummaryView(c, summary{outbox: o, stats: st, err: err})))
 }
 
 // Show: GET /outboxes/:name — stats, filters, the event list and the repair actions.
@@ -543,7 +542,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 	st, statsErr := o.CachedStats(ctx, outbox.StatsMaxAge)
 	page := outboxpages.ShowPage{
 		Meta:    h.meta(c, "Outbox "+o.Name(), "outboxes"),
-		Summary: toSummaryView(summary{outbox: o, stats: st, err: statsErr}),
+		Summary: toSummaryView(c, summary{outbox: o, stats: st, err: statsErr}),
 		Filters: outboxpages.Filters{Status: string(f.Status), EventType: f.EventType, AggregateID: f.AggregateID,
 			Stuck: f.StuckOnly, CreatedFrom: c.QueryParam("created_from"), CreatedTo: c.QueryParam("created_to"),
 			Limit: f.Limit},
@@ -554,7 +553,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes}, {Label: o.Name()}}
 	list, err := o.List(ctx, f)
 	if err != nil {
-		page.ListError = err.Error()
+		page.ListError = shown(c, err)
 	}
 	for _, e := range list.Events {
 		page.Events = append(page.Events, toEventRow(e, now))
@@ -605,7 +604,7 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 		PayloadSize:      len(e.Payload),
 		CanAct:           h.meta(c, "", "").CanOperate,
 		Redacted:         redacted,
-		CanReveal:        redacted && ActorOf(c).Role == RoleAdmin,
+		CanReveal:        redacted && ActorOf(c).Can(access.Admin),
 	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes},
 		{Label: o.Name(), Href: paths.Outbox(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}

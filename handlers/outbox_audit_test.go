@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -72,7 +73,7 @@ func postRequeue(h *Outboxes, ua string) (*httptest.ResponseRecorder, error) {
 	c := e.NewContext(req, rec)
 	c.SetParamNames("name")
 	c.SetParamValues("orders")
-	SetActor(c, Actor{Name: "ops-1", Role: "operator"})
+	SetActor(c, access.Actor{Name: "ops-1", Role: access.Operator})
 	return rec, h.APIRequeue(c)
 }
 

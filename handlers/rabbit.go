@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
@@ -63,7 +64,7 @@ func (h *Rabbit) broker(c echo.Context) (RabbitBroker, error) {
 	name := pathParam(c, "broker")
 	b, ok := h.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("rabbitmq broker %q is not configured", name)
 	}
 	return b, nil
 }
@@ -84,14 +85,14 @@ func findQueue(snap sampler.RabbitSnapshot, vhost, name string) (sampler.RabbitQ
 		return q, nil
 	}
 	if snap.At.IsZero() {
-		return sampler.RabbitQueue{}, fmt.Errorf("rabbitmq broker %s has not been sampled yet; retry in a few seconds: %w", snap.Broker, ops.ErrUnavailable)
+		return sampler.RabbitQueue{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("rabbitmq broker %q has not been sampled yet; retry in a few seconds", snap.Broker)}
 	}
 	for _, q := range snap.Queues {
 		if q.Vhost == vhost {
-			return sampler.RabbitQueue{}, fmt.Errorf("queue %q not found in vhost %q of broker %s: %w", name, vhost, snap.Broker, ops.ErrNotFound)
+			return sampler.RabbitQueue{}, ops.NotFound("queue %q not found in vhost %q of rabbitmq broker %q", name, vhost, snap.Broker)
 		}
 	}
-	return sampler.RabbitQueue{}, fmt.Errorf("vhost %q of broker %s has no queues or is not watched: %w", vhost, snap.Broker, ops.ErrNotFound)
+	return sampler.RabbitQueue{}, ops.NotFound("vhost %q of rabbitmq broker %q has no queues or is not watched", vhost, snap.Broker)
 }
 
 // queue finds a queue in the latest snapshot. A queue the snapshot does not have yet (declared
@@ -279,7 +280,7 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "RabbitMQ", Href: paths.RabbitMQ}, {Label: b.Name()}}
 	snap, err := h.snapshots.LatestRabbit(c.Request().Context(), b.Name())
 	if err != nil {
-		page.SnapshotError = err.Error()
+		page.SnapshotError = shown(c, err)
 		return render(c, http.StatusOK, rabbitpages.Broker(page))
 	}
 	page.SampledAt, page.SampleError, page.SampleErrorAt = snap.At, sampleNote(snap.Error, snap.Freshness), snap.ErrorAt
@@ -376,14 +377,14 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page.CanReveal = red != nil && ActorOf(c).Role == RoleAdmin
+	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
 	res, err := b.Browse(c.Request().Context(), vhost, queue, limit)
 	switch {
 	case errors.Is(err, ops.ErrConflict):
-		page.Refused = err.Error()
+		page.Refused = shown(c, err)
 		return render(c, http.StatusConflict, rabbitpages.Messages(page))
 	case errors.Is(err, ops.ErrUnavailable):
-		page.Error = err.Error()
+		page.Error = shown(c, err)
 		return render(c, http.StatusOK, rabbitpages.Messages(page))
 	case err != nil:
 		return err

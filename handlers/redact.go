@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
@@ -111,13 +112,12 @@ func (r *Redactor) For(c echo.Context, target string) (*Redactor, error) {
 	if err != nil || !reveal {
 		return r, err
 	}
-	actor := ActorOf(c)
-	if actor.Role != RoleAdmin {
-		return nil, fmt.Errorf("%w: revealing redacted content needs the admin role", ops.ErrForbidden)
+	if err := ops.Require(ActorOf(c), access.Admin, "revealing redacted content"); err != nil {
+		return nil, err
 	}
 	if r.audit != nil {
 		if err := recordAudit(c, r.audit, "content.reveal", target, 1, "", map[string]any{"path": c.Request().URL.Path}); err != nil {
-			return nil, fmt.Errorf("the audit log cannot be written, so the content stays masked: %w", err) // no audit row, no reveal
+			return nil, ops.Unavailable(err, "the audit log cannot be written, so the content stays masked") // no audit row, no reveal
 		}
 	}
 	return nil, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -91,7 +92,11 @@ func TestRedactFor(t *testing.T) {
 	e := echo.New()
 	ask := func(role, query string) (*Redactor, error) {
 		c := e.NewContext(httptest.NewRequest("GET", "/x"+query, nil), httptest.NewRecorder())
-		SetActor(c, Actor{Name: role + "-1", Role: role})
+		parsed, err := access.ParseRole(role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetActor(c, access.Actor{Name: role + "-1", Role: parsed})
 		return r.For(c, "outbox/orders/event/1")
 	}
 	for _, role := range []string{"viewer", "operator", "admin"} {

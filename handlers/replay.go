@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
@@ -29,8 +30,8 @@ type ReplayEngine interface {
 	Job(ctx context.Context, id string) (store.ReplayJob, error)
 	Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
 	Ledger(ctx context.Context, id string, limit int) ([]store.LedgerEntry, error)
-	Cancel(ctx context.Context, id, actor, role string) (store.ReplayJob, error)
-	Approve(ctx context.Context, id, approver, role string) (store.ReplayJob, error)
+	Cancel(ctx context.Context, id string, by access.Actor) (store.ReplayJob, error)
+	Approve(ctx context.Context, id string, approver access.Actor) (store.ReplayJob, error)
 }
 
 // ReplayViews reads what the replay pages show beside the engine's answers (ops/store): the jobs
@@ -61,9 +62,6 @@ const (
 	maxFailureGroups  = 20
 	destinationSample = 200
 )
-
-// RoleAdmin is the role that may force a replay.
-const RoleAdmin = "admin"
 
 type planRequest struct {
 	// Action is what the job does with the messages: replay (the default) or discard (RabbitMQ:
@@ -284,11 +282,7 @@ type startRequest struct {
 }
 
 func (h *Replays) start(c echo.Context, r startRequest) (store.ReplayJob, error) {
-	actor := ActorOf(c)
-	if r.Force && actor.Role != RoleAdmin {
-		return store.ReplayJob{}, fmt.Errorf("%w: forcing a replay past the consumer's inbox needs the admin role", ops.ErrForbidden)
-	}
-	return h.engine.Start(c.Request().Context(), replay.StartRequest{PlanID: r.PlanID, Actor: actor.Name, Role: actor.Role,
+	return h.engine.Start(c.Request().Context(), replay.StartRequest{PlanID: r.PlanID, Actor: ActorOf(c),
 		Reason: r.Reason, RatePerSecond: r.RatePerSecond, Force: r.Force})
 }
 
@@ -392,8 +386,7 @@ type jobsJSON struct {
 
 // APICancel: POST /api/v1/replays/:id/cancel.
 func (h *Replays) APICancel(c echo.Context) error {
-	actor := ActorOf(c)
-	job, err := h.engine.Cancel(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	job, err := h.engine.Cancel(c.Request().Context(), pathParam(c, "id"), ActorOf(c))
 	if err != nil {
 		return err
 	}
@@ -402,8 +395,7 @@ func (h *Replays) APICancel(c echo.Context) error {
 
 // APIApprove: POST /api/v1/replays/:id/approve — the second person of the four-eyes rule.
 func (h *Replays) APIApprove(c echo.Context) error {
-	actor := ActorOf(c)
-	job, err := h.engine.Approve(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	job, err := h.engine.Approve(c.Request().Context(), pathParam(c, "id"), ActorOf(c))
 	if err != nil {
 		return err
 	}
@@ -412,8 +404,7 @@ func (h *Replays) APIApprove(c echo.Context) error {
 
 // FormApprove: POST /replays/:id/approve.
 func (h *Replays) FormApprove(c echo.Context) error {
-	actor := ActorOf(c)
-	job, err := h.engine.Approve(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	job, err := h.engine.Approve(c.Request().Context(), pathParam(c, "id"), ActorOf(c))
 	if err != nil {
 		return err
 	}
@@ -428,7 +419,7 @@ func (h *Replays) Index(c echo.Context) error {
 	jobs, err := h.engine.Jobs(ctx, 100)
 	page := replaypages.IndexPage{Meta: h.meta(c, "Replays", "replays")}
 	if err != nil {
-		page.Error = err.Error()
+		page.Error = shown(c, err)
 	}
 	routes := map[string]store.PlanRoute{}
 	if len(jobs) > 0 {
@@ -439,7 +430,7 @@ func (h *Replays) Index(c echo.Context) error {
 			}
 		}
 		if routes, err = h.views.PlanRoutes(ctx, ids, destinationSample); err != nil {
-			page.RoutesError = err.Error() // the jobs still show, without where they go
+			page.RoutesError = shown(c, err) // the jobs still show, without where they go
 		}
 	}
 	for _, j := range jobs {
@@ -602,7 +593,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{Meta: h.meta(c, "Replay plan", "replays"), ID: plan.ID, CreatedAt: plan.CreatedAt,
 		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
-		CanForce: actor.Role == RoleAdmin}
+		CanForce: actor.Can(access.Admin)}
 	page.CanRun = page.Meta.CanOperate
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: "plan " + plan.ID}}
 	for _, a := range replay.Actions {
@@ -620,7 +611,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	}
 	jobs, err := h.views.JobsOfPlan(c.Request().Context(), plan.ID)
 	if err != nil {
-		page.JobsError = err.Error() // the plan still shows; whether it ran is unknown
+		page.JobsError = shown(c, err) // the plan still shows; whether it ran is unknown
 	}
 	for _, j := range jobs {
 		page.Jobs = append(page.Jobs, toJobView(j))
@@ -719,7 +710,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 	if job.Failed > 0 {
 		groups, err := h.views.FailureGroups(ctx, job.ID, maxFailureGroups)
 		if err != nil {
-			page.FailuresError = err.Error()
+			page.FailuresError = shown(c, err)
 		}
 		for _, g := range groups {
 			page.FailureGroups = append(page.FailureGroups, replaypages.FailureGroup{Detail: g.Detail, Count: int64(g.Count)})
@@ -727,7 +718,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 	}
 	ledger, err := h.engine.Ledger(ctx, job.ID, 500)
 	if err != nil {
-		page.LedgerError = err.Error()
+		page.LedgerError = shown(c, err)
 	}
 	for _, l := range ledger {
 		detail := l.Detail
@@ -745,8 +736,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 
 // FormCancel: POST /replays/:id/cancel.
 func (h *Replays) FormCancel(c echo.Context) error {
-	actor := ActorOf(c)
-	job, err := h.engine.Cancel(c.Request().Context(), pathParam(c, "id"), actor.Name, actor.Role)
+	job, err := h.engine.Cancel(c.Request().Context(), pathParam(c, "id"), ActorOf(c))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/views/layout"
@@ -60,11 +61,11 @@ func (f *replayFixture) Ledger(context.Context, string, int) ([]store.LedgerEntr
 	return nil, nil
 }
 
-func (f *replayFixture) Cancel(context.Context, string, string, string) (store.ReplayJob, error) {
+func (f *replayFixture) Cancel(context.Context, string, access.Actor) (store.ReplayJob, error) {
 	return store.ReplayJob{}, ops.ErrConflict
 }
 
-func (f *replayFixture) Approve(context.Context, string, string, string) (store.ReplayJob, error) {
+func (f *replayFixture) Approve(context.Context, string, access.Actor) (store.ReplayJob, error) {
 	return store.ReplayJob{}, ops.ErrConflict
 }
 

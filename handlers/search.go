@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
@@ -48,7 +48,7 @@ type Search struct {
 	o       SearchOptions
 	kafka   map[string]SearchCluster
 	rabbit  map[string]SearchBroker
-	minRole int
+	minRole access.Role // export.min_role
 }
 
 // NewSearch wires o.
@@ -59,10 +59,11 @@ func NewSearch(o SearchOptions) *Search {
 	if o.Timeout <= 0 {
 		o.Timeout = search.DefaultTimeout
 	}
-	if o.ExportMinRole == "" {
-		o.ExportMinRole = "operator"
+	minRole, err := access.ParseRole(o.ExportMinRole)
+	if err != nil { // "", or a name configs.Load refused
+		minRole = access.Operator
 	}
-	h := &Search{o: o, kafka: map[string]SearchCluster{}, rabbit: map[string]SearchBroker{}, minRole: roleRank(o.ExportMinRole)}
+	h := &Search{o: o, kafka: map[string]SearchCluster{}, rabbit: map[string]SearchBroker{}, minRole: minRole}
 	for _, k := range o.Kafka {
 		h.kafka[k.Name()] = k
 	}
@@ -72,24 +73,11 @@ func NewSearch(o SearchOptions) *Search {
 	return h
 }
 
-// roleRank orders the roles' names: viewer < operator < admin.
-func roleRank(role string) int {
-	switch role {
-	case "viewer":
-		return 1
-	case "operator":
-		return 2
-	case RoleAdmin:
-		return 3
-	}
-	return 0
-}
-
 func (h *Search) cluster(c echo.Context) (SearchCluster, error) {
 	name := pathParam(c, "cluster")
 	k, ok := h.kafka[name]
 	if !ok {
-		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("kafka cluster %q is not configured", name)
 	}
 	return k, nil
 }
@@ -98,7 +86,7 @@ func (h *Search) broker(c echo.Context) (SearchBroker, error) {
 	name := pathParam(c, "broker")
 	b, ok := h.rabbit[name]
 	if !ok {
-		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("rabbitmq broker %q is not configured", name)
 	}
 	return b, nil
 }
@@ -488,12 +476,6 @@ func (w *ndjson) fail(err error) error {
 	if !w.started {
 		return err
 	}
-	msg := "the scan failed"
-	for _, kind := range []error{ops.ErrInvalid, ops.ErrNotFound, ops.ErrConflict, ops.ErrUnavailable, ops.ErrForbidden} {
-		if errors.Is(err, kind) {
-			msg = err.Error()
-		}
-	}
-	_ = w.line(errorLine{streamErrorJSON{msg}}, true)
+	_ = w.line(errorLine{streamErrorJSON{shown(w.c, err)}}, true)
 	return nil
 }

@@ -45,7 +45,7 @@ var traceParams = []string{"message_id", "event_id", "aggregate_id", "trace_id",
 // 400 saying what to give.
 func (h *Trace) parseTraceQuery(c echo.Context) (trace.Query, error) {
 	if h.t == nil {
-		return trace.Query{}, fmt.Errorf("trace: %w", ops.ErrNotFound)
+		return trace.Query{}, ops.NotFound("tracing is not configured")
 	}
 	q := trace.Query{MessageID: c.QueryParam("message_id"), EventID: c.QueryParam("event_id"),
 		AggregateID: c.QueryParam("aggregate_id"), TraceID: c.QueryParam("trace_id"), Any: c.QueryParam("q")}

@@ -163,7 +163,7 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		return triage.Result{}, err
 	}
 	if h.triage == nil {
-		return triage.Result{}, fmt.Errorf("resolutions need the console's store: %w", ops.ErrUnavailable)
+		return triage.Result{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "resolutions need the console's store"}
 	}
 	topic := pathParam(c, "topic")
 	switch {
@@ -173,7 +173,7 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		return triage.Result{}, ops.Invalid("reason", "required: say why (it goes to the audit log and shows beside the records)")
 	}
 	r := triage.Request{Cluster: k.Name(), Topic: topic, State: req.State, Reason: req.Reason,
-		Actor: ActorOf(c).Name, Role: ActorOf(c).Role}
+		Actor: ActorOf(c)}
 	for i, ref := range req.Records {
 		if ref.Partition == nil || ref.Offset == nil {
 			return triage.Result{}, ops.Invalid(fmt.Sprintf("records[%d]", i), "needs partition and offset")
@@ -335,10 +335,10 @@ func (h *Kafka) addNote(c echo.Context, req noteRequest) (store.Note, error) {
 		return store.Note{}, err
 	}
 	if h.triage == nil {
-		return store.Note{}, fmt.Errorf("notes need the console's store: %w", ops.ErrUnavailable)
+		return store.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
 	}
 	r := triage.NoteRequest{Cluster: k.Name(), Topic: pathParam(c, "topic"), Text: req.Text, Link: req.Link,
-		Actor: ActorOf(c).Name, Role: ActorOf(c).Role}
+		Actor: ActorOf(c)}
 	if g := req.ErrorGroup; g != nil {
 		r.Group = &store.ErrorGroupKey{Type: g.ExceptionType}
 		if g.ExceptionCause != nil {

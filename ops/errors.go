@@ -1,15 +1,26 @@
 // Package ops is Redrive's domain: what an outbox, a consumer lag, a dead letter and a replay are.
 // Each subpackage owns one outside system and exposes plain Go types; this root package holds the
-// error kinds every layer above translates in one place (web's HTTP error handler).
+// error kinds every layer above translates in one place (web's HTTP error handler), and the one
+// type that separates what a person may read about an error from its internal cause.
 package ops
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redrive/redrive/ops/access"
 )
 
-// Error kinds. Wrap them with context (fmt.Errorf("outbox %q: %w", name, ops.ErrNotFound)) and test
-// with errors.Is; the HTTP layer maps each kind to one status code.
+// Error kinds. Test them with errors.Is; the HTTP layer maps each kind to one status code.
+//
+// What a client reads is decided by how the error was made:
+//   - an *Error (NotFound, Conflict, Forbidden, Unavailable, or the struct): its Message, never
+//     its cause. An outside system's error (pgx's names the user, database, host and port; a
+//     broker's its address) goes in Error.Err, which is logged with the request ID;
+//   - a *FieldError (Invalid): the field and what to fix;
+//   - a kind wrapped with fmt.Errorf (fmt.Errorf("…: %w", ops.ErrNotFound)): the whole text for
+//     the 4xx kinds, so only Redrive's own words may be wrapped that way; nothing of it for
+//     ErrUnavailable, whose clients read a fixed sentence (see Message).
 var (
 	// ErrNotFound: the named thing (outbox, event, cluster, topic, queue, job) does not exist. → 404
 	ErrNotFound = errors.New("not found")
@@ -22,6 +33,66 @@ var (
 	// ErrForbidden: the actor's role or the console's mode does not allow it. → 403
 	ErrForbidden = errors.New("forbidden")
 )
+
+// Error is an error of one kind with a message for a person: Message says what happened and,
+// where it helps, what to do, in words the console may show whoever made the request (no driver,
+// host, user, database or Go type text). Err is the internal cause: it is in Error() — the log's
+// text, and what tests read — and never in a response.
+type Error struct {
+	Kind    error  // ErrNotFound, ErrInvalid, ErrConflict, ErrUnavailable or ErrForbidden
+	Message string // for a person
+	Err     error  // the internal cause; may be nil
+}
+
+// Error is the message followed by the cause: for the log, not for a client.
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Message
+	}
+	return e.Message + ": " + e.Err.Error()
+}
+
+// Unwrap makes errors.Is and errors.As see both the kind and the cause.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// NotFound is an ErrNotFound whose message is format's: "outbox \"x\" is not configured".
+func NotFound(format string, a ...any) error {
+	return &Error{Kind: ErrNotFound, Message: fmt.Sprintf(format, a...)}
+}
+
+// Conflict is an ErrConflict saying why the current state forbids the request.
+func Conflict(format string, a ...any) error {
+	return &Error{Kind: ErrConflict, Message: fmt.Sprintf(format, a...)}
+}
+
+// Forbidden is an ErrForbidden saying what is not allowed (Require makes the role ones).
+func Forbidden(format string, a ...any) error {
+	return &Error{Kind: ErrForbidden, Message: fmt.Sprintf(format, a...)}
+}
+
+// Require is nil when actor's role includes need, else an ErrForbidden whose message says what
+// needs which role: Require(actor, access.Admin, "forcing a replay past the consumer's inbox") →
+// "forcing a replay past the consumer's inbox needs the admin role". A use case that authorizes
+// calls it (or actor.Can, when it says no in its own words).
+func Require(actor access.Actor, need access.Role, doing string) error {
+	if actor.Can(need) {
+		return nil
+	}
+	return Forbidden("%s needs the %s role", doing, need)
+}
+
+// Unavailable is an ErrUnavailable saying which outside system did not answer, or what could not
+// be done for it; cause, the system's own error, is kept for the log. An adapter whose cause
+// already is an ErrUnavailable with a message (a connection pool's "is busy: …, raise max_conns")
+// wraps it with fmt.Errorf instead, so that message, which says more, is the one shown.
+func Unavailable(cause error, format string, a ...any) error {
+	return &Error{Kind: ErrUnavailable, Message: fmt.Sprintf(format, a...), Err: cause}
+}
 
 // Invalid returns an ErrInvalid whose message names what to fix, e.g. Invalid("limit", "must be 1..500").
 func Invalid(field, problem string) error {
@@ -38,3 +109,35 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Pr
 
 // Is makes errors.Is(err, ErrInvalid) true for every FieldError.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// Fixed sentences for errors that carry no message for a person.
+const (
+	unavailableMessage = "a service Redrive depends on did not answer; try again in a moment " +
+		"(the console's log has the details under this request's ID)"
+	internalMessage = "internal error (the console's log has the details under this request's ID)"
+)
+
+// Message is what a person may read about err:
+//   - the Message of the first *Error in its chain (the outermost);
+//   - else the field and problem of a *FieldError;
+//   - else, for ErrNotFound, ErrInvalid, ErrConflict and ErrForbidden wrapped with fmt.Errorf
+//     around Redrive's own words, err's text;
+//   - else (ErrUnavailable without a message, anything unclassified) a fixed sentence: the cause
+//     of those is an outside system's or Go's text, which is for the log.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Error()
+	}
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		return unavailableMessage
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid), errors.Is(err, ErrConflict), errors.Is(err, ErrForbidden):
+		return err.Error()
+	}
+	return internalMessage
+}

@@ -25,37 +25,17 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 )
 
-// String is the role's config name.
-func (r Role) String() string {
-	switch r {
-	case RolePublic:
-		return "none"
-	case RoleViewer:
-		return configs.RoleViewer
-	case RoleOperator:
-		return configs.RoleOperator
-	case RoleAdmin:
-		return configs.RoleAdmin
-	}
-	return fmt.Sprintf("Role(%d)", int(r))
-}
-
-// parseRole reads a config role name; "" and unknown names are RolePublic (no role).
-func parseRole(s string) Role {
-	switch s {
-	case configs.RoleViewer:
-		return RoleViewer
-	case configs.RoleOperator:
-		return RoleOperator
-	case configs.RoleAdmin:
-		return RoleAdmin
-	}
-	return RolePublic
+// parseRole reads a config role name; "" and unknown names (configs.Load refuses those) are
+// access.Public: no role.
+func parseRole(s string) access.Role {
+	r, _ := access.ParseRole(s)
+	return r
 }
 
 // How a request was authenticated.
@@ -66,12 +46,11 @@ const (
 	viaToken   = "token"   // Authorization: Bearer
 )
 
-// identity is who a request comes from.
+// identity is who a request comes from: the actor the use cases see (its role access.Public when
+// authenticated but granted no role) and how it was authenticated.
 type identity struct {
-	name  string
-	email string // proxy mode, when the proxy sends one
-	role  Role   // RolePublic: authenticated but granted no role
-	via   string
+	access.Actor
+	via string
 }
 
 const (
@@ -94,13 +73,13 @@ type sessionStore interface {
 
 type basicUser struct {
 	hash []byte
-	role Role
+	role access.Role
 }
 
 type apiToken struct {
 	name string
 	sum  []byte
-	role Role
+	role access.Role
 }
 
 // authenticator identifies every request (session cookie, proxy headers, bearer token), enforces
@@ -121,7 +100,7 @@ type authenticator struct {
 	secureCookies bool
 	limits        *loginLimiter
 	// roles is "METHOD /path" → the least role, filled from the route table as routes are added.
-	roles map[string]Role
+	roles map[string]access.Role
 }
 
 func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, audit handlers.Auditor, log *slog.Logger) (*authenticator, error) {
@@ -131,7 +110,7 @@ func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, au
 	}
 	a := &authenticator{mode: cfg.Mode, readOnly: readOnly, log: log, audit: audit, sessions: sessions,
 		trusted: trusted, proxy: cfg.Proxy, idle: cfg.Session.IdleTimeout.D(),
-		absolute: cfg.Session.AbsoluteTimeout.D(), secureCookies: cfg.SecureCookies, roles: map[string]Role{},
+		absolute: cfg.Session.AbsoluteTimeout.D(), secureCookies: cfg.SecureCookies, roles: map[string]access.Role{},
 		limits: newLoginLimiter(cfg.LoginLimits.PerUser.Burst, cfg.LoginLimits.PerUser.Every.D(),
 			cfg.LoginLimits.PerIP.Burst, cfg.LoginLimits.PerIP.Every.D())}
 	switch cfg.Mode {
@@ -159,15 +138,15 @@ func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, au
 type credentials struct {
 	users       map[string]basicUser
 	tokens      []apiToken
-	groupRoles  map[string]Role
-	defaultRole Role
+	groupRoles  map[string]access.Role
+	defaultRole access.Role
 	// dummyHash is checked when the user name is unknown, so that a wrong name takes as long as a
 	// wrong password: its cost is the highest of the configured hashes.
 	dummyHash []byte
 }
 
 func newCredentials(cfg configs.Auth) (*credentials, error) {
-	c := &credentials{users: map[string]basicUser{}, groupRoles: map[string]Role{}, defaultRole: parseRole(cfg.Proxy.DefaultRole)}
+	c := &credentials{users: map[string]basicUser{}, groupRoles: map[string]access.Role{}, defaultRole: parseRole(cfg.Proxy.DefaultRole)}
 	cost := bcrypt.MinCost
 	for _, u := range cfg.Users {
 		c.users[u.Name] = basicUser{hash: []byte(u.PasswordHash), role: parseRole(u.Role)}
@@ -213,11 +192,11 @@ func (a *authenticator) allow(r Route) { a.roles[r.Method+" "+r.Path] = r.Role }
 
 // required is the least role for the request's route. Requests that match no route (404, 405)
 // need a viewer, so that an anonymous caller learns nothing from them.
-func (a *authenticator) required(c echo.Context) Role {
+func (a *authenticator) required(c echo.Context) access.Role {
 	if r, ok := a.roles[c.Request().Method+" "+c.Path()]; ok {
 		return r
 	}
-	return RoleViewer
+	return access.Viewer
 }
 
 func mutating(c echo.Context) bool {
@@ -238,7 +217,7 @@ func (a *authenticator) middleware() echo.MiddlewareFunc {
 				return err
 			}
 			need := a.required(c)
-			if need == RolePublic {
+			if need == access.Public {
 				return next(c)
 			}
 			id, err := a.identify(c)
@@ -248,10 +227,10 @@ func (a *authenticator) middleware() echo.MiddlewareFunc {
 			if id == nil {
 				return a.unauthenticated(c)
 			}
-			if id.role < need {
-				msg := fmt.Sprintf("this needs the %s role; you are signed in as %s with the %s role", need, id.name, id.role)
-				if id.role == RolePublic {
-					msg = fmt.Sprintf("this needs the %s role; you are signed in as %s, but no role is granted to you", need, id.name)
+			if !id.Can(need) {
+				msg := fmt.Sprintf("this needs the %s role; you are signed in as %s with the %s role", need, id.Name, id.Role)
+				if id.Role == access.Public {
+					msg = fmt.Sprintf("this needs the %s role; you are signed in as %s, but no role is granted to you", need, id.Name)
 				}
 				a.auditDenied(c, id, http.StatusForbidden, fmt.Sprintf("needs the %s role", need))
 				return echo.NewHTTPError(http.StatusForbidden, msg)
@@ -278,7 +257,7 @@ func (a *authenticator) identify(c echo.Context) (*identity, error) {
 		return nil, err
 	}
 	c.Set(identityKey, *id)
-	handlers.SetActor(c, handlers.Actor{Name: id.name, Role: id.role.String()})
+	handlers.SetActor(c, id.Actor)
 	return id, nil
 }
 
@@ -297,7 +276,7 @@ func (a *authenticator) lookup(c echo.Context) (*identity, error) {
 	}
 	switch a.mode {
 	case configs.AuthNone:
-		return &identity{name: "anonymous", role: RoleAdmin, via: viaNone}, nil
+		return &identity{Actor: access.Actor{Name: "anonymous", Role: access.Admin}, via: viaNone}, nil
 	case configs.AuthBasic:
 		return a.session(c)
 	case configs.AuthProxy:
@@ -324,7 +303,7 @@ func (a *authenticator) token(tok string) *identity {
 	if found == nil {
 		return nil
 	}
-	return &identity{name: "token:" + found.name, role: found.role, via: viaToken}
+	return &identity{Actor: access.Actor{Name: "token:" + found.name, Role: found.role}, via: viaToken}
 }
 
 // session reads the session cookie. The role is the user's role in the config now, so a changed
@@ -347,7 +326,7 @@ func (a *authenticator) session(c echo.Context) (*identity, error) {
 	if !ok {
 		return nil, nil
 	}
-	return &identity{name: s.User, role: u.role, via: viaSession}, nil
+	return &identity{Actor: access.Actor{Name: s.User, Role: u.role}, via: viaSession}, nil
 }
 
 // proxyIdentity reads the identity headers of a trusted proxy; the role is the highest one of the
@@ -365,7 +344,7 @@ func (a *authenticator) proxyIdentity(r *http.Request) *identity {
 		user = user[:256]
 	}
 	creds := a.creds.Load()
-	role, mapped := RolePublic, false
+	role, mapped := access.Public, false
 	for _, h := range r.Header.Values(a.proxy.GroupsHeader) {
 		for g := range strings.SplitSeq(h, ",") {
 			if gr, ok := creds.groupRoles[strings.TrimSpace(g)]; ok {
@@ -376,7 +355,7 @@ func (a *authenticator) proxyIdentity(r *http.Request) *identity {
 	if !mapped {
 		role = creds.defaultRole
 	}
-	return &identity{name: user, email: email, role: role, via: viaProxy}
+	return &identity{Actor: access.Actor{Name: user, Email: email, Role: role}, via: viaProxy}
 }
 
 // peer is the address the TCP connection comes from: the proxy, when there is one.
@@ -461,10 +440,10 @@ func (a *authenticator) auditDenied(c echo.Context, id *identity, status int, re
 		Action: r.Method + " " + routePath(c), Target: capString(r.URL.Path, 512), Reason: reason,
 		Outcome: store.OutcomeDenied, Detail: map[string]any{"status": status}}
 	if id != nil {
-		e.Actor, e.Role = id.name, id.role.String()
+		e.Actor, e.Role = id.Name, id.Role.String()
 		e.Detail["via"] = id.via
-		if id.email != "" {
-			e.Detail["email"] = id.email
+		if id.Email != "" {
+			e.Detail["email"] = id.Email
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
@@ -500,7 +479,10 @@ func (a *authenticator) csrfExempt(c echo.Context) bool {
 	return a.mode == configs.AuthNone && strings.HasPrefix(c.Path(), paths.APIPrefix)
 }
 
-// auditCSRF wraps the CSRF middleware so that the requests it refuses are audited.
+// auditCSRF wraps the CSRF middleware so that the requests it refuses are audited, and answered
+// in words for a person: every error the middleware returns before the handler is reached is a
+// refusal (a missing token is echo's 400; a wrong one, or a cross-site form, its 403), and all
+// of them are a 403.
 func (a *authenticator) auditCSRF(csrf echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -509,18 +491,26 @@ func (a *authenticator) auditCSRF(csrf echo.MiddlewareFunc) echo.MiddlewareFunc 
 				reached = true
 				return next(c)
 			})(c)
-			var he *echo.HTTPError
-			if err != nil && !reached && errors.As(err, &he) &&
-				(he.Code == http.StatusForbidden || he.Code == http.StatusBadRequest) {
-				var id *identity
-				if v, ok := identityOf(c); ok {
-					id = &v
-				}
-				a.auditDenied(c, id, http.StatusForbidden, "CSRF token missing or wrong")
+			if err == nil || reached {
+				return err
 			}
-			return err
+			var id *identity
+			if v, ok := identityOf(c); ok {
+				id = &v
+			}
+			a.auditDenied(c, id, http.StatusForbidden, "CSRF token missing or wrong")
+			return csrfRefusal(err)
 		}
 	}
+}
+
+// csrfRefusal is the CSRF middleware's refusal as an ops.ErrForbidden saying what to do.
+func csrfRefusal(err error) error {
+	msg := "missing or invalid CSRF token: reload the page and try again"
+	if he := (*echo.HTTPError)(nil); errors.As(err, &he) && he.Code == http.StatusBadRequest {
+		msg = "missing CSRF token: reload the page and try again"
+	}
+	return &ops.Error{Kind: ops.ErrForbidden, Message: msg, Err: err}
 }
 
 // ipExtractor believes X-Forwarded-For only from the trusted proxies.
@@ -552,9 +542,9 @@ func (a *authenticator) fillMeta(c echo.Context, m *layout.Meta) {
 		return
 	}
 	if a.mode != configs.AuthNone || id.via == viaToken {
-		m.User, m.Role = id.name, id.role.String()
+		m.User, m.Role = id.Name, id.Role.String()
 	}
-	m.CanOperate = id.role >= RoleOperator && !a.readOnly
+	m.CanOperate = id.Can(access.Operator) && !a.readOnly
 }
 
 // ---- handlers.Sessions ----
@@ -565,7 +555,7 @@ func (a *authenticator) FormLogin() bool { return a.mode == configs.AuthBasic }
 // SignedIn reports whether the request carries a valid identity with a role.
 func (a *authenticator) SignedIn(c echo.Context) bool {
 	id, err := a.identify(c)
-	return err == nil && id != nil && id.role > RolePublic
+	return err == nil && id != nil && id.Can(access.Viewer)
 }
 
 // SignIn checks the password (throttled per user and address) and starts a new session: a session
@@ -610,9 +600,9 @@ func (a *authenticator) SignIn(c echo.Context, user, password string) error {
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: token, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: a.secure(c), MaxAge: int(a.absolute / time.Second)})
-	id := identity{name: user, role: u.role, via: viaSession}
+	id := identity{Actor: access.Actor{Name: user, Role: u.role}, via: viaSession}
 	c.Set(identityKey, id)
-	handlers.SetActor(c, handlers.Actor{Name: id.name, Role: id.role.String()})
+	handlers.SetActor(c, id.Actor)
 	return nil
 }
 
@@ -644,8 +634,8 @@ func (a *authenticator) clearSessionCookie(c echo.Context) {
 // other form.
 func authRoutes(h *handlers.Login) []Route {
 	return []Route{
-		{http.MethodGet, paths.Login, h.Page, RolePublic},
-		{http.MethodPost, paths.Login, h.Submit, RolePublic},
-		{http.MethodPost, paths.Logout, h.Logout, RolePublic},
+		{http.MethodGet, paths.Login, h.Page, access.Public},
+		{http.MethodPost, paths.Login, h.Submit, access.Public},
+		{http.MethodPost, paths.Logout, h.Logout, access.Public},
 	}
 }

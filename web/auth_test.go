@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -110,9 +111,9 @@ func startServer(t *testing.T, yaml string) testServer {
 
 // caller is one kind of client of the matrix.
 type caller struct {
-	name   string // for the test name
-	actor  string // what the audit log must record
-	role   Role   // RolePublic: not signed in
+	name   string      // for the test name
+	actor  string      // what the audit log must record
+	role   access.Role // access.Public: not signed in
 	client *http.Client
 	header http.Header // sent with every request: bearer token, CSRF token
 }
@@ -243,21 +244,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 			t.Run(fmt.Sprintf("%s %s/%s", r.Method, r.Path, cl.name), func(t *testing.T) {
 				status, header, resp := cl.do(t, r.Method, basic.url+path, ctype, body)
 				switch {
-				case r.Role == RolePublic:
+				case r.Role == access.Public:
 					if status == http.StatusUnauthorized || status == http.StatusForbidden {
 						t.Fatalf("public route refused: %d %s", status, resp)
 					}
 					return
-				case cl.role == RolePublic && strings.HasPrefix(r.Path, "/api/"):
+				case cl.role == access.Public && strings.HasPrefix(r.Path, "/api/"):
 					var e apiError
 					if status != http.StatusUnauthorized || json.Unmarshal([]byte(resp), &e) != nil || e.Error.Code != "unauthorized" {
 						t.Fatalf("anonymous API call: %d %s; want 401 with code unauthorized", status, resp)
 					}
-				case cl.role == RolePublic && r.Method == http.MethodGet:
+				case cl.role == access.Public && r.Method == http.MethodGet:
 					if loc := header.Get("Location"); status != http.StatusSeeOther || !strings.HasPrefix(loc, "/login?next=") {
 						t.Fatalf("anonymous page: %d to %q; want a redirect to /login", status, loc)
 					}
-				case cl.role == RolePublic:
+				case cl.role == access.Public:
 					if status != http.StatusUnauthorized {
 						t.Fatalf("anonymous form post: %d; want 401", status)
 					}
@@ -280,7 +281,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 					got.Target != path || got.SourceIP != "127.0.0.1" || got.Reason == "" || got.UserAgent == "" {
 					t.Fatalf("audit entry of the refusal: %+v", got)
 				}
-				if cl.role != RolePublic && got.Role != cl.role.String() {
+				if cl.role != access.Public && got.Role != cl.role.String() {
 					t.Fatalf("audit role %q, want %q", got.Role, cl.role)
 				}
 			})

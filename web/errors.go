@@ -18,54 +18,45 @@ import (
 	"github.com/redrive/redrive/views/pages/errorpage"
 )
 
-// apiError is the JSON error body: {"error":{"code","message"}}.
+// apiError is the JSON error body: {"error":{"code","message","request_id"}}. The message is
+// ops.Message's: what a person may read, never an outside system's error text.
 type apiError struct {
 	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		RequestID string `json:"request_id,omitempty"` // the log line with the internal error has it
 	} `json:"error"`
 }
 
-// classify maps an error to a status, a stable code and a message safe to show.
+// classify maps an error to a status, a stable code and a message safe to show (ops.Message).
+// The error kinds come first: an *ops.Error may wrap the echo error it replaces (a CSRF refusal).
 func classify(err error) (int, string, string) {
 	var he *echo.HTTPError
 	switch {
+	case errors.Is(err, ops.ErrInvalid):
+		return http.StatusBadRequest, "invalid", ops.Message(err)
+	case errors.Is(err, ops.ErrNotFound):
+		return http.StatusNotFound, "not_found", ops.Message(err)
+	case errors.Is(err, ops.ErrConflict):
+		return http.StatusConflict, "conflict", ops.Message(err)
+	case errors.Is(err, ops.ErrForbidden):
+		return http.StatusForbidden, "forbidden", ops.Message(err)
+	case errors.Is(err, ops.ErrUnavailable):
+		// Which system, and what to do, when the error says so in words for a person (a busy pool,
+		// an unreachable broker by its name); the system's own error is for the log.
+		return http.StatusServiceUnavailable, "unavailable", ops.Message(err)
 	case errors.As(err, &he):
+		// echo's own (404 and 405 of the router, 413 of the body limit) and the auth middleware's:
+		// texts written for a person.
 		msg, _ := he.Message.(string)
 		if msg == "" {
 			msg = http.StatusText(he.Code)
 		}
-		if he.Code == http.StatusForbidden && strings.Contains(strings.ToLower(msg), "csrf") {
-			msg = "missing or invalid CSRF token: reload the page and try again"
-		}
-		if he.Code == http.StatusBadRequest && strings.Contains(msg, "csrf") {
-			return http.StatusForbidden, "forbidden", "missing CSRF token: reload the page and try again"
-		}
 		return he.Code, codeFor(he.Code), msg
-	case errors.Is(err, ops.ErrInvalid):
-		return http.StatusBadRequest, "invalid", errMessage(err)
-	case errors.Is(err, ops.ErrNotFound):
-		return http.StatusNotFound, "not_found", errMessage(err)
-	case errors.Is(err, ops.ErrConflict):
-		return http.StatusConflict, "conflict", errMessage(err)
-	case errors.Is(err, ops.ErrForbidden):
-		return http.StatusForbidden, "forbidden", errMessage(err)
-	case errors.Is(err, ops.ErrUnavailable):
-		// An outside system is down: the operator needs its error to act on it.
-		return http.StatusServiceUnavailable, "unavailable", err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "timeout", "the request took longer than request_timeout"
 	}
-	return http.StatusInternalServerError, "internal", "internal error"
-}
-
-// errMessage strips the kind's own text ("…: not found") when the wrapped message says it better.
-func errMessage(err error) string {
-	var fe *ops.FieldError
-	if errors.As(err, &fe) {
-		return fe.Error()
-	}
-	return err.Error()
+	return http.StatusInternalServerError, "internal", ops.Message(err)
 }
 
 func codeFor(status int) string {
@@ -102,16 +93,14 @@ func errorHandler(log *slog.Logger, opts Options) echo.HTTPErrorHandler {
 		}
 		status, code, msg := classify(err)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
-		if status >= 500 && status != http.StatusServiceUnavailable {
-			log.Error("request failed", "err", err, "request_id", reqID, "uri", c.Request().RequestURI)
-		}
+		logInternal(log, c, err, status, msg, reqID)
 		var werr error
 		switch {
 		case c.Request().Method == http.MethodHead:
 			werr = c.NoContent(status)
 		case strings.HasPrefix(c.Request().URL.Path, paths.APIPrefix) || c.Request().URL.Path == paths.Readyz:
 			var body apiError
-			body.Error.Code, body.Error.Message = code, msg
+			body.Error.Code, body.Error.Message, body.Error.RequestID = code, msg, reqID
 			werr = c.JSON(status, body)
 		case c.Request().Header.Get("HX-Request") == "true":
 			werr = renderTo(c, status, errorpage.Fragment(status, http.StatusText(status), msg, reqID))
@@ -134,4 +123,24 @@ func renderTo(c echo.Context, status int, comp templ.Component) error {
 		return err
 	}
 	return c.HTMLBlob(status, components.VisibleHTML(buf.Bytes()))
+}
+
+// logInternal writes the internal error of a response whose message does not carry it (a failed
+// dependency, an internal error, an *ops.Error with a cause) with the request ID the client was
+// given, so that one can be found from the other.
+func logInternal(log *slog.Logger, c echo.Context, err error, status int, msg, reqID string) {
+	var oe *ops.Error
+	internal := err.Error()
+	if internal == msg || (status < 500 && !(errors.As(err, &oe) && oe.Err != nil)) {
+		return // the response says it all
+	}
+	level := slog.LevelInfo
+	switch {
+	case status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout:
+		level = slog.LevelWarn
+	case status >= 500:
+		level = slog.LevelError
+	}
+	log.Log(c.Request().Context(), level, "request failed", "status", status, "err", internal, "request_id", reqID,
+		"method", c.Request().Method, "uri", c.Request().RequestURI)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops/access"
 )
 
 // servedOpenAPI is the document as GET /api/openapi.json serves it, parsed and validated.
@@ -104,7 +106,7 @@ func TestOpenAPI(t *testing.T) {
 				t.Errorf("%s: x-redrive-role %q, the route table says %q", key, role, r.Role)
 			}
 			public := op.Security != nil && len(*op.Security) == 0
-			if public != (r.Role == RolePublic) {
+			if public != (r.Role == access.Public) {
 				t.Errorf("%s: security overridden to none: %v, but the route's role is %s", key, public, r.Role)
 			}
 		}

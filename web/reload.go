@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -63,10 +64,13 @@ type ReloadResult struct {
 
 // Reload loads the file and applies it, or changes nothing and returns why (an ops.ErrInvalid).
 // who is the audit actor (a user, token:<name>, or signal:SIGHUP).
-func (r *Reloader) Reload(ctx context.Context, who handlers.Actor, sourceIP string) (ReloadResult, error) {
+func (r *Reloader) Reload(ctx context.Context, who access.Actor, sourceIP string) (ReloadResult, error) {
 	res, err := r.reload()
-	e := store.AuditEntry{Actor: who.Name, Role: who.Role, SourceIP: sourceIP, Action: "config.reload", Target: "config",
+	e := store.AuditEntry{Actor: who.Name, SourceIP: sourceIP, Action: "config.reload", Target: "config",
 		Outcome: store.OutcomeOK, Detail: map[string]any{"applied": res.Applied, "restart_needed": res.RestartNeeded}}
+	if who.Role != access.Public { // a signal has no role
+		e.Role = who.Role.String()
+	}
 	if err != nil {
 		e.Outcome, e.Reason = store.OutcomeFailed, err.Error()
 		r.log.Warn("config reload refused: the running config keeps serving", "err", err, "actor", who.Name)
@@ -85,7 +89,7 @@ func (r *Reloader) reload() (ReloadResult, error) {
 	res := ReloadResult{Applied: []string{}, RestartNeeded: []string{}}
 	cfg, err := r.load()
 	if err != nil {
-		return res, fmt.Errorf("%w: the running config keeps serving: %w", ops.ErrInvalid, err)
+		return res, &ops.Error{Kind: ops.ErrInvalid, Message: "the running config keeps serving: " + err.Error()} // its own checks, for an admin
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -102,7 +106,7 @@ func (r *Reloader) reload() (ReloadResult, error) {
 	}
 	if len(errs) > 0 {
 		res.Applied = []string{}
-		return res, fmt.Errorf("%w: the running config keeps serving: %w", ops.ErrInvalid, errors.Join(errs...))
+		return res, &ops.Error{Kind: ops.ErrInvalid, Message: "the running config keeps serving: " + errors.Join(errs...).Error()}
 	}
 	for _, c := range commits {
 		c()

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -15,19 +16,8 @@ type Route struct {
 	Method  string
 	Path    string
 	Handler echo.HandlerFunc
-	Role    Role // the least role allowed; RolePublic needs no identity
+	Role    access.Role // the least role allowed; access.Public needs no identity
 }
-
-// Role is an access level; each includes the ones below it.
-type Role int
-
-// Roles, lowest first.
-const (
-	RolePublic   Role = iota // health, readiness, metrics, static assets, the login page
-	RoleViewer               // read everything (payloads redacted where configured)
-	RoleOperator             // release leases, requeue outbox events, plan and run replays
-	RoleAdmin                // force replays, larger jobs, cancel anyone's job, unredacted payloads
-)
 
 type routeHandlers struct {
 	outboxes *handlers.Outboxes
@@ -42,110 +32,102 @@ type routeHandlers struct {
 	doctor   *handlers.Doctor
 	reload   *Reloader
 	search   *handlers.Search
+	archive  *handlers.Archive
 	notify   *handlers.Notifications
 	trace    *handlers.Trace
-	archive  *handlers.Archive
 }
 
 // routes is the whole route table of the console, pages and API side by side.
 func routes(h routeHandlers) []Route {
 	return []Route{
-		{http.MethodGet, paths.Healthz, h.health.Healthz, RolePublic},
-		{http.MethodGet, paths.Readyz, h.health.Readyz, RolePublic},
+		{http.MethodGet, paths.Healthz, h.health.Healthz, access.Public},
+		{http.MethodGet, paths.Readyz, h.health.Readyz, access.Public},
 		// Public: the document holds no data and no configuration, only what the source publishes.
-		{http.MethodGet, paths.OpenAPI, serveOpenAPI, RolePublic},
+		{http.MethodGet, paths.OpenAPI, serveOpenAPI, access.Public},
 
-		{http.MethodGet, paths.Overview, h.overview.Page, RoleViewer},
-		{http.MethodGet, paths.Outboxes, h.outboxes.Index, RoleViewer},
-		{http.MethodGet, paths.OutboxPattern, h.outboxes.Show, RoleViewer},
-		{http.MethodGet, paths.OutboxPanelPattern, h.outboxes.Panel, RoleViewer},
-		{http.MethodGet, paths.OutboxEventPattern, h.outboxes.EventPage, RoleViewer},
-		{http.MethodPost, paths.OutboxReleasePattern, h.outboxes.FormRelease, RoleOperator},
-		{http.MethodPost, paths.OutboxRequeuePattern, h.outboxes.FormRequeue, RoleOperator},
-		{http.MethodGet, paths.Audit, h.audit.Page, RoleViewer},
-		{http.MethodGet, paths.Notifications, h.notify.Page, RoleViewer},
-		{http.MethodPost, paths.Silences, h.notify.FormSilence, RoleOperator},
-		{http.MethodPost, paths.NotificationChannelTestPattern, h.notify.FormTest, RoleOperator},
-		{http.MethodGet, paths.Doctor, h.doctor.Page, RoleAdmin},
-		{http.MethodGet, paths.Kafka, h.kafka.Index, RoleViewer},
-		{http.MethodGet, paths.KafkaClusterPattern, h.kafka.Cluster, RoleViewer},
-		{http.MethodGet, paths.KafkaGroupPattern, h.kafka.GroupPage, RoleViewer},
-		{http.MethodPost, paths.OffsetsPlanPattern, h.offsets.FormPlan, RoleOperator},
-		{http.MethodPost, paths.OffsetsApplyPattern, h.offsets.FormApply, RoleOperator},
-		{http.MethodPost, paths.OffsetsApprovePattern, h.offsets.FormApprove, RoleOperator},
-		{http.MethodGet, paths.OffsetMovePattern, h.offsets.PlanPage, RoleViewer},
-		{http.MethodGet, paths.KafkaTopicPattern, h.kafka.TopicPage, RoleViewer},
-		{http.MethodGet, paths.KafkaTopicErrorsPattern, h.kafka.ErrorsPage, RoleViewer},
-		{http.MethodPost, paths.KafkaResolutionsPattern, h.kafka.FormResolve, RoleOperator},
-		{http.MethodPost, paths.KafkaNotesPattern, h.kafka.FormNote, RoleOperator},
-		{http.MethodGet, paths.RabbitMQ, h.rabbit.Index, RoleViewer},
-		{http.MethodGet, paths.RabbitBrokerPattern, h.rabbit.BrokerPage, RoleViewer},
-		{http.MethodGet, paths.QueuePattern, h.rabbit.QueuePage, RoleViewer},
-		{http.MethodGet, paths.QueueMessagesPattern, h.rabbit.MessagesPage, RoleViewer},
-		{http.MethodGet, paths.Trace, h.trace.Page, RoleViewer},
-		{http.MethodGet, paths.TraceStream, h.trace.Stream, RoleViewer},
-		{http.MethodGet, paths.Replays, h.replays.Index, RoleViewer},
-		{http.MethodPost, paths.PlanReplay, h.replays.FormPlan, RoleOperator},
-		{http.MethodGet, paths.ReplayPlanPattern, h.replays.PlanPage, RoleViewer},
-		{http.MethodPost, paths.Replays, h.replays.FormStart, RoleOperator},
-		{http.MethodGet, paths.ReplayPattern, h.replays.JobPage, RoleViewer},
-		{http.MethodPost, paths.ReplayCancelPattern, h.replays.FormCancel, RoleOperator},
-		{http.MethodPost, paths.ReplayApprovePattern, h.replays.FormApprove, RoleOperator},
+		{http.MethodGet, paths.Overview, h.overview.Page, access.Viewer},
+		{http.MethodGet, paths.Outboxes, h.outboxes.Index, access.Viewer},
+		{http.MethodGet, paths.OutboxPattern, h.outboxes.Show, access.Viewer},
+		{http.MethodGet, paths.OutboxPanelPattern, h.outboxes.Panel, access.Viewer},
+		{http.MethodGet, paths.OutboxEventPattern, h.outboxes.EventPage, access.Viewer},
+		{http.MethodPost, paths.OutboxReleasePattern, h.outboxes.FormRelease, access.Operator},
+		{http.MethodPost, paths.OutboxRequeuePattern, h.outboxes.FormRequeue, access.Operator},
+		{http.MethodGet, paths.Audit, h.audit.Page, access.Viewer},
+		{http.MethodGet, paths.Notifications, h.notify.Page, access.Viewer},
+		{http.MethodPost, paths.Silences, h.notify.FormSilence, access.Operator},
+		{http.MethodPost, paths.NotificationChannelTestPattern, h.notify.FormTest, access.Operator},
+		{http.MethodGet, paths.Doctor, h.doctor.Page, access.Admin},
+		{http.MethodGet, paths.Kafka, h.kafka.Index, access.Viewer},
+		{http.MethodGet, paths.KafkaClusterPattern, h.kafka.Cluster, access.Viewer},
+		{http.MethodGet, paths.KafkaGroupPattern, h.kafka.GroupPage, access.Viewer},
+		{http.MethodPost, paths.OffsetsPlanPattern, h.offsets.FormPlan, access.Operator},
+		{http.MethodPost, paths.OffsetsApplyPattern, h.offsets.FormApply, access.Operator},
+		{http.MethodPost, paths.OffsetsApprovePattern, h.offsets.FormApprove, access.Operator},
+		{http.MethodGet, paths.OffsetMovePattern, h.offsets.PlanPage, access.Viewer},
+		{http.MethodGet, paths.KafkaTopicPattern, h.kafka.TopicPage, access.Viewer},
+		{http.MethodGet, paths.KafkaTopicErrorsPattern, h.kafka.ErrorsPage, access.Viewer},
+		{http.MethodPost, paths.KafkaResolutionsPattern, h.kafka.FormResolve, access.Operator},
+		{http.MethodPost, paths.KafkaNotesPattern, h.kafka.FormNote, access.Operator},
+		{http.MethodGet, paths.RabbitMQ, h.rabbit.Index, access.Viewer},
+		{http.MethodGet, paths.RabbitBrokerPattern, h.rabbit.BrokerPage, access.Viewer},
+		{http.MethodGet, paths.QueuePattern, h.rabbit.QueuePage, access.Viewer},
+		{http.MethodGet, paths.QueueMessagesPattern, h.rabbit.MessagesPage, access.Viewer},
+		{http.MethodGet, paths.Trace, h.trace.Page, access.Viewer},
+		{http.MethodGet, paths.TraceStream, h.trace.Stream, access.Viewer},
+		{http.MethodGet, paths.Replays, h.replays.Index, access.Viewer},
+		{http.MethodPost, paths.PlanReplay, h.replays.FormPlan, access.Operator},
+		{http.MethodGet, paths.ReplayPlanPattern, h.replays.PlanPage, access.Viewer},
+		{http.MethodPost, paths.Replays, h.replays.FormStart, access.Operator},
+		{http.MethodGet, paths.ReplayPattern, h.replays.JobPage, access.Viewer},
+		{http.MethodPost, paths.ReplayCancelPattern, h.replays.FormCancel, access.Operator},
+		{http.MethodPost, paths.ReplayApprovePattern, h.replays.FormApprove, access.Operator},
 
-		{http.MethodGet, paths.APIOutboxes, h.outboxes.APIList, RoleViewer},
-		{http.MethodGet, paths.APIOutboxPattern, h.outboxes.APIOne, RoleViewer},
-		{http.MethodGet, paths.APIOutboxEventsPattern, h.outboxes.APIEvents, RoleViewer},
-		{http.MethodGet, paths.APIOutboxEventPattern, h.outboxes.APIEvent, RoleViewer},
-		{http.MethodPost, paths.APIOutboxReleasePattern, h.outboxes.APIRelease, RoleOperator},
-		{http.MethodPost, paths.APIOutboxRequeuePattern, h.outboxes.APIRequeue, RoleOperator},
-		{http.MethodGet, paths.APIAudit, h.audit.API, RoleViewer},
-		{http.MethodGet, paths.APINotifications, h.notify.APIList, RoleViewer},
-		{http.MethodPost, paths.APINotificationChannelTestPattern, h.notify.APITest, RoleOperator},
-		{http.MethodGet, paths.APISilences, h.notify.APISilences, RoleViewer},
-		{http.MethodPost, paths.APISilences, h.notify.APISilence, RoleOperator},
-		{http.MethodGet, paths.APIReplicas, h.replicas.API, RoleAdmin},
-		{http.MethodGet, paths.APIDoctor, h.doctor.API, RoleAdmin},
-		{http.MethodPost, paths.APIReload, h.reload.apiReload, RoleAdmin},
-		{http.MethodGet, paths.APIOverview, h.overview.API, RoleViewer},
-		{http.MethodGet, paths.APITrace, h.trace.API, RoleViewer},
-		{http.MethodGet, paths.APIKafkaGroupsPattern, h.kafka.APIGroups, RoleViewer},
-		{http.MethodGet, paths.APIKafkaGroupPattern, h.kafka.APIGroup, RoleViewer},
-		{http.MethodGet, paths.APIKafkaGroupHistoryPattern, h.kafka.APIGroupHistory, RoleViewer},
-		{http.MethodPost, paths.APIOffsetsPlanPattern, h.offsets.APIPlan, RoleOperator},
-		{http.MethodPost, paths.APIOffsetsApplyPattern, h.offsets.APIApply, RoleOperator},
-		{http.MethodPost, paths.APIOffsetsApprovePattern, h.offsets.APIApprove, RoleOperator},
-		{http.MethodGet, paths.APIDeadLetterTopicsPattern, h.kafka.APIDeadLetterTopics, RoleViewer},
-		{http.MethodGet, paths.APIKafkaRecordsPattern, h.search.Records(h.kafka.APIRecords), RoleViewer},
+		{http.MethodGet, paths.APIOutboxes, h.outboxes.APIList, access.Viewer},
+		{http.MethodGet, paths.APIOutboxPattern, h.outboxes.APIOne, access.Viewer},
+		{http.MethodGet, paths.APIOutboxEventsPattern, h.outboxes.APIEvents, access.Viewer},
+		{http.MethodGet, paths.APIOutboxEventPattern, h.outboxes.APIEvent, access.Viewer},
+		{http.MethodPost, paths.APIOutboxReleasePattern, h.outboxes.APIRelease, access.Operator},
+		{http.MethodPost, paths.APIOutboxRequeuePattern, h.outboxes.APIRequeue, access.Operator},
+		{http.MethodGet, paths.APIAudit, h.audit.API, access.Viewer},
+		{http.MethodGet, paths.APINotifications, h.notify.APIList, access.Viewer},
+		{http.MethodPost, paths.APINotificationChannelTestPattern, h.notify.APITest, access.Operator},
+		{http.MethodGet, paths.APISilences, h.notify.APISilences, access.Viewer},
+		{http.MethodPost, paths.APISilences, h.notify.APISilence, access.Operator},
+		{http.MethodGet, paths.APIReplicas, h.replicas.API, access.Admin},
+		{http.MethodGet, paths.APIDoctor, h.doctor.API, access.Admin},
+		{http.MethodPost, paths.APIReload, h.reload.apiReload, access.Admin},
+		{http.MethodGet, paths.APIOverview, h.overview.API, access.Viewer},
+		{http.MethodGet, paths.APITrace, h.trace.API, access.Viewer},
+		{http.MethodGet, paths.APIKafkaGroupsPattern, h.kafka.APIGroups, access.Viewer},
+		{http.MethodGet, paths.APIKafkaGroupPattern, h.kafka.APIGroup, access.Viewer},
+		{http.MethodGet, paths.APIKafkaGroupHistoryPattern, h.kafka.APIGroupHistory, access.Viewer},
+		{http.MethodPost, paths.APIOffsetsPlanPattern, h.offsets.APIPlan, access.Operator},
+		{http.MethodPost, paths.APIOffsetsApplyPattern, h.offsets.APIApply, access.Operator},
+		{http.MethodPost, paths.APIOffsetsApprovePattern, h.offsets.APIApprove, access.Operator},
+		{http.MethodGet, paths.APIDeadLetterTopicsPattern, h.kafka.APIDeadLetterTopics, access.Viewer},
+		{http.MethodGet, paths.APIKafkaRecordsPattern, h.search.Records(h.kafka.APIRecords), access.Viewer},
 		// Exports: from export.min_role (default operator).
 		{http.MethodGet, paths.APIKafkaExportPattern, h.search.ExportKafka, exportRole(h.search)},
-		{http.MethodGet, paths.APIKafkaErrorGroupsPattern, h.kafka.APIErrorGroups, RoleViewer},
-		{http.MethodPost, paths.APIKafkaResolutionsPattern, h.kafka.APIResolve, RoleOperator},
-		{http.MethodGet, paths.APIKafkaNotesPattern, h.kafka.APINotes, RoleViewer},
-		{http.MethodPost, paths.APIKafkaNotesPattern, h.kafka.APINote, RoleOperator},
-		{http.MethodGet, paths.APIRabbitQueuesPattern, h.rabbit.APIQueues, RoleViewer},
-		{http.MethodGet, paths.APIQueuePattern, h.rabbit.APIQueue, RoleViewer},
-		{http.MethodGet, paths.APIQueueHistoryPattern, h.rabbit.APIQueueHistory, RoleViewer},
-		{http.MethodGet, paths.APIQueueMessagesPattern, h.search.Messages(h.rabbit.APIMessages), RoleViewer},
+		{http.MethodGet, paths.APIKafkaErrorGroupsPattern, h.kafka.APIErrorGroups, access.Viewer},
+		{http.MethodPost, paths.APIKafkaResolutionsPattern, h.kafka.APIResolve, access.Operator},
+		{http.MethodGet, paths.APIKafkaNotesPattern, h.kafka.APINotes, access.Viewer},
+		{http.MethodPost, paths.APIKafkaNotesPattern, h.kafka.APINote, access.Operator},
+		{http.MethodGet, paths.APIRabbitQueuesPattern, h.rabbit.APIQueues, access.Viewer},
+		{http.MethodGet, paths.APIQueuePattern, h.rabbit.APIQueue, access.Viewer},
+		{http.MethodGet, paths.APIQueueHistoryPattern, h.rabbit.APIQueueHistory, access.Viewer},
+		{http.MethodGet, paths.APIQueueMessagesPattern, h.search.Messages(h.rabbit.APIMessages), access.Viewer},
 		{http.MethodGet, paths.APIQueueExportPattern, h.search.ExportRabbit, exportRole(h.search)},
-		{http.MethodPost, paths.APIPlanReplay, h.replays.APIPlan, RoleOperator},
-		{http.MethodGet, paths.APIReplayPlanPattern, h.replays.APIPlanGet, RoleViewer},
-		{http.MethodPost, paths.APIReplays, h.replays.APIStart, RoleOperator},
-		{http.MethodGet, paths.APIReplays, h.replays.APIJobs, RoleViewer},
-		{http.MethodGet, paths.APIReplayPattern, h.replays.APIJob, RoleViewer},
-		{http.MethodPost, paths.APIReplayCancelPattern, h.replays.APICancel, RoleOperator},
-		{http.MethodPost, paths.APIReplayApprovePattern, h.replays.APIApprove, RoleOperator},
-		{http.MethodGet, paths.APIArchive, h.archive.API, RoleViewer},
-		{http.MethodPost, paths.APIArchiveRestorePattern, h.archive.APIRestore, RoleOperator},
+		{http.MethodPost, paths.APIPlanReplay, h.replays.APIPlan, access.Operator},
+		{http.MethodGet, paths.APIReplayPlanPattern, h.replays.APIPlanGet, access.Viewer},
+		{http.MethodPost, paths.APIReplays, h.replays.APIStart, access.Operator},
+		{http.MethodGet, paths.APIReplays, h.replays.APIJobs, access.Viewer},
+		{http.MethodGet, paths.APIReplayPattern, h.replays.APIJob, access.Viewer},
+		{http.MethodPost, paths.APIReplayCancelPattern, h.replays.APICancel, access.Operator},
+		{http.MethodPost, paths.APIReplayApprovePattern, h.replays.APIApprove, access.Operator},
+		{http.MethodGet, paths.APIArchive, h.archive.API, access.Viewer},
+		{http.MethodPost, paths.APIArchiveRestorePattern, h.archive.APIRestore, access.Operator},
 	}
 }
 
 // exportRole is the least role of the export routes: export.min_role (operator when unset).
-func exportRole(s *handlers.Search) Role {
-	switch s.ExportMinRole() {
-	case "viewer":
-		return RoleViewer
-	case "admin":
-		return RoleAdmin
-	}
-	return RoleOperator
-}
+func exportRole(s *handlers.Search) access.Role { return s.ExportMinRole() }

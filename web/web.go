@@ -20,6 +20,8 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
@@ -116,7 +118,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 	}, []string{"method", "route", "code"})
 	for _, c := range []prometheus.Collector{httpDuration, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newExporter(deps)} {
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newExporter(deps), audit.Collector()} {
 		if err := deps.Registry.Register(c); err != nil {
 			return nil, err
 		}
@@ -140,6 +142,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	e.Use(
 		middleware.RequestID(),
 		withClient,
+		withLogger(deps.Logger),
 		accessLog(deps.Logger),
 		middleware.Recover(),
 		metrics(httpDuration),
@@ -217,8 +220,8 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,
-		Route{http.MethodGet, paths.Metrics, echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), RolePublic},
-		Route{http.MethodGet, paths.StaticPattern, echo.WrapHandler(static.Handler()), RolePublic})
+		Route{http.MethodGet, paths.Metrics, echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), access.Public},
+		Route{http.MethodGet, paths.StaticPattern, echo.WrapHandler(static.Handler()), access.Public})
 	for _, r := range table {
 		e.Add(r.Method, r.Path, r.Handler)
 		auth.allow(r)
@@ -275,6 +278,16 @@ func withClient(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		c.SetRequest(r.WithContext(ops.WithClient(r.Context(), ops.Client{Addr: c.RealIP(), UserAgent: r.UserAgent()})))
 		return next(c)
+	}
+}
+
+// withLogger gives the handlers the logger for the errors they show in place (handlers.SetLogger).
+func withLogger(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			handlers.SetLogger(c, log)
+			return next(c)
+		}
 	}
 }
 

@@ -149,7 +149,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		return nil, err
 	}
 	if len(a.kafka) > 0 {
-		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes}
+		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes, Logger: log}
 		for _, k := range a.kafka {
 			mo.Clusters = append(mo.Clusters, k)
 		}

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/term"
 
-	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/access"
 )
 
 // hashPasswordCommand prints the bcrypt hash of a password for auth.users[].password_hash. The
@@ -86,11 +86,11 @@ func hashTokenCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("hash-token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "script", "the token's name in auth.tokens (the audit log's actor is token:NAME)")
-	role := fs.String("role", configs.RoleViewer, "the token's role: viewer, operator or admin")
+	role := fs.String("role", access.Viewer.String(), "the token's role: viewer, operator or admin")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !configs.ValidRole(*role) {
+	if _, err := access.ParseRole(*role); err != nil {
 		return fmt.Errorf("hash-token: --role must be viewer, operator or admin, got %q", *role)
 	}
 	raw := make([]byte, 32)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/web"
 )
 
@@ -25,7 +25,7 @@ func reloadOnSIGHUP(ctx context.Context, r *web.Reloader) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				_, _ = r.Reload(ctx, handlers.Actor{Name: "signal:SIGHUP"}, "")
+				_, _ = r.Reload(ctx, access.Actor{Name: "signal:SIGHUP"}, "")
 			}
 		}
 	}()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
@@ -308,7 +309,7 @@ replay: {lease: 2s}
 	if err != nil || plan.Counts[replay.Publish] != restartN {
 		t.Fatalf("plan: %v %v", plan.Counts, err)
 	}
-	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", Role: replay.RoleAdmin,
+	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
 		Reason: "store restart test", RatePerSecond: restartRate})
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +392,7 @@ replay: {lease: 2s}
 	if err != nil || plan.Counts[replay.Publish] != restartN {
 		t.Fatalf("plan: %v %v", plan.Counts, err)
 	}
-	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", Role: replay.RoleAdmin,
+	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
 		Reason: "store restart test", RatePerSecond: restartRate})
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +515,7 @@ replay: {lease: 2s}
 	if err != nil || plan.Counts[replay.Publish] != restartN {
 		t.Fatalf("plan: %v %v", plan.Counts, err)
 	}
-	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", Role: replay.RoleAdmin,
+	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
 		Reason: "store restart test", RatePerSecond: restartRate})
 	if err != nil {
 		t.Fatal(err)

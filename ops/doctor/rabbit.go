@@ -47,7 +47,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 		case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
 			r.fail("amqp login "+vh, fmt.Sprintf("check the user and password in %s.url (rabbitmqctl authenticate_user %s '<password>')", key, amqpUser),
 				"%s was refused: %s", amqpUser, ae.Reason)
-		case errors.As(err, &ae), strings.Contains(err.Error(), "not found"):
+		case errors.As(err, &ae), errors.Is(err, ops.ErrNotFound):
 			r.fail("amqp login "+vh, fmt.Sprintf("rabbitmqctl set_permissions -p %s %s '' '.*' '.*'", shellQuote(vh), amqpUser),
 				"%s may not open vhost %s: %s", amqpUser, vh, short(err))
 		default:

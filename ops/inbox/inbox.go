@@ -117,7 +117,11 @@ func (i *Inbox) wrap(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return fmt.Errorf("inbox %s: %s (%s): %w", i.consumer, pgErr.Message, pgErr.Code, ops.ErrUnavailable)
+		return ops.Unavailable(fmt.Errorf("inbox %s: %s (%s)", i.consumer, pgErr.Message, pgErr.Code),
+			"the inbox of consumer %q refused the query (SQLSTATE %s); check its table and the role's rights (console doctor)",
+			i.consumer, pgErr.Code)
 	}
-	return fmt.Errorf("inbox %s: %w: %w", i.consumer, ops.ErrUnavailable, err)
+	// pgx's error names the database's user, host and port: it is for the log.
+	return ops.Unavailable(fmt.Errorf("inbox %s: %w", i.consumer, err),
+		"the inbox database of consumer %q did not answer; try again, or see whether it is up", i.consumer)
 }

@@ -179,11 +179,14 @@ func (c *Cluster) fail(op string, err error) error {
 		errors.Is(err, ops.ErrUnavailable):
 		return fmt.Errorf("kafka %s: %s: %w", c.name, op, err)
 	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID), errors.Is(err, kerr.GroupIDNotFound):
-		return fmt.Errorf("kafka %s: %s: %w: %w", c.name, op, ops.ErrNotFound, err)
+		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("kafka cluster %q: %s: not found", c.name, op),
+			Err: fmt.Errorf("kafka %s: %s: %w", c.name, op, err)}
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("kafka %s: %s: %w", c.name, op, err)
 	default:
-		return fmt.Errorf("kafka %s: %s: %w: %w", c.name, op, ops.ErrUnavailable, err)
+		// The client's error names broker addresses: it is for the log.
+		return ops.Unavailable(fmt.Errorf("kafka %s: %s: %w", c.name, op, err),
+			"kafka cluster %q did not answer, or refused (%s); try again, or see the console's log for its error", c.name, op)
 	}
 }
 
@@ -236,11 +239,11 @@ func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[st
 func topicErr(l kadm.ListedOffsets, topic string) error {
 	ps, ok := l[topic]
 	if !ok {
-		return fmt.Errorf("%w: no such topic", ops.ErrNotFound)
+		return ops.NotFound("topic %q not found", topic)
 	}
 	if m, ok := ps[-1]; ok && m.Err != nil {
 		if errors.Is(m.Err, kerr.UnknownTopicOrPartition) || errors.Is(m.Err, kerr.UnknownTopicID) {
-			return fmt.Errorf("%w: no such topic", ops.ErrNotFound)
+			return ops.NotFound("topic %q not found", topic)
 		}
 		return m.Err
 	}

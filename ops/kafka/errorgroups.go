@@ -202,7 +202,7 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 		fs := cl.PollFetches(ctx)
 		if err := fetchErr(fs); err != nil {
 			if errors.Is(err, kerr.OffsetOutOfRange) {
-				err = fmt.Errorf("%w: records were deleted during the scan; retry", ops.ErrConflict)
+				err = ops.Conflict("records were deleted during the scan; retry")
 			}
 			return ErrorScan{}, c.fail(op, err)
 		}

@@ -345,7 +345,8 @@ func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, o
 	case err == nil:
 		return nil
 	case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.RebalanceInProgress):
-		return c.fail(fmt.Sprintf("commit offsets of %q", group), fmt.Errorf("%w: the group has members: %w", ops.ErrConflict, err))
+		return c.fail(fmt.Sprintf("commit offsets of %q", group), &ops.Error{Kind: ops.ErrConflict,
+			Message: fmt.Sprintf("group %q has members: stop its consumers, then apply again", group), Err: err})
 	}
 	return c.fail(fmt.Sprintf("commit offsets of %q", group), err)
 }

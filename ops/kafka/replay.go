@@ -119,7 +119,7 @@ func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
 	}
 	d, ok := details[topic]
 	if !ok {
-		return "", c.fail("topic id of "+topic, fmt.Errorf("topic %q: %w", topic, ops.ErrNotFound))
+		return "", c.fail("topic id of "+topic, ops.NotFound("topic %q not found", topic))
 	}
 	if d.ID == (kadm.TopicID{}) {
 		return "", nil

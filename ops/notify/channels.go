@@ -95,7 +95,8 @@ func (w *webhook) Send(ctx context.Context, e Event) error {
 func post(ctx context.Context, client *http.Client, url string, h http.Header, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ops.ErrInvalid, err)
+		// The URL may carry the channel's secret: the client reads that it is wrong, not what it is.
+		return &ops.Error{Kind: ops.ErrInvalid, Message: "the channel's URL cannot be used; check it in notify.channels", Err: err}
 	}
 	req.Header = h
 	req.Header.Set("User-Agent", "redrive-notify")

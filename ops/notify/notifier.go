@@ -467,7 +467,7 @@ func (n *Notifier) deliver(ctx context.Context, l *store.SourceLease, x store.No
 // the send's error (the delivery log keeps it too). ops.ErrNotFound for an unknown channel.
 func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
 	if _, ok := n.conf.Load().channels[channel]; !ok {
-		return fmt.Errorf("notify channel %q: %w", channel, ops.ErrNotFound)
+		return ops.NotFound("notification channel %q is not configured", channel)
 	}
 	now := time.Now().UTC()
 	e := Event{Key: "test/" + channel, Kind: "test", State: StateTest, Severity: health.Info,

@@ -16,12 +16,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -122,12 +125,14 @@ type Options struct {
 	// skipping more than Threshold needs another operator's approval before apply.
 	FourEyes configs.FourEyes
 	Now      func() time.Time // nil: time.Now
+	Logger   *slog.Logger     // where audit rows that cannot be written are reported; nil: slog.Default
 }
 
 // Mover plans and applies offset moves. It is safe for concurrent use.
 type Mover struct {
 	o      Options
 	byName map[string]Cluster
+	audit  *audit.Writer // Store's audit log, with the one audit policy
 	// beforeCommit runs after the copies and before the commit; tests stop an apply there to
 	// prove that a second apply recognises the copies. nil does nothing.
 	beforeCommit func(Plan) error
@@ -141,7 +146,7 @@ func New(o Options) (*Mover, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	m := &Mover{o: o, byName: map[string]Cluster{}}
+	m := &Mover{o: o, byName: map[string]Cluster{}, audit: audit.New(o.Store, o.Logger)}
 	for _, c := range o.Clusters {
 		m.byName[c.Name()] = c
 	}
@@ -151,7 +156,7 @@ func New(o Options) (*Mover, error) {
 func (m *Mover) cluster(name string) (Cluster, error) {
 	c, ok := m.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("kafka cluster %q is not configured", name)
 	}
 	return c, nil
 }
@@ -360,8 +365,7 @@ func (m *Mover) Get(ctx context.Context, id string) (Plan, error) {
 // ApplyRequest applies a plan.
 type ApplyRequest struct {
 	PlanID string // required
-	Actor  string
-	Role   string
+	Actor  access.Actor
 	Reason string // required: written to the audit log and to the copies' exception message
 	// Cluster and Group, when set, must be the plan's (the API names them in its path).
 	Cluster, Group string
@@ -395,14 +399,14 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		return Result{}, err
 	}
 	if (r.Cluster != "" && r.Cluster != p.Cluster) || (r.Group != "" && r.Group != p.Group) {
-		return Result{}, fmt.Errorf("offset plan %q is for group %s of cluster %s: %w", p.ID, p.Group, p.Cluster, ops.ErrNotFound)
+		return Result{}, ops.NotFound("offset plan %q is for group %s of cluster %s", p.ID, p.Group, p.Cluster)
 	}
 	if p.AppliedAt != nil {
 		return Result{Plan: p, Moved: true}, fmt.Errorf("offset plan %q was applied at %s by %s: %w",
 			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict)
 	}
 	if p.FourEyes && p.ApprovedBy == "" {
-		return Result{Plan: p}, fmt.Errorf("%w: offset plan %q skips %d records and awaits another operator's approval", ops.ErrConflict, p.ID, p.Skipped)
+		return Result{Plan: p}, ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped)
 	}
 	c, err := m.cluster(p.Cluster)
 	if err != nil {
@@ -411,7 +415,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	target := "kafka/" + p.Cluster + "/groups/" + p.Group
 	res := Result{Plan: p}
 	deny := func(err error) (Result, error) {
-		_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
+		m.audit.Record(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
 			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeDenied,
 			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
 		return res, err
@@ -421,8 +425,8 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		return res, err
 	}
 	if len(mem.Members) > 0 {
-		return deny(fmt.Errorf("%w: group %s has %d members (%s); Kafka moves a group's offsets only while it is empty: "+
-			"stop its consumers, then apply again", ops.ErrConflict, p.Group, len(mem.Members), strings.Join(mem.Members, ", ")))
+		return deny(ops.Conflict("group %s has %d members (%s); Kafka moves a group's offsets only while it is empty: "+
+			"stop its consumers, then apply again", p.Group, len(mem.Members), strings.Join(mem.Members, ", ")))
 	}
 	now, err := c.GroupTopicOffsets(ctx, p.Group, p.Topic)
 	if err != nil {
@@ -443,17 +447,14 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 				ops.ErrConflict, mv.Partition, mv.Current, cur))
 		}
 	}
-	intent, err := m.o.Store.RecordIntent(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
+	done, err := m.audit.Intend(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
 		Count: ptr(p.Skipped), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "partitions": p.Partitions, "to": p.To, "copy_to": p.CopyTo}})
 	if err != nil {
 		return res, err
 	}
 	fail := func(err error) (Result, error) {
-		_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
-			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeFailed,
-			Detail: map[string]any{"intent_id": intent, "plan_id": p.ID, "copied": res.Copied, "already_copied": res.AlreadyCopied,
-				"error": err.Error()}})
+		done(err, map[string]any{"plan_id": p.ID, "copied": res.Copied, "already_copied": res.AlreadyCopied})
 		return res, err
 	}
 	if !atNew && p.CopyTo != "" && p.Skipped > 0 {
@@ -471,7 +472,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		}
 		cr, err := c.CopySkipped(ctx, kafka.CopyRequest{PlanID: p.ID, Group: p.Group, Topic: p.Topic, Ranges: ranges,
 			Dest: p.CopyTo, DestFrom: p.CopyFrom,
-			Exception: fmt.Sprintf("skipped by %s with Redrive offset plan %s: %s", r.Actor, p.ID, r.Reason)})
+			Exception: fmt.Sprintf("skipped by %s with Redrive offset plan %s: %s", r.Actor.Name, p.ID, r.Reason)})
 		res.Copied, res.AlreadyCopied = cr.Copied, cr.Already
 		if err != nil {
 			return fail(err)
@@ -492,39 +493,41 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		}
 	}
 	res.Moved = true
-	if err := m.o.Store.MarkOffsetPlanApplied(ctx, p.ID, r.Actor); err != nil && !errors.Is(err, ops.ErrConflict) {
+	if err := m.o.Store.MarkOffsetPlanApplied(ctx, p.ID, r.Actor.Name); err != nil && !errors.Is(err, ops.ErrConflict) {
 		return fail(err)
 	}
-	_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.offsets.apply", Target: target,
-		Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeOK,
-		Detail: map[string]any{"intent_id": intent, "plan_id": p.ID, "topic": p.Topic, "copied": res.Copied,
-			"already_copied": res.AlreadyCopied, "copy_to": p.CopyTo}})
+	done(nil, map[string]any{"plan_id": p.ID, "topic": p.Topic, "copied": res.Copied,
+		"already_copied": res.AlreadyCopied, "copy_to": p.CopyTo})
 	t := m.o.Now()
-	res.AppliedAt, res.AppliedBy = &t, r.Actor
+	res.AppliedAt, res.AppliedBy = &t, r.Actor.Name
 	return res, nil
 }
 
 // Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrNotFound,
 // ops.ErrForbidden (the author), ops.ErrConflict (approved or applied already, or not a
 // four-eyes plan).
-func (m *Mover) Approve(ctx context.Context, id, actor, role string) (Plan, error) {
+func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, error) {
 	p, err := m.Get(ctx, id)
 	if err != nil {
 		return Plan{}, err
 	}
 	if !p.FourEyes {
-		return p, fmt.Errorf("%w: offset plan %q needs no approval", ops.ErrConflict, id)
+		return p, ops.Conflict("offset plan %q needs no approval", id)
 	}
-	if actor == p.CreatedBy {
-		return p, fmt.Errorf("%w: the plan's author cannot approve it; another operator must", ops.ErrForbidden)
+	if by.Name == p.CreatedBy {
+		return p, ops.Forbidden("the plan's author cannot approve it; another operator must")
 	}
-	if err := m.o.Store.ApproveOffsetPlan(ctx, id, actor); err != nil {
+	done, err := m.audit.Intend(ctx, store.AuditEntry{Actor: by.Name, Role: by.Role.String(), Action: "kafka.offsets.approve",
+		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: ptr(p.Skipped), Detail: map[string]any{"plan_id": id}})
+	if err != nil {
 		return p, err
 	}
-	_ = m.o.Store.RecordAudit(ctx, store.AuditEntry{Actor: actor, Role: role, Action: "kafka.offsets.approve",
-		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: ptr(p.Skipped), Outcome: store.OutcomeOK,
-		Detail: map[string]any{"plan_id": id}})
-	p.ApprovedBy = actor
+	err = m.o.Store.ApproveOffsetPlan(ctx, id, by.Name)
+	done(err, nil)
+	if err != nil {
+		return p, err
+	}
+	p.ApprovedBy = by.Name
 	return p, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -163,7 +164,7 @@ func TestPlanKinds(t *testing.T) {
 			if tc.warning != "" && !strings.Contains(strings.Join(p.Warnings, "\n"), tc.warning) {
 				t.Errorf("warnings %q, want one with %q", p.Warnings, tc.warning)
 			}
-			res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Role: "operator", Reason: "test " + tc.name})
+			res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "test " + tc.name})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,10 +203,10 @@ func TestPlanKinds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "once"}); err != nil {
+		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "once"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "twice"}); !errors.Is(err, ops.ErrConflict) {
+		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "twice"}); !errors.Is(err, ops.ErrConflict) {
 			t.Fatalf("second apply: %v, want ErrConflict", err)
 		}
 	})
@@ -238,7 +239,7 @@ func TestApplyRefusedWithMembers(t *testing.T) {
 	if len(p.Members) != 1 || !strings.Contains(strings.Join(p.Warnings, " "), "worker-7") {
 		t.Errorf("plan members %v warnings %q", p.Members, p.Warnings)
 	}
-	_, err = e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip poison"})
+	_, err = e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip poison"})
 	if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "worker-7") || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("apply with members: %v, want ErrConflict naming worker-7", err)
 	}
@@ -269,7 +270,7 @@ func TestSkipWithCopy(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Role: "operator", Reason: "poison record, fixed in 1.4.2"})
+	res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "poison record, fixed in 1.4.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 	}
 	crash := errors.New("killed")
 	e.m.beforeCommit = func(Plan) error { return crash }
-	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip the bad batch"}); !errors.Is(err, crash) {
+	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip the bad batch"}); !errors.Is(err, crash) {
 		t.Fatalf("first apply: %v", err)
 	}
 	if got := e.committed(t, "billing"); got[0] != 2 || got[1] != 4 {
@@ -349,7 +350,7 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := m2.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip the bad batch"})
+	res, err := m2.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip the bad batch"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.commit(t, "billing", map[int32]int64{0: 6})
-	if res, err := m2.Apply(ctx, ApplyRequest{PlanID: p2.ID, Actor: "alice", Reason: "resume"}); err != nil || res.Copied != 0 {
+	if res, err := m2.Apply(ctx, ApplyRequest{PlanID: p2.ID, Actor: access.Actor{Name: "alice"}, Reason: "resume"}); err != nil || res.Copied != 0 {
 		t.Fatalf("apply of a committed plan: %+v %v", res, err)
 	}
 	if n := len(e.dlt(t)); n != 7 {
@@ -388,16 +389,16 @@ func TestFourEyes(t *testing.T) {
 	if !p.FourEyes {
 		t.Fatal("plan skipping 3 > 2 is not four-eyes")
 	}
-	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip"}); !errors.Is(err, ops.ErrConflict) {
+	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); !errors.Is(err, ops.ErrConflict) {
 		t.Fatalf("unapproved apply: %v", err)
 	}
-	if _, err := e.m.Approve(ctx, p.ID, "alice", "operator"); !errors.Is(err, ops.ErrForbidden) {
+	if _, err := e.m.Approve(ctx, p.ID, access.Actor{Name: "alice", Role: access.Operator}); !errors.Is(err, ops.ErrForbidden) {
 		t.Fatalf("self-approval: %v", err)
 	}
-	if _, err := e.m.Approve(ctx, p.ID, "bob", "operator"); err != nil {
+	if _, err := e.m.Approve(ctx, p.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: "alice", Reason: "skip"}); err != nil {
+	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -220,16 +220,20 @@ func (o *Outbox) wrap(op string, err error) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("outbox %s: %s: %w", o.name, op, ops.ErrNotFound)
+		return ops.NotFound("%s not found in outbox %q", op, o.name)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// A server-side error (missing table, wrong column) is a configuration problem the
-		// operator must see, not a transient outage.
-		return fmt.Errorf("outbox %s: %s: %s (%s): %w", o.name, op, pgErr.Message, pgErr.Code, ops.ErrUnavailable)
+		// A server-side error (missing table, wrong column) is a configuration problem, not a
+		// transient outage: the SQLSTATE says which, the server's message (in the log) says more.
+		return ops.Unavailable(fmt.Errorf("outbox %s: %s: %s (%s)", o.name, op, pgErr.Message, pgErr.Code),
+			"outbox %q: %s: its database refused the query (SQLSTATE %s); check the outbox's table and the role's rights (console doctor)",
+			o.name, op, pgErr.Code)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("outbox %s: %s: %w", o.name, op, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ops.ErrUnavailable) {
+		return fmt.Errorf("outbox %s: %s: %w", o.name, op, err) // a busy pool says so itself
 	}
-	return fmt.Errorf("outbox %s: %s: %w: %w", o.name, op, ops.ErrUnavailable, err)
+	// pgx's error names the database's user, host and port: it is for the log.
+	return ops.Unavailable(fmt.Errorf("outbox %s: %s: %w", o.name, op, err),
+		"the database of outbox %q did not answer (%s); try again, or see whether it is up", o.name, op)
 }

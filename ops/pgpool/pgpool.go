@@ -120,6 +120,16 @@ func (e *BusyError) Is(target error) bool {
 	return target == ops.ErrUnavailable || (e.CallerDeadline && target == context.DeadlineExceeded)
 }
 
+// As makes errors.As(err, **ops.Error) find the busy error's text as the message a person reads:
+// it names the pool and its setting, never a host, user or database.
+func (e *BusyError) As(target any) bool {
+	if t, ok := target.(**ops.Error); ok {
+		*t = &ops.Error{Kind: ops.ErrUnavailable, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
 // tracer bounds Acquire (see the package doc). One per pool.
 type tracer struct{ opts Options }
 

@@ -207,15 +207,21 @@ func (b *Broker) fail(op string, err error) error {
 		errors.Is(err, ops.ErrUnavailable):
 		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)
 	case errors.As(err, &rhErr) && rhErr.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("rabbitmq %s: %s: %w: %w", b.name, op, ops.ErrNotFound, err)
+		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("rabbitmq broker %q: %s: not found", b.name, op),
+			Err: fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)}
 	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound:
-		return fmt.Errorf("rabbitmq %s: %s: %w: %s", b.name, op, ops.ErrNotFound, amqpErr.Reason)
+		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("rabbitmq broker %q: %s: not found", b.name, op),
+			Err: fmt.Errorf("rabbitmq %s: %s: %s", b.name, op, amqpErr.Reason)}
 	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.ResourceLocked:
-		return fmt.Errorf("rabbitmq %s: %s: %w: the queue is exclusive to another connection: %s", b.name, op, ops.ErrConflict, amqpErr.Reason)
+		return &ops.Error{Kind: ops.ErrConflict,
+			Message: fmt.Sprintf("rabbitmq broker %q: %s: the queue is exclusive to another connection", b.name, op),
+			Err:     fmt.Errorf("rabbitmq %s: %s: %s", b.name, op, amqpErr.Reason)}
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)
 	default:
-		return fmt.Errorf("rabbitmq %s: %s: %w: %w", b.name, op, ops.ErrUnavailable, err)
+		// The client's error names the broker's address: it is for the log.
+		return ops.Unavailable(fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err),
+			"rabbitmq broker %q did not answer, or refused (%s); try again, or see the console's log for its error", b.name, op)
 	}
 }
 
@@ -352,7 +358,8 @@ func (b *Broker) conn(ctx context.Context, vhost string) (*amqp.Connection, erro
 		var amqpErr *amqp.Error
 		if errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotAllowed {
 			// RabbitMQ refuses connection.open to a vhost that does not exist with NOT_ALLOWED.
-			return nil, fmt.Errorf("dial vhost %q: %w: %s", vhost, ops.ErrNotFound, amqpErr.Reason)
+			return nil, &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("vhost %q not found", vhost),
+				Err: fmt.Errorf("dial vhost %q: %s", vhost, amqpErr.Reason)}
 		}
 		return nil, fmt.Errorf("dial vhost %q: %w", vhost, err)
 	}

@@ -164,7 +164,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	case limit < 1 || limit > maxLimit:
 		return BrowseResult{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", maxLimit))
 	case !b.watched(vhost):
-		return BrowseResult{}, b.fail(op, fmt.Errorf("vhost %q is not watched: %w", vhost, ops.ErrNotFound))
+		return BrowseResult{}, b.fail(op, ops.NotFound("vhost %q is not watched", vhost))
 	}
 	q, err := b.browseInfo(ctx, vhost, queue)
 	if err != nil {
@@ -210,8 +210,8 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	}
 
 	if q.SingleActiveConsumer && state.Consumers > 0 {
-		return BrowseResult{}, b.fail(op, fmt.Errorf("%w: queue %q has single active consumer enabled and a consumer attached: "+
-			"a browser would be a standby consumer and receive nothing", ops.ErrConflict, queue))
+		return BrowseResult{}, b.fail(op, ops.Conflict("queue %q has single active consumer enabled and a consumer attached: "+
+			"a browser would be a standby consumer and receive nothing", queue))
 	}
 	if len(notes) > 0 {
 		res.Complete = false
@@ -631,8 +631,8 @@ func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: another browse or replay plan of queue %q is reading it (waited %s); try again",
-			ops.ErrUnavailable, queue, wait)
+		return &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf(
+			"another browse or replay plan of queue %q is reading it (waited %s); try again", queue, wait)}
 	}
 	select {
 	case t.slot <- struct{}{}:

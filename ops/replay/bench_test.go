@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -57,7 +58,7 @@ func BenchmarkKafkaReplay(b *testing.B) {
 					b.Fatal(err)
 				}
 				planned := time.Since(start)
-				job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: plan.ID, Actor: "bench", RatePerSecond: 1_000_000})
+				job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 1_000_000})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -216,7 +217,7 @@ func BenchmarkRabbitReplay(b *testing.B) {
 			}
 			b.ReportMetric(time.Since(start).Seconds()*1000, "plan-ms")
 			run := time.Now()
-			job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: plan.ID, Actor: "bench", RatePerSecond: 100_000})
+			job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 100_000})
 			if err != nil {
 				b.Fatal(err)
 			}

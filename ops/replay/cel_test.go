@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -45,7 +46,7 @@ func TestKafkaPlanFromCELFilterPublishesExactlyTheMatches(t *testing.T) {
 		t.Fatalf("stored filter %+v", got.Filter)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Reason: "timeouts fixed", RatePerSecond: 1000})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "timeouts fixed", RatePerSecond: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestRabbitPlanFromCELFilterPublishesExactlyTheMatches(t *testing.T) {
 		t.Fatalf("plan %d %v", plan.Total, plan.Counts)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 1000})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -34,7 +35,7 @@ func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 		t.Fatalf("plan %v %v", plan.Counts, err)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Role: "operator", Reason: "poison"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "poison"})
 	if err != nil || job.Status != store.JobAwaiting {
 		t.Fatalf("a discard of 6 above a threshold of 5 must wait for approval: %+v %v", job, err)
 	}
@@ -42,7 +43,7 @@ func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 	if w.depth(t, "orders.dlq") != 6 {
 		t.Fatal("an awaiting discard moved messages")
 	}
-	if _, err := e.Approve(ctx, job.ID, "bob", "operator"); err != nil {
+	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
 	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 6 {

@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -50,7 +51,7 @@ func (w *rabbitWorld) planQueue(t testing.TB, e *replay.Engine, limit int, f rep
 
 func (w *rabbitWorld) run(t testing.TB, e *replay.Engine, planID string) store.ReplayJob {
 	t.Helper()
-	job, err := e.Start(ctxT(t), replay.StartRequest{PlanID: planID, Actor: "ops", RatePerSecond: 1_000_000})
+	job, err := e.Start(ctxT(t), replay.StartRequest{PlanID: planID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestKafkaReplayKeepsTheOriginalPartition(t *testing.T) {
 		}
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 	if err != nil || fresh.Total != 1 || fresh.Counts[replay.Publish] != 1 || fresh.Items[0].MessageID != "new-1" {
 		t.Fatalf("the recreated topic's record at offset 0: %v %+v, %v", fresh.Counts, fresh.Items, err)
 	}
-	old, err := e.Start(ctx, replay.StartRequest{PlanID: stale.ID, Actor: "a"})
+	old, err := e.Start(ctx, replay.StartRequest{PlanID: stale.ID, Actor: access.Actor{Name: "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
@@ -85,6 +86,7 @@ type Engine struct {
 	inboxes map[string]Inbox
 	headers headerRewriter
 	wake    chan struct{}
+	aud     *audit.Writer // o.Audit with the one audit policy
 }
 
 // New validates the options and builds the engine.
@@ -114,7 +116,8 @@ func New(o Options) (*Engine, error) {
 		o.Replay.StripHeaders = configs.DefaultStripHeaders
 	}
 	e := &Engine{o: o, kafka: map[string]KafkaCluster{}, rabbit: map[string]RabbitBroker{}, outbox: map[string]OutboxTable{},
-		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), headers: newHeaderRewriter(o.Replay.StripHeaders)}
+		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), headers: newHeaderRewriter(o.Replay.StripHeaders),
+		aud: audit.New(o.Audit, o.Logger)}
 	for _, k := range o.Kafka {
 		e.kafka[k.Name()] = k
 	}
@@ -193,7 +196,7 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	}
 	plan.Source = src // with what the read recorded (topic id, span)
 	if plan.Total == 0 {
-		return Plan{}, fmt.Errorf("%w: the selection holds no messages%s", ops.ErrInvalid, filterHint(f))
+		return Plan{}, &ops.Error{Kind: ops.ErrInvalid, Message: "the selection holds no messages" + filterHint(f)}
 	}
 	plan.Warnings = b.warnings()
 	groups := map[string]map[string]int{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -30,13 +31,13 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	}
 
 	t.Run("OperatorLimit", func(t *testing.T) {
-		_, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Role: "operator"})
+		_, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}})
 		if !errors.Is(err, ops.ErrForbidden) {
 			t.Fatalf("an operator started a job above operator_max_messages: %v", err)
 		}
 	})
 
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "carol", Role: "admin", Reason: "big one"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "carol", Role: access.Admin}, Reason: "big one"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,20 +48,20 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	if j, _ := e.Job(ctx, job.ID); j.Status != store.JobAwaiting || j.Published != 0 {
 		t.Fatalf("an awaiting job ran: %+v", j)
 	}
-	if _, err := e.Approve(ctx, job.ID, "carol", "admin"); !errors.Is(err, ops.ErrForbidden) {
+	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "carol", Role: access.Admin}); !errors.Is(err, ops.ErrForbidden) {
 		t.Fatalf("self-approval: %v, want ErrForbidden", err)
 	}
-	if _, err := e.Cancel(ctx, job.ID, "bob", "operator"); !errors.Is(err, ops.ErrForbidden) {
+	if _, err := e.Cancel(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); !errors.Is(err, ops.ErrForbidden) {
 		t.Fatalf("an operator cancelled someone else's job: %v", err)
 	}
-	approved, err := e.Approve(ctx, job.ID, "bob", "operator")
+	approved, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator})
 	if err != nil || approved.ApprovedBy != "bob" {
 		t.Fatalf("approve: %+v %v", approved, err)
 	}
 	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 2 {
 		t.Fatalf("approved job %+v", done)
 	}
-	if _, err := e.Approve(ctx, job.ID, "dave", "admin"); !errors.Is(err, ops.ErrConflict) {
+	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "dave", Role: access.Admin}); !errors.Is(err, ops.ErrConflict) {
 		t.Fatalf("approving a finished job: %v", err)
 	}
 	acts := w.audit.actions()

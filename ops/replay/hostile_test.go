@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -80,7 +81,7 @@ func TestKafkaHostileBytesArePlannedAndSkipped(t *testing.T) {
 		t.Fatalf("plan %v of %d", plan.Counts, plan.Total)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestOneJobPerSource(t *testing.T) {
 	var conflicts int
 	for range 20 {
 		wg.Go(func() {
-			job, err := e.Start(context.Background(), replay.StartRequest{PlanID: plan.ID, Actor: "a", RatePerSecond: 50})
+			job, err := e.Start(context.Background(), replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}, RatePerSecond: 50})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -129,7 +130,7 @@ func TestOneJobPerSource(t *testing.T) {
 	if len(started) != 1 || conflicts != 19 {
 		t.Fatalf("%d jobs started, %d conflicts; want 1 and 19", len(started), conflicts)
 	}
-	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "b"})
+	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "b"}})
 	if err == nil || !strings.Contains(err.Error(), started[0].ID) {
 		t.Fatalf("a second job while %s is pending: %v (want a conflict naming it)", started[0].ID, err)
 	}
@@ -137,7 +138,7 @@ func TestOneJobPerSource(t *testing.T) {
 	if j := waitJob(t, e, started[0].ID); j.Status != store.JobDone {
 		t.Fatalf("first job %+v", j)
 	}
-	again, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "b"})
+	again, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "b"}})
 	if err != nil {
 		t.Fatalf("after the first job ended: %v", err)
 	}
@@ -157,7 +158,7 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 	plan := w.planQueue(t, e, n, replay.Filter{})
 	work(t, e)
 	ctx := ctxT(t)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 1500})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestNoReplayChangeWithoutAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "a"})
+	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}})
 	if !errors.Is(err, ops.ErrUnavailable) || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("start with the audit log down: %v", err)
 	}

@@ -12,14 +12,14 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/store"
 )
 
 // StartRequest turns a plan into a job.
 type StartRequest struct {
 	PlanID        string
-	Actor         string
-	Role          string
+	Actor         access.Actor // who starts it: a forced replay needs an admin, a large one too (operator_max_messages)
 	Reason        string
 	RatePerSecond int  // 0 → the configured default
 	Force         bool // publish messages the inbox marks processed or in progress; needs a reason
@@ -39,6 +39,11 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	if r.RatePerSecond < 1 || r.RatePerSecond > maxRate {
 		return store.ReplayJob{}, invalid("rate_per_second", fmt.Sprintf("must be between 1 and %d", maxRate))
 	}
+	if r.Force {
+		if err := ops.Require(r.Actor, access.Admin, "forcing a replay past the consumer's inbox"); err != nil {
+			return store.ReplayJob{}, err
+		}
+	}
 	if r.Force && len(r.Reason) < 3 {
 		return store.ReplayJob{}, invalid("reason", "a forced replay needs a written reason")
 	}
@@ -53,18 +58,18 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	if r.Force {
 		toPublish += plan.Actions[string(SkipProcessed)] + plan.Actions[string(SkipInProgress)]
 	}
-	if limit := e.o.Replay.OperatorMaxMessages; r.Role == RoleOperator && limit > 0 && toPublish > limit {
-		return store.ReplayJob{}, fmt.Errorf("%w: this job would publish %d messages; an operator may start at most %d "+
-			"(replay.operator_max_messages) — narrow the plan or ask an admin", ops.ErrForbidden, toPublish, limit)
+	if limit := e.o.Replay.OperatorMaxMessages; !r.Actor.Can(access.Admin) && limit > 0 && toPublish > limit {
+		return store.ReplayJob{}, ops.Forbidden("this job would publish %d messages; an operator may start at most %d "+
+			"(replay.operator_max_messages) — narrow the plan or ask an admin", toPublish, limit)
 	}
 	var src Source
 	_ = json.Unmarshal(plan.Source, &src)
-	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor, Reason: r.Reason, Force: r.Force,
+	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor.Name, Reason: r.Reason, Force: r.Force,
 		RatePerSecond: r.RatePerSecond, Total: plan.Total, SourceKey: sourceKey(src)}
 	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold) {
 		job.Status = store.JobAwaiting
 	}
-	done, err := e.intend(ctx, store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "replay.start", Target: "replay/" + job.ID,
+	done, err := e.intend(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
 		Count: ptr(int64(plan.Total)), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
 			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
@@ -84,36 +89,30 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	return e.o.Store.Job(ctx, job.ID)
 }
 
-// Roles as the engine sees them (the web layer's names).
-const (
-	RoleOperator = "operator"
-	RoleAdmin    = "admin"
-)
-
 // Approve releases a job held by the four-eyes rule. The approver must be a different person
 // from the one who started it (ops.ErrForbidden otherwise); a job not awaiting approval is an
 // ops.ErrConflict.
-func (e *Engine) Approve(ctx context.Context, id, approver, role string) (store.ReplayJob, error) {
+func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) (store.ReplayJob, error) {
 	job, err := e.o.Store.Job(ctx, id)
 	if err != nil {
 		return job, err
 	}
 	if job.Status != store.JobAwaiting {
-		return job, fmt.Errorf("replay job %s is %s, not awaiting approval: %w", id, job.Status, ops.ErrConflict)
+		return job, ops.Conflict("replay job %s is %s, not awaiting approval", id, job.Status)
 	}
-	if approver == job.Actor {
-		e.audit(ctx, store.AuditEntry{Actor: approver, Role: role, Action: "replay.approve", Target: "replay/" + id,
+	if approver.Name == job.Actor {
+		e.audit(ctx, store.AuditEntry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 			Outcome: store.OutcomeDenied, Reason: "self-approval"})
-		return job, fmt.Errorf("%w: %s started this replay; a second, different person must approve it", ops.ErrForbidden, approver)
+		return job, ops.Forbidden("%s started this replay; a second, different person must approve it", approver.Name)
 	}
-	done, err := e.intend(ctx, store.AuditEntry{Actor: approver, Role: role, Action: "replay.approve", Target: "replay/" + id,
+	done, err := e.intend(ctx, store.AuditEntry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 		Count: ptr(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
 	if err != nil {
 		return job, err
 	}
-	ok, err := e.o.Store.ApproveJob(ctx, id, approver)
+	ok, err := e.o.Store.ApproveJob(ctx, id, approver.Name)
 	if err == nil && !ok {
-		err = fmt.Errorf("replay job %s is no longer awaiting approval: %w", id, ops.ErrConflict)
+		err = ops.Conflict("replay job %s is no longer awaiting approval", id)
 	}
 	done(err)
 	if err != nil {
@@ -142,18 +141,18 @@ func (e *Engine) Ledger(ctx context.Context, id string, limit int) ([]store.Ledg
 }
 
 // Cancel asks a job to stop; the runner stops within one batch. A finished job → ops.ErrConflict.
-func (e *Engine) Cancel(ctx context.Context, id, actor, role string) (store.ReplayJob, error) {
+func (e *Engine) Cancel(ctx context.Context, id string, by access.Actor) (store.ReplayJob, error) {
 	job, err := e.o.Store.Job(ctx, id)
 	if err != nil {
 		return job, err
 	}
 	if job.Status != store.JobPending && job.Status != store.JobRunning && job.Status != store.JobAwaiting {
-		return job, fmt.Errorf("replay job %s is already %s: %w", id, job.Status, ops.ErrConflict)
+		return job, ops.Conflict("replay job %s is already %s", id, job.Status)
 	}
-	if role == RoleOperator && actor != job.Actor {
-		return job, fmt.Errorf("%w: %s started this replay; operators cancel their own jobs, admins anyone's", ops.ErrForbidden, job.Actor)
+	if by.Name != job.Actor && !by.Can(access.Admin) {
+		return job, ops.Forbidden("%s started this replay; operators cancel their own jobs, admins anyone's", job.Actor)
 	}
-	done, err := e.intend(ctx, store.AuditEntry{Actor: actor, Role: role, Action: "replay.cancel", Target: "replay/" + id})
+	done, err := e.intend(ctx, store.AuditEntry{Actor: by.Name, Role: by.Role.String(), Action: "replay.cancel", Target: "replay/" + id})
 	if err != nil {
 		return job, err
 	}
@@ -234,9 +233,10 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 			return // another replica (or this one, restarted) resumes it when the lease expires
 		}
 		// stopRetry: a dependency went away; the batch's claims are resumed. Say why on the job
-		// (when the store answers) and keep the lease while waiting.
+		// (when the store answers), in words for a person (the log has the dependency's own
+		// error), and keep the lease while waiting.
 		log.Warn("replay: paused", "err", why)
-		if held, cancelled, err := e.o.Store.PauseJob(ctx, job.ID, e.o.Owner, e.o.Lease, why.Error()); err == nil {
+		if held, cancelled, err := e.o.Store.PauseJob(ctx, job.ID, e.o.Owner, e.o.Lease, ops.Message(why)); err == nil {
 			if !held {
 				return
 			}
@@ -536,44 +536,18 @@ func outcomeOf(status string, j store.ReplayJob) string {
 
 // intend writes the intent of a change to the audit log before the change is made: when it
 // cannot be written, nothing is changed and the caller is told why. done records how the change
-// ended (ok, or failed with its error), naming the intent in detail.intent_id.
+// ended (ok, or failed with its error), naming the intent in detail.intent_id; a change that was
+// made stays reported as made when that row cannot be written (ops/audit's policy).
 func (e *Engine) intend(ctx context.Context, entry store.AuditEntry) (done func(error), err error) {
-	if e.o.Audit == nil {
-		return func(error) {}, nil
-	}
-	if c := ops.ClientOf(ctx); entry.SourceIP == "" && entry.UserAgent == "" {
-		entry.SourceIP, entry.UserAgent = c.Addr, c.UserAgent
-	}
-	id, err := e.o.Audit.RecordIntent(ctx, entry)
+	outcome, err := e.aud.Intend(ctx, entry)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the audit log cannot be written, so nothing was changed (%s)", ops.ErrUnavailable, entry.Action)
+		return nil, err
 	}
-	return func(changeErr error) {
-		out := entry
-		out.Detail = make(map[string]any, len(entry.Detail)+2)
-		for k, v := range entry.Detail {
-			out.Detail[k] = v
-		}
-		out.Detail["intent_id"] = id
-		out.Outcome = store.OutcomeOK
-		if changeErr != nil {
-			out.Outcome, out.Detail["error"] = store.OutcomeFailed, changeErr.Error()
-		}
-		e.audit(ctx, out)
-	}, nil
+	return func(changeErr error) { outcome(changeErr, nil) }, nil
 }
 
-func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) {
-	if e.o.Audit == nil {
-		return
-	}
-	if c := ops.ClientOf(ctx); entry.SourceIP == "" && entry.UserAgent == "" {
-		entry.SourceIP, entry.UserAgent = c.Addr, c.UserAgent
-	}
-	if err := e.o.Audit.RecordAudit(context.WithoutCancel(ctx), entry); err != nil {
-		e.o.Logger.Warn("replay: audit failed", "action", entry.Action, "err", err)
-	}
-}
+// audit writes an entry that is not a change's intent; a failure is logged and counted.
+func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) { e.aud.Record(ctx, entry) }
 
 func ptr[T any](v T) *T { return &v }
 

@@ -36,7 +36,7 @@ func (k kafkaKind) cluster(name string) (KafkaCluster, error) {
 	}
 	c, ok := k.e.kafka[name]
 	if !ok {
-		return nil, fmt.Errorf("kafka cluster %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("kafka cluster %q is not configured", name)
 	}
 	return c, nil
 }
@@ -294,8 +294,8 @@ func (k kafkaKind) open(ctx context.Context, _ store.ReplayJob, src Source) (mov
 		case err != nil:
 			return nil, err
 		case id != src.TopicID:
-			return nil, fmt.Errorf("%w: dead-letter topic %s was deleted and created again since the plan was made: "+
-				"its offsets now hold other records; make a new plan", ops.ErrConflict, src.Topic)
+			return nil, ops.Conflict("dead-letter topic %s was deleted and created again since the plan was made: "+
+				"its offsets now hold other records; make a new plan", src.Topic)
 		}
 	}
 	return &kafkaRunner{e: k.e, k: c, src: src, dests: newDestPartitions(c)}, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -47,7 +48,7 @@ func TestKafkaReplaySkipsProcessedAndPublishesTheRestOnce(t *testing.T) {
 	}
 
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Reason: "fixed stock bug", RatePerSecond: 1000})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "fixed stock bug", RatePerSecond: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +109,10 @@ func TestKafkaForcePublishesProcessedWithAReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "bob", Force: true}); !errors.Is(err, ops.ErrInvalid) {
+	if _, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bob", Role: access.Admin}, Force: true}); !errors.Is(err, ops.ErrInvalid) {
 		t.Fatalf("force without reason: %v", err)
 	}
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "bob", Force: true, Reason: "consumer lost its DB"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bob", Role: access.Admin}, Force: true, Reason: "consumer lost its DB"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestConcurrentReplaysPublishOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range engines {
 		wg.Go(func() {
-			j, err := engines[i].Start(ctx, replay.StartRequest{PlanID: plans[i].ID, Actor: fmt.Sprintf("op%d", i), RatePerSecond: 1000})
+			j, err := engines[i].Start(ctx, replay.StartRequest{PlanID: plans[i].ID, Actor: access.Actor{Name: fmt.Sprintf("op%d", i)}, RatePerSecond: 1000})
 			if errors.Is(err, ops.ErrConflict) && strings.Contains(err.Error(), "is moving kafka main topic orders.DLT") {
 				return
 			}
@@ -314,7 +315,7 @@ func TestStripHeadersIsConfigurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", RatePerSecond: 10})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, RatePerSecond: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (k outboxKind) table(name string) (OutboxTable, error) {
 	}
 	t, ok := k.e.outbox[name]
 	if !ok {
-		return nil, fmt.Errorf("outbox %q is not configured: %w", name, ops.ErrNotFound)
+		return nil, ops.NotFound("outbox %q is not configured", name)
 	}
 	return t, nil
 }

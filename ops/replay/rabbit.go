@@ -52,7 +52,7 @@ func (k rabbitKind) broker(src *Source) (RabbitBroker, error) {
 	}
 	r, ok := k.e.rabbit[src.Broker]
 	if !ok {
-		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", src.Broker, ops.ErrNotFound)
+		return nil, ops.NotFound("rabbitmq broker %q is not configured", src.Broker)
 	}
 	if src.Vhost == "" {
 		src.Vhost = "/"
@@ -287,8 +287,9 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 	}
 	if len(pending) > 0 && m.cur.Others() > 0 {
 		// Another consumer (a live one, or another job) may hold them unacked: not "gone".
-		return moved{}, fmt.Errorf("%d planned message(s) were not found in queue %s, which has %d other consumer(s) that may "+
-			"hold them unacknowledged; the job waits for them: %w", len(pending), m.src.Queue, m.cur.Others(), ops.ErrUnavailable)
+		return moved{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("%d planned message(s) were not found in queue %s, "+
+			"which has %d other consumer(s) that may hold them unacknowledged; the job waits for them",
+			len(pending), m.src.Queue, m.cur.Others())}
 	}
 	to := make([]rabbit.Republish, len(take))
 	for i, it := range taken {

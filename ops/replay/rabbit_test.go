@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -163,7 +164,7 @@ func TestRabbitReplayPublishesConfirmedThenAcks(t *testing.T) {
 		t.Fatal("planning must not move anything")
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 1000})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestRabbitUnroutableStaysInTheDLQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,13 +228,13 @@ func TestRabbitCancelStopsWithinABatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 10}) // 10/s: batches of 10
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 10}) // 10/s: batches of 10
 	if err != nil {
 		t.Fatal(err)
 	}
 	work(t, e)
 	time.Sleep(1500 * time.Millisecond)
-	if _, err := e.Cancel(ctx, job.ID, "ops", "admin"); err != nil {
+	if _, err := e.Cancel(ctx, job.ID, access.Actor{Name: "ops", Role: access.Admin}); err != nil {
 		t.Fatal(err)
 	}
 	job = waitJob(t, e, job.ID)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -27,7 +28,7 @@ func TestKafkaCancelStopsWithinABatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 20}) // batches of 20
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 20}) // batches of 20
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestKafkaCancelStopsWithinABatch(t *testing.T) {
 	for j, _ := e.Job(ctx, job.ID); j.Published < 20; j, _ = e.Job(ctx, job.ID) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	before, err := e.Cancel(ctx, job.ID, "ops", "admin")
+	before, err := e.Cancel(ctx, job.ID, access.Actor{Name: "ops", Role: access.Admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestKafkaJobResumesOnAnotherReplica(t *testing.T) {
 	if err != nil || plan.Counts[replay.Publish] != n {
 		t.Fatalf("plan %v %v", plan.Counts, err)
 	}
-	job, err := a.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops", RatePerSecond: 100})
+	job, err := a.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestOutboxReplayRequeuesDeadEvents(t *testing.T) {
 		t.Fatalf("plan %v", plan.Counts)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "ops"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func (s *Sampler) FreshKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
 	st, ok := s.kafkaByName[cluster]
 	if !ok {
-		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
+		return KafkaSnapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
 	if s.minFresh > 0 && s.staleFor(cluster) {
 		if _, leads := s.leaseOf(kafkaSourceName(cluster)); leads {

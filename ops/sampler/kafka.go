@@ -108,7 +108,7 @@ func (s *Sampler) SetLagRules(cluster string, r configs.LagRules) error {
 	defer s.tickMu.Unlock()
 	st, ok := s.kafkaByName[cluster]
 	if !ok {
-		return fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
+		return ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
 	st.setRules(r, s.interval)
 	return nil
@@ -140,10 +140,11 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
-		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotKafka, Name: st.name, Error: err.Error(), ErrorAt: at}); serr != nil {
+		// Pages show the stored text: the words for a person; the returned error, logged, has the cause.
+		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotKafka, Name: st.name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
 			err = errors.Join(err, serr)
 		} else {
-			s.rememberError(st.name, err.Error(), at)
+			s.rememberError(st.name, ops.Message(err), at)
 		}
 		return fmt.Errorf("sampler: %w", err)
 	}
@@ -427,7 +428,7 @@ func windowFrom(s []kafka.Sample, from time.Time) []kafka.Sample {
 // cannot be read.
 func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
 	if _, ok := s.kafkaByName[cluster]; !ok {
-		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
+		return KafkaSnapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
 	if s.cacheTTL > 0 {
 		s.cacheMu.Lock()
@@ -526,7 +527,7 @@ func (s *Sampler) rememberError(cluster, msg string, at time.Time) {
 // cannot be read.
 func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]GroupPoint, error) {
 	if _, ok := s.kafkaByName[cluster]; !ok {
-		return nil, fmt.Errorf("kafka cluster %q: %w", cluster, ops.ErrNotFound)
+		return nil, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
 	if group == "" {
 		return nil, ops.Invalid("group", "required")

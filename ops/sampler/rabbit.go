@@ -180,10 +180,11 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l store.Sou
 		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
-		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotRabbit, Name: st.name, Error: err.Error(), ErrorAt: at}); serr != nil {
+		// Pages show the stored text: the words for a person; the returned error, logged, has the cause.
+		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotRabbit, Name: st.name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
 			err = errors.Join(err, serr)
 		} else {
-			s.rememberRabbitError(st.name, err.Error(), at)
+			s.rememberRabbitError(st.name, ops.Message(err), at)
 		}
 		return fmt.Errorf("sampler: %w", err)
 	}
@@ -314,7 +315,7 @@ func growth(w []depth) (bool, string) {
 // when the store cannot be read.
 func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (RabbitSnapshot, error) {
 	if _, ok := s.rmq.byName[broker]; !ok {
-		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q is not configured: %w", broker, ops.ErrNotFound)
+		return RabbitSnapshot{}, ops.NotFound("rabbitmq broker %q is not configured", broker)
 	}
 	if s.cacheTTL > 0 {
 		s.cacheMu.Lock()
@@ -407,7 +408,7 @@ func (s *Sampler) rememberRabbitError(broker, msg string, at time.Time) {
 // when the store cannot be read.
 func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]QueuePoint, error) {
 	if _, ok := s.rmq.byName[broker]; !ok {
-		return nil, fmt.Errorf("rabbitmq broker %q is not configured: %w", broker, ops.ErrNotFound)
+		return nil, ops.NotFound("rabbitmq broker %q is not configured", broker)
 	}
 	switch {
 	case vhost == "":

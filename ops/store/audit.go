@@ -71,7 +71,7 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		e.Actor, e.Role, e.SourceIP, e.UserAgent, e.Action, e.Target, e.Count, e.Reason, e.Outcome, detail)
 	if err != nil {
-		return fmt.Errorf("audit: record %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+		return unavailable(err, "audit: record %s", e.Action)
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 		ORDER BY at DESC, id DESC LIMIT $5`,
 		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit, f.Intents)
 	if err != nil {
-		return nil, fmt.Errorf("audit: list: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "audit: list")
 	}
 	entries, err := pgx.CollectRows(rows, scanAuditEntry)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,7 +29,7 @@ func (s *Store) RecordIntent(ctx context.Context, e AuditEntry) (int64, error) {
 	sql, args := auditInsert(e, "audit_log")
 	var id int64
 	if err := s.pool.QueryRow(ctx, sql+" RETURNING id", args...).Scan(&id); err != nil {
-		return 0, fmt.Errorf("audit: record intent of %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+		return 0, unavailable(err, "audit: record intent of %s", e.Action)
 	}
 	return id, nil
 }
@@ -58,12 +57,12 @@ func (s *Store) RecordAuditIn(ctx context.Context, tx pgx.Tx, e AuditEntry) erro
 	if tx != nil {
 		same, err := s.sameDatabase(ctx, tx)
 		if err != nil {
-			return fmt.Errorf("audit: record %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+			return unavailable(err, "audit: record %s", e.Action)
 		}
 		if same {
 			sql, args := auditInsert(e, Schema+".audit_log")
 			if _, err := tx.Exec(ctx, sql, args...); err != nil {
-				return fmt.Errorf("audit: record %s: %w: %w", e.Action, ops.ErrUnavailable, err)
+				return unavailable(err, "audit: record %s", e.Action)
 			}
 			return nil
 		}

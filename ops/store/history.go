@@ -55,7 +55,7 @@ func putSnapshot(ctx context.Context, db writer, snap Snapshot) error {
 		SET at = excluded.at, error = excluded.error, error_at = excluded.error_at, data = excluded.data`,
 		snap.Kind, snap.Name, nullTime(snap.At), snap.Error, nullTime(snap.ErrorAt), data)
 	if err != nil {
-		return fmt.Errorf("snapshot %s/%s: put: %w: %w", snap.Kind, snap.Name, ops.ErrUnavailable, err)
+		return unavailable(err, "snapshot %s/%s: put", snap.Kind, snap.Name)
 	}
 	return nil
 }
@@ -71,7 +71,7 @@ func setSnapshotError(ctx context.Context, db writer, kind, name, msg string, at
 		ON CONFLICT (kind, name) DO UPDATE SET error = excluded.error, error_at = excluded.error_at`,
 		kind, name, msg, at)
 	if err != nil {
-		return fmt.Errorf("snapshot %s/%s: set error: %w: %w", kind, name, ops.ErrUnavailable, err)
+		return unavailable(err, "snapshot %s/%s: set error", kind, name)
 	}
 	return nil
 }
@@ -95,9 +95,9 @@ func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have t
 		kind, name, nullTime(have)).Scan(&at, &snap.Error, &errorAt, &snap.Data)
 	switch {
 	case isNoRows(err):
-		return Snapshot{}, fmt.Errorf("snapshot %s/%s: %w", kind, name, ops.ErrNotFound)
+		return Snapshot{}, ops.NotFound("no %s snapshot of %q yet", kind, name)
 	case err != nil:
-		return Snapshot{}, fmt.Errorf("snapshot %s/%s: %w: %w", kind, name, ops.ErrUnavailable, err)
+		return Snapshot{}, unavailable(err, "snapshot %s/%s", kind, name)
 	}
 	if at != nil {
 		snap.At = *at
@@ -167,7 +167,7 @@ func insertKafkaGroupSamples(ctx context.Context, db writer, samples []KafkaGrou
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
 			return fmt.Errorf("kafka samples: insert: %w: %w", ops.ErrConflict, err)
 		}
-		return fmt.Errorf("kafka samples: insert: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "kafka samples: insert")
 	}
 	return nil
 }
@@ -188,7 +188,7 @@ func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, si
 			cluster, group, since)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kafka samples %s: read: %w: %w", cluster, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "kafka samples %s: read", cluster)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (KafkaGroupSample, error) {
 		g := KafkaGroupSample{Cluster: cluster}
@@ -210,7 +210,7 @@ func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, si
 		return g, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kafka samples %s: read: %w: %w", cluster, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "kafka samples %s: read", cluster)
 	}
 	return out, nil
 }
@@ -292,7 +292,7 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 		ORDER BY tb.b`,
 		cluster, group, since, until, width, topK)
 	if err != nil {
-		return KafkaHistory{}, fmt.Errorf("kafka history %s/%s: %w: %w", cluster, group, ops.ErrUnavailable, err)
+		return KafkaHistory{}, unavailable(err, "kafka history %s/%s", cluster, group)
 	}
 	var h KafkaHistory
 	var topics []string
@@ -309,7 +309,7 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 		return nil
 	})
 	if err != nil {
-		return KafkaHistory{}, fmt.Errorf("kafka history %s/%s: %w: %w", cluster, group, ops.ErrUnavailable, err)
+		return KafkaHistory{}, unavailable(err, "kafka history %s/%s", cluster, group)
 	}
 	for i := range topics {
 		h.Partitions = append(h.Partitions, KafkaPartitionKey{Topic: topics[i], Partition: parts[i]})
@@ -329,7 +329,7 @@ func (s *Store) PruneHistory(ctx context.Context, before time.Time) (int64, erro
 			tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` WHERE ctid = ANY (ARRAY(
 				SELECT ctid FROM `+table+` WHERE at < $1 LIMIT $2))`, before, pruneBatch)
 			if err != nil {
-				return total, fmt.Errorf("prune %s: %w: %w", table, ops.ErrUnavailable, err)
+				return total, unavailable(err, "prune %s", table)
 			}
 			total += tag.RowsAffected()
 			if tag.RowsAffected() < pruneBatch {
@@ -369,21 +369,21 @@ func (l *SessionLock) TryHold(ctx context.Context) (bool, error) {
 	if l.held {
 		if err := l.conn.Ping(ctx); err != nil {
 			l.dropLocked()
-			return false, fmt.Errorf("advisory lock %d: lost: %w: %w", l.key, ops.ErrUnavailable, err)
+			return false, unavailable(err, "advisory lock %d: lost", l.key)
 		}
 		return true, nil
 	}
 	if l.conn == nil || l.conn.IsClosed() {
 		conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
 		if err != nil {
-			return false, fmt.Errorf("advisory lock %d: connect: %w: %w", l.key, ops.ErrUnavailable, err)
+			return false, unavailable(err, "advisory lock %d: connect", l.key)
 		}
 		l.conn = conn
 	}
 	var got bool
 	if err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&got); err != nil {
 		l.dropLocked()
-		return false, fmt.Errorf("advisory lock %d: %w: %w", l.key, ops.ErrUnavailable, err)
+		return false, unavailable(err, "advisory lock %d", l.key)
 	}
 	l.held = got
 	return got, nil

@@ -45,7 +45,7 @@ func Inspect(ctx context.Context, dsn string) (Facts, error) {
 	cfg.ConnConfig.RuntimeParams["application_name"] = "redrive-doctor"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return Facts{}, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+		return Facts{}, unavailable(err, "store")
 	}
 	defer pool.Close()
 	return inspect(ctx, pool)
@@ -62,7 +62,7 @@ func inspect(ctx context.Context, pool *pgxpool.Pool) (Facts, error) {
 			(SELECT pg_get_userbyid(nspowner)::text FROM pg_namespace WHERE nspname = $1)`, Schema).
 		Scan(&f.User, &f.Database, &f.CreateOnDatabase, &owner)
 	if err != nil {
-		return f, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+		return f, unavailable(err, "store")
 	}
 	known, err := embeddedMigrations()
 	if err != nil {

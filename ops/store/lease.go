@@ -16,7 +16,7 @@ import (
 // ErrFenced is returned (wrapping ops.ErrConflict) by RenewSourceLease and WriteSample when the lease's
 // token is no longer the current one: another replica took the source over, so the caller has
 // lost leadership and must not write.
-var ErrFenced = fmt.Errorf("%w: the lease was taken over (fencing token is not current)", ops.ErrConflict)
+var ErrFenced = ops.Conflict("the lease was taken over (fencing token is not current)")
 
 // SourceLease is one replica's leadership of one sampled source, as granted by AcquireSourceLease. Times are
 // the database's clock, so replicas with skewed clocks agree on who leads.
@@ -57,7 +57,7 @@ func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, tt
 	case isLockTimeout(err):
 		return SourceLease{}, false, nil // the old holder is mid-write; next time
 	case err != nil:
-		return SourceLease{}, false, fmt.Errorf("lease %s: acquire: %w: %w", source, ops.ErrUnavailable, err)
+		return SourceLease{}, false, unavailable(err, "lease %s: acquire", source)
 	}
 	return l, true, nil
 }
@@ -73,7 +73,7 @@ func (s *Store) RenewSourceLease(ctx context.Context, l SourceLease) (SourceLeas
 	case isNoRows(err):
 		return SourceLease{}, fmt.Errorf("lease %s: renew: %w", l.Source, ErrFenced)
 	case err != nil:
-		return SourceLease{}, fmt.Errorf("lease %s: renew: %w: %w", l.Source, ops.ErrUnavailable, err)
+		return SourceLease{}, unavailable(err, "lease %s: renew", l.Source)
 	}
 	return l, nil
 }
@@ -84,7 +84,7 @@ func (s *Store) ReleaseSourceLease(ctx context.Context, l SourceLease) error {
 	_, err := s.pool.Exec(ctx, `UPDATE sampler_lease SET owner = '', expires_at = '-infinity', renewed_at = now()
 		WHERE source = $1 AND owner = $2 AND token = $3`, l.Source, l.Owner, l.Token)
 	if err != nil {
-		return fmt.Errorf("lease %s: release: %w: %w", l.Source, ops.ErrUnavailable, err)
+		return unavailable(err, "lease %s: release", l.Source)
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func (s *Store) SourceLeases(ctx context.Context) ([]LeaseState, error) {
 			owner <> '' AND expires_at > now()
 		FROM sampler_lease ORDER BY source`)
 	if err != nil {
-		return nil, fmt.Errorf("leases: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "leases")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LeaseState, error) {
 		var l LeaseState
@@ -107,7 +107,7 @@ func (s *Store) SourceLeases(ctx context.Context) ([]LeaseState, error) {
 		return l, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("leases: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "leases")
 	}
 	return out, nil
 }
@@ -205,7 +205,7 @@ func (s *Store) HeartbeatReplica(ctx context.Context, id string, ttl time.Durati
 		SELECT array_append(ARRAY(SELECT id FROM sampler_replica WHERE id <> $1 AND expires_at > now()), $1::text)`,
 		id, ttl, replicaForget).Scan(&live)
 	if err != nil {
-		return nil, fmt.Errorf("replica %s: heartbeat: %w: %w", id, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "replica %s: heartbeat", id)
 	}
 	slices.Sort(live)
 	return live, nil
@@ -214,7 +214,7 @@ func (s *Store) HeartbeatReplica(ctx context.Context, id string, ttl time.Durati
 // RemoveReplica deletes replica id's row (a clean shutdown).
 func (s *Store) RemoveReplica(ctx context.Context, id string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM sampler_replica WHERE id = $1`, id); err != nil {
-		return fmt.Errorf("replica %s: remove: %w: %w", id, ops.ErrUnavailable, err)
+		return unavailable(err, "replica %s: remove", id)
 	}
 	return nil
 }
@@ -241,13 +241,13 @@ func (s *Store) Replicas(ctx context.Context) (ReplicaView, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, started_at, heartbeat_at, expires_at, expires_at > now()
 		FROM sampler_replica ORDER BY id`)
 	if err != nil {
-		return v, fmt.Errorf("replicas: %w: %w", ops.ErrUnavailable, err)
+		return v, unavailable(err, "replicas")
 	}
 	if v.Replicas, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Replica, error) {
 		var x Replica
 		return x, r.Scan(&x.ID, &x.StartedAt, &x.HeartbeatAt, &x.ExpiresAt, &x.Live)
 	}); err != nil {
-		return v, fmt.Errorf("replicas: %w: %w", ops.ErrUnavailable, err)
+		return v, unavailable(err, "replicas")
 	}
 	if v.Leases, err = s.SourceLeases(ctx); err != nil {
 		return v, err
@@ -256,7 +256,7 @@ func (s *Store) Replicas(ctx context.Context) (ReplicaView, error) {
 		WHERE lease_owner IS NOT NULL AND lease_owner <> '' AND status IN ('pending', 'running')
 		ORDER BY lease_owner, created_at`)
 	if err != nil {
-		return v, fmt.Errorf("replicas: jobs: %w: %w", ops.ErrUnavailable, err)
+		return v, unavailable(err, "replicas: jobs")
 	}
 	if v.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplicaJob, error) {
 		var j ReplicaJob
@@ -267,7 +267,7 @@ func (s *Store) Replicas(ctx context.Context) (ReplicaView, error) {
 		}
 		return j, err
 	}); err != nil {
-		return v, fmt.Errorf("replicas: jobs: %w: %w", ops.ErrUnavailable, err)
+		return v, unavailable(err, "replicas: jobs")
 	}
 	return v, nil
 }

@@ -59,7 +59,7 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), err error)
 		if errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("lock %q: %w", key, err)
 		}
-		return nil, fmt.Errorf("lock %q: connect: %w: %w", key, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "lock %q: connect", key)
 	}
 	// lock_timeout ends the wait on the server a little before ctx would (SQLSTATE 55P03, the
 	// session stays usable); a cancelled ctx interrupts the statement instead. The connection is
@@ -74,11 +74,11 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), err error)
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable:
-			return nil, fmt.Errorf("lock %q: held by another session for longer than %s: %w", key, wait.Round(time.Millisecond), ops.ErrConflict)
+			return nil, ops.Conflict("lock %q: held by another session for longer than %s", key, wait.Round(time.Millisecond))
 		case ctx.Err() != nil:
 			return nil, lockCtxErr(ctx, key, wait)
 		default:
-			return nil, fmt.Errorf("lock %q: %w: %w", key, ops.ErrUnavailable, err)
+			return nil, unavailable(err, "lock %q", key)
 		}
 	}
 	var once sync.Once
@@ -98,7 +98,7 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), err error)
 // when the bound passed, a cancellation is the caller's.
 func lockCtxErr(ctx context.Context, key string, wait time.Duration) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("lock %q: not taken within %s: %w: %w", key, wait.Round(time.Millisecond), ops.ErrConflict, ctx.Err())
+		return &ops.Error{Kind: ops.ErrConflict, Message: fmt.Sprintf("lock %q: not taken within %s", key, wait.Round(time.Millisecond)), Err: ctx.Err()}
 	}
 	return fmt.Errorf("lock %q: %w", key, ctx.Err())
 }

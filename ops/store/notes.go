@@ -57,7 +57,7 @@ func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
 	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT id, source, exception_type, exception_cause, partition, "offset", actor, at, text, link
 		FROM dead_letter_note WHERE source = $1 ORDER BY at DESC, id DESC LIMIT $2) n ORDER BY at, id`, source, MaxNotes)
 	if err != nil {
-		return nil, fmt.Errorf("notes of %s: %w: %w", source, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "notes of %s", source)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Note, error) {
 		var n Note
@@ -79,7 +79,7 @@ func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
 		return n, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("notes of %s: %w: %w", source, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "notes of %s", source)
 	}
 	return out, nil
 }

@@ -72,7 +72,7 @@ func (s *Store) NotifyState(ctx context.Context) ([]NotifyAlert, []NotifySent, e
 	rows, err := s.pool.Query(ctx, `SELECT key, kind, severity, title, summary, link, labels, since, episode, firing,
 		fired_at, resolved_at FROM notify_alert ORDER BY key`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+		return nil, nil, unavailable(err, "notify state")
 	}
 	alerts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifyAlert, error) {
 		var a NotifyAlert
@@ -80,20 +80,20 @@ func (s *Store) NotifyState(ctx context.Context) ([]NotifyAlert, []NotifySent, e
 			&a.Firing, &a.FiredAt, &a.ResolvedAt)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+		return nil, nil, unavailable(err, "notify state")
 	}
 	rows, err = s.pool.Query(ctx, `SELECT n.alert_key, n.channel, max(n.seq), max(n.created_at)
 		FROM notification n JOIN notify_alert a ON a.key = n.alert_key AND a.episode = n.episode
 		WHERE n.state = 'firing' AND a.firing GROUP BY 1, 2`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+		return nil, nil, unavailable(err, "notify state")
 	}
 	sent, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifySent, error) {
 		var x NotifySent
 		return x, r.Scan(&x.Key, &x.Channel, &x.Seq, &x.At)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("notify state: %w: %w", ops.ErrUnavailable, err)
+		return nil, nil, unavailable(err, "notify state")
 	}
 	return alerts, sent, nil
 }
@@ -125,7 +125,7 @@ func (s *Store) WriteNotifyRound(ctx context.Context, l SourceLease, r NotifyRou
 					resolved_at = excluded.resolved_at`,
 				a.Key, a.Kind, a.Severity, ops.CleanText(a.Title, 4096), ops.CleanText(a.Summary, 4096), a.Link, labels,
 				a.Since, a.Episode, a.Firing, a.FiredAt, a.ResolvedAt); err != nil {
-				return fmt.Errorf("%w: alert %s: %w", ops.ErrUnavailable, a.Key, err)
+				return unavailable(err, "alert %s", a.Key)
 			}
 		}
 		for _, n := range r.Notifications {
@@ -148,7 +148,7 @@ func (s *Store) RecordNotification(ctx context.Context, n NewNotification) (int6
 	err := s.pool.QueryRow(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)).Scan(&id)
 	if err != nil {
-		return 0, fmt.Errorf("notification %s: record: %w: %w", n.Key, ops.ErrUnavailable, err)
+		return 0, unavailable(err, "notification %s: record", n.Key)
 	}
 	return id, nil
 }
@@ -156,7 +156,7 @@ func (s *Store) RecordNotification(ctx context.Context, n NewNotification) (int6
 func insertNotification(ctx context.Context, tx pgx.Tx, n NewNotification) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)); err != nil {
-		return fmt.Errorf("%w: notification %s: %w", ops.ErrUnavailable, n.Key, err)
+		return unavailable(err, "notification %s", n.Key)
 	}
 	return nil
 }
@@ -190,7 +190,7 @@ func (s *Store) notifications(ctx context.Context, where string, args ...any) ([
 	rows, err := s.pool.Query(ctx, `SELECT id, alert_key, episode, state, seq, channel, event, created_at, attempts,
 		next_attempt_at, delivered_at, failed_at, last_error FROM notification `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("notifications: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "notifications")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Notification, error) {
 		var n Notification
@@ -198,7 +198,7 @@ func (s *Store) notifications(ctx context.Context, where string, args ...any) ([
 			&n.NextAttemptAt, &n.DeliveredAt, &n.FailedAt, &n.LastError)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("notifications: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "notifications")
 	}
 	return out, nil
 }
@@ -223,7 +223,7 @@ func (s *Store) ClaimNotification(ctx context.Context, l *SourceLease, id int64,
 	case isNoRows(err), errors.Is(err, ErrFenced):
 		return 0, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("notification %d: claim: %w: %w", id, ops.ErrUnavailable, err)
+		return 0, false, unavailable(err, "notification %d: claim", id)
 	}
 	return attempts, true, nil
 }
@@ -241,7 +241,7 @@ func (s *Store) SettleNotification(ctx context.Context, id int64, sendErr error,
 			id, ops.CleanText(sendErr.Error(), 2048), giveUp)
 	}
 	if err != nil {
-		return fmt.Errorf("notification %d: settle: %w: %w", id, ops.ErrUnavailable, err)
+		return unavailable(err, "notification %d: settle", id)
 	}
 	return nil
 }
@@ -266,7 +266,7 @@ func (s *Store) CreateSilence(ctx context.Context, x Silence) (Silence, error) {
 	err := s.pool.QueryRow(ctx, `INSERT INTO notify_silence (matchers, ends_at, comment, created_by) VALUES ($1, $2, $3, $4)
 		RETURNING id, created_at`, x.Matchers, x.EndsAt, ops.CleanText(x.Comment, 4096), ops.CleanText(x.CreatedBy, 256)).Scan(&x.ID, &x.CreatedAt)
 	if err != nil {
-		return x, fmt.Errorf("silence: create: %w: %w", ops.ErrUnavailable, err)
+		return x, unavailable(err, "silence: create")
 	}
 	return x, nil
 }
@@ -276,14 +276,14 @@ func (s *Store) Silences(ctx context.Context) ([]Silence, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, matchers, ends_at, comment, created_by, created_at FROM notify_silence
 		WHERE ends_at > now() ORDER BY ends_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("silences: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "silences")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Silence, error) {
 		var x Silence
 		return x, r.Scan(&x.ID, &x.Matchers, &x.EndsAt, &x.Comment, &x.CreatedBy, &x.CreatedAt)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("silences: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "silences")
 	}
 	return out, nil
 }

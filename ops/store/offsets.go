@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redrive/redrive/ops"
@@ -28,7 +27,7 @@ func (s *Store) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO offset_move_plan (id, cluster, group_name, topic, created_by, body)
 		VALUES ($1, $2, $3, $4, $5, $6)`, p.ID, p.Cluster, p.Group, p.Topic, p.CreatedBy, p.Body)
 	if err != nil {
-		return fmt.Errorf("offset plan %s: create: %w: %w", p.ID, ops.ErrUnavailable, err)
+		return unavailable(err, "offset plan %s: create", p.ID)
 	}
 	return nil
 }
@@ -41,10 +40,10 @@ func (s *Store) OffsetPlan(ctx context.Context, id string) (OffsetPlan, error) {
 		FROM offset_move_plan WHERE id = $1`, id).
 		Scan(&p.Cluster, &p.Group, &p.Topic, &p.CreatedBy, &p.CreatedAt, &p.Body, &p.AppliedAt, &appliedBy, &approvedBy)
 	if isNoRows(err) {
-		return p, fmt.Errorf("offset plan %q: %w", id, ops.ErrNotFound)
+		return p, ops.NotFound("offset plan %q not found", id)
 	}
 	if err != nil {
-		return p, fmt.Errorf("offset plan %q: %w: %w", id, ops.ErrUnavailable, err)
+		return p, unavailable(err, "offset plan %q", id)
 	}
 	if appliedBy != nil {
 		p.AppliedBy = *appliedBy
@@ -61,13 +60,13 @@ func (s *Store) ApproveOffsetPlan(ctx context.Context, id, approver string) erro
 	tag, err := s.pool.Exec(ctx, `UPDATE offset_move_plan SET approved_by = $2
 		WHERE id = $1 AND applied_at IS NULL AND approved_by IS NULL`, id, approver)
 	if err != nil {
-		return fmt.Errorf("offset plan %q: approve: %w: %w", id, ops.ErrUnavailable, err)
+		return unavailable(err, "offset plan %q: approve", id)
 	}
 	if tag.RowsAffected() == 0 {
 		if _, err := s.OffsetPlan(ctx, id); err != nil {
 			return err
 		}
-		return fmt.Errorf("offset plan %q: %w: already approved or applied", id, ops.ErrConflict)
+		return ops.Conflict("offset plan %q was already approved or applied", id)
 	}
 	return nil
 }
@@ -78,10 +77,10 @@ func (s *Store) MarkOffsetPlanApplied(ctx context.Context, id, actor string) err
 	tag, err := s.pool.Exec(ctx, `UPDATE offset_move_plan SET applied_at = now(), applied_by = $2
 		WHERE id = $1 AND applied_at IS NULL`, id, actor)
 	if err != nil {
-		return fmt.Errorf("offset plan %q: mark applied: %w: %w", id, ops.ErrUnavailable, err)
+		return unavailable(err, "offset plan %q: mark applied", id)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("offset plan %q: %w: already applied", id, ops.ErrConflict)
+		return ops.Conflict("offset plan %q was already applied", id)
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func insertRabbitQueueSamples(ctx context.Context, db writer, samples []RabbitQu
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
 			return fmt.Errorf("rabbit samples: insert: %w: %w", ops.ErrConflict, err)
 		}
-		return fmt.Errorf("rabbit samples: insert: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "rabbit samples: insert")
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since tim
 			publish_rate, deliver_rate, ack_rate, redeliver_rate
 		FROM rabbit_queue_sample WHERE broker = $1 AND at >= $2 ORDER BY vhost, queue, at`, broker, since)
 	if err != nil {
-		return nil, fmt.Errorf("rabbit samples %s: read: %w: %w", broker, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "rabbit samples %s: read", broker)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RabbitQueueSample, error) {
 		q := RabbitQueueSample{Broker: broker}
@@ -78,7 +78,7 @@ func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since tim
 		return q, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rabbit samples %s: read: %w: %w", broker, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "rabbit samples %s: read", broker)
 	}
 	return out, nil
 }
@@ -119,7 +119,7 @@ func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue str
 		ORDER BY date_bin($6::interval, at, $4)`,
 		broker, vhost, queue, since, until, width)
 	if err != nil {
-		return nil, fmt.Errorf("rabbit history %s/%s/%s: %w: %w", broker, vhost, queue, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "rabbit history %s/%s/%s", broker, vhost, queue)
 	}
 	out := []RabbitQueuePoint{}
 	var (
@@ -133,7 +133,7 @@ func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue str
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rabbit history %s/%s/%s: %w: %w", broker, vhost, queue, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "rabbit history %s/%s/%s", broker, vhost, queue)
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ type PlanWriter struct {
 func (s *Store) BeginPlan(ctx context.Context, id string) (*PlanWriter, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "save plan")
 	}
 	return &PlanWriter{tx: tx, id: id}, nil
 }
@@ -69,7 +69,7 @@ func (w *PlanWriter) Add(ctx context.Context, items []ReplayPlanItem) error {
 				it.ErrorGroup, it.ReplayCount, it.Position, it.Partition, it.Note}, nil
 		}))
 	if err != nil {
-		return fmt.Errorf("save plan items: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "save plan items")
 	}
 	return nil
 }
@@ -91,10 +91,10 @@ func (w *PlanWriter) Commit(ctx context.Context, p ReplayPlan) error {
 	}
 	if _, err := w.tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings, error_groups)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, w.id, p.Actor, p.Source, filter, p.Total, actions, warnings, groups); err != nil {
-		return fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "save plan")
 	}
 	if err := w.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("save plan: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "save plan")
 	}
 	return nil
 }
@@ -109,10 +109,10 @@ func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups
 		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings, &groups)
 	if isNoRows(err) {
-		return p, fmt.Errorf("replay plan %q: %w", id, ops.ErrNotFound)
+		return p, ops.NotFound("replay plan %q not found", id)
 	}
 	if err != nil {
-		return p, fmt.Errorf("replay plan %q: %w: %w", id, ops.ErrUnavailable, err)
+		return p, unavailable(err, "replay plan %q", id)
 	}
 	_ = json.Unmarshal(actions, &p.Actions)
 	_ = json.Unmarshal(warnings, &p.Warnings)
@@ -127,7 +127,7 @@ func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) (
 			replay_count, position, partition, note
 		FROM replay_plan_item WHERE plan_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, planID, from, limit)
 	if err != nil {
-		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "plan items")
 	}
 	return collectPlanItems(rows)
 }
@@ -154,7 +154,7 @@ func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators 
 			replay_count, position, partition, note
 		FROM replay_plan_item WHERE plan_id = $1 AND locator = ANY($2) AND partition IS NULL`, planID, locators)
 	if err != nil {
-		return nil, fmt.Errorf("plan items: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "plan items")
 	}
 	return collectPlanItems(rows)
 }
@@ -164,7 +164,7 @@ func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators 
 // the table; without statistics PostgreSQL reads the whole plan by its primary key for every batch.
 func (s *Store) AnalyzePlanItems(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, `ANALYZE replay_plan_item`); err != nil {
-		return fmt.Errorf("analyze plan items: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "analyze plan items")
 	}
 	return nil
 }
@@ -181,7 +181,7 @@ func (s *Store) RecordUnsettled(ctx context.Context, jobID, planID, detail strin
 		counted AS (UPDATE replay_job SET failed = failed + (SELECT count(*) FROM ins) WHERE id = $1)
 		SELECT count(*) FROM ins`, jobID, planID, detail).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
+		return 0, unavailable(err, "ledger")
 	}
 	return n, nil
 }
@@ -193,7 +193,7 @@ func (w *PlanWriter) ReplayedLocators(ctx context.Context, locators []string) (m
 	rows, err := w.tx.Query(ctx, `SELECT locator FROM replay_ledger
 		WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
-		return nil, fmt.Errorf("ledger lookup: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger lookup")
 	}
 	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
@@ -266,7 +266,7 @@ func (s *Store) CreateJob(ctx context.Context, j ReplayJob) error {
 		return s.busySource(ctx, j.SourceKey)
 	}
 	if err != nil {
-		return fmt.Errorf("create job: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "create job")
 	}
 	return nil
 }
@@ -282,10 +282,10 @@ func (s *Store) busySource(ctx context.Context, key string) error {
 	err := s.pool.QueryRow(ctx, `SELECT id, actor, status FROM replay_job WHERE source_key = $1 AND status IN ('pending', 'running')`,
 		key).Scan(&id, &actor, &status)
 	if err != nil {
-		return fmt.Errorf("%w: another replay job is moving %s; wait for it to finish or cancel it", ops.ErrConflict, key)
+		return ops.Conflict("another replay job is moving %s; wait for it to finish or cancel it", key)
 	}
-	return fmt.Errorf("%w: replay job %s (started by %s, %s) is moving %s; one job moves a source at a time: wait for it "+
-		"to finish or cancel it, then run this plan", ops.ErrConflict, id, actor, status, key)
+	return ops.Conflict("replay job %s (started by %s, %s) is moving %s; one job moves a source at a time: wait for it "+
+		"to finish or cancel it, then run this plan", id, actor, status, key)
 }
 
 // Job reads a job with its ledger counts. Unknown id → ops.ErrNotFound.
@@ -293,10 +293,10 @@ func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.id = $1`, id)
 	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
 	if isNoRows(err) {
-		return j, fmt.Errorf("replay job %q: %w", id, ops.ErrNotFound)
+		return j, ops.NotFound("replay job %q not found", id)
 	}
 	if err != nil {
-		return j, fmt.Errorf("replay job %q: %w: %w", id, ops.ErrUnavailable, err)
+		return j, unavailable(err, "replay job %q", id)
 	}
 	return j, nil
 }
@@ -305,7 +305,7 @@ func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
 func (s *Store) Jobs(ctx context.Context, limit int) ([]ReplayJob, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j ORDER BY j.created_at DESC LIMIT $1`, limit)
 	if err != nil {
-		return nil, fmt.Errorf("replay jobs: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "replay jobs")
 	}
 	jobs, err := pgx.CollectRows(rows, scanJob)
 	if err != nil {
@@ -329,7 +329,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 		return ReplayJob{}, ops.ErrNotFound
 	}
 	if err != nil {
-		return ReplayJob{}, fmt.Errorf("claim job: %w: %w", ops.ErrUnavailable, err)
+		return ReplayJob{}, unavailable(err, "claim job")
 	}
 	return s.Job(ctx, id)
 }
@@ -344,7 +344,7 @@ func (s *Store) RenewLease(ctx context.Context, jobID, owner string, lease time.
 		return false, false, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("renew lease: %w: %w", ops.ErrUnavailable, err)
+		return false, false, unavailable(err, "renew lease")
 	}
 	return true, cancel, nil
 }
@@ -360,7 +360,7 @@ func (s *Store) PauseJob(ctx context.Context, jobID, owner string, lease time.Du
 		return false, false, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("pause job: %w: %w", ops.ErrUnavailable, err)
+		return false, false, unavailable(err, "pause job")
 	}
 	return true, cancel, nil
 }
@@ -370,7 +370,7 @@ func (s *Store) FinishJob(ctx context.Context, jobID, owner, status, errText str
 	_, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = ''
 		WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
 	if err != nil {
-		return fmt.Errorf("finish job: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "finish job")
 	}
 	return nil
 }
@@ -383,10 +383,10 @@ func (s *Store) RequestCancel(ctx context.Context, jobID string) (string, error)
 			finished_at = CASE WHEN status IN ('pending', 'awaiting_approval') THEN now() ELSE finished_at END
 		WHERE id = $1 RETURNING status`, jobID).Scan(&status)
 	if isNoRows(err) {
-		return "", fmt.Errorf("replay job %q: %w", jobID, ops.ErrNotFound)
+		return "", ops.NotFound("replay job %q not found", jobID)
 	}
 	if err != nil {
-		return "", fmt.Errorf("cancel job: %w: %w", ops.ErrUnavailable, err)
+		return "", unavailable(err, "cancel job")
 	}
 	return status, nil
 }
@@ -461,7 +461,7 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger claim")
 	}
 	out := make(map[int]LedgerState, len(claims))
 	for _, seq := range won {
@@ -479,7 +479,7 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 	}
 	rows, err = s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, lost)
 	if err != nil {
-		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger claim")
 	}
 	var seq int
 	var outcome string
@@ -491,7 +491,7 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("ledger claim: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger claim")
 	}
 	return out, nil
 }
@@ -516,12 +516,12 @@ const claimSQL = `WITH ins AS (
 func (s *Store) Holders(ctx context.Context, locators []string) (map[string]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT locator, job_id FROM replay_ledger WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
-		return nil, fmt.Errorf("ledger holders: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger holders")
 	}
 	out := map[string]string{}
 	var locator, job string
 	if _, err := pgx.ForEachRow(rows, []any{&locator, &job}, func() error { out[locator] = job; return nil }); err != nil {
-		return nil, fmt.Errorf("ledger holders: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger holders")
 	}
 	return out, nil
 }
@@ -570,7 +570,7 @@ func (s *Store) Settle(ctx context.Context, jobID string, outcomes []LedgerOutco
 	}
 	// One round trip, one implicit transaction: the ledger and the counts move together.
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("ledger settle: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "ledger settle")
 	}
 	return nil
 }
@@ -591,7 +591,7 @@ func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]LedgerEn
 		WHERE job_id = $1 ORDER BY CASE outcome WHEN 'failed' THEN 0 WHEN 'active' THEN 1 WHEN 'skipped' THEN 2 ELSE 3 END, seq
 		LIMIT $2`, jobID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger")
 	}
 	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LedgerEntry, error) {
 		var e LedgerEntry
@@ -612,7 +612,7 @@ func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (m
 	}
 	rows, err := s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, s32)
 	if err != nil {
-		return nil, fmt.Errorf("ledger outcomes: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "ledger outcomes")
 	}
 	out := map[int]string{}
 	var seq int
@@ -637,7 +637,7 @@ func (s *Store) ApproveJob(ctx context.Context, jobID, approver string) (bool, e
 		return false, s.busySource(ctx, jobKeyOf(ctx, s, jobID))
 	}
 	if err != nil {
-		return false, fmt.Errorf("approve job: %w: %w", ops.ErrUnavailable, err)
+		return false, unavailable(err, "approve job")
 	}
 	return true, nil
 }

@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/redrive/redrive/ops"
 )
 
 // ReplayOutcomeCounts returns how many messages of all replay jobs have each settled outcome
@@ -17,13 +14,13 @@ func (s *Store) ReplayOutcomeCounts(ctx context.Context) (map[string]int64, erro
 	rows, err := s.pool.Query(ctx, `SELECT o, n FROM (SELECT sum(published) AS p, sum(skipped) AS s, sum(failed) AS f FROM replay_job) t,
 		LATERAL (VALUES ('published', coalesce(p, 0)), ('skipped', coalesce(s, 0)), ('failed', coalesce(f, 0))) AS v(o, n) WHERE n > 0`)
 	if err != nil {
-		return nil, fmt.Errorf("replay outcome counts: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "replay outcome counts")
 	}
 	out := map[string]int64{}
 	var outcome string
 	var n int64
 	if _, err := pgx.ForEachRow(rows, []any{&outcome, &n}, func() error { out[outcome] = n; return nil }); err != nil {
-		return nil, fmt.Errorf("replay outcome counts: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "replay outcome counts")
 	}
 	return out, nil
 }

@@ -3,11 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/redrive/redrive/ops"
 )
 
 // JobsOfPlan lists the jobs that ran (or run) plan planID, newest first: the plan page says a plan
@@ -17,11 +14,11 @@ func (s *Store) JobsOfPlan(ctx context.Context, planID string) ([]ReplayJob, err
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.plan_id = $1
 		ORDER BY j.created_at DESC, j.id DESC`, planID)
 	if err != nil {
-		return nil, fmt.Errorf("jobs of plan %q: %w: %w", planID, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "jobs of plan %q", planID)
 	}
 	jobs, err := pgx.CollectRows(rows, scanJob)
 	if err != nil {
-		return nil, fmt.Errorf("jobs of plan %q: %w: %w", planID, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "jobs of plan %q", planID)
 	}
 	return jobs, nil
 }
@@ -39,7 +36,7 @@ func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]F
 	rows, err := s.pool.Query(ctx, `SELECT detail, count(*) FROM replay_ledger WHERE job_id = $1 AND outcome = 'failed'
 		GROUP BY detail ORDER BY count(*) DESC, detail LIMIT $2`, jobID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("failure groups of %q: %w: %w", jobID, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "failure groups of %q", jobID)
 	}
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FailureGroup, error) {
 		var g FailureGroup
@@ -47,7 +44,7 @@ func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]F
 		return g, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("failure groups of %q: %w: %w", jobID, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "failure groups of %q", jobID)
 	}
 	return groups, nil
 }
@@ -78,7 +75,7 @@ func (s *Store) PlanRoutes(ctx context.Context, planIDs []string, sample int) (m
 			WHERE i.destination ->> 'kind' <> '') d ON true
 		WHERE p.id = ANY($1) ORDER BY p.id, d.dest`, planIDs, sample)
 	if err != nil {
-		return nil, fmt.Errorf("plan routes: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "plan routes")
 	}
 	var id, source string
 	var dest *string
@@ -93,7 +90,7 @@ func (s *Store) PlanRoutes(ctx context.Context, planIDs []string, sample int) (m
 		out[id] = r
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("plan routes: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "plan routes")
 	}
 	return out, nil
 }

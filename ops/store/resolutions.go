@@ -90,7 +90,7 @@ func (s *Store) auditedChange(ctx context.Context, e AuditEntry, change func(ctx
 	})
 	if err != nil {
 		_ = s.RecordAudit(actx, OutcomeOf(e, intent, OutcomeFailed, nil, err))
-		return 0, fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		return 0, unavailable(err, "%s", e.Action)
 	}
 	return n, nil
 }
@@ -146,7 +146,7 @@ func (s *Store) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic s
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("mark replayed %s/%s: %w: %w", cluster, topic, ops.ErrUnavailable, err)
+		return unavailable(err, "mark replayed %s/%s", cluster, topic)
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ func (s *Store) MarkJobReplayed(ctx context.Context, jobID string) error {
 			at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
 		WHERE r.job_id <> EXCLUDED.job_id AND r.at < (SELECT created_at FROM replay_job WHERE id = $1)`, jobID)
 	if err != nil {
-		return fmt.Errorf("mark job %s replayed: %w: %w", jobID, ops.ErrUnavailable, err)
+		return unavailable(err, "mark job %s replayed", jobID)
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []R
 		FROM dead_letter_resolution r JOIN unnest($3::int[], $4::bigint[]) AS u(p, o) ON r.partition = u.p AND r."offset" = u.o
 		WHERE r.cluster = $1 AND r.topic = $2`, cluster, topic, parts, offs)
 	if err != nil {
-		return nil, fmt.Errorf("dead-letter resolutions: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "dead-letter resolutions")
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -199,7 +199,7 @@ func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []R
 		out[k] = r
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dead-letter resolutions: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "dead-letter resolutions")
 	}
 	return out, nil
 }
@@ -217,7 +217,7 @@ func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []
 		  ON r.topic = u.t AND r.partition = u.p AND r."offset" >= u.lo AND r."offset" < u.hi
 		WHERE r.cluster = $1 AND r.state <> 'open' GROUP BY r.topic`, cluster, topics, parts, starts, ends)
 	if err != nil {
-		return nil, fmt.Errorf("settled dead letters %s: %w: %w", cluster, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "settled dead letters %s", cluster)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -248,7 +248,7 @@ func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, 
 		  ON r.partition = u.p AND r."offset" >= u.lo AND r."offset" < u.hi
 		WHERE r.cluster = $1 AND r.topic = $2 AND r.state <> 'open' GROUP BY 1, 2`, cluster, topic, parts, starts, ends)
 	if err != nil {
-		return nil, fmt.Errorf("settled error groups %s/%s: %w: %w", cluster, topic, ops.ErrUnavailable, err)
+		return nil, unavailable(err, "settled error groups %s/%s", cluster, topic)
 	}
 	defer rows.Close()
 	for rows.Next() {

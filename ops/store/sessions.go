@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redrive/redrive/ops"
@@ -25,7 +24,7 @@ func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, rol
 		return Session{}, ops.Invalid("session", "needs a 32-byte token hash, a user and positive timeouts")
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM session WHERE idle_expires_at < now()`); err != nil {
-		return Session{}, fmt.Errorf("session: delete expired: %w: %w", ops.ErrUnavailable, err)
+		return Session{}, unavailable(err, "session: delete expired")
 	}
 	sess := Session{User: user, Role: role}
 	err := s.pool.QueryRow(ctx, `INSERT INTO session (token_sha256, user_name, role, idle_expires_at, expires_at)
@@ -33,7 +32,7 @@ func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, rol
 		RETURNING created_at, idle_expires_at, expires_at`,
 		tokenSHA256, user, role, idle, absolute).Scan(&sess.CreatedAt, &sess.IdleExpiresAt, &sess.ExpiresAt)
 	if err != nil {
-		return Session{}, fmt.Errorf("session: create: %w: %w", ops.ErrUnavailable, err)
+		return Session{}, unavailable(err, "session: create")
 	}
 	return sess, nil
 }
@@ -61,9 +60,9 @@ func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touc
 		tokenSHA256, idle, touchAfter).Scan(&sess.User, &sess.Role, &sess.CreatedAt, &sess.IdleExpiresAt, &sess.ExpiresAt)
 	switch {
 	case isNoRows(err):
-		return Session{}, fmt.Errorf("session: %w", ops.ErrNotFound)
+		return Session{}, ops.NotFound("no such session, or it expired")
 	case err != nil:
-		return Session{}, fmt.Errorf("session: read: %w: %w", ops.ErrUnavailable, err)
+		return Session{}, unavailable(err, "session: read")
 	}
 	return sess, nil
 }
@@ -71,7 +70,7 @@ func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touc
 // DeleteSession ends a session (sign-out). Deleting one that does not exist is not an error.
 func (s *Store) DeleteSession(ctx context.Context, tokenSHA256 []byte) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM session WHERE token_sha256 = $1`, tokenSHA256); err != nil {
-		return fmt.Errorf("session: delete: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "session: delete")
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	pool, err := pgpool.New(ctx, cfg, pgpool.Options{Name: "the console's store", Key: "store.max_conns",
 		MaxConns: o.MaxConns, AcquireTimeout: o.AcquireTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+		return nil, unavailable(err, "store")
 	}
 	s := &Store{pool: pool}
 	if err := s.migrate(ctx); err != nil {
@@ -80,7 +80,7 @@ func (s *Store) Close() { s.pool.Close() }
 // Ping checks the database answers (for /readyz).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("store: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "store")
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	sort.Strings(files) // 001_, 002_, … : the numeric prefix is the version
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("store: migrate: %w: %w", ops.ErrUnavailable, err)
+		return unavailable(err, "store: migrate")
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // no-op after commit
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey)); err != nil {
@@ -144,3 +144,15 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // isNoRows maps pgx's sentinel to the domain's.
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// unavailable is a call to Redrive's own database that failed: an ops.ErrUnavailable whose
+// message says so and what for; pgx's error, which names the database's user, host and port, is
+// its cause, for the log. A pool's busy error already says what was busy and what to raise: it
+// is kept as the message.
+func unavailable(err error, format string, a ...any) error {
+	what := fmt.Sprintf(format, a...)
+	if errors.Is(err, ops.ErrUnavailable) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return ops.Unavailable(err, "Redrive's database did not answer (%s); try again, or see whether it is up", what)
+}

@@ -102,7 +102,7 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 		if err != nil {
 			d := "not searched: " + r.t.errText(err)
 			if errors.Is(err, ops.ErrConflict) {
-				d = "not browsed: " + err.Error()
+				d = "not browsed: " + ops.Message(err)
 			}
 			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, Down: errors.Is(err, ops.ErrUnavailable),
 				Detail: d, fact: fact{role: c.role, partial: d}}})

@@ -417,20 +417,23 @@ func (r *run) down(kind, source string, err error) Step {
 	return Step{Kind: kind, Source: source, Down: true, Detail: "down: could not be searched: " + r.t.errText(err), Ref: Ref{Offset: -1}}
 }
 
-// errText is what a person may read of a source's error: the adapters' kinded errors say what
-// failed in words; anything else is logged and named only as failed.
+// errText is what a person may read of a source's error: ops.Message's words (the adapters' kinded
+// errors say what failed, never a driver's or broker's own text); the error itself is logged when
+// it says more, and anything unkinded is named only as failed.
 func (t *Tracer) errText(err error) string {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) {
 		return "no answer within the time budget of " + t.o.Budget.Time.String()
-	case errors.Is(err, ops.ErrUnavailable), errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid),
-		errors.Is(err, ops.ErrConflict), errors.Is(err, ops.ErrForbidden):
-		return err.Error()
 	}
-	if t.o.Logger != nil {
+	msg := ops.Message(err)
+	kinded := errors.Is(err, ops.ErrUnavailable) || errors.Is(err, ops.ErrNotFound) || errors.Is(err, ops.ErrInvalid) ||
+		errors.Is(err, ops.ErrConflict) || errors.Is(err, ops.ErrForbidden)
+	if msg != err.Error() && t.o.Logger != nil {
 		t.o.Logger.Error("trace: source failed", "err", err)
 	}
-	return "failed (the console's log has the error)"
+	if !kinded {
+		return "failed (the console's log has the error)"
+	}
+	return msg
 }
 
 // sortSteps orders the timeline: found steps by time (those without one after them), then the

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -24,7 +25,7 @@ type NoteRequest struct {
 	Group          *store.ErrorGroupKey
 	Record         *store.RecordKey
 	Text, Link     string
-	Actor, Role    string
+	Actor          access.Actor // the note's author, and the audit row's actor and role
 }
 
 // NoteSource names a Kafka topic's notes.
@@ -34,7 +35,7 @@ func NoteSource(cluster, topic string) string { return "kafka/" + cluster + "/" 
 // Errors: ErrNotFound (cluster), ErrInvalid (in the user's words), ErrUnavailable.
 func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (store.Note, error) {
 	if _, ok := t.clusters[r.Cluster]; !ok {
-		return store.Note{}, fmt.Errorf("kafka cluster %q is not configured: %w", r.Cluster, ops.ErrNotFound)
+		return store.Note{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
 	}
 	text := strings.TrimSpace(r.Text)
 	switch {
@@ -54,14 +55,14 @@ func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (store.Note, error)
 			return store.Note{}, ops.Invalid("link", fmt.Sprintf("must be an http or https URL of at most %d characters", MaxNoteLink))
 		}
 	}
-	n := store.Note{Source: NoteSource(r.Cluster, r.Topic), Group: r.Group, Record: r.Record, Actor: r.Actor, Text: text, Link: r.Link}
+	n := store.Note{Source: NoteSource(r.Cluster, r.Topic), Group: r.Group, Record: r.Record, Actor: r.Actor.Name, Text: text, Link: r.Link}
 	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "text": text, "link": r.Link}
 	if r.Group != nil {
 		detail["error_group"] = map[string]any{"exception_type": r.Group.Type, "exception_cause": r.Group.Cause}
 	} else {
 		detail["record"] = map[string]any{"partition": r.Record.Partition, "offset": r.Record.Offset}
 	}
-	e := store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.note", Target: n.Source, Detail: detail}
+	e := store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.note", Target: n.Source, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
 	return t.store.AddNote(ctx, e, n)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/store"
@@ -89,7 +90,7 @@ type Request struct {
 	Cluster, Topic string
 	Selection      Selection
 	State, Reason  string
-	Actor, Role    string
+	Actor          access.Actor // the audit row's actor and role
 }
 
 // Result is what a resolution did.
@@ -105,7 +106,7 @@ type Result struct {
 func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 	c, ok := t.clusters[r.Cluster]
 	if !ok {
-		return Result{}, fmt.Errorf("kafka cluster %q is not configured: %w", r.Cluster, ops.ErrNotFound)
+		return Result{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
 	}
 	switch {
 	case r.State == store.StateReplayed:
@@ -176,7 +177,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		return Result{}, err
 	}
 	detail["matched"] = res.Matched
-	e := store.AuditEntry{Actor: r.Actor, Role: r.Role, Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
+	e := store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
 		Reason: r.Reason, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent

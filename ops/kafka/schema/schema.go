@@ -240,7 +240,7 @@ func (d *Decoder) fetch(ctx context.Context, id int) (*compiled, error) {
 func registryErr(what string, err error) error {
 	var re *sr.ResponseError
 	if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
-		return fmt.Errorf("%s: not found in the schema registry: %w", what, ops.ErrNotFound)
+		return ops.NotFound("%s: not found in the schema registry", what)
 	}
 	if errors.As(err, &re) {
 		return fmt.Errorf("%s: %w (HTTP %d): %w", what, errUnavailable, re.StatusCode, ops.ErrUnavailable)
