@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -55,7 +56,7 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 		t.Fatalf("allowed redirect: %v %+v", err, plan.Items)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Role: "operator", Reason: "to the fixed consumer"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "to the fixed consumer"})
 	if err != nil {
 		t.Fatal(err)
 	}
