@@ -207,6 +207,14 @@ func TestBrowserPlanRunProgress(t *testing.T) {
 		t.Fatalf("audit page: %q", audit)
 	}
 	screenshot(t, ctx, "audit")
+	// The replays list: source → destination, who, when, outcome.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/replays"), chromedp.WaitVisible(`[data-testid="jobs-table"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := must(t, ctx, chromedp.Text(`[data-testid="jobs-table"]`)); !strings.Contains(jobs, "orders.DLT") {
+		t.Errorf("the replays list: %q", jobs)
+	}
+	screenshot(t, ctx, "replays")
 
 	// Ticking two records of the DLT and planning "selected" freezes exactly those two.
 	if err := chromedp.Do(ctx,
