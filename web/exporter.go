@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/sampler"
@@ -97,6 +98,10 @@ var (
 	descReplayMessages = prometheus.NewDesc("redrive_replay_messages_total",
 		"Messages of all replay jobs by settled outcome (published, skipped, failed), from the replay ledger.",
 		[]string{"outcome"}, nil)
+	descProblems = prometheus.NewDesc("redrive_problems",
+		"What is on fire, by kind and severity: the problems of the one model (ops/health) that the overview lists and "+
+			"notifications are sent about (new_error_group, kafka_group, outbox_stuck, dependency_down, …).",
+		[]string{"kind", "severity"}, nil)
 	descSnapshotAge = prometheus.NewDesc("redrive_snapshot_age_seconds",
 		"Age of the sampler's latest good snapshot of a source (kafka/<cluster>, rabbitmq/<broker>); it grows when "+
 			"sampling fails or no replica samples.",
@@ -113,6 +118,7 @@ type exporter struct {
 	brokers  []string
 	outboxes []exporterOutbox
 	replays  exporterReplays // nil: no replay series
+	problems exporterProblems // nil: no redrive_problems
 	log      *slog.Logger
 	timeout  time.Duration
 	now      func() time.Time
@@ -146,6 +152,9 @@ func newExporter(deps Deps) *exporter {
 	if deps.Store != nil {
 		e.replays = deps.Store
 	}
+	if deps.Store != nil || len(deps.Outboxes) > 0 || len(deps.Kafka) > 0 || len(deps.Rabbit) > 0 {
+		e.problems = health.NewMonitor(overviewSources(deps).HealthSources())
+	}
 	return e.init()
 }
 
@@ -173,7 +182,7 @@ func (e *exporter) init() *exporter {
 // Describe implements prometheus.Collector.
 func (e *exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descKafkaLag, descKafkaLagSeconds, descKafkaStatus, descRabbitMessages, descOutboxEvents,
-		descOutboxStuck, descOutboxAge, descDeadLetters, descReplayMessages, descSnapshotAge} {
+		descOutboxStuck, descOutboxAge, descDeadLetters, descReplayMessages, descSnapshotAge, descProblems} {
 		ch <- d
 	}
 	e.errors.Describe(ch)
@@ -198,6 +207,9 @@ func (e *exporter) sources() []source {
 	}
 	if e.replays != nil {
 		out = append(out, source{"replays", e.collectReplays})
+	}
+	if e.problems != nil {
+		out = append(out, source{"health", e.collectProblems})
 	}
 	return out
 }
@@ -392,4 +404,26 @@ func (e *exporter) replayOutcomeCounts(ctx context.Context) (map[string]int64, e
 		return nil, err
 	}
 	return v.(map[string]int64), nil
+}
+
+// exporterProblems evaluates the one problem model (*health.Monitor).
+type exporterProblems interface {
+	Evaluate(ctx context.Context) health.Report
+}
+
+// collectProblems counts the current problems by kind and severity; a severity of a kind with no
+// problem now is left out (its series goes stale), as Alertmanager rules expect of a gauge of
+// things on fire. Job outcomes (notices) are not on fire and are left out too.
+func (e *exporter) collectProblems(ctx context.Context) ([]prometheus.Metric, error) {
+	counts := map[[2]string]int{}
+	for _, p := range e.problems.Evaluate(ctx).Problems {
+		if !p.Notice() {
+			counts[[2]string{p.Kind, p.Severity}]++
+		}
+	}
+	var s series
+	for k, n := range counts {
+		s.add(descProblems, prometheus.GaugeValue, float64(n), k[0], k[1])
+	}
+	return s.out, nil
 }

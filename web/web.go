@@ -87,6 +87,14 @@ type Deps struct {
 	Tracer handlers.Tracer
 }
 
+// overviewSources are the adapters the one problem model (ops/health) reads: the overview and the
+// exporter's redrive_problems evaluate the same rules over them.
+func overviewSources(deps Deps) handlers.OverviewSources {
+	return handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
+		Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay,
+		ErrorGroups: deps.ErrorGroups, NewGroupWindow: deps.NewGroupWindow}
+}
+
 // selfCompressed are the routes whose handlers gzip their answer themselves, around a part
 // compressed once for every reader (the groups of a snapshot).
 var selfCompressed = map[string]bool{paths.APIKafkaGroupsPattern: true}
@@ -190,9 +198,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor.Audited(deps.Store)),
 		audit:    handlers.NewAudit(deps.Store, meta),
 		health:   handlers.NewHealth(deps.Checks),
-		overview: handlers.NewOverview(handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
-			Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay,
-			ErrorGroups: deps.ErrorGroups, NewGroupWindow: deps.NewGroupWindow}, meta),
+		overview: handlers.NewOverview(overviewSources(deps), meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag).ExportsBy(search),
 		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
