@@ -117,7 +117,7 @@ type exporter struct {
 	rabbit   exporterRabbit // nil when no RabbitMQ broker is configured
 	brokers  []string
 	outboxes []exporterOutbox
-	replays  exporterReplays // nil: no replay series
+	replays  exporterReplays  // nil: no replay series
 	problems exporterProblems // nil: no redrive_problems
 	log      *slog.Logger
 	timeout  time.Duration
