@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,13 @@ type Rabbit struct {
 	snapshots RabbitSnapshots
 	meta      MetaFunc
 	redact    *Redactor
+	exports   *Search // who may export (export.min_role); nil: nobody is offered it
+}
+
+// ExportsBy lets the messages page offer "Export matches" to whom s allows (export.min_role).
+func (h *Rabbit) ExportsBy(s *Search) *Rabbit {
+	h.exports = s
+	return h
 }
 
 // NewRabbit wires the configured brokers (in config order). snapshots is required when brokers
@@ -378,6 +386,12 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		return err
 	}
 	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
+	if page.Filter = strings.TrimSpace(c.QueryParam("filter")); page.Filter != "" {
+		page.ScanURL = paths.WithQuery(paths.APIQueueMessages(b.Name(), vhost, queue), url.Values{"filter": {page.Filter}, "limit": {"500"}})
+		if h.exports.CanExport(c) {
+			page.ExportURL = paths.WithQuery(paths.APIQueueExport(b.Name(), vhost, queue), url.Values{"filter": {page.Filter}, "format": {"ndjson"}})
+		}
+	}
 	res, err := b.Browse(c.Request().Context(), vhost, queue, limit)
 	switch {
 	case errors.Is(err, ops.ErrConflict):

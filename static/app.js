@@ -697,7 +697,19 @@
         tr.appendChild(td);
         return td;
       }
+      var kind = el.getAttribute("data-scan-kind") || "kafka";
+      function addMessage(m) { // a RabbitMQ message of the messages API
+        var tr = doc.createElement("tr");
+        tr.setAttribute("data-testid", "scan-row");
+        cell(tr, String(m.position), "num");
+        cell(tr, m.message_id || "", "mono small");
+        cell(tr, m.routing_key || "", "mono small");
+        cell(tr, m.dead_letter && m.dead_letter.reason ? m.dead_letter.reason : "", "small");
+        cell(tr, m.body == null ? "" : String(m.body).slice(0, 160), "mono small");
+        rows.appendChild(tr);
+      }
       function add(r) {
+        if (kind === "rabbitmq") { addMessage(r); return; }
         var tr = doc.createElement("tr");
         tr.setAttribute("data-testid", "scan-row");
         cell(tr, String(r.partition), "num");
@@ -730,7 +742,7 @@
             if (cancel) cancel.disabled = true;
             return;
           }
-          var recs = res.j.records || [];
+          var recs = res.j.records || res.j.messages || [];
           scanned += res.j.scanned || 0;
           for (var i = 0; i < recs.length && matched < limit; i++) { add(recs[i]); matched++; }
           if (stopped) return;

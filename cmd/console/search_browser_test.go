@@ -47,3 +47,36 @@ func TestBrowserSearchTopic(t *testing.T) {
 		t.Errorf("the plan of the matches holds %d items (want 30); %d dialogs opened", total, dialogs.Load())
 	}
 }
+
+// TestBrowserSearchQueue: the same on a dead-letter queue's messages page — the 12 reminders that
+// expired into orders.dlq, found by a filter over the head (a browse: the queue stays as it was).
+func TestBrowserSearchQueue(t *testing.T) {
+	base, vhost, _ := rabbitConsole(t)
+	ctx, dialogs := newBrowser(t)
+	page := base + "/rabbitmq/main/queues/" + strings.ReplaceAll(vhost, "/", "%2F") + "/orders.dlq/messages"
+	if err := chromedp.Do(ctx, chromedp.Navigate(page),
+		chromedp.WaitVisible(`[data-testid="filter-input"]`),
+		chromedp.SendKeys(`[data-testid="filter-input"]`, `dead_letter.reason == "expired"`),
+		chromedp.Submit(`[data-testid="filter-input"]`),
+		chromedp.WaitVisible(`[data-testid="scan"]`)); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	waitUntil(t, 30*time.Second, "the scan to finish", func() bool {
+		status = must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`))
+		return strings.Contains(status, "done")
+	})
+	reasons := must(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="scan-row"] td:nth-child(4)')).map(td => td.textContent)`))
+	screenshot(t, ctx, "rabbitmq-queue-search")
+	if len(reasons) != 12 || !strings.Contains(status, "12 matched") {
+		t.Fatalf("scan: %d rows %v, status %q", len(reasons), reasons, status)
+	}
+	for _, r := range reasons {
+		if r != "expired" {
+			t.Fatalf("a row that does not match: %v", reasons)
+		}
+	}
+	if n := countOf(t, ctx, `[data-testid="plan-matches"] button`); n != 1 || dialogs.Load() != 0 {
+		t.Errorf("plan button %d, dialogs %d", n, dialogs.Load())
+	}
+}

@@ -140,6 +140,12 @@ type MessagesPage struct {
 	Vhost  string
 	Queue  string
 	Limit  int
+	// Filter is a CEL content search (filter=) over the queue's head; ScanURL is the messages API
+	// that answers it (the page's script streams the matches in), ExportURL its export when the
+	// reader may export.
+	Filter    string
+	ScanURL   string
+	ExportURL string
 	// Filters, as in a replay plan: reason exact, exception message substring.
 	Reason    string
 	Exception string
@@ -367,4 +373,14 @@ func inflowTone(r float64) string {
 		return components.ToneDanger
 	}
 	return ""
+}
+
+// FilterExamples are offered in a queue page's filter box: variable names and common shapes.
+var FilterExamples = []string{
+	`dead_letter.reason == "rejected"`,
+	`dead_letter.count > 3`,
+	`body.orderId == "ord-100"`,
+	`headers["x-exception-message"].contains("timeout")`,
+	`properties.message_id == "evt-000007"`,
+	`routing_key.startsWith("order.")`,
 }
