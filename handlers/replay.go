@@ -69,8 +69,10 @@ type planRequest struct {
 	Action string `json:"action"`
 	// Destination redirects every message there (replay.allowed_destinations permitting).
 	Destination *replay.Destination `json:"destination"`
-	Source      replay.Source       `json:"source"`
-	Filter      planFilter          `json:"filter"`
+	// Edit changes the plan's one message before it is published (edit and retry).
+	Edit   *replay.Edit  `json:"edit"`
+	Source replay.Source `json:"source"`
+	Filter planFilter    `json:"filter"`
 }
 
 type planFilter struct {
@@ -266,6 +268,9 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	}
 	if req.Destination != nil {
 		req.Source.Destination = req.Destination
+	}
+	if req.Edit != nil {
+		req.Source.Edit = req.Edit
 	}
 	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, req.Source, f)
 	if err != nil {

@@ -583,6 +583,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	plan := post("/api/v1/replays/plan", "/api/v1/replays/plan",
 		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":2,"from_offset":0,"to_offset":29},"filter":{"since":"30d"}}`)
 	post("/api/v1/replays/plan", "/api/v1/replays/plan", `{"source":{"kind":"sqs"}}`)
+	post("/api/v1/replays/plan", "/api/v1/replays/plan",
+		`{"edit":{"set_headers":{"fixed-by":"contract"}},"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","records":[{"partition":1,"offset":0}]}}`)
 	// A redirect outside replay.allowed_destinations (none here): 403, naming the destination.
 	if r := post("/api/v1/replays/plan", "/api/v1/replays/plan",
 		`{"destination":{"kind":"kafka","topic":"payments"},"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT"}}`); r.status != http.StatusForbidden ||

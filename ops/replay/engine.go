@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/configs"
@@ -174,6 +175,19 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 			return Plan{}, err
 		}
 	}
+	if src.Edit != nil {
+		switch {
+		case src.Kind != "kafka":
+			return Plan{}, invalid("edit", "edit and retry applies to a Kafka dead letter (one record)")
+		case len(src.Records) != 1:
+			return Plan{}, invalid("source.records", "edit and retry changes one message: name exactly one record")
+		case src.discards():
+			return Plan{}, invalid("edit", "a discard publishes nothing to edit")
+		case src.Edit.Value == nil && len(src.Edit.SetHeaders) == 0 && len(src.Edit.DropHeaders) == 0:
+			return Plan{}, invalid("edit", "empty: change the value or set or drop a header")
+		}
+		src.Edit.Diff = nil // the planner says what changed
+	}
 	for _, id := range f.MessageIDs {
 		if unusable(id) {
 			return Plan{}, invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")
@@ -199,6 +213,9 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		return Plan{}, &ops.Error{Kind: ops.ErrInvalid, Message: "the selection holds no messages" + filterHint(f)}
 	}
 	plan.Warnings = b.warnings()
+	if ed := src.Edit; ed != nil && ed.Diff != nil {
+		plan.Warnings = append(plan.Warnings, editWarning(*ed.Diff))
+	}
 	groups := map[string]map[string]int{}
 	for g, counts := range plan.ErrorGroups {
 		groups[g] = actionNames(counts)
@@ -430,4 +447,17 @@ func globs(pattern, value string) bool {
 	}
 	ok, _ := path.Match(pattern, value)
 	return ok
+}
+
+// editWarning says what an edit and retry publishes instead of what died.
+func editWarning(d EditDiff) string {
+	var parts []string
+	if d.ValueAfter != "" || d.ValueBefore != "" {
+		parts = append(parts, "the value")
+	}
+	if n := len(d.Headers); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d header(s)", n))
+	}
+	return "edit and retry: " + strings.Join(parts, " and ") + " change; the message id stays, so the consumer's inbox still " +
+		"guards it; only the edited copy is published, and the job waits for a second person's approval when four-eyes is on"
 }

@@ -66,7 +66,8 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	_ = json.Unmarshal(plan.Source, &src)
 	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor.Name, Reason: r.Reason, Force: r.Force,
 		RatePerSecond: r.RatePerSecond, Total: plan.Total, SourceKey: sourceKey(src)}
-	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold) {
+	// An edited message always waits for a second person: what is published is not what died.
+	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold || src.Edit != nil) {
 		job.Status = store.JobAwaiting
 	}
 	done, err := e.intend(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,

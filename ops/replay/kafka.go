@@ -3,6 +3,7 @@ package replay
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -196,6 +197,13 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 			return Item{}, false, err
 		}
 	}
+	if ed := p.src.Edit; ed != nil {
+		diff, err := editDiff(r, ed)
+		if err != nil {
+			return Item{}, false, err
+		}
+		ed.Diff = diff
+	}
 	partition, offset := r.Partition, r.Offset
 	redirect := p.src.Destination
 	if redirect != nil {
@@ -380,6 +388,9 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 			}
 			o := kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
 				Headers: r.e.headers.kafka(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
+			if ed := r.src.Edit; ed != nil { // only the edited copy is ever produced
+				o.Value, o.Headers = edited(o.Value, o.Headers, ed)
+			}
 			if dest.PartitionSource == PartitionFromHeader {
 				o.Partition = &dest.Partition
 			}
@@ -441,4 +452,70 @@ func compileCEL(kind search.Kind, expr string) (*search.Filter, error) {
 		return nil, invalid("filter.cel", strings.TrimPrefix(err.Error(), "filter: "))
 	}
 	return f, nil
+}
+
+// maxDiffText bounds the value shown before and after an edit in its diff.
+const maxDiffText = 4 << 10
+
+// editDiff checks an edit against the record it changes and says what changes: a value that was
+// JSON must stay JSON; header names must be usable.
+func editDiff(r kafka.Record, ed *Edit) (*EditDiff, error) {
+	d := &EditDiff{Headers: map[string][2]string{}}
+	if ed.Value != nil {
+		if json.Valid(r.Value) && !json.Valid([]byte(*ed.Value)) {
+			return nil, invalid("edit.value", "the message's value is JSON: the new value must be valid JSON too")
+		}
+		if unusable(*ed.Value) {
+			return nil, invalid("edit.value", "holds a NUL character or bytes that are not UTF-8")
+		}
+		d.ValueBefore, d.ValueAfter = cut(escapeBytes(string(r.Value)), maxDiffText), cut(*ed.Value, maxDiffText)
+	}
+	last := map[string]string{}
+	for _, h := range r.Headers {
+		last[h.Key] = string(h.Value)
+	}
+	for _, k := range ed.DropHeaders {
+		if _, ok := last[k]; !ok {
+			return nil, invalid("edit.drop_headers", fmt.Sprintf("the message has no header %q", escapeBytes(k)))
+		}
+		d.Headers[k] = [2]string{escapeBytes(last[k]), ""}
+	}
+	for k, v := range ed.SetHeaders {
+		if k == "" || unusable(k) || unusable(v) || strings.HasPrefix(strings.ToLower(k), "x-redrive-") {
+			return nil, invalid("edit.set_headers", fmt.Sprintf("header %q: a name (not x-redrive-*) and a value of UTF-8 text", escapeBytes(k)))
+		}
+		d.Headers[k] = [2]string{escapeBytes(last[k]), v}
+	}
+	return d, nil
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// edited applies an edit to a record about to be produced: its value, and its headers but
+// Redrive's own (written by the replay, after the dropped and set ones).
+func edited(value []byte, headers []kafka.Header, ed *Edit) ([]byte, []kafka.Header) {
+	if ed.Value != nil {
+		value = []byte(*ed.Value)
+	}
+	out := make([]kafka.Header, 0, len(headers)+len(ed.SetHeaders))
+	for _, h := range headers {
+		_, set := ed.SetHeaders[h.Key]
+		if !set && !slices.Contains(ed.DropHeaders, h.Key) {
+			out = append(out, h)
+		}
+	}
+	keys := make([]string, 0, len(ed.SetHeaders))
+	for k := range ed.SetHeaders {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = append(out, kafka.Header{Key: k, Value: []byte(ed.SetHeaders[k])})
+	}
+	return value, out
 }

@@ -36,6 +36,10 @@ type Source struct {
 	// a Kafka topic of the source's cluster, or an exchange and routing key of the source's
 	// broker and vhost. Allowed only when it matches replay.allowed_destinations.
 	Destination *Destination `json:"destination,omitempty"`
+	// Edit, when set, changes the one message of the plan before it is published (edit and
+	// retry): its value and headers. The message id stays, so the consumer's inbox still guards
+	// it; only the edited copy is ever published.
+	Edit *Edit `json:"edit,omitempty"`
 
 	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range — or
 	// explicit records.
@@ -67,6 +71,22 @@ type Source struct {
 	AggregateID string  `json:"aggregate_id,omitempty"`
 	// ResetAttempts sets the requeued events' attempts back to 0, so the relay retries them fully.
 	ResetAttempts bool `json:"reset_attempts,omitempty"`
+}
+
+// Edit is an edit-and-retry's change to one message. Diff is set by the planner: what changed,
+// for the plan's warnings and the audit.
+type Edit struct {
+	Value       *string           `json:"value,omitempty"` // the new value (validated as JSON when the old one was JSON)
+	SetHeaders  map[string]string `json:"set_headers,omitempty"`
+	DropHeaders []string          `json:"drop_headers,omitempty"`
+	Diff        *EditDiff         `json:"diff,omitempty"`
+}
+
+// EditDiff is what an edit changed.
+type EditDiff struct {
+	ValueBefore string               `json:"value_before,omitempty"` // cut at 4 KiB
+	ValueAfter  string               `json:"value_after,omitempty"`
+	Headers     map[string][2]string `json:"headers,omitempty"` // key → [before, after]; "" for absent
 }
 
 // RecordRef names one Kafka record of the source topic.
