@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -68,11 +69,11 @@ func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 		t.Fatal("the replay.plan audit does not carry the diff")
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: "alice", Role: "operator", Reason: "customer id fixed"})
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "customer id fixed"})
 	if err != nil || job.Status != store.JobAwaiting {
 		t.Fatalf("an edit must wait for a second person: %+v %v", job, err)
 	}
-	if _, err := e.Approve(ctx, job.ID, "bob", "operator"); err != nil {
+	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
 	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 1 {
