@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// TestBrowserResolveErrorGroupLeavesOverview: on a DLT's errors page, an operator resolves one
+// error group with a reason; it then counts 0 open there, and the overview stops reporting it as
+// new trouble while the other group stays; resolving that one too takes the DLT off the overview.
+func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
+	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	k, dead := deadLetterCluster(t, ctx0)
+	dead(3, "com.acme.PoisonException", "poison")
+	dead(2, "java.net.SocketTimeoutException", "timeout")
+	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n",
+		pgtest.NewDatabase(t), k.Addrs()[0]))
+	ctx, dialogs := newBrowser(t)
+	overview := func() string {
+		must(t, ctx, chromedp.Navigate(base+"/"))
+		return must(t, ctx, chromedp.Text(`body`))
+	}
+	waitUntil(t, 30*time.Second, "both groups new and the DLT on the overview", func() bool {
+		o := overview()
+		return strings.Contains(o, "PoisonException") && strings.Contains(o, "SocketTimeoutException") && strings.Contains(o, "holds 5")
+	})
+
+	resolve := func(row int, reason string) {
+		t.Helper()
+		form := fmt.Sprintf(`tr[data-testid="error-group"]:nth-of-type(%d) form[data-testid="resolve-error-group"] `, row)
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(base+"/kafka/main/topics/orders.DLT/errors"),
+			chromedp.WaitVisible(form+`button`),
+			chromedp.SetValue(form+`input[name="reason"]`, reason),
+			chromedp.Submit(form+`button`),
+			chromedp.WaitVisible(`[data-testid="triage-flash"]`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resolve(1, "fixed in 4.2.1 <b>INC-2231</b>") // the poison group: most records, first row
+	if flash := must(t, ctx, chromedp.Text(`[data-testid="triage-flash"]`)); !strings.Contains(flash, "3 record(s) marked resolved") {
+		t.Fatalf("after resolving: %q", flash)
+	}
+	if open := must(t, ctx, chromedp.Text(`tr[data-testid="error-group"]:nth-of-type(1) [data-testid="group-open"]`)); open != "0" {
+		t.Fatalf("the resolved group shows %q open", open)
+	}
+	screenshot(t, ctx, "errors-resolved")
+	o := overview()
+	if strings.Contains(o, "PoisonException") || !strings.Contains(o, "SocketTimeoutException") || !strings.Contains(o, "2 open dead letters (of 5)") {
+		t.Fatalf("the overview after resolving the poison group:\n%s", o)
+	}
+	resolve(2, "network blip")
+	if o := overview(); strings.Contains(o, "orders.DLT") {
+		t.Fatalf("the DLT is still on the overview with every group resolved:\n%s", o)
+	}
+	// The records are still there to read, as resolved, with the reason shown as text.
+	must(t, ctx, chromedp.Navigate(base+"/kafka/main/topics/orders.DLT?partition=all&state=resolved"))
+	if n := must(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="record-state"]').length`)); n != 5 {
+		t.Fatalf("%d resolved records listed, want 5", n)
+	}
+	// The detail is folded until a row expands: its text content, not what is on screen.
+	if reasons := must(t, ctx, chromedp.TextContent(`body`)); !strings.Contains(reasons, "fixed in 4.2.1 <b>INC-2231</b>") {
+		t.Fatal("the resolution's reason is not shown as text beside its records")
+	}
+	if dialogs.Load() != 0 {
+		t.Errorf("%d dialogs opened", dialogs.Load())
+	}
+}
