@@ -621,6 +621,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		return err
 	}
 	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
+	page.Masked = red != nil
 	h.searchLinks(c, &page)
 	if allPartitions(c) {
 		return h.topicAcross(c, k, red, page)

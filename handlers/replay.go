@@ -527,6 +527,29 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	} else if limit != nil {
 		src.Limit = int(*limit)
 	}
+	// Edit and retry (the record card's form): the new value, and "name: value" lines of headers
+	// to set; drop_headers names headers to drop.
+	if c.FormValue("edit") != "" {
+		ed := &replay.Edit{DropHeaders: strings.Fields(strings.ReplaceAll(c.FormValue("drop_headers"), ",", " "))}
+		if c.Request().Form.Has("edit_value") {
+			v := c.FormValue("edit_value")
+			ed.Value = &v
+		}
+		for _, line := range strings.Split(c.FormValue("set_headers"), "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				return ops.Invalid("set_headers", fmt.Sprintf("%q: write each header as name: value", line))
+			}
+			if ed.SetHeaders == nil {
+				ed.SetHeaders = map[string]string{}
+			}
+			ed.SetHeaders[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+		src.Edit = ed
+	}
 	// ids: a list typed in one field, or the outbox page's ticked "id" checkboxes.
 	if raw := strings.TrimSpace(c.FormValue("ids") + " " + strings.Join(c.Request().Form["id"], " ")); raw != "" {
 		for _, f := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {

@@ -149,6 +149,7 @@ type TopicPage struct {
 	NextURL     string
 	PrevURL     string
 	CanReveal   bool   // values are masked by redaction rules and an admin may reveal them (audited)
+	Masked      bool   // redaction rules apply to this reader: values are not offered for editing
 	State       string // the resolution state shown: open (default), resolved, ignored, replayed or all
 	Flash       string // what the last action did
 	// Filter is the CEL expression of a content search (filter=); ScanURL the records API that
