@@ -118,7 +118,9 @@ func (w *rabbitWorld) depth(t testing.TB, queue string) int {
 
 func (w *rabbitWorld) waitDepth(t testing.TB, queue string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: a 100,000-message fill on a loaded 2-core machine takes tens of seconds to show in
+	// the count; an exact count is still required.
+	deadline := time.Now().Add(60 * time.Second)
 	for w.depth(t, queue) != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s holds %d messages, want %d", queue, w.depth(t, queue), n)
