@@ -201,6 +201,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	if q.Filter, err = compileFilter(c, search.Kafka); err != nil {
 		return err
 	}
+	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter)
 	if q.Partition, err = scanPartition(c); err != nil {
 		return err
 	}

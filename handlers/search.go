@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -41,6 +42,9 @@ type SearchOptions struct {
 	ExportMinRole string
 	Redactor      *Redactor // masks content for non-admins; nil masks nothing
 	Audit         Auditor   // required for exports: content.export rows
+	// Resolutions, when set, answers a Kafka filter's resolution variable for a topic
+	// (triage.StateLookup over the store); without it every record is open.
+	Resolutions func(ctx context.Context, cluster, topic string) search.ResolutionOf
 }
 
 // Search serves filter scans on the records and messages APIs, and the exports.
@@ -120,6 +124,14 @@ func compileFilter(c echo.Context, kind search.Kind) (*search.Filter, error) {
 		return nil, nil
 	}
 	return search.Compile(kind, expr)
+}
+
+// withResolutions makes f answer the resolution variable from the store's marks of the topic.
+func (h *Search) withResolutions(c echo.Context, cluster, topic string, f *search.Filter) *search.Filter {
+	if f == nil || h.o.Resolutions == nil {
+		return f
+	}
+	return f.WithResolutions(h.o.Resolutions(c.Request().Context(), cluster, topic))
 }
 
 // parseScanCursor reads ?cursor=p:offset,p:offset (a previous scan's next_cursor).
@@ -238,6 +250,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter)
 	raw, err := rawParam(c)
 	if err != nil {
 		return err

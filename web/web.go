@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
@@ -303,6 +304,9 @@ func newSearch(deps Deps) *handlers.Search {
 	o.Redactor = deps.Redactor.Audited(deps.Store)
 	if deps.Store != nil {
 		o.Audit = deps.Store
+		o.Resolutions = func(ctx context.Context, cluster, topic string) search.ResolutionOf {
+			return triage.StateLookup(ctx, deps.Store, cluster, topic)
+		}
 	}
 	return handlers.NewSearch(o)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,28 @@ func TestResolveDeadLetters(t *testing.T) {
 	}
 	if g := groups()["java.net.SocketTimeoutException"]; g.Count != 4 || g.Open != 2 {
 		t.Fatalf("the timeout group after ignoring 2: %+v", g)
+	}
+
+	// Filter scans, exports and plans see the resolution (the resolution variable of ops/search).
+	scan := func(expr string) int {
+		t.Helper()
+		r := bearer(t, "GET", api+"/records?partition=all&limit=500&filter="+url.QueryEscape(expr), "tok-viewer", "")
+		if r.status != http.StatusOK {
+			t.Fatalf("scan %s: %d %s", expr, r.status, r.body)
+		}
+		return len(decode[recordsAnswer](t, r).Records)
+	}
+	if n, m := scan(`resolution == "ignored"`), scan(`resolution == "open"`); n != 2 || m != 8 {
+		t.Fatalf("scans: %d ignored, %d open; want 2, 8", n, m)
+	}
+	export := bearer(t, "GET", api+"/export?filter="+url.QueryEscape(`resolution != "open"`), "tok-operator", "")
+	if export.status != http.StatusOK || strings.Count(strings.TrimSpace(export.body), "\n")+1 != 2 {
+		t.Fatalf("export of the settled records: %d %s", export.status, export.body)
+	}
+	openPlan := bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT"},"filter":{"cel":"resolution == \"open\" && dead_letter.exception_type == \"java.net.SocketTimeoutException\""}}`)
+	if openPlan.status != http.StatusOK || !strings.Contains(openPlan.body, `"total":2`) {
+		t.Fatalf("a plan of the open timeouts: %d %s", openPlan.status, openPlan.body)
 	}
 
 	// By error group: the poison ones resolved; again changes nothing.

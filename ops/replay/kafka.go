@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
 )
 
 // kafkaLocator names a dead-letter record. The topic ID is part of it: a topic deleted and created
@@ -78,6 +79,8 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 	if err != nil {
 		return err
 	}
+	// resolution == "open" in a plan's filter reads the marks Redrive keeps of this topic.
+	cel = cel.WithResolutions(triage.StateLookup(ctx, k.e.o.Store, src.Cluster, src.Topic))
 	p := &kafkaPlan{e: k.e, k: c, src: *src, f: f, topicID: id, dests: newDestPartitions(c), cel: cel}
 	if len(src.Records) > 0 {
 		return p.records(ctx, parts, emit)

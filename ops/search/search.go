@@ -50,6 +50,7 @@ var Variables = map[Kind][]Variable{
 		{"offset", "int", "the record's offset"},
 		{"timestamp", "timestamp", "the record's timestamp"},
 		{"size", "int", "bytes of key, value and headers"},
+		{"resolution", "string", "the record's resolution state: open (never marked), resolved, ignored or replayed"},
 	},
 	RabbitMQ: {
 		{"body", "dyn", "the body decoded as JSON when it is JSON, else the text"},
@@ -89,6 +90,9 @@ type Filter struct {
 	kind Kind
 	text string
 	prg  cel.Program
+	// resolutions answers the resolution variable of a Kafka record (WithResolutions); nil:
+	// every record is open.
+	resolutions ResolutionOf
 }
 
 // Text is the expression as given.
@@ -110,6 +114,7 @@ func kafkaEnv() (*cel.Env, error) {
 		cel.Variable("offset", cel.IntType),
 		cel.Variable("timestamp", cel.TimestampType),
 		cel.Variable("size", cel.IntType),
+		cel.Variable("resolution", cel.StringType),
 	)
 }
 
@@ -201,6 +206,7 @@ var ErrCostLimit = fmt.Errorf("%w: filter: the expression exceeds the cost limit
 // key, a type mismatch) does not match it; evalErr says why, for a count and a sample. A cost
 // limit breach or a done ctx is err.
 func (f *Filter) eval(ctx context.Context, act interpreter.Activation) (match bool, evalErr, err error) {
+	f.bind(act)
 	out, _, e := f.prg.ContextEval(ctx, act)
 	if e != nil {
 		var cancelled interpreter.EvalCancelledError

@@ -125,3 +125,58 @@ func TestCostLimit(t *testing.T) {
 // costly is an expression of about 10^6 operations on any record.
 const costly = `[0,1,2,3,4,5,6,7,8,9].map(a, [0,1,2,3,4,5,6,7,8,9].map(b, [0,1,2,3,4,5,6,7,8,9].map(c, ` +
 	`[0,1,2,3,4,5,6,7,8,9].map(d, [0,1,2,3,4,5,6,7,8,9].map(e, [0,1,2,3,4,5,6,7,8,9].filter(f, a+b+c+d+e+f == offset)))))).size() > 0`
+
+// The resolution variable reads the lookup the caller passes (the store's marks): open without
+// one; a lookup that fails fails the expression on the record (no match, counted), whichever
+// way the expression compares, so a store that cannot say never selects resolved records.
+func TestResolutionVariable(t *testing.T) {
+	ctx := context.Background()
+	open, err := Compile(Kafka, `resolution == "open"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notOpen, _ := Compile(Kafka, `resolution != "open"`)
+	rec := func(p int32, o int64) kafka.Record { return kafka.Record{Partition: p, Offset: o} }
+	if ok, err := open.MatchKafka(ctx, rec(0, 0)); !ok || err != nil {
+		t.Fatalf("without a lookup every record is open: %v %v", ok, err)
+	}
+	marks := map[[2]int64]string{{0, 1}: "resolved", {1, 1}: "replayed"}
+	calls := 0
+	lookup := func(p int32, o int64) (string, error) {
+		calls++
+		if s, ok := marks[[2]int64{int64(p), o}]; ok {
+			return s, nil
+		}
+		return "open", nil
+	}
+	withOpen, withNot := open.WithResolutions(lookup), notOpen.WithResolutions(lookup)
+	for _, tc := range []struct {
+		p       int32
+		o       int64
+		isOpen  bool
+		comment string
+	}{{0, 0, true, "unmarked"}, {0, 1, false, "resolved"}, {1, 1, false, "replayed"}, {1, 0, true, "unmarked"}} {
+		a, err1 := withOpen.MatchKafka(ctx, rec(tc.p, tc.o))
+		b, err2 := withNot.MatchKafka(ctx, rec(tc.p, tc.o))
+		if err1 != nil || err2 != nil || a != tc.isOpen || b == tc.isOpen {
+			t.Errorf("%s %d:%d: open %v, not open %v (%v %v)", tc.comment, tc.p, tc.o, a, b, err1, err2)
+		}
+	}
+	if ok, _ := open.MatchKafka(ctx, rec(0, 1)); !ok {
+		t.Fatal("WithResolutions changed the shared filter")
+	}
+	failing := func(int32, int64) (string, error) { return "", errors.New("store down") }
+	for _, f := range []*Filter{open.WithResolutions(failing), notOpen.WithResolutions(failing)} {
+		m, evalErr, err := f.eval(ctx, newKafkaVars(&kafka.Record{}))
+		if m || evalErr == nil || err != nil {
+			t.Fatalf("%s with a failing lookup: match %v, eval error %v, err %v", f.Text(), m, evalErr, err)
+		}
+	}
+	// A filter that never names resolution never asks.
+	calls = 0
+	keyOnly, _ := Compile(Kafka, `key == "x"`)
+	_, _ = keyOnly.WithResolutions(lookup).MatchKafka(ctx, rec(0, 1))
+	if calls != 0 {
+		t.Fatalf("a filter on the key asked the lookup %d times", calls)
+	}
+}

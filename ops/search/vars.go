@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/redrive/redrive/ops/kafka"
@@ -33,6 +34,7 @@ func (f *Filter) MatchRabbit(ctx context.Context, m rabbit.Message) (bool, error
 type kafkaVars struct {
 	r                    *kafka.Record
 	value, headers, dead any
+	resolutions          ResolutionOf // from the filter (bind); nil: open
 }
 
 func newKafkaVars(r *kafka.Record) *kafkaVars { return &kafkaVars{r: r} }
@@ -77,8 +79,43 @@ func (v *kafkaVars) ResolveName(name string) (any, bool) {
 		return r.Timestamp, true
 	case "size":
 		return int64(r.Size), true
+	case "resolution":
+		if v.resolutions == nil {
+			return "open", true
+		}
+		state, err := v.resolutions(r.Partition, r.Offset)
+		if err != nil {
+			// The expression fails on this record (no match, counted as an evaluation error):
+			// "open" would be a guess, and a filter on it could select resolved records.
+			return types.WrapErr(err), true
+		}
+		return state, true
 	}
 	return nil, false
+}
+
+// ResolutionOf tells a Kafka record's resolution state (open, resolved, ignored, replayed) by its
+// partition and offset, for the resolution variable. The state lives in Redrive's store, not in
+// the record: the caller (a handler, the replay planner) passes a lookup of the topic it scans.
+type ResolutionOf func(partition int32, offset int64) (string, error)
+
+// WithResolutions is the filter answering the resolution variable with lookup; f is unchanged
+// (a compiled filter is shared).
+func (f *Filter) WithResolutions(lookup ResolutionOf) *Filter {
+	if f == nil {
+		return nil
+	}
+	g := *f
+	g.resolutions = lookup
+	return &g
+}
+
+// bind gives an activation what the filter knows beyond the message: the resolution lookup.
+// Done here, at evaluation, so that the scans build their activations as they like.
+func (f *Filter) bind(act interpreter.Activation) {
+	if kv, ok := act.(*kafkaVars); ok {
+		kv.resolutions = f.resolutions
+	}
 }
 
 func kafkaDeadLetter(d *kafka.DeadLetter) map[string]any {

@@ -204,6 +204,31 @@ func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []R
 	return out, nil
 }
 
+// SettledStates reads the state of every record of a topic that is not open (a record missing
+// from the answer is open), for a filter's resolution variable: one read of the settled index
+// for a whole scan rather than one per record.
+func (s *Store) SettledStates(ctx context.Context, cluster, topic string) (map[RecordKey]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT partition, "offset", state FROM dead_letter_resolution
+		WHERE cluster = $1 AND topic = $2 AND state <> 'open'`, cluster, topic)
+	if err != nil {
+		return nil, unavailable(err, "dead-letter resolutions %s/%s", cluster, topic)
+	}
+	defer rows.Close()
+	out := map[RecordKey]string{}
+	for rows.Next() {
+		var k RecordKey
+		var st string
+		if err := rows.Scan(&k.Partition, &k.Offset, &st); err != nil {
+			return nil, unavailable(err, "dead-letter resolutions %s/%s", cluster, topic)
+		}
+		out[k] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(err, "dead-letter resolutions %s/%s", cluster, topic)
+	}
+	return out, nil
+}
+
 // SettledDeadLetters counts, per topic, the records inside spans (each partition's current
 // [start, end): records gone by retention do not count) that are not open.
 func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []PartitionSpan) (map[string]int64, error) {

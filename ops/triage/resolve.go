@@ -40,6 +40,7 @@ type Store interface {
 	Resolutions(ctx context.Context, cluster, topic string, keys []store.RecordKey) (map[store.RecordKey]store.Resolution, error)
 	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
 	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []store.PartitionSpan) (map[store.ErrorGroupKey]int64, error)
+	SettledStates
 	AddNote(ctx context.Context, e store.AuditEntry, n store.Note) (store.Note, error)
 	Notes(ctx context.Context, source string) ([]store.Note, error)
 }
@@ -159,6 +160,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 			if cel, err = search.Compile(search.Kafka, f.CEL); err != nil {
 				return Result{}, err
 			}
+			cel = cel.WithResolutions(StateLookup(ctx, t.store, r.Cluster, r.Topic))
 		}
 		if cel == nil && f.ExceptionType == "" && f.OriginalTopic == "" && f.Since.IsZero() && f.Until.IsZero() {
 			return Result{}, ops.Invalid("filter", "empty: give cel, exception_type, original_topic, since or until (to resolve a whole topic, say so with cel: true)")
