@@ -126,7 +126,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.checks = append(a.checks, handlers.Check{Name: "sampler", Ping: s.Ping})
 	}
 
-	opts := replay.Options{Store: st, Consumers: cfg.Consumers, Replay: cfg.Replay, Audit: st, Logger: log,
+	opts := replay.Options{Store: st, Consumers: cfg.Consumers, MessageIDs: cfg.MessageID, Replay: cfg.Replay, Audit: st, Logger: log,
 		Lease: cfg.Replay.Lease.D()}
 	for _, k := range a.kafka {
 		opts.Kafka = append(opts.Kafka, k)

@@ -78,6 +78,10 @@ type Republish struct {
 	Exchange   string
 	RoutingKey string
 	Headers    amqp.Table
+	// Body and MessageID, when set, replace the message's own (an edit and retry): what is
+	// published is then the edited message, never the taken one as well.
+	Body      []byte
+	MessageID string
 }
 
 // OpenCursor starts reading queue from its head, up to span messages (≥ 1). It reports, through
@@ -413,6 +417,12 @@ func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republi
 			DeliveryMode: amqp.Persistent, Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo,
 			Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, UserId: d.UserId,
 			AppId: d.AppId, Body: d.Body}
+		if to[i].Body != nil {
+			msg.Body = to[i].Body
+		}
+		if to[i].MessageID != "" {
+			msg.MessageId = to[i].MessageID
+		}
 		c, err := pub.PublishWithDeferredConfirmWithContext(ctx, to[i].Exchange, to[i].RoutingKey, true, false, msg)
 		if err != nil {
 			errs[i] = fmt.Errorf("publish: %w", err)

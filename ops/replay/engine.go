@@ -60,12 +60,14 @@ type Auditor interface {
 
 // Options builds an Engine. Store is required; the maps may be empty.
 type Options struct {
-	Store         *store.Store
-	Kafka         []KafkaCluster
-	Rabbit        []RabbitBroker
-	Outboxes      []OutboxTable
-	Inboxes       []Inbox            // one per consumer with an inbox
-	Consumers     []configs.Consumer // how dead letters map to consumers
+	Store     *store.Store
+	Kafka     []KafkaCluster
+	Rabbit    []RabbitBroker
+	Outboxes  []OutboxTable
+	Inboxes   []Inbox            // one per consumer with an inbox
+	Consumers []configs.Consumer // how dead letters map to consumers
+	// MessageIDs are the message id rules (message_id): where an edit's new id is written.
+	MessageIDs    configs.MessageIDRules
 	Replay        configs.Replay
 	GroupsByTopic GroupsByTopic // optional
 	Audit         Auditor       // optional in tests
@@ -176,17 +178,26 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		}
 	}
 	if src.Edit != nil {
+		ed := src.Edit
 		switch {
-		case src.Kind != "kafka":
-			return Plan{}, invalid("edit", "edit and retry applies to a Kafka dead letter (one record)")
-		case len(src.Records) != 1:
-			return Plan{}, invalid("source.records", "edit and retry changes one message: name exactly one record")
+		case src.Kind != "kafka" && src.Kind != "rabbitmq":
+			return Plan{}, invalid("edit", "edit and retry applies to one Kafka dead letter or one message of a RabbitMQ dead-letter queue")
 		case src.discards():
 			return Plan{}, invalid("edit", "a discard publishes nothing to edit")
-		case src.Edit.Value == nil && len(src.Edit.SetHeaders) == 0 && len(src.Edit.DropHeaders) == 0:
-			return Plan{}, invalid("edit", "empty: change the value or set or drop a header")
+		case src.Kind == "kafka" && len(src.Records) != 1:
+			return Plan{}, invalid("source.records", "edit and retry changes one message: name exactly one record")
+		case src.Kind == "rabbitmq" && len(f.MessageIDs) != 1:
+			return Plan{}, invalid("filter.message_ids", "edit and retry changes one message: name exactly one message id")
+		case ed.Value == nil && len(ed.SetHeaders) == 0 && len(ed.DropHeaders) == 0 && !ed.NewMessageID:
+			return Plan{}, invalid("edit", "empty: change the value, set or drop a header, or ask for a new message id")
+		case ed.NewMessageID && src.Kind == "kafka" && len(e.o.MessageIDs.Headers) == 0:
+			return Plan{}, invalid("edit.new_message_id", "message_id.headers is empty, so there is no header to carry a new id where "+
+				"the message id rules read it first; configure one (e.g. messageId) or keep the id")
 		}
-		src.Edit.Diff = nil // the planner says what changed
+		ed.Diff, ed.FreshID = nil, "" // the planner says what changed, and draws the new id once
+		if ed.NewMessageID {
+			ed.FreshID = newMessageID()
+		}
 	}
 	for _, id := range f.MessageIDs {
 		if unusable(id) {
@@ -211,6 +222,10 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	plan.Source = src // with what the read recorded (topic id, span)
 	if plan.Total == 0 {
 		return Plan{}, &ops.Error{Kind: ops.ErrInvalid, Message: "the selection holds no messages" + filterHint(f)}
+	}
+	if src.Edit != nil && plan.Total != 1 {
+		return Plan{}, invalid("filter.message_ids", fmt.Sprintf("the selection holds %d messages with that id; edit and retry changes exactly one",
+			plan.Total))
 	}
 	plan.Warnings = b.warnings()
 	if ed := src.Edit; ed != nil && ed.Diff != nil {
@@ -458,6 +473,39 @@ func editWarning(d EditDiff) string {
 	if n := len(d.Headers); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d header(s)", n))
 	}
+	if id := d.MessageID; id != nil {
+		parts = append(parts, "the message id")
+		return "edit and retry: " + strings.Join(parts, " and ") + " change; a NEW message id " + id[1] + " replaces " + id[0] +
+			": the consumer's inbox will not recognise it as the same message, so nothing stops it being applied twice if the " +
+			"original was processed (the copy carries " + HeaderOriginalMessageID + "); only the edited copy is published, and " +
+			"the job waits for a second person's approval when four-eyes is on"
+	}
 	return "edit and retry: " + strings.Join(parts, " and ") + " change; the message id stays, so the consumer's inbox still " +
 		"guards it; only the edited copy is published, and the job waits for a second person's approval when four-eyes is on"
+}
+
+// newMessageID is a fresh message id for an edit that asks for one: a random (version 4) UUID,
+// the shape message ids usually have.
+func newMessageID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// idHeaderNames lists the headers a copy under a new message id rewrites to it: each header the
+// message id rules name (any case) that the message has, in its own spelling, or the first
+// rule's when it has none, so that the rules read the fresh id first. present looks a name up.
+func idHeaderNames(rules []string, present func(name string) (string, bool)) []string {
+	var out []string
+	for _, n := range rules {
+		if k, ok := present(n); ok {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 && len(rules) > 0 {
+		out = append(out, rules[0])
+	}
+	return out
 }

@@ -205,6 +205,9 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 		if err != nil {
 			return Item{}, false, err
 		}
+		if ed.FreshID != "" {
+			diff.MessageID = &[2]string{escapeBytes(msgID), ed.FreshID}
+		}
 		ed.Diff = diff
 	}
 	partition, offset := r.Partition, r.Offset
@@ -392,7 +395,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 			o := kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
 				Headers: r.e.headers.kafka(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
 			if ed := r.src.Edit; ed != nil { // only the edited copy is ever produced
-				o.Value, o.Headers = edited(o.Value, o.Headers, ed)
+				o.Value, o.Headers = edited(o.Value, o.Headers, ed, r.e.o.MessageIDs.Headers, it.MessageID)
 			}
 			if dest.PartitionSource == PartitionFromHeader {
 				o.Partition = &dest.Partition
@@ -460,34 +463,40 @@ func compileCEL(kind search.Kind, expr string) (*search.Filter, error) {
 // maxDiffText bounds the value shown before and after an edit in its diff.
 const maxDiffText = 4 << 10
 
-// editDiff checks an edit against the record it changes and says what changes: a value that was
-// JSON must stay JSON; header names must be usable.
+// editDiff checks an edit against the record it changes and says what changes (diffEdit).
 func editDiff(r kafka.Record, ed *Edit) (*EditDiff, error) {
-	d := &EditDiff{Headers: map[string][2]string{}}
-	if ed.Value != nil {
-		if json.Valid(r.Value) && !json.Valid([]byte(*ed.Value)) {
-			return nil, invalid("edit.value", "the message's value is JSON: the new value must be valid JSON too")
-		}
-		if unusable(*ed.Value) {
-			return nil, invalid("edit.value", "holds a NUL character or bytes that are not UTF-8")
-		}
-		d.ValueBefore, d.ValueAfter = cut(escapeBytes(string(r.Value)), maxDiffText), cut(*ed.Value, maxDiffText)
-	}
 	last := map[string]string{}
 	for _, h := range r.Headers {
 		last[h.Key] = string(h.Value)
 	}
+	return diffEdit(r.Value, last, ed, "value")
+}
+
+// diffEdit checks an edit against the message it changes — its value (body) and its headers'
+// last values — and says what changes: a value that was JSON must stay JSON; header names must
+// be usable and not Redrive's own. what names the value for people (value, body).
+func diffEdit(value []byte, headers map[string]string, ed *Edit, what string) (*EditDiff, error) {
+	d := &EditDiff{Headers: map[string][2]string{}}
+	if ed.Value != nil {
+		if json.Valid(value) && !json.Valid([]byte(*ed.Value)) {
+			return nil, invalid("edit.value", "the message's "+what+" is JSON: the new "+what+" must be valid JSON too")
+		}
+		if unusable(*ed.Value) {
+			return nil, invalid("edit.value", "holds a NUL character or bytes that are not UTF-8")
+		}
+		d.ValueBefore, d.ValueAfter = cut(escapeBytes(string(value)), maxDiffText), cut(*ed.Value, maxDiffText)
+	}
 	for _, k := range ed.DropHeaders {
-		if _, ok := last[k]; !ok {
+		if _, ok := headers[k]; !ok {
 			return nil, invalid("edit.drop_headers", fmt.Sprintf("the message has no header %q", escapeBytes(k)))
 		}
-		d.Headers[k] = [2]string{escapeBytes(last[k]), ""}
+		d.Headers[k] = [2]string{escapeBytes(headers[k]), ""}
 	}
 	for k, v := range ed.SetHeaders {
 		if k == "" || unusable(k) || unusable(v) || strings.HasPrefix(strings.ToLower(k), "x-redrive-") {
 			return nil, invalid("edit.set_headers", fmt.Sprintf("header %q: a name (not x-redrive-*) and a value of UTF-8 text", escapeBytes(k)))
 		}
-		d.Headers[k] = [2]string{escapeBytes(last[k]), v}
+		d.Headers[k] = [2]string{escapeBytes(headers[k]), v}
 	}
 	return d, nil
 }
@@ -500,8 +509,9 @@ func cut(s string, n int) string {
 }
 
 // edited applies an edit to a record about to be produced: its value, and its headers but
-// Redrive's own (written by the replay, after the dropped and set ones).
-func edited(value []byte, headers []kafka.Header, ed *Edit) ([]byte, []kafka.Header) {
+// Redrive's own (written by the replay, after the dropped and set ones). Under a new message id
+// the id headers (idRules) carry it and HeaderOriginalMessageID the id it died with.
+func edited(value []byte, headers []kafka.Header, ed *Edit, idRules []string, originalID string) ([]byte, []kafka.Header) {
 	if ed.Value != nil {
 		value = []byte(*ed.Value)
 	}
@@ -519,6 +529,21 @@ func edited(value []byte, headers []kafka.Header, ed *Edit) ([]byte, []kafka.Hea
 	slices.Sort(keys)
 	for _, k := range keys {
 		out = append(out, kafka.Header{Key: k, Value: []byte(ed.SetHeaders[k])})
+	}
+	if ed.FreshID != "" {
+		names := idHeaderNames(idRules, func(name string) (string, bool) {
+			for _, h := range out {
+				if strings.EqualFold(h.Key, name) {
+					return h.Key, true
+				}
+			}
+			return "", false
+		})
+		out = slices.DeleteFunc(out, func(h kafka.Header) bool { return slices.Contains(names, h.Key) })
+		for _, n := range names {
+			out = append(out, kafka.Header{Key: n, Value: []byte(ed.FreshID)})
+		}
+		out = append(out, kafka.Header{Key: HeaderOriginalMessageID, Value: []byte(originalID)})
 	}
 	return value, out
 }

@@ -95,6 +95,11 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 			return // a duplicate copy is handled as its first instance
 		}
 		seen[it.Locator] = true
+		if ed := src.Edit; ed != nil {
+			if ed.Diff, emitErr = rabbitEditDiff(m, ed); emitErr != nil {
+				return
+			}
+		}
 		emitErr = emit(it)
 	})
 	if err != nil {
@@ -295,6 +300,9 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 	for i, it := range taken {
 		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
 			Headers: m.e.headers.rabbit(take[i].Headers, job, it, m.src.Vhost+"/"+m.src.Queue)}
+		if ed := m.src.Edit; ed != nil { // only the edited copy is ever published
+			m.e.rabbitEdited(&to[i], ed, it.MessageID)
+		}
 	}
 	out := moved{outcomes: make([]store.LedgerOutcome, 0, len(pending))}
 	for _, it := range pending {
@@ -463,4 +471,53 @@ func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rab
 		}
 	}
 	return drop, nil
+}
+
+// rabbitEditDiff checks an edit against the message it changes and says what changes
+// (diffEdit); a body cut for display cannot be edited: nobody saw all of it.
+func rabbitEditDiff(m rabbit.Message, ed *Edit) (*EditDiff, error) {
+	if ed.Value != nil && m.Truncated {
+		return nil, invalid("edit.value", fmt.Sprintf("the message's body (%d bytes) is larger than a browse shows, so it cannot be "+
+			"edited here; set or drop headers only, or fix it at the producer", m.Size))
+	}
+	have := map[string]string{}
+	for _, h := range m.Headers {
+		have[h.Key] = h.Value
+	}
+	d, err := diffEdit(m.Body, have, ed, "body")
+	if err != nil {
+		return nil, err
+	}
+	if ed.FreshID != "" {
+		d.MessageID = &[2]string{escapeBytes(m.MessageID), ed.FreshID}
+	}
+	return d, nil
+}
+
+// rabbitEdited applies an edit to a message about to be published: its body and its headers
+// (set ones as strings) but Redrive's own. Under a new message id the message_id property (which
+// the rules read first) and any id header it has carry it, and HeaderOriginalMessageID the id
+// it died with.
+func (e *Engine) rabbitEdited(to *rabbit.Republish, ed *Edit, originalID string) {
+	if ed.Value != nil {
+		to.Body = []byte(*ed.Value)
+	}
+	for _, k := range ed.DropHeaders {
+		delete(to.Headers, k)
+	}
+	for k, v := range ed.SetHeaders {
+		to.Headers[k] = v
+	}
+	if ed.FreshID == "" {
+		return
+	}
+	to.MessageID = ed.FreshID
+	for _, n := range e.o.MessageIDs.Headers {
+		for k := range to.Headers {
+			if strings.EqualFold(k, n) {
+				to.Headers[k] = ed.FreshID
+			}
+		}
+	}
+	to.Headers[HeaderOriginalMessageID] = originalID
 }

@@ -37,8 +37,9 @@ type Source struct {
 	// broker and vhost. Allowed only when it matches replay.allowed_destinations.
 	Destination *Destination `json:"destination,omitempty"`
 	// Edit, when set, changes the one message of the plan before it is published (edit and
-	// retry): its value and headers. The message id stays, so the consumer's inbox still guards
-	// it; only the edited copy is ever published.
+	// retry): its value (a RabbitMQ body) and headers. The message id stays, so the consumer's
+	// inbox still guards it, unless the edit asks for a new one; only the edited copy is ever
+	// published.
 	Edit *Edit `json:"edit,omitempty"`
 
 	// Kafka: a topic, optionally one partition (else all) and an inclusive offset range — or
@@ -79,14 +80,23 @@ type Edit struct {
 	Value       *string           `json:"value,omitempty"` // the new value (validated as JSON when the old one was JSON)
 	SetHeaders  map[string]string `json:"set_headers,omitempty"`
 	DropHeaders []string          `json:"drop_headers,omitempty"`
-	Diff        *EditDiff         `json:"diff,omitempty"`
+	// NewMessageID asks for a fresh message id on the published copy (the operator's explicit
+	// choice: the consumer's inbox will not know it). The planner draws it once, in FreshID, so
+	// that a resumed run publishes the same one and a duplicate is still one message.
+	NewMessageID bool      `json:"new_message_id,omitempty"`
+	FreshID      string    `json:"fresh_message_id,omitempty"`
+	Diff         *EditDiff `json:"diff,omitempty"`
 }
+
+// HeaderOriginalMessageID links a copy published under a new message id to the id it died with.
+const HeaderOriginalMessageID = "x-redrive-original-message-id"
 
 // EditDiff is what an edit changed.
 type EditDiff struct {
 	ValueBefore string               `json:"value_before,omitempty"` // cut at 4 KiB
 	ValueAfter  string               `json:"value_after,omitempty"`
-	Headers     map[string][2]string `json:"headers,omitempty"` // key → [before, after]; "" for absent
+	Headers     map[string][2]string `json:"headers,omitempty"`    // key → [before, after]; "" for absent
+	MessageID   *[2]string           `json:"message_id,omitempty"` // [before, after] when a new id was asked for
 }
 
 // RecordRef names one Kafka record of the source topic.
