@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -31,11 +32,25 @@ type ArchivePublisher interface {
 	PublishWhole(ctx context.Context, vhost, exchange, routingKey string, w rabbit.Whole, extra amqp.Table) error
 }
 
+// ArchiveReplays plans and starts the replay of an archived message to its original destination;
+// the replay engine implements it.
+type ArchiveReplays interface {
+	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
+	Start(ctx context.Context, r replay.StartRequest) (store.ReplayJob, error)
+}
+
 // Archive serves the archive of messages discard jobs took from RabbitMQ dead-letter queues.
 type Archive struct {
 	store   ArchiveStore
 	brokers map[string]ArchivePublisher
 	redact  *Redactor
+	replays ArchiveReplays // nil: only restores to the dead-letter queue
+}
+
+// ReplaysBy lets restores go to the original destination, through the replay engine.
+func (h *Archive) ReplaysBy(r ArchiveReplays) *Archive {
+	h.replays = r
+	return h
 }
 
 // NewArchive wires the archive over the store and the configured brokers.
@@ -156,37 +171,106 @@ func toArchivedJSON(red *Redactor, m store.ArchivedMessage) archivedJSON {
 type restoreRequest struct {
 	To     string `json:"to"`
 	Reason string `json:"reason"`
+	Force  bool   `json:"force"`
 }
 
-// APIRestore: POST /api/v1/archive/:id/restore {"to":"dlq","reason"} — publishes the archived
-// message again to the dead-letter queue it was discarded from (its properties, headers and body
-// as they were, plus x-redrive-restored-from), audited before effect; 409 when restored already.
+// restoreJSON is what a restore did: put back in the dead-letter queue, or a replay job started
+// (to: original) that sends it to its original destination.
+type restoreJSON struct {
+	Restored bool   `json:"restored"` // in the DLQ now; a replay's copy is sent by its job
+	ID       int64  `json:"id"`
+	To       string `json:"to"`
+	Broker   string `json:"broker"`
+	Vhost    string `json:"vhost"`
+	Queue    string `json:"queue"`
+	PlanID   string `json:"plan_id,omitempty"`
+	JobID    string `json:"job_id,omitempty"`
+	Status   string `json:"status,omitempty"` // the job's: pending, or awaiting_approval under four-eyes
+	Action   string `json:"action,omitempty"` // the plan's verdict on the message: publish
+}
+
+// APIRestore: POST /api/v1/archive/:id/restore {"to":"dlq"|"original","reason","force"} — "dlq"
+// (the default) publishes the archived message again to the dead-letter queue it was discarded
+// from (its properties, headers and body as they were, plus x-redrive-restored-from); "original"
+// replays it to where it was dead-lettered from as a plan of one through the replay engine, so
+// the ledger and the consumer's inbox guard it like any replay (a message the inbox says was
+// processed is refused with 409 unless an admin forces it). Audited before effect; 409 when
+// restored already.
 func (h *Archive) APIRestore(c echo.Context) error {
-	id, err := strconv.ParseInt(pathParam(c, "id"), 10, 64)
-	if err != nil || id <= 0 {
-		return fmt.Errorf("archived message %q: %w", pathParam(c, "id"), ops.ErrNotFound)
-	}
-	var req restoreRequest
-	if err := decodeJSON(c, &req); err != nil {
+	id, req, err := restoreInput(c, func() (restoreRequest, error) {
+		var req restoreRequest
+		return req, decodeJSON(c, &req)
+	})
+	if err != nil {
 		return err
 	}
-	switch {
-	case req.To == "original":
-		return ops.Invalid("to", "a restore goes back to the dead-letter queue (dlq); replay it from there to its original destination, guarded by the consumer's inbox")
-	case req.To != "" && req.To != "dlq":
-		return ops.Invalid("to", "must be dlq")
-	case strings.TrimSpace(req.Reason) == "":
-		return ops.Invalid("reason", "required: say why the message is restored (it goes to the audit log)")
-	case len(req.Reason) > 1000:
-		return ops.Invalid("reason", "at most 1000 characters")
+	out, err := h.restore(c, id, req)
+	if err != nil {
+		return err
 	}
-	base := auditEntry(c, "archive.restore", "archive/"+strconv.FormatInt(id, 10), req.Reason, map[string]any{"to": "dlq"})
+	status := http.StatusOK
+	if out.JobID != "" {
+		status = http.StatusAccepted // the job sends it
+	}
+	return c.JSON(status, out)
+}
+
+// restoreInput reads and checks a restore's id and request.
+func restoreInput(c echo.Context, read func() (restoreRequest, error)) (int64, restoreRequest, error) {
+	id, err := strconv.ParseInt(pathParam(c, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, restoreRequest{}, fmt.Errorf("archived message %q: %w", pathParam(c, "id"), ops.ErrNotFound)
+	}
+	req, err := read()
+	if err != nil {
+		return 0, req, err
+	}
+	if req.To == "" {
+		req.To = "dlq"
+	}
+	switch {
+	case req.To != "dlq" && req.To != replay.RestoredToOriginal:
+		return 0, req, ops.Invalid("to", "must be dlq (back into its dead-letter queue) or original (replayed to where it was dead-lettered from)")
+	case strings.TrimSpace(req.Reason) == "":
+		return 0, req, ops.Invalid("reason", "required: say why the message is restored (it goes to the audit log)")
+	case len(req.Reason) > 1000:
+		return 0, req, ops.Invalid("reason", "at most 1000 characters")
+	case req.Force && req.To != replay.RestoredToOriginal:
+		return 0, req, ops.Invalid("force", "applies to a replay to the original destination (past the consumer's inbox)")
+	}
+	return id, req, nil
+}
+
+func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restoreJSON, error) {
+	base := auditEntry(c, "archive.restore", "archive/"+strconv.FormatInt(id, 10), req.Reason, map[string]any{"to": req.To})
 	actx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 30*time.Second)
 	defer cancel()
+	if req.To == replay.RestoredToOriginal && h.replays == nil {
+		return restoreJSON{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "a replay to the original destination needs the replay engine"}
+	}
 	intent, err := h.store.RecordIntent(actx, base)
 	if err != nil {
-		return auditUnavailable(err)
+		return restoreJSON{}, auditUnavailable(err)
 	}
+	var out restoreJSON
+	if req.To == replay.RestoredToOriginal {
+		out, err = h.replayOriginal(c, actx, id, req)
+	} else {
+		out, err = h.restoreToDLQ(c, actx, id)
+	}
+	if err != nil {
+		_ = h.store.RecordAudit(actx, store.OutcomeOf(base, intent, store.OutcomeFailed, nil, err))
+		return restoreJSON{}, err
+	}
+	one := int64(1)
+	o := store.OutcomeOf(base, intent, store.OutcomeOK, &one, nil)
+	o.Detail["queue"], o.Detail["plan_id"], o.Detail["job_id"] = out.Queue, out.PlanID, out.JobID
+	_ = h.store.RecordAudit(actx, o)
+	return out, nil
+}
+
+// restoreToDLQ publishes the archived message again to its dead-letter queue.
+func (h *Archive) restoreToDLQ(c echo.Context, actx context.Context, id int64) (restoreJSON, error) {
 	m, err := h.store.RestoreArchived(actx, id, ActorOf(c).Name, "dlq", func(m store.ArchivedMessage) error {
 		b, ok := h.brokers[m.Broker]
 		if !ok {
@@ -201,12 +285,52 @@ func (h *Archive) APIRestore(c echo.Context) error {
 		return b.PublishWhole(actx, m.Vhost, "", m.Queue, w, amqp.Table{"x-redrive-restored-from": "archive/" + strconv.FormatInt(id, 10)})
 	})
 	if err != nil {
-		_ = h.store.RecordAudit(actx, store.OutcomeOf(base, intent, store.OutcomeFailed, nil, err))
-		return err
+		return restoreJSON{}, err
 	}
-	one := int64(1)
-	out := store.OutcomeOf(base, intent, store.OutcomeOK, &one, nil)
-	out.Detail["queue"], out.Detail["message_id"] = m.Queue, m.MessageID
-	_ = h.store.RecordAudit(actx, out)
-	return c.JSON(http.StatusOK, map[string]any{"restored": true, "id": id, "queue": m.Queue, "vhost": m.Vhost, "broker": m.Broker})
+	return restoreJSON{Restored: true, ID: id, To: "dlq", Broker: m.Broker, Vhost: m.Vhost, Queue: m.Queue}, nil
+}
+
+// replayOriginal plans the archived message's replay (one item: its original destination, the
+// inbox's verdict) and starts it; a message the plan would skip is refused, saying why.
+func (h *Archive) replayOriginal(c echo.Context, actx context.Context, id int64, req restoreRequest) (restoreJSON, error) {
+	actor := ActorOf(c)
+	plan, err := h.replays.Plan(actx, actor.Name, replay.Source{Kind: "archive", ArchiveID: id}, replay.Filter{})
+	if err != nil {
+		return restoreJSON{}, err
+	}
+	out := restoreJSON{ID: id, To: replay.RestoredToOriginal, Broker: plan.Source.Broker, Vhost: plan.Source.Vhost, Queue: plan.Source.Queue,
+		PlanID: plan.ID}
+	if len(plan.Items) == 1 {
+		it := plan.Items[0]
+		out.Action = string(it.Action)
+		if it.Action != replay.Publish && !(req.Force && it.Action.Forcible()) {
+			return restoreJSON{}, ops.Conflict("archived message %d is not replayed: %s (plan %s); an admin may force a replay past "+
+				"the consumer's inbox with a reason", id, skipWords(it), plan.ID)
+		}
+	}
+	job, err := h.replays.Start(actx, replay.StartRequest{PlanID: plan.ID, Actor: actor, Reason: req.Reason, Force: req.Force})
+	if err != nil {
+		return restoreJSON{}, err
+	}
+	out.JobID, out.Status = job.ID, job.Status
+	return out, nil
+}
+
+// skipWords says why a plan's item is not published.
+func skipWords(it replay.Item) string {
+	switch it.Action {
+	case replay.SkipProcessed:
+		return fmt.Sprintf("the inbox of consumer %s says it processed message %s", it.Consumer, it.MessageID)
+	case replay.SkipInProgress:
+		return fmt.Sprintf("the inbox of consumer %s says message %s is being processed", it.Consumer, it.MessageID)
+	case replay.SkipAlreadyReplayed:
+		return "the ledger shows this dead letter replayed already"
+	case replay.SkipReplayLimit:
+		return fmt.Sprintf("it was replayed %d times (replay.max_replays_per_message)", it.ReplayCount)
+	case replay.SkipUnresolvable:
+		return "its dead-letter headers name no original exchange or routing key"
+	case replay.SkipNoMessageID:
+		return "it has no message id for the consumer's inbox to check"
+	}
+	return string(it.Action)
 }

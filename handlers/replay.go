@@ -530,7 +530,8 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	// Edit and retry (the record card's form): the new value, and "name: value" lines of headers
 	// to set; drop_headers names headers to drop.
 	if c.FormValue("edit") != "" {
-		ed := &replay.Edit{DropHeaders: strings.Fields(strings.ReplaceAll(c.FormValue("drop_headers"), ",", " "))}
+		ed := &replay.Edit{DropHeaders: strings.Fields(strings.ReplaceAll(c.FormValue("drop_headers"), ",", " ")),
+			NewMessageID: c.FormValue("new_message_id") != ""}
 		if c.Request().Form.Has("edit_value") {
 			v := c.FormValue("edit_value")
 			ed.Value = &v

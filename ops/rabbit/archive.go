@@ -71,8 +71,8 @@ func jsonValue(v any) any {
 	return v
 }
 
-// decodeHeaders is Whole.Headers back as a table.
-func decodeHeaders(b []byte) (amqp.Table, error) {
+// DecodeHeaders is Whole.Headers back as a table, with their AMQP types.
+func DecodeHeaders(b []byte) (amqp.Table, error) {
 	t := amqp.Table{}
 	if len(b) == 0 {
 		return t, nil
@@ -87,14 +87,20 @@ func decodeHeaders(b []byte) (amqp.Table, error) {
 // with its own properties and headers plus extra ones: nil only when the broker confirmed it and
 // routed it to a queue. Errors: ErrUnroutable (no queue took it), ops.ErrUnavailable.
 func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey string, w Whole, extra amqp.Table) error {
-	op := fmt.Sprintf("publish to %s %q", vhost, exchange)
-	headers, err := decodeHeaders(w.Headers)
+	headers, err := DecodeHeaders(w.Headers)
 	if err != nil {
 		return err
 	}
 	for k, v := range extra {
 		headers[k] = v
 	}
+	return b.PublishWholeWith(ctx, vhost, exchange, routingKey, w, headers)
+}
+
+// PublishWholeWith is PublishWhole with headers in place of the archived ones (a replay rewrites
+// them: x-death goes, Redrive's own are written anew).
+func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w Whole, headers amqp.Table) error {
+	op := fmt.Sprintf("publish to %s %q", vhost, exchange)
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	ch, err := b.channel(ctx, vhost)

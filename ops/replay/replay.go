@@ -27,7 +27,7 @@ import (
 
 // Source selects the dead messages of a plan. Kind decides which fields apply.
 type Source struct {
-	Kind string `json:"kind"` // kafka | rabbitmq | outbox
+	Kind string `json:"kind"` // kafka | rabbitmq | outbox | archive
 	// Action is what a job does with the selected messages: "" (or "replay") puts them back
 	// where they came from; "discard" (RabbitMQ) writes each one whole to the archive and then
 	// acks it from the dead-letter queue.
@@ -62,6 +62,10 @@ type Source struct {
 	// Span is how many messages from the head the plan read (set by the planner): a job reads
 	// that far to find the planned ones.
 	Span int `json:"span,omitempty"`
+
+	// Archive: the id of a message a discard job archived, replayed to where it was
+	// dead-lettered from (the planner records its broker, vhost and queue).
+	ArchiveID int64 `json:"archive_id,omitempty"`
 
 	// Outbox: DEAD or FAILED event ids — or, without ids, the first Limit events matching Status
 	// (DEAD or FAILED; both when empty), EventType, AggregateID and the filter.

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/redrive/redrive/ops/store"
 )
@@ -54,10 +55,12 @@ func (e *Engine) kindOf(name string) (kind, error) {
 		return rabbitKind{e}, nil
 	case "outbox":
 		return outboxKind{e}, nil
+	case "archive":
+		return archiveKind{e}, nil
 	case "":
-		return nil, invalid("source.kind", "required: kafka, rabbitmq or outbox")
+		return nil, invalid("source.kind", "required: kafka, rabbitmq, outbox or archive")
 	}
-	return nil, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq or outbox", name))
+	return nil, invalid("source.kind", fmt.Sprintf("%q is not kafka, rabbitmq, outbox or archive", name))
 }
 
 // sourceKey names what a job moves, for the rule of one job per source at a time: a second job
@@ -75,6 +78,8 @@ func sourceKey(src Source) string {
 		return fmt.Sprintf("rabbitmq %s queue %s%s", src.Broker, src.Queue, vhostLabel(vhost))
 	case "outbox":
 		return "outbox " + src.Outbox
+	case "archive":
+		return "archive " + strconv.FormatInt(src.ArchiveID, 10)
 	}
 	return ""
 }

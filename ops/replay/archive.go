@@ -1,0 +1,124 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// WholePublisher publishes an archived message with the headers a replay gives it;
+// *rabbit.Broker implements it.
+type WholePublisher interface {
+	PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w rabbit.Whole, headers amqp.Table) error
+}
+
+// archiveKind replays a message a discard job archived to where it was dead-lettered from (its
+// x-death's exchange and routing key), as a plan of one: the ledger and the consumer's inbox
+// guard it like any replay. Its locator is the one the message had in its dead-letter queue,
+// so the ledger knows it as the same dead letter whichever way it is sent back.
+type archiveKind struct{ e *Engine }
+
+func (archiveKind) batch() int { return 1 }
+
+// RestoredToOriginal is what an archived message replayed to its original destination records as
+// where it was restored to.
+const RestoredToOriginal = "original"
+
+func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(Item) error) error {
+	switch {
+	case src.ArchiveID <= 0:
+		return invalid("source.archive_id", "required: the id of an archived message")
+	case src.Destination != nil || src.Edit != nil || src.discards():
+		return invalid("source", "an archived message is replayed as it was, to its original destination")
+	}
+	m, err := k.e.o.Store.ArchivedMessageByID(ctx, src.ArchiveID)
+	if err != nil {
+		return err
+	}
+	if m.RestoredAt != nil {
+		return ops.Conflict("archived message %d was restored already, by %s at %s (to %s)", m.ID, m.RestoredBy,
+			m.RestoredAt.UTC().Format("2006-01-02T15:04:05Z"), m.RestoredTo)
+	}
+	if _, ok := k.e.rabbit[m.Broker]; !ok {
+		return ops.NotFound("rabbitmq broker %q is not configured", m.Broker)
+	}
+	src.Broker, src.Vhost, src.Queue = m.Broker, m.Vhost, m.Queue
+	it := Item{Locator: strings.TrimPrefix(m.Locator, discardLocator("")), MessageID: m.MessageID,
+		ErrorGroup: strings.TrimSpace(headerText(m.Headers, "x-first-death-reason")), ReplayCount: parseCount([]byte(headerText(m.Headers, HeaderReplayCount)))}
+	if m.OriginalExchange != "" || m.OriginalRoutingKey != "" {
+		it.Destination = Destination{Kind: "rabbitmq", Broker: m.Broker, Vhost: m.Vhost, Exchange: m.OriginalExchange, RoutingKey: m.OriginalRoutingKey}
+	}
+	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, headerText(m.Headers, "x-first-death-queue"))
+	return emit(it)
+}
+
+// headerText is a header of an archived message as text ("" when absent or not text).
+func headerText(headers map[string]any, key string) string {
+	s, _ := headers[key].(string)
+	return s
+}
+
+func (k archiveKind) open(_ context.Context, _ store.ReplayJob, src Source) (mover, error) {
+	b, ok := k.e.rabbit[src.Broker]
+	if !ok {
+		return nil, ops.NotFound("rabbitmq broker %q is not configured", src.Broker)
+	}
+	pub, ok := b.(WholePublisher)
+	if !ok {
+		return nil, fmt.Errorf("rabbitmq broker %q cannot publish archived messages: %w", src.Broker, ops.ErrUnavailable)
+	}
+	return &archiveMover{e: k.e, src: src, pub: pub}, nil
+}
+
+type archiveMover struct {
+	e   *Engine
+	src Source
+	pub WholePublisher
+}
+
+func (*archiveMover) finish(context.Context, store.ReplayJob) error { return nil }
+func (*archiveMover) close()                                        {}
+
+// move publishes the archived message (confirmed, mandatory) with a replay's headers and records
+// it restored, in one step of the store (the row locked meanwhile): a second restore of it, to
+// its queue or here, is refused. A crash between the publish and the record leaves the claim
+// active, and the resumed job publishes again: at-least-once, the consumer's inbox absorbs it.
+func (m *archiveMover) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error) {
+	var out moved
+	for _, it := range items {
+		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
+		if resumed[it.Seq] {
+			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
+		}
+		source := "archive/" + strconv.FormatInt(m.src.ArchiveID, 10)
+		_, err := m.e.o.Store.RestoreArchived(ctx, m.src.ArchiveID, job.Actor, RestoredToOriginal, func(a store.ArchivedMessage) error {
+			props, err := rabbit.PropertiesFromMap(a.Properties)
+			if err != nil {
+				return err
+			}
+			headers, err := rabbit.DecodeHeaders(a.HeadersWire)
+			if err != nil {
+				return err
+			}
+			w := rabbit.Whole{Properties: props, Body: a.Body}
+			return m.pub.PublishWholeWith(ctx, a.Vhost, it.Destination.Exchange, it.Destination.RoutingKey, w,
+				m.e.headers.rabbit(headers, job, it, source))
+		})
+		switch {
+		case errors.Is(err, rabbit.ErrUnroutable), errors.Is(err, ops.ErrConflict), errors.Is(err, ops.ErrNotFound):
+			o.Outcome, o.Detail = store.LedgerFailed, ops.Message(err)+"; the message stays in the archive"
+		case err != nil:
+			return moved{}, err // unknown: the claim stays, the run is retried
+		}
+		out.outcomes = append(out.outcomes, o)
+	}
+	return out, nil
+}
