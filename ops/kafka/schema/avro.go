@@ -1,16 +1,8 @@
 package schema
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"math"
-	"math/big"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/avro"
 )
@@ -28,33 +20,99 @@ func compileAvro(text string, refs []refSource) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return avroCompiled(s), nil
+	return avroCompiled(s)
 }
 
-func avroCompiled(s *avro.Schema) *compiled {
+// avroCompiled builds the transcoder of a parsed schema. twmb/avro parses and validates the
+// schema (names, references, defaults, decimal precision); the bytes are read by avroProgram,
+// which writes JSON as it reads them instead of building Go values first.
+func avroCompiled(s *avro.Schema) (*compiled, error) {
 	root := s.Root()
-	w := &avroJSON{named: map[string]*avro.SchemaNode{}}
-	w.collect(root, "")
-	return &compiled{format: FormatAvro, typ: fullName(root, ""), decodeJSON: func(payload []byte) ([]byte, string, error) {
-		var v any
-		rest, err := s.Decode(payload, &v, avro.TaggedUnions())
-		if err != nil {
-			return nil, "", err
-		}
-		if len(rest) > 0 {
-			return nil, "", fmt.Errorf("%d bytes left after the value (another schema's bytes?)", len(rest))
-		}
-		return w.write(nil, root, v), "", nil
-	}}
+	p, err := newAvroProgram(root)
+	if err != nil {
+		return nil, err
+	}
+	return &compiled{format: FormatAvro, typ: fullName(root, ""), decodeJSON: p.decodeJSON}, nil
 }
 
-// avroJSON writes a decoded Avro value as JSON in the schema's field order, with logical types
-// readable: timestamps in RFC 3339, dates as YYYY-MM-DD, decimals as numbers, bytes in base64,
-// unions as their branch's bare value.
-type avroJSON struct {
-	named map[string]*avro.SchemaNode // every named type by full name, for references
+// avroKind is what one step of a program reads and how it writes it.
+type avroKind uint8
+
+const (
+	avroNull avroKind = iota
+	avroBoolean
+	avroInt
+	avroLong
+	avroFloat
+	avroDouble
+	avroString // also uuid on a string: the text is shown as it is
+	avroBytes  // base64
+	avroFixed  // base64
+	avroEnum
+	avroRecord
+	avroArray
+	avroMap
+	avroUnion
+	avroDate                 // int days since the epoch: "2026-03-01"
+	avroTimeMillis           // int: a time of day, "10:20:30.123"
+	avroTimeMicros           // long: the same, to the millisecond
+	avroTimestampMillis      // long: RFC 3339 in UTC
+	avroTimestampMicros      // long
+	avroTimestampNanos       // long
+	avroLocalTimestampMillis // long: the wall-clock time, no zone
+	avroLocalTimestampMicros // long
+	avroLocalTimestampNanos  // long
+	avroDecimalBytes         // a JSON number with exactly scale decimals
+	avroDecimalFixed         // the same on a fixed
+	avroBigDecimal           // bytes holding the unscaled value and its own scale
+	avroUUIDFixed            // fixed(16): "7d3c3a2e-5b1f-…"
+	avroDuration             // fixed(12): {"months":…,"days":…,"milliseconds":…}
+)
+
+// avroNode is one schema node compiled: what to read, and the JSON to write for it. Named types
+// are one node however often they are used, so a recursive schema is a cyclic graph.
+type avroNode struct {
+	kind     avroKind
+	size     int // fixed, decimal on fixed: the byte count
+	scale    int // decimal: the digits after the point
+	min      int // the fewest wire bytes a value takes (bounds block counts of arrays and maps)
+	fields   []avroField
+	elem     *avroNode   // array items, map values
+	branches []*avroNode // union
+	symbols  [][]byte    // enum: each symbol as a JSON string
 }
 
+type avroField struct {
+	name string
+	key  []byte // `"name":`, with the comma before every field but the first
+	node *avroNode
+}
+
+// avroProgram transcodes the Avro binary of one schema to JSON.
+type avroProgram struct {
+	root *avroNode
+}
+
+// newAvroProgram compiles a schema tree (as twmb/avro's Schema.Root gives it: each named type
+// defined where it is first used, referenced by name after).
+func newAvroProgram(root *avro.SchemaNode) (*avroProgram, error) {
+	c := &avroCompiler{defs: map[string]*avro.SchemaNode{}, built: map[string]*avroNode{}}
+	c.collect(root)
+	n, err := c.node(root, "")
+	if err != nil {
+		return nil, err
+	}
+	minBytes(n, map[*avroNode]bool{})
+	return &avroProgram{root: n}, nil
+}
+
+type avroCompiler struct {
+	defs  map[string]*avro.SchemaNode // every named type by full name
+	built map[string]*avroNode
+}
+
+// fullName is a named type's full name (Schema.Root fills the namespace of every named type), or
+// the type of any other node.
 func fullName(n *avro.SchemaNode, ns string) string {
 	if n.Name == "" {
 		return n.Type
@@ -71,238 +129,197 @@ func fullName(n *avro.SchemaNode, ns string) string {
 	return ns + "." + n.Name
 }
 
-func (w *avroJSON) collect(n *avro.SchemaNode, ns string) {
-	switch n.Type {
-	case "record", "error", "enum", "fixed":
-		name := fullName(n, ns)
-		if _, ok := w.named[name]; ok {
+// namespaceOf is the namespace a full name sets for the names used inside its type.
+func namespaceOf(full string) string {
+	if i := strings.LastIndexByte(full, '.'); i >= 0 {
+		return full[:i]
+	}
+	return ""
+}
+
+func isNamed(t string) bool { return t == "record" || t == "error" || t == "enum" || t == "fixed" }
+
+func (c *avroCompiler) collect(n *avro.SchemaNode) {
+	if isNamed(n.Type) {
+		name := fullName(n, "")
+		if _, ok := c.defs[name]; ok {
 			return
 		}
-		w.named[name] = n
-		if i := strings.LastIndexByte(name, '.'); i >= 0 {
-			ns = name[:i]
-		}
+		c.defs[name] = n
 	}
 	for i := range n.Fields {
-		w.collect(&n.Fields[i].Type, ns)
+		c.collect(&n.Fields[i].Type)
 	}
 	for i := range n.Branches {
-		w.collect(&n.Branches[i], ns)
+		c.collect(&n.Branches[i])
 	}
 	if n.Items != nil {
-		w.collect(n.Items, ns)
+		c.collect(n.Items)
 	}
 	if n.Values != nil {
-		w.collect(n.Values, ns)
+		c.collect(n.Values)
 	}
 }
 
-func (w *avroJSON) resolve(n *avro.SchemaNode) *avro.SchemaNode {
-	switch n.Type {
-	case "null", "boolean", "int", "long", "float", "double", "bytes", "string",
-		"record", "error", "enum", "fixed", "array", "map", "union":
-		return n
-	}
-	if r, ok := w.named[n.Type]; ok {
-		return r
-	}
-	return nil
-}
-
-func (w *avroJSON) write(b []byte, n *avro.SchemaNode, v any) []byte {
-	if n != nil {
-		n = w.resolve(n)
-	}
-	if n == nil {
-		return plainJSON(b, v)
-	}
-	switch n.Type {
-	case "record", "error":
-		m, ok := v.(map[string]any)
-		if !ok {
-			return plainJSON(b, v)
+// reference finds the named type a reference names: a dotted name is a full name, a short one
+// is looked up in the enclosing namespace first, as Avro resolves it.
+func (c *avroCompiler) reference(name, ns string) (*avroNode, error) {
+	full := name
+	if !strings.Contains(name, ".") && ns != "" {
+		if _, ok := c.defs[ns+"."+name]; ok {
+			full = ns + "." + name
 		}
-		b = append(b, '{')
+	}
+	d, ok := c.defs[full]
+	if !ok {
+		return nil, fmt.Errorf("type %q is used but not defined", name)
+	}
+	return c.node(d, ns)
+}
+
+// avroPrimitives are the kinds of the primitive types, avroLogical those of the logical types
+// on them that twmb/avro decodes (decimal aside, for its scale): others are read as the type
+// under them, as the Avro specification says (uuid on a string is its text either way).
+var (
+	avroPrimitives = map[string]avroKind{"null": avroNull, "boolean": avroBoolean, "int": avroInt, "long": avroLong,
+		"float": avroFloat, "double": avroDouble, "string": avroString, "bytes": avroBytes}
+	avroLogical = map[[2]string]avroKind{
+		{"int", "date"}: avroDate, {"int", "time-millis"}: avroTimeMillis, {"long", "time-micros"}: avroTimeMicros,
+		{"long", "timestamp-millis"}: avroTimestampMillis, {"long", "timestamp-micros"}: avroTimestampMicros,
+		{"long", "timestamp-nanos"}: avroTimestampNanos, {"long", "local-timestamp-millis"}: avroLocalTimestampMillis,
+		{"long", "local-timestamp-micros"}: avroLocalTimestampMicros, {"long", "local-timestamp-nanos"}: avroLocalTimestampNanos,
+		{"bytes", "big-decimal"}: avroBigDecimal,
+	}
+)
+
+// node compiles n; ns is the namespace of the enclosing named type.
+func (c *avroCompiler) node(n *avro.SchemaNode, ns string) (*avroNode, error) {
+	if k, ok := avroPrimitives[n.Type]; ok {
+		out := &avroNode{kind: k}
+		if l, ok := avroLogical[[2]string{n.Type, n.LogicalType}]; ok {
+			out.kind = l
+		} else if n.Type == "bytes" && n.LogicalType == "decimal" {
+			out.kind, out.scale = avroDecimalBytes, n.Scale
+		}
+		return out, nil
+	}
+	switch n.Type {
+	case "array", "map":
+		out := &avroNode{kind: avroArray}
+		elem := n.Items
+		if n.Type == "map" {
+			out.kind, elem = avroMap, n.Values
+		}
+		if elem == nil {
+			return nil, fmt.Errorf("%s without its %s type", n.Type, map[string]string{"array": "items", "map": "values"}[n.Type])
+		}
+		e, err := c.node(elem, ns)
+		if err != nil {
+			return nil, err
+		}
+		out.elem = e
+		return out, nil
+	case "union":
+		out := &avroNode{kind: avroUnion}
+		for i := range n.Branches {
+			b, err := c.node(&n.Branches[i], ns)
+			if err != nil {
+				return nil, err
+			}
+			out.branches = append(out.branches, b)
+		}
+		return out, nil
+	case "record", "error", "enum", "fixed":
+		return c.named(n)
+	}
+	return c.reference(n.Type, ns)
+}
+
+// named compiles a record, enum or fixed once: its node is registered before its fields are
+// compiled, so a field that refers back to the record gets the same node.
+func (c *avroCompiler) named(n *avro.SchemaNode) (*avroNode, error) {
+	name := fullName(n, "")
+	if b, ok := c.built[name]; ok {
+		return b, nil
+	}
+	out := &avroNode{}
+	c.built[name] = out
+	switch n.Type {
+	case "enum":
+		out.kind = avroEnum
+		for _, s := range n.Symbols {
+			out.symbols = append(out.symbols, appendString(nil, s))
+		}
+	case "fixed":
+		out.kind, out.size = avroFixed, n.Size
+		// The logical types twmb/avro honours on a fixed, with the sizes it requires (a wrong
+		// size is read as a plain fixed, as the Avro specification says).
+		switch {
+		case n.LogicalType == "decimal":
+			out.kind, out.scale = avroDecimalFixed, n.Scale
+		case n.LogicalType == "uuid" && n.Size == 16:
+			out.kind = avroUUIDFixed
+		case n.LogicalType == "duration" && n.Size == 12:
+			out.kind = avroDuration
+		}
+	default:
+		out.kind = avroRecord
+		ns := namespaceOf(name)
 		for i := range n.Fields {
 			f := &n.Fields[i]
+			fn, err := c.node(&f.Type, ns)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			var key []byte
 			if i > 0 {
-				b = append(b, ',')
+				key = append(key, ',')
 			}
-			b = appendString(b, f.Name)
-			b = append(b, ':')
-			b = w.write(b, &f.Type, m[f.Name])
-		}
-		return append(b, '}')
-	case "array":
-		a, ok := v.([]any)
-		if !ok {
-			return plainJSON(b, v)
-		}
-		b = append(b, '[')
-		for i, e := range a {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = w.write(b, n.Items, e)
-		}
-		return append(b, ']')
-	case "map":
-		m, ok := v.(map[string]any)
-		if !ok {
-			return plainJSON(b, v)
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = w.write(b, n.Values, m[k])
-		}
-		return append(b, '}')
-	case "union":
-		m, ok := v.(map[string]any)
-		if v == nil || !ok || len(m) != 1 {
-			return plainJSON(b, v)
-		}
-		for name, bv := range m {
-			for i := range n.Branches {
-				br := &n.Branches[i]
-				if br.Type == name || fullName(br, "") == name || (br.Name != "" && strings.HasSuffix(name, "."+br.Name)) {
-					return w.write(b, br, bv)
-				}
-			}
-			return plainJSON(b, bv)
-		}
-	case "int":
-		if n.LogicalType == "date" {
-			if t, ok := v.(time.Time); ok {
-				return appendString(b, t.UTC().Format(time.DateOnly))
-			}
-		}
-	case "long":
-		if t, ok := v.(time.Time); ok && strings.HasPrefix(n.LogicalType, "local-timestamp") {
-			return appendString(b, t.UTC().Format("2006-01-02T15:04:05.999999999"))
-		}
-	case "bytes", "fixed":
-		if r, ok := v.(*big.Rat); ok && n.LogicalType == "decimal" {
-			return append(b, r.FloatString(n.Scale)...)
+			key = append(appendString(key, f.Name), ':')
+			out.fields = append(out.fields, avroField{name: f.Name, key: key, node: fn})
 		}
 	}
-	return plainJSON(b, v)
+	return out, nil
 }
 
-// plainJSON writes a decoded value by its Go type alone.
-func plainJSON(b []byte, v any) []byte {
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...)
-	case bool:
-		return strconv.AppendBool(b, x)
-	case int32:
-		return strconv.AppendInt(b, int64(x), 10)
-	case int64:
-		return strconv.AppendInt(b, x, 10)
-	case int:
-		return strconv.AppendInt(b, int64(x), 10)
-	case float32:
-		return appendFloat(b, float64(x), 32)
-	case float64:
-		return appendFloat(b, x, 64)
-	case string:
-		return appendString(b, x)
-	case []byte:
-		return appendString(b, base64.StdEncoding.EncodeToString(x))
-	case [16]byte: // uuid on fixed(16)
-		return appendString(b, fmt.Sprintf("%x-%x-%x-%x-%x", x[0:4], x[4:6], x[6:8], x[8:10], x[10:16]))
-	case time.Time:
-		return appendString(b, x.UTC().Format(time.RFC3339Nano))
-	case time.Duration: // time-millis, time-micros: a time of day
-		d := x
-		h := d / time.Hour
-		d -= h * time.Hour
-		m := d / time.Minute
-		d -= m * time.Minute
-		s := float64(d) / float64(time.Second)
-		return appendString(b, fmt.Sprintf("%02d:%02d:%s", h, m, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%06.3f", s), "0"), ".")))
-	case *big.Rat:
-		if n, exact := x.FloatPrec(); exact {
-			return append(b, x.FloatString(n)...)
+// minBytes fills n.min: the fewest bytes a value of n takes on the wire. A node met again on the
+// way down (a recursive type) counts 1: a finite value must leave the recursion through a union
+// index or a container's end, each at least a byte. twmb/avro bounds block counts the same way.
+func minBytes(n *avroNode, path map[*avroNode]bool) int {
+	if path[n] {
+		return 1
+	}
+	if n.min > 0 || n.kind == avroNull {
+		return n.min
+	}
+	path[n] = true
+	defer delete(path, n)
+	switch n.kind {
+	case avroFloat:
+		n.min = 4
+	case avroDouble:
+		n.min = 8
+	case avroFixed, avroDecimalFixed, avroUUIDFixed, avroDuration:
+		n.min = n.size
+	case avroRecord:
+		m := 0
+		for _, f := range n.fields {
+			m += minBytes(f.node, path)
 		}
-		return appendString(b, x.RatString())
-	case avro.Duration:
-		return fmt.Appendf(b, `{"months":%d,"days":%d,"milliseconds":%d}`, x.Months, x.Days, x.Milliseconds)
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
+		n.min = m
+	case avroUnion:
+		m := -1
+		for _, b := range n.branches {
+			if v := minBytes(b, path); m < 0 || v < m {
+				m = v
 			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = plainJSON(b, x[k])
 		}
-		return append(b, '}')
-	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = plainJSON(b, e)
-		}
-		return append(b, ']')
+		n.min = 1 + max(m, 0)
+	case avroArray, avroMap:
+		n.min = 1
+		minBytes(n.elem, path)
+	default: // boolean, enum, int, long and their logical types, string, bytes: one byte at least
+		n.min = 1
 	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		return appendString(b, fmt.Sprint(v))
-	}
-	return append(b, j...)
-}
-
-func appendFloat(b []byte, f float64, bits int) []byte {
-	switch {
-	case math.IsNaN(f):
-		return append(b, `"NaN"`...)
-	case math.IsInf(f, 1):
-		return append(b, `"Infinity"`...)
-	case math.IsInf(f, -1):
-		return append(b, `"-Infinity"`...)
-	}
-	return strconv.AppendFloat(b, f, 'g', -1, bits)
-}
-
-// appendString writes s as a JSON string: invalid UTF-8 replaced, HTML characters left as they
-// are (the view escapes them), so "a<b" reads as itself.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r < 0x20 || r == 0x2028 || r == 0x2029:
-			b = append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r)
-		}
-	}
-	return append(b, '"')
+	return n.min
 }

@@ -26,7 +26,7 @@ func compileFile(f *configs.SchemaFile) (*compiled, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.AvroFile, err)
 		}
-		return avroCompiled(s), nil
+		return avroCompiled(s)
 	case len(f.ProtoFiles) > 0:
 		if f.Message == "" {
 			return nil, errors.New("message is required with proto_files")

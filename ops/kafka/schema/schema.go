@@ -331,6 +331,8 @@ func (c *compiled) decode(out *Decoded, payload []byte) {
 		out.Type = typ
 	}
 	switch {
+	case errors.Is(err, errTooLarge):
+		out.Error = err.Error()
 	case err != nil:
 		out.Error = fmt.Sprintf("the bytes do not decode as %s %s: %v", c.format, c.typ, err)
 	case len(j) > MaxJSONBytes:
