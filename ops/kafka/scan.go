@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
 // Scan fetch sizes. A scan reads many records, so its fetches are large; a read backwards sizes
@@ -58,6 +59,49 @@ func (s *Scanner) Close() {
 // after the last record fn was given (to when the range was read whole). Errors: records deleted
 // under the read → ops.ErrInvalid; the cluster unreachable or ctx done → a wrapped error.
 func (s *Scanner) Forward(ctx context.Context, partition int32, from, to int64, fn func(Record) bool) (int64, error) {
+	return s.ForwardLazy(ctx, partition, from, to, func(l *Lazy) bool { return fn(l.Record()) })
+}
+
+// Lazy is one record of a scan, decoded for showing only when asked: Plain is the record as
+// fetched (the value capped, Size set; no schema or dead-letter decoding), Record the record as
+// shown. A scan whose filter reads the key decodes only the records it keeps. A Lazy is valid
+// during the call it is handed to; the Records it gives stay valid.
+type Lazy struct {
+	Plain Record
+
+	ctx          context.Context
+	c            *Cluster
+	value        []byte // the whole value: schemas and message ids are read from it, not the capped one
+	decoded      bool   // Record's decoding is done
+	valueDecoded bool   // ValueSchema's is
+}
+
+// Record is the record as shown: Plain with its schemas and dead-letter headers decoded (once).
+func (l *Lazy) Record() Record {
+	if !l.decoded {
+		l.decoded = true
+		if l.c.schemas.Active() {
+			l.Plain.KeySchema = l.c.schemas.Decode(l.ctx, l.Plain.Topic, true, l.Plain.Key)
+		}
+		l.Plain.DeadLetter = l.c.index.decode(l.Plain.Headers, idSource(l.value, l.ValueSchema()), l.c.ids)
+	}
+	return l.Plain
+}
+
+// ValueSchema is the value read through its schema, as Record has it (nil when the value is not
+// for a schema), without decoding the rest.
+func (l *Lazy) ValueSchema() *schema.Decoded {
+	if !l.valueDecoded {
+		l.valueDecoded = true
+		if l.c.schemas.Active() {
+			l.Plain.ValueSchema = l.c.schemas.Decode(l.ctx, l.Plain.Topic, false, l.value)
+		}
+	}
+	return l.Plain.ValueSchema
+}
+
+// ForwardLazy is Forward handing each record undecoded; fn decodes what it needs.
+func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int64, fn func(*Lazy) bool) (int64, error) {
 	if from >= to {
 		return to, nil
 	}
@@ -67,6 +111,8 @@ func (s *Scanner) Forward(ctx context.Context, partition int32, from, to int64, 
 		}
 	}
 	pos := from
+	// One Lazy for the whole read: what fn keeps is the Records it takes, which copy it.
+	l := &Lazy{ctx: ctx, c: s.c}
 	handle := func(r *kgo.Record) (stop bool) {
 		if r.Offset < pos {
 			return false
@@ -81,7 +127,8 @@ func (s *Scanner) Forward(ctx context.Context, partition int32, from, to int64, 
 		}
 		s.bytes += int64(len(r.Key) + len(r.Value))
 		s.records++
-		return !fn(s.c.shown(ctx, r)) || pos >= to
+		s.c.lazy(l, r)
+		return !fn(l) || pos >= to
 	}
 	held := s.pending
 	s.pending = nil
@@ -126,6 +173,11 @@ func (s *Scanner) keep(rest []*kgo.Record, pos int64) {
 // offset of the next record to read going on backwards (the last record fn was given, minus
 // one), from−1 when the range was read whole. Errors as Forward.
 func (s *Scanner) Backward(ctx context.Context, partition int32, from, to int64, fn func(Record) bool) (int64, error) {
+	return s.BackwardLazy(ctx, partition, from, to, func(l *Lazy) bool { return fn(l.Record()) })
+}
+
+// BackwardLazy is Backward handing each record undecoded, as ForwardLazy.
+func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to int64, fn func(*Lazy) bool) (int64, error) {
 	hi := to // the chunk is [lo, hi)
 	n := int64(firstChunkRecords)
 	for hi > from {
@@ -138,13 +190,13 @@ func (s *Scanner) Backward(ctx context.Context, partition int32, from, to int64,
 		if err := s.open(partition, lo, fetch); err != nil {
 			return hi - 1, err
 		}
-		var chunk []Record
-		if _, err := s.Forward(ctx, partition, lo, hi, func(r Record) bool { chunk = append(chunk, r); return true }); err != nil {
+		var chunk []Lazy
+		if _, err := s.ForwardLazy(ctx, partition, lo, hi, func(l *Lazy) bool { chunk = append(chunk, *l); return true }); err != nil {
 			return hi - 1, err
 		}
 		for i := len(chunk) - 1; i >= 0; i-- {
-			if !fn(chunk[i]) {
-				return chunk[i].Offset - 1, nil
+			if !fn(&chunk[i]) {
+				return chunk[i].Plain.Offset - 1, nil
 			}
 		}
 		hi = lo
@@ -165,9 +217,9 @@ func (s *Scanner) open(partition int32, from int64, fetchBytes int32) error {
 	return nil
 }
 
-// shown converts a fetched record for showing without copying its buffers: the value capped at
-// MaxValueBytes, schemas and dead-letter headers decoded from the whole value.
-func (c *Cluster) shown(ctx context.Context, r *kgo.Record) Record {
+// lazy sets l to a fetched record without copying its buffers or decoding it: the value capped
+// at MaxValueBytes, Size counted.
+func (c *Cluster) lazy(l *Lazy, r *kgo.Record) {
 	rec := rawRecord(r)
 	if len(rec.Value) > MaxValueBytes {
 		rec.Value, rec.Truncated = rec.Value[:MaxValueBytes], true
@@ -175,7 +227,5 @@ func (c *Cluster) shown(ctx context.Context, r *kgo.Record) Record {
 	for _, h := range rec.Headers {
 		rec.Size += len(h.Key) + len(h.Value)
 	}
-	rec.KeySchema, rec.ValueSchema = c.decodeSchemas(ctx, r.Topic, r.Key, r.Value)
-	rec.DeadLetter = c.index.decode(rec.Headers, idSource(r.Value, rec.ValueSchema), c.ids)
-	return rec
+	l.Plain, l.value, l.decoded, l.valueDecoded = rec, r.Value, false, false
 }

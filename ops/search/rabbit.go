@@ -61,7 +61,7 @@ func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitRes
 		ok := true
 		if q.Filter != nil {
 			var evalErr, err error
-			ok, evalErr, err = q.Filter.eval(ctx, &rabbitVars{m: &m})
+			ok, evalErr, err = q.Filter.eval(ctx, &rabbitVars{m: &m, paths: q.Filter.paths})
 			switch {
 			case err != nil:
 				stopErr = err

@@ -56,7 +56,10 @@ type Query struct {
 	// Timeout stops it after this long; 0 does not (ctx still does).
 	Timeout time.Duration
 	// View, when set, is what the reader may see of a record (content masked): the filter
-	// evaluates it, and it is what a match hands on.
+	// evaluates it, and it is what a match hands on. It is called at most once a record: only
+	// when the filter reads headers, value or dead_letter, and on a match just before Each. It
+	// must keep the key, partition, offset, timestamp and size as they are, for a filter over
+	// those reads them from the record as fetched, before the view.
 	View func(kafka.Record) kafka.Record
 	// Each, when set, is handed every match as it is found, in place of collecting them in
 	// Result.Matches; an error from it ends the scan with that error.
@@ -161,27 +164,33 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 	defer sc.Close()
 
 	var stopErr error
-	visit := func(r kafka.Record) bool {
+	// One activation for the scan, pointed at each record in turn. The filter reads only what it
+	// needs of a record; a match is decoded and viewed (if the filter has not already needed
+	// that) just before it is handed on.
+	vars := &kafkaVars{view: q.View}
+	if q.Filter != nil {
+		vars.paths = q.Filter.paths
+	}
+	visit := func(l *kafka.Lazy) bool {
 		res.Scanned++
-		if q.View != nil {
-			r = q.View(r)
-		}
+		vars.reset(l)
 		ok := true
 		if q.Filter != nil {
 			var evalErr, err error
-			ok, evalErr, err = q.Filter.eval(readCtx, newKafkaVars(&r))
+			ok, evalErr, err = q.Filter.eval(readCtx, vars)
 			switch {
 			case err != nil:
 				stopErr = err
 				return false
 			case evalErr != nil:
 				if res.EvalErrors++; res.EvalError == "" {
-					res.EvalError = fmt.Sprintf("partition %d offset %d: %v", r.Partition, r.Offset, evalErr)
+					res.EvalError = fmt.Sprintf("partition %d offset %d: %v", l.Plain.Partition, l.Plain.Offset, evalErr)
 				}
 			}
 		}
 		if ok {
 			res.Matched++
+			r := *vars.record()
 			if q.Each != nil {
 				if err := q.Each(r); err != nil {
 					stopErr = err
@@ -207,6 +216,12 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 				res.Stopped = StoppedTimeout
 				return false
 			}
+			// A bounded filter is not interrupted by ctx (Filter.bounded), and records already
+			// fetched are read without the client: the scan is, here.
+			if err := ctx.Err(); err != nil {
+				stopErr = fmt.Errorf("scan %s: %w", q.Topic, err)
+				return false
+			}
 		}
 		return true
 	}
@@ -218,9 +233,9 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		}
 		var err error
 		if q.Order == "oldest" {
-			s.pos, err = sc.Forward(readCtx, s.p, s.pos, s.hi, visit)
+			s.pos, err = sc.ForwardLazy(readCtx, s.p, s.pos, s.hi, visit)
 		} else {
-			s.pos, err = sc.Backward(readCtx, s.p, s.lo, s.pos+1, visit)
+			s.pos, err = sc.BackwardLazy(readCtx, s.p, s.lo, s.pos+1, visit)
 		}
 		if stopErr != nil {
 			return Result{}, stopErr

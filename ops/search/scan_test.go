@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -165,10 +166,77 @@ func TestScanKafka(t *testing.T) {
 			t.Fatalf("stopped %q scanned %d", res.Stopped, res.Scanned)
 		}
 	})
+	t.Run("Cancelled", func(t *testing.T) {
+		// A bounded filter is not interrupted inside an evaluation: the scan notices ctx itself.
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		last := int64(0)
+		res, err := ScanKafka(cctx, w.c, Query{Topic: "dlt", Filter: mustCompile(t, Kafka, `key == "none"`),
+			Progress: func(scanned, _ int64) {
+				if last = scanned; scanned >= 512 {
+					cancel()
+				}
+			}})
+		// The records fetched with the first ones are not all read: the scan stops at the check.
+		if !errors.Is(err, context.Canceled) || res.Scanned != 0 || last != 512 {
+			t.Fatalf("err = %v, last progress at %d, res %+v", err, last, res)
+		}
+	})
 	t.Run("CostLimit", func(t *testing.T) {
 		_, err := ScanKafka(ctx, w.c, Query{Topic: "dlt", Filter: mustCompile(t, Kafka, costly)})
 		if err != ErrCostLimit {
 			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("View", func(t *testing.T) {
+		// The view masks the tenant header, the value and the exception type, as a redaction
+		// rule would; the filter sees only the view, and a filter over the key views only its
+		// matches.
+		views := 0
+		view := func(r kafka.Record) kafka.Record {
+			views++
+			hs := make([]kafka.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				if hs[i] = h; h.Key == "tenant" {
+					hs[i].Value = []byte("***")
+				}
+			}
+			r.Headers, r.Value = hs, []byte(`{"n":"***"}`)
+			if r.DeadLetter != nil {
+				dl := *r.DeadLetter
+				dl.ExceptionType = "***"
+				r.DeadLetter = &dl
+			}
+			return r
+		}
+		for _, tc := range []struct {
+			expr           string
+			matched, views int64
+		}{
+			{`headers["tenant"] == "3"`, 0, 3000},
+			{`value.n == 5 || value.tenant == 3`, 0, 3000},
+			{`dead_letter.exception_type.endsWith("TimeoutException")`, 0, 3000},
+			{`headers["tenant"] == "***" && value.n == "***"`, 3000, 3000},
+			{`dead_letter.exception_type == "***" && dead_letter.original_topic == "orders"`, 300, 3000},
+			{`key == "k-1-77"`, 1, 1},
+			{`offset < 10 && partition == 2`, 10, 10},
+		} {
+			views = 0
+			var got []kafka.Record
+			res, err := ScanKafka(ctx, w.c, Query{Topic: "dlt", Filter: mustCompile(t, Kafka, tc.expr), View: view,
+				Each: func(r kafka.Record) error { got = append(got, r); return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Matched != tc.matched || int64(views) != tc.views || res.Scanned != 3000 {
+				t.Errorf("%s: matched %d with %d views of %d records; want %d with %d", tc.expr, res.Matched, views, res.Scanned,
+					tc.matched, tc.views)
+			}
+			for _, r := range got {
+				if string(r.Value) != `{"n":"***"}` || string(r.Headers[0].Value) != "***" {
+					t.Fatalf("%s: a match handed on unviewed: %s %s", tc.expr, r.Value, r.Headers[0].Value)
+				}
+			}
 		}
 	})
 	t.Run("Range", func(t *testing.T) {

@@ -167,7 +167,8 @@ func TestResolutionVariable(t *testing.T) {
 	}
 	failing := func(int32, int64) (string, error) { return "", errors.New("store down") }
 	for _, f := range []*Filter{open.WithResolutions(failing), notOpen.WithResolutions(failing)} {
-		m, evalErr, err := f.eval(ctx, newKafkaVars(&kafka.Record{}))
+		r := kafka.Record{}
+		m, evalErr, err := f.eval(ctx, &kafkaVars{plain: &r, seen: &r})
 		if m || evalErr == nil || err != nil {
 			t.Fatalf("%s with a failing lookup: match %v, eval error %v, err %v", f.Text(), m, evalErr, err)
 		}

@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"time"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
+	"github.com/tidwall/gjson"
 
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -19,56 +23,89 @@ import (
 // (including an expression that fails on this record, such as a missing key). Errors:
 // ErrCostLimit, ctx's error.
 func (f *Filter) MatchKafka(ctx context.Context, r kafka.Record) (bool, error) {
-	m, _, err := f.eval(ctx, newKafkaVars(&r))
+	m, _, err := f.eval(ctx, &kafkaVars{plain: &r, seen: &r, paths: f.paths})
 	return m, err
 }
 
 // MatchRabbit is MatchKafka for a RabbitMQ message.
 func (f *Filter) MatchRabbit(ctx context.Context, m rabbit.Message) (bool, error) {
-	ok, _, err := f.eval(ctx, &rabbitVars{m: &m})
+	ok, _, err := f.eval(ctx, &rabbitVars{m: &m, paths: f.paths})
 	return ok, err
 }
 
-// kafkaVars resolves a record's variables, each on first use: a filter over the key never decodes
-// the value.
+// kafkaVars resolves a record's variables, each on first use and from no more of the record than
+// it needs: key, partition, offset, timestamp and size from the record as fetched; headers and
+// value from it too when there is no view (the value through its schema); dead_letter, or
+// anything under a view, from the record decoded and viewed. A filter over the key decodes nothing.
 type kafkaVars struct {
-	r                    *kafka.Record
+	plain *kafka.Record // as fetched; the whole record for MatchKafka
+	lazy  *kafka.Lazy   // decodes plain; nil for MatchKafka
+	view  func(kafka.Record) kafka.Record
+	seen  *kafka.Record // decoded and viewed: what the reader may see; nil until needed
+	shown kafka.Record  // seen's storage
+	paths *pathTree
+
 	value, headers, dead any
 	resolutions          ResolutionOf // from the filter (bind); nil: open
 }
 
-func newKafkaVars(r *kafka.Record) *kafkaVars { return &kafkaVars{r: r} }
+// reset points v at the next record of a scan, keeping the view and paths.
+func (v *kafkaVars) reset(l *kafka.Lazy) {
+	*v = kafkaVars{plain: &l.Plain, lazy: l, view: v.view, paths: v.paths}
+}
+
+// record is the record as the reader may see it, decoded and viewed (once).
+func (v *kafkaVars) record() *kafka.Record {
+	if v.seen == nil {
+		v.shown = v.lazy.Record()
+		if v.view != nil {
+			v.shown = v.view(v.shown)
+		}
+		v.seen = &v.shown
+	}
+	return v.seen
+}
+
+// content is the record whose headers and value the filter reads: the fetched one unless a view
+// may mask them.
+func (v *kafkaVars) content() *kafka.Record {
+	if v.view == nil && v.seen == nil {
+		return v.plain
+	}
+	return v.record()
+}
 
 func (v *kafkaVars) Parent() interpreter.Activation { return nil }
 
 func (v *kafkaVars) ResolveName(name string) (any, bool) {
-	r := v.r
+	r := v.plain
 	switch name {
 	case "key":
 		return text(r.Key), true
 	case "value":
 		if v.value == nil {
-			if d := r.ValueSchema; d != nil && d.JSON != nil {
-				v.value = decoded(d.JSON)
-			} else if r.Truncated {
-				v.value = text(r.Value)
+			c := v.content()
+			d := c.ValueSchema
+			if c == v.plain && v.lazy != nil {
+				d = v.lazy.ValueSchema()
+			}
+			if d != nil && d.JSON != nil {
+				v.value = document(d.JSON, v.paths)
+			} else if c.Truncated {
+				v.value = text(c.Value)
 			} else {
-				v.value = decoded(r.Value)
+				v.value = document(c.Value, v.paths)
 			}
 		}
 		return v.value, true
 	case "headers":
 		if v.headers == nil {
-			m := make(map[string]string, len(r.Headers))
-			for _, h := range r.Headers {
-				m[h.Key] = text(h.Value)
-			}
-			v.headers = m
+			v.headers = &headerMap{hs: v.content().Headers}
 		}
 		return v.headers, true
 	case "dead_letter":
 		if v.dead == nil {
-			v.dead = kafkaDeadLetter(r.DeadLetter)
+			v.dead = kafkaDeadLetter(v.record().DeadLetter)
 		}
 		return v.dead, true
 	case "partition":
@@ -118,6 +155,70 @@ func (f *Filter) bind(act interpreter.Activation) {
 	}
 }
 
+// headerMap is a record's headers as the filter's map(string, string), the last value of each
+// key: a lookup (headers["tenant"], has(headers.tenant), "tenant" in headers) reads the headers in
+// place; anything else of a map (size, iteration, equality, conversion) reads the map built once.
+type headerMap struct {
+	hs   []kafka.Header
+	full traits.Mapper
+}
+
+func (h *headerMap) mapper() traits.Mapper {
+	if h.full == nil {
+		m := make(map[string]string, len(h.hs))
+		for _, x := range h.hs {
+			m[x.Key] = text(x.Value)
+		}
+		h.full = types.NewStringStringMap(types.DefaultTypeAdapter, m)
+	}
+	return h.full
+}
+
+// FindStringKey is the interpreter's lookup of a constant key.
+func (h *headerMap) FindStringKey(k string) (any, bool) {
+	for i := len(h.hs) - 1; i >= 0; i-- {
+		if h.hs[i].Key == k {
+			return text(h.hs[i].Value), true
+		}
+	}
+	return nil, false
+}
+
+func (h *headerMap) Find(k ref.Val) (ref.Val, bool) {
+	if s, ok := k.(types.String); ok {
+		if v, ok := h.FindStringKey(string(s)); ok {
+			return types.String(v.(string)), true
+		}
+		return nil, false
+	}
+	return h.mapper().Find(k)
+}
+
+func (h *headerMap) Get(k ref.Val) ref.Val {
+	if v, ok := h.Find(k); ok {
+		return v
+	}
+	return h.mapper().Get(k) // the map's own error
+}
+
+func (h *headerMap) Contains(k ref.Val) ref.Val {
+	if s, ok := k.(types.String); ok {
+		_, found := h.FindStringKey(string(s))
+		return types.Bool(found)
+	}
+	return h.mapper().Contains(k)
+}
+
+func (h *headerMap) ConvertToNative(t reflect.Type) (any, error) {
+	return h.mapper().ConvertToNative(t)
+}
+func (h *headerMap) ConvertToType(t ref.Type) ref.Val { return h.mapper().ConvertToType(t) }
+func (h *headerMap) Equal(o ref.Val) ref.Val          { return h.mapper().Equal(o) }
+func (h *headerMap) Type() ref.Type                   { return h.mapper().Type() }
+func (h *headerMap) Value() any                       { return h.mapper().Value() }
+func (h *headerMap) Iterator() traits.Iterator        { return h.mapper().Iterator() }
+func (h *headerMap) Size() ref.Val                    { return h.mapper().Size() }
+
 func kafkaDeadLetter(d *kafka.DeadLetter) map[string]any {
 	if d == nil {
 		d = &kafka.DeadLetter{}
@@ -141,6 +242,7 @@ func kafkaDeadLetter(d *kafka.DeadLetter) map[string]any {
 // rabbitVars resolves a message's variables, each on first use.
 type rabbitVars struct {
 	m                          *rabbit.Message
+	paths                      *pathTree
 	body, headers, props, dead any
 }
 
@@ -154,7 +256,7 @@ func (v *rabbitVars) ResolveName(name string) (any, bool) {
 			if m.Truncated {
 				v.body = text(m.Body)
 			} else {
-				v.body = decoded(m.Body)
+				v.body = document(m.Body, v.paths)
 			}
 		}
 		return v.body, true
@@ -217,19 +319,28 @@ func text(b []byte) string {
 }
 
 // decoded is a JSON document as CEL values (integers as int, other numbers as double), or the
-// text when b is not JSON.
+// text when b is not one JSON document (gjson's validator: the same grammar as encoding/json's).
 func decoded(b []byte) any {
 	t := bytes.TrimSpace(b)
-	if len(t) == 0 || (t[0] != '{' && t[0] != '[' && t[0] != '"' && !json.Valid(t)) {
+	if len(t) == 0 || !gjson.ValidBytes(t) {
 		return text(b)
 	}
-	dec := json.NewDecoder(bytes.NewReader(t))
+	v, err := decodeJSON(t)
+	if err != nil { // deeper than encoding/json goes
+		return text(b)
+	}
+	return v
+}
+
+// decodeJSON decodes one valid JSON value as decoded does.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return text(b)
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
 	}
-	return numbers(v)
+	return numbers(v), nil
 }
 
 func numbers(v any) any {
