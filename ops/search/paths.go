@@ -93,7 +93,7 @@ func keyStep(parent, child celast.NavigableExpr) (string, bool) {
 const maxJSONDepth = 10000
 
 // document is b as the filter sees it, reading only the parts t names: for a JSON object, a map
-// holding just those keys (the last of a repeated key, as a whole decode keeps); each part read
+// (a lazyMap over an object) holding just those keys (the last of a repeated key, as a whole decode keeps); each part read
 // whole exactly as decoded reads it. A document that is not a JSON object, or t nil, is decoded
 // whole. Any other expression over the paths then gives what it gives over the whole decode,
 // a missing key's error included.
@@ -114,7 +114,7 @@ func (t *pathTree) read(d []byte) (any, bool) {
 	if t.whole || d[0] != '{' {
 		return part(d)
 	}
-	m := make(map[string]any, len(t.next))
+	var obj object
 	ok := true
 	members(d, func(k, v []byte) bool {
 		var sub *pathTree
@@ -135,10 +135,46 @@ func (t *pathTree) read(d []byte) (any, bool) {
 		if x, ok = sub.read(v); !ok {
 			return false
 		}
-		m[sub.key] = x // a repeated key: the last one stays, as in a whole decode
+		obj.set(sub.key, x) // a repeated key: the last one stays, as in a whole decode
 		return true
 	})
-	return m, ok
+	return &lazyMap{src: obj}, ok
+}
+
+// object is the members of a JSON object that paths read, in a slice: the few keys a filter
+// names are found faster there than a map is made.
+type object []member
+
+type member struct {
+	key string
+	val any
+}
+
+func (o *object) set(k string, v any) {
+	for i := range *o {
+		if (*o)[i].key == k {
+			(*o)[i].val = v
+			return
+		}
+	}
+	*o = append(*o, member{k, v})
+}
+
+func (o object) lookup(k string) (any, bool) {
+	for _, m := range o {
+		if m.key == k {
+			return m.val, true
+		}
+	}
+	return nil, false
+}
+
+func (o object) whole() any {
+	m := make(map[string]any, len(o))
+	for _, e := range o {
+		m[e.key] = e.val
+	}
+	return m
 }
 
 // part is one valid JSON value decoded as decoded does: integers as int, other numbers as double.

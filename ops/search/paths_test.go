@@ -146,45 +146,55 @@ func TestBoundedFilters(t *testing.T) {
 	}
 }
 
-// nativeHeaders resolves headers as the plain map that headerMap stands for.
-type nativeHeaders struct{ *kafkaVars }
+// nativeMaps resolves headers and dead_letter as the plain maps their lazyMaps stand for.
+type nativeMaps struct{ *kafkaVars }
 
-func (n nativeHeaders) ResolveName(name string) (any, bool) {
-	if name != "headers" {
-		return n.kafkaVars.ResolveName(name)
+func (n nativeMaps) ResolveName(name string) (any, bool) {
+	switch name {
+	case "headers":
+		return headerSource(n.plain.Headers).whole(), true
+	case "dead_letter":
+		return deadLetterSource{n.plain.DeadLetter}.whole(), true
 	}
-	m := map[string]string{}
-	for _, h := range n.plain.Headers {
-		m[h.Key] = text(h.Value)
-	}
-	return m, true
+	return n.kafkaVars.ResolveName(name)
 }
 
-// TestHeaderMap proves that the headers read in place answer every use of a map as the map
-// itself does: lookups (the last value of a repeated header), presence, size, iteration,
+// TestLazyMaps proves that headers and dead_letter read in place answer every use of a map as
+// the map itself does: lookups (the last value of a repeated header), presence, size, iteration,
 // equality both ways, a missing key's error.
-func TestHeaderMap(t *testing.T) {
-	records := [][]kafka.Header{
-		nil,
-		{{Key: "tenant", Value: []byte("6")}, {Key: "tenant", Value: []byte("7")}},
-		{{Key: "tenant", Value: []byte("7")}, {Key: "Tenant", Value: []byte("8")}, {Key: "bin", Value: []byte{0xff, 0}}},
+func TestLazyMaps(t *testing.T) {
+	part, off, retries := int32(3), int64(17), 2
+	records := []kafka.Record{
+		{Key: []byte("tenant")},
+		{Key: []byte("tenant"), Headers: []kafka.Header{{Key: "tenant", Value: []byte("6")}, {Key: "tenant", Value: []byte("7")}},
+			DeadLetter: &kafka.DeadLetter{OriginalTopic: "orders", ExceptionType: "x.TimeoutException", Convention: "spring"}},
+		{Key: []byte("tenant"), Headers: []kafka.Header{{Key: "tenant", Value: []byte("7")}, {Key: "Tenant", Value: []byte("8")},
+			{Key: "bin", Value: []byte{0xff, 0}}},
+			DeadLetter: &kafka.DeadLetter{OriginalPartition: &part, OriginalOffset: &off, RetryCount: &retries, MessageID: "m-1"}},
 	}
 	for _, expr := range []string{
 		`headers["tenant"] == "7"`, `headers.tenant == "7"`, `"tenant" in headers`, `has(headers.tenant)`, `size(headers) == 2`,
 		`headers == {"tenant": "7"}`, `{"tenant": "7"} == headers`, `headers.exists(k, k == "Tenant")`, `headers.all(k, headers[k] != "")`,
-		`headers["missing"] == "x"`, `headers["bin"] == "/wA="`, `headers.map(k, headers[k]).size() > 0`, `dyn(headers).x == "y"`, `dyn(headers)[1] == "y"`,
-		`headers[key] == "7"`, `type(headers) == map`,
+		`headers["missing"] == "x"`, `headers["bin"] == "/wA="`, `headers.map(k, headers[k]).size() > 0`, `dyn(headers).x == "y"`,
+		`dyn(headers)[1] == "y"`, `headers[key] == "7"`, `type(headers) == map`,
+		`dead_letter.original_topic == "orders" && dead_letter.exception_type.endsWith("TimeoutException")`,
+		`dead_letter.original_partition == 3 && dead_letter.original_offset == 17 && dead_letter.retry_count == 2`,
+		`dead_letter.original_partition == -1 && dead_letter.retry_count == 0`, `dead_letter.message_id == "m-1"`,
+		`dead_letter.convention == "spring" && dead_letter.consumer_group == "" && dead_letter.trace_id == ""`,
+		`dead_letter.stacktrace == "" && dead_letter.first_failed_at == "" && dead_letter.exception_cause == ""`,
+		`dead_letter.nosuch == 1`, `size(dead_letter) == 13`, `dead_letter.exists(k, k == "convention")`,
+		`"stacktrace" in dead_letter`, `dead_letter == {"original_topic": "orders"}`, `has(dead_letter.exception_message)`,
+		`dead_letter[key] == ""`,
 	} {
 		f, err := Compile(Kafka, expr)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
-		for _, hs := range records {
-			r := kafka.Record{Key: []byte("tenant"), Headers: hs}
+		for _, r := range records {
 			m1, e1, err1 := f.eval(context.Background(), &kafkaVars{plain: &r, seen: &r})
-			m2, e2, err2 := f.eval(context.Background(), nativeHeaders{&kafkaVars{plain: &r, seen: &r}})
+			m2, e2, err2 := f.eval(context.Background(), nativeMaps{&kafkaVars{plain: &r, seen: &r}})
 			if got, want := fmt.Sprint(m1, e1, err1), fmt.Sprint(m2, e2, err2); got != want {
-				t.Errorf("%s over %v: in place %s, as a map %s", expr, hs, got, want)
+				t.Errorf("%s over %v %+v: in place %s, as a map %s", expr, r.Headers, r.DeadLetter, got, want)
 			}
 		}
 	}

@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"reflect"
 	"time"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
-	"cel.dev/cel-go/common/types/ref"
-	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/interpreter"
 	"github.com/tidwall/gjson"
 
@@ -100,12 +97,12 @@ func (v *kafkaVars) ResolveName(name string) (any, bool) {
 		return v.value, true
 	case "headers":
 		if v.headers == nil {
-			v.headers = &headerMap{hs: v.content().Headers}
+			v.headers = &lazyMap{src: headerSource(v.content().Headers)}
 		}
 		return v.headers, true
 	case "dead_letter":
 		if v.dead == nil {
-			v.dead = kafkaDeadLetter(v.record().DeadLetter)
+			v.dead = &lazyMap{src: deadLetterSource{v.record().DeadLetter}}
 		}
 		return v.dead, true
 	case "partition":
@@ -155,86 +152,84 @@ func (f *Filter) bind(act interpreter.Activation) {
 	}
 }
 
-// headerMap is a record's headers as the filter's map(string, string), the last value of each
-// key: a lookup (headers["tenant"], has(headers.tenant), "tenant" in headers) reads the headers in
-// place; anything else of a map (size, iteration, equality, conversion) reads the map built once.
-type headerMap struct {
-	hs   []kafka.Header
-	full traits.Mapper
-}
+// deadLetterFields are the names of dead_letter's fields for a Kafka record.
+var deadLetterFields = []string{"original_topic", "original_partition", "original_offset", "consumer_group", "exception_type",
+	"exception_cause", "exception_message", "stacktrace", "retry_count", "message_id", "trace_id", "first_failed_at", "convention"}
 
-func (h *headerMap) mapper() traits.Mapper {
-	if h.full == nil {
-		m := make(map[string]string, len(h.hs))
-		for _, x := range h.hs {
-			m[x.Key] = text(x.Value)
-		}
-		h.full = types.NewStringStringMap(types.DefaultTypeAdapter, m)
+// deadLetterSource is a record's decoded dead-letter fields as dead_letter's map(string, dyn):
+// "" or 0 (-1 for the original partition and offset) when absent.
+type deadLetterSource struct{ d *kafka.DeadLetter }
+
+func (s deadLetterSource) lookup(name string) (any, bool) {
+	d := s.d
+	if d == nil {
+		d = &kafka.DeadLetter{}
 	}
-	return h.full
+	switch name {
+	case "original_topic":
+		return d.OriginalTopic, true
+	case "original_partition":
+		if d.OriginalPartition != nil {
+			return int64(*d.OriginalPartition), true
+		}
+		return int64(-1), true
+	case "original_offset":
+		if d.OriginalOffset != nil {
+			return *d.OriginalOffset, true
+		}
+		return int64(-1), true
+	case "consumer_group":
+		return d.ConsumerGroup, true
+	case "exception_type":
+		return d.ExceptionType, true
+	case "exception_cause":
+		return d.ExceptionCause, true
+	case "exception_message":
+		return d.ExceptionMessage, true
+	case "stacktrace":
+		return d.Stacktrace, true
+	case "retry_count":
+		if d.RetryCount != nil {
+			return int64(*d.RetryCount), true
+		}
+		return int64(0), true
+	case "message_id":
+		return d.MessageID, true
+	case "trace_id":
+		return d.TraceID, true
+	case "first_failed_at":
+		return d.FirstFailedAt, true
+	case "convention":
+		return d.Convention, true
+	}
+	return nil, false
 }
 
-// FindStringKey is the interpreter's lookup of a constant key.
-func (h *headerMap) FindStringKey(k string) (any, bool) {
-	for i := len(h.hs) - 1; i >= 0; i-- {
-		if h.hs[i].Key == k {
-			return text(h.hs[i].Value), true
+func (s deadLetterSource) whole() any {
+	m := make(map[string]any, len(deadLetterFields))
+	for _, f := range deadLetterFields {
+		m[f], _ = s.lookup(f)
+	}
+	return m
+}
+
+// headerSource is a record's headers as the filter's map(string, string): the last value of
+// each key, as text.
+type headerSource []kafka.Header
+
+func (hs headerSource) lookup(k string) (any, bool) {
+	for i := len(hs) - 1; i >= 0; i-- {
+		if hs[i].Key == k {
+			return text(hs[i].Value), true
 		}
 	}
 	return nil, false
 }
 
-func (h *headerMap) Find(k ref.Val) (ref.Val, bool) {
-	if s, ok := k.(types.String); ok {
-		if v, ok := h.FindStringKey(string(s)); ok {
-			return types.String(v.(string)), true
-		}
-		return nil, false
-	}
-	return h.mapper().Find(k)
-}
-
-func (h *headerMap) Get(k ref.Val) ref.Val {
-	if v, ok := h.Find(k); ok {
-		return v
-	}
-	return h.mapper().Get(k) // the map's own error
-}
-
-func (h *headerMap) Contains(k ref.Val) ref.Val {
-	if s, ok := k.(types.String); ok {
-		_, found := h.FindStringKey(string(s))
-		return types.Bool(found)
-	}
-	return h.mapper().Contains(k)
-}
-
-func (h *headerMap) ConvertToNative(t reflect.Type) (any, error) {
-	return h.mapper().ConvertToNative(t)
-}
-func (h *headerMap) ConvertToType(t ref.Type) ref.Val { return h.mapper().ConvertToType(t) }
-func (h *headerMap) Equal(o ref.Val) ref.Val          { return h.mapper().Equal(o) }
-func (h *headerMap) Type() ref.Type                   { return h.mapper().Type() }
-func (h *headerMap) Value() any                       { return h.mapper().Value() }
-func (h *headerMap) Iterator() traits.Iterator        { return h.mapper().Iterator() }
-func (h *headerMap) Size() ref.Val                    { return h.mapper().Size() }
-
-func kafkaDeadLetter(d *kafka.DeadLetter) map[string]any {
-	if d == nil {
-		d = &kafka.DeadLetter{}
-	}
-	m := map[string]any{"original_topic": d.OriginalTopic, "original_partition": int64(-1), "original_offset": int64(-1),
-		"consumer_group": d.ConsumerGroup, "exception_type": d.ExceptionType, "exception_cause": d.ExceptionCause,
-		"exception_message": d.ExceptionMessage, "stacktrace": d.Stacktrace, "retry_count": int64(0), "message_id": d.MessageID,
-		"trace_id": d.TraceID, "first_failed_at": d.FirstFailedAt, "convention": d.Convention}
-	if d.OriginalPartition != nil {
-		m["original_partition"] = int64(*d.OriginalPartition)
-	}
-	if d.OriginalOffset != nil {
-		m["original_offset"] = *d.OriginalOffset
-	}
-	if d.RetryCount != nil {
-		m["retry_count"] = int64(*d.RetryCount)
+func (hs headerSource) whole() any {
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		m[h.Key] = text(h.Value)
 	}
 	return m
 }
