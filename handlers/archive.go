@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
+	archivepages "github.com/redrive/redrive/views/pages/archive"
 )
 
 // ArchiveStore is the archive of discarded messages and the audit log; *store.Store implements it.
@@ -45,6 +48,13 @@ type Archive struct {
 	brokers map[string]ArchivePublisher
 	redact  *Redactor
 	replays ArchiveReplays // nil: only restores to the dead-letter queue
+	meta    MetaFunc
+}
+
+// WithPages gives the archive its page (meta builds each page's layout).
+func (h *Archive) WithPages(meta MetaFunc) *Archive {
+	h.meta = meta
+	return h
 }
 
 // ReplaysBy lets restores go to the original destination, through the replay engine.
@@ -94,21 +104,9 @@ type archiveJSON struct {
 
 // API: GET /api/v1/archive?broker=&queue=&since=&limit=&cursor= — newest first.
 func (h *Archive) API(c echo.Context) error {
-	f := store.ArchiveFilter{Broker: c.QueryParam("broker"), Queue: c.QueryParam("queue")}
-	since, err := queryTime(c, "since", time.Now())
-	if err != nil {
-		return ops.Invalid("since", "must be RFC 3339 (2026-11-30T06:00:00Z), a date, or an age like 24h")
-	}
-	f.Since = since
-	limit, err := queryInt(c, "limit", 100, 1, store.MaxArchiveLimit)
+	f, err := archiveFilter(c)
 	if err != nil {
 		return err
-	}
-	f.Limit = int(limit)
-	if raw := c.QueryParam("cursor"); raw != "" {
-		if f.Before, err = strconv.ParseInt(raw, 10, 64); err != nil || f.Before <= 0 {
-			return ops.Invalid("cursor", "must be the next_cursor of the previous page")
-		}
 	}
 	red, err := h.redact.For(c, "archive")
 	if err != nil {
@@ -127,6 +125,85 @@ func (h *Archive) API(c echo.Context) error {
 		out.NextCursor = &next
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// Page: GET /archive?broker=&queue=&since=&cursor= — the archive, newest first, each message with
+// its restore forms until it is restored.
+func (h *Archive) Page(c echo.Context) error {
+	f, err := archiveFilter(c)
+	if err != nil {
+		return err
+	}
+	page := archivepages.Page{Meta: h.meta(c, "Archive", "rabbitmq"), Broker: f.Broker, Queue: f.Queue, Flash: c.QueryParam("flash")}
+	red, err := h.redact.For(c, "archive")
+	if err != nil {
+		return err
+	}
+	ms, err := h.store.ArchivedMessages(c.Request().Context(), f)
+	if err != nil {
+		page.Error = shown(c, err)
+	}
+	for _, m := range ms {
+		j := toArchivedJSON(red, m)
+		r := archivepages.Row{ID: m.ID, MessageID: j.MessageID, Broker: m.Broker, Vhost: m.Vhost, Queue: m.Queue, ArchivedAt: m.ArchivedAt,
+			By: m.Actor, Reason: m.Reason, JobID: m.JobID, Body: j.Body, BodyEncoding: j.BodyEncoding, Redacted: j.Redacted,
+			RestoredAt: m.RestoredAt, RestoredBy: m.RestoredBy, RestoredTo: m.RestoredTo}
+		if m.OriginalExchange != "" || m.OriginalRoutingKey != "" {
+			ex := m.OriginalExchange
+			if ex == "" {
+				ex = "(default exchange)"
+			}
+			r.Original = fmt.Sprintf("exchange %s, routing key %s", ex, m.OriginalRoutingKey)
+		}
+		page.Rows = append(page.Rows, r)
+	}
+	if len(ms) == f.Limit && len(ms) > 0 {
+		q := c.QueryParams()
+		q.Set("cursor", strconv.FormatInt(ms[len(ms)-1].ID, 10))
+		page.NextURL = paths.WithQuery(paths.Archive, q)
+	}
+	return render(c, http.StatusOK, archivepages.List(page))
+}
+
+// FormRestore: POST /archive/:id/restore — the archive page's row forms (to, reason): back to the
+// archive saying what was done, or to the replay job that sends it to its original destination.
+func (h *Archive) FormRestore(c echo.Context) error {
+	id, req, err := restoreInput(c, func() (restoreRequest, error) {
+		return restoreRequest{To: c.FormValue("to"), Reason: c.FormValue("reason")}, nil
+	})
+	if err != nil {
+		return err
+	}
+	out, err := h.restore(c, id, req)
+	if err != nil {
+		return err
+	}
+	if out.JobID != "" {
+		return c.Redirect(http.StatusSeeOther, paths.Replay(out.JobID))
+	}
+	flash := fmt.Sprintf("Archived message %d put back in %s.", id, out.Queue)
+	return c.Redirect(http.StatusSeeOther, paths.WithQuery(paths.Archive, url.Values{"flash": {flash}}))
+}
+
+// archiveFilter reads the archive's query: broker, queue, since, limit, cursor.
+func archiveFilter(c echo.Context) (store.ArchiveFilter, error) {
+	f := store.ArchiveFilter{Broker: c.QueryParam("broker"), Queue: c.QueryParam("queue")}
+	since, err := queryTime(c, "since", time.Now())
+	if err != nil {
+		return f, ops.Invalid("since", "must be RFC 3339 (2026-11-30T06:00:00Z), a date, or an age like 24h")
+	}
+	f.Since = since
+	limit, err := queryInt(c, "limit", 100, 1, store.MaxArchiveLimit)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = int(limit)
+	if raw := c.QueryParam("cursor"); raw != "" {
+		if f.Before, err = strconv.ParseInt(raw, 10, 64); err != nil || f.Before <= 0 {
+			return f, ops.Invalid("cursor", "must be the next_cursor of the previous page")
+		}
+	}
+	return f, nil
 }
 
 // toArchivedJSON masks, for a non-admin, the configured headers and the body's JSON paths (a

@@ -42,6 +42,9 @@ const (
 	RabbitMQ      = "/rabbitmq"
 	Replays       = "/replays" // GET lists jobs; POST starts one from a plan
 	PlanReplay    = "/replays/plan"
+	Archive       = "/archive" // messages discard jobs archived
+	// ArchiveRestorePattern restores one archived message (the archive page's row forms).
+	ArchiveRestorePattern = Archive + "/:id/restore"
 )
 
 // Outbox pages.
@@ -255,6 +258,7 @@ func APIReplayPlan(id string) string    { return build(APIReplayPlanPattern, id)
 func APIReplay(id string) string        { return build(APIReplayPattern, id) }
 func APIReplayCancel(id string) string  { return build(APIReplayCancelPattern, id) }
 func APIReplayApprove(id string) string { return build(APIReplayApprovePattern, id) }
+func ArchiveRestore(id int64) string    { return build(ArchiveRestorePattern, strconv.FormatInt(id, 10)) }
 func APIArchiveRestore(id int64) string {
 	return build(APIArchiveRestorePattern, strconv.FormatInt(id, 10))
 }

@@ -44,7 +44,7 @@ var builders = []builder{
 	fixed("Login", Login), fixed("Logout", Logout),
 	fixed("Overview", Overview), fixed("Outboxes", Outboxes), fixed("Audit", Audit), fixed("Notifications", Notifications),
 	fixed("Silences", Silences), fixed("Doctor", Doctor), fixed("Kafka", Kafka), fixed("RabbitMQ", RabbitMQ),
-	fixed("Replays", Replays), fixed("PlanReplay", PlanReplay),
+	fixed("Replays", Replays), fixed("PlanReplay", PlanReplay), fixed("Archive", Archive),
 	fixed("APIOverview", APIOverview), fixed("APIOutboxes", APIOutboxes), fixed("APIAudit", APIAudit),
 	fixed("APINotifications", APINotifications), fixed("APISilences", APISilences), fixed("APIReplicas", APIReplicas), fixed("APIArchive", APIArchive),
 	fixed("APIDoctor", APIDoctor), fixed("APIReload", APIReload), fixed("APIReplays", APIReplays),
@@ -109,6 +109,7 @@ var builders = []builder{
 	{"APIReplayCancel", APIReplayCancelPattern, func(a []string) string { return APIReplayCancel(a[0]) }, nil},
 	{"APIReplayApprove", APIReplayApprovePattern, func(a []string) string { return APIReplayApprove(a[0]) }, nil},
 	withNumber("APIArchiveRestore", APIArchiveRestorePattern, APIArchiveRestore),
+	withNumber("ArchiveRestore", ArchiveRestorePattern, ArchiveRestore),
 }
 
 // awkward are names that break hand-built links: the default vhost "/", names with "/", spaces,

@@ -81,6 +81,8 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, paths.ReplayPattern, h.replays.JobPage, access.Viewer},
 		{http.MethodPost, paths.ReplayCancelPattern, h.replays.FormCancel, access.Operator},
 		{http.MethodPost, paths.ReplayApprovePattern, h.replays.FormApprove, access.Operator},
+		{http.MethodGet, paths.Archive, h.archive.Page, access.Viewer},
+		{http.MethodPost, paths.ArchiveRestorePattern, h.archive.FormRestore, access.Operator},
 
 		{http.MethodGet, paths.APIOutboxes, h.outboxes.APIList, access.Viewer},
 		{http.MethodGet, paths.APIOutboxPattern, h.outboxes.APIOne, access.Viewer},

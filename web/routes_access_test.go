@@ -264,6 +264,8 @@ func TestRouteTableRoles(t *testing.T) {
 		{"POST", "/api/v1/replays/:id/approve", access.Operator},
 		{"GET", "/api/v1/archive", access.Viewer},
 		{"POST", "/api/v1/archive/:id/restore", access.Operator},
+		{"GET", "/archive", access.Viewer},
+		{"POST", "/archive/:id/restore", access.Operator},
 		{"GET", "/login", access.Public},
 		{"POST", "/login", access.Public},
 		{"POST", "/logout", access.Public},

@@ -217,7 +217,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 			publishers = append(publishers, p)
 		}
 	}
-	h.archive = handlers.NewArchive(deps.Store, publishers, deps.Redactor).ReplaysBy(deps.Replay)
+	h.archive = handlers.NewArchive(deps.Store, publishers, deps.Redactor).ReplaysBy(deps.Replay).WithPages(meta)
 	if deps.Store != nil {
 		clusters := make([]triage.Cluster, 0, len(deps.Search.Kafka))
 		for _, k := range deps.Search.Kafka {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops/pgtest"
@@ -119,5 +122,70 @@ func TestArchiveRestoreBothWays(t *testing.T) {
 	}
 	if ok2 != 2 || failed != 3 {
 		t.Fatalf("archive.restore audit: %d ok, %d failed; want 2, 3: %+v", ok2, failed, a.Entries)
+	}
+}
+
+// TestBrowserArchiveRestores: the archive page lists what a discard took, each row offering both
+// ways back; an operator replays one to its original destination (the job page follows and
+// finishes) and puts the other back in its DLQ; each row then says where it went, and the test's
+// own AMQP client finds one message in each queue.
+func TestBrowserArchiveRestores(t *testing.T) {
+	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vhost, ch, _ := deadLetteredOrders(t, ctx0, 2, func(i int) amqp.Publishing {
+		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
+			Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}
+	})
+	cfg := rabbittest.Config(t, vhost)
+	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n",
+		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost))
+	r := doRaw("POST", base+"/api/v1/replays/plan", "application/json",
+		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":10}}`, vhost))
+	var plan struct {
+		PlanID string `json:"plan_id"`
+	}
+	mustDo(t, json.Unmarshal([]byte(r.body), &plan))
+	r = doRaw("POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"reason":"poison"}`, plan.PlanID))
+	var job struct{ ID string }
+	mustDo(t, json.Unmarshal([]byte(r.body), &job))
+	waitUntil(t, 30*time.Second, "the discard finishes", func() bool {
+		return strings.Contains(doRaw("GET", base+"/api/v1/replays/"+job.ID, "", "").body, `"status":"done"`)
+	})
+	ctx, dialogs := newBrowser(t)
+	m0 := `//tr[@data-testid="archive-row"][.//td[@data-testid="archive-message-id"][text()="m-0"]]`
+	m1 := `//tr[@data-testid="archive-row"][.//td[@data-testid="archive-message-id"][text()="m-1"]]`
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq/messages"),
+		chromedp.Click(`[data-testid="archive-link"]`),
+		chromedp.WaitVisible(`[data-testid="archive-table"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countOf(t, ctx, `[data-testid="restore-original"]`); n != 2 || countOf(t, ctx, `[data-testid="restore-dlq"]`) != 2 {
+		t.Fatalf("%d rows offer a replay to the original, want both", n)
+	}
+	screenshot(t, ctx, "archive")
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(m0+`//form[@data-testid="restore-original"]//input[@name="reason"]`, "fixed in 4.2.1"),
+		chromedp.Click(m0+`//form[@data-testid="restore-original"]//button`),
+		chromedp.WaitVisible(`[data-testid="job-progress"][data-status="done"]`)); err != nil {
+		t.Fatalf("replay to the original: %v\n%.2000s", err, must(t, ctx, chromedp.Text(`body`)))
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/archive"),
+		chromedp.SendKeys(m1+`//form[@data-testid="restore-dlq"]//input[@name="reason"]`, "look again"),
+		chromedp.Click(m1+`//form[@data-testid="restore-dlq"]//button`),
+		chromedp.WaitVisible(`[data-testid="archive-flash"]`)); err != nil {
+		t.Fatalf("restore to the DLQ: %v\n%.2000s", err, must(t, ctx, chromedp.Text(`body`)))
+	}
+	restored := must(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="archive-restored"]')).map(e => e.textContent)`))
+	if len(restored) != 2 || countOf(t, ctx, `[data-testid="restore-dlq"]`) != 0 || dialogs.Load() != 0 {
+		t.Fatalf("after both restores: %v, %d forms left, %d dialogs", restored, countOf(t, ctx, `[data-testid="restore-dlq"]`), dialogs.Load())
+	}
+	screenshot(t, ctx, "archive-restored")
+	waitDepthFor(t, ch, "orders.work", 1, 30*time.Second)
+	waitDepthFor(t, ch, "orders.dlq", 1, 30*time.Second)
+	if d, ok, err := ch.Get("orders.work", true); err != nil || !ok || d.MessageId != "m-0" {
+		t.Fatalf("orders.work: %v %v %s", ok, err, d.MessageId)
+	}
+	if d, ok, err := ch.Get("orders.dlq", true); err != nil || !ok || d.MessageId != "m-1" {
+		t.Fatalf("orders.dlq: %v %v %s", ok, err, d.MessageId)
 	}
 }

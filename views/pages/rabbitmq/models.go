@@ -342,6 +342,11 @@ func filterHint(reason, exception string) string {
 }
 
 // revealURL is the page again with reveal=true (an admin's audited look at masked values).
+// archiveURL is the archive page narrowed to a queue: what discard jobs took from it.
+func archiveURL(broker, queue string) string {
+	return paths.WithQuery(paths.Archive, url.Values{"broker": {broker}, "queue": {queue}})
+}
+
 func revealURL(p MessagesPage) string {
 	q := url.Values{"reveal": {"true"}, "limit": {strconv.Itoa(p.Limit)}}
 	if p.Reason != "" {
