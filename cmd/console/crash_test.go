@@ -31,6 +31,8 @@ type consoleProcess struct {
 	base string
 	cmd  *exec.Cmd
 	log  *os.File
+	// bin, when set, is a console binary to run instead of this test binary acting as one.
+	bin string
 }
 
 func startProcess(t *testing.T, cfgPath, addr string, log *os.File) *consoleProcess {
@@ -45,6 +47,9 @@ func (p *consoleProcess) start() {
 	p.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envRunConsole+"=serve --config "+p.cfg)
+	if p.bin != "" {
+		cmd = exec.Command(p.bin, "serve", "--config", p.cfg)
+	}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)

@@ -42,6 +42,8 @@ type Cluster struct {
 	ids      configs.MessageIDRules
 	schemas  *schema.Decoder // nil decodes nothing
 
+	stamps stampCache // time lag: timestamps of the records groups will consume next
+
 	prodOnce sync.Once // the replay producer, made on first use
 	prod     *kgo.Client
 	prodErr  error

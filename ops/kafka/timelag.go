@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,8 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Time lag: how long ago the next record a group will consume was written. It is read with one
-// bounded Fetch per lagging partition per sample: a partition read by several groups at different
+// Time lag: how long ago the next record a group will consume was written. It is read with at most
+// one bounded Fetch per lagging partition per sample (none when the commit has not moved since the
+// last sample: stampCache): a partition read by several groups at different
 // offsets is fetched once per distinct offset, batched per partition leader into rounds (round i
 // carries the i-th distinct offset of every partition), so the number of requests is rounds ×
 // leaders, not groups × partitions.
@@ -26,6 +28,21 @@ type tpo struct {
 	topic     string
 	partition int32
 	offset    int64
+}
+
+// stampCache keeps the timestamps the last sample read, by topic ID, partition and offset. The
+// record at an offset does not change while its topic lives, so a group whose commit has not moved
+// since the last sample costs no fetch at all — and a stuck group is exactly the one with lag.
+// Keying by topic ID makes a recreated topic (offsets from 0 again, other records) miss. Each
+// sample keeps only what it used, so the cache never holds more than one sample's worth.
+type stampCache struct {
+	mu sync.Mutex
+	m  map[stampKey]time.Time
+}
+
+type stampKey struct {
+	id  [16]byte
+	key tpo
 }
 
 // fillTimeLags sets TimeLag on every partition of groups (and MaxTimeLag on their topics and
@@ -141,6 +158,25 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 8) // requests in flight at once
 	)
+	c.stamps.mu.Lock()
+	cached := c.stamps.m
+	c.stamps.mu.Unlock()
+	for i, round := range rounds {
+		for leader, parts := range round {
+			parts = slices.DeleteFunc(parts, func(k tpo) bool {
+				ts, ok := cached[stampKey{ids[k.topic], k}]
+				if ok {
+					out[k] = ts
+				}
+				return ok
+			})
+			if len(parts) == 0 {
+				delete(round, leader)
+			} else {
+				rounds[i][leader] = parts
+			}
+		}
+	}
 	for _, round := range rounds {
 		for leader, parts := range round {
 			wg.Go(func() {
@@ -156,6 +192,13 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 		}
 	}
 	wg.Wait()
+	next := make(map[stampKey]time.Time, len(out))
+	for k, ts := range out {
+		next[stampKey{ids[k.topic], k}] = ts
+	}
+	c.stamps.mu.Lock()
+	c.stamps.m = next
+	c.stamps.mu.Unlock()
 	return out
 }
 

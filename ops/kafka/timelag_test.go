@@ -1,10 +1,12 @@
 package kafka
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Time lag is now minus the timestamp of the record at the committed offset: 0 when caught up,
@@ -83,4 +85,60 @@ func TestTimeLag(t *testing.T) {
 		}
 		near(t, partitionLag(t, one, "payments", 1).TimeLag, 53*time.Minute)
 	})
+}
+
+// The record at an offset does not change while its topic lives: a sample whose commits have not
+// moved reads its time lags from the last sample's timestamps without a fetch, and a topic deleted
+// and created again under the same name (new topic ID, other records at the same offsets) is read
+// afresh.
+func TestTimeLagCachedPerTopicID(t *testing.T) {
+	f := newFake(t)
+	ctx := ctxT(t)
+	write := func(base time.Time) {
+		f.topic(t, "refunds", 1)
+		var recs []*kgo.Record
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "refunds", Value: []byte("v"), Timestamp: base.Add(time.Duration(i) * time.Minute)})
+		}
+		f.produce(t, recs...)
+		f.commit(t, "g-refunds", "refunds", map[int32]int64{0: 4})
+	}
+	var fetches atomic.Int64
+	f.broker.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fetches.Add(1)
+		f.broker.KeepControl()
+		return nil, nil, false
+	})
+	timeLag := func() time.Duration {
+		t.Helper()
+		g, err := f.c.Group(ctx, "g-refunds")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return partitionLag(t, g, "refunds", 0).TimeLag
+	}
+	now := time.Now()
+	write(now.Add(-time.Hour)) // offset 4 written 56 minutes ago
+	if got := timeLag(); got < 55*time.Minute || got > 57*time.Minute {
+		t.Fatalf("time lag %s, want about 56m", got)
+	}
+	first := fetches.Load()
+	if first == 0 {
+		t.Fatal("the first sample fetched nothing")
+	}
+	if got := timeLag(); got < 55*time.Minute || got > 57*time.Minute {
+		t.Fatalf("time lag from the cache %s, want about 56m", got)
+	}
+	if n := fetches.Load() - first; n != 0 {
+		t.Fatalf("a sample with unmoved commits sent %d fetches, want 0", n)
+	}
+
+	if _, err := f.adm.DeleteTopic(ctx, "refunds"); err != nil {
+		t.Fatal(err)
+	}
+	f.prod.PurgeTopicsFromClient("refunds") // the producer's metadata still names the old topic ID
+	write(now.Add(-10 * time.Minute))       // the same offset 4 now written 6 minutes ago
+	if got := timeLag(); got < 5*time.Minute || got > 7*time.Minute {
+		t.Fatalf("time lag after the topic was recreated %s, want about 6m (not the old topic's 56m)", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,10 @@ type kafkaState struct {
 	// window: their slope is the topic's inflow.
 	ends   map[string][]kafka.Sample
 	groups map[string]*groupWindow
+	// unpacked and parts are observe's buffers for one group's windows, reused from group to group
+	// and round to round.
+	unpacked []kafka.Sample
+	parts    []kafka.PartitionSamples
 	// tried is the time (sampler clock, Unix nanoseconds) of this replica's last finished sample
 	// of the cluster, good or failed; FreshKafka reads it without tickMu.
 	tried atomic.Int64
@@ -75,7 +80,7 @@ type partKey struct {
 }
 
 type groupWindow struct {
-	parts map[partKey][]kafka.Sample
+	parts map[partKey]series
 	// total is the group as a whole (summed committed offsets, total lag): the catch-up estimate
 	// comes from its lag slope.
 	total []kafka.Sample
@@ -253,17 +258,20 @@ func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 		s.log.Warn("sampler: cannot load recent samples; statuses start afresh", "cluster", st.name, "err", err)
 		return
 	}
+	loaded := map[string]map[partKey][]kafka.Sample{}
 	for _, r := range rows {
 		w := st.groups[r.Group]
 		if w == nil {
-			w = &groupWindow{parts: map[partKey][]kafka.Sample{}}
+			w = &groupWindow{parts: map[partKey]series{}}
 			st.groups[r.Group] = w
+			loaded[r.Group] = map[partKey][]kafka.Sample{}
 		}
+		parts := loaded[r.Group]
 		var committed int64
 		for _, p := range r.Partitions {
 			k := partKey{p.Topic, p.Partition}
 			// End is not kept in history: neither Evaluate nor Rate reads it.
-			w.parts[k] = append(w.parts[k], kafka.Sample{At: r.At, Committed: p.Committed, End: -1, Lag: p.Lag})
+			parts[k] = append(parts[k], kafka.Sample{At: r.At, Committed: p.Committed, End: -1, Lag: p.Lag})
 			if p.Committed > 0 && p.Lag >= 0 {
 				committed += p.Committed
 			}
@@ -271,6 +279,11 @@ func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 		w.total = append(w.total, kafka.Sample{At: r.At, Committed: committed, End: -1, Lag: r.TotalLag})
 		if r.At.After(st.lastAt) {
 			st.lastAt = r.At
+		}
+	}
+	for g, parts := range loaded {
+		for k, samples := range parts {
+			st.groups[g].parts[k] = pack(nil, samples)
 		}
 	}
 }
@@ -286,22 +299,33 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 	for _, g := range groups {
 		w := st.groups[g.Name]
 		if w == nil {
-			w = &groupWindow{parts: map[partKey][]kafka.Sample{}}
+			w = &groupWindow{parts: map[partKey]series{}}
 		}
 		windows[g.Name] = w
 
-		var parts []kafka.PartitionSamples
+		// The group's windows unpacked into one buffer reused from group to group: parts' sample
+		// slices point into it until the group is judged.
+		buf, parts := st.unpacked[:0], st.parts[:0]
 		if g.Error == "" {
-			// The group was described: its partitions now replace the window's set.
-			fresh := make(map[partKey][]kafka.Sample, len(w.parts))
+			// The group was described: its partitions now replace the window's set, updated in
+			// place (a round allocates no new maps); partitions it no longer reads leave below.
+			n := 0
+			for _, t := range g.Topics {
+				n += len(t.Partitions)
+			}
 			row := store.KafkaGroupSample{Cluster: st.name, Group: g.Name, At: at, TotalLag: g.TotalLag,
-				State: g.State, Members: g.Members, MaxTimeLag: g.MaxTimeLag}
+				State: g.State, Members: g.Members, MaxTimeLag: g.MaxTimeLag,
+				Partitions: make([]store.KafkaPartitionSample, 0, n)}
 			var committed int64
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
 					k := partKey{t.Topic, p.Partition}
-					samples := append(trim(w.parts[k], cutoff, rateFrom), kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
-					fresh[k] = samples
+					start := len(buf)
+					buf = w.parts[k].unpack(buf)
+					kept := trim(buf[start:], cutoff, rateFrom)
+					buf = append(buf[:start+len(kept)], kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
+					samples := buf[start:len(buf):len(buf)]
+					w.parts[k] = pack(w.parts[k], samples) // its old array: already unpacked
 					parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
 					row.Partitions = append(row.Partitions, store.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
 						Committed: p.Committed, Lag: p.Lag})
@@ -310,7 +334,15 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 					}
 				}
 			}
-			w.parts = fresh
+			if len(w.parts) > n {
+				current := make(map[partKey]bool, n)
+				for _, t := range g.Topics {
+					for _, p := range t.Partitions {
+						current[partKey{t.Topic, p.Partition}] = true
+					}
+				}
+				maps.DeleteFunc(w.parts, func(k partKey, _ series) bool { return !current[k] })
+			}
 			w.total = append(trim(w.total, cutoff, rateFrom), kafka.Sample{At: at, Committed: committed, End: -1, Lag: g.TotalLag})
 			rows = append(rows, row)
 		} else {
@@ -329,9 +361,12 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 				return int(a.partition - b.partition)
 			})
 			for _, k := range keys {
-				parts = append(parts, kafka.PartitionSamples{Topic: k.topic, Partition: k.partition, Samples: w.parts[k]})
+				start := len(buf)
+				buf = w.parts[k].unpack(buf)
+				parts = append(parts, kafka.PartitionSamples{Topic: k.topic, Partition: k.partition, Samples: buf[start:len(buf):len(buf)]})
 			}
 		}
+		st.unpacked, st.parts = buf, parts
 
 		gs := kafka.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
 		kg := KafkaGroup{Group: g, Status: gs.Status}

@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,48 @@ func TestTrimKeepsWhatRulesRead(t *testing.T) {
 	trimmed = trim(trimmed, at.Add(-keep), at.Add(-5*time.Minute))
 	if !trimmed[0].At.After(at.Add(-5*time.Minute - 15*time.Second)) {
 		t.Errorf("the anchor of a broken run is kept: %v", trimmed[0].At)
+	}
+}
+
+// A packed window gives back exactly what was packed.
+func TestSeriesRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123_456_000, time.UTC)
+	cases := [][]kafka.Sample{
+		nil,
+		{{At: at, Committed: -1, End: -1, Lag: -1, TimeLag: -1}},
+		{{}, {At: at, Committed: math.MaxInt64, End: math.MinInt64, Lag: 0}, {}}, // zero times and extremes
+		{{At: at, Committed: 10, End: 100, Lag: 90, TimeLag: 14 * time.Minute},
+			{At: at.Add(time.Second), Committed: 5, End: 120, Lag: 115, TimeLag: 0}}, // an offset reset
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var long []kafka.Sample
+	for i := range 1000 {
+		long = append(long, kafka.Sample{At: at.Add(time.Duration(i) * 15 * time.Second), Committed: r.Int64N(1 << 40),
+			End: r.Int64() - r.Int64(), Lag: r.Int64N(1000) - 1, TimeLag: time.Duration(r.Int64N(int64(time.Hour)))})
+	}
+	cases = append(cases, long)
+	var buf series
+	for i, c := range cases {
+		buf = pack(buf, c)
+		got := buf.unpack(nil)
+		if len(got) != len(c) {
+			t.Fatalf("case %d: %d samples back, want %d", i, len(got), len(c))
+		}
+		for j := range c {
+			w, g := c[j], got[j]
+			if !w.At.Equal(g.At) || w.At.IsZero() != g.At.IsZero() || w.Committed != g.Committed || w.End != g.End ||
+				w.Lag != g.Lag || w.TimeLag != g.TimeLag {
+				t.Fatalf("case %d sample %d: got %+v, want %+v", i, j, g, w)
+			}
+		}
+	}
+	// A window a second apart with offsets that move a little packs small: the point of it.
+	var win []kafka.Sample
+	for i := range 22 {
+		win = append(win, kafka.Sample{At: at.Add(time.Duration(i) * time.Second), Committed: 1_000_000 + int64(i*3),
+			End: 1_000_500 + int64(i*4), Lag: 500 + int64(i), TimeLag: 90*time.Second + time.Duration(i)*time.Second})
+	}
+	if n := len(pack(nil, win)); n > 22*14+20 {
+		t.Fatalf("22 samples pack into %d bytes; want about 13 a sample", n)
 	}
 }
