@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestArchiveRestoreBothWays: messages discarded from a DLQ are restored through the API — one
@@ -34,7 +35,7 @@ func TestArchiveRestoreBothWays(t *testing.T) {
 	waitJob := func(id string) string {
 		t.Helper()
 		var j struct{ Status string }
-		waitUntil(t, 30*time.Second, "job "+id+" finishes", func() bool {
+		waittest.Until(t, 30*time.Second, "job "+id+" finishes", func() bool {
 			j = decode[struct{ Status string }](t, bearer(t, "GET", base+"/api/v1/replays/"+id, "tok-viewer", ""))
 			return j.Status != "pending" && j.Status != "running"
 		})
@@ -92,7 +93,7 @@ func TestArchiveRestoreBothWays(t *testing.T) {
 	if st := waitJob(out.JobID); st != "done" {
 		t.Fatalf("the restore's job: %s", st)
 	}
-	waitDepthFor(t, ch, "orders.work", 1, 30*time.Second)
+	rabbittest.WaitDepth(t, ch, "orders.work", 1, 30*time.Second)
 	d, ok, err := ch.Get("orders.work", true)
 	if err != nil || !ok || d.MessageId != "m-0" || d.Headers["x-death"] != nil {
 		t.Fatalf("on orders.work: %v %v %+v", ok, err, d)
@@ -106,7 +107,7 @@ func TestArchiveRestoreBothWays(t *testing.T) {
 	if r := restore("tok-operator", "m-1", `{"reason":"look at it again"}`); r.status != http.StatusOK || !strings.Contains(r.body, `"restored":true`) {
 		t.Fatalf("restore to the DLQ: %d %s", r.status, r.body)
 	}
-	waitDepthFor(t, ch, "orders.dlq", 1, 30*time.Second)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
 	if r := restore("tok-operator", "m-1", `{"to":"original","reason":"x"}`); r.status != http.StatusConflict {
 		t.Fatalf("a replay after the restore to the DLQ: %d %s", r.status, r.body)
 	}
@@ -148,7 +149,7 @@ func TestBrowserArchiveRestores(t *testing.T) {
 	r = doRaw("POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"reason":"poison"}`, plan.PlanID))
 	var job struct{ ID string }
 	mustDo(t, json.Unmarshal([]byte(r.body), &job))
-	waitUntil(t, 30*time.Second, "the discard finishes", func() bool {
+	waittest.Until(t, 30*time.Second, "the discard finishes", func() bool {
 		return strings.Contains(doRaw("GET", base+"/api/v1/replays/"+job.ID, "", "").body, `"status":"done"`)
 	})
 	ctx, dialogs := newBrowser(t)
@@ -180,8 +181,8 @@ func TestBrowserArchiveRestores(t *testing.T) {
 		t.Fatalf("after both restores: %v, %d forms left, %d dialogs", restored, countOf(t, ctx, `[data-testid="restore-dlq"]`), dialogs.Load())
 	}
 	screenshot(t, ctx, "archive-restored")
-	waitDepthFor(t, ch, "orders.work", 1, 30*time.Second)
-	waitDepthFor(t, ch, "orders.dlq", 1, 30*time.Second)
+	rabbittest.WaitDepth(t, ch, "orders.work", 1, 30*time.Second)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
 	if d, ok, err := ch.Get("orders.work", true); err != nil || !ok || d.MessageId != "m-0" {
 		t.Fatalf("orders.work: %v %v %s", ok, err, d.MessageId)
 	}

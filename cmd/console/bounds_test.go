@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // A request body trickled a byte every 2 s is cut at request_timeout: the connection does not
@@ -180,13 +181,9 @@ outboxes: [{name: orders, dsn: %q}]
 	}
 
 	thaw()
-	deadline := time.Now().Add(20 * time.Second)
-	for do(t, client, "GET", base+"/readyz", "", "").status != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("the console did not recover after the store thawed")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waittest.Until(t, 20*time.Second, "the console ready again after the store thawed", func() bool {
+		return do(t, client, "GET", base+"/readyz", "", "").status == http.StatusOK
+	})
 }
 
 // errorText is the message of an error page or JSON error, for the log.

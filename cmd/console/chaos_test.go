@@ -15,8 +15,11 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"errors"
 	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // Environment knobs of the chaos test.
@@ -108,10 +111,7 @@ func TestChaosRabbitReplayUnderKillsAndRestarts(t *testing.T) {
 	mustDo(t, rmq.Stop(ctx))
 	mustDo(t, rmq.Start(ctx))
 
-	addr := freeAddr(t)
-	cfgPath := filepath.Join(dir, "console.yaml")
-	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %q
+	p := startProcess(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
 rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: ["/"]}]
@@ -120,11 +120,7 @@ consumers:
     inbox: {dsn: %q}
     rabbitmq: {broker: main, vhost: "/", queue: orders.work}
 replay: {lease: 2s}
-`, addr, storeDSN, rmq.URL(), rmq.ManagementURL(), inboxDSN)), 0o600))
-	log, err := os.Create(filepath.Join(dir, "console.log"))
-	mustDo(t, err)
-	p := startProcess(t, cfgPath, addr, log)
-	consoleLog := func() string { b, _ := os.ReadFile(log.Name()); return tail(string(b), 4000) }
+`, storeDSN, rmq.URL(), rmq.ManagementURL(), inboxDSN))
 
 	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json",
 		fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":"/","queue":"orders.dlq","limit":%d}}`, n))
@@ -171,26 +167,16 @@ replay: {lease: 2s}
 	done := 0
 	for i, kind := range kinds {
 		// At a random point while messages move: once the job has moved some since the last event.
-		deadline := time.Now().Add(90 * time.Second)
-		var pr progress
-		for {
-			pr, err = read()
-			if err == nil && (pr.status != store.JobRunning && pr.status != store.JobPending || moved(pr) >= n) {
-				break
-			}
-			if err == nil && moved(pr) > last && moved(pr) > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no progress in 90 s before event %d (%s): %+v %v\n%s", i+1, kind, pr, err, consoleLog())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		pr := waittest.For(t, 90*time.Second, fmt.Sprintf("progress before event %d (%s)", i+1, kind), func() (progress, bool) {
+			pr, err := read()
+			over := pr.status != store.JobRunning && pr.status != store.JobPending || moved(pr) >= n
+			return pr, err == nil && (over || moved(pr) > last && moved(pr) > 0)
+		})
 		if pr.status != store.JobRunning && pr.status != store.JobPending || moved(pr) >= n {
 			t.Logf("the job finished (%s) before event %d; %d of %d events done", pr.status, i+1, done, len(kinds))
 			break
 		}
-		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond) // the random point is the point
 		at := time.Now()
 		switch kind {
 		case "kill -9 console":
@@ -209,28 +195,12 @@ replay: {lease: 2s}
 			kind, moved(pr), n, pr.published, time.Since(at).Round(100*time.Millisecond))
 	}
 
-	var final struct {
-		Status                     string
-		Published, Skipped, Failed int
-		Error                      string
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		r := doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "")
-		_ = json.Unmarshal([]byte(r.body), &final)
-		if final.Status == store.JobDone || final.Status == store.JobFailed || final.Status == store.JobCancelled {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job did not finish: %s\n%s", r.body, consoleLog())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	final := waitReplay(t, p.base, job.ID, 3*time.Minute)
 	p.kill()
 	t.Logf("job %s after %d events at %s: %d published, %d skipped, %d failed", final.Status, done,
 		time.Since(began).Round(100*time.Millisecond), final.Published, final.Skipped, final.Failed)
 	if final.Status != store.JobDone || final.Published != n-processed || final.Skipped != processed || final.Failed != 0 {
-		t.Errorf("final job %+v; want done with %d published and %d skipped (processed)\n%s", final, n-processed, processed, consoleLog())
+		t.Errorf("final job %+v; want done with %d published and %d skipped (processed)", final, n-processed, processed)
 	}
 
 	// The management API's counts, once they settle.
@@ -242,21 +212,15 @@ replay: {lease: 2s}
 	ch, err = conn.Channel()
 	mustDo(t, err)
 	var dlqN, workN int
-	settled := time.Now().Add(30 * time.Second)
-	for {
+	waittest.For(t, 30*time.Second, "the management API's counts agree with the broker's", func() (error, bool) {
 		d, err1 := mgmt.GetQueue("/", "orders.dlq")
 		w, err2 := mgmt.GetQueue("/", "orders.work")
-		if err1 == nil && err2 == nil {
-			dlqN, workN = d.Messages, w.Messages
-			if dlqN == depth(t, ch, "orders.dlq") && workN == depth(t, ch, "orders.work") && d.MessagesUnacknowledged == 0 {
-				break
-			}
+		if err := errors.Join(err1, err2); err != nil {
+			return err, false
 		}
-		if time.Now().After(settled) {
-			t.Fatalf("management API counts did not settle: %v %v", err1, err2)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		dlqN, workN = d.Messages, w.Messages
+		return nil, dlqN == rabbittest.Depth(t, ch, "orders.dlq") && workN == rabbittest.Depth(t, ch, "orders.work") && d.MessagesUnacknowledged == 0
+	})
 	t.Logf("management API: orders.dlq %d + orders.work %d = %d (of %d)", dlqN, workN, dlqN+workN, n)
 	if dlqN+workN < n {
 		t.Errorf("DLQ %d + destination %d < %d: messages were lost", dlqN, workN, n)

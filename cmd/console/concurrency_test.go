@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
@@ -26,11 +25,7 @@ func fullConsole(t *testing.T) (base, vhost string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	if err := demo.SeedKafka(ctx, k.Addrs()); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +202,7 @@ outboxes: [{name: orders, dsn: %q, max_conns: 1, acquire_timeout: 300ms}]
 	}
 	blocked := make(chan response, 1)
 	go func() { blocked <- do(t, nil, "GET", base+"/api/v1/outboxes/orders/events", "", "") }()
-	time.Sleep(200 * time.Millisecond)
+	pgtest.WaitLockWaiters(t, orders, 1) // the list holds the outbox's only connection, waiting on the lock
 
 	const want = `outbox \"orders\" is busy: its only connection is in use for 300ms; try again or raise max_conns of outbox \"orders\" (outboxes[].max_conns)`
 	u, _ := url.Parse(orders)

@@ -22,6 +22,8 @@ import (
 
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // consoleProcess is the console running as a separate process, killable at any instruction.
@@ -35,12 +37,38 @@ type consoleProcess struct {
 	bin string
 }
 
-func startProcess(t *testing.T, cfgPath, addr string, log *os.File) *consoleProcess {
+// startProcess runs the console as a separate process on a free port with the configuration cfg
+// (YAML without the listen address, which is added here) and waits until it answers. Its log goes
+// to a file; the tail is printed when the test fails.
+func startProcess(t *testing.T, cfg string) *consoleProcess {
 	t.Helper()
-	p := &consoleProcess{t: t, cfg: cfgPath, base: "http://" + addr, log: log}
+	p := newProcess(t, cfg)
 	p.start()
-	t.Cleanup(func() { p.kill() })
 	return p
+}
+
+// newProcess is startProcess without the start, for a test that sets the process up first (bin).
+func newProcess(t *testing.T, cfg string) *consoleProcess {
+	t.Helper()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfgPath := filepath.Join(dir, "console.yaml")
+	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf("listen: %q\n", addr)+cfg), 0o600))
+	log, err := os.Create(filepath.Join(dir, "console.log"))
+	mustDo(t, err)
+	p := &consoleProcess{t: t, cfg: cfgPath, base: "http://" + addr, log: log}
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("the console's log, last lines:\n%s", p.logTail(4000))
+		}
+	})
+	return p
+}
+
+// logTail is the last n bytes of the console's log.
+func (p *consoleProcess) logTail(n int) string {
+	return tail(readFile(p.log.Name()), n)
 }
 
 func (p *consoleProcess) start() {
@@ -55,16 +83,10 @@ func (p *consoleProcess) start() {
 		p.t.Fatal(err)
 	}
 	p.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if r, err := httpGet(p.base + "/healthz"); err == nil && r == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatal("console process did not start; see its log")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waittest.Until(p.t, 30*time.Second, "the console process answers /healthz (see its log)", func() bool {
+		r, err := httpGet(p.base + "/healthz")
+		return err == nil && r == 200
+	})
 }
 
 func (p *consoleProcess) kill() {
@@ -110,10 +132,7 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer));
 		INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now() FROM generate_series(0, 4999, 10) g`)
 	cfg := rabbittest.Config(t, vhost)
-	addr := freeAddr(t)
-	cfgPath := filepath.Join(t.TempDir(), "console.yaml")
-	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %q
+	p := startProcess(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
 rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
@@ -122,10 +141,7 @@ consumers:
     inbox: {dsn: %q}
     rabbitmq: {broker: main, vhost: %q, queue: orders.work}
 replay: {lease: 2s}
-`, addr, pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost)), 0o600))
-	log, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
-	mustDo(t, err)
-	p := startProcess(t, cfgPath, addr, log)
+`, pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost))
 
 	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json",
 		fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":%d}}`, vhost, n))
@@ -145,38 +161,17 @@ replay: {lease: 2s}
 		t.Fatalf("start: %d %s", r.status, r.body)
 	}
 
-	published := func() int {
-		var j struct{ Published int }
-		_ = json.Unmarshal([]byte(doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "").body), &j)
-		return j.Published
-	}
 	for kill := 0; kill < 5; kill++ {
 		// Kill while messages move: once this process has made progress, at a random moment.
-		before, deadline := published(), time.Now().Add(30*time.Second)
-		for published() == before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond)
+		waitReplayMoves(t, p.base, job.ID, replayOf(p.base, job.ID).Published, 30*time.Second)
+		time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond) // the random moment is the point
 		p.kill()
-		t.Logf("kill %d: DLQ %d, work %d", kill+1, depth(t, ch, "orders.dlq"), depth(t, ch, "orders.work"))
+		t.Logf("kill %d: DLQ %d, work %d", kill+1, rabbittest.Depth(t, ch, "orders.dlq"), rabbittest.Depth(t, ch, "orders.work"))
 		p.start()
 	}
-	var final struct {
-		Status                     string
-		Published, Skipped, Failed int
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		r := doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "")
-		_ = json.Unmarshal([]byte(r.body), &final)
-		if final.Status == "done" {
-			break
-		}
-		if time.Now().After(deadline) || final.Status == "failed" {
-			logText, _ := os.ReadFile(log.Name())
-			t.Fatalf("job did not finish: %s\n%s", r.body, tail(string(logText), 3000))
-		}
-		time.Sleep(200 * time.Millisecond)
+	final := waitReplay(t, p.base, job.ID, 3*time.Minute)
+	if final.Status != store.JobDone {
+		t.Fatalf("job did not finish: %+v", final)
 	}
 	p.kill()
 	if final.Published != 4500 || final.Skipped != 500 || final.Failed != 0 {
@@ -247,7 +242,7 @@ func deadLetteredOrders(t *testing.T, ctx context.Context, n int, msg func(i int
 		mustDo(t, (<-deliveries).Reject(false))
 	}
 	mustDo(t, ch.Cancel("failing", false))
-	waitDepth(t, ch, "orders.dlq", n)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", n, 20*time.Second)
 	return vhost, ch, mgmt
 }
 
@@ -285,24 +280,6 @@ func drainIDs(t *testing.T, ch *amqp.Channel, queue string) []string {
 			return out
 		}
 		out = append(out, d.MessageId)
-	}
-}
-
-func depth(t *testing.T, ch *amqp.Channel, queue string) int {
-	t.Helper()
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	mustDo(t, err)
-	return q.Messages
-}
-
-func waitDepth(t *testing.T, ch *amqp.Channel, queue string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for depth(t, ch, queue) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d, want %d", queue, depth(t, ch, queue), n)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

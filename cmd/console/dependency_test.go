@@ -11,6 +11,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // Stopping a service's PostgreSQL under a running console degrades that outbox's panel and
@@ -61,17 +62,10 @@ outboxes: [{name: orders, dsn: %q}]
 	if err := pg.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r = do(t, nil, "GET", base+"/readyz", "", "")
-		if r.status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("console did not recover: %s", r.body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waittest.For(t, 20*time.Second, "the console ready again", func() (string, bool) {
+		r := do(t, nil, "GET", base+"/readyz", "", "")
+		return r.body, r.status == 200
+	})
 	r = do(t, nil, "GET", base+"/api/v1/outboxes", "", "")
 	if !strings.Contains(r.body, `"DEAD":25`) {
 		t.Fatalf("after recovery: %s", r.body)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/store"
 )
 
 // The discard test of issue 16: a discard job over a 5,000-message DLQ (archive each message,
@@ -37,18 +36,12 @@ func TestDiscardKilledMidJobKeepsEveryMessageOnce(t *testing.T) {
 
 	storeDSN := pgtest.NewDatabase(t)
 	cfg := rabbittest.Config(t, vhost)
-	addr := freeAddr(t)
-	cfgPath := filepath.Join(t.TempDir(), "console.yaml")
-	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %q
+	p := startProcess(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
 rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
 replay: {lease: 2s}
-`, addr, storeDSN, string(cfg.URL), cfg.ManagementURL, vhost)), 0o600))
-	log, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
-	mustDo(t, err)
-	p := startProcess(t, cfgPath, addr, log)
+`, storeDSN, string(cfg.URL), cfg.ManagementURL, vhost))
 
 	// Kafka records are never deleted: a discard of a topic is refused, in words.
 	if r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json",
@@ -73,11 +66,6 @@ replay: {lease: 2s}
 	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
 		t.Fatalf("start: %d %s", r.status, r.body)
 	}
-	moved := func() int {
-		var j struct{ Published int }
-		_ = json.Unmarshal([]byte(doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "").body), &j)
-		return j.Published
-	}
 	db, err := pgx.Connect(ctx, storeDSN)
 	mustDo(t, err)
 	defer db.Close(context.Background())
@@ -95,38 +83,22 @@ replay: {lease: 2s}
 		return ids
 	}
 	for kill := 0; kill < 3; kill++ {
-		before, deadline := moved(), time.Now().Add(30*time.Second)
-		for moved() == before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond)
+		waitReplayMoves(t, p.base, job.ID, replayOf(p.base, job.ID).Published, 30*time.Second)
+		time.Sleep(time.Duration(rand.IntN(250)) * time.Millisecond) // the random moment is the point
 		p.kill()
-		t.Logf("kill %d: DLQ %d, archive %d", kill+1, depth(t, ch, "orders.dlq"), len(archived()))
+		t.Logf("kill %d: DLQ %d, archive %d", kill+1, rabbittest.Depth(t, ch, "orders.dlq"), len(archived()))
 		p.start()
 	}
-	var final struct {
-		Status                     string
-		Published, Skipped, Failed int
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		r := doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "")
-		_ = json.Unmarshal([]byte(r.body), &final)
-		if final.Status == "done" {
-			break
-		}
-		if time.Now().After(deadline) || final.Status == "failed" {
-			logText, _ := os.ReadFile(log.Name())
-			t.Fatalf("job did not finish: %s\n%s", r.body, tail(string(logText), 3000))
-		}
-		time.Sleep(200 * time.Millisecond)
+	final := waitReplay(t, p.base, job.ID, 3*time.Minute)
+	if final.Status != store.JobDone {
+		t.Fatalf("job did not finish: %+v", final)
 	}
 	if final.Published != n || final.Failed != 0 {
 		t.Fatalf("final job %+v", final)
 	}
 	// The management API's count (its statistics lag: wait until it agrees with the broker's own
 	// count), then the messages themselves through an AMQP client.
-	ready := depth(t, ch, "orders.dlq")
+	ready := rabbittest.Depth(t, ch, "orders.dlq")
 	var managed int
 	rabbittest.WaitFor(t, 30*time.Second, "the management API's count", func(context.Context) bool {
 		q, err := mgmt.GetQueue(vhost, "orders.dlq")
@@ -199,7 +171,7 @@ replay: {lease: 2s}
 	if r := doRaw("POST", restore, "application/json", `{"to":"elsewhere","reason":"x"}`); r.status != 400 {
 		t.Fatalf("restore elsewhere: %d %s", r.status, r.body)
 	}
-	waitDepth(t, ch, "orders.dlq", len(dlq)+1)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", len(dlq)+1, 20*time.Second)
 	d, ok, err := ch.Get("orders.dlq", false)
 	mustDo(t, err)
 	for ok && d.MessageId != a.MessageID {

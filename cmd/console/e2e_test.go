@@ -27,10 +27,17 @@ func startConsole(t *testing.T, cfgText string) string {
 		t.Fatal(err)
 	}
 	cfg.Listen = "127.0.0.1:0"
+	return serveInTest(t, cfg, nil)
+}
+
+// serveInTest runs serveReloadable (load nil: no reload) in this process until the test ends and
+// returns the console's base URL once it listens.
+func serveInTest(t *testing.T, cfg *configs.Config, load func() (*configs.Config, error)) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready) }()
+	go func() { errc <- serveReloadable(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready, load) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-errc; err != nil {

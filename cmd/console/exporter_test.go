@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -21,6 +22,8 @@ import (
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // scrape reads /metrics with the Prometheus text parser and returns "name{k="v",…}" (labels
@@ -65,6 +68,27 @@ func scrape(t *testing.T, base string) map[string]float64 {
 }
 
 // series is the key scrape uses for a metric and its labels, given as name, value pairs.
+// scrapeStable scrapes the exporter between two reads of the API at path and returns the second read
+// with the scrape, once both reads show the same sampled snapshot with something in it (seen
+// returns its sampled_at and whether it has): a sample landing between the reads shows as a
+// changed sampled_at, and they are taken again.
+func scrapeStable[T any](t *testing.T, base, path string, seen func(T) (*time.Time, bool)) (T, map[string]float64) {
+	t.Helper()
+	type read struct {
+		api     T
+		scraped map[string]float64
+	}
+	r := waittest.For(t, 20*time.Second, "a stable sampled snapshot at "+path, func() (read, bool) {
+		before := decode[T](t, do(t, nil, "GET", base+path, "", ""))
+		m := scrape(t, base)
+		after := decode[T](t, do(t, nil, "GET", base+path, "", ""))
+		at0, _ := seen(before)
+		at1, some := seen(after)
+		return read{after, m}, at0 != nil && at1 != nil && at0.Equal(*at1) && some
+	})
+	return r.api, r.scraped
+}
+
 func series(name string, kv ...string) string {
 	var ls []string
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -118,44 +142,25 @@ func TestExporterMatchesAPI(t *testing.T) {
 			}
 			return c
 		}
-		for attempt := 0; ; attempt++ {
+		waittest.For(t, 20*time.Second, "redrive_problems as the overview lists them", func() (string, bool) {
 			before, m, after := count(), scrape(t, base), count()
-			if fmt.Sprint(before) != fmt.Sprint(after) {
-				continue
-			}
 			got := map[string]float64{}
 			for k, v := range m {
 				if strings.HasPrefix(k, "redrive_problems{") {
 					got[k] = v
 				}
 			}
-			if len(after) > 0 && fmt.Sprint(got) == fmt.Sprint(after) {
-				return
-			}
-			if attempt == 20 {
-				t.Fatalf("redrive_problems %v; the overview lists %v", got, after)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return fmt.Sprintf("redrive_problems %v; the overview lists %v", got, after),
+				maps.Equal(before, after) && len(after) > 0 && maps.Equal(got, after)
+		})
 	})
 
 	t.Run("KafkaLag", func(t *testing.T) {
 		// The API and the exporter read the same stored snapshot; a sample landing between the
 		// reads shows as a changed sampled_at, and the comparison is taken again.
-		var groups apiGroups
-		var m map[string]float64
-		for attempt := 0; ; attempt++ {
-			before := decode[apiGroups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
-			m = scrape(t, base)
-			groups = decode[apiGroups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
-			if before.SampledAt != nil && groups.SampledAt != nil && before.SampledAt.Equal(*groups.SampledAt) && len(groups.Groups) > 0 {
-				break
-			}
-			if attempt == 50 {
-				t.Fatalf("no stable sampled snapshot: %+v", groups)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		groups, m := scrapeStable(t, base, "/api/v1/kafka/main/groups", func(g apiGroups) (*time.Time, bool) {
+			return g.SampledAt, len(g.Groups) > 0
+		})
 		codes := map[string]float64{"OK": 0, "WARN": 1, "STALL": 2, "STOP": 3, "EMPTY": 4, "DEAD": 5}
 		partitions, lagging := 0, 0
 		for _, g := range groups.Groups {
@@ -272,41 +277,23 @@ func TestExporterMatchesAPI(t *testing.T) {
 		if plan.status != 200 || start.status != 200 {
 			t.Fatalf("plan %d %s; start %d %s", plan.status, plan.body, start.status, start.body)
 		}
-		var job struct {
-			Status                     string
-			Published, Skipped, Failed int
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for job.Status != "done" {
-			if time.Now().After(deadline) {
-				t.Fatalf("job %+v", job)
-			}
-			time.Sleep(100 * time.Millisecond)
-			job = decode[struct {
-				Status                     string
-				Published, Skipped, Failed int
-			}](t, do(t, nil, "GET", base+"/api/v1/replays/"+j.ID, "", ""))
+		job := waitReplay(t, base, j.ID, 30*time.Second)
+		if job.Status != store.JobDone {
+			t.Fatalf("job %+v", job)
 		}
 		if job.Published == 0 || job.Skipped == 0 {
 			t.Fatalf("the demo inbox should make a mix: %+v", job)
 		}
 		want := map[string]float64{"published": float64(job.Published), "skipped": float64(job.Skipped), "failed": float64(job.Failed)}
 		// The exporter reuses the ledger's counts for up to 10 s.
-		var m map[string]float64
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-			m = scrape(t, base)
-			same := true
-			for o, n := range want {
-				same = same && m[series("redrive_replay_messages_total", "outcome", o)] == n
+		waittest.For(t, 20*time.Second, fmt.Sprintf("the exporter's outcomes %v, as the job says", want), func() (map[string]float64, bool) {
+			m := scrape(t, base)
+			got := map[string]float64{}
+			for o := range want {
+				got[o] = m[series("redrive_replay_messages_total", "outcome", o)]
 			}
-			if same {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("exporter %v, %v, %v; the job says %v", m[series("redrive_replay_messages_total", "outcome", "published")],
-					m[series("redrive_replay_messages_total", "outcome", "skipped")], m[series("redrive_replay_messages_total", "outcome", "failed")], want)
-			}
-		}
+			return got, maps.Equal(got, want)
+		})
 	})
 
 	t.Run("NoErrorsAndOwnMetricsKept", func(t *testing.T) {
@@ -398,20 +385,9 @@ func TestExporterMatchesRabbitAPI(t *testing.T) {
 			DLQ     bool   `json:"is_dead_letter_queue"`
 		} `json:"queues"`
 	}
-	var qs apiQueues
-	var m map[string]float64
-	for attempt := 0; ; attempt++ {
-		before := decode[apiQueues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
-		m = scrape(t, base)
-		qs = decode[apiQueues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
-		if before.SampledAt != nil && qs.SampledAt != nil && before.SampledAt.Equal(*qs.SampledAt) && len(qs.Queues) > 0 {
-			break
-		}
-		if attempt == 50 {
-			t.Fatalf("no stable sampled snapshot: %+v", qs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	qs, m := scrapeStable(t, base, "/api/v1/rabbitmq/main/queues", func(q apiQueues) (*time.Time, bool) {
+		return q.SampledAt, len(q.Queues) > 0
+	})
 	dlqs := 0
 	for _, q := range qs.Queues {
 		for state, n := range map[string]int64{"ready": q.Ready, "unacked": q.Unacked} {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
@@ -49,9 +47,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 	defer cancel()
 
 	// The sources, as the demo seeds them, and a dead-letter topic big enough for the whole run.
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0", Topics: map[string]int32{"load.DLT": 2}})
-	mustDo(t, err)
-	t.Cleanup(k.Close)
+	k := startKafka(t, map[string]int32{"load.DLT": 2})
 	mustDo(t, demo.SeedKafka(ctx, k.Addrs()))
 	records := rate * int(duration/time.Second+10)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -76,11 +72,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 	mustDo(t, demo.SeedRabbit(traffic, vhostURL, mgmtURL))
 	waitMgmt(t, vhost, "orders.dlq", 62)
 
-	addr := freeAddr(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "console.yaml")
-	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %q
+	p := startProcess(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
 sampler: {interval: 2s}
@@ -91,10 +83,7 @@ consumers:
   - name: inventory-service
     inbox: {dsn: %q}
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
-`, addr, pgtest.NewDatabase(t), orders, k.Addrs()[0], amqpURL, mgmtURL, vhost, orders)), 0o600))
-	log, err := os.Create(filepath.Join(dir, "console.log"))
-	mustDo(t, err)
-	p := startProcess(t, cfgPath, addr, log)
+`, pgtest.NewDatabase(t), orders, k.Addrs()[0], amqpURL, mgmtURL, vhost, orders))
 
 	// The replay job that runs under the load.
 	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json", `{"source":{"kind":"kafka","cluster":"main","topic":"load.DLT"}}`)
@@ -112,21 +101,7 @@ consumers:
 	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
 		t.Fatalf("start: %d %s", r.status, r.body)
 	}
-	jobState := func() (status string, published int) {
-		var j struct {
-			Status    string
-			Published int
-		}
-		_ = json.Unmarshal([]byte(doRaw("GET", p.base+"/api/v1/replays/"+job.ID, "", "").body), &j)
-		return j.Status, j.Published
-	}
-	waitUntil := time.Now().Add(30 * time.Second)
-	for _, pub := jobState(); pub == 0; _, pub = jobState() {
-		if time.Now().After(waitUntil) {
-			t.Fatalf("the replay job did not start moving\n%s", tail(readFile(log.Name()), 3000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReplayMoves(t, p.base, job.ID, 0, 30*time.Second)
 
 	pq := url.PathEscape(vhost)
 	paths := []string{
@@ -154,7 +129,7 @@ consumers:
 		}
 	}
 
-	_, pubBefore := jobState()
+	pubBefore := replayOf(p.base, job.ID).Published
 	type sample struct {
 		path int
 		took time.Duration
@@ -199,7 +174,8 @@ consumers:
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	status, pubAfter := jobState()
+	after := replayOf(p.base, job.ID)
+	status, pubAfter := after.Status, after.Published
 	hwm, rss := procStatus(p.cmd.Process.Pid, "VmHWM"), procStatus(p.cmd.Process.Pid, "VmRSS")
 
 	pct := func(d []time.Duration, q float64) time.Duration {
@@ -227,7 +203,7 @@ consumers:
 		pct(all, 0.50).Round(100*time.Microsecond), pct(all, 0.99).Round(100*time.Microsecond), pct(all, 1).Round(100*time.Microsecond),
 		hwm, rss, pubAfter-pubBefore, status, int(float64(pubAfter-pubBefore)/elapsed.Seconds()))
 	if nErrs > 0 {
-		t.Errorf("%d requests failed, e.g.:\n%s\n%s", nErrs, strings.Join(errs, "\n"), tail(readFile(log.Name()), 3000))
+		t.Errorf("%d requests failed, e.g.:\n%s\n%s", nErrs, strings.Join(errs, "\n"), p.logTail(3000))
 	}
 	if status != "running" && status != "done" || pubAfter <= pubBefore {
 		t.Errorf("the replay job must keep moving under the load: %s, %d → %d published", status, pubBefore, pubAfter)

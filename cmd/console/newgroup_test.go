@@ -16,19 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestNewErrorGroupNotifies: a kind of failure that appears in a DLT for the first time, or again
 // after notify.new_group_window without a record, fires one new_error_group notification; more
 // records of it do not fire again; a group last seen before the window and quiet since is not new.
 func TestNewErrorGroupNotifies(t *testing.T) {
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
@@ -91,13 +87,13 @@ notify:
 		_ = db.QueryRow(ctx, `SELECT coalesce(sum(count), 0) FROM redrive.error_group WHERE exception_type = $1`, typ).Scan(&n)
 		return n
 	}
-	waitUntil(t, 30*time.Second, "the sampler records the old group", func() bool { return count("java.net.SocketTimeoutException") == 4 })
+	waittest.Until(t, 30*time.Second, "the sampler records the old group", func() bool { return count("java.net.SocketTimeoutException") == 4 })
 
 	// A poison message type never seen, and the timeout back after its quiet window: both new.
 	now := time.Now()
 	dead(now, 3, "com.acme.PoisonException")
 	dead(now, 1, "java.net.SocketTimeoutException")
-	waitUntil(t, 30*time.Second, "two new_error_group notifications", func() bool { return len(received()) >= 2 })
+	waittest.Until(t, 30*time.Second, "two new_error_group notifications", func() bool { return len(received()) >= 2 })
 	titles := strings.Join(received(), "\n")
 	if !strings.Contains(titles, "com.acme.PoisonException, 3 records") || !strings.Contains(titles, "java.net.SocketTimeoutException, 1 records") {
 		t.Fatalf("the notifications: %s", titles)
@@ -105,23 +101,9 @@ notify:
 
 	// More of the same: the overview's title counts them, no new notification.
 	dead(time.Now(), 5, "com.acme.PoisonException")
-	waitUntil(t, 30*time.Second, "the overview counts 8 poison records", func() bool {
+	waittest.Until(t, 30*time.Second, "the overview counts 8 poison records", func() bool {
 		return strings.Contains(do(t, nil, "GET", base+"/api/v1/overview", "", "").body, "com.acme.PoisonException, 8 records")
 	})
-	time.Sleep(3 * time.Second) // three notify rounds: absence is what is checked
-	if got := received(); len(got) != 2 {
-		t.Fatalf("%d firing notifications, want 2: %s", len(got), strings.Join(got, "\n"))
-	}
-}
-
-// waitUntil polls cond until it holds or d passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Three notify rounds: absence is what is checked, throughout.
+	waittest.Holds(t, 3*time.Second, "no firing notification besides the two", func() bool { return len(received()) == 2 })
 }

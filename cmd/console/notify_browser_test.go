@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestBrowserNotificationsLogAndSilence: the delivery log shows the notification the receiver
@@ -53,11 +54,11 @@ notify:
   channels: [{name: ops-hook, type: webhook, url: %q}]
   rules: [{match: {kind: outbox_dead}, channels: [ops-hook]}]
 `, storeDSN, outboxDSN, receiver.URL))
-	waitUntil(t, 30*time.Second, "the outbox_dead notification at the receiver", func() bool { return got(`"kind":"outbox_dead"`) })
+	waittest.Until(t, 30*time.Second, "the outbox_dead notification at the receiver", func() bool { return got(`"kind":"outbox_dead"`) })
 
 	ctx, dialogs := newBrowser(t)
 	var log string
-	waitUntil(t, 30*time.Second, "the delivery log row", func() bool {
+	waittest.Until(t, 30*time.Second, "the delivery log row", func() bool {
 		must(t, ctx, chromedp.Navigate(base+"/notifications"))
 		log = must(t, ctx, chromedp.Text(`[data-testid="notify-log"]`))
 		return strings.Contains(log, "delivered") && strings.Contains(log, "ops-hook") && strings.Contains(log, "outbox_dead")
@@ -69,7 +70,7 @@ notify:
 	if flash := must(t, ctx, chromedp.Text(`[data-testid="notify-flash"]`)); !strings.Contains(flash, "ops-hook") {
 		t.Errorf("after the test button: %q", flash)
 	}
-	waitUntil(t, 10*time.Second, "the test notification at the receiver", func() bool { return got(`"kind":"test"`) })
+	waittest.Until(t, 10*time.Second, "the test notification at the receiver", func() bool { return got(`"kind":"test"`) })
 
 	form := `[data-testid="silence-form"] `
 	if err := chromedp.Do(ctx,

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // A consumer stuck on a poison record: the group page shows the time lag beside the offset lag
@@ -21,11 +21,7 @@ import (
 // member, apply is refused while it runs, and after it stops the record is copied to the DLT and
 // the offset moves.
 func TestBrowserSkipPoisonRecord(t *testing.T) {
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -68,20 +64,14 @@ kafka: [{name: main, brokers: [%q], lag: {window: 2s, stop_after: 1h, warn_after
 
 	bctx, _ := newBrowser(t)
 	page := base + "/kafka/main/groups/settlement"
-	var reason string
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	waittest.For(t, 30*time.Second, "a skip offer on the group page", func() (string, bool) {
 		act(t, bctx, chromedp.Navigate(page))
-		n := must(t, bctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=skip-form]').length`))
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			reason = must(t, bctx, chromedp.Evaluate[string](`document.body.innerText`))
-			t.Fatalf("no skip offer on the group page:\n%s", reason)
+		if must(t, bctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid=skip-form]').length`)) == 1 {
+			return "", true
 		}
 		member.PollRecords(ctx, 1) // stay in the group
-		time.Sleep(time.Second)
-	}
+		return must(t, bctx, chromedp.Evaluate[string](`document.body.innerText`)), false
+	})
 	timeLag := must(t, bctx, chromedp.Text(`[data-testid=partition-time-lag]`))
 	button := must(t, bctx, chromedp.Text(`[data-testid=skip-button]`))
 	if !strings.Contains(timeLag, "min") || button != "Skip the record at offset 3" {
@@ -106,16 +96,10 @@ kafka: [{name: main, brokers: [%q], lag: {window: 2s, stop_after: 1h, warn_after
 		t.Errorf("apply with a member was not refused naming it:\n%s", body)
 	}
 	member.Close()
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	waittest.Until(t, 20*time.Second, "the member leaves the group", func() bool {
 		d, err := adm.DescribeGroups(ctx, "settlement")
-		if err == nil && len(d["settlement"].Members) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the member did not leave")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil && len(d["settlement"].Members) == 0
+	})
 	act(t, bctx, chromedp.SendKeys(`[data-testid=apply-reason]`, "poison payment 3, fixed in 2.1"))
 	act(t, bctx, chromedp.Click(`[data-testid=apply-button]`))
 	waitText(t, bctx, "copied to")
@@ -151,14 +135,8 @@ func act(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.
 // waitText waits until the page's text contains want, and returns the text.
 func waitText(t *testing.T, ctx context.Context, want string) string {
 	t.Helper()
-	var text string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`)); err == nil {
-			if text = v; strings.Contains(text, want) {
-				return text
-			}
-		}
-	}
-	t.Fatalf("the page never said %q:\n%s", want, text)
-	return ""
+	return waittest.For(t, 20*time.Second, fmt.Sprintf("the page says %q", want), func() (string, bool) {
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+		return text, err == nil && strings.Contains(text, want)
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // startReloadable serves the config file at path with reload on (SIGHUP and the admin API).
@@ -29,25 +29,7 @@ func startReloadable(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() { errc <- serveReloadable(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready, load) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	select {
-	case addr := <-ready:
-		return "http://" + addr
-	case err := <-errc:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("console did not start")
-	}
-	return ""
+	return serveInTest(t, cfg, load)
 }
 
 func withToken(t *testing.T, method, u, token string) response {
@@ -138,13 +120,9 @@ func TestConfigReload(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for withToken(t, "GET", base+"/api/v1/overview", "tok-hup").status != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatal("SIGHUP did not reload the config")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, "SIGHUP reloads the config (the new token is accepted)", func() bool {
+		return withToken(t, "GET", base+"/api/v1/overview", "tok-hup").status == http.StatusOK
+	})
 
 	audit := withToken(t, "GET", base+"/api/v1/audit?action=config.reload", "tok-admin")
 	for _, want := range []string{`"actor":"token:admin-bot"`, `"actor":"signal:SIGHUP"`, `"outcome":"failed"`, `"outcome":"ok"`} {

@@ -10,8 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
 )
 
 // kafkaConsole is a console over the demo's Kafka data (a Spring-style DLT) and outbox + inbox.
@@ -24,11 +24,7 @@ func kafkaConsole(t *testing.T) string {
 // kafkaConsoleAt is kafkaConsole that also gives the broker's address.
 func kafkaConsoleAt(t *testing.T) (base, broker string) {
 	t.Helper()
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := demo.SeedKafka(ctx, k.Addrs()); err != nil {
@@ -99,18 +95,10 @@ func TestReplayAPI(t *testing.T) {
 	if start.status != 200 || j.ID == "" || j.Status == "" {
 		t.Fatalf("start: %d %s", start.status, start.body)
 	}
-	var job map[string]any
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		job = decode[map[string]any](t, do(t, nil, "GET", base+"/api/v1/replays/"+j.ID, "", ""))
-		if job["status"] == "done" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %v", job)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if final := waitReplay(t, base, j.ID, 30*time.Second); final.Status != store.JobDone {
+		t.Fatalf("job %+v", final)
 	}
+	job := decode[map[string]any](t, do(t, nil, "GET", base+"/api/v1/replays/"+j.ID, "", ""))
 	for _, k := range []string{"id", "status", "total", "published", "skipped", "failed", "actor", "reason", "created_at", "finished_at"} {
 		if _, ok := job[k]; !ok {
 			t.Errorf("job lacks %q: %v", k, job)

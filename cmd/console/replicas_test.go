@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // One console sampling a Kafka cluster at a 1 s interval: /api/v1/replicas lists it with its
@@ -20,11 +20,7 @@ import (
 func TestReplicasAndStaleness(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	storeDSN := pgtest.NewDatabase(t)
 	base := startConsole(t, fmt.Sprintf(`
 auth: {mode: none}
@@ -80,17 +76,10 @@ kafka: [{name: main, brokers: [%q]}]
 		expires_at = now() + interval '1 hour' WHERE source = 'kafka/main'`); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g = decode[groups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
-		if g.Stale {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snapshot not stale 10 s after sampling stopped: %+v", g)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	g = waittest.For(t, 10*time.Second, "the snapshot stale after sampling stopped", func() (groups, bool) {
+		g := decode[groups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+		return g, g.Stale
+	})
 	if g.AgeSeconds == nil || *g.AgeSeconds < 3 || !strings.Contains(g.StaleNote, "no replica is sampling") {
 		t.Fatalf("stale groups: %+v", g)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // The store restarted in the middle of a job (issue 11, "Proven by"): the console's own
@@ -158,7 +159,7 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 		}
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // the held batch is moved; its settle waits on the lock
+	pgtest.WaitLockWaiters(t, storeDSN, 1) // the held batch is moved; its settle waits on the lock
 	stopped := time.Now()
 	if err := pg.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -173,26 +174,19 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 	ob.downFor = time.Since(stopped)
 	// Follow the job: a pause reason, the first progress past the restart, the end.
 	var progressed bool
-	deadline = time.Now().Add(2 * time.Minute)
-	for {
+	ob.final = waittest.For(t, 2*time.Minute, "the job ends after the store's restart", func() (store.ReplayJob, bool) {
 		j, err := a.engine.Job(ctx, jobID)
-		if err == nil {
-			if j.Paused != "" && ob.paused == "" {
-				ob.paused, ob.pausedSeen = j.Paused, j.Published
-			}
-			if !progressed && j.Published > ob.before {
-				progressed, ob.resumedAfter = true, time.Since(stopped)
-			}
-			if j.Status != store.JobPending && j.Status != store.JobRunning {
-				ob.final = j
-				break
-			}
+		if err != nil {
+			return j, false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job not finished 2 minutes after the store's restart: %+v (%v)", j, err)
+		if j.Paused != "" && ob.paused == "" {
+			ob.paused, ob.pausedSeen = j.Paused, j.Published
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		if !progressed && j.Published > ob.before {
+			progressed, ob.resumedAfter = true, time.Since(stopped)
+		}
+		return j, j.Status != store.JobPending && j.Status != store.JobRunning
+	})
 	if ob.final.Status != store.JobDone || ob.final.Published+ob.final.Failed != restartN {
 		t.Fatalf("after the store's restart the job ended %s with %d published, %d skipped, %d failed (error %q); want done with %d published",
 			ob.final.Status, ob.final.Published, ob.final.Skipped, ob.final.Failed, ob.final.Error, restartN)
@@ -266,11 +260,7 @@ func TestStoreRestartMidKafkaJob(t *testing.T) {
 		t.Skip("restarts a private PostgreSQL")
 	}
 	pg, storeDSN := privateStore(t)
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0", Topics: map[string]int32{"orders": 3, "orders.DLT": 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, map[string]int32{"orders": 3, "orders.DLT": 2})
 	inboxDSN := pgtest.NewDatabase(t)
 	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
 		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
@@ -411,7 +401,7 @@ replay: {lease: 2s}
 			return false
 		}
 		dlqN, workN = d.Messages, w.Messages
-		return dlqN == depth(t, ch, "orders.dlq") && workN == depth(t, ch, "orders.work") && d.MessagesUnacknowledged == 0
+		return dlqN == rabbittest.Depth(t, ch, "orders.dlq") && workN == rabbittest.Depth(t, ch, "orders.work") && d.MessagesUnacknowledged == 0
 	})
 	t.Logf("management API: orders.dlq %d, orders.work %d", dlqN, workN)
 	if dlqN != 0 {
@@ -476,18 +466,7 @@ func deadLetterRabbit(t *testing.T, ch *amqp.Channel, n int) {
 		}
 	}
 	mustDo(t, ch.Cancel("failing", false))
-	waitDepthFor(t, ch, "orders.dlq", n, time.Minute)
-}
-
-func waitDepthFor(t *testing.T, ch *amqp.Channel, queue string, n int, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for depth(t, ch, queue) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d, want %d", queue, depth(t, ch, queue), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	rabbittest.WaitDepth(t, ch, "orders.dlq", n, time.Minute)
 }
 
 func TestStoreRestartMidOutboxJob(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -29,9 +28,7 @@ func TestSteadyStateRSS(t *testing.T) {
 		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
 	}
 	const groups, partitions = 200, 50
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0", Topics: map[string]int32{"orders": partitions}})
-	mustDo(t, err)
-	t.Cleanup(k.Close)
+	k := startKafka(t, map[string]int32{"orders": partitions})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -56,30 +53,22 @@ func TestSteadyStateRSS(t *testing.T) {
 		}
 	}
 
-	addr := freeAddr(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "console.yaml")
-	mustDo(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %q
+	if os.Getenv("REDRIVE_BENCH_GCTRACE") != "" {
+		t.Setenv("GODEBUG", "gctrace=1") // the console's log then shows the live heap at each GC
+	}
+	p := newProcess(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
 sampler: {interval: 1s}
 kafka: [{name: main, brokers: [%q], lag: {window: 20s, stop_after: 60s}}]
-`, addr, pgtest.NewDatabase(t), k.Addrs()[0])), 0o600))
-	log, err := os.Create(filepath.Join(dir, "console.log"))
-	mustDo(t, err)
-	if os.Getenv("REDRIVE_BENCH_GCTRACE") != "" {
-		t.Setenv("GODEBUG", "gctrace=1") // the console's log then shows the live heap at each GC
-	}
+`, pgtest.NewDatabase(t), k.Addrs()[0]))
 	// The console binary as it is shipped, not this test binary acting as one: its code pages are
 	// part of the RSS, and the test binary carries the tests' code too (chromedp, kfake's tests).
-	bin := filepath.Join(dir, "console")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	p.bin = filepath.Join(t.TempDir(), "console")
+	if out, err := exec.Command("go", "build", "-o", p.bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	p := &consoleProcess{t: t, cfg: cfgPath, base: "http://" + addr, log: log, bin: bin}
 	p.start()
-	t.Cleanup(p.kill)
 	pid := p.cmd.Process.Pid
 
 	// 62 samples fill the window; a little more for the sampler's first rounds.
@@ -97,7 +86,7 @@ kafka: [{name: main, brokers: [%q], lag: {window: 20s, stop_after: 60s}}]
 		t.Fatalf("groups: %d, %d bytes", r.status, len(r.body))
 	}
 	if os.Getenv("REDRIVE_BENCH_GCTRACE") != "" {
-		b, _ := os.ReadFile(log.Name())
+		b, _ := os.ReadFile(p.log.Name())
 		var gcs []string
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(l, "gc ") {

@@ -10,18 +10,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
 // TestBrowserAvroRecord: a Confluent-framed Avro dead letter shows decoded, as JSON, with its
 // schema named (format, id, subject, type) — not as a hex dump.
 func TestBrowserAvroRecord(t *testing.T) {
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	reg, err := demo.StartSchemaRegistry("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

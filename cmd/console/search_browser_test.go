@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestBrowserSearchTopic: a filter typed on a topic page streams its matches in with the records
@@ -23,7 +24,7 @@ func TestBrowserSearchTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	var status string
-	waitUntil(t, 30*time.Second, "the scan to finish", func() bool {
+	waittest.Until(t, 30*time.Second, "the scan to finish", func() bool {
 		status = must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`))
 		return strings.Contains(status, "done")
 	})
@@ -62,7 +63,7 @@ func TestBrowserSearchQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	var status string
-	waitUntil(t, 30*time.Second, "the scan to finish", func() bool {
+	waittest.Until(t, 30*time.Second, "the scan to finish", func() bool {
 		status = must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`))
 		return strings.Contains(status, "done")
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -23,11 +22,7 @@ import (
 // redaction of header "card" and value path $.card.
 func searchConsole(t *testing.T, perPartition int) (base string) {
 	t.Helper()
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(400_000))
 	if err != nil {

@@ -16,11 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/store"
 )
 
 // traceWorld is one order's story: the outbox of orders holds three events of aggregate
@@ -49,11 +49,7 @@ func newTraceWorld(t *testing.T) traceWorld {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	w := traceWorld{broker: k.Addrs()[0], outboxDSN: pgtest.NewDatabase(t), offsets: map[string]int64{}}
 
 	created := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Millisecond)
@@ -567,12 +563,8 @@ func TestTraceReplayedMessage(t *testing.T) {
 	if start.status != 200 || job.ID == "" {
 		t.Fatalf("start: %d %s", start.status, start.body)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for decode[struct{ Status string }](t, do(t, nil, "GET", base+"/api/v1/replays/"+job.ID, "", "")).Status != "done" {
-		if time.Now().After(deadline) {
-			t.Fatal("the replay did not finish")
-		}
-		time.Sleep(200 * time.Millisecond)
+	if final := waitReplay(t, base, job.ID, 30*time.Second); final.Status != store.JobDone {
+		t.Fatalf("the replay did not finish: %+v", final)
 	}
 	a := getTrace(t, base, "message_id=e-1")
 	t.Log(a.dump())

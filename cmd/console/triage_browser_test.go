@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestBrowserResolveErrorGroupLeavesOverview: on a DLT's errors page, an operator resolves one
@@ -33,7 +34,7 @@ func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
 		must(t, ctx, chromedp.Navigate(base+"/"))
 		return must(t, ctx, chromedp.Text(`body`))
 	}
-	waitUntil(t, 30*time.Second, "both groups new and the DLT on the overview", func() bool {
+	waittest.Until(t, 30*time.Second, "both groups new and the DLT on the overview", func() bool {
 		o := overview()
 		return strings.Contains(o, "PoisonException") && strings.Contains(o, "SocketTimeoutException") && strings.Contains(o, "holds 5")
 	})
@@ -182,8 +183,8 @@ func TestBrowserEditAndReplayQueueMessage(t *testing.T) {
 		chromedp.Click(second+` + tr [data-testid="edit-message-form"] button[type="submit"]`),
 		chromedp.WaitVisible(`[data-testid="plan-counts"]`))
 	runEditPlan(t, ctx, dialogs, "edit and retry: the value and 1 header(s) change; the message id stays", "queue-edit-plan")
-	waitDepthFor(t, ch, "orders.dlq", 1, 30*time.Second)
-	waitDepthFor(t, ch, "orders.work", 1, 30*time.Second)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
+	rabbittest.WaitDepth(t, ch, "orders.work", 1, 30*time.Second)
 	time.Sleep(time.Second) // nothing else arrives: only the edited copy was published
 	var got []amqp.Delivery
 	for {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // deadLetterCluster is a kfake cluster with orders (the original topic) and orders.DLT, holding
@@ -21,11 +22,7 @@ import (
 // type, keyed and identified by prefix-i.
 func deadLetterCluster(t *testing.T, ctx context.Context) (*devstack.Kafka, func(n int, typ, prefix string)) {
 	t.Helper()
-	k, err := devstack.StartKafka(devstack.KafkaOptions{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := startKafka(t, nil)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +124,7 @@ func TestResolveDeadLetters(t *testing.T) {
 	openSeries := series("redrive_dead_letters", "source", "kafka/main", "name", "orders.DLT", "state", "open")
 	allSeries := series("redrive_dead_letters", "source", "kafka/main", "name", "orders.DLT")
 
-	waitUntil(t, 30*time.Second, "the sampler lists orders.DLT", func() bool { return scrape(t, base)[allSeries] == 10 })
+	waittest.Until(t, 30*time.Second, "the sampler lists orders.DLT", func() bool { return scrape(t, base)[allSeries] == 10 })
 	if m := scrape(t, base); m[openSeries] != 10 {
 		t.Fatalf("open before any resolution: %v", m[openSeries])
 	}
@@ -137,7 +134,7 @@ func TestResolveDeadLetters(t *testing.T) {
 	newGroup := func(typ string) bool {
 		return strings.Contains(bearer(t, "GET", base+"/api/v1/overview", "tok-viewer", "").body, "new_error_group/kafka/main/orders.DLT/"+typ+"|")
 	}
-	waitUntil(t, 30*time.Second, "the poison group is new on the overview", func() bool { return newGroup("com.acme.PoisonException") })
+	waittest.Until(t, 30*time.Second, "the poison group is new on the overview", func() bool { return newGroup("com.acme.PoisonException") })
 	all := records("")
 	if len(all.Records) != 10 || all.Records[0].Resolution == nil || all.Records[0].Resolution.State != "open" || all.Records[0].Resolution.At != nil {
 		t.Fatalf("records before any resolution: %+v", all)
@@ -281,9 +278,9 @@ func TestResolveDeadLetters(t *testing.T) {
 
 	// A new dead letter of a resolved group is open: the incident is back.
 	dead(1, "com.acme.PoisonException", "again")
-	waitUntil(t, 30*time.Second, "the new record counts as open", func() bool { _, open := dltOpen(); return open == 1 })
-	waitUntil(t, 30*time.Second, "orders.DLT back on the overview", onFire)
-	waitUntil(t, 30*time.Second, "the poison group new again on the overview", func() bool { return newGroup("com.acme.PoisonException") })
+	waittest.Until(t, 30*time.Second, "the new record counts as open", func() bool { _, open := dltOpen(); return open == 1 })
+	waittest.Until(t, 30*time.Second, "orders.DLT back on the overview", onFire)
+	waittest.Until(t, 30*time.Second, "the poison group new again on the overview", func() bool { return newGroup("com.acme.PoisonException") })
 
 	t.Run("ReplayMarksReplayed", func(t *testing.T) {
 		plan := bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
@@ -296,7 +293,7 @@ func TestResolveDeadLetters(t *testing.T) {
 			t.Fatalf("plan %d %s; start %d %s", plan.status, plan.body, start.status, start.body)
 		}
 		job := decode[struct{ ID string }](t, start)
-		waitUntil(t, 30*time.Second, "the job finishes", func() bool {
+		waittest.Until(t, 30*time.Second, "the job finishes", func() bool {
 			return strings.Contains(bearer(t, "GET", base+"/api/v1/replays/"+job.ID, "tok-viewer", "").body, `"status":"done"`)
 		})
 		replayed := records("state=replayed")

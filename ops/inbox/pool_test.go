@@ -84,7 +84,7 @@ func TestInboxBusy(t *testing.T) {
 	defer close(done)
 	blocked := make(chan error, 1)
 	go func() { _, err := in.Verdicts(ctx, []string{"m-1"}); blocked <- err }() // waits on the lock, holding the connection
-	time.Sleep(100 * time.Millisecond)
+	pgtest.WaitLockWaiters(t, dsn, 1)
 
 	start := time.Now()
 	_, err := in.Verdicts(ctx, []string{"m-2"})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 const moneyAvro = `{"type":"record","name":"Money","namespace":"acme","fields":[
@@ -368,10 +369,10 @@ func TestSchemaRegistryDownAndBack(t *testing.T) {
 	if d := read(); d.JSON != nil {
 		t.Fatalf("asked the registry again inside the back-off: %+v", d)
 	}
-	time.Sleep(250 * time.Millisecond)
-	if d := read(); d == nil || d.Error != "" || d.JSON == nil {
-		t.Fatalf("recovered: %+v", d)
-	}
+	waittest.For(t, 10*time.Second, "decoded again once the back-off passed", func() (*schema.Decoded, bool) {
+		d := read()
+		return d, d != nil && d.Error == "" && d.JSON != nil
+	})
 	// Cached: a registry gone again does not matter for a known id.
 	f.reg.Close()
 	if d := read(); d.JSON == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/tlstest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // problems is an Evaluator whose answer the test sets.
@@ -291,16 +292,15 @@ func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
 	n := newNotifier(t, st, ev, "r1", configs.Notify{
 		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
 		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}, RepeatEvery: configs.Duration(700 * time.Millisecond)}}})
-	deadline := time.Now().Add(500 * time.Millisecond)
-	for time.Now().Before(deadline) {
+	// Rounds through most of repeat_every: it fires once and not again.
+	waittest.Holds(t, 500*time.Millisecond, "one firing before repeat_every", func() bool {
 		round(t, n)
-		time.Sleep(20 * time.Millisecond)
-	}
-	if c := hook.count(p.Key, "firing"); c != 1 {
-		t.Fatalf("%d firing before repeat_every, want 1", c)
-	}
-	time.Sleep(300 * time.Millisecond)
-	round(t, n)
+		return hook.count(p.Key, "firing") == 1
+	})
+	waittest.Until(t, 10*time.Second, "a reminder after repeat_every", func() bool {
+		round(t, n)
+		return hook.count(p.Key, "firing") >= 2
+	})
 	round(t, n)
 	if c := hook.count(p.Key, "firing"); c != 2 {
 		t.Fatalf("%d firing after repeat_every, want 2 (one reminder)", c)
@@ -330,8 +330,10 @@ func TestSilenceHoldsIt(t *testing.T) {
 	if c := hook.count(other.Key, "firing"); c != 1 {
 		t.Fatalf("unsilenced problem notified %d times", c)
 	}
-	time.Sleep(700 * time.Millisecond)
-	round(t, n)
+	waittest.Until(t, 10*time.Second, "the problem notified once the silence ended", func() bool {
+		round(t, n)
+		return hook.count(p.Key, "firing") >= 1
+	})
 	round(t, n)
 	if c := hook.count(p.Key, "firing"); c != 1 {
 		t.Fatalf("after the silence ended, a still-firing problem is notified once: %d", c)
@@ -348,18 +350,15 @@ func TestReceiverDownThenUp(t *testing.T) {
 	n := newNotifier(t, st, ev, "r1", configs.Notify{
 		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
 		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}})
-	deadline := time.Now().Add(5 * time.Second)
-	for hook.count(p.Key, "firing") == 0 && time.Now().Before(deadline) {
+	waittest.Until(t, 5*time.Second, "delivered once the receiver is up", func() bool {
 		_ = n.Round(context.Background()) // attempts fail while it is down
-		time.Sleep(20 * time.Millisecond)
-	}
-	for range 5 {
+		return hook.count(p.Key, "firing") > 0
+	})
+	// Rounds past several back-offs (50 ms): the delivered notification is not sent again.
+	waittest.Holds(t, 300*time.Millisecond, "delivered once", func() bool {
 		_ = n.Round(context.Background())
-		time.Sleep(60 * time.Millisecond)
-	}
-	if c := hook.count(p.Key, "firing"); c != 1 {
-		t.Fatalf("delivered %d times, want once", c)
-	}
+		return hook.count(p.Key, "firing") == 1
+	})
 	log, err := st.Notifications(context.Background(), 10)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // newOutbox creates a database with the seed's table and opens it as outbox "orders".
@@ -185,14 +186,14 @@ func TestStuckAtLeaseBoundary(t *testing.T) {
 	if n, err := o.ReleaseStuck(ctx, nil); err != nil || n != 0 {
 		t.Fatalf("release before expiry = %d, %v; want 0", n, err)
 	}
-	time.Sleep(2 * time.Second)
-	st, err = o.Stats(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.StuckLeases != 1 {
-		t.Fatalf("lease expired: stuck = %d, want 1", st.StuckLeases)
-	}
+	// The lease ends 1.5 s after it was taken, by the database's clock.
+	waittest.For(t, 10*time.Second, "the expired lease counted as stuck", func() (int64, bool) {
+		st, err := o.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.StuckLeases, st.StuckLeases == 1
+	})
 	page, err := o.List(ctx, outbox.Filter{StuckOnly: true})
 	if err != nil || len(page.Events) != 1 || page.Events[0].ID != id || !page.Events[0].Stuck(time.Now()) {
 		t.Fatalf("stuck list = %+v, %v", page, err)

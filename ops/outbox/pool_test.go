@@ -82,7 +82,7 @@ func TestOutboxBusy(t *testing.T) {
 	}
 	blocked := make(chan error, 1)
 	go func() { _, err := pooled.List(ctx, outbox.Filter{}); blocked <- err }()
-	time.Sleep(100 * time.Millisecond)
+	pgtest.WaitLockWaiters(t, dsn, 1)
 
 	start := time.Now()
 	err = pooled.Ping(ctx)

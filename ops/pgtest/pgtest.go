@@ -6,12 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // EnvDSN names the variable holding the admin DSN of the test PostgreSQL.
@@ -64,14 +67,38 @@ func NewDatabase(tb testing.TB) string {
 // Exec runs SQL statements on dsn, failing the test on error.
 func Exec(tb testing.TB, dsn string, sql string, args ...any) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		tb.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(ctx)
+	ctx, conn, done := connect(tb, dsn, 5*time.Minute)
+	defer done()
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		tb.Fatalf("pgtest: exec %.80q: %v", sql, err)
 	}
+}
+
+// WaitLockWaiters waits until at least n sessions of dsn's database wait on a lock (a table lock, an
+// advisory lock): the moment a test that holds a lock has its victims where it wants them. It asks
+// pg_stat_activity rather than sleeping and hoping the victims got there.
+func WaitLockWaiters(tb testing.TB, dsn string, n int) {
+	tb.Helper()
+	ctx, conn, done := connect(tb, dsn, 30*time.Second)
+	defer done()
+	waittest.For(tb, 20*time.Second, fmt.Sprintf("%d sessions waiting on a lock", n), func() (int, bool) {
+		var waiting int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			tb.Fatalf("pgtest: pg_stat_activity: %v", err)
+		}
+		return waiting, waiting >= n
+	})
+}
+
+// connect opens a connection to dsn for a helper's statements, bounded by within; done closes it.
+func connect(tb testing.TB, dsn string, within time.Duration) (ctx context.Context, conn *pgx.Conn, done func()) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		cancel()
+		tb.Fatalf("pgtest: connect: %v", err)
+	}
+	return ctx, conn, func() { _ = conn.Close(context.Background()); cancel() }
 }

@@ -2,7 +2,6 @@ package rabbit
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -79,18 +78,12 @@ func (e *env) publish(exchange, key string, p amqp.Publishing) {
 // depth is the queue's ready count as the broker has it now.
 func (e *env) depth(queue string) int {
 	e.t.Helper()
-	q, err := e.ch.QueueDeclarePassive(queue, false, false, false, false, nil)
-	if err != nil {
-		e.t.Fatalf("passive declare %s: %v", queue, err)
-	}
-	return q.Messages
+	return rabbittest.Depth(e.t, e.ch, queue)
 }
 
 func (e *env) waitDepth(queue string, n int) {
 	e.t.Helper()
-	rabbittest.WaitFor(e.t, 10*time.Second, fmt.Sprintf("%d messages in %s", n, queue), func(context.Context) bool {
-		return e.depth(queue) == n
-	})
+	rabbittest.WaitDepth(e.t, e.ch, queue, n, 10*time.Second)
 }
 
 // drain takes every ready message with basic.get and acks it, returning them in order.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // Environment variables set by `make test` (cmd/devstack).
@@ -110,20 +112,33 @@ func Channel(tb testing.TB, amqpURL string) (*amqp.Connection, *amqp.Channel) {
 	return conn, ch
 }
 
-// WaitFor polls cond every 50 ms until it is true, failing the test after timeout. Management
-// statistics lag the broker by up to a sampling interval; use this instead of sleeping.
+// WaitFor waits until cond is true, failing the test after timeout; cond's context ends with the
+// timeout, for the management calls it makes. Management statistics lag the broker by up to a
+// sampling interval; use this instead of sleeping.
 func WaitFor(tb testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) bool) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	for {
-		if cond(ctx) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("rabbittest: timed out after %s waiting for %s", timeout, what)
-		case <-time.After(50 * time.Millisecond):
-		}
+	waittest.Until(tb, timeout, what, func() bool { return cond(ctx) })
+}
+
+// Depth is the number of ready messages in queue as the broker has it now: a passive declare on the
+// AMQP channel, which does not lag as the management API's statistics do.
+func Depth(tb testing.TB, ch *amqp.Channel, queue string) int {
+	tb.Helper()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		tb.Fatalf("rabbittest: passive declare %s: %v", queue, err)
 	}
+	return q.Messages
+}
+
+// WaitDepth waits until queue holds exactly n ready messages, failing the test after within with
+// the count it last saw.
+func WaitDepth(tb testing.TB, ch *amqp.Channel, queue string, n int, within time.Duration) {
+	tb.Helper()
+	waittest.For(tb, within, fmt.Sprintf("%d messages in %s", n, queue), func() (int, bool) {
+		d := Depth(tb, ch, queue)
+		return d, d == n
+	})
 }

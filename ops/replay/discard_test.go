@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // A discard plan selects like a replay plan, asks no inbox (processed messages are discarded
@@ -39,10 +40,10 @@ func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 	if err != nil || job.Status != store.JobAwaiting {
 		t.Fatalf("a discard of 6 above a threshold of 5 must wait for approval: %+v %v", job, err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if w.depth(t, "orders.dlq") != 6 {
-		t.Fatal("an awaiting discard moved messages")
-	}
+	// The workers poll meanwhile: an awaiting discard must not be claimed.
+	waittest.Holds(t, 200*time.Millisecond, "an awaiting discard moves nothing", func() bool {
+		return w.depth(t, "orders.dlq") == 6
+	})
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}

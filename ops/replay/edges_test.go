@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // fillDLQ puts n dead letters (ids m-0 … m-{n-1}, in order) straight into orders.dlq, with the
@@ -319,24 +320,17 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 	if _, err := w.adm.DeleteTopic(ctx, "orders.DLT"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT"); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// The broker refuses the name while the deletion completes.
+	waittest.For(t, 10*time.Second, "orders.DLT created again", func() (error, bool) {
+		_, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT")
+		return err, err == nil
+	})
 	// franz-go serves metadata from a cache for up to MetadataMinAge (5 s): wait until the console's
 	// client sees the new topic, as it will by the time anyone plans it.
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if id, err := w.cluster.TopicID(ctx, "orders.DLT"); err == nil && id != stale.Source.TopicID {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("topic id still %s (%v)", id, err)
-		}
-	}
+	waittest.For(t, 15*time.Second, "the console's client sees the new topic id", func() (string, bool) {
+		id, err := w.cluster.TopicID(ctx, "orders.DLT")
+		return fmt.Sprintf("topic id %s (%v)", id, err), err == nil && id != stale.Source.TopicID
+	})
 	// A fresh producer: the test's own client still knows the old topic's ID.
 	fresher := newWorldOn(t, w.cfg.Kafka[0].Brokers[0])
 	fresher.deadLetter(t, 0, "new-1", "k1", "TimeoutException")

@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 func TestFourEyesAndOperatorLimit(t *testing.T) {
@@ -44,10 +45,11 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	if job.Status != store.JobAwaiting {
 		t.Fatalf("a job above the threshold must wait for approval, got %s", job.Status)
 	}
-	time.Sleep(300 * time.Millisecond) // workers poll: an awaiting job must not be claimed
-	if j, _ := e.Job(ctx, job.ID); j.Status != store.JobAwaiting || j.Published != 0 {
-		t.Fatalf("an awaiting job ran: %+v", j)
-	}
+	// The workers poll meanwhile: an awaiting job must not be claimed.
+	waittest.Holds(t, 300*time.Millisecond, "the awaiting job stays unclaimed", func() bool {
+		j, _ := e.Job(ctx, job.ID)
+		return j.Status == store.JobAwaiting && j.Published == 0
+	})
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "carol", Role: access.Admin}); !errors.Is(err, ops.ErrForbidden) {
 		t.Fatalf("self-approval: %v, want ErrForbidden", err)
 	}

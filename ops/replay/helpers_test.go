@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 func ctxT(tb testing.TB) context.Context {
@@ -251,20 +252,28 @@ func header(r *kgo.Record, key string) (string, bool) {
 // waitJob waits for a job to reach a final status.
 func waitJob(tb testing.TB, e *replay.Engine, id string) store.ReplayJob {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	return waitJobState(tb, e, id, 5*time.Minute, "job "+id+" finishes", func(j store.ReplayJob) bool {
+		return j.Status != store.JobPending && j.Status != store.JobRunning
+	})
+}
+
+// waitPublished waits until a job has published at least n messages.
+func waitPublished(tb testing.TB, e *replay.Engine, id string, n int, within time.Duration) store.ReplayJob {
+	tb.Helper()
+	return waitJobState(tb, e, id, within, fmt.Sprintf("job %s publishes %d", id, n), func(j store.ReplayJob) bool {
+		return j.Published >= n
+	})
+}
+
+func waitJobState(tb testing.TB, e *replay.Engine, id string, within time.Duration, what string, done func(store.ReplayJob) bool) store.ReplayJob {
+	tb.Helper()
+	return waittest.For(tb, within, what, func() (store.ReplayJob, bool) {
 		j, err := e.Job(ctxT(tb), id)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if j.Status != store.JobPending && j.Status != store.JobRunning {
-			return j
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("job %s still %s: %+v", id, j.Status, j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return j, done(j)
+	})
 }
 
 func work(tb testing.TB, e *replay.Engine) context.CancelFunc {

@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // One message with a NUL or a 0xFF byte in each field must not make the whole DLQ unplannable:
@@ -164,13 +165,18 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 	}
 	mgmt := rabbittest.Admin(t)
 	closed := 0
-	for deadline := time.Now().Add(30 * time.Second); closed < 2 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	// Close the job's connection after a third and after two thirds of the messages (or stop
+	// trying once the job is over).
+	waittest.Until(t, 30*time.Second, "two connections closed mid-job", func() bool {
 		j, err := e.Job(ctx, job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if j.Status != store.JobPending && j.Status != store.JobRunning {
+			return true
+		}
 		if j.Published < (closed+1)*n/3 {
-			continue
+			return false
 		}
 		conns, err := mgmt.ListConnections()
 		if err != nil {
@@ -183,7 +189,8 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 				}
 			}
 		}
-	}
+		return closed >= 2
+	})
 	j := waitJob(t, e, job.ID)
 	if j.Status != store.JobDone || j.Published != n || j.Failed != 0 {
 		t.Fatalf("job %+v after %d closed connections", j, closed)

@@ -109,24 +109,14 @@ func (w *rabbitWorld) deadLetter(t testing.TB, n int) {
 
 func (w *rabbitWorld) depth(t testing.TB, queue string) int {
 	t.Helper()
-	q, err := w.ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q.Messages
+	return rabbittest.Depth(t, w.ch, queue)
 }
 
 func (w *rabbitWorld) waitDepth(t testing.TB, queue string, n int) {
 	t.Helper()
 	// Generous: a 100,000-message fill on a loaded 2-core machine takes tens of seconds to show in
 	// the count; an exact count is still required.
-	deadline := time.Now().Add(60 * time.Second)
-	for w.depth(t, queue) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d messages, want %d", queue, w.depth(t, queue), n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	rabbittest.WaitDepth(t, w.ch, queue, n, 60*time.Second)
 }
 
 func (w *rabbitWorld) drain(t testing.TB, queue string) []amqp.Delivery {
@@ -235,7 +225,7 @@ func TestRabbitCancelStopsWithinABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	work(t, e)
-	time.Sleep(1500 * time.Millisecond)
+	waitPublished(t, e, job.ID, 1, 30*time.Second)
 	if _, err := e.Cancel(ctx, job.ID, access.Actor{Name: "ops", Role: access.Admin}); err != nil {
 		t.Fatal(err)
 	}

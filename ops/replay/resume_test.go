@@ -33,9 +33,7 @@ func TestKafkaCancelStopsWithinABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	work(t, e)
-	for j, _ := e.Job(ctx, job.ID); j.Published < 20; j, _ = e.Job(ctx, job.ID) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPublished(t, e, job.ID, 20, time.Minute)
 	before, err := e.Cancel(ctx, job.ID, access.Actor{Name: "ops", Role: access.Admin})
 	if err != nil {
 		t.Fatal(err)
@@ -83,17 +81,7 @@ func TestKafkaJobResumesOnAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopA := work(t, a)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		j, _ := a.Job(ctx, job.ID)
-		if j.Published >= 100 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica a made no progress: %+v", j)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitPublished(t, a, job.ID, 100, 20*time.Second)
 	stopA() // replica a dies holding the lease
 	mid, _ := a.Job(ctx, job.ID)
 	if mid.Status != store.JobRunning || mid.Published >= n {

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // gated is a cluster whose Groups can be made to hang, ignoring its context: a replica frozen in
@@ -92,18 +93,6 @@ func owners(t *testing.T, st *store.Store) map[string]string {
 	return out
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !ok() {
-		if time.Since(start) > within {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // Three replicas on one store. The leader hangs in the middle of a sample without dying (it renews
 // nothing): another replica takes the source over within 2 intervals. While nobody samples, the
 // snapshot reads as stale and Ping fails; when the hung one resumes, its write is refused and it
@@ -133,16 +122,16 @@ func TestHungLeaderReplaced(t *testing.T) {
 	b2, c2 := replica("b", b.cluster(t, time.Second)), replica("c", b.cluster(t, time.Second))
 	runSampler(t, b2)
 	runSampler(t, c2)
-	time.Sleep(interval / 2)
-	if o := owners(t, b2.store); o["kafka/main"] != "hung" {
-		t.Fatalf("owners %v before the freeze, want hung", o)
-	}
+	// Before the freeze the others run rounds too, and none of them takes the live leader's source.
+	waittest.Holds(t, interval/2, "the live leader keeps kafka/main before the freeze", func() bool {
+		return owners(t, b2.store)["kafka/main"] == "hung"
+	})
 
 	g.freeze()
 	frozenAt := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- hung.SampleOnce(ctx) }() // hangs in Groups: no renewal, no write
-	took := waitFor(t, 2*interval, "takeover", func() bool {
+	took := waittest.Until(t, 2*interval, "takeover", func() bool {
 		o := owners(t, b2.store)["kafka/main"]
 		return o == "b" || o == "c"
 	})
@@ -151,7 +140,7 @@ func TestHungLeaderReplaced(t *testing.T) {
 	if owners(t, b2.store)["kafka/main"] == "c" {
 		newLeader = c2
 	}
-	waitFor(t, 2*interval, "the new leader's first sample", func() bool {
+	waittest.Until(t, 2*interval, "the new leader's first sample", func() bool {
 		snap, err := newLeader.LatestKafka(ctx, "main")
 		return err == nil && snap.At.After(frozenAt)
 	})
@@ -273,7 +262,7 @@ func TestSourcesSplitAcrossReplicas(t *testing.T) {
 			return hi-lo <= 1 && len(per) == len(alive)
 		}
 	}
-	waitFor(t, 8*interval, "four sources split over three replicas", balanced(reps))
+	waittest.Until(t, 8*interval, "four sources split over three replicas", balanced(reps))
 
 	// Over three intervals, every source is sampled, and by one replica only.
 	runs := func(alive []*rep) map[string]map[string]float64 {
@@ -322,7 +311,7 @@ func TestSourcesSplitAcrossReplicas(t *testing.T) {
 			alive = append(alive, r)
 		}
 	}
-	took := waitFor(t, 2*interval, "the dead replica's sources taken over", func() bool {
+	took := waittest.Until(t, 2*interval, "the dead replica's sources taken over", func() bool {
 		o := owners(t, reader)
 		for _, src := range deadSources {
 			if o[src] == "" || o[src] == dead.s.id {
@@ -333,6 +322,6 @@ func TestSourcesSplitAcrossReplicas(t *testing.T) {
 	})
 	t.Logf("sources %v of the dead replica taken over %s after it died", deadSources, took.Round(time.Millisecond))
 	dead.stop()
-	waitFor(t, 4*interval, "four sources split over two replicas", balanced(alive))
+	waittest.Until(t, 4*interval, "four sources split over two replicas", balanced(alive))
 	checkOneSampler(alive)
 }

@@ -15,7 +15,8 @@ import (
 
 func TestLock(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	dsn := pgtest.NewDatabase(t)
+	st, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,6 @@ func TestLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make(chan error, 1)
-		start := time.Now()
 		go func() {
 			u, err := lockWithin(t, key, 5*time.Second)
 			if err == nil {
@@ -66,14 +66,15 @@ func TestLock(t *testing.T) {
 			}
 			got <- err
 		}()
-		time.Sleep(200 * time.Millisecond)
+		pgtest.WaitLockWaiters(t, dsn, 1) // the waiter is queued on the lock
 		unlock()
+		unlocked := time.Now()
 		unlock() // idempotent
 		if err := <-got; err != nil {
 			t.Fatalf("waiter: %v", err)
 		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("waiter took %v after the holder unlocked at 200ms", d)
+		if d := time.Since(unlocked); d > 2*time.Second {
+			t.Errorf("waiter took %v after the holder unlocked", d)
 		}
 	})
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redrive/redrive/ops/waittest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -186,12 +187,7 @@ func checkStopped(t *testing.T, r *RabbitMQ) {
 	t.Helper()
 	// A handle that did not stop the node itself sees its wrapper process (this process's child)
 	// exit a moment after the node: give it that moment.
-	for deadline := time.Now().Add(5 * time.Second); r.Running() && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if r.Running() {
-		t.Fatal("Running() after Stop")
-	}
+	waittest.Until(t, 5*time.Second, "Running() false after Stop", func() bool { return !r.Running() })
 	if pids := epmdPids(r.EPMDPort()); len(pids) > 0 {
 		t.Fatalf("epmd still running: %v", pids)
 	}
