@@ -120,11 +120,11 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 		}
 		behind := ""
 		if g.MaxTimeLag > 0 {
-			behind = ", " + formatAge(g.MaxTimeLag.Truncate(time.Second)) + " behind"
+			behind = ", " + ops.FormatAge(g.MaxTimeLag.Truncate(time.Second)) + " behind"
 		}
 		out = append(out, Problem{Key: key(KindKafkaGroup, cluster, g.Name), Kind: KindKafkaGroup, Severity: severity,
 			Title: fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
-				formatNum(g.TotalLag), behind, g.Status.Reason),
+				ops.FormatNum(g.TotalLag), behind, g.Status.Reason),
 			Summary: fmt.Sprintf("Consumer group %s on %s is %s.", g.Name, cluster, code),
 			Link:    paths.KafkaGroup(cluster, g.Name),
 			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
@@ -135,13 +135,13 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 		if t.Retry || t.Open() == 0 || now.Sub(t.NewestAt) > recentDeadLetterArrival {
 			continue
 		}
-		held := formatNum(t.Records) + " dead letters"
+		held := ops.FormatNum(t.Records) + " dead letters"
 		if t.Settled > 0 {
-			held = formatNum(t.Open()) + " open dead letters (of " + formatNum(t.Records) + ")"
+			held = ops.FormatNum(t.Open()) + " open dead letters (of " + ops.FormatNum(t.Records) + ")"
 		}
 		out = append(out, Problem{Key: key(KindDeadLetters, "kafka", cluster, t.Topic), Kind: KindDeadLetters, Severity: Warning,
 			Title: fmt.Sprintf("%s (%s) holds %s; the newest arrived %s ago",
-				t.Topic, cluster, held, formatAge(now.Sub(t.NewestAt).Round(time.Second))),
+				t.Topic, cluster, held, ops.FormatAge(now.Sub(t.NewestAt).Round(time.Second))),
 			Summary: "Dead letters arrived in the last hour.",
 			Link:    paths.KafkaTopicErrors(cluster, t.Topic),
 			Labels:  map[string]string{"cluster": cluster, "topic": t.Topic}, Since: t.NewestAt})
@@ -169,7 +169,7 @@ func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now t
 		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
 		switch {
 		case q.IsDeadLetterQueue && q.Ready > 0:
-			title := fmt.Sprintf("%s holds %s dead letters", q.Name, formatNum(q.Ready))
+			title := fmt.Sprintf("%s holds %s dead letters", q.Name, ops.FormatNum(q.Ready))
 			if q.Growing {
 				title += " and keeps growing (" + q.Growth + ")"
 			}
@@ -196,19 +196,19 @@ func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Dur
 	var out []Problem
 	if n := st.StuckLeases; n > 0 {
 		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
-			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, formatNum(n)),
+			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, ops.FormatNum(n)),
 			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
 			Link:    paths.WithQuery(link, url.Values{"stuck": {"true"}}), Labels: labels, Since: now})
 	}
 	if n := st.Counts[outbox.Dead]; n > 0 {
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
-			Title:   fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, formatNum(n)),
+			Title:   fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, ops.FormatNum(n)),
 			Summary: "Events past their maximum attempts; requeue them once the cause is fixed.",
 			Link:    paths.WithQuery(link, url.Values{"status": {string(outbox.Dead)}}), Labels: labels, Since: now})
 	}
 	if age := st.OldestReadyAge; age != nil && *age > staleAfter {
 		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
-			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, formatAge(*age)),
+			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, ops.FormatAge(*age)),
 			Link:  paths.WithQuery(link, url.Values{"status": {string(outbox.Ready)}}), Labels: labels, Since: now.Add(-*age)})
 	}
 	return out
@@ -247,8 +247,8 @@ func NewErrorGroupProblems(clusters []string, eps []store.ErrorGroupEpisode, err
 		}
 		out = append(out, Problem{Key: key(KindNewErrorGroup, "kafka", cluster, topic, e.Key, strconv.FormatInt(e.EpisodeStart.UnixMilli(), 10)),
 			Kind: KindNewErrorGroup, Severity: Warning,
-			Title: fmt.Sprintf("New error in %s (%s): %s, %s records, the first %s ago", topic, cluster, what, formatNum(e.Count),
-				formatAge(now.Sub(e.EpisodeStart).Round(time.Second))),
+			Title: fmt.Sprintf("New error in %s (%s): %s, %s records, the first %s ago", topic, cluster, what, ops.FormatNum(e.Count),
+				ops.FormatAge(now.Sub(e.EpisodeStart).Round(time.Second))),
 			Summary: summary,
 			Link:    paths.KafkaTopicErrors(cluster, topic),
 			Labels:  map[string]string{"cluster": cluster, "topic": topic, "exception_type": e.ExceptionType},
