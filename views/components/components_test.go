@@ -410,3 +410,46 @@ func TestEscaping(t *testing.T) {
 		}
 	})
 }
+
+func TestScanPanel(t *testing.T) {
+	props := ScanProps{URL: "/api/v1/x?cel=a", API: "records API", Attrs: templ.Attributes{"data-scan-record": "/kafka/main/topics/t"},
+		Filter: `value.id == "` + xss + `"`, CSRFToken: "tok",
+		PlanFields: []Field{{Name: "kind", Value: "kafka"}, {Name: "topic", Value: "t"}},
+		Columns:    []Column{{Label: "Offset", Num: true}, {Label: "Key"}}}
+	t.Run("Viewer", func(t *testing.T) {
+		doc, html := render(t, ScanPanel(props))
+		panel := doc.Find("[data-scan]")
+		if attr(t, panel, "data-scan") != props.URL || attr(t, panel, "data-scan-record") != "/kafka/main/topics/t" || attr(t, panel, "data-scan-limit") != "500" {
+			t.Errorf("panel attributes: %s", html)
+		}
+		if got := text(one(t, doc, "scan-status")); !strings.Contains(got, props.Filter) || !strings.Contains(got, "the records API answers the same scan") {
+			t.Errorf("status %q", got)
+		}
+		if strings.Contains(html, xss) {
+			t.Error("the filter is not escaped")
+		}
+		none(t, doc, "plan-matches")
+		none(t, doc, "export-matches")
+		heads := one(t, doc, "scan-table").Find("th")
+		if heads.Length() != 2 || text(heads.Eq(0)) != "Offset" || !heads.Eq(0).HasClass("num") || text(heads.Eq(1)) != "Key" || heads.Eq(1).HasClass("num") {
+			t.Errorf("columns: %s", html)
+		}
+	})
+	t.Run("Operator", func(t *testing.T) {
+		p := props
+		p.CanOperate, p.ExportURL = true, "/export?x"
+		doc, html := render(t, ScanPanel(p))
+		if attr(t, one(t, doc, "export-matches"), "href") != "/export?x" {
+			t.Errorf("export: %s", html)
+		}
+		form := one(t, doc, "plan-matches")
+		var fields []string
+		form.Find("input[type=hidden]").Each(func(_ int, s *goquery.Selection) {
+			fields = append(fields, attr(t, s, "name")+"="+attr(t, s, "value"))
+		})
+		want := []string{"_csrf=tok", "kind=kafka", "topic=t", "cel=" + p.Filter}
+		if strings.Join(fields, "&") != strings.Join(want, "&") {
+			t.Errorf("plan fields %q, want %q", fields, want)
+		}
+	})
+}
