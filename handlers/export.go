@@ -198,19 +198,10 @@ func (h *Search) ExportKafka(c echo.Context) error {
 		return err
 	}
 	q := search.Query{Topic: pathParam(c, "topic"), Order: "oldest"}
-	if q.Filter, err = compileFilter(c, search.Kafka); err != nil {
+	if err := kafkaRange(c, &q); err != nil {
 		return err
 	}
 	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter)
-	if q.Partition, err = scanPartition(c); err != nil {
-		return err
-	}
-	if q.FromOffset, err = queryOffset(c, "from_offset"); err != nil {
-		return err
-	}
-	if q.ToOffset, err = queryOffset(c, "to_offset"); err != nil {
-		return err
-	}
 	raw, err := rawParam(c)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/a-h/templ"
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
@@ -417,9 +418,19 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, page.Records, state)
+	out, err := h.recordsJSON(c, k, q.Topic, page.Records, red, raw, state)
 	if err != nil {
 		return err
+	}
+	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, NextOffset: page.Next, PrevOffset: page.Prev})
+}
+
+// recordsJSON is a page's records as the records API answers them: those in the resolution state
+// asked for, each masked as the caller may see it and with its resolution.
+func (h *Kafka) recordsJSON(c echo.Context, k KafkaCluster, topic string, page []kafka.Record, red *Redactor, raw bool, state string) ([]recordJSON, error) {
+	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), topic, page, state)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]recordJSON, 0, len(recs))
 	for _, r := range recs {
@@ -428,7 +439,7 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 		j.Redacted, j.Resolution = redacted, toResolutionJSON(resolutionOf(res, r))
 		out = append(out, j)
 	}
-	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, NextOffset: page.Next, PrevOffset: page.Prev})
+	return out, nil
 }
 
 // apiRecordsAcross answers partition=all: newest first across partitions, merged by timestamp,
@@ -442,16 +453,9 @@ func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, 
 	if err != nil {
 		return err
 	}
-	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, page.Records, state)
+	out, err := h.recordsJSON(c, k, q.Topic, page.Records, red, raw, state)
 	if err != nil {
 		return err
-	}
-	out := make([]recordJSON, 0, len(recs))
-	for _, r := range recs {
-		r, redacted := redactRecord(red, r)
-		j := toRecordJSON(r, raw)
-		j.Redacted, j.Resolution = redacted, toResolutionJSON(resolutionOf(res, r))
-		out = append(out, j)
 	}
 	parts := make([]dltPartitionJSON, 0, len(page.Partitions))
 	for _, p := range page.Partitions {
@@ -512,14 +516,9 @@ func kafkaCrumbs(cluster string, crumbs ...layout.Crumb) []layout.Crumb {
 
 // Index: GET /kafka — every cluster with its groups and dead-letter topics.
 func (h *Kafka) Index(c echo.Context) error {
-	if len(h.clusters) == 1 {
-		return c.Redirect(http.StatusFound, paths.KafkaCluster(h.clusters[0].Name()))
-	}
-	page := kafkapages.IndexPage{Meta: h.meta(c, "Kafka", "kafka")}
-	for _, k := range h.clusters {
-		page.Clusters = append(page.Clusters, k.Name())
-	}
-	return render(c, http.StatusOK, kafkapages.Index(page))
+	return areaIndex(c, h.clusters, paths.KafkaCluster, func(names []string) templ.Component {
+		return kafkapages.Index(kafkapages.IndexPage{Meta: h.meta(c, "Kafka", "kafka"), Clusters: names})
+	})
 }
 
 // Cluster: GET /kafka/:cluster — groups and dead-letter topics from the snapshot.

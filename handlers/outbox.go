@@ -333,19 +333,26 @@ type releaseRequest struct {
 
 // APIRelease: POST /api/v1/outboxes/:name/leases/release {"ids":[…]} or {"all_stuck":true}.
 func (h *Outboxes) APIRelease(c echo.Context) error {
+	return repairAPI(h, c, h.release, func(n int64) releasedJSON { return releasedJSON{Released: n} })
+}
+
+// repairAPI answers a repair's API route: the outbox named in the path, the request body decoded
+// into R, the repair done (its own checks, its audit), and the count of events it changed
+// answered as answer makes it.
+func repairAPI[R, A any](h *Outboxes, c echo.Context, repair func(echo.Context, OutboxService, R) (int64, error), answer func(int64) A) error {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
 	}
-	var req releaseRequest
+	var req R
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	n, err := h.release(c, o, req)
+	n, err := repair(c, o, req)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, releasedJSON{Released: n})
+	return c.JSON(http.StatusOK, answer(n))
 }
 
 // releasedJSON and requeuedJSON count the events a repair changed.
@@ -385,19 +392,7 @@ type requeueRequest struct {
 
 // APIRequeue: POST /api/v1/outboxes/:name/events/requeue {"ids":[…],"reason":"…"}.
 func (h *Outboxes) APIRequeue(c echo.Context) error {
-	o, err := h.find(pathParam(c, "name"))
-	if err != nil {
-		return err
-	}
-	var req requeueRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	n, err := h.requeue(c, o, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, requeuedJSON{Requeued: n})
+	return repairAPI(h, c, h.requeue, func(n int64) requeuedJSON { return requeuedJSON{Requeued: n} })
 }
 
 func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) (int64, error) {

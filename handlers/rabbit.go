@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/a-h/templ"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -267,14 +268,9 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 
 // Index: GET /rabbitmq — the brokers, or straight to the only one.
 func (h *Rabbit) Index(c echo.Context) error {
-	if len(h.brokers) == 1 {
-		return c.Redirect(http.StatusFound, paths.RabbitBroker(h.brokers[0].Name()))
-	}
-	page := rabbitpages.IndexPage{Meta: h.meta(c, "RabbitMQ", "rabbitmq")}
-	for _, b := range h.brokers {
-		page.Brokers = append(page.Brokers, b.Name())
-	}
-	return render(c, http.StatusOK, rabbitpages.Index(page))
+	return areaIndex(c, h.brokers, paths.RabbitBroker, func(names []string) templ.Component {
+		return rabbitpages.Index(rabbitpages.IndexPage{Meta: h.meta(c, "RabbitMQ", "rabbitmq"), Brokers: names})
+	})
 }
 
 // BrokerPage: GET /rabbitmq/:broker — the queue table and the topology, from the snapshot.

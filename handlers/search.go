@@ -194,11 +194,7 @@ type scanSummary struct {
 // kafkaScanQuery reads a scan's parameters.
 func (h *Search) kafkaScanQuery(c echo.Context) (search.Query, error) {
 	q := search.Query{Topic: pathParam(c, "topic"), Timeout: h.o.Timeout}
-	var err error
-	if q.Filter, err = compileFilter(c, search.Kafka); err != nil {
-		return q, err
-	}
-	if q.Partition, err = scanPartition(c); err != nil {
+	if err := kafkaRange(c, &q); err != nil {
 		return q, err
 	}
 	switch o := c.QueryParam("order"); o {
@@ -215,14 +211,25 @@ func (h *Search) kafkaScanQuery(c echo.Context) (search.Query, error) {
 	if q.MaxScan, err = queryInt(c, "max_scan", min(search.DefaultMaxScan, h.o.MaxScan), 1, h.o.MaxScan); err != nil {
 		return q, err
 	}
-	if q.Cursor, err = parseScanCursor(c.QueryParam("cursor")); err != nil {
-		return q, err
+	q.Cursor, err = parseScanCursor(c.QueryParam("cursor"))
+	return q, err
+}
+
+// kafkaRange reads what a scan and an export of a topic both take: the filter, the partition
+// (one, or all) and the offset range.
+func kafkaRange(c echo.Context, q *search.Query) error {
+	var err error
+	if q.Filter, err = compileFilter(c, search.Kafka); err != nil {
+		return err
+	}
+	if q.Partition, err = scanPartition(c); err != nil {
+		return err
 	}
 	if q.FromOffset, err = queryOffset(c, "from_offset"); err != nil {
-		return q, err
+		return err
 	}
 	q.ToOffset, err = queryOffset(c, "to_offset")
-	return q, err
+	return err
 }
 
 func rawParam(c echo.Context) (bool, error) {

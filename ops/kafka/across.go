@@ -2,11 +2,8 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
-
-	"github.com/redrive/redrive/ops"
 )
 
 // maxAcrossRead bounds the records one page across partitions reads in all: a topic with many
@@ -44,21 +41,9 @@ type AcrossPage struct {
 // Limit records of the topic by timestamp. Errors: ErrInvalid (limit, order), ErrNotFound
 // (unknown topic), ErrUnavailable.
 func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage, error) {
-	if q.Topic == "" {
-		return AcrossPage{}, ops.Invalid("topic", "required")
-	}
-	if q.Limit == 0 {
-		q.Limit = DefaultLimit
-	}
-	if q.Limit < 1 || q.Limit > MaxLimit {
-		return AcrossPage{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", MaxLimit))
-	}
-	switch q.Order {
-	case "":
-		q.Order = "newest"
-	case "newest", "oldest":
-	default:
-		return AcrossPage{}, ops.Invalid("order", `must be "newest" or "oldest"`)
+	var err error
+	if q.Limit, q.Order, err = pageQuery(q.Topic, q.Limit, q.Order); err != nil {
+		return AcrossPage{}, err
 	}
 	parts, err := c.Partitions(ctx, q.Topic)
 	if err != nil {

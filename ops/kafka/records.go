@@ -79,27 +79,37 @@ type Page struct {
 	Prev *int64
 }
 
+// pageQuery checks what a page of a topic asks for, the same for one partition (Records) and
+// across them (RecordsAcross), and fills in the defaults: the limit and order to read with.
+func pageQuery(topic string, limit int, order string) (int, string, error) {
+	if topic == "" {
+		return 0, "", ops.Invalid("topic", "required")
+	}
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	if limit < 1 || limit > MaxLimit {
+		return 0, "", ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", MaxLimit))
+	}
+	switch order {
+	case "":
+		order = "newest"
+	case "newest", "oldest":
+	default:
+		return 0, "", ops.Invalid("order", `must be "newest" or "oldest"`)
+	}
+	return limit, order, nil
+}
+
 // Records reads one page of a partition with a short-lived direct consumer that starts at the
 // exact first offset of the page and stops as soon as it reached the page's last offset, so the
 // cost does not depend on how deep the page is. Errors: unknown topic → ops.ErrNotFound; bad
 // partition, offset, limit or order → ops.ErrInvalid naming the valid range.
 func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	op := fmt.Sprintf("records %s[%d]", q.Topic, q.Partition)
-	if q.Topic == "" {
-		return Page{}, ops.Invalid("topic", "required")
-	}
-	if q.Limit == 0 {
-		q.Limit = DefaultLimit
-	}
-	if q.Limit < 1 || q.Limit > MaxLimit {
-		return Page{}, ops.Invalid("limit", fmt.Sprintf("must be in [1, %d]", MaxLimit))
-	}
-	switch q.Order {
-	case "":
-		q.Order = "newest"
-	case "newest", "oldest":
-	default:
-		return Page{}, ops.Invalid("order", `must be "newest" or "oldest"`)
+	var err error
+	if q.Limit, q.Order, err = pageQuery(q.Topic, q.Limit, q.Order); err != nil {
+		return Page{}, err
 	}
 	if q.Offset != nil && q.At != nil {
 		return Page{}, ops.Invalid("at", "give either offset or at, not both")
