@@ -252,16 +252,3 @@ func PathParam(c echo.Context, name string) string {
 }
 
 func pathParam(c echo.Context, name string) string { return PathParam(c, name) }
-
-// areaIndex answers the index of an area (GET /kafka, GET /rabbitmq): straight to its page when
-// one cluster or broker is configured, else the list of their names.
-func areaIndex[T interface{ Name() string }](c echo.Context, sources []T, only func(string) string, list func(names []string) templ.Component) error {
-	if len(sources) == 1 {
-		return c.Redirect(http.StatusFound, only(sources[0].Name()))
-	}
-	names := make([]string, len(sources))
-	for i, s := range sources {
-		names[i] = s.Name()
-	}
-	return render(c, http.StatusOK, list(names))
-}

@@ -76,20 +76,11 @@ type encodedGroups struct {
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
 // values (nil masks nothing).
 func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, redact *Redactor, rules map[string]configs.LagRules) *Kafka {
-	h := &Kafka{clusters: clusters, byName: map[string]KafkaCluster{}, snapshots: snapshots, meta: meta, redact: redact, rules: rules}
-	for _, c := range clusters {
-		h.byName[c.Name()] = c
-	}
-	return h
+	return &Kafka{clusters: clusters, byName: byName(clusters), snapshots: snapshots, meta: meta, redact: redact, rules: rules}
 }
 
 func (h *Kafka) cluster(c echo.Context) (KafkaCluster, error) {
-	name := pathParam(c, "cluster")
-	k, ok := h.byName[name]
-	if !ok {
-		return nil, ops.NotFound("kafka cluster %q is not configured", name)
-	}
-	return k, nil
+	return lookup(h.byName, pathParam(c, "cluster"), "kafka cluster")
 }
 
 func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, error) {

@@ -69,19 +69,11 @@ type Outboxes struct {
 // NewOutboxes wires the configured outboxes (in config order). redact masks event payloads for
 // everyone but admins; nil masks nothing.
 func NewOutboxes(list []OutboxService, audit ChangeAuditor, meta MetaFunc, redact *Redactor) *Outboxes {
-	h := &Outboxes{list: list, byName: map[string]OutboxService{}, audit: audit, meta: meta, redact: redact}
-	for _, o := range list {
-		h.byName[o.Name()] = o
-	}
-	return h
+	return &Outboxes{list: list, byName: byName(list), audit: audit, meta: meta, redact: redact}
 }
 
 func (h *Outboxes) find(name string) (OutboxService, error) {
-	o, ok := h.byName[name]
-	if !ok {
-		return nil, ops.NotFound("outbox %q is not configured", name)
-	}
-	return o, nil
+	return lookup(h.byName, name, "outbox")
 }
 
 // summary is one outbox's stats or the error that prevented them: panels degrade one by one.

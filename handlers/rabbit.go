@@ -59,23 +59,14 @@ func (h *Rabbit) ExportsBy(s *Search) *Rabbit {
 // NewRabbit wires the configured brokers (in config order). snapshots is required when brokers
 // is not empty; redact masks message bodies and headers for non-admins (nil masks nothing).
 func NewRabbit(brokers []RabbitBroker, snapshots RabbitSnapshots, meta MetaFunc, redact *Redactor) *Rabbit {
-	h := &Rabbit{brokers: brokers, byName: map[string]RabbitBroker{}, snapshots: snapshots, meta: meta, redact: redact}
-	for _, b := range brokers {
-		h.byName[b.Name()] = b
-	}
-	return h
+	return &Rabbit{brokers: brokers, byName: byName(brokers), snapshots: snapshots, meta: meta, redact: redact}
 }
 
 // defaultBrowse is the number of messages a browse reads when the request does not say.
 const defaultBrowse = 50
 
 func (h *Rabbit) broker(c echo.Context) (RabbitBroker, error) {
-	name := pathParam(c, "broker")
-	b, ok := h.byName[name]
-	if !ok {
-		return nil, ops.NotFound("rabbitmq broker %q is not configured", name)
-	}
-	return b, nil
+	return lookup(h.byName, pathParam(c, "broker"), "rabbitmq broker")
 }
 
 func (h *Rabbit) snapshot(c echo.Context) (RabbitBroker, sampler.RabbitSnapshot, error) {

@@ -67,32 +67,15 @@ func NewSearch(o SearchOptions) *Search {
 	if err != nil { // "", or a name configs.Load refused
 		minRole = access.Operator
 	}
-	h := &Search{o: o, kafka: map[string]SearchCluster{}, rabbit: map[string]SearchBroker{}, minRole: minRole}
-	for _, k := range o.Kafka {
-		h.kafka[k.Name()] = k
-	}
-	for _, b := range o.Rabbit {
-		h.rabbit[b.Name()] = b
-	}
-	return h
+	return &Search{o: o, kafka: byName(o.Kafka), rabbit: byName(o.Rabbit), minRole: minRole}
 }
 
 func (h *Search) cluster(c echo.Context) (SearchCluster, error) {
-	name := pathParam(c, "cluster")
-	k, ok := h.kafka[name]
-	if !ok {
-		return nil, ops.NotFound("kafka cluster %q is not configured", name)
-	}
-	return k, nil
+	return lookup(h.kafka, pathParam(c, "cluster"), "kafka cluster")
 }
 
 func (h *Search) broker(c echo.Context) (SearchBroker, error) {
-	name := pathParam(c, "broker")
-	b, ok := h.rabbit[name]
-	if !ok {
-		return nil, ops.NotFound("rabbitmq broker %q is not configured", name)
-	}
-	return b, nil
+	return lookup(h.rabbit, pathParam(c, "broker"), "rabbitmq broker")
 }
 
 // Records answers GET …/topics/:topic/records with a scan when ?filter= is given and hands every
