@@ -18,6 +18,16 @@ import (
 // segments index arrays; see configs.MessageIDPath) that leads to a non-empty string or a number.
 // "" when the body is not a JSON object or no path resolves. Kafka and RabbitMQ share the rule.
 func MessageIDFromJSON(body []byte, paths []string) string {
+	return messageIDFromJSON(body, paths, false)
+}
+
+// MessageIDFromValidJSON is MessageIDFromJSON for a body known to be valid JSON (what a schema
+// decoder wrote): the body is not checked again, which is most of the cost of a short path.
+func MessageIDFromValidJSON(body []byte, paths []string) string {
+	return messageIDFromJSON(body, paths, true)
+}
+
+func messageIDFromJSON(body []byte, paths []string, valid bool) string {
 	if len(paths) == 0 {
 		return ""
 	}
@@ -28,16 +38,21 @@ func MessageIDFromJSON(body []byte, paths []string) string {
 	// An id is usually one field of a large body (a decoded Avro or Protobuf page pays this per
 	// record): the body is checked once and each path read in place (gjson), step by step so that
 	// an index reads only arrays and a member only objects; never decoded into a tree.
-	if !gjson.ValidBytes(trimmed) {
+	if !valid && !gjson.ValidBytes(trimmed) {
 		return ""
 	}
-	root := gjson.ParseBytes(trimmed)
 	for _, p := range paths {
 		path, _, err := configs.MessageIDPath(p) // the configuration was validated at start
 		if err != nil || len(path) == 0 || (path[0].Kind != configs.StepKey && path[0].Kind != configs.StepKeyOrIndex) {
 			continue
 		}
-		if v, ok := gjsonPath(root, path); ok {
+		// The first step is a member of the body (an object): read in place, with a copy made
+		// only of the member found, not of the whole body.
+		r := gjson.GetBytes(trimmed, gjson.Escape(path[0].Key))
+		if !r.Exists() {
+			continue
+		}
+		if v, ok := gjsonPath(r, path[1:]); ok {
 			return v
 		}
 	}

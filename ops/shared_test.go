@@ -22,6 +22,21 @@ func TestMessageIDFromJSON(t *testing.T) {
 		if got := MessageIDFromJSON([]byte(body), paths); got != want {
 			t.Errorf("%s: %q, want %q", body, got, want)
 		}
+		if body == `not json` {
+			continue
+		}
+		if got := MessageIDFromValidJSON([]byte(body), paths); got != want {
+			t.Errorf("%s (known valid): %q, want %q", body, got, want)
+		}
+	}
+	// Only the check is skipped: a body that is not valid JSON yields no id unless it is said
+	// to be valid.
+	broken := []byte(`{"messageId":"m-2", oops`)
+	if got := MessageIDFromJSON(broken, paths); got != "" {
+		t.Errorf("invalid body: %q", got)
+	}
+	if got := MessageIDFromValidJSON(broken, paths); got != "m-2" {
+		t.Errorf("invalid body said to be valid: %q", got)
 	}
 	if got := MessageIDFromJSON([]byte(`{"messageId":"m"}`), nil); got != "" {
 		t.Errorf("no paths: %q", got)

@@ -203,7 +203,7 @@ var conventionRank = map[string]int{
 // (Spring: partition 4 bytes, offset and timestamp 8 bytes epoch millis, attempts 4 bytes). A
 // value that is neither leaves the field nil. Timestamps may also be RFC 3339 text.
 func DecodeDeadLetter(headers []Header, value []byte, names HeaderNames, ids configs.MessageIDRules) *DeadLetter {
-	return names.index().decode(headers, value, ids)
+	return names.index().decode(headers, idBody{b: value}, ids)
 }
 
 // headerIndex is a HeaderNames by lower-case header name: a record's headers are matched with one
@@ -223,7 +223,7 @@ type namedField struct {
 // DecodeHeaders decodes the dead-letter headers of a record read undecoded (a Reader's) with the
 // cluster's header names; the message id is not looked for. Nil when none is a dead-letter header.
 func (c *Cluster) DecodeHeaders(headers []Header) *DeadLetter {
-	return c.index.decode(headers, nil, configs.MessageIDRules{})
+	return c.index.decode(headers, idBody{}, configs.MessageIDRules{})
 }
 
 func (n *HeaderNames) index() headerIndex {
@@ -237,7 +237,7 @@ func (n *HeaderNames) index() headerIndex {
 	return idx
 }
 
-func (idx headerIndex) decode(headers []Header, value []byte, ids configs.MessageIDRules) *DeadLetter {
+func (idx headerIndex) decode(headers []Header, value idBody, ids configs.MessageIDRules) *DeadLetter {
 	type hit struct {
 		ok    bool
 		rank  int
@@ -312,7 +312,7 @@ func (idx headerIndex) decode(headers []Header, value []byte, ids configs.Messag
 
 // messageID applies the rules: the configured headers in order (last occurrence of each), then the
 // dead-letter names (originalMessageId), then the JSON paths into the value.
-func messageID(headers []Header, value []byte, ids configs.MessageIDRules, dlNames []string) string {
+func messageID(headers []Header, value idBody, ids configs.MessageIDRules, dlNames []string) string {
 	for _, names := range [][]string{ids.Headers, dlNames} {
 		for _, name := range names {
 			for i := len(headers) - 1; i >= 0; i-- {
@@ -325,7 +325,10 @@ func messageID(headers []Header, value []byte, ids configs.MessageIDRules, dlNam
 			}
 		}
 	}
-	return ops.MessageIDFromJSON(value, ids.JSONPaths)
+	if value.decoded {
+		return ops.MessageIDFromValidJSON(value.b, ids.JSONPaths)
+	}
+	return ops.MessageIDFromJSON(value.b, ids.JSONPaths)
 }
 
 // parseInt reads decimal text (optionally signed, surrounding spaces allowed) or a big-endian

@@ -166,7 +166,7 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 		for _, h := range r.Headers {
 			hdrs = append(hdrs, Header{Key: h.Key, Value: h.Value})
 		}
-		dl := c.index.decode(hdrs, nil, noIDs)
+		dl := c.index.decode(hdrs, idBody{}, noIDs)
 		var k key
 		if dl != nil {
 			k = key{dl.ExceptionType, dl.ExceptionCause}

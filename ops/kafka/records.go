@@ -297,10 +297,16 @@ func (c *Cluster) decodeSchemas(ctx context.Context, topic string, key, value []
 	return c.schemas.Decode(ctx, topic, true, key), c.schemas.Decode(ctx, topic, false, value)
 }
 
-// idSource is what message_id.json_paths read: the decoded value when there is one.
-func idSource(value []byte, d *schema.Decoded) []byte {
+// idBody is what message_id.json_paths read: the decoded value when there is one (JSON the
+// decoder wrote, so not checked again), else the value's bytes.
+type idBody struct {
+	b       []byte
+	decoded bool
+}
+
+func idSource(value []byte, d *schema.Decoded) idBody {
 	if d != nil && d.JSON != nil {
-		return d.JSON
+		return idBody{b: d.JSON, decoded: true}
 	}
-	return value
+	return idBody{b: value}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strconv"
@@ -282,6 +283,27 @@ func TestAvroTimeOfDay(t *testing.T) {
 		want := string(oraclePlainJSON(nil, d))
 		if got != want {
 			t.Fatalf("%d: got %s, want %s", d, got, want)
+		}
+	}
+}
+
+// Dates and timestamps written digit by digit read as Time.AppendFormat writes them, across the
+// years AppendFormat is left to (before 0, after 9999) and fractions of every length.
+func TestAvroTimeLayouts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	times := []time.Time{time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.UnixMilli(math.MinInt64), time.UnixMicro(math.MaxInt64)}
+	for range 100_000 {
+		times = append(times, time.Unix(rng.Int64N(1<<38)-1<<37, rng.Int64N(1e9)/int64(pick(rng, 1, 10, 1000, 1e6, 1e9))))
+	}
+	for _, tm := range times {
+		tm = tm.UTC()
+		for _, layout := range []string{dateLayout, timestampLayout, localTimestampLayout} {
+			want := `"` + tm.Format(layout) + `"`
+			if got := string(appendTime(nil, tm, layout)); got != want {
+				t.Fatalf("%v in %s: got %s, want %s", tm, layout, got, want)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -149,6 +150,9 @@ func sameAsOld(c oracleCase, payload []byte) string {
 		return fmt.Sprintf("new refused (%v), old wrote %s", newErr, want)
 	case !bytes.Equal(got, want):
 		return fmt.Sprintf("\nold %s\nnew %s", want, got)
+	case !json.Valid(got):
+		// Message ids are read from the decoded JSON without checking it again.
+		return fmt.Sprintf("not valid JSON: %s", got)
 	}
 	return ""
 }

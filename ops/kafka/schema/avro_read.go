@@ -39,12 +39,18 @@ const (
 var errTooLarge = fmt.Errorf("decoded value is more than %d bytes of JSON, the most shown", MaxJSONBytes)
 
 // avroReader is the state of one transcode: the bytes left to read and the JSON written so far.
-// Readers are pooled, so the output buffer and the map-sorting scratch are reused from one
-// record to the next; each record's JSON is copied out once, at its exact size.
+// It lives on the stack (its fields are written for every value, and a heap object's would each
+// pay the garbage collector's write barrier); its buffers are pooled, so the output buffer and
+// the map-sorting scratch are reused from one record to the next, and each record's JSON is
+// copied out once, at its exact size.
 type avroReader struct {
-	src     []byte
+	src   []byte
+	depth int
+	avroBuffers
+}
+
+type avroBuffers struct {
 	out     []byte
-	depth   int
 	entries []mapEntry // the entries of the maps being written, innermost last
 	scratch []byte     // a map's entries while they are put in key order
 }
@@ -55,12 +61,13 @@ type mapEntry struct {
 	start, end int
 }
 
-var avroReaders = sync.Pool{New: func() any { return new(avroReader) }}
+var avroPool = sync.Pool{New: func() any { return &avroBuffers{out: make([]byte, 0, 1024)} }}
 
 // decodeJSON transcodes one payload.
 func (p *avroProgram) decodeJSON(payload []byte) ([]byte, string, error) {
-	r := avroReaders.Get().(*avroReader)
-	r.src, r.out, r.depth, r.entries = payload, r.out[:0], 0, r.entries[:0]
+	bufs := avroPool.Get().(*avroBuffers)
+	r := avroReader{src: payload, avroBuffers: *bufs}
+	r.out, r.entries = r.out[:0], r.entries[:0]
 	err := r.value(p.root)
 	var j []byte
 	switch {
@@ -70,10 +77,10 @@ func (p *avroProgram) decodeJSON(payload []byte) ([]byte, string, error) {
 	default:
 		j = bytes.Clone(r.out)
 	}
-	r.src = nil
 	clear(r.entries[:cap(r.entries)]) // the keys point into the payload
 	if cap(r.out) <= 2*MaxJSONBytes {
-		avroReaders.Put(r)
+		*bufs = r.avroBuffers
+		avroPool.Put(bufs)
 	}
 	return j, "", err
 }
@@ -347,7 +354,7 @@ func (r *avroReader) logical(n *avroNode) error {
 		if err != nil {
 			return err
 		}
-		r.out = appendTime(r.out, time.Unix(int64(v)*86400, 0).UTC(), time.DateOnly)
+		r.out = appendTime(r.out, time.Unix(int64(v)*86400, 0).UTC(), dateLayout)
 	case avroTimeMillis:
 		v, err := r.int32("time-millis")
 		if err != nil {
@@ -378,9 +385,9 @@ func (r *avroReader) logical(n *avroNode) error {
 		default:
 			t = time.Unix(v/1e9, v%1e9)
 		}
-		layout := time.RFC3339Nano
+		layout := timestampLayout
 		if n.kind >= avroLocalTimestampMillis {
-			layout = "2006-01-02T15:04:05.999999999" // a wall-clock time: no zone to claim
+			layout = localTimestampLayout
 		}
 		r.out = appendTime(r.out, t.UTC(), layout)
 	case avroDecimalBytes, avroDecimalFixed:
@@ -556,10 +563,59 @@ func (r *avroReader) sortEntries(first, base int) {
 	r.entries = kept
 }
 
+// Layouts of appendTime.
+const (
+	dateLayout           = time.DateOnly
+	timestampLayout      = time.RFC3339Nano
+	localTimestampLayout = "2006-01-02T15:04:05.999999999" // a wall-clock time: no zone to claim
+)
+
+// appendTime writes t (in UTC) in one of the layouts above as a JSON string. The years 0 to 9999
+// are written here, digit by digit (Time.AppendFormat parses its layout on every call: a third
+// of a record's decoding); others by AppendFormat, whose output this is.
 func appendTime(b []byte, t time.Time, layout string) []byte {
 	b = append(b, '"')
-	b = t.AppendFormat(b, layout)
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = t.AppendFormat(b, layout)
+		return append(b, '"')
+	}
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	if layout == dateLayout {
+		return append(b, '"')
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	if ns := t.Nanosecond(); ns != 0 { // .999999999: nine digits, trailing zeros dropped
+		b = append(b, '.')
+		b = appendDigits(b, ns, 9)
+		for b[len(b)-1] == '0' {
+			b = b[:len(b)-1]
+		}
+	}
+	if layout == timestampLayout {
+		b = append(b, 'Z')
+	}
 	return append(b, '"')
+}
+
+// appendDigits writes 0 <= n < 10^width in width digits, zero-padded.
+func appendDigits(b []byte, n, width int) []byte {
+	var d [9]byte
+	for i := width - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[:width]...)
 }
 
 // appendTimeOfDay writes a time-millis or time-micros value: "10:20:30.123", trailing zeros and
