@@ -60,7 +60,7 @@ type Auditor interface {
 
 // Options builds an Engine. Store is required; the maps may be empty.
 type Options struct {
-	Store     *store.Store
+	Store     Store
 	Kafka     []KafkaCluster
 	Rabbit    []RabbitBroker
 	Outboxes  []OutboxTable

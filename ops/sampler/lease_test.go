@@ -78,7 +78,7 @@ func runSampler(t *testing.T, s *Sampler) (stop func()) {
 }
 
 // owners reads who holds each valid lease.
-func owners(t *testing.T, st *store.Store) map[string]string {
+func owners(t *testing.T, st Leases) map[string]string {
 	t.Helper()
 	ls, err := st.SourceLeases(ctxT(t))
 	if err != nil {

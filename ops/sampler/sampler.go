@@ -35,7 +35,7 @@ const readTimeout = 5 * time.Second
 // Options configure a Sampler.
 type Options struct {
 	// Store is the console's database: snapshots, history and the sources' leases. Required.
-	Store *store.Store
+	Store Store
 	// ReplicaID names this replica in the sources' leases and in /api/v1/replicas; give the replay
 	// engine the same (replay.Options.Owner) so its jobs list under it. Empty means
 	// "<host>-<pid>-<random>". Must be unique among the replicas.
@@ -74,7 +74,7 @@ type Options struct {
 // see leadership.go) and serves their snapshots and history to every replica. Create it with New;
 // it is safe for concurrent use.
 type Sampler struct {
-	store          *store.Store
+	store          Store
 	id             string
 	ttl            time.Duration // of a source's lease: one Interval
 	order          []string      // the sources' names, in this replica's order of preference

@@ -298,7 +298,7 @@ func TestLatestKafkaRevalidates(t *testing.T) {
 	if again := read(); &again.Groups[0] != &first.Groups[0] || !again.At.Equal(first.At) {
 		t.Errorf("unchanged snapshot was decoded again")
 	}
-	if err := leader.store.SetSnapshotError(ctx, "kafka", "main", "broken", clk.Now()); err != nil {
+	if err := leader.store.(*store.Store).SetSnapshotError(ctx, "kafka", "main", "broken", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if failed := read(); failed.Error != "broken" || &failed.Groups[0] != &first.Groups[0] {

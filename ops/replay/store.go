@@ -1,0 +1,71 @@
+package replay
+
+import (
+	"context"
+	"time"
+
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
+)
+
+// Store is what the engine keeps in Redrive's store, one interface per aggregate;
+// *store.Store (PostgreSQL) implements them all.
+type Store interface {
+	Plans
+	Jobs
+	Ledger
+	Archive
+	Resolutions
+}
+
+// Plans are frozen selections: written in one transaction as they are read (BeginPlan: the
+// writer adds items, commits the plan at the end, and until then no one sees it), then only read.
+type Plans interface {
+	BeginPlan(ctx context.Context, id string) (*store.PlanWriter, error)
+	Plan(ctx context.Context, id string) (store.ReplayPlan, error)
+	PlanItems(ctx context.Context, planID string, from, limit int) ([]store.ReplayPlanItem, error)
+	PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]store.ReplayPlanItem, error)
+	AnalyzePlanItems(ctx context.Context) error
+}
+
+// Jobs are runs of a plan: created, approved, claimed under a lease that a worker renews, paused,
+// cancelled and finished.
+type Jobs interface {
+	CreateJob(ctx context.Context, j store.ReplayJob) error
+	Job(ctx context.Context, id string) (store.ReplayJob, error)
+	Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
+	ApproveJob(ctx context.Context, jobID, approver string) (bool, error)
+	ClaimJob(ctx context.Context, owner string, lease time.Duration) (store.ReplayJob, error)
+	RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error)
+	PauseJob(ctx context.Context, jobID, owner string, lease time.Duration, why string) (held, cancel bool, err error)
+	RequestCancel(ctx context.Context, jobID string) (string, error)
+	FinishJob(ctx context.Context, jobID, owner, status, errText string) error
+}
+
+// Ledger is the once-only record of every message a job moves: claimed before the publish,
+// settled after the broker's ack.
+type Ledger interface {
+	Claim(ctx context.Context, jobID string, claims []store.LedgerClaim, finals []store.LedgerOutcome) (map[int]store.LedgerState, error)
+	Settle(ctx context.Context, jobID string, outcomes []store.LedgerOutcome) error
+	Record(ctx context.Context, jobID string, finals []store.LedgerOutcome) error
+	LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (map[int]string, error)
+	Ledger(ctx context.Context, jobID string, limit int) ([]store.LedgerEntry, error)
+	Holders(ctx context.Context, locators []string) (map[string]string, error)
+}
+
+// Archive keeps discarded RabbitMQ messages whole, written before they are acked.
+type Archive interface {
+	ArchiveMessages(ctx context.Context, ms []store.ArchivedMessage) error
+	ArchivedMessageByID(ctx context.Context, id int64) (store.ArchivedMessage, error)
+	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(store.ArchivedMessage) error) (store.ArchivedMessage, error)
+}
+
+// Resolutions mark the dead letters a job replayed, and say which are settled already (a plan
+// leaves them out unless asked).
+type Resolutions interface {
+	triage.SettledStates
+	MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []store.ResolutionMark) error
+	MarkJobReplayed(ctx context.Context, jobID string) error
+}
+
+var _ Store = (*store.Store)(nil)
