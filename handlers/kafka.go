@@ -563,7 +563,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		case g.CatchUp == 0:
 			page.CatchUp = "caught up"
 		case g.CatchUp < 0:
-			page.CatchUp = "not catching up (lag is not shrinking)"
+			page.CatchUp, page.CatchUpNote = "not catching up", "the lag is not shrinking"
 		default:
 			page.CatchUp = "about " + g.CatchUp.Round(time.Second).String()
 		}

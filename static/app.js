@@ -461,9 +461,17 @@
         if (!el.isConnected) return;
         var points = (body && Array.isArray(body.points)) ? body.points : [];
         var data = toData(points, keys);
-        if (data[0].length === 0) {
+        var known = data.slice(1).some(function (col) { return col.some(function (v) { return v != null; }); });
+        if (data[0].length === 0 || !known) { // no points, or none with a value to draw
           destroyChart(el);
           chartStatus(el, el.getAttribute("data-empty") || "No data points yet.");
+          return;
+        }
+        if (data[0].length === 1 && !isSparkline(el)) {
+          // One point gives uPlot an empty time range, which it widens to years of empty axis.
+          destroyChart(el);
+          chartStatus(el, "One sample so far (" + new Date(data[0][0] * 1000).toLocaleTimeString() +
+            "); the chart draws from the second.");
           return;
         }
         chartStatus(el, "");

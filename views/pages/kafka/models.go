@@ -73,6 +73,7 @@ type GroupPage struct {
 	Reason      string
 	Rate        string // "" until the sampler has two samples
 	CatchUp     string
+	CatchUpNote string // under CatchUp; "" says where it comes from
 	SampledAt   time.Time
 	SampleError string
 	Error       string
