@@ -263,8 +263,8 @@ func errOr(err error, msg string) error {
 // It never joins a group or commits, so reading is invisible to the consumers being inspected.
 // Control records (transaction markers) are kept so that a read can see it reached the end
 // offset even when the last offsets are markers rather than data.
-func (c *Cluster) consumer(parts map[string]map[int32]kgo.Offset, maxPartBytes int32) (*kgo.Client, error) {
-	opts := append([]kgo.Opt{}, c.base...)
+func (c *Cluster) consumer(parts map[string]map[int32]kgo.Offset, maxPartBytes int32, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := append(append([]kgo.Opt{}, c.base...), extra...)
 	opts = append(opts,
 		kgo.ConsumePartitions(parts),
 		kgo.KeepControlRecords(),

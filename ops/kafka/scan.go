@@ -1,9 +1,12 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,6 +40,11 @@ type Scanner struct {
 	partition int32
 	next      int64         // the offset after the last record handed out (or skipped)
 	pending   []*kgo.Record // fetched past where the last read stopped
+	batch     []*kgo.Record // one poll's records, reused
+	headers   []Header      // the headers of the record being handed out, reused
+	// holding keeps the records a read hands out from being recycled: BackwardLazy hands a
+	// chunk out after reading it whole, and recycles it then.
+	holding bool
 
 	bytes, records int64 // read so far, for sizing backward chunks
 }
@@ -51,6 +59,9 @@ func (s *Scanner) Close() {
 	if s.cl != nil {
 		s.cl.Close()
 	}
+	for _, r := range s.pending {
+		r.Recycle()
+	}
 	s.cl, s.next, s.pending = nil, -1, nil
 }
 
@@ -64,19 +75,23 @@ func (s *Scanner) Forward(ctx context.Context, partition int32, from, to int64, 
 
 // Lazy is one record of a scan, decoded for showing only when asked: Plain is the record as
 // fetched (the value capped, Size set; no schema or dead-letter decoding), Record the record as
-// shown. A scan whose filter reads the key decodes only the records it keeps. A Lazy is valid
-// during the call it is handed to; the Records it gives stay valid.
+// shown. A scan whose filter reads the key decodes only the records it keeps. A Lazy and its
+// Plain are valid only during the call they are handed to: their bytes are the fetch's, which
+// the scanner lends to the next fetch after the call (see scanPools). The Records that Record
+// gives are copies, and stay valid.
 type Lazy struct {
 	Plain Record
 
 	ctx          context.Context
 	c            *Cluster
+	raw          *kgo.Record
 	value        []byte // the whole value: schemas and message ids are read from it, not the capped one
 	decoded      bool   // Record's decoding is done
 	valueDecoded bool   // ValueSchema's is
 }
 
-// Record is the record as shown: Plain with its schemas and dead-letter headers decoded (once).
+// Record is the record as shown: Plain with its schemas and dead-letter headers decoded (once),
+// copied out of the fetch's buffers.
 func (l *Lazy) Record() Record {
 	if !l.decoded {
 		l.decoded = true
@@ -85,11 +100,31 @@ func (l *Lazy) Record() Record {
 		}
 		l.Plain.DeadLetter = l.c.index.decode(l.Plain.Headers, idSource(l.value, l.ValueSchema()), l.c.ids)
 	}
-	return l.Plain
+	r := l.Plain
+	r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+	if r.Headers != nil {
+		r.Headers = make([]Header, len(l.Plain.Headers))
+		for i, h := range l.Plain.Headers {
+			r.Headers[i] = Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+		}
+	}
+	r.KeySchema, r.ValueSchema = cloneDecoded(r.KeySchema), cloneDecoded(r.ValueSchema)
+	return r
+}
+
+// cloneDecoded copies a decoded key or value, whose JSON may be the record's own bytes (a JSON
+// Schema's value is).
+func cloneDecoded(d *schema.Decoded) *schema.Decoded {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.JSON = bytes.Clone(d.JSON)
+	return &c
 }
 
 // ValueSchema is the value read through its schema, as Record has it (nil when the value is not
-// for a schema), without decoding the rest.
+// for a schema), without decoding the rest. Valid as Plain is.
 func (l *Lazy) ValueSchema() *schema.Decoded {
 	if !l.valueDecoded {
 		l.valueDecoded = true
@@ -98,6 +133,41 @@ func (l *Lazy) ValueSchema() *schema.Decoded {
 		}
 	}
 	return l.Plain.ValueSchema
+}
+
+// scanPools lends the scanners' clients their decompression buffers and record slices
+// (kgo.WithPools): a scan recycles each record once it has handed it on, so reading a million
+// records does not allocate (and collect) a million records' worth of memory. What a caller keeps
+// is copied (Lazy.Record).
+type scanPools struct{ bufs, recs sync.Pool }
+
+var scanBuffers = &scanPools{}
+
+func (p *scanPools) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
+	if b, ok := p.bufs.Get().(*[]byte); ok {
+		return *b // kgo grows it when short
+	}
+	return make([]byte, 0, 4*len(compressed))
+}
+
+func (p *scanPools) PutDecompressBytes(b []byte) { p.bufs.Put(&b) }
+
+func (p *scanPools) GetRecords(n int) []kgo.Record {
+	if rs, ok := p.recs.Get().(*[]kgo.Record); ok && cap(*rs) >= n {
+		return (*rs)[:0]
+	}
+	// Room for a larger batch, so that batches of varying sizes reuse the slices.
+	return make([]kgo.Record, 0, n*5/4)
+}
+
+func (p *scanPools) PutRecords(rs []kgo.Record) { p.recs.Put(&rs) }
+
+// recycle gives a record's memory back to the pools unless a BackwardLazy holds it; r must not be
+// read after.
+func (s *Scanner) recycle(r *kgo.Record) {
+	if !s.holding {
+		r.Recycle()
+	}
 }
 
 // ForwardLazy is Forward handing each record undecoded; fn decodes what it needs.
@@ -113,30 +183,46 @@ func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int
 	pos := from
 	// One Lazy for the whole read: what fn keeps is the Records it takes, which copy it.
 	l := &Lazy{ctx: ctx, c: s.c}
-	handle := func(r *kgo.Record) (stop bool) {
+	// handle hands r on and reports whether the read stops, and whether r is done with (handed
+	// on or skipped, and so recycled) or is left for a following read.
+	handle := func(r *kgo.Record) (stop, done bool) {
 		if r.Offset < pos {
-			return false
+			s.recycle(r)
+			return false, true
 		}
 		if r.Offset >= to {
-			return true
+			return true, false
 		}
 		pos = r.Offset + 1
 		s.next = pos
 		if r.Attrs.IsControl() {
-			return pos >= to
+			s.recycle(r)
+			return pos >= to, true
 		}
 		s.bytes += int64(len(r.Key) + len(r.Value))
 		s.records++
-		s.c.lazy(l, r)
-		return !fn(l) || pos >= to
+		s.headers = s.c.lazy(l, r, s.headers[:0])
+		more := fn(l)
+		s.recycle(r)
+		return !more || pos >= to, true
+	}
+	// each hands on rs until a stop, and keeps the records not done with.
+	each := func(rs []*kgo.Record) bool {
+		for i, r := range rs {
+			if stop, done := handle(r); stop {
+				if done {
+					i++
+				}
+				s.pending = append(s.pending, rs[i:]...)
+				return true
+			}
+		}
+		return false
 	}
 	held := s.pending
 	s.pending = nil
-	for i, r := range held {
-		if handle(r) {
-			s.keep(held[i:], pos)
-			return pos, nil
-		}
+	if each(held) {
+		return pos, nil
 	}
 	for pos < to {
 		fs := s.cl.PollFetches(ctx)
@@ -147,25 +233,13 @@ func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int
 			}
 			return pos, s.c.fail("scan "+s.topic, err)
 		}
-		var batch []*kgo.Record
-		fs.EachRecord(func(r *kgo.Record) { batch = append(batch, r) })
-		for i, r := range batch {
-			if handle(r) {
-				s.keep(batch[i:], pos)
-				return pos, nil
-			}
+		s.batch = s.batch[:0]
+		fs.EachRecord(func(r *kgo.Record) { s.batch = append(s.batch, r) })
+		if each(s.batch) {
+			return pos, nil
 		}
 	}
 	return to, nil
-}
-
-// keep holds the records fetched past a stop that a following read going on from pos can use.
-func (s *Scanner) keep(rest []*kgo.Record, pos int64) {
-	for _, r := range rest {
-		if r.Offset >= pos {
-			s.pending = append(s.pending, r)
-		}
-	}
 }
 
 // Backward hands the records of partition with offsets in [from, to) to fn in descending order
@@ -190,14 +264,32 @@ func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to in
 		if err := s.open(partition, lo, fetch); err != nil {
 			return hi - 1, err
 		}
+		// The chunk's records are held until it is handed out: each keeps its own headers, as
+		// the scratch of a read is the next record's.
 		var chunk []Lazy
-		if _, err := s.ForwardLazy(ctx, partition, lo, hi, func(l *Lazy) bool { chunk = append(chunk, *l); return true }); err != nil {
+		s.holding = true
+		_, err := s.ForwardLazy(ctx, partition, lo, hi, func(l *Lazy) bool {
+			c := *l
+			c.Plain.Headers = slices.Clone(l.Plain.Headers)
+			chunk = append(chunk, c)
+			return true
+		})
+		s.holding = false
+		stopped, next := false, int64(0)
+		for i := len(chunk) - 1; i >= 0 && err == nil; i-- {
+			if !fn(&chunk[i]) {
+				stopped, next = true, chunk[i].Plain.Offset-1
+				break
+			}
+		}
+		for i := range chunk {
+			chunk[i].raw.Recycle()
+		}
+		if err != nil {
 			return hi - 1, err
 		}
-		for i := len(chunk) - 1; i >= 0; i-- {
-			if !fn(&chunk[i]) {
-				return chunk[i].Plain.Offset - 1, nil
-			}
+		if stopped {
+			return next, nil
 		}
 		hi = lo
 		n = min(n*4, maxChunkRecords, max(int64(maxChunkBytes)/perRecord, firstChunkRecords))
@@ -209,7 +301,8 @@ func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to in
 // open starts a new fetch session at partition/from.
 func (s *Scanner) open(partition int32, from int64, fetchBytes int32) error {
 	s.Close()
-	cl, err := s.c.consumer(map[string]map[int32]kgo.Offset{s.topic: {partition: kgo.NewOffset().At(from)}}, fetchBytes)
+	cl, err := s.c.consumer(map[string]map[int32]kgo.Offset{s.topic: {partition: kgo.NewOffset().At(from)}}, fetchBytes,
+		kgo.WithPools(scanBuffers))
 	if err != nil {
 		return s.c.fail("scan "+s.topic, err)
 	}
@@ -218,14 +311,20 @@ func (s *Scanner) open(partition int32, from int64, fetchBytes int32) error {
 }
 
 // lazy sets l to a fetched record without copying its buffers or decoding it: the value capped
-// at MaxValueBytes, Size counted.
-func (c *Cluster) lazy(l *Lazy, r *kgo.Record) {
-	rec := rawRecord(r)
+// at MaxValueBytes, Size counted, the headers in hs (returned for reuse).
+func (c *Cluster) lazy(l *Lazy, r *kgo.Record, hs []Header) []Header {
+	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key,
+		Value: r.Value, OriginalSize: len(r.Value), Size: len(r.Key) + len(r.Value)}
 	if len(rec.Value) > MaxValueBytes {
 		rec.Value, rec.Truncated = rec.Value[:MaxValueBytes], true
 	}
-	for _, h := range rec.Headers {
+	for _, h := range r.Headers {
+		hs = append(hs, Header{Key: h.Key, Value: h.Value})
 		rec.Size += len(h.Key) + len(h.Value)
 	}
-	l.Plain, l.value, l.decoded, l.valueDecoded = rec, r.Value, false, false
+	if len(hs) > 0 {
+		rec.Headers = hs
+	}
+	l.Plain, l.raw, l.value, l.decoded, l.valueDecoded = rec, r, r.Value, false, false
+	return hs
 }

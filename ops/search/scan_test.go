@@ -239,6 +239,29 @@ func TestScanKafka(t *testing.T) {
 			}
 		}
 	})
+	for _, order := range []string{"oldest", "newest"} {
+		t.Run("MatchesKeptAcrossTheScan/"+order, func(t *testing.T) {
+			// The scanner lends a record's buffers to later fetches once it is handed on: what a
+			// scan keeps must be its own copy, intact after every later record was read.
+			res, err := ScanKafka(ctx, w.c, Query{Topic: "dlt", Order: order, Filter: mustCompile(t, Kafka, `offset % 2 == 0`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Matches) != 1500 {
+				t.Fatalf("%d matches", len(res.Matches))
+			}
+			for _, r := range res.Matches {
+				i := r.Offset
+				if string(r.Key) != fmt.Sprintf("k-%d-%d", r.Partition, i) || string(r.Value) != fmt.Sprintf(`{"n":%d,"tenant":%d}`, i, i%7) ||
+					r.Headers[0].Key != "tenant" || string(r.Headers[0].Value) != fmt.Sprint(i%7) {
+					t.Fatalf("record %d/%d changed after it was handed on: key %q value %q headers %v", r.Partition, i, r.Key, r.Value, r.Headers)
+				}
+				if i%10 == 0 && (r.DeadLetter == nil || r.DeadLetter.OriginalTopic != "orders") {
+					t.Fatalf("record %d/%d: dead letter %+v", r.Partition, i, r.DeadLetter)
+				}
+			}
+		})
+	}
 	t.Run("Range", func(t *testing.T) {
 		from, to := int64(100), int64(199)
 		res, err := ScanKafka(ctx, w.c, Query{Topic: "dlt", FromOffset: &from, ToOffset: &to, Order: "oldest"})
