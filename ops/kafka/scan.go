@@ -15,11 +15,13 @@ import (
 	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
-// Scan fetch sizes. A scan reads many records, so its fetches are large; a read backwards sizes
-// each chunk's fetch by the bytes per record read so far, so a chunk of small records does not
-// pull megabytes of neighbours and a chunk of large ones needs no extra round trips.
+// Scan fetch sizes. A scan reads many records, so its fetches are large, though not so large that
+// the fetch decoded ahead (the client keeps one) holds much: 1 MiB of compressed records is about
+// ten decoded, as librdkafka's default. A read backwards sizes each chunk's fetch by the bytes per
+// record read so far, so a chunk of small records does not pull megabytes of neighbours and a
+// chunk of large ones needs no extra round trips.
 const (
-	scanFetchBytes    = 4 << 20
+	scanFetchBytes    = 1 << 20
 	minChunkFetch     = 64 << 10
 	firstChunkRecords = 500
 	maxChunkRecords   = 20_000
