@@ -117,8 +117,6 @@ func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, err
 	return sampler.KafkaGroup{}, ops.NotFound("consumer group %q not found in kafka cluster %q", name, snap.Cluster)
 }
 
-func partitionKey(topic string, p int32) string { return topic + "/" + strconv.Itoa(int(p)) }
-
 // APIGroups: GET /api/v1/kafka/:cluster/groups — from the latest snapshot.
 func (h *Kafka) APIGroups(c echo.Context) error {
 	_, snap, err := h.snapshot(c)
@@ -199,29 +197,7 @@ func (h *Kafka) group(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, samp
 		}
 		return k, snap, g, err
 	}
-	return k, snap, observedOnce(live, h.rules[k.Name()], time.Now()), nil
-}
-
-// observedOnce gives a live group its statuses from one sample per partition.
-func observedOnce(g kafka.Group, rules configs.LagRules, now time.Time) sampler.KafkaGroup {
-	var parts []kafka.PartitionSamples
-	for _, t := range g.Topics {
-		for _, p := range t.Partitions {
-			parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition,
-				Samples: []kafka.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
-		}
-	}
-	st := kafka.EvaluateGroup(rules, g.State, g.Members, parts, now)
-	out := sampler.KafkaGroup{Group: g, Status: st.Status}
-	for _, ps := range st.Partitions {
-		if ps.Status.Code != kafka.StatusOK {
-			if out.Partitions == nil {
-				out.Partitions = map[string]kafka.Status{}
-			}
-			out.Partitions[partitionKey(ps.Topic, ps.Partition)] = ps.Status
-		}
-	}
-	return out
+	return k, snap, sampler.JudgeOnce(live, h.rules[k.Name()], time.Now()), nil
 }
 
 // historyRange parses since (1h, 6h, 24h, 7d, or any age up to the retention).

@@ -109,13 +109,7 @@ func toGroupJSON(g sampler.KafkaGroup) groupJSON {
 	for _, t := range g.Topics {
 		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: []partitionLagJSON{}}
 		for _, p := range t.Partitions {
-			st, ok := g.Partitions[partitionKey(t.Topic, p.Partition)]
-			if !ok {
-				st = kafka.Status{Code: kafka.StatusOK}
-				if g.Status.Code == kafka.StatusEmpty || g.Status.Code == kafka.StatusDead {
-					st = g.Status
-				}
-			}
+			st := g.PartitionStatus(t.Topic, p.Partition)
 			tj.Partitions = append(tj.Partitions, partitionLagJSON{Partition: p.Partition, Committed: p.Committed,
 				Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
 		}

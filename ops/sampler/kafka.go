@@ -369,17 +369,9 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 		st.unpacked, st.parts = buf, parts
 
 		gs := kafka.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
-		kg := KafkaGroup{Group: g, Status: gs.Status}
+		kg := judged(g, gs)
 		if g.Error == "" {
 			rows[len(rows)-1].Status = string(gs.Status.Code)
-		}
-		for _, ps := range gs.Partitions {
-			if ps.Status.Code != kafka.StatusOK {
-				if kg.Partitions == nil {
-					kg.Partitions = map[string]kafka.Status{}
-				}
-				kg.Partitions[partitionKey(ps.Topic, ps.Partition)] = ps.Status
-			}
 		}
 		// The rate is the sum of the partitions' (each judged after its own offset resets); the
 		// catch-up time is the group's total lag over the slope of that total.

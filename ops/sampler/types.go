@@ -8,6 +8,7 @@ package sampler
 import (
 	"time"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -38,6 +39,46 @@ type KafkaGroup struct {
 	// produced to the topic per second over the window (its partitions' committed and end offsets'
 	// slopes): a consumer's pipeline compares them stage by stage. Nil until RateKnown.
 	TopicRates map[string]TopicRate
+}
+
+// PartitionStatus is the status of one of the group's partitions: its own verdict when the
+// sampler found something wrong there, else OK — or, for a group without members (EMPTY) or gone
+// (DEAD), the group's, which every partition shares.
+func (g KafkaGroup) PartitionStatus(topic string, partition int32) kafka.Status {
+	if st, ok := g.Partitions[partitionKey(topic, partition)]; ok {
+		return st
+	}
+	if g.Status.Code == kafka.StatusEmpty || g.Status.Code == kafka.StatusDead {
+		return g.Status
+	}
+	return kafka.Status{Code: kafka.StatusOK}
+}
+
+// judged is g with the verdicts of gs: the group's status and its partitions' that are not OK.
+func judged(g kafka.Group, gs kafka.GroupStatus) KafkaGroup {
+	kg := KafkaGroup{Group: g, Status: gs.Status}
+	for _, ps := range gs.Partitions {
+		if ps.Status.Code != kafka.StatusOK {
+			if kg.Partitions == nil {
+				kg.Partitions = map[string]kafka.Status{}
+			}
+			kg.Partitions[partitionKey(ps.Topic, ps.Partition)] = ps.Status
+		}
+	}
+	return kg
+}
+
+// JudgeOnce gives a group read straight from the cluster (one the latest snapshot does not have
+// yet) its statuses from that one sample: no rate, no trend, only what one sample can tell.
+func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) KafkaGroup {
+	var parts []kafka.PartitionSamples
+	for _, t := range g.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition,
+				Samples: []kafka.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
+		}
+	}
+	return judged(g, kafka.EvaluateGroup(rules, g.State, g.Members, parts, now))
 }
 
 // TopicRate is one topic's consumption (by a group) and production rates, messages per second.

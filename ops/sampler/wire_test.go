@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -93,4 +94,34 @@ func TestWireRoundTrip(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A group judged from one sample (not in the snapshot yet) says only what one sample can tell,
+// and PartitionStatus gives each partition its verdict: a group without members shares its EMPTY
+// with every partition; a lagging group with members is OK until a window shows a trend.
+func TestJudgeOnce(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	topics := []kafka.TopicLag{{Topic: "orders", Lag: 40, Partitions: []kafka.PartitionLag{
+		{Partition: 0, Committed: 10, End: 50, Lag: 40}, {Partition: 1, Committed: 5, End: 5, Lag: 0}}}}
+	empty := JudgeOnce(kafka.Group{Name: "idle", State: "Empty", TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
+	if empty.Status.Code != kafka.StatusEmpty {
+		t.Fatalf("group without members: %+v, want EMPTY", empty.Status)
+	}
+	for _, p := range []int32{0, 1} {
+		if st := empty.PartitionStatus("orders", p); st.Code != kafka.StatusEmpty {
+			t.Errorf("partition %d of an EMPTY group: %+v", p, st)
+		}
+	}
+	live := JudgeOnce(kafka.Group{Name: "billing", State: "Stable", Members: 2, TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
+	if live.Status.Code != kafka.StatusOK || live.RateKnown {
+		t.Fatalf("one sample of a live group: %+v (rate known %v), want OK without a rate", live.Status, live.RateKnown)
+	}
+	if st := live.PartitionStatus("orders", 0); st.Code != kafka.StatusOK {
+		t.Errorf("partition 0: %+v", st)
+	}
+	// A verdict the sampler found is the partition's own.
+	live.Partitions = map[string]kafka.Status{partitionKey("orders", 1): {Code: kafka.StatusStall, Reason: "stuck"}}
+	if st := live.PartitionStatus("orders", 1); st.Code != kafka.StatusStall || st.Reason != "stuck" {
+		t.Errorf("partition 1: %+v, want its STALL", st)
+	}
 }
