@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/gjson"
 
@@ -42,21 +44,55 @@ func messageIDFromJSON(body []byte, paths []string, valid bool) string {
 		return ""
 	}
 	for _, p := range paths {
-		path, _, err := configs.MessageIDPath(p) // the configuration was validated at start
-		if err != nil || len(path) == 0 || (path[0].Kind != configs.StepKey && path[0].Kind != configs.StepKeyOrIndex) {
+		path, ok := parsedIDPath(p)
+		if !ok {
 			continue
 		}
 		// The first step is a member of the body (an object): read in place, with a copy made
 		// only of the member found, not of the whole body.
-		r := gjson.GetBytes(trimmed, gjson.Escape(path[0].Key))
+		r := gjson.GetBytes(trimmed, path.first)
 		if !r.Exists() {
 			continue
 		}
-		if v, ok := gjsonPath(r, path[1:]); ok {
+		if v, ok := gjsonPath(r, path.rest); ok {
 			return v
 		}
 	}
 	return ""
+}
+
+// idPath is one of message_id.json_paths parsed for gjson: the first step's key escaped, the
+// steps after it.
+type idPath struct {
+	first string
+	rest  configs.JSONPath
+	ok    bool // a path a message id can be read by
+}
+
+// idPaths keeps the paths parsed: the same few are read for every record of a page. They are the
+// configuration's (validated at start), so few; past maxIDPaths they are parsed each time.
+var (
+	idPaths    sync.Map // string → idPath
+	idPathsLen atomic.Int32
+)
+
+const maxIDPaths = 256
+
+func parsedIDPath(p string) (idPath, bool) {
+	if v, ok := idPaths.Load(p); ok {
+		return v.(idPath), v.(idPath).ok
+	}
+	var ip idPath
+	path, _, err := configs.MessageIDPath(p)
+	if err == nil && len(path) > 0 && (path[0].Kind == configs.StepKey || path[0].Kind == configs.StepKeyOrIndex) {
+		ip = idPath{first: gjson.Escape(path[0].Key), rest: path[1:], ok: true}
+	}
+	if idPathsLen.Load() < maxIDPaths {
+		if _, loaded := idPaths.LoadOrStore(p, ip); !loaded {
+			idPathsLen.Add(1)
+		}
+	}
+	return ip, ip.ok
 }
 
 // gjsonPath follows path from r to a non-empty string or a number.

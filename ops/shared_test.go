@@ -2,6 +2,8 @@ package ops
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/redrive/redrive/configs"
@@ -40,6 +42,30 @@ func TestMessageIDFromJSON(t *testing.T) {
 	}
 	if got := MessageIDFromJSON([]byte(`{"messageId":"m"}`), nil); got != "" {
 		t.Errorf("no paths: %q", got)
+	}
+}
+
+// The parsed paths are kept for every caller: twenty at once read the same ids, and paths past
+// what is kept are still read.
+func TestMessageIDPathsShared(t *testing.T) {
+	var wg sync.WaitGroup
+	errs := make(chan string, 20)
+	for g := range 20 {
+		wg.Go(func() {
+			for i := range 400 {
+				p := fmt.Sprintf("$.k%d", (g*400+i)%300) // 300 paths: more than are kept
+				body := fmt.Sprintf(`{"k%d":"v%d"}`, (g*400+i)%300, i)
+				if got := MessageIDFromJSON([]byte(body), []string{"$.missing", p}); got != fmt.Sprint("v", i) {
+					errs <- fmt.Sprintf("%s in %s: %q", p, body, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 

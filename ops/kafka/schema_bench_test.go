@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +22,7 @@ import (
 // the same page from a cluster configured without a registry ("raw"). Schemas are cached after
 // the first page. Reproduce with:
 //
-//	go test ./ops/kafka/ -run '^$' -bench RecordsAvroPage -benchtime 50x -benchmem
+//	go test ./ops/kafka/ -run '^$' -bench 'RecordsAvroPage|AvroDecode500' -benchtime 100x -benchmem
 func BenchmarkRecordsAvroPage(b *testing.B) {
 	reg := srfake.New()
 	b.Cleanup(reg.Close)
@@ -48,6 +51,18 @@ func BenchmarkRecordsAvroPage(b *testing.B) {
 	b.Cleanup(raw.Close)
 	ctx := context.Background()
 	q := RecordQuery{Topic: "orders.DLT", Limit: n}
+	page := func(b *testing.B, c *Cluster, decoded bool) {
+		p, err := c.Records(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.Records) != n || (p.Records[0].ValueSchema != nil) != decoded {
+			b.Fatalf("got %d records, schema %+v", len(p.Records), p.Records[0].ValueSchema)
+		}
+		if decoded && (p.Records[0].ValueSchema.JSON == nil || !strings.HasPrefix(p.Records[n-1].DeadLetter.MessageID, "7d3c3a2e-")) {
+			b.Fatalf("not decoded, or no message id from it: %+v %+v", p.Records[n-1].ValueSchema, p.Records[n-1].DeadLetter)
+		}
+	}
 	for _, bc := range []struct {
 		name    string
 		c       *Cluster
@@ -55,19 +70,47 @@ func BenchmarkRecordsAvroPage(b *testing.B) {
 	}{{"raw", raw, false}, {"avro", f.c, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				p, err := bc.c.Records(ctx, q)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(p.Records) != n || (p.Records[0].ValueSchema != nil) != bc.decoded {
-					b.Fatalf("got %d records, schema %+v", len(p.Records), p.Records[0].ValueSchema)
-				}
-				if bc.decoded && p.Records[0].ValueSchema.JSON == nil {
-					b.Fatalf("not decoded: %+v", p.Records[0].ValueSchema)
-				}
+				page(b, bc.c, bc.decoded)
 			}
 		})
 	}
+	// The two pages one after the other, so that both meet the same load (this machine is shared;
+	// run alone, raw and avro can be seconds apart): the median wall time of each and their ratio,
+	// and the ratio of the process's CPU time over all the pages of each (every goroutine: the
+	// broker, the client, the GC; summed, since the kernel counts it in ticks).
+	b.Run("interleaved", func(b *testing.B) {
+		var wall [2][]float64
+		var cpu [2]time.Duration
+		for b.Loop() {
+			for i, c := range []*Cluster{raw, f.c} {
+				w0, c0 := time.Now(), cpuTime(b)
+				page(b, c, i == 1)
+				wall[i] = append(wall[i], float64(time.Since(w0)))
+				cpu[i] += cpuTime(b) - c0
+			}
+		}
+		b.ReportMetric(median(wall[0])/1e6, "raw-ms")
+		b.ReportMetric(median(wall[1])/1e6, "avro-ms")
+		b.ReportMetric(median(wall[1])/median(wall[0]), "x-raw")
+		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "x-raw-cpu")
+	})
+}
+
+// cpuTime is the CPU time the process has used (user and system).
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
 }
 
 // BenchmarkAvroDecode500 decodes the page's 500 values alone (no Kafka), schema cached.

@@ -461,3 +461,34 @@ func TestAvroTranscodeConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// BenchmarkAvroTranscode decodes the page benchmark's order (ops/kafka BenchmarkRecordsAvroPage)
+// to JSON: the transcoder, and the old decoder beside it.
+//
+//	go test ./ops/kafka/schema/ -run '^$' -bench AvroTranscode -benchmem
+func BenchmarkAvroTranscode(b *testing.B) {
+	c := oracleCases(b)[0] // order
+	str := func(s string) []byte { return cat(zz(int64(len(s))), []byte(s)) }
+	payload := cat(str("7d3c3a2e-5b1f-4c53-9a43-000000000001"), zz(2), zz(1), str("gift"), zz(0),
+		str("\x03\xe8"), str("EUR"), zz(0), zz(1_770_000_000_000), zz(20_513), str("4111111111111111"),
+		zz(3), str("A-1"), zz(2), str("B-7"), zz(1), str("C-3"), zz(5), zz(0))
+	if d := sameAsOld(c, payload); d != "" {
+		b.Fatal(d)
+	}
+	for _, bc := range []struct {
+		name string
+		f    func([]byte) ([]byte, error)
+	}{
+		{"transcoder", func(p []byte) ([]byte, error) { j, _, err := c.new.decodeJSON(p); return j, err }},
+		{"old", c.old},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.f(payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -38,13 +38,13 @@ const (
 // of input (nested arrays of nulls, decimals with a large scale) can stand for gigabytes of text.
 var errTooLarge = fmt.Errorf("decoded value is more than %d bytes of JSON, the most shown", MaxJSONBytes)
 
-// avroReader is the state of one transcode: the bytes left to read and the JSON written so far.
-// It lives on the stack (its fields are written for every value, and a heap object's would each
-// pay the garbage collector's write barrier); its buffers are pooled, so the output buffer and
-// the map-sorting scratch are reused from one record to the next, and each record's JSON is
-// copied out once, at its exact size.
+// avroReader is the state of one transcode besides the bytes left to read and the JSON written
+// so far: those two are passed and returned by every step, in registers (kept in a struct they
+// would be written through a pointer for every value, and each such write pays the garbage
+// collector's write barrier while it marks — half of the time on a small heap). The buffers are
+// pooled, so the output buffer and the map-sorting scratch are reused from one record to the
+// next; each record's JSON is copied out once, at its exact size.
 type avroReader struct {
-	src   []byte
 	depth int
 	avroBuffers
 }
@@ -66,19 +66,21 @@ var avroPool = sync.Pool{New: func() any { return &avroBuffers{out: make([]byte,
 // decodeJSON transcodes one payload.
 func (p *avroProgram) decodeJSON(payload []byte) ([]byte, string, error) {
 	bufs := avroPool.Get().(*avroBuffers)
-	r := avroReader{src: payload, avroBuffers: *bufs}
-	r.out, r.entries = r.out[:0], r.entries[:0]
-	err := r.value(p.root)
+	r := avroReader{avroBuffers: *bufs}
+	r.entries = r.entries[:0]
+	rest, out, err := r.value(p.root, payload, r.out[:0])
 	var j []byte
 	switch {
 	case err != nil:
-	case len(r.src) > 0:
-		err = fmt.Errorf("%d bytes left after the value (another schema's bytes?)", len(r.src))
+	case len(rest) > 0:
+		err = fmt.Errorf("%d bytes left after the value (another schema's bytes?)", len(rest))
 	default:
-		j = bytes.Clone(r.out)
+		j = make([]byte, len(out))
+		copy(j, out)
 	}
 	clear(r.entries[:cap(r.entries)]) // the keys point into the payload
-	if cap(r.out) <= 2*MaxJSONBytes {
+	if cap(out) <= 2*MaxJSONBytes {
+		r.out = out
 		*bufs = r.avroBuffers
 		avroPool.Put(bufs)
 	}
@@ -137,97 +139,90 @@ func truncated(what string, need int, have int) error {
 	return avroErrorf("%s needs %d bytes, %d left", what, need, have)
 }
 
-// uvarint reads an unsigned varint of at most 5 (int) or 10 (long) bytes; the last byte may not
-// carry bits past the width.
-func (r *avroReader) uvarint(long bool, what string) (uint64, error) {
+// The readers below take the bytes left and return what they read and the bytes after it.
+
+// readUvarint reads an unsigned varint of at most 5 (int) or 10 (long) bytes; the last byte may
+// not carry bits past the width.
+func readUvarint(src []byte, long bool, what string) (uint64, []byte, error) {
 	last, top := 4, byte(0x0f)
 	if long {
 		last, top = 9, 0x01
 	}
 	var u uint64
 	for i := 0; ; i++ {
-		if i >= len(r.src) {
-			return 0, truncated(what, 0, len(r.src))
+		if i >= len(src) {
+			return 0, nil, truncated(what, 0, len(src))
 		}
-		b := r.src[i]
+		b := src[i]
 		if i == last {
 			if b > top {
-				return 0, avroErrorf("%s: varint longer than %d bytes", what, last+1)
+				return 0, nil, avroErrorf("%s: varint longer than %d bytes", what, last+1)
 			}
-			u |= uint64(b) << (7 * i)
-			r.src = r.src[i+1:]
-			return u, nil
+			return u | uint64(b)<<(7*i), src[i+1:], nil
 		}
 		u |= uint64(b&0x7f) << (7 * i)
 		if b < 0x80 {
-			r.src = r.src[i+1:]
-			return u, nil
+			return u, src[i+1:], nil
 		}
 	}
 }
 
-func (r *avroReader) int32(what string) (int32, error) {
-	if len(r.src) > 0 && r.src[0] < 0x80 {
-		u := uint32(r.src[0])
-		r.src = r.src[1:]
-		return int32(u>>1) ^ -int32(u&1), nil
+func readInt32(src []byte, what string) (int32, []byte, error) {
+	if len(src) > 0 && src[0] < 0x80 {
+		u := uint32(src[0])
+		return int32(u>>1) ^ -int32(u&1), src[1:], nil
 	}
-	u, err := r.uvarint(false, what)
-	return int32(uint32(u)>>1) ^ -int32(uint32(u)&1), err
+	u, src, err := readUvarint(src, false, what)
+	return int32(uint32(u)>>1) ^ -int32(uint32(u)&1), src, err
 }
 
-func (r *avroReader) int64(what string) (int64, error) {
-	if len(r.src) > 0 && r.src[0] < 0x80 {
-		u := uint64(r.src[0])
-		r.src = r.src[1:]
-		return int64(u>>1) ^ -int64(u&1), nil
+func readInt64(src []byte, what string) (int64, []byte, error) {
+	if len(src) > 0 && src[0] < 0x80 {
+		u := uint64(src[0])
+		return int64(u>>1) ^ -int64(u&1), src[1:], nil
 	}
-	u, err := r.uvarint(true, what)
-	return int64(u>>1) ^ -int64(u&1), err
+	u, src, err := readUvarint(src, true, what)
+	return int64(u>>1) ^ -int64(u&1), src, err
 }
 
-// length reads a length-prefixed string or bytes, refusing a negative length or one longer than
-// what is left.
-func (r *avroReader) length(what string) ([]byte, error) {
-	n, err := r.int64(what)
+// readLength reads a length-prefixed string or bytes, refusing a negative length or one longer
+// than what is left.
+func readLength(src []byte, what string) ([]byte, []byte, error) {
+	n, src, err := readInt64(src, what)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n < 0 {
-		return nil, avroErrorf("%s has a negative length (%d)", what, n)
+		return nil, nil, avroErrorf("%s has a negative length (%d)", what, n)
 	}
-	if n > int64(len(r.src)) {
-		return nil, truncated(what, int(min(n, math.MaxInt32)), len(r.src))
+	if n > int64(len(src)) {
+		return nil, nil, truncated(what, int(min(n, math.MaxInt32)), len(src))
 	}
-	b := r.src[:n]
-	r.src = r.src[n:]
-	return b, nil
+	return src[:n], src[n:], nil
 }
 
-func (r *avroReader) fixed(n int, what string) ([]byte, error) {
-	if n > len(r.src) {
-		return nil, truncated(what, n, len(r.src))
+func readFixed(src []byte, n int, what string) ([]byte, []byte, error) {
+	if n > len(src) {
+		return nil, nil, truncated(what, n, len(src))
 	}
-	b := r.src[:n]
-	r.src = r.src[n:]
-	return b, nil
+	return src[:n], src[n:], nil
 }
 
-// blockCount reads the item count of an array or map block (0 ends it). A negative count is
+// readBlockCount reads the item count of an array or map block (0 ends it). A negative count is
 // followed by the block's size in bytes, there for skipping a block; it is read past, as Java's
 // and twmb/avro's readers do.
-func (r *avroReader) blockCount(what string) (int64, error) {
-	n, err := r.int64(what)
+func readBlockCount(src []byte, what string) (int64, []byte, error) {
+	n, src, err := readInt64(src, what)
 	if err != nil || n >= 0 {
-		return n, err
+		return n, src, err
 	}
 	if n == math.MinInt64 {
-		return 0, avroErrorf("%s %d", what, n)
+		return 0, nil, avroErrorf("%s %d", what, n)
 	}
-	if _, err := r.int64(what); err != nil {
-		return 0, err
+	if _, src, err = readInt64(src, what); err != nil {
+		return 0, nil, err
 	}
-	return -n, nil
+	return -n, src, nil
 }
 
 func (r *avroReader) enter() error {
@@ -238,143 +233,146 @@ func (r *avroReader) enter() error {
 	return nil
 }
 
-// value reads one value of n and writes its JSON.
-func (r *avroReader) value(n *avroNode) error {
+// value reads one value of n from src and appends its JSON to out; it returns the bytes after
+// the value and out.
+func (r *avroReader) value(n *avroNode, src, out []byte) ([]byte, []byte, error) {
+	var err error
 	switch n.kind {
 	case avroNull:
-		r.out = append(r.out, "null"...)
+		out = append(out, "null"...)
 	case avroBoolean:
-		if len(r.src) == 0 {
-			return truncated("boolean", 1, 0)
+		if len(src) == 0 {
+			return nil, out, truncated("boolean", 1, 0)
 		}
 		// Only 1 is true, as in Java's reader (the encoders write 0 or 1).
-		r.out = strconv.AppendBool(r.out, r.src[0] == 1)
-		r.src = r.src[1:]
+		out = strconv.AppendBool(out, src[0] == 1)
+		src = src[1:]
 	case avroInt:
-		v, err := r.int32("int")
-		if err != nil {
-			return err
+		var v int32
+		if v, src, err = readInt32(src, "int"); err != nil {
+			return nil, out, err
 		}
-		r.out = strconv.AppendInt(r.out, int64(v), 10)
+		out = strconv.AppendInt(out, int64(v), 10)
 	case avroLong:
-		v, err := r.int64("long")
-		if err != nil {
-			return err
+		var v int64
+		if v, src, err = readInt64(src, "long"); err != nil {
+			return nil, out, err
 		}
-		r.out = strconv.AppendInt(r.out, v, 10)
+		out = strconv.AppendInt(out, v, 10)
 	case avroFloat:
-		b, err := r.fixed(4, "float")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readFixed(src, 4, "float"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendFloat(r.out, float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 32)
+		out = appendFloat(out, float64(math.Float32frombits(binary.LittleEndian.Uint32(b))), 32)
 	case avroDouble:
-		b, err := r.fixed(8, "double")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readFixed(src, 8, "double"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendFloat(r.out, math.Float64frombits(binary.LittleEndian.Uint64(b)), 64)
+		out = appendFloat(out, math.Float64frombits(binary.LittleEndian.Uint64(b)), 64)
 	case avroString:
-		b, err := r.length("string")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readLength(src, "string"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendJSONString(r.out, b)
+		out = appendJSONString(out, b)
 	case avroBytes:
-		b, err := r.length("bytes")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readLength(src, "bytes"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendBase64(r.out, b)
+		out = appendBase64(out, b)
 	case avroFixed:
-		b, err := r.fixed(n.size, "fixed")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readFixed(src, n.size, "fixed"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendBase64(r.out, b)
+		out = appendBase64(out, b)
 	case avroEnum:
-		i, err := r.int32("enum")
-		if err != nil {
-			return err
+		var i int32
+		if i, src, err = readInt32(src, "enum"); err != nil {
+			return nil, out, err
 		}
 		if i < 0 || int(i) >= len(n.symbols) {
-			return avroErrorf("enum index %d is not one of the %d symbols", i, len(n.symbols))
+			return nil, out, avroErrorf("enum index %d is not one of the %d symbols", i, len(n.symbols))
 		}
-		r.out = append(r.out, n.symbols[i]...)
+		out = append(out, n.symbols[i]...)
 	case avroRecord:
 		if err := r.enter(); err != nil {
-			return err
+			return nil, out, err
 		}
-		r.out = append(r.out, '{')
+		out = append(out, '{')
 		for i := range n.fields {
 			f := &n.fields[i]
-			r.out = append(r.out, f.key...)
-			if err := r.value(f.node); err != nil {
-				return within(err, f.name)
+			out = append(out, f.key...)
+			if src, out, err = r.value(f.node, src, out); err != nil {
+				return nil, out, within(err, f.name)
 			}
 		}
-		r.out = append(r.out, '}')
+		out = append(out, '}')
 		r.depth--
 	case avroArray:
-		return r.array(n)
+		return r.array(n, src, out)
 	case avroMap:
-		return r.mapValue(n)
+		return r.mapValue(n, src, out)
 	case avroUnion:
 		if err := r.enter(); err != nil {
-			return err
+			return nil, out, err
 		}
-		i, err := r.int32("union index")
-		if err != nil {
-			return err
+		var i int32
+		if i, src, err = readInt32(src, "union index"); err != nil {
+			return nil, out, err
 		}
 		if i < 0 || int(i) >= len(n.branches) {
-			return avroErrorf("union index %d is not one of the %d branches", i, len(n.branches))
+			return nil, out, avroErrorf("union index %d is not one of the %d branches", i, len(n.branches))
 		}
 		// A union is shown as its branch's bare value (no {"type": value} wrapper): what an
 		// operator reads and what json_paths address.
-		if err := r.value(n.branches[i]); err != nil {
-			return err
+		if src, out, err = r.value(n.branches[i], src, out); err != nil {
+			return nil, out, err
 		}
-		if len(r.out) > MaxJSONBytes {
-			return errTooLarge
+		if len(out) > MaxJSONBytes {
+			return nil, out, errTooLarge
 		}
 		r.depth--
 	default:
-		return r.logical(n)
+		return logical(n, src, out)
 	}
-	return nil
+	return src, out, nil
 }
 
 // logical reads the logical types, as twmb/avro decoded them: dates and times readable,
 // decimals as exact numbers.
-func (r *avroReader) logical(n *avroNode) error {
+func logical(n *avroNode, src, out []byte) ([]byte, []byte, error) {
+	var err error
 	switch n.kind {
 	case avroDate:
-		v, err := r.int32("date")
-		if err != nil {
-			return err
+		var v int32
+		if v, src, err = readInt32(src, "date"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendTime(r.out, time.Unix(int64(v)*86400, 0).UTC(), dateLayout)
+		out = appendTime(out, time.Unix(int64(v)*86400, 0).UTC(), dateLayout)
 	case avroTimeMillis:
-		v, err := r.int32("time-millis")
-		if err != nil {
-			return err
+		var v int32
+		if v, src, err = readInt32(src, "time-millis"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendTimeOfDay(r.out, time.Duration(v)*time.Millisecond)
+		out = appendTimeOfDay(out, time.Duration(v)*time.Millisecond)
 	case avroTimeMicros:
-		v, err := r.int64("time-micros")
-		if err != nil {
-			return err
+		var v int64
+		if v, src, err = readInt64(src, "time-micros"); err != nil {
+			return nil, out, err
 		}
 		if v > math.MaxInt64/int64(time.Microsecond) || v < math.MinInt64/int64(time.Microsecond) {
-			return avroErrorf("time-micros value %d is out of range", v)
+			return nil, out, avroErrorf("time-micros value %d is out of range", v)
 		}
-		r.out = appendTimeOfDay(r.out, time.Duration(v)*time.Microsecond)
+		out = appendTimeOfDay(out, time.Duration(v)*time.Microsecond)
 	case avroTimestampMillis, avroTimestampMicros, avroTimestampNanos,
 		avroLocalTimestampMillis, avroLocalTimestampMicros, avroLocalTimestampNanos:
-		v, err := r.int64("timestamp")
-		if err != nil {
-			return err
+		var v int64
+		if v, src, err = readInt64(src, "timestamp"); err != nil {
+			return nil, out, err
 		}
 		var t time.Time
 		switch n.kind {
@@ -389,178 +387,178 @@ func (r *avroReader) logical(n *avroNode) error {
 		if n.kind >= avroLocalTimestampMillis {
 			layout = localTimestampLayout
 		}
-		r.out = appendTime(r.out, t.UTC(), layout)
+		out = appendTime(out, t.UTC(), layout)
 	case avroDecimalBytes, avroDecimalFixed:
 		var b []byte
-		var err error
 		if n.kind == avroDecimalBytes {
-			b, err = r.length("decimal")
+			b, src, err = readLength(src, "decimal")
 		} else {
-			b, err = r.fixed(n.size, "decimal")
+			b, src, err = readFixed(src, n.size, "decimal")
 		}
 		if err != nil {
-			return err
+			return nil, out, err
 		}
 		if len(b) > maxDecimalBytes {
-			return avroErrorf("decimal of %d bytes, more than %d", len(b), maxDecimalBytes)
+			return nil, out, avroErrorf("decimal of %d bytes, more than %d", len(b), maxDecimalBytes)
 		}
-		r.out = appendDecimal(r.out, b, n.scale)
-		if len(r.out) > MaxJSONBytes {
-			return errTooLarge
+		out = appendDecimal(out, b, n.scale)
+		if len(out) > MaxJSONBytes {
+			return nil, out, errTooLarge
 		}
 	case avroBigDecimal:
-		b, err := r.length("big-decimal")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readLength(src, "big-decimal"); err != nil {
+			return nil, out, err
 		}
-		if r.out, err = appendBigDecimal(r.out, b); err != nil {
-			return err
+		if out, err = appendBigDecimal(out, b); err != nil {
+			return nil, out, err
 		}
-		if len(r.out) > MaxJSONBytes {
-			return errTooLarge
+		if len(out) > MaxJSONBytes {
+			return nil, out, errTooLarge
 		}
 	case avroUUIDFixed:
-		b, err := r.fixed(16, "uuid")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readFixed(src, 16, "uuid"); err != nil {
+			return nil, out, err
 		}
-		r.out = appendUUID(r.out, b)
+		out = appendUUID(out, b)
 	case avroDuration:
-		b, err := r.fixed(12, "duration")
-		if err != nil {
-			return err
+		var b []byte
+		if b, src, err = readFixed(src, 12, "duration"); err != nil {
+			return nil, out, err
 		}
-		r.out = append(r.out, `{"months":`...)
-		r.out = strconv.AppendUint(r.out, uint64(binary.LittleEndian.Uint32(b[0:4])), 10)
-		r.out = append(r.out, `,"days":`...)
-		r.out = strconv.AppendUint(r.out, uint64(binary.LittleEndian.Uint32(b[4:8])), 10)
-		r.out = append(r.out, `,"milliseconds":`...)
-		r.out = strconv.AppendUint(r.out, uint64(binary.LittleEndian.Uint32(b[8:12])), 10)
-		r.out = append(r.out, '}')
+		out = append(out, `{"months":`...)
+		out = strconv.AppendUint(out, uint64(binary.LittleEndian.Uint32(b[0:4])), 10)
+		out = append(out, `,"days":`...)
+		out = strconv.AppendUint(out, uint64(binary.LittleEndian.Uint32(b[4:8])), 10)
+		out = append(out, `,"milliseconds":`...)
+		out = strconv.AppendUint(out, uint64(binary.LittleEndian.Uint32(b[8:12])), 10)
+		out = append(out, '}')
 	default:
-		return avroErrorf("unknown step %d", n.kind)
+		return nil, out, avroErrorf("unknown step %d", n.kind)
 	}
-	return nil
+	return src, out, nil
 }
 
 // array reads an array's blocks. A block count is checked against the bytes left before any item
 // is read (count × the least bytes an item takes), so a count in the billions fails at once.
-func (r *avroReader) array(n *avroNode) error {
+func (r *avroReader) array(n *avroNode, src, out []byte) ([]byte, []byte, error) {
 	if err := r.enter(); err != nil {
-		return err
+		return nil, out, err
 	}
-	r.out = append(r.out, '[')
+	out = append(out, '[')
 	var total int64
 	for {
-		count, err := r.blockCount("array block count")
+		count, rest, err := readBlockCount(src, "array block count")
 		if err != nil {
-			return err
+			return nil, out, err
 		}
+		src = rest
 		if count == 0 {
 			break
 		}
-		if m := int64(n.elem.min); m > 0 && count > int64(len(r.src))/m {
-			return avroErrorf("array block of %d items cannot fit in the %d bytes left", count, len(r.src))
+		if m := int64(n.elem.min); m > 0 && count > int64(len(src))/m {
+			return nil, out, avroErrorf("array block of %d items cannot fit in the %d bytes left", count, len(src))
 		} else if m == 0 && count > maxZeroByteItems-total {
-			return avroErrorf("array of more than %d items that take no bytes", maxZeroByteItems)
+			return nil, out, avroErrorf("array of more than %d items that take no bytes", maxZeroByteItems)
 		}
 		for range count {
 			if total > 0 {
-				r.out = append(r.out, ',')
+				out = append(out, ',')
 			}
-			if err := r.value(n.elem); err != nil {
-				return within(err, "["+strconv.FormatInt(total, 10)+"]")
+			if src, out, err = r.value(n.elem, src, out); err != nil {
+				return nil, out, within(err, "["+strconv.FormatInt(total, 10)+"]")
 			}
-			if len(r.out) > MaxJSONBytes {
-				return errTooLarge
+			if len(out) > MaxJSONBytes {
+				return nil, out, errTooLarge
 			}
 			total++
 		}
 	}
-	r.out = append(r.out, ']')
 	r.depth--
-	return nil
+	return src, append(out, ']'), nil
 }
 
 // mapValue reads a map's blocks and writes its entries in key order, a repeated key once with its
 // last value (as a Go map held them): entries are written as they come, and put in order only if
 // they did not come sorted.
-func (r *avroReader) mapValue(n *avroNode) error {
+func (r *avroReader) mapValue(n *avroNode, src, out []byte) ([]byte, []byte, error) {
 	if err := r.enter(); err != nil {
-		return err
+		return nil, out, err
 	}
-	r.out = append(r.out, '{')
-	first, base := len(r.out), len(r.entries)
+	out = append(out, '{')
+	first, base := len(out), len(r.entries)
 	sorted := true
 	for {
-		count, err := r.blockCount("map block count")
+		count, rest, err := readBlockCount(src, "map block count")
 		if err != nil {
-			return err
+			return nil, out, err
 		}
+		src = rest
 		if count == 0 {
 			break
 		}
-		if count > int64(len(r.src))/int64(1+n.elem.min) {
-			return avroErrorf("map block of %d entries cannot fit in the %d bytes left", count, len(r.src))
+		if count > int64(len(src))/int64(1+n.elem.min) {
+			return nil, out, avroErrorf("map block of %d entries cannot fit in the %d bytes left", count, len(src))
 		}
 		for range count {
-			key, err := r.length("map key")
-			if err != nil {
-				return err
+			var key []byte
+			if key, src, err = readLength(src, "map key"); err != nil {
+				return nil, out, err
 			}
 			if len(r.entries) > base {
-				r.out = append(r.out, ',')
+				out = append(out, ',')
 				if sorted && bytes.Compare(key, r.entries[len(r.entries)-1].key) <= 0 {
 					sorted = false
 				}
 			}
-			start := len(r.out)
-			r.out = append(appendJSONString(r.out, key), ':')
-			if err := r.value(n.elem); err != nil {
-				return within(err, "["+strconv.Quote(string(key[:min(len(key), 40)]))+"]")
+			start := len(out)
+			out = append(appendJSONString(out, key), ':')
+			if src, out, err = r.value(n.elem, src, out); err != nil {
+				return nil, out, within(err, "["+strconv.Quote(string(key[:min(len(key), 40)]))+"]")
 			}
-			r.entries = append(r.entries, mapEntry{key: key, start: start, end: len(r.out)})
-			if len(r.out) > MaxJSONBytes && !sorted {
+			r.entries = append(r.entries, mapEntry{key: key, start: start, end: len(out)})
+			if len(out) > MaxJSONBytes && !sorted {
 				// Repeated keys may be what makes it large: keep each key's last value only,
 				// and go on. (A later value that would shrink a map still too large after this
 				// is not waited for.)
-				r.sortEntries(first, base)
+				out = r.sortEntries(out, first, base)
 				sorted = true
 			}
-			if len(r.out) > MaxJSONBytes {
-				return errTooLarge
+			if len(out) > MaxJSONBytes {
+				return nil, out, errTooLarge
 			}
 		}
 	}
 	if !sorted {
-		r.sortEntries(first, base)
+		out = r.sortEntries(out, first, base)
 	}
 	r.entries = r.entries[:base]
-	r.out = append(r.out, '}')
 	r.depth--
-	return nil
+	return src, append(out, '}'), nil
 }
 
-// sortEntries puts the entries of the map written from first (r.entries[base:]) in key order,
-// each key once with its last value, in out and in r.entries.
-func (r *avroReader) sortEntries(first, base int) {
+// sortEntries puts the entries of the map written in out from first (r.entries[base:]) in key
+// order, each key once with its last value, in out and in r.entries.
+func (r *avroReader) sortEntries(out []byte, first, base int) []byte {
 	es := r.entries[base:]
 	slices.SortStableFunc(es, func(a, b mapEntry) int { return bytes.Compare(a.key, b.key) })
-	r.scratch = append(r.scratch[:0], r.out[first:]...)
-	r.out = r.out[:first]
+	r.scratch = append(r.scratch[:0], out[first:]...)
+	out = out[:first]
 	kept := r.entries[:base] // rewritten in place: never ahead of the entry being read
 	for i, e := range es {
 		if i+1 < len(es) && bytes.Equal(es[i+1].key, e.key) {
 			continue // a later entry of the same key wins
 		}
-		if len(r.out) > first {
-			r.out = append(r.out, ',')
+		if len(out) > first {
+			out = append(out, ',')
 		}
-		start := len(r.out)
-		r.out = append(r.out, r.scratch[e.start-first:e.end-first]...)
-		kept = append(kept, mapEntry{key: e.key, start: start, end: len(r.out)})
+		start := len(out)
+		out = append(out, r.scratch[e.start-first:e.end-first]...)
+		kept = append(kept, mapEntry{key: e.key, start: start, end: len(out)})
 	}
 	r.entries = kept
+	return out
 }
 
 // Layouts of appendTime.
@@ -699,20 +697,19 @@ func appendDecimal(b, unscaled []byte, scale int) []byte {
 // appendBigDecimal writes a big-decimal (its unscaled bytes, then its own scale): an exact number
 // with as many decimals as it needs.
 func appendBigDecimal(b, payload []byte) ([]byte, error) {
-	in := avroReader{src: payload}
-	unscaled, err := in.length("big-decimal unscaled value")
+	unscaled, rest, err := readLength(payload, "big-decimal unscaled value")
 	if err != nil {
 		return b, err
 	}
 	if len(unscaled) > maxDecimalBytes {
 		return b, avroErrorf("big-decimal of %d bytes, more than %d", len(unscaled), maxDecimalBytes)
 	}
-	scale, err := in.int64("big-decimal scale")
+	scale, rest, err := readInt64(rest, "big-decimal scale")
 	if err != nil {
 		return b, err
 	}
-	if len(in.src) > 0 {
-		return b, avroErrorf("big-decimal: %d bytes after the scale", len(in.src))
+	if len(rest) > 0 {
+		return b, avroErrorf("big-decimal: %d bytes after the scale", len(rest))
 	}
 	if scale > maxDecimalScale || scale < -maxDecimalScale {
 		return b, avroErrorf("big-decimal scale %d, more than %d", scale, maxDecimalScale)
