@@ -64,6 +64,7 @@ type Outboxes struct {
 	audit  ChangeAuditor
 	meta   MetaFunc
 	redact *Redactor
+	triage OutboxTriage // nil: every event is open
 }
 
 // NewOutboxes wires the configured outboxes (in config order). redact masks event payloads for
@@ -542,9 +543,21 @@ func (h *Outboxes) Show(c echo.Context) error {
 	if err != nil {
 		page.ListError = shown(c, err)
 	}
+	var dead []int64
 	for _, e := range list.Events {
-		page.Events = append(page.Events, toEventRow(e, now))
+		if e.Status == outbox.Dead {
+			dead = append(dead, e.ID)
+		}
 	}
+	resolutions := h.eventResolutions(ctx, o.Name(), dead)
+	for _, e := range list.Events {
+		r := toEventRow(e, now)
+		if res, ok := resolutions[e.ID]; ok && e.Status == outbox.Dead {
+			r.Resolution = outboxpages.Resolution{State: res.State, By: res.Actor, At: res.At, Reason: res.Reason, JobID: res.JobID}
+		}
+		page.Events = append(page.Events, r)
+	}
+	page.Resolvable = h.triage != nil
 	if list.NextCursor > 0 {
 		q := c.QueryParams()
 		q.Set("cursor", strconv.FormatInt(list.NextCursor, 10))
@@ -675,6 +688,8 @@ func notice(c echo.Context) string {
 		return fmt.Sprintf("Released %d stuck lease(s): those events are READY for the relay again.", n)
 	case "requeued":
 		return fmt.Sprintf("Requeued %d event(s) to READY. Rows that were not DEAD or FAILED were left alone.", n)
+	case "resolved":
+		return fmt.Sprintf("Changed the resolution of %d DEAD event(s); the service's outbox table was not touched.", n)
 	}
 	return ""
 }

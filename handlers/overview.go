@@ -32,11 +32,15 @@ type OverviewSources struct {
 	// new after NewGroupWindow (notify.new_group_window) without a record; nil: none.
 	ErrorGroups    health.ErrorGroups
 	NewGroupWindow time.Duration
+	// OutboxSettled counts the DEAD events marked resolved or ignored, which the overview leaves
+	// out; nil: every DEAD event counts.
+	OutboxSettled health.OutboxSettled
 }
 
 // HealthSources are src as ops/health reads them.
 func (src OverviewSources) HealthSources() health.Sources {
-	hs := health.Sources{Kafka: src.Lag, Rabbit: src.Queues, ErrorGroups: src.ErrorGroups, NewGroupWindow: src.NewGroupWindow}
+	hs := health.Sources{Kafka: src.Lag, Rabbit: src.Queues, ErrorGroups: src.ErrorGroups, NewGroupWindow: src.NewGroupWindow,
+		OutboxSettled: src.OutboxSettled}
 	for _, k := range src.Kafka {
 		hs.Clusters = append(hs.Clusters, k.Name())
 	}

@@ -166,11 +166,8 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		return triage.Result{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "resolutions need the console's store"}
 	}
 	topic := pathParam(c, "topic")
-	switch {
-	case req.State == "":
-		return triage.Result{}, ops.Invalid("state", "required: open, resolved or ignored")
-	case strings.TrimSpace(req.Reason) == "" && req.State != store.StateOpen:
-		return triage.Result{}, ops.Invalid("reason", "required: say why (it goes to the audit log and shows beside the records)")
+	if err := resolutionInput(req.State, req.Reason, "records"); err != nil {
+		return triage.Result{}, err
 	}
 	r := triage.Request{Cluster: k.Name(), Topic: topic, State: req.State, Reason: req.Reason,
 		Actor: ActorOf(c)}
@@ -201,6 +198,18 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		r.Selection.Filter = tf
 	}
 	return h.triage.Resolve(clientContext(c), r)
+}
+
+// resolutionInput checks what a person asks a resolution for: a state, and a reason unless the
+// dead letters are opened again (what names them for the message: records, events).
+func resolutionInput(state, reason, what string) error {
+	switch {
+	case state == "":
+		return ops.Invalid("state", "required: open, resolved or ignored")
+	case strings.TrimSpace(reason) == "" && state != store.StateOpen:
+		return ops.Invalid("reason", "required: say why (it goes to the audit log and shows beside the "+what+")")
+	}
+	return nil
 }
 
 // recordState reads ?state= of a records page or API (def when absent).

@@ -54,12 +54,17 @@ const (
 	OutboxEventPattern   = OutboxPattern + "/events/:id"
 	OutboxReleasePattern = OutboxPattern + "/release"
 	OutboxRequeuePattern = OutboxPattern + "/requeue"
+	// OutboxResolutionsPattern marks DEAD events resolved, ignored or open (the page's forms).
+	OutboxResolutionsPattern = OutboxPattern + "/resolutions"
 )
 
 func Outbox(name string) string        { return build(OutboxPattern, name) }
 func OutboxPanel(name string) string   { return build(OutboxPanelPattern, name) }
 func OutboxRelease(name string) string { return build(OutboxReleasePattern, name) }
 func OutboxRequeue(name string) string { return build(OutboxRequeuePattern, name) }
+func OutboxResolutions(name string) string {
+	return build(OutboxResolutionsPattern, name)
+}
 
 func OutboxEvent(name string, id int64) string {
 	return build(OutboxEventPattern, name, strconv.FormatInt(id, 10))
@@ -165,6 +170,7 @@ const (
 	APIOutboxEventPattern             = APIOutboxPattern + "/events/:id"
 	APIOutboxReleasePattern           = APIOutboxPattern + "/leases/release"
 	APIOutboxRequeuePattern           = APIOutboxPattern + "/events/requeue"
+	APIOutboxResolutionsPattern       = APIOutboxPattern + "/resolutions"
 	APINotificationChannelTestPattern = "/api/v1/notifications/channels/:name/test"
 )
 
@@ -172,6 +178,9 @@ func APIOutbox(name string) string        { return build(APIOutboxPattern, name)
 func APIOutboxEvents(name string) string  { return build(APIOutboxEventsPattern, name) }
 func APIOutboxRelease(name string) string { return build(APIOutboxReleasePattern, name) }
 func APIOutboxRequeue(name string) string { return build(APIOutboxRequeuePattern, name) }
+func APIOutboxResolutions(name string) string {
+	return build(APIOutboxResolutionsPattern, name)
+}
 func APIOutboxEvent(name string, id int64) string {
 	return build(APIOutboxEventPattern, name, strconv.FormatInt(id, 10))
 }

@@ -55,6 +55,7 @@ var builders = []builder{
 	{"OutboxPanel", OutboxPanelPattern, func(a []string) string { return OutboxPanel(a[0]) }, nil},
 	{"OutboxRelease", OutboxReleasePattern, func(a []string) string { return OutboxRelease(a[0]) }, nil},
 	{"OutboxRequeue", OutboxRequeuePattern, func(a []string) string { return OutboxRequeue(a[0]) }, nil},
+	{"OutboxResolutions", OutboxResolutionsPattern, func(a []string) string { return OutboxResolutions(a[0]) }, nil},
 	withID("OutboxEvent", OutboxEventPattern, OutboxEvent),
 	{"NotificationChannelTest", NotificationChannelTestPattern, func(a []string) string { return NotificationChannelTest(a[0]) }, nil},
 
@@ -83,6 +84,7 @@ var builders = []builder{
 	withID("APIOutboxEvent", APIOutboxEventPattern, APIOutboxEvent),
 	{"APIOutboxRelease", APIOutboxReleasePattern, func(a []string) string { return APIOutboxRelease(a[0]) }, nil},
 	{"APIOutboxRequeue", APIOutboxRequeuePattern, func(a []string) string { return APIOutboxRequeue(a[0]) }, nil},
+	{"APIOutboxResolutions", APIOutboxResolutionsPattern, func(a []string) string { return APIOutboxResolutions(a[0]) }, nil},
 	{"APINotificationChannelTest", APINotificationChannelTestPattern, func(a []string) string { return APINotificationChannelTest(a[0]) }, nil},
 
 	{"APIKafkaGroups", APIKafkaGroupsPattern, func(a []string) string { return APIKafkaGroups(a[0]) }, nil},

@@ -91,9 +91,32 @@ type Deps struct {
 // overviewSources are the adapters the one problem model (ops/health) reads: the overview and the
 // exporter's redrive_problems evaluate the same rules over them.
 func overviewSources(deps Deps) handlers.OverviewSources {
-	return handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
+	src := handlers.OverviewSources{Outboxes: deps.Outboxes, Checks: deps.Checks,
 		Kafka: deps.Kafka, Lag: deps.Snapshot, Rabbit: deps.Rabbit, Queues: deps.RabbitSnapshots, Replays: deps.Replay,
 		ErrorGroups: deps.ErrorGroups, NewGroupWindow: deps.NewGroupWindow}
+	if t := newTriage(deps); t != nil {
+		src.OutboxSettled = t
+	}
+	return src
+}
+
+// newTriage is the triage use cases over the configured clusters and outboxes; nil without a
+// store (every dead letter then reads as open).
+func newTriage(deps Deps) *triage.Triage {
+	if deps.Store == nil {
+		return nil
+	}
+	clusters := make([]triage.Cluster, 0, len(deps.Search.Kafka))
+	for _, k := range deps.Search.Kafka {
+		clusters = append(clusters, k)
+	}
+	var outboxes []triage.OutboxTable
+	for _, o := range deps.Outboxes {
+		if t, ok := o.(triage.OutboxTable); ok {
+			outboxes = append(outboxes, t)
+		}
+	}
+	return triage.New(deps.Store, clusters).WithOutboxes(outboxes)
 }
 
 // selfCompressed are the routes whose handlers gzip their answer themselves, around a part
@@ -218,12 +241,9 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		}
 	}
 	h.archive = handlers.NewArchive(deps.Store, publishers, deps.Redactor).ReplaysBy(deps.Replay).WithPages(meta)
-	if deps.Store != nil {
-		clusters := make([]triage.Cluster, 0, len(deps.Search.Kafka))
-		for _, k := range deps.Search.Kafka {
-			clusters = append(clusters, k)
-		}
-		h.kafka.SetTriage(triage.New(deps.Store, clusters))
+	if t := newTriage(deps); t != nil {
+		h.kafka.SetTriage(t)
+		h.outboxes.SetTriage(t)
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/trace"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/web"
 )
 
@@ -196,9 +197,13 @@ func (a *app) buildTracer(cfg *configs.Config, log *slog.Logger) *trace.Tracer {
 // buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
 func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Notifier, error) {
 	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine, ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow}
+	var resolvable []triage.OutboxTable
 	for _, o := range a.outboxes {
 		src.Outboxes = append(src.Outboxes, o)
+		resolvable = append(resolvable, o)
 	}
+	// DEAD events marked resolved or ignored are not notified, as the overview leaves them out.
+	src.OutboxSettled = triage.New(a.store, nil).WithOutboxes(resolvable)
 	if a.sampler != nil {
 		src.Lag, src.Queues = a.sampler, a.sampler
 		for _, k := range a.kafka {

@@ -185,8 +185,9 @@ func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now t
 }
 
 // OutboxProblems are the problems of one outbox from its stats (err: they could not be read):
-// stuck leases, DEAD events, and a due READY event older than staleAfter.
-func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Duration, now time.Time) []Problem {
+// stuck leases, DEAD events that are still open (settledDead of them are DEAD and marked
+// resolved or ignored in the console's store), and a due READY event older than staleAfter.
+func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, staleAfter time.Duration, now time.Time) []Problem {
 	link := paths.Outbox(name)
 	labels := map[string]string{"outbox": name}
 	if err != nil {
@@ -200,9 +201,15 @@ func OutboxProblems(name string, st outbox.Stats, err error, staleAfter time.Dur
 			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
 			Link:    paths.WithQuery(link, url.Values{"stuck": {"true"}}), Labels: labels, Since: now})
 	}
-	if n := st.Counts[outbox.Dead]; n > 0 {
+	if dead := st.Counts[outbox.Dead]; dead-min(settledDead, dead) > 0 {
+		// Open DEAD events only: the ones people marked resolved or ignored wait for nobody.
+		title := fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, ops.FormatNum(dead))
+		if settledDead > 0 {
+			title = fmt.Sprintf("Outbox %s: %s open DEAD event(s) (of %s) waiting for an operator", name, ops.FormatNum(dead-settledDead),
+				ops.FormatNum(dead))
+		}
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
-			Title:   fmt.Sprintf("Outbox %s: %s DEAD event(s) waiting for an operator", name, ops.FormatNum(n)),
+			Title:   title,
 			Summary: "Events past their maximum attempts; requeue them once the cause is fixed.",
 			Link:    paths.WithQuery(link, url.Values{"status": {string(outbox.Dead)}}), Labels: labels, Since: now})
 	}

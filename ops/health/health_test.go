@@ -97,7 +97,7 @@ func TestRabbitProblems(t *testing.T) {
 func TestOutboxProblems(t *testing.T) {
 	age := 10 * time.Minute
 	st := outbox.Stats{StuckLeases: 2, Counts: map[outbox.Status]int64{outbox.Dead: 1200}, OldestReadyAge: &age}
-	got := OutboxProblems("orders", st, nil, 5*time.Minute, now)
+	got := OutboxProblems("orders", st, 0, nil, 5*time.Minute, now)
 	want := []struct{ key, title, link string }{
 		{"outbox_stuck/orders", "Outbox orders: 2 PROCESSING event(s) with an expired lease", "/outboxes/orders?stuck=true"},
 		{"outbox_dead/orders", "Outbox orders: 1,200 DEAD event(s) waiting for an operator", "/outboxes/orders?status=DEAD"},
@@ -114,10 +114,19 @@ func TestOutboxProblems(t *testing.T) {
 	if !got[2].Since.Equal(now.Add(-age)) {
 		t.Errorf("backlog since %v", got[2].Since)
 	}
-	if got := OutboxProblems("orders", outbox.Stats{OldestReadyAge: &age}, nil, time.Hour, now); len(got) != 0 {
+	// DEAD events people marked resolved or ignored wait for nobody: only the open ones count.
+	dead := outbox.Stats{Counts: map[outbox.Status]int64{outbox.Dead: 1200}}
+	if got := OutboxProblems("orders", dead, 200, nil, time.Hour, now); len(got) != 1 ||
+		got[0].Title != "Outbox orders: 1,000 open DEAD event(s) (of 1,200) waiting for an operator" {
+		t.Errorf("some settled: %+v", got)
+	}
+	if got := OutboxProblems("orders", dead, 1200, nil, time.Hour, now); len(got) != 0 {
+		t.Errorf("every DEAD event settled is no problem: %+v", got)
+	}
+	if got := OutboxProblems("orders", outbox.Stats{OldestReadyAge: &age}, 0, nil, time.Hour, now); len(got) != 0 {
 		t.Errorf("a young backlog is no problem: %+v", got)
 	}
-	if got := OutboxProblems("orders", outbox.Stats{}, errors.New("refused"), time.Hour, now); len(got) != 1 || got[0].Kind != KindOutboxUnavailable {
+	if got := OutboxProblems("orders", outbox.Stats{}, 0, errors.New("refused"), time.Hour, now); len(got) != 1 || got[0].Kind != KindOutboxUnavailable {
 		t.Errorf("%+v", got)
 	}
 }

@@ -52,7 +52,10 @@ type Sources struct {
 	Brokers  []string       // RabbitMQ broker names, in config order
 	Rabbit   RabbitSnapshots
 	Outboxes []Outbox
-	Replays  Jobs // nil: no replay problems
+	// OutboxSettled counts each outbox's DEAD events marked resolved or ignored, which are not
+	// problems; nil: every DEAD event is.
+	OutboxSettled OutboxSettled
+	Replays       Jobs // nil: no replay problems
 	// ErrorGroups and NewGroupWindow (notify.new_group_window; 0 means 24 h) tell new error
 	// groups in the Clusters' dead-letter topics; nil: none.
 	ErrorGroups    ErrorGroups
@@ -60,6 +63,12 @@ type Sources struct {
 	Checks         []Check // nil: no dependency problems
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// OutboxSettled counts an outbox's DEAD events that are marked resolved or ignored;
+// *triage.Triage implements it.
+type OutboxSettled interface {
+	SettledDead(ctx context.Context, outbox string) (int64, error)
 }
 
 // Report is one evaluation: every problem, worst first, and each dependency's check.
@@ -131,7 +140,13 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 		for i, o := range m.src.Outboxes {
 			owg.Go(func() {
 				st, err := o.CachedStats(ctx, outbox.StatsMaxAge)
-				out[i] = OutboxProblems(o.Name(), st, err, o.StaleReadyAfter(), now)
+				var settled int64
+				if err == nil && m.src.OutboxSettled != nil {
+					// When the store cannot say, every DEAD event counts: too many on fire rather
+					// than too few.
+					settled, _ = m.src.OutboxSettled.SettledDead(ctx, o.Name())
+				}
+				out[i] = OutboxProblems(o.Name(), st, settled, err, o.StaleReadyAfter(), now)
 			})
 		}
 		owg.Wait()

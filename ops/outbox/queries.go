@@ -20,6 +20,7 @@ type queries struct {
 	release          string // $1: ids (NULL = every stuck row), $2: batch size
 	requeue          string // $1: ids
 	requeueReset     string // $1: ids; also resets attempts
+	countDead        string // $1: ids; how many of them are DEAD
 	// columns, quoted, for building filters
 	id, eventID, eventType, aggregateID, status, lockedUntil, createdAt, payload string
 }
@@ -53,8 +54,9 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 		count[s] = fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = '%s'`, t, status, s)
 	}
 	return queries{
-		count: count,
-		ping:  fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
+		count:     count,
+		countDead: fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = ANY($1) AND %s = 'DEAD'`, t, id, status),
+		ping:      fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
 		readyAgeAndStuck: fmt.Sprintf(`SELECT
 				(SELECT extract(epoch FROM now() - min(%[3]s)::timestamptz)::float8 FROM %[1]s WHERE %[2]s = 'READY' AND %[3]s <= now()),
 				(SELECT count(*) FROM %[1]s WHERE %[4]s)`, t, status, avail, claimed),

@@ -36,7 +36,7 @@ func (k outboxKind) open(_ context.Context, _ store.ReplayJob, src Source) (move
 	if err != nil {
 		return nil, err
 	}
-	return &outboxRunner{t: t, resetAttempts: src.ResetAttempts}, nil
+	return &outboxRunner{e: k.e, t: t, resetAttempts: src.ResetAttempts}, nil
 }
 
 // outboxLocator names one dead instance of an event: its event_id (unique, unlike the row id a
@@ -151,6 +151,7 @@ func lastErrorGroup(s *string) string {
 }
 
 type outboxRunner struct {
+	e             *Engine
 	t             OutboxTable
 	resetAttempts bool // the plan's choice: requeued events start counting attempts again
 }
@@ -161,7 +162,7 @@ func (r *outboxRunner) close() {}
 
 func (r *outboxRunner) finish(context.Context, store.ReplayJob) error { return nil }
 
-func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item, resumed map[int]bool) (moved, error) {
+func (r *outboxRunner) move(ctx context.Context, job store.ReplayJob, move []Item, resumed map[int]bool) (moved, error) {
 	ids := make([]int64, len(move))
 	for i, it := range move {
 		ids[i] = *it.Position
@@ -205,5 +206,13 @@ func (r *outboxRunner) move(ctx context.Context, _ store.ReplayJob, move []Item,
 		}
 		settled = append(settled, o)
 	}
-	return moved{outcomes: settled}, nil
+	return moved{outcomes: settled, afterSettle: func(ctx context.Context) error {
+		// After the ledger: the requeued DEAD events' resolution becomes replayed (with the job),
+		// so that one dying again is open again. A failure does not stop the job: the events
+		// were requeued whatever their mark says.
+		if err := r.e.o.Store.MarkOutboxReplayed(ctx, job.ID, job.Actor, r.t.Name(), done); err != nil {
+			r.e.o.Logger.Warn("replay: outbox replayed marks not written", "job", job.ID, "err", err)
+		}
+		return nil
+	}}, nil
 }

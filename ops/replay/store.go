@@ -60,12 +60,13 @@ type Archive interface {
 	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(store.ArchivedMessage) error) (store.ArchivedMessage, error)
 }
 
-// Resolutions mark the dead letters a job replayed, and say which are settled already (a plan
+// Resolutions mark the dead letters (and outbox DEAD events) a job replayed, and say which are settled already (a plan
 // leaves them out unless asked).
 type Resolutions interface {
 	triage.SettledStates
 	MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []store.ResolutionMark) error
 	MarkJobReplayed(ctx context.Context, jobID string) error
+	MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error
 }
 
 var _ Store = (*store.Store)(nil)

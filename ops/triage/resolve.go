@@ -41,6 +41,9 @@ type Store interface {
 	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
 	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []store.PartitionSpan) (map[store.ErrorGroupKey]int64, error)
 	SettledStates
+	SetOutboxResolutions(ctx context.Context, e store.AuditEntry, outbox string, ids []int64, state, reason string) (int64, error)
+	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]store.Resolution, error)
+	SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error)
 	AddNote(ctx context.Context, e store.AuditEntry, n store.Note) (store.Note, error)
 	Notes(ctx context.Context, source string) ([]store.Note, error)
 }
@@ -49,6 +52,7 @@ type Store interface {
 type Triage struct {
 	store    Store
 	clusters map[string]Cluster
+	outboxes map[string]OutboxTable
 }
 
 // New wires the clusters (may be empty) and the store.
@@ -109,13 +113,8 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 	if !ok {
 		return Result{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
 	}
-	switch {
-	case r.State == store.StateReplayed:
-		return Result{}, ops.Invalid("state", "replayed is set by a replay job; choose open, resolved or ignored")
-	case r.State != store.StateOpen && r.State != store.StateResolved && r.State != store.StateIgnored:
-		return Result{}, ops.Invalid("state", "must be open, resolved or ignored")
-	case len(r.Reason) > maxReason:
-		return Result{}, ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
+	if err := checkState(r.State, r.Reason); err != nil {
+		return Result{}, err
 	}
 	sel := r.Selection
 	n := 0
@@ -185,6 +184,19 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
 	res.Updated, err = t.store.SetResolutions(ctx, e, r.Cluster, r.Topic, marks, r.State, r.Reason)
 	return res, err
+}
+
+// checkState refuses a state a person may not set, and a reason too long for the audit log.
+func checkState(state, reason string) error {
+	switch {
+	case state == store.StateReplayed:
+		return ops.Invalid("state", "replayed is set by a replay job; choose open, resolved or ignored")
+	case state != store.StateOpen && state != store.StateResolved && state != store.StateIgnored:
+		return ops.Invalid("state", "must be open, resolved or ignored")
+	case len(reason) > maxReason:
+		return ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
+	}
+	return nil
 }
 
 func markOf(rec kafka.Record) store.ResolutionMark {

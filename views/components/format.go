@@ -230,3 +230,15 @@ func ShortError(s string) string {
 	}
 	return name[strings.LastIndexByte(name, '.')+1:] + ": " + rest
 }
+
+// ResolutionTone colours a dead letter's resolution state (open, resolved, ignored, replayed):
+// open is still on fire.
+func ResolutionTone(state string) string {
+	switch state {
+	case "open", "":
+		return ToneDanger
+	case "ignored":
+		return ToneWarn
+	}
+	return ToneOK
+}

@@ -419,14 +419,3 @@ func stateURL(p TopicPage, state string) string {
 	}
 	return paths.WithQuery(paths.KafkaTopic(p.Cluster, p.Topic), v)
 }
-
-// resolutionTone colours a resolution state's badge.
-func resolutionTone(state string) string {
-	switch state {
-	case "open":
-		return components.ToneDanger
-	case "ignored":
-		return components.ToneWarn
-	}
-	return components.ToneOK
-}

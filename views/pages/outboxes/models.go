@@ -48,6 +48,19 @@ type EventRow struct {
 	SentAt        *time.Time
 	Stuck         bool
 	Requeueable   bool // DEAD or FAILED
+	// Resolution is what was decided about a DEAD event (kept in the console's store); zero
+	// for one never marked, which is open.
+	Resolution Resolution
+}
+
+// Resolution is a DEAD event's resolution: resolved or ignored by a person, replayed by a job,
+// or open again.
+type Resolution struct {
+	State  string
+	By     string
+	At     time.Time
+	Reason string
+	JobID  string
 }
 
 // Filters are the event list's current filter values, as typed.
@@ -78,6 +91,8 @@ type ShowPage struct {
 	FirstPage bool
 	Notice    string
 	CanAct    bool
+	// Resolvable: the console has a store, so DEAD events can be marked resolved or ignored.
+	Resolvable bool
 }
 
 // EventPage is one event's detail.
@@ -136,3 +151,15 @@ func backlogText(s Summary) string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 var statuses = []string{"READY", "PROCESSING", "SENT", "FAILED", "DEAD"}
+
+// resolutionTitle says who settled a DEAD event, when and why.
+func resolutionTitle(r Resolution) string {
+	t := r.State + " by " + r.By + " at " + r.At.UTC().Format("2006-01-02 15:04 UTC")
+	if r.JobID != "" {
+		t += " (job " + r.JobID + ")"
+	}
+	if r.Reason != "" {
+		t += ": " + r.Reason
+	}
+	return t
+}

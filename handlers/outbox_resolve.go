@@ -1,0 +1,122 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
+)
+
+// OutboxTriage is what the outbox pages and API need of ops/triage: the resolution state of DEAD
+// events, kept in the console's store; *triage.Triage implements it.
+type OutboxTriage interface {
+	ResolveOutbox(ctx context.Context, r triage.OutboxRequest) (triage.Result, error)
+	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]store.Resolution, error)
+}
+
+// SetTriage wires the resolution of DEAD events into the outbox pages and API; without it every
+// event reads as open and resolving answers 503.
+func (h *Outboxes) SetTriage(t OutboxTriage) { h.triage = t }
+
+// outboxResolutionRequest is the body of POST /api/v1/outboxes/:name/resolutions.
+type outboxResolutionRequest struct {
+	Events []int64          `json:"events"`
+	Filter *outboxFilterRef `json:"filter"`
+	State  string           `json:"state"`
+	Reason string           `json:"reason"`
+}
+
+// outboxFilterRef selects DEAD events as the outbox page filters them.
+type outboxFilterRef struct {
+	EventType   string    `json:"event_type"`
+	AggregateID string    `json:"aggregate_id"`
+	Since       time.Time `json:"since"`
+	Until       time.Time `json:"until"`
+}
+
+// APIResolve: POST /api/v1/outboxes/:name/resolutions — {"events":[ids] | "filter":{"event_type",
+// "aggregate_id","since","until"}, "state", "reason"} → {"updated","matched"}: DEAD events marked
+// resolved, ignored or open in the console's store (the service's table is only read).
+func (h *Outboxes) APIResolve(c echo.Context) error {
+	var req outboxResolutionRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Events != nil && len(req.Events) == 0 {
+		return ops.Invalid("events", "empty: name at least one event")
+	}
+	res, err := h.resolve(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"updated": res.Updated, "matched": res.Matched})
+}
+
+// FormResolve: POST /outboxes/:name/resolutions — the page's forms: the ticked events (id), or
+// every DEAD event matching the page's filter (filter=1 with event_type, aggregate_id,
+// created_from, created_to), back to the page.
+func (h *Outboxes) FormResolve(c echo.Context) error {
+	req := outboxResolutionRequest{State: c.FormValue("state"), Reason: c.FormValue("reason")}
+	if c.FormValue("filter") != "" {
+		f := &outboxFilterRef{EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id")}
+		now := time.Now()
+		for name, to := range map[string]*time.Time{"created_from": &f.Since, "created_to": &f.Until} {
+			if raw := strings.TrimSpace(c.FormValue(name)); raw != "" {
+				t, ok := parseTime(raw, now)
+				if !ok {
+					return ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30) or an age like 15m, 6h, 7d")
+				}
+				*to = t
+			}
+		}
+		req.Filter = f
+	} else {
+		ids, err := formIDs(c)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return ops.Invalid("id", "tick at least one event")
+		}
+		req.Events = ids
+	}
+	res, err := h.resolve(c, req)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, backTo(c, pathParam(c, "name"), "resolved", res.Updated))
+}
+
+func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest) (triage.Result, error) {
+	o, err := h.find(pathParam(c, "name"))
+	if err != nil {
+		return triage.Result{}, err
+	}
+	if h.triage == nil {
+		return triage.Result{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "resolutions need the console's store"}
+	}
+	if err := resolutionInput(req.State, req.Reason, "events"); err != nil {
+		return triage.Result{}, err
+	}
+	r := triage.OutboxRequest{Outbox: o.Name(), Events: req.Events, State: req.State, Reason: req.Reason, Actor: ActorOf(c)}
+	if f := req.Filter; f != nil {
+		r.Filter = &triage.OutboxFilter{EventType: f.EventType, AggregateID: f.AggregateID, Since: f.Since, Until: f.Until}
+	}
+	return h.triage.ResolveOutbox(clientContext(c), r)
+}
+
+// eventResolutions reads the resolution of the DEAD events among events, for the page; none
+// (and no error) when the store cannot say, so that the page still lists the events.
+func (h *Outboxes) eventResolutions(ctx context.Context, name string, ids []int64) map[int64]store.Resolution {
+	if h.triage == nil || len(ids) == 0 {
+		return nil
+	}
+	res, _ := h.triage.OutboxResolutions(ctx, name, ids)
+	return res
+}

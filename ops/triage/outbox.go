@@ -1,0 +1,159 @@
+package triage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/store"
+)
+
+// OutboxTable is what resolving reads of a service's outbox (never writes); *outbox.Outbox
+// implements it.
+type OutboxTable interface {
+	Name() string
+	Events(ctx context.Context, ids []int64) ([]outbox.Event, error)
+	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
+	CountDead(ctx context.Context, ids []int64) (int64, error)
+}
+
+// MaxOutboxScan bounds the DEAD events a filter selects: more is refused, not resolved in part.
+const MaxOutboxScan = 100_000
+
+// WithOutboxes wires the outboxes whose DEAD events can be resolved.
+func (t *Triage) WithOutboxes(outboxes []OutboxTable) *Triage {
+	t.outboxes = map[string]OutboxTable{}
+	for _, o := range outboxes {
+		t.outboxes[o.Name()] = o
+	}
+	return t
+}
+
+// OutboxFilter selects DEAD events by what the outbox page filters on.
+type OutboxFilter struct {
+	EventType, AggregateID string
+	Since, Until           time.Time // created_at
+}
+
+// OutboxRequest is one resolution of DEAD events of an outbox: exactly one of Events (row ids)
+// and Filter.
+type OutboxRequest struct {
+	Outbox        string
+	Events        []int64
+	Filter        *OutboxFilter
+	State, Reason string
+	Actor         access.Actor
+}
+
+// ResolveOutbox puts the selected DEAD events into the state in Redrive's store — the service's
+// table is only read — audited (action outbox.resolve) before the change. Errors: ErrNotFound
+// (outbox), ErrInvalid (in the user's words), ErrUnavailable.
+func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, error) {
+	o, ok := t.outboxes[r.Outbox]
+	if !ok {
+		return Result{}, ops.NotFound("outbox %q is not configured", r.Outbox)
+	}
+	if err := checkState(r.State, r.Reason); err != nil {
+		return Result{}, err
+	}
+	if (len(r.Events) > 0) == (r.Filter != nil) {
+		return Result{}, ops.Invalid("body", "give exactly one of events or filter")
+	}
+	detail := map[string]any{"outbox": r.Outbox, "state": r.State}
+	var ids []int64
+	var res Result
+	var err error
+	if len(r.Events) > 0 {
+		detail["events"] = len(r.Events)
+		ids, res, err = deadEvents(ctx, o, r.Events)
+	} else {
+		f := *r.Filter
+		if f.EventType == "" && f.AggregateID == "" && f.Since.IsZero() && f.Until.IsZero() {
+			return Result{}, ops.Invalid("filter", "empty: give event_type, aggregate_id, since or until")
+		}
+		detail["filter"] = map[string]any{"event_type": f.EventType, "aggregate_id": f.AggregateID, "since": f.Since, "until": f.Until}
+		ids, res, err = deadMatching(ctx, o, f)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	detail["matched"] = res.Matched
+	e := store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve", Target: "outbox/" + r.Outbox,
+		Reason: r.Reason, Detail: detail}
+	cl := ops.ClientOf(ctx)
+	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
+	res.Updated, err = t.store.SetOutboxResolutions(ctx, e, r.Outbox, ids, r.State, r.Reason)
+	return res, err
+}
+
+// deadEvents checks that each named event is in the outbox and DEAD: only DEAD events wait for
+// an operator's decision.
+func deadEvents(ctx context.Context, o OutboxTable, ids []int64) ([]int64, Result, error) {
+	if len(ids) > MaxRecords {
+		return nil, Result{}, ops.Invalid("events", fmt.Sprintf("at most %d per request; resolve a filter for more", MaxRecords))
+	}
+	events, err := o.Events(ctx, ids)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	status := make(map[int64]outbox.Status, len(events))
+	for _, e := range events {
+		status[e.ID] = e.Status
+	}
+	for _, id := range ids {
+		switch st, ok := status[id]; {
+		case !ok:
+			return nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is not in outbox %s", id, o.Name()))
+		case st != outbox.Dead:
+			return nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is %s: only DEAD events are resolved", id, st))
+		}
+	}
+	return ids, Result{Matched: int64(len(events)), Scanned: int64(len(events))}, nil
+}
+
+// deadMatching lists the DEAD events the filter selects, page by page (newest first), refusing
+// a selection larger than MaxOutboxScan rather than resolving part of it.
+func deadMatching(ctx context.Context, o OutboxTable, f OutboxFilter) ([]int64, Result, error) {
+	lf := outbox.Filter{Status: outbox.Dead, EventType: f.EventType, AggregateID: f.AggregateID, CreatedFrom: f.Since, CreatedTo: f.Until,
+		Limit: outbox.MaxLimit}
+	var ids []int64
+	for {
+		page, err := o.List(ctx, lf)
+		if err != nil {
+			return nil, Result{}, err
+		}
+		for _, e := range page.Events {
+			ids = append(ids, e.ID)
+		}
+		if len(ids) > MaxOutboxScan {
+			return nil, Result{}, ops.Invalid("filter", fmt.Sprintf("it selects more than %d DEAD events; resolve a narrower one", MaxOutboxScan))
+		}
+		if page.NextCursor == 0 {
+			break
+		}
+		lf.Before = page.NextCursor
+	}
+	return ids, Result{Matched: int64(len(ids)), Scanned: int64(len(ids))}, nil
+}
+
+// OutboxResolutions reads the resolution of each event (open when never marked).
+func (t *Triage) OutboxResolutions(ctx context.Context, name string, ids []int64) (map[int64]store.Resolution, error) {
+	return t.store.OutboxResolutions(ctx, name, ids)
+}
+
+// SettledDead counts the outbox's events that are DEAD and marked resolved or ignored: what the
+// overview stops counting. One a replay sent back that died again is replayed, so open again.
+func (t *Triage) SettledDead(ctx context.Context, name string) (int64, error) {
+	o, ok := t.outboxes[name]
+	if !ok {
+		return 0, nil
+	}
+	ids, err := t.store.SettledOutboxEvents(ctx, name)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	return o.CountDead(ctx, ids)
+}
