@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestResolveOutboxDead: DEAD outbox events marked resolved or ignored — by event and by filter —
@@ -102,7 +103,7 @@ func TestResolveOutboxDead(t *testing.T) {
 		PlanID string `json:"plan_id"`
 	}](t, bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator", `{"source":{"kind":"outbox","outbox":"orders","ids":[1]}}`))
 	job := decode[struct{ ID string }](t, bearer(t, "POST", base+"/api/v1/replays", "tok-operator", fmt.Sprintf(`{"plan_id":%q,"reason":"retry"}`, plan.PlanID)))
-	waitUntil(t, 30*time.Second, "the requeue job finishes", func() bool {
+	waittest.Until(t, 30*time.Second, "the requeue job finishes", func() bool {
 		return strings.Contains(bearer(t, "GET", base+"/api/v1/replays/"+job.ID, "tok-viewer", "").body, `"status":"done"`)
 	})
 	pgtest.Exec(t, outboxDSN, `UPDATE outbox_event SET status = 'DEAD' WHERE id = 1`)
