@@ -92,9 +92,9 @@ type Lazy struct {
 	valueDecoded bool   // ValueSchema's is
 }
 
-// Record is the record as shown: Plain with its schemas and dead-letter headers decoded (once),
-// copied out of the fetch's buffers.
-func (l *Lazy) Record() Record {
+// Decoded is the record as shown, in place: Plain with its schemas and dead-letter headers
+// decoded (once). It shares the fetch's buffers, and is valid as Plain is.
+func (l *Lazy) Decoded() *Record {
 	if !l.decoded {
 		l.decoded = true
 		if l.c.schemas.Active() {
@@ -102,16 +102,25 @@ func (l *Lazy) Record() Record {
 		}
 		l.Plain.DeadLetter = l.c.index.decode(l.Plain.Headers, idSource(l.value, l.ValueSchema()), l.c.ids)
 	}
-	r := l.Plain
-	r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+	return &l.Plain
+}
+
+// Record is the record as shown, copied out of the fetch's buffers: a caller may keep it.
+func (l *Lazy) Record() Record { return l.Decoded().Clone() }
+
+// Clone is r with its own copy of every byte it may share (key, value, header values, decoded
+// JSON): a record read in place (Lazy.Decoded), or made from one, that a caller keeps.
+func (r Record) Clone() Record {
+	c := r
+	c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
 	if r.Headers != nil {
-		r.Headers = make([]Header, len(l.Plain.Headers))
-		for i, h := range l.Plain.Headers {
-			r.Headers[i] = Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+		c.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = Header{Key: h.Key, Value: bytes.Clone(h.Value)}
 		}
 	}
-	r.KeySchema, r.ValueSchema = cloneDecoded(r.KeySchema), cloneDecoded(r.ValueSchema)
-	return r
+	c.KeySchema, c.ValueSchema = cloneDecoded(r.KeySchema), cloneDecoded(r.ValueSchema)
+	return c
 }
 
 // cloneDecoded copies a decoded key or value, whose JSON may be the record's own bytes (a JSON
@@ -140,7 +149,7 @@ func (l *Lazy) ValueSchema() *schema.Decoded {
 // scanPools lends the scanners' clients their decompression buffers and record slices
 // (kgo.WithPools): a scan recycles each record once it has handed it on, so reading a million
 // records does not allocate (and collect) a million records' worth of memory. What a caller keeps
-// is copied (Lazy.Record).
+// is copied (Lazy.Record, Record.Clone).
 type scanPools struct{ bufs, recs sync.Pool }
 
 var scanBuffers = &scanPools{}

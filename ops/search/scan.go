@@ -59,7 +59,8 @@ type Query struct {
 	// evaluates it, and it is what a match hands on. It is called at most once a record: only
 	// when the filter reads headers, value or dead_letter, and on a match just before Each. It
 	// must keep the key, partition, offset, timestamp and size as they are, for a filter over
-	// those reads them from the record as fetched, before the view.
+	// those reads them from the record as fetched, before the view. The record it is given
+	// shares the fetch's buffers: it must not keep it (a match is copied after the view).
 	View func(kafka.Record) kafka.Record
 	// Each, when set, is handed every match as it is found, in place of collecting them in
 	// Result.Matches; an error from it ends the scan with that error.
@@ -190,7 +191,7 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		}
 		if ok {
 			res.Matched++
-			r := *vars.record()
+			r := vars.record().Clone() // the fetch's buffers are lent to the next fetch
 			if q.Each != nil {
 				if err := q.Each(r); err != nil {
 					stopErr = err

@@ -236,6 +236,11 @@ func TestScanKafka(t *testing.T) {
 				if string(r.Value) != `{"n":"***"}` || string(r.Headers[0].Value) != "***" {
 					t.Fatalf("%s: a match handed on unviewed: %s %s", tc.expr, r.Value, r.Headers[0].Value)
 				}
+				// What the view kept of the record is the match's own, intact after the scan.
+				if string(r.Key) != fmt.Sprintf("k-%d-%d", r.Partition, r.Offset) ||
+					(r.Offset%10 == 0 && string(r.Headers[2].Value) != "orders") {
+					t.Fatalf("%s: record %d/%d changed after it was handed on: key %q headers %v", tc.expr, r.Partition, r.Offset, r.Key, r.Headers)
+				}
 			}
 		}
 	})

@@ -51,10 +51,11 @@ func (v *kafkaVars) reset(l *kafka.Lazy) {
 	*v = kafkaVars{plain: &l.Plain, lazy: l, view: v.view, paths: v.paths}
 }
 
-// record is the record as the reader may see it, decoded and viewed (once).
+// record is the record as the reader may see it, decoded and viewed (once). In a scan it shares
+// the fetch's buffers (kafka.Lazy.Decoded): what is kept of it is cloned (ScanKafka).
 func (v *kafkaVars) record() *kafka.Record {
 	if v.seen == nil {
-		v.shown = v.lazy.Record()
+		v.shown = *v.lazy.Decoded()
 		if v.view != nil {
 			v.shown = v.view(v.shown)
 		}
