@@ -167,11 +167,16 @@ func readUvarint(src []byte, long bool, what string) (uint64, []byte, error) {
 	}
 }
 
+// readInt32 and readInt64 read a zigzag varint; the one-byte case (-64 to 63) is inlined.
 func readInt32(src []byte, what string) (int32, []byte, error) {
 	if len(src) > 0 && src[0] < 0x80 {
 		u := uint32(src[0])
 		return int32(u>>1) ^ -int32(u&1), src[1:], nil
 	}
+	return readInt32Long(src, what)
+}
+
+func readInt32Long(src []byte, what string) (int32, []byte, error) {
 	u, src, err := readUvarint(src, false, what)
 	return int32(uint32(u)>>1) ^ -int32(uint32(u)&1), src, err
 }
@@ -181,13 +186,26 @@ func readInt64(src []byte, what string) (int64, []byte, error) {
 		u := uint64(src[0])
 		return int64(u>>1) ^ -int64(u&1), src[1:], nil
 	}
+	return readInt64Long(src, what)
+}
+
+func readInt64Long(src []byte, what string) (int64, []byte, error) {
 	u, src, err := readUvarint(src, true, what)
 	return int64(u>>1) ^ -int64(u&1), src, err
 }
 
 // readLength reads a length-prefixed string or bytes, refusing a negative length or one longer
-// than what is left.
+// than what is left. A length under 64 that fits (most strings) is read inline.
 func readLength(src []byte, what string) ([]byte, []byte, error) {
+	if len(src) > 0 && src[0] < 0x80 && src[0]&1 == 0 {
+		if n := int(src[0] >> 1); n < len(src) {
+			return src[1 : 1+n], src[1+n:], nil
+		}
+	}
+	return readLengthLong(src, what)
+}
+
+func readLengthLong(src []byte, what string) ([]byte, []byte, error) {
 	n, src, err := readInt64(src, what)
 	if err != nil {
 		return nil, nil, err
@@ -227,11 +245,13 @@ func readBlockCount(src []byte, what string) (int64, []byte, error) {
 
 func (r *avroReader) enter() error {
 	if r.depth >= maxAvroDepth {
-		return avroErrorf("nested more than %d deep", maxAvroDepth)
+		return errTooDeep()
 	}
 	r.depth++
 	return nil
 }
+
+func errTooDeep() error { return avroErrorf("nested more than %d deep", maxAvroDepth) }
 
 // value reads one value of n from src and appends its JSON to out; it returns the bytes after
 // the value and out.
