@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/configs"
@@ -51,16 +50,7 @@ func auditFixture(t *testing.T, shared bool) (*Outboxes, *store.Store, string, i
 
 func status(t *testing.T, dsn string, id int64) string {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var s string
-	if err := conn.QueryRow(context.Background(), `SELECT status FROM outbox_event WHERE id = $1`, id).Scan(&s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return pgtest.Value[string](t, dsn, `SELECT status FROM outbox_event WHERE id = $1`, id)
 }
 
 func postRequeue(h *Outboxes, ua string) (*httptest.ResponseRecorder, error) {

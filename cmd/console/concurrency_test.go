@@ -15,7 +15,6 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/rabbittest"
 )
 
 // fullConsole is one console over every kind of source the demo seeds: the outbox (and its inbox),
@@ -33,26 +32,8 @@ func fullConsole(t *testing.T) (base, vhost string) {
 	if err := demo.SeedOutbox(ctx, orders); err != nil {
 		t.Fatal(err)
 	}
-	vhost, vhostURL := slashVhost(t)
-	amqpURL, mgmtURL := rabbittest.Env(t)
-	traffic, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop) // before the vhost goes: the traffic stops first
-	if err := demo.SeedRabbit(traffic, vhostURL, mgmtURL); err != nil {
-		t.Fatal(err)
-	}
-	waitMgmt(t, vhost, "orders.dlq", 62)
-	base = startConsole(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-sampler: {interval: 2s}
-outboxes: [{name: orders, dsn: %q}]
-kafka: [{name: main, brokers: [%q]}]
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
-consumers:
-  - name: inventory-service
-    inbox: {dsn: %q}
-    kafka: {cluster: main, group: inventory-service, topics: [orders]}
-`, pgtest.NewDatabase(t), orders, k.Addrs()[0], amqpURL, mgmtURL, vhost, orders))
+	vhost, _ = demoVhost(t)
+	base = startConsole(t, fullConfig(t, k.Addrs()[0], orders, vhost))
 	return base, vhost
 }
 

@@ -128,20 +128,9 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 	})
 
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
-		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer));
+	pgtest.Exec(t, inboxDSN, inboxDDL+`;
 		INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now() FROM generate_series(0, 4999, 10) g`)
-	cfg := rabbittest.Config(t, vhost)
-	p := startProcess(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
-consumers:
-  - name: inventory-service
-    inbox: {dsn: %q}
-    rabbitmq: {broker: main, vhost: %q, queue: orders.work}
-replay: {lease: 2s}
-`, pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost))
+	p := startProcess(t, inventoryConfig(t, pgtest.NewDatabase(t), vhost, inboxDSN))
 
 	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json",
 		fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":%d}}`, vhost, n))
@@ -223,14 +212,7 @@ func deadLetteredOrders(t *testing.T, ctx context.Context, n int, msg func(i int
 	t.Helper()
 	vhost, amqpURL, mgmt := rabbittest.NewVhost(t)
 	_, ch := rabbittest.Channel(t, amqpURL)
-	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	declareOrders(t, ch)
 	for i := 0; i < n; i++ {
 		mustDo(t, ch.PublishWithContext(ctx, "orders", "order.created", false, false, msg(i)))
 	}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -60,4 +64,41 @@ func startKafka(t *testing.T, topics map[string]int32) *devstack.Kafka {
 	}
 	t.Cleanup(k.Close)
 	return k
+}
+
+// inboxDDL creates a consumer's inbox table as the services have it (ops/inbox reads it).
+const inboxDDL = `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
+		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`
+
+// declareOrders declares the orders topology the RabbitMQ tests dead-letter through: orders.work
+// (bound to the orders exchange with order.created) dead-letters through orders.dlx into
+// orders.dlq.
+func declareOrders(t *testing.T, ch *amqp.Channel) {
+	t.Helper()
+	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
+	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
+	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
+	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
+	mustDo(t, err)
+	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+}
+
+// inventoryConfig configures a console over the test RabbitMQ's vhost whose consumer, the
+// inventory service, reads orders.work with its inbox at inboxDSN; replay leases of 2 s, so that a
+// killed console's job is taken over soon.
+func inventoryConfig(t *testing.T, storeDSN, vhost, inboxDSN string) string {
+	t.Helper()
+	cfg := rabbittest.Config(t, vhost)
+	return fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
+consumers:
+  - name: inventory-service
+    inbox: {dsn: %q}
+    rabbitmq: {broker: main, vhost: %q, queue: orders.work}
+replay: {lease: 2s}
+`, storeDSN, string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost)
 }

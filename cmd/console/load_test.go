@@ -19,7 +19,6 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/rabbittest"
 )
 
 // envLoadDuration sets how long the load test runs (default 5s inside make test; `make load` runs 30s).
@@ -65,25 +64,8 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 	cl.Close()
 	orders := pgtest.NewDatabase(t)
 	mustDo(t, demo.SeedOutbox(ctx, orders))
-	vhost, vhostURL := slashVhost(t)
-	amqpURL, mgmtURL := rabbittest.Env(t)
-	traffic, stopTraffic := context.WithCancel(context.Background())
-	t.Cleanup(stopTraffic)
-	mustDo(t, demo.SeedRabbit(traffic, vhostURL, mgmtURL))
-	waitMgmt(t, vhost, "orders.dlq", 62)
-
-	p := startProcess(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-sampler: {interval: 2s}
-outboxes: [{name: orders, dsn: %q}]
-kafka: [{name: main, brokers: [%q]}]
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
-consumers:
-  - name: inventory-service
-    inbox: {dsn: %q}
-    kafka: {cluster: main, group: inventory-service, topics: [orders]}
-`, pgtest.NewDatabase(t), orders, k.Addrs()[0], amqpURL, mgmtURL, vhost, orders))
+	vhost, _ := demoVhost(t)
+	p := startProcess(t, fullConfig(t, k.Addrs()[0], orders, vhost))
 
 	// The replay job that runs under the load.
 	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json", `{"source":{"kind":"kafka","cluster":"main","topic":"load.DLT"}}`)

@@ -49,15 +49,8 @@ func slashVhost(t *testing.T) (vhost, vhostURL string) {
 // serves a console that watches it, sampling every 2 s.
 func rabbitConsole(t *testing.T) (base, vhost, vhostURL string) {
 	t.Helper()
-	vhost, vhostURL = slashVhost(t)
+	vhost, vhostURL = demoVhost(t)
 	amqpURL, mgmtURL := rabbittest.Env(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // before the vhost goes: the traffic stops first
-	if err := demo.SeedRabbit(ctx, vhostURL, mgmtURL); err != nil {
-		t.Fatal(err)
-	}
-	// The management API's statistics trail the broker: wait until they show the seeded DLQ.
-	waitMgmt(t, vhost, "orders.dlq", 62)
 	base = startConsole(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
@@ -65,6 +58,42 @@ sampler: {interval: 2s}
 rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
 `, pgtest.NewDatabase(t), amqpURL, mgmtURL, vhost))
 	return base, vhost, vhostURL
+}
+
+// demoVhost seeds the demo's RabbitMQ topology, with its live traffic, into a fresh vhost (a name
+// with a slash) and waits until the management API shows the seeded DLQ: its statistics trail the
+// broker. The traffic stops before the vhost goes.
+func demoVhost(t *testing.T) (vhost, vhostURL string) {
+	t.Helper()
+	vhost, vhostURL = slashVhost(t)
+	_, mgmtURL := rabbittest.Env(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := demo.SeedRabbit(ctx, vhostURL, mgmtURL); err != nil {
+		t.Fatal(err)
+	}
+	waitMgmt(t, vhost, "orders.dlq", 62)
+	return vhost, vhostURL
+}
+
+// fullConfig configures a console over every kind of source, sampling every 2 s: the outbox
+// orders (also the inventory service's inbox), the Kafka cluster at kafkaAddr and the RabbitMQ
+// vhost, in a fresh store.
+func fullConfig(t *testing.T, kafkaAddr, orders, vhost string) string {
+	t.Helper()
+	amqpURL, mgmtURL := rabbittest.Env(t)
+	return fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+sampler: {interval: 2s}
+outboxes: [{name: orders, dsn: %q}]
+kafka: [{name: main, brokers: [%q]}]
+rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
+consumers:
+  - name: inventory-service
+    inbox: {dsn: %q}
+    kafka: {cluster: main, group: inventory-service, topics: [orders]}
+`, pgtest.NewDatabase(t), orders, kafkaAddr, amqpURL, mgmtURL, vhost, orders)
 }
 
 func waitMgmt(t *testing.T, vhost, queue string, atLeast int) {

@@ -262,8 +262,7 @@ func TestStoreRestartMidKafkaJob(t *testing.T) {
 	pg, storeDSN := privateStore(t)
 	k := startKafka(t, map[string]int32{"orders": 3, "orders.DLT": 2})
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
-		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
+	pgtest.Exec(t, inboxDSN, inboxDDL)
 	a, _ := engineApp(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
@@ -351,30 +350,12 @@ func TestStoreRestartMidRabbitJob(t *testing.T) {
 	pg, storeDSN := privateStore(t)
 	vhost, amqpURL, mgmt := rabbittest.NewVhost(t)
 	_, ch := rabbittest.Channel(t, amqpURL)
-	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	declareOrders(t, ch)
 	deadLetterRabbit(t, ch, restartN)
 
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
-		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
-	cfg := rabbittest.Config(t, vhost)
-	a, _ := engineApp(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
-consumers:
-  - name: inventory-service
-    inbox: {dsn: %q}
-    rabbitmq: {broker: main, vhost: %q, queue: orders.work}
-replay: {lease: 2s}
-`, storeDSN, string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost))
+	pgtest.Exec(t, inboxDSN, inboxDDL)
+	a, _ := engineApp(t, inventoryConfig(t, storeDSN, vhost, inboxDSN))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -297,13 +297,20 @@ func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
 		round(t, n)
 		return hook.count(p.Key, "firing") == 1
 	})
-	waittest.Until(t, 10*time.Second, "a reminder after repeat_every", func() bool {
+	roundsUntilFired(t, n, hook, p.Key, 2, "one reminder after repeat_every")
+}
+
+// roundsUntilFired runs notify rounds until key has fired want times, then one more round, which
+// must not fire it again.
+func roundsUntilFired(t *testing.T, n *notify.Notifier, hook *receiver, key string, want int, what string) {
+	t.Helper()
+	waittest.Until(t, 10*time.Second, what, func() bool {
 		round(t, n)
-		return hook.count(p.Key, "firing") >= 2
+		return hook.count(key, "firing") >= want
 	})
 	round(t, n)
-	if c := hook.count(p.Key, "firing"); c != 2 {
-		t.Fatalf("%d firing after repeat_every, want 2 (one reminder)", c)
+	if c := hook.count(key, "firing"); c != want {
+		t.Fatalf("%s: fired %d times, want %d", what, c, want)
 	}
 }
 
@@ -330,14 +337,7 @@ func TestSilenceHoldsIt(t *testing.T) {
 	if c := hook.count(other.Key, "firing"); c != 1 {
 		t.Fatalf("unsilenced problem notified %d times", c)
 	}
-	waittest.Until(t, 10*time.Second, "the problem notified once the silence ended", func() bool {
-		round(t, n)
-		return hook.count(p.Key, "firing") >= 1
-	})
-	round(t, n)
-	if c := hook.count(p.Key, "firing"); c != 1 {
-		t.Fatalf("after the silence ended, a still-firing problem is notified once: %d", c)
-	}
+	roundsUntilFired(t, n, hook, p.Key, 1, "after the silence ended, a still-firing problem is notified once")
 }
 
 func TestReceiverDownThenUp(t *testing.T) {

@@ -19,22 +19,7 @@ import (
 // newOutbox creates a database with the seed's table and opens it as outbox "orders".
 func newOutbox(t *testing.T) (*outbox.Outbox, string) {
 	t.Helper()
-	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, outbox.SeedDDL)
-	cfg, err := configs.Parse([]byte(`
-auth: {mode: none}
-store: {dsn: "`+dsn+`"}
-outboxes: [{name: orders, dsn: "`+dsn+`"}]
-`), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := outbox.Open(context.Background(), cfg.Outboxes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Close)
-	return o, dsn
+	return openPool(t, "")
 }
 
 // insert adds one row; lease and availability are offsets from now in seconds.
@@ -67,16 +52,7 @@ func insert(t *testing.T, dsn, status string, availableIn, lockedFor float64, la
 
 func status(t *testing.T, dsn string, id int64) string {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var s string
-	if err := conn.QueryRow(context.Background(), `SELECT status FROM outbox_event WHERE id = $1`, id).Scan(&s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return pgtest.Value[string](t, dsn, `SELECT status FROM outbox_event WHERE id = $1`, id)
 }
 
 func TestStats(t *testing.T) {

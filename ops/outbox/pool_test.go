@@ -16,14 +16,19 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
+// openPool opens the outbox orders over a fresh seeded database with the pool settings pool
+// (YAML: "max_conns: 1, acquire_timeout: 200ms"; "" for the defaults).
 func openPool(t *testing.T, pool string) (*outbox.Outbox, string) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	if pool != "" {
+		pool = ", " + pool
+	}
 	cfg, err := configs.Parse([]byte(`
 auth: {mode: none}
 store: {dsn: "`+dsn+`"}
-outboxes: [{name: orders, dsn: "`+dsn+`", `+pool+`}]
+outboxes: [{name: orders, dsn: "`+dsn+`"`+pool+`}]
 `), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,19 @@ func Exec(tb testing.TB, dsn string, sql string, args ...any) {
 	}
 }
 
+// Value runs a query of one row and one column on dsn and returns its value, failing the test on
+// error: what a test reads back to check a change (a row's status, a count).
+func Value[T any](tb testing.TB, dsn, sql string, args ...any) T {
+	tb.Helper()
+	ctx, conn, done := connect(tb, dsn, time.Minute)
+	defer done()
+	var v T
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+		tb.Fatalf("pgtest: query %.80q: %v", sql, err)
+	}
+	return v
+}
+
 // WaitLockWaiters waits until at least n sessions of dsn's database wait on a lock (a table lock, an
 // advisory lock): the moment a test that holds a lock has its victims where it wants them. It asks
 // pg_stat_activity rather than sleeping and hoping the victims got there.

@@ -19,13 +19,7 @@ import (
 func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 	w := newRabbitWorld(t)
 	w.deadLetter(t, 6)
-	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
-		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-		Replay:    configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: configs.FourEyes{Enabled: true, Threshold: 5}},
-		Lease:     2 * time.Second, Poll: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: configs.FourEyes{Enabled: true, Threshold: 5}})
 	ctx := ctxT(t)
 	src := replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}
 	if _, err := e.Plan(ctx, "ops", replay.Source{Kind: "outbox", Action: replay.ActionDiscard, Outbox: "x"}, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) {

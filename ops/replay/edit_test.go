@@ -23,12 +23,7 @@ func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	w := newWorld(t)
 	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.BadCustomerId")
 	w.deadLetter(t, 0, "m-2", "k-2", "com.acme.BadCustomerId")
-	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
-		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond,
-		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: configs.FourEyes{Enabled: true, Threshold: 1000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: configs.FourEyes{Enabled: true, Threshold: 1000}})
 	ctx := ctxT(t)
 	value := `{"messageId":"m-1","customerId":"c-42"}`
 	src := func(ed replay.Edit) replay.Source {

@@ -17,13 +17,8 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	w := newWorld(t)
 	w.deadLetter(t, 0, "m-1", "k-1", "X")
 	w.deadLetter(t, 0, "m-2", "k-2", "X")
-	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
-		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond,
-		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, OperatorMaxMessages: 1,
-			FourEyes: configs.FourEyes{Enabled: true, Threshold: 1}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, OperatorMaxMessages: 1,
+		FourEyes: configs.FourEyes{Enabled: true, Threshold: 1}})
 	work(t, e)
 	ctx := ctxT(t)
 	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 9), replay.Filter{})

@@ -136,6 +136,18 @@ func (w *world) engine(tb testing.TB, owner string) *replay.Engine {
 	return e
 }
 
+// engineWith is an engine over the world's cluster and store with the replay settings r, and
+// no inbox: for the tests of what r turns on (four-eyes, limits, destinations, edits).
+func (w *world) engineWith(tb testing.TB, r configs.Replay) *replay.Engine {
+	tb.Helper()
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
+		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond, Replay: r})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
 // deadLetter writes a Spring-Kafka-style DLT record of a message that failed on orders[0].
 func (w *world) deadLetter(tb testing.TB, partition int32, id, key, exception string) {
 	tb.Helper()

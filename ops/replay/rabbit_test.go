@@ -70,9 +70,15 @@ func newRabbitWorld(t testing.TB) *rabbitWorld {
 
 func (w *rabbitWorld) engine(t testing.TB) *replay.Engine {
 	t.Helper()
+	return w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000})
+}
+
+// engineWith is the world's engine (its broker, inbox and consumer) with the replay settings r.
+func (w *rabbitWorld) engineWith(t testing.TB, r configs.Replay) *replay.Engine {
+	t.Helper()
 	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
 		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-		Replay:    configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+		Replay:    r, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

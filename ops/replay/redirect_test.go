@@ -3,7 +3,6 @@ package replay_test
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -25,13 +24,8 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 	}
 	w.deadLetter(t, 0, "m-1", "k-1", "X")
 	w.deadLetter(t, 1, "m-2", "k-2", "X")
-	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
-		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond,
-		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100,
-			AllowedDestinations: []configs.AllowedDestination{{Kind: "kafka", Cluster: "main", Topic: "*.fixed"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100,
+		AllowedDestinations: []configs.AllowedDestination{{Kind: "kafka", Cluster: "main", Topic: "*.fixed"}}})
 	src := func(d replay.Destination) replay.Source {
 		s := kafkaSource(0, 0, 9)
 		s.Partition = nil
