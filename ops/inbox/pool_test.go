@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -40,23 +40,18 @@ func TestInboxTwentyLookupsOnTwoConnections(t *testing.T) {
 	pgtest.Exec(t, dsn, ddl)
 	pgtest.Exec(t, dsn, `INSERT INTO inbox_message VALUES ('m-1', 'billing', now(), now())`)
 	in := openPool(t, dsn, "max_conns: 2, acquire_timeout: 5s")
-	var wg sync.WaitGroup
-	errs := make(chan error, 20)
+	var g errgroup.Group
 	for range 20 {
-		wg.Go(func() {
+		g.Go(func() error {
 			v, err := in.Verdicts(context.Background(), []string{"m-1", "m-2"})
 			if err == nil && (v["m-1"] != inbox.Processed || v["m-2"] != inbox.NotProcessed) {
 				err = fmt.Errorf("verdicts %v", v)
 			}
-			errs <- err
+			return err
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

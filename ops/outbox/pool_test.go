@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -47,22 +47,18 @@ func TestOutboxTwentyReadersOnTwoConnections(t *testing.T) {
 	o, dsn := openPool(t, "max_conns: 2, acquire_timeout: 5s")
 	insert(t, dsn, "DEAD", -60, 0, "boom")
 	insert(t, dsn, "READY", -60, 0, "")
-	var wg sync.WaitGroup
-	errs := make(chan error, 40)
+	var g errgroup.Group
 	for range 20 {
-		wg.Go(func() {
-			_, err := o.Stats(context.Background())
-			errs <- err
-			_, err = o.List(context.Background(), outbox.Filter{Status: outbox.Dead})
-			errs <- err
+		g.Go(func() error {
+			if _, err := o.Stats(context.Background()); err != nil {
+				return err
+			}
+			_, err := o.List(context.Background(), outbox.Filter{Status: outbox.Dead})
+			return err
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

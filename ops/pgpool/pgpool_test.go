@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/pgpool"
@@ -59,20 +60,15 @@ func hold(t *testing.T, p *pgpool.Pool) (release func()) {
 func TestTwentyCallersOnTwoConnections(t *testing.T) {
 	p := newPool(t, 2, 5*time.Second)
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 20)
+	var g errgroup.Group
 	for range 20 {
-		wg.Go(func() {
+		g.Go(func() error {
 			_, err := p.Exec(context.Background(), `SELECT pg_sleep(0.05)`)
-			errs <- err
+			return err
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	took := time.Since(start)
 	t.Logf("20 callers × 50ms on 2 connections: %s", took)

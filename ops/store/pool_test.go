@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/pgtest"
@@ -35,22 +35,19 @@ func TestStoreTwentyCallersOnTwoConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 40)
+	var g errgroup.Group
 	for i := range 20 {
-		wg.Go(func() {
-			errs <- st.RecordAudit(ctx, store.AuditEntry{Actor: "load", Action: "test.concurrent", Target: "store",
-				Outcome: store.OutcomeOK, Detail: map[string]any{"i": i}})
+		g.Go(func() error {
+			if err := st.RecordAudit(ctx, store.AuditEntry{Actor: "load", Action: "test.concurrent", Target: "store",
+				Outcome: store.OutcomeOK, Detail: map[string]any{"i": i}}); err != nil {
+				return err
+			}
 			_, err := st.ListAudit(ctx, store.AuditFilter{Action: "test.concurrent"})
-			errs <- err
+			return err
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("20 callers × (record + list) on 2 connections: %s", time.Since(start))
 	got, err := st.ListAudit(ctx, store.AuditFilter{Action: "test.concurrent"})
