@@ -120,6 +120,24 @@ type restartObservation struct {
 // batch moves, its settle waits on the lock, and the store then stops (pg_ctl -m fast: every
 // session is cut, the test's and the job's alike), stays down for a second and starts again on
 // the same data directory. The test then follows the job to its end.
+// restartDuringJob plans src (every one of its restartN messages to publish), starts the job at
+// restartRate and restarts the store while it runs (restartStoreMidJob).
+func restartDuringJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN string, src replay.Source) restartObservation {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	plan, err := a.engine.Plan(ctx, "ops", src, replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != restartN {
+		t.Fatalf("plan: %v %v", plan.Counts, err)
+	}
+	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
+		Reason: "store restart test", RatePerSecond: restartRate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restartStoreMidJob(t, a, pg, storeDSN, job.ID)
+}
+
 func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, jobID string) restartObservation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -294,16 +312,7 @@ replay: {lease: 2s}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := a.engine.Plan(ctx, "ops", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
-	if err != nil || plan.Counts[replay.Publish] != restartN {
-		t.Fatalf("plan: %v %v", plan.Counts, err)
-	}
-	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
-		Reason: "store restart test", RatePerSecond: restartRate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ob := restartStoreMidJob(t, a, pg, storeDSN, job.ID)
+	ob := restartDuringJob(t, a, pg, storeDSN, replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"})
 	if ob.final.Published != restartN || ob.final.Failed != 0 {
 		t.Errorf("job ended with %d published, %d failed; want %d published", ob.final.Published, ob.final.Failed, restartN)
 	}
@@ -357,18 +366,7 @@ func TestStoreRestartMidRabbitJob(t *testing.T) {
 	pgtest.Exec(t, inboxDSN, inboxDDL)
 	a, _ := engineApp(t, inventoryConfig(t, storeDSN, vhost, inboxDSN))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	plan, err := a.engine.Plan(ctx, "ops", replay.Source{Kind: "rabbitmq", Broker: "main", Vhost: vhost, Queue: "orders.dlq", Limit: restartN}, replay.Filter{})
-	if err != nil || plan.Counts[replay.Publish] != restartN {
-		t.Fatalf("plan: %v %v", plan.Counts, err)
-	}
-	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
-		Reason: "store restart test", RatePerSecond: restartRate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ob := restartStoreMidJob(t, a, pg, storeDSN, job.ID)
+	ob := restartDuringJob(t, a, pg, storeDSN, replay.Source{Kind: "rabbitmq", Broker: "main", Vhost: vhost, Queue: "orders.dlq", Limit: restartN})
 	if ob.final.Published != restartN || ob.final.Failed != 0 {
 		t.Errorf("job ended with %d published, %d failed; want %d published", ob.final.Published, ob.final.Failed, restartN)
 	}
@@ -471,16 +469,7 @@ replay: {lease: 2s}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	plan, err := a.engine.Plan(ctx, "ops", replay.Source{Kind: "outbox", Outbox: "orders", Limit: restartN, ResetAttempts: true}, replay.Filter{})
-	if err != nil || plan.Counts[replay.Publish] != restartN {
-		t.Fatalf("plan: %v %v", plan.Counts, err)
-	}
-	job, err := a.engine.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops", Role: access.Admin},
-		Reason: "store restart test", RatePerSecond: restartRate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ob := restartStoreMidJob(t, a, pg, storeDSN, job.ID)
+	ob := restartDuringJob(t, a, pg, storeDSN, replay.Source{Kind: "outbox", Outbox: "orders", Limit: restartN, ResetAttempts: true})
 
 	// psql-level: every planned row READY, once, with its attempts reset.
 	conn, err := pgx.Connect(ctx, orders)
@@ -504,7 +493,7 @@ replay: {lease: 2s}
 		var detail string
 		conn, err := pgx.Connect(ctx, storeDSN)
 		if err == nil {
-			_ = conn.QueryRow(ctx, `SELECT detail FROM `+store.Schema+`.replay_ledger WHERE job_id = $1 AND outcome = 'failed' LIMIT 1`, job.ID).Scan(&detail)
+			_ = conn.QueryRow(ctx, `SELECT detail FROM `+store.Schema+`.replay_ledger WHERE job_id = $1 AND outcome = 'failed' LIMIT 1`, ob.final.ID).Scan(&detail)
 			conn.Close(ctx)
 		}
 		t.Errorf("every event is READY once, but the job reports %d of them failed (%q); %d were cut off between "+

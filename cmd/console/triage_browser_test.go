@@ -185,7 +185,8 @@ func TestBrowserEditAndReplayQueueMessage(t *testing.T) {
 	runEditPlan(t, ctx, dialogs, "edit and retry: the value and 1 header(s) change; the message id stays", "queue-edit-plan")
 	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
 	rabbittest.WaitDepth(t, ch, "orders.work", 1, 30*time.Second)
-	time.Sleep(time.Second) // nothing else arrives: only the edited copy was published
+	// Nothing else arrives: only the edited copy was published.
+	waittest.Holds(t, time.Second, "one message in orders.work", func() bool { return rabbittest.Depth(t, ch, "orders.work") == 1 })
 	var got []amqp.Delivery
 	for {
 		d, ok, err := ch.Get("orders.work", true)

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // Edit and retry: a plan of one record with a new value and headers says what changes (its
@@ -159,10 +160,10 @@ func TestRabbitEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	if err != nil || job.Status != store.JobAwaiting {
 		t.Fatalf("an edit must wait for a second person, however small: %+v %v", job, err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if w.depth(t, "orders.work") != 0 || w.depth(t, "orders.dlq") != 3 {
-		t.Fatal("an edit awaiting approval moved a message")
-	}
+	// The workers poll meanwhile: an edit awaiting approval must not be claimed.
+	waittest.Holds(t, 200*time.Millisecond, "an edit awaiting approval moves nothing", func() bool {
+		return w.depth(t, "orders.work") == 0 && w.depth(t, "orders.dlq") == 3
+	})
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
