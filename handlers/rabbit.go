@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
@@ -47,7 +48,8 @@ type Rabbit struct {
 	snapshots RabbitSnapshots
 	meta      MetaFunc
 	redact    *Redactor
-	exports   *Search // who may export (export.min_role); nil: nobody is offered it
+	exports   *Search      // who may export (export.min_role); nil: nobody is offered it
+	triage    RabbitTriage // notes; nil: none
 }
 
 // ExportsBy lets the messages page offer "Export matches" to whom s allows (export.min_role).
@@ -395,9 +397,11 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	page.Read = len(res.Messages)
 	reasons := map[string]bool{}
 	shown, masked := shownMessages(red, res.Messages)
+	groupNotes, messageNotes := h.queueNotes(c.Request().Context(), b.Name(), vhost, queue)
 	for _, g := range rabbit.ErrorGroups(masked) {
 		row := rabbitpages.GroupRow{Reason: g.Reason, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
-			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", ")}
+			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", "),
+			Notes: groupNotes[store.ErrorGroupKey{Type: g.Reason, Cause: g.ExceptionMessage}]}
 		pos := make([]string, len(g.Positions))
 		for i, p := range g.Positions {
 			pos[i] = strconv.Itoa(p)
@@ -413,7 +417,9 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	keep := messageFilter(page.Reason, page.Exception)
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
-			page.Messages = append(page.Messages, toMessageView(shown[i]))
+			v := toMessageView(shown[i])
+			v.Notes = messageNotes[res.Messages[i].MessageID]
+			page.Messages = append(page.Messages, v)
 		}
 	}
 	return render(c, http.StatusOK, rabbitpages.Messages(page))

@@ -115,12 +115,16 @@ const (
 	RabbitBrokerPattern  = "/rabbitmq/:broker"
 	QueuePattern         = RabbitBrokerPattern + "/queues/:vhost/:queue"
 	QueueMessagesPattern = QueuePattern + "/messages"
+	QueueNotesPattern    = QueuePattern + "/notes" // the messages page's note forms
 )
 
 func RabbitBroker(broker string) string        { return build(RabbitBrokerPattern, broker) }
 func Queue(broker, vhost, queue string) string { return build(QueuePattern, broker, vhost, queue) }
 func QueueMessages(broker, vhost, queue string) string {
 	return build(QueueMessagesPattern, broker, vhost, queue)
+}
+func QueueNotes(broker, vhost, queue string) string {
+	return build(QueueNotesPattern, broker, vhost, queue)
 }
 
 // Replay pages.
@@ -206,6 +210,7 @@ const (
 	APIQueuePattern             = APIRabbitQueuesPattern + "/:vhost/:queue"
 	APIQueueHistoryPattern      = APIQueuePattern + "/history"
 	APIQueueMessagesPattern     = APIQueuePattern + "/messages"
+	APIQueueNotesPattern        = APIQueuePattern + "/notes"
 	APIQueueExportPattern       = APIQueuePattern + ExportSuffix
 	APIReplayPlanPattern        = "/api/v1/replays/plans/:id"
 	APIReplayPattern            = "/api/v1/replays/:id"
@@ -258,6 +263,9 @@ func APIQueueHistory(broker, vhost, queue string) string {
 }
 func APIQueueMessages(broker, vhost, queue string) string {
 	return build(APIQueueMessagesPattern, broker, vhost, queue)
+}
+func APIQueueNotes(broker, vhost, queue string) string {
+	return build(APIQueueNotesPattern, broker, vhost, queue)
 }
 func APIQueueExport(broker, vhost, queue string) string {
 	return build(APIQueueExportPattern, broker, vhost, queue)

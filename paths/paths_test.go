@@ -73,6 +73,7 @@ var builders = []builder{
 	{"RabbitBroker", RabbitBrokerPattern, func(a []string) string { return RabbitBroker(a[0]) }, nil},
 	{"Queue", QueuePattern, func(a []string) string { return Queue(a[0], a[1], a[2]) }, nil},
 	{"QueueMessages", QueueMessagesPattern, func(a []string) string { return QueueMessages(a[0], a[1], a[2]) }, nil},
+	{"QueueNotes", QueueNotesPattern, func(a []string) string { return QueueNotes(a[0], a[1], a[2]) }, nil},
 
 	{"ReplayPlan", ReplayPlanPattern, func(a []string) string { return ReplayPlan(a[0]) }, nil},
 	{"Replay", ReplayPattern, func(a []string) string { return Replay(a[0]) }, nil},
@@ -104,6 +105,7 @@ var builders = []builder{
 	{"APIQueue", APIQueuePattern, func(a []string) string { return APIQueue(a[0], a[1], a[2]) }, nil},
 	{"APIQueueHistory", APIQueueHistoryPattern, func(a []string) string { return APIQueueHistory(a[0], a[1], a[2]) }, nil},
 	{"APIQueueMessages", APIQueueMessagesPattern, func(a []string) string { return APIQueueMessages(a[0], a[1], a[2]) }, nil},
+	{"APIQueueNotes", APIQueueNotesPattern, func(a []string) string { return APIQueueNotes(a[0], a[1], a[2]) }, nil},
 	{"APIQueueExport", APIQueueExportPattern, func(a []string) string { return APIQueueExport(a[0], a[1], a[2]) }, nil},
 
 	{"APIReplayPlan", APIReplayPlanPattern, func(a []string) string { return APIReplayPlan(a[0]) }, nil},

@@ -116,7 +116,11 @@ func newTriage(deps Deps) *triage.Triage {
 			outboxes = append(outboxes, t)
 		}
 	}
-	return triage.New(deps.Store, clusters).WithOutboxes(outboxes)
+	brokers := make([]string, 0, len(deps.Rabbit))
+	for _, b := range deps.Rabbit {
+		brokers = append(brokers, b.Name())
+	}
+	return triage.New(deps.Store, clusters).WithOutboxes(outboxes).WithBrokers(brokers...)
 }
 
 // selfCompressed are the routes whose handlers gzip their answer themselves, around a part
@@ -244,6 +248,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	if t := newTriage(deps); t != nil {
 		h.kafka.SetTriage(t)
 		h.outboxes.SetTriage(t)
+		h.rabbit.SetTriage(t)
 	}
 	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
 	table = append(table,

@@ -25,13 +25,7 @@ import (
 func TestArchiveRestoreBothWays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vhost, ch, _ := deadLetteredOrders(t, ctx, 3, func(i int) amqp.Publishing {
-		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
-			Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}
-	})
-	cfg := rabbittest.Config(t, vhost)
-	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n%s",
-		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, basicAuth("")))
+	base, vhost, ch := dlqConsole(t, ctx, 3, `{"n":%d}`, basicAuth(""))
 	waitJob := func(id string) string {
 		t.Helper()
 		var j struct{ Status string }
@@ -133,13 +127,7 @@ func TestArchiveRestoreBothWays(t *testing.T) {
 func TestBrowserArchiveRestores(t *testing.T) {
 	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vhost, ch, _ := deadLetteredOrders(t, ctx0, 2, func(i int) amqp.Publishing {
-		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
-			Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}
-	})
-	cfg := rabbittest.Config(t, vhost)
-	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n",
-		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost))
+	base, vhost, ch := dlqConsole(t, ctx0, 2, `{"n":%d}`, "auth: {mode: none}\n")
 	r := doRaw("POST", base+"/api/v1/replays/plan", "application/json",
 		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":10}}`, vhost))
 	var plan struct {
@@ -189,4 +177,18 @@ func TestBrowserArchiveRestores(t *testing.T) {
 	if d, ok, err := ch.Get("orders.dlq", true); err != nil || !ok || d.MessageId != "m-1" {
 		t.Fatalf("orders.dlq: %v %v %s", ok, err, d.MessageId)
 	}
+}
+
+// dlqConsole is a console (with a store, auth as given) over a vhost whose orders.dlq holds n
+// orders m-0… the broker dead-lettered from orders.work, each with the body body (a format of i).
+func dlqConsole(t *testing.T, ctx context.Context, n int, body, auth string) (base, vhost string, ch *amqp.Channel) {
+	t.Helper()
+	vhost, ch, _ = deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
+		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
+			Body: []byte(fmt.Sprintf(body, i))}
+	})
+	cfg := rabbittest.Config(t, vhost)
+	base = startConsole(t, fmt.Sprintf("store: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n%s",
+		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, auth))
+	return base, vhost, ch
 }

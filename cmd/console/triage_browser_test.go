@@ -150,13 +150,7 @@ func TestBrowserEditAndReplay(t *testing.T) {
 func TestBrowserEditAndReplayQueueMessage(t *testing.T) {
 	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	vhost, ch, _ := deadLetteredOrders(t, ctx0, 2, func(i int) amqp.Publishing {
-		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
-			Body: []byte(fmt.Sprintf(`{"messageId":"m-%d","customerId":"bad"}`, i))}
-	})
-	cfg := rabbittest.Config(t, vhost)
-	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n",
-		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost))
+	base, vhost, ch := dlqConsole(t, ctx0, 2, `{"messageId":"m-%d","customerId":"bad"}`, "auth: {mode: none}\n")
 	ctx, dialogs := newBrowser(t)
 	edited := `{"messageId":"m-1","customerId":"c-42"}`
 	second := `tr[data-record-row]:nth-of-type(3)` // rows alternate with their detail rows

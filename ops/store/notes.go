@@ -10,17 +10,18 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// Note is a person's note on an error group of a dead-letter source (Group set) or on one of its
-// records (Record set).
+// Note is a person's note on an error group of a dead-letter source (Group set), on one of a
+// topic's records (Record set) or on one of a queue's messages (MessageID set).
 type Note struct {
-	ID     int64
-	Source string // kafka/<cluster>/<topic>
-	Group  *ErrorGroupKey
-	Record *RecordKey
-	Actor  string
-	At     time.Time
-	Text   string
-	Link   string
+	ID        int64
+	Source    string // kafka/<cluster>/<topic> or rabbitmq/<broker>/<vhost>/<queue>
+	Group     *ErrorGroupKey
+	Record    *RecordKey
+	MessageID string
+	Actor     string
+	At        time.Time
+	Text      string
+	Link      string
 }
 
 // MaxNotes is the most notes one source lists.
@@ -29,9 +30,13 @@ const MaxNotes = 500
 // AddNote appends n (its ID and At are set by the store), audited before effect (auditedChange):
 // the note and its audit row commit together.
 func (s *Store) AddNote(ctx context.Context, e AuditEntry, n Note) (Note, error) {
-	var typ, cause *string
+	var typ, cause, msgID *string
 	var part *int32
 	var off *int64
+	if n.MessageID != "" {
+		id := ops.CleanText(n.MessageID, 500)
+		msgID = &id
+	}
 	if n.Group != nil {
 		t, c := ops.CleanText(n.Group.Type, 500), ops.CleanText(n.Group.Cause, 500)
 		typ, cause = &t, &c
@@ -41,8 +46,8 @@ func (s *Store) AddNote(ctx context.Context, e AuditEntry, n Note) (Note, error)
 	}
 	n.Actor, n.Text, n.Link = ops.CleanText(n.Actor, 500), ops.CleanText(n.Text, 4000), ops.CleanText(n.Link, 2000)
 	_, err := s.auditedChange(ctx, e, func(ctx context.Context, tx pgx.Tx) (int64, error) {
-		err := tx.QueryRow(ctx, `INSERT INTO dead_letter_note (source, exception_type, exception_cause, partition, "offset", actor, text, link)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, at`, n.Source, typ, cause, part, off, n.Actor, n.Text, n.Link).Scan(&n.ID, &n.At)
+		err := tx.QueryRow(ctx, `INSERT INTO dead_letter_note (source, exception_type, exception_cause, partition, "offset", message_id, actor, text, link)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id, at`, n.Source, typ, cause, part, off, msgID, n.Actor, n.Text, n.Link).Scan(&n.ID, &n.At)
 		return 1, err
 	})
 	if err != nil {
@@ -54,7 +59,7 @@ func (s *Store) AddNote(ctx context.Context, e AuditEntry, n Note) (Note, error)
 // Notes lists the notes of a source, oldest first (they read as a conversation), at most MaxNotes
 // (the newest).
 func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
-	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT id, source, exception_type, exception_cause, partition, "offset", actor, at, text, link
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT id, source, exception_type, exception_cause, partition, "offset", coalesce(message_id, ''), actor, at, text, link
 		FROM dead_letter_note WHERE source = $1 ORDER BY at DESC, id DESC LIMIT $2) n ORDER BY at, id`, source, MaxNotes)
 	if err != nil {
 		return nil, unavailable(err, "notes of %s", source)
@@ -64,7 +69,7 @@ func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
 		var typ, cause *string
 		var part *int32
 		var off *int64
-		if err := r.Scan(&n.ID, &n.Source, &typ, &cause, &part, &off, &n.Actor, &n.At, &n.Text, &n.Link); err != nil {
+		if err := r.Scan(&n.ID, &n.Source, &typ, &cause, &part, &off, &n.MessageID, &n.Actor, &n.At, &n.Text, &n.Link); err != nil {
 			return n, err
 		}
 		if typ != nil {

@@ -37,23 +37,15 @@ func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (store.Note, error)
 	if _, ok := t.clusters[r.Cluster]; !ok {
 		return store.Note{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
 	}
-	text := strings.TrimSpace(r.Text)
 	switch {
 	case (r.Group == nil) == (r.Record == nil):
 		return store.Note{}, ops.Invalid("body", "give exactly one of error_group or record")
 	case r.Record != nil && (r.Record.Partition < 0 || r.Record.Offset < 0):
 		return store.Note{}, ops.Invalid("record", "partition and offset must not be negative")
-	case text == "":
-		return store.Note{}, ops.Invalid("text", "required: what is known, e.g. \"investigating: INC-2231, fix in 4.2.1\"")
-	case utf8.RuneCountInString(text) > MaxNoteText:
-		return store.Note{}, ops.Invalid("text", fmt.Sprintf("at most %d characters", MaxNoteText))
 	}
-	if r.Link != "" {
-		u, err := url.Parse(r.Link)
-		// Only web links: a note is shown as a link to everyone who reads it.
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(r.Link) > MaxNoteLink {
-			return store.Note{}, ops.Invalid("link", fmt.Sprintf("must be an http or https URL of at most %d characters", MaxNoteLink))
-		}
+	text, err := noteText(r.Text, r.Link)
+	if err != nil {
+		return store.Note{}, err
 	}
 	n := store.Note{Source: NoteSource(r.Cluster, r.Topic), Group: r.Group, Record: r.Record, Actor: r.Actor.Name, Text: text, Link: r.Link}
 	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "text": text, "link": r.Link}
@@ -62,10 +54,90 @@ func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (store.Note, error)
 	} else {
 		detail["record"] = map[string]any{"partition": r.Record.Partition, "offset": r.Record.Offset}
 	}
-	e := store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.note", Target: n.Source, Detail: detail}
+	return t.addNote(ctx, r.Actor, "kafka.note", n, detail)
+}
+
+// noteText checks a note's text (required, bounded) and link (a web link, or none) and returns
+// the text trimmed.
+func noteText(text, link string) (string, error) {
+	text = strings.TrimSpace(text)
+	switch {
+	case text == "":
+		return "", ops.Invalid("text", "required: what is known, e.g. \"investigating: INC-2231, fix in 4.2.1\"")
+	case utf8.RuneCountInString(text) > MaxNoteText:
+		return "", ops.Invalid("text", fmt.Sprintf("at most %d characters", MaxNoteText))
+	}
+	if link != "" {
+		u, err := url.Parse(link)
+		// Only web links: a note is shown as a link to everyone who reads it.
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(link) > MaxNoteLink {
+			return "", ops.Invalid("link", fmt.Sprintf("must be an http or https URL of at most %d characters", MaxNoteLink))
+		}
+	}
+	return text, nil
+}
+
+// addNote appends n audited as action on its source, by actor, from where the request came.
+func (t *Triage) addNote(ctx context.Context, actor access.Actor, action string, n store.Note, detail map[string]any) (store.Note, error) {
+	e := store.AuditEntry{Actor: actor.Name, Role: actor.Role.String(), Action: action, Target: n.Source, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
 	return t.store.AddNote(ctx, e, n)
+}
+
+// QueueNoteRequest is a note on an error group of a RabbitMQ dead-letter queue (Group: its
+// reason as Type and its exception message as Cause) or on one of its messages (MessageID: a
+// queue has no offsets; the id is how the page and the trace name a message).
+type QueueNoteRequest struct {
+	Broker, Vhost, Queue string
+	Group                *store.ErrorGroupKey
+	MessageID            string
+	Text, Link           string
+	Actor                access.Actor
+}
+
+// QueueNoteSource names a queue's notes.
+func QueueNoteSource(broker, vhost, queue string) string {
+	return "rabbitmq/" + broker + "/" + vhost + "/" + queue
+}
+
+// WithBrokers names the RabbitMQ brokers whose queues take notes.
+func (t *Triage) WithBrokers(names ...string) *Triage {
+	t.brokers = map[string]bool{}
+	for _, n := range names {
+		t.brokers[n] = true
+	}
+	return t
+}
+
+// AddQueueNote validates and appends a note on a queue's error group or message, audited
+// (action rabbitmq.note) with its text and link. Errors: ErrNotFound (broker), ErrInvalid,
+// ErrUnavailable.
+func (t *Triage) AddQueueNote(ctx context.Context, r QueueNoteRequest) (store.Note, error) {
+	if !t.brokers[r.Broker] {
+		return store.Note{}, ops.NotFound("rabbitmq broker %q is not configured", r.Broker)
+	}
+	if (r.Group == nil) == (r.MessageID == "") {
+		return store.Note{}, ops.Invalid("body", "give exactly one of error_group or message_id")
+	}
+	text, err := noteText(r.Text, r.Link)
+	if err != nil {
+		return store.Note{}, err
+	}
+	n := store.Note{Source: QueueNoteSource(r.Broker, r.Vhost, r.Queue), Group: r.Group, MessageID: r.MessageID, Actor: r.Actor.Name,
+		Text: text, Link: r.Link}
+	detail := map[string]any{"broker": r.Broker, "vhost": r.Vhost, "queue": r.Queue, "text": text, "link": r.Link}
+	if r.Group != nil {
+		detail["error_group"] = map[string]any{"reason": r.Group.Type, "exception_message": r.Group.Cause}
+	} else {
+		detail["message_id"] = r.MessageID
+	}
+	return t.addNote(ctx, r.Actor, "rabbitmq.note", n, detail)
+}
+
+// QueueNotes lists a queue's notes, oldest first.
+func (t *Triage) QueueNotes(ctx context.Context, broker, vhost, queue string) ([]store.Note, error) {
+	return t.store.Notes(ctx, QueueNoteSource(broker, vhost, queue))
 }
 
 // Notes lists a topic's notes, oldest first.

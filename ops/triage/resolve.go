@@ -53,6 +53,7 @@ type Triage struct {
 	store    Store
 	clusters map[string]Cluster
 	outboxes map[string]OutboxTable
+	brokers  map[string]bool // RabbitMQ brokers, for queue notes
 }
 
 // New wires the clusters (may be empty) and the store.

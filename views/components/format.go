@@ -242,3 +242,12 @@ func ResolutionTone(state string) string {
 	}
 	return ToneOK
 }
+
+// NoteView is a person's note on a dead letter or an error group: who, when, the text and an
+// optional web link.
+type NoteView struct {
+	By   string
+	At   time.Time
+	Text string
+	Link string // an http(s) URL or ""
+}

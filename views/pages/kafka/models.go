@@ -262,13 +262,8 @@ type ErrorGroupRow struct {
 	Notes           []NoteView
 }
 
-// NoteView is a person's note on an error group or a record.
-type NoteView struct {
-	By   string
-	At   time.Time
-	Text string
-	Link string // an http(s) URL or ""
-}
+// NoteView is a person's note on an error group or a record (components.NoteView).
+type NoteView = components.NoteView
 
 func recordURL(c, t string, p int32, off int64) string {
 	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)}, "limit": {"1"}})

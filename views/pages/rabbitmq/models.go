@@ -175,6 +175,7 @@ type GroupRow struct {
 	LastAt           *time.Time
 	OriginalQueues   string
 	Positions        string
+	Notes            []components.NoteView // people's notes on this error group
 }
 
 // MessageView is one browsed message, rendered for people.
@@ -199,6 +200,7 @@ type MessageView struct {
 	// ("" when it can): the message carries no original exchange, routing key or queue.
 	ReplayTo     string
 	CannotReplay string
+	Notes        []components.NoteView // people's notes on this message (by its id)
 }
 
 // DeadLetterView is a message's decoded dead-letter story.
