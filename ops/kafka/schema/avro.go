@@ -76,6 +76,7 @@ type avroNode struct {
 	size     int // fixed, decimal on fixed: the byte count
 	scale    int // decimal: the digits after the point
 	min      int // the fewest wire bytes a value takes (bounds block counts of arrays and maps)
+	minKnown bool
 	fields   []avroField
 	elem     *avroNode   // array items, map values
 	branches []*avroNode // union
@@ -285,16 +286,21 @@ func (c *avroCompiler) named(n *avro.SchemaNode) (*avroNode, error) {
 // minBytes fills n.min: the fewest bytes a value of n takes on the wire. A node met again on the
 // way down (a recursive type) counts 1: a finite value must leave the recursion through a union
 // index or a container's end, each at least a byte. twmb/avro bounds block counts the same way.
+// Each node is computed once (a value reached through a recursion is a lower bound too, which is
+// all a bound on block counts needs): a schema whose types each use the next twice is not walked
+// 2^depth times.
 func minBytes(n *avroNode, path map[*avroNode]bool) int {
 	if path[n] {
 		return 1
 	}
-	if n.min > 0 || n.kind == avroNull {
+	if n.minKnown {
 		return n.min
 	}
 	path[n] = true
-	defer delete(path, n)
+	defer func() { delete(path, n); n.minKnown = true }()
 	switch n.kind {
+	case avroNull:
+		n.min = 0
 	case avroFloat:
 		n.min = 4
 	case avroDouble:
@@ -304,7 +310,7 @@ func minBytes(n *avroNode, path map[*avroNode]bool) int {
 	case avroRecord:
 		m := 0
 		for _, f := range n.fields {
-			m += minBytes(f.node, path)
+			m = min(m+minBytes(f.node, path), 1<<30) // a sum of fixed sizes can be anything
 		}
 		n.min = m
 	case avroUnion:

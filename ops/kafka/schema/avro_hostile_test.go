@@ -307,3 +307,22 @@ func TestAvroTimeLayouts(t *testing.T) {
 		}
 	}
 }
+
+// A schema whose every type uses the next one twice (60 levels: 2^60 paths to the last) compiles
+// at once, and its values are read.
+func TestAvroSchemaOfSharedTypes(t *testing.T) {
+	const levels = 60
+	text := `{"type":"record","name":"R60","fields":[]}`
+	for i := levels - 1; i >= 0; i-- {
+		text = fmt.Sprintf(`{"type":"record","name":"R%d","fields":[{"name":"a","type":%s},{"name":"b","type":"R%d"}]}`, i, text, i+1)
+	}
+	start := time.Now()
+	c, _ := mustAvro(t, text)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("compiling took %s", d)
+	}
+	// Its one value takes no bytes and would be 2^60 empty records of JSON.
+	if _, _, err := c.decodeJSON(nil); !errors.Is(err, errTooLarge) {
+		t.Errorf("got %v", err)
+	}
+}

@@ -330,6 +330,11 @@ func (r *avroReader) value(n *avroNode, src, out []byte) ([]byte, []byte, error)
 				return nil, out, within(err, f.name)
 			}
 		}
+		// Checked here too: a schema whose records each hold the next twice is a few lines of
+		// text for 2^depth of them, and reads from no bytes at all.
+		if len(out) > MaxJSONBytes {
+			return nil, out, errTooLarge
+		}
 		out = append(out, '}')
 		r.depth--
 	case avroArray:
