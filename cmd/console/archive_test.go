@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,4 +192,78 @@ func dlqConsole(t *testing.T, ctx context.Context, n int, body, auth string) (ba
 	base = startConsole(t, fmt.Sprintf("store: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n%s",
 		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, auth))
 	return base, vhost, ch
+}
+
+// TestArchiveRestoreTwentyAtOnce: twenty operators restore the same archived message at once,
+// half to its DLQ and half to its original destination. It ends up in exactly one place, once:
+// one message in orders.dlq and orders.work together (counted with the test's own AMQP client);
+// every request that did not restore it is a 409 (or a replay job that finds it restored and
+// fails it without publishing).
+func TestArchiveRestoreTwentyAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base, vhost, ch := dlqConsole(t, ctx, 1, `{"n":%d}`, basicAuth(""))
+	plan := decode[struct {
+		PlanID string `json:"plan_id"`
+	}](t, bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
+		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":10}}`, vhost)))
+	job := decode[struct{ ID string }](t, bearer(t, "POST", base+"/api/v1/replays", "tok-operator", fmt.Sprintf(`{"plan_id":%q,"reason":"poison"}`, plan.PlanID)))
+	waittest.Until(t, 30*time.Second, "the discard finishes", func() bool {
+		return strings.Contains(bearer(t, "GET", base+"/api/v1/replays/"+job.ID, "tok-viewer", "").body, `"status":"done"`)
+	})
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 0, 10*time.Second)
+	archive := decode[struct {
+		Messages []struct{ ID int64 }
+	}](t, bearer(t, "GET", base+"/api/v1/archive", "tok-viewer", ""))
+	if len(archive.Messages) != 1 {
+		t.Fatalf("archive: %+v", archive)
+	}
+	restoreURL := fmt.Sprintf("%s/api/v1/archive/%d/restore", base, archive.Messages[0].ID)
+	statuses := make([]int, 20)
+	jobs := make([]string, 20)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		to := "dlq"
+		if i%2 == 1 {
+			to = "original"
+		}
+		wg.Go(func() {
+			r := bearer(t, "POST", restoreURL, "tok-operator", fmt.Sprintf(`{"to":%q,"reason":"operator %d"}`, to, i))
+			statuses[i] = r.status
+			if r.status == http.StatusAccepted {
+				jobs[i] = decode[struct {
+					JobID string `json:"job_id"`
+				}](t, r).JobID
+			}
+		})
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != http.StatusOK && st != http.StatusAccepted && st != http.StatusConflict {
+			t.Fatalf("request %d: %d", i, st)
+		}
+	}
+	for _, id := range jobs {
+		if id != "" {
+			waittest.Until(t, 30*time.Second, "job "+id+" ends", func() bool {
+				b := bearer(t, "GET", base+"/api/v1/replays/"+id, "tok-viewer", "").body
+				return !strings.Contains(b, `"status":"pending"`) && !strings.Contains(b, `"status":"running"`)
+			})
+		}
+	}
+	waittest.Until(t, 30*time.Second, "the message in one queue", func() bool {
+		return rabbittest.Depth(t, ch, "orders.dlq")+rabbittest.Depth(t, ch, "orders.work") >= 1
+	})
+	waittest.Holds(t, 2*time.Second, "exactly one copy", func() bool {
+		return rabbittest.Depth(t, ch, "orders.dlq")+rabbittest.Depth(t, ch, "orders.work") == 1
+	})
+	var ok int
+	for _, st := range statuses {
+		if st == http.StatusOK {
+			ok++
+		}
+	}
+	if ok > 1 {
+		t.Fatalf("%d restores to the DLQ succeeded: %v", ok, statuses)
+	}
 }
