@@ -352,23 +352,25 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 	return q, nil
 }
 
-// APIRecords: GET /api/v1/kafka/:cluster/topics/:topic/records.
-func (h *Kafka) APIRecords(c echo.Context) error {
+// recordQuery is the cluster of the path and the page of its topic that the query asks for.
+func (h *Kafka) recordQuery(c echo.Context) (KafkaCluster, kafka.RecordQuery, error) {
 	k, err := h.cluster(c)
 	if err != nil {
-		return err
+		return nil, kafka.RecordQuery{}, err
 	}
 	q, err := parseRecordQuery(c)
+	return k, q, err
+}
+
+// APIRecords: GET /api/v1/kafka/:cluster/topics/:topic/records.
+func (h *Kafka) APIRecords(c echo.Context) error {
+	k, q, err := h.recordQuery(c)
 	if err != nil {
 		return err
 	}
-	raw := false
-	switch c.QueryParam("raw") {
-	case "", "false":
-	case "true":
-		raw = true
-	default:
-		return ops.Invalid("raw", "must be true or false")
+	raw, err := rawParam(c)
+	if err != nil {
+		return err
 	}
 	state, err := recordState(c, "all")
 	if err != nil {
@@ -562,11 +564,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 // TopicPage: GET /kafka/:cluster/topics/:topic — browse records; ?exception= keeps the records of
 // one error group among those read.
 func (h *Kafka) TopicPage(c echo.Context) error {
-	k, err := h.cluster(c)
-	if err != nil {
-		return err
-	}
-	q, err := parseRecordQuery(c)
+	k, q, err := h.recordQuery(c)
 	if err != nil {
 		return err
 	}

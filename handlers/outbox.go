@@ -259,37 +259,48 @@ func (h *Outboxes) APIEvents(c echo.Context) error {
 // maxPayload caps the payload returned or rendered: message content is untrusted and unbounded.
 const maxPayload = 256 << 10
 
-func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, error) {
+// shownPayload is an event's payload as the caller may see it: masked unless an admin reveals it
+// (redactPayload), then cut to maxPayload.
+type shownPayload struct {
+	text                string
+	truncated, redacted bool
+}
+
+// event is the event of the path (/outboxes/:name/events/:id) with its payload as shown.
+func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, shownPayload, error) {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
-		return nil, outbox.Event{}, err
+		return nil, outbox.Event{}, shownPayload{}, err
 	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id < 1 {
-		return nil, outbox.Event{}, ops.Invalid("id", "must be a positive integer event id")
+		return nil, outbox.Event{}, shownPayload{}, ops.Invalid("id", "must be a positive integer event id")
 	}
 	e, err := o.Event(c.Request().Context(), id)
-	return o, e, err
+	if err != nil {
+		return nil, outbox.Event{}, shownPayload{}, err
+	}
+	full, redacted, err := h.redactPayload(c, o, e.ID, e.Payload)
+	if err != nil {
+		return nil, outbox.Event{}, shownPayload{}, err
+	}
+	text, truncated := capText(full, maxPayload)
+	return o, e, shownPayload{text, truncated, redacted}, nil
 }
 
 // APIEvent: GET /api/v1/outboxes/:name/events/:id — the event plus its payload (a JSON value when
 // the payload is JSON, else a string), with the configured paths masked ("payload_redacted": true
 // then) unless an admin asks ?reveal=true, which is audited.
 func (h *Outboxes) APIEvent(c echo.Context) error {
-	o, e, err := h.event(c)
+	_, e, shown, err := h.event(c)
 	if err != nil {
 		return err
 	}
-	full, redacted, err := h.redactPayload(c, o, e.ID, e.Payload)
-	if err != nil {
-		return err
+	var raw any = shown.text // a cut document is a string even where its head happens to parse ("12" of "1234")
+	if !shown.truncated {
+		raw = payload.Value([]byte(shown.text))
 	}
-	text, truncated := capText(full, maxPayload)
-	var raw any = text // a cut document is a string even where its head happens to parse ("12" of "1234")
-	if !truncated {
-		raw = payload.Value([]byte(text))
-	}
-	return c.JSON(http.StatusOK, eventPayloadJSON{toEventJSON(e, time.Now()), raw, truncated, redacted, len(e.Payload)})
+	return c.JSON(http.StatusOK, eventPayloadJSON{toEventJSON(e, time.Now()), raw, shown.truncated, shown.redacted, len(e.Payload)})
 }
 
 // eventPayloadJSON is one event with its payload: a JSON value when it is JSON, else a string.
@@ -580,18 +591,14 @@ func toEventRow(e outbox.Event, now time.Time) outboxpages.EventRow {
 
 // EventPage: GET /outboxes/:name/events/:id.
 func (h *Outboxes) EventPage(c echo.Context) error {
-	o, e, err := h.event(c)
+	o, e, shown, err := h.event(c)
 	if err != nil {
 		return err
 	}
-	full, redacted, err := h.redactPayload(c, o, e.ID, e.Payload)
-	if err != nil {
-		return err
-	}
-	text, truncated := capText(full, maxPayload)
-	pretty, isJSON := text, false
+	truncated, redacted := shown.truncated, shown.redacted
+	pretty, isJSON := shown.text, false
 	if !truncated {
-		pretty, isJSON = payload.Indent([]byte(text))
+		pretty, isJSON = payload.Indent([]byte(shown.text))
 	}
 	page := outboxpages.EventPage{
 		Meta:             h.meta(c, fmt.Sprintf("Event %d · %s", e.ID, o.Name()), "outboxes"),
