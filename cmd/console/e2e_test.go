@@ -111,14 +111,7 @@ func TestOutboxAPI(t *testing.T) {
 
 	t.Run("List", func(t *testing.T) {
 		r := do(t, nil, "GET", base+"/api/v1/outboxes", "", "")
-		v := decode[struct {
-			Outboxes []struct {
-				Name   string           `json:"name"`
-				Counts map[string]int64 `json:"counts"`
-				Stuck  int64            `json:"stuck_leases"`
-				Age    float64          `json:"oldest_ready_age_seconds"`
-			} `json:"outboxes"`
-		}](t, r)
+		v := decode[apiOutboxes](t, r)
 		if r.status != 200 || len(v.Outboxes) != 1 {
 			t.Fatalf("%d %s", r.status, r.body)
 		}

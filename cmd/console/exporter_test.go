@@ -231,14 +231,7 @@ func TestExporterMatchesAPI(t *testing.T) {
 	})
 
 	t.Run("Outboxes", func(t *testing.T) {
-		v := decode[struct {
-			Outboxes []struct {
-				Name   string           `json:"name"`
-				Counts map[string]int64 `json:"counts"`
-				Stuck  int64            `json:"stuck_leases"`
-				Age    float64          `json:"oldest_ready_age_seconds"`
-			} `json:"outboxes"`
-		}](t, do(t, nil, "GET", base+"/api/v1/outboxes", "", ""))
+		v := decode[apiOutboxes](t, do(t, nil, "GET", base+"/api/v1/outboxes", "", ""))
 		m := scrape(t, base)
 		if len(v.Outboxes) != 1 || v.Outboxes[0].Counts["DEAD"] == 0 || v.Outboxes[0].Stuck == 0 {
 			t.Fatalf("the demo outbox: %+v", v)

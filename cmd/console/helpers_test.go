@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
@@ -101,4 +103,27 @@ consumers:
     rabbitmq: {broker: main, vhost: %q, queue: orders.work}
 replay: {lease: 2s}
 `, storeDSN, string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost)
+}
+
+// apiOutboxes is GET /api/v1/outboxes as a test reads it.
+type apiOutboxes struct {
+	Outboxes []struct {
+		Name   string           `json:"name"`
+		Counts map[string]int64 `json:"counts"`
+		Stuck  int64            `json:"stuck_leases"`
+		Age    float64          `json:"oldest_ready_age_seconds"`
+	} `json:"outboxes"`
+}
+
+// planSelected plans the ticked rows of the open page ("Plan replay of selected") and returns the
+// plan page's header and its items, as text.
+func planSelected(t *testing.T, ctx context.Context) (header, items string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`[data-testid="plan-selected"] button`),
+		chromedp.WaitVisible(`[data-testid="plan-counts"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	return must(t, ctx, chromedp.Text(`[data-testid="page-header"]`)), must(t, ctx, chromedp.Text(`[data-testid="plan-items"]`))
 }

@@ -62,14 +62,7 @@ func TestBrowserRecordTable(t *testing.T) {
 	if !paired {
 		t.Error("after sorting, a record's detail row is not under its own row")
 	}
-	if err := chromedp.Do(ctx,
-		chromedp.Click(`[data-testid="plan-selected"] button`),
-		chromedp.WaitVisible(`[data-testid="plan-counts"]`),
-	); err != nil {
-		t.Fatal(err)
-	}
-	header := must(t, ctx, chromedp.Text(`[data-testid="page-header"]`))
-	items := must(t, ctx, chromedp.Text(`[data-testid="plan-items"]`))
+	header, items := planSelected(t, ctx)
 	screenshot(t, ctx, "replay-plan-selected")
 	if !strings.Contains(header, "2 selected record(s)") {
 		t.Fatalf("plan of the ticked rows: %q", header)

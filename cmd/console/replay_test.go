@@ -215,14 +215,7 @@ func TestBrowserPlanRunProgress(t *testing.T) {
 		const boxes = [...document.querySelectorAll('[data-testid="select-record"]')];
 		boxes.slice(0, 2).forEach(b => { b.click(); });
 		return boxes.filter(b => b.checked).map(b => b.value); })()`))
-	if err := chromedp.Do(ctx,
-		chromedp.Click(`[data-testid="plan-selected"] button`),
-		chromedp.WaitVisible(`[data-testid="plan-counts"]`),
-	); err != nil {
-		t.Fatal(err)
-	}
-	header := must(t, ctx, chromedp.Text(`[data-testid="page-header"]`))
-	locators := must(t, ctx, chromedp.Text(`[data-testid="plan-items"]`))
+	header, locators := planSelected(t, ctx)
 	if len(ticked) != 2 || !strings.Contains(header, "2 selected record(s)") ||
 		!strings.Contains(locators, "orders.DLT@") || // the locator names the topic by its ID too
 		!strings.Contains(locators, "/"+strings.ReplaceAll(ticked[1], ":", "/")+"\n") && !strings.HasSuffix(locators, "/"+strings.ReplaceAll(ticked[1], ":", "/")) {
