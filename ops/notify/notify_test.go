@@ -289,9 +289,9 @@ func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
 	ev := &problems{}
 	p := problem(health.KindOutboxDead, "outbox", "orders")
 	ev.set(p)
-	n := newNotifier(t, st, ev, "r1", configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
-		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}, RepeatEvery: configs.Duration(700 * time.Millisecond)}}})
+	cfg := hookOnly(hook)
+	cfg.Rules[0].RepeatEvery = configs.Duration(700 * time.Millisecond)
+	n := newNotifier(t, st, ev, "r1", cfg)
 	// Rounds through most of repeat_every: it fires once and not again.
 	waittest.Holds(t, 500*time.Millisecond, "one firing before repeat_every", func() bool {
 		round(t, n)
@@ -325,9 +325,7 @@ func TestSilenceHoldsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev.set(p, other)
-	n := newNotifier(t, st, ev, "r1", configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
-		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}})
+	n := newNotifier(t, st, ev, "r1", hookOnly(hook))
 	for range 3 {
 		round(t, n)
 	}
@@ -347,9 +345,7 @@ func TestReceiverDownThenUp(t *testing.T) {
 	ev := &problems{}
 	p := problem(health.KindOutboxStuck, "outbox", "orders")
 	ev.set(p)
-	n := newNotifier(t, st, ev, "r1", configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
-		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}})
+	n := newNotifier(t, st, ev, "r1", hookOnly(hook))
 	waittest.Until(t, 5*time.Second, "delivered once the receiver is up", func() bool {
 		_ = n.Round(context.Background()) // attempts fail while it is down
 		return hook.count(p.Key, "firing") > 0
@@ -368,15 +364,20 @@ func TestReceiverDownThenUp(t *testing.T) {
 	}
 }
 
+// hookOnly sends every problem to the one webhook channel hook.
+func hookOnly(hook *receiver) configs.Notify {
+	return configs.Notify{
+		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
+		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}}
+}
+
 func TestTwoNotifiersOneNotification(t *testing.T) {
 	st := openStore(t)
 	hook := newReceiver(t, "")
 	ev := &problems{}
 	p := problem(health.KindOutboxDead, "outbox", "orders")
 	ev.set(p)
-	cfg := configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
-		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}}
+	cfg := hookOnly(hook)
 	a, b := newNotifier(t, st, ev, "a", cfg), newNotifier(t, st, ev, "b", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
@@ -395,9 +396,7 @@ func TestRecordedNotSentThenLeaderStops(t *testing.T) {
 	ev := &problems{}
 	p := problem(health.KindReplayAwaiting, "job", "j1")
 	ev.set(p)
-	cfg := configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
-		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}}
+	cfg := hookOnly(hook)
 	a := newNotifier(t, st, ev, "a", cfg)
 	if lead, err := a.Evaluate(context.Background()); err != nil || !lead {
 		t.Fatalf("a leads: %v %v", lead, err)
