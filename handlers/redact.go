@@ -526,6 +526,9 @@ func (r *Redactor) RedactPlan(p replay.Plan) replay.Plan {
 	if !r.Active() || p.Source.Kind == "outbox" {
 		return p
 	}
+	if ed := p.Source.Edit; ed != nil && ed.Diff != nil {
+		p.Source.Edit = redactEdit(r, *ed)
+	}
 	ids := r.masksMessageIDs()
 	groups := r.masksExceptionType()
 	if p.Source.Kind == "rabbitmq" {
@@ -587,6 +590,52 @@ func (h *Replays) Redacting(r *Redactor) *Replays {
 }
 
 // RedactPlanFor is RedactPlan for the request: admins who reveal (audited) see the plan as it is.
+// redactEdit masks what an edit and retry's diff shows of the message: the value before and
+// after at the configured JSON paths (whole when it is not JSON), the configured headers, and the
+// message id when ids are masked. The edit itself (what a job publishes) is the stored plan's,
+// never this copy.
+func redactEdit(r *Redactor, ed replay.Edit) *replay.Edit {
+	d := *ed.Diff
+	for _, v := range []*string{&d.ValueBefore, &d.ValueAfter} {
+		if *v != "" {
+			if b, changed := r.maskBody([]byte(*v), false, &messageMask{}); changed {
+				*v = string(b)
+			}
+		}
+	}
+	if len(d.Headers) > 0 {
+		h := make(map[string][2]string, len(d.Headers))
+		for k, v := range d.Headers {
+			if r.Header(k) {
+				v = [2]string{Redacted, Redacted}
+			}
+			h[k] = v
+		}
+		d.Headers = h
+	}
+	if d.MessageID != nil && r.masksMessageIDs() {
+		d.MessageID = &[2]string{Redacted, d.MessageID[1]}
+	}
+	if ed.Value != nil {
+		if b, changed := r.maskBody([]byte(*ed.Value), false, &messageMask{}); changed {
+			v := string(b)
+			ed.Value = &v
+		}
+	}
+	if len(ed.SetHeaders) > 0 {
+		set := make(map[string]string, len(ed.SetHeaders))
+		for k, v := range ed.SetHeaders {
+			if r.Header(k) {
+				v = Redacted
+			}
+			set[k] = v
+		}
+		ed.SetHeaders = set
+	}
+	ed.Diff = &d
+	return &ed
+}
+
 func (r *Redactor) RedactPlanFor(c echo.Context, p replay.Plan) (replay.Plan, error) {
 	red, err := r.For(c, "replay/plan/"+p.ID)
 	if err != nil {

@@ -90,3 +90,32 @@ func TestRedactDerivedFields(t *testing.T) {
 		}
 	})
 }
+
+// An edit and retry's diff shows no more of the message than the message itself would: the
+// masked JSON paths of the value before and after, the masked headers, and the message id when
+// ids are masked; the engine's plan keeps its edit.
+func TestRedactPlanEditDiff(t *testing.T) {
+	red, err := NewRedactor([]string{"authorization", "messageId"}, []string{"$.card"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := `{"card":"4111-after","n":1}`
+	ed := &replay.Edit{Value: &value, SetHeaders: map[string]string{"authorization": "Bearer new"},
+		Diff: &replay.EditDiff{ValueBefore: `{"card":"4111-before","n":1}`, ValueAfter: value,
+			Headers:   map[string][2]string{"authorization": {"Bearer old", "Bearer new"}, "fixed-by": {"", "ops"}},
+			MessageID: &[2]string{"m-secret", "fresh-1"}}}
+	p := replay.Plan{Source: replay.Source{Kind: "rabbitmq", Edit: ed}}
+	got := red.RedactPlan(p)
+	raw, _ := json.Marshal(got.Source) // what the plan page shows of the edit
+	for _, leak := range []string{"4111-before", "4111-after", "Bearer old", "Bearer new", "m-secret"} {
+		if strings.Contains(string(raw), leak) {
+			t.Errorf("%q shows through: %s", leak, raw)
+		}
+	}
+	if !strings.Contains(string(raw), `"fixed-by":["","ops"]`) || !strings.Contains(string(raw), "fresh-1") {
+		t.Errorf("what is not masked must stay: %s", raw)
+	}
+	if p.Source.Edit.Diff.ValueBefore != `{"card":"4111-before","n":1}` || *p.Source.Edit.Value != value {
+		t.Error("RedactPlan changed the engine's plan")
+	}
+}
