@@ -112,6 +112,9 @@ func TestBrowserEditAndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: %v\n%.2000s", i, err, must(t, ctx, chromedp.Text(`body`)))
 		}
+		if i == 3 { // the card open
+			screenshot(t, ctx, "edit-card")
+		}
 	}
 	runEditPlan(t, ctx, dialogs, "edit and retry: the value and 1 header(s) change", "edit-plan")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
