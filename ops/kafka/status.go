@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 )
 
 // Sample is one observation of a group's position on one partition, taken by the sampler.
@@ -277,23 +278,23 @@ func (v verdict) describe(others []verdict, where string) string {
 	}
 	switch v.found {
 	case foundLeft:
-		return fmt.Sprintf("no members; lag %s left unconsumed%s", num(lag), where)
+		return fmt.Sprintf("no members; lag %s left unconsumed%s", ops.FormatNum(lag), where)
 	case foundLeftNever:
-		return fmt.Sprintf("no members; never committed%s, lag %s left unconsumed", where, num(lag))
+		return fmt.Sprintf("no members; never committed%s, lag %s left unconsumed", where, ops.FormatNum(lag))
 	case foundStop:
 		if single {
-			return fmt.Sprintf("no commit for %s%s (committed offset %s), lag %s", stuckText, where, num(v.offset), num(lag))
+			return fmt.Sprintf("no commit for %s%s (committed offset %s), lag %s", stuckText, where, ops.FormatNum(v.offset), ops.FormatNum(lag))
 		}
-		return fmt.Sprintf("no commit for %s%s, lag %s", stuckText, where, num(lag))
+		return fmt.Sprintf("no commit for %s%s, lag %s", stuckText, where, ops.FormatNum(lag))
 	case foundStopNever:
-		return fmt.Sprintf("never committed%s (no commit seen in %s), lag %s", where, stuckText, num(lag))
+		return fmt.Sprintf("never committed%s (no commit seen in %s), lag %s", where, stuckText, ops.FormatNum(lag))
 	case foundStall:
 		if single {
-			return fmt.Sprintf("committed offset stuck at %s for %s%s with %s, lag %s", num(v.offset), stuckText, where, plural(v.members, "member"), num(lag))
+			return fmt.Sprintf("committed offset stuck at %s for %s%s with %s, lag %s", ops.FormatNum(v.offset), stuckText, where, plural(v.members, "member"), ops.FormatNum(lag))
 		}
-		return fmt.Sprintf("committed offsets stuck for %s%s with %s, lag %s", stuckText, where, plural(v.members, "member"), num(lag))
+		return fmt.Sprintf("committed offsets stuck for %s%s with %s, lag %s", stuckText, where, plural(v.members, "member"), ops.FormatNum(lag))
 	case foundStallNever:
-		return fmt.Sprintf("never committed%s (no commit seen in %s) with %s, lag %s", where, stuckText, plural(v.members, "member"), num(lag))
+		return fmt.Sprintf("never committed%s (no commit seen in %s) with %s, lag %s", where, stuckText, plural(v.members, "member"), ops.FormatNum(lag))
 	case foundBehind:
 		behind := v.behind
 		for _, o := range all {
@@ -303,7 +304,7 @@ func (v verdict) describe(others []verdict, where string) string {
 		if v.status.Code == StatusErr {
 			word = "error"
 		}
-		return fmt.Sprintf("%s behind%s (%s after %s), lag %s", dur(behind), where, word, dur(v.limit), num(lag))
+		return fmt.Sprintf("%s behind%s (%s after %s), lag %s", dur(behind), where, word, dur(v.limit), ops.FormatNum(lag))
 	case foundRising:
 		lags, span := risingTotal(all)
 		return fmt.Sprintf("lag rose at every sample%s: %s over %s", where, chain(lags), dur(span))
@@ -365,7 +366,7 @@ func chain(lags []int64) string {
 			}
 			continue
 		}
-		parts = append(parts, num(l))
+		parts = append(parts, ops.FormatNum(l))
 	}
 	return strings.Join(parts, " → ")
 }
@@ -634,26 +635,6 @@ func usable(samples []Sample) []Sample {
 	}
 	slices.SortStableFunc(out, func(a, b Sample) int { return a.At.Compare(b.At) })
 	return out
-}
-
-// num formats n with thousands separators: 4800 → "4,800".
-func num(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	var b []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s[i])
-	}
-	if neg {
-		return "-" + string(b)
-	}
-	return string(b)
 }
 
 // dur formats a duration for people: "45s", "6m", "1h20m", "3d4h".

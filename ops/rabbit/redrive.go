@@ -157,10 +157,13 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 		}
 		w := c.cur
 		// The queue is drained when no delivery comes for a while; but while fewer messages have
-		// arrived than were ready, a pause is a busy broker or machine, not the end of the queue.
+		// arrived than were ready, or than the plan read with no one else consuming the queue, a
+		// pause is a busy broker or machine, not the end of the queue: messages a plan's browse
+		// released become ready only when the queue process has requeued them, which for 100,000
+		// can take seconds after the browse's channel closed.
 		wait := c.b.idleWait
 		switch {
-		case c.read < min(c.span, c.ready):
+		case c.read < min(c.span, c.ready), c.read < c.span && c.others == 0:
 			wait = max(c.b.timeout, c.b.firstWait)
 		case w.got == 0:
 			wait = c.b.firstWait
@@ -169,15 +172,19 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 		if err != nil {
 			return out, err
 		}
-		if !ok && c.read < min(c.span, c.ready) {
-			// Fewer arrived than were ready. When no one else consumes the queue they are still
-			// there — ready, or on their way to this consumer — and the silence is a busy broker:
-			// the job pauses and reads again, never reports them "not found in the queue". With
-			// another consumer they may have gone to it: the queue has ended for the cursor.
-			if others, err := c.othersNow(ctx); err != nil {
+		if !ok && c.read < c.span {
+			// No delivery came and the span is not read. When no one else consumes the queue, the
+			// messages are still there — ready now, or on their way to this consumer (fewer have
+			// arrived than were ready when the job began, or messages a plan's browse was still
+			// requeueing have become ready since) — and the silence is a busy broker: the job pauses
+			// and reads again, never reports them "not found in the queue". With another consumer
+			// they may have gone to it: the queue has ended for the cursor.
+			others, ready, err := c.queueNow(ctx)
+			if err != nil {
 				return out, err
-			} else if others == 0 {
-				return out, c.b.fail(c.op, fmt.Errorf("%w: no delivery for %s with %d of %d messages read", ops.ErrUnavailable, wait, c.read, min(c.span, c.ready)))
+			}
+			if others == 0 && (ready > 0 || c.read < c.ready) {
+				return out, c.b.fail(c.op, fmt.Errorf("%w: no delivery for %s with %d of %d messages read and %d ready", ops.ErrUnavailable, wait, c.read, c.span, ready))
 			}
 		}
 		if !ok { // nothing more is ready
@@ -203,19 +210,19 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 	return out, nil
 }
 
-// othersNow is how many consumers besides the cursor's window the queue has now, read on a
-// channel of its own.
-func (c *Cursor) othersNow(ctx context.Context) (int, error) {
+// queueNow is how many consumers besides the cursor's window the queue has now and how many of
+// its messages are ready, read on a channel of its own.
+func (c *Cursor) queueNow(ctx context.Context) (others, ready int, err error) {
 	probe, err := c.b.channel(ctx, c.vhost)
 	if err != nil {
-		return 0, c.b.fail(c.op, err)
+		return 0, 0, c.b.fail(c.op, err)
 	}
 	defer probe.Close()
 	st, err := probe.QueueDeclarePassive(c.queue, false, false, false, false, nil)
 	if err != nil {
-		return 0, c.b.fail(c.op, err)
+		return 0, 0, c.b.fail(c.op, err)
 	}
-	return max(st.Consumers-1, 0), nil
+	return max(st.Consumers-1, 0), st.Messages, nil
 }
 
 func (c *Cursor) delivery(d amqp.Delivery, w *window) Delivery {

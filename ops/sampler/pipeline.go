@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -146,25 +147,17 @@ func verdict(p Pipeline) (string, bool) {
 		case s.Stage == StageMain:
 			mainLag += s.Lag
 		case s.Stage == StageRetry && s.Consumed && s.Lag > 0:
-			waiting = append(waiting, fmt.Sprintf("%s records wait in %s", num(s.Lag), s.Topic))
+			waiting = append(waiting, fmt.Sprintf("%s records wait in %s", ops.FormatNum(s.Lag), s.Topic))
 		case s.Stage == StageDLT && s.InflowPerSecond != nil && *s.InflowPerSecond > 0:
 			arriving = append(arriving, fmt.Sprintf("%s receives %.1f/s", s.Topic, *s.InflowPerSecond))
 		}
 	}
 	trouble := append(waiting, arriving...)
-	head := fmt.Sprintf("%s: the main topic's lag is %s", p.Base, num(mainLag))
+	head := fmt.Sprintf("%s: the main topic's lag is %s", p.Base, ops.FormatNum(mainLag))
 	if len(trouble) == 0 {
 		return head + ", and nothing waits in its retry topics or arrives in its DLT.", false
 	}
 	return head + ", but " + strings.Join(trouble, ", ") + ".", true
-}
-
-func num(n int64) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // naturalLess orders orders-retry-2 before orders-retry-10.
