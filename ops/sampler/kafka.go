@@ -140,18 +140,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	}
 	groups, err := st.src.Cluster.Groups(ctx)
 	if err != nil {
-		if errors.Is(context.Cause(ctx), context.Canceled) {
-			return err // shutting down: not the cluster's fault, nothing to record
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
-		defer cancel()
-		// Pages show the stored text: the words for a person; the returned error, logged, has the cause.
-		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotKafka, Name: st.name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
-			err = errors.Join(err, serr)
-		} else {
-			s.rememberError(st.name, ops.Message(err), at)
-		}
-		return fmt.Errorf("sampler: %w", err)
+		return s.failedSample(ctx, l, store.SnapshotKafka, st.name, at, err, s.rememberError)
 	}
 
 	out, rows := st.observe(groups, at)

@@ -175,18 +175,7 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l store.Sou
 	}
 	topo, err := st.src.Broker.Topology(ctx)
 	if err != nil {
-		if errors.Is(context.Cause(ctx), context.Canceled) {
-			return err // shutting down: not the broker's fault, nothing to record
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
-		defer cancel()
-		// Pages show the stored text: the words for a person; the returned error, logged, has the cause.
-		if serr := s.write(wctx, l, store.SampleWrite{Kind: store.SnapshotRabbit, Name: st.name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
-			err = errors.Join(err, serr)
-		} else {
-			s.rememberRabbitError(st.name, ops.Message(err), at)
-		}
-		return fmt.Errorf("sampler: %w", err)
+		return s.failedSample(ctx, l, store.SnapshotRabbit, st.name, at, err, s.rememberRabbitError)
 	}
 
 	snap, rows := st.observe(topo, at)

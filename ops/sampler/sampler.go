@@ -396,3 +396,22 @@ func (s *Sampler) observe(source string, start time.Time, err error) {
 	s.m.runs.WithLabelValues(source, result).Inc()
 	s.m.duration.WithLabelValues(source).Observe(time.Since(start).Seconds())
 }
+
+// failedSample records that a source could not be read at at: the snapshot keeps its last good
+// data and gains the error, in the words for a person, which pages show (remember keeps them in
+// this replica's memory too); the returned error, logged, has the cause. Shutting down is not the
+// source's fault: nothing is recorded then.
+func (s *Sampler) failedSample(ctx context.Context, l store.SourceLease, kind, name string, at time.Time, err error,
+	remember func(name, text string, at time.Time)) error {
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	if serr := s.write(wctx, l, store.SampleWrite{Kind: kind, Name: name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
+		err = errors.Join(err, serr)
+	} else {
+		remember(name, ops.Message(err), at)
+	}
+	return fmt.Errorf("sampler: %w", err)
+}
