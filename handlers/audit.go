@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	auditpages "github.com/redrive/redrive/views/pages/audit"
@@ -24,10 +27,18 @@ type AuditLog interface {
 type Audit struct {
 	log  AuditLog
 	meta MetaFunc
+	red  *Redactor // nil masks nothing
 }
 
 // NewAudit wires the audit log.
 func NewAudit(log AuditLog, meta MetaFunc) *Audit { return &Audit{log: log, meta: meta} }
+
+// Redacting masks what entries record of messages (an edit and retry's edit and diff) as the
+// messages themselves are masked; an admin may reveal it (audited).
+func (h *Audit) Redacting(r *Redactor) *Audit {
+	h.red = r
+	return h
+}
 
 func parseAuditFilter(c echo.Context) (store.AuditFilter, error) {
 	var f store.AuditFilter
@@ -72,6 +83,10 @@ func (h *Audit) API(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	red, err := h.red.For(c, "audit")
+	if err != nil {
+		return err
+	}
 	entries, err := h.log.ListAudit(c.Request().Context(), f)
 	if err != nil {
 		return err
@@ -83,7 +98,7 @@ func (h *Audit) API(c echo.Context) error {
 	for _, e := range entries {
 		resp.Entries = append(resp.Entries, auditJSON{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Role: e.Role,
 			SourceIP: e.SourceIP, UserAgent: e.UserAgent, Action: e.Action, Target: e.Target, Count: e.Count,
-			Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail})
+			Reason: e.Reason, Outcome: e.Outcome, Detail: redactDetail(red, e.Detail)})
 	}
 	if len(entries) == f.Limit && len(entries) > 0 {
 		s := strconv.FormatInt(entries[len(entries)-1].ID, 10)
@@ -118,4 +133,27 @@ func (h *Audit) Page(c echo.Context) error {
 		page.NextURL = paths.WithQuery(paths.Audit, url.Values(q))
 	}
 	return render(c, http.StatusOK, auditpages.List(page))
+}
+
+// redactDetail masks what an entry's detail shows of a message. A replay plan's entry records its
+// source, and an edit and retry's source holds the edit and its diff — the message's value and
+// headers before and after: they show no more than the message would (redactEdit). An edit that
+// cannot be read back is left out whole rather than shown.
+func redactDetail(red *Redactor, d map[string]any) map[string]any {
+	src, ok := d["source"].(map[string]any)
+	if red == nil || !ok || src["edit"] == nil {
+		return d
+	}
+	masked := maps.Clone(src)
+	masked["edit"] = Redacted
+	var ed replay.Edit
+	if b, err := json.Marshal(src["edit"]); err == nil && json.Unmarshal(b, &ed) == nil && ed.Diff != nil {
+		var m any
+		if b, err := json.Marshal(redactEdit(red, ed)); err == nil && json.Unmarshal(b, &m) == nil {
+			masked["edit"] = m
+		}
+	}
+	out := maps.Clone(d)
+	out["source"] = masked
+	return out
 }

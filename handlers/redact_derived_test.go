@@ -119,3 +119,42 @@ func TestRedactPlanEditDiff(t *testing.T) {
 		t.Error("RedactPlan changed the engine's plan")
 	}
 }
+
+// The audit log's entry for an edit and retry's plan records the edit and its diff; read back by
+// someone who sees masked content, it shows no more than the message would — and an edit that
+// cannot be read back is left out whole.
+func TestRedactAuditEditDiff(t *testing.T) {
+	red, err := NewRedactor([]string{"authorization"}, []string{"$.card"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := `{"card":"4111-after","n":1}`
+	src := replay.Source{Kind: "kafka", Topic: "orders.DLT", Edit: &replay.Edit{Value: &value,
+		SetHeaders: map[string]string{"authorization": "Bearer new"},
+		Diff: &replay.EditDiff{ValueBefore: `{"card":"4111-before","n":1}`, ValueAfter: value,
+			Headers: map[string][2]string{"authorization": {"Bearer old", "Bearer new"}}}}}
+	var detail map[string]any // as the store gives it back: decoded JSON
+	b, _ := json.Marshal(map[string]any{"source": src, "actions": map[string]int{"replay": 1}})
+	if err := json.Unmarshal(b, &detail); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(redactDetail(red, detail))
+	for _, leak := range []string{"4111-before", "4111-after", "Bearer old", "Bearer new"} {
+		if strings.Contains(string(raw), leak) {
+			t.Errorf("%q shows through the audit entry: %s", leak, raw)
+		}
+	}
+	if !strings.Contains(string(raw), `"topic":"orders.DLT"`) || !strings.Contains(string(raw), `\"n\":1`) {
+		t.Errorf("what is not masked must stay: %s", raw)
+	}
+	if orig, _ := json.Marshal(detail); !strings.Contains(string(orig), "4111-before") {
+		t.Error("redactDetail changed the entry it was given")
+	}
+	if got, _ := json.Marshal(redactDetail(nil, detail)); !strings.Contains(string(got), "4111-before") {
+		t.Error("with nothing to mask (or an admin revealing) the entry is shown as recorded")
+	}
+	detail["source"].(map[string]any)["edit"] = "not an edit"
+	if got, _ := json.Marshal(redactDetail(red, detail)); strings.Contains(string(got), "not an edit") {
+		t.Errorf("an unreadable edit shows: %s", got)
+	}
+}

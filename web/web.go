@@ -224,7 +224,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	search := newSearch(deps)
 	h := routeHandlers{
 		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor.Audited(deps.Store)),
-		audit:    handlers.NewAudit(deps.Store, meta),
+		audit:    handlers.NewAudit(deps.Store, meta).Redacting(deps.Redactor),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(overviewSources(deps), meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag).ExportsBy(search),
