@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -546,6 +547,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 			Stuck: f.StuckOnly, CreatedFrom: c.QueryParam("created_from"), CreatedTo: c.QueryParam("created_to"),
 			Limit: f.Limit},
 		Notice:    notice(c),
+		Self:      selfWithoutNotice(c),
 		FirstPage: f.Before == 0,
 		CanAct:    h.meta(c, "", "").CanOperate,
 	}
@@ -674,13 +676,27 @@ func formIDs(c echo.Context) ([]int64, error) {
 // return path is only ever one of this outbox's own pages.
 func backTo(c echo.Context, name, done string, n int64) string {
 	base := paths.Outbox(name)
+	q := url.Values{}
+	// Back to the page the form was on, with its filters (status, error group…), when it is this
+	// outbox's page or one below it; anywhere else is not followed.
 	if ret := c.FormValue("return"); ret != "" {
-		if u, err := url.Parse(ret); err == nil && u.Host == "" && u.Scheme == "" && len(u.Path) > len(base) &&
-			u.Path[:len(base)+1] == base+"/" {
-			base = u.Path
+		if u, err := url.Parse(ret); err == nil && u.Host == "" && u.Scheme == "" &&
+			(u.Path == base || strings.HasPrefix(u.Path, base+"/")) {
+			base, q = u.Path, u.Query()
 		}
 	}
-	return paths.WithQuery(base, url.Values{"done": {done}, "n": {strconv.FormatInt(n, 10)}})
+	q.Set("done", done)
+	q.Set("n", strconv.FormatInt(n, 10))
+	return paths.WithQuery(base, q)
+}
+
+// selfWithoutNotice is the page's own URL, filters kept, without a previous action's notice: where
+// its forms come back to.
+func selfWithoutNotice(c echo.Context) string {
+	q := c.QueryParams()
+	q.Del("done")
+	q.Del("n")
+	return paths.WithQuery(c.Request().URL.Path, q)
 }
 
 // notice turns the redirect's outcome parameters into a fixed message; nothing user-supplied is

@@ -90,6 +90,7 @@ type ShowPage struct {
 	NextURL   string
 	FirstPage bool
 	Notice    string
+	Self      string // this page's URL with its filters: where its forms come back to
 	CanAct    bool
 	// Resolvable: the console has a store, so DEAD events can be marked resolved or ignored.
 	Resolvable bool
