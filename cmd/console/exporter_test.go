@@ -478,6 +478,10 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	post("/api/v1/outboxes/{name}/events/requeue", "/api/v1/outboxes/orders/events/requeue",
 		fmt.Sprintf(`{"ids":[%d],"reason":"contract"}`, ids[0]))
 	check(base, "POST", "/api/v1/outboxes/{name}/events/requeue", "/api/v1/outboxes/orders/events/requeue", "text/plain", `{}`)
+	post("/api/v1/outboxes/{name}/resolutions", "/api/v1/outboxes/orders/resolutions",
+		`{"filter":{"event_type":"OrderCreated"},"state":"resolved","reason":"contract"}`)
+	post("/api/v1/outboxes/{name}/resolutions", "/api/v1/outboxes/orders/resolutions", `{"events":[1],"state":"fixed"}`)
+	post("/api/v1/outboxes/{name}/resolutions", "/api/v1/outboxes/nope/resolutions", `{"events":[1],"state":"resolved","reason":"contract"}`)
 	get("/api/v1/audit", "/api/v1/audit?limit=1")
 	get("/api/v1/audit", "/api/v1/audit")
 
@@ -616,6 +620,12 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?format=xml")
 	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/export", queuePath(vhost, "orders.dlq")+"/export?filter="+url.QueryEscape("nosuch"))
 	rget("/api/v1/trace", "/api/v1/trace?message_id=no-such-message")
+	notes := queuePath(vhost, "orders.dlq") + "/notes"
+	check(rbase, "POST", "/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/notes", notes, "application/json",
+		`{"message_id":"m-contract","text":"contract","link":"https://example.com/x"}`)
+	check(rbase, "POST", "/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/notes", notes, "application/json", `{"text":""}`)
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/notes", notes)
+	rget("/api/v1/rabbitmq/{broker}/queues/{vhost}/{queue}/notes", queuePath(vhost, "nope")+"/notes")
 	check(rbase, "POST", "/api/v1/replays/plan", "/api/v1/replays/plan", "application/json",
 		`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":`+strconv.Quote(vhost)+`,"queue":"orders.dlq","limit":3}}`)
 
