@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
@@ -24,7 +25,7 @@ import (
 // ArchiveStore is the archive of discarded messages and the audit log; *store.Store implements it.
 type ArchiveStore interface {
 	Auditor
-	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
 	ArchivedMessages(ctx context.Context, f store.ArchiveFilter) ([]store.ArchivedMessage, error)
 	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(store.ArchivedMessage) error) (store.ArchivedMessage, error)
 }
@@ -336,11 +337,11 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 		out, err = h.restoreToDLQ(c, actx, id)
 	}
 	if err != nil {
-		_ = h.store.RecordAudit(actx, store.OutcomeOf(base, intent, store.OutcomeFailed, nil, err))
+		_ = h.store.RecordAudit(actx, audit.OutcomeOf(base, intent, audit.OutcomeFailed, nil, err))
 		return restoreJSON{}, err
 	}
 	one := int64(1)
-	o := store.OutcomeOf(base, intent, store.OutcomeOK, &one, nil)
+	o := audit.OutcomeOf(base, intent, audit.OutcomeOK, &one, nil)
 	o.Detail["queue"], o.Detail["plan_id"], o.Detail["job_id"] = out.Queue, out.PlanID, out.JobID
 	_ = h.store.RecordAudit(actx, o)
 	return out, nil

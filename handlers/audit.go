@@ -12,15 +12,15 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	auditpages "github.com/redrive/redrive/views/pages/audit"
 )
 
 // AuditLog reads the audit log (ops/store).
 type AuditLog interface {
-	ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error)
+	ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, error)
 }
 
 // Audit serves the audit page and API.
@@ -40,8 +40,8 @@ func (h *Audit) Redacting(r *Redactor) *Audit {
 	return h
 }
 
-func parseAuditFilter(c echo.Context) (store.AuditFilter, error) {
-	var f store.AuditFilter
+func parseAuditFilter(c echo.Context) (audit.Filter, error) {
+	var f audit.Filter
 	var err error
 	f.Actor = c.QueryParam("actor")
 	f.Action = c.QueryParam("action")
@@ -51,7 +51,7 @@ func parseAuditFilter(c echo.Context) (store.AuditFilter, error) {
 	if f.Since, err = queryTime(c, "since", time.Now()); err != nil {
 		return f, err
 	}
-	limit, err := queryInt(c, "limit", 100, 1, store.MaxAuditLimit)
+	limit, err := queryInt(c, "limit", 100, 1, audit.MaxLimit)
 	if err != nil {
 		return f, err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // exportFormat reads ?format=ndjson (default) or csv.
@@ -117,7 +116,7 @@ func (w *exportWriter) close() {
 // IntentAuditor is the audit log that records an intent before the effect (ops/store).
 type IntentAuditor interface {
 	Auditor
-	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
 }
 
 // exportAudit is one export's audit: its intent is recorded before the first byte goes out (no
@@ -127,7 +126,7 @@ type IntentAuditor interface {
 type exportAudit struct {
 	h      *Search
 	c      echo.Context
-	base   store.AuditEntry
+	base   audit.Entry
 	intent int64
 }
 
@@ -161,14 +160,14 @@ func (a *exportAudit) finish(n int64, more map[string]any, failed error) {
 	if a.h.o.Audit == nil {
 		return
 	}
-	outcome := store.OutcomeOK
+	outcome := audit.OutcomeOK
 	switch {
 	case failed != nil && n == 0:
-		outcome = store.OutcomeFailed
+		outcome = audit.OutcomeFailed
 	case failed != nil:
-		outcome = store.OutcomePartial
+		outcome = audit.OutcomePartial
 	}
-	e := store.OutcomeOf(a.base, a.intent, outcome, &n, failed)
+	e := audit.OutcomeOf(a.base, a.intent, outcome, &n, failed)
 	if a.intent == 0 {
 		delete(e.Detail, "intent_id")
 	}

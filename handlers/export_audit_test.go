@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -71,16 +72,16 @@ func TestExportIntentBeforeContent(t *testing.T) {
 	if rec := export(); rec.Code != http.StatusOK || strings.Count(rec.Body.String(), "s3cr3t") != 3 {
 		t.Fatalf("export: %d %s", rec.Code, rec.Body.String())
 	}
-	list, err := st.ListAudit(ctx, store.AuditFilter{Action: "content.export", Intents: true})
+	list, err := st.ListAudit(ctx, audit.Filter{Action: "content.export", Intents: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var intent, outcome *store.AuditEntry
+	var intent, outcome *audit.Entry
 	for i := range list {
 		switch e := &list[i]; e.Outcome {
-		case store.OutcomeStarted:
+		case audit.OutcomeStarted:
 			intent = e
-		case store.OutcomeOK:
+		case audit.OutcomeOK:
 			outcome = e
 		}
 	}

@@ -16,12 +16,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/a-h/templ"
+
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -460,14 +461,14 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	}
 	out := kafkaErrorGroupsJSON{Groups: make([]kafkaErrorGroupJSON, 0, len(scan.Groups)), Scanned: scan.Scanned, Total: scan.Total,
 		Capped: scan.Capped}
-	groupNotes := map[store.ErrorGroupKey][]noteJSON{}
+	groupNotes := map[triage.GroupKey][]noteJSON{}
 	for _, n := range h.topicNotes(c.Request().Context(), k.Name(), pathParam(c, "topic")) {
 		if n.Group != nil {
 			groupNotes[*n.Group] = append(groupNotes[*n.Group], toNoteJSON(n))
 		}
 	}
 	for _, g := range scan.Groups {
-		notes := groupNotes[store.ErrorGroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		notes := groupNotes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
 		if notes == nil {
 			notes = []noteJSON{}
 		}
@@ -573,7 +574,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		q.Limit = kafka.MaxLimit // read a full page, keep the matches
 	}
 	// Open records by default: what is resolved, ignored or replayed is done with.
-	state, err := recordState(c, store.StateOpen)
+	state, err := recordState(c, triage.StateOpen)
 	if err != nil {
 		return err
 	}
@@ -614,7 +615,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		}
 		v := toRecordView(r)
 		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
-		v.Notes = recordNotes[store.RecordKey{Partition: r.Partition, Offset: r.Offset}]
+		v.Notes = recordNotes[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
 		page.Records = append(page.Records, v)
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "state": {state}}
@@ -664,7 +665,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 		}
 		v := toRecordView(r)
 		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
-		v.Notes = recordNotes[store.RecordKey{Partition: r.Partition, Offset: r.Offset}]
+		v.Notes = recordNotes[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
 		page.Records = append(page.Records, v)
 	}
 	if cur := cursorText(res.Next); cur != "" {
@@ -701,7 +702,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
 	groupNotes, _ := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), topic))
 	for _, g := range scan.Groups {
-		notes := groupNotes[store.ErrorGroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		notes := groupNotes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
 		g = redactErrorGroup(red, g)
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{Notes: notes, ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,

@@ -15,7 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/paths"
 	loginpages "github.com/redrive/redrive/views/pages/login"
 )
@@ -103,7 +103,7 @@ func (h *Login) Submit(c echo.Context) error {
 				strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds())))+" seconds.")
 	case errors.Is(err, ErrBadCredentials):
 		// A refusal stands whether or not it could be audited (the failure is logged).
-		_ = h.record(c, user, "", store.OutcomeDenied, "wrong user name or password")
+		_ = h.record(c, user, "", audit.OutcomeDenied, "wrong user name or password")
 		return h.form(c, http.StatusUnauthorized, user, next, "Wrong user name or password.")
 	case err != nil:
 		return err
@@ -111,7 +111,7 @@ func (h *Login) Submit(c echo.Context) error {
 	// The session exists now, but its token has only been put in this response's cookie. When the
 	// sign-in cannot be audited, that cookie is withdrawn before anything is sent: nobody holds the
 	// token, so nobody is signed in unaudited.
-	if err := h.record(c, user, ActorOf(c).Role.String(), store.OutcomeOK, ""); err != nil {
+	if err := h.record(c, user, ActorOf(c).Role.String(), audit.OutcomeOK, ""); err != nil {
 		c.Response().Header().Del(echo.HeaderSetCookie)
 		SetActor(c, access.Actor{})
 		h.log.Error("sign-in refused: its audit row cannot be written", "err", err, "actor", user)
@@ -129,7 +129,7 @@ func (h *Login) Logout(c echo.Context) error {
 		return err
 	}
 	if actor := ActorOf(c); actor.Name != "anonymous" && actor.Name != "" {
-		_ = h.recordAs(c, actor.Name, actor.Role.String(), "auth.logout", store.OutcomeOK, "")
+		_ = h.recordAs(c, actor.Name, actor.Role.String(), "auth.logout", audit.OutcomeOK, "")
 	}
 	return c.Redirect(http.StatusSeeOther, to)
 }
@@ -145,7 +145,7 @@ func (h *Login) recordAs(c echo.Context, actor, role, action, outcome, reason st
 	ip, ua := clientInfo(c)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
 	defer cancel()
-	err := h.audit.RecordAudit(ctx, store.AuditEntry{Actor: actor, Role: role, SourceIP: ip, UserAgent: ua,
+	err := h.audit.RecordAudit(ctx, audit.Entry{Actor: actor, Role: role, SourceIP: ip, UserAgent: ua,
 		Action: action, Target: "session", Outcome: outcome, Reason: reason})
 	if err != nil {
 		h.log.Error("audit of a sign-in or sign-out failed", "err", err, "action", action, "actor", actor)

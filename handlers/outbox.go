@@ -19,7 +19,6 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/payload"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	outboxpages "github.com/redrive/redrive/views/pages/outboxes"
@@ -43,7 +42,7 @@ type OutboxService interface {
 
 // Auditor appends to the audit log (ops/store).
 type Auditor interface {
-	RecordAudit(ctx context.Context, e store.AuditEntry) error
+	RecordAudit(ctx context.Context, e audit.Entry) error
 }
 
 // ChangeAuditor is the audit log as a change in another database writes it (ops/store): the
@@ -51,8 +50,8 @@ type Auditor interface {
 // the same one). Errors are ops.ErrUnavailable.
 type ChangeAuditor interface {
 	Auditor
-	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
-	RecordAuditIn(ctx context.Context, tx pgx.Tx, e store.AuditEntry) error
+	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
+	RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error
 }
 
 // MetaFunc builds the layout's per-request data (CSRF token, banners) for a page.
@@ -445,13 +444,13 @@ func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, det
 	if err != nil {
 		return 0, auditUnavailable(err)
 	}
-	outcome := func(o string, n *int64, cause error) store.AuditEntry {
-		return store.OutcomeOf(base, intent, o, n, cause)
+	outcome := func(o string, n *int64, cause error) audit.Entry {
+		return audit.OutcomeOf(base, intent, o, n, cause)
 	}
 	n, err := run(c.Request().Context(), func(ctx context.Context, tx pgx.Tx, changed int64) error {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return h.audit.RecordAuditIn(wctx, tx, outcome(store.OutcomeOK, &changed, nil))
+		return h.audit.RecordAuditIn(wctx, tx, outcome(audit.OutcomeOK, &changed, nil))
 	})
 	if err == nil {
 		return n, nil
@@ -459,23 +458,23 @@ func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, det
 	var auditErr *outbox.ErrAudit
 	if errors.As(err, &auditErr) {
 		// Rolled back. The intent row stays with no outcome, or gets this one if the store answers.
-		audit.New(h.audit, loggerOf(c)).Record(actx, outcome(store.OutcomeFailed, nil, auditErr.Err))
+		audit.New(h.audit, loggerOf(c)).Record(actx, outcome(audit.OutcomeFailed, nil, auditErr.Err))
 		return 0, auditUnavailable(auditErr.Err)
 	}
 	// The change failed, or its commit did after an "ok" row was written elsewhere: "failed" it is.
-	audit.New(h.audit, loggerOf(c)).Record(actx, outcome(store.OutcomeFailed, nil, err))
+	audit.New(h.audit, loggerOf(c)).Record(actx, outcome(audit.OutcomeFailed, nil, err))
 	return 0, err
 }
 
 // auditEntry is an audit row of the request's actor, with outcome ok.
-func auditEntry(c echo.Context, action, target, reason string, detail map[string]any) store.AuditEntry {
+func auditEntry(c echo.Context, action, target, reason string, detail map[string]any) audit.Entry {
 	actor := ActorOf(c)
 	ip, ua := clientInfo(c)
 	if detail == nil {
 		detail = map[string]any{}
 	}
-	return store.AuditEntry{Actor: actor.Name, Role: actor.Role.String(), SourceIP: ip, UserAgent: ua, Action: action,
-		Target: target, Reason: reason, Outcome: store.OutcomeOK, Detail: detail}
+	return audit.Entry{Actor: actor.Name, Role: actor.Role.String(), SourceIP: ip, UserAgent: ua, Action: action,
+		Target: target, Reason: reason, Outcome: audit.OutcomeOK, Detail: detail}
 }
 
 // recordAudit writes one audit row of the request's actor, even if the client went away

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -83,12 +84,12 @@ func TestRequeueAuditBeforeEffect(t *testing.T) {
 			if s := status(t, dsn, id); s != "READY" {
 				t.Fatalf("status %s, want READY", s)
 			}
-			entries, err := st.ListAudit(context.Background(), store.AuditFilter{Action: "outbox.requeue", Intents: true})
+			entries, err := st.ListAudit(context.Background(), audit.Filter{Action: "outbox.requeue", Intents: true})
 			if err != nil || len(entries) != 2 {
 				t.Fatalf("audit rows %+v, %v: want the intent and its outcome", entries, err)
 			}
 			ok, intent := entries[0], entries[1]
-			if intent.Outcome != store.OutcomeStarted || ok.Outcome != store.OutcomeOK || ok.Count == nil || *ok.Count != 1 ||
+			if intent.Outcome != audit.OutcomeStarted || ok.Outcome != audit.OutcomeOK || ok.Count == nil || *ok.Count != 1 ||
 				ok.Detail["intent_id"] != float64(intent.ID) || strings.ContainsRune(ok.Reason, 0) {
 				t.Errorf("intent %+v, outcome %+v", intent, ok)
 			}

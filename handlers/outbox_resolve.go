@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 )
 
@@ -17,7 +16,7 @@ import (
 // events, kept in the console's store; *triage.Triage implements it.
 type OutboxTriage interface {
 	ResolveOutbox(ctx context.Context, r triage.OutboxRequest) (triage.Result, error)
-	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]store.Resolution, error)
+	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]triage.Resolution, error)
 }
 
 // SetTriage wires the resolution of DEAD events into the outbox pages and API; without it every
@@ -113,7 +112,7 @@ func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest) (triage.
 
 // eventResolutions reads the resolution of the DEAD events among events, for the page; none
 // (and no error) when the store cannot say, so that the page still lists the events.
-func (h *Outboxes) eventResolutions(ctx context.Context, name string, ids []int64) map[int64]store.Resolution {
+func (h *Outboxes) eventResolutions(ctx context.Context, name string, ids []int64) map[int64]triage.Resolution {
 	if h.triage == nil || len(ids) == 0 {
 		return nil
 	}

@@ -14,11 +14,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/a-h/templ"
+
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
@@ -401,7 +402,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	for _, g := range rabbit.ErrorGroups(masked) {
 		row := rabbitpages.GroupRow{Reason: g.Reason, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
 			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", "),
-			Notes: groupNotes[store.ErrorGroupKey{Type: g.Reason, Cause: g.ExceptionMessage}]}
+			Notes: groupNotes[triage.GroupKey{Type: g.Reason, Cause: g.ExceptionMessage}]}
 		pos := make([]string, len(g.Positions))
 		for i, p := range g.Positions {
 			pos[i] = strconv.Itoa(p)

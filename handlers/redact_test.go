@@ -15,8 +15,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/store"
 )
 
 var testPaths = []string{"$.card.number", "$.email", "$.items[*].iban", "$.matrix[1]", "$.*.secret", "$['odd.key']"}
@@ -120,9 +120,9 @@ func TestRedactFor(t *testing.T) {
 	}
 }
 
-type memAudit struct{ entries []store.AuditEntry }
+type memAudit struct{ entries []audit.Entry }
 
-func (m *memAudit) RecordAudit(_ context.Context, e store.AuditEntry) error {
+func (m *memAudit) RecordAudit(_ context.Context, e audit.Entry) error {
 	m.entries = append(m.entries, e)
 	return nil
 }

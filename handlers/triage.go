@@ -13,7 +13,6 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -22,11 +21,11 @@ import (
 // Triage is what the Kafka pages and API need of ops/triage; *triage.Triage implements it.
 type Triage interface {
 	Resolve(ctx context.Context, r triage.Request) (triage.Result, error)
-	Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[store.RecordKey]store.Resolution, error)
+	Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[triage.RecordKey]triage.Resolution, error)
 	OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error)
 	OpenCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error)
-	AddNote(ctx context.Context, r triage.NoteRequest) (store.Note, error)
-	Notes(ctx context.Context, cluster, topic string) ([]store.Note, error)
+	AddNote(ctx context.Context, r triage.NoteRequest) (triage.Note, error)
+	Notes(ctx context.Context, cluster, topic string) ([]triage.Note, error)
 }
 
 // SetTriage wires the resolution state of dead letters into the Kafka pages and API; without it
@@ -43,10 +42,10 @@ type resolutionJSON struct {
 	JobID  string     `json:"job_id"`
 }
 
-func toResolutionJSON(r store.Resolution) *resolutionJSON {
+func toResolutionJSON(r triage.Resolution) *resolutionJSON {
 	j := &resolutionJSON{State: r.State, By: r.Actor, Reason: r.Reason, JobID: r.JobID}
 	if j.State == "" {
-		j.State = store.StateOpen
+		j.State = triage.StateOpen
 	}
 	if !r.At.IsZero() {
 		at := r.At.UTC()
@@ -57,8 +56,8 @@ func toResolutionJSON(r store.Resolution) *resolutionJSON {
 
 // withResolutions reads the resolutions of recs and keeps those in state ("all" keeps every
 // record). Without a store every record is open.
-func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs []kafka.Record, state string) ([]kafka.Record, map[store.RecordKey]store.Resolution, error) {
-	res := map[store.RecordKey]store.Resolution{}
+func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs []kafka.Record, state string) ([]kafka.Record, map[triage.RecordKey]triage.Resolution, error) {
+	res := map[triage.RecordKey]triage.Resolution{}
 	if h.triage != nil && len(recs) > 0 {
 		var err error
 		if res, err = h.triage.Resolutions(ctx, cluster, topic, recs); err != nil {
@@ -70,9 +69,9 @@ func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs
 	}
 	kept := recs[:0:0]
 	for _, r := range recs {
-		st := res[store.RecordKey{Partition: r.Partition, Offset: r.Offset}].State
+		st := res[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}].State
 		if st == "" {
-			st = store.StateOpen
+			st = triage.StateOpen
 		}
 		if st == state {
 			kept = append(kept, r)
@@ -81,10 +80,10 @@ func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs
 	return kept, res, nil
 }
 
-func resolutionOf(res map[store.RecordKey]store.Resolution, r kafka.Record) store.Resolution {
-	out := res[store.RecordKey{Partition: r.Partition, Offset: r.Offset}]
+func resolutionOf(res map[triage.RecordKey]triage.Resolution, r kafka.Record) triage.Resolution {
+	out := res[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
 	if out.State == "" {
-		out.State = store.StateOpen
+		out.State = triage.StateOpen
 	}
 	return out
 }
@@ -178,7 +177,7 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		if *ref.Partition < 0 || *ref.Offset < 0 {
 			return triage.Result{}, ops.Invalid(fmt.Sprintf("records[%d]", i), "partition and offset must not be negative")
 		}
-		r.Selection.Records = append(r.Selection.Records, store.RecordKey{Partition: *ref.Partition, Offset: *ref.Offset})
+		r.Selection.Records = append(r.Selection.Records, triage.RecordKey{Partition: *ref.Partition, Offset: *ref.Offset})
 	}
 	if req.Records != nil && len(req.Records) == 0 {
 		return triage.Result{}, ops.Invalid("records", "empty: name at least one record")
@@ -206,7 +205,7 @@ func resolutionInput(state, reason, what string) error {
 	switch {
 	case state == "":
 		return ops.Invalid("state", "required: open, resolved or ignored")
-	case strings.TrimSpace(reason) == "" && state != store.StateOpen:
+	case strings.TrimSpace(reason) == "" && state != triage.StateOpen:
 		return ops.Invalid("reason", "required: say why (it goes to the audit log and shows beside the "+what+")")
 	}
 	return nil
@@ -218,7 +217,7 @@ func recordState(c echo.Context, def string) (string, error) {
 }
 
 // toResolutionView is a record's resolution for the pages.
-func toResolutionView(r store.Resolution) kafkapages.ResolutionView {
+func toResolutionView(r triage.Resolution) kafkapages.ResolutionView {
 	return kafkapages.ResolutionView{State: r.State, By: r.Actor, At: r.At, Reason: r.Reason, JobID: r.JobID}
 }
 
@@ -264,7 +263,7 @@ type notesJSON struct {
 	Notes []noteJSON `json:"notes"`
 }
 
-func toNoteJSON(n store.Note) noteJSON {
+func toNoteJSON(n triage.Note) noteJSON {
 	j := noteJSON{ID: n.ID, By: n.Actor, At: n.At.UTC(), Text: n.Text, Link: n.Link}
 	if r := n.Record; r != nil {
 		j.Record = &recordKeyJSON{Partition: r.Partition, Offset: r.Offset}
@@ -338,27 +337,27 @@ func (h *Kafka) FormNote(c echo.Context) error {
 	return h.backToTopic(c, "Note added.")
 }
 
-func (h *Kafka) addNote(c echo.Context, req noteRequest) (store.Note, error) {
+func (h *Kafka) addNote(c echo.Context, req noteRequest) (triage.Note, error) {
 	k, err := h.cluster(c)
 	if err != nil {
-		return store.Note{}, err
+		return triage.Note{}, err
 	}
 	if h.triage == nil {
-		return store.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
+		return triage.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
 	}
 	r := triage.NoteRequest{Cluster: k.Name(), Topic: pathParam(c, "topic"), Text: req.Text, Link: req.Link,
 		Actor: ActorOf(c)}
 	if g := req.ErrorGroup; g != nil {
-		r.Group = &store.ErrorGroupKey{Type: g.ExceptionType}
+		r.Group = &triage.GroupKey{Type: g.ExceptionType}
 		if g.ExceptionCause != nil {
 			r.Group.Cause = *g.ExceptionCause
 		}
 	}
 	if rec := req.Record; rec != nil {
 		if rec.Partition == nil || rec.Offset == nil {
-			return store.Note{}, ops.Invalid("record", "needs partition and offset")
+			return triage.Note{}, ops.Invalid("record", "needs partition and offset")
 		}
-		r.Record = &store.RecordKey{Partition: *rec.Partition, Offset: *rec.Offset}
+		r.Record = &triage.RecordKey{Partition: *rec.Partition, Offset: *rec.Offset}
 	}
 	return h.triage.AddNote(clientContext(c), r)
 }
@@ -394,8 +393,8 @@ func (h *Kafka) backToTopic(c echo.Context, flash string) error {
 }
 
 // notesByTarget sorts a topic's notes by what they are on.
-func notesByTarget(notes []store.Note) (map[store.ErrorGroupKey][]kafkapages.NoteView, map[store.RecordKey][]kafkapages.NoteView) {
-	groups, records := map[store.ErrorGroupKey][]kafkapages.NoteView{}, map[store.RecordKey][]kafkapages.NoteView{}
+func notesByTarget(notes []triage.Note) (map[triage.GroupKey][]kafkapages.NoteView, map[triage.RecordKey][]kafkapages.NoteView) {
+	groups, records := map[triage.GroupKey][]kafkapages.NoteView{}, map[triage.RecordKey][]kafkapages.NoteView{}
 	for _, n := range notes {
 		v := kafkapages.NoteView{By: n.Actor, At: n.At, Text: n.Text, Link: n.Link}
 		if n.Group != nil {
@@ -410,7 +409,7 @@ func notesByTarget(notes []store.Note) (map[store.ErrorGroupKey][]kafkapages.Not
 
 // topicNotes reads a topic's notes for its pages: none (and no error) when the store cannot say,
 // so that a page still shows its records.
-func (h *Kafka) topicNotes(ctx context.Context, cluster, topic string) []store.Note {
+func (h *Kafka) topicNotes(ctx context.Context, cluster, topic string) []triage.Note {
 	if h.triage == nil {
 		return nil
 	}

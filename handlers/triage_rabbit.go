@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
@@ -19,8 +18,8 @@ import (
 // RabbitTriage is what the queue pages and API need of ops/triage: notes on a queue's dead
 // letters; *triage.Triage implements it.
 type RabbitTriage interface {
-	AddQueueNote(ctx context.Context, r triage.QueueNoteRequest) (store.Note, error)
-	QueueNotes(ctx context.Context, broker, vhost, queue string) ([]store.Note, error)
+	AddQueueNote(ctx context.Context, r triage.QueueNoteRequest) (triage.Note, error)
+	QueueNotes(ctx context.Context, broker, vhost, queue string) ([]triage.Note, error)
 }
 
 // SetTriage wires notes into the queue pages and API; without it there are none and adding one
@@ -53,7 +52,7 @@ type queueNoteRequest struct {
 	Link       string          `json:"link"`
 }
 
-func toQueueNoteJSON(n store.Note) queueNoteJSON {
+func toQueueNoteJSON(n triage.Note) queueNoteJSON {
 	j := queueNoteJSON{ID: n.ID, MessageID: n.MessageID, By: n.Actor, At: n.At.UTC(), Text: n.Text, Link: n.Link}
 	if g := n.Group; g != nil {
 		j.ErrorGroup = &queueGroupJSON{Reason: g.Type, ExceptionMessage: g.Cause}
@@ -115,26 +114,26 @@ func (h *Rabbit) FormQueueNote(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, back)
 }
 
-func (h *Rabbit) addQueueNote(c echo.Context, req queueNoteRequest) (store.Note, error) {
+func (h *Rabbit) addQueueNote(c echo.Context, req queueNoteRequest) (triage.Note, error) {
 	b, err := h.broker(c)
 	if err != nil {
-		return store.Note{}, err
+		return triage.Note{}, err
 	}
 	if h.triage == nil {
-		return store.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
+		return triage.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
 	}
 	r := triage.QueueNoteRequest{Broker: b.Name(), Vhost: pathParam(c, "vhost"), Queue: pathParam(c, "queue"), MessageID: req.MessageID,
 		Text: req.Text, Link: req.Link, Actor: ActorOf(c)}
 	if g := req.ErrorGroup; g != nil {
-		r.Group = &store.ErrorGroupKey{Type: g.Reason, Cause: g.ExceptionMessage}
+		r.Group = &triage.GroupKey{Type: g.Reason, Cause: g.ExceptionMessage}
 	}
 	return h.triage.AddQueueNote(clientContext(c), r)
 }
 
 // queueNotes reads a queue's notes for its messages page, by what they are on: none (and no
 // error) when the store cannot say, so that the page still shows its messages.
-func (h *Rabbit) queueNotes(ctx context.Context, broker, vhost, queue string) (map[store.ErrorGroupKey][]components.NoteView, map[string][]components.NoteView) {
-	groups, messages := map[store.ErrorGroupKey][]components.NoteView{}, map[string][]components.NoteView{}
+func (h *Rabbit) queueNotes(ctx context.Context, broker, vhost, queue string) (map[triage.GroupKey][]components.NoteView, map[string][]components.NoteView) {
+	groups, messages := map[triage.GroupKey][]components.NoteView{}, map[string][]components.NoteView{}
 	if h.triage == nil {
 		return groups, messages
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
@@ -436,9 +437,9 @@ func (a *authenticator) unauthenticated(c echo.Context) error {
 // log cannot be written; that failure is logged.
 func (a *authenticator) auditDenied(c echo.Context, id *identity, status int, reason string) {
 	r := c.Request()
-	e := store.AuditEntry{Actor: "anonymous", SourceIP: c.RealIP(), UserAgent: capString(r.UserAgent(), 512),
+	e := audit.Entry{Actor: "anonymous", SourceIP: c.RealIP(), UserAgent: capString(r.UserAgent(), 512),
 		Action: r.Method + " " + routePath(c), Target: capString(r.URL.Path, 512), Reason: reason,
-		Outcome: store.OutcomeDenied, Detail: map[string]any{"status": status}}
+		Outcome: audit.OutcomeDenied, Detail: map[string]any{"status": status}}
 	if id != nil {
 		e.Actor, e.Role = id.Name, id.Role.String()
 		e.Detail["via"] = id.via

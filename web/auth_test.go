@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -201,9 +202,9 @@ func concretePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-func latestAudit(t *testing.T, st *store.Store) store.AuditEntry {
+func latestAudit(t *testing.T, st *store.Store) audit.Entry {
 	t.Helper()
-	entries, err := st.ListAudit(context.Background(), store.AuditFilter{Limit: 1})
+	entries, err := st.ListAudit(context.Background(), audit.Filter{Limit: 1})
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("audit log: %v, %d entries", err, len(entries))
 	}
@@ -277,7 +278,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 					return
 				}
 				got := latestAudit(t, basic.store)
-				if got.Outcome != store.OutcomeDenied || got.Actor != cl.actor || got.Action != r.Method+" "+r.Path ||
+				if got.Outcome != audit.OutcomeDenied || got.Actor != cl.actor || got.Action != r.Method+" "+r.Path ||
 					got.Target != path || got.SourceIP != "127.0.0.1" || got.Reason == "" || got.UserAgent == "" {
 					t.Fatalf("audit entry of the refusal: %+v", got)
 				}
@@ -362,7 +363,7 @@ func TestCSRF(t *testing.T) {
 				if status != http.StatusForbidden || !strings.Contains(resp, "CSRF") {
 					t.Fatalf("%d %s; want 403 about CSRF", status, resp)
 				}
-				if got := latestAudit(t, s.store); got.Outcome != store.OutcomeDenied || got.Actor != "otto" ||
+				if got := latestAudit(t, s.store); got.Outcome != audit.OutcomeDenied || got.Actor != "otto" ||
 					!strings.Contains(got.Reason, "CSRF") {
 					t.Fatalf("audit: %+v", got)
 				}
@@ -398,7 +399,7 @@ func TestBearerTokens(t *testing.T) {
 			!strings.Contains(header.Get("WWW-Authenticate"), "invalid_token") {
 			t.Fatalf("%d %v %s", status, header, resp)
 		}
-		if got := latestAudit(t, s.store); got.Outcome != store.OutcomeDenied || got.Reason != "invalid API token" {
+		if got := latestAudit(t, s.store); got.Outcome != audit.OutcomeDenied || got.Reason != "invalid API token" {
 			t.Fatalf("audit: %+v", got)
 		}
 	})
@@ -440,7 +441,7 @@ func TestProxyMode(t *testing.T) {
 				t.Fatalf("%s from 127.0.0.1: %d %s; want 403", h, status, resp)
 			}
 			got := latestAudit(t, s.store)
-			if got.Outcome != store.OutcomeDenied || got.SourceIP != "127.0.0.1" || !strings.Contains(got.Reason, h) ||
+			if got.Outcome != audit.OutcomeDenied || got.SourceIP != "127.0.0.1" || !strings.Contains(got.Reason, h) ||
 				got.Action != "GET /api/v1/audit" {
 				t.Fatalf("audit: %+v", got)
 			}
@@ -534,7 +535,7 @@ func TestReadOnly(t *testing.T) {
 	if status != http.StatusForbidden || !strings.Contains(resp, "read-only mode (read_only: true") {
 		t.Fatalf("%d %s", status, resp)
 	}
-	if got := latestAudit(t, s.store); got.Outcome != store.OutcomeDenied || got.Actor != "ada" || got.Reason != "read-only mode" {
+	if got := latestAudit(t, s.store); got.Outcome != audit.OutcomeDenied || got.Actor != "ada" || got.Reason != "read-only mode" {
 		t.Fatalf("audit: %+v", got)
 	}
 	if status, _, _ := ada.do(t, http.MethodGet, s.url+"/api/v1/audit", "", ""); status != http.StatusOK {

@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -181,7 +182,7 @@ func TestErrorShownInPlaceIsLogged(t *testing.T) {
 
 type failingAudit struct{ err error }
 
-func (f failingAudit) ListAudit(context.Context, store.AuditFilter) ([]store.AuditEntry, error) {
+func (f failingAudit) ListAudit(context.Context, audit.Filter) ([]audit.Entry, error) {
 	return nil, f.err
 }
 

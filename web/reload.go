@@ -16,7 +16,7 @@ import (
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/audit"
 )
 
 // Reloader re-reads the config file and puts what may change at run time in force: users, API
@@ -66,13 +66,13 @@ type ReloadResult struct {
 // who is the audit actor (a user, token:<name>, or signal:SIGHUP).
 func (r *Reloader) Reload(ctx context.Context, who access.Actor, sourceIP string) (ReloadResult, error) {
 	res, err := r.reload()
-	e := store.AuditEntry{Actor: who.Name, SourceIP: sourceIP, Action: "config.reload", Target: "config",
-		Outcome: store.OutcomeOK, Detail: map[string]any{"applied": res.Applied, "restart_needed": res.RestartNeeded}}
+	e := audit.Entry{Actor: who.Name, SourceIP: sourceIP, Action: "config.reload", Target: "config",
+		Outcome: audit.OutcomeOK, Detail: map[string]any{"applied": res.Applied, "restart_needed": res.RestartNeeded}}
 	if who.Role != access.Public { // a signal has no role
 		e.Role = who.Role.String()
 	}
 	if err != nil {
-		e.Outcome, e.Reason = store.OutcomeFailed, err.Error()
+		e.Outcome, e.Reason = audit.OutcomeFailed, err.Error()
 		r.log.Warn("config reload refused: the running config keeps serving", "err", err, "actor", who.Name)
 	} else {
 		r.log.Info("config reloaded", "applied", res.Applied, "restart_needed", res.RestartNeeded, "actor", who.Name)

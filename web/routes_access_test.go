@@ -16,28 +16,28 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/paths"
 )
 
 // memAudit is an audit log in memory.
 type memAudit struct {
 	mu      sync.Mutex
-	entries []store.AuditEntry
+	entries []audit.Entry
 }
 
-func (m *memAudit) RecordAudit(_ context.Context, e store.AuditEntry) error {
+func (m *memAudit) RecordAudit(_ context.Context, e audit.Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.entries = append(m.entries, e)
 	return nil
 }
 
-func (m *memAudit) last() (store.AuditEntry, int) {
+func (m *memAudit) last() (audit.Entry, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.entries) == 0 {
-		return store.AuditEntry{}, 0
+		return audit.Entry{}, 0
 	}
 	return m.entries[len(m.entries)-1], len(m.entries)
 }
@@ -57,9 +57,9 @@ func roleServer(t *testing.T, h routeHandlers) (*echo.Echo, *memAudit, []Route) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := &memAudit{}
+	mem := &memAudit{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newAuthenticator(cfg.Auth, false, nil, audit, log)
+	a, err := newAuthenticator(cfg.Auth, false, nil, mem, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func roleServer(t *testing.T, h routeHandlers) (*echo.Echo, *memAudit, []Route) 
 		})
 		a.allow(r)
 	}
-	return e, audit, table
+	return e, mem, table
 }
 
 // roleCaller is one kind of client: a bearer token or proxy headers, with the role it has.
@@ -106,7 +106,7 @@ func roleCallers() []roleCaller {
 // the role, audited; at or above it the handler is reached. (TestAuthorizationMatrix walks the
 // same table through web.New over a real store, sessions included.)
 func TestRouteRolesWithoutAStore(t *testing.T) {
-	e, audit, table := roleServer(t, routeHandlers{})
+	e, mem, table := roleServer(t, routeHandlers{})
 	if len(table) < 20 {
 		t.Fatalf("route table has %d routes", len(table))
 	}
@@ -119,7 +119,7 @@ func TestRouteRolesWithoutAStore(t *testing.T) {
 					req.Header[k] = v
 				}
 				rec := httptest.NewRecorder()
-				_, before := audit.last()
+				_, before := mem.last()
 				e.ServeHTTP(rec, req)
 				body := rec.Body.String()
 				switch {
@@ -135,8 +135,8 @@ func TestRouteRolesWithoutAStore(t *testing.T) {
 					if rec.Code != http.StatusForbidden || !strings.Contains(body, "needs the "+r.Role.String()+" role") {
 						t.Fatalf("%s on a %s route: %d %.200s; want 403 naming the role", cl.role, r.Role, rec.Code, body)
 					}
-					got, n := audit.last()
-					if n != before+1 || got.Outcome != store.OutcomeDenied || got.Action != r.Method+" "+r.Path ||
+					got, n := mem.last()
+					if n != before+1 || got.Outcome != audit.OutcomeDenied || got.Action != r.Method+" "+r.Path ||
 						got.Role != cl.role.String() || got.Reason != "needs the "+r.Role.String()+" role" {
 						t.Fatalf("audit of the refusal: %+v (%d rows, %d before)", got, n, before)
 					}

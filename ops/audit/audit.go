@@ -22,18 +22,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Recorder appends rows to the audit log; *store.Store implements it.
 type Recorder interface {
-	RecordAudit(ctx context.Context, e store.AuditEntry) error
+	RecordAudit(ctx context.Context, e Entry) error
 }
 
 // Log is the audit log with intents; *store.Store implements it.
 type Log interface {
 	Recorder
-	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+	RecordIntent(ctx context.Context, e Entry) (int64, error)
 }
 
 // writeTimeout bounds one audit write; writes outlive the request that caused them (a client that
@@ -70,7 +69,7 @@ type Done func(changeErr error, detail map[string]any)
 
 // Intend writes e as the intent of a change (outcome "started") before the change is made. An
 // error means the change must not be made: an ops.ErrUnavailable that says so.
-func (w *Writer) Intend(ctx context.Context, e store.AuditEntry) (Done, error) {
+func (w *Writer) Intend(ctx context.Context, e Entry) (Done, error) {
 	if w == nil || w.log == nil {
 		return func(error, map[string]any) {}, nil
 	}
@@ -91,9 +90,9 @@ func (w *Writer) Intend(ctx context.Context, e store.AuditEntry) (Done, error) {
 			out.Detail[k] = v
 		}
 		out.Detail["intent_id"] = id
-		out.Outcome = store.OutcomeOK
+		out.Outcome = OutcomeOK
 		if changeErr != nil {
-			out.Outcome, out.Detail["error"] = store.OutcomeFailed, changeErr.Error()
+			out.Outcome, out.Detail["error"] = OutcomeFailed, changeErr.Error()
 		}
 		w.Record(ctx, out)
 	}, nil
@@ -101,7 +100,7 @@ func (w *Writer) Intend(ctx context.Context, e store.AuditEntry) (Done, error) {
 
 // Record writes an entry after what it records happened (an outcome, a refusal, a job's end).
 // When it cannot be written, what it records stands: the failure is logged and counted.
-func (w *Writer) Record(ctx context.Context, e store.AuditEntry) {
+func (w *Writer) Record(ctx context.Context, e Entry) {
 	if w == nil || w.log == nil {
 		return
 	}
@@ -109,7 +108,7 @@ func (w *Writer) Record(ctx context.Context, e store.AuditEntry) {
 }
 
 // Record is Writer.Record for a caller that only appends (rec may not write intents).
-func Record(ctx context.Context, rec Recorder, logger *slog.Logger, e store.AuditEntry) {
+func Record(ctx context.Context, rec Recorder, logger *slog.Logger, e Entry) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -124,7 +123,7 @@ func Record(ctx context.Context, rec Recorder, logger *slog.Logger, e store.Audi
 }
 
 // withClient fills in where the request came from (ops.WithClient) when the entry does not say.
-func withClient(ctx context.Context, e store.AuditEntry) store.AuditEntry {
+func withClient(ctx context.Context, e Entry) Entry {
 	if c := ops.ClientOf(ctx); e.SourceIP == "" && e.UserAgent == "" {
 		e.SourceIP, e.UserAgent = c.Addr, c.UserAgent
 	}

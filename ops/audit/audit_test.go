@@ -12,28 +12,27 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // memLog is an audit log in memory whose writes can be made to fail.
 type memLog struct {
 	mu                    sync.Mutex
-	rows                  []store.AuditEntry
+	rows                  []Entry
 	intentErr, outcomeErr error
 }
 
-func (m *memLog) RecordIntent(_ context.Context, e store.AuditEntry) (int64, error) {
+func (m *memLog) RecordIntent(_ context.Context, e Entry) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.intentErr != nil {
 		return 0, m.intentErr
 	}
-	e.Outcome = store.OutcomeStarted
+	e.Outcome = OutcomeStarted
 	m.rows = append(m.rows, e)
 	return int64(len(m.rows)), nil
 }
 
-func (m *memLog) RecordAudit(_ context.Context, e store.AuditEntry) error {
+func (m *memLog) RecordAudit(_ context.Context, e Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.outcomeErr != nil {
@@ -52,7 +51,7 @@ func newWriter(log Log) (*Writer, *bytes.Buffer) {
 func TestIntentThatCannotBeWrittenStopsTheChange(t *testing.T) {
 	cause := errors.New("dial tcp 10.1.2.3:5432: connection refused")
 	w, _ := newWriter(&memLog{intentErr: cause})
-	done, err := w.Intend(context.Background(), store.AuditEntry{Action: "replay.start"})
+	done, err := w.Intend(context.Background(), Entry{Action: "replay.start"})
 	if done != nil || !errors.Is(err, ops.ErrUnavailable) || !errors.Is(err, cause) {
 		t.Fatalf("done %v, err %v; want no done and an ops.ErrUnavailable wrapping the cause", done != nil, err)
 	}
@@ -67,7 +66,7 @@ func TestOutcomeThatCannotBeWrittenIsLoggedAndCounted(t *testing.T) {
 	log := &memLog{}
 	w, buf := newWriter(log)
 	ctx := ops.WithClient(context.Background(), ops.Client{Addr: "192.0.2.7", UserAgent: "curl/8"})
-	done, err := w.Intend(ctx, store.AuditEntry{Actor: "otto", Action: "test.outcome_lost", Target: "x", Detail: map[string]any{"n": 1}})
+	done, err := w.Intend(ctx, Entry{Actor: "otto", Action: "test.outcome_lost", Target: "x", Detail: map[string]any{"n": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +80,7 @@ func TestOutcomeThatCannotBeWrittenIsLoggedAndCounted(t *testing.T) {
 		!strings.Contains(line, "the store went away") || !strings.Contains(line, "actor=otto") {
 		t.Fatalf("log: %s", line)
 	}
-	if len(log.rows) != 1 || log.rows[0].Outcome != store.OutcomeStarted || log.rows[0].SourceIP != "192.0.2.7" ||
+	if len(log.rows) != 1 || log.rows[0].Outcome != OutcomeStarted || log.rows[0].SourceIP != "192.0.2.7" ||
 		log.rows[0].UserAgent != "curl/8" {
 		t.Fatalf("rows %+v: want the intent alone, with where the request came from", log.rows)
 	}
@@ -93,30 +92,30 @@ func TestOutcomeRows(t *testing.T) {
 	log := &memLog{}
 	w, buf := newWriter(log)
 	ctx := context.Background()
-	done, err := w.Intend(ctx, store.AuditEntry{Action: "a", Detail: map[string]any{"plan_id": "p"}})
+	done, err := w.Intend(ctx, Entry{Action: "a", Detail: map[string]any{"plan_id": "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done(nil, nil)
-	done2, _ := w.Intend(ctx, store.AuditEntry{Action: "b", Detail: map[string]any{"plan_id": "p", "big": true}})
+	done2, _ := w.Intend(ctx, Entry{Action: "b", Detail: map[string]any{"plan_id": "p", "big": true}})
 	done2(errors.New("broker said no"), map[string]any{"copied": 3})
 	if len(log.rows) != 4 || buf.Len() != 0 {
 		t.Fatalf("%d rows, log %q", len(log.rows), buf.String())
 	}
 	ok, failed := log.rows[1], log.rows[3]
-	if ok.Outcome != store.OutcomeOK || ok.Detail["intent_id"] != int64(1) || ok.Detail["plan_id"] != "p" {
+	if ok.Outcome != OutcomeOK || ok.Detail["intent_id"] != int64(1) || ok.Detail["plan_id"] != "p" {
 		t.Errorf("ok row %+v", ok)
 	}
-	if failed.Outcome != store.OutcomeFailed || failed.Detail["intent_id"] != int64(3) || failed.Detail["error"] != "broker said no" ||
+	if failed.Outcome != OutcomeFailed || failed.Detail["intent_id"] != int64(3) || failed.Detail["error"] != "broker said no" ||
 		failed.Detail["copied"] != 3 || failed.Detail["big"] != nil {
 		t.Errorf("failed row %+v", failed)
 	}
 	// A nil Writer, or one without a log, writes nothing and never fails (tests, unaudited tools).
 	var none *Writer
-	if d, err := none.Intend(ctx, store.AuditEntry{}); err != nil || d == nil {
+	if d, err := none.Intend(ctx, Entry{}); err != nil || d == nil {
 		t.Fatal(err)
 	}
-	New(nil, nil).Record(ctx, store.AuditEntry{})
+	New(nil, nil).Record(ctx, Entry{})
 }
 
 func counted(t *testing.T, action string) float64 {

@@ -51,8 +51,8 @@ type Store interface {
 	OffsetPlan(ctx context.Context, id string) (store.OffsetPlan, error)
 	ApproveOffsetPlan(ctx context.Context, id, approver string) error
 	MarkOffsetPlanApplied(ctx context.Context, id, actor string) error
-	RecordAudit(ctx context.Context, e store.AuditEntry) error
-	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+	RecordAudit(ctx context.Context, e audit.Entry) error
+	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
 }
 
 // Kinds of target.
@@ -415,8 +415,8 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	target := "kafka/" + p.Cluster + "/groups/" + p.Group
 	res := Result{Plan: p}
 	deny := func(err error) (Result, error) {
-		m.audit.Record(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
-			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: store.OutcomeDenied,
+		m.audit.Record(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
+			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: audit.OutcomeDenied,
 			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
 		return res, err
 	}
@@ -447,7 +447,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 				ops.ErrConflict, mv.Partition, mv.Current, cur))
 		}
 	}
-	done, err := m.audit.Intend(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
+	done, err := m.audit.Intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
 		Count: ptr(p.Skipped), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "partitions": p.Partitions, "to": p.To, "copy_to": p.CopyTo}})
 	if err != nil {
@@ -517,7 +517,7 @@ func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, 
 	if by.Name == p.CreatedBy {
 		return p, ops.Forbidden("the plan's author cannot approve it; another operator must")
 	}
-	done, err := m.audit.Intend(ctx, store.AuditEntry{Actor: by.Name, Role: by.Role.String(), Action: "kafka.offsets.approve",
+	done, err := m.audit.Intend(ctx, audit.Entry{Actor: by.Name, Role: by.Role.String(), Action: "kafka.offsets.approve",
 		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: ptr(p.Skipped), Detail: map[string]any{"plan_id": id}})
 	if err != nil {
 		return p, err

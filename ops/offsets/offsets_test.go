@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -301,14 +302,14 @@ func TestSkipWithCopy(t *testing.T) {
 	if got := e.committed(t, "billing"); got[1] != 5 || got[0] != 10 {
 		t.Errorf("committed %v, want partition 1 at 5 and 0 untouched", got)
 	}
-	entries, err := e.st.ListAudit(ctx, store.AuditFilter{Action: "kafka.offsets.apply"})
+	entries, err := e.st.ListAudit(ctx, audit.Filter{Action: "kafka.offsets.apply"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An intent row before the copies, and the outcome naming it (the list may fold the two).
 	var ok int
 	for _, en := range entries {
-		if en.Outcome == store.OutcomeOK && en.Detail["intent_id"] != nil && en.Detail["copied"] == float64(1) && en.Actor == "alice" {
+		if en.Outcome == audit.OutcomeOK && en.Detail["intent_id"] != nil && en.Detail["copied"] == float64(1) && en.Actor == "alice" {
 			ok++
 		}
 	}

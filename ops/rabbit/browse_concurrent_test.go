@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pglock"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
-	"github.com/redrive/redrive/ops/store"
 )
 
 const concurrentDLQ = "orders.dlq"
@@ -198,11 +200,14 @@ func TestBrowseAcrossReplicas(t *testing.T) {
 	e := newEnv(t)
 	e.fillDLQ(n)
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
+	// The locks' database has a pool, every connection of it taken, as when plans hold their
+	// transactions: the locks must not need one.
+	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer pool.Close()
+	st := pglock.Locker{Config: pool.Config().ConnConfig}
 	other, err := New(rabbittest.Config(t, e.vhost), testIDs)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +217,6 @@ func TestBrowseAcrossReplicas(t *testing.T) {
 	e.b.SetQueueLock(st)
 	other.SetQueueLock(st)
 
-	pool := st.Pool()
 	for range pool.Config().MaxConns {
 		c, err := pool.Acquire(ctx)
 		if err != nil {
@@ -285,11 +289,7 @@ func TestBrowseWaitBound(t *testing.T) {
 	})
 
 	t.Run("OtherReplica", func(t *testing.T) {
-		st, err := store.Open(ctx, pgtest.NewDatabase(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := locker(t, pgtest.NewDatabase(t))
 		e.b.SetQueueLock(st)
 		defer e.b.SetQueueLock(nil)
 		unlock, err := st.Lock(ctx, "rabbitmq-browse:"+e.b.name+"/"+e.vhost+"/"+concurrentDLQ)
@@ -306,12 +306,8 @@ func TestBrowseWaitBound(t *testing.T) {
 
 	t.Run("StoreDown", func(t *testing.T) {
 		// The lock's database is gone: the browse still shows the queue, and says what it could not promise.
-		st, err := store.Open(ctx, pgtest.NewDatabase(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		pgtest.Exec(t, pgtest.AdminDSN(t), `DROP DATABASE `+st.Pool().Config().ConnConfig.Database+` WITH (FORCE)`)
+		st := locker(t, pgtest.NewDatabase(t))
+		pgtest.Exec(t, pgtest.AdminDSN(t), `DROP DATABASE `+st.Config.Database+` WITH (FORCE)`)
 		e.b.SetQueueLock(st)
 		defer e.b.SetQueueLock(nil)
 		res, err := e.b.Browse(ctx, e.vhost, concurrentDLQ, 10)
@@ -444,4 +440,14 @@ func TestHeldByOthers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// locker takes the queue locks on the database dsn names, as replicas sharing a store do.
+func locker(t *testing.T, dsn string) pglock.Locker {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pglock.Locker{Config: cfg}
 }

@@ -8,14 +8,14 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // outcomeLost is an audit log that writes intents and loses every other row.
 type outcomeLost struct{ *auditLog }
 
-func (o outcomeLost) RecordAudit(context.Context, store.AuditEntry) error {
+func (o outcomeLost) RecordAudit(context.Context, audit.Entry) error {
 	return errors.New("the store went away")
 }
 
@@ -71,7 +71,7 @@ func TestReplayAuditPolicy(t *testing.T) {
 // intentLost is an audit log that cannot be written at all.
 type intentLost struct{}
 
-func (intentLost) RecordAudit(context.Context, store.AuditEntry) error { return errors.New("down") }
-func (intentLost) RecordIntent(context.Context, store.AuditEntry) (int64, error) {
+func (intentLost) RecordAudit(context.Context, audit.Entry) error { return errors.New("down") }
+func (intentLost) RecordIntent(context.Context, audit.Entry) (int64, error) {
 	return 0, errors.New("down")
 }

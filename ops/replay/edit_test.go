@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -86,8 +87,8 @@ func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	if _, ok := header(got[0], "kafka_dlt-exception-message"); ok {
 		t.Fatal("the dropped header was published")
 	}
-	res, err := w.store.Resolutions(ctx, "main", "orders.DLT", []store.RecordKey{{Partition: 0, Offset: 0}, {Partition: 0, Offset: 1}})
-	if err != nil || res[store.RecordKey{Partition: 0, Offset: 0}].State != store.StateReplayed || len(res) != 1 {
+	res, err := w.store.Resolutions(ctx, "main", "orders.DLT", []triage.RecordKey{{Partition: 0, Offset: 0}, {Partition: 0, Offset: 1}})
+	if err != nil || res[triage.RecordKey{Partition: 0, Offset: 0}].State != triage.StateReplayed || len(res) != 1 {
 		t.Fatalf("the original's resolution: %+v %v", res, err)
 	}
 }

@@ -54,8 +54,8 @@ type GroupsByTopic func(ctx context.Context, cluster string) map[string][]string
 // of a change (outcome "started") before it is made and returns its id; errors are
 // ops.ErrUnavailable.
 type Auditor interface {
-	RecordAudit(ctx context.Context, e store.AuditEntry) error
-	RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error)
+	RecordAudit(ctx context.Context, e audit.Entry) error
+	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
 }
 
 // Options builds an Engine. Store is required; the maps may be empty.
@@ -239,8 +239,8 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		Total: plan.Total, Actions: actionNames(plan.Counts), Warnings: plan.Warnings, ErrorGroups: groups}); err != nil {
 		return Plan{}, err
 	}
-	e.audit(ctx, store.AuditEntry{Actor: actor, Action: "replay.plan", Target: "replay-plan/" + plan.ID,
-		Count: ptr(int64(plan.Total)), Outcome: store.OutcomeOK,
+	e.audit(ctx, audit.Entry{Actor: actor, Action: "replay.plan", Target: "replay-plan/" + plan.ID,
+		Count: ptr(int64(plan.Total)), Outcome: audit.OutcomeOK,
 		Detail: map[string]any{"source": src, "filter": f, "actions": actionNames(plan.Counts)}})
 	return plan, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
@@ -43,19 +44,19 @@ type world struct {
 
 type auditLog struct {
 	mu      sync.Mutex
-	entries []store.AuditEntry
+	entries []audit.Entry
 	st      *store.Store
 }
 
-func (a *auditLog) RecordAudit(ctx context.Context, e store.AuditEntry) error {
+func (a *auditLog) RecordAudit(ctx context.Context, e audit.Entry) error {
 	a.mu.Lock()
 	a.entries = append(a.entries, e)
 	a.mu.Unlock()
 	return a.st.RecordAudit(ctx, e)
 }
 
-func (a *auditLog) RecordIntent(ctx context.Context, e store.AuditEntry) (int64, error) {
-	e.Outcome = store.OutcomeStarted
+func (a *auditLog) RecordIntent(ctx context.Context, e audit.Entry) (int64, error) {
+	e.Outcome = audit.OutcomeStarted
 	a.mu.Lock()
 	a.entries = append(a.entries, e)
 	a.mu.Unlock()

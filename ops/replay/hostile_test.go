@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -214,8 +215,8 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 
 type brokenAudit struct{}
 
-func (brokenAudit) RecordAudit(context.Context, store.AuditEntry) error { return ops.ErrUnavailable }
-func (brokenAudit) RecordIntent(context.Context, store.AuditEntry) (int64, error) {
+func (brokenAudit) RecordAudit(context.Context, audit.Entry) error { return ops.ErrUnavailable }
+func (brokenAudit) RecordIntent(context.Context, audit.Entry) (int64, error) {
 	return 0, fmt.Errorf("audit log: %w", ops.ErrUnavailable)
 }
 

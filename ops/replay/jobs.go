@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -70,7 +71,7 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold || src.Edit != nil) {
 		job.Status = store.JobAwaiting
 	}
-	done, err := e.intend(ctx, store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
+	done, err := e.intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
 		Count: ptr(int64(plan.Total)), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
 			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
@@ -102,11 +103,11 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 		return job, ops.Conflict("replay job %s is %s, not awaiting approval", id, job.Status)
 	}
 	if approver.Name == job.Actor {
-		e.audit(ctx, store.AuditEntry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
-			Outcome: store.OutcomeDenied, Reason: "self-approval"})
+		e.audit(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
+			Outcome: audit.OutcomeDenied, Reason: "self-approval"})
 		return job, ops.Forbidden("%s started this replay; a second, different person must approve it", approver.Name)
 	}
-	done, err := e.intend(ctx, store.AuditEntry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
+	done, err := e.intend(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 		Count: ptr(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
 	if err != nil {
 		return job, err
@@ -153,7 +154,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by access.Actor) (store.
 	if by.Name != job.Actor && !by.Can(access.Admin) {
 		return job, ops.Forbidden("%s started this replay; operators cancel their own jobs, admins anyone's", job.Actor)
 	}
-	done, err := e.intend(ctx, store.AuditEntry{Actor: by.Name, Role: by.Role.String(), Action: "replay.cancel", Target: "replay/" + id})
+	done, err := e.intend(ctx, audit.Entry{Actor: by.Name, Role: by.Role.String(), Action: "replay.cancel", Target: "replay/" + id})
 	if err != nil {
 		return job, err
 	}
@@ -505,7 +506,7 @@ func (e *Engine) finish(ctx context.Context, job store.ReplayJob, status, errTex
 		e.o.Logger.Warn("replay: finishing job failed", "job", job.ID, "err", err)
 		return
 	}
-	e.audit(ctx, store.AuditEntry{Actor: final.Actor, Role: "system", SourceIP: e.o.Owner, UserAgent: workerAgent,
+	e.audit(ctx, audit.Entry{Actor: final.Actor, Role: "system", SourceIP: e.o.Owner, UserAgent: workerAgent,
 		Action: "replay.finish", Target: "replay/" + job.ID, Count: ptr(int64(final.Published)), Reason: final.Reason,
 		Outcome: outcomeOf(status, final), Detail: map[string]any{"status": status, "published": final.Published,
 			"skipped": final.Skipped, "failed": final.Failed, "total": final.Total, "error": errText, "force": final.Force,
@@ -526,20 +527,20 @@ const workerAgent = "redrive-replay-worker"
 func outcomeOf(status string, j store.ReplayJob) string {
 	switch {
 	case status == store.JobFailed:
-		return store.OutcomeFailed
+		return audit.OutcomeFailed
 	case status == store.JobCancelled:
-		return store.OutcomeCancelled
+		return audit.OutcomeCancelled
 	case j.Failed > 0:
-		return store.OutcomePartial
+		return audit.OutcomePartial
 	}
-	return store.OutcomeOK
+	return audit.OutcomeOK
 }
 
 // intend writes the intent of a change to the audit log before the change is made: when it
 // cannot be written, nothing is changed and the caller is told why. done records how the change
 // ended (ok, or failed with its error), naming the intent in detail.intent_id; a change that was
 // made stays reported as made when that row cannot be written (ops/audit's policy).
-func (e *Engine) intend(ctx context.Context, entry store.AuditEntry) (done func(error), err error) {
+func (e *Engine) intend(ctx context.Context, entry audit.Entry) (done func(error), err error) {
 	outcome, err := e.aud.Intend(ctx, entry)
 	if err != nil {
 		return nil, err
@@ -548,7 +549,7 @@ func (e *Engine) intend(ctx context.Context, entry store.AuditEntry) (done func(
 }
 
 // audit writes an entry that is not a change's intent; a failure is logged and counted.
-func (e *Engine) audit(ctx context.Context, entry store.AuditEntry) { e.aud.Record(ctx, entry) }
+func (e *Engine) audit(ctx context.Context, entry audit.Entry) { e.aud.Record(ctx, entry) }
 
 func ptr[T any](v T) *T { return &v }
 

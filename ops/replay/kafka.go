@@ -358,7 +358,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 	var settled []store.LedgerOutcome
 	out := make([]kafka.Outgoing, 0, len(items))
 	order := make([]Item, 0, len(items))
-	marks := make([]store.ResolutionMark, 0, len(items))
+	marks := make([]triage.Mark, 0, len(items))
 	decoder, _ := r.k.(headerDecoder)
 	for _, p := range partitions {
 		want := byPartition[p] // ascending offsets: plan order within a partition
@@ -402,7 +402,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 			}
 			out = append(out, o)
 			order = append(order, it)
-			m := store.ResolutionMark{RecordKey: store.RecordKey{Partition: rec.Partition, Offset: rec.Offset}, ExceptionType: it.ErrorGroup}
+			m := triage.Mark{RecordKey: triage.RecordKey{Partition: rec.Partition, Offset: rec.Offset}, ExceptionType: it.ErrorGroup}
 			if decoder != nil {
 				if dl := decoder.DecodeHeaders(rec.Headers); dl != nil {
 					m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause

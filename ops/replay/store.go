@@ -64,7 +64,7 @@ type Archive interface {
 // leaves them out unless asked).
 type Resolutions interface {
 	triage.SettledStates
-	MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []store.ResolutionMark) error
+	MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []triage.Mark) error
 	MarkJobReplayed(ctx context.Context, jobID string) error
 	MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error
 }

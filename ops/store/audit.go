@@ -10,51 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 )
-
-// Outcomes of an audited action.
-const (
-	OutcomeOK     = "ok"
-	OutcomeDenied = "denied"
-	OutcomeFailed = "failed"
-	// A replay job's finish: it was cancelled, or it ended with some messages failed.
-	OutcomeCancelled = "cancelled"
-	OutcomePartial   = "partial"
-)
-
-// AuditEntry is one row of the append-only audit log.
-type AuditEntry struct {
-	ID        int64
-	At        time.Time
-	Actor     string
-	Role      string
-	SourceIP  string
-	UserAgent string
-	Action    string // e.g. outbox.release_leases, outbox.requeue
-	Target    string // e.g. outbox/orders
-	Count     *int64 // rows or messages affected, when it applies
-	Reason    string
-	Outcome   string // OutcomeOK, OutcomeDenied, OutcomeFailed
-	Detail    map[string]any
-}
-
-// AuditFilter narrows List. Zero fields do not filter; Limit 0 means 100.
-type AuditFilter struct {
-	Actor  string
-	Action string
-	Since  time.Time
-	Before int64 // keyset cursor: entries with id < Before
-	Limit  int
-	// Intents also lists the intent row ("started") of changes whose outcome row follows it; by
-	// default an action reads as one entry, its outcome.
-	Intents bool
-}
-
-// MaxAuditLimit caps one page of the audit list.
-const MaxAuditLimit = 1000
 
 // RecordAudit appends an entry. At is set by the database.
-func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
+func (s *Store) RecordAudit(ctx context.Context, e audit.Entry) error {
 	// Text written by others (a user agent, a reason) may hold a NUL or invalid UTF-8, which a
 	// text column refuses: the entry is kept, the odd bytes are not.
 	for _, f := range []*string{&e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target, &e.Reason, &e.Outcome} {
@@ -77,12 +37,12 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 }
 
 // ListAudit returns entries newest first.
-func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+func (s *Store) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	if f.Limit > MaxAuditLimit {
-		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxAuditLimit))
+	if f.Limit > audit.MaxLimit {
+		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", audit.MaxLimit))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
@@ -105,8 +65,8 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 }
 
 // scanAuditEntry reads one row of the audit columns in their order (id … detail).
-func scanAuditEntry(r pgx.CollectableRow) (AuditEntry, error) {
-	var e AuditEntry
+func scanAuditEntry(r pgx.CollectableRow) (audit.Entry, error) {
+	var e audit.Entry
 	var detail []byte
 	err := r.Scan(&e.ID, &e.At, &e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target,
 		&e.Count, &e.Reason, &e.Outcome, &detail)

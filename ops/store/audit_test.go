@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -21,12 +22,12 @@ func TestAuditKeepsEntriesWithOddBytes(t *testing.T) {
 	}
 	defer st.Close()
 	odd := "curl/8\xff\x00<script>"
-	if err := st.RecordAudit(ctx, store.AuditEntry{Actor: "ops\x00", SourceIP: "10.0.0.1", UserAgent: odd, Action: "outbox.requeue",
-		Target: "outbox/orders", Reason: "fix \xfe\x00 now", Outcome: store.OutcomeOK,
+	if err := st.RecordAudit(ctx, audit.Entry{Actor: "ops\x00", SourceIP: "10.0.0.1", UserAgent: odd, Action: "outbox.requeue",
+		Target: "outbox/orders", Reason: "fix \xfe\x00 now", Outcome: audit.OutcomeOK,
 		Detail: map[string]any{"note": "a\x00b\xff"}}); err != nil {
 		t.Fatalf("the entry was refused: %v", err)
 	}
-	got, err := st.ListAudit(ctx, store.AuditFilter{})
+	got, err := st.ListAudit(ctx, audit.Filter{})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("entries %v, %v", got, err)
 	}

@@ -8,14 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
-)
-
-// Outcomes of the two-phase audit of a change made in a database other than the store's.
-const (
-	// OutcomeStarted is the intent row, written before the change is attempted: when it cannot be
-	// written, nothing is changed. The outcome row that follows (ok or failed) names it in
-	// detail.intent_id, so the audit page can show the two as one action.
-	OutcomeStarted = "started"
+	"github.com/redrive/redrive/ops/audit"
 )
 
 // The audit log is append-only (migration 001): an intent row is never updated into an outcome.
@@ -24,8 +17,8 @@ const (
 
 // RecordIntent appends e with outcome "started" and returns its id, for the outcome row's
 // detail.intent_id. An error (ops.ErrUnavailable) means the change must not be made.
-func (s *Store) RecordIntent(ctx context.Context, e AuditEntry) (int64, error) {
-	e.Outcome = OutcomeStarted
+func (s *Store) RecordIntent(ctx context.Context, e audit.Entry) (int64, error) {
+	e.Outcome = audit.OutcomeStarted
 	sql, args := auditInsert(e, "audit_log")
 	var id int64
 	if err := s.pool.QueryRow(ctx, sql+" RETURNING id", args...).Scan(&id); err != nil {
@@ -34,26 +27,11 @@ func (s *Store) RecordIntent(ctx context.Context, e AuditEntry) (int64, error) {
 	return id, nil
 }
 
-// OutcomeOf is the outcome row of the change whose intent row (id intent) was written from base:
-// base's detail with intent_id, n as its count, and the error's text when cause is set.
-func OutcomeOf(base AuditEntry, intent int64, outcome string, n *int64, cause error) AuditEntry {
-	e := base
-	e.Outcome, e.Count = outcome, n
-	e.Detail = map[string]any{"intent_id": intent}
-	for k, v := range base.Detail {
-		e.Detail[k] = v
-	}
-	if cause != nil {
-		e.Detail["error"] = cause.Error()
-	}
-	return e
-}
-
 // RecordAuditIn appends e as part of tx, the open transaction of the change it describes: when tx
 // runs on the store's own database (and may write its audit log), the row is inserted in tx and
 // commits or rolls back with the change; otherwise it is written through the store's pool before
 // the caller commits tx. Either way an error means tx must be rolled back.
-func (s *Store) RecordAuditIn(ctx context.Context, tx pgx.Tx, e AuditEntry) error {
+func (s *Store) RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
 	if tx != nil {
 		same, err := s.sameDatabase(ctx, tx)
 		if err != nil {
@@ -99,7 +77,7 @@ func (s *Store) sameDatabase(ctx context.Context, tx pgx.Tx) (bool, error) {
 // auditInsert is the INSERT of e into table, with its text made storable: text written by others
 // (a user agent, a reason) may hold a NUL or invalid UTF-8, which a text column refuses; the entry
 // is kept, the odd bytes are not (as RecordAudit does).
-func auditInsert(e AuditEntry, table string) (string, []any) {
+func auditInsert(e audit.Entry, table string) (string, []any) {
 	for _, f := range []*string{&e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target, &e.Reason, &e.Outcome} {
 		*f = ops.CleanText(*f, 4096)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -338,85 +337,4 @@ func (s *Store) PruneHistory(ctx context.Context, before time.Time) (int64, erro
 		}
 	}
 	return total, nil
-}
-
-// SessionLock is a PostgreSQL session-level advisory lock held on a dedicated connection, outside
-// the pool: it is held exactly as long as that connection lives. When the process exits, or the
-// connection breaks (the database restarted, the network failed), the server releases it and
-// another holder can take it. A SessionLock is safe for concurrent use.
-type SessionLock struct {
-	s   *Store
-	key int64
-
-	mu   sync.Mutex
-	conn *pgx.Conn // nil when not connected
-	held bool
-}
-
-// SessionLock returns a handle on the advisory lock key; nothing is connected or locked yet.
-func (s *Store) SessionLock(key int64) *SessionLock {
-	return &SessionLock{s: s, key: key}
-}
-
-// TryHold makes sure the lock is held, without waiting for it. When it is held already, it checks
-// the connection still answers; if not, the lock is lost: TryHold reports false (with the error)
-// and tries again on the next call, so that another candidate may take over meanwhile. When it is
-// not held, TryHold connects if needed and tries once (pg_try_advisory_lock). ctx bounds the
-// round trips.
-func (l *SessionLock) TryHold(ctx context.Context) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held {
-		if err := l.conn.Ping(ctx); err != nil {
-			l.dropLocked()
-			return false, unavailable(err, "advisory lock %d: lost", l.key)
-		}
-		return true, nil
-	}
-	if l.conn == nil || l.conn.IsClosed() {
-		conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
-		if err != nil {
-			return false, unavailable(err, "advisory lock %d: connect", l.key)
-		}
-		l.conn = conn
-	}
-	var got bool
-	if err := l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&got); err != nil {
-		l.dropLocked()
-		return false, unavailable(err, "advisory lock %d", l.key)
-	}
-	l.held = got
-	return got, nil
-}
-
-// Held reports whether the lock was held at the last TryHold.
-func (l *SessionLock) Held() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.held
-}
-
-// Release gives the lock up and closes the connection; the next TryHold starts afresh. The lock is
-// unlocked explicitly first: a closed session frees it only when the server notices, and another
-// replica should be able to take over at once.
-func (l *SessionLock) Release() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held && l.conn != nil && !l.conn.IsClosed() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, _ = l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.key)
-		cancel()
-	}
-	l.dropLocked()
-}
-
-// dropLocked closes the connection, which ends the session and with it the lock. Closing does not
-// wait for a dead server longer than a few seconds.
-func (l *SessionLock) dropLocked() {
-	if l.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_ = l.conn.Close(ctx)
-		cancel()
-	}
-	l.conn, l.held = nil, false
 }

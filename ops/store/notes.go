@@ -3,33 +3,17 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/triage"
 )
-
-// Note is a person's note on an error group of a dead-letter source (Group set), on one of a
-// topic's records (Record set) or on one of a queue's messages (MessageID set).
-type Note struct {
-	ID        int64
-	Source    string // kafka/<cluster>/<topic> or rabbitmq/<broker>/<vhost>/<queue>
-	Group     *ErrorGroupKey
-	Record    *RecordKey
-	MessageID string
-	Actor     string
-	At        time.Time
-	Text      string
-	Link      string
-}
-
-// MaxNotes is the most notes one source lists.
-const MaxNotes = 500
 
 // AddNote appends n (its ID and At are set by the store), audited before effect (auditedChange):
 // the note and its audit row commit together.
-func (s *Store) AddNote(ctx context.Context, e AuditEntry, n Note) (Note, error) {
+func (s *Store) AddNote(ctx context.Context, e audit.Entry, n triage.Note) (triage.Note, error) {
 	var typ, cause, msgID *string
 	var part *int32
 	var off *int64
@@ -51,21 +35,21 @@ func (s *Store) AddNote(ctx context.Context, e AuditEntry, n Note) (Note, error)
 		return 1, err
 	})
 	if err != nil {
-		return Note{}, fmt.Errorf("note on %s: %w", n.Source, err)
+		return triage.Note{}, fmt.Errorf("note on %s: %w", n.Source, err)
 	}
 	return n, nil
 }
 
-// Notes lists the notes of a source, oldest first (they read as a conversation), at most MaxNotes
+// Notes lists the notes of a source, oldest first (they read as a conversation), at most triage.MaxNotes
 // (the newest).
-func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
+func (s *Store) Notes(ctx context.Context, source string) ([]triage.Note, error) {
 	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT id, source, exception_type, exception_cause, partition, "offset", coalesce(message_id, ''), actor, at, text, link
-		FROM dead_letter_note WHERE source = $1 ORDER BY at DESC, id DESC LIMIT $2) n ORDER BY at, id`, source, MaxNotes)
+		FROM dead_letter_note WHERE source = $1 ORDER BY at DESC, id DESC LIMIT $2) n ORDER BY at, id`, source, triage.MaxNotes)
 	if err != nil {
 		return nil, unavailable(err, "notes of %s", source)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Note, error) {
-		var n Note
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (triage.Note, error) {
+		var n triage.Note
 		var typ, cause *string
 		var part *int32
 		var off *int64
@@ -73,13 +57,13 @@ func (s *Store) Notes(ctx context.Context, source string) ([]Note, error) {
 			return n, err
 		}
 		if typ != nil {
-			n.Group = &ErrorGroupKey{Type: *typ}
+			n.Group = &triage.GroupKey{Type: *typ}
 			if cause != nil {
 				n.Group.Cause = *cause
 			}
 		}
 		if part != nil && off != nil {
-			n.Record = &RecordKey{Partition: *part, Offset: *off}
+			n.Record = &triage.RecordKey{Partition: *part, Offset: *off}
 		}
 		return n, nil
 	})

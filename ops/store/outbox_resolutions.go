@@ -7,12 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/triage"
 )
 
 // SetOutboxResolutions puts outbox events (by row id) into state, audited before effect
 // (auditedChange). It returns how many events changed state (none is written for opening an
 // event that is open).
-func (s *Store) SetOutboxResolutions(ctx context.Context, e AuditEntry, outbox string, ids []int64, state, reason string) (int64, error) {
+func (s *Store) SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
@@ -30,7 +32,7 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 		return 0, nil
 	}
 	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 2000)
-	if state == StateOpen {
+	if state == triage.StateOpen {
 		tag, err := tx.Exec(ctx, `UPDATE outbox_resolution SET state = 'open', actor = $2, at = now(), reason = $3, job_id = ''
 			WHERE outbox = $1 AND event = ANY($4) AND state <> 'open'`, outbox, actor, reason, ids)
 		return tag.RowsAffected(), err
@@ -47,7 +49,7 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 // after the ledger has them (a mark is never ahead of it).
 func (s *Store) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := setOutboxResolutions(ctx, tx, outbox, ids, StateReplayed, actor, "replayed by job "+jobID, jobID)
+		_, err := setOutboxResolutions(ctx, tx, outbox, ids, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
 		return err
 	})
 	if err != nil {
@@ -58,8 +60,8 @@ func (s *Store) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox str
 
 // OutboxResolutions reads the resolution of each of ids that has one; an id missing from the
 // answer is open, never marked.
-func (s *Store) OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]Resolution, error) {
-	out := map[int64]Resolution{}
+func (s *Store) OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]triage.Resolution, error) {
+	out := map[int64]triage.Resolution{}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -71,7 +73,7 @@ func (s *Store) OutboxResolutions(ctx context.Context, outbox string, ids []int6
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		var r Resolution
+		var r triage.Resolution
 		if err := rows.Scan(&id, &r.State, &r.Actor, &r.At, &r.Reason, &r.JobID); err != nil {
 			return nil, unavailable(err, "outbox resolutions %s", outbox)
 		}

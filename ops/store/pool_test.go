@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -38,11 +39,11 @@ func TestStoreTwentyCallersOnTwoConnections(t *testing.T) {
 	var g errgroup.Group
 	for i := range 20 {
 		g.Go(func() error {
-			if err := st.RecordAudit(ctx, store.AuditEntry{Actor: "load", Action: "test.concurrent", Target: "store",
-				Outcome: store.OutcomeOK, Detail: map[string]any{"i": i}}); err != nil {
+			if err := st.RecordAudit(ctx, audit.Entry{Actor: "load", Action: "test.concurrent", Target: "store",
+				Outcome: audit.OutcomeOK, Detail: map[string]any{"i": i}}); err != nil {
 				return err
 			}
-			_, err := st.ListAudit(ctx, store.AuditFilter{Action: "test.concurrent"})
+			_, err := st.ListAudit(ctx, audit.Filter{Action: "test.concurrent"})
 			return err
 		})
 	}
@@ -50,7 +51,7 @@ func TestStoreTwentyCallersOnTwoConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("20 callers × (record + list) on 2 connections: %s", time.Since(start))
-	got, err := st.ListAudit(ctx, store.AuditFilter{Action: "test.concurrent"})
+	got, err := st.ListAudit(ctx, audit.Filter{Action: "test.concurrent"})
 	if err != nil || len(got) != 20 {
 		t.Fatalf("audit rows %d, %v", len(got), err)
 	}
@@ -72,9 +73,9 @@ func TestStoreBusy(t *testing.T) {
 	}
 	const want = "the console's store is busy: all 2 connections are in use for 300ms; try again or raise store.max_conns"
 	for name, call := range map[string]func() error{
-		"ListAudit": func() error { _, err := st.ListAudit(ctx, store.AuditFilter{}); return err },
+		"ListAudit": func() error { _, err := st.ListAudit(ctx, audit.Filter{}); return err },
 		"RecordAudit": func() error {
-			return st.RecordAudit(ctx, store.AuditEntry{Actor: "a", Action: "x", Target: "y", Outcome: store.OutcomeOK})
+			return st.RecordAudit(ctx, audit.Entry{Actor: "a", Action: "x", Target: "y", Outcome: audit.OutcomeOK})
 		},
 		"Ping": func() error { return st.Ping(ctx) },
 	} {
@@ -92,7 +93,7 @@ func TestStoreBusy(t *testing.T) {
 	for _, c := range held {
 		c.Release()
 	}
-	if _, err := st.ListAudit(ctx, store.AuditFilter{}); err != nil {
+	if _, err := st.ListAudit(ctx, audit.Filter{}); err != nil {
 		t.Errorf("after release: %v", err)
 	}
 }

@@ -8,52 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/triage"
 )
-
-// Resolution states of a Kafka dead letter (migration 024). A record without a row is open.
-const (
-	StateOpen     = "open"
-	StateResolved = "resolved"
-	StateIgnored  = "ignored"
-	StateReplayed = "replayed" // set by a replay job, with its id
-)
-
-// ResolutionStates lists the states in the order pages offer them.
-var ResolutionStates = []string{StateOpen, StateResolved, StateIgnored, StateReplayed}
-
-// Resolution is what was decided about one dead letter, and by whom.
-type Resolution struct {
-	State  string
-	Actor  string
-	At     time.Time // zero for a record never marked
-	Reason string
-	JobID  string // the replay job that replayed it
-}
-
-// RecordKey names one record of a topic.
-type RecordKey struct {
-	Partition int32
-	Offset    int64
-}
-
-// ResolutionMark is one record to mark, with its error group (from its dead-letter headers) so
-// that error groups can count their open records without reading the topic again.
-type ResolutionMark struct {
-	RecordKey
-	ExceptionType, ExceptionCause string
-}
-
-// PartitionSpan is the [Start, End) offsets of one partition of a topic.
-type PartitionSpan struct {
-	Topic      string
-	Partition  int32
-	Start, End int64
-}
 
 // SetResolutions puts marks into state, audited before effect (auditedChange). It returns how
 // many records changed state (a record already in it is not counted; none is written for opening
 // a record that is open).
-func (s *Store) SetResolutions(ctx context.Context, e AuditEntry, cluster, topic string, marks []ResolutionMark, state, reason string) (int64, error) {
+func (s *Store) SetResolutions(ctx context.Context, e audit.Entry, cluster, topic string, marks []triage.Mark, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
@@ -70,7 +32,7 @@ func (s *Store) SetResolutions(ctx context.Context, e AuditEntry, cluster, topic
 // (e, outcome "started") is written first and nothing changes when it cannot be; change and its
 // outcome row (naming the intent, with change's count) then commit in one transaction, so the
 // log never says "ok" for a change that was rolled back; a failed change gets a "failed" row.
-func (s *Store) auditedChange(ctx context.Context, e AuditEntry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
+func (s *Store) auditedChange(ctx context.Context, e audit.Entry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
 	// The audit rows are written even if the caller went away mid-request.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -84,19 +46,19 @@ func (s *Store) auditedChange(ctx context.Context, e AuditEntry, change func(ctx
 		if n, err = change(actx, tx); err != nil {
 			return err
 		}
-		sql, args := auditInsert(OutcomeOf(e, intent, OutcomeOK, &n, nil), "audit_log")
+		sql, args := auditInsert(audit.OutcomeOf(e, intent, audit.OutcomeOK, &n, nil), "audit_log")
 		_, err = tx.Exec(actx, sql, args...)
 		return err
 	})
 	if err != nil {
-		_ = s.RecordAudit(actx, OutcomeOf(e, intent, OutcomeFailed, nil, err))
+		_ = s.RecordAudit(actx, audit.OutcomeOf(e, intent, audit.OutcomeFailed, nil, err))
 		return 0, unavailable(err, "%s", e.Action)
 	}
 	return n, nil
 }
 
 func validState(s string) bool {
-	for _, st := range ResolutionStates {
+	for _, st := range triage.States {
 		if s == st {
 			return true
 		}
@@ -105,7 +67,7 @@ func validState(s string) bool {
 }
 
 // setResolutions writes the marks in tx; it returns how many records changed state.
-func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks []ResolutionMark, state, actor, reason, jobID string) (int64, error) {
+func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks []triage.Mark, state, actor, reason, jobID string) (int64, error) {
 	if len(marks) == 0 {
 		return 0, nil
 	}
@@ -116,7 +78,7 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 		types[i], causes[i] = ops.CleanText(m.ExceptionType, 500), ops.CleanText(m.ExceptionCause, 500)
 	}
 	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 2000)
-	if state == StateOpen {
+	if state == triage.StateOpen {
 		// Opening a record that has no row changes nothing: no row is open.
 		tag, err := tx.Exec(ctx, `UPDATE dead_letter_resolution r SET state = 'open', actor = $3, at = now(), reason = $4, job_id = ''
 			FROM unnest($5::int[], $6::bigint[]) AS u(p, o)
@@ -140,9 +102,9 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 // MarkReplayed marks the records a replay job published as replayed, with the job's id. Called
 // after the ledger has them settled (a mark is never ahead of the ledger); marks repeated by a
 // resumed run change nothing.
-func (s *Store) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []ResolutionMark) error {
+func (s *Store) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []triage.Mark) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := setResolutions(ctx, tx, cluster, topic, marks, StateReplayed, actor, "replayed by job "+jobID, jobID)
+		_, err := setResolutions(ctx, tx, cluster, topic, marks, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
 		return err
 	})
 	if err != nil {
@@ -174,8 +136,8 @@ func (s *Store) MarkJobReplayed(ctx context.Context, jobID string) error {
 
 // Resolutions reads the resolution of each of keys that has one; a key missing from the answer
 // is open, never marked.
-func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []RecordKey) (map[RecordKey]Resolution, error) {
-	out := map[RecordKey]Resolution{}
+func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []triage.RecordKey) (map[triage.RecordKey]triage.Resolution, error) {
+	out := map[triage.RecordKey]triage.Resolution{}
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -191,8 +153,8 @@ func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []R
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k RecordKey
-		var r Resolution
+		var k triage.RecordKey
+		var r triage.Resolution
 		if err := rows.Scan(&k.Partition, &k.Offset, &r.State, &r.Actor, &r.At, &r.Reason, &r.JobID); err != nil {
 			return nil, fmt.Errorf("dead-letter resolutions: %w", err)
 		}
@@ -207,16 +169,16 @@ func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []R
 // SettledStates reads the state of every record of a topic that is not open (a record missing
 // from the answer is open), for a filter's resolution variable: one read of the settled index
 // for a whole scan rather than one per record.
-func (s *Store) SettledStates(ctx context.Context, cluster, topic string) (map[RecordKey]string, error) {
+func (s *Store) SettledStates(ctx context.Context, cluster, topic string) (map[triage.RecordKey]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT partition, "offset", state FROM dead_letter_resolution
 		WHERE cluster = $1 AND topic = $2 AND state <> 'open'`, cluster, topic)
 	if err != nil {
 		return nil, unavailable(err, "dead-letter resolutions %s/%s", cluster, topic)
 	}
 	defer rows.Close()
-	out := map[RecordKey]string{}
+	out := map[triage.RecordKey]string{}
 	for rows.Next() {
-		var k RecordKey
+		var k triage.RecordKey
 		var st string
 		if err := rows.Scan(&k.Partition, &k.Offset, &st); err != nil {
 			return nil, unavailable(err, "dead-letter resolutions %s/%s", cluster, topic)
@@ -231,7 +193,7 @@ func (s *Store) SettledStates(ctx context.Context, cluster, topic string) (map[R
 
 // SettledDeadLetters counts, per topic, the records inside spans (each partition's current
 // [start, end): records gone by retention do not count) that are not open.
-func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []PartitionSpan) (map[string]int64, error) {
+func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []triage.Span) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(spans) == 0 {
 		return out, nil
@@ -256,14 +218,11 @@ func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []
 	return out, rows.Err()
 }
 
-// ErrorGroupKey names an error group of a topic: its exception type and cause.
-type ErrorGroupKey struct{ Type, Cause string }
-
 // SettledByErrorGroup counts the records inside spans of one topic that are not open, per error
 // group. A record marked by a replay job has no cause recorded: it counts for its type's group
 // with an empty cause only.
-func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []PartitionSpan) (map[ErrorGroupKey]int64, error) {
-	out := map[ErrorGroupKey]int64{}
+func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []triage.Span) (map[triage.GroupKey]int64, error) {
+	out := map[triage.GroupKey]int64{}
 	if len(spans) == 0 {
 		return out, nil
 	}
@@ -277,7 +236,7 @@ func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k ErrorGroupKey
+		var k triage.GroupKey
 		var n int64
 		if err := rows.Scan(&k.Type, &k.Cause, &n); err != nil {
 			return nil, fmt.Errorf("settled error groups %s/%s: %w", cluster, topic, err)
@@ -287,7 +246,7 @@ func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, 
 	return out, rows.Err()
 }
 
-func spanArrays(spans []PartitionSpan) ([]string, []int32, []int64, []int64) {
+func spanArrays(spans []triage.Span) ([]string, []int32, []int64, []int64) {
 	topics, parts := make([]string, len(spans)), make([]int32, len(spans))
 	starts, ends := make([]int64, len(spans)), make([]int64, len(spans))
 	for i, s := range spans {

@@ -3,7 +3,8 @@ package store_test
 import (
 	"testing"
 
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/triage"
 )
 
 // A resolution is audited before its effect: when the intent row cannot be written nothing
@@ -13,12 +14,12 @@ import (
 func TestSetResolutionsAuditedBeforeEffect(t *testing.T) {
 	ctx, s := leaseStore(t)
 	db := s.Pool()
-	marks := []store.ResolutionMark{
-		{RecordKey: store.RecordKey{Partition: 0, Offset: 1}, ExceptionType: "X"},
-		{RecordKey: store.RecordKey{Partition: 0, Offset: 2}, ExceptionType: "X"},
-		{RecordKey: store.RecordKey{Partition: 1, Offset: 7}, ExceptionType: "Y", ExceptionCause: "Z"},
+	marks := []triage.Mark{
+		{RecordKey: triage.RecordKey{Partition: 0, Offset: 1}, ExceptionType: "X"},
+		{RecordKey: triage.RecordKey{Partition: 0, Offset: 2}, ExceptionType: "X"},
+		{RecordKey: triage.RecordKey{Partition: 1, Offset: 7}, ExceptionType: "Y", ExceptionCause: "Z"},
 	}
-	entry := store.AuditEntry{Actor: "otto", Role: "operator", Action: "kafka.resolve", Target: "kafka/main/orders.DLT", Reason: "fixed"}
+	entry := audit.Entry{Actor: "otto", Role: "operator", Action: "kafka.resolve", Target: "kafka/main/orders.DLT", Reason: "fixed"}
 	rows := func() (n int) {
 		t.Helper()
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM dead_letter_resolution`).Scan(&n); err != nil {
@@ -45,42 +46,42 @@ func TestSetResolutionsAuditedBeforeEffect(t *testing.T) {
 	}
 
 	refuse("started")
-	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, store.StateResolved, "fixed"); err == nil || rows() != 0 {
+	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed"); err == nil || rows() != 0 {
 		t.Fatalf("no intent row: err %v, %d rows written", err, rows())
 	}
 	refuse("ok")
-	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, store.StateResolved, "fixed"); err == nil || rows() != 0 {
+	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed"); err == nil || rows() != 0 {
 		t.Fatalf("no outcome row: err %v, %d rows written", err, rows())
 	}
 	if audit("started") != 1 || audit("failed") != 1 {
 		t.Fatalf("after the failed outcome: %d intents, %d failed rows", audit("started"), audit("failed"))
 	}
 	refuse("none")
-	n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, store.StateResolved, "fixed")
+	n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed")
 	if err != nil || n != 3 || rows() != 3 || audit("ok") != 1 {
 		t.Fatalf("resolved: %d, %v; %d rows, %d ok", n, err, rows(), audit("ok"))
 	}
 	// Again: nothing changes state. Reopening one: one changes.
-	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, store.StateResolved, "fixed"); err != nil || n != 0 {
+	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed"); err != nil || n != 0 {
 		t.Fatalf("resolved again: %d, %v", n, err)
 	}
-	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks[:1], store.StateOpen, ""); err != nil || n != 1 {
+	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks[:1], triage.StateOpen, ""); err != nil || n != 1 {
 		t.Fatalf("reopened: %d, %v", n, err)
 	}
 	// Offset 1 is open again; offset 2 fell out of partition 0's range (retention): 1 settled.
-	settled, err := s.SettledDeadLetters(ctx, "main", []store.PartitionSpan{{Topic: "orders.DLT", Partition: 0, Start: 3, End: 10},
+	settled, err := s.SettledDeadLetters(ctx, "main", []triage.Span{{Topic: "orders.DLT", Partition: 0, Start: 3, End: 10},
 		{Topic: "orders.DLT", Partition: 1, Start: 0, End: 10}})
 	if err != nil || settled["orders.DLT"] != 1 {
 		t.Fatalf("settled: %v, %v", settled, err)
 	}
-	groups, err := s.SettledByErrorGroup(ctx, "main", "orders.DLT", []store.PartitionSpan{{Topic: "orders.DLT", Partition: 0, Start: 0, End: 10},
+	groups, err := s.SettledByErrorGroup(ctx, "main", "orders.DLT", []triage.Span{{Topic: "orders.DLT", Partition: 0, Start: 0, End: 10},
 		{Topic: "orders.DLT", Partition: 1, Start: 0, End: 10}})
-	if err != nil || groups[store.ErrorGroupKey{Type: "X"}] != 1 || groups[store.ErrorGroupKey{Type: "Y", Cause: "Z"}] != 1 {
+	if err != nil || groups[triage.GroupKey{Type: "X"}] != 1 || groups[triage.GroupKey{Type: "Y", Cause: "Z"}] != 1 {
 		t.Fatalf("by group: %v, %v", groups, err)
 	}
-	got, err := s.Resolutions(ctx, "main", "orders.DLT", []store.RecordKey{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}, {Partition: 0, Offset: 9}})
-	if err != nil || got[store.RecordKey{Partition: 0, Offset: 1}].State != "open" || got[store.RecordKey{Partition: 0, Offset: 2}].State != "resolved" ||
-		got[store.RecordKey{Partition: 0, Offset: 2}].Actor != "otto" || len(got) != 2 {
+	got, err := s.Resolutions(ctx, "main", "orders.DLT", []triage.RecordKey{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}, {Partition: 0, Offset: 9}})
+	if err != nil || got[triage.RecordKey{Partition: 0, Offset: 1}].State != "open" || got[triage.RecordKey{Partition: 0, Offset: 2}].State != "resolved" ||
+		got[triage.RecordKey{Partition: 0, Offset: 2}].Actor != "otto" || len(got) != 2 {
 		t.Fatalf("resolutions: %+v, %v", got, err)
 	}
 	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, "closed", "x"); err == nil {

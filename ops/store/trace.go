@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 )
 
 // TracedReplay is a ledger row of a message with the job that wrote it, for a trace.
@@ -45,7 +46,7 @@ func (s *Store) ReplaysOf(ctx context.Context, ids []string, limit int) ([]Trace
 // needles (each at least 3 characters), newest first, at most limit. The audit log has no index on
 // its text: since bounds what is read (the at index), limit what is returned. Errors wrap
 // ops.ErrUnavailable.
-func (s *Store) AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]AuditEntry, error) {
+func (s *Store) AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error) {
 	var pats []string
 	for _, n := range needles {
 		if len(n) >= 3 {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
@@ -79,7 +80,7 @@ type Ledger interface {
 // AuditLog is the audit log; *store.Store implements it.
 type AuditLog interface {
 	// AuditNaming lists entries since since whose target, reason or detail contains a needle.
-	AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]store.AuditEntry, error)
+	AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error)
 }
 
 // Budget bounds each lookup of a trace. Zero fields take the defaults.

@@ -5,13 +5,12 @@ import (
 	"sync"
 
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // SettledStates reads the states of a topic's records that are not open; *store.Store
 // implements it.
 type SettledStates interface {
-	SettledStates(ctx context.Context, cluster, topic string) (map[store.RecordKey]string, error)
+	SettledStates(ctx context.Context, cluster, topic string) (map[RecordKey]string, error)
 }
 
 // StateLookup answers a filter's resolution variable for one topic's records
@@ -20,16 +19,16 @@ type SettledStates interface {
 // every record (no match, counted), never guesses "open". Safe for concurrent use.
 func StateLookup(ctx context.Context, st SettledStates, cluster, topic string) search.ResolutionOf {
 	var once sync.Once
-	var states map[store.RecordKey]string
+	var states map[RecordKey]string
 	var err error
 	return func(partition int32, offset int64) (string, error) {
 		once.Do(func() { states, err = st.SettledStates(ctx, cluster, topic) })
 		if err != nil {
 			return "", err
 		}
-		if s, ok := states[store.RecordKey{Partition: partition, Offset: offset}]; ok {
+		if s, ok := states[RecordKey{Partition: partition, Offset: offset}]; ok {
 			return s, nil
 		}
-		return store.StateOpen, nil
+		return StateOpen, nil
 	}
 }

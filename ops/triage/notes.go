@@ -9,7 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/audit"
 )
 
 // Limits of a note.
@@ -22,8 +22,8 @@ const (
 // topic.
 type NoteRequest struct {
 	Cluster, Topic string
-	Group          *store.ErrorGroupKey
-	Record         *store.RecordKey
+	Group          *GroupKey
+	Record         *RecordKey
 	Text, Link     string
 	Actor          access.Actor // the note's author, and the audit row's actor and role
 }
@@ -33,21 +33,21 @@ func NoteSource(cluster, topic string) string { return "kafka/" + cluster + "/" 
 
 // AddNote validates and appends a note, audited (action kafka.note) with its text and link.
 // Errors: ErrNotFound (cluster), ErrInvalid (in the user's words), ErrUnavailable.
-func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (store.Note, error) {
+func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (Note, error) {
 	if _, ok := t.clusters[r.Cluster]; !ok {
-		return store.Note{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
+		return Note{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
 	}
 	switch {
 	case (r.Group == nil) == (r.Record == nil):
-		return store.Note{}, ops.Invalid("body", "give exactly one of error_group or record")
+		return Note{}, ops.Invalid("body", "give exactly one of error_group or record")
 	case r.Record != nil && (r.Record.Partition < 0 || r.Record.Offset < 0):
-		return store.Note{}, ops.Invalid("record", "partition and offset must not be negative")
+		return Note{}, ops.Invalid("record", "partition and offset must not be negative")
 	}
 	text, err := noteText(r.Text, r.Link)
 	if err != nil {
-		return store.Note{}, err
+		return Note{}, err
 	}
-	n := store.Note{Source: NoteSource(r.Cluster, r.Topic), Group: r.Group, Record: r.Record, Actor: r.Actor.Name, Text: text, Link: r.Link}
+	n := Note{Source: NoteSource(r.Cluster, r.Topic), Group: r.Group, Record: r.Record, Actor: r.Actor.Name, Text: text, Link: r.Link}
 	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "text": text, "link": r.Link}
 	if r.Group != nil {
 		detail["error_group"] = map[string]any{"exception_type": r.Group.Type, "exception_cause": r.Group.Cause}
@@ -78,8 +78,8 @@ func noteText(text, link string) (string, error) {
 }
 
 // addNote appends n audited as action on its source, by actor, from where the request came.
-func (t *Triage) addNote(ctx context.Context, actor access.Actor, action string, n store.Note, detail map[string]any) (store.Note, error) {
-	e := store.AuditEntry{Actor: actor.Name, Role: actor.Role.String(), Action: action, Target: n.Source, Detail: detail}
+func (t *Triage) addNote(ctx context.Context, actor access.Actor, action string, n Note, detail map[string]any) (Note, error) {
+	e := audit.Entry{Actor: actor.Name, Role: actor.Role.String(), Action: action, Target: n.Source, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
 	return t.store.AddNote(ctx, e, n)
@@ -90,7 +90,7 @@ func (t *Triage) addNote(ctx context.Context, actor access.Actor, action string,
 // queue has no offsets; the id is how the page and the trace name a message).
 type QueueNoteRequest struct {
 	Broker, Vhost, Queue string
-	Group                *store.ErrorGroupKey
+	Group                *GroupKey
 	MessageID            string
 	Text, Link           string
 	Actor                access.Actor
@@ -113,18 +113,18 @@ func (t *Triage) WithBrokers(names ...string) *Triage {
 // AddQueueNote validates and appends a note on a queue's error group or message, audited
 // (action rabbitmq.note) with its text and link. Errors: ErrNotFound (broker), ErrInvalid,
 // ErrUnavailable.
-func (t *Triage) AddQueueNote(ctx context.Context, r QueueNoteRequest) (store.Note, error) {
+func (t *Triage) AddQueueNote(ctx context.Context, r QueueNoteRequest) (Note, error) {
 	if !t.brokers[r.Broker] {
-		return store.Note{}, ops.NotFound("rabbitmq broker %q is not configured", r.Broker)
+		return Note{}, ops.NotFound("rabbitmq broker %q is not configured", r.Broker)
 	}
 	if (r.Group == nil) == (r.MessageID == "") {
-		return store.Note{}, ops.Invalid("body", "give exactly one of error_group or message_id")
+		return Note{}, ops.Invalid("body", "give exactly one of error_group or message_id")
 	}
 	text, err := noteText(r.Text, r.Link)
 	if err != nil {
-		return store.Note{}, err
+		return Note{}, err
 	}
-	n := store.Note{Source: QueueNoteSource(r.Broker, r.Vhost, r.Queue), Group: r.Group, MessageID: r.MessageID, Actor: r.Actor.Name,
+	n := Note{Source: QueueNoteSource(r.Broker, r.Vhost, r.Queue), Group: r.Group, MessageID: r.MessageID, Actor: r.Actor.Name,
 		Text: text, Link: r.Link}
 	detail := map[string]any{"broker": r.Broker, "vhost": r.Vhost, "queue": r.Queue, "text": text, "link": r.Link}
 	if r.Group != nil {
@@ -136,11 +136,11 @@ func (t *Triage) AddQueueNote(ctx context.Context, r QueueNoteRequest) (store.No
 }
 
 // QueueNotes lists a queue's notes, oldest first.
-func (t *Triage) QueueNotes(ctx context.Context, broker, vhost, queue string) ([]store.Note, error) {
+func (t *Triage) QueueNotes(ctx context.Context, broker, vhost, queue string) ([]Note, error) {
 	return t.store.Notes(ctx, QueueNoteSource(broker, vhost, queue))
 }
 
 // Notes lists a topic's notes, oldest first.
-func (t *Triage) Notes(ctx context.Context, cluster, topic string) ([]store.Note, error) {
+func (t *Triage) Notes(ctx context.Context, cluster, topic string) ([]Note, error) {
 	return t.store.Notes(ctx, NoteSource(cluster, topic))
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // OutboxTable is what resolving reads of a service's outbox (never writes); *outbox.Outbox
@@ -81,7 +81,7 @@ func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, er
 		return Result{}, err
 	}
 	detail["matched"] = res.Matched
-	e := store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve", Target: "outbox/" + r.Outbox,
+	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve", Target: "outbox/" + r.Outbox,
 		Reason: r.Reason, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
@@ -140,7 +140,7 @@ func deadMatching(ctx context.Context, o OutboxTable, f OutboxFilter) ([]int64, 
 }
 
 // OutboxResolutions reads the resolution of each event (open when never marked).
-func (t *Triage) OutboxResolutions(ctx context.Context, name string, ids []int64) (map[int64]store.Resolution, error) {
+func (t *Triage) OutboxResolutions(ctx context.Context, name string, ids []int64) (map[int64]Resolution, error) {
 	return t.store.OutboxResolutions(ctx, name, ids)
 }
 

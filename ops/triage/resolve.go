@@ -11,9 +11,9 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Limits of one resolution request.
@@ -36,16 +36,16 @@ type Cluster interface {
 
 // Store keeps the resolutions and the audit log; *store.Store implements it.
 type Store interface {
-	SetResolutions(ctx context.Context, e store.AuditEntry, cluster, topic string, marks []store.ResolutionMark, state, reason string) (int64, error)
-	Resolutions(ctx context.Context, cluster, topic string, keys []store.RecordKey) (map[store.RecordKey]store.Resolution, error)
-	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
-	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []store.PartitionSpan) (map[store.ErrorGroupKey]int64, error)
+	SetResolutions(ctx context.Context, e audit.Entry, cluster, topic string, marks []Mark, state, reason string) (int64, error)
+	Resolutions(ctx context.Context, cluster, topic string, keys []RecordKey) (map[RecordKey]Resolution, error)
+	SettledDeadLetters(ctx context.Context, cluster string, spans []Span) (map[string]int64, error)
+	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []Span) (map[GroupKey]int64, error)
 	SettledStates
-	SetOutboxResolutions(ctx context.Context, e store.AuditEntry, outbox string, ids []int64, state, reason string) (int64, error)
-	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]store.Resolution, error)
+	SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error)
+	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]Resolution, error)
 	SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error)
-	AddNote(ctx context.Context, e store.AuditEntry, n store.Note) (store.Note, error)
-	Notes(ctx context.Context, source string) ([]store.Note, error)
+	AddNote(ctx context.Context, e audit.Entry, n Note) (Note, error)
+	Notes(ctx context.Context, source string) ([]Note, error)
 }
 
 // Triage is the use cases of this package over the configured clusters.
@@ -68,7 +68,7 @@ func New(st Store, clusters []Cluster) *Triage {
 // Selection is which records of a topic a resolution applies to: exactly one of Records,
 // ErrorGroup and Filter.
 type Selection struct {
-	Records    []store.RecordKey
+	Records    []RecordKey
 	ErrorGroup *ErrorGroupRef
 	Filter     *Filter
 }
@@ -128,7 +128,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		return Result{}, ops.Invalid("body", "give exactly one of records, error_group or filter")
 	}
 	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "state": r.State}
-	var marks []store.ResolutionMark
+	var marks []Mark
 	var res Result
 	var err error
 	switch {
@@ -179,7 +179,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		return Result{}, err
 	}
 	detail["matched"] = res.Matched
-	e := store.AuditEntry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
+	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
 		Reason: r.Reason, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
@@ -190,9 +190,9 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 // checkState refuses a state a person may not set, and a reason too long for the audit log.
 func checkState(state, reason string) error {
 	switch {
-	case state == store.StateReplayed:
+	case state == StateReplayed:
 		return ops.Invalid("state", "replayed is set by a replay job; choose open, resolved or ignored")
-	case state != store.StateOpen && state != store.StateResolved && state != store.StateIgnored:
+	case state != StateOpen && state != StateResolved && state != StateIgnored:
 		return ops.Invalid("state", "must be open, resolved or ignored")
 	case len(reason) > maxReason:
 		return ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
@@ -200,8 +200,8 @@ func checkState(state, reason string) error {
 	return nil
 }
 
-func markOf(rec kafka.Record) store.ResolutionMark {
-	m := store.ResolutionMark{RecordKey: store.RecordKey{Partition: rec.Partition, Offset: rec.Offset}}
+func markOf(rec kafka.Record) Mark {
+	m := Mark{RecordKey: RecordKey{Partition: rec.Partition, Offset: rec.Offset}}
 	if dl := rec.DeadLetter; dl != nil {
 		m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause
 	}
@@ -212,8 +212,8 @@ func markOf(rec kafka.Record) store.ResolutionMark {
 // view shows) selects. A topic larger than MaxScan, or a read that runs out of time, is refused
 // rather than resolved in part: a person asked for every record of the selection.
 func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter, view func(kafka.Record) kafka.Record,
-	keep func(kafka.Record) bool) ([]store.ResolutionMark, Result, error) {
-	var marks []store.ResolutionMark
+	keep func(kafka.Record) bool) ([]Mark, Result, error) {
+	var marks []Mark
 	q := search.Query{Topic: topic, Order: "oldest", Filter: cel, View: view, MaxScan: MaxScan, Timeout: scanTimeout,
 		Each: func(rec kafka.Record) error {
 			if keep(rec) {
@@ -234,7 +234,7 @@ func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter
 
 // readRecords reads the named records (each partition's span of them, in one scan) for their
 // error group; a record that is not in the topic is refused by name.
-func readRecords(ctx context.Context, c Cluster, topic string, keys []store.RecordKey) ([]store.ResolutionMark, Result, error) {
+func readRecords(ctx context.Context, c Cluster, topic string, keys []RecordKey) ([]Mark, Result, error) {
 	parts, err := c.Partitions(ctx, topic)
 	if err != nil {
 		return nil, Result{}, err
@@ -251,7 +251,7 @@ func readRecords(ctx context.Context, c Cluster, topic string, keys []store.Reco
 		}
 		byPart[k.Partition] = append(byPart[k.Partition], k.Offset)
 	}
-	var marks []store.ResolutionMark
+	var marks []Mark
 	var res Result
 	for p, offs := range byPart {
 		slices.Sort(offs)
@@ -291,18 +291,18 @@ func (t *Triage) OpenCounts(ctx context.Context, cluster string, topics []kafka.
 
 // Settled counts what is no longer open; *store.Store implements it.
 type Settled interface {
-	SettledDeadLetters(ctx context.Context, cluster string, spans []store.PartitionSpan) (map[string]int64, error)
+	SettledDeadLetters(ctx context.Context, cluster string, spans []Span) (map[string]int64, error)
 }
 
 // OpenCounts is Triage.OpenCounts over any Settled. The topics are copied, never changed in place
 // (they may be a cached snapshot's).
 func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error) {
 	out := slices.Clone(topics)
-	var spans []store.PartitionSpan
+	var spans []Span
 	for i := range out {
 		out[i].Settled = 0
 		for _, p := range out[i].Partitions {
-			spans = append(spans, store.PartitionSpan{Topic: out[i].Topic, Partition: p.Partition, Start: p.Start, End: p.End})
+			spans = append(spans, Span{Topic: out[i].Topic, Partition: p.Partition, Start: p.Start, End: p.End})
 		}
 	}
 	if st == nil || len(spans) == 0 {
@@ -319,10 +319,10 @@ func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.
 }
 
 // Resolutions reads the resolution of each record (open when never marked).
-func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[store.RecordKey]store.Resolution, error) {
-	keys := make([]store.RecordKey, len(recs))
+func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[RecordKey]Resolution, error) {
+	keys := make([]RecordKey, len(recs))
 	for i, r := range recs {
-		keys[i] = store.RecordKey{Partition: r.Partition, Offset: r.Offset}
+		keys[i] = RecordKey{Partition: r.Partition, Offset: r.Offset}
 	}
 	return t.store.Resolutions(ctx, cluster, topic, keys)
 }
@@ -331,9 +331,9 @@ func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []
 func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error) {
 	groups := slices.Clone(scan.Groups)
 	scan.Groups = groups
-	var spans []store.PartitionSpan
+	var spans []Span
 	for _, r := range scan.Ranges {
-		spans = append(spans, store.PartitionSpan{Topic: scan.Topic, Partition: r.Partition, Start: r.Start, End: r.End})
+		spans = append(spans, Span{Topic: scan.Topic, Partition: r.Partition, Start: r.Start, End: r.End})
 	}
 	settled, err := t.store.SettledByErrorGroup(ctx, cluster, scan.Topic, spans)
 	if err != nil {
@@ -341,7 +341,7 @@ func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafk
 	}
 	for i := range groups {
 		g := &groups[i]
-		g.Settled = settled[store.ErrorGroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		g.Settled = settled[GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
 	}
 	return scan, nil
 }
@@ -354,7 +354,7 @@ func ParseState(raw, def string) (string, error) {
 	if raw == "all" {
 		return raw, nil
 	}
-	for _, s := range store.ResolutionStates {
+	for _, s := range States {
 		if raw == s {
 			return raw, nil
 		}

@@ -1,4 +1,4 @@
-package store_test
+package pglock_test
 
 import (
 	"context"
@@ -9,18 +9,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pglock"
 	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/store"
 )
 
 func TestLock(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	st, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	pool := open(t, dsn)
+	st := pglock.Locker{Config: pool.Config().ConnConfig}
 	const key = "rabbitmq-browse:test/v/orders.dlq"
 
 	lockWithin := func(t *testing.T, key string, d time.Duration) (func(), error) {
@@ -81,7 +78,6 @@ func TestLock(t *testing.T) {
 	t.Run("NeedsNoPooledConnection", func(t *testing.T) {
 		// Every pooled connection is taken, as when plans hold their transactions: the lock must
 		// still be granted, and must not wait for the pool.
-		pool := st.Pool()
 		var held []*pgxpool.Conn
 		for range pool.Config().MaxConns {
 			c, err := pool.Acquire(ctx)
@@ -108,7 +104,7 @@ func TestLock(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unlock() // its connection is gone: must not hang or panic
-		if _, err := st.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
 			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
 			t.Fatal(err)
 		}
@@ -135,15 +131,22 @@ func TestLock(t *testing.T) {
 
 	t.Run("Unavailable", func(t *testing.T) {
 		// A database that refuses connections (here: one that does not exist).
-		bad, err := store.Open(ctx, pgtest.NewDatabase(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer bad.Close()
-		pgtest.Exec(t, pgtest.AdminDSN(t), `DROP DATABASE `+bad.Pool().Config().ConnConfig.Database+` WITH (FORCE)`)
-		_, err = bad.Lock(ctx, key)
+		bad := open(t, pgtest.NewDatabase(t)).Config().ConnConfig
+		pgtest.Exec(t, pgtest.AdminDSN(t), `DROP DATABASE `+bad.Database+` WITH (FORCE)`)
+		_, err := pglock.Lock(ctx, bad, key)
 		if !errors.Is(err, ops.ErrUnavailable) || errors.Is(err, ops.ErrConflict) {
 			t.Fatalf("lock on a dropped database: %v, want ops.ErrUnavailable", err)
 		}
 	})
+}
+
+// open is a pool on dsn, closed when the test ends.
+func open(t *testing.T, dsn string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -1,0 +1,70 @@
+package audit
+
+import "time"
+
+// The audit log's model: what a row says (Entry), how a listing is narrowed (Filter), the
+// outcomes. The log itself is kept by an adapter (ops/store, in PostgreSQL) behind Log.
+
+// Outcomes of an audited action.
+const (
+	OutcomeOK     = "ok"
+	OutcomeDenied = "denied"
+	OutcomeFailed = "failed"
+	// A replay job's finish: it was cancelled, or it ended with some messages failed.
+	OutcomeCancelled = "cancelled"
+	OutcomePartial   = "partial"
+)
+
+// Entry is one row of the append-only audit log.
+type Entry struct {
+	ID        int64
+	At        time.Time
+	Actor     string
+	Role      string
+	SourceIP  string
+	UserAgent string
+	Action    string // e.g. outbox.release_leases, outbox.requeue
+	Target    string // e.g. outbox/orders
+	Count     *int64 // rows or messages affected, when it applies
+	Reason    string
+	Outcome   string // OutcomeOK, OutcomeDenied, OutcomeFailed
+	Detail    map[string]any
+}
+
+// Filter narrows a listing. Zero fields do not filter; Limit 0 means 100.
+type Filter struct {
+	Actor  string
+	Action string
+	Since  time.Time
+	Before int64 // keyset cursor: entries with id < Before
+	Limit  int
+	// Intents also lists the intent row ("started") of changes whose outcome row follows it; by
+	// default an action reads as one entry, its outcome.
+	Intents bool
+}
+
+// MaxLimit caps one page of the audit list.
+const MaxLimit = 1000
+
+// The two-phase audit of a change.
+const (
+	// OutcomeStarted is the intent row, written before the change is attempted: when it cannot be
+	// written, nothing is changed. The outcome row that follows (ok or failed) names it in
+	// detail.intent_id, so the audit page can show the two as one action.
+	OutcomeStarted = "started"
+)
+
+// OutcomeOf is the outcome row of the change whose intent row (id intent) was written from base:
+// base's detail with intent_id, n as its count, and the error's text when cause is set.
+func OutcomeOf(base Entry, intent int64, outcome string, n *int64, cause error) Entry {
+	e := base
+	e.Outcome, e.Count = outcome, n
+	e.Detail = map[string]any{"intent_id": intent}
+	for k, v := range base.Detail {
+		e.Detail[k] = v
+	}
+	if cause != nil {
+		e.Detail["error"] = cause.Error()
+	}
+	return e
+}
