@@ -17,7 +17,6 @@ import (
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	archivepages "github.com/redrive/redrive/views/pages/archive"
 )
@@ -26,8 +25,8 @@ import (
 type ArchiveStore interface {
 	Auditor
 	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
-	ArchivedMessages(ctx context.Context, f store.ArchiveFilter) ([]store.ArchivedMessage, error)
-	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(store.ArchivedMessage) error) (store.ArchivedMessage, error)
+	ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error)
+	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error)
 }
 
 // ArchivePublisher publishes an archived message again; *rabbit.Broker implements it.
@@ -40,7 +39,7 @@ type ArchivePublisher interface {
 // the replay engine implements it.
 type ArchiveReplays interface {
 	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
-	Start(ctx context.Context, r replay.StartRequest) (store.ReplayJob, error)
+	Start(ctx context.Context, r replay.StartRequest) (replay.Job, error)
 }
 
 // Archive serves the archive of messages discard jobs took from RabbitMQ dead-letter queues.
@@ -187,14 +186,14 @@ func (h *Archive) FormRestore(c echo.Context) error {
 }
 
 // archiveFilter reads the archive's query: broker, queue, since, limit, cursor.
-func archiveFilter(c echo.Context) (store.ArchiveFilter, error) {
-	f := store.ArchiveFilter{Broker: c.QueryParam("broker"), Queue: c.QueryParam("queue")}
+func archiveFilter(c echo.Context) (replay.ArchiveFilter, error) {
+	f := replay.ArchiveFilter{Broker: c.QueryParam("broker"), Queue: c.QueryParam("queue")}
 	since, err := queryTime(c, "since", time.Now())
 	if err != nil {
 		return f, ops.Invalid("since", "must be RFC 3339 (2026-11-30T06:00:00Z), a date, or an age like 24h")
 	}
 	f.Since = since
-	limit, err := queryInt(c, "limit", 100, 1, store.MaxArchiveLimit)
+	limit, err := queryInt(c, "limit", 100, 1, replay.MaxArchiveLimit)
 	if err != nil {
 		return f, err
 	}
@@ -209,7 +208,7 @@ func archiveFilter(c echo.Context) (store.ArchiveFilter, error) {
 
 // toArchivedJSON masks, for a non-admin, the configured headers and the body's JSON paths (a
 // body that is not JSON whole when paths are configured), and the message id when it is masked.
-func toArchivedJSON(red *Redactor, m store.ArchivedMessage) archivedJSON {
+func toArchivedJSON(red *Redactor, m replay.Archived) archivedJSON {
 	j := archivedJSON{ID: m.ID, MessageID: m.MessageID, Broker: m.Broker, Vhost: m.Vhost, Queue: m.Queue, ArchivedAt: m.ArchivedAt.UTC(),
 		By: m.Actor, Reason: m.Reason, Properties: m.Properties, Headers: m.Headers, JobID: m.JobID, RestoredAt: m.RestoredAt,
 		RestoredBy: m.RestoredBy, RestoredTo: m.RestoredTo}
@@ -349,7 +348,7 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 
 // restoreToDLQ publishes the archived message again to its dead-letter queue.
 func (h *Archive) restoreToDLQ(c echo.Context, actx context.Context, id int64) (restoreJSON, error) {
-	m, err := h.store.RestoreArchived(actx, id, ActorOf(c).Name, "dlq", func(m store.ArchivedMessage) error {
+	m, err := h.store.RestoreArchived(actx, id, ActorOf(c).Name, "dlq", func(m replay.Archived) error {
 		b, ok := h.brokers[m.Broker]
 		if !ok {
 			return fmt.Errorf("rabbitmq broker %q is not configured: %w", m.Broker, ops.ErrNotFound)

@@ -16,7 +16,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	replaypages "github.com/redrive/redrive/views/pages/replays"
@@ -26,21 +25,21 @@ import (
 type ReplayEngine interface {
 	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
 	LoadPlan(ctx context.Context, id string) (replay.Plan, error)
-	Start(ctx context.Context, r replay.StartRequest) (store.ReplayJob, error)
-	Job(ctx context.Context, id string) (store.ReplayJob, error)
-	Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
-	Ledger(ctx context.Context, id string, limit int) ([]store.LedgerEntry, error)
-	Cancel(ctx context.Context, id string, by access.Actor) (store.ReplayJob, error)
-	Approve(ctx context.Context, id string, approver access.Actor) (store.ReplayJob, error)
+	Start(ctx context.Context, r replay.StartRequest) (replay.Job, error)
+	Job(ctx context.Context, id string) (replay.Job, error)
+	Jobs(ctx context.Context, limit int) ([]replay.Job, error)
+	Ledger(ctx context.Context, id string, limit int) ([]replay.LedgerEntry, error)
+	Cancel(ctx context.Context, id string, by access.Actor) (replay.Job, error)
+	Approve(ctx context.Context, id string, approver access.Actor) (replay.Job, error)
 }
 
 // ReplayViews reads what the replay pages show beside the engine's answers (ops/store): the jobs
 // of a plan, a job's failures grouped by reason, and where each plan's messages come from and go.
 // Every method returns ops.ErrUnavailable when the store cannot be read.
 type ReplayViews interface {
-	JobsOfPlan(ctx context.Context, planID string) ([]store.ReplayJob, error)
-	FailureGroups(ctx context.Context, jobID string, limit int) ([]store.FailureGroup, error)
-	PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]store.PlanRoute, error)
+	JobsOfPlan(ctx context.Context, planID string) ([]replay.Job, error)
+	FailureGroups(ctx context.Context, jobID string, limit int) ([]replay.FailureGroup, error)
+	PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]replay.PlanRoute, error)
 }
 
 // Replays serves the replay pages and API.
@@ -243,8 +242,8 @@ const (
 
 // jobOutcome is how a job ended: done when nothing failed, done_with_failures when some failed;
 // any other status (running, cancelled, failed, …) is its own outcome.
-func jobOutcome(j store.ReplayJob) string {
-	if j.Status != store.JobDone {
+func jobOutcome(j replay.Job) string {
+	if j.Status != replay.JobDone {
 		return j.Status
 	}
 	if j.Failed > 0 {
@@ -286,7 +285,7 @@ type startRequest struct {
 	Force         bool   `json:"force"`
 }
 
-func (h *Replays) start(c echo.Context, r startRequest) (store.ReplayJob, error) {
+func (h *Replays) start(c echo.Context, r startRequest) (replay.Job, error) {
 	return h.engine.Start(c.Request().Context(), replay.StartRequest{PlanID: r.PlanID, Actor: ActorOf(c),
 		Reason: r.Reason, RatePerSecond: r.RatePerSecond, Force: r.Force})
 }
@@ -323,7 +322,7 @@ type failureGroupJSON struct {
 	Count  int    `json:"count"`
 }
 
-func toJobJSON(j store.ReplayJob) jobJSON {
+func toJobJSON(j replay.Job) jobJSON {
 	status := j.Status
 	if j.CancelRequested && status == "running" {
 		status = "cancelling"
@@ -426,7 +425,7 @@ func (h *Replays) Index(c echo.Context) error {
 	if err != nil {
 		page.Error = shown(c, err)
 	}
-	routes := map[string]store.PlanRoute{}
+	routes := map[string]replay.PlanRoute{}
 	if len(jobs) > 0 {
 		var ids []string
 		for _, j := range jobs {
@@ -446,17 +445,17 @@ func (h *Replays) Index(c echo.Context) error {
 	return render(c, http.StatusOK, replaypages.Index(page))
 }
 
-func toJobView(j store.ReplayJob) replaypages.JobView {
+func toJobView(j replay.Job) replaypages.JobView {
 	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Outcome: jobOutcome(j), Paused: j.Paused,
 		Total: int64(j.Total), Published: int64(j.Published), Skipped: int64(j.Skipped), Failed: int64(j.Failed),
 		Actor: j.Actor, Reason: j.Reason, Force: j.Force, Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt,
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ApprovedBy: j.ApprovedBy,
-		Running:  j.Status == store.JobPending || j.Status == store.JobRunning,
-		Awaiting: j.Status == store.JobAwaiting}
+		Running:  j.Status == replay.JobPending || j.Status == replay.JobRunning,
+		Awaiting: j.Status == replay.JobAwaiting}
 }
 
 // routeText words where a plan's messages come from and go back to; "" for what is unknown.
-func routeText(r store.PlanRoute) (source, destination string) {
+func routeText(r replay.PlanRoute) (source, destination string) {
 	if len(r.Source) > 0 {
 		var src replay.Source
 		if json.Unmarshal(r.Source, &src) == nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/views/layout"
 )
 
@@ -24,9 +23,9 @@ import (
 // present is under test here, not what the engine decides (ops/replay tests that).
 type replayFixture struct {
 	plans  map[string]replay.Plan
-	jobs   []store.ReplayJob // newest first
-	fails  map[string][]store.FailureGroup
-	routes map[string]store.PlanRoute
+	jobs   []replay.Job // newest first
+	fails  map[string][]replay.FailureGroup
+	routes map[string]replay.PlanRoute
 	// viewsDown makes every ReplayViews call fail as a store that went away.
 	viewsDown bool
 }
@@ -42,38 +41,38 @@ func (f *replayFixture) LoadPlan(_ context.Context, id string) (replay.Plan, err
 	return replay.Plan{}, fmt.Errorf("replay plan %q: %w", id, ops.ErrNotFound)
 }
 
-func (f *replayFixture) Start(context.Context, replay.StartRequest) (store.ReplayJob, error) {
-	return store.ReplayJob{}, ops.ErrUnavailable
+func (f *replayFixture) Start(context.Context, replay.StartRequest) (replay.Job, error) {
+	return replay.Job{}, ops.ErrUnavailable
 }
 
-func (f *replayFixture) Job(_ context.Context, id string) (store.ReplayJob, error) {
+func (f *replayFixture) Job(_ context.Context, id string) (replay.Job, error) {
 	for _, j := range f.jobs {
 		if j.ID == id {
 			return j, nil
 		}
 	}
-	return store.ReplayJob{}, fmt.Errorf("replay job %q: %w", id, ops.ErrNotFound)
+	return replay.Job{}, fmt.Errorf("replay job %q: %w", id, ops.ErrNotFound)
 }
 
-func (f *replayFixture) Jobs(context.Context, int) ([]store.ReplayJob, error) { return f.jobs, nil }
+func (f *replayFixture) Jobs(context.Context, int) ([]replay.Job, error) { return f.jobs, nil }
 
-func (f *replayFixture) Ledger(context.Context, string, int) ([]store.LedgerEntry, error) {
+func (f *replayFixture) Ledger(context.Context, string, int) ([]replay.LedgerEntry, error) {
 	return nil, nil
 }
 
-func (f *replayFixture) Cancel(context.Context, string, access.Actor) (store.ReplayJob, error) {
-	return store.ReplayJob{}, ops.ErrConflict
+func (f *replayFixture) Cancel(context.Context, string, access.Actor) (replay.Job, error) {
+	return replay.Job{}, ops.ErrConflict
 }
 
-func (f *replayFixture) Approve(context.Context, string, access.Actor) (store.ReplayJob, error) {
-	return store.ReplayJob{}, ops.ErrConflict
+func (f *replayFixture) Approve(context.Context, string, access.Actor) (replay.Job, error) {
+	return replay.Job{}, ops.ErrConflict
 }
 
-func (f *replayFixture) JobsOfPlan(_ context.Context, planID string) ([]store.ReplayJob, error) {
+func (f *replayFixture) JobsOfPlan(_ context.Context, planID string) ([]replay.Job, error) {
 	if f.viewsDown {
 		return nil, fmt.Errorf("jobs of plan: %w", ops.ErrUnavailable)
 	}
-	var out []store.ReplayJob
+	var out []replay.Job
 	for _, j := range f.jobs {
 		if j.PlanID == planID {
 			out = append(out, j)
@@ -82,7 +81,7 @@ func (f *replayFixture) JobsOfPlan(_ context.Context, planID string) ([]store.Re
 	return out, nil
 }
 
-func (f *replayFixture) FailureGroups(_ context.Context, jobID string, limit int) ([]store.FailureGroup, error) {
+func (f *replayFixture) FailureGroups(_ context.Context, jobID string, limit int) ([]replay.FailureGroup, error) {
 	if f.viewsDown {
 		return nil, fmt.Errorf("failure groups: %w", ops.ErrUnavailable)
 	}
@@ -90,11 +89,11 @@ func (f *replayFixture) FailureGroups(_ context.Context, jobID string, limit int
 	return g[:min(limit, len(g))], nil
 }
 
-func (f *replayFixture) PlanRoutes(_ context.Context, ids []string, _ int) (map[string]store.PlanRoute, error) {
+func (f *replayFixture) PlanRoutes(_ context.Context, ids []string, _ int) (map[string]replay.PlanRoute, error) {
 	if f.viewsDown {
 		return nil, fmt.Errorf("plan routes: %w", ops.ErrUnavailable)
 	}
-	out := map[string]store.PlanRoute{}
+	out := map[string]replay.PlanRoute{}
 	for _, id := range ids {
 		if r, ok := f.routes[id]; ok {
 			out[id] = r
@@ -129,16 +128,16 @@ func newReplayFixture() *replayFixture {
 	dest, _ := json.Marshal(replay.Destination{Kind: "kafka", Cluster: "main", Topic: "orders"})
 	return &replayFixture{
 		plans: map[string]replay.Plan{"plan_k": plan},
-		jobs: []store.ReplayJob{
-			{ID: "job_paused", PlanID: "plan_other", Status: store.JobRunning, Actor: "bo", Total: 100, Published: 40,
+		jobs: []replay.Job{
+			{ID: "job_paused", PlanID: "plan_other", Status: replay.JobRunning, Actor: "bo", Total: 100, Published: 40,
 				CreatedAt: *at(9), StartedAt: at(9), Paused: "the store is unreachable: connection refused"},
-			{ID: "job_again", PlanID: "plan_k", Status: store.JobDone, Actor: "ana", Total: 5, Skipped: 2, Failed: 3,
+			{ID: "job_again", PlanID: "plan_k", Status: replay.JobDone, Actor: "ana", Total: 5, Skipped: 2, Failed: 3,
 				CreatedAt: *at(5), StartedAt: at(5), FinishedAt: at(7)},
-			{ID: "job_first", PlanID: "plan_k", Status: store.JobDone, Actor: "ana", Total: 5, Published: 2, Skipped: 3,
+			{ID: "job_first", PlanID: "plan_k", Status: replay.JobDone, Actor: "ana", Total: 5, Published: 2, Skipped: 3,
 				CreatedAt: *at(1), StartedAt: at(1), FinishedAt: at(2)},
 		},
-		fails:  map[string][]store.FailureGroup{"job_again": {{Detail: "not found in the topic", Count: 2}, {Detail: "NOT_LEADER_FOR_PARTITION", Count: 1}}},
-		routes: map[string]store.PlanRoute{"plan_k": {Source: src, Destinations: []json.RawMessage{dest}}},
+		fails:  map[string][]replay.FailureGroup{"job_again": {{Detail: "not found in the topic", Count: 2}, {Detail: "NOT_LEADER_FOR_PARTITION", Count: 1}}},
+		routes: map[string]replay.PlanRoute{"plan_k": {Source: src, Destinations: []json.RawMessage{dest}}},
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"errors"
+
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -161,10 +163,10 @@ replay: {lease: 2s}
 		// At a random point while messages move: once the job has moved some since the last event.
 		pr := waittest.For(t, 90*time.Second, fmt.Sprintf("progress before event %d (%s)", i+1, kind), func() (progress, bool) {
 			pr, err := read()
-			over := pr.status != store.JobRunning && pr.status != store.JobPending || moved(pr) >= n
+			over := pr.status != replay.JobRunning && pr.status != replay.JobPending || moved(pr) >= n
 			return pr, err == nil && (over || moved(pr) > last && moved(pr) > 0)
 		})
-		if pr.status != store.JobRunning && pr.status != store.JobPending || moved(pr) >= n {
+		if pr.status != replay.JobRunning && pr.status != replay.JobPending || moved(pr) >= n {
 			t.Logf("the job finished (%s) before event %d; %d of %d events done", pr.status, i+1, done, len(kinds))
 			break
 		}
@@ -191,7 +193,7 @@ replay: {lease: 2s}
 	p.kill()
 	t.Logf("job %s after %d events at %s: %d published, %d skipped, %d failed", final.Status, done,
 		time.Since(began).Round(100*time.Millisecond), final.Published, final.Skipped, final.Failed)
-	if final.Status != store.JobDone || final.Published != n-processed || final.Skipped != processed || final.Failed != 0 {
+	if final.Status != replay.JobDone || final.Published != n-processed || final.Skipped != processed || final.Failed != 0 {
 		t.Errorf("final job %+v; want done with %d published and %d skipped (processed)", final, n-processed, processed)
 	}
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -159,7 +159,7 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 		p.start()
 	}
 	final := waitReplay(t, p.base, job.ID, 3*time.Minute)
-	if final.Status != store.JobDone {
+	if final.Status != replay.JobDone {
 		t.Fatalf("job did not finish: %+v", final)
 	}
 	p.kill()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // The discard test of issue 16: a discard job over a 5,000-message DLQ (archive each message,
@@ -90,7 +90,7 @@ replay: {lease: 2s}
 		p.start()
 	}
 	final := waitReplay(t, p.base, job.ID, 3*time.Minute)
-	if final.Status != store.JobDone {
+	if final.Status != replay.JobDone {
 		t.Fatalf("job did not finish: %+v", final)
 	}
 	if final.Published != n || final.Failed != 0 {

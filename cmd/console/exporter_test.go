@@ -22,7 +22,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -271,7 +271,7 @@ func TestExporterMatchesAPI(t *testing.T) {
 			t.Fatalf("plan %d %s; start %d %s", plan.status, plan.body, start.status, start.body)
 		}
 		job := waitReplay(t, base, j.ID, 30*time.Second)
-		if job.Status != store.JobDone {
+		if job.Status != replay.JobDone {
 			t.Fatalf("job %+v", job)
 		}
 		if job.Published == 0 || job.Skipped == 0 {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/rabbittest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -26,7 +26,7 @@ type replayJob struct {
 
 // over is whether the job has ended, well or not.
 func (j replayJob) over() bool {
-	return slices.Contains([]string{store.JobDone, store.JobFailed, store.JobCancelled}, j.Status)
+	return slices.Contains([]string{replay.JobDone, replay.JobFailed, replay.JobCancelled}, j.Status)
 }
 
 // replayOf reads the replay job id of the console at base. It asks with doRaw: a console being

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // kafkaConsole is a console over the demo's Kafka data (a Spring-style DLT) and outbox + inbox.
@@ -95,7 +95,7 @@ func TestReplayAPI(t *testing.T) {
 	if start.status != 200 || j.ID == "" || j.Status == "" {
 		t.Fatalf("start: %d %s", start.status, start.body)
 	}
-	if final := waitReplay(t, base, j.ID, 30*time.Second); final.Status != store.JobDone {
+	if final := waitReplay(t, base, j.ID, 30*time.Second); final.Status != replay.JobDone {
 		t.Fatalf("job %+v", final)
 	}
 	job := decode[map[string]any](t, do(t, nil, "GET", base+"/api/v1/replays/"+j.ID, "", ""))

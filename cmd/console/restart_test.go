@@ -109,7 +109,7 @@ type restartObservation struct {
 	paused        string // the job's pause reason, if it was seen
 	pausedSeen    int    // published when it was seen
 	resumedAfter  time.Duration
-	final         store.ReplayJob
+	final         replay.Job
 	resumedLedger map[string]int // message id → ledger rows saying "resumed after an interruption"
 }
 
@@ -154,7 +154,7 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Status != store.JobPending && j.Status != store.JobRunning || j.Published+j.Skipped+j.Failed >= j.Total {
+		if j.Status != replay.JobPending && j.Status != replay.JobRunning || j.Published+j.Skipped+j.Failed >= j.Total {
 			t.Fatalf("the job ended before the test caught a batch between its claim and its settle: %+v", j)
 		}
 		if j.Published > 0 {
@@ -192,7 +192,7 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 	ob.downFor = time.Since(stopped)
 	// Follow the job: a pause reason, the first progress past the restart, the end.
 	var progressed bool
-	ob.final = waittest.For(t, 2*time.Minute, "the job ends after the store's restart", func() (store.ReplayJob, bool) {
+	ob.final = waittest.For(t, 2*time.Minute, "the job ends after the store's restart", func() (replay.Job, bool) {
 		j, err := a.engine.Job(ctx, jobID)
 		if err != nil {
 			return j, false
@@ -203,9 +203,9 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 		if !progressed && j.Published > ob.before {
 			progressed, ob.resumedAfter = true, time.Since(stopped)
 		}
-		return j, j.Status != store.JobPending && j.Status != store.JobRunning
+		return j, j.Status != replay.JobPending && j.Status != replay.JobRunning
 	})
-	if ob.final.Status != store.JobDone || ob.final.Published+ob.final.Failed != restartN {
+	if ob.final.Status != replay.JobDone || ob.final.Published+ob.final.Failed != restartN {
 		t.Fatalf("after the store's restart the job ended %s with %d published, %d skipped, %d failed (error %q); want done with %d published",
 			ob.final.Status, ob.final.Published, ob.final.Skipped, ob.final.Failed, ob.final.Error, restartN)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // traceWorld is one order's story: the outbox of orders holds three events of aggregate
@@ -563,7 +563,7 @@ func TestTraceReplayedMessage(t *testing.T) {
 	if start.status != 200 || job.ID == "" {
 		t.Fatalf("start: %d %s", start.status, start.body)
 	}
-	if final := waitReplay(t, base, job.ID, 30*time.Second); final.Status != store.JobDone {
+	if final := waitReplay(t, base, job.ID, 30*time.Second); final.Status != replay.JobDone {
 		t.Fatalf("the replay did not finish: %+v", final)
 	}
 	a := getTrace(t, base, "message_id=e-1")

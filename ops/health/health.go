@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
@@ -267,7 +268,7 @@ func NewErrorGroupProblems(clusters []string, eps []store.ErrorGroupEpisode, err
 // ReplayProblems are the problems and outcomes of recent replay jobs (err: they could not be
 // read): running and pending jobs, jobs awaiting approval, jobs that left failures, and the
 // outcome of each job that finished in the last day (a notice).
-func ReplayProblems(jobs []store.ReplayJob, err error, now time.Time) []Problem {
+func ReplayProblems(jobs []replay.Job, err error, now time.Time) []Problem {
 	if err != nil {
 		return []Problem{{Key: key(KindReplayUnavailable), Kind: KindReplayUnavailable, Severity: Warning,
 			Title: "Replay jobs cannot be read: " + err.Error(), Link: paths.Replays, Labels: map[string]string{}, Since: now}}
@@ -281,9 +282,9 @@ func ReplayProblems(jobs []store.ReplayJob, err error, now time.Time) []Problem 
 			out = append(out, Problem{Key: key(kind, j.ID), Kind: kind, Severity: severity, Title: title, Link: link, Labels: labels, Since: since})
 		}
 		switch {
-		case j.Status == store.JobRunning || j.Status == store.JobPending:
+		case j.Status == replay.JobRunning || j.Status == replay.JobPending:
 			p(KindReplayRunning, Info, fmt.Sprintf("Replay %s by %s is %s: %d of %d settled", j.ID, j.Actor, j.Status, done, j.Total), j.CreatedAt)
-		case j.Status == store.JobAwaiting:
+		case j.Status == replay.JobAwaiting:
 			p(KindReplayAwaiting, Warning, fmt.Sprintf("Replay %s by %s awaits approval (%d message(s))", j.ID, j.Actor, j.Total), j.CreatedAt)
 		case j.Failed > 0 && now.Sub(j.CreatedAt) < noticeWindow:
 			p(KindReplayFailures, Warning, fmt.Sprintf("Replay %s left %d message(s) where they were (failed)", j.ID, j.Failed), j.CreatedAt)
@@ -292,12 +293,12 @@ func ReplayProblems(jobs []store.ReplayJob, err error, now time.Time) []Problem 
 			continue
 		}
 		switch j.Status {
-		case store.JobDone:
+		case replay.JobDone:
 			p(KindReplayDone, Info, fmt.Sprintf("Replay %s by %s finished: %d published, %d skipped, %d failed",
 				j.ID, j.Actor, j.Published, j.Skipped, j.Failed), *j.FinishedAt)
-		case store.JobCancelled:
+		case replay.JobCancelled:
 			p(KindReplayCancelled, Info, fmt.Sprintf("Replay %s by %s was cancelled after %d of %d", j.ID, j.Actor, done, j.Total), *j.FinishedAt)
-		case store.JobFailed:
+		case replay.JobFailed:
 			p(KindReplayFailed, Warning, fmt.Sprintf("Replay %s by %s failed: %s", j.ID, j.Actor, j.Error), *j.FinishedAt)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -134,13 +135,13 @@ func TestOutboxProblems(t *testing.T) {
 func TestReplayProblems(t *testing.T) {
 	fin := now.Add(-time.Hour)
 	old := now.Add(-48 * time.Hour)
-	jobs := []store.ReplayJob{
-		{ID: "j1", Status: store.JobRunning, Actor: "ann", Total: 10, Published: 3, CreatedAt: now},
-		{ID: "j2", Status: store.JobAwaiting, Actor: "bob", Total: 4, CreatedAt: now},
-		{ID: "j3", Status: store.JobDone, Actor: "ann", Published: 9, Failed: 1, CreatedAt: fin, FinishedAt: &fin},
-		{ID: "j4", Status: store.JobCancelled, Actor: "ann", Total: 10, Published: 2, CreatedAt: fin, FinishedAt: &fin},
-		{ID: "j5", Status: store.JobFailed, Actor: "ann", Error: "broker gone", CreatedAt: fin, FinishedAt: &fin},
-		{ID: "j6", Status: store.JobDone, Actor: "ann", CreatedAt: old, FinishedAt: &old},
+	jobs := []replay.Job{
+		{ID: "j1", Status: replay.JobRunning, Actor: "ann", Total: 10, Published: 3, CreatedAt: now},
+		{ID: "j2", Status: replay.JobAwaiting, Actor: "bob", Total: 4, CreatedAt: now},
+		{ID: "j3", Status: replay.JobDone, Actor: "ann", Published: 9, Failed: 1, CreatedAt: fin, FinishedAt: &fin},
+		{ID: "j4", Status: replay.JobCancelled, Actor: "ann", Total: 10, Published: 2, CreatedAt: fin, FinishedAt: &fin},
+		{ID: "j5", Status: replay.JobFailed, Actor: "ann", Error: "broker gone", CreatedAt: fin, FinishedAt: &fin},
+		{ID: "j6", Status: replay.JobDone, Actor: "ann", CreatedAt: old, FinishedAt: &old},
 	}
 	var kinds []string
 	for _, p := range ReplayProblems(jobs, nil, now) {

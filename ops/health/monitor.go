@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -30,7 +31,7 @@ type (
 	}
 	// Jobs lists the most recent replay jobs, newest first.
 	Jobs interface {
-		Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
+		Jobs(ctx context.Context, limit int) ([]replay.Job, error)
 	}
 	// ErrorGroups lists the dead-letter error groups whose episode started since a time (the
 	// sampler records them: store.RecordErrorGroups).

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // WholePublisher publishes an archived message with the headers a replay gives it;
@@ -66,7 +65,7 @@ func headerText(headers map[string]any, key string) string {
 	return s
 }
 
-func (k archiveKind) open(_ context.Context, _ store.ReplayJob, src Source) (mover, error) {
+func (k archiveKind) open(_ context.Context, _ Job, src Source) (mover, error) {
 	b, ok := k.e.rabbit[src.Broker]
 	if !ok {
 		return nil, ops.NotFound("rabbitmq broker %q is not configured", src.Broker)
@@ -84,22 +83,22 @@ type archiveMover struct {
 	pub WholePublisher
 }
 
-func (*archiveMover) finish(context.Context, store.ReplayJob) error { return nil }
-func (*archiveMover) close()                                        {}
+func (*archiveMover) finish(context.Context, Job) error { return nil }
+func (*archiveMover) close()                            {}
 
 // move publishes the archived message (confirmed, mandatory) with a replay's headers and records
 // it restored, in one step of the store (the row locked meanwhile): a second restore of it, to
 // its queue or here, is refused. A crash between the publish and the record leaves the claim
 // active, and the resumed job publishes again: at-least-once, the consumer's inbox absorbs it.
-func (m *archiveMover) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error) {
+func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed map[int]bool) (moved, error) {
 	var out moved
 	for _, it := range items {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
+		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished}
 		if resumed[it.Seq] {
 			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
 		}
 		source := "archive/" + strconv.FormatInt(m.src.ArchiveID, 10)
-		_, err := m.e.o.Store.RestoreArchived(ctx, m.src.ArchiveID, job.Actor, RestoredToOriginal, func(a store.ArchivedMessage) error {
+		_, err := m.e.o.Store.RestoreArchived(ctx, m.src.ArchiveID, job.Actor, RestoredToOriginal, func(a Archived) error {
 			props, err := rabbit.PropertiesFromMap(a.Properties)
 			if err != nil {
 				return err
@@ -114,7 +113,7 @@ func (m *archiveMover) move(ctx context.Context, job store.ReplayJob, items []It
 		})
 		switch {
 		case errors.Is(err, rabbit.ErrUnroutable), errors.Is(err, ops.ErrConflict), errors.Is(err, ops.ErrNotFound):
-			o.Outcome, o.Detail = store.LedgerFailed, ops.Message(err)+"; the message stays in the archive"
+			o.Outcome, o.Detail = LedgerFailed, ops.Message(err)+"; the message stays in the archive"
 		case err != nil:
 			return moved{}, err // unknown: the claim stays, the run is retried
 		}

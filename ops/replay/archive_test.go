@@ -10,7 +10,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // An archived message replayed to its original destination is a plan of one through the engine:
@@ -35,11 +34,11 @@ func TestArchiveReplayToOriginal(t *testing.T) {
 	if err != nil || waitJob(t, e, job.ID).Published != 3 {
 		t.Fatalf("discard: %v", err)
 	}
-	archived, err := w.store.ArchivedMessages(ctx, store.ArchiveFilter{Queue: "orders.dlq"})
+	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
 	if err != nil || len(archived) != 3 {
 		t.Fatalf("archive: %d %v", len(archived), err)
 	}
-	byID := map[string]store.ArchivedMessage{}
+	byID := map[string]replay.Archived{}
 	for _, a := range archived {
 		byID[a.MessageID] = a
 	}
@@ -64,7 +63,7 @@ func TestArchiveReplayToOriginal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 1 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 1 {
 		t.Fatalf("job %+v", done)
 	}
 	w.waitDepth(t, "orders.work", 1)
@@ -84,7 +83,7 @@ func TestArchiveReplayToOriginal(t *testing.T) {
 		!strings.Contains(err.Error(), "restored already") {
 		t.Fatalf("a second replay of it: %v", err)
 	}
-	_, err = w.store.RestoreArchived(ctx, a.ID, "bob", "dlq", func(store.ArchivedMessage) error { t.Fatal("published twice"); return nil })
+	_, err = w.store.RestoreArchived(ctx, a.ID, "bob", "dlq", func(replay.Archived) error { t.Fatal("published twice"); return nil })
 	if !errors.Is(err, ops.ErrConflict) {
 		t.Fatalf("a restore to the DLQ after the replay: %v", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // BenchmarkKafkaReplay compares a guarded replay of 100,000 DLT records — plan (read the DLT,
@@ -64,7 +63,7 @@ func BenchmarkKafkaReplay(b *testing.B) {
 				}
 				j := waitJob(b, e, job.ID)
 				stop()
-				if j.Status != store.JobDone || j.Published+j.Skipped != size || j.Skipped != size/10 {
+				if j.Status != replay.JobDone || j.Published+j.Skipped != size || j.Skipped != size/10 {
 					b.Fatalf("job %+v", j)
 				}
 				b.ReportMetric(float64(size)/time.Since(start).Seconds(), "msgs/s")

@@ -9,7 +9,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // A plan from filter.cel freezes exactly the records the expression matches, over both
@@ -50,7 +49,7 @@ func TestKafkaPlanFromCELFilterPublishesExactlyTheMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job = waitJob(t, e, job.ID); job.Status != store.JobDone || job.Published != len(want) {
+	if job = waitJob(t, e, job.ID); job.Status != replay.JobDone || job.Published != len(want) {
 		t.Fatalf("job %+v", job)
 	}
 	var published []string
@@ -98,7 +97,7 @@ func TestRabbitPlanFromCELFilterPublishesExactlyTheMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job = waitJob(t, e, job.ID); job.Status != store.JobDone || job.Published != 4 {
+	if job = waitJob(t, e, job.ID); job.Status != replay.JobDone || job.Published != 4 {
 		t.Fatalf("job %+v", job)
 	}
 	w.waitDepth(t, "orders.work", 4)

@@ -9,7 +9,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -31,7 +30,7 @@ func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 	}
 	work(t, e)
 	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "poison"})
-	if err != nil || job.Status != store.JobAwaiting {
+	if err != nil || job.Status != replay.JobAwaiting {
 		t.Fatalf("a discard of 6 above a threshold of 5 must wait for approval: %+v %v", job, err)
 	}
 	// The workers poll meanwhile: an awaiting discard must not be claimed.
@@ -41,14 +40,14 @@ func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 6 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 6 {
 		t.Fatalf("job %+v", done)
 	}
 	w.waitDepth(t, "orders.dlq", 0)
 	if w.depth(t, "orders.work") != 0 {
 		t.Fatal("a discard published to the original queue")
 	}
-	archived, err := w.store.ArchivedMessages(ctx, store.ArchiveFilter{Queue: "orders.dlq"})
+	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
 	if err != nil || len(archived) != 6 || archived[0].JobID != job.ID || archived[0].Reason != "poison" || len(archived[0].Body) == 0 ||
 		archived[0].Headers["x-death"] == nil || len(archived[0].HeadersWire) == 0 {
 		t.Fatalf("archive: %d rows, %v", len(archived), err)

@@ -18,7 +18,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -50,7 +49,7 @@ func (w *rabbitWorld) planQueue(t testing.TB, e *replay.Engine, limit int, f rep
 	return plan
 }
 
-func (w *rabbitWorld) run(t testing.TB, e *replay.Engine, planID string) store.ReplayJob {
+func (w *rabbitWorld) run(t testing.TB, e *replay.Engine, planID string) replay.Job {
 	t.Helper()
 	job, err := e.Start(ctxT(t), replay.StartRequest{PlanID: planID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1_000_000})
 	if err != nil {
@@ -76,7 +75,7 @@ func TestRabbitReplayPastThePrefetchLimit(t *testing.T) {
 	w.waitDepth(t, "orders.dlq", n) // planning moved nothing
 	work(t, e)
 	job := w.run(t, e, plan.ID)
-	if job.Status != store.JobDone || job.Published != n || job.Failed != 0 {
+	if job.Status != replay.JobDone || job.Published != n || job.Failed != 0 {
 		t.Fatalf("job %+v", job)
 	}
 	w.waitDepth(t, "orders.work", n)
@@ -103,7 +102,7 @@ func TestRabbitReplayOfTheLastFiveOfAHundredThousand(t *testing.T) {
 	}
 	work(t, e)
 	job := w.run(t, e, plan.ID)
-	if job.Status != store.JobDone || job.Published != 5 || job.Failed != 0 {
+	if job.Status != replay.JobDone || job.Published != 5 || job.Failed != 0 {
 		ledger, _ := e.Ledger(ctxT(t), job.ID, 5)
 		t.Fatalf("job %+v; ledger %+v", job, ledger)
 	}
@@ -135,7 +134,7 @@ func TestRabbitPlanRunTwice(t *testing.T) {
 		t.Fatalf("first run %+v", first)
 	}
 	second := w.run(t, e, plan.ID)
-	if second.Status != store.JobDone || second.Published != 0 || second.Failed != 0 || second.Skipped != 180 {
+	if second.Status != replay.JobDone || second.Published != 0 || second.Failed != 0 || second.Skipped != 180 {
 		t.Fatalf("second run %+v", second)
 	}
 	ledger, err := e.Ledger(ctxT(t), second.ID, 5)
@@ -342,7 +341,7 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old = waitJob(t, e, old.ID); old.Status != store.JobFailed || !strings.Contains(old.Error, "created again") {
+	if old = waitJob(t, e, old.ID); old.Status != replay.JobFailed || !strings.Contains(old.Error, "created again") {
 		t.Fatalf("a plan of the old topic ran: %+v", old)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -68,13 +67,13 @@ func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	}
 	work(t, e)
 	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "customer id fixed"})
-	if err != nil || job.Status != store.JobAwaiting {
+	if err != nil || job.Status != replay.JobAwaiting {
 		t.Fatalf("an edit must wait for a second person: %+v %v", job, err)
 	}
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 1 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 1 {
 		t.Fatalf("job %+v", done)
 	}
 	got := w.originals(t)
@@ -158,7 +157,7 @@ func TestRabbitEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	}
 	work(t, e)
 	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "customer id fixed"})
-	if err != nil || job.Status != store.JobAwaiting {
+	if err != nil || job.Status != replay.JobAwaiting {
 		t.Fatalf("an edit must wait for a second person, however small: %+v %v", job, err)
 	}
 	// The workers poll meanwhile: an edit awaiting approval must not be claimed.
@@ -168,7 +167,7 @@ func TestRabbitEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 1 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 1 {
 		t.Fatalf("job %+v", done)
 	}
 	w.waitDepth(t, "orders.dlq", 2)
@@ -224,7 +223,7 @@ func TestKafkaEditWithNewMessageID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 1 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 1 {
 		t.Fatalf("job %+v", done)
 	}
 	got := w.originals(t)

@@ -19,7 +19,6 @@ import (
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it.
@@ -235,7 +234,7 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	for g, counts := range plan.ErrorGroups {
 		groups[g] = actionNames(counts)
 	}
-	if err := w.Commit(ctx, store.ReplayPlan{ID: plan.ID, Actor: actor, Source: mustJSON(src), Filter: mustJSON(f),
+	if err := w.Commit(ctx, StoredPlan{ID: plan.ID, Actor: actor, Source: mustJSON(src), Filter: mustJSON(f),
 		Total: plan.Total, Actions: actionNames(plan.Counts), Warnings: plan.Warnings, ErrorGroups: groups}); err != nil {
 		return Plan{}, err
 	}
@@ -327,7 +326,7 @@ type itemDecoder struct{ dest map[string]Destination }
 
 func newItemDecoder() *itemDecoder { return &itemDecoder{dest: map[string]Destination{}} }
 
-func (d *itemDecoder) item(r store.ReplayPlanItem) Item {
+func (d *itemDecoder) item(r StoredItem) Item {
 	it := Item{Seq: r.Seq, Locator: r.Locator, MessageID: r.MessageID, Consumer: r.Consumer, Inbox: inbox.Verdict(r.Inbox),
 		Action: Action(r.Action), ErrorGroup: r.ErrorGroup, ReplayCount: r.ReplayCount, Partition: r.Partition, Position: r.Position,
 		Note: r.Note}

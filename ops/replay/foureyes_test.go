@@ -9,7 +9,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -37,13 +36,13 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != store.JobAwaiting {
+	if job.Status != replay.JobAwaiting {
 		t.Fatalf("a job above the threshold must wait for approval, got %s", job.Status)
 	}
 	// The workers poll meanwhile: an awaiting job must not be claimed.
 	waittest.Holds(t, 300*time.Millisecond, "the awaiting job stays unclaimed", func() bool {
 		j, _ := e.Job(ctx, job.ID)
-		return j.Status == store.JobAwaiting && j.Published == 0
+		return j.Status == replay.JobAwaiting && j.Published == 0
 	})
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "carol", Role: access.Admin}); !errors.Is(err, ops.ErrForbidden) {
 		t.Fatalf("self-approval: %v, want ErrForbidden", err)
@@ -55,7 +54,7 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	if err != nil || approved.ApprovedBy != "bob" {
 		t.Fatalf("approve: %+v %v", approved, err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 2 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 2 {
 		t.Fatalf("approved job %+v", done)
 	}
 	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "dave", Role: access.Admin}); !errors.Is(err, ops.ErrConflict) {

@@ -7,7 +7,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // headerRewriter is the one rewrite of a replayed message's headers, whatever the broker: the
@@ -40,13 +39,13 @@ func (r headerRewriter) drops(key string) bool {
 
 // stamp is Redrive's headers on a replay of it by job, in the order they are written; source
 // names where it was read (a DLT's topic/partition/offset, a DLQ's vhost/queue).
-func stamp(job store.ReplayJob, it Item, source string) [4][2]string {
+func stamp(job Job, it Item, source string) [4][2]string {
 	return [4][2]string{{HeaderReplayID, job.ID}, {HeaderReplayCount, strconv.Itoa(it.ReplayCount + 1)},
 		{HeaderReplayedBy, job.Actor}, {HeaderSource, source}}
 }
 
 // kafka rewrites a record's headers, in their order, Redrive's after them.
-func (r headerRewriter) kafka(in []kafka.Header, job store.ReplayJob, it Item, source string) []kafka.Header {
+func (r headerRewriter) kafka(in []kafka.Header, job Job, it Item, source string) []kafka.Header {
 	out := make([]kafka.Header, 0, len(in)+4)
 	for _, h := range in {
 		if !r.drops(h.Key) {
@@ -62,7 +61,7 @@ func (r headerRewriter) kafka(in []kafka.Header, job store.ReplayJob, it Item, s
 // rabbit rewrites a message's headers. The broker's own record of the deaths (x-death,
 // x-first-death-*, x-last-death-*) goes too, whatever replay.strip_headers says: the message
 // starts a new life, and the broker would otherwise count the old deaths as its own.
-func (r headerRewriter) rabbit(in amqp.Table, job store.ReplayJob, it Item, source string) amqp.Table {
+func (r headerRewriter) rabbit(in amqp.Table, job Job, it Item, source string) amqp.Table {
 	out := amqp.Table{}
 	for k, v := range in {
 		lk := strings.ToLower(k)

@@ -6,14 +6,13 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // The one header rewrite gives both brokers the same rule: the configured prefixes (any case) and
 // Redrive's own go, Redrive's are written anew; RabbitMQ's death record goes too.
 func TestHeaderRewriter(t *testing.T) {
 	r := newHeaderRewriter([]string{" Kafka_DLT-exception", "", "x-exception-"})
-	job, it := store.ReplayJob{ID: "job-1", Actor: "alice"}, Item{ReplayCount: 2}
+	job, it := Job{ID: "job-1", Actor: "alice"}, Item{ReplayCount: 2}
 	want := map[string]string{HeaderReplayID: "job-1", HeaderReplayCount: "3", HeaderReplayedBy: "alice", HeaderSource: "src"}
 
 	k := r.kafka([]kafka.Header{{Key: "traceId", Value: []byte("t")}, {Key: "kafka_dlt-exception-message", Value: []byte("boom")},

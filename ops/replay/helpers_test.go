@@ -263,24 +263,24 @@ func header(r *kgo.Record, key string) (string, bool) {
 }
 
 // waitJob waits for a job to reach a final status.
-func waitJob(tb testing.TB, e *replay.Engine, id string) store.ReplayJob {
+func waitJob(tb testing.TB, e *replay.Engine, id string) replay.Job {
 	tb.Helper()
-	return waitJobState(tb, e, id, 5*time.Minute, "job "+id+" finishes", func(j store.ReplayJob) bool {
-		return j.Status != store.JobPending && j.Status != store.JobRunning
+	return waitJobState(tb, e, id, 5*time.Minute, "job "+id+" finishes", func(j replay.Job) bool {
+		return j.Status != replay.JobPending && j.Status != replay.JobRunning
 	})
 }
 
 // waitPublished waits until a job has published at least n messages.
-func waitPublished(tb testing.TB, e *replay.Engine, id string, n int, within time.Duration) store.ReplayJob {
+func waitPublished(tb testing.TB, e *replay.Engine, id string, n int, within time.Duration) replay.Job {
 	tb.Helper()
-	return waitJobState(tb, e, id, within, fmt.Sprintf("job %s publishes %d", id, n), func(j store.ReplayJob) bool {
+	return waitJobState(tb, e, id, within, fmt.Sprintf("job %s publishes %d", id, n), func(j replay.Job) bool {
 		return j.Published >= n
 	})
 }
 
-func waitJobState(tb testing.TB, e *replay.Engine, id string, within time.Duration, what string, done func(store.ReplayJob) bool) store.ReplayJob {
+func waitJobState(tb testing.TB, e *replay.Engine, id string, within time.Duration, what string, done func(replay.Job) bool) replay.Job {
 	tb.Helper()
-	return waittest.For(tb, within, what, func() (store.ReplayJob, bool) {
+	return waittest.For(tb, within, what, func() (replay.Job, bool) {
 		j, err := e.Job(ctxT(tb), id)
 		if err != nil {
 			tb.Fatal(err)

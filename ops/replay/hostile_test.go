@@ -17,7 +17,6 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -53,7 +52,7 @@ func TestRabbitHostileBytesArePlannedAndSkipped(t *testing.T) {
 	}
 	work(t, e)
 	job := w.run(t, e, plan.ID)
-	if job.Status != store.JobDone || job.Published != 3 || job.Skipped != 3 {
+	if job.Status != replay.JobDone || job.Published != 3 || job.Skipped != 3 {
 		t.Fatalf("job %+v", job)
 	}
 	w.waitDepth(t, "orders.work", 3)
@@ -111,7 +110,7 @@ func TestOneJobPerSource(t *testing.T) {
 	// 20 operators press Run at once: exactly one job is created.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var started []store.ReplayJob
+	var started []replay.Job
 	var conflicts int
 	for range 20 {
 		wg.Go(func() {
@@ -137,14 +136,14 @@ func TestOneJobPerSource(t *testing.T) {
 		t.Fatalf("a second job while %s is pending: %v (want a conflict naming it)", started[0].ID, err)
 	}
 	work(t, e)
-	if j := waitJob(t, e, started[0].ID); j.Status != store.JobDone {
+	if j := waitJob(t, e, started[0].ID); j.Status != replay.JobDone {
 		t.Fatalf("first job %+v", j)
 	}
 	again, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "b"}})
 	if err != nil {
 		t.Fatalf("after the first job ended: %v", err)
 	}
-	if j := waitJob(t, e, again.ID); j.Status != store.JobDone || j.Published != 0 {
+	if j := waitJob(t, e, again.ID); j.Status != replay.JobDone || j.Published != 0 {
 		t.Fatalf("second job %+v", j)
 	}
 }
@@ -173,7 +172,7 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Status != store.JobPending && j.Status != store.JobRunning {
+		if j.Status != replay.JobPending && j.Status != replay.JobRunning {
 			return true
 		}
 		if j.Published < (closed+1)*n/3 {
@@ -193,7 +192,7 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 		return closed >= 2
 	})
 	j := waitJob(t, e, job.ID)
-	if j.Status != store.JobDone || j.Published != n || j.Failed != 0 {
+	if j.Status != replay.JobDone || j.Published != n || j.Failed != 0 {
 		t.Fatalf("job %+v after %d closed connections", j, closed)
 	}
 	w.waitDepth(t, "orders.dlq", 0)

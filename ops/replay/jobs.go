@@ -14,7 +14,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // StartRequest turns a plan into a job.
@@ -30,59 +29,59 @@ type StartRequest struct {
 const maxRate = 1_000_000
 
 // Start creates a pending job for a plan; a worker (on any replica) picks it up within a poll.
-func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, error) {
+func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 	if r.PlanID == "" {
-		return store.ReplayJob{}, invalid("plan_id", "required: the plan_id a plan answer gave")
+		return Job{}, invalid("plan_id", "required: the plan_id a plan answer gave")
 	}
 	if r.RatePerSecond == 0 {
 		r.RatePerSecond = e.o.Replay.DefaultRatePerSecond
 	}
 	if r.RatePerSecond < 1 || r.RatePerSecond > maxRate {
-		return store.ReplayJob{}, invalid("rate_per_second", fmt.Sprintf("must be between 1 and %d", maxRate))
+		return Job{}, invalid("rate_per_second", fmt.Sprintf("must be between 1 and %d", maxRate))
 	}
 	if r.Force {
 		if err := ops.Require(r.Actor, access.Admin, "forcing a replay past the consumer's inbox"); err != nil {
-			return store.ReplayJob{}, err
+			return Job{}, err
 		}
 	}
 	if r.Force && len(r.Reason) < 3 {
-		return store.ReplayJob{}, invalid("reason", "a forced replay needs a written reason")
+		return Job{}, invalid("reason", "a forced replay needs a written reason")
 	}
 	if len(r.Reason) > 1000 {
-		return store.ReplayJob{}, invalid("reason", "at most 1000 characters")
+		return Job{}, invalid("reason", "at most 1000 characters")
 	}
 	plan, err := e.o.Store.Plan(ctx, r.PlanID)
 	if err != nil {
-		return store.ReplayJob{}, err
+		return Job{}, err
 	}
 	toPublish := plan.Actions[string(Publish)] + plan.Actions[string(Discard)]
 	if r.Force {
 		toPublish += plan.Actions[string(SkipProcessed)] + plan.Actions[string(SkipInProgress)]
 	}
 	if limit := e.o.Replay.OperatorMaxMessages; !r.Actor.Can(access.Admin) && limit > 0 && toPublish > limit {
-		return store.ReplayJob{}, ops.Forbidden("this job would publish %d messages; an operator may start at most %d "+
+		return Job{}, ops.Forbidden("this job would publish %d messages; an operator may start at most %d "+
 			"(replay.operator_max_messages) — narrow the plan or ask an admin", toPublish, limit)
 	}
 	var src Source
 	_ = json.Unmarshal(plan.Source, &src)
-	job := store.ReplayJob{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor.Name, Reason: r.Reason, Force: r.Force,
+	job := Job{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor.Name, Reason: r.Reason, Force: r.Force,
 		RatePerSecond: r.RatePerSecond, Total: plan.Total, SourceKey: sourceKey(src)}
 	// An edited message always waits for a second person: what is published is not what died.
 	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold || src.Edit != nil) {
-		job.Status = store.JobAwaiting
+		job.Status = JobAwaiting
 	}
 	done, err := e.intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
 		Count: ptr(int64(plan.Total)), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
 			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
-			"awaiting_approval": job.Status == store.JobAwaiting}})
+			"awaiting_approval": job.Status == JobAwaiting}})
 	if err != nil {
-		return store.ReplayJob{}, err
+		return Job{}, err
 	}
 	err = e.o.Store.CreateJob(ctx, job)
 	done(err)
 	if err != nil {
-		return store.ReplayJob{}, err
+		return Job{}, err
 	}
 	select {
 	case e.wake <- struct{}{}:
@@ -94,12 +93,12 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (store.ReplayJob, er
 // Approve releases a job held by the four-eyes rule. The approver must be a different person
 // from the one who started it (ops.ErrForbidden otherwise); a job not awaiting approval is an
 // ops.ErrConflict.
-func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) (store.ReplayJob, error) {
+func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) (Job, error) {
 	job, err := e.o.Store.Job(ctx, id)
 	if err != nil {
 		return job, err
 	}
-	if job.Status != store.JobAwaiting {
+	if job.Status != JobAwaiting {
 		return job, ops.Conflict("replay job %s is %s, not awaiting approval", id, job.Status)
 	}
 	if approver.Name == job.Actor {
@@ -128,27 +127,27 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 }
 
 // Job reads one job with its progress.
-func (e *Engine) Job(ctx context.Context, id string) (store.ReplayJob, error) {
+func (e *Engine) Job(ctx context.Context, id string) (Job, error) {
 	return e.o.Store.Job(ctx, id)
 }
 
 // Jobs lists recent jobs.
-func (e *Engine) Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error) {
+func (e *Engine) Jobs(ctx context.Context, limit int) ([]Job, error) {
 	return e.o.Store.Jobs(ctx, limit)
 }
 
 // Ledger lists a job's outcomes, problems first.
-func (e *Engine) Ledger(ctx context.Context, id string, limit int) ([]store.LedgerEntry, error) {
+func (e *Engine) Ledger(ctx context.Context, id string, limit int) ([]LedgerEntry, error) {
 	return e.o.Store.Ledger(ctx, id, limit)
 }
 
 // Cancel asks a job to stop; the runner stops within one batch. A finished job → ops.ErrConflict.
-func (e *Engine) Cancel(ctx context.Context, id string, by access.Actor) (store.ReplayJob, error) {
+func (e *Engine) Cancel(ctx context.Context, id string, by access.Actor) (Job, error) {
 	job, err := e.o.Store.Job(ctx, id)
 	if err != nil {
 		return job, err
 	}
-	if job.Status != store.JobPending && job.Status != store.JobRunning && job.Status != store.JobAwaiting {
+	if job.Status != JobPending && job.Status != JobRunning && job.Status != JobAwaiting {
 		return job, ops.Conflict("replay job %s is already %s", id, job.Status)
 	}
 	if by.Name != job.Actor && !by.Can(access.Admin) {
@@ -198,19 +197,19 @@ const batchSize = 5000
 // lease expires and a replica resumes it from next_seq; settled items are not redone). A store,
 // broker or inbox that goes away pauses the job: its status says why, and it resumes when they
 // return, on this replica while it holds the lease.
-func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
+func (e *Engine) run(ctx context.Context, job Job) {
 	log := e.o.Logger.With("job", job.ID)
 	log.Info("replay: running", "next_seq", job.NextSeq, "total", job.Total)
 	plan, err := e.o.Store.Plan(ctx, job.PlanID)
 	if err != nil {
-		e.finish(ctx, job, store.JobFailed, err.Error())
+		e.finish(ctx, job, JobFailed, err.Error())
 		return
 	}
 	var src Source
 	_ = json.Unmarshal(plan.Source, &src)
 	k, err := e.kindOf(src.Kind)
 	if err != nil {
-		e.finish(ctx, job, store.JobFailed, err.Error())
+		e.finish(ctx, job, JobFailed, err.Error())
 		return
 	}
 	batch := min(k.batch(), max(1, job.RatePerSecond))
@@ -223,13 +222,13 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 		next, end, why = e.runBatches(ctx, job, k, src, limiter, batch, next)
 		switch end {
 		case stopDone:
-			e.finish(ctx, job, store.JobDone, "")
+			e.finish(ctx, job, JobDone, "")
 			return
 		case stopCancelled:
-			e.finish(ctx, job, store.JobCancelled, "")
+			e.finish(ctx, job, JobCancelled, "")
 			return
 		case stopFailed:
-			e.finish(ctx, job, store.JobFailed, why.Error())
+			e.finish(ctx, job, JobFailed, why.Error())
 			return
 		case stopLost:
 			return // another replica (or this one, restarted) resumes it when the lease expires
@@ -243,7 +242,7 @@ func (e *Engine) run(ctx context.Context, job store.ReplayJob) {
 				return
 			}
 			if cancelled {
-				e.finish(ctx, job, store.JobCancelled, "")
+				e.finish(ctx, job, JobCancelled, "")
 				return
 			}
 		}
@@ -290,7 +289,7 @@ type batchWork struct {
 // by the gate before it claims a batch; of the batches already claimed, the one being published
 // finishes and the others are released (settled skipped), never abandoned: an abandoned claim would
 // hold its message against every later replay.
-func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, k kind, src Source, limiter *rate.Limiter, batch, next int) (int, stop, error) {
+func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, limiter *rate.Limiter, batch, next int) (int, stop, error) {
 	log := e.o.Logger.With("job", job.ID)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -473,13 +472,13 @@ func (e *Engine) runBatches(ctx context.Context, job store.ReplayJob, k kind, sr
 // released settles a cancelled batch's claims without publishing: a fresh claim was never
 // published (skipped); a resumed one may have been before the interruption (failed, so that a
 // later replay may send it again and the inbox absorbs a duplicate).
-func released(g gated) []store.LedgerOutcome {
-	out := make([]store.LedgerOutcome, 0, len(g.move))
+func released(g gated) []LedgerOutcome {
+	out := make([]LedgerOutcome, 0, len(g.move))
 	for _, it := range g.move {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-			Outcome: store.LedgerSkipped, Detail: "cancelled before it was published"}
+		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: LedgerSkipped, Detail: "cancelled before it was published"}
 		if g.resumed[it.Seq] {
-			o.Outcome, o.Detail = store.LedgerFailed, "cancelled after an interruption: it may have been published before it"
+			o.Outcome, o.Detail = LedgerFailed, "cancelled after an interruption: it may have been published before it"
 		}
 		out = append(out, o)
 	}
@@ -487,7 +486,7 @@ func released(g gated) []store.LedgerOutcome {
 }
 
 // publishable counts the items of a batch the job would publish, for the rate limiter.
-func publishable(job store.ReplayJob, items []Item) int {
+func publishable(job Job, items []Item) int {
 	n := 0
 	for _, it := range items {
 		if it.Action.moves(job.Force) {
@@ -499,7 +498,7 @@ func publishable(job store.ReplayJob, items []Item) int {
 
 // finish ends a job. The audit entry is written first, with the counts as they end, so that a job
 // seen finished always has its replay.finish.
-func (e *Engine) finish(ctx context.Context, job store.ReplayJob, status, errText string) {
+func (e *Engine) finish(ctx context.Context, job Job, status, errText string) {
 	ctx = context.WithoutCancel(ctx)
 	final, err := e.o.Store.Job(ctx, job.ID)
 	if err != nil {
@@ -524,11 +523,11 @@ const workerAgent = "redrive-replay-worker"
 
 // outcomeOf is how a job's end reads in the audit log: a job that finished with failed messages
 // is not "ok".
-func outcomeOf(status string, j store.ReplayJob) string {
+func outcomeOf(status string, j Job) string {
 	switch {
-	case status == store.JobFailed:
+	case status == JobFailed:
 		return audit.OutcomeFailed
-	case status == store.JobCancelled:
+	case status == JobCancelled:
 		return audit.OutcomeCancelled
 	case j.Failed > 0:
 		return audit.OutcomePartial
@@ -555,15 +554,15 @@ func ptr[T any](v T) *T { return &v }
 
 // gate is the common first step of every runner: it re-checks the inbox (the plan may be old),
 // claims in the ledger what is still to move and records the rest as skipped, in one statement.
-func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (gated, error) {
+func (e *Engine) gate(ctx context.Context, job Job, items []Item) (gated, error) {
 	var g gated
-	var skips []store.LedgerOutcome
+	var skips []LedgerOutcome
 	skip := func(it Item, a Action, detail string) {
 		if detail == "" {
 			detail = string(a)
 		}
-		skips = append(skips, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-			Outcome: store.LedgerSkipped, Detail: detail})
+		skips = append(skips, LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: LedgerSkipped, Detail: detail})
 	}
 	candidates := make([]Item, 0, len(items))
 	for _, it := range items {
@@ -579,7 +578,7 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 	if err != nil {
 		return g, err
 	}
-	claims := make([]store.LedgerClaim, 0, len(candidates))
+	claims := make([]LedgerClaim, 0, len(candidates))
 	checked := candidates[:0]
 	for _, it := range candidates {
 		if v, ok := verdicts[it.Consumer][it.MessageID]; ok && !job.Force && it.Action != Discard {
@@ -590,27 +589,27 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 			}
 		}
 		checked = append(checked, it)
-		claims = append(claims, store.LedgerClaim{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID})
+		claims = append(claims, LedgerClaim{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID})
 	}
 	states, err := e.o.Store.Claim(ctx, job.ID, claims, skips)
 	if err != nil {
 		return g, err
 	}
-	var others []store.LedgerOutcome
+	var others []LedgerOutcome
 	var holders map[string]string // locator → the job that replayed it, asked only when needed
 	g.move = make([]Item, 0, len(checked))
 	for _, it := range checked {
 		switch states[it.Seq] {
-		case store.Claimed:
+		case Claimed:
 			g.move = append(g.move, it)
-		case store.MineInFlight:
+		case MineInFlight:
 			// This job claimed it and died before settling: publish again (at-least-once).
 			if g.resumed == nil {
 				g.resumed = map[int]bool{}
 			}
 			g.resumed[it.Seq] = true
 			g.move = append(g.move, it)
-		case store.ReplayedByOther:
+		case ReplayedByOther:
 			if holders == nil {
 				if holders, err = e.o.Store.Holders(ctx, locatorsOf(checked)); err != nil {
 					return g, err
@@ -620,9 +619,9 @@ func (e *Engine) gate(ctx context.Context, job store.ReplayJob, items []Item) (g
 			if j := holders[it.Locator]; j != "" {
 				by = "job " + j
 			}
-			others = append(others, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-				Outcome: store.LedgerSkipped, Detail: fmt.Sprintf("%s (%s replayed it)", SkipAlreadyReplayed, by)})
-		case store.AlreadyMine:
+			others = append(others, LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+				Outcome: LedgerSkipped, Detail: fmt.Sprintf("%s (%s replayed it)", SkipAlreadyReplayed, by)})
+		case AlreadyMine:
 			g.mine = append(g.mine, it) // settled by an earlier run of this job
 		}
 	}

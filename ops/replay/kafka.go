@@ -13,7 +13,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 )
 
@@ -294,7 +293,7 @@ func replayCount(headers []kafka.Header) int {
 	return n
 }
 
-func (k kafkaKind) open(ctx context.Context, _ store.ReplayJob, src Source) (mover, error) {
+func (k kafkaKind) open(ctx context.Context, _ Job, src Source) (mover, error) {
 	c, err := k.cluster(src.Cluster)
 	if err != nil {
 		return nil, err
@@ -325,7 +324,7 @@ type kafkaRunner struct {
 
 // finish marks the job's published records replayed, from the ledger: the sweep that completes
 // the marks of batches whose afterSettle a crash or a store error cut short.
-func (r *kafkaRunner) finish(ctx context.Context, job store.ReplayJob) error {
+func (r *kafkaRunner) finish(ctx context.Context, job Job) error {
 	return r.e.o.Store.MarkJobReplayed(ctx, job.ID)
 }
 
@@ -345,7 +344,7 @@ func (r *kafkaRunner) close() {
 // move re-reads the claimed records by offset (the DLT is immutable, so they are exactly the
 // planned ones), produces them to their original topics with acks=all, and reports each by the
 // broker's answer. Batches come in seq order, so each partition's reader only moves forward.
-func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error) {
+func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed map[int]bool) (moved, error) {
 	byPartition := map[int32][]Item{}
 	for _, it := range items {
 		byPartition[*it.Partition] = append(byPartition[*it.Partition], it)
@@ -355,7 +354,7 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 		partitions = append(partitions, p)
 	}
 	slices.Sort(partitions)
-	var settled []store.LedgerOutcome
+	var settled []LedgerOutcome
 	out := make([]kafka.Outgoing, 0, len(items))
 	order := make([]Item, 0, len(items))
 	marks := make([]triage.Mark, 0, len(items))
@@ -421,12 +420,12 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 	errs := r.k.Produce(ctx, out)
 	published := marks[:0]
 	for i, it := range order {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
+		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished}
 		if resumed[it.Seq] {
 			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
 		}
 		if errs[i] != nil {
-			o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()
+			o.Outcome, o.Detail = LedgerFailed, errs[i].Error()
 		} else {
 			published = append(published, marks[i])
 		}
@@ -443,9 +442,9 @@ func (r *kafkaRunner) move(ctx context.Context, job store.ReplayJob, items []Ite
 	}}, nil
 }
 
-func goneFromTopic(it Item) store.LedgerOutcome {
-	return store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-		Outcome: store.LedgerFailed, Detail: "the record no longer exists in the dead-letter topic"}
+func goneFromTopic(it Item) LedgerOutcome {
+	return LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+		Outcome: LedgerFailed, Detail: "the record no longer exists in the dead-letter topic"}
 }
 
 // compileCEL compiles a plan's filter.cel once ("" is no filter); a bad one names filter.cel.

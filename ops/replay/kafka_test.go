@@ -13,7 +13,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -53,7 +52,7 @@ func TestKafkaReplaySkipsProcessedAndPublishesTheRestOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	job = waitJob(t, e, job.ID)
-	if job.Status != store.JobDone || job.Published != 2 || job.Skipped != 1 || job.Failed != 0 {
+	if job.Status != replay.JobDone || job.Published != 2 || job.Skipped != 1 || job.Failed != 0 {
 		t.Fatalf("job %+v", job)
 	}
 	got := w.originals(t)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // maxOutboxEvents bounds an outbox plan.
@@ -31,7 +30,7 @@ func (k outboxKind) table(name string) (OutboxTable, error) {
 	return t, nil
 }
 
-func (k outboxKind) open(_ context.Context, _ store.ReplayJob, src Source) (mover, error) {
+func (k outboxKind) open(_ context.Context, _ Job, src Source) (mover, error) {
 	t, err := k.table(src.Outbox)
 	if err != nil {
 		return nil, err
@@ -160,9 +159,9 @@ type outboxRunner struct {
 // FAILED meanwhile (another operator, the relay) is reported failed, not moved.
 func (r *outboxRunner) close() {}
 
-func (r *outboxRunner) finish(context.Context, store.ReplayJob) error { return nil }
+func (r *outboxRunner) finish(context.Context, Job) error { return nil }
 
-func (r *outboxRunner) move(ctx context.Context, job store.ReplayJob, move []Item, resumed map[int]bool) (moved, error) {
+func (r *outboxRunner) move(ctx context.Context, job Job, move []Item, resumed map[int]bool) (moved, error) {
 	ids := make([]int64, len(move))
 	for i, it := range move {
 		ids[i] = *it.Position
@@ -171,7 +170,7 @@ func (r *outboxRunner) move(ctx context.Context, job store.ReplayJob, move []Ite
 	if err != nil {
 		return moved{}, err
 	}
-	settled := make([]store.LedgerOutcome, 0, len(move))
+	settled := make([]LedgerOutcome, 0, len(move))
 	requeued := map[int64]bool{}
 	for _, id := range done {
 		requeued[id] = true
@@ -195,14 +194,14 @@ func (r *outboxRunner) move(ctx context.Context, job store.ReplayJob, move []Ite
 		}
 	}
 	for _, it := range move {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished,
+		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished,
 			Detail: "requeued to READY"}
 		switch status, ok := now[*it.Position]; {
 		case requeued[*it.Position]:
 		case ok && status != outbox.Dead && status != outbox.Failed:
 			o.Detail = fmt.Sprintf("requeued to READY before an interruption (now %s)", status)
 		default:
-			o.Outcome, o.Detail = store.LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
+			o.Outcome, o.Detail = LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
 		}
 		settled = append(settled, o)
 	}

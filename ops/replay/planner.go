@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/redrive/redrive/ops/inbox"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // planChunk is how many messages a plan resolves and stores per round trip.
@@ -21,7 +20,7 @@ const planChunk = 5000
 type planBuilder struct {
 	e    *Engine
 	plan *Plan
-	w    *store.PlanWriter
+	w    PlanWriter
 	warn *warningCounter
 	// unguarded counts the publishes without an inbox verdict, for every kind.
 	unguarded unguardedCounter
@@ -88,7 +87,7 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 		verdicts, _ = b.e.inboxVerdicts(ctx, items, false)
 	}
 	p := b.plan
-	rows := make([]store.ReplayPlanItem, len(items))
+	rows := make([]StoredItem, len(items))
 	for i := range items {
 		it := &items[i]
 		it.Seq = p.Total
@@ -112,7 +111,7 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 		if len(p.Items) < MaxPlanItemsShown {
 			p.Items = append(p.Items, *it)
 		}
-		rows[i] = store.ReplayPlanItem{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
+		rows[i] = StoredItem{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
 			Destination: b.destJSON(it.Destination), Inbox: string(it.Inbox), Action: string(it.Action),
 			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition, Note: it.Note}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it.
@@ -164,7 +163,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 // discardLocator names a message a discard job archives.
 func discardLocator(replayLocator string) string { return "discard:" + replayLocator }
 
-func (k rabbitKind) open(ctx context.Context, job store.ReplayJob, src Source) (mover, error) {
+func (k rabbitKind) open(ctx context.Context, job Job, src Source) (mover, error) {
 	r, err := k.broker(&src)
 	if err != nil {
 		return nil, err
@@ -206,7 +205,7 @@ func (m *rabbitMover) close() { m.cur.Close() }
 // finish reads the rest of the span once every item is settled and drops the copies of messages
 // this job published: a crash between the ledger and the ack leaves such a copy in the queue, and
 // when it hit the last batch the resumed run has nothing left to move that would meet it.
-func (m *rabbitMover) finish(ctx context.Context, job store.ReplayJob) error {
+func (m *rabbitMover) finish(ctx context.Context, job Job) error {
 	held := make([]rabbit.Delivery, 0, len(m.stash))
 	for _, s := range m.stash {
 		held = append(held, s.d)
@@ -247,7 +246,7 @@ func (m *rabbitMover) locator(msg rabbit.Message) string {
 // handled by what the ledger says of them: a later batch's are kept aside for it; a copy of one
 // this job already published (its ack was lost to a crash) is dropped, never sent twice; anything
 // else stays in the queue.
-func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error) {
+func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed map[int]bool) (moved, error) {
 	pending := make(map[string]Item, len(items))
 	minSeq, maxSeq := items[0].Seq, items[0].Seq
 	for _, it := range items {
@@ -304,10 +303,10 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 			m.e.rabbitEdited(&to[i], ed, it.MessageID)
 		}
 	}
-	out := moved{outcomes: make([]store.LedgerOutcome, 0, len(pending))}
+	out := moved{outcomes: make([]LedgerOutcome, 0, len(pending))}
 	for _, it := range pending {
-		out.outcomes = append(out.outcomes, store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
-			Outcome: store.LedgerFailed, Detail: fmt.Sprintf("not found in the queue when the job ran (it read the %d messages "+
+		out.outcomes = append(out.outcomes, LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+			Outcome: LedgerFailed, Detail: fmt.Sprintf("not found in the queue when the job ran (it read the %d messages "+
 				"the plan had read, or the queue ran out): consumed, purged or expired since the plan", m.cur.Read())})
 	}
 	acks := drop
@@ -325,7 +324,7 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 		return moved{}, err
 	}
 	// The confirms are awaited in the next stage, while the next batch is read and sent.
-	out.await = func(ctx context.Context) ([]store.LedgerOutcome, error) {
+	out.await = func(ctx context.Context) ([]LedgerOutcome, error) {
 		errs, err := wait(ctx)
 		if err != nil {
 			return nil, err
@@ -343,15 +342,15 @@ func (m *rabbitMover) move(ctx context.Context, job store.ReplayJob, items []Ite
 // again (a no-op: same job, same locator) and acks them; a crash after the ledger leaves a copy
 // the resumed run drops (sortOut, finish). A message is thus never in neither place, and in both
 // only until the job resumes.
-func (m *rabbitMover) discard(ctx context.Context, job store.ReplayJob, taken []Item, take []rabbit.Delivery,
+func (m *rabbitMover) discard(ctx context.Context, job Job, taken []Item, take []rabbit.Delivery,
 	resumed map[int]bool, out moved, acks []rabbit.Delivery) (moved, error) {
-	rows := make([]store.ArchivedMessage, 0, len(take))
+	rows := make([]Archived, 0, len(take))
 	for i, d := range take {
 		w, err := d.Whole()
 		if err != nil {
 			return moved{}, err
 		}
-		row := store.ArchivedMessage{JobID: job.ID, Locator: taken[i].Locator, MessageID: d.Message.MessageID, Broker: m.src.Broker,
+		row := Archived{JobID: job.ID, Locator: taken[i].Locator, MessageID: d.Message.MessageID, Broker: m.src.Broker,
 			Vhost: m.src.Vhost, Queue: m.src.Queue, Actor: job.Actor, Reason: job.Reason, Exchange: w.Exchange, RoutingKey: w.RoutingKey,
 			Properties: rabbit.PropertiesMap(w.Properties), Headers: w.HeadersJSON, HeadersWire: w.Headers, Body: w.Body}
 		if dl := d.Message.DeadLetter; dl != nil {
@@ -367,7 +366,7 @@ func (m *rabbitMover) discard(ctx context.Context, job store.ReplayJob, taken []
 	}
 	acks = append(acks, take...)
 	for _, it := range taken {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished,
+		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished,
 			Detail: "archived, then acked from the queue"}
 		if resumed[it.Seq] {
 			o.Detail = "archived (again, after an interruption: one archive row), then acked from the queue"
@@ -380,13 +379,13 @@ func (m *rabbitMover) discard(ctx context.Context, job store.ReplayJob, taken []
 
 // settled turns the broker's answers into ledger outcomes and adds the confirmed messages to acks.
 func (m *rabbitMover) settled(taken []Item, take []rabbit.Delivery, errs []error, resumed map[int]bool,
-	acks *[]rabbit.Delivery) []store.LedgerOutcome {
-	outcomes := make([]store.LedgerOutcome, 0, len(taken))
+	acks *[]rabbit.Delivery) []LedgerOutcome {
+	outcomes := make([]LedgerOutcome, 0, len(taken))
 	for i, it := range taken {
-		o := store.LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: store.LedgerPublished}
+		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished}
 		switch {
 		case errs[i] != nil:
-			o.Outcome, o.Detail = store.LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
+			o.Outcome, o.Detail = LedgerFailed, errs[i].Error()+"; the message stays in the dead-letter queue"
 		case resumed[it.Seq]:
 			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
 			*acks = append(*acks, take[i])
@@ -421,7 +420,7 @@ func (m *rabbitMover) behindStash(pending map[string]Item) bool {
 // sortOut looks up messages met that the current batch is not moving: a later batch's planned
 // messages are kept aside; copies of messages this job published are returned to be dropped; the
 // rest stay.
-func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rabbit.Delivery, maxSeq int) ([]rabbit.Delivery, error) {
+func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery, maxSeq int) ([]rabbit.Delivery, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -466,7 +465,7 @@ func (m *rabbitMover) sortOut(ctx context.Context, job store.ReplayJob, ds []rab
 	}
 	var drop []rabbit.Delivery
 	for _, seq := range earlier {
-		if outcomes[seq] == store.LedgerPublished {
+		if outcomes[seq] == LedgerPublished {
 			drop = append(drop, earlierAt[seq]...)
 		}
 	}

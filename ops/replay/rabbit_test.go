@@ -167,7 +167,7 @@ func TestRabbitReplayPublishesConfirmedThenAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 	job = waitJob(t, e, job.ID)
-	if job.Status != store.JobDone || job.Published != 8 || job.Skipped != 2 || job.Failed != 0 {
+	if job.Status != replay.JobDone || job.Published != 8 || job.Skipped != 2 || job.Failed != 0 {
 		t.Fatalf("job %+v", job)
 	}
 	w.waitDepth(t, "orders.work", 8)
@@ -236,7 +236,7 @@ func TestRabbitCancelStopsWithinABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	job = waitJob(t, e, job.ID)
-	if job.Status != store.JobCancelled || job.Published == 0 || job.Published > 40 {
+	if job.Status != replay.JobCancelled || job.Published == 0 || job.Published > 40 {
 		t.Fatalf("cancelled job %+v", job)
 	}
 	// Nothing lost, nothing doubled: every message is in exactly one of the two queues.

@@ -10,7 +10,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // A redirect goes only where replay.allowed_destinations allows: elsewhere (another topic, a
@@ -54,7 +53,7 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := waitJob(t, e, job.ID); done.Status != store.JobDone || done.Published != 2 {
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 2 {
 		t.Fatalf("job %+v", done)
 	}
 	if got := w.originals(t); len(got) != 0 {

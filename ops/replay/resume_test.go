@@ -13,7 +13,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Cancelling a running Kafka job stops it within a batch: claims not yet publishing are released
@@ -39,7 +38,7 @@ func TestKafkaCancelStopsWithinABatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	job = waitJob(t, e, job.ID)
-	if job.Status != store.JobCancelled || job.Published > before.Published+2*20 {
+	if job.Status != replay.JobCancelled || job.Published > before.Published+2*20 {
 		t.Fatalf("cancelled at %d published, ended %+v", before.Published, job)
 	}
 	if got := len(w.originals(t)); got != job.Published {
@@ -84,12 +83,12 @@ func TestKafkaJobResumesOnAnotherReplica(t *testing.T) {
 	waitPublished(t, a, job.ID, 100, 20*time.Second)
 	stopA() // replica a dies holding the lease
 	mid, _ := a.Job(ctx, job.ID)
-	if mid.Status != store.JobRunning || mid.Published >= n {
+	if mid.Status != replay.JobRunning || mid.Published >= n {
 		t.Fatalf("after a's death: %+v", mid)
 	}
 	work(t, b)
 	final := waitJob(t, b, job.ID)
-	if final.Status != store.JobDone || final.Published != n || final.Failed != 0 {
+	if final.Status != replay.JobDone || final.Published != n || final.Failed != 0 {
 		t.Fatalf("resumed job %+v", final)
 	}
 	got := map[string]int{}

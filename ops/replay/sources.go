@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-
-	"github.com/redrive/redrive/ops/store"
 )
 
 // kind is one kind of dead-letter source. The controller (jobs.go) does everything that is the
@@ -17,7 +15,7 @@ type kind interface {
 	plan(ctx context.Context, src *Source, f Filter, emit func(Item) error) error
 	// open prepares one run of a job: the controller hands it batches of claimed items in seq
 	// order and closes it when the run ends, however it ends.
-	open(ctx context.Context, job store.ReplayJob, src Source) (mover, error)
+	open(ctx context.Context, job Job, src Source) (mover, error)
 	// batch is how many items a batch holds at most.
 	batch() int
 }
@@ -27,20 +25,20 @@ type mover interface {
 	// move moves the claimed items of one batch and reports each one's outcome. An error means
 	// the batch's outcome is unknown (a broker went away): its claims stay, and the resumed run
 	// moves them again (at-least-once; the consumer's inbox absorbs a duplicate).
-	move(ctx context.Context, job store.ReplayJob, items []Item, resumed map[int]bool) (moved, error)
+	move(ctx context.Context, job Job, items []Item, resumed map[int]bool) (moved, error)
 	// finish runs once every item is settled, before close: what the source still holds of the
 	// job is tidied (RabbitMQ: copies of published messages whose ack a crash lost are dropped,
 	// even when no batch was left to move in this run).
-	finish(ctx context.Context, job store.ReplayJob) error
+	finish(ctx context.Context, job Job) error
 	close()
 }
 
 // moved is a batch's outcome.
 type moved struct {
-	outcomes []store.LedgerOutcome
+	outcomes []LedgerOutcome
 	// await, when set, waits for the broker's acknowledgements of what move sent and returns the
 	// rest of the outcomes. It runs in its own stage, so the next batch is sent meanwhile.
-	await func(ctx context.Context) ([]store.LedgerOutcome, error)
+	await func(ctx context.Context) ([]LedgerOutcome, error)
 	// afterSettle, when set, runs once the outcomes are in the ledger: RabbitMQ acks the
 	// dead-letter copies of what it published only then (publish → confirm → ledger → ack).
 	afterSettle func(ctx context.Context) error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 )
 
@@ -21,21 +20,31 @@ type Store interface {
 // Plans are frozen selections: written in one transaction as they are read (BeginPlan: the
 // writer adds items, commits the plan at the end, and until then no one sees it), then only read.
 type Plans interface {
-	BeginPlan(ctx context.Context, id string) (*store.PlanWriter, error)
-	Plan(ctx context.Context, id string) (store.ReplayPlan, error)
-	PlanItems(ctx context.Context, planID string, from, limit int) ([]store.ReplayPlanItem, error)
-	PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]store.ReplayPlanItem, error)
+	BeginPlan(ctx context.Context, id string) (PlanWriter, error)
+	Plan(ctx context.Context, id string) (StoredPlan, error)
+	PlanItems(ctx context.Context, planID string, from, limit int) ([]StoredItem, error)
+	PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]StoredItem, error)
 	AnalyzePlanItems(ctx context.Context) error
+}
+
+// PlanWriter is one plan being written, in its own transaction: items in chunks as they are read,
+// the header last (Commit), or nothing at all (Rollback). ReplayedLocators reads, inside that
+// transaction, which of the locators a job has published already.
+type PlanWriter interface {
+	Add(ctx context.Context, items []StoredItem) error
+	Commit(ctx context.Context, p StoredPlan) error
+	Rollback(ctx context.Context)
+	ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error)
 }
 
 // Jobs are runs of a plan: created, approved, claimed under a lease that a worker renews, paused,
 // cancelled and finished.
 type Jobs interface {
-	CreateJob(ctx context.Context, j store.ReplayJob) error
-	Job(ctx context.Context, id string) (store.ReplayJob, error)
-	Jobs(ctx context.Context, limit int) ([]store.ReplayJob, error)
+	CreateJob(ctx context.Context, j Job) error
+	Job(ctx context.Context, id string) (Job, error)
+	Jobs(ctx context.Context, limit int) ([]Job, error)
 	ApproveJob(ctx context.Context, jobID, approver string) (bool, error)
-	ClaimJob(ctx context.Context, owner string, lease time.Duration) (store.ReplayJob, error)
+	ClaimJob(ctx context.Context, owner string, lease time.Duration) (Job, error)
 	RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error)
 	PauseJob(ctx context.Context, jobID, owner string, lease time.Duration, why string) (held, cancel bool, err error)
 	RequestCancel(ctx context.Context, jobID string) (string, error)
@@ -45,19 +54,19 @@ type Jobs interface {
 // Ledger is the once-only record of every message a job moves: claimed before the publish,
 // settled after the broker's ack.
 type Ledger interface {
-	Claim(ctx context.Context, jobID string, claims []store.LedgerClaim, finals []store.LedgerOutcome) (map[int]store.LedgerState, error)
-	Settle(ctx context.Context, jobID string, outcomes []store.LedgerOutcome) error
-	Record(ctx context.Context, jobID string, finals []store.LedgerOutcome) error
+	Claim(ctx context.Context, jobID string, claims []LedgerClaim, finals []LedgerOutcome) (map[int]LedgerState, error)
+	Settle(ctx context.Context, jobID string, outcomes []LedgerOutcome) error
+	Record(ctx context.Context, jobID string, finals []LedgerOutcome) error
 	LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (map[int]string, error)
-	Ledger(ctx context.Context, jobID string, limit int) ([]store.LedgerEntry, error)
+	Ledger(ctx context.Context, jobID string, limit int) ([]LedgerEntry, error)
 	Holders(ctx context.Context, locators []string) (map[string]string, error)
 }
 
 // Archive keeps discarded RabbitMQ messages whole, written before they are acked.
 type Archive interface {
-	ArchiveMessages(ctx context.Context, ms []store.ArchivedMessage) error
-	ArchivedMessageByID(ctx context.Context, id int64) (store.ArchivedMessage, error)
-	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(store.ArchivedMessage) error) (store.ArchivedMessage, error)
+	ArchiveMessages(ctx context.Context, ms []Archived) error
+	ArchivedMessageByID(ctx context.Context, id int64) (Archived, error)
+	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(Archived) error) (Archived, error)
 }
 
 // Resolutions mark the dead letters (and outbox DEAD events) a job replayed, and say which are settled already (a plan
@@ -68,5 +77,3 @@ type Resolutions interface {
 	MarkJobReplayed(ctx context.Context, jobID string) error
 	MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error
 }
-
-var _ Store = (*store.Store)(nil)

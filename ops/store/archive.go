@@ -10,45 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
 )
-
-// ArchivedMessage is one message a discard job took from a dead-letter queue (migration 026).
-type ArchivedMessage struct {
-	ID                 int64
-	JobID, Locator     string
-	MessageID          string
-	Broker, Vhost      string
-	Queue              string
-	ArchivedAt         time.Time
-	Actor, Reason      string
-	Exchange           string
-	RoutingKey         string
-	OriginalExchange   string
-	OriginalRoutingKey string
-	Properties         map[string]any
-	Headers            map[string]any // for people: the headers as JSON
-	HeadersWire        []byte         // for a restore: the AMQP table with its types
-	Body               []byte
-	RestoredAt         *time.Time
-	RestoredBy         string
-	RestoredTo         string
-}
-
-// ArchiveFilter narrows ArchivedMessages; zero fields do not filter. Before is the keyset cursor
-// (ids below it); Limit 0 means 100.
-type ArchiveFilter struct {
-	Broker, Queue string
-	Since         time.Time
-	Before        int64
-	Limit         int
-}
-
-// MaxArchiveLimit caps one page of the archive.
-const MaxArchiveLimit = 500
 
 // ArchiveMessages writes ms in one transaction: all or none. A message a job archived before
 // (same job, same locator: a resumed run) is not written twice.
-func (s *Store) ArchiveMessages(ctx context.Context, ms []ArchivedMessage) error {
+func (s *Store) ArchiveMessages(ctx context.Context, ms []replay.Archived) error {
 	if len(ms) == 0 {
 		return nil
 	}
@@ -88,8 +55,8 @@ const archiveColumns = `id, job_id, locator, message_id, broker, vhost, queue, a
 	original_exchange, original_routing_key, properties, headers, headers_wire, body, restored_at, coalesce(restored_by, ''),
 	coalesce(restored_to, '')`
 
-func scanArchived(r pgx.CollectableRow) (ArchivedMessage, error) {
-	var m ArchivedMessage
+func scanArchived(r pgx.CollectableRow) (replay.Archived, error) {
+	var m replay.Archived
 	var props, headers []byte
 	err := r.Scan(&m.ID, &m.JobID, &m.Locator, &m.MessageID, &m.Broker, &m.Vhost, &m.Queue, &m.ArchivedAt, &m.Actor, &m.Reason,
 		&m.Exchange, &m.RoutingKey, &m.OriginalExchange, &m.OriginalRoutingKey, &props, &headers, &m.HeadersWire, &m.Body,
@@ -104,12 +71,12 @@ func scanArchived(r pgx.CollectableRow) (ArchivedMessage, error) {
 }
 
 // ArchivedMessages lists archived messages, newest first.
-func (s *Store) ArchivedMessages(ctx context.Context, f ArchiveFilter) ([]ArchivedMessage, error) {
+func (s *Store) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	if f.Limit > MaxArchiveLimit {
-		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxArchiveLimit))
+	if f.Limit > replay.MaxArchiveLimit {
+		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", replay.MaxArchiveLimit))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message
 		WHERE ($1 = '' OR broker = $1) AND ($2 = '' OR queue = $2) AND ($3::timestamptz IS NULL OR archived_at >= $3)
@@ -126,10 +93,10 @@ func (s *Store) ArchivedMessages(ctx context.Context, f ArchiveFilter) ([]Archiv
 }
 
 // ArchivedMessageByID reads one archived message: ops.ErrNotFound when there is none.
-func (s *Store) ArchivedMessageByID(ctx context.Context, id int64) (ArchivedMessage, error) {
+func (s *Store) ArchivedMessageByID(ctx context.Context, id int64) (replay.Archived, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1`, id)
 	if err != nil {
-		return ArchivedMessage{}, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
+		return replay.Archived{}, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
 	}
 	m, err := pgx.CollectExactlyOneRow(rows, scanArchived)
 	switch {
@@ -146,8 +113,8 @@ func (s *Store) ArchivedMessageByID(ctx context.Context, id int64) (ArchivedMess
 // first, record after: a crash between the two leaves a copy that shows as not restored (it may
 // then be restored twice: at-least-once), never a message marked restored that was not published.
 // ops.ErrNotFound: no such message; ops.ErrConflict: restored already.
-func (s *Store) RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(ArchivedMessage) error) (ArchivedMessage, error) {
-	var m ArchivedMessage
+func (s *Store) RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error) {
+	var m replay.Archived
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1 FOR UPDATE`, id)
 		if err != nil {

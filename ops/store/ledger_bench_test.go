@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -23,22 +24,22 @@ func BenchmarkLedger(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := w.Commit(ctx, store.ReplayPlan{ID: "p", Actor: "b", Source: []byte(`{}`), Total: 1}); err != nil {
+	if err := w.Commit(ctx, replay.StoredPlan{ID: "p", Actor: "b", Source: []byte(`{}`), Total: 1}); err != nil {
 		b.Fatal(err)
 	}
 	batch := 0
-	next := func() ([]store.LedgerClaim, []store.LedgerOutcome) {
-		claims := make([]store.LedgerClaim, n)
-		outs := make([]store.LedgerOutcome, n)
+	next := func() ([]replay.LedgerClaim, []replay.LedgerOutcome) {
+		claims := make([]replay.LedgerClaim, n)
+		outs := make([]replay.LedgerOutcome, n)
 		for i := range claims {
 			seq := batch*n + i
-			claims[i] = store.LedgerClaim{Seq: seq, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", seq), MessageID: fmt.Sprintf("m-%d", seq)}
-			outs[i] = store.LedgerOutcome{Seq: seq, Outcome: store.LedgerPublished}
+			claims[i] = replay.LedgerClaim{Seq: seq, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", seq), MessageID: fmt.Sprintf("m-%d", seq)}
+			outs[i] = replay.LedgerOutcome{Seq: seq, Outcome: replay.LedgerPublished}
 		}
 		batch++
 		return claims, outs
 	}
-	if err := st.CreateJob(ctx, store.ReplayJob{ID: "j", PlanID: "p", Actor: "b", RatePerSecond: 1, Total: 1}); err != nil {
+	if err := st.CreateJob(ctx, replay.Job{ID: "j", PlanID: "p", Actor: "b", RatePerSecond: 1, Total: 1}); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("Claim", func(b *testing.B) {

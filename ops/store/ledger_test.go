@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -26,15 +27,15 @@ func TestLedgerClaimsRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Commit(ctx, store.ReplayPlan{ID: "p", Actor: "t", Source: []byte(`{}`), Total: messages}); err != nil {
+	if err := w.Commit(ctx, replay.StoredPlan{ID: "p", Actor: "t", Source: []byte(`{}`), Total: messages}); err != nil {
 		t.Fatal(err)
 	}
-	claims := make([]store.LedgerClaim, messages)
+	claims := make([]replay.LedgerClaim, messages)
 	for i := range claims {
-		claims[i] = store.LedgerClaim{Seq: i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", i), MessageID: fmt.Sprintf("m-%d", i)}
+		claims[i] = replay.LedgerClaim{Seq: i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", i), MessageID: fmt.Sprintf("m-%d", i)}
 	}
 	for j := range jobs {
-		if err := st.CreateJob(ctx, store.ReplayJob{ID: fmt.Sprintf("j%02d", j), PlanID: "p", Actor: "t", RatePerSecond: 1, Total: messages}); err != nil {
+		if err := st.CreateJob(ctx, replay.Job{ID: fmt.Sprintf("j%02d", j), PlanID: "p", Actor: "t", RatePerSecond: 1, Total: messages}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,9 +55,9 @@ func TestLedgerClaimsRace(t *testing.T) {
 				}
 				for seq, s := range got {
 					switch s {
-					case store.Claimed:
+					case replay.Claimed:
 						won[j][seq] = true
-					case store.ReplayedByOther:
+					case replay.ReplayedByOther:
 					default:
 						errs <- fmt.Errorf("job %d, seq %d: state %d on a first claim", j, seq, s)
 						return
@@ -87,7 +88,7 @@ func TestLedgerClaimsRace(t *testing.T) {
 	// are its own, and nothing changes hands.
 	j := owner[0]
 	id := fmt.Sprintf("j%02d", j)
-	var mine []store.LedgerClaim
+	var mine []replay.LedgerClaim
 	for seq := range won[j] {
 		mine = append(mine, claims[seq])
 	}
@@ -96,13 +97,13 @@ func TestLedgerClaimsRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seq, s := range again {
-		if s != store.MineInFlight {
+		if s != replay.MineInFlight {
 			t.Fatalf("re-claim of its own unsettled seq %d: state %d, want MineInFlight", seq, s)
 		}
 	}
-	outs := make([]store.LedgerOutcome, len(mine))
+	outs := make([]replay.LedgerOutcome, len(mine))
 	for i, c := range mine {
-		outs[i] = store.LedgerOutcome{Seq: c.Seq, Locator: c.Locator, MessageID: c.MessageID, Outcome: store.LedgerPublished}
+		outs[i] = replay.LedgerOutcome{Seq: c.Seq, Locator: c.Locator, MessageID: c.MessageID, Outcome: replay.LedgerPublished}
 	}
 	if err := st.Settle(ctx, id, outs); err != nil {
 		t.Fatal(err)
@@ -112,12 +113,12 @@ func TestLedgerClaimsRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seq, s := range again {
-		if s != store.AlreadyMine {
+		if s != replay.AlreadyMine {
 			t.Fatalf("re-claim of its own settled seq %d: state %d, want AlreadyMine", seq, s)
 		}
 	}
 	other := fmt.Sprintf("j%02d", (j+1)%jobs)
-	if got, err := st.Claim(ctx, other, mine[:1], nil); err != nil || got[mine[0].Seq] != store.ReplayedByOther {
+	if got, err := st.Claim(ctx, other, mine[:1], nil); err != nil || got[mine[0].Seq] != replay.ReplayedByOther {
 		t.Fatalf("another job claiming a published message: %v, %v; want ReplayedByOther", got, err)
 	}
 }

@@ -11,56 +11,30 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/replay"
 )
 
-// ReplayPlan is a stored plan's header.
-type ReplayPlan struct {
-	ID        string
-	CreatedAt time.Time
-	Actor     string
-	Source    json.RawMessage
-	Filter    json.RawMessage
-	Total     int
-	Actions   map[string]int
-	Warnings  []string
-	// ErrorGroups counts the plan's messages per error group, then per action.
-	ErrorGroups map[string]map[string]int
-}
-
-// ReplayPlanItem is one frozen message of a plan.
-type ReplayPlanItem struct {
-	Seq         int
-	Locator     string
-	MessageID   string
-	Consumer    string
-	Destination json.RawMessage
-	Inbox       string
-	Action      string
-	ErrorGroup  string
-	ReplayCount int
-	Position    *int64
-	Partition   *int32
-	Note        string // why it is skipped, when its action alone does not say
-}
-
-// PlanWriter stores a plan as it is made: items go in chunks (COPY) and the header last, all in
+// planWriter stores a plan as it is made: items go in chunks (COPY) and the header last, all in
 // one transaction, so a plan is visible whole or not at all and its items never sit in memory.
-type PlanWriter struct {
+type planWriter struct {
 	tx pgx.Tx
 	id string
 }
 
+// The store is the replay engine's (ops/replay declares what it needs).
+var _ replay.Store = (*Store)(nil)
+
 // BeginPlan opens the transaction of plan id.
-func (s *Store) BeginPlan(ctx context.Context, id string) (*PlanWriter, error) {
+func (s *Store) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, unavailable(err, "save plan")
 	}
-	return &PlanWriter{tx: tx, id: id}, nil
+	return &planWriter{tx: tx, id: id}, nil
 }
 
 // Add copies a chunk of items.
-func (w *PlanWriter) Add(ctx context.Context, items []ReplayPlanItem) error {
+func (w *planWriter) Add(ctx context.Context, items []replay.StoredItem) error {
 	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
 		[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition", "note"},
 		pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
@@ -75,7 +49,7 @@ func (w *PlanWriter) Add(ctx context.Context, items []ReplayPlanItem) error {
 }
 
 // Commit writes the header and commits.
-func (w *PlanWriter) Commit(ctx context.Context, p ReplayPlan) error {
+func (w *planWriter) Commit(ctx context.Context, p replay.StoredPlan) error {
 	actions, _ := json.Marshal(p.Actions)
 	warnings, _ := json.Marshal(p.Warnings)
 	if p.Warnings == nil {
@@ -100,11 +74,11 @@ func (w *PlanWriter) Commit(ctx context.Context, p ReplayPlan) error {
 }
 
 // Rollback abandons the plan; after Commit it does nothing.
-func (w *PlanWriter) Rollback(ctx context.Context) { _ = w.tx.Rollback(context.WithoutCancel(ctx)) }
+func (w *planWriter) Rollback(ctx context.Context) { _ = w.tx.Rollback(context.WithoutCancel(ctx)) }
 
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.
-func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
-	var p ReplayPlan
+func (s *Store) Plan(ctx context.Context, id string) (replay.StoredPlan, error) {
+	var p replay.StoredPlan
 	var actions, warnings, groups []byte
 	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups
 		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings, &groups)
@@ -121,7 +95,7 @@ func (s *Store) Plan(ctx context.Context, id string) (ReplayPlan, error) {
 }
 
 // PlanItems reads up to limit items with seq ≥ from, in seq order.
-func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) ([]ReplayPlanItem, error) {
+func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) ([]replay.StoredItem, error) {
 	// destination as text: scanning jsonb into json.RawMessage validates it, for nothing.
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
 			replay_count, position, partition, note
@@ -132,9 +106,9 @@ func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) (
 	return collectPlanItems(rows)
 }
 
-func collectPlanItems(rows pgx.Rows) ([]ReplayPlanItem, error) {
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplayPlanItem, error) {
-		var it ReplayPlanItem
+func collectPlanItems(rows pgx.Rows) ([]replay.StoredItem, error) {
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (replay.StoredItem, error) {
+		var it replay.StoredItem
 		var dest []byte
 		err := r.Scan(&it.Seq, &it.Locator, &it.MessageID, &it.Consumer, &dest, &it.Inbox, &it.Action,
 			&it.ErrorGroup, &it.ReplayCount, &it.Position, &it.Partition, &it.Note)
@@ -149,7 +123,7 @@ func collectPlanItems(rows pgx.Rows) ([]ReplayPlanItem, error) {
 
 // PlanItemsByLocator reads the items of a plan with these locators (RabbitMQ and outbox items:
 // Kafka items are found by seq).
-func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]ReplayPlanItem, error) {
+func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]replay.StoredItem, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
 			replay_count, position, partition, note
 		FROM replay_plan_item WHERE plan_id = $1 AND locator = ANY($2) AND partition IS NULL`, planID, locators)
@@ -189,7 +163,7 @@ func (s *Store) RecordUnsettled(ctx context.Context, jobID, planID, detail strin
 // ReplayedLocators returns which of the locators the ledger shows published or in flight. It reads
 // on the plan's own transaction: a plan that waited for a second pooled connection while holding
 // one deadlocked the pool once as many plans ran as it had connections.
-func (w *PlanWriter) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
+func (w *planWriter) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
 	rows, err := w.tx.Query(ctx, `SELECT locator FROM replay_ledger
 		WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
@@ -206,59 +180,22 @@ func (w *PlanWriter) ReplayedLocators(ctx context.Context, locators []string) (m
 	return out, nil
 }
 
-// ReplayJob is one run of a plan.
-type ReplayJob struct {
-	ID              string
-	PlanID          string
-	Status          string // pending | running | done | cancelled | failed
-	Actor           string
-	Reason          string
-	Force           bool
-	RatePerSecond   int
-	Total           int
-	NextSeq         int
-	CancelRequested bool
-	LeaseOwner      string
-	Error           string
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	FinishedAt      *time.Time
-	ApprovedBy      string // four-eyes: who approved it; "" when no approval was needed
-	// Paused says why a running job is waiting for a dependency; "" while it makes progress.
-	Paused string
-	// SourceKey names what the job moves (a DLQ, a DLT, an outbox): one pending or running job
-	// per key at a time. "" opts out.
-	SourceKey string
-	// Counts, kept in the ledger's transactions.
-	Published, Skipped, Failed int
-}
-
-// Job statuses.
-const (
-	JobAwaiting  = "awaiting_approval" // four-eyes: not claimable until approved
-	JobPending   = "pending"
-	JobRunning   = "running"
-	JobDone      = "done"
-	JobCancelled = "cancelled"
-	JobFailed    = "failed"
-)
-
 const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
 	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at, j.approved_by,
 	j.published, j.skipped, j.failed, j.paused, j.source_key`
 
-func scanJob(r pgx.CollectableRow) (ReplayJob, error) {
-	var j ReplayJob
+func scanJob(r pgx.CollectableRow) (replay.Job, error) {
+	var j replay.Job
 	err := r.Scan(&j.ID, &j.PlanID, &j.Status, &j.Actor, &j.Reason, &j.Force, &j.RatePerSecond, &j.Total, &j.NextSeq,
 		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed, &j.Paused, &j.SourceKey)
 	return j, err
 }
 
 // CreateJob stores a pending job.
-func (s *Store) CreateJob(ctx context.Context, j ReplayJob) error {
+func (s *Store) CreateJob(ctx context.Context, j replay.Job) error {
 	status := j.Status
 	if status == "" {
-		status = JobPending
+		status = replay.JobPending
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total, source_key)
 		VALUES ($1, $2, $8, $3, $4, $5, $6, $7, $9)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total, status, j.SourceKey)
@@ -289,7 +226,7 @@ func (s *Store) busySource(ctx context.Context, key string) error {
 }
 
 // Job reads a job with its ledger counts. Unknown id → ops.ErrNotFound.
-func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
+func (s *Store) Job(ctx context.Context, id string) (replay.Job, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.id = $1`, id)
 	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
 	if isNoRows(err) {
@@ -302,7 +239,7 @@ func (s *Store) Job(ctx context.Context, id string) (ReplayJob, error) {
 }
 
 // Jobs lists recent jobs, newest first.
-func (s *Store) Jobs(ctx context.Context, limit int) ([]ReplayJob, error) {
+func (s *Store) Jobs(ctx context.Context, limit int) ([]replay.Job, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j ORDER BY j.created_at DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, unavailable(err, "replay jobs")
@@ -317,7 +254,7 @@ func (s *Store) Jobs(ctx context.Context, limit int) ([]ReplayJob, error) {
 // ClaimJob leases the oldest pending job, or a running one whose runner's lease expired (its
 // replica died), to owner. FOR UPDATE SKIP LOCKED makes two replicas claim different jobs.
 // Returns ops.ErrNotFound when there is nothing to run.
-func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (ReplayJob, error) {
+func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (replay.Job, error) {
 	var id string
 	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET status = 'running', lease_owner = $1,
 			lease_until = now() + $2::interval, started_at = coalesce(started_at, now())
@@ -326,10 +263,10 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 			ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
 		RETURNING id`, owner, lease.String()).Scan(&id)
 	if isNoRows(err) {
-		return ReplayJob{}, ops.ErrNotFound
+		return replay.Job{}, ops.ErrNotFound
 	}
 	if err != nil {
-		return ReplayJob{}, unavailable(err, "claim job")
+		return replay.Job{}, unavailable(err, "claim job")
 	}
 	return s.Job(ctx, id)
 }
@@ -391,46 +328,11 @@ func (s *Store) RequestCancel(ctx context.Context, jobID string) (string, error)
 	return status, nil
 }
 
-// LedgerClaim asks to move one message.
-type LedgerClaim struct {
-	Seq       int
-	Locator   string
-	MessageID string
-}
-
-// LedgerState is what the ledger says about one claim.
-type LedgerState int
-
-// Claim results.
-const (
-	Claimed         LedgerState = iota // this job may publish it now
-	AlreadyMine                        // this job settled it before (a resumed run): leave it
-	MineInFlight                       // this job claimed it and died before settling: outcome unknown
-	ReplayedByOther                    // another job published it or is publishing it
-)
-
-// LedgerOutcome settles one message of a job.
-type LedgerOutcome struct {
-	Seq       int
-	Locator   string
-	MessageID string
-	Outcome   string // published | skipped | failed
-	Detail    string
-}
-
-// Ledger outcomes.
-const (
-	LedgerActive    = "active"
-	LedgerPublished = "published"
-	LedgerSkipped   = "skipped"
-	LedgerFailed    = "failed"
-)
-
 // Claim claims messages for jobID and records final outcomes (skips, failures) of messages it
 // will not move, in one statement. The partial unique index on locator guarantees that, however
 // many jobs race, one claim per message succeeds. A claim that loses is looked up once more to
 // tell a resumed run's own rows from another job's.
-func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, finals []LedgerOutcome) (map[int]LedgerState, error) {
+func (s *Store) Claim(ctx context.Context, jobID string, claims []replay.LedgerClaim, finals []replay.LedgerOutcome) (map[int]replay.LedgerState, error) {
 	n := len(claims) + len(finals)
 	if n == 0 {
 		return nil, nil
@@ -439,7 +341,7 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 	locators, ids, outcomes, details := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	for _, c := range claims {
 		seqs, locators, ids = append(seqs, int32(c.Seq)), append(locators, c.Locator), append(ids, c.MessageID)
-		outcomes, details = append(outcomes, LedgerActive), append(details, "")
+		outcomes, details = append(outcomes, replay.LedgerActive), append(details, "")
 	}
 	for _, f := range finals {
 		seqs, locators, ids = append(seqs, int32(f.Seq)), append(locators, f.Locator), append(ids, f.MessageID)
@@ -463,9 +365,9 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 	if err != nil {
 		return nil, unavailable(err, "ledger claim")
 	}
-	out := make(map[int]LedgerState, len(claims))
+	out := make(map[int]replay.LedgerState, len(claims))
 	for _, seq := range won {
-		out[int(seq)] = Claimed
+		out[int(seq)] = replay.Claimed
 	}
 	if len(won) == len(claims) {
 		return out, nil
@@ -474,7 +376,7 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 	for _, c := range claims {
 		if _, ok := out[c.Seq]; !ok {
 			lost = append(lost, int32(c.Seq))
-			out[c.Seq] = ReplayedByOther // unless this job's own row says otherwise
+			out[c.Seq] = replay.ReplayedByOther // unless this job's own row says otherwise
 		}
 	}
 	rows, err = s.pool.Query(ctx, `SELECT seq, outcome FROM replay_ledger WHERE job_id = $1 AND seq = ANY($2)`, jobID, lost)
@@ -484,10 +386,10 @@ func (s *Store) Claim(ctx context.Context, jobID string, claims []LedgerClaim, f
 	var seq int
 	var outcome string
 	if _, err := pgx.ForEachRow(rows, []any{&seq, &outcome}, func() error {
-		if outcome == LedgerActive {
-			out[seq] = MineInFlight
+		if outcome == replay.LedgerActive {
+			out[seq] = replay.MineInFlight
 		} else {
-			out[seq] = AlreadyMine
+			out[seq] = replay.AlreadyMine
 		}
 		return nil
 	}); err != nil {
@@ -528,7 +430,7 @@ func (s *Store) Holders(ctx context.Context, locators []string) (map[string]stri
 
 // Record writes final outcomes of messages this job never claimed (skips, messages that were gone).
 // A message already recorded keeps its first outcome.
-func (s *Store) Record(ctx context.Context, jobID string, finals []LedgerOutcome) error {
+func (s *Store) Record(ctx context.Context, jobID string, finals []replay.LedgerOutcome) error {
 	_, err := s.Claim(ctx, jobID, nil, finals)
 	return err
 }
@@ -537,7 +439,7 @@ func (s *Store) Record(ctx context.Context, jobID string, finals []LedgerOutcome
 // common case and take one update by primary key that, touching no indexed column, is a HOT
 // update; failures and annotated publishes carry their detail. Only rows still active change: an
 // outcome, once recorded, is final. The job's counts move in the same transaction.
-func (s *Store) Settle(ctx context.Context, jobID string, outcomes []LedgerOutcome) error {
+func (s *Store) Settle(ctx context.Context, jobID string, outcomes []replay.LedgerOutcome) error {
 	if len(outcomes) == 0 {
 		return nil
 	}
@@ -545,7 +447,7 @@ func (s *Store) Settle(ctx context.Context, jobID string, outcomes []LedgerOutco
 	var seqs []int32
 	var results, details []string
 	for _, o := range outcomes {
-		if o.Outcome == LedgerPublished && o.Detail == "" {
+		if o.Outcome == replay.LedgerPublished && o.Detail == "" {
 			plain = append(plain, int32(o.Seq))
 			continue
 		}
@@ -575,26 +477,16 @@ func (s *Store) Settle(ctx context.Context, jobID string, outcomes []LedgerOutco
 	return nil
 }
 
-// LedgerEntry is one ledger row, for the job page.
-type LedgerEntry struct {
-	Seq       int
-	Locator   string
-	MessageID string
-	Outcome   string
-	Detail    string
-	At        time.Time
-}
-
 // Ledger lists a job's rows (failed and skipped first when problemsFirst), up to limit.
-func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]LedgerEntry, error) {
+func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]replay.LedgerEntry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, outcome, detail, at FROM replay_ledger
 		WHERE job_id = $1 ORDER BY CASE outcome WHEN 'failed' THEN 0 WHEN 'active' THEN 1 WHEN 'skipped' THEN 2 ELSE 3 END, seq
 		LIMIT $2`, jobID, limit)
 	if err != nil {
 		return nil, unavailable(err, "ledger")
 	}
-	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LedgerEntry, error) {
-		var e LedgerEntry
+	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (replay.LedgerEntry, error) {
+		var e replay.LedgerEntry
 		err := r.Scan(&e.Seq, &e.Locator, &e.MessageID, &e.Outcome, &e.Detail, &e.At)
 		return e, err
 	})

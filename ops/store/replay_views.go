@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // JobsOfPlan lists the jobs that ran (or run) plan planID, newest first: the plan page says a plan
 // already ran and what a second run does. An unknown plan has no jobs (no error).
 // Errors: ops.ErrUnavailable when the store cannot be read.
-func (s *Store) JobsOfPlan(ctx context.Context, planID string) ([]ReplayJob, error) {
+func (s *Store) JobsOfPlan(ctx context.Context, planID string) ([]replay.Job, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.plan_id = $1
 		ORDER BY j.created_at DESC, j.id DESC`, planID)
 	if err != nil {
@@ -23,23 +25,17 @@ func (s *Store) JobsOfPlan(ctx context.Context, planID string) ([]ReplayJob, err
 	return jobs, nil
 }
 
-// FailureGroup is how many of a job's messages failed with one reason (the ledger's detail).
-type FailureGroup struct {
-	Detail string
-	Count  int
-}
-
 // FailureGroups counts a job's failed messages per reason, most frequent first (then by reason),
 // at most limit groups: one broken destination shows as one row, not 40,000.
 // Errors: ops.ErrUnavailable when the store cannot be read.
-func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]FailureGroup, error) {
+func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]replay.FailureGroup, error) {
 	rows, err := s.pool.Query(ctx, `SELECT detail, count(*) FROM replay_ledger WHERE job_id = $1 AND outcome = 'failed'
 		GROUP BY detail ORDER BY count(*) DESC, detail LIMIT $2`, jobID, limit)
 	if err != nil {
 		return nil, unavailable(err, "failure groups of %q", jobID)
 	}
-	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FailureGroup, error) {
-		var g FailureGroup
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (replay.FailureGroup, error) {
+		var g replay.FailureGroup
 		err := r.Scan(&g.Detail, &g.Count)
 		return g, err
 	})
@@ -49,20 +45,11 @@ func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]F
 	return groups, nil
 }
 
-// PlanRoute is where a plan's messages come from and where they go back to, for the job pages.
-type PlanRoute struct {
-	// Source is the plan's stored source (replay.Source as JSON).
-	Source json.RawMessage
-	// Destinations are the distinct destinations (replay.Destination as JSON, without the Kafka
-	// partition) among the plan's first items — a sample, so a list of jobs never reads whole plans.
-	Destinations []json.RawMessage
-}
-
 // PlanRoutes reads the route of each of the plans planIDs, sampling the first sample items of
 // each for its destinations. A plan that does not exist is absent from the map.
 // Errors: ops.ErrUnavailable when the store cannot be read.
-func (s *Store) PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]PlanRoute, error) {
-	out := make(map[string]PlanRoute, len(planIDs))
+func (s *Store) PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]replay.PlanRoute, error) {
+	out := make(map[string]replay.PlanRoute, len(planIDs))
 	if len(planIDs) == 0 {
 		return out, nil
 	}

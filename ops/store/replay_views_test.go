@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -20,19 +21,19 @@ func seedPlan(t *testing.T, ctx context.Context, st *store.Store, id string, n i
 		t.Fatal(err)
 	}
 	defer w.Rollback(ctx)
-	var items []store.ReplayPlanItem
+	var items []replay.StoredItem
 	for i := range n {
 		dest := fmt.Sprintf(`{"kind":"kafka","cluster":"main","topic":"orders","partition":%d,"partition_source":"header"}`, i%2)
 		if i%3 == 2 {
 			dest = `{"kind":""}`
 		}
-		items = append(items, store.ReplayPlanItem{Seq: i, Locator: fmt.Sprintf("%s/%d", id, i), MessageID: fmt.Sprint("m", i),
+		items = append(items, replay.StoredItem{Seq: i, Locator: fmt.Sprintf("%s/%d", id, i), MessageID: fmt.Sprint("m", i),
 			Destination: json.RawMessage(dest), Inbox: "not_processed", Action: "publish"})
 	}
 	if err := w.Add(ctx, items); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Commit(ctx, store.ReplayPlan{Actor: "ops", Source: json.RawMessage(`{"kind":"kafka","cluster":"main","topic":"orders.DLT"}`),
+	if err := w.Commit(ctx, replay.StoredPlan{Actor: "ops", Source: json.RawMessage(`{"kind":"kafka","cluster":"main","topic":"orders.DLT"}`),
 		Total: n, Actions: map[string]int{"publish": n}}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,21 +50,21 @@ func TestReplayViews(t *testing.T) {
 	seedPlan(t, ctx, st, "plan_a", 6)
 	seedPlan(t, ctx, st, "plan_b", 3)
 	for _, id := range []string{"job_1", "job_2"} {
-		if err := st.CreateJob(ctx, store.ReplayJob{ID: id, PlanID: "plan_a", Actor: "ops", RatePerSecond: 10, Total: 6}); err != nil {
+		if err := st.CreateJob(ctx, replay.Job{ID: id, PlanID: "plan_a", Actor: "ops", RatePerSecond: 10, Total: 6}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond) // created_at orders them
 	}
-	if err := st.CreateJob(ctx, store.ReplayJob{ID: "job_other", PlanID: "plan_b", Actor: "ops", RatePerSecond: 10, Total: 3}); err != nil {
+	if err := st.CreateJob(ctx, replay.Job{ID: "job_other", PlanID: "plan_b", Actor: "ops", RatePerSecond: 10, Total: 3}); err != nil {
 		t.Fatal(err)
 	}
 	// job_2 failed three messages for one reason and one for another, and skipped one.
-	failed := func(seq int, detail string) store.LedgerOutcome {
-		return store.LedgerOutcome{Seq: seq, Locator: fmt.Sprintf("plan_a/%d", seq), Outcome: store.LedgerFailed, Detail: detail}
+	failed := func(seq int, detail string) replay.LedgerOutcome {
+		return replay.LedgerOutcome{Seq: seq, Locator: fmt.Sprintf("plan_a/%d", seq), Outcome: replay.LedgerFailed, Detail: detail}
 	}
-	if err := st.Record(ctx, "job_2", []store.LedgerOutcome{failed(0, "not found in the queue"), failed(1, "broker refused: NOT_LEADER"),
+	if err := st.Record(ctx, "job_2", []replay.LedgerOutcome{failed(0, "not found in the queue"), failed(1, "broker refused: NOT_LEADER"),
 		failed(2, "not found in the queue"), failed(3, "not found in the queue"),
-		{Seq: 4, Locator: "plan_a/4", Outcome: store.LedgerSkipped, Detail: "skip_already_replayed (job job_1 replayed it)"}}); err != nil {
+		{Seq: 4, Locator: "plan_a/4", Outcome: replay.LedgerSkipped, Detail: "skip_already_replayed (job job_1 replayed it)"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -81,7 +82,7 @@ func TestReplayViews(t *testing.T) {
 	})
 	t.Run("FailureGroups", func(t *testing.T) {
 		groups, err := st.FailureGroups(ctx, "job_2", 10)
-		want := []store.FailureGroup{{"not found in the queue", 3}, {"broker refused: NOT_LEADER", 1}}
+		want := []replay.FailureGroup{{Detail: "not found in the queue", Count: 3}, {Detail: "broker refused: NOT_LEADER", Count: 1}}
 		if err != nil || fmt.Sprint(groups) != fmt.Sprint(want) {
 			t.Fatalf("groups %v, %v; want %v", groups, err, want)
 		}

@@ -10,20 +10,12 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/replay"
 )
-
-// TracedReplay is a ledger row of a message with the job that wrote it, for a trace.
-type TracedReplay struct {
-	LedgerEntry
-	JobID     string
-	JobStatus string
-	Actor     string
-	PlanID    string
-}
 
 // ReplaysOf lists the ledger rows of these message ids with their jobs, oldest first, at most
 // limit. Errors wrap ops.ErrUnavailable.
-func (s *Store) ReplaysOf(ctx context.Context, ids []string, limit int) ([]TracedReplay, error) {
+func (s *Store) ReplaysOf(ctx context.Context, ids []string, limit int) ([]replay.Traced, error) {
 	rows, err := s.pool.Query(ctx, `SELECT l.seq, l.locator, l.message_id, l.outcome, l.detail, l.at,
 			j.id, j.status, j.actor, j.plan_id
 		FROM replay_ledger l JOIN replay_job j ON j.id = l.job_id
@@ -31,8 +23,8 @@ func (s *Store) ReplaysOf(ctx context.Context, ids []string, limit int) ([]Trace
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w: %w", ops.ErrUnavailable, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TracedReplay, error) {
-		var e TracedReplay
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (replay.Traced, error) {
+		var e replay.Traced
 		err := r.Scan(&e.Seq, &e.Locator, &e.MessageID, &e.Outcome, &e.Detail, &e.At, &e.JobID, &e.JobStatus, &e.Actor, &e.PlanID)
 		return e, err
 	})

@@ -30,8 +30,8 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Outbox is a service's outbox table; *outbox.Outbox implements it.
@@ -74,7 +74,7 @@ type Inbox interface {
 // Ledger is the replay ledger; *store.Store implements it.
 type Ledger interface {
 	// ReplaysOf lists the ledger rows of these message ids with their jobs.
-	ReplaysOf(ctx context.Context, ids []string, limit int) ([]store.TracedReplay, error)
+	ReplaysOf(ctx context.Context, ids []string, limit int) ([]replay.Traced, error)
 }
 
 // AuditLog is the audit log; *store.Store implements it.
