@@ -13,16 +13,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/paths"
 	notifypages "github.com/redrive/redrive/views/pages/notifications"
 )
 
 // NotificationStore is the delivery log and the silences in the console's store.
 type NotificationStore interface {
-	Notifications(ctx context.Context, limit int) ([]store.Notification, error)
-	Silences(ctx context.Context) ([]store.Silence, error)
-	CreateSilence(ctx context.Context, s store.Silence) (store.Silence, error)
+	Notifications(ctx context.Context, limit int) ([]alerts.Notification, error)
+	Silences(ctx context.Context) ([]alerts.Silence, error)
+	CreateSilence(ctx context.Context, s alerts.Silence) (alerts.Silence, error)
 	Auditor
 }
 
@@ -76,7 +76,7 @@ type silenceJSON struct {
 	CreatedAt time.Time         `json:"created_at"`
 }
 
-func outcomeOf(n store.Notification) string {
+func outcomeOf(n alerts.Notification) string {
 	switch {
 	case n.DeliveredAt != nil:
 		return "delivered"
@@ -129,8 +129,8 @@ type silenceRequest struct {
 }
 
 // parse checks a silence request: at least one known matcher, an end within 30 days.
-func (r silenceRequest) parse(now time.Time) (store.Silence, error) {
-	s := store.Silence{Matchers: map[string]string{}, Comment: strings.TrimSpace(r.Comment)}
+func (r silenceRequest) parse(now time.Time) (alerts.Silence, error) {
+	s := alerts.Silence{Matchers: map[string]string{}, Comment: strings.TrimSpace(r.Comment)}
 	for k, v := range r.Matchers {
 		if !containsStr(silenceKeys, k) {
 			return s, ops.Invalid("matchers."+k, "unknown; one of "+strings.Join(silenceKeys, ", "))
@@ -173,7 +173,7 @@ func containsStr(list []string, s string) bool {
 
 // createSilence stores and audits a silence (notify.silence), the audit written first: no audit,
 // no silence.
-func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (store.Silence, error) {
+func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alerts.Silence, error) {
 	s, err := req.parse(time.Now())
 	if err != nil {
 		return s, err
@@ -199,7 +199,7 @@ func (h *Notifications) APISilence(c echo.Context) error {
 	return c.JSON(http.StatusOK, silenceOf(s))
 }
 
-func silenceOf(s store.Silence) silenceJSON {
+func silenceOf(s alerts.Silence) silenceJSON {
 	return silenceJSON{ID: s.ID, Matchers: s.Matchers, EndsAt: s.EndsAt.UTC(), Comment: s.Comment,
 		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.UTC()}
 }

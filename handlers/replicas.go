@@ -7,13 +7,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/lease"
 )
 
 // ReplicaDirectory reads which console replicas there are and what each holds (ops/store).
 // Errors are ops.ErrUnavailable.
 type ReplicaDirectory interface {
-	Replicas(ctx context.Context) (store.ReplicaView, error)
+	Replicas(ctx context.Context) (lease.ReplicaView, error)
 }
 
 // Replicas serves GET /api/v1/replicas (admin): every replica known to the store with its last

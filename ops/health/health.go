@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -226,7 +226,7 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 // started within the window (eps, read since its start; err: they could not be read): an
 // exception type (and cause) that had not been seen for the window, or ever. The key carries the
 // episode's start, so a group that comes back after a quiet window fires again.
-func NewErrorGroupProblems(clusters []string, eps []store.ErrorGroupEpisode, err error, now time.Time) []Problem {
+func NewErrorGroupProblems(clusters []string, eps []history.ErrorGroupEpisode, err error, now time.Time) []Problem {
 	if err != nil {
 		return nil // the store's own trouble is the replay and dependency panels' to tell
 	}

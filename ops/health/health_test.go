@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/ops/store"
 )
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -195,11 +195,11 @@ func TestMonitor(t *testing.T) {
 }
 
 func TestNewErrorGroupProblems(t *testing.T) {
-	ep := func(source, typ string, start time.Time) store.ErrorGroupEpisode {
-		return store.ErrorGroupEpisode{ErrorGroupSighting: store.ErrorGroupSighting{Source: source, Key: typ + "|",
+	ep := func(source, typ string, start time.Time) history.ErrorGroupEpisode {
+		return history.ErrorGroupEpisode{ErrorGroupSighting: history.ErrorGroupSighting{Source: source, Key: typ + "|",
 			ExceptionType: typ, Count: 3, SampleMessage: "bad <b>order</b>"}, EpisodeStart: start}
 	}
-	eps := []store.ErrorGroupEpisode{
+	eps := []history.ErrorGroupEpisode{
 		ep("kafka/main/orders.DLT", "com.acme.Poison", now.Add(-2*time.Minute)),
 		ep("kafka/eu/west/orders.DLT", "com.acme.Poison", now.Add(-time.Minute)), // a cluster name with "/"
 		ep("kafka/gone/orders.DLT", "com.acme.Poison", now),                      // no longer configured
@@ -215,7 +215,7 @@ func TestNewErrorGroupProblems(t *testing.T) {
 		t.Errorf("problem: %+v", p)
 	}
 	// The episode is in the key: the same group back after a quiet window is another problem.
-	again := NewErrorGroupProblems([]string{"main"}, []store.ErrorGroupEpisode{ep("kafka/main/orders.DLT", "com.acme.Poison", now)}, nil, now)
+	again := NewErrorGroupProblems([]string{"main"}, []history.ErrorGroupEpisode{ep("kafka/main/orders.DLT", "com.acme.Poison", now)}, nil, now)
 	if again[0].Key == p.Key {
 		t.Errorf("a new episode kept the key %s", p.Key)
 	}

@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // The sources a Monitor reads, each narrowed to what it calls. None reaches a broker: Kafka and
@@ -36,7 +36,7 @@ type (
 	// ErrorGroups lists the dead-letter error groups whose episode started since a time (the
 	// sampler records them: store.RecordErrorGroups).
 	ErrorGroups interface {
-		ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]store.ErrorGroupEpisode, error)
+		ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error)
 	}
 )
 

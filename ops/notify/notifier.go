@@ -14,8 +14,9 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/lease"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -24,16 +25,16 @@ const LeaseName = "notify"
 
 // Store is what the notifier keeps in the console's store (ops/store implements it).
 type Store interface {
-	AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (store.SourceLease, bool, error)
-	RenewSourceLease(ctx context.Context, l store.SourceLease) (store.SourceLease, error)
-	ReleaseSourceLease(ctx context.Context, l store.SourceLease) error
-	NotifyState(ctx context.Context) ([]store.NotifyAlert, []store.NotifySent, error)
-	Silences(ctx context.Context) ([]store.Silence, error)
-	WriteNotifyRound(ctx context.Context, l store.SourceLease, r store.NotifyRound) error
-	DueNotifications(ctx context.Context, limit int) ([]store.Notification, error)
-	ClaimNotification(ctx context.Context, l *store.SourceLease, id int64, retry time.Duration) (int, bool, error)
+	AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (lease.Lease, bool, error)
+	RenewSourceLease(ctx context.Context, l lease.Lease) (lease.Lease, error)
+	ReleaseSourceLease(ctx context.Context, l lease.Lease) error
+	NotifyState(ctx context.Context) ([]alerts.Alert, []alerts.Sent, error)
+	Silences(ctx context.Context) ([]alerts.Silence, error)
+	WriteNotifyRound(ctx context.Context, l lease.Lease, r alerts.Round) error
+	DueNotifications(ctx context.Context, limit int) ([]alerts.Notification, error)
+	ClaimNotification(ctx context.Context, l *lease.Lease, id int64, retry time.Duration) (int, bool, error)
 	SettleNotification(ctx context.Context, id int64, sendErr error, giveUp bool) error
-	RecordNotification(ctx context.Context, n store.NewNotification) (int64, error)
+	RecordNotification(ctx context.Context, n alerts.NewNotification) (int64, error)
 }
 
 // Evaluator computes the current problems (health.Monitor).
@@ -67,7 +68,7 @@ type Notifier struct {
 	total *prometheus.CounterVec
 
 	mu       sync.Mutex // guards lease and lastEval; serializes rounds
-	lease    *store.SourceLease
+	lease    *lease.Lease
 	until    time.Time // local deadline of lease
 	renewed  time.Time
 	lastEval time.Time
@@ -243,7 +244,7 @@ func (n *Notifier) Release() {
 }
 
 // leadLocked renews the held lease (every TTL/4) or tries to take it; nil when another leads.
-func (n *Notifier) leadLocked(ctx context.Context) (*store.SourceLease, error) {
+func (n *Notifier) leadLocked(ctx context.Context) (*lease.Lease, error) {
 	start := time.Now()
 	if n.lease != nil {
 		if start.Sub(n.renewed) < n.o.LeaseTTL/4 && start.Before(n.until) {
@@ -251,7 +252,7 @@ func (n *Notifier) leadLocked(ctx context.Context) (*store.SourceLease, error) {
 		}
 		l, err := n.o.Store.RenewSourceLease(ctx, *n.lease)
 		switch {
-		case errors.Is(err, store.ErrFenced):
+		case errors.Is(err, lease.ErrFenced):
 			n.o.Logger.Warn("notify leadership lost: another replica took the lease over", "token", n.lease.Token)
 			n.lease = nil
 		case err != nil:
@@ -279,10 +280,10 @@ type sentKey struct{ key, channel string }
 // the alerts' new state and the notifications due: a first firing per channel, a reminder after
 // repeat_every, a resolution where the firing was sent. Silenced problems are recorded but not
 // notified; a silence that ends lets a still-firing problem be notified then.
-func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) error {
+func (n *Notifier) evaluateLocked(ctx context.Context, l lease.Lease) error {
 	c := n.conf.Load()
 	report := n.o.Problems.Evaluate(ctx)
-	alerts, sentList, err := n.o.Store.NotifyState(ctx)
+	known, sentList, err := n.o.Store.NotifyState(ctx)
 	if err != nil {
 		return err
 	}
@@ -291,11 +292,11 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 		return err
 	}
 	now := time.Now().UTC()
-	byKey := make(map[string]store.NotifyAlert, len(alerts))
-	for _, a := range alerts {
+	byKey := make(map[string]alerts.Alert, len(known))
+	for _, a := range known {
 		byKey[a.Key] = a
 	}
-	sent := make(map[sentKey]store.NotifySent, len(sentList))
+	sent := make(map[sentKey]alerts.Sent, len(sentList))
 	for _, s := range sentList {
 		sent[sentKey{s.Key, s.Channel}] = s
 	}
@@ -307,13 +308,13 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 		}
 		return false
 	}
-	var round store.NotifyRound
-	add := func(a store.NotifyAlert, state string, seq int, ch string, at time.Time) error {
+	var round alerts.Round
+	add := func(a alerts.Alert, state string, seq int, ch string, at time.Time) error {
 		body, err := json.Marshal(n.event(a, state, at))
 		if err != nil {
 			return err
 		}
-		round.Notifications = append(round.Notifications, store.NewNotification{Key: a.Key, Episode: a.Episode, State: state,
+		round.Notifications = append(round.Notifications, alerts.NewNotification{Key: a.Key, Episode: a.Episode, State: state,
 			Seq: seq, Channel: ch, Event: body})
 		return nil
 	}
@@ -325,7 +326,7 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 		current[p.Key] = true
 		old, known := byKey[p.Key]
 		fired := !known || !old.Firing
-		a := store.NotifyAlert{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title, Summary: p.Summary, Link: p.Link,
+		a := alerts.Alert{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title, Summary: p.Summary, Link: p.Link,
 			Labels: p.Labels, Since: p.Since, Episode: old.Episode, Firing: true, FiredAt: old.FiredAt}
 		if fired {
 			a.Episode, a.FiredAt = old.Episode+1, now
@@ -351,7 +352,7 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 			}
 		}
 	}
-	for _, a := range alerts {
+	for _, a := range known {
 		if !a.Firing || current[a.Key] {
 			continue
 		}
@@ -373,7 +374,7 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 		return nil
 	}
 	if err := n.o.Store.WriteNotifyRound(ctx, l, round); err != nil {
-		if errors.Is(err, store.ErrFenced) {
+		if errors.Is(err, lease.ErrFenced) {
 			n.lease = nil
 		}
 		return err
@@ -381,12 +382,12 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l store.SourceLease) erro
 	return nil
 }
 
-func problemOf(a store.NotifyAlert) health.Problem {
+func problemOf(a alerts.Alert) health.Problem {
 	return health.Problem{Key: a.Key, Kind: a.Kind, Severity: a.Severity, Title: a.Title, Summary: a.Summary, Link: a.Link,
 		Labels: a.Labels, Since: a.Since}
 }
 
-func (n *Notifier) event(a store.NotifyAlert, state string, at time.Time) Event {
+func (n *Notifier) event(a alerts.Alert, state string, at time.Time) Event {
 	link := a.Link
 	if n.conf.Load().cfg.BaseURL != "" && link != "" {
 		link = trimSlash(n.conf.Load().cfg.BaseURL) + link
@@ -408,7 +409,7 @@ func trimSlash(s string) string {
 
 // deliverLocked sends the due notifications, each claimed under l first (so that it is sent by
 // one replica, and retried after the backoff if this one dies mid-send).
-func (n *Notifier) deliverLocked(ctx context.Context, l store.SourceLease) error {
+func (n *Notifier) deliverLocked(ctx context.Context, l lease.Lease) error {
 	due, err := n.o.Store.DueNotifications(ctx, 100)
 	if err != nil {
 		return err
@@ -423,7 +424,7 @@ func (n *Notifier) deliverLocked(ctx context.Context, l store.SourceLease) error
 }
 
 // deliver makes one attempt at x; l nil is unfenced (a test notification).
-func (n *Notifier) deliver(ctx context.Context, l *store.SourceLease, x store.Notification) error {
+func (n *Notifier) deliver(ctx context.Context, l *lease.Lease, x alerts.Notification) error {
 	attempts, ok, err := n.o.Store.ClaimNotification(ctx, l, x.ID, n.o.Backoff(x.Attempts+1))
 	if err != nil || !ok {
 		return err
@@ -481,10 +482,10 @@ func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
 	if err != nil {
 		return err
 	}
-	id, err := n.o.Store.RecordNotification(ctx, store.NewNotification{Key: e.Key, State: StateTest,
+	id, err := n.o.Store.RecordNotification(ctx, alerts.NewNotification{Key: e.Key, State: StateTest,
 		Seq: int(now.UnixNano() % (1 << 31)), Channel: channel, Event: body})
 	if err != nil {
 		return err
 	}
-	return n.deliver(ctx, nil, store.Notification{ID: id, Key: e.Key, State: StateTest, Channel: channel, Event: body})
+	return n.deliver(ctx, nil, alerts.Notification{ID: id, Key: e.Key, State: StateTest, Channel: channel, Event: body})
 }

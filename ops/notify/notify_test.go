@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/notify"
 	"github.com/redrive/redrive/ops/pgtest"
@@ -320,7 +321,7 @@ func TestSilenceHoldsIt(t *testing.T) {
 	ev := &problems{}
 	p := problem(health.KindKafkaGroup, "cluster", "main", "group", "billing")
 	other := problem(health.KindKafkaGroup, "cluster", "main", "group", "shipping")
-	if _, err := st.CreateSilence(context.Background(), store.Silence{Matchers: map[string]string{"group": "billing"},
+	if _, err := st.CreateSilence(context.Background(), alerts.Silence{Matchers: map[string]string{"group": "billing"},
 		EndsAt: time.Now().Add(600 * time.Millisecond), CreatedBy: "ann"}); err != nil {
 		t.Fatal(err)
 	}

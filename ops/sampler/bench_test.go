@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/history"
 )
 
 // Reproduce with (PostgreSQL from `make test`, or any reachable one):
@@ -63,14 +63,14 @@ func BenchmarkLatestKafka(b *testing.B) {
 		}
 	}
 	st := openStore(b, dsn)
-	row, err := st.Snapshot(ctx, store.SnapshotKafka, "main")
+	row, err := st.Snapshot(ctx, history.SnapshotKafka, "main")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("stored snapshot: %d groups, %d bytes of JSON", benchGroups, len(row.Data))
 	b.Run("select", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := st.Snapshot(ctx, store.SnapshotKafka, "main"); err != nil {
+			if _, err := st.Snapshot(ctx, history.SnapshotKafka, "main"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -138,16 +138,16 @@ func BenchmarkKafkaGroupHistory(b *testing.B) {
 	start := clk.Now().Add(-7 * 24 * time.Hour)
 	const every = 15 * time.Second
 	n := int(7 * 24 * time.Hour / every)
-	rows := make([]store.KafkaGroupSample, 0, 1000)
+	rows := make([]history.KafkaGroupSample, 0, 1000)
 	for i := range n {
-		parts := make([]store.KafkaPartitionSample, benchPartitions)
+		parts := make([]history.KafkaPartitionSample, benchPartitions)
 		var total int64
 		for p := range parts {
 			lag := int64((i*7 + p*13) % 5000)
-			parts[p] = store.KafkaPartitionSample{Topic: "orders", Partition: int32(p), Committed: int64(i * 100), Lag: lag}
+			parts[p] = history.KafkaPartitionSample{Topic: "orders", Partition: int32(p), Committed: int64(i * 100), Lag: lag}
 			total += lag
 		}
-		rows = append(rows, store.KafkaGroupSample{Cluster: "main", Group: "g", At: start.Add(time.Duration(i) * every),
+		rows = append(rows, history.KafkaGroupSample{Cluster: "main", Group: "g", At: start.Add(time.Duration(i) * every),
 			TotalLag: total, State: "Stable", Members: 3, Status: "OK", Partitions: parts})
 		if len(rows) == cap(rows) || i == n-1 {
 			if err := st.InsertKafkaGroupSamples(ctx, rows); err != nil {

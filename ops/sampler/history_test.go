@@ -7,17 +7,18 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/store"
 )
 
 // synthetic writes one sample per second for n seconds from start: partition t/0 lags i, t/1
 // 1000−i, t/2 5, t/3 is unknown (-1) throughout, u/0 i mod 7, and v/0 exists only for the first
 // 100 samples with lag 50.
-func synthetic(t *testing.T, st *store.Store, cluster, grp string, start time.Time, n int) []store.KafkaGroupSample {
+func synthetic(t *testing.T, st *store.Store, cluster, grp string, start time.Time, n int) []history.KafkaGroupSample {
 	t.Helper()
-	rows := make([]store.KafkaGroupSample, n)
+	rows := make([]history.KafkaGroupSample, n)
 	for i := range n {
-		parts := []store.KafkaPartitionSample{
+		parts := []history.KafkaPartitionSample{
 			{Topic: "t", Partition: 0, Committed: 1, Lag: int64(i)},
 			{Topic: "t", Partition: 1, Committed: 1, Lag: int64(1000 - i)},
 			{Topic: "t", Partition: 2, Committed: 1, Lag: 5},
@@ -25,13 +26,13 @@ func synthetic(t *testing.T, st *store.Store, cluster, grp string, start time.Ti
 			{Topic: "u", Partition: 0, Committed: 1, Lag: int64(i % 7)},
 		}
 		if i < 100 {
-			parts = append(parts, store.KafkaPartitionSample{Topic: "v", Partition: 0, Committed: 1, Lag: 50})
+			parts = append(parts, history.KafkaPartitionSample{Topic: "v", Partition: 0, Committed: 1, Lag: 50})
 		}
 		var total int64
 		for _, p := range parts {
 			total += max(p.Lag, 0)
 		}
-		rows[i] = store.KafkaGroupSample{Cluster: cluster, Group: grp, At: start.Add(time.Duration(i) * time.Second),
+		rows[i] = history.KafkaGroupSample{Cluster: cluster, Group: grp, At: start.Add(time.Duration(i) * time.Second),
 			TotalLag: total, State: "Stable", Members: 1, Status: "OK", Partitions: parts}
 	}
 	if err := st.InsertKafkaGroupSamples(ctxT(t), rows); err != nil {

@@ -11,8 +11,9 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/lease"
 )
 
 // KafkaGroups is what the sampler needs of a Kafka cluster; *kafka.Cluster implements it. Groups
@@ -45,7 +46,7 @@ type KafkaSource struct {
 const TopPartitions = 5
 
 // MaxHistoryPoints bounds KafkaGroupHistory's maxPoints.
-const MaxHistoryPoints = store.MaxHistoryPoints
+const MaxHistoryPoints = history.MaxHistoryPoints
 
 // kafkaState is the leader's memory of one cluster: a window of samples per partition, which
 // statuses and rates are computed from. It is touched only under Sampler.tickMu.
@@ -121,7 +122,7 @@ func (s *Sampler) SetLagRules(cluster string, r configs.LagRules) error {
 
 // sampleKafka samples one cluster at now and stores the result.
 // Its writes carry l's fencing token.
-func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.SourceLease, now time.Time) (err error) {
+func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease, now time.Time) (err error) {
 	start := time.Now()
 	source := kafkaSourceName(st.name)
 	defer func() { s.observe(source, start, err) }()
@@ -140,7 +141,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	}
 	groups, err := st.src.Cluster.Groups(ctx)
 	if err != nil {
-		return s.failedSample(ctx, l, store.SnapshotKafka, st.name, at, err, s.rememberError)
+		return s.failedSample(ctx, l, history.SnapshotKafka, st.name, at, err, s.rememberError)
 	}
 
 	out, rows := st.observe(groups, at)
@@ -160,7 +161,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l store.Sourc
 	if err != nil {
 		return fmt.Errorf("sampler: kafka %s: %w", st.name, err)
 	}
-	w := store.SampleWrite{Snapshot: store.Snapshot{Kind: store.SnapshotKafka, Name: st.name, At: at, Data: data}}
+	w := history.SampleWrite{Snapshot: history.Snapshot{Kind: history.SnapshotKafka, Name: st.name, At: at, Data: data}}
 	// When the clock did not move (a test's, or a step back) the snapshot is current, but history
 	// already has this instant.
 	fresh := at.After(st.lastAt)
@@ -204,7 +205,7 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 	if !ok {
 		return
 	}
-	var sightings []store.ErrorGroupSighting
+	var sightings []history.ErrorGroupSighting
 	next := map[string]map[int32]int64{}
 	for _, t := range dlts {
 		if t.Retry {
@@ -217,7 +218,7 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 		}
 		next[t.Topic] = cursor
 		for _, g := range scan.Groups {
-			sightings = append(sightings, store.ErrorGroupSighting{Source: ErrorGroupSource(st.name, t.Topic),
+			sightings = append(sightings, history.ErrorGroupSighting{Source: ErrorGroupSource(st.name, t.Topic),
 				Key: g.ExceptionType + "|" + g.ExceptionCause, ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause,
 				FirstAt: g.FirstAt, LastAt: g.LastAt, Count: g.Count, SampleMessage: g.SampleMessage,
 				SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
@@ -279,12 +280,12 @@ func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 
 // observe adds one sample of every group to the windows and judges each group. It returns the
 // snapshot's groups and the history rows. Groups that vanished from the cluster leave the windows.
-func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup, []store.KafkaGroupSample) {
+func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup, []history.KafkaGroupSample) {
 	cutoff := at.Add(-st.keep)
 	rateFrom := at.Add(-st.window)
 	windows := make(map[string]*groupWindow, len(groups))
 	out := make([]KafkaGroup, 0, len(groups))
-	rows := make([]store.KafkaGroupSample, 0, len(groups))
+	rows := make([]history.KafkaGroupSample, 0, len(groups))
 	for _, g := range groups {
 		w := st.groups[g.Name]
 		if w == nil {
@@ -302,9 +303,9 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 			for _, t := range g.Topics {
 				n += len(t.Partitions)
 			}
-			row := store.KafkaGroupSample{Cluster: st.name, Group: g.Name, At: at, TotalLag: g.TotalLag,
+			row := history.KafkaGroupSample{Cluster: st.name, Group: g.Name, At: at, TotalLag: g.TotalLag,
 				State: g.State, Members: g.Members, MaxTimeLag: g.MaxTimeLag,
-				Partitions: make([]store.KafkaPartitionSample, 0, n)}
+				Partitions: make([]history.KafkaPartitionSample, 0, n)}
 			var committed int64
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
@@ -316,7 +317,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 					samples := buf[start:len(buf):len(buf)]
 					w.parts[k] = pack(w.parts[k], samples) // its old array: already unpacked
 					parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
-					row.Partitions = append(row.Partitions, store.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
+					row.Partitions = append(row.Partitions, history.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
 						Committed: p.Committed, Lag: p.Lag})
 					if p.Committed > 0 && p.Lag >= 0 {
 						committed += p.Committed
@@ -488,7 +489,7 @@ func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot,
 		have = prev.snap.At
 	}
 	snap := KafkaSnapshot{Cluster: cluster}
-	row, err := s.store.SnapshotIfChanged(ctx, store.SnapshotKafka, cluster, have)
+	row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotKafka, cluster, have)
 	switch {
 	case errors.Is(err, ops.ErrNotFound):
 		return snap, nil

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/lease"
 )
 
 // Leadership is per source: each Kafka cluster and RabbitMQ broker has a lease in the store
-// (store.SourceLease) that one replica holds, renews every Interval/4 and loses when it stops
+// (lease.Lease) that one replica holds, renews every Interval/4 and loses when it stops
 // renewing for one Interval (its TTL). Replicas split the sources evenly: none takes more than its
 // fair share (sources ÷ live replicas, rounded up), and one holding two more than another live
 // replica hands one over. Every write of a sample carries the lease's fencing token, and the store
@@ -32,7 +32,7 @@ const renewsPerTTL = 4
 // heldLease is a lease this replica holds, with the local deadline after which it stops writing
 // under it unless renewed (the monotonic clock keeps running while the process is stopped).
 type heldLease struct {
-	lease store.SourceLease
+	lease lease.Lease
 	until time.Time
 }
 
@@ -87,7 +87,7 @@ func (s *Sampler) syncLeases(ctx context.Context) error {
 		start := time.Now()
 		l, err := s.store.RenewSourceLease(ctx, h.lease)
 		switch {
-		case errors.Is(err, store.ErrFenced):
+		case errors.Is(err, lease.ErrFenced):
 			delete(s.lead.held, name)
 			s.log.Warn("sampler leadership lost: another replica took the source over", "source", name, "token", h.lease.Token)
 			errs = append(errs, fmt.Errorf("sampler: %w", err))
@@ -177,18 +177,18 @@ func (s *Sampler) handOver(ctx context.Context, n int) {
 }
 
 // leaseOf returns the lease of source when this replica holds it and may still write under it.
-func (s *Sampler) leaseOf(source string) (store.SourceLease, bool) {
+func (s *Sampler) leaseOf(source string) (lease.Lease, bool) {
 	s.lead.mu.Lock()
 	defer s.lead.mu.Unlock()
 	h, ok := s.lead.held[source]
 	if !ok || !time.Now().Before(h.until) {
-		return store.SourceLease{}, false
+		return lease.Lease{}, false
 	}
 	return h.lease, true
 }
 
 // stepDown forgets source after the store refused a write under l (a takeover).
-func (s *Sampler) stepDown(l store.SourceLease) {
+func (s *Sampler) stepDown(l lease.Lease) {
 	s.lead.mu.Lock()
 	defer s.lead.mu.Unlock()
 	if h, ok := s.lead.held[l.Source]; ok && h.lease.Token == l.Token {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lease"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -148,8 +149,8 @@ func TestHungLeaderReplaced(t *testing.T) {
 	g.thaw()
 	select {
 	case err := <-done:
-		if !errors.Is(err, store.ErrFenced) {
-			t.Fatalf("resumed leader's SampleOnce = %v, want store.ErrFenced", err)
+		if !errors.Is(err, lease.ErrFenced) {
+			t.Fatalf("resumed leader's SampleOnce = %v, want lease.ErrFenced", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the resumed leader did not finish its tick")

@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lease"
 	"github.com/redrive/redrive/ops/rabbit"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // RabbitTopology is what the sampler needs of a RabbitMQ broker; *rabbit.Broker implements it.
@@ -162,7 +163,7 @@ func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error 
 
 // sampleRabbit samples one broker at now and stores the result.
 // Its writes carry l's fencing token.
-func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l store.SourceLease, now time.Time) (err error) {
+func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l lease.Lease, now time.Time) (err error) {
 	start := time.Now()
 	defer func() { s.observe(rabbitSourceName(st.name), start, err) }()
 	at := now.Round(0).Truncate(time.Microsecond) // what the store keeps
@@ -175,7 +176,7 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l store.Sou
 	}
 	topo, err := st.src.Broker.Topology(ctx)
 	if err != nil {
-		return s.failedSample(ctx, l, store.SnapshotRabbit, st.name, at, err, s.rememberRabbitError)
+		return s.failedSample(ctx, l, history.SnapshotRabbit, st.name, at, err, s.rememberRabbitError)
 	}
 
 	snap, rows := st.observe(topo, at)
@@ -183,7 +184,7 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l store.Sou
 	if err != nil {
 		return fmt.Errorf("sampler: rabbitmq %s: %w", st.name, err)
 	}
-	w := store.SampleWrite{Snapshot: store.Snapshot{Kind: store.SnapshotRabbit, Name: st.name, At: at, Data: data}}
+	w := history.SampleWrite{Snapshot: history.Snapshot{Kind: history.SnapshotRabbit, Name: st.name, At: at, Data: data}}
 	fresh := at.After(st.lastAt) // else the clock did not move: history already has this instant
 	if fresh {
 		w.Rabbit = rows
@@ -221,7 +222,7 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 
 // observe turns one topology into the snapshot and the history rows, and moves the depth windows
 // on. Queues that vanished leave the windows.
-func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot, []store.RabbitQueueSample) {
+func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot, []history.RabbitQueueSample) {
 	cutoff := at.Add(-st.keep)
 	snap := RabbitSnapshot{Broker: st.name, At: at, Queues: make([]RabbitQueue, len(t.Queues)),
 		Edges: t.Edges, RetryLoops: t.RetryLoops}
@@ -231,7 +232,7 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot,
 	if snap.RetryLoops == nil {
 		snap.RetryLoops = []rabbit.RetryLoop{}
 	}
-	rows := make([]store.RabbitQueueSample, len(t.Queues))
+	rows := make([]history.RabbitQueueSample, len(t.Queues))
 	depths := make(map[rabbit.QueueRef][]depth, len(t.Queues))
 	for i, q := range t.Queues {
 		ref := q.Ref()
@@ -254,7 +255,7 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot,
 		rq := RabbitQueue{Queue: q, Retry: t.RetryQueues[ref]}
 		rq.Growing, rq.Growth = growth(w)
 		snap.Queues[i] = rq
-		rows[i] = store.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
+		rows[i] = history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
 			Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
 			AckRate: q.AckRate, RedeliverRate: q.RedeliverRate}
 	}
@@ -345,7 +346,7 @@ func (s *Sampler) readRabbit(ctx context.Context, broker string) (RabbitSnapshot
 		have = prev.snap.At
 	}
 	snap := RabbitSnapshot{Broker: broker}
-	row, err := s.store.SnapshotIfChanged(ctx, store.SnapshotRabbit, broker, have)
+	row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotRabbit, broker, have)
 	switch {
 	case errors.Is(err, ops.ErrNotFound):
 		return snap, nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/store"
@@ -452,13 +453,13 @@ func TestRabbitQueueHistory(t *testing.T) {
 	}
 	s := rabbitSampler(t, st, clk, nil, b)
 	start := clk.Now().Add(-99 * time.Second)
-	var rows []store.RabbitQueueSample
+	var rows []history.RabbitQueueSample
 	for i := range 100 {
-		rows = append(rows, store.RabbitQueueSample{Broker: "main", Vhost: "/", Queue: "q", At: start.Add(time.Duration(i) * time.Second),
+		rows = append(rows, history.RabbitQueueSample{Broker: "main", Vhost: "/", Queue: "q", At: start.Add(time.Duration(i) * time.Second),
 			Ready: int64(i), Unacked: int64(100 - i), Consumers: i % 3, PublishRate: float64(i), DeliverRate: 1})
 	}
-	rows = append(rows, store.RabbitQueueSample{Broker: "main", Vhost: "/", Queue: "other", At: start, Ready: 1e6},
-		store.RabbitQueueSample{Broker: "other", Vhost: "/", Queue: "q", At: start, Ready: 1e6})
+	rows = append(rows, history.RabbitQueueSample{Broker: "main", Vhost: "/", Queue: "other", At: start, Ready: 1e6},
+		history.RabbitQueueSample{Broker: "other", Vhost: "/", Queue: "q", At: start, Ready: 1e6})
 	if err := st.InsertRabbitQueueSamples(ctx, rows); err != nil {
 		t.Fatal(err)
 	}

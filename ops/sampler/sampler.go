@@ -13,7 +13,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lease"
 )
 
 // Defaults for the zero values of Options.
@@ -259,7 +260,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 }
 
 func (s *Sampler) logLeases(ctx context.Context, err error) {
-	if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrFenced) { // a takeover is logged already
+	if err != nil && ctx.Err() == nil && !errors.Is(err, lease.ErrFenced) { // a takeover is logged already
 		s.log.Warn("sampler leases: sync failed", "err", err)
 	}
 }
@@ -275,7 +276,7 @@ func (s *Sampler) logTick(ctx context.Context, err error) {
 // under the source's fencing token; the leader of the first source also prunes history now and
 // then. On a replica that leads nothing it only heartbeats and returns nil. The error joins the
 // sources that failed (their snapshots keep the last good data and carry the error) and the leases
-// lost; a write refused because another replica took the source over (store.ErrFenced) makes
+// lost; a write refused because another replica took the source over (lease.ErrFenced) makes
 // this replica step down from that source.
 func (s *Sampler) SampleOnce(ctx context.Context) error {
 	s.tickMu.Lock()
@@ -321,9 +322,9 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 // write stores one sample under l. The store refuses it when another replica took the source over
 // meanwhile (this one was slow, or frozen): this replica then steps down from the source. A lease
 // past its local deadline that nobody took over is still current, and the write is harmless.
-func (s *Sampler) write(ctx context.Context, l store.SourceLease, w store.SampleWrite) error {
+func (s *Sampler) write(ctx context.Context, l lease.Lease, w history.SampleWrite) error {
 	err := s.store.WriteSample(ctx, l, w)
-	if errors.Is(err, store.ErrFenced) {
+	if errors.Is(err, lease.ErrFenced) {
 		s.stepDown(l)
 	}
 	return err
@@ -401,14 +402,14 @@ func (s *Sampler) observe(source string, start time.Time, err error) {
 // data and gains the error, in the words for a person, which pages show (remember keeps them in
 // this replica's memory too); the returned error, logged, has the cause. Shutting down is not the
 // source's fault: nothing is recorded then.
-func (s *Sampler) failedSample(ctx context.Context, l store.SourceLease, kind, name string, at time.Time, err error,
+func (s *Sampler) failedSample(ctx context.Context, l lease.Lease, kind, name string, at time.Time, err error,
 	remember func(name, text string, at time.Time)) error {
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 	defer cancel()
-	if serr := s.write(wctx, l, store.SampleWrite{Kind: kind, Name: name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
+	if serr := s.write(wctx, l, history.SampleWrite{Kind: kind, Name: name, Error: ops.Message(err), ErrorAt: at}); serr != nil {
 		err = errors.Join(err, serr)
 	} else {
 		remember(name, ops.Message(err), at)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -123,7 +124,7 @@ func TestStatusesOverTime(t *testing.T) {
 		}
 		last := rows[len(rows)-1]
 		if last.Status != string(kafka.StatusStop) || last.Members != 1 || len(last.Partitions) != 2 ||
-			last.Partitions[0] != (store.KafkaPartitionSample{Topic: "orders", Partition: 0, Committed: 18, Lag: 32}) {
+			last.Partitions[0] != (history.KafkaPartitionSample{Topic: "orders", Partition: 0, Committed: 18, Lag: 32}) {
 			t.Errorf("last row = %+v", last)
 		}
 	})

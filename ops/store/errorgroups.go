@@ -8,34 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 )
-
-// ErrorGroupSighting is what one sampler round saw of an error group in a dead-letter source:
-// its records' oldest and newest timestamps and how many.
-type ErrorGroupSighting struct {
-	Source          string // kafka/<cluster>/<topic>
-	Key             string // ops.ErrorGroupKey of the type and cause
-	ExceptionType   string
-	ExceptionCause  string
-	FirstAt, LastAt time.Time
-	Count           int64
-	SampleMessage   string
-	SamplePartition int32
-	SampleOffset    int64
-}
-
-// ErrorGroupEpisode is a group whose current episode started at EpisodeStart: its first record
-// after at least the window without one (or ever).
-type ErrorGroupEpisode struct {
-	ErrorGroupSighting
-	EpisodeStart time.Time
-}
 
 // RecordErrorGroups folds sightings into the groups seen so far. A sighting whose first record
 // comes more than window after the group's last one starts a new episode (count restarts);
 // otherwise it extends the current one. Sightings may arrive twice (a round retried by a new
 // leader): the timestamps make that harmless but the count (a hint on the page, not a ledger).
-func (s *Store) RecordErrorGroups(ctx context.Context, window time.Duration, sightings []ErrorGroupSighting) error {
+func (s *Store) RecordErrorGroups(ctx context.Context, window time.Duration, sightings []history.ErrorGroupSighting) error {
 	if len(sightings) == 0 {
 		return nil
 	}
@@ -63,7 +43,7 @@ func (s *Store) RecordErrorGroups(ctx context.Context, window time.Duration, sig
 
 // ErrorGroupEpisodes lists the groups whose episode started at or after since, newest first, at
 // most limit.
-func (s *Store) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]ErrorGroupEpisode, error) {
+func (s *Store) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, group_key, exception_type, exception_cause, episode_start, last_seen,
 			count, sample_message, sample_partition, sample_offset, episode_start
 		FROM error_group g WHERE episode_start >= $1
@@ -77,8 +57,8 @@ func (s *Store) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit i
 	if err != nil {
 		return nil, fmt.Errorf("error groups: %w: %w", ops.ErrUnavailable, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ErrorGroupEpisode, error) {
-		var e ErrorGroupEpisode
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (history.ErrorGroupEpisode, error) {
+		var e history.ErrorGroupEpisode
 		return e, r.Scan(&e.Source, &e.Key, &e.ExceptionType, &e.ExceptionCause, &e.FirstAt, &e.LastAt, &e.Count,
 			&e.SampleMessage, &e.SamplePartition, &e.SampleOffset, &e.EpisodeStart)
 	})

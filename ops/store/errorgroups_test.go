@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/history"
 )
 
 // A sighting within the window extends the group's episode; one after a quiet window starts a
@@ -16,13 +16,13 @@ func TestErrorGroupEpisodes(t *testing.T) {
 	const window = time.Hour
 	see := func(at time.Time, n int64, msg string) {
 		t.Helper()
-		err := s.RecordErrorGroups(ctx, window, []store.ErrorGroupSighting{{Source: "kafka/main/orders.DLT", Key: "X|",
+		err := s.RecordErrorGroups(ctx, window, []history.ErrorGroupSighting{{Source: "kafka/main/orders.DLT", Key: "X|",
 			ExceptionType: "X", FirstAt: at, LastAt: at.Add(time.Minute), Count: n, SampleMessage: msg + "\x00\xff"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	episode := func() store.ErrorGroupEpisode {
+	episode := func() history.ErrorGroupEpisode {
 		t.Helper()
 		eps, err := s.ErrorGroupEpisodes(ctx, t0.Add(-24*time.Hour), 10)
 		if err != nil || len(eps) != 1 {

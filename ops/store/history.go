@@ -10,26 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 )
-
-// Snapshot kinds: what a snapshot row describes.
-const (
-	SnapshotKafka  = "kafka"  // Name is a Kafka cluster
-	SnapshotRabbit = "rabbit" // Name is a RabbitMQ broker
-)
-
-// Snapshot is the latest sample of one source. Data is the sampler's own JSON encoding; the store
-// does not look inside.
-type Snapshot struct {
-	Kind string
-	Name string
-	// At is when Data was sampled; zero when no sample has succeeded yet (Data is then "{}").
-	At time.Time
-	// Error is why the last sample failed, at ErrorAt; empty when it succeeded.
-	Error   string
-	ErrorAt time.Time
-	Data    []byte
-}
 
 // writer is what the sample writes need: the pool, or the transaction of a fenced write.
 type writer interface {
@@ -39,11 +21,11 @@ type writer interface {
 
 // PutSnapshot stores a successful sample: it replaces the source's snapshot, error fields included.
 // It is not fenced: the sampler writes through WriteSample.
-func (s *Store) PutSnapshot(ctx context.Context, snap Snapshot) error {
+func (s *Store) PutSnapshot(ctx context.Context, snap history.Snapshot) error {
 	return putSnapshot(ctx, s.pool, snap)
 }
 
-func putSnapshot(ctx context.Context, db writer, snap Snapshot) error {
+func putSnapshot(ctx context.Context, db writer, snap history.Snapshot) error {
 	data := snap.Data
 	if len(data) == 0 {
 		data = []byte("{}")
@@ -77,16 +59,16 @@ func setSnapshotError(ctx context.Context, db writer, kind, name, msg string, at
 
 // Snapshot reads one source's snapshot. It returns ops.ErrNotFound when the source was never
 // sampled.
-func (s *Store) Snapshot(ctx context.Context, kind, name string) (Snapshot, error) {
+func (s *Store) Snapshot(ctx context.Context, kind, name string) (history.Snapshot, error) {
 	return s.SnapshotIfChanged(ctx, kind, name, time.Time{})
 }
 
-// SnapshotIfChanged is Snapshot for a reader that holds a copy sampled at have: when the stored
+// SnapshotIfChanged is history.Snapshot for a reader that holds a copy sampled at have: when the stored
 // sample is still that one, Data is nil (the error fields are current either way), so revalidating
 // a cached snapshot costs one small row instead of the whole document. A zero have always reads
 // Data.
-func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have time.Time) (Snapshot, error) {
-	snap := Snapshot{Kind: kind, Name: name}
+func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have time.Time) (history.Snapshot, error) {
+	snap := history.Snapshot{Kind: kind, Name: name}
 	var at, errorAt *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT at, error, error_at,
 			CASE WHEN $3::timestamptz IS NULL OR at IS DISTINCT FROM $3 THEN data END
@@ -94,9 +76,9 @@ func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have t
 		kind, name, nullTime(have)).Scan(&at, &snap.Error, &errorAt, &snap.Data)
 	switch {
 	case isNoRows(err):
-		return Snapshot{}, ops.NotFound("no %s snapshot of %q yet", kind, name)
+		return history.Snapshot{}, ops.NotFound("no %s snapshot of %q yet", kind, name)
 	case err != nil:
-		return Snapshot{}, unavailable(err, "snapshot %s/%s", kind, name)
+		return history.Snapshot{}, unavailable(err, "snapshot %s/%s", kind, name)
 	}
 	if at != nil {
 		snap.At = *at
@@ -107,35 +89,13 @@ func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have t
 	return snap, nil
 }
 
-// KafkaGroupSample is one consumer group at one sample time: one row of kafka_group_sample.
-type KafkaGroupSample struct {
-	Cluster  string
-	Group    string
-	At       time.Time // stored with microsecond precision
-	TotalLag int64
-	State    string
-	Members  int
-	Status   string // the group's status code when sampled
-	// MaxTimeLag is the group's largest partition time lag when sampled; -1 when unknown.
-	MaxTimeLag time.Duration
-	Partitions []KafkaPartitionSample
-}
-
-// KafkaPartitionSample is one partition of a KafkaGroupSample.
-type KafkaPartitionSample struct {
-	Topic     string
-	Partition int32
-	Committed int64 // -1 when nothing is committed
-	Lag       int64 // -1 when unknown
-}
-
 // InsertKafkaGroupSamples appends samples with one COPY. A sample with the same cluster, group and
 // At as a stored one fails the whole batch with ops.ErrConflict.
-func (s *Store) InsertKafkaGroupSamples(ctx context.Context, samples []KafkaGroupSample) error {
+func (s *Store) InsertKafkaGroupSamples(ctx context.Context, samples []history.KafkaGroupSample) error {
 	return insertKafkaGroupSamples(ctx, s.pool, samples)
 }
 
-func insertKafkaGroupSamples(ctx context.Context, db writer, samples []KafkaGroupSample) error {
+func insertKafkaGroupSamples(ctx context.Context, db writer, samples []history.KafkaGroupSample) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -173,7 +133,7 @@ func insertKafkaGroupSamples(ctx context.Context, db writer, samples []KafkaGrou
 
 // KafkaGroupSamples reads the samples taken at or after since, ordered by group and time: of one
 // group, or of every group of the cluster when group is empty (a new leader's warm-up).
-func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, since time.Time) ([]KafkaGroupSample, error) {
+func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, since time.Time) ([]history.KafkaGroupSample, error) {
 	const cols = `SELECT group_name, at, total_lag, state, members, status, topics, partitions, committed, lag
 		FROM kafka_group_sample `
 	var (
@@ -189,8 +149,8 @@ func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, si
 	if err != nil {
 		return nil, unavailable(err, "kafka samples %s: read", cluster)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (KafkaGroupSample, error) {
-		g := KafkaGroupSample{Cluster: cluster}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (history.KafkaGroupSample, error) {
+		g := history.KafkaGroupSample{Cluster: cluster}
 		var (
 			members           int32
 			topics            []string
@@ -202,9 +162,9 @@ func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, si
 			return g, err
 		}
 		g.Members = int(members)
-		g.Partitions = make([]KafkaPartitionSample, len(topics))
+		g.Partitions = make([]history.KafkaPartitionSample, len(topics))
 		for j := range topics {
-			g.Partitions[j] = KafkaPartitionSample{Topic: topics[j], Partition: parts[j], Committed: committed[j], Lag: lagArr[j]}
+			g.Partitions[j] = history.KafkaPartitionSample{Topic: topics[j], Partition: parts[j], Committed: committed[j], Lag: lagArr[j]}
 		}
 		return g, nil
 	})
@@ -214,47 +174,19 @@ func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, si
 	return out, nil
 }
 
-// KafkaPartitionKey names one partition.
-type KafkaPartitionKey struct {
-	Topic     string
-	Partition int32
-}
-
-// KafkaHistory is a group's history downsampled for a chart.
-type KafkaHistory struct {
-	// Partitions are the group's top partitions by their highest lag over the whole range, highest
-	// first; each point carries their lag in this order.
-	Partitions []KafkaPartitionKey
-	Points     []KafkaHistoryPoint
-}
-
-// KafkaHistoryPoint is one bucket of a KafkaHistory.
-type KafkaHistoryPoint struct {
-	At       time.Time // the newest sample in the bucket
-	TotalLag int64     // the highest total lag sampled in the bucket
-	// MaxTimeLag is the highest group time lag sampled in the bucket; -1 when none is known.
-	MaxTimeLag time.Duration
-	// Partitions holds the highest lag of History.Partitions[i] in the bucket, -1 when the bucket
-	// has no known lag for it.
-	Partitions []int64
-}
-
-// MaxHistoryPoints bounds KafkaGroupHistory's maxPoints.
-const MaxHistoryPoints = 10_000
-
 // KafkaGroupHistory reads one group's samples in [since, until], cut into at most maxPoints buckets
 // of equal width (date_bin from since), keeping the maximum of each series per bucket so that
 // spikes survive the downsampling. topK is the number of partition series (0 for none). A group
-// with no samples in the range yields no points. maxPoints outside [1, MaxHistoryPoints], topK < 0
+// with no samples in the range yields no points. maxPoints outside [1, history.MaxHistoryPoints], topK < 0
 // or an empty range are ops.ErrInvalid.
-func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints, topK int) (KafkaHistory, error) {
+func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints, topK int) (history.KafkaHistory, error) {
 	switch {
-	case maxPoints < 1 || maxPoints > MaxHistoryPoints:
-		return KafkaHistory{}, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", MaxHistoryPoints))
+	case maxPoints < 1 || maxPoints > history.MaxHistoryPoints:
+		return history.KafkaHistory{}, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", history.MaxHistoryPoints))
 	case topK < 0:
-		return KafkaHistory{}, ops.Invalid("top_partitions", "must not be negative")
+		return history.KafkaHistory{}, ops.Invalid("top_partitions", "must not be negative")
 	case !until.After(since):
-		return KafkaHistory{}, ops.Invalid("since", "must be before the end of the range")
+		return history.KafkaHistory{}, ops.Invalid("since", "must be before the end of the range")
 	}
 	// Width so that (until − since) / width < maxPoints at the database's microsecond precision:
 	// every sample in the closed range then falls into one of bucket indexes 0 … maxPoints−1.
@@ -291,12 +223,12 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 		ORDER BY tb.b`,
 		cluster, group, since, until, width, topK)
 	if err != nil {
-		return KafkaHistory{}, unavailable(err, "kafka history %s/%s", cluster, group)
+		return history.KafkaHistory{}, unavailable(err, "kafka history %s/%s", cluster, group)
 	}
-	var h KafkaHistory
+	var h history.KafkaHistory
 	var topics []string
 	var parts []int32
-	pt := KafkaHistoryPoint{}
+	pt := history.KafkaHistoryPoint{}
 	var maxLagMS int64
 	_, err = pgx.ForEachRow(rows, []any{&pt.At, &pt.TotalLag, &maxLagMS, &pt.Partitions, &topics, &parts}, func() error {
 		pt.MaxTimeLag = -1
@@ -308,10 +240,10 @@ func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, si
 		return nil
 	})
 	if err != nil {
-		return KafkaHistory{}, unavailable(err, "kafka history %s/%s", cluster, group)
+		return history.KafkaHistory{}, unavailable(err, "kafka history %s/%s", cluster, group)
 	}
 	for i := range topics {
-		h.Partitions = append(h.Partitions, KafkaPartitionKey{Topic: topics[i], Partition: parts[i]})
+		h.Partitions = append(h.Partitions, history.KafkaPartitionKey{Topic: topics[i], Partition: parts[i]})
 	}
 	return h, nil
 }

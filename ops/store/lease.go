@@ -11,24 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lease"
 )
-
-// ErrFenced is returned (wrapping ops.ErrConflict) by RenewSourceLease and WriteSample when the lease's
-// token is no longer the current one: another replica took the source over, so the caller has
-// lost leadership and must not write.
-var ErrFenced = ops.Conflict("the lease was taken over (fencing token is not current)")
-
-// SourceLease is one replica's leadership of one sampled source, as granted by AcquireSourceLease. Times are
-// the database's clock, so replicas with skewed clocks agree on who leads.
-type SourceLease struct {
-	Source    string // "kafka/<cluster>", "rabbitmq/<broker>"
-	Owner     string // the replica's ID; "" when released
-	Token     int64  // the fencing token: incremented at each takeover
-	ExpiresAt time.Time
-	// TTL is how long the lease was granted or renewed for; WriteSample bounds how long it may
-	// hold the lease row by it. Zero in leases read by SourceLeases.
-	TTL time.Duration
-}
 
 // lockWait bounds how long a takeover waits for the lease row: a frozen leader's write holds it
 // only until its transaction's timeouts end it (WriteSample), and the takeover is retried.
@@ -38,8 +23,8 @@ const lockWait = 200 * time.Millisecond
 // or past its expiry), incrementing its token, for ttl. It reports false (and no error) when
 // another owner's lease is still valid — also when owner itself holds it: the holder renews with
 // RenewSourceLease, keeping its token. Errors are ops.ErrUnavailable.
-func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (SourceLease, bool, error) {
-	l := SourceLease{Source: source, Owner: owner, TTL: ttl}
+func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (lease.Lease, bool, error) {
+	l := lease.Lease{Source: source, Owner: owner, TTL: ttl}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, pgMillis(lockWait)); err != nil {
 			return err
@@ -53,34 +38,34 @@ func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, tt
 	})
 	switch {
 	case isNoRows(err):
-		return SourceLease{}, false, nil
+		return lease.Lease{}, false, nil
 	case isLockTimeout(err):
-		return SourceLease{}, false, nil // the old holder is mid-write; next time
+		return lease.Lease{}, false, nil // the old holder is mid-write; next time
 	case err != nil:
-		return SourceLease{}, false, unavailable(err, "lease %s: acquire", source)
+		return lease.Lease{}, false, unavailable(err, "lease %s: acquire", source)
 	}
 	return l, true, nil
 }
 
-// RenewSourceLease extends l by its TTL from now, keeping its token. It fails with ErrFenced when the
+// RenewSourceLease extends l by its TTL from now, keeping its token. It fails with lease.ErrFenced when the
 // lease was taken over (its token is not current), and ops.ErrUnavailable when the store cannot be
 // reached. A lease past its expiry that nobody took over is renewed.
-func (s *Store) RenewSourceLease(ctx context.Context, l SourceLease) (SourceLease, error) {
+func (s *Store) RenewSourceLease(ctx context.Context, l lease.Lease) (lease.Lease, error) {
 	err := s.pool.QueryRow(ctx, `UPDATE sampler_lease SET expires_at = now() + $4::interval, renewed_at = now()
 		WHERE source = $1 AND owner = $2 AND token = $3 RETURNING expires_at`,
 		l.Source, l.Owner, l.Token, l.TTL).Scan(&l.ExpiresAt)
 	switch {
 	case isNoRows(err):
-		return SourceLease{}, fmt.Errorf("lease %s: renew: %w", l.Source, ErrFenced)
+		return lease.Lease{}, fmt.Errorf("lease %s: renew: %w", l.Source, lease.ErrFenced)
 	case err != nil:
-		return SourceLease{}, unavailable(err, "lease %s: renew", l.Source)
+		return lease.Lease{}, unavailable(err, "lease %s: renew", l.Source)
 	}
 	return l, nil
 }
 
 // ReleaseSourceLease gives l up (a replica shutting down, or handing a source to a replica with fewer),
 // so another replica may take it at once. Releasing a lease already taken over does nothing.
-func (s *Store) ReleaseSourceLease(ctx context.Context, l SourceLease) error {
+func (s *Store) ReleaseSourceLease(ctx context.Context, l lease.Lease) error {
 	_, err := s.pool.Exec(ctx, `UPDATE sampler_lease SET owner = '', expires_at = '-infinity', renewed_at = now()
 		WHERE source = $1 AND owner = $2 AND token = $3`, l.Source, l.Owner, l.Token)
 	if err != nil {
@@ -90,15 +75,15 @@ func (s *Store) ReleaseSourceLease(ctx context.Context, l SourceLease) error {
 }
 
 // SourceLeases lists every source's lease, valid or not, ordered by source. Errors are ops.ErrUnavailable.
-func (s *Store) SourceLeases(ctx context.Context) ([]LeaseState, error) {
+func (s *Store) SourceLeases(ctx context.Context) ([]lease.State, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, owner, token, nullif(expires_at, '-infinity'), renewed_at,
 			owner <> '' AND expires_at > now()
 		FROM sampler_lease ORDER BY source`)
 	if err != nil {
 		return nil, unavailable(err, "leases")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LeaseState, error) {
-		var l LeaseState
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lease.State, error) {
+		var l lease.State
 		var exp *time.Time // NULL when released
 		err := r.Scan(&l.Source, &l.Owner, &l.Token, &exp, &l.RenewedAt, &l.Valid)
 		if exp != nil {
@@ -112,35 +97,13 @@ func (s *Store) SourceLeases(ctx context.Context) ([]LeaseState, error) {
 	return out, nil
 }
 
-// LeaseState is a lease as stored, for listing.
-type LeaseState struct {
-	SourceLease
-	RenewedAt time.Time
-	// Valid is whether the lease is held and not past its expiry (by the database's clock).
-	Valid bool
-}
-
-// SampleWrite is what one sample of one source stores. Exactly one of Snapshot (a good sample)
-// and Error (a failed one) applies: a non-empty Error records the failure with ErrorAt and keeps
-// the last good data; otherwise Snapshot replaces the stored one. Kafka and Rabbit are the history
-// rows to append (either may be empty).
-type SampleWrite struct {
-	Snapshot Snapshot
-	Kind     string // the snapshot kind of an Error write
-	Name     string // the snapshot name of an Error write
-	Error    string
-	ErrorAt  time.Time
-	Kafka    []KafkaGroupSample
-	Rabbit   []RabbitQueueSample
-}
-
 // WriteSample stores one sample in one transaction, fenced by l: it first locks l's row (shared)
 // and checks that l's token is still the current one, so a takeover cannot commit between that
-// check and the writes. A leader that was frozen and resumes gets ErrFenced and stores nothing.
+// check and the writes. A leader that was frozen and resumes gets lease.ErrFenced and stores nothing.
 // The transaction gives up after half of l.TTL idle or in one statement, so a leader frozen
 // mid-write does not hold the row, and with it the takeover, for long. A duplicate history row is
 // ops.ErrConflict; a store that cannot be reached is ops.ErrUnavailable.
-func (s *Store) WriteSample(ctx context.Context, l SourceLease, w SampleWrite) error {
+func (s *Store) WriteSample(ctx context.Context, l lease.Lease, w history.SampleWrite) error {
 	hold := max(l.TTL/2, 100*time.Millisecond)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
@@ -152,7 +115,7 @@ func (s *Store) WriteSample(ctx context.Context, l SourceLease, w SampleWrite) e
 			l.Source, l.Owner, l.Token).Scan(&one)
 		switch {
 		case isNoRows(err):
-			return ErrFenced
+			return lease.ErrFenced
 		case err != nil:
 			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
 		}
@@ -176,15 +139,6 @@ func (s *Store) WriteSample(ctx context.Context, l SourceLease, w SampleWrite) e
 		return fmt.Errorf("sample %s (token %d): %w", l.Source, l.Token, err)
 	}
 	return nil
-}
-
-// Replica is one console replica taking part in sampling, with its heartbeat.
-type Replica struct {
-	ID          string
-	StartedAt   time.Time
-	HeartbeatAt time.Time
-	ExpiresAt   time.Time
-	Live        bool // the heartbeat has not expired (by the database's clock)
 }
 
 // replicaForget is how long after its heartbeat expired a replica's row is deleted: long enough
@@ -219,32 +173,16 @@ func (s *Store) RemoveReplica(ctx context.Context, id string) error {
 	return nil
 }
 
-// ReplicaJob is a replay job held by a replica (replay_job.lease_owner).
-type ReplicaJob struct {
-	ID         string
-	Status     string
-	Owner      string
-	LeaseUntil time.Time
-}
-
-// ReplicaView is what /api/v1/replicas shows: the replicas known to the store, every source's
-// lease and the replay jobs whose lease is held. Read-only.
-type ReplicaView struct {
-	Replicas []Replica
-	Leases   []LeaseState
-	Jobs     []ReplicaJob
-}
-
-// Replicas reads the ReplicaView. Errors are ops.ErrUnavailable.
-func (s *Store) Replicas(ctx context.Context) (ReplicaView, error) {
-	var v ReplicaView
+// Replicas reads the lease.ReplicaView. Errors are ops.ErrUnavailable.
+func (s *Store) Replicas(ctx context.Context) (lease.ReplicaView, error) {
+	var v lease.ReplicaView
 	rows, err := s.pool.Query(ctx, `SELECT id, started_at, heartbeat_at, expires_at, expires_at > now()
 		FROM sampler_replica ORDER BY id`)
 	if err != nil {
 		return v, unavailable(err, "replicas")
 	}
-	if v.Replicas, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Replica, error) {
-		var x Replica
+	if v.Replicas, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (lease.Replica, error) {
+		var x lease.Replica
 		return x, r.Scan(&x.ID, &x.StartedAt, &x.HeartbeatAt, &x.ExpiresAt, &x.Live)
 	}); err != nil {
 		return v, unavailable(err, "replicas")
@@ -258,8 +196,8 @@ func (s *Store) Replicas(ctx context.Context) (ReplicaView, error) {
 	if err != nil {
 		return v, unavailable(err, "replicas: jobs")
 	}
-	if v.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplicaJob, error) {
-		var j ReplicaJob
+	if v.Jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (lease.ReplicaJob, error) {
+		var j lease.ReplicaJob
 		var until *time.Time
 		err := r.Scan(&j.ID, &j.Status, &j.Owner, &until)
 		if until != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lease"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -34,8 +36,8 @@ func TestSourceLeaseFencing(t *testing.T) {
 	if _, ok, err := s.AcquireSourceLease(ctx, "kafka/main", "b", ttl); ok || err != nil {
 		t.Fatalf("b acquires a held lease: %v %v; want refused", ok, err)
 	}
-	snap := func(at time.Time) store.SampleWrite {
-		return store.SampleWrite{Snapshot: store.Snapshot{Kind: store.SnapshotKafka, Name: "main", At: at, Data: []byte(`{"v":1}`)}}
+	snap := func(at time.Time) history.SampleWrite {
+		return history.SampleWrite{Snapshot: history.Snapshot{Kind: history.SnapshotKafka, Name: "main", At: at, Data: []byte(`{"v":1}`)}}
 	}
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	if err := s.WriteSample(ctx, a, snap(t0)); err != nil {
@@ -50,15 +52,15 @@ func TestSourceLeaseFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a resumes.
-	err = s.WriteSample(ctx, a, store.SampleWrite{Snapshot: store.Snapshot{Kind: store.SnapshotKafka, Name: "main", At: t0.Add(2 * time.Minute)},
-		Kafka: []store.KafkaGroupSample{{Cluster: "main", Group: "g", At: t0.Add(2 * time.Minute), State: "Stable", Status: "OK"}}})
-	if !errors.Is(err, store.ErrFenced) || !errors.Is(err, ops.ErrConflict) {
-		t.Fatalf("old holder's write = %v, want store.ErrFenced (ops.ErrConflict)", err)
+	err = s.WriteSample(ctx, a, history.SampleWrite{Snapshot: history.Snapshot{Kind: history.SnapshotKafka, Name: "main", At: t0.Add(2 * time.Minute)},
+		Kafka: []history.KafkaGroupSample{{Cluster: "main", Group: "g", At: t0.Add(2 * time.Minute), State: "Stable", Status: "OK"}}})
+	if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("old holder's write = %v, want lease.ErrFenced (ops.ErrConflict)", err)
 	}
-	if _, err := s.RenewSourceLease(ctx, a); !errors.Is(err, store.ErrFenced) {
-		t.Fatalf("old holder's renewal = %v, want store.ErrFenced", err)
+	if _, err := s.RenewSourceLease(ctx, a); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("old holder's renewal = %v, want lease.ErrFenced", err)
 	}
-	got, err := s.Snapshot(ctx, store.SnapshotKafka, "main")
+	got, err := s.Snapshot(ctx, history.SnapshotKafka, "main")
 	if err != nil || !got.At.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("snapshot at %s (%v), want the new holder's %s", got.At, err, t0.Add(time.Minute))
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,72 +9,20 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/alerts"
+	"github.com/redrive/redrive/ops/lease"
 )
-
-// NotifyAlert is the notifier's record of one problem key: what it last looked like, its episode
-// (one per firing, counted from 1) and whether it fires now.
-type NotifyAlert struct {
-	Key, Kind, Severity, Title, Summary, Link string
-	Labels                                    map[string]string
-	Since                                     time.Time
-	Episode                                   int
-	Firing                                    bool
-	FiredAt                                   time.Time
-	ResolvedAt                                *time.Time
-}
-
-// NotifySent is the newest firing notification of an alert's current episode on one channel.
-type NotifySent struct {
-	Key     string
-	Channel string
-	Seq     int
-	At      time.Time
-}
-
-// NewNotification is a notification to record (and later deliver).
-type NewNotification struct {
-	Key     string
-	Episode int
-	State   string // firing | resolved | test
-	Seq     int
-	Channel string
-	Event   json.RawMessage
-}
-
-// Notification is one row of the delivery log.
-type Notification struct {
-	ID            int64
-	Key           string
-	Episode       int
-	State         string
-	Seq           int
-	Channel       string
-	Event         json.RawMessage
-	CreatedAt     time.Time
-	Attempts      int
-	NextAttemptAt time.Time
-	DeliveredAt   *time.Time
-	FailedAt      *time.Time
-	LastError     string
-}
-
-// NotifyRound is what one evaluation of the notifier writes: alerts that fire (new or again) or
-// are updated, alerts that resolved, and the notifications they give rise to.
-type NotifyRound struct {
-	Alerts        []NotifyAlert // upserted as given
-	Notifications []NewNotification
-}
 
 // NotifyState reads every alert and, for the firing ones, the newest firing notification of their
 // current episode per channel. Errors are ops.ErrUnavailable.
-func (s *Store) NotifyState(ctx context.Context) ([]NotifyAlert, []NotifySent, error) {
+func (s *Store) NotifyState(ctx context.Context) ([]alerts.Alert, []alerts.Sent, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key, kind, severity, title, summary, link, labels, since, episode, firing,
 		fired_at, resolved_at FROM notify_alert ORDER BY key`)
 	if err != nil {
 		return nil, nil, unavailable(err, "notify state")
 	}
-	alerts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifyAlert, error) {
-		var a NotifyAlert
+	state, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (alerts.Alert, error) {
+		var a alerts.Alert
 		return a, r.Scan(&a.Key, &a.Kind, &a.Severity, &a.Title, &a.Summary, &a.Link, &a.Labels, &a.Since, &a.Episode,
 			&a.Firing, &a.FiredAt, &a.ResolvedAt)
 	})
@@ -88,20 +35,20 @@ func (s *Store) NotifyState(ctx context.Context) ([]NotifyAlert, []NotifySent, e
 	if err != nil {
 		return nil, nil, unavailable(err, "notify state")
 	}
-	sent, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (NotifySent, error) {
-		var x NotifySent
+	sent, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (alerts.Sent, error) {
+		var x alerts.Sent
 		return x, r.Scan(&x.Key, &x.Channel, &x.Seq, &x.At)
 	})
 	if err != nil {
 		return nil, nil, unavailable(err, "notify state")
 	}
-	return alerts, sent, nil
+	return state, sent, nil
 }
 
 // WriteNotifyRound stores r in one transaction fenced by l (see WriteSample): a notifier that lost
-// its lease gets ErrFenced and writes nothing. A notification already recorded (same key,
+// its lease gets lease.ErrFenced and writes nothing. A notification already recorded (same key,
 // episode, state, seq and channel) is not recorded twice.
-func (s *Store) WriteNotifyRound(ctx context.Context, l SourceLease, r NotifyRound) error {
+func (s *Store) WriteNotifyRound(ctx context.Context, l lease.Lease, r alerts.Round) error {
 	hold := max(l.TTL/2, 100*time.Millisecond)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
@@ -143,7 +90,7 @@ func (s *Store) WriteNotifyRound(ctx context.Context, l SourceLease, r NotifyRou
 
 // RecordNotification records one notification outside a round (a test notification) and returns
 // its ID. Errors are ops.ErrUnavailable.
-func (s *Store) RecordNotification(ctx context.Context, n NewNotification) (int64, error) {
+func (s *Store) RecordNotification(ctx context.Context, n alerts.NewNotification) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)).Scan(&id)
@@ -153,7 +100,7 @@ func (s *Store) RecordNotification(ctx context.Context, n NewNotification) (int6
 	return id, nil
 }
 
-func insertNotification(ctx context.Context, tx pgx.Tx, n NewNotification) error {
+func insertNotification(ctx context.Context, tx pgx.Tx, n alerts.NewNotification) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)); err != nil {
 		return unavailable(err, "notification %s", n.Key)
@@ -161,14 +108,14 @@ func insertNotification(ctx context.Context, tx pgx.Tx, n NewNotification) error
 	return nil
 }
 
-// fence locks l's row (shared) and checks its token is current; ErrFenced otherwise.
-func fence(ctx context.Context, tx pgx.Tx, l SourceLease) error {
+// fence locks l's row (shared) and checks its token is current; lease.ErrFenced otherwise.
+func fence(ctx context.Context, tx pgx.Tx, l lease.Lease) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM sampler_lease WHERE source = $1 AND owner = $2 AND token = $3 AND expires_at > now() FOR SHARE`,
 		l.Source, l.Owner, l.Token).Scan(&one)
 	switch {
 	case isNoRows(err):
-		return ErrFenced
+		return lease.ErrFenced
 	case err != nil:
 		return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
 	}
@@ -177,23 +124,23 @@ func fence(ctx context.Context, tx pgx.Tx, l SourceLease) error {
 
 // DueNotifications lists up to limit undelivered notifications whose next attempt is due, oldest
 // first. Errors are ops.ErrUnavailable.
-func (s *Store) DueNotifications(ctx context.Context, limit int) ([]Notification, error) {
+func (s *Store) DueNotifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
 	return s.notifications(ctx, `WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now() ORDER BY id LIMIT $1`, limit)
 }
 
 // Notifications lists the newest limit notifications, newest first (the delivery log).
-func (s *Store) Notifications(ctx context.Context, limit int) ([]Notification, error) {
+func (s *Store) Notifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
 	return s.notifications(ctx, `ORDER BY id DESC LIMIT $1`, limit)
 }
 
-func (s *Store) notifications(ctx context.Context, where string, args ...any) ([]Notification, error) {
+func (s *Store) notifications(ctx context.Context, where string, args ...any) ([]alerts.Notification, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, alert_key, episode, state, seq, channel, event, created_at, attempts,
 		next_attempt_at, delivered_at, failed_at, last_error FROM notification `+where, args...)
 	if err != nil {
 		return nil, unavailable(err, "notifications")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Notification, error) {
-		var n Notification
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (alerts.Notification, error) {
+		var n alerts.Notification
 		return n, r.Scan(&n.ID, &n.Key, &n.Episode, &n.State, &n.Seq, &n.Channel, &n.Event, &n.CreatedAt, &n.Attempts,
 			&n.NextAttemptAt, &n.DeliveredAt, &n.FailedAt, &n.LastError)
 	})
@@ -207,7 +154,7 @@ func (s *Store) notifications(ctx context.Context, where string, args ...any) ([
 // next one retry later, so that nobody else sends it meanwhile and a sender that dies leaves it to
 // the next attempt. l fences the claim (nil: unfenced, for a test notification). It reports false
 // when the notification is delivered, given up, not due, or l is not current.
-func (s *Store) ClaimNotification(ctx context.Context, l *SourceLease, id int64, retry time.Duration) (int, bool, error) {
+func (s *Store) ClaimNotification(ctx context.Context, l *lease.Lease, id int64, retry time.Duration) (int, bool, error) {
 	var attempts int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if l != nil {
@@ -220,7 +167,7 @@ func (s *Store) ClaimNotification(ctx context.Context, l *SourceLease, id int64,
 			RETURNING attempts`, id, retry).Scan(&attempts)
 	})
 	switch {
-	case isNoRows(err), errors.Is(err, ErrFenced):
+	case isNoRows(err), errors.Is(err, lease.ErrFenced):
 		return 0, false, nil
 	case err != nil:
 		return 0, false, unavailable(err, "notification %d: claim", id)
@@ -246,20 +193,9 @@ func (s *Store) SettleNotification(ctx context.Context, id int64, sendErr error,
 	return nil
 }
 
-// Silence holds the notifications of the problems whose labels (and kind, severity) match all of
-// Matchers until EndsAt.
-type Silence struct {
-	ID        int64
-	Matchers  map[string]string
-	EndsAt    time.Time
-	Comment   string
-	CreatedBy string
-	CreatedAt time.Time
-}
-
 // CreateSilence stores a silence and returns it with its ID and creation time. Errors are
 // ops.ErrUnavailable.
-func (s *Store) CreateSilence(ctx context.Context, x Silence) (Silence, error) {
+func (s *Store) CreateSilence(ctx context.Context, x alerts.Silence) (alerts.Silence, error) {
 	if x.Matchers == nil {
 		x.Matchers = map[string]string{}
 	}
@@ -272,14 +208,14 @@ func (s *Store) CreateSilence(ctx context.Context, x Silence) (Silence, error) {
 }
 
 // Silences lists the silences that have not ended, soonest end first.
-func (s *Store) Silences(ctx context.Context) ([]Silence, error) {
+func (s *Store) Silences(ctx context.Context) ([]alerts.Silence, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, matchers, ends_at, comment, created_by, created_at FROM notify_silence
 		WHERE ends_at > now() ORDER BY ends_at, id`)
 	if err != nil {
 		return nil, unavailable(err, "silences")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Silence, error) {
-		var x Silence
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (alerts.Silence, error) {
+		var x alerts.Silence
 		return x, r.Scan(&x.ID, &x.Matchers, &x.EndsAt, &x.Comment, &x.CreatedBy, &x.CreatedAt)
 	})
 	if err != nil {

@@ -10,31 +10,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 )
-
-// RabbitQueueSample is one queue at one sample time: one row of rabbit_queue_sample.
-type RabbitQueueSample struct {
-	Broker    string
-	Vhost     string
-	Queue     string
-	At        time.Time // stored with microsecond precision
-	Ready     int64
-	Unacked   int64
-	Consumers int
-	// Rates in messages per second, as the management API reported them when sampled.
-	PublishRate   float64
-	DeliverRate   float64
-	AckRate       float64
-	RedeliverRate float64
-}
 
 // InsertRabbitQueueSamples appends samples with one COPY. A sample with the same broker, vhost,
 // queue and At as a stored one fails the whole batch with ops.ErrConflict.
-func (s *Store) InsertRabbitQueueSamples(ctx context.Context, samples []RabbitQueueSample) error {
+func (s *Store) InsertRabbitQueueSamples(ctx context.Context, samples []history.RabbitQueueSample) error {
 	return insertRabbitQueueSamples(ctx, s.pool, samples)
 }
 
-func insertRabbitQueueSamples(ctx context.Context, db writer, samples []RabbitQueueSample) error {
+func insertRabbitQueueSamples(ctx context.Context, db writer, samples []history.RabbitQueueSample) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -62,15 +47,15 @@ func insertRabbitQueueSamples(ctx context.Context, db writer, samples []RabbitQu
 
 // RabbitQueueSamples reads every queue's samples of broker taken at or after since, ordered by
 // vhost, queue and time (a new sampling leader's warm-up).
-func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since time.Time) ([]RabbitQueueSample, error) {
+func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since time.Time) ([]history.RabbitQueueSample, error) {
 	rows, err := s.pool.Query(ctx, `SELECT vhost, queue, at, ready, unacked, consumers,
 			publish_rate, deliver_rate, ack_rate, redeliver_rate
 		FROM rabbit_queue_sample WHERE broker = $1 AND at >= $2 ORDER BY vhost, queue, at`, broker, since)
 	if err != nil {
 		return nil, unavailable(err, "rabbit samples %s: read", broker)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RabbitQueueSample, error) {
-		q := RabbitQueueSample{Broker: broker}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (history.RabbitQueueSample, error) {
+		q := history.RabbitQueueSample{Broker: broker}
 		var consumers int32
 		err := r.Scan(&q.Vhost, &q.Queue, &q.At, &q.Ready, &q.Unacked, &consumers,
 			&q.PublishRate, &q.DeliverRate, &q.AckRate, &q.RedeliverRate)
@@ -83,28 +68,15 @@ func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since tim
 	return out, nil
 }
 
-// RabbitQueuePoint is one bucket of a queue's downsampled history.
-type RabbitQueuePoint struct {
-	At        time.Time // the newest sample in the bucket
-	Ready     int64     // the highest ready count sampled in the bucket
-	Unacked   int64     // the highest unacked count sampled in the bucket
-	Consumers int       // the most consumers sampled in the bucket
-	// The rates' averages over the bucket's samples, in messages per second.
-	PublishRate   float64
-	DeliverRate   float64
-	AckRate       float64
-	RedeliverRate float64
-}
-
 // RabbitQueueHistory reads one queue's samples in [since, until], cut into at most maxPoints
 // buckets of equal width (date_bin from since). Depths keep the bucket's maximum, so that spikes
 // survive the downsampling; rates its average. A queue without samples in the range yields no
-// points (an empty, non-nil slice). maxPoints outside [1, MaxHistoryPoints] or an empty range are
+// points (an empty, non-nil slice). maxPoints outside [1, history.MaxHistoryPoints] or an empty range are
 // ops.ErrInvalid.
-func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since, until time.Time, maxPoints int) ([]RabbitQueuePoint, error) {
+func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since, until time.Time, maxPoints int) ([]history.RabbitQueuePoint, error) {
 	switch {
-	case maxPoints < 1 || maxPoints > MaxHistoryPoints:
-		return nil, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", MaxHistoryPoints))
+	case maxPoints < 1 || maxPoints > history.MaxHistoryPoints:
+		return nil, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", history.MaxHistoryPoints))
 	case !until.After(since):
 		return nil, ops.Invalid("since", "must be before the end of the range")
 	}
@@ -121,9 +93,9 @@ func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue str
 	if err != nil {
 		return nil, unavailable(err, "rabbit history %s/%s/%s", broker, vhost, queue)
 	}
-	out := []RabbitQueuePoint{}
+	out := []history.RabbitQueuePoint{}
 	var (
-		p         RabbitQueuePoint
+		p         history.RabbitQueuePoint
 		consumers int32
 	)
 	_, err = pgx.ForEachRow(rows, []any{&p.At, &p.Ready, &p.Unacked, &consumers,

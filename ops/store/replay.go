@@ -21,9 +21,6 @@ type planWriter struct {
 	id string
 }
 
-// The store is the replay engine's (ops/replay declares what it needs).
-var _ replay.Store = (*Store)(nil)
-
 // BeginPlan opens the transaction of plan id.
 func (s *Store) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
 	tx, err := s.pool.Begin(ctx)
