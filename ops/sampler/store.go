@@ -45,4 +45,3 @@ type Samples interface {
 type ErrorGroups interface {
 	RecordErrorGroups(ctx context.Context, window time.Duration, sightings []history.ErrorGroupSighting) error
 }
-
