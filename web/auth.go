@@ -27,7 +27,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -67,8 +66,8 @@ func identityOf(c echo.Context) (identity, bool) {
 // sessionStore keeps basic-mode sessions; *store.Store implements it, in PostgreSQL, so that every
 // replica knows every session.
 type sessionStore interface {
-	CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (store.Session, error)
-	TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (store.Session, error)
+	CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (access.Session, error)
+	TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (access.Session, error)
 	DeleteSession(ctx context.Context, tokenSHA256 []byte) error
 }
 

@@ -24,7 +24,6 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/search"
-	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/static"
@@ -47,10 +46,26 @@ type Options struct {
 	Reload *Reloader
 }
 
+// Store is what the pages and the API keep in Redrive's own store: the small interfaces their
+// handlers and use cases declare, together. ops/store (PostgreSQL) implements it.
+type Store interface {
+	handlers.Auditor
+	handlers.ChangeAuditor
+	handlers.AuditLog
+	handlers.ReplayViews
+	handlers.ReplicaDirectory
+	handlers.NotificationStore
+	handlers.ArchiveStore
+	triage.Store
+	triage.SettledStates
+	sessionStore
+	exporterReplays
+}
+
 // Deps are the ops adapters the handlers use, built once by cmd/console.
 type Deps struct {
 	Logger   *slog.Logger             // required
-	Store    *store.Store             // required: audit log
+	Store    Store                    // required: audit log, sessions, triage, replay views
 	Outboxes []handlers.OutboxService // in config order; may be empty
 	Kafka    []handlers.KafkaCluster  // in config order; may be empty
 	Snapshot handlers.KafkaSnapshots  // required when Kafka is not empty: the sampler's stored snapshots

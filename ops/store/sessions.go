@@ -5,34 +5,25 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 )
-
-// Session is a signed-in user's session (auth.mode basic). The store knows it by the SHA-256 of
-// the cookie's token, never by the token.
-type Session struct {
-	User          string
-	Role          string
-	CreatedAt     time.Time
-	IdleExpiresAt time.Time // the session ends here unless it is used before
-	ExpiresAt     time.Time // the session ends here in any case
-}
 
 // CreateSession stores a new session that ends after idle without use, or after absolute.
 // Expired sessions are deleted on the way, so the table holds only live ones.
-func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (Session, error) {
+func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (access.Session, error) {
 	if len(tokenSHA256) != 32 || user == "" || idle <= 0 || absolute <= 0 {
-		return Session{}, ops.Invalid("session", "needs a 32-byte token hash, a user and positive timeouts")
+		return access.Session{}, ops.Invalid("session", "needs a 32-byte token hash, a user and positive timeouts")
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM session WHERE idle_expires_at < now()`); err != nil {
-		return Session{}, unavailable(err, "session: delete expired")
+		return access.Session{}, unavailable(err, "session: delete expired")
 	}
-	sess := Session{User: user, Role: role}
+	sess := access.Session{User: user, Role: role}
 	err := s.pool.QueryRow(ctx, `INSERT INTO session (token_sha256, user_name, role, idle_expires_at, expires_at)
 		VALUES ($1, $2, $3, now() + least($4::interval, $5::interval), now() + $5::interval)
 		RETURNING created_at, idle_expires_at, expires_at`,
 		tokenSHA256, user, role, idle, absolute).Scan(&sess.CreatedAt, &sess.IdleExpiresAt, &sess.ExpiresAt)
 	if err != nil {
-		return Session{}, unavailable(err, "session: create")
+		return access.Session{}, unavailable(err, "session: create")
 	}
 	return sess, nil
 }
@@ -41,8 +32,8 @@ func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, rol
 // touchAfter ago, pushes its idle expiry to now + idle (never past its absolute expiry). Throttling
 // the write keeps a page that polls every few seconds from updating the row on every request.
 // A missing or expired session is ops.ErrNotFound.
-func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (Session, error) {
-	var sess Session
+func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (access.Session, error) {
+	var sess access.Session
 	err := s.pool.QueryRow(ctx, `
 		WITH live AS (
 			SELECT token_sha256, user_name, role, created_at, idle_expires_at, expires_at, last_seen_at
@@ -60,9 +51,9 @@ func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touc
 		tokenSHA256, idle, touchAfter).Scan(&sess.User, &sess.Role, &sess.CreatedAt, &sess.IdleExpiresAt, &sess.ExpiresAt)
 	switch {
 	case isNoRows(err):
-		return Session{}, ops.NotFound("no such session, or it expired")
+		return access.Session{}, ops.NotFound("no such session, or it expired")
 	case err != nil:
-		return Session{}, unavailable(err, "session: read")
+		return access.Session{}, unavailable(err, "session: read")
 	}
 	return sess, nil
 }
