@@ -2,7 +2,6 @@ package sampler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -447,90 +446,38 @@ func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapsho
 	if _, ok := s.kafkaByName[cluster]; !ok {
 		return KafkaSnapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
-	if s.cacheTTL > 0 {
-		s.cacheMu.Lock()
-		c, ok := s.cache[cluster]
-		s.cacheMu.Unlock()
-		if ok && time.Since(c.fetched) < s.cacheTTL {
-			return s.withOpen(ctx, s.agedKafka(c.snap)), nil
-		}
-	}
-	ch := s.reads.DoChan("kafka/"+cluster, func() (any, error) {
-		// Detached from the first caller's context, so its going away does not fail the others.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
-		defer cancel()
-		snap, err := s.readKafka(rctx, cluster)
-		if err != nil {
-			return KafkaSnapshot{}, err
-		}
-		s.remember(snap)
-		return snap, nil
-	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return KafkaSnapshot{}, r.Err
-		}
-		return s.withOpen(ctx, s.agedKafka(r.Val.(KafkaSnapshot))), nil
-	case <-ctx.Done():
-		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: snapshot: %w", cluster, ctx.Err())
-	}
-}
-
-// readKafka reads the stored snapshot (the cache-miss path). When the replica's expired copy is
-// still the stored sample, only the row's times and error are read; the document is read and
-// decoded once per new sample.
-func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
-	s.cacheMu.Lock()
-	prev, havePrev := s.cache[cluster]
-	s.cacheMu.Unlock()
-	var have time.Time
-	if havePrev {
-		have = prev.snap.At
-	}
-	snap := KafkaSnapshot{Cluster: cluster}
-	row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotKafka, cluster, have)
-	switch {
-	case errors.Is(err, ops.ErrNotFound):
-		return snap, nil
-	case err != nil:
+	snap, err := latest(ctx, s, s.cache, "kafka cluster", cluster, s.readKafka)
+	if err != nil {
 		return KafkaSnapshot{}, err
 	}
-	snap.Error, snap.ErrorAt = row.Error, row.ErrorAt
-	if row.Data == nil && !have.IsZero() {
-		snap.At, snap.Groups, snap.DeadLetterTopics = prev.snap.At, prev.snap.Groups, prev.snap.DeadLetterTopics
-		return snap, nil
-	}
-	groups, dlts, ok, err := decodeKafka(row.Data)
-	if err != nil {
-		return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
-	}
-	if ok {
-		snap.At, snap.Groups, snap.DeadLetterTopics = row.At, groups, dlts
-	}
-	return snap, nil
+	return s.withOpen(ctx, s.agedKafka(snap)), nil
 }
 
+// readKafka reads the stored snapshot (the cache-miss path), decoding the document once per new
+// sample (readStored).
+func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
+	return readStored(ctx, s, s.cache, history.SnapshotKafka, KafkaSnapshot{Cluster: cluster}, func(snap KafkaSnapshot, row history.Snapshot) (KafkaSnapshot, error) {
+		groups, dlts, ok, err := decodeKafka(row.Data)
+		if err != nil {
+			return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
+		}
+		if ok {
+			snap.At, snap.Groups, snap.DeadLetterTopics = row.At, groups, dlts
+		}
+		return snap, nil
+	})
+}
+
+// remember keeps a snapshot read or sampled for the viewers of the next CacheTTL.
 func (s *Sampler) remember(snap KafkaSnapshot) {
-	if s.cacheTTL <= 0 {
-		return
+	if s.cacheTTL > 0 {
+		keepNewer(&s.cacheMu, s.cache, snap.Cluster, snap)
 	}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if c, ok := s.cache[snap.Cluster]; ok && c.snap.At.After(snap.At) {
-		return // a concurrent read brought something newer
-	}
-	s.cache[snap.Cluster] = cachedKafka{snap: snap, fetched: time.Now()}
 }
 
 // rememberError marks the cached snapshot (if any) with a failed sample, as the store now does.
 func (s *Sampler) rememberError(cluster, msg string, at time.Time) {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if c, ok := s.cache[cluster]; ok {
-		c.snap.Error, c.snap.ErrorAt = msg, at
-		s.cache[cluster] = c
-	}
+	markFailed(&s.cacheMu, s.cache, cluster, msg, at)
 }
 
 // KafkaGroupHistory returns a group's history from since to now in at most maxPoints points, each
@@ -552,41 +499,18 @@ func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, 
 	now := s.now()
 	key := historyKey{cluster: cluster, group: group, span: now.Sub(since).Round(time.Second), maxPoints: maxPoints}
 	if s.cacheTTL > 0 {
-		s.cacheMu.Lock()
-		c, ok := s.history[key]
-		s.cacheMu.Unlock()
-		if ok && time.Since(c.fetched) < s.interval {
-			return c.points, nil
+		if points, ok := recent(&s.cacheMu, s.history, key, s.interval); ok {
+			return points, nil
 		}
 	}
-	ch := s.reads.DoChan(fmt.Sprintf("history\x00%s\x00%s\x00%d\x00%d", cluster, group, key.span, maxPoints), func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*readTimeout)
-		defer cancel()
-		points, err := s.readHistory(rctx, cluster, group, since, now, maxPoints)
-		if err != nil {
-			return nil, err
+	flight := fmt.Sprintf("history\x00%s\x00%s\x00%d\x00%d", cluster, group, key.span, maxPoints)
+	return readShared(ctx, &s.reads, flight, 2*readTimeout, fmt.Sprintf("kafka group %q history", group), func(ctx context.Context) ([]GroupPoint, error) {
+		points, err := s.readHistory(ctx, cluster, group, since, now, maxPoints)
+		if err == nil && s.cacheTTL > 0 {
+			keepChart(&s.cacheMu, s.history, key, points, s.interval)
 		}
-		if s.cacheTTL > 0 {
-			s.cacheMu.Lock()
-			for k, c := range s.history { // keep the map to the charts being watched
-				if time.Since(c.fetched) >= s.interval {
-					delete(s.history, k)
-				}
-			}
-			s.history[key] = cachedHistory{points: points, fetched: time.Now()}
-			s.cacheMu.Unlock()
-		}
-		return points, nil
+		return points, err
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.([]GroupPoint), nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("kafka group %q history: %w", group, ctx.Err())
-	}
 }
 
 func (s *Sampler) readHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints int) ([]GroupPoint, error) {

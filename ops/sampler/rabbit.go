@@ -2,7 +2,6 @@ package sampler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -106,24 +105,14 @@ type QueuePoint struct {
 type rabbitPart struct {
 	brokers []*rabbitState // config order
 	byName  map[string]*rabbitState
-	cache   map[string]cachedRabbit
-	history map[queueHistoryKey]cachedQueueHistory
-}
-
-type cachedRabbit struct {
-	snap    RabbitSnapshot
-	fetched time.Time // wall clock
+	cache   map[string]cached[RabbitSnapshot]
+	history map[queueHistoryKey]cached[[]QueuePoint]
 }
 
 type queueHistoryKey struct {
 	broker, vhost, queue string
 	span                 time.Duration
 	maxPoints            int
-}
-
-type cachedQueueHistory struct {
-	points  []QueuePoint
-	fetched time.Time // wall clock
 }
 
 // rabbitState is the leader's memory of one broker: each queue's last few depths.
@@ -144,8 +133,8 @@ type depth struct {
 
 func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error {
 	p.byName = map[string]*rabbitState{}
-	p.cache = map[string]cachedRabbit{}
-	p.history = map[queueHistoryKey]cachedQueueHistory{}
+	p.cache = map[string]cached[RabbitSnapshot]{}
+	p.history = map[queueHistoryKey]cached[[]QueuePoint]{}
 	for i, src := range sources {
 		if src.Broker == nil {
 			return ops.Invalid(fmt.Sprintf("rabbitmq[%d]", i), "broker is required")
@@ -307,86 +296,37 @@ func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (RabbitSnapsh
 	if _, ok := s.rmq.byName[broker]; !ok {
 		return RabbitSnapshot{}, ops.NotFound("rabbitmq broker %q is not configured", broker)
 	}
-	if s.cacheTTL > 0 {
-		s.cacheMu.Lock()
-		c, ok := s.rmq.cache[broker]
-		s.cacheMu.Unlock()
-		if ok && time.Since(c.fetched) < s.cacheTTL {
-			return s.agedRabbit(c.snap), nil
-		}
+	snap, err := latest(ctx, s, s.rmq.cache, "rabbitmq broker", broker, s.readRabbit)
+	if err != nil {
+		return RabbitSnapshot{}, err
 	}
-	ch := s.reads.DoChan("rabbit/"+broker, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
-		defer cancel()
-		snap, err := s.readRabbit(rctx, broker)
-		if err != nil {
-			return RabbitSnapshot{}, err
-		}
-		s.rememberRabbit(snap)
-		return snap, nil
-	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return RabbitSnapshot{}, r.Err
-		}
-		return s.agedRabbit(r.Val.(RabbitSnapshot)), nil
-	case <-ctx.Done():
-		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: snapshot: %w", broker, ctx.Err())
-	}
+	return s.agedRabbit(snap), nil
 }
 
 // readRabbit reads the stored snapshot; the document is read and decoded once per new sample.
 func (s *Sampler) readRabbit(ctx context.Context, broker string) (RabbitSnapshot, error) {
-	s.cacheMu.Lock()
-	prev, havePrev := s.rmq.cache[broker]
-	s.cacheMu.Unlock()
-	var have time.Time
-	if havePrev {
-		have = prev.snap.At
-	}
-	snap := RabbitSnapshot{Broker: broker}
-	row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotRabbit, broker, have)
-	switch {
-	case errors.Is(err, ops.ErrNotFound):
+	return readStored(ctx, s, s.rmq.cache, history.SnapshotRabbit, RabbitSnapshot{Broker: broker}, func(snap RabbitSnapshot, row history.Snapshot) (RabbitSnapshot, error) {
+		decoded, ok, err := decodeRabbit(row.Data)
+		if err != nil {
+			return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: %w", broker, err)
+		}
+		if ok {
+			snap.At, snap.Queues, snap.Edges, snap.RetryLoops = row.At, decoded.Queues, decoded.Edges, decoded.RetryLoops
+		}
 		return snap, nil
-	case err != nil:
-		return RabbitSnapshot{}, err
-	}
-	snap.Error, snap.ErrorAt = row.Error, row.ErrorAt
-	if row.Data == nil && !have.IsZero() {
-		snap.At, snap.Queues, snap.Edges, snap.RetryLoops = prev.snap.At, prev.snap.Queues, prev.snap.Edges, prev.snap.RetryLoops
-		return snap, nil
-	}
-	decoded, ok, err := decodeRabbit(row.Data)
-	if err != nil {
-		return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: %w", broker, err)
-	}
-	if ok {
-		snap.At, snap.Queues, snap.Edges, snap.RetryLoops = row.At, decoded.Queues, decoded.Edges, decoded.RetryLoops
-	}
-	return snap, nil
+	})
 }
 
+// rememberRabbit is remember for a broker's snapshot.
 func (s *Sampler) rememberRabbit(snap RabbitSnapshot) {
-	if s.cacheTTL <= 0 {
-		return
+	if s.cacheTTL > 0 {
+		keepNewer(&s.cacheMu, s.rmq.cache, snap.Broker, snap)
 	}
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if c, ok := s.rmq.cache[snap.Broker]; ok && c.snap.At.After(snap.At) {
-		return // a concurrent read brought something newer
-	}
-	s.rmq.cache[snap.Broker] = cachedRabbit{snap: snap, fetched: time.Now()}
 }
 
+// rememberRabbitError is rememberError for a broker's snapshot.
 func (s *Sampler) rememberRabbitError(broker, msg string, at time.Time) {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if c, ok := s.rmq.cache[broker]; ok {
-		c.snap.Error, c.snap.ErrorAt = msg, at
-		s.rmq.cache[broker] = c
-	}
+	markFailed(&s.cacheMu, s.rmq.cache, broker, msg, at)
 }
 
 // RabbitQueueHistory returns a queue's history from since to now in at most maxPoints points:
@@ -409,17 +349,14 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 	now := s.now()
 	key := queueHistoryKey{broker: broker, vhost: vhost, queue: queue, span: now.Sub(since).Round(time.Second), maxPoints: maxPoints}
 	if s.cacheTTL > 0 {
-		s.cacheMu.Lock()
-		c, ok := s.rmq.history[key]
-		s.cacheMu.Unlock()
-		if ok && time.Since(c.fetched) < s.interval {
-			return c.points, nil
+		if points, ok := recent(&s.cacheMu, s.rmq.history, key, s.interval); ok {
+			return points, nil
 		}
 	}
-	ch := s.reads.DoChan(fmt.Sprintf("rabbit-history\x00%s\x00%s\x00%s\x00%d\x00%d", broker, vhost, queue, key.span, maxPoints), func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*readTimeout)
-		defer cancel()
-		rows, err := s.store.RabbitQueueHistory(rctx, broker, vhost, queue, since, now, maxPoints)
+	flight := fmt.Sprintf("rabbit-history\x00%s\x00%s\x00%s\x00%d\x00%d", broker, vhost, queue, key.span, maxPoints)
+	what := fmt.Sprintf("rabbitmq queue %s/%s history", vhost, queue)
+	return readShared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]QueuePoint, error) {
+		rows, err := s.store.RabbitQueueHistory(ctx, broker, vhost, queue, since, now, maxPoints)
 		if err != nil {
 			return nil, err
 		}
@@ -428,26 +365,10 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 			points[i] = QueuePoint(r)
 		}
 		if s.cacheTTL > 0 {
-			s.cacheMu.Lock()
-			for k, c := range s.rmq.history { // keep the map to the charts being watched
-				if time.Since(c.fetched) >= s.interval {
-					delete(s.rmq.history, k)
-				}
-			}
-			s.rmq.history[key] = cachedQueueHistory{points: points, fetched: time.Now()}
-			s.cacheMu.Unlock()
+			keepChart(&s.cacheMu, s.rmq.history, key, points, s.interval)
 		}
 		return points, nil
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.([]QueuePoint), nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("rabbitmq queue %s/%s history: %w", vhost, queue, ctx.Err())
-	}
 }
 
 // RabbitSnapshotOf is a snapshot made from a live topology, without growth (it has no history):

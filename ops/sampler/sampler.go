@@ -104,16 +104,11 @@ type Sampler struct {
 	pruneTok  int64     // the token of the pruning source's lease when lastPrune was set
 
 	cacheMu sync.Mutex
-	cache   map[string]cachedKafka
-	history map[historyKey]cachedHistory
+	cache   map[string]cached[KafkaSnapshot]
+	history map[historyKey]cached[[]GroupPoint]
 	reads   singleflight.Group
 
 	m metrics
-}
-
-type cachedKafka struct {
-	snap    KafkaSnapshot
-	fetched time.Time // wall clock
 }
 
 // historyKey identifies a chart: the range is its length, which is what a page asks for ("the
@@ -122,11 +117,6 @@ type historyKey struct {
 	cluster, group string
 	span           time.Duration
 	maxPoints      int
-}
-
-type cachedHistory struct {
-	points  []GroupPoint
-	fetched time.Time // wall clock
 }
 
 // New checks opts and builds a Sampler. It does not connect or sample: call SampleOnce and Run.
@@ -153,8 +143,8 @@ func New(opts Options) (*Sampler, error) {
 		cacheTTL:    opts.CacheTTL,
 		minFresh:    opts.MinRefresh,
 		kafkaByName: map[string]*kafkaState{},
-		cache:       map[string]cachedKafka{},
-		history:     map[historyKey]cachedHistory{},
+		cache:       map[string]cached[KafkaSnapshot]{},
+		history:     map[historyKey]cached[[]GroupPoint]{},
 		m:           newMetrics(),
 
 		newGroupWindow: opts.NewGroupWindow,
