@@ -192,6 +192,21 @@ func WriteText(w io.Writer, rep Report) error {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // short is an error's text on one line, capped, for a Detail.
+// adapter is the console's running adapter of a configured source (by name in running), or, when
+// it has none (a doctor run before serve), one opened for this check and closed by release. One
+// that cannot be opened fails the check's connect step, fix saying what to check.
+func adapter[A interface{ Close() }](r *recorder, running map[string]A, name, fix string, open func() (A, error)) (a A, release func(), ok bool) {
+	if a, ok := running[name]; ok {
+		return a, func() {}, true
+	}
+	a, err := open()
+	if err != nil {
+		r.fail("connect", fix, "%s", short(err))
+		return a, nil, false
+	}
+	return a, a.Close, true
+}
+
 func short(err error) string {
 	s := oneLine(err.Error())
 	if len(s) > 300 {

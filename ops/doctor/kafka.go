@@ -35,15 +35,11 @@ func aclFix(kc configs.KafkaCluster, op, resource string) string {
 
 func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
 	key := fmt.Sprintf("kafka[%d]", i)
-	k := d.ad.Kafka[kc.Name]
-	if k == nil {
-		var err error
-		if k, err = kafka.New(kc, d.cfg.MessageID); err != nil {
-			r.fail("connect", "check "+key, "%s", short(err))
-			return
-		}
-		defer k.Close()
+	k, release, ok := adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (*kafka.Cluster, error) { return kafka.New(kc, d.cfg.MessageID) })
+	if !ok {
+		return
 	}
+	defer release()
 	acc, err := k.Access(ctx)
 	if err != nil {
 		r.fail("metadata", fmt.Sprintf("check %s.brokers (%s), its tls and sasl, and that the brokers' advertised listeners are reachable from the console",
@@ -161,15 +157,11 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 
 func (d *Doctor) checkRegistry(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
 	key := fmt.Sprintf("kafka[%d].schema_registry", i)
-	k := d.ad.Kafka[kc.Name]
-	if k == nil {
-		var err error
-		if k, err = kafka.New(kc, d.cfg.MessageID); err != nil {
-			r.fail("connect", "check "+key, "%s", short(err))
-			return
-		}
-		defer k.Close()
+	k, release, ok := adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (*kafka.Cluster, error) { return kafka.New(kc, d.cfg.MessageID) })
+	if !ok {
+		return
 	}
+	defer release()
 	rc, err := k.CheckSchemaRegistry(ctx)
 	switch {
 	case err == nil:

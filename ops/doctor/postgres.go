@@ -84,15 +84,11 @@ func (d *Doctor) checkStore(ctx context.Context, r *recorder) {
 
 func (d *Doctor) checkOutbox(ctx context.Context, r *recorder, i int, cfg configs.Outbox) {
 	key := fmt.Sprintf("outboxes[%d]", i)
-	o := d.ad.Outboxes[cfg.Name]
-	if o == nil {
-		var err error
-		if o, err = outbox.Open(ctx, cfg); err != nil {
-			r.fail("connect", "check "+key+".dsn", "%s", short(err))
-			return
-		}
-		defer o.Close()
+	o, release, ok := adapter(r, d.ad.Outboxes, cfg.Name, "check "+key+".dsn", func() (*outbox.Outbox, error) { return outbox.Open(ctx, cfg) })
+	if !ok {
+		return
 	}
+	defer release()
 	f, err := o.Inspect(ctx, cfg)
 	if !tableChecks(r, key, "dsn", f, err) {
 		return
@@ -264,15 +260,11 @@ func typeFit(k outbox.ColumnKind, typ string) Status {
 
 func (d *Doctor) checkInbox(ctx context.Context, r *recorder, i int, c configs.Consumer) {
 	key := fmt.Sprintf("consumers[%d].inbox", i)
-	in := d.ad.Inboxes[c.Name]
-	if in == nil {
-		var err error
-		if in, err = inbox.Open(ctx, c.Name, *c.Inbox); err != nil {
-			r.fail("connect", "check "+key+".dsn", "%s", short(err))
-			return
-		}
-		defer in.Close()
+	in, release, ok := adapter(r, d.ad.Inboxes, c.Name, "check "+key+".dsn", func() (*inbox.Inbox, error) { return inbox.Open(ctx, c.Name, *c.Inbox) })
+	if !ok {
+		return
 	}
+	defer release()
 	f, err := in.Inspect(ctx, *c.Inbox)
 	if !tableChecks(r, key, "dsn", f, err) {
 		return

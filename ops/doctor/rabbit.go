@@ -25,15 +25,11 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs.RabbitMQBroker) {
 	key := fmt.Sprintf("rabbitmq[%d]", i)
-	b := d.ad.Rabbit[rc.Name]
-	if b == nil {
-		var err error
-		if b, err = rabbit.New(rc, d.cfg.MessageID); err != nil {
-			r.fail("connect", "check "+key, "%s", short(err))
-			return
-		}
-		defer b.Close()
+	b, release, ok := adapter(r, d.ad.Rabbit, rc.Name, "check "+key, func() (*rabbit.Broker, error) { return rabbit.New(rc, d.cfg.MessageID) })
+	if !ok {
+		return
 	}
+	defer release()
 	amqpUser, mgmtUser := b.Users()
 
 	loggedIn := false
