@@ -33,9 +33,14 @@ func aclFix(kc configs.KafkaCluster, op, resource string) string {
 		bootstrap, principal(kc), op, resource)
 }
 
+// kafka is the cluster's adapter for a check of key (the cluster's and its registry's), as adapter.
+func (d *Doctor) kafka(r *recorder, key string, kc configs.KafkaCluster) (*kafka.Cluster, func(), bool) {
+	return adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (*kafka.Cluster, error) { return kafka.New(kc, d.cfg.MessageID) })
+}
+
 func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
 	key := fmt.Sprintf("kafka[%d]", i)
-	k, release, ok := adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (*kafka.Cluster, error) { return kafka.New(kc, d.cfg.MessageID) })
+	k, release, ok := d.kafka(r, key, kc)
 	if !ok {
 		return
 	}
@@ -157,7 +162,7 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 
 func (d *Doctor) checkRegistry(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
 	key := fmt.Sprintf("kafka[%d].schema_registry", i)
-	k, release, ok := adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (*kafka.Cluster, error) { return kafka.New(kc, d.cfg.MessageID) })
+	k, release, ok := d.kafka(r, key, kc)
 	if !ok {
 		return
 	}
