@@ -49,3 +49,16 @@ func isClassName(s string) bool {
 	last := parts[len(parts)-1]
 	return last[0] >= 'A' && last[0] <= 'Z'
 }
+
+// InErrorGroup reports whether want names the error group of text: its key (ErrorGroupKey) or,
+// when the key is an exception class, the class's simple name ("SocketTimeoutException" for
+// "java.net.SocketTimeoutException: read timed out"). It is the one meaning of an exception_type
+// filter, for a Kafka exception class header, a RabbitMQ x-exception-message and an outbox
+// event's last_error alike. An empty want matches everything.
+func InErrorGroup(text, want string) bool {
+	if want == "" {
+		return true
+	}
+	key := ErrorGroupKey(text)
+	return key == want || (isClassName(key) && strings.HasSuffix(key, "."+want))
+}

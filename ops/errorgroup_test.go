@@ -26,3 +26,25 @@ func TestErrorGroupKey(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return CleanText(s, len(s)) == s }
+
+func TestInErrorGroup(t *testing.T) {
+	for _, tc := range []struct {
+		text, want string
+		in         bool
+	}{
+		{"org.acme.StockException", "org.acme.StockException", true},                        // a Kafka class header
+		{"org.acme.StockException", "StockException", true},                                 // its simple name
+		{"java.net.SocketTimeoutException: read timed out", "SocketTimeoutException", true}, // an outbox last error
+		{"java.net.SocketTimeoutException: read timed out", "java.net.SocketTimeoutException", true},
+		{"java.net.SocketTimeoutException: read timed out", "TimeoutException", false}, // not a simple name
+		{"java.net.SocketTimeoutException: read timed out", "read timed out", false},   // a substring is not a group
+		{"upstream returned 503\nat line 2", "upstream returned 503", true},            // no class: the first line
+		{"upstream returned 503", "503", false},
+		{"anything", "", true},
+		{"", "X", false},
+	} {
+		if got := InErrorGroup(tc.text, tc.want); got != tc.in {
+			t.Errorf("InErrorGroup(%q, %q) = %v, want %v", tc.text, tc.want, got, tc.in)
+		}
+	}
+}

@@ -190,7 +190,7 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 	if dl != nil {
 		exception, original, group, msgID = dl.ExceptionType, dl.OriginalTopic, dl.ConsumerGroup, dl.MessageID
 	}
-	if (f.ExceptionType != "" && exception != f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
+	if !ops.InErrorGroup(exception, f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
 		!f.matchIDs(msgID) || !f.matchTime(r.Timestamp) {
 		return Item{}, false, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
@@ -55,7 +54,7 @@ func (k outboxKind) plan(ctx context.Context, srcp *Source, f Filter, emit func(
 	}
 	item := func(ev outbox.Event) (Item, bool) {
 		if !f.matchIDs(ev.EventID) || !f.matchTime(ev.CreatedAt) ||
-			(f.ExceptionType != "" && (ev.LastError == nil || !strings.Contains(*ev.LastError, f.ExceptionType))) {
+			(f.ExceptionType != "" && (ev.LastError == nil || !ops.InErrorGroup(*ev.LastError, f.ExceptionType))) {
 			return Item{}, false
 		}
 		pos := ev.ID

@@ -119,7 +119,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 	if dl != nil {
 		reason, exception, origQueue = dl.Reason, dl.ExceptionMessage, dl.OriginalQueue
 	}
-	if (f.Reason != "" && reason != f.Reason) || (f.ExceptionType != "" && !strings.Contains(exception, f.ExceptionType)) ||
+	if (f.Reason != "" && reason != f.Reason) || !ops.InErrorGroup(exception, f.ExceptionType) ||
 		!f.matchIDs(m.MessageID) {
 		return Item{}, false
 	}

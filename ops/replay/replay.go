@@ -114,8 +114,10 @@ const MaxRecords = 10_000
 
 // Filter narrows a source; zero fields do not filter.
 type Filter struct {
-	ExceptionType string    `json:"exception_type,omitempty"` // Kafka: exact class name; RabbitMQ, outbox: substring of the exception message, the last error
-	Reason        string    `json:"reason,omitempty"`         // RabbitMQ x-death reason: rejected, expired, maxlen, delivery_limit
+	// ExceptionType names an error group (ops.InErrorGroup, one rule for every source): the
+	// group's key (an exception class, else the error's first line) or the class's simple name.
+	ExceptionType string    `json:"exception_type,omitempty"`
+	Reason        string    `json:"reason,omitempty"` // RabbitMQ x-death reason: rejected, expired, maxlen, delivery_limit
 	OriginalTopic string    `json:"original_topic,omitempty"`
 	MessageIDs    []string  `json:"message_ids,omitempty"`
 	Since         time.Time `json:"since,omitzero"`

@@ -171,7 +171,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 			if dl != nil {
 				typ, orig = dl.ExceptionType, dl.OriginalTopic
 			}
-			return (f.ExceptionType == "" || typ == f.ExceptionType) && (f.OriginalTopic == "" || orig == f.OriginalTopic) &&
+			return ops.InErrorGroup(typ, f.ExceptionType) && (f.OriginalTopic == "" || orig == f.OriginalTopic) &&
 				(f.Since.IsZero() || !rec.Timestamp.Before(f.Since)) && (f.Until.IsZero() || rec.Timestamp.Before(f.Until))
 		})
 	}
