@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
@@ -48,11 +46,7 @@ type Auditor interface {
 // ChangeAuditor is the audit log as a change in another database writes it (ops/store): the
 // intent first, then the outcome inside the change's transaction (in it when the databases are
 // the same one). Errors are ops.ErrUnavailable.
-type ChangeAuditor interface {
-	Auditor
-	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
-	RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error
-}
+type ChangeAuditor interface{ audit.TxLog }
 
 // MetaFunc builds the layout's per-request data (CSRF token, banners) for a page.
 type MetaFunc func(c echo.Context, title, section string) layout.Meta
@@ -422,48 +416,19 @@ func auditUnavailable(err error) error {
 	return ops.Unavailable(err, "the audit log cannot be written, so nothing was changed")
 }
 
-// change makes an audited change to an outbox: audit before effect, or no effect.
-//
-// The outbox lives in a service's database, the audit log in the console's. So an intent row
-// (outcome "started") is written first, and when it cannot be, nothing is attempted (503). The
-// change then runs in one transaction of the outbox's database, and its outcome row ("ok", with
-// the count and detail.intent_id) is written before that transaction commits: in it when the two
-// databases are the same one (one commit for both), else through the store, so a failed outcome
-// write rolls the change back. Only a commit failing after the outcome row was written elsewhere
-// leaves an "ok" row for a change not made; a "failed" row for the same intent follows it then.
+// change makes an audited change to an outbox with audit.ChangeInTx: its intent row first (none →
+// nothing attempted, 503), its outcome row before the outbox's transaction commits (none → rolled
+// back, 503).
 func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, detail map[string]any,
 	run func(ctx context.Context, audit outbox.AuditFunc) (int64, error)) (int64, error) {
-	if h.audit == nil {
-		return 0, auditUnavailable(errors.New("no audit log is configured"))
+	var log audit.TxLog
+	if h.audit != nil {
+		log = h.audit // a nil ChangeAuditor stays a nil TxLog: ChangeInTx refuses (503)
 	}
 	base := auditEntry(c, action, "outbox/"+outboxName, reason, detail)
-	// The audit rows are written even if the client went away mid-request.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
-	defer cancel()
-	intent, err := h.audit.RecordIntent(actx, base)
-	if err != nil {
-		return 0, auditUnavailable(err)
-	}
-	outcome := func(o string, n *int64, cause error) audit.Entry {
-		return audit.OutcomeOf(base, intent, o, n, cause)
-	}
-	n, err := run(c.Request().Context(), func(ctx context.Context, tx pgx.Tx, changed int64) error {
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		return h.audit.RecordAuditIn(wctx, tx, outcome(audit.OutcomeOK, &changed, nil))
+	return audit.ChangeInTx(c.Request().Context(), log, loggerOf(c), base, func(ctx context.Context, commit audit.Commit) (int64, error) {
+		return run(ctx, outbox.AuditFunc(commit))
 	})
-	if err == nil {
-		return n, nil
-	}
-	var auditErr *outbox.ErrAudit
-	if errors.As(err, &auditErr) {
-		// Rolled back. The intent row stays with no outcome, or gets this one if the store answers.
-		audit.New(h.audit, loggerOf(c)).Record(actx, outcome(audit.OutcomeFailed, nil, auditErr.Err))
-		return 0, auditUnavailable(auditErr.Err)
-	}
-	// The change failed, or its commit did after an "ok" row was written elsewhere: "failed" it is.
-	audit.New(h.audit, loggerOf(c)).Record(actx, outcome(audit.OutcomeFailed, nil, err))
-	return 0, err
 }
 
 // auditEntry is an audit row of the request's actor, with outcome ok.

@@ -10,7 +10,7 @@
 //
 // Entries that are not a change's (a refusal, a job's end) follow the outcome's rule. An outbox
 // repair goes further when it can: its outcome row is written in the repair's own transaction, so
-// that the repair commits only with it (handlers.Outboxes, store.RecordAuditIn); a repair whose
+// that the repair commits only with it (ChangeInTx, over the store's RecordAuditIn); a repair whose
 // outcome cannot be written is rolled back, which the rule allows: nothing was applied.
 package audit
 
