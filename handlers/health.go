@@ -53,7 +53,7 @@ func NewHealth(checks []Check) *Health { return &Health{checks: checks} }
 
 // Healthz: the process is alive; it checks nothing outside.
 func (h *Health) Healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return c.JSON(http.StatusOK, aliveJSON{Status: "ok"})
 }
 
 // readyDependency is what the public /readyz says of a dependency: its name and whether it
@@ -75,8 +75,15 @@ func (h *Health) Readyz(c echo.Context) error {
 			status, code = "unavailable", http.StatusServiceUnavailable
 		}
 	}
-	return c.JSON(code, struct {
-		Status       string            `json:"status"`
-		Dependencies []readyDependency `json:"dependencies"`
-	}{status, out})
+	return c.JSON(code, readyJSON{Status: status, Dependencies: out})
+}
+
+// readyJSON is /readyz's answer; /healthz's is its status alone (aliveJSON).
+type readyJSON struct {
+	Status       string            `json:"status"`
+	Dependencies []readyDependency `json:"dependencies"`
+}
+
+type aliveJSON struct {
+	Status string `json:"status"`
 }

@@ -54,7 +54,7 @@ func (h *Outboxes) APIResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"updated": res.Updated, "matched": res.Matched})
+	return c.JSON(http.StatusOK, resolvedJSON{Updated: res.Updated, Matched: res.Matched})
 }
 
 // FormResolve: POST /outboxes/:name/resolutions — the page's forms: the ticked events (id), or

@@ -128,7 +128,7 @@ func (h *Kafka) APIResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"updated": res.Updated, "matched": res.Matched, "scanned": res.Scanned})
+	return c.JSON(http.StatusOK, resolvedJSON{Updated: res.Updated, Matched: res.Matched, Scanned: &res.Scanned})
 }
 
 // FormResolve: POST /kafka/:cluster/topics/:topic/resolutions — the pages' resolve buttons: a
@@ -415,4 +415,12 @@ func (h *Kafka) topicNotes(ctx context.Context, cluster, topic string) []triage.
 	}
 	notes, _ := h.triage.Notes(ctx, cluster, topic)
 	return notes
+}
+
+// resolvedJSON answers a resolution request: how many records (or outbox events) changed state,
+// how many were selected, and for a Kafka selection how many records were read to find them.
+type resolvedJSON struct {
+	Updated int64  `json:"updated"`
+	Matched int64  `json:"matched"`
+	Scanned *int64 `json:"scanned,omitempty"`
 }
