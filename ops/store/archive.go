@@ -15,7 +15,7 @@ import (
 
 // ArchiveMessages writes ms in one transaction: all or none. A message a job archived before
 // (same job, same locator: a resumed run) is not written twice.
-func (s *Store) ArchiveMessages(ctx context.Context, ms []replay.Archived) error {
+func (s *Archive) ArchiveMessages(ctx context.Context, ms []replay.Archived) error {
 	if len(ms) == 0 {
 		return nil
 	}
@@ -71,7 +71,7 @@ func scanArchived(r pgx.CollectableRow) (replay.Archived, error) {
 }
 
 // ArchivedMessages lists archived messages, newest first.
-func (s *Store) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error) {
+func (s *Archive) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -93,7 +93,7 @@ func (s *Store) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([
 }
 
 // ArchivedMessageByID reads one archived message: ops.ErrNotFound when there is none.
-func (s *Store) ArchivedMessageByID(ctx context.Context, id int64) (replay.Archived, error) {
+func (s *Archive) ArchivedMessageByID(ctx context.Context, id int64) (replay.Archived, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1`, id)
 	if err != nil {
 		return replay.Archived{}, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
@@ -113,7 +113,7 @@ func (s *Store) ArchivedMessageByID(ctx context.Context, id int64) (replay.Archi
 // first, record after: a crash between the two leaves a copy that shows as not restored (it may
 // then be restored twice: at-least-once), never a message marked restored that was not published.
 // ops.ErrNotFound: no such message; ops.ErrConflict: restored already.
-func (s *Store) RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error) {
+func (s *Archive) RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error) {
 	var m replay.Archived
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1 FOR UPDATE`, id)

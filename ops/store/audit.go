@@ -14,7 +14,7 @@ import (
 )
 
 // RecordAudit appends an entry. At is set by the database.
-func (s *Store) RecordAudit(ctx context.Context, e audit.Entry) error {
+func (s *AuditLog) RecordAudit(ctx context.Context, e audit.Entry) error {
 	// Text written by others (a user agent, a reason) may hold a NUL or invalid UTF-8, which a
 	// text column refuses: the entry is kept, the odd bytes are not.
 	for _, f := range []*string{&e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target, &e.Reason, &e.Outcome} {
@@ -37,7 +37,7 @@ func (s *Store) RecordAudit(ctx context.Context, e audit.Entry) error {
 }
 
 // ListAudit returns entries newest first.
-func (s *Store) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, error) {
+func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}

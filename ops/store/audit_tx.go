@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,7 +18,7 @@ import (
 
 // RecordIntent appends e with outcome "started" and returns its id, for the outcome row's
 // detail.intent_id. An error (ops.ErrUnavailable) means the change must not be made.
-func (s *Store) RecordIntent(ctx context.Context, e audit.Entry) (int64, error) {
+func (s *AuditLog) RecordIntent(ctx context.Context, e audit.Entry) (int64, error) {
 	e.Outcome = audit.OutcomeStarted
 	sql, args := auditInsert(e, "audit_log")
 	var id int64
@@ -31,7 +32,7 @@ func (s *Store) RecordIntent(ctx context.Context, e audit.Entry) (int64, error) 
 // runs on the store's own database (and may write its audit log), the row is inserted in tx and
 // commits or rolls back with the change; otherwise it is written through the store's pool before
 // the caller commits tx. Either way an error means tx must be rolled back.
-func (s *Store) RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
+func (s *AuditLog) RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
 	if tx != nil {
 		same, err := s.sameDatabase(ctx, tx)
 		if err != nil {
@@ -56,7 +57,7 @@ const databaseIdentity = `SELECT current_database() || '/' ||
 
 // sameDatabase reports whether tx runs on the store's database with the right to insert into its
 // audit log.
-func (s *Store) sameDatabase(ctx context.Context, tx pgx.Tx) (bool, error) {
+func (s *AuditLog) sameDatabase(ctx context.Context, tx pgx.Tx) (bool, error) {
 	var theirs string
 	var canInsert bool
 	err := tx.QueryRow(ctx, databaseIdentity+`, CASE WHEN to_regclass('`+Schema+`.audit_log') IS NULL THEN false
@@ -89,4 +90,34 @@ func auditInsert(e audit.Entry, table string) (string, []any) {
 	return `INSERT INTO ` + table + ` (actor, role, source_ip, user_agent, action, target, count, reason, outcome, detail)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		[]any{e.Actor, e.Role, e.SourceIP, e.UserAgent, e.Action, e.Target, e.Count, e.Reason, e.Outcome, detail}
+}
+
+// auditedChange makes a change to the store's own tables (any part's) audited before effect: the intent row
+// (e, outcome "started") is written first and nothing changes when it cannot be; change and its
+// outcome row (naming the intent, with change's count) then commit in one transaction, so the
+// log never says "ok" for a change that was rolled back; a failed change gets a "failed" row.
+func (s db) auditedChange(ctx context.Context, e audit.Entry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
+	// The audit rows are written even if the caller went away mid-request.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	log := AuditLog{s}
+	intent, err := log.RecordIntent(actx, e)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if n, err = change(actx, tx); err != nil {
+			return err
+		}
+		sql, args := auditInsert(audit.OutcomeOf(e, intent, audit.OutcomeOK, &n, nil), "audit_log")
+		_, err = tx.Exec(actx, sql, args...)
+		return err
+	})
+	if err != nil {
+		_ = log.RecordAudit(actx, audit.OutcomeOf(e, intent, audit.OutcomeFailed, nil, err))
+		return 0, unavailable(err, "%s", e.Action)
+	}
+	return n, nil
 }

@@ -15,7 +15,7 @@ import (
 // comes more than window after the group's last one starts a new episode (count restarts);
 // otherwise it extends the current one. Sightings may arrive twice (a round retried by a new
 // leader): the timestamps make that harmless but the count (a hint on the page, not a ledger).
-func (s *Store) RecordErrorGroups(ctx context.Context, window time.Duration, sightings []history.ErrorGroupSighting) error {
+func (s *Samples) RecordErrorGroups(ctx context.Context, window time.Duration, sightings []history.ErrorGroupSighting) error {
 	if len(sightings) == 0 {
 		return nil
 	}
@@ -43,7 +43,7 @@ func (s *Store) RecordErrorGroups(ctx context.Context, window time.Duration, sig
 
 // ErrorGroupEpisodes lists the groups whose episode started at or after since, newest first, at
 // most limit.
-func (s *Store) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error) {
+func (s *Samples) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, group_key, exception_type, exception_cause, episode_start, last_seen,
 			count, sample_message, sample_partition, sample_offset, episode_start
 		FROM error_group g WHERE episode_start >= $1

@@ -21,7 +21,7 @@ type writer interface {
 
 // PutSnapshot stores a successful sample: it replaces the source's snapshot, error fields included.
 // It is not fenced: the sampler writes through WriteSample.
-func (s *Store) PutSnapshot(ctx context.Context, snap history.Snapshot) error {
+func (s *Samples) PutSnapshot(ctx context.Context, snap history.Snapshot) error {
 	return putSnapshot(ctx, s.pool, snap)
 }
 
@@ -43,7 +43,7 @@ func putSnapshot(ctx context.Context, db writer, snap history.Snapshot) error {
 
 // SetSnapshotError records a failed sample and keeps the last good data and its time, so readers
 // see what was last known together with why it is not current.
-func (s *Store) SetSnapshotError(ctx context.Context, kind, name, msg string, at time.Time) error {
+func (s *Samples) SetSnapshotError(ctx context.Context, kind, name, msg string, at time.Time) error {
 	return setSnapshotError(ctx, s.pool, kind, name, msg, at)
 }
 
@@ -59,7 +59,7 @@ func setSnapshotError(ctx context.Context, db writer, kind, name, msg string, at
 
 // Snapshot reads one source's snapshot. It returns ops.ErrNotFound when the source was never
 // sampled.
-func (s *Store) Snapshot(ctx context.Context, kind, name string) (history.Snapshot, error) {
+func (s *Samples) Snapshot(ctx context.Context, kind, name string) (history.Snapshot, error) {
 	return s.SnapshotIfChanged(ctx, kind, name, time.Time{})
 }
 
@@ -67,7 +67,7 @@ func (s *Store) Snapshot(ctx context.Context, kind, name string) (history.Snapsh
 // sample is still that one, Data is nil (the error fields are current either way), so revalidating
 // a cached snapshot costs one small row instead of the whole document. A zero have always reads
 // Data.
-func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have time.Time) (history.Snapshot, error) {
+func (s *Samples) SnapshotIfChanged(ctx context.Context, kind, name string, have time.Time) (history.Snapshot, error) {
 	snap := history.Snapshot{Kind: kind, Name: name}
 	var at, errorAt *time.Time
 	err := s.pool.QueryRow(ctx, `SELECT at, error, error_at,
@@ -91,7 +91,7 @@ func (s *Store) SnapshotIfChanged(ctx context.Context, kind, name string, have t
 
 // InsertKafkaGroupSamples appends samples with one COPY. A sample with the same cluster, group and
 // At as a stored one fails the whole batch with ops.ErrConflict.
-func (s *Store) InsertKafkaGroupSamples(ctx context.Context, samples []history.KafkaGroupSample) error {
+func (s *Samples) InsertKafkaGroupSamples(ctx context.Context, samples []history.KafkaGroupSample) error {
 	return insertKafkaGroupSamples(ctx, s.pool, samples)
 }
 
@@ -133,7 +133,7 @@ func insertKafkaGroupSamples(ctx context.Context, db writer, samples []history.K
 
 // KafkaGroupSamples reads the samples taken at or after since, ordered by group and time: of one
 // group, or of every group of the cluster when group is empty (a new leader's warm-up).
-func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, since time.Time) ([]history.KafkaGroupSample, error) {
+func (s *Samples) KafkaGroupSamples(ctx context.Context, cluster, group string, since time.Time) ([]history.KafkaGroupSample, error) {
 	const cols = `SELECT group_name, at, total_lag, state, members, status, topics, partitions, committed, lag
 		FROM kafka_group_sample `
 	var (
@@ -179,7 +179,7 @@ func (s *Store) KafkaGroupSamples(ctx context.Context, cluster, group string, si
 // spikes survive the downsampling. topK is the number of partition series (0 for none). A group
 // with no samples in the range yields no points. maxPoints outside [1, history.MaxHistoryPoints], topK < 0
 // or an empty range are ops.ErrInvalid.
-func (s *Store) KafkaGroupHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints, topK int) (history.KafkaHistory, error) {
+func (s *Samples) KafkaGroupHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints, topK int) (history.KafkaHistory, error) {
 	switch {
 	case maxPoints < 1 || maxPoints > history.MaxHistoryPoints:
 		return history.KafkaHistory{}, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", history.MaxHistoryPoints))
@@ -253,7 +253,7 @@ const pruneBatch = 5000
 
 // PruneHistory deletes the samples (Kafka and RabbitMQ) taken before before, in batches, and
 // returns how many it deleted. Snapshots are kept.
-func (s *Store) PruneHistory(ctx context.Context, before time.Time) (int64, error) {
+func (s *Samples) PruneHistory(ctx context.Context, before time.Time) (int64, error) {
 	var total int64
 	for _, table := range []string{"kafka_group_sample", "rabbit_queue_sample"} {
 		for {

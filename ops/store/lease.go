@@ -23,7 +23,7 @@ const lockWait = 200 * time.Millisecond
 // or past its expiry), incrementing its token, for ttl. It reports false (and no error) when
 // another owner's lease is still valid — also when owner itself holds it: the holder renews with
 // RenewSourceLease, keeping its token. Errors are ops.ErrUnavailable.
-func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (lease.Lease, bool, error) {
+func (s *Leases) AcquireSourceLease(ctx context.Context, source, owner string, ttl time.Duration) (lease.Lease, bool, error) {
 	l := lease.Lease{Source: source, Owner: owner, TTL: ttl}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, pgMillis(lockWait)); err != nil {
@@ -50,7 +50,7 @@ func (s *Store) AcquireSourceLease(ctx context.Context, source, owner string, tt
 // RenewSourceLease extends l by its TTL from now, keeping its token. It fails with lease.ErrFenced when the
 // lease was taken over (its token is not current), and ops.ErrUnavailable when the store cannot be
 // reached. A lease past its expiry that nobody took over is renewed.
-func (s *Store) RenewSourceLease(ctx context.Context, l lease.Lease) (lease.Lease, error) {
+func (s *Leases) RenewSourceLease(ctx context.Context, l lease.Lease) (lease.Lease, error) {
 	err := s.pool.QueryRow(ctx, `UPDATE sampler_lease SET expires_at = now() + $4::interval, renewed_at = now()
 		WHERE source = $1 AND owner = $2 AND token = $3 RETURNING expires_at`,
 		l.Source, l.Owner, l.Token, l.TTL).Scan(&l.ExpiresAt)
@@ -65,7 +65,7 @@ func (s *Store) RenewSourceLease(ctx context.Context, l lease.Lease) (lease.Leas
 
 // ReleaseSourceLease gives l up (a replica shutting down, or handing a source to a replica with fewer),
 // so another replica may take it at once. Releasing a lease already taken over does nothing.
-func (s *Store) ReleaseSourceLease(ctx context.Context, l lease.Lease) error {
+func (s *Leases) ReleaseSourceLease(ctx context.Context, l lease.Lease) error {
 	_, err := s.pool.Exec(ctx, `UPDATE sampler_lease SET owner = '', expires_at = '-infinity', renewed_at = now()
 		WHERE source = $1 AND owner = $2 AND token = $3`, l.Source, l.Owner, l.Token)
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Store) ReleaseSourceLease(ctx context.Context, l lease.Lease) error {
 }
 
 // SourceLeases lists every source's lease, valid or not, ordered by source. Errors are ops.ErrUnavailable.
-func (s *Store) SourceLeases(ctx context.Context) ([]lease.State, error) {
+func (s *Leases) SourceLeases(ctx context.Context) ([]lease.State, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, owner, token, nullif(expires_at, '-infinity'), renewed_at,
 			owner <> '' AND expires_at > now()
 		FROM sampler_lease ORDER BY source`)
@@ -103,7 +103,7 @@ func (s *Store) SourceLeases(ctx context.Context) ([]lease.State, error) {
 // The transaction gives up after half of l.TTL idle or in one statement, so a leader frozen
 // mid-write does not hold the row, and with it the takeover, for long. A duplicate history row is
 // ops.ErrConflict; a store that cannot be reached is ops.ErrUnavailable.
-func (s *Store) WriteSample(ctx context.Context, l lease.Lease, w history.SampleWrite) error {
+func (s *Leases) WriteSample(ctx context.Context, l lease.Lease, w history.SampleWrite) error {
 	hold := max(l.TTL/2, 100*time.Millisecond)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
@@ -148,7 +148,7 @@ const replicaForget = time.Hour
 // HeartbeatReplica records that replica id is alive for ttl from now, forgets replicas dead for an
 // hour, and returns the IDs of the live replicas (this one included), sorted. Errors are
 // ops.ErrUnavailable.
-func (s *Store) HeartbeatReplica(ctx context.Context, id string, ttl time.Duration) ([]string, error) {
+func (s *Leases) HeartbeatReplica(ctx context.Context, id string, ttl time.Duration) ([]string, error) {
 	var live []string
 	err := s.pool.QueryRow(ctx, `WITH up AS (
 			INSERT INTO sampler_replica (id, heartbeat_at, expires_at) VALUES ($1, now(), now() + $2::interval)
@@ -166,7 +166,7 @@ func (s *Store) HeartbeatReplica(ctx context.Context, id string, ttl time.Durati
 }
 
 // RemoveReplica deletes replica id's row (a clean shutdown).
-func (s *Store) RemoveReplica(ctx context.Context, id string) error {
+func (s *Leases) RemoveReplica(ctx context.Context, id string) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM sampler_replica WHERE id = $1`, id); err != nil {
 		return unavailable(err, "replica %s: remove", id)
 	}
@@ -174,7 +174,7 @@ func (s *Store) RemoveReplica(ctx context.Context, id string) error {
 }
 
 // Replicas reads the lease.ReplicaView. Errors are ops.ErrUnavailable.
-func (s *Store) Replicas(ctx context.Context) (lease.ReplicaView, error) {
+func (s *Leases) Replicas(ctx context.Context) (lease.ReplicaView, error) {
 	var v lease.ReplicaView
 	rows, err := s.pool.Query(ctx, `SELECT id, started_at, heartbeat_at, expires_at, expires_at > now()
 		FROM sampler_replica ORDER BY id`)

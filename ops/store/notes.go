@@ -13,7 +13,7 @@ import (
 
 // AddNote appends n (its ID and At are set by the store), audited before effect (auditedChange):
 // the note and its audit row commit together.
-func (s *Store) AddNote(ctx context.Context, e audit.Entry, n triage.Note) (triage.Note, error) {
+func (s *Triage) AddNote(ctx context.Context, e audit.Entry, n triage.Note) (triage.Note, error) {
 	var typ, cause, msgID *string
 	var part *int32
 	var off *int64
@@ -42,7 +42,7 @@ func (s *Store) AddNote(ctx context.Context, e audit.Entry, n triage.Note) (tria
 
 // Notes lists the notes of a source, oldest first (they read as a conversation), at most triage.MaxNotes
 // (the newest).
-func (s *Store) Notes(ctx context.Context, source string) ([]triage.Note, error) {
+func (s *Triage) Notes(ctx context.Context, source string) ([]triage.Note, error) {
 	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT id, source, exception_type, exception_cause, partition, "offset", coalesce(message_id, ''), actor, at, text, link
 		FROM dead_letter_note WHERE source = $1 ORDER BY at DESC, id DESC LIMIT $2) n ORDER BY at, id`, source, triage.MaxNotes)
 	if err != nil {

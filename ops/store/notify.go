@@ -15,7 +15,7 @@ import (
 
 // NotifyState reads every alert and, for the firing ones, the newest firing notification of their
 // current episode per channel. Errors are ops.ErrUnavailable.
-func (s *Store) NotifyState(ctx context.Context) ([]alerts.Alert, []alerts.Sent, error) {
+func (s *Alerts) NotifyState(ctx context.Context) ([]alerts.Alert, []alerts.Sent, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key, kind, severity, title, summary, link, labels, since, episode, firing,
 		fired_at, resolved_at FROM notify_alert ORDER BY key`)
 	if err != nil {
@@ -48,7 +48,7 @@ func (s *Store) NotifyState(ctx context.Context) ([]alerts.Alert, []alerts.Sent,
 // WriteNotifyRound stores r in one transaction fenced by l (see WriteSample): a notifier that lost
 // its lease gets lease.ErrFenced and writes nothing. A notification already recorded (same key,
 // episode, state, seq and channel) is not recorded twice.
-func (s *Store) WriteNotifyRound(ctx context.Context, l lease.Lease, r alerts.Round) error {
+func (s *Alerts) WriteNotifyRound(ctx context.Context, l lease.Lease, r alerts.Round) error {
 	hold := max(l.TTL/2, 100*time.Millisecond)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
@@ -90,7 +90,7 @@ func (s *Store) WriteNotifyRound(ctx context.Context, l lease.Lease, r alerts.Ro
 
 // RecordNotification records one notification outside a round (a test notification) and returns
 // its ID. Errors are ops.ErrUnavailable.
-func (s *Store) RecordNotification(ctx context.Context, n alerts.NewNotification) (int64, error) {
+func (s *Alerts) RecordNotification(ctx context.Context, n alerts.NewNotification) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, `INSERT INTO notification (alert_key, episode, state, seq, channel, event)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, n.Key, n.Episode, n.State, n.Seq, n.Channel, []byte(n.Event)).Scan(&id)
@@ -124,16 +124,16 @@ func fence(ctx context.Context, tx pgx.Tx, l lease.Lease) error {
 
 // DueNotifications lists up to limit undelivered notifications whose next attempt is due, oldest
 // first. Errors are ops.ErrUnavailable.
-func (s *Store) DueNotifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
+func (s *Alerts) DueNotifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
 	return s.notifications(ctx, `WHERE delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now() ORDER BY id LIMIT $1`, limit)
 }
 
 // Notifications lists the newest limit notifications, newest first (the delivery log).
-func (s *Store) Notifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
+func (s *Alerts) Notifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
 	return s.notifications(ctx, `ORDER BY id DESC LIMIT $1`, limit)
 }
 
-func (s *Store) notifications(ctx context.Context, where string, args ...any) ([]alerts.Notification, error) {
+func (s *Alerts) notifications(ctx context.Context, where string, args ...any) ([]alerts.Notification, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, alert_key, episode, state, seq, channel, event, created_at, attempts,
 		next_attempt_at, delivered_at, failed_at, last_error FROM notification `+where, args...)
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Store) notifications(ctx context.Context, where string, args ...any) ([
 // next one retry later, so that nobody else sends it meanwhile and a sender that dies leaves it to
 // the next attempt. l fences the claim (nil: unfenced, for a test notification). It reports false
 // when the notification is delivered, given up, not due, or l is not current.
-func (s *Store) ClaimNotification(ctx context.Context, l *lease.Lease, id int64, retry time.Duration) (int, bool, error) {
+func (s *Alerts) ClaimNotification(ctx context.Context, l *lease.Lease, id int64, retry time.Duration) (int, bool, error) {
 	var attempts int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if l != nil {
@@ -178,7 +178,7 @@ func (s *Store) ClaimNotification(ctx context.Context, l *lease.Lease, id int64,
 // SettleNotification records an attempt's outcome: sendErr nil marks it delivered; otherwise the
 // error is kept and, when giveUp, the notification is given up. Unfenced: a send that happened
 // must be recorded, whoever leads now.
-func (s *Store) SettleNotification(ctx context.Context, id int64, sendErr error, giveUp bool) error {
+func (s *Alerts) SettleNotification(ctx context.Context, id int64, sendErr error, giveUp bool) error {
 	var err error
 	if sendErr == nil {
 		_, err = s.pool.Exec(ctx, `UPDATE notification SET delivered_at = now(), last_error = '' WHERE id = $1 AND delivered_at IS NULL`, id)
@@ -195,7 +195,7 @@ func (s *Store) SettleNotification(ctx context.Context, id int64, sendErr error,
 
 // CreateSilence stores a silence and returns it with its ID and creation time. Errors are
 // ops.ErrUnavailable.
-func (s *Store) CreateSilence(ctx context.Context, x alerts.Silence) (alerts.Silence, error) {
+func (s *Alerts) CreateSilence(ctx context.Context, x alerts.Silence) (alerts.Silence, error) {
 	if x.Matchers == nil {
 		x.Matchers = map[string]string{}
 	}
@@ -208,7 +208,7 @@ func (s *Store) CreateSilence(ctx context.Context, x alerts.Silence) (alerts.Sil
 }
 
 // Silences lists the silences that have not ended, soonest end first.
-func (s *Store) Silences(ctx context.Context) ([]alerts.Silence, error) {
+func (s *Alerts) Silences(ctx context.Context) ([]alerts.Silence, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, matchers, ends_at, comment, created_by, created_at FROM notify_silence
 		WHERE ends_at > now() ORDER BY ends_at, id`)
 	if err != nil {

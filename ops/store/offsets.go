@@ -23,7 +23,7 @@ type OffsetPlan struct {
 }
 
 // CreateOffsetPlan stores a new plan. A duplicate id is ops.ErrConflict.
-func (s *Store) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error {
+func (s *OffsetPlans) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO offset_move_plan (id, cluster, group_name, topic, created_by, body)
 		VALUES ($1, $2, $3, $4, $5, $6)`, p.ID, p.Cluster, p.Group, p.Topic, p.CreatedBy, p.Body)
 	if err != nil {
@@ -33,7 +33,7 @@ func (s *Store) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error {
 }
 
 // OffsetPlan reads one plan; an unknown id is ops.ErrNotFound.
-func (s *Store) OffsetPlan(ctx context.Context, id string) (OffsetPlan, error) {
+func (s *OffsetPlans) OffsetPlan(ctx context.Context, id string) (OffsetPlan, error) {
 	p := OffsetPlan{ID: id}
 	var appliedBy, approvedBy *string
 	err := s.pool.QueryRow(ctx, `SELECT cluster, group_name, topic, created_by, created_at, body, applied_at, applied_by, approved_by
@@ -56,7 +56,7 @@ func (s *Store) OffsetPlan(ctx context.Context, id string) (OffsetPlan, error) {
 
 // ApproveOffsetPlan records the second person of a four-eyes plan. A plan already applied or
 // approved is ops.ErrConflict; an unknown one ops.ErrNotFound.
-func (s *Store) ApproveOffsetPlan(ctx context.Context, id, approver string) error {
+func (s *OffsetPlans) ApproveOffsetPlan(ctx context.Context, id, approver string) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE offset_move_plan SET approved_by = $2
 		WHERE id = $1 AND applied_at IS NULL AND approved_by IS NULL`, id, approver)
 	if err != nil {
@@ -73,7 +73,7 @@ func (s *Store) ApproveOffsetPlan(ctx context.Context, id, approver string) erro
 
 // MarkOffsetPlanApplied records that the plan's offsets were committed. A plan already applied
 // is ops.ErrConflict.
-func (s *Store) MarkOffsetPlanApplied(ctx context.Context, id, actor string) error {
+func (s *OffsetPlans) MarkOffsetPlanApplied(ctx context.Context, id, actor string) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE offset_move_plan SET applied_at = now(), applied_by = $2
 		WHERE id = $1 AND applied_at IS NULL`, id, actor)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // SetOutboxResolutions puts outbox events (by row id) into state, audited before effect
 // (auditedChange). It returns how many events changed state (none is written for opening an
 // event that is open).
-func (s *Store) SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error) {
+func (s *Triage) SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
@@ -47,7 +47,7 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 
 // MarkOutboxReplayed marks the events a replay job requeued as replayed, with the job's id,
 // after the ledger has them (a mark is never ahead of it).
-func (s *Store) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error {
+func (s *Triage) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := setOutboxResolutions(ctx, tx, outbox, ids, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
 		return err
@@ -60,7 +60,7 @@ func (s *Store) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox str
 
 // OutboxResolutions reads the resolution of each of ids that has one; an id missing from the
 // answer is open, never marked.
-func (s *Store) OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]triage.Resolution, error) {
+func (s *Triage) OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]triage.Resolution, error) {
 	out := map[int64]triage.Resolution{}
 	if len(ids) == 0 {
 		return out, nil
@@ -87,7 +87,7 @@ func (s *Store) OutboxResolutions(ctx context.Context, outbox string, ids []int6
 
 // SettledOutboxEvents lists the events of an outbox marked resolved or ignored (what the
 // overview stops counting while they are DEAD).
-func (s *Store) SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error) {
+func (s *Triage) SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `SELECT event FROM outbox_resolution WHERE outbox = $1 AND state IN ('resolved', 'ignored')`, outbox)
 	if err != nil {
 		return nil, unavailable(err, "settled outbox events %s", outbox)

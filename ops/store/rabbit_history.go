@@ -15,7 +15,7 @@ import (
 
 // InsertRabbitQueueSamples appends samples with one COPY. A sample with the same broker, vhost,
 // queue and At as a stored one fails the whole batch with ops.ErrConflict.
-func (s *Store) InsertRabbitQueueSamples(ctx context.Context, samples []history.RabbitQueueSample) error {
+func (s *Samples) InsertRabbitQueueSamples(ctx context.Context, samples []history.RabbitQueueSample) error {
 	return insertRabbitQueueSamples(ctx, s.pool, samples)
 }
 
@@ -47,7 +47,7 @@ func insertRabbitQueueSamples(ctx context.Context, db writer, samples []history.
 
 // RabbitQueueSamples reads every queue's samples of broker taken at or after since, ordered by
 // vhost, queue and time (a new sampling leader's warm-up).
-func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since time.Time) ([]history.RabbitQueueSample, error) {
+func (s *Samples) RabbitQueueSamples(ctx context.Context, broker string, since time.Time) ([]history.RabbitQueueSample, error) {
 	rows, err := s.pool.Query(ctx, `SELECT vhost, queue, at, ready, unacked, consumers,
 			publish_rate, deliver_rate, ack_rate, redeliver_rate
 		FROM rabbit_queue_sample WHERE broker = $1 AND at >= $2 ORDER BY vhost, queue, at`, broker, since)
@@ -73,7 +73,7 @@ func (s *Store) RabbitQueueSamples(ctx context.Context, broker string, since tim
 // survive the downsampling; rates its average. A queue without samples in the range yields no
 // points (an empty, non-nil slice). maxPoints outside [1, history.MaxHistoryPoints] or an empty range are
 // ops.ErrInvalid.
-func (s *Store) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since, until time.Time, maxPoints int) ([]history.RabbitQueuePoint, error) {
+func (s *Samples) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since, until time.Time, maxPoints int) ([]history.RabbitQueuePoint, error) {
 	switch {
 	case maxPoints < 1 || maxPoints > history.MaxHistoryPoints:
 		return nil, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", history.MaxHistoryPoints))

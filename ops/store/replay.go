@@ -22,7 +22,7 @@ type planWriter struct {
 }
 
 // BeginPlan opens the transaction of plan id.
-func (s *Store) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
+func (s *Replays) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, unavailable(err, "save plan")
@@ -74,7 +74,7 @@ func (w *planWriter) Commit(ctx context.Context, p replay.StoredPlan) error {
 func (w *planWriter) Rollback(ctx context.Context) { _ = w.tx.Rollback(context.WithoutCancel(ctx)) }
 
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.
-func (s *Store) Plan(ctx context.Context, id string) (replay.StoredPlan, error) {
+func (s *Replays) Plan(ctx context.Context, id string) (replay.StoredPlan, error) {
 	var p replay.StoredPlan
 	var actions, warnings, groups []byte
 	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups
@@ -92,7 +92,7 @@ func (s *Store) Plan(ctx context.Context, id string) (replay.StoredPlan, error) 
 }
 
 // PlanItems reads up to limit items with seq ≥ from, in seq order.
-func (s *Store) PlanItems(ctx context.Context, planID string, from, limit int) ([]replay.StoredItem, error) {
+func (s *Replays) PlanItems(ctx context.Context, planID string, from, limit int) ([]replay.StoredItem, error) {
 	// destination as text: scanning jsonb into json.RawMessage validates it, for nothing.
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
 			replay_count, position, partition, note
@@ -120,7 +120,7 @@ func collectPlanItems(rows pgx.Rows) ([]replay.StoredItem, error) {
 
 // PlanItemsByLocator reads the items of a plan with these locators (RabbitMQ and outbox items:
 // Kafka items are found by seq).
-func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]replay.StoredItem, error) {
+func (s *Replays) PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]replay.StoredItem, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, consumer, destination::text, inbox, action, error_group,
 			replay_count, position, partition, note
 		FROM replay_plan_item WHERE plan_id = $1 AND locator = ANY($2) AND partition IS NULL`, planID, locators)
@@ -133,7 +133,7 @@ func (s *Store) PlanItemsByLocator(ctx context.Context, planID string, locators 
 // AnalyzePlanItems refreshes the planner's statistics of the plan items. A job that looks its
 // items up by locator runs right after its plan was copied in, long before autovacuum analyzes
 // the table; without statistics PostgreSQL reads the whole plan by its primary key for every batch.
-func (s *Store) AnalyzePlanItems(ctx context.Context) error {
+func (s *Replays) AnalyzePlanItems(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, `ANALYZE replay_plan_item`); err != nil {
 		return unavailable(err, "analyze plan items")
 	}
@@ -142,7 +142,7 @@ func (s *Store) AnalyzePlanItems(ctx context.Context) error {
 
 // RecordUnsettled settles as failed, with detail, every item of the job's plan that has no ledger
 // row yet, in one statement, and returns how many there were.
-func (s *Store) RecordUnsettled(ctx context.Context, jobID, planID, detail string) (int, error) {
+func (s *Replays) RecordUnsettled(ctx context.Context, jobID, planID, detail string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `WITH ins AS (
 			INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail, holds)
@@ -189,7 +189,7 @@ func scanJob(r pgx.CollectableRow) (replay.Job, error) {
 }
 
 // CreateJob stores a pending job.
-func (s *Store) CreateJob(ctx context.Context, j replay.Job) error {
+func (s *Replays) CreateJob(ctx context.Context, j replay.Job) error {
 	status := j.Status
 	if status == "" {
 		status = replay.JobPending
@@ -211,7 +211,7 @@ func isUniqueViolation(err error) bool {
 }
 
 // busySource is the conflict of a second job on a source another job is moving, naming that job.
-func (s *Store) busySource(ctx context.Context, key string) error {
+func (s *Replays) busySource(ctx context.Context, key string) error {
 	var id, actor, status string
 	err := s.pool.QueryRow(ctx, `SELECT id, actor, status FROM replay_job WHERE source_key = $1 AND status IN ('pending', 'running')`,
 		key).Scan(&id, &actor, &status)
@@ -223,7 +223,7 @@ func (s *Store) busySource(ctx context.Context, key string) error {
 }
 
 // Job reads a job with its ledger counts. Unknown id → ops.ErrNotFound.
-func (s *Store) Job(ctx context.Context, id string) (replay.Job, error) {
+func (s *Replays) Job(ctx context.Context, id string) (replay.Job, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.id = $1`, id)
 	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
 	if isNoRows(err) {
@@ -236,7 +236,7 @@ func (s *Store) Job(ctx context.Context, id string) (replay.Job, error) {
 }
 
 // Jobs lists recent jobs, newest first.
-func (s *Store) Jobs(ctx context.Context, limit int) ([]replay.Job, error) {
+func (s *Replays) Jobs(ctx context.Context, limit int) ([]replay.Job, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j ORDER BY j.created_at DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, unavailable(err, "replay jobs")
@@ -251,7 +251,7 @@ func (s *Store) Jobs(ctx context.Context, limit int) ([]replay.Job, error) {
 // ClaimJob leases the oldest pending job, or a running one whose runner's lease expired (its
 // replica died), to owner. FOR UPDATE SKIP LOCKED makes two replicas claim different jobs.
 // Returns ops.ErrNotFound when there is nothing to run.
-func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (replay.Job, error) {
+func (s *Replays) ClaimJob(ctx context.Context, owner string, lease time.Duration) (replay.Job, error) {
 	var id string
 	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET status = 'running', lease_owner = $1,
 			lease_until = now() + $2::interval, started_at = coalesce(started_at, now())
@@ -270,7 +270,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 
 // RenewLease extends owner's lease and records progress. It reports false when the lease was lost
 // (another replica took the job over), and whether cancellation was requested.
-func (s *Store) RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error) {
+func (s *Replays) RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error) {
 	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, next_seq = greatest(next_seq, $4), paused = ''
 		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
 		jobID, owner, lease.String(), nextSeq).Scan(&cancel)
@@ -286,7 +286,7 @@ func (s *Store) RenewLease(ctx context.Context, jobID, owner string, lease time.
 // PauseJob records why owner's running job waits (a dependency went away) and extends its lease;
 // the next RenewLease clears it. It reports, like RenewLease, whether the lease is still held and
 // whether cancellation was requested.
-func (s *Store) PauseJob(ctx context.Context, jobID, owner string, lease time.Duration, why string) (held, cancel bool, err error) {
+func (s *Replays) PauseJob(ctx context.Context, jobID, owner string, lease time.Duration, why string) (held, cancel bool, err error) {
 	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, paused = $4
 		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
 		jobID, owner, lease.String(), why).Scan(&cancel)
@@ -300,7 +300,7 @@ func (s *Store) PauseJob(ctx context.Context, jobID, owner string, lease time.Du
 }
 
 // FinishJob ends owner's run with a final status.
-func (s *Store) FinishJob(ctx context.Context, jobID, owner, status, errText string) error {
+func (s *Replays) FinishJob(ctx context.Context, jobID, owner, status, errText string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = ''
 		WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
 	if err != nil {
@@ -310,7 +310,7 @@ func (s *Store) FinishJob(ctx context.Context, jobID, owner, status, errText str
 }
 
 // RequestCancel asks a job to stop; a pending job is cancelled at once. Returns the job's status.
-func (s *Store) RequestCancel(ctx context.Context, jobID string) (string, error) {
+func (s *Replays) RequestCancel(ctx context.Context, jobID string) (string, error) {
 	var status string
 	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET cancel_requested = true,
 			status = CASE WHEN status IN ('pending', 'awaiting_approval') THEN 'cancelled' ELSE status END,
@@ -329,7 +329,7 @@ func (s *Store) RequestCancel(ctx context.Context, jobID string) (string, error)
 // will not move, in one statement. The partial unique index on locator guarantees that, however
 // many jobs race, one claim per message succeeds. A claim that loses is looked up once more to
 // tell a resumed run's own rows from another job's.
-func (s *Store) Claim(ctx context.Context, jobID string, claims []replay.LedgerClaim, finals []replay.LedgerOutcome) (map[int]replay.LedgerState, error) {
+func (s *Replays) Claim(ctx context.Context, jobID string, claims []replay.LedgerClaim, finals []replay.LedgerOutcome) (map[int]replay.LedgerState, error) {
 	n := len(claims) + len(finals)
 	if n == 0 {
 		return nil, nil
@@ -412,7 +412,7 @@ const claimSQL = `WITH ins AS (
 	SELECT seq FROM ins WHERE outcome = 'active'`
 
 // Holders names, for each locator the ledger holds (published or in flight), the job holding it.
-func (s *Store) Holders(ctx context.Context, locators []string) (map[string]string, error) {
+func (s *Replays) Holders(ctx context.Context, locators []string) (map[string]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT locator, job_id FROM replay_ledger WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
 		return nil, unavailable(err, "ledger holders")
@@ -427,7 +427,7 @@ func (s *Store) Holders(ctx context.Context, locators []string) (map[string]stri
 
 // Record writes final outcomes of messages this job never claimed (skips, messages that were gone).
 // A message already recorded keeps its first outcome.
-func (s *Store) Record(ctx context.Context, jobID string, finals []replay.LedgerOutcome) error {
+func (s *Replays) Record(ctx context.Context, jobID string, finals []replay.LedgerOutcome) error {
 	_, err := s.Claim(ctx, jobID, nil, finals)
 	return err
 }
@@ -436,7 +436,7 @@ func (s *Store) Record(ctx context.Context, jobID string, finals []replay.Ledger
 // common case and take one update by primary key that, touching no indexed column, is a HOT
 // update; failures and annotated publishes carry their detail. Only rows still active change: an
 // outcome, once recorded, is final. The job's counts move in the same transaction.
-func (s *Store) Settle(ctx context.Context, jobID string, outcomes []replay.LedgerOutcome) error {
+func (s *Replays) Settle(ctx context.Context, jobID string, outcomes []replay.LedgerOutcome) error {
 	if len(outcomes) == 0 {
 		return nil
 	}
@@ -475,7 +475,7 @@ func (s *Store) Settle(ctx context.Context, jobID string, outcomes []replay.Ledg
 }
 
 // Ledger lists a job's rows (failed and skipped first when problemsFirst), up to limit.
-func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]replay.LedgerEntry, error) {
+func (s *Replays) Ledger(ctx context.Context, jobID string, limit int) ([]replay.LedgerEntry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, outcome, detail, at FROM replay_ledger
 		WHERE job_id = $1 ORDER BY CASE outcome WHEN 'failed' THEN 0 WHEN 'active' THEN 1 WHEN 'skipped' THEN 2 ELSE 3 END, seq
 		LIMIT $2`, jobID, limit)
@@ -494,7 +494,7 @@ func (s *Store) Ledger(ctx context.Context, jobID string, limit int) ([]replay.L
 }
 
 // LedgerOutcomes returns the recorded outcome of some of a job's items.
-func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (map[int]string, error) {
+func (s *Replays) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (map[int]string, error) {
 	s32 := make([]int32, len(seqs))
 	for i, v := range seqs {
 		s32[i] = int32(v)
@@ -515,7 +515,7 @@ func (s *Store) LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (m
 
 // ApproveJob moves an awaiting job to pending, recording who approved it. It reports false when
 // the job was not awaiting approval.
-func (s *Store) ApproveJob(ctx context.Context, jobID, approver string) (bool, error) {
+func (s *Replays) ApproveJob(ctx context.Context, jobID, approver string) (bool, error) {
 	var key string
 	err := s.pool.QueryRow(ctx, `UPDATE replay_job SET status = 'pending', approved_by = $2
 		WHERE id = $1 AND status = 'awaiting_approval' RETURNING source_key`, jobID, approver).Scan(&key)
@@ -523,7 +523,7 @@ func (s *Store) ApproveJob(ctx context.Context, jobID, approver string) (bool, e
 		return false, nil
 	}
 	if isUniqueViolation(err) {
-		return false, s.busySource(ctx, jobKeyOf(ctx, s, jobID))
+		return false, s.busySource(ctx, jobKeyOf(ctx, s.db, jobID))
 	}
 	if err != nil {
 		return false, unavailable(err, "approve job")
@@ -531,7 +531,7 @@ func (s *Store) ApproveJob(ctx context.Context, jobID, approver string) (bool, e
 	return true, nil
 }
 
-func jobKeyOf(ctx context.Context, s *Store, jobID string) string {
+func jobKeyOf(ctx context.Context, s db, jobID string) string {
 	var key string
 	_ = s.pool.QueryRow(ctx, `SELECT source_key FROM replay_job WHERE id = $1`, jobID).Scan(&key)
 	return key

@@ -12,7 +12,7 @@ import (
 // JobsOfPlan lists the jobs that ran (or run) plan planID, newest first: the plan page says a plan
 // already ran and what a second run does. An unknown plan has no jobs (no error).
 // Errors: ops.ErrUnavailable when the store cannot be read.
-func (s *Store) JobsOfPlan(ctx context.Context, planID string) ([]replay.Job, error) {
+func (s *Replays) JobsOfPlan(ctx context.Context, planID string) ([]replay.Job, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.plan_id = $1
 		ORDER BY j.created_at DESC, j.id DESC`, planID)
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Store) JobsOfPlan(ctx context.Context, planID string) ([]replay.Job, er
 // FailureGroups counts a job's failed messages per reason, most frequent first (then by reason),
 // at most limit groups: one broken destination shows as one row, not 40,000.
 // Errors: ops.ErrUnavailable when the store cannot be read.
-func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]replay.FailureGroup, error) {
+func (s *Replays) FailureGroups(ctx context.Context, jobID string, limit int) ([]replay.FailureGroup, error) {
 	rows, err := s.pool.Query(ctx, `SELECT detail, count(*) FROM replay_ledger WHERE job_id = $1 AND outcome = 'failed'
 		GROUP BY detail ORDER BY count(*) DESC, detail LIMIT $2`, jobID, limit)
 	if err != nil {
@@ -48,7 +48,7 @@ func (s *Store) FailureGroups(ctx context.Context, jobID string, limit int) ([]r
 // PlanRoutes reads the route of each of the plans planIDs, sampling the first sample items of
 // each for its destinations. A plan that does not exist is absent from the map.
 // Errors: ops.ErrUnavailable when the store cannot be read.
-func (s *Store) PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]replay.PlanRoute, error) {
+func (s *Replays) PlanRoutes(ctx context.Context, planIDs []string, sample int) (map[string]replay.PlanRoute, error) {
 	out := make(map[string]replay.PlanRoute, len(planIDs))
 	if len(planIDs) == 0 {
 		return out, nil

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,7 +14,7 @@ import (
 // SetResolutions puts marks into state, audited before effect (auditedChange). It returns how
 // many records changed state (a record already in it is not counted; none is written for opening
 // a record that is open).
-func (s *Store) SetResolutions(ctx context.Context, e audit.Entry, cluster, topic string, marks []triage.Mark, state, reason string) (int64, error) {
+func (s *Triage) SetResolutions(ctx context.Context, e audit.Entry, cluster, topic string, marks []triage.Mark, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
@@ -24,35 +23,6 @@ func (s *Store) SetResolutions(ctx context.Context, e audit.Entry, cluster, topi
 	})
 	if err != nil {
 		return 0, fmt.Errorf("dead-letter resolutions %s/%s: %w", cluster, topic, err)
-	}
-	return n, nil
-}
-
-// auditedChange makes a change to the store's own tables audited before effect: the intent row
-// (e, outcome "started") is written first and nothing changes when it cannot be; change and its
-// outcome row (naming the intent, with change's count) then commit in one transaction, so the
-// log never says "ok" for a change that was rolled back; a failed change gets a "failed" row.
-func (s *Store) auditedChange(ctx context.Context, e audit.Entry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
-	// The audit rows are written even if the caller went away mid-request.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	intent, err := s.RecordIntent(actx, e)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	err = pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if n, err = change(actx, tx); err != nil {
-			return err
-		}
-		sql, args := auditInsert(audit.OutcomeOf(e, intent, audit.OutcomeOK, &n, nil), "audit_log")
-		_, err = tx.Exec(actx, sql, args...)
-		return err
-	})
-	if err != nil {
-		_ = s.RecordAudit(actx, audit.OutcomeOf(e, intent, audit.OutcomeFailed, nil, err))
-		return 0, unavailable(err, "%s", e.Action)
 	}
 	return n, nil
 }
@@ -102,7 +72,7 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 // MarkReplayed marks the records a replay job published as replayed, with the job's id. Called
 // after the ledger has them settled (a mark is never ahead of the ledger); marks repeated by a
 // resumed run change nothing.
-func (s *Store) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []triage.Mark) error {
+func (s *Triage) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []triage.Mark) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := setResolutions(ctx, tx, cluster, topic, marks, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
 		return err
@@ -116,7 +86,7 @@ func (s *Store) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic s
 // MarkJobReplayed marks every record of a finished Kafka job that the ledger says was published
 // and is not marked yet: the sweep that makes the marks complete when a crash came between a
 // batch's settle and its marks. The exception cause is not in the plan; the type is.
-func (s *Store) MarkJobReplayed(ctx context.Context, jobID string) error {
+func (s *Triage) MarkJobReplayed(ctx context.Context, jobID string) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO dead_letter_resolution AS r
 			(cluster, topic, partition, "offset", state, exception_type, actor, reason, job_id)
 		SELECT p.source->>'cluster', p.source->>'topic', i.partition, i.position, 'replayed', i.error_group, j.actor,
@@ -136,7 +106,7 @@ func (s *Store) MarkJobReplayed(ctx context.Context, jobID string) error {
 
 // Resolutions reads the resolution of each of keys that has one; a key missing from the answer
 // is open, never marked.
-func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []triage.RecordKey) (map[triage.RecordKey]triage.Resolution, error) {
+func (s *Triage) Resolutions(ctx context.Context, cluster, topic string, keys []triage.RecordKey) (map[triage.RecordKey]triage.Resolution, error) {
 	out := map[triage.RecordKey]triage.Resolution{}
 	if len(keys) == 0 {
 		return out, nil
@@ -169,7 +139,7 @@ func (s *Store) Resolutions(ctx context.Context, cluster, topic string, keys []t
 // SettledStates reads the state of every record of a topic that is not open (a record missing
 // from the answer is open), for a filter's resolution variable: one read of the settled index
 // for a whole scan rather than one per record.
-func (s *Store) SettledStates(ctx context.Context, cluster, topic string) (map[triage.RecordKey]string, error) {
+func (s *Triage) SettledStates(ctx context.Context, cluster, topic string) (map[triage.RecordKey]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT partition, "offset", state FROM dead_letter_resolution
 		WHERE cluster = $1 AND topic = $2 AND state <> 'open'`, cluster, topic)
 	if err != nil {
@@ -193,7 +163,7 @@ func (s *Store) SettledStates(ctx context.Context, cluster, topic string) (map[t
 
 // SettledDeadLetters counts, per topic, the records inside spans (each partition's current
 // [start, end): records gone by retention do not count) that are not open.
-func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []triage.Span) (map[string]int64, error) {
+func (s *Triage) SettledDeadLetters(ctx context.Context, cluster string, spans []triage.Span) (map[string]int64, error) {
 	out := map[string]int64{}
 	if len(spans) == 0 {
 		return out, nil
@@ -221,7 +191,7 @@ func (s *Store) SettledDeadLetters(ctx context.Context, cluster string, spans []
 // SettledByErrorGroup counts the records inside spans of one topic that are not open, per error
 // group. A record marked by a replay job has no cause recorded: it counts for its type's group
 // with an empty cause only.
-func (s *Store) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []triage.Span) (map[triage.GroupKey]int64, error) {
+func (s *Triage) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []triage.Span) (map[triage.GroupKey]int64, error) {
 	out := map[triage.GroupKey]int64{}
 	if len(spans) == 0 {
 		return out, nil

@@ -10,7 +10,7 @@ import (
 
 // CreateSession stores a new session that ends after idle without use, or after absolute.
 // Expired sessions are deleted on the way, so the table holds only live ones.
-func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (access.Session, error) {
+func (s *Sessions) CreateSession(ctx context.Context, tokenSHA256 []byte, user, role string, idle, absolute time.Duration) (access.Session, error) {
 	if len(tokenSHA256) != 32 || user == "" || idle <= 0 || absolute <= 0 {
 		return access.Session{}, ops.Invalid("session", "needs a 32-byte token hash, a user and positive timeouts")
 	}
@@ -32,7 +32,7 @@ func (s *Store) CreateSession(ctx context.Context, tokenSHA256 []byte, user, rol
 // touchAfter ago, pushes its idle expiry to now + idle (never past its absolute expiry). Throttling
 // the write keeps a page that polls every few seconds from updating the row on every request.
 // A missing or expired session is ops.ErrNotFound.
-func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (access.Session, error) {
+func (s *Sessions) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touchAfter time.Duration) (access.Session, error) {
 	var sess access.Session
 	err := s.pool.QueryRow(ctx, `
 		WITH live AS (
@@ -59,7 +59,7 @@ func (s *Store) TouchSession(ctx context.Context, tokenSHA256 []byte, idle, touc
 }
 
 // DeleteSession ends a session (sign-out). Deleting one that does not exist is not an error.
-func (s *Store) DeleteSession(ctx context.Context, tokenSHA256 []byte) error {
+func (s *Sessions) DeleteSession(ctx context.Context, tokenSHA256 []byte) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM session WHERE token_sha256 = $1`, tokenSHA256); err != nil {
 		return unavailable(err, "session: delete")
 	}

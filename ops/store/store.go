@@ -31,9 +31,44 @@ var migrations embed.FS
 // migrationLockKey is an arbitrary constant shared by all replicas ("redrive" in ASCII).
 const migrationLockKey = 0x72656472697665
 
-// Store is the console's own database.
+// Store is the console's own database: one adapter per aggregate, all on one pool. Each part is
+// a type of its own with the methods of its tables (and its own tests); Store embeds them, so that
+// one value serves every interface the domain packages declare (replay.Store, sampler.Store,
+// triage.Store, web.Store…), while a consumer that needs one aggregate can be handed just that
+// part (&st.AuditLog).
 type Store struct {
-	pool *pgpool.Pool
+	db
+	AuditLog    // audit_log: entries, intents, rows written inside another change's transaction
+	Replays     // replay_plan, replay_plan_item, replay_job, replay_ledger
+	Archive     // archived_message: what discard jobs took from dead-letter queues
+	Triage      // dead_letter_resolution, outbox_resolution, dead_letter_note
+	Samples     // sampler_snapshot, the lag and queue history, error_group
+	Leases      // sampler_lease, sampler_replica
+	Alerts      // notify_alert, notification, notify_silence
+	Sessions    // session
+	OffsetPlans // offset_move_plan
+}
+
+// db is what every part shares: the pool.
+type db struct{ pool *pgpool.Pool }
+
+// The parts. Each is usable alone on the store's pool.
+type (
+	AuditLog    struct{ db }
+	Replays     struct{ db }
+	Archive     struct{ db }
+	Triage      struct{ db }
+	Samples     struct{ db }
+	Leases      struct{ db }
+	Alerts      struct{ db }
+	Sessions    struct{ db }
+	OffsetPlans struct{ db }
+)
+
+func newStore(pool *pgpool.Pool) *Store {
+	d := db{pool}
+	return &Store{db: d, AuditLog: AuditLog{d}, Replays: Replays{d}, Archive: Archive{d}, Triage: Triage{d},
+		Samples: Samples{d}, Leases: Leases{d}, Alerts: Alerts{d}, Sessions: Sessions{d}, OffsetPlans: OffsetPlans{d}}
 }
 
 // Options bound the store's connection pool (store.max_conns, store.acquire_timeout).
@@ -66,7 +101,7 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, unavailable(err, "store")
 	}
-	s := &Store{pool: pool}
+	s := newStore(pool)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

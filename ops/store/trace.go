@@ -15,7 +15,7 @@ import (
 
 // ReplaysOf lists the ledger rows of these message ids with their jobs, oldest first, at most
 // limit. Errors wrap ops.ErrUnavailable.
-func (s *Store) ReplaysOf(ctx context.Context, ids []string, limit int) ([]replay.Traced, error) {
+func (s *Replays) ReplaysOf(ctx context.Context, ids []string, limit int) ([]replay.Traced, error) {
 	rows, err := s.pool.Query(ctx, `SELECT l.seq, l.locator, l.message_id, l.outcome, l.detail, l.at,
 			j.id, j.status, j.actor, j.plan_id
 		FROM replay_ledger l JOIN replay_job j ON j.id = l.job_id
@@ -38,7 +38,7 @@ func (s *Store) ReplaysOf(ctx context.Context, ids []string, limit int) ([]repla
 // needles (each at least 3 characters), newest first, at most limit. The audit log has no index on
 // its text: since bounds what is read (the at index), limit what is returned. Errors wrap
 // ops.ErrUnavailable.
-func (s *Store) AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error) {
+func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error) {
 	var pats []string
 	for _, n := range needles {
 		if len(n) >= 3 {
