@@ -26,7 +26,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Cluster is what a move needs of a Kafka cluster; *kafka.Cluster implements it. Errors carry the
@@ -47,8 +46,8 @@ type Cluster interface {
 // Store keeps plans and the audit log; *store.Store implements it. Errors: ErrNotFound for an
 // unknown plan, ErrConflict for one already applied or approved, ErrUnavailable.
 type Store interface {
-	CreateOffsetPlan(ctx context.Context, p store.OffsetPlan) error
-	OffsetPlan(ctx context.Context, id string) (store.OffsetPlan, error)
+	CreateOffsetPlan(ctx context.Context, p StoredPlan) error
+	OffsetPlan(ctx context.Context, id string) (StoredPlan, error)
 	ApproveOffsetPlan(ctx context.Context, id, approver string) error
 	MarkOffsetPlanApplied(ctx context.Context, id, actor string) error
 	RecordAudit(ctx context.Context, e audit.Entry) error
@@ -278,7 +277,7 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("offset plan: %w", err)
 	}
-	if err := m.o.Store.CreateOffsetPlan(ctx, store.OffsetPlan{ID: p.ID, Cluster: p.Cluster, Group: p.Group, Topic: p.Topic,
+	if err := m.o.Store.CreateOffsetPlan(ctx, StoredPlan{ID: p.ID, Cluster: p.Cluster, Group: p.Group, Topic: p.Topic,
 		CreatedBy: r.Actor, Body: body}); err != nil {
 		return Plan{}, err
 	}

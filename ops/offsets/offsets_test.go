@@ -1,4 +1,4 @@
-package offsets
+package offsets_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -25,7 +26,7 @@ type env struct {
 	broker *kfake.Cluster
 	c      *kafka.Cluster
 	st     *store.Store
-	m      *Mover
+	m      *offsets.Mover
 	prod   *kgo.Client
 	adm    *kadm.Client
 }
@@ -37,7 +38,7 @@ func ctxT(tb testing.TB) context.Context {
 }
 
 // newEnv: a kfake cluster with "orders" (3 partitions, 10 records each, written at base+i min)
-// and its DLT "orders.DLT" (3 partitions), a store, and a Mover.
+// and its DLT "orders.DLT" (3 partitions), a store, and a offsets.Mover.
 func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
 	t.Helper()
 	broker, err := kfake.NewCluster(kfake.Ports(0))
@@ -79,7 +80,7 @@ func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
 	if err := prod.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Options{Clusters: []Cluster{c}, Store: st, FourEyes: fe})
+	m, err := offsets.New(offsets.Options{Clusters: []offsets.Cluster{c}, Store: st, FourEyes: fe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,20 +137,20 @@ func TestPlanKinds(t *testing.T) {
 	none := ""
 	for _, tc := range []struct {
 		name    string
-		to      Target
+		to      offsets.Target
 		parts   []int32
 		want    map[int32][3]int64 // current, new, skipped
 		warning string
 	}{
-		{"Shift", Target{Kind: KindShift, By: 1}, nil, map[int32][3]int64{0: {3, 4, 1}, 1: {9, 10, 1}, 2: {-1, 1, 1}}, "never committed"},
-		{"ShiftBack", Target{Kind: KindShift, By: -5}, []int32{0, 1}, map[int32][3]int64{0: {3, 0, 0}, 1: {9, 4, 0}}, "consumed again"},
-		{"Offset", Target{Kind: KindOffset, Offset: i64(7)}, []int32{0}, map[int32][3]int64{0: {3, 7, 4}}, ""},
-		{"Timestamp", Target{Kind: KindTimestamp, At: &at}, nil, map[int32][3]int64{0: {3, 6, 3}, 1: {9, 6, 0}, 2: {-1, 6, 6}}, ""},
-		{"Earliest", Target{Kind: KindEarliest}, []int32{1}, map[int32][3]int64{1: {9, 0, 0}}, ""},
-		{"Latest", Target{Kind: KindLatest}, nil, map[int32][3]int64{0: {3, 10, 7}, 1: {9, 10, 1}, 2: {-1, 10, 10}}, ""},
+		{"Shift", offsets.Target{Kind: offsets.KindShift, By: 1}, nil, map[int32][3]int64{0: {3, 4, 1}, 1: {9, 10, 1}, 2: {-1, 1, 1}}, "never committed"},
+		{"ShiftBack", offsets.Target{Kind: offsets.KindShift, By: -5}, []int32{0, 1}, map[int32][3]int64{0: {3, 0, 0}, 1: {9, 4, 0}}, "consumed again"},
+		{"Offset", offsets.Target{Kind: offsets.KindOffset, Offset: i64(7)}, []int32{0}, map[int32][3]int64{0: {3, 7, 4}}, ""},
+		{"Timestamp", offsets.Target{Kind: offsets.KindTimestamp, At: &at}, nil, map[int32][3]int64{0: {3, 6, 3}, 1: {9, 6, 0}, 2: {-1, 6, 6}}, ""},
+		{"Earliest", offsets.Target{Kind: offsets.KindEarliest}, []int32{1}, map[int32][3]int64{1: {9, 0, 0}}, ""},
+		{"Latest", offsets.Target{Kind: offsets.KindLatest}, nil, map[int32][3]int64{0: {3, 10, 7}, 1: {9, 10, 1}, 2: {-1, 10, 10}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: tc.parts, To: tc.to, CopySkippedTo: &none, Actor: "alice"})
+			p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: tc.parts, To: tc.to, CopySkippedTo: &none, Actor: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +166,7 @@ func TestPlanKinds(t *testing.T) {
 			if tc.warning != "" && !strings.Contains(strings.Join(p.Warnings, "\n"), tc.warning) {
 				t.Errorf("warnings %q, want one with %q", p.Warnings, tc.warning)
 			}
-			res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "test " + tc.name})
+			res, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "test " + tc.name})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,26 +189,26 @@ func TestPlanKinds(t *testing.T) {
 		})
 	}
 	t.Run("Invalid", func(t *testing.T) {
-		for _, to := range []Target{{Kind: "sideways"}, {Kind: KindOffset, Offset: i64(11)}, {Kind: KindShift}} {
-			_, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: to})
+		for _, to := range []offsets.Target{{Kind: "sideways"}, {Kind: offsets.KindOffset, Offset: i64(11)}, {Kind: offsets.KindShift}} {
+			_, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: to})
 			if !errors.Is(err, ops.ErrInvalid) {
 				t.Errorf("%+v: err %v, want ErrInvalid", to, err)
 			}
 		}
-		_, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{7}, To: Target{Kind: KindLatest}})
+		_, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{7}, To: offsets.Target{Kind: offsets.KindLatest}})
 		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "0 to 2") {
 			t.Errorf("partition 7: %v", err)
 		}
 	})
 	t.Run("AppliedTwice", func(t *testing.T) {
-		p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: Target{Kind: KindShift, By: 1}, Partitions: []int32{0}, CopySkippedTo: &none})
+		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: offsets.Target{Kind: offsets.KindShift, By: 1}, Partitions: []int32{0}, CopySkippedTo: &none})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "once"}); err != nil {
+		if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "once"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "twice"}); !errors.Is(err, ops.ErrConflict) {
+		if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "twice"}); !errors.Is(err, ops.ErrConflict) {
 			t.Fatalf("second apply: %v, want ErrConflict", err)
 		}
 	})
@@ -233,14 +234,14 @@ func TestApplyRefusedWithMembers(t *testing.T) {
 			t.Fatal("member never joined")
 		}
 	}
-	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g-live", Topic: "orders", Partitions: []int32{0}, To: Target{Kind: KindShift, By: 1}})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g-live", Topic: "orders", Partitions: []int32{0}, To: offsets.Target{Kind: offsets.KindShift, By: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Members) != 1 || !strings.Contains(strings.Join(p.Warnings, " "), "worker-7") {
 		t.Errorf("plan members %v warnings %q", p.Members, p.Warnings)
 	}
-	_, err = e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip poison"})
+	_, err = e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip poison"})
 	if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "worker-7") || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("apply with members: %v, want ErrConflict naming worker-7", err)
 	}
@@ -255,8 +256,8 @@ func TestSkipWithCopy(t *testing.T) {
 	e, base := newEnv(t, configs.FourEyes{})
 	ctx := ctxT(t)
 	e.commit(t, "billing", map[int32]int64{0: 10, 1: 4, 2: 10})
-	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{1},
-		To: Target{Kind: KindOffset, Offset: i64(5)}, Actor: "alice"})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{1},
+		To: offsets.Target{Kind: offsets.KindOffset, Offset: i64(5)}, Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,14 +265,14 @@ func TestSkipWithCopy(t *testing.T) {
 		t.Fatalf("plan copy_to %q skipped %d, want orders.DLT 1", p.CopyTo, p.Skipped)
 	}
 	var seenBeforeCommit []kafka.Record
-	e.m.beforeCommit = func(Plan) error {
+	e.m.SetBeforeCommit(func(offsets.Plan) error {
 		seenBeforeCommit = e.dlt(t)
 		if got := e.committed(t, "billing")[1]; got != 4 {
 			t.Errorf("committed %d before the commit step, want 4", got)
 		}
 		return nil
-	}
-	res, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "poison record, fixed in 1.4.2"})
+	})
+	res, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "poison record, fixed in 1.4.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +325,7 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 	e, _ := newEnv(t, configs.FourEyes{})
 	ctx := ctxT(t)
 	e.commit(t, "billing", map[int32]int64{0: 2, 1: 4, 2: 10})
-	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", To: Target{Kind: KindShift, By: 3}, Actor: "alice"})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", To: offsets.Target{Kind: offsets.KindShift, By: 3}, Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,8 +337,8 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	crash := errors.New("killed")
-	e.m.beforeCommit = func(Plan) error { return crash }
-	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip the bad batch"}); !errors.Is(err, crash) {
+	e.m.SetBeforeCommit(func(offsets.Plan) error { return crash })
+	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip the bad batch"}); !errors.Is(err, crash) {
 		t.Fatalf("first apply: %v", err)
 	}
 	if got := e.committed(t, "billing"); got[0] != 2 || got[1] != 4 {
@@ -346,12 +347,12 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 	if n := len(e.dlt(t)); n != 7 {
 		t.Fatalf("DLT holds %d records after the interrupted apply, want 6 copies + 1 other", n)
 	}
-	// A fresh Mover, as after a restart.
-	m2, err := New(Options{Clusters: []Cluster{e.c}, Store: e.st})
+	// A fresh offsets.Mover, as after a restart.
+	m2, err := offsets.New(offsets.Options{Clusters: []offsets.Cluster{e.c}, Store: e.st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := m2.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip the bad batch"})
+	res, err := m2.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip the bad batch"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,12 +367,12 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 	}
 	// A crash after the commit but before the plan was marked: the next apply sees the offsets at
 	// the plan's new ones and only marks it.
-	p2, err := m2.Plan(ctx, PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{0}, To: Target{Kind: KindShift, By: 1}})
+	p2, err := m2.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{0}, To: offsets.Target{Kind: offsets.KindShift, By: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.commit(t, "billing", map[int32]int64{0: 6})
-	if res, err := m2.Apply(ctx, ApplyRequest{PlanID: p2.ID, Actor: access.Actor{Name: "alice"}, Reason: "resume"}); err != nil || res.Copied != 0 {
+	if res, err := m2.Apply(ctx, offsets.ApplyRequest{PlanID: p2.ID, Actor: access.Actor{Name: "alice"}, Reason: "resume"}); err != nil || res.Copied != 0 {
 		t.Fatalf("apply of a committed plan: %+v %v", res, err)
 	}
 	if n := len(e.dlt(t)); n != 7 {
@@ -383,14 +384,14 @@ func TestFourEyes(t *testing.T) {
 	e, _ := newEnv(t, configs.FourEyes{Enabled: true, Threshold: 2})
 	ctx := ctxT(t)
 	e.commit(t, "g", map[int32]int64{0: 0})
-	p, err := e.m.Plan(ctx, PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{0}, To: Target{Kind: KindShift, By: 3}, Actor: "alice"})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{0}, To: offsets.Target{Kind: offsets.KindShift, By: 3}, Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.FourEyes {
 		t.Fatal("plan skipping 3 > 2 is not four-eyes")
 	}
-	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); !errors.Is(err, ops.ErrConflict) {
+	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); !errors.Is(err, ops.ErrConflict) {
 		t.Fatalf("unapproved apply: %v", err)
 	}
 	if _, err := e.m.Approve(ctx, p.ID, access.Actor{Name: "alice", Role: access.Operator}); !errors.Is(err, ops.ErrForbidden) {
@@ -399,7 +400,7 @@ func TestFourEyes(t *testing.T) {
 	if _, err := e.m.Approve(ctx, p.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.m.Apply(ctx, ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); err != nil {
+	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); err != nil {
 		t.Fatal(err)
 	}
 }

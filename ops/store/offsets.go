@@ -2,28 +2,13 @@ package store
 
 import (
 	"context"
-	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/offsets"
 )
 
-// OffsetPlan is a stored offset-move plan (table offset_move_plan). Body is ops/offsets' own
-// JSON; the store does not read it.
-type OffsetPlan struct {
-	ID         string
-	Cluster    string
-	Group      string
-	Topic      string
-	CreatedBy  string
-	CreatedAt  time.Time
-	Body       []byte
-	AppliedAt  *time.Time // nil until applied
-	AppliedBy  string
-	ApprovedBy string // the second person of a four-eyes plan; "" when none
-}
-
 // CreateOffsetPlan stores a new plan. A duplicate id is ops.ErrConflict.
-func (s *OffsetPlans) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error {
+func (s *OffsetPlans) CreateOffsetPlan(ctx context.Context, p offsets.StoredPlan) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO offset_move_plan (id, cluster, group_name, topic, created_by, body)
 		VALUES ($1, $2, $3, $4, $5, $6)`, p.ID, p.Cluster, p.Group, p.Topic, p.CreatedBy, p.Body)
 	if err != nil {
@@ -33,8 +18,8 @@ func (s *OffsetPlans) CreateOffsetPlan(ctx context.Context, p OffsetPlan) error 
 }
 
 // OffsetPlan reads one plan; an unknown id is ops.ErrNotFound.
-func (s *OffsetPlans) OffsetPlan(ctx context.Context, id string) (OffsetPlan, error) {
-	p := OffsetPlan{ID: id}
+func (s *OffsetPlans) OffsetPlan(ctx context.Context, id string) (offsets.StoredPlan, error) {
+	p := offsets.StoredPlan{ID: id}
 	var appliedBy, approvedBy *string
 	err := s.pool.QueryRow(ctx, `SELECT cluster, group_name, topic, created_by, created_at, body, applied_at, applied_by, approved_by
 		FROM offset_move_plan WHERE id = $1`, id).
