@@ -155,7 +155,7 @@ func TestTwentySimultaneousReadsOfEachPage(t *testing.T) {
 // transaction while looking up the ledger on another; 8 concurrent plans deadlocked the 4
 // connection pool) belongs here, on fullConsole and burst: 20 POSTs of /api/v1/replays/plan of
 // each kind (kafka, rabbitmq, outbox) released together, each answering 200 with its full plan.
-// It is added with the deadlock fix in ops/replay/planner.go and ops/store/replay.go.
+// It is added with the deadlock fix in ops/replay/planner.go and ops/store/replays.go.
 
 // When a pool really is exhausted, a request waits at most acquire_timeout and answers 503 with
 // what was busy and the key to raise — JSON under /api, the error page elsewhere — and names no

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,4 +82,144 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// The audit log is append-only (migration 001): an intent row is never updated into an outcome.
+// A change therefore writes two rows, the intent ("started") and then its outcome with
+// detail.intent_id pointing back, rather than a new migration adding an updatable status.
+
+// RecordIntent appends e with outcome "started" and returns its id, for the outcome row's
+// detail.intent_id. An error (ops.ErrUnavailable) means the change must not be made.
+func (s *AuditLog) RecordIntent(ctx context.Context, e audit.Entry) (int64, error) {
+	e.Outcome = audit.OutcomeStarted
+	sql, args := auditInsert(e, "audit_log")
+	var id int64
+	if err := s.pool.QueryRow(ctx, sql+" RETURNING id", args...).Scan(&id); err != nil {
+		return 0, unavailable(err, "audit: record intent of %s", e.Action)
+	}
+	return id, nil
+}
+
+// RecordAuditIn appends e as part of tx, the open transaction of the change it describes: when tx
+// runs on the store's own database (and may write its audit log), the row is inserted in tx and
+// commits or rolls back with the change; otherwise it is written through the store's pool before
+// the caller commits tx. Either way an error means tx must be rolled back.
+func (s *AuditLog) RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
+	if tx != nil {
+		same, err := s.sameDatabase(ctx, tx)
+		if err != nil {
+			return unavailable(err, "audit: record %s", e.Action)
+		}
+		if same {
+			sql, args := auditInsert(e, Schema+".audit_log")
+			if _, err := tx.Exec(ctx, sql, args...); err != nil {
+				return unavailable(err, "audit: record %s", e.Action)
+			}
+			return nil
+		}
+	}
+	return s.RecordAudit(ctx, e)
+}
+
+// databaseIdentity names one database of one running server: its name and oid, and the server's
+// start time, which two servers practically never share.
+const databaseIdentity = `SELECT current_database() || '/' ||
+	(SELECT oid FROM pg_database WHERE datname = current_database())::text || '/' ||
+	pg_postmaster_start_time()::text`
+
+// sameDatabase reports whether tx runs on the store's database with the right to insert into its
+// audit log.
+func (s *AuditLog) sameDatabase(ctx context.Context, tx pgx.Tx) (bool, error) {
+	var theirs string
+	var canInsert bool
+	err := tx.QueryRow(ctx, databaseIdentity+`, CASE WHEN to_regclass('`+Schema+`.audit_log') IS NULL THEN false
+		ELSE has_table_privilege(to_regclass('`+Schema+`.audit_log')::oid, 'INSERT') END`).Scan(&theirs, &canInsert)
+	if err != nil {
+		return false, err
+	}
+	if !canInsert {
+		return false, nil
+	}
+	var ours string
+	if err := s.pool.QueryRow(ctx, databaseIdentity).Scan(&ours); err != nil {
+		return false, err
+	}
+	return ours == theirs, nil
+}
+
+// auditInsert is the INSERT of e into table, with its text made storable: text written by others
+// (a user agent, a reason) may hold a NUL or invalid UTF-8, which a text column refuses; the entry
+// is kept, the odd bytes are not (as RecordAudit does).
+func auditInsert(e audit.Entry, table string) (string, []any) {
+	for _, f := range []*string{&e.Actor, &e.Role, &e.SourceIP, &e.UserAgent, &e.Action, &e.Target, &e.Reason, &e.Outcome} {
+		*f = ops.CleanText(*f, 4096)
+	}
+	detail, err := json.Marshal(e.Detail)
+	if err != nil || e.Detail == nil {
+		detail = []byte("{}")
+	}
+	detail = bytes.ReplaceAll(detail, []byte(`\u0000`), []byte(`\ufffd`)) // jsonb refuses it even escaped
+	return `INSERT INTO ` + table + ` (actor, role, source_ip, user_agent, action, target, count, reason, outcome, detail)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		[]any{e.Actor, e.Role, e.SourceIP, e.UserAgent, e.Action, e.Target, e.Count, e.Reason, e.Outcome, detail}
+}
+
+// auditedChange makes a change to the store's own tables (any part's) audited before effect: the intent row
+// (e, outcome "started") is written first and nothing changes when it cannot be; change and its
+// outcome row (naming the intent, with change's count) then commit in one transaction, so the
+// log never says "ok" for a change that was rolled back; a failed change gets a "failed" row.
+func (s db) auditedChange(ctx context.Context, e audit.Entry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
+	// The audit rows are written even if the caller went away mid-request.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	log := AuditLog{s}
+	intent, err := log.RecordIntent(actx, e)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if n, err = change(actx, tx); err != nil {
+			return err
+		}
+		sql, args := auditInsert(audit.OutcomeOf(e, intent, audit.OutcomeOK, &n, nil), "audit_log")
+		_, err = tx.Exec(actx, sql, args...)
+		return err
+	})
+	if err != nil {
+		_ = log.RecordAudit(actx, audit.OutcomeOf(e, intent, audit.OutcomeFailed, nil, err))
+		return 0, unavailable(err, "%s", e.Action)
+	}
+	return n, nil
+}
+
+// AuditNaming lists the audit entries since since whose target, reason or detail contains one of
+// needles (each at least 3 characters), newest first, at most limit. The audit log has no index on
+// its text: since bounds what is read (the at index), limit what is returned. Errors wrap
+// ops.ErrUnavailable.
+func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error) {
+	var pats []string
+	for _, n := range needles {
+		if len(n) >= 3 {
+			// LIKE's own characters in an id are literal.
+			pats = append(pats, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(n)+"%")
+		}
+	}
+	if len(pats) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, role, source_ip, user_agent, action, target,
+			count, reason, outcome, detail
+		FROM audit_log WHERE at >= $1
+		  AND (target LIKE ANY($2) OR reason LIKE ANY($2) OR detail::text LIKE ANY($2))
+		ORDER BY at DESC, id DESC LIMIT $3`, since, pats, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit: search: %w: %w", ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, scanAuditEntry)
+	if err != nil {
+		return nil, fmt.Errorf("audit: search: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
 }

@@ -35,7 +35,8 @@ const migrationLockKey = 0x72656472697665
 // a type of its own with the methods of its tables (and its own tests); Store embeds them, so that
 // one value serves every interface the domain packages declare (replay.Store, sampler.Store,
 // triage.Store, web.Store…), while a consumer that needs one aggregate can be handed just that
-// part (&st.AuditLog).
+// part (&st.AuditLog). A part's methods are in the file of its name (audit.go, replays.go,
+// archive.go, triage.go, samples.go, lease.go, alerts.go, sessions.go, offsets.go).
 type Store struct {
 	db
 	AuditLog    // audit_log: entries, intents, rows written inside another change's transaction

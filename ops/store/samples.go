@@ -270,3 +270,157 @@ func (s *Samples) PruneHistory(ctx context.Context, before time.Time) (int64, er
 	}
 	return total, nil
 }
+
+// InsertRabbitQueueSamples appends samples with one COPY. A sample with the same broker, vhost,
+// queue and At as a stored one fails the whole batch with ops.ErrConflict.
+func (s *Samples) InsertRabbitQueueSamples(ctx context.Context, samples []history.RabbitQueueSample) error {
+	return insertRabbitQueueSamples(ctx, s.pool, samples)
+}
+
+func insertRabbitQueueSamples(ctx context.Context, db writer, samples []history.RabbitQueueSample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	i := 0
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(samples) {
+			return nil, nil
+		}
+		q := samples[i]
+		i++
+		return []any{q.Broker, q.Vhost, q.Queue, q.At, q.Ready, q.Unacked, int32(q.Consumers),
+			q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate}, nil
+	})
+	_, err := db.CopyFrom(ctx, pgx.Identifier{"rabbit_queue_sample"},
+		[]string{"broker", "vhost", "queue", "at", "ready", "unacked", "consumers",
+			"publish_rate", "deliver_rate", "ack_rate", "redeliver_rate"}, src)
+	if err != nil {
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
+			return fmt.Errorf("rabbit samples: insert: %w: %w", ops.ErrConflict, err)
+		}
+		return unavailable(err, "rabbit samples: insert")
+	}
+	return nil
+}
+
+// RabbitQueueSamples reads every queue's samples of broker taken at or after since, ordered by
+// vhost, queue and time (a new sampling leader's warm-up).
+func (s *Samples) RabbitQueueSamples(ctx context.Context, broker string, since time.Time) ([]history.RabbitQueueSample, error) {
+	rows, err := s.pool.Query(ctx, `SELECT vhost, queue, at, ready, unacked, consumers,
+			publish_rate, deliver_rate, ack_rate, redeliver_rate
+		FROM rabbit_queue_sample WHERE broker = $1 AND at >= $2 ORDER BY vhost, queue, at`, broker, since)
+	if err != nil {
+		return nil, unavailable(err, "rabbit samples %s: read", broker)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (history.RabbitQueueSample, error) {
+		q := history.RabbitQueueSample{Broker: broker}
+		var consumers int32
+		err := r.Scan(&q.Vhost, &q.Queue, &q.At, &q.Ready, &q.Unacked, &consumers,
+			&q.PublishRate, &q.DeliverRate, &q.AckRate, &q.RedeliverRate)
+		q.Consumers = int(consumers)
+		return q, err
+	})
+	if err != nil {
+		return nil, unavailable(err, "rabbit samples %s: read", broker)
+	}
+	return out, nil
+}
+
+// RabbitQueueHistory reads one queue's samples in [since, until], cut into at most maxPoints
+// buckets of equal width (date_bin from since). Depths keep the bucket's maximum, so that spikes
+// survive the downsampling; rates its average. A queue without samples in the range yields no
+// points (an empty, non-nil slice). maxPoints outside [1, history.MaxHistoryPoints] or an empty range are
+// ops.ErrInvalid.
+func (s *Samples) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since, until time.Time, maxPoints int) ([]history.RabbitQueuePoint, error) {
+	switch {
+	case maxPoints < 1 || maxPoints > history.MaxHistoryPoints:
+		return nil, ops.Invalid("max_points", fmt.Sprintf("must be between 1 and %d", history.MaxHistoryPoints))
+	case !until.After(since):
+		return nil, ops.Invalid("since", "must be before the end of the range")
+	}
+	// As in KafkaGroupHistory: (until − since) / width < maxPoints at microsecond precision.
+	width := (until.Sub(since)/time.Microsecond/time.Duration(maxPoints) + 1) * time.Microsecond
+	rows, err := s.pool.Query(ctx, `
+		SELECT max(at), max(ready), max(unacked), max(consumers),
+			avg(publish_rate), avg(deliver_rate), avg(ack_rate), avg(redeliver_rate)
+		FROM rabbit_queue_sample
+		WHERE broker = $1 AND vhost = $2 AND queue = $3 AND at >= $4 AND at <= $5
+		GROUP BY date_bin($6::interval, at, $4)
+		ORDER BY date_bin($6::interval, at, $4)`,
+		broker, vhost, queue, since, until, width)
+	if err != nil {
+		return nil, unavailable(err, "rabbit history %s/%s/%s", broker, vhost, queue)
+	}
+	out := []history.RabbitQueuePoint{}
+	var (
+		p         history.RabbitQueuePoint
+		consumers int32
+	)
+	_, err = pgx.ForEachRow(rows, []any{&p.At, &p.Ready, &p.Unacked, &consumers,
+		&p.PublishRate, &p.DeliverRate, &p.AckRate, &p.RedeliverRate}, func() error {
+		p.Consumers = int(consumers)
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, unavailable(err, "rabbit history %s/%s/%s", broker, vhost, queue)
+	}
+	return out, nil
+}
+
+// RecordErrorGroups folds sightings into the groups seen so far. A sighting whose first record
+// comes more than window after the group's last one starts a new episode (count restarts);
+// otherwise it extends the current one. Sightings may arrive twice (a round retried by a new
+// leader): the timestamps make that harmless but the count (a hint on the page, not a ledger).
+func (s *Samples) RecordErrorGroups(ctx context.Context, window time.Duration, sightings []history.ErrorGroupSighting) error {
+	if len(sightings) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, g := range sightings {
+		b.Queue(`INSERT INTO error_group AS g (source, group_key, exception_type, exception_cause, first_seen, last_seen,
+				episode_start, count, sample_message, sample_partition, sample_offset)
+			VALUES ($1, $2, $3, $4, $5, $6, $5, $7, $8, $9, $10)
+			ON CONFLICT (source, group_key) DO UPDATE SET
+				episode_start = CASE WHEN EXCLUDED.first_seen - g.last_seen > $11::interval THEN EXCLUDED.first_seen ELSE g.episode_start END,
+				count = CASE WHEN EXCLUDED.first_seen - g.last_seen > $11::interval THEN EXCLUDED.count ELSE g.count + EXCLUDED.count END,
+				first_seen = LEAST(g.first_seen, EXCLUDED.first_seen),
+				last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen),
+				sample_message = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_message ELSE g.sample_message END,
+				sample_partition = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_partition ELSE g.sample_partition END,
+				sample_offset = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_offset ELSE g.sample_offset END`,
+			g.Source, g.Key, ops.CleanText(g.ExceptionType, 500), ops.CleanText(g.ExceptionCause, 500), g.FirstAt, g.LastAt, g.Count,
+			ops.CleanText(g.SampleMessage, 2000), g.SamplePartition, g.SampleOffset, window)
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("record error groups: %w: %w", ops.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ErrorGroupEpisodes lists the groups whose episode started at or after since, newest first, at
+// most limit.
+func (s *Samples) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error) {
+	rows, err := s.pool.Query(ctx, `SELECT source, group_key, exception_type, exception_cause, episode_start, last_seen,
+			count, sample_message, sample_partition, sample_offset, episode_start
+		FROM error_group g WHERE episode_start >= $1
+		  -- A group whose records people resolved, ignored or replayed is no longer new trouble:
+		  -- it is left out while the records marked are at least those of its episode, and comes
+		  -- back when another one arrives (the sampler then counts it into the episode).
+		  AND NOT (g.source LIKE 'kafka/%' AND (SELECT count(*) FROM dead_letter_resolution r
+		      WHERE r.cluster = substring(g.source from '^kafka/(.*)/[^/]*$') AND r.topic = substring(g.source from '[^/]*$')
+		        AND r.exception_type = g.exception_type AND r.exception_cause = g.exception_cause AND r.state <> 'open') >= g.count)
+		ORDER BY episode_start DESC, source, group_key LIMIT $2`, since, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error groups: %w: %w", ops.ErrUnavailable, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (history.ErrorGroupEpisode, error) {
+		var e history.ErrorGroupEpisode
+		return e, r.Scan(&e.Source, &e.Key, &e.ExceptionType, &e.ExceptionCause, &e.FirstAt, &e.LastAt, &e.Count,
+			&e.SampleMessage, &e.SamplePartition, &e.SampleOffset, &e.EpisodeStart)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error groups: %w: %w", ops.ErrUnavailable, err)
+	}
+	return out, nil
+}
