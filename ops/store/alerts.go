@@ -49,15 +49,7 @@ func (s *Alerts) NotifyState(ctx context.Context) ([]alerts.Alert, []alerts.Sent
 // its lease gets lease.ErrFenced and writes nothing. A notification already recorded (same key,
 // episode, state, seq and channel) is not recorded twice.
 func (s *Alerts) WriteNotifyRound(ctx context.Context, l lease.Lease, r alerts.Round) error {
-	hold := max(l.TTL/2, 100*time.Millisecond)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
-			set_config('statement_timeout', $1, true)`, pgMillis(hold)); err != nil {
-			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
-		}
-		if err := fence(ctx, tx, l); err != nil {
-			return err
-		}
+	err := fencedTx(ctx, s.pool, l, true, func(tx pgx.Tx) error {
 		for _, a := range r.Alerts {
 			labels := a.Labels
 			if labels == nil {
@@ -108,20 +100,6 @@ func insertNotification(ctx context.Context, tx pgx.Tx, n alerts.NewNotification
 	return nil
 }
 
-// fence locks l's row (shared) and checks its token is current; lease.ErrFenced otherwise.
-func fence(ctx context.Context, tx pgx.Tx, l lease.Lease) error {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM sampler_lease WHERE source = $1 AND owner = $2 AND token = $3 AND expires_at > now() FOR SHARE`,
-		l.Source, l.Owner, l.Token).Scan(&one)
-	switch {
-	case isNoRows(err):
-		return lease.ErrFenced
-	case err != nil:
-		return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
-	}
-	return nil
-}
-
 // DueNotifications lists up to limit undelivered notifications whose next attempt is due, oldest
 // first. Errors are ops.ErrUnavailable.
 func (s *Alerts) DueNotifications(ctx context.Context, limit int) ([]alerts.Notification, error) {
@@ -158,7 +136,7 @@ func (s *Alerts) ClaimNotification(ctx context.Context, l *lease.Lease, id int64
 	var attempts int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if l != nil {
-			if err := fence(ctx, tx, *l); err != nil {
+			if err := fence(ctx, tx, *l, true); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lease"
+	"github.com/redrive/redrive/ops/pgpool"
 )
 
 // lockWait bounds how long a takeover waits for the lease row: a frozen leader's write holds it
@@ -104,21 +105,8 @@ func (s *Leases) SourceLeases(ctx context.Context) ([]lease.State, error) {
 // mid-write does not hold the row, and with it the takeover, for long. A duplicate history row is
 // ops.ErrConflict; a store that cannot be reached is ops.ErrUnavailable.
 func (s *Leases) WriteSample(ctx context.Context, l lease.Lease, w history.SampleWrite) error {
-	hold := max(l.TTL/2, 100*time.Millisecond)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
-			set_config('statement_timeout', $1, true)`, pgMillis(hold)); err != nil {
-			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
-		}
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM sampler_lease WHERE source = $1 AND owner = $2 AND token = $3 FOR SHARE`,
-			l.Source, l.Owner, l.Token).Scan(&one)
-		switch {
-		case isNoRows(err):
-			return lease.ErrFenced
-		case err != nil:
-			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
-		}
+	err := fencedTx(ctx, s.pool, l, false, func(tx pgx.Tx) error {
+		var err error
 		if w.Error != "" {
 			err = setSnapshotError(ctx, tx, w.Kind, w.Name, w.Error, w.ErrorAt)
 		} else {
@@ -137,6 +125,40 @@ func (s *Leases) WriteSample(ctx context.Context, l lease.Lease, w history.Sampl
 			err = fmt.Errorf("%w: %w", ops.ErrUnavailable, err) // the commit
 		}
 		return fmt.Errorf("sample %s (token %d): %w", l.Source, l.Token, err)
+	}
+	return nil
+}
+
+// fencedTx runs body in one transaction fenced by l: l's row is locked (shared) and its token
+// checked first (live: and its expiry), so a takeover cannot commit between that check and the
+// writes; lease.ErrFenced when it is not current. The transaction gives up after half of l.TTL
+// idle or in one statement, so a holder frozen mid-write does not hold the row, and with it the
+// takeover, for long.
+func fencedTx(ctx context.Context, pool *pgpool.Pool, l lease.Lease, live bool, body func(tx pgx.Tx) error) error {
+	hold := max(l.TTL/2, 100*time.Millisecond)
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
+			set_config('statement_timeout', $1, true)`, pgMillis(hold)); err != nil {
+			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		}
+		if err := fence(ctx, tx, l, live); err != nil {
+			return err
+		}
+		return body(tx)
+	})
+}
+
+// fence locks l's row (shared) and checks its token is current (live: and that it has not
+// expired); lease.ErrFenced otherwise.
+func fence(ctx context.Context, tx pgx.Tx, l lease.Lease, live bool) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM sampler_lease WHERE source = $1 AND owner = $2 AND token = $3
+		AND (NOT $4 OR expires_at > now()) FOR SHARE`, l.Source, l.Owner, l.Token, live).Scan(&one)
+	switch {
+	case isNoRows(err):
+		return lease.ErrFenced
+	case err != nil:
+		return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
 	}
 	return nil
 }

@@ -96,6 +96,27 @@ func (s *Samples) InsertKafkaGroupSamples(ctx context.Context, samples []history
 }
 
 func insertKafkaGroupSamples(ctx context.Context, db writer, samples []history.KafkaGroupSample) error {
+	return copySamples(ctx, db, "kafka", "kafka_group_sample", []string{"cluster", "group_name", "at", "total_lag", "state",
+		"members", "status", "topics", "partitions", "committed", "lag", "max_lag_ms"}, samples,
+		func(g history.KafkaGroupSample) []any {
+			n := len(g.Partitions)
+			topics, parts := make([]string, n), make([]int32, n)
+			committed, lag := make([]int64, n), make([]int64, n)
+			for j, p := range g.Partitions {
+				topics[j], parts[j], committed[j], lag[j] = p.Topic, p.Partition, p.Committed, p.Lag
+			}
+			maxLag := int64(-1)
+			if g.MaxTimeLag >= 0 {
+				maxLag = g.MaxTimeLag.Milliseconds()
+			}
+			return []any{g.Cluster, g.Group, g.At, g.TotalLag, g.State, int32(g.Members), g.Status,
+				topics, parts, committed, lag, maxLag}
+		})
+}
+
+// copySamples appends samples to table with one COPY, each as row gives it. A sample already
+// stored (the table's unique key) fails the whole batch with ops.ErrConflict.
+func copySamples[T any](ctx context.Context, db writer, what, table string, cols []string, samples []T, row func(T) []any) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -104,29 +125,14 @@ func insertKafkaGroupSamples(ctx context.Context, db writer, samples []history.K
 		if i == len(samples) {
 			return nil, nil
 		}
-		g := samples[i]
 		i++
-		n := len(g.Partitions)
-		topics, parts := make([]string, n), make([]int32, n)
-		committed, lag := make([]int64, n), make([]int64, n)
-		for j, p := range g.Partitions {
-			topics[j], parts[j], committed[j], lag[j] = p.Topic, p.Partition, p.Committed, p.Lag
-		}
-		maxLag := int64(-1)
-		if g.MaxTimeLag >= 0 {
-			maxLag = g.MaxTimeLag.Milliseconds()
-		}
-		return []any{g.Cluster, g.Group, g.At, g.TotalLag, g.State, int32(g.Members), g.Status,
-			topics, parts, committed, lag, maxLag}, nil
+		return row(samples[i-1]), nil
 	})
-	_, err := db.CopyFrom(ctx, pgx.Identifier{"kafka_group_sample"},
-		[]string{"cluster", "group_name", "at", "total_lag", "state", "members", "status",
-			"topics", "partitions", "committed", "lag", "max_lag_ms"}, src)
-	if err != nil {
-		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
-			return fmt.Errorf("kafka samples: insert: %w: %w", ops.ErrConflict, err)
+	if _, err := db.CopyFrom(ctx, pgx.Identifier{table}, cols, src); err != nil {
+		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == uniqueViolation {
+			return fmt.Errorf("%s samples: insert: %w: %w", what, ops.ErrConflict, err)
 		}
-		return unavailable(err, "kafka samples: insert")
+		return unavailable(err, "%s samples: insert", what)
 	}
 	return nil
 }
@@ -278,29 +284,12 @@ func (s *Samples) InsertRabbitQueueSamples(ctx context.Context, samples []histor
 }
 
 func insertRabbitQueueSamples(ctx context.Context, db writer, samples []history.RabbitQueueSample) error {
-	if len(samples) == 0 {
-		return nil
-	}
-	i := 0
-	src := pgx.CopyFromFunc(func() ([]any, error) {
-		if i == len(samples) {
-			return nil, nil
-		}
-		q := samples[i]
-		i++
-		return []any{q.Broker, q.Vhost, q.Queue, q.At, q.Ready, q.Unacked, int32(q.Consumers),
-			q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate}, nil
-	})
-	_, err := db.CopyFrom(ctx, pgx.Identifier{"rabbit_queue_sample"},
-		[]string{"broker", "vhost", "queue", "at", "ready", "unacked", "consumers",
-			"publish_rate", "deliver_rate", "ack_rate", "redeliver_rate"}, src)
-	if err != nil {
-		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
-			return fmt.Errorf("rabbit samples: insert: %w: %w", ops.ErrConflict, err)
-		}
-		return unavailable(err, "rabbit samples: insert")
-	}
-	return nil
+	return copySamples(ctx, db, "rabbit", "rabbit_queue_sample", []string{"broker", "vhost", "queue", "at", "ready",
+		"unacked", "consumers", "publish_rate", "deliver_rate", "ack_rate", "redeliver_rate"}, samples,
+		func(q history.RabbitQueueSample) []any {
+			return []any{q.Broker, q.Vhost, q.Queue, q.At, q.Ready, q.Unacked, int32(q.Consumers),
+				q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate}
+		})
 }
 
 // RabbitQueueSamples reads every queue's samples of broker taken at or after since, ordered by
