@@ -14,7 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
@@ -298,8 +298,8 @@ func targetText(t offsets.Target) string {
 
 // skipOffer is the group page's "skip the record at offset N" for a STALL or STOP group: the
 // most lagging partition of that status that has a committed offset (rows sorted by lag).
-func skipOffer(code kafka.StatusCode, rows []kafkapages.PartitionRow) *kafkapages.SkipOffer {
-	if code != kafka.StatusStall && code != kafka.StatusStop {
+func skipOffer(code lag.StatusCode, rows []kafkapages.PartitionRow) *kafkapages.SkipOffer {
+	if code != lag.StatusStall && code != lag.StatusStop {
 		return nil
 	}
 	for _, r := range rows {

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/redrive/redrive/ops/health"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/sampler"
 )
@@ -47,10 +47,10 @@ const (
 )
 
 // kafkaStatusCodes is the numeric value of redrive_kafka_group_status, from harmless to gone.
-// kafka.StatusCode.Severity is not used because it gives EMPTY and DEAD the same value.
-var kafkaStatusCodes = map[kafka.StatusCode]float64{
-	kafka.StatusOK: 0, kafka.StatusWarn: 1, kafka.StatusStall: 2, kafka.StatusStop: 3,
-	kafka.StatusEmpty: 4, kafka.StatusDead: 5, kafka.StatusErr: 6,
+// lag.StatusCode.Severity is not used because it gives EMPTY and DEAD the same value.
+var kafkaStatusCodes = map[lag.StatusCode]float64{
+	lag.StatusOK: 0, lag.StatusWarn: 1, lag.StatusStall: 2, lag.StatusStop: 3,
+	lag.StatusEmpty: 4, lag.StatusDead: 5, lag.StatusErr: 6,
 }
 
 // replayOutcomes are the ledger's settled outcomes, exported even at zero so that rate() and

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
@@ -116,8 +117,8 @@ func testExporter(snaps fakeSnapshots, clusters, brokers []string, outboxes []ex
 	return e.init()
 }
 
-func lagGroup(name string, code kafka.StatusCode, lags ...int64) sampler.KafkaGroup {
-	g := sampler.KafkaGroup{Group: kafka.Group{Name: name, State: "Stable"}, Status: kafka.Status{Code: code}}
+func lagGroup(name string, code lag.StatusCode, lags ...int64) sampler.KafkaGroup {
+	g := sampler.KafkaGroup{Group: kafka.Group{Name: name, State: "Stable"}, Status: lag.Status{Code: code}}
 	t := kafka.TopicLag{Topic: "orders"}
 	for i, l := range lags {
 		t.Partitions = append(t.Partitions, kafka.PartitionLag{Partition: int32(i), Lag: l})
@@ -131,7 +132,7 @@ func TestExporterSeries(t *testing.T) {
 	age := 7 * time.Minute
 	snaps := fakeSnapshots{
 		kafka: map[string]sampler.KafkaSnapshot{"main": {Cluster: "main", At: now.Add(-20 * time.Second), Groups: []sampler.KafkaGroup{
-			lagGroup("billing", kafka.StatusStall, 5, -1, 0), lagGroup("mailer", kafka.StatusDead),
+			lagGroup("billing", lag.StatusStall, 5, -1, 0), lagGroup("mailer", lag.StatusDead),
 		}}},
 		rabbit: map[string]sampler.RabbitSnapshot{"mq": {Broker: "mq", At: now.Add(-5 * time.Second), Queues: []sampler.RabbitQueue{
 			{Queue: rabbit.Queue{Vhost: "/", Name: "orders", Ready: 3, Unacked: 2}},
@@ -195,7 +196,7 @@ func TestExporterDegradesPerSource(t *testing.T) {
 	defer close(hang)
 	snaps := fakeSnapshots{
 		kafka: map[string]sampler.KafkaSnapshot{"up": {Cluster: "up", At: time.Unix(1_800_000_000, 0),
-			Groups: []sampler.KafkaGroup{lagGroup("g", kafka.StatusOK, 1)}}, "new": {Cluster: "new"}},
+			Groups: []sampler.KafkaGroup{lagGroup("g", lag.StatusOK, 1)}}, "new": {Cluster: "new"}},
 		err: map[string]error{"down": fmt.Errorf("read snapshot: %w", ops.ErrUnavailable), "mq": errors.New("store down")},
 	}
 	outboxes := []exporterOutbox{

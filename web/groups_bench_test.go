@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 )
@@ -45,7 +46,7 @@ func bigSnapshot(groups, partitions int) sampler.KafkaSnapshot {
 	snap := sampler.KafkaSnapshot{Cluster: "main", At: time.Now()}
 	for g := range groups {
 		kg := sampler.KafkaGroup{Group: kafka.Group{Name: fmt.Sprintf("service-%03d-consumer", g), State: "Stable", Protocol: "cooperative-sticky",
-			Members: 5}, Status: kafka.Status{Code: kafka.StatusOK}, Rate: 120.5, RateKnown: true, CatchUp: time.Minute}
+			Members: 5}, Status: lag.Status{Code: lag.StatusOK}, Rate: 120.5, RateKnown: true, CatchUp: time.Minute}
 		t := kafka.TopicLag{Topic: fmt.Sprintf("events.service-%03d", g)}
 		for p := range partitions {
 			pl := kafka.PartitionLag{Partition: int32(p), Committed: 1_000_000 + int64(p*37), Start: 0, End: 1_000_500 + int64(p*41),

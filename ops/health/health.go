@@ -16,7 +16,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
@@ -112,11 +112,11 @@ func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now ti
 	}
 	for _, g := range snap.Groups {
 		code := g.Status.Code
-		if code == kafka.StatusOK || (code == kafka.StatusEmpty && g.TotalLag == 0) {
+		if code == lag.StatusOK || (code == lag.StatusEmpty && g.TotalLag == 0) {
 			continue
 		}
 		severity := Warning
-		if code == kafka.StatusStop || code == kafka.StatusStall || code == kafka.StatusDead || code == kafka.StatusErr {
+		if code == lag.StatusStop || code == lag.StatusStall || code == lag.StatusDead || code == lag.StatusErr {
 			severity = Critical
 		}
 		behind := ""

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
@@ -16,16 +17,16 @@ import (
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func group(name string, code kafka.StatusCode, lag int64) sampler.KafkaGroup {
-	g := sampler.KafkaGroup{Status: kafka.Status{Code: code, Reason: "partition orders/0 lag grows"}}
-	g.Name, g.TotalLag = name, lag
+func group(name string, code lag.StatusCode, total int64) sampler.KafkaGroup {
+	g := sampler.KafkaGroup{Status: lag.Status{Code: code, Reason: "partition orders/0 lag grows"}}
+	g.Name, g.TotalLag = name, total
 	return g
 }
 
 func TestKafkaProblems(t *testing.T) {
 	snap := sampler.KafkaSnapshot{Cluster: "main", Groups: []sampler.KafkaGroup{
-		group("ok", kafka.StatusOK, 5), group("idle", kafka.StatusEmpty, 0), group("lagging", kafka.StatusWarn, 1500),
-		group("stuck", kafka.StatusStall, 10), group("behind-empty", kafka.StatusEmpty, 3),
+		group("ok", lag.StatusOK, 5), group("idle", lag.StatusEmpty, 0), group("lagging", lag.StatusWarn, 1500),
+		group("stuck", lag.StatusStall, 10), group("behind-empty", lag.StatusEmpty, 3),
 	}, DeadLetterTopics: []kafka.DLTopic{
 		{Topic: "orders.DLT", Records: 1234, NewestAt: now.Add(-90 * time.Second)},
 		{Topic: "old.DLT", Records: 3, NewestAt: now.Add(-2 * time.Hour)},
@@ -63,8 +64,8 @@ func TestKafkaProblems(t *testing.T) {
 }
 
 func TestKeysAreStable(t *testing.T) {
-	a := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", kafka.StatusWarn, 10)}}, nil, now)
-	b := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", kafka.StatusStop, 99999)}}, nil, now.Add(time.Minute))
+	a := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", lag.StatusWarn, 10)}}, nil, now)
+	b := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", lag.StatusStop, 99999)}}, nil, now.Add(time.Minute))
 	if a[0].Key != b[0].Key || a[0].Title == b[0].Title {
 		t.Fatalf("the key must stay and the title follow the numbers: %q %q / %q %q", a[0].Key, a[0].Title, b[0].Key, b[0].Title)
 	}
@@ -174,7 +175,7 @@ func (f fixedKafka) LatestKafka(_ context.Context, c string) (sampler.KafkaSnaps
 func TestMonitor(t *testing.T) {
 	m := NewMonitor(Sources{
 		Clusters: []string{"main", "gone"},
-		Kafka:    fixedKafka{"main": {Groups: []sampler.KafkaGroup{group("g", kafka.StatusWarn, 10)}}},
+		Kafka:    fixedKafka{"main": {Groups: []sampler.KafkaGroup{group("g", lag.StatusWarn, 10)}}},
 		Checks: []Check{{Name: "store", Ping: func(context.Context) error { return nil }},
 			{Name: "kafka/gone", Ping: func(context.Context) error { return errors.New("refused") }}},
 		Now: func() time.Time { return now },

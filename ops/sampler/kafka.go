@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/lease"
 )
 
@@ -37,7 +38,7 @@ type errorGroupReader interface {
 type KafkaSource struct {
 	Cluster KafkaGroups // required
 	// Rules are the cluster's status thresholds (configs.KafkaCluster.Lag). Zero fields mean
-	// kafka.Evaluate's defaults: a 5 m window, STOP after 15 m, WARN on any growth.
+	// lag.Evaluate's defaults: a 5 m window, STOP after 15 m, WARN on any growth.
 	Rules configs.LagRules
 }
 
@@ -63,12 +64,12 @@ type kafkaState struct {
 	seen map[string]map[int32]int64
 	// ends are, per dead-letter or retry topic, its summed end offsets at the samples of the
 	// window: their slope is the topic's inflow.
-	ends   map[string][]kafka.Sample
+	ends   map[string][]lag.Sample
 	groups map[string]*groupWindow
 	// unpacked and parts are observe's buffers for one group's windows, reused from group to group
 	// and round to round.
-	unpacked []kafka.Sample
-	parts    []kafka.PartitionSamples
+	unpacked []lag.Sample
+	parts    []lag.PartitionSamples
 	// tried is the time (sampler clock, Unix nanoseconds) of this replica's last finished sample
 	// of the cluster, good or failed; FreshKafka reads it without tickMu.
 	tried atomic.Int64
@@ -83,7 +84,7 @@ type groupWindow struct {
 	parts map[partKey]series
 	// total is the group as a whole (summed committed offsets, total lag): the catch-up estimate
 	// comes from its lag slope.
-	total []kafka.Sample
+	total []lag.Sample
 }
 
 func newKafkaState(src KafkaSource, interval time.Duration) *kafkaState {
@@ -181,7 +182,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 // inflows sets each dead-letter and retry topic's inflow over the window from its summed end
 // offsets at this and the earlier samples.
 func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
-	next := make(map[string][]kafka.Sample, len(dlts))
+	next := make(map[string][]lag.Sample, len(dlts))
 	for i := range dlts {
 		t := &dlts[i]
 		var end int64
@@ -189,9 +190,9 @@ func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
 			end += p.End
 		}
 		from := at.Add(-st.window)
-		win := append(trim(st.ends[t.Topic], from, from), kafka.Sample{At: at, End: end})
+		win := append(trim(st.ends[t.Topic], from, from), lag.Sample{At: at, End: end})
 		next[t.Topic] = win
-		t.InflowPerSecond, t.InflowKnown = kafka.ProducedRate(windowFrom(win, from))
+		t.InflowPerSecond, t.InflowKnown = lag.ProducedRate(windowFrom(win, from))
 	}
 	st.ends = next
 }
@@ -247,25 +248,25 @@ func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 		s.log.Warn("sampler: cannot load recent samples; statuses start afresh", "cluster", st.name, "err", err)
 		return
 	}
-	loaded := map[string]map[partKey][]kafka.Sample{}
+	loaded := map[string]map[partKey][]lag.Sample{}
 	for _, r := range rows {
 		w := st.groups[r.Group]
 		if w == nil {
 			w = &groupWindow{parts: map[partKey]series{}}
 			st.groups[r.Group] = w
-			loaded[r.Group] = map[partKey][]kafka.Sample{}
+			loaded[r.Group] = map[partKey][]lag.Sample{}
 		}
 		parts := loaded[r.Group]
 		var committed int64
 		for _, p := range r.Partitions {
 			k := partKey{p.Topic, p.Partition}
 			// End is not kept in history: neither Evaluate nor Rate reads it.
-			parts[k] = append(parts[k], kafka.Sample{At: r.At, Committed: p.Committed, End: -1, Lag: p.Lag})
+			parts[k] = append(parts[k], lag.Sample{At: r.At, Committed: p.Committed, End: -1, Lag: p.Lag})
 			if p.Committed > 0 && p.Lag >= 0 {
 				committed += p.Committed
 			}
 		}
-		w.total = append(w.total, kafka.Sample{At: r.At, Committed: committed, End: -1, Lag: r.TotalLag})
+		w.total = append(w.total, lag.Sample{At: r.At, Committed: committed, End: -1, Lag: r.TotalLag})
 		if r.At.After(st.lastAt) {
 			st.lastAt = r.At
 		}
@@ -312,10 +313,10 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 					start := len(buf)
 					buf = w.parts[k].unpack(buf)
 					kept := trim(buf[start:], cutoff, rateFrom)
-					buf = append(buf[:start+len(kept)], kafka.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
+					buf = append(buf[:start+len(kept)], lag.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
 					samples := buf[start:len(buf):len(buf)]
 					w.parts[k] = pack(w.parts[k], samples) // its old array: already unpacked
-					parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
+					parts = append(parts, lag.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
 					row.Partitions = append(row.Partitions, history.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
 						Committed: p.Committed, Lag: p.Lag})
 					if p.Committed > 0 && p.Lag >= 0 {
@@ -332,7 +333,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 				}
 				maps.DeleteFunc(w.parts, func(k partKey, _ series) bool { return !current[k] })
 			}
-			w.total = append(trim(w.total, cutoff, rateFrom), kafka.Sample{At: at, Committed: committed, End: -1, Lag: g.TotalLag})
+			w.total = append(trim(w.total, cutoff, rateFrom), lag.Sample{At: at, Committed: committed, End: -1, Lag: g.TotalLag})
 			rows = append(rows, row)
 		} else {
 			// Not described this time (e.g. its coordinator is loading): judge what is known.
@@ -352,27 +353,27 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 			for _, k := range keys {
 				start := len(buf)
 				buf = w.parts[k].unpack(buf)
-				parts = append(parts, kafka.PartitionSamples{Topic: k.topic, Partition: k.partition, Samples: buf[start:len(buf):len(buf)]})
+				parts = append(parts, lag.PartitionSamples{Topic: k.topic, Partition: k.partition, Samples: buf[start:len(buf):len(buf)]})
 			}
 		}
 		st.unpacked, st.parts = buf, parts
 
-		gs := kafka.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
+		gs := lag.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
 		kg := judged(g, gs)
 		if g.Error == "" {
 			rows[len(rows)-1].Status = string(gs.Status.Code)
 		}
 		// The rate is the sum of the partitions' (each judged after its own offset resets); the
 		// catch-up time is the group's total lag over the slope of that total.
-		if _, catchUp, ok := kafka.Rate(windowFrom(w.total, rateFrom)); ok {
+		if _, catchUp, ok := lag.Rate(windowFrom(w.total, rateFrom)); ok {
 			kg.CatchUp, kg.RateKnown = catchUp, true
 			for _, p := range parts {
 				win := windowFrom(p.Samples, rateFrom)
-				consumed, _, ok := kafka.Rate(win)
+				consumed, _, ok := lag.Rate(win)
 				if ok {
 					kg.Rate += consumed
 				}
-				produced, pok := kafka.ProducedRate(win)
+				produced, pok := lag.ProducedRate(win)
 				if !ok && !pok {
 					continue
 				}
@@ -395,13 +396,13 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 // (the keep horizon: StopAfter and two intervals), and of those older than the window's start,
 // all but two — the last one at or before it (a rate spans the whole window: windowFrom) and the
 // first of the newest run of equal committed offsets (how long the offset has not moved: STOP
-// and STALL; kafka.Evaluate counts "stuck since" from it). That first sample is kept past the
+// and STALL; lag.Evaluate counts "stuck since" from it). That first sample is kept past the
 // horizon while the run lasts, so a reason says how long the offset has really not moved ("no
 // commit for 3h") rather than the horizon's 15 m. The samples between them carry the same
 // committed offset and nothing else a rule reads, so a partition holds about a window's samples
 // instead of StopAfter's: at the defaults 22 instead of 62. The kept samples move to the front of
 // the array, so its capacity is reused rather than regrown.
-func trim(s []kafka.Sample, cutoff, windowStart time.Time) []kafka.Sample {
+func trim(s []lag.Sample, cutoff, windowStart time.Time) []lag.Sample {
 	i := 0
 	for i < len(s) && s[i].At.Before(cutoff) {
 		i++
@@ -412,7 +413,7 @@ func trim(s []kafka.Sample, cutoff, windowStart time.Time) []kafka.Sample {
 	run := -1 // the oldest usable sample of the newest run of equal committed offsets
 	for j := len(s) - 1; j >= 0; j-- {
 		if s[j].Lag < 0 || s[j].At.IsZero() {
-			continue // kafka.Evaluate skips unusable samples; so does the run
+			continue // lag.Evaluate skips unusable samples; so does the run
 		}
 		if run >= 0 && s[j].Committed != s[run].Committed {
 			break
@@ -428,7 +429,7 @@ func trim(s []kafka.Sample, cutoff, windowStart time.Time) []kafka.Sample {
 
 // windowFrom returns the samples from the last one at or before from onwards, so a window always
 // spans its full width when the samples reach that far back.
-func windowFrom(s []kafka.Sample, from time.Time) []kafka.Sample {
+func windowFrom(s []lag.Sample, from time.Time) []lag.Sample {
 	i := 0
 	for i+1 < len(s) && !s[i+1].At.After(from) {
 		i++

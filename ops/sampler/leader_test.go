@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // Two replicas on one store: on every tick exactly one samples (one ListGroups reaches the
@@ -52,7 +52,7 @@ func TestOneLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := group(t, snap, "billing"); g.Status.Code != kafka.StatusStall {
+	if g := group(t, snap, "billing"); g.Status.Code != lag.StatusStall {
 		t.Fatalf("status before failover %s (%s), want STALL", g.Status.Code, g.Status.Reason)
 	}
 
@@ -85,7 +85,7 @@ func TestOneLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := group(t, snap, "billing"); g.Status.Code != kafka.StatusStall || !g.RateKnown {
+	if g := group(t, snap, "billing"); g.Status.Code != lag.StatusStall || !g.RateKnown {
 		t.Errorf("after failover: %s (%s), rate known %v; want STALL judged from the stored window", g.Status.Code, g.Status.Reason, g.RateKnown)
 	}
 }

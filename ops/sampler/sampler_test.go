@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -32,7 +32,7 @@ func TestStatusesOverTime(t *testing.T) {
 	committed := int64(10)
 	m.commit(t, "orders", map[int32]int64{0: committed, 1: committed})
 
-	step := func(want kafka.StatusCode) KafkaGroup {
+	step := func(want lag.StatusCode) KafkaGroup {
 		t.Helper()
 		clk.Add(20 * time.Second)
 		if err := s.SampleOnce(ctx); err != nil {
@@ -53,8 +53,8 @@ func TestStatusesOverTime(t *testing.T) {
 	}
 
 	t.Run("OK", func(t *testing.T) {
-		step(kafka.StatusOK)
-		g := step(kafka.StatusOK)
+		step(lag.StatusOK)
+		g := step(lag.StatusOK)
 		if g.Members != 1 || g.State != "Stable" || g.TotalLag != 0 {
 			t.Errorf("group = %s %d members lag %d, want Stable, 1 member, no lag", g.State, g.Members, g.TotalLag)
 		}
@@ -67,7 +67,7 @@ func TestStatusesOverTime(t *testing.T) {
 	// WARN only once the whole window (1 m, four samples) rose and none of it was zero.
 	t.Run("WARN", func(t *testing.T) {
 		var g KafkaGroup
-		for i, want := range []kafka.StatusCode{kafka.StatusOK, kafka.StatusOK, kafka.StatusOK, kafka.StatusWarn} {
+		for i, want := range []lag.StatusCode{lag.StatusOK, lag.StatusOK, lag.StatusOK, lag.StatusWarn} {
 			b.fill(t, "orders", 10, 0, 1)
 			committed += 2
 			m.commit(t, "orders", map[int32]int64{0: committed, 1: committed})
@@ -87,7 +87,7 @@ func TestStatusesOverTime(t *testing.T) {
 		if r := g.TopicRates["orders"]; math.Abs(r.Produced-1.0) > 1e-9 || math.Abs(r.Consumed-0.2) > 1e-9 {
 			t.Errorf("orders' rates %+v, want 1 msg/s produced and 0.2 consumed", r)
 		}
-		if len(g.Partitions) != 2 || g.Partitions["orders/0"].Code != kafka.StatusWarn {
+		if len(g.Partitions) != 2 || g.Partitions["orders/0"].Code != lag.StatusWarn {
 			t.Errorf("partition statuses %v, want both WARN", g.Partitions)
 		}
 		if want := "lag rose at every sample on partitions 0, 1: 16 → 32 → 48 → 64 over 1m"; g.Status.Reason != want {
@@ -98,10 +98,10 @@ func TestStatusesOverTime(t *testing.T) {
 	// Commits stop; the member stays. Within a window it is still judged by the growth, then the
 	// committed offset has not moved for a whole window: STALL.
 	t.Run("STALL", func(t *testing.T) {
-		step(kafka.StatusOK) // stuck 20 s, the lag no longer rises
-		step(kafka.StatusOK) // stuck 40 s
-		g := step(kafka.StatusStall)
-		if g.Partitions["orders/1"].Code != kafka.StatusStall || g.Status.Reason == "" {
+		step(lag.StatusOK) // stuck 20 s, the lag no longer rises
+		step(lag.StatusOK) // stuck 40 s
+		g := step(lag.StatusStall)
+		if g.Partitions["orders/1"].Code != lag.StatusStall || g.Status.Reason == "" {
 			t.Errorf("partition statuses %v, reason %q", g.Partitions, g.Status.Reason)
 		}
 		if g.Rate != 0 || g.CatchUp >= 0 {
@@ -111,7 +111,7 @@ func TestStatusesOverTime(t *testing.T) {
 
 	t.Run("STOP", func(t *testing.T) {
 		clk.Add(10 * time.Minute)
-		step(kafka.StatusStop)
+		step(lag.StatusStop)
 	})
 
 	t.Run("History", func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestStatusesOverTime(t *testing.T) {
 			t.Fatalf("%d history rows, want one per tick (10)", len(rows))
 		}
 		last := rows[len(rows)-1]
-		if last.Status != string(kafka.StatusStop) || last.Members != 1 || len(last.Partitions) != 2 ||
+		if last.Status != string(lag.StatusStop) || last.Members != 1 || len(last.Partitions) != 2 ||
 			last.Partitions[0] != (history.KafkaPartitionSample{Topic: "orders", Partition: 0, Committed: 18, Lag: 32}) {
 			t.Errorf("last row = %+v", last)
 		}
@@ -180,10 +180,10 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if len(got.Groups) != 2 || !reflect.DeepEqual(got.Groups, want.Groups) {
 		t.Fatalf("stored groups differ:\n got %+v\nwant %+v", got.Groups, want.Groups)
 	}
-	if g := group(t, got, "live"); g.Topics[0].Partitions[0].Member == "" || g.Status.Code != kafka.StatusOK {
+	if g := group(t, got, "live"); g.Topics[0].Partitions[0].Member == "" || g.Status.Code != lag.StatusOK {
 		t.Errorf("live group = %+v", g)
 	}
-	if g := group(t, got, "offsets-only"); g.State != "Empty" || g.Status.Code != kafka.StatusEmpty || len(g.Partitions) != numPartitions(g) {
+	if g := group(t, got, "offsets-only"); g.State != "Empty" || g.Status.Code != lag.StatusEmpty || len(g.Partitions) != numPartitions(g) {
 		t.Errorf("offsets-only group = %s %s partitions %v, want every partition EMPTY", g.State, g.Status.Code, g.Partitions)
 	}
 	goodAt := got.At

@@ -5,13 +5,13 @@ import (
 	"math"
 	"time"
 
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // series is one partition's status window, packed: each sample's five fields (time, committed and
 // end offsets, lag, time lag) as zigzag varints of the difference from the sample before (the
 // first from zero). At 200 groups × 50 partitions the leader holds 10,000 windows of about 22
-// samples; as []kafka.Sample (56 bytes each, in arrays regrown by doubling) they were 20 of its
+// samples; as []lag.Sample (56 bytes each, in arrays regrown by doubling) they were 20 of its
 // 31 MiB of live heap. Packed, a sample a second apart with offsets that moved a little takes
 // about 13 bytes. A round unpacks each window into one reused buffer, judges it and packs it again
 // (a few milliseconds for 10,000 partitions), so the packed form is the only one kept.
@@ -28,7 +28,7 @@ func atNanos(t time.Time) int64 {
 }
 
 // pack appends samples to dst[:0] (reusing its array) and returns it.
-func pack(dst series, samples []kafka.Sample) series {
+func pack(dst series, samples []lag.Sample) series {
 	dst = dst[:0]
 	var prev [5]int64
 	for _, s := range samples {
@@ -43,7 +43,7 @@ func pack(dst series, samples []kafka.Sample) series {
 }
 
 // unpack appends the samples of s to dst.
-func (s series) unpack(dst []kafka.Sample) []kafka.Sample {
+func (s series) unpack(dst []lag.Sample) []lag.Sample {
 	var cur [5]int64
 	for len(s) > 0 {
 		for i := range cur {
@@ -58,7 +58,7 @@ func (s series) unpack(dst []kafka.Sample) []kafka.Sample {
 		if cur[0] != zeroAt {
 			at = time.Unix(0, cur[0])
 		}
-		dst = append(dst, kafka.Sample{At: at, Committed: cur[1], End: cur[2], Lag: cur[3], TimeLag: time.Duration(cur[4])})
+		dst = append(dst, lag.Sample{At: at, Committed: cur[1], End: cur[2], Lag: cur[3], TimeLag: time.Duration(cur[4])})
 	}
 	return dst
 }

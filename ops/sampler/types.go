@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // KafkaSnapshot is one cluster's consumer groups as last sampled.
@@ -30,11 +31,11 @@ type KafkaSnapshot struct {
 // KafkaGroup is a group with its Burrow-style verdict and trend.
 type KafkaGroup struct {
 	kafka.Group
-	Status     kafka.Status            // the group's (worst partition's) status, with its reason
-	Partitions map[string]kafka.Status // key "topic/partition"; only non-OK entries
-	Rate       float64                 // messages consumed per second over the window
-	CatchUp    time.Duration           // time to catch up at the current slope; 0 = no lag; < 0 = not shrinking
-	RateKnown  bool                    // false until the window holds two samples
+	Status     lag.Status            // the group's (worst partition's) status, with its reason
+	Partitions map[string]lag.Status // key "topic/partition"; only non-OK entries
+	Rate       float64               // messages consumed per second over the window
+	CatchUp    time.Duration         // time to catch up at the current slope; 0 = no lag; < 0 = not shrinking
+	RateKnown  bool                  // false until the window holds two samples
 	// TopicRates are, per topic the group consumes, the messages it consumed and the messages
 	// produced to the topic per second over the window (its partitions' committed and end offsets'
 	// slopes): a consumer's pipeline compares them stage by stage. Nil until RateKnown.
@@ -44,23 +45,23 @@ type KafkaGroup struct {
 // PartitionStatus is the status of one of the group's partitions: its own verdict when the
 // sampler found something wrong there, else OK — or, for a group without members (EMPTY) or gone
 // (DEAD), the group's, which every partition shares.
-func (g KafkaGroup) PartitionStatus(topic string, partition int32) kafka.Status {
+func (g KafkaGroup) PartitionStatus(topic string, partition int32) lag.Status {
 	if st, ok := g.Partitions[partitionKey(topic, partition)]; ok {
 		return st
 	}
-	if g.Status.Code == kafka.StatusEmpty || g.Status.Code == kafka.StatusDead {
+	if g.Status.Code == lag.StatusEmpty || g.Status.Code == lag.StatusDead {
 		return g.Status
 	}
-	return kafka.Status{Code: kafka.StatusOK}
+	return lag.Status{Code: lag.StatusOK}
 }
 
 // judged is g with the verdicts of gs: the group's status and its partitions' that are not OK.
-func judged(g kafka.Group, gs kafka.GroupStatus) KafkaGroup {
+func judged(g kafka.Group, gs lag.GroupStatus) KafkaGroup {
 	kg := KafkaGroup{Group: g, Status: gs.Status}
 	for _, ps := range gs.Partitions {
-		if ps.Status.Code != kafka.StatusOK {
+		if ps.Status.Code != lag.StatusOK {
 			if kg.Partitions == nil {
-				kg.Partitions = map[string]kafka.Status{}
+				kg.Partitions = map[string]lag.Status{}
 			}
 			kg.Partitions[partitionKey(ps.Topic, ps.Partition)] = ps.Status
 		}
@@ -71,14 +72,14 @@ func judged(g kafka.Group, gs kafka.GroupStatus) KafkaGroup {
 // JudgeOnce gives a group read straight from the cluster (one the latest snapshot does not have
 // yet) its statuses from that one sample: no rate, no trend, only what one sample can tell.
 func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) KafkaGroup {
-	var parts []kafka.PartitionSamples
+	var parts []lag.PartitionSamples
 	for _, t := range g.Topics {
 		for _, p := range t.Partitions {
-			parts = append(parts, kafka.PartitionSamples{Topic: t.Topic, Partition: p.Partition,
-				Samples: []kafka.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
+			parts = append(parts, lag.PartitionSamples{Topic: t.Topic, Partition: p.Partition,
+				Samples: []lag.Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
 		}
 	}
-	return judged(g, kafka.EvaluateGroup(rules, g.State, g.Members, parts, now))
+	return judged(g, lag.EvaluateGroup(rules, g.State, g.Members, parts, now))
 }
 
 // TopicRate is one topic's consumption (by a group) and production rates, messages per second.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // The stored snapshot (snapshot.data) is this package's own compact JSON, not KafkaSnapshot
@@ -44,7 +45,7 @@ type wireGroup struct {
 	TotalLag     int64                 `json:"lag"`
 	MaxTimeLag   int64                 `json:"mtl,omitempty"` // milliseconds, -1 unknown
 	Error        string                `json:"err,omitempty"`
-	Status       kafka.StatusCode      `json:"st"`
+	Status       lag.StatusCode        `json:"st"`
 	Reason       string                `json:"why,omitempty"`
 	Parts        []wirePartStatus      `json:"ps,omitempty"` // non-OK partitions only
 	Rate         float64               `json:"rate,omitempty"`
@@ -56,10 +57,10 @@ type wireGroup struct {
 }
 
 type wirePartStatus struct {
-	Topic     string           `json:"t"`
-	Partition int32            `json:"p"`
-	Code      kafka.StatusCode `json:"c"`
-	Reason    string           `json:"r,omitempty"`
+	Topic     string         `json:"t"`
+	Partition int32          `json:"p"`
+	Code      lag.StatusCode `json:"c"`
+	Reason    string         `json:"r,omitempty"`
 }
 
 // wireTopic holds a topic's partitions as parallel arrays: element i of each is one partition.
@@ -114,7 +115,7 @@ func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 						derived[key] = true
 					case !listed:
 						// Decoding would derive a status the group does not have: mask it.
-						wg.Parts = append(wg.Parts, wirePartStatus{Topic: t.Topic, Partition: p.Partition, Code: kafka.StatusOK})
+						wg.Parts = append(wg.Parts, wirePartStatus{Topic: t.Topic, Partition: p.Partition, Code: lag.StatusOK})
 					}
 				}
 			}
@@ -201,13 +202,13 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 		committed bool
 		lag       int64
 	}
-	memo := map[derivedKey]kafka.Status{} // idle groups' partitions share few distinct lags
+	memo := map[derivedKey]lag.Status{} // idle groups' partitions share few distinct lags
 	for i, wg := range w.Groups {
 		g := KafkaGroup{
 			Group: kafka.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
 				Members: wg.Members, TotalLag: wg.TotalLag, MaxTimeLag: fromMS(wg.MaxTimeLag), Error: wg.Error,
 				Topics: make([]kafka.TopicLag, len(wg.Topics))},
-			Status:    kafka.Status{Code: wg.Status, Reason: wg.Reason},
+			Status:    lag.Status{Code: wg.Status, Reason: wg.Reason},
 			Rate:      wg.Rate,
 			CatchUp:   time.Duration(wg.CatchUp),
 			RateKnown: wg.RateKnown,
@@ -220,13 +221,13 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 		}
 		var listed map[string]bool
 		if len(wg.Parts) > 0 {
-			g.Partitions = make(map[string]kafka.Status, len(wg.Parts))
+			g.Partitions = make(map[string]lag.Status, len(wg.Parts))
 			listed = make(map[string]bool, len(wg.Parts))
 			for _, p := range wg.Parts {
 				key := partitionKey(p.Topic, p.Partition)
 				listed[key] = true
-				if p.Code != kafka.StatusOK { // an OK entry only masks a derived status
-					g.Partitions[key] = kafka.Status{Code: p.Code, Reason: p.Reason}
+				if p.Code != lag.StatusOK { // an OK entry only masks a derived status
+					g.Partitions[key] = lag.Status{Code: p.Code, Reason: p.Reason}
 				}
 			}
 		}
@@ -256,7 +257,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 				if derivable(g.State) {
 					if key := partitionKey(t.Topic, p.Partition); !listed[key] {
 						if g.Partitions == nil {
-							g.Partitions = map[string]kafka.Status{}
+							g.Partitions = map[string]lag.Status{}
 						}
 						k := derivedKey{g.State, p.Committed >= 0, p.Lag}
 						st, ok := memo[k]
@@ -281,14 +282,14 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 // In a group without members (Kafka state Empty or Dead) every partition has a status, EMPTY or
 // DEAD, whose reason follows from the state and the partition's lag alone; stored, those would be
 // most of a cluster's snapshot (offsets of idle groups linger for days). They are left out and
-// derived again on decoding with the same pure kafka.Evaluate; only a partition whose status
+// derived again on decoding with the same pure lag.Evaluate; only a partition whose status
 // differs from the derived one (its lag is unknown now but was known earlier) is written out.
 func derivable(state string) bool { return state == "Empty" || state == "Dead" }
 
-func derive(state string, p kafka.PartitionLag) kafka.Status {
+func derive(state string, p kafka.PartitionLag) lag.Status {
 	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
-	return kafka.Evaluate(configs.LagRules{}, state, 0,
-		[]kafka.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
+	return lag.Evaluate(configs.LagRules{}, state, 0,
+		[]lag.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
 }
 
 // ms is a time lag in the wire's milliseconds (-1 stays unknown).

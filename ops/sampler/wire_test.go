@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // The stored layout decodes to exactly the groups encoded, including what it leaves out: member
@@ -25,8 +26,8 @@ func TestWireRoundTrip(t *testing.T) {
 						{Partition: 0, Committed: 3, Start: 0, End: 3, Lag: 0, Member: "w-1@10.0.0.1"},
 					}},
 				}},
-			Status:     kafka.Status{Code: kafka.StatusWarn, Reason: "lag grew 0 → 30 over 5m"},
-			Partitions: map[string]kafka.Status{"orders/0": {Code: kafka.StatusWarn, Reason: "lag grew 0 → 30 over 5m"}},
+			Status:     lag.Status{Code: lag.StatusWarn, Reason: "lag grew 0 → 30 over 5m"},
+			Partitions: map[string]lag.Status{"orders/0": {Code: lag.StatusWarn, Reason: "lag grew 0 → 30 over 5m"}},
 			Rate:       1.5, CatchUp: -1, RateKnown: true,
 		},
 		{
@@ -39,11 +40,11 @@ func TestWireRoundTrip(t *testing.T) {
 					{Partition: 2, Committed: 9, Start: 0, End: 9, Lag: 0},
 				}},
 			}},
-			Status: kafka.Status{Code: kafka.StatusEmpty, Reason: "no members; lag 4 left unconsumed"},
-			Partitions: map[string]kafka.Status{
-				"orders/0": {Code: kafka.StatusEmpty, Reason: "no members; lag 4 left unconsumed"},
-				"orders/1": {Code: kafka.StatusEmpty, Reason: "no members; lag 7 left unconsumed"},
-				"orders/2": {Code: kafka.StatusEmpty, Reason: "no members"},
+			Status: lag.Status{Code: lag.StatusEmpty, Reason: "no members; lag 4 left unconsumed"},
+			Partitions: map[string]lag.Status{
+				"orders/0": {Code: lag.StatusEmpty, Reason: "no members; lag 4 left unconsumed"},
+				"orders/1": {Code: lag.StatusEmpty, Reason: "no members; lag 7 left unconsumed"},
+				"orders/2": {Code: lag.StatusEmpty, Reason: "no members"},
 			},
 			CatchUp: 0, RateKnown: true,
 		},
@@ -52,12 +53,12 @@ func TestWireRoundTrip(t *testing.T) {
 			Group: kafka.Group{Name: "gone", State: "Dead", Topics: []kafka.TopicLag{
 				{Topic: "t", Partitions: []kafka.PartitionLag{{Partition: 0, Committed: 1, Start: 0, End: 1}, {Partition: 1, Committed: 1, Start: 0, End: 1}}},
 			}},
-			Status:     kafka.Status{Code: kafka.StatusDead, Reason: "group is dead: no members and no state on the coordinator"},
-			Partitions: map[string]kafka.Status{"t/0": {Code: kafka.StatusDead, Reason: "group is dead: no members and no state on the coordinator"}},
+			Status:     lag.Status{Code: lag.StatusDead, Reason: "group is dead: no members and no state on the coordinator"},
+			Partitions: map[string]lag.Status{"t/0": {Code: lag.StatusDead, Reason: "group is dead: no members and no state on the coordinator"}},
 		},
 		{
 			Group:  kafka.Group{Name: "loading", State: "", Topics: []kafka.TopicLag{}, Error: "COORDINATOR_LOAD_IN_PROGRESS"},
-			Status: kafka.Status{Code: kafka.StatusOK},
+			Status: lag.Status{Code: lag.StatusOK},
 		},
 	}
 	dlts := []kafka.DLTopic{
@@ -104,24 +105,24 @@ func TestJudgeOnce(t *testing.T) {
 	topics := []kafka.TopicLag{{Topic: "orders", Lag: 40, Partitions: []kafka.PartitionLag{
 		{Partition: 0, Committed: 10, End: 50, Lag: 40}, {Partition: 1, Committed: 5, End: 5, Lag: 0}}}}
 	empty := JudgeOnce(kafka.Group{Name: "idle", State: "Empty", TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
-	if empty.Status.Code != kafka.StatusEmpty {
+	if empty.Status.Code != lag.StatusEmpty {
 		t.Fatalf("group without members: %+v, want EMPTY", empty.Status)
 	}
 	for _, p := range []int32{0, 1} {
-		if st := empty.PartitionStatus("orders", p); st.Code != kafka.StatusEmpty {
+		if st := empty.PartitionStatus("orders", p); st.Code != lag.StatusEmpty {
 			t.Errorf("partition %d of an EMPTY group: %+v", p, st)
 		}
 	}
 	live := JudgeOnce(kafka.Group{Name: "billing", State: "Stable", Members: 2, TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
-	if live.Status.Code != kafka.StatusOK || live.RateKnown {
+	if live.Status.Code != lag.StatusOK || live.RateKnown {
 		t.Fatalf("one sample of a live group: %+v (rate known %v), want OK without a rate", live.Status, live.RateKnown)
 	}
-	if st := live.PartitionStatus("orders", 0); st.Code != kafka.StatusOK {
+	if st := live.PartitionStatus("orders", 0); st.Code != lag.StatusOK {
 		t.Errorf("partition 0: %+v", st)
 	}
 	// A verdict the sampler found is the partition's own.
-	live.Partitions = map[string]kafka.Status{partitionKey("orders", 1): {Code: kafka.StatusStall, Reason: "stuck"}}
-	if st := live.PartitionStatus("orders", 1); st.Code != kafka.StatusStall || st.Reason != "stuck" {
+	live.Partitions = map[string]lag.Status{partitionKey("orders", 1): {Code: lag.StatusStall, Reason: "stuck"}}
+	if st := live.PartitionStatus("orders", 1); st.Code != lag.StatusStall || st.Reason != "stuck" {
 		t.Errorf("partition 1: %+v, want its STALL", st)
 	}
 }
