@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
@@ -46,8 +47,8 @@ type KafkaCluster interface {
 // KafkaSnapshots reads the sampler's stored lag snapshots and history (ops/sampler): pages never
 // call the cluster's admin API themselves.
 type KafkaSnapshots interface {
-	LatestKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
-	KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]sampler.GroupPoint, error)
+	LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
+	KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]lag.Point, error)
 }
 
 // Kafka serves the Kafka pages and API.
@@ -84,10 +85,10 @@ func (h *Kafka) cluster(c echo.Context) (KafkaCluster, error) {
 	return lookup(h.byName, pathParam(c, "cluster"), "kafka cluster")
 }
 
-func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, error) {
+func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, lag.Snapshot, error) {
 	k, err := h.cluster(c)
 	if err != nil {
-		return nil, sampler.KafkaSnapshot{}, err
+		return nil, lag.Snapshot{}, err
 	}
 	snap, err := h.fresh(c.Request().Context(), k.Name())
 	return k, snap, err
@@ -96,26 +97,26 @@ func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, e
 // freshSnapshots is a KafkaSnapshots that re-samples a viewed cluster whose snapshot is older than
 // sampler.min_refresh (*sampler.Sampler does); pages and the groups API use it when available.
 type freshSnapshots interface {
-	FreshKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
+	FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
 }
 
-func (h *Kafka) fresh(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error) {
+func (h *Kafka) fresh(ctx context.Context, cluster string) (lag.Snapshot, error) {
 	if f, ok := h.snapshots.(freshSnapshots); ok {
 		return f.FreshKafka(ctx, cluster)
 	}
 	return h.snapshots.LatestKafka(ctx, cluster)
 }
 
-func findGroup(snap sampler.KafkaSnapshot, name string) (sampler.KafkaGroup, error) {
+func findGroup(snap lag.Snapshot, name string) (lag.Group, error) {
 	for _, g := range snap.Groups {
 		if g.Name == name {
 			return g, nil
 		}
 	}
 	if snap.At.IsZero() {
-		return sampler.KafkaGroup{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("kafka cluster %q has not been sampled yet; retry in a few seconds", snap.Cluster)}
+		return lag.Group{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("kafka cluster %q has not been sampled yet; retry in a few seconds", snap.Cluster)}
 	}
-	return sampler.KafkaGroup{}, ops.NotFound("consumer group %q not found in kafka cluster %q", name, snap.Cluster)
+	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", name, snap.Cluster)
 }
 
 // APIGroups: GET /api/v1/kafka/:cluster/groups — from the latest snapshot.
@@ -147,7 +148,7 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 }
 
 // groupsJSON encodes the snapshot's groups, once per snapshot and cluster.
-func (h *Kafka) groupsJSON(snap sampler.KafkaSnapshot) (*sharedPart, error) {
+func (h *Kafka) groupsJSON(snap lag.Snapshot) (*sharedPart, error) {
 	h.encodedMu.Lock()
 	defer h.encodedMu.Unlock()
 	if e, ok := h.encoded[snap.Cluster]; ok && e.at.Equal(snap.At) && e.n == len(snap.Groups) && !snap.At.IsZero() {
@@ -181,10 +182,10 @@ func (h *Kafka) APIGroup(c echo.Context) error {
 // group finds a group in the latest snapshot. A group the snapshot does not have yet (it started
 // since the last sample) is read through from the cluster once — its status then comes from that
 // single observation, so it cannot show a trend (WARN, STALL) until the sampler has a window.
-func (h *Kafka) group(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, sampler.KafkaGroup, error) {
+func (h *Kafka) group(c echo.Context) (KafkaCluster, lag.Snapshot, lag.Group, error) {
 	k, snap, err := h.snapshot(c)
 	if err != nil {
-		return nil, snap, sampler.KafkaGroup{}, err
+		return nil, snap, lag.Group{}, err
 	}
 	name := pathParam(c, "group")
 	g, err := findGroup(snap, name)
@@ -198,7 +199,7 @@ func (h *Kafka) group(c echo.Context) (KafkaCluster, sampler.KafkaSnapshot, samp
 		}
 		return k, snap, g, err
 	}
-	return k, snap, sampler.JudgeOnce(live, h.rules[k.Name()], time.Now()), nil
+	return k, snap, lag.JudgeOnce(live, h.rules[k.Name()], time.Now()), nil
 }
 
 // historyRange parses since (1h, 6h, 24h, 7d, or any age up to the retention).

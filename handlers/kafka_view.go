@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
@@ -25,7 +26,7 @@ func (h *Kafka) clusterMeta(c echo.Context, title, cluster string, crumbs ...lay
 	return m
 }
 
-func toGroupRows(snap sampler.KafkaSnapshot) []kafkapages.GroupRow {
+func toGroupRows(snap lag.Snapshot) []kafkapages.GroupRow {
 	rows := make([]kafkapages.GroupRow, 0, len(snap.Groups))
 	for _, g := range snap.Groups {
 		var topics []string

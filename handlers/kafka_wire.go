@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/views/components"
@@ -95,7 +96,7 @@ func toPipelinesJSON(ps []sampler.Pipeline) []pipelineJSON {
 	return out
 }
 
-func toGroupJSON(g sampler.KafkaGroup) groupJSON {
+func toGroupJSON(g lag.Group) groupJSON {
 	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
 		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
 	if g.RateKnown {

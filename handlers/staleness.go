@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/history"
 )
 
 // freshnessJSON is how old a snapshot is, beside its sampled_at and error: a snapshot nobody has
@@ -15,7 +15,7 @@ type freshnessJSON struct {
 	StaleNote  string `json:"stale_note,omitempty"`
 }
 
-func toFreshnessJSON(f sampler.Freshness, at time.Time) freshnessJSON {
+func toFreshnessJSON(f history.Freshness, at time.Time) freshnessJSON {
 	out := freshnessJSON{Stale: f.Stale}
 	if !at.IsZero() {
 		age := int64(f.Age / time.Second)
@@ -27,14 +27,14 @@ func toFreshnessJSON(f sampler.Freshness, at time.Time) freshnessJSON {
 	return out
 }
 
-func staleNote(f sampler.Freshness) string {
+func staleNote(f history.Freshness) string {
 	return fmt.Sprintf("stale: not sampled for %s, no replica is sampling this source; the data shown is %s old",
 		f.Since.Round(time.Second), f.Age.Round(time.Second))
 }
 
 // sampleNote is what a page's panel shows under the snapshot: the sampling error, and a stale
 // snapshot's note (so a frozen snapshot is never shown as current).
-func sampleNote(sampleErr string, f sampler.Freshness) string {
+func sampleNote(sampleErr string, f history.Freshness) string {
 	switch {
 	case !f.Stale:
 		return sampleErr

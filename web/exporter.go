@@ -23,7 +23,7 @@ import (
 // most, shared by concurrent callers), the replay numbers from the console's store.
 type (
 	exporterKafka interface {
-		LatestKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
+		LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
 	}
 	exporterRabbit interface {
 		LatestRabbit(ctx context.Context, broker string) (sampler.RabbitSnapshot, error)

@@ -28,12 +28,12 @@ import (
 // stats, the replay ledger); the end-to-end test in cmd/console runs the exporter over the real ones.
 
 type fakeSnapshots struct {
-	kafka  map[string]sampler.KafkaSnapshot
+	kafka  map[string]lag.Snapshot
 	rabbit map[string]sampler.RabbitSnapshot
 	err    map[string]error // by cluster or broker name
 }
 
-func (f fakeSnapshots) LatestKafka(_ context.Context, cluster string) (sampler.KafkaSnapshot, error) {
+func (f fakeSnapshots) LatestKafka(_ context.Context, cluster string) (lag.Snapshot, error) {
 	return f.kafka[cluster], f.err[cluster]
 }
 
@@ -117,8 +117,8 @@ func testExporter(snaps fakeSnapshots, clusters, brokers []string, outboxes []ex
 	return e.init()
 }
 
-func lagGroup(name string, code lag.StatusCode, lags ...int64) sampler.KafkaGroup {
-	g := sampler.KafkaGroup{Group: kafka.Group{Name: name, State: "Stable"}, Status: lag.Status{Code: code}}
+func lagGroup(name string, code lag.StatusCode, lags ...int64) lag.Group {
+	g := lag.Group{Group: kafka.Group{Name: name, State: "Stable"}, Status: lag.Status{Code: code}}
 	t := kafka.TopicLag{Topic: "orders"}
 	for i, l := range lags {
 		t.Partitions = append(t.Partitions, kafka.PartitionLag{Partition: int32(i), Lag: l})
@@ -131,7 +131,7 @@ func TestExporterSeries(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	age := 7 * time.Minute
 	snaps := fakeSnapshots{
-		kafka: map[string]sampler.KafkaSnapshot{"main": {Cluster: "main", At: now.Add(-20 * time.Second), Groups: []sampler.KafkaGroup{
+		kafka: map[string]lag.Snapshot{"main": {Cluster: "main", At: now.Add(-20 * time.Second), Groups: []lag.Group{
 			lagGroup("billing", lag.StatusStall, 5, -1, 0), lagGroup("mailer", lag.StatusDead),
 		}}},
 		rabbit: map[string]sampler.RabbitSnapshot{"mq": {Broker: "mq", At: now.Add(-5 * time.Second), Queues: []sampler.RabbitQueue{
@@ -195,8 +195,8 @@ func TestExporterDegradesPerSource(t *testing.T) {
 	hang := make(chan struct{})
 	defer close(hang)
 	snaps := fakeSnapshots{
-		kafka: map[string]sampler.KafkaSnapshot{"up": {Cluster: "up", At: time.Unix(1_800_000_000, 0),
-			Groups: []sampler.KafkaGroup{lagGroup("g", lag.StatusOK, 1)}}, "new": {Cluster: "new"}},
+		kafka: map[string]lag.Snapshot{"up": {Cluster: "up", At: time.Unix(1_800_000_000, 0),
+			Groups: []lag.Group{lagGroup("g", lag.StatusOK, 1)}}, "new": {Cluster: "new"}},
 		err: map[string]error{"down": fmt.Errorf("read snapshot: %w", ops.ErrUnavailable), "mq": errors.New("store down")},
 	}
 	outboxes := []exporterOutbox{

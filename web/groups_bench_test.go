@@ -20,17 +20,16 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/sampler"
 )
 
 // memSnapshots serves one fixed snapshot from memory, as the sampler does on a cache hit.
-type memSnapshots struct{ snap sampler.KafkaSnapshot }
+type memSnapshots struct{ snap lag.Snapshot }
 
-func (m memSnapshots) LatestKafka(context.Context, string) (sampler.KafkaSnapshot, error) {
+func (m memSnapshots) LatestKafka(context.Context, string) (lag.Snapshot, error) {
 	return m.snap, nil
 }
 
-func (m memSnapshots) KafkaGroupHistory(context.Context, string, string, time.Time, int) ([]sampler.GroupPoint, error) {
+func (m memSnapshots) KafkaGroupHistory(context.Context, string, string, time.Time, int) ([]lag.Point, error) {
 	return nil, nil
 }
 
@@ -42,10 +41,10 @@ type namedCluster struct {
 func (n namedCluster) Name() string { return n.name }
 
 // bigSnapshot is groups × partitions, every partition lagging with a time lag, a member on each.
-func bigSnapshot(groups, partitions int) sampler.KafkaSnapshot {
-	snap := sampler.KafkaSnapshot{Cluster: "main", At: time.Now()}
+func bigSnapshot(groups, partitions int) lag.Snapshot {
+	snap := lag.Snapshot{Cluster: "main", At: time.Now()}
 	for g := range groups {
-		kg := sampler.KafkaGroup{Group: kafka.Group{Name: fmt.Sprintf("service-%03d-consumer", g), State: "Stable", Protocol: "cooperative-sticky",
+		kg := lag.Group{Group: kafka.Group{Name: fmt.Sprintf("service-%03d-consumer", g), State: "Stable", Protocol: "cooperative-sticky",
 			Members: 5}, Status: lag.Status{Code: lag.StatusOK}, Rate: 120.5, RateKnown: true, CatchUp: time.Minute}
 		t := kafka.TopicLag{Topic: fmt.Sprintf("events.service-%03d", g)}
 		for p := range partitions {
@@ -63,7 +62,7 @@ func bigSnapshot(groups, partitions int) sampler.KafkaSnapshot {
 }
 
 // groupsServer is the console's server with one cluster, main, whose snapshot is snap.
-func groupsServer(t *testing.T, snap sampler.KafkaSnapshot) *httptest.Server {
+func groupsServer(t *testing.T, snap lag.Snapshot) *httptest.Server {
 	t.Helper()
 	cfg, err := configs.Parse([]byte("store: {dsn: \"postgres://x@127.0.0.1/x\"}\n"+authYAML(t, "basic", "")), func(string) string { return "" })
 	if err != nil {

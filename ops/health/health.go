@@ -96,7 +96,7 @@ func Sort(ps []Problem) {
 // KafkaProblems are the problems of one cluster from the sampler's latest snapshot (err: the
 // snapshot could not be read). A group is a problem when its status is not OK (EMPTY only with
 // lag); a dead-letter topic when a record arrived in the last hour.
-func KafkaProblems(cluster string, snap sampler.KafkaSnapshot, err error, now time.Time) []Problem {
+func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) []Problem {
 	link := paths.KafkaCluster(cluster)
 	labels := map[string]string{"cluster": cluster}
 	if err != nil {

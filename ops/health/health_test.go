@@ -17,14 +17,14 @@ import (
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func group(name string, code lag.StatusCode, total int64) sampler.KafkaGroup {
-	g := sampler.KafkaGroup{Status: lag.Status{Code: code, Reason: "partition orders/0 lag grows"}}
+func group(name string, code lag.StatusCode, total int64) lag.Group {
+	g := lag.Group{Status: lag.Status{Code: code, Reason: "partition orders/0 lag grows"}}
 	g.Name, g.TotalLag = name, total
 	return g
 }
 
 func TestKafkaProblems(t *testing.T) {
-	snap := sampler.KafkaSnapshot{Cluster: "main", Groups: []sampler.KafkaGroup{
+	snap := lag.Snapshot{Cluster: "main", Groups: []lag.Group{
 		group("ok", lag.StatusOK, 5), group("idle", lag.StatusEmpty, 0), group("lagging", lag.StatusWarn, 1500),
 		group("stuck", lag.StatusStall, 10), group("behind-empty", lag.StatusEmpty, 3),
 	}, DeadLetterTopics: []kafka.DLTopic{
@@ -52,11 +52,11 @@ func TestKafkaProblems(t *testing.T) {
 		t.Errorf("dead letters labels/since: %+v", got[3])
 	}
 	t.Run("Unavailable", func(t *testing.T) {
-		got := KafkaProblems("main", sampler.KafkaSnapshot{}, errors.New("store down"), now)
+		got := KafkaProblems("main", lag.Snapshot{}, errors.New("store down"), now)
 		if len(got) != 1 || got[0].Key != "kafka_unavailable/main" || got[0].Severity != Critical {
 			t.Fatalf("%+v", got)
 		}
-		failed := KafkaProblems("main", sampler.KafkaSnapshot{Error: "dial tcp: refused"}, nil, now)
+		failed := KafkaProblems("main", lag.Snapshot{Error: "dial tcp: refused"}, nil, now)
 		if len(failed) != 1 || failed[0].Key != "kafka_unavailable/main" || failed[0].Title != "Kafka main: the last sample failed: dial tcp: refused" {
 			t.Fatalf("%+v", failed)
 		}
@@ -64,8 +64,8 @@ func TestKafkaProblems(t *testing.T) {
 }
 
 func TestKeysAreStable(t *testing.T) {
-	a := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", lag.StatusWarn, 10)}}, nil, now)
-	b := KafkaProblems("main", sampler.KafkaSnapshot{Groups: []sampler.KafkaGroup{group("g", lag.StatusStop, 99999)}}, nil, now.Add(time.Minute))
+	a := KafkaProblems("main", lag.Snapshot{Groups: []lag.Group{group("g", lag.StatusWarn, 10)}}, nil, now)
+	b := KafkaProblems("main", lag.Snapshot{Groups: []lag.Group{group("g", lag.StatusStop, 99999)}}, nil, now.Add(time.Minute))
 	if a[0].Key != b[0].Key || a[0].Title == b[0].Title {
 		t.Fatalf("the key must stay and the title follow the numbers: %q %q / %q %q", a[0].Key, a[0].Title, b[0].Key, b[0].Title)
 	}
@@ -162,9 +162,9 @@ func TestReplayProblems(t *testing.T) {
 	}
 }
 
-type fixedKafka map[string]sampler.KafkaSnapshot
+type fixedKafka map[string]lag.Snapshot
 
-func (f fixedKafka) LatestKafka(_ context.Context, c string) (sampler.KafkaSnapshot, error) {
+func (f fixedKafka) LatestKafka(_ context.Context, c string) (lag.Snapshot, error) {
 	s, ok := f[c]
 	if !ok {
 		return s, errors.New("no snapshot")
@@ -175,7 +175,7 @@ func (f fixedKafka) LatestKafka(_ context.Context, c string) (sampler.KafkaSnaps
 func TestMonitor(t *testing.T) {
 	m := NewMonitor(Sources{
 		Clusters: []string{"main", "gone"},
-		Kafka:    fixedKafka{"main": {Groups: []sampler.KafkaGroup{group("g", lag.StatusWarn, 10)}}},
+		Kafka:    fixedKafka{"main": {Groups: []lag.Group{group("g", lag.StatusWarn, 10)}}},
 		Checks: []Check{{Name: "store", Ping: func(context.Context) error { return nil }},
 			{Name: "kafka/gone", Ping: func(context.Context) error { return errors.New("refused") }}},
 		Now: func() time.Time { return now },

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
@@ -17,7 +18,7 @@ type (
 	// KafkaSnapshots returns a cluster's latest stored sample; errors are ops.ErrUnavailable or
 	// ops.ErrNotFound.
 	KafkaSnapshots interface {
-		LatestKafka(ctx context.Context, cluster string) (sampler.KafkaSnapshot, error)
+		LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
 	}
 	// RabbitSnapshots returns a broker's latest stored sample.
 	RabbitSnapshots interface {

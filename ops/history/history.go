@@ -139,3 +139,15 @@ type RabbitQueuePoint struct {
 	AckRate       float64
 	RedeliverRate float64
 }
+
+// Freshness says how old a snapshot is, as of the read (the sampler's LatestKafka and LatestRabbit set
+// it).
+type Freshness struct {
+	// Age is how long ago the data was sampled (now − At); zero when never sampled.
+	Age time.Duration
+	// Stale is set when the source's last sampling (the later of At and ErrorAt) is more than
+	// StaleAfter Intervals old, or it was never sampled and the sampler started that long ago.
+	Stale bool
+	// Since is how long ago the last sampling (good or failed) was; for a stale snapshot's note.
+	Since time.Duration
+}

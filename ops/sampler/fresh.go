@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // FreshKafka is LatestKafka for someone looking at the cluster (a group page, the groups API):
@@ -16,10 +17,10 @@ import (
 // On a replica that does not lead the cluster it answers the stored snapshot, as LatestKafka. A
 // failed on-demand sample is not an error of the read: the snapshot then carries it as usual.
 // Errors are LatestKafka's.
-func (s *Sampler) FreshKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
+func (s *Sampler) FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
 	st, ok := s.kafkaByName[cluster]
 	if !ok {
-		return KafkaSnapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
+		return lag.Snapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
 	if s.minFresh > 0 && s.staleFor(cluster) {
 		if _, leads := s.leaseOf(kafkaSourceName(cluster)); leads {
@@ -43,7 +44,7 @@ func (s *Sampler) FreshKafka(ctx context.Context, cluster string) (KafkaSnapshot
 			select {
 			case <-ch:
 			case <-ctx.Done():
-				return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: snapshot: %w", cluster, ctx.Err())
+				return lag.Snapshot{}, fmt.Errorf("kafka cluster %q: snapshot: %w", cluster, ctx.Err())
 			}
 		}
 	}

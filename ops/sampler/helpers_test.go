@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -245,7 +246,7 @@ func leaderGauge(tb testing.TB, s *Sampler) float64 {
 	return 0
 }
 
-func group(tb testing.TB, snap KafkaSnapshot, name string) KafkaGroup {
+func group(tb testing.TB, snap lag.Snapshot, name string) lag.Group {
 	tb.Helper()
 	for _, g := range snap.Groups {
 		if g.Name == name {
@@ -253,7 +254,7 @@ func group(tb testing.TB, snap KafkaSnapshot, name string) KafkaGroup {
 		}
 	}
 	tb.Fatalf("group %q not in snapshot of %s at %v (%d groups)", name, snap.Cluster, snap.At, len(snap.Groups))
-	return KafkaGroup{}
+	return lag.Group{}
 }
 
 func testDSN(tb testing.TB) string { return pgtest.NewDatabase(tb) }

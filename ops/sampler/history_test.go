@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -90,7 +91,7 @@ func TestKafkaGroupHistory(t *testing.T) {
 				}
 				bk.at, bk.total = r.At, max(bk.total, r.TotalLag)
 				for _, p := range r.Partitions {
-					if key := partitionKey(p.Topic, p.Partition); p.Lag >= 0 {
+					if key := lag.PartitionKey(p.Topic, p.Partition); p.Lag >= 0 {
 						if _, top := bk.parts[key]; top {
 							bk.parts[key] = max(bk.parts[key], p.Lag)
 						}

@@ -34,7 +34,7 @@ type errorGroupReader interface {
 	ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (kafka.ErrorScan, map[int32]int64, error)
 }
 
-// KafkaSource is one cluster to sample and the rules its groups are judged by.
+// KafkaSource is one cluster to sample and the rules its groups are lag.Judged by.
 type KafkaSource struct {
 	Cluster KafkaGroups // required
 	// Rules are the cluster's status thresholds (configs.KafkaCluster.Lag). Zero fields mean
@@ -171,7 +171,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	if err := s.write(ctx, l, w); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
-	s.remember(KafkaSnapshot{Cluster: st.name, At: at, Groups: out, DeadLetterTopics: dlts})
+	s.remember(lag.Snapshot{Cluster: st.name, At: at, Groups: out, DeadLetterTopics: dlts})
 	if fresh {
 		st.lastAt = at
 	}
@@ -237,7 +237,7 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 func ErrorGroupSource(cluster, topic string) string { return "kafka/" + cluster + "/" + topic }
 
 // warmKafka loads the windows from the store when this replica has just become leader, so the
-// statuses judged by the previous leader carry over. A failed load is logged and sampling goes
+// statuses lag.Judged by the previous leader carry over. A failed load is logged and sampling goes
 // on with empty windows: statuses then need one window of fresh samples.
 func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 	st.warm = true
@@ -280,11 +280,11 @@ func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 
 // observe adds one sample of every group to the windows and judges each group. It returns the
 // snapshot's groups and the history rows. Groups that vanished from the cluster leave the windows.
-func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup, []history.KafkaGroupSample) {
+func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, []history.KafkaGroupSample) {
 	cutoff := at.Add(-st.keep)
 	rateFrom := at.Add(-st.window)
 	windows := make(map[string]*groupWindow, len(groups))
-	out := make([]KafkaGroup, 0, len(groups))
+	out := make([]lag.Group, 0, len(groups))
 	rows := make([]history.KafkaGroupSample, 0, len(groups))
 	for _, g := range groups {
 		w := st.groups[g.Name]
@@ -294,7 +294,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 		windows[g.Name] = w
 
 		// The group's windows unpacked into one buffer reused from group to group: parts' sample
-		// slices point into it until the group is judged.
+		// slices point into it until the group is lag.Judged.
 		buf, parts := st.unpacked[:0], st.parts[:0]
 		if g.Error == "" {
 			// The group was described: its partitions now replace the window's set, updated in
@@ -359,11 +359,11 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 		st.unpacked, st.parts = buf, parts
 
 		gs := lag.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
-		kg := judged(g, gs)
+		kg := lag.Judged(g, gs)
 		if g.Error == "" {
 			rows[len(rows)-1].Status = string(gs.Status.Code)
 		}
-		// The rate is the sum of the partitions' (each judged after its own offset resets); the
+		// The rate is the sum of the partitions' (each lag.Judged after its own offset resets); the
 		// catch-up time is the group's total lag over the slope of that total.
 		if _, catchUp, ok := lag.Rate(windowFrom(w.total, rateFrom)); ok {
 			kg.CatchUp, kg.RateKnown = catchUp, true
@@ -378,7 +378,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]KafkaGroup,
 					continue
 				}
 				if kg.TopicRates == nil {
-					kg.TopicRates = map[string]TopicRate{}
+					kg.TopicRates = map[string]lag.TopicRate{}
 				}
 				tr := kg.TopicRates[p.Topic]
 				tr.Consumed += consumed
@@ -443,24 +443,24 @@ func windowFrom(s []lag.Sample, from time.Time) []lag.Sample {
 // cluster never sampled yet has a zero At. The snapshot is shared: callers must not modify it.
 // Errors: ops.ErrNotFound for a cluster that is not configured, ops.ErrUnavailable when the store
 // cannot be read.
-func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
+func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
 	if _, ok := s.kafkaByName[cluster]; !ok {
-		return KafkaSnapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
+		return lag.Snapshot{}, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
 	snap, err := latest(ctx, s, s.cache, "kafka cluster", cluster, s.readKafka)
 	if err != nil {
-		return KafkaSnapshot{}, err
+		return lag.Snapshot{}, err
 	}
 	return s.withOpen(ctx, s.agedKafka(snap)), nil
 }
 
 // readKafka reads the stored snapshot (the cache-miss path), decoding the document once per new
 // sample (readStored).
-func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot, error) {
-	return readStored(ctx, s, s.cache, history.SnapshotKafka, KafkaSnapshot{Cluster: cluster}, func(snap KafkaSnapshot, row history.Snapshot) (KafkaSnapshot, error) {
+func (s *Sampler) readKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
+	return readStored(ctx, s, s.cache, history.SnapshotKafka, lag.Snapshot{Cluster: cluster}, func(snap lag.Snapshot, row history.Snapshot) (lag.Snapshot, error) {
 		groups, dlts, ok, err := decodeKafka(row.Data)
 		if err != nil {
-			return KafkaSnapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
+			return lag.Snapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
 		}
 		if ok {
 			snap.At, snap.Groups, snap.DeadLetterTopics = row.At, groups, dlts
@@ -470,7 +470,7 @@ func (s *Sampler) readKafka(ctx context.Context, cluster string) (KafkaSnapshot,
 }
 
 // remember keeps a snapshot read or sampled for the viewers of the next CacheTTL.
-func (s *Sampler) remember(snap KafkaSnapshot) {
+func (s *Sampler) remember(snap lag.Snapshot) {
 	if s.cacheTTL > 0 {
 		keepNewer(&s.cacheMu, s.cache, snap.Cluster, snap)
 	}
@@ -490,7 +490,7 @@ func (s *Sampler) rememberError(cluster, msg string, at time.Time) {
 // Errors: ops.ErrNotFound for an unconfigured cluster; ops.ErrInvalid for an empty group, a since
 // not before now, or maxPoints outside [1, MaxHistoryPoints]; ops.ErrUnavailable when the store
 // cannot be read.
-func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]GroupPoint, error) {
+func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]lag.Point, error) {
 	if _, ok := s.kafkaByName[cluster]; !ok {
 		return nil, ops.NotFound("kafka cluster %q is not configured", cluster)
 	}
@@ -505,7 +505,7 @@ func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, 
 		}
 	}
 	flight := fmt.Sprintf("history\x00%s\x00%s\x00%d\x00%d", cluster, group, key.span, maxPoints)
-	return readShared(ctx, &s.reads, flight, 2*readTimeout, fmt.Sprintf("kafka group %q history", group), func(ctx context.Context) ([]GroupPoint, error) {
+	return readShared(ctx, &s.reads, flight, 2*readTimeout, fmt.Sprintf("kafka group %q history", group), func(ctx context.Context) ([]lag.Point, error) {
 		points, err := s.readHistory(ctx, cluster, group, since, now, maxPoints)
 		if err == nil && s.cacheTTL > 0 {
 			keepChart(&s.cacheMu, s.history, key, points, s.interval)
@@ -514,18 +514,18 @@ func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, 
 	})
 }
 
-func (s *Sampler) readHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints int) ([]GroupPoint, error) {
+func (s *Sampler) readHistory(ctx context.Context, cluster, group string, since, until time.Time, maxPoints int) ([]lag.Point, error) {
 	h, err := s.store.KafkaGroupHistory(ctx, cluster, group, since, until, maxPoints, TopPartitions)
 	if err != nil {
 		return nil, err
 	}
 	keys := make([]string, len(h.Partitions))
 	for i, p := range h.Partitions {
-		keys[i] = partitionKey(p.Topic, p.Partition)
+		keys[i] = lag.PartitionKey(p.Topic, p.Partition)
 	}
-	out := make([]GroupPoint, len(h.Points))
+	out := make([]lag.Point, len(h.Points))
 	for i, p := range h.Points {
-		gp := GroupPoint{At: p.At, TotalLag: p.TotalLag, MaxTimeLag: p.MaxTimeLag, Partitions: make(map[string]int64, len(keys))}
+		gp := lag.Point{At: p.At, TotalLag: p.TotalLag, MaxTimeLag: p.MaxTimeLag, Partitions: make(map[string]int64, len(keys))}
 		for j, k := range keys {
 			lag := int64(-1)
 			if j < len(p.Partitions) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 // Stages of a consumer's pipeline.
@@ -72,7 +73,7 @@ type Pipeline struct {
 // Pipelines are a group's pipelines: for each main topic it reads (or retry topic whose main
 // topic it does not), its stages among the topics it reads and the cluster's dead-letter and
 // retry topics.
-func Pipelines(g KafkaGroup, dlts []kafka.DLTopic) []Pipeline {
+func Pipelines(g lag.Group, dlts []kafka.DLTopic) []Pipeline {
 	byBase := map[string]*Pipeline{}
 	var order []string
 	stageAt := func(base string) *Pipeline {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 func TestStageOf(t *testing.T) {
@@ -28,9 +29,9 @@ func TestStageOf(t *testing.T) {
 // The seed's warning: the main topic keeps up while failures pile up in the retry topics and
 // the DLT. The pipeline shows the stages together and says so.
 func TestPipelines(t *testing.T) {
-	g := KafkaGroup{Group: kafka.Group{Name: "inventory", Topics: []kafka.TopicLag{
+	g := lag.Group{Group: kafka.Group{Name: "inventory", Topics: []kafka.TopicLag{
 		{Topic: "orders", Lag: 0}, {Topic: "orders-retry-10", Lag: 7}, {Topic: "orders-retry-2", Lag: 120}, {Topic: "audit", Lag: 3},
-	}}, RateKnown: true, TopicRates: map[string]TopicRate{"orders": {Consumed: 50, Produced: 50}}}
+	}}, RateKnown: true, TopicRates: map[string]lag.TopicRate{"orders": {Consumed: 50, Produced: 50}}}
 	dlts := []kafka.DLTopic{
 		{Topic: "orders-retry-2", Retry: true, Records: 400}, {Topic: "orders-retry-10", Retry: true, Records: 90},
 		{Topic: "orders.DLT", Records: 1234, InflowPerSecond: 0.4, InflowKnown: true},

@@ -45,7 +45,7 @@ type RabbitSnapshot struct {
 	Queues     []RabbitQueue
 	Edges      []rabbit.Edge      // one per queue with a dead-letter exchange, by vhost and queue
 	RetryLoops []rabbit.RetryLoop // by vhost, retry queue, work queue
-	Freshness
+	history.Freshness
 }
 
 // RabbitQueue is a queue with what the sampler adds from its recent samples.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/lease"
 )
 
@@ -58,7 +59,7 @@ type Options struct {
 	NewGroupWindow time.Duration
 	// Logger receives leadership changes and failed samples; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
+	// Now is the clock samples are stamped and lag.Judged with; nil means time.Now. Tests step it.
 	Now func() time.Time
 	// CacheTTL is how long LatestKafka serves a snapshot from memory before reading the store
 	// again; 0 means DefaultCacheTTL (1 s), negative disables the cache. KafkaGroupHistory keeps
@@ -104,8 +105,8 @@ type Sampler struct {
 	pruneTok  int64     // the token of the pruning source's lease when lastPrune was set
 
 	cacheMu sync.Mutex
-	cache   map[string]cached[KafkaSnapshot]
-	history map[historyKey]cached[[]GroupPoint]
+	cache   map[string]cached[lag.Snapshot]
+	history map[historyKey]cached[[]lag.Point]
 	reads   singleflight.Group
 
 	m metrics
@@ -143,8 +144,8 @@ func New(opts Options) (*Sampler, error) {
 		cacheTTL:    opts.CacheTTL,
 		minFresh:    opts.MinRefresh,
 		kafkaByName: map[string]*kafkaState{},
-		cache:       map[string]cached[KafkaSnapshot]{},
-		history:     map[historyKey]cached[[]GroupPoint]{},
+		cache:       map[string]cached[lag.Snapshot]{},
+		history:     map[historyKey]cached[[]lag.Point]{},
 		m:           newMetrics(),
 
 		newGroupWindow: opts.NewGroupWindow,

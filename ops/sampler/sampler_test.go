@@ -15,7 +15,7 @@ import (
 	"github.com/redrive/redrive/ops/store"
 )
 
-// A live group is judged over time from the sampler's window: OK while it keeps up, WARN once the
+// A live group is lag.Judged over time from the sampler's window: OK while it keeps up, WARN once the
 // lag rose at every sample of a window although it commits, STALL once its member stops committing
 // for a window, STOP after StopAfter. The clock is fake; Kafka and PostgreSQL are real.
 func TestStatusesOverTime(t *testing.T) {
@@ -32,7 +32,7 @@ func TestStatusesOverTime(t *testing.T) {
 	committed := int64(10)
 	m.commit(t, "orders", map[int32]int64{0: committed, 1: committed})
 
-	step := func(want lag.StatusCode) KafkaGroup {
+	step := func(want lag.StatusCode) lag.Group {
 		t.Helper()
 		clk.Add(20 * time.Second)
 		if err := s.SampleOnce(ctx); err != nil {
@@ -66,7 +66,7 @@ func TestStatusesOverTime(t *testing.T) {
 	// Each tick 10 new records per partition and 2 committed: the lag grows while commits move. It is
 	// WARN only once the whole window (1 m, four samples) rose and none of it was zero.
 	t.Run("WARN", func(t *testing.T) {
-		var g KafkaGroup
+		var g lag.Group
 		for i, want := range []lag.StatusCode{lag.StatusOK, lag.StatusOK, lag.StatusOK, lag.StatusWarn} {
 			b.fill(t, "orders", 10, 0, 1)
 			committed += 2
@@ -95,7 +95,7 @@ func TestStatusesOverTime(t *testing.T) {
 		}
 	})
 
-	// Commits stop; the member stays. Within a window it is still judged by the growth, then the
+	// Commits stop; the member stays. Within a window it is still lag.Judged by the growth, then the
 	// committed offset has not moved for a whole window: STALL.
 	t.Run("STALL", func(t *testing.T) {
 		step(lag.StatusOK) // stuck 20 s, the lag no longer rises
@@ -226,7 +226,7 @@ func TestLatestKafkaSharesReads(t *testing.T) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
-		first = map[*KafkaGroup]int{}
+		first = map[*lag.Group]int{}
 	)
 	for range 50 {
 		wg.Go(func() {
@@ -264,7 +264,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
-func numPartitions(g KafkaGroup) int {
+func numPartitions(g lag.Group) int {
 	n := 0
 	for _, t := range g.Topics {
 		n += len(t.Partitions)
@@ -284,7 +284,7 @@ func TestLatestKafkaRevalidates(t *testing.T) {
 	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
 	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = time.Nanosecond },
 		KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
-	read := func() KafkaSnapshot {
+	read := func() lag.Snapshot {
 		t.Helper()
 		snap, err := reader.LatestKafka(ctx, "main")
 		if err != nil || len(snap.Groups) != 1 {

@@ -27,22 +27,15 @@ type cached[V any] struct {
 // was taken, so that an older read does not replace a newer one, and takes the error of a sample
 // that failed since, as the store does.
 type snapshot[V any] interface {
-	sampledAt() time.Time
-	withError(msg string, at time.Time) V
-	source() string
+	SampledAt() time.Time
+	WithError(msg string, at time.Time) V
+	Source() string
 }
 
-func (s KafkaSnapshot) sampledAt() time.Time  { return s.At }
-func (s RabbitSnapshot) sampledAt() time.Time { return s.At }
-func (s KafkaSnapshot) source() string        { return s.Cluster }
-func (s RabbitSnapshot) source() string       { return s.Broker }
+func (s RabbitSnapshot) SampledAt() time.Time { return s.At }
+func (s RabbitSnapshot) Source() string       { return s.Broker }
 
-func (s KafkaSnapshot) withError(msg string, at time.Time) KafkaSnapshot {
-	s.Error, s.ErrorAt = msg, at
-	return s
-}
-
-func (s RabbitSnapshot) withError(msg string, at time.Time) RabbitSnapshot {
+func (s RabbitSnapshot) WithError(msg string, at time.Time) RabbitSnapshot {
 	s.Error, s.ErrorAt = msg, at
 	return s
 }
@@ -90,9 +83,9 @@ func latest[V snapshot[V]](ctx context.Context, s *Sampler, m map[string]cached[
 // stored sample, only the row's times and error are read and the copy is answered with them;
 // decode reads the document into blank (the row's error set) once per new sample.
 func readStored[V snapshot[V]](ctx context.Context, s *Sampler, m map[string]cached[V], kind string, blank V, decode func(V, history.Snapshot) (V, error)) (V, error) {
-	prev, _ := peek(&s.cacheMu, m, blank.source())
-	have := prev.val.sampledAt()
-	row, err := s.store.SnapshotIfChanged(ctx, kind, blank.source(), have)
+	prev, _ := peek(&s.cacheMu, m, blank.Source())
+	have := prev.val.SampledAt()
+	row, err := s.store.SnapshotIfChanged(ctx, kind, blank.Source(), have)
 	switch {
 	case errors.Is(err, ops.ErrNotFound):
 		return blank, nil
@@ -101,9 +94,9 @@ func readStored[V snapshot[V]](ctx context.Context, s *Sampler, m map[string]cac
 		return zero, err
 	}
 	if row.Data == nil && !have.IsZero() {
-		return prev.val.withError(row.Error, row.ErrorAt), nil
+		return prev.val.WithError(row.Error, row.ErrorAt), nil
 	}
-	return decode(blank.withError(row.Error, row.ErrorAt), row)
+	return decode(blank.WithError(row.Error, row.ErrorAt), row)
 }
 
 // peek returns m's copy of k and when it was read, under mu.
@@ -128,7 +121,7 @@ func recent[K comparable, V any](mu *sync.Mutex, m map[K]cached[V], k K, ttl tim
 func keepNewer[V snapshot[V]](mu *sync.Mutex, m map[string]cached[V], k string, snap V) {
 	mu.Lock()
 	defer mu.Unlock()
-	if c, ok := m[k]; ok && c.val.sampledAt().After(snap.sampledAt()) {
+	if c, ok := m[k]; ok && c.val.SampledAt().After(snap.SampledAt()) {
 		return
 	}
 	m[k] = cached[V]{val: snap, fetched: time.Now()}
@@ -152,7 +145,7 @@ func markFailed[V snapshot[V]](mu *sync.Mutex, m map[string]cached[V], k, msg st
 	mu.Lock()
 	defer mu.Unlock()
 	if c, ok := m[k]; ok {
-		c.val = c.val.withError(msg, at)
+		c.val = c.val.WithError(msg, at)
 		m[k] = c
 	}
 }

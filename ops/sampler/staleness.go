@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/triage"
 
 	"context"
@@ -16,21 +18,10 @@ import (
 // the pages must not show it as current.
 const StaleAfter = 3
 
-// Freshness says how old a snapshot is, as of the read: set by LatestKafka and LatestRabbit.
-type Freshness struct {
-	// Age is how long ago the data was sampled (now − At); zero when never sampled.
-	Age time.Duration
-	// Stale is set when the source's last sampling (the later of At and ErrorAt) is more than
-	// StaleAfter Intervals old, or it was never sampled and the sampler started that long ago.
-	Stale bool
-	// Since is how long ago the last sampling (good or failed) was; for a stale snapshot's note.
-	Since time.Duration
-}
-
 // freshness judges a snapshot sampled at at whose last failed sample was at errorAt.
-func (s *Sampler) freshness(at, errorAt time.Time) Freshness {
+func (s *Sampler) freshness(at, errorAt time.Time) history.Freshness {
 	now := s.now()
-	var f Freshness
+	var f history.Freshness
 	if !at.IsZero() {
 		f.Age = max(now.Sub(at), 0)
 	}
@@ -48,7 +39,7 @@ func (s *Sampler) freshness(at, errorAt time.Time) Freshness {
 	return f
 }
 
-func (s *Sampler) agedKafka(snap KafkaSnapshot) KafkaSnapshot {
+func (s *Sampler) agedKafka(snap lag.Snapshot) lag.Snapshot {
 	snap.Freshness = s.freshness(snap.At, snap.ErrorAt)
 	return snap
 }
@@ -56,7 +47,7 @@ func (s *Sampler) agedKafka(snap KafkaSnapshot) KafkaSnapshot {
 // withOpen fills how many records of each dead-letter topic are still open, from the store's
 // resolutions, at each read rather than each sample: a group resolved now stops being on fire on
 // the next page view, not a sample later. When the store cannot say, every record counts as open.
-func (s *Sampler) withOpen(ctx context.Context, snap KafkaSnapshot) KafkaSnapshot {
+func (s *Sampler) withOpen(ctx context.Context, snap lag.Snapshot) lag.Snapshot {
 	topics, err := triage.OpenCounts(ctx, s.store, snap.Cluster, snap.DeadLetterTopics)
 	if err != nil {
 		s.log.Warn("sampler: open dead letters unknown, counting every record", "cluster", snap.Cluster, "err", err)
@@ -81,7 +72,7 @@ func (s *Sampler) StaleAfterDuration() time.Duration { return StaleAfter * s.int
 // broker's own check reports it).
 func (s *Sampler) Ping(ctx context.Context) error {
 	var errs []error
-	check := func(name string, f Freshness, err error) {
+	check := func(name string, f history.Freshness, err error) {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))

@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/ops/lag"
 )
 
-// The stored snapshot (snapshot.data) is this package's own compact JSON, not KafkaSnapshot
+// The stored snapshot (snapshot.data) is this package's own compact JSON, not lag.Snapshot
 // marshalled as is: partitions are parallel arrays per topic and member names are listed once per
 // group, so a 200-group × 50-partition cluster is a few hundred kilobytes that decode in a few
 // milliseconds — the cost every page load pays on a cache miss. The time fields live in the
@@ -78,7 +78,7 @@ type wireTopic struct {
 	Errors    []string `json:"err,omitempty"` // absent when no partition has an error
 }
 
-func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
+func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
 	for _, t := range dlts {
 		d := wireDLT{Topic: t.Topic, Retry: t.Retry, Inflow: t.InflowPerSecond, InflowOK: t.InflowKnown}
@@ -108,7 +108,7 @@ func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 		if derivable(g.State) {
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
-					key := partitionKey(t.Topic, p.Partition)
+					key := lag.PartitionKey(t.Topic, p.Partition)
 					st, listed := g.Partitions[key]
 					switch {
 					case listed && st == derive(g.State, p):
@@ -174,7 +174,7 @@ func encodeKafka(groups []KafkaGroup, dlts []kafka.DLTopic) ([]byte, error) {
 
 // decodeKafka reads a stored snapshot's groups; ok is false for a layout this version does not
 // know (or the empty "{}" of a cluster that never had a good sample).
-func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok bool, err error) {
+func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool, err error) {
 	var w wireSnapshot
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, nil, false, fmt.Errorf("decode snapshot: %w", err)
@@ -196,7 +196,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 		}
 		dlts = append(dlts, t)
 	}
-	groups = make([]KafkaGroup, len(w.Groups))
+	groups = make([]lag.Group, len(w.Groups))
 	type derivedKey struct {
 		state     string
 		committed bool
@@ -204,7 +204,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 	}
 	memo := map[derivedKey]lag.Status{} // idle groups' partitions share few distinct lags
 	for i, wg := range w.Groups {
-		g := KafkaGroup{
+		g := lag.Group{
 			Group: kafka.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
 				Members: wg.Members, TotalLag: wg.TotalLag, MaxTimeLag: fromMS(wg.MaxTimeLag), Error: wg.Error,
 				Topics: make([]kafka.TopicLag, len(wg.Topics))},
@@ -215,16 +215,16 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 		}
 		for topic, r := range wg.TopicRates {
 			if g.TopicRates == nil {
-				g.TopicRates = make(map[string]TopicRate, len(wg.TopicRates))
+				g.TopicRates = make(map[string]lag.TopicRate, len(wg.TopicRates))
 			}
-			g.TopicRates[topic] = TopicRate{Consumed: r[0], Produced: r[1]}
+			g.TopicRates[topic] = lag.TopicRate{Consumed: r[0], Produced: r[1]}
 		}
 		var listed map[string]bool
 		if len(wg.Parts) > 0 {
 			g.Partitions = make(map[string]lag.Status, len(wg.Parts))
 			listed = make(map[string]bool, len(wg.Parts))
 			for _, p := range wg.Parts {
-				key := partitionKey(p.Topic, p.Partition)
+				key := lag.PartitionKey(p.Topic, p.Partition)
 				listed[key] = true
 				if p.Code != lag.StatusOK { // an OK entry only masks a derived status
 					g.Partitions[key] = lag.Status{Code: p.Code, Reason: p.Reason}
@@ -255,7 +255,7 @@ func decodeKafka(data []byte) (groups []KafkaGroup, dlts []kafka.DLTopic, ok boo
 				}
 				t.Partitions[k] = p
 				if derivable(g.State) {
-					if key := partitionKey(t.Topic, p.Partition); !listed[key] {
+					if key := lag.PartitionKey(t.Topic, p.Partition); !listed[key] {
 						if g.Partitions == nil {
 							g.Partitions = map[string]lag.Status{}
 						}
@@ -307,12 +307,7 @@ func fromMS(v int64) time.Duration {
 	return time.Duration(v) * time.Millisecond
 }
 
-// partitionKey is the key of KafkaGroup.Partitions and GroupPoint.Partitions: "topic/partition".
-func partitionKey(topic string, partition int32) string {
-	return topic + "/" + strconv.FormatInt(int64(partition), 10)
-}
-
-// splitKey parses a partitionKey; the topic itself may contain no "/" (Kafka forbids it).
+// splitKey parses a lag.PartitionKey; the topic itself may contain no "/" (Kafka forbids it).
 func splitKey(key string) (string, int32, error) {
 	for i := len(key) - 1; i >= 0; i-- {
 		if key[i] == '/' {

@@ -13,7 +13,7 @@ import (
 // The stored layout decodes to exactly the groups encoded, including what it leaves out: member
 // names listed once, absent errors, and the derived statuses of idle groups.
 func TestWireRoundTrip(t *testing.T) {
-	groups := []KafkaGroup{
+	groups := []lag.Group{
 		{
 			Group: kafka.Group{Name: "billing", State: "Stable", ProtocolType: "consumer", Protocol: "cooperative-sticky",
 				Members: 2, TotalLag: 30, Topics: []kafka.TopicLag{
@@ -97,14 +97,14 @@ func TestWireRoundTrip(t *testing.T) {
 	})
 }
 
-// A group judged from one sample (not in the snapshot yet) says only what one sample can tell,
+// A group lag.Judged from one sample (not in the snapshot yet) says only what one sample can tell,
 // and PartitionStatus gives each partition its verdict: a group without members shares its EMPTY
 // with every partition; a lagging group with members is OK until a window shows a trend.
 func TestJudgeOnce(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	topics := []kafka.TopicLag{{Topic: "orders", Lag: 40, Partitions: []kafka.PartitionLag{
 		{Partition: 0, Committed: 10, End: 50, Lag: 40}, {Partition: 1, Committed: 5, End: 5, Lag: 0}}}}
-	empty := JudgeOnce(kafka.Group{Name: "idle", State: "Empty", TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
+	empty := lag.JudgeOnce(kafka.Group{Name: "idle", State: "Empty", TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
 	if empty.Status.Code != lag.StatusEmpty {
 		t.Fatalf("group without members: %+v, want EMPTY", empty.Status)
 	}
@@ -113,7 +113,7 @@ func TestJudgeOnce(t *testing.T) {
 			t.Errorf("partition %d of an EMPTY group: %+v", p, st)
 		}
 	}
-	live := JudgeOnce(kafka.Group{Name: "billing", State: "Stable", Members: 2, TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
+	live := lag.JudgeOnce(kafka.Group{Name: "billing", State: "Stable", Members: 2, TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
 	if live.Status.Code != lag.StatusOK || live.RateKnown {
 		t.Fatalf("one sample of a live group: %+v (rate known %v), want OK without a rate", live.Status, live.RateKnown)
 	}
@@ -121,7 +121,7 @@ func TestJudgeOnce(t *testing.T) {
 		t.Errorf("partition 0: %+v", st)
 	}
 	// A verdict the sampler found is the partition's own.
-	live.Partitions = map[string]lag.Status{partitionKey("orders", 1): {Code: lag.StatusStall, Reason: "stuck"}}
+	live.Partitions = map[string]lag.Status{lag.PartitionKey("orders", 1): {Code: lag.StatusStall, Reason: "stuck"}}
 	if st := live.PartitionStatus("orders", 1); st.Code != lag.StatusStall || st.Reason != "stuck" {
 		t.Errorf("partition 1: %+v, want its STALL", st)
 	}

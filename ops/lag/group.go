@@ -1,0 +1,111 @@
+package lag
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// The lag read model: a cluster's consumer groups as the sampler last saw them (Snapshot), each
+// with its verdict and trend (Group), and a group's history (Point).
+
+// SampledAt, Source and WithError let the sampler keep snapshots of every kind alike.
+func (s Snapshot) SampledAt() time.Time { return s.At }
+
+func (s Snapshot) Source() string { return s.Cluster }
+
+func (s Snapshot) WithError(msg string, at time.Time) Snapshot {
+	s.Error, s.ErrorAt = msg, at
+	return s
+}
+
+// Snapshot is one cluster's consumer groups as last sampled.
+type Snapshot struct {
+	Cluster string
+	At      time.Time // when the sample was taken; zero when none exists yet
+	// Error is set when the last sampling of this cluster failed (the cluster is unreachable);
+	// Groups then holds the last good sample, taken at At.
+	Error   string
+	ErrorAt time.Time
+	Groups  []Group
+	// DeadLetterTopics are the cluster's dead-letter and retry topics with their sizes, as of At;
+	// empty when the source does not list them or the listing failed.
+	DeadLetterTopics []kafka.DLTopic
+	history.Freshness
+}
+
+// Group is a group with its Burrow-style verdict and trend.
+type Group struct {
+	kafka.Group
+	Status     Status            // the group's (worst partition's) status, with its reason
+	Partitions map[string]Status // key "topic/partition"; only non-OK entries
+	Rate       float64           // messages consumed per second over the window
+	CatchUp    time.Duration     // time to catch up at the current slope; 0 = no lag; < 0 = not shrinking
+	RateKnown  bool              // false until the window holds two samples
+	// TopicRates are, per topic the group consumes, the messages it consumed and the messages
+	// produced to the topic per second over the window (its partitions' committed and end offsets'
+	// slopes): a consumer's pipeline compares them stage by stage. Nil until RateKnown.
+	TopicRates map[string]TopicRate
+}
+
+// PartitionStatus is the status of one of the group's partitions: its own verdict when the
+// sampler found something wrong there, else OK — or, for a group without members (EMPTY) or gone
+// (DEAD), the group's, which every partition shares.
+func (g Group) PartitionStatus(topic string, partition int32) Status {
+	if st, ok := g.Partitions[PartitionKey(topic, partition)]; ok {
+		return st
+	}
+	if g.Status.Code == StatusEmpty || g.Status.Code == StatusDead {
+		return g.Status
+	}
+	return Status{Code: StatusOK}
+}
+
+// Judged is g with the verdicts of gs: the group's status and its partitions' that are not OK.
+func Judged(g kafka.Group, gs GroupStatus) Group {
+	kg := Group{Group: g, Status: gs.Status}
+	for _, ps := range gs.Partitions {
+		if ps.Status.Code != StatusOK {
+			if kg.Partitions == nil {
+				kg.Partitions = map[string]Status{}
+			}
+			kg.Partitions[PartitionKey(ps.Topic, ps.Partition)] = ps.Status
+		}
+	}
+	return kg
+}
+
+// JudgeOnce gives a group read straight from the cluster (one the latest snapshot does not have
+// yet) its statuses from that one sample: no rate, no trend, only what one sample can tell.
+func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) Group {
+	var parts []PartitionSamples
+	for _, t := range g.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, PartitionSamples{Topic: t.Topic, Partition: p.Partition,
+				Samples: []Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
+		}
+	}
+	return Judged(g, EvaluateGroup(rules, g.State, g.Members, parts, now))
+}
+
+// TopicRate is one topic's consumption (by a group) and production rates, messages per second.
+type TopicRate struct{ Consumed, Produced float64 }
+
+// Point is one point of a group's history.
+type Point struct {
+	At       time.Time
+	TotalLag int64
+	// MaxTimeLag is the group's highest time lag in the point's bucket; -1 when unknown.
+	MaxTimeLag time.Duration
+	// Partitions holds the lag of the group's top partitions (by lag over the range), key
+	// "topic/partition"; the same keys in every point of one answer.
+	Partitions map[string]int64
+}
+
+// PartitionKey is the key of Group.Partitions and Point.Partitions: "topic/partition".
+func PartitionKey(topic string, partition int32) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
