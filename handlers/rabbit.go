@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
@@ -38,8 +39,8 @@ type RabbitBroker interface {
 // lists and pages never call the management API themselves, so any number of viewers cost the
 // broker one list call per sampler interval.
 type RabbitSnapshots interface {
-	LatestRabbit(ctx context.Context, broker string) (sampler.RabbitSnapshot, error)
-	RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]sampler.QueuePoint, error)
+	LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error)
+	RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]queues.Point, error)
 }
 
 // Rabbit serves the RabbitMQ pages and API.
@@ -72,10 +73,10 @@ func (h *Rabbit) broker(c echo.Context) (RabbitBroker, error) {
 	return lookup(h.byName, pathParam(c, "broker"), "rabbitmq broker")
 }
 
-func (h *Rabbit) snapshot(c echo.Context) (RabbitBroker, sampler.RabbitSnapshot, error) {
+func (h *Rabbit) snapshot(c echo.Context) (RabbitBroker, queues.Snapshot, error) {
 	b, err := h.broker(c)
 	if err != nil {
-		return nil, sampler.RabbitSnapshot{}, err
+		return nil, queues.Snapshot{}, err
 	}
 	snap, err := h.snapshots.LatestRabbit(c.Request().Context(), b.Name())
 	return b, snap, err
@@ -83,28 +84,28 @@ func (h *Rabbit) snapshot(c echo.Context) (RabbitBroker, sampler.RabbitSnapshot,
 
 // findQueue finds the path's queue in the snapshot: ErrNotFound when the sample does not have it,
 // ErrUnavailable when there is no sample yet.
-func findQueue(snap sampler.RabbitSnapshot, vhost, name string) (sampler.RabbitQueue, error) {
+func findQueue(snap queues.Snapshot, vhost, name string) (queues.Queue, error) {
 	if q, ok := snap.Queue(vhost, name); ok {
 		return q, nil
 	}
 	if snap.At.IsZero() {
-		return sampler.RabbitQueue{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("rabbitmq broker %q has not been sampled yet; retry in a few seconds", snap.Broker)}
+		return queues.Queue{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("rabbitmq broker %q has not been sampled yet; retry in a few seconds", snap.Broker)}
 	}
 	for _, q := range snap.Queues {
 		if q.Vhost == vhost {
-			return sampler.RabbitQueue{}, ops.NotFound("queue %q not found in vhost %q of rabbitmq broker %q", name, vhost, snap.Broker)
+			return queues.Queue{}, ops.NotFound("queue %q not found in vhost %q of rabbitmq broker %q", name, vhost, snap.Broker)
 		}
 	}
-	return sampler.RabbitQueue{}, ops.NotFound("vhost %q of rabbitmq broker %q has no queues or is not watched", vhost, snap.Broker)
+	return queues.Queue{}, ops.NotFound("vhost %q of rabbitmq broker %q has no queues or is not watched", vhost, snap.Broker)
 }
 
 // queue finds a queue in the latest snapshot. A queue the snapshot does not have yet (declared
 // since the last sample) is read through from the broker once, so that a page or a script asking
 // right after creating it gets it, not a 404 for up to an interval.
-func (h *Rabbit) queue(c echo.Context) (RabbitBroker, sampler.RabbitSnapshot, sampler.RabbitQueue, error) {
+func (h *Rabbit) queue(c echo.Context) (RabbitBroker, queues.Snapshot, queues.Queue, error) {
 	b, snap, err := h.snapshot(c)
 	if err != nil {
-		return nil, snap, sampler.RabbitQueue{}, err
+		return nil, snap, queues.Queue{}, err
 	}
 	vhost, name := pathParam(c, "vhost"), pathParam(c, "queue")
 	q, err := findQueue(snap, vhost, name)

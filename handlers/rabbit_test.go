@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/sampler"
@@ -67,7 +68,7 @@ func TestRabbitBadInput(t *testing.T) {
 }
 
 func TestFindQueue(t *testing.T) {
-	snap := sampler.RabbitSnapshot{Broker: "main", At: time.Now(), Queues: []sampler.RabbitQueue{
+	snap := queues.Snapshot{Broker: "main", At: time.Now(), Queues: []queues.Queue{
 		{Queue: rabbit.Queue{Vhost: "/", Name: "a"}}, {Queue: rabbit.Queue{Vhost: "/", Name: "b"}}, {Queue: rabbit.Queue{Vhost: "v", Name: "a"}}}}
 	if q, err := findQueue(snap, "v", "a"); err != nil || q.Vhost != "v" {
 		t.Errorf("v/a: %+v %v", q, err)
@@ -78,7 +79,7 @@ func TestFindQueue(t *testing.T) {
 	if _, err := findQueue(snap, "w", "a"); !errors.Is(err, ops.ErrNotFound) || !strings.Contains(err.Error(), `vhost "w"`) {
 		t.Errorf("unknown vhost: %v", err)
 	}
-	if _, err := findQueue(sampler.RabbitSnapshot{Broker: "main"}, "/", "a"); !errors.Is(err, ops.ErrUnavailable) {
+	if _, err := findQueue(queues.Snapshot{Broker: "main"}, "/", "a"); !errors.Is(err, ops.ErrUnavailable) {
 		t.Errorf("not sampled yet: %v, want ErrUnavailable", err)
 	}
 }
@@ -222,18 +223,18 @@ func BenchmarkRabbitQueues(b *testing.B) {
 // freshQueues is the naive alternative: a management API list on every request.
 type freshQueues struct{ b *rabbit.Broker }
 
-func (f freshQueues) LatestRabbit(ctx context.Context, broker string) (sampler.RabbitSnapshot, error) {
+func (f freshQueues) LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error) {
 	qs, err := f.b.Queues(ctx)
 	if err != nil {
-		return sampler.RabbitSnapshot{}, err
+		return queues.Snapshot{}, err
 	}
-	snap := sampler.RabbitSnapshot{Broker: broker, At: time.Now(), Queues: make([]sampler.RabbitQueue, len(qs))}
+	snap := queues.Snapshot{Broker: broker, At: time.Now(), Queues: make([]queues.Queue, len(qs))}
 	for i, q := range qs {
-		snap.Queues[i] = sampler.RabbitQueue{Queue: q}
+		snap.Queues[i] = queues.Queue{Queue: q}
 	}
 	return snap, nil
 }
 
-func (f freshQueues) RabbitQueueHistory(context.Context, string, string, string, time.Time, int) ([]sampler.QueuePoint, error) {
+func (f freshQueues) RabbitQueueHistory(context.Context, string, string, string, time.Time, int) ([]queues.Point, error) {
 	return nil, nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
-	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
@@ -30,7 +30,7 @@ func exchangeLabel(x string) string {
 	return x
 }
 
-func toQueueRow(q sampler.RabbitQueue) rabbitpages.QueueRow {
+func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 	r := rabbitpages.QueueRow{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
 		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
 		RedeliverRate: q.RedeliverRate, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
@@ -65,7 +65,7 @@ func msText(ms int64) string {
 
 // settingSource says where an effective setting comes from: the queue argument, the policy, or
 // both (RabbitMQ then applies the rule of rabbit.Queue).
-func settingSource(q sampler.RabbitQueue, arg string, both string) string {
+func settingSource(q queues.Queue, arg string, both string) string {
 	_, hasArg := q.Arguments[arg]
 	hasPolicy := q.Policy != "" || q.OperatorPolicy != ""
 	switch {
@@ -79,7 +79,7 @@ func settingSource(q sampler.RabbitQueue, arg string, both string) string {
 	return ""
 }
 
-func queueSettings(q sampler.RabbitQueue) []rabbitpages.Setting {
+func queueSettings(q queues.Queue) []rabbitpages.Setting {
 	var out []rabbitpages.Setting
 	if q.HasDeadLetterExchange {
 		src := "argument x-dead-letter-exchange"
@@ -130,7 +130,7 @@ func queueCrumb(vhost, queue string) string {
 // browseRefused says why a browse of q cannot work, as the browse itself would refuse it: a
 // quorum queue counts each browse as a delivery, so with a delivery limit browsing would
 // dead-letter or drop the messages looked at.
-func browseRefused(q sampler.RabbitQueue) string {
+func browseRefused(q queues.Queue) string {
 	if q.Type != "quorum" || q.DeliveryLimit == nil {
 		return ""
 	}

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
-	"github.com/redrive/redrive/ops/sampler"
 )
 
 // rabbitQueueJSON is one queue in the API. dead_letter_exchange is "" both without a dead-letter
@@ -40,7 +40,7 @@ type rabbitQueueJSON struct {
 	Growth                string  `json:"growth,omitempty"`
 }
 
-func toRabbitQueueJSON(q sampler.RabbitQueue) rabbitQueueJSON {
+func toRabbitQueueJSON(q queues.Queue) rabbitQueueJSON {
 	return rabbitQueueJSON{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
 		Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
 		RedeliverRate: q.RedeliverRate, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
@@ -51,7 +51,7 @@ func toRabbitQueueJSON(q sampler.RabbitQueue) rabbitQueueJSON {
 		Growing: q.Growing, Growth: q.Growth}
 }
 
-func sampledAt(snap sampler.RabbitSnapshot) *time.Time {
+func sampledAt(snap queues.Snapshot) *time.Time {
 	if snap.At.IsZero() {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/queues"
 )
 
 // The exporter's reads, each narrowed to the one method it calls. None of them reaches a broker:
@@ -26,7 +26,7 @@ type (
 		LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
 	}
 	exporterRabbit interface {
-		LatestRabbit(ctx context.Context, broker string) (sampler.RabbitSnapshot, error)
+		LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error)
 	}
 	exporterOutbox interface {
 		Name() string

@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
@@ -29,7 +30,7 @@ import (
 
 type fakeSnapshots struct {
 	kafka  map[string]lag.Snapshot
-	rabbit map[string]sampler.RabbitSnapshot
+	rabbit map[string]queues.Snapshot
 	err    map[string]error // by cluster or broker name
 }
 
@@ -37,7 +38,7 @@ func (f fakeSnapshots) LatestKafka(_ context.Context, cluster string) (lag.Snaps
 	return f.kafka[cluster], f.err[cluster]
 }
 
-func (f fakeSnapshots) LatestRabbit(_ context.Context, broker string) (sampler.RabbitSnapshot, error) {
+func (f fakeSnapshots) LatestRabbit(_ context.Context, broker string) (queues.Snapshot, error) {
 	return f.rabbit[broker], f.err[broker]
 }
 
@@ -134,7 +135,7 @@ func TestExporterSeries(t *testing.T) {
 		kafka: map[string]lag.Snapshot{"main": {Cluster: "main", At: now.Add(-20 * time.Second), Groups: []lag.Group{
 			lagGroup("billing", lag.StatusStall, 5, -1, 0), lagGroup("mailer", lag.StatusDead),
 		}}},
-		rabbit: map[string]sampler.RabbitSnapshot{"mq": {Broker: "mq", At: now.Add(-5 * time.Second), Queues: []sampler.RabbitQueue{
+		rabbit: map[string]queues.Snapshot{"mq": {Broker: "mq", At: now.Add(-5 * time.Second), Queues: []queues.Queue{
 			{Queue: rabbit.Queue{Vhost: "/", Name: "orders", Ready: 3, Unacked: 2}},
 			{Queue: rabbit.Queue{Vhost: "/", Name: "orders.dlq", Ready: 40, Unacked: 1, IsDeadLetterQueue: true}},
 			{Queue: rabbit.Queue{Vhost: "/", Name: "orders.retry", Ready: 9}, Retry: true},
@@ -261,7 +262,7 @@ func TestExporterCachesReplayCounts(t *testing.T) {
 // Label sets that collide (vhost "a/b" + queue "c" and vhost "a" + queue "b/c" both name
 // "a/b/c") or values that are not UTF-8 must not fail the scrape: the registry would answer 500.
 func TestExporterNeverFailsTheScrape(t *testing.T) {
-	snaps := fakeSnapshots{rabbit: map[string]sampler.RabbitSnapshot{"mq": {Broker: "mq", At: time.Unix(1_800_000_000, 0), Queues: []sampler.RabbitQueue{
+	snaps := fakeSnapshots{rabbit: map[string]queues.Snapshot{"mq": {Broker: "mq", At: time.Unix(1_800_000_000, 0), Queues: []queues.Queue{
 		{Queue: rabbit.Queue{Vhost: "a/b", Name: "c", Ready: 1, IsDeadLetterQueue: true}},
 		{Queue: rabbit.Queue{Vhost: "a", Name: "b/c", Ready: 2, IsDeadLetterQueue: true}},
 		{Queue: rabbit.Queue{Vhost: "/", Name: "bad\xff", Ready: 3, IsDeadLetterQueue: true}},

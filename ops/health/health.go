@@ -18,8 +18,8 @@ import (
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -152,7 +152,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 
 // RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter
 // queues holding messages and (non-retry) queues whose backlog keeps growing.
-func RabbitProblems(broker string, snap sampler.RabbitSnapshot, err error, now time.Time) []Problem {
+func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Time) []Problem {
 	link := paths.RabbitBroker(broker)
 	if err != nil {
 		return []Problem{{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,

@@ -11,8 +11,8 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/sampler"
 )
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -72,15 +72,15 @@ func TestKeysAreStable(t *testing.T) {
 }
 
 func TestRabbitProblems(t *testing.T) {
-	q := func(name string, dlq bool, ready int64, growing, retry bool) sampler.RabbitQueue {
-		var r sampler.RabbitQueue
+	q := func(name string, dlq bool, ready int64, growing, retry bool) queues.Queue {
+		var r queues.Queue
 		r.Name, r.Vhost, r.IsDeadLetterQueue, r.Ready, r.Growing, r.Retry = name, "/", dlq, ready, growing, retry
 		if growing {
 			r.Growth = "ready 10 → 40 in 45s"
 		}
 		return r
 	}
-	got := RabbitProblems("rmq", sampler.RabbitSnapshot{Queues: []sampler.RabbitQueue{
+	got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{
 		q("orders.dlq", true, 12, true, false), q("empty.dlq", true, 0, false, false), q("work", false, 40, true, false),
 		q("work.retry", false, 40, true, true),
 	}}, nil, now)

@@ -8,8 +8,8 @@ import (
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/sampler"
 )
 
 // The sources a Monitor reads, each narrowed to what it calls. None reaches a broker: Kafka and
@@ -22,7 +22,7 @@ type (
 	}
 	// RabbitSnapshots returns a broker's latest stored sample.
 	RabbitSnapshots interface {
-		LatestRabbit(ctx context.Context, broker string) (sampler.RabbitSnapshot, error)
+		LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error)
 	}
 	// Outbox is one service's outbox table, its stats cached (outbox.StatsMaxAge).
 	Outbox interface {

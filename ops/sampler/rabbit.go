@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lease"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 )
 
@@ -31,82 +32,13 @@ type RabbitSource struct {
 // queue to be marked growing.
 const GrowthSamples = 4
 
-// RabbitSnapshot is one broker's queues and dead-letter topology as last sampled. It is shared by
-// every reader of a replica: callers must not modify it.
-type RabbitSnapshot struct {
-	Broker string
-	At     time.Time // when the sample was taken; zero when none exists yet
-	// Error is set when the last sampling of this broker failed (the management API is
-	// unreachable); Queues and the topology then hold the last good sample, taken at At.
-	Error   string
-	ErrorAt time.Time
-	// Queues are the watched vhosts' queues sorted by vhost and name, with IsDeadLetterQueue
-	// resolved through exchanges and bindings (rabbit.Topology).
-	Queues     []RabbitQueue
-	Edges      []rabbit.Edge      // one per queue with a dead-letter exchange, by vhost and queue
-	RetryLoops []rabbit.RetryLoop // by vhost, retry queue, work queue
-	history.Freshness
-}
-
-// RabbitQueue is a queue with what the sampler adds from its recent samples.
-type RabbitQueue struct {
-	rabbit.Queue
-	Retry bool // the retry queue of a retry loop (a TTL queue dead-lettering back to its work queue)
-	// Growing is true when the ready or the unacked count rose at each of the last GrowthSamples
-	// samples; Growth says which and by how much ("ready 10 → 40 in 45s").
-	Growing bool
-	Growth  string
-}
-
-// Queue finds a queue of the snapshot.
-func (s RabbitSnapshot) Queue(vhost, name string) (RabbitQueue, bool) {
-	i := sort.Search(len(s.Queues), func(i int) bool {
-		q := s.Queues[i]
-		return q.Vhost > vhost || (q.Vhost == vhost && q.Name >= name)
-	})
-	if i < len(s.Queues) && s.Queues[i].Vhost == vhost && s.Queues[i].Name == name {
-		return s.Queues[i], true
-	}
-	return RabbitQueue{}, false
-}
-
-// Edge is where the queue's dead letters go; false when it has no dead-letter exchange.
-func (s RabbitSnapshot) Edge(vhost, queue string) (rabbit.Edge, bool) {
-	i := sort.Search(len(s.Edges), func(i int) bool {
-		e := s.Edges[i]
-		return e.FromVhost > vhost || (e.FromVhost == vhost && e.FromQueue >= queue)
-	})
-	if i < len(s.Edges) && s.Edges[i].FromVhost == vhost && s.Edges[i].FromQueue == queue {
-		return s.Edges[i], true
-	}
-	return rabbit.Edge{}, false
-}
-
-// DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
-func (s RabbitSnapshot) DeadLettersFrom(vhost, queue string) []string {
-	return rabbit.DeadLettersFrom(rabbit.Topology{Edges: s.Edges}, vhost, queue)
-}
-
-// QueuePoint is one point of a queue's history: the highest depths sampled in its time bucket and
-// the average rates.
-type QueuePoint struct {
-	At            time.Time
-	Ready         int64
-	Unacked       int64
-	Consumers     int
-	PublishRate   float64
-	DeliverRate   float64
-	AckRate       float64
-	RedeliverRate float64
-}
-
 // rabbitPart is the Sampler's RabbitMQ side. The brokers' windows are touched only under
 // Sampler.tickMu, the caches only under Sampler.cacheMu.
 type rabbitPart struct {
 	brokers []*rabbitState // config order
 	byName  map[string]*rabbitState
-	cache   map[string]cached[RabbitSnapshot]
-	history map[queueHistoryKey]cached[[]QueuePoint]
+	cache   map[string]cached[queues.Snapshot]
+	history map[queueHistoryKey]cached[[]queues.Point]
 }
 
 type queueHistoryKey struct {
@@ -133,8 +65,8 @@ type depth struct {
 
 func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error {
 	p.byName = map[string]*rabbitState{}
-	p.cache = map[string]cached[RabbitSnapshot]{}
-	p.history = map[queueHistoryKey]cached[[]QueuePoint]{}
+	p.cache = map[string]cached[queues.Snapshot]{}
+	p.history = map[queueHistoryKey]cached[[]queues.Point]{}
 	for i, src := range sources {
 		if src.Broker == nil {
 			return ops.Invalid(fmt.Sprintf("rabbitmq[%d]", i), "broker is required")
@@ -211,9 +143,9 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 
 // observe turns one topology into the snapshot and the history rows, and moves the depth windows
 // on. Queues that vanished leave the windows.
-func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot, []history.RabbitQueueSample) {
+func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot, []history.RabbitQueueSample) {
 	cutoff := at.Add(-st.keep)
-	snap := RabbitSnapshot{Broker: st.name, At: at, Queues: make([]RabbitQueue, len(t.Queues)),
+	snap := queues.Snapshot{Broker: st.name, At: at, Queues: make([]queues.Queue, len(t.Queues)),
 		Edges: t.Edges, RetryLoops: t.RetryLoops}
 	if snap.Edges == nil {
 		snap.Edges = []rabbit.Edge{}
@@ -241,7 +173,7 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (RabbitSnapshot,
 		// A compact copy, so the windows do not keep growing arrays alive.
 		depths[ref] = append([]depth(nil), w...)
 
-		rq := RabbitQueue{Queue: q, Retry: t.RetryQueues[ref]}
+		rq := queues.Queue{Queue: q, Retry: t.RetryQueues[ref]}
 		rq.Growing, rq.Growth = growth(w)
 		snap.Queues[i] = rq
 		rows[i] = history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
@@ -292,23 +224,23 @@ func growth(w []depth) (bool, string) {
 // about a second. A broker never sampled yet has a zero At. The snapshot is shared: callers must
 // not modify it. Errors: ops.ErrNotFound for a broker that is not configured, ops.ErrUnavailable
 // when the store cannot be read.
-func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (RabbitSnapshot, error) {
+func (s *Sampler) LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error) {
 	if _, ok := s.rmq.byName[broker]; !ok {
-		return RabbitSnapshot{}, ops.NotFound("rabbitmq broker %q is not configured", broker)
+		return queues.Snapshot{}, ops.NotFound("rabbitmq broker %q is not configured", broker)
 	}
 	snap, err := latest(ctx, s, s.rmq.cache, "rabbitmq broker", broker, s.readRabbit)
 	if err != nil {
-		return RabbitSnapshot{}, err
+		return queues.Snapshot{}, err
 	}
 	return s.agedRabbit(snap), nil
 }
 
 // readRabbit reads the stored snapshot; the document is read and decoded once per new sample.
-func (s *Sampler) readRabbit(ctx context.Context, broker string) (RabbitSnapshot, error) {
-	return readStored(ctx, s, s.rmq.cache, history.SnapshotRabbit, RabbitSnapshot{Broker: broker}, func(snap RabbitSnapshot, row history.Snapshot) (RabbitSnapshot, error) {
+func (s *Sampler) readRabbit(ctx context.Context, broker string) (queues.Snapshot, error) {
+	return readStored(ctx, s, s.rmq.cache, history.SnapshotRabbit, queues.Snapshot{Broker: broker}, func(snap queues.Snapshot, row history.Snapshot) (queues.Snapshot, error) {
 		decoded, ok, err := decodeRabbit(row.Data)
 		if err != nil {
-			return RabbitSnapshot{}, fmt.Errorf("rabbitmq broker %q: %w", broker, err)
+			return queues.Snapshot{}, fmt.Errorf("rabbitmq broker %q: %w", broker, err)
 		}
 		if ok {
 			snap.At, snap.Queues, snap.Edges, snap.RetryLoops = row.At, decoded.Queues, decoded.Edges, decoded.RetryLoops
@@ -318,7 +250,7 @@ func (s *Sampler) readRabbit(ctx context.Context, broker string) (RabbitSnapshot
 }
 
 // rememberRabbit is remember for a broker's snapshot.
-func (s *Sampler) rememberRabbit(snap RabbitSnapshot) {
+func (s *Sampler) rememberRabbit(snap queues.Snapshot) {
 	if s.cacheTTL > 0 {
 		keepNewer(&s.cacheMu, s.rmq.cache, snap.Broker, snap)
 	}
@@ -336,7 +268,7 @@ func (s *Sampler) rememberRabbitError(broker, msg string, at time.Time) {
 // it. Errors: ops.ErrNotFound for an unconfigured broker; ops.ErrInvalid for an empty vhost or
 // queue, a since not before now, or maxPoints outside [1, MaxHistoryPoints]; ops.ErrUnavailable
 // when the store cannot be read.
-func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]QueuePoint, error) {
+func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]queues.Point, error) {
 	if _, ok := s.rmq.byName[broker]; !ok {
 		return nil, ops.NotFound("rabbitmq broker %q is not configured", broker)
 	}
@@ -355,14 +287,14 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 	}
 	flight := fmt.Sprintf("rabbit-history\x00%s\x00%s\x00%s\x00%d\x00%d", broker, vhost, queue, key.span, maxPoints)
 	what := fmt.Sprintf("rabbitmq queue %s/%s history", vhost, queue)
-	return readShared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]QueuePoint, error) {
+	return readShared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]queues.Point, error) {
 		rows, err := s.store.RabbitQueueHistory(ctx, broker, vhost, queue, since, now, maxPoints)
 		if err != nil {
 			return nil, err
 		}
-		points := make([]QueuePoint, len(rows))
+		points := make([]queues.Point, len(rows))
 		for i, r := range rows {
-			points[i] = QueuePoint(r)
+			points[i] = queues.Point(r)
 		}
 		if s.cacheTTL > 0 {
 			keepChart(&s.cacheMu, s.rmq.history, key, points, s.interval)
@@ -373,10 +305,10 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 
 // RabbitSnapshotOf is a snapshot made from a live topology, without growth (it has no history):
 // what a page shows for a queue the last sample does not have yet.
-func RabbitSnapshotOf(broker string, t rabbit.Topology, at time.Time) RabbitSnapshot {
-	snap := RabbitSnapshot{Broker: broker, At: at, Queues: make([]RabbitQueue, len(t.Queues)), Edges: t.Edges, RetryLoops: t.RetryLoops}
+func RabbitSnapshotOf(broker string, t rabbit.Topology, at time.Time) queues.Snapshot {
+	snap := queues.Snapshot{Broker: broker, At: at, Queues: make([]queues.Queue, len(t.Queues)), Edges: t.Edges, RetryLoops: t.RetryLoops}
 	for i, q := range t.Queues {
-		snap.Queues[i] = RabbitQueue{Queue: q, Retry: t.RetryQueues[q.Ref()]}
+		snap.Queues[i] = queues.Queue{Queue: q, Retry: t.RetryQueues[q.Ref()]}
 	}
 	return snap
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/store"
@@ -185,7 +186,7 @@ func rabbitSampler(tb testing.TB, st *store.Store, clk *clock, mod func(*Options
 	return s
 }
 
-func rq(tb testing.TB, snap RabbitSnapshot, vhost, name string) RabbitQueue {
+func rq(tb testing.TB, snap queues.Snapshot, vhost, name string) queues.Queue {
 	tb.Helper()
 	q, ok := snap.Queue(vhost, name)
 	if !ok {
@@ -373,7 +374,7 @@ func TestRabbitGrowthAndOneLeader(t *testing.T) {
 	c := rabbitSampler(t, openStore(t, dsn), clk, nil, e.broker("main"))
 	ready := int64(0)
 	replicas := []*Sampler{a, c}
-	tick := func(leader *Sampler, grow bool) RabbitSnapshot {
+	tick := func(leader *Sampler, grow bool) queues.Snapshot {
 		t.Helper()
 		if grow {
 			e.publish("", "inbound", 10)
@@ -535,8 +536,8 @@ func TestNewRabbitOptions(t *testing.T) {
 
 func TestRabbitWireRoundTrip(t *testing.T) {
 	ttl, limit := int64(0), int64(3)
-	in := RabbitSnapshot{
-		Queues: []RabbitQueue{
+	in := queues.Snapshot{
+		Queues: []queues.Queue{
 			{Queue: rabbit.Queue{Vhost: "/", Name: "a", Type: "quorum", State: "running", Ready: 1, Unacked: 2, Total: 3, Consumers: 4,
 				PublishRate: 0.1, DeliverRate: 1e-9, AckRate: 3.5, RedeliverRate: 7, DeadLetterExchange: "", HasDeadLetterExchange: true,
 				DeadLetterRoutingKey: "a.dlq", DeadLetterSource: rabbit.SourcePolicy, MessageTTL: &ttl, DeliveryLimit: &limit,

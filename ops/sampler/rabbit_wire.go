@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 )
 
@@ -74,7 +75,7 @@ type wireRetryLoop struct {
 	Delay      int64  `json:"d"` // nanoseconds
 }
 
-func encodeRabbit(s RabbitSnapshot) ([]byte, error) {
+func encodeRabbit(s queues.Snapshot) ([]byte, error) {
 	w := wireRabbit{V: rabbitWireVersion, Queues: make([]wireQueue, len(s.Queues)),
 		Edges: make([]wireEdge, len(s.Edges)), Loops: make([]wireRetryLoop, len(s.RetryLoops))}
 	for i, q := range s.Queues {
@@ -98,20 +99,20 @@ func encodeRabbit(s RabbitSnapshot) ([]byte, error) {
 // decodeRabbit reads a stored snapshot's queues and topology (At and the error fields come from
 // the row); ok is false for a layout this version does not know (or the "{}" of a broker that
 // never had a good sample).
-func decodeRabbit(data []byte) (snap RabbitSnapshot, ok bool, err error) {
+func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 	var w wireRabbit
 	if err := json.Unmarshal(data, &w); err != nil {
-		return RabbitSnapshot{}, false, fmt.Errorf("decode snapshot: %w", err)
+		return queues.Snapshot{}, false, fmt.Errorf("decode snapshot: %w", err)
 	}
 	if w.V != rabbitWireVersion {
-		return RabbitSnapshot{}, false, nil
+		return queues.Snapshot{}, false, nil
 	}
-	snap.Queues = make([]RabbitQueue, len(w.Queues))
+	snap.Queues = make([]queues.Queue, len(w.Queues))
 	for i, q := range w.Queues {
 		if q.Args == nil {
 			q.Args = map[string]string{}
 		}
-		snap.Queues[i] = RabbitQueue{Queue: rabbit.Queue{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State,
+		snap.Queues[i] = queues.Queue{Queue: rabbit.Queue{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State,
 			Ready: q.Ready, Unacked: q.Unacked, Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate,
 			DeliverRate: q.DeliverRate, AckRate: q.AckRate, RedeliverRate: q.RedeliverRate,
 			DeadLetterExchange: q.DLX, HasDeadLetterExchange: q.HasDLX, DeadLetterRoutingKey: q.DLRK,

@@ -32,13 +32,7 @@ type snapshot[V any] interface {
 	Source() string
 }
 
-func (s RabbitSnapshot) SampledAt() time.Time { return s.At }
-func (s RabbitSnapshot) Source() string       { return s.Broker }
 
-func (s RabbitSnapshot) WithError(msg string, at time.Time) RabbitSnapshot {
-	s.Error, s.ErrorAt = msg, at
-	return s
-}
 
 // readShared runs read once for all concurrent callers of key. The read is detached from the
 // first caller's context, so its going away does not fail the others, and bounded by timeout; a

@@ -3,6 +3,7 @@ package sampler
 import (
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lag"
+	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/triage"
 
 	"context"
@@ -58,7 +59,7 @@ func (s *Sampler) withOpen(ctx context.Context, snap lag.Snapshot) lag.Snapshot 
 	return snap
 }
 
-func (s *Sampler) agedRabbit(snap RabbitSnapshot) RabbitSnapshot {
+func (s *Sampler) agedRabbit(snap queues.Snapshot) queues.Snapshot {
 	snap.Freshness = s.freshness(snap.At, snap.ErrorAt)
 	return snap
 }

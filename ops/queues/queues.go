@@ -1,0 +1,91 @@
+// Package queues is the RabbitMQ read model: a broker's queues and dead-letter topology as the
+// sampler last saw them (Snapshot), each queue with what its recent samples add (Queue), and a
+// queue's history (Point). The sampler (ops/sampler) makes it; the pages, the health rules and the
+// exporter read it.
+package queues
+
+import (
+	"sort"
+	"time"
+
+	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/rabbit"
+)
+
+// Snapshot is one broker's queues and dead-letter topology as last sampled. It is shared by
+// every reader of a replica: callers must not modify it.
+type Snapshot struct {
+	Broker string
+	At     time.Time // when the sample was taken; zero when none exists yet
+	// Error is set when the last sampling of this broker failed (the management API is
+	// unreachable); Queues and the topology then hold the last good sample, taken at At.
+	Error   string
+	ErrorAt time.Time
+	// Queues are the watched vhosts' queues sorted by vhost and name, with IsDeadLetterQueue
+	// resolved through exchanges and bindings (rabbit.Topology).
+	Queues     []Queue
+	Edges      []rabbit.Edge      // one per queue with a dead-letter exchange, by vhost and queue
+	RetryLoops []rabbit.RetryLoop // by vhost, retry queue, work queue
+	history.Freshness
+}
+
+// Queue is a queue with what the sampler adds from its recent samples.
+type Queue struct {
+	rabbit.Queue
+	Retry bool // the retry queue of a retry loop (a TTL queue dead-lettering back to its work queue)
+	// Growing is true when the ready or the unacked count rose at each of the last sampler.GrowthSamples
+	// samples; Growth says which and by how much ("ready 10 → 40 in 45s").
+	Growing bool
+	Growth  string
+}
+
+// Queue finds a queue of the snapshot.
+func (s Snapshot) Queue(vhost, name string) (Queue, bool) {
+	i := sort.Search(len(s.Queues), func(i int) bool {
+		q := s.Queues[i]
+		return q.Vhost > vhost || (q.Vhost == vhost && q.Name >= name)
+	})
+	if i < len(s.Queues) && s.Queues[i].Vhost == vhost && s.Queues[i].Name == name {
+		return s.Queues[i], true
+	}
+	return Queue{}, false
+}
+
+// Edge is where the queue's dead letters go; false when it has no dead-letter exchange.
+func (s Snapshot) Edge(vhost, queue string) (rabbit.Edge, bool) {
+	i := sort.Search(len(s.Edges), func(i int) bool {
+		e := s.Edges[i]
+		return e.FromVhost > vhost || (e.FromVhost == vhost && e.FromQueue >= queue)
+	})
+	if i < len(s.Edges) && s.Edges[i].FromVhost == vhost && s.Edges[i].FromQueue == queue {
+		return s.Edges[i], true
+	}
+	return rabbit.Edge{}, false
+}
+
+// DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
+func (s Snapshot) DeadLettersFrom(vhost, queue string) []string {
+	return rabbit.DeadLettersFrom(rabbit.Topology{Edges: s.Edges}, vhost, queue)
+}
+
+// Point is one point of a queue's history: the highest depths sampled in its time bucket and
+// the average rates.
+type Point struct {
+	At            time.Time
+	Ready         int64
+	Unacked       int64
+	Consumers     int
+	PublishRate   float64
+	DeliverRate   float64
+	AckRate       float64
+	RedeliverRate float64
+}
+
+func (s Snapshot) SampledAt() time.Time { return s.At }
+
+func (s Snapshot) Source() string { return s.Broker }
+
+func (s Snapshot) WithError(msg string, at time.Time) Snapshot {
+	s.Error, s.ErrorAt = msg, at
+	return s
+}
