@@ -32,8 +32,6 @@ type snapshot[V any] interface {
 	Source() string
 }
 
-
-
 // readShared runs read once for all concurrent callers of key. The read is detached from the
 // first caller's context, so its going away does not fail the others, and bounded by timeout; a
 // caller whose own context ends stops waiting with that error, named by what.
