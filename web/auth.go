@@ -545,6 +545,7 @@ func (a *authenticator) fillMeta(c echo.Context, m *layout.Meta) {
 		m.User, m.Role = id.Name, id.Role.String()
 	}
 	m.CanOperate = id.Can(access.Operator) && !a.readOnly
+	m.CanAdmin = id.Can(access.Admin)
 }
 
 // ---- handlers.Sessions ----

@@ -33,6 +33,8 @@ type Meta struct {
 	// CanOperate is true when the user may act (operator or admin) and the console is not
 	// read-only: pages show their action buttons only then.
 	CanOperate bool
+	// CanAdmin is true when the user has the admin role (the Doctor page's).
+	CanAdmin bool
 	// Breadcrumbs are rendered above the page content; the last crumb, or any
 	// with an empty Href, is plain text. Nil renders no breadcrumb bar.
 	Breadcrumbs []Crumb
@@ -68,7 +70,7 @@ func navItems(m Meta) []navItem {
 		{"notifications", "Notifications", paths.Notifications},
 		{"audit", "Audit", paths.Audit},
 	}
-	if m.Role == "admin" || m.AuthNone {
+	if m.CanAdmin || m.AuthNone {
 		items = append(items, navItem{"doctor", "Doctor", paths.Doctor})
 	}
 	return items

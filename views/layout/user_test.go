@@ -17,3 +17,29 @@ func TestSignedInUser(t *testing.T) {
 		t.Error("a user and sign-out shown without a user")
 	}
 }
+
+// The Doctor link is for those the route lets in: admins, or everyone when auth is off.
+func TestDoctorLinkForAdminsOnly(t *testing.T) {
+	has := func(m Meta) bool {
+		for _, it := range navItems(m) {
+			if it.section == "doctor" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		name string
+		m    Meta
+		want bool
+	}{
+		{"admin", Meta{User: "ada", Role: "admin", CanAdmin: true, CanOperate: true}, true},
+		{"operator", Meta{User: "oz", Role: "operator", CanOperate: true}, false},
+		{"viewer", Meta{User: "vi", Role: "viewer"}, false},
+		{"auth off", Meta{AuthNone: true}, true},
+	} {
+		if got := has(tc.m); got != tc.want {
+			t.Errorf("%s: doctor link %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
