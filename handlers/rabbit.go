@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/sampler"
@@ -40,7 +41,7 @@ type RabbitBroker interface {
 // broker one list call per sampler interval.
 type RabbitSnapshots interface {
 	LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error)
-	RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]queues.Point, error)
+	RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]history.RabbitQueuePoint, error)
 }
 
 // Rabbit serves the RabbitMQ pages and API.

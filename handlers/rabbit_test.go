@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -235,6 +236,6 @@ func (f freshQueues) LatestRabbit(ctx context.Context, broker string) (queues.Sn
 	return snap, nil
 }
 
-func (f freshQueues) RabbitQueueHistory(context.Context, string, string, string, time.Time, int) ([]queues.Point, error) {
+func (f freshQueues) RabbitQueueHistory(context.Context, string, string, string, time.Time, int) ([]history.RabbitQueuePoint, error) {
 	return nil, nil
 }

@@ -1,7 +1,7 @@
 // Package queues is the RabbitMQ read model: a broker's queues and dead-letter topology as the
-// sampler last saw them (Snapshot), each queue with what its recent samples add (Queue), and a
-// queue's history (Point). The sampler (ops/sampler) makes it; the pages, the health rules and the
-// exporter read it.
+// sampler last saw them (Snapshot) and each queue with what its recent samples add (Queue); a
+// queue's history is history.RabbitQueuePoint. The sampler (ops/sampler) makes it; the pages, the
+// health rules and the exporter read it.
 package queues
 
 import (
@@ -66,19 +66,6 @@ func (s Snapshot) Edge(vhost, queue string) (rabbit.Edge, bool) {
 // DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
 func (s Snapshot) DeadLettersFrom(vhost, queue string) []string {
 	return rabbit.DeadLettersFrom(rabbit.Topology{Edges: s.Edges}, vhost, queue)
-}
-
-// Point is one point of a queue's history: the highest depths sampled in its time bucket and
-// the average rates.
-type Point struct {
-	At            time.Time
-	Ready         int64
-	Unacked       int64
-	Consumers     int
-	PublishRate   float64
-	DeliverRate   float64
-	AckRate       float64
-	RedeliverRate float64
 }
 
 func (s Snapshot) SampledAt() time.Time { return s.At }

@@ -38,7 +38,7 @@ type rabbitPart struct {
 	brokers []*rabbitState // config order
 	byName  map[string]*rabbitState
 	cache   map[string]cached[queues.Snapshot]
-	history map[queueHistoryKey]cached[[]queues.Point]
+	history map[queueHistoryKey]cached[[]history.RabbitQueuePoint]
 }
 
 type queueHistoryKey struct {
@@ -66,7 +66,7 @@ type depth struct {
 func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error {
 	p.byName = map[string]*rabbitState{}
 	p.cache = map[string]cached[queues.Snapshot]{}
-	p.history = map[queueHistoryKey]cached[[]queues.Point]{}
+	p.history = map[queueHistoryKey]cached[[]history.RabbitQueuePoint]{}
 	for i, src := range sources {
 		if src.Broker == nil {
 			return ops.Invalid(fmt.Sprintf("rabbitmq[%d]", i), "broker is required")
@@ -268,7 +268,7 @@ func (s *Sampler) rememberRabbitError(broker, msg string, at time.Time) {
 // it. Errors: ops.ErrNotFound for an unconfigured broker; ops.ErrInvalid for an empty vhost or
 // queue, a since not before now, or maxPoints outside [1, MaxHistoryPoints]; ops.ErrUnavailable
 // when the store cannot be read.
-func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]queues.Point, error) {
+func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]history.RabbitQueuePoint, error) {
 	if _, ok := s.rmq.byName[broker]; !ok {
 		return nil, ops.NotFound("rabbitmq broker %q is not configured", broker)
 	}
@@ -287,14 +287,10 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 	}
 	flight := fmt.Sprintf("rabbit-history\x00%s\x00%s\x00%s\x00%d\x00%d", broker, vhost, queue, key.span, maxPoints)
 	what := fmt.Sprintf("rabbitmq queue %s/%s history", vhost, queue)
-	return readShared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]queues.Point, error) {
-		rows, err := s.store.RabbitQueueHistory(ctx, broker, vhost, queue, since, now, maxPoints)
+	return readShared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]history.RabbitQueuePoint, error) {
+		points, err := s.store.RabbitQueueHistory(ctx, broker, vhost, queue, since, now, maxPoints)
 		if err != nil {
 			return nil, err
-		}
-		points := make([]queues.Point, len(rows))
-		for i, r := range rows {
-			points[i] = queues.Point(r)
 		}
 		if s.cacheTTL > 0 {
 			keepChart(&s.cacheMu, s.rmq.history, key, points, s.interval)
