@@ -78,18 +78,10 @@ func (s *Archive) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) 
 	if f.Limit > replay.MaxArchiveLimit {
 		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", replay.MaxArchiveLimit))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message
+	return collect(ctx, s.pool, scanArchived, "archive", `SELECT `+archiveColumns+` FROM archived_message
 		WHERE ($1 = '' OR broker = $1) AND ($2 = '' OR queue = $2) AND ($3::timestamptz IS NULL OR archived_at >= $3)
 		  AND ($4 = 0 OR id < $4)
 		ORDER BY id DESC LIMIT $5`, f.Broker, f.Queue, nullTime(f.Since), f.Before, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
-	}
-	out, err := pgx.CollectRows(rows, scanArchived)
-	if err != nil {
-		return nil, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
-	}
-	return out, nil
 }
 
 // ArchivedMessageByID reads one archived message: ops.ErrNotFound when there is none.

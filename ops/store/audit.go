@@ -45,7 +45,7 @@ func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry
 	if f.Limit > audit.MaxLimit {
 		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", audit.MaxLimit))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, role, source_ip, user_agent, action, target,
+	return collect(ctx, s.pool, scanAuditEntry, "audit: list", `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
 		FROM audit_log a
 		WHERE ($1 = '' OR actor = $1) AND ($2 = '' OR action = $2)
@@ -55,14 +55,6 @@ func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry
 		      WHERE o.detail ? 'intent_id' AND o.detail->>'intent_id' = a.id::text)))
 		ORDER BY at DESC, id DESC LIMIT $5`,
 		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit, f.Intents)
-	if err != nil {
-		return nil, unavailable(err, "audit: list")
-	}
-	entries, err := pgx.CollectRows(rows, scanAuditEntry)
-	if err != nil {
-		return nil, fmt.Errorf("audit: list: %w", err)
-	}
-	return entries, nil
 }
 
 // scanAuditEntry reads one row of the audit columns in their order (id … detail).
@@ -209,17 +201,9 @@ func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, since time
 	if len(pats) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, at, actor, role, source_ip, user_agent, action, target,
+	return collect(ctx, s.pool, scanAuditEntry, "audit: search", `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
 		FROM audit_log WHERE at >= $1
 		  AND (target LIKE ANY($2) OR reason LIKE ANY($2) OR detail::text LIKE ANY($2))
 		ORDER BY at DESC, id DESC LIMIT $3`, since, pats, limit)
-	if err != nil {
-		return nil, fmt.Errorf("audit: search: %w: %w", ops.ErrUnavailable, err)
-	}
-	out, err := pgx.CollectRows(rows, scanAuditEntry)
-	if err != nil {
-		return nil, fmt.Errorf("audit: search: %w: %w", ops.ErrUnavailable, err)
-	}
-	return out, nil
 }

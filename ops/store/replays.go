@@ -237,15 +237,7 @@ func (s *Replays) Job(ctx context.Context, id string) (replay.Job, error) {
 
 // Jobs lists recent jobs, newest first.
 func (s *Replays) Jobs(ctx context.Context, limit int) ([]replay.Job, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j ORDER BY j.created_at DESC LIMIT $1`, limit)
-	if err != nil {
-		return nil, unavailable(err, "replay jobs")
-	}
-	jobs, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return nil, fmt.Errorf("replay jobs: %w", err)
-	}
-	return jobs, nil
+	return collect(ctx, s.pool, scanJob, "replay jobs", `SELECT `+jobColumns+` FROM replay_job j ORDER BY j.created_at DESC LIMIT $1`, limit)
 }
 
 // ClaimJob leases the oldest pending job, or a running one whose runner's lease expired (its
@@ -271,14 +263,21 @@ func (s *Replays) ClaimJob(ctx context.Context, owner string, lease time.Duratio
 // RenewLease extends owner's lease and records progress. It reports false when the lease was lost
 // (another replica took the job over), and whether cancellation was requested.
 func (s *Replays) RenewLease(ctx context.Context, jobID, owner string, lease time.Duration, nextSeq int) (held, cancel bool, err error) {
-	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, next_seq = greatest(next_seq, $4), paused = ''
+	return s.holdLease(ctx, "renew lease", "next_seq = greatest(next_seq, $4), paused = ''", jobID, owner, lease, nextSeq)
+}
+
+// holdLease extends owner's lease of its running job with one UPDATE that also sets set (its
+// parameter $4 is arg) and reads whether cancellation was requested; held is false when another
+// replica took the job over.
+func (s *Replays) holdLease(ctx context.Context, what, set, jobID, owner string, lease time.Duration, arg any) (held, cancel bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, `+set+`
 		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
-		jobID, owner, lease.String(), nextSeq).Scan(&cancel)
+		jobID, owner, lease.String(), arg).Scan(&cancel)
 	if isNoRows(err) {
 		return false, false, nil
 	}
 	if err != nil {
-		return false, false, unavailable(err, "renew lease")
+		return false, false, unavailable(err, "%s", what)
 	}
 	return true, cancel, nil
 }
@@ -287,16 +286,7 @@ func (s *Replays) RenewLease(ctx context.Context, jobID, owner string, lease tim
 // the next RenewLease clears it. It reports, like RenewLease, whether the lease is still held and
 // whether cancellation was requested.
 func (s *Replays) PauseJob(ctx context.Context, jobID, owner string, lease time.Duration, why string) (held, cancel bool, err error) {
-	err = s.pool.QueryRow(ctx, `UPDATE replay_job SET lease_until = now() + $3::interval, paused = $4
-		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`,
-		jobID, owner, lease.String(), why).Scan(&cancel)
-	if isNoRows(err) {
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, unavailable(err, "pause job")
-	}
-	return true, cancel, nil
+	return s.holdLease(ctx, "pause job", "paused = $4", jobID, owner, lease, why)
 }
 
 // FinishJob ends owner's run with a final status.
@@ -541,16 +531,8 @@ func jobKeyOf(ctx context.Context, s db, jobID string) string {
 // already ran and what a second run does. An unknown plan has no jobs (no error).
 // Errors: ops.ErrUnavailable when the store cannot be read.
 func (s *Replays) JobsOfPlan(ctx context.Context, planID string) ([]replay.Job, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.plan_id = $1
+	return collect(ctx, s.pool, scanJob, fmt.Sprintf("jobs of plan %q", planID), `SELECT `+jobColumns+` FROM replay_job j WHERE j.plan_id = $1
 		ORDER BY j.created_at DESC, j.id DESC`, planID)
-	if err != nil {
-		return nil, unavailable(err, "jobs of plan %q", planID)
-	}
-	jobs, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return nil, unavailable(err, "jobs of plan %q", planID)
-	}
-	return jobs, nil
 }
 
 // FailureGroups counts a job's failed messages per reason, most frequent first (then by reason),

@@ -192,3 +192,22 @@ func unavailable(err error, format string, a ...any) error {
 	}
 	return ops.Unavailable(err, "Redrive's database did not answer (%s); try again, or see whether it is up", what)
 }
+
+// querier is the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// collect runs a query and reads every row with scan. A query or a read that fails is the
+// database not answering (ops.ErrUnavailable, with what in the message).
+func collect[T any](ctx context.Context, q querier, scan pgx.RowToFunc[T], what, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, unavailable(err, "%s", what)
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, unavailable(err, "%s", what)
+	}
+	return out, nil
+}
