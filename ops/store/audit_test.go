@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Text written by others — a user agent or a reason with a NUL or a 0xFF byte — must not cost the
@@ -16,11 +14,7 @@ import (
 func TestAuditKeepsEntriesWithOddBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	odd := "curl/8\xff\x00<script>"
 	if err := st.RecordAudit(ctx, audit.Entry{Actor: "ops\x00", SourceIP: "10.0.0.1", UserAgent: odd, Action: "outbox.requeue",
 		Target: "outbox/orders", Reason: "fix \xfe\x00 now", Outcome: audit.OutcomeOK,

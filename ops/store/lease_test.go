@@ -9,18 +9,13 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lease"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
 
 func leaseStore(t *testing.T) (context.Context, *store.Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openStore(t)
 	return ctx, st
 }
 

@@ -5,20 +5,14 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // BenchmarkLedger measures the ledger's two writes per message for a batch of 5,000: the claim
 // (insert under the once-only index) and the settle (active → published).
 func BenchmarkLedger(b *testing.B) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(b)
 	const n = 5000
 	w, err := st.BeginPlan(ctx, "p")
 	if err != nil {

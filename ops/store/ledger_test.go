@@ -6,9 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // The ledger's guarantee, raced directly rather than through the engine: 20 jobs claim the same
@@ -17,11 +15,7 @@ import (
 // resumed run) is told MineInFlight, or AlreadyMine once it is settled.
 func TestLedgerClaimsRace(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openStore(t)
 	const jobs, messages, batch = 20, 2000, 250
 	w, err := st.BeginPlan(ctx, "p")
 	if err != nil {

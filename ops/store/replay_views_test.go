@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -42,11 +41,7 @@ func seedPlan(t *testing.T, ctx context.Context, st *store.Store, id string, n i
 func TestReplayViews(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	seedPlan(t, ctx, st, "plan_a", 6)
 	seedPlan(t, ctx, st, "plan_b", 3)
 	for _, id := range []string{"job_1", "job_2"} {

@@ -8,17 +8,11 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/store"
 )
 
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	tok := sha256.Sum256([]byte("token"))
 
 	created, err := st.CreateSession(ctx, tok[:], "alice", "operator", time.Second, 3*time.Second)
