@@ -305,12 +305,7 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	}
 	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, MaxScan: int(maxScan)}
 	var last shownMessage
-	q.View = func(m rabbit.Message) rabbit.Message {
-		last = redactMessage(red, m)
-		v := last.Message
-		v.Headers = last.Headers
-		return v
-	}
+	q.View = redactedView(red, &last)
 	var w *exportWriter
 	q.Each = func(rabbit.Message) error {
 		if w == nil {

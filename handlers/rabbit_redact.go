@@ -90,3 +90,14 @@ func shownMessages(r *Redactor, msgs []rabbit.Message) ([]shownMessage, []rabbit
 	}
 	return shown, masked
 }
+
+// redactedView is a RabbitMQ scan's View for a reader that sees content masked by red: each message
+// as redacted, its shownMessage kept in *last for the caller's answer.
+func redactedView(red *Redactor, last *shownMessage) func(rabbit.Message) rabbit.Message {
+	return func(m rabbit.Message) rabbit.Message {
+		*last = redactMessage(red, m)
+		v := last.Message
+		v.Headers = last.Headers
+		return v
+	}
+}

@@ -355,12 +355,7 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	}
 	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, Limit: int(limit), MaxScan: int(maxScan), Timeout: h.o.Timeout}
 	var last shownMessage
-	q.View = func(m rabbit.Message) rabbit.Message {
-		last = redactMessage(red, m)
-		v := last.Message
-		v.Headers = last.Headers
-		return v
-	}
+	q.View = redactedView(red, &last)
 	started := time.Now()
 	if stream {
 		w := newNDJSON(c)
