@@ -35,19 +35,21 @@ const migrationLockKey = 0x72656472697665
 // a type of its own with the methods of its tables (and its own tests); Store embeds them, so that
 // one value serves every interface the domain packages declare (replay.Store, sampler.Store,
 // triage.Store, web.Store…), while a consumer that needs one aggregate can be handed just that
-// part (&st.AuditLog). A part's methods are in the file of its name (audit.go, replays.go,
-// archive.go, triage.go, samples.go, lease.go, alerts.go, sessions.go, offsets.go).
+// part (&st.AuditLog). A part's methods are in the file of its name (audit.go, plans.go, jobs.go,
+// ledger.go, archive.go, triage.go, samples.go, lease.go, alerts.go, sessions.go, offsets.go).
 type Store struct {
 	db
-	AuditLog    // audit_log: entries, intents, rows written inside another change's transaction
-	Replays     // replay_plan, replay_plan_item, replay_job, replay_ledger
-	Archive     // archived_message: what discard jobs took from dead-letter queues
-	Triage      // dead_letter_resolution, outbox_resolution, dead_letter_note
-	Samples     // sampler_snapshot, the lag and queue history, error_group
-	Leases      // sampler_lease, sampler_replica
-	Alerts      // notify_alert, notification, notify_silence
-	Sessions    // session
-	OffsetPlans // offset_move_plan
+	AuditLog     // audit_log: entries, intents, rows written inside another change's transaction
+	ReplayPlans  // replay_plan, replay_plan_item
+	ReplayJobs   // replay_job
+	ReplayLedger // replay_ledger (and the jobs' counts its transactions keep)
+	Archive      // archived_message: what discard jobs took from dead-letter queues
+	Triage       // dead_letter_resolution, outbox_resolution, dead_letter_note
+	Samples      // sampler_snapshot, the lag and queue history, error_group
+	Leases       // sampler_lease, sampler_replica
+	Alerts       // notify_alert, notification, notify_silence
+	Sessions     // session
+	OffsetPlans  // offset_move_plan
 }
 
 // db is what every part shares: the pool.
@@ -55,20 +57,22 @@ type db struct{ pool *pgpool.Pool }
 
 // The parts. Each is usable alone on the store's pool.
 type (
-	AuditLog    struct{ db }
-	Replays     struct{ db }
-	Archive     struct{ db }
-	Triage      struct{ db }
-	Samples     struct{ db }
-	Leases      struct{ db }
-	Alerts      struct{ db }
-	Sessions    struct{ db }
-	OffsetPlans struct{ db }
+	AuditLog     struct{ db }
+	ReplayPlans  struct{ db }
+	ReplayJobs   struct{ db }
+	ReplayLedger struct{ db }
+	Archive      struct{ db }
+	Triage       struct{ db }
+	Samples      struct{ db }
+	Leases       struct{ db }
+	Alerts       struct{ db }
+	Sessions     struct{ db }
+	OffsetPlans  struct{ db }
 )
 
 func newStore(pool *pgpool.Pool) *Store {
 	d := db{pool}
-	return &Store{db: d, AuditLog: AuditLog{d}, Replays: Replays{d}, Archive: Archive{d}, Triage: Triage{d},
+	return &Store{db: d, AuditLog: AuditLog{d}, ReplayPlans: ReplayPlans{d}, ReplayJobs: ReplayJobs{d}, ReplayLedger: ReplayLedger{d}, Archive: Archive{d}, Triage: Triage{d},
 		Samples: Samples{d}, Leases: Leases{d}, Alerts: Alerts{d}, Sessions: Sessions{d}, OffsetPlans: OffsetPlans{d}}
 }
 
