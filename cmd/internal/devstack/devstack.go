@@ -13,6 +13,7 @@ package devstack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -190,4 +191,22 @@ func readPidFile(path string) int {
 	line, _, _ := strings.Cut(string(b), "\n")
 	pid, _ := strconv.Atoi(strings.TrimSpace(line))
 	return pid
+}
+
+// readState reads the state file a Start wrote in dir (typically another process's, e.g. `devstack
+// up`), for an Open; none is "devstack: <none> in <dir>". It returns dir made absolute.
+func readState[T any](dir, file, none string) (string, T, error) {
+	var st T
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", st, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		return "", st, fmt.Errorf("devstack: %s in %s: %w", none, dir, err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return "", st, fmt.Errorf("devstack: %s: %w", file, err)
+	}
+	return dir, st, nil
 }

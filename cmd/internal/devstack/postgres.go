@@ -123,17 +123,9 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 // dir (typically by another process, e.g. `devstack up`), so that it can be
 // stopped or restarted.
 func OpenPostgres(dir string) (*Postgres, error) {
-	dir, err := filepath.Abs(dir)
+	dir, st, err := readState[postgresState](dir, postgresStateFile, "postgres: no cluster")
 	if err != nil {
 		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, postgresStateFile))
-	if err != nil {
-		return nil, fmt.Errorf("devstack: postgres: no cluster in %s: %w", dir, err)
-	}
-	var st postgresState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("devstack: postgres: %s: %w", postgresStateFile, err)
 	}
 	p := &Postgres{dir: dir, data: filepath.Join(dir, "data"), bin: st.BinDir, logPath: filepath.Join(dir, "server.log"), port: st.Port}
 	if os.Geteuid() == 0 {

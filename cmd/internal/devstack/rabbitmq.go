@@ -158,17 +158,9 @@ func pickPorts(want []int) ([]int, error) {
 // dir (typically by another process, e.g. `devstack up`), to stop or
 // restart it.
 func OpenRabbitMQ(dir string) (*RabbitMQ, error) {
-	dir, err := filepath.Abs(dir)
+	dir, st, err := readState[rabbitState](dir, rabbitStateFile, "rabbitmq: no node")
 	if err != nil {
 		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, rabbitStateFile))
-	if err != nil {
-		return nil, fmt.Errorf("devstack: rabbitmq: no node in %s: %w", dir, err)
-	}
-	var st rabbitState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("devstack: rabbitmq: %s: %w", rabbitStateFile, err)
 	}
 	return &RabbitMQ{dir: dir, node: st.Node, amqp: st.AMQPPort, mgmt: st.ManagementPort, dist: st.DistPort, epmd: st.EPMDPort}, nil
 }
