@@ -221,7 +221,12 @@ func TestRenderValue(t *testing.T) {
 		{[]byte{0xff, 0x00}, "0xff00"},
 		{int32(-5), "-5"},
 		{float64(1.5), "1.5"},
+		// Every integer and float type, at its edges, as strconv writes it.
+		{int(-1 << 40), "-1099511627776"}, {int8(-128), "-128"}, {int16(32767), "32767"}, {int64(-1 << 63), "-9223372036854775808"},
+		{uint8(255), "255"}, {uint16(65535), "65535"}, {uint32(1<<32 - 1), "4294967295"}, {uint64(1<<64 - 1), "18446744073709551615"},
+		{float32(0.1), "0.1"}, {float64(0.1), "0.1"}, {float64(1e8), "1e+08"}, {float32(-3.4e38), "-3.4e+38"},
 		{true, "true"},
+		{false, "false"},
 		{nil, "null"},
 		{amqp.Decimal{Scale: 2, Value: 12345}, "123.45"},
 		{amqp.Decimal{Scale: 3, Value: -5}, "-0.005"},
@@ -263,5 +268,24 @@ func TestMessageID(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// valueInt reads every integer type the AMQP library decodes, whole floats and decimal text, and
+// refuses what is not a whole number that fits.
+func TestValueInt(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want int64
+		ok   bool
+	}{
+		{int(-7), -7, true}, {int8(-128), -128, true}, {int16(300), 300, true}, {int32(-5), -5, true}, {int64(1 << 62), 1 << 62, true},
+		{uint8(255), 255, true}, {uint16(65535), 65535, true}, {uint32(1<<32 - 1), 1<<32 - 1, true}, {uint64(1 << 62), 1 << 62, true},
+		{uint64(1<<62 + 1), 0, false}, {float64(3), 3, true}, {float32(2.5), 0, false}, {" 12 ", 12, true}, {[]byte("-4"), -4, true},
+		{"x", 0, false}, {true, 0, false}, {nil, 0, false},
+	} {
+		if got, ok := valueInt(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("valueInt(%#v) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -3,7 +3,9 @@ package rabbit
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math/big"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,30 +53,10 @@ func appendValue(sb *strings.Builder, v any, depth int) {
 		} else {
 			appendQuoted(sb, "0x"+hex.EncodeToString(t))
 		}
-	case bool:
-		sb.WriteString(strconv.FormatBool(t))
-	case int:
-		sb.WriteString(strconv.FormatInt(int64(t), 10))
-	case int8:
-		sb.WriteString(strconv.FormatInt(int64(t), 10))
-	case int16:
-		sb.WriteString(strconv.FormatInt(int64(t), 10))
-	case int32:
-		sb.WriteString(strconv.FormatInt(int64(t), 10))
-	case int64:
-		sb.WriteString(strconv.FormatInt(t, 10))
-	case uint8:
-		sb.WriteString(strconv.FormatUint(uint64(t), 10))
-	case uint16:
-		sb.WriteString(strconv.FormatUint(uint64(t), 10))
-	case uint32:
-		sb.WriteString(strconv.FormatUint(uint64(t), 10))
-	case uint64:
-		sb.WriteString(strconv.FormatUint(t, 10))
-	case float32:
-		sb.WriteString(strconv.FormatFloat(float64(t), 'g', -1, 32))
-	case float64:
-		sb.WriteString(strconv.FormatFloat(t, 'g', -1, 64))
+	case bool, int, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64:
+		// fmt writes these as strconv does: integers in decimal, a float in the shortest 'g'
+		// form that reads back as the same float of its own size.
+		fmt.Fprint(sb, t)
 	case json.Number:
 		sb.WriteString(t.String())
 	case amqp.Decimal:
@@ -179,22 +161,10 @@ func valueString(v any) (string, bool) {
 // valueInt reads an integer header value: any integer type, a whole float, or decimal text.
 func valueInt(v any) (int64, bool) {
 	switch t := v.(type) {
-	case int:
-		return int64(t), true
-	case int8:
-		return int64(t), true
-	case int16:
-		return int64(t), true
-	case int32:
-		return int64(t), true
-	case int64:
-		return t, true
-	case uint8:
-		return int64(t), true
-	case uint16:
-		return int64(t), true
-	case uint32:
-		return int64(t), true
+	case int, int8, int16, int32, int64:
+		return reflect.ValueOf(t).Int(), true
+	case uint8, uint16, uint32:
+		return int64(reflect.ValueOf(t).Uint()), true
 	case uint64:
 		if t > 1<<62 {
 			return 0, false
