@@ -77,14 +77,7 @@ const inboxDDL = `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, 
 // orders.dlq.
 func declareOrders(t *testing.T, ch *amqp.Channel) {
 	t.Helper()
-	mustDo(t, ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	mustDo(t, ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.work", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	mustDo(t, err)
-	mustDo(t, ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
 }
 
 // inventoryConfig configures a console over the test RabbitMQ's vhost whose consumer, the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -239,20 +238,7 @@ func freeAddr(t *testing.T) string {
 func rabbitTopology(t *testing.T, amqpURL string) {
 	t.Helper()
 	_, ch := rabbittest.Channel(t, amqpURL)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	must(ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	must(err)
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	must(err)
-	must(ch.QueueBind("orders", "orders", "orders", false, nil))
-	must(ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders", "orders")
 }
 
 // TestRabbitRights: a user with only the management tag and no write permission on the original

@@ -114,7 +114,7 @@ func declareMany(b *testing.B, amqpURL string, n, workers int) {
 // API's POST /api/queues/{vhost}/{name}/get with ackmode ack_requeue_true and count 500.
 func BenchmarkBrowse500(b *testing.B) {
 	e := newEnv(b)
-	e.queue("dlq", nil)
+	e.Queue("dlq", nil)
 	body := bytes.Repeat([]byte("x"), 200)
 	for i := 0; i < browseCount; i++ {
 		e.publish("", "dlq", amqp.Publishing{Body: body, MessageId: fmt.Sprintf("m-%d", i),

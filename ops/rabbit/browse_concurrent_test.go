@@ -29,7 +29,7 @@ func (e *env) fillDLQ(n int, args ...amqp.Table) {
 	if len(args) > 0 {
 		a = args[0]
 	}
-	e.queue(concurrentDLQ, a)
+	e.Queue(concurrentDLQ, a)
 	for i := range n {
 		e.publish("", concurrentDLQ, amqp.Publishing{MessageId: msgID(i), DeliveryMode: amqp.Persistent,
 			Body: fmt.Appendf(nil, `{"n":%d}`, i)})
@@ -54,6 +54,21 @@ func inOrder(msgs []Message, from, n int) error {
 
 // assertUnchanged checks, with the management API and a last browse, that the queue holds the n
 // messages, all ready, in their original order.
+// assertWhole fails unless every reader saw the queue's n messages in order and read it whole, and
+// the queue is then as it was; name(i) names reader i in an order failure.
+func (e *env) assertWhole(t *testing.T, results []BrowseResult, seen [][]Message, n int, name func(i int) string) {
+	t.Helper()
+	for i := range results {
+		if err := inOrder(seen[i], 0, n); err != nil {
+			t.Errorf("%s: %v", name(i), err)
+		}
+		if !results[i].Complete {
+			t.Errorf("reader %d: incomplete: %q", i, results[i].Notes)
+		}
+	}
+	e.assertUnchanged(n)
+}
+
 func (e *env) assertUnchanged(n int) {
 	e.t.Helper()
 	rabbittest.WaitFor(e.t, 15*time.Second, fmt.Sprintf("management API: %d ready, 0 unacked", n), func(context.Context) bool {
@@ -100,6 +115,15 @@ func browser(b *Broker, vhost string, limit int) func() (BrowseResult, []Message
 	}
 }
 
+// browsers are k browsers of the queue, each reading up to limit messages.
+func browsers(b *Broker, vhost string, limit, k int) []func() (BrowseResult, []Message, error) {
+	readers := make([]func() (BrowseResult, []Message, error), k)
+	for i := range readers {
+		readers[i] = browser(b, vhost, limit)
+	}
+	return readers
+}
+
 func peeker(b *Broker, vhost string, limit int) func() (BrowseResult, []Message, error) {
 	return func() (BrowseResult, []Message, error) {
 		var msgs []Message
@@ -115,10 +139,7 @@ func TestBrowseConcurrent(t *testing.T) {
 	e.fillDLQ(n)
 
 	t.Run("FiveBrowses", func(t *testing.T) {
-		readers := make([]func() (BrowseResult, []Message, error), 5)
-		for i := range readers {
-			readers[i] = browser(e.b, e.vhost, 100)
-		}
+		readers := browsers(e.b, e.vhost, 100, 5)
 		start := time.Now()
 		results, seen := browseAll(t, readers)
 		t.Logf("5 concurrent browses of %d messages took %v", n, time.Since(start))
@@ -140,22 +161,11 @@ func TestBrowseConcurrent(t *testing.T) {
 			readers = append(readers, peeker(e.b, e.vhost, n), browser(e.b, e.vhost, n))
 		}
 		results, seen := browseAll(t, readers)
-		for i := range results {
-			if err := inOrder(seen[i], 0, n); err != nil {
-				t.Errorf("reader %d (%s): %v", i, []string{"peek", "browse"}[i%2], err)
-			}
-			if !results[i].Complete {
-				t.Errorf("reader %d: incomplete: %q", i, results[i].Notes)
-			}
-		}
-		e.assertUnchanged(n)
+		e.assertWhole(t, results, seen, n, func(i int) string { return fmt.Sprintf("reader %d (%s)", i, []string{"peek", "browse"}[i%2]) })
 	})
 
 	t.Run("TwentyBrowses", func(t *testing.T) {
-		readers := make([]func() (BrowseResult, []Message, error), 20)
-		for i := range readers {
-			readers[i] = browser(e.b, e.vhost, 20)
-		}
+		readers := browsers(e.b, e.vhost, 20, 20)
 		start := time.Now()
 		_, seen := browseAll(t, readers)
 		t.Logf("20 concurrent browses of 20 messages took %v", time.Since(start))
@@ -181,15 +191,7 @@ func TestBrowseConcurrentQuorum(t *testing.T) {
 	start := time.Now()
 	results, seen := browseAll(t, readers)
 	t.Logf("2 browses and 2 peeks of a %d-message quorum queue took %v", n, time.Since(start))
-	for i := range results {
-		if err := inOrder(seen[i], 0, n); err != nil {
-			t.Errorf("reader %d: %v", i, err)
-		}
-		if !results[i].Complete {
-			t.Errorf("reader %d: incomplete: %q", i, results[i].Notes)
-		}
-	}
-	e.assertUnchanged(n)
+	e.assertWhole(t, results, seen, n, func(i int) string { return fmt.Sprintf("reader %d", i) })
 }
 
 // Two Broker values over one store are two replicas of the console: their browses take turns too,
@@ -231,15 +233,7 @@ func TestBrowseAcrossReplicas(t *testing.T) {
 	}
 	readers = append(readers, peeker(e.b, e.vhost, n), peeker(other, e.vhost, n))
 	results, seen := browseAll(t, readers)
-	for i := range results {
-		if err := inOrder(seen[i], 0, n); err != nil {
-			t.Errorf("reader %d (replica %d): %v", i, i%2, err)
-		}
-		if !results[i].Complete {
-			t.Errorf("reader %d: incomplete: %q", i, results[i].Notes)
-		}
-	}
-	e.assertUnchanged(n)
+	e.assertWhole(t, results, seen, n, func(i int) string { return fmt.Sprintf("reader %d (replica %d)", i, i%2) })
 }
 
 func TestBrowseWaitBound(t *testing.T) {
@@ -344,15 +338,8 @@ func TestBrowseHeldByOthers(t *testing.T) {
 	}
 
 	t.Run("Consumer", func(t *testing.T) {
-		_, ch := rabbittest.Channel(t, e.url)
+		ch, deliveries := rabbittest.Consume(t, e.url, concurrentDLQ, "holder", 12)
 		defer ch.Close()
-		if err := ch.Qos(12, 0, false); err != nil {
-			t.Fatal(err)
-		}
-		deliveries, err := ch.Consume(concurrentDLQ, "holder", false, false, false, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for range 12 {
 			<-deliveries
 		}

@@ -19,7 +19,7 @@ import (
 // a cursor with the usual waits then reads every message.
 func TestCursorSlowBrokerIsNotAnEmptyQueue(t *testing.T) {
 	e := newEnv(t)
-	e.queue("orders.dlq", nil)
+	e.Queue("orders.dlq", nil)
 	const n = 5000
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -16,12 +16,13 @@ var testIDs = configs.MessageIDRules{Headers: []string{"messageId", "eventId"}, 
 
 // env is one test's vhost, a Broker watching it and a channel to set things up with.
 type env struct {
-	t     testing.TB
-	vhost string
-	url   string
-	mgmt  *rabbithole.Client
-	b     *Broker
-	ch    *amqp.Channel
+	rabbittest.Topology // declares on ch
+	t                   testing.TB
+	vhost               string
+	url                 string
+	mgmt                *rabbithole.Client
+	b                   *Broker
+	ch                  *amqp.Channel
 }
 
 func newEnv(t testing.TB) *env {
@@ -37,28 +38,7 @@ func newEnv(t testing.TB) *env {
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, vhost: vhost, url: url, mgmt: mgmt, b: b, ch: ch}
-}
-
-func (e *env) queue(name string, args amqp.Table) {
-	e.t.Helper()
-	if _, err := e.ch.QueueDeclare(name, true, false, false, false, args); err != nil {
-		e.t.Fatalf("declare %s: %v", name, err)
-	}
-}
-
-func (e *env) exchange(name, kind string) {
-	e.t.Helper()
-	if err := e.ch.ExchangeDeclare(name, kind, true, false, false, false, nil); err != nil {
-		e.t.Fatalf("declare exchange %s: %v", name, err)
-	}
-}
-
-func (e *env) bind(queue, key, exchange string) {
-	e.t.Helper()
-	if err := e.ch.QueueBind(queue, key, exchange, false, nil); err != nil {
-		e.t.Fatalf("bind %s: %v", queue, err)
-	}
+	return &env{Topology: rabbittest.Topology{TB: t, Ch: ch}, t: t, vhost: vhost, url: url, mgmt: mgmt, b: b, ch: ch}
 }
 
 // publish sends with a publisher confirm and fails the test unless the broker acks it.
@@ -84,6 +64,19 @@ func (e *env) depth(queue string) int {
 func (e *env) waitDepth(queue string, n int) {
 	e.t.Helper()
 	rabbittest.WaitDepth(e.t, e.ch, queue, n, 10*time.Second)
+}
+
+// reject takes the queue's first ready message with basic.get and rejects it without requeueing,
+// so the queue dead-letters it. t is the (sub)test calling.
+func (e *env) reject(t *testing.T, queue string) {
+	t.Helper()
+	d, ok, err := e.ch.Get(queue, false)
+	if err != nil || !ok {
+		t.Fatalf("get %s: ok=%v err=%v", queue, ok, err)
+	}
+	if err := d.Reject(false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // drain takes every ready message with basic.get and acks it, returning them in order.

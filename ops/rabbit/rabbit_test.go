@@ -30,25 +30,19 @@ func TestDeadLetteredByBroker(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.exchange("orders", "direct")
-	e.exchange("dlx", "topic")
-	e.queue("orders.work", amqp.Table{"x-dead-letter-exchange": "dlx"})
-	e.bind("orders.work", "order.created", "orders")
-	e.queue("slow", amqp.Table{"x-message-ttl": int32(20), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "orders.dlq"})
-	e.queue("orders.dlq", nil)
-	e.bind("orders.dlq", "order.#", "dlx")
+	e.Exchange("orders", "direct")
+	e.Exchange("dlx", "topic")
+	e.Queue("orders.work", amqp.Table{"x-dead-letter-exchange": "dlx"})
+	e.Bind("orders.work", "order.created", "orders")
+	e.Queue("slow", amqp.Table{"x-message-ttl": int32(20), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "orders.dlq"})
+	e.Queue("orders.dlq", nil)
+	e.Bind("orders.dlq", "order.#", "dlx")
 
 	before := time.Now().Add(-time.Second)
 	t.Run("Rejected", func(t *testing.T) {
 		e.publish("orders", "order.created", amqp.Publishing{Body: []byte(`{"meta":{"id":"m-1"}}`), ContentType: "application/json"})
 		e.waitDepth("orders.work", 1)
-		d, ok, err := e.ch.Get("orders.work", false)
-		if err != nil || !ok {
-			t.Fatalf("get: ok=%v err=%v", ok, err)
-		}
-		if err := d.Reject(false); err != nil {
-			t.Fatal(err)
-		}
+		e.reject(t, "orders.work")
 		e.waitDepth("orders.dlq", 1)
 	})
 	t.Run("Expired", func(t *testing.T) {
@@ -126,18 +120,12 @@ func TestDeadLetterCountInRetryLoop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.queue("work", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work.retry"})
-	e.queue("work.retry", amqp.Table{"x-message-ttl": int32(10), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"})
+	e.Queue("work", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work.retry"})
+	e.Queue("work.retry", amqp.Table{"x-message-ttl": int32(10), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"})
 	e.publish("", "work", amqp.Publishing{Body: []byte("x")})
 	for i := 0; i < 3; i++ {
 		e.waitDepth("work", 1)
-		d, ok, err := e.ch.Get("work", false)
-		if err != nil || !ok {
-			t.Fatalf("get: %v %v", ok, err)
-		}
-		if err := d.Reject(false); err != nil {
-			t.Fatal(err)
-		}
+		e.reject(t, "work")
 	}
 	e.waitDepth("work", 1)
 	res, err := e.b.Browse(ctx, e.vhost, "work", 1)
@@ -169,21 +157,14 @@ func TestBrowseLeavesQueueAsItWas(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.queue("dlq", nil)
-	e.queue("busy", nil)
+	e.Queue("dlq", nil)
+	e.Queue("busy", nil)
 	const n = 200
 	for i := 0; i < n; i++ {
 		e.publish("", "dlq", amqp.Publishing{Body: []byte(strconv.Itoa(i)), MessageId: fmt.Sprintf("id-%d", i), Timestamp: time.Unix(1700000000, 0)})
 	}
 	// Another consumer, on another connection, busy with another queue throughout.
-	_, other := rabbittest.Channel(t, e.url)
-	if err := other.Qos(10, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	otherDeliveries, err := other.Consume("busy", "other", false, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, otherDeliveries := rabbittest.Consume(t, e.url, "busy", "other", 10)
 	got := make(chan int, 1000)
 	go func() {
 		for d := range otherDeliveries {
@@ -234,21 +215,14 @@ func TestBrowseNotes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.queue("shared", nil)
-	e.queue("empty", nil)
-	e.queue("sac", amqp.Table{"x-single-active-consumer": true})
+	e.Queue("shared", nil)
+	e.Queue("empty", nil)
+	e.Queue("sac", amqp.Table{"x-single-active-consumer": true})
 	for i := 0; i < 5; i++ {
 		e.publish("", "shared", amqp.Publishing{Body: []byte(strconv.Itoa(i))})
 	}
 	// A consumer holding two messages unacked.
-	_, other := rabbittest.Channel(t, e.url)
-	if err := other.Qos(2, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := other.Consume("shared", "holder", false, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other, ds := rabbittest.Consume(t, e.url, "shared", "holder", 2)
 	<-ds
 	<-ds
 	if _, err := other.Consume("sac", "active", false, false, false, false, nil); err != nil {
@@ -281,9 +255,9 @@ func TestBrowseQuorum(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.queue("qq.limited", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
-	e.queue("qq.policy", amqp.Table{"x-queue-type": "quorum"})
-	e.queue("qq.free", amqp.Table{"x-queue-type": "quorum"})
+	e.Queue("qq.limited", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	e.Queue("qq.policy", amqp.Table{"x-queue-type": "quorum"})
+	e.Queue("qq.free", amqp.Table{"x-queue-type": "quorum"})
 	for i := 0; i < 30; i++ {
 		e.publish("", "qq.free", amqp.Publishing{Body: []byte(strconv.Itoa(i))})
 	}
@@ -307,7 +281,7 @@ func TestBrowseQuorum(t *testing.T) {
 		}
 	})
 	t.Run("DeliveryLimitOperatorPolicy", func(t *testing.T) {
-		e.queue("qq.op", amqp.Table{"x-queue-type": "quorum"})
+		e.Queue("qq.op", amqp.Table{"x-queue-type": "quorum"})
 		if _, err := e.mgmt.PutOperatorPolicy(e.vhost, "op-limit", rabbithole.OperatorPolicy{Pattern: "^qq\\.op$", ApplyTo: "queues",
 			Definition: rabbithole.PolicyDefinition{"delivery-limit": 4}}); err != nil {
 			t.Fatal(err)
@@ -352,7 +326,7 @@ func TestBrowseStream(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.queue("events", amqp.Table{"x-queue-type": "stream"})
+	e.Queue("events", amqp.Table{"x-queue-type": "stream"})
 	for i := 0; i < 30; i++ {
 		e.publish("", "events", amqp.Publishing{Body: []byte(strconv.Itoa(i))})
 	}
@@ -377,7 +351,7 @@ func TestBrowseErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.queue("q", nil)
+	e.Queue("q", nil)
 	for _, tc := range []struct {
 		name         string
 		vhost, queue string
@@ -467,15 +441,15 @@ func TestQueues(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.exchange("dlx-arg", "fanout")
-	e.exchange("dlx-pol", "fanout")
-	e.queue("got-arg", nil)
-	e.queue("got-pol", nil)
-	e.bind("got-arg", "", "dlx-arg")
-	e.bind("got-pol", "", "dlx-pol")
-	e.queue("both", amqp.Table{"x-dead-letter-exchange": "dlx-arg", "x-message-ttl": int32(60000), "x-max-length": int32(100)})
-	e.queue("pol-only", amqp.Table{"x-queue-type": "quorum"})
-	e.queue("orders.dlq", nil)
+	e.Exchange("dlx-arg", "fanout")
+	e.Exchange("dlx-pol", "fanout")
+	e.Queue("got-arg", nil)
+	e.Queue("got-pol", nil)
+	e.Bind("got-arg", "", "dlx-arg")
+	e.Bind("got-pol", "", "dlx-pol")
+	e.Queue("both", amqp.Table{"x-dead-letter-exchange": "dlx-arg", "x-message-ttl": int32(60000), "x-max-length": int32(100)})
+	e.Queue("pol-only", amqp.Table{"x-queue-type": "quorum"})
+	e.Queue("orders.dlq", nil)
 	// RabbitMQ 3.10 does not apply a policy with a key the queue type does not support at all
 	// (delivery-limit on a classic queue): one policy per type.
 	e.policy("dl", "^both$", rabbithole.PolicyDefinition{
@@ -526,28 +500,16 @@ func TestQueues(t *testing.T) {
 	})
 	t.Run("BrokerAgrees", func(t *testing.T) {
 		// Reject one message from "both": the broker's own choice of dead-letter exchange.
-		d, ok, err := e.ch.Get("both", false)
-		if err != nil || !ok {
-			t.Fatal(ok, err)
-		}
-		if err := d.Reject(false); err != nil {
-			t.Fatal(err)
-		}
+		e.reject(t, "both")
 		e.waitDepth("got-arg", 1)
 		if n := e.depth("got-pol"); n != 0 {
 			t.Errorf("the policy's dead-letter exchange got %d messages", n)
 		}
 	})
 	t.Run("CountsAndRates", func(t *testing.T) {
-		_, other := rabbittest.Channel(t, e.url)
-		if err := other.Qos(1, 0, false); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := other.Consume("both", "c", false, false, false, false, nil); err != nil {
-			t.Fatal(err)
-		}
+		rabbittest.Consume(t, e.url, "both", "c", 1)
 		// A steady trickle into another queue, for a publish rate.
-		e.queue("rated", amqp.Table{"x-max-length": int32(10)})
+		e.Queue("rated", amqp.Table{"x-max-length": int32(10)})
 		_, pub := rabbittest.Channel(t, e.url)
 		stop := make(chan struct{})
 		defer close(stop)
@@ -584,31 +546,31 @@ func TestTopology(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
-	e.exchange("dlx", "topic")
-	e.exchange("dlx.fan", "fanout")
-	e.exchange("dlx.hdr", "headers")
-	e.exchange("orders", "direct")
+	e.Exchange("dlx", "topic")
+	e.Exchange("dlx.fan", "fanout")
+	e.Exchange("dlx.hdr", "headers")
+	e.Exchange("orders", "direct")
 	// From arguments: a → dlx with key a.dead → a.dlq (topic a.#) and all.dlq (#).
-	e.queue("a", amqp.Table{"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "a.dead"})
-	e.queue("a.dlq", nil)
-	e.queue("all-dead", nil)
-	e.bind("a.dlq", "a.#", "dlx")
-	e.bind("all-dead", "#", "dlx")
+	e.Queue("a", amqp.Table{"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "a.dead"})
+	e.Queue("a.dlq", nil)
+	e.Queue("all-dead", nil)
+	e.Bind("a.dlq", "a.#", "dlx")
+	e.Bind("all-dead", "#", "dlx")
 	// From a policy: b → dlx with its own keys (b.created via orders) → b.parking (b.*) and all-dead.
-	e.queue("b", nil)
-	e.bind("b", "b.created", "orders")
-	e.queue("b.parking", nil)
-	e.bind("b.parking", "b.*", "dlx")
+	e.Queue("b", nil)
+	e.Bind("b", "b.created", "orders")
+	e.Queue("b.parking", nil)
+	e.Bind("b.parking", "b.*", "dlx")
 	e.policy("dl-b", "^b$", rabbithole.PolicyDefinition{"dead-letter-exchange": "dlx"}, "b")
 	// Exchange-to-exchange: c → dlx.fan → (exchange) dlx with key c → all-dead.
-	e.queue("c", amqp.Table{"x-dead-letter-exchange": "dlx.fan", "x-dead-letter-routing-key": "c"})
+	e.Queue("c", amqp.Table{"x-dead-letter-exchange": "dlx.fan", "x-dead-letter-routing-key": "c"})
 	if err := e.ch.ExchangeBind("dlx", "", "dlx.fan", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Headers exchange: every bound queue.
-	e.queue("h", amqp.Table{"x-dead-letter-exchange": "dlx.hdr"})
-	e.queue("h.one", nil)
-	e.queue("h.two", nil)
+	e.Queue("h", amqp.Table{"x-dead-letter-exchange": "dlx.hdr"})
+	e.Queue("h.one", nil)
+	e.Queue("h.two", nil)
 	if err := e.ch.QueueBind("h.one", "", "dlx.hdr", false, amqp.Table{"x-match": "all", "kind": "one"}); err != nil {
 		t.Fatal(err)
 	}
@@ -616,10 +578,10 @@ func TestTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A missing exchange.
-	e.queue("lost", amqp.Table{"x-dead-letter-exchange": "nowhere"})
+	e.Queue("lost", amqp.Table{"x-dead-letter-exchange": "nowhere"})
 	// A retry loop through the default exchange.
-	e.queue("w", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w.retry"})
-	e.queue("w.retry", amqp.Table{"x-message-ttl": int32(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"})
+	e.Queue("w", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w.retry"})
+	e.Queue("w.retry", amqp.Table{"x-message-ttl": int32(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"})
 
 	topo, err := e.b.Topology(ctx)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // AMQP; without the CA both fail as unavailable, not as a bad request or a hang.
 func TestTLS(t *testing.T) {
 	e := newEnv(t)
-	e.queue("orders.dlq", nil)
+	e.Queue("orders.dlq", nil)
 	e.publish("", "orders.dlq", amqp.Publishing{Body: []byte(`{"meta":{"id":"m-1"}}`)})
 	e.waitDepth("orders.dlq", 1)
 

@@ -142,3 +142,62 @@ func WaitDepth(tb testing.TB, ch *amqp.Channel, queue string, n int, within time
 		return d, d == n
 	})
 }
+
+// Topology declares a test's exchanges, queues and bindings on Ch, failing TB on an error. Test
+// environments embed it.
+type Topology struct {
+	TB testing.TB
+	Ch *amqp.Channel
+}
+
+// Queue declares a durable queue with args.
+func (d Topology) Queue(name string, args amqp.Table) {
+	d.TB.Helper()
+	if _, err := d.Ch.QueueDeclare(name, true, false, false, false, args); err != nil {
+		d.TB.Fatalf("declare %s: %v", name, err)
+	}
+}
+
+// Exchange declares a durable exchange of kind (direct, fanout, topic, headers).
+func (d Topology) Exchange(name, kind string) {
+	d.TB.Helper()
+	if err := d.Ch.ExchangeDeclare(name, kind, true, false, false, false, nil); err != nil {
+		d.TB.Fatalf("declare exchange %s: %v", name, err)
+	}
+}
+
+// Bind binds queue to exchange with key.
+func (d Topology) Bind(queue, key, exchange string) {
+	d.TB.Helper()
+	if err := d.Ch.QueueBind(queue, key, exchange, false, nil); err != nil {
+		d.TB.Fatalf("bind %s: %v", queue, err)
+	}
+}
+
+// Orders declares the topology the tests dead-letter through: the orders exchange (direct) routes
+// key to the queue work, which dead-letters through orders.dlx (fanout) into orders.dlq.
+func (d Topology) Orders(work, key string) {
+	d.TB.Helper()
+	d.Exchange("orders", "direct")
+	d.Exchange("orders.dlx", "fanout")
+	d.Queue(work, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
+	d.Bind(work, key, "orders")
+	d.Queue("orders.dlq", nil)
+	d.Bind("orders.dlq", "", "orders.dlx")
+}
+
+// Consume starts a consumer of queue, named tag, on a connection of its own that may hold
+// prefetch messages unacked: another client of the broker. It returns the consumer's channel
+// (closed at cleanup with its connection) and its deliveries.
+func Consume(tb testing.TB, amqpURL, queue, tag string, prefetch int) (*amqp.Channel, <-chan amqp.Delivery) {
+	tb.Helper()
+	_, ch := Channel(tb, amqpURL)
+	if err := ch.Qos(prefetch, 0, false); err != nil {
+		tb.Fatalf("rabbittest: qos: %v", err)
+	}
+	ds, err := ch.Consume(queue, tag, false, false, false, false, nil)
+	if err != nil {
+		tb.Fatalf("rabbittest: consume %s: %v", queue, err)
+	}
+	return ch, ds
+}

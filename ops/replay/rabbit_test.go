@@ -42,14 +42,7 @@ func newRabbitWorld(t testing.TB) *rabbitWorld {
 			t.Fatal(err)
 		}
 	}
-	must(ch.ExchangeDeclare("orders", "direct", true, false, false, false, nil))
-	must(ch.ExchangeDeclare("orders.dlx", "fanout", true, false, false, false, nil))
-	_, err := ch.QueueDeclare("orders.work", true, false, false, false, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
-	must(err)
-	must(ch.QueueBind("orders.work", "order.created", "orders", false, nil))
-	_, err = ch.QueueDeclare("orders.dlq", true, false, false, false, nil)
-	must(err)
-	must(ch.QueueBind("orders.dlq", "", "orders.dlx", false, nil))
+	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
 
 	cfg := rabbittest.Config(t, vhost)
 	b, err := rabbit.New(cfg, configs.MessageIDRules{Headers: []string{"messageId"}, JSONPaths: []string{"messageId"}})

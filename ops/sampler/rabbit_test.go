@@ -78,12 +78,13 @@ func (p *mgmtProxy) count(prefix string) int {
 // rmqEnv is a test vhost with a channel to build things in and a Broker that watches it through
 // a management proxy.
 type rmqEnv struct {
-	tb    testing.TB
-	vhost string
-	mgmt  *rabbithole.Client
-	ch    *amqp.Channel
-	proxy *mgmtProxy
-	b     *rabbit.Broker
+	rabbittest.Topology // declares on ch
+	tb                  testing.TB
+	vhost               string
+	mgmt                *rabbithole.Client
+	ch                  *amqp.Channel
+	proxy               *mgmtProxy
+	b                   *rabbit.Broker
 }
 
 func newRmqEnv(tb testing.TB) *rmqEnv {
@@ -93,7 +94,7 @@ func newRmqEnv(tb testing.TB) *rmqEnv {
 	if err := ch.Confirm(false); err != nil {
 		tb.Fatal(err)
 	}
-	e := &rmqEnv{tb: tb, vhost: vhost, mgmt: mgmt, ch: ch, proxy: newMgmtProxy(tb)}
+	e := &rmqEnv{Topology: rabbittest.Topology{TB: tb, Ch: ch}, tb: tb, vhost: vhost, mgmt: mgmt, ch: ch, proxy: newMgmtProxy(tb)}
 	e.b = e.broker("main")
 	return e
 }
@@ -108,27 +109,6 @@ func (e *rmqEnv) broker(name string) *rabbit.Broker {
 	}
 	e.tb.Cleanup(b.Close)
 	return b
-}
-
-func (e *rmqEnv) queue(name string, args amqp.Table) {
-	e.tb.Helper()
-	if _, err := e.ch.QueueDeclare(name, true, false, false, false, args); err != nil {
-		e.tb.Fatalf("declare %s: %v", name, err)
-	}
-}
-
-func (e *rmqEnv) exchange(name, kind string) {
-	e.tb.Helper()
-	if err := e.ch.ExchangeDeclare(name, kind, true, false, false, false, nil); err != nil {
-		e.tb.Fatalf("declare exchange %s: %v", name, err)
-	}
-}
-
-func (e *rmqEnv) bind(queue, key, exchange string) {
-	e.tb.Helper()
-	if err := e.ch.QueueBind(queue, key, exchange, false, nil); err != nil {
-		e.tb.Fatalf("bind %s: %v", queue, err)
-	}
 }
 
 // publish sends n messages with publisher confirms.
@@ -205,19 +185,19 @@ func TestRabbitSnapshot(t *testing.T) {
 
 	// orders (topic) → orders.work ─reject→ orders.dlx (direct) → orders.dlq
 	//                   orders.work ⇄ orders.retry (30 s TTL back to orders), a policy-set DLX on audit.
-	e.exchange("orders", "topic")
-	e.exchange("orders.dlx", "direct")
-	e.exchange("audit.dlx", "fanout")
-	e.queue("orders.work", amqp.Table{"x-dead-letter-exchange": "orders.dlx", "x-dead-letter-routing-key": "retry"})
-	e.bind("orders.work", "order.*", "orders")
-	e.queue("orders.retry", amqp.Table{"x-message-ttl": int32(30000), "x-dead-letter-exchange": "orders", "x-dead-letter-routing-key": "order.retried"})
-	e.bind("orders.retry", "retry", "orders.dlx")
-	e.queue("payments", amqp.Table{"x-dead-letter-exchange": "orders.dlx", "x-dead-letter-routing-key": "dead"})
-	e.queue("orders.dlq", nil)
-	e.bind("orders.dlq", "dead", "orders.dlx")
-	e.queue("audit", nil)
-	e.queue("audit.parking", nil)
-	e.bind("audit.parking", "", "audit.dlx")
+	e.Exchange("orders", "topic")
+	e.Exchange("orders.dlx", "direct")
+	e.Exchange("audit.dlx", "fanout")
+	e.Queue("orders.work", amqp.Table{"x-dead-letter-exchange": "orders.dlx", "x-dead-letter-routing-key": "retry"})
+	e.Bind("orders.work", "order.*", "orders")
+	e.Queue("orders.retry", amqp.Table{"x-message-ttl": int32(30000), "x-dead-letter-exchange": "orders", "x-dead-letter-routing-key": "order.retried"})
+	e.Bind("orders.retry", "retry", "orders.dlx")
+	e.Queue("payments", amqp.Table{"x-dead-letter-exchange": "orders.dlx", "x-dead-letter-routing-key": "dead"})
+	e.Queue("orders.dlq", nil)
+	e.Bind("orders.dlq", "dead", "orders.dlx")
+	e.Queue("audit", nil)
+	e.Queue("audit.parking", nil)
+	e.Bind("audit.parking", "", "audit.dlx")
 	if _, err := e.mgmt.PutPolicy(e.vhost, "audit-dlx", rabbithole.Policy{Pattern: "^audit$", ApplyTo: "queues",
 		Definition: rabbithole.PolicyDefinition{"dead-letter-exchange": "audit.dlx"}}); err != nil {
 		t.Fatal(err)
@@ -365,8 +345,8 @@ func TestRabbitGrowthAndOneLeader(t *testing.T) {
 	e := newRmqEnv(t)
 	dsn := testDSN(t)
 	clk := newClock()
-	e.queue("inbound", nil)
-	e.queue("steady", nil)
+	e.Queue("inbound", nil)
+	e.Queue("steady", nil)
 	e.publish("", "steady", 5)
 	e.waitReady("steady", 5)
 
