@@ -78,6 +78,21 @@ func render(c echo.Context, status int, page templ.Component) error {
 // maxBody caps JSON request bodies (ids lists included).
 const maxBody = 1 << 20
 
+// answerJSON answers an API route that takes a JSON body: the body decoded into a Req (decodeJSON,
+// with its 4xx), do's result written by wire as a 200 (do's error returned, for the error
+// handler).
+func answerJSON[Req, Out, Resp any](c echo.Context, do func(echo.Context, Req) (Out, error), wire func(Out) Resp) error {
+	var req Req
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := do(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, wire(out))
+}
+
 // decodeJSON reads a JSON body strictly: the right content type (which a cross-site HTML form
 // cannot send, so cookie-less JSON calls are not a CSRF vector), no unknown fields, one value.
 func decodeJSON(c echo.Context, into any) error {

@@ -188,15 +188,7 @@ func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alert
 
 // APISilence: POST /api/v1/silences {"matchers": {...}, "ends_at" | "duration", "comment"} — audited.
 func (h *Notifications) APISilence(c echo.Context) error {
-	var req silenceRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	s, err := h.createSilence(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, silenceOf(s))
+	return answerJSON(c, h.createSilence, silenceOf)
 }
 
 func silenceOf(s alerts.Silence) silenceJSON {

@@ -155,16 +155,9 @@ func (h *Offsets) APIApply(c echo.Context) error {
 	if err := h.ready(); err != nil {
 		return err
 	}
-	var req offsetApplyRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	res, err := h.apply(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, offsetApplyJSON{offsetPlanJSON: toOffsetPlanJSON(res.Plan), Copied: res.Copied,
-		AlreadyCopied: res.AlreadyCopied, Moved: res.Moved})
+	return answerJSON(c, h.apply, func(res offsets.Result) offsetApplyJSON {
+		return offsetApplyJSON{offsetPlanJSON: toOffsetPlanJSON(res.Plan), Copied: res.Copied, AlreadyCopied: res.AlreadyCopied, Moved: res.Moved}
+	})
 }
 
 // APIApprove: POST /api/v1/kafka/:cluster/groups/:group/offsets/approve {"plan_id"}.

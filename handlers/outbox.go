@@ -342,15 +342,7 @@ func repairAPI[R, A any](h *Outboxes, c echo.Context, repair func(echo.Context, 
 	if err != nil {
 		return err
 	}
-	var req R
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	n, err := repair(c, o, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, answer(n))
+	return answerJSON(c, func(c echo.Context, req R) (int64, error) { return repair(c, o, req) }, answer)
 }
 
 // releasedJSON and requeuedJSON count the events a repair changed.

@@ -43,18 +43,15 @@ type outboxFilterRef struct {
 // "aggregate_id","since","until"}, "state", "reason"} → {"updated","matched"}: DEAD events marked
 // resolved, ignored or open in the console's store (the service's table is only read).
 func (h *Outboxes) APIResolve(c echo.Context) error {
-	var req outboxResolutionRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
+	resolve := func(c echo.Context, req outboxResolutionRequest) (triage.Result, error) {
+		if req.Events != nil && len(req.Events) == 0 {
+			return triage.Result{}, ops.Invalid("events", "empty: name at least one event")
+		}
+		return h.resolve(c, req)
 	}
-	if req.Events != nil && len(req.Events) == 0 {
-		return ops.Invalid("events", "empty: name at least one event")
-	}
-	res, err := h.resolve(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, resolvedJSON{Updated: res.Updated, Matched: res.Matched})
+	return answerJSON(c, resolve, func(res triage.Result) resolvedJSON {
+		return resolvedJSON{Updated: res.Updated, Matched: res.Matched}
+	})
 }
 
 // FormResolve: POST /outboxes/:name/resolutions — the page's forms: the ticked events (id), or

@@ -335,15 +335,7 @@ func toJobJSON(j replay.Job) jobJSON {
 
 // APIStart: POST /api/v1/replays {"plan_id","rate_per_second","reason","force"}.
 func (h *Replays) APIStart(c echo.Context) error {
-	var req startRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	job, err := h.start(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toJobJSON(job))
+	return answerJSON(c, h.start, toJobJSON)
 }
 
 // APIJob: GET /api/v1/replays/:id, with the failures grouped by reason.

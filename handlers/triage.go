@@ -120,15 +120,9 @@ type resolveFilterIn struct {
 // APIResolve: POST /api/v1/kafka/:cluster/topics/:topic/resolutions — {"records":[{partition,
 // offset}] | "error_group":{"exception_type"} | "filter":{…}, "state", "reason"} → {"updated": n}.
 func (h *Kafka) APIResolve(c echo.Context) error {
-	var req resolutionRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	res, err := h.resolve(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, resolvedJSON{Updated: res.Updated, Matched: res.Matched, Scanned: &res.Scanned})
+	return answerJSON(c, h.resolve, func(res triage.Result) resolvedJSON {
+		return resolvedJSON{Updated: res.Updated, Matched: res.Matched, Scanned: &res.Scanned}
+	})
 }
 
 // FormResolve: POST /kafka/:cluster/topics/:topic/resolutions — the pages' resolve buttons: a
@@ -286,15 +280,7 @@ type noteRequest struct {
 // APINote: POST /api/v1/kafka/:cluster/topics/:topic/notes — {"error_group":{"exception_type",
 // "exception_cause"} | "record":{"partition","offset"}, "text", "link"} → the note.
 func (h *Kafka) APINote(c echo.Context) error {
-	var req noteRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	n, err := h.addNote(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toNoteJSON(n))
+	return answerJSON(c, h.addNote, toNoteJSON)
 }
 
 // APINotes: GET /api/v1/kafka/:cluster/topics/:topic/notes — every note of the topic, oldest first.

@@ -63,15 +63,7 @@ func toQueueNoteJSON(n triage.Note) queueNoteJSON {
 // APIQueueNote: POST /api/v1/rabbitmq/:broker/queues/:vhost/:queue/notes — {"error_group":
 // {"reason","exception_message"} | "message_id", "text", "link"} → the note.
 func (h *Rabbit) APIQueueNote(c echo.Context) error {
-	var req queueNoteRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	n, err := h.addQueueNote(c, req)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, toQueueNoteJSON(n))
+	return answerJSON(c, h.addQueueNote, toQueueNoteJSON)
 }
 
 // APIQueueNotes: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/notes — every note of the
