@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -121,31 +122,15 @@ type Redaction struct {
 }
 
 func (a *Auth) applyDefaults() {
-	if a.Session.IdleTimeout == 0 {
-		a.Session.IdleTimeout = Duration(30 * time.Minute)
-	}
-	if a.Session.AbsoluteTimeout == 0 {
-		a.Session.AbsoluteTimeout = Duration(12 * time.Hour)
-	}
-	if a.LoginLimits.PerUser == (RateLimit{}) {
-		a.LoginLimits.PerUser = RateLimit{Burst: 5, Every: Duration(time.Minute)}
-	}
-	if a.LoginLimits.PerIP == (RateLimit{}) {
-		a.LoginLimits.PerIP = RateLimit{Burst: 20, Every: Duration(10 * time.Second)}
-	}
+	a.Session.IdleTimeout = cmp.Or(a.Session.IdleTimeout, Duration(30*time.Minute))
+	a.Session.AbsoluteTimeout = cmp.Or(a.Session.AbsoluteTimeout, Duration(12*time.Hour))
+	a.LoginLimits.PerUser = cmp.Or(a.LoginLimits.PerUser, RateLimit{Burst: 5, Every: Duration(time.Minute)})
+	a.LoginLimits.PerIP = cmp.Or(a.LoginLimits.PerIP, RateLimit{Burst: 20, Every: Duration(10 * time.Second)})
 	p := &a.Proxy
-	if p.UserHeader == "" {
-		p.UserHeader = "X-Forwarded-User"
-	}
-	if p.EmailHeader == "" {
-		p.EmailHeader = "X-Forwarded-Email"
-	}
-	if p.GroupsHeader == "" {
-		p.GroupsHeader = "X-Forwarded-Groups"
-	}
-	if p.LogoutURL == "" {
-		p.LogoutURL = "/oauth2/sign_out"
-	}
+	p.UserHeader = cmp.Or(p.UserHeader, "X-Forwarded-User")
+	p.EmailHeader = cmp.Or(p.EmailHeader, "X-Forwarded-Email")
+	p.GroupsHeader = cmp.Or(p.GroupsHeader, "X-Forwarded-Groups")
+	p.LogoutURL = cmp.Or(p.LogoutURL, "/oauth2/sign_out")
 }
 
 var (

@@ -7,6 +7,7 @@ package configs
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -431,73 +432,39 @@ func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
 
 func (c *Config) applyDefaults() {
 	c.Notify.applyDefaults()
-	if c.Search.MaxScan == 0 {
-		c.Search.MaxScan = 100_000
-	}
-	if c.Export.MinRole == "" {
-		c.Export.MinRole = access.Operator.String()
-	}
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8080"
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = Duration(15 * time.Second)
-	}
+	c.Search.MaxScan = cmp.Or(c.Search.MaxScan, 100_000)
+	c.Export.MinRole = cmp.Or(c.Export.MinRole, access.Operator.String())
+	c.Listen = cmp.Or(c.Listen, "127.0.0.1:8080")
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, Duration(15*time.Second))
 	if c.Search.Timeout == 0 {
 		// 10 s, and always room within the request for the answer after the scan stops.
 		c.Search.Timeout = Duration(min(10*time.Second, c.RequestTimeout.D()*2/3))
 	}
 	c.Auth.applyDefaults()
-	if c.Log.Format == "" {
-		c.Log.Format = "text"
-	}
-	if c.Log.Level == "" {
-		c.Log.Level = "info"
-	}
+	c.Log.Format = cmp.Or(c.Log.Format, "text")
+	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	c.Store.applyDefaults(DefaultStoreMaxConns)
-	if c.Sampler.Interval == 0 {
-		c.Sampler.Interval = Duration(15 * time.Second)
-	}
-	if c.Sampler.MinRefresh == 0 {
-		c.Sampler.MinRefresh = min(Duration(2*time.Second), c.Sampler.Interval)
-	}
-	if c.Sampler.Retention == 0 {
-		c.Sampler.Retention = Duration(7 * 24 * time.Hour)
-	}
+	c.Sampler.Interval = cmp.Or(c.Sampler.Interval, Duration(15*time.Second))
+	c.Sampler.MinRefresh = cmp.Or(c.Sampler.MinRefresh, min(Duration(2*time.Second), c.Sampler.Interval))
+	c.Sampler.Retention = cmp.Or(c.Sampler.Retention, Duration(7*24*time.Hour))
 	for i := range c.Outboxes {
 		o := &c.Outboxes[i]
-		if o.Table == "" {
-			o.Table = "outbox_event"
-		}
-		if o.MaxAttempts == 0 {
-			o.MaxAttempts = 10
-		}
-		if o.StaleReadyAfter == 0 {
-			o.StaleReadyAfter = Duration(5 * time.Minute)
-		}
+		o.Table = cmp.Or(o.Table, "outbox_event")
+		o.MaxAttempts = cmp.Or(o.MaxAttempts, 10)
+		o.StaleReadyAfter = cmp.Or(o.StaleReadyAfter, Duration(5*time.Minute))
 		o.Columns = o.Columns.withDefaults()
 		o.Pool.applyDefaults(DefaultOutboxMaxConns)
 	}
 	for i := range c.Kafka {
 		k := &c.Kafka[i]
-		if k.ClientID == "" {
-			k.ClientID = "redrive"
-		}
+		k.ClientID = cmp.Or(k.ClientID, "redrive")
 		if len(k.DeadLetterTopics) == 0 {
 			k.DeadLetterTopics = []string{"*.DLT", "*-dlt", "*.dlq", "*-dlq", "*.retry*"}
 		}
-		if k.RequestTimeout == 0 {
-			k.RequestTimeout = Duration(10 * time.Second)
-		}
-		if k.Lag.Window == 0 {
-			k.Lag.Window = Duration(5 * time.Minute)
-		}
-		if k.Lag.StopAfter == 0 {
-			k.Lag.StopAfter = Duration(15 * time.Minute)
-		}
-		if k.Lag.WarnMinLag == 0 {
-			k.Lag.WarnMinLag = 1
-		}
+		k.RequestTimeout = cmp.Or(k.RequestTimeout, Duration(10*time.Second))
+		k.Lag.Window = cmp.Or(k.Lag.Window, Duration(5*time.Minute))
+		k.Lag.StopAfter = cmp.Or(k.Lag.StopAfter, Duration(15*time.Minute))
+		k.Lag.WarnMinLag = cmp.Or(k.Lag.WarnMinLag, 1)
 	}
 	for i := range c.RabbitMQ {
 		r := &c.RabbitMQ[i]
@@ -505,9 +472,7 @@ func (c *Config) applyDefaults() {
 			r.DeadLetterQueues = []string{"*.dlq", "*.DLQ", "dead-letter*"}
 		}
 		if u, err := url.Parse(string(r.URL)); err == nil && u.User != nil {
-			if r.ManagementUser == "" {
-				r.ManagementUser = u.User.Username()
-			}
+			r.ManagementUser = cmp.Or(r.ManagementUser, u.User.Username())
 			if p, ok := u.User.Password(); ok && r.ManagementPassword == "" {
 				r.ManagementPassword = Secret(p)
 			}
@@ -515,9 +480,7 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Consumers {
 		if in := c.Consumers[i].Inbox; in != nil {
-			if in.Table == "" {
-				in.Table = "inbox_message"
-			}
+			in.Table = cmp.Or(in.Table, "inbox_message")
 			in.Columns = in.Columns.withDefaults()
 			in.Pool.applyDefaults(DefaultInboxMaxConns)
 		}
@@ -528,62 +491,39 @@ func (c *Config) applyDefaults() {
 			JSONPaths: []string{"$.messageId", "$.eventId", "$.id"},
 		}
 	}
-	if c.Replay.MaxReplaysPerMessage == 0 {
-		c.Replay.MaxReplaysPerMessage = 3
-	}
-	if c.Replay.DefaultRatePerSecond == 0 {
-		c.Replay.DefaultRatePerSecond = 200
-	}
-	if c.Replay.Lease == 0 {
-		c.Replay.Lease = Duration(30 * time.Second)
-	}
-	if c.Replay.OperatorMaxMessages == 0 {
-		c.Replay.OperatorMaxMessages = 10_000
-	}
-	if c.Replay.FourEyes.Threshold == 0 {
-		c.Replay.FourEyes.Threshold = 1000
-	}
+	c.Replay.MaxReplaysPerMessage = cmp.Or(c.Replay.MaxReplaysPerMessage, 3)
+	c.Replay.DefaultRatePerSecond = cmp.Or(c.Replay.DefaultRatePerSecond, 200)
+	c.Replay.Lease = cmp.Or(c.Replay.Lease, Duration(30*time.Second))
+	c.Replay.OperatorMaxMessages = cmp.Or(c.Replay.OperatorMaxMessages, 10_000)
+	c.Replay.FourEyes.Threshold = cmp.Or(c.Replay.FourEyes.Threshold, 1000)
 	if c.Replay.StripHeaders == nil { // unset; an empty list keeps every header
 		c.Replay.StripHeaders = DefaultStripHeaders
 	}
 }
 
 func (c OutboxColumns) withDefaults() OutboxColumns {
-	def := func(v *string, d string) {
-		if *v == "" {
-			*v = d
-		}
-	}
-	def(&c.ID, "id")
-	def(&c.EventID, "event_id")
-	def(&c.AggregateType, "aggregate_type")
-	def(&c.AggregateID, "aggregate_id")
-	def(&c.EventType, "event_type")
-	def(&c.SchemaVersion, "schema_version")
-	def(&c.Payload, "payload")
-	def(&c.Status, "status")
-	def(&c.Attempts, "attempts")
-	def(&c.AvailableAt, "available_at")
-	def(&c.LockedUntil, "locked_until")
-	def(&c.LastError, "last_error")
-	def(&c.CreatedAt, "created_at")
-	def(&c.SentAt, "sent_at")
+	c.ID = cmp.Or(c.ID, "id")
+	c.EventID = cmp.Or(c.EventID, "event_id")
+	c.AggregateType = cmp.Or(c.AggregateType, "aggregate_type")
+	c.AggregateID = cmp.Or(c.AggregateID, "aggregate_id")
+	c.EventType = cmp.Or(c.EventType, "event_type")
+	c.SchemaVersion = cmp.Or(c.SchemaVersion, "schema_version")
+	c.Payload = cmp.Or(c.Payload, "payload")
+	c.Status = cmp.Or(c.Status, "status")
+	c.Attempts = cmp.Or(c.Attempts, "attempts")
+	c.AvailableAt = cmp.Or(c.AvailableAt, "available_at")
+	c.LockedUntil = cmp.Or(c.LockedUntil, "locked_until")
+	c.LastError = cmp.Or(c.LastError, "last_error")
+	c.CreatedAt = cmp.Or(c.CreatedAt, "created_at")
+	c.SentAt = cmp.Or(c.SentAt, "sent_at")
 	return c
 }
 
 func (c InboxColumns) withDefaults() InboxColumns {
-	if c.MessageID == "" {
-		c.MessageID = "message_id"
-	}
-	if c.Consumer == "" {
-		c.Consumer = "consumer"
-	}
-	if c.ReceivedAt == "" {
-		c.ReceivedAt = "received_at"
-	}
-	if c.ProcessedAt == "" {
-		c.ProcessedAt = "processed_at"
-	}
+	c.MessageID = cmp.Or(c.MessageID, "message_id")
+	c.Consumer = cmp.Or(c.Consumer, "consumer")
+	c.ReceivedAt = cmp.Or(c.ReceivedAt, "received_at")
+	c.ProcessedAt = cmp.Or(c.ProcessedAt, "processed_at")
 	return c
 }
 

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -74,24 +75,14 @@ type NotifyMatch struct {
 }
 
 func (n *Notify) applyDefaults() {
-	if n.Interval == 0 {
-		n.Interval = Duration(30 * time.Second)
-	}
-	if n.NewGroupWindow == 0 {
-		n.NewGroupWindow = Duration(24 * time.Hour)
-	}
-	if n.MaxAttempts == 0 {
-		n.MaxAttempts = 10
-	}
+	n.Interval = cmp.Or(n.Interval, Duration(30*time.Second))
+	n.NewGroupWindow = cmp.Or(n.NewGroupWindow, Duration(24*time.Hour))
+	n.MaxAttempts = cmp.Or(n.MaxAttempts, 10)
 	for i := range n.Channels {
 		c := &n.Channels[i]
-		if c.SignatureHeader == "" {
-			c.SignatureHeader = "X-Redrive-Signature"
-		}
+		c.SignatureHeader = cmp.Or(c.SignatureHeader, "X-Redrive-Signature")
 		if c.Type == "email" {
-			if c.SMTP.Port == 0 {
-				c.SMTP.Port = 587
-			}
+			c.SMTP.Port = cmp.Or(c.SMTP.Port, 587)
 			if c.SMTP.StartTLS == nil {
 				t := true
 				c.SMTP.StartTLS = &t
