@@ -106,6 +106,23 @@ func FormatAbs(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05") + " UTC"
 }
 
+// OrDash is s, or "—" when it is empty: a cell or a card without a value says so rather than
+// standing blank.
+func OrDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// TimeSortKey is t as a table's data-sort key (Unix milliseconds); none for a zero time.
+func TimeSortKey(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
 // Percent returns done/total as a whole percentage clamped to 0..100;
 // it is 0 when total is not positive.
 func Percent(done, total int64) int {

@@ -145,3 +145,19 @@ func TestShortError(t *testing.T) {
 		}
 	}
 }
+
+// An empty value reads as a dash; a time sorts by its milliseconds, and a missing one gives no key.
+func TestOrDashAndTimeSortKey(t *testing.T) {
+	if got := OrDash(""); got != "—" {
+		t.Errorf(`OrDash("") = %q, want "—"`, got)
+	}
+	if got := OrDash("3 s"); got != "3 s" {
+		t.Errorf(`OrDash("3 s") = %q`, got)
+	}
+	if got := TimeSortKey(time.UnixMilli(1764576000123)); got != "1764576000123" {
+		t.Errorf("TimeSortKey = %q, want 1764576000123", got)
+	}
+	if got := TimeSortKey(time.Time{}); got != "" {
+		t.Errorf("TimeSortKey(zero) = %q, want none", got)
+	}
+}

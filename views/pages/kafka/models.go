@@ -303,13 +303,6 @@ func shortClass(fqcn string) string {
 	return fqcn
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
 // revealURL is the page again with reveal=true (an admin's audited look at masked values).
 func revealURL(p TopicPage) string {
 	q := url.Values{"reveal": {"true"}, "partition": {partitionValue(p)}, "order": {p.Order}, "limit": {strconv.Itoa(p.Limit)}}
@@ -375,15 +368,6 @@ func original(d *DeadLetterView) string {
 		}
 	}
 	return s
-}
-
-func timeKey(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
-
-func boolText(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // joinDot joins the non-empty parts with " · ": no empty separators ("main · Empty ·").

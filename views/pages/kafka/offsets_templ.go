@@ -281,7 +281,7 @@ func OffsetPlan(p OffsetPlanPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = components.StatCard("Copied to", orDash(p.CopyTo), "before the offsets move", "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.StatCard("Copied to", components.OrDash(p.CopyTo), "before the offsets move", "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -262,13 +262,6 @@ func rate(r float64) string {
 
 func rateKey(r float64) string { return strconv.FormatFloat(r, 'f', 3, 64) }
 
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
 // filterText is what the queue filter matches besides the visible text.
 func filterText(q QueueRow) string {
 	s := q.Vhost
@@ -358,20 +351,6 @@ func revealURL(p MessagesPage) string {
 		q.Set("exception", p.Exception)
 	}
 	return "?" + q.Encode()
-}
-
-func boolText(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
-}
-
-func timeKey(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
 // inflowTone flags dead letters arriving now.
