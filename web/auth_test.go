@@ -84,24 +84,29 @@ func newTestStore(t testing.TB) *store.Store {
 	return st
 }
 
-// startServer serves web.New over a fresh store with the given top-level YAML (auth, read_only).
-func startServer(t *testing.T, yaml string) testServer {
+// testDeps reads yaml as the config's top level (auth, read_only; the store's DSN a placeholder)
+// and gives the dependencies of a console over a fresh store with a real replay engine with
+// nothing configured: allowed replay requests fail in it (404, 400), not on a nil dependency.
+func testDeps(t testing.TB, yaml string) (*configs.Config, Deps, *store.Store) {
 	t.Helper()
 	cfg, err := configs.Parse([]byte("store: {dsn: \"postgres://x@127.0.0.1/x\"}\n"+yaml), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := newTestStore(t)
-	// A real replay engine with nothing configured: allowed replay requests fail in it (404, 400),
-	// not on a nil dependency.
 	engine, err := replay.New(replay.Options{Store: st, Audit: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: st, Registry: prometheus.NewRegistry(),
-		Replay: engine},
-		Options{RequestTimeout: 10 * time.Second, AuthNone: cfg.Auth.Mode == configs.AuthNone, ReadOnly: cfg.ReadOnly,
-			Version: "test", Auth: cfg.Auth})
+	return cfg, Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: st, Registry: prometheus.NewRegistry(), Replay: engine}, st
+}
+
+// startServer serves web.New over a fresh store with the given top-level YAML (auth, read_only).
+func startServer(t *testing.T, yaml string) testServer {
+	t.Helper()
+	cfg, deps, st := testDeps(t, yaml)
+	e, err := New(deps, Options{RequestTimeout: 10 * time.Second, AuthNone: cfg.Auth.Mode == configs.AuthNone, ReadOnly: cfg.ReadOnly,
+		Version: "test", Auth: cfg.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}

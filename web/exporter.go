@@ -14,20 +14,14 @@ import (
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/queues"
 )
 
 // The exporter's reads, each narrowed to the one method it calls. None of them reaches a broker:
-// the Kafka and RabbitMQ numbers come from the sampler's stored snapshots, the outbox numbers from
-// the services' outbox tables (the cached Stats the pages use: one count per outbox.StatsMaxAge at
-// most, shared by concurrent callers), the replay numbers from the console's store.
+// the Kafka and RabbitMQ numbers come from the sampler's stored snapshots (health.KafkaSnapshots
+// and health.RabbitSnapshots, as the problems are read), the outbox numbers from the services'
+// outbox tables (the cached Stats the pages use: one count per outbox.StatsMaxAge at most, shared
+// by concurrent callers), the replay numbers from the console's store.
 type (
-	exporterKafka interface {
-		LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
-	}
-	exporterRabbit interface {
-		LatestRabbit(ctx context.Context, broker string) (queues.Snapshot, error)
-	}
 	exporterOutbox interface {
 		Name() string
 		CachedStats(ctx context.Context, maxAge time.Duration) (outbox.Stats, error)
@@ -112,9 +106,9 @@ var (
 // source concurrently within exporterTimeout; a source that fails or is late loses its series
 // for that scrape and counts one error, and the rest of the scrape is unaffected.
 type exporter struct {
-	kafka    exporterKafka // nil when no Kafka cluster is configured
+	kafka    health.KafkaSnapshots // nil when no Kafka cluster is configured
 	clusters []string
-	rabbit   exporterRabbit // nil when no RabbitMQ broker is configured
+	rabbit   health.RabbitSnapshots // nil when no RabbitMQ broker is configured
 	brokers  []string
 	outboxes []exporterOutbox
 	replays  exporterReplays  // nil: no replay series

@@ -1,8 +1,6 @@
 package web
 
 import (
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,28 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/replay"
 )
 
 // fuzzServer is the console over a fresh store with nothing else configured, for an admin token:
 // every route's handler is reached, and fails on what it is given (400, 404, 409), never 5xx.
 func fuzzServer(t testing.TB) http.Handler {
 	t.Helper()
-	cfg, err := configs.Parse([]byte("store: {dsn: \"postgres://x@127.0.0.1/x\"}\n"+authYAML(t, configs.AuthBasic, "")),
-		func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newTestStore(t)
-	engine, err := replay.New(replay.Options{Store: st, Audit: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: st, Registry: prometheus.NewRegistry(),
-		Replay: engine}, Options{RequestTimeout: 10 * time.Second, Version: "test", Auth: cfg.Auth})
+	cfg, deps, _ := testDeps(t, authYAML(t, configs.AuthBasic, ""))
+	e, err := New(deps, Options{RequestTimeout: 10 * time.Second, Version: "test", Auth: cfg.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}

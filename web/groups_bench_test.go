@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,13 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
-	"github.com/redrive/redrive/ops/replay"
 )
 
 // memSnapshots serves one fixed snapshot from memory, as the sampler does on a cache hit.
@@ -64,18 +59,9 @@ func bigSnapshot(groups, partitions int) lag.Snapshot {
 // groupsServer is the console's server with one cluster, main, whose snapshot is snap.
 func groupsServer(t *testing.T, snap lag.Snapshot) *httptest.Server {
 	t.Helper()
-	cfg, err := configs.Parse([]byte("store: {dsn: \"postgres://x@127.0.0.1/x\"}\n"+authYAML(t, "basic", "")), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newTestStore(t)
-	engine, err := replay.New(replay.Options{Store: st, Audit: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Store: st, Registry: prometheus.NewRegistry(),
-		Replay: engine, Kafka: []handlers.KafkaCluster{namedCluster{name: "main"}}, Snapshot: memSnapshots{snap}},
-		Options{RequestTimeout: 10 * time.Second, Version: "test", Auth: cfg.Auth})
+	cfg, deps, _ := testDeps(t, authYAML(t, "basic", ""))
+	deps.Kafka, deps.Snapshot = []handlers.KafkaCluster{namedCluster{name: "main"}}, memSnapshots{snap}
+	e, err := New(deps, Options{RequestTimeout: 10 * time.Second, Version: "test", Auth: cfg.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}

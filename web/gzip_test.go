@@ -8,24 +8,33 @@ import (
 	"testing"
 )
 
+// onTheWire GETs url accepting enc (none when empty), with header, and returns the answer as it
+// came: through a Transport that does not decompress on its own.
+func onTheWire(t *testing.T, url, enc string, header http.Header) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if enc != "" {
+		req.Header.Set("Accept-Encoding", enc)
+	}
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
 // The console compresses a large answer for a client that accepts gzip, and not otherwise;
 // /metrics is left to promhttp (which compresses on its own).
 func TestGzipResponses(t *testing.T) {
 	s := startServer(t, authYAML(t, "basic", ""))
 	get := func(path, enc string) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
-		if enc != "" {
-			req.Header.Set("Accept-Encoding", enc)
-		}
-		// A Transport that does not decompress on its own, to see what is on the wire.
-		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
+		return onTheWire(t, s.url+path, enc, nil)
 	}
 	plain, plainBody := get("/api/openapi.json", "")
 	if plain.Header.Get("Content-Encoding") != "" {
@@ -60,18 +69,7 @@ func TestGroupsGzipSpliced(t *testing.T) {
 	srv := groupsServer(t, bigSnapshot(20, 10))
 	get := func(enc string) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/kafka/main/groups", nil)
-		req.Header.Set("Authorization", "Bearer tok-viewer")
-		if enc != "" {
-			req.Header.Set("Accept-Encoding", enc)
-		}
-		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
+		return onTheWire(t, srv.URL+"/api/v1/kafka/main/groups", enc, http.Header{"Authorization": {"Bearer tok-viewer"}})
 	}
 	plain, plainBody := get("")
 	refused, refusedBody := get("gzip;q=0, br")
