@@ -129,18 +129,8 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 
 	opts := replay.Options{Store: st, Consumers: cfg.Consumers, MessageIDs: cfg.MessageID, Replay: cfg.Replay, Audit: st, Logger: log,
 		Lease: cfg.Replay.Lease.D()}
-	for _, k := range a.kafka {
-		opts.Kafka = append(opts.Kafka, k)
-	}
-	for _, r := range a.rabbit {
-		opts.Rabbit = append(opts.Rabbit, r)
-	}
-	for _, o := range a.outboxes {
-		opts.Outboxes = append(opts.Outboxes, o)
-	}
-	for _, in := range a.inboxes {
-		opts.Inboxes = append(opts.Inboxes, in)
-	}
+	opts.Kafka, opts.Rabbit = as[replay.KafkaCluster](a.kafka), as[replay.RabbitBroker](a.rabbit)
+	opts.Outboxes, opts.Inboxes = as[replay.OutboxTable](a.outboxes), as[replay.Inbox](a.inboxes)
 	if a.sampler != nil {
 		opts.GroupsByTopic = a.groupsByTopic
 		opts.Owner = a.sampler.ReplicaID() // one name per replica in leases, jobs and /api/v1/replicas
@@ -150,10 +140,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		return nil, err
 	}
 	if len(a.kafka) > 0 {
-		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes, Logger: log}
-		for _, k := range a.kafka {
-			mo.Clusters = append(mo.Clusters, k)
-		}
+		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes, Logger: log, Clusters: as[offsets.Cluster](a.kafka)}
 		if a.offsets, err = offsets.New(mo); err != nil {
 			a.Close()
 			return nil, err
@@ -179,39 +166,20 @@ func (a *app) buildTracer(cfg *configs.Config, log *slog.Logger) *trace.Tracer {
 	if rt := cfg.RequestTimeout.D(); rt > 0 && (o.Budget.Time <= 0 || o.Budget.Time > rt/3) {
 		o.Budget.Time = rt / 3
 	}
-	for _, ob := range a.outboxes {
-		o.Outboxes = append(o.Outboxes, ob)
-	}
-	for _, k := range a.kafka {
-		o.Kafka = append(o.Kafka, k)
-	}
-	for _, r := range a.rabbit {
-		o.Rabbit = append(o.Rabbit, r)
-	}
-	for _, in := range a.inboxes {
-		o.Inboxes = append(o.Inboxes, in)
-	}
+	o.Outboxes, o.Kafka = as[trace.Outbox](a.outboxes), as[trace.KafkaCluster](a.kafka)
+	o.Rabbit, o.Inboxes = as[trace.RabbitBroker](a.rabbit), as[trace.Inbox](a.inboxes)
 	return trace.New(o)
 }
 
 // buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
 func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Notifier, error) {
 	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine, ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow}
-	var resolvable []triage.OutboxTable
-	for _, o := range a.outboxes {
-		src.Outboxes = append(src.Outboxes, o)
-		resolvable = append(resolvable, o)
-	}
+	src.Outboxes = as[handlers.OutboxService](a.outboxes)
 	// DEAD events marked resolved or ignored are not notified, as the overview leaves them out.
-	src.OutboxSettled = triage.New(a.store, nil).WithOutboxes(resolvable)
+	src.OutboxSettled = triage.New(a.store, nil).WithOutboxes(as[triage.OutboxTable](a.outboxes))
 	if a.sampler != nil {
 		src.Lag, src.Queues = a.sampler, a.sampler
-		for _, k := range a.kafka {
-			src.Kafka = append(src.Kafka, k)
-		}
-		for _, r := range a.rabbit {
-			src.Rabbit = append(src.Rabbit, r)
-		}
+		src.Kafka, src.Rabbit = as[handlers.KafkaCluster](a.kafka), as[handlers.RabbitBroker](a.rabbit)
 	}
 	owner := "console-" + strconv.Itoa(os.Getpid())
 	if host, err := os.Hostname(); err == nil {
@@ -245,17 +213,9 @@ func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]st
 func (a *app) webDeps(log *slog.Logger) web.Deps {
 	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules,
 		ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow, Tracer: a.tracer}
-	for _, o := range a.outboxes {
-		d.Outboxes = append(d.Outboxes, o)
-	}
-	for _, k := range a.kafka {
-		d.Kafka = append(d.Kafka, k)
-		d.Search.Kafka = append(d.Search.Kafka, k)
-	}
-	for _, r := range a.rabbit {
-		d.Rabbit = append(d.Rabbit, r)
-		d.Search.Rabbit = append(d.Search.Rabbit, r)
-	}
+	d.Outboxes = as[handlers.OutboxService](a.outboxes)
+	d.Kafka, d.Search.Kafka = as[handlers.KafkaCluster](a.kafka), as[handlers.SearchCluster](a.kafka)
+	d.Rabbit, d.Search.Rabbit = as[handlers.RabbitBroker](a.rabbit), as[handlers.SearchBroker](a.rabbit)
 	if a.sampler != nil {
 		d.Snapshot = a.sampler
 		d.RabbitSnapshots = a.sampler
@@ -303,4 +263,18 @@ func (a *app) Close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		a.closers[i]()
 	}
+}
+
+// as hands adapters on as the interface a use case declares for what it needs of them (each
+// adapter implements it: a wrong one fails every start, which the tests do); nil when there are
+// none, as an option left out.
+func as[I, A any](adapters []A) []I {
+	if len(adapters) == 0 {
+		return nil
+	}
+	out := make([]I, len(adapters))
+	for i, a := range adapters {
+		out[i] = any(a).(I)
+	}
+	return out
 }
