@@ -34,6 +34,13 @@ type problems struct {
 }
 
 func (p *problems) set(ps ...health.Problem) { p.mu.Lock(); p.ps = ps; p.mu.Unlock() }
+
+// firing are problems that are ps now.
+func firing(ps ...health.Problem) *problems {
+	ev := &problems{}
+	ev.set(ps...)
+	return ev
+}
 func (p *problems) Evaluate(context.Context) health.Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -287,9 +294,8 @@ func TestEachKindFiresOnceAndResolvesOnce(t *testing.T) {
 func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
 	st := openStore(t)
 	hook := newReceiver(t, "")
-	ev := &problems{}
 	p := problem(health.KindOutboxDead, "outbox", "orders")
-	ev.set(p)
+	ev := firing(p)
 	cfg := hookOnly(hook)
 	cfg.Rules[0].RepeatEvery = configs.Duration(700 * time.Millisecond)
 	n := newNotifier(t, st, ev, "r1", cfg)
@@ -343,9 +349,8 @@ func TestReceiverDownThenUp(t *testing.T) {
 	st := openStore(t)
 	hook := newReceiver(t, "")
 	hook.down.Store(3)
-	ev := &problems{}
 	p := problem(health.KindOutboxStuck, "outbox", "orders")
-	ev.set(p)
+	ev := firing(p)
 	n := newNotifier(t, st, ev, "r1", hookOnly(hook))
 	waittest.Until(t, 5*time.Second, "delivered once the receiver is up", func() bool {
 		_ = n.Round(context.Background()) // attempts fail while it is down
@@ -375,9 +380,8 @@ func hookOnly(hook *receiver) configs.Notify {
 func TestTwoNotifiersOneNotification(t *testing.T) {
 	st := openStore(t)
 	hook := newReceiver(t, "")
-	ev := &problems{}
 	p := problem(health.KindOutboxDead, "outbox", "orders")
-	ev.set(p)
+	ev := firing(p)
 	cfg := hookOnly(hook)
 	a, b := newNotifier(t, st, ev, "a", cfg), newNotifier(t, st, ev, "b", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
@@ -394,9 +398,8 @@ func TestTwoNotifiersOneNotification(t *testing.T) {
 func TestRecordedNotSentThenLeaderStops(t *testing.T) {
 	st := openStore(t)
 	hook := newReceiver(t, "")
-	ev := &problems{}
 	p := problem(health.KindReplayAwaiting, "job", "j1")
-	ev.set(p)
+	ev := firing(p)
 	cfg := hookOnly(hook)
 	a := newNotifier(t, st, ev, "a", cfg)
 	if lead, err := a.Evaluate(context.Background()); err != nil || !lead {

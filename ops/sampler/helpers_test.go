@@ -228,6 +228,16 @@ func newSampler(tb testing.TB, st *store.Store, clk *clock, mod func(*Options), 
 	return s
 }
 
+// replicas are two samplers of b's cluster over the store at dsn, two replicas of the console:
+// the one a test makes lead (it samples) and a reader with its options changed by mod. timeout is
+// the cluster's request timeout.
+func replicas(t *testing.T, b *broker, dsn string, clk *clock, timeout time.Duration, mod func(*Options)) (leader, reader *Sampler) {
+	t.Helper()
+	leader = newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, timeout)})
+	reader = newSampler(t, openStore(t, dsn), clk, mod, KafkaSource{Cluster: b.cluster(t, timeout)})
+	return leader, reader
+}
+
 // leaderGauge reads redrive_sampler_leader through a registry, as /metrics would.
 func leaderGauge(tb testing.TB, s *Sampler) float64 {
 	tb.Helper()

@@ -174,8 +174,7 @@ func TestStaleSnapshot(t *testing.T) {
 	b := newBroker(t)
 	dsn := testDSN(t)
 	clk := newClock()
-	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, time.Second)})
-	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = -1 }, KafkaSource{Cluster: b.cluster(t, time.Second)})
+	leader, reader := replicas(t, b, dsn, clk, time.Second, func(o *Options) { o.CacheTTL = -1 })
 	if err := leader.SampleOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,7 @@ func TestPipelineRatesRoundTrip(t *testing.T) {
 	b.commit(t, "inventory", "orders", map[int32]int64{0: 1, 1: 1})
 	dsn := testDSN(t)
 	clk := newClock()
-	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
-	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = -1 }, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	leader, reader := replicas(t, b, dsn, clk, 5*time.Second, func(o *Options) { o.CacheTTL = -1 })
 	if err := leader.SampleOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -151,19 +151,14 @@ func (e *rmqEnv) waitReady(queue string, ready int64) {
 
 func rabbitSampler(tb testing.TB, st *store.Store, clk *clock, mod func(*Options), brokers ...*rabbit.Broker) *Sampler {
 	tb.Helper()
-	opts := Options{Store: st, Now: clk.Now}
-	for _, b := range brokers {
-		opts.Rabbit = append(opts.Rabbit, RabbitSource{Broker: b})
-	}
-	if mod != nil {
-		mod(&opts)
-	}
-	s, err := New(opts)
-	if err != nil {
-		tb.Fatalf("sampler.New: %v", err)
-	}
-	tb.Cleanup(s.Close)
-	return s
+	return newSampler(tb, st, clk, func(o *Options) {
+		for _, b := range brokers {
+			o.Rabbit = append(o.Rabbit, RabbitSource{Broker: b})
+		}
+		if mod != nil {
+			mod(o)
+		}
+	})
 }
 
 func rq(tb testing.TB, snap queues.Snapshot, vhost, name string) queues.Queue {

@@ -137,8 +137,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	b := newBroker(t)
 	dsn := testDSN(t)
 	clk := newClock()
-	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, time.Second)})
-	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = -1 }, KafkaSource{Cluster: b.cluster(t, time.Second)})
+	leader, reader := replicas(t, b, dsn, clk, time.Second, func(o *Options) { o.CacheTTL = -1 })
 
 	t.Run("NotSampledYet", func(t *testing.T) {
 		snap, err := reader.LatestKafka(ctx, "main")
@@ -218,11 +217,10 @@ func TestLatestKafkaSharesReads(t *testing.T) {
 	clk := newClock()
 	b.topic(t, "orders", 2)
 	b.commit(t, "g", "orders", map[int32]int64{0: 0})
-	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	leader, reader := replicas(t, b, dsn, clk, 5*time.Second, nil)
 	if err := leader.SampleOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -281,9 +279,7 @@ func TestLatestKafkaRevalidates(t *testing.T) {
 	clk := newClock()
 	b.topic(t, "orders", 2)
 	b.commit(t, "g", "orders", map[int32]int64{0: 0})
-	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
-	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = time.Nanosecond },
-		KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	leader, reader := replicas(t, b, dsn, clk, 5*time.Second, func(o *Options) { o.CacheTTL = time.Nanosecond })
 	read := func() lag.Snapshot {
 		t.Helper()
 		snap, err := reader.LatestKafka(ctx, "main")
