@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/benchtest"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 )
@@ -74,9 +74,7 @@ func groupsServer(t *testing.T, snap lag.Snapshot) *httptest.Server {
 // partitions through the whole server (auth, middleware, JSON, gzip), served from memory.
 // Run: REDRIVE_BENCH=1 go test ./web -run TestGroupsAPIBenchmark -v -count=1
 func TestGroupsAPIBenchmark(t *testing.T) {
-	if os.Getenv("REDRIVE_BENCH") == "" {
-		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
-	}
+	benchtest.Require(t)
 	srv := groupsServer(t, bigSnapshot(200, 50))
 
 	get := func(cl *http.Client, gz bool) (int, time.Duration) {

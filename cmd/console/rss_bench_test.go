@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/benchtest"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -24,9 +25,7 @@ import (
 // stop_after 60 s. Every partition lags (its time lag is read each round). Run:
 // REDRIVE_BENCH=1 go test ./cmd/console -run TestSteadyStateRSS -v -count=1
 func TestSteadyStateRSS(t *testing.T) {
-	if os.Getenv("REDRIVE_BENCH") == "" {
-		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
-	}
+	benchtest.Require(t)
 	const groups, partitions = 200, 50
 	k := startKafka(t, map[string]int32{"orders": partitions})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -2,22 +2,21 @@ package kafka
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops/benchtest"
 )
 
 // TestGroupsStraightFromCluster times Cluster.Groups (the sampler's read: lag plus one bounded
 // fetch per lagging partition for the time lag) at 200 groups × 50 partitions on kfake, every
 // partition lagging. Run: REDRIVE_BENCH=1 go test ./ops/kafka -run TestGroupsStraightFromCluster -v
 func TestGroupsStraightFromCluster(t *testing.T) {
-	if os.Getenv("REDRIVE_BENCH") == "" {
-		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
-	}
+	benchtest.Require(t)
 	f := newFake(t)
 	ctx := ctxT(t)
 	const groups, parts = 200, 50

@@ -7,6 +7,8 @@ import (
 	"runtime/pprof"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/ops/benchtest"
 )
 
 // TestWindowHeap measures the live heap the leader holds for a full status window of 200 groups ×
@@ -14,9 +16,7 @@ import (
 // stepped clock so that it takes seconds. REDRIVE_HEAP_PROFILE=<file> writes a heap profile.
 // Run: REDRIVE_BENCH=1 go test ./ops/sampler -run TestWindowHeap -v -count=1
 func TestWindowHeap(t *testing.T) {
-	if os.Getenv("REDRIVE_BENCH") == "" {
-		t.Skip("set REDRIVE_BENCH=1 to run (docs/benchmarks.md)")
-	}
+	benchtest.Require(t)
 	ctx := context.Background()
 	br := benchCluster(t)
 	clk := newClock()
