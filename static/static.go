@@ -13,9 +13,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -119,13 +120,7 @@ func Path(name string) string {
 
 // Names returns the logical names of all embedded assets, sorted.
 func Names() []string {
-	m := load()
-	names := make([]string, 0, len(m.byName))
-	for n := range m.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(load().byName))
 }
 
 // Handler serves the embedded assets at the exact URL paths Path returns

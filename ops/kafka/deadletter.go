@@ -3,7 +3,8 @@ package kafka
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,19 +110,11 @@ func (n *HeaderNames) fields() map[string]*[]string {
 func (n HeaderNames) Merge(configured map[string][]string) (HeaderNames, error) {
 	out := n.clone()
 	fields := out.fields()
-	keys := make([]string, 0, len(configured))
-	for k := range configured {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(configured))
 	for _, k := range keys {
 		dst, ok := fields[k]
 		if !ok {
-			valid := make([]string, 0, len(fields))
-			for f := range fields {
-				valid = append(valid, f)
-			}
-			sort.Strings(valid)
+			valid := slices.Sorted(maps.Keys(fields))
 			return HeaderNames{}, ops.Invalid("headers."+k, "unknown field; valid: "+strings.Join(valid, ", "))
 		}
 		merged := make([]string, 0, len(configured[k])+len(*dst))

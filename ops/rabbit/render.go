@@ -4,9 +4,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,11 +83,7 @@ func appendValue(sb *strings.Builder, v any, depth int) {
 }
 
 func appendTable(sb *strings.Builder, t map[string]any, depth int) {
-	keys := make([]string, 0, len(t))
-	for k := range t {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(t))
 	sb.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {

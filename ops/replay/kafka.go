@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -521,11 +522,7 @@ func edited(value []byte, headers []kafka.Header, ed *Edit, idRules []string, or
 			out = append(out, h)
 		}
 	}
-	keys := make([]string, 0, len(ed.SetHeaders))
-	for k := range ed.SetHeaders {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(ed.SetHeaders))
 	for _, k := range keys {
 		out = append(out, kafka.Header{Key: k, Value: []byte(ed.SetHeaders[k])})
 	}

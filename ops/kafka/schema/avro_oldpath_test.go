@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -124,11 +125,7 @@ func (w *oracleAvroJSON) write(b []byte, n *avro.SchemaNode, v any) []byte {
 		if !ok {
 			return oraclePlainJSON(b, v)
 		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(m))
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -212,11 +209,7 @@ func oraclePlainJSON(b []byte, v any) []byte {
 	case avro.Duration:
 		return fmt.Appendf(b, `{"months":%d,"days":%d,"milliseconds":%d}`, x.Months, x.Days, x.Milliseconds)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
