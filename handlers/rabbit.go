@@ -207,6 +207,17 @@ func browseLimit(c echo.Context) (int, error) {
 	return int(n), err
 }
 
+// browsed is the broker named in the path and how many messages of its queue's head to read
+// (browseLimit): what the messages API and page start from.
+func (h *Rabbit) browsed(c echo.Context) (RabbitBroker, int, error) {
+	b, err := h.broker(c)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit, err := browseLimit(c)
+	return b, limit, err
+}
+
 // messageFilter keeps the messages a replay plan with the same filter would select: the reason
 // exactly, the exception message by substring.
 func messageFilter(reason, exception string) func(rabbit.Message) bool {
@@ -224,11 +235,7 @@ func messageFilter(reason, exception string) func(rabbit.Message) bool {
 // the messages returned (the error groups count every message read). A queue that cannot be
 // browsed safely is a 409 with the reason.
 func (h *Rabbit) APIMessages(c echo.Context) error {
-	b, err := h.broker(c)
-	if err != nil {
-		return err
-	}
-	limit, err := browseLimit(c)
+	b, limit, err := h.browsed(c)
 	if err != nil {
 		return err
 	}
@@ -361,11 +368,7 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 // the dead-letter queue browser. A refused browse renders the page with the reason and a 409; a
 // broker that cannot be reached renders it with the error.
 func (h *Rabbit) MessagesPage(c echo.Context) error {
-	b, err := h.broker(c)
-	if err != nil {
-		return err
-	}
-	limit, err := browseLimit(c)
+	b, limit, err := h.browsed(c)
 	if err != nil {
 		return err
 	}
