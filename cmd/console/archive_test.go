@@ -24,8 +24,7 @@ import (
 // reaches orders.work, counted with the test's own AMQP client), one put back in its DLQ — and a
 // second restore of either is 409; a viewer is refused; each restore is audited.
 func TestArchiveRestoreBothWays(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 3*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx, 3, `{"n":%d}`, basicAuth(""))
 	waitJob := func(id string) string {
 		t.Helper()
@@ -126,8 +125,7 @@ func TestArchiveRestoreBothWays(t *testing.T) {
 // finishes) and puts the other back in its DLQ; each row then says where it went, and the test's
 // own AMQP client finds one message in each queue.
 func TestBrowserArchiveRestores(t *testing.T) {
-	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx0 := waittest.Context(t, 3*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx0, 2, `{"n":%d}`, "auth: {mode: none}\n")
 	r := doRaw("POST", base+"/api/v1/replays/plan", "application/json",
 		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":10}}`, vhost))
@@ -200,8 +198,7 @@ func dlqConsole(t *testing.T, ctx context.Context, n int, body, auth string) (ba
 // every request that did not restore it is a 409 (or a replay job that finds it restored and
 // fails it without publishing).
 func TestArchiveRestoreTwentyAtOnce(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 3*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx, 1, `{"n":%d}`, basicAuth(""))
 	plan := decode[struct {
 		PlanID string `json:"plan_id"`

@@ -18,6 +18,7 @@ import (
 	"errors"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -61,8 +62,7 @@ func TestChaosRabbitReplayUnderKillsAndRestarts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	began := time.Now()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 5*time.Minute)
 	dir := t.TempDir()
 	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(dir, "pg")})
 	mustDo(t, err)
@@ -80,14 +80,14 @@ func TestChaosRabbitReplayUnderKillsAndRestarts(t *testing.T) {
 	mustDo(t, err)
 	admin.Close(ctx)
 	inboxDSN := pg.DSN("inbox")
-	inbox, err := pgx.Connect(ctx, inboxDSN)
+	inboxDB, err := pgx.Connect(ctx, inboxDSN)
 	mustDo(t, err)
-	_, err = inbox.Exec(ctx, inboxDDL)
+	_, err = inboxDB.Exec(ctx, inbox.SeedDDL)
 	mustDo(t, err)
-	_, err = inbox.Exec(ctx, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
+	_, err = inboxDB.Exec(ctx, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
 		FROM generate_series(0, $1::int - 1, 10) g`, n)
 	mustDo(t, err)
-	inbox.Close(ctx)
+	inboxDB.Close(ctx)
 	processed := (n + 9) / 10
 
 	conn, err := amqp.Dial(rmq.URL())
@@ -242,21 +242,12 @@ replay: {lease: 2s}
 		resumed[id] = true
 	}
 	// The consumer applies what is back in the original queue through its inbox.
-	ic, err := pgx.Connect(ctx, inboxDSN)
-	mustDo(t, err)
-	defer ic.Close(ctx)
-	applied, absorbed := map[string]bool{}, 0
-	for _, id := range work {
-		tag, err := ic.Exec(ctx, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now()) ON CONFLICT DO NOTHING`, id)
-		mustDo(t, err)
-		if tag.RowsAffected() == 0 {
-			absorbed++
-			if !resumed[id] && id != "" {
-				t.Errorf("%s reached the consumer again but the ledger does not mark it resumed after an interruption", id)
-			}
-			continue
+	applied, copies := consumeThroughInbox(t, ctx, inboxDSN, work)
+	absorbed := len(copies)
+	for _, id := range copies {
+		if !resumed[id] && id != "" {
+			t.Errorf("%s reached the consumer again but the ledger does not mark it resumed after an interruption", id)
 		}
-		applied[id] = true
 	}
 	missing, both := 0, 0
 	for i := 0; i < n; i++ {

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
@@ -121,14 +121,13 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 		t.Skip("crash test: seconds of SIGKILL and restarts")
 	}
 	const n = 5000
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 4*time.Minute)
 	vhost, ch, _ := deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
 		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}
 	})
 
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inboxDDL+`;
+	pgtest.Exec(t, inboxDSN, inbox.SeedDDL+`
 		INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now() FROM generate_series(0, 4999, 10) g`)
 	p := startProcess(t, inventoryConfig(t, pgtest.NewDatabase(t), vhost, inboxDSN))
 
@@ -179,19 +178,8 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 		}
 	}
 	// The consumer, with its inbox: apply each message once, absorb the copies.
-	conn, err := pgx.Connect(ctx, inboxDSN)
-	mustDo(t, err)
-	defer conn.Close(ctx)
-	applied, absorbed := map[string]bool{}, 0
-	for _, id := range work {
-		tag, err := conn.Exec(ctx, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now()) ON CONFLICT DO NOTHING`, id)
-		mustDo(t, err)
-		if tag.RowsAffected() == 0 {
-			absorbed++ // the inbox already marks it processed: a duplicate, not applied again
-			continue
-		}
-		applied[id] = true
-	}
+	applied, copies := consumeThroughInbox(t, ctx, inboxDSN, work)
+	absorbed := len(copies)
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("m-%d", i)
 		switch {

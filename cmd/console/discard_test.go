@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // The discard test of issue 16: a discard job over a 5,000-message DLQ (archive each message,
@@ -27,8 +28,7 @@ func TestDiscardKilledMidJobKeepsEveryMessageOnce(t *testing.T) {
 		t.Skip("crash test: seconds of SIGKILL and restarts")
 	}
 	const n = 5000
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 5*time.Minute)
 	vhost, ch, mgmt := deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
 		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
 			Headers: amqp.Table{"tenant": "7", "attempt": int32(3)}, Body: []byte(fmt.Sprintf(`{"n":%d}`, i))}

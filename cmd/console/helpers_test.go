@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
@@ -68,16 +69,33 @@ func startKafka(t *testing.T, topics map[string]int32) *devstack.Kafka {
 	return k
 }
 
-// inboxDDL creates a consumer's inbox table as the services have it (ops/inbox reads it).
-const inboxDDL = `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
-		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`
-
 // declareOrders declares the orders topology the RabbitMQ tests dead-letter through: orders.work
 // (bound to the orders exchange with order.created) dead-letters through orders.dlx into
 // orders.dlq.
 func declareOrders(t *testing.T, ch *amqp.Channel) {
 	t.Helper()
 	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
+}
+
+// consumeThroughInbox is the inventory service consuming ids (the message ids of what reached
+// orders.work) through its inbox at dsn: each applied once, and the copies absorbed, the inbox
+// already marking them processed. It returns the ids applied, and the copies in order.
+func consumeThroughInbox(t *testing.T, ctx context.Context, dsn string, ids []string) (applied map[string]bool, copies []string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	mustDo(t, err)
+	defer conn.Close(ctx)
+	applied = map[string]bool{}
+	for _, id := range ids {
+		tag, err := conn.Exec(ctx, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now()) ON CONFLICT DO NOTHING`, id)
+		mustDo(t, err)
+		if tag.RowsAffected() == 0 {
+			copies = append(copies, id)
+			continue
+		}
+		applied[id] = true
+	}
+	return applied, copies
 }
 
 // inventoryConfig configures a console over the test RabbitMQ's vhost whose consumer, the

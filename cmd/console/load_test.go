@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // envLoadDuration sets how long the load test runs (default 5s inside make test; `make load` runs 30s).
@@ -42,8 +42,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 		}
 	}
 	const clients, rate = 20, 1000
-	ctx, cancel := context.WithTimeout(context.Background(), duration+3*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, duration+3*time.Minute)
 
 	// The sources, as the demo seeds them, and a dead-letter topic big enough for the whole run.
 	k := startKafka(t, map[string]int32{"load.DLT": 2})

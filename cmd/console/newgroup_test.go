@@ -25,8 +25,7 @@ import (
 // records of it do not fire again; a group last seen before the window and quiet since is not new.
 func TestNewErrorGroupNotifies(t *testing.T) {
 	k := startKafka(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 2*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
 	if err != nil {
 		t.Fatal(err)

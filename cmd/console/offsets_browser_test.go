@@ -22,8 +22,7 @@ import (
 // the offset moves.
 func TestBrowserSkipPoisonRecord(t *testing.T) {
 	k := startKafka(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 2*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

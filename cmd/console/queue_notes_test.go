@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestQueueNotes: notes on a DLQ's error group and on one of its messages (by message id) are
@@ -18,8 +18,7 @@ import (
 // 400 in words; a viewer is refused; each note is audited with its text; the queue is left as
 // it was.
 func TestQueueNotes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 2*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx, 2, `{"n":%d}`, basicAuth(""))
 	api := base + "/api/v1/rabbitmq/main/queues/" + url.PathEscape(vhost) + "/orders.dlq/notes"
 	groupNote := `{"error_group":{"reason":"rejected","exception_message":""},"text":"investigating: INC-2231 <script>alert(1)</script>","link":"https://tracker.example/INC-2231"}`
@@ -73,8 +72,7 @@ func TestQueueNotes(t *testing.T) {
 // TestBrowserQueueNote: on a DLQ's messages page an operator opens a message and adds a note to
 // it, and one to its error group; the page shows both where they belong.
 func TestBrowserQueueNote(t *testing.T) {
-	ctx0, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx0 := waittest.Context(t, 2*time.Minute)
 	base, vhost, _ := dlqConsole(t, ctx0, 2, `{"n":%d}`, "auth: {mode: none}\n")
 	ctx, _ := newBrowser(t)
 	first := `tr[data-record-row]:nth-of-type(1)`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,8 +17,7 @@ import (
 // lease and hangs: the console's writes are refused, it stops sampling, and within 3 intervals
 // the API shows the snapshot stale with its age and /readyz reports the sampler degraded.
 func TestReplicasAndStaleness(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, time.Minute)
 	k := startKafka(t, nil)
 	storeDSN := pgtest.NewDatabase(t)
 	base := startConsole(t, fmt.Sprintf(`

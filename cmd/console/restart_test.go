@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
@@ -280,7 +281,7 @@ func TestStoreRestartMidKafkaJob(t *testing.T) {
 	pg, storeDSN := privateStore(t)
 	k := startKafka(t, map[string]int32{"orders": 3, "orders.DLT": 2})
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inboxDDL)
+	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
 	a, _ := engineApp(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
@@ -292,8 +293,7 @@ consumers:
 replay: {lease: 2s}
 `, storeDSN, k.Addrs()[0], inboxDSN))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 3*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestStoreRestartMidRabbitJob(t *testing.T) {
 	deadLetterRabbit(t, ch, restartN)
 
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inboxDDL)
+	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
 	a, _ := engineApp(t, inventoryConfig(t, storeDSN, vhost, inboxDSN))
 
 	ob := restartDuringJob(t, a, pg, storeDSN, replay.Source{Kind: "rabbitmq", Broker: "main", Vhost: vhost, Queue: "orders.dlq", Limit: restartN})
@@ -467,8 +467,7 @@ outboxes: [{name: orders, dsn: %q}]
 replay: {lease: 2s}
 `, storeDSN, orders))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 3*time.Minute)
 	ob := restartDuringJob(t, a, pg, storeDSN, replay.Source{Kind: "outbox", Outbox: "orders", Limit: restartN, ResetAttempts: true})
 
 	// psql-level: every planned row READY, once, with its attempts reset.

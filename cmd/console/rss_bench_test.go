@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/ops/benchtest"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestSteadyStateRSS measures the console process's resident memory once its sampler holds a full
@@ -28,8 +28,7 @@ func TestSteadyStateRSS(t *testing.T) {
 	benchtest.Require(t)
 	const groups, partitions = 200, 50
 	k := startKafka(t, map[string]int32{"orders": partitions})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 5*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	mustDo(t, err)
 	defer cl.Close()

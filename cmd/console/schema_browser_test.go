@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // TestBrowserAvroRecord: a Confluent-framed Avro dead letter shows decoded, as JSON, with its
@@ -22,8 +22,7 @@ func TestBrowserAvroRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, time.Minute)
 	if err := demo.SeedSchemaTopics(ctx, k.Addrs(), reg.Registry); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
@@ -58,7 +58,7 @@ func newTraceWorld(t *testing.T) traceWorld {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, outbox.SeedDDL+demo.InboxDDL); err != nil {
+	if _, err := conn.Exec(ctx, outbox.SeedDDL+inbox.SeedDDL); err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range []string{"e-1", "e-2", "e-3"} {
@@ -444,7 +444,7 @@ func TestTraceRabbitDeadLetter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Exec(ctx, demo.InboxDDL)
+	_, err = c.Exec(ctx, inbox.SeedDDL)
 	c.Close(ctx)
 	mustDo(t, err)
 	base := startConsole(t, fmt.Sprintf(`

@@ -22,8 +22,7 @@ import (
 // error group with a reason; it then counts 0 open there, and the overview stops reporting it as
 // new trouble while the other group stays; resolving that one too takes the DLT off the overview.
 func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
-	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx0 := waittest.Context(t, 3*time.Minute)
 	k, dead := deadLetterCluster(t, ctx0)
 	dead(3, "com.acme.PoisonException", "poison")
 	dead(2, "java.net.SocketTimeoutException", "timeout")
@@ -85,8 +84,7 @@ func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
 // plans the edited replay (the plan says what changes), runs it, and exactly one copy — the edited
 // one, read back with an independent Kafka client — reaches the original topic.
 func TestBrowserEditAndReplay(t *testing.T) {
-	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx0 := waittest.Context(t, 3*time.Minute)
 	k, dead := deadLetterCluster(t, ctx0)
 	dead(1, "com.acme.BadCustomerId", "order")
 	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nkafka: [{name: main, brokers: [%q]}]\n",
@@ -151,8 +149,7 @@ func TestBrowserEditAndReplay(t *testing.T) {
 // and runs the edited replay; counted with the test's own AMQP client, the original queue
 // receives exactly one message — the edited one, same message id — and the DLQ keeps the other.
 func TestBrowserEditAndReplayQueueMessage(t *testing.T) {
-	ctx0, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx0 := waittest.Context(t, 3*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx0, 2, `{"messageId":"m-%d","customerId":"bad"}`, "auth: {mode: none}\n")
 	ctx, dialogs := newBrowser(t)
 	edited := `{"messageId":"m-1","customerId":"c-42"}`

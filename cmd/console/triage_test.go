@@ -69,8 +69,7 @@ type recordsAnswer struct {
 // counting every record); a replay job marks what it published replayed with its id; a viewer is
 // refused every change; every change is audited.
 func TestResolveDeadLetters(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 3*time.Minute)
 	k, dead := deadLetterCluster(t, ctx)
 	dead(6, "com.acme.PoisonException", "poison")
 	dead(4, "java.net.SocketTimeoutException", "timeout")
@@ -332,8 +331,7 @@ func TestResolveDeadLetters(t *testing.T) {
 // error-groups API and page, the record on the topic page), escaped; a note's link must be a web
 // link; a viewer is refused; each note is audited with its text.
 func TestNotes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := waittest.Context(t, 2*time.Minute)
 	k, dead := deadLetterCluster(t, ctx)
 	dead(3, "com.acme.PoisonException", "poison")
 	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n%s",

@@ -19,17 +19,11 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/doctor"
+	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
-
-const inboxDDL = `CREATE TABLE inbox_message (
-	message_id   VARCHAR(128) NOT NULL,
-	consumer     VARCHAR(128) NOT NULL,
-	received_at  TIMESTAMP NOT NULL DEFAULT now(),
-	processed_at TIMESTAMP NULL,
-	PRIMARY KEY (message_id, consumer))`
 
 func suffix() string {
 	b := make([]byte, 4)
@@ -134,7 +128,7 @@ func TestPostgresRights(t *testing.T) {
 	storeDB := pgtest.NewDatabase(t)
 	pgtest.Exec(t, svc, outbox.SeedDDL)
 	pgtest.Exec(t, svc, `DROP INDEX idx_outbox_ready`)
-	pgtest.Exec(t, svc, inboxDDL)
+	pgtest.Exec(t, svc, inbox.SeedDDL)
 	pgtest.Exec(t, svc, `GRANT SELECT ON outbox_event TO `+user+`;
 		GRANT UPDATE (status, attempts, available_at) ON outbox_event TO `+user)
 

@@ -12,13 +12,6 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
-const ddl = `CREATE TABLE inbox_message (
-    message_id   VARCHAR(128) NOT NULL,
-    consumer     VARCHAR(128) NOT NULL,
-    received_at  TIMESTAMP NOT NULL,
-    processed_at TIMESTAMP NULL,
-    PRIMARY KEY (message_id, consumer))`
-
 func open(t *testing.T, dsn, consumer string) *inbox.Inbox {
 	t.Helper()
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
@@ -38,7 +31,7 @@ consumers: [{name: %s, inbox: {dsn: %q}}]`, dsn, consumer, dsn)), func(string) s
 
 func TestVerdicts(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, ddl)
+	pgtest.Exec(t, dsn, inbox.SeedDDL)
 	pgtest.Exec(t, dsn, `INSERT INTO inbox_message VALUES
 		('m-done', 'inventory', now(), now()),
 		('m-busy', 'inventory', now(), NULL),
@@ -59,7 +52,7 @@ func TestVerdicts(t *testing.T) {
 
 func TestVerdictsInBatches(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, ddl)
+	pgtest.Exec(t, dsn, inbox.SeedDDL)
 	pgtest.Exec(t, dsn, `INSERT INTO inbox_message SELECT 'm' || g, 'inventory', now(), CASE WHEN g % 2 = 0 THEN now() END
 		FROM generate_series(1, 2500) g`)
 	in := open(t, dsn, "inventory")

@@ -37,7 +37,7 @@ consumers: [{name: billing, inbox: {dsn: %q, %s}}]`, dsn, dsn, pool)), func(stri
 // Twenty concurrent look-ups on an inbox pool of 2 all complete.
 func TestInboxTwentyLookupsOnTwoConnections(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, ddl)
+	pgtest.Exec(t, dsn, inbox.SeedDDL)
 	pgtest.Exec(t, dsn, `INSERT INTO inbox_message VALUES ('m-1', 'billing', now(), now())`)
 	in := openPool(t, dsn, "max_conns: 2, acquire_timeout: 5s")
 	var g errgroup.Group
@@ -59,7 +59,7 @@ func TestInboxTwentyLookupsOnTwoConnections(t *testing.T) {
 // within the bound, as unavailable, naming the consumer and the key.
 func TestInboxBusy(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, ddl)
+	pgtest.Exec(t, dsn, inbox.SeedDDL)
 	in := openPool(t, dsn, "max_conns: 1, acquire_timeout: 200ms")
 	ctx := context.Background()
 	// Hold the pool's one connection: a look-up running inside a transaction that does not end.

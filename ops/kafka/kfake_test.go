@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // fake is a kfake broker on loopback with a Redrive Cluster, a producer and an admin client on it.
@@ -68,11 +69,7 @@ func newFake(tb testing.TB, mod ...func(*configs.KafkaCluster)) *fake {
 	return &fake{broker: broker, c: c, prod: prod, adm: kadm.NewClient(prod)}
 }
 
-func ctxT(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
+func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 30*time.Second) }
 
 func (f *fake) topic(tb testing.TB, name string, partitions int32) {
 	tb.Helper()

@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 type env struct {
@@ -31,11 +32,7 @@ type env struct {
 	adm    *kadm.Client
 }
 
-func ctxT(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
+func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 60*time.Second) }
 
 // newEnv: a kfake cluster with "orders" (3 partitions, 10 records each, written at base+i min)
 // and its DLT "orders.DLT" (3 partitions), a store, and a offsets.Mover.

@@ -16,13 +16,10 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return waittest.Context(t, 60*time.Second) }
 
 // TestDeadLetteredByBroker has the broker itself dead-letter messages — a consumer's reject with
 // requeue=false, and a per-queue TTL expiry — and checks what the console decodes from x-death.

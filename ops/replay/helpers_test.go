@@ -24,11 +24,7 @@ import (
 	"github.com/redrive/redrive/ops/waittest"
 )
 
-func ctxT(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
+func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 60*time.Second) }
 
 // world is a store, a kfake cluster with a Spring-style DLT, and an inventory inbox.
 type world struct {
@@ -88,8 +84,7 @@ func newWorld(tb testing.TB) *world {
 func newWorldOn(tb testing.TB, brokerAddr string) *world {
 	tb.Helper()
 	storeDSN, inboxDSN := pgtest.NewDatabase(tb), pgtest.NewDatabase(tb)
-	pgtest.Exec(tb, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
-		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
+	pgtest.Exec(tb, inboxDSN, inbox.SeedDDL)
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}

@@ -49,8 +49,7 @@ func newRabbitWorld(t testing.TB) *rabbitWorld {
 	must(err)
 	t.Cleanup(b.Close)
 	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, `CREATE TABLE inbox_message (message_id VARCHAR(128) NOT NULL, consumer VARCHAR(128) NOT NULL,
-		received_at TIMESTAMP NOT NULL, processed_at TIMESTAMP NULL, PRIMARY KEY (message_id, consumer))`)
+	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
 	st, err := store.Open(ctxT(t), storeDSN)
 	must(err)
 	t.Cleanup(st.Close)

@@ -19,13 +19,10 @@ import (
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
-func ctxT(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
+func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 60*time.Second) }
 
 // openStore opens (and migrates) the store on dsn, closed at cleanup: one console replica's store.
 func openStore(tb testing.TB, dsn string) *store.Store {

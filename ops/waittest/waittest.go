@@ -5,6 +5,7 @@
 package waittest
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -68,4 +69,12 @@ func Holds(tb testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(min(firstStep*2, time.Until(deadline)+time.Millisecond))
 	}
+}
+
+// Context is a context for the calls a test makes: it ends within d, so that a call that hangs
+// fails the test instead of blocking it until the binary's timeout, or when the test ends.
+func Context(tb testing.TB, within time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	tb.Cleanup(cancel)
+	return ctx
 }

@@ -1,6 +1,7 @@
 package waittest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -91,5 +92,22 @@ func TestHoldsAsksThroughoutAndFailsAtTheFirstWrongMoment(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("noticed the change after %s, not at once", took)
+	}
+}
+
+// Context ends within the time given, and with the test that made it.
+func TestContext(t *testing.T) {
+	var ctx context.Context
+	t.Run("Inner", func(t *testing.T) {
+		ctx = Context(t, time.Minute)
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Minute {
+			t.Fatalf("deadline %v (set %v), want within a minute", d, ok)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ended early: %v", ctx.Err())
+		}
+	})
+	if ctx.Err() == nil {
+		t.Fatal("the context outlived its test")
 	}
 }

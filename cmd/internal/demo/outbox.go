@@ -9,18 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/outbox"
 )
-
-// InboxDDL is the seed's inbox table (section 七.1).
-const InboxDDL = `
-CREATE TABLE IF NOT EXISTS inbox_message (
-    message_id   VARCHAR(128) NOT NULL,
-    consumer     VARCHAR(128) NOT NULL,
-    received_at  TIMESTAMP NOT NULL,
-    processed_at TIMESTAMP NULL,
-    PRIMARY KEY (message_id, consumer)
-);`
 
 // SeedOutbox fills the outbox of dsn (creating the seed's table) unless it already holds rows.
 func SeedOutbox(ctx context.Context, dsn string) error {
@@ -29,7 +20,7 @@ func SeedOutbox(ctx context.Context, dsn string) error {
 		return fmt.Errorf("demo: connect: %w", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, outbox.SeedDDL+InboxDDL); err != nil {
+	if _, err := conn.Exec(ctx, outbox.SeedDDL+inbox.SeedDDL); err != nil {
 		return fmt.Errorf("demo: create tables: %w", err)
 	}
 	var n int64
