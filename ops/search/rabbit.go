@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"cel.dev/cel-go/interpreter"
+
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
 )
@@ -58,32 +60,18 @@ func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitRes
 		if q.View != nil {
 			m = q.View(m)
 		}
-		ok := true
+		var vars interpreter.Activation
 		if q.Filter != nil {
-			var evalErr, err error
-			ok, evalErr, err = q.Filter.eval(ctx, &rabbitVars{m: &m, paths: q.Filter.paths})
-			switch {
-			case err != nil:
-				stopErr = err
-				return false
-			case evalErr != nil:
-				if res.EvalErrors++; res.EvalError == "" {
-					res.EvalError = fmt.Sprintf("position %d: %v", m.Position, evalErr)
-				}
-			}
+			vars = &rabbitVars{m: &m, paths: q.Filter.paths}
+		}
+		ok, err := q.Filter.judge(ctx, vars, &res.EvalErrors, &res.EvalError, func() string { return fmt.Sprintf("position %d", m.Position) })
+		if err != nil {
+			stopErr = err
+			return false
 		}
 		if ok {
-			res.Matched++
-			if q.Each != nil {
-				if err := q.Each(m); err != nil {
-					stopErr = err
-					return false
-				}
-			} else {
-				res.Matches = append(res.Matches, m)
-			}
-			if q.Limit > 0 && res.Matched >= int64(q.Limit) {
-				res.Stopped = StoppedLimit
+			if more, err := keep(m, q.Each, &res.Matches, &res.Matched, q.Limit, &res.Stopped); !more {
+				stopErr = err // nil at the limit
 				return false
 			}
 		}

@@ -175,33 +175,17 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 	visit := func(l *kafka.Lazy) bool {
 		res.Scanned++
 		vars.reset(l)
-		ok := true
-		if q.Filter != nil {
-			var evalErr, err error
-			ok, evalErr, err = q.Filter.eval(readCtx, vars)
-			switch {
-			case err != nil:
-				stopErr = err
-				return false
-			case evalErr != nil:
-				if res.EvalErrors++; res.EvalError == "" {
-					res.EvalError = fmt.Sprintf("partition %d offset %d: %v", l.Plain.Partition, l.Plain.Offset, evalErr)
-				}
-			}
+		ok, err := q.Filter.judge(readCtx, vars, &res.EvalErrors, &res.EvalError, func() string {
+			return fmt.Sprintf("partition %d offset %d", l.Plain.Partition, l.Plain.Offset)
+		})
+		if err != nil {
+			stopErr = err
+			return false
 		}
+		// A match is cloned: the fetch's buffers are lent to the next fetch.
 		if ok {
-			res.Matched++
-			r := vars.record().Clone() // the fetch's buffers are lent to the next fetch
-			if q.Each != nil {
-				if err := q.Each(r); err != nil {
-					stopErr = err
-					return false
-				}
-			} else {
-				res.Matches = append(res.Matches, r)
-			}
-			if q.Limit > 0 && res.Matched >= int64(q.Limit) {
-				res.Stopped = StoppedLimit
+			if more, err := keep(vars.record().Clone(), q.Each, &res.Matches, &res.Matched, q.Limit, &res.Stopped); !more {
+				stopErr = err // nil at the limit
 				return false
 			}
 		}

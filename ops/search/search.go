@@ -238,6 +238,43 @@ var ErrCostLimit = fmt.Errorf("%w: filter: the expression exceeds the cost limit
 // eval runs the filter over one activation. An expression that fails on a message (a missing map
 // key, a type mismatch) does not match it; evalErr says why, for a count and a sample. A cost
 // limit breach or a done ctx is err.
+// judge runs the filter over one message's variables; a nil filter keeps every message. An
+// evaluation error counts against the message in errs (the first kept in first, named by where,
+// for the answer); a failure to evaluate at all (the scan's context ended) is err.
+func (f *Filter) judge(ctx context.Context, act interpreter.Activation, errs *int64, first *string, where func() string) (bool, error) {
+	if f == nil {
+		return true, nil
+	}
+	ok, evalErr, err := f.eval(ctx, act)
+	if err != nil {
+		return false, err
+	}
+	if evalErr != nil {
+		if *errs++; *first == "" {
+			*first = where() + ": " + evalErr.Error()
+		}
+	}
+	return ok, nil
+}
+
+// keep counts a match and hands it to each, or keeps it in matches when there is none. It is false
+// once limit matches are found (0: no limit; stopped says StoppedLimit), and the error of each.
+func keep[M any](m M, each func(M) error, matches *[]M, matched *int64, limit int, stopped *string) (bool, error) {
+	*matched++
+	if each != nil {
+		if err := each(m); err != nil {
+			return false, err
+		}
+	} else {
+		*matches = append(*matches, m)
+	}
+	if limit > 0 && *matched >= int64(limit) {
+		*stopped = StoppedLimit
+		return false, nil
+	}
+	return true, nil
+}
+
 func (f *Filter) eval(ctx context.Context, act interpreter.Activation) (match bool, evalErr, err error) {
 	f.bind(act)
 	var out ref.Val
