@@ -96,13 +96,7 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 		if src.ToOffset != nil && *src.ToOffset < to {
 			to = *src.ToOffset + 1 // to_offset is inclusive; compared first so that MaxInt64 cannot overflow
 		}
-		err := c.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error {
-			if it, ok, err := p.item(ctx, r); err != nil || !ok {
-				return err
-			} else {
-				return emit(it)
-			}
-		})
+		err := c.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error { return p.emit(ctx, r, emit) })
 		if err != nil {
 			return err
 		}
@@ -157,11 +151,7 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 				if i == len(run) || run[i] != r.Offset {
 					return nil
 				}
-				if it, ok, err := p.item(ctx, r); err != nil || !ok {
-					return err
-				} else {
-					return emit(it)
-				}
+				return p.emit(ctx, r, emit)
 			})
 			if err != nil {
 				return err
@@ -182,6 +172,15 @@ func hasPartition(parts []kafka.PartitionRange, p int32) bool {
 		}
 	}
 	return false
+}
+
+// emit hands on the record's item, unless the filter excludes it.
+func (p *kafkaPlan) emit(ctx context.Context, r kafka.Record, emit func(Item) error) error {
+	it, ok, err := p.item(ctx, r)
+	if err != nil || !ok {
+		return err
+	}
+	return emit(it)
 }
 
 // item resolves one record; false when the filter excludes it.
