@@ -27,6 +27,20 @@ func fixed(name, p string) builder {
 	return builder{name: name, pattern: p, build: func([]string) string { return p }}
 }
 
+// one, two and three are builders of one, two and three names (a cluster, a topic; a broker, a
+// vhost, a queue).
+func one(name, pattern string, f func(string) string) builder {
+	return builder{name: name, pattern: pattern, build: func(a []string) string { return f(a[0]) }}
+}
+
+func two(name, pattern string, f func(string, string) string) builder {
+	return builder{name: name, pattern: pattern, build: func(a []string) string { return f(a[0], a[1]) }}
+}
+
+func three(name, pattern string, f func(string, string, string) string) builder {
+	return builder{name: name, pattern: pattern, build: func(a []string) string { return f(a[0], a[1], a[2]) }}
+}
+
 // withID is a builder whose last parameter is a number (an outbox event id), not a name.
 func withID(name, pattern string, f func(name string, id int64) string) builder {
 	return builder{name: name, pattern: pattern, build: func(a []string) string { return f(a[0], 42) },
@@ -51,67 +65,67 @@ var builders = []builder{
 	fixed("APIPlanReplay", APIPlanReplay),
 	fixed("Trace", Trace), fixed("TraceStream", TraceStream), fixed("APITrace", APITrace),
 
-	{"Outbox", OutboxPattern, func(a []string) string { return Outbox(a[0]) }, nil},
-	{"OutboxPanel", OutboxPanelPattern, func(a []string) string { return OutboxPanel(a[0]) }, nil},
-	{"OutboxRelease", OutboxReleasePattern, func(a []string) string { return OutboxRelease(a[0]) }, nil},
-	{"OutboxRequeue", OutboxRequeuePattern, func(a []string) string { return OutboxRequeue(a[0]) }, nil},
-	{"OutboxResolutions", OutboxResolutionsPattern, func(a []string) string { return OutboxResolutions(a[0]) }, nil},
+	one("Outbox", OutboxPattern, Outbox),
+	one("OutboxPanel", OutboxPanelPattern, OutboxPanel),
+	one("OutboxRelease", OutboxReleasePattern, OutboxRelease),
+	one("OutboxRequeue", OutboxRequeuePattern, OutboxRequeue),
+	one("OutboxResolutions", OutboxResolutionsPattern, OutboxResolutions),
 	withID("OutboxEvent", OutboxEventPattern, OutboxEvent),
-	{"NotificationChannelTest", NotificationChannelTestPattern, func(a []string) string { return NotificationChannelTest(a[0]) }, nil},
+	one("NotificationChannelTest", NotificationChannelTestPattern, NotificationChannelTest),
 
-	{"KafkaCluster", KafkaClusterPattern, func(a []string) string { return KafkaCluster(a[0]) }, nil},
-	{"KafkaGroup", KafkaGroupPattern, func(a []string) string { return KafkaGroup(a[0], a[1]) }, nil},
-	{"OffsetsPlan", OffsetsPlanPattern, func(a []string) string { return OffsetsPlan(a[0], a[1]) }, nil},
-	{"OffsetsApply", OffsetsApplyPattern, func(a []string) string { return OffsetsApply(a[0], a[1]) }, nil},
-	{"OffsetsApprove", OffsetsApprovePattern, func(a []string) string { return OffsetsApprove(a[0], a[1]) }, nil},
-	{"OffsetMove", OffsetMovePattern, func(a []string) string { return OffsetMove(a[0], a[1], a[2]) }, nil},
-	{"KafkaTopic", KafkaTopicPattern, func(a []string) string { return KafkaTopic(a[0], a[1]) }, nil},
-	{"KafkaResolutions", KafkaResolutionsPattern, func(a []string) string { return KafkaResolutions(a[0], a[1]) }, nil},
-	{"KafkaNotes", KafkaNotesPattern, func(a []string) string { return KafkaNotes(a[0], a[1]) }, nil},
-	{"KafkaTopicErrors", KafkaTopicErrorsPattern, func(a []string) string { return KafkaTopicErrors(a[0], a[1]) }, nil},
+	one("KafkaCluster", KafkaClusterPattern, KafkaCluster),
+	two("KafkaGroup", KafkaGroupPattern, KafkaGroup),
+	two("OffsetsPlan", OffsetsPlanPattern, OffsetsPlan),
+	two("OffsetsApply", OffsetsApplyPattern, OffsetsApply),
+	two("OffsetsApprove", OffsetsApprovePattern, OffsetsApprove),
+	three("OffsetMove", OffsetMovePattern, OffsetMove),
+	two("KafkaTopic", KafkaTopicPattern, KafkaTopic),
+	two("KafkaResolutions", KafkaResolutionsPattern, KafkaResolutions),
+	two("KafkaNotes", KafkaNotesPattern, KafkaNotes),
+	two("KafkaTopicErrors", KafkaTopicErrorsPattern, KafkaTopicErrors),
 
-	{"RabbitBroker", RabbitBrokerPattern, func(a []string) string { return RabbitBroker(a[0]) }, nil},
-	{"Queue", QueuePattern, func(a []string) string { return Queue(a[0], a[1], a[2]) }, nil},
-	{"QueueMessages", QueueMessagesPattern, func(a []string) string { return QueueMessages(a[0], a[1], a[2]) }, nil},
-	{"QueueNotes", QueueNotesPattern, func(a []string) string { return QueueNotes(a[0], a[1], a[2]) }, nil},
+	one("RabbitBroker", RabbitBrokerPattern, RabbitBroker),
+	three("Queue", QueuePattern, Queue),
+	three("QueueMessages", QueueMessagesPattern, QueueMessages),
+	three("QueueNotes", QueueNotesPattern, QueueNotes),
 
-	{"ReplayPlan", ReplayPlanPattern, func(a []string) string { return ReplayPlan(a[0]) }, nil},
-	{"Replay", ReplayPattern, func(a []string) string { return Replay(a[0]) }, nil},
-	{"ReplayCancel", ReplayCancelPattern, func(a []string) string { return ReplayCancel(a[0]) }, nil},
-	{"ReplayApprove", ReplayApprovePattern, func(a []string) string { return ReplayApprove(a[0]) }, nil},
+	one("ReplayPlan", ReplayPlanPattern, ReplayPlan),
+	one("Replay", ReplayPattern, Replay),
+	one("ReplayCancel", ReplayCancelPattern, ReplayCancel),
+	one("ReplayApprove", ReplayApprovePattern, ReplayApprove),
 
-	{"APIOutbox", APIOutboxPattern, func(a []string) string { return APIOutbox(a[0]) }, nil},
-	{"APIOutboxEvents", APIOutboxEventsPattern, func(a []string) string { return APIOutboxEvents(a[0]) }, nil},
+	one("APIOutbox", APIOutboxPattern, APIOutbox),
+	one("APIOutboxEvents", APIOutboxEventsPattern, APIOutboxEvents),
 	withID("APIOutboxEvent", APIOutboxEventPattern, APIOutboxEvent),
-	{"APIOutboxRelease", APIOutboxReleasePattern, func(a []string) string { return APIOutboxRelease(a[0]) }, nil},
-	{"APIOutboxRequeue", APIOutboxRequeuePattern, func(a []string) string { return APIOutboxRequeue(a[0]) }, nil},
-	{"APIOutboxResolutions", APIOutboxResolutionsPattern, func(a []string) string { return APIOutboxResolutions(a[0]) }, nil},
-	{"APINotificationChannelTest", APINotificationChannelTestPattern, func(a []string) string { return APINotificationChannelTest(a[0]) }, nil},
+	one("APIOutboxRelease", APIOutboxReleasePattern, APIOutboxRelease),
+	one("APIOutboxRequeue", APIOutboxRequeuePattern, APIOutboxRequeue),
+	one("APIOutboxResolutions", APIOutboxResolutionsPattern, APIOutboxResolutions),
+	one("APINotificationChannelTest", APINotificationChannelTestPattern, APINotificationChannelTest),
 
-	{"APIKafkaGroups", APIKafkaGroupsPattern, func(a []string) string { return APIKafkaGroups(a[0]) }, nil},
-	{"APIKafkaGroup", APIKafkaGroupPattern, func(a []string) string { return APIKafkaGroup(a[0], a[1]) }, nil},
-	{"APIKafkaGroupHistory", APIKafkaGroupHistoryPattern, func(a []string) string { return APIKafkaGroupHistory(a[0], a[1]) }, nil},
-	{"APIOffsetsPlan", APIOffsetsPlanPattern, func(a []string) string { return APIOffsetsPlan(a[0], a[1]) }, nil},
-	{"APIOffsetsApply", APIOffsetsApplyPattern, func(a []string) string { return APIOffsetsApply(a[0], a[1]) }, nil},
-	{"APIOffsetsApprove", APIOffsetsApprovePattern, func(a []string) string { return APIOffsetsApprove(a[0], a[1]) }, nil},
-	{"APIDeadLetterTopics", APIDeadLetterTopicsPattern, func(a []string) string { return APIDeadLetterTopics(a[0]) }, nil},
-	{"APIKafkaRecords", APIKafkaRecordsPattern, func(a []string) string { return APIKafkaRecords(a[0], a[1]) }, nil},
-	{"APIKafkaExport", APIKafkaExportPattern, func(a []string) string { return APIKafkaExport(a[0], a[1]) }, nil},
-	{"APIKafkaErrorGroups", APIKafkaErrorGroupsPattern, func(a []string) string { return APIKafkaErrorGroups(a[0], a[1]) }, nil},
-	{"APIKafkaResolutions", APIKafkaResolutionsPattern, func(a []string) string { return APIKafkaResolutions(a[0], a[1]) }, nil},
-	{"APIKafkaNotes", APIKafkaNotesPattern, func(a []string) string { return APIKafkaNotes(a[0], a[1]) }, nil},
+	one("APIKafkaGroups", APIKafkaGroupsPattern, APIKafkaGroups),
+	two("APIKafkaGroup", APIKafkaGroupPattern, APIKafkaGroup),
+	two("APIKafkaGroupHistory", APIKafkaGroupHistoryPattern, APIKafkaGroupHistory),
+	two("APIOffsetsPlan", APIOffsetsPlanPattern, APIOffsetsPlan),
+	two("APIOffsetsApply", APIOffsetsApplyPattern, APIOffsetsApply),
+	two("APIOffsetsApprove", APIOffsetsApprovePattern, APIOffsetsApprove),
+	one("APIDeadLetterTopics", APIDeadLetterTopicsPattern, APIDeadLetterTopics),
+	two("APIKafkaRecords", APIKafkaRecordsPattern, APIKafkaRecords),
+	two("APIKafkaExport", APIKafkaExportPattern, APIKafkaExport),
+	two("APIKafkaErrorGroups", APIKafkaErrorGroupsPattern, APIKafkaErrorGroups),
+	two("APIKafkaResolutions", APIKafkaResolutionsPattern, APIKafkaResolutions),
+	two("APIKafkaNotes", APIKafkaNotesPattern, APIKafkaNotes),
 
-	{"APIRabbitQueues", APIRabbitQueuesPattern, func(a []string) string { return APIRabbitQueues(a[0]) }, nil},
-	{"APIQueue", APIQueuePattern, func(a []string) string { return APIQueue(a[0], a[1], a[2]) }, nil},
-	{"APIQueueHistory", APIQueueHistoryPattern, func(a []string) string { return APIQueueHistory(a[0], a[1], a[2]) }, nil},
-	{"APIQueueMessages", APIQueueMessagesPattern, func(a []string) string { return APIQueueMessages(a[0], a[1], a[2]) }, nil},
-	{"APIQueueNotes", APIQueueNotesPattern, func(a []string) string { return APIQueueNotes(a[0], a[1], a[2]) }, nil},
-	{"APIQueueExport", APIQueueExportPattern, func(a []string) string { return APIQueueExport(a[0], a[1], a[2]) }, nil},
+	one("APIRabbitQueues", APIRabbitQueuesPattern, APIRabbitQueues),
+	three("APIQueue", APIQueuePattern, APIQueue),
+	three("APIQueueHistory", APIQueueHistoryPattern, APIQueueHistory),
+	three("APIQueueMessages", APIQueueMessagesPattern, APIQueueMessages),
+	three("APIQueueNotes", APIQueueNotesPattern, APIQueueNotes),
+	three("APIQueueExport", APIQueueExportPattern, APIQueueExport),
 
-	{"APIReplayPlan", APIReplayPlanPattern, func(a []string) string { return APIReplayPlan(a[0]) }, nil},
-	{"APIReplay", APIReplayPattern, func(a []string) string { return APIReplay(a[0]) }, nil},
-	{"APIReplayCancel", APIReplayCancelPattern, func(a []string) string { return APIReplayCancel(a[0]) }, nil},
-	{"APIReplayApprove", APIReplayApprovePattern, func(a []string) string { return APIReplayApprove(a[0]) }, nil},
+	one("APIReplayPlan", APIReplayPlanPattern, APIReplayPlan),
+	one("APIReplay", APIReplayPattern, APIReplay),
+	one("APIReplayCancel", APIReplayCancelPattern, APIReplayCancel),
+	one("APIReplayApprove", APIReplayApprovePattern, APIReplayApprove),
 	withNumber("APIArchiveRestore", APIArchiveRestorePattern, APIArchiveRestore),
 	withNumber("ArchiveRestore", ArchiveRestorePattern, ArchiveRestore),
 }
