@@ -51,15 +51,8 @@ func parseAuditFilter(c echo.Context) (audit.Filter, error) {
 	if f.Since, err = queryTime(c, "since", time.Now()); err != nil {
 		return f, err
 	}
-	limit, err := queryInt(c, "limit", 100, 1, audit.MaxLimit)
-	if err != nil {
-		return f, err
-	}
-	f.Limit = int(limit)
-	if f.Before, err = queryInt(c, "cursor", 0, 1, 1<<62); err != nil {
-		return f, ops.Invalid("cursor", "must be the next_cursor value of a previous page")
-	}
-	return f, nil
+	f.Limit, f.Before, err = pageQuery(c, 100, audit.MaxLimit)
+	return f, err
 }
 
 type auditJSON struct {

@@ -181,6 +181,19 @@ func jsonKind(v string) string {
 	return "a " + v
 }
 
+// pageQuery reads a keyset-paged list's ?limit= (def when absent, at most max) and ?cursor= (the
+// next_cursor of the page before; 0 for the first page).
+func pageQuery(c echo.Context, def, max int64) (limit int, before int64, err error) {
+	n, err := queryInt(c, "limit", def, 1, max)
+	if err != nil {
+		return 0, 0, err
+	}
+	if before, err = queryInt(c, "cursor", 0, 1, 1<<62); err != nil {
+		return 0, 0, ops.Invalid("cursor", "must be the next_cursor value of a previous page")
+	}
+	return int(n), before, nil
+}
+
 // queryInt parses an optional integer query parameter within [min, max].
 func queryInt(c echo.Context, name string, def, min, max int64) (int64, error) {
 	raw := c.QueryParam(name)

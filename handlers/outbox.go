@@ -210,15 +210,8 @@ func parseFilter(c echo.Context, now time.Time) (outbox.Filter, error) {
 	if f.CreatedTo, err = queryTime(c, "created_to", now); err != nil {
 		return f, err
 	}
-	limit, err := queryInt(c, "limit", outbox.DefaultLimit, 1, outbox.MaxLimit)
-	if err != nil {
-		return f, err
-	}
-	f.Limit = int(limit)
-	if f.Before, err = queryInt(c, "cursor", 0, 1, 1<<62); err != nil {
-		return f, ops.Invalid("cursor", "must be the next_cursor value of a previous page")
-	}
-	return f, nil
+	f.Limit, f.Before, err = pageQuery(c, outbox.DefaultLimit, outbox.MaxLimit)
+	return f, err
 }
 
 // APIEvents: GET /api/v1/outboxes/:name/events.
