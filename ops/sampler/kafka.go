@@ -34,7 +34,7 @@ type errorGroupReader interface {
 	ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (kafka.ErrorScan, map[int32]int64, error)
 }
 
-// KafkaSource is one cluster to sample and the rules its groups are lag.Judged by.
+// KafkaSource is one cluster to sample and the rules its groups are judged by.
 type KafkaSource struct {
 	Cluster KafkaGroups // required
 	// Rules are the cluster's status thresholds (configs.KafkaCluster.Lag). Zero fields mean
@@ -237,7 +237,7 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 func ErrorGroupSource(cluster, topic string) string { return "kafka/" + cluster + "/" + topic }
 
 // warmKafka loads the windows from the store when this replica has just become leader, so the
-// statuses lag.Judged by the previous leader carry over. A failed load is logged and sampling goes
+// statuses judged by the previous leader carry over. A failed load is logged and sampling goes
 // on with empty windows: statuses then need one window of fresh samples.
 func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 	st.warm = true
@@ -294,7 +294,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 		windows[g.Name] = w
 
 		// The group's windows unpacked into one buffer reused from group to group: parts' sample
-		// slices point into it until the group is lag.Judged.
+		// slices point into it until the group is judged.
 		buf, parts := st.unpacked[:0], st.parts[:0]
 		if g.Error == "" {
 			// The group was described: its partitions now replace the window's set, updated in
@@ -363,7 +363,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 		if g.Error == "" {
 			rows[len(rows)-1].Status = string(gs.Status.Code)
 		}
-		// The rate is the sum of the partitions' (each lag.Judged after its own offset resets); the
+		// The rate is the sum of the partitions' (each judged after its own offset resets); the
 		// catch-up time is the group's total lag over the slope of that total.
 		if _, catchUp, ok := lag.Rate(windowFrom(w.total, rateFrom)); ok {
 			kg.CatchUp, kg.RateKnown = catchUp, true

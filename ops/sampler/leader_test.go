@@ -86,6 +86,6 @@ func TestOneLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	if g := group(t, snap, "billing"); g.Status.Code != lag.StatusStall || !g.RateKnown {
-		t.Errorf("after failover: %s (%s), rate known %v; want STALL lag.Judged from the stored window", g.Status.Code, g.Status.Reason, g.RateKnown)
+		t.Errorf("after failover: %s (%s), rate known %v; want STALL judged from the stored window", g.Status.Code, g.Status.Reason, g.RateKnown)
 	}
 }

@@ -59,7 +59,7 @@ type Options struct {
 	NewGroupWindow time.Duration
 	// Logger receives leadership changes and failed samples; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock samples are stamped and lag.Judged with; nil means time.Now. Tests step it.
+	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
 	Now func() time.Time
 	// CacheTTL is how long LatestKafka serves a snapshot from memory before reading the store
 	// again; 0 means DefaultCacheTTL (1 s), negative disables the cache. KafkaGroupHistory keeps

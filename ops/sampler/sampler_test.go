@@ -15,7 +15,7 @@ import (
 	"github.com/redrive/redrive/ops/store"
 )
 
-// A live group is lag.Judged over time from the sampler's window: OK while it keeps up, WARN once the
+// A live group is judged over time from the sampler's window: OK while it keeps up, WARN once the
 // lag rose at every sample of a window although it commits, STALL once its member stops committing
 // for a window, STOP after StopAfter. The clock is fake; Kafka and PostgreSQL are real.
 func TestStatusesOverTime(t *testing.T) {
@@ -95,7 +95,7 @@ func TestStatusesOverTime(t *testing.T) {
 		}
 	})
 
-	// Commits stop; the member stays. Within a window it is still lag.Judged by the growth, then the
+	// Commits stop; the member stays. Within a window it is still judged by the growth, then the
 	// committed offset has not moved for a whole window: STALL.
 	t.Run("STALL", func(t *testing.T) {
 		step(lag.StatusOK) // stuck 20 s, the lag no longer rises

@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/ops/lag"
 )
 
-// trim keeps what the rules read: a partition stuck since long before the window is still lag.Judged
+// trim keeps what the rules read: a partition stuck since long before the window is still judged
 // STOP with the same "stuck for" as with every sample kept, and one that moved in the window
 // keeps only the window and the sample before it.
 func TestTrimKeepsWhatRulesRead(t *testing.T) {

@@ -97,7 +97,7 @@ func TestWireRoundTrip(t *testing.T) {
 	})
 }
 
-// A group lag.Judged from one sample (not in the snapshot yet) says only what one sample can tell,
+// A group judged from one sample (not in the snapshot yet) says only what one sample can tell,
 // and PartitionStatus gives each partition its verdict: a group without members shares its EMPTY
 // with every partition; a lagging group with members is OK until a window shows a trend.
 func TestJudgeOnce(t *testing.T) {
