@@ -102,6 +102,8 @@ func httpGet(u string) (int, error) {
 	return r.status, r.err
 }
 
+// freeAddr is a loopback address nothing listens on: a console's to be, or a dependency that is
+// down.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -311,18 +310,6 @@ func TestExporterMatchesAPI(t *testing.T) {
 	})
 }
 
-// closedPort is a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // One outbox database down: the scrape still answers 200 with everything else, leaves that
 // outbox's series out and counts the failure.
 func TestExporterSkipsADownSource(t *testing.T) {
@@ -336,7 +323,7 @@ store: {dsn: %q}
 outboxes:
   - {name: orders, dsn: %q}
   - {name: billing, dsn: "postgres://postgres@%s/billing?sslmode=disable&connect_timeout=2"}
-`, pgtest.NewDatabase(t), orders, closedPort(t)))
+`, pgtest.NewDatabase(t), orders, freeAddr(t)))
 
 	api := decode[struct {
 		Outboxes []struct {

@@ -331,7 +331,7 @@ func TestTraceBudgetsAndADownSource(t *testing.T) {
   - {name: dead, brokers: [%q], request_timeout: 1s}
 search: {max_scan: 5}
 redaction: {headers: [kafka_dlt-exception-message]}
-`, closedPort(t)))
+`, freeAddr(t)))
 	a := getTrace(t, base, "message_id=no-such-message")
 	t.Log(a.dump())
 	s := a.steps("kafka main/orders")
