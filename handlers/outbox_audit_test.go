@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 )
 
 // auditFixture is an outbox with one DEAD event and a store, in the same database or in two.
@@ -41,11 +42,7 @@ func auditFixture(t *testing.T, shared bool) (*Outboxes, *store.Store, string, i
 		t.Fatal(err)
 	}
 	t.Cleanup(o.Close)
-	st, err := store.Open(ctx, storeDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.On(t, storeDSN)
 	return NewOutboxes([]OutboxService{o}, st, nil, nil), st, dsn, 1
 }
 

@@ -17,12 +17,11 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/sampler"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 )
 
 // offlineBroker is a Broker that is never dialled: the tests below fail before any broker call.
@@ -189,11 +188,7 @@ func BenchmarkRabbitQueues(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(br.Close)
-	st, err := store.Open(ctx, pgtest.NewDatabase(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(st.Close)
+	st := storetest.Open(b)
 	newSampler := func(ttl time.Duration) *sampler.Sampler {
 		s, err := sampler.New(sampler.Options{Store: st, Rabbit: []sampler.RabbitSource{{Broker: br}}, CacheTTL: ttl})
 		if err != nil {

@@ -23,9 +23,9 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 )
 
 // The test users: each one's password is "pw-" + name.
@@ -76,12 +76,7 @@ type testServer struct {
 
 func newTestStore(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
+	return storetest.Open(t)
 }
 
 // testDeps reads yaml as the config's top level (auth, read_only; the store's DSN a placeholder)

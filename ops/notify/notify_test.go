@@ -21,8 +21,8 @@ import (
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/notify"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 	"github.com/redrive/redrive/ops/tlstest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -165,12 +165,7 @@ func (m *mailbox) messages() []string {
 
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	return st
+	return storetest.Open(t)
 }
 
 func newNotifier(t *testing.T, st *store.Store, ev notify.Evaluator, owner string, cfg configs.Notify) *notify.Notifier {

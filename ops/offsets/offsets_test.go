@@ -18,8 +18,8 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/offsets"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -49,11 +49,7 @@ func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

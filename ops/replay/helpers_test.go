@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -97,11 +98,7 @@ consumers:
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, err := store.Open(ctxT(tb), storeDSN)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(st.Close)
+	st := storetest.On(tb, storeDSN)
 	cl, err := kafka.New(cfg.Kafka[0], cfg.MessageID)
 	if err != nil {
 		tb.Fatal(err)
@@ -200,11 +197,7 @@ func outboxEngine(t *testing.T, rows string) (*replay.Engine, *outbox.Outbox) {
 		t.Fatal(err)
 	}
 	t.Cleanup(o.Close)
-	st, err := store.Open(ctxT(t), pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t)
 	e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

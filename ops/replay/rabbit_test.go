@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 )
 
 // rabbitWorld is a vhost with orders → orders.work, dead-lettering into orders.dlq, the console's
@@ -50,9 +51,7 @@ func newRabbitWorld(t testing.TB) *rabbitWorld {
 	t.Cleanup(b.Close)
 	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
-	st, err := store.Open(ctxT(t), storeDSN)
-	must(err)
-	t.Cleanup(st.Close)
+	st := storetest.On(t, storeDSN)
 	in, err := inbox.Open(ctxT(t), "inventory-service", configs.Inbox{DSN: configs.Secret(inboxDSN), Table: "inbox_message",
 		Columns: configs.InboxColumns{MessageID: "message_id", Consumer: "consumer", ReceivedAt: "received_at", ProcessedAt: "processed_at"}})
 	must(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -27,12 +28,7 @@ func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 60*time.S
 // openStore opens (and migrates) the store on dsn, closed at cleanup: one console replica's store.
 func openStore(tb testing.TB, dsn string) *store.Store {
 	tb.Helper()
-	st, err := store.Open(ctxT(tb), dsn)
-	if err != nil {
-		tb.Fatalf("store.Open: %v", err)
-	}
-	tb.Cleanup(st.Close)
-	return st
+	return storetest.On(tb, dsn)
 }
 
 // clock is a settable time source for Options.Now.

@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lease"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -230,11 +231,7 @@ func TestSourcesSplitAcrossReplicas(t *testing.T) {
 	}
 	var reps []*rep
 	for _, id := range []string{"r1", "r2", "r3"} {
-		st, err := store.Open(ctxT(t), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(st.Close)
+		st := storetest.On(t, dsn)
 		s, err := New(Options{Store: st, ReplicaID: id, Interval: interval,
 			Kafka:  []KafkaSource{{Cluster: b.namedCluster(t, "k1")}, {Cluster: b.namedCluster(t, "k2")}, {Cluster: b.namedCluster(t, "k3")}},
 			Rabbit: []RabbitSource{{Broker: e.broker("rmq")}}})
