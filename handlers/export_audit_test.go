@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -25,11 +26,7 @@ import (
 // (503, nothing exported); otherwise the outcome row names the intent and counts what was written.
 func TestExportIntentBeforeContent(t *testing.T) {
 	ctx := context.Background()
-	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, "orders.DLT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(broker.Close)
+	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
 	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)

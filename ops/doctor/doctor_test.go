@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/doctor"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
@@ -313,33 +314,21 @@ func TestKafkaRights(t *testing.T) {
 	storeDB := pgtest.NewDatabase(t)
 	topics := []string{"orders", "orders.DLT"}
 
-	open, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(open.Close)
+	open := kfaketest.Cluster(t, kfake.SeedTopics(1, topics...))
 
 	acl := func(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
 		return kfake.ACL{Resource: res, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
 	}
-	secured, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, topics...), kfake.EnableSASL(), kfake.EnableACLs(),
+	secured := kfaketest.Cluster(t, kfake.SeedTopics(1, topics...), kfake.EnableSASL(), kfake.EnableACLs(),
 		kfake.Superuser("PLAIN", "admin", "admin-pw"),
 		kfake.User("PLAIN", "redrive", "pw",
 			acl(kmsg.ACLResourceTypeTopic, "orders.DLT", kmsg.ACLOperationRead),
 			acl(kmsg.ACLResourceTypeTopic, "orders", kmsg.ACLOperationDescribe),
 			acl(kmsg.ACLResourceTypeGroup, "*", kmsg.ACLOperationDescribe)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(secured.Close)
 
 	old := kversion.V2_0_0() // Metadata v6: no authorized operations
 	old.SetMaxKeyVersion(29, -1)
-	legacy, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, topics...), kfake.MaxVersions(old))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(legacy.Close)
+	legacy := kfaketest.Cluster(t, kfake.SeedTopics(1, topics...), kfake.MaxVersions(old))
 
 	cfg := baseConfig(t, storeDB)
 	cfg.Kafka = []configs.KafkaCluster{

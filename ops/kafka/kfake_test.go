@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -26,11 +27,7 @@ type fake struct {
 // always listens on 127.0.0.1, and port 0 lets the kernel choose).
 func newFake(tb testing.TB, mod ...func(*configs.KafkaCluster)) *fake {
 	tb.Helper()
-	broker, err := kfake.NewCluster(kfake.Ports(0))
-	if err != nil {
-		tb.Fatalf("kfake: %v", err)
-	}
-	tb.Cleanup(broker.Close)
+	broker := kfaketest.Cluster(tb)
 	addrs := broker.ListenAddrs()
 	for _, a := range addrs {
 		if !strings.HasPrefix(a, "127.0.0.1:") {

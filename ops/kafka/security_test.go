@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/tlstest"
 )
 
@@ -20,12 +21,8 @@ import (
 // ops.ErrUnavailable, not a hang.
 func TestTLSAndSASL(t *testing.T) {
 	caFile, serverTLS, roots := tlstest.SelfSigned(t)
-	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.TLS(serverTLS), kfake.EnableSASL(),
+	broker := kfaketest.Cluster(t, kfake.TLS(serverTLS), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "console", "s3cret"), kfake.SeedTopics(2, "orders.DLT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(broker.Close)
 	addrs := broker.ListenAddrs()
 
 	// Write a dead letter with a client that authenticates the same way.

@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/storetest"
@@ -38,11 +39,7 @@ func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 60*time.S
 // and its DLT "orders.DLT" (3 partitions), a store, and a offsets.Mover.
 func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
 	t.Helper()
-	broker, err := kfake.NewCluster(kfake.Ports(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(broker.Close)
+	broker := kfaketest.Cluster(t)
 	c, err := kafka.New(configs.KafkaCluster{Name: "test", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
 		configs.MessageIDRules{Headers: []string{"messageId"}})
 	if err != nil {

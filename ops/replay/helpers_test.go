@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
@@ -72,11 +73,7 @@ func (a *auditLog) actions() []string {
 
 func newWorld(tb testing.TB) *world {
 	tb.Helper()
-	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(broker.Close)
+	broker := kfaketest.Cluster(tb, kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
 	return newWorldOn(tb, broker.ListenAddrs()[0])
 }
 

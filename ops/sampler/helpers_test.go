@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
@@ -66,11 +67,7 @@ type broker struct {
 
 func newBroker(tb testing.TB) *broker {
 	tb.Helper()
-	kf, err := kfake.NewCluster(kfake.Ports(0))
-	if err != nil {
-		tb.Fatalf("kfake: %v", err)
-	}
-	tb.Cleanup(kf.Close)
+	kf := kfaketest.Cluster(tb)
 	for _, a := range kf.ListenAddrs() {
 		if !strings.HasPrefix(a, "127.0.0.1:") {
 			tb.Fatalf("kfake listens on %s, want loopback", a)

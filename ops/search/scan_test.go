@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 )
 
 // kafkaWorld is a kfake broker with topic "dlt" of 3 partitions and a Redrive cluster on it.
@@ -22,11 +23,7 @@ type kafkaWorld struct {
 
 func newKafkaWorld(tb testing.TB, partitions int32) *kafkaWorld {
 	tb.Helper()
-	broker, err := kfake.NewCluster(kfake.Ports(0), kfake.SeedTopics(partitions, "dlt"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(broker.Close)
+	broker := kfaketest.Cluster(tb, kfake.SeedTopics(partitions, "dlt"))
 	c, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
 		configs.MessageIDRules{})
 	if err != nil {

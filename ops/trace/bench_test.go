@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/search"
@@ -42,11 +42,7 @@ const (
 
 func BenchmarkTraceAggregate(b *testing.B) {
 	ctx := context.Background()
-	broker, err := kfake.NewCluster(kfake.Ports(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(broker.Close)
+	broker := kfaketest.Cluster(b)
 	k, err := kafka.New(configs.KafkaCluster{Name: "bench", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
 		configs.MessageIDRules{Headers: []string{"messageId"}})
 	if err != nil {
