@@ -327,7 +327,7 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 	}
 	intent, err := h.store.RecordIntent(actx, base)
 	if err != nil {
-		return restoreJSON{}, auditUnavailable(err)
+		return restoreJSON{}, audit.NotWritten(err)
 	}
 	var out restoreJSON
 	if req.To == replay.RestoredToOriginal {

@@ -395,23 +395,14 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 	})
 }
 
-// auditUnavailable is the answer (503) to a change whose audit row cannot be written, which was
-// therefore not made.
-func auditUnavailable(err error) error {
-	return ops.Unavailable(err, "the audit log cannot be written, so nothing was changed")
-}
-
 // change makes an audited change to an outbox with audit.ChangeInTx: its intent row first (none →
 // nothing attempted, 503), its outcome row before the outbox's transaction commits (none → rolled
 // back, 503).
 func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, detail map[string]any,
 	run func(ctx context.Context, audit outbox.AuditFunc) (int64, error)) (int64, error) {
-	var log audit.TxLog
-	if h.audit != nil {
-		log = h.audit // a nil ChangeAuditor stays a nil TxLog: ChangeInTx refuses (503)
-	}
 	base := auditEntry(c, action, "outbox/"+outboxName, reason, detail)
-	return audit.ChangeInTx(c.Request().Context(), log, loggerOf(c), base, func(ctx context.Context, commit audit.Commit) (int64, error) {
+	// A nil ChangeAuditor is a nil TxLog: ChangeInTx refuses (503).
+	return audit.ChangeInTx(c.Request().Context(), h.audit, loggerOf(c), base, func(ctx context.Context, commit audit.Commit) (int64, error) {
 		return run(ctx, outbox.AuditFunc(commit))
 	})
 }

@@ -36,14 +36,14 @@ type Commit func(ctx context.Context, tx pgx.Tx, changed int64) error
 // The rows are written even if ctx is cancelled midway (a client that went away).
 func ChangeInTx(ctx context.Context, log TxLog, logger *slog.Logger, e Entry, run func(ctx context.Context, commit Commit) (int64, error)) (int64, error) {
 	if log == nil {
-		return 0, ops.Unavailable(errors.New("no audit log is configured"), "the audit log cannot be written, so nothing was changed")
+		return 0, NotWritten(errors.New("no audit log is configured"))
 	}
 	e = withClient(ctx, e)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	intent, err := log.RecordIntent(wctx, e)
 	if err != nil {
-		return 0, ops.Unavailable(err, "the audit log cannot be written, so nothing was changed")
+		return 0, NotWritten(err)
 	}
 	var commitErr error
 	n, err := run(ctx, func(ctx context.Context, tx pgx.Tx, changed int64) error {
@@ -58,8 +58,14 @@ func ChangeInTx(ctx context.Context, log TxLog, logger *slog.Logger, e Entry, ru
 	if commitErr != nil {
 		// Rolled back. The intent row stays with no outcome, or gets this one if the log answers.
 		Record(wctx, log, logger, OutcomeOf(e, intent, OutcomeFailed, nil, commitErr))
-		return 0, ops.Unavailable(commitErr, "the audit log cannot be written, so nothing was changed")
+		return 0, NotWritten(commitErr)
 	}
 	Record(wctx, log, logger, OutcomeOf(e, intent, OutcomeFailed, nil, err))
 	return 0, err
+}
+
+// NotWritten is the answer (503) to a change whose audit row could not be written, which was
+// therefore not made; err is the cause, for the log.
+func NotWritten(err error) error {
+	return ops.Unavailable(err, "the audit log cannot be written, so nothing was changed")
 }
