@@ -50,19 +50,17 @@ func doctorCommand(ctx context.Context, args []string, getenv func(string) strin
 // doctorAdapters hands the running adapters to the /doctor page's checks, so that they use the
 // console's own connections.
 func (a *app) doctorAdapters() doctor.Adapters {
-	ad := doctor.Adapters{Store: a.store, Outboxes: map[string]*outbox.Outbox{}, Inboxes: map[string]*inbox.Inbox{},
-		Kafka: map[string]*kafka.Cluster{}, Rabbit: map[string]*rabbit.Broker{}}
-	for _, o := range a.outboxes {
-		ad.Outboxes[o.Name()] = o
+	return doctor.Adapters{Store: a.store, Outboxes: keyed(a.outboxes, (*outbox.Outbox).Name),
+		Inboxes: keyed(a.inboxes, (*inbox.Inbox).Consumer), Kafka: keyed(a.kafka, (*kafka.Cluster).Name),
+		Rabbit: keyed(a.rabbit, (*rabbit.Broker).Name)}
+}
+
+// keyed indexes the app's adapters (kept in config order) by key, as the doctor looks them up:
+// one loop for the four kinds.
+func keyed[T any](adapters []T, key func(T) string) map[string]T {
+	m := make(map[string]T, len(adapters))
+	for _, a := range adapters {
+		m[key(a)] = a
 	}
-	for _, in := range a.inboxes {
-		ad.Inboxes[in.Consumer()] = in
-	}
-	for _, k := range a.kafka {
-		ad.Kafka[k.Name()] = k
-	}
-	for _, r := range a.rabbit {
-		ad.Rabbit[r.Name()] = r
-	}
-	return ad
+	return m
 }
