@@ -253,10 +253,6 @@ type recordKeyJSON struct {
 	Offset    int64 `json:"offset"`
 }
 
-type notesJSON struct {
-	Notes []noteJSON `json:"notes"`
-}
-
 func toNoteJSON(n triage.Note) noteJSON {
 	j := noteJSON{ID: n.ID, By: n.Actor, At: n.At.UTC(), Text: n.Text, Link: n.Link}
 	if r := n.Record; r != nil {
@@ -289,19 +285,33 @@ func (h *Kafka) APINotes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := notesJSON{Notes: []noteJSON{}}
-	if h.triage == nil {
+	return answerNotes(c, h.triage != nil, func(ctx context.Context) ([]triage.Note, error) {
+		return h.triage.Notes(ctx, k.Name(), pathParam(c, "topic"))
+	}, toNoteJSON)
+}
+
+// answerNotes answers a notes API (a topic's, a queue's): {"notes": [...]} as read and shaped as
+// the area gives a note; an empty list when the console has no store to keep notes in (stored
+// false: read is not called).
+func answerNotes[J any](c echo.Context, stored bool, read func(context.Context) ([]triage.Note, error), toJSON func(triage.Note) J) error {
+	out := struct {
+		Notes []J `json:"notes"`
+	}{Notes: []J{}}
+	if !stored {
 		return c.JSON(http.StatusOK, out)
 	}
-	notes, err := h.triage.Notes(c.Request().Context(), k.Name(), pathParam(c, "topic"))
+	notes, err := read(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	for _, n := range notes {
-		out.Notes = append(out.Notes, toNoteJSON(n))
+		out.Notes = append(out.Notes, toJSON(n))
 	}
 	return c.JSON(http.StatusOK, out)
 }
+
+// errNoNoteStore answers adding a note when the console has no store to keep it in.
+var errNoNoteStore = &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
 
 // FormNote: POST /kafka/:cluster/topics/:topic/notes — the pages' note forms, back to the page.
 func (h *Kafka) FormNote(c echo.Context) error {
@@ -329,7 +339,7 @@ func (h *Kafka) addNote(c echo.Context, req noteRequest) (triage.Note, error) {
 		return triage.Note{}, err
 	}
 	if h.triage == nil {
-		return triage.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
+		return triage.Note{}, errNoNoteStore
 	}
 	r := triage.NoteRequest{Cluster: k.Name(), Topic: pathParam(c, "topic"), Text: req.Text, Link: req.Link,
 		Actor: ActorOf(c)}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
@@ -73,20 +72,9 @@ func (h *Rabbit) APIQueueNotes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Notes []queueNoteJSON `json:"notes"`
-	}{Notes: []queueNoteJSON{}}
-	if h.triage == nil {
-		return c.JSON(http.StatusOK, out)
-	}
-	notes, err := h.triage.QueueNotes(c.Request().Context(), b.Name(), pathParam(c, "vhost"), pathParam(c, "queue"))
-	if err != nil {
-		return err
-	}
-	for _, n := range notes {
-		out.Notes = append(out.Notes, toQueueNoteJSON(n))
-	}
-	return c.JSON(http.StatusOK, out)
+	return answerNotes(c, h.triage != nil, func(ctx context.Context) ([]triage.Note, error) {
+		return h.triage.QueueNotes(ctx, b.Name(), pathParam(c, "vhost"), pathParam(c, "queue"))
+	}, toQueueNoteJSON)
 }
 
 // FormQueueNote: POST /rabbitmq/:broker/queues/:vhost/:queue/notes — the messages page's note
@@ -112,7 +100,7 @@ func (h *Rabbit) addQueueNote(c echo.Context, req queueNoteRequest) (triage.Note
 		return triage.Note{}, err
 	}
 	if h.triage == nil {
-		return triage.Note{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "notes need the console's store"}
+		return triage.Note{}, errNoNoteStore
 	}
 	r := triage.QueueNoteRequest{Broker: b.Name(), Vhost: pathParam(c, "vhost"), Queue: pathParam(c, "queue"), MessageID: req.MessageID,
 		Text: req.Text, Link: req.Link, Actor: ActorOf(c)}
