@@ -265,56 +265,51 @@ func (w *redactWriter) value(ms []match) (bool, error) {
 }
 
 func (w *redactWriter) object(ms []match) (bool, error) {
-	w.out.WriteByte('{')
-	changed := false
-	for i := 0; w.dec.More(); i++ {
+	return w.members('{', '}', ms, func(int) (func(pathSeg) bool, error) {
 		tok, err := w.dec.Token()
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return false, errNotJSON
-		}
-		if i > 0 {
-			w.out.WriteByte(',')
+			return nil, errNotJSON
 		}
 		w.writeString(key)
 		w.out.WriteByte(':')
-		c, err := w.value(w.advance(ms, func(s pathSeg) bool {
-			return s.kind == segAnyKey || (s.kind == segKey && s.key == key)
-		}))
-		if err != nil {
-			return false, err
-		}
-		changed = changed || c
-	}
-	if _, err := w.dec.Token(); err != nil { // '}'
-		return false, err
-	}
-	w.out.WriteByte('}')
-	return changed, nil
+		return func(s pathSeg) bool { return s.kind == segAnyKey || (s.kind == segKey && s.key == key) }, nil
+	})
 }
 
 func (w *redactWriter) array(ms []match) (bool, error) {
-	w.out.WriteByte('[')
+	return w.members('[', ']', ms, func(i int) (func(pathSeg) bool, error) {
+		return func(s pathSeg) bool { return s.kind == segAnyIndex || (s.kind == segIndex && s.index == i) }, nil
+	})
+}
+
+// members copies an object's or an array's members, each value redacted down the paths whose
+// next step accepts it: member writes what stands before the i-th value (an object's key) and
+// says which steps accept it. One walk for both, so that they separate, close and fail alike.
+func (w *redactWriter) members(open, end byte, ms []match, member func(i int) (func(pathSeg) bool, error)) (bool, error) {
+	w.out.WriteByte(open)
 	changed := false
 	for i := 0; w.dec.More(); i++ {
 		if i > 0 {
 			w.out.WriteByte(',')
 		}
-		c, err := w.value(w.advance(ms, func(s pathSeg) bool {
-			return s.kind == segAnyIndex || (s.kind == segIndex && s.index == i)
-		}))
+		accepts, err := member(i)
+		if err != nil {
+			return false, err
+		}
+		c, err := w.value(w.advance(ms, accepts))
 		if err != nil {
 			return false, err
 		}
 		changed = changed || c
 	}
-	if _, err := w.dec.Token(); err != nil { // ']'
+	if _, err := w.dec.Token(); err != nil { // the closing '}' or ']'
 		return false, err
 	}
-	w.out.WriteByte(']')
+	w.out.WriteByte(end)
 	return changed, nil
 }
 
