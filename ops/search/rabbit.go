@@ -75,16 +75,7 @@ func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitRes
 				return false
 			}
 		}
-		if res.Scanned%256 == 0 {
-			if q.Progress != nil {
-				q.Progress(res.Scanned, res.Matched)
-			}
-			if !deadline.IsZero() && time.Now().After(deadline) {
-				res.Stopped = StoppedTimeout
-				return false
-			}
-		}
-		return true
+		return checkpoint(q.Progress, res.Scanned, res.Matched, deadline, &res.Stopped)
 	})
 	if stopErr != nil {
 		return RabbitResult{}, stopErr

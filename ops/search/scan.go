@@ -193,14 +193,10 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 			res.Stopped = StoppedMaxScan
 			return false
 		}
-		if res.Scanned%256 == 0 {
-			if q.Progress != nil {
-				q.Progress(res.Scanned, res.Matched)
-			}
-			if !deadline.IsZero() && time.Now().After(deadline) {
-				res.Stopped = StoppedTimeout
-				return false
-			}
+		if !checkpoint(q.Progress, res.Scanned, res.Matched, deadline, &res.Stopped) {
+			return false
+		}
+		if res.Scanned%checkEvery == 0 {
 			// A bounded filter is not interrupted by ctx (Filter.bounded), and records already
 			// fetched are read without the client: the scan is, here.
 			if err := ctx.Err(); err != nil {
@@ -250,4 +246,24 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		res.Stopped = StoppedTimeout
 	}
 	return res, nil
+}
+
+// checkEvery is how many messages a scan reads between two looks at its progress and its time.
+const checkEvery = 256
+
+// checkpoint is what both scans (a topic's records, a queue's messages) do after each message
+// read: every checkEvery of them, report the progress and stop at the deadline (StoppedTimeout),
+// so that the two report and time out alike. It says whether the scan goes on.
+func checkpoint(progress func(scanned, matched int64), scanned, matched int64, deadline time.Time, stopped *string) bool {
+	if scanned%checkEvery != 0 {
+		return true
+	}
+	if progress != nil {
+		progress(scanned, matched)
+	}
+	if !deadline.IsZero() && time.Now().After(deadline) {
+		*stopped = StoppedTimeout
+		return false
+	}
+	return true
 }

@@ -89,10 +89,8 @@ func (v *kafkaVars) ResolveName(name string) (any, bool) {
 			}
 			if d != nil && d.JSON != nil {
 				v.value = document(d.JSON, v.paths)
-			} else if c.Truncated {
-				v.value = text(c.Value)
 			} else {
-				v.value = document(c.Value, v.paths)
+				v.value = payloadOf(c.Value, c.Truncated, v.paths)
 			}
 		}
 		return v.value, true
@@ -249,11 +247,7 @@ func (v *rabbitVars) ResolveName(name string) (any, bool) {
 	switch name {
 	case "body":
 		if v.body == nil {
-			if m.Truncated {
-				v.body = text(m.Body)
-			} else {
-				v.body = document(m.Body, v.paths)
-			}
+			v.body = payloadOf(m.Body, m.Truncated, v.paths)
 		}
 		return v.body, true
 	case "headers":
@@ -304,6 +298,15 @@ func (v *rabbitVars) ResolveName(name string) (any, bool) {
 		return v.dead, true
 	}
 	return nil, false
+}
+
+// payloadOf is a record's value or a message's body as a filter sees it: one cut short as its text
+// (a cut JSON document would not parse), a whole one as the document down the paths t names.
+func payloadOf(b []byte, truncated bool, t *pathTree) any {
+	if truncated {
+		return text(b)
+	}
+	return document(b, t)
 }
 
 // text is bytes as a filter sees them: UTF-8 as is, anything else in base64, nil as "".
