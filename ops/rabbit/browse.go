@@ -349,16 +349,7 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue
 	if want > maxPrefetch {
 		return b.browseWindows(ctx, vhost, queue, want, sink)
 	}
-	if err := ch.Qos(want, 0, false); err != nil {
-		return 0, fmt.Errorf("basic.qos: %w", err)
-	}
-	tag := consumerTag()
-	deliveries, err := ch.Consume(queue, tag, false, false, false, false, nil)
-	if err != nil {
-		return 0, fmt.Errorf("basic.consume: %w", err)
-	}
 	var last uint64
-	var loopErr error
 	collect := func(d amqp.Delivery) {
 		last = max(last, d.DeliveryTag)
 		if read < want {
@@ -366,32 +357,9 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue
 			read++
 		}
 	}
-	timer := time.NewTimer(b.firstWait)
-	defer timer.Stop()
-loop:
-	for read < want {
-		select {
-		case d, ok := <-deliveries:
-			if !ok {
-				break loop // channel closed under us; the broker requeues on close
-			}
-			collect(d)
-			// Fewer than were ready so far: a pause is a busy broker, not the queue's end.
-			timer.Reset(max(b.firstWait, 6*b.idleWait))
-		case <-timer.C:
-			break loop
-		case <-ctx.Done():
-			loopErr = ctx.Err()
-			break loop
-		}
-	}
-	// Stop deliveries, then take what was already on its way: every delivery must be returned.
-	if err := ch.Cancel(tag, false); err != nil && loopErr == nil {
-		loopErr = fmt.Errorf("basic.cancel: %w", err)
-	}
-	for d := range deliveries {
-		collect(d)
-	}
+	// Fewer than were ready so far: a pause is a busy broker, not the queue's end. What was
+	// already on its way is collected too: every delivery must be returned.
+	loopErr := b.consume(ctx, ch, queue, want, nil, max(b.firstWait, 6*b.idleWait), collect, collect)
 	if last > 0 {
 		if err := ch.Nack(last, true, true); err != nil && loopErr == nil {
 			loopErr = fmt.Errorf("basic.nack: %w", err)
@@ -461,28 +429,40 @@ func (b *Broker) awaitReturned(ctx context.Context, vhost, queue string, consume
 // browseStream reads a stream from its first offset. Stream consumers need manual acks and a
 // prefetch; reading does not remove anything, and unacked stream deliveries are only credit.
 func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult, sink func(amqp.Delivery, int)) error {
-	if err := ch.Qos(limit, 0, false); err != nil {
+	read := 0
+	loopErr := b.consume(ctx, ch, queue, limit, amqp.Table{"x-stream-offset": "first"}, b.idleWait, func(d amqp.Delivery) {
+		sink(d, read)
+		read++
+	}, func(amqp.Delivery) {}) // what was in flight is dropped: a stream's deliveries are only credit
+	res.Notes = append(res.Notes, "Stream queue: read from the first offset; reading a stream does not change it.")
+	return loopErr
+}
+
+// consume reads a queue through a consumer of its own with manual acks and a prefetch of want:
+// each delivery goes to take until want came, none came for pause (firstWait before the first),
+// or ctx ended (its error); then the consumer is cancelled and what was already on its way goes
+// to drained. Both browses (a queue's head, a stream) read this way.
+func (b *Broker) consume(ctx context.Context, ch *amqp.Channel, queue string, want int, args amqp.Table, pause time.Duration, take, drained func(amqp.Delivery)) error {
+	if err := ch.Qos(want, 0, false); err != nil {
 		return fmt.Errorf("basic.qos: %w", err)
 	}
 	tag := consumerTag()
-	deliveries, err := ch.Consume(queue, tag, false, false, false, false, amqp.Table{"x-stream-offset": "first"})
+	deliveries, err := ch.Consume(queue, tag, false, false, false, false, args)
 	if err != nil {
 		return fmt.Errorf("basic.consume: %w", err)
 	}
 	timer := time.NewTimer(b.firstWait)
 	defer timer.Stop()
 	var loopErr error
-	read := 0
 loop:
-	for read < limit {
+	for n := 0; n < want; n++ {
 		select {
 		case d, ok := <-deliveries:
 			if !ok {
-				break loop
+				break loop // channel closed under us; the broker requeues on close
 			}
-			sink(d, read)
-			read++
-			timer.Reset(b.idleWait)
+			take(d)
+			timer.Reset(pause)
 		case <-timer.C:
 			break loop
 		case <-ctx.Done():
@@ -493,9 +473,9 @@ loop:
 	if err := ch.Cancel(tag, false); err != nil && loopErr == nil {
 		loopErr = fmt.Errorf("basic.cancel: %w", err)
 	}
-	for range deliveries { //nolint:revive // drain what was in flight
+	for d := range deliveries {
+		drained(d)
 	}
-	res.Notes = append(res.Notes, "Stream queue: read from the first offset; reading a stream does not change it.")
 	return loopErr
 }
 
