@@ -154,6 +154,19 @@ func auditLog(t *testing.T, base, query string) []auditRow {
 	return decode[struct{ Entries []auditRow }](t, r).Entries
 }
 
+// okAudits counts the entries of action in the audit log that succeeded on target for actor; rows
+// are all the entries read, for a failure message.
+func okAudits(t *testing.T, base, action, target, actor string) (ok int, rows []auditRow) {
+	t.Helper()
+	rows = auditLog(t, base, "action="+action)
+	for _, e := range rows {
+		if e.Outcome == "ok" && e.Target == target && e.Actor == actor {
+			ok++
+		}
+	}
+	return ok, rows
+}
+
 func TestLoginLogout(t *testing.T) {
 	t.Parallel()
 	base, _ := authConsole(t, "")

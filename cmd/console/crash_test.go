@@ -143,13 +143,7 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 	if r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != n || plan.Actions["publish"] != 4500 {
 		t.Fatalf("plan: %d %s", r.status, r.body)
 	}
-	r = doRaw("POST", p.base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1500,"reason":"crash test"}`, plan.PlanID))
-	var job struct {
-		ID string `json:"id"`
-	}
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
+	job := startJob(t, p.base, fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1500,"reason":"crash test"}`, plan.PlanID))
 
 	for kill := 0; kill < 5; kill++ {
 		// Kill while messages move: once this process has made progress, at a random moment.
@@ -225,6 +219,18 @@ type rawResponse struct {
 }
 
 // doRaw is do for code outside a test's goroutine or where a failed request is expected.
+// startJob starts a replay job through the API with body ({"plan_id", …}) and gives its id; the
+// process tests start theirs this way.
+func startJob(t *testing.T, base, body string) struct{ ID string } {
+	t.Helper()
+	r := doRaw("POST", base+"/api/v1/replays", "application/json", body)
+	var job struct{ ID string }
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	return job
+}
+
 func doRaw(method, u, contentType, body string) rawResponse {
 	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops/pgtest"
@@ -59,16 +58,8 @@ replay: {lease: 2s}
 	if r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != n || plan.Actions["discard"] != n || plan.Action != "discard" {
 		t.Fatalf("plan: %d %.500s", r.status, r.body)
 	}
-	r = doRaw("POST", p.base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1500,"reason":"poison orders, fixed in 4.2.1"}`, plan.PlanID))
-	var job struct {
-		ID string `json:"id"`
-	}
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
-	db, err := pgx.Connect(ctx, storeDSN)
-	mustDo(t, err)
-	defer db.Close(context.Background())
+	job := startJob(t, p.base, fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1500,"reason":"poison orders, fixed in 4.2.1"}`, plan.PlanID))
+	db := pgtest.Conn(t, storeDSN)
 	archived := func() (ids map[string]int) {
 		t.Helper()
 		rows, err := db.Query(ctx, `SELECT message_id FROM redrive.archived_message`)

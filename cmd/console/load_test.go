@@ -75,13 +75,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 	if r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != records {
 		t.Fatalf("plan: %d %s", r.status, tail(r.body, 500))
 	}
-	r = doRaw("POST", p.base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":%d,"reason":"load test"}`, plan.PlanID, rate))
-	var job struct {
-		ID string `json:"id"`
-	}
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &job) != nil {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
+	job := startJob(t, p.base, fmt.Sprintf(`{"plan_id":%q,"rate_per_second":%d,"reason":"load test"}`, plan.PlanID, rate))
 	waitReplayMoves(t, p.base, job.ID, 0, 30*time.Second)
 
 	pq := url.PathEscape(vhost)

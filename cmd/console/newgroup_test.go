@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -77,11 +75,7 @@ notify:
   channels: [{name: hook, type: webhook, url: %q}]
   rules: [{match: {kind: new_error_group}, channels: [hook]}]
 `, storeDSN, k.Addrs()[0], receiver.URL))
-	db, err := pgx.Connect(ctx, storeDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(context.Background())
+	db := pgtest.Conn(t, storeDSN)
 	count := func(typ string) (n int64) {
 		_ = db.QueryRow(ctx, `SELECT coalesce(sum(count), 0) FROM redrive.error_group WHERE exception_type = $1`, typ).Scan(&n)
 		return n

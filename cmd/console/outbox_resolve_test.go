@@ -111,15 +111,8 @@ func TestResolveOutboxDead(t *testing.T) {
 		t.Fatalf("a replayed event that died again is open: %.800s", o)
 	}
 
-	a := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=outbox.resolve", "tok-admin", ""))
-	var ok int
-	for _, e := range a.Entries {
-		if e.Outcome == "ok" && e.Target == "outbox/orders" && e.Actor == "token:operator-bot" {
-			ok++
-		}
-	}
-	if ok != 4 {
-		t.Fatalf("%d ok outbox.resolve entries, want 4: %+v", ok, a.Entries)
+	if ok, rows := okAudits(t, base, "outbox.resolve", "outbox/orders", "token:operator-bot"); ok != 4 {
+		t.Fatalf("%d ok outbox.resolve entries, want 4: %+v", ok, rows)
 	}
 }
 

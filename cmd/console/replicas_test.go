@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -65,11 +63,7 @@ kafka: [{name: main, brokers: [%q]}]
 	}
 
 	// A replica that took the source over and hangs: its lease runs for an hour.
-	conn, err := pgx.Connect(ctx, storeDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Conn(t, storeDSN)
 	if _, err := conn.Exec(ctx, `UPDATE redrive.sampler_lease SET owner = 'hung', token = token + 1,
 		expires_at = now() + interval '1 hour' WHERE source = 'kafka/main'`); err != nil {
 		t.Fatal(err)

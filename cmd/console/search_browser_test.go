@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,18 +10,14 @@ import (
 	"github.com/redrive/redrive/ops/waittest"
 )
 
-// TestBrowserSearchTopic: a filter typed on a topic page streams its matches in with the records
-// scanned and the rate, the URL keeps it, and "Plan replay of the matches" plans exactly them.
-func TestBrowserSearchTopic(t *testing.T) {
-	base := kafkaConsole(t)
-	ctx, dialogs := newBrowser(t)
-	const filter = `offset < 10 && key != "<img src=x onerror=alert(1)>"` // 10 in each of 3 partitions
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/kafka/main/topics/orders.DLT"),
-		chromedp.WaitVisible(`[data-testid="filter-input"]`),
-		chromedp.SetValue(`[data-testid="partition-select"]`, "all"),
-		chromedp.SendKeys(`[data-testid="filter-input"]`, filter),
+// runSearch types filter into a page's search form, once open runs the steps that get there (the
+// page, its partition choice), and waits for the scan to finish: its status line.
+func runSearch(t *testing.T, ctx context.Context, filter string, open ...chromedp.Action[chromedp.Void]) string {
+	t.Helper()
+	steps := append(open, chromedp.SendKeys(`[data-testid="filter-input"]`, filter),
 		chromedp.Submit(`[data-testid="filter-input"]`),
-		chromedp.WaitVisible(`[data-testid="scan"]`)); err != nil {
+		chromedp.WaitVisible(`[data-testid="scan"]`))
+	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatal(err)
 	}
 	var status string
@@ -28,6 +25,18 @@ func TestBrowserSearchTopic(t *testing.T) {
 		status = must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`))
 		return strings.Contains(status, "done")
 	})
+	return status
+}
+
+// TestBrowserSearchTopic: a filter typed on a topic page streams its matches in with the records
+// scanned and the rate, the URL keeps it, and "Plan replay of the matches" plans exactly them.
+func TestBrowserSearchTopic(t *testing.T) {
+	base := kafkaConsole(t)
+	ctx, dialogs := newBrowser(t)
+	const filter = `offset < 10 && key != "<img src=x onerror=alert(1)>"` // 10 in each of 3 partitions
+	status := runSearch(t, ctx, filter, chromedp.Navigate(base+"/kafka/main/topics/orders.DLT"),
+		chromedp.WaitVisible(`[data-testid="filter-input"]`),
+		chromedp.SetValue(`[data-testid="partition-select"]`, "all"))
 	rows := must(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="scan-row"]').length`))
 	loc := must(t, ctx, chromedp.Evaluate[string](`location.search`))
 	screenshot(t, ctx, "kafka-topic-search")
@@ -55,18 +64,8 @@ func TestBrowserSearchQueue(t *testing.T) {
 	base, vhost, _ := rabbitConsole(t)
 	ctx, dialogs := newBrowser(t)
 	page := base + "/rabbitmq/main/queues/" + strings.ReplaceAll(vhost, "/", "%2F") + "/orders.dlq/messages"
-	if err := chromedp.Do(ctx, chromedp.Navigate(page),
-		chromedp.WaitVisible(`[data-testid="filter-input"]`),
-		chromedp.SendKeys(`[data-testid="filter-input"]`, `dead_letter.reason == "expired"`),
-		chromedp.Submit(`[data-testid="filter-input"]`),
-		chromedp.WaitVisible(`[data-testid="scan"]`)); err != nil {
-		t.Fatal(err)
-	}
-	var status string
-	waittest.Until(t, 30*time.Second, "the scan to finish", func() bool {
-		status = must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`))
-		return strings.Contains(status, "done")
-	})
+	status := runSearch(t, ctx, `dead_letter.reason == "expired"`, chromedp.Navigate(page),
+		chromedp.WaitVisible(`[data-testid="filter-input"]`))
 	reasons := must(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('[data-testid="scan-row"] td:nth-child(4)')).map(td => td.textContent)`))
 	screenshot(t, ctx, "rabbitmq-queue-search")
 	if len(reasons) != 12 || !strings.Contains(status, "12 matched") {

@@ -313,16 +313,9 @@ func TestResolveDeadLetters(t *testing.T) {
 	})
 
 	t.Run("Audited", func(t *testing.T) {
-		a := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=kafka.resolve", "tok-admin", ""))
-		var ok int
-		for _, e := range a.Entries {
-			if e.Outcome == "ok" && e.Actor == "token:operator-bot" && e.Target == "kafka/main/orders.DLT" {
-				ok++
-			}
-		}
 		// record, group, group again (0 changed), filter.
-		if ok != 4 {
-			t.Fatalf("%d ok kafka.resolve audit entries, want 4: %+v", ok, a.Entries)
+		if ok, rows := okAudits(t, base, "kafka.resolve", "kafka/main/orders.DLT", "token:operator-bot"); ok != 4 {
+			t.Fatalf("%d ok kafka.resolve audit entries, want 4: %+v", ok, rows)
 		}
 	})
 }

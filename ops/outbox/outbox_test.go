@@ -190,11 +190,7 @@ func TestReleaseNeverStealsARowALiveRelayHolds(t *testing.T) {
 	free := insert(t, dsn, "PROCESSING", 0, -30, "")
 	ctx := context.Background()
 
-	relay, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close(ctx)
+	relay := pgtest.Conn(t, dsn)
 	tx, err := relay.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -243,11 +239,7 @@ func TestReleaseRacingAClaim(t *testing.T) {
 	o, dsn := newOutbox(t)
 	id := insert(t, dsn, "PROCESSING", 0, -30, "")
 	ctx := context.Background()
-	relay, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close(ctx)
+	relay := pgtest.Conn(t, dsn)
 	tx, _ := relay.Begin(ctx)
 	// The relay re-claims with a fresh lease but has not committed yet.
 	if _, err := tx.Exec(ctx, `UPDATE outbox_event SET locked_until = now() + interval '1 minute' WHERE id = $1`, id); err != nil {

@@ -104,6 +104,18 @@ func WaitLockWaiters(tb testing.TB, dsn string, n int) {
 	})
 }
 
+// Conn is a connection of the test's own to dsn (a relay holding a row lock, a check reading the
+// store), closed when the test ends.
+func Conn(tb testing.TB, dsn string) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		tb.Fatalf("pgtest: connect: %v", err)
+	}
+	tb.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
 // connect opens a connection to dsn for a helper's statements, bounded by within; done closes it.
 func connect(tb testing.TB, dsn string, within time.Duration) (ctx context.Context, conn *pgx.Conn, done func()) {
 	tb.Helper()
