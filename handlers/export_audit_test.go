@@ -27,11 +27,7 @@ import (
 func TestExportIntentBeforeContent(t *testing.T) {
 	ctx := context.Background()
 	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
-	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := kfaketest.Client(t, broker)
 	for range 3 {
 		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders.DLT", Value: []byte(`{"secret":"s3cr3t"}`)}).FirstErr(); err != nil {
 			t.Fatal(err)

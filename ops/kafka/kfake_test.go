@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,20 +22,13 @@ type fake struct {
 	adm    *kadm.Client
 }
 
-// newFake starts a one-broker kfake cluster on 127.0.0.1 and a free port (kfake.Ports(0): kfake
-// always listens on 127.0.0.1, and port 0 lets the kernel choose).
+// newFake starts a one-broker kfake cluster on 127.0.0.1 and a free port (kfaketest.Cluster).
 func newFake(tb testing.TB, mod ...func(*configs.KafkaCluster)) *fake {
 	tb.Helper()
 	broker := kfaketest.Cluster(tb)
-	addrs := broker.ListenAddrs()
-	for _, a := range addrs {
-		if !strings.HasPrefix(a, "127.0.0.1:") {
-			tb.Fatalf("kfake listens on %s, want loopback", a)
-		}
-	}
 	cfg := configs.KafkaCluster{
 		Name:           "test",
-		Brokers:        addrs,
+		Brokers:        broker.ListenAddrs(),
 		RequestTimeout: configs.Duration(10 * time.Second),
 		Lag:            configs.LagRules{Window: configs.Duration(5 * time.Minute), StopAfter: configs.Duration(15 * time.Minute), WarnMinLag: 1},
 	}
@@ -51,18 +43,13 @@ func newFake(tb testing.TB, mod ...func(*configs.KafkaCluster)) *fake {
 		tb.Fatalf("New: %v", err)
 	}
 	tb.Cleanup(c.Close)
-	prod, err := kgo.NewClient(
-		kgo.SeedBrokers(addrs...),
+	prod := kfaketest.Client(tb, broker,
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.MaxBufferedRecords(100_000),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	)
-	if err != nil {
-		tb.Fatalf("producer: %v", err)
-	}
-	tb.Cleanup(prod.Close)
 	return &fake{broker: broker, c: c, prod: prod, adm: kadm.NewClient(prod)}
 }
 

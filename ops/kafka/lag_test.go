@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kfaketest"
 )
 
 func partitionLag(t *testing.T, g Group, topic string, p int32) PartitionLag {
@@ -123,17 +124,12 @@ func TestGroupWithMember(t *testing.T) {
 	f.fill(t, "events", 0, 4)
 	f.fill(t, "events", 1, 6)
 
-	member, err := kgo.NewClient(
-		kgo.SeedBrokers(f.broker.ListenAddrs()...),
+	member := kfaketest.Client(t, f.broker,
 		kgo.ClientID("worker-1"),
 		kgo.ConsumerGroup("g-live"),
 		kgo.ConsumeTopics("events"),
 		kgo.DisableAutoCommit(),
 	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
 	// Poll until the member has joined and been assigned (it then receives records).
 	got := 0
 	for got < 10 {

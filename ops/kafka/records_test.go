@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kfaketest"
 )
 
 var recBase = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -199,11 +200,7 @@ func TestRecordsTruncatesLargeValue(t *testing.T) {
 func TestRecordsEndsAtTransactionMarker(t *testing.T) {
 	f := newFake(t)
 	f.topic(t, "txn.DLT", 1)
-	tx, err := kgo.NewClient(kgo.SeedBrokers(f.broker.ListenAddrs()...), kgo.TransactionalID("redrive-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	tx := kfaketest.Client(t, f.broker, kgo.TransactionalID("redrive-test"))
 	ctx := ctxT(t)
 	if err := tx.BeginTransaction(); err != nil {
 		t.Fatal(err)

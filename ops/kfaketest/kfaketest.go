@@ -3,13 +3,16 @@
 package kfaketest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Cluster is a kfake cluster on a free loopback port with opts (seeded topics, SASL, ACLs, TLS,
-// old protocol versions), failing tb when it cannot start and closed when tb ends.
+// old protocol versions), failing tb when it cannot start or listens elsewhere than on loopback,
+// and closed when tb ends.
 func Cluster(tb testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	tb.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.Ports(0)}, opts...)...)
@@ -17,5 +20,23 @@ func Cluster(tb testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 		tb.Fatalf("kfake: %v", err)
 	}
 	tb.Cleanup(c.Close)
+	// kfake listens on 127.0.0.1, and port 0 lets the kernel choose: a test needs nothing more.
+	for _, a := range c.ListenAddrs() {
+		if !strings.HasPrefix(a, "127.0.0.1:") {
+			tb.Fatalf("kfake listens on %s, want loopback", a)
+		}
+	}
 	return c
+}
+
+// Client is a franz-go client of the test's own on c with opts (a producer, a group member, a
+// transactional writer), failing tb when it cannot be made and closed when tb ends.
+func Client(tb testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+	tb.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
+	if err != nil {
+		tb.Fatalf("kafka client: %v", err)
+	}
+	tb.Cleanup(cl.Close)
+	return cl
 }

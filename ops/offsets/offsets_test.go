@@ -47,11 +47,7 @@ func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
 	}
 	t.Cleanup(c.Close)
 	st := storetest.Open(t)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
+	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(prod)
 	for _, tp := range []string{"orders", "orders.DLT"} {
 		if _, err := adm.CreateTopic(ctxT(t), 3, 1, nil, tp); err != nil {
@@ -208,12 +204,8 @@ func TestPlanKinds(t *testing.T) {
 func TestApplyRefusedWithMembers(t *testing.T) {
 	e, _ := newEnv(t, configs.FourEyes{})
 	ctx := ctxT(t)
-	member, err := kgo.NewClient(kgo.SeedBrokers(e.broker.ListenAddrs()...), kgo.ClientID("worker-7"),
+	member := kfaketest.Client(t, e.broker, kgo.ClientID("worker-7"),
 		kgo.ConsumerGroup("g-live"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		member.PollRecords(ctx, 1)

@@ -3,7 +3,6 @@ package sampler
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,21 +67,11 @@ type broker struct {
 func newBroker(tb testing.TB) *broker {
 	tb.Helper()
 	kf := kfaketest.Cluster(tb)
-	for _, a := range kf.ListenAddrs() {
-		if !strings.HasPrefix(a, "127.0.0.1:") {
-			tb.Fatalf("kfake listens on %s, want loopback", a)
-		}
-	}
-	prod, err := kgo.NewClient(
-		kgo.SeedBrokers(kf.ListenAddrs()...),
+	prod := kfaketest.Client(tb, kf,
 		kgo.ProducerLinger(time.Millisecond),
 		kgo.MaxBufferedRecords(1_000_000),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 	)
-	if err != nil {
-		tb.Fatalf("producer: %v", err)
-	}
-	tb.Cleanup(prod.Close)
 	b := &broker{kf: kf, prod: prod, adm: kadm.NewClient(prod), count: map[string]int{}}
 	kf.Control(func(r kmsg.Request) (kmsg.Response, error, bool) {
 		kf.KeepControl()
@@ -156,17 +145,12 @@ type member struct {
 
 func (b *broker) member(tb testing.TB, group, topic string, wantRecords int) *member {
 	tb.Helper()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(b.kf.ListenAddrs()...),
+	cl := kfaketest.Client(tb, b.kf,
 		kgo.ClientID("worker-1"),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(),
 	)
-	if err != nil {
-		tb.Fatalf("member: %v", err)
-	}
-	tb.Cleanup(cl.Close)
 	ctx := ctxT(tb)
 	for got := 0; got < wantRecords; { // joined and assigned once it receives records
 		fs := cl.PollFetches(ctx)

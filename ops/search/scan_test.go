@@ -30,12 +30,8 @@ func newKafkaWorld(tb testing.TB, partitions int32) *kafkaWorld {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Close)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	prod := kfaketest.Client(tb, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(prod.Close)
 	return &kafkaWorld{c: c, prod: prod}
 }
 

@@ -49,12 +49,8 @@ func BenchmarkTraceAggregate(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(k.Close)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(broker.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	prod := kfaketest.Client(b, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(prod.Close)
 	if _, err := kadm.NewClient(prod).CreateTopic(ctx, benchPartitions, 1, nil, "orders"); err != nil {
 		b.Fatal(err)
 	}
