@@ -287,11 +287,8 @@ func TestEachKindFiresOnceAndResolvesOnce(t *testing.T) {
 }
 
 func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
-	st := openStore(t)
-	hook := newReceiver(t, "")
 	p := problem(health.KindOutboxDead, "outbox", "orders")
-	ev := firing(p)
-	cfg := hookOnly(hook)
+	st, hook, ev, cfg := toOneHook(t, p)
 	cfg.Rules[0].RepeatEvery = configs.Duration(700 * time.Millisecond)
 	n := newNotifier(t, st, ev, "r1", cfg)
 	// Rounds through most of repeat_every: it fires once and not again.
@@ -341,12 +338,10 @@ func TestSilenceHoldsIt(t *testing.T) {
 }
 
 func TestReceiverDownThenUp(t *testing.T) {
-	st := openStore(t)
-	hook := newReceiver(t, "")
-	hook.down.Store(3)
 	p := problem(health.KindOutboxStuck, "outbox", "orders")
-	ev := firing(p)
-	n := newNotifier(t, st, ev, "r1", hookOnly(hook))
+	st, hook, ev, cfg := toOneHook(t, p)
+	hook.down.Store(3)
+	n := newNotifier(t, st, ev, "r1", cfg)
 	waittest.Until(t, 5*time.Second, "delivered once the receiver is up", func() bool {
 		_ = n.Round(context.Background()) // attempts fail while it is down
 		return hook.count(p.Key, "firing") > 0
@@ -365,6 +360,14 @@ func TestReceiverDownThenUp(t *testing.T) {
 	}
 }
 
+// toOneHook is the setup of a test of p firing towards one webhook: the store, the receiver, p's
+// source (firing) and the config sending every problem to the receiver (hookOnly).
+func toOneHook(t *testing.T, p health.Problem) (*store.Store, *receiver, *problems, configs.Notify) {
+	t.Helper()
+	st, hook := openStore(t), newReceiver(t, "")
+	return st, hook, firing(p), hookOnly(hook)
+}
+
 // hookOnly sends every problem to the one webhook channel hook.
 func hookOnly(hook *receiver) configs.Notify {
 	return configs.Notify{
@@ -373,11 +376,8 @@ func hookOnly(hook *receiver) configs.Notify {
 }
 
 func TestTwoNotifiersOneNotification(t *testing.T) {
-	st := openStore(t)
-	hook := newReceiver(t, "")
 	p := problem(health.KindOutboxDead, "outbox", "orders")
-	ev := firing(p)
-	cfg := hookOnly(hook)
+	st, hook, ev, cfg := toOneHook(t, p)
 	a, b := newNotifier(t, st, ev, "a", cfg), newNotifier(t, st, ev, "b", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
@@ -391,11 +391,8 @@ func TestTwoNotifiersOneNotification(t *testing.T) {
 }
 
 func TestRecordedNotSentThenLeaderStops(t *testing.T) {
-	st := openStore(t)
-	hook := newReceiver(t, "")
 	p := problem(health.KindReplayAwaiting, "job", "j1")
-	ev := firing(p)
-	cfg := hookOnly(hook)
+	st, hook, ev, cfg := toOneHook(t, p)
 	a := newNotifier(t, st, ev, "a", cfg)
 	if lead, err := a.Evaluate(context.Background()); err != nil || !lead {
 		t.Fatalf("a leads: %v %v", lead, err)
