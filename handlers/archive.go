@@ -402,6 +402,8 @@ func skipWords(it replay.Item) string {
 		return fmt.Sprintf("the inbox of consumer %s says message %s is being processed", it.Consumer, it.MessageID)
 	case replay.SkipAlreadyReplayed:
 		return "the ledger shows this dead letter replayed already"
+	case replay.DropReplayedCopy:
+		return "an earlier job published it and its broker confirmed it: this copy is removed from the queue, not sent again"
 	case replay.SkipReplayLimit:
 		return fmt.Sprintf("it was replayed %d times (replay.max_replays_per_message)", it.ReplayCount)
 	case replay.SkipUnresolvable:

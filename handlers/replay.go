@@ -617,6 +617,9 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	page.CanRun = page.Meta.CanOperate
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: "plan " + plan.ID}}
 	for _, a := range replay.Actions {
+		if a == replay.DropReplayedCopy && plan.Counts[a] == 0 {
+			continue // the tidying of a crashed broker's returned copies: a card only when there are some
+		}
 		page.Counts = append(page.Counts, replaypages.ActionCount{Action: string(a), Count: plan.Counts[a]})
 	}
 	for _, it := range plan.Items {

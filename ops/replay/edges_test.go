@@ -345,3 +345,72 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 		t.Fatalf("a plan of the old topic ran: %+v", old)
 	}
 }
+
+// A broker killed before it wrote a job's acks to disk returns messages the job already replayed
+// (AMQP acks are not confirmed). Planning the queue again names them drop_replayed_copy: the job
+// acks them and publishes nothing, while the fresh dead letters among them are replayed. Counted
+// with the test's own AMQP client; across batches (1,000), and a second time with only copies.
+func TestRabbitCopiesOfConfirmedReplaysAreDropped(t *testing.T) {
+	const n, every = 2_500, 100
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, n)
+	e := w.engine(t)
+	work(t, e)
+	first := w.run(t, e, w.planQueue(t, e, n, replay.Filter{}).ID)
+	if first.Status != replay.JobDone || first.Published != n {
+		t.Fatalf("first job %+v", first)
+	}
+	w.waitDepth(t, "orders.work", n)
+
+	// The copies come back as the broker had them (same id, x-death, no replay count yet), with a
+	// fresh dead letter after every 100th.
+	ctx := ctxT(t)
+	death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+		"routing-keys": []any{"order.created"}, "time": time.Now().UTC().Truncate(time.Second)}}
+	put := func(id string) {
+		t.Helper()
+		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
+			ContentType: "application/json", DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-death": death},
+			Body: []byte(fmt.Sprintf(`{"messageId":%q}`, id))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		put(fmt.Sprintf("m-%d", i))
+		if i%every == every-1 {
+			put(fmt.Sprintf("fresh-%d", i))
+		}
+	}
+	fresh := n / every
+	w.waitDepth(t, "orders.dlq", n+fresh)
+
+	plan := w.planQueue(t, e, n+fresh, replay.Filter{})
+	if plan.Counts[replay.DropReplayedCopy] != n || plan.Counts[replay.Publish] != fresh || plan.Total != n+fresh {
+		t.Fatalf("plan of the returned copies: %v; want %d drop_replayed_copy and %d publish", plan.Counts, n, fresh)
+	}
+	second := w.run(t, e, plan.ID)
+	if second.Status != replay.JobDone || second.Published != fresh || second.Skipped != n || second.Failed != 0 {
+		t.Fatalf("second job %+v; want %d published, %d skipped (the copies)", second, fresh, n)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	w.waitDepth(t, "orders.work", n+fresh) // nothing was sent twice
+	ledger, err := e.Ledger(ctx, second.ID, 3)
+	if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "drop_replayed_copy (job "+first.ID) {
+		t.Fatalf("second job's ledger %+v, %v: want drop_replayed_copy naming job %s", ledger, err, first.ID)
+	}
+
+	// Again, with copies only: no batch moves anything, the job's last sweep drops them.
+	for i := range every {
+		put(fmt.Sprintf("m-%d", i))
+	}
+	w.waitDepth(t, "orders.dlq", every)
+	plan = w.planQueue(t, e, every, replay.Filter{})
+	if plan.Counts[replay.DropReplayedCopy] != every || plan.Counts[replay.Publish] != 0 {
+		t.Fatalf("plan of copies only: %v", plan.Counts)
+	}
+	if third := w.run(t, e, plan.ID); third.Status != replay.JobDone || third.Published != 0 || third.Skipped != every {
+		t.Fatalf("third job %+v", third)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	w.waitDepth(t, "orders.work", n+fresh)
+}

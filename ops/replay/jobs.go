@@ -565,12 +565,31 @@ func (e *Engine) gate(ctx context.Context, job Job, items []Item) (gated, error)
 			Outcome: LedgerSkipped, Detail: detail})
 	}
 	candidates := make([]Item, 0, len(items))
+	var copies []Item
 	for _, it := range items {
 		switch {
 		case it.Action.moves(job.Force):
 			candidates = append(candidates, it)
+		case it.Action == DropReplayedCopy:
+			copies = append(copies, it)
 		default:
 			skip(it, it.Action, "")
+		}
+	}
+	if len(copies) > 0 {
+		// Recorded before the mover acks them (ledger → ack): the job's ledger says which copies
+		// it removed and whose replay they were copies of.
+		holders, err := e.o.Store.Holders(ctx, locatorsOf(copies))
+		if err != nil {
+			return g, err
+		}
+		for _, it := range copies {
+			by := "another job"
+			if j := holders[it.Locator]; j != "" {
+				by = "job " + j
+			}
+			skip(it, DropReplayedCopy, fmt.Sprintf("%s (%s published it and its broker confirmed it): "+
+				"this copy is acked from the queue, nothing is published", DropReplayedCopy, by))
 		}
 	}
 	// The inbox now, not when the plan was made.

@@ -97,11 +97,16 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 		} else {
 			it.Inbox = inbox.Unknown
 		}
-		if it.Action = decide(it, replayed[it.Locator], b.e.o.Replay.MaxReplaysPerMessage); discard {
+		held := replayed[it.Locator]
+		switch it.Action = decide(it, held != "", b.e.o.Replay.MaxReplaysPerMessage); {
+		case discard && held != "":
+			it.Action = SkipAlreadyReplayed // archived by another job already
+		case discard:
 			it.Action = Discard
-			if replayed[it.Locator] {
-				it.Action = SkipAlreadyReplayed // archived by another job already
-			}
+		case it.Action == SkipAlreadyReplayed && held == LedgerPublished && b.plan.Source.dropsReplayedCopies():
+			// Confirmed by its broker, so this copy is the only thing left to tidy; one in flight
+			// is another job's to settle and stays.
+			it.Action = DropReplayedCopy
 		}
 		p.Counts[it.Action]++
 		if p.ErrorGroups[it.ErrorGroup] == nil {

@@ -252,8 +252,10 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 	for _, it := range items {
 		minSeq, maxSeq = min(minSeq, it.Seq), max(maxSeq, it.Seq)
 	}
+	var passed []rabbit.Delivery
 	for l, s := range m.stash {
-		if s.seq < minSeq { // read ahead for an item the gate then skipped: it stays in the queue
+		if s.seq < minSeq { // read ahead for an item the gate then skipped: sorted out below
+			passed = append(passed, s.d)
 			delete(m.stash, l)
 		}
 	}
@@ -267,7 +269,11 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 		}
 		pending[it.Locator] = it
 	}
-	var drop []rabbit.Delivery
+	// What the gate skipped stays in the queue, but for the copies it recorded as dropped.
+	drop, err := m.sortOut(ctx, job, passed, maxSeq)
+	if err != nil {
+		return moved{}, err
+	}
 	for len(pending) > 0 && !m.cur.Ended() && !m.behindStash(pending) {
 		ds, err := m.cur.Take(ctx, rabbitChunk)
 		if err != nil {
@@ -433,8 +439,12 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery
 		return nil, err // not planned: they stay
 	}
 	seqOf := make(map[string]int, len(rows))
+	copies := map[int]bool{} // seqs planned as DropReplayedCopy
 	for _, r := range rows {
 		seqOf[r.Locator] = r.Seq
+		if Action(r.Action) == DropReplayedCopy {
+			copies[r.Seq] = true
+		}
 	}
 	var earlier []int
 	earlierAt := map[int][]rabbit.Delivery{}
@@ -448,8 +458,10 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery
 			}
 		default:
 			// A message of this batch's range or before it that is not being moved now: a copy of
-			// one this job already published (its ack lost to a crash) is dropped; one the gate
-			// skipped, or a second copy of one being moved (its claim still active), stays.
+			// one this job already published (its ack lost to a crash) is dropped, and so is one
+			// planned as a copy of another job's confirmed replay once the gate has recorded it;
+			// one the gate skipped otherwise, or a second copy of one being moved (its claim still
+			// active), stays.
 			if earlierAt[seq] == nil {
 				earlier = append(earlier, seq)
 			}
@@ -465,7 +477,7 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery
 	}
 	var drop []rabbit.Delivery
 	for _, seq := range earlier {
-		if outcomes[seq] == LedgerPublished {
+		if o := outcomes[seq]; o == LedgerPublished || o == LedgerSkipped && copies[seq] {
 			drop = append(drop, earlierAt[seq]...)
 		}
 	}

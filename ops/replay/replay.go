@@ -150,10 +150,15 @@ const (
 	SkipNoMessageID     Action = "skip_no_message_id"
 	// Discard is a discard plan's action: archive the message, then ack it from its queue.
 	Discard Action = "discard"
+	// DropReplayedCopy is a RabbitMQ dead letter that an earlier job already published, its
+	// broker confirming it, and that is still in the queue: the broker lost the ack (a crash
+	// before it wrote the ack to disk returns the message) or the job ended between the ledger and
+	// the ack. The job acks this copy and publishes nothing; it is a skip in the job's counts.
+	DropReplayedCopy Action = "drop_replayed_copy"
 )
 
 // Actions lists every action in the order the plan page shows them.
-var Actions = []Action{Publish, Discard, SkipProcessed, SkipInProgress, SkipAlreadyReplayed, SkipReplayLimit, SkipUnresolvable, SkipNoMessageID}
+var Actions = []Action{Publish, Discard, DropReplayedCopy, SkipProcessed, SkipInProgress, SkipAlreadyReplayed, SkipReplayLimit, SkipUnresolvable, SkipNoMessageID}
 
 // Plan actions (Source.Action).
 const (
@@ -163,6 +168,11 @@ const (
 
 // discards reports whether a plan of src discards its messages rather than replaying them.
 func (src Source) discards() bool { return src.Action == ActionDiscard }
+
+// dropsReplayedCopies reports whether a job of src removes a dead letter that an earlier job
+// already published (DropReplayedCopy): only a RabbitMQ replay can, by acking it. A Kafka topic
+// keeps its records, an outbox row was already set back, and a discard has its own ledger.
+func (src Source) dropsReplayedCopies() bool { return src.Kind == "rabbitmq" && !src.discards() }
 
 // moves reports whether a job acts on an item of this action: publishes it, discards it, or (with
 // force) overrides the inbox's verdict.

@@ -29,12 +29,13 @@ type Plans interface {
 
 // PlanWriter is one plan being written, in its own transaction: items in chunks as they are read,
 // the header last (Commit), or nothing at all (Rollback). ReplayedLocators reads, inside that
-// transaction, which of the locators a job has published already.
+// transaction, which of the locators a job holds and with what outcome (LedgerActive: in flight;
+// LedgerPublished: confirmed).
 type PlanWriter interface {
 	Add(ctx context.Context, items []StoredItem) error
 	Commit(ctx context.Context, p StoredPlan) error
 	Rollback(ctx context.Context)
-	ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error)
+	ReplayedLocators(ctx context.Context, locators []string) (map[string]string, error)
 }
 
 // Jobs are runs of a plan: created, approved, claimed under a lease that a worker renews, paused,

@@ -137,22 +137,24 @@ func (s *ReplayPlans) AnalyzePlanItems(ctx context.Context) error {
 	return nil
 }
 
-// ReplayedLocators returns which of the locators the ledger shows published or in flight. It reads
+// ReplayedLocators returns, for each of the locators a job holds, the ledger's outcome of it:
+// replay.LedgerActive (in flight) or replay.LedgerPublished (its broker confirmed it). It reads
 // on the plan's own transaction: a plan that waited for a second pooled connection while holding
 // one deadlocked the pool once as many plans ran as it had connections.
-func (w *planWriter) ReplayedLocators(ctx context.Context, locators []string) (map[string]bool, error) {
-	rows, err := w.tx.Query(ctx, `SELECT locator FROM replay_ledger
+func (w *planWriter) ReplayedLocators(ctx context.Context, locators []string) (map[string]string, error) {
+	rows, err := w.tx.Query(ctx, `SELECT locator, outcome FROM replay_ledger
 		WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
 		return nil, unavailable(err, "ledger lookup")
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out := make(map[string]string, len(locators)/8)
+	var locator, outcome string
+	_, err = pgx.ForEachRow(rows, []any{&locator, &outcome}, func() error {
+		out[locator] = outcome
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger lookup: %w", err)
-	}
-	out := make(map[string]bool, len(found))
-	for _, l := range found {
-		out[l] = true
 	}
 	return out, nil
 }

@@ -194,7 +194,7 @@ func actionTone(a string) string {
 	switch a {
 	case "publish":
 		return components.ToneOK
-	case "skip_processed", "skip_already_replayed":
+	case "skip_processed", "skip_already_replayed", "drop_replayed_copy":
 		return components.ToneNeutral
 	case "skip_in_progress", "skip_replay_limit":
 		return components.ToneWarn
