@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/redrive/redrive/configs"
 )
@@ -24,12 +22,8 @@ import (
 //
 //	go test ./ops/kafka/ -run '^$' -bench 'RecordsAvroPage|AvroDecode500' -benchtime 100x -benchmem
 func BenchmarkRecordsAvroPage(b *testing.B) {
-	reg := srfake.New()
-	b.Cleanup(reg.Close)
-	f := newFake(b, func(c *configs.KafkaCluster) { c.SchemaRegistry = &configs.SchemaRegistry{URL: reg.URL()} })
-	register(b, reg, "acme.Money", sr.Schema{Schema: moneyAvro})
-	id := register(b, reg, "orders-value", sr.Schema{Schema: orderAvro,
-		References: []sr.SchemaReference{{Name: "acme.Money", Subject: "acme.Money", Version: 1}}})
+	f, reg := registryFake(b)
+	id := registerOrder(b, reg)
 	f.topic(b, "orders.DLT", 1)
 	const n = 500
 	recs := make([]*kgo.Record, 0, n)
@@ -119,12 +113,8 @@ func median(v []float64) float64 {
 
 // BenchmarkAvroDecode500 decodes the page's 500 values alone (no Kafka), schema cached.
 func BenchmarkAvroDecode500(b *testing.B) {
-	reg := srfake.New()
-	b.Cleanup(reg.Close)
-	f := newFake(b, func(c *configs.KafkaCluster) { c.SchemaRegistry = &configs.SchemaRegistry{URL: reg.URL()} })
-	register(b, reg, "acme.Money", sr.Schema{Schema: moneyAvro})
-	id := register(b, reg, "orders-value", sr.Schema{Schema: orderAvro,
-		References: []sr.SchemaReference{{Name: "acme.Money", Subject: "acme.Money", Version: 1}}})
+	f, reg := registryFake(b)
+	id := registerOrder(b, reg)
 	note := "gift"
 	o := hOrder{MessageID: "7d3c3a2e-5b1f-4c53-9a43-000000000001", Status: "FAILED", Note: &note,
 		Total:    hMoney{Amount: big.NewRat(1000, 100), Currency: "EUR"},

@@ -150,12 +150,8 @@ type srFixture struct {
 }
 
 func newSRFixture(t *testing.T) *srFixture {
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	f := &srFixture{reg: reg}
-	f.fake = newFake(t, func(c *configs.KafkaCluster) {
-		c.SchemaRegistry = &configs.SchemaRegistry{URL: reg.URL()}
-	})
+	fk, reg := registryFake(t)
+	f := &srFixture{fake: fk, reg: reg}
 	// A short back-off, so "the registry is back" is seen within the test.
 	d, err := schema.New(schema.Options{Registry: &configs.SchemaRegistry{URL: reg.URL()}, Retry: 200 * time.Millisecond})
 	if err != nil {
@@ -163,9 +159,7 @@ func newSRFixture(t *testing.T) *srFixture {
 	}
 	f.c.schemas = d
 
-	register(t, reg, "acme.Money", sr.Schema{Schema: moneyAvro})
-	f.ids.order = register(t, reg, "orders-value", sr.Schema{Schema: orderAvro,
-		References: []sr.SchemaReference{{Name: "acme.Money", Subject: "acme.Money", Version: 1}}})
+	f.ids.order = registerOrder(t, reg)
 	f.ids.orderKey = register(t, reg, "orders-key", sr.Schema{Schema: orderKeyAvro})
 	register(t, reg, "acme/common.proto", sr.Schema{Schema: commonProto, Type: sr.TypeProtobuf})
 	f.ids.payment = register(t, reg, "payments-value", sr.Schema{Schema: paymentProto, Type: sr.TypeProtobuf,
@@ -173,6 +167,21 @@ func newSRFixture(t *testing.T) *srFixture {
 	f.ids.jsonSchema = register(t, reg, "signups-value", sr.Schema{Type: sr.TypeJSON,
 		Schema: `{"title":"acme.Signup","type":"object","properties":{"email":{"type":"string"}}}`})
 	return f
+}
+
+// registryFake is a kfake cluster whose Cluster decodes through an srfake registry of its own.
+func registryFake(tb testing.TB) (*fake, *srfake.Registry) {
+	reg := srfake.New()
+	tb.Cleanup(reg.Close)
+	return newFake(tb, func(c *configs.KafkaCluster) { c.SchemaRegistry = &configs.SchemaRegistry{URL: reg.URL()} }), reg
+}
+
+// registerOrder registers acme.Order (orders-value) with the acme.Money it references: the id
+// of orders-value.
+func registerOrder(tb testing.TB, reg *srfake.Registry) int {
+	register(tb, reg, "acme.Money", sr.Schema{Schema: moneyAvro})
+	return register(tb, reg, "orders-value", sr.Schema{Schema: orderAvro,
+		References: []sr.SchemaReference{{Name: "acme.Money", Subject: "acme.Money", Version: 1}}})
 }
 
 func dltHeaders() []kgo.RecordHeader {

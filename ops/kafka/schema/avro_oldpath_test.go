@@ -112,30 +112,13 @@ func (w *oracleAvroJSON) write(b []byte, n *avro.SchemaNode, v any) []byte {
 		if !ok {
 			return oraclePlainJSON(b, v)
 		}
-		b = append(b, '[')
-		for i, e := range a {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = w.write(b, n.Items, e)
-		}
-		return append(b, ']')
+		return oracleArray(b, a, func(b []byte, e any) []byte { return w.write(b, n.Items, e) })
 	case "map":
 		m, ok := v.(map[string]any)
 		if !ok {
 			return oraclePlainJSON(b, v)
 		}
-		keys := slices.Sorted(maps.Keys(m))
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = oracleAppendString(b, k)
-			b = append(b, ':')
-			b = w.write(b, n.Values, m[k])
-		}
-		return append(b, '}')
+		return oracleObject(b, m, func(b []byte, e any) []byte { return w.write(b, n.Values, e) })
 	case "union":
 		m, ok := v.(map[string]any)
 		if v == nil || !ok || len(m) != 1 {
@@ -209,32 +192,42 @@ func oraclePlainJSON(b []byte, v any) []byte {
 	case avro.Duration:
 		return fmt.Appendf(b, `{"months":%d,"days":%d,"milliseconds":%d}`, x.Months, x.Days, x.Milliseconds)
 	case map[string]any:
-		keys := slices.Sorted(maps.Keys(x))
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = oracleAppendString(b, k)
-			b = append(b, ':')
-			b = oraclePlainJSON(b, x[k])
-		}
-		return append(b, '}')
+		return oracleObject(b, x, oraclePlainJSON)
 	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = oraclePlainJSON(b, e)
-		}
-		return append(b, ']')
+		return oracleArray(b, x, oraclePlainJSON)
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
 		return oracleAppendString(b, fmt.Sprint(v))
 	}
 	return append(b, j...)
+}
+
+// oracleObject writes m as a JSON object, its keys sorted, each value written by value: an Avro
+// map through its schema, a plain map as it is.
+func oracleObject(b []byte, m map[string]any, value func([]byte, any) []byte) []byte {
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = oracleAppendString(b, k)
+		b = append(b, ':')
+		b = value(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// oracleArray writes a as a JSON array, each element written by value, as oracleObject.
+func oracleArray(b []byte, a []any, value func([]byte, any) []byte) []byte {
+	b = append(b, '[')
+	for i, e := range a {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = value(b, e)
+	}
+	return append(b, ']')
 }
 
 // oracleAppendString writes s as a JSON string: invalid UTF-8 replaced, HTML characters left as they
