@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -9,11 +10,22 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/redrive/redrive/configs"
 )
+
+// Bound gives ctx at most d unless it already ends sooner, so that a call against a dependency
+// that died returns instead of retrying until the caller gives up: the adapters' one bound on a
+// call (a Kafka request, a RabbitMQ call or browse).
+func Bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
 
 // MessageIDFromJSON finds a message's idempotency key in a JSON object body: the first of paths
 // (message_id.json_paths: $.meta.id, $.items[0].id, or the old bare meta.id, whose numeric

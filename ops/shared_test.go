@@ -1,10 +1,12 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/configs"
 )
@@ -101,5 +103,37 @@ func TestMessageIDFromJSONPathForms(t *testing.T) {
 	}
 	if got := MessageIDFromJSON([]byte(`{"items":{"1":{"id":"x"}}}`), []string{"$.items['1'].id"}); got != "x" {
 		t.Errorf("a quoted number is a key: %q", got)
+	}
+}
+
+// Bound shortens a call's context to d, and never lengthens one that ends sooner.
+func TestBound(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		parent time.Duration // 0: no deadline
+		d      time.Duration
+		want   time.Duration
+	}{
+		{"NoDeadline", 0, time.Minute, time.Minute},
+		{"LaterDeadline", time.Hour, time.Minute, time.Minute},
+		{"SoonerDeadline", time.Second, time.Minute, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := context.Background()
+			if tc.parent > 0 {
+				var cancel context.CancelFunc
+				parent, cancel = context.WithTimeout(parent, tc.parent)
+				defer cancel()
+			}
+			ctx, cancel := Bound(parent, tc.d)
+			dl, ok := ctx.Deadline()
+			if left := time.Until(dl); !ok || left > tc.want || left < tc.want-5*time.Second {
+				t.Errorf("deadline in %v (set %v), want %v", left, ok, tc.want)
+			}
+			cancel()
+			if ctx.Err() == nil || parent.Err() != nil {
+				t.Errorf("cancel ends the bounded context only: %v, parent %v", ctx.Err(), parent.Err())
+			}
+		})
 	}
 }

@@ -165,10 +165,7 @@ func (c *Cluster) Ping(ctx context.Context) error {
 // bound gives ctx the cluster's request timeout unless it already ends sooner, so that a call
 // against a dead broker returns instead of retrying until the caller gives up.
 func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= c.timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, c.timeout)
+	return ops.Bound(ctx, c.timeout)
 }
 
 // fail wraps err with the cluster, the operation and an ops error kind. Errors that already carry

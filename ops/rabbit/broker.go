@@ -189,10 +189,7 @@ func (b *Broker) isDLQName(name string) bool {
 
 // bound gives ctx the broker's timeout unless it already ends sooner.
 func (b *Broker) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= b.timeout {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, b.timeout)
+	return ops.Bound(ctx, b.timeout)
 }
 
 // fail wraps err with the broker, the operation and an ops error kind. Errors that already carry a

@@ -274,11 +274,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 
 // boundFor is bound for reading n messages: the broker's timeout plus a millisecond a message.
 func (b *Broker) boundFor(ctx context.Context, n int) (context.Context, context.CancelFunc) {
-	d := b.timeout + time.Duration(n)*time.Millisecond
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
+	return ops.Bound(ctx, b.timeout+time.Duration(n)*time.Millisecond)
 }
 
 // browseInfo reads the queue's settings and statistics and refuses a quorum queue with a delivery
