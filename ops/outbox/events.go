@@ -103,13 +103,9 @@ func (o *Outbox) List(ctx context.Context, f Filter) (Page, error) {
 	}
 	sql += fmt.Sprintf(" ORDER BY %s DESC LIMIT %s", o.q.id, arg(f.Limit+1))
 
-	rows, err := o.pool.Query(ctx, sql, args...)
+	events, err := o.queryEvents(ctx, "list events", sql, args...)
 	if err != nil {
-		return Page{}, o.wrap("list events", err)
-	}
-	events, err := pgx.CollectRows(rows, scanEvent)
-	if err != nil {
-		return Page{}, o.wrap("list events", err)
+		return Page{}, err
 	}
 	page := Page{Events: events}
 	if len(events) > f.Limit {
@@ -131,13 +127,19 @@ func (o *Outbox) Events(ctx context.Context, ids []int64) ([]Event, error) {
 	if len(ids) > MaxIDs {
 		return nil, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
-	rows, err := o.pool.Query(ctx, fmt.Sprintf("%s WHERE %s = ANY($1) ORDER BY %s", o.q.selectEvent, o.q.id, o.q.id), ids)
+	return o.queryEvents(ctx, "read events", fmt.Sprintf("%s WHERE %s = ANY($1) ORDER BY %s", o.q.selectEvent, o.q.id, o.q.id), ids)
+}
+
+// queryEvents runs sql (the table's selectEvent and what follows) on the pool and reads the events
+// it selects, what naming the read in an error: the lists, the reads by id and the trace's lookup.
+func (o *Outbox) queryEvents(ctx context.Context, what, sql string, args ...any) ([]Event, error) {
+	rows, err := o.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, o.wrap("read events", err)
+		return nil, o.wrap(what, err)
 	}
 	events, err := pgx.CollectRows(rows, scanEvent)
 	if err != nil {
-		return nil, o.wrap("read events", err)
+		return nil, o.wrap(what, err)
 	}
 	return events, nil
 }

@@ -3,8 +3,6 @@ package outbox
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Find reads the rows a trace asks for: those whose event_id is one of eventIDs, and those of
@@ -20,13 +18,5 @@ func (o *Outbox) Find(ctx context.Context, eventIDs []string, aggregateID string
 	}
 	sql := fmt.Sprintf("%s WHERE %s::text = ANY($1) OR ($2 <> '' AND %s::text = $2) ORDER BY %s LIMIT $3",
 		o.q.selectEvent, o.q.eventID, o.q.aggregateID, o.q.id)
-	rows, err := o.pool.Query(ctx, sql, eventIDs, aggregateID, limit)
-	if err != nil {
-		return nil, o.wrap("find events", err)
-	}
-	events, err := pgx.CollectRows(rows, scanEvent)
-	if err != nil {
-		return nil, o.wrap("find events", err)
-	}
-	return events, nil
+	return o.queryEvents(ctx, "find events", sql, eventIDs, aggregateID, limit)
 }
