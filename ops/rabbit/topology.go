@@ -59,6 +59,15 @@ type Topology struct {
 	RetryLoops  []RetryLoop // sorted by vhost, retry queue, work queue
 }
 
+// watchedList is a management listing (exchanges, bindings) of the one watched vhost when there is
+// one (a smaller answer), else of every vhost, which the caller filters.
+func watchedList[T any](ctx context.Context, b *Broker, in func(vhost string) ([]T, error), all func() ([]T, error)) ([]T, error) {
+	if len(b.vhosts) == 1 {
+		return call(ctx, func() ([]T, error) { return in(b.vhosts[0]) })
+	}
+	return call(ctx, all)
+}
+
 // Topology reads queues, exchanges and bindings (one management call each, concurrently) and
 // resolves, for every queue with a dead-letter exchange, the queues its dead letters reach. See
 // Edge for what is exact and what is approximate. Errors are those of Queues.
@@ -74,24 +83,9 @@ func (b *Broker) Topology(ctx context.Context) (Topology, error) {
 		xErr      error
 		bErr      error
 	)
-	wg.Add(3)
-	go func() { defer wg.Done(); queues, qErr = b.listQueues(ctx) }()
-	go func() {
-		defer wg.Done()
-		if len(b.vhosts) == 1 {
-			exchanges, xErr = call(ctx, func() ([]rabbithole.ExchangeInfo, error) { return b.rh.ListExchangesIn(b.vhosts[0]) })
-		} else {
-			exchanges, xErr = call(ctx, b.rh.ListExchanges)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if len(b.vhosts) == 1 {
-			bindings, bErr = call(ctx, func() ([]rabbithole.BindingInfo, error) { return b.rh.ListBindingsIn(b.vhosts[0]) })
-		} else {
-			bindings, bErr = call(ctx, b.rh.ListBindings)
-		}
-	}()
+	wg.Go(func() { queues, qErr = b.listQueues(ctx) })
+	wg.Go(func() { exchanges, xErr = watchedList(ctx, b, b.rh.ListExchangesIn, b.rh.ListExchanges) })
+	wg.Go(func() { bindings, bErr = watchedList(ctx, b, b.rh.ListBindingsIn, b.rh.ListBindings) })
 	wg.Wait()
 	for _, e := range []struct {
 		what string
