@@ -82,13 +82,7 @@ func (f *fake) fill(tb testing.TB, topic string, partition int32, n int) {
 
 func (f *fake) commit(tb testing.TB, group string, topic string, offsets map[int32]int64) {
 	tb.Helper()
-	os := kadm.Offsets{}
-	for p, o := range offsets {
-		os.AddOffset(topic, p, o, -1)
-	}
-	if err := f.adm.CommitAllOffsets(ctxT(tb), group, os); err != nil {
-		tb.Fatalf("commit %s: %v", group, err)
-	}
+	kfaketest.Commit(tb, f.adm, group, topic, offsets)
 }
 
 func (f *fake) deleteRecords(tb testing.TB, topic string, partition int32, before int64) {

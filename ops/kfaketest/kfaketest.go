@@ -1,11 +1,15 @@
 // Package kfaketest starts the in-process Kafka the tests run against (franz-go's kfake): on a
-// loopback port of its own, closed at cleanup, so a test needs no broker of the machine's.
+// loopback port of its own, closed at cleanup, so a test needs no broker of the machine's; and
+// the clients and commits a test makes on it.
 package kfaketest
 
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redrive/redrive/ops/waittest"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -39,4 +43,17 @@ func Client(tb testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	}
 	tb.Cleanup(cl.Close)
 	return cl
+}
+
+// Commit commits offsets of topic's partitions for group without members (an admin commit, as
+// a consumer that stopped left them), failing tb when it cannot.
+func Commit(tb testing.TB, adm *kadm.Client, group, topic string, offsets map[int32]int64) {
+	tb.Helper()
+	os := kadm.Offsets{}
+	for p, o := range offsets {
+		os.AddOffset(topic, p, o, -1)
+	}
+	if err := adm.CommitAllOffsets(waittest.Context(tb, 30*time.Second), group, os); err != nil {
+		tb.Fatalf("commit %s: %v", group, err)
+	}
 }

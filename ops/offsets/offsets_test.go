@@ -75,13 +75,7 @@ func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
 
 func (e *env) commit(t *testing.T, group string, offsets map[int32]int64) {
 	t.Helper()
-	os := kadm.Offsets{}
-	for p, o := range offsets {
-		os.AddOffset("orders", p, o, -1)
-	}
-	if err := e.adm.CommitAllOffsets(ctxT(t), group, os); err != nil {
-		t.Fatal(err)
-	}
+	kfaketest.Commit(t, e.adm, group, "orders", offsets)
 }
 
 func (e *env) committed(t *testing.T, group string) map[int32]int64 {

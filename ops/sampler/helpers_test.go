@@ -129,13 +129,7 @@ func (b *broker) fill(tb testing.TB, topic string, n int, partitions ...int32) {
 // commit commits offsets for a group without members (an admin commit).
 func (b *broker) commit(tb testing.TB, group, topic string, offsets map[int32]int64) {
 	tb.Helper()
-	os := kadm.Offsets{}
-	for p, o := range offsets {
-		os.AddOffset(topic, p, o, -1)
-	}
-	if err := b.adm.CommitAllOffsets(ctxT(tb), group, os); err != nil {
-		tb.Fatalf("commit %s: %v", group, err)
-	}
+	kfaketest.Commit(tb, b.adm, group, topic, offsets)
 }
 
 // member joins group as a live consumer of topic that commits only when told to.
