@@ -65,11 +65,7 @@ func (h *Archive) ReplaysBy(r ArchiveReplays) *Archive {
 
 // NewArchive wires the archive over the store and the configured brokers.
 func NewArchive(st ArchiveStore, brokers []ArchivePublisher, redact *Redactor) *Archive {
-	h := &Archive{store: st, brokers: map[string]ArchivePublisher{}, redact: redact}
-	for _, b := range brokers {
-		h.brokers[b.Name()] = b
-	}
-	return h
+	return &Archive{store: st, brokers: byName(brokers), redact: redact}
 }
 
 // archivedJSON is one archived message as the API gives it.
