@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 )
@@ -39,17 +38,7 @@ func setupBig(b *testing.B) (*outbox.Outbox, string) {
 		// As autovacuum would leave it: statistics current, visibility map set.
 		pgtest.Exec(b, dsn, `VACUUM (FREEZE, ANALYZE) outbox_event`)
 	}
-	cfg := configs.Outbox{Name: "big", DSN: configs.Secret(dsn), Table: "outbox_event"}
-	full, err := configs.Parse([]byte("auth: {mode: none}\nstore: {dsn: \""+dsn+"\"}\noutboxes: [{name: big, dsn: \""+string(cfg.DSN)+"\"}]\n"), func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	o, err := outbox.Open(context.Background(), full.Outboxes[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(o.Close)
-	return o, dsn
+	return openConfigured(b, "big", dsn, ""), dsn
 }
 
 // BenchmarkOverview5M compares the overview (Stats) with the naive GROUP BY over the whole table,

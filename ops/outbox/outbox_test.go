@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
@@ -355,21 +354,7 @@ func TestListAndDetail(t *testing.T) {
 }
 
 func TestDatabaseDownIsUnavailable(t *testing.T) {
-	cfg := configs.Outbox{Name: "x", DSN: "postgres://postgres@127.0.0.1:1/nope?connect_timeout=1", Table: "outbox_event",
-		Columns: configs.OutboxColumns{}}
-	full, err := configs.Parse([]byte(`
-auth: {mode: none}
-store: {dsn: "postgres://x@127.0.0.1:1/x"}
-outboxes: [{name: x, dsn: "`+string(cfg.DSN)+`"}]
-`), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := outbox.Open(context.Background(), full.Outboxes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
+	o := openConfigured(t, "x", "postgres://postgres@127.0.0.1:1/nope?connect_timeout=1", "")
 	if _, err := o.Stats(context.Background()); !errors.Is(err, ops.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}

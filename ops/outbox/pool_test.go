@@ -22,23 +22,30 @@ func openPool(t *testing.T, pool string) (*outbox.Outbox, string) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	return openConfigured(t, "orders", dsn, pool), dsn
+}
+
+// openConfigured opens the outbox name at dsn as the console does, from a config file's outboxes
+// entry with the pool settings pool ("" for the defaults); it is closed when tb ends.
+func openConfigured(tb testing.TB, name, dsn, pool string) *outbox.Outbox {
+	tb.Helper()
 	if pool != "" {
 		pool = ", " + pool
 	}
 	cfg, err := configs.Parse([]byte(`
 auth: {mode: none}
 store: {dsn: "`+dsn+`"}
-outboxes: [{name: orders, dsn: "`+dsn+`"`+pool+`}]
+outboxes: [{name: `+name+`, dsn: "`+dsn+`"`+pool+`}]
 `), func(string) string { return "" })
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	o, err := outbox.Open(context.Background(), cfg.Outboxes[0])
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(o.Close)
-	return o, dsn
+	tb.Cleanup(o.Close)
+	return o
 }
 
 // Twenty concurrent overview and list reads on an outbox pool of 2 all complete (Stats alone runs
