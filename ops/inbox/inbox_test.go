@@ -14,10 +14,20 @@ import (
 
 func open(t *testing.T, dsn, consumer string) *inbox.Inbox {
 	t.Helper()
+	return openConfigured(t, dsn, consumer, "")
+}
+
+// openConfigured opens consumer's inbox at dsn as the console does, from a config file's consumers
+// entry with the pool settings pool (YAML, "" for the defaults); it is closed when the test ends.
+func openConfigured(t *testing.T, dsn, consumer, pool string) *inbox.Inbox {
+	t.Helper()
+	if pool != "" {
+		pool = ", " + pool
+	}
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
-consumers: [{name: %s, inbox: {dsn: %q}}]`, dsn, consumer, dsn)), func(string) string { return "" })
+consumers: [{name: %s, inbox: {dsn: %q%s}}]`, dsn, consumer, dsn, pool)), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/pgtest"
@@ -19,19 +18,7 @@ import (
 
 func openPool(t *testing.T, dsn, pool string) *inbox.Inbox {
 	t.Helper()
-	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-consumers: [{name: billing, inbox: {dsn: %q, %s}}]`, dsn, dsn, pool)), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := inbox.Open(context.Background(), "billing", *cfg.Consumers[0].Inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
-	return in
+	return openConfigured(t, dsn, "billing", pool)
 }
 
 // Twenty concurrent look-ups on an inbox pool of 2 all complete.
