@@ -50,6 +50,18 @@ type app struct {
 	closers        []func()
 }
 
+// dependency is what the app opens and keeps: closed when the app closes, pinged by /readyz.
+type dependency interface {
+	Close()
+	Ping(ctx context.Context) error
+}
+
+// keep closes d with the app (the last opened first) and checks it in /readyz as name.
+func (a *app) keep(name string, d dependency) {
+	a.closers = append(a.closers, d.Close)
+	a.checks = append(a.checks, handlers.Check{Name: name, Ping: d.Ping})
+}
+
 // buildApp connects nothing eagerly but the store (migrations run now): a dependency that is down
 // shows in its panels and /readyz, and recovers without a restart.
 func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app, error) {
@@ -59,8 +71,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		return nil, fmt.Errorf("console store: %w", err)
 	}
 	a.store = st
-	a.closers = append(a.closers, st.Close)
-	a.checks = append(a.checks, handlers.Check{Name: "store", Ping: st.Ping})
+	a.keep("store", st)
 
 	for _, oc := range cfg.Outboxes {
 		o, err := outbox.Open(ctx, oc)
@@ -69,8 +80,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 		a.outboxes = append(a.outboxes, o)
-		a.closers = append(a.closers, o.Close)
-		a.checks = append(a.checks, handlers.Check{Name: "outbox/" + o.Name(), Ping: o.Ping})
+		a.keep("outbox/"+o.Name(), o)
 	}
 	var sources []sampler.KafkaSource
 	for _, kc := range cfg.Kafka {
@@ -80,8 +90,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 		a.kafka = append(a.kafka, k)
-		a.closers = append(a.closers, k.Close)
-		a.checks = append(a.checks, handlers.Check{Name: "kafka/" + k.Name(), Ping: k.Ping})
+		a.keep("kafka/"+k.Name(), k)
 		sources = append(sources, sampler.KafkaSource{Cluster: k, Rules: kc.Lag})
 		a.lagRules[kc.Name] = kc.Lag
 	}
@@ -93,8 +102,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		}
 		r.SetQueueLock(st) // browses and plans of a queue take turns across replicas
 		a.rabbit = append(a.rabbit, r)
-		a.closers = append(a.closers, r.Close)
-		a.checks = append(a.checks, handlers.Check{Name: "rabbitmq/" + r.Name(), Ping: r.Ping})
+		a.keep("rabbitmq/"+r.Name(), r)
 	}
 	for _, c := range cfg.Consumers {
 		if c.Inbox == nil {
@@ -106,8 +114,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 		a.inboxes = append(a.inboxes, in)
-		a.closers = append(a.closers, in.Close)
-		a.checks = append(a.checks, handlers.Check{Name: "inbox/" + c.Name, Ping: in.Ping})
+		a.keep("inbox/"+c.Name, in)
 	}
 	var rabbitSources []sampler.RabbitSource
 	for _, r := range a.rabbit {
@@ -121,10 +128,9 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 		a.sampler = s
-		a.closers = append(a.closers, s.Close)
 		a.registry.MustRegister(s.Collectors()...)
 		// Degraded when a source's snapshot is stale: no replica sampled it for 3 intervals.
-		a.checks = append(a.checks, handlers.Check{Name: "sampler", Ping: s.Ping})
+		a.keep("sampler", s)
 	}
 
 	opts := replay.Options{Store: st, Consumers: cfg.Consumers, MessageIDs: cfg.MessageID, Replay: cfg.Replay, Audit: st, Logger: log,
