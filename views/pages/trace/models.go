@@ -76,16 +76,16 @@ func MessageURL(messageID, key string) string {
 	return ""
 }
 
+// stepTone is the class of a step's state (stepState): timeline-down, timeline-found or
+// timeline-missing.
 func stepTone(s StepView) string {
-	switch {
-	case s.Down:
-		return "timeline-down"
-	case s.Found:
-		return "timeline-found"
+	if st := stepState(s); st != "not found" {
+		return "timeline-" + st
 	}
 	return "timeline-missing"
 }
 
+// stepState is what a step came to, in the page's words: down, found or not found.
 func stepState(s StepView) string {
 	switch {
 	case s.Down:
