@@ -17,15 +17,18 @@ const (
 
 const store = "store: {dsn: \"postgres://u:p@127.0.0.1/redrive\"}\n"
 
-func TestAuthModes(t *testing.T) {
-	t.Run("Basic", func(t *testing.T) {
-		cfg, err := Parse([]byte(store+fmt.Sprintf(`
-listen: 0.0.0.0:8080
+// basicAuth is an auth section in basic mode with one user (alice, operator) and one API token
+// (ci, viewer).
+var basicAuth = fmt.Sprintf(`
 auth:
   mode: basic
   users: [{name: alice, role: operator, password_hash: %q}]
   tokens: [{name: ci, role: viewer, sha256: %s}]
-`, testHash, testSHA256)), env(nil))
+`, testHash, testSHA256)
+
+func TestAuthModes(t *testing.T) {
+	t.Run("Basic", func(t *testing.T) {
+		cfg, err := Parse([]byte(store+"listen: 0.0.0.0:8080\n"+basicAuth), env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,12 +97,7 @@ func TestAuthInvalid(t *testing.T) {
 }
 
 func TestAuthSecretsAreRedacted(t *testing.T) {
-	cfg, err := Parse([]byte(store+fmt.Sprintf(`
-auth:
-  mode: basic
-  users: [{name: alice, role: operator, password_hash: %q}]
-  tokens: [{name: ci, role: viewer, sha256: %s}]
-`, testHash, testSHA256)), env(nil))
+	cfg, err := Parse([]byte(store+basicAuth), env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
