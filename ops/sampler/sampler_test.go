@@ -209,15 +209,20 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	})
 }
 
+// oneGroupReplicas is the set-up of the LatestKafka tests: two replicas over one store (the
+// reader's options changed by mod), on a broker with one group, g, on topic orders.
+func oneGroupReplicas(t *testing.T, clk *clock, mod func(*Options)) (leader, reader *Sampler) {
+	t.Helper()
+	b := newBroker(t)
+	b.topic(t, "orders", 2)
+	b.commit(t, "g", "orders", map[int32]int64{0: 0})
+	return replicas(t, b, testDSN(t), clk, 5*time.Second, mod)
+}
+
 // Fifty concurrent viewers of a replica share one store read and one decoded snapshot.
 func TestLatestKafkaSharesReads(t *testing.T) {
 	ctx := ctxT(t)
-	b := newBroker(t)
-	dsn := testDSN(t)
-	clk := newClock()
-	b.topic(t, "orders", 2)
-	b.commit(t, "g", "orders", map[int32]int64{0: 0})
-	leader, reader := replicas(t, b, dsn, clk, 5*time.Second, nil)
+	leader, reader := oneGroupReplicas(t, newClock(), nil)
 	if err := leader.SampleOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -274,12 +279,8 @@ func numPartitions(g lag.Group) int {
 // failed sample in between updates just the error.
 func TestLatestKafkaRevalidates(t *testing.T) {
 	ctx := ctxT(t)
-	b := newBroker(t)
-	dsn := testDSN(t)
 	clk := newClock()
-	b.topic(t, "orders", 2)
-	b.commit(t, "g", "orders", map[int32]int64{0: 0})
-	leader, reader := replicas(t, b, dsn, clk, 5*time.Second, func(o *Options) { o.CacheTTL = time.Nanosecond })
+	leader, reader := oneGroupReplicas(t, clk, func(o *Options) { o.CacheTTL = time.Nanosecond })
 	read := func() lag.Snapshot {
 		t.Helper()
 		snap, err := reader.LatestKafka(ctx, "main")
