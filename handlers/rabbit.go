@@ -218,21 +218,22 @@ func (h *Rabbit) browsed(c echo.Context) (RabbitBroker, int, error) {
 	return b, limit, err
 }
 
-// messageFilter keeps the messages a replay plan with the same filter would select: the reason
-// exactly, the exception message by substring.
-func messageFilter(reason, exception string) func(rabbit.Message) bool {
+// messageFilter keeps the browsed messages that pass the page's filters: the reason exactly, the
+// exception message by substring (a search), and group as a replay plan's filter.exception_type
+// selects (ops.InErrorGroup), so a plan made from a group selects what the page showed.
+func messageFilter(reason, exception, group string) func(rabbit.Message) bool {
 	return func(m rabbit.Message) bool {
 		var r, e string
 		if d := m.DeadLetter; d != nil {
 			r, e = d.Reason, d.ExceptionMessage
 		}
-		return (reason == "" || r == reason) && (exception == "" || strings.Contains(e, exception))
+		return (reason == "" || r == reason) && (exception == "" || strings.Contains(e, exception)) && ops.InErrorGroup(e, group)
 	}
 }
 
 // APIMessages: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages?limit=50 — browse the
-// head of a queue without changing it (see rabbit.Broker.Browse); ?reason= and ?exception= filter
-// the messages returned (the error groups count every message read). A queue that cannot be
+// head of a queue without changing it (see rabbit.Broker.Browse); ?reason=, ?exception= and
+// ?group= (messageFilter) filter the messages returned (the error groups count every message read). A queue that cannot be
 // browsed safely is a 409 with the reason.
 func (h *Rabbit) APIMessages(c echo.Context) error {
 	b, limit, err := h.browsed(c)
@@ -247,7 +248,7 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"))
+	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"), c.QueryParam("group"))
 	msgs := make([]rabbitMessageJSON, 0, len(res.Messages))
 	shown, masked := shownMessages(red, res.Messages)
 	for i, m := range masked { // filtered on what the reader may see
@@ -258,7 +259,7 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	groups := rabbit.ErrorGroups(masked)
 	gs := make([]errorGroupJSON, len(groups))
 	for i, g := range groups {
-		gs[i] = errorGroupJSON{Reason: g.Reason, ExceptionMessage: g.ExceptionMessage, Count: g.Count,
+		gs[i] = errorGroupJSON{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count,
 			FirstAt: inUTC(g.FirstAt), LastAt: inUTC(g.LastAt), OriginalQueues: g.OriginalQueues, Positions: g.Positions}
 	}
 	notes := res.Notes
@@ -364,7 +365,7 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 	return render(c, http.StatusOK, rabbitpages.Queue(page))
 }
 
-// MessagesPage: GET /rabbitmq/:broker/queues/:vhost/:queue/messages?limit=&reason=&exception= —
+// MessagesPage: GET /rabbitmq/:broker/queues/:vhost/:queue/messages?limit=&reason=&exception=&group= —
 // the dead-letter queue browser. A refused browse renders the page with the reason and a 409; a
 // broker that cannot be reached renders it with the error.
 func (h *Rabbit) MessagesPage(c echo.Context) error {
@@ -375,7 +376,8 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
 	page := rabbitpages.MessagesPage{Meta: h.brokerMeta(c, "Messages in "+queue, b.Name(),
 		layout.Crumb{Label: queueCrumb(vhost, queue), Href: paths.Queue(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
-		Broker: b.Name(), Vhost: vhost, Queue: queue, Limit: limit, Reason: c.QueryParam("reason"), Exception: c.QueryParam("exception")}
+		Broker: b.Name(), Vhost: vhost, Queue: queue, Limit: limit, Reason: c.QueryParam("reason"), Exception: c.QueryParam("exception"),
+		Group: c.QueryParam("group")}
 	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
 	if err != nil {
 		return err
@@ -405,9 +407,9 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	shown, masked := shownMessages(red, res.Messages)
 	groupNotes, messageNotes := h.queueNotes(c.Request().Context(), b.Name(), vhost, queue)
 	for _, g := range rabbit.ErrorGroups(masked) {
-		row := rabbitpages.GroupRow{Reason: g.Reason, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
+		row := rabbitpages.GroupRow{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
 			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", "),
-			Notes: groupNotes[triage.GroupKey{Type: g.Reason, Cause: g.ExceptionMessage}]}
+			Notes: groupNotes[triage.GroupKey{Type: g.Reason, Cause: g.Key}]}
 		pos := make([]string, len(g.Positions))
 		for i, p := range g.Positions {
 			pos[i] = strconv.Itoa(p)
@@ -420,7 +422,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		}
 	}
 	sort.Strings(page.Reasons)
-	keep := messageFilter(page.Reason, page.Exception)
+	keep := messageFilter(page.Reason, page.Exception, page.Group)
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
 			v := toMessageView(shown[i])

@@ -144,19 +144,26 @@ func TestMessageFilter(t *testing.T) {
 		return rabbit.Message{DeadLetter: &rabbit.DeadLetter{Reason: reason, ExceptionMessage: exc}}
 	}
 	for _, tc := range []struct {
-		reason, exception string
-		m                 rabbit.Message
-		keep              bool
+		reason, exception, group string
+		m                        rabbit.Message
+		keep                     bool
 	}{
-		{"", "", rabbit.Message{}, true},
-		{"rejected", "", msg("rejected", "x"), true},
-		{"rejected", "", msg("expired", ""), false},
-		{"", "Timeout", msg("rejected", "ProviderTimeoutException: …"), true},
-		{"", "Timeout", rabbit.Message{}, false},
-		{"expired", "Timeout", msg("rejected", "Timeout"), false},
+		{"", "", "", rabbit.Message{}, true},
+		{"rejected", "", "", msg("rejected", "x"), true},
+		{"rejected", "", "", msg("expired", ""), false},
+		{"", "Timeout", "", msg("rejected", "ProviderTimeoutException: …"), true},
+		{"", "Timeout", "", rabbit.Message{}, false},
+		{"expired", "Timeout", "", msg("rejected", "Timeout"), false},
+		// group is a plan's exception_type: the key or the class's simple name, never a substring.
+		{"", "", "com.acme.StockException", msg("rejected", "com.acme.StockException: out of stock for o-17"), true},
+		{"", "", "StockException", msg("rejected", "com.acme.StockException: out of stock for o-18"), true},
+		{"", "", "Stock", msg("rejected", "com.acme.StockException: out of stock for o-18"), false},
+		{"", "", "read timed out", msg("rejected", "read timed out"), true},
+		{"", "", "timed out", msg("rejected", "read timed out"), false},
+		{"", "", "StockException", rabbit.Message{}, false},
 	} {
-		if got := messageFilter(tc.reason, tc.exception)(tc.m); got != tc.keep {
-			t.Errorf("filter(%q, %q) on %+v = %v", tc.reason, tc.exception, tc.m.DeadLetter, got)
+		if got := messageFilter(tc.reason, tc.exception, tc.group)(tc.m); got != tc.keep {
+			t.Errorf("filter(%q, %q, %q) on %+v = %v", tc.reason, tc.exception, tc.group, tc.m.DeadLetter, got)
 		}
 	}
 }

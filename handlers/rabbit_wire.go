@@ -176,7 +176,8 @@ func toRabbitMessageJSON(m shownMessage) rabbitMessageJSON {
 
 type errorGroupJSON struct {
 	Reason           string     `json:"reason"`
-	ExceptionMessage string     `json:"exception_message"`
+	Key              string     `json:"key"`               // ops.ErrorGroupKey: what ?group= and a plan's exception_type select
+	ExceptionMessage string     `json:"exception_message"` // the first message's, an example
 	Count            int        `json:"count"`
 	FirstAt          *time.Time `json:"first_at"`
 	LastAt           *time.Time `json:"last_at"`

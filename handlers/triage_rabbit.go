@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
@@ -105,7 +106,9 @@ func (h *Rabbit) addQueueNote(c echo.Context, req queueNoteRequest) (triage.Note
 	r := triage.QueueNoteRequest{Broker: b.Name(), Vhost: pathParam(c, "vhost"), Queue: pathParam(c, "queue"), MessageID: req.MessageID,
 		Text: req.Text, Link: req.Link, Actor: ActorOf(c)}
 	if g := req.ErrorGroup; g != nil {
-		r.Group = &triage.GroupKey{Type: g.Reason, Cause: g.ExceptionMessage}
+		// A note sticks to the group the page shows (rabbit.ErrorGroup.Key), also when a client
+		// names it by one of its messages.
+		r.Group = &triage.GroupKey{Type: g.Reason, Cause: ops.ErrorGroupKey(g.ExceptionMessage)}
 	}
 	return h.triage.AddQueueNote(clientContext(c), r)
 }

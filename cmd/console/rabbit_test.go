@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -276,6 +277,45 @@ func TestRabbitAPI(t *testing.T) {
 		}](t, r)
 		if len(e.Messages) != 12 || e.Messages[0].DeadLetter.OriginalQueue != "orders.reminders" || strings.Join(e.Messages[0].DeadLetter.Keys, ",") != "reminder.due" {
 			t.Errorf("expired: %d messages, %.300s", len(e.Messages), r.body)
+		}
+	})
+
+	// Each error group the browse shows is what a plan filtered by its key selects, and ?group=
+	// shows just those messages: one error-group key for the page, the API and the plan.
+	t.Run("GroupsAreWhatAPlanSelects", func(t *testing.T) {
+		type group struct {
+			Reason string `json:"reason"`
+			Key    string `json:"key"`
+			Count  int    `json:"count"`
+		}
+		r := do(t, nil, "GET", base+queuePath(vhost, "orders.dlq")+"/messages?limit=62", "", "")
+		v := decode[struct {
+			Groups []group `json:"error_groups"`
+		}](t, r)
+		keyed := 0
+		for _, g := range v.Groups {
+			if g.Key == "" {
+				continue
+			}
+			keyed++
+			q := url.Values{"limit": {"62"}, "reason": {g.Reason}, "group": {g.Key}}
+			r := do(t, nil, "GET", base+queuePath(vhost, "orders.dlq")+"/messages?"+q.Encode(), "", "")
+			shown := decode[struct {
+				Messages []json.RawMessage `json:"messages"`
+			}](t, r)
+			body, _ := json.Marshal(map[string]any{
+				"source": map[string]any{"kind": "rabbitmq", "broker": "main", "vhost": vhost, "queue": "orders.dlq", "limit": 62},
+				"filter": map[string]any{"reason": g.Reason, "exception_type": g.Key}})
+			r = do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json", string(body))
+			plan := decode[struct {
+				Total int `json:"total"`
+			}](t, r)
+			if len(shown.Messages) != g.Count || plan.Total != g.Count {
+				t.Errorf("group %+v: ?group= shows %d, a plan by its key selects %d", g, len(shown.Messages), plan.Total)
+			}
+		}
+		if keyed == 0 {
+			t.Fatalf("no group with an exception: %+v", v.Groups)
 		}
 	})
 

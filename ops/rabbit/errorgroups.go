@@ -3,13 +3,20 @@ package rabbit
 import (
 	"sort"
 	"time"
+
+	"github.com/redrive/redrive/ops"
 )
 
-// ErrorGroup is every browsed message that died for the same reason with the same exception
-// message: one bug, one row.
+// ErrorGroup is every browsed message that died for the same reason in the same error group
+// (ops.ErrorGroupKey of the exception message, as a replay plan groups them): one bug, one row,
+// whatever ids the messages carry.
 type ErrorGroup struct {
-	Reason           string // rejected, expired, maxlen, delivery_limit; empty without x-death
-	ExceptionMessage string // Spring's x-exception-message; empty when absent
+	Reason string // rejected, expired, maxlen, delivery_limit; empty without x-death
+	// Key is the group's key: the exception's class, or its message's first line; empty when the
+	// messages carry no exception message. A plan's filter.exception_type selects it.
+	Key string
+	// ExceptionMessage is the first message's Spring x-exception-message, an example of the group.
+	ExceptionMessage string
 	Count            int
 	// FirstAt and LastAt bound when the group's messages died: each message's earliest x-death
 	// time and its latest, or its timestamp property without x-death. Nil when no message had one.
@@ -21,8 +28,8 @@ type ErrorGroup struct {
 	Positions []int
 }
 
-// ErrorGroups groups browsed messages by (dead-letter reason, exception message), largest group
-// first (ties: most recent LastAt first, then by reason and message). Messages without dead-letter
+// ErrorGroups groups browsed messages by (dead-letter reason, error group key), largest group
+// first (ties: most recent LastAt first, then by reason and key). Messages without dead-letter
 // headers form the group with an empty reason and message.
 func ErrorGroups(msgs []Message) []ErrorGroup {
 	type key struct{ reason, message string }
@@ -32,11 +39,14 @@ func ErrorGroups(msgs []Message) []ErrorGroup {
 	for _, m := range msgs {
 		var k key
 		if dl := m.DeadLetter; dl != nil {
-			k = key{dl.Reason, dl.ExceptionMessage}
+			k = key{dl.Reason, ops.ErrorGroupKey(dl.ExceptionMessage)}
 		}
 		g := groups[k]
 		if g == nil {
-			g = &ErrorGroup{Reason: k.reason, ExceptionMessage: k.message, OriginalQueues: []string{}}
+			g = &ErrorGroup{Reason: k.reason, Key: k.message, OriginalQueues: []string{}}
+			if dl := m.DeadLetter; dl != nil {
+				g.ExceptionMessage = dl.ExceptionMessage
+			}
 			groups[k], queues[k] = g, map[string]bool{}
 			order = append(order, k)
 		}
@@ -76,7 +86,7 @@ func ErrorGroups(msgs []Message) []ErrorGroup {
 		if a.Reason != b.Reason {
 			return a.Reason < b.Reason
 		}
-		return a.ExceptionMessage < b.ExceptionMessage
+		return a.Key < b.Key
 	})
 	return out
 }

@@ -205,4 +205,15 @@ func TestErrorGroups(t *testing.T) {
 	if len(ErrorGroups(nil)) != 0 {
 		t.Error("groups of nothing")
 	}
+
+	// One bug whatever the ids in its message: grouped by ops.ErrorGroupKey, as a plan is.
+	stock := ErrorGroups([]Message{
+		msg(0, "rejected", "com.acme.StockException: out of stock for o-17", "orders"),
+		msg(1, "rejected", "com.acme.StockException: out of stock for o-18", "orders"),
+		msg(2, "expired", "com.acme.StockException: out of stock for o-19", "orders"),
+	})
+	if len(stock) != 2 || stock[0].Key != "com.acme.StockException" || stock[0].Count != 2 ||
+		stock[0].ExceptionMessage != "com.acme.StockException: out of stock for o-17" || stock[1].Reason != "expired" {
+		t.Errorf("groups of one exception class with ids in its messages: %+v", stock)
+	}
 }

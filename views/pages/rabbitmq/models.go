@@ -6,6 +6,7 @@ package rabbitmq
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/paths"
@@ -146,9 +147,11 @@ type MessagesPage struct {
 	Filter    string
 	ScanURL   string
 	ExportURL string
-	// Filters, as in a replay plan: reason exact, exception message substring.
+	// Filters: reason exact, exception message substring (a search), and Group, an error group's
+	// key as a replay plan's filter.exception_type selects it (the plan form carries it over).
 	Reason    string
 	Exception string
+	Group     string
 	// Refused is why the queue cannot be browsed safely (a 409); Error why it could not be read.
 	Refused     string
 	Error       string
@@ -169,7 +172,8 @@ type MessagesPage struct {
 // GroupRow is one (reason, exception message) group among the browsed messages.
 type GroupRow struct {
 	Reason           string
-	ExceptionMessage string
+	Key              string // ops.ErrorGroupKey of its exception messages
+	ExceptionMessage string // the first message's, an example
 	Count            int
 	FirstAt          *time.Time
 	LastAt           *time.Time
@@ -228,13 +232,14 @@ type DeathView struct {
 	RoutingKeys string
 }
 
-func filterURL(b, vhost, q string, limit int, reason, exception string) string {
+// groupURL is the messages page narrowed to one error group: its reason and its key.
+func groupURL(b, vhost, q string, limit int, reason, group string) string {
 	v := url.Values{"limit": {strconv.Itoa(limit)}}
 	if reason != "" {
 		v.Set("reason", reason)
 	}
-	if exception != "" {
-		v.Set("exception", exception)
+	if group != "" {
+		v.Set("group", group)
 	}
 	return paths.WithQuery(paths.QueueMessages(b, vhost, q), v)
 }
@@ -324,16 +329,22 @@ func brokerSubtitle(p BrokerPage) string {
 	return s
 }
 
-func filterHint(reason, exception string) string {
-	switch {
-	case reason != "" && exception != "":
-		return "reason " + reason + ", exception containing “" + exception + "”"
-	case reason != "":
-		return "reason " + reason
-	case exception != "":
-		return "exception containing “" + exception + "”"
+// filterHint says which of the page's filters narrow the messages shown.
+func filterHint(p MessagesPage) string {
+	var parts []string
+	if p.Reason != "" {
+		parts = append(parts, "reason "+p.Reason)
 	}
-	return "no filter"
+	if p.Exception != "" {
+		parts = append(parts, "exception containing “"+p.Exception+"”")
+	}
+	if p.Group != "" {
+		parts = append(parts, "error group "+p.Group)
+	}
+	if len(parts) == 0 {
+		return "no filter"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // revealURL is the page again with reveal=true (an admin's audited look at masked values).
@@ -349,6 +360,9 @@ func revealURL(p MessagesPage) string {
 	}
 	if p.Exception != "" {
 		q.Set("exception", p.Exception)
+	}
+	if p.Group != "" {
+		q.Set("group", p.Group)
 	}
 	return "?" + q.Encode()
 }
