@@ -90,20 +90,12 @@ func (i *Inbox) Verdicts(ctx context.Context, ids []string) (map[string]Verdict,
 	}
 	for start := 0; start < len(ids); start += batch {
 		chunk := ids[start:min(start+batch, len(ids))]
-		rows, err := i.pool.Query(ctx, i.lookup, i.consumer, chunk)
-		if err != nil {
-			return nil, i.wrap(err)
+		err := i.lookupChunk(ctx, chunk, out)
+		if lostSession(err) && ctx.Err() == nil {
+			// The database ended the pooled session (a restart, a failover): a read is safe to
+			// try once more, on a fresh connection, before every verdict becomes "unknown".
+			err = i.lookupChunk(ctx, chunk, out)
 		}
-		var id string
-		var processed bool
-		_, err = pgx.ForEachRow(rows, []any{&id, &processed}, func() error {
-			if processed {
-				out[id] = Processed
-			} else {
-				out[id] = InProgress
-			}
-			return nil
-		})
 		if err != nil {
 			return nil, i.wrap(err)
 		}
@@ -111,12 +103,50 @@ func (i *Inbox) Verdicts(ctx context.Context, ids []string) (map[string]Verdict,
 	return out, nil
 }
 
+func (i *Inbox) lookupChunk(ctx context.Context, chunk []string, out map[string]Verdict) error {
+	rows, err := i.pool.Query(ctx, i.lookup, i.consumer, chunk)
+	if err != nil {
+		return err
+	}
+	var id string
+	var processed bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &processed}, func() error {
+		if processed {
+			out[id] = Processed
+		} else {
+			out[id] = InProgress
+		}
+		return nil
+	})
+	return err
+}
+
+// lostSession reports whether err is the session going away rather than the query failing: the
+// server ended it (SQLSTATE 57P01–03: shut down, crashed, starting; class 08: the connection) or the
+// connection broke under it. A pool that is full (pgpool.BusyError) is not.
+func lostSession(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if busy := (*pgpool.BusyError)(nil); errors.As(err, &busy) {
+		return false
+	}
+	if connect := (*pgconn.ConnectError)(nil); errors.As(err, &connect) {
+		return false // no session to lose: the database cannot be reached, a second try waits as long
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08") // not 57014, a statement timeout
+	}
+	return true
+}
+
 func (i *Inbox) wrap(err error) error {
 	if busy := (*pgpool.BusyError)(nil); errors.As(err, &busy) {
 		return fmt.Errorf("inbox look-up: %w", err) // it names the consumer and wraps ErrUnavailable
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if errors.As(err, &pgErr) && !lostSession(err) {
 		return ops.Unavailable(fmt.Errorf("inbox %s: %s (%s)", i.consumer, pgErr.Message, pgErr.Code),
 			"the inbox of consumer %q refused the query (SQLSTATE %s); check its table and the role's rights (console doctor)",
 			i.consumer, pgErr.Code)

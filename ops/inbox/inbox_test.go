@@ -89,3 +89,26 @@ func TestMissingTableIsUnavailable(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The inbox's database restarted (its sessions ended) between two look-ups made within a second,
+// before the pool would ping its idle connections: the look-up is read-only, so it is tried again
+// on a fresh connection rather than answered "unknown" for every id (a plan's verdicts).
+func TestVerdictsAfterTheDatabaseDroppedItsSessions(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	pgtest.Exec(t, dsn, inbox.SeedDDL)
+	pgtest.Exec(t, dsn, `INSERT INTO inbox_message VALUES ('m-1', 'billing', now(), now())`)
+	in := open(t, dsn, "billing")
+	ctx := context.Background()
+	if _, err := in.Verdicts(ctx, []string{"m-1"}); err != nil {
+		t.Fatal(err)
+	}
+	n := pgtest.Value[int](t, dsn, `SELECT count(*)::int FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()) t`)
+	if n == 0 {
+		t.Fatal("no session of the inbox's pool to end")
+	}
+	v, err := in.Verdicts(ctx, []string{"m-1", "m-2"})
+	if err != nil || v["m-1"] != inbox.Processed || v["m-2"] != inbox.NotProcessed {
+		t.Fatalf("verdicts after the sessions ended: %v, %v", v, err)
+	}
+}
