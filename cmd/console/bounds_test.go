@@ -120,11 +120,7 @@ func clusterPIDs(t *testing.T, pg *devstack.Postgres) []int {
 // no page or API call wait past request_timeout; the overview's other panels still show.
 func TestFrozenStoreAnswersWithinRequestTimeout(t *testing.T) {
 	ctx := context.Background()
-	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(t.TempDir(), "pg")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	pg := privatePostgres(t)
 	outboxDSN := pgtest.NewDatabase(t)
 	if err := demo.SeedOutbox(ctx, outboxDSN); err != nil {
 		t.Fatal(err)

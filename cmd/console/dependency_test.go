@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -18,11 +16,7 @@ import (
 // /readyz only; starting it again recovers without restarting the console.
 func TestOutboxDatabaseDownAndBack(t *testing.T) {
 	ctx := context.Background()
-	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(t.TempDir(), "pg")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	pg := privatePostgres(t)
 	if err := demo.SeedOutbox(ctx, pg.DSN("postgres")); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -137,4 +138,16 @@ func planSelected(t *testing.T, ctx context.Context) (header, items string) {
 		t.Fatal(err)
 	}
 	return must(t, ctx, chromedp.Text(`[data-testid="page-header"]`)), must(t, ctx, chromedp.Text(`[data-testid="plan-items"]`))
+}
+
+// privatePostgres is a PostgreSQL server of the test's own, which it may stop, freeze or start
+// again under a console; it is stopped when the test ends.
+func privatePostgres(t *testing.T) *devstack.Postgres {
+	t.Helper()
+	pg, err := devstack.StartPostgres(context.Background(), devstack.PostgresOptions{Dir: filepath.Join(t.TempDir(), "pg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	return pg
 }
