@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"strings"
+	"unicode/utf8"
 )
 
 // Client is where a request came from, as the audit log records it.
@@ -33,12 +34,10 @@ func CleanText(s string, max int) string {
 	s = strings.ReplaceAll(s, "\x00", "")
 	if len(s) > max {
 		cut := max
-		for cut > 0 && !utf8Start(s[cut]) {
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
 			cut--
 		}
 		s = s[:cut]
 	}
 	return s
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -11,18 +11,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/quotedprintable"
 	"net"
 	"net/http"
 	"net/smtp"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // Channel is one destination of notifications.
@@ -138,14 +141,14 @@ func SlackMessage(e Event) map[string]any {
 		text += "\n" + slackEscape(e.Summary)
 	}
 	var labels []string
-	for _, k := range sortedKeys(e.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(e.Labels)) {
 		labels = append(labels, k+"="+e.Labels[k])
 	}
 	blocks := []any{
-		map[string]any{"type": "header", "text": map[string]any{"type": "plain_text", "text": truncate(head, 150)}},
-		map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": truncate(text, 3000)}},
+		map[string]any{"type": "header", "text": map[string]any{"type": "plain_text", "text": payload.Clip(head, 150)}},
+		map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": payload.Clip(text, 3000)}},
 		map[string]any{"type": "context", "elements": []any{map[string]any{"type": "mrkdwn",
-			"text": truncate(slackEscape(e.Severity+" · "+strings.Join(labels, " ")+" · "+e.At.UTC().Format(time.RFC3339)), 3000)}}},
+			"text": payload.Clip(slackEscape(e.Severity+" · "+strings.Join(labels, " ")+" · "+e.At.UTC().Format(time.RFC3339)), 3000)}}},
 	}
 	if strings.HasPrefix(e.Link, "http://") || strings.HasPrefix(e.Link, "https://") {
 		blocks = append(blocks, map[string]any{"type": "actions", "elements": []any{map[string]any{"type": "button",
@@ -231,7 +234,7 @@ func EmailMessage(from string, to []string, e Event) []byte {
 	var b bytes.Buffer
 	subject := "[Redrive] " + strings.ToUpper(e.State) + ": " + oneLine(e.Title)
 	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMIME-Version: 1.0\r\n", oneLine(from),
-		oneLine(strings.Join(to, ", ")), mime.QEncoding.Encode("utf-8", truncate(subject, 200)), e.At.Format(time.RFC1123Z))
+		oneLine(strings.Join(to, ", ")), mime.QEncoding.Encode("utf-8", payload.Clip(subject, 200)), e.At.Format(time.RFC1123Z))
 	b.WriteString("Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
 	qp := quotedprintable.NewWriter(&b)
 	fmt.Fprintf(qp, "%s\r\n\r\n", e.Title)
@@ -239,7 +242,7 @@ func EmailMessage(from string, to []string, e Event) []byte {
 		fmt.Fprintf(qp, "%s\r\n\r\n", e.Summary)
 	}
 	fmt.Fprintf(qp, "State: %s\r\nSeverity: %s\r\nKind: %s\r\nKey: %s\r\n", e.State, e.Severity, e.Kind, e.Key)
-	for _, k := range sortedKeys(e.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(e.Labels)) {
 		fmt.Fprintf(qp, "%s: %s\r\n", k, e.Labels[k])
 	}
 	fmt.Fprintf(qp, "At: %s\r\n", e.At.UTC().Format(time.RFC3339))
@@ -249,18 +252,6 @@ func EmailMessage(from string, to []string, e Event) []byte {
 	qp.Close()
 	return b.Bytes()
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func stateWord(state string) string {
 	switch state {

@@ -91,12 +91,3 @@ func routes(rules []configs.NotifyRule, p health.Problem) []route {
 	}
 	return out
 }
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}

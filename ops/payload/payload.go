@@ -99,6 +99,15 @@ func Cut(s string, n int) (string, bool) {
 	return s[:n], true
 }
 
+// Clip is Cut for text shown in a line (a trace step's detail, a notification's subject or
+// block): "…" marks where it cut.
+func Clip(s string, n int) string {
+	if c, cut := Cut(s, n); cut {
+		return c + "…"
+	}
+	return s
+}
+
 // printable reports valid UTF-8 made of graphic characters and ordinary white space.
 func printable(b []byte) bool {
 	if !utf8.Valid(b) {

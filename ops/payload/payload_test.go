@@ -125,6 +125,13 @@ func TestCut(t *testing.T) {
 		if out != tc.out || cuts != tc.cuts || !utf8.ValidString(out) {
 			t.Errorf("Cut(%q, %d) = %q, %v", tc.in, tc.n, out, cuts)
 		}
+		want := tc.out
+		if tc.cuts {
+			want += "…"
+		}
+		if c := Clip(tc.in, tc.n); c != want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.n, c, want)
+		}
 	}
 	// A payload far over the cap is cut to it, not copied whole.
 	huge := strings.Repeat("é", 1<<20) // 2 MiB

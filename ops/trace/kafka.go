@@ -409,10 +409,10 @@ func (r *run) recordStep(cluster, role string, raw kafka.Record) Step {
 		d = append(d, "published")
 	}
 	if rec.Key != nil {
-		d = append(d, "key "+clip(text(rec.Key), 200))
+		d = append(d, "key "+payload.Clip(text(rec.Key), 200))
 	}
 	if shownID != "" {
-		d = append(d, "message id "+clip(shownID, 200))
+		d = append(d, "message id "+payload.Clip(shownID, 200))
 	}
 	if dl := rec.DeadLetter; dl != nil && role != "original" {
 		if dl.OriginalTopic != "" {
@@ -426,24 +426,24 @@ func (r *run) recordStep(cluster, role string, raw kafka.Record) Step {
 			d = append(d, from)
 		}
 		if dl.ConsumerGroup != "" {
-			d = append(d, "by group "+clip(dl.ConsumerGroup, 200))
+			d = append(d, "by group "+payload.Clip(dl.ConsumerGroup, 200))
 			f.by = consumerOfGroup(r.t.o.Consumers, cluster, dl.ConsumerGroup)
 		}
 		if dl.ExceptionType != "" {
-			ex := clip(dl.ExceptionType, 300)
+			ex := payload.Clip(dl.ExceptionType, 300)
 			if dl.ExceptionMessage != "" {
-				ex += ": " + clip(dl.ExceptionMessage, 300)
+				ex += ": " + payload.Clip(dl.ExceptionMessage, 300)
 			}
 			d = append(d, ex)
 			f.exception = shortType(dl.ExceptionType)
 		} else if dl.ExceptionMessage != "" {
-			d = append(d, clip(dl.ExceptionMessage, 300))
+			d = append(d, payload.Clip(dl.ExceptionMessage, 300))
 		}
 		if dl.RetryCount != nil {
 			d = append(d, fmt.Sprintf("attempt %d", *dl.RetryCount))
 		}
 		if dl.FirstFailedAt != "" {
-			d = append(d, "first failed at "+clip(dl.FirstFailedAt, 64))
+			d = append(d, "first failed at "+payload.Clip(dl.FirstFailedAt, 64))
 		}
 	}
 	d = append(d, fmt.Sprintf("%d bytes", rec.Size))

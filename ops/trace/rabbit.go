@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
 )
@@ -193,22 +194,22 @@ func (r *run) messageStep(broker, role string, q rabbit.Queue, raw rabbit.Messag
 	}
 	d := []string{label}
 	if m.MessageID != "" {
-		d = append(d, "message id "+clip(m.MessageID, 200))
+		d = append(d, "message id "+payload.Clip(m.MessageID, 200))
 	}
 	var at *time.Time
 	if dl := m.DeadLetter; dl != nil {
 		if dl.OriginalQueue != "" {
-			d = append(d, "from queue "+clip(dl.OriginalQueue, 200))
+			d = append(d, "from queue "+payload.Clip(dl.OriginalQueue, 200))
 			f.by = consumerOfQueue(r.t.o.Consumers, broker, q.Vhost, dl.OriginalQueue)
 		} else if dl.OriginalExchange != "" {
-			d = append(d, "from exchange "+clip(dl.OriginalExchange, 200))
+			d = append(d, "from exchange "+payload.Clip(dl.OriginalExchange, 200))
 		}
 		if dl.Reason != "" {
 			d = append(d, fmt.Sprintf("%s ×%d", dl.Reason, max(dl.Count, 1)))
 			f.exception = dl.Reason
 		}
 		if dl.ExceptionMessage != "" {
-			d = append(d, clip(dl.ExceptionMessage, 300))
+			d = append(d, payload.Clip(dl.ExceptionMessage, 300))
 		}
 		if dl.ReplayCount > 0 {
 			d = append(d, fmt.Sprintf("replayed %d times by Redrive", dl.ReplayCount))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // The lookups of tables (outboxes, inboxes, the ledger, the audit log): each an indexed read
@@ -70,7 +71,7 @@ func outboxSteps(name string, events []outbox.Event, ids []string, aggregate str
 			d = append(d, "sent_at "+stamp(*e.SentAt))
 		}
 		if e.LastError != nil && *e.LastError != "" {
-			d = append(d, "last_error: "+clip(*e.LastError, 300))
+			d = append(d, "last_error: "+payload.Clip(*e.LastError, 300))
 		}
 		out = append(out, Step{Kind: KindOutbox, Source: source, Found: true, At: timePtr(e.CreatedAt),
 			Place: fmt.Sprintf("row %d", e.ID), Detail: strings.Join(d, "; "),
@@ -183,7 +184,7 @@ func (r *run) replays(ctx context.Context, ids []string) {
 	for _, e := range rows {
 		d := fmt.Sprintf("job %s (%s, by %s) from %s: %s", e.JobID, e.JobStatus, e.Actor, e.Locator, e.Outcome)
 		if e.Detail != "" {
-			d += " — " + clip(e.Detail, 300)
+			d += " — " + payload.Clip(e.Detail, 300)
 		}
 		steps = append(steps, Step{Kind: KindReplay, Source: source, Found: true, At: timePtr(e.At),
 			Place: fmt.Sprintf("job %s item %d", e.JobID, e.Seq), Detail: d, Ref: Ref{JobID: e.JobID, Offset: -1},
@@ -226,7 +227,7 @@ func (r *run) audit(ctx context.Context, ids []string) {
 	for _, e := range entries {
 		d := fmt.Sprintf("%s on %s by %s: %s", e.Action, e.Target, e.Actor, e.Outcome)
 		if e.Reason != "" {
-			d += " — reason: " + clip(e.Reason, 200)
+			d += " — reason: " + payload.Clip(e.Reason, 200)
 		}
 		steps = append(steps, Step{Kind: KindAudit, Source: source, Found: true, At: timePtr(e.At),
 			Place: fmt.Sprintf("entry %d", e.ID), Detail: d, Ref: Ref{AuditID: e.ID, Offset: -1}})
@@ -250,16 +251,3 @@ func lookedFor(ids []string, aggregate string) string {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// clip cuts text from others at n bytes (on a rune boundary).
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,7 +91,7 @@ func verdict(q Query, steps []Step, consumers []configs.Consumer) string {
 		for _, s := range published {
 			topics[fmt.Sprintf("%s/%d", s.fact.topic, s.fact.partition)] = true
 		}
-		add(fmt.Sprintf("%d records published to %s", len(published), strings.Join(sortedKeys(topics), ", ")))
+		add(fmt.Sprintf("%d records published to %s", len(published), strings.Join(slices.Sorted(maps.Keys(topics)), ", ")))
 	default:
 		var missing []string
 		for _, s := range by(KindKafka, false, "original") {
@@ -241,15 +243,6 @@ func searchedList(steps []Step) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func dedupe(list []string) []string {
