@@ -269,9 +269,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if stream {
 		w := newNDJSON(c)
 		q.Each = func(r kafka.Record) error { return w.line(matchLine[recordJSON]{toJSON(r)}, false) }
-		q.Progress = func(scanned, matched int64) {
-			_ = w.line(progressLine{progressJSON{scanned, matched}}, false)
-		}
+		q.Progress = w.progress
 		res, err := search.ScanKafka(c.Request().Context(), k, q)
 		if err != nil {
 			return w.fail(err)
@@ -362,9 +360,7 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 		q.Each = func(rabbit.Message) error {
 			return w.line(matchLine[rabbitMessageJSON]{toRabbitMessageJSON(last)}, false)
 		}
-		q.Progress = func(scanned, matched int64) {
-			_ = w.line(progressLine{progressJSON{scanned, matched}}, false)
-		}
+		q.Progress = w.progress
 		res, err := search.ScanRabbit(c.Request().Context(), b, q)
 		if err != nil {
 			return w.fail(err)
@@ -466,6 +462,12 @@ func (w *ndjson) line(v any, last bool) error {
 		w.flushed = time.Now()
 	}
 	return nil
+}
+
+// progress writes a scan's progress line (a scan's Progress); a line lost on the way only shows a
+// number late, so its error is not the scan's.
+func (w *ndjson) progress(scanned, matched int64) {
+	_ = w.line(progressLine{progressJSON{scanned, matched}}, false)
 }
 
 // fail ends a stream with an error line (the status is already sent), or answers the error as
