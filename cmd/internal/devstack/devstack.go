@@ -210,3 +210,16 @@ func readState[T any](dir, file, none string) (string, T, error) {
 	}
 	return dir, st, nil
 }
+
+// serviceDir is a service's Dir (its data, config and state file) made absolute; what names the
+// service in the error when it is missing.
+func serviceDir(what, dir string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("devstack: %s: Dir is required", what)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("devstack: %s: %w", what, err)
+	}
+	return abs, nil
+}

@@ -52,12 +52,9 @@ const postgresStateFile = "devstack-postgres.json"
 // authentication for the `postgres` superuser. As root it runs the server
 // as the postgres user, since PostgreSQL refuses to run as root.
 func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("devstack: postgres: Dir is required")
-	}
-	dir, err := filepath.Abs(opts.Dir)
+	dir, err := serviceDir("postgres", opts.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("devstack: postgres: %w", err)
+		return nil, err
 	}
 	bin := opts.BinDir
 	if bin == "" {

@@ -71,12 +71,9 @@ const rabbitStateFile = "devstack-rabbitmq.json"
 // it is missing and we are root. The node runs in its own process group
 // and keeps running if the calling process exits; stop it with Stop.
 func StartRabbitMQ(ctx context.Context, opts RabbitOptions) (*RabbitMQ, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("devstack: rabbitmq: Dir is required")
-	}
-	dir, err := filepath.Abs(opts.Dir)
+	dir, err := serviceDir("rabbitmq", opts.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("devstack: rabbitmq: %w", err)
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(rabbitBinDir, "rabbitmq-server")); err != nil {
 		start := time.Now()
