@@ -18,8 +18,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
-	"github.com/redrive/redrive/ops/pgtest"
-	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/storetest"
 )
 
 // An export records its intent before the first byte: with the audit log unwritable it is refused
@@ -38,10 +37,7 @@ func TestExportIntentBeforeContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Close)
-	st, err := store.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t)
 	export := func() *httptest.ResponseRecorder {
 		h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, Audit: st, ExportMinRole: "viewer"})
 		e := echo.New()
