@@ -271,10 +271,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 		q.Each = func(r kafka.Record) error { return w.line(matchLine[recordJSON]{toJSON(r)}, false) }
 		q.Progress = w.progress
 		res, err := search.ScanKafka(c.Request().Context(), k, q)
-		if err != nil {
-			return w.fail(err)
-		}
-		return w.line(doneLine{kafkaSummary(q, res, started)}, true)
+		return w.end(kafkaSummary(q, res, started), err)
 	}
 	out := []recordJSON{}
 	q.Each = func(r kafka.Record) error {
@@ -362,10 +359,7 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 		}
 		q.Progress = w.progress
 		res, err := search.ScanRabbit(c.Request().Context(), b, q)
-		if err != nil {
-			return w.fail(err)
-		}
-		return w.line(doneLine{rabbitSummary(f, res, started)}, true)
+		return w.end(rabbitSummary(f, res, started), err)
 	}
 	msgs := []rabbitMessageJSON{}
 	q.Each = func(rabbit.Message) error {
@@ -468,6 +462,14 @@ func (w *ndjson) line(v any, last bool) error {
 // number late, so its error is not the scan's.
 func (w *ndjson) progress(scanned, matched int64) {
 	_ = w.line(progressLine{progressJSON{scanned, matched}}, false)
+}
+
+// end ends a scan's stream with its summary (a done line), or as fail does when the scan failed.
+func (w *ndjson) end(s scanSummary, err error) error {
+	if err != nil {
+		return w.fail(err)
+	}
+	return w.line(doneLine{s}, true)
 }
 
 // fail ends a stream with an error line (the status is already sent), or answers the error as
