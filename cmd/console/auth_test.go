@@ -57,13 +57,7 @@ func basicAuth(extra string) string {
 // authConsole is a console in basic mode over a seeded demo outbox "orders".
 func authConsole(t *testing.T, extra string) (base, outboxDSN string) {
 	t.Helper()
-	storeDSN := pgtest.NewDatabase(t)
-	outboxDSN = pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
-		t.Fatal(err)
-	}
-	return startConsole(t, fmt.Sprintf("store: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n%s", storeDSN, outboxDSN,
-		basicAuth(extra))), outboxDSN
+	return outboxConsole(t, basicAuth(extra))
 }
 
 // browserlike is an HTTP client with a cookie jar that does not follow redirects.

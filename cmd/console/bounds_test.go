@@ -72,13 +72,7 @@ func TestTrickledBodyIsCut(t *testing.T) {
 // demoConsoleWith is demoConsole with extra top-level YAML.
 func demoConsoleWith(t *testing.T, extra string) (base, outboxDSN string) {
 	t.Helper()
-	storeDSN := pgtest.NewDatabase(t)
-	outboxDSN = pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
-		t.Fatal(err)
-	}
-	return startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n%s",
-		storeDSN, outboxDSN, extra)), outboxDSN
+	return outboxConsole(t, "auth: {mode: none}\n"+extra)
 }
 
 // clusterPIDs are the postmaster of a private PostgreSQL and its children (the backends that

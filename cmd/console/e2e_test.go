@@ -58,16 +58,20 @@ func serveInTest(t *testing.T, cfg *configs.Config, load func() (*configs.Config
 // demoConsole is a console over a seeded demo outbox in fresh databases.
 func demoConsole(t *testing.T) (base, outboxDSN string) {
 	t.Helper()
+	return demoConsoleWith(t, "")
+}
+
+// outboxConsole is a console over a store and a seeded demo outbox "orders" of their own, the
+// rest of its config (auth, extra sections) from rest: what demoConsole, demoConsoleWith and
+// authConsole start.
+func outboxConsole(t *testing.T, rest string) (base, outboxDSN string) {
+	t.Helper()
 	storeDSN := pgtest.NewDatabase(t)
 	outboxDSN = pgtest.NewDatabase(t)
 	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
 		t.Fatal(err)
 	}
-	return startConsole(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-outboxes: [{name: orders, dsn: %q}]
-`, storeDSN, outboxDSN)), outboxDSN
+	return startConsole(t, fmt.Sprintf("store: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n%s", storeDSN, outboxDSN, rest)), outboxDSN
 }
 
 type response struct {
