@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -48,8 +49,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 	k := startKafka(t, map[string]int32{"load.DLT": 2})
 	mustDo(t, demo.SeedKafka(ctx, k.Addrs()))
 	records := rate * int(duration/time.Second+10)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	mustDo(t, err)
+	cl := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	recs := make([]*kgo.Record, records)
 	for i := range recs {
 		id := fmt.Sprintf("load-%d", i)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -24,11 +25,7 @@ import (
 func TestNewErrorGroupNotifies(t *testing.T) {
 	k := startKafka(t, nil)
 	ctx := waittest.Context(t, 2*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kfaketest.Client(t, k.Cluster())
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "orders.DLT"); err != nil {
 		t.Fatal(err)
 	}

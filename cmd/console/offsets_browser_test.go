@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -23,11 +24,7 @@ import (
 func TestBrowserSkipPoisonRecord(t *testing.T) {
 	k := startKafka(t, nil)
 	ctx := waittest.Context(t, 2*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 	for _, topic := range []string{"payments", "payments.DLT"} {
 		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
@@ -46,12 +43,8 @@ func TestBrowserSkipPoisonRecord(t *testing.T) {
 	if err := adm.CommitAllOffsets(ctx, "settlement", kadm.OffsetsFromRecords(kgo.Record{Topic: "payments", Offset: 2})); err != nil {
 		t.Fatal(err)
 	}
-	member, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ClientID("settlement-worker"), kgo.ConsumerGroup("settlement"),
+	member := kfaketest.Client(t, k.Cluster(), kgo.ClientID("settlement-worker"), kgo.ConsumerGroup("settlement"),
 		kgo.ConsumeTopics("payments"), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
 	member.PollRecords(ctx, 1)
 
 	base := startConsole(t, fmt.Sprintf(`

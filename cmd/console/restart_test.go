@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
@@ -294,11 +295,7 @@ replay: {lease: 2s}
 `, storeDSN, k.Addrs()[0], inboxDSN))
 
 	ctx := waittest.Context(t, 3*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	recs := make([]*kgo.Record, restartN)
 	for i := range recs {
 		id := fmt.Sprintf("m-%d", i)
@@ -318,12 +315,8 @@ replay: {lease: 2s}
 	}
 
 	// A fresh client reads the original topic from the start.
-	rd, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("orders"),
+	rd := kfaketest.Client(t, k.Cluster(), kgo.ConsumeTopics("orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
 	got := map[string]int{}
 	total, quiet := 0, 0
 	for quiet < 3 && ctx.Err() == nil { // until three empty polls in a row after the end

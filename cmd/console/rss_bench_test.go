@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops/benchtest"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -29,9 +30,7 @@ func TestSteadyStateRSS(t *testing.T) {
 	const groups, partitions = 200, 50
 	k := startKafka(t, map[string]int32{"orders": partitions})
 	ctx := waittest.Context(t, 5*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	mustDo(t, err)
-	defer cl.Close()
+	cl := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for p := range int32(partitions) {
 		for i := range 20 {

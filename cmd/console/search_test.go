@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -23,12 +24,8 @@ import (
 func searchConsole(t *testing.T, perPartition int) (base string) {
 	t.Helper()
 	k := startKafka(t, nil)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	prod := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(400_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
 	ctx := context.Background()
 	if _, err := kadm.NewClient(prod).CreateTopic(ctx, 3, 1, nil, "search.DLT"); err != nil {
 		t.Fatal(err)

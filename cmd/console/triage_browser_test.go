@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/waittest"
@@ -115,11 +116,7 @@ func TestBrowserEditAndReplay(t *testing.T) {
 		}
 	}
 	runEditPlan(t, ctx, dialogs, "edit and retry: the value and 1 header(s) change", "edit-plan")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kfaketest.Client(t, k.Cluster(), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var got []*kgo.Record
 	for deadline := time.Now().Add(20 * time.Second); len(got) < 1 && time.Now().Before(deadline); {
 		fctx, fcancel := context.WithTimeout(ctx0, 2*time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -23,11 +24,7 @@ import (
 func deadLetterCluster(t *testing.T, ctx context.Context) (*devstack.Kafka, func(n int, typ, prefix string)) {
 	t.Helper()
 	k := startKafka(t, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	cl := kfaketest.Client(t, k.Cluster())
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders.DLT"); err != nil {
 		t.Fatal(err)
 	}
