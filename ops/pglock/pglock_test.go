@@ -26,15 +26,21 @@ func TestLock(t *testing.T) {
 		defer cancel()
 		return st.Lock(ctx, key)
 	}
+	// locked is the lock of key taken within d; the test fails, saying what the lock was, when it
+	// is not.
+	locked := func(t *testing.T, key string, d time.Duration, what string) func() {
+		t.Helper()
+		unlock, err := lockWithin(t, key, d)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return unlock
+	}
 
 	t.Run("HeldElsewhereTimesOut", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, 10*time.Second) // a free lock: generous for a loaded machine
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unlock()
+		defer locked(t, key, 10*time.Second, "a free lock")() // generous for a loaded machine
 		start := time.Now()
-		_, err = lockWithin(t, key, 300*time.Millisecond)
+		_, err := lockWithin(t, key, 300*time.Millisecond)
 		waited := time.Since(start)
 		if !errors.Is(err, ops.ErrConflict) {
 			t.Fatalf("second lock: %v, want ops.ErrConflict", err)
@@ -43,18 +49,11 @@ func TestLock(t *testing.T) {
 			t.Errorf("second lock gave up after %v, want about 300ms", waited)
 		}
 		// Another key is independent.
-		other, err := lockWithin(t, key+"-other", 10*time.Second)
-		if err != nil {
-			t.Fatalf("other key: %v", err)
-		}
-		other()
+		locked(t, key+"-other", 10*time.Second, "other key")()
 	})
 
 	t.Run("HandedOverOnUnlock", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
+		unlock := locked(t, key, 10*time.Second, "a free lock")
 		got := make(chan error, 1)
 		go func() {
 			u, err := lockWithin(t, key, 5*time.Second)
@@ -91,39 +90,23 @@ func TestLock(t *testing.T) {
 				c.Release()
 			}
 		}()
-		unlock, err := lockWithin(t, key, 2*time.Second)
-		if err != nil {
-			t.Fatalf("lock with the pool exhausted: %v", err)
-		}
-		unlock()
+		locked(t, key, 2*time.Second, "lock with the pool exhausted")()
 	})
 
 	t.Run("HolderConnectionDies", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unlock() // its connection is gone: must not hang or panic
+		defer locked(t, key, 10*time.Second, "a free lock")() // its connection is gone: must not hang or panic
 		if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
 			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
 			t.Fatal(err)
 		}
-		u, err := lockWithin(t, key, 10*time.Second)
-		if err != nil {
-			t.Fatalf("lock after the holder's session ended: %v", err)
-		}
-		u()
+		locked(t, key, 10*time.Second, "lock after the holder's session ended")()
 	})
 
 	t.Run("Cancelled", func(t *testing.T) {
-		unlock, err := lockWithin(t, key, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unlock()
+		defer locked(t, key, 10*time.Second, "a free lock")()
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(100*time.Millisecond, cancel)
-		_, err = st.Lock(cctx, key)
+		_, err := st.Lock(cctx, key)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, ops.ErrConflict) {
 			t.Fatalf("cancelled wait: %v, want context.Canceled only", err)
 		}
