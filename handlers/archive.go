@@ -23,8 +23,7 @@ import (
 
 // ArchiveStore is the archive of discarded messages and the audit log; *store.Store implements it.
 type ArchiveStore interface {
-	Auditor
-	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
+	audit.Log
 	ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error)
 	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error)
 }
@@ -321,9 +320,11 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 	if req.To == replay.RestoredToOriginal && h.replays == nil {
 		return restoreJSON{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "a replay to the original destination needs the replay engine"}
 	}
-	intent, err := h.store.RecordIntent(actx, base)
+	one := int64(1)
+	base.Count = &one
+	done, err := intend(c, h.store, base)
 	if err != nil {
-		return restoreJSON{}, audit.NotWritten(err)
+		return restoreJSON{}, err
 	}
 	var out restoreJSON
 	if req.To == replay.RestoredToOriginal {
@@ -332,13 +333,10 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 		out, err = h.restoreToDLQ(c, actx, id)
 	}
 	if err != nil {
-		_ = h.store.RecordAudit(actx, audit.OutcomeOf(base, intent, audit.OutcomeFailed, nil, err))
+		done(err, nil)
 		return restoreJSON{}, err
 	}
-	one := int64(1)
-	o := audit.OutcomeOf(base, intent, audit.OutcomeOK, &one, nil)
-	o.Detail["queue"], o.Detail["plan_id"], o.Detail["job_id"] = out.Queue, out.PlanID, out.JobID
-	_ = h.store.RecordAudit(actx, o)
+	done(nil, map[string]any{"to": req.To, "queue": out.Queue, "plan_id": out.PlanID, "job_id": out.JobID})
 	return out, nil
 }
 

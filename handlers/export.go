@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -113,53 +112,29 @@ func (w *exportWriter) close() {
 	w.c.Response().Flush()
 }
 
-// IntentAuditor is the audit log that records an intent before the effect (ops/store).
-type IntentAuditor interface {
-	Auditor
-	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
-}
-
-// exportAudit is one export's audit: its intent is recorded before the first byte goes out (no
-// content leaves unaudited: an audit log that cannot be written refuses the export), its outcome
-// with the count written once the stream ends — partial when it ended early (the client went
-// away, the broker failed).
+// exportAudit is one export's audit (ops/audit's policy): its intent is recorded before the first
+// byte goes out (no content leaves unaudited: an audit log that cannot be written refuses the
+// export), its outcome with the count written once the stream ends — partial when it ended early
+// (the client went away, the broker failed).
 type exportAudit struct {
-	h      *Search
-	c      echo.Context
-	base   audit.Entry
-	intent int64
+	end audit.Ending
 }
 
 func (h *Search) beginExport(c echo.Context, target string, filter *search.Filter, detail map[string]any) (*exportAudit, error) {
-	a := &exportAudit{h: h, c: c}
-	if h.o.Audit == nil {
-		return a, nil
-	}
 	expr := ""
 	if filter != nil {
 		expr = filter.Text()
 	}
 	detail["filter"] = expr
-	a.base = auditEntry(c, "content.export", target, "", detail)
-	ia, ok := h.o.Audit.(IntentAuditor)
-	if !ok {
-		return a, nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
-	defer cancel()
-	id, err := ia.RecordIntent(ctx, a.base)
+	end, err := audit.New(h.o.Audit, loggerOf(c)).Begin(c.Request().Context(), auditEntry(c, "content.export", target, "", detail))
 	if err != nil {
 		return nil, ops.Unavailable(err, "the audit log cannot be written, so nothing was exported")
 	}
-	a.intent = id
-	return a, nil
+	return &exportAudit{end: end}, nil
 }
 
 // finish records the export's outcome; more is detail known only at the end (scanned).
 func (a *exportAudit) finish(n int64, more map[string]any, failed error) {
-	if a.h.o.Audit == nil {
-		return
-	}
 	outcome := audit.OutcomeOK
 	switch {
 	case failed != nil && n == 0:
@@ -167,14 +142,7 @@ func (a *exportAudit) finish(n int64, more map[string]any, failed error) {
 	case failed != nil:
 		outcome = audit.OutcomePartial
 	}
-	e := audit.OutcomeOf(a.base, a.intent, outcome, &n, failed)
-	if a.intent == 0 {
-		delete(e.Detail, "intent_id")
-	}
-	for k, v := range more {
-		e.Detail[k] = v
-	}
-	audit.Record(a.c.Request().Context(), a.h.o.Audit, loggerOf(a.c), e) // the export was sent: a lost row is logged, counted
+	a.end(outcome, &n, failed, more) // the export was sent: a lost row is logged, counted
 }
 
 var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value", "value_encoding", "headers",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/alerts"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/paths"
 	notifypages "github.com/redrive/redrive/views/pages/notifications"
 )
@@ -23,7 +24,7 @@ type NotificationStore interface {
 	Notifications(ctx context.Context, limit int) ([]alerts.Notification, error)
 	Silences(ctx context.Context) ([]alerts.Silence, error)
 	CreateSilence(ctx context.Context, s alerts.Silence) (alerts.Silence, error)
-	Auditor
+	audit.Log
 }
 
 // NotificationSender sends test notifications (ops/notify.Notifier); nil when no channel is
@@ -171,19 +172,27 @@ func containsStr(list []string, s string) bool {
 	return false
 }
 
-// createSilence stores and audits a silence (notify.silence), the audit written first: no audit,
-// no silence.
+// createSilence stores and audits a silence (notify.silence): no intent row, no silence.
 func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alerts.Silence, error) {
 	s, err := req.parse(time.Now())
 	if err != nil {
 		return s, err
 	}
 	s.CreatedBy = ActorOf(c).Name
-	detail := map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()}
-	if err := recordAudit(c, h.store, "notify.silence", "notifications", 1, s.Comment, detail); err != nil {
+	one := int64(1)
+	e := auditEntry(c, "notify.silence", "notifications", s.Comment, map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()})
+	e.Count = &one
+	done, err := intend(c, h.store, e)
+	if err != nil {
 		return s, err
 	}
-	return h.store.CreateSilence(c.Request().Context(), s)
+	created, err := h.store.CreateSilence(c.Request().Context(), s)
+	if err != nil {
+		done(err, nil)
+		return created, err
+	}
+	done(nil, map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC(), "silence_id": created.ID})
+	return created, nil
 }
 
 // APISilence: POST /api/v1/silences {"matchers": {...}, "ends_at" | "duration", "comment"} — audited.
@@ -217,10 +226,16 @@ func (h *Notifications) test(c echo.Context) (string, error) {
 	if h.sender == nil || !containsStr(h.sender.Channels(), name) {
 		return name, ops.NotFound("notification channel %q is not configured", name)
 	}
-	if err := recordAudit(c, h.store, "notify.test", "channel/"+name, 1, "", nil); err != nil {
+	one := int64(1)
+	e := auditEntry(c, "notify.test", "channel/"+name, "", nil)
+	e.Count = &one
+	done, err := intend(c, h.store, e)
+	if err != nil {
 		return name, err
 	}
-	return name, h.sender.Test(c.Request().Context(), name, ActorOf(c).Name)
+	err = h.sender.Test(c.Request().Context(), name, ActorOf(c).Name)
+	done(err, nil) // a channel that refused is the test's answer: its outcome says so
+	return name, err
 }
 
 // APITest: POST /api/v1/notifications/channels/:name/test — sends a test notification now.

@@ -418,9 +418,16 @@ func auditEntry(c echo.Context, action, target, reason string, detail map[string
 		Target: target, Reason: reason, Outcome: audit.OutcomeOK, Detail: detail}
 }
 
+// intend writes e as the intent of a change the request makes, with ops/audit's one policy: an
+// error means the change must not be made; the Done writes its outcome (a lost row is logged and
+// counted, never the request's failure).
+func intend(c echo.Context, log audit.Log, e audit.Entry) (audit.Done, error) {
+	return audit.New(log, loggerOf(c)).Intend(c.Request().Context(), e)
+}
+
 // recordAudit writes one audit row of the request's actor, even if the client went away
-// mid-request. For an effect that is only a read (a reveal), written before the effect: an error
-// means the effect must not happen.
+// mid-request, for an effect that is only a read (a reveal), before the effect: an error means the
+// effect must not happen. A change is audited with intend.
 func recordAudit(c echo.Context, audit Auditor, action, target string, n int64, reason string, detail map[string]any) error {
 	e := auditEntry(c, action, target, reason, detail)
 	e.Count = &n

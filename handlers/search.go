@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
@@ -41,7 +42,7 @@ type SearchOptions struct {
 	// ExportMinRole is export.min_role (viewer, operator, admin); "" means operator.
 	ExportMinRole string
 	Redactor      *Redactor // masks content for non-admins; nil masks nothing
-	Audit         Auditor   // required for exports: content.export rows
+	Audit         audit.Log // content.export rows (intent, then outcome); nil: exports are not audited (tests)
 	// Resolutions, when set, answers a Kafka filter's resolution variable for a topic
 	// (triage.StateLookup over the store); without it every record is open.
 	Resolutions func(ctx context.Context, cluster, topic string) search.ResolutionOf

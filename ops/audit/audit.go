@@ -67,35 +67,91 @@ func New(log Log, logger *slog.Logger) *Writer {
 // and error are added to it). It returns nothing, by the policy: see the package doc.
 type Done func(changeErr error, detail map[string]any)
 
+// Ending writes the outcome of what an intent announced when it is more than done or not: outcome
+// is OutcomeOK, OutcomePartial or OutcomeFailed, n its count (nil: the intent's), cause's text
+// goes in detail.error, and detail, when not nil, is added to the intent's. Like Done it returns
+// nothing: a lost row is logged and counted.
+type Ending func(outcome string, n *int64, cause error, detail map[string]any)
+
 // Intend writes e as the intent of a change (outcome "started") before the change is made. An
 // error means the change must not be made: an ops.ErrUnavailable that says so.
 func (w *Writer) Intend(ctx context.Context, e Entry) (Done, error) {
+	end, err := w.begin(ctx, e, "the audit log cannot be written, so nothing was changed (%s)")
+	if err != nil {
+		return nil, err
+	}
+	return func(changeErr error, detail map[string]any) {
+		outcome := OutcomeOK
+		if changeErr != nil {
+			outcome = OutcomeFailed
+		}
+		end.replacing(outcome, e.Count, changeErr, detail)
+	}, nil
+}
+
+// Begin writes e as the intent of something that may end partly done (an export streams until
+// the client or the source stops it). An error means it must not start: an ops.ErrUnavailable
+// that says so.
+func (w *Writer) Begin(ctx context.Context, e Entry) (Ending, error) {
+	end, err := w.begin(ctx, e, "the audit log cannot be written, so nothing was done (%s)")
+	if err != nil {
+		return nil, err
+	}
+	return func(outcome string, n *int64, cause error, detail map[string]any) {
+		if n == nil {
+			n = e.Count
+		}
+		merged := make(map[string]any, len(e.Detail)+len(detail))
+		for k, v := range e.Detail {
+			merged[k] = v
+		}
+		for k, v := range detail {
+			merged[k] = v
+		}
+		end.replacing(outcome, n, cause, merged)
+	}, nil
+}
+
+// ending is an intent row written: what its outcome row is made from.
+type ending struct {
+	w      *Writer
+	ctx    context.Context
+	e      Entry
+	intent int64 // 0: no log, nothing is written
+}
+
+func (w *Writer) begin(ctx context.Context, e Entry, refusal string) (ending, error) {
 	if w == nil || w.log == nil {
-		return func(error, map[string]any) {}, nil
+		return ending{}, nil
 	}
 	e = withClient(ctx, e)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	id, err := w.log.RecordIntent(wctx, e)
 	if err != nil {
-		return nil, ops.Unavailable(err, "the audit log cannot be written, so nothing was changed (%s)", e.Action)
+		return ending{}, ops.Unavailable(err, refusal, e.Action)
 	}
-	return func(changeErr error, detail map[string]any) {
-		out := e
-		if detail == nil {
-			detail = e.Detail
-		}
-		out.Detail = make(map[string]any, len(detail)+2)
-		for k, v := range detail {
+	return ending{w: w, ctx: ctx, e: e, intent: id}, nil
+}
+
+// replacing writes the outcome row with detail (nil: the intent's) in place of the intent's detail.
+func (x ending) replacing(outcome string, n *int64, cause error, detail map[string]any) {
+	if x.w == nil {
+		return
+	}
+	if detail == nil {
+		detail = x.e.Detail
+	}
+	out := OutcomeOf(Entry{}, x.intent, outcome, n, cause)
+	base := x.e
+	base.Outcome, base.Count = out.Outcome, out.Count
+	for k, v := range detail {
+		if _, own := out.Detail[k]; !own {
 			out.Detail[k] = v
 		}
-		out.Detail["intent_id"] = id
-		out.Outcome = OutcomeOK
-		if changeErr != nil {
-			out.Outcome, out.Detail["error"] = OutcomeFailed, changeErr.Error()
-		}
-		w.Record(ctx, out)
-	}, nil
+	}
+	base.Detail = out.Detail
+	x.w.Record(x.ctx, base)
 }
 
 // Record writes an entry after what it records happened (an outcome, a refusal, a job's end).

@@ -126,3 +126,40 @@ func counted(t *testing.T, action string) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// Something that may end partly done (an export) ends with its own outcome and count, its detail
+// added to the intent's; refused, it does not start; a lost outcome row is counted like Done's.
+func TestBeginEndsWithItsOutcomeAndCount(t *testing.T) {
+	log := &memLog{}
+	w, buf := newWriter(log)
+	ctx := context.Background()
+	end, err := w.Begin(ctx, Entry{Action: "test.export", Detail: map[string]any{"format": "csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(7)
+	end(OutcomePartial, &n, errors.New("the client went away"), map[string]any{"scanned": 10})
+	if len(log.rows) != 2 || buf.Len() != 0 {
+		t.Fatalf("%d rows, log %q", len(log.rows), buf.String())
+	}
+	if r := log.rows[1]; r.Outcome != OutcomePartial || r.Count == nil || *r.Count != 7 || r.Detail["intent_id"] != int64(1) ||
+		r.Detail["format"] != "csv" || r.Detail["scanned"] != 10 || r.Detail["error"] != "the client went away" {
+		t.Errorf("partial row %+v", r)
+	}
+
+	if _, err := w.Begin(ctx, Entry{Action: "test.export"}); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := New(&memLog{intentErr: errors.New("down")}, nil).Begin(ctx, Entry{Action: "test.export"})
+	if refused != nil || ops.Message(err) != "the audit log cannot be written, so nothing was done (test.export)" {
+		t.Fatalf("refused: %v", err)
+	}
+
+	end, _ = w.Begin(ctx, Entry{Action: "test.export_lost"})
+	before := counted(t, "test.export_lost")
+	log.outcomeErr = errors.New("the store went away")
+	end(OutcomeOK, &n, nil, nil)
+	if got := counted(t, "test.export_lost"); got != before+1 {
+		t.Fatalf("failures counted %v, want %v", got, before+1)
+	}
+}

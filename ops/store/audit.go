@@ -156,34 +156,29 @@ func auditInsert(e audit.Entry, table string) (string, []any) {
 		[]any{e.Actor, e.Role, e.SourceIP, e.UserAgent, e.Action, e.Target, e.Count, e.Reason, e.Outcome, detail}
 }
 
-// auditedChange makes a change to the store's own tables (any part's) audited before effect: the intent row
-// (e, outcome "started") is written first and nothing changes when it cannot be; change and its
-// outcome row (naming the intent, with change's count) then commit in one transaction, so the
-// log never says "ok" for a change that was rolled back; a failed change gets a "failed" row.
+// auditedChange makes a change to the store's own tables (any part's) with ops/audit's policy
+// (audit.ChangeInTx): the intent row first, nothing changes when it cannot be written; the change
+// and its outcome row (naming the intent, with change's count) commit in one transaction, so the
+// log never says "ok" for a change that was rolled back; a failed change gets a "failed" row, and
+// one that cannot be written is logged and counted like every other.
 func (s db) auditedChange(ctx context.Context, e audit.Entry, change func(ctx context.Context, tx pgx.Tx) (int64, error)) (int64, error) {
-	// The audit rows are written even if the caller went away mid-request.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// The change and its rows are made even if the caller went away mid-request.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	log := AuditLog{s}
-	intent, err := log.RecordIntent(actx, e)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	err = pgx.BeginFunc(actx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if n, err = change(actx, tx); err != nil {
-			return err
+	return audit.ChangeInTx(ctx, &AuditLog{s}, nil, e, func(ctx context.Context, commit audit.Commit) (int64, error) {
+		var n int64
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			if n, err = change(ctx, tx); err != nil {
+				return err
+			}
+			return commit(ctx, tx, n)
+		})
+		if err != nil {
+			return 0, unavailable(err, "%s", e.Action)
 		}
-		sql, args := auditInsert(audit.OutcomeOf(e, intent, audit.OutcomeOK, &n, nil), "audit_log")
-		_, err = tx.Exec(actx, sql, args...)
-		return err
+		return n, nil
 	})
-	if err != nil {
-		_ = log.RecordAudit(actx, audit.OutcomeOf(e, intent, audit.OutcomeFailed, nil, err))
-		return 0, unavailable(err, "%s", e.Action)
-	}
-	return n, nil
 }
 
 // AuditNaming lists the audit entries since since whose target, reason or detail contains one of
