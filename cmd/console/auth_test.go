@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -13,12 +14,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/store"
 )
 
 var (
@@ -241,9 +242,29 @@ func TestLoginLogout(t *testing.T) {
 	}
 }
 
+// Sessions end by the store's clock: idle_timeout after the last use, absolute_timeout after
+// sign-in however busy. The timeouts are read from the rows the console wrote; the ends are
+// reached by moving those rows' deadlines into the past (as the time would), not by waiting.
 func TestSessionExpiry(t *testing.T) {
 	t.Parallel()
-	base, _ := authConsole(t, "  session: {idle_timeout: 2s, absolute_timeout: 5s}\n")
+	storeDSN := pgtest.NewDatabase(t)
+	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\n%s", storeDSN, basicAuth("  session: {idle_timeout: 2s, absolute_timeout: 5s}\n")))
+	type row struct{ idleLeft, absoluteLeft, lifetime float64 } // seconds
+	session := func(t *testing.T, user string) row {
+		t.Helper()
+		var r row
+		c := pgtest.Conn(t, storeDSN)
+		if err := c.QueryRow(context.Background(), `SELECT extract(epoch FROM idle_expires_at - now())::float8,
+			extract(epoch FROM expires_at - now())::float8, extract(epoch FROM expires_at - created_at)::float8
+			FROM `+store.Schema+`.session WHERE user_name = $1`, user).Scan(&r.idleLeft, &r.absoluteLeft, &r.lifetime); err != nil {
+			t.Fatalf("%s's session row: %v", user, err)
+		}
+		return r
+	}
+	age := func(t *testing.T, user, set string) {
+		t.Helper()
+		pgtest.Exec(t, storeDSN, `UPDATE `+store.Schema+`.session SET `+set+` WHERE user_name = $1`, user)
+	}
 
 	t.Run("Idle", func(t *testing.T) {
 		t.Parallel()
@@ -251,9 +272,12 @@ func TestSessionExpiry(t *testing.T) {
 		if r := do(t, client, "GET", base+"/api/v1/audit", "", ""); r.status != http.StatusOK {
 			t.Fatalf("fresh session: %d", r.status)
 		}
-		time.Sleep(2500 * time.Millisecond)
+		if r := session(t, "vera"); r.idleLeft <= 1 || r.idleLeft > 2.05 || math.Abs(r.lifetime-5) > 0.05 {
+			t.Fatalf("session row %+v: want its idle end within idle_timeout (2s), its end absolute_timeout (5s) after sign-in", r)
+		}
+		age(t, "vera", `idle_expires_at = now() - interval '1 millisecond'`) // 2 s without use
 		if r := do(t, client, "GET", base+"/api/v1/audit", "", ""); r.status != http.StatusUnauthorized {
-			t.Fatalf("after 2.5 s idle (idle_timeout 2s): %d, want 401", r.status)
+			t.Fatalf("after idle_timeout without use: %d, want 401", r.status)
 		}
 		if r := do(t, client, "GET", base+"/", "", ""); r.status != http.StatusSeeOther {
 			t.Fatalf("a page after the session ended: %d, want a redirect to /login", r.status)
@@ -262,16 +286,27 @@ func TestSessionExpiry(t *testing.T) {
 	t.Run("Absolute", func(t *testing.T) {
 		t.Parallel()
 		client, _ := signedIn(t, base, "ada")
-		start := time.Now()
-		for time.Since(start) < 4300*time.Millisecond { // used every 0.7 s: never idle
-			if r := do(t, client, "GET", base+"/api/v1/audit", "", ""); r.status != http.StatusOK {
-				t.Fatalf("an active session ended after %v: %d", time.Since(start), r.status)
-			}
-			time.Sleep(700 * time.Millisecond)
+		// In use: each request after a while pushes the idle end to idle_timeout from now…
+		age(t, "ada", `last_seen_at = now() - interval '1 minute', idle_expires_at = now() + interval '100 milliseconds'`)
+		if r := do(t, client, "GET", base+"/api/v1/audit", "", ""); r.status != http.StatusOK {
+			t.Fatalf("an active session: %d", r.status)
 		}
-		time.Sleep(time.Until(start.Add(5200 * time.Millisecond)))
+		if r := session(t, "ada"); r.idleLeft <= 1.5 || r.idleLeft > 2.05 {
+			t.Fatalf("session row %+v: a request should push the idle end 2 s out", r)
+		}
+		// …but never past absolute_timeout (1 s left now)…
+		age(t, "ada", `last_seen_at = now() - interval '1 minute', idle_expires_at = now() + interval '500 milliseconds',
+			expires_at = now() + interval '1 second'`)
+		if r := do(t, client, "GET", base+"/api/v1/audit", "", ""); r.status != http.StatusOK {
+			t.Fatalf("an active session before its end: %d", r.status)
+		}
+		if r := session(t, "ada"); math.Abs(r.idleLeft-r.absoluteLeft) > 0.001 {
+			t.Fatalf("session row %+v: the pushed idle end should stop at the absolute one", r)
+		}
+		// …which ends it while it is still in use: both ends reached at once.
+		age(t, "ada", `idle_expires_at = now() - interval '1 millisecond', expires_at = now() - interval '1 millisecond'`)
 		if r := do(t, client, "GET", base+"/api/v1/audit", "", ""); r.status != http.StatusUnauthorized {
-			t.Fatalf("past absolute_timeout (5s) while active: %d, want 401", r.status)
+			t.Fatalf("past absolute_timeout while active: %d, want 401", r.status)
 		}
 	})
 }
