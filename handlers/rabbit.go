@@ -44,6 +44,13 @@ type RabbitSnapshots interface {
 	RabbitQueueHistory(ctx context.Context, broker, vhost, queue string, since time.Time, maxPoints int) ([]history.RabbitQueuePoint, error)
 }
 
+// RabbitReplays says which browsed dead letters a replay job already holds in its ledger, by
+// their index, naming the job (the replay engine): copies a crashed broker returned after it lost
+// the job's acks.
+type RabbitReplays interface {
+	ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbit.Message) (map[int]string, error)
+}
+
 // Rabbit serves the RabbitMQ pages and API.
 type Rabbit struct {
 	brokers   []RabbitBroker
@@ -53,6 +60,27 @@ type Rabbit struct {
 	redact    *Redactor
 	exports   *Search      // who may export (export.min_role); nil: nobody is offered it
 	triage    RabbitTriage // notes; nil: none
+	replays   RabbitReplays // nil: copies of replayed messages are not pointed out
+}
+
+// ReplaysBy lets the messages page and API point out the copies of messages a job replayed.
+func (h *Rabbit) ReplaysBy(r RabbitReplays) *Rabbit {
+	h.replays = r
+	return h
+}
+
+// replayedCopies is RabbitReplays' answer, or none: a store that does not answer costs the
+// browse nothing but the marks (the plan still finds the copies).
+func (h *Rabbit) replayedCopies(c echo.Context, b RabbitBroker, res rabbit.BrowseResult) map[int]string {
+	if h.replays == nil {
+		return nil
+	}
+	copies, err := h.replays.ReplayedCopies(c.Request().Context(), b.Name(), res.Vhost, res.Queue, res.Messages)
+	if err != nil {
+		loggerOf(c).Warn("replayed copies: the ledger cannot be read", "err", err)
+		return nil
+	}
+	return copies
 }
 
 // ExportsBy lets the messages page offer "Export matches" to whom s allows (export.min_role).
@@ -251,9 +279,12 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"), c.QueryParam("group"))
 	msgs := make([]rabbitMessageJSON, 0, len(res.Messages))
 	shown, masked := shownMessages(red, res.Messages)
+	copies := h.replayedCopies(c, b, res)
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
-			msgs = append(msgs, toRabbitMessageJSON(shown[i]))
+			j := toRabbitMessageJSON(shown[i])
+			j.ReplayedBy = copies[i]
+			msgs = append(msgs, j)
 		}
 	}
 	groups := rabbit.ErrorGroups(masked)
@@ -423,10 +454,13 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	}
 	sort.Strings(page.Reasons)
 	keep := messageFilter(page.Reason, page.Exception, page.Group)
+	copies := h.replayedCopies(c, b, res)
+	page.ReplayedCopies = len(copies)
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
 			v := toMessageView(shown[i])
 			v.Notes = messageNotes[res.Messages[i].MessageID]
+			v.ReplayedBy = copies[i]
 			page.Messages = append(page.Messages, v)
 		}
 	}

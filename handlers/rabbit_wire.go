@@ -128,6 +128,9 @@ type rabbitMessageJSON struct {
 	BodyRedacted  bool                  `json:"body_redacted,omitempty"`
 	Size          int                   `json:"size"`
 	DeadLetter    *rabbitDeadLetterJSON `json:"dead_letter"`
+	// ReplayedBy is the job whose ledger holds this dead letter already (browse only): a copy the
+	// broker returned after it lost the job's ack, which a plan of the queue drops.
+	ReplayedBy string `json:"replayed_by,omitempty"`
 }
 
 // inUTC is t in UTC; nil stays nil. (Its own name: outbox.go has the same helper.)

@@ -243,7 +243,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(overviewSources(deps), meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag).ExportsBy(search),
-		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)).ExportsBy(search),
+		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)).ExportsBy(search).ReplaysBy(rabbitReplays(deps.Replay)),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
 		replicas: handlers.NewReplicas(deps.Store),
 		offsets:  handlers.NewOffsets(deps.Offsets, meta),
@@ -349,4 +349,13 @@ func newSearch(deps Deps) *handlers.Search {
 		}
 	}
 	return handlers.NewSearch(o)
+}
+
+// rabbitReplays is the engine as the RabbitMQ browse asks it which messages were replayed already,
+// or nil when the engine given cannot say (a test's).
+func rabbitReplays(e handlers.ReplayEngine) handlers.RabbitReplays {
+	if r, ok := e.(handlers.RabbitReplays); ok {
+		return r
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // slashVhost creates a vhost for this test whose name holds a "/" (so every URL must carry it as
@@ -584,5 +586,87 @@ rabbitmq: [{name: main, url: %q, management_url: %q}]
 	r = do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues/%2F/orders.dlq/messages?limit=5", "", "")
 	if r.status != 200 || !strings.Contains(r.body, `"reason":"rejected"`) {
 		t.Fatalf("browse after recovery: %d %.300s", r.status, r.body)
+	}
+}
+
+// A copy of a message a job replayed, back in its DLQ (a broker that lost the job's acks): the
+// browse names the job on its row and says above the list how many there are and what to do; a
+// plan of the queue then drops them and publishes only the fresh dead letter.
+func TestRabbitReplayedCopiesPointedOut(t *testing.T) {
+	vhost, vhostURL, _ := rabbittest.NewVhost(t)
+	_, ch := rabbittest.Channel(t, vhostURL)
+	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
+	amqpURL, mgmtURL := rabbittest.Env(t)
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
+`, pgtest.NewDatabase(t), amqpURL, mgmtURL, vhost))
+	death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+		"routing-keys": []any{"order.created"}, "time": time.Now().UTC().Truncate(time.Second)}}
+	put := func(id string) {
+		t.Helper()
+		if err := ch.PublishWithContext(context.Background(), "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
+			DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-death": death}, Body: []byte(`{"id":"` + id + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(limit int) (id string, actions map[string]int) {
+		t.Helper()
+		r := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
+			fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":%d}}`, vhost, limit))
+		p := decode[struct {
+			PlanID  string         `json:"plan_id"`
+			Actions map[string]int `json:"actions"`
+		}](t, r)
+		if r.status != http.StatusOK {
+			t.Fatalf("plan: %d %s", r.status, r.body)
+		}
+		return p.PlanID, p.Actions
+	}
+	for i := range 5 {
+		put(fmt.Sprintf("c-%d", i))
+	}
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 5, 30*time.Second)
+	id, _ := plan(5)
+	job := startJob(t, base, fmt.Sprintf(`{"plan_id":%q,"reason":"test"}`, id))
+	if j := waitReplay(t, base, job.ID, time.Minute); j.Status != replay.JobDone || j.Published != 5 {
+		t.Fatalf("job %+v", j)
+	}
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 0, 30*time.Second)
+	for i := range 3 {
+		put(fmt.Sprintf("c-%d", i)) // as the broker returns them: same id, same x-death
+	}
+	put("fresh-1")
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 4, 30*time.Second)
+
+	q := "/rabbitmq/main/queues/" + url.PathEscape(vhost) + "/orders.dlq/messages?limit=10"
+	r := do(t, nil, "GET", base+"/api/v1"+q, "", "")
+	v := decode[struct {
+		Messages []struct {
+			MessageID  string `json:"message_id"`
+			ReplayedBy string `json:"replayed_by"`
+		} `json:"messages"`
+	}](t, r)
+	marked := 0
+	for _, m := range v.Messages {
+		switch {
+		case strings.HasPrefix(m.MessageID, "c-") && m.ReplayedBy == job.ID:
+			marked++
+		case m.ReplayedBy != "":
+			t.Errorf("%s is marked replayed by %s", m.MessageID, m.ReplayedBy)
+		}
+	}
+	if len(v.Messages) != 4 || marked != 3 {
+		t.Fatalf("browse: %d messages, %d marked replayed by %s: %s", len(v.Messages), marked, job.ID, r.body)
+	}
+	page := do(t, nil, "GET", base+q, "", "")
+	if page.status != http.StatusOK || !strings.Contains(page.body, `data-testid="replayed-copies"`) ||
+		!strings.Contains(page.body, "3 of these messages were replayed already") ||
+		strings.Count(page.body, `data-testid="replayed-by"`) != 3 || !strings.Contains(page.body, `href="/replays/`+job.ID+`"`) {
+		t.Errorf("the messages page does not point out the 3 copies of %s", job.ID)
+	}
+	if _, actions := plan(10); actions["drop_replayed_copy"] != 3 || actions["publish"] != 1 {
+		t.Errorf("plan of the copies and a fresh one: %v", actions)
 	}
 }

@@ -35,6 +35,31 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 	return fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
 }
 
+// ReplayedCopies says which of the messages browsed from a RabbitMQ dead-letter queue a job
+// already holds in its ledger (published, or being published), by their index in ms, naming the
+// job: copies a broker returned after it lost the job's acks, which a plan of the queue drops
+// (DropReplayedCopy). A message without an id whose body the browse cut short is not recognized.
+func (e *Engine) ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbit.Message) (map[int]string, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	locators := make([]string, len(ms))
+	for i, m := range ms {
+		locators[i] = rabbitLocator(broker, vhost, queue, m)
+	}
+	holders, err := e.o.Store.Holders(ctx, locators)
+	if err != nil || len(holders) == 0 {
+		return nil, err
+	}
+	out := make(map[int]string, len(holders))
+	for i, l := range locators {
+		if j := holders[l]; j != "" {
+			out[i] = j
+		}
+	}
+	return out, nil
+}
+
 // rabbitKind replays from a RabbitMQ dead-letter queue: a plan browses the queue's head, a job
 // reads the same span again and moves the planned messages.
 type rabbitKind struct{ e *Engine }

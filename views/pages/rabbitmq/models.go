@@ -167,6 +167,8 @@ type MessagesPage struct {
 	Reasons     []string // distinct reasons among the messages browsed, for the filter
 	Messages    []MessageView
 	CanReveal   bool // an admin may reveal masked values (audited)
+	// ReplayedCopies counts the messages browsed that a job already replayed (MessageView.ReplayedBy).
+	ReplayedCopies int
 }
 
 // GroupRow is one (reason, exception message) group among the browsed messages.
@@ -205,6 +207,9 @@ type MessageView struct {
 	ReplayTo     string
 	CannotReplay string
 	Notes        []components.NoteView // people's notes on this message (by its id)
+	// ReplayedBy is the job that already replayed this dead letter: the message is a copy the broker
+	// returned after it lost that job's ack. "" for the rest.
+	ReplayedBy string
 }
 
 // DeadLetterView is a message's decoded dead-letter story.
