@@ -58,8 +58,8 @@ type Rabbit struct {
 	snapshots RabbitSnapshots
 	meta      MetaFunc
 	redact    *Redactor
-	exports   *Search      // who may export (export.min_role); nil: nobody is offered it
-	triage    RabbitTriage // notes; nil: none
+	exports   *Search       // who may export (export.min_role); nil: nobody is offered it
+	triage    RabbitTriage  // notes; nil: none
 	replays   RabbitReplays // nil: copies of replayed messages are not pointed out
 }
 
