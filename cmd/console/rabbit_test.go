@@ -662,7 +662,7 @@ rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
 	}
 	page := do(t, nil, "GET", base+q, "", "")
 	if page.status != http.StatusOK || !strings.Contains(page.body, `data-testid="replayed-copies"`) ||
-		!strings.Contains(page.body, "3 of these messages were replayed already") ||
+		!strings.Contains(page.body, "3 of these messages were replayed or archived already") ||
 		strings.Count(page.body, `data-testid="replayed-by"`) != 3 || !strings.Contains(page.body, `href="/replays/`+job.ID+`"`) {
 		t.Errorf("the messages page does not point out the 3 copies of %s", job.ID)
 	}

@@ -5,6 +5,7 @@ package replay_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/replay"
@@ -399,6 +401,22 @@ func TestRabbitCopiesOfConfirmedReplaysAreDropped(t *testing.T) {
 		t.Fatalf("second job's ledger %+v, %v: want drop_replayed_copy naming job %s", ledger, err, first.ID)
 	}
 
+	// An edit means to send a new version: its message, a copy or not, is never dropped in its place.
+	put("m-7")
+	w.waitDepth(t, "orders.dlq", 1)
+	// (Planned again while the management API's statistics still count what the job held.)
+	var edit replay.Plan
+	err = waittest.For(t, 30*time.Second, "an edit plan the queue's statistics allow", func() (error, bool) {
+		var err error
+		edit, err = e.Plan(ctx, "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 10,
+			Edit: &replay.Edit{SetHeaders: map[string]string{"x-fixed": "yes"}}}, replay.Filter{MessageIDs: []string{"m-7"}})
+		return err, !errors.Is(err, ops.ErrConflict)
+	})
+	if err != nil || edit.Counts[replay.DropReplayedCopy] != 0 || edit.Counts[replay.SkipAlreadyReplayed] != 1 {
+		t.Fatalf("edit plan of a copy: %v, %v; want skip_already_replayed", edit.Counts, err)
+	}
+	w.purge(t, "orders.dlq")
+
 	// Again, with copies only: no batch moves anything, the job's last sweep drops them.
 	for i := range every {
 		put(fmt.Sprintf("m-%d", i))
@@ -413,4 +431,56 @@ func TestRabbitCopiesOfConfirmedReplaysAreDropped(t *testing.T) {
 	}
 	w.waitDepth(t, "orders.dlq", 0)
 	w.waitDepth(t, "orders.work", n+fresh)
+}
+
+// A discard's copies come back too when the broker loses its acks: the archive has them, so a
+// discard plan of the queue drops them (drop_replayed_copy) and archives only the fresh one; the
+// archive keeps each message once.
+func TestDiscardCopiesOfArchivedMessagesAreDropped(t *testing.T) {
+	const n = 50
+	w := newRabbitWorld(t)
+	ctx := ctxT(t)
+	bare := func(id string) { // no x-death: a replay could not route it, a discard takes it all the same
+		t.Helper()
+		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
+			DeliveryMode: amqp.Persistent, Body: []byte(`{"messageId":"` + id + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.fillDLQ(t, n)
+	bare("bare-1")
+	w.waitDepth(t, "orders.dlq", n+1)
+	e := w.engine(t)
+	work(t, e)
+	src := replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}
+	plan, err := e.Plan(ctx, "ops", src, replay.Filter{})
+	if err != nil || plan.Counts[replay.Discard] != n+1 {
+		t.Fatalf("discard plan %v %v", plan.Counts, err)
+	}
+	first := w.run(t, e, plan.ID)
+	if first.Status != replay.JobDone || first.Published != n+1 {
+		t.Fatalf("first discard %+v", first)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	w.fillDLQ(t, n) // the copies, as the broker had them
+	bare("bare-1")
+	bare("fresh")
+	w.waitDepth(t, "orders.dlq", n+2)
+	plan, err = e.Plan(ctx, "ops", src, replay.Filter{})
+	if err != nil || plan.Counts[replay.DropReplayedCopy] != n+1 || plan.Counts[replay.Discard] != 1 {
+		t.Fatalf("discard plan of the copies: %v %v; want %d drop_replayed_copy and 1 discard", plan.Counts, err, n+1)
+	}
+	second := w.run(t, e, plan.ID)
+	if second.Status != replay.JobDone || second.Published != 1 || second.Skipped != n+1 {
+		t.Fatalf("second discard %+v", second)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
+	if err != nil || len(archived) != n+2 {
+		t.Fatalf("archive: %d rows, %v; want %d, each message once", len(archived), err, n+2)
+	}
+	ledger, err := e.Ledger(ctx, second.ID, 3)
+	if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "drop_replayed_copy (job "+first.ID+" archived it)") {
+		t.Fatalf("second discard's ledger %+v, %v", ledger, err)
+	}
 }

@@ -588,8 +588,12 @@ func (e *Engine) gate(ctx context.Context, job Job, items []Item) (gated, error)
 			if j := holders[it.Locator]; j != "" {
 				by = "job " + j
 			}
-			skip(it, DropReplayedCopy, fmt.Sprintf("%s (%s published it and its broker confirmed it): "+
-				"this copy is acked from the queue, nothing is published", DropReplayedCopy, by))
+			did, nothing := "published it and its broker confirmed it", "nothing is published"
+			if isDiscardLocator(it.Locator) {
+				did, nothing = "archived it", "nothing is archived again"
+			}
+			skip(it, DropReplayedCopy, fmt.Sprintf("%s (%s %s): this copy is acked from the queue, %s",
+				DropReplayedCopy, by, did, nothing))
 		}
 	}
 	// The inbox now, not when the plan was made.

@@ -99,14 +99,14 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 		}
 		held := replayed[it.Locator]
 		switch it.Action = decide(it, held != "", b.e.o.Replay.MaxReplaysPerMessage); {
+		case held == LedgerPublished && (discard || it.Action == SkipAlreadyReplayed) && b.plan.Source.dropsReplayedCopies():
+			// Published (confirmed) or archived by another job, so this copy is the only thing
+			// left to tidy; one in flight is that job's to settle and stays.
+			it.Action = DropReplayedCopy
 		case discard && held != "":
-			it.Action = SkipAlreadyReplayed // archived by another job already
+			it.Action = SkipAlreadyReplayed // being archived by another job
 		case discard:
 			it.Action = Discard
-		case it.Action == SkipAlreadyReplayed && held == LedgerPublished && b.plan.Source.dropsReplayedCopies():
-			// Confirmed by its broker, so this copy is the only thing left to tidy; one in flight
-			// is another job's to settle and stays.
-			it.Action = DropReplayedCopy
 		}
 		p.Counts[it.Action]++
 		if p.ErrorGroups[it.ErrorGroup] == nil {

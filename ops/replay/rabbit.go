@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,24 +37,25 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 }
 
 // ReplayedCopies says which of the messages browsed from a RabbitMQ dead-letter queue a job
-// already holds in its ledger (published, or being published), by their index in ms, naming the
-// job: copies a broker returned after it lost the job's acks, which a plan of the queue drops
+// already holds in its ledger (published or archived, or being so), by their index in ms, naming
+// the job: copies a broker returned after it lost the job's acks, which a plan of the queue drops
 // (DropReplayedCopy). A message without an id whose body the browse cut short is not recognized.
 func (e *Engine) ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbit.Message) (map[int]string, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
-	locators := make([]string, len(ms))
-	for i, m := range ms {
-		locators[i] = rabbitLocator(broker, vhost, queue, m)
+	locators := make([]string, 0, 2*len(ms)) // as a replay and as a discard knows each one
+	for _, m := range ms {
+		l := rabbitLocator(broker, vhost, queue, m)
+		locators = append(locators, l, discardLocator(l))
 	}
 	holders, err := e.o.Store.Holders(ctx, locators)
 	if err != nil || len(holders) == 0 {
 		return nil, err
 	}
 	out := make(map[int]string, len(holders))
-	for i, l := range locators {
-		if j := holders[l]; j != "" {
+	for i := range ms {
+		if j := cmp.Or(holders[locators[2*i]], holders[locators[2*i+1]]); j != "" {
 			out[i] = j
 		}
 	}
@@ -186,7 +188,12 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 }
 
 // discardLocator names a message a discard job archives.
-func discardLocator(replayLocator string) string { return "discard:" + replayLocator }
+func discardLocator(replayLocator string) string { return discardPrefix + replayLocator }
+
+// isDiscardLocator reports whether l is a discard's (discardLocator).
+func isDiscardLocator(l string) bool { return strings.HasPrefix(l, discardPrefix) }
+
+const discardPrefix = "discard:"
 
 func (k rabbitKind) open(ctx context.Context, job Job, src Source) (mover, error) {
 	r, err := k.broker(&src)

@@ -150,10 +150,11 @@ const (
 	SkipNoMessageID     Action = "skip_no_message_id"
 	// Discard is a discard plan's action: archive the message, then ack it from its queue.
 	Discard Action = "discard"
-	// DropReplayedCopy is a RabbitMQ dead letter that an earlier job already published, its
-	// broker confirming it, and that is still in the queue: the broker lost the ack (a crash
-	// before it wrote the ack to disk returns the message) or the job ended between the ledger and
-	// the ack. The job acks this copy and publishes nothing; it is a skip in the job's counts.
+	// DropReplayedCopy is a RabbitMQ dead letter that an earlier job already moved — published,
+	// its broker confirming it, or (a discard) archived — and that is still in the queue: the
+	// broker lost the ack (a crash before it wrote the ack to disk returns the message) or the job
+	// ended between the ledger and the ack. The job acks this copy and sends or archives nothing;
+	// it is a skip in the job's counts.
 	DropReplayedCopy Action = "drop_replayed_copy"
 )
 
@@ -170,9 +171,11 @@ const (
 func (src Source) discards() bool { return src.Action == ActionDiscard }
 
 // dropsReplayedCopies reports whether a job of src removes a dead letter that an earlier job
-// already published (DropReplayedCopy): only a RabbitMQ replay can, by acking it. A Kafka topic
-// keeps its records, an outbox row was already set back, and a discard has its own ledger.
-func (src Source) dropsReplayedCopies() bool { return src.Kind == "rabbitmq" && !src.discards() }
+// already moved (DropReplayedCopy): only RabbitMQ can, by acking it — a replay's copy of what
+// another replay published, a discard's of what another discard archived. A Kafka topic keeps
+// its records, an outbox row was already set back, and an edit means to send a new version, so
+// its message is never dropped in its place.
+func (src Source) dropsReplayedCopies() bool { return src.Kind == "rabbitmq" && src.Edit == nil }
 
 // moves reports whether a job acts on an item of this action: publishes it, discards it, or (with
 // force) overrides the inbox's verdict.

@@ -2102,7 +2102,7 @@ func Messages(p MessagesPage) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 190, " of these messages were replayed already</strong> (each row names the job): they are copies of a dead letter that job put back — same message id, same replay count — such as a broker returns when it crashes before it writes the job's acks to disk. Plan a replay of this queue to remove them: they are planned <span class=\"mono\">drop_replayed_copy</span> and sent nowhere again.</div>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 190, " of these messages were replayed or archived already</strong> (each row names the job): they are copies of a dead letter that job put back or discarded — same message id, same replay count — such as a broker returns when it crashes before it writes the job's acks to disk. Plan a replay (or a discard) of this queue to remove them: they are planned <span class=\"mono\">drop_replayed_copy</span> and sent nowhere again.</div>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -2741,9 +2741,9 @@ func messageRow(p MessagesPage, m MessageView, open bool) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var133 string
-			templ_7745c5c3_Var133, templ_7745c5c3_Err = templruntime.NewAttributeExpression("A copy of a dead letter that job " + m.ReplayedBy + " replayed already").Resolve(ctx)
+			templ_7745c5c3_Var133, templ_7745c5c3_Err = templruntime.NewAttributeExpression("A copy of a dead letter that job " + m.ReplayedBy + " replayed or archived already").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 569, Col: 136}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 569, Col: 148}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var133)
 			if templ_7745c5c3_Err != nil {
