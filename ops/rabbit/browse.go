@@ -197,6 +197,11 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
+	if q.Type != TypeStream && state.Consumers == 0 && heldByOthers(q, int64(state.Messages)) > 0 {
+		if q, state, err = b.settledStats(ctx, ch, q, state); err != nil {
+			return BrowseResult{}, b.fail(op, err)
+		}
+	}
 	res := BrowseResult{Vhost: vhost, Queue: queue, Type: q.Type, Messages: []Message{},
 		Ready: int64(state.Messages), Consumers: int64(state.Consumers), Complete: true}
 
@@ -292,6 +297,39 @@ func (b *Broker) browseInfo(ctx context.Context, vhost, queue string) (Queue, er
 		}
 	}
 	return q, nil
+}
+
+// statsLag is how long the management API's statistics may trail the broker: RabbitMQ samples them
+// every collect_statistics_interval, 5 s by default.
+const statsLag = 5500 * time.Millisecond
+
+// settledStats waits, while the statistics count messages unacknowledged that no consumer can be
+// holding (none is attached), for a sample that no longer does, for at most statsLag. Such a
+// count is most often a job or a consumer that just acked or returned them — a plan made right
+// after a job would otherwise be refused as partial — and only otherwise a channel that took
+// them with basic.get and holds them, which the sample still shows after the wait.
+func (b *Broker) settledStats(ctx context.Context, ch *amqp.Channel, q Queue, state amqp.Queue) (Queue, amqp.Queue, error) {
+	deadline := time.Now().Add(statsLag)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return q, state, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		fresh, err := b.queueInfo(ctx, q.Vhost, q.Name)
+		if err != nil {
+			return q, state, err
+		}
+		live, err := ch.QueueDeclarePassive(q.Name, false, false, false, false, nil)
+		if err != nil {
+			return q, state, err
+		}
+		q, state = fresh, live
+		if state.Consumers > 0 || heldByOthers(q, int64(state.Messages)) == 0 {
+			break
+		}
+	}
+	return q, state, nil
 }
 
 // heldByOthers estimates how many of queue q's messages others hold unacknowledged now, ready

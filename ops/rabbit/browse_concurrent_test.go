@@ -438,3 +438,39 @@ func locker(t *testing.T, dsn string) pglock.Locker {
 	}
 	return pglock.Locker{Config: cfg}
 }
+
+// Right after a consumer acked most of what it held and left — what a replay job does — the
+// management statistics still count them unacknowledged for up to a sample interval; no consumer
+// is attached, so the browse waits for a fresh sample instead of calling the queue partial (a plan
+// made right after a job was refused with 409 for a few seconds).
+func TestBrowseRightAfterAConsumerAckedAndLeft(t *testing.T) {
+	t.Parallel()
+	const n, acked = 60, 45
+	e := newEnv(t)
+	e.fillDLQ(n)
+	ctx := context.Background()
+	ch, deliveries := rabbittest.Consume(t, e.url, concurrentDLQ, "job", n)
+	var last amqp.Delivery
+	for range n {
+		last = <-deliveries
+	}
+	rabbittest.WaitFor(t, 15*time.Second, "management API: the consumer's messages unacked", func(ctx context.Context) bool {
+		q, err := e.b.queueInfo(ctx, e.vhost, concurrentDLQ)
+		return err == nil && q.Unacked == n
+	})
+	if err := ch.Ack(last.DeliveryTag-uint64(n-acked), true); err != nil { // the first 45, then the rest go back
+		t.Fatal(err)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.waitDepth(concurrentDLQ, n-acked)
+	res, err := e.b.Browse(ctx, e.vhost, concurrentDLQ, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.Unacked != 0 || len(res.Messages) != n-acked {
+		t.Fatalf("browse right after: complete=%v unacked=%d read=%d notes %q; want complete, 0, %d", res.Complete, res.Unacked,
+			len(res.Messages), res.Notes, n-acked)
+	}
+}
