@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/paths"
 )
 
 // slashVhost creates a vhost for this test whose name holds a "/" (so every URL must carry it as
@@ -666,7 +667,14 @@ rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
 		strings.Count(page.body, `data-testid="replayed-by"`) != 3 || !strings.Contains(page.body, `href="/replays/`+job.ID+`"`) {
 		t.Errorf("the messages page does not point out the 3 copies of %s", job.ID)
 	}
-	if _, actions := plan(10); actions["drop_replayed_copy"] != 3 || actions["publish"] != 1 {
+	id, actions := plan(10)
+	if actions["drop_replayed_copy"] != 3 || actions["publish"] != 1 {
 		t.Errorf("plan of the copies and a fresh one: %v", actions)
+	}
+	// The plan page says what running it does to them, and shows their count.
+	if page := do(t, nil, "GET", base+paths.ReplayPlan(id), "", ""); page.status != http.StatusOK ||
+		!strings.Contains(page.body, `data-testid="drop-note"`) || !strings.Contains(page.body, "3 of these dead letters are copies") ||
+		!strings.Contains(page.body, `data-testid="count-drop_replayed_copy"`) {
+		t.Errorf("the plan page does not say that 3 copies are dropped: %d", page.status)
 	}
 }

@@ -116,6 +116,16 @@ type PlanPage struct {
 // Ran reports whether a job already ran (or runs) the plan.
 func (p PlanPage) Ran() bool { return len(p.Jobs) > 0 }
 
+// Count is how many of the plan's messages get action a.
+func (p PlanPage) Count(a string) int {
+	for _, c := range p.Counts {
+		if c.Action == a {
+			return c.Count
+		}
+	}
+	return 0
+}
+
 // ranBefore ends the "this plan ran" sentence: how many earlier jobs ran it.
 func ranBefore(p PlanPage) string {
 	if len(p.Jobs) > 1 {
