@@ -289,6 +289,18 @@ func WithQuery(p string, q url.Values) string {
 	return p + "?" + q.Encode()
 }
 
+// Reveal is the current page again with reveal=true (an admin's audited look at masked values),
+// keeping the page's own query given as name, value pairs; empty values are left out.
+func Reveal(pairs ...string) string {
+	q := url.Values{"reveal": {"true"}}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			q.Set(pairs[i], pairs[i+1])
+		}
+	}
+	return "?" + q.Encode()
+}
+
 // Since is p showing the chart range r ("1h", "7d"): a page's range links and the history API
 // behind its chart.
 func Since(p, r string) string { return WithQuery(p, url.Values{"since": {r}}) }

@@ -305,14 +305,8 @@ func shortClass(fqcn string) string {
 
 // revealURL is the page again with reveal=true (an admin's audited look at masked values).
 func revealURL(p TopicPage) string {
-	q := url.Values{"reveal": {"true"}, "partition": {partitionValue(p)}, "order": {p.Order}, "limit": {strconv.Itoa(p.Limit)}}
-	if p.OffsetInput != "" {
-		q.Set("offset", p.OffsetInput)
-	}
-	if p.Exception != "" {
-		q.Set("exception", p.Exception)
-	}
-	return "?" + q.Encode()
+	return paths.Reveal("partition", partitionValue(p), "order", p.Order, "limit", strconv.Itoa(p.Limit),
+		"offset", p.OffsetInput, "exception", p.Exception)
 }
 
 // partitionValue is the page's partition query value: a number, or "all".

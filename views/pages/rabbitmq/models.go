@@ -359,17 +359,7 @@ func archiveURL(broker, queue string) string {
 }
 
 func revealURL(p MessagesPage) string {
-	q := url.Values{"reveal": {"true"}, "limit": {strconv.Itoa(p.Limit)}}
-	if p.Reason != "" {
-		q.Set("reason", p.Reason)
-	}
-	if p.Exception != "" {
-		q.Set("exception", p.Exception)
-	}
-	if p.Group != "" {
-		q.Set("group", p.Group)
-	}
-	return "?" + q.Encode()
+	return paths.Reveal("limit", strconv.Itoa(p.Limit), "reason", p.Reason, "exception", p.Exception, "group", p.Group)
 }
 
 // inflowTone flags dead letters arriving now.
