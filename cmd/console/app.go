@@ -261,6 +261,7 @@ func (a *app) background(ctx context.Context, log *slog.Logger) (wait func()) {
 			log.Error("replay worker stopped", "err", err)
 		}
 	})
+	wg.Go(func() { a.engine.WatchRestarts(ctx) }) // copies a RabbitMQ restart returns after a job
 	return wg.Wait
 }
 

@@ -371,3 +371,27 @@ func (b *Broker) forget(vhost string, c *amqp.Connection) {
 	}
 	b.mu.Unlock()
 }
+
+// NodeUptimes is how long each running node of the broker has been up, by node name, from the
+// management API. A start (now less the uptime) later than at the last look is a node that started again:
+// one that crashed before it wrote acks to disk returns the acked messages (AMQP acks are not
+// confirmed), which is why the replay engine watches it.
+func (b *Broker) NodeUptimes(ctx context.Context) (map[string]time.Duration, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var nodes []struct {
+		Name    string `json:"name"`
+		Uptime  int64  `json:"uptime"` // milliseconds
+		Running bool   `json:"running"`
+	}
+	if err := b.getJSON(ctx, "nodes", url.Values{"columns": {"name,uptime,running"}}, &nodes); err != nil {
+		return nil, b.fail("nodes", err)
+	}
+	out := make(map[string]time.Duration, len(nodes))
+	for _, n := range nodes {
+		if n.Running && n.Uptime > 0 {
+			out[n.Name] = time.Duration(n.Uptime) * time.Millisecond
+		}
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ package replay_test
 // again, a partition that differs from the key's, a topic recreated under the same name.
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -15,8 +16,10 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -38,6 +41,35 @@ func (w *rabbitWorld) fillDLQ(t testing.TB, n int) {
 		}
 	}
 	w.waitDepth(t, "orders.dlq", n)
+}
+
+// putDead puts dead letters with these ids into orders.dlq as fillDLQ does: what a broker returns
+// after a crash, or a new one.
+func (w *rabbitWorld) putDead(t testing.TB, ids ...string) {
+	t.Helper()
+	death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+		"routing-keys": []any{"order.created"}, "time": time.Now().UTC().Truncate(time.Second)}}
+	for _, id := range ids {
+		if err := w.ch.PublishWithContext(ctxT(t), "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
+			ContentType: "application/json", DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-death": death},
+			Body: []byte(fmt.Sprintf(`{"messageId":%q}`, id))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// replayed fills the DLQ with n dead letters and has e replay them all: the job, done, and the n
+// in orders.work.
+func (w *rabbitWorld) replayed(t testing.TB, e *replay.Engine, n int) replay.Job {
+	t.Helper()
+	w.fillDLQ(t, n)
+	work(t, e)
+	job := w.run(t, e, w.planQueue(t, e, n, replay.Filter{}).ID)
+	if job.Status != replay.JobDone || job.Published != n {
+		t.Fatalf("job %+v; want done with %d published", job, n)
+	}
+	w.waitDepth(t, "orders.work", n)
+	return job
 }
 
 func (w *rabbitWorld) planQueue(t testing.TB, e *replay.Engine, limit int, f replay.Filter) replay.Plan {
@@ -353,28 +385,13 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 func TestRabbitCopiesOfConfirmedReplaysAreDropped(t *testing.T) {
 	const n, every = 2_500, 100
 	w := newRabbitWorld(t)
-	w.fillDLQ(t, n)
 	e := w.engine(t)
-	work(t, e)
-	first := w.run(t, e, w.planQueue(t, e, n, replay.Filter{}).ID)
-	if first.Status != replay.JobDone || first.Published != n {
-		t.Fatalf("first job %+v", first)
-	}
-	w.waitDepth(t, "orders.work", n)
+	first := w.replayed(t, e, n)
 
 	// The copies come back as the broker had them (same id, x-death, no replay count yet), with a
 	// fresh dead letter after every 100th.
 	ctx := ctxT(t)
-	death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
-		"routing-keys": []any{"order.created"}, "time": time.Now().UTC().Truncate(time.Second)}}
-	put := func(id string) {
-		t.Helper()
-		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
-			ContentType: "application/json", DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-death": death},
-			Body: []byte(fmt.Sprintf(`{"messageId":%q}`, id))}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(id string) { t.Helper(); w.putDead(t, id) }
 	for i := range n {
 		put(fmt.Sprintf("m-%d", i))
 		if i%every == every-1 {
@@ -476,4 +493,92 @@ func TestDiscardCopiesOfArchivedMessagesAreDropped(t *testing.T) {
 	if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "drop_replayed_copy (job "+first.ID+" archived it)") {
 		t.Fatalf("second discard's ledger %+v, %v", ledger, err)
 	}
+}
+
+// restartingBroker is the world's broker with a node whose start the test sets: restarting the
+// RabbitMQ the other tests share is not this test's to do (the chaos test kills a private one).
+type restartingBroker struct {
+	*rabbit.Broker
+	mu      sync.Mutex
+	started time.Time
+}
+
+func (b *restartingBroker) NodeUptimes(context.Context) (map[string]time.Duration, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return map[string]time.Duration{"rabbit@test": time.Since(b.started)}, nil
+}
+
+func (b *restartingBroker) startedAt(at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.started = at
+}
+
+// A node that starts again after a job finished may have returned what the job acked. The
+// engine notices (the node's start moved later) and removes exactly the copies that job's ledger
+// names, in a job of its own (actor redrive, audited), once; a fresh dead letter beside them
+// stays, and nothing is sent twice. Before the restart it touches nothing.
+func TestRabbitRestartAfterAJobIsTidied(t *testing.T) {
+	const n, back = 300, 200
+	w := newRabbitWorld(t)
+	rb := &restartingBroker{Broker: w.broker, started: time.Now().Add(-time.Hour)}
+	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{rb}, Inboxes: []replay.Inbox{w.inbox},
+		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+		Replay:    configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second,
+		Poll: 50 * time.Millisecond, RestartPoll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := w.replayed(t, e, n)
+	// What the broker returns after the crash, and a new dead letter.
+	ctx := ctxT(t)
+	for i := range back {
+		w.putDead(t, fmt.Sprintf("m-%d", i))
+	}
+	w.putDead(t, "fresh-1")
+	w.waitDepth(t, "orders.dlq", back+1)
+
+	watch, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.WatchRestarts(watch) }()
+	t.Cleanup(func() { stop(); <-done })
+	waittest.Holds(t, 300*time.Millisecond, "no restart, nothing tidied", func() bool { return w.depth(t, "orders.dlq") == back+1 })
+
+	rb.startedAt(time.Now()) // started again, after the job finished
+	w.waitDepth(t, "orders.dlq", 1)
+	if d, ok, err := w.ch.Get("orders.dlq", false); err != nil || !ok || d.MessageId != "fresh-1" {
+		t.Fatalf("what stays in the DLQ: %q %v %v; want the fresh dead letter", d.MessageId, ok, err)
+	} else if err := d.Nack(false, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.depth(t, "orders.work"); got != n {
+		t.Fatalf("%d messages in orders.work, want %d: nothing is sent twice", got, n)
+	}
+	tidyJobs := func() []replay.Job {
+		jobs, err := e.Jobs(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []replay.Job
+		for _, j := range jobs {
+			if j.Actor == replay.Tidier.Name {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	tidy := waittest.For(t, 30*time.Second, "the tidy job done", func() (replay.Job, bool) {
+		js := tidyJobs()
+		return func() replay.Job {
+			if len(js) == 1 {
+				return js[0]
+			}
+			return replay.Job{}
+		}(), len(js) == 1 && js[0].Status == replay.JobDone
+	})
+	if tidy.Published != 0 || tidy.Skipped != back || !strings.Contains(tidy.Reason, first.ID) {
+		t.Fatalf("tidy job %+v; want %d skipped (dropped), none published, its reason naming %s", tidy, back, first.ID)
+	}
+	waittest.Holds(t, 300*time.Millisecond, "one tidy per restart", func() bool { return len(tidyJobs()) == 1 })
 }

@@ -77,6 +77,9 @@ type Options struct {
 	Lease time.Duration
 	// Poll is how often an idle worker looks for jobs; default 1s.
 	Poll time.Duration
+	// RestartPoll is how often WatchRestarts asks the RabbitMQ brokers how long their nodes have
+	// been up; default 15s.
+	RestartPoll time.Duration
 }
 
 // Engine plans and runs replays.
@@ -107,6 +110,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.Poll == 0 {
 		o.Poll = time.Second
+	}
+	if o.RestartPoll == 0 {
+		o.RestartPoll = 15 * time.Second
 	}
 	if o.Replay.MaxReplaysPerMessage == 0 {
 		o.Replay.MaxReplaysPerMessage = 3
