@@ -209,7 +209,8 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 			return Plan{}, invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")
 		}
 	}
-	read := func(ctx context.Context, emit func(Item) error) error { return k.plan(ctx, &src, f, emit) }
+	matcher := f.withIDSet()
+	read := func(ctx context.Context, emit func(Item) error) error { return k.plan(ctx, &src, matcher, emit) }
 	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
 		Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
 	// Everything the plan reads from the store's pool is read before its transaction takes a

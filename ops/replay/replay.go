@@ -126,9 +126,26 @@ type Filter struct {
 	// dead_letter, …; RabbitMQ body, headers, properties, …): the plan freezes exactly the
 	// messages it is true for. Compiled once per plan; a bad expression is an ops.ErrInvalid.
 	CEL string `json:"cel"`
+
+	ids map[string]bool // MessageIDs as a set (withIDSet): a plan asks it for every message it reads
+}
+
+// withIDSet is f ready to match: a plan of 100,000 messages by 10,000 ids (or the copies a
+// restart returned) would otherwise compare 10⁹ strings.
+func (f Filter) withIDSet() Filter {
+	if len(f.MessageIDs) > 0 {
+		f.ids = make(map[string]bool, len(f.MessageIDs))
+		for _, id := range f.MessageIDs {
+			f.ids[id] = true
+		}
+	}
+	return f
 }
 
 func (f Filter) matchIDs(id string) bool {
+	if f.ids != nil {
+		return f.ids[id]
+	}
 	return len(f.MessageIDs) == 0 || slices.Contains(f.MessageIDs, id)
 }
 

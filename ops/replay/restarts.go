@@ -16,7 +16,7 @@ import (
 // for less than restartWindow when first seen) and tidies each RabbitMQ job of that broker that finished in the
 // restartWindow before: the copies its ledger names, and only those, are planned
 // (DropReplayedCopy, by their message ids) and run as a job of Tidier's, audited like any other.
-// A plan that would move anything else, or copies without a message id, is left to an operator,
+// A plan that would move anything else, or copies without a message id a filter can name, is left to an operator,
 // whom the messages page shows them to.
 
 // restartWindow is how long before a node's start a finished job is looked at again.
@@ -118,7 +118,8 @@ func (e *Engine) tidyJob(ctx context.Context, broker, node string, started time.
 	seen := map[string]bool{}
 	var ids []string
 	for i, by := range copies {
-		if id := msgs[i].MessageID; by == job.ID && id != "" && !seen[id] {
+		// An id a filter cannot name (NUL, not UTF-8) is left with the copies without one.
+		if id := msgs[i].MessageID; by == job.ID && id != "" && !unusable(id) && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
