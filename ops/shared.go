@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -133,6 +134,12 @@ func gjsonPath(r gjson.Result, path configs.JSONPath) (string, bool) {
 	}
 	switch r.Type {
 	case gjson.String:
+		// gjson copies a string's bytes as they are; encoding/json (and the consumers that read
+		// the id) replace each byte that is not UTF-8 with U+FFFD, and so does the id shown,
+		// planned and looked up in the inbox. A rune conversion does exactly that.
+		if !utf8.ValidString(r.Str) {
+			return string([]rune(r.Str)), true
+		}
 		return r.Str, r.Str != ""
 	case gjson.Number:
 		return r.Raw, true

@@ -2,11 +2,13 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/configs"
 )
@@ -44,6 +46,23 @@ func TestMessageIDFromJSON(t *testing.T) {
 	}
 	if got := MessageIDFromJSON([]byte(`{"messageId":"m"}`), nil); got != "" {
 		t.Errorf("no paths: %q", got)
+	}
+}
+
+// An id with bytes that are not UTF-8 is read as encoding/json reads it (each bad byte a U+FFFD),
+// so that what the page shows, a plan matches and the inbox is asked for is the consumer's id.
+func TestMessageIDFromJSONInvalidUTF8(t *testing.T) {
+	for _, body := range []string{"{\"messageId\":\"\x8a\"}", "{\"messageId\":\"a\xff\xfeb\\u00e9\"}", "{\"messageId\":\"\xe2\x82\"}"} {
+		var want struct {
+			MessageID string `json:"messageId"`
+		}
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		got := MessageIDFromJSON([]byte(body), []string{"messageId"})
+		if got != want.MessageID || !utf8.ValidString(got) {
+			t.Errorf("%q: %q, encoding/json reads %q", body, got, want.MessageID)
+		}
 	}
 }
 
