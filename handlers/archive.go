@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
 	archivepages "github.com/redrive/redrive/views/pages/archive"
@@ -45,7 +46,7 @@ type ArchiveReplays interface {
 type Archive struct {
 	store   ArchiveStore
 	brokers map[string]ArchivePublisher
-	redact  *Redactor
+	redact  *redact.Rules
 	replays ArchiveReplays // nil: only restores to the dead-letter queue
 	meta    MetaFunc
 }
@@ -63,8 +64,8 @@ func (h *Archive) ReplaysBy(r ArchiveReplays) *Archive {
 }
 
 // NewArchive wires the archive over the store and the configured brokers.
-func NewArchive(st ArchiveStore, brokers []ArchivePublisher, redact *Redactor) *Archive {
-	return &Archive{store: st, brokers: byName(brokers), redact: redact}
+func NewArchive(st ArchiveStore, brokers []ArchivePublisher, red *redact.Rules) *Archive {
+	return &Archive{store: st, brokers: byName(brokers), redact: red}
 }
 
 // archivedJSON is one archived message as the API gives it.
@@ -103,7 +104,7 @@ func (h *Archive) API(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.redact.For(c, "archive")
+	red, err := redactionFor(c, h.redact, "archive")
 	if err != nil {
 		return err
 	}
@@ -130,7 +131,7 @@ func (h *Archive) Page(c echo.Context) error {
 		return err
 	}
 	page := archivepages.Page{Meta: h.meta(c, "Archive", "rabbitmq"), Broker: f.Broker, Queue: f.Queue, Flash: c.QueryParam("flash")}
-	red, err := h.redact.For(c, "archive")
+	red, err := redactionFor(c, h.redact, "archive")
 	if err != nil {
 		return err
 	}
@@ -203,33 +204,13 @@ func archiveFilter(c echo.Context) (replay.ArchiveFilter, error) {
 
 // toArchivedJSON masks, for a non-admin, the configured headers and the body's JSON paths (a
 // body that is not JSON whole when paths are configured), and the message id when it is masked.
-func toArchivedJSON(red *Redactor, m replay.Archived) archivedJSON {
+func toArchivedJSON(red *redact.Rules, m replay.Archived) archivedJSON {
+	m, masked := red.Archived(m)
 	j := archivedJSON{ID: m.ID, MessageID: m.MessageID, Broker: m.Broker, Vhost: m.Vhost, Queue: m.Queue, ArchivedAt: m.ArchivedAt.UTC(),
 		By: m.Actor, Reason: m.Reason, Properties: m.Properties, Headers: m.Headers, JobID: m.JobID, RestoredAt: m.RestoredAt,
-		RestoredBy: m.RestoredBy, RestoredTo: m.RestoredTo}
+		RestoredBy: m.RestoredBy, RestoredTo: m.RestoredTo, Redacted: masked}
 	j.Original.Exchange, j.Original.RoutingKey = m.OriginalExchange, m.OriginalRoutingKey
 	body := m.Body
-	if red = red.current(); red != nil {
-		headers := make(map[string]any, len(m.Headers))
-		for k, v := range m.Headers {
-			if red.Header(k) {
-				v, j.Redacted = Redacted, true
-			}
-			headers[k] = v
-		}
-		j.Headers = headers
-		if red.Header("message_id") && j.MessageID != "" {
-			props := make(map[string]any, len(m.Properties))
-			for k, v := range m.Properties {
-				props[k] = v
-			}
-			props["message_id"], j.MessageID, j.Redacted = Redacted, Redacted, true
-			j.Properties = props
-		}
-		if b, changed := red.maskBody(body, false, &messageMask{}); changed {
-			body, j.Redacted = b, true
-		}
-	}
 	if j.Properties == nil {
 		j.Properties = map[string]any{}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
 	auditpages "github.com/redrive/redrive/views/pages/audit"
@@ -27,7 +28,7 @@ type AuditLog interface {
 type Audit struct {
 	log  AuditLog
 	meta MetaFunc
-	red  *Redactor // nil masks nothing
+	red  *redact.Rules // nil masks nothing
 }
 
 // NewAudit wires the audit log.
@@ -35,7 +36,7 @@ func NewAudit(log AuditLog, meta MetaFunc) *Audit { return &Audit{log: log, meta
 
 // Redacting masks what entries record of messages (an edit and retry's edit and diff) as the
 // messages themselves are masked; an admin may reveal it (audited).
-func (h *Audit) Redacting(r *Redactor) *Audit {
+func (h *Audit) Redacting(r *redact.Rules) *Audit {
 	h.red = r
 	return h
 }
@@ -76,7 +77,7 @@ func (h *Audit) API(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.red.For(c, "audit")
+	red, err := redactionFor(c, h.red, "audit")
 	if err != nil {
 		return err
 	}
@@ -130,19 +131,19 @@ func (h *Audit) Page(c echo.Context) error {
 
 // redactDetail masks what an entry's detail shows of a message. A replay plan's entry records its
 // source, and an edit and retry's source holds the edit and its diff — the message's value and
-// headers before and after: they show no more than the message would (redactEdit). An edit that
+// headers before and after: they show no more than the message would (redact.Rules.Edit). An edit that
 // cannot be read back is left out whole rather than shown.
-func redactDetail(red *Redactor, d map[string]any) map[string]any {
+func redactDetail(red *redact.Rules, d map[string]any) map[string]any {
 	src, ok := d["source"].(map[string]any)
 	if red == nil || !ok || src["edit"] == nil {
 		return d
 	}
 	masked := maps.Clone(src)
-	masked["edit"] = Redacted
+	masked["edit"] = redact.Redacted
 	var ed replay.Edit
 	if b, err := json.Marshal(src["edit"]); err == nil && json.Unmarshal(b, &ed) == nil && ed.Diff != nil {
 		var m any
-		if b, err := json.Marshal(redactEdit(red, ed)); err == nil && json.Unmarshal(b, &m) == nil {
+		if b, err := json.Marshal(red.Edit(ed)); err == nil && json.Unmarshal(b, &m) == nil {
 			masked["edit"] = m
 		}
 	}

@@ -1,11 +1,10 @@
 package handlers
 
-// The request's side of the audit log: who made the request, and ops/audit's one policy for what
-// it changes (intend) or reads (recordAudit, before a reveal).
+// The request's side of the audit log: who made the request (auditEntry), and ops/audit's one
+// policy for what it changes (intend). A reveal's row is written by redact.Rules.For.
 
 import (
 	"context"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -33,15 +32,4 @@ func auditEntry(c echo.Context, action, target, reason string, detail map[string
 // counted, never the request's failure).
 func intend(c echo.Context, log audit.Log, e audit.Entry) (audit.Done, error) {
 	return audit.New(log, loggerOf(c)).Intend(c.Request().Context(), e)
-}
-
-// recordAudit writes one audit row of the request's actor, even if the client went away
-// mid-request, for an effect that is only a read (a reveal), before the effect: an error means the
-// effect must not happen. A change is audited with intend.
-func recordAudit(c echo.Context, audit Auditor, action, target string, n int64, reason string, detail map[string]any) error {
-	e := auditEntry(c, action, target, reason, detail)
-	e.Count = &n
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 5*time.Second)
-	defer cancel()
-	return audit.RecordAudit(ctx, e)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/search"
 )
 
@@ -174,7 +175,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 		return err
 	}
 	target := "kafka/" + k.Name() + "/" + q.Topic
-	red, err := h.o.Redactor.For(c, target)
+	red, err := redactionFor(c, h.o.Redaction, target)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	if q.Partition != nil && (*q.Partition >= int32(len(parts))) {
 		return ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(parts), q.Topic))
 	}
-	detail := map[string]any{"format": format, "revealed": red == nil && h.o.Redactor.Active()}
+	detail := map[string]any{"format": format, "revealed": red == nil && h.o.Redaction.Active()}
 	if q.Partition != nil {
 		detail["partition"] = *q.Partition
 	}
@@ -196,7 +197,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	}
 	redacted := false
 	q.View = func(r kafka.Record) kafka.Record {
-		r, redacted = redactRecord(red, r)
+		r, redacted = red.Record(r)
 		return r
 	}
 	w := newExportWriter(c, format, q.Topic, kafkaCSVHeader)
@@ -263,17 +264,17 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	}
 	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
 	target := fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue)
-	red, err := h.o.Redactor.For(c, target)
+	red, err := redactionFor(c, h.o.Redaction, target)
 	if err != nil {
 		return err
 	}
-	audit, err := h.beginExport(c, target, f, map[string]any{"format": format, "revealed": red == nil && h.o.Redactor.Active()})
+	audit, err := h.beginExport(c, target, f, map[string]any{"format": format, "revealed": red == nil && h.o.Redaction.Active()})
 	if err != nil {
 		return err
 	}
 	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, MaxScan: int(maxScan)}
-	var last shownMessage
-	q.View = redactedView(red, &last)
+	var last redact.Message
+	q.View = red.View(&last)
 	var w *exportWriter
 	q.Each = func(rabbit.Message) error {
 		if w == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
@@ -57,7 +58,7 @@ type Kafka struct {
 	byName    map[string]KafkaCluster
 	snapshots KafkaSnapshots
 	meta      MetaFunc
-	redact    *Redactor
+	redact    *redact.Rules
 	rules     map[string]configs.LagRules // per cluster, for a group read through
 	triage    Triage                      // resolution state of dead letters; nil: every record open
 	exports   *Search                     // who may export (export.min_role); nil: nobody is offered it
@@ -77,8 +78,8 @@ type encodedGroups struct {
 
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
 // values (nil masks nothing).
-func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, redact *Redactor, rules map[string]configs.LagRules) *Kafka {
-	return &Kafka{clusters: clusters, byName: byName(clusters), snapshots: snapshots, meta: meta, redact: redact, rules: rules}
+func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, red *redact.Rules, rules map[string]configs.LagRules) *Kafka {
+	return &Kafka{clusters: clusters, byName: byName(clusters), snapshots: snapshots, meta: meta, redact: red, rules: rules}
 }
 
 func (h *Kafka) cluster(c echo.Context) (KafkaCluster, error) {
@@ -378,7 +379,7 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
+	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
 	}
@@ -398,14 +399,14 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 
 // recordsJSON is a page's records as the records API answers them: those in the resolution state
 // asked for, each masked as the caller may see it and with its resolution.
-func (h *Kafka) recordsJSON(c echo.Context, k KafkaCluster, topic string, page []kafka.Record, red *Redactor, raw bool, state string) ([]recordJSON, error) {
+func (h *Kafka) recordsJSON(c echo.Context, k KafkaCluster, topic string, page []kafka.Record, red *redact.Rules, raw bool, state string) ([]recordJSON, error) {
 	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), topic, page, state)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]recordJSON, 0, len(recs))
 	for _, r := range recs {
-		r, redacted := redactRecord(red, r)
+		r, redacted := red.Record(r)
 		j := toRecordJSON(r, raw)
 		j.Redacted, j.Resolution = redacted, toResolutionJSON(resolutionOf(res, r))
 		out = append(out, j)
@@ -415,7 +416,7 @@ func (h *Kafka) recordsJSON(c echo.Context, k KafkaCluster, topic string, page [
 
 // apiRecordsAcross answers partition=all: newest first across partitions, merged by timestamp,
 // with each partition's offsets and the cursor of the next page.
-func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *Redactor, raw bool, state string) error {
+func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *redact.Rules, raw bool, state string) error {
 	q, err := parseAcrossQuery(c)
 	if err != nil {
 		return err
@@ -452,7 +453,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+pathParam(c, "topic"))
+	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+pathParam(c, "topic"))
 	if err != nil {
 		return err
 	}
@@ -473,7 +474,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 		if notes == nil {
 			notes = []noteJSON{}
 		}
-		g = redactErrorGroup(red, g)
+		g = red.ErrorGroup(g)
 		out.Groups = append(out.Groups, kafkaErrorGroupJSON{g.ExceptionType, g.ExceptionCause, g.Count, g.Open(), g.FirstAt.UTC(), g.LastAt.UTC(),
 			g.OriginalTopics, g.SampleMessage, g.SamplePartition, g.SampleOffset, notes})
 	}
@@ -582,7 +583,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	page := kafkapages.TopicPage{Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
 		Cluster: k.Name(), Topic: q.Topic, Partition: q.Partition, Order: q.Order, Limit: q.Limit,
 		Exception: exception, OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at"), State: state, Flash: c.QueryParam("flash")}
-	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+q.Topic)
+	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
 	}
@@ -610,7 +611,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
 	for _, r := range recs {
 		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
-		r, _ = redactRecord(red, r)
+		r, _ = red.Record(r)
 		if exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != exception) {
 			continue
 		}
@@ -639,7 +640,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 }
 
 // topicAcross renders partition=all: the topic's newest (or oldest) records across partitions.
-func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page kafkapages.TopicPage) error {
+func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, page kafkapages.TopicPage) error {
 	q, err := parseAcrossQuery(c)
 	if err != nil {
 		return err
@@ -660,7 +661,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *Redactor, page 
 	}
 	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
 	for _, r := range recs {
-		r, _ = redactRecord(red, r)
+		r, _ = red.Record(r)
 		if page.Exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != page.Exception) {
 			continue
 		}
@@ -690,7 +691,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+topic)
+	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+topic)
 	if err != nil {
 		return err
 	}
@@ -704,7 +705,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	groupNotes, _ := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), topic))
 	for _, g := range scan.Groups {
 		notes := groupNotes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
-		g = redactErrorGroup(red, g)
+		g = red.ErrorGroup(g)
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{Notes: notes, ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,
 			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,

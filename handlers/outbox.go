@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/payload"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	outboxpages "github.com/redrive/redrive/views/pages/outboxes"
@@ -52,14 +53,14 @@ type Outboxes struct {
 	byName map[string]OutboxService
 	audit  ChangeAuditor
 	meta   MetaFunc
-	redact *Redactor
+	redact *redact.Rules
 	triage OutboxTriage // nil: every event is open
 }
 
 // NewOutboxes wires the configured outboxes (in config order). redact masks event payloads for
 // everyone but admins; nil masks nothing.
-func NewOutboxes(list []OutboxService, audit ChangeAuditor, meta MetaFunc, redact *Redactor) *Outboxes {
-	return &Outboxes{list: list, byName: byName(list), audit: audit, meta: meta, redact: redact}
+func NewOutboxes(list []OutboxService, audit ChangeAuditor, meta MetaFunc, red *redact.Rules) *Outboxes {
+	return &Outboxes{list: list, byName: byName(list), audit: audit, meta: meta, redact: red}
 }
 
 func (h *Outboxes) find(name string) (OutboxService, error) {
@@ -297,7 +298,7 @@ type eventPayloadJSON struct {
 // redactPayload masks the whole payload before it is cut to size: a cut JSON document could no
 // longer be parsed, and so not be masked.
 func (h *Outboxes) redactPayload(c echo.Context, o OutboxService, id int64, text string) (string, bool, error) {
-	red, err := h.redact.For(c, fmt.Sprintf("outbox/%s/event/%d", o.Name(), id))
+	red, err := redactionFor(c, h.redact, fmt.Sprintf("outbox/%s/event/%d", o.Name(), id))
 	if err != nil {
 		return "", false, err
 	}

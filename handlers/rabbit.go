@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
@@ -57,7 +58,7 @@ type Rabbit struct {
 	byName    map[string]RabbitBroker
 	snapshots RabbitSnapshots
 	meta      MetaFunc
-	redact    *Redactor
+	redact    *redact.Rules
 	exports   *Search       // who may export (export.min_role); nil: nobody is offered it
 	triage    RabbitTriage  // notes; nil: none
 	replays   RabbitReplays // nil: copies of replayed messages are not pointed out
@@ -91,8 +92,8 @@ func (h *Rabbit) ExportsBy(s *Search) *Rabbit {
 
 // NewRabbit wires the configured brokers (in config order). snapshots is required when brokers
 // is not empty; redact masks message bodies and headers for non-admins (nil masks nothing).
-func NewRabbit(brokers []RabbitBroker, snapshots RabbitSnapshots, meta MetaFunc, redact *Redactor) *Rabbit {
-	return &Rabbit{brokers: brokers, byName: byName(brokers), snapshots: snapshots, meta: meta, redact: redact}
+func NewRabbit(brokers []RabbitBroker, snapshots RabbitSnapshots, meta MetaFunc, red *redact.Rules) *Rabbit {
+	return &Rabbit{brokers: brokers, byName: byName(brokers), snapshots: snapshots, meta: meta, redact: red}
 }
 
 // defaultBrowse is the number of messages a browse reads when the request does not say.
@@ -268,7 +269,7 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), pathParam(c, "vhost"), pathParam(c, "queue")))
+	red, err := redactionFor(c, h.redact, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), pathParam(c, "vhost"), pathParam(c, "queue")))
 	if err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	}
 	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"), c.QueryParam("group"))
 	msgs := make([]rabbitMessageJSON, 0, len(res.Messages))
-	shown, masked := shownMessages(red, res.Messages)
+	shown, masked := red.Messages(res.Messages)
 	copies := h.replayedCopies(c, b, res)
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
@@ -409,7 +410,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		layout.Crumb{Label: queueCrumb(vhost, queue), Href: paths.Queue(b.Name(), vhost, queue)}, layout.Crumb{Label: "messages"}),
 		Broker: b.Name(), Vhost: vhost, Queue: queue, Limit: limit, Reason: c.QueryParam("reason"), Exception: c.QueryParam("exception"),
 		Group: c.QueryParam("group")}
-	red, err := h.redact.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
+	red, err := redactionFor(c, h.redact, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
 	if err != nil {
 		return err
 	}
@@ -435,7 +436,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	page.Unacked, page.Complete = res.Unacked, res.Complete
 	page.Read = len(res.Messages)
 	reasons := map[string]bool{}
-	shown, masked := shownMessages(red, res.Messages)
+	shown, masked := red.Messages(res.Messages)
 	groupNotes, messageNotes := h.queueNotes(c.Request().Context(), b.Name(), vhost, queue)
 	for _, g := range rabbit.ErrorGroups(masked) {
 		row := rabbitpages.GroupRow{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,

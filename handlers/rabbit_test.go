@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/storetest"
 )
@@ -95,12 +96,12 @@ func TestRabbitMessageJSON(t *testing.T) {
 				"exchange": "orders", "routing-keys": []any{"order.created"}}},
 			"x-first-death-queue": "orders.work", "x-first-death-exchange": "orders", "x-first-death-reason": "rejected",
 			"x-exception-message": "NPE"})}
-	red, err := NewRedactor([]string{"x-card"}, []string{"$.card.number"})
+	red, err := redact.New([]string{"x-card"}, []string{"$.card.number"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	j := toRabbitMessageJSON(redactMessage(nil, m))
+	j := toRabbitMessageJSON((*redact.Rules)(nil).Message(m))
 	if j.Headers["x-card"] != "4111" || j.BodyEncoding != "json" || j.Body != string(m.Body) || j.BodyRedacted {
 		t.Errorf("admin view: %+v", j)
 	}
@@ -111,13 +112,13 @@ func TestRabbitMessageJSON(t *testing.T) {
 		t.Errorf("dead letter: %+v", dl)
 	}
 
-	j = toRabbitMessageJSON(redactMessage(red, m))
-	if j.Headers["x-card"] != Redacted || j.Headers["x-death"] != "[…]" || strings.Contains(j.Body, "4111") ||
+	j = toRabbitMessageJSON(red.Message(m))
+	if j.Headers["x-card"] != redact.Redacted || j.Headers["x-death"] != "[…]" || strings.Contains(j.Body, "4111") ||
 		!strings.Contains(j.Body, `"sku":"A"`) || !j.BodyRedacted {
 		t.Errorf("viewer: headers %v body %s", j.Headers, j.Body)
 	}
 	m.Truncated = true
-	if j := toRabbitMessageJSON(redactMessage(red, m)); j.Body != Redacted {
+	if j := toRabbitMessageJSON(red.Message(m)); j.Body != redact.Redacted {
 		t.Errorf("a cut body cannot be parsed, so it is hidden whole: %q", j.Body)
 	}
 	if j.Headers == nil || m.Headers[0].Value != "4111" {
@@ -130,7 +131,7 @@ func TestRabbitMessageJSON(t *testing.T) {
 		}
 	}
 	// The wire shape the API promises.
-	raw, _ := json.Marshal(toRabbitMessageJSON(redactMessage(nil, rabbit.Message{})))
+	raw, _ := json.Marshal(toRabbitMessageJSON((*redact.Rules)(nil).Message(rabbit.Message{})))
 	for _, k := range []string{`"position"`, `"message_id"`, `"exchange"`, `"routing_key"`, `"redelivered"`, `"properties"`,
 		`"headers":{}`, `"body"`, `"body_encoding"`, `"dead_letter":null`} {
 		if !strings.Contains(string(raw), k) {

@@ -11,6 +11,7 @@ import (
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	rabbitpages "github.com/redrive/redrive/views/pages/rabbitmq"
@@ -153,7 +154,7 @@ func destination(d *rabbit.DeadLetter) string {
 	return "exchange " + exchangeLabel(x) + ", routing key " + strings.Join(keys, ", ")
 }
 
-func toMessageView(m shownMessage) rabbitpages.MessageView {
+func toMessageView(m redact.Message) rabbitpages.MessageView {
 	v := rabbitpages.MessageView{Position: m.Position, MessageID: m.MessageID, Exchange: exchangeLabel(m.Exchange),
 		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Truncated: m.Truncated, Size: m.Size, Redacted: m.Redacted}
 	if m.Offset != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 )
 
 // rabbitQueueJSON is one queue in the API. dead_letter_exchange is "" both without a dead-letter
@@ -145,7 +146,7 @@ func inUTC(t *time.Time) *time.Time {
 // bodyJSON is a body as the API gives it: empty, json, text or base64 (payload.Encode).
 func bodyJSON(b []byte) (string, string) { return payload.Encode(b) }
 
-func toRabbitMessageJSON(m shownMessage) rabbitMessageJSON {
+func toRabbitMessageJSON(m redact.Message) rabbitMessageJSON {
 	p := m.Properties
 	j := rabbitMessageJSON{Position: m.Position, Offset: m.Offset, MessageID: m.MessageID, Exchange: m.Exchange,
 		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Headers: make(map[string]string, len(m.Headers)),

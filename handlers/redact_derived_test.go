@@ -10,13 +10,14 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 )
 
 // Secrets in masked headers or JSON paths must not show through any field derived from them.
 func TestRedactDerivedFields(t *testing.T) {
 	const secret, id, card = "card 4111 1111 declined", "msg-7f3a", "4111-2222"
-	red, err := NewRedactor([]string{"kafka_dlt-exception-message", "messageId", "x-exception-message"}, []string{"$.card"})
+	red, err := redact.New([]string{"kafka_dlt-exception-message", "messageId", "x-exception-message"}, []string{"$.card"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestRedactDerivedFields(t *testing.T) {
 		if rec.DeadLetter.ExceptionMessage != secret || rec.DeadLetter.MessageID != id {
 			t.Fatalf("fixture: %+v", rec.DeadLetter)
 		}
-		got, redacted := redactRecord(red, rec)
+		got, redacted := red.Record(rec)
 		raw, _ := json.Marshal(toRecordJSON(got, false))
 		view, _ := json.Marshal(toRecordView(got))
 		for _, out := range [][]byte{raw, view} {
@@ -44,8 +45,8 @@ func TestRedactDerivedFields(t *testing.T) {
 		if !redacted || got.DeadLetter.ExceptionType != "java.lang.IllegalStateException" || !strings.Contains(string(got.Value), `"sku":"A"`) {
 			t.Errorf("masked too much or too little: %+v %s", got.DeadLetter, got.Value)
 		}
-		g := redactErrorGroup(red, kafka.ErrorGroup{ExceptionType: "java.lang.IllegalStateException", SampleMessage: secret})
-		if g.SampleMessage != Redacted || g.ExceptionType != "java.lang.IllegalStateException" {
+		g := red.ErrorGroup(kafka.ErrorGroup{ExceptionType: "java.lang.IllegalStateException", SampleMessage: secret})
+		if g.SampleMessage != redact.Redacted || g.ExceptionType != "java.lang.IllegalStateException" {
 			t.Errorf("error group: %+v", g)
 		}
 	})
@@ -53,7 +54,7 @@ func TestRedactDerivedFields(t *testing.T) {
 		m := rabbit.Message{MessageID: id, Properties: rabbit.Properties{}, Body: []byte("plain " + card),
 			Headers:    []rabbit.Header{{Key: "x-exception-message", Value: secret}, {Key: "messageId", Value: id}},
 			DeadLetter: rabbit.DecodeDeadLetter(amqp.Table{"x-exception-message": secret, "x-first-death-reason": "rejected"})}
-		shown, masked := shownMessages(red, []rabbit.Message{m})
+		shown, masked := red.Messages([]rabbit.Message{m})
 		j := toRabbitMessageJSON(shown[0])
 		raw, _ := json.Marshal(j)
 		groups, _ := json.Marshal(rabbit.ErrorGroups(masked))
@@ -64,28 +65,28 @@ func TestRedactDerivedFields(t *testing.T) {
 				}
 			}
 		}
-		if !j.BodyRedacted || j.Body != Redacted {
+		if !j.BodyRedacted || j.Body != redact.Redacted {
 			t.Errorf("a non-JSON body with json_paths rules is masked whole: %q %v", j.Body, j.BodyRedacted)
 		}
 		// A header rule alone masks no body: body_redacted says so.
-		headersOnly, _ := NewRedactor([]string{"x-exception-message"}, nil)
-		if j := toRabbitMessageJSON(redactMessage(headersOnly, m)); j.BodyRedacted || j.Body != string(m.Body) {
+		headersOnly, _ := redact.New([]string{"x-exception-message"}, nil)
+		if j := toRabbitMessageJSON(headersOnly.Message(m)); j.BodyRedacted || j.Body != string(m.Body) {
 			t.Errorf("body_redacted without a masked body: %+v", j)
 		}
 	})
 	t.Run("Plan", func(t *testing.T) {
 		p := replay.Plan{Source: replay.Source{Kind: "rabbitmq"}, Items: []replay.Item{{MessageID: id, ErrorGroup: "rejected " + secret}},
 			ErrorGroups: map[string]map[replay.Action]int{"rejected " + secret: {replay.Action("publish"): 1}}}
-		got := red.RedactPlan(p)
+		got := red.Plan(p)
 		raw, _ := json.Marshal(toPlanJSON(got))
-		if strings.Contains(string(raw), secret) || strings.Contains(string(raw), id) || got.Items[0].ErrorGroup != "rejected "+Redacted {
+		if strings.Contains(string(raw), secret) || strings.Contains(string(raw), id) || got.Items[0].ErrorGroup != "rejected "+redact.Redacted {
 			t.Errorf("plan shows masked content: %s", raw)
 		}
 		if p.Items[0].MessageID != id {
 			t.Error("RedactPlan changed the engine's plan")
 		}
-		var none *Redactor
-		if none.RedactPlan(p).Items[0].MessageID != id {
+		var none *redact.Rules
+		if none.Plan(p).Items[0].MessageID != id {
 			t.Error("a nil Redactor masked a plan")
 		}
 	})
@@ -95,7 +96,7 @@ func TestRedactDerivedFields(t *testing.T) {
 // masked JSON paths of the value before and after, the masked headers, and the message id when
 // ids are masked; the engine's plan keeps its edit.
 func TestRedactPlanEditDiff(t *testing.T) {
-	red, err := NewRedactor([]string{"authorization", "messageId"}, []string{"$.card"})
+	red, err := redact.New([]string{"authorization", "messageId"}, []string{"$.card"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestRedactPlanEditDiff(t *testing.T) {
 			Headers:   map[string][2]string{"authorization": {"Bearer old", "Bearer new"}, "fixed-by": {"", "ops"}},
 			MessageID: &[2]string{"m-secret", "fresh-1"}}}
 	p := replay.Plan{Source: replay.Source{Kind: "rabbitmq", Edit: ed}}
-	got := red.RedactPlan(p)
+	got := red.Plan(p)
 	raw, _ := json.Marshal(got.Source) // what the plan page shows of the edit
 	for _, leak := range []string{"4111-before", "4111-after", "Bearer old", "Bearer new", "m-secret"} {
 		if strings.Contains(string(raw), leak) {
@@ -124,7 +125,7 @@ func TestRedactPlanEditDiff(t *testing.T) {
 // someone who sees masked content, it shows no more than the message would — and an edit that
 // cannot be read back is left out whole.
 func TestRedactAuditEditDiff(t *testing.T) {
-	red, err := NewRedactor([]string{"authorization"}, []string{"$.card"})
+	red, err := redact.New([]string{"authorization"}, []string{"$.card"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
@@ -47,7 +48,7 @@ type Replays struct {
 	engine ReplayEngine
 	views  ReplayViews
 	meta   MetaFunc
-	redact *Redactor // masks plans (see Redacting); nil masks nothing
+	redact *redact.Rules // masks plans (see Redacting); nil masks nothing
 }
 
 // NewReplays wires the engine and the store's replay views (both required).
@@ -221,7 +222,7 @@ func (h *Replays) APIPlanGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	plan = h.redact.RedactPlan(plan)
+	plan = h.redact.Plan(plan)
 	jobs, err := h.views.JobsOfPlan(ctx, plan.ID)
 	if err != nil {
 		return err
@@ -275,7 +276,7 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toPlanJSON(h.redact.RedactPlan(plan)))
+	return c.JSON(http.StatusOK, toPlanJSON(h.redact.Plan(plan)))
 }
 
 type startRequest struct {
@@ -609,7 +610,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	plan = h.redact.RedactPlan(plan)
+	plan = h.redact.Plan(plan)
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{Meta: h.meta(c, "Replay plan", "replays"), ID: plan.ID, CreatedAt: plan.CreatedAt,
 		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,

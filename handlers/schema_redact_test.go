@@ -7,12 +7,13 @@ import (
 
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/redact"
 )
 
 // An Avro value is masked in its decoded form; its original bytes, where a path cannot reach,
 // are withheld whole, in the API with and without ?raw=true.
 func TestRedactDecodedAvroField(t *testing.T) {
-	red, err := NewRedactor(nil, []string{"$.card.number"})
+	red, err := redact.New(nil, []string{"$.card.number"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +21,7 @@ func TestRedactDecodedAvroField(t *testing.T) {
 	rec := kafka.Record{Topic: "orders.DLT", Value: raw,
 		ValueSchema: &schema.Decoded{Format: schema.FormatAvro, ID: 7, Subject: "orders-value", Type: "acme.Order",
 			JSON: []byte(`{"messageId":"m-1","card":{"number":"4111111111111111"}}`)}}
-	got, redacted := redactRecord(red, rec)
+	got, redacted := red.Record(rec)
 	if !redacted {
 		t.Fatal("not reported as redacted")
 	}
@@ -35,7 +36,7 @@ func TestRedactDecodedAvroField(t *testing.T) {
 		}
 	}
 	j := toRecordJSON(got, false)
-	if j.Value == nil || !strings.Contains(*j.Value, `"messageId":"m-1"`) || !strings.Contains(*j.Value, Redacted) || j.ValueEncoding != "json" {
+	if j.Value == nil || !strings.Contains(*j.Value, `"messageId":"m-1"`) || !strings.Contains(*j.Value, redact.Redacted) || j.ValueEncoding != "json" {
 		t.Errorf("decoded value: %v %s", j.Value, j.ValueEncoding)
 	}
 	if string(rec.Value) != string(raw) || !strings.Contains(string(rec.ValueSchema.JSON), "4111") {

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/search"
 )
 
@@ -41,8 +42,8 @@ type SearchOptions struct {
 	Timeout time.Duration
 	// ExportMinRole is export.min_role (viewer, operator, admin); "" means operator.
 	ExportMinRole string
-	Redactor      *Redactor // masks content for non-admins; nil masks nothing
-	Audit         audit.Log // content.export rows (intent, then outcome); nil: exports are not audited (tests)
+	Redaction     *redact.Rules // masks content for non-admins; nil masks nothing
+	Audit         audit.Log     // content.export rows (intent, then outcome); nil: exports are not audited (tests)
 	// Resolutions, when set, answers a Kafka filter's resolution variable for a topic
 	// (triage.StateLookup over the store); without it every record is open.
 	Resolutions func(ctx context.Context, cluster, topic string) search.ResolutionOf
@@ -250,7 +251,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	red, err := h.o.Redactor.For(c, "kafka/"+k.Name()+"/"+q.Topic)
+	red, err := redactionFor(c, h.o.Redaction, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	lastRedacted := false
 	if red != nil {
 		q.View = func(r kafka.Record) kafka.Record {
-			r, lastRedacted = redactRecord(red, r)
+			r, lastRedacted = red.Record(r)
 			return r
 		}
 	}
@@ -345,13 +346,13 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 		return err
 	}
 	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
-	red, err := h.o.Redactor.For(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
+	red, err := redactionFor(c, h.o.Redaction, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
 	if err != nil {
 		return err
 	}
 	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, Limit: int(limit), MaxScan: int(maxScan), Timeout: h.o.Timeout}
-	var last shownMessage
-	q.View = redactedView(red, &last)
+	var last redact.Message
+	q.View = red.View(&last)
 	started := time.Now()
 	if stream {
 		w := newNDJSON(c)

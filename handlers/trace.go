@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
@@ -30,11 +31,11 @@ type Tracer interface {
 type Trace struct {
 	t    Tracer
 	meta MetaFunc
-	red  *Redactor
+	red  *redact.Rules
 }
 
 // NewTrace wires the tracer; red masks what the steps quote of message content (nil masks nothing).
-func NewTrace(t Tracer, meta MetaFunc, red *Redactor) *Trace {
+func NewTrace(t Tracer, meta MetaFunc, red *redact.Rules) *Trace {
 	return &Trace{t: t, meta: meta, red: red}
 }
 
@@ -59,14 +60,14 @@ func (h *Trace) parseTraceQuery(c echo.Context) (trace.Query, error) {
 	if err := q.Validate(); err != nil {
 		return q, err
 	}
-	red, err := h.red.For(c, "trace")
+	red, err := redactionFor(c, h.red, "trace")
 	if err != nil {
 		return q, err
 	}
 	if red != nil {
-		q.KafkaView = func(r kafka.Record) kafka.Record { out, _ := redactRecord(red, r); return out }
+		q.KafkaView = func(r kafka.Record) kafka.Record { out, _ := red.Record(r); return out }
 		q.RabbitView = func(m rabbit.Message) rabbit.Message {
-			s := redactMessage(red, m)
+			s := red.Message(m)
 			out := s.Message
 			out.Headers = s.Headers
 			return out

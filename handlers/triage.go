@@ -180,13 +180,13 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		r.Selection.ErrorGroup = &triage.ErrorGroupRef{ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause}
 	}
 	if f := req.Filter; f != nil {
-		red, err := h.redact.For(c, "kafka/"+k.Name()+"/"+topic)
+		red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+topic)
 		if err != nil {
 			return triage.Result{}, err
 		}
 		tf := &triage.Filter{CEL: f.CEL, ExceptionType: f.ExceptionType, OriginalTopic: f.OriginalTopic, Since: f.Since, Until: f.Until}
 		if red != nil {
-			tf.View = func(rec kafka.Record) kafka.Record { v, _ := redactRecord(red, rec); return v }
+			tf.View = func(rec kafka.Record) kafka.Record { v, _ := red.Record(rec); return v }
 		}
 		r.Selection.Filter = tf
 	}

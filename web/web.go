@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
@@ -78,10 +79,10 @@ type Deps struct {
 	// KafkaLag are each cluster's status thresholds, for a group read through before it is sampled.
 	KafkaLag map[string]configs.LagRules
 	// Offsets moves consumer groups' offsets (plan, apply); nil answers those routes 404.
-	Offsets  handlers.OffsetMover
-	Checks   []handlers.Check     // one per configured dependency, for /readyz
-	Registry *prometheus.Registry // required: where HTTP metrics are registered and /metrics reads
-	Redactor *handlers.Redactor   // masks message content for non-admins; nil masks nothing
+	Offsets   handlers.OffsetMover
+	Checks    []handlers.Check     // one per configured dependency, for /readyz
+	Registry  *prometheus.Registry // required: where HTTP metrics are registered and /metrics reads
+	Redaction *redact.Rules        // masks message content for non-admins; nil masks nothing
 
 	// Doctor runs the /doctor page's checks (ops/doctor); nil answers 404.
 	Doctor handlers.DoctorRunner
@@ -92,7 +93,7 @@ type Deps struct {
 	RabbitSnapshots handlers.RabbitSnapshots
 
 	// Search are the sources and settings of content search and export (search.*, export.*);
-	// New fills its Redactor and Audit from Redactor and Store. Zero searches nothing.
+	// New fills its Redaction and Audit from Redaction and Store. Zero searches nothing.
 	Search handlers.SearchOptions
 
 	// Notifier sends test notifications to the configured channels (ops/notify); nil when
@@ -154,9 +155,9 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		opts.Reload.Register("auth.users, auth.tokens, auth.proxy roles", func(c *configs.Config) (func(), error) {
 			return auth.prepareReload(c.Auth)
 		})
-		if deps.Redactor != nil {
+		if deps.Redaction != nil {
 			opts.Reload.Register("redaction", func(c *configs.Config) (func(), error) {
-				return deps.Redactor.PrepareReplace(c.Redaction.Headers, c.Redaction.JSONPaths)
+				return deps.Redaction.PrepareReplace(c.Redaction.Headers, c.Redaction.JSONPaths)
 			})
 		}
 	}
@@ -236,22 +237,24 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		auth.fillMeta(c, &m)
 		return m
 	}
-	search := newSearch(deps)
+	// One set of rules for every page, recording admins' reveals in the audit log.
+	red := deps.Redaction.Audited(deps.Store)
+	search := newSearch(deps, red)
 	h := routeHandlers{
-		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, deps.Redactor.Audited(deps.Store)),
-		audit:    handlers.NewAudit(deps.Store, meta).Redacting(deps.Redactor),
+		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, red),
+		audit:    handlers.NewAudit(deps.Store, meta).Redacting(red),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(overviewSources(deps), meta),
-		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, deps.Redactor.Audited(deps.Store), deps.KafkaLag).ExportsBy(search),
-		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, deps.Redactor.Audited(deps.Store)).ExportsBy(search).ReplaysBy(rabbitReplays(deps.Replay)),
-		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(deps.Redactor),
+		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, red, deps.KafkaLag).ExportsBy(search),
+		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, red).ExportsBy(search).ReplaysBy(rabbitReplays(deps.Replay)),
+		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(red),
 		replicas: handlers.NewReplicas(deps.Store),
 		offsets:  handlers.NewOffsets(deps.Offsets, meta),
 		doctor:   handlers.NewDoctor(deps.Doctor, meta),
 		reload:   opts.Reload,
 		search:   search,
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
-		trace:    handlers.NewTrace(deps.Tracer, meta, deps.Redactor.Audited(deps.Store)),
+		trace:    handlers.NewTrace(deps.Tracer, meta, red),
 	}
 	var publishers []handlers.ArchivePublisher
 	for _, b := range deps.Rabbit {
@@ -259,7 +262,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 			publishers = append(publishers, p)
 		}
 	}
-	h.archive = handlers.NewArchive(deps.Store, publishers, deps.Redactor).ReplaysBy(deps.Replay).WithPages(meta)
+	h.archive = handlers.NewArchive(deps.Store, publishers, red).ReplaysBy(deps.Replay).WithPages(meta)
 	if t := newTriage(deps); t != nil {
 		h.kafka.SetTriage(t)
 		h.outboxes.SetTriage(t)
@@ -339,9 +342,9 @@ func withLogger(log *slog.Logger) echo.MiddlewareFunc {
 }
 
 // newSearch wires content search with the console's redaction and audit log.
-func newSearch(deps Deps) *handlers.Search {
+func newSearch(deps Deps, red *redact.Rules) *handlers.Search {
 	o := deps.Search
-	o.Redactor = deps.Redactor.Audited(deps.Store)
+	o.Redaction = red
 	if deps.Store != nil {
 		o.Audit = deps.Store
 		o.Resolutions = func(ctx context.Context, cluster, topic string) search.ResolutionOf {

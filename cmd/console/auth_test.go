@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/paths"
 )
 
 var (
@@ -469,6 +470,19 @@ func TestOutboxPayloadRedaction(t *testing.T) {
 	audit := bearer(t, "GET", base+"/api/v1/audit?action=content.reveal", "tok-admin", "")
 	if !strings.Contains(audit.body, fmt.Sprintf(`"target":"outbox/orders/event/%d"`, id)) || strings.Count(audit.body, `"action":"content.reveal"`) != 1 {
 		t.Errorf("the reveal is not audited once: %s", audit.body)
+	}
+	// Every page that can reveal writes the row first: the archive and the audit log's own details
+	// too (they once took rules with no log, and revealed unaudited).
+	for _, p := range []string{paths.APIArchive, paths.APIAudit} {
+		if r := bearer(t, "GET", base+p+"?reveal=true", "tok-admin", ""); r.status != http.StatusOK {
+			t.Fatalf("%s?reveal=true: %d %s", p, r.status, r.body)
+		}
+	}
+	audit = bearer(t, "GET", base+"/api/v1/audit?action=content.reveal", "tok-admin", "")
+	for _, target := range []string{"archive", "audit"} {
+		if !strings.Contains(audit.body, `"target":"`+target+`"`) {
+			t.Errorf("a reveal of %s is not audited: %s", target, audit.body)
+		}
 	}
 	vera, _ := signedIn(t, base, "vera")
 	page := do(t, vera, "GET", base+path, "", "")

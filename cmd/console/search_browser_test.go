@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
 	"github.com/redrive/redrive/ops/waittest"
 )
 

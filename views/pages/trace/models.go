@@ -55,7 +55,7 @@ func URL(param, id string) string {
 	return paths.TraceOf(param, id)
 }
 
-// redacted is what the redaction rules put in place of a hidden value (handlers.Redacted): a
+// redacted is what the redaction rules put in place of a hidden value (redact.Redacted): a
 // masked id is not one to trace.
 const redacted = "••• redacted •••"
 

@@ -1,14 +1,14 @@
-package handlers
+package redact
 
 import (
 	"github.com/redrive/redrive/ops/kafka"
 )
 
-// redactRecord is the masking pass over one record: the configured headers, the JSON paths of
+// Record is the masking pass over one record: the configured headers, the JSON paths of
 // the value (a value cut for size or not JSON is masked whole when paths are configured), then
 // everything derived from what was hidden — other headers quoting it and the decoded dead-letter
 // fields, message id included (see messageMask). It reports whether anything was masked.
-func redactRecord(red *Redactor, r kafka.Record) (kafka.Record, bool) {
+func (red *Rules) Record(r kafka.Record) (kafka.Record, bool) {
 	if red == nil {
 		return r, false
 	}
@@ -59,9 +59,9 @@ func redactRecord(red *Redactor, r kafka.Record) (kafka.Record, bool) {
 	return r, redacted
 }
 
-// redactErrorGroup masks what an error group shows of masked headers: its key when the exception
+// ErrorGroup masks what an error group shows of masked headers: its key when the exception
 // type or cause headers are masked, its sample when the exception message header is.
-func redactErrorGroup(red *Redactor, g kafka.ErrorGroup) kafka.ErrorGroup {
+func (red *Rules) ErrorGroup(g kafka.ErrorGroup) kafka.ErrorGroup {
 	if red == nil {
 		return g
 	}

@@ -1,17 +1,14 @@
-package handlers
+package redact
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
@@ -21,9 +18,9 @@ import (
 
 var testPaths = []string{"$.card.number", "$.email", "$.items[*].iban", "$.matrix[1]", "$.*.secret", "$['odd.key']"}
 
-func testRedactor(t testing.TB) *Redactor {
+func testRules(t testing.TB) *Rules {
 	t.Helper()
-	r, err := NewRedactor([]string{"Authorization", " x-card-number "}, testPaths)
+	r, err := New([]string{"Authorization", " x-card-number "}, testPaths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,21 +28,21 @@ func testRedactor(t testing.TB) *Redactor {
 }
 
 func TestRedactHeader(t *testing.T) {
-	r := testRedactor(t)
+	r := testRules(t)
 	for name, want := range map[string]bool{"authorization": true, "AUTHORIZATION": true, "X-Card-Number": true,
 		"x-card": false, "": false, "content-type": false} {
 		if got := r.Header(name); got != want {
 			t.Errorf("Header(%q) = %v, want %v", name, got, want)
 		}
 	}
-	var none *Redactor
+	var none *Rules
 	if none.Header("authorization") {
-		t.Error("a nil Redactor masks nothing")
+		t.Error("nil rules mask nothing")
 	}
 }
 
 func TestRedactJSON(t *testing.T) {
-	r := testRedactor(t)
+	r := testRules(t)
 	const m = `"` + Redacted + `"`
 	cases := []struct {
 		name, in, want string // want "" means unchanged
@@ -87,42 +84,52 @@ func TestRedactJSON(t *testing.T) {
 
 func TestRedactFor(t *testing.T) {
 	body := []byte(`{"email":"a@b.c"}`)
-	audit := &memAudit{}
-	r := testRedactor(t).Audited(audit)
-	e := echo.New()
-	ask := func(role, query string) (*Redactor, error) {
-		c := e.NewContext(httptest.NewRequest("GET", "/x"+query, nil), httptest.NewRecorder())
+	log := &memAudit{}
+	r := testRules(t).Audited(log)
+	ask := func(role string, reveal bool) (*Rules, error) {
 		parsed, err := access.ParseRole(role)
 		if err != nil {
 			t.Fatal(err)
 		}
-		SetActor(c, access.Actor{Name: role + "-1", Role: parsed})
-		return r.For(c, "outbox/orders/event/1")
+		actor := access.Actor{Name: role + "-1", Role: parsed}
+		return r.For(context.Background(), actor, reveal, audit.Entry{Actor: actor.Name, Role: role, Target: "outbox/orders/event/1"})
 	}
 	for _, role := range []string{"viewer", "operator", "admin"} {
-		red, err := ask(role, "")
+		red, err := ask(role, false)
 		if out, _ := red.JSON(body); err != nil || bytes.Contains(out, []byte("a@b.c")) {
 			t.Errorf("%s sees the email without revealing it (%v)", role, err)
 		}
 	}
-	if _, err := ask("operator", "?reveal=true"); !errors.Is(err, ops.ErrForbidden) {
+	if _, err := ask("operator", true); !errors.Is(err, ops.ErrForbidden) {
 		t.Errorf("an operator's reveal: %v, want ErrForbidden", err)
 	}
-	red, err := ask("admin", "?reveal=true")
+	red, err := ask("admin", true)
 	if out, changed := red.JSON(body); err != nil || changed || !bytes.Equal(out, body) {
 		t.Errorf("an admin's reveal must show the payload as it is (%v)", err)
 	}
-	if len(audit.entries) != 1 || audit.entries[0].Action != "content.reveal" || audit.entries[0].Actor != "admin-1" {
-		t.Errorf("audit: %+v", audit.entries)
+	if len(log.entries) != 1 || log.entries[0].Action != "content.reveal" || log.entries[0].Actor != "admin-1" ||
+		log.entries[0].Target != "outbox/orders/event/1" || log.entries[0].Count == nil || *log.entries[0].Count != 1 {
+		t.Errorf("audit: %+v", log.entries)
 	}
-	if _, err := ask("admin", "?reveal=maybe"); !errors.Is(err, ops.ErrInvalid) {
-		t.Errorf("reveal=maybe: %v", err)
+	// No audit row, no reveal: the content stays masked and the reader is told why.
+	log.fail = errors.New("store down")
+	if red, err := ask("admin", true); !errors.Is(err, ops.ErrUnavailable) || red != nil {
+		t.Errorf("a reveal the log cannot record: %v, %v; want ErrUnavailable", red, err)
+	}
+	if red, err := (*Rules)(nil).For(context.Background(), access.Actor{}, true, audit.Entry{}); red != nil || err != nil {
+		t.Errorf("no rules: %v %v; want nothing masked, no refusal", red, err)
 	}
 }
 
-type memAudit struct{ entries []audit.Entry }
+type memAudit struct {
+	entries []audit.Entry
+	fail    error
+}
 
 func (m *memAudit) RecordAudit(_ context.Context, e audit.Entry) error {
+	if m.fail != nil {
+		return m.fail
+	}
 	m.entries = append(m.entries, e)
 	return nil
 }
@@ -149,8 +156,8 @@ func TestParsePath(t *testing.T) {
 			t.Errorf("error %q does not name the path", err)
 		}
 	}
-	if _, err := NewRedactor(nil, []string{"$.ok", "nope"}); err == nil {
-		t.Error("NewRedactor accepted a bad path")
+	if _, err := New(nil, []string{"$.ok", "nope"}); err == nil {
+		t.Error("New accepted a bad path")
 	}
 }
 
@@ -163,7 +170,7 @@ func FuzzRedactJSON(f *testing.F) {
 		`{"email":"\ud800\u00e9\"<>"}`, `{"card":{"number":{"deep":[1,{"x":2}]}}}`, `nope`, `{"email":`, `1e400`} {
 		f.Add([]byte(s))
 	}
-	r := testRedactor(f)
+	r := testRules(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, changed := r.JSON(in)
 		if !changed {
@@ -202,7 +209,7 @@ func decodeAny(t *testing.T, b []byte) any {
 }
 
 // reference masks a decoded document the obvious way, for comparison.
-func reference(r *Redactor, v any) any {
+func reference(r *Rules, v any) any {
 	var walk func(v any, ms []match) any
 	walk = func(v any, ms []match) any {
 		for _, m := range ms {
@@ -239,10 +246,10 @@ func reference(r *Redactor, v any) any {
 }
 
 func TestRedactKafkaRecord(t *testing.T) {
-	r := testRedactor(t)
+	r := testRules(t)
 	rec := kafka.Record{Value: []byte(`{"email":"a@b.c","id":1}`),
 		Headers: []kafka.Header{{Key: "Authorization", Value: []byte("Bearer x")}, {Key: "traceId", Value: []byte("t1")}}}
-	got, redacted := redactRecord(r, rec)
+	got, redacted := r.Record(rec)
 	if !redacted || bytes.Contains(got.Value, []byte("a@b.c")) || !bytes.Contains(got.Value, []byte(`"id":1`)) ||
 		string(got.Headers[0].Value) != Redacted || string(got.Headers[1].Value) != "t1" {
 		t.Fatalf("redacted record: %q %+v", got.Value, got.Headers)
@@ -251,10 +258,10 @@ func TestRedactKafkaRecord(t *testing.T) {
 		t.Fatal("the original record's headers were changed")
 	}
 	rec.Truncated = true
-	if got, _ := redactRecord(r, rec); string(got.Value) != Redacted {
+	if got, _ := r.Record(rec); string(got.Value) != Redacted {
 		t.Fatalf("a cut value must be masked whole: %q", got.Value)
 	}
-	if got, redacted := redactRecord(nil, rec); redacted || !bytes.Equal(got.Value, rec.Value) {
-		t.Fatal("a nil redactor changed the record")
+	if got, redacted := (*Rules)(nil).Record(rec); redacted || !bytes.Equal(got.Value, rec.Value) {
+		t.Fatal("nil rules changed the record")
 	}
 }

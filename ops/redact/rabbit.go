@@ -1,23 +1,23 @@
-package handlers
+package redact
 
 import (
 	"github.com/redrive/redrive/ops/rabbit"
 )
 
-// shownMessage is a browsed message with what the caller may not see masked.
-type shownMessage struct {
+// Message is a browsed message with what the reader may not see masked.
+type Message struct {
 	rabbit.Message
 	Headers      []rabbit.Header
 	Redacted     bool // something in the message was masked
 	BodyRedacted bool // the body itself was
 }
 
-// redactMessage is the masking pass over one message for a non-admin: the configured headers,
+// Message is the masking pass over one message for a non-admin: the configured headers,
 // the JSON paths of the body (a body cut at rabbit.MaxBodyBytes or not JSON is masked whole when
 // paths are configured), then everything derived from what was hidden — other headers quoting
 // it, the decoded dead-letter fields and the message id (see messageMask).
-func redactMessage(r *Redactor, m rabbit.Message) shownMessage {
-	out := shownMessage{Message: m, Headers: m.Headers}
+func (r *Rules) Message(m rabbit.Message) Message {
+	out := Message{Message: m, Headers: m.Headers}
 	if r == nil {
 		return out
 	}
@@ -78,24 +78,24 @@ func redactMessage(r *Redactor, m rabbit.Message) shownMessage {
 	return out
 }
 
-// shownMessages masks every message of a browse, for the list and for the error groups built
+// Messages masks every message of a browse, for the list and for the error groups built
 // from it: a group's key is the masked exception message, so masked text never shows there.
-func shownMessages(r *Redactor, msgs []rabbit.Message) ([]shownMessage, []rabbit.Message) {
-	shown := make([]shownMessage, len(msgs))
+func (r *Rules) Messages(msgs []rabbit.Message) ([]Message, []rabbit.Message) {
+	shown := make([]Message, len(msgs))
 	masked := make([]rabbit.Message, len(msgs))
 	for i, m := range msgs {
-		shown[i] = redactMessage(r, m)
+		shown[i] = r.Message(m)
 		masked[i] = shown[i].Message
 		masked[i].Headers = shown[i].Headers
 	}
 	return shown, masked
 }
 
-// redactedView is a RabbitMQ scan's View for a reader that sees content masked by red: each message
-// as redacted, its shownMessage kept in *last for the caller's answer.
-func redactedView(red *Redactor, last *shownMessage) func(rabbit.Message) rabbit.Message {
+// View is a RabbitMQ scan's View for a reader that sees content masked by red: each message as
+// masked, its Message kept in *last for the caller's answer.
+func (red *Rules) View(last *Message) func(rabbit.Message) rabbit.Message {
 	return func(m rabbit.Message) rabbit.Message {
-		*last = redactMessage(red, m)
+		*last = red.Message(m)
 		v := last.Message
 		v.Headers = last.Headers
 		return v

@@ -1,7 +1,12 @@
-package handlers
+// Package redact decides what of a message's content a person may see: header values by name and
+// JSON values by path are masked for everyone, and everything derived from them (decoded
+// dead-letter fields, message ids, error groups, plans) hides the same. An admin may reveal
+// content, and the reveal is in the audit log before anything is shown.
+package redact
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-
-	"github.com/labstack/echo/v4"
+	"time"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
@@ -23,36 +28,36 @@ import (
 // Redacted is what a hidden value is replaced with.
 const Redacted = "••• redacted •••"
 
-// Redactor masks message content: header values by header name and JSON values by path. Everyone
-// sees masked content by default; an admin may reveal it, audited (see For). A nil *Redactor masks
+// Rules mask message content: header values by header name and JSON values by path. Everyone
+// sees masked content by default; an admin may reveal it, audited (see For). Nil *Rules mask
 // nothing.
-type Redactor struct {
+type Rules struct {
 	headers map[string]bool // lower-cased names
 	paths   [][]pathSeg
-	audit   Auditor // where admins' reveals are recorded
+	audit   audit.Recorder // where admins' reveals are recorded
 	// live holds the rules in force when they may change at run time (a config reload, see
 	// PrepareReplace); copies made by Audited share it. Entry points (For, Active, RedactPlan)
 	// take a snapshot of it, so that one request masks with one set of rules throughout.
-	live *atomic.Pointer[Redactor]
+	live *atomic.Pointer[Rules]
 }
 
-// NewRedactor builds a Redactor from the config's redaction.headers and redaction.json_paths.
+// New builds Rules from the config's redaction.headers and redaction.json_paths.
 // A path is $ followed by .key, .* (any key), [n], [*] (any element), ['key'] or ["key"]:
 // $.card.number, $.items[*].iban, $['odd.key']. An unparsable path is an error naming it.
-func NewRedactor(headers, jsonPaths []string) (*Redactor, error) {
+func New(headers, jsonPaths []string) (*Rules, error) {
 	rules, err := newRules(headers, jsonPaths)
 	if err != nil {
 		return nil, err
 	}
 	r := *rules // the rules at start, for direct calls; entry points read live
-	r.live = &atomic.Pointer[Redactor]{}
+	r.live = &atomic.Pointer[Rules]{}
 	r.live.Store(rules)
 	return &r, nil
 }
 
 // PrepareReplace checks new rules and returns the function that puts them in force for every
 // holder of r (and of its Audited copies); nothing changes when the rules are invalid.
-func (r *Redactor) PrepareReplace(headers, jsonPaths []string) (commit func(), err error) {
+func (r *Rules) PrepareReplace(headers, jsonPaths []string) (commit func(), err error) {
 	rules, err := newRules(headers, jsonPaths)
 	if err != nil {
 		return nil, err
@@ -64,7 +69,7 @@ func (r *Redactor) PrepareReplace(headers, jsonPaths []string) (commit func(), e
 }
 
 // current is the snapshot of the rules in force, carrying r's audit.
-func (r *Redactor) current() *Redactor {
+func (r *Rules) current() *Rules {
 	if r == nil || r.live == nil {
 		return r
 	}
@@ -73,8 +78,8 @@ func (r *Redactor) current() *Redactor {
 	return &c
 }
 
-func newRules(headers, jsonPaths []string) (*Redactor, error) {
-	r := &Redactor{headers: map[string]bool{}}
+func newRules(headers, jsonPaths []string) (*Rules, error) {
+	r := &Rules{headers: map[string]bool{}}
 	for _, h := range headers {
 		if h = strings.TrimSpace(h); h != "" {
 			r.headers[strings.ToLower(h)] = true
@@ -90,47 +95,54 @@ func newRules(headers, jsonPaths []string) (*Redactor, error) {
 	return r, nil
 }
 
-// Audited returns a copy of r that records admins' reveals in audit.
-func (r *Redactor) Audited(audit Auditor) *Redactor {
+// Audited returns a copy of r that records admins' reveals in log.
+func (r *Rules) Audited(log audit.Recorder) *Rules {
 	if r == nil {
 		return nil
 	}
 	c := *r
-	c.audit = audit
+	c.audit = log
 	return &c
 }
 
-// For is the Redactor that applies to a request: content is masked for everyone by default; an
-// admin may add reveal=true to see it unmasked, which is audited (action content.reveal, target).
-// A reveal asked by anyone else is refused (ops.ErrForbidden). nil masks nothing.
-func (r *Redactor) For(c echo.Context, target string) (*Redactor, error) {
+// For is the rules that apply to what actor reads: content is masked for everyone by default;
+// an admin who asks to reveal it sees it unmasked (nil), once the reveal is in the audit log as
+// row (the request's actor and client, the target read) with action content.reveal. A reveal
+// asked by anyone else is refused (ops.ErrForbidden); one the log cannot record is refused too
+// (ops.ErrUnavailable), and nothing is shown unmasked. Nil masks nothing.
+func (r *Rules) For(ctx context.Context, actor access.Actor, reveal bool, row audit.Entry) (*Rules, error) {
 	r = r.current()
 	if r == nil || (len(r.headers) == 0 && len(r.paths) == 0) {
 		return nil, nil
 	}
-	reveal, err := queryBool(c, "reveal")
-	if err != nil || !reveal {
-		return r, err
+	if !reveal {
+		return r, nil
 	}
-	if err := ops.Require(ActorOf(c), access.Admin, "revealing redacted content"); err != nil {
+	if err := ops.Require(actor, access.Admin, "revealing redacted content"); err != nil {
 		return nil, err
 	}
 	if r.audit != nil {
-		if err := recordAudit(c, r.audit, "content.reveal", target, 1, "", map[string]any{"path": c.Request().URL.Path}); err != nil {
+		row.Action, row.Outcome, row.Count = "content.reveal", audit.OutcomeOK, ptr(int64(1))
+		// The row is written even if the reader went away mid-request: it is what was shown.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := r.audit.RecordAudit(ctx, row); err != nil {
 			return nil, ops.Unavailable(err, "the audit log cannot be written, so the content stays masked") // no audit row, no reveal
 		}
 	}
 	return nil, nil
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // Active reports whether any rule is configured (pages offer "reveal" only then).
-func (r *Redactor) Active() bool {
+func (r *Rules) Active() bool {
 	r = r.current()
 	return r != nil && (len(r.headers) > 0 || len(r.paths) > 0)
 }
 
 // Header reports whether the value of the header called name must be masked (case-insensitive).
-func (r *Redactor) Header(name string) bool {
+func (r *Rules) Header(name string) bool {
 	return r != nil && r.headers[strings.ToLower(strings.TrimSpace(name))]
 }
 
@@ -138,13 +150,13 @@ func (r *Redactor) Header(name string) bool {
 // order included; the output is compact). It reports whether anything was masked; when nothing
 // was, or the body is not JSON, body is returned unchanged. A key that appears twice is masked
 // both times, whichever one a reader would take.
-func (r *Redactor) JSON(body []byte) ([]byte, bool) {
+func (r *Rules) JSON(body []byte) ([]byte, bool) {
 	out, changed, _ := r.jsonMask(body)
 	return out, changed
 }
 
 // jsonMask is JSON also returning the texts it masked.
-func (r *Redactor) jsonMask(body []byte) ([]byte, bool, []string) {
+func (r *Rules) jsonMask(body []byte) ([]byte, bool, []string) {
 	if r == nil || len(r.paths) == 0 {
 		return body, false, nil
 	}
@@ -201,7 +213,7 @@ func parsePath(p string) ([]pathSeg, error) {
 type match struct{ path, pos int }
 
 type redactWriter struct {
-	r       *Redactor
+	r       *Rules
 	dec     *json.Decoder
 	out     bytes.Buffer
 	scratch bytes.Buffer
@@ -424,7 +436,7 @@ func (m *messageMask) id(v string) string {
 // maskBody masks a body by the JSON paths: a body cut for size or not parseable as one JSON
 // document is hidden whole when any path is configured (a rule could apply to what cannot be
 // read). An empty body stays empty. It reports whether the body was changed.
-func (r *Redactor) maskBody(body []byte, truncated bool, m *messageMask) ([]byte, bool) {
+func (r *Rules) maskBody(body []byte, truncated bool, m *messageMask) ([]byte, bool) {
 	if r == nil || len(r.paths) == 0 || len(body) == 0 {
 		return body, false
 	}
@@ -441,6 +453,11 @@ func (r *Redactor) maskBody(body []byte, truncated bool, m *messageMask) ([]byte
 	return []byte(Redacted), true
 }
 
+// Body masks a whole body by the JSON paths (hidden whole when it is not one JSON document), for
+// content stored apart from its message (an archived body, an edit's value). It reports whether
+// the body was changed.
+func (r *Rules) Body(body []byte) ([]byte, bool) { return r.maskBody(body, false, &messageMask{}) }
+
 // ---- aggregates: what a masked header or path may have fed, by name ----
 
 // messageIDHeaders are the header names a message id is read from by default (message_id.headers,
@@ -451,7 +468,7 @@ var messageIDHeaders = []string{"messageId", "eventId", "message-id", "x-message
 var messageIDPaths = []string{"messageId", "eventId", "id"}
 
 // masksAnyHeader reports whether one of names is masked.
-func (r *Redactor) masksAnyHeader(names []string) bool {
+func (r *Rules) masksAnyHeader(names []string) bool {
 	for _, n := range names {
 		if r.Header(n) {
 			return true
@@ -462,7 +479,7 @@ func (r *Redactor) masksAnyHeader(names []string) bool {
 
 // masksMessageIDs reports whether a message id may come from masked content: a masked id header,
 // or a JSON path rule that names an id path, a part of it or a value inside it.
-func (r *Redactor) masksMessageIDs() bool {
+func (r *Rules) masksMessageIDs() bool {
 	if r == nil {
 		return false
 	}
@@ -501,28 +518,28 @@ var kafkaNames = kafka.DefaultHeaderNames()
 
 // masksExceptionType reports whether an error group's key (exception type and cause) may come
 // from a masked header.
-func (r *Redactor) masksExceptionType() bool {
+func (r *Rules) masksExceptionType() bool {
 	return r != nil && (r.masksAnyHeader(kafkaNames.ExceptionType) || r.masksAnyHeader(kafkaNames.ExceptionCause))
 }
 
 // masksExceptionMessage reports whether an exception message (a Kafka error group's sample, a
 // RabbitMQ group's key) may come from a masked header.
-func (r *Redactor) masksExceptionMessage() bool {
+func (r *Rules) masksExceptionMessage() bool {
 	return r != nil && (r.masksAnyHeader(kafkaNames.ExceptionMessage) || r.Header(rabbit.HeaderExceptionMessage))
 }
 
-// RedactPlan masks what a replay plan's items and error groups carry of message content, for
+// Plan masks what a replay plan's items and error groups carry of message content, for
 // every page and API answer that presents a plan: message ids read from a masked header or path,
 // and error groups built from a masked exception header. Plans keep no headers, so the rules
 // decide by name (see masksMessageIDs); outbox plans take ids and errors from the outbox's own
-// columns, which no rule names. Call it as plan = red.RedactPlan(plan); nil masks nothing.
-func (r *Redactor) RedactPlan(p replay.Plan) replay.Plan {
+// columns, which no rule names. Call it as plan = red.Plan(plan); nil masks nothing.
+func (r *Rules) Plan(p replay.Plan) replay.Plan {
 	r = r.current()
 	if !r.Active() || p.Source.Kind == "outbox" {
 		return p
 	}
 	if ed := p.Source.Edit; ed != nil && ed.Diff != nil {
-		p.Source.Edit = redactEdit(r, *ed)
+		p.Source.Edit = r.Edit(*ed)
 	}
 	ids := r.masksMessageIDs()
 	groups := r.masksExceptionType()
@@ -578,22 +595,15 @@ func maskGroup(kind, g string) string {
 	return Redacted
 }
 
-// Redacting makes the replay pages and API mask plans with r (see RedactPlan); nil masks nothing.
-func (h *Replays) Redacting(r *Redactor) *Replays {
-	h.redact = r
-	return h
-}
-
-// RedactPlanFor is RedactPlan for the request: admins who reveal (audited) see the plan as it is.
-// redactEdit masks what an edit and retry's diff shows of the message: the value before and
+// Edit masks what an edit and retry's diff shows of the message: the value before and
 // after at the configured JSON paths (whole when it is not JSON), the configured headers, and the
 // message id when ids are masked. The edit itself (what a job publishes) is the stored plan's,
 // never this copy.
-func redactEdit(r *Redactor, ed replay.Edit) *replay.Edit {
+func (r *Rules) Edit(ed replay.Edit) *replay.Edit {
 	d := *ed.Diff
 	for _, v := range []*string{&d.ValueBefore, &d.ValueAfter} {
 		if *v != "" {
-			if b, changed := r.maskBody([]byte(*v), false, &messageMask{}); changed {
+			if b, changed := r.Body([]byte(*v)); changed {
 				*v = string(b)
 			}
 		}
@@ -612,7 +622,7 @@ func redactEdit(r *Redactor, ed replay.Edit) *replay.Edit {
 		d.MessageID = &[2]string{Redacted, d.MessageID[1]}
 	}
 	if ed.Value != nil {
-		if b, changed := r.maskBody([]byte(*ed.Value), false, &messageMask{}); changed {
+		if b, changed := r.Body([]byte(*ed.Value)); changed {
 			v := string(b)
 			ed.Value = &v
 		}
@@ -629,12 +639,4 @@ func redactEdit(r *Redactor, ed replay.Edit) *replay.Edit {
 	}
 	ed.Diff = &d
 	return &ed
-}
-
-func (r *Redactor) RedactPlanFor(c echo.Context, p replay.Plan) (replay.Plan, error) {
-	red, err := r.For(c, "replay/plan/"+p.ID)
-	if err != nil {
-		return p, err
-	}
-	return red.RedactPlan(p), nil
 }

@@ -1,4 +1,4 @@
-package handlers
+package redact
 
 import (
 	"testing"
@@ -12,13 +12,13 @@ import (
 // must leave them as they are — even a key that quotes a masked header or JSON field. A rule
 // that masks one of them has to change the scan too.
 func TestRedactRecordKeepsWhatScansReadFirst(t *testing.T) {
-	r := testRedactor(t)
+	r := testRules(t)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	rec := kafka.Record{Partition: 3, Offset: 42, Timestamp: at, Size: 77, Key: []byte("Bearer x"),
 		Value:      []byte(`{"email":"Bearer x","id":1}`),
 		Headers:    []kafka.Header{{Key: "Authorization", Value: []byte("Bearer x")}},
 		DeadLetter: &kafka.DeadLetter{ExceptionMessage: "Bearer x"}}
-	got, redacted := redactRecord(r, rec)
+	got, redacted := r.Record(rec)
 	if !redacted {
 		t.Fatal("nothing was masked")
 	}
