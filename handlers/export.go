@@ -14,7 +14,6 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/redact"
@@ -33,25 +32,18 @@ func exportFormat(c echo.Context) (string, error) {
 	}
 }
 
-// ExportMinRole is the least role of the export routes: export.min_role (viewer, operator or
-// admin); a nil Search says operator.
+// ExportMinRole is the least role of the export routes (search.Exports.MinRole).
 func (h *Search) ExportMinRole() access.Role {
 	if h == nil {
 		return access.Operator
 	}
-	return h.minRole
+	return h.exports.MinRole()
 }
 
 // CanExport reports whether the request's actor may export (export.min_role): pages offer the
 // button only then.
-func (h *Search) CanExport(c echo.Context) bool { return h != nil && h.allowExport(c) == nil }
-
-// allowExport refuses a caller below export.min_role.
-func (h *Search) allowExport(c echo.Context) error {
-	if !ActorOf(c).Can(h.minRole) {
-		return ops.Forbidden("exporting message content needs the %s role (export.min_role)", h.minRole)
-	}
-	return nil
+func (h *Search) CanExport(c echo.Context) bool {
+	return h != nil && h.exports.Allow(ActorOf(c)) == nil
 }
 
 // exportWriter streams records as NDJSON or CSV with flat memory: each line is encoded and written
@@ -113,37 +105,11 @@ func (w *exportWriter) close() {
 	w.c.Response().Flush()
 }
 
-// exportAudit is one export's audit (ops/audit's policy): its intent is recorded before the first
-// byte goes out (no content leaves unaudited: an audit log that cannot be written refuses the
-// export), its outcome with the count written once the stream ends — partial when it ended early
-// (the client went away, the broker failed).
-type exportAudit struct {
-	end audit.Ending
-}
-
-func (h *Search) beginExport(c echo.Context, target string, filter *search.Filter, detail map[string]any) (*exportAudit, error) {
-	expr := ""
-	if filter != nil {
-		expr = filter.Text()
-	}
-	detail["filter"] = expr
-	end, err := audit.New(h.o.Audit, loggerOf(c)).Begin(c.Request().Context(), auditEntry(c, "content.export", target, "", detail))
-	if err != nil {
-		return nil, ops.Unavailable(err, "the audit log cannot be written, so nothing was exported")
-	}
-	return &exportAudit{end: end}, nil
-}
-
-// finish records the export's outcome; more is detail known only at the end (scanned).
-func (a *exportAudit) finish(n int64, more map[string]any, failed error) {
-	outcome := audit.OutcomeOK
-	switch {
-	case failed != nil && n == 0:
-		outcome = audit.OutcomeFailed
-	case failed != nil:
-		outcome = audit.OutcomePartial
-	}
-	a.end(outcome, &n, failed, more) // the export was sent: a lost row is logged, counted
+// beginExport starts the request's export of target (search.Exports.Begin): its audit row
+// carries the request's actor and client.
+func (h *Search) beginExport(c echo.Context, target string, filter *search.Filter, detail map[string]any) (*search.Export, error) {
+	row := auditEntry(c, "content.export", target, "", detail)
+	return h.exports.Begin(c.Request().Context(), loggerOf(c), ActorOf(c), row, filter)
 }
 
 var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value", "value_encoding", "headers",
@@ -154,7 +120,7 @@ var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value"
 // matches: NDJSON in the records API's shape, or CSV with the main columns. Content is masked
 // unless an admin reveals it (reveal=true, audited); the export is audited as content.export.
 func (h *Search) ExportKafka(c echo.Context) error {
-	if err := h.allowExport(c); err != nil {
+	if err := h.exports.Allow(ActorOf(c)); err != nil { // refused before anything is looked up
 		return err
 	}
 	k, err := h.cluster(c)
@@ -217,7 +183,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	}
 	res, err := search.ScanKafka(c.Request().Context(), k, q)
 	w.close()
-	audit.finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
+	audit.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
 	return nil // the status is sent: an error shows as a cut stream (and in the audit row)
 }
 
@@ -243,7 +209,7 @@ var rabbitCSVHeader = []string{"position", "message_id", "exchange", "routing_ke
 // streams the messages of the queue's head (up to max_scan, at most rabbit.MaxPeek, read as a
 // browse: the queue is left as it was) that the filter matches, as ExportKafka.
 func (h *Search) ExportRabbit(c echo.Context) error {
-	if err := h.allowExport(c); err != nil {
+	if err := h.exports.Allow(ActorOf(c)); err != nil { // refused before anything is looked up
 		return err
 	}
 	b, err := h.broker(c)
@@ -302,12 +268,12 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	res, err := search.ScanRabbit(c.Request().Context(), b, q)
 	if w == nil {
 		if err != nil {
-			audit.finish(0, map[string]any{"scanned": res.Scanned}, err)
+			audit.Finish(0, map[string]any{"scanned": res.Scanned}, err)
 			return err // nothing sent yet: the usual error answer
 		}
 		w = newExportWriter(c, format, queue, rabbitCSVHeader)
 	}
 	w.close()
-	audit.finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
+	audit.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -54,7 +53,7 @@ type Search struct {
 	o       SearchOptions
 	kafka   map[string]SearchCluster
 	rabbit  map[string]SearchBroker
-	minRole access.Role // export.min_role
+	exports *search.Exports
 }
 
 // NewSearch wires o.
@@ -65,11 +64,7 @@ func NewSearch(o SearchOptions) *Search {
 	if o.Timeout <= 0 {
 		o.Timeout = search.DefaultTimeout
 	}
-	minRole, err := access.ParseRole(o.ExportMinRole)
-	if err != nil { // "", or a name configs.Load refused
-		minRole = access.Operator
-	}
-	return &Search{o: o, kafka: byName(o.Kafka), rabbit: byName(o.Rabbit), minRole: minRole}
+	return &Search{o: o, kafka: byName(o.Kafka), rabbit: byName(o.Rabbit), exports: search.NewExports(o.ExportMinRole, o.Audit)}
 }
 
 func (h *Search) cluster(c echo.Context) (SearchCluster, error) {
