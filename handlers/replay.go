@@ -432,7 +432,7 @@ func (h *Replays) Index(c echo.Context) error {
 	}
 	for _, j := range jobs {
 		v := toJobView(j)
-		v.Source, v.Destination = routeText(routes[j.PlanID])
+		v.Source, v.Destination, v.Discard = routeText(routes[j.PlanID])
 		page.Jobs = append(page.Jobs, v)
 	}
 	return render(c, http.StatusOK, replaypages.Index(page))
@@ -447,12 +447,16 @@ func toJobView(j replay.Job) replaypages.JobView {
 		Awaiting: j.Status == replay.JobAwaiting}
 }
 
-// routeText words where a plan's messages come from and go back to; "" for what is unknown.
-func routeText(r replay.PlanRoute) (source, destination string) {
+// routeText words where a plan's messages come from and go back to; "" for what is unknown. A
+// discard plan's messages go to the archive, whatever their original destination.
+func routeText(r replay.PlanRoute) (source, destination string, discard bool) {
 	if len(r.Source) > 0 {
 		var src replay.Source
 		if json.Unmarshal(r.Source, &src) == nil {
 			source = describeSource(src)
+			if src.Action == replay.ActionDiscard {
+				return source, archiveDestination, true
+			}
 		}
 	}
 	var dests []string
@@ -464,10 +468,13 @@ func routeText(r replay.PlanRoute) (source, destination string) {
 	}
 	const shown = 3
 	if len(dests) > shown {
-		return source, fmt.Sprintf("%s and %d more", strings.Join(dests[:shown], "; "), len(dests)-shown)
+		return source, fmt.Sprintf("%s and %d more", strings.Join(dests[:shown], "; "), len(dests)-shown), false
 	}
-	return source, strings.Join(dests, "; ")
+	return source, strings.Join(dests, "; "), false
 }
+
+// archiveDestination is where a discard job's messages go.
+const archiveDestination = "the archive, then acked from the queue"
 
 // destinationShort is a destination without its Kafka partition (the plan's items say it).
 func destinationShort(d replay.Destination) string {
@@ -612,9 +619,10 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	}
 	plan = h.redact.Plan(plan)
 	actor := ActorOf(c)
-	page := replaypages.PlanPage{Meta: h.meta(c, "Replay plan", "replays"), ID: plan.ID, CreatedAt: plan.CreatedAt,
+	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
 		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
 		CanForce: actor.Can(access.Admin)}
+	page.Meta = h.meta(c, page.Noun()+" plan", "replays")
 	page.CanRun = page.Meta.CanOperate
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: "plan " + plan.ID}}
 	for _, a := range replay.Actions {
@@ -638,7 +646,9 @@ func (h *Replays) PlanPage(c echo.Context) error {
 		page.JobsError = shown(c, err) // the plan still shows; whether it ran is unknown
 	}
 	for _, j := range jobs {
-		page.Jobs = append(page.Jobs, toJobView(j))
+		v := toJobView(j)
+		v.Discard = plan.Source.Action == replay.ActionDiscard
+		page.Jobs = append(page.Jobs, v)
 	}
 	for g, counts := range plan.ErrorGroups { // the whole plan's, counted when it was made
 		row := replaypages.GroupCount{Group: g}
@@ -726,11 +736,12 @@ func (h *Replays) JobPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := replaypages.JobPage{Meta: h.meta(c, "Replay "+job.ID, "replays"), Job: toJobView(job)}
-	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: job.ID}}
+	page := replaypages.JobPage{Job: toJobView(job)}
 	if routes, err := h.views.PlanRoutes(ctx, []string{job.PlanID}, destinationSample); err == nil {
-		page.Job.Source, page.Job.Destination = routeText(routes[job.PlanID])
+		page.Job.Source, page.Job.Destination, page.Job.Discard = routeText(routes[job.PlanID])
 	}
+	page.Meta = h.meta(c, page.Job.Noun()+" "+job.ID, "replays")
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: job.ID}}
 	if job.Failed > 0 {
 		groups, err := h.views.FailureGroups(ctx, job.ID, maxFailureGroups)
 		if err != nil {
@@ -745,12 +756,15 @@ func (h *Replays) JobPage(c echo.Context) error {
 		page.LedgerError = shown(c, err)
 	}
 	for _, l := range ledger {
-		detail := l.Detail
-		if detail == "" && l.Outcome == "published" { // the ledger keeps no text for the common case
+		detail, outcome := l.Detail, l.Outcome
+		if detail == "" && outcome == replay.LedgerPublished { // the ledger keeps no text for the common case
 			detail = "acknowledged by the broker"
 		}
+		if page.Job.Discard && outcome == replay.LedgerPublished { // a discard's move is its archiving
+			outcome = "archived"
+		}
 		page.Ledger = append(page.Ledger, replaypages.LedgerRow{Seq: l.Seq, Locator: l.Locator, MessageID: l.MessageID,
-			Outcome: l.Outcome, Detail: detail, At: l.At})
+			Outcome: outcome, Detail: detail, At: l.At})
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
 		return render(c, http.StatusOK, replaypages.Live(page))

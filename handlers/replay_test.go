@@ -26,6 +26,7 @@ type replayFixture struct {
 	jobs   []replay.Job // newest first
 	fails  map[string][]replay.FailureGroup
 	routes map[string]replay.PlanRoute
+	ledger []replay.LedgerEntry
 	// viewsDown makes every ReplayViews call fail as a store that went away.
 	viewsDown bool
 }
@@ -57,7 +58,7 @@ func (f *replayFixture) Job(_ context.Context, id string) (replay.Job, error) {
 func (f *replayFixture) Jobs(context.Context, int) ([]replay.Job, error) { return f.jobs, nil }
 
 func (f *replayFixture) Ledger(context.Context, string, int) ([]replay.LedgerEntry, error) {
-	return nil, nil
+	return f.ledger, nil
 }
 
 func (f *replayFixture) Cancel(context.Context, string, access.Actor) (replay.Job, error) {
@@ -279,6 +280,64 @@ func TestPlanPageThatRan(t *testing.T) {
 			t.Errorf("jobs error %q; items %d", e, doc.Find(`[data-testid="plan-item"]`).Length())
 		}
 	})
+}
+
+// A discard job archives and acks: its pages never say it published or name the original
+// destination as where its messages went.
+func TestDiscardJobPages(t *testing.T) {
+	f := newReplayFixture()
+	src := replay.Source{Kind: "rabbitmq", Broker: "main", Vhost: "/", Queue: "audit.dlq", Limit: 100, Action: replay.ActionDiscard}
+	f.plans["plan_d"] = replay.Plan{ID: "plan_d", CreatedAt: *at(0), Actor: "ana", Total: 3, Source: src,
+		Counts: map[replay.Action]int{replay.Discard: 3}, ErrorGroups: map[string]map[replay.Action]int{},
+		Items: []replay.Item{{Seq: 0, Locator: "discard:rabbitmq:main///audit.dlq/a-0#0", MessageID: "a-0", Action: replay.Discard,
+			Destination: replay.Destination{Kind: "rabbitmq", Broker: "main", Vhost: "/", Exchange: "orders", RoutingKey: "audit.recorded"}}}}
+	f.jobs = append([]replay.Job{{ID: "job_d", PlanID: "plan_d", Status: replay.JobDone, Actor: "ana", Total: 3, Published: 3,
+		CreatedAt: *at(3), StartedAt: at(3), FinishedAt: at(4)}}, f.jobs...)
+	raw, _ := json.Marshal(src)
+	dest, _ := json.Marshal(f.plans["plan_d"].Items[0].Destination)
+	f.routes["plan_d"] = replay.PlanRoute{Source: raw, Destinations: []json.RawMessage{dest}}
+	f.ledger = []replay.LedgerEntry{{Seq: 0, Locator: "discard:rabbitmq:main///audit.dlq/a-0#0", MessageID: "a-0",
+		Outcome: replay.LedgerPublished, Detail: "archived, then acked from the queue", At: *at(4)}}
+	h := newReplayHandlers(f)
+
+	job := page(t, call(t, h.JobPage, "/replays/job_d", "job_d"))
+	if got := text(job, "h1"); got != "Discard job_d" {
+		t.Errorf("job heading %q", got)
+	}
+	if got := text(job, `[data-testid="job-destination"]`); got != "the archive, then acked from the queue" {
+		t.Errorf("job destination %q", got)
+	}
+	if got := text(job, ".stats"); !strings.Contains(got, "Archived3") || strings.Contains(got, "Published") {
+		t.Errorf("job counts %q: a discard archived, it published nothing", got)
+	}
+	if got := text(job, `[data-testid="ledger-row"] .badge`); got != "archived" {
+		t.Errorf("ledger outcome %q", got)
+	}
+
+	list := page(t, call(t, h.Index, "/replays", ""))
+	row := list.Find(`[data-testid="job-row"]`).First()
+	if got := strings.Join(strings.Fields(row.Find(`[data-testid="job-published"]`).Text()), " "); got != "3 archived" {
+		t.Errorf("list count %q", got)
+	}
+	if got := strings.Join(strings.Fields(row.Find(`[data-testid="job-route"]`).Text()), " "); strings.Contains(got, "orders") ||
+		!strings.Contains(got, "→ the archive") {
+		t.Errorf("list route %q: a discard goes to the archive", got)
+	}
+
+	plan := page(t, call(t, h.PlanPage, "/replays/plans/plan_d", "plan_d"))
+	if got := text(plan, "h1"); got != "Discard plan" {
+		t.Errorf("plan heading %q", got)
+	}
+	if got := text(plan, `[data-testid="plan-ran"]`); !strings.Contains(got, "3 archived, 0 skipped") {
+		t.Errorf("plan ran %q", got)
+	}
+	if got := text(plan, `[data-testid="run-again-note"]`); !strings.Contains(got, "The 3 that job job_d archived are skipped") ||
+		strings.Contains(got, "inbox") {
+		t.Errorf("run again note %q", got)
+	}
+	if got := text(plan, `[data-testid="plan-jobs"] thead`); !strings.Contains(got, "Archived") || strings.Contains(got, "Published") {
+		t.Errorf("jobs of the plan header %q", got)
+	}
 }
 
 // A finished job with failures is amber, not a green done, and lists its failures by reason.

@@ -141,6 +141,7 @@ sampler: {interval: 5s}
 	say("config      %s", cfgPath)
 	say("console     http://%s   — Ctrl-C stops everything", *listen)
 	defer stopped("the console")
+	go demo.SeedHistory(ctx, "http://"+*listen, say) // once the console answers: a replay, a discard, a requeue
 	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)
 }
 

@@ -47,6 +47,17 @@ type JobView struct {
 	// Source and Destination word where the plan's messages come from and go back to; "" unknown.
 	Source      string
 	Destination string
+	// Discard: the job archives each message and acks it from its queue, publishing nothing; its
+	// Published count is what it archived.
+	Discard bool
+}
+
+// Noun is what the job is called on its page: a replay, or a discard.
+func (j JobView) Noun() string {
+	if j.Discard {
+		return "Discard"
+	}
+	return "Replay"
 }
 
 // Outcomes beside the statuses.
@@ -81,8 +92,16 @@ func (j JobView) WithFailures() bool { return j.Outcome == OutcomeDoneWithFailur
 
 // Summary is "done: 10 published, 2 skipped, 0 failed".
 func (j JobView) Summary() string {
-	return j.OutcomeLabel() + ": " + components.FormatNum(j.Published) + " published, " + components.FormatNum(j.Skipped) +
+	return j.OutcomeLabel() + ": " + components.FormatNum(j.Published) + " " + j.Moved() + ", " + components.FormatNum(j.Skipped) +
 		" skipped, " + components.FormatNum(j.Failed) + " failed"
+}
+
+// Moved is the word for what the job did with a message it moved: published, or archived.
+func (j JobView) Moved() string {
+	if j.Discard {
+		return "archived"
+	}
+	return "published"
 }
 
 // FailureGroup is how many messages failed for one reason.
@@ -108,9 +127,19 @@ type PlanPage struct {
 	Items     []ItemView
 	CanRun    bool
 	CanForce  bool
+	// Discard: a discard plan (each message archived, then acked; nothing published, no force).
+	Discard bool
 	// Jobs ran the plan, newest first; JobsError says they could not be read.
 	Jobs      []JobView
 	JobsError string
+}
+
+// Noun is what the plan is called: a replay plan, or a discard plan.
+func (p PlanPage) Noun() string {
+	if p.Discard {
+		return "Discard"
+	}
+	return "Replay"
 }
 
 // Ran reports whether a job already ran (or runs) the plan.
@@ -134,8 +163,9 @@ func ranBefore(p PlanPage) string {
 	return "."
 }
 
-// Replayer is the newest job of the plan that published messages: a second run skips those as
-// skip_already_replayed naming it. ok is false when no job published anything.
+// Replayer is the newest job of the plan that moved messages (published, or archived by a
+// discard): a second run skips those as skip_already_replayed naming it. ok is false when no job
+// moved anything.
 func (p PlanPage) Replayer() (j JobView, ok bool) {
 	for _, j := range p.Jobs {
 		if j.Published > 0 {
@@ -214,7 +244,7 @@ func actionTone(a string) string {
 
 func outcomeTone(o string) string {
 	switch o {
-	case "published":
+	case "published", "archived":
 		return components.ToneOK
 	case "failed":
 		return components.ToneDanger
