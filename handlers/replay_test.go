@@ -338,6 +338,9 @@ func TestDiscardJobPages(t *testing.T) {
 	if got := text(plan, `[data-testid="plan-jobs"] thead`); !strings.Contains(got, "Archived") || strings.Contains(got, "Published") {
 		t.Errorf("jobs of the plan header %q", got)
 	}
+	if got := text(plan, `[data-testid="plan-items"] thead`); !strings.Contains(got, "Original destination") {
+		t.Errorf("items header %q: a discard sends nothing to the destination it shows", got)
+	}
 }
 
 // A finished job with failures is amber, not a green done, and lists its failures by reason.
