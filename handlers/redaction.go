@@ -3,6 +3,7 @@ package handlers
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/redact"
 )
 
@@ -14,7 +15,10 @@ func redactionFor(c echo.Context, rules *redact.Rules, target string) (*redact.R
 	if err != nil {
 		return nil, err
 	}
-	row := auditEntry(c, "content.reveal", target, "", map[string]any{"path": c.Request().URL.Path})
+	var row audit.Entry // the audit row is only for a reveal: most reads need none
+	if reveal {
+		row = auditEntry(c, "content.reveal", target, "", map[string]any{"path": c.Request().URL.Path})
+	}
 	return rules.For(c.Request().Context(), ActorOf(c), reveal, row)
 }
 

@@ -122,7 +122,7 @@ func (r *Rules) For(ctx context.Context, actor access.Actor, reveal bool, row au
 		return nil, err
 	}
 	if r.audit != nil {
-		row.Action, row.Outcome, row.Count = "content.reveal", audit.OutcomeOK, ptr(int64(1))
+		row.Action, row.Outcome, row.Count = "content.reveal", audit.OutcomeOK, new(int64(1))
 		// The row is written even if the reader went away mid-request: it is what was shown.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -132,8 +132,6 @@ func (r *Rules) For(ctx context.Context, actor access.Actor, reveal bool, row au
 	}
 	return nil, nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // Active reports whether any rule is configured (pages offer "reveal" only then).
 func (r *Rules) Active() bool {

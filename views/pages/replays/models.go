@@ -53,8 +53,11 @@ type JobView struct {
 }
 
 // Noun is what the job is called on its page: a replay, or a discard.
-func (j JobView) Noun() string {
-	if j.Discard {
+func (j JobView) Noun() string { return noun(j.Discard) }
+
+// noun names a job or plan by what it does with the messages it moves.
+func noun(discard bool) string {
+	if discard {
 		return "Discard"
 	}
 	return "Replay"
@@ -135,12 +138,7 @@ type PlanPage struct {
 }
 
 // Noun is what the plan is called: a replay plan, or a discard plan.
-func (p PlanPage) Noun() string {
-	if p.Discard {
-		return "Discard"
-	}
-	return "Replay"
-}
+func (p PlanPage) Noun() string { return noun(p.Discard) }
 
 // Ran reports whether a job already ran (or runs) the plan.
 func (p PlanPage) Ran() bool { return len(p.Jobs) > 0 }
