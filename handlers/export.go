@@ -157,7 +157,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	if q.Partition != nil {
 		detail["partition"] = *q.Partition
 	}
-	audit, err := h.beginExport(c, target, q.Filter, detail)
+	export, err := h.beginExport(c, target, q.Filter, detail)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	}
 	res, err := search.ScanKafka(c.Request().Context(), k, q)
 	w.close()
-	audit.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
+	export.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
 	return nil // the status is sent: an error shows as a cut stream (and in the audit row)
 }
 
@@ -234,7 +234,7 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	audit, err := h.beginExport(c, target, f, map[string]any{"format": format, "revealed": red == nil && h.o.Redaction.Active()})
+	export, err := h.beginExport(c, target, f, map[string]any{"format": format, "revealed": red == nil && h.o.Redaction.Active()})
 	if err != nil {
 		return err
 	}
@@ -268,12 +268,12 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	res, err := search.ScanRabbit(c.Request().Context(), b, q)
 	if w == nil {
 		if err != nil {
-			audit.Finish(0, map[string]any{"scanned": res.Scanned}, err)
+			export.Finish(0, map[string]any{"scanned": res.Scanned}, err)
 			return err // nothing sent yet: the usual error answer
 		}
 		w = newExportWriter(c, format, queue, rabbitCSVHeader)
 	}
 	w.close()
-	audit.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
+	export.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))
 	return nil
 }
