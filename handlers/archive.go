@@ -112,13 +112,9 @@ func (h *Archive) API(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := archiveJSON{Messages: make([]archivedJSON, 0, len(ms))}
+	out := archiveJSON{Messages: make([]archivedJSON, 0, len(ms)), NextCursor: cursorJSON(keysetNext(ms, f.Limit, archivedID))}
 	for _, m := range ms {
 		out.Messages = append(out.Messages, toArchivedJSON(red, m))
-	}
-	if len(ms) == f.Limit {
-		next := strconv.FormatInt(ms[len(ms)-1].ID, 10)
-		out.NextCursor = &next
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -153,11 +149,7 @@ func (h *Archive) Page(c echo.Context) error {
 		}
 		page.Rows = append(page.Rows, r)
 	}
-	if len(ms) == f.Limit && len(ms) > 0 {
-		q := c.QueryParams()
-		q.Set("cursor", strconv.FormatInt(ms[len(ms)-1].ID, 10))
-		page.NextURL = paths.WithQuery(paths.Archive, q)
-	}
+	page.NextURL = nextPageURL(c, paths.Archive, keysetNext(ms, f.Limit, archivedID))
 	return render(c, http.StatusOK, archivepages.List(page))
 }
 
@@ -181,6 +173,8 @@ func (h *Archive) FormRestore(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, paths.WithQuery(paths.Archive, url.Values{"flash": {flash}}))
 }
 
+func archivedID(m replay.Archived) int64 { return m.ID }
+
 // archiveFilter reads the archive's query: broker, queue, since, limit, cursor.
 func archiveFilter(c echo.Context) (replay.ArchiveFilter, error) {
 	f := replay.ArchiveFilter{Broker: c.QueryParam("broker"), Queue: c.QueryParam("queue")}
@@ -189,17 +183,8 @@ func archiveFilter(c echo.Context) (replay.ArchiveFilter, error) {
 		return f, ops.Invalid("since", "must be RFC 3339 (2026-11-30T06:00:00Z), a date, or an age like 24h")
 	}
 	f.Since = since
-	limit, err := queryInt(c, "limit", 100, 1, replay.MaxArchiveLimit)
-	if err != nil {
-		return f, err
-	}
-	f.Limit = int(limit)
-	if raw := c.QueryParam("cursor"); raw != "" {
-		if f.Before, err = strconv.ParseInt(raw, 10, 64); err != nil || f.Before <= 0 {
-			return f, ops.Invalid("cursor", "must be the next_cursor of the previous page")
-		}
-	}
-	return f, nil
+	f.Limit, f.Before, err = pageQuery(c, 100, replay.MaxArchiveLimit)
+	return f, err
 }
 
 // toArchivedJSON masks, for a non-admin, the configured headers and the body's JSON paths (a

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +38,8 @@ func (h *Audit) Redacting(r *redact.Rules) *Audit {
 	h.red = r
 	return h
 }
+
+func auditID(e audit.Entry) int64 { return e.ID }
 
 func parseAuditFilter(c echo.Context) (audit.Filter, error) {
 	var f audit.Filter
@@ -88,15 +88,11 @@ func (h *Audit) API(c echo.Context) error {
 	resp := struct {
 		Entries    []auditJSON `json:"entries"`
 		NextCursor *string     `json:"next_cursor"`
-	}{Entries: make([]auditJSON, 0, len(entries))}
+	}{Entries: make([]auditJSON, 0, len(entries)), NextCursor: cursorJSON(keysetNext(entries, f.Limit, auditID))}
 	for _, e := range entries {
 		resp.Entries = append(resp.Entries, auditJSON{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Role: e.Role,
 			SourceIP: e.SourceIP, UserAgent: e.UserAgent, Action: e.Action, Target: e.Target, Count: e.Count,
 			Reason: e.Reason, Outcome: e.Outcome, Detail: redactDetail(red, e.Detail)})
-	}
-	if len(entries) == f.Limit && len(entries) > 0 {
-		s := strconv.FormatInt(entries[len(entries)-1].ID, 10)
-		resp.NextCursor = &s
 	}
 	return c.JSON(http.StatusOK, resp)
 }
@@ -121,11 +117,7 @@ func (h *Audit) Page(c echo.Context) error {
 		}
 		page.Rows = append(page.Rows, row)
 	}
-	if len(entries) == f.Limit && len(entries) > 0 {
-		q := c.QueryParams()
-		q.Set("cursor", strconv.FormatInt(entries[len(entries)-1].ID, 10))
-		page.NextURL = paths.WithQuery(paths.Audit, url.Values(q))
-	}
+	page.NextURL = nextPageURL(c, paths.Audit, keysetNext(entries, f.Limit, auditID))
 	return render(c, http.StatusOK, auditpages.List(page))
 }
 

@@ -194,6 +194,36 @@ func pageQuery(c echo.Context, def, max int64) (limit int, before int64, err err
 	return int(n), before, nil
 }
 
+// keysetNext is the cursor of the page after one of a list paged by id, newest first (pageQuery):
+// the last row's id when the page is full (there may be more below it), 0 when it is short (the
+// list ends here).
+func keysetNext[T any](rows []T, limit int, id func(T) int64) int64 {
+	if len(rows) == 0 || len(rows) != limit {
+		return 0
+	}
+	return id(rows[len(rows)-1])
+}
+
+// cursorJSON is a next cursor as the list APIs answer it: a string, null on the last page.
+func cursorJSON(next int64) *string {
+	if next <= 0 {
+		return nil
+	}
+	s := strconv.FormatInt(next, 10)
+	return &s
+}
+
+// nextPageURL is the link to the page after this one at path: this page's query with the next
+// cursor; "" on the last page.
+func nextPageURL(c echo.Context, path string, next int64) string {
+	if next <= 0 {
+		return ""
+	}
+	q := c.QueryParams()
+	q.Set("cursor", strconv.FormatInt(next, 10))
+	return paths.WithQuery(path, q)
+}
+
 // queryInt parses an optional integer query parameter within [min, max].
 func queryInt(c echo.Context, name string, def, min, max int64) (int64, error) {
 	raw := c.QueryParam(name)

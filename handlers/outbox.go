@@ -228,13 +228,9 @@ func (h *Outboxes) APIEvents(c echo.Context) error {
 	resp := struct {
 		Events     []eventJSON `json:"events"`
 		NextCursor *string     `json:"next_cursor"`
-	}{Events: make([]eventJSON, 0, len(page.Events))}
+	}{Events: make([]eventJSON, 0, len(page.Events)), NextCursor: cursorJSON(page.NextCursor)}
 	for _, e := range page.Events {
 		resp.Events = append(resp.Events, toEventJSON(e, now))
-	}
-	if page.NextCursor > 0 {
-		s := strconv.FormatInt(page.NextCursor, 10)
-		resp.NextCursor = &s
 	}
 	return c.JSON(http.StatusOK, resp)
 }
@@ -485,11 +481,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 		page.Events = append(page.Events, r)
 	}
 	page.Resolvable = h.triage != nil
-	if list.NextCursor > 0 {
-		q := c.QueryParams()
-		q.Set("cursor", strconv.FormatInt(list.NextCursor, 10))
-		page.NextURL = paths.WithQuery(paths.Outbox(o.Name()), q)
-	}
+	page.NextURL = nextPageURL(c, paths.Outbox(o.Name()), list.NextCursor)
 	return render(c, http.StatusOK, outboxpages.Show(page))
 }
 
