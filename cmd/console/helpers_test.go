@@ -99,6 +99,12 @@ func consumeThroughInbox(t *testing.T, ctx context.Context, dsn string, ids []st
 	return applied, copies
 }
 
+// sampledKafka is the config of a console over the store at storeDSN and the Kafka cluster k
+// (named main), sampled every second; a test adds its auth and whatever else it needs.
+func sampledKafka(storeDSN string, k *devstack.Kafka) string {
+	return fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n", storeDSN, k.Addrs()[0])
+}
+
 // inventoryConfig configures a console over the test RabbitMQ's vhost whose consumer, the
 // inventory service, reads orders.work with its inbox at inboxDSN; replay leases of 2 s, so that a
 // killed console's job is taken over soon.

@@ -61,17 +61,13 @@ func TestNewErrorGroupNotifies(t *testing.T) {
 	old := time.Now().Add(-3 * time.Hour)
 	dead(old, 4, "java.net.SocketTimeoutException")
 	storeDSN := pgtest.NewDatabase(t)
-	base := startConsole(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-sampler: {interval: 1s}
-kafka: [{name: main, brokers: [%q]}]
+	base := startConsole(t, "auth: {mode: none}\n"+sampledKafka(storeDSN, k)+fmt.Sprintf(`
 notify:
   interval: 1s
   new_group_window: 1h
   channels: [{name: hook, type: webhook, url: %q}]
   rules: [{match: {kind: new_error_group}, channels: [hook]}]
-`, storeDSN, k.Addrs()[0], receiver.URL))
+`, receiver.URL))
 	db := pgtest.Conn(t, storeDSN)
 	count := func(typ string) (n int64) {
 		_ = db.QueryRow(ctx, `SELECT coalesce(sum(count), 0) FROM redrive.error_group WHERE exception_type = $1`, typ).Scan(&n)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +17,7 @@ func TestReplicasAndStaleness(t *testing.T) {
 	ctx := waittest.Context(t, time.Minute)
 	k := startKafka(t, nil)
 	storeDSN := pgtest.NewDatabase(t)
-	base := startConsole(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-sampler: {interval: 1s}
-kafka: [{name: main, brokers: [%q]}]
-`, storeDSN, k.Addrs()[0]))
+	base := startConsole(t, "auth: {mode: none}\n"+sampledKafka(storeDSN, k))
 
 	type replicas struct {
 		Replicas []struct {

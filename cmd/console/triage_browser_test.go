@@ -27,8 +27,7 @@ func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
 	k, dead := deadLetterCluster(t, ctx0)
 	dead(3, "com.acme.PoisonException", "poison")
 	dead(2, "java.net.SocketTimeoutException", "timeout")
-	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n",
-		pgtest.NewDatabase(t), k.Addrs()[0]))
+	base := startConsole(t, "auth: {mode: none}\n"+sampledKafka(pgtest.NewDatabase(t), k))
 	ctx, dialogs := newBrowser(t)
 	overview := func() string {
 		must(t, ctx, chromedp.Navigate(base+"/"))

@@ -70,8 +70,7 @@ func TestResolveDeadLetters(t *testing.T) {
 	k, dead := deadLetterCluster(t, ctx)
 	dead(6, "com.acme.PoisonException", "poison")
 	dead(4, "java.net.SocketTimeoutException", "timeout")
-	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n%s",
-		pgtest.NewDatabase(t), k.Addrs()[0], basicAuth("")))
+	base := startConsole(t, sampledKafka(pgtest.NewDatabase(t), k)+basicAuth(""))
 	api := base + "/api/v1/kafka/main/topics/orders.DLT"
 	resolve := func(token, body string) response {
 		t.Helper()
@@ -324,8 +323,7 @@ func TestNotes(t *testing.T) {
 	ctx := waittest.Context(t, 2*time.Minute)
 	k, dead := deadLetterCluster(t, ctx)
 	dead(3, "com.acme.PoisonException", "poison")
-	base := startConsole(t, fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n%s",
-		pgtest.NewDatabase(t), k.Addrs()[0], basicAuth("")))
+	base := startConsole(t, sampledKafka(pgtest.NewDatabase(t), k)+basicAuth(""))
 	api := base + "/api/v1/kafka/main/topics/orders.DLT/notes"
 	groupNote := `{"error_group":{"exception_type":"com.acme.PoisonException"},"text":"investigating: INC-2231, fix in 4.2.1 <script>alert(1)</script>","link":"https://tracker.example/INC-2231"}`
 	if r := bearer(t, "POST", api, "tok-viewer", groupNote); r.status != http.StatusForbidden {
