@@ -46,8 +46,8 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 		return ops.Conflict("archived message %d was restored already, by %s at %s (to %s)", m.ID, m.RestoredBy,
 			m.RestoredAt.UTC().Format("2006-01-02T15:04:05Z"), m.RestoredTo)
 	}
-	if _, ok := k.e.rabbit[m.Broker]; !ok {
-		return ops.NotFound("rabbitmq broker %q is not configured", m.Broker)
+	if _, err := configured(k.e.rabbit, "source.broker", "rabbitmq broker", m.Broker); err != nil {
+		return err
 	}
 	src.Broker, src.Vhost, src.Queue = m.Broker, m.Vhost, m.Queue
 	it := Item{Locator: strings.TrimPrefix(m.Locator, discardLocator("")), MessageID: m.MessageID,
@@ -66,9 +66,9 @@ func headerText(headers map[string]any, key string) string {
 }
 
 func (k archiveKind) open(_ context.Context, _ Job, src Source) (mover, error) {
-	b, ok := k.e.rabbit[src.Broker]
-	if !ok {
-		return nil, ops.NotFound("rabbitmq broker %q is not configured", src.Broker)
+	b, err := configured(k.e.rabbit, "source.broker", "rabbitmq broker", src.Broker)
+	if err != nil {
+		return nil, err
 	}
 	pub, ok := b.(WholePublisher)
 	if !ok {

@@ -33,14 +33,7 @@ type kafkaKind struct{ e *Engine }
 func (kafkaKind) batch() int { return batchSize }
 
 func (k kafkaKind) cluster(name string) (KafkaCluster, error) {
-	if name == "" {
-		return nil, invalid("source.cluster", "required")
-	}
-	c, ok := k.e.kafka[name]
-	if !ok {
-		return nil, ops.NotFound("kafka cluster %q is not configured", name)
-	}
-	return c, nil
+	return configured(k.e.kafka, "source.cluster", "kafka cluster", name)
 }
 
 // kafkaPlan is one Kafka plan being read.

@@ -19,14 +19,7 @@ type outboxKind struct{ e *Engine }
 func (outboxKind) batch() int { return batchSize }
 
 func (k outboxKind) table(name string) (OutboxTable, error) {
-	if name == "" {
-		return nil, invalid("source.outbox", "required")
-	}
-	t, ok := k.e.outbox[name]
-	if !ok {
-		return nil, ops.NotFound("outbox %q is not configured", name)
-	}
-	return t, nil
+	return configured(k.e.outbox, "source.outbox", "outbox", name)
 }
 
 func (k outboxKind) open(_ context.Context, _ Job, src Source) (mover, error) {

@@ -318,6 +318,21 @@ const (
 
 func invalid(field, problem string) error { return ops.Invalid(field, problem) }
 
+// configured is the adapter a source names in field, out of the engine's adapters of one kind
+// (what says which: "kafka cluster", "outbox", "rabbitmq broker"). Errors: ErrInvalid (no name),
+// ErrNotFound (a name the console's configuration does not have).
+func configured[A any](adapters map[string]A, field, what, name string) (A, error) {
+	var none A
+	if name == "" {
+		return none, invalid(field, "required")
+	}
+	a, ok := adapters[name]
+	if !ok {
+		return none, ops.NotFound("%s %q is not configured", what, name)
+	}
+	return a, nil
+}
+
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
