@@ -2,13 +2,11 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/redrive/redrive/ops"
 )
@@ -101,14 +99,8 @@ func (c *Cluster) Group(ctx context.Context, name string) (Group, error) {
 		return Group{}, c.fail(fmt.Sprintf("group %q", name), err)
 	}
 	l, ok := lags[name]
-	if !ok {
-		return Group{}, c.fail(fmt.Sprintf("group %q", name), ops.ErrNotFound)
-	}
-	if err := l.Error(); err != nil {
-		if errors.Is(err, kerr.GroupIDNotFound) {
-			return Group{}, c.fail(fmt.Sprintf("group %q", name), ops.ErrNotFound)
-		}
-		return Group{}, c.fail(fmt.Sprintf("group %q", name), err)
+	if err := c.groupAnswer(fmt.Sprintf("group %q", name), name, ok, l.Error()); err != nil {
+		return Group{}, err
 	}
 	// Brokers before DescribeGroups v6 answer an unknown group as Dead with no members.
 	if l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0 {

@@ -32,6 +32,19 @@ type Membership struct {
 	Members []string // "client-id@host (member-id)"
 }
 
+// groupAnswer is one group's part of an admin answer as an error: a group the answer leaves out
+// (answered false), or one the coordinator does not know, is ops.ErrNotFound; any other error is
+// failed as op.
+func (c *Cluster) groupAnswer(op, group string, answered bool, err error) error {
+	switch {
+	case !answered, errors.Is(err, kerr.GroupIDNotFound):
+		return c.fail(fmt.Sprintf("group %q", group), ops.ErrNotFound)
+	case err != nil:
+		return c.fail(op, err)
+	}
+	return nil
+}
+
 // GroupMembership describes one group. An unknown group is ops.ErrNotFound.
 func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership, error) {
 	ctx, cancel := c.bound(ctx)
@@ -41,14 +54,8 @@ func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership
 		return Membership{}, c.fail(fmt.Sprintf("describe group %q", group), err)
 	}
 	d, ok := described[group]
-	if !ok {
-		return Membership{}, c.fail(fmt.Sprintf("group %q", group), ops.ErrNotFound)
-	}
-	if d.Err != nil {
-		if errors.Is(d.Err, kerr.GroupIDNotFound) {
-			return Membership{}, c.fail(fmt.Sprintf("group %q", group), ops.ErrNotFound)
-		}
-		return Membership{}, c.fail(fmt.Sprintf("describe group %q", group), d.Err)
+	if err := c.groupAnswer(fmt.Sprintf("describe group %q", group), group, ok, d.Err); err != nil {
+		return Membership{}, err
 	}
 	m := Membership{State: d.State}
 	for _, mem := range d.Members {
