@@ -130,11 +130,7 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 		SampledAt *time.Time `json:"sampled_at"`
 		Error     string     `json:"error,omitempty"`
 		freshnessJSON
-	}{Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)}
-	if !snap.At.IsZero() {
-		at := snap.At.UTC()
-		resp.SampledAt = &at
-	}
+	}{SampledAt: knownUTC(snap.At), Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)}
 	head, err := json.Marshal(resp)
 	if err != nil {
 		return err
@@ -254,11 +250,8 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 	topics = h.openCounts(c.Request().Context(), k.Name(), topics)
 	out := make([]dltJSON, 0, len(topics))
 	for _, t := range topics {
-		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, Open: t.Open(), PerPart: []dltPartitionJSON{}}
-		if !t.NewestAt.IsZero() {
-			at := t.NewestAt.UTC()
-			j.NewestAt = &at
-		}
+		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, Open: t.Open(), PerPart: []dltPartitionJSON{},
+			NewestAt: knownUTC(t.NewestAt)}
 		for _, p := range t.Partitions {
 			j.PerPart = append(j.PerPart, dltPartitionJSON(p))
 		}

@@ -171,16 +171,8 @@ type eventJSON struct {
 func toEventJSON(e outbox.Event, now time.Time) eventJSON {
 	return eventJSON{ID: e.ID, EventID: e.EventID, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
 		EventType: e.EventType, SchemaVersion: e.SchemaVersion, Status: string(e.Status), Attempts: e.Attempts,
-		AvailableAt: e.AvailableAt.UTC(), LockedUntil: utcPtr(e.LockedUntil), Stuck: e.Stuck(now),
-		LastError: e.LastError, CreatedAt: e.CreatedAt.UTC(), SentAt: utcPtr(e.SentAt)}
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+		AvailableAt: e.AvailableAt.UTC(), LockedUntil: inUTC(e.LockedUntil), Stuck: e.Stuck(now),
+		LastError: e.LastError, CreatedAt: e.CreatedAt.UTC(), SentAt: inUTC(e.SentAt)}
 }
 
 // parseFilter reads the event-list query parameters shared by the API and the page.

@@ -165,7 +165,7 @@ func (h *Rabbit) APIQueues(c echo.Context) error {
 		Error     string     `json:"error,omitempty"`
 		freshnessJSON
 		Queues []rabbitQueueJSON `json:"queues"`
-	}{Broker: b.Name(), SampledAt: sampledAt(snap), Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), Queues: make([]rabbitQueueJSON, len(snap.Queues))}
+	}{Broker: b.Name(), SampledAt: knownUTC(snap.At), Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), Queues: make([]rabbitQueueJSON, len(snap.Queues))}
 	for i, q := range snap.Queues {
 		resp.Queues[i] = toRabbitQueueJSON(q)
 	}
@@ -187,7 +187,7 @@ func (h *Rabbit) APIQueue(c echo.Context) error {
 		DeadLettersFrom []string  `json:"dead_letters_from"`
 		DeadLettersTo   *edgeJSON `json:"dead_letters_to"`
 		RetryOf         string    `json:"retry_of,omitempty"`
-	}{rabbitQueueJSON: toRabbitQueueJSON(q), SampledAt: sampledAt(snap), Error: snap.Error,
+	}{rabbitQueueJSON: toRabbitQueueJSON(q), SampledAt: knownUTC(snap.At), Error: snap.Error,
 		freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), DeadLettersFrom: snap.DeadLettersFrom(q.Vhost, q.Name)}
 	if e, ok := snap.Edge(q.Vhost, q.Name); ok {
 		resp.DeadLettersTo = &edgeJSON{Exchange: e.Exchange, ExchangeType: e.ExchangeType, RoutingKey: e.RoutingKey,

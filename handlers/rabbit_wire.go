@@ -52,14 +52,6 @@ func toRabbitQueueJSON(q queues.Queue) rabbitQueueJSON {
 		Growing: q.Growing, Growth: q.Growth}
 }
 
-func sampledAt(snap queues.Snapshot) *time.Time {
-	if snap.At.IsZero() {
-		return nil
-	}
-	at := snap.At.UTC()
-	return &at
-}
-
 type edgeJSON struct {
 	Exchange     string   `json:"exchange"`
 	ExchangeType string   `json:"exchange_type"`
@@ -132,15 +124,6 @@ type rabbitMessageJSON struct {
 	// ReplayedBy is the job whose ledger holds this dead letter already (browse only): a copy the
 	// broker returned after it lost the job's ack, which a plan of the queue drops.
 	ReplayedBy string `json:"replayed_by,omitempty"`
-}
-
-// inUTC is t in UTC; nil stays nil. (Its own name: outbox.go has the same helper.)
-func inUTC(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }
 
 // bodyJSON is a body as the API gives it: empty, json, text or base64 (payload.Encode).

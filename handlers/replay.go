@@ -331,7 +331,7 @@ func toJobJSON(j replay.Job) jobJSON {
 	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: status, CancelRequested: j.CancelRequested, Outcome: jobOutcome(j), Paused: j.Paused, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
 		Failed: j.Failed, Remaining: max(0, j.Total-j.Published-j.Skipped-j.Failed), Actor: j.Actor, Reason: j.Reason,
 		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, ApprovedBy: j.ApprovedBy, CreatedAt: j.CreatedAt.UTC(),
-		StartedAt: utcPtr(j.StartedAt), FinishedAt: utcPtr(j.FinishedAt)}
+		StartedAt: inUTC(j.StartedAt), FinishedAt: inUTC(j.FinishedAt)}
 }
 
 // APIStart: POST /api/v1/replays {"plan_id","rate_per_second","reason","force"}.

@@ -52,14 +52,6 @@ type sourceLeaseJSON struct {
 	RenewedAt time.Time  `json:"renewed_at"`
 }
 
-func optTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 // API: GET /api/v1/replicas.
 func (h *Replicas) API(c echo.Context) error {
 	v, err := h.dir.Replicas(c.Request().Context())
@@ -82,10 +74,10 @@ func (h *Replicas) API(c echo.Context) error {
 	}
 	for _, r := range v.Replicas {
 		j := get(r.ID)
-		j.Live, j.StartedAt, j.LastHeartbeat = r.Live, optTime(r.StartedAt), optTime(r.HeartbeatAt)
+		j.Live, j.StartedAt, j.LastHeartbeat = r.Live, knownUTC(r.StartedAt), knownUTC(r.HeartbeatAt)
 	}
 	for _, l := range v.Leases {
-		s := sourceLeaseJSON{Source: l.Source, Token: l.Token, ExpiresAt: optTime(l.ExpiresAt), RenewedAt: l.RenewedAt.UTC()}
+		s := sourceLeaseJSON{Source: l.Source, Token: l.Token, ExpiresAt: knownUTC(l.ExpiresAt), RenewedAt: l.RenewedAt.UTC()}
 		if l.Valid {
 			s.Leader = l.Owner
 			get(l.Owner).Sources = append(get(l.Owner).Sources, l.Source)
@@ -94,7 +86,7 @@ func (h *Replicas) API(c echo.Context) error {
 	}
 	for _, job := range v.Jobs {
 		r := get(job.Owner)
-		r.Jobs = append(r.Jobs, replicaJobJSON{ID: job.ID, Status: job.Status, LeaseUntil: optTime(job.LeaseUntil)})
+		r.Jobs = append(r.Jobs, replicaJobJSON{ID: job.ID, Status: job.Status, LeaseUntil: knownUTC(job.LeaseUntil)})
 	}
 	return c.JSON(http.StatusOK, out)
 }

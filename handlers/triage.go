@@ -43,13 +43,9 @@ type resolutionJSON struct {
 }
 
 func toResolutionJSON(r triage.Resolution) *resolutionJSON {
-	j := &resolutionJSON{State: r.State, By: r.Actor, Reason: r.Reason, JobID: r.JobID}
+	j := &resolutionJSON{State: r.State, By: r.Actor, At: knownUTC(r.At), Reason: r.Reason, JobID: r.JobID}
 	if j.State == "" {
 		j.State = triage.StateOpen
-	}
-	if !r.At.IsZero() {
-		at := r.At.UTC()
-		j.At = &at
 	}
 	return j
 }
