@@ -303,19 +303,29 @@ func (idx headerIndex) decode(headers []Header, value idBody, ids configs.Messag
 	return dl
 }
 
+// LastHeader is the last value of the first of names present (case-insensitive), trimmed, as
+// text; "" when none has a value. The message_id rules read a record's headers this way, so
+// anything else that reads an id or a trace id from headers finds what the decoding finds.
+func LastHeader(headers []Header, names []string) string {
+	for _, name := range names {
+		for i := len(headers) - 1; i >= 0; i-- {
+			if strings.EqualFold(headers[i].Key, name) {
+				if v := strings.TrimSpace(text(headers[i].Value)); v != "" {
+					return v
+				}
+				break
+			}
+		}
+	}
+	return ""
+}
+
 // messageID applies the rules: the configured headers in order (last occurrence of each), then the
 // dead-letter names (originalMessageId), then the JSON paths into the value.
 func messageID(headers []Header, value idBody, ids configs.MessageIDRules, dlNames []string) string {
 	for _, names := range [][]string{ids.Headers, dlNames} {
-		for _, name := range names {
-			for i := len(headers) - 1; i >= 0; i-- {
-				if strings.EqualFold(headers[i].Key, name) {
-					if v := strings.TrimSpace(text(headers[i].Value)); v != "" {
-						return v
-					}
-					break
-				}
-			}
+		if v := LastHeader(headers, names); v != "" {
+			return v
 		}
 	}
 	if value.decoded {

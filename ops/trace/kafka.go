@@ -363,31 +363,16 @@ func (t *Tracer) recordIDs(rec kafka.Record) (id, traceID string) {
 		id, traceID = dl.MessageID, dl.TraceID
 	}
 	if id == "" {
-		if id = lastHeader(rec.Headers, t.o.IDs.Headers); id == "" {
+		if id = kafka.LastHeader(rec.Headers, t.o.IDs.Headers); id == "" {
 			id = ops.MessageIDFromJSON(rec.Value, t.o.IDs.JSONPaths)
 		}
 	}
 	if traceID == "" {
-		if traceID = lastHeader(rec.Headers, traceHeaders); traceID == "" {
+		if traceID = kafka.LastHeader(rec.Headers, traceHeaders); traceID == "" {
 			traceID = ops.MessageIDFromJSON(rec.Value, []string{"traceId", "trace_id"})
 		}
 	}
 	return id, traceID
-}
-
-// lastHeader is the last value of the first of names present (case-insensitive), trimmed.
-func lastHeader(hs []kafka.Header, names []string) string {
-	for _, name := range names {
-		for i := len(hs) - 1; i >= 0; i-- {
-			if strings.EqualFold(hs[i].Key, name) {
-				if v := strings.TrimSpace(string(hs[i].Value)); v != "" {
-					return v
-				}
-				break
-			}
-		}
-	}
-	return ""
 }
 
 // recordStep describes a record found, from what the reader may see of it.
