@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -69,6 +70,26 @@ func (a *auditLog) actions() []string {
 		out = append(out, e.Action)
 	}
 	return out
+}
+
+// has is whether an entry of action was recorded whose detail, as JSON, holds every one of parts.
+func (a *auditLog) has(action string, parts ...string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+entries:
+	for _, e := range a.entries {
+		if e.Action != action {
+			continue
+		}
+		b, _ := json.Marshal(e.Detail)
+		for _, p := range parts {
+			if !strings.Contains(string(b), p) {
+				continue entries
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func newWorld(tb testing.TB) *world {
@@ -220,14 +241,20 @@ func (w *world) originals(tb testing.TB) []*kgo.Record {
 	if total == 0 {
 		return nil
 	}
+	return w.consume(tb, "orders", int(total))
+}
+
+// consume reads topic from its start until it has at least n records.
+func (w *world) consume(tb testing.TB, topic string, n int) []*kgo.Record {
+	tb.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(w.client.OptValue(kgo.SeedBrokers).([]string)...),
-		kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer cl.Close()
 	var out []*kgo.Record
-	for int64(len(out)) < total {
+	for len(out) < n {
 		fs := cl.PollFetches(ctxT(tb))
 		if err := fs.Err(); err != nil {
 			tb.Fatal(err)

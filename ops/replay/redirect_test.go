@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
@@ -59,20 +57,7 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 	if got := w.originals(t); len(got) != 0 {
 		t.Fatalf("%d records went to the original topic", len(got))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(w.client.OptValue(kgo.SeedBrokers).([]string)...),
-		kgo.ConsumeTopics("orders.fixed"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var got []*kgo.Record
-	for len(got) < 2 {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err(); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fs.Records()...)
-	}
+	got := w.consume(t, "orders.fixed", 2)
 	if v, _ := header(got[0], replay.HeaderReplayID); v != job.ID {
 		t.Fatalf("the redirected record: %+v", got[0])
 	}
