@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -127,7 +128,9 @@ func bearer(t *testing.T, method, u, token, body string) response {
 	return response{resp.StatusCode, b.String(), resp.Header}
 }
 
+// auditRow is one entry of GET /api/v1/audit.
 type auditRow struct {
+	At        time.Time      `json:"at"`
 	Actor     string         `json:"actor"`
 	Role      string         `json:"role"`
 	SourceIP  string         `json:"source_ip"`

@@ -233,18 +233,7 @@ func TestOutboxActionsAreAudited(t *testing.T) {
 	}
 
 	r = do(t, nil, "GET", base+"/api/v1/audit?limit=10", "", "")
-	entries := decode[struct {
-		Entries []struct {
-			At      time.Time      `json:"at"`
-			Actor   string         `json:"actor"`
-			Action  string         `json:"action"`
-			Target  string         `json:"target"`
-			Count   *int64         `json:"count"`
-			Reason  string         `json:"reason"`
-			Outcome string         `json:"outcome"`
-			Detail  map[string]any `json:"detail"`
-		} `json:"entries"`
-	}](t, r).Entries
+	entries := decode[struct{ Entries []auditRow }](t, r).Entries
 	if len(entries) != 2 {
 		t.Fatalf("audit entries: %s", r.body)
 	}

@@ -108,21 +108,6 @@ func withPrefix(m map[string]float64, name, match string) int {
 	return n
 }
 
-type apiGroups struct {
-	SampledAt *time.Time `json:"sampled_at"`
-	Groups    []struct {
-		Group  string `json:"group"`
-		Status string `json:"status"`
-		Topics []struct {
-			Topic      string `json:"topic"`
-			Partitions []struct {
-				Partition int32 `json:"partition"`
-				Lag       int64 `json:"lag"`
-			} `json:"partitions"`
-		} `json:"topics"`
-	} `json:"groups"`
-}
-
 // The exporter's numbers are the API's numbers: outbox counts, Kafka lag per partition and group
 // status, and the replay ledger's outcomes after a job.
 func TestExporterMatchesAPI(t *testing.T) {

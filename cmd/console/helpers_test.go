@@ -133,6 +133,30 @@ type apiOutboxes struct {
 	} `json:"outboxes"`
 }
 
+// apiGroup is one consumer group as GET /api/v1/kafka/{cluster}/groups lists it and
+// GET /api/v1/kafka/{cluster}/groups/{group} answers it.
+type apiGroup struct {
+	Group  string `json:"group"`
+	Status string `json:"status"`
+	Topics []struct {
+		Topic      string `json:"topic"`
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Committed int64 `json:"committed"`
+			Lag       int64 `json:"lag"`
+		} `json:"partitions"`
+	} `json:"topics"`
+}
+
+// apiGroups is GET /api/v1/kafka/{cluster}/groups as a test reads it.
+type apiGroups struct {
+	SampledAt  *time.Time `json:"sampled_at"`
+	Stale      bool       `json:"stale"`
+	AgeSeconds *int64     `json:"age_seconds"`
+	StaleNote  string     `json:"stale_note"`
+	Groups     []apiGroup `json:"groups"`
+}
+
 // planSelected plans the ticked rows of the open page ("Plan replay of selected") and returns the
 // plan page's header and its items, as text.
 func planSelected(t *testing.T, ctx context.Context) (header, items string) {

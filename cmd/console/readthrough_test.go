@@ -28,17 +28,7 @@ func TestReadThroughBeforeTheNextSample(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := do(t, nil, "GET", base+"/api/v1/kafka/main/groups/late-joiner", "", "")
-		g := decode[struct {
-			Group  string `json:"group"`
-			Status string `json:"status"`
-			Topics []struct {
-				Topic      string `json:"topic"`
-				Partitions []struct {
-					Partition int32 `json:"partition"`
-					Committed int64 `json:"committed"`
-				} `json:"partitions"`
-			} `json:"topics"`
-		}](t, r)
+		g := decode[apiGroup](t, r)
 		if r.status != 200 || g.Group != "late-joiner" || g.Status != "EMPTY" || len(g.Topics) != 1 {
 			t.Fatalf("a group committed just now: %d %s", r.status, r.body)
 		}

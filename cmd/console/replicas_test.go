@@ -42,13 +42,7 @@ func TestReplicasAndStaleness(t *testing.T) {
 		len(v.Sources) != 1 || v.Sources[0].Leader != v.Replicas[0].ID || v.Sources[0].Token != 1 {
 		t.Fatalf("replicas: %d %s", r.status, r.body)
 	}
-	type groups struct {
-		SampledAt  *time.Time `json:"sampled_at"`
-		Stale      bool       `json:"stale"`
-		AgeSeconds *int64     `json:"age_seconds"`
-		StaleNote  string     `json:"stale_note"`
-	}
-	g := decode[groups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+	g := decode[apiGroups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
 	if g.SampledAt == nil || g.Stale || g.AgeSeconds == nil {
 		t.Fatalf("fresh groups: %+v", g)
 	}
@@ -62,8 +56,8 @@ func TestReplicasAndStaleness(t *testing.T) {
 		expires_at = now() + interval '1 hour' WHERE source = 'kafka/main'`); err != nil {
 		t.Fatal(err)
 	}
-	g = waittest.For(t, 10*time.Second, "the snapshot stale after sampling stopped", func() (groups, bool) {
-		g := decode[groups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
+	g = waittest.For(t, 10*time.Second, "the snapshot stale after sampling stopped", func() (apiGroups, bool) {
+		g := decode[apiGroups](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", ""))
 		return g, g.Stale
 	})
 	if g.AgeSeconds == nil || *g.AgeSeconds < 3 || !strings.Contains(g.StaleNote, "no replica is sampling") {
