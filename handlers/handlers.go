@@ -224,6 +224,19 @@ func nextPageURL(c echo.Context, path string, next int64) string {
 	return paths.WithQuery(path, q)
 }
 
+// optionalCount reads an optional non-negative integer (an offset, a limit, a rate) from a form
+// or a query: nil when raw is empty.
+func optionalCount(name, raw string) (*int64, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 0 {
+		return nil, ops.Invalid(name, "must be a non-negative integer")
+	}
+	return &v, nil
+}
+
 // queryInt parses an optional integer query parameter within [min, max].
 func queryInt(c echo.Context, name string, def, min, max int64) (int64, error) {
 	raw := c.QueryParam(name)

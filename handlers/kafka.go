@@ -275,16 +275,11 @@ func parseAcrossQuery(c echo.Context) (kafka.AcrossQuery, error) {
 		if q.At != nil {
 			return q, ops.Invalid("at", "give at or cursor, not both")
 		}
-		q.Cursor = map[int32]int64{}
-		for _, f := range strings.Split(raw, ",") {
-			p, off, ok := strings.Cut(f, ":")
-			pn, perr := strconv.ParseInt(p, 10, 32)
-			on, oerr := strconv.ParseInt(off, 10, 64)
-			if !ok || perr != nil || oerr != nil || pn < 0 || on < 0 {
-				return q, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous page's next_cursor")
-			}
-			q.Cursor[int32(pn)] = on
+		cur, ok := parseCursorText(raw, 0)
+		if !ok {
+			return q, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous page's next_cursor")
 		}
+		q.Cursor = cur
 	}
 	return q, nil
 }
@@ -304,6 +299,22 @@ func cursorText(next map[int32]int64) string {
 		parts[i] = strconv.Itoa(int(p)) + ":" + strconv.FormatInt(next[p], 10)
 	}
 	return strings.Join(parts, ",")
+}
+
+// parseCursorText reads back what cursorText wrote: partition:offset pairs, each offset at
+// least floor; false when raw is not that.
+func parseCursorText(raw string, floor int64) (map[int32]int64, bool) {
+	out := map[int32]int64{}
+	for _, f := range strings.Split(raw, ",") {
+		p, off, ok := strings.Cut(f, ":")
+		pn, perr := strconv.ParseInt(p, 10, 32)
+		on, oerr := strconv.ParseInt(off, 10, 64)
+		if !ok || perr != nil || oerr != nil || pn < 0 || on < floor {
+			return nil, false
+		}
+		out[int32(pn)] = on
+	}
+	return out, true
 }
 
 func allPartitions(c echo.Context) bool { return c.QueryParam("partition") == "all" }

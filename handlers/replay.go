@@ -588,15 +588,7 @@ func parseRecordRef(raw string) (replay.RecordRef, error) {
 }
 
 func formInt64(c echo.Context, name string) (*int64, error) {
-	raw := strings.TrimSpace(c.FormValue(name))
-	if raw == "" {
-		return nil, nil
-	}
-	v, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || v < 0 {
-		return nil, ops.Invalid(name, "must be a non-negative integer")
-	}
-	return &v, nil
+	return optionalCount(name, strings.TrimSpace(c.FormValue(name)))
 }
 
 func formInt32(c echo.Context, name string) (*int32, error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -119,15 +118,10 @@ func parseScanCursor(raw string) (map[int32]int64, error) {
 	if raw == "" {
 		return nil, nil
 	}
-	out := map[int32]int64{}
-	for _, f := range strings.Split(raw, ",") {
-		p, off, ok := strings.Cut(f, ":")
-		pn, perr := strconv.ParseInt(p, 10, 32)
-		on, oerr := strconv.ParseInt(off, 10, 64)
-		if !ok || perr != nil || oerr != nil || pn < 0 || on < -1 {
-			return nil, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous answer's next_cursor")
-		}
-		out[int32(pn)] = on
+	// A newest-first scan that has read a partition down to offset 0 goes on from -1: done.
+	out, ok := parseCursorText(raw, -1)
+	if !ok {
+		return nil, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous answer's next_cursor")
 	}
 	return out, nil
 }
@@ -147,15 +141,7 @@ func scanPartition(c echo.Context) (*int32, error) {
 }
 
 func queryOffset(c echo.Context, name string) (*int64, error) {
-	raw := c.QueryParam(name)
-	if raw == "" {
-		return nil, nil
-	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 {
-		return nil, ops.Invalid(name, "must be a non-negative integer")
-	}
-	return &n, nil
+	return optionalCount(name, c.QueryParam(name))
 }
 
 // scanSummary is what a scan reports beside its matches.
