@@ -415,7 +415,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	res := Result{Plan: p}
 	deny := func(err error) (Result, error) {
 		m.audit.Record(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
-			Count: ptr(p.Skipped), Reason: r.Reason, Outcome: audit.OutcomeDenied,
+			Count: new(p.Skipped), Reason: r.Reason, Outcome: audit.OutcomeDenied,
 			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
 		return res, err
 	}
@@ -447,7 +447,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		}
 	}
 	done, err := m.audit.Intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
-		Count: ptr(p.Skipped), Reason: r.Reason,
+		Count: new(p.Skipped), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "partitions": p.Partitions, "to": p.To, "copy_to": p.CopyTo}})
 	if err != nil {
 		return res, err
@@ -517,7 +517,7 @@ func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, 
 		return p, ops.Forbidden("the plan's author cannot approve it; another operator must")
 	}
 	done, err := m.audit.Intend(ctx, audit.Entry{Actor: by.Name, Role: by.Role.String(), Action: "kafka.offsets.approve",
-		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: ptr(p.Skipped), Detail: map[string]any{"plan_id": id}})
+		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: new(p.Skipped), Detail: map[string]any{"plan_id": id}})
 	if err != nil {
 		return p, err
 	}
@@ -529,8 +529,6 @@ func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, 
 	p.ApprovedBy = by.Name
 	return p, nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func randomID(n int) string {
 	b := make([]byte, n)

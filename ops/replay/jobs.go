@@ -71,7 +71,7 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 		job.Status = JobAwaiting
 	}
 	done, err := e.intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
-		Count: ptr(int64(plan.Total)), Reason: r.Reason,
+		Count: new(int64(plan.Total)), Reason: r.Reason,
 		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
 			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
 			"awaiting_approval": job.Status == JobAwaiting}})
@@ -107,7 +107,7 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 		return job, ops.Forbidden("%s started this replay; a second, different person must approve it", approver.Name)
 	}
 	done, err := e.intend(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
-		Count: ptr(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
+		Count: new(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
 	if err != nil {
 		return job, err
 	}
@@ -506,7 +506,7 @@ func (e *Engine) finish(ctx context.Context, job Job, status, errText string) {
 		return
 	}
 	e.audit(ctx, audit.Entry{Actor: final.Actor, Role: "system", SourceIP: e.o.Owner, UserAgent: workerAgent,
-		Action: "replay.finish", Target: "replay/" + job.ID, Count: ptr(int64(final.Published)), Reason: final.Reason,
+		Action: "replay.finish", Target: "replay/" + job.ID, Count: new(int64(final.Published)), Reason: final.Reason,
 		Outcome: outcomeOf(status, final), Detail: map[string]any{"status": status, "published": final.Published,
 			"skipped": final.Skipped, "failed": final.Failed, "total": final.Total, "error": errText, "force": final.Force,
 			"started_by": final.Actor, "replica": e.o.Owner}})

@@ -15,8 +15,6 @@ import (
 	"github.com/redrive/redrive/ops/replay"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 func kafkaSource(partition int32, from, to int64) replay.Source {
 	return replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Partition: &partition, FromOffset: &from, ToOffset: &to}
 }
@@ -146,7 +144,7 @@ func TestKafkaFilterAndUnresolvable(t *testing.T) {
 		want error
 	}{
 		{replay.Source{Kind: "kafka", Cluster: "nope", Topic: "orders.DLT"}, ops.ErrNotFound},
-		{replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Partition: ptr(int32(9))}, ops.ErrInvalid},
+		{replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Partition: new(int32(9))}, ops.ErrInvalid},
 		{replay.Source{Kind: "kafka", Cluster: "main"}, ops.ErrInvalid},
 		{replay.Source{Kind: "sqs"}, ops.ErrInvalid},
 	}
