@@ -340,16 +340,6 @@ outboxes:
 // RabbitMQ: queue depths and dead letters are the API's numbers from the same snapshot.
 func TestExporterMatchesRabbitAPI(t *testing.T) {
 	base, vhost, _ := rabbitConsole(t)
-	type apiQueues struct {
-		SampledAt *time.Time `json:"sampled_at"`
-		Queues    []struct {
-			Vhost   string `json:"vhost"`
-			Name    string `json:"name"`
-			Ready   int64  `json:"ready"`
-			Unacked int64  `json:"unacked"`
-			DLQ     bool   `json:"is_dead_letter_queue"`
-		} `json:"queues"`
-	}
 	qs, m := scrapeStable(t, base, "/api/v1/rabbitmq/main/queues", func(q apiQueues) (*time.Time, bool) {
 		return q.SampledAt, len(q.Queues) > 0
 	})
@@ -364,12 +354,12 @@ func TestExporterMatchesRabbitAPI(t *testing.T) {
 		key := series("redrive_dead_letters", "source", "rabbitmq/main", "name", q.Vhost+"/"+q.Name)
 		got, ok := m[key]
 		switch {
-		case q.DLQ && (!ok || got != float64(q.Ready)):
+		case q.IsDeadLetterQueue && (!ok || got != float64(q.Ready)):
 			t.Errorf("%s = %v (present %v); the API says %d ready", key, got, ok, q.Ready)
-		case !q.DLQ && ok:
+		case !q.IsDeadLetterQueue && ok:
 			t.Errorf("%s exported for a queue that is not a dead-letter queue", key)
 		}
-		if q.DLQ {
+		if q.IsDeadLetterQueue {
 			dlqs++
 		}
 	}
@@ -572,9 +562,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	rget := func(template, path string) response { t.Helper(); return check(rbase, "GET", template, path, "", "") }
 	rabbittest.WaitFor(t, 20*time.Second, "a RabbitMQ sample", func(context.Context) bool {
 		r := rget("/api/v1/rabbitmq/{broker}/queues", "/api/v1/rabbitmq/main/queues")
-		return decode[struct {
-			SampledAt *time.Time `json:"sampled_at"`
-		}](t, r).SampledAt != nil
+		return decode[apiQueues](t, r).SampledAt != nil
 	})
 	rget("/api/v1/rabbitmq/{broker}/queues", "/api/v1/rabbitmq/nope/queues")
 	for _, q := range []string{"orders.dlq", "orders.work", "payments.retry", "payments.work", "invoices", "audit.events", "nope"} {

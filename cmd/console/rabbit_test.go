@@ -133,6 +133,13 @@ type apiQueue struct {
 	DeliveryLimit        *int64  `json:"delivery_limit"`
 }
 
+// apiQueues is GET /api/v1/rabbitmq/{broker}/queues as a test reads it.
+type apiQueues struct {
+	SampledAt *time.Time `json:"sampled_at"`
+	Error     string     `json:"error"`
+	Queues    []apiQueue `json:"queues"`
+}
+
 func TestRabbitAPI(t *testing.T) {
 	base, vhost, _ := rabbitConsole(t)
 
@@ -152,7 +159,7 @@ func TestRabbitAPI(t *testing.T) {
 				}
 			}
 		}
-		v := decode[struct{ Queues []apiQueue }](t, r)
+		v := decode[apiQueues](t, r)
 		byName := map[string]apiQueue{}
 		for _, q := range v.Queues {
 			byName[q.Name] = q
@@ -528,13 +535,8 @@ sampler: {interval: 1s}
 rabbitmq: [{name: main, url: %q, management_url: %q}]
 `, pgtest.NewDatabase(t), rmq.URL(), rmq.ManagementURL()))
 
-	type queues struct {
-		SampledAt *time.Time `json:"sampled_at"`
-		Error     string     `json:"error"`
-		Queues    []apiQueue `json:"queues"`
-	}
 	r := do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", "")
-	before := decode[queues](t, r)
+	before := decode[apiQueues](t, r)
 	if r.status != 200 || before.Error != "" || len(before.Queues) != 9 {
 		t.Fatalf("before: %d %.300s", r.status, r.body)
 	}
@@ -549,9 +551,9 @@ rabbitmq: [{name: main, url: %q, management_url: %q}]
 	if r.status != 503 || !strings.Contains(r.body, `"name":"rabbitmq/main","ok":false`) || !strings.Contains(r.body, `"name":"store","ok":true`) {
 		t.Fatalf("readyz with RabbitMQ down: %d %s", r.status, r.body)
 	}
-	var down queues
+	var down apiQueues
 	rabbittest.WaitFor(t, 20*time.Second, "a failed sample", func(context.Context) bool {
-		down = decode[queues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
+		down = decode[apiQueues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
 		return down.Error != ""
 	})
 	if len(down.Queues) != 9 || down.SampledAt == nil {
@@ -581,7 +583,7 @@ rabbitmq: [{name: main, url: %q, management_url: %q}]
 		if do(t, nil, "GET", base+"/readyz", "", "").status != 200 {
 			return false
 		}
-		v := decode[queues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
+		v := decode[apiQueues](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues", "", ""))
 		return v.Error == "" && v.SampledAt != nil && v.SampledAt.After(*down.SampledAt)
 	})
 	r = do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues/%2F/orders.dlq/messages?limit=5", "", "")
