@@ -115,7 +115,7 @@ func findGroup(snap lag.Snapshot, name string) (lag.Group, error) {
 		}
 	}
 	if snap.At.IsZero() {
-		return lag.Group{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("kafka cluster %q has not been sampled yet; retry in a few seconds", snap.Cluster)}
+		return lag.Group{}, notSampledYet("kafka cluster", snap.Cluster)
 	}
 	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", name, snap.Cluster)
 }

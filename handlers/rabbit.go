@@ -119,7 +119,7 @@ func findQueue(snap queues.Snapshot, vhost, name string) (queues.Queue, error) {
 		return q, nil
 	}
 	if snap.At.IsZero() {
-		return queues.Queue{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("rabbitmq broker %q has not been sampled yet; retry in a few seconds", snap.Broker)}
+		return queues.Queue{}, notSampledYet("rabbitmq broker", snap.Broker)
 	}
 	for _, q := range snap.Queues {
 		if q.Vhost == vhost {

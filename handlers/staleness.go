@@ -4,8 +4,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 )
+
+// notSampledYet answers a look-up in a source's snapshot before its first sample: unavailable
+// (503), not not-found, since the sample is on its way.
+func notSampledYet(source, name string) error {
+	return &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("%s %q has not been sampled yet; retry in a few seconds", source, name)}
+}
 
 // freshnessJSON is how old a snapshot is, beside its sampled_at and error: a snapshot nobody has
 // sampled for sampler.StaleAfter intervals reads stale: true with a note, never as current.
