@@ -51,6 +51,12 @@ var kafkaStatusCodes = map[lag.StatusCode]float64{
 // increase() see the first message.
 var replayOutcomes = []string{"published", "skipped", "failed"}
 
+// deadLettersHelp is the help of both redrive_dead_letters descriptors: one metric name, so one
+// text (a scrape whose families disagree on it fails).
+const deadLettersHelp = "Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue " +
+	"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start " +
+	"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out)."
+
 var (
 	descKafkaLag = prometheus.NewDesc("redrive_kafka_group_lag",
 		"Consumer group lag per partition from the sampler's latest snapshot (partitions with unknown lag are left out).",
@@ -75,9 +81,7 @@ var (
 		"How long the oldest due READY outbox row has waited; 0 when none is due.",
 		[]string{"outbox"}, nil)
 	descDeadLetters = prometheus.NewDesc("redrive_dead_letters",
-		"Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue "+
-			"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start "+
-			"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out).",
+		deadLettersHelp,
 		[]string{"source", "name"}, nil)
 	// descDeadLettersByState is the same series name with a state label: state="open" counts the
 	// dead letters nobody has resolved, ignored or replayed (a RabbitMQ DLQ's ready messages are
@@ -85,9 +89,7 @@ var (
 	// their series; the registry does not let one collector describe one name with two label
 	// sets, so this one is emitted without being described (a checked collector may do that).
 	descDeadLettersByState = prometheus.NewDesc("redrive_dead_letters",
-		"Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue "+
-			"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start "+
-			"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out).",
+		deadLettersHelp,
 		[]string{"source", "name", "state"}, nil)
 	descReplayMessages = prometheus.NewDesc("redrive_replay_messages_total",
 		"Messages of all replay jobs by settled outcome (published, skipped, failed), from the replay ledger.",
@@ -279,6 +281,13 @@ func (s *series) add(d *prometheus.Desc, t prometheus.ValueType, v float64, labe
 	s.out = append(s.out, m)
 }
 
+// deadLetters exports one dead-letter topic or queue twice under redrive_dead_letters: all it
+// holds (the label-less series) and the open ones (state="open").
+func (s *series) deadLetters(source, name string, total, open int64) {
+	s.add(descDeadLetters, prometheus.GaugeValue, float64(total), source, name)
+	s.add(descDeadLettersByState, prometheus.GaugeValue, float64(open), source, name, "open")
+}
+
 func (e *exporter) snapshotAge(s *series, source string, at time.Time) {
 	if !at.IsZero() {
 		s.add(descSnapshotAge, prometheus.GaugeValue, max(0, e.now().Sub(at).Seconds()), source)
@@ -311,8 +320,7 @@ func (e *exporter) collectKafka(ctx context.Context, cluster string) ([]promethe
 	}
 	for _, t := range snap.DeadLetterTopics {
 		if !t.Retry {
-			s.add(descDeadLetters, prometheus.GaugeValue, float64(t.Records), "kafka/"+cluster, t.Topic)
-			s.add(descDeadLettersByState, prometheus.GaugeValue, float64(t.Open()), "kafka/"+cluster, t.Topic, "open")
+			s.deadLetters("kafka/"+cluster, t.Topic, t.Records, t.Open())
 		}
 	}
 	return s.out, nil
@@ -331,8 +339,7 @@ func (e *exporter) collectRabbit(ctx context.Context, broker string) ([]promethe
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Ready), broker, q.Vhost, q.Name, "ready")
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Unacked), broker, q.Vhost, q.Name, "unacked")
 		if q.IsDeadLetterQueue {
-			s.add(descDeadLetters, prometheus.GaugeValue, float64(q.Ready), "rabbitmq/"+broker, q.Vhost+"/"+q.Name)
-			s.add(descDeadLettersByState, prometheus.GaugeValue, float64(q.Ready), "rabbitmq/"+broker, q.Vhost+"/"+q.Name, "open")
+			s.deadLetters("rabbitmq/"+broker, q.Vhost+"/"+q.Name, q.Ready, q.Ready)
 		}
 	}
 	return s.out, nil
