@@ -186,7 +186,7 @@ func (h *Kafka) group(c echo.Context) (KafkaCluster, lag.Snapshot, lag.Group, er
 	}
 	name := pathParam(c, "group")
 	g, err := findGroup(snap, name)
-	if err == nil || !(errors.Is(err, ops.ErrNotFound) || snap.At.IsZero()) {
+	if !readThrough(err, snap.At) {
 		return k, snap, g, err
 	}
 	live, lerr := k.Group(c.Request().Context(), name)

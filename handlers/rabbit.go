@@ -139,7 +139,7 @@ func (h *Rabbit) queue(c echo.Context) (RabbitBroker, queues.Snapshot, queues.Qu
 	}
 	vhost, name := pathParam(c, "vhost"), pathParam(c, "queue")
 	q, err := findQueue(snap, vhost, name)
-	if err == nil || !(errors.Is(err, ops.ErrNotFound) || snap.At.IsZero()) {
+	if !readThrough(err, snap.At) {
 		return b, snap, q, err
 	}
 	t, lerr := b.Topology(c.Request().Context())
