@@ -586,6 +586,49 @@ func Rate(samples []Sample) (msgsPerSec float64, catchUp time.Duration, ok bool)
 	return msgsPerSec, catchUp, true
 }
 
+// GroupCatchUp is the time a group needs to consume its lag: the longest of its partitions' catch-up
+// times (Rate's, each from that partition's own samples), because a group has caught up only when
+// every partition has. A partition whose lag is not shrinking makes the whole group not catching
+// up (< 0), however fast the others go: the total lag's slope hides exactly that case — a stalled
+// partition's slow growth under a busy partition's fast drain reads as "catching up in minutes".
+// 0 means no lag anywhere; a partition less than a second of its consumption behind counts as
+// caught up. groupWindow (the total lag's samples) answers only for partitions too
+// new to have a rate of their own, and never shortens what the known partitions need. ok is false
+// when neither the partitions nor the group's window hold two usable samples.
+func GroupCatchUp(parts []PartitionSamples, groupWindow []Sample) (catchUp time.Duration, ok bool) {
+	unknown := false
+	for _, p := range parts {
+		if len(p.Samples) == 0 || p.Samples[len(p.Samples)-1].Lag <= 0 {
+			continue // no lag here (or no sample of it: the group's window speaks for it below)
+		}
+		rate, cu, pok := Rate(p.Samples)
+		switch {
+		case !pok:
+			unknown = true
+		case float64(p.Samples[len(p.Samples)-1].Lag) <= rate:
+			// Less than a second of its own consumption behind: live, whatever way the last few
+			// messages tilted the slope (a healthy partition's lag jitters between 0 and a few).
+			ok = true
+		case cu < 0:
+			return -1, true
+		default:
+			catchUp = max(catchUp, cu)
+			ok = true
+		}
+	}
+	if !unknown && ok {
+		return catchUp, true
+	}
+	_, total, tok := Rate(groupWindow)
+	switch {
+	case !tok:
+		return catchUp, ok
+	case total < 0:
+		return -1, true
+	}
+	return max(catchUp, total), true
+}
+
 // slope is the least-squares slope of y over the samples' times, in units per second.
 func slope(s []Sample, y func(Sample) float64) float64 {
 	n := float64(len(s))

@@ -286,6 +286,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 	windows := make(map[string]*groupWindow, len(groups))
 	out := make([]lag.Group, 0, len(groups))
 	rows := make([]history.KafkaGroupSample, 0, len(groups))
+	var wins []lag.PartitionSamples // each group's rate windows, reused from group to group
 	for _, g := range groups {
 		w := st.groups[g.Name]
 		if w == nil {
@@ -364,16 +365,22 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 			rows[len(rows)-1].Status = string(gs.Status.Code)
 		}
 		// The rate is the sum of the partitions' (each judged after its own offset resets); the
-		// catch-up time is the group's total lag over the slope of that total.
-		if _, catchUp, ok := lag.Rate(windowFrom(w.total, rateFrom)); ok {
-			kg.CatchUp, kg.RateKnown = catchUp, true
+		// catch-up time is the slowest partition's, not the total's: a stalled partition must not
+		// hide under another's fast drain.
+		total := windowFrom(w.total, rateFrom)
+		if _, _, ok := lag.Rate(total); ok {
+			wins = wins[:0]
 			for _, p := range parts {
-				win := windowFrom(p.Samples, rateFrom)
-				consumed, _, ok := lag.Rate(win)
+				wins = append(wins, lag.PartitionSamples{Topic: p.Topic, Partition: p.Partition, Samples: windowFrom(p.Samples, rateFrom)})
+			}
+			kg.CatchUp, _ = lag.GroupCatchUp(wins, total)
+			kg.RateKnown = true
+			for _, p := range wins {
+				consumed, _, ok := lag.Rate(p.Samples)
 				if ok {
 					kg.Rate += consumed
 				}
-				produced, pok := lag.ProducedRate(win)
+				produced, pok := lag.ProducedRate(p.Samples)
 				if !ok && !pok {
 					continue
 				}
