@@ -40,7 +40,7 @@ func BenchmarkRecordsDeepPage(b *testing.B) {
 
 	b.Run("direct", func(b *testing.B) {
 		for b.Loop() {
-			p, err := f.c.Records(ctx, RecordQuery{Topic: "deep", Offset: ptr[int64](deepOffset), Order: "oldest", Limit: deepLimit})
+			p, err := f.c.Records(ctx, RecordQuery{Topic: "deep", Offset: new(int64(deepOffset)), Order: "oldest", Limit: deepLimit})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -51,7 +51,7 @@ func TestDecodeDeadLetter(t *testing.T) {
 				h("kafka_dlt-exception-stacktrace", "java.lang.IllegalStateException: …\n\tat Billing.handle(Billing.java:12)"),
 			},
 			want: &DeadLetter{
-				OriginalTopic: "orders", OriginalPartition: ptr[int32](3), OriginalOffset: ptr[int64](812),
+				OriginalTopic: "orders", OriginalPartition: new(int32(3)), OriginalOffset: new(int64(812)),
 				OriginalTimestamp: &failedAt, ConsumerGroup: "billing",
 				ExceptionType:    "org.springframework.kafka.listener.ListenerExecutionFailedException",
 				ExceptionCause:   "java.lang.IllegalStateException",
@@ -69,7 +69,7 @@ func TestDecodeDeadLetter(t *testing.T) {
 				h("kafka_dlt-original-timestamp", "1772181000123"),
 			},
 			want: &DeadLetter{
-				OriginalTopic: "orders", OriginalPartition: ptr[int32](3), OriginalOffset: ptr[int64](812),
+				OriginalTopic: "orders", OriginalPartition: new(int32(3)), OriginalOffset: new(int64(812)),
 				OriginalTimestamp: &failedAt, Convention: ConventionSpringDLT,
 			},
 		},
@@ -84,7 +84,7 @@ func TestDecodeDeadLetter(t *testing.T) {
 				h("kafka_dlt-exception-fqcn", "java.lang.IllegalArgumentException"),
 			},
 			want: &DeadLetter{
-				OriginalTopic: "orders.retry-0", OriginalOffset: ptr[int64](77),
+				OriginalTopic: "orders.retry-0", OriginalOffset: new(int64(77)),
 				ExceptionType: "java.lang.IllegalArgumentException", Convention: ConventionSpringDLT,
 			},
 		},
@@ -104,10 +104,10 @@ func TestDecodeDeadLetter(t *testing.T) {
 				h("retry_topic-attempts", be32(3)),
 			},
 			want: &DeadLetter{
-				OriginalTopic: "payments", OriginalPartition: ptr[int32](0), OriginalOffset: ptr[int64](1_000_000),
+				OriginalTopic: "payments", OriginalPartition: new(int32(0)), OriginalOffset: new(int64(1_000_000)),
 				OriginalTimestamp: &failedAt, ConsumerGroup: "ledger",
 				ExceptionType: "java.net.SocketTimeoutException", ExceptionCause: "java.io.IOException",
-				ExceptionMessage: "Read timed out", Stacktrace: "trace", RetryCount: ptr(3),
+				ExceptionMessage: "Read timed out", Stacktrace: "trace", RetryCount: new(3),
 				Convention: ConventionSpringRetryTopic,
 			},
 		},
@@ -122,7 +122,7 @@ func TestDecodeDeadLetter(t *testing.T) {
 			},
 			want: &DeadLetter{
 				OriginalTopic: "payments.retry-2", ExceptionType: "java.lang.IllegalStateException",
-				RetryCount: ptr(4), Convention: ConventionSpringDLT,
+				RetryCount: new(4), Convention: ConventionSpringDLT,
 			},
 		},
 		{
@@ -137,7 +137,7 @@ func TestDecodeDeadLetter(t *testing.T) {
 				h("x-exception-stacktrace", "st"),
 			},
 			want: &DeadLetter{
-				OriginalTopic: "shipments", OriginalPartition: ptr[int32](1), OriginalOffset: ptr[int64](5),
+				OriginalTopic: "shipments", OriginalPartition: new(int32(1)), OriginalOffset: new(int64(5)),
 				OriginalTimestamp: &failedAt, ExceptionType: "org.springframework.messaging.MessagingException",
 				ExceptionMessage: "Dispatcher failed", Stacktrace: "st", Convention: ConventionSpringCloudStream,
 			},
@@ -157,8 +157,8 @@ func TestDecodeDeadLetter(t *testing.T) {
 				h("traceId", "4bf92f3577b34da6a3ce929d0e0e4736"),
 			},
 			want: &DeadLetter{
-				OriginalTopic: "orders", OriginalPartition: ptr[int32](2), OriginalOffset: ptr[int64](4711),
-				MessageID: "evt-9", RetryCount: ptr(5), FirstFailedAt: "2026-02-27T08:30:00.123Z",
+				OriginalTopic: "orders", OriginalPartition: new(int32(2)), OriginalOffset: new(int64(4711)),
+				MessageID: "evt-9", RetryCount: new(5), FirstFailedAt: "2026-02-27T08:30:00.123Z",
 				ExceptionType: "TimeoutError", ExceptionMessage: "upstream took 30s", ConsumerGroup: "order-projector",
 				TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Convention: ConventionPlain,
 			},

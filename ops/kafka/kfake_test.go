@@ -99,5 +99,3 @@ func (f *fake) deleteRecords(tb testing.TB, topic string, partition int32, befor
 }
 
 func hdr(k string, v []byte) kgo.RecordHeader { return kgo.RecordHeader{Key: k, Value: v} }
-
-func ptr[T any](v T) *T { return &v }

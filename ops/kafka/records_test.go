@@ -85,17 +85,17 @@ func TestRecordsPaging(t *testing.T) {
 		next, prev int64 // -1: nil
 	}{
 		{name: "NewestFirstPage", q: RecordQuery{}, want: span(119, 70, -1), next: 69, prev: -1},
-		{name: "NewestNextPage", q: RecordQuery{Offset: ptr[int64](69)}, want: span(69, 20, -1), next: -1, prev: 119},
-		{name: "NewestLastPagePartial", q: RecordQuery{Offset: ptr[int64](30), Limit: 50}, want: span(30, 20, -1), next: -1, prev: 80},
+		{name: "NewestNextPage", q: RecordQuery{Offset: new(int64(69))}, want: span(69, 20, -1), next: -1, prev: 119},
+		{name: "NewestLastPagePartial", q: RecordQuery{Offset: new(int64(30)), Limit: 50}, want: span(30, 20, -1), next: -1, prev: 80},
 		{name: "OldestFirstPage", q: RecordQuery{Order: "oldest"}, want: span(20, 69, 1), next: 70, prev: -1},
-		{name: "OldestLastPagePartial", q: RecordQuery{Order: "oldest", Offset: ptr[int64](100)}, want: span(100, 119, 1), next: -1, prev: 50},
-		{name: "OldestSmallLimit", q: RecordQuery{Order: "oldest", Offset: ptr[int64](119), Limit: 1}, want: []int64{119}, next: -1, prev: 118},
-		{name: "NewestAtStart", q: RecordQuery{Offset: ptr[int64](20), Limit: 5}, want: []int64{20}, next: -1, prev: 25},
+		{name: "OldestLastPagePartial", q: RecordQuery{Order: "oldest", Offset: new(int64(100))}, want: span(100, 119, 1), next: -1, prev: 50},
+		{name: "OldestSmallLimit", q: RecordQuery{Order: "oldest", Offset: new(int64(119)), Limit: 1}, want: []int64{119}, next: -1, prev: 118},
+		{name: "NewestAtStart", q: RecordQuery{Offset: new(int64(20)), Limit: 5}, want: []int64{20}, next: -1, prev: 25},
 		// The first record at or after recBase+50.5s is offset 51.
-		{name: "AtTimeOldest", q: RecordQuery{Order: "oldest", At: ptr(recBase.Add(50500 * time.Millisecond)), Limit: 3}, want: []int64{51, 52, 53}, next: 54, prev: 48},
-		{name: "AtTimeNewest", q: RecordQuery{At: ptr(recBase.Add(50500 * time.Millisecond)), Limit: 3}, want: []int64{51, 50, 49}, next: 48, prev: 54},
-		{name: "AtTimeAfterAll", q: RecordQuery{At: ptr(recBase.Add(time.Hour)), Limit: 2}, want: []int64{119, 118}, next: 117, prev: -1},
-		{name: "AtTimeBeforeAll", q: RecordQuery{Order: "oldest", At: ptr(recBase.Add(-time.Hour)), Limit: 2}, want: []int64{20, 21}, next: 22, prev: -1},
+		{name: "AtTimeOldest", q: RecordQuery{Order: "oldest", At: new(recBase.Add(50500 * time.Millisecond)), Limit: 3}, want: []int64{51, 52, 53}, next: 54, prev: 48},
+		{name: "AtTimeNewest", q: RecordQuery{At: new(recBase.Add(50500 * time.Millisecond)), Limit: 3}, want: []int64{51, 50, 49}, next: 48, prev: 54},
+		{name: "AtTimeAfterAll", q: RecordQuery{At: new(recBase.Add(time.Hour)), Limit: 2}, want: []int64{119, 118}, next: 117, prev: -1},
+		{name: "AtTimeBeforeAll", q: RecordQuery{Order: "oldest", At: new(recBase.Add(-time.Hour)), Limit: 2}, want: []int64{20, 21}, next: 22, prev: -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.q.Topic = "orders.DLT"
@@ -116,7 +116,7 @@ func TestRecordsPaging(t *testing.T) {
 	}
 
 	t.Run("RecordContent", func(t *testing.T) {
-		p, err := f.c.Records(ctx, RecordQuery{Topic: "orders.DLT", Offset: ptr[int64](42), Limit: 1})
+		p, err := f.c.Records(ctx, RecordQuery{Topic: "orders.DLT", Offset: new(int64(42)), Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,14 +145,14 @@ func TestRecordsPaging(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"OffsetBelowStart", RecordQuery{Offset: ptr[int64](5)}, ops.ErrInvalid, "offset: must be in [20, 120) for partition 0"},
-		{"OffsetAtEnd", RecordQuery{Offset: ptr[int64](120)}, ops.ErrInvalid, "offset: must be in [20, 120) for partition 0"},
-		{"OffsetInEmptyPartition", RecordQuery{Partition: 1, Offset: ptr[int64](0)}, ops.ErrInvalid, "offset: partition 1 is empty (start = end = 0)"},
+		{"OffsetBelowStart", RecordQuery{Offset: new(int64(5))}, ops.ErrInvalid, "offset: must be in [20, 120) for partition 0"},
+		{"OffsetAtEnd", RecordQuery{Offset: new(int64(120))}, ops.ErrInvalid, "offset: must be in [20, 120) for partition 0"},
+		{"OffsetInEmptyPartition", RecordQuery{Partition: 1, Offset: new(int64(0))}, ops.ErrInvalid, "offset: partition 1 is empty (start = end = 0)"},
 		{"BadPartition", RecordQuery{Partition: 2}, ops.ErrInvalid, "partition: must be in [0, 2) for topic orders.DLT"},
 		{"NegativePartition", RecordQuery{Partition: -1}, ops.ErrInvalid, "partition: must be in [0, 2) for topic orders.DLT"},
 		{"BadLimit", RecordQuery{Limit: 501}, ops.ErrInvalid, "limit: must be in [1, 500]"},
 		{"BadOrder", RecordQuery{Order: "random"}, ops.ErrInvalid, `order: must be "newest" or "oldest"`},
-		{"OffsetAndAt", RecordQuery{Offset: ptr[int64](30), At: ptr(recBase)}, ops.ErrInvalid, "at: give either offset or at, not both"},
+		{"OffsetAndAt", RecordQuery{Offset: new(int64(30)), At: new(recBase)}, ops.ErrInvalid, "at: give either offset or at, not both"},
 		{"UnknownTopic", RecordQuery{Topic: "nope"}, ops.ErrNotFound, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

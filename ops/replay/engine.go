@@ -246,7 +246,7 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 		return Plan{}, err
 	}
 	e.audit(ctx, audit.Entry{Actor: actor, Action: "replay.plan", Target: "replay-plan/" + plan.ID,
-		Count: ptr(int64(plan.Total)), Outcome: audit.OutcomeOK,
+		Count: new(int64(plan.Total)), Outcome: audit.OutcomeOK,
 		Detail: map[string]any{"source": src, "filter": f, "actions": actionNames(plan.Counts)}})
 	return plan, nil
 }

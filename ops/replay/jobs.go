@@ -550,8 +550,6 @@ func (e *Engine) intend(ctx context.Context, entry audit.Entry) (done func(error
 // audit writes an entry that is not a change's intent; a failure is logged and counted.
 func (e *Engine) audit(ctx context.Context, entry audit.Entry) { e.aud.Record(ctx, entry) }
 
-func ptr[T any](v T) *T { return &v }
-
 // gate is the common first step of every runner: it re-checks the inbox (the plan may be old),
 // claims in the ledger what is still to move and records the rest as skipped, in one statement.
 func (e *Engine) gate(ctx context.Context, job Job, items []Item) (gated, error) {
