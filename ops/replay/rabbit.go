@@ -73,12 +73,9 @@ func (rabbitKind) batch() int { return rabbitBatch }
 const rabbitBatch = 1000
 
 func (k rabbitKind) broker(src *Source) (RabbitBroker, error) {
-	if src.Broker == "" {
-		return nil, invalid("source.broker", "required")
-	}
-	r, ok := k.e.rabbit[src.Broker]
-	if !ok {
-		return nil, ops.NotFound("rabbitmq broker %q is not configured", src.Broker)
+	r, err := configured(k.e.rabbit, "source.broker", "rabbitmq broker", src.Broker)
+	if err != nil {
+		return nil, err
 	}
 	if src.Vhost == "" {
 		src.Vhost = "/"
