@@ -28,6 +28,28 @@ func Bound(ctx context.Context, d time.Duration) (context.Context, context.Cance
 	return context.WithTimeout(ctx, d)
 }
 
+// Within runs f but returns when ctx ends even if f does not, so that a caller can give up on a
+// call that takes no context (a rabbit-hole request) or that finishes on a deadline of its own (a
+// shared outbox query). f goes on in the background until it returns; its result is then dropped.
+func Within[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1) // f's goroutine never blocks on a caller that has given up
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
 // MessageIDFromJSON finds a message's idempotency key in a JSON object body: the first of paths
 // (message_id.json_paths: $.meta.id, $.items[0].id, or the old bare meta.id, whose numeric
 // segments index arrays; see configs.MessageIDPath) that leads to a non-empty string or a number.

@@ -156,3 +156,24 @@ func TestBound(t *testing.T) {
 		})
 	}
 }
+
+// Within gives up when its context ends, with the context's error, while f is still running; f
+// finishes later without blocking on the caller that left. A quick f's answer comes through.
+func TestWithin(t *testing.T) {
+	release, finished := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // f cannot answer before it is released: only the context can end the wait
+	_, err := Within(ctx, func() (int, error) {
+		defer close(finished)
+		<-release
+		return 1, nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Within = %v, want context.Canceled while f runs", err)
+	}
+	close(release)
+	<-finished // f's send goes to the buffered channel: it does not block
+	if v, err := Within(context.Background(), func() (int, error) { return 7, nil }); v != 7 || err != nil {
+		t.Fatalf("Within = %v, %v; want 7, nil", v, err)
+	}
+}

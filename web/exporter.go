@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
@@ -217,7 +218,9 @@ func (e *exporter) Collect(ch chan<- prometheus.Metric) {
 	var wg sync.WaitGroup
 	for _, s := range e.sources() {
 		wg.Go(func() {
-			ms, err := within(ctx, s.collect)
+			// Some sources finish on their own deadline (outbox.Stats shares one query among
+			// callers): the scrape stops waiting when its own time is up.
+			ms, err := ops.Within(ctx, func() ([]prometheus.Metric, error) { return s.collect(ctx) })
 			if err != nil {
 				e.errors.WithLabelValues(s.name).Inc()
 				e.log.Debug("exporter: source skipped", "source", s.name, "err", err)
@@ -230,27 +233,6 @@ func (e *exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 	wg.Wait()
 	e.errors.Collect(ch)
-}
-
-// within runs f but returns when ctx ends even if f does not: outbox.Stats, for one, finishes
-// its shared query on its own deadline whatever its callers' contexts say.
-func within[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1) // f's goroutine never blocks on a scrape that has given up
-	go func() {
-		v, err := f(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
 }
 
 // series accumulates one source's metrics. A label set seen twice is dropped (a duplicate would

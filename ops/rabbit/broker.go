@@ -281,24 +281,7 @@ func (b *Broker) getJSON(ctx context.Context, p string, q url.Values, out any) e
 
 // call runs a rabbit-hole request, which takes no context, so that the caller can give up when ctx
 // ends. The request itself is bounded by the client's timeout and finishes in the background.
-func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) { return ops.Within(ctx, f) }
 
 // channel opens a channel on the shared connection for vhost, dialling it first if needed.
 func (b *Broker) channel(ctx context.Context, vhost string) (*amqp.Channel, error) {
