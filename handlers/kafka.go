@@ -548,9 +548,9 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		case g.CatchUp == 0:
 			page.CatchUp = "caught up"
 		case g.CatchUp < 0:
-			page.CatchUp, page.CatchUpNote = "not catching up", "the lag is not shrinking"
+			page.CatchUp, page.CatchUpNote = "not catching up", "a partition's lag is not shrinking"
 		default:
-			page.CatchUp = "about " + g.CatchUp.Round(time.Second).String()
+			page.CatchUp, page.CatchUpNote = "about "+g.CatchUp.Round(time.Second).String(), "the slowest partition's, at its recent slope"
 		}
 	}
 	j := toGroupJSON(g)
