@@ -32,6 +32,20 @@ func TestGroupCatchUp(t *testing.T) {
 	// Consumed as fast as written: 0 to 3 behind at 10 msgs/s — live, whatever the slope says.
 	live := part(3, []int64{0, 600, 1200, 1800}, []int64{0, 1, 2, 3})
 	caughtUp := part(4, []int64{0, 60, 120, 180}, []int64{0, 0, 0, 0})
+	// Sampled every 5 s at about 1.7 msgs/s, the lag jittering between 0 and 4: its slope alone
+	// reads as tens of minutes or as "never" by turns. It keeps up.
+	jitter := func(p int32, lags ...int64) PartitionSamples {
+		ps := PartitionSamples{Topic: "orders", Partition: p}
+		for i, l := range lags {
+			at := t0.Add(time.Duration(i-len(lags)+1) * 5 * time.Second)
+			c := int64(i) * 17 / 2
+			ps.Samples = append(ps.Samples, Sample{At: at, Committed: c, End: c + l, Lag: l})
+		}
+		return ps
+	}
+	steady1, steady2 := jitter(5, 0, 4, 1, 3, 2, 4), jitter(6, 3, 0, 2, 0, 1, 3)
+	// Caught up, then a burst it does not keep up with: zero once is not enough.
+	burst := jitter(7, 0, 0, 0, 0, 490, 780)
 
 	for _, tc := range []struct {
 		name    string
@@ -43,6 +57,8 @@ func TestGroupCatchUp(t *testing.T) {
 		{name: "StalledUnderFastDrain", parts: []PartitionSamples{draining, stalled}, total: total(draining, stalled), catchUp: -1, ok: true},
 		{name: "SlowestPartition", parts: []PartitionSamples{draining, faster}, total: total(draining, faster), catchUp: 10 * time.Minute, ok: true},
 		{name: "LivePartitionJitters", parts: []PartitionSamples{faster, live}, total: total(faster, live), catchUp: 5 * time.Minute, ok: true},
+		{name: "SteadyStateJitter", parts: []PartitionSamples{steady1, steady2}, total: total(steady1, steady2), catchUp: 0, ok: true},
+		{name: "BurstAfterCatchingUp", parts: []PartitionSamples{steady1, burst}, total: total(steady1, burst), catchUp: -1, ok: true},
 		{name: "NoLag", parts: []PartitionSamples{caughtUp}, total: total(caughtUp), catchUp: 0, ok: true},
 		{
 			// A partition with one sample has no rate: the total's slope answers for it, but never

@@ -591,8 +591,8 @@ func Rate(samples []Sample) (msgsPerSec float64, catchUp time.Duration, ok bool)
 // every partition has. A partition whose lag is not shrinking makes the whole group not catching
 // up (< 0), however fast the others go: the total lag's slope hides exactly that case — a stalled
 // partition's slow growth under a busy partition's fast drain reads as "catching up in minutes".
-// 0 means no lag anywhere; a partition less than a second of its consumption behind counts as
-// caught up. groupWindow (the total lag's samples) answers only for partitions too
+// 0 means no lag anywhere; a partition whose lag was zero in the window and is now less than it
+// consumes between two samples counts as caught up. groupWindow (the total lag's samples) answers only for partitions too
 // new to have a rate of their own, and never shortens what the known partitions need. ok is false
 // when neither the partitions nor the group's window hold two usable samples.
 func GroupCatchUp(parts []PartitionSamples, groupWindow []Sample) (catchUp time.Duration, ok bool) {
@@ -605,9 +605,11 @@ func GroupCatchUp(parts []PartitionSamples, groupWindow []Sample) (catchUp time.
 		switch {
 		case !pok:
 			unknown = true
-		case float64(p.Samples[len(p.Samples)-1].Lag) <= rate:
-			// Less than a second of its own consumption behind: live, whatever way the last few
-			// messages tilted the slope (a healthy partition's lag jitters between 0 and a few).
+		case touchedZero(p.Samples) && float64(p.Samples[len(p.Samples)-1].Lag) <= rate*sampleSpacing(p.Samples).Seconds():
+			// Caught up within the window and now less behind than it consumes between two
+			// samples: live, whatever way the last few messages tilted the slope (a healthy
+			// partition's lag jitters between 0 and what arrives between two commits, which a
+			// slope reads as hours or as "never" by turns). Burrow's rule: zero once is keeping up.
 			ok = true
 		case cu < 0:
 			return -1, true
@@ -627,6 +629,19 @@ func GroupCatchUp(parts []PartitionSamples, groupWindow []Sample) (catchUp time.
 		return -1, true
 	}
 	return max(catchUp, total), true
+}
+
+// touchedZero reports whether the lag was zero at any of the samples.
+func touchedZero(s []Sample) bool {
+	return slices.ContainsFunc(s, func(x Sample) bool { return x.Lag == 0 })
+}
+
+// sampleSpacing is the mean time between two of the samples, at least a second.
+func sampleSpacing(s []Sample) time.Duration {
+	if len(s) < 2 {
+		return time.Second
+	}
+	return max(time.Second, s[len(s)-1].At.Sub(s[0].At)/time.Duration(len(s)-1))
 }
 
 // slope is the least-squares slope of y over the samples' times, in units per second.
