@@ -125,9 +125,21 @@ func (s *ReplayJobs) PauseJob(ctx context.Context, jobID, owner string, lease ti
 	return s.holdLease(ctx, "pause job", "paused = $4", jobID, owner, lease, why)
 }
 
-// FinishJob ends owner's run with a final status.
+// FinishJob ends a job this owner holds with status. Messages it still holds in flight — claimed
+// before an interruption and never settled, as when an operator cancels a job paused on a broker
+// that stopped answering — are settled failed in the same statement, releasing their claims:
+// left active they would hold those messages against every later replay, which would call them
+// replayed although the job may never have published them. Failed, not skipped: the job may have
+// published them before the interruption, so a later plan checks the consumer's inbox again.
 func (s *ReplayJobs) FinishJob(ctx context.Context, jobID, owner, status, errText string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = ''
+	_, err := s.pool.Exec(ctx, `WITH held AS (
+			SELECT 1 FROM replay_job WHERE id = $1 AND lease_owner = $2 FOR UPDATE),
+		released AS (
+			UPDATE replay_ledger SET outcome = 'failed', holds = false, at = now(),
+				detail = 'the job ended (' || $3 || ') with this message in flight after an interruption: it may have been published before it'
+			WHERE job_id = $1 AND outcome = 'active' AND EXISTS (SELECT FROM held) RETURNING 1)
+		UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = '',
+			failed = failed + (SELECT count(*) FROM released)
 		WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
 	if err != nil {
 		return unavailable(err, "finish job")

@@ -10,23 +10,6 @@ import (
 	"github.com/redrive/redrive/ops/replay"
 )
 
-// RecordUnsettled settles as failed, with detail, every item of the job's plan that has no ledger
-// row yet, in one statement, and returns how many there were.
-func (s *ReplayLedger) RecordUnsettled(ctx context.Context, jobID, planID, detail string) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail, holds)
-			SELECT $1, p.seq, p.locator, p.message_id, 'failed', $3, false FROM replay_plan_item p
-			WHERE p.plan_id = $2 AND NOT EXISTS (SELECT FROM replay_ledger l WHERE l.job_id = $1 AND l.seq = p.seq)
-			ON CONFLICT DO NOTHING RETURNING 1),
-		counted AS (UPDATE replay_job SET failed = failed + (SELECT count(*) FROM ins) WHERE id = $1)
-		SELECT count(*) FROM ins`, jobID, planID, detail).Scan(&n)
-	if err != nil {
-		return 0, unavailable(err, "ledger")
-	}
-	return n, nil
-}
-
 // Claim claims messages for jobID and records final outcomes (skips, failures) of messages it
 // will not move, in one statement. The partial unique index on locator guarantees that, however
 // many jobs race, one claim per message succeeds. A claim that loses is looked up once more to
