@@ -98,7 +98,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer, say func(stri
 		return err
 	}
 	go demo.RunKafkaTraffic(ctx, kafka.Addrs())
-	go demo.RunRelay(ctx, pg.DSN("orders"))
+	go demo.RunRelay(ctx, pg.DSN("orders"), newLogger(configs.Log{Format: "text", Level: "info"}, stdout))
 	if err := demo.SeedRabbit(ctx, rmq.URL(), rmq.ManagementURL()); err != nil {
 		return err
 	}
