@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -269,14 +268,11 @@ func restoreInput(c echo.Context, read func() (restoreRequest, error)) (int64, r
 	switch {
 	case req.To != "dlq" && req.To != replay.RestoredToOriginal:
 		return 0, req, ops.Invalid("to", "must be dlq (back into its dead-letter queue) or original (replayed to where it was dead-lettered from)")
-	case strings.TrimSpace(req.Reason) == "":
-		return 0, req, ops.Invalid("reason", "required: say why the message is restored (it goes to the audit log)")
-	case len(req.Reason) > 1000:
-		return 0, req, ops.Invalid("reason", "at most 1000 characters")
 	case req.Force && req.To != replay.RestoredToOriginal:
 		return 0, req, ops.Invalid("force", "applies to a replay to the original destination (past the consumer's inbox)")
 	}
-	return id, req, nil
+	req.Reason, err = requiredReason(req.Reason, "say why the message is restored (it goes to the audit log)")
+	return id, req, err
 }
 
 func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restoreJSON, error) {

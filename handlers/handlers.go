@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -179,6 +181,41 @@ func jsonKind(v string) string {
 		return "null"
 	}
 	return "a " + v
+}
+
+// maxReason bounds a written reason, in characters: it goes to the audit log, often beside the
+// dead letters it explains.
+const maxReason = 1000
+
+// requiredReason is the reason a person must give for an action (why says what it is for), as
+// the audit log keeps it (reasonText). A reason that is then empty is refused.
+func requiredReason(raw, why string) (string, error) {
+	reason, err := reasonText(raw)
+	if err == nil && reason == "" {
+		return "", ops.Invalid("reason", "required: "+why)
+	}
+	return reason, err
+}
+
+// reasonText is a reason as the audit log keeps it: ops.CleanText's text (no NUL, valid UTF-8)
+// without the white space around it; "" when nothing in it shows (only spaces and invisible
+// characters). One longer than maxReason characters (not bytes: 1000 Chinese characters are
+// 3000 bytes) is refused.
+func reasonText(raw string) (string, error) {
+	reason := strings.TrimSpace(ops.CleanText(raw, len(raw)))
+	switch {
+	case strings.IndexFunc(reason, visible) < 0:
+		return "", nil
+	case utf8.RuneCountInString(reason) > maxReason:
+		return "", ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
+	}
+	return reason, nil
+}
+
+// visible reports a character that shows: not white space, a control or a format character
+// (a zero-width space, a direction mark).
+func visible(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r)
 }
 
 // pageQuery reads a keyset-paged list's ?limit= (def when absent, at most max) and ?cursor= (the

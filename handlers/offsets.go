@@ -145,8 +145,12 @@ type offsetApplyJSON struct {
 }
 
 func (h *Offsets) apply(c echo.Context, req offsetApplyRequest) (offsets.Result, error) {
+	reason, err := requiredReason(req.Reason, "why the offsets move (kept in the audit log and on the copies)")
+	if err != nil {
+		return offsets.Result{}, err
+	}
 	a := ActorOf(c)
-	return h.mover.Apply(c.Request().Context(), offsets.ApplyRequest{PlanID: req.PlanID, Reason: req.Reason, Actor: a,
+	return h.mover.Apply(c.Request().Context(), offsets.ApplyRequest{PlanID: req.PlanID, Reason: reason, Actor: a,
 		Cluster: pathParam(c, "cluster"), Group: pathParam(c, "group")})
 }
 

@@ -368,13 +368,13 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 		return 0, ops.Invalid("ids", "give the ids of the DEAD or FAILED events to requeue")
 	case len(req.IDs) > outbox.MaxIDs:
 		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", outbox.MaxIDs))
-	case len(req.Reason) == 0:
-		return 0, ops.Invalid("reason", "required: say why these events are requeued (it goes to the audit log)")
-	case len(req.Reason) > 1000:
-		return 0, ops.Invalid("reason", "at most 1000 characters")
+	}
+	reason, err := requiredReason(req.Reason, "say why these events are requeued (it goes to the audit log)")
+	if err != nil {
+		return 0, err
 	}
 	detail := map[string]any{"ids": req.IDs, "reset_attempts": req.ResetAttempts}
-	return h.change(c, "outbox.requeue", o.Name(), req.Reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
+	return h.change(c, "outbox.requeue", o.Name(), reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
 		return o.RequeueAudited(ctx, req.IDs, req.ResetAttempts, audit)
 	})
 }

@@ -3,16 +3,12 @@ package handlers
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
@@ -52,17 +48,7 @@ func status(t *testing.T, dsn string, id int64) string {
 }
 
 func postRequeue(h *Outboxes, ua string) (*httptest.ResponseRecorder, error) {
-	e := echo.New()
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/outboxes/orders/events/requeue",
-		strings.NewReader(`{"ids":[1],"reason":"fix\u0000 deployed \udcff"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", ua)
-	rec := httptest.NewRecorder()
-	c := e.NewContext(req, rec)
-	c.SetParamNames("name")
-	c.SetParamValues("orders")
-	SetActor(c, access.Actor{Name: "ops-1", Role: access.Operator})
-	return rec, h.APIRequeue(c)
+	return postOutboxJSON(h.APIRequeue, "/api/v1/outboxes/orders/events/requeue", `{"ids":[1],"reason":"fix\u0000 deployed \udcff"}`, ua)
 }
 
 // A requeue with a 0xFF user agent and a NUL reason is applied and audited, in the same database

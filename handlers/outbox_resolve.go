@@ -97,10 +97,11 @@ func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest) (triage.
 	if h.triage == nil {
 		return triage.Result{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "resolutions need the console's store"}
 	}
-	if err := resolutionInput(req.State, req.Reason, "events"); err != nil {
+	reason, err := resolutionInput(req.State, req.Reason, "events")
+	if err != nil {
 		return triage.Result{}, err
 	}
-	r := triage.OutboxRequest{Outbox: o.Name(), Events: req.Events, State: req.State, Reason: req.Reason, Actor: ActorOf(c)}
+	r := triage.OutboxRequest{Outbox: o.Name(), Events: req.Events, State: req.State, Reason: reason, Actor: ActorOf(c)}
 	if f := req.Filter; f != nil {
 		r.Filter = &triage.OutboxFilter{EventType: f.EventType, AggregateID: f.AggregateID, Since: f.Since, Until: f.Until}
 	}

@@ -287,6 +287,13 @@ type startRequest struct {
 }
 
 func (h *Replays) start(c echo.Context, r startRequest) (replay.Job, error) {
+	if r.Force { // past the consumer's inbox: the audit log keeps why
+		reason, err := requiredReason(r.Reason, "a forced replay needs a written reason")
+		if err != nil {
+			return replay.Job{}, err
+		}
+		r.Reason = reason
+	}
 	return h.engine.Start(c.Request().Context(), replay.StartRequest{PlanID: r.PlanID, Actor: ActorOf(c),
 		Reason: r.Reason, RatePerSecond: r.RatePerSecond, Force: r.Force})
 }

@@ -155,10 +155,11 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		return triage.Result{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "resolutions need the console's store"}
 	}
 	topic := pathParam(c, "topic")
-	if err := resolutionInput(req.State, req.Reason, "records"); err != nil {
+	reason, err := resolutionInput(req.State, req.Reason, "records")
+	if err != nil {
 		return triage.Result{}, err
 	}
-	r := triage.Request{Cluster: k.Name(), Topic: topic, State: req.State, Reason: req.Reason,
+	r := triage.Request{Cluster: k.Name(), Topic: topic, State: req.State, Reason: reason,
 		Actor: ActorOf(c)}
 	for i, ref := range req.Records {
 		if ref.Partition == nil || ref.Offset == nil {
@@ -190,15 +191,16 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 }
 
 // resolutionInput checks what a person asks a resolution for: a state, and a reason unless the
-// dead letters are opened again (what names them for the message: records, events).
-func resolutionInput(state, reason, what string) error {
+// dead letters are opened again (what names them for the message: records, events). It returns the
+// reason as the audit log keeps it (reasonText).
+func resolutionInput(state, reason, what string) (string, error) {
 	switch {
 	case state == "":
-		return ops.Invalid("state", "required: open, resolved or ignored")
-	case strings.TrimSpace(reason) == "" && state != triage.StateOpen:
-		return ops.Invalid("reason", "required: say why (it goes to the audit log and shows beside the "+what+")")
+		return "", ops.Invalid("state", "required: open, resolved or ignored")
+	case state == triage.StateOpen:
+		return reasonText(reason)
 	}
-	return nil
+	return requiredReason(reason, "say why (it goes to the audit log and shows beside the "+what+")")
 }
 
 // recordState reads ?state= of a records page or API (def when absent).
