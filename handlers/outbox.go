@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -577,15 +578,27 @@ func backTo(c echo.Context, name, done string, n int64) string {
 	q := url.Values{}
 	// Back to the page the form was on, with its filters (status, error group…), when it is this
 	// outbox's page or one below it; anywhere else is not followed.
-	if ret := c.FormValue("return"); ret != "" {
-		if u, err := url.Parse(ret); err == nil && u.Host == "" && u.Scheme == "" &&
-			(u.Path == base || strings.HasPrefix(u.Path, base+"/")) {
-			base, q = u.Path, u.Query()
-		}
+	if u, ok := below(c.FormValue("return"), base); ok {
+		base, q = u.EscapedPath(), u.Query()
 	}
 	q.Set("done", done)
 	q.Set("n", strconv.FormatInt(n, 10))
 	return paths.WithQuery(base, q)
+}
+
+// below reads ret as a path on this console that is base or below it. Dot segments are judged
+// as a browser or a server would resolve them: a path that path.Clean changes (../, an escaped
+// %2F.., a doubled slash) is not taken, so ".." cannot climb out of base once the prefix matched.
+func below(ret, base string) (*url.URL, bool) {
+	if ret == "" {
+		return nil, false
+	}
+	u, err := url.Parse(ret)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil || path.Clean(u.Path) != u.Path {
+		return nil, false
+	}
+	p := u.EscapedPath()
+	return u, p == base || strings.HasPrefix(p, base+"/")
 }
 
 // selfWithoutNotice is the page's own URL, filters kept, without a previous action's notice: where
@@ -594,7 +607,7 @@ func selfWithoutNotice(c echo.Context) string {
 	q := c.QueryParams()
 	q.Del("done")
 	q.Del("n")
-	return paths.WithQuery(c.Request().URL.Path, q)
+	return paths.WithQuery(c.Request().URL.EscapedPath(), q)
 }
 
 // notice turns the redirect's outcome parameters into a fixed message; nothing user-supplied is
