@@ -193,6 +193,9 @@ func parseFilter(c echo.Context, now time.Time) (outbox.Filter, error) {
 	if f.StuckOnly, err = queryBool(c, "stuck"); err != nil {
 		return f, err
 	}
+	if err := f.Check(); err != nil { // before the page shows a status the list does not hold to
+		return f, err
+	}
 	if f.CreatedFrom, err = queryTime(c, "created_from", now); err != nil {
 		return f, err
 	}

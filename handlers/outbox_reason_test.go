@@ -22,6 +22,11 @@ func postOutboxJSON(handler echo.HandlerFunc, target, body, ua string) (*httptes
 	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", ua)
+	return asOperator(handler, req)
+}
+
+// asOperator calls an outbox handler for the outbox "orders" with req, as an operator.
+func asOperator(handler echo.HandlerFunc, req *http.Request) (*httptest.ResponseRecorder, error) {
 	rec := httptest.NewRecorder()
 	c := echo.New().NewContext(req, rec)
 	c.SetParamNames("name")

@@ -6,10 +6,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/labstack/echo/v4"
-
-	"github.com/redrive/redrive/ops/access"
 )
 
 // After a form action the console goes back to the page the form was on only when that is one of
@@ -38,12 +34,8 @@ func TestFormActionReturnsOnlyToTheOutboxPages(t *testing.T) {
 		form := url.Values{"all_stuck": {"1"}, "return": {ret}}
 		req := httptest.NewRequest(http.MethodPost, "/outboxes/orders/release", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		rec := httptest.NewRecorder()
-		c := echo.New().NewContext(req, rec)
-		c.SetParamNames("name")
-		c.SetParamValues("orders")
-		SetActor(c, access.Actor{Name: "ops-1", Role: access.Operator})
-		if err := h.FormRelease(c); err != nil {
+		rec, err := asOperator(h.FormRelease, req)
+		if err != nil {
 			t.Fatalf("return=%s: %v", ret, err)
 		}
 		if got := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || got != want {

@@ -40,6 +40,8 @@ type Filter struct {
 	Status      Status
 	EventType   string
 	AggregateID string
+	// StuckOnly selects the PROCESSING events whose lease expired; with a Status, that must be
+	// PROCESSING (Check).
 	StuckOnly   bool
 	CreatedFrom time.Time
 	CreatedTo   time.Time
@@ -63,7 +65,18 @@ type Page struct {
 	NextCursor int64
 }
 
-// List returns events matching f, newest first, with keyset pagination on id.
+// Check refuses a filter that cannot select anything it says: stuck events are PROCESSING ones,
+// so StuckOnly with another Status (DEAD, READY…) is an ops.ErrInvalid rather than one of the two
+// silently ignored.
+func (f Filter) Check() error {
+	if f.StuckOnly && f.Status != "" && f.Status != Processing {
+		return ops.Invalid("status", fmt.Sprintf("stuck=true lists PROCESSING events with an expired lease; it cannot be combined with status=%s", f.Status))
+	}
+	return nil
+}
+
+// List returns events matching f, newest first, with keyset pagination on id. A filter Check
+// refuses is an ops.ErrInvalid.
 func (o *Outbox) List(ctx context.Context, f Filter) (Page, error) {
 	if f.Limit == 0 {
 		f.Limit = DefaultLimit
@@ -71,13 +84,16 @@ func (o *Outbox) List(ctx context.Context, f Filter) (Page, error) {
 	if f.Limit < 1 || f.Limit > MaxLimit {
 		return Page{}, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
 	}
+	if err := f.Check(); err != nil {
+		return Page{}, err
+	}
 	var where []string
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	if f.StuckOnly {
+	if f.StuckOnly { // Check: Status is PROCESSING or none
 		where = append(where, fmt.Sprintf("%s = 'PROCESSING' AND %s < now()", o.q.status, o.q.lockedUntil))
 	} else if f.Status != "" {
 		where = append(where, o.q.status+" = "+arg(string(f.Status)))

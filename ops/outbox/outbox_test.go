@@ -337,6 +337,21 @@ func TestListAndDetail(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("StuckWithStatus", func(t *testing.T) {
+		stuck := insert(t, dsn, "PROCESSING", 0, -60, "")
+		defer pgtest.Exec(t, dsn, `DELETE FROM outbox_event WHERE id = $1`, stuck)
+		_, err := o.List(ctx, outbox.Filter{StuckOnly: true, Status: outbox.Dead})
+		if !errors.Is(err, ops.ErrInvalid) || err.Error() !=
+			"status: stuck=true lists PROCESSING events with an expired lease; it cannot be combined with status=DEAD" {
+			t.Fatalf("stuck DEAD events: err = %v, want a 400 saying the two contradict", err)
+		}
+		for _, f := range []outbox.Filter{{StuckOnly: true, Status: outbox.Processing}, {StuckOnly: true}} {
+			p, err := o.List(ctx, f)
+			if err != nil || len(p.Events) != 1 || p.Events[0].ID != stuck {
+				t.Fatalf("%+v: %d events, %v; want the stuck one", f, len(p.Events), err)
+			}
+		}
+	})
 	t.Run("Detail", func(t *testing.T) {
 		e, err := o.Event(ctx, ids[0])
 		if err != nil {
