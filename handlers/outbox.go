@@ -190,6 +190,12 @@ func parseFilter(c echo.Context, now time.Time) (outbox.Filter, error) {
 	if len(f.EventType) > 256 || len(f.AggregateID) > 256 {
 		return f, ops.Invalid("event_type", "and aggregate_id must be at most 256 characters")
 	}
+	// The page shows the created range as given: "000…01h" is an age like "1h", but not 100 KB of it.
+	for _, name := range []string{"created_from", "created_to"} {
+		if len(c.QueryParam(name)) > outbox.EchoLimit {
+			return f, ops.Invalid(name, fmt.Sprintf("must be at most %d characters", outbox.EchoLimit))
+		}
+	}
 	if f.StuckOnly, err = queryBool(c, "stuck"); err != nil {
 		return f, err
 	}
@@ -567,7 +573,7 @@ func formIDs(c echo.Context) ([]int64, error) {
 	for _, raw := range form["id"] {
 		id, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || id < 1 {
-			return nil, ops.Invalid("id", fmt.Sprintf("%q is not an event id", raw))
+			return nil, ops.Invalid("id", fmt.Sprintf("%q is not an event id", payload.Clip(raw, outbox.EchoLimit)))
 		}
 		ids = append(ids, id)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -34,5 +36,31 @@ func TestStuckWithAnotherStatusIsRefused(t *testing.T) {
 				t.Errorf("?%s: %d, %v", q, rec.Code, err)
 			}
 		}
+	}
+}
+
+// A value the outbox pages refuse is quoted back cut to 64 bytes, "…" marking the cut: a 100 KB
+// status was a 100 KB answer.
+func TestOutboxEchoesAtMost64Bytes(t *testing.T) {
+	h, _, _, _ := auditFixture(t, true)
+	h.meta = func(echo.Context, string, string) layout.Meta { return layout.Meta{} }
+	long := strings.Repeat("a", 100_000)
+	wantStatus := `status: "` + strings.Repeat("a", 64) + `…" is not one of READY, PROCESSING, SENT, FAILED, DEAD`
+	for _, handler := range []echo.HandlerFunc{h.APIEvents, h.Show} {
+		if _, err := asOperator(handler, httptest.NewRequest(http.MethodGet, "/outboxes/orders?status="+long, nil)); err == nil || err.Error() != wantStatus {
+			t.Errorf("a long status: %.200v", err)
+		}
+		for _, name := range []string{"created_from", "created_to"} {
+			_, err := asOperator(handler, httptest.NewRequest(http.MethodGet, "/outboxes/orders?"+name+"="+strings.Repeat("0", 1000)+"1h", nil))
+			if !errors.Is(err, ops.ErrInvalid) || err.Error() != name+": must be at most 64 characters" {
+				t.Errorf("a long %s: %.200v", name, err)
+			}
+		}
+	}
+	form := url.Values{"id": {"1", long}, "reason": {"x"}}
+	req := httptest.NewRequest(http.MethodPost, "/outboxes/orders/requeue", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if _, err := asOperator(h.FormRequeue, req); err == nil || err.Error() != `id: "`+strings.Repeat("a", 64)+`…" is not an event id` {
+		t.Errorf("a long form id: %.200v", err)
 	}
 }

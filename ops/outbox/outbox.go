@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/pgpool"
 )
 
@@ -40,15 +41,19 @@ const (
 // Statuses lists every state in lifecycle order.
 var Statuses = []Status{Ready, Processing, Sent, Failed, Dead}
 
-// ParseStatus accepts a state name in any case.
+// ParseStatus accepts a state name in any case. The error quotes what it was given, cut to
+// EchoLimit bytes: a query may be any length.
 func ParseStatus(s string) (Status, error) {
 	for _, st := range Statuses {
 		if strings.EqualFold(s, string(st)) {
 			return st, nil
 		}
 	}
-	return "", ops.Invalid("status", fmt.Sprintf("%q is not one of READY, PROCESSING, SENT, FAILED, DEAD", s))
+	return "", ops.Invalid("status", fmt.Sprintf("%q is not one of READY, PROCESSING, SENT, FAILED, DEAD", payload.Clip(s, EchoLimit)))
 }
+
+// EchoLimit bounds the bytes of a caller's value that an error quotes back; "…" marks a cut.
+const EchoLimit = 64
 
 // Outbox is one configured outbox table.
 type Outbox struct {
