@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"path"
@@ -253,9 +255,9 @@ func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, shownPayl
 	if err != nil {
 		return nil, outbox.Event{}, shownPayload{}, err
 	}
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id < 1 {
-		return nil, outbox.Event{}, shownPayload{}, ops.Invalid("id", "must be a positive integer event id")
+	id, err := eventID(c.Param("id"))
+	if err != nil {
+		return nil, outbox.Event{}, shownPayload{}, err
 	}
 	e, err := o.Event(c.Request().Context(), id)
 	if err != nil {
@@ -348,8 +350,9 @@ func (h *Outboxes) release(c echo.Context, o OutboxService, req releaseRequest) 
 		return 0, ops.Invalid("ids", "give either ids or all_stuck, not both")
 	case !req.AllStuck && len(req.IDs) == 0:
 		return 0, ops.Invalid("ids", `give the event ids to release, or {"all_stuck": true}`)
-	case len(req.IDs) > outbox.MaxIDs:
-		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", outbox.MaxIDs))
+	}
+	if err := checkIDs(req.IDs); err != nil {
+		return 0, err
 	}
 	ids := req.IDs
 	if req.AllStuck {
@@ -373,11 +376,11 @@ func (h *Outboxes) APIRequeue(c echo.Context) error {
 }
 
 func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) (int64, error) {
-	switch {
-	case len(req.IDs) == 0:
+	if len(req.IDs) == 0 {
 		return 0, ops.Invalid("ids", "give the ids of the DEAD or FAILED events to requeue")
-	case len(req.IDs) > outbox.MaxIDs:
-		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", outbox.MaxIDs))
+	}
+	if err := checkIDs(req.IDs); err != nil {
+		return 0, err
 	}
 	reason, err := requiredReason(req.Reason, "say why these events are requeued (it goes to the audit log)")
 	if err != nil {
@@ -571,13 +574,40 @@ func formIDs(c echo.Context) ([]int64, error) {
 	}
 	var ids []int64
 	for _, raw := range form["id"] {
-		id, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || id < 1 {
-			return nil, ops.Invalid("id", fmt.Sprintf("%q is not an event id", payload.Clip(raw, outbox.EchoLimit)))
+		id, err := eventID(raw)
+		if err != nil {
+			return nil, err
 		}
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// eventID reads an event's id as a path or a form gives it: a positive integer, at most int64's
+// largest. What it quotes back is cut to outbox.EchoLimit bytes.
+func eventID(raw string) (int64, error) {
+	id, err := strconv.ParseInt(raw, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && id > 0:
+		return 0, ops.Invalid("id", fmt.Sprintf("%s is too large for an event id (at most %d)", payload.Clip(raw, outbox.EchoLimit), int64(math.MaxInt64)))
+	case err != nil || id < 1:
+		return 0, ops.Invalid("id", fmt.Sprintf("%q is not an event id (a positive integer)", payload.Clip(raw, outbox.EchoLimit)))
+	}
+	return id, nil
+}
+
+// checkIDs refuses a repair's list of event ids with one that cannot be an event's (0, a negative,
+// a JSON null, which decodes as 0), as the forms do, and more than outbox.MaxIDs of them.
+func checkIDs(ids []int64) error {
+	if len(ids) > outbox.MaxIDs {
+		return ops.Invalid("ids", fmt.Sprintf("at most %d per request", outbox.MaxIDs))
+	}
+	for _, id := range ids {
+		if id < 1 {
+			return ops.Invalid("ids", "each id must be a positive integer")
+		}
+	}
+	return nil
 }
 
 // backTo is the page to return to after a form action, with the outcome for the notice. The

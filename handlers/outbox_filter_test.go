@@ -60,7 +60,7 @@ func TestOutboxEchoesAtMost64Bytes(t *testing.T) {
 	form := url.Values{"id": {"1", long}, "reason": {"x"}}
 	req := httptest.NewRequest(http.MethodPost, "/outboxes/orders/requeue", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if _, err := asOperator(h.FormRequeue, req); err == nil || err.Error() != `id: "`+strings.Repeat("a", 64)+`…" is not an event id` {
+	if _, err := asOperator(h.FormRequeue, req); err == nil || err.Error() != `id: "`+strings.Repeat("a", 64)+`…" is not an event id (a positive integer)` {
 		t.Errorf("a long form id: %.200v", err)
 	}
 }
