@@ -85,7 +85,8 @@ func DecodeHeaders(b []byte) (amqp.Table, error) {
 
 // PublishWhole publishes an archived message to exchange with routingKey, mandatory and confirmed,
 // with its own properties and headers plus extra ones: nil only when the broker confirmed it and
-// routed it to a queue. Errors: ErrUnroutable (no queue took it), ops.ErrUnavailable.
+// routed it to a queue. Errors: ErrUnroutable (no queue took it), ops.ErrNotFound (no such
+// exchange), ops.ErrUnavailable.
 func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey string, w Whole, extra amqp.Table) error {
 	headers, err := DecodeHeaders(w.Headers)
 	if err != nil {
@@ -98,11 +99,21 @@ func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey s
 }
 
 // PublishWholeWith is PublishWhole with headers in place of the archived ones (a replay rewrites
-// them: x-death goes, Redrive's own are written anew).
+// them: x-death goes, Redrive's own are written anew). An exchange that does not exist is an
+// ops.ErrNotFound saying so, asked before publishing: nothing is published then.
 func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w Whole, headers amqp.Table) error {
 	op := fmt.Sprintf("publish to %s %q", vhost, exchange)
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
+	if exchange != "" {
+		missing, err := b.missingExchanges(ctx, vhost, []string{exchange})
+		if err != nil {
+			return b.fail(op, err)
+		}
+		if missing[exchange] {
+			return b.fail(op, noExchange(vhost, exchange))
+		}
+	}
 	ch, err := b.channel(ctx, vhost)
 	if err != nil {
 		return b.fail(op, err)

@@ -52,6 +52,8 @@ type Cursor struct {
 
 	retMu    sync.Mutex             // one confirm wait at a time
 	returned map[string]amqp.Return // returns read but not yet matched to their batch
+
+	exchanges map[string]bool // destination exchanges seen to exist (checkExchanges)
 }
 
 type window struct {
@@ -312,6 +314,9 @@ func (c *Cursor) Send(ctx context.Context, ds []Delivery, to []Republish) (wait 
 		return nil, err
 	}
 	errs := make([]error, len(ds))
+	if err := c.checkExchanges(ctx, to, errs); err != nil {
+		return nil, err
+	}
 	sent := make([]sentBatch, len(c.pubs))
 	var wg sync.WaitGroup
 	for k, p := range c.pubs {
@@ -352,6 +357,86 @@ func (c *Cursor) Send(ctx context.Context, ds []Delivery, to []Republish) (wait 
 		}
 		return errs, nil
 	}, nil
+}
+
+// checkExchanges fails, in errs, the messages bound for an exchange that does not exist, before
+// anything is published: RabbitMQ answers a publish to a missing exchange by closing the channel
+// (404 NOT_FOUND), which would leave the whole batch's outcome unknown — the publishes confirmed
+// before it included, which a retry of the batch would publish again. Each exchange is looked up
+// once per cursor (a passive declare on a channel of its own; the ones that exist are remembered,
+// a missing one is asked again by the next batch); the default exchange always exists.
+func (c *Cursor) checkExchanges(ctx context.Context, to []Republish, errs []error) error {
+	var names []string
+	asked := map[string]bool{}
+	for _, r := range to {
+		if r.Exchange != "" && !c.exchanges[r.Exchange] && !asked[r.Exchange] {
+			asked[r.Exchange] = true
+			names = append(names, r.Exchange)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	missing, err := c.b.missingExchanges(ctx, c.vhost, names)
+	if err != nil {
+		return c.b.fail(c.op, err)
+	}
+	if c.exchanges == nil {
+		c.exchanges = map[string]bool{}
+	}
+	for _, n := range names {
+		if !missing[n] {
+			c.exchanges[n] = true
+		}
+	}
+	for i, r := range to {
+		if missing[r.Exchange] {
+			errs[i] = noExchange(c.vhost, r.Exchange)
+		}
+	}
+	return nil
+}
+
+// missingExchanges says which of names do not exist in vhost, asking with passive declares
+// (which need no permission) on a channel of its own: a missing one's 404 closes that channel,
+// and the next name is asked on a new one. "" (the default exchange) always exists.
+func (b *Broker) missingExchanges(ctx context.Context, vhost string, names []string) (map[string]bool, error) {
+	missing := map[string]bool{}
+	var ch *amqp.Channel
+	defer func() {
+		if ch != nil {
+			_ = ch.Close()
+		}
+	}()
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if ch == nil {
+			var err error
+			if ch, err = b.channel(ctx, vhost); err != nil {
+				return nil, err
+			}
+		}
+		// The kind is not compared by a passive declare.
+		err := ch.ExchangeDeclarePassive(n, amqp.ExchangeDirect, false, false, false, false, nil)
+		var amqpErr *amqp.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound:
+			missing[n] = true
+			ch = nil // the broker closed it
+		default:
+			return nil, fmt.Errorf("exchange.declare(passive) %q: %w", n, err)
+		}
+	}
+	return missing, nil
+}
+
+// noExchange is the error of a message bound for exchange, which vhost does not have: an
+// ops.ErrNotFound whose text says so.
+func noExchange(vhost, exchange string) error {
+	return ops.NotFound("exchange %q does not exist in vhost %q", exchange, vhost)
 }
 
 // Ack removes moved (or already delivered) messages from the queue.
@@ -405,12 +490,15 @@ type sentBatch struct {
 	ids      map[string]int                     // publish id → index, to match returns
 }
 
-// publish publishes the messages whose index is part (mod parts) with mandatory, without waiting
-// for the confirms; a publish that fails at once sets errs[i].
+// publish publishes the messages whose index is part (mod parts) and whose errs[i] is not set
+// yet, with mandatory, without waiting for the confirms; a publish that fails at once sets errs[i].
 func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republish, errs []error, part, parts int) sentBatch {
 	s := sentBatch{confirms: map[int]*amqp.DeferredConfirmation{}, ids: map[string]int{}}
 	prefix := randomHex(8) + "-"
 	for i := part; i < len(ds); i += parts {
+		if errs[i] != nil { // failed before publishing (checkExchanges)
+			continue
+		}
 		d := ds[i].d
 		headers := to[i].Headers // the caller's own table: ours to add to
 		if headers == nil {

@@ -3,6 +3,8 @@ package replay_test
 import (
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,5 +299,82 @@ func (w *rabbitWorld) shovel(t testing.TB, from, to string) {
 		SourceDeleteAfter: "queue-length", AckMode: "on-confirm"})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A plan whose messages include one dead-lettered from an exchange deleted since: that one fails
+// with the reason and stays in the DLQ, and the rest of its batch is published once — a publish to
+// a missing exchange closes the channel, which once made the batch's outcome unknown, the job
+// retried it and published the messages before the bad one again each time. Counted with the
+// test's own AMQP client.
+func TestRabbitMissingExchangeFailsOnlyItsMessages(t *testing.T) {
+	w := newRabbitWorld(t)
+	ctx := ctxT(t)
+	topo := rabbittest.Topology{TB: t, Ch: w.ch}
+	topo.Exchange("gone", "direct")
+	topo.Bind("orders.work", "order.created", "gone")
+	via := []string{"orders", "orders", "gone", "orders", "orders"}
+	for i, x := range via {
+		id := fmt.Sprintf("m-%d", i)
+		if err := w.ch.PublishWithContext(ctx, x, "order.created", false, false, amqp.Publishing{MessageId: id,
+			DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"messageId":%q}`, id))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.work", len(via))
+	for range via {
+		d, ok, err := w.ch.Get("orders.work", false)
+		if err != nil || !ok {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+		if err := d.Reject(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.dlq", len(via))
+	if err := w.ch.ExchangeDelete("gone", false, false); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t)
+	plan := w.planQueue(t, e, 10, replay.Filter{})
+	if plan.Counts[replay.Publish] != len(via) {
+		t.Fatalf("plan %v", plan.Counts)
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJobState(t, e, job.ID, time.Minute, "the job finishes", func(j replay.Job) bool {
+		return j.Status != replay.JobPending && j.Status != replay.JobRunning
+	})
+	if job.Status != replay.JobDone || job.Published != 4 || job.Failed != 1 {
+		t.Fatalf("job %+v; want done, 4 published and 1 failed", job)
+	}
+	ledger, err := e.Ledger(ctx, job.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, l := range ledger {
+		if l.Outcome == replay.LedgerFailed {
+			failed++
+			if l.MessageID != "m-2" || !strings.Contains(l.Detail, fmt.Sprintf(`exchange "gone" does not exist in vhost %q`, w.vhost)) {
+				t.Errorf("failed entry %+v", l)
+			}
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("ledger %+v", ledger)
+	}
+	w.waitDepth(t, "orders.dlq", 1)
+	if got := ids(w.drain(t, "orders.dlq")); fmt.Sprint(got) != "[m-2]" {
+		t.Fatalf("DLQ: %v", got)
+	}
+	w.waitDepth(t, "orders.work", 4)
+	got := ids(w.drain(t, "orders.work"))
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[m-0 m-1 m-3 m-4]" {
+		t.Fatalf("published %v: each once", got)
 	}
 }
