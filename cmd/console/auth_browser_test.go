@@ -48,6 +48,11 @@ func TestBrowserRolesShowOrHideActions(t *testing.T) {
 	if who := must(t, ctx, chromedp.Text(`[data-testid="signed-in-user"]`)); !strings.Contains(who, "otto") || !strings.Contains(who, "operator") {
 		t.Errorf("top bar shows %q", who)
 	}
+	// The unfiltered list, which may hold stuck and DEAD events alike: every repair applies (a
+	// stuck-only list shows no requeue).
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/outboxes/orders"), chromedp.WaitVisible(table)); err != nil {
+		t.Fatal(err)
+	}
 	for _, sel := range actions {
 		if countOf(t, ctx, sel) == 0 {
 			t.Errorf("the operator does not see %s", sel)

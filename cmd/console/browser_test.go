@@ -146,7 +146,7 @@ func TestBrowserOutboxPageIsSafeAndShowsCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ticked := must(t, ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('[data-testid="event-row"] input[name="id"]')]
-		.filter((b, i) => { b.checked = i < 3; return b.checked; }).length`))
+		.filter((b, i) => { b.checked = i < 3; b.dispatchEvent(new Event('change', {bubbles: true})); return b.checked; }).length`))
 	if err := chromedp.Do(ctx,
 		chromedp.Click(`[data-testid="plan-selected"]`),
 		chromedp.WaitVisible(`[data-testid="plan-counts"]`),

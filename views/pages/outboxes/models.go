@@ -96,6 +96,38 @@ type ShowPage struct {
 	Resolvable bool
 }
 
+// The repairs of ticked events that can apply to what the filters list: a button for rows the
+// list cannot hold only leads to a refusal.
+
+// CanRelease: the list may hold stuck leases (PROCESSING rows).
+func (p ShowPage) CanRelease() bool {
+	return p.CanAct && (p.Filters.Stuck || p.Filters.Status == "" || p.Filters.Status == "PROCESSING")
+}
+
+// CanRequeue: the list may hold DEAD or FAILED events, which a requeue or a guarded replay takes.
+func (p ShowPage) CanRequeue() bool {
+	return p.CanAct && !p.Filters.Stuck && (p.Filters.Status == "" || p.Filters.Status == "DEAD" || p.Filters.Status == "FAILED")
+}
+
+// CanResolve: the list may hold DEAD events and the console can keep their resolution.
+func (p ShowPage) CanResolve() bool {
+	return p.CanAct && p.Resolvable && !p.Filters.Stuck && (p.Filters.Status == "" || p.Filters.Status == "DEAD")
+}
+
+// reasonPlaceholder says which of the shown repairs the reason is for.
+func reasonPlaceholder(p ShowPage) string {
+	switch {
+	case p.CanRequeue() && p.CanResolve():
+		return "Reason for requeue or resolution (required, audited)"
+	case p.CanResolve():
+		return "Reason for the resolution (required, audited)"
+	}
+	return "Reason for the requeue (required, audited)"
+}
+
+// CanSelect: one of the repairs of ticked events applies, so the rows have boxes to tick.
+func (p ShowPage) CanSelect() bool { return p.CanRelease() || p.CanRequeue() || p.CanResolve() }
+
 // EventPage is one event's detail.
 type EventPage struct {
 	Meta             layout.Meta
