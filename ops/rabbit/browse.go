@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -67,6 +68,23 @@ type Message struct {
 	// present (message_id.headers), else the first configured JSON path resolving in the body.
 	MessageID  string
 	DeadLetter *DeadLetter // nil when the message carries no dead-letter header
+
+	digest   [32]byte // the SHA-256 of the whole body, when Body was cut (digested)
+	digested bool
+}
+
+// BodyDigest is the SHA-256 of the message's whole body. A browse that cut the body short
+// (Truncated) hashed it whole before cutting it, so a shown message has the digest of what a
+// replay would move. Only a Message made elsewhere with a cut body has none: ok is false then,
+// since hashing the part it holds would name other bytes.
+func (m Message) BodyDigest() (sum [32]byte, ok bool) {
+	switch {
+	case m.digested:
+		return m.digest, true
+	case m.Truncated:
+		return sum, false
+	}
+	return sha256.Sum256(m.Body), true
 }
 
 // BrowseResult is what Browse saw and what people need to know to read it correctly.
@@ -520,7 +538,7 @@ func consumerTag() string {
 }
 
 // toMessage copies a delivery into a Message; the body is cut at MaxBodyBytes, but the message id
-// is looked for in the whole body.
+// is looked for in the whole body, and BodyDigest is the whole body's.
 func (b *Broker) toMessage(d amqp.Delivery, pos int) Message {
 	m := b.toFullMessage(d, pos)
 	m.Headers = headersOf(d.Headers)
@@ -532,6 +550,7 @@ func (b *Broker) toMessage(d amqp.Delivery, pos int) Message {
 	body := d.Body
 	if len(body) > MaxBodyBytes {
 		body, m.Truncated = body[:MaxBodyBytes], true
+		m.digest, m.digested = sha256.Sum256(d.Body), true // of the whole body (BodyDigest)
 	}
 	m.Body = bytes.Clone(body)
 	return m

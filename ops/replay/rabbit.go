@@ -3,7 +3,6 @@ package replay
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -21,13 +20,20 @@ type RabbitBroker interface {
 	OpenCursor(ctx context.Context, vhost, queue string, span int) (*rabbit.Cursor, error)
 }
 
-// rabbitLocator names a dead-lettered message instance: its id (or its body's hash) and how often
-// Redrive replayed it, so the same message dying again after a replay is a new instance.
+// rabbitLocator names a dead-lettered message instance: its id and a fingerprint of its body (the
+// first 8 bytes of the body's SHA-256, hex) — or, without an id, its body's hash — and how often
+// Redrive replayed it, so the same message dying again after a replay is a new instance. Only a
+// byte-identical copy (what a broker returns after it lost an ack) has its original's locator;
+// another message under the same id is an instance of its own, which a plan does not take for a
+// copy (the consumer's inbox, asked at plan and at run time, still keeps one id from being
+// applied twice). The body is hashed whole: see rabbit.Message.BodyDigest.
 func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
+	sum, _ := m.BodyDigest() // Peek and the cursor hold whole bodies; ReplayedCopies skips the rest
 	key := escapeBytes(m.MessageID)
 	if key == "" {
-		sum := sha256.Sum256(m.Body)
 		key = "sha256:" + hex.EncodeToString(sum[:12])
+	} else {
+		key += "~" + hex.EncodeToString(sum[:8])
 	}
 	count := 0
 	if m.DeadLetter != nil {
@@ -39,23 +45,34 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 // ReplayedCopies says which of the messages browsed from a RabbitMQ dead-letter queue a job
 // already holds in its ledger (published or archived, or being so), by their index in ms, naming
 // the job: copies a broker returned after it lost the job's acks, which a plan of the queue drops
-// (DropReplayedCopy). A message without an id whose body the browse cut short is not recognized.
+// (DropReplayedCopy). A browse's messages are recognized whether or not their body was cut for
+// the page, since the fingerprint is of the whole body (taken before the cut); a Message whose
+// body was cut without one (BodyDigest not ok: not read by the rabbit package) is never marked
+// a copy — better one copy shown unmarked than another message marked as one.
 func (e *Engine) ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbit.Message) (map[int]string, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
 	locators := make([]string, 0, 2*len(ms)) // as a replay and as a discard knows each one
-	for _, m := range ms {
+	index := make([]int, 0, len(ms))         // ms's index of each pair
+	for i, m := range ms {
+		if _, ok := m.BodyDigest(); !ok {
+			continue
+		}
 		l := rabbitLocator(broker, vhost, queue, m)
 		locators = append(locators, l, discardLocator(l))
+		index = append(index, i)
+	}
+	if len(locators) == 0 {
+		return nil, nil
 	}
 	holders, err := e.o.Store.Holders(ctx, locators)
 	if err != nil || len(holders) == 0 {
 		return nil, err
 	}
 	out := make(map[int]string, len(holders))
-	for i := range ms {
-		if j := cmp.Or(holders[locators[2*i]], holders[locators[2*i+1]]); j != "" {
+	for k, i := range index {
+		if j := cmp.Or(holders[locators[2*k]], holders[locators[2*k+1]]); j != "" {
 			out[i] = j
 		}
 	}

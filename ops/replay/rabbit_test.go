@@ -378,3 +378,91 @@ func TestRabbitMissingExchangeFailsOnlyItsMessages(t *testing.T) {
 		t.Fatalf("published %v: each once", got)
 	}
 }
+
+// putBody puts a dead letter with this id and body into orders.dlq, dead-lettered from orders as
+// fillDLQ's are.
+func (w *rabbitWorld) putBody(t testing.TB, id string, body []byte) {
+	t.Helper()
+	death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+		"routing-keys": []any{"order.created"}, "time": time.Now().UTC().Truncate(time.Second)}}
+	if err := w.ch.PublishWithContext(ctxT(t), "", "orders.dlq", false, false, amqp.Publishing{MessageId: id,
+		DeliveryMode: amqp.Persistent, Headers: amqp.Table{"x-death": death}, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two different messages under one id in a DLQ are two instances: both are planned and replayed
+// (the consumer's inbox keeps the id from being applied twice), and neither is taken for a copy of
+// the other — the second was once dropped as drop_replayed_copy, acked and lost. A byte-identical
+// copy (what a broker returns after losing an ack) is still one and is dropped. Counted with the
+// test's own AMQP client.
+func TestRabbitSameIDOtherBodyIsNotACopy(t *testing.T) {
+	w := newRabbitWorld(t)
+	e := w.engine(t)
+	work(t, e)
+	one, two := []byte(`{"messageId":"dup","v":1}`), []byte(`{"messageId":"dup","v":2}`)
+	w.putBody(t, "dup", one)
+	w.putBody(t, "dup", two)
+	w.waitDepth(t, "orders.dlq", 2)
+	plan := w.planQueue(t, e, 10, replay.Filter{})
+	if plan.Total != 2 || plan.Counts[replay.Publish] != 2 {
+		t.Fatalf("plan %v of %d; want both messages published", plan.Counts, plan.Total)
+	}
+	if job := w.run(t, e, plan.ID); job.Status != replay.JobDone || job.Published != 2 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	w.putBody(t, "dup", one) // the copy a broker returns
+	w.putBody(t, "dup", []byte(`{"messageId":"dup","v":3}`))
+	w.waitDepth(t, "orders.dlq", 2)
+	plan = w.planQueue(t, e, 10, replay.Filter{})
+	if plan.Counts[replay.DropReplayedCopy] != 1 || plan.Counts[replay.Publish] != 1 {
+		t.Fatalf("plan %v; want the copy dropped and the new message published", plan.Counts)
+	}
+	if job := w.run(t, e, plan.ID); job.Status != replay.JobDone || job.Published != 1 || job.Skipped != 1 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	w.waitDepth(t, "orders.work", 3)
+	var bodies []string
+	for _, d := range w.drain(t, "orders.work") {
+		bodies = append(bodies, string(d.Body))
+	}
+	slices.Sort(bodies)
+	if fmt.Sprint(bodies) != `[{"messageId":"dup","v":1} {"messageId":"dup","v":2} {"messageId":"dup","v":3}]` {
+		t.Fatalf("replayed %v: want each message once", bodies)
+	}
+}
+
+// A page cuts bodies larger than rabbit.MaxBodyBytes; its copy marks still compare whole bodies:
+// a byte-identical copy of a replayed message is marked, another message under the same id whose
+// first 256 KiB are the same is not.
+func TestRabbitBrowseCopyMarksCompareWholeBodies(t *testing.T) {
+	w := newRabbitWorld(t)
+	e := w.engine(t)
+	work(t, e)
+	big := []byte(`{"messageId":"big","pad":"` + strings.Repeat("x", rabbit.MaxBodyBytes) + `"}`)
+	w.putBody(t, "big", big)
+	w.waitDepth(t, "orders.dlq", 1)
+	if job := w.run(t, e, w.planQueue(t, e, 10, replay.Filter{}).ID); job.Status != replay.JobDone || job.Published != 1 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	other := slices.Clone(big)
+	other[len(other)-3] = 'y' // past the cut
+	w.putBody(t, "big", other)
+	w.putBody(t, "big", big) // the copy
+	w.waitDepth(t, "orders.dlq", 2)
+	ctx := ctxT(t)
+	res, err := w.broker.Browse(ctx, w.vhost, "orders.dlq", 10)
+	if err != nil || len(res.Messages) != 2 || !res.Messages[0].Truncated || !res.Messages[1].Truncated {
+		t.Fatalf("browse: %d messages, %v", len(res.Messages), err)
+	}
+	copies, err := e.ReplayedCopies(ctx, "test", w.vhost, "orders.dlq", res.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, marked := copies[0]; marked || copies[1] == "" || len(copies) != 1 {
+		t.Fatalf("copy marks %v; want only the second message (the copy) marked", copies)
+	}
+}

@@ -16,8 +16,10 @@ import (
 // for less than restartWindow when first seen) and tidies each RabbitMQ job of that broker that finished in the
 // restartWindow before: the copies its ledger names, and only those, are planned
 // (DropReplayedCopy, by their message ids) and run as a job of Tidier's, audited like any other.
-// A plan that would move anything else, or copies without a message id a filter can name, is left to an operator,
-// whom the messages page shows them to.
+// A copy is byte-identical to what the job moved (its locator holds the body's fingerprint): a
+// filter by id also selects any other message under the same id, which the plan then publishes, so
+// such a plan — one that would move anything else — is left to an operator, as are copies without
+// a message id a filter can name; the messages page shows them.
 
 // restartWindow is how long before a node's start a finished job is looked at again.
 const restartWindow = 15 * time.Minute
