@@ -66,6 +66,8 @@ type Broker struct {
 	noEffectivePolicy bool
 	// browsing serializes browses of a queue (see browse.go); its zero value is ready to use.
 	browsing browseGuard
+	// quorum says, by QueueRef, whether a queue was a quorum queue when last read (quorumQueue).
+	quorum sync.Map
 
 	mu    sync.Mutex
 	conns map[string]*amqp.Connection // by vhost

@@ -24,6 +24,9 @@ import (
 const (
 	MaxBrowse    = 500       // largest Browse limit
 	MaxBodyBytes = 256 << 10 // Message.Body is cut at this many bytes
+	// MaxQuorumBrowse is how many ready messages a quorum queue may hold for a Browse (a page) to
+	// read it: a browse of a quorum queue reads all of them (see Browse). Peek reads up to MaxPeek.
+	MaxQuorumBrowse = 10_000
 )
 
 // Header is one AMQP header, its value rendered for display: strings as they are, byte arrays as
@@ -128,6 +131,13 @@ type BrowseResult struct {
 // a quorum queue with a delivery limit (argument or policy) is therefore refused with
 // ops.ErrConflict, since browsing it could dead-letter or drop the messages looked at; so is a
 // single-active-consumer queue that already has a consumer, where the browser would only wait.
+//
+// A quorum queue puts the messages returned to it at its back (RabbitMQ 3.10 and later), behind
+// any it did not hand out: returning only a head would move it to the tail. So a browse of a
+// quorum queue reads all its ready messages (and any published meanwhile), shows the first limit
+// and returns them all at once, which leaves the order as it was. One that holds more than
+// MaxQuorumBrowse ready messages (MaxPeek for Peek), or that has ready messages and consumers
+// (which would take some of them), is refused with ops.ErrConflict saying why.
 // Messages other consumers hold unacknowledged are not visible; Complete is false and a Note says
 // so, with their count.
 //
@@ -201,8 +211,14 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		}
 	}
 	// Reading a plan's 100,000 messages takes longer than one broker round trip: the bound grows
-	// with the limit (the caller's own deadline, a request's, still applies).
-	ctx, cancel := b.boundFor(ctx, limit)
+	// with the limit (the caller's own deadline, a request's, still applies). A quorum queue is
+	// read whole.
+	wholeMax := max(maxLimit, MaxQuorumBrowse)
+	bound := limit
+	if q.Type == TypeQuorum {
+		bound = max(limit, int(min(q.Total, int64(wholeMax))))
+	}
+	ctx, cancel := b.boundFor(ctx, bound)
 	defer cancel()
 
 	ch, err := b.channel(ctx, vhost)
@@ -235,6 +251,11 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	if q.SingleActiveConsumer && state.Consumers > 0 {
 		return BrowseResult{}, b.fail(op, ops.Conflict("queue %q has single active consumer enabled and a consumer attached: "+
 			"a browser would be a standby consumer and receive nothing", queue))
+	}
+	if q.Type == TypeQuorum {
+		if err := quorumWhole(queue, state, wholeMax); err != nil {
+			return BrowseResult{}, b.fail(op, err)
+		}
 	}
 	if len(notes) > 0 {
 		res.Complete = false
@@ -270,7 +291,15 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		return res, nil
 	}
 	want := min(limit, state.Messages)
-	read, err := b.browseQueue(ctx, ch, vhost, queue, want, sink)
+	whole := 0 // a quorum queue is read to its end, up to this many
+	if q.Type == TypeQuorum {
+		want, whole = state.Messages, wholeMax
+	}
+	read, arrived, err := b.browseQueue(ctx, ch, vhost, queue, want, whole, func(d amqp.Delivery, pos int) {
+		if pos < limit {
+			sink(d, pos)
+		}
+	})
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
@@ -287,6 +316,11 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		res.Redelivered = true
 		res.Notes = append(res.Notes, "The messages shown were returned to the queue in their original order; "+
 			"their next consumer sees them with redelivered=true.")
+	}
+	if q.Type == TypeQuorum && read > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("Quorum queue: RabbitMQ puts returned messages at the back, so the "+
+			"browse read all %d ready messages (%d published meanwhile) and returned them all at once, which keeps their order.",
+			read+arrived, arrived))
 	}
 	if q.MaxLength != nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("The queue has a max-length of %d: messages published while the browse "+
@@ -309,6 +343,7 @@ func (b *Broker) browseInfo(ctx context.Context, vhost, queue string) (Queue, er
 	if err != nil {
 		return Queue{}, err
 	}
+	b.quorum.Store(QueueRef{Vhost: vhost, Name: queue}, q.Type == TypeQuorum)
 	if q.Type == TypeQuorum {
 		if err := b.refuseDeliveryLimit(ctx, q); err != nil {
 			return Queue{}, err
@@ -396,10 +431,15 @@ func (b *Broker) refuseDeliveryLimit(ctx context.Context, q Queue) error {
 }
 
 // browseQueue consumes up to want messages with manual acks and returns all of them with one
-// nack(multiple, requeue) after the consumer is cancelled, so they go back in order.
-func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue string, want int, sink func(amqp.Delivery, int)) (read int, err error) {
+// nack(multiple, requeue) after the consumer is cancelled, so they go back in order. With whole
+// (a quorum queue, which puts returned messages at its back) it also reads the messages published
+// while it read, up to whole in all, so that what it returns is the queue's whole ready list; a
+// message published after its last look goes ahead of them. sink gets the first want; read is
+// how many of those came, arrived how many it read after them.
+func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue string, want, whole int,
+	sink func(amqp.Delivery, int)) (read, arrived int, err error) {
 	if want > maxPrefetch {
-		return b.browseWindows(ctx, vhost, queue, want, sink)
+		return b.browseWindows(ctx, vhost, queue, want, whole > 0, sink)
 	}
 	var last uint64
 	collect := func(d amqp.Delivery) {
@@ -407,44 +447,83 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue
 		if read < want {
 			sink(d, read)
 			read++
+		} else {
+			arrived++
 		}
 	}
 	// Fewer than were ready so far: a pause is a busy broker, not the queue's end. What was
 	// already on its way is collected too: every delivery must be returned.
-	loopErr := b.consume(ctx, ch, queue, want, nil, max(b.firstWait, 6*b.idleWait), collect, collect)
+	pause := max(b.firstWait, 6*b.idleWait)
+	loopErr := b.consume(ctx, ch, queue, want, nil, pause, collect, collect)
+	for round := 0; whole > 0 && loopErr == nil && round < 3; round++ {
+		st, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+		if err != nil {
+			loopErr = err
+			break
+		}
+		if st.Messages == 0 || read+arrived+st.Messages > whole {
+			break
+		}
+		loopErr = b.consume(ctx, ch, queue, st.Messages, nil, b.idleWait, collect, collect)
+	}
 	if last > 0 {
 		if err := ch.Nack(last, true, true); err != nil && loopErr == nil {
 			loopErr = fmt.Errorf("basic.nack: %w", err)
 		}
 	}
 	if loopErr != nil {
-		return read, loopErr
+		return read, arrived, loopErr
 	}
 	// channel.close waits for close-ok, so the requeue has been processed when Browse returns.
 	if err := ch.Close(); err != nil {
-		return read, fmt.Errorf("channel.close: %w", err)
+		return read, arrived, fmt.Errorf("channel.close: %w", err)
 	}
-	return read, nil
+	return read, arrived, nil
+}
+
+// quorumWhole refuses a browse of a quorum queue that it could not read whole (see Browse).
+func quorumWhole(queue string, state amqp.Queue, most int) error {
+	const why = "RabbitMQ puts the messages a browse returns at the back of a quorum queue, so the console reads and " +
+		"returns all of its ready messages at once to keep their order"
+	switch {
+	case state.Consumers > 0 && state.Messages > 0: // with nothing ready, nothing is read or returned
+		return ops.Conflict("quorum queue %q has %d consumer(s), which would take some of its messages while a browse "+
+			"reads it: %s; stop the consumers to browse it, or move the messages to a classic queue (with a shovel)",
+			queue, state.Consumers, why)
+	case state.Messages > most:
+		return ops.Conflict("quorum queue %q holds %d ready messages, more than the %d a browse reads: %s; "+
+			"move the messages to a classic queue (with a shovel) to look at them", queue, state.Messages, most, why)
+	}
+	return nil
 }
 
 // browseWindows reads more messages than one consumer's prefetch can hold unacked (basic.qos
-// counts in 16 bits): a Cursor reads them in windows and returns them all, in order, when it closes.
-func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want int, sink func(amqp.Delivery, int)) (int, error) {
+// counts in 16 bits): a Cursor reads them in windows and returns them all, in order, when it
+// closes (on a quorum queue after reading the rest of it too: Cursor.Close).
+func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want int, whole bool,
+	sink func(amqp.Delivery, int)) (read, arrived int, err error) {
 	cur, err := b.OpenCursor(ctx, vhost, queue, want)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	defer cur.Close()
+	defer func() {
+		cur.Close()
+		if whole {
+			arrived = max(cur.Read()-want, 0)
+		}
+	}()
 	for !cur.Ended() {
 		ds, err := cur.Take(ctx, 1000)
 		for _, d := range ds {
-			sink(d.d, d.Message.Position)
+			if d.Message.Position < want {
+				sink(d.d, d.Message.Position)
+			}
 		}
 		if err != nil {
-			return cur.Read(), err
+			return min(cur.Read(), want), 0, err
 		}
 	}
-	return cur.Read(), nil
+	return min(cur.Read(), want), 0, nil
 }
 
 // awaitReturned waits (up to a second) until a quorum queue has applied the browser's cancel and

@@ -32,6 +32,10 @@ const maxPrefetch = 65_535
 //
 // If the connection or a channel closes, Take returns an ops.ErrUnavailable: the broker requeues
 // every unacked message by itself, and the caller opens a new cursor later.
+//
+// A quorum queue puts the messages returned to it at its back, behind those not handed out: a
+// cursor of one reads the whole queue (its span is at least the ready count when it opens), and
+// Close reads what is left of it before returning what it holds, so the order stays as it was.
 type Cursor struct {
 	b            *Broker
 	op           string
@@ -45,6 +49,7 @@ type Cursor struct {
 	buf    []Delivery // delivered after a window's consumer was cancelled, not yet handed out
 	others int        // consumers other than this cursor when it opened
 	ready  int        // ready messages when it opened: until that many arrived, a pause is not the end
+	quorum bool       // a quorum queue: read to its end before returning anything (Close)
 
 	mu      sync.Mutex // guards windows and closed against Ack running beside Take
 	windows []*window
@@ -95,6 +100,11 @@ func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) 
 		return nil, ops.Invalid("span", "must be at least 1")
 	}
 	c := &Cursor{b: b, op: op, vhost: vhost, queue: queue, span: span}
+	quorum, err := b.quorumQueue(ctx, vhost, queue)
+	if err != nil {
+		return nil, b.fail(op, err)
+	}
+	c.quorum = quorum
 	probe, err := b.channel(ctx, vhost)
 	if err != nil {
 		return nil, b.fail(op, err)
@@ -105,7 +115,27 @@ func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) 
 		return nil, b.fail(op, err)
 	}
 	c.others, c.ready = st.Consumers, st.Messages
+	if c.quorum {
+		c.span = max(c.span, st.Messages)
+	}
 	return c, nil
+}
+
+// quorumQueue reports whether vhost/queue is a quorum queue: as the last browse or plan of it read
+// it, else from the management API (AMQP does not say), with at least DefaultTimeout.
+func (b *Broker) quorumQueue(ctx context.Context, vhost, queue string) (bool, error) {
+	ref := QueueRef{Vhost: vhost, Name: queue}
+	if v, ok := b.quorum.Load(ref); ok {
+		return v.(bool), nil
+	}
+	ctx, cancel := ops.Bound(ctx, max(b.timeout, DefaultTimeout))
+	defer cancel()
+	q, err := b.queueInfo(ctx, vhost, queue)
+	if err != nil {
+		return false, err
+	}
+	b.quorum.Store(ref, q.Type == TypeQuorum)
+	return q.Type == TypeQuorum, nil
 }
 
 // openPublishers opens, on first use, two confirm-mode publishing channels that share each batch:
@@ -456,6 +486,9 @@ func (c *Cursor) Ack(ds []Delivery) error {
 // order (one basic.nack(multiple, requeue) each), and closes its channels. On a broken connection
 // the broker does it by itself.
 func (c *Cursor) Close() {
+	if c.quorum && !c.closed {
+		c.readRest()
+	}
 	if c.cur != nil {
 		_ = c.stopWindow(c.cur)
 	}
@@ -475,6 +508,31 @@ func (c *Cursor) Close() {
 		_ = p.ch.Close()
 	}
 }
+
+// readRest reads, from a quorum queue, the ready messages the cursor has not read (those past its
+// span, those published since it opened, those a cancelled job did not reach), so that what Close
+// returns is the whole queue, in order. Within the broker's timeout and a millisecond a message;
+// when it cannot (connection lost, time up) what the cursor holds goes back behind the rest:
+// reordered, nothing lost.
+func (c *Cursor) readRest() {
+	ctx, cancel := c.b.boundFor(context.Background(), c.span)
+	defer cancel()
+	for range 3 { // rounds: messages published while it reads
+		_, ready, err := c.queueNow(ctx)
+		if err != nil || ready == 0 {
+			return
+		}
+		c.span, c.ended = c.read+ready, false // c.read counts what is buffered too
+		for !c.Ended() {
+			if _, err := c.Take(ctx, rabbitTake); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// rabbitTake is how many messages readRest takes at a time.
+const rabbitTake = 1000
 
 // publishers is how many confirm-mode channels a Cursor publishes on.
 const publishers = 2
