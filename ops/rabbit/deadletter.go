@@ -1,6 +1,7 @@
 package rabbit
 
 import (
+	"slices"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -45,6 +46,30 @@ type Death struct {
 	RoutingKeys []string // its routing keys then (CC included)
 	// OriginalExpiration is the per-message TTL the broker removed when it dead-lettered the message.
 	OriginalExpiration string
+
+	raw *rawDestination // Exchange and RoutingKeys byte for byte, when they differ from these
+}
+
+// rawDestination is an exchange and routing keys as the headers hold them, byte for byte.
+type rawDestination struct {
+	exchange string
+	keys     []string
+}
+
+// rawOf is the raw destination of a display one: nil when the two are the same.
+func rawOf(exchange, rawExchange string, keys, rawKeys []string) *rawDestination {
+	if exchange == rawExchange && slices.Equal(keys, rawKeys) {
+		return nil
+	}
+	return &rawDestination{exchange: rawExchange, keys: rawKeys}
+}
+
+// of is r's exchange and keys, or the display ones when r is nil.
+func (r *rawDestination) of(exchange string, keys []string) (string, []string) {
+	if r == nil {
+		return exchange, keys
+	}
+	return r.exchange, r.keys
 }
 
 // DeadLetter is what a dead-lettered message carries about its deaths, from RabbitMQ's own headers
@@ -72,6 +97,23 @@ type DeadLetter struct {
 	Stacktrace          string
 	Deaths              []Death // every x-death entry, newest first as the broker keeps them
 	ReplayCount         int     // x-redrive-replay-count: times Redrive has republished it
+
+	// Where the message was going, byte for byte (Destination), when it differs from the display
+	// fields above.
+	raw *rawDestination
+}
+
+// Destination is where a replay sends the message back to: OriginalExchange and the first of
+// OriginalRoutingKeys as its headers hold them, byte for byte. The display fields have bytes that
+// are not UTF-8 replaced (U+FFFD), and show a routing key held as a byte array that is not UTF-8
+// in hex: a replay must publish to neither, but see the key as it is (and skip it as
+// unresolvable). A DeadLetter not made by DecodeDeadLetter answers with its display fields.
+func (d *DeadLetter) Destination() (exchange, routingKey string) {
+	exchange, keys := d.raw.of(d.OriginalExchange, d.OriginalRoutingKeys)
+	if len(keys) > 0 {
+		routingKey = keys[0]
+	}
+	return exchange, routingKey
 }
 
 // DecodeDeadLetter reads a message's dead-letter headers. It returns nil when the message has none
@@ -92,6 +134,7 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 		s, _ := valueString(v)
 		return s
 	}
+	rawFirstExchange, _ := rawString(headers[HeaderFirstDeathExchange])
 	if raw, ok := headers[HeaderXDeath]; ok {
 		found = true
 		dl.Deaths = decodeDeaths(raw)
@@ -129,10 +172,14 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 		dl.Reason = firstReason
 	}
 	// The first death: the x-first-death-* headers, else the oldest x-death entry.
-	dl.OriginalQueue, dl.OriginalExchange = firstQueue, firstExchange
+	// The destination byte for byte beside the display one (DeadLetter.Destination).
+	var rawExchange string
+	var rawKeys []string
+	dl.OriginalQueue, dl.OriginalExchange, rawExchange = firstQueue, firstExchange, rawFirstExchange
 	if firstQueue == "" && len(dl.Deaths) > 0 {
 		oldest := dl.Deaths[len(dl.Deaths)-1]
 		dl.OriginalQueue, dl.OriginalExchange = oldest.Queue, oldest.Exchange
+		rawExchange, _ = oldest.raw.of(oldest.Exchange, nil)
 		if dl.FirstReason == "" {
 			dl.FirstReason = oldest.Reason
 		}
@@ -142,8 +189,10 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 	}
 	if d := firstDeathIn(dl.Deaths, dl.OriginalQueue, dl.FirstReason); d != nil {
 		dl.OriginalRoutingKeys = append([]string(nil), d.RoutingKeys...)
+		x, keys := d.raw.of(d.Exchange, d.RoutingKeys)
+		rawKeys = append([]string(nil), keys...)
 		if firstExchange == "" {
-			dl.OriginalExchange = d.Exchange
+			dl.OriginalExchange, rawExchange = d.Exchange, x
 		}
 	}
 	for _, d := range dl.Deaths {
@@ -153,16 +202,26 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 		}
 	}
 	if hasSpringExchange {
-		if s, ok := valueString(springExchange); ok {
-			dl.OriginalExchange = s
+		if s, ok := rawString(springExchange); ok {
+			dl.OriginalExchange, rawExchange = displayString(springExchange), s
 		}
 	}
 	if hasSpringKey {
-		if s, ok := valueString(springKey); ok {
-			dl.OriginalRoutingKeys = []string{s}
+		if s, ok := rawString(springKey); ok {
+			dl.OriginalRoutingKeys, rawKeys = []string{displayString(springKey)}, []string{s}
 		}
 	}
+	dl.raw = rawOf(dl.OriginalExchange, rawExchange, dl.OriginalRoutingKeys, rawKeys)
 	return &dl
+}
+
+// displayString is a string, byte-array or integer value as a page shows it: valueString, and a
+// byte array that is not UTF-8 in hex (never "", which would read as no value).
+func displayString(v any) string {
+	if s, ok := valueString(v); ok {
+		return s
+	}
+	return renderValue(v)
 }
 
 // firstDeathIn finds the x-death entry of queue for reason, else the oldest entry of queue.
@@ -203,6 +262,8 @@ func decodeDeaths(raw any) []Death {
 		d.Queue, _ = valueString(t["queue"])
 		d.Reason, _ = valueString(t["reason"])
 		d.Exchange, _ = valueString(t["exchange"])
+		rawExchange, _ := rawString(t["exchange"])
+		var rawKeys []string
 		d.OriginalExpiration, _ = valueString(t["original-expiration"])
 		if n, ok := valueInt(t["count"]); ok && n >= 0 {
 			d.Count = n
@@ -210,11 +271,12 @@ func decodeDeaths(raw any) []Death {
 		d.Time = deathTime(t["time"])
 		if keys, ok := t["routing-keys"].([]any); ok {
 			for _, k := range keys {
-				if s, ok := valueString(k); ok {
-					d.RoutingKeys = append(d.RoutingKeys, s)
+				if s, ok := rawString(k); ok {
+					d.RoutingKeys, rawKeys = append(d.RoutingKeys, displayString(k)), append(rawKeys, s)
 				}
 			}
 		}
+		d.raw = rawOf(d.Exchange, rawExchange, d.RoutingKeys, rawKeys)
 		out = append(out, d)
 	}
 	return out

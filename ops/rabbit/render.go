@@ -140,15 +140,24 @@ func renderJSONValue(v any) string {
 }
 
 // valueString reads a header value as a plain string when it is one (string, UTF-8 bytes) or an
-// integer; other types are not identifiers.
+// integer; other types are not identifiers. Bytes that are not UTF-8 in a string are replaced: the
+// result is for display (rawString keeps them).
 func valueString(v any) (string, bool) {
+	if b, ok := v.([]byte); ok && !utf8.Valid(b) {
+		return "", false
+	}
+	s, ok := rawString(v)
+	return strings.ToValidUTF8(s, "\uFFFD"), ok
+}
+
+// rawString is valueString byte for byte: a string or a byte array as it is (NUL and bytes that
+// are not UTF-8 included), an integer in decimal. What a replay sends on is read with it.
+func rawString(v any) (string, bool) {
 	switch t := v.(type) {
 	case string:
-		return strings.ToValidUTF8(t, "\uFFFD"), true
+		return t, true
 	case []byte:
-		if utf8.Valid(t) {
-			return string(t), true
-		}
+		return string(t), true
 	case int, int8, int16, int32, int64, uint8, uint16, uint32, uint64:
 		return renderValue(t), true
 	}

@@ -171,15 +171,9 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorGroupKey(exception))}
 	if dl != nil {
 		it.ReplayCount = dl.ReplayCount
-		if dl.OriginalExchange != "" || len(dl.OriginalRoutingKeys) > 0 {
-			rk := ""
-			if len(dl.OriginalRoutingKeys) > 0 {
-				rk = dl.OriginalRoutingKeys[0]
-			}
-			if dl.OriginalExchange != "" || rk != "" {
-				it.Destination = Destination{Kind: "rabbitmq", Broker: src.Broker, Vhost: src.Vhost,
-					Exchange: dl.OriginalExchange, RoutingKey: rk}
-			}
+		// Byte for byte: a key that is not UTF-8 is sent nowhere else (sanitize skips it as unresolvable).
+		if x, rk := dl.Destination(); x != "" || rk != "" {
+			it.Destination = Destination{Kind: "rabbitmq", Broker: src.Broker, Vhost: src.Vhost, Exchange: x, RoutingKey: rk}
 		}
 	}
 	it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, origQueue)

@@ -466,3 +466,37 @@ func TestRabbitBrowseCopyMarksCompareWholeBodies(t *testing.T) {
 		t.Fatalf("copy marks %v; want only the second message (the copy) marked", copies)
 	}
 }
+
+// A routing key that is not UTF-8 — a string, or a byte array in x-death — is seen by the plan as
+// it is and skipped as skip_unresolvable with the bytes escaped in the note: it was once replaced
+// (the plan published to "qa3.\uFFFD") or, as a byte array, read as "". The messages stay.
+func TestRabbitRoutingKeyNotUTF8IsUnresolvable(t *testing.T) {
+	w := newRabbitWorld(t)
+	ctx := ctxT(t)
+	w.fillDLQ(t, 1)
+	for _, key := range []any{"qa3.\xff", []byte("qa4.\xfe")} {
+		death := []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+			"routing-keys": []any{key}, "time": time.Now().UTC().Truncate(time.Second)}}
+		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, amqp.Publishing{MessageId: fmt.Sprintf("%T", key),
+			Headers: amqp.Table{"x-death": death}, Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.dlq", 3)
+	e := w.engine(t)
+	plan := w.planQueue(t, e, 10, replay.Filter{})
+	if plan.Total != 3 || plan.Counts[replay.Publish] != 1 || plan.Counts[replay.SkipUnresolvable] != 2 {
+		t.Fatalf("plan %v of %d; want the two keys unresolvable", plan.Counts, plan.Total)
+	}
+	for i, want := range []string{`qa3.\xff`, `qa4.\xfe`} {
+		if it := plan.Items[1+i]; it.Action != replay.SkipUnresolvable || !strings.Contains(it.Note, want) || it.Destination.RoutingKey != "" {
+			t.Errorf("item %+v; want skipped with %s in its note", it, want)
+		}
+	}
+	work(t, e)
+	if job := w.run(t, e, plan.ID); job.Status != replay.JobDone || job.Published != 1 || job.Skipped != 2 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.work", 1)
+	w.waitDepth(t, "orders.dlq", 2)
+}
