@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -202,9 +204,8 @@ func (b *Broker) columns() string {
 
 // queueInfo fetches one queue (GET /api/queues/{vhost}/{name}); unknown vhost or queue → ErrNotFound.
 func (b *Broker) queueInfo(ctx context.Context, vhost, name string) (Queue, error) {
-	var w wireQueue
-	p := "queues/" + url.PathEscape(vhost) + "/" + url.PathEscape(name)
-	if err := b.getJSON(ctx, p, url.Values{"columns": {b.columns()}}, &w); err != nil {
+	w, err := b.getQueue(ctx, vhost, name)
+	if err != nil {
 		return Queue{}, err
 	}
 	def, ok := rawMap(w.EffectivePolicyDefinition)
@@ -216,6 +217,41 @@ func (b *Broker) queueInfo(ctx context.Context, vhost, name string) (Queue, erro
 		def = policies.effective(w.Vhost, deref(w.Policy), deref(w.OperatorPolicy))
 	}
 	return b.toQueue(w, def), nil
+}
+
+// dotSegment reports whether name is "." or "..": RabbitMQ's HTTP server resolves such a path
+// segment away however it is escaped ("%2E" and "%2E%2E" too), so no management path names it.
+func dotSegment(name string) bool { return name == "." || name == ".." }
+
+// getQueue reads one queue: GET /api/queues/{vhost}/{name}; for a vhost or queue named "." or
+// "..", the queue list filtered to its name (a regular expression, anchored) and matched on both.
+func (b *Broker) getQueue(ctx context.Context, vhost, name string) (wireQueue, error) {
+	q := url.Values{"columns": {b.columns()}}
+	if !dotSegment(vhost) && !dotSegment(name) {
+		var w wireQueue
+		err := b.getJSON(ctx, "queues/"+url.PathEscape(vhost)+"/"+url.PathEscape(name), q, &w)
+		return w, err
+	}
+	p := "queues"
+	if !dotSegment(vhost) {
+		p += "/" + url.PathEscape(vhost)
+	}
+	q.Set("name", "^"+regexp.QuoteMeta(name)+"$")
+	q.Set("use_regex", "true")
+	q.Set("page", "1")
+	q.Set("page_size", "500")
+	var page struct {
+		Items []wireQueue `json:"items"`
+	}
+	if err := b.getJSON(ctx, p, q, &page); err != nil {
+		return wireQueue{}, err
+	}
+	for _, w := range page.Items {
+		if w.Vhost == vhost && w.Name == name {
+			return w, nil
+		}
+	}
+	return wireQueue{}, &apiError{Status: http.StatusNotFound, Reason: "Not Found"}
 }
 
 func (b *Broker) toQueue(w wireQueue, policy map[string]any) Queue {

@@ -151,11 +151,8 @@ func (b *Broker) DLQTargets(ctx context.Context) ([]DLQTarget, error) {
 			if e.FromVhost != out[i].Vhost || !slices.Contains(e.ToQueues, out[i].Queue) || t.RetryQueues[QueueRef{e.FromVhost, e.FromQueue}] {
 				continue
 			}
-			var bs []struct {
-				Source string `json:"source"`
-			}
-			p := "queues/" + url.PathEscape(e.FromVhost) + "/" + url.PathEscape(e.FromQueue) + "/bindings"
-			if err := b.getJSON(ctx, p, nil, &bs); err != nil {
+			bs, err := b.queueBindings(ctx, e.FromVhost, e.FromQueue)
+			if err != nil {
 				return nil, b.fail("bindings of "+e.FromQueue, err)
 			}
 			for _, bd := range bs {
@@ -166,6 +163,38 @@ func (b *Broker) DLQTargets(ctx context.Context) ([]DLQTarget, error) {
 			}
 		}
 		sort.Strings(out[i].Exchanges)
+	}
+	return out, nil
+}
+
+// queueBinding is one element of a management bindings list.
+type queueBinding struct {
+	Source          string `json:"source"`
+	Vhost           string `json:"vhost"`
+	Destination     string `json:"destination"`
+	DestinationType string `json:"destination_type"`
+}
+
+// queueBindings lists the bindings of a queue: GET /api/queues/{vhost}/{queue}/bindings, or for a
+// vhost or queue named "." or ".." (dotSegment) the bindings list filtered to it.
+func (b *Broker) queueBindings(ctx context.Context, vhost, queue string) ([]queueBinding, error) {
+	var bs []queueBinding
+	if !dotSegment(vhost) && !dotSegment(queue) {
+		err := b.getJSON(ctx, "queues/"+url.PathEscape(vhost)+"/"+url.PathEscape(queue)+"/bindings", nil, &bs)
+		return bs, err
+	}
+	p := "bindings"
+	if !dotSegment(vhost) {
+		p += "/" + url.PathEscape(vhost)
+	}
+	if err := b.getJSON(ctx, p, nil, &bs); err != nil {
+		return nil, err
+	}
+	out := bs[:0]
+	for _, bd := range bs {
+		if bd.Vhost == vhost && bd.Destination == queue && bd.DestinationType == "queue" {
+			out = append(out, bd)
+		}
 	}
 	return out, nil
 }
