@@ -263,7 +263,12 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 		}
 	}
 	for {
-		fs := r.cl.PollFetches(ctx)
+		// Each poll is bounded by the request timeout: kgo retries a broker that cuts or refuses
+		// fetches without surfacing an error, and an unbounded poll would leave the job running
+		// with no progress and no reason; this way it pauses, says why, and can be cancelled.
+		pctx, cancel := r.c.bound(ctx)
+		fs := r.cl.PollFetches(pctx)
+		cancel()
 		if err := fetchErr(fs); err != nil {
 			r.Close()
 			if errors.Is(err, kerr.OffsetOutOfRange) {

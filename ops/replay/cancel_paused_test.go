@@ -1,0 +1,72 @@
+package replay_test
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/kfaketest"
+	"github.com/redrive/redrive/ops/replay"
+)
+
+// A job paused because its broker stopped answering, then cancelled, ends holding
+// nothing: its claims are released (failed: it may have published them), so the next plan of the
+// same records publishes them again instead of calling them replayed — and, once the broker
+// answers again, that job does publish them, once.
+func TestCancelWhilePausedReleasesItsClaims(t *testing.T) {
+	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
+	w := newWorldOn(t, broker.ListenAddrs()[0])
+	for _, id := range []string{"m-1", "m-2", "m-3"} {
+		w.deadLetter(t, 0, id, "k"+id, "com.acme.StockException")
+	}
+	var down atomic.Bool
+	// While down, the broker cuts every fetch: the job cannot read the dead letters it claimed
+	// (a read bounded by the cluster's request timeout) and pauses.
+	broker.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		broker.KeepControl()
+		if down.Load() {
+			return nil, errors.New("the broker cuts fetches"), true
+		}
+		return nil, nil, false
+	})
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != 3 {
+		t.Fatalf("plan %v, %v; want 3 to publish", plan.Counts, err)
+	}
+	down.Store(true)
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJobState(t, e, job.ID, 2*time.Minute, "the job pauses", func(j replay.Job) bool { return j.Paused != "" })
+	if _, err := e.Cancel(ctx, job.ID, access.Actor{Name: "alice", Role: access.Operator}); err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if job.Status != replay.JobCancelled || job.Published != 0 || job.Failed != 3 {
+		t.Fatalf("job %s published %d failed %d; want cancelled with its 3 claims released as failed", job.Status, job.Published, job.Failed)
+	}
+	down.Store(false)
+	again, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
+	if err != nil || again.Counts[replay.Publish] != 3 {
+		t.Fatalf("second plan %v, %v; want the 3 to publish (before the fix: skip_already_replayed)", again.Counts, err)
+	}
+	job2, err := e.Start(ctx, replay.StartRequest{PlanID: again.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job2 = waitJob(t, e, job2.ID); job2.Status != replay.JobDone || job2.Published != 3 {
+		t.Fatalf("second job %s published %d; want done, 3", job2.Status, job2.Published)
+	}
+	if got := w.originals(t); len(got) != 3 {
+		t.Fatalf("%d records on the original topic, want 3", len(got))
+	}
+}
