@@ -289,9 +289,11 @@ func TestEachKindFiresOnceAndResolvesOnce(t *testing.T) {
 func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
 	p := problem(health.KindOutboxDead, "outbox", "orders")
 	st, hook, ev, cfg := toOneHook(t, p)
-	cfg.Rules[0].RepeatEvery = configs.Duration(700 * time.Millisecond)
+	// Long enough that the round after the reminder ends well inside the next repeat_every even
+	// on a loaded machine under -race (at 700 ms, a slow round once fired a second reminder).
+	cfg.Rules[0].RepeatEvery = configs.Duration(3 * time.Second)
 	n := newNotifier(t, st, ev, "r1", cfg)
-	// Rounds through most of repeat_every: it fires once and not again.
+	// Rounds through the first part of repeat_every: it fires once and not again.
 	waittest.Holds(t, 500*time.Millisecond, "one firing before repeat_every", func() bool {
 		round(t, n)
 		return hook.count(p.Key, "firing") == 1
@@ -320,7 +322,7 @@ func TestSilenceHoldsIt(t *testing.T) {
 	p := problem(health.KindKafkaGroup, "cluster", "main", "group", "billing")
 	other := problem(health.KindKafkaGroup, "cluster", "main", "group", "shipping")
 	if _, err := st.CreateSilence(context.Background(), alerts.Silence{Matchers: map[string]string{"group": "billing"},
-		EndsAt: time.Now().Add(600 * time.Millisecond), CreatedBy: "ann"}); err != nil {
+		EndsAt: time.Now().Add(3 * time.Second), CreatedBy: "ann"}); err != nil { // three rounds fit in it under -race
 		t.Fatal(err)
 	}
 	ev.set(p, other)
