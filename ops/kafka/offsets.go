@@ -105,11 +105,11 @@ func (c *Cluster) GroupTopicOffsets(ctx context.Context, group, topic string) (T
 }
 
 // OffsetsAfter returns, per partition of topic, the offset of the first record with a timestamp
-// at or after at; the end offset when there is none.
+// at or after at; the end offset when there is none. A time before 1970 finds the log start.
 func (c *Cluster) OffsetsAfter(ctx context.Context, topic string, at time.Time) (map[int32]int64, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	l, err := c.adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), topic)
+	l, err := c.adm.ListOffsetsAfterMilli(ctx, listMillis(at), topic)
 	if err != nil {
 		return nil, c.fail(fmt.Sprintf("offsets of %q at %s", topic, at.Format(time.RFC3339)), err)
 	}
@@ -125,6 +125,14 @@ func (c *Cluster) OffsetsAfter(ctx context.Context, topic string, at time.Time) 
 	}
 	return out, nil
 }
+
+// listMillis is t as the timestamp of a ListOffsets request. Kafka reads a negative one as a
+// query, not a time (-1 the end, -2 the start, -3 the newest timestamp), so a time before 1970
+// asked the wrong question: the newest record, or UNSUPPORTED_VERSION. No record is older than
+// 1970, so the first record at or after such a time is the log's first, which 0 finds. Every
+// time that becomes a Kafka timestamp goes through here; a caller for whom so early a time means
+// a typo refuses it before.
+func listMillis(t time.Time) int64 { return max(t.UnixMilli(), 0) }
 
 // DeadLetterTopicOf names the dead-letter topic configured for topic: the first existing topic
 // that a final (not retry) dead_letter_topics pattern gives with topic for its "*" (orders →

@@ -140,7 +140,7 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	case b.start >= b.end:
 		return page, nil
 	case q.At != nil:
-		listed, err := c.adm.ListOffsetsAfterMilli(ctx, q.At.UnixMilli(), q.Topic)
+		listed, err := c.adm.ListOffsetsAfterMilli(ctx, listMillis(*q.At), q.Topic)
 		if err != nil {
 			return Page{}, c.fail(op+": offset for time", err)
 		}

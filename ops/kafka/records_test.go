@@ -227,3 +227,32 @@ func TestRecordsEndsAtTransactionMarker(t *testing.T) {
 		t.Errorf("took %v: waited at the marker", d)
 	}
 }
+
+// A time before 1970 is a negative Kafka timestamp, which ListOffsets reads as a query (-1 the
+// newest record, -2 the oldest; others UNSUPPORTED_VERSION): 1969-12-31T23:59:59.999Z showed the
+// newest record and 1969-12-31 or 1900-01-01 were a 503. The first record at or after such a time
+// is the log's first.
+func TestRecordsAtBefore1970(t *testing.T) {
+	f := browseFixture(t)
+	ctx := ctxT(t)
+	for _, at := range []time.Time{
+		time.Date(1969, 12, 31, 23, 59, 59, 999e6, time.UTC), // -1: latest
+		time.Date(1969, 12, 31, 23, 59, 59, 998e6, time.UTC), // -2: earliest
+		time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
+		time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC),
+		{},
+	} {
+		p, err := f.c.Records(ctx, RecordQuery{Topic: "orders.DLT", Order: "oldest", At: &at, Limit: 2})
+		if err != nil || !eqOffsets(offsets(p), []int64{20, 21}) {
+			t.Errorf("oldest at %v: %v, %v; want [20 21]", at, offsets(p), err)
+		}
+		p, err = f.c.Records(ctx, RecordQuery{Topic: "orders.DLT", At: &at, Limit: 2})
+		if err != nil || !eqOffsets(offsets(p), []int64{20}) {
+			t.Errorf("newest at %v: %v, %v; want [20]", at, offsets(p), err)
+		}
+		after, err := f.c.OffsetsAfter(ctx, "orders.DLT", at)
+		if err != nil || after[0] != 20 || after[1] != 0 {
+			t.Errorf("offsets after %v: %v, %v; want the log starts 20 and 0", at, after, err)
+		}
+	}
+}

@@ -337,8 +337,15 @@ func checkTarget(t Target) (Target, error) {
 		}
 		return Target{Kind: t.Kind, Offset: t.Offset}, nil
 	case KindTimestamp:
-		if t.At == nil || t.At.IsZero() {
+		if t.At == nil {
 			return t, ops.Invalid("to.at", "required: an RFC 3339 time")
+		}
+		// Refused rather than read as the log start (as a browse or a trace reads it): no record
+		// is older than 1970, so moving a group's offsets to such a time is a typo in the year,
+		// and the move it would plan (to the start) is the earliest kind, said plainly.
+		if t.At.Before(time.Unix(0, 0)) {
+			return t, ops.Invalid("to.at", fmt.Sprintf("%s is before 1970, older than any Kafka record: check the year, or use kind earliest to move to the log start",
+				t.At.UTC().Format(time.RFC3339Nano)))
 		}
 		return Target{Kind: t.Kind, At: t.At}, nil
 	case KindEarliest, KindLatest:

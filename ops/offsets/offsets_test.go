@@ -175,6 +175,14 @@ func TestPlanKinds(t *testing.T) {
 				t.Errorf("%+v: err %v, want ErrInvalid", to, err)
 			}
 		}
+		// A time before 1970 was a negative Kafka timestamp: 1969-12-31T23:59:59.999Z is -1,
+		// which Kafka reads as "latest", and the plan skipped everything; 0001-01-01 was "required".
+		for _, at := range []time.Time{time.Date(1969, 12, 31, 23, 59, 59, 999e6, time.UTC), {}} {
+			_, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: offsets.Target{Kind: offsets.KindTimestamp, At: &at}})
+			if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "to.at: "+at.Format(time.RFC3339Nano)+" is before 1970") {
+				t.Errorf("at %v: %v, want to.at refused as before 1970", at, err)
+			}
+		}
 		_, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{7}, To: offsets.Target{Kind: offsets.KindLatest}})
 		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "0 to 2") {
 			t.Errorf("partition 7: %v", err)
