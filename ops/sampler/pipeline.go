@@ -142,23 +142,34 @@ func Pipelines(g lag.Group, dlts []kafka.DLTopic) []Pipeline {
 
 func verdict(p Pipeline) (string, bool) {
 	var mainLag int64
-	var waiting, arriving []string
+	var waiting, arriving, unread []string
 	for _, s := range p.Stages {
 		switch {
 		case s.Stage == StageMain:
 			mainLag += s.Lag
 		case s.Stage == StageRetry && s.Consumed && s.Lag > 0:
 			waiting = append(waiting, fmt.Sprintf("%s records wait in %s", ops.FormatNum(s.Lag), s.Topic))
+		case s.Stage == StageRetry && !s.Consumed && s.Records > 0:
+			// Whether they wait is not this group's lag to tell: say what is there and that the
+			// group does not read it, rather than "nothing waits".
+			unread = append(unread, fmt.Sprintf("%s (%s records)", s.Topic, ops.FormatNum(s.Records)))
 		case s.Stage == StageDLT && s.InflowPerSecond != nil && *s.InflowPerSecond > 0:
 			arriving = append(arriving, fmt.Sprintf("%s receives %.1f/s", s.Topic, *s.InflowPerSecond))
 		}
 	}
 	trouble := append(waiting, arriving...)
 	head := fmt.Sprintf("%s: the main topic's lag is %s", p.Base, ops.FormatNum(mainLag))
-	if len(trouble) == 0 {
-		return head + ", and nothing waits in its retry topics or arrives in its DLT.", false
+	tail := "."
+	if len(unread) > 0 {
+		tail = "; this group does not read the retry topic " + strings.Join(unread, ", ") + "."
 	}
-	return head + ", but " + strings.Join(trouble, ", ") + ".", true
+	switch {
+	case len(trouble) > 0:
+		return head + ", but " + strings.Join(trouble, ", ") + tail, true
+	case len(unread) > 0:
+		return head + ", and nothing arrives in its DLT" + tail, false
+	}
+	return head + ", and nothing waits in its retry topics or arrives in its DLT.", false
 }
 
 // naturalLess orders orders-retry-2 before orders-retry-10.

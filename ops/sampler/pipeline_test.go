@@ -60,6 +60,21 @@ func TestPipelines(t *testing.T) {
 	}
 }
 
+// A retry topic that holds records the group does not read is named, not covered by "nothing
+// waits in its retry topics" (the demo's orders.retry-1: 12 records, no reader in the group).
+func TestPipelineUnreadRetryTopic(t *testing.T) {
+	g := lag.Group{Group: kafka.Group{Name: "billing", Topics: []kafka.TopicLag{{Topic: "orders", Lag: 5}}}}
+	dlts := []kafka.DLTopic{{Topic: "orders.retry-1", Retry: true, Records: 12}, {Topic: "orders.DLT", Records: 240, InflowKnown: true}}
+	ps := Pipelines(g, dlts)
+	if len(ps) != 1 || ps[0].BackedUp {
+		t.Fatalf("pipelines %+v; want one, not backed up", ps)
+	}
+	want := "orders: the main topic's lag is 5, and nothing arrives in its DLT; this group does not read the retry topic orders.retry-1 (12 records)."
+	if ps[0].Verdict != want {
+		t.Errorf("verdict %q\nwant    %q", ps[0].Verdict, want)
+	}
+}
+
 // A DLT's inflow and a group's per-topic rates are sampled by the leader and reach another
 // replica through the stored snapshot.
 func TestPipelineRatesRoundTrip(t *testing.T) {
