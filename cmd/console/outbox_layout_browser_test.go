@@ -33,7 +33,7 @@ func TestBrowserOutboxLayoutNarrowWidths(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login")); err != nil {
 		t.Fatal(err)
 	}
-	browserSignIn(t, ctx, "ada", `[data-testid="topbar"]`) // the widest bar: a pill, the version, a user, Sign out
+	browserSignIn(t, ctx, "ada", `[data-testid="signed-in-user"]`) // the widest bar: a pill, the version, a user, Sign out
 	for _, width := range []int64{800, 1024, 1280, 1360, 1361, 1440} {
 		for _, page := range []string{"/", "/outboxes/orders", "/outboxes/orders?status=DEAD", "/kafka/main/topics/orders.DLT"} {
 			if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1000), chromedp.Navigate(base+page),
