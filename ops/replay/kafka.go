@@ -56,6 +56,12 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 	if src.Topic == "" {
 		return invalid("source.topic", "required")
 	}
+	// "records": [] (a client with nothing ticked) decodes to an empty list, absent to nil: only
+	// absent selects by partition, offsets and filter; an empty list read as absent replayed the
+	// whole topic.
+	if src.Records != nil && len(src.Records) == 0 {
+		return invalid("source.records", "empty — tick at least one record, or leave records out to select by offsets/filter")
+	}
 	parts, err := c.Partitions(ctx, src.Topic)
 	if err != nil {
 		return err
