@@ -256,7 +256,7 @@ func (h *Archive) APIRestore(c echo.Context) error {
 func restoreInput(c echo.Context, read func() (restoreRequest, error)) (int64, restoreRequest, error) {
 	id, err := strconv.ParseInt(pathParam(c, "id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, restoreRequest{}, fmt.Errorf("archived message %q: %w", pathParam(c, "id"), ops.ErrNotFound)
+		return 0, restoreRequest{}, ops.NotFound("archived message %q not found", pathParam(c, "id"))
 	}
 	req, err := read()
 	if err != nil {
@@ -307,7 +307,7 @@ func (h *Archive) restoreToDLQ(c echo.Context, actx context.Context, id int64) (
 	m, err := h.store.RestoreArchived(actx, id, ActorOf(c).Name, "dlq", func(m replay.Archived) error {
 		b, ok := h.brokers[m.Broker]
 		if !ok {
-			return fmt.Errorf("rabbitmq broker %q is not configured: %w", m.Broker, ops.ErrNotFound)
+			return ops.NotFound("rabbitmq broker %q is not configured", m.Broker)
 		}
 		props, err := rabbit.PropertiesFromMap(m.Properties)
 		if err != nil {

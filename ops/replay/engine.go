@@ -445,8 +445,8 @@ func (e *Engine) allowRedirect(src *Source) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: the destination %s is not one of replay.allowed_destinations; a replay goes back where each message came from unless the config allows a redirect there",
-		ops.ErrForbidden, redirectName(*d))
+	return ops.Forbidden("the destination %s is not one of replay.allowed_destinations; a replay goes back where each message came from unless the config allows a redirect there",
+		redirectName(*d))
 }
 
 // redirectName is a redirect's destination for people.

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/configs"
@@ -38,8 +39,13 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 		{replay.Destination{Kind: "rabbitmq", Exchange: "orders"}, ops.ErrInvalid},
 		{replay.Destination{Kind: "kafka", Topic: "bad topic!"}, ops.ErrInvalid},
 	} {
-		if _, err := e.Plan(ctx, "alice", src(tc.d), replay.Filter{}); !errors.Is(err, tc.want) {
+		_, err := e.Plan(ctx, "alice", src(tc.d), replay.Filter{})
+		if !errors.Is(err, tc.want) {
 			t.Errorf("redirect to %+v: %v, want %v", tc.d, err, tc.want)
+		}
+		// What a person reads names the destination and the rule, not an error kind.
+		if m := ops.Message(err); strings.HasPrefix(m, "forbidden") || strings.HasPrefix(m, "invalid input") {
+			t.Errorf("redirect to %+v: a person reads %q", tc.d, m)
 		}
 	}
 	plan, err := e.Plan(ctx, "alice", src(replay.Destination{Kind: "kafka", Topic: "orders.fixed"}), replay.Filter{})

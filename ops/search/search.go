@@ -232,8 +232,8 @@ func (e *CompileError) Is(target error) bool { return target == ops.ErrInvalid }
 
 // ErrCostLimit is an evaluation that spent more than CostLimit on one record; it is an
 // ops.ErrInvalid, since the expression has to change.
-var ErrCostLimit = fmt.Errorf("%w: filter: the expression exceeds the cost limit (%d) on a single message: "+
-	"simplify it (nested comprehensions over large lists are the usual cause)", ops.ErrInvalid, CostLimit)
+var ErrCostLimit error = &ops.Error{Kind: ops.ErrInvalid, Message: fmt.Sprintf("filter: the expression exceeds the cost limit (%d) on a single message: "+
+	"simplify it (nested comprehensions over large lists are the usual cause)", CostLimit)}
 
 // eval runs the filter over one activation. An expression that fails on a message (a missing map
 // key, a type mismatch) does not match it; evalErr says why, for a count and a sample. A cost

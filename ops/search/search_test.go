@@ -117,8 +117,8 @@ func TestCostLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.MatchKafka(context.Background(), kafka.Record{})
-	if !errors.Is(err, ErrCostLimit) || !errors.Is(err, ops.ErrInvalid) {
-		t.Fatalf("err = %v, want the cost limit", err)
+	if !errors.Is(err, ErrCostLimit) || !errors.Is(err, ops.ErrInvalid) || strings.HasPrefix(ops.Message(err), "invalid input") {
+		t.Fatalf("err = %v (a person reads %q), want the cost limit in words", err, ops.Message(err))
 	}
 }
 

@@ -93,7 +93,7 @@ func (s *Archive) ArchivedMessageByID(ctx context.Context, id int64) (replay.Arc
 	m, err := pgx.CollectExactlyOneRow(rows, scanArchived)
 	switch {
 	case err == pgx.ErrNoRows:
-		return m, fmt.Errorf("archived message %d: %w", id, ops.ErrNotFound)
+		return m, ops.NotFound("archived message %d not found", id)
 	case err != nil:
 		return m, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
 	}
@@ -113,12 +113,12 @@ func (s *Archive) RestoreArchived(ctx context.Context, id int64, actor, to strin
 			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
 		}
 		if m, err = pgx.CollectExactlyOneRow(rows, scanArchived); err == pgx.ErrNoRows {
-			return fmt.Errorf("archived message %d: %w", id, ops.ErrNotFound)
+			return ops.NotFound("archived message %d not found", id)
 		} else if err != nil {
 			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
 		}
 		if m.RestoredAt != nil {
-			return fmt.Errorf("%w: archived message %d was restored already, by %s at %s (to %s)", ops.ErrConflict, id,
+			return ops.Conflict("archived message %d was restored already, by %s at %s (to %s)", id,
 				m.RestoredBy, m.RestoredAt.UTC().Format(time.RFC3339), m.RestoredTo)
 		}
 		if err := publish(m); err != nil {
