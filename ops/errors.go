@@ -7,6 +7,7 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redrive/redrive/ops/access"
 )
@@ -121,7 +122,10 @@ const (
 //   - the Message of the first *Error in its chain (the outermost);
 //   - else the field and problem of a *FieldError;
 //   - else, for ErrNotFound, ErrInvalid, ErrConflict and ErrForbidden wrapped with fmt.Errorf
-//     around Redrive's own words, err's text;
+//     around Redrive's own words, those words: err's text from after the kind ("…: conflict: "),
+//     or before it when the kind ends the text ("…: not found"), so that neither the kind's own
+//     word nor the operation context an adapter wrapped around it ("rabbitmq main: browse
+//     //invoices: ") reaches a person;
 //   - else (ErrUnavailable without a message, anything unclassified) a fixed sentence: the cause
 //     of those is an outside system's or Go's text, which is for the log.
 func Message(err error) string {
@@ -133,11 +137,26 @@ func Message(err error) string {
 	if errors.As(err, &fe) {
 		return fe.Error()
 	}
-	switch {
-	case errors.Is(err, ErrUnavailable):
+	if errors.Is(err, ErrUnavailable) {
 		return unavailableMessage
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrInvalid), errors.Is(err, ErrConflict), errors.Is(err, ErrForbidden):
-		return err.Error()
+	}
+	for _, kind := range []error{ErrNotFound, ErrInvalid, ErrConflict, ErrForbidden} {
+		if errors.Is(err, kind) {
+			return ownWords(err.Error(), kind.Error())
+		}
 	}
 	return internalMessage
+}
+
+// ownWords is text without the kind word and what came before it: "browse //q: conflict: queue q
+// has a consumer" → "queue q has a consumer"; "replay job j is done: conflict" → "replay job j is
+// done". Text that is only the kind stays as it is.
+func ownWords(text, kind string) string {
+	if i := strings.Index(text, kind+": "); i >= 0 && i+len(kind)+2 < len(text) {
+		return text[i+len(kind)+2:]
+	}
+	if s, ok := strings.CutSuffix(text, ": "+kind); ok && s != "" {
+		return s
+	}
+	return text
 }

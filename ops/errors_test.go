@@ -25,7 +25,11 @@ func TestMessage(t *testing.T) {
 			ErrUnavailable, `the database of outbox "orders" did not answer`},
 		{"UnavailableBare", fmt.Errorf("save plan: %w: %w", ErrUnavailable, driver), ErrUnavailable, unavailableMessage},
 		{"Field", fmt.Errorf("plan: %w", Invalid("limit", "must be 1..500")), ErrInvalid, "limit: must be 1..500"},
-		{"OwnWords", fmt.Errorf("replay job %s is done: %w", "job_1", ErrConflict), ErrConflict, "replay job job_1 is done: conflict"},
+		{"OwnWords", fmt.Errorf("replay job %s is done: %w", "job_1", ErrConflict), ErrConflict, "replay job job_1 is done"},
+		{"KindFirst", fmt.Errorf("%w: queue %s cannot be read whole now", ErrConflict, "q"), ErrConflict, "queue q cannot be read whole now"},
+		{"KindInsideAnAdaptersContext", fmt.Errorf("rabbitmq main: browse //invoices: %w",
+			fmt.Errorf("%w: quorum queue %q has a delivery limit", ErrConflict, "invoices")), ErrConflict, `quorum queue "invoices" has a delivery limit`},
+		{"OnlyTheKind", ErrNotFound, ErrNotFound, "not found"},
 		{"Forbidden", Forbidden("%s started this replay", "alice"), ErrForbidden, "alice started this replay"},
 		{"Unclassified", fmt.Errorf("render: %w", driver), nil, internalMessage},
 	} {
