@@ -44,9 +44,8 @@ type Cluster struct {
 
 	stamps stampCache // time lag: timestamps of the records groups will consume next
 
-	prodOnce sync.Once // the replay producer, made on first use
-	prod     *kgo.Client
-	prodErr  error
+	prodMu sync.Mutex  // guards prod
+	prod   *kgo.Client // the replay producer, made on first use and again after one was dropped
 }
 
 // New builds the clients for cfg. It does not dial: a broker that is down makes the first call
@@ -146,8 +145,12 @@ func (c *Cluster) Name() string { return c.name }
 // Close releases the client's connections. Calls after Close fail.
 func (c *Cluster) Close() {
 	c.cl.Close()
-	if c.prod != nil {
-		c.prod.Close()
+	c.prodMu.Lock()
+	prod := c.prod
+	c.prod = nil
+	c.prodMu.Unlock()
+	if prod != nil {
+		prod.Close()
 	}
 }
 

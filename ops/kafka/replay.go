@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -127,21 +128,54 @@ func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
 	return hex.EncodeToString(d.ID[:]), nil
 }
 
-// producer is the cluster's idempotent producer, made on first use.
+// producer is the cluster's idempotent producer, made on first use and again after
+// dropProducer.
 func (c *Cluster) producer() (*kgo.Client, error) {
-	c.prodOnce.Do(func() {
-		opts := append([]kgo.Opt{}, c.base...)
-		// Idempotence is kgo's default, and requires acks=all: a retried batch is written once.
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(replayPartitioner()),
-			kgo.RecordDeliveryTimeout(2*c.timeout))
-		c.prod, c.prodErr = kgo.NewClient(opts...)
-	})
-	return c.prod, c.prodErr
+	c.prodMu.Lock()
+	defer c.prodMu.Unlock()
+	if c.prod != nil {
+		return c.prod, nil
+	}
+	opts := append([]kgo.Opt{}, c.base...)
+	// Idempotence is kgo's default, and requires acks=all: a retried batch is written once.
+	opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(replayPartitioner()),
+		kgo.RecordDeliveryTimeout(2*c.timeout))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.prod = cl
+	return cl, nil
 }
+
+// dropProducer closes cl, failing every record still buffered in it, and makes the next
+// Produce build a new producer (unless another call already did).
+func (c *Cluster) dropProducer(cl *kgo.Client) {
+	c.prodMu.Lock()
+	if c.prod == cl {
+		c.prod = nil
+	}
+	c.prodMu.Unlock()
+	cl.Close()
+}
+
+// ErrNotAcknowledged marks a Produce whose records the broker did not acknowledge in time, or
+// that was cancelled first: each of them may or may not be written. It wraps ops.ErrUnavailable.
+var ErrNotAcknowledged = errors.New("not acknowledged in time: each record may or may not be written")
+
+// produceWaitFactor times the request timeout is how long Produce waits for its acknowledgements.
+// The idempotent producer retries a retriable answer (NOT_ENOUGH_REPLICAS: acks=all with the ISR
+// below min.insync.replicas) for ever once a batch was sent, since failing it could reorder or
+// duplicate, and RecordDeliveryTimeout does not apply then.
+const produceWaitFactor = 3
 
 // Produce writes the records with acks=all through the idempotent producer and waits for every
 // acknowledgement. errs[i] is nil exactly when records[i] is acknowledged by the broker: only then
-// may a caller treat it as delivered.
+// may a caller treat it as delivered. When the acknowledgements do not all come within
+// produceWaitFactor request timeouts, or ctx ends first, what was written is unknown: every
+// errs[i] is then an ErrNotAcknowledged (an ops.ErrUnavailable), for the caller to retry the
+// whole call, and the producer is closed so that none of the records is written later behind the
+// caller's back.
 func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error) {
 	errs = make([]error, len(records))
 	cl, err := c.producer()
@@ -151,7 +185,11 @@ func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error
 		}
 		return errs
 	}
-	var wg sync.WaitGroup
+	var (
+		mu       sync.Mutex // guards errs against a callback after the wait gave up
+		returned bool
+		wg       sync.WaitGroup
+	)
 	wg.Add(len(records))
 	for i, o := range records {
 		r := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Partition: -1}
@@ -162,14 +200,49 @@ func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
 		}
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				errs[i] = c.fail("produce to "+o.Topic, err)
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && !returned {
+				errs[i] = c.produceErr(o.Topic, err)
 			}
-			wg.Done()
 		})
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	wait := time.NewTimer(produceWaitFactor * c.timeout)
+	defer wait.Stop()
+	select {
+	case <-done:
+		return errs
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	c.dropProducer(cl)
+	mu.Lock()
+	defer mu.Unlock()
+	returned = true
+	unknown := c.notAcknowledged(len(records))
+	for i := range errs {
+		errs[i] = unknown
+	}
 	return errs
+}
+
+// produceErr is a record's failure as a person reads it, once.
+func (c *Cluster) produceErr(topic string, err error) error {
+	// Another call dropped the producer, or kgo gave up retrying: a broker that could not take
+	// the record now, to be tried again as a whole, not a record that failed.
+	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) {
+		return c.notAcknowledged(1)
+	}
+	return c.fail("produce to "+topic, err)
+}
+
+func (c *Cluster) notAcknowledged(n int) error {
+	return ops.Unavailable(fmt.Errorf("kafka %s: produce %d record(s): %w", c.name, n, ErrNotAcknowledged),
+		"kafka cluster %q did not acknowledge the records within %s; whether they were written is unknown, so they are sent again when it answers",
+		c.name, produceWaitFactor*c.timeout)
 }
 
 // PartitionRange is one partition's offsets: records live in [Start, End).

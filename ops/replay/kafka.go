@@ -417,6 +417,13 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 		}
 	}
 	errs := r.k.Produce(ctx, out)
+	for _, err := range errs {
+		if errors.Is(err, kafka.ErrNotAcknowledged) {
+			// Whether the batch was written is unknown: the engine pauses the job, saying why, and
+			// sends the batch again once the cluster answers (at least once, as after a crash).
+			return moved{}, err
+		}
+	}
 	published := marks[:0]
 	for i, it := range order {
 		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished}

@@ -1,0 +1,66 @@
+package kafka
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
+)
+
+// cutProduce makes broker, while down is set, close the connection on every produce: a batch
+// sent and never answered, which the idempotent producer may not fail (it could be written), so
+// it retries it for ever. (ops/replay's test answers NOT_ENOUGH_REPLICAS instead.)
+func cutProduce(broker *kfake.Cluster, down *atomic.Bool) {
+	broker.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		broker.KeepControl()
+		if !down.Load() {
+			return nil, nil, false
+		}
+		return nil, errors.New("the broker cuts produce"), true
+	})
+}
+
+// A broker that never acknowledges a produce made Produce wait for ever (the idempotent producer
+// never fails a sent batch it may have written). It now gives up after a few request timeouts
+// with ErrNotAcknowledged, an ops.ErrUnavailable, for every record, and drops its producer: the
+// records it still held are not written once the broker recovers; the next call writes anew.
+func TestProduceGivesUpOnABrokerThatNeverAcknowledges(t *testing.T) {
+	f := newFake(t, func(c *configs.KafkaCluster) { c.RequestTimeout = configs.Duration(500 * time.Millisecond) })
+	f.topic(t, "orders", 1)
+	var down atomic.Bool
+	cutProduce(f.broker, &down)
+	ctx := ctxT(t)
+	down.Store(true)
+	started := time.Now()
+	errs := f.c.Produce(ctx, []Outgoing{{Topic: "orders", Value: []byte("a")}, {Topic: "orders", Value: []byte("b")}})
+	if took := time.Since(started); took > 3*time.Second {
+		t.Errorf("Produce took %v, want about 3 request timeouts (1.5 s)", took)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, ErrNotAcknowledged) || !errors.Is(err, ops.ErrUnavailable) {
+			t.Errorf("record %d: %v, want ErrNotAcknowledged", i, err)
+		}
+	}
+	if msg := ops.Message(errs[0]); msg != `kafka cluster "test" did not acknowledge the records within 1.5s; whether they were written is unknown, so they are sent again when it answers` {
+		t.Errorf("message %q", msg)
+	}
+	down.Store(false)
+	time.Sleep(time.Second) // the dropped producer's retries would land by now
+	if ends, err := f.c.EndOffsets(ctx, "orders"); err != nil || ends[0] != 0 {
+		t.Fatalf("end offsets %v, %v: the abandoned records were written after Produce gave up", ends, err)
+	}
+	for i, err := range f.c.Produce(ctx, []Outgoing{{Topic: "orders", Value: []byte("c")}}) {
+		if err != nil {
+			t.Fatalf("record %d after recovery: %v", i, err)
+		}
+	}
+	if ends, err := f.c.EndOffsets(ctx, "orders"); err != nil || ends[0] != 1 {
+		t.Fatalf("end offsets %v, %v; want the one record written after recovery", ends, err)
+	}
+}
