@@ -164,20 +164,38 @@ func (c *Cluster) DeadLetterTopicOf(ctx context.Context, topic string) (string, 
 
 // PartitionCount is the number of partitions of topic; an unknown topic is ops.ErrNotFound.
 func (c *Cluster) PartitionCount(ctx context.Context, topic string) (int, error) {
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
-	topics, err := c.adm.ListTopics(ctx, topic)
+	counts, err := c.PartitionCounts(ctx, topic)
 	if err != nil {
-		return 0, c.fail("list topics", err)
+		return 0, err
 	}
-	d, ok := topics[topic]
-	if !ok || d.Err != nil {
-		if ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			return 0, c.fail(fmt.Sprintf("topic %q", topic), d.Err)
-		}
+	n, ok := counts[topic]
+	if !ok {
 		return 0, c.fail(fmt.Sprintf("topic %q", topic), ops.ErrNotFound)
 	}
-	return len(d.Partitions), nil
+	return n, nil
+}
+
+// PartitionCounts is the number of partitions of each of topics that exists, from one metadata
+// request; a topic that does not exist is left out.
+func (c *Cluster) PartitionCounts(ctx context.Context, topics ...string) (map[string]int, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	details, err := c.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, c.fail("list topics", err)
+	}
+	out := make(map[string]int, len(topics))
+	for _, t := range topics {
+		d, ok := details[t]
+		switch {
+		case !ok, errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		case d.Err != nil:
+			return nil, c.fail(fmt.Sprintf("topic %q", t), d.Err)
+		default:
+			out[t] = len(d.Partitions)
+		}
+	}
+	return out, nil
 }
 
 // EndOffsets lists each partition's end offset of topic.

@@ -236,6 +236,10 @@ func (c *Cluster) produceErr(topic string, err error) error {
 	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) {
 		return c.notAcknowledged(1)
 	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) { // said once, not as c.fail's message and its cause
+		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("topic %s does not exist", topic),
+			Err: fmt.Errorf("kafka %s: produce to %s: %w", c.name, topic, err)}
+	}
 	return c.fail("produce to "+topic, err)
 }
 

@@ -45,6 +45,17 @@ type kafkaPlan struct {
 	topicID string
 	dests   *destPartitions
 	cel     *search.Filter // f.CEL compiled; nil when unset
+	// pending are the items read but not yet emitted: their destination topics are looked up
+	// together, in one metadata request per planChunk items.
+	pending []pendingItem
+}
+
+// pendingItem is an item whose destination waits for its topic's partition count.
+type pendingItem struct {
+	it         Item
+	header     *int32 // the partition the dead-letter headers name
+	key        []byte
+	redirected bool
 }
 
 // plan reads the selected range (or records) of a dead-letter topic and emits each record as an item.
@@ -82,8 +93,19 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 	cel = cel.WithResolutions(triage.StateLookup(ctx, k.e.o.Store, src.Cluster, src.Topic))
 	p := &kafkaPlan{e: k.e, k: c, src: *src, f: f, topicID: id, dests: newDestPartitions(c), cel: cel}
 	if len(src.Records) > 0 {
-		return p.records(ctx, parts, emit)
+		err = p.records(ctx, parts, emit)
+	} else {
+		err = p.ranges(ctx, parts, emit)
 	}
+	if err != nil {
+		return err
+	}
+	return p.flush(ctx, emit)
+}
+
+// ranges reads the selected partition (or every one) over the selected offsets.
+func (p *kafkaPlan) ranges(ctx context.Context, parts []kafka.PartitionRange, emit func(Item) error) error {
+	src := &p.src
 	for _, pr := range parts {
 		if src.Partition != nil && pr.Partition != *src.Partition {
 			continue
@@ -95,7 +117,7 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 		if src.ToOffset != nil && *src.ToOffset < to {
 			to = *src.ToOffset + 1 // to_offset is inclusive; compared first so that MaxInt64 cannot overflow
 		}
-		err := c.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error { return p.emit(ctx, r, emit) })
+		err := p.k.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error { return p.emit(ctx, r, emit) })
 		if err != nil {
 			return err
 		}
@@ -173,17 +195,57 @@ func hasPartition(parts []kafka.PartitionRange, p int32) bool {
 	return false
 }
 
-// emit hands on the record's item, unless the filter excludes it.
+// emit hands on the record's item, unless the filter excludes it, once planChunk items wait
+// for their destinations.
 func (p *kafkaPlan) emit(ctx context.Context, r kafka.Record, emit func(Item) error) error {
 	it, ok, err := p.item(ctx, r)
 	if err != nil || !ok {
 		return err
 	}
-	return emit(it)
+	if p.pending = append(p.pending, it); len(p.pending) < planChunk {
+		return nil
+	}
+	return p.flush(ctx, emit)
 }
 
-// item resolves one record; false when the filter excludes it.
-func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error) {
+// flush looks up the destination topics of the pending items not known yet, in one request,
+// and emits the items in the order they were read. An item whose topic does not exist is
+// skipped as unresolvable, saying so: produced, it failed in the job with the driver's text.
+func (p *kafkaPlan) flush(ctx context.Context, emit func(Item) error) error {
+	topics := make([]string, 0, len(p.pending))
+	for _, pi := range p.pending {
+		if pi.it.Destination.Kind != "" {
+			topics = append(topics, pi.it.Destination.Topic)
+		}
+	}
+	if err := p.dests.lookup(ctx, topics); err != nil {
+		return err
+	}
+	for _, pi := range p.pending {
+		it := pi.it
+		if topic := it.Destination.Topic; it.Destination.Kind != "" {
+			dest, ok := p.dests.resolve(topic, pi.header, pi.key)
+			switch {
+			case ok:
+				dest.Cluster = p.src.Cluster
+				it.Destination = dest
+			case pi.redirected:
+				it.Destination, it.Note = Destination{}, fmt.Sprintf("destination topic %s does not exist", topic)
+			default:
+				it.Destination, it.Note = Destination{}, fmt.Sprintf("original topic %s does not exist", topic)
+			}
+		}
+		if err := emit(it); err != nil {
+			return err
+		}
+	}
+	p.pending = p.pending[:0]
+	return nil
+}
+
+// item reads one record into an item whose destination (when it has one) is still to be
+// resolved; false when the filter excludes it.
+func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool, error) {
 	dl, f := r.DeadLetter, p.f
 	var exception, original, group, msgID string
 	if dl != nil {
@@ -191,17 +253,17 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 	}
 	if !ops.InErrorGroup(exception, f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
 		!f.matchIDs(msgID) || !f.matchTime(r.Timestamp) {
-		return Item{}, false, nil
+		return pendingItem{}, false, nil
 	}
 	if p.cel != nil {
 		if ok, err := p.cel.MatchKafka(ctx, r); err != nil || !ok {
-			return Item{}, false, err
+			return pendingItem{}, false, err
 		}
 	}
 	if ed := p.src.Edit; ed != nil {
 		diff, err := editDiff(r, ed)
 		if err != nil {
-			return Item{}, false, err
+			return pendingItem{}, false, err
 		}
 		if ed.FreshID != "" {
 			diff.MessageID = &[2]string{escapeBytes(msgID), ed.FreshID}
@@ -217,39 +279,41 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (Item, bool, error
 	}
 	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
 		ErrorGroup: ops.ErrorGroupKey(exception), Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
+	pi := pendingItem{key: r.Key, redirected: redirect != nil}
 	switch {
 	case original == "":
 	case !validTopic(original):
 		it.Note = fmt.Sprintf("its original topic %q (from the dead-letter headers) is not a valid Kafka topic name", escapeBytes(original))
 	default:
-		var header *int32
 		if dl != nil {
-			header = dl.OriginalPartition
+			pi.header = dl.OriginalPartition
 		}
-		dest, err := p.dests.resolve(ctx, original, header, r.Key)
-		if err != nil {
-			return Item{}, false, err
-		}
-		dest.Cluster = p.src.Cluster
-		it.Destination = dest
+		it.Destination = Destination{Kind: "kafka", Topic: original} // the partition when flushed
 	}
 	it.Consumer = p.e.consumerForGroup(p.src.Cluster, group)
 	if it.Consumer == "" && original != "" {
 		it.Consumer = p.e.consumerForTopic(p.src.Cluster, original)
 	}
-	return it, true, nil
+	pi.it = it
+	return pi, true, nil
 }
 
 // destPartitions decides the partition a record goes back to: the one its dead-letter headers
 // name when the original topic still has it, else the one its key hashes to. Each topic's
-// partition count is asked once.
+// partition count (or that it does not exist) is asked once.
 type destPartitions struct {
 	k      KafkaCluster
-	counts map[string]int
+	counts map[string]int // -1: the topic does not exist
 }
 
 func newDestPartitions(k KafkaCluster) *destPartitions {
 	return &destPartitions{k: k, counts: map[string]int{}}
+}
+
+// topicCounter asks many topics' partition counts in one metadata request (*kafka.Cluster does);
+// a topic that does not exist is left out.
+type topicCounter interface {
+	PartitionCounts(ctx context.Context, topics ...string) (map[string]int, error)
 }
 
 // Partition sources.
@@ -258,27 +322,60 @@ const (
 	PartitionFromKey    = "key"    // the key's hash (no header, or the partition is gone); -1 for a nil key: any
 )
 
-func (d *destPartitions) resolve(ctx context.Context, topic string, header *int32, key []byte) (Destination, error) {
-	n, ok := d.counts[topic]
-	if !ok {
-		parts, err := d.k.Partitions(ctx, topic)
+// lookup asks the partition counts of the topics not asked yet: in one request when the cluster
+// can, else one topic at a time.
+func (d *destPartitions) lookup(ctx context.Context, topics []string) error {
+	var ask []string
+	asked := map[string]bool{}
+	for _, t := range topics {
+		if _, ok := d.counts[t]; !ok && !asked[t] {
+			ask, asked[t] = append(ask, t), true
+		}
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	if tc, ok := d.k.(topicCounter); ok {
+		counts, err := tc.PartitionCounts(ctx, ask...)
+		if err != nil {
+			return err
+		}
+		for _, t := range ask {
+			if n, ok := counts[t]; ok {
+				d.counts[t] = n
+			} else {
+				d.counts[t] = -1
+			}
+		}
+		return nil
+	}
+	for _, t := range ask {
+		parts, err := d.k.Partitions(ctx, t)
 		switch {
 		case errors.Is(err, ops.ErrNotFound):
-			n = 0 // the original topic is gone: producing will say so per record
+			d.counts[t] = -1
 		case err != nil:
-			return Destination{}, err
+			return err
 		default:
-			n = len(parts)
+			d.counts[t] = len(parts)
 		}
-		d.counts[topic] = n
+	}
+	return nil
+}
+
+// resolve is where a record of a looked-up topic goes; false when the topic does not exist.
+func (d *destPartitions) resolve(topic string, header *int32, key []byte) (Destination, bool) {
+	n, ok := d.counts[topic]
+	if !ok || n < 0 {
+		return Destination{}, false
 	}
 	dest := Destination{Kind: "kafka", Topic: topic}
 	if header != nil && *header >= 0 && int(*header) < n {
 		dest.Partition, dest.PartitionSource = *header, PartitionFromHeader
-		return dest, nil
+		return dest, true
 	}
 	dest.Partition, dest.PartitionSource = kafka.KeyPartition(topic, key, n), PartitionFromKey
-	return dest, nil
+	return dest, true
 }
 
 // replayCount is Redrive's own counter on a record (the last occurrence wins).
@@ -386,9 +483,14 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 			if it.Destination.PartitionSource == PartitionFromHeader {
 				header = &it.Destination.Partition
 			}
-			dest, err := r.dests.resolve(ctx, it.Destination.Topic, header, rec.Key)
-			if err != nil {
+			if err := r.dests.lookup(ctx, []string{it.Destination.Topic}); err != nil {
 				return err
+			}
+			dest, ok := r.dests.resolve(it.Destination.Topic, header, rec.Key)
+			if !ok { // deleted since the plan was made: producing would fail with the driver's words
+				settled = append(settled, LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+					Outcome: LedgerFailed, Detail: fmt.Sprintf("topic %s does not exist", it.Destination.Topic)})
+				return nil
 			}
 			o := kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
 				Headers: r.e.headers.kafka(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
@@ -430,8 +532,9 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 		if resumed[it.Seq] {
 			o.Detail = "resumed after an interruption: may be a duplicate the consumer's inbox absorbs"
 		}
-		if errs[i] != nil {
-			o.Outcome, o.Detail = LedgerFailed, errs[i].Error()
+		if errs[i] != nil { // in words for a person: the log has the driver's
+			o.Outcome, o.Detail = LedgerFailed, ops.Message(errs[i])
+			r.e.o.Logger.Warn("replay: produce failed", "job", job.ID, "locator", it.Locator, "err", errs[i])
 		} else {
 			published = append(published, marks[i])
 		}
