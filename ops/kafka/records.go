@@ -148,7 +148,17 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 		if !ok || lo.Err != nil {
 			return Page{}, c.fail(op+": offset for time", errOr(lo.Err, "partition missing from the listing"))
 		}
-		anchor = min(max(lo.Offset, b.start), b.end-1)
+		// The first record at or after At; none (Kafka answers the end, or -1) anchors the page
+		// past the end: "oldest" from there is empty, with the page before it as Prev, and
+		// "newest" from there is the newest page. Clamped to end−1, an oldest page showed a
+		// record from before At.
+		anchor = max(lo.Offset, b.start)
+		if lo.Offset < 0 || lo.Offset >= b.end {
+			anchor = b.end
+		}
+		if q.Order == "newest" {
+			anchor = min(anchor, b.end-1)
+		}
 	case q.Order == "newest":
 		anchor = b.end - 1
 	default:

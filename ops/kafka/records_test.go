@@ -96,6 +96,11 @@ func TestRecordsPaging(t *testing.T) {
 		{name: "AtTimeNewest", q: RecordQuery{At: new(recBase.Add(50500 * time.Millisecond)), Limit: 3}, want: []int64{51, 50, 49}, next: 48, prev: 54},
 		{name: "AtTimeAfterAll", q: RecordQuery{At: new(recBase.Add(time.Hour)), Limit: 2}, want: []int64{119, 118}, next: 117, prev: -1},
 		{name: "AtTimeBeforeAll", q: RecordQuery{Order: "oldest", At: new(recBase.Add(-time.Hour)), Limit: 2}, want: []int64{20, 21}, next: 22, prev: -1},
+		// Nothing is at or after the time: the oldest page from there is empty, the page before
+		// it one click away (it was the last record, from before the time).
+		{name: "AtTimeAfterAllOldest", q: RecordQuery{Order: "oldest", At: new(recBase.Add(time.Hour)), Limit: 2}, want: []int64{}, next: -1, prev: 118},
+		{name: "AtTimeAfterLastOldest", q: RecordQuery{Order: "oldest", At: new(recBase.Add(119*time.Second + time.Millisecond)), Limit: 3}, want: []int64{}, next: -1, prev: 117},
+		{name: "AtLastRecordOldest", q: RecordQuery{Order: "oldest", At: new(recBase.Add(119 * time.Second)), Limit: 3}, want: []int64{119}, next: -1, prev: 116},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.q.Topic = "orders.DLT"
