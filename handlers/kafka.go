@@ -319,6 +319,19 @@ func parseCursorText(raw string, floor int64) (map[int32]int64, bool) {
 
 func allPartitions(c echo.Context) bool { return c.QueryParam("partition") == "all" }
 
+// optionalTime reads an optional time parameter (as queryTime) by its presence: nil when it is
+// absent or blank, so that 0001-01-01, the zero time.Time, is a time like any other.
+func optionalTime(c echo.Context, name string, now time.Time) (*time.Time, error) {
+	if strings.TrimSpace(c.QueryParam(name)) == "" {
+		return nil, nil
+	}
+	t, err := queryTime(c, name, now)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // parseRecordQuery reads partition, offset, at, limit and order.
 func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 	q := kafka.RecordQuery{Topic: pathParam(c, "topic"), Order: "newest"}
@@ -336,13 +349,13 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 		}
 		q.Offset = &off
 	}
-	if at, err := queryTime(c, "at", time.Now()); err != nil {
+	if at, err := optionalTime(c, "at", time.Now()); err != nil {
 		return q, ops.Invalid("at", "must be RFC 3339 (2026-11-30T06:00:00Z), a date, or an age like 15m")
-	} else if !at.IsZero() {
+	} else if at != nil {
 		if q.Offset != nil {
 			return q, ops.Invalid("at", "give offset or at, not both")
 		}
-		q.At = &at
+		q.At = at
 	}
 	limit, err := queryInt(c, "limit", kafka.DefaultLimit, 1, kafka.MaxLimit)
 	if err != nil {

@@ -51,10 +51,10 @@ func (h *Trace) parseTraceQuery(c echo.Context) (trace.Query, error) {
 	q := trace.Query{MessageID: c.QueryParam("message_id"), EventID: c.QueryParam("event_id"),
 		AggregateID: c.QueryParam("aggregate_id"), TraceID: c.QueryParam("trace_id"), Any: c.QueryParam("q")}
 	var err error
-	if q.Since, err = queryTime(c, "since", time.Now()); err != nil {
+	if q.Since, err = optionalTime(c, "since", time.Now()); err != nil {
 		return q, err
 	}
-	if q.Until, err = queryTime(c, "until", time.Now()); err != nil {
+	if q.Until, err = optionalTime(c, "until", time.Now()); err != nil {
 		return q, err
 	}
 	if err := q.Validate(); err != nil {

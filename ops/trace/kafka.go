@@ -41,6 +41,19 @@ type hints struct {
 	dead     window   // of the retried and dead-lettered copies: not before the original
 }
 
+// windowTime is a time of the query as a window's bound, whose zero is "unbounded": a time
+// before 1970 is the epoch, as early as a Kafka record can be (and where OffsetsAfter reads
+// the log start), so 0001-01-01 is a bound, not no bound.
+func windowTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	if epoch := time.Unix(0, 0); t.Before(epoch) {
+		return epoch
+	}
+	return *t
+}
+
 func (r *run) hints() hints {
 	var h hints
 	if r.q.AggregateID != "" {
@@ -52,8 +65,8 @@ func (r *run) hints() hints {
 		}
 	}
 	switch {
-	case !r.q.Since.IsZero() || !r.q.Until.IsZero():
-		h.original = window{from: r.q.Since, to: r.q.Until, why: "the asked time window"}
+	case r.q.Since != nil || r.q.Until != nil:
+		h.original = window{from: windowTime(r.q.Since), to: windowTime(r.q.Until), why: "the asked time window"}
 		h.dead = h.original
 	case len(r.events) > 0:
 		var from, to time.Time

@@ -200,9 +200,9 @@ func (r *run) audit(ctx context.Context, ids []string) {
 		return
 	}
 	const source = "audit log"
-	since := r.q.Since
-	if since.IsZero() {
-		since = time.Now().Add(-AuditWindow)
+	since := time.Now().Add(-AuditWindow)
+	if r.q.Since != nil {
+		since = *r.q.Since
 	}
 	needles := append([]string{}, ids...)
 	if r.q.AggregateID != "" {

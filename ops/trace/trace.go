@@ -138,8 +138,9 @@ func New(o Options) *Tracer {
 	return &Tracer{o: o}
 }
 
-// Query is what to trace: at least one of the ids. Since and Until (zero: unbounded) narrow the
-// Kafka records read to that time window and the audit entries to those since Since.
+// Query is what to trace: at least one of the ids. Since and Until (nil: unbounded) narrow the
+// Kafka records read to that time window and the audit entries to those since Since. A time is
+// given or not, whatever its value: 0001-01-01 is a time (before any record), not "unbounded".
 type Query struct {
 	MessageID   string
 	EventID     string
@@ -149,8 +150,8 @@ type Query struct {
 	// event_id is traced as a message, an aggregate_id as the aggregate, anything else as a
 	// message id and a trace id at once.
 	Any   string
-	Since time.Time
-	Until time.Time
+	Since *time.Time
+	Until *time.Time
 
 	// KafkaView and RabbitView, when set, are what the reader may see of a record or a message
 	// (content masked): steps are described from them, while matching reads the original.
@@ -173,7 +174,7 @@ func (q Query) Validate() error {
 			return ops.Invalid(name, fmt.Sprintf("must be at most %d bytes", MaxIDBytes))
 		}
 	}
-	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+	if q.Since != nil && q.Until != nil && q.Until.Before(*q.Since) {
 		return ops.Invalid("until", "must not be before since")
 	}
 	return nil

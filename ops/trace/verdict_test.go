@@ -61,7 +61,7 @@ func TestQueryValidate(t *testing.T) {
 		{Query{}, "give a message_id"},
 		{Query{MessageID: "  "}, "give a message_id"},
 		{Query{AggregateID: strings.Repeat("x", MaxIDBytes+1)}, "aggregate_id: must be at most 512 bytes"},
-		{Query{TraceID: "t", Since: time.Now(), Until: time.Now().Add(-time.Hour)}, "until: must not be before since"},
+		{Query{TraceID: "t", Since: new(time.Now()), Until: new(time.Now().Add(-time.Hour))}, "until: must not be before since"},
 	} {
 		err := tc.q.Validate()
 		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {

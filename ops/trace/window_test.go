@@ -1,0 +1,33 @@
+package trace
+
+import (
+	"testing"
+	"time"
+)
+
+// A time the query gives is a bound whatever its value: since=0001-01-01 (time.Time's zero) was
+// read as no since, so the trace chose its own window and searched the audit log only
+// AuditWindow back. Before 1970 it is the epoch, where Kafka's log starts.
+func TestQueryTimesArePresentWhateverTheirValue(t *testing.T) {
+	epoch := time.Unix(0, 0)
+	for _, tc := range []struct {
+		name     string
+		q        Query
+		from, to time.Time
+	}{
+		{"SinceYearOne", Query{MessageID: "m", Since: new(time.Time{})}, epoch, time.Time{}},
+		{"UntilYearOne", Query{MessageID: "m", Until: new(time.Time{})}, time.Time{}, epoch},
+		{"Since1969", Query{MessageID: "m", Since: new(time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC))}, epoch, time.Time{}},
+		{"Since2026", Query{MessageID: "m", Since: new(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))}, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := (&run{q: tc.q}).hints()
+			if h.original.why != "the asked time window" || !h.original.from.Equal(tc.from) || !h.original.to.Equal(tc.to) {
+				t.Errorf("window %+v, want the asked one from %v to %v", h.original, tc.from, tc.to)
+			}
+		})
+	}
+	if h := (&run{q: Query{MessageID: "m"}}).hints(); h.original.why == "the asked time window" {
+		t.Errorf("no since nor until: window %+v, want none asked", h.original)
+	}
+}
