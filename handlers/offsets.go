@@ -51,8 +51,29 @@ func (h *Offsets) ready() error {
 type offsetPlanRequest struct {
 	Topic         string          `json:"topic"`
 	Partitions    json.RawMessage `json:"partitions"` // [0, 2] or "all"; absent means all
-	To            offsets.Target  `json:"to"`
+	To            targetIn        `json:"to"`
 	CopySkippedTo *string         `json:"copy_skipped_to"`
+}
+
+// targetIn is offsets.Target as a body gives it: the time as text, so that a bad one is a 400
+// naming to.at and the forms it takes, not "body: could not be read as JSON".
+type targetIn struct {
+	Kind   string  `json:"kind"`
+	By     int64   `json:"by"`
+	Offset *int64  `json:"offset"`
+	At     *string `json:"at"`
+}
+
+func (t targetIn) target(now time.Time) (offsets.Target, error) {
+	out := offsets.Target{Kind: t.Kind, By: t.By, Offset: t.Offset}
+	if t.At != nil && *t.At != "" { // "" or null: none, which to.at's check calls required
+		at, err := bodyTime("to.at", *t.At, now)
+		if err != nil {
+			return out, err
+		}
+		out.At = &at
+	}
+	return out, nil
 }
 
 func (r offsetPlanRequest) partitions() ([]int32, error) {
@@ -124,8 +145,12 @@ func (h *Offsets) APIPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	to, err := req.To.target(time.Now())
+	if err != nil {
+		return err
+	}
 	p, err := h.mover.Plan(c.Request().Context(), offsets.PlanRequest{Cluster: pathParam(c, "cluster"), Group: pathParam(c, "group"),
-		Topic: req.Topic, Partitions: parts, To: req.To, CopySkippedTo: req.CopySkippedTo, Actor: ActorOf(c).Name})
+		Topic: req.Topic, Partitions: parts, To: to, CopySkippedTo: req.CopySkippedTo, Actor: ActorOf(c).Name})
 	if err != nil {
 		return err
 	}

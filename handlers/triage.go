@@ -106,11 +106,38 @@ type errorGroupRefJSON struct {
 // resolveFilterIn is a filter as a replay plan gives one: a CEL expression (ops/search) and the
 // exact fields beside it.
 type resolveFilterIn struct {
-	CEL           string    `json:"cel"`
-	ExceptionType string    `json:"exception_type"`
-	OriginalTopic string    `json:"original_topic"`
-	Since         time.Time `json:"since"`
-	Until         time.Time `json:"until"`
+	CEL           string `json:"cel"`
+	ExceptionType string `json:"exception_type"`
+	OriginalTopic string `json:"original_topic"`
+	Since         string `json:"since"` // as a replay plan's: RFC 3339, a date, or an age like 6h
+	Until         string `json:"until"`
+}
+
+// filter is the selection f gives, its times read as of now.
+func (f resolveFilterIn) filter(now time.Time) (*triage.Filter, error) {
+	tf := &triage.Filter{CEL: f.CEL, ExceptionType: f.ExceptionType, OriginalTopic: f.OriginalTopic}
+	var err error
+	if tf.Since, err = bodyTime("filter.since", f.Since, now); err != nil {
+		return nil, err
+	}
+	if tf.Until, err = bodyTime("filter.until", f.Until, now); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// bodyTime reads a time a JSON body gives as text: RFC 3339, a date, or an age like 6h (that
+// long before now), as a replay plan's filter does; "" is none (the zero time). A bad one names
+// field: decoded as a time.Time, it was "body: could not be read as JSON".
+func bodyTime(field, raw string, now time.Time) (time.Time, error) {
+	if raw == "" {
+		return time.Time{}, nil
+	}
+	t, ok := parseTime(strings.TrimSpace(raw), now)
+	if !ok {
+		return time.Time{}, ops.Invalid(field, "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30), or an age like 6h")
+	}
+	return t, nil
 }
 
 // APIResolve: POST /api/v1/kafka/:cluster/topics/:topic/resolutions — {"records":[{partition,
@@ -181,7 +208,10 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		if err != nil {
 			return triage.Result{}, err
 		}
-		tf := &triage.Filter{CEL: f.CEL, ExceptionType: f.ExceptionType, OriginalTopic: f.OriginalTopic, Since: f.Since, Until: f.Until}
+		tf, err := f.filter(time.Now())
+		if err != nil {
+			return triage.Result{}, err
+		}
 		if red != nil {
 			tf.View = func(rec kafka.Record) kafka.Record { v, _ := red.Record(rec); return v }
 		}

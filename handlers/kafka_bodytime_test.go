@@ -1,0 +1,79 @@
+package handlers
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+)
+
+// bodyContext is a POST of body as JSON.
+func bodyContext(body string) echo.Context {
+	req := httptest.NewRequest("POST", "/", strings.NewReader(body))
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	return echo.New().NewContext(req, httptest.NewRecorder())
+}
+
+// Valid JSON with a time that does not parse was "body: could not be read as JSON": a
+// resolution's filter.since and an offsets plan's to.at now name the field and the forms.
+func TestBodyTimesNameTheirField(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	forms := "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30), or an age like 6h"
+	resolution := func(body string) error {
+		var req resolutionRequest
+		if err := decodeJSON(bodyContext(body), &req); err != nil {
+			return err
+		}
+		_, err := req.Filter.filter(now)
+		return err
+	}
+	plan := func(body string) error {
+		var req offsetPlanRequest
+		if err := decodeJSON(bodyContext(body), &req); err != nil {
+			return err
+		}
+		_, err := req.To.target(now)
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"ResolutionSince", resolution(`{"filter":{"since":"yesterday"},"state":"resolved","reason":"r"}`), "filter.since: " + forms},
+		{"ResolutionUntil", resolution(`{"filter":{"until":"soon"},"state":"resolved","reason":"r"}`), "filter.until: " + forms},
+		{"PlanAt", plan(`{"topic":"orders","to":{"kind":"timestamp","at":"x"}}`), "to.at: " + forms},
+	} {
+		if !errors.Is(tc.err, ops.ErrInvalid) || tc.err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, tc.err, tc.want)
+		}
+	}
+	var req resolutionRequest
+	if err := decodeJSON(bodyContext(`{"filter":{"since":"6h","until":"2026-11-30T11:00:00Z"}}`), &req); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := req.Filter.filter(now); err != nil || !f.Since.Equal(now.Add(-6*time.Hour)) || !f.Until.Equal(now.Add(-time.Hour)) {
+		t.Errorf("since 6h until 11:00: %+v, %v", f, err)
+	}
+	var p offsetPlanRequest
+	if err := decodeJSON(bodyContext(`{"topic":"orders","to":{"kind":"timestamp","at":"2026-11-30T06:00:00Z"}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if to, err := p.To.target(now); err != nil || to.At == nil || !to.At.Equal(now.Add(-6*time.Hour)) || to.Kind != "timestamp" {
+		t.Errorf("to.at 06:00: %+v, %v", to, err)
+	}
+	for _, body := range []string{`{"to":{"kind":"timestamp","at":""}}`, `{"to":{"kind":"timestamp","at":null}}`, `{"to":{"kind":"timestamp"}}`} {
+		var p offsetPlanRequest
+		if err := decodeJSON(bodyContext(body), &p); err != nil {
+			t.Fatal(err)
+		}
+		if to, err := p.To.target(now); err != nil || to.At != nil {
+			t.Errorf("%s: at %v, %v; want none (to.at: required, from the plan)", body, to.At, err)
+		}
+	}
+}
