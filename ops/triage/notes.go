@@ -32,9 +32,11 @@ type NoteRequest struct {
 func NoteSource(cluster, topic string) string { return "kafka/" + cluster + "/" + topic }
 
 // AddNote validates and appends a note, audited (action kafka.note) with its text and link.
-// Errors: ErrNotFound (cluster), ErrInvalid (in the user's words), ErrUnavailable.
+// The topic must exist and a noted record be in it now, as for a resolution. Errors:
+// ErrNotFound (cluster, topic), ErrInvalid (in the user's words), ErrUnavailable.
 func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (Note, error) {
-	if _, ok := t.clusters[r.Cluster]; !ok {
+	c, ok := t.clusters[r.Cluster]
+	if !ok {
 		return Note{}, ops.NotFound("kafka cluster %q is not configured", r.Cluster)
 	}
 	switch {
@@ -46,6 +48,15 @@ func (t *Triage) AddNote(ctx context.Context, r NoteRequest) (Note, error) {
 	text, err := noteText(r.Text, r.Link)
 	if err != nil {
 		return Note{}, err
+	}
+	parts, err := c.Partitions(ctx, r.Topic)
+	if err != nil {
+		return Note{}, err
+	}
+	if r.Record != nil {
+		if err := inTopic(parts, r.Topic, "record", *r.Record); err != nil {
+			return Note{}, err
+		}
 	}
 	n := Note{Source: NoteSource(r.Cluster, r.Topic), Group: r.Group, Record: r.Record, Actor: r.Actor.Name, Text: text, Link: r.Link}
 	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "text": text, "link": r.Link}

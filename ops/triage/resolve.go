@@ -232,6 +232,19 @@ func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter
 	return marks, Result{Matched: int64(len(marks)), Scanned: sr.Scanned}, nil
 }
 
+// inTopic refuses, naming field, a record that is not in the topic's partitions parts now.
+func inTopic(parts []kafka.PartitionRange, topic, field string, k RecordKey) error {
+	i := slices.IndexFunc(parts, func(p kafka.PartitionRange) bool { return p.Partition == k.Partition })
+	if i < 0 {
+		return ops.Invalid(field, fmt.Sprintf("partition %d is not in topic %s (it has %d)", k.Partition, topic, len(parts)))
+	}
+	if k.Offset < parts[i].Start || k.Offset >= parts[i].End {
+		return ops.Invalid(field, fmt.Sprintf("partition %d offset %d is not in topic %s (offsets %d to %d)",
+			k.Partition, k.Offset, topic, parts[i].Start, parts[i].End-1))
+	}
+	return nil
+}
+
 // readRecords reads the named records (each partition's span of them, in one scan) for their
 // error group; a record that is not in the topic is refused by name.
 func readRecords(ctx context.Context, c Cluster, topic string, keys []RecordKey) ([]Mark, Result, error) {
@@ -241,13 +254,8 @@ func readRecords(ctx context.Context, c Cluster, topic string, keys []RecordKey)
 	}
 	byPart := map[int32][]int64{}
 	for _, k := range keys {
-		i := slices.IndexFunc(parts, func(p kafka.PartitionRange) bool { return p.Partition == k.Partition })
-		if i < 0 {
-			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d is not in topic %s (it has %d)", k.Partition, topic, len(parts)))
-		}
-		if k.Offset < parts[i].Start || k.Offset >= parts[i].End {
-			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d offset %d is not in topic %s (offsets %d to %d)",
-				k.Partition, k.Offset, topic, parts[i].Start, parts[i].End-1))
+		if err := inTopic(parts, topic, "records", k); err != nil {
+			return nil, Result{}, err
 		}
 		byPart[k.Partition] = append(byPart[k.Partition], k.Offset)
 	}
