@@ -275,13 +275,22 @@ func parseAcrossQuery(c echo.Context) (kafka.AcrossQuery, error) {
 		if q.At != nil {
 			return q, ops.Invalid("at", "give at or cursor, not both")
 		}
-		cur, ok := parseCursorText(raw, 0)
-		if !ok {
-			return q, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous page's next_cursor")
+		cur, err := pageCursor(raw)
+		if err != nil {
+			return q, err
 		}
 		q.Cursor = cur
 	}
 	return q, nil
+}
+
+// pageCursor reads the cursor of a page across partitions (cursorText's).
+func pageCursor(raw string) (map[int32]int64, error) {
+	cur, ok := parseCursorText(raw, 0)
+	if !ok {
+		return nil, ops.Invalid("cursor", "must be partition:offset pairs separated by commas, as in the previous page's next_cursor")
+	}
+	return cur, nil
 }
 
 // cursorText encodes a page's Next cursor for a link or the API ("" when there is no next page).
@@ -341,6 +350,14 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 			return q, err
 		}
 		q.Partition = int32(p)
+		// A cursor continues a page across partitions (or a filter's scan, answered before
+		// this): one partition's pages go on by offset. Ignored, a bad one read as the first page.
+		if raw := c.QueryParam("cursor"); raw != "" {
+			if _, err := pageCursor(raw); err != nil {
+				return q, err
+			}
+			return q, ops.Invalid("cursor", "continues a page of partition=all or a filter's scan; with one partition, give the previous page's next_offset as offset")
+		}
 	}
 	if raw := c.QueryParam("offset"); raw != "" {
 		off, err := strconv.ParseInt(raw, 10, 64)
@@ -390,6 +407,11 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	}
 	raw, err := rawParam(c)
 	if err != nil {
+		return err
+	}
+	// A plain page is not streamed (only a filter's scan is), but a stream that is neither true
+	// nor false is a typo to say, not to ignore.
+	if _, err := queryBool(c, "stream"); err != nil {
 		return err
 	}
 	state, err := recordState(c, "all")

@@ -194,8 +194,13 @@ func kafkaRange(c echo.Context, q *search.Query) error {
 	if q.FromOffset, err = queryOffset(c, "from_offset"); err != nil {
 		return err
 	}
-	q.ToOffset, err = queryOffset(c, "to_offset")
-	return err
+	if q.ToOffset, err = queryOffset(c, "to_offset"); err != nil {
+		return err
+	}
+	if q.FromOffset != nil && q.ToOffset != nil && *q.ToOffset < *q.FromOffset {
+		return ops.Invalid("to_offset", fmt.Sprintf("must not be below from_offset (%d): the range is inclusive, so this one holds nothing", *q.FromOffset))
+	}
+	return nil
 }
 
 func rawParam(c echo.Context) (bool, error) {
