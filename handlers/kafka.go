@@ -22,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
@@ -117,7 +118,7 @@ func findGroup(snap lag.Snapshot, name string) (lag.Group, error) {
 	if snap.At.IsZero() {
 		return lag.Group{}, notSampledYet("kafka cluster", snap.Cluster)
 	}
-	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", name, snap.Cluster)
+	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", payload.Clip(name, kafka.EchoLimit), snap.Cluster)
 }
 
 // APIGroups: GET /api/v1/kafka/:cluster/groups — from the latest snapshot.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // Cluster is one configured Kafka cluster. It holds one long-lived kgo client (shared by the kadm
@@ -192,6 +194,14 @@ func (c *Cluster) fail(op string, err error) error {
 	}
 }
 
+// EchoLimit bounds, in bytes, how much of a topic or group name a message quotes: the name is the caller's
+// input (a path segment), and a 100,000-character one came back whole in its 404.
+const EchoLimit = 64
+
+// named quotes a topic or group name for a message, cut to EchoLimit bytes with "…" marking the
+// cut. Every message naming a topic or group the caller gave quotes it through here.
+func named(name string) string { return strconv.Quote(payload.Clip(name, EchoLimit)) }
+
 // bounds are a partition's log start and end (high watermark) offsets.
 type bounds struct{ start, end int64 }
 
@@ -218,16 +228,16 @@ func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[st
 	out := make(map[string]map[int32]bounds, len(topics))
 	for _, t := range topics {
 		if err := topicErr(ends, t); err != nil {
-			return nil, fmt.Errorf("topic %q: %w", t, err)
+			return nil, err
 		}
 		ps := make(map[int32]bounds, len(ends[t]))
 		for p, e := range ends[t] {
 			if e.Err != nil {
-				return nil, fmt.Errorf("topic %q partition %d: end offset: %w", t, p, e.Err)
+				return nil, fmt.Errorf("topic %s partition %d: end offset: %w", named(t), p, e.Err)
 			}
 			s, ok := starts.l.Lookup(t, p)
 			if !ok || s.Err != nil {
-				return nil, fmt.Errorf("topic %q partition %d: start offset: %w", t, p, errOr(s.Err, "missing from the listing"))
+				return nil, fmt.Errorf("topic %s partition %d: start offset: %w", named(t), p, errOr(s.Err, "missing from the listing"))
 			}
 			ps[p] = bounds{start: s.Offset, end: e.Offset}
 		}
@@ -241,11 +251,11 @@ func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[st
 func topicErr(l kadm.ListedOffsets, topic string) error {
 	ps, ok := l[topic]
 	if !ok {
-		return ops.NotFound("topic %q not found", topic)
+		return ops.NotFound("topic %s not found", named(topic))
 	}
 	if m, ok := ps[-1]; ok && m.Err != nil {
 		if errors.Is(m.Err, kerr.UnknownTopicOrPartition) || errors.Is(m.Err, kerr.UnknownTopicID) {
-			return ops.NotFound("topic %q not found", topic)
+			return ops.NotFound("topic %s not found", named(topic))
 		}
 		return m.Err
 	}

@@ -56,7 +56,7 @@ type ErrorScan struct {
 // streamed through one direct consumer and folded into the groups as they arrive; none are kept.
 // Unknown topic → ops.ErrNotFound; maxScan outside [0, MaxMaxScan] → ops.ErrInvalid.
 func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (ErrorScan, error) {
-	op := fmt.Sprintf("error groups %s", topic)
+	op := "error groups of " + named(topic)
 	if topic == "" {
 		return ErrorScan{}, ops.Invalid("topic", "required")
 	}
@@ -100,7 +100,7 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 // groups and the cursor to pass next time. The sampler calls it each round to see which errors
 // are new.
 func (c *Cluster) ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (ErrorScan, map[int32]int64, error) {
-	op := fmt.Sprintf("new error groups %s", topic)
+	op := "new error groups of " + named(topic)
 	if maxScan <= 0 {
 		maxScan = DefaultMaxScan
 	}

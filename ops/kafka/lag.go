@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -96,15 +95,15 @@ func (c *Cluster) Group(ctx context.Context, name string) (Group, error) {
 	defer cancel()
 	lags, err := c.adm.Lag(ctx, name)
 	if err != nil {
-		return Group{}, c.fail(fmt.Sprintf("group %q", name), err)
+		return Group{}, c.fail("group "+named(name), err)
 	}
 	l, ok := lags[name]
-	if err := c.groupAnswer(fmt.Sprintf("group %q", name), name, ok, l.Error()); err != nil {
+	if err := c.groupAnswer("group "+named(name), name, ok, l.Error()); err != nil {
 		return Group{}, err
 	}
 	// Brokers before DescribeGroups v6 answer an unknown group as Dead with no members.
 	if l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0 {
-		return Group{}, c.fail(fmt.Sprintf("group %q", name), ops.ErrNotFound)
+		return Group{}, c.groupNotFound(name)
 	}
 	g := []Group{groupFrom(l)}
 	c.fillTimeLags(ctx, g, time.Now())

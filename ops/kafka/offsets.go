@@ -38,11 +38,17 @@ type Membership struct {
 func (c *Cluster) groupAnswer(op, group string, answered bool, err error) error {
 	switch {
 	case !answered, errors.Is(err, kerr.GroupIDNotFound):
-		return c.fail(fmt.Sprintf("group %q", group), ops.ErrNotFound)
+		return c.groupNotFound(group)
 	case err != nil:
 		return c.fail(op, err)
 	}
 	return nil
+}
+
+// groupNotFound says that group is not known to the cluster, in the words the console's
+// snapshot uses for it.
+func (c *Cluster) groupNotFound(group string) error {
+	return ops.NotFound("consumer group %s not found in kafka cluster %q", named(group), c.name)
 }
 
 // GroupMembership describes one group. An unknown group is ops.ErrNotFound.
@@ -51,10 +57,10 @@ func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership
 	defer cancel()
 	described, err := c.adm.DescribeGroups(ctx, group)
 	if err != nil {
-		return Membership{}, c.fail(fmt.Sprintf("describe group %q", group), err)
+		return Membership{}, c.fail("describe group "+named(group), err)
 	}
 	d, ok := described[group]
-	if err := c.groupAnswer(fmt.Sprintf("describe group %q", group), group, ok, d.Err); err != nil {
+	if err := c.groupAnswer("describe group "+named(group), group, ok, d.Err); err != nil {
 		return Membership{}, err
 	}
 	m := Membership{State: d.State}
@@ -86,11 +92,11 @@ func (c *Cluster) GroupTopicOffsets(ctx context.Context, group, topic string) (T
 	defer cancel()
 	b, err := c.partitionBounds(ctx, topic)
 	if err != nil {
-		return TopicOffsets{}, c.fail(fmt.Sprintf("offsets of %q", topic), err)
+		return TopicOffsets{}, c.fail("offsets of "+named(topic), err)
 	}
 	fetched, err := c.adm.FetchOffsets(ctx, group)
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		return TopicOffsets{}, c.fail(fmt.Sprintf("committed offsets of %q", group), err)
+		return TopicOffsets{}, c.fail("committed offsets of "+named(group), err)
 	}
 	out := TopicOffsets{Topic: topic}
 	for p, pb := range b[topic] {
@@ -111,15 +117,15 @@ func (c *Cluster) OffsetsAfter(ctx context.Context, topic string, at time.Time) 
 	defer cancel()
 	l, err := c.adm.ListOffsetsAfterMilli(ctx, listMillis(at), topic)
 	if err != nil {
-		return nil, c.fail(fmt.Sprintf("offsets of %q at %s", topic, at.Format(time.RFC3339)), err)
+		return nil, c.fail(fmt.Sprintf("offsets of %s at %s", named(topic), at.Format(time.RFC3339)), err)
 	}
 	if err := topicErr(l, topic); err != nil {
-		return nil, c.fail(fmt.Sprintf("offsets of %q", topic), err)
+		return nil, c.fail("offsets of "+named(topic), err)
 	}
 	out := map[int32]int64{}
 	for p, o := range l[topic] {
 		if o.Err != nil {
-			return nil, c.fail(fmt.Sprintf("offsets of %q partition %d", topic, p), o.Err)
+			return nil, c.fail(fmt.Sprintf("offsets of %s partition %d", named(topic), p), o.Err)
 		}
 		out[p] = o.Offset
 	}
@@ -170,7 +176,7 @@ func (c *Cluster) PartitionCount(ctx context.Context, topic string) (int, error)
 	}
 	n, ok := counts[topic]
 	if !ok {
-		return 0, c.fail(fmt.Sprintf("topic %q", topic), ops.ErrNotFound)
+		return 0, c.fail("topic "+named(topic), ops.ErrNotFound)
 	}
 	return n, nil
 }
@@ -190,7 +196,7 @@ func (c *Cluster) PartitionCounts(ctx context.Context, topics ...string) (map[st
 		switch {
 		case !ok, errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		case d.Err != nil:
-			return nil, c.fail(fmt.Sprintf("topic %q", t), d.Err)
+			return nil, c.fail("topic "+named(t), d.Err)
 		default:
 			out[t] = len(d.Partitions)
 		}
@@ -204,7 +210,7 @@ func (c *Cluster) EndOffsets(ctx context.Context, topic string) (map[int32]int64
 	defer cancel()
 	b, err := c.partitionBounds(ctx, topic)
 	if err != nil {
-		return nil, c.fail(fmt.Sprintf("offsets of %q", topic), err)
+		return nil, c.fail("offsets of "+named(topic), err)
 	}
 	out := map[int32]int64{}
 	for p, pb := range b[topic] {
@@ -378,8 +384,8 @@ func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, o
 	case err == nil:
 		return nil
 	case errors.Is(err, kerr.UnknownMemberID), errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.RebalanceInProgress):
-		return c.fail(fmt.Sprintf("commit offsets of %q", group), &ops.Error{Kind: ops.ErrConflict,
+		return c.fail("commit offsets of "+named(group), &ops.Error{Kind: ops.ErrConflict,
 			Message: fmt.Sprintf("group %q has members: stop its consumers, then apply again", group), Err: err})
 	}
-	return c.fail(fmt.Sprintf("commit offsets of %q", group), err)
+	return c.fail("commit offsets of "+named(group), err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // Browsing limits.
@@ -106,7 +107,7 @@ func pageQuery(topic string, limit int, order string) (int, string, error) {
 // cost does not depend on how deep the page is. Errors: unknown topic → ops.ErrNotFound; bad
 // partition, offset, limit or order → ops.ErrInvalid naming the valid range.
 func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
-	op := fmt.Sprintf("records %s[%d]", q.Topic, q.Partition)
+	op := fmt.Sprintf("records %s[%d]", named(q.Topic), q.Partition)
 	var err error
 	if q.Limit, q.Order, err = pageQuery(q.Topic, q.Limit, q.Order); err != nil {
 		return Page{}, err
@@ -123,7 +124,7 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	}
 	b, ok := all[q.Topic][q.Partition]
 	if !ok {
-		return Page{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(all[q.Topic]), q.Topic))
+		return Page{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(all[q.Topic]), payload.Clip(q.Topic, EchoLimit)))
 	}
 	page := Page{Topic: q.Topic, Partition: q.Partition, Order: q.Order, Start: b.start, End: b.end, Records: []Record{}}
 

@@ -28,7 +28,7 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 	}
 	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, 1<<20)
 	if err != nil {
-		return c.fail("scan "+topic, err)
+		return c.fail("scan "+named(topic), err)
 	}
 	defer cl.Close()
 	for {
@@ -37,7 +37,7 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 			if errors.Is(err, kerr.OffsetOutOfRange) {
 				return ops.Invalid("offset", fmt.Sprintf("records from %d of %s[%d] no longer exist", from, topic, partition))
 			}
-			return c.fail("scan "+topic, err)
+			return c.fail("scan "+named(topic), err)
 		}
 		var stop error
 		done := false
@@ -116,11 +116,11 @@ func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
 		err = details.Error()
 	}
 	if err != nil {
-		return "", c.fail("topic id of "+topic, err)
+		return "", c.fail("topic id of "+named(topic), err)
 	}
 	d, ok := details[topic]
 	if !ok {
-		return "", c.fail("topic id of "+topic, ops.NotFound("topic %q not found", topic))
+		return "", c.fail("topic id of "+named(topic), ops.NotFound("topic %s not found", named(topic)))
 	}
 	if d.ID == (kadm.TopicID{}) {
 		return "", nil
@@ -261,7 +261,7 @@ func (c *Cluster) Partitions(ctx context.Context, topic string) ([]PartitionRang
 	defer cancel()
 	all, err := c.partitionBounds(ctx, topic)
 	if err != nil {
-		return nil, c.fail("partitions of "+topic, err)
+		return nil, c.fail("partitions of "+named(topic), err)
 	}
 	out := make([]PartitionRange, 0, len(all[topic]))
 	for p, b := range all[topic] {
