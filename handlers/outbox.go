@@ -397,7 +397,7 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 // back, 503).
 func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, detail map[string]any,
 	run func(ctx context.Context, audit outbox.AuditFunc) (int64, error)) (int64, error) {
-	base := auditEntry(c, action, "outbox/"+outboxName, reason, detail)
+	base := auditEntry(c, action, audit.OutboxTarget(outboxName), reason, detail)
 	// A nil ChangeAuditor is a nil TxLog: ChangeInTx refuses (503).
 	return audit.ChangeInTx(c.Request().Context(), h.audit, loggerOf(c), base, func(ctx context.Context, commit audit.Commit) (int64, error) {
 		return run(ctx, outbox.AuditFunc(commit))

@@ -31,6 +31,16 @@ type Entry struct {
 	Detail    map[string]any
 }
 
+// OutboxTarget is the Target of a change to outbox name's events: "outbox/orders".
+func OutboxTarget(name string) string { return "outbox/" + name }
+
+// RowRef names one row a change touched, as the outbox repairs record them: the entry's Target and
+// one of the ids in its detail.ids.
+type RowRef struct {
+	Target string
+	ID     int64
+}
+
 // Filter narrows a listing. Zero fields do not filter; Limit 0 means 100.
 type Filter struct {
 	Actor  string

@@ -185,7 +185,7 @@ func (s db) auditedChange(ctx context.Context, e audit.Entry, change func(ctx co
 // needles (each at least 3 characters), newest first, at most limit. The audit log has no index on
 // its text: since bounds what is read (the at index), limit what is returned. Errors wrap
 // ops.ErrUnavailable.
-func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error) {
+func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error) {
 	var pats []string
 	for _, n := range needles {
 		if len(n) >= 3 {
@@ -193,12 +193,18 @@ func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, since time
 			pats = append(pats, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(n)+"%")
 		}
 	}
-	if len(pats) == 0 {
+	if len(pats) == 0 && len(rows) == 0 {
 		return nil, nil
+	}
+	targets, ids := make([]string, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		targets[i], ids[i] = r.Target, r.ID
 	}
 	return collect(ctx, s.pool, scanAuditEntry, "audit: search", `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
 		FROM audit_log WHERE at >= $1
-		  AND (target LIKE ANY($2) OR reason LIKE ANY($2) OR detail::text LIKE ANY($2))
-		ORDER BY at DESC, id DESC LIMIT $3`, since, pats, limit)
+		  AND (target LIKE ANY($2) OR reason LIKE ANY($2) OR detail::text LIKE ANY($2)
+		    OR EXISTS (SELECT FROM unnest($4::text[], $5::bigint[]) AS r(target, id)
+		      WHERE audit_log.target = r.target AND audit_log.detail->'ids' @> to_jsonb(r.id)))
+		ORDER BY at DESC, id DESC LIMIT $3`, since, pats, limit, targets, ids)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/payload"
@@ -16,11 +17,12 @@ import (
 // bounded by Budget.Rows and Budget.Time.
 
 // outboxes looks the ids (or the aggregate) up in every outbox at once and returns the rows found.
-func (r *run) outboxes(ctx context.Context) []outbox.Event {
+func (r *run) outboxes(ctx context.Context) ([]outbox.Event, []audit.RowRef) {
 	var (
-		mu  sync.Mutex
-		all []outbox.Event
-		wg  sync.WaitGroup
+		mu   sync.Mutex
+		all  []outbox.Event
+		rows []audit.RowRef
+		wg   sync.WaitGroup
 	)
 	ids := r.q.ids()
 	for _, o := range r.t.o.Outboxes {
@@ -40,12 +42,15 @@ func (r *run) outboxes(ctx context.Context) []outbox.Event {
 			}
 			mu.Lock()
 			all = append(all, events...)
+			for _, e := range events {
+				rows = append(rows, audit.RowRef{Target: audit.OutboxTarget(o.Name()), ID: e.ID})
+			}
 			mu.Unlock()
 			r.emit(outboxSteps(o.Name(), events, ids, r.q.AggregateID, r.t.o.Budget.Rows))
 		})
 	}
 	wg.Wait()
-	return all
+	return all, rows
 }
 
 func outboxSteps(name string, events []outbox.Event, ids []string, aggregate string, limit int) []Step {
@@ -211,9 +216,10 @@ func (r *run) audit(ctx context.Context, ids []string) {
 	if r.q.TraceID != "" {
 		needles = append(needles, r.q.TraceID)
 	}
+	<-r.outboxDone // the rows found: a release or requeue names them by id
 	lctx, cancel := context.WithTimeout(ctx, r.t.o.Budget.Time)
 	defer cancel()
-	entries, err := r.t.o.Audit.AuditNaming(lctx, needles, since, r.t.o.Budget.Rows)
+	entries, err := r.t.o.Audit.AuditNaming(lctx, needles, r.rows, since, r.t.o.Budget.Rows)
 	if err != nil {
 		r.emit([]Step{r.down(KindAudit, source, err)})
 		return

@@ -79,8 +79,9 @@ type Ledger interface {
 
 // AuditLog is the audit log; *store.Store implements it.
 type AuditLog interface {
-	// AuditNaming lists entries since since whose target, reason or detail contains a needle.
-	AuditNaming(ctx context.Context, needles []string, since time.Time, limit int) ([]audit.Entry, error)
+	// AuditNaming lists entries since since whose target, reason or detail contains a needle, or
+	// that changed one of rows (an outbox repair names its rows by id, not by event_id).
+	AuditNaming(ctx context.Context, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error)
 }
 
 // Budget bounds each lookup of a trace. Zero fields take the defaults.
@@ -332,6 +333,7 @@ type run struct {
 
 	outboxDone  chan struct{}
 	events      []outbox.Event // the outbox rows found (read after outboxDone)
+	rows        []audit.RowRef // the same rows as the audit log names them
 	brokersDone chan struct{}
 }
 
@@ -363,7 +365,7 @@ func (r *run) run(ctx context.Context) {
 	var brokers sync.WaitGroup
 	wg.Go(func() {
 		defer close(r.outboxDone)
-		r.events = r.outboxes(ctx)
+		r.events, r.rows = r.outboxes(ctx)
 	})
 	for _, k := range r.t.o.Kafka {
 		brokers.Add(1)

@@ -81,7 +81,7 @@ func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, er
 		return Result{}, err
 	}
 	detail["matched"] = res.Matched
-	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve", Target: "outbox/" + r.Outbox,
+	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve", Target: audit.OutboxTarget(r.Outbox),
 		Reason: r.Reason, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
