@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
+	"path"
 	"reflect"
 	"strconv"
 	"strings"
@@ -360,3 +362,18 @@ func PathParam(c echo.Context, name string) string {
 }
 
 func pathParam(c echo.Context, name string) string { return PathParam(c, name) }
+
+// below reads ret as a path on this console that is base or below it. Dot segments are judged
+// as a browser or a server would resolve them: a path that path.Clean changes (../, an escaped
+// %2F.., a doubled slash) is not taken, so ".." cannot climb out of base once the prefix matched.
+func below(ret, base string) (*url.URL, bool) {
+	if ret == "" {
+		return nil, false
+	}
+	u, err := url.Parse(ret)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil || path.Clean(u.Path) != u.Path {
+		return nil, false
+	}
+	p := u.EscapedPath()
+	return u, p == base || strings.HasPrefix(p, base+"/")
+}

@@ -7,9 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -623,21 +621,6 @@ func backTo(c echo.Context, name, done string, n int64) string {
 	q.Set("done", done)
 	q.Set("n", strconv.FormatInt(n, 10))
 	return paths.WithQuery(base, q)
-}
-
-// below reads ret as a path on this console that is base or below it. Dot segments are judged
-// as a browser or a server would resolve them: a path that path.Clean changes (../, an escaped
-// %2F.., a doubled slash) is not taken, so ".." cannot climb out of base once the prefix matched.
-func below(ret, base string) (*url.URL, bool) {
-	if ret == "" {
-		return nil, false
-	}
-	u, err := url.Parse(ret)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil || path.Clean(u.Path) != u.Path {
-		return nil, false
-	}
-	p := u.EscapedPath()
-	return u, p == base || strings.HasPrefix(p, base+"/")
 }
 
 // selfWithoutNotice is the page's own URL, filters kept, without a previous action's notice: where

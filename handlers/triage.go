@@ -407,8 +407,8 @@ func formRecord(p, o string) (recordRefJSON, error) {
 // when it is one of this topic's pages: never elsewhere, an open redirect) with flash.
 func (h *Kafka) backToTopic(c echo.Context, flash string) error {
 	topicPage := paths.KafkaTopic(pathParam(c, "cluster"), pathParam(c, "topic"))
-	back, err := url.Parse(c.FormValue("back"))
-	if err != nil || back.Host != "" || back.Scheme != "" || (back.EscapedPath() != topicPage && !strings.HasPrefix(back.EscapedPath(), topicPage+"/")) {
+	back, ok := below(c.FormValue("back"), topicPage)
+	if !ok {
 		back = &url.URL{Path: topicPage}
 	}
 	q := back.Query()
