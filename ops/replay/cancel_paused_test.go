@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/replay"
 )
 
@@ -19,8 +17,7 @@ import (
 // same records publishes them again instead of calling them replayed — and, once the broker
 // answers again, that job does publish them, once.
 func TestCancelWhilePausedReleasesItsClaims(t *testing.T) {
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
-	w := newWorldOn(t, broker.ListenAddrs()[0])
+	w, broker := newWorldAndBroker(t)
 	for _, id := range []string{"m-1", "m-2", "m-3"} {
 		w.deadLetter(t, 0, id, "k"+id, "com.acme.StockException")
 	}

@@ -94,8 +94,16 @@ entries:
 
 func newWorld(tb testing.TB) *world {
 	tb.Helper()
+	w, _ := newWorldAndBroker(tb)
+	return w
+}
+
+// newWorldAndBroker is newWorld with its kfake cluster, for the tests that make the broker
+// misbehave (kfake's ControlKey).
+func newWorldAndBroker(tb testing.TB) (*world, *kfake.Cluster) {
+	tb.Helper()
 	broker := kfaketest.Cluster(tb, kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
-	return newWorldOn(tb, broker.ListenAddrs()[0])
+	return newWorldOn(tb, broker.ListenAddrs()[0]), broker
 }
 
 // newWorldOn is a world whose Kafka broker (with topics orders:1 and orders.DLT:2) listens on

@@ -7,13 +7,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/replay"
 )
 
@@ -24,8 +22,7 @@ import (
 // nothing while refusing, so each message ends on the original topic exactly once (in general at
 // least once: a resumed message may be a duplicate the consumer's inbox absorbs).
 func TestKafkaJobPausesWhileTheBrokerRefusesProduces(t *testing.T) {
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
-	w := newWorldOn(t, broker.ListenAddrs()[0])
+	w, broker := newWorldAndBroker(t)
 	ids := []string{"m-1", "m-2", "m-3"}
 	for _, id := range ids {
 		w.deadLetter(t, 0, id, "k"+id, "com.acme.StockException")
