@@ -1,12 +1,15 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/configs"
@@ -62,5 +65,22 @@ func TestProduceGivesUpOnABrokerThatNeverAcknowledges(t *testing.T) {
 	}
 	if ends, err := f.c.EndOffsets(ctx, "orders"); err != nil || ends[0] != 1 {
 		t.Fatalf("end offsets %v, %v; want the one record written after recovery", ends, err)
+	}
+}
+
+// A record's failure as the ledger shows it: the outcomes that leave the broker's answer unknown
+// (the producer dropped, kgo giving up, the call's context ended: "context canceled" read as an
+// internal error) are ErrNotAcknowledged, to be sent again as a whole; a topic that does not
+// exist is said once in a person's words (it was the cluster's message and the driver's text).
+func TestProduceErr(t *testing.T) {
+	f := newFake(t)
+	for _, err := range []error{kgo.ErrClientClosed, kgo.ErrRecordTimeout, kgo.ErrRecordRetries, context.Canceled, context.DeadlineExceeded} {
+		if got := f.c.produceErr("orders", err); !errors.Is(got, ErrNotAcknowledged) {
+			t.Errorf("%v: %v, want ErrNotAcknowledged", err, got)
+		}
+	}
+	got := f.c.produceErr("gone", kerr.UnknownTopicOrPartition)
+	if !errors.Is(got, ops.ErrNotFound) || ops.Message(got) != "topic gone does not exist" {
+		t.Errorf("unknown topic: %v (%q)", got, ops.Message(got))
 	}
 }

@@ -231,9 +231,11 @@ func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error
 
 // produceErr is a record's failure as a person reads it, once.
 func (c *Cluster) produceErr(topic string, err error) error {
-	// Another call dropped the producer, or kgo gave up retrying: a broker that could not take
-	// the record now, to be tried again as a whole, not a record that failed.
-	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) {
+	// Another call dropped the producer, kgo gave up retrying, or the call's context ended first:
+	// a broker that did not take the record now, to be tried again as a whole, not a record
+	// that failed.
+	if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return c.notAcknowledged(1)
 	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) { // said once, not as c.fail's message and its cause
