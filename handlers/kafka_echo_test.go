@@ -62,3 +62,11 @@ func TestKafkaNotFoundQuotesLongNamesCut(t *testing.T) {
 		}
 	}
 }
+
+// A cluster or broker name that is not configured is quoted back cut, as topic and group names are.
+func TestUnknownSourceQuotedCut(t *testing.T) {
+	_, err := lookup(map[string]int{"main": 1}, strings.Repeat("c", 100_000), "kafka cluster")
+	if m := ops.Message(err); !errors.Is(err, ops.ErrNotFound) || len(m) > 200 || !strings.Contains(m, "…") {
+		t.Fatalf("unknown cluster: %v (%d bytes)", errors.Is(err, ops.ErrNotFound), len(m))
+	}
+}

@@ -88,19 +88,12 @@ type planFilter struct {
 func (f planFilter) toFilter(now time.Time) (replay.Filter, error) {
 	out := replay.Filter{ExceptionType: f.ExceptionType, Reason: f.Reason, OriginalTopic: f.OriginalTopic, MessageIDs: f.MessageIDs,
 		CEL: f.CEL}
-	for _, t := range []struct {
-		name string
-		raw  string
-		dst  *time.Time
-	}{{"filter.since", f.Since, &out.Since}, {"filter.until", f.Until, &out.Until}} {
-		if t.raw == "" {
-			continue
-		}
-		v, ok := parseTime(t.raw, now)
-		if !ok {
-			return out, ops.Invalid(t.name, "must be RFC 3339, a date, or an age like 6h")
-		}
-		*t.dst = v
+	var err error
+	if out.Since, err = bodyTime("filter.since", f.Since, now); err != nil {
+		return out, err
+	}
+	if out.Until, err = bodyTime("filter.until", f.Until, now); err != nil {
+		return out, err
 	}
 	if len(out.MessageIDs) > 10_000 {
 		return out, ops.Invalid("filter.message_ids", "at most 10000")

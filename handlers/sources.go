@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // What the handlers of an area share about its configured sources (Kafka clusters, RabbitMQ
@@ -30,7 +31,7 @@ func lookup[T any](sources map[string]T, name, what string) (T, error) {
 	s, ok := sources[name]
 	if !ok {
 		var none T
-		return none, ops.NotFound(what+" %q is not configured", name)
+		return none, ops.NotFound(what+" %q is not configured", payload.Clip(name, 64))
 	}
 	return s, nil
 }
