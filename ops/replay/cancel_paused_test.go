@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -33,17 +32,7 @@ func TestCancelWhilePausedReleasesItsClaims(t *testing.T) {
 	})
 	e := w.engine(t, "a")
 	ctx := ctxT(t)
-	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
-	if err != nil || plan.Counts[replay.Publish] != 3 {
-		t.Fatalf("plan %v, %v; want 3 to publish", plan.Counts, err)
-	}
-	down.Store(true)
-	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitJobState(t, e, job.ID, 2*time.Minute, "the job pauses", func(j replay.Job) bool { return j.Paused != "" })
+	job := startPaused(t, e, &down)
 	if _, err := e.Cancel(ctx, job.ID, access.Actor{Name: "alice", Role: access.Operator}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
@@ -104,6 +106,24 @@ func newWorldAndBroker(tb testing.TB) (*world, *kfake.Cluster) {
 	tb.Helper()
 	broker := kfaketest.Cluster(tb, kfake.SeedTopics(1, "orders"), kfake.SeedTopics(2, "orders.DLT"))
 	return newWorldOn(tb, broker.ListenAddrs()[0]), broker
+}
+
+// startPaused plans the world's three dead letters of orders.DLT[0], sets down (the test's broker
+// fault), starts a job of them and returns it once it has paused.
+func startPaused(tb testing.TB, e *replay.Engine, down *atomic.Bool) replay.Job {
+	tb.Helper()
+	ctx := ctxT(tb)
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != 3 {
+		tb.Fatalf("plan %v, %v; want 3 to publish", plan.Counts, err)
+	}
+	down.Store(true)
+	work(tb, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return waitJobState(tb, e, job.ID, 2*time.Minute, "the job pauses", func(j replay.Job) bool { return j.Paused != "" })
 }
 
 // newWorldOn is a world whose Kafka broker (with topics orders:1 and orders.DLT:2) listens on

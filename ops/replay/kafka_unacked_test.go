@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/replay"
 )
@@ -58,18 +57,7 @@ func TestKafkaJobPausesWhileTheBrokerRefusesProduces(t *testing.T) {
 		return resp, nil, true
 	})
 	e := w.engine(t, "a")
-	ctx := ctxT(t)
-	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
-	if err != nil || plan.Counts[replay.Publish] != 3 {
-		t.Fatalf("plan %v, %v; want 3 to publish", plan.Counts, err)
-	}
-	down.Store(true)
-	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job = waitJobState(t, e, job.ID, time.Minute, "the job pauses", func(j replay.Job) bool { return j.Paused != "" })
+	job := startPaused(t, e, &down)
 	if job.Status != replay.JobRunning || job.Published != 0 || job.Failed != 0 ||
 		!strings.Contains(job.Paused, `kafka cluster "main" did not acknowledge the records within 3s`) {
 		t.Fatalf("job %s published %d failed %d paused %q; want running, nothing settled, paused on the unacknowledged produce",
