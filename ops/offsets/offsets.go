@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -397,7 +398,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if len(strings.TrimSpace(r.Reason)) < 3 {
 		return Result{}, ops.Invalid("reason", "required: why the offsets move (kept in the audit log and on the copies)")
 	}
-	if len(r.Reason) > 1000 {
+	if utf8.RuneCountInString(r.Reason) > 1000 {
 		return Result{}, ops.Invalid("reason", "at most 1000 characters")
 	}
 	p, err := m.Get(ctx, r.PlanID)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 
@@ -47,7 +48,7 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 	if r.Force && len(r.Reason) < 3 {
 		return Job{}, invalid("reason", "a forced replay needs a written reason")
 	}
-	if len(r.Reason) > 1000 {
+	if utf8.RuneCountInString(r.Reason) > 1000 {
 		return Job{}, invalid("reason", "at most 1000 characters")
 	}
 	plan, err := e.o.Store.Plan(ctx, r.PlanID)

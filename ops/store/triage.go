@@ -47,7 +47,7 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 		parts[i], offs[i] = m.Partition, m.Offset
 		types[i], causes[i] = ops.CleanText(m.ExceptionType, 500), ops.CleanText(m.ExceptionCause, 500)
 	}
-	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 2000)
+	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 4000)
 	if state == triage.StateOpen {
 		// Opening a record that has no row changes nothing: no row is open.
 		tag, err := tx.Exec(ctx, `UPDATE dead_letter_resolution r SET state = 'open', actor = $3, at = now(), reason = $4, job_id = ''
@@ -307,7 +307,7 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 2000)
+	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 4000)
 	if state == triage.StateOpen {
 		tag, err := tx.Exec(ctx, `UPDATE outbox_resolution SET state = 'open', actor = $2, at = now(), reason = $3, job_id = ''
 			WHERE outbox = $1 AND event = ANY($4) AND state <> 'open'`, outbox, actor, reason, ids)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
@@ -194,7 +195,7 @@ func checkState(state, reason string) error {
 		return ops.Invalid("state", "replayed is set by a replay job; choose open, resolved or ignored")
 	case state != StateOpen && state != StateResolved && state != StateIgnored:
 		return ops.Invalid("state", "must be open, resolved or ignored")
-	case len(reason) > maxReason:
+	case utf8.RuneCountInString(reason) > maxReason:
 		return ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
 	}
 	return nil
