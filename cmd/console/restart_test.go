@@ -105,8 +105,9 @@ func engineApp(t *testing.T, cfgText string) (*app, *syncBuffer) {
 
 // restartObservation is what the test saw of the job around the store's restart.
 type restartObservation struct {
-	before        int // published when the store stopped
-	held          int // ledger rows claimed and not settled when it stopped
+	before        int   // published when the store stopped
+	held          int   // ledger rows claimed and not settled when it stopped
+	heldSeqs      []int // their seqs
 	downFor       time.Duration
 	paused        string // the job's pause reason, if it was seen
 	pausedSeen    int    // published when it was seen
@@ -164,10 +165,15 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+store.Schema+`.replay_ledger
-					WHERE job_id = $1 AND outcome = 'active' FOR UPDATE) held`, jobID).Scan(&ob.held); err != nil {
+			rows, err := tx.Query(ctx, `SELECT seq FROM `+store.Schema+`.replay_ledger
+					WHERE job_id = $1 AND outcome = 'active' FOR UPDATE`, jobID)
+			if err != nil {
 				t.Fatal(err)
 			}
+			if ob.heldSeqs, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+				t.Fatal(err)
+			}
+			ob.held = len(ob.heldSeqs)
 			if ob.held > 0 {
 				ob.before = j.Published
 				break // the locks are held until the store stops
@@ -228,6 +234,18 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 	ob.resumedLedger = map[string]int{}
 	for _, id := range ids {
 		ob.resumedLedger[id]++
+	}
+	// A fast shutdown ends the test's transaction, which releases the held rows, and the job's
+	// settle waiting on them: when the settle is woken and commits before its own end, those
+	// messages were settled before the stop, and there is nothing of them to resume.
+	var settledBeforeStop int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+store.Schema+`.replay_ledger
+			WHERE job_id = $1 AND seq = ANY($2) AND outcome <> 'active' AND at < $3`, jobID, ob.heldSeqs, stopped).Scan(&settledBeforeStop); err != nil {
+		t.Fatal(err)
+	}
+	if settledBeforeStop > 0 {
+		t.Logf("%d of the %d held rows were settled as the store stopped (the shutdown released them first)", settledBeforeStop, ob.held)
+		ob.held -= settledBeforeStop
 	}
 	var active int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+store.Schema+`.replay_ledger WHERE job_id = $1 AND outcome = 'active'`, jobID).Scan(&active); err != nil {
