@@ -531,8 +531,11 @@ func TestBrowserTraceFromDLTRecord(t *testing.T) {
 	}
 	screenshot(t, ctx, "trace-timeline")
 
+	// Typed, then submitted as its own step: a "\n" inside SendKeys navigates while the action still
+	// holds the old page's node ("No node with given id found", seen once in a CI-like run).
 	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(`[data-testid="nav-trace-input"]`, "order-100\n"),
+		chromedp.SendKeys(`[data-testid="nav-trace-input"]`, "order-100"),
+		chromedp.Submit(`[data-testid="nav-trace-input"]`),
 		chromedp.WaitVisible(`[data-trace-done] [data-testid="trace-verdict"]`),
 	); err != nil {
 		t.Fatal(err)
