@@ -504,6 +504,9 @@ func (h *Replays) FormPlan(c echo.Context) error {
 		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox"),
 		Status: c.FormValue("status"), EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id"),
 		ResetAttempts: c.FormValue("reset_attempts") != ""}
+	if err := requireTicked(c); err != nil {
+		return err
+	}
 	var err error
 	if src.Partition, err = formInt32(c, "partition"); err != nil {
 		return err
@@ -575,6 +578,29 @@ func (h *Replays) FormPlan(c echo.Context) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, paths.ReplayPlan(plan.ID))
+}
+
+// tickedRows names, for each field a page's "…of selected" form ticks rows into, what one row is.
+var tickedRows = map[string]string{"record": "record", "message_ids": "message", "id": "event"}
+
+// requireTicked refuses a "…of selected" post (paths.PlanSelected) with no row ticked. The same
+// form names its topic, queue or outbox, and without ticks it would plan all of it: a page whose
+// script did not run, or whose rows went away, must not turn "these three" into "everything".
+func requireTicked(c echo.Context) error {
+	field := c.QueryParam("selected")
+	if field == "" {
+		return nil
+	}
+	row, ok := tickedRows[field]
+	if !ok {
+		return ops.Invalid("selected", "is not a field of a selection form")
+	}
+	for _, v := range c.Request().Form[field] {
+		if strings.TrimSpace(v) != "" {
+			return nil
+		}
+	}
+	return ops.Invalid(field, fmt.Sprintf("tick at least one %s to plan a replay of the selected ones", row))
 }
 
 func parseRecordRef(raw string) (replay.RecordRef, error) {

@@ -301,6 +301,11 @@ func Reveal(pairs ...string) string {
 	return "?" + q.Encode()
 }
 
+// PlanSelected is where a page's "plan a replay of the selected" form posts: field names the form
+// field its ticked rows arrive in, so that a post with none ticked is refused instead of planning
+// everything else the form names (the whole topic, queue or outbox).
+func PlanSelected(field string) string { return WithQuery(PlanReplay, url.Values{"selected": {field}}) }
+
 // Since is p showing the chart range r ("1h", "7d"): a page's range links and the history API
 // behind its chart.
 func Since(p, r string) string { return WithQuery(p, url.Values{"since": {r}}) }

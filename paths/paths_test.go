@@ -187,7 +187,7 @@ func TestLinksRouteBackToTheirNames(t *testing.T) {
 // Every exported builder and route constant of this package is in the table above, so that the
 // round trip covers each of them: a route added without a line there fails here.
 func TestEveryBuilderIsRoundTripped(t *testing.T) {
-	helpers := map[string]bool{"WithQuery": true, "Since": true, "LoginNext": true, "TraceOf": true, "Segment": true, "ParseSegment": true,
+	helpers := map[string]bool{"WithQuery": true, "Since": true, "LoginNext": true, "TraceOf": true, "PlanSelected": true, "Segment": true, "ParseSegment": true,
 		"APIPrefix": true, "ExportSuffix": true, "StaticPattern": true, "Reveal": true} // not routes, or assets (static.Path)
 	listed := map[string]bool{}
 	for _, b := range builders {
@@ -243,6 +243,7 @@ func TestQueries(t *testing.T) {
 		{Since(KafkaGroup("main", "billing"), "7 d&x"), "/kafka/main/groups/billing?since=7+d%26x"},
 		{LoginNext("/kafka/main?partition=all"), "/login?next=%2Fkafka%2Fmain%3Fpartition%3Dall"},
 		{TraceOf("aggregate_id", "order 100&x"), "/trace?aggregate_id=order+100%26x"},
+		{PlanSelected("message_ids"), "/replays/plan?selected=message_ids"},
 		{Reveal("limit", "50", "reason", "", "group", "a&b"), "?group=a%26b&limit=50&reveal=true"},
 	} {
 		if tc.got != tc.want {
