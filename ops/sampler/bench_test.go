@@ -57,10 +57,7 @@ func BenchmarkLatestKafka(b *testing.B) {
 	clk := newClock()
 	leader := newSampler(b, openStore(b, dsn), clk, nil, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
 	for range 3 { // a window, so rates and statuses are filled in
-		clk.Add(15 * time.Second)
-		if err := leader.SampleOnce(ctx); err != nil {
-			b.Fatal(err)
-		}
+		sampleAfter(b, ctx, leader, clk, 15*time.Second)
 	}
 	st := openStore(b, dsn)
 	row, err := st.Snapshot(ctx, history.SnapshotKafka, "main")
@@ -181,15 +178,9 @@ func BenchmarkSampleOnce(b *testing.B) {
 	clk := newClock()
 	s := newSampler(b, openStore(b, testDSN(b)), clk, nil, KafkaSource{Cluster: br.cluster(b, 10*time.Second)})
 	for range 70 { // fill the windows
-		clk.Add(15 * time.Second)
-		if err := s.SampleOnce(ctx); err != nil {
-			b.Fatal(err)
-		}
+		sampleAfter(b, ctx, s, clk, 15*time.Second)
 	}
 	for b.Loop() {
-		clk.Add(15 * time.Second)
-		if err := s.SampleOnce(ctx); err != nil {
-			b.Fatal(err)
-		}
+		sampleAfter(b, ctx, s, clk, 15*time.Second)
 	}
 }

@@ -33,10 +33,7 @@ func TestWindowHeap(t *testing.T) {
 	}
 	one := live()
 	for range 64 {
-		clk.Add(15 * time.Second)
-		if err := s.SampleOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sampleAfter(t, ctx, s, clk, 15*time.Second)
 	}
 	full := live()
 	if f := os.Getenv("REDRIVE_HEAP_PROFILE"); f != "" {

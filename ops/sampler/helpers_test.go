@@ -196,11 +196,21 @@ func newSampler(tb testing.TB, st *store.Store, clk *clock, mod func(*Options), 
 	return s
 }
 
-// replicas are two samplers of b's cluster over the store at dsn, two replicas of the console:
-// the one a test makes lead (it samples) and a reader with its options changed by mod. timeout is
-// the cluster's request timeout.
-func replicas(t *testing.T, b *broker, dsn string, clk *clock, timeout time.Duration, mod func(*Options)) (leader, reader *Sampler) {
+// sampleAfter moves clk on by d and has s take one sample, failing tb if it cannot.
+func sampleAfter(tb testing.TB, ctx context.Context, s *Sampler, clk *clock, d time.Duration) {
+	tb.Helper()
+	clk.Add(d)
+	if err := s.SampleOnce(ctx); err != nil {
+		tb.Fatalf("SampleOnce: %v", err)
+	}
+}
+
+// replicas are two samplers of b's cluster over one new store, two replicas of the console: the
+// one a test makes lead (it samples) and a reader with its options changed by mod. timeout is the
+// cluster's request timeout.
+func replicas(t *testing.T, b *broker, clk *clock, timeout time.Duration, mod func(*Options)) (leader, reader *Sampler) {
 	t.Helper()
+	dsn := testDSN(t)
 	leader = newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, timeout)})
 	reader = newSampler(t, openStore(t, dsn), clk, mod, KafkaSource{Cluster: b.cluster(t, timeout)})
 	return leader, reader

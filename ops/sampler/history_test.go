@@ -211,14 +211,8 @@ func TestRetention(t *testing.T) {
 		t.Errorf("%d queue samples, want 1", n)
 	}
 
-	clk.Add(30 * time.Minute)
-	if err := s.SampleOnce(ctx); err != nil { // within the hour: no prune
-		t.Fatal(err)
-	}
-	clk.Add(61 * time.Minute) // now − 2 h is past the "recent" rows (written at −1 h, now −2 h 31 m)
-	if err := s.SampleOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sampleAfter(t, ctx, s, clk, 30*time.Minute) // within the hour: no prune
+	sampleAfter(t, ctx, s, clk, 61*time.Minute) // now − 2 h is past the "recent" rows (written at −1 h, now −2 h 31 m)
 	if n := count("kafka_group_sample"); n != 3 {
 		t.Errorf("%d samples after the hourly prune, want 3 (this sampler's ticks)", n)
 	}

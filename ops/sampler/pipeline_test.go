@@ -84,18 +84,14 @@ func TestPipelineRatesRoundTrip(t *testing.T) {
 	b.topic(t, "orders.DLT", 3)
 	b.fill(t, "orders", 5, 0, 1)
 	b.commit(t, "inventory", "orders", map[int32]int64{0: 1, 1: 1})
-	dsn := testDSN(t)
 	clk := newClock()
-	leader, reader := replicas(t, b, dsn, clk, 5*time.Second, func(o *Options) { o.CacheTTL = -1 })
+	leader, reader := replicas(t, b, clk, 5*time.Second, func(o *Options) { o.CacheTTL = -1 })
 	if err := leader.SampleOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b.fill(t, "orders.DLT", 10, 0, 1, 2) // 30 dead letters in 15 s
 	b.fill(t, "orders", 15, 0, 1)        // 30 records in 15 s
-	clk.Add(15 * time.Second)
-	if err := leader.SampleOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sampleAfter(t, ctx, leader, clk, 15*time.Second)
 	snap, err := reader.LatestKafka(ctx, "main")
 	if err != nil {
 		t.Fatal(err)

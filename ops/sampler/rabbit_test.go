@@ -227,10 +227,7 @@ func TestRabbitSnapshot(t *testing.T) {
 		}
 	})
 
-	clk.Add(15 * time.Second)
-	if err := leader.SampleOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sampleAfter(t, ctx, leader, clk, 15*time.Second)
 	want, err := leader.LatestRabbit(ctx, "main")
 	if err != nil {
 		t.Fatal(err)
@@ -321,10 +318,7 @@ func TestRabbitSnapshot(t *testing.T) {
 		}
 
 		e.proxy.down.Store(false)
-		clk.Add(15 * time.Second)
-		if err := leader.SampleOnce(ctx); err != nil {
-			t.Fatalf("SampleOnce after recovery: %v", err)
-		}
+		sampleAfter(t, ctx, leader, clk, 15*time.Second)
 		back, err := reader.LatestRabbit(ctx, "main")
 		if err != nil || back.Error != "" || !back.At.Equal(clk.Now()) || len(back.Queues) != 6 {
 			t.Fatalf("after recovery: at %v error %q (%d queues), %v", back.At, back.Error, len(back.Queues), err)

@@ -34,10 +34,7 @@ func TestStatusesOverTime(t *testing.T) {
 
 	step := func(want lag.StatusCode) lag.Group {
 		t.Helper()
-		clk.Add(20 * time.Second)
-		if err := s.SampleOnce(ctx); err != nil {
-			t.Fatalf("SampleOnce: %v", err)
-		}
+		sampleAfter(t, ctx, s, clk, 20*time.Second)
 		snap, err := s.LatestKafka(ctx, "main")
 		if err != nil {
 			t.Fatal(err)
@@ -130,14 +127,72 @@ func TestStatusesOverTime(t *testing.T) {
 	})
 }
 
+// A group whose partition 0 drains fast while partition 1 is stuck (its commit never moves and
+// records keep arriving): the total lag falls at every sample, yet the group never catches up.
+// The sampler says so (CatchUp < 0), where the total's slope promised a few minutes. Once both
+// partitions drain, the catch-up time is the slower one's.
+func TestCatchUpIsTheSlowestPartitions(t *testing.T) {
+	ctx := ctxT(t)
+	b := newBroker(t)
+	clk := newClock()
+	rules := configs.LagRules{Window: configs.Duration(time.Minute), StopAfter: configs.Duration(time.Hour), WarnMinLag: 1}
+	s := newSampler(t, openStore(t, testDSN(t)), clk, nil, KafkaSource{Cluster: b.cluster(t, 10*time.Second), Rules: rules})
+
+	b.topic(t, "orders", 2)
+	b.fill(t, "orders", 400, 0, 1)
+	committed := map[int32]int64{0: 0, 1: 0}
+	tick := func() (catchUp time.Duration, known bool, lag int64) {
+		t.Helper()
+		b.commit(t, "billing", "orders", committed)
+		sampleAfter(t, ctx, s, clk, 20*time.Second)
+		snap, err := s.LatestKafka(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := group(t, snap, "billing")
+		return g.CatchUp, g.RateKnown, g.TotalLag
+	}
+
+	// Partition 0: 100 consumed and 10 written per 20 s (lag −90); partition 1: 2 written, none
+	// consumed (lag +2). The total falls by 88 every 20 s.
+	var prevLag int64 = -1
+	for i := range 4 {
+		b.fill(t, "orders", 10, 0)
+		b.fill(t, "orders", 2, 1)
+		committed[0] += 100
+		catchUp, known, total := tick()
+		if prevLag >= 0 && total >= prevLag {
+			t.Fatalf("tick %d: total lag %d after %d, want it falling (the case where its slope misleads)", i, total, prevLag)
+		}
+		prevLag = total
+		if i > 0 && (!known || catchUp >= 0) {
+			t.Fatalf("tick %d: catch-up %v (known %v), want not catching up: partition 1 is stuck", i, catchUp, known)
+		}
+	}
+
+	// Partition 1 starts draining too: 60 consumed per 20 s, nothing new. Partition 0 is at
+	// 400+40−400 = 40 and stops receiving; 40 left at 100 per 20 s goes first, so the group waits
+	// for partition 1: 400+8−60·k left at 3 msgs/s.
+	committed[1] = 60
+	tick()
+	committed[1] = 120
+	committed[0] = 440 // partition 0 caught up
+	tick()
+	committed[1] = 180
+	catchUp, known, _ := tick()
+	// 408−180 = 228 left on partition 1, shrinking 3 msgs/s: 76 s.
+	if want := 76 * time.Second; !known || (catchUp-want).Abs() > 2*time.Second {
+		t.Fatalf("catch-up %v (known %v), want about %v: partition 1's 228 records at 3 msgs/s", catchUp, known, want)
+	}
+}
+
 // The stored snapshot decodes to exactly what the leader computed; a failing cluster keeps its last
 // good groups and gains an error; it recovers on the next good sample.
 func TestSnapshotRoundTrip(t *testing.T) {
 	ctx := ctxT(t)
 	b := newBroker(t)
-	dsn := testDSN(t)
 	clk := newClock()
-	leader, reader := replicas(t, b, dsn, clk, time.Second, func(o *Options) { o.CacheTTL = -1 })
+	leader, reader := replicas(t, b, clk, time.Second, func(o *Options) { o.CacheTTL = -1 })
 
 	t.Run("NotSampledYet", func(t *testing.T) {
 		snap, err := reader.LatestKafka(ctx, "main")
@@ -160,10 +215,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	b.member(t, "live", "payments", 14)
 
 	for range 2 {
-		clk.Add(15 * time.Second)
-		if err := leader.SampleOnce(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sampleAfter(t, ctx, leader, clk, 15*time.Second)
 	}
 	want, err := leader.LatestKafka(ctx, "main") // the leader's in-memory copy
 	if err != nil {
@@ -216,7 +268,7 @@ func oneGroupReplicas(t *testing.T, clk *clock, mod func(*Options)) (leader, rea
 	b := newBroker(t)
 	b.topic(t, "orders", 2)
 	b.commit(t, "g", "orders", map[int32]int64{0: 0})
-	return replicas(t, b, testDSN(t), clk, 5*time.Second, mod)
+	return replicas(t, b, clk, 5*time.Second, mod)
 }
 
 // Fifty concurrent viewers of a replica share one store read and one decoded snapshot.
@@ -302,10 +354,7 @@ func TestLatestKafkaRevalidates(t *testing.T) {
 	if failed := read(); failed.Error != "broken" || &failed.Groups[0] != &first.Groups[0] {
 		t.Errorf("after a failed sample: error %q, groups re-read %v", failed.Error, &failed.Groups[0] != &first.Groups[0])
 	}
-	clk.Add(15 * time.Second)
-	if err := leader.SampleOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sampleAfter(t, ctx, leader, clk, 15*time.Second)
 	if next := read(); !next.At.Equal(clk.Now()) || next.Error != "" || &next.Groups[0] == &first.Groups[0] {
 		t.Errorf("after a new sample: at %v error %q", next.At, next.Error)
 	}
