@@ -52,11 +52,25 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	src.Broker, src.Vhost, src.Queue = m.Broker, m.Vhost, m.Queue
 	it := Item{Locator: strings.TrimPrefix(m.Locator, discardLocator("")), MessageID: m.MessageID,
 		ErrorGroup: strings.TrimSpace(headerText(m.Headers, "x-first-death-reason")), ReplayCount: parseCount([]byte(headerText(m.Headers, HeaderReplayCount)))}
-	if m.OriginalExchange != "" || m.OriginalRoutingKey != "" {
-		it.Destination = Destination{Kind: "rabbitmq", Broker: m.Broker, Vhost: m.Vhost, Exchange: m.OriginalExchange, RoutingKey: m.OriginalRoutingKey}
+	if x, rk := archivedDestination(m); x != "" || rk != "" {
+		it.Destination = Destination{Kind: "rabbitmq", Broker: m.Broker, Vhost: m.Vhost, Exchange: x, RoutingKey: rk}
 	}
 	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, headerText(m.Headers, "x-first-death-queue"))
 	return emit(it)
+}
+
+// archivedDestination is where an archived message was going, byte for byte, read from its
+// archived headers as a replay from the queue reads them (DeadLetter.Destination): the archive's
+// original_* columns are text, and hold a key that is not UTF-8 in its display form, which a
+// restore must not publish to (sanitize skips the real one as unresolvable). The columns answer
+// for a row whose headers cannot be read.
+func archivedDestination(m Archived) (exchange, routingKey string) {
+	if headers, err := rabbit.DecodeHeaders(m.HeadersWire); err == nil {
+		if dl := rabbit.DecodeDeadLetter(headers); dl != nil {
+			return dl.Destination()
+		}
+	}
+	return m.OriginalExchange, m.OriginalRoutingKey
 }
 
 // headerText is a header of an archived message as text ("" when absent or not text).
