@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,9 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -176,20 +173,6 @@ func TestBrowserArchiveRestores(t *testing.T) {
 	if d, ok, err := ch.Get("orders.dlq", true); err != nil || !ok || d.MessageId != "m-1" {
 		t.Fatalf("orders.dlq: %v %v %s", ok, err, d.MessageId)
 	}
-}
-
-// dlqConsole is a console (with a store, auth as given) over a vhost whose orders.dlq holds n
-// orders m-0… the broker dead-lettered from orders.work, each with the body body (a format of i).
-func dlqConsole(t *testing.T, ctx context.Context, n int, body, auth string) (base, vhost string, ch *amqp.Channel) {
-	t.Helper()
-	vhost, ch, _ = deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
-		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
-			Body: []byte(fmt.Sprintf(body, i))}
-	})
-	cfg := rabbittest.Config(t, vhost)
-	base = startConsole(t, fmt.Sprintf("store: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n%s",
-		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, auth))
-	return base, vhost, ch
 }
 
 // TestArchiveRestoreTwentyAtOnce: twenty operators restore the same archived message at once,

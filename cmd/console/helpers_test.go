@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
@@ -76,6 +77,20 @@ func startKafka(t *testing.T, topics map[string]int32) *devstack.Kafka {
 func declareOrders(t *testing.T, ch *amqp.Channel) {
 	t.Helper()
 	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
+}
+
+// dlqConsole is a console (with a store, auth as given) over a vhost whose orders.dlq holds n
+// orders m-0… the broker dead-lettered from orders.work, each with the body body (a format of i).
+func dlqConsole(t *testing.T, ctx context.Context, n int, body, auth string) (base, vhost string, ch *amqp.Channel) {
+	t.Helper()
+	vhost, ch, _ = deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
+		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
+			Body: []byte(fmt.Sprintf(body, i))}
+	})
+	cfg := rabbittest.Config(t, vhost)
+	base = startConsole(t, fmt.Sprintf("store: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n%s",
+		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, auth))
+	return base, vhost, ch
 }
 
 // consumeThroughInbox is the inventory service consuming ids (the message ids of what reached

@@ -80,6 +80,35 @@ func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
 	}
 }
 
+// TestBrowserQueueNote: on a DLQ's messages page an operator opens a message and adds a note to
+// it, and one to its error group; the page shows both where they belong.
+func TestBrowserQueueNote(t *testing.T) {
+	ctx0 := waittest.Context(t, 2*time.Minute)
+	base, vhost, _ := dlqConsole(t, ctx0, 2, `{"n":%d}`, "auth: {mode: none}\n")
+	ctx, _ := newBrowser(t)
+	first := `tr[data-record-row]:nth-of-type(1)`
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq/messages"),
+		chromedp.Click(first+` [data-testid="expand-message"]`),
+		chromedp.SendKeys(first+` + tr [data-testid="note-form"] input[name="text"]`, "customer c-42 is a test account"),
+		chromedp.Submit(first+` + tr [data-testid="note-form"] input[name="text"]`),
+		chromedp.WaitVisible(`[data-testid="error-groups"] [data-testid="note-form"]`),
+		chromedp.SendKeys(`[data-testid="error-groups"] [data-testid="note-form"] input[name="text"]`, "investigating: INC-2231"),
+		chromedp.Submit(`[data-testid="error-groups"] [data-testid="note-form"] input[name="text"]`),
+		chromedp.WaitVisible(`[data-testid="error-groups"] [data-testid="note-text"]`),
+		chromedp.Click(first+` [data-testid="expand-message"]`),
+		chromedp.WaitVisible(first+` + tr [data-testid="note-text"]`)); err != nil {
+		t.Fatalf("%v\n%.2000s", err, must(t, ctx, chromedp.Text(`body`)))
+	}
+	screenshot(t, ctx, "queue-notes")
+	if g := must(t, ctx, chromedp.Text(`[data-testid="error-groups"] [data-testid="note-text"]`)); g != "investigating: INC-2231" {
+		t.Fatalf("the group's note: %q", g)
+	}
+	if m := must(t, ctx, chromedp.Text(first+` + tr [data-testid="note-text"]`)); m != "customer c-42 is a test account" ||
+		countOf(t, ctx, `tr[data-row-detail] [data-testid="note-text"]`) != 1 {
+		t.Fatalf("the message's note: %q", m)
+	}
+}
+
 // TestBrowserEditAndReplay: an operator opens a dead letter, edits its value and sets a header,
 // plans the edited replay (the plan says what changes), runs it, and exactly one copy — the edited
 // one, read back with an independent Kafka client — reaches the original topic.

@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -316,14 +317,20 @@ func TestResolveDeadLetters(t *testing.T) {
 	})
 }
 
+// poisonConsole is the notes tests' console: basic auth, sampling a cluster whose orders.DLT holds
+// three dead letters of one error group, com.acme.PoisonException (poison-0…2).
+func poisonConsole(t *testing.T) (base string) {
+	t.Helper()
+	k, dead := deadLetterCluster(t, waittest.Context(t, 2*time.Minute))
+	dead(3, "com.acme.PoisonException", "poison")
+	return startConsole(t, sampledKafka(pgtest.NewDatabase(t), k)+basicAuth(""))
+}
+
 // TestNotes: a note on an error group and one on a record are shown where each appears (the
 // error-groups API and page, the record on the topic page), escaped; a note's link must be a web
 // link; a viewer is refused; each note is audited with its text.
 func TestNotes(t *testing.T) {
-	ctx := waittest.Context(t, 2*time.Minute)
-	k, dead := deadLetterCluster(t, ctx)
-	dead(3, "com.acme.PoisonException", "poison")
-	base := startConsole(t, sampledKafka(pgtest.NewDatabase(t), k)+basicAuth(""))
+	base := poisonConsole(t)
 	api := base + "/api/v1/kafka/main/topics/orders.DLT/notes"
 	groupNote := `{"error_group":{"exception_type":"com.acme.PoisonException"},"text":"investigating: INC-2231, fix in 4.2.1 <script>alert(1)</script>","link":"https://tracker.example/INC-2231"}`
 	if r := bearer(t, "POST", api, "tok-viewer", groupNote); r.status != http.StatusForbidden {
@@ -377,4 +384,88 @@ func TestNotes(t *testing.T) {
 	if len(a.Entries) != 2 || a.Entries[0].Outcome != "ok" || a.Entries[1].Detail["text"] != "investigating: INC-2231, fix in 4.2.1 <script>alert(1)</script>" {
 		t.Fatalf("the notes' audit: %+v", a.Entries)
 	}
+}
+
+// A note names a topic and, on a record, a record that exist, as a resolution does: a note on
+// topic "nope", or on an offset past the end, was a 200 with an audit row.
+func TestKafkaNotesNameWhatExists(t *testing.T) {
+	base := poisonConsole(t)
+	api := base + "/api/v1/kafka/main/topics/"
+	for _, tc := range []struct {
+		topic, body string
+		status      int
+		want        string
+	}{
+		{"nope", `{"record":{"partition":0,"offset":0},"text":"x"}`, http.StatusNotFound, `topic \"nope\" not found`},
+		{"nope", `{"error_group":{"exception_type":"x"},"text":"x"}`, http.StatusNotFound, `topic \"nope\" not found`},
+		{"orders.DLT", `{"record":{"partition":0,"offset":50},"text":"x"}`, http.StatusBadRequest, "record: partition 0 offset 50 is not in topic orders.DLT (offsets "},
+		{"orders.DLT", `{"record":{"partition":7,"offset":0},"text":"x"}`, http.StatusBadRequest, "record: partition 7 is not in topic orders.DLT (it has 2)"},
+	} {
+		r := bearer(t, "POST", api+tc.topic+"/notes", "tok-operator", tc.body)
+		if r.status != tc.status || !strings.Contains(r.body, tc.want) {
+			t.Errorf("%s %s: %d %s, want %d saying %q", tc.topic, tc.body, r.status, r.body, tc.status, tc.want)
+		}
+	}
+	if r := bearer(t, "GET", base+"/api/v1/audit?action=kafka.note", "tok-admin", ""); strings.Contains(r.body, `"outcome":"ok"`) {
+		t.Errorf("a refused note was audited: %s", r.body)
+	}
+	if r := bearer(t, "POST", api+"orders.DLT/notes", "tok-operator", `{"error_group":{"exception_type":"com.acme.PoisonException"},"text":"known"}`); r.status != http.StatusOK {
+		t.Errorf("a note on an error group of orders.DLT: %d %s", r.status, r.body)
+	}
+}
+
+// TestQueueNotes: notes on a DLQ's error group and on one of its messages (by message id) are
+// shown where each appears on the messages page, escaped; the API lists them; bad input is a
+// 400 in words; a viewer is refused; each note is audited with its text; the queue is left as
+// it was.
+func TestQueueNotes(t *testing.T) {
+	ctx := waittest.Context(t, 2*time.Minute)
+	base, vhost, ch := dlqConsole(t, ctx, 2, `{"n":%d}`, basicAuth(""))
+	api := base + "/api/v1/rabbitmq/main/queues/" + url.PathEscape(vhost) + "/orders.dlq/notes"
+	groupNote := `{"error_group":{"reason":"rejected","exception_message":""},"text":"investigating: INC-2231 <script>alert(1)</script>","link":"https://tracker.example/INC-2231"}`
+	if r := bearer(t, "POST", api, "tok-viewer", groupNote); r.status != http.StatusForbidden {
+		t.Fatalf("viewer: %d %s", r.status, r.body)
+	}
+	for body, want := range map[string]string{
+		`{"message_id":"m-0","text":"  "}`:                                    "text",
+		`{"message_id":"m-0","text":"t","link":"javascript:alert(1)"}`:        "must be an http or https URL",
+		`{"error_group":{"reason":"rejected"},"message_id":"m-0","text":"t"}`: "exactly one of error_group or message_id",
+		`{"text":"t"}`: "exactly one of error_group or message_id",
+		`{"message_id":"m-0","text":"` + strings.Repeat("x", 2001) + `"}`:     "at most 2000 characters",
+		`{"message_id":"m-0","text":"t","record":{"partition":0,"offset":0}}`: "unknown field",
+	} {
+		if r := bearer(t, "POST", api, "tok-operator", body); r.status != http.StatusBadRequest || !strings.Contains(r.body, want) {
+			t.Errorf("%.80s: %d %s, want 400 saying %q", body, r.status, r.body, want)
+		}
+	}
+	if r := bearer(t, "POST", base+"/api/v1/rabbitmq/nope/queues/x/y/notes", "tok-operator", `{"message_id":"m-0","text":"t"}`); r.status != http.StatusNotFound {
+		t.Fatalf("an unknown broker: %d %s", r.status, r.body)
+	}
+	r := bearer(t, "POST", api, "tok-operator", groupNote)
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"error_group":{"reason":"rejected","exception_message":""}`) ||
+		!strings.Contains(r.body, `"by":"token:operator-bot"`) {
+		t.Fatalf("group note: %d %s", r.status, r.body)
+	}
+	if r := bearer(t, "POST", api, "tok-operator", `{"message_id":"m-1","text":"this one has a bad customer id"}`); r.status != http.StatusOK ||
+		!strings.Contains(r.body, `"message_id":"m-1"`) {
+		t.Fatalf("message note: %d %s", r.status, r.body)
+	}
+	list := bearer(t, "GET", api, "tok-viewer", "")
+	if !strings.Contains(list.body, "INC-2231") || !strings.Contains(list.body, `"message_id":"m-1"`) {
+		t.Fatalf("notes: %s", list.body)
+	}
+	client, _ := signedIn(t, base, "vera")
+	page := do(t, client, "GET", base+"/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq/messages", "", "")
+	if !strings.Contains(page.body, `data-testid="note-text">investigating: INC-2231 &lt;script&gt;`) || strings.Contains(page.body, "<script>alert(1)") ||
+		!strings.Contains(page.body, `href="https://tracker.example/INC-2231"`) || !strings.Contains(page.body, "this one has a bad customer id") {
+		t.Fatalf("the messages page does not show the notes escaped:\n%.3000s", page.body)
+	}
+	if strings.Count(page.body, "this one has a bad customer id") != 1 {
+		t.Fatal("the message note shows on more than its message")
+	}
+	a := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=rabbitmq.note", "tok-admin", ""))
+	if len(a.Entries) != 2 || a.Entries[0].Outcome != "ok" || a.Entries[1].Detail["text"] != "investigating: INC-2231 <script>alert(1)</script>" {
+		t.Fatalf("the notes' audit: %+v", a.Entries)
+	}
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 2, 10*time.Second)
 }
