@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -181,16 +181,15 @@ func (s db) auditedChange(ctx context.Context, e audit.Entry, change func(ctx co
 	})
 }
 
-// AuditNaming lists the audit entries since since whose target, reason or detail contains one of
-// needles (each at least 3 characters), newest first, at most limit. The audit log has no index on
-// its text: since bounds what is read (the at index), limit what is returned. Errors wrap
-// ops.ErrUnavailable.
+// AuditNaming lists the audit entries since since whose target, reason or detail names one of
+// needles (each at least 3 characters) as a whole word, newest first, at most limit. The audit log
+// has no index on its text: since bounds what is read (the at index), limit what is returned.
+// Errors wrap ops.ErrUnavailable.
 func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error) {
 	var pats []string
 	for _, n := range needles {
 		if len(n) >= 3 {
-			// LIKE's own characters in an id are literal.
-			pats = append(pats, "%"+strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(n)+"%")
+			pats = append(pats, wholeWord(n))
 		}
 	}
 	if len(pats) == 0 && len(rows) == 0 {
@@ -203,8 +202,17 @@ func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, rows []aud
 	return collect(ctx, s.pool, scanAuditEntry, "audit: search", `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
 		FROM audit_log WHERE at >= $1
-		  AND (target LIKE ANY($2) OR reason LIKE ANY($2) OR detail::text LIKE ANY($2)
+		  AND (target ~ ANY($2) OR reason ~ ANY($2) OR detail::text ~ ANY($2)
 		    OR EXISTS (SELECT FROM unnest($4::text[], $5::bigint[]) AS r(target, id)
 		      WHERE audit_log.target = r.target AND audit_log.detail->'ids' @> to_jsonb(r.id)))
 		ORDER BY at DESC, id DESC LIMIT $3`, since, pats, limit, targets, ids)
+}
+
+// wholeWord is a PostgreSQL regular expression matching id as a whole word: not inside a longer
+// id ("evt-p1" is not found in "evt-p10" or "xevt-p1"), where ids are made of letters, digits, '_'
+// and '-', and the text around them of anything else (JSON quotes, spaces, '/', '.', ','). The
+// id's own characters are literal (QuoteMeta's escapes are those of PostgreSQL's ARE too).
+func wholeWord(id string) string {
+	const notIDChar = `[^[:alnum:]_-]`
+	return `(^|` + notIDChar + `)` + regexp.QuoteMeta(id) + `($|` + notIDChar + `)`
 }
