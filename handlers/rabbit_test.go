@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -34,16 +33,6 @@ func offlineBroker(t testing.TB) *rabbit.Broker {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func callAPI(t testing.TB, h echo.HandlerFunc, target string, names []string, values ...string) (*httptest.ResponseRecorder, error) {
-	t.Helper()
-	e := echo.New()
-	rec := httptest.NewRecorder()
-	c := e.NewContext(httptest.NewRequest(http.MethodGet, target, nil), rec)
-	c.SetParamNames(names...)
-	c.SetParamValues(values...)
-	return rec, h(c)
 }
 
 func TestRabbitBadInput(t *testing.T) {

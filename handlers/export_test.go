@@ -9,15 +9,10 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/storetest"
 )
 
@@ -25,18 +20,8 @@ import (
 // (503, nothing exported); otherwise the outcome row names the intent and counts what was written.
 func TestExportIntentBeforeContent(t *testing.T) {
 	ctx := context.Background()
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
-	prod := kfaketest.Client(t, broker)
-	for range 3 {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "orders.DLT", Value: []byte(`{"secret":"s3cr3t"}`)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	const secret = `{"secret":"s3cr3t"}`
+	k := dltCluster(t, 1, secret, secret, secret)
 	st := storetest.Open(t)
 	export := func() *httptest.ResponseRecorder {
 		h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, Audit: st, ExportMinRole: "viewer"})

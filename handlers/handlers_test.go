@@ -1,0 +1,200 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/triage"
+	"github.com/redrive/redrive/paths"
+)
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"2026-11-30T06:00:00Z", time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), true},
+		{"2026-11-30T06:00", time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC), true},
+		{"2026-11-30", time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), true},
+		{"15m", now.Add(-15 * time.Minute), true},
+		{"7d", now.Add(-7 * 24 * time.Hour), true},
+		{"-5m", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+		{"99999d", time.Time{}, false},
+	}
+	for _, tc := range cases {
+		got, ok := parseTime(tc.in, now)
+		if ok != tc.ok || !got.Equal(tc.want) {
+			t.Errorf("parseTime(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{"2026-11-30", "15m", "7d", "2026-11-30T06:00:00.123+02:00", "1h30m", ""} {
+		f.Add(s)
+	}
+	now := time.Now()
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseTime(s, now)
+		if _, isAge := parseAge(s); ok && isAge && got.After(now) {
+			t.Fatalf("age %q resolved to the future: %v", s, got)
+		}
+	})
+}
+
+func TestDecodeJSONMessages(t *testing.T) {
+	type inner struct {
+		Partition *int32   `json:"partition"`
+		IDs       []int64  `json:"ids"`
+		Force     bool     `json:"force"`
+		Names     []string `json:"names"`
+	}
+	type request struct {
+		Source inner `json:"source"`
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`[]`, "body: the request body must be a JSON object, got an array"},
+		{`"plan"`, "body: the request body must be a JSON object, got a string"},
+		{`12`, "body: the request body must be a JSON object, got a number"},
+		{`{"source":[]}`, "source: must be a JSON object, got an array"},
+		{`{"source":{"partition":"x"}}`, "source.partition: must be an integer between -2147483648 and 2147483647, got a string"},
+		{`{"source":{"partition":1e99}}`, "source.partition: must be an integer between -2147483648 and 2147483647, got the number 1e99"},
+		{`{"source":{"ids":{}}}`, "source.ids: must be a JSON array, got an object"},
+		{`{"source":{"force":"yes"}}`, "source.force: must be true or false, got a string"},
+		{`{"source":{"names":[1]}}`, "source.names: must be a string, got a number"},
+		{`{"nope":1}`, `body: unknown field "nope" (check the field name)`},
+		{``, "body: empty; send a JSON object"},
+		{`{"source":`, "body: could not be read as JSON"},
+	} {
+		e := echo.New()
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		var into request
+		err := decodeJSON(e.NewContext(req, httptest.NewRecorder()), &into)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v; want %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// FuzzDecodeJSON feeds arbitrary request bodies to the strict JSON decoder used by every POST:
+// it must answer with an ops error or a value, never panic.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{`{"ids":[1,2]}`, `{"all_stuck":true}`, `{"ids":["x"]}`, `{`, `[]`, `{"ids":[1]}{"ids":[2]}`, ""} {
+		f.Add(s)
+	}
+	e := echo.New()
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		c := e.NewContext(req, httptest.NewRecorder())
+		var into requeueRequest
+		_ = decodeJSON(c, &into)
+	})
+}
+
+// Names that are dot segments survive the links built for them: a browser would drop "." and
+// ".." (escaped or not), so paths.Segment writes them with a ";" and PathParam reads them back.
+func TestPathParamReadsPathSegments(t *testing.T) {
+	e := echo.New()
+	var got struct{ vhost, queue string }
+	e.GET("/q/:vhost/:queue", func(c echo.Context) error {
+		got.vhost, got.queue = PathParam(c, "vhost"), PathParam(c, "queue")
+		return nil
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, tc := range []struct{ vhost, queue string }{
+		{"/", ".."}, {"/", "."}, {"prod", ".."}, {"prod", ".;"}, {"prod", "..;"}, {"..", "orders"},
+		{"a/b", "%2E%2E"}, {"prod", "100%"}, {"prod", "%41"}, {"prod", "dlq; drop"}, {"prod", "évé\u202e"},
+	} {
+		u := srv.URL + "/q/" + paths.Segment(tc.vhost) + "/" + paths.Segment(tc.queue)
+		for _, seg := range strings.Split(strings.TrimPrefix(u, srv.URL+"/"), "/") {
+			if seg == "." || seg == ".." || strings.EqualFold(seg, "%2e%2e") || strings.EqualFold(seg, "%2e") ||
+				strings.EqualFold(seg, ".%2e") || strings.EqualFold(seg, "%2e.") {
+				t.Fatalf("%s has a dot segment", u)
+			}
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got.vhost != tc.vhost || got.queue != tc.queue {
+			t.Errorf("%s: got %q %q; want %q %q", u, got.vhost, got.queue, tc.vhost, tc.queue)
+		}
+	}
+	// Typed by hand: ".." and an escaped "%2E%2E" as they are.
+	for _, raw := range []string{"/q/%2F/..", "/q/%2F/%2E%2E"} {
+		got.queue = ""
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+raw, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got.queue != ".." {
+			t.Errorf("%s: queue %q", raw, got.queue)
+		}
+	}
+}
+
+// Every action that needs a reason judges it with requiredReason too, as an outbox requeue does
+// (TestRequeueReasonJudgedAsAudited).
+func TestRequiredReasonEverywhere(t *testing.T) {
+	blank := "\x00 \u200b"
+	ctx := func() echo.Context {
+		c := echo.New().NewContext(httptest.NewRequest(http.MethodPost, "/", nil), httptest.NewRecorder())
+		c.SetParamNames("id")
+		c.SetParamValues("7")
+		SetActor(c, access.Actor{Name: "root", Role: access.Admin})
+		return c
+	}
+	restore := func(reason string) error {
+		_, _, err := restoreInput(ctx(), func() (restoreRequest, error) { return restoreRequest{To: "dlq", Reason: reason}, nil })
+		return err
+	}
+	resolve := func(reason string) error {
+		_, err := resolutionInput(triage.StateIgnored, reason, "events")
+		return err
+	}
+	offsetsApply := func(reason string) error {
+		_, err := (&Offsets{}).apply(ctx(), offsetApplyRequest{PlanID: "plan_1", Reason: reason})
+		return err
+	}
+	forcedReplay := func(reason string) error {
+		_, err := (&Replays{}).start(ctx(), startRequest{PlanID: "plan_1", Force: true, Reason: reason})
+		return err
+	}
+	for name, act := range map[string]func(string) error{
+		"ArchiveRestore": restore, "Resolution": resolve, "OffsetsApply": offsetsApply, "ForcedReplay": forcedReplay,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := act(blank); !errors.Is(err, ops.ErrInvalid) || !strings.HasPrefix(err.Error(), "reason: required") {
+				t.Errorf("a reason of a NUL and spaces: %v; want reason: required", err)
+			}
+			if err := act(strings.Repeat("因", maxReason+1)); !errors.Is(err, ops.ErrInvalid) || err.Error() != "reason: at most 1000 characters" {
+				t.Errorf("1001 characters: %v", err)
+			}
+		})
+	}
+	if err := restore(strings.Repeat("因", 400)); err != nil {
+		t.Errorf("a restore with 400 Chinese characters: %v", err)
+	}
+	if reason, err := resolutionInput(triage.StateOpen, blank, "events"); err != nil || reason != "" {
+		t.Errorf("opening again needs no reason: %q, %v", reason, err)
+	}
+}

@@ -1,0 +1,165 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/lag"
+	"github.com/redrive/redrive/ops/trace"
+)
+
+// kafkaRecordsFixture is the records API (with its filter scan in front, as web routes it) over
+// a kfake cluster whose orders.DLT has 2 partitions and 3 records in partition 0.
+func kafkaRecordsFixture(t *testing.T) func(query string) error {
+	t.Helper()
+	k := dltCluster(t, 2, `{}`, `{}`, `{}`)
+	h := NewKafka([]KafkaCluster{k}, nil, nil, nil, nil)
+	records := NewSearch(SearchOptions{Kafka: []SearchCluster{k}}).Records(h.APIRecords)
+	return func(query string) error { return records(queryContext("/records?" + query)) }
+}
+
+// queryContext is a GET of target on the records of topic orders.DLT.
+func queryContext(target string) echo.Context {
+	c := echo.New().NewContext(httptest.NewRequest("GET", target, nil), httptest.NewRecorder())
+	c.SetParamNames("cluster", "topic")
+	c.SetParamValues("main", "orders.DLT")
+	return c
+}
+
+type noTracer struct{}
+
+func (noTracer) Trace(context.Context, trace.Query) (trace.Result, error) { return trace.Result{}, nil }
+
+// sampledOnce is a lag snapshot of cluster main taken now, with no group in it.
+type sampledOnce struct{}
+
+func (sampledOnce) LatestKafka(context.Context, string) (lag.Snapshot, error) {
+	return lag.Snapshot{Cluster: "main", At: time.Now()}, nil
+}
+
+func (sampledOnce) KafkaGroupHistory(context.Context, string, string, time.Time, int) ([]lag.Point, error) {
+	return nil, nil
+}
+
+// Parameters the records API ignored with one partition and no filter (a bad cursor read as the
+// first page, stream=maybe) and an empty offset range of a filter (200 with nothing) are 400s
+// saying what to give.
+func TestRecordsParametersAreChecked(t *testing.T) {
+	records := kafkaRecordsFixture(t)
+	malformed := "cursor: must be partition:offset pairs separated by commas, as in the previous page's next_cursor"
+	onePartition := "cursor: continues a page of partition=all or a filter's scan; with one partition, give the previous page's next_offset as offset"
+	for query, want := range map[string]string{
+		"cursor=bogus":                                      malformed,
+		"cursor=-1:5":                                       malformed,
+		"partition=0&cursor=9:5":                            onePartition,
+		"cursor=0:99999999999999999999":                     malformed,
+		"partition=1&cursor=0:1":                            onePartition,
+		"stream=maybe":                                      "stream: must be true or false",
+		"partition=all&stream=maybe":                        "stream: must be true or false",
+		"filter=true&from_offset=10&to_offset=5":            "to_offset: must not be below from_offset (10): the range is inclusive, so this one holds nothing",
+		"filter=true&partition=0&from_offset=2&to_offset=1": "to_offset: must not be below from_offset (2)",
+	} {
+		if err := records(query); !errors.Is(err, ops.ErrInvalid) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want a 400 saying %q", query, err, want)
+		}
+	}
+	for _, query := range []string{"", "partition=0&stream=true", "partition=all&cursor=0:1", "partition=0&offset=1",
+		"filter=" + url.QueryEscape("true") + "&from_offset=1&to_offset=1", "filter=true&partition=0&cursor=0:1"} {
+		if err := records(query); err != nil {
+			t.Errorf("%s: %v, want a page", query, err)
+		}
+	}
+}
+
+// A time is given or not by its presence: at=0001-01-01T00:00:00Z (time.Time's zero) was read as
+// no at, and since=0001-01-01 as no since.
+func TestYearOneIsATime(t *testing.T) {
+	q, err := parseRecordQuery(queryContext("/records?at=0001-01-01T00:00:00Z"))
+	if err != nil || q.At == nil || !q.At.IsZero() {
+		t.Errorf("at=0001-01-01T00:00:00Z: at %v, %v; want the time 0001-01-01", q.At, err)
+	}
+	if q, err := parseRecordQuery(queryContext("/records?at=")); err != nil || q.At != nil {
+		t.Errorf("at= (blank): at %v, %v; want none", q.At, err)
+	}
+	h := &Trace{t: noTracer{}}
+	tq, err := h.parseTraceQuery(queryContext("/trace?message_id=m&since=0001-01-01&until=0001-01-01T00:00:00Z"))
+	if err != nil || tq.Since == nil || !tq.Since.IsZero() || tq.Until == nil || !tq.Until.Equal(time.Time{}) {
+		t.Errorf("since and until 0001-01-01: %v %v, %v; want both given", tq.Since, tq.Until, err)
+	}
+	if tq, err := h.parseTraceQuery(queryContext("/trace?message_id=m")); err != nil || tq.Since != nil || tq.Until != nil {
+		t.Errorf("no since nor until: %v %v, %v; want neither", tq.Since, tq.Until, err)
+	}
+}
+
+// A 100,000-character topic or group name came back whole in its 404 (several times over): a
+// message quotes at most kafka.EchoLimit bytes of it, "…" marking the cut.
+func TestKafkaNotFoundQuotesLongNamesCut(t *testing.T) {
+	k := dltCluster(t, 1)
+	h := NewKafka([]KafkaCluster{k}, sampledOnce{}, nil, nil, nil)
+	long := strings.Repeat("a", 100_000)
+	call := func(handler echo.HandlerFunc, names ...string) error {
+		c := echo.New().NewContext(httptest.NewRequest("GET", "/x?partition=0", nil), httptest.NewRecorder())
+		c.SetParamNames(append([]string{"cluster"}, names...)...)
+		values := []string{"main"}
+		for range names {
+			values = append(values, long)
+		}
+		c.SetParamValues(values...)
+		return handler(c)
+	}
+	cut := strings.Repeat("a", kafka.EchoLimit) + "…"
+	for name, err := range map[string]error{
+		"records":      call(h.APIRecords, "topic"),
+		"error groups": call(h.APIErrorGroups, "topic"),
+		"group":        call(h.APIGroup, "group"),
+	} {
+		msg := ops.Message(err)
+		if !errors.Is(err, ops.ErrNotFound) || !strings.Contains(msg, cut) || len(msg) > 3*len(cut)+200 {
+			t.Errorf("%s: %d bytes: %.300q; want a 404 quoting the name cut to %d bytes", name, len(msg), msg, kafka.EchoLimit)
+		}
+	}
+}
+
+// A cluster or broker name that is not configured is quoted back cut, as topic and group names are.
+func TestUnknownSourceQuotedCut(t *testing.T) {
+	_, err := lookup(map[string]int{"main": 1}, strings.Repeat("c", 100_000), "kafka cluster")
+	if m := ops.Message(err); !errors.Is(err, ops.ErrNotFound) || len(m) > 200 || !strings.Contains(m, "…") {
+		t.Fatalf("unknown cluster: %v (%d bytes)", errors.Is(err, ops.ErrNotFound), len(m))
+	}
+}
+
+func TestRecordJSONSchemaFields(t *testing.T) {
+	t.Run("Undecoded", func(t *testing.T) {
+		out, _ := json.Marshal(toRecordJSON(kafka.Record{Value: []byte(`{"a":1}`)}, false))
+		if !strings.Contains(string(out), `"value_schema":null`) || !strings.Contains(string(out), `"key_schema":null`) {
+			t.Errorf("%s", out)
+		}
+	})
+	t.Run("Failed", func(t *testing.T) {
+		r := kafka.Record{Value: []byte{0, 0, 0, 0, 9, 0xff}, ValueSchema: &schema.Decoded{ID: 9, Error: "schema 9: not found in the schema registry"}}
+		j := toRecordJSON(r, false)
+		if j.ValueSchema.Error == "" || j.ValueEncoding != "base64" {
+			t.Errorf("%+v %s", j.ValueSchema, j.ValueEncoding)
+		}
+	})
+	t.Run("Raw", func(t *testing.T) {
+		r := kafka.Record{Value: []byte("\x00\x00\x00\x00\x05{}"), ValueSchema: &schema.Decoded{Format: schema.FormatJSONSchema, ID: 5, JSON: []byte(`{}`)}}
+		if j := toRecordJSON(r, true); j.ValueEncoding != "base64" || *j.Value != "AAAAAAV7fQ==" {
+			t.Errorf("raw: %s %s", *j.Value, j.ValueEncoding)
+		}
+		if j := toRecordJSON(r, false); j.ValueEncoding != "json" || *j.Value != `{}` {
+			t.Errorf("decoded: %s %s", *j.Value, j.ValueEncoding)
+		}
+	})
+}
