@@ -22,15 +22,10 @@ import (
 // member, apply is refused while it runs, and after it stops the record is copied to the DLT and
 // the offset moves.
 func TestBrowserSkipPoisonRecord(t *testing.T) {
-	k := startKafka(t, nil)
+	k := startKafka(t, map[string]int32{"payments": 1, "payments.DLT": 1})
 	ctx := waittest.Context(t, 2*time.Minute)
 	cl := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
-	for _, topic := range []string{"payments", "payments.DLT"} {
-		if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var recs []*kgo.Record
 	for i := range 10 {
 		recs = append(recs, &kgo.Record{Topic: "payments", Value: []byte(fmt.Sprintf(`{"payment":%d}`, i)),

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops/kfaketest"
@@ -23,13 +22,10 @@ import (
 // redaction of header "card" and value path $.card.
 func searchConsole(t *testing.T, perPartition int) (base string) {
 	t.Helper()
-	k := startKafka(t, nil)
+	k := startKafka(t, map[string]int32{"search.DLT": 3})
 	prod := kfaketest.Client(t, k.Cluster(), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(400_000))
 	ctx := context.Background()
-	if _, err := kadm.NewClient(prod).CreateTopic(ctx, 3, 1, nil, "search.DLT"); err != nil {
-		t.Fatal(err)
-	}
 	for p := range int32(3) {
 		for i := range perPartition {
 			r := &kgo.Record{Topic: "search.DLT", Partition: p, Key: fmt.Appendf(nil, "order-%d-%d", p, i),

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
@@ -24,14 +23,8 @@ import (
 // type, keyed and identified by prefix-i.
 func deadLetterCluster(t *testing.T, ctx context.Context) (*devstack.Kafka, func(n int, typ, prefix string)) {
 	t.Helper()
-	k := startKafka(t, nil)
+	k := startKafka(t, map[string]int32{"orders.DLT": 2, "orders": 2})
 	cl := kfaketest.Client(t, k.Cluster())
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders.DLT"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
-		t.Fatal(err)
-	}
 	return k, func(n int, typ, prefix string) {
 		t.Helper()
 		var recs []*kgo.Record
