@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -16,5 +17,26 @@ func openStore(tb testing.TB) *store.Store {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(st.Close)
+	return st
+}
+
+// openStoreWithPlan is openStore holding plan "p" of total messages and, for each of jobs, a
+// pending job of that plan under that id, created in the order given.
+func openStoreWithPlan(tb testing.TB, total int, jobs ...string) *store.Store {
+	tb.Helper()
+	ctx := context.Background()
+	st := openStore(tb)
+	w, err := st.BeginPlan(ctx, "p")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Commit(ctx, replay.StoredPlan{ID: "p", Actor: "t", Source: []byte(`{}`), Total: total}); err != nil {
+		tb.Fatal(err)
+	}
+	for _, id := range jobs {
+		if err := st.CreateJob(ctx, replay.Job{ID: id, PlanID: "p", Actor: "t", RatePerSecond: 1, Total: total}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return st
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/ops/replay"
 )
@@ -15,23 +16,15 @@ import (
 // resumed run) is told MineInFlight, or AlreadyMine once it is settled.
 func TestLedgerClaimsRace(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
 	const jobs, messages, batch = 20, 2000, 250
-	w, err := st.BeginPlan(ctx, "p")
-	if err != nil {
-		t.Fatal(err)
+	ids := make([]string, jobs)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("j%02d", j)
 	}
-	if err := w.Commit(ctx, replay.StoredPlan{ID: "p", Actor: "t", Source: []byte(`{}`), Total: messages}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStoreWithPlan(t, messages, ids...)
 	claims := make([]replay.LedgerClaim, messages)
 	for i := range claims {
 		claims[i] = replay.LedgerClaim{Seq: i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", i), MessageID: fmt.Sprintf("m-%d", i)}
-	}
-	for j := range jobs {
-		if err := st.CreateJob(ctx, replay.Job{ID: fmt.Sprintf("j%02d", j), PlanID: "p", Actor: "t", RatePerSecond: 1, Total: messages}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	won := make([]map[int]bool, jobs) // per job, the seqs it claimed
 	var wg sync.WaitGroup
@@ -115,4 +108,102 @@ func TestLedgerClaimsRace(t *testing.T) {
 	if got, err := st.Claim(ctx, other, mine[:1], nil); err != nil || got[mine[0].Seq] != replay.ReplayedByOther {
 		t.Fatalf("another job claiming a published message: %v, %v; want ReplayedByOther", got, err)
 	}
+}
+
+// A job that ends with claims still in flight — cancelled while paused on a broker that stopped
+// answering — releases them as it finishes: they are failed with a reason, counted, no longer
+// held, and another job can claim those messages. Its settled messages stay its own.
+func TestFinishReleasesClaimsInFlight(t *testing.T) {
+	ctx := context.Background()
+	st := openStoreWithPlan(t, 3, "j1", "j2")
+	job, err := st.ClaimJob(ctx, "replica-a", time.Minute)
+	if err != nil || job.ID != "j1" {
+		t.Fatalf("ClaimJob = %v, %v; want j1", job.ID, err)
+	}
+	claims := make([]replay.LedgerClaim, 3)
+	for i := range claims {
+		claims[i] = replay.LedgerClaim{Seq: i, Locator: fmt.Sprintf("rabbitmq:main/%%2F/orders.dlq/m-%d#0", i), MessageID: fmt.Sprintf("m-%d", i)}
+	}
+	if _, err := st.Claim(ctx, "j1", claims, nil); err != nil {
+		t.Fatal(err)
+	}
+	// One is confirmed and settled; two stay in flight when the broker stops answering.
+	if err := st.Settle(ctx, "j1", []replay.LedgerOutcome{{Seq: 0, Locator: claims[0].Locator, MessageID: "m-0", Outcome: replay.LedgerPublished}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishJob(ctx, "j1", "replica-b", replay.JobCancelled, ""); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := st.Holders(ctx, []string{claims[1].Locator}); err != nil || h[claims[1].Locator] != "j1" {
+		t.Fatalf("after a finish by a replica that does not hold the job: holders %v, %v; want j1 still", h, err)
+	}
+	if err := st.FinishJob(ctx, "j1", "replica-a", replay.JobCancelled, ""); err != nil {
+		t.Fatal(err)
+	}
+	final, err := st.Job(ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Status != replay.JobCancelled || final.Published != 1 || final.Failed != 2 {
+		t.Fatalf("job %s published %d failed %d; want cancelled, 1 published, 2 failed", final.Status, final.Published, final.Failed)
+	}
+	entries, err := st.Ledger(ctx, "j1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		want := replay.LedgerFailed
+		if e.Seq == 0 {
+			want = replay.LedgerPublished
+		}
+		if e.Outcome != want || (want == replay.LedgerFailed && e.Detail == "") {
+			t.Errorf("seq %d: %s %q; want %s with a reason", e.Seq, e.Outcome, e.Detail, want)
+		}
+	}
+	got, err := st.Claim(ctx, "j2", claims, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != replay.ReplayedByOther || got[1] != replay.Claimed || got[2] != replay.Claimed {
+		t.Fatalf("another job's claims %v; want the published one refused, the released two claimed", got)
+	}
+}
+
+// BenchmarkLedger measures the ledger's two writes per message for a batch of 5,000: the claim
+// (insert under the once-only index) and the settle (active → published).
+func BenchmarkLedger(b *testing.B) {
+	ctx := context.Background()
+	st := openStoreWithPlan(b, 1, "j")
+	const n = 5000
+	batch := 0
+	next := func() ([]replay.LedgerClaim, []replay.LedgerOutcome) {
+		claims := make([]replay.LedgerClaim, n)
+		outs := make([]replay.LedgerOutcome, n)
+		for i := range claims {
+			seq := batch*n + i
+			claims[i] = replay.LedgerClaim{Seq: seq, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", seq), MessageID: fmt.Sprintf("m-%d", seq)}
+			outs[i] = replay.LedgerOutcome{Seq: seq, Outcome: replay.LedgerPublished}
+		}
+		batch++
+		return claims, outs
+	}
+	b.Run("Claim", func(b *testing.B) {
+		for b.Loop() {
+			claims, _ := next()
+			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ClaimSettle", func(b *testing.B) {
+		for b.Loop() {
+			claims, outs := next()
+			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := st.Settle(ctx, "j", outs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -20,6 +20,17 @@ func age(tb testing.TB, dsn string, tok [32]byte, d time.Duration) {
 		idle_expires_at = idle_expires_at - $2::interval, expires_at = expires_at - $2::interval WHERE token_sha256 = $1`, tok[:], d)
 }
 
+// newSession creates a session of user with role whose token is the SHA-256 of secret, and returns
+// that hash.
+func newSession(tb testing.TB, st *store.Store, secret, user, role string, idle, absolute time.Duration) [32]byte {
+	tb.Helper()
+	tok := sha256.Sum256([]byte(secret))
+	if _, err := st.CreateSession(context.Background(), tok[:], user, role, idle, absolute); err != nil {
+		tb.Fatal(err)
+	}
+	return tok
+}
+
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
@@ -72,10 +83,7 @@ func TestSessions(t *testing.T) {
 		}
 	})
 	t.Run("IdleExpiry", func(t *testing.T) {
-		tok2 := sha256.Sum256([]byte("idle"))
-		if _, err := st.CreateSession(ctx, tok2[:], "bob", "viewer", time.Minute, time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		tok2 := newSession(t, st, "idle", "bob", "viewer", time.Minute, time.Hour)
 		age(t, dsn, tok2, 59*time.Second)
 		if _, err := st.TouchSession(ctx, tok2[:], time.Minute, time.Hour); err != nil {
 			t.Fatalf("idle 59s of 60s: %v", err)
@@ -86,10 +94,7 @@ func TestSessions(t *testing.T) {
 		}
 	})
 	t.Run("Delete", func(t *testing.T) {
-		tok3 := sha256.Sum256([]byte("bye"))
-		if _, err := st.CreateSession(ctx, tok3[:], "carol", "admin", time.Hour, time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		tok3 := newSession(t, st, "bye", "carol", "admin", time.Hour, time.Hour)
 		if err := st.DeleteSession(ctx, tok3[:]); err != nil {
 			t.Fatal(err)
 		}
