@@ -221,3 +221,19 @@ func TestReadyzToAnonymousNamesAndOKOnly(t *testing.T) {
 		}
 	}
 }
+
+// Control and bidi characters reach a page only as visible escapes.
+func TestPagesShowControlCharactersVisibly(t *testing.T) {
+	s := startServer(t, authYAML(t, configs.AuthNone, ""))
+	// The 404 page names the outbox it did not find.
+	status, _, body := anonymousCaller().do(t, "GET", s.url+"/outboxes/evil%E2%80%AEtxt.exe%1B%5B2J%7F", "", "")
+	if status != http.StatusNotFound {
+		t.Fatalf("%d", status)
+	}
+	if strings.ContainsAny(body, "\u202e\x1b\x7f") {
+		t.Fatal("raw control characters in the page")
+	}
+	if !strings.Contains(body, `evil\u202etxt.exe\x1b[2J\x7f`) {
+		t.Fatalf("the name is not shown with visible escapes: %s", body)
+	}
+}

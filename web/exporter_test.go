@@ -90,6 +90,16 @@ func scrape(t *testing.T, e *exporter) map[string]float64 {
 	return out
 }
 
+// wantSeries checks that got has each series of want with its value.
+func wantSeries(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
 func seriesName(name string, m *dto.Metric) string {
 	var ls []string
 	for _, l := range m.GetLabel() {
@@ -174,11 +184,7 @@ func TestExporterSeries(t *testing.T) {
 		`redrive_exporter_errors_total{source="kafka/main"}`:                                        0,
 		`redrive_exporter_errors_total{source="outbox/orders"}`:                                     0,
 	}
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
-		}
-	}
+	wantSeries(t, got, want)
 	for _, absent := range []string{
 		`redrive_kafka_group_lag{cluster="main",group="billing",partition="1",topic="orders"}`, // unknown lag
 		`redrive_dead_letters{name="//orders.retry",source="rabbitmq/mq"}`,                     // a retry queue is not a DLQ
@@ -213,7 +219,7 @@ func TestExporterDegradesPerSource(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("scrape took %v with a hanging source; the bound is %v", d, e.timeout)
 	}
-	for k, v := range map[string]float64{
+	wantSeries(t, got, map[string]float64{
 		`redrive_kafka_group_lag{cluster="up",group="g",partition="0",topic="orders"}`: 1,
 		`redrive_outbox_events{outbox="orders",status="DEAD"}`:                         2,
 		`redrive_exporter_errors_total{source="kafka/down"}`:                           1,
@@ -224,11 +230,7 @@ func TestExporterDegradesPerSource(t *testing.T) {
 		`redrive_exporter_errors_total{source="outbox/stuck"}`:                         1,
 		`redrive_exporter_errors_total{source="outbox/orders"}`:                        0,
 		`redrive_exporter_errors_total{source="replays"}`:                              1,
-	} {
-		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
-		}
-	}
+	})
 	for k := range got {
 		if strings.HasPrefix(k, "redrive_exporter_errors_total") {
 			continue
