@@ -80,6 +80,16 @@ func (f *fake) fill(tb testing.TB, topic string, partition int32, n int) {
 	f.produce(tb, recs...)
 }
 
+// filledTopic creates topic name with one partition per count and writes counts[p] small
+// records to partition p.
+func (f *fake) filledTopic(tb testing.TB, name string, counts ...int) {
+	tb.Helper()
+	f.topic(tb, name, int32(len(counts)))
+	for p, n := range counts {
+		f.fill(tb, name, int32(p), n)
+	}
+}
+
 func (f *fake) commit(tb testing.TB, group string, topic string, offsets map[int32]int64) {
 	tb.Helper()
 	kfaketest.Commit(tb, f.adm, group, topic, offsets)

@@ -35,10 +35,7 @@ func partitionLag(t *testing.T, g Group, topic string, p int32) PartitionLag {
 func TestGroupsLag(t *testing.T) {
 	f := newFake(t)
 	ctx := ctxT(t)
-	f.topic(t, "orders", 3)
-	f.fill(t, "orders", 0, 10)
-	f.fill(t, "orders", 1, 20)
-	f.fill(t, "orders", 2, 5)
+	f.filledTopic(t, "orders", 10, 20, 5)
 
 	// committed: p0 behind by 3, p1 caught up, p2 never committed (counts from the log start).
 	f.commit(t, "g-committed", "orders", map[int32]int64{0: 7, 1: 20})
@@ -120,9 +117,7 @@ func TestGroupsLag(t *testing.T) {
 func TestGroupWithMember(t *testing.T) {
 	f := newFake(t)
 	ctx := ctxT(t)
-	f.topic(t, "events", 2)
-	f.fill(t, "events", 0, 4)
-	f.fill(t, "events", 1, 6)
+	f.filledTopic(t, "events", 4, 6)
 
 	member := kfaketest.Client(t, f.broker,
 		kgo.ClientID("worker-1"),

@@ -3,7 +3,7 @@ package schema
 // The decoder this package had before the transcoder (avro_read.go): twmb/avro decoded a value
 // into map[string]any with tagged unions, then the value was written as JSON in the schema's
 // field order. Kept here only as the oracle the transcoder's output is compared with, byte for
-// byte (avro_oracle_test.go), over hand-written vectors, generated values and fuzzed bytes. It
+// byte (avro_test.go), over hand-written vectors, generated values and fuzzed bytes. It
 // shares fullName and appendFloat with the transcoder (unchanged from it).
 
 import (
