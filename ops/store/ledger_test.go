@@ -3,9 +3,10 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops/replay"
 )
@@ -27,18 +28,16 @@ func TestLedgerClaimsRace(t *testing.T) {
 		claims[i] = replay.LedgerClaim{Seq: i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", i), MessageID: fmt.Sprintf("m-%d", i)}
 	}
 	won := make([]map[int]bool, jobs) // per job, the seqs it claimed
-	var wg sync.WaitGroup
-	errs := make(chan error, jobs)
+	var g errgroup.Group
 	for j := range jobs {
 		won[j] = map[int]bool{}
-		wg.Go(func() {
+		g.Go(func() error {
 			// Job j starts at its own batch and wraps around, so the races differ batch by batch.
 			for b := range messages / batch {
 				from := ((b + j) % (messages / batch)) * batch
-				got, err := st.Claim(ctx, fmt.Sprintf("j%02d", j), claims[from:from+batch], nil)
+				got, err := st.Claim(ctx, ids[j], claims[from:from+batch], nil)
 				if err != nil {
-					errs <- err
-					return
+					return err
 				}
 				for seq, s := range got {
 					switch s {
@@ -46,16 +45,14 @@ func TestLedgerClaimsRace(t *testing.T) {
 						won[j][seq] = true
 					case replay.ReplayedByOther:
 					default:
-						errs <- fmt.Errorf("job %d, seq %d: state %d on a first claim", j, seq, s)
-						return
+						return fmt.Errorf("job %d, seq %d: state %d on a first claim", j, seq, s)
 					}
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	owner := map[int]int{}
@@ -74,7 +71,7 @@ func TestLedgerClaimsRace(t *testing.T) {
 	// A resumed run claims its batch again: its own unsettled claims are in flight, settled ones
 	// are its own, and nothing changes hands.
 	j := owner[0]
-	id := fmt.Sprintf("j%02d", j)
+	id := ids[j]
 	var mine []replay.LedgerClaim
 	for seq := range won[j] {
 		mine = append(mine, claims[seq])
@@ -104,7 +101,7 @@ func TestLedgerClaimsRace(t *testing.T) {
 			t.Fatalf("re-claim of its own settled seq %d: state %d, want AlreadyMine", seq, s)
 		}
 	}
-	other := fmt.Sprintf("j%02d", (j+1)%jobs)
+	other := ids[(j+1)%jobs]
 	if got, err := st.Claim(ctx, other, mine[:1], nil); err != nil || got[mine[0].Seq] != replay.ReplayedByOther {
 		t.Fatalf("another job claiming a published message: %v, %v; want ReplayedByOther", got, err)
 	}
