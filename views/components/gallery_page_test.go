@@ -218,11 +218,7 @@ func newGallery(t *testing.T) gallery {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/static/", static.Handler())
-	mux.HandleFunc("/lag.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(points(now))
-	})
+	mux.HandleFunc("/lag.json", serveJSON(points(now)))
 	mux.HandleFunc("/broken.json", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "unavailable", http.StatusServiceUnavailable)
 	})
@@ -241,10 +237,26 @@ func newGallery(t *testing.T) gallery {
 	mux.HandleFunc("/error", func(w http.ResponseWriter, _ *http.Request) { html(w, http.StatusNotFound, errBuf.Bytes()) })
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { html(w, http.StatusOK, page) })
 
+	return gallery{srv: serveUnderCSP(t, mux), page: page, posts: func() int { return len(posts) }}
+}
+
+// serveUnderCSP serves mux, and the static assets under /static/, with the production CSP;
+// closed when t ends.
+func serveUnderCSP(t *testing.T, mux *http.ServeMux) *httptest.Server {
+	t.Helper()
+	mux.Handle("/static/", static.Handler())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", csp)
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return gallery{srv: srv, page: page, posts: func() int { return len(posts) }}
+	return srv
+}
+
+// serveJSON answers with b as JSON.
+func serveJSON(b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}
 }

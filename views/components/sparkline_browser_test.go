@@ -1,12 +1,10 @@
 package components_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"github.com/a-h/templ"
 	"github.com/chromedp/chromedp"
 
-	"github.com/redrive/redrive/static"
 	c "github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	"github.com/redrive/redrive/views/pages/overview"
@@ -87,25 +84,14 @@ func TestSparkline(t *testing.T) {
 		}
 		return c.Chart(c.ChartProps{Src: "/rising.json", Series: []string{"total_lag"}, Height: 48}).Render(ctx, w)
 	})
-	var page bytes.Buffer
-	if err := layout.Page(layout.Meta{Title: "Overview", Section: "overview"}).Render(templ.WithChildren(context.Background(), body), &page); err != nil {
-		t.Fatal(err)
-	}
+	page := renderTo(t, layout.Page(layout.Meta{Title: "Overview", Section: "overview"}), body)
 	mux := http.NewServeMux()
-	mux.Handle("/static/", static.Handler())
-	mux.HandleFunc("/rising.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(risingPoints(now))
-	})
+	mux.HandleFunc("/rising.json", serveJSON(risingPoints(now)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write(page.Bytes())
+		w.Write(page)
 	})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", csp)
-		mux.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv := serveUnderCSP(t, mux)
 
 	b := newBrowser(t)
 	b.do(chromedp.Navigate(srv.URL + "/"))
