@@ -109,14 +109,12 @@ func TestKafkaNotFoundQuotesLongNamesCut(t *testing.T) {
 	h := NewKafka([]KafkaCluster{k}, sampledOnce{}, nil, nil, nil)
 	long := strings.Repeat("a", 100_000)
 	call := func(handler echo.HandlerFunc, names ...string) error {
-		c := echo.New().NewContext(httptest.NewRequest("GET", "/x?partition=0", nil), httptest.NewRecorder())
-		c.SetParamNames(append([]string{"cluster"}, names...)...)
 		values := []string{"main"}
 		for range names {
 			values = append(values, long)
 		}
-		c.SetParamValues(values...)
-		return handler(c)
+		_, err := callAPI(t, handler, "/x?partition=0", append([]string{"cluster"}, names...), values...)
+		return err
 	}
 	cut := strings.Repeat("a", kafka.EchoLimit) + "…"
 	for name, err := range map[string]error{

@@ -67,6 +67,14 @@ func postOutboxJSON(handler echo.HandlerFunc, target, body, ua string) (*httptes
 	return asOperator(handler, req)
 }
 
+// postOutboxForm calls an outbox form handler for the outbox "orders" with form as its body, as
+// an operator.
+func postOutboxForm(handler echo.HandlerFunc, target string, form url.Values) (*httptest.ResponseRecorder, error) {
+	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return asOperator(handler, req)
+}
+
 // asOperator calls an outbox handler for the outbox "orders" with req, as an operator.
 func asOperator(handler echo.HandlerFunc, req *http.Request) (*httptest.ResponseRecorder, error) {
 	rec := httptest.NewRecorder()
@@ -191,17 +199,11 @@ func TestEventIDTooLarge(t *testing.T) {
 		"-9223372036854775809": `id: "-9223372036854775809" is not an event id (a positive integer)`,
 		"1e3":                  `id: "1e3" is not an event id (a positive integer)`,
 	} {
-		rec := httptest.NewRecorder()
-		c := echo.New().NewContext(httptest.NewRequest(http.MethodGet, "/api/v1/outboxes/orders/events/"+raw, nil), rec)
-		c.SetParamNames("name", "id")
-		c.SetParamValues("orders", raw)
-		if err := h.APIEvent(c); !errors.Is(err, ops.ErrInvalid) || err.Error() != want {
+		if _, err := callAPI(t, h.APIEvent, "/api/v1/outboxes/orders/events/"+raw, []string{"name", "id"}, "orders", raw); !errors.Is(err, ops.ErrInvalid) || err.Error() != want {
 			t.Errorf("GET …/events/%s: %v; want %q", raw, err, want)
 		}
 		form := url.Values{"id": {raw}, "reason": {"fixed"}}
-		req := httptest.NewRequest(http.MethodPost, "/outboxes/orders/requeue", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if _, err := asOperator(h.FormRequeue, req); !errors.Is(err, ops.ErrInvalid) || err.Error() != want {
+		if _, err := postOutboxForm(h.FormRequeue, "/outboxes/orders/requeue", form); !errors.Is(err, ops.ErrInvalid) || err.Error() != want {
 			t.Errorf("form id=%s: %v; want %q", raw, err, want)
 		}
 	}
@@ -250,9 +252,7 @@ func TestOutboxEchoesAtMost64Bytes(t *testing.T) {
 		}
 	}
 	form := url.Values{"id": {"1", long}, "reason": {"x"}}
-	req := httptest.NewRequest(http.MethodPost, "/outboxes/orders/requeue", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if _, err := asOperator(h.FormRequeue, req); err == nil || err.Error() != `id: "`+strings.Repeat("a", 64)+`…" is not an event id (a positive integer)` {
+	if _, err := postOutboxForm(h.FormRequeue, "/outboxes/orders/requeue", form); err == nil || err.Error() != `id: "`+strings.Repeat("a", 64)+`…" is not an event id (a positive integer)` {
 		t.Errorf("a long form id: %.200v", err)
 	}
 }
@@ -281,9 +281,7 @@ func TestFormActionReturnsOnlyToTheOutboxPages(t *testing.T) {
 		"/outboxes/orders/events/1/../../../../admin?status=x": back,
 	} {
 		form := url.Values{"all_stuck": {"1"}, "return": {ret}}
-		req := httptest.NewRequest(http.MethodPost, "/outboxes/orders/release", strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		rec, err := asOperator(h.FormRelease, req)
+		rec, err := postOutboxForm(h.FormRelease, "/outboxes/orders/release", form)
 		if err != nil {
 			t.Fatalf("return=%s: %v", ret, err)
 		}
