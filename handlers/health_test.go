@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/labstack/echo/v4"
 )
 
 // The public /readyz names each dependency and says whether it is ok — not why, which may name
@@ -19,9 +16,8 @@ func TestReadyzSaysNamesAndOKOnly(t *testing.T) {
 		{Name: "store", Ping: func(context.Context) error { return nil }},
 		{Name: "outbox/orders", Ping: func(context.Context) error { return errors.New(secret) }},
 	})
-	e := echo.New()
-	rec := httptest.NewRecorder()
-	if err := h.Readyz(e.NewContext(httptest.NewRequest(http.MethodGet, "/readyz", nil), rec)); err != nil {
+	rec, err := callAPI(t, h.Readyz, "/readyz", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	body := rec.Body.String()
