@@ -1,26 +1,20 @@
 package demo
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // The demo's schema topics decode through its registry: Avro on invoices.DLT, Protobuf (the
 // file's second message) on shipments.DLT, message ids read from the decoded values.
 func TestSeedSchemaTopicsDecode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	broker, err := kfake.NewCluster(kfake.Ports(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Close()
+	ctx := waittest.Context(t, 30*time.Second)
+	broker := kfaketest.Cluster(t)
 	reg, err := StartSchemaRegistry("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,17 @@ func skipWithoutServices(t *testing.T, binGlob string) {
 	}
 }
 
+// stopAtCleanup stops the service s (a Postgres or a RabbitMQ) when the test ends, failing the
+// test if it cannot.
+func stopAtCleanup(t *testing.T, s interface{ Stop(context.Context) error }) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := s.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 func pgSelect1(ctx context.Context, dsn string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -52,11 +63,7 @@ func TestPostgresStartKillRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := pg.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	stopAtCleanup(t, pg)
 	t.Logf("postgres ready on port %d in %s", pg.Port(), time.Since(start))
 	if err := pgSelect1(ctx, pg.DSN("postgres")); err != nil {
 		t.Fatalf("SELECT 1: %v", err)
@@ -208,11 +215,7 @@ func TestRabbitMQStartStopRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := r.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	stopAtCleanup(t, r)
 	t.Logf("rabbitmq %s ready (amqp %d, management %d, epmd %d) in %s", r.Node(), r.AMQPPort(), r.ManagementPort(), r.EPMDPort(), time.Since(start))
 	checkAMQP(t, r)
 	checkManagement(t, r)
