@@ -7,11 +7,85 @@ import (
 	"strings"
 	"testing"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
+
+// A quorum queue with a delivery limit (from its argument, a policy or an operator policy) is not
+// browsed: each browse counts a delivery. One without a limit is browsed twice and left in order.
+func TestBrowseQuorum(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxT(t)
+	e.Queue("qq.limited", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
+	e.Queue("qq.policy", amqp.Table{"x-queue-type": "quorum"})
+	e.Queue("qq.free", amqp.Table{"x-queue-type": "quorum"})
+	for i := 0; i < 30; i++ {
+		e.publish("", "qq.free", amqp.Publishing{Body: []byte(strconv.Itoa(i))})
+	}
+
+	t.Run("DeliveryLimitArgument", func(t *testing.T) {
+		_, err := e.b.Browse(ctx, e.vhost, "qq.limited", 10)
+		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "delivery limit of 5") {
+			t.Fatalf("err %v, want ErrConflict naming the delivery limit", err)
+		}
+	})
+	t.Run("DeliveryLimitPolicy", func(t *testing.T) {
+		// Browse right after the policy is set: the management API reports a quorum queue's policy
+		// from statistics emitted every 5 s, so this relies on reading the policies themselves.
+		if _, err := e.mgmt.PutPolicy(e.vhost, "limit", rabbithole.Policy{Pattern: "^qq\\.policy$", ApplyTo: "queues",
+			Definition: rabbithole.PolicyDefinition{"delivery-limit": 3}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.b.Browse(ctx, e.vhost, "qq.policy", 10)
+		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), `policy "limit"`) {
+			t.Fatalf("err %v, want ErrConflict naming the policy", err)
+		}
+	})
+	t.Run("DeliveryLimitOperatorPolicy", func(t *testing.T) {
+		e.Queue("qq.op", amqp.Table{"x-queue-type": "quorum"})
+		if _, err := e.mgmt.PutOperatorPolicy(e.vhost, "op-limit", rabbithole.OperatorPolicy{Pattern: "^qq\\.op$", ApplyTo: "queues",
+			Definition: rabbithole.PolicyDefinition{"delivery-limit": 4}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.b.Browse(ctx, e.vhost, "qq.op", 10)
+		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), `operator policy "op-limit"`) {
+			t.Fatalf("err %v, want ErrConflict naming the operator policy", err)
+		}
+	})
+	t.Run("NoLimit", func(t *testing.T) {
+		for round := 0; round < 2; round++ {
+			res, err := e.b.Browse(ctx, e.vhost, "qq.free", 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Messages) != 30 {
+				t.Fatalf("round %d: browsed %d, want 30 (ready %d, notes %q)", round, len(res.Messages), res.Ready, res.Notes)
+			}
+			for i, m := range res.Messages {
+				if string(m.Body) != strconv.Itoa(i) {
+					t.Fatalf("round %d: message %d is %q", round, i, m.Body)
+				}
+			}
+		}
+		back := e.drain("qq.free")
+		if len(back) != 30 {
+			t.Fatalf("read back %d", len(back))
+		}
+		for i, d := range back {
+			if string(d.Body) != strconv.Itoa(i) {
+				t.Fatalf("read back: message %d is %q: order changed", i, d.Body)
+			}
+			// Two browses returned each message twice.
+			if c, _ := valueInt(d.Headers["x-delivery-count"]); c != 2 {
+				t.Errorf("message %d: x-delivery-count %v, want 2", i, d.Headers["x-delivery-count"])
+			}
+		}
+	})
+}
 
 // A quorum queue puts returned messages at its back: browsing its head twice once showed two
 // different heads and left it reordered. A browse of part of it reads it whole and returns it all,
