@@ -22,11 +22,6 @@ func browserSignIn(t *testing.T, ctx context.Context, user, waitFor string) {
 	}
 }
 
-func countOf(t *testing.T, ctx context.Context, selector string) int {
-	t.Helper()
-	return must(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+"`"+selector+"`"+`).length`))
-}
-
 // An operator sees the outbox repairs; after signing out, a viewer sees the same page without them.
 func TestBrowserRolesShowOrHideActions(t *testing.T) {
 	base, _ := authConsole(t, "")

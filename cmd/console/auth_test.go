@@ -18,7 +18,6 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/paths"
@@ -434,10 +433,7 @@ func TestRolesOnOutboxActions(t *testing.T) {
 
 func TestOutboxPayloadRedaction(t *testing.T) {
 	t.Parallel()
-	storeDSN, outboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
-		t.Fatal(err)
-	}
+	storeDSN, outboxDSN := pgtest.NewDatabase(t), seededOutbox(t)
 	pgtest.Exec(t, outboxDSN, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version,
 		payload, status, attempts, available_at, created_at)
 		VALUES ('evt-card', 'Order', 'ord-card', 'OrderPaid', 1, $1, 'DEAD', 10, now(), now())`,

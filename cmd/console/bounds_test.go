@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/cmd/internal/devstack"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -113,12 +110,8 @@ func clusterPIDs(t *testing.T, pg *devstack.Postgres) []int {
 // A frozen store (its PostgreSQL stopped with SIGSTOP: connections open, nothing answers) makes
 // no page or API call wait past request_timeout; the overview's other panels still show.
 func TestFrozenStoreAnswersWithinRequestTimeout(t *testing.T) {
-	ctx := context.Background()
 	pg := privatePostgres(t)
-	outboxDSN := pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(ctx, outboxDSN); err != nil {
-		t.Fatal(err)
-	}
+	outboxDSN := seededOutbox(t)
 	const timeout = 3 * time.Second
 	base := startConsole(t, fmt.Sprintf(`
 auth: {mode: none}

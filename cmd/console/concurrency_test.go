@@ -28,10 +28,7 @@ func fullConsole(t *testing.T) (base, vhost string) {
 	if err := demo.SeedKafka(ctx, k.Addrs()); err != nil {
 		t.Fatal(err)
 	}
-	orders := pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(ctx, orders); err != nil {
-		t.Fatal(err)
-	}
+	orders := seededOutbox(t)
 	vhost, _ = demoVhost(t)
 	base = startConsole(t, fullConfig(t, k.Addrs()[0], orders, vhost))
 	return base, vhost
@@ -161,11 +158,8 @@ func TestTwentySimultaneousReadsOfEachPage(t *testing.T) {
 // what was busy and the key to raise — JSON under /api, the error page elsewhere — and names no
 // host, user or database.
 func TestBusyPoolAnswers503SayingWhat(t *testing.T) {
-	storeDSN, orders := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	storeDSN, orders := pgtest.NewDatabase(t), seededOutbox(t)
 	ctx := context.Background()
-	if err := demo.SeedOutbox(ctx, orders); err != nil {
-		t.Fatal(err)
-	}
 	base := startConsole(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}

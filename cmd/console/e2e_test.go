@@ -61,16 +61,25 @@ func demoConsole(t *testing.T) (base, outboxDSN string) {
 	return demoConsoleWith(t, "")
 }
 
+// seededOutbox is a database of the test's own holding the demo outbox (demo.SeedOutbox): its DSN.
+func seededOutbox(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := demo.SeedOutbox(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
 // outboxConsole is a console over a store and a seeded demo outbox "orders" of their own, the
 // rest of its config (auth, extra sections) from rest: what demoConsole, demoConsoleWith and
 // authConsole start.
 func outboxConsole(t *testing.T, rest string) (base, outboxDSN string) {
 	t.Helper()
 	storeDSN := pgtest.NewDatabase(t)
-	outboxDSN = pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
-		t.Fatal(err)
-	}
+	outboxDSN = seededOutbox(t)
 	return startConsole(t, fmt.Sprintf("store: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n%s", storeDSN, outboxDSN, rest)), outboxDSN
 }
 

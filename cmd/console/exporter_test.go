@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
@@ -298,10 +297,7 @@ func TestExporterMatchesAPI(t *testing.T) {
 // One outbox database down: the scrape still answers 200 with everything else, leaves that
 // outbox's series out and counts the failure.
 func TestExporterSkipsADownSource(t *testing.T) {
-	orders := pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(context.Background(), orders); err != nil {
-		t.Fatal(err)
-	}
+	orders := seededOutbox(t)
 	base := startConsole(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/ops/kfaketest"
-	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -61,8 +60,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 	}
 	mustDo(t, cl.ProduceSync(ctx, recs...).FirstErr())
 	cl.Close()
-	orders := pgtest.NewDatabase(t)
-	mustDo(t, demo.SeedOutbox(ctx, orders))
+	orders := seededOutbox(t)
 	vhost, _ := demoVhost(t)
 	p := startProcess(t, fullConfig(t, k.Addrs()[0], orders, vhost))
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -109,21 +108,4 @@ kafka: [{name: main, brokers: [%q], lag: {window: 2s, stop_after: 1h, warn_after
 	if e, _ := ends.Lookup("payments.DLT", 0); e.Offset != 1 {
 		t.Errorf("payments.DLT holds %d records, want 1", e.Offset)
 	}
-}
-
-// act runs browser actions that give no value, failing the test on error.
-func act(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitText waits until the page's text contains want, and returns the text.
-func waitText(t *testing.T, ctx context.Context, want string) string {
-	t.Helper()
-	return waittest.For(t, 20*time.Second, fmt.Sprintf("the page says %q", want), func() (string, bool) {
-		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-		return text, err == nil && strings.Contains(text, want)
-	})
 }

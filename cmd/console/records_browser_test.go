@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/url"
 	"sort"
 	"strconv"
@@ -10,6 +11,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // key presses one key on the page, as a person would (not on a form field).
@@ -20,12 +25,10 @@ func key(k string) chromedp.Action[chromedp.Void] { return chromedp.KeyEvent(k) 
 func TestBrowserRecordTable(t *testing.T) {
 	base := kafkaConsole(t)
 	ctx, _ := newBrowser(t)
-	if err := chromedp.Do(ctx,
+	act(t, ctx,
 		chromedp.Navigate(base+"/kafka/main/topics/orders.DLT?partition=1&order=oldest&limit=20"),
 		chromedp.WaitVisible(`[data-testid="records-table"]`),
-	); err != nil {
-		t.Fatal(err)
-	}
+	)
 	rows := countOf(t, ctx, `[data-testid="record-row"]`)
 	shown := must(t, ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('[data-testid="record-detail"]')].filter(d => !d.hidden).length`))
 	disabled := must(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="plan-selected"] button').disabled`))
@@ -33,9 +36,7 @@ func TestBrowserRecordTable(t *testing.T) {
 		t.Fatalf("%d rows, %d expanded, plan button disabled %v; want 20 collapsed rows and a disabled button", rows, shown, disabled)
 	}
 	// j selects the first row, Enter expands it: the full decoded view is under it.
-	if err := chromedp.Do(ctx, key("j"), key(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`[data-testid="record-detail"] [data-testid="dl-exception"]`))); err != nil {
-		t.Fatal(err)
-	}
+	act(t, ctx, key("j"), key(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`[data-testid="record-detail"] [data-testid="dl-exception"]`)))
 	exception := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="record-detail"] [data-testid="dl-exception"]`)))
 	rowException := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="record-row"] [data-testid="row-exception"]`)))
 	if !strings.HasSuffix(exception, rowException) || !strings.Contains(exception, "Exception") {
@@ -43,9 +44,7 @@ func TestBrowserRecordTable(t *testing.T) {
 	}
 	screenshot(t, ctx, "kafka-dlt-table")
 	// x ticks the current row; j then x ticks the second; Enter folds the first again.
-	if err := chromedp.Do(ctx, key("x"), key("j"), key("x"), key("j"), key("j"), key("k")); err != nil {
-		t.Fatal(err)
-	}
+	act(t, ctx, key("x"), key("j"), key("x"), key("j"), key("j"), key("k"))
 	ticked := must(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="select-record"]:checked')].map(b => b.value)`))
 	count := must(t, ctx, chromedp.Text(`[data-testid="plan-selected"] [data-check-count]`))
 	current := must(t, ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('[data-testid="record-row"]')].findIndex(r => r.classList.contains('is-current'))`))
@@ -53,9 +52,7 @@ func TestBrowserRecordTable(t *testing.T) {
 		t.Fatalf("ticked %v (count %q), current row %d; want the first two ticked and the third current", ticked, count, current)
 	}
 	// Sorting by size keeps each record's full view under its own row.
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-testid="records-table"] thead th:nth-child(7)`)); err != nil {
-		t.Fatal(err)
-	}
+	act(t, ctx, chromedp.Click(`[data-testid="records-table"] thead th:nth-child(7)`))
 	paired := must(t, ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll('[data-testid="record-row"]')].every(r =>
 		r.nextElementSibling && r.nextElementSibling.dataset.testid === "record-detail" &&
 		r.nextElementSibling.querySelector('h2').textContent === r.dataset.key)`))
@@ -111,12 +108,10 @@ func TestBrowserTopicAllPartitions(t *testing.T) {
 	}
 
 	ctx, _ := newBrowser(t)
-	if err := chromedp.Do(ctx,
+	act(t, ctx,
 		chromedp.Navigate(base+"/kafka/main/topics/orders.DLT?partition=all&limit=40"),
 		chromedp.WaitVisible(`[data-testid="records-table"]`),
-	); err != nil {
-		t.Fatal(err)
-	}
+	)
 	positions := must(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="record-position"]')].map(e => e.textContent.trim())`))
 	times := must(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="record-age"] time')].map(e => e.getAttribute('datetime'))`))
 	options := must(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="partition-select"] option')].map(o => o.textContent)`))
@@ -138,14 +133,12 @@ func TestBrowserTopicAllPartitions(t *testing.T) {
 	}
 
 	// The error group's Records link opens the group across every partition.
-	if err := chromedp.Do(ctx,
+	act(t, ctx,
 		chromedp.Navigate(base+"/kafka/main/topics/orders.DLT/errors"),
 		chromedp.WaitVisible(`[data-testid="error-groups"]`),
 		chromedp.Click(`[data-testid="group-records"]`),
 		chromedp.WaitVisible(`[data-testid="exception-filter"]`),
-	); err != nil {
-		t.Fatal(err)
-	}
+	)
 	loc := must(t, ctx, chromedp.Location())
 	inGroup := must(t, ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="record-position"]')].map(e => e.textContent.split(':')[0])`))
 	groupParts := map[string]bool{}
@@ -161,13 +154,9 @@ func TestBrowserTopicAllPartitions(t *testing.T) {
 func TestBrowserKafkaLivePages(t *testing.T) {
 	base := kafkaConsole(t)
 	ctx, _ := newBrowser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/kafka/main"), chromedp.WaitVisible(`[data-testid="live-stamp"]`)); err != nil {
-		t.Fatal(err)
-	}
+	act(t, ctx, chromedp.Navigate(base+"/kafka/main"), chromedp.WaitVisible(`[data-testid="live-stamp"]`))
 	screenshot(t, ctx, "kafka-cluster")
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="group-row"] a`)), chromedp.WaitVisible(`#group-stats`)); err != nil {
-		t.Fatal(err)
-	}
+	act(t, ctx, chromedp.Click(chromedp.CSS(`[data-testid="group-row"] a`)), chromedp.WaitVisible(`#group-stats`))
 	sub := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="page-header"] .subtitle`)))
 	screenshot(t, ctx, "kafka-group")
 	if strings.Contains(sub, "·  ·") || strings.HasSuffix(strings.TrimSpace(sub), "·") {
@@ -175,13 +164,45 @@ func TestBrowserKafkaLivePages(t *testing.T) {
 	}
 
 	// The consumer's pipeline: the main topic beside its retry topic and DLT.
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/kafka/main/groups/legacy-reporting"), chromedp.WaitVisible(`[data-testid="pipelines"]`)); err != nil {
-		t.Fatal(err)
-	}
+	act(t, ctx, chromedp.Navigate(base+"/kafka/main/groups/legacy-reporting"), chromedp.WaitVisible(`[data-testid="pipelines"]`))
 	verdict := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="pipeline-verdict"]`)))
 	stages := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="pipeline-table"] tbody`)))
 	screenshot(t, ctx, "kafka-group-pipeline")
 	if !strings.HasPrefix(verdict, "orders: the main topic's lag is") || !strings.Contains(stages, "orders.retry-1") || !strings.Contains(stages, "orders.DLT") {
 		t.Errorf("pipeline: %q / %q", verdict, stages)
+	}
+}
+
+// TestBrowserAvroRecord: a Confluent-framed Avro dead letter shows decoded, as JSON, with its
+// schema named (format, id, subject, type) — not as a hex dump.
+func TestBrowserAvroRecord(t *testing.T) {
+	k := startKafka(t, nil)
+	reg, err := demo.StartSchemaRegistry("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	ctx := waittest.Context(t, time.Minute)
+	if err := demo.SeedSchemaTopics(ctx, k.Addrs(), reg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+kafka: [{name: main, brokers: [%q], schema_registry: {url: %q}}]
+`, pgtest.NewDatabase(t), k.Addrs()[0], reg.URL()))
+	bctx, _ := newBrowser(t)
+	act(t, bctx, chromedp.Navigate(base+"/kafka/main/topics/invoices.DLT?partition=0"),
+		chromedp.WaitReady(`[data-testid="value-schema"]`))
+	first := `document.querySelector('tr[data-row-detail]')`
+	schema := must(t, bctx, chromedp.Evaluate[string](first+`.querySelector('[data-testid="value-schema"]').textContent`))
+	value := must(t, bctx, chromedp.Evaluate[string](first+`.querySelector('pre') ? `+first+`.textContent : ""`))
+	act(t, bctx, chromedp.Click(`tr[data-record-row]`))
+	screenshot(t, bctx, "kafka-avro-record")
+	if !strings.Contains(schema, "avro") || !strings.Contains(schema, "invoices-value") || !strings.Contains(schema, "acme.billing.Invoice") {
+		t.Errorf("the schema named: %q", schema)
+	}
+	if !strings.Contains(value, `"invoiceId"`) || !strings.Contains(value, `"INV-00`) || !strings.Contains(value, `"status"`) {
+		t.Errorf("the decoded value: %.400q", value)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
@@ -138,10 +136,7 @@ func TestConfigReload(t *testing.T) {
 // notification about it reaches the new channel's receiver, and nothing is reported as needing
 // a restart.
 func TestConfigReloadThresholdsAndNotify(t *testing.T) {
-	storeDSN, outboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(context.Background(), outboxDSN); err != nil {
-		t.Fatal(err)
-	}
+	storeDSN, outboxDSN := pgtest.NewDatabase(t), seededOutbox(t)
 	got := make(chan string, 16)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

@@ -30,10 +30,7 @@ func kafkaConsoleAt(t *testing.T) (base, broker string) {
 	if err := demo.SeedKafka(ctx, k.Addrs()); err != nil {
 		t.Fatal(err)
 	}
-	orders := pgtest.NewDatabase(t)
-	if err := demo.SeedOutbox(ctx, orders); err != nil {
-		t.Fatal(err)
-	}
+	orders := seededOutbox(t)
 	return startConsole(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // traceWorld is one order's story: the outbox of orders holds three events of aggregate
@@ -532,14 +534,18 @@ func TestBrowserTraceFromDLTRecord(t *testing.T) {
 	screenshot(t, ctx, "trace-timeline")
 
 	// Typed, then submitted as its own step: a "\n" inside SendKeys navigates while the action still
-	// holds the old page's node ("No node with given id found", seen once in a CI-like run).
-	if err := chromedp.Do(ctx,
+	// holds the old page's node ("No node with given id found", seen once in a CI-like run). The
+	// verdict is awaited on the new page: the old one's, still on screen for a moment after the
+	// submit, was read as the nav box's (one run in four).
+	act(t, ctx,
 		chromedp.SendKeys(`[data-testid="nav-trace-input"]`, "order-100"),
 		chromedp.Submit(`[data-testid="nav-trace-input"]`),
-		chromedp.WaitVisible(`[data-trace-done] [data-testid="trace-verdict"]`),
-	); err != nil {
-		t.Fatal(err)
-	}
+	)
+	waittest.Until(t, 20*time.Second, "the nav box's trace page", func() bool {
+		search, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
+		return err == nil && strings.Contains(search, "q=order-100")
+	})
+	act(t, ctx, chromedp.WaitVisible(`[data-trace-done] [data-testid="trace-verdict"]`))
 	if v := must(t, ctx, chromedp.Text(`[data-testid="trace-verdict"]`)); !strings.HasPrefix(v, "3 events in the outbox (3 SENT)") {
 		t.Errorf("nav box: %q", v)
 	}
@@ -577,5 +583,45 @@ func TestTraceReplayedMessage(t *testing.T) {
 	}
 	if want := fmt.Sprintf("replayed by job %s (published)", job.ID); !strings.Contains(a.Verdict, want) {
 		t.Errorf("verdict %q lacks %q", a.Verdict, want)
+	}
+}
+
+// An outbox repair is in the event's timeline: a requeue or a release records the rows it changed
+// by id, not by event_id, and a trace by event_id found no audit entry for an event the console had
+// requeued. Another outbox's entry for the same row id, and a row id that only starts alike, are
+// not this event's.
+func TestTraceShowsTheConsolesOutboxRepairs(t *testing.T) {
+	w := newTraceWorld(t)
+	pgtest.Exec(t, w.outboxDSN, `UPDATE outbox_event SET status = 'DEAD', attempts = 10, last_error = 'boom' WHERE event_id = 'e-9'`)
+	base := w.console(t, "")
+	var id string
+	for _, s := range getTrace(t, base, "event_id=e-9").steps("outbox orders") {
+		if s.Found {
+			id = strings.TrimPrefix(s.Link, "/outboxes/orders/events/")
+		}
+	}
+	if id == "" {
+		t.Fatal("the trace did not find e-9 in the outbox")
+	}
+	r := do(t, nil, "POST", base+"/api/v1/outboxes/orders/events/requeue", "application/json", `{"ids":[`+id+`],"reason":"fixed the serializer"}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("requeue: %d %s", r.status, r.body)
+	}
+	steps := getTrace(t, base, "event_id=e-9").steps("audit log")
+	var found []string
+	for _, s := range steps {
+		if s.Found {
+			found = append(found, s.Detail)
+		}
+	}
+	if len(found) == 0 || !strings.Contains(strings.Join(found, " | "), "outbox.requeue on outbox/orders") ||
+		!strings.Contains(strings.Join(found, " | "), "fixed the serializer") {
+		t.Fatalf("audit steps of e-9 after its requeue: %+v", steps)
+	}
+	// e-1's trace does not pick up e-9's requeue.
+	for _, s := range getTrace(t, base, "event_id=e-1").steps("audit log") {
+		if s.Found {
+			t.Errorf("e-1's trace shows %q", s.Detail)
+		}
 	}
 }
