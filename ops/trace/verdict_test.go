@@ -1,13 +1,8 @@
 package trace
 
 import (
-	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redrive/redrive/ops"
 )
 
 func TestVerdict(t *testing.T) {
@@ -50,36 +45,5 @@ func TestVerdict(t *testing.T) {
 				t.Errorf("verdict\n got %q\nwant %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestQueryValidate(t *testing.T) {
-	for _, tc := range []struct {
-		q    Query
-		want string
-	}{
-		{Query{}, "give a message_id"},
-		{Query{MessageID: "  "}, "give a message_id"},
-		{Query{AggregateID: strings.Repeat("x", MaxIDBytes+1)}, "aggregate_id: must be at most 512 bytes"},
-		{Query{TraceID: "t", Since: new(time.Now()), Until: new(time.Now().Add(-time.Hour))}, "until: must not be before since"},
-	} {
-		err := tc.q.Validate()
-		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%+v: %v", tc.q, err)
-		}
-	}
-	if err := (Query{Any: "order-100"}).Validate(); err != nil {
-		t.Errorf("any: %v", err)
-	}
-}
-
-// With nothing configured a trace still answers, and says it searched nothing.
-func TestTraceWithoutSources(t *testing.T) {
-	res, err := New(Options{}).Trace(context.Background(), Query{MessageID: "e-1"})
-	if err != nil || len(res.Steps) != 0 || res.Verdict != "message e-1 was found nowhere: no outbox, broker, inbox or store is configured to search" {
-		t.Errorf("%+v %v", res, err)
-	}
-	if _, err := New(Options{}).Trace(context.Background(), Query{}); !errors.Is(err, ops.ErrInvalid) {
-		t.Errorf("no id: %v", err)
 	}
 }
