@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"testing"
@@ -15,6 +16,44 @@ import (
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/tlstest"
 )
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for name, cfg := range map[string]configs.KafkaCluster{
+		"NoBrokers":   {Name: "x"},
+		"BadHeaders":  {Name: "x", Brokers: []string{"127.0.0.1:9092"}, Headers: map[string][]string{"original_topik": {"t"}}},
+		"BadSASL":     {Name: "x", Brokers: []string{"127.0.0.1:9092"}, SASL: &configs.SASL{Mechanism: "GSSAPI"}},
+		"BadPattern":  {Name: "x", Brokers: []string{"127.0.0.1:9092"}, DeadLetterTopics: []string{"["}},
+		"MissingCert": {Name: "x", Brokers: []string{"127.0.0.1:9092"}, TLS: &configs.TLS{Enabled: true, CAFile: "/nonexistent.pem"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := New(cfg, configs.MessageIDRules{}); !errors.Is(err, ops.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	c, err := New(configs.KafkaCluster{
+		Name:           "down",
+		Brokers:        []string{"127.0.0.1:1"}, // nothing listens on port 1
+		RequestTimeout: configs.Duration(500 * time.Millisecond),
+	}, configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Ping(ctx); !errors.Is(err, ops.ErrUnavailable) {
+		t.Errorf("Ping: %v, want ErrUnavailable", err)
+	}
+	if _, err := c.Groups(ctx); !errors.Is(err, ops.ErrUnavailable) {
+		t.Errorf("Groups: %v, want ErrUnavailable", err)
+	}
+	if _, err := c.Records(ctx, RecordQuery{Topic: "t"}); !errors.Is(err, ops.ErrUnavailable) {
+		t.Errorf("Records: %v, want ErrUnavailable", err)
+	}
+}
 
 // A cluster that needs TLS and SCRAM: the console connects with tls.ca_file and sasl, reads a
 // topic's partitions and records; a wrong password or an untrusted certificate is an
