@@ -1,16 +1,114 @@
 package replay_test
 
+// Discard (archive, then ack) and the archive's way back: a replay to the original destination.
+
 import (
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/waittest"
 )
+
+// A discard plan selects like a replay plan, asks no inbox (processed messages are discarded
+// too), waits for a second operator above the four-eyes threshold, and its job archives every
+// message before acking it: the queue ends empty and the archive holds each message once.
+func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 6)
+	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: configs.FourEyes{Enabled: true, Threshold: 5}})
+	ctx := ctxT(t)
+	src := replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}
+	if _, err := e.Plan(ctx, "ops", replay.Source{Kind: "outbox", Action: replay.ActionDiscard, Outbox: "x"}, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("an outbox discard: %v", err)
+	}
+	plan, err := e.Plan(ctx, "ops", src, replay.Filter{})
+	if err != nil || plan.Total != 6 || plan.Counts[replay.Discard] != 6 || plan.Items[0].Consumer != "" {
+		t.Fatalf("plan %v %v", plan.Counts, err)
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "poison"})
+	if err != nil || job.Status != replay.JobAwaiting {
+		t.Fatalf("a discard of 6 above a threshold of 5 must wait for approval: %+v %v", job, err)
+	}
+	// The workers poll meanwhile: an awaiting discard must not be claimed.
+	waittest.Holds(t, 200*time.Millisecond, "an awaiting discard moves nothing", func() bool {
+		return w.depth(t, "orders.dlq") == 6
+	})
+	if _, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); err != nil {
+		t.Fatal(err)
+	}
+	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 6 {
+		t.Fatalf("job %+v", done)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	if w.depth(t, "orders.work") != 0 {
+		t.Fatal("a discard published to the original queue")
+	}
+	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
+	if err != nil || len(archived) != 6 || archived[0].JobID != job.ID || archived[0].Reason != "poison" || len(archived[0].Body) == 0 ||
+		archived[0].Headers["x-death"] == nil || len(archived[0].HeadersWire) == 0 {
+		t.Fatalf("archive: %d rows, %v", len(archived), err)
+	}
+}
+
+// A discard's copies come back too when the broker loses its acks: the archive has them, so a
+// discard plan of the queue drops them (drop_replayed_copy) and archives only the fresh one; the
+// archive keeps each message once.
+func TestDiscardCopiesOfArchivedMessagesAreDropped(t *testing.T) {
+	const n = 50
+	w := newRabbitWorld(t)
+	ctx := ctxT(t)
+	bare := func(id string) { // no x-death: a replay could not route it, a discard takes it all the same
+		t.Helper()
+		w.putDLQ(t, amqp.Publishing{MessageId: id, DeliveryMode: amqp.Persistent, Body: []byte(`{"messageId":"` + id + `"}`)})
+	}
+	w.fillDLQ(t, n)
+	bare("bare-1")
+	w.waitDepth(t, "orders.dlq", n+1)
+	e := w.engine(t)
+	work(t, e)
+	src := replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}
+	plan, err := e.Plan(ctx, "ops", src, replay.Filter{})
+	if err != nil || plan.Counts[replay.Discard] != n+1 {
+		t.Fatalf("discard plan %v %v", plan.Counts, err)
+	}
+	first := w.run(t, e, plan.ID)
+	if first.Status != replay.JobDone || first.Published != n+1 {
+		t.Fatalf("first discard %+v", first)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	w.fillDLQ(t, n) // the copies, as the broker had them
+	bare("bare-1")
+	bare("fresh")
+	w.waitDepth(t, "orders.dlq", n+2)
+	plan, err = e.Plan(ctx, "ops", src, replay.Filter{})
+	if err != nil || plan.Counts[replay.DropReplayedCopy] != n+1 || plan.Counts[replay.Discard] != 1 {
+		t.Fatalf("discard plan of the copies: %v %v; want %d drop_replayed_copy and 1 discard", plan.Counts, err, n+1)
+	}
+	second := w.run(t, e, plan.ID)
+	if second.Status != replay.JobDone || second.Published != 1 || second.Skipped != n+1 {
+		t.Fatalf("second discard %+v", second)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
+	if err != nil || len(archived) != n+2 {
+		t.Fatalf("archive: %d rows, %v; want %d, each message once", len(archived), err, n+2)
+	}
+	ledger, err := e.Ledger(ctx, second.ID, 3)
+	if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "drop_replayed_copy (job "+first.ID+" archived it)") {
+		t.Fatalf("second discard's ledger %+v, %v", ledger, err)
+	}
+}
 
 // An archived message replayed to its original destination is a plan of one through the engine:
 // it goes to the exchange and routing key it was dead-lettered from, as a replay (x-death gone,
@@ -30,9 +128,8 @@ func TestArchiveReplayToOriginal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: discard.ID, Actor: ops1, Reason: "poison"})
-	if err != nil || waitJob(t, e, job.ID).Published != 3 {
-		t.Fatalf("discard: %v", err)
+	if job := runJob(t, e, replay.StartRequest{PlanID: discard.ID, Actor: ops1, Reason: "poison"}); job.Published != 3 {
+		t.Fatalf("discard: %+v", job)
 	}
 	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
 	if err != nil || len(archived) != 3 {
@@ -59,12 +156,9 @@ func TestArchiveReplayToOriginal(t *testing.T) {
 		it.Locator != strings.TrimPrefix(a.Locator, "discard:") || plan.Source.Queue != "orders.dlq" {
 		t.Fatalf("item %+v (archived locator %s)", it, a.Locator)
 	}
-	job, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: ops1, Reason: "fixed in 4.2.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 1 {
-		t.Fatalf("job %+v", done)
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: ops1, Reason: "fixed in 4.2.1"})
+	if job.Status != replay.JobDone || job.Published != 1 {
+		t.Fatalf("job %+v", job)
 	}
 	w.waitDepth(t, "orders.work", 1)
 	got := w.drain(t, "orders.work")

@@ -3,6 +3,8 @@ package replay_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,8 +25,7 @@ func (o outcomeLost) RecordAudit(context.Context, audit.Entry) error {
 // started (503, nothing created); a job that was started, whose outcome row cannot be written,
 // is reported started — not a 503 for a change that was made.
 func TestReplayAuditPolicy(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	w := newWorldWith(t, "X", 0)
 	ctx := ctxT(t)
 	opts := replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
 		Replay: w.cfg.Replay, Poll: 50 * time.Millisecond}
@@ -74,4 +75,34 @@ type intentLost struct{}
 func (intentLost) RecordAudit(context.Context, audit.Entry) error { return errors.New("down") }
 func (intentLost) RecordIntent(context.Context, audit.Entry) (int64, error) {
 	return 0, errors.New("down")
+}
+
+type brokenAudit struct{}
+
+func (brokenAudit) RecordAudit(context.Context, audit.Entry) error { return ops.ErrUnavailable }
+func (brokenAudit) RecordIntent(context.Context, audit.Entry) (int64, error) {
+	return 0, fmt.Errorf("audit log: %w", ops.ErrUnavailable)
+}
+
+// No replay starts, is approved or is cancelled unaudited: when the intent cannot be written, the
+// change is not made and the caller is told so.
+func TestNoReplayChangeWithoutAudit(t *testing.T) {
+	w := newWorldWith(t, "X", 0)
+	ctx := ctxT(t)
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
+		Audit: brokenAudit{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}})
+	if !errors.Is(err, ops.ErrUnavailable) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("start with the audit log down: %v", err)
+	}
+	if jobs, err := e.Jobs(ctx, 10); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs %v, %v: a job was created unaudited", jobs, err)
+	}
 }

@@ -45,11 +45,7 @@ func TestKafkaPlanFromCELFilterPublishesExactlyTheMatches(t *testing.T) {
 		t.Fatalf("stored filter %+v", got.Filter)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "timeouts fixed", RatePerSecond: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if job = waitJob(t, e, job.ID); job.Status != replay.JobDone || job.Published != len(want) {
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "timeouts fixed", RatePerSecond: 1000}); job.Status != replay.JobDone || job.Published != len(want) {
 		t.Fatalf("job %+v", job)
 	}
 	var published []string
@@ -82,22 +78,14 @@ func TestRabbitPlanFromCELFilterPublishesExactlyTheMatches(t *testing.T) {
 	w := newRabbitWorld(t)
 	w.deadLetter(t, 10)
 	e := w.engine(t)
-	ctx := ctxT(t)
 	f := replay.Filter{CEL: `body.seq % 3 == 0 && properties.message_id.startsWith("m-") && dead_letter.reason == "rejected" && ` +
 		`dead_letter.original_queue == "orders.work" && headers["x-first-death-reason"] == "rejected"`}
-	plan, err := e.Plan(ctx, "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}, f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := w.planQueue(t, e, 100, f)
 	if plan.Total != 4 || plan.Counts[replay.Publish] != 4 {
 		t.Fatalf("plan %d %v", plan.Total, plan.Counts)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if job = waitJob(t, e, job.ID); job.Status != replay.JobDone || job.Published != 4 {
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1000}); job.Status != replay.JobDone || job.Published != 4 {
 		t.Fatalf("job %+v", job)
 	}
 	w.waitDepth(t, "orders.work", 4)

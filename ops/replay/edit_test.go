@@ -20,9 +20,7 @@ import (
 // four-eyes on, and its job publishes exactly one copy — the edited one, with the same message id —
 // and marks the original replayed once. An edit that breaks a JSON value is refused.
 func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.BadCustomerId")
-	w.deadLetter(t, 0, "m-2", "k-2", "com.acme.BadCustomerId")
+	w := newWorldWith(t, "com.acme.BadCustomerId", 0, 0)
 	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: configs.FourEyes{Enabled: true, Threshold: 1000}})
 	ctx := ctxT(t)
 	value := `{"messageId":"m-1","customerId":"c-42"}`
@@ -172,8 +170,7 @@ func TestRabbitEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 // A Kafka edit that asks for a new message id publishes it in the header the message id rules
 // read first, with the old id beside it; without a header rule to carry it, it is refused.
 func TestKafkaEditWithNewMessageID(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.BadCustomerId")
+	w := newWorldWith(t, "com.acme.BadCustomerId", 0)
 	engine := func(ids configs.MessageIDRules) *replay.Engine {
 		e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
 			MessageIDs: ids, Poll: 50 * time.Millisecond, Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100}})
@@ -199,11 +196,7 @@ func TestKafkaEditWithNewMessageID(t *testing.T) {
 		t.Fatalf("warnings %v", plan.Warnings)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "new id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 1 {
+	if done := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "new id"}); done.Status != replay.JobDone || done.Published != 1 {
 		t.Fatalf("job %+v", done)
 	}
 	got := w.originals(t)

@@ -13,9 +13,7 @@ import (
 )
 
 func TestFourEyesAndOperatorLimit(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "X")
-	w.deadLetter(t, 0, "m-2", "k-2", "X")
+	w := newWorldWith(t, "X", 0, 0)
 	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, OperatorMaxMessages: 1,
 		FourEyes: configs.FourEyes{Enabled: true, Threshold: 1}})
 	work(t, e)

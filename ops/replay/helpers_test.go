@@ -5,12 +5,15 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -23,6 +26,8 @@ import (
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/storetest"
@@ -97,6 +102,17 @@ entries:
 func newWorld(tb testing.TB) *world {
 	tb.Helper()
 	w, _ := newWorldAndBroker(tb)
+	return w
+}
+
+// newWorldWith is a world whose orders.DLT holds one dead letter, failed with exception, for each
+// partition given, in order: m-1 with key k-1, m-2 with key k-2, …
+func newWorldWith(tb testing.TB, exception string, partitions ...int32) *world {
+	tb.Helper()
+	w := newWorld(tb)
+	for i, p := range partitions {
+		w.deadLetter(tb, p, fmt.Sprintf("m-%d", i+1), fmt.Sprintf("k-%d", i+1), exception)
+	}
 	return w
 }
 
@@ -318,6 +334,17 @@ func waitPublished(tb testing.TB, e *replay.Engine, id string, n int, within tim
 	})
 }
 
+// runJob starts the job req asks for and waits for it to reach a final status; e's workers must
+// be running (work).
+func runJob(tb testing.TB, e *replay.Engine, req replay.StartRequest) replay.Job {
+	tb.Helper()
+	job, err := e.Start(ctxT(tb), req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return waitJob(tb, e, job.ID)
+}
+
 func waitJobState(tb testing.TB, e *replay.Engine, id string, within time.Duration, what string, done func(replay.Job) bool) replay.Job {
 	tb.Helper()
 	return waittest.For(tb, within, what, func() (replay.Job, bool) {
@@ -348,4 +375,268 @@ func contains(list []string, s string) bool {
 
 func kgoRecord(topic string, partition int32, value string) *kgo.Record {
 	return &kgo.Record{Topic: topic, Partition: partition, Value: []byte(value)}
+}
+
+// rabbitWorld is a vhost with orders → orders.work, dead-lettering into orders.dlq, the console's
+// store and the inventory inbox.
+type rabbitWorld struct {
+	vhost    string
+	ch       *amqp.Channel
+	broker   *rabbit.Broker
+	store    *store.Store
+	inboxDSN string
+	inbox    *inbox.Inbox
+	cfg      configs.RabbitMQBroker
+}
+
+func newRabbitWorld(t testing.TB) *rabbitWorld {
+	t.Helper()
+	vhost, amqpURL, _ := rabbittest.NewVhost(t)
+	u := amqpURL
+	_, ch := rabbittest.Channel(t, u)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
+
+	cfg := rabbittest.Config(t, vhost)
+	b, err := rabbit.New(cfg, configs.MessageIDRules{Headers: []string{"messageId"}, JSONPaths: []string{"messageId"}})
+	must(err)
+	t.Cleanup(b.Close)
+	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
+	st := storetest.On(t, storeDSN)
+	in, err := inbox.Open(ctxT(t), "inventory-service", configs.Inbox{DSN: configs.Secret(inboxDSN), Table: "inbox_message",
+		Columns: configs.InboxColumns{MessageID: "message_id", Consumer: "consumer", ReceivedAt: "received_at", ProcessedAt: "processed_at"}})
+	must(err)
+	t.Cleanup(in.Close)
+	return &rabbitWorld{vhost: vhost, ch: ch, broker: b, store: st, inboxDSN: inboxDSN, inbox: in, cfg: cfg}
+}
+
+func (w *rabbitWorld) engine(t testing.TB) *replay.Engine {
+	t.Helper()
+	return w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000})
+}
+
+// engineWith is the world's engine (its broker, inbox and consumer) with the replay settings r.
+func (w *rabbitWorld) engineWith(t testing.TB, r configs.Replay) *replay.Engine {
+	t.Helper()
+	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
+		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+		Replay:    r, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// deadLetter publishes n orders and has the broker dead-letter them (reject, requeue=false).
+func (w *rabbitWorld) deadLetter(t testing.TB, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("m-%d", i)
+		if err := w.ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
+			MessageId: id, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+			Body: []byte(fmt.Sprintf(`{"messageId":%q,"seq":%d}`, id, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliveries, err := w.ch.Consume("orders.work", "failing-consumer", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		d := <-deliveries
+		if err := d.Reject(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.ch.Cancel("failing-consumer", false); err != nil {
+		t.Fatal(err)
+	}
+	w.waitDepth(t, "orders.dlq", n)
+}
+
+func (w *rabbitWorld) depth(t testing.TB, queue string) int {
+	t.Helper()
+	return rabbittest.Depth(t, w.ch, queue)
+}
+
+func (w *rabbitWorld) waitDepth(t testing.TB, queue string, n int) {
+	t.Helper()
+	// Generous: a 100,000-message fill on a loaded 2-core machine takes tens of seconds to show in
+	// the count; an exact count is still required.
+	rabbittest.WaitDepth(t, w.ch, queue, n, 60*time.Second)
+}
+
+func (w *rabbitWorld) drain(t testing.TB, queue string) []amqp.Delivery {
+	t.Helper()
+	var out []amqp.Delivery
+	for {
+		d, ok, err := w.ch.Get(queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, d)
+	}
+}
+
+// newFilledRabbitWorld is a rabbit world whose DLQ holds n dead letters (fillDLQ), and its engine.
+func newFilledRabbitWorld(t testing.TB, n int) (*rabbitWorld, *replay.Engine) {
+	t.Helper()
+	w := newRabbitWorld(t)
+	w.fillDLQ(t, n)
+	return w, w.engine(t)
+}
+
+// fillDLQ puts n dead letters (ids m-0 … m-{n-1}, in order) straight into orders.dlq, as putDead
+// does: much faster than a real rejection round trip for the large counts these tests need.
+func (w *rabbitWorld) fillDLQ(t testing.TB, n int) {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m-%d", i)
+	}
+	w.putDead(t, ids...)
+	w.waitDepth(t, "orders.dlq", n)
+}
+
+// putDead puts dead letters with these ids into orders.dlq, with the x-death table RabbitMQ writes
+// when orders.work rejects them: what a broker returns after a crash, or a new one. Their bodies
+// are byte-identical to those of fillDLQ's (the copies of its messages).
+func (w *rabbitWorld) putDead(t testing.TB, ids ...string) {
+	t.Helper()
+	death := deathOf("order.created")
+	ps := make([]amqp.Publishing, len(ids))
+	for i, id := range ids {
+		ps[i] = amqp.Publishing{MessageId: id, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+			Headers: amqp.Table{"x-death": death}, Body: []byte(fmt.Sprintf(`{"messageId":%q}`, id))}
+	}
+	w.putDLQ(t, ps...)
+}
+
+// putBody puts a dead letter with this id and body into orders.dlq, dead-lettered from orders as
+// fillDLQ's are.
+func (w *rabbitWorld) putBody(t testing.TB, id string, body []byte) {
+	t.Helper()
+	w.putDLQ(t, amqp.Publishing{MessageId: id, DeliveryMode: amqp.Persistent,
+		Headers: amqp.Table{"x-death": deathOf("order.created")}, Body: body})
+}
+
+// putDLQ publishes ps straight into orders.dlq, in order, as if the broker had dead-lettered them.
+func (w *rabbitWorld) putDLQ(t testing.TB, ps ...amqp.Publishing) {
+	t.Helper()
+	ctx := ctxT(t)
+	for _, p := range ps {
+		if err := w.ch.PublishWithContext(ctx, "", "orders.dlq", false, false, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deathOf is the x-death table RabbitMQ writes when orders.work rejects a message that was
+// published to orders with routingKey (a string, or the bytes some clients write).
+func deathOf(routingKey any) []any {
+	return []any{amqp.Table{"count": int64(1), "reason": "rejected", "queue": "orders.work", "exchange": "orders",
+		"routing-keys": []any{routingKey}, "time": time.Now().UTC().Truncate(time.Second)}}
+}
+
+// replayed fills the DLQ with n dead letters and has e replay them all: the job, done, and the n
+// in orders.work.
+func (w *rabbitWorld) replayed(t testing.TB, e *replay.Engine, n int) replay.Job {
+	t.Helper()
+	w.fillDLQ(t, n)
+	work(t, e)
+	job := w.run(t, e, w.planQueue(t, e, n, replay.Filter{}).ID)
+	if job.Status != replay.JobDone || job.Published != n {
+		t.Fatalf("job %+v; want done with %d published", job, n)
+	}
+	w.waitDepth(t, "orders.work", n)
+	return job
+}
+
+// planQueue plans, as ops, up to limit messages of orders.dlq that f selects.
+func (w *rabbitWorld) planQueue(t testing.TB, e *replay.Engine, limit int, f replay.Filter) replay.Plan {
+	t.Helper()
+	plan, err := e.Plan(ctxT(t), "ops", replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: limit}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// run runs the plan planID as ops, as fast as the engine goes, and waits for the job to end.
+func (w *rabbitWorld) run(t testing.TB, e *replay.Engine, planID string) replay.Job {
+	t.Helper()
+	return runJob(t, e, replay.StartRequest{PlanID: planID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1_000_000})
+}
+
+// deadLetterMany has the broker dead-letter n messages at once: publish, then one
+// basic.nack(multiple, requeue=false) over them all.
+func (w *rabbitWorld) deadLetterMany(t testing.TB, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("b-%d-%d", time.Now().UnixNano(), i)
+		if err := w.ch.PublishWithContext(ctx, "orders", "order.created", false, false, amqp.Publishing{
+			MessageId: id, DeliveryMode: amqp.Persistent, Body: []byte(fmt.Sprintf(`{"messageId":%q,"amount":12.5}`, id))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.work", n)
+	if err := w.ch.Qos(n, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := w.ch.Consume("orders.work", "bulk-fail", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for i := 0; i < n; i++ {
+		last = (<-deliveries).DeliveryTag
+	}
+	if err := w.ch.Nack(last, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ch.Cancel("bulk-fail", false); err != nil {
+		t.Fatal(err)
+	}
+	w.waitDepth(t, "orders.dlq", n)
+}
+
+func (w *rabbitWorld) purge(t testing.TB, queue string) {
+	t.Helper()
+	if _, err := w.ch.QueuePurge(queue, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shovel moves a queue's current messages to another with the shovel plugin's "move messages"
+// (a dynamic shovel that deletes itself after the queue's length at start).
+func (w *rabbitWorld) shovel(t testing.TB, from, to string) {
+	t.Helper()
+	mgmt := rabbittest.Admin(t)
+	name := fmt.Sprintf("move-%d", time.Now().UnixNano())
+	_, err := mgmt.DeclareShovel(w.vhost, name, rabbithole.ShovelDefinition{
+		SourceURI: rabbithole.URISet{"amqp:///" + url.PathEscape(w.vhost)}, SourceQueue: from,
+		DestinationURI: rabbithole.URISet{"amqp:///" + url.PathEscape(w.vhost)}, DestinationQueue: to,
+		SourceDeleteAfter: "queue-length", AckMode: "on-confirm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(ds []amqp.Delivery) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.MessageId)
+	}
+	return out
 }

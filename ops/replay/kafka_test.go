@@ -1,18 +1,27 @@
 package replay_test
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 func kafkaSource(partition int32, from, to int64) replay.Source {
@@ -45,11 +54,7 @@ func TestKafkaReplaySkipsProcessedAndPublishesTheRestOnce(t *testing.T) {
 	}
 
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "fixed stock bug", RatePerSecond: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job = waitJob(t, e, job.ID)
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "fixed stock bug", RatePerSecond: 1000})
 	if job.Status != replay.JobDone || job.Published != 2 || job.Skipped != 1 || job.Failed != 0 {
 		t.Fatalf("job %+v", job)
 	}
@@ -96,8 +101,7 @@ func TestKafkaReplaySkipsProcessedAndPublishesTheRestOnce(t *testing.T) {
 }
 
 func TestKafkaForcePublishesProcessedWithAReason(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "X")
+	w := newWorldWith(t, "X", 0)
 	w.processed(t, "m-1")
 	e := w.engine(t, "a")
 	work(t, e)
@@ -109,11 +113,8 @@ func TestKafkaForcePublishesProcessedWithAReason(t *testing.T) {
 	if _, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bob", Role: access.Admin}, Force: true}); !errors.Is(err, ops.ErrInvalid) {
 		t.Fatalf("force without reason: %v", err)
 	}
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bob", Role: access.Admin}, Force: true, Reason: "consumer lost its DB"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if job = waitJob(t, e, job.ID); job.Published != 1 {
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bob", Role: access.Admin}, Force: true,
+		Reason: "consumer lost its DB"}); job.Published != 1 {
 		t.Fatalf("forced job %+v", job)
 	}
 	if n := len(w.originals(t)); n != 1 {
@@ -155,103 +156,58 @@ func TestKafkaFilterAndUnresolvable(t *testing.T) {
 	}
 }
 
-// Twenty operators replay the same dead letter at once, each with their own plan and job, on
-// twenty engines (replicas): one job moves the topic at a time (the others are refused, naming
-// it), and the ledger lets exactly one publish it.
-func TestConcurrentReplaysPublishOnce(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "X")
-	ctx := ctxT(t)
-	const n = 20
-	engines := make([]*replay.Engine, n)
-	plans := make([]replay.Plan, n)
-	for i := range engines {
-		engines[i] = w.engine(t, fmt.Sprintf("replica-%d", i))
-		p, err := engines[i].Plan(ctx, "op", kafkaSource(0, 0, 0), replay.Filter{})
-		if err != nil {
-			t.Fatal(err)
+// A to_offset of 2^63-1 means "to the end" (to+1 overflowed: "no messages"); an empty source
+// name is 400 "required", not 404 for the cluster "".
+func TestKafkaPlanBounds(t *testing.T) {
+	w := newWorldWith(t, "com.acme.StockException", 0, 0)
+	e := w.engine(t, "a")
+	plan, err := e.Plan(ctxT(t), "alice", kafkaSource(0, 0, math.MaxInt64), replay.Filter{})
+	if err != nil || plan.Total != 2 {
+		t.Fatalf("to_offset MaxInt64: %v, %d items; want 2", err, plan.Total)
+	}
+	for _, src := range []replay.Source{
+		{Kind: "kafka", Topic: "orders.DLT"},
+		{Kind: "rabbitmq", Queue: "q"},
+		{Kind: "outbox", IDs: []int64{1}},
+	} {
+		_, err := e.Plan(ctxT(t), "alice", src, replay.Filter{})
+		var fe *ops.FieldError
+		if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "source.") || fe.Problem != "required" {
+			t.Errorf("%s without a name: %v; want source.…: required", src.Kind, err)
 		}
-		plans[i] = p
-	}
-	var jobs []string
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range engines {
-		wg.Go(func() {
-			j, err := engines[i].Start(ctx, replay.StartRequest{PlanID: plans[i].ID, Actor: access.Actor{Name: fmt.Sprintf("op%d", i)}, RatePerSecond: 1000})
-			if errors.Is(err, ops.ErrConflict) && strings.Contains(err.Error(), "is moving kafka main topic orders.DLT") {
-				return
-			}
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			jobs = append(jobs, j.ID)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if len(jobs) != 1 {
-		t.Fatalf("%d jobs started on one topic at once, want 1", len(jobs))
-	}
-	for _, e := range engines {
-		work(t, e)
-	}
-	published := 0
-	for _, id := range jobs {
-		j := waitJob(t, engines[0], id)
-		published += j.Published
-		if j.Published+j.Skipped != 1 || j.Failed != 0 {
-			t.Errorf("job %+v", j)
-		}
-	}
-	if published != 1 {
-		t.Fatalf("%d jobs published the message, want exactly 1", published)
-	}
-	if got := len(w.originals(t)); got != 1 {
-		t.Fatalf("%d copies on the original topic, want 1", got)
 	}
 }
 
-// A plan larger than a chunk streams through in several: seqs stay contiguous, every count is the
-// whole plan's (not the items shown), and the stored plan reads back the same.
-func TestLargePlanStreamsInChunks(t *testing.T) {
-	w := newWorld(t)
-	const n = 12_345
-	w.deadLetters(t, n, func(i int, r *kgo.Record) {
-		if i%2 == 1 {
-			r.Headers[2].Value = []byte("com.acme.PriceException") // kafka_dlt-exception-fqcn
-		}
-	})
-	pgtest.Exec(t, w.inboxDSN, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
-		FROM generate_series(0, $1::int - 1, 10) g`, n) // every tenth processed: all of them even
+// "records": [] is a client with nothing ticked: it selected the whole topic, as if records were
+// left out. It is refused; absent (or null) still selects by offsets and filter.
+func TestKafkaPlanEmptyRecordsIsRefused(t *testing.T) {
+	w := newWorldWith(t, "com.acme.StockException", 0, 1)
 	e := w.engine(t, "a")
 	ctx := ctxT(t)
-	plan, err := e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
-	if err != nil {
-		t.Fatal(err)
+	for _, body := range []string{
+		`{"kind":"kafka","cluster":"main","topic":"orders.DLT","records":[]}`,
+		`{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":0,"records":[]}`,
+	} {
+		var src replay.Source
+		if err := json.Unmarshal([]byte(body), &src); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := e.Plan(ctx, "alice", src, replay.Filter{})
+		want := "source.records: empty — tick at least one record, or leave records out to select by offsets/filter"
+		if !errors.Is(err, ops.ErrInvalid) || err.Error() != want {
+			t.Errorf("%s: plan of %d (%v), err %v; want %q", body, plan.Total, plan.Counts, err, want)
+		}
 	}
-	processed := (n + 9) / 10
-	if plan.Total != n || plan.Counts[replay.Publish] != n-processed || plan.Counts[replay.SkipProcessed] != processed ||
-		len(plan.Items) != replay.MaxPlanItemsShown {
-		t.Fatalf("plan total %d counts %v, %d items", plan.Total, plan.Counts, len(plan.Items))
-	}
-	stock, price := plan.ErrorGroups["com.acme.StockException"], plan.ErrorGroups["com.acme.PriceException"]
-	if stock[replay.SkipProcessed] != processed || stock[replay.Publish] != (n+1)/2-processed || price[replay.Publish] != n/2 {
-		t.Fatalf("error groups %v", plan.ErrorGroups)
-	}
-	loaded, err := e.LoadPlan(ctx, plan.ID)
-	if err != nil || fmt.Sprint(loaded.ErrorGroups) != fmt.Sprint(plan.ErrorGroups) || fmt.Sprint(loaded.Counts) != fmt.Sprint(plan.Counts) {
-		t.Fatalf("loaded %v %v, made %v %v (%v)", loaded.Counts, loaded.ErrorGroups, plan.Counts, plan.ErrorGroups, err)
-	}
-	items, err := w.store.PlanItems(ctx, plan.ID, 0, 2*n)
-	if err != nil || len(items) != n {
-		t.Fatalf("%d stored items, %v", len(items), err)
-	}
-	for i, it := range items {
-		if it.Seq != i {
-			t.Fatalf("item %d has seq %d", i, it.Seq)
+	for _, body := range []string{
+		`{"kind":"kafka","cluster":"main","topic":"orders.DLT"}`,
+		`{"kind":"kafka","cluster":"main","topic":"orders.DLT","records":null}`,
+	} {
+		var src replay.Source
+		if err := json.Unmarshal([]byte(body), &src); err != nil {
+			t.Fatal(err)
+		}
+		if plan, err := e.Plan(ctx, "alice", src, replay.Filter{}); err != nil || plan.Total != 2 {
+			t.Errorf("%s: plan of %d, err %v; want the whole topic (2)", body, plan.Total, err)
 		}
 	}
 }
@@ -299,11 +255,207 @@ func TestKafkaPlanOfExplicitRecords(t *testing.T) {
 	}
 }
 
+// A dead letter whose original topic does not exist was planned "publish", to "(any partition:
+// no key)" although it has a key, and its job failed with the driver's text twice over. The plan
+// asks every destination topic of a chunk in one metadata request and skips such a message as
+// unresolvable, saying so; a topic deleted between the plan and the job fails that message alone,
+// in a person's words, once.
+func TestKafkaPlanSkipsAMissingOriginalTopic(t *testing.T) {
+	broker := kfaketest.Cluster(t)
+	w := newWorldOn(t, broker.ListenAddrs()[0])
+	ctx := ctxT(t)
+	for topic, partitions := range map[string]int32{"orders": 1, "orders.DLT": 2, "gone-soon": 1} {
+		if _, err := w.adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	originals := []string{"orders", "does-not-exist", "gone-soon", "does-not-exist"}
+	w.deadLetters(t, len(originals), func(i int, r *kgo.Record) {
+		r.Headers[0].Value = []byte(originals[i]) // kafka_dlt-original-topic
+	})
+	var mu sync.Mutex
+	var asked [][]string // the metadata requests naming does-not-exist
+	broker.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		broker.KeepControl()
+		var names []string
+		for _, t := range r.(*kmsg.MetadataRequest).Topics {
+			if t.Topic != nil {
+				names = append(names, *t.Topic)
+			}
+		}
+		if slices.Contains(names, "does-not-exist") {
+			mu.Lock()
+			asked = append(asked, names)
+			mu.Unlock()
+		}
+		return nil, nil, false
+	})
+	e := w.engine(t, "a")
+	plan, err := e.Plan(ctx, "alice", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(asked) != 1 || !slices.Contains(asked[0], "gone-soon") || !slices.Contains(asked[0], "orders") {
+		t.Errorf("metadata requests naming does-not-exist: %v; want one, naming the plan's other destinations too", asked)
+	}
+	mu.Unlock()
+	if plan.Counts[replay.Publish] != 2 || plan.Counts[replay.SkipUnresolvable] != 2 {
+		t.Fatalf("plan counts %v; want 2 to publish, 2 unresolvable", plan.Counts)
+	}
+	for _, it := range plan.Items {
+		switch it.MessageID {
+		case "m-1", "m-3":
+			if it.Action != replay.SkipUnresolvable || it.Note != "original topic does-not-exist does not exist" || it.Destination.String() != "unresolved" {
+				t.Errorf("%s: %s to %s, note %q; want skip_unresolvable: original topic does-not-exist does not exist", it.MessageID, it.Action, it.Destination, it.Note)
+			}
+		case "m-2":
+			if it.Action != replay.Publish || it.Destination.String() != "kafka main → gone-soon partition 0 (from the key)" {
+				t.Errorf("%s: %s to %s", it.MessageID, it.Action, it.Destination)
+			}
+		}
+	}
+	if resp, err := w.adm.DeleteTopics(ctx, "gone-soon"); err != nil || resp.Error() != nil {
+		t.Fatalf("delete gone-soon: %v %v", err, resp.Error())
+	}
+	work(t, e)
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	if job.Published != 1 || job.Failed != 1 || job.Skipped != 2 {
+		t.Fatalf("job %s published %d failed %d skipped %d; want 1, 1, 2", job.Status, job.Published, job.Failed, job.Skipped)
+	}
+	ledger, err := e.Ledger(ctx, job.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ledger, func(l replay.LedgerEntry) bool { return l.MessageID == "m-2" })
+	if i < 0 || ledger[i].Outcome != replay.LedgerFailed || ledger[i].Detail != "topic gone-soon does not exist" {
+		t.Errorf("ledger %+v; want m-2 failed: topic gone-soon does not exist", ledger)
+	}
+}
+
+// The dead-letter headers name the original partition; the key hashes elsewhere. The replay lands
+// where the header says, and the plan says why.
+func TestKafkaReplayKeepsTheOriginalPartition(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	if _, err := w.adm.CreateTopic(ctx, 4, 1, nil, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	key := ""
+	for i := 0; key == ""; i++ { // a key whose hash is not partition 2
+		if k := fmt.Sprintf("k-%d", i); kafka.KeyPartition("payments", []byte(k), 4) != 2 {
+			key = k
+		}
+	}
+	keyPart := kafka.KeyPartition("payments", []byte(key), 4)
+	part := make([]byte, 4)
+	binary.BigEndian.PutUint32(part, 2)
+	dlt := func(id string, header []byte) *kgo.Record {
+		h := []kgo.RecordHeader{{Key: "kafka_dlt-original-topic", Value: []byte("payments")}, {Key: "messageId", Value: []byte(id)}}
+		if header != nil {
+			h = append(h, kgo.RecordHeader{Key: "kafka_dlt-original-partition", Value: header})
+		}
+		return &kgo.Record{Topic: "orders.DLT", Partition: 0, Key: []byte(key), Value: []byte(`{}`), Headers: h}
+	}
+	gone := make([]byte, 4)
+	binary.BigEndian.PutUint32(gone, 9) // payments has no partition 9
+	if err := w.client.ProduceSync(ctx, dlt("by-header", part), dlt("no-header", nil), dlt("gone", gone)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e := w.engine(t, "a")
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]replay.Destination{
+		"by-header": {Partition: 2, PartitionSource: replay.PartitionFromHeader},
+		"no-header": {Partition: keyPart, PartitionSource: replay.PartitionFromKey},
+		"gone":      {Partition: keyPart, PartitionSource: replay.PartitionFromKey},
+	}
+	for _, it := range plan.Items {
+		d, w := it.Destination, want[it.MessageID]
+		if d.Partition != w.Partition || d.PartitionSource != w.PartitionSource {
+			t.Errorf("%s: planned partition %d from %q, want %d from %q", it.MessageID, d.Partition, d.PartitionSource, w.Partition, w.PartitionSource)
+		}
+	}
+	work(t, e)
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}}); job.Published != 3 {
+		t.Fatalf("job %+v", job)
+	}
+	// An independent read of every partition of payments.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Kafka[0].Brokers...), kgo.ConsumeTopics("payments"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got := map[string]int32{}
+	for len(got) < 3 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			id, _ := header(r, "messageId")
+			got[id] = r.Partition
+		})
+	}
+	for id, d := range want {
+		if got[id] != d.Partition {
+			t.Errorf("%s landed in partition %d, want %d", id, got[id], d.Partition)
+		}
+	}
+}
+
+// A topic deleted and created again under the same name holds other records at the same offsets:
+// they are new dead letters (not skip_already_replayed), and a plan of the old topic refuses to run.
+func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	w.deadLetter(t, 0, "old-1", "k1", "TimeoutException")
+	e := w.engine(t, "a")
+	work(t, e)
+	plan, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "a"}}); job.Published != 1 {
+		t.Fatalf("first job %+v", job)
+	}
+	stale, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil || stale.Counts[replay.SkipAlreadyReplayed] != 1 {
+		t.Fatalf("the same record planned again: %v, %v", stale.Counts, err)
+	}
+	if _, err := w.adm.DeleteTopic(ctx, "orders.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	// The broker refuses the name while the deletion completes.
+	waittest.For(t, 10*time.Second, "orders.DLT created again", func() (error, bool) {
+		_, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT")
+		return err, err == nil
+	})
+	// franz-go serves metadata from a cache for up to MetadataMinAge (5 s): wait until the console's
+	// client sees the new topic, as it will by the time anyone plans it.
+	waittest.For(t, 15*time.Second, "the console's client sees the new topic id", func() (string, bool) {
+		id, err := w.cluster.TopicID(ctx, "orders.DLT")
+		return fmt.Sprintf("topic id %s (%v)", id, err), err == nil && id != stale.Source.TopicID
+	})
+	// A fresh producer: the test's own client still knows the old topic's ID.
+	fresher := newWorldOn(t, w.cfg.Kafka[0].Brokers[0])
+	fresher.deadLetter(t, 0, "new-1", "k1", "TimeoutException")
+	fresh, err := e.Plan(ctx, "a", kafkaSource(0, 0, 10), replay.Filter{})
+	if err != nil || fresh.Total != 1 || fresh.Counts[replay.Publish] != 1 || fresh.Items[0].MessageID != "new-1" {
+		t.Fatalf("the recreated topic's record at offset 0: %v %+v, %v", fresh.Counts, fresh.Items, err)
+	}
+	if old := runJob(t, e, replay.StartRequest{PlanID: stale.ID, Actor: access.Actor{Name: "a"}}); old.Status != replay.JobFailed || !strings.Contains(old.Error, "created again") {
+		t.Fatalf("a plan of the old topic ran: %+v", old)
+	}
+}
+
 // replay.strip_headers decides which dead-letter headers a replay drops: [] keeps them all, a
 // custom list drops those prefixes; Redrive's own headers are written anew either way.
 func TestStripHeadersIsConfigurable(t *testing.T) {
-	w := newWorld(t)
-	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.StockException")
+	w := newWorldWith(t, "com.acme.StockException", 0)
 	w.cfg.Replay.StripHeaders = []string{"TRACEID"} // any case
 	e := w.engine(t, "a")
 	ctx := ctxT(t)
@@ -312,11 +464,7 @@ func TestStripHeadersIsConfigurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, RatePerSecond: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if job = waitJob(t, e, job.ID); job.Published != 1 {
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, RatePerSecond: 10}); job.Published != 1 {
 		t.Fatalf("job %+v", job)
 	}
 	got := w.originals(t)
@@ -331,5 +479,91 @@ func TestStripHeadersIsConfigurable(t *testing.T) {
 	}
 	if n, _ := header(got[0], replay.HeaderReplayCount); n != "1" {
 		t.Errorf("replay count %q", n)
+	}
+}
+
+// Twenty concurrent Kafka and outbox plans: none waits for a pooled connection while holding one.
+func TestTwentyConcurrentPlans(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetters(t, 300, nil)
+	ke := w.engine(t, "a")
+	oe, _ := outboxEngine(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+		status, attempts, available_at, last_error, created_at)
+		SELECT 'e'||i, 'Order', 'o'||i, 'OrderCreated', 1, '{}', 'DEAD', 10, now(), 'boom', now() FROM generate_series(1, 300) i`)
+	cases := map[string]func() (replay.Plan, error){
+		"kafka": func() (replay.Plan, error) { return ke.Plan(ctxT(t), "a", kafkaSource(0, 0, 10_000), replay.Filter{}) },
+		"outbox": func() (replay.Plan, error) {
+			return oe.Plan(ctxT(t), "a", replay.Source{Kind: "outbox", Outbox: "orders", Limit: 1000}, replay.Filter{})
+		},
+	}
+	for name, plan := range cases {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			var wg sync.WaitGroup
+			totals := make(chan int, 20)
+			for range 20 {
+				wg.Go(func() {
+					p, err := plan()
+					if err != nil {
+						t.Error(err)
+					}
+					totals <- p.Total
+				})
+			}
+			wg.Wait()
+			close(totals)
+			first := -1
+			for n := range totals {
+				if first < 0 {
+					first = n
+				}
+				if n != first || n == 0 {
+					t.Errorf("plans of %d and %d messages", first, n)
+				}
+			}
+			t.Logf("20 concurrent %s plans in %v", name, time.Since(start))
+		})
+	}
+}
+
+// A plan larger than a chunk streams through in several: seqs stay contiguous, every count is the
+// whole plan's (not the items shown), and the stored plan reads back the same.
+func TestLargePlanStreamsInChunks(t *testing.T) {
+	w := newWorld(t)
+	const n = 12_345
+	w.deadLetters(t, n, func(i int, r *kgo.Record) {
+		if i%2 == 1 {
+			r.Headers[2].Value = []byte("com.acme.PriceException") // kafka_dlt-exception-fqcn
+		}
+	})
+	pgtest.Exec(t, w.inboxDSN, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
+		FROM generate_series(0, $1::int - 1, 10) g`, n) // every tenth processed: all of them even
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "a", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	processed := (n + 9) / 10
+	if plan.Total != n || plan.Counts[replay.Publish] != n-processed || plan.Counts[replay.SkipProcessed] != processed ||
+		len(plan.Items) != replay.MaxPlanItemsShown {
+		t.Fatalf("plan total %d counts %v, %d items", plan.Total, plan.Counts, len(plan.Items))
+	}
+	stock, price := plan.ErrorGroups["com.acme.StockException"], plan.ErrorGroups["com.acme.PriceException"]
+	if stock[replay.SkipProcessed] != processed || stock[replay.Publish] != (n+1)/2-processed || price[replay.Publish] != n/2 {
+		t.Fatalf("error groups %v", plan.ErrorGroups)
+	}
+	loaded, err := e.LoadPlan(ctx, plan.ID)
+	if err != nil || fmt.Sprint(loaded.ErrorGroups) != fmt.Sprint(plan.ErrorGroups) || fmt.Sprint(loaded.Counts) != fmt.Sprint(plan.Counts) {
+		t.Fatalf("loaded %v %v, made %v %v (%v)", loaded.Counts, loaded.ErrorGroups, plan.Counts, plan.ErrorGroups, err)
+	}
+	items, err := w.store.PlanItems(ctx, plan.ID, 0, 2*n)
+	if err != nil || len(items) != n {
+		t.Fatalf("%d stored items, %v", len(items), err)
+	}
+	for i, it := range items {
+		if it.Seq != i {
+			t.Fatalf("item %d has seq %d", i, it.Seq)
+		}
 	}
 }

@@ -15,13 +15,11 @@ import (
 // cluster, a kind) it is refused before anything is planned; allowed, every message goes to the
 // named topic, by its key, and none to its original one.
 func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
-	w := newWorld(t)
+	w := newWorldWith(t, "X", 0, 1)
 	ctx := ctxT(t)
 	if _, err := w.adm.CreateTopic(ctx, 1, 1, nil, "orders.fixed"); err != nil {
 		t.Fatal(err)
 	}
-	w.deadLetter(t, 0, "m-1", "k-1", "X")
-	w.deadLetter(t, 1, "m-2", "k-2", "X")
 	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100,
 		AllowedDestinations: []configs.AllowedDestination{{Kind: "kafka", Cluster: "main", Topic: "*.fixed"}}})
 	src := func(d replay.Destination) replay.Source {
@@ -53,12 +51,9 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 		t.Fatalf("allowed redirect: %v %+v", err, plan.Items)
 	}
 	work(t, e)
-	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "to the fixed consumer"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 2 {
-		t.Fatalf("job %+v", done)
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "to the fixed consumer"})
+	if job.Status != replay.JobDone || job.Published != 2 {
+		t.Fatalf("job %+v", job)
 	}
 	if got := w.originals(t); len(got) != 0 {
 		t.Fatalf("%d records went to the original topic", len(got))
