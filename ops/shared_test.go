@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/configs"
 )
@@ -69,24 +70,21 @@ func TestMessageIDFromJSONInvalidUTF8(t *testing.T) {
 // The parsed paths are kept for every caller: twenty at once read the same ids, and paths past
 // what is kept are still read.
 func TestMessageIDPathsShared(t *testing.T) {
-	var wg sync.WaitGroup
-	errs := make(chan string, 20)
+	var callers errgroup.Group
 	for g := range 20 {
-		wg.Go(func() {
+		callers.Go(func() error {
 			for i := range 400 {
 				p := fmt.Sprintf("$.k%d", (g*400+i)%300) // 300 paths: more than are kept
 				body := fmt.Sprintf(`{"k%d":"v%d"}`, (g*400+i)%300, i)
 				if got := MessageIDFromJSON([]byte(body), []string{"$.missing", p}); got != fmt.Sprint("v", i) {
-					errs <- fmt.Sprintf("%s in %s: %q", p, body, got)
-					return
+					return fmt.Errorf("%s in %s: %q", p, body, got)
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
+	if err := callers.Wait(); err != nil {
+		t.Error(err)
 	}
 }
 
