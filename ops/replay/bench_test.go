@@ -57,11 +57,7 @@ func BenchmarkKafkaReplay(b *testing.B) {
 					b.Fatal(err)
 				}
 				planned := time.Since(start)
-				job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 1_000_000})
-				if err != nil {
-					b.Fatal(err)
-				}
-				j := waitJob(b, e, job.ID)
+				j := runJob(b, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 1_000_000})
 				stop()
 				if j.Status != replay.JobDone || j.Published+j.Skipped != size || j.Skipped != size/10 {
 					b.Fatalf("job %+v", j)
@@ -216,11 +212,7 @@ func BenchmarkRabbitReplay(b *testing.B) {
 			}
 			b.ReportMetric(time.Since(start).Seconds()*1000, "plan-ms")
 			run := time.Now()
-			job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 100_000})
-			if err != nil {
-				b.Fatal(err)
-			}
-			j := waitJob(b, e, job.ID)
+			j := runJob(b, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 100_000})
 			stop()
 			if j.Published != n {
 				b.Fatalf("job %+v", j)
