@@ -216,9 +216,10 @@ func historyRange(c echo.Context) (time.Time, string, error) {
 // maxChartPoints bounds a history answer whatever the range.
 const maxChartPoints = 400
 
-// APIGroupHistory: GET /api/v1/kafka/:cluster/groups/:group/history?since=1h.
+// APIGroupHistory: GET /api/v1/kafka/:cluster/groups/:group/history?since=1h. A group the cluster
+// does not have is a 404, as its page is (an empty history would read as "no lag").
 func (h *Kafka) APIGroupHistory(c echo.Context) error {
-	k, err := h.cluster(c)
+	k, _, g, err := h.group(c)
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func (h *Kafka) APIGroupHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	points, err := h.snapshots.KafkaGroupHistory(c.Request().Context(), k.Name(), pathParam(c, "group"), since, maxChartPoints)
+	points, err := h.snapshots.KafkaGroupHistory(c.Request().Context(), k.Name(), g.Name, since, maxChartPoints)
 	if err != nil {
 		return err
 	}

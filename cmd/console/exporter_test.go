@@ -454,6 +454,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/kafka/{cluster}/groups/{group}", "/api/v1/kafka/main/groups/nope")
 	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=1h")
 	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=forever")
+	if r := get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/nope/history"); r.status != http.StatusNotFound {
+		t.Errorf("the history of a group the cluster does not have: %d %s; want 404", r.status, r.body)
+	}
 	get("/api/v1/kafka/{cluster}/dead-letter-topics", "/api/v1/kafka/main/dead-letter-topics")
 	// Offset moves: a plan (the demo's groups have members, so the apply is refused with 409), an
 	// apply and an approval of an unknown plan.
