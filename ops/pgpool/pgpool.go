@@ -180,6 +180,11 @@ func (t *tracer) TraceAcquireEnd(ctx context.Context, pool *pgxpool.Pool, data p
 	s := pool.Stat()
 	busy := &BusyError{Name: t.opts.Name, Key: t.opts.Key, MaxConns: int(s.MaxConns()), InUse: int(s.AcquiredConns()),
 		Waited: time.Since(a.start), CallerDeadline: !ours}
+	if ours {
+		// The bound ended the wait: say the bound, not the clock, which on a loaded machine reads
+		// a scheduling delay later ("in use for 400ms" of a 300ms bound).
+		busy.Waited = t.opts.AcquireTimeout
+	}
 	busy.Full = busy.InUse >= busy.MaxConns
 	if !ours && !busy.Full {
 		return // the caller's deadline, not a crowded pool: its own error says it best
