@@ -188,7 +188,7 @@ func TestRabbitReplayOfTheLastFiveOfAHundredThousand(t *testing.T) {
 	for _, d := range w.drain(t, "orders.work") {
 		got = append(got, d.MessageId)
 	}
-	slices.Sort(got) // two confirm channels publish a batch side by side: order across them is not kept
+	slices.Sort(got) // which ones were published; their order is TestRabbitReplayKeepsTheDLQsOrder's
 	if fmt.Sprint(got) != fmt.Sprint(last) {
 		t.Fatalf("published %v, want %v", got, last)
 	}
