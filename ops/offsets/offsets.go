@@ -53,6 +53,10 @@ type Store interface {
 	MarkOffsetPlanApplied(ctx context.Context, id, actor string) error
 	RecordAudit(ctx context.Context, e audit.Entry) error
 	RecordIntent(ctx context.Context, e audit.Entry) (int64, error)
+	// Lock takes the lock named key, shared by every replica of the console, and returns the
+	// function that releases it; it waits a bounded time. Errors: still held elsewhere when the
+	// wait ends → ErrConflict; ErrUnavailable.
+	Lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
 // Kinds of target.
@@ -389,8 +393,16 @@ type Result struct {
 // Apply copies the skipped records (when the plan has a destination), then commits the new
 // offsets, then marks the plan applied. Errors: ops.ErrInvalid (no reason), ops.ErrNotFound,
 // ops.ErrConflict (the group has members — the message names them —, the offsets moved since the
-// plan, the plan was applied already, or it awaits approval), ops.ErrUnavailable. After a failure
-// the offsets are unmoved and the plan can be applied again: copies made are recognised.
+// plan, the plan was applied already, it awaits approval, or another apply for the group is still
+// running), ops.ErrUnavailable. After a failure the offsets are unmoved and the plan can be
+// applied again: copies made are recognised. Every refusal is audited (outcome denied).
+//
+// Applies for one cluster and group take turns, across the console's replicas, on a PostgreSQL
+// advisory lock (Store.Lock) held from the re-check of the committed offsets through the copies
+// and the commit: two different plans for a group, applied at once, both saw the offsets they
+// were planned from, both copied their skipped records and both committed, the last commit
+// winning. Now the second re-checks after the first has committed, finds the offsets moved, and
+// is refused having copied nothing.
 func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if r.PlanID == "" {
 		return Result{}, ops.Invalid("plan_id", "required: the plan_id a plan answer gave")
@@ -398,35 +410,50 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if len(strings.TrimSpace(r.Reason)) < 3 {
 		return Result{}, ops.Invalid("reason", "required: why the offsets move (kept in the audit log and on the copies)")
 	}
-	if utf8.RuneCountInString(r.Reason) > 1000 {
-		return Result{}, ops.Invalid("reason", "at most 1000 characters")
+	if utf8.RuneCountInString(r.Reason) > maxReason {
+		return Result{}, ops.Invalid("reason", fmt.Sprintf("at most %d characters", maxReason))
 	}
 	p, err := m.Get(ctx, r.PlanID)
 	if err != nil {
 		return Result{}, err
 	}
+	res := Result{Plan: p}
+	deny := func(err error) (Result, error) {
+		m.audit.Record(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: groupTarget(p.Cluster, p.Group),
+			Count: new(p.Skipped), Reason: r.Reason, Outcome: audit.OutcomeDenied,
+			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
+		return res, err
+	}
 	if (r.Cluster != "" && r.Cluster != p.Cluster) || (r.Group != "" && r.Group != p.Group) {
 		return Result{}, ops.NotFound("offset plan %q is for group %s of cluster %s", p.ID, p.Group, p.Cluster)
-	}
-	if p.AppliedAt != nil {
-		return Result{Plan: p, Moved: true}, fmt.Errorf("offset plan %q was applied at %s by %s: %w",
-			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict)
-	}
-	if p.FourEyes && p.ApprovedBy == "" {
-		return Result{Plan: p}, ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped)
 	}
 	c, err := m.cluster(p.Cluster)
 	if err != nil {
 		return Result{}, err
 	}
-	target := "kafka/" + p.Cluster + "/groups/" + p.Group
-	res := Result{Plan: p}
-	deny := func(err error) (Result, error) {
-		m.audit.Record(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
-			Count: new(p.Skipped), Reason: r.Reason, Outcome: audit.OutcomeDenied,
-			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
+	unlock, err := m.o.Store.Lock(ctx, "kafka.offsets.apply/"+p.Cluster+"/"+p.Group)
+	if errors.Is(err, ops.ErrConflict) {
+		return deny(fmt.Errorf("%w: another apply of an offset plan for group %s is still running; when it ends, look at the group's offsets and plan again",
+			ops.ErrConflict, p.Group))
+	}
+	if err != nil {
 		return res, err
 	}
+	defer unlock()
+	// Read again under the lock: another replica may have applied or approved it meanwhile.
+	if p, err = m.Get(ctx, r.PlanID); err != nil {
+		return res, err
+	}
+	res.Plan = p
+	if p.AppliedAt != nil {
+		res.Moved = true
+		return res, (fmt.Errorf("offset plan %q was applied at %s by %s: %w",
+			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict))
+	}
+	if p.FourEyes && p.ApprovedBy == "" {
+		return res, (ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped))
+	}
+	target := groupTarget(p.Cluster, p.Group)
 	mem, err := c.GroupMembership(ctx, p.Group)
 	if err != nil && !errors.Is(err, ops.ErrNotFound) {
 		return res, err
@@ -445,7 +472,10 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	}
 	atNew := true
 	for _, mv := range p.Partitions {
-		cur := committed[mv.Partition]
+		cur, ok := committed[mv.Partition]
+		if !ok {
+			cur = -1
+		}
 		if cur != mv.New {
 			atNew = false
 		}
@@ -510,6 +540,12 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	return res, nil
 }
 
+// maxReason bounds a reason in characters, as the handlers' requiredReason does.
+const maxReason = 1000
+
+// groupTarget is the audit target of a change to a group's offsets.
+func groupTarget(cluster, group string) string { return "kafka/" + cluster + "/groups/" + group }
+
 // Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrNotFound,
 // ops.ErrForbidden (the author), ops.ErrConflict (approved or applied already, or not a
 // four-eyes plan).
@@ -525,7 +561,7 @@ func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, 
 		return p, ops.Forbidden("the plan's author cannot approve it; another operator must")
 	}
 	done, err := m.audit.Intend(ctx, audit.Entry{Actor: by.Name, Role: by.Role.String(), Action: "kafka.offsets.approve",
-		Target: "kafka/" + p.Cluster + "/groups/" + p.Group, Count: new(p.Skipped), Detail: map[string]any{"plan_id": id}})
+		Target: groupTarget(p.Cluster, p.Group), Count: new(p.Skipped), Detail: map[string]any{"plan_id": id}})
 	if err != nil {
 		return p, err
 	}

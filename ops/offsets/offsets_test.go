@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -386,5 +387,109 @@ func TestFourEyes(t *testing.T) {
 	}
 	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Twenty different plans for one group, applied at once from four Movers (the console's replicas,
+// sharing one database): exactly one applies; the others are refused having copied nothing, so
+// the DLT holds exactly the winner's skipped records and the group sits at the winner's offset.
+// Before applies took turns on an advisory lock, two or more applied: the DLT got both plans'
+// copies and the committed offset was the last commit's, not that of the apply that said ok last.
+func TestConcurrentAppliesOfDifferentPlans(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(fmt.Sprintf("more-%d", i))})
+	}
+	if err := e.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.commit(t, "race", map[int32]int64{0: 10})
+	movers := []*offsets.Mover{e.m}
+	for range 3 {
+		m, err := offsets.New(offsets.Options{Clusters: []offsets.Cluster{e.c}, Store: e.st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		movers = append(movers, m)
+	}
+	var plans []offsets.Plan
+	for n := range int64(20) {
+		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "race", Topic: "orders", Partitions: []int32{0},
+			To: offsets.Target{Kind: offsets.KindShift, By: n + 1}, Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.CopyTo != "orders.DLT" || p.Skipped != n+1 {
+			t.Fatalf("plan %d: copy_to %q skipped %d", n+1, p.CopyTo, p.Skipped)
+		}
+		plans = append(plans, p)
+	}
+	type outcome struct {
+		res offsets.Result
+		err error
+	}
+	out := make([]outcome, len(plans))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, p := range plans {
+		wg.Go(func() {
+			<-start
+			res, err := movers[i%len(movers)].Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator},
+				Reason: "qa race", Cluster: "test", Group: "race"})
+			out[i] = outcome{res, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var won []offsets.Plan
+	for i, o := range out {
+		switch {
+		case o.err == nil:
+			won = append(won, plans[i])
+		case !errors.Is(o.err, ops.ErrConflict):
+			t.Errorf("apply of plan %d: %v, want ok or ErrConflict", i+1, o.err)
+		case o.res.Copied != 0:
+			t.Errorf("refused apply of plan %d copied %d", i+1, o.res.Copied)
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d applies succeeded, want exactly 1", len(won))
+	}
+	w := won[0]
+	// Counted by a client of the test's own, not the console's.
+	ends, err := e.adm.ListEndOffsets(ctx, "orders.DLT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copies int64
+	ends.Each(func(o kadm.ListedOffset) { copies += o.Offset })
+	if copies != w.Skipped {
+		t.Errorf("orders.DLT holds %d records, want the winning plan's %d skipped", copies, w.Skipped)
+	}
+	fetched, err := e.adm.FetchOffsets(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := fetched.Lookup("orders", 0); o.At != w.Partitions[0].New {
+		t.Errorf("committed %d, want the winning plan's %d", o.At, w.Partitions[0].New)
+	}
+	// Every refusal is in the audit log: 19 denied applies.
+	entries, err := e.st.ListAudit(ctx, audit.Filter{Action: "kafka.offsets.apply", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denied, ok int
+	for _, en := range entries {
+		switch en.Outcome {
+		case audit.OutcomeDenied:
+			denied++
+		case audit.OutcomeOK:
+			ok++
+		}
+	}
+	if denied != 19 || ok != 1 {
+		t.Errorf("audit: %d denied, %d ok; want 19 and 1", denied, ok)
 	}
 }
