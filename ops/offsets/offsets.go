@@ -226,7 +226,7 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		var nw int64
 		switch to.Kind {
 		case KindShift:
-			nw = min(max(pos+to.By, po.Start), po.End)
+			nw = shift(pos, to.By, po.Start, po.End)
 		case KindOffset:
 			if *to.Offset < po.Start || *to.Offset > po.End {
 				return Plan{}, ops.Invalid("to.offset", fmt.Sprintf("%s[%d] holds offsets %d to %d (the end, %d, means caught up); %d is outside",
@@ -327,6 +327,19 @@ func (m *Mover) planCopy(ctx context.Context, c Cluster, r PlanRequest, p *Plan)
 		p.CopyFrom = ends
 	}
 	return nil
+}
+
+// shift is pos moved by records within [start, end], saturating: pos+by overflowed int64 for a
+// shift near its bounds (by 2^63-10 from 10 wrapped negative and landed on the log start). pos is
+// within [start, end], so end-pos and start-pos cannot overflow.
+func shift(pos, by, start, end int64) int64 {
+	switch {
+	case by >= end-pos:
+		return end
+	case by <= start-pos:
+		return start
+	}
+	return pos + by
 }
 
 func checkTarget(t Target) (Target, error) {
