@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"strings"
 
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+
+	"github.com/redrive/redrive/ops"
 )
 
 // Queue types as the management API reports them.
@@ -205,6 +208,11 @@ func (b *Broker) columns() string {
 // queueInfo fetches one queue (GET /api/queues/{vhost}/{name}); unknown vhost or queue → ErrNotFound.
 func (b *Broker) queueInfo(ctx context.Context, vhost, name string) (Queue, error) {
 	w, err := b.getQueue(ctx, vhost, name)
+	if errors.Is(err, ops.ErrNotFound) {
+		// The management API's words ("HTTP 404: Not Found") name no queue; a person reads which.
+		return Queue{}, &ops.Error{Kind: ops.ErrNotFound, Err: err,
+			Message: fmt.Sprintf("queue %q not found in vhost %q of rabbitmq broker %q", name, vhost, b.name)}
+	}
 	if err != nil {
 		return Queue{}, err
 	}

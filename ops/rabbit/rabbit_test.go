@@ -283,16 +283,22 @@ func TestBrowseErrors(t *testing.T) {
 		vhost, queue string
 		limit        int
 		want         error
+		says         string // what a person reads (ops.Message), when the case checks it
 	}{
-		{"LimitZero", e.vhost, "q", 0, ops.ErrInvalid},
-		{"LimitTooBig", e.vhost, "q", 501, ops.ErrInvalid},
-		{"NoQueue", e.vhost, "", 1, ops.ErrInvalid},
-		{"UnknownQueue", e.vhost, "nope", 1, ops.ErrNotFound},
-		{"UnwatchedVhost", "/", "q", 1, ops.ErrNotFound},
+		{"LimitZero", e.vhost, "q", 0, ops.ErrInvalid, ""},
+		{"LimitTooBig", e.vhost, "q", 501, ops.ErrInvalid, ""},
+		{"NoQueue", e.vhost, "", 1, ops.ErrInvalid, ""},
+		// Not the management API's "HTTP 404: Not Found", which names no queue.
+		{"UnknownQueue", e.vhost, "nope", 1, ops.ErrNotFound, fmt.Sprintf(`queue "nope" not found in vhost %q of rabbitmq broker`, e.vhost)},
+		{"UnwatchedVhost", "/", "q", 1, ops.ErrNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := e.b.Browse(ctx, tc.vhost, tc.queue, tc.limit); !errors.Is(err, tc.want) {
+			_, err := e.b.Browse(ctx, tc.vhost, tc.queue, tc.limit)
+			if !errors.Is(err, tc.want) {
 				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if !strings.HasPrefix(ops.Message(err), tc.says) {
+				t.Errorf("a person reads %q; want %q", ops.Message(err), tc.says)
 			}
 		})
 	}
