@@ -420,7 +420,10 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if r.PlanID == "" {
 		return Result{}, ops.Invalid("plan_id", "required: the plan_id a plan answer gave")
 	}
-	if len(strings.TrimSpace(r.Reason)) < 3 {
+	// The rule for a reason (what counts as empty, how long it may be) is the handlers' one
+	// requiredReason, as for every other mutation; this only keeps a direct caller from moving
+	// offsets with nothing written in the audit log.
+	if strings.TrimSpace(r.Reason) == "" {
 		return Result{}, ops.Invalid("reason", "required: why the offsets move (kept in the audit log and on the copies)")
 	}
 	if utf8.RuneCountInString(r.Reason) > maxReason {

@@ -498,3 +498,31 @@ func TestConcurrentAppliesOfDifferentPlans(t *testing.T) {
 		t.Errorf("audit: %d denied, %d ok; want 19 and 1", denied, ok)
 	}
 }
+
+// A reason is read as every other mutation reads it (handlers' requiredReason): one or two
+// characters are a reason. It was len(TrimSpace) < 3 in bytes, so "x", "ok" and "é" were refused
+// as "reason: required", which the outbox requeue accepts.
+func TestApplyShortReason(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	none := ""
+	for i, reason := range []string{"x", "ok", "é"} {
+		e.commit(t, "short", map[int32]int64{0: int64(i)})
+		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "short", Topic: "orders", Partitions: []int32{0},
+			To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: reason}); err != nil {
+			t.Errorf("reason %q: %v", reason, err)
+		}
+	}
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "short", Topic: "orders", Partitions: []int32{0},
+		To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: " \t "}); !errors.Is(err, ops.ErrInvalid) {
+		t.Errorf("a reason of spaces: %v, want ErrInvalid", err)
+	}
+}

@@ -430,7 +430,7 @@ func OffsetPlan(p OffsetPlanPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "\"> <label class=\"field\"><span>Reason</span><input type=\"text\" name=\"reason\" required minlength=\"3\" maxlength=\"1000\" placeholder=\"why (kept in the audit log and on the copies)\" data-testid=\"apply-reason\"></label> <button class=\"btn btn-primary\" type=\"submit\" data-testid=\"apply-button\">Apply: copy, then move offsets</button></form></section>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "\"> <label class=\"field\"><span>Reason</span><input type=\"text\" name=\"reason\" required maxlength=\"1000\" placeholder=\"why (kept in the audit log and on the copies)\" data-testid=\"apply-reason\"></label> <button class=\"btn btn-primary\" type=\"submit\" data-testid=\"apply-button\">Apply: copy, then move offsets</button></form></section>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
