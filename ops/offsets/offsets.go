@@ -496,8 +496,8 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 			atNew = false
 		}
 		if cur != mv.Current && cur != mv.New {
-			return deny(fmt.Errorf("%w: the offsets moved since the plan (partition %d: planned from %d, now %d); plan again",
-				ops.ErrConflict, mv.Partition, mv.Current, cur))
+			return deny(fmt.Errorf("%w: the offsets moved since the plan (partition %d: %s when planned, %s now); plan again",
+				ops.ErrConflict, mv.Partition, committedText(mv.Current), committedText(cur)))
 		}
 	}
 	done, err := m.audit.Intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: target,
@@ -561,6 +561,14 @@ const maxReason = 1000
 
 // groupTarget is the audit target of a change to a group's offsets.
 func groupTarget(cluster, group string) string { return "kafka/" + cluster + "/groups/" + group }
+
+// committedText says a committed offset as a person reads it: -1 is "not committed".
+func committedText(off int64) string {
+	if off < 0 {
+		return "not committed"
+	}
+	return fmt.Sprintf("committed %d", off)
+}
 
 // Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrNotFound,
 // ops.ErrForbidden (the author), ops.ErrConflict (approved or applied already, or not a

@@ -526,3 +526,38 @@ func TestApplyShortReason(t *testing.T) {
 		t.Errorf("a reason of spaces: %v, want ErrInvalid", err)
 	}
 }
+
+// An apply refused because the offsets moved names an offset never committed as such, not as -1.
+func TestMovedSincePlanSaysNotCommitted(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	none := ""
+	plan := func(group string) offsets.Plan {
+		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: group, Topic: "orders", Partitions: []int32{0},
+			To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	apply := func(p offsets.Plan) error {
+		_, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "moved"})
+		return err
+	}
+	// Planned never committed, committed since.
+	p := plan("fresh")
+	e.commit(t, "fresh", map[int32]int64{0: 5})
+	if err := apply(p); !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "partition 0: not committed when planned, committed 5 now") {
+		t.Errorf("apply after a commit: %v", err)
+	}
+	// Planned committed, deleted since.
+	e.commit(t, "gone", map[int32]int64{0: 3})
+	p = plan("gone")
+	if _, err := e.adm.DeleteOffsets(ctx, "gone", kadm.TopicsSet{"orders": {0: {}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(p); !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "partition 0: committed 3 when planned, not committed now") ||
+		strings.Contains(err.Error(), "-1") {
+		t.Errorf("apply after the offset was deleted: %v", err)
+	}
+}
