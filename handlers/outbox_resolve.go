@@ -31,12 +31,34 @@ type outboxResolutionRequest struct {
 	Reason string           `json:"reason"`
 }
 
-// outboxFilterRef selects DEAD events as the outbox page filters them.
+// outboxFilterRef selects DEAD events as the outbox page filters them. Since and until read as a
+// Kafka resolution's and a replay plan's do: RFC 3339, a date, or an age like 6h (bodyTime).
 type outboxFilterRef struct {
-	EventType   string    `json:"event_type"`
-	AggregateID string    `json:"aggregate_id"`
-	Since       time.Time `json:"since"`
-	Until       time.Time `json:"until"`
+	EventType   string `json:"event_type"`
+	AggregateID string `json:"aggregate_id"`
+	Since       string `json:"since"`
+	Until       string `json:"until"`
+}
+
+// createdFields name the filter's times in what the person filled in: the API's body fields, or
+// the page's form fields.
+type createdFields struct{ since, until string }
+
+var (
+	apiCreatedFields  = createdFields{"filter.since", "filter.until"}
+	formCreatedFields = createdFields{"created_from", "created_to"}
+)
+
+func (f outboxFilterRef) toFilter(fields createdFields, now time.Time) (*triage.OutboxFilter, error) {
+	since, err := bodyTime(fields.since, f.Since, now)
+	if err != nil {
+		return nil, err
+	}
+	until, err := bodyTime(fields.until, f.Until, now)
+	if err != nil {
+		return nil, err
+	}
+	return &triage.OutboxFilter{EventType: f.EventType, AggregateID: f.AggregateID, Since: since, Until: until}, nil
 }
 
 // APIResolve: POST /api/v1/outboxes/:name/resolutions — {"events":[ids] | "filter":{"event_type",
@@ -47,7 +69,7 @@ func (h *Outboxes) APIResolve(c echo.Context) error {
 		if req.Events != nil && len(req.Events) == 0 {
 			return triage.Result{}, ops.Invalid("events", "empty: name at least one event")
 		}
-		return h.resolve(c, req)
+		return h.resolve(c, req, apiCreatedFields)
 	}
 	return answerJSON(c, resolve, func(res triage.Result) resolvedJSON {
 		return resolvedJSON{Updated: res.Updated, Matched: res.Matched}
@@ -60,18 +82,8 @@ func (h *Outboxes) APIResolve(c echo.Context) error {
 func (h *Outboxes) FormResolve(c echo.Context) error {
 	req := outboxResolutionRequest{State: c.FormValue("state"), Reason: c.FormValue("reason")}
 	if c.FormValue("filter") != "" {
-		f := &outboxFilterRef{EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id")}
-		now := time.Now()
-		for name, to := range map[string]*time.Time{"created_from": &f.Since, "created_to": &f.Until} {
-			if raw := strings.TrimSpace(c.FormValue(name)); raw != "" {
-				t, ok := parseTime(raw, now)
-				if !ok {
-					return ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30) or an age like 15m, 6h, 7d")
-				}
-				*to = t
-			}
-		}
-		req.Filter = f
+		req.Filter = &outboxFilterRef{EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id"),
+			Since: strings.TrimSpace(c.FormValue("created_from")), Until: strings.TrimSpace(c.FormValue("created_to"))}
 	} else {
 		ids, err := formIDs(c)
 		if err != nil {
@@ -82,14 +94,14 @@ func (h *Outboxes) FormResolve(c echo.Context) error {
 		}
 		req.Events = ids
 	}
-	res, err := h.resolve(c, req)
+	res, err := h.resolve(c, req, formCreatedFields)
 	if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, backTo(c, pathParam(c, "name"), "resolved", res.Updated))
 }
 
-func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest) (triage.Result, error) {
+func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest, fields createdFields) (triage.Result, error) {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return triage.Result{}, err
@@ -103,7 +115,9 @@ func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest) (triage.
 	}
 	r := triage.OutboxRequest{Outbox: o.Name(), Events: req.Events, State: req.State, Reason: reason, Actor: ActorOf(c)}
 	if f := req.Filter; f != nil {
-		r.Filter = &triage.OutboxFilter{EventType: f.EventType, AggregateID: f.AggregateID, Since: f.Since, Until: f.Until}
+		if r.Filter, err = f.toFilter(fields, time.Now()); err != nil {
+			return triage.Result{}, err
+		}
 	}
 	return h.triage.ResolveOutbox(clientContext(c), r)
 }

@@ -59,6 +59,7 @@ func TestResolveOutboxDead(t *testing.T) {
 		`{"filter":{},"state":"resolved","reason":"x"}`:                              "empty",
 		`{"events":[],"state":"resolved","reason":"x"}`:                              "name at least one event",
 		`{"events":["one"],"state":"resolved","reason":"x"}`:                         "events",
+		`{"filter":{"since":"yesterday-ish"},"state":"resolved","reason":"x"}`:       "filter.since: must be RFC 3339",
 	} {
 		if r := resolve("tok-operator", body); r.status != http.StatusBadRequest || !strings.Contains(r.body, want) {
 			t.Errorf("%s: %d %s, want 400 saying %q", body, r.status, r.body, want)
@@ -75,8 +76,9 @@ func TestResolveOutboxDead(t *testing.T) {
 	if o := overview(); !strings.Contains(o, "Outbox orders: 3 open DEAD event(s) (of 5) waiting for an operator") {
 		t.Fatalf("after two: %.800s", o)
 	}
-	// By filter: the payment failures ignored.
-	if r := resolve("tok-operator", `{"filter":{"event_type":"PaymentFailed"},"state":"ignored","reason":"test tenant"}`); r.status != http.StatusOK ||
+	// By filter: the payment failures ignored; its times read as a Kafka resolution's (an age, a
+	// date or RFC 3339), where a JSON time alone was once understood.
+	if r := resolve("tok-operator", `{"filter":{"event_type":"PaymentFailed","since":"6h","until":"2999-01-01"},"state":"ignored","reason":"test tenant"}`); r.status != http.StatusOK ||
 		!strings.Contains(r.body, `"updated":2`) || !strings.Contains(r.body, `"matched":2`) {
 		t.Fatalf("by filter: %d %s", r.status, r.body)
 	}
