@@ -6,7 +6,9 @@
 //
 // Kafka accepts an offset commit from outside the group only while the group has no members, so
 // apply is refused (ops.ErrConflict, naming the members) while consumers are running. Every
-// apply is audited: an intent row before the copies, an outcome row after the commit.
+// plan is audited (kafka.offsets.plan), and every apply: an intent row before the copies and an
+// outcome row after the commit, both naming each partition's move, or one denied row for a
+// refusal.
 package offsets
 
 import (
@@ -286,6 +288,11 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		CreatedBy: r.Actor, Body: body}); err != nil {
 		return Plan{}, err
 	}
+	// Recorded as a replay plan is: what the plan says would move, and what it warned of.
+	m.audit.Record(ctx, audit.Entry{Actor: r.Actor, Action: "kafka.offsets.plan", Target: groupTarget(p.Cluster, p.Group),
+		Count: new(p.Skipped), Outcome: audit.OutcomeOK,
+		Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "partitions": p.Partitions, "to": p.To, "copy_to": p.CopyTo,
+			"warnings": p.Warnings}})
 	p.CreatedAt = m.o.Now()
 	return p, nil
 }
@@ -441,7 +448,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		return res, err
 	}
 	if (r.Cluster != "" && r.Cluster != p.Cluster) || (r.Group != "" && r.Group != p.Group) {
-		return Result{}, ops.NotFound("offset plan %q is for group %s of cluster %s", p.ID, p.Group, p.Cluster)
+		return deny(ops.NotFound("offset plan %q is for group %s of cluster %s", p.ID, p.Group, p.Cluster))
 	}
 	c, err := m.cluster(p.Cluster)
 	if err != nil {
@@ -463,11 +470,11 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	res.Plan = p
 	if p.AppliedAt != nil {
 		res.Moved = true
-		return res, (fmt.Errorf("offset plan %q was applied at %s by %s: %w",
+		return deny(fmt.Errorf("offset plan %q was applied at %s by %s: %w",
 			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict))
 	}
 	if p.FourEyes && p.ApprovedBy == "" {
-		return res, (ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped))
+		return deny(ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped))
 	}
 	target := groupTarget(p.Cluster, p.Group)
 	mem, err := c.GroupMembership(ctx, p.Group)
@@ -506,8 +513,14 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// The outcome row says what moved, as the intent does: from where to where on which
+	// partitions, and what was copied where.
+	outcome := func() map[string]any {
+		return map[string]any{"plan_id": p.ID, "topic": p.Topic, "partitions": p.Partitions, "to": p.To, "copy_to": p.CopyTo,
+			"copied": res.Copied, "already_copied": res.AlreadyCopied}
+	}
 	fail := func(err error) (Result, error) {
-		done(err, map[string]any{"plan_id": p.ID, "copied": res.Copied, "already_copied": res.AlreadyCopied})
+		done(err, outcome())
 		return res, err
 	}
 	if !atNew && p.CopyTo != "" && p.Skipped > 0 {
@@ -549,8 +562,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if err := m.o.Store.MarkOffsetPlanApplied(ctx, p.ID, r.Actor.Name); err != nil && !errors.Is(err, ops.ErrConflict) {
 		return fail(err)
 	}
-	done(nil, map[string]any{"plan_id": p.ID, "topic": p.Topic, "copied": res.Copied,
-		"already_copied": res.AlreadyCopied, "copy_to": p.CopyTo})
+	done(nil, outcome())
 	t := m.o.Now()
 	res.AppliedAt, res.AppliedBy = &t, r.Actor.Name
 	return res, nil

@@ -561,3 +561,82 @@ func TestMovedSincePlanSaysNotCommitted(t *testing.T) {
 		t.Errorf("apply after the offset was deleted: %v", err)
 	}
 }
+
+// Creating a plan is audited as a replay plan is; the ok row of an apply says which partitions
+// moved from where to where, as its intent does; and every refusal of an apply is a denied row,
+// the already applied, another group's and the unapproved ones among them.
+func TestAuditOfPlansAndRefusals(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{Enabled: true, Threshold: 5})
+	ctx := ctxT(t)
+	e.commit(t, "audited", map[int32]int64{0: 2, 1: 4})
+	none := ""
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "audited", Topic: "orders", Partitions: []int32{0, 1},
+		To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := access.Actor{Name: "alice", Role: access.Operator}
+	apply := func(id, group string) error {
+		_, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: id, Actor: alice, Reason: "audit", Cluster: "test", Group: group})
+		return err
+	}
+	if err := apply(p.ID, "someone-else"); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("apply under another group: %v", err)
+	}
+	if err := apply(p.ID, "audited"); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(p.ID, "audited"); !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("second apply: %v", err)
+	}
+	big, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "audited", Topic: "orders", To: offsets.Target{Kind: offsets.KindLatest},
+		CopySkippedTo: &none, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(big.ID, "audited"); !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("unapproved apply: %v", err)
+	}
+
+	plans, err := e.st.ListAudit(ctx, audit.Filter{Action: "kafka.offsets.plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 2 || plans[1].Detail["plan_id"] != p.ID || plans[1].Actor != "alice" || plans[1].Target != "kafka/test/groups/audited" ||
+		plans[1].Outcome != audit.OutcomeOK || plans[1].Count == nil || *plans[1].Count != 2 {
+		t.Errorf("plan audit %+v, want two, the older one plan %s by alice skipping 2", plans, p.ID)
+	}
+	applies, err := e.st.ListAudit(ctx, audit.Filter{Action: "kafka.offsets.apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok []audit.Entry
+	var denied []string
+	for _, en := range applies {
+		switch en.Outcome {
+		case audit.OutcomeOK:
+			ok = append(ok, en)
+		case audit.OutcomeDenied:
+			denied = append(denied, fmt.Sprint(en.Detail["plan_id"], ": ", en.Detail["error"]))
+		}
+	}
+	if len(ok) != 1 {
+		t.Fatalf("apply audit %+v, want one ok row", applies)
+	}
+	moves, _ := ok[0].Detail["partitions"].([]any)
+	var said []string
+	for _, mv := range moves {
+		m, _ := mv.(map[string]any)
+		said = append(said, fmt.Sprintf("%v:%v→%v", m["partition"], m["current"], m["new"]))
+	}
+	if strings.Join(said, " ") != "0:2→3 1:4→5" {
+		t.Errorf("ok row's partitions %q (detail %v), want 0:2→3 1:4→5", said, ok[0].Detail)
+	}
+	joined := strings.Join(denied, "\n")
+	for _, want := range []string{p.ID + ": offset plan \"" + p.ID + "\" is for group audited", p.ID + ": offset plan \"" + p.ID + "\" was applied",
+		big.ID + ": offset plan \"" + big.ID + "\" skips"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("denied rows:\n%s\nwant one with %q", joined, want)
+		}
+	}
+}
