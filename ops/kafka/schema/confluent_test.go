@@ -81,4 +81,11 @@ func TestDecodesConfluentAndApacheEncoders(t *testing.T) {
 			}
 		}
 	}
+	// Bytes of the second message that do not decode (a field cut short) are said not to decode
+	// as that message, the one their indexes picked, not as the schema's first.
+	b, _ := hex.DecodeString(enc["protobuf"])
+	bad := d.Decode(context.Background(), "carts", false, append(b, 0x0a, 0x7f))
+	if bad == nil || bad.Type != "acme.shop.Line" || !strings.Contains(bad.Error, "do not decode as protobuf acme.shop.Line:") {
+		t.Errorf("cut short: %+v", bad)
+	}
 }

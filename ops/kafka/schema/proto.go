@@ -208,8 +208,12 @@ func decodeIndexed(fd protoreflect.FileDescriptor, files *protoregistry.Files, p
 		err = uerr
 	}
 	if md2, rest2, err2 := messageByIndexesWith(fd, payload, uvarint); err2 == nil {
-		if j, uerr := unmarshalJSON(md2, rest2, files); uerr == nil {
+		j, uerr := unmarshalJSON(md2, rest2, files)
+		if uerr == nil {
 			return j, string(md2.FullName()), nil
+		}
+		if md == nil { // only the old form names a message: what failed is that message
+			md, err = md2, uerr
 		}
 	}
 	if md != nil {

@@ -330,14 +330,17 @@ type compiled struct {
 
 func (c *compiled) decode(out *Decoded, payload []byte) {
 	j, typ, err := c.decodeJSON(payload)
-	if typ != "" {
+	if typ == "" {
+		typ = c.typ
+	} else {
 		out.Type = typ
 	}
 	switch {
 	case errors.Is(err, errTooLarge):
 		out.Error = err.Error()
 	case err != nil:
-		out.Error = fmt.Sprintf("the bytes do not decode as %s %s: %v", c.format, c.typ, err)
+		// The type the payload picked (a Protobuf message index), not the schema's first.
+		out.Error = fmt.Sprintf("the bytes do not decode as %s %s: %v", c.format, typ, err)
 	case len(j) > MaxJSONBytes:
 		out.Error = fmt.Sprintf("decoded value is %d bytes of JSON, more than the %d shown", len(j), MaxJSONBytes)
 	default:
