@@ -191,7 +191,7 @@ func (r *run) topic(ctx context.Context, k KafkaCluster, topic, role, original s
 	// rest of the log is not read for it.
 	first := len(h.keys) == 0 && win.from.IsZero() && win.to.IsZero() && r.q.AggregateID == ""
 
-	match := r.recordMatcher(h.keys)
+	match := r.recordMatcher()
 	var (
 		hits      []kafka.Record
 		scanned   int64
@@ -232,8 +232,8 @@ func (r *run) topic(ctx context.Context, k KafkaCluster, topic, role, original s
 			FromOffset: &start, ToOffset: &last, MaxScan: remaining, Timeout: left,
 			Each: func(rec kafka.Record) error {
 				n++
-				if match(rec) {
-					hits = append(hits, rec)
+				if shown, ok := match(rec); ok {
+					hits = append(hits, shown)
 					if first {
 						return errFirst
 					}
@@ -344,16 +344,17 @@ func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, 
 	return out, why + " (key " + strings.Join(keys, ", ") + ")"
 }
 
-// recordMatcher is whether a record (as read, not masked) is the traced message: its message id
-// is one of the ids, its key the aggregate's (for an aggregate trace), its trace id the trace's.
-func (r *run) recordMatcher(keys []string) func(kafka.Record) bool {
+// recordMatcher is whether a record is the traced message — its message id is one of the ids,
+// its key the aggregate's (for an aggregate trace), its trace id the trace's — judged on what the
+// reader may see of it (see seen), and the record as shown.
+func (r *run) recordMatcher() func(kafka.Record) (kafka.Record, bool) {
 	ids := r.q.ids()
 	for _, e := range r.events {
 		if r.q.AggregateID != "" && !contains(ids, e.EventID) {
 			ids = append(ids, e.EventID)
 		}
 	}
-	return func(rec kafka.Record) bool {
+	return seen(func(rec kafka.Record) bool {
 		if r.q.AggregateID != "" && string(rec.Key) == r.q.AggregateID {
 			return true
 		}
@@ -362,7 +363,7 @@ func (r *run) recordMatcher(keys []string) func(kafka.Record) bool {
 		}
 		id, traceID := r.t.recordIDs(rec)
 		return (id != "" && contains(ids, id)) || (r.q.TraceID != "" && traceID == r.q.TraceID)
-	}
+	}, r.q.KafkaView)
 }
 
 // traceHeaders are the header names a record's trace id is read from, after the dead-letter
@@ -388,15 +389,12 @@ func (t *Tracer) recordIDs(rec kafka.Record) (id, traceID string) {
 	return id, traceID
 }
 
-// recordStep describes a record found, from what the reader may see of it.
-func (r *run) recordStep(cluster, role string, raw kafka.Record) Step {
-	id, _ := r.t.recordIDs(raw)
-	rec := raw
-	if r.q.KafkaView != nil {
-		rec = r.q.KafkaView(raw)
-	}
+// recordStep describes a record found, as the reader may see it (rec is the view: recordMatcher's).
+// Its message id, which the inboxes, the ledger and the audit log are then asked about, is the
+// shown one: a masked id is not looked up, as its rows would name it.
+func (r *run) recordStep(cluster, role string, rec kafka.Record) Step {
 	shownID, _ := r.t.recordIDs(rec)
-	f := fact{role: role, messageID: id, key: string(raw.Key), topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
+	f := fact{role: role, messageID: unmasked(shownID), key: string(rec.Key), topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
 	var d []string
 	switch role {
 	case "dead_letter":

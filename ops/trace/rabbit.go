@@ -94,8 +94,8 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 		qctx, cancel := context.WithTimeout(ctx, left+2*time.Second)
 		res, err := search.ScanRabbit(qctx, b, search.RabbitQuery{Vhost: q.Vhost, Queue: q.Name, MaxScan: int(remaining), Timeout: left,
 			Each: func(m rabbit.Message) error {
-				if match(m) {
-					hits = append(hits, m)
+				if shown, ok := match(m); ok {
+					hits = append(hits, shown)
 				}
 				return nil
 			}})
@@ -152,12 +152,13 @@ var (
 	rabbitAggregateHeaders = []string{"aggregateId", "aggregate_id", "x-aggregate-id"}
 )
 
-// messageMatcher is whether a message (as read) is the traced one: its message id (the
-// message_id rules), message_id or correlation_id property is an id; its aggregate or trace id
-// (a header, else the body's JSON) is the query's.
-func (r *run) messageMatcher() func(rabbit.Message) bool {
+// messageMatcher is whether a message is the traced one — its message id (the message_id rules),
+// message_id or correlation_id property is an id; its aggregate or trace id (a header, else the
+// body's JSON) is the query's — judged on what the reader may see of it (see seen), and the
+// message as shown.
+func (r *run) messageMatcher() func(rabbit.Message) (rabbit.Message, bool) {
 	ids := r.q.ids()
-	return func(m rabbit.Message) bool {
+	return seen(func(m rabbit.Message) bool {
 		for _, v := range []string{m.MessageID, m.Properties.MessageID, m.Properties.CorrelationID} {
 			if v != "" && contains(ids, v) {
 				return true
@@ -167,7 +168,7 @@ func (r *run) messageMatcher() func(rabbit.Message) bool {
 			return true
 		}
 		return r.q.TraceID != "" && messageField(m, rabbitTraceHeaders, []string{"traceId", "trace_id"}) == r.q.TraceID
-	}
+	}, r.q.RabbitView)
 }
 
 func messageField(m rabbit.Message, headers, paths []string) string {
@@ -181,13 +182,10 @@ func messageField(m rabbit.Message, headers, paths []string) string {
 	return ops.MessageIDFromJSON(m.Body, paths)
 }
 
-// messageStep describes a message found, from what the reader may see of it.
-func (r *run) messageStep(broker, role string, q rabbit.Queue, raw rabbit.Message) Step {
-	m := raw
-	if r.q.RabbitView != nil {
-		m = r.q.RabbitView(raw)
-	}
-	f := fact{role: role, messageID: raw.MessageID}
+// messageStep describes a message found, as the reader may see it (m is the view: messageMatcher's;
+// its message id is the shown one, as recordStep's).
+func (r *run) messageStep(broker, role string, q rabbit.Queue, m rabbit.Message) Step {
+	f := fact{role: role, messageID: unmasked(m.MessageID)}
 	label := "dead letter"
 	if role == "retry" {
 		label = "waiting for a retry"

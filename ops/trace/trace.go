@@ -30,6 +30,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/search"
 )
@@ -155,7 +156,8 @@ type Query struct {
 	Until *time.Time
 
 	// KafkaView and RabbitView, when set, are what the reader may see of a record or a message
-	// (content masked): steps are described from them, while matching reads the original.
+	// (content masked): a record matches on them, as a content search's filter does, and steps
+	// are described from them. Nil (an admin who asked to reveal) matches and shows the original.
 	KafkaView  func(kafka.Record) kafka.Record
 	RabbitView func(rabbit.Message) rabbit.Message
 	// Each, when set, is handed each lookup's steps as that lookup answers (one call at a time).
@@ -462,6 +464,33 @@ func sortSteps(steps []Step) {
 		}
 		return a.Source < b.Source
 	})
+}
+
+// seen is a matcher that judges a message on what the reader may see of it — view, when set: the
+// query's KafkaView or RabbitView — as a content search does (its filter evaluates the view): a
+// masked trace id, message id or body value does not match, so that a trace cannot confirm a
+// hidden value. It returns the message as shown. The original is judged first, so that only a
+// message that may match is copied and masked; a message the view alone would make match (an id
+// equal to the mask's text) is not the traced one: a mask is not an id.
+func seen[M any](is func(M) bool, view func(M) M) func(M) (M, bool) {
+	return func(raw M) (M, bool) {
+		if !is(raw) {
+			return raw, false
+		}
+		if view == nil {
+			return raw, true
+		}
+		shown := view(raw)
+		return shown, is(shown)
+	}
+}
+
+// unmasked is a message id as shown, "" when it is masked: it is then not looked up elsewhere.
+func unmasked(id string) string {
+	if id == redact.Redacted {
+		return ""
+	}
+	return id
 }
 
 func contains(list []string, v string) bool {
