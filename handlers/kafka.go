@@ -200,17 +200,19 @@ func (h *Kafka) group(c echo.Context) (KafkaCluster, lag.Snapshot, lag.Group, er
 	return k, snap, lag.JudgeOnce(live, h.rules[k.Name()], time.Now()), nil
 }
 
-// historyRange parses since (1h, 6h, 24h, 7d, or any age up to the retention).
+// historyRange parses since as every time in the API reads (parseTime): an age (1h, 6h, 24h, 7d),
+// a date or RFC 3339, in the past and at most 31 days back (the history's retention).
 func historyRange(c echo.Context) (time.Time, string, error) {
 	raw := c.QueryParam("since")
 	if raw == "" {
 		raw = "1h"
 	}
-	d, ok := parseAge(raw)
-	if !ok || d <= 0 || d > 31*24*time.Hour {
-		return time.Time{}, "", ops.Invalid("since", "must be an age such as 1h, 6h, 24h or 7d")
+	now := time.Now()
+	at, ok := parseTime(raw, now)
+	if !ok || !at.Before(now) || now.Sub(at) > 31*24*time.Hour {
+		return time.Time{}, "", ops.Invalid("since", "must be an age such as 1h, 6h, 24h or 7d, a date (2026-11-30) or RFC 3339, within the last 31 days")
 	}
-	return time.Now().Add(-d), raw, nil
+	return at, raw, nil
 }
 
 // maxChartPoints bounds a history answer whatever the range.

@@ -454,6 +454,13 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/kafka/{cluster}/groups/{group}", "/api/v1/kafka/main/groups/nope")
 	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=1h")
 	get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since=forever")
+	// since reads as every time in the API does: an age, a date or RFC 3339, within the retention.
+	for since, want := range map[string]int{time.Now().UTC().Add(-24 * time.Hour).Format("2006-01-02"): 200,
+		time.Now().Add(-time.Hour).UTC().Format(time.RFC3339): 200, "2000-01-01": 400, "2999-01-01": 400} {
+		if r := get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/"+g+"/history?since="+since); r.status != want {
+			t.Errorf("history since %s: %d %s; want %d", since, r.status, r.body, want)
+		}
+	}
 	if r := get("/api/v1/kafka/{cluster}/groups/{group}/history", "/api/v1/kafka/main/groups/nope/history"); r.status != http.StatusNotFound {
 		t.Errorf("the history of a group the cluster does not have: %d %s; want 404", r.status, r.body)
 	}
