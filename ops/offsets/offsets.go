@@ -268,12 +268,20 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 	if err := m.planCopy(ctx, c, r, &p); err != nil {
 		return Plan{}, err
 	}
-	if mem, err := c.GroupMembership(ctx, r.Group); err == nil && len(mem.Members) > 0 {
+	mem, err := c.GroupMembership(ctx, r.Group)
+	switch {
+	case errors.Is(err, ops.ErrNotFound), err == nil && mem.State == "Dead" && len(mem.Members) == 0 && len(never) == len(selected):
+		// Committing offsets for a group Kafka does not know creates it: a typo in the group's
+		// name would make a new group, not move the one meant. Said first, as the plan's most
+		// important news. (Brokers before DescribeGroups v6 answer an unknown group as Dead.)
+		p.Warnings = append([]string{fmt.Sprintf("group %s does not exist in cluster %s: applying creates it with these offsets",
+			r.Group, r.Cluster)}, p.Warnings...)
+	case err != nil:
+		return Plan{}, err
+	case len(mem.Members) > 0:
 		p.Members = mem.Members
 		p.Warnings = append(p.Warnings, fmt.Sprintf("the group has %d members (%s): Kafka moves offsets only for an empty group; "+
 			"stop its consumers before applying", len(mem.Members), strings.Join(mem.Members, ", ")))
-	} else if err != nil && !errors.Is(err, ops.ErrNotFound) {
-		return Plan{}, err
 	}
 	if fe := m.o.FourEyes; fe.Enabled && p.Skipped > int64(fe.Threshold) {
 		p.FourEyes = true

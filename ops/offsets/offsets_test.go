@@ -640,3 +640,27 @@ func TestAuditOfPlansAndRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A plan for a group the cluster does not have says, first, that applying it creates the group:
+// a typo in the group's name would otherwise make a new group silently.
+func TestPlanForMissingGroupWarns(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	e.commit(t, "billing", map[int32]int64{0: 3})
+	none := ""
+	plan := func(group string) offsets.Plan {
+		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: group, Topic: "orders", Partitions: []int32{0},
+			To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const want = "group biling does not exist in cluster test: applying creates it with these offsets"
+	if p := plan("biling"); len(p.Warnings) == 0 || p.Warnings[0] != want {
+		t.Errorf("plan for a missing group warns %q, want first %q", p.Warnings, want)
+	}
+	if p := plan("billing"); strings.Contains(strings.Join(p.Warnings, "\n"), "does not exist") {
+		t.Errorf("plan for an existing group warns %q", p.Warnings)
+	}
+}
