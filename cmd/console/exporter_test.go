@@ -478,6 +478,14 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		`{"plan_id":`+strconv.Quote(offPlan.PlanID)+`,"reason":"contract"}`)
 	post("/api/v1/kafka/{cluster}/groups/{group}/offsets/apply", offsetsPath+"apply", `{"plan_id":"nope","reason":"contract"}`)
 	post("/api/v1/kafka/{cluster}/groups/{group}/offsets/approve", offsetsPath+"approve", `{"plan_id":"nope"}`)
+	// No plan_id is a 400 for approve as for apply (approve said 404 'offset plan "" not found'),
+	// and a body that is not JSON a 415 for each of the three.
+	if r := post("/api/v1/kafka/{cluster}/groups/{group}/offsets/approve", offsetsPath+"approve", `{}`); r.status != http.StatusBadRequest {
+		t.Errorf("approve without a plan_id: %d %s; want 400", r.status, r.body)
+	}
+	for _, op := range []string{"plan", "apply", "approve"} {
+		check(base, "POST", "/api/v1/kafka/{cluster}/groups/{group}/offsets/"+op, offsetsPath+op, "text/plain", `{}`)
+	}
 	get("/api/v1/admin/doctor", "/api/v1/admin/doctor")
 	post("/api/v1/admin/reload", "/api/v1/admin/reload", "")
 	for _, q := range []string{"orders.DLT/records?partition=1&limit=5", "orders.DLT/records?partition=1&order=oldest&limit=5",

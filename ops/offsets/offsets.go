@@ -590,10 +590,13 @@ func committedText(off int64) string {
 	return fmt.Sprintf("committed %d", off)
 }
 
-// Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrNotFound,
-// ops.ErrForbidden (the author), ops.ErrConflict (approved or applied already, or not a
-// four-eyes plan).
+// Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrInvalid
+// (no id), ops.ErrNotFound, ops.ErrForbidden (the author), ops.ErrConflict (approved or applied
+// already, or not a four-eyes plan).
 func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, error) {
+	if id == "" { // as Apply says it, not 'offset plan "" not found'
+		return Plan{}, ops.Invalid("plan_id", "required: the plan_id a plan answer gave")
+	}
 	p, err := m.Get(ctx, id)
 	if err != nil {
 		return Plan{}, err
