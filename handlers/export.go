@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -80,7 +81,7 @@ func newExportWriter(c echo.Context, format, filename string, header []string) *
 func (w *exportWriter) write(obj any, row []string) error {
 	var err error
 	if w.csv != nil {
-		err = w.csv.Write(row)
+		err = w.csv.Write(csvCells(row))
 	} else {
 		err = w.enc.Encode(obj)
 	}
@@ -96,6 +97,21 @@ func (w *exportWriter) write(obj any, row []string) error {
 		w.c.Response().Flush()
 	}
 	return nil
+}
+
+// csvCells neutralises formulas (OWASP's CSV injection guidance): a cell that starts with =, +,
+// -, @, a tab or a carriage return is read by a spreadsheet as a formula, so a dead letter whose
+// key is =HYPERLINK("http://evil","x") would run in whoever opens the export. Such a cell gets a
+// leading single quote, which spreadsheets show as text and do not display; every cell is treated
+// alike (a negative number is never one of ours: partitions, offsets and times are not), and the
+// NDJSON export, read by programs, carries the content unchanged.
+func csvCells(row []string) []string {
+	for i, cell := range row {
+		if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+			row[i] = "'" + cell
+		}
+	}
+	return row
 }
 
 func (w *exportWriter) close() {

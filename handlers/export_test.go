@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,10 +11,15 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/storetest"
 )
 
@@ -67,5 +74,66 @@ func TestExportIntentBeforeContent(t *testing.T) {
 	rec := export()
 	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "s3cr3t") || !strings.Contains(rec.Body.String(), "nothing was exported") {
 		t.Fatalf("with the audit log down: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// A CSV export does not hand a spreadsheet formulas: a dead letter whose key, value and exception
+// type start with =, + and @ was exported raw, and the spreadsheet that opened it ran them. Such
+// cells start with a single quote now (OWASP's CSV injection guidance); the NDJSON export, for
+// programs, carries them unchanged.
+func TestExportCSVNeutralisesFormulas(t *testing.T) {
+	const key, value, fqcn, msg = `=HYPERLINK("http://evil","x")`, `+cmd|' /C calc'!A0`, `@SUM(1+1)`, "-2+3"
+	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
+	prod := kfaketest.Client(t, broker)
+	if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "orders.DLT", Key: []byte(key), Value: []byte(value),
+		Headers: []kgo.RecordHeader{{Key: "kafka_dlt-exception-fqcn", Value: []byte(fqcn)}, {Key: "kafka_dlt-exception-message", Value: []byte(msg)},
+			{Key: "kafka_dlt-original-topic", Value: []byte("\torders")}}}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, ExportMinRole: "viewer"})
+	export := func(format string) string {
+		t.Helper()
+		asViewer := func(c echo.Context) error {
+			SetActor(c, access.Actor{Name: "vera", Role: access.Viewer})
+			return h.ExportKafka(c)
+		}
+		rec, err := callAPI(t, asViewer, "/?format="+format, []string{"cluster", "topic"}, "main", "orders.DLT")
+		if err != nil || rec.Code != http.StatusOK {
+			t.Fatalf("%s export: %d %v %s", format, rec.Code, err, rec.Body.String())
+		}
+		return rec.Body.String()
+	}
+
+	rows, err := csv.NewReader(strings.NewReader(export("csv"))).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("csv: %v %q", err, rows)
+	}
+	got := map[string]string{}
+	for i, name := range rows[0] {
+		got[name] = rows[1][i]
+	}
+	for col, want := range map[string]string{"key": "'" + key, "value": "'" + value, "exception_type": "'" + fqcn,
+		"exception_message": "'" + msg, "original_topic": "'\torders", "partition": "0", "offset": "0", "redacted": "false"} {
+		if got[col] != want {
+			t.Errorf("csv %s = %q, want %q", col, got[col], want)
+		}
+	}
+
+	var j struct {
+		Key, Value string
+		DeadLetter struct {
+			ExceptionType string `json:"exception_type"`
+		} `json:"dead_letter"`
+	}
+	if err := json.Unmarshal([]byte(export("ndjson")), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Key != key || j.Value != value || j.DeadLetter.ExceptionType != fqcn {
+		t.Errorf("ndjson changed the content: %+v", j)
 	}
 }
