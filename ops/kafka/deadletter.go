@@ -213,12 +213,6 @@ type namedField struct {
 	convention string
 }
 
-// DecodeHeaders decodes the dead-letter headers of a record read undecoded (a Reader's) with the
-// cluster's header names; the message id is not looked for. Nil when none is a dead-letter header.
-func (c *Cluster) DecodeHeaders(headers []Header) *DeadLetter {
-	return c.index.decode(headers, idBody{}, configs.MessageIDRules{})
-}
-
 func (n *HeaderNames) index() headerIndex {
 	idx := headerIndex{byName: map[string][]namedField{}, messageID: n.MessageID}
 	for f, list := range n.lists() {

@@ -10,11 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
 // Scan streams the records of one partition with offsets in [from, to), ascending, to fn, one at a
@@ -105,27 +106,53 @@ func KeyPartition(topic string, key []byte, n int) int32 {
 	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: key}, n))
 }
 
-// TopicID is the topic's ID as the broker reports it ("" when it does not support IDs): a topic
-// deleted and created again under the same name is a new topic with new records at old offsets.
+// TopicID is the topic's ID as the broker reports it now ("" when it does not support IDs): a
+// topic deleted and created again under the same name is a new topic with new records at old
+// offsets. It asks the broker every time: kadm's listing answers from the client's metadata cache
+// (up to MetadataMinAge, 5 s), so a job started within seconds of a recreation passed the check
+// with the old ID and moved the new topic's records. The answer refreshes that cache too.
 // Unknown topic → ops.ErrNotFound.
 func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	details, err := c.adm.ListTopics(ctx, topic)
-	if err == nil {
-		err = details.Error()
-	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false // asking must not bring a deleted topic back
+	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
 		return "", c.fail("topic id of "+named(topic), err)
 	}
-	d, ok := details[topic]
-	if !ok {
-		return "", c.fail("topic id of "+named(topic), ops.NotFound("topic %s not found", named(topic)))
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return "", c.fail("topic id of "+named(topic), err)
+		}
+		if t.TopicID == ([16]byte{}) {
+			return "", nil
+		}
+		return hex.EncodeToString(t.TopicID[:]), nil
 	}
-	if d.ID == (kadm.TopicID{}) {
-		return "", nil
+	return "", c.fail("topic id of "+named(topic), ops.NotFound("topic %s not found", named(topic)))
+}
+
+// DeadLetterOf decodes a record a Reader read (undecoded: DeadLetter is nil) as Scan decodes it
+// for a plan, message id included, so that a job can check that the record at a planned offset
+// is still the planned one. The value is read through its schema only when the headers name no id.
+func (c *Cluster) DeadLetterOf(ctx context.Context, r Record) *DeadLetter {
+	dl := c.index.decode(r.Headers, idBody{}, c.ids)
+	if dl == nil || dl.MessageID != "" {
+		return dl
 	}
-	return hex.EncodeToString(d.ID[:]), nil
+	var value *schema.Decoded
+	if c.schemas.Active() {
+		value = c.schemas.Decode(ctx, r.Topic, false, r.Value)
+	}
+	dl.MessageID = messageID(r.Headers, idSource(r.Value, value), c.ids, c.index.messageID)
+	return dl
 }
 
 // producer is the cluster's idempotent producer, made on first use and again after

@@ -424,10 +424,11 @@ func (r *kafkaRunner) finish(ctx context.Context, job Job) error {
 	return r.e.o.Store.MarkJobReplayed(ctx, job.ID)
 }
 
-// headerDecoder decodes a record's dead-letter headers (*kafka.Cluster does): a Reader's records
-// come undecoded, and the replayed mark carries the record's error group.
-type headerDecoder interface {
-	DecodeHeaders(headers []kafka.Header) *kafka.DeadLetter
+// recordDecoder decodes a record a Reader read (*kafka.Cluster does), as a plan's Scan decodes
+// it: a Reader's records come undecoded; the job checks each against the planned message id, and
+// the replayed mark carries the record's error group.
+type recordDecoder interface {
+	DeadLetterOf(ctx context.Context, r kafka.Record) *kafka.DeadLetter
 }
 
 // close ends the run's fetch sessions.
@@ -437,9 +438,16 @@ func (r *kafkaRunner) close() {
 	}
 }
 
-// move re-reads the claimed records by offset (the DLT is immutable, so they are exactly the
-// planned ones), produces them to their original topics with acks=all, and reports each by the
-// broker's answer. Batches come in seq order, so each partition's reader only moves forward.
+// move re-reads the claimed records by offset, checks that each is the planned one, produces them
+// to their original topics with acks=all, and reports each by the broker's answer. Batches come in
+// seq order, so each partition's reader only moves forward.
+//
+// A topic's records never change, but a topic deleted and created again under the same name holds
+// other records at the same offsets. open's topic-ID check catches that before the run; the
+// message id of every record read is checked against the plan's all the same, since a broker
+// without topic IDs (before Kafka 2.8) gives open nothing to compare and the topic can be
+// recreated between open's check and a read: a record that is not the planned one was never
+// planned nor checked against the consumer's inbox, and is failed, never published.
 func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed map[int]bool) (moved, error) {
 	byPartition := map[int32][]Item{}
 	for _, it := range items {
@@ -454,7 +462,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 	out := make([]kafka.Outgoing, 0, len(items))
 	order := make([]Item, 0, len(items))
 	marks := make([]triage.Mark, 0, len(items))
-	decoder, _ := r.k.(headerDecoder)
+	decoder, _ := r.k.(recordDecoder)
 	for _, p := range partitions {
 		want := byPartition[p] // ascending offsets: plan order within a partition
 		slices.SortFunc(want, func(a, b Item) int { return cmp.Compare(*a.Position, *b.Position) })
@@ -477,6 +485,14 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 			}
 			it := want[i]
 			i++
+			var dl *kafka.DeadLetter
+			if decoder != nil {
+				dl = decoder.DeadLetterOf(ctx, rec)
+				if id := messageIDOf(dl); id != it.MessageID {
+					settled = append(settled, notPlanned(it, id))
+					return nil
+				}
+			}
 			// The partition again, against the original topic as it is now: a partition named by
 			// the headers that no longer exists falls back to the key.
 			var header *int32
@@ -503,10 +519,8 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 			out = append(out, o)
 			order = append(order, it)
 			m := triage.Mark{RecordKey: triage.RecordKey{Partition: rec.Partition, Offset: rec.Offset}, ExceptionType: it.ErrorGroup}
-			if decoder != nil {
-				if dl := decoder.DecodeHeaders(rec.Headers); dl != nil {
-					m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause
-				}
+			if dl != nil {
+				m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause
 			}
 			marks = append(marks, m)
 			return nil
@@ -549,6 +563,24 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 		}
 		return nil
 	}}, nil
+}
+
+func messageIDOf(dl *kafka.DeadLetter) string {
+	if dl == nil {
+		return ""
+	}
+	return dl.MessageID
+}
+
+// notPlanned fails an item whose offset now holds another record (message id got).
+func notPlanned(it Item, got string) LedgerOutcome {
+	holds := "a record with no message id"
+	if got != "" {
+		holds = fmt.Sprintf("message %q", escapeBytes(got))
+	}
+	return LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerFailed,
+		Detail: fmt.Sprintf("not the record the plan saw: its offset now holds %s, not %q; "+
+			"the dead-letter topic was deleted and created again since the plan was made", holds, escapeBytes(it.MessageID))}
 }
 
 func goneFromTopic(it Item) LedgerOutcome {

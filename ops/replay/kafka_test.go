@@ -434,12 +434,10 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 		_, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT")
 		return err, err == nil
 	})
-	// franz-go serves metadata from a cache for up to MetadataMinAge (5 s): wait until the console's
-	// client sees the new topic, as it will by the time anyone plans it.
-	waittest.For(t, 15*time.Second, "the console's client sees the new topic id", func() (string, bool) {
-		id, err := w.cluster.TopicID(ctx, "orders.DLT")
-		return fmt.Sprintf("topic id %s (%v)", id, err), err == nil && id != stale.Source.TopicID
-	})
+	// TopicID asks the broker, not the client's metadata cache: the new ID at once.
+	if id, err := w.cluster.TopicID(ctx, "orders.DLT"); err != nil || id == stale.Source.TopicID {
+		t.Fatalf("topic id after the recreation %q, %v; want a new one", id, err)
+	}
 	// A fresh producer: the test's own client still knows the old topic's ID.
 	fresher := newWorldOn(t, w.cfg.Kafka[0].Brokers[0])
 	fresher.deadLetter(t, 0, "new-1", "k1", "TimeoutException")
@@ -564,6 +562,92 @@ func TestLargePlanStreamsInChunks(t *testing.T) {
 	for i, it := range items {
 		if it.Seq != i {
 			t.Fatalf("item %d has seq %d", i, it.Seq)
+		}
+	}
+}
+
+// recreateDLT deletes orders.DLT and creates it again with two partitions, then writes the given
+// dead letters to its partition 0 (the test's client forgets the old topic first).
+func (w *world) recreateDLT(tb testing.TB, ids ...string) {
+	tb.Helper()
+	ctx := ctxT(tb)
+	if resp, err := w.adm.DeleteTopics(ctx, "orders.DLT"); err != nil || resp.Error() != nil {
+		tb.Fatalf("delete orders.DLT: %v %v", err, resp.Error())
+	}
+	waittest.For(tb, 10*time.Second, "orders.DLT created again", func() (error, bool) {
+		_, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT")
+		return err, err == nil
+	})
+	w.client.PurgeTopicsFromClient("orders.DLT")
+	for i, id := range ids {
+		w.deadLetter(tb, 0, id, fmt.Sprintf("other-k-%d", i), "OtherException")
+	}
+}
+
+// planThree is a world with m-1, m-2, m-3 in orders.DLT[0], a working engine, and a plan of them.
+func planThree(tb testing.TB) (*world, *replay.Engine, replay.Plan) {
+	tb.Helper()
+	w := newWorldWith(tb, "StockException", 0, 0, 0)
+	e := w.engine(tb, "a")
+	work(tb, e)
+	plan, err := e.Plan(ctxT(tb), "alice", kafkaSource(0, 0, 2), replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != 3 {
+		tb.Fatalf("plan %v, %v; want 3 to publish", plan.Counts, err)
+	}
+	return w, e, plan
+}
+
+// The dead-letter topic deleted and created again just before its job started: the topic-ID check
+// answered from the client's metadata cache, still the old ID for up to 5 s, and the job published
+// whatever the new topic held at the planned offsets — records never planned nor checked against
+// the inbox. The check now asks the broker: the job fails saying why and publishes nothing.
+func TestKafkaSourceRecreatedJustBeforeTheJob(t *testing.T) {
+	w, e, plan := planThree(t)
+	w.recreateDLT(t, "other-1", "other-2", "other-3")
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	if job.Status != replay.JobFailed || job.Published != 0 || !strings.Contains(job.Error, "deleted and created again") {
+		t.Errorf("job %s published %d, error %q; want failed: deleted and created again", job.Status, job.Published, job.Error)
+	}
+	if got := w.originals(t); len(got) != 0 {
+		t.Fatalf("%d records on the original topic, want none", len(got))
+	}
+}
+
+// A plan without the topic's ID (a broker before Kafka 2.8 reports none) leaves the job nothing to
+// compare before it runs; the records themselves are checked: a record at a planned offset whose
+// message id is not the planned one is failed, saying why, and never published.
+func TestKafkaJobMovesOnlyThePlannedRecords(t *testing.T) {
+	w, e, plan := planThree(t)
+	ctx := ctxT(t)
+	pgtest.Exec(t, string(w.cfg.Store.DSN), `UPDATE redrive.replay_plan SET source = source - 'topic_id' WHERE id = $1`, plan.ID)
+	// m-2 is written again at its offset: the same message, so it goes; the others are other records.
+	w.recreateDLT(t, "other-1", "m-2", "other-3")
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	if job.Published != 1 || job.Failed != 2 {
+		t.Errorf("job %s published %d failed %d; want 1 and 2", job.Status, job.Published, job.Failed)
+	}
+	got := w.originals(t)
+	if len(got) != 1 {
+		t.Fatalf("%d records on the original topic, want 1", len(got))
+	}
+	if id, _ := header(got[0], "messageId"); id != "m-2" {
+		t.Errorf("published %s, want m-2", id)
+	}
+	ledger, err := e.Ledger(ctx, job.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ledger) != 3 {
+		t.Fatalf("ledger %+v; want 3 entries", ledger)
+	}
+	for _, l := range ledger {
+		if l.MessageID == "m-2" {
+			continue
+		}
+		other := "other-" + l.MessageID[2:]
+		want := fmt.Sprintf(`not the record the plan saw: its offset now holds message %q, not %q; the dead-letter topic was deleted and created again since the plan was made`, other, l.MessageID)
+		if l.Outcome != replay.LedgerFailed || l.Detail != want {
+			t.Errorf("%s: %s %q; want failed: %s", l.MessageID, l.Outcome, l.Detail, want)
 		}
 	}
 }
