@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func TestOutcomeRows(t *testing.T) {
 	}
 	done(nil, nil)
 	done2, _ := w.Intend(ctx, Entry{Action: "b", Detail: map[string]any{"plan_id": "p", "big": true}})
-	done2(errors.New("broker said no"), map[string]any{"copied": 3})
+	done2(ops.Conflict("broker said no"), map[string]any{"copied": 3})
 	if len(log.rows) != 4 || buf.Len() != 0 {
 		t.Fatalf("%d rows, log %q", len(log.rows), buf.String())
 	}
@@ -138,7 +139,7 @@ func TestBeginEndsWithItsOutcomeAndCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int64(7)
-	end(OutcomePartial, &n, errors.New("the client went away"), map[string]any{"scanned": 10})
+	end(OutcomePartial, &n, ops.Conflict("the client went away"), map[string]any{"scanned": 10})
 	if len(log.rows) != 2 || buf.Len() != 0 {
 		t.Fatalf("%d rows, log %q", len(log.rows), buf.String())
 	}
@@ -161,5 +162,38 @@ func TestBeginEndsWithItsOutcomeAndCount(t *testing.T) {
 	end(OutcomeOK, &n, nil, nil)
 	if got := counted(t, "test.export_lost"); got != before+1 {
 		t.Fatalf("failures counted %v, want %v", got, before+1)
+	}
+}
+
+// A failed outcome's detail.error is what a person may read of the cause (ops.Message), never
+// its text: the audit log is every viewer's to read, and a driver's error names the database, a
+// broker's its host, a webhook's its URL and token. The QA's NUL byte left "ERROR: unsupported
+// Unicode escape sequence (SQLSTATE 22P05)" there.
+func TestFailedOutcomeCarriesNoDriverText(t *testing.T) {
+	driver := errors.New("ERROR: unsupported Unicode escape sequence (SQLSTATE 22P05)")
+	for _, tc := range []struct {
+		name  string
+		cause error
+		want  string
+	}{
+		{"Unavailable", ops.Unavailable(driver, "Redrive's database did not answer (silence: create)"),
+			"Redrive's database did not answer (silence: create)"},
+		{"Wrapped", fmt.Errorf("store: %w", ops.Unavailable(driver, "the store did not answer")), "the store did not answer"},
+		{"Plain", fmt.Errorf("dial tcp 10.0.0.7:5432: %w", driver), ops.Message(driver)},
+		{"Invalid", ops.Invalid("ids", "at most 500"), "ids: at most 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &memLog{}
+			w, _ := newWriter(log)
+			done, err := w.Intend(context.Background(), Entry{Action: "a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done(tc.cause, nil)
+			got, _ := log.rows[1].Detail["error"].(string)
+			if got != tc.want || strings.Contains(got, "SQLSTATE") || strings.Contains(got, "10.0.0.7") {
+				t.Fatalf("detail.error %q; want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,10 @@
 package audit
 
-import "time"
+import (
+	"time"
+
+	"github.com/redrive/redrive/ops"
+)
 
 // The audit log's model: what a row says (Entry), how a listing is narrowed (Filter), the
 // outcomes. The log itself is kept by an adapter (ops/store, in PostgreSQL) behind Log.
@@ -65,7 +69,8 @@ const (
 )
 
 // OutcomeOf is the outcome row of the change whose intent row (id intent) was written from base:
-// base's detail with intent_id, n as its count, and the error's text when cause is set.
+// base's detail with intent_id, n as its count, and, when cause is set, what a person may read
+// of it (ops.Message) as detail.error.
 func OutcomeOf(base Entry, intent int64, outcome string, n *int64, cause error) Entry {
 	e := base
 	e.Outcome, e.Count = outcome, n
@@ -73,8 +78,11 @@ func OutcomeOf(base Entry, intent int64, outcome string, n *int64, cause error) 
 	for k, v := range base.Detail {
 		e.Detail[k] = v
 	}
+	// What a person may read about the cause, never its text: the audit log is shown to every
+	// viewer, and a cause's text is a driver's or a broker's ("… (SQLSTATE 22P05)", a host, a
+	// webhook URL with its token). The console's log has the whole error.
 	if cause != nil {
-		e.Detail["error"] = cause.Error()
+		e.Detail["error"] = ops.Message(cause)
 	}
 	return e
 }
