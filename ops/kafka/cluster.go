@@ -46,8 +46,10 @@ type Cluster struct {
 
 	stamps stampCache // time lag: timestamps of the records groups will consume next
 
-	prodMu sync.Mutex  // guards prod
-	prod   *kgo.Client // the replay producer, made on first use and again after one was dropped
+	prodMu      sync.Mutex           // guards prod, prodCalls and prodRetired
+	prod        *kgo.Client          // the replay producer, made on first use and again after one was dropped or retired
+	prodCalls   map[*kgo.Client]int  // Produce calls using each producer
+	prodRetired map[*kgo.Client]bool // producers no longer used for new calls, closed when their last call returns
 }
 
 // New builds the clients for cfg. It does not dial: a broker that is down makes the first call

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // cutProduce makes broker, while down is set, close the connection on every produce: a batch
@@ -79,8 +80,40 @@ func TestProduceErr(t *testing.T) {
 			t.Errorf("%v: %v, want ErrNotAcknowledged", err, got)
 		}
 	}
-	got := f.c.produceErr("gone", kerr.UnknownTopicOrPartition)
-	if !errors.Is(got, ops.ErrNotFound) || ops.Message(got) != "topic gone does not exist" {
-		t.Errorf("unknown topic: %v (%q)", got, ops.Message(got))
+	for _, err := range []error{kerr.UnknownTopicOrPartition, kerr.UnknownTopicID} {
+		got := f.c.produceErr("gone", err)
+		if !errors.Is(got, ops.ErrNotFound) || ops.Message(got) != "topic gone does not exist" {
+			t.Errorf("%v: %v (%q)", err, got, ops.Message(got))
+		}
+	}
+}
+
+// The destination deleted and created again: the long-lived producer kept the old topic's ID
+// (franz-go does not adopt a new one) and every later replay to it failed "UNKNOWN_TOPIC_ID"
+// until the console restarted. Produce now sends those records again through a new producer,
+// once, within its wait: they land in the new topic, each once.
+func TestProduceToARecreatedTopic(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "orders", 1)
+	ctx := ctxT(t)
+	for i, err := range f.c.Produce(ctx, []Outgoing{{Topic: "orders", Value: []byte("before")}}) {
+		if err != nil {
+			t.Fatalf("record %d before the recreation: %v", i, err)
+		}
+	}
+	if resp, err := f.adm.DeleteTopics(ctx, "orders"); err != nil || resp.Error() != nil {
+		t.Fatalf("delete orders: %v %v", err, resp.Error())
+	}
+	waittest.For(t, 10*time.Second, "orders created again", func() (error, bool) {
+		_, err := f.adm.CreateTopic(ctx, 1, 1, nil, "orders")
+		return err, err == nil
+	})
+	for i, err := range f.c.Produce(ctx, []Outgoing{{Topic: "orders", Value: []byte("a")}, {Topic: "orders", Value: []byte("b")}}) {
+		if err != nil {
+			t.Fatalf("record %d after the recreation: %v", i, err)
+		}
+	}
+	if ends, err := f.c.EndOffsets(ctx, "orders"); err != nil || ends[0] != 2 {
+		t.Fatalf("end offsets %v, %v; want the two records, once each", ends, err)
 	}
 }

@@ -155,33 +155,63 @@ func (c *Cluster) DeadLetterOf(ctx context.Context, r Record) *DeadLetter {
 	return dl
 }
 
-// producer is the cluster's idempotent producer, made on first use and again after
-// dropProducer.
-func (c *Cluster) producer() (*kgo.Client, error) {
+// useProducer is the cluster's idempotent producer, made on first use and again after
+// dropProducer or retireProducer, counted as used by the caller until releaseProducer.
+func (c *Cluster) useProducer() (*kgo.Client, error) {
 	c.prodMu.Lock()
 	defer c.prodMu.Unlock()
-	if c.prod != nil {
-		return c.prod, nil
+	if c.prod == nil {
+		opts := append([]kgo.Opt{}, c.base...)
+		// Idempotence is kgo's default, and requires acks=all: a retried batch is written once.
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(replayPartitioner()),
+			kgo.RecordDeliveryTimeout(2*c.timeout))
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, err
+		}
+		c.prod = cl
 	}
-	opts := append([]kgo.Opt{}, c.base...)
-	// Idempotence is kgo's default, and requires acks=all: a retried batch is written once.
-	opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordPartitioner(replayPartitioner()),
-		kgo.RecordDeliveryTimeout(2*c.timeout))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, err
+	if c.prodCalls == nil {
+		c.prodCalls, c.prodRetired = map[*kgo.Client]int{}, map[*kgo.Client]bool{}
 	}
-	c.prod = cl
-	return cl, nil
+	c.prodCalls[c.prod]++
+	return c.prod, nil
 }
 
-// dropProducer closes cl, failing every record still buffered in it, and makes the next
+// releaseProducer ends a call's use of cl; the last call of a retired producer closes it.
+func (c *Cluster) releaseProducer(cl *kgo.Client) {
+	c.prodMu.Lock()
+	c.prodCalls[cl]--
+	closing := c.prodCalls[cl] == 0 && c.prodRetired[cl]
+	if c.prodCalls[cl] == 0 {
+		delete(c.prodCalls, cl)
+		delete(c.prodRetired, cl)
+	}
+	c.prodMu.Unlock()
+	if closing {
+		cl.Close()
+	}
+}
+
+// retireProducer makes the next call build a new producer and closes cl once the calls using it
+// return: their records to other topics are acknowledged as usual, not failed by a close.
+func (c *Cluster) retireProducer(cl *kgo.Client) {
+	c.prodMu.Lock()
+	defer c.prodMu.Unlock()
+	if c.prod == cl {
+		c.prod = nil
+	}
+	c.prodRetired[cl] = true
+}
+
+// dropProducer closes cl now, failing every record still buffered in it, and makes the next
 // Produce build a new producer (unless another call already did).
 func (c *Cluster) dropProducer(cl *kgo.Client) {
 	c.prodMu.Lock()
 	if c.prod == cl {
 		c.prod = nil
 	}
+	delete(c.prodRetired, cl) // closed here, not again by its last call
 	c.prodMu.Unlock()
 	cl.Close()
 }
@@ -203,22 +233,77 @@ const produceWaitFactor = 3
 // errs[i] is then an ErrNotAcknowledged (an ops.ErrUnavailable), for the caller to retry the
 // whole call, and the producer is closed so that none of the records is written later behind the
 // caller's back.
-func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error) {
-	errs = make([]error, len(records))
-	cl, err := c.producer()
-	if err != nil {
-		for i := range errs {
-			errs[i] = c.fail("produce", err)
-		}
-		return errs
+//
+// A topic deleted and created again under the same name fails its records with UNKNOWN_TOPIC_ID
+// (or UNKNOWN_TOPIC_OR_PARTITION while the broker catches up) for as long as the producer lives:
+// franz-go keeps the first topic's ID and does not adopt the new one. Those records are sent once
+// more, within the same wait, through a new producer (fresh metadata, a new producer ID), and the
+// old one is retired. None is written twice: each was refused by the broker or failed by the
+// client unacknowledged, and since Kafka 4.0 (produce v13) a batch names its topic by ID, so one
+// still in flight for the old topic cannot land in the new one. (An older broker, addressed by
+// name, could have taken a batch in flight at the moment of the recreation: that one may be sent
+// twice, and the consumer's inbox absorbs it.) Within a partition the resent records follow the
+// acknowledged ones in their order: the producer fails a partition's records from the first
+// failed one on.
+func (c *Cluster) Produce(ctx context.Context, records []Outgoing) []error {
+	errs := make([]error, len(records))
+	deadline := time.Now().Add(produceWaitFactor * c.timeout)
+	todo := make([]int, len(records))
+	for i := range todo {
+		todo[i] = i
 	}
+	for retried := false; ; retried = true {
+		cl, err := c.useProducer()
+		if err != nil {
+			for _, i := range todo {
+				errs[i] = c.fail("produce", err)
+			}
+			return errs
+		}
+		raw, acked := c.send(ctx, cl, records, todo, deadline)
+		if !acked {
+			c.dropProducer(cl)
+			c.releaseProducer(cl)
+			unknown := c.notAcknowledged(len(records))
+			for i := range errs {
+				errs[i] = unknown
+			}
+			return errs
+		}
+		var again []int
+		for j, i := range todo {
+			switch err := raw[j]; {
+			case err == nil:
+			case !retried && (errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)):
+				again = append(again, i)
+			default:
+				errs[i] = c.produceErr(records[i].Topic, err)
+			}
+		}
+		if len(again) > 0 {
+			c.retireProducer(cl)
+		}
+		c.releaseProducer(cl)
+		if len(again) == 0 {
+			return errs
+		}
+		todo = again
+	}
+}
+
+// send produces records[i] for each i in todo through cl and waits for their acknowledgements
+// until deadline: raw[j] is the client's answer for records[todo[j]]; false when they did not all
+// come in time or ctx ended first.
+func (c *Cluster) send(ctx context.Context, cl *kgo.Client, records []Outgoing, todo []int, deadline time.Time) (raw []error, acked bool) {
+	raw = make([]error, len(todo))
 	var (
-		mu       sync.Mutex // guards errs against a callback after the wait gave up
+		mu       sync.Mutex // guards raw against a callback after the wait gave up
 		returned bool
 		wg       sync.WaitGroup
 	)
-	wg.Add(len(records))
-	for i, o := range records {
+	wg.Add(len(todo))
+	for j, i := range todo {
+		o := records[i]
 		r := &kgo.Record{Topic: o.Topic, Key: o.Key, Value: o.Value, Partition: -1}
 		if o.Partition != nil {
 			r.Partition = *o.Partition
@@ -230,30 +315,25 @@ func (c *Cluster) Produce(ctx context.Context, records []Outgoing) (errs []error
 			defer wg.Done()
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil && !returned {
-				errs[i] = c.produceErr(o.Topic, err)
+			if !returned {
+				raw[j] = err
 			}
 		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	wait := time.NewTimer(produceWaitFactor * c.timeout)
+	wait := time.NewTimer(time.Until(deadline))
 	defer wait.Stop()
 	select {
 	case <-done:
-		return errs
+		return raw, true
 	case <-wait.C:
 	case <-ctx.Done():
 	}
-	c.dropProducer(cl)
 	mu.Lock()
 	defer mu.Unlock()
 	returned = true
-	unknown := c.notAcknowledged(len(records))
-	for i := range errs {
-		errs[i] = unknown
-	}
-	return errs
+	return nil, false
 }
 
 // produceErr is a record's failure as a person reads it, once.
@@ -265,7 +345,9 @@ func (c *Cluster) produceErr(topic string, err error) error {
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return c.notAcknowledged(1)
 	}
-	if errors.Is(err, kerr.UnknownTopicOrPartition) { // said once, not as c.fail's message and its cause
+	// Said once, not as c.fail's message and its cause. UNKNOWN_TOPIC_ID through a new producer:
+	// the topic was deleted while the records were sent.
+	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
 		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("topic %s does not exist", topic),
 			Err: fmt.Errorf("kafka %s: produce to %s: %w", c.name, topic, err)}
 	}

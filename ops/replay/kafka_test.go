@@ -566,19 +566,27 @@ func TestLargePlanStreamsInChunks(t *testing.T) {
 	}
 }
 
-// recreateDLT deletes orders.DLT and creates it again with two partitions, then writes the given
-// dead letters to its partition 0 (the test's client forgets the old topic first).
-func (w *world) recreateDLT(tb testing.TB, ids ...string) {
+// recreate deletes topic and creates it again with n partitions; the test's client forgets the
+// old topic.
+func (w *world) recreate(tb testing.TB, topic string, n int32) {
 	tb.Helper()
 	ctx := ctxT(tb)
-	if resp, err := w.adm.DeleteTopics(ctx, "orders.DLT"); err != nil || resp.Error() != nil {
-		tb.Fatalf("delete orders.DLT: %v %v", err, resp.Error())
+	if resp, err := w.adm.DeleteTopics(ctx, topic); err != nil || resp.Error() != nil {
+		tb.Fatalf("delete %s: %v %v", topic, err, resp.Error())
 	}
-	waittest.For(tb, 10*time.Second, "orders.DLT created again", func() (error, bool) {
-		_, err := w.adm.CreateTopic(ctx, 2, 1, nil, "orders.DLT")
+	// The broker refuses the name while the deletion completes.
+	waittest.For(tb, 10*time.Second, topic+" created again", func() (error, bool) {
+		_, err := w.adm.CreateTopic(ctx, n, 1, nil, topic)
 		return err, err == nil
 	})
-	w.client.PurgeTopicsFromClient("orders.DLT")
+	w.client.PurgeTopicsFromClient(topic)
+}
+
+// recreateDLT recreates orders.DLT (two partitions) and writes the given dead letters to its
+// partition 0.
+func (w *world) recreateDLT(tb testing.TB, ids ...string) {
+	tb.Helper()
+	w.recreate(tb, "orders.DLT", 2)
 	for i, id := range ids {
 		w.deadLetter(tb, 0, id, fmt.Sprintf("other-k-%d", i), "OtherException")
 	}
@@ -649,5 +657,39 @@ func TestKafkaJobMovesOnlyThePlannedRecords(t *testing.T) {
 		if l.Outcome != replay.LedgerFailed || l.Detail != want {
 			t.Errorf("%s: %s %q; want failed: %s", l.MessageID, l.Outcome, l.Detail, want)
 		}
+	}
+}
+
+// The original topic deleted and created again between two replays: the console's producer kept
+// the old topic's ID and every later replay to it failed "UNKNOWN_TOPIC_ID" until a restart. The
+// second replay now lands in the new topic, once.
+func TestKafkaReplayToARecreatedOriginalTopic(t *testing.T) {
+	w := newWorldWith(t, "StockException", 0)
+	e := w.engine(t, "a")
+	work(t, e)
+	ctx := ctxT(t)
+	replayFrom := func(offset int64) replay.Job {
+		t.Helper()
+		plan, err := e.Plan(ctx, "alice", kafkaSource(0, offset, offset), replay.Filter{})
+		if err != nil || plan.Counts[replay.Publish] != 1 {
+			t.Fatalf("plan %v, %v; want 1 to publish", plan.Counts, err)
+		}
+		return runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r", RatePerSecond: 1000})
+	}
+	if job := replayFrom(0); job.Published != 1 {
+		t.Fatalf("first job %s published %d failed %d: %s", job.Status, job.Published, job.Failed, job.Error)
+	}
+	w.recreate(t, "orders", 1)
+	w.deadLetter(t, 0, "m-2", "k-2", "StockException")
+	if job := replayFrom(1); job.Published != 1 || job.Failed != 0 {
+		ledger, _ := e.Ledger(ctx, job.ID, 10)
+		t.Fatalf("second job %s published %d failed %d: %+v", job.Status, job.Published, job.Failed, ledger)
+	}
+	got := w.originals(t)
+	if len(got) != 1 {
+		t.Fatalf("%d records on the new original topic, want 1", len(got))
+	}
+	if id, _ := header(got[0], "messageId"); id != "m-2" {
+		t.Errorf("the new topic holds %s, want m-2", id)
 	}
 }
