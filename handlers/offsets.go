@@ -30,6 +30,8 @@ type OffsetMover interface {
 	Apply(ctx context.Context, r offsets.ApplyRequest) (offsets.Result, error)
 	Approve(ctx context.Context, id string, by access.Actor) (offsets.Plan, error)
 	Get(ctx context.Context, id string) (offsets.Plan, error)
+	// Members lists the group's members now: ErrNotFound (cluster), ErrUnavailable.
+	Members(ctx context.Context, cluster, group string) ([]string, error)
 }
 
 // Offsets serves offset moves: the API (plan, apply, approve) and the group page's skip flow.
@@ -292,9 +294,18 @@ func (h *Offsets) PlanPage(c echo.Context) error {
 
 func (h *Offsets) planPage(c echo.Context, p offsets.Plan) kafkapages.OffsetPlanPage {
 	m := h.meta(c, "Offset move "+p.ID, "kafka")
+	// Apply is offered only to a group without members, as Kafka commits only for those: the
+	// members now, not the plan's; when they cannot be read, the plan's stand (the page then
+	// says to stop them, and checks again).
+	members := p.Members
+	if p.AppliedAt == nil {
+		if now, err := h.mover.Members(c.Request().Context(), p.Cluster, p.Group); err == nil {
+			members = now
+		}
+	}
 	m.Breadcrumbs = kafkaCrumbs(p.Cluster, layout.Crumb{Label: p.Group, Href: paths.KafkaGroup(p.Cluster, p.Group)}, layout.Crumb{Label: "offset move"})
-	page := kafkapages.OffsetPlanPage{Meta: m, Cluster: p.Cluster, Group: p.Group, PlanID: p.ID, Topic: p.Topic, Target: targetText(p.To),
-		Skipped: p.Skipped, CopyTo: p.CopyTo, Warnings: p.Warnings, Members: p.Members, FourEyes: p.FourEyes, ApprovedBy: p.ApprovedBy,
+	page := kafkapages.OffsetPlanPage{Meta: m, URL: paths.OffsetMove(p.Cluster, p.Group, p.ID), Cluster: p.Cluster, Group: p.Group,
+		PlanID: p.ID, Topic: p.Topic, Target: targetText(p.To), Skipped: p.Skipped, CopyTo: p.CopyTo, Warnings: p.Warnings, Members: members, FourEyes: p.FourEyes, ApprovedBy: p.ApprovedBy,
 		Applied: p.AppliedAt != nil, AppliedBy: p.AppliedBy}
 	for _, mv := range p.Partitions {
 		page.Partitions = append(page.Partitions, kafkapages.OffsetMoveRow{Partition: mv.Partition, Current: mv.Current, New: mv.New, Skipped: mv.Skipped})
@@ -326,7 +337,10 @@ func skipOffer(code lag.StatusCode, rows []kafkapages.PartitionRow) *kafkapages.
 	}
 	for _, r := range rows {
 		if r.Status == string(code) && r.Committed >= 0 && r.Lag > 0 {
-			return &kafkapages.SkipOffer{Topic: r.Topic, Partition: r.Partition, Offset: r.Committed}
+			// A STALL group has members by definition: its consumers must be stopped before the
+			// move can be applied, and the offer says so.
+			return &kafkapages.SkipOffer{Topic: r.Topic, Partition: r.Partition, Offset: r.Committed,
+				Running: code == lag.StatusStall || r.Member != ""}
 		}
 	}
 	return nil

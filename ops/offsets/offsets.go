@@ -387,6 +387,20 @@ func checkTarget(t Target) (Target, error) {
 	return t, ops.Invalid("to.kind", "must be shift, offset, timestamp, earliest or latest")
 }
 
+// Members lists group's members in cluster now (an apply needs none): none for a group the
+// cluster does not have. Errors: ops.ErrNotFound (cluster), ops.ErrUnavailable.
+func (m *Mover) Members(ctx context.Context, cluster, group string) ([]string, error) {
+	c, err := m.cluster(cluster)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := c.GroupMembership(ctx, group)
+	if err != nil && !errors.Is(err, ops.ErrNotFound) {
+		return nil, err
+	}
+	return mem.Members, nil
+}
+
 // Get reads a stored plan. Unknown → ops.ErrNotFound.
 func (m *Mover) Get(ctx context.Context, id string) (Plan, error) {
 	sp, err := m.o.Store.OffsetPlan(ctx, id)

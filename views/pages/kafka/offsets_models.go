@@ -8,6 +8,9 @@ type SkipOffer struct {
 	Topic     string
 	Partition int32
 	Offset    int64 // the committed offset: the record the consumer is stuck on
+	// Running says the group has members: the move can be planned now but applied only once its
+	// consumers are stopped.
+	Running bool
 }
 
 // OffsetPlanPage shows a planned offset move with its Apply form, or its outcome.
@@ -16,12 +19,15 @@ type OffsetPlanPage struct {
 	Cluster    string
 	Group      string
 	PlanID     string
+	URL        string // this page, which the apply section polls while the group has members
 	Topic      string
 	Target     string // "offset 5", "shift by 1", …
 	Partitions []OffsetMoveRow
 	Skipped    int64
 	CopyTo     string // "" copies nothing
 	Warnings   []string
+	// Members are the group's members now: while there are any, Apply is not offered (Kafka would
+	// refuse it); the page says to stop them and checks again every MembersPoll seconds.
 	Members    []string
 	FourEyes   bool
 	ApprovedBy string
@@ -31,6 +37,9 @@ type OffsetPlanPage struct {
 	Outcome string
 	Error   string // why an apply from this page was refused
 }
+
+// MembersPoll is how often, in seconds, a plan page whose group has members checks again.
+const MembersPoll = 5
 
 // OffsetMoveRow is one partition of a plan.
 type OffsetMoveRow struct {
