@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/paths"
 	notifypages "github.com/redrive/redrive/views/pages/notifications"
 )
@@ -24,6 +25,10 @@ type NotificationStore interface {
 	Notifications(ctx context.Context, limit int) ([]alerts.Notification, error)
 	Silences(ctx context.Context) ([]alerts.Silence, error)
 	CreateSilence(ctx context.Context, s alerts.Silence) (alerts.Silence, error)
+	// Silence reads one silence, ended or not; EndSilence ends it now (an ended one stays as it
+	// was). Both: ops.ErrNotFound for an unknown id.
+	Silence(ctx context.Context, id int64) (alerts.Silence, error)
+	EndSilence(ctx context.Context, id int64) (alerts.Silence, error)
 	audit.Log
 }
 
@@ -47,11 +52,8 @@ func NewNotifications(st NotificationStore, sender NotificationSender, meta Meta
 	return &Notifications{store: st, sender: sender, meta: meta}
 }
 
-// silenceKeys are the matchers a silence may name.
-var silenceKeys = []string{"kind", "severity", "cluster", "topic", "queue", "group", "broker", "vhost", "outbox", "job", "dependency"}
-
-// maxSilence bounds how long one silence may hold notifications.
-const maxSilence = 30 * 24 * time.Hour
+// silenceVocabulary is what a silence's kind and severity matchers may name.
+var silenceVocabulary = alerts.Vocabulary{Kinds: health.Kinds, Severities: health.Severities}
 
 type notificationJSON struct {
 	ID            int64      `json:"id"`
@@ -129,38 +131,25 @@ type silenceRequest struct {
 	Comment  string            `json:"comment"`
 }
 
-// parse checks a silence request: at least one known matcher, an end within 30 days.
-func (r silenceRequest) parse(now time.Time) (alerts.Silence, error) {
-	s := alerts.Silence{Matchers: map[string]string{}, Comment: strings.TrimSpace(r.Comment)}
-	for k, v := range r.Matchers {
-		if !containsStr(silenceKeys, k) {
-			return s, ops.Invalid("matchers."+k, "unknown; one of "+strings.Join(silenceKeys, ", "))
-		}
-		if v = strings.TrimSpace(v); v != "" {
-			s.Matchers[k] = v
-		}
-	}
-	if len(s.Matchers) == 0 {
-		return s, ops.Invalid("matchers", "name at least one of "+strings.Join(silenceKeys, ", "))
-	}
+// parse reads a silence request; what a silence may be is alerts.SilenceRequest.Silence's to say.
+// A duration is the age grammar of the console's time filters (30m, 2h, 7d).
+func (r silenceRequest) parse(now time.Time, by string) (alerts.Silence, error) {
+	req := alerts.SilenceRequest{Matchers: r.Matchers, Comment: r.Comment, CreatedBy: by}
 	switch {
 	case r.EndsAt != nil && r.Duration != "":
-		return s, ops.Invalid("ends_at", "give ends_at or duration, not both")
+		return alerts.Silence{}, ops.Invalid("ends_at", "give ends_at or duration, not both")
 	case r.EndsAt != nil:
-		s.EndsAt = *r.EndsAt
+		req.EndsAt = *r.EndsAt
 	case r.Duration != "":
-		d, err := time.ParseDuration(r.Duration)
-		if err != nil {
-			return s, ops.Invalid("duration", "must be a duration such as 2h or 30m")
+		d, ok := parseAge(strings.TrimSpace(r.Duration))
+		if !ok || d == 0 {
+			return alerts.Silence{}, ops.Invalid("duration", "must be a duration such as 30m, 2h or 7d")
 		}
-		s.EndsAt = now.Add(d)
+		req.For = d
 	default:
-		return s, ops.Invalid("ends_at", "required (or duration)")
+		return alerts.Silence{}, ops.Invalid("ends_at", "required (or duration)")
 	}
-	if !s.EndsAt.After(now) || s.EndsAt.Sub(now) > maxSilence {
-		return s, ops.Invalid("ends_at", "must be in the future and within 30 days")
-	}
-	return s, nil
+	return req.Silence(now, silenceVocabulary)
 }
 
 func containsStr(list []string, s string) bool {
@@ -174,11 +163,10 @@ func containsStr(list []string, s string) bool {
 
 // createSilence stores and audits a silence (notify.silence): no intent row, no silence.
 func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alerts.Silence, error) {
-	s, err := req.parse(time.Now())
+	s, err := req.parse(time.Now(), ActorOf(c).Name)
 	if err != nil {
 		return s, err
 	}
-	s.CreatedBy = ActorOf(c).Name
 	one := int64(1)
 	e := auditEntry(c, "notify.silence", "notifications", s.Comment, map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()})
 	e.Count = &one
@@ -203,6 +191,55 @@ func (h *Notifications) APISilence(c echo.Context) error {
 func silenceOf(s alerts.Silence) silenceJSON {
 	return silenceJSON{ID: s.ID, Matchers: s.Matchers, EndsAt: s.EndsAt.UTC(), Comment: s.Comment,
 		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.UTC()}
+}
+
+// endSilence ends silence :id now, audited (notify.silence_end): an unknown one is a 404 before
+// anything is written; one that has ended already is answered as it is, its outcome saying so
+// (ending twice is not an error: two operators ending the same silence both get what they asked).
+func (h *Notifications) endSilence(c echo.Context) (alerts.Silence, error) {
+	ctx := c.Request().Context()
+	raw := pathParam(c, "id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 {
+		return alerts.Silence{}, ops.NotFound("silence %q does not exist", raw)
+	}
+	s, err := h.store.Silence(ctx, id)
+	if err != nil {
+		return s, err
+	}
+	one := int64(1)
+	e := auditEntry(c, "notify.silence_end", "silence/"+strconv.FormatInt(id, 10), "",
+		map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()})
+	e.Count = &one
+	done, err := intend(c, h.store, e)
+	if err != nil {
+		return s, err
+	}
+	ended, err := h.store.EndSilence(ctx, id)
+	if err != nil {
+		done(err, nil)
+		return ended, err
+	}
+	done(nil, map[string]any{"matchers": ended.Matchers, "ends_at": ended.EndsAt.UTC(), "already_ended": !s.EndsAt.After(ended.EndsAt)})
+	return ended, nil
+}
+
+// APIEndSilence: DELETE /api/v1/silences/:id — ends the silence now; answers it as it stands.
+func (h *Notifications) APIEndSilence(c echo.Context) error {
+	s, err := h.endSilence(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, silenceOf(s))
+}
+
+// FormEndSilence: POST /notifications/silences/:id/end (the page's End button).
+func (h *Notifications) FormEndSilence(c echo.Context) error {
+	s, err := h.endSilence(c)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, notificationsFlash("Silence "+strconv.FormatInt(s.ID, 10)+" ended."))
 }
 
 // APISilences: GET /api/v1/silences — the silences in force, soonest to end first.
@@ -316,7 +353,7 @@ func (h *Notifications) Page(c echo.Context) error {
 	if sil, err := h.store.Silences(ctx); err == nil {
 		for _, s := range sil {
 			var parts []string
-			for _, k := range silenceKeys {
+			for _, k := range alerts.SilenceKeys {
 				if v, ok := s.Matchers[k]; ok {
 					parts = append(parts, k+"="+v)
 				}

@@ -75,6 +75,11 @@ const NotificationChannelTestPattern = "/notifications/channels/:name/test"
 
 func NotificationChannelTest(name string) string { return build(NotificationChannelTestPattern, name) }
 
+// SilenceEndPattern ends one silence now (the notifications page's End button).
+const SilenceEndPattern = Silences + "/:id/end"
+
+func SilenceEnd(id int64) string { return build(SilenceEndPattern, strconv.FormatInt(id, 10)) }
+
 // Kafka pages.
 const (
 	KafkaClusterPattern     = "/kafka/:cluster"
@@ -191,6 +196,11 @@ func APIOutboxEvent(name string, id int64) string {
 func APINotificationChannelTest(name string) string {
 	return build(APINotificationChannelTestPattern, name)
 }
+
+// APISilencePattern is one silence: DELETE ends it now.
+const APISilencePattern = APISilences + "/:id"
+
+func APISilence(id int64) string { return build(APISilencePattern, strconv.FormatInt(id, 10)) }
 
 // JSON API: Kafka, RabbitMQ and replays.
 const (

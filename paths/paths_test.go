@@ -128,6 +128,7 @@ var builders = []builder{
 	one("APIReplayApprove", APIReplayApprovePattern, APIReplayApprove),
 	withNumber("APIArchiveRestore", APIArchiveRestorePattern, APIArchiveRestore),
 	withNumber("ArchiveRestore", ArchiveRestorePattern, ArchiveRestore),
+	withNumber("SilenceEnd", SilenceEndPattern, SilenceEnd), withNumber("APISilence", APISilencePattern, APISilence),
 }
 
 // awkward are names that break hand-built links: the default vhost "/", names with "/", spaces,

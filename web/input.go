@@ -4,7 +4,6 @@ import (
 	"mime"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,11 +24,11 @@ func validInput(next echo.HandlerFunc) echo.HandlerFunc {
 			return ops.Invalid("query string", "malformed: escape % as %25 and separate parameters with &")
 		}
 		for k, vs := range q {
-			if problem := badText(k); problem != "" {
+			if problem := ops.TextProblem(k); problem != "" {
 				return ops.Invalid("a query parameter name", problem)
 			}
 			for _, v := range vs {
-				if problem := badText(v); problem != "" {
+				if problem := ops.TextProblem(v); problem != "" {
 					return ops.Invalid(k, problem)
 				}
 			}
@@ -39,23 +38,12 @@ func validInput(next echo.HandlerFunc) echo.HandlerFunc {
 			if v == "" && name != "*" { // "/rabbitmq/main/queues//nope": echo matches an empty segment
 				return ops.Invalid(paramLabel(c.Path(), name), "required (the path has an empty segment)")
 			}
-			if problem := badText(v); problem != "" {
+			if problem := ops.TextProblem(v); problem != "" {
 				return ops.Invalid(paramLabel(c.Path(), name), problem)
 			}
 		}
 		return next(c)
 	}
-}
-
-// badText says what is wrong with a parameter's value, or "" when nothing is.
-func badText(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "must be valid UTF-8 text"
-	case strings.IndexByte(s, 0) >= 0:
-		return "must not contain NUL bytes"
-	}
-	return ""
 }
 
 // paramLabel names a route's path parameter the way a person reads the URL.

@@ -27,6 +27,8 @@ func TestBadInputIs400(t *testing.T) {
 		{"InvalidUTF8ReplayID", "GET", "/api/v1/replays/%C3", "", "replay id: must be valid UTF-8", 400},
 		{"NULPlanID", "GET", "/replays/plans/%00", "", "plan id: must not contain NUL", 400},
 		{"NULOutboxName", "GET", "/outboxes/%00", "", "outbox name: must not contain NUL", 400},
+		{"NULSilenceMatcher", "POST", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"a\u0000b"},"duration":"1h"}`,
+			"matchers.group: must not contain NUL bytes", 400},
 		{"NULQueue", "GET", "/api/v1/rabbitmq/main/queues/%2F/a%00b/messages", "", "queue: must not contain NUL", 400},
 		{"EmptyVhost", "GET", "/api/v1/rabbitmq/main/queues//nope", "", "vhost: required", 400},
 		{"ArrayBody", "POST", "/api/v1/replays/plan", `[{"source":{}}]`, "the request body must be a JSON object, got an array", 400},

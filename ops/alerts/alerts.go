@@ -1,7 +1,8 @@
 // Package alerts is the notifier's record as the store keeps it: an alert per problem key (its
 // firing episodes), the notifications each episode gives rise to on each channel (the delivery
 // log, with retries), and silences. The notifier (ops/notify) evaluates and delivers; the store
-// (ops/store) keeps them in PostgreSQL; it imports nothing of the console, so both sides can.
+// (ops/store) keeps them in PostgreSQL; it imports nothing of the console but ops' error kinds, so
+// both sides can. What a silence may be is decided here (SilenceRequest.Silence).
 package alerts
 
 import (

@@ -55,6 +55,16 @@ const (
 	recentDeadLetterArrival = time.Hour
 )
 
+// Kinds are the kinds of problems, and Severities their severities, worst first: what a
+// notification rule or a silence may name (a name not here can never match).
+var (
+	Kinds = []string{KindKafkaGroup, KindDeadLetters, KindNewErrorGroup, KindKafkaUnavailable, KindRabbitUnavailable,
+		KindQueueGrowing, KindOutboxUnavailable, KindOutboxStuck, KindOutboxDead, KindOutboxBacklog, KindReplayRunning,
+		KindReplayFailures, KindReplayUnavailable, KindReplayAwaiting, KindReplayDone, KindReplayCancelled, KindReplayFailed,
+		KindDependencyDown}
+	Severities = []string{Critical, Warning, Info}
+)
+
 // Problem is one thing on fire (or worth knowing about).
 type Problem struct {
 	// Key is stable while the problem lasts: kind and subject ("kafka_group/main/billing"), never

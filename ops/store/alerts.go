@@ -171,8 +171,9 @@ func (s *Alerts) SettleNotification(ctx context.Context, id int64, sendErr error
 	return nil
 }
 
-// CreateSilence stores a silence and returns it with its ID and creation time. Errors are
-// ops.ErrUnavailable.
+// CreateSilence stores a silence and returns it with its ID and creation time. x is one
+// alerts.SilenceRequest.Silence checked (text PostgreSQL can hold, a comment within bounds): the
+// cuts here are a backstop, not a rule. Errors are ops.ErrUnavailable.
 func (s *Alerts) CreateSilence(ctx context.Context, x alerts.Silence) (alerts.Silence, error) {
 	if x.Matchers == nil {
 		x.Matchers = map[string]string{}
@@ -185,19 +186,41 @@ func (s *Alerts) CreateSilence(ctx context.Context, x alerts.Silence) (alerts.Si
 	return x, nil
 }
 
+const silenceColumns = `id, matchers, ends_at, comment, created_by, created_at`
+
+func scanSilence(r pgx.Row) (alerts.Silence, error) {
+	var x alerts.Silence
+	return x, r.Scan(&x.ID, &x.Matchers, &x.EndsAt, &x.Comment, &x.CreatedBy, &x.CreatedAt)
+}
+
 // Silences lists the silences that have not ended, soonest end first.
 func (s *Alerts) Silences(ctx context.Context) ([]alerts.Silence, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, matchers, ends_at, comment, created_by, created_at FROM notify_silence
-		WHERE ends_at > now() ORDER BY ends_at, id`)
-	if err != nil {
-		return nil, unavailable(err, "silences")
+	return collect(ctx, s.pool, func(r pgx.CollectableRow) (alerts.Silence, error) { return scanSilence(r) }, "silences",
+		`SELECT `+silenceColumns+` FROM notify_silence WHERE ends_at > now() ORDER BY ends_at, id`)
+}
+
+// Silence reads silence id, ended or not. ops.ErrNotFound when there is none; else errors are
+// ops.ErrUnavailable.
+func (s *Alerts) Silence(ctx context.Context, id int64) (alerts.Silence, error) {
+	return s.oneSilence(ctx, id, "read", `SELECT `+silenceColumns+` FROM notify_silence WHERE id = $1`)
+}
+
+// EndSilence ends silence id now and returns it as it stands after. A silence that had ended is
+// left as it was (ending is idempotent: its ends_at stays the time it ended). ops.ErrNotFound when
+// there is none; else errors are ops.ErrUnavailable.
+func (s *Alerts) EndSilence(ctx context.Context, id int64) (alerts.Silence, error) {
+	return s.oneSilence(ctx, id, "end", `UPDATE notify_silence SET ends_at = least(ends_at, now()) WHERE id = $1
+		RETURNING `+silenceColumns)
+}
+
+// oneSilence runs sql, which returns the silence id's columns, or no row when it does not exist.
+func (s *Alerts) oneSilence(ctx context.Context, id int64, what, sql string) (alerts.Silence, error) {
+	x, err := scanSilence(s.pool.QueryRow(ctx, sql, id))
+	switch {
+	case isNoRows(err):
+		return x, ops.NotFound("silence %d does not exist", id)
+	case err != nil:
+		return x, unavailable(err, "silence %d: %s", id, what)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (alerts.Silence, error) {
-		var x alerts.Silence
-		return x, r.Scan(&x.ID, &x.Matchers, &x.EndsAt, &x.Comment, &x.CreatedBy, &x.CreatedAt)
-	})
-	if err != nil {
-		return nil, unavailable(err, "silences")
-	}
-	return out, nil
+	return x, nil
 }
