@@ -50,9 +50,18 @@ func validInput(next echo.HandlerFunc) echo.HandlerFunc {
 func paramLabel(route, name string) string {
 	switch name {
 	case "name":
+		if strings.Contains(route, "/channels/") {
+			return "channel name"
+		}
 		return "outbox name"
 	case "id":
 		switch {
+		case strings.Contains(route, "/silences/"):
+			return "silence id"
+		case strings.Contains(route, "/offsets/"):
+			return "offset plan id"
+		case strings.Contains(route, paths.Archive+"/"):
+			return "archived message id"
 		case strings.Contains(route, "/events/"):
 			return "event id"
 		case strings.Contains(route, "/plans/"):
