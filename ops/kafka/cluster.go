@@ -210,6 +210,21 @@ type bounds struct{ start, end int64 }
 // partitionBounds lists the start and end offsets of every partition of the topics, concurrently.
 // A topic that does not exist is an ops.ErrNotFound.
 func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[string]map[int32]bounds, error) {
+	out, err := c.existingBounds(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range topics {
+		if _, ok := out[t]; !ok {
+			return nil, ops.NotFound("topic %s not found", named(t))
+		}
+	}
+	return out, nil
+}
+
+// existingBounds is partitionBounds leaving out the topics that do not exist, or were deleted
+// while the offsets were asked: for a list of many topics, where one gone must not fail the rest.
+func (c *Cluster) existingBounds(ctx context.Context, topics ...string) (map[string]map[int32]bounds, error) {
 	type res struct {
 		l   kadm.ListedOffsets
 		err error
@@ -228,16 +243,22 @@ func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[st
 		return nil, err
 	}
 	out := make(map[string]map[int32]bounds, len(topics))
+topics:
 	for _, t := range topics {
-		if err := topicErr(ends, t); err != nil {
+		if err := topicErr(ends, t); errors.Is(err, ops.ErrNotFound) {
+			continue
+		} else if err != nil {
 			return nil, err
 		}
 		ps := make(map[int32]bounds, len(ends[t]))
 		for p, e := range ends[t] {
+			s, ok := starts.l.Lookup(t, p)
+			if gone(e.Err) || (ok && gone(s.Err)) {
+				continue topics
+			}
 			if e.Err != nil {
 				return nil, fmt.Errorf("topic %s partition %d: end offset: %w", named(t), p, e.Err)
 			}
-			s, ok := starts.l.Lookup(t, p)
 			if !ok || s.Err != nil {
 				return nil, fmt.Errorf("topic %s partition %d: start offset: %w", named(t), p, errOr(s.Err, "missing from the listing"))
 			}
@@ -248,6 +269,11 @@ func (c *Cluster) partitionBounds(ctx context.Context, topics ...string) (map[st
 	return out, nil
 }
 
+// gone is whether a partition's error says its topic does not exist (any more).
+func gone(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
+}
+
 // topicErr reports kadm's "this topic does not exist" marker (a lone partition -1 with an error)
 // as ops.ErrNotFound.
 func topicErr(l kadm.ListedOffsets, topic string) error {
@@ -256,7 +282,7 @@ func topicErr(l kadm.ListedOffsets, topic string) error {
 		return ops.NotFound("topic %s not found", named(topic))
 	}
 	if m, ok := ps[-1]; ok && m.Err != nil {
-		if errors.Is(m.Err, kerr.UnknownTopicOrPartition) || errors.Is(m.Err, kerr.UnknownTopicID) {
+		if gone(m.Err) {
 			return ops.NotFound("topic %s not found", named(topic))
 		}
 		return m.Err

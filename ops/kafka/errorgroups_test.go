@@ -210,6 +210,45 @@ func TestDeadLetterTopics(t *testing.T) {
 	}
 }
 
+// One dead-letter-named topic that does not exist took the list down for everyone: after a look
+// at it (a 404), the client's cached listing held it with its error for 5 s, and the offsets of
+// every listed topic failed with its "not found"; likewise a topic deleted between the listing
+// and the offsets. Such a topic is now left out and the others are listed.
+func TestDeadLetterTopicsLeaveOutATopicThatIsNotThere(t *testing.T) {
+	f := newFake(t)
+	ctx := ctxT(t)
+	f.topic(t, "orders.DLT", 1)
+	f.topic(t, "payments.DLT", 1)
+	f.fill(t, "orders.DLT", 0, 2)
+	listed := func(what string, want ...string) {
+		t.Helper()
+		topics, err := f.c.DeadLetterTopics(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var names []string
+		for _, tp := range topics {
+			names = append(names, tp.Topic)
+		}
+		if !reflect.DeepEqual(names, want) {
+			t.Fatalf("%s: %v, want %v", what, names, want)
+		}
+		if topics[0].Records != 2 {
+			t.Errorf("%s: orders.DLT holds %d records, want 2", what, topics[0].Records)
+		}
+	}
+	listed("before", "orders.DLT", "payments.DLT")
+	if _, err := f.c.Partitions(ctx, "missing.DLT"); !errors.Is(err, ops.ErrNotFound) {
+		t.Fatalf("a topic that is not there: %v, want not found", err)
+	}
+	listed("after a look at a topic that is not there", "orders.DLT", "payments.DLT")
+	// The listing is cached (5 s): the deleted topic is still in it when the offsets are asked.
+	if resp, err := f.adm.DeleteTopics(ctx, "payments.DLT"); err != nil || resp.Error() != nil {
+		t.Fatalf("delete payments.DLT: %v %v", err, resp.Error())
+	}
+	listed("a topic deleted since the listing", "orders.DLT")
+}
+
 // TestErrorGroupsSince: the cursor reads only what arrived since the last call; more than
 // maxScan new records are read newest first and Capped; a cursor past a partition's end (the
 // topic was recreated) reads the partition anew.

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"path"
+	"slices"
 	"sort"
 	"time"
 
@@ -45,8 +46,8 @@ type DLPartition struct {
 
 // DeadLetterTopics lists the topics matching the cluster's dead-letter patterns (path.Match
 // globs), sorted by name, with their sizes and newest record time. The last records are read with
-// one direct consumer for all partitions, bounded to a few seconds. It returns ops.ErrUnavailable
-// when the cluster cannot be reached.
+// one direct consumer for all partitions, bounded to a few seconds. A topic that does not exist
+// (any more) is left out. It returns ops.ErrUnavailable when the cluster cannot be reached.
 func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -54,20 +55,24 @@ func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	if err != nil {
 		return nil, c.fail("list topics", err)
 	}
+	// A topic the metadata answers with an error is left out, and so is one deleted before its
+	// offsets are read: the client's cached listing holds for a few seconds a topic somebody just
+	// looked up and found missing, or just deleted, and its "not found" failed the whole list.
 	var names []string
-	for _, t := range details.Names() {
-		if c.isDeadLetterTopic(t) {
-			names = append(names, t)
+	for _, d := range details.Sorted() {
+		if d.Err == nil && c.isDeadLetterTopic(d.Topic) {
+			names = append(names, d.Topic)
 		}
 	}
 	out := make([]DLTopic, 0, len(names))
 	if len(names) == 0 {
 		return out, nil
 	}
-	bounds, err := c.partitionBounds(ctx, names...)
+	bounds, err := c.existingBounds(ctx, names...)
 	if err != nil {
 		return nil, c.fail("dead-letter topic offsets", err)
 	}
+	names = slices.DeleteFunc(names, func(t string) bool { _, ok := bounds[t]; return !ok })
 	lastOf := map[string]map[int32]kgo.Offset{}
 	for t, ps := range bounds {
 		for p, b := range ps {
