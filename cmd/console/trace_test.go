@@ -336,12 +336,14 @@ redaction: {headers: [kafka_dlt-exception-message]}
 `, freeAddr(t)))
 	a := getTrace(t, base, "message_id=no-such-message")
 	t.Log(a.dump())
+	// The budget note says what was read of the partition it cut: "0 of 6 partitions searched"
+	// alone read as nothing read.
+	cut := "orders: 0 of 6 partitions searched, partition 0 read in part (5 records, offsets "
 	s := a.steps("kafka main/orders")
-	if len(s) != 1 || s[0].Found || !strings.Contains(s[0].Detail, "orders: 0 of 6 partitions searched, records budget of 5 exceeded") {
+	if len(s) != 1 || s[0].Found || !strings.Contains(s[0].Detail, cut) || !strings.Contains(s[0].Detail, "), records budget of 5 exceeded") {
 		t.Errorf("budget step: %+v", s)
 	}
-	if !strings.Contains(a.Verdict, "was not found in what was searched") ||
-		!strings.Contains(a.Verdict, "searched in part — orders: 0 of 6 partitions searched, records budget of 5 exceeded") {
+	if !strings.Contains(a.Verdict, "was not found in what was searched") || !strings.Contains(a.Verdict, "searched in part — "+cut) {
 		t.Errorf("verdict %q", a.Verdict)
 	}
 	d := a.steps("kafka dead")
@@ -554,20 +556,20 @@ func TestBrowserTraceFromDLTRecord(t *testing.T) {
 	}
 }
 
-// A replayed dead letter: the ledger's entry and its job are steps, and the verdict says so.
-func TestTraceReplayedMessage(t *testing.T) {
-	w := newTraceWorld(t)
-	base := w.console(t, "")
+// replayDLT replays the dead letter at orders.DLT's partition p, offset off, and returns the job's
+// id once it is done.
+func replayDLT(t *testing.T, base string, p int32, off int64) string {
+	t.Helper()
 	plan := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json", fmt.Sprintf(
-		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":%d,"from_offset":%d,"to_offset":%d}}`, w.part, w.dltOffset, w.dltOffset))
-	p := decode[struct {
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":%d,"from_offset":%d,"to_offset":%d}}`, p, off, off))
+	pl := decode[struct {
 		PlanID  string         `json:"plan_id"`
 		Actions map[string]int `json:"actions"`
 	}](t, plan)
-	if plan.status != 200 || p.Actions["publish"] != 1 {
+	if plan.status != 200 || pl.Actions["publish"] != 1 {
 		t.Fatalf("plan: %d %s", plan.status, plan.body)
 	}
-	start := do(t, nil, "POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":100,"reason":"trace e-1"}`, p.PlanID))
+	start := do(t, nil, "POST", base+"/api/v1/replays", "application/json", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":100,"reason":"trace it"}`, pl.PlanID))
 	job := decode[struct{ ID string }](t, start)
 	if start.status != 200 || job.ID == "" {
 		t.Fatalf("start: %d %s", start.status, start.body)
@@ -575,13 +577,21 @@ func TestTraceReplayedMessage(t *testing.T) {
 	if final := waitReplay(t, base, job.ID, 30*time.Second); final.Status != replay.JobDone {
 		t.Fatalf("the replay did not finish: %+v", final)
 	}
+	return job.ID
+}
+
+// A replayed dead letter: the ledger's entry and its job are steps, and the verdict says so.
+func TestTraceReplayedMessage(t *testing.T) {
+	w := newTraceWorld(t)
+	base := w.console(t, "")
+	job := replayDLT(t, base, w.part, w.dltOffset)
 	a := getTrace(t, base, "message_id=e-1")
 	t.Log(a.dump())
 	s := a.steps("replay ledger")
-	if len(s) != 1 || !s[0].Found || s[0].Link != "/replays/"+job.ID || !strings.Contains(s[0].Detail, ": published") || s[0].At == nil {
+	if len(s) != 1 || !s[0].Found || s[0].Link != "/replays/"+job || !strings.Contains(s[0].Detail, ": published") || s[0].At == nil {
 		t.Errorf("ledger step: %+v", s)
 	}
-	if want := fmt.Sprintf("replayed by job %s (published)", job.ID); !strings.Contains(a.Verdict, want) {
+	if want := fmt.Sprintf("replayed by job %s (published)", job); !strings.Contains(a.Verdict, want) {
 		t.Errorf("verdict %q lacks %q", a.Verdict, want)
 	}
 }
@@ -623,5 +633,89 @@ func TestTraceShowsTheConsolesOutboxRepairs(t *testing.T) {
 		if s.Found {
 			t.Errorf("e-1's trace shows %q", s.Detail)
 		}
+	}
+}
+
+// produceDLT writes a Spring dead letter of message id to orders.DLT's partition p, dead-lettered
+// by inventory-service at at, and returns its offset.
+func (w traceWorld) produceDLT(t *testing.T, p int32, key, id string, at time.Time) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.broker), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	res := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders.DLT", Partition: p, Key: []byte(key), Timestamp: at,
+		Headers: []kgo.RecordHeader{
+			{Key: "messageId", Value: []byte(id)},
+			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
+			{Key: "kafka_dlt-original-consumer-group", Value: []byte("inventory-service")},
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte("com.acme.StockException")},
+		},
+		Value: []byte(`{"event":"` + id + `"}`)})
+	if err := res.FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return res[0].Record.Offset
+}
+
+// The outbox row narrows a trace to its key's partition and its time window, but a dead letter
+// may be elsewhere (another key, a clock behind): e-2's, in another partition and two hours
+// earlier, was "not found" after one partition's window was read. With nothing there, the rest
+// of the budget reads the whole topic.
+func TestTraceWidensWhenTheNarrowedSearchFindsNothing(t *testing.T) {
+	w := newTraceWorld(t)
+	other := (w.part + 1) % 6
+	off := w.produceDLT(t, other, "order-elsewhere", "e-2", time.Now().Add(-2*time.Hour))
+	base := w.console(t, "")
+	a := getTrace(t, base, "message_id=e-2")
+	t.Log(a.dump())
+	s := a.steps("kafka main/orders.DLT")
+	if len(s) != 1 || !s[0].Found || s[0].Place != fmt.Sprintf("orders.DLT/%d @ %d", other, off) {
+		t.Errorf("orders.DLT steps: %+v", s)
+	}
+	if !strings.Contains(a.Verdict, "dead-lettered by inventory-service (StockException)") {
+		t.Errorf("verdict %q", a.Verdict)
+	}
+	// Where nothing is, both readings are said: the narrowed one, then the whole topic.
+	miss := getTrace(t, base, "aggregate_id=order-200").steps("kafka main/orders")
+	if len(miss) != 1 || miss[0].Found || !strings.Contains(miss[0].Detail, "the key's partition") ||
+		!strings.Contains(miss[0].Detail, "nothing there, so then searched orders partitions 0 offsets") ||
+		!strings.Contains(miss[0].Detail, "(the whole topic, newest first)") {
+		t.Errorf("order-200 record step: %+v", miss)
+	}
+}
+
+// A replayed dead letter the search's budget did not reach is read at the offset the ledger
+// names: the ledger step named orders.DLT/q/0 while the topic's step said the message was not
+// found in it. The budget note says how far the cut partition was read.
+func TestTraceReadsTheRecordTheLedgerNames(t *testing.T) {
+	w := newTraceWorld(t)
+	q := (w.part + 1) % 6
+	created := time.Now().Add(-2 * time.Hour)
+	off := w.produceDLT(t, q, "order-elsewhere", "e-3", created)
+	for i := range 5 {
+		w.produceDLT(t, q, "order-filler", fmt.Sprintf("f-%d", i), created.Add(time.Duration(i+1)*time.Second))
+	}
+	base := w.console(t, "search: {max_scan: 3}\n")
+	replayDLT(t, base, q, off)
+	a := getTrace(t, base, "message_id=e-3")
+	t.Log(a.dump())
+	var rec, note []traceStep
+	for _, s := range a.steps("kafka main/orders.DLT") {
+		if s.Found {
+			rec = append(rec, s)
+		} else {
+			note = append(note, s)
+		}
+	}
+	if len(rec) != 1 || rec[0].Place != fmt.Sprintf("orders.DLT/%d @ %d", q, off) || !strings.Contains(rec[0].Detail, "the replay ledger names") {
+		t.Errorf("the ledger's record: %+v", rec)
+	}
+	if len(note) != 1 || !strings.Contains(note[0].Detail, fmt.Sprintf("partition %d read in part (", q)) {
+		t.Errorf("budget note: %+v", note)
+	}
+	if !strings.Contains(a.Verdict, "dead-lettered by inventory-service (StockException)") {
+		t.Errorf("verdict %q", a.Verdict)
 	}
 }

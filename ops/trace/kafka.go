@@ -192,22 +192,103 @@ func (r *run) topic(ctx context.Context, k KafkaCluster, topic, role, original s
 	first := len(h.keys) == 0 && win.from.IsZero() && win.to.IsZero() && r.q.AggregateID == ""
 
 	match := r.recordMatcher()
-	var (
-		hits      []kafka.Record
-		scanned   int64
-		searched  int
-		stopped   string
-		read      []string
-		remaining = b.Records
-	)
-	for _, p := range selected {
-		if remaining <= 0 {
-			stopped = fmt.Sprintf("records budget of %d exceeded", b.Records)
+	remaining := b.Records
+	p := r.read(ctx, k, topic, selected, lo, hi, order, first, match, &remaining, deadline)
+	summary := p.summary(topic, whyText(why, win))
+	// A window the query asks for is the reader's bound; one the outbox rows suggest is a guess.
+	asked := r.q.Since != nil || r.q.Until != nil
+	if len(p.hits) == 0 && p.stopped == "" && (len(selected) < len(parts) || (!asked && (lo != nil || hi != nil))) {
+		// The key's partition and the outbox rows' window say where the record should be, not
+		// where it must be: a producer may partition by another key or by hand, a recoverer may
+		// write the dead letter to another partition, clocks differ. Nothing there is not "not
+		// found": the rest of the budget reads the whole topic (within an asked window), newest
+		// first.
+		why := " (the whole topic, newest first)"
+		if !asked {
+			lo, hi = nil, nil
+		} else {
+			why = whyText("every partition", win)
+		}
+		w := r.read(ctx, k, topic, parts, lo, hi, "newest", r.q.AggregateID == "", match, &remaining, deadline)
+		summary += "; nothing there, so then " + w.summary(topic, why)
+		w.scanned += p.scanned
+		p, selected = w, parts
+	}
+
+	var steps []Step
+	for _, rec := range p.hits {
+		steps = append(steps, r.recordStep(k.Name(), role, rec))
+	}
+	partial := ""
+	if p.stopped != "" {
+		partial = fmt.Sprintf("%s: %d of %d partitions searched", topic, p.searched, len(selected))
+		if len(selected) < len(parts) {
+			partial += fmt.Sprintf(" (of the %d chosen of %d)", len(selected), len(parts))
+		}
+		if p.cut != "" {
+			partial += ", " + p.cut
+		}
+		partial += ", " + p.stopped
+	}
+	switch {
+	case len(p.hits) == 0 && partial == "":
+		steps = append(steps, Step{Kind: KindKafka, Source: source, Ref: ref, Detail: "not found: " + summary,
+			fact: fact{role: role, topic: topic}})
+	case partial != "":
+		d := summary + "; not searched further — " + partial
+		if len(p.hits) == 0 {
+			d = "not found in what was searched: " + d
+		}
+		steps = append(steps, Step{Kind: KindKafka, Source: source, Ref: ref, Detail: d,
+			fact: fact{role: role, topic: topic, partial: partial}})
+	}
+	return steps
+}
+
+// pass is one reading of a topic's partitions, one after the other, within what is left of the
+// topic's budget.
+type pass struct {
+	hits     []kafka.Record // as shown
+	scanned  int64
+	searched int      // partitions read to their end (or to the first match)
+	read     []string // what was read of each of them
+	// cut and cutRead say how far the partition the pass stopped in was read, for the step's
+	// budget note and for its list of what was read.
+	cut, cutRead string
+	stopped      string // why the pass ended before its last partition ("" when it did not)
+}
+
+// summary says what a pass read: "searched orders partitions 0 offsets 0–79, 1 (empty) (why): 80
+// records read".
+func (p pass) summary(topic, why string) string {
+	read := p.read
+	if p.cutRead != "" {
+		read = append(read[:len(read):len(read)], p.cutRead)
+	}
+	switch len(read) {
+	case 0:
+		return fmt.Sprintf("searched %s%s: %d records read", topic, why, p.scanned)
+	case 1:
+		return fmt.Sprintf("searched %s partition %s%s: %d records read", topic, read[0], why, p.scanned)
+	}
+	return fmt.Sprintf("searched %s partitions %s%s: %d records read", topic, strings.Join(read, ", "), why, p.scanned)
+}
+
+// read reads parts of topic (each bounded by lo and hi, the window's offsets, when they have it)
+// in order, handing each record to match, until the end, the first match (first), or the
+// budget: *remaining records, the deadline.
+func (r *run) read(ctx context.Context, k KafkaCluster, topic string, parts []kafka.PartitionRange, lo, hi map[int32]int64,
+	order string, first bool, match func(kafka.Record) (kafka.Record, bool), remaining *int64, deadline time.Time) pass {
+	b := r.t.o.Budget
+	var out pass
+	for _, p := range parts {
+		if *remaining <= 0 {
+			out.stopped = fmt.Sprintf("records budget of %d exceeded", b.Records)
 			break
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			stopped = "time budget of " + b.Time.String() + " exceeded"
+			out.stopped = "time budget of " + b.Time.String() + " exceeded"
 			break
 		}
 		start, end := p.Start, p.End
@@ -218,80 +299,138 @@ func (r *run) topic(ctx context.Context, k KafkaCluster, topic, role, original s
 			end = min(end, o)
 		}
 		if end <= start {
-			searched++
+			out.searched++
 			if p.End <= p.Start {
-				read = append(read, fmt.Sprintf("%d (empty)", p.Partition))
+				out.read = append(out.read, fmt.Sprintf("%d (empty)", p.Partition))
 			} else {
-				read = append(read, fmt.Sprintf("%d (no records in the window)", p.Partition))
+				out.read = append(out.read, fmt.Sprintf("%d (no records in the window)", p.Partition))
 			}
 			continue
 		}
 		part, last := p.Partition, end-1
 		var n int64
 		res, err := search.ScanKafka(ctx, k, search.Query{Topic: topic, Partition: &part, Order: order,
-			FromOffset: &start, ToOffset: &last, MaxScan: remaining, Timeout: left,
+			FromOffset: &start, ToOffset: &last, MaxScan: *remaining, Timeout: left,
 			Each: func(rec kafka.Record) error {
 				n++
 				if shown, ok := match(rec); ok {
-					hits = append(hits, shown)
+					out.hits = append(out.hits, shown)
 					if first {
 						return errFirst
 					}
 				}
 				return nil
 			}})
-		scanned += n
-		remaining -= n
+		out.scanned += n
+		*remaining -= n
 		switch {
 		case errors.Is(err, errFirst):
-			searched++
-			read = append(read, fmt.Sprintf("%d (stopped at the newest match)", p.Partition))
+			out.searched++
+			out.read = append(out.read, fmt.Sprintf("%d (stopped at the newest match)", p.Partition))
 		case err != nil:
-			stopped = "could not read partition " + strconv.Itoa(int(p.Partition)) + ": " + r.t.errText(err)
+			out.stopped = "could not read partition " + strconv.Itoa(int(p.Partition)) + ": " + r.t.errText(err)
 		case res.Exhausted:
-			searched++
-			read = append(read, fmt.Sprintf("%d offsets %d–%d", p.Partition, start, last))
+			out.searched++
+			out.read = append(out.read, fmt.Sprintf("%d offsets %d–%d", p.Partition, start, last))
 		case res.Stopped == search.StoppedMaxScan:
-			stopped = fmt.Sprintf("records budget of %d exceeded", b.Records)
+			out.stopped = fmt.Sprintf("records budget of %d exceeded", b.Records)
 		default:
-			stopped = "time budget of " + b.Time.String() + " exceeded"
+			out.stopped = "time budget of " + b.Time.String() + " exceeded"
 		}
-		if err != nil || stopped != "" || (first && len(hits) > 0) {
+		if out.stopped != "" && n > 0 {
+			// Say how far the budget let it read: "partition 0 read in part (70656 records,
+			// offsets 29344–99999 of 0–99999)".
+			how := fmt.Sprintf("%d records", n)
+			if next, ok := res.Next[part]; ok {
+				from, to := start, next-1
+				if order != "oldest" {
+					from, to = next+1, last
+				}
+				how += fmt.Sprintf(", offsets %d–%d of %d–%d", from, to, start, last)
+			}
+			out.cut = fmt.Sprintf("partition %d read in part (%s)", part, how)
+			out.cutRead = fmt.Sprintf("%d in part (%s)", part, how)
+		}
+		if err != nil || out.stopped != "" || (first && len(out.hits) > 0) {
 			break
 		}
 	}
+	return out
+}
 
+// recordAt locates a record: a cluster's topic, partition and offset.
+type recordAt struct {
+	cluster, topic string
+	partition      int32
+	offset         int64
+}
+
+// kafkaLocator reads a Kafka dead letter's ledger locator, kafka:<cluster>/<topic>[@<topic
+// id>]/<partition>/<offset> (ops/replay).
+func kafkaLocator(l string) (recordAt, bool) {
+	rest, ok := strings.CutPrefix(l, "kafka:")
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) < 4 {
+		return recordAt{}, false
+	}
+	n := len(parts)
+	p, err1 := strconv.ParseInt(parts[n-2], 10, 32)
+	o, err2 := strconv.ParseInt(parts[n-1], 10, 64)
+	topic, _, _ := strings.Cut(parts[n-3], "@")
+	if err1 != nil || err2 != nil || topic == "" {
+		return recordAt{}, false
+	}
+	return recordAt{cluster: strings.Join(parts[:n-3], "/"), topic: topic, partition: int32(p), offset: o}, true
+}
+
+// ledgerNamed reads, by their offsets, the dead letters the replay ledger's steps name that the
+// topics' searches did not find (their budget ended first, or the record lies outside where
+// they looked): a ledger step naming orders.DLT/0/0 beside a search that says it did not find the
+// message read as a contradiction. Each is one record, matched as any other (on what the
+// reader may see); one that is gone or is not the message adds nothing, and the ledger step
+// still says what the job did.
+func (r *run) ledgerNamed(ctx context.Context) {
+	r.mu.Lock()
+	have := map[recordAt]bool{}
+	for _, s := range r.steps {
+		if s.Kind == KindKafka && s.Found {
+			have[recordAt{s.Ref.Cluster, s.Ref.Topic, s.Ref.Partition, s.Ref.Offset}] = true
+		}
+	}
+	var want []recordAt
+	for _, s := range r.steps {
+		if at, ok := kafkaLocator(s.fact.locator); ok && s.Kind == KindReplay && !have[at] {
+			have[at] = true
+			want = append(want, at)
+		}
+	}
+	r.mu.Unlock()
+	if len(want) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.t.o.Budget.Time)
+	defer cancel()
+	match := r.recordMatcher()
 	var steps []Step
-	for _, rec := range hits {
-		steps = append(steps, r.recordStep(k.Name(), role, rec))
-	}
-	summary := fmt.Sprintf("searched %s partition %s%s: %d records read", topic, strings.Join(read, ", "), whyText(why, win), scanned)
-	if len(read) == 0 {
-		summary = fmt.Sprintf("searched %s%s: %d records read", topic, whyText(why, win), scanned)
-	}
-	if len(read) > 1 {
-		summary = strings.Replace(summary, " partition ", " partitions ", 1)
-	}
-	partial := ""
-	if stopped != "" {
-		partial = fmt.Sprintf("%s: %d of %d partitions searched, %s", topic, searched, len(selected), stopped)
-		if len(selected) < len(parts) {
-			partial += fmt.Sprintf(" (of the %d chosen of %d)", len(selected), len(parts))
+	for _, at := range want {
+		for _, k := range r.t.o.Kafka {
+			if k.Name() != at.cluster {
+				continue
+			}
+			_, _ = search.ScanKafka(ctx, k, search.Query{Topic: at.topic, Partition: &at.partition, Order: "oldest",
+				FromOffset: &at.offset, ToOffset: &at.offset, MaxScan: 1, Each: func(rec kafka.Record) error {
+					if shown, ok := match(rec); ok && rec.Offset == at.offset {
+						s := r.recordStep(at.cluster, "dead_letter", shown)
+						s.Detail += "; read at the offset the replay ledger names"
+						steps = append(steps, s)
+					}
+					return nil
+				}})
 		}
 	}
-	switch {
-	case len(hits) == 0 && partial == "":
-		steps = append(steps, Step{Kind: KindKafka, Source: source, Ref: ref, Detail: "not found: " + summary,
-			fact: fact{role: role, topic: topic}})
-	case partial != "":
-		d := summary + "; not searched further — " + partial
-		if len(hits) == 0 {
-			d = "not found in what was searched: " + d
-		}
-		steps = append(steps, Step{Kind: KindKafka, Source: source, Ref: ref, Detail: d,
-			fact: fact{role: role, topic: topic, partial: partial}})
+	if len(steps) > 0 {
+		r.emit(steps)
 	}
-	return steps
 }
 
 // whyText says which partitions and window were read and why.

@@ -268,6 +268,7 @@ type fact struct {
 	sentAt    *time.Time
 	createdAt time.Time
 	partial   string // what a not-found lookup did not search
+	locator   string // the dead letter a ledger row names (replay.Traced.Locator)
 }
 
 // Result is a whole trace.
@@ -392,6 +393,7 @@ func (r *run) run(ctx context.Context) {
 	wg.Go(func() { r.after(ctx, r.replays) })
 	wg.Go(func() { r.after(ctx, r.audit) })
 	wg.Wait()
+	r.ledgerNamed(ctx)
 }
 
 // after runs a lookup by message id once the ids are known: at once when the query names one;
