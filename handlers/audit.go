@@ -3,9 +3,13 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,19 +45,57 @@ func (h *Audit) Redacting(r *redact.Rules) *Audit {
 
 func auditID(e audit.Entry) int64 { return e.ID }
 
+// auditParams are the query parameters the audit list reads; any other is refused (a misspelt
+// filter would otherwise list everything, which reads as "nothing of the kind happened to it").
+var auditParams = []string{"actor", "action", "outcome", "target", "since", "until", "limit", "cursor"}
+
+// auditTextParams bound the filters matched as text, in characters: actors and actions are
+// short names; a target holds a topic or queue name, which may be 255 long, after its system's.
+var auditTextParams = []struct {
+	name string
+	max  int
+	to   func(*audit.Filter) *string
+}{
+	{"actor", 256, func(f *audit.Filter) *string { return &f.Actor }},
+	{"action", 256, func(f *audit.Filter) *string { return &f.Action }},
+	{"target", 1024, func(f *audit.Filter) *string { return &f.Target }},
+}
+
 func parseAuditFilter(c echo.Context) (audit.Filter, error) {
 	var f audit.Filter
 	var err error
-	f.Actor = c.QueryParam("actor")
-	f.Action = c.QueryParam("action")
-	if len(f.Actor) > 256 || len(f.Action) > 256 {
-		return f, ops.Invalid("actor", "and action must be at most 256 characters")
+	for _, p := range auditTextParams {
+		v := c.QueryParam(p.name)
+		if n := utf8.RuneCountInString(v); n > p.max {
+			return f, ops.Invalid(p.name, fmt.Sprintf("must be at most %d characters (it has %d)", p.max, n))
+		}
+		*p.to(&f) = v
 	}
-	if f.Since, err = queryTime(c, "since", time.Now()); err != nil {
+	if f.Outcome = c.QueryParam("outcome"); f.Outcome != "" && !slices.Contains(audit.Outcomes, f.Outcome) {
+		return f, ops.Invalid("outcome", "must be one of "+strings.Join(audit.Outcomes, ", "))
+	}
+	now := time.Now()
+	if f.Since, err = queryTime(c, "since", now); err != nil {
 		return f, err
+	}
+	if f.Until, err = queryTime(c, "until", now); err != nil {
+		return f, err
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return f, ops.Invalid("until", "must be after since")
 	}
 	f.Limit, f.Before, err = pageQuery(c, 100, audit.MaxLimit)
 	return f, err
+}
+
+// onlyParams refuses a query parameter not in known, naming it and listing the known ones.
+func onlyParams(c echo.Context, known []string) error {
+	for _, name := range slices.Sorted(maps.Keys(c.QueryParams())) {
+		if !slices.Contains(known, name) {
+			return ops.Invalid(name, "unknown query parameter; known: "+strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 type auditJSON struct {
@@ -71,8 +113,11 @@ type auditJSON struct {
 	Detail    map[string]any `json:"detail"`
 }
 
-// API: GET /api/v1/audit?actor=&action=&since=&limit=&cursor=.
+// API: GET /api/v1/audit?actor=&action=&outcome=&target=&since=&until=&limit=&cursor=.
 func (h *Audit) API(c echo.Context) error {
+	if err := onlyParams(c, auditParams); err != nil {
+		return err
+	}
 	f, err := parseAuditFilter(c)
 	if err != nil {
 		return err
@@ -104,7 +149,8 @@ func (h *Audit) Page(c echo.Context) error {
 		return err
 	}
 	page := auditpages.Page{Meta: h.meta(c, "Audit log", "audit"),
-		Filters: auditpages.Filters{Actor: f.Actor, Action: f.Action, Since: c.QueryParam("since")}}
+		Filters: auditpages.Filters{Actor: f.Actor, Action: f.Action, Outcome: f.Outcome, Target: f.Target,
+			Since: c.QueryParam("since"), Until: c.QueryParam("until")}, Outcomes: audit.Outcomes}
 	entries, err := h.log.ListAudit(c.Request().Context(), f)
 	if err != nil {
 		page.Error = shown(c, err)

@@ -45,13 +45,21 @@ type RowRef struct {
 	ID     int64
 }
 
+// Outcomes are every outcome a row may have, as a listing's filter may name them.
+var Outcomes = []string{OutcomeOK, OutcomeFailed, OutcomeDenied, OutcomeStarted, OutcomePartial, OutcomeCancelled}
+
 // Filter narrows a listing. Zero fields do not filter; Limit 0 means 100.
 type Filter struct {
 	Actor  string
 	Action string
-	Since  time.Time
-	Before int64 // keyset cursor: entries with id < Before
-	Limit  int
+	// Outcome is one of Outcomes. OutcomeStarted lists the intents no outcome row names yet (a
+	// change under way, or one whose outcome could not be written) unless Intents is set.
+	Outcome string
+	Target  string    // exact: "outbox/orders"
+	Since   time.Time // at or after
+	Until   time.Time // before
+	Before  int64     // keyset cursor: entries with id < Before
+	Limit   int
 	// Intents also lists the intent row ("started") of changes whose outcome row follows it; by
 	// default an action reads as one entry, its outcome.
 	Intents bool

@@ -50,11 +50,12 @@ func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry
 		FROM audit_log a
 		WHERE ($1 = '' OR actor = $1) AND ($2 = '' OR action = $2)
 		  AND ($3::timestamptz IS NULL OR at >= $3) AND ($4 = 0 OR id < $4)
+		  AND ($7 = '' OR outcome = $7) AND ($8 = '' OR target = $8) AND ($9::timestamptz IS NULL OR at < $9)
 		  -- an intent is one action with its outcome: shown alone only when no outcome followed it
 		  AND ($6 OR NOT (outcome = 'started' AND EXISTS (SELECT FROM audit_log o
 		      WHERE o.detail ? 'intent_id' AND o.detail->>'intent_id' = a.id::text)))
 		ORDER BY at DESC, id DESC LIMIT $5`,
-		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit, f.Intents)
+		f.Actor, f.Action, nullTime(f.Since), f.Before, f.Limit, f.Intents, f.Outcome, f.Target, nullTime(f.Until))
 }
 
 // scanAuditEntry reads one row of the audit columns in their order (id … detail).

@@ -10,18 +10,22 @@ import (
 
 // Page is the audit log with its filters.
 type Page struct {
-	Meta    layout.Meta
-	Filters Filters
-	Rows    []Row
-	Error   string
-	NextURL string
+	Meta     layout.Meta
+	Filters  Filters
+	Outcomes []string // what the outcome filter offers
+	Rows     []Row
+	Error    string
+	NextURL  string
 }
 
 // Filters are the current filter values, as typed.
 type Filters struct {
-	Actor  string
-	Action string
-	Since  string
+	Actor   string
+	Action  string
+	Outcome string
+	Target  string
+	Since   string
+	Until   string
 }
 
 // Row is one audit entry.
