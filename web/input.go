@@ -2,6 +2,7 @@ package web
 
 import (
 	"mime"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -74,6 +75,20 @@ func paramLabel(route, name string) string {
 		return "path"
 	}
 	return name // cluster, group, topic, broker, vhost, queue
+}
+
+// knownMethod answers 405, with the Allow header, a request to a path that has routes but none for
+// its method, before the CSRF check: a PUT to /healthz is a wrong method, not a forged form, and
+// "missing CSRF token" would send its caller looking for a token that would not help. It runs
+// after authentication, so an anonymous caller still learns only that it must sign in. OPTIONS
+// keeps echo's answer (the allowed methods).
+func knownMethod(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && c.Request().Method != http.MethodOptions {
+			return echo.MethodNotAllowedHandler(c)
+		}
+		return next(c)
+	}
 }
 
 // csrfFormField hands the CSRF middleware, which reads only the X-CSRF-Token header, the _csrf

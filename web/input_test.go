@@ -82,3 +82,25 @@ func TestCSRFNotFromQuery(t *testing.T) {
 		t.Fatalf("token in the body: %d %s; want the handler's 404", status, body)
 	}
 }
+
+// Load balancers probe with HEAD: /healthz and /readyz answer it as GET, without a body. A method
+// a path has no route for is a 405 naming the allowed ones, not the CSRF check's 403 ("missing
+// CSRF token" sent the QA looking for a token on a GET-only probe).
+func TestProbesAnswerHEADAndWrongMethodsAre405(t *testing.T) {
+	s := startServer(t, authYAML(t, configs.AuthNone, ""))
+	cl := anonymousCaller()
+	for _, p := range []string{"/healthz", "/readyz"} {
+		status, _, body := cl.do(t, http.MethodHead, s.url+p, "", "")
+		if status != http.StatusOK || body != "" {
+			t.Errorf("HEAD %s: %d %q; want 200 without a body", p, status, body)
+		}
+		status, h, body := cl.do(t, http.MethodPut, s.url+p, "application/x-www-form-urlencoded", "")
+		if status != http.StatusMethodNotAllowed || !strings.Contains(h.Get("Allow"), "GET") || strings.Contains(body, "CSRF") {
+			t.Errorf("PUT %s: %d %q, Allow %q; want 405 allowing GET", p, status, body, h.Get("Allow"))
+		}
+	}
+	// A route's own method still meets the CSRF check.
+	if status, _, body := cl.do(t, http.MethodPost, s.url+"/outboxes/nope/release", "application/x-www-form-urlencoded", ""); status != http.StatusForbidden || !strings.Contains(body, "CSRF") {
+		t.Errorf("a form post without a token: %d %s; want the CSRF 403", status, body)
+	}
+}

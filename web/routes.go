@@ -42,6 +42,9 @@ func routes(h routeHandlers) []Route {
 	return []Route{
 		{http.MethodGet, paths.Healthz, h.health.Healthz, access.Public},
 		{http.MethodGet, paths.Readyz, h.health.Readyz, access.Public},
+		// Load balancers probe with HEAD: the same answer without its body (net/http drops it).
+		{http.MethodHead, paths.Healthz, h.health.Healthz, access.Public},
+		{http.MethodHead, paths.Readyz, h.health.Readyz, access.Public},
 		// Public: the document holds no data and no configuration, only what the source publishes.
 		{http.MethodGet, paths.OpenAPI, serveOpenAPI, access.Public},
 

@@ -183,6 +183,8 @@ func TestRouteTableRoles(t *testing.T) {
 		role         access.Role
 	}{
 		{"GET", "/healthz", access.Public},
+		{"HEAD", "/healthz", access.Public},
+		{"HEAD", "/readyz", access.Public},
 		{"GET", "/readyz", access.Public},
 		{"GET", "/api/openapi.json", access.Public},
 		{"GET", "/", access.Viewer},
@@ -285,7 +287,7 @@ func TestRouteTableRoles(t *testing.T) {
 	for _, w := range want {
 		listed[w.method+" "+w.path] = w.role
 	}
-	public := map[string]bool{"GET /healthz": true, "GET /readyz": true, "GET /api/openapi.json": true,
+	public := map[string]bool{"GET /healthz": true, "GET /readyz": true, "HEAD /healthz": true, "HEAD /readyz": true, "GET /api/openapi.json": true,
 		"GET /login": true, "POST /login": true, "POST /logout": true}
 	for _, r := range table {
 		key := r.Method + " " + r.Path

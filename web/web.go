@@ -225,6 +225,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
 		middleware.BodyLimit("2M"),
 		auth.middleware(), // identity, the route's role, read_only; audits refusals
+		knownMethod,       // a wrong method is a 405, not a CSRF refusal
 		csrfFormField,
 		auth.auditCSRF(csrf),
 		validInput, // after authentication: an anonymous caller learns only that it must sign in

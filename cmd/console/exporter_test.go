@@ -413,6 +413,14 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 
 	get("/healthz", "/healthz")
 	get("/readyz", "/readyz")
+	// Load balancers probe with HEAD: GET's status and headers, no body.
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if r := do(t, nil, "HEAD", base+p, "", ""); r.status != http.StatusOK || r.body != "" ||
+			!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+			t.Errorf("HEAD %s: %d %q %q", p, r.status, r.header.Get("Content-Type"), r.body)
+		}
+		covered["HEAD "+p] = true
+	}
 	get("/api/openapi.json", "/api/openapi.json")
 	get("/api/v1/overview", "/api/v1/overview")
 
