@@ -193,7 +193,7 @@ func (r *run) replays(ctx context.Context, ids []string) {
 		}
 		steps = append(steps, Step{Kind: KindReplay, Source: source, Found: true, At: timePtr(e.At),
 			Place: fmt.Sprintf("job %s item %d", e.JobID, e.Seq), Detail: d, Ref: Ref{JobID: e.JobID, Offset: -1},
-			fact: fact{status: e.Outcome, messageID: e.MessageID, locator: e.Locator}})
+			fact: fact{status: e.Outcome, messageID: e.MessageID, locator: e.Locator, note: e.Detail}})
 	}
 	r.emit(steps)
 }

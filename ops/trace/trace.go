@@ -269,6 +269,7 @@ type fact struct {
 	createdAt time.Time
 	partial   string // what a not-found lookup did not search
 	locator   string // the dead letter a ledger row names (replay.Traced.Locator)
+	note      string // a ledger row's detail (why it was skipped)
 }
 
 // Result is a whole trace.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/replay"
 )
 
 // verdict is the line on top of a trace, in the seed's words: "in the outbox as SENT, published
@@ -175,8 +176,8 @@ func verdict(q Query, steps []Step, consumers []configs.Consumer) string {
 	}
 
 	// Replays.
-	for _, s := range by(KindReplay, true) {
-		add(fmt.Sprintf("replayed by job %s (%s)", s.Ref.JobID, s.fact.status))
+	for _, p := range replayPhrases(by(KindReplay, true)) {
+		add(p)
 	}
 
 	// What could not be searched, and what was searched only in part.
@@ -253,4 +254,77 @@ func dedupe(list []string) []string {
 		}
 	}
 	return out
+}
+
+// replayPhrases say what the jobs in the ledger did with the message. Only a publish is a replay:
+// a job that skipped it says why ("job X skipped it: already processed by the consumer"), and
+// many jobs skipping it for one reason are one phrase, not one each (a message re-planned by 19
+// jobs read "replayed by job …" 19 times).
+func replayPhrases(steps []Step) []string {
+	var out, reasons []string
+	skippers := map[string][]string{}
+	for _, s := range steps {
+		job := "job " + s.Ref.JobID
+		switch s.fact.status {
+		case replay.LedgerPublished:
+			out = append(out, fmt.Sprintf("replayed by %s (published)", job))
+		case replay.LedgerActive:
+			out = append(out, "being replayed by "+job)
+		case replay.LedgerFailed:
+			out = append(out, job+" failed to replay it")
+		case replay.LedgerSkipped:
+			why := skipWhy(s.fact.note)
+			if skippers[why] == nil {
+				reasons = append(reasons, why)
+			}
+			if !contains(skippers[why], job) {
+				skippers[why] = append(skippers[why], job)
+			}
+		default:
+			out = append(out, fmt.Sprintf("%s: %s", job, s.fact.status))
+		}
+	}
+	for _, why := range reasons {
+		jobs := skippers[why]
+		if len(jobs) == 1 {
+			out = append(out, fmt.Sprintf("%s skipped it: %s", jobs[0], why))
+			continue
+		}
+		named := strings.Join(jobs[:min(len(jobs), 3)], ", ")
+		if len(jobs) > 3 {
+			named += fmt.Sprintf(" and %d more", len(jobs)-3)
+		}
+		out = append(out, fmt.Sprintf("%d jobs skipped it: %s (%s)", len(jobs), why, named))
+	}
+	return out
+}
+
+// skipWhy is a skipped ledger row's reason in words, from its detail, which starts with the
+// plan's action (ops/replay's skip_… and drop_replayed_copy).
+func skipWhy(detail string) string {
+	action, rest, _ := strings.Cut(detail, " ")
+	switch replay.Action(action) {
+	case replay.SkipProcessed:
+		return "already processed by the consumer"
+	case replay.SkipInProgress:
+		return "the consumer had received it but not processed it"
+	case replay.SkipAlreadyReplayed:
+		// "skip_already_replayed (job job_1 replayed it)"
+		if by, ok := strings.CutSuffix(strings.Trim(rest, "()"), " replayed it"); ok && by != "" {
+			return "already replayed by " + by
+		}
+		return "already replayed"
+	case replay.SkipReplayLimit:
+		return "replayed as many times as replay.max_replays_per_message allows"
+	case replay.SkipUnresolvable:
+		return "its original destination could not be resolved"
+	case replay.SkipNoMessageID:
+		return "it has no message id for the inbox check"
+	case replay.DropReplayedCopy:
+		return "an earlier job had moved it, so this copy was removed, not sent again"
+	}
+	if detail == "" {
+		return "no reason recorded"
+	}
+	return detail
 }

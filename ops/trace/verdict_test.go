@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -39,6 +40,12 @@ func TestVerdict(t *testing.T) {
 			{Kind: KindRabbitMQ, Source: "rabbitmq main/orders.dlq", Found: true, Ref: Ref{Queue: "orders.dlq"}, fact: fact{role: "dlq", by: "shipping-service", exception: "rejected"}},
 			{Kind: KindRabbitMQ, Source: "rabbitmq main/orders.retry", Found: true, Ref: Ref{Queue: "orders.retry"}, fact: fact{role: "retry"}},
 		}, "dead-lettered by shipping-service into orders.dlq (rejected), waiting in the retry queue orders.retry"},
+		// Only a publish reads "replayed": a skip says why, and the jobs that skipped the message
+		// for one reason are one phrase ("replayed by job … (skipped)" was written once per job, 19
+		// times for one message).
+		{"Replays", replaySteps(), "replayed by job j-0 (published), 19 jobs skipped it: already replayed by job j-0 " +
+			"(job j-1, job j-2, job j-3 and 16 more), job j-20 skipped it: already processed by the consumer, " +
+			"job j-21 skipped it: the consumer had received it but not processed it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := verdict(q, tc.steps, nil); got != tc.want {
@@ -46,4 +53,18 @@ func TestVerdict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replaySteps are the ledger steps of a message job j-0 published, jobs j-1 … j-19 found already
+// replayed, j-20 found processed by the consumer and j-21 in progress there.
+func replaySteps() []Step {
+	step := func(i int, outcome, detail string) Step {
+		return Step{Kind: KindReplay, Source: "replay ledger", Found: true, Ref: Ref{JobID: fmt.Sprintf("j-%d", i)},
+			fact: fact{status: outcome, note: detail}}
+	}
+	steps := []Step{step(0, "published", "")}
+	for i := 1; i <= 19; i++ {
+		steps = append(steps, step(i, "skipped", "skip_already_replayed (job j-0 replayed it)"))
+	}
+	return append(steps, step(20, "skipped", "skip_processed"), step(21, "skipped", "skip_in_progress (at run time)"))
 }
