@@ -377,6 +377,7 @@ func TestTraceBadInput(t *testing.T) {
 		"message_id=e-1&until=soon":        "until: must be RFC 3339",
 		"message_id=e-1&since=1h&until=2h": "until: must not be before since",
 		"aggregate_id=" + strings.Repeat("x", 600): "aggregate_id: must be at most 512 bytes",
+		"message_id=a&aggregate_id=b":              "message_id and aggregate_id: give one of them",
 	} {
 		r := do(t, nil, "GET", base+"/api/v1/trace?"+q, "", "")
 		if r.status != 400 || !strings.Contains(r.body, want) {

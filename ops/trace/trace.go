@@ -140,7 +140,7 @@ func New(o Options) *Tracer {
 	return &Tracer{o: o}
 }
 
-// Query is what to trace: at least one of the ids. Since and Until (nil: unbounded) narrow the
+// Query is what to trace: one of the ids. Since and Until (nil: unbounded) narrow the
 // Kafka records read to that time window and the audit entries to those since Since. A time is
 // given or not, whatever its value: 0001-01-01 is a time (before any record), not "unbounded".
 type Query struct {
@@ -172,10 +172,21 @@ func (q Query) Validate() error {
 	if strings.TrimSpace(q.MessageID+q.EventID+q.AggregateID+q.TraceID+q.Any) == "" {
 		return ops.Invalid("message_id", "give a message_id, event_id, aggregate_id or trace_id to trace")
 	}
-	for name, v := range map[string]string{"message_id": q.MessageID, "event_id": q.EventID, "aggregate_id": q.AggregateID, "trace_id": q.TraceID, "q": q.Any} {
-		if len(v) > MaxIDBytes {
-			return ops.Invalid(name, fmt.Sprintf("must be at most %d bytes", MaxIDBytes))
+	// One id is traced: each kind is looked up its own way (an aggregate's records by key, a
+	// message's by id), and the verdict is about one subject. Two given together were traced as
+	// the first alone, silently; they are refused, naming both.
+	var given []string
+	for _, id := range []struct{ name, v string }{{"message_id", q.MessageID}, {"event_id", q.EventID},
+		{"aggregate_id", q.AggregateID}, {"trace_id", q.TraceID}, {"q", q.Any}} {
+		if len(id.v) > MaxIDBytes {
+			return ops.Invalid(id.name, fmt.Sprintf("must be at most %d bytes", MaxIDBytes))
 		}
+		if strings.TrimSpace(id.v) != "" {
+			given = append(given, id.name)
+		}
+	}
+	if len(given) > 1 {
+		return ops.Invalid(strings.Join(given, " and "), "give one of them: a trace follows one message_id, event_id, aggregate_id or trace_id")
 	}
 	if q.Since != nil && q.Until != nil && q.Until.Before(*q.Since) {
 		return ops.Invalid("until", "must not be before since")

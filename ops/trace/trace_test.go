@@ -19,6 +19,9 @@ func TestQueryValidate(t *testing.T) {
 		{Query{MessageID: "  "}, "give a message_id"},
 		{Query{AggregateID: strings.Repeat("x", MaxIDBytes+1)}, "aggregate_id: must be at most 512 bytes"},
 		{Query{TraceID: "t", Since: new(time.Now()), Until: new(time.Now().Add(-time.Hour))}, "until: must not be before since"},
+		// Two ids were traced as the first alone, silently.
+		{Query{MessageID: "a", AggregateID: "b"}, "message_id and aggregate_id: give one of them"},
+		{Query{EventID: "a", TraceID: "b", Any: "c"}, "event_id and trace_id and q: give one of them"},
 	} {
 		err := tc.q.Validate()
 		if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
