@@ -720,3 +720,40 @@ func TestTraceReadsTheRecordTheLedgerNames(t *testing.T) {
 		t.Errorf("verdict %q", a.Verdict)
 	}
 }
+
+// A viewer (bearer token) cannot confirm a masked trace id by tracing it: the trace matched the
+// records as fetched and found orders/p @ o by the hidden traceId header, where a search's filter
+// on the same value matched nothing. An admin who asks to reveal traces by it.
+func TestTraceAsViewerMatchesTheMaskedView(t *testing.T) {
+	w := newTraceWorld(t)
+	base := startConsole(t, basicAuth("")+fmt.Sprintf(`
+store: {dsn: %q}
+outboxes: [{name: orders, dsn: %q}]
+kafka:
+  - {name: main, brokers: [%q]}
+redaction: {headers: [traceId]}
+`, pgtest.NewDatabase(t), w.outboxDSN, w.broker)+fmt.Sprintf(traceConsumers, w.outboxDSN))
+	kafkaFound := func(token, query string) []traceStep {
+		t.Helper()
+		r := bearer(t, "GET", base+"/api/v1/trace?"+query, token, "")
+		if r.status != 200 {
+			t.Fatalf("%s %s: %d %s", token, query, r.status, r.body)
+		}
+		var out []traceStep
+		for _, s := range decode[traceAnswer](t, r).Steps {
+			if s.Kind == "kafka" && s.Found {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if s := kafkaFound("tok-viewer", "trace_id=trace-e-1"); len(s) != 0 {
+		t.Errorf("the viewer found records by a masked trace id: %+v", s)
+	}
+	if s := kafkaFound("tok-admin", "trace_id=trace-e-1&reveal=true"); len(s) != 1 || s[0].Place != fmt.Sprintf("orders/%d @ %d", w.part, w.offsets["e-1"]) {
+		t.Errorf("the admin revealing: %+v", s)
+	}
+	if s := kafkaFound("tok-viewer", "message_id=e-1"); len(s) != 2 {
+		t.Errorf("the viewer by an id in clear: %+v", s)
+	}
+}
