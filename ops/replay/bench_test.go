@@ -57,7 +57,7 @@ func BenchmarkKafkaReplay(b *testing.B) {
 					b.Fatal(err)
 				}
 				planned := time.Since(start)
-				j := runJob(b, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 1_000_000})
+				j := runJob(b, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "bench", Role: access.Admin}, RatePerSecond: 1_000_000})
 				stop()
 				if j.Status != replay.JobDone || j.Published+j.Skipped != size || j.Skipped != size/10 {
 					b.Fatalf("job %+v", j)
