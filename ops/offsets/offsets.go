@@ -466,7 +466,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	deny := func(err error) (Result, error) {
 		m.audit.Record(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.offsets.apply", Target: groupTarget(p.Cluster, p.Group),
 			Count: new(p.Skipped), Reason: r.Reason, Outcome: audit.OutcomeDenied,
-			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": err.Error()}})
+			Detail: map[string]any{"plan_id": p.ID, "topic": p.Topic, "error": ops.Message(err)}})
 		return res, err
 	}
 	if (r.Cluster != "" && r.Cluster != p.Cluster) || (r.Group != "" && r.Group != p.Group) {

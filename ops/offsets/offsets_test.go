@@ -633,6 +633,11 @@ func TestAuditOfPlansAndRefusals(t *testing.T) {
 		t.Errorf("ok row's partitions %q (detail %v), want 0:2→3 1:4→5", said, ok[0].Detail)
 	}
 	joined := strings.Join(denied, "\n")
+	for _, kind := range []string{"conflict: ", "forbidden: ", "invalid input: "} { // what a person reads, not error kinds
+		if strings.Contains(joined, kind) {
+			t.Errorf("denied rows:\n%s\nsay %q", joined, kind)
+		}
+	}
 	for _, want := range []string{p.ID + ": offset plan \"" + p.ID + "\" is for group audited", p.ID + ": offset plan \"" + p.ID + "\" was applied",
 		big.ID + ": offset plan \"" + big.ID + "\" skips"} {
 		if !strings.Contains(joined, want) {
