@@ -633,9 +633,11 @@ func TestAuditOfPlansAndRefusals(t *testing.T) {
 		t.Errorf("ok row's partitions %q (detail %v), want 0:2→3 1:4→5", said, ok[0].Detail)
 	}
 	joined := strings.Join(denied, "\n")
-	for _, kind := range []string{"conflict: ", "forbidden: ", "invalid input: "} { // what a person reads, not error kinds
-		if strings.Contains(joined, kind) {
-			t.Errorf("denied rows:\n%s\nsay %q", joined, kind)
+	for _, row := range denied { // what a person reads, not the error's kind ("…by alice: conflict")
+		for _, kind := range []string{"conflict", "forbidden", "invalid input"} {
+			if strings.Contains(row, kind+": ") || strings.HasSuffix(row, ": "+kind) {
+				t.Errorf("denied row %q says %q", row, kind)
+			}
 		}
 	}
 	for _, want := range []string{p.ID + ": offset plan \"" + p.ID + "\" is for group audited", p.ID + ": offset plan \"" + p.ID + "\" was applied",
