@@ -76,3 +76,16 @@ func FormatAge(d time.Duration) string {
 	}
 	return "0 s" // unreachable: d >= 1 s matches the last unit
 }
+
+// Plural is n (as FormatNum writes it) and word, in the plural unless n is 1: "1 member",
+// "3 members", "1,204 records". Words whose plural is not an added s are written out by the caller.
+func Plural(n int64, word string) string { return FormatNum(n) + " " + PluralWord(n, word) }
+
+// PluralWord is word in the plural unless n is 1, for a count written elsewhere ("on partitions
+// 1, 2" but "on partition 0").
+func PluralWord(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

@@ -57,3 +57,20 @@ func TestFormatAge(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n          int64
+		got, want string
+	}{
+		{1, Plural(1, "member"), "1 member"},
+		{0, Plural(0, "member"), "0 members"},
+		{1204, Plural(1204, "record"), "1,204 records"},
+		{1, PluralWord(1, "partition"), "partition"},
+		{2, PluralWord(2, "partition"), "partitions"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%d: %q, want %q", tc.n, tc.got, tc.want)
+		}
+	}
+}

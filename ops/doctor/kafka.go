@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -51,7 +52,7 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 			key, strings.Join(kc.Brokers, ", ")), "no broker answered: %s", short(err))
 		return
 	}
-	r.ok("metadata", "%d brokers, %d topics (cluster %s)", acc.Brokers, len(acc.Topics), acc.ClusterID)
+	r.ok("metadata", "%s, %s (cluster %s)", ops.Plural(int64(acc.Brokers), "broker"), ops.Plural(int64(len(acc.Topics)), "topic"), acc.ClusterID)
 
 	var named []string
 	for _, c := range d.cfg.Consumers {

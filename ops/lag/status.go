@@ -290,11 +290,11 @@ func (v verdict) describe(others []verdict, where string) string {
 		return fmt.Sprintf("never committed%s (no commit seen in %s), lag %s", where, stuckText, ops.FormatNum(lag))
 	case foundStall:
 		if single {
-			return fmt.Sprintf("committed offset stuck at %s for %s%s with %s, lag %s", ops.FormatNum(v.offset), stuckText, where, plural(v.members, "member"), ops.FormatNum(lag))
+			return fmt.Sprintf("committed offset stuck at %s for %s%s with %s, lag %s", ops.FormatNum(v.offset), stuckText, where, ops.Plural(int64(v.members), "member"), ops.FormatNum(lag))
 		}
-		return fmt.Sprintf("committed offsets stuck for %s%s with %s, lag %s", stuckText, where, plural(v.members, "member"), ops.FormatNum(lag))
+		return fmt.Sprintf("committed offsets stuck for %s%s with %s, lag %s", stuckText, where, ops.Plural(int64(v.members), "member"), ops.FormatNum(lag))
 	case foundStallNever:
-		return fmt.Sprintf("never committed%s (no commit seen in %s) with %s, lag %s", where, stuckText, plural(v.members, "member"), ops.FormatNum(lag))
+		return fmt.Sprintf("never committed%s (no commit seen in %s) with %s, lag %s", where, stuckText, ops.Plural(int64(v.members), "member"), ops.FormatNum(lag))
 	case foundBehind:
 		behind := v.behind
 		for _, o := range all {
@@ -717,9 +717,3 @@ func dur(d time.Duration) string {
 	}
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}

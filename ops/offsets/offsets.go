@@ -257,12 +257,13 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 	}
 	slices.SortFunc(p.Partitions, func(a, b Move) int { return int(a.Partition - b.Partition) })
 	if len(never) > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("never committed (or committed below the log start) on partitions %s: "+
-			"counted from the log start, where the consumer resumes with auto.offset.reset=earliest", strings.Join(never, ", ")))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("never committed (or committed below the log start) on %s %s: "+
+			"counted from the log start, where the consumer resumes with auto.offset.reset=earliest",
+			ops.PluralWord(int64(len(never)), "partition"), strings.Join(never, ", ")))
 	}
 	if reread > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%d records on partitions %s will be consumed again: the consumer must be idempotent",
-			reread, strings.Join(again, ", ")))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s on %s %s will be consumed again: the consumer must be idempotent",
+			ops.Plural(reread, "record"), ops.PluralWord(int64(len(again)), "partition"), strings.Join(again, ", ")))
 	}
 
 	if err := m.planCopy(ctx, c, r, &p); err != nil {
@@ -280,8 +281,8 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		return Plan{}, err
 	case len(mem.Members) > 0:
 		p.Members = mem.Members
-		p.Warnings = append(p.Warnings, fmt.Sprintf("the group has %d members (%s): Kafka moves offsets only for an empty group; "+
-			"stop its consumers before applying", len(mem.Members), strings.Join(mem.Members, ", ")))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the group has %s (%s): Kafka moves offsets only for an empty group; "+
+			"stop its consumers before applying", ops.Plural(int64(len(mem.Members)), "member"), strings.Join(mem.Members, ", ")))
 	}
 	if fe := m.o.FourEyes; fe.Enabled && p.Skipped > int64(fe.Threshold) {
 		p.FourEyes = true
@@ -504,8 +505,8 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		return res, err
 	}
 	if len(mem.Members) > 0 {
-		return deny(ops.Conflict("group %s has %d members (%s); Kafka moves a group's offsets only while it is empty: "+
-			"stop its consumers, then apply again", p.Group, len(mem.Members), strings.Join(mem.Members, ", ")))
+		return deny(ops.Conflict("group %s has %s (%s); Kafka moves a group's offsets only while it is empty: "+
+			"stop its consumers, then apply again", p.Group, ops.Plural(int64(len(mem.Members)), "member"), strings.Join(mem.Members, ", ")))
 	}
 	now, err := c.GroupTopicOffsets(ctx, p.Group, p.Topic)
 	if err != nil {

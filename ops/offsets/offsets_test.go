@@ -124,7 +124,7 @@ func TestPlanKinds(t *testing.T) {
 		want    map[int32][3]int64 // current, new, skipped
 		warning string
 	}{
-		{"Shift", offsets.Target{Kind: offsets.KindShift, By: 1}, nil, map[int32][3]int64{0: {3, 4, 1}, 1: {9, 10, 1}, 2: {-1, 1, 1}}, "never committed"},
+		{"Shift", offsets.Target{Kind: offsets.KindShift, By: 1}, nil, map[int32][3]int64{0: {3, 4, 1}, 1: {9, 10, 1}, 2: {-1, 1, 1}}, "never committed (or committed below the log start) on partition 2:"},
 		{"ShiftBack", offsets.Target{Kind: offsets.KindShift, By: -5}, []int32{0, 1}, map[int32][3]int64{0: {3, 0, 0}, 1: {9, 4, 0}}, "consumed again"},
 		// A shift past int64's bounds saturates at the log's: pos+by wrapped, and a huge forward
 		// shift planned a move back to the start.
@@ -132,7 +132,7 @@ func TestPlanKinds(t *testing.T) {
 		{"ShiftHugeBack", offsets.Target{Kind: offsets.KindShift, By: math.MinInt64}, []int32{0, 1}, map[int32][3]int64{0: {3, 0, 0}, 1: {9, 0, 0}}, "consumed again"},
 		{"Offset", offsets.Target{Kind: offsets.KindOffset, Offset: i64(7)}, []int32{0}, map[int32][3]int64{0: {3, 7, 4}}, ""},
 		{"Timestamp", offsets.Target{Kind: offsets.KindTimestamp, At: &at}, nil, map[int32][3]int64{0: {3, 6, 3}, 1: {9, 6, 0}, 2: {-1, 6, 6}}, ""},
-		{"Earliest", offsets.Target{Kind: offsets.KindEarliest}, []int32{1}, map[int32][3]int64{1: {9, 0, 0}}, ""},
+		{"Earliest", offsets.Target{Kind: offsets.KindEarliest}, []int32{1}, map[int32][3]int64{1: {9, 0, 0}}, "9 records on partition 1 will be consumed again"},
 		{"Latest", offsets.Target{Kind: offsets.KindLatest}, nil, map[int32][3]int64{0: {3, 10, 7}, 1: {9, 10, 1}, 2: {-1, 10, 10}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
