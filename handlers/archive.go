@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
@@ -28,10 +27,10 @@ type ArchiveStore interface {
 	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error)
 }
 
-// ArchivePublisher publishes an archived message again; *rabbit.Broker implements it.
+// ArchivePublisher puts an archived message back into its queue; *rabbit.Broker implements it.
 type ArchivePublisher interface {
 	Name() string
-	PublishWhole(ctx context.Context, vhost, exchange, routingKey string, w rabbit.Whole, extra amqp.Table) error
+	RestoreToQueue(ctx context.Context, vhost, queue string, w rabbit.Whole, archiveID int64) error
 }
 
 // ArchiveReplays plans and starts the replay of an archived message to its original destination;
@@ -314,8 +313,9 @@ func (h *Archive) restoreToDLQ(c echo.Context, actx context.Context, id int64) (
 			return err
 		}
 		w := rabbit.Whole{Properties: props, Headers: m.HeadersWire, Body: m.Body}
-		// The default exchange routes by queue name: straight back into the dead-letter queue.
-		return b.PublishWhole(actx, m.Vhost, "", m.Queue, w, amqp.Table{"x-redrive-restored-from": "archive/" + strconv.FormatInt(id, 10)})
+		// Marked restored (rabbit.HeaderRestoredFrom): a dead letter of the queue again, which the
+		// next discard archives again, never a copy of the archived one that it drops.
+		return b.RestoreToQueue(actx, m.Vhost, m.Queue, w, id)
 	})
 	if err != nil {
 		return restoreJSON{}, err

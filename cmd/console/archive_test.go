@@ -23,35 +23,13 @@ import (
 func TestArchiveRestoreBothWays(t *testing.T) {
 	ctx := waittest.Context(t, 3*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx, 3, `{"n":%d}`, basicAuth(""))
-	waitJob := func(id string) string {
-		t.Helper()
-		var j struct{ Status string }
-		waittest.Until(t, 30*time.Second, "job "+id+" finishes", func() bool {
-			j = decode[struct{ Status string }](t, bearer(t, "GET", base+"/api/v1/replays/"+id, "tok-viewer", ""))
-			return j.Status != "pending" && j.Status != "running"
-		})
-		return j.Status
-	}
-	plan := decode[struct {
-		PlanID string `json:"plan_id"`
-	}](t, bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
-		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":10}}`, vhost)))
-	job := decode[struct{ ID string }](t, bearer(t, "POST", base+"/api/v1/replays", "tok-operator",
-		fmt.Sprintf(`{"plan_id":%q,"reason":"poison"}`, plan.PlanID)))
-	if st := waitJob(job.ID); st != "done" {
-		t.Fatalf("the discard: %s", st)
-	}
-	archive := decode[struct {
-		Messages []struct {
-			ID        int64  `json:"id"`
-			MessageID string `json:"message_id"`
-		}
-	}](t, bearer(t, "GET", base+"/api/v1/archive?queue=orders.dlq", "tok-viewer", ""))
-	if len(archive.Messages) != 3 {
+	waitJob := func(id string) string { t.Helper(); return waitReplayJob(t, base, id) }
+	archive := discardOrdersDLQ(t, base, vhost, `{"discard":3}`)
+	if len(archive) != 3 {
 		t.Fatalf("archive: %+v", archive)
 	}
 	id := map[string]int64{}
-	for _, m := range archive.Messages {
+	for _, m := range archive {
 		id[m.MessageID] = m.ID
 	}
 	restore := func(token, msg, body string) response {
@@ -183,22 +161,12 @@ func TestBrowserArchiveRestores(t *testing.T) {
 func TestArchiveRestoreTwentyAtOnce(t *testing.T) {
 	ctx := waittest.Context(t, 3*time.Minute)
 	base, vhost, ch := dlqConsole(t, ctx, 1, `{"n":%d}`, basicAuth(""))
-	plan := decode[struct {
-		PlanID string `json:"plan_id"`
-	}](t, bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
-		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":10}}`, vhost)))
-	job := decode[struct{ ID string }](t, bearer(t, "POST", base+"/api/v1/replays", "tok-operator", fmt.Sprintf(`{"plan_id":%q,"reason":"poison"}`, plan.PlanID)))
-	waittest.Until(t, 30*time.Second, "the discard finishes", func() bool {
-		return strings.Contains(bearer(t, "GET", base+"/api/v1/replays/"+job.ID, "tok-viewer", "").body, `"status":"done"`)
-	})
+	archive := discardOrdersDLQ(t, base, vhost, `{"discard":1}`)
 	rabbittest.WaitDepth(t, ch, "orders.dlq", 0, 10*time.Second)
-	archive := decode[struct {
-		Messages []struct{ ID int64 }
-	}](t, bearer(t, "GET", base+"/api/v1/archive", "tok-viewer", ""))
-	if len(archive.Messages) != 1 {
+	if len(archive) != 1 {
 		t.Fatalf("archive: %+v", archive)
 	}
-	restoreURL := fmt.Sprintf("%s/api/v1/archive/%d/restore", base, archive.Messages[0].ID)
+	restoreURL := fmt.Sprintf("%s/api/v1/archive/%d/restore", base, archive[0].ID)
 	statuses := make([]int, 20)
 	jobs := make([]string, 20)
 	var wg sync.WaitGroup
@@ -245,5 +213,109 @@ func TestArchiveRestoreTwentyAtOnce(t *testing.T) {
 	}
 	if ok > 1 {
 		t.Fatalf("%d restores to the DLQ succeeded: %v", ok, statuses)
+	}
+}
+
+// archivedRow is one message of GET /api/v1/archive.
+type archivedRow struct {
+	ID         int64      `json:"id"`
+	MessageID  string     `json:"message_id"`
+	JobID      string     `json:"job_id"`
+	RestoredAt *time.Time `json:"restored_at"`
+	RestoredTo string     `json:"restored_to"`
+}
+
+// discardOrdersDLQ discards what orders.dlq holds through the API as tok-operator (plan, then its
+// job, until it is done), checks the plan's actions against want (JSON), and returns the
+// archive's rows of orders.dlq, newest first.
+func discardOrdersDLQ(t *testing.T, base, vhost, want string) []archivedRow {
+	t.Helper()
+	r := bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
+		fmt.Sprintf(`{"action":"discard","source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":1000}}`, vhost))
+	plan := decode[struct {
+		PlanID  string         `json:"plan_id"`
+		Actions map[string]int `json:"actions"`
+	}](t, r)
+	if got, _ := json.Marshal(nonZero(plan.Actions)); string(got) != want {
+		t.Fatalf("the discard plan: %s, want the actions %s", r.body, want)
+	}
+	job := decode[struct{ ID string }](t, bearer(t, "POST", base+"/api/v1/replays", "tok-operator",
+		fmt.Sprintf(`{"plan_id":%q,"reason":"poison"}`, plan.PlanID)))
+	if st := waitReplayJob(t, base, job.ID); st != "done" {
+		t.Fatalf("the discard: %s", st)
+	}
+	return decode[struct{ Messages []archivedRow }](t, bearer(t, "GET", base+"/api/v1/archive?queue=orders.dlq", "tok-viewer", "")).Messages
+}
+
+// nonZero is a plan's actions without those it counts none of.
+func nonZero(actions map[string]int) map[string]int {
+	out := map[string]int{}
+	for a, n := range actions {
+		if n != 0 {
+			out[a] = n
+		}
+	}
+	return out
+}
+
+// waitReplayJob waits for replay job id to end and returns its status.
+func waitReplayJob(t *testing.T, base, id string) string {
+	t.Helper()
+	var j struct{ Status string }
+	waittest.Until(t, 30*time.Second, "job "+id+" finishes", func() bool {
+		j = decode[struct{ Status string }](t, bearer(t, "GET", base+"/api/v1/replays/"+id, "tok-viewer", ""))
+		return j.Status != "pending" && j.Status != "running"
+	})
+	return j.Status
+}
+
+// TestArchiveRestoredToDLQIsDiscardedAgain: a message restored from the archive to its DLQ is a
+// dead letter there again. The next discard archives it again — a second archive row, not
+// restored — and the queue ends empty (counted with the test's own AMQP client): nothing lost. It
+// used to be planned drop_replayed_copy (the first discard's ledger row still held its locator)
+// and acked away, archived nowhere. Restored once more, a replay of the queue publishes it to its
+// original destination once.
+func TestArchiveRestoredToDLQIsDiscardedAgain(t *testing.T) {
+	ctx := waittest.Context(t, 3*time.Minute)
+	base, vhost, ch := dlqConsole(t, ctx, 1, `{"n":%d}`, basicAuth(""))
+	restoreToDLQ := func(id int64) {
+		t.Helper()
+		r := bearer(t, "POST", fmt.Sprintf("%s/api/v1/archive/%d/restore", base, id), "tok-operator", `{"to":"dlq","reason":"look again"}`)
+		if r.status != http.StatusOK {
+			t.Fatalf("restore %d to the DLQ: %d %s", id, r.status, r.body)
+		}
+		rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
+	}
+	first := discardOrdersDLQ(t, base, vhost, `{"discard":1}`)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 0, 30*time.Second)
+	restoreToDLQ(first[0].ID)
+	rows := discardOrdersDLQ(t, base, vhost, `{"discard":1}`)
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 0, 30*time.Second)
+	if len(rows) != 2 || rows[0].MessageID != "m-0" || rows[0].RestoredAt != nil || rows[0].JobID == first[0].JobID ||
+		rows[1].ID != first[0].ID || rows[1].RestoredTo != "dlq" {
+		t.Fatalf("the archive after discard, restore, discard: %+v; want the restored row and a new one", rows)
+	}
+
+	restoreToDLQ(rows[0].ID)
+	r := bearer(t, "POST", base+"/api/v1/replays/plan", "tok-operator",
+		fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":1000}}`, vhost))
+	plan := decode[struct {
+		PlanID  string         `json:"plan_id"`
+		Actions map[string]int `json:"actions"`
+	}](t, r)
+	if got := nonZero(plan.Actions); got["publish"] != 1 || len(got) != 1 {
+		t.Fatalf("the replay plan of the restored message: %s", r.body)
+	}
+	job := decode[struct{ ID string }](t, bearer(t, "POST", base+"/api/v1/replays", "tok-operator",
+		fmt.Sprintf(`{"plan_id":%q,"reason":"fixed"}`, plan.PlanID)))
+	if st := waitReplayJob(t, base, job.ID); st != "done" {
+		t.Fatalf("the replay: %s", st)
+	}
+	rabbittest.WaitDepth(t, ch, "orders.work", 1, 30*time.Second)
+	waittest.Holds(t, time.Second, "m-0 once on orders.work, the DLQ empty", func() bool {
+		return rabbittest.Depth(t, ch, "orders.work") == 1 && rabbittest.Depth(t, ch, "orders.dlq") == 0
+	})
+	if d, ok, err := ch.Get("orders.work", true); err != nil || !ok || d.MessageId != "m-0" {
+		t.Fatalf("on orders.work: %v %v %+v", ok, err, d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -150,6 +151,33 @@ func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingK
 	default:
 	}
 	return nil
+}
+
+// HeaderRestoredFrom marks a message restored from the archive to its dead-letter queue with the
+// archive row it came from ("archive/6"). The copy is a dead letter in the queue again, and a new
+// instance of it: the mark is part of its replay locator (Message.RestoredFrom), so the ledger's
+// hold of the discard that archived it — which makes a plan drop byte-identical copies of an
+// archived message as copies a broker returned after a lost ack — does not apply to it, and the
+// next discard archives it again and a replay publishes it like any dead letter. A replay drops
+// the header with Redrive's others.
+const HeaderRestoredFrom = "x-redrive-restored-from"
+
+// restoredFrom is a message's HeaderRestoredFrom ("" when it has none).
+func restoredFrom(headers amqp.Table) string {
+	switch v := headers[HeaderRestoredFrom].(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return ""
+}
+
+// RestoreToQueue publishes the archived message w (its properties, headers and body as they were)
+// back into queue through the default exchange, marked HeaderRestoredFrom "archive/<archiveID>",
+// mandatory and confirmed. Errors: as PublishWhole's.
+func (b *Broker) RestoreToQueue(ctx context.Context, vhost, queue string, w Whole, archiveID int64) error {
+	return b.PublishWhole(ctx, vhost, "", queue, w, amqp.Table{HeaderRestoredFrom: "archive/" + strconv.FormatInt(archiveID, 10)})
 }
 
 // PropertiesJSON is Properties as an archive and the API show them.

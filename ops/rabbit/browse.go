@@ -71,6 +71,9 @@ type Message struct {
 	// present (message_id.headers), else the first configured JSON path resolving in the body.
 	MessageID  string
 	DeadLetter *DeadLetter // nil when the message carries no dead-letter header
+	// RestoredFrom is the archive row a restore put this copy back into its queue from
+	// (HeaderRestoredFrom, "archive/6"); "" for any other message.
+	RestoredFrom string
 
 	digest   [32]byte // the SHA-256 of the whole body, when Body was cut (digested)
 	digested bool

@@ -643,7 +643,7 @@ func (b *Broker) toFullMessage(d amqp.Delivery, pos int) Message {
 			ContentType: d.ContentType, ContentEncoding: d.ContentEncoding, AppID: d.AppId, UserID: d.UserId,
 			DeliveryMode: d.DeliveryMode, Priority: d.Priority, Expiration: d.Expiration, ReplyTo: d.ReplyTo},
 		Size: len(d.Body), Body: d.Body, MessageID: messageID(d.MessageId, d.Headers, d.Body, b.ids),
-		DeadLetter: DecodeDeadLetter(d.Headers)}
+		DeadLetter: DecodeDeadLetter(d.Headers), RestoredFrom: restoredFrom(d.Headers)}
 	if !d.Timestamp.IsZero() {
 		t := d.Timestamp.UTC()
 		m.Properties.Timestamp = &t

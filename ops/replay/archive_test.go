@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -123,22 +124,7 @@ func TestArchiveReplayToOriginal(t *testing.T) {
 	ctx := ctxT(t)
 	work(t, e)
 	ops1 := access.Actor{Name: "alice", Role: access.Operator}
-	discard, err := e.Plan(ctx, "alice", replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost,
-		Queue: "orders.dlq", Limit: 10}, replay.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if job := runJob(t, e, replay.StartRequest{PlanID: discard.ID, Actor: ops1, Reason: "poison"}); job.Published != 3 {
-		t.Fatalf("discard: %+v", job)
-	}
-	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
-	if err != nil || len(archived) != 3 {
-		t.Fatalf("archive: %d %v", len(archived), err)
-	}
-	byID := map[string]replay.Archived{}
-	for _, a := range archived {
-		byID[a.MessageID] = a
-	}
+	byID := w.discardAll(t, e, 3)
 	if _, err := e.Plan(ctx, "alice", replay.Source{Kind: "archive"}, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) {
 		t.Fatalf("no archive id: %v", err)
 	}
@@ -202,11 +188,7 @@ func TestArchiveRestoreKeepsARoutingKeyThatIsNotUTF8(t *testing.T) {
 	e := w.engine(t)
 	ctx := ctxT(t)
 	work(t, e)
-	discard, err := e.Plan(ctx, "alice", replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost,
-		Queue: "orders.dlq", Limit: 10}, replay.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	discard := w.planDiscard(t, e)
 	alice := access.Actor{Name: "alice", Role: access.Operator}
 	if job := runJob(t, e, replay.StartRequest{PlanID: discard.ID, Actor: alice, Reason: "poison"}); job.Published != 2 {
 		t.Fatalf("discard: %+v", job)
@@ -238,4 +220,110 @@ func TestArchiveRestoreKeepsARoutingKeyThatIsNotUTF8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A message restored from the archive to its DLQ is a dead letter there again, not a copy of the
+// archived one: the next discard of the queue archives it again (a second archive row, not
+// restored) and leaves the queue empty, and a replay of the queue publishes it once. The restored
+// copy used to share the archived message's locator, which the first discard holds, so the next
+// discard planned it drop_replayed_copy and acked it away without archiving it: lost.
+func TestArchiveRestoredToDLQIsADeadLetterAgain(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 2) // m-0 is discarded again after its restore, m-1 replayed
+	e := w.engine(t)
+	ctx := ctxT(t)
+	work(t, e)
+	alice := access.Actor{Name: "alice", Role: access.Operator}
+	first := w.discardAll(t, e, 2)
+	w.waitDepth(t, "orders.dlq", 0)
+	restore := func(a replay.Archived) {
+		t.Helper()
+		_, err := w.store.RestoreArchived(ctx, a.ID, "bob", "dlq", func(m replay.Archived) error {
+			props, err := rabbit.PropertiesFromMap(m.Properties)
+			if err != nil {
+				return err
+			}
+			return w.broker.RestoreToQueue(ctx, m.Vhost, m.Queue, rabbit.Whole{Properties: props, Headers: m.HeadersWire, Body: m.Body}, m.ID)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore(first["m-0"])
+	w.waitDepth(t, "orders.dlq", 1)
+
+	plan := w.planDiscard(t, e)
+	if plan.Total != 1 || plan.Counts[replay.Discard] != 1 {
+		t.Fatalf("the discard of the restored message: %v; want it archived again, not dropped as a copy", plan.Counts)
+	}
+	if job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: alice, Reason: "still poison"}); job.Published != 1 || job.Skipped != 0 {
+		t.Fatalf("the second discard: %+v", job)
+	}
+	w.waitDepth(t, "orders.dlq", 0)
+	again, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
+	if err != nil || len(again) != 3 {
+		t.Fatalf("archive after the second discard: %d rows, %v; want 3", len(again), err)
+	}
+	var m0 []replay.Archived
+	for _, a := range again {
+		if a.MessageID == "m-0" {
+			m0 = append(m0, a)
+		}
+	}
+	if len(m0) != 2 || m0[0].RestoredAt != nil || m0[1].RestoredTo != "dlq" || string(m0[0].Body) != string(first["m-0"].Body) ||
+		m0[0].Headers[rabbit.HeaderRestoredFrom] != "archive/"+strconv.FormatInt(first["m-0"].ID, 10) {
+		t.Fatalf("m-0 in the archive: %+v; want the restored row and a new one, not restored", m0)
+	}
+
+	// The other way: restored, then replayed from the queue to its original destination: once.
+	restore(first["m-1"])
+	w.waitDepth(t, "orders.dlq", 1)
+	replayPlan := w.planQueue(t, e, 10, replay.Filter{})
+	if replayPlan.Counts[replay.Publish] != 1 {
+		t.Fatalf("the replay of the restored message: %v", replayPlan.Counts)
+	}
+	if job := w.run(t, e, replayPlan.ID); job.Published != 1 {
+		t.Fatalf("the replay: %+v", job)
+	}
+	w.waitDepth(t, "orders.work", 1)
+	got := w.drain(t, "orders.work")
+	if len(got) != 1 || got[0].MessageId != "m-1" || got[0].Headers[rabbit.HeaderRestoredFrom] != nil {
+		t.Fatalf("on the original queue: %+v; want m-1 once, without the restore's mark", got)
+	}
+	if w.depth(t, "orders.dlq") != 0 {
+		t.Fatal("the replayed message stayed in the DLQ")
+	}
+	if _, err := e.Plan(ctx, "alice", replay.Source{Kind: "archive", ArchiveID: first["m-1"].ID}, replay.Filter{}); !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("its archive row replayed after its restore: %v", err)
+	}
+}
+
+// planDiscard plans the discard of what orders.dlq holds, as alice.
+func (w *rabbitWorld) planDiscard(t testing.TB, e *replay.Engine) replay.Plan {
+	t.Helper()
+	plan, err := e.Plan(ctxT(t), "alice", replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost,
+		Queue: "orders.dlq", Limit: 10}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// discardAll discards the n messages orders.dlq holds, as alice, and returns the archive's rows of
+// the queue by message id.
+func (w *rabbitWorld) discardAll(t testing.TB, e *replay.Engine, n int) map[string]replay.Archived {
+	t.Helper()
+	if job := runJob(t, e, replay.StartRequest{PlanID: w.planDiscard(t, e).ID, Actor: access.Actor{Name: "alice", Role: access.Operator},
+		Reason: "poison"}); job.Published != n {
+		t.Fatalf("discard: %+v", job)
+	}
+	archived, err := w.store.ArchivedMessages(ctxT(t), replay.ArchiveFilter{Queue: "orders.dlq"})
+	if err != nil || len(archived) != n {
+		t.Fatalf("archive: %d %v", len(archived), err)
+	}
+	byID := map[string]replay.Archived{}
+	for _, a := range archived {
+		byID[a.MessageID] = a
+	}
+	return byID
 }

@@ -23,7 +23,8 @@ type RabbitBroker interface {
 // rabbitLocator names a dead-lettered message instance: its id and a fingerprint of its body (the
 // first 8 bytes of the body's SHA-256, hex) — or, without an id, its body's hash — and how often
 // Redrive replayed it, so the same message dying again after a replay is a new instance. Only a
-// byte-identical copy (what a broker returns after it lost an ack) has its original's locator;
+// byte-identical copy (what a broker returns after it lost an ack) has its original's locator (a
+// message a restore put back from the archive is not one: its mark makes it an instance of its own);
 // another message under the same id is an instance of its own, which a plan does not take for a
 // copy (the consumer's inbox, asked at plan and at run time, still keeps one id from being
 // applied twice). The body is hashed whole: see rabbit.Message.BodyDigest.
@@ -39,7 +40,13 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 	if m.DeadLetter != nil {
 		count = m.DeadLetter.ReplayCount
 	}
-	return fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
+	l := fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
+	if m.RestoredFrom != "" {
+		// Restored from the archive (rabbit.HeaderRestoredFrom): a dead letter in the queue again,
+		// not a copy of the one the archive holds, whose discard still holds its locator.
+		l += "@" + escapeBytes(m.RestoredFrom)
+	}
+	return l
 }
 
 // ReplayedCopies says which of the messages browsed from a RabbitMQ dead-letter queue a job
