@@ -227,7 +227,8 @@ type restoreJSON struct {
 
 // APIRestore: POST /api/v1/archive/:id/restore {"to":"dlq"|"original","reason","force"} — "dlq"
 // (the default) publishes the archived message again to the dead-letter queue it was discarded
-// from (its properties, headers and body as they were, plus x-redrive-restored-from); "original"
+// from (its properties, headers and body as they were, plus x-redrive-restored-from; 409 when that
+// queue no longer exists); "original"
 // replays it to where it was dead-lettered from as a plan of one through the replay engine, so
 // the ledger and the consumer's inbox guard it like any replay (a message the inbox says was
 // processed is refused with 409 unless an admin forces it). Audited before effect; 409 when

@@ -319,3 +319,31 @@ func TestArchiveRestoredToDLQIsDiscardedAgain(t *testing.T) {
 		t.Fatalf("on orders.work: %v %v %+v", ok, err, d)
 	}
 }
+
+// TestArchiveRestoreToADeletedDLQ: restoring an archived message to a dead-letter queue that was
+// deleted since is a 409 saying so and what to do (it was a 500 "internal": the broker's
+// NO_ROUTE return had no kind), and the row stays unrestored; once the queue is declared again the
+// same restore puts the message in it.
+func TestArchiveRestoreToADeletedDLQ(t *testing.T) {
+	ctx := waittest.Context(t, 3*time.Minute)
+	base, vhost, ch := dlqConsole(t, ctx, 1, `{"n":%d}`, basicAuth(""))
+	rows := discardOrdersDLQ(t, base, vhost, `{"discard":1}`)
+	if _, err := ch.QueueDelete("orders.dlq", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	restoreURL := fmt.Sprintf("%s/api/v1/archive/%d/restore", base, rows[0].ID)
+	r := bearer(t, "POST", restoreURL, "tok-operator", `{"to":"dlq","reason":"x"}`)
+	if r.status != http.StatusConflict || !strings.Contains(r.body, `queue \"orders.dlq\": it no longer exists`) ||
+		!strings.Contains(r.body, "recreate the queue, or restore the message to its original destination") || strings.Contains(r.body, "NO_ROUTE") {
+		t.Fatalf("a restore to the deleted DLQ: %d %s", r.status, r.body)
+	}
+	after := decode[struct{ Messages []archivedRow }](t, bearer(t, "GET", base+"/api/v1/archive?queue=orders.dlq", "tok-viewer", "")).Messages
+	if len(after) != 1 || after[0].RestoredAt != nil {
+		t.Fatalf("the archive row after the refused restore: %+v", after)
+	}
+	declareOrders(t, ch)
+	if r := bearer(t, "POST", restoreURL, "tok-operator", `{"to":"dlq","reason":"x"}`); r.status != http.StatusOK {
+		t.Fatalf("the restore once the queue is back: %d %s", r.status, r.body)
+	}
+	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/ops"
 )
 
 // Whole is a message as an archive keeps it: everything needed to publish it again as it was —
@@ -86,8 +88,8 @@ func DecodeHeaders(b []byte) (amqp.Table, error) {
 
 // PublishWhole publishes an archived message to exchange with routingKey, mandatory and confirmed,
 // with its own properties and headers plus extra ones: nil only when the broker confirmed it and
-// routed it to a queue. Errors: ErrUnroutable (no queue took it), ops.ErrNotFound (no such
-// exchange), ops.ErrUnavailable.
+// routed it to a queue. Errors: ErrUnroutable (no queue took it: an ops.ErrConflict saying which
+// queue or binding is missing), ops.ErrNotFound (no such exchange), ops.ErrUnavailable.
 func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey string, w Whole, extra amqp.Table) error {
 	headers, err := DecodeHeaders(w.Headers)
 	if err != nil {
@@ -146,11 +148,25 @@ func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingK
 	select {
 	case r, open := <-returns:
 		if open {
-			return fmt.Errorf("%w: exchange %q, routing key %q (%s)", ErrUnroutable, r.Exchange, r.RoutingKey, r.ReplyText)
+			return unroutable(vhost, r)
 		}
 	default:
 	}
 	return nil
+}
+
+// unroutable is a publish the broker returned (mandatory, no queue took it) as an ops.ErrConflict
+// in a person's words — the queue or binding it needed is not there, which only its owner can
+// change — that is still an ErrUnroutable to errors.Is.
+func unroutable(vhost string, r amqp.Return) error {
+	cause := fmt.Errorf("%w: exchange %q, routing key %q (%s)", ErrUnroutable, r.Exchange, r.RoutingKey, r.ReplyText)
+	if r.Exchange == "" { // the default exchange routes by queue name
+		return &ops.Error{Kind: ops.ErrConflict, Err: cause, Message: fmt.Sprintf(
+			"queue %q does not exist in vhost %q: the broker routed the message to no queue, nothing was published", r.RoutingKey, vhost)}
+	}
+	return &ops.Error{Kind: ops.ErrConflict, Err: cause, Message: fmt.Sprintf(
+		"exchange %q of vhost %q routes routing key %q to no queue: the broker returned the message, nothing was published",
+		r.Exchange, vhost, r.RoutingKey)}
 }
 
 // HeaderRestoredFrom marks a message restored from the archive to its dead-letter queue with the
@@ -175,9 +191,16 @@ func restoredFrom(headers amqp.Table) string {
 
 // RestoreToQueue publishes the archived message w (its properties, headers and body as they were)
 // back into queue through the default exchange, marked HeaderRestoredFrom "archive/<archiveID>",
-// mandatory and confirmed. Errors: as PublishWhole's.
+// mandatory and confirmed. Errors: ops.ErrConflict (still ErrUnroutable to errors.Is) when the
+// queue no longer exists; ops.ErrUnavailable.
 func (b *Broker) RestoreToQueue(ctx context.Context, vhost, queue string, w Whole, archiveID int64) error {
-	return b.PublishWhole(ctx, vhost, "", queue, w, amqp.Table{HeaderRestoredFrom: "archive/" + strconv.FormatInt(archiveID, 10)})
+	err := b.PublishWhole(ctx, vhost, "", queue, w, amqp.Table{HeaderRestoredFrom: "archive/" + strconv.FormatInt(archiveID, 10)})
+	if errors.Is(err, ErrUnroutable) {
+		return &ops.Error{Kind: ops.ErrConflict, Err: err, Message: fmt.Sprintf("archived message %d cannot go back to queue %q: "+
+			"it no longer exists in vhost %q of rabbitmq broker %q; recreate the queue, or restore the message to its original "+
+			"destination instead (to: original)", archiveID, queue, vhost, b.Name())}
+	}
+	return err
 }
 
 // PropertiesJSON is Properties as an archive and the API show them.
