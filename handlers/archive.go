@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,6 +26,9 @@ import (
 type ArchiveStore interface {
 	audit.Log
 	ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error)
+	ArchivedMessageByID(ctx context.Context, id int64) (replay.Archived, error)
+	// Lock takes a lock every replica shares (a PostgreSQL advisory lock) until unlock.
+	Lock(ctx context.Context, key string) (unlock func(), err error)
 	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error)
 }
 
@@ -47,6 +52,9 @@ type Archive struct {
 	redact  *redact.Rules
 	replays ArchiveReplays // nil: only restores to the dead-letter queue
 	meta    MetaFunc
+	// turn makes this process's restores take turns, so that at most one of them waits for the
+	// store's lock, and its database connection, at a time (restores are rare, and short).
+	turn sync.Mutex
 }
 
 // WithPages gives the archive its page (meta builds each page's layout).
@@ -288,6 +296,18 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 	if err != nil {
 		return restoreJSON{}, err
 	}
+	// Restores of one archived message take turns, across replicas, from their checks to their
+	// effect: a restore to the original destination plans and starts its job inside the turn, so
+	// the next one finds that job (or the row restored) and is refused before it plans anything
+	// (replay.RestoreRefused) — no plan is left behind by a restore that lost a race.
+	h.turn.Lock()
+	defer h.turn.Unlock()
+	unlock, err := h.store.Lock(actx, "archive.restore/"+strconv.FormatInt(id, 10))
+	if err != nil {
+		done(err, nil)
+		return restoreJSON{}, err
+	}
+	defer unlock()
 	var out restoreJSON
 	if req.To == replay.RestoredToOriginal {
 		out, err = h.replayOriginal(c, actx, id, req)
@@ -337,12 +357,24 @@ func (h *Archive) replayOriginal(c echo.Context, actx context.Context, id int64,
 	if len(plan.Items) == 1 {
 		it := plan.Items[0]
 		out.Action = string(it.Action)
-		if it.Action != replay.Publish && !(req.Force && it.Action.Forcible()) {
+		// Refused by the plan's verdict: the plan stays, as every plan previewed and not run
+		// does (frozen, never started, moving nothing), named as the record of why.
+		switch {
+		case it.Action.Forcible() && !req.Force:
 			return restoreJSON{}, ops.Conflict("archived message %d is not replayed: %s (plan %s); an admin may force a replay past "+
 				"the consumer's inbox with a reason", id, skipWords(it), plan.ID)
+		case it.Action != replay.Publish && !it.Action.Forcible():
+			return restoreJSON{}, ops.Conflict("archived message %d is not replayed: %s (plan %s)", id, skipWords(it), plan.ID)
 		}
 	}
 	job, err := h.replays.Start(actx, replay.StartRequest{PlanID: plan.ID, Actor: actor, Reason: req.Reason, Force: req.Force})
+	if errors.Is(err, ops.ErrConflict) {
+		// Another restore's job was created since this one's plan (one job per source): say
+		// which, in the archive's words; this plan is never started.
+		if m, merr := h.store.ArchivedMessageByID(actx, id); merr == nil && replay.RestoreRefused(m) != nil {
+			return restoreJSON{}, &ops.Error{Kind: ops.ErrConflict, Message: ops.Message(replay.RestoreRefused(m)), Err: err}
+		}
+	}
 	if err != nil {
 		return restoreJSON{}, err
 	}

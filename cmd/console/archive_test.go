@@ -347,3 +347,49 @@ func TestArchiveRestoreToADeletedDLQ(t *testing.T) {
 	}
 	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
 }
+
+// TestArchiveRestoreToOriginalTwentyAtOnce: twenty operators replay the same archived message to
+// its original destination at once. One request starts the job (202) and the message reaches
+// orders.work once (counted with the test's own AMQP client); each of the nineteen others is a 409
+// saying it was restored already or is being restored by that job — never the ledger's "replayed
+// already … an admin may force a replay past the consumer's inbox", which one loser used to get,
+// naming a plan of its own that nothing ran — and no request that lost leaves a plan behind (the
+// audit log has the discard's plan and the winner's, nothing else).
+func TestArchiveRestoreToOriginalTwentyAtOnce(t *testing.T) {
+	ctx := waittest.Context(t, 3*time.Minute)
+	base, vhost, ch := dlqConsole(t, ctx, 1, `{"n":%d}`, basicAuth(""))
+	rows := discardOrdersDLQ(t, base, vhost, `{"discard":1}`)
+	restoreURL := fmt.Sprintf("%s/api/v1/archive/%d/restore", base, rows[0].ID)
+	answers := make([]response, 20)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			answers[i] = bearer(t, "POST", restoreURL, "tok-operator", fmt.Sprintf(`{"to":"original","reason":"operator %d"}`, i))
+		})
+	}
+	wg.Wait()
+	var started []string
+	for i, r := range answers {
+		switch {
+		case r.status == http.StatusAccepted:
+			started = append(started, decode[struct {
+				JobID string `json:"job_id"`
+			}](t, r).JobID)
+		case r.status != http.StatusConflict || strings.Contains(r.body, "force") || strings.Contains(r.body, "inbox") ||
+			!strings.Contains(r.body, "restored already") && !strings.Contains(r.body, "being restored"):
+			t.Errorf("request %d: %d %s; want 409 saying it was restored already or is being restored", i, r.status, r.body)
+		}
+	}
+	if len(started) != 1 {
+		t.Fatalf("%d requests started a job, want 1", len(started))
+	}
+	if st := waitReplayJob(t, base, started[0]); st != "done" {
+		t.Fatalf("the restore's job: %s", st)
+	}
+	rabbittest.WaitDepth(t, ch, "orders.work", 1, 30*time.Second)
+	waittest.Holds(t, time.Second, "the message once on orders.work", func() bool { return rabbittest.Depth(t, ch, "orders.work") == 1 })
+	plans := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=replay.plan", "tok-admin", "")).Entries
+	if len(plans) != 2 {
+		t.Fatalf("%d plans audited, want the discard's and the restore's: %+v", len(plans), plans)
+	}
+}

@@ -42,9 +42,8 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	if err != nil {
 		return err
 	}
-	if m.RestoredAt != nil {
-		return ops.Conflict("archived message %d was restored already, by %s at %s (to %s)", m.ID, m.RestoredBy,
-			m.RestoredAt.UTC().Format("2006-01-02T15:04:05Z"), m.RestoredTo)
+	if err := RestoreRefused(m); err != nil {
+		return err // before the plan is written: a restore that meets another leaves no plan
 	}
 	if _, err := configured(k.e.rabbit, "source.broker", "rabbitmq broker", m.Broker); err != nil {
 		return err
@@ -57,6 +56,26 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	}
 	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, headerText(m.Headers, "x-first-death-queue"))
 	return emit(it)
+}
+
+// ArchiveSourceKey is the source key (one job at a time) of the replays of archived message id.
+func ArchiveSourceKey(id int64) string { return "archive " + strconv.FormatInt(id, 10) }
+
+// RestoreRefused is why archived message m cannot be restored now, either way, as an
+// ops.ErrConflict a person reads; nil when it can. One restore of an archived message at a time,
+// and once: restored already (who, when, where to), or a replay job restoring it to its original
+// destination (m.Restoring: awaiting approval, pending or running) — the second of two operators
+// restoring it at once is told so, whichever way each asked.
+func RestoreRefused(m Archived) error {
+	switch {
+	case m.RestoredAt != nil:
+		return ops.Conflict("archived message %d was restored already, by %s at %s (to %s)", m.ID, m.RestoredBy,
+			m.RestoredAt.UTC().Format("2006-01-02T15:04:05Z"), m.RestoredTo)
+	case m.Restoring != "":
+		return ops.Conflict("archived message %d is being restored to its original destination by replay job %s (%s); "+
+			"follow that job", m.ID, m.Restoring, strings.ReplaceAll(m.RestoringStatus, "_", " "))
+	}
+	return nil
 }
 
 // archivedDestination is where an archived message was going, byte for byte, read from its

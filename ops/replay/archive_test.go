@@ -327,3 +327,54 @@ func (w *rabbitWorld) discardAll(t testing.TB, e *replay.Engine, n int) map[stri
 	}
 	return byID
 }
+
+// One restore of an archived message at a time: while a replay job restores it to its original
+// destination (here awaiting a second person's approval), another restore is refused either way
+// before it plans or publishes anything, naming that job; approved, the job restores it once.
+func TestArchiveRestoreRefusedWhileAJobRestoresIt(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 1)
+	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: configs.FourEyes{Enabled: true, Threshold: 0}})
+	ctx := ctxT(t)
+	work(t, e)
+	plan := w.planDiscard(t, e)
+	alice, bob := access.Actor{Name: "alice", Role: access.Operator}, access.Actor{Name: "bob", Role: access.Operator}
+	approve := func(id string) replay.Job {
+		t.Helper()
+		if _, err := e.Approve(ctx, id, bob); err != nil {
+			t.Fatal(err)
+		}
+		return waitJob(t, e, id)
+	}
+	discard, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: alice, Reason: "poison"})
+	if err != nil || approve(discard.ID).Published != 1 {
+		t.Fatalf("discard: %+v %v", discard, err)
+	}
+	archived, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
+	if err != nil || len(archived) != 1 {
+		t.Fatalf("archive: %d %v", len(archived), err)
+	}
+	src := replay.Source{Kind: "archive", ArchiveID: archived[0].ID}
+	if plan, err = e.Plan(ctx, "alice", src, replay.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: alice, Reason: "fixed"})
+	if err != nil || job.Status != replay.JobAwaiting {
+		t.Fatalf("the restore's job: %+v %v", job, err)
+	}
+	want := "is being restored to its original destination by replay job " + job.ID + " (awaiting approval)"
+	if _, err := e.Plan(ctx, "carol", src, replay.Filter{}); !errors.Is(err, ops.ErrConflict) || !strings.Contains(ops.Message(err), want) {
+		t.Fatalf("a second restore to the original: %v", err)
+	}
+	_, err = w.store.RestoreArchived(ctx, archived[0].ID, "carol", "dlq", func(replay.Archived) error { t.Fatal("published"); return nil })
+	if !errors.Is(err, ops.ErrConflict) || !strings.Contains(ops.Message(err), want) {
+		t.Fatalf("a restore to the DLQ meanwhile: %v", err)
+	}
+	if done := approve(job.ID); done.Status != replay.JobDone || done.Published != 1 {
+		t.Fatalf("the restore's job: %+v", done)
+	}
+	w.waitDepth(t, "orders.work", 1)
+	if after, err := w.store.ArchivedMessageByID(ctx, archived[0].ID); err != nil || after.RestoredTo != replay.RestoredToOriginal || after.Restoring != "" {
+		t.Fatalf("the archive row: %+v %v", after, err)
+	}
+}

@@ -30,6 +30,9 @@ type Archived struct {
 	RestoredAt         *time.Time
 	RestoredBy         string
 	RestoredTo         string
+	// Restoring is the replay job restoring it to its original destination (awaiting approval,
+	// pending or running) and that job's status; "" when none. Read by ArchivedMessageByID only.
+	Restoring, RestoringStatus string
 }
 
 // ArchiveFilter narrows ArchivedMessages; zero fields do not filter. Before is the keyset cursor

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
 )
 
@@ -98,6 +99,15 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 			it.Inbox = inbox.Unknown
 		}
 		held := replayed[it.Locator]
+		if held != "" && p.Source.Kind == "archive" {
+			// Another job took this dead letter between the archive's check (RestoreRefused) and
+			// this look-up: refused, so no plan is left behind to say it.
+			what := "is being restored by another replay job"
+			if held == LedgerPublished {
+				what = "was restored already by another replay job"
+			}
+			return ops.Conflict("archived message %d %s (the ledger holds it); see its row in the archive", p.Source.ArchiveID, what)
+		}
 		switch it.Action = decide(it, held != "", b.e.o.Replay.MaxReplaysPerMessage); {
 		case held == LedgerPublished && (discard || it.Action == SkipAlreadyReplayed) && b.plan.Source.dropsReplayedCopies():
 			// Published (confirmed) or archived by another job, so this copy is the only thing

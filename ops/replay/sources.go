@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"fmt"
-	"strconv"
 )
 
 // kind is one kind of dead-letter source. The controller (jobs.go) does everything that is the
@@ -77,7 +76,7 @@ func sourceKey(src Source) string {
 	case "outbox":
 		return "outbox " + src.Outbox
 	case "archive":
-		return "archive " + strconv.FormatInt(src.ArchiveID, 10)
+		return ArchiveSourceKey(src.ArchiveID)
 	}
 	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -55,12 +54,19 @@ const archiveColumns = `id, job_id, locator, message_id, broker, vhost, queue, a
 	original_exchange, original_routing_key, properties, headers, headers_wire, body, restored_at, coalesce(restored_by, ''),
 	coalesce(restored_to, '')`
 
-func scanArchived(r pgx.CollectableRow) (replay.Archived, error) {
+func scanArchived(r pgx.CollectableRow) (replay.Archived, error) { return scanArchivedAnd(r, false) }
+
+// scanArchivedAnd scans archiveColumns, then, when restoring, the restoring job's id and status.
+func scanArchivedAnd(r pgx.CollectableRow, restoring bool) (replay.Archived, error) {
 	var m replay.Archived
 	var props, headers []byte
-	err := r.Scan(&m.ID, &m.JobID, &m.Locator, &m.MessageID, &m.Broker, &m.Vhost, &m.Queue, &m.ArchivedAt, &m.Actor, &m.Reason,
+	dest := []any{&m.ID, &m.JobID, &m.Locator, &m.MessageID, &m.Broker, &m.Vhost, &m.Queue, &m.ArchivedAt, &m.Actor, &m.Reason,
 		&m.Exchange, &m.RoutingKey, &m.OriginalExchange, &m.OriginalRoutingKey, &props, &headers, &m.HeadersWire, &m.Body,
-		&m.RestoredAt, &m.RestoredBy, &m.RestoredTo)
+		&m.RestoredAt, &m.RestoredBy, &m.RestoredTo}
+	if restoring {
+		dest = append(dest, &m.Restoring, &m.RestoringStatus)
+	}
+	err := r.Scan(dest...)
 	if err == nil {
 		err = json.Unmarshal(props, &m.Properties)
 	}
@@ -84,13 +90,24 @@ func (s *Archive) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) 
 		ORDER BY id DESC LIMIT $5`, f.Broker, f.Queue, nullTime(f.Since), f.Before, f.Limit)
 }
 
-// ArchivedMessageByID reads one archived message: ops.ErrNotFound when there is none.
+// ArchivedMessageByID reads one archived message, with the replay job restoring it if there is one
+// (Restoring): ops.ErrNotFound when there is none.
 func (s *Archive) ArchivedMessageByID(ctx context.Context, id int64) (replay.Archived, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1`, id)
+	return archivedByID(ctx, s.pool, id, "")
+}
+
+// archivedByID reads one archived message on q (the pool, or a transaction), with the replay job
+// restoring it, locking its row with lock (" FOR UPDATE OF a", or "").
+func archivedByID(ctx context.Context, q querier, id int64, lock string) (replay.Archived, error) {
+	rows, err := q.Query(ctx, `SELECT `+archiveColumns+`, coalesce(r.job, ''), coalesce(r.job_status, '')
+		FROM archived_message a LEFT JOIN LATERAL (SELECT j.id AS job, j.status AS job_status FROM replay_job j
+			WHERE j.source_key = $2 AND j.status IN ('awaiting_approval', 'pending', 'running')
+			ORDER BY j.created_at DESC LIMIT 1) r ON true
+		WHERE a.id = $1`+lock, id, replay.ArchiveSourceKey(id))
 	if err != nil {
 		return replay.Archived{}, fmt.Errorf("archive: %w: %w", ops.ErrUnavailable, err)
 	}
-	m, err := pgx.CollectExactlyOneRow(rows, scanArchived)
+	m, err := pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (replay.Archived, error) { return scanArchivedAnd(r, true) })
 	switch {
 	case err == pgx.ErrNoRows:
 		return m, ops.NotFound("archived message %d not found", id)
@@ -104,22 +121,19 @@ func (s *Archive) ArchivedMessageByID(ctx context.Context, id int64) (replay.Arc
 // the row locked meanwhile so that two operators restoring it at once publish it once. Publish
 // first, record after: a crash between the two leaves a copy that shows as not restored (it may
 // then be restored twice: at-least-once), never a message marked restored that was not published.
-// ops.ErrNotFound: no such message; ops.ErrConflict: restored already.
+// ops.ErrNotFound: no such message; ops.ErrConflict: restored already, or (to the DLQ) a replay job
+// is restoring it to its original destination.
 func (s *Archive) RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error) {
 	var m replay.Archived
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+archiveColumns+` FROM archived_message WHERE id = $1 FOR UPDATE`, id)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
+		var err error
+		if m, err = archivedByID(ctx, tx, id, " FOR UPDATE OF a"); err != nil {
+			return err
 		}
-		if m, err = pgx.CollectExactlyOneRow(rows, scanArchived); err == pgx.ErrNoRows {
-			return ops.NotFound("archived message %d not found", id)
-		} else if err != nil {
-			return fmt.Errorf("%w: %w", ops.ErrUnavailable, err)
-		}
-		if m.RestoredAt != nil {
-			return ops.Conflict("archived message %d was restored already, by %s at %s (to %s)", id,
-				m.RestoredBy, m.RestoredAt.UTC().Format(time.RFC3339), m.RestoredTo)
+		// A restore to the DLQ meeting a job that restores the message to its original
+		// destination is refused (replay.RestoreRefused); that job's own restore is not.
+		if m.RestoredAt != nil || to != replay.RestoredToOriginal && m.Restoring != "" {
+			return replay.RestoreRefused(m)
 		}
 		if err := publish(m); err != nil {
 			return err
