@@ -303,6 +303,9 @@ func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restore
 	h.turn.Lock()
 	defer h.turn.Unlock()
 	unlock, err := h.store.Lock(actx, "archive.restore/"+strconv.FormatInt(id, 10))
+	if errors.Is(err, ops.ErrConflict) { // the lock's own words name a key, not what waits
+		err = ops.Conflict("another restore of archived message %d is still under way; look at the archive when it ends", id)
+	}
 	if err != nil {
 		done(err, nil)
 		return restoreJSON{}, err

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/ops/pglock"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -346,6 +349,29 @@ func TestArchiveRestoreToADeletedDLQ(t *testing.T) {
 		t.Fatalf("the restore once the queue is back: %d %s", r.status, r.body)
 	}
 	rabbittest.WaitDepth(t, ch, "orders.dlq", 1, 30*time.Second)
+}
+
+// A restore that waits out another replica's turn on the same archived message (the store's lock
+// held past its wait) is a 409 that says so in words, not the lock's key.
+func TestArchiveRestoreWaitingOnAnotherRestore(t *testing.T) {
+	ctx := waittest.Context(t, 3*time.Minute)
+	storeDSN := pgtest.NewDatabase(t)
+	base, vhost, _ := dlqConsoleOn(t, ctx, storeDSN, 1, `{"n":%d}`, basicAuth(""))
+	rows := discardOrdersDLQ(t, base, vhost, `{"discard":1}`)
+	cfg, err := pgx.ParseConfig(storeDSN)
+	mustDo(t, err)
+	unlock, err := pglock.Lock(ctx, cfg, fmt.Sprintf("archive.restore/%d", rows[0].ID))
+	mustDo(t, err)
+	restoreURL := fmt.Sprintf("%s/api/v1/archive/%d/restore", base, rows[0].ID)
+	r := bearer(t, "POST", restoreURL, "tok-operator", `{"to":"dlq","reason":"x"}`)
+	unlock()
+	if want := fmt.Sprintf("another restore of archived message %d is still under way", rows[0].ID); r.status != http.StatusConflict ||
+		!strings.Contains(r.body, want) || strings.Contains(r.body, "lock") {
+		t.Fatalf("a restore while another holds the turn: %d %s; want 409 saying %q", r.status, r.body, want)
+	}
+	if r := bearer(t, "POST", restoreURL, "tok-operator", `{"to":"dlq","reason":"x"}`); r.status != http.StatusOK {
+		t.Fatalf("the restore once the turn is free: %d %s", r.status, r.body)
+	}
 }
 
 // TestArchiveRestoreToOriginalTwentyAtOnce: twenty operators replay the same archived message to

@@ -83,13 +83,19 @@ func declareOrders(t *testing.T, ch *amqp.Channel) {
 // orders m-0… the broker dead-lettered from orders.work, each with the body body (a format of i).
 func dlqConsole(t *testing.T, ctx context.Context, n int, body, auth string) (base, vhost string, ch *amqp.Channel) {
 	t.Helper()
+	return dlqConsoleOn(t, ctx, pgtest.NewDatabase(t), n, body, auth)
+}
+
+// dlqConsoleOn is dlqConsole with its store at storeDSN.
+func dlqConsoleOn(t *testing.T, ctx context.Context, storeDSN string, n int, body, auth string) (base, vhost string, ch *amqp.Channel) {
+	t.Helper()
 	vhost, ch, _ = deadLetteredOrders(t, ctx, n, func(i int) amqp.Publishing {
 		return amqp.Publishing{MessageId: fmt.Sprintf("m-%d", i), DeliveryMode: amqp.Persistent, ContentType: "application/json",
 			Body: []byte(fmt.Sprintf(body, i))}
 	})
 	cfg := rabbittest.Config(t, vhost)
 	base = startConsole(t, fmt.Sprintf("store: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n%s",
-		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost, auth))
+		storeDSN, string(cfg.URL), cfg.ManagementURL, vhost, auth))
 	return base, vhost, ch
 }
 
