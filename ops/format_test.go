@@ -60,7 +60,7 @@ func TestFormatAge(t *testing.T) {
 
 func TestPlural(t *testing.T) {
 	for _, tc := range []struct {
-		n          int64
+		n         int64
 		got, want string
 	}{
 		{1, Plural(1, "member"), "1 member"},

@@ -716,4 +716,3 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%dd%dh", days, h)
 	}
 }
-
