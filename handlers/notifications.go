@@ -333,7 +333,7 @@ func notificationsFlash(flash string) string {
 // Page: GET /notifications.
 func (h *Notifications) Page(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: c.QueryParam("flash")}
+	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: c.QueryParam("flash"), Kinds: health.Kinds}
 	if h.sender != nil {
 		p.Channels = h.sender.Channels()
 	}

@@ -125,7 +125,7 @@ notify:
 
 	form := `[data-testid="silence-form"] `
 	if err := chromedp.Do(ctx,
-		chromedp.SetValue(form+`input[name="kind"]`, "outbox_stuck"),
+		chromedp.SetValue(form+`select[name="kind"]`, "outbox_stuck"),
 		chromedp.SetValue(form+`input[name="duration"]`, "90m"),
 		chromedp.SetValue(form+`input[name="comment"]`, "relay redeploy <b>now</b>"),
 		chromedp.Submit(form+`button`),

@@ -14,6 +14,7 @@ type Page struct {
 	Channels []string
 	Rows     []Row
 	Silences []Silence
+	Kinds    []string // the problem kinds a silence may name (its form offers only these)
 	Error    string // the log could not be read
 	Flash    string // the outcome of a test or a silence just set
 }
