@@ -47,7 +47,7 @@ func auditID(e audit.Entry) int64 { return e.ID }
 
 // auditParams are the query parameters the audit list reads; any other is refused (a misspelt
 // filter would otherwise list everything, which reads as "nothing of the kind happened to it").
-var auditParams = []string{"actor", "action", "outcome", "target", "since", "until", "limit", "cursor"}
+var auditParams = []string{"actor", "action", "outcome", "target", "since", "until", "limit", "cursor", "reveal"}
 
 // auditTextParams bound the filters matched as text, in characters: actors and actions are
 // short names; a target holds a topic or queue name, which may be 255 long, after its system's.
