@@ -15,8 +15,8 @@ type Page struct {
 	Rows     []Row
 	Silences []Silence
 	Kinds    []string // the problem kinds a silence may name (its form offers only these)
-	Error    string // the log could not be read
-	Flash    string // the outcome of a test or a silence just set
+	Error    string   // the log could not be read
+	Flash    string   // the outcome of a test or a silence just set
 }
 
 // Row is one notification of the delivery log.
