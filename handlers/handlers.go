@@ -303,17 +303,27 @@ func queryBool(c echo.Context, name string) (bool, error) {
 }
 
 // queryTime parses an optional time: RFC 3339, a date (2006-01-02), a datetime-local value
-// (2006-01-02T15:04, UTC), or an age such as 15m, 6h, 7d meaning that long ago.
+// (2006-01-02T15:04, UTC), or an age such as 15m, 6h, 7d meaning that long ago. None is the zero
+// time, so a time before 1970 is refused (boundedTime).
 func queryTime(c echo.Context, name string, now time.Time) (time.Time, error) {
 	raw := strings.TrimSpace(c.QueryParam(name))
 	if raw == "" {
 		return time.Time{}, nil
 	}
-	t, ok := parseTime(raw, now)
+	t, ok := boundedTime(raw, now)
 	if !ok {
-		return time.Time{}, ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30) or an age like 15m, 6h, 7d")
+		return time.Time{}, ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) after 1970, or an age like 15m, 6h, 7d")
 	}
 	return t, nil
+}
+
+// boundedTime is parseTime for the callers whose "none" is the zero time: it refuses a time before
+// 1970. Nothing here (a record's timestamp, an outbox row, an audit entry) is older, and the year
+// 1 is the zero time, so an until of 0001-01-01 was read as no bound and matched everything
+// instead of nothing. (The callers that tell "given" by a pointer take the year 1 as a time.)
+func boundedTime(raw string, now time.Time) (time.Time, bool) {
+	t, ok := parseTime(raw, now)
+	return t, ok && !t.Before(time.Unix(0, 0))
 }
 
 func parseTime(raw string, now time.Time) (time.Time, bool) {

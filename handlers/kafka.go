@@ -338,9 +338,9 @@ func optionalTime(c echo.Context, name string, now time.Time) (*time.Time, error
 	if strings.TrimSpace(c.QueryParam(name)) == "" {
 		return nil, nil
 	}
-	t, err := queryTime(c, name, now)
-	if err != nil {
-		return nil, err
+	t, ok := parseTime(strings.TrimSpace(c.QueryParam(name)), now)
+	if !ok {
+		return nil, ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30) or an age like 15m, 6h, 7d")
 	}
 	return &t, nil
 }

@@ -25,7 +25,7 @@ func bodyContext(body string) echo.Context {
 // resolution's filter.since and an offsets plan's to.at now name the field and the forms.
 func TestBodyTimesNameTheirField(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	forms := "must be RFC 3339 (2026-11-30T06:00:00Z), a date (2026-11-30), or an age like 6h"
+	forms := "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) after 1970, or an age like 6h"
 	resolution := func(body string) error {
 		var req resolutionRequest
 		if err := decodeJSON(bodyContext(body), &req); err != nil {
@@ -50,6 +50,10 @@ func TestBodyTimesNameTheirField(t *testing.T) {
 		{"ResolutionSince", resolution(`{"filter":{"since":"yesterday"},"state":"resolved","reason":"r"}`), "filter.since: " + forms},
 		{"ResolutionUntil", resolution(`{"filter":{"until":"soon"},"state":"resolved","reason":"r"}`), "filter.until: " + forms},
 		{"PlanAt", plan(`{"topic":"orders","to":{"kind":"timestamp","at":"x"}}`), "to.at: " + forms},
+		// The year 1 is the zero time, which a filter reads as no bound: an until of 0001-01-01
+		// matched every record instead of none.
+		{"ResolutionUntilYearOne", resolution(`{"filter":{"until":"0001-01-01"},"state":"resolved","reason":"r"}`), "filter.until: " + forms},
+		{"ResolutionSinceBeforeEpoch", resolution(`{"filter":{"since":"1969-12-31T23:59:59Z"},"state":"resolved","reason":"r"}`), "filter.since: " + forms},
 	} {
 		if !errors.Is(tc.err, ops.ErrInvalid) || tc.err.Error() != tc.want {
 			t.Errorf("%s: %v, want %q", tc.name, tc.err, tc.want)
