@@ -326,6 +326,32 @@ func TestTraceIDFoundNowhere(t *testing.T) {
 	}
 }
 
+// A dead-letter topic whose original topic does not exist: the trace says so, and its step links
+// to the cluster, not to a topic page that answers 404 (a crawl of the trace pages found nine).
+func TestTraceMissingOriginalTopicIsNotLinked(t *testing.T) {
+	w := newTraceWorld(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(w.broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopics(waittest.Context(t, time.Minute), 1, 1, nil, "ghost.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	base := w.console(t, "")
+	a := getTrace(t, base, "message_id=no-such-message")
+	s := a.steps("kafka main/ghost")
+	if len(s) != 1 || s[0].Found || s[0].Detail != "the topic does not exist" {
+		t.Fatalf("the missing original's step: %+v\n%s", s, a.dump())
+	}
+	if s[0].Link != "/kafka/main" {
+		t.Errorf("the missing original's step links to %q, want the cluster /kafka/main", s[0].Link)
+	}
+	if r := do(t, nil, "GET", base+s[0].Link, "", ""); r.status != 200 {
+		t.Errorf("GET %s: %d", s[0].Link, r.status)
+	}
+}
+
 // Budgets exceeded are reported, and a cluster that is down is a step while the rest answers.
 func TestTraceBudgetsAndADownSource(t *testing.T) {
 	w := newTraceWorld(t)

@@ -157,7 +157,8 @@ func (r *run) topic(ctx context.Context, k KafkaCluster, topic, role, original s
 	ref := Ref{Cluster: k.Name(), Topic: topic, Offset: -1}
 	parts, err := k.Partitions(ctx, topic)
 	if errors.Is(err, ops.ErrNotFound) {
-		return []Step{{Kind: KindKafka, Source: source, Ref: ref, Detail: "the topic does not exist", fact: fact{role: role, topic: topic}}}
+		// The step links to the cluster, not to a topic page that would answer 404.
+		return []Step{{Kind: KindKafka, Source: source, Ref: Ref{Cluster: k.Name(), Offset: -1}, Detail: "the topic does not exist", fact: fact{role: role, topic: topic}}}
 	}
 	if err != nil {
 		s := r.down(KindKafka, source, err)
