@@ -62,6 +62,9 @@ type kafkaState struct {
 	// empty with each leadership (the first round reads the newest records again; the store's
 	// rows make that harmless).
 	seen map[string]map[int32]int64
+	// refusedRounds counts the rounds in a row in which the store took none of the error groups
+	// read (recordErrorGroups).
+	refusedRounds int
 	// ends are, per dead-letter or retry topic, its summed end offsets at the samples of the
 	// window: their slope is the topic's inflow.
 	ends   map[string][]lag.Sample
@@ -199,7 +202,10 @@ func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
 
 // recordErrorGroups folds what arrived in each final dead-letter topic since the last round into
 // the store's error groups (store.RecordErrorGroups), after the lag sample is written so that it
-// never costs one. A topic that cannot be read is retried from the same cursor next round.
+// never costs one. A topic that cannot be read is retried from the same cursor next round, and so
+// is the round when the store takes none of its groups. A group the store refuses while it takes
+// the others (or alone, round after round) is skipped with an error in the log: one bad record
+// must not keep every dead-letter topic of the cluster from telling its new errors.
 func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []kafka.DLTopic) {
 	r, ok := st.src.Cluster.(errorGroupReader)
 	if !ok {
@@ -218,19 +224,66 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 		}
 		next[t.Topic] = cursor
 		for _, g := range scan.Groups {
-			sightings = append(sightings, history.ErrorGroupSighting{Source: ErrorGroupSource(st.name, t.Topic),
-				Key: g.ExceptionType + "|" + g.ExceptionCause, ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause,
-				FirstAt: g.FirstAt, LastAt: g.LastAt, Count: g.Count, SampleMessage: g.SampleMessage,
-				SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
+			sightings = append(sightings, errorGroupSighting(st.name, t.Topic, g))
 		}
 	}
 	if err := s.store.RecordErrorGroups(ctx, s.newGroupWindow, sightings); err != nil {
-		s.log.Warn("sampler: recording error groups failed; they are read again next round", "cluster", st.name, "err", err)
-		return
+		refused, errs := s.recordEach(ctx, sightings)
+		if len(refused) == len(sightings) && (ctx.Err() != nil || st.refusedRounds+1 < maxRefusedRounds) {
+			st.refusedRounds++
+			s.log.Warn("sampler: recording error groups failed; they are read again next round", "cluster", st.name, "err", err)
+			return
+		}
+		for i, g := range refused {
+			s.log.Error("sampler: an error group cannot be recorded and is skipped: it will not be told as new",
+				"cluster", st.name, "source", g.Source, "exception_type", g.ExceptionType, "exception_cause", g.ExceptionCause, "err", errs[i])
+		}
 	}
+	st.refusedRounds = 0
 	for t, c := range next {
 		st.seen[t] = c
 	}
+}
+
+// maxRefusedRounds is how many rounds in a row the store must refuse every error group of a cluster,
+// each alone, while it takes the rounds' lag samples, before they are skipped as unrecordable
+// rather than read again: a store in trouble fails the lag sample first, so this is a record the
+// store cannot hold, not an outage.
+const maxRefusedRounds = 3
+
+// recordEach records the sightings one at a time (their batch failed, which fails them all) and
+// returns those the store refused, with its errors.
+func (s *Sampler) recordEach(ctx context.Context, sightings []history.ErrorGroupSighting) ([]history.ErrorGroupSighting, []error) {
+	var refused []history.ErrorGroupSighting
+	var errs []error
+	for i, g := range sightings {
+		if ctx.Err() != nil { // out of time: the rest are not tried, and count as refused
+			refused = append(refused, sightings[i:]...)
+			for range sightings[i:] {
+				errs = append(errs, ctx.Err())
+			}
+			break
+		}
+		if err := s.store.RecordErrorGroups(ctx, s.newGroupWindow, []history.ErrorGroupSighting{g}); err != nil {
+			refused, errs = append(refused, g), append(errs, err)
+		}
+	}
+	return refused, errs
+}
+
+// maxErrorGroupText is how much of an exception type or cause an error group keeps, as every
+// table keyed by them does (the store's error groups, triage's notes and resolutions).
+const maxErrorGroupText = 500
+
+// errorGroupSighting is what the store records of one error group of a dead-letter topic. Its key
+// is the group as the topic's error groups page tells it, exception type | cause, of the same
+// cleaned text (ops.CleanText) the store keeps of them and triage marks them by: a type or cause
+// with a NUL byte or invalid UTF-8, which PostgreSQL refuses, is stored and keyed alike.
+func errorGroupSighting(cluster, topic string, g kafka.ErrorGroup) history.ErrorGroupSighting {
+	typ, cause := ops.CleanText(g.ExceptionType, maxErrorGroupText), ops.CleanText(g.ExceptionCause, maxErrorGroupText)
+	return history.ErrorGroupSighting{Source: ErrorGroupSource(cluster, topic), Key: typ + "|" + cause,
+		ExceptionType: typ, ExceptionCause: cause, FirstAt: g.FirstAt, LastAt: g.LastAt, Count: g.Count,
+		SampleMessage: ops.CleanText(g.SampleMessage, 2000), SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset}
 }
 
 // ErrorGroupSource names a Kafka dead-letter topic in the store's error groups.
