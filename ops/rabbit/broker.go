@@ -32,6 +32,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // DefaultTimeout bounds one management API request and one AMQP dial.
@@ -194,32 +195,40 @@ func (b *Broker) bound(ctx context.Context) (context.Context, context.CancelFunc
 	return ops.Bound(ctx, b.timeout)
 }
 
+// opEchoLimit bounds, in bytes, how much of an operation (which names a vhost, a queue, an
+// exchange) a message for a person quotes.
+const opEchoLimit = 160
+
 // fail wraps err with the broker, the operation and an ops error kind. Errors that already carry a
 // kind keep it; a management 404 is ErrNotFound; AMQP's NOT_FOUND closes a channel with code 404
 // and becomes ErrNotFound, RESOURCE_LOCKED (405, an exclusive queue) ErrConflict; a caller's
 // cancellation passes through; everything else — dial failures, timeouts, 5xx — is ErrUnavailable.
 func (b *Broker) fail(op string, err error) error {
+	full := op
+	// What a person may read quotes the caller's names cut (a 100,000-character queue name came
+	// back whole); the internal error, for the log, keeps them.
+	op = payload.Clip(op, opEchoLimit)
 	var rhErr rabbithole.ErrorResponse
 	var amqpErr *amqp.Error
 	switch {
 	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrConflict),
 		errors.Is(err, ops.ErrUnavailable):
-		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)
+		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err) // its text may be shown (ops.Message)
 	case errors.As(err, &rhErr) && rhErr.StatusCode == http.StatusNotFound:
 		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("rabbitmq broker %q: %s: not found", b.name, op),
-			Err: fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)}
+			Err: fmt.Errorf("rabbitmq %s: %s: %w", b.name, full, err)}
 	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound:
 		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("rabbitmq broker %q: %s: not found", b.name, op),
-			Err: fmt.Errorf("rabbitmq %s: %s: %s", b.name, op, amqpErr.Reason)}
+			Err: fmt.Errorf("rabbitmq %s: %s: %s", b.name, full, amqpErr.Reason)}
 	case errors.As(err, &amqpErr) && amqpErr.Code == amqp.ResourceLocked:
 		return &ops.Error{Kind: ops.ErrConflict,
 			Message: fmt.Sprintf("rabbitmq broker %q: %s: the queue is exclusive to another connection", b.name, op),
-			Err:     fmt.Errorf("rabbitmq %s: %s: %s", b.name, op, amqpErr.Reason)}
+			Err:     fmt.Errorf("rabbitmq %s: %s: %s", b.name, full, amqpErr.Reason)}
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err)
 	default:
 		// The client's error names the broker's address: it is for the log.
-		return ops.Unavailable(fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err),
+		return ops.Unavailable(fmt.Errorf("rabbitmq %s: %s: %w", b.name, full, err),
 			"rabbitmq broker %q did not answer, or refused (%s); try again, or see the console's log for its error", b.name, op)
 	}
 }
