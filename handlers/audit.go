@@ -3,13 +3,11 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -66,8 +64,8 @@ func parseAuditFilter(c echo.Context) (audit.Filter, error) {
 	var err error
 	for _, p := range auditTextParams {
 		v := c.QueryParam(p.name)
-		if n := utf8.RuneCountInString(v); n > p.max {
-			return f, ops.Invalid(p.name, fmt.Sprintf("must be at most %d characters (it has %d)", p.max, n))
+		if err := textWithin(p.name, v, p.max); err != nil {
+			return f, err
 		}
 		*p.to(&f) = v
 	}
@@ -88,16 +86,6 @@ func parseAuditFilter(c echo.Context) (audit.Filter, error) {
 	return f, err
 }
 
-// onlyParams refuses a query parameter not in known, naming it and listing the known ones.
-func onlyParams(c echo.Context, known []string) error {
-	for _, name := range slices.Sorted(maps.Keys(c.QueryParams())) {
-		if !slices.Contains(known, name) {
-			return ops.Invalid(name, "unknown query parameter; known: "+strings.Join(known, ", "))
-		}
-	}
-	return nil
-}
-
 type auditJSON struct {
 	ID        int64          `json:"id"`
 	At        time.Time      `json:"at"`
@@ -115,7 +103,7 @@ type auditJSON struct {
 
 // API: GET /api/v1/audit?actor=&action=&outcome=&target=&since=&until=&limit=&cursor=.
 func (h *Audit) API(c echo.Context) error {
-	if err := onlyParams(c, auditParams); err != nil {
+	if err := OnlyParams(c, auditParams); err != nil {
 		return err
 	}
 	f, err := parseAuditFilter(c)

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 )
@@ -79,8 +83,16 @@ func render(c echo.Context, status int, page templ.Component) error {
 	return c.HTMLBlob(status, components.VisibleHTML(buf.Bytes()))
 }
 
-// maxBody caps JSON request bodies (ids lists included).
-const maxBody = 1 << 20
+// MaxJSONBody caps JSON request bodies, ids lists included: 10,000 ids (the most one request
+// takes) of 19 digits are about 200 KB.
+const MaxJSONBody = 1 << 20
+
+// BodyTooLarge is the 413 of a request body over limit bytes: it names the limit, and how to stay
+// under it.
+func BodyTooLarge(limit int64) error {
+	return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf(
+		"body: larger than %d MiB, the most the console reads; send fewer ids per request (at most %d)", limit>>20, outbox.MaxIDs))
+}
 
 // answerJSON answers an API route that takes a JSON body: the body decoded into a Req (decodeJSON,
 // with its 4xx), do's result written by wire as a 200 (do's error returned, for the error
@@ -98,13 +110,22 @@ func answerJSON[Req, Out, Resp any](c echo.Context, do func(echo.Context, Req) (
 }
 
 // decodeJSON reads a JSON body strictly: the right content type (which a cross-site HTML form
-// cannot send, so cookie-less JSON calls are not a CSRF vector), no unknown fields, one value.
+// cannot send, so cookie-less JSON calls are not a CSRF vector), at most MaxJSONBody bytes (a 413
+// naming the limit), no unknown fields, one value, and no string that no handler can use
+// (stringProblem).
 func decodeJSON(c echo.Context, into any) error {
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if mt != echo.MIMEApplicationJSON {
 		return echo.NewHTTPError(http.StatusUnsupportedMediaType, "send the body as JSON with Content-Type: application/json")
 	}
-	dec := json.NewDecoder(io.LimitReader(c.Request().Body, maxBody+1))
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, MaxJSONBody+1))
+	switch {
+	case errors.Is(err, echo.ErrStatusRequestEntityTooLarge) || len(body) > MaxJSONBody:
+		return BodyTooLarge(MaxJSONBody)
+	case err != nil:
+		return ops.Invalid("body", "could not be read: the client stopped sending it")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
 		var syntax *json.SyntaxError
@@ -129,7 +150,99 @@ func decodeJSON(c echo.Context, into any) error {
 	if dec.More() {
 		return ops.Invalid("body", "one JSON object expected, found more")
 	}
-	return nil
+	return stringProblem(body)
+}
+
+// stringProblem refuses, naming it by its path (filter.event_type, ids[3]), the first string of a
+// JSON document (one that decodes) that no handler can use: invalid UTF-8, which encoding/json
+// would quietly turn into U+FFFD, and a NUL character (\u0000), which PostgreSQL refuses, so that
+// it came back as a 503 blaming the store. The top-level reason is the exception for NUL: a reason
+// is kept as the audit log keeps it, NULs dropped (reasonText).
+func stringProblem(body []byte) error {
+	type level struct {
+		array bool
+		key   string // an object's member being read
+		index int    // an array's element being read
+		value bool   // an object's next string is a value (its key was read)
+	}
+	var stack []*level
+	path := func(stack []*level) string {
+		var b strings.Builder
+		for _, l := range stack {
+			switch {
+			case l.array:
+				fmt.Fprintf(&b, "[%d]", l.index)
+			case b.Len() > 0:
+				b.WriteString("." + l.key)
+			default:
+				b.WriteString(l.key)
+			}
+		}
+		return b.String()
+	}
+	// read marks the end of a value in the level that holds it.
+	read := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if top := stack[len(stack)-1]; top.array {
+			top.index++
+		} else {
+			top.value = false
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	start := int64(0)
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end: Decode judged the syntax already
+		}
+		// The token's bytes, with the separators before it (ASCII): a string is as it was sent.
+		raw := body[start:dec.InputOffset()]
+		start = dec.InputOffset()
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				stack = append(stack, &level{array: t == '['})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			read()
+		case string:
+			var top *level
+			if len(stack) > 0 {
+				top = stack[len(stack)-1]
+			}
+			if top != nil && !top.array && !top.value { // a member's name
+				if problem := textProblem(raw, t); problem != "" {
+					if in := path(stack[:len(stack)-1]); in != "" {
+						return ops.Invalid("a field name in "+in, problem)
+					}
+					return ops.Invalid("a field name", problem)
+				}
+				top.key, top.value = t, true
+				continue
+			}
+			problem := textProblem(raw, t)
+			if problem != "" && !(len(stack) == 1 && top.key == "reason" && utf8.Valid(raw)) {
+				return ops.Invalid(path(stack), problem)
+			}
+			read()
+		default:
+			read()
+		}
+	}
+}
+
+// textProblem is ops.TextProblem of a JSON string: raw as sent (where invalid UTF-8 shows) and s
+// as decoded (where an escaped NUL shows).
+func textProblem(raw []byte, s string) string {
+	if !utf8.Valid(raw) {
+		return ops.TextProblem(string(raw))
+	}
+	return ops.TextProblem(s)
 }
 
 // jsonType names a Go type the way the JSON it is decoded from is written.
@@ -185,6 +298,14 @@ func jsonKind(v string) string {
 	return "a " + v
 }
 
+// textWithin refuses a text longer than max characters (not bytes), naming the field.
+func textWithin(name, v string, max int) error {
+	if n := utf8.RuneCountInString(v); n > max {
+		return ops.Invalid(name, fmt.Sprintf("must be at most %d characters (it has %d)", max, n))
+	}
+	return nil
+}
+
 // maxReason bounds a written reason, in characters: it goes to the audit log, often beside the
 // dead letters it explains.
 const maxReason = 1000
@@ -199,11 +320,14 @@ func requiredReason(raw, why string) (string, error) {
 	return reason, err
 }
 
-// reasonText is a reason as the audit log keeps it: ops.CleanText's text (no NUL, valid UTF-8)
-// without the white space around it; "" when nothing in it shows (only spaces and invisible
-// characters). One longer than maxReason characters (not bytes: 1000 Chinese characters are
-// 3000 bytes) is refused.
+// reasonText is a reason as the audit log keeps it: without NULs and the white space around it;
+// "" when nothing in it shows (only spaces and invisible characters). One that is not UTF-8 text
+// is refused (the bytes are not what the person typed), and so is one longer than maxReason
+// characters (not bytes: 1000 Chinese characters are 3000 bytes).
 func reasonText(raw string) (string, error) {
+	if !utf8.ValidString(raw) {
+		return "", ops.Invalid("reason", ops.TextProblem(raw))
+	}
 	reason := strings.TrimSpace(ops.CleanText(raw, len(raw)))
 	switch {
 	case strings.IndexFunc(reason, visible) < 0:
@@ -274,6 +398,22 @@ func optionalCount(name, raw string) (*int64, error) {
 		return nil, ops.Invalid(name, "must be a non-negative integer")
 	}
 	return &v, nil
+}
+
+// OnlyParams refuses a query parameter not in known, naming it (cut to outbox.EchoLimit bytes)
+// and listing the known ones: a misspelt filter would otherwise be ignored, and list more than
+// the caller asked for ("nothing of the kind", or the wrong events to act on).
+func OnlyParams(c echo.Context, known []string) error {
+	for _, name := range slices.Sorted(maps.Keys(c.QueryParams())) {
+		if slices.Contains(known, name) {
+			continue
+		}
+		if len(known) == 0 {
+			return ops.Invalid(payload.Clip(name, outbox.EchoLimit), "unknown query parameter; this one takes none")
+		}
+		return ops.Invalid(payload.Clip(name, outbox.EchoLimit), "unknown query parameter; known: "+strings.Join(known, ", "))
+	}
+	return nil
 }
 
 // queryInt parses an optional integer query parameter within [min, max].

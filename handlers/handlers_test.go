@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,102 @@ func TestRequiredReasonEverywhere(t *testing.T) {
 	}
 	if reason, err := resolutionInput(triage.StateOpen, blank, "events"); err != nil || reason != "" {
 		t.Errorf("opening again needs no reason: %q, %v", reason, err)
+	}
+}
+
+// A string no handler can use is a 400 naming it by its path: a NUL (\u0000) reached PostgreSQL
+// and came back as a 503 blaming the store (SQLSTATE 22021), and invalid UTF-8 was quietly turned
+// into U+FFFD. The top-level reason keeps its rule: NULs dropped, as the audit log keeps it.
+func TestDecodeJSONRefusesUnusableStrings(t *testing.T) {
+	type filter struct {
+		EventType string   `json:"event_type"`
+		Reason    string   `json:"reason"`
+		IDs       []string `json:"ids"`
+	}
+	type request struct {
+		Filter   *filter           `json:"filter"`
+		Matchers map[string]string `json:"matchers"`
+		Items    []filter          `json:"items"`
+		PlanID   string            `json:"plan_id"`
+		Reason   string            `json:"reason"`
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"filter":{"event_type":"a\u0000b"},"reason":"x"}`, "filter.event_type: must not contain NUL bytes"},
+		{`{"plan_id":"a\u0000b"}`, "plan_id: must not contain NUL bytes"},
+		{`{"filter":{"ids":["1","2","3","\u0000"]}}`, "filter.ids[3]: must not contain NUL bytes"},
+		{`{"items":[{"ids":["x"]},{"event_type":"ok","ids":["y","z\u0000"]}]}`, "items[1].ids[1]: must not contain NUL bytes"},
+		{`{"filter":{"reason":"a\u0000"}}`, "filter.reason: must not contain NUL bytes"}, // a filter, not the audit's reason
+		{`{"matchers":{"group":"g\u0000"}}`, "matchers.group: must not contain NUL bytes"},
+		{`{"matchers":{"g\u0000":"x"}}`, "a field name in matchers: must not contain NUL bytes"},
+		{"{\"reason\":\"\xff\xfe\"}", "reason: must be valid UTF-8 text"},
+		{"{\"filter\":{\"event_type\":\"ok\"},\"plan_id\":\"a\xc3\"}", "plan_id: must be valid UTF-8 text"},
+		{`{"reason":"fix\u0000 deployed \udcff","plan_id":"p"}`, ""}, // NULs of a reason are dropped; \udcff is an escape, valid text
+		{`{"filter":{"event_type":"é\u00e9 \u202e","ids":[]},"items":[],"matchers":{}}`, ""},
+	} {
+		e := echo.New()
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		var into request
+		err := decodeJSON(e.NewContext(req, httptest.NewRecorder()), &into)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v; want it accepted", tc.body, err)
+		case tc.want != "" && (!errors.Is(err, ops.ErrInvalid) || err.Error() != tc.want):
+			t.Errorf("%q: %v; want a 400 %q", tc.body, err, tc.want)
+		}
+	}
+}
+
+// A body over MaxJSONBody is a 413 naming the limit and what to do: 100,000 ids of 10 digits (1.1
+// MB) were cut at 1 MiB and read as "body: could not be read as JSON".
+func TestDecodeJSONBodyOverTheLimit(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"ids":[`)
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(1_000_000_000 + i))
+	}
+	b.WriteString(`],"reason":"x"}`)
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(b.String()))
+	req.Header.Set("Content-Type", "application/json")
+	var into requeueRequest
+	err := decodeJSON(echo.New().NewContext(req, httptest.NewRecorder()), &into)
+	var he *echo.HTTPError
+	if !errors.As(err, &he) || he.Code != http.StatusRequestEntityTooLarge ||
+		he.Message != "body: larger than 1 MiB, the most the console reads; send fewer ids per request (at most 10000)" {
+		t.Fatalf("%d bytes: %v; want a 413 naming the limit", b.Len(), err)
+	}
+}
+
+// A reason that is not UTF-8 text says so: %ff%fe was cleaned to nothing and refused as
+// "reason: required" although one was sent.
+func TestReasonNotUTF8(t *testing.T) {
+	for _, raw := range []string{"\xff\xfe", "fix \xc3"} {
+		if _, err := requiredReason(raw, "say why"); !errors.Is(err, ops.ErrInvalid) || err.Error() != "reason: must be valid UTF-8 text" {
+			t.Errorf("%q: %v", raw, err)
+		}
+	}
+}
+
+// A resolution's filter holds its texts to the event list's 256 characters: a 100,000-character
+// aggregate_id was taken.
+func TestOutboxResolutionFilterLength(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		fields filterFields
+		f      outboxFilterRef
+		want   string
+	}{
+		{apiFilterFields, outboxFilterRef{AggregateID: strings.Repeat("a", 100_000)}, "filter.aggregate_id: must be at most 256 characters (it has 100000)"},
+		{apiFilterFields, outboxFilterRef{EventType: strings.Repeat("a", 257)}, "filter.event_type: must be at most 256 characters (it has 257)"},
+		{formFilterFields, outboxFilterRef{EventType: strings.Repeat("é", 257)}, "event_type: must be at most 256 characters (it has 257)"},
+		{formFilterFields, outboxFilterRef{EventType: strings.Repeat("修", 256), AggregateID: strings.Repeat("a", 256)}, ""},
+	} {
+		_, err := tc.f.toFilter(tc.fields, now)
+		if (tc.want == "" && err != nil) || (tc.want != "" && (!errors.Is(err, ops.ErrInvalid) || err.Error() != tc.want)) {
+			t.Errorf("%.20q: %v; want %q", tc.f.EventType+tc.f.AggregateID, err, tc.want)
+		}
 	}
 }

@@ -40,16 +40,32 @@ type outboxFilterRef struct {
 	Until       string `json:"until"`
 }
 
-// createdFields name the filter's times in what the person filled in: the API's body fields, or
+// filterFields name the filter's fields in what the person filled in: the API's body fields, or
 // the page's form fields.
-type createdFields struct{ since, until string }
+type filterFields struct{ eventType, aggregateID, since, until string }
 
 var (
-	apiCreatedFields  = createdFields{"filter.since", "filter.until"}
-	formCreatedFields = createdFields{"created_from", "created_to"}
+	apiFilterFields  = filterFields{"filter.event_type", "filter.aggregate_id", "filter.since", "filter.until"}
+	formFilterFields = filterFields{"event_type", "aggregate_id", "created_from", "created_to"}
 )
 
-func (f outboxFilterRef) toFilter(fields createdFields, now time.Time) (*triage.OutboxFilter, error) {
+// maxFilterText bounds, in characters, the texts an outbox's events are filtered by.
+const maxFilterText = 256
+
+// filterTexts refuses an event type or aggregate id longer than maxFilterText characters.
+func filterTexts(fields filterFields, eventType, aggregateID string) error {
+	if err := textWithin(fields.eventType, eventType, maxFilterText); err != nil {
+		return err
+	}
+	return textWithin(fields.aggregateID, aggregateID, maxFilterText)
+}
+
+// toFilter reads the filter as the event list's query does (parseFilter): the texts at most
+// maxFilterText characters, the times as bodyTime reads them.
+func (f outboxFilterRef) toFilter(fields filterFields, now time.Time) (*triage.OutboxFilter, error) {
+	if err := filterTexts(fields, f.EventType, f.AggregateID); err != nil {
+		return nil, err
+	}
 	since, err := bodyTime(fields.since, f.Since, now)
 	if err != nil {
 		return nil, err
@@ -69,7 +85,7 @@ func (h *Outboxes) APIResolve(c echo.Context) error {
 		if req.Events != nil && len(req.Events) == 0 {
 			return triage.Result{}, ops.Invalid("events", "empty: name at least one event")
 		}
-		return h.resolve(c, req, apiCreatedFields)
+		return h.resolve(c, req, apiFilterFields)
 	}
 	return answerJSON(c, resolve, func(res triage.Result) resolvedJSON {
 		return resolvedJSON{Updated: res.Updated, Matched: res.Matched}
@@ -94,14 +110,14 @@ func (h *Outboxes) FormResolve(c echo.Context) error {
 		}
 		req.Events = ids
 	}
-	res, err := h.resolve(c, req, formCreatedFields)
+	res, err := h.resolve(c, req, formFilterFields)
 	if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, backTo(c, pathParam(c, "name"), "resolved", res.Updated))
 }
 
-func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest, fields createdFields) (triage.Result, error) {
+func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest, fields filterFields) (triage.Result, error) {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return triage.Result{}, err

@@ -1,15 +1,23 @@
 package web
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/redrive/redrive/handlers"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -42,8 +50,94 @@ func validInput(next echo.HandlerFunc) echo.HandlerFunc {
 			if problem := ops.TextProblem(v); problem != "" {
 				return ops.Invalid(paramLabel(c.Path(), name), problem)
 			}
+			if max, ok := maxParamBytes[name]; ok && len(v) > max {
+				return ops.Invalid(paramLabel(c.Path(), name), fmt.Sprintf("must be at most %d bytes (it has %d)", max, len(v)))
+			}
+		}
+		if err := validForm(c); err != nil {
+			return err
 		}
 		return next(c)
+	}
+}
+
+// maxParamBytes bounds the path parameters whose system has a limit: RabbitMQ's names are AMQP
+// short strings, at most 255 bytes. A longer one can name nothing; the management API refused it
+// (414), which read as the broker being down, with the whole name quoted back.
+var maxParamBytes = map[string]int{"vhost": 255, "queue": 255}
+
+// validForm refuses a form body the handlers could not use, as validInput does a query string:
+// one that could not be read (larger than the body limit, malformed), and a field with a NUL or
+// invalid UTF-8 (a reason of %ff%fe read as "reason: required", a NUL event type reached
+// PostgreSQL and came back as a 503 blamed on the database).
+func validForm(c echo.Context) error {
+	r := c.Request()
+	if !isForm(r) {
+		return nil
+	}
+	if err := parseForm(c); err != nil {
+		if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return handlers.BodyTooLarge(maxBody)
+		}
+		return ops.Invalid("form", "could not be read: in a URL-encoded body, escape % as %25 and separate fields with &")
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.PostForm)) {
+		if problem := ops.TextProblem(k); problem != "" {
+			return ops.Invalid("a form field name", problem)
+		}
+		for _, v := range r.PostForm[k] {
+			if problem := ops.TextProblem(v); problem != "" {
+				return ops.Invalid(payload.Clip(k, outbox.EchoLimit), problem)
+			}
+		}
+	}
+	return nil
+}
+
+// isForm reports a request whose body is a form (URL-encoded or multipart) that a handler reads.
+func isForm(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	return mt == echo.MIMEApplicationForm || mt == echo.MIMEMultipartForm
+}
+
+const formErrKey = "redrive.form_error"
+
+// parseForm reads a form body once, for every reader after it (echo's FormValue reads the parsed
+// values), and says whether it could be read.
+func parseForm(c echo.Context) error {
+	r := c.Request()
+	if r.PostForm == nil {
+		err := r.ParseMultipartForm(32 << 20) // what echo's form lookup does; the body limit caps the body
+		if errors.Is(err, http.ErrNotMultipart) {
+			err = nil
+		}
+		c.Set(formErrKey, err)
+	}
+	err, _ := c.Get(formErrKey).(error)
+	return err
+}
+
+// maxBody caps every request body: a form of 10,000 ticked ids is about 200 KB. JSON bodies are
+// held to handlers.MaxJSONBody.
+const maxBody = 2 << 20
+
+// bodyLimit is echo's body limit of maxBody whose 413 names the limit (handlers.BodyTooLarge):
+// echo's said only "Request Entity Too Large". A JSON body is told the JSON limit, which it is
+// over too.
+func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	limited := middleware.BodyLimit(strconv.Itoa(maxBody>>20) + "M")(next)
+	return func(c echo.Context) error {
+		err := limited(c)
+		if !errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return err
+		}
+		if mt, _, _ := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType)); mt == echo.MIMEApplicationJSON {
+			return handlers.BodyTooLarge(handlers.MaxJSONBody)
+		}
+		return handlers.BodyTooLarge(maxBody)
 	}
 }
 
@@ -97,16 +191,10 @@ func knownMethod(next echo.HandlerFunc) echo.HandlerFunc {
 func csrfFormField(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.Header.Get(echo.HeaderXCSRFToken) != "" || !mutating(c) {
+		if r.Header.Get(echo.HeaderXCSRFToken) != "" || !mutating(c) || !isForm(r) {
 			return next(c)
 		}
-		mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-		if mt != echo.MIMEApplicationForm && mt != echo.MIMEMultipartForm {
-			return next(c)
-		}
-		if r.PostForm == nil {
-			_ = r.ParseMultipartForm(32 << 20) // what echo's form lookup did; BodyLimit caps the body
-		}
+		_ = parseForm(c) // validForm answers a form that could not be read
 		if tok := r.PostForm.Get("_csrf"); tok != "" {
 			r.Header.Set(echo.HeaderXCSRFToken, tok)
 		}

@@ -223,7 +223,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 				return c.Request().Method == http.MethodGet && strings.HasSuffix(c.Request().URL.Path, paths.ExportSuffix)
 			},
 			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
-		middleware.BodyLimit("2M"),
+		bodyLimit,
 		auth.middleware(), // identity, the route's role, read_only; audits refusals
 		knownMethod,       // a wrong method is a 405, not a CSRF refusal
 		csrfFormField,
