@@ -88,7 +88,7 @@ func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) Group {
 				Samples: []Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
 		}
 	}
-	return Judged(g, EvaluateGroup(rules, g.State, g.Members, parts, now))
+	return Judged(g, EvaluateGroup(rules, 0, g.State, g.Members, parts, now))
 }
 
 // TopicRate is one topic's consumption (by a group) and production rates, messages per second.

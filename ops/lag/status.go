@@ -35,8 +35,9 @@ const (
 	StatusEmpty StatusCode = "EMPTY"
 	// StatusDead: the group no longer exists on the coordinator (Kafka state Dead).
 	StatusDead StatusCode = "DEAD"
-	// StatusWarn: the lag rose at every sample of the evaluation window, never touched zero, and
-	// grew by at least LagRules.WarnMinLag in all.
+	// StatusWarn: the lag rose at every sample of the evaluation window (samples taken within half
+	// a sampling interval of each other count as one), never touched zero, and grew by at least
+	// LagRules.WarnMinLag in all.
 	StatusWarn StatusCode = "WARN"
 	// StatusStall: members exist and there is lag, but the committed offset did not move for a
 	// whole window — consumers are alive but stuck (a poison message, a blocked handler).
@@ -93,8 +94,9 @@ type GroupStatus struct {
 }
 
 // Evaluate judges one partition of a group from its samples, following Burrow's rules. It is pure:
-// the sampler calls it with stored history, tests with tables. state and members are the group's
-// current Kafka state and member count. Rules, from first match:
+// the sampler calls it with stored history, tests with tables. every is the sampling interval the
+// samples were taken at (0: unknown, every sample counts on its own); state and members are the
+// group's current Kafka state and member count. Rules, from first match:
 //
 //   - state Dead → DEAD; state Empty → EMPTY (the reason mentions any lag left behind);
 //   - no lag now, or the lag was zero at any sample of the window → OK (Burrow's rule 1: a
@@ -102,7 +104,11 @@ type GroupStatus struct {
 //   - lag > 0 and the committed offset has not moved for longer than rules.StopAfter → STOP;
 //   - lag > 0, members > 0 and the committed offset did not move during the whole window → STALL;
 //   - the lag rose at every sample of the window (strictly, over at least three samples) and by at
-//     least rules.WarnMinLag in all → WARN;
+//     least rules.WarnMinLag in all → WARN. Samples less than half of every apart are one moment
+//     (a refresh-on-view sample lands a fraction of a second after a scheduled one, with the same
+//     lag): the lag must be higher at each sample than at every sample at least that much
+//     earlier, so a lag flat over half an interval or more (a plateau), or lower than it was (a
+//     fall), breaks the rise, and how many people look does not change the verdict;
 //   - otherwise OK: a steady or fluctuating lag that is being consumed is normal.
 //
 // Then, when the rules set time thresholds and the group has members, a newest time lag above
@@ -112,8 +118,8 @@ type GroupStatus struct {
 // The window ends at the newest sample. "Not moved for d" is known only as far back as the samples
 // reach: the committed offset is taken as stuck since the oldest sample of the newest run of equal
 // committed offsets. Reasons never show the -1 of an offset that was never committed.
-func Evaluate(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) Status {
-	return evaluate(rules, state, members, samples, now).status
+func Evaluate(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) Status {
+	return evaluate(rules, every, state, members, samples, now).status
 }
 
 // finding is which rule decided a verdict; EvaluateGroup words the partitions that share one
@@ -142,7 +148,7 @@ type verdict struct {
 	offset  int64         // the committed offset (foundStop, foundStall)
 	stuck   time.Duration // how long the committed offset has not moved
 	members int
-	window  []Sample      // the window's samples (foundRising)
+	window  []Sample      // the window's samples that show the rise, one per moment (foundRising)
 	behind  time.Duration // the newest time lag (foundBehind)
 	limit   time.Duration // the threshold it passed (foundBehind)
 }
@@ -151,8 +157,8 @@ type verdict struct {
 // increase between two samples would be enough, and that is noise.
 const minRisingSamples = 3
 
-func evaluate(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) verdict {
-	v := evaluateOffsets(rules, state, members, samples, now)
+func evaluate(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) verdict {
+	v := evaluateOffsets(rules, every, state, members, samples, now)
 	if state == "Dead" || state == "Empty" || (rules.WarnAfterSeconds <= 0 && rules.ErrorAfterSeconds <= 0) {
 		return v
 	}
@@ -176,7 +182,7 @@ func evaluate(rules configs.LagRules, state string, members int, samples []Sampl
 	return b
 }
 
-func evaluateOffsets(rules configs.LagRules, state string, members int, samples []Sample, now time.Time) verdict {
+func evaluateOffsets(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) verdict {
 	s := usable(samples)
 	var last *Sample
 	if len(s) > 0 {
@@ -238,8 +244,8 @@ func evaluateOffsets(rules configs.LagRules, state string, members int, samples 
 		v.status.Code, v.found = StatusStall, foundStallNever
 	case members > 0 && v.stuck >= window:
 		v.status.Code, v.found = StatusStall, foundStall
-	case rising(win) && win[len(win)-1].Lag-win[0].Lag >= minGrowth:
-		v.status.Code, v.found, v.window = StatusWarn, foundRising, win
+	case rose(win, every, minGrowth):
+		v.status.Code, v.found, v.window = StatusWarn, foundRising, risingShown(win, every)
 	default:
 		return verdict{status: Status{Code: StatusOK}}
 	}
@@ -247,17 +253,39 @@ func evaluateOffsets(rules configs.LagRules, state string, members int, samples 
 	return v
 }
 
-// rising reports whether the lag rose at every sample, over at least minRisingSamples.
-func rising(s []Sample) bool {
-	if len(s) < minRisingSamples {
+// rose reports whether the lag rose at every sample of win, over at least minRisingSamples moments,
+// and by at least minGrowth in all. Samples less than every/2 apart are one moment: each sample's
+// lag must be above that of every sample at least every/2 older (with every 0, of every older
+// sample: a strict rise from sample to sample).
+func rose(win []Sample, every time.Duration, minGrowth int64) bool {
+	if len(win) == 0 || win[len(win)-1].Lag-win[0].Lag < minGrowth {
 		return false
 	}
-	for i := 1; i < len(s); i++ {
-		if s[i].Lag <= s[i-1].Lag {
+	near := every / 2
+	older, highest := 0, int64(-1) // win[:older] are at least near older than the sample judged
+	for j := range win {
+		for older < j && win[j].At.Sub(win[older].At) >= near {
+			highest = max(highest, win[older].Lag)
+			older++
+		}
+		if older > 0 && win[j].Lag <= highest {
 			return false
 		}
 	}
-	return true
+	return len(risingShown(win, every)) >= minRisingSamples
+}
+
+// risingShown is the samples a rise is told by: the first of each moment (samples less than every/2
+// apart), the newest in place of the last moment's first, so it ends at the lag now.
+func risingShown(win []Sample, every time.Duration) []Sample {
+	shown := []Sample{win[0]} // a copy: the last is replaced below
+	for _, x := range win[1:] {
+		if x.At.Sub(shown[len(shown)-1].At) >= every/2 {
+			shown = append(shown, x)
+		}
+	}
+	shown[len(shown)-1] = win[len(win)-1]
+	return shown
 }
 
 // describe words v's finding, together with others that share it (nil for a partition alone);
@@ -376,14 +404,14 @@ func chain(lags []int64) string {
 // where they share a finding ("lag rose at every sample on partitions 1, 2: 2 → 5 → 9 over 2m");
 // topics are named too when the group reads more than one. A group in state Empty or Dead with no
 // partitions still gets EMPTY/DEAD.
-func EvaluateGroup(rules configs.LagRules, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
+func EvaluateGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
 	gs := GroupStatus{Partitions: make([]PartitionStatus, 0, len(parts))}
 	verdicts := make([]verdict, len(parts))
 	worst, worstLag := -1, int64(-1)
 	topics := map[string]bool{}
 	for i, p := range parts {
 		topics[p.Topic] = true
-		v := evaluate(rules, state, members, p.Samples, now)
+		v := evaluate(rules, every, state, members, p.Samples, now)
 		verdicts[i] = v
 		gs.Partitions = append(gs.Partitions, PartitionStatus{Topic: p.Topic, Partition: p.Partition, Status: v.status})
 		lag := int64(-1)
@@ -401,7 +429,7 @@ func EvaluateGroup(rules configs.LagRules, state string, members int, parts []Pa
 		gs.Worst = &w
 		gs.Status = Status{Code: w.Status.Code, Reason: groupReason(parts, verdicts, worst, len(topics) > 1)}
 	case state == "Dead" || state == "Empty":
-		gs.Status = Evaluate(rules, state, members, nil, now)
+		gs.Status = Evaluate(rules, every, state, members, nil, now)
 	default:
 		gs.Status = Status{Code: StatusOK}
 	}

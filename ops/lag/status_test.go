@@ -210,7 +210,7 @@ func TestEvaluate(t *testing.T) {
 			if tc.rules != nil {
 				r = *tc.rules
 			}
-			got := Evaluate(r, tc.state, tc.members, tc.samples, now)
+			got := Evaluate(r, time.Minute, tc.state, tc.members, tc.samples, now)
 			if got.Code != tc.code || got.Reason != tc.reason {
 				t.Fatalf("Evaluate = %s %q, want %s %q", got.Code, got.Reason, tc.code, tc.reason)
 			}
@@ -225,7 +225,7 @@ func TestEvaluateGroup(t *testing.T) {
 		{Topic: "orders", Partition: 2, Samples: series(same(8, 812), same(8, 40))},
 		{Topic: "orders", Partition: 3, Samples: series(same(8, 900), same(8, 90))},
 	}
-	gs := EvaluateGroup(rules, "Stable", 3, parts, t0)
+	gs := EvaluateGroup(rules, time.Minute, "Stable", 3, parts, t0)
 	if gs.Status.Code != StatusStall || gs.Worst == nil || gs.Worst.Partition != 3 {
 		t.Fatalf("group = %+v (worst %+v), want STALL from partition 3 (the larger lag)", gs.Status, gs.Worst)
 	}
@@ -238,10 +238,10 @@ func TestEvaluateGroup(t *testing.T) {
 			t.Errorf("partition %d = %s, want %s", p.Partition, p.Status.Code, wantCodes[i])
 		}
 	}
-	if gs := EvaluateGroup(rules, "Empty", 0, nil, t0); gs.Status.Code != StatusEmpty || gs.Status.Reason != "no members" {
+	if gs := EvaluateGroup(rules, time.Minute, "Empty", 0, nil, t0); gs.Status.Code != StatusEmpty || gs.Status.Reason != "no members" {
 		t.Errorf("empty group with no partitions = %+v, want EMPTY, no members", gs.Status)
 	}
-	if gs := EvaluateGroup(rules, "Stable", 1, nil, t0); gs.Status.Code != StatusOK || gs.Worst != nil {
+	if gs := EvaluateGroup(rules, time.Minute, "Stable", 1, nil, t0); gs.Status.Code != StatusOK || gs.Worst != nil {
 		t.Errorf("group with no partitions = %+v, want OK", gs)
 	}
 }
@@ -273,14 +273,14 @@ func TestTimeLagThresholds(t *testing.T) {
 		{"EmptyStaysEmpty", rules, "Empty", moving(time.Hour), StatusEmpty, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Evaluate(tc.rules, tc.state, 2, tc.samples, now)
+			got := Evaluate(tc.rules, time.Minute, tc.state, 2, tc.samples, now)
 			if got.Code != tc.want || (tc.reason != "" && got.Reason != tc.reason) {
 				t.Errorf("got %s %q, want %s %q", got.Code, got.Reason, tc.want, tc.reason)
 			}
 		})
 	}
 	t.Run("Group", func(t *testing.T) {
-		gs := EvaluateGroup(rules, "Stable", 2, []PartitionSamples{
+		gs := EvaluateGroup(rules, time.Minute, "Stable", 2, []PartitionSamples{
 			{Topic: "orders", Partition: 0, Samples: moving(40 * time.Minute)},
 			{Topic: "orders", Partition: 1, Samples: moving(35 * time.Minute)},
 			{Topic: "orders", Partition: 2, Samples: moving(time.Minute)},
@@ -398,7 +398,7 @@ func TestGroupReason(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gs := EvaluateGroup(noisy, tc.state, tc.members, tc.parts, t0)
+			gs := EvaluateGroup(noisy, time.Minute, tc.state, tc.members, tc.parts, t0)
 			if gs.Status.Code != tc.code || gs.Status.Reason != tc.reason {
 				t.Fatalf("EvaluateGroup = %s %q\n                      want %s %q", gs.Status.Code, gs.Status.Reason, tc.code, tc.reason)
 			}
@@ -546,4 +546,80 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("dur(%v) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// withViews builds samples every 15 s (the sampler's interval) ending at t0, lag[i] at the i-th,
+// and after each scheduled sample listed in views a refresh-on-view sample the given fraction of
+// a second later, with the same lag: what the sampler records while people look at the group.
+func withViews(lag []int64, views map[int]float64) []Sample {
+	var out []Sample
+	for i, l := range lag {
+		at := t0.Add(time.Duration(i-len(lag)+1) * 15 * time.Second)
+		out = append(out, Sample{At: at, Committed: 1000 + int64(i), End: 1000 + int64(i) + l, Lag: l})
+		if d, ok := views[i]; ok && i < len(lag)-1 {
+			out = append(out, Sample{At: at.Add(time.Duration(d * float64(time.Second))), Committed: 1000 + int64(i), End: 1000 + int64(i) + l, Lag: l})
+		}
+	}
+	return out
+}
+
+// rise is n lags from first to last, rising by the same step at each sample.
+func rise(n int, first, last int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = first + (last-first)*int64(i)/int64(n-1)
+	}
+	return out
+}
+
+// A lag that rises steadily for the whole window is WARN however many refresh-on-view samples land
+// a fraction of a second after the scheduled ones with the same lag (seen: total lag 142 → 442
+// over 5 m and a partition 7 → 1,009, both OK); a lag flat over an interval, or one that fell,
+// still breaks the rise.
+func TestRisingWithRefreshSamples(t *testing.T) {
+	const every = 15 * time.Second
+	noisy := rules
+	noisy.WarnMinLag = 1
+	views := map[int]float64{0: 0.2, 3: 0.5, 4: 0.7, 9: 0.3, 12: 0.6, 17: 0.4, 19: 0.2}
+	plateau := rise(21, 7, 1009)
+	plateau[10] = plateau[9] // flat from one scheduled sample to the next
+	fell := rise(21, 7, 1009)
+	fell[10] = fell[9] - 1
+	for _, tc := range []struct {
+		name    string
+		samples []Sample
+		code    StatusCode
+		reason  string
+	}{
+		{"WARN/Total", withViews(rise(21, 142, 442), views), StatusWarn, "lag rose at every sample: 142 → 157 → … → 427 → 442 over 5m"},
+		{"WARN/Partition", withViews(rise(21, 7, 1009), views), StatusWarn, "lag rose at every sample: 7 → 57 → … → 958 → 1,009 over 5m"},
+		{"WARN/ViewAfterEverySample", withViews(rise(21, 7, 1009), func() map[int]float64 {
+			all := map[int]float64{}
+			for i := range 21 {
+				all[i] = 0.5
+			}
+			return all
+		}()), StatusWarn, "lag rose at every sample: 7 → 57 → … → 958 → 1,009 over 5m"},
+		{"WARN/NoViews", withViews(rise(21, 142, 442), nil), StatusWarn, "lag rose at every sample: 142 → 157 → … → 427 → 442 over 5m"},
+		{"OK/Plateau", withViews(plateau, views), StatusOK, ""},
+		{"OK/PlateauNoViews", withViews(plateau, nil), StatusOK, ""},
+		{"OK/Fell", withViews(fell, views), StatusOK, ""},
+		{"OK/TwoMoments", withViews([]int64{100, 200}, map[int]float64{0: 0.5}), StatusOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Evaluate(noisy, every, "Stable", 2, tc.samples, t0)
+			if got.Code != tc.code || got.Reason != tc.reason {
+				t.Fatalf("Evaluate = %s %q, want %s %q", got.Code, got.Reason, tc.code, tc.reason)
+			}
+		})
+	}
+	t.Run("Group", func(t *testing.T) {
+		gs := EvaluateGroup(noisy, every, "Stable", 2, []PartitionSamples{
+			{Topic: "orders", Partition: 0, Samples: withViews(rise(21, 100, 300), views)},
+			{Topic: "orders", Partition: 1, Samples: withViews(rise(21, 42, 142), views)},
+		}, t0)
+		if want := "lag rose at every sample on partitions 0, 1: 142 → 157 → … → 427 → 442 over 5m"; gs.Status.Code != StatusWarn || gs.Status.Reason != want {
+			t.Fatalf("group = %s %q, want WARN %q", gs.Status.Code, gs.Status.Reason, want)
+		}
+	})
 }

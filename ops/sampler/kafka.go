@@ -54,6 +54,7 @@ type kafkaState struct {
 	src    KafkaSource
 	name   string
 	window time.Duration // the rules' evaluation window, which rates are also computed over
+	every  time.Duration // the sampling interval: the statuses' rule of a rise reads samples by it
 	keep   time.Duration // how far back samples are kept: enough to tell STALL and STOP
 	warm   bool          // the windows were loaded from the store since leadership was taken
 	token  int64         // the lease token the windows were loaded under
@@ -106,7 +107,7 @@ func (st *kafkaState) setRules(r configs.LagRules, interval time.Duration) {
 	if stop <= 0 {
 		stop = 15 * time.Minute
 	}
-	st.src.Rules, st.window, st.keep = r, window, max(window, stop)+2*interval
+	st.src.Rules, st.window, st.keep, st.every = r, window, max(window, stop)+2*interval, interval
 }
 
 // SetLagRules changes the status thresholds of a cluster at run time (a config reload): the next
@@ -412,7 +413,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 		}
 		st.unpacked, st.parts = buf, parts
 
-		gs := lag.EvaluateGroup(st.src.Rules, g.State, g.Members, parts, at)
+		gs := lag.EvaluateGroup(st.src.Rules, st.every, g.State, g.Members, parts, at)
 		kg := lag.Judged(g, gs)
 		if g.Error == "" {
 			rows[len(rows)-1].Status = string(gs.Status.Code)

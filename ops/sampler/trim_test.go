@@ -32,7 +32,7 @@ func TestTrimKeepsWhatRulesRead(t *testing.T) {
 		for len(full) > 0 && full[0].At.Before(at.Add(-keep)) {
 			full = full[1:]
 		}
-		want, got := lag.Evaluate(rules, "Stable", 1, full, at), lag.Evaluate(rules, "Stable", 1, trimmed, at)
+		want, got := lag.Evaluate(rules, 15*time.Second, "Stable", 1, full, at), lag.Evaluate(rules, 15*time.Second, "Stable", 1, trimmed, at)
 		// Until the horizon clips the full window (stuck since sample 3), they say the same; then the
 		// trimmed one still knows since when.
 		if want.Code != got.Code || (i < 3+62 && want != got) {
@@ -42,7 +42,7 @@ func TestTrimKeepsWhatRulesRead(t *testing.T) {
 	if len(trimmed) > 23 {
 		t.Errorf("%d samples kept, want about a window's (22)", len(trimmed))
 	}
-	if r := lag.Evaluate(rules, "Stable", 1, trimmed, t0.Add(79*15*time.Second)).Reason; !strings.Contains(r, "no commit for 19m") {
+	if r := lag.Evaluate(rules, 15*time.Second, "Stable", 1, trimmed, t0.Add(79*15*time.Second)).Reason; !strings.Contains(r, "no commit for 19m") {
 		t.Errorf("the reason after the horizon: %q", r)
 	}
 	// Moving again: the old run's first sample is no longer needed.

@@ -288,7 +288,7 @@ func derivable(state string) bool { return state == "Empty" || state == "Dead" }
 
 func derive(state string, p kafka.PartitionLag) lag.Status {
 	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
-	return lag.Evaluate(configs.LagRules{}, state, 0,
+	return lag.Evaluate(configs.LagRules{}, 0, state, 0,
 		[]lag.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
 }
 
