@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -39,4 +41,19 @@ func openStoreWithPlan(tb testing.TB, total int, jobs ...string) *store.Store {
 		}
 	}
 	return st
+}
+
+// atOnce calls call(0) … call(n-1) from n goroutines released together, and returns the first
+// error: the same change made by n callers at the same moment.
+func atOnce(n int, call func(i int) error) error {
+	var g errgroup.Group
+	ready := make(chan struct{})
+	for i := range n {
+		g.Go(func() error {
+			<-ready
+			return call(i)
+		})
+	}
+	close(ready)
+	return g.Wait()
 }

@@ -48,11 +48,18 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 		types[i], causes[i] = ops.CleanText(m.ExceptionType, 500), ops.CleanText(m.ExceptionCause, 500)
 	}
 	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 4000)
+	// The rows are locked in their key's order whatever the order of marks, as every writer of
+	// the table does: two changes of the same records at once then wait for each other instead
+	// of each holding a row the other needs (a deadlock, which PostgreSQL ends by failing one).
 	if state == triage.StateOpen {
 		// Opening a record that has no row changes nothing: no row is open.
-		tag, err := tx.Exec(ctx, `UPDATE dead_letter_resolution r SET state = 'open', actor = $3, at = now(), reason = $4, job_id = ''
-			FROM unnest($5::int[], $6::bigint[]) AS u(p, o)
-			WHERE r.cluster = $1 AND r.topic = $2 AND r.partition = u.p AND r."offset" = u.o AND r.state <> 'open'`,
+		tag, err := tx.Exec(ctx, `WITH locked AS MATERIALIZED (SELECT r.partition, r."offset" FROM dead_letter_resolution r
+				JOIN unnest($5::int[], $6::bigint[]) AS u(p, o) ON r.partition = u.p AND r."offset" = u.o
+				WHERE r.cluster = $1 AND r.topic = $2 AND r.state <> 'open'
+				ORDER BY r.partition, r."offset" FOR UPDATE)
+			UPDATE dead_letter_resolution r SET state = 'open', actor = $3, at = now(), reason = $4, job_id = ''
+			FROM locked l
+			WHERE r.cluster = $1 AND r.topic = $2 AND r.partition = l.partition AND r."offset" = l."offset" AND r.state <> 'open'`,
 			cluster, topic, actor, reason, parts, offs)
 		return tag.RowsAffected(), err
 	}
@@ -60,6 +67,7 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 			(cluster, topic, partition, "offset", state, exception_type, exception_cause, actor, reason, job_id)
 		SELECT DISTINCT ON (u.p, u.o) $1, $2, u.p, u.o, $3, u.t, u.c, $4, $5, $6
 		FROM unnest($7::int[], $8::bigint[], $9::text[], $10::text[]) AS u(p, o, t, c)
+		ORDER BY u.p, u.o
 		ON CONFLICT (cluster, topic, partition, "offset") DO UPDATE SET state = EXCLUDED.state,
 			exception_type = CASE WHEN EXCLUDED.exception_type = '' THEN r.exception_type ELSE EXCLUDED.exception_type END,
 			exception_cause = CASE WHEN EXCLUDED.exception_type = '' THEN r.exception_cause ELSE EXCLUDED.exception_cause END,
@@ -95,6 +103,7 @@ func (s *Triage) MarkJobReplayed(ctx context.Context, jobID string) error {
 		JOIN replay_ledger l ON l.job_id = j.id AND l.outcome = 'published'
 		JOIN replay_plan_item i ON i.plan_id = j.plan_id AND i.seq = l.seq
 		WHERE j.id = $1 AND p.source->>'kind' = 'kafka' AND i.partition IS NOT NULL AND i.position IS NOT NULL
+		ORDER BY 1, 2, 3, 4 -- the key's order, as setResolutions locks
 		ON CONFLICT (cluster, topic, partition, "offset") DO UPDATE SET state = 'replayed', actor = EXCLUDED.actor,
 			at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
 		WHERE r.job_id <> EXCLUDED.job_id AND r.at < (SELECT created_at FROM replay_job WHERE id = $1)`, jobID)
@@ -308,13 +317,16 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 		return 0, nil
 	}
 	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 4000)
+	// The rows are locked in the events' order whatever the order of ids (see setResolutions).
 	if state == triage.StateOpen {
-		tag, err := tx.Exec(ctx, `UPDATE outbox_resolution SET state = 'open', actor = $2, at = now(), reason = $3, job_id = ''
-			WHERE outbox = $1 AND event = ANY($4) AND state <> 'open'`, outbox, actor, reason, ids)
+		tag, err := tx.Exec(ctx, `WITH locked AS MATERIALIZED (SELECT event FROM outbox_resolution
+				WHERE outbox = $1 AND event = ANY($4) AND state <> 'open' ORDER BY event FOR UPDATE)
+			UPDATE outbox_resolution r SET state = 'open', actor = $2, at = now(), reason = $3, job_id = ''
+			FROM locked l WHERE r.outbox = $1 AND r.event = l.event AND r.state <> 'open'`, outbox, actor, reason, ids)
 		return tag.RowsAffected(), err
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO outbox_resolution AS r (outbox, event, state, actor, reason, job_id)
-		SELECT DISTINCT $1, u, $2, $3, $4, $5 FROM unnest($6::bigint[]) AS u
+		SELECT DISTINCT $1, u, $2, $3, $4, $5 FROM unnest($6::bigint[]) AS u ORDER BY u
 		ON CONFLICT (outbox, event) DO UPDATE SET state = EXCLUDED.state, actor = EXCLUDED.actor, at = now(),
 			reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
 		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id`, outbox, state, actor, reason, jobID, ids)
