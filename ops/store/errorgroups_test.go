@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,5 +48,38 @@ func TestErrorGroupEpisodes(t *testing.T) {
 	}
 	if eps, err := s.ErrorGroupEpisodes(ctx, back.Add(time.Second), 10); err != nil || len(eps) != 0 {
 		t.Fatalf("since after the episode's start: %v %v", eps, err)
+	}
+}
+
+// Two samplers recording the same groups at once (a leader and the replica taking over from it),
+// each in an order of its own, both succeed: the groups are written in their key's order, so
+// neither holds a group the other waits for. The counts add up.
+func TestErrorGroupsRecordedConcurrently(t *testing.T) {
+	ctx, s := leaseStore(t)
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	var sightings []history.ErrorGroupSighting
+	for i := range 50 {
+		sightings = append(sightings, history.ErrorGroupSighting{Source: "kafka/main/orders.DLT", Key: fmt.Sprintf("X%02d|", i),
+			ExceptionType: fmt.Sprintf("X%02d", i), FirstAt: t0, LastAt: t0.Add(time.Minute), Count: 1})
+	}
+	const writers = 20
+	err := atOnce(writers, func(w int) error {
+		mine := slices.Clone(sightings)
+		if w%2 == 1 {
+			slices.Reverse(mine)
+		}
+		return s.RecordErrorGroups(ctx, time.Hour, mine)
+	})
+	if err != nil {
+		t.Fatalf("concurrent recordings: %v", err)
+	}
+	eps, err := s.ErrorGroupEpisodes(ctx, t0.Add(-time.Hour), 100)
+	if err != nil || len(eps) != len(sightings) {
+		t.Fatalf("%d groups, %v; want %d", len(eps), err, len(sightings))
+	}
+	for _, e := range eps {
+		if e.Count != writers {
+			t.Errorf("group %s counted %d, want %d", e.Key, e.Count, writers)
+		}
 	}
 }

@@ -81,10 +81,14 @@ func (s *ReplayLedger) Claim(ctx context.Context, jobID string, claims []replay.
 }
 
 // claimSQL inserts claims ("active", holding the locator) and final rows, counts the final ones
-// in the job, and returns the claims it inserted. %s is the conflict clause.
+// in the job, and returns the claims it inserted. %s is the conflict clause. The rows go in in
+// the locators' order, whatever the batch's: two jobs claiming the same messages in different
+// orders then wait for each other on the first one they share, rather than each holding a
+// locator the other waits for (a deadlock, which PostgreSQL ends by failing one claim).
 const claimSQL = `WITH ins AS (
 		INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail, holds)
 		SELECT $1, s, l, m, o, d, o = 'active' FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, l, m, o, d)
+		ORDER BY l COLLATE "C"
 		%s
 		RETURNING seq, outcome),
 	counted AS (

@@ -3,12 +3,14 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/store"
 )
 
 // The ledger's guarantee, raced directly rather than through the engine: 20 jobs claim the same
@@ -18,15 +20,7 @@ import (
 func TestLedgerClaimsRace(t *testing.T) {
 	ctx := context.Background()
 	const jobs, messages, batch = 20, 2000, 250
-	ids := make([]string, jobs)
-	for j := range ids {
-		ids[j] = fmt.Sprintf("j%02d", j)
-	}
-	st := openStoreWithPlan(t, messages, ids...)
-	claims := make([]replay.LedgerClaim, messages)
-	for i := range claims {
-		claims[i] = replay.LedgerClaim{Seq: i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", i), MessageID: fmt.Sprintf("m-%d", i)}
-	}
+	st, ids, claims := racingJobs(t, jobs, messages)
 	won := make([]map[int]bool, jobs) // per job, the seqs it claimed
 	var g errgroup.Group
 	for j := range jobs {
@@ -105,6 +99,55 @@ func TestLedgerClaimsRace(t *testing.T) {
 	if got, err := st.Claim(ctx, other, mine[:1], nil); err != nil || got[mine[0].Seq] != replay.ReplayedByOther {
 		t.Fatalf("another job claiming a published message: %v, %v; want ReplayedByOther", got, err)
 	}
+}
+
+// Jobs whose batches name the same messages in different orders (plans of their own, one
+// sorted one way, one the other) claim them at once without a deadlock: the claim inserts in the
+// locators' order whatever the batch's. Each message is still claimed once.
+func TestLedgerClaimsInAnyOrder(t *testing.T) {
+	ctx := context.Background()
+	const jobs, messages = 20, 5000
+	st, ids, claims := racingJobs(t, jobs, messages)
+	owners := make([]map[int]replay.LedgerState, jobs)
+	err := atOnce(jobs, func(j int) error {
+		batch := slices.Clone(claims)
+		if j%2 == 1 {
+			slices.Reverse(batch)
+		}
+		var err error
+		owners[j], err = st.Claim(ctx, ids[j], batch, nil)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("concurrent claims: %v", err)
+	}
+	for seq := range messages {
+		n := 0
+		for j := range jobs {
+			if owners[j][seq] == replay.Claimed {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("message %d claimed by %d jobs", seq, n)
+		}
+	}
+}
+
+// racingJobs is a store holding jobs pending jobs (j00, j01, …) of one plan of messages, and
+// claims of those messages in seq order.
+func racingJobs(tb testing.TB, jobs, messages int) (*store.Store, []string, []replay.LedgerClaim) {
+	tb.Helper()
+	ids := make([]string, jobs)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("j%02d", j)
+	}
+	st := openStoreWithPlan(tb, messages, ids...)
+	claims := make([]replay.LedgerClaim, messages)
+	for i := range claims {
+		claims[i] = replay.LedgerClaim{Seq: i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", i), MessageID: fmt.Sprintf("m-%d", i)}
+	}
+	return st, ids, claims
 }
 
 // A job that ends with claims still in flight — cancelled while paused on a broker that stopped

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -365,6 +368,13 @@ func (s *Samples) RecordErrorGroups(ctx context.Context, window time.Duration, s
 	if len(sightings) == 0 {
 		return nil
 	}
+	// The batch is one transaction: its groups are written in their key's order, whatever the
+	// round's, so two writers of the same groups (a leader and the replica taking over) wait for
+	// each other instead of each holding a group the other needs (a deadlock, which fails one).
+	sightings = slices.Clone(sightings)
+	slices.SortFunc(sightings, func(a, b history.ErrorGroupSighting) int {
+		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Key, b.Key))
+	})
 	b := &pgx.Batch{}
 	for _, g := range sightings {
 		b.Queue(`INSERT INTO error_group AS g (source, group_key, exception_type, exception_cause, first_seen, last_seen,
