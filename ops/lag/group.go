@@ -44,7 +44,9 @@ type Group struct {
 	Partitions map[string]Status // key "topic/partition"; only non-OK entries
 	Rate       float64           // messages consumed per second over the window
 	CatchUp    time.Duration     // time to catch up at the current slope; 0 = no lag; < 0 = not shrinking
-	RateKnown  bool              // false until the window holds two samples
+	// RateKnown is false until the window holds two samples, and for a group without members
+	// whose committed offsets moved only once or twice in the window (moved by hand, not consumed).
+	RateKnown bool
 	// TopicRates are, per topic the group consumes, the messages it consumed and the messages
 	// produced to the topic per second over the window (its partitions' committed and end offsets'
 	// slopes): a consumer's pipeline compares them stage by stage. Nil until RateKnown.

@@ -420,9 +420,10 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 		}
 		// The rate is the sum of the partitions' (each judged after its own offset resets); the
 		// catch-up time is the slowest partition's, not the total's: a stalled partition must not
-		// hide under another's fast drain.
+		// hide under another's fast drain. A group without members has them only when it consumes
+		// steadily (movedOnce).
 		total := windowFrom(w.total, rateFrom)
-		if _, _, ok := lag.Rate(total); ok {
+		if _, _, ok := lag.Rate(total); ok && (g.Members > 0 || g.Error != "" || !movedOnce(total)) {
 			wins = wins[:0]
 			for _, p := range parts {
 				wins = append(wins, lag.PartitionSamples{Topic: p.Topic, Partition: p.Partition, Samples: windowFrom(p.Samples, rateFrom)})
@@ -451,6 +452,26 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 	}
 	st.groups = windows
 	return out, rows
+}
+
+// minSteadyMoves is in how many of the window's sample intervals the committed offsets of a group
+// without members must have advanced for its rate to be told: a consumer in assign mode commits
+// steadily, while an offset moved by hand (a reset by timestamp, a shift, an admin commit) moves
+// once or twice, and the slope through that move would read as consumption ("0.12 msg/s, caught
+// up in 12 m") that nothing does.
+const minSteadyMoves = 3
+
+// movedOnce reports whether the group's committed offsets (total, its window) advanced in some of
+// its sample intervals but fewer than minSteadyMoves: a group without members then has no known
+// rate. Offsets that did not move at all are a known rate of 0 (it consumes nothing).
+func movedOnce(total []lag.Sample) bool {
+	moves := 0
+	for i := 1; i < len(total); i++ {
+		if total[i].Committed > total[i-1].Committed {
+			moves++
+		}
+	}
+	return moves > 0 && moves < minSteadyMoves
 }
 
 // trim drops, in place, the samples a status and a rate no longer need: all older than cutoff
