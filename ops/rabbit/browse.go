@@ -145,9 +145,10 @@ type BrowseResult struct {
 // so, with their count.
 //
 // Since a browse hides what it holds from any other reader, browses (and Peeks) of one classic or
-// quorum queue take turns: in this process, and across replicas with SetQueueLock. A browse waits
-// up to a bound (10 s) for its turn and then fails with ops.ErrUnavailable, saying the queue is
-// being read by another browse or replay plan.
+// quorum queue take turns, with each other and with replay jobs' cursors (OpenCursor): in this
+// process, and across replicas with SetQueueLock. A browse waits up to a bound (10 s) for its turn
+// and then fails with ops.ErrUnavailable, saying the queue is being read by another browse or
+// replay plan, or that a replay job is moving its messages.
 //
 // Stream queues are read non-destructively from the first offset, without taking turns.
 //
@@ -505,7 +506,7 @@ func quorumWhole(queue string, state amqp.Queue, most int) error {
 // closes (on a quorum queue after reading the rest of it too: Cursor.Close).
 func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want int, whole bool,
 	sink func(amqp.Delivery, int)) (read, arrived int, err error) {
-	cur, err := b.OpenCursor(ctx, vhost, queue, want)
+	cur, err := b.openCursor(ctx, vhost, queue, want) // the browse holds the queue's turn
 	if err != nil {
 		return 0, 0, err
 	}
@@ -682,12 +683,13 @@ type QueueLocker interface {
 	Lock(ctx context.Context, key string) (unlock func(), err error)
 }
 
-// DefaultBrowseWait bounds how long a browse waits for its turn on a queue (other browses and
-// replay plans of the same queue, in this process and in other replicas) before it gives up.
+// DefaultBrowseWait bounds how long a browse (or a replay job's cursor) waits for its turn on a
+// queue (other browses, replay plans and replay jobs of the same queue, in this process and in
+// other replicas) before it gives up.
 const DefaultBrowseWait = 10 * time.Second
 
-// SetQueueLock makes browses and Peeks of a queue take turns with those of other replicas, through
-// l (nil: only within this process). Call it before the Broker is used.
+// SetQueueLock makes browses, Peeks and cursors of a queue take turns with those of other replicas,
+// through l (nil: only within this process). Call it before the Broker is used.
 func (b *Broker) SetQueueLock(l QueueLocker) {
 	b.browsing.mu.Lock()
 	b.browsing.locker = l
@@ -705,17 +707,32 @@ type browseGuard struct {
 }
 
 // queueTurn is a one-slot semaphore with the number of browses holding or waiting for it, so the
-// map forgets queues nobody browses.
+// map forgets queues nobody browses, and who holds it, so that those who wait in vain are told.
 type queueTurn struct {
-	slot chan struct{}
-	refs int
+	slot   chan struct{}
+	refs   int
+	holder turnHolder // guarded by browseGuard.mu
 }
 
-// acquire waits for vhost/queue's turn in this process, then for the cross-replica lock, within
-// the bound. It returns the release function, and a note when the cross-replica lock could not be
+// turnHolder is who takes a queue's turn.
+type turnHolder int
+
+const (
+	holderBrowse turnHolder = iota // a browse, search, trace or replay plan: reads and returns the head
+	holderJob                      // a replay job's cursor: holds the messages it moves for the job's run
+)
+
+// acquire is acquireAs for a browse.
+func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) (release func(), note string, err error) {
+	return g.acquireAs(ctx, broker, vhost, queue, holderBrowse)
+}
+
+// acquireAs waits for vhost/queue's turn in this process, then for the cross-replica lock, within
+// the bound, for who. It returns the release function, and a note when the cross-replica lock could not be
 // taken because its database is unreachable: the browse then goes ahead (the page stays useful
 // while the database is down) but cannot promise that no other replica reads the queue meanwhile.
-func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) (release func(), note string, err error) {
+// A wait in vain says who held the turn when that is known (in this process).
+func (g *browseGuard) acquireAs(ctx context.Context, broker, vhost, queue string, who turnHolder) (release func(), note string, err error) {
 	g.mu.Lock()
 	wait, locker := g.wait, g.locker
 	if wait <= 0 {
@@ -746,8 +763,15 @@ func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		g.mu.Lock()
+		holder := t.holder
+		g.mu.Unlock()
+		if holder == holderJob {
+			return &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf(
+				"a replay job is moving the messages of queue %q (waited %s); try again once it is done", queue, wait)}
+		}
 		return &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf(
-			"another browse or replay plan of queue %q is reading it (waited %s); try again", queue, wait)}
+			"another browse or replay plan of queue %q is reading it, or a replay job is moving its messages (waited %s); try again", queue, wait)}
 	}
 	select {
 	case t.slot <- struct{}{}:
@@ -755,6 +779,9 @@ func (g *browseGuard) acquire(ctx context.Context, broker, vhost, queue string) 
 		done()
 		return nil, "", busy()
 	}
+	g.mu.Lock()
+	t.holder = who
+	g.mu.Unlock()
 	unlockLocal := func() {
 		<-t.slot
 		done()

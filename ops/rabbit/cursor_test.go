@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
 
@@ -128,4 +130,128 @@ func TestPublishToAMissingExchange(t *testing.T) {
 		t.Fatalf("restore to orders: %v", err)
 	}
 	e.waitDepth("orders.work", 5)
+}
+
+// A replay job's cursor takes the queue's turn as a browse does, for as long as it is open: a
+// browse (search, trace, plan) that comes meanwhile would take, with its prefetch of the whole
+// queue, part of what the job moves and hold it (a 20,000-message job once settled 9,950 of them
+// "not found in the queue" while they were still in it). The browse waits, then says a replay job
+// is moving the queue's messages; a second cursor says what the job waits for; and a cursor waits
+// for a browse that holds the turn. Across replicas too, through the queue lock.
+func TestCursorTakesTheQueuesTurn(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	e := newEnv(t)
+	e.fillDLQ(n)
+	ctx := context.Background()
+	e.b.browsing.wait = 300 * time.Millisecond
+
+	cur, err := e.b.OpenCursor(ctx, e.vhost, concurrentDLQ, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := cur.Take(ctx, 3); err != nil || len(ds) != 3 {
+		t.Fatalf("take: %d %v", len(ds), err)
+	}
+	wantBusy := fmt.Sprintf("a replay job is moving the messages of queue %q", concurrentDLQ)
+	if _, err := e.b.Browse(ctx, e.vhost, concurrentDLQ, 10); !errors.Is(err, ops.ErrUnavailable) || !strings.Contains(ops.Message(err), wantBusy) {
+		t.Fatalf("browse while a cursor is open: %v; want ops.ErrUnavailable saying %q", err, wantBusy)
+	}
+	if _, err := e.b.Peek(ctx, e.vhost, concurrentDLQ, 10, func(Message) { t.Error("the peek read a message the cursor holds the turn of") }); !errors.Is(err, ops.ErrUnavailable) {
+		t.Fatalf("peek while a cursor is open: %v", err)
+	}
+	wantWait := fmt.Sprintf("waiting for its turn on queue %q", concurrentDLQ)
+	if _, err := e.b.OpenCursor(ctx, e.vhost, concurrentDLQ, n); !errors.Is(err, ops.ErrUnavailable) || !strings.HasPrefix(ops.Message(err), wantWait) {
+		t.Fatalf("second cursor: %v (%q); want ops.ErrUnavailable saying %q", err, ops.Message(err), wantWait)
+	} else {
+		t.Logf("second cursor: %s", ops.Message(err))
+	}
+	if others, err := cur.OthersNow(ctx); err != nil || others != 0 {
+		t.Fatalf("others: %d %v; want 0 (the cursor's own consumer is not another)", others, err)
+	}
+	cur.Close()
+	cur.Close() // a second Close gives up nothing more
+	res, err := e.b.Browse(ctx, e.vhost, concurrentDLQ, 10)
+	if err != nil || inOrder(res.Messages, 0, n) != nil {
+		t.Fatalf("browse after the cursor closed: %v %v", err, inOrder(res.Messages, 0, n))
+	}
+
+	t.Run("CursorWaitsForABrowse", func(t *testing.T) {
+		release, _, err := e.b.browsing.acquire(ctx, e.b.name, e.vhost, concurrentDLQ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(100*time.Millisecond, release)
+		start := time.Now()
+		cur, err := e.b.OpenCursor(ctx, e.vhost, concurrentDLQ, n)
+		if err != nil {
+			t.Fatalf("cursor after the browse: %v", err)
+		}
+		defer cur.Close()
+		if waited := time.Since(start); waited < 90*time.Millisecond {
+			t.Errorf("the cursor opened after %v, while the browse held the turn for 100ms", waited)
+		}
+		if ds, err := cur.Take(ctx, n); err != nil || len(ds) != n {
+			t.Fatalf("take: %d %v", len(ds), err)
+		}
+	})
+
+	t.Run("OtherReplica", func(t *testing.T) {
+		st := locker(t, pgtest.NewDatabase(t))
+		other, err := New(rabbittest.Config(t, e.vhost), testIDs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		other.browsing.wait = 300 * time.Millisecond
+		e.b.SetQueueLock(st)
+		defer e.b.SetQueueLock(nil)
+		other.SetQueueLock(st)
+		cur, err := e.b.OpenCursor(ctx, e.vhost, concurrentDLQ, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMsg := fmt.Sprintf("another browse or replay plan of queue %q is reading it, or a replay job is moving its messages", concurrentDLQ)
+		if _, err := other.Browse(ctx, e.vhost, concurrentDLQ, 10); !errors.Is(err, ops.ErrUnavailable) || !strings.Contains(ops.Message(err), wantMsg) {
+			t.Fatalf("the other replica's browse while a cursor is open: %v; want %q", err, wantMsg)
+		}
+		cur.Close()
+		res, err := other.Browse(ctx, e.vhost, concurrentDLQ, 10)
+		if err != nil || !res.Complete || inOrder(res.Messages, 0, n) != nil {
+			t.Fatalf("after the cursor closed: %v complete=%v %v", err, res.Complete, inOrder(res.Messages, 0, n))
+		}
+	})
+}
+
+// A consumer that comes after a cursor opened is counted by OthersNow, however long the cursor
+// has been open; the cursor's own consumer never is.
+func TestCursorOthersNow(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	e := newEnv(t)
+	e.fillDLQ(n)
+	ctx := ctxT(t)
+	cur, err := e.b.OpenCursor(ctx, e.vhost, concurrentDLQ, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
+	if others, err := cur.OthersNow(ctx); err != nil || others != 0 {
+		t.Fatalf("before anyone else: %d %v", others, err)
+	}
+	ch, deliveries := rabbittest.Consume(t, e.url, concurrentDLQ, "holder", 4)
+	for range 4 {
+		<-deliveries
+	}
+	if others, err := cur.OthersNow(ctx); err != nil || others != 1 {
+		t.Fatalf("with a consumer holding 4: %d %v; want 1", others, err)
+	}
+	ds, err := cur.Take(ctx, n)
+	if err != nil || len(ds) != n-4 || !cur.Ended() {
+		t.Fatalf("take: %d %v ended=%v; want the %d the other consumer does not hold", len(ds), err, cur.Ended(), n-4)
+	}
+	_ = ch.Close() // returns its 4
+	if others, err := cur.OthersNow(ctx); err != nil || others != 1 {
+		t.Fatalf("after the consumer left: %d %v; want still 1: it may have held messages the cursor passed", others, err)
+	}
 }

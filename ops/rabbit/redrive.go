@@ -36,6 +36,10 @@ const maxPrefetch = 65_535
 // A quorum queue puts the messages returned to it at its back, behind those not handed out: a
 // cursor of one reads the whole queue (its span is at least the ready count when it opens), and
 // Close reads what is left of it before returning what it holds, so the order stays as it was.
+//
+// A cursor takes the queue's turn as a browse does (see Browse) and holds it until it closes:
+// a browse, search, trace or replay plan of the queue reads its head with a prefetch of all of it,
+// and one that came while a job's cursor read would take, and hold, part of what the job moves.
 type Cursor struct {
 	b            *Broker
 	op           string
@@ -47,13 +51,14 @@ type Cursor struct {
 	ended  bool // span reached or queue drained
 	cur    *window
 	buf    []Delivery // delivered after a window's consumer was cancelled, not yet handed out
-	others int        // consumers other than this cursor when it opened
+	others int        // the most consumers other than this cursor seen: when it opened, or when it last looked
 	ready  int        // ready messages when it opened: until that many arrived, a pause is not the end
 	quorum bool       // a quorum queue: read to its end before returning anything (Close)
 
 	mu      sync.Mutex // guards windows and closed against Ack running beside Take
 	windows []*window
 	closed  bool
+	release func() // gives up the queue's turn (nil: the caller holds it, as a browse does)
 
 	retMu    sync.Mutex             // one confirm wait at a time
 	returned map[string]amqp.Return // returns read but not yet matched to their batch
@@ -91,14 +96,41 @@ type Republish struct {
 	MessageID string
 }
 
-// OpenCursor starts reading queue from its head, up to span messages (≥ 1). It reports, through
-// Others, how many other consumers the queue had: messages they hold unacked are not in the queue
-// for the cursor to see. Errors: ops.ErrInvalid, ops.ErrNotFound (queue), ops.ErrUnavailable.
+// OpenCursor starts reading queue from its head, up to span messages (≥ 1), once it has the
+// queue's turn: it waits for the browses, plans and other cursors of the queue (in this process,
+// and in other replicas with SetQueueLock) as a browse does, and they wait for it until it closes.
+// It reports, through OthersNow, how many other consumers the queue has: messages they hold
+// unacked are not in the queue for the cursor to see. Errors: ops.ErrInvalid, ops.ErrNotFound
+// (queue), ops.ErrUnavailable (also: the queue's turn not had within DefaultBrowseWait).
 func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) (*Cursor, error) {
-	op := fmt.Sprintf("replay from %s/%s", vhost, queue)
 	if span < 1 {
 		return nil, ops.Invalid("span", "must be at least 1")
 	}
+	op := fmt.Sprintf("replay from %s/%s", vhost, queue)
+	// Without the cross-replica lock (its database down) the cursor still reads: OthersNow sees
+	// a browse of another replica that holds messages, and the job waits for it.
+	release, _, err := b.browsing.acquireAs(ctx, b.name, vhost, queue, holderJob)
+	if err != nil {
+		if errors.Is(err, ops.ErrUnavailable) && ctx.Err() == nil {
+			err = &ops.Error{Kind: ops.ErrUnavailable, Err: err, Message: fmt.Sprintf("waiting for its turn on queue %q: "+
+				"another browse, search, trace, replay plan or replay job is reading it, and would hold some of its messages; "+
+				"the job tries again by itself", queue)}
+		}
+		return nil, b.fail(op, err)
+	}
+	c, err := b.openCursor(ctx, vhost, queue, span)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	c.release = release
+	return c, nil
+}
+
+// openCursor is OpenCursor for a caller that holds the queue's turn (a browse of more than one
+// window).
+func (b *Broker) openCursor(ctx context.Context, vhost, queue string, span int) (*Cursor, error) {
+	op := fmt.Sprintf("replay from %s/%s", vhost, queue)
 	c := &Cursor{b: b, op: op, vhost: vhost, queue: queue, span: span}
 	quorum, err := b.quorumQueue(ctx, vhost, queue)
 	if err != nil {
@@ -160,8 +192,15 @@ func (c *Cursor) openPublishers(ctx context.Context) error {
 	return nil
 }
 
-// Others is how many consumers besides the cursor the queue had when it opened.
-func (c *Cursor) Others() int { return c.others }
+// OthersNow is how many consumers besides the cursor the queue has now, or had when the cursor
+// opened or last found no delivery, whichever is most: any of them may hold messages of the
+// cursor's span unacknowledged, which the cursor then cannot see although they are in the queue.
+func (c *Cursor) OthersNow(ctx context.Context) (int, error) {
+	if _, _, err := c.queueNow(ctx); err != nil {
+		return 0, err
+	}
+	return c.others, nil
+}
 
 // Read is how many messages the cursor has handed out.
 func (c *Cursor) Read() int { return c.read }
@@ -244,7 +283,7 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 }
 
 // queueNow is how many consumers besides the cursor's window the queue has now and how many of
-// its messages are ready, read on a channel of its own.
+// its messages are ready, read on a channel of its own; the most others seen is kept (OthersNow).
 func (c *Cursor) queueNow(ctx context.Context) (others, ready int, err error) {
 	probe, err := c.b.channel(ctx, c.vhost)
 	if err != nil {
@@ -255,7 +294,13 @@ func (c *Cursor) queueNow(ctx context.Context) (others, ready int, err error) {
 	if err != nil {
 		return 0, 0, c.b.fail(c.op, err)
 	}
-	return max(st.Consumers-1, 0), st.Messages, nil
+	mine := 0
+	if c.cur != nil && c.cur.consuming {
+		mine = 1
+	}
+	others = max(st.Consumers-mine, 0)
+	c.others = max(c.others, others)
+	return others, st.Messages, nil
 }
 
 func (c *Cursor) delivery(d amqp.Delivery, w *window) Delivery {
@@ -493,10 +538,18 @@ func (c *Cursor) Close() {
 	if c.cur != nil {
 		_ = c.stopWindow(c.cur)
 	}
+	if c.closeChannels() && c.release != nil {
+		c.release() // once every message it held is back in the queue
+	}
+}
+
+// closeChannels returns what the cursor holds and closes its channels, the first time only
+// (reported by closed).
+func (c *Cursor) closeChannels() (closed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return
+		return false
 	}
 	c.closed = true
 	for _, w := range c.windows {
@@ -508,6 +561,7 @@ func (c *Cursor) Close() {
 	for _, p := range c.pubs {
 		_ = p.ch.Close()
 	}
+	return true
 }
 
 // readRest reads, from a quorum queue, the ready messages the cursor has not read (those past its

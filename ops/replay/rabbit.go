@@ -342,11 +342,21 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 		}
 		drop = append(drop, dropped...)
 	}
-	if len(pending) > 0 && m.cur.Others() > 0 {
-		// Another consumer (a live one, or another job) may hold them unacked: not "gone".
-		return moved{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("%d planned message(s) were not found in queue %s, "+
-			"which has %d other consumer(s) that may hold them unacknowledged; the job waits for them",
-			len(pending), m.src.Queue, m.cur.Others())}
+	if len(pending) > 0 {
+		// Another consumer (a live one, or a reader the queue's turn does not keep out: another
+		// console's browse while the console's database was away) may hold them unacked: not
+		// "gone". It is asked now, not only when the job began: a reader that came since took its
+		// share of the head, and the cursor met later messages first.
+		others, err := m.cur.OthersNow(ctx)
+		if err != nil {
+			return moved{}, err
+		}
+		if others > 0 {
+			return moved{}, &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("waiting for another reader of queue %s: "+
+				"%d planned message(s) are not where the job reads, and %d other consumer(s) may hold them unacknowledged "+
+				"(a browse, a trace, another console or a live consumer); the job reads the queue again by itself",
+				m.src.Queue, len(pending), others)}
+		}
 	}
 	to := make([]rabbit.Republish, len(take))
 	for i, it := range taken {
