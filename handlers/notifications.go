@@ -334,6 +334,9 @@ func notificationsFlash(flash string) string {
 func (h *Notifications) Page(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: c.QueryParam("flash"), Kinds: health.Kinds}
+	p.Test = offer(p.Meta, nil, "Operators can send a test notification.")
+	p.Silence = offer(p.Meta, nil, "Operators can silence problems here.")
+	p.End = offer(p.Meta, nil, "Operators can end a silence.")
 	if h.sender != nil {
 		p.Channels = h.sender.Channels()
 	}

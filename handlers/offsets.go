@@ -310,6 +310,9 @@ func (h *Offsets) planPage(c echo.Context, p offsets.Plan) kafkapages.OffsetPlan
 	for _, mv := range p.Partitions {
 		page.Partitions = append(page.Partitions, kafkapages.OffsetMoveRow{Partition: mv.Partition, Current: mv.Current, New: mv.New, Skipped: mv.Skipped})
 	}
+	actor := ActorOf(c)
+	page.Approve = offer(m, p.ApproveRefused(actor), "Operators other than "+p.CreatedBy+" can approve this move.")
+	page.Apply = offer(m, p.ApplyRefused(), "Operators can apply this move.")
 	return page
 }
 

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 	replaypages "github.com/redrive/redrive/views/pages/replays"
 )
@@ -32,6 +34,9 @@ type ReplayEngine interface {
 	Ledger(ctx context.Context, id string, limit int) ([]replay.LedgerEntry, error)
 	Cancel(ctx context.Context, id string, by access.Actor) (replay.Job, error)
 	Approve(ctx context.Context, id string, approver access.Actor) (replay.Job, error)
+	// StartRefused is why actor may not start a job of plan (force: forced), as Start would
+	// refuse it (ops.ErrForbidden); nil when it may.
+	StartRefused(plan replay.Plan, actor access.Actor, force bool) error
 }
 
 // ReplayViews reads what the replay pages show beside the engine's answers (ops/store): the jobs
@@ -410,6 +415,26 @@ func (h *Replays) FormApprove(c echo.Context) error {
 
 // ---- pages ----
 
+// offer is whether a page shows the button of an action, as the API would answer it: the route
+// wants an operator (meta.CanOperate: the role, and the console not read-only) and refused is the
+// use case's own rule for this user (replay.CancelRefused, offsets.Plan.ApproveRefused, …). A
+// refusal is worded in place of the button: forWho for a viewer ("Operators can …"), the use
+// case's words when it is about who the user is; nothing when nobody could do it now (a conflict:
+// the job ended, the plan was applied).
+func offer(meta layout.Meta, refused error, forWho string) components.Offer {
+	switch {
+	case refused != nil && !errors.Is(refused, ops.ErrForbidden):
+		return components.Offer{}
+	case meta.ReadOnly:
+		return components.Offer{Note: "Read-only mode: nothing can be changed from this console."}
+	case !meta.CanOperate:
+		return components.Offer{Note: forWho}
+	case refused != nil:
+		return components.Offer{Note: ops.Message(refused)}
+	}
+	return components.Offer{OK: true}
+}
+
 // Index: GET /replays.
 func (h *Replays) Index(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -638,10 +663,12 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	plan = h.redact.Plan(plan)
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
-		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings,
-		CanForce: actor.Can(access.Admin)}
+		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings}
 	page.Meta = h.meta(c, page.Noun()+" plan", "replays")
-	page.CanRun = page.Meta.CanOperate
+	page.Run = offer(page.Meta, h.engine.StartRefused(plan, actor, false), "Operators can run this plan.")
+	if !page.Discard { // a discard publishes nothing: there is nothing to force
+		page.Force = offer(page.Meta, h.engine.StartRefused(plan, actor, true), "")
+	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: "plan " + plan.ID}}
 	for _, a := range replay.Actions {
 		if a == replay.DropReplayedCopy && plan.Counts[a] == 0 {
@@ -759,6 +786,9 @@ func (h *Replays) JobPage(c echo.Context) error {
 		page.Job.Source, page.Job.Destination, page.Job.Discard = routeText(routes[job.PlanID])
 	}
 	page.Meta = h.meta(c, page.Job.Noun()+" "+job.ID, "replays")
+	actor := ActorOf(c)
+	page.Job.Approve = offer(page.Meta, replay.ApproveRefused(job, actor), "Operators other than "+job.Actor+" can approve it.")
+	page.Job.Cancel = offer(page.Meta, replay.CancelRefused(job, actor), "Operators can cancel their own jobs, admins anyone's.")
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: job.ID}}
 	if job.Failed > 0 {
 		groups, err := h.views.FailureGroups(ctx, job.ID, maxFailureGroups)

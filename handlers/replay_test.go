@@ -69,6 +69,9 @@ func (f *replayFixture) Approve(context.Context, string, access.Actor) (replay.J
 	return replay.Job{}, ops.ErrConflict
 }
 
+// StartRefused lets anyone start anything: the engine's rule is ops/replay's to test.
+func (f *replayFixture) StartRefused(replay.Plan, access.Actor, bool) error { return nil }
+
 func (f *replayFixture) JobsOfPlan(_ context.Context, planID string) ([]replay.Job, error) {
 	if f.viewsDown {
 		return nil, fmt.Errorf("jobs of plan: %w", ops.ErrUnavailable)

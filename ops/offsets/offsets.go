@@ -491,13 +491,9 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		return res, err
 	}
 	res.Plan = p
-	if p.AppliedAt != nil {
-		res.Moved = true
-		return deny(fmt.Errorf("offset plan %q was applied at %s by %s: %w",
-			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict))
-	}
-	if p.FourEyes && p.ApprovedBy == "" {
-		return deny(ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped))
+	if err := p.ApplyRefused(); err != nil {
+		res.Moved = p.AppliedAt != nil
+		return deny(err)
 	}
 	target := groupTarget(p.Cluster, p.Group)
 	mem, err := c.GroupMembership(ctx, p.Group)
@@ -605,6 +601,37 @@ func committedText(off int64) string {
 	return fmt.Sprintf("committed %d", off)
 }
 
+// ApplyRefused says why the plan may not be applied, as Apply refuses it (ops.ErrConflict): it
+// was applied already, or it skips enough records to need a second person's approval and has
+// none yet. nil when the plan allows it; the group's members and offsets are the broker's to
+// say when it applies. The plan page offers Apply only then.
+func (p Plan) ApplyRefused() error {
+	if p.AppliedAt != nil {
+		return fmt.Errorf("offset plan %q was applied at %s by %s: %w",
+			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict)
+	}
+	if p.FourEyes && p.ApprovedBy == "" {
+		return ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped)
+	}
+	return nil
+}
+
+// ApproveRefused says why by may not approve the plan, as Approve refuses it: ops.ErrConflict
+// for a plan that needs no approval or was approved or applied already, ops.ErrForbidden for its
+// author. nil when Approve would go ahead; the plan page offers Approve only then.
+func (p Plan) ApproveRefused(by access.Actor) error {
+	if !p.FourEyes {
+		return ops.Conflict("offset plan %q needs no approval", p.ID)
+	}
+	if by.Name == p.CreatedBy {
+		return ops.Forbidden("%s wrote this plan; another operator must approve it", by.Name)
+	}
+	if p.AppliedAt != nil || p.ApprovedBy != "" {
+		return ops.Conflict("offset plan %q was already approved or applied", p.ID)
+	}
+	return nil
+}
+
 // Approve is a second operator's yes to a four-eyes plan: not its author. Errors: ops.ErrInvalid
 // (no id), ops.ErrNotFound, ops.ErrForbidden (the author), ops.ErrConflict (approved or applied
 // already, or not a four-eyes plan).
@@ -616,11 +643,8 @@ func (m *Mover) Approve(ctx context.Context, id string, by access.Actor) (Plan, 
 	if err != nil {
 		return Plan{}, err
 	}
-	if !p.FourEyes {
-		return p, ops.Conflict("offset plan %q needs no approval", id)
-	}
-	if by.Name == p.CreatedBy {
-		return p, ops.Forbidden("the plan's author cannot approve it; another operator must")
+	if err := p.ApproveRefused(by); err != nil {
+		return p, err
 	}
 	done, err := m.audit.Intend(ctx, audit.Entry{Actor: by.Name, Role: by.Role.String(), Action: "kafka.offsets.approve",
 		Target: groupTarget(p.Cluster, p.Group), Count: new(p.Skipped), Detail: map[string]any{"plan_id": id}})

@@ -41,7 +41,7 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 		return Job{}, invalid("rate_per_second", fmt.Sprintf("must be between 1 and %d", maxRate))
 	}
 	if r.Force {
-		if err := ops.Require(r.Actor, access.Admin, "forcing a replay past the consumer's inbox"); err != nil {
+		if err := forceRefused(r.Actor); err != nil {
 			return Job{}, err
 		}
 	}
@@ -55,13 +55,9 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	toPublish := plan.Actions[string(Publish)] + plan.Actions[string(Discard)]
-	if r.Force {
-		toPublish += plan.Actions[string(SkipProcessed)] + plan.Actions[string(SkipInProgress)]
-	}
-	if limit := e.o.Replay.OperatorMaxMessages; !r.Actor.Can(access.Admin) && limit > 0 && toPublish > limit {
-		return Job{}, ops.Forbidden("this job would publish %d messages; an operator may start at most %d "+
-			"(replay.operator_max_messages) — narrow the plan or ask an admin", toPublish, limit)
+	toPublish := moves(plan.Actions, r.Force)
+	if err := e.sizeRefused(toPublish, r.Actor); err != nil {
+		return Job{}, err
 	}
 	var src Source
 	_ = json.Unmarshal(plan.Source, &src)
@@ -99,13 +95,12 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 	if err != nil {
 		return job, err
 	}
-	if job.Status != JobAwaiting {
-		return job, ops.Conflict("replay job %s is %s, not awaiting approval", id, job.Status)
-	}
-	if approver.Name == job.Actor {
-		e.audit(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
-			Outcome: audit.OutcomeDenied, Reason: "self-approval"})
-		return job, ops.Forbidden("%s started this replay; a second, different person must approve it", approver.Name)
+	if err := ApproveRefused(job, approver); err != nil {
+		if errors.Is(err, ops.ErrForbidden) {
+			e.audit(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
+				Outcome: audit.OutcomeDenied, Reason: "self-approval"})
+		}
+		return job, err
 	}
 	done, err := e.intend(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 		Count: new(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
@@ -125,6 +120,73 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 	default:
 	}
 	return e.o.Store.Job(ctx, id)
+}
+
+// ApproveRefused says why approver may not approve job, as Approve refuses it: ops.ErrConflict
+// for a job not awaiting approval, ops.ErrForbidden for the person who started it (four-eyes).
+// nil when Approve would go ahead; the job page offers Approve only then.
+func ApproveRefused(job Job, approver access.Actor) error {
+	if job.Status != JobAwaiting {
+		return ops.Conflict("replay job %s is %s, not awaiting approval", job.ID, job.Status)
+	}
+	if approver.Name == job.Actor {
+		return ops.Forbidden("%s started this replay; a second, different person must approve it", approver.Name)
+	}
+	return nil
+}
+
+// CancelRefused says why by may not cancel job (or reject it while it awaits approval), as Cancel
+// refuses it: ops.ErrConflict for a job that has ended, ops.ErrForbidden for another person's job
+// unless by is an admin. nil when Cancel would go ahead; the job page offers Cancel only then.
+func CancelRefused(job Job, by access.Actor) error {
+	if job.Status != JobPending && job.Status != JobRunning && job.Status != JobAwaiting {
+		return ops.Conflict("replay job %s is already %s", job.ID, job.Status)
+	}
+	if by.Name != job.Actor && !by.Can(access.Admin) {
+		return ops.Forbidden("%s started this replay; operators cancel their own jobs, admins anyone's", job.Actor)
+	}
+	return nil
+}
+
+// StartRefused says why actor may not start a job of plan (force as it would ask), as Start
+// refuses it before writing anything: forcing needs an admin, and an operator may start a job
+// that moves at most replay.operator_max_messages. nil when those allow it; the plan page offers
+// Run (and force) only then. What the request itself carries (rate, reason) is Start's to check.
+func (e *Engine) StartRefused(plan Plan, actor access.Actor, force bool) error {
+	if force {
+		if err := forceRefused(actor); err != nil {
+			return err
+		}
+	}
+	counts := make(map[string]int, len(plan.Counts))
+	for a, n := range plan.Counts {
+		counts[string(a)] = n
+	}
+	return e.sizeRefused(moves(counts, force), actor)
+}
+
+// forceRefused: forcing a replay past the consumer's inbox needs an admin.
+func forceRefused(actor access.Actor) error {
+	return ops.Require(actor, access.Admin, "forcing a replay past the consumer's inbox")
+}
+
+// moves is how many messages a job of a plan with these action counts publishes (or archives):
+// with force, also those the consumer's inbox marks processed or in progress.
+func moves(actions map[string]int, force bool) int {
+	n := actions[string(Publish)] + actions[string(Discard)]
+	if force {
+		n += actions[string(SkipProcessed)] + actions[string(SkipInProgress)]
+	}
+	return n
+}
+
+// sizeRefused is replay.operator_max_messages: an operator's job may move at most that many.
+func (e *Engine) sizeRefused(toPublish int, actor access.Actor) error {
+	if limit := e.o.Replay.OperatorMaxMessages; !actor.Can(access.Admin) && limit > 0 && toPublish > limit {
+		return ops.Forbidden("this job would publish %d messages; an operator may start at most %d "+
+			"(replay.operator_max_messages) — narrow the plan or ask an admin", toPublish, limit)
+	}
+	return nil
 }
 
 // Job reads one job with its progress.
@@ -148,11 +210,8 @@ func (e *Engine) Cancel(ctx context.Context, id string, by access.Actor) (Job, e
 	if err != nil {
 		return job, err
 	}
-	if job.Status != JobPending && job.Status != JobRunning && job.Status != JobAwaiting {
-		return job, ops.Conflict("replay job %s is already %s", id, job.Status)
-	}
-	if by.Name != job.Actor && !by.Can(access.Admin) {
-		return job, ops.Forbidden("%s started this replay; operators cancel their own jobs, admins anyone's", job.Actor)
+	if err := CancelRefused(job, by); err != nil {
+		return job, err
 	}
 	done, err := e.intend(ctx, audit.Entry{Actor: by.Name, Role: by.Role.String(), Action: "replay.cancel", Target: "replay/" + id})
 	if err != nil {

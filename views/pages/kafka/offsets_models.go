@@ -1,6 +1,9 @@
 package kafka
 
-import "github.com/redrive/redrive/views/layout"
+import (
+	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/views/layout"
+)
 
 // SkipOffer is the "skip the record at offset N" form a STALL or STOP group page offers: the
 // partition that decided the status, prefilled.
@@ -36,6 +39,9 @@ type OffsetPlanPage struct {
 	// Outcome is set after an apply from this page: "1 record copied to orders.DLT, offsets moved".
 	Outcome string
 	Error   string // why an apply from this page was refused
+	// Approve and Apply are what the signed-in user may do with the plan, as the API would answer
+	// (offsets.Plan.ApproveRefused, offsets.Plan.ApplyRefused): the page offers only these forms.
+	Approve, Apply components.Offer
 }
 
 // MembersPoll is how often, in seconds, a plan page whose group has members checks again.

@@ -5,6 +5,7 @@ package notifications
 import (
 	"time"
 
+	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
 )
 
@@ -17,6 +18,9 @@ type Page struct {
 	Kinds    []string // the problem kinds a silence may name (its form offers only these)
 	Error    string   // the log could not be read
 	Flash    string   // the outcome of a test or a silence just set
+	// What the signed-in user may do here, as the routes allow: send a test notification, set a
+	// silence, end one. The page shows each form only when it is offered.
+	Test, Silence, End components.Offer
 }
 
 // Row is one notification of the delivery log.

@@ -50,6 +50,10 @@ type JobView struct {
 	// Discard: the job archives each message and acks it from its queue, publishing nothing; its
 	// Published count is what it archived.
 	Discard bool
+	// Approve and Cancel are what the signed-in user may do with the job, as the engine would
+	// answer (replay.ApproveRefused, replay.CancelRefused): the job page offers only these buttons.
+	// Cancel is also the Reject of a job awaiting approval.
+	Approve, Cancel components.Offer
 }
 
 // Noun is what the job is called on its page: a replay, or a discard.
@@ -128,8 +132,9 @@ type PlanPage struct {
 	Groups    []GroupCount
 	Warnings  []string
 	Items     []ItemView
-	CanRun    bool
-	CanForce  bool
+	// Run is whether the user may start a job of the plan (the start route's role and
+	// replay.operator_max_messages), Force whether they may force it past the inbox (an admin).
+	Run, Force components.Offer
 	// Discard: a discard plan (each message archived, then acked; nothing published, no force).
 	Discard bool
 	// Jobs ran the plan, newest first; JobsError says they could not be read.
