@@ -110,9 +110,11 @@ const formErrKey = "redrive.form_error"
 func parseForm(c echo.Context) error {
 	r := c.Request()
 	if r.PostForm == nil {
-		err := r.ParseMultipartForm(32 << 20) // what echo's form lookup does; the body limit caps the body
-		if errors.Is(err, http.ErrNotMultipart) {
-			err = nil
+		// ParseMultipartForm alone, as echo's form lookup calls it, loses a URL-encoded body's
+		// error (it answers http.ErrNotMultipart instead).
+		err := r.ParseForm()
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err == nil && mt == echo.MIMEMultipartForm {
+			err = r.ParseMultipartForm(32 << 20) // the body limit caps the body
 		}
 		c.Set(formErrKey, err)
 	}
@@ -194,7 +196,9 @@ func csrfFormField(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.Header.Get(echo.HeaderXCSRFToken) != "" || !mutating(c) || !isForm(r) {
 			return next(c)
 		}
-		_ = parseForm(c) // validForm answers a form that could not be read
+		if err := validForm(c); err != nil {
+			return err // what is wrong with the form, not a "missing CSRF token" read from it
+		}
 		if tok := r.PostForm.Get("_csrf"); tok != "" {
 			r.Header.Set(echo.HeaderXCSRFToken, tok)
 		}

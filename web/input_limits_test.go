@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -60,6 +61,7 @@ func TestUnusableInputIs400(t *testing.T) {
 		{"NULAggregateID", "filter=1&aggregate_id=%00&state=resolved&reason=x", "aggregate_id: must not contain NUL"},
 		{"InvalidUTF8Reason", "id=1&state=resolved&reason=%ff%fe", "reason: must be valid UTF-8 text"},
 		{"NULFieldName", "id=1&state=resolved&reason=x&a%00=1", "a form field name: must not contain NUL"},
+		{"Malformed", "id=1&state=resolved&reason=%zz", "form: could not be read"},
 	} {
 		t.Run("Form"+tc.name, func(t *testing.T) {
 			status, _, body := browser.do(t, "POST", s.url+"/outboxes/nope/resolutions", "application/x-www-form-urlencoded", tc.form+"&_csrf="+url.QueryEscape(token))
@@ -110,5 +112,24 @@ func TestBodyOverTheLimitNamesIt(t *testing.T) {
 				t.Fatalf("not the API's error shape: %.300s", body)
 			}
 		})
+	}
+	// Sent without a length (chunked), the form is cut as it is read: the same 413.
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: noRedirects}
+	token := csrfToken(t, client, s.url)
+	body := io.MultiReader(strings.NewReader("_csrf="+url.QueryEscape(token)+"&reason=x&id="), strings.NewReader(strings.Repeat("1", 3<<20)))
+	req, err := http.NewRequest(http.MethodPost, s.url+"/outboxes/nope/requeue", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if req.ContentLength != 0 || resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "body: larger than 2 MiB") {
+		t.Fatalf("chunked 3 MB form: %d %.300s", resp.StatusCode, b)
 	}
 }
