@@ -24,7 +24,6 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/redact"
-	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/static"
@@ -274,7 +273,11 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		Route{http.MethodGet, paths.Metrics, echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), access.Public},
 		Route{http.MethodGet, paths.StaticPattern, echo.WrapHandler(static.Handler()), access.Public})
 	for _, r := range table {
-		e.Add(r.Method, r.Path, r.Handler)
+		h, err := onlyDocumentedQuery(r)
+		if err != nil {
+			return nil, err
+		}
+		e.Add(r.Method, r.Path, h)
 		auth.allow(r)
 	}
 	return e, nil
@@ -348,9 +351,7 @@ func newSearch(deps Deps, red *redact.Rules) *handlers.Search {
 	o.Redaction = red
 	if deps.Store != nil {
 		o.Audit = deps.Store
-		o.Resolutions = func(ctx context.Context, cluster, topic string) search.ResolutionOf {
-			return triage.StateLookup(ctx, deps.Store, cluster, topic)
-		}
+		o.Resolutions = newTriage(deps).StateLookup // the marks of the topic as it is now (its ID)
 	}
 	return handlers.NewSearch(o)
 }
