@@ -22,6 +22,7 @@ import (
 type SearchCluster interface {
 	Name() string
 	search.KafkaSource
+	TopicID(ctx context.Context, topic string) (string, error) // whose marks a resolution filter reads (ops/triage)
 }
 
 // SearchBroker is a broker content search reads; *rabbit.Broker implements it.

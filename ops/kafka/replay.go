@@ -115,28 +115,49 @@ func KeyPartition(topic string, key []byte, n int) int32 {
 func (c *Cluster) TopicID(ctx context.Context, topic string) (string, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	req.AllowAutoTopicCreation = false // asking must not bring a deleted topic back
-	resp, err := req.RequestWith(ctx, c.cl)
+	ids, err := c.topicIDs(ctx, topic)
 	if err != nil {
 		return "", c.fail("topic id of "+named(topic), err)
 	}
+	id, ok := ids[topic]
+	if !ok {
+		return "", c.fail("topic id of "+named(topic), ops.NotFound("topic %s not found", named(topic)))
+	}
+	return id, nil
+}
+
+// topicIDs asks the broker (never the metadata cache, see TopicID) for the IDs of topics, hex
+// encoded ("" when the broker has none); a topic that does not exist is missing from the answer.
+func (c *Cluster) topicIDs(ctx context.Context, topics ...string) (map[string]string, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	req.AllowAutoTopicCreation = false // asking must not bring a deleted topic back
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(topics))
 	for _, t := range resp.Topics {
-		if t.Topic == nil || *t.Topic != topic {
+		if t.Topic == nil {
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			return "", c.fail("topic id of "+named(topic), err)
+			if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+				continue
+			}
+			return nil, fmt.Errorf("topic %s: %w", named(*t.Topic), err)
 		}
 		if t.TopicID == ([16]byte{}) {
-			return "", nil
+			out[*t.Topic] = ""
+		} else {
+			out[*t.Topic] = hex.EncodeToString(t.TopicID[:])
 		}
-		return hex.EncodeToString(t.TopicID[:]), nil
 	}
-	return "", c.fail("topic id of "+named(topic), ops.NotFound("topic %s not found", named(topic)))
+	return out, nil
 }
 
 // DeadLetterOf decodes a record a Reader read (undecoded: DeadLetter is nil) as Scan decodes it

@@ -16,7 +16,11 @@ const newestReadBudget = 3 * time.Second
 
 // DLTopic is a dead-letter (or retry) topic and how much it holds.
 type DLTopic struct {
-	Topic      string
+	Topic string
+	// TopicID is the topic's Kafka ID when its offsets were read ("" when the broker has none): a
+	// topic deleted and created again under the same name has another, and the resolutions of the
+	// one before are not its records'.
+	TopicID    string
 	Retry      bool // an intermediate retry topic (*.retry*, ".retry"/"-retry" in the name), not a final DLT
 	Partitions []DLPartition
 	Records    int64 // sum of the partitions' end − start (an upper bound on a compacted topic)
@@ -88,8 +92,15 @@ func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	if err != nil {
 		return nil, c.fail("dead-letter newest records", err)
 	}
+	// The IDs are read after the offsets: a topic created again in between then pairs its new ID
+	// with the old offsets, whose marks it does not count (too many open, never too few).
+	ids, err := c.topicIDs(ctx, names...)
+	if err != nil {
+		return nil, c.fail("dead-letter topic ids", err)
+	}
+	names = slices.DeleteFunc(names, func(t string) bool { _, ok := ids[t]; return !ok })
 	for _, t := range names {
-		dl := DLTopic{Topic: t, Retry: isRetryTopic(t), NewestAt: newest[t]}
+		dl := DLTopic{Topic: t, TopicID: ids[t], Retry: isRetryTopic(t), NewestAt: newest[t]}
 		for p, b := range bounds[t] {
 			dl.Partitions = append(dl.Partitions, DLPartition{Partition: p, Start: b.start, End: b.end, Records: b.end - b.start})
 			dl.Records += b.end - b.start

@@ -73,7 +73,7 @@ func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	if _, ok := header(got[0], "kafka_dlt-exception-message"); ok {
 		t.Fatal("the dropped header was published")
 	}
-	res, err := w.store.Resolutions(ctx, "main", "orders.DLT", []triage.RecordKey{{Partition: 0, Offset: 0}, {Partition: 0, Offset: 1}})
+	res, err := w.store.Resolutions(ctx, "main", "orders.DLT", "", []triage.RecordKey{{Partition: 0, Offset: 0}, {Partition: 0, Offset: 1}})
 	if err != nil || res[triage.RecordKey{Partition: 0, Offset: 0}].State != triage.StateReplayed || len(res) != 1 {
 		t.Fatalf("the original's resolution: %+v %v", res, err)
 	}

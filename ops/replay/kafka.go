@@ -90,7 +90,7 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 		return err
 	}
 	// resolution == "open" in a plan's filter reads the marks Redrive keeps of this topic.
-	cel = cel.WithResolutions(triage.StateLookup(ctx, k.e.o.Store, src.Cluster, src.Topic))
+	cel = cel.WithResolutions(triage.StateLookup(ctx, k.e.o.Store, src.Cluster, src.Topic, id))
 	p := &kafkaPlan{e: k.e, k: c, src: *src, f: f, topicID: id, dests: newDestPartitions(c), cel: cel}
 	if len(src.Records) > 0 {
 		err = p.records(ctx, parts, emit)

@@ -27,6 +27,7 @@ type wireSnapshot struct {
 
 type wireDLT struct {
 	Topic    string  `json:"t"`
+	ID       string  `json:"id,omitempty"` // the topic's Kafka ID: whose resolutions count (absent before they were kept: every one)
 	Retry    bool    `json:"r,omitempty"`
 	Parts    []int32 `json:"p"`
 	Start    []int64 `json:"s"`
@@ -81,7 +82,7 @@ type wireTopic struct {
 func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
 	for _, t := range dlts {
-		d := wireDLT{Topic: t.Topic, Retry: t.Retry, Inflow: t.InflowPerSecond, InflowOK: t.InflowKnown}
+		d := wireDLT{Topic: t.Topic, ID: t.TopicID, Retry: t.Retry, Inflow: t.InflowPerSecond, InflowOK: t.InflowKnown}
 		if !t.NewestAt.IsZero() {
 			d.NewestAt = t.NewestAt.UnixMilli()
 		}
@@ -186,7 +187,7 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 		if len(d.Start) != len(d.Parts) || len(d.End) != len(d.Parts) {
 			return nil, nil, false, fmt.Errorf("decode snapshot: dead-letter topic %q: arrays of different lengths", d.Topic)
 		}
-		t := kafka.DLTopic{Topic: d.Topic, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK}
+		t := kafka.DLTopic{Topic: d.Topic, TopicID: d.ID, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK}
 		if d.NewestAt != 0 {
 			t.NewestAt = time.UnixMilli(d.NewestAt).UTC()
 		}

@@ -62,7 +62,7 @@ func TestWireRoundTrip(t *testing.T) {
 		},
 	}
 	dlts := []kafka.DLTopic{
-		{Topic: "orders.DLT", Partitions: []kafka.DLPartition{{Partition: 0, Start: 3, End: 10, Records: 7}, {Partition: 1, Start: 0, End: 2, Records: 2}},
+		{Topic: "orders.DLT", TopicID: "5f0c8e2a9d1b4c3e8a7f6b5c4d3e2f10", Partitions: []kafka.DLPartition{{Partition: 0, Start: 3, End: 10, Records: 7}, {Partition: 1, Start: 0, End: 2, Records: 2}},
 			Records: 9, NewestAt: time.UnixMilli(1764480000123).UTC()},
 		{Topic: "orders.retry-1", Retry: true, Partitions: []kafka.DLPartition{{Partition: 0, Start: 0, End: 0, Records: 0}}},
 	}

@@ -46,26 +46,26 @@ func TestSetResolutionsAuditedBeforeEffect(t *testing.T) {
 	}
 
 	refuse("started")
-	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed"); err == nil || rows() != 0 {
+	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks, triage.StateResolved, "fixed"); err == nil || rows() != 0 {
 		t.Fatalf("no intent row: err %v, %d rows written", err, rows())
 	}
 	refuse("ok")
-	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed"); err == nil || rows() != 0 {
+	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks, triage.StateResolved, "fixed"); err == nil || rows() != 0 {
 		t.Fatalf("no outcome row: err %v, %d rows written", err, rows())
 	}
 	if audit("started") != 1 || audit("failed") != 1 {
 		t.Fatalf("after the failed outcome: %d intents, %d failed rows", audit("started"), audit("failed"))
 	}
 	refuse("none")
-	n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed")
+	n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks, triage.StateResolved, "fixed")
 	if err != nil || n != 3 || rows() != 3 || audit("ok") != 1 {
 		t.Fatalf("resolved: %d, %v; %d rows, %d ok", n, err, rows(), audit("ok"))
 	}
 	// Again: nothing changes state. Reopening one: one changes.
-	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, triage.StateResolved, "fixed"); err != nil || n != 0 {
+	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks, triage.StateResolved, "fixed"); err != nil || n != 0 {
 		t.Fatalf("resolved again: %d, %v", n, err)
 	}
-	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks[:1], triage.StateOpen, ""); err != nil || n != 1 {
+	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks[:1], triage.StateOpen, ""); err != nil || n != 1 {
 		t.Fatalf("reopened: %d, %v", n, err)
 	}
 	// Offset 1 is open again; offset 2 fell out of partition 0's range (retention): 1 settled.
@@ -79,12 +79,12 @@ func TestSetResolutionsAuditedBeforeEffect(t *testing.T) {
 	if err != nil || groups[triage.GroupKey{Type: "X"}] != 1 || groups[triage.GroupKey{Type: "Y", Cause: "Z"}] != 1 {
 		t.Fatalf("by group: %v, %v", groups, err)
 	}
-	got, err := s.Resolutions(ctx, "main", "orders.DLT", []triage.RecordKey{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}, {Partition: 0, Offset: 9}})
+	got, err := s.Resolutions(ctx, "main", "orders.DLT", "", []triage.RecordKey{{Partition: 0, Offset: 1}, {Partition: 0, Offset: 2}, {Partition: 0, Offset: 9}})
 	if err != nil || got[triage.RecordKey{Partition: 0, Offset: 1}].State != "open" || got[triage.RecordKey{Partition: 0, Offset: 2}].State != "resolved" ||
 		got[triage.RecordKey{Partition: 0, Offset: 2}].Actor != "otto" || len(got) != 2 {
 		t.Fatalf("resolutions: %+v, %v", got, err)
 	}
-	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", marks, "closed", "x"); err == nil {
+	if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks, "closed", "x"); err == nil {
 		t.Fatal("an unknown state was accepted")
 	}
 }

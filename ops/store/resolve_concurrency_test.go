@@ -75,7 +75,7 @@ func TestConcurrentDeadLetterResolutions(t *testing.T) {
 	var changed atomic.Int64
 	resolveAtOnce(t, func(i int) error {
 		n, err := s.SetResolutions(ctx, audit.Entry{Actor: "otto", Role: "operator", Action: "kafka.resolve",
-			Target: "kafka/main/orders.DLT", Reason: "known"}, "main", "orders.DLT", selection(marks, i), triage.StateIgnored, "known")
+			Target: "kafka/main/orders.DLT", Reason: "known"}, "main", "orders.DLT", "", selection(marks, i), triage.StateIgnored, "known")
 		changed.Add(n)
 		return err
 	})
@@ -86,7 +86,7 @@ func TestConcurrentDeadLetterResolutions(t *testing.T) {
 	for i, m := range marks {
 		keys[i] = m.RecordKey
 	}
-	got, err := s.Resolutions(ctx, "main", "orders.DLT", keys)
+	got, err := s.Resolutions(ctx, "main", "orders.DLT", "", keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestConcurrentDeadLetterResolutions(t *testing.T) {
 	changed.Store(0)
 	resolveAtOnce(t, func(i int) error {
 		n, err := s.SetResolutions(ctx, audit.Entry{Actor: "otto", Role: "operator", Action: "kafka.reopen",
-			Target: "kafka/main/orders.DLT"}, "main", "orders.DLT", selection(marks, i), triage.StateOpen, "")
+			Target: "kafka/main/orders.DLT"}, "main", "orders.DLT", "", selection(marks, i), triage.StateOpen, "")
 		changed.Add(n)
 		return err
 	})

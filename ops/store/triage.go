@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,15 +12,26 @@ import (
 	"github.com/redrive/redrive/ops/triage"
 )
 
-// SetResolutions puts marks into state, audited before effect (auditedChange). It returns how
-// many records changed state (a record already in it is not counted; none is written for opening
-// a record that is open).
-func (s *Triage) SetResolutions(ctx context.Context, e audit.Entry, cluster, topic string, marks []triage.Mark, state, reason string) (int64, error) {
+// sameTopic is the one rule by which a mark (a dead_letter_resolution row) counts for a topic:
+// it was written under the topic's ID now, or either ID is unknown (empty: a mark from before
+// migration 041, or a broker without topic IDs). A mark of a topic deleted since, whose name a
+// new topic took, does not: the new topic's records are open. Every reader and writer here
+// applies it (ErrorGroupEpisodes, which knows no topic ID, does not); mark and now are SQL
+// expressions.
+func sameTopic(mark, now string) string {
+	return "(" + mark + " = '' OR " + now + " = '' OR " + mark + " = " + now + ")"
+}
+
+// SetResolutions puts marks into state, audited before effect (auditedChange), for the topic
+// whose ID is topicID. It returns how many records changed state (a record already in it is not
+// counted; none is written for opening a record that is open; a mark of another topic of the
+// same name is replaced, the record was open).
+func (s *Triage) SetResolutions(ctx context.Context, e audit.Entry, cluster, topic, topicID string, marks []triage.Mark, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
 	n, err := s.auditedChange(ctx, e, func(ctx context.Context, tx pgx.Tx) (int64, error) {
-		return setResolutions(ctx, tx, cluster, topic, marks, state, e.Actor, reason, "")
+		return setResolutions(ctx, tx, cluster, topic, topicID, marks, state, e.Actor, reason, "")
 	})
 	if err != nil {
 		return 0, fmt.Errorf("dead-letter resolutions %s/%s: %w", cluster, topic, err)
@@ -37,7 +49,7 @@ func validState(s string) bool {
 }
 
 // setResolutions writes the marks in tx; it returns how many records changed state.
-func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks []triage.Mark, state, actor, reason, jobID string) (int64, error) {
+func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic, topicID string, marks []triage.Mark, state, actor, reason, jobID string) (int64, error) {
 	if len(marks) == 0 {
 		return 0, nil
 	}
@@ -52,37 +64,48 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic string, marks
 	// the table does: two changes of the same records at once then wait for each other instead
 	// of each holding a row the other needs (a deadlock, which PostgreSQL ends by failing one).
 	if state == triage.StateOpen {
-		// Opening a record that has no row changes nothing: no row is open.
+		// Opening a record that has no row changes nothing: no row is open; nor does opening one
+		// whose row is another topic's (it is open).
 		tag, err := tx.Exec(ctx, `WITH locked AS MATERIALIZED (SELECT r.partition, r."offset" FROM dead_letter_resolution r
 				JOIN unnest($5::int[], $6::bigint[]) AS u(p, o) ON r.partition = u.p AND r."offset" = u.o
-				WHERE r.cluster = $1 AND r.topic = $2 AND r.state <> 'open'
+				WHERE r.cluster = $1 AND r.topic = $2 AND r.state <> 'open' AND `+sameTopic("r.topic_id", "$7")+`
 				ORDER BY r.partition, r."offset" FOR UPDATE)
 			UPDATE dead_letter_resolution r SET state = 'open', actor = $3, at = now(), reason = $4, job_id = ''
 			FROM locked l
 			WHERE r.cluster = $1 AND r.topic = $2 AND r.partition = l.partition AND r."offset" = l."offset" AND r.state <> 'open'`,
-			cluster, topic, actor, reason, parts, offs)
+			cluster, topic, actor, reason, parts, offs, topicID)
 		return tag.RowsAffected(), err
 	}
+	// A row of another topic of the same name is that topic's mark: replaced whole (its record
+	// was open), never kept in part.
+	same := sameTopic("r.topic_id", "EXCLUDED.topic_id")
 	tag, err := tx.Exec(ctx, `INSERT INTO dead_letter_resolution AS r
-			(cluster, topic, partition, "offset", state, exception_type, exception_cause, actor, reason, job_id)
-		SELECT DISTINCT ON (u.p, u.o) $1, $2, u.p, u.o, $3, u.t, u.c, $4, $5, $6
+			(cluster, topic, partition, "offset", state, exception_type, exception_cause, actor, reason, job_id, topic_id)
+		SELECT DISTINCT ON (u.p, u.o) $1, $2, u.p, u.o, $3, u.t, u.c, $4, $5, $6, $11
 		FROM unnest($7::int[], $8::bigint[], $9::text[], $10::text[]) AS u(p, o, t, c)
 		ORDER BY u.p, u.o
 		ON CONFLICT (cluster, topic, partition, "offset") DO UPDATE SET state = EXCLUDED.state,
-			exception_type = CASE WHEN EXCLUDED.exception_type = '' THEN r.exception_type ELSE EXCLUDED.exception_type END,
-			exception_cause = CASE WHEN EXCLUDED.exception_type = '' THEN r.exception_cause ELSE EXCLUDED.exception_cause END,
-			actor = EXCLUDED.actor, at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
-		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id`,
-		cluster, topic, state, actor, reason, jobID, parts, offs, types, causes)
+			exception_type = CASE WHEN EXCLUDED.exception_type = '' AND `+same+` THEN r.exception_type ELSE EXCLUDED.exception_type END,
+			exception_cause = CASE WHEN EXCLUDED.exception_type = '' AND `+same+` THEN r.exception_cause ELSE EXCLUDED.exception_cause END,
+			actor = EXCLUDED.actor, at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id,
+			topic_id = CASE WHEN EXCLUDED.topic_id = '' THEN r.topic_id ELSE EXCLUDED.topic_id END
+		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id OR NOT `+same,
+		cluster, topic, state, actor, reason, jobID, parts, offs, types, causes, topicID)
 	return tag.RowsAffected(), err
 }
 
-// MarkReplayed marks the records a replay job published as replayed, with the job's id. Called
-// after the ledger has them settled (a mark is never ahead of the ledger); marks repeated by a
-// resumed run change nothing.
+// MarkReplayed marks the records a replay job published as replayed, with the job's id, for the
+// topic its plan read (the plan's topic ID; a job does not run on a topic created again since).
+// Called after the ledger has them settled (a mark is never ahead of the ledger); marks repeated
+// by a resumed run change nothing.
 func (s *Triage) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic string, marks []triage.Mark) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := setResolutions(ctx, tx, cluster, topic, marks, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
+		var topicID string
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT p.source->>'topic_id' FROM replay_job j JOIN replay_plan p ON p.id = j.plan_id
+			WHERE j.id = $1), '')`, jobID).Scan(&topicID); err != nil {
+			return err
+		}
+		_, err := setResolutions(ctx, tx, cluster, topic, topicID, marks, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
 		return err
 	})
 	if err != nil {
@@ -95,27 +118,34 @@ func (s *Triage) MarkReplayed(ctx context.Context, jobID, actor, cluster, topic 
 // and is not marked yet: the sweep that makes the marks complete when a crash came between a
 // batch's settle and its marks. The exception cause is not in the plan; the type is.
 func (s *Triage) MarkJobReplayed(ctx context.Context, jobID string) error {
+	// A mark of another topic of the same name (the plan's topic ID is not the row's) is replaced
+	// whole, whenever it was written.
+	same := sameTopic("r.topic_id", "EXCLUDED.topic_id")
 	_, err := s.pool.Exec(ctx, `INSERT INTO dead_letter_resolution AS r
-			(cluster, topic, partition, "offset", state, exception_type, actor, reason, job_id)
+			(cluster, topic, partition, "offset", state, exception_type, actor, reason, job_id, topic_id)
 		SELECT p.source->>'cluster', p.source->>'topic', i.partition, i.position, 'replayed', i.error_group, j.actor,
-			'replayed by job ' || j.id, j.id
+			'replayed by job ' || j.id, j.id, coalesce(p.source->>'topic_id', '')
 		FROM replay_job j JOIN replay_plan p ON p.id = j.plan_id
 		JOIN replay_ledger l ON l.job_id = j.id AND l.outcome = 'published'
 		JOIN replay_plan_item i ON i.plan_id = j.plan_id AND i.seq = l.seq
 		WHERE j.id = $1 AND p.source->>'kind' = 'kafka' AND i.partition IS NOT NULL AND i.position IS NOT NULL
 		ORDER BY 1, 2, 3, 4 -- the key's order, as setResolutions locks
 		ON CONFLICT (cluster, topic, partition, "offset") DO UPDATE SET state = 'replayed', actor = EXCLUDED.actor,
-			at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
-		WHERE r.job_id <> EXCLUDED.job_id AND r.at < (SELECT created_at FROM replay_job WHERE id = $1)`, jobID)
+			at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id,
+			exception_type = CASE WHEN `+same+` THEN r.exception_type ELSE EXCLUDED.exception_type END,
+			exception_cause = CASE WHEN `+same+` THEN r.exception_cause ELSE '' END,
+			topic_id = CASE WHEN EXCLUDED.topic_id = '' THEN r.topic_id ELSE EXCLUDED.topic_id END
+		WHERE r.job_id <> EXCLUDED.job_id AND (r.at < (SELECT created_at FROM replay_job WHERE id = $1) OR NOT `+same+`)`, jobID)
 	if err != nil {
 		return unavailable(err, "mark job %s replayed", jobID)
 	}
 	return nil
 }
 
-// Resolutions reads the resolution of each of keys that has one; a key missing from the answer
-// is open, never marked.
-func (s *Triage) Resolutions(ctx context.Context, cluster, topic string, keys []triage.RecordKey) (map[triage.RecordKey]triage.Resolution, error) {
+// Resolutions reads the resolution of each of keys that has one, for the topic whose ID is
+// topicID; a key missing from the answer is open, never marked (or marked for another topic of
+// the same name).
+func (s *Triage) Resolutions(ctx context.Context, cluster, topic, topicID string, keys []triage.RecordKey) (map[triage.RecordKey]triage.Resolution, error) {
 	out := map[triage.RecordKey]triage.Resolution{}
 	if len(keys) == 0 {
 		return out, nil
@@ -126,7 +156,7 @@ func (s *Triage) Resolutions(ctx context.Context, cluster, topic string, keys []
 	}
 	rows, err := s.pool.Query(ctx, `SELECT r.partition, r."offset", r.state, r.actor, r.at, r.reason, r.job_id
 		FROM dead_letter_resolution r JOIN unnest($3::int[], $4::bigint[]) AS u(p, o) ON r.partition = u.p AND r."offset" = u.o
-		WHERE r.cluster = $1 AND r.topic = $2`, cluster, topic, parts, offs)
+		WHERE r.cluster = $1 AND r.topic = $2 AND `+sameTopic("r.topic_id", "$5"), cluster, topic, parts, offs, topicID)
 	if err != nil {
 		return nil, unavailable(err, "dead-letter resolutions")
 	}
@@ -145,12 +175,12 @@ func (s *Triage) Resolutions(ctx context.Context, cluster, topic string, keys []
 	return out, nil
 }
 
-// SettledStates reads the state of every record of a topic that is not open (a record missing
-// from the answer is open), for a filter's resolution variable: one read of the settled index
-// for a whole scan rather than one per record.
-func (s *Triage) SettledStates(ctx context.Context, cluster, topic string) (map[triage.RecordKey]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT partition, "offset", state FROM dead_letter_resolution
-		WHERE cluster = $1 AND topic = $2 AND state <> 'open'`, cluster, topic)
+// SettledStates reads the state of every record of a topic (whose ID is topicID) that is not
+// open (a record missing from the answer is open), for a filter's resolution variable: one read
+// of the settled index for a whole scan rather than one per record.
+func (s *Triage) SettledStates(ctx context.Context, cluster, topic, topicID string) (map[triage.RecordKey]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT partition, "offset", state FROM dead_letter_resolution r
+		WHERE cluster = $1 AND topic = $2 AND state <> 'open' AND `+sameTopic("r.topic_id", "$3"), cluster, topic, topicID)
 	if err != nil {
 		return nil, unavailable(err, "dead-letter resolutions %s/%s", cluster, topic)
 	}
@@ -171,67 +201,84 @@ func (s *Triage) SettledStates(ctx context.Context, cluster, topic string) (map[
 }
 
 // SettledDeadLetters counts, per topic, the records inside spans (each partition's current
-// [start, end): records gone by retention do not count) that are not open.
+// [start, end): records gone by retention do not count) that are not open, by the marks of the
+// span's topic ID. It is settled's count, summed: SettledByErrorGroup's over the same spans adds
+// up to it.
 func (s *Triage) SettledDeadLetters(ctx context.Context, cluster string, spans []triage.Span) (map[string]int64, error) {
+	counts, err := s.settled(ctx, cluster, spans)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]int64{}
+	for t, groups := range counts {
+		for _, n := range groups {
+			out[t] += n
+		}
+	}
+	return out, nil
+}
+
+// SettledByErrorGroup counts the records inside spans of one topic that are not open, per error
+// group (the type and cause the marks keep: ops.CleanText of the record's). A record marked by a
+// replay job has no cause recorded: it counts for its type's group with an empty cause only.
+func (s *Triage) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []triage.Span) (map[triage.GroupKey]int64, error) {
+	spans = slices.Clone(spans)
+	for i := range spans {
+		spans[i].Topic = topic
+	}
+	counts, err := s.settled(ctx, cluster, spans)
+	if err != nil {
+		return nil, err
+	}
+	if counts[topic] == nil {
+		return map[triage.GroupKey]int64{}, nil
+	}
+	return counts[topic], nil
+}
+
+// settled is the one count of what is no longer open, per topic and error group: the marks
+// inside spans that are not open and are of the span's topic (sameTopic). The DLT list, the
+// overview and the error groups all read it, so their open counts agree.
+func (s *Triage) settled(ctx context.Context, cluster string, spans []triage.Span) (map[string]map[triage.GroupKey]int64, error) {
+	out := map[string]map[triage.GroupKey]int64{}
 	if len(spans) == 0 {
 		return out, nil
 	}
-	topics, parts, starts, ends := spanArrays(spans)
-	rows, err := s.pool.Query(ctx, `SELECT r.topic, count(*) FROM dead_letter_resolution r
-		JOIN unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[]) AS u(t, p, lo, hi)
+	topics, ids, parts, starts, ends := spanArrays(spans)
+	rows, err := s.pool.Query(ctx, `SELECT r.topic, r.exception_type, r.exception_cause, count(*) FROM dead_letter_resolution r
+		JOIN unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[]) AS u(t, id, p, lo, hi)
 		  ON r.topic = u.t AND r.partition = u.p AND r."offset" >= u.lo AND r."offset" < u.hi
-		WHERE r.cluster = $1 AND r.state <> 'open' GROUP BY r.topic`, cluster, topics, parts, starts, ends)
+		WHERE r.cluster = $1 AND r.state <> 'open' AND `+sameTopic("r.topic_id", "u.id")+`
+		GROUP BY 1, 2, 3`, cluster, topics, ids, parts, starts, ends)
 	if err != nil {
 		return nil, unavailable(err, "settled dead letters %s", cluster)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var t string
-		var n int64
-		if err := rows.Scan(&t, &n); err != nil {
-			return nil, fmt.Errorf("settled dead letters %s: %w", cluster, err)
-		}
-		out[t] = n
-	}
-	return out, rows.Err()
-}
-
-// SettledByErrorGroup counts the records inside spans of one topic that are not open, per error
-// group. A record marked by a replay job has no cause recorded: it counts for its type's group
-// with an empty cause only.
-func (s *Triage) SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []triage.Span) (map[triage.GroupKey]int64, error) {
-	out := map[triage.GroupKey]int64{}
-	if len(spans) == 0 {
-		return out, nil
-	}
-	_, parts, starts, ends := spanArrays(spans)
-	rows, err := s.pool.Query(ctx, `SELECT r.exception_type, r.exception_cause, count(*) FROM dead_letter_resolution r
-		JOIN unnest($3::int[], $4::bigint[], $5::bigint[]) AS u(p, lo, hi)
-		  ON r.partition = u.p AND r."offset" >= u.lo AND r."offset" < u.hi
-		WHERE r.cluster = $1 AND r.topic = $2 AND r.state <> 'open' GROUP BY 1, 2`, cluster, topic, parts, starts, ends)
-	if err != nil {
-		return nil, unavailable(err, "settled error groups %s/%s", cluster, topic)
-	}
-	defer rows.Close()
-	for rows.Next() {
 		var k triage.GroupKey
 		var n int64
-		if err := rows.Scan(&k.Type, &k.Cause, &n); err != nil {
-			return nil, fmt.Errorf("settled error groups %s/%s: %w", cluster, topic, err)
+		if err := rows.Scan(&t, &k.Type, &k.Cause, &n); err != nil {
+			return nil, fmt.Errorf("settled dead letters %s: %w", cluster, err)
 		}
-		out[k] = n
+		if out[t] == nil {
+			out[t] = map[triage.GroupKey]int64{}
+		}
+		out[t][k] += n
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(err, "settled dead letters %s", cluster)
+	}
+	return out, nil
 }
 
-func spanArrays(spans []triage.Span) ([]string, []int32, []int64, []int64) {
-	topics, parts := make([]string, len(spans)), make([]int32, len(spans))
-	starts, ends := make([]int64, len(spans)), make([]int64, len(spans))
+func spanArrays(spans []triage.Span) (topics, ids []string, parts []int32, starts, ends []int64) {
+	topics, ids, parts = make([]string, len(spans)), make([]string, len(spans)), make([]int32, len(spans))
+	starts, ends = make([]int64, len(spans)), make([]int64, len(spans))
 	for i, s := range spans {
-		topics[i], parts[i], starts[i], ends[i] = s.Topic, s.Partition, s.Start, s.End
+		topics[i], ids[i], parts[i], starts[i], ends[i] = s.Topic, s.TopicID, s.Partition, s.Start, s.End
 	}
-	return topics, parts, starts, ends
+	return topics, ids, parts, starts, ends
 }
 
 // AddNote appends n (its ID and At are set by the store), audited before effect (auditedChange):

@@ -23,7 +23,9 @@ type Note struct {
 // MaxNotes is the most notes one source lists.
 const MaxNotes = 500
 
-// Resolution states of a Kafka dead letter (migration 024). A record without a row is open.
+// Resolution states of a Kafka dead letter (migration 024). A record without a row is open, and
+// so is one whose row was written for another topic of the same name (migration 041: the topic
+// was deleted and created again since; its ID changed).
 const (
 	StateOpen     = "open"
 	StateResolved = "resolved"
@@ -58,7 +60,11 @@ type Mark struct {
 
 // Span is the [Start, End) offsets of one partition of a topic.
 type Span struct {
-	Topic      string
+	Topic string
+	// TopicID is the topic's Kafka ID when the offsets were read (kafka.DLTopic.TopicID): only
+	// the marks of that topic count, not those of one deleted before it under the same name.
+	// "" (a broker without IDs) counts every mark.
+	TopicID    string
 	Partition  int32
 	Start, End int64
 }

@@ -33,12 +33,17 @@ const (
 type Cluster interface {
 	Name() string
 	search.KafkaSource
+	// TopicID is the topic's ID as the broker says now ("" when it has none): a mark belongs to
+	// one topic, not to the next one created under the same name. ErrNotFound, ErrUnavailable.
+	TopicID(ctx context.Context, topic string) (string, error)
 }
 
-// Store keeps the resolutions and the audit log; *store.Store implements it.
+// Store keeps the resolutions and the audit log; *store.Store implements it. A topic's marks are
+// written and read with its ID (Cluster.TopicID; Span.TopicID): a mark written under another ID
+// is not read, the record is open.
 type Store interface {
-	SetResolutions(ctx context.Context, e audit.Entry, cluster, topic string, marks []Mark, state, reason string) (int64, error)
-	Resolutions(ctx context.Context, cluster, topic string, keys []RecordKey) (map[RecordKey]Resolution, error)
+	SetResolutions(ctx context.Context, e audit.Entry, cluster, topic, topicID string, marks []Mark, state, reason string) (int64, error)
+	Resolutions(ctx context.Context, cluster, topic, topicID string, keys []RecordKey) (map[RecordKey]Resolution, error)
 	SettledDeadLetters(ctx context.Context, cluster string, spans []Span) (map[string]int64, error)
 	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []Span) (map[GroupKey]int64, error)
 	SettledStates
@@ -128,10 +133,19 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 	if n != 1 {
 		return Result{}, ops.Invalid("body", "give exactly one of records, error_group or filter")
 	}
+	// The topic's ID before its records are read and after: marks are written for the topic they
+	// were read from, and a topic created again in between is refused rather than marked with
+	// another's records.
+	id, err := c.TopicID(ctx, r.Topic)
+	if err != nil {
+		return Result{}, err
+	}
 	detail := map[string]any{"cluster": r.Cluster, "topic": r.Topic, "state": r.State}
+	if id != "" {
+		detail["topic_id"] = id
+	}
 	var marks []Mark
 	var res Result
-	var err error
 	switch {
 	case len(sel.Records) > 0:
 		if len(sel.Records) > MaxRecords {
@@ -145,13 +159,17 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		if g.ExceptionCause != nil {
 			detail["error_group"].(map[string]any)["exception_cause"] = *g.ExceptionCause
 		}
+		// By the group key the marks keep and the error groups count by (cleaned type and cause),
+		// so a group whose type holds a NUL can be named without it.
+		wantType := ops.CleanText(g.ExceptionType, 500)
 		marks, res, err = scanSelect(ctx, c, r.Topic, nil, nil, func(rec kafka.Record) bool {
 			dl := rec.DeadLetter
 			var typ, cause string
 			if dl != nil {
 				typ, cause = dl.ExceptionType, dl.ExceptionCause
 			}
-			return typ == g.ExceptionType && (g.ExceptionCause == nil || *g.ExceptionCause == cause)
+			return ops.CleanText(typ, 500) == wantType &&
+				(g.ExceptionCause == nil || ops.CleanText(*g.ExceptionCause, 500) == ops.CleanText(cause, 500))
 		})
 	default:
 		f := sel.Filter
@@ -161,7 +179,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 			if cel, err = search.Compile(search.Kafka, f.CEL); err != nil {
 				return Result{}, err
 			}
-			cel = cel.WithResolutions(StateLookup(ctx, t.store, r.Cluster, r.Topic))
+			cel = cel.WithResolutions(StateLookup(ctx, t.store, r.Cluster, r.Topic, id))
 		}
 		if cel == nil && f.ExceptionType == "" && f.OriginalTopic == "" && f.Since.IsZero() && f.Until.IsZero() {
 			return Result{}, ops.Invalid("filter", "empty: give cel, exception_type, original_topic, since or until (to resolve a whole topic, say so with cel: true)")
@@ -179,12 +197,17 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if now, err := c.TopicID(ctx, r.Topic); err != nil {
+		return Result{}, err
+	} else if now != id {
+		return Result{}, ops.Conflict("topic %s was deleted and created again while its records were read: nothing was marked; look at its records again", r.Topic)
+	}
 	detail["matched"] = res.Matched
 	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
 		Reason: r.Reason, Detail: detail}
 	cl := ops.ClientOf(ctx)
 	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
-	res.Updated, err = t.store.SetResolutions(ctx, e, r.Cluster, r.Topic, marks, r.State, r.Reason)
+	res.Updated, err = t.store.SetResolutions(ctx, e, r.Cluster, r.Topic, id, marks, r.State, r.Reason)
 	return res, err
 }
 
@@ -311,7 +334,7 @@ func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.
 	for i := range out {
 		out[i].Settled = 0
 		for _, p := range out[i].Partitions {
-			spans = append(spans, Span{Topic: out[i].Topic, Partition: p.Partition, Start: p.Start, End: p.End})
+			spans = append(spans, Span{Topic: out[i].Topic, TopicID: out[i].TopicID, Partition: p.Partition, Start: p.Start, End: p.End})
 		}
 	}
 	if st == nil || len(spans) == 0 {
@@ -327,22 +350,50 @@ func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.
 	return out, nil
 }
 
-// Resolutions reads the resolution of each record (open when never marked).
+// topicID asks the cluster for the topic's ID now. Read after the records it is asked for (a
+// topic created again in between then shows them open: too many open, never too few).
+func (t *Triage) topicID(ctx context.Context, cluster, topic string) (string, error) {
+	c, ok := t.clusters[cluster]
+	if !ok {
+		return "", ops.NotFound("kafka cluster %q is not configured", cluster)
+	}
+	return c.TopicID(ctx, topic)
+}
+
+// Resolutions reads the resolution of each record (open when never marked, or marked when
+// another topic of the same name was there).
 func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[RecordKey]Resolution, error) {
 	keys := make([]RecordKey, len(recs))
 	for i, r := range recs {
 		keys[i] = RecordKey{Partition: r.Partition, Offset: r.Offset}
 	}
-	return t.store.Resolutions(ctx, cluster, topic, keys)
+	id, err := t.topicID(ctx, cluster, topic)
+	if err != nil {
+		return nil, err
+	}
+	return t.store.Resolutions(ctx, cluster, topic, id, keys)
 }
 
-// OpenByErrorGroup fills each group's Settled count among the records the scan read.
+// StateLookup is the package's StateLookup for the topic as it is now: its ID is asked on first
+// use, with the marks.
+func (t *Triage) StateLookup(ctx context.Context, cluster, topic string) search.ResolutionOf {
+	return stateLookup(ctx, t.store, cluster, topic, func() (string, error) { return t.topicID(ctx, cluster, topic) })
+}
+
+// OpenByErrorGroup fills each group's Settled count among the records the scan read: the marks
+// the DLT list counts over the same offsets (Store.SettledByErrorGroup and SettledDeadLetters
+// are one count), by the group key the marks keep (ops.CleanText of type and cause, as the
+// sampler keys groups).
 func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error) {
 	groups := slices.Clone(scan.Groups)
 	scan.Groups = groups
+	id, err := t.topicID(ctx, cluster, scan.Topic)
+	if err != nil {
+		return scan, err
+	}
 	var spans []Span
 	for _, r := range scan.Ranges {
-		spans = append(spans, Span{Topic: scan.Topic, Partition: r.Partition, Start: r.Start, End: r.End})
+		spans = append(spans, Span{Topic: scan.Topic, TopicID: id, Partition: r.Partition, Start: r.Start, End: r.End})
 	}
 	settled, err := t.store.SettledByErrorGroup(ctx, cluster, scan.Topic, spans)
 	if err != nil {
@@ -350,7 +401,11 @@ func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafk
 	}
 	for i := range groups {
 		g := &groups[i]
-		g.Settled = settled[GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		// Two groups whose type or cause differ only by what cleaning drops share a key: the
+		// marks are shared out, never counted twice.
+		k := GroupKey{Type: ops.CleanText(g.ExceptionType, 500), Cause: ops.CleanText(g.ExceptionCause, 500)}
+		g.Settled = min(settled[k], g.Count)
+		settled[k] -= g.Settled
 	}
 	return scan, nil
 }
