@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/waittest"
 	"github.com/redrive/redrive/paths"
 )
@@ -118,5 +120,51 @@ func TestBrowserLongKafkaNamesFitTheWindow(t *testing.T) {
 	}
 	if !slices.IsSortedFunc(down, func(a, b string) int { return strings.Compare(b, a) }) {
 		t.Errorf("Newest descending: %q (%q), want newest first", downText, down)
+	}
+}
+
+// RabbitMQ allows queue and exchange names of 255 characters: a work queue, its dead-letter
+// exchange and its DLQ so named keep the broker, queue and messages pages within the window.
+func TestBrowserLongRabbitNamesFitTheWindow(t *testing.T) {
+	long := func(prefix string) string { return prefix + strings.Repeat("x", 255-len(prefix)) }
+	work, dlx, dlq, ex := long("work"), long("dlx"), long("dlq"), long("ex")
+	vhost, amqpURL, _ := rabbittest.NewVhost(t)
+	_, ch := rabbittest.Channel(t, amqpURL)
+	d := rabbittest.Topology{TB: t, Ch: ch}
+	d.Exchange(ex, "direct")
+	d.Exchange(dlx, "fanout")
+	d.Queue(work, amqp.Table{"x-dead-letter-exchange": dlx})
+	d.Bind(work, "k", ex)
+	d.Queue(dlq, nil)
+	d.Bind(dlq, "", dlx)
+	ctx := waittest.Context(t, time.Minute)
+	for i := range 3 {
+		mustDo(t, ch.PublishWithContext(ctx, ex, "k", false, false, amqp.Publishing{MessageId: long(fmt.Sprintf("m%d-", i)), Body: []byte(`{}`)}))
+	}
+	deliveries, err := ch.Consume(work, "failing", false, false, false, false, nil)
+	mustDo(t, err)
+	for range 3 {
+		mustDo(t, (<-deliveries).Reject(false))
+	}
+	mustDo(t, ch.Cancel("failing", false))
+	rabbittest.WaitDepth(t, ch, dlq, 3, 20*time.Second)
+	cfg := rabbittest.Config(t, vhost)
+	base := startConsole(t, fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\nrabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]\n",
+		pgtest.NewDatabase(t), string(cfg.URL), cfg.ManagementURL, vhost))
+
+	b, _ := newBrowser(t)
+	shots := os.Getenv("REDRIVE_SCREENSHOTS") != ""
+	for _, p := range []struct{ url, ready, shot string }{
+		{base + paths.RabbitBroker("main"), `[data-testid="queues-table"]`, "long-names-rabbit"},
+		{base + paths.Queue("main", vhost, dlq), `[data-testid="page-header"]`, "long-names-queue"},
+		{base + paths.QueueMessages("main", vhost, dlq), `[data-testid="messages-table"]`, "long-names-messages"},
+	} {
+		shot := p.shot
+		if !shots {
+			shot = ""
+		}
+		if w := pageWidth(t, b, p.url, p.ready, shot); w > 1400 {
+			t.Errorf("%s: the page is %d px wide in a 1400 px window", p.shot, w)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package audit
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/views/layout"
@@ -58,4 +59,14 @@ func outcomeTone(o string) string {
 		return "STALL"
 	}
 	return "ERROR"
+}
+
+// targetID splits a target that names a replay job or plan ("replay/job_…", "replay-plan/plan_…")
+// into its kind and the id a person copies to look it up; id is "" for any other target.
+func targetID(target string) (kind, id string) {
+	kind, id, ok := strings.Cut(target, "/")
+	if !ok || (kind != "replay" && kind != "replay-plan") || id == "" || strings.Contains(id, "/") {
+		return "", ""
+	}
+	return kind, id
 }

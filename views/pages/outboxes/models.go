@@ -196,3 +196,11 @@ func resolutionTitle(r Resolution) string {
 	}
 	return t
 }
+
+// timeKey is an optional time's sort key (components.TimeSortKey); "" (sorted last) for none.
+func timeKey(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return components.TimeSortKey(*t)
+}

@@ -379,3 +379,11 @@ var FilterExamples = []string{
 	`properties.message_id == "evt-000007"`,
 	`routing_key.startsWith("order.")`,
 }
+
+// timeKey is an optional time's sort key (components.TimeSortKey); "" (sorted last) for none.
+func timeKey(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return components.TimeSortKey(*t)
+}

@@ -1,0 +1,40 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// A target that names a replay job or plan offers its id to copy; other targets are shown as
+// they are.
+func TestAuditTargetCopiesJobAndPlanIDs(t *testing.T) {
+	p := Page{Rows: []Row{
+		{ID: 1, At: time.Now(), Action: "replay.start", Target: "replay/job_3ff4dfa07012f662", Outcome: "ok"},
+		{ID: 2, At: time.Now(), Action: "replay.plan", Target: "replay-plan/plan_616af88882a7cdc7", Outcome: "ok"},
+		{ID: 3, At: time.Now(), Action: "outbox.requeue", Target: "outbox/orders", Outcome: "ok"},
+		{ID: 4, At: time.Now(), Action: "POST /replays/:id/cancel", Target: "/replays/job_b00a8bb809ba4724/cancel", Outcome: "denied"},
+	}}
+	var buf bytes.Buffer
+	if err := List(p).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := doc.Find(`[data-testid="audit-target"]`)
+	for i, want := range []string{"job_3ff4dfa07012f662", "plan_616af88882a7cdc7", "", ""} {
+		got, _ := cells.Eq(i).Find("[data-copy]").Attr("data-copy")
+		if got != want {
+			t.Errorf("target %q copies %q, want %q", p.Rows[i].Target, got, want)
+		}
+	}
+	if got := strings.TrimSpace(cells.Eq(2).Text()); got != "outbox/orders" {
+		t.Errorf("target shown as %q", got)
+	}
+}
