@@ -161,3 +161,26 @@ func TestRecordJSONSchemaFields(t *testing.T) {
 		}
 	})
 }
+
+// A cursor of partition=all naming a partition orders.DLT does not have (cursor=9:1), or an
+// offset past a partition's end (a cursor from before the topic was recreated), was a 200 with
+// no records and no next_cursor, the end of the topic: it is a 400 saying to start again.
+func TestAcrossCursorOutsideTheTopic(t *testing.T) {
+	records := kafkaRecordsFixture(t) // orders.DLT: partitions 0 (3 records) and 1 (empty)
+	for query, want := range map[string]string{
+		"partition=all&cursor=9:1":              "cursor: partition 9 is not in orders.DLT (partitions 0–1); start again without a cursor",
+		"partition=all&cursor=0:1,2:0":          "cursor: partition 2 is not in orders.DLT (partitions 0–1); start again without a cursor",
+		"partition=all&cursor=0:50":             "cursor: the cursor is past the end of partition 0: the topic may have been recreated; start again without a cursor",
+		"partition=all&order=oldest&cursor=1:7": "cursor: the cursor is past the end of partition 1: the topic may have been recreated; start again without a cursor",
+	} {
+		if err := records(query); !errors.Is(err, ops.ErrInvalid) || err.Error() != want {
+			t.Errorf("%s: %v, want a 400 saying %q", query, err, want)
+		}
+	}
+	// A page's own next cursors still go on: the end of a partition read oldest first.
+	for _, query := range []string{"partition=all&order=oldest&cursor=0:3", "partition=all&cursor=0:2,1:0"} {
+		if err := records(query); err != nil {
+			t.Errorf("%s: %v, want a page", query, err)
+		}
+	}
+}

@@ -2,8 +2,14 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // maxAcrossRead bounds the records one page across partitions reads in all: a topic with many
@@ -38,8 +44,9 @@ type AcrossPage struct {
 
 // RecordsAcross reads one page of a topic across its partitions: up to Limit records from each
 // partition (fewer when the topic has many), merged so that the page is the newest (or oldest)
-// Limit records of the topic by timestamp. Errors: ErrInvalid (limit, order), ErrNotFound
-// (unknown topic), ErrUnavailable.
+// Limit records of the topic by timestamp. Errors: ErrInvalid (limit, order, a cursor naming a
+// partition the topic lacks or an offset past a partition's end), ErrNotFound (unknown topic),
+// ErrUnavailable.
 func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage, error) {
 	var err error
 	if q.Limit, q.Order, err = pageQuery(q.Topic, q.Limit, q.Order); err != nil {
@@ -47,6 +54,9 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 	}
 	parts, err := c.Partitions(ctx, q.Topic)
 	if err != nil {
+		return AcrossPage{}, err
+	}
+	if err := checkCursor(q.Topic, q.Cursor, parts); err != nil {
 		return AcrossPage{}, err
 	}
 	page := AcrossPage{Topic: q.Topic, Order: q.Order, Partitions: parts, Records: []Record{}}
@@ -118,6 +128,37 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 	}
 	page.Records, page.Next = mergeAcross(lists, more, q.Limit, q.Order)
 	return page, nil
+}
+
+// checkCursor refuses a cursor that cannot have come from this topic's pages: one naming a
+// partition the topic does not have, or an offset past a partition's end (a page's Next is at
+// most the end), as when the topic was deleted and created again since. Read on, either would
+// be an empty page that looks like the end of the topic.
+func checkCursor(topic string, cursor map[int32]int64, parts []PartitionRange) error {
+	ends := make(map[int32]int64, len(parts))
+	for _, pr := range parts {
+		ends[pr.Partition] = pr.End
+	}
+	for _, p := range slices.Sorted(maps.Keys(cursor)) {
+		off := cursor[p]
+		end, ok := ends[p]
+		if !ok {
+			return ops.Invalid("cursor", fmt.Sprintf("partition %d is not in %s (%s); start again without a cursor",
+				p, payload.Clip(topic, EchoLimit), partitionSpan(len(parts))))
+		}
+		if off > end {
+			return ops.Invalid("cursor", fmt.Sprintf("the cursor is past the end of partition %d: the topic may have been recreated; start again without a cursor", p))
+		}
+	}
+	return nil
+}
+
+// partitionSpan names the partitions of a topic of n: "partitions 0–2", "partition 0".
+func partitionSpan(n int) string {
+	if n == 1 {
+		return "partition 0"
+	}
+	return fmt.Sprintf("partitions 0–%d", n-1)
 }
 
 // mergeAcross merges partitions' records, each list in its partition's read order, into the
