@@ -73,31 +73,11 @@ func TestResolutionsDoNotOutliveTheirTopic(t *testing.T) {
 		}
 		return decode[recordsAnswer](t, r), true
 	}
-	type group struct {
-		ExceptionType string `json:"exception_type"`
-		Count, Open   int64
-	}
-	groups := func() map[string]group {
-		t.Helper()
-		v := decode[struct{ Groups []group }](t, bearer(t, "GET", api+"/error-groups", "tok-viewer", ""))
-		out := map[string]group{}
-		for _, g := range v.Groups {
-			out[g.ExceptionType] = g
-		}
-		return out
-	}
+	groups := func() map[string]errorGroupCounts { t.Helper(); return errorGroupsOf(t, api) }
 	dltOpen := func() (records, open int64) {
 		t.Helper()
-		v := decode[struct {
-			Topics []struct {
-				Topic         string
-				Records, Open int64
-			}
-		}](t, bearer(t, "GET", base+"/api/v1/kafka/main/dead-letter-topics", "tok-viewer", ""))
-		for _, tp := range v.Topics {
-			if tp.Topic == topic {
-				return tp.Records, tp.Open
-			}
+		if c, ok := dltCountsOf(t, base, topic); ok {
+			return c.Records, c.Open
 		}
 		return -1, -1
 	}
@@ -196,6 +176,41 @@ func TestResolutionsDoNotOutliveTheirTopic(t *testing.T) {
 	}
 }
 
+// errorGroupCounts is an error group of GET …/error-groups: its records and how many are open.
+type errorGroupCounts struct {
+	ExceptionType string `json:"exception_type"`
+	Count, Open   int64
+}
+
+// errorGroupsOf reads the error groups of the topic at api (…/topics/{topic}), by exception type.
+func errorGroupsOf(t *testing.T, api string) map[string]errorGroupCounts {
+	t.Helper()
+	v := decode[struct{ Groups []errorGroupCounts }](t, bearer(t, "GET", api+"/error-groups", "tok-viewer", ""))
+	out := map[string]errorGroupCounts{}
+	for _, g := range v.Groups {
+		out[g.ExceptionType] = g
+	}
+	return out
+}
+
+// dltCounts is a topic of the DLT list: its records and how many are open.
+type dltCounts struct {
+	Topic         string
+	Records, Open int64
+}
+
+// dltCountsOf reads topic's counts from cluster main's DLT list; ok is false when it is not listed.
+func dltCountsOf(t *testing.T, base, topic string) (c dltCounts, ok bool) {
+	t.Helper()
+	v := decode[struct{ Topics []dltCounts }](t, bearer(t, "GET", base+"/api/v1/kafka/main/dead-letter-topics", "tok-viewer", ""))
+	for _, tp := range v.Topics {
+		if tp.Topic == topic {
+			return tp, true
+		}
+	}
+	return dltCounts{}, false
+}
+
 // resolutionAt is the state/reason of the record at partition p, offset o of a.
 func resolutionAt(a recordsAnswer, p int32, o int64) string {
 	for _, r := range a.Records {
@@ -217,19 +232,11 @@ func TestResolvedGroupWithNulInType(t *testing.T) {
 	api := base + "/api/v1/kafka/main/topics/" + topic
 	open := func() (count, open int64) {
 		t.Helper()
-		v := decode[struct {
-			Groups []struct {
-				ExceptionType string `json:"exception_type"`
-				Count, Open   int64
-			}
-		}](t, bearer(t, "GET", api+"/error-groups", "tok-viewer", ""))
-		for _, g := range v.Groups {
-			if g.ExceptionType == "E.Nul\x00Type" {
-				return g.Count, g.Open
-			}
+		g, ok := errorGroupsOf(t, api)["E.Nul\x00Type"]
+		if !ok {
+			t.Fatal("the NUL group is not listed")
 		}
-		t.Fatalf("the NUL group is not listed: %+v", v)
-		return 0, 0
+		return g.Count, g.Open
 	}
 	r := bearer(t, "POST", api+"/resolutions", "tok-operator", `{"records":[{"partition":0,"offset":0}],"state":"resolved","reason":"fixed"}`)
 	if r.status != http.StatusOK || !strings.Contains(r.body, `"updated":1`) {

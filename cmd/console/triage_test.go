@@ -78,34 +78,14 @@ func TestResolveDeadLetters(t *testing.T) {
 		}
 		return decode[recordsAnswer](t, r)
 	}
-	type group struct {
-		ExceptionType string `json:"exception_type"`
-		Count, Open   int64
-	}
-	groups := func() map[string]group {
-		t.Helper()
-		v := decode[struct{ Groups []group }](t, bearer(t, "GET", api+"/error-groups", "tok-viewer", ""))
-		out := map[string]group{}
-		for _, g := range v.Groups {
-			out[g.ExceptionType] = g
-		}
-		return out
-	}
+	groups := func() map[string]errorGroupCounts { t.Helper(); return errorGroupsOf(t, api) }
 	dltOpen := func() (records, open int64) {
 		t.Helper()
-		v := decode[struct {
-			Topics []struct {
-				Topic         string
-				Records, Open int64
-			}
-		}](t, bearer(t, "GET", base+"/api/v1/kafka/main/dead-letter-topics", "tok-viewer", ""))
-		for _, tp := range v.Topics {
-			if tp.Topic == "orders.DLT" {
-				return tp.Records, tp.Open
-			}
+		c, ok := dltCountsOf(t, base, "orders.DLT")
+		if !ok {
+			t.Fatal("orders.DLT not listed")
 		}
-		t.Fatalf("orders.DLT not listed: %+v", v)
-		return 0, 0
+		return c.Records, c.Open
 	}
 	onFire := func() bool {
 		return strings.Contains(bearer(t, "GET", base+"/api/v1/overview", "tok-viewer", "").body, "dead_letters/kafka/main/orders.DLT")
