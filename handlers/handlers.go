@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -138,6 +139,9 @@ func decodeJSON(c echo.Context, into any) error {
 		case errors.As(err, &typ):
 			if typ.Field == "" {
 				return ops.Invalid("body", "the request body must be a JSON object, got "+jsonKind(typ.Value))
+			}
+			if problem, ok := wholeNumberProblem(typ.Type, typ.Value); ok {
+				return ops.Invalid(typ.Field, problem)
 			}
 			return ops.Invalid(typ.Field, fmt.Sprintf("must be %s, got %s", jsonType(typ.Type), jsonKind(typ.Value)))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -273,6 +277,46 @@ func jsonType(t reflect.Type) string {
 		return "a number"
 	}
 	return "a value of another type"
+}
+
+// wholeNumberProblem says what is wrong with a JSON number encoding/json would not put in an
+// integer field (value as its UnmarshalTypeError has it, "number 1.5"): a fraction, a number too
+// large or small for any use, or a whole number written with an exponent or a fraction part
+// (1e6, 1.0). It does not quote the Go type's range: the field's own check names the range that
+// matters once the number is a whole one. false when t is not an integer or value not a number.
+func wholeNumberProblem(t reflect.Type, value string) (string, bool) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	num, isNumber := strings.CutPrefix(value, "number ")
+	if t == nil || !isNumber {
+		return "", false
+	}
+	var lo, hi float64
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		lo, hi = float64(minInt(t.Bits())), float64(maxInt(t.Bits()))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		lo, hi = 0, float64(uint64(1)<<t.Bits()-1)
+	default:
+		return "", false
+	}
+	got := "got the number " + num
+	// Digits alone were refused for being out of the type's range; float64 cannot tell 2^63 from
+	// 2^63-1, so the digits decide that, not the comparison.
+	digits := !strings.ContainsAny(num, ".eE")
+	f, err := strconv.ParseFloat(num, 64)
+	switch {
+	case err == nil && f != math.Trunc(f):
+		return "must be a whole number, " + got, true
+	case f < 0 && lo == 0:
+		return "must not be negative, " + got, true
+	case f < lo || digits && f < 0:
+		return "must be a whole number, " + got + ", which is far too small", true
+	case f > hi || digits:
+		return "must be a whole number, " + got + ", which is far too large", true
+	}
+	return "must be a whole number written in digits (1000000, not 1e6 or 1000000.0), " + got, true
 }
 
 func minInt(bits int) int64 { return -1 << (bits - 1) }

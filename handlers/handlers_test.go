@@ -55,6 +55,50 @@ func FuzzParseTime(f *testing.F) {
 	})
 }
 
+// POST /api/v1/replays {"rate_per_second":1.5} (or 1e12) said "must be an integer between
+// -9223372036854775808 and 9223372036854775807", int64's range, not the field's 1..1000000: a
+// number an integer field cannot take is now "must be a whole number", saying why, and the
+// field's own check names its range once the number is whole.
+func TestDecodeJSONWholeNumbers(t *testing.T) {
+	type request struct {
+		Rate  int    `json:"rate_per_second"`
+		Small int8   `json:"small"`
+		Count uint32 `json:"count"`
+	}
+	digits := "must be a whole number written in digits (1000000, not 1e6 or 1000000.0), got the number "
+	for body, want := range map[string]string{
+		`{"rate_per_second":1.5}`:                  "rate_per_second: must be a whole number, got the number 1.5",
+		`{"rate_per_second":-0.25}`:                "rate_per_second: must be a whole number, got the number -0.25",
+		`{"rate_per_second":1e12}`:                 "rate_per_second: " + digits + "1e12",
+		`{"rate_per_second":2.0}`:                  "rate_per_second: " + digits + "2.0",
+		`{"rate_per_second":1e30}`:                 "rate_per_second: must be a whole number, got the number 1e30, which is far too large",
+		`{"rate_per_second":9223372036854775808}`:  "rate_per_second: must be a whole number, got the number 9223372036854775808, which is far too large",
+		`{"rate_per_second":-9223372036854775809}`: "rate_per_second: must be a whole number, got the number -9223372036854775809, which is far too small",
+		`{"rate_per_second":1e400}`:                "rate_per_second: must be a whole number, got the number 1e400, which is far too large",
+		`{"small":300}`:                            "small: must be a whole number, got the number 300, which is far too large",
+		`{"count":-5}`:                             "count: must not be negative, got the number -5",
+		`{"count":2.5}`:                            "count: must be a whole number, got the number 2.5",
+		`{"rate_per_second":"5"}`:                  "rate_per_second: must be an integer between",
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		var into request
+		err := decodeJSON(echo.New().NewContext(req, httptest.NewRecorder()), &into)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(want, "whole") && strings.Contains(err.Error(), "9223372036854775807") {
+			t.Errorf("%s: %v; want %q", body, err, want)
+		}
+	}
+	var start startRequest // POST /api/v1/replays's own body
+	if err := decodeJSON(bodyContext(`{"plan_id":"p","rate_per_second":1.5}`), &start); err == nil ||
+		err.Error() != "rate_per_second: must be a whole number, got the number 1.5" {
+		t.Errorf("replay start at 1.5 a second: %v", err)
+	}
+	var into request
+	if err := decodeJSON(bodyContext(`{"rate_per_second":-5,"count":7}`), &into); err != nil || into.Rate != -5 || into.Count != 7 {
+		t.Errorf("whole numbers in range: %+v, %v; want them read (the field's check judges -5)", into, err)
+	}
+}
+
 func TestDecodeJSONMessages(t *testing.T) {
 	type inner struct {
 		Partition *int32   `json:"partition"`
@@ -71,7 +115,7 @@ func TestDecodeJSONMessages(t *testing.T) {
 		{`12`, "body: the request body must be a JSON object, got a number"},
 		{`{"source":[]}`, "source: must be a JSON object, got an array"},
 		{`{"source":{"partition":"x"}}`, "source.partition: must be an integer between -2147483648 and 2147483647, got a string"},
-		{`{"source":{"partition":1e99}}`, "source.partition: must be an integer between -2147483648 and 2147483647, got the number 1e99"},
+		{`{"source":{"partition":1e99}}`, "source.partition: must be a whole number, got the number 1e99, which is far too large"},
 		{`{"source":{"ids":{}}}`, "source.ids: must be a JSON array, got an object"},
 		{`{"source":{"force":"yes"}}`, "source.force: must be true or false, got a string"},
 		{`{"source":{"names":[1]}}`, "source.names: must be a string, got a number"},
