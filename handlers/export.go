@@ -129,7 +129,7 @@ func (h *Search) beginExport(c echo.Context, target string, filter *search.Filte
 }
 
 var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value", "value_encoding", "headers",
-	"original_topic", "exception_type", "exception_message", "message_id", "redacted"}
+	"original_topic", "exception_type", "exception_message", "message_id", "redacted", "value_truncated"}
 
 // ExportKafka: GET /api/v1/kafka/:cluster/topics/:topic/export?format=ndjson|csv&filter=&partition=&from_offset=&to_offset=
 // streams every record of the range (oldest first, partition by partition) that the filter
@@ -195,7 +195,8 @@ func (h *Search) ExportKafka(c echo.Context) error {
 		}
 		hs, _ := json.Marshal(j.Headers)
 		return w.write(nil, []string{strconv.Itoa(int(j.Partition)), strconv.FormatInt(j.Offset, 10), j.Timestamp.Format(time.RFC3339Nano),
-			deref(j.Key), deref(j.Value), j.ValueEncoding, string(hs), original, exType, exMsg, id, strconv.FormatBool(redacted)})
+			deref(j.Key), deref(j.Value), j.ValueEncoding, string(hs), original, exType, exMsg, id, strconv.FormatBool(redacted),
+			strconv.FormatBool(j.ValueTruncated)})
 	}
 	res, err := search.ScanKafka(c.Request().Context(), k, q)
 	w.close()

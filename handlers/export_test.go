@@ -137,3 +137,49 @@ func TestExportCSVNeutralisesFormulas(t *testing.T) {
 		t.Errorf("ndjson changed the content: %+v", j)
 	}
 }
+
+// A CSV export cut a value over 256 KiB (kafka.MaxValueBytes) without saying so, while the NDJSON
+// export marked it value_truncated: the CSV has a value_truncated column, last so that the
+// columns before it keep their places.
+func TestExportCSVSaysAValueWasCut(t *testing.T) {
+	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
+	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, v := range []string{strings.Repeat("x", 300_000), "small"} {
+		if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "orders.DLT", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, ExportMinRole: "viewer"})
+	asViewer := func(c echo.Context) error {
+		SetActor(c, access.Actor{Name: "vera", Role: access.Viewer})
+		return h.ExportKafka(c)
+	}
+	rec, err := callAPI(t, asViewer, "/?format=csv", []string{"cluster", "topic"}, "main", "orders.DLT")
+	if err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("csv export: %d %v", rec.Code, err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(rec.Body.String())).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("csv: %v, %d rows", err, len(rows))
+	}
+	if want := "partition,offset,timestamp,key,value,value_encoding,headers,original_topic,exception_type,exception_message,message_id,redacted,value_truncated"; strings.Join(rows[0], ",") != want {
+		t.Errorf("header %q, want %s", rows[0], want)
+	}
+	for i, want := range []struct {
+		length    int
+		truncated string
+	}{{kafka.MaxValueBytes, "true"}, {len("small"), "false"}} {
+		row := rows[i+1]
+		if len(row) != 13 {
+			t.Fatalf("record %d: %d columns, want 13", i, len(row))
+		}
+		if len(row[4]) != want.length || row[12] != want.truncated {
+			t.Errorf("record %d: a value of %d bytes, value_truncated %q; want %d and %s", i, len(row[4]), row[12], want.length, want.truncated)
+		}
+	}
+}
