@@ -24,6 +24,12 @@ func kafkaConsole(t *testing.T) string {
 // kafkaConsoleAt is kafkaConsole that also gives the broker's address.
 func kafkaConsoleAt(t *testing.T) (base, broker string) {
 	t.Helper()
+	return kafkaConsoleOn(t, pgtest.NewDatabase(t))
+}
+
+// kafkaConsoleOn is kafkaConsoleAt over the store storeDSN, which the test may read and change.
+func kafkaConsoleOn(t *testing.T, storeDSN string) (base, broker string) {
+	t.Helper()
 	k := startKafka(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -40,7 +46,7 @@ consumers:
   - name: inventory-service
     inbox: {dsn: %q}
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
-`, pgtest.NewDatabase(t), orders, k.Addrs()[0], orders)), k.Addrs()[0]
+`, storeDSN, orders, k.Addrs()[0], orders)), k.Addrs()[0]
 }
 
 func TestReplayAPI(t *testing.T) {

@@ -182,6 +182,18 @@ func TestCopyID(t *testing.T) {
 	one(t, doc, "copy-id-none")
 }
 
+// A job or plan id links to its page and has the copy button of any id beside the link.
+func TestCopyLink(t *testing.T) {
+	doc, _ := render(t, CopyLink("job_0bf16fde69e0ce37", "/replays/job_0bf16fde69e0ce37"))
+	link := one(t, doc, "copy-id-value")
+	if goquery.NodeName(link) != "a" || attr(t, link, "href") != "/replays/job_0bf16fde69e0ce37" || text(link) != "job_0bf16fde69e0ce37" {
+		t.Errorf("link %s %q %q", goquery.NodeName(link), attr(t, link, "href"), text(link))
+	}
+	if got := attr(t, one(t, doc, "copy-button"), "data-copy"); got != "job_0bf16fde69e0ce37" {
+		t.Errorf("data-copy = %q", got)
+	}
+}
+
 func TestEmpty(t *testing.T) {
 	doc, _ := render(t, Empty("No dead letters", "Nothing has failed on this topic. New failures show up here within 30 s."))
 	one(t, doc, "empty")
@@ -375,6 +387,7 @@ func TestEscaping(t *testing.T) {
 		{"StatusBadge", StatusBadge(xss), "status-badge"},
 		{"Badge", Badge(xss, ToneInfo), "badge"},
 		{"CopyID", CopyID(xss), "copy-id-value"},
+		{"CopyLink", CopyLink(xss, "/x"), "copy-id-value"},
 		{"EmptyTitle", Empty(xss, "hint"), "empty-title"},
 		{"EmptyHint", Empty("t", xss), "empty-hint"},
 		{"ErrorPanelTitle", ErrorPanel(xss, "m"), "error-panel-title"},
@@ -402,7 +415,7 @@ func TestEscaping(t *testing.T) {
 		})
 	}
 	t.Run("Attributes", func(t *testing.T) {
-		for _, c := range []templ.Component{CopyID(`"><script>alert(1)</script>`), CSRFField(`"><script>alert(1)</script>`), Filter(`"><script>`, `"><script>`)} {
+		for _, c := range []templ.Component{CopyID(`"><script>alert(1)</script>`), CopyLink(`"><script>alert(1)</script>`, "/x"), CSRFField(`"><script>alert(1)</script>`), Filter(`"><script>`, `"><script>`)} {
 			doc, html := render(t, c)
 			if strings.Contains(html, "<script") || doc.Find("script").Length() != 0 {
 				t.Errorf("attribute value broke out: %s", html)

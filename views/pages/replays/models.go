@@ -76,13 +76,42 @@ const (
 // Duration is how long the job ran ("3 min 12 s"), how long it has been running ("running for
 // 12 s"), or "not started".
 func (j JobView) Duration(now time.Time) string {
+	prefix, amount := j.durationParts(now)
+	return prefix + amount
+}
+
+// durationParts splits Duration into its words ("running for ", or "") and the amount, which a
+// table cell keeps on one line ("5 min 24 s", or "not started").
+func (j JobView) durationParts(now time.Time) (prefix, amount string) {
+	d, ok := j.elapsed(now)
+	switch {
+	case !ok:
+		return "", "not started"
+	case j.FinishedAt != nil:
+		return "", components.FormatAge(d)
+	}
+	return "running for ", components.FormatAge(d)
+}
+
+// elapsed is how long the job ran, or has been running at now; ok is false before it started.
+func (j JobView) elapsed(now time.Time) (d time.Duration, ok bool) {
 	switch {
 	case j.StartedAt == nil:
-		return "not started"
+		return 0, false
 	case j.FinishedAt != nil:
-		return components.FormatAge(j.FinishedAt.Sub(*j.StartedAt))
+		return j.FinishedAt.Sub(*j.StartedAt), true
 	}
-	return "running for " + components.FormatAge(now.Sub(*j.StartedAt))
+	return now.Sub(*j.StartedAt), true
+}
+
+// durationSort is what a Duration cell sorts by: the length in milliseconds, so that "17 ms"
+// comes before "1 s" and "28 s" before "5 min 24 s" (a running job by how long it has run so
+// far); "" for a job that never started, which app.js puts last in either direction.
+func (j JobView) durationSort(now time.Time) string {
+	if d, ok := j.elapsed(now); ok {
+		return strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	return ""
 }
 
 // OutcomeLabel is the outcome for people.

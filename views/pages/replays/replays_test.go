@@ -17,14 +17,19 @@ func TestJobDuration(t *testing.T) {
 		name              string
 		started, finished *time.Time
 		want              string
+		sort              string // milliseconds, so that 17 ms sorts before 1 s; "" sorts last
 	}{
-		{"NotStarted", nil, nil, "not started"},
-		{"Finished", &t0, &t1, "3 min 12 s"},
-		{"Running", &t0, nil, "running for 5 min"},
+		{"NotStarted", nil, nil, "not started", ""},
+		{"Finished", &t0, &t1, "3 min 12 s", "192000"},
+		{"Running", &t0, nil, "running for 5 min", "300000"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := (JobView{StartedAt: c.started, FinishedAt: c.finished}).Duration(t0.Add(5 * time.Minute)); got != c.want {
+			j, now := JobView{StartedAt: c.started, FinishedAt: c.finished}, t0.Add(5*time.Minute)
+			if got := j.Duration(now); got != c.want {
 				t.Errorf("%q, want %q", got, c.want)
+			}
+			if got := j.durationSort(now); got != c.sort {
+				t.Errorf("sort key %q, want %q", got, c.sort)
 			}
 		})
 	}
