@@ -615,6 +615,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		return err
 	}
 	exception := c.QueryParam("exception")
+	cause, byCause := c.QueryParams()["cause"]
 	if exception != "" && c.QueryParam("limit") == "" {
 		q.Limit = kafka.MaxLimit // read a full page, keep the matches
 	}
@@ -625,7 +626,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	}
 	page := kafkapages.TopicPage{Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
 		Cluster: k.Name(), Topic: q.Topic, Partition: q.Partition, Order: q.Order, Limit: q.Limit,
-		Exception: exception, OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at"), State: state, Flash: c.QueryParam("flash")}
+		Exception: exception, ByCause: byCause, Cause: strings.Join(cause, ""), OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at"), State: state, Flash: c.QueryParam("flash")}
 	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
@@ -655,7 +656,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	for _, r := range recs {
 		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
 		r, _ = red.Record(r)
-		if exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != exception) {
+		if !inGroup(page, r) {
 			continue
 		}
 		v := toRecordView(r)
@@ -664,9 +665,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		page.Records = append(page.Records, v)
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "state": {state}}
-	if exception != "" {
-		base.Set("exception", exception)
-	}
+	page.SetGroupFilter(base)
 	link := func(off *int64) string {
 		if off == nil {
 			return ""
@@ -680,6 +679,18 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	}
 	page.NextURL, page.PrevURL = link(res.Next), link(res.Prev)
 	return render(c, http.StatusOK, kafkapages.Topic(page))
+}
+
+// inGroup says whether a record (as the reader may see it) is in the page's error group, compared
+// on the text the groups are keyed by (kafkapages.GroupText), so that a group's Records link lists
+// exactly its records; every record when the page has no exception filter.
+func inGroup(page kafkapages.TopicPage, r kafka.Record) bool {
+	if page.Exception == "" {
+		return true
+	}
+	d := r.DeadLetter
+	return d != nil && kafkapages.GroupText(d.ExceptionType) == kafkapages.GroupText(page.Exception) &&
+		(!page.ByCause || kafkapages.GroupText(d.ExceptionCause) == kafkapages.GroupText(page.Cause))
 }
 
 // topicAcross renders partition=all: the topic's newest (or oldest) records across partitions.
@@ -705,7 +716,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, p
 	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
 	for _, r := range recs {
 		r, _ = red.Record(r)
-		if page.Exception != "" && (r.DeadLetter == nil || r.DeadLetter.ExceptionType != page.Exception) {
+		if !inGroup(page, r) {
 			continue
 		}
 		v := toRecordView(r)
@@ -715,9 +726,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, p
 	}
 	if cur := cursorText(res.Next); cur != "" {
 		v := url.Values{"partition": {"all"}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "cursor": {cur}, "state": {page.State}}
-		if page.Exception != "" {
-			v.Set("exception", page.Exception)
-		}
+		page.SetGroupFilter(v)
 		page.NextURL = paths.WithQuery(paths.KafkaTopic(k.Name(), q.Topic), v)
 	}
 	return render(c, http.StatusOK, kafkapages.Topic(page))

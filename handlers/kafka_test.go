@@ -4,19 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/trace"
+	"github.com/redrive/redrive/views/layout"
 )
 
 // kafkaRecordsFixture is the records API (with its filter scan in front, as web routes it) over
@@ -182,5 +189,61 @@ func TestAcrossCursorOutsideTheTopic(t *testing.T) {
 		if err := records(query); err != nil {
 			t.Errorf("%s: %v, want a page", query, err)
 		}
+	}
+}
+
+// The error groups' Records link was ?exception=<type> alone: two groups of one type with
+// different causes linked to the same list of both, a type with a NUL linked to a 400 and a
+// non-UTF-8 type to no records. The link carries the cause too, both as the groups are keyed
+// (cleaned), and the topic page compares on that text: each link lists exactly its group.
+func TestErrorGroupLinksListTheirGroup(t *testing.T) {
+	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
+	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	dl := func(typ, cause string) *kgo.Record {
+		return &kgo.Record{Topic: "orders.DLT", Value: []byte("{}"), Headers: []kgo.RecordHeader{
+			{Key: "kafka_dlt-exception-fqcn", Value: []byte(typ)}, {Key: "kafka_dlt-exception-cause-fqcn", Value: []byte(cause)}}}
+	}
+	want := map[string]int{"E.Same|NullPointerException": 2, "E.Same|IllegalArgumentException": 1, "E.NulType|": 1, "E.\uFFFDbad|": 3}
+	for _, r := range []*kgo.Record{dl("E.Same", "NullPointerException"), dl("E.Same", "IllegalArgumentException"),
+		dl("E.Same", "NullPointerException"), dl("E.Nul\x00Type", ""), dl("E.\xffbad", ""), dl("E.\xffbad", ""), dl("E.\xfebad", "")} {
+		if err := prod.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	h := NewKafka([]KafkaCluster{k}, sampledOnce{}, func(echo.Context, string, string) layout.Meta { return layout.Meta{} }, nil, nil)
+	rec, err := callAPI(t, h.ErrorsPage, "/errors", []string{"cluster", "topic"}, "main", "orders.DLT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`<a class="btn btn-sm" href="([^"]*)" data-testid="group-records"`).FindAllStringSubmatch(rec.Body.String(), -1)
+	if len(links) < 4 {
+		t.Fatalf("%d Records links, want one per group", len(links))
+	}
+	seen := map[string]bool{}
+	for _, l := range links {
+		u, err := url.Parse(html.UnescapeString(l[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		group := q.Get("exception") + "|" + q.Get("cause")
+		page, err := callAPI(t, h.TopicPage, "/?"+u.RawQuery+"&state=all", []string{"cluster", "topic"}, "main", "orders.DLT")
+		if err != nil {
+			t.Errorf("%s: %v", u, err)
+			continue
+		}
+		rows := strings.Count(page.Body.String(), `data-testid="row-exception"`)
+		if n, ok := want[group]; !ok || rows != n {
+			t.Errorf("%s lists %d records (group %q), want %d", u, rows, group, n)
+		}
+		seen[group] = true
+	}
+	if len(seen) != len(want) {
+		t.Errorf("groups linked %v, want %v", seen, want)
 	}
 }

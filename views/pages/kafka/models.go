@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
@@ -138,10 +139,13 @@ type TopicPage struct {
 	// and Start/End are then unused.
 	All bool
 	// Partitions are the topic's partitions for the selector, each with its record count.
-	Partitions  []PartitionOption
-	Order       string
-	Limit       int
-	Exception   string // only records of this exception type are shown
+	Partitions []PartitionOption
+	Order      string
+	Limit      int
+	Exception  string // only records of this exception type are shown (ops.CleanText of the type, as error groups key it)
+	// Cause, when ByCause, narrows Exception to one cause ("" for none): one error group's records.
+	Cause       string
+	ByCause     bool
 	OffsetInput string
 	AtInput     string
 	Start, End  int64
@@ -270,8 +274,26 @@ func recordURL(c, t string, p int32, off int64) string {
 }
 
 // exceptionURL opens an error group's records across every partition of the topic.
-func exceptionURL(c, t string, exc string) string {
-	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {"all"}, "exception": {exc}})
+// exceptionURL is the records of one error group across partitions: its type and cause as the
+// groups are keyed (ops.CleanText: no NUL, valid UTF-8), so the link lists exactly its records.
+func exceptionURL(c, t string, exc, cause string) string {
+	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {"all"},
+		"exception": {GroupText(exc)}, "cause": {GroupText(cause)}})
+}
+
+// GroupText is an exception type or cause as error groups and their marks key it (the store keeps
+// ops.CleanText of it, at most 500 bytes): what a group's link carries and the filter compares.
+func GroupText(s string) string { return ops.CleanText(s, 500) }
+
+// SetGroupFilter adds the page's error-group filter (exception, and cause when given) to v.
+func (p TopicPage) SetGroupFilter(v url.Values) {
+	if p.Exception == "" {
+		return
+	}
+	v.Set("exception", p.Exception)
+	if p.ByCause {
+		v.Set("cause", p.Cause)
+	}
 }
 
 // partitionURL is the topic's records in one partition ("0") or across all ("all").
@@ -306,7 +328,7 @@ func shortClass(fqcn string) string {
 // revealURL is the page again with reveal=true (an admin's audited look at masked values).
 func revealURL(p TopicPage) string {
 	return paths.Reveal("partition", partitionValue(p), "order", p.Order, "limit", strconv.Itoa(p.Limit),
-		"offset", p.OffsetInput, "exception", p.Exception)
+		"offset", p.OffsetInput, "exception", p.Exception, "cause", p.Cause)
 }
 
 // partitionValue is the page's partition query value: a number, or "all".
@@ -387,8 +409,6 @@ func stateURL(p TopicPage, state string) string {
 	} else {
 		v.Set("partition", strconv.Itoa(int(p.Partition)))
 	}
-	if p.Exception != "" {
-		v.Set("exception", p.Exception)
-	}
+	p.SetGroupFilter(v)
 	return paths.WithQuery(paths.KafkaTopic(p.Cluster, p.Topic), v)
 }
