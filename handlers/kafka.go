@@ -647,22 +647,8 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 		return err
 	}
 	page.Start, page.End = res.Start, res.End
-	page.Read = len(res.Records)
-	recs, resolutions, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, res.Records, state)
-	if err != nil {
+	if err := h.showRecords(c.Request().Context(), k, red, &page, res.Records); err != nil {
 		return err
-	}
-	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
-	for _, r := range recs {
-		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
-		r, _ = red.Record(r)
-		if !inGroup(page, r) {
-			continue
-		}
-		v := toRecordView(r)
-		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
-		v.Notes = recordNotes[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
-		page.Records = append(page.Records, v)
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "state": {state}}
 	page.SetGroupFilter(base)
@@ -679,6 +665,30 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	}
 	page.NextURL, page.PrevURL = link(res.Next), link(res.Prev)
 	return render(c, http.StatusOK, kafkapages.Topic(page))
+}
+
+// showRecords puts the records read on the topic page (one partition or all): how many were
+// read, and as rows those in the page's state (with their resolutions) and error group, as the
+// reader may see them, with their notes.
+func (h *Kafka) showRecords(ctx context.Context, k KafkaCluster, red *redact.Rules, page *kafkapages.TopicPage, read []kafka.Record) error {
+	page.Read = len(read)
+	recs, resolutions, err := h.withResolutions(ctx, k.Name(), page.Topic, read, page.State)
+	if err != nil {
+		return err
+	}
+	_, recordNotes := notesByTarget(h.topicNotes(ctx, k.Name(), page.Topic))
+	for _, r := range recs {
+		// Filtered on what the reader may see: a masked exception type is not guessable by filter.
+		r, _ = red.Record(r)
+		if !inGroup(*page, r) {
+			continue
+		}
+		v := toRecordView(r)
+		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
+		v.Notes = recordNotes[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
+		page.Records = append(page.Records, v)
+	}
+	return nil
 }
 
 // inGroup says whether a record (as the reader may see it) is in the page's error group, compared
@@ -708,21 +718,8 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, p
 		return err
 	}
 	page.Partitions = partitionOptions(res.Partitions)
-	page.Read = len(res.Records)
-	recs, resolutions, err := h.withResolutions(c.Request().Context(), k.Name(), q.Topic, res.Records, page.State)
-	if err != nil {
+	if err := h.showRecords(c.Request().Context(), k, red, &page, res.Records); err != nil {
 		return err
-	}
-	_, recordNotes := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), q.Topic))
-	for _, r := range recs {
-		r, _ = red.Record(r)
-		if !inGroup(page, r) {
-			continue
-		}
-		v := toRecordView(r)
-		v.Resolution = toResolutionView(resolutionOf(resolutions, r))
-		v.Notes = recordNotes[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
-		page.Records = append(page.Records, v)
 	}
 	if cur := cursorText(res.Next); cur != "" {
 		v := url.Values{"partition": {"all"}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "cursor": {cur}, "state": {page.State}}
