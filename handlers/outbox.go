@@ -531,24 +531,23 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 
 // FormRelease: POST /outboxes/:name/release (form: id=…&id=… or all_stuck=1).
 func (h *Outboxes) FormRelease(c echo.Context) error {
-	o, err := h.find(pathParam(c, "name"))
-	if err != nil {
-		return err
-	}
-	ids, err := formIDs(c)
-	if err != nil {
-		return err
-	}
-	req := releaseRequest{IDs: ids, AllStuck: c.FormValue("all_stuck") != "", Reason: c.FormValue("reason")}
-	n, err := h.release(c, o, req)
-	if err != nil {
-		return err
-	}
-	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name(), "released", n))
+	return repairForm(h, c, h.release, func(ids []int64) releaseRequest {
+		return releaseRequest{IDs: ids, AllStuck: c.FormValue("all_stuck") != "", Reason: c.FormValue("reason")}
+	}, "released")
 }
 
 // FormRequeue: POST /outboxes/:name/requeue (form: id=…&id=…, reason, reset_attempts).
 func (h *Outboxes) FormRequeue(c echo.Context) error {
+	return repairForm(h, c, h.requeue, func(ids []int64) requeueRequest {
+		return requeueRequest{IDs: ids, Reason: c.FormValue("reason"), ResetAttempts: c.FormValue("reset_attempts") != ""}
+	}, "requeued")
+}
+
+// repairForm answers a repair's page form, as repairAPI its API route: the outbox named in the
+// path, the ticked events (id=…) made into R by request with the form's other fields, the repair
+// done (its own checks, its audit), and back to the outbox page saying how many events it
+// changed (done: "released", "requeued").
+func repairForm[R any](h *Outboxes, c echo.Context, repair func(echo.Context, OutboxService, R) (int64, error), request func(ids []int64) R, done string) error {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
@@ -557,12 +556,11 @@ func (h *Outboxes) FormRequeue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req := requeueRequest{IDs: ids, Reason: c.FormValue("reason"), ResetAttempts: c.FormValue("reset_attempts") != ""}
-	n, err := h.requeue(c, o, req)
+	n, err := repair(c, o, request(ids))
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name(), "requeued", n))
+	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name(), done, n))
 }
 
 func formIDs(c echo.Context) ([]int64, error) {
