@@ -476,6 +476,9 @@ func editWarning(d EditDiff) string {
 	if d.ValueAfter != "" || d.ValueBefore != "" {
 		parts = append(parts, "the value")
 	}
+	if d.Encoding != "" {
+		parts[len(parts)-1] += " (the edited JSON is re-encoded as " + d.Encoding + ", as the original was written)"
+	}
 	if n := len(d.Headers); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d header(s)", n))
 	}

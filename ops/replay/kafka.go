@@ -265,6 +265,21 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool
 		if err != nil {
 			return pendingItem{}, false, err
 		}
+		if ed.Value != nil {
+			// A value in a schema's wire format is published encoded back with its schema id:
+			// encoded here, so an edit that does not fit (or a registry that is down) is refused
+			// before anything is planned.
+			_, enc, err := encodeEdit(ctx, p.k, p.src.Topic, r.Value, *ed.Value)
+			if err != nil {
+				return pendingItem{}, false, err
+			}
+			if enc != nil {
+				diff.Encoding = enc.Describe()
+				if vs := r.ValueSchema; vs != nil && vs.JSON != nil { // what was edited, not the bytes
+					diff.ValueBefore = cut(string(vs.JSON), maxDiffText)
+				}
+			}
+		}
 		if ed.FreshID != "" {
 			diff.MessageID = &[2]string{escapeBytes(msgID), ed.FreshID}
 		}
@@ -512,6 +527,18 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 				Headers: r.e.headers.kafka(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
 			if ed := r.src.Edit; ed != nil { // only the edited copy is ever produced
 				o.Value, o.Headers = edited(o.Value, o.Headers, ed, r.e.o.MessageIDs.Headers, it.MessageID)
+				if ed.Value != nil { // encoded back with the record's schema id when it has one
+					v, _, err := encodeEdit(ctx, r.k, r.src.Topic, rec.Value, *ed.Value)
+					switch {
+					case errors.Is(err, ops.ErrInvalid) || errors.Is(err, ops.ErrConflict) || errors.Is(err, ops.ErrNotFound):
+						settled = append(settled, LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
+							Outcome: LedgerFailed, Detail: ops.Message(err)})
+						return nil
+					case err != nil: // the registry: the job pauses and tries again, publishing nothing meanwhile
+						return err
+					}
+					o.Value = v
+				}
 			}
 			if dest.PartitionSource == PartitionFromHeader {
 				o.Partition = &dest.Partition

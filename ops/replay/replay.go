@@ -101,6 +101,9 @@ type EditDiff struct {
 	ValueAfter  string               `json:"value_after,omitempty"`
 	Headers     map[string][2]string `json:"headers,omitempty"`    // key → [before, after]; "" for absent
 	MessageID   *[2]string           `json:"message_id,omitempty"` // [before, after] when a new id was asked for
+	// Encoding names the schema the edited value is encoded back with ("avro acme.Order with
+	// schema id 3 (orders-value)") when the original is in a schema's wire format.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // RecordRef names one Kafka record of the source topic.

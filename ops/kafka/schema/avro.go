@@ -97,14 +97,24 @@ type avroProgram struct {
 // newAvroProgram compiles a schema tree (as twmb/avro's Schema.Root gives it: each named type
 // defined where it is first used, referenced by name after).
 func newAvroProgram(root *avro.SchemaNode) (*avroProgram, error) {
+	n, _, err := compileAvroTree(root)
+	if err != nil {
+		return nil, err
+	}
+	return &avroProgram{root: n}, nil
+}
+
+// compileAvroTree compiles a schema tree into its root node, with the compiler that holds every
+// named type's definition and node (the writer of edits reads the defaults and symbols there).
+func compileAvroTree(root *avro.SchemaNode) (*avroNode, *avroCompiler, error) {
 	c := &avroCompiler{defs: map[string]*avro.SchemaNode{}, built: map[string]*avroNode{}}
 	c.collect(root)
 	n, err := c.node(root, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	minBytes(n, map[*avroNode]bool{})
-	return &avroProgram{root: n}, nil
+	return n, c, nil
 }
 
 type avroCompiler struct {

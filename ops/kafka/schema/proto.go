@@ -31,6 +31,22 @@ var protoJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: t
 // by the names it imports them as; the well-known google/protobuf files are built in). Payloads
 // start with the message indexes that pick the message inside the file.
 func compileProto(main, text string, refs []refSource) (*compiled, error) {
+	fd, files, err := protoSources(main, text, refs)
+	if err != nil {
+		return nil, err
+	}
+	typ := ""
+	if fd.Messages().Len() > 0 {
+		typ = string(fd.Messages().Get(0).FullName())
+	}
+	c := &compiled{format: FormatProtobuf, typ: typ}
+	c.decodeJSON = func(payload []byte) ([]byte, string, error) { return decodeIndexed(fd, files, payload) }
+	return c, nil
+}
+
+// protoSources compiles a registry Protobuf schema and what it imports: the file and the
+// registry of every file (the encoder of an edit needs them as the decoder does).
+func protoSources(main, text string, refs []refSource) (protoreflect.FileDescriptor, *protoregistry.Files, error) {
 	srcs := map[string]string{main: text}
 	for _, r := range refs {
 		srcs[r.name] = r.schema.Schema
@@ -47,17 +63,7 @@ func compileProto(main, text string, refs []refSource) (*compiled, error) {
 		}
 		return sources.FindFileByPath(path)
 	})
-	fd, files, err := compileSources(protocompile.WithStandardImports(resolver), main)
-	if err != nil {
-		return nil, err
-	}
-	typ := ""
-	if fd.Messages().Len() > 0 {
-		typ = string(fd.Messages().Get(0).FullName())
-	}
-	c := &compiled{format: FormatProtobuf, typ: typ}
-	c.decodeJSON = func(payload []byte) ([]byte, string, error) { return decodeIndexed(fd, files, payload) }
-	return c, nil
+	return compileSources(protocompile.WithStandardImports(resolver), main)
 }
 
 // descriptorText is the FileDescriptorProto a schema's text holds base64-encoded, or nil when the
