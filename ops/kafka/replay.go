@@ -32,6 +32,8 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 		return c.fail("scan "+named(topic), err)
 	}
 	defer cl.Close()
+	// A plan reads every value's message id: it waits for a slow registry, as no page does.
+	dctx := schema.WaitForRegistry(ctx)
 	for {
 		fs := cl.PollFetches(ctx)
 		if err := fetchErr(fs); err != nil {
@@ -55,7 +57,7 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 				return
 			}
 			rec := rawRecord(r)
-			rec.KeySchema, rec.ValueSchema = c.decodeSchemas(ctx, r.Topic, r.Key, r.Value)
+			rec.KeySchema, rec.ValueSchema = c.decodeSchemas(dctx, r.Topic, r.Key, r.Value)
 			rec.DeadLetter = c.index.decode(rec.Headers, idSource(r.Value, rec.ValueSchema), c.ids)
 			stop = fn(rec)
 		})
@@ -170,7 +172,7 @@ func (c *Cluster) DeadLetterOf(ctx context.Context, r Record) *DeadLetter {
 	}
 	var value *schema.Decoded
 	if c.schemas.Active() {
-		value = c.schemas.Decode(ctx, r.Topic, false, r.Value)
+		value = c.schemas.Decode(schema.WaitForRegistry(ctx), r.Topic, false, r.Value)
 	}
 	dl.MessageID = messageID(r.Headers, idSource(r.Value, value), c.ids, c.index.messageID)
 	return dl

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"unicode/utf8"
 
 	"github.com/twmb/avro"
 
@@ -46,6 +47,11 @@ func compileJSONSchema(text string) (*compiled, error) {
 		return nil, fmt.Errorf("JSON schema: %w", err)
 	}
 	return &compiled{format: FormatJSONSchema, typ: doc.Title, decodeJSON: func(payload []byte) ([]byte, string, error) {
+		// json.Compact passes bytes that are not UTF-8 through, and the API would give them as
+		// "json" with each replaced by U+FFFD: such a value is shown raw, as a plain value is.
+		if !utf8.Valid(payload) {
+			return nil, "", errors.New("not UTF-8 text")
+		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, payload); err != nil {
 			return nil, "", errors.New("not JSON text")
