@@ -153,11 +153,17 @@ func FuzzRender(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,{"b":null}]}`))
 	f.Add([]byte("plain text\n"))
 	f.Add([]byte{0, 1, 2, 0xff})
+	f.Add(nested(200)) // lays out at 80,000 bytes: more than a page shows
 	f.Fuzz(func(t *testing.T, b []byte) {
 		text, enc := Render(b)
 		switch enc {
 		case JSON:
-			if !json.Valid([]byte(text)) {
+			if head, cut := strings.CutSuffix(text, "…"); cut && len(head) > Shown {
+				// a layout longer than the page shows: a head of it (TestRenderIsJSONIndentCut)
+				if !strings.HasPrefix(indented(t, b), head) {
+					t.Fatalf("a cut json rendering is not the layout's head")
+				}
+			} else if !json.Valid([]byte(text)) {
 				t.Fatalf("json rendering is not JSON: %q", text)
 			}
 		case Text, Binary:
