@@ -7,6 +7,8 @@
 package health
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -111,7 +113,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 	labels := map[string]string{"cluster": cluster}
 	if err != nil {
 		return []Problem{{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Lag of %s unavailable: %v", cluster, err), Link: link, Labels: labels, Since: now,
+			Title: fmt.Sprintf("Lag of %s unavailable: %s", cluster, reason(err)), Link: link, Labels: labels, Since: now,
 			Summary: "The sampler's snapshot of this cluster cannot be read from the console's store."}}
 	}
 	var out []Problem
@@ -166,7 +168,7 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 	link := paths.RabbitBroker(broker)
 	if err != nil {
 		return []Problem{{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Queues of %s unavailable: %v", broker, err), Link: link,
+			Title: fmt.Sprintf("Queues of %s unavailable: %s", broker, reason(err)), Link: link,
 			Labels: map[string]string{"broker": broker}, Since: now}}
 	}
 	var out []Problem
@@ -203,7 +205,7 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 	labels := map[string]string{"outbox": name}
 	if err != nil {
 		return []Problem{{Key: key(KindOutboxUnavailable, name), Kind: KindOutboxUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Outbox %s cannot be read: %v", name, err), Link: link, Labels: labels, Since: now}}
+			Title: fmt.Sprintf("Outbox %s cannot be read: %s", name, reason(err)), Link: link, Labels: labels, Since: now}}
 	}
 	var out []Problem
 	if n := st.StuckLeases; n > 0 {
@@ -281,7 +283,7 @@ func NewErrorGroupProblems(clusters []string, eps []history.ErrorGroupEpisode, e
 func ReplayProblems(jobs []replay.Job, err error, now time.Time) []Problem {
 	if err != nil {
 		return []Problem{{Key: key(KindReplayUnavailable), Kind: KindReplayUnavailable, Severity: Warning,
-			Title: "Replay jobs cannot be read: " + err.Error(), Link: paths.Replays, Labels: map[string]string{}, Since: now}}
+			Title: "Replay jobs cannot be read: " + reason(err), Link: paths.Replays, Labels: map[string]string{}, Since: now}}
 	}
 	var out []Problem
 	for _, j := range jobs {
@@ -319,7 +321,33 @@ func ReplayProblems(jobs []replay.Job, err error, now time.Time) []Problem {
 type Dependency struct {
 	Name  string // "store", "kafka/main", "outbox/orders"
 	OK    bool
-	Error string // why not, when !OK
+	Error string // why not, when !OK: reason of the check's error, for a person
+}
+
+// Messages for an error that carries none for a person (ops.Message would give its fixed sentence
+// about a request's ID, which no problem has).
+const (
+	noAnswerInTime = "it did not answer in time; see the console's log for the cause"
+	noAnswer       = "see the console's log for the cause"
+)
+
+// fixedMessages are ops.Message's sentences for errors without a message of their own.
+var fixedMessages = map[string]bool{ops.Message(errors.New("")): true, ops.Message(ops.ErrUnavailable): true}
+
+// reason is what a problem title, a dependency row and so a notification may say about err, a
+// source's or a check's failure: the message its adapter wrote for people (ops.Message: "the
+// database of outbox \"orders\" did not answer (stats); try again, or see whether it is up"),
+// never the cause it wraps (a driver's text names the database's user, host and port, a missing
+// table), which Monitor logs. An error without such a message says only where its cause is, and
+// whether the source did not answer in time.
+func reason(err error) string {
+	if msg := ops.Message(err); !fixedMessages[msg] {
+		return msg
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return noAnswerInTime
+	}
+	return noAnswer
 }
 
 // DependencyProblems are the dependencies that did not answer their check.

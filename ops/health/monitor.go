@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -65,6 +66,9 @@ type Sources struct {
 	Checks         []Check // nil: no dependency problems
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Log gets the internal error behind each problem and dependency row made from a failure (the
+	// text a person reads is its ops.Message); nil means slog.Default().
+	Log *slog.Logger
 }
 
 // OutboxSettled counts an outbox's DEAD events that are marked resolved or ignored;
@@ -81,7 +85,14 @@ type Report struct {
 }
 
 // Monitor evaluates the rules over its sources.
-type Monitor struct{ src Sources }
+type Monitor struct {
+	src Sources
+	mu  sync.Mutex
+	// logged is each failing source's internal error as last logged, by problem key, so that
+	// one that stays down is logged when it starts and when its error changes, not at every
+	// evaluation.
+	logged map[string]string
+}
 
 // pingTimeout bounds one dependency's check, so a hung broker cannot hang an evaluation.
 const pingTimeout = 3 * time.Second
@@ -98,7 +109,10 @@ func NewMonitor(src Sources) *Monitor {
 	if src.Now == nil {
 		src.Now = time.Now
 	}
-	return &Monitor{src: src}
+	if src.Log == nil {
+		src.Log = slog.Default()
+	}
+	return &Monitor{src: src, logged: map[string]string{}}
 }
 
 // Evaluate reads every source at once, each bounded by ctx, and applies the rules. A source that
@@ -107,16 +121,19 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 	now := m.src.Now()
 	r := Report{CheckedAt: now.UTC(), Problems: []Problem{}}
 	panels := make([][]Problem, len(m.src.Clusters)+len(m.src.Brokers)+3)
+	var failed failures
 	var wg sync.WaitGroup
 	for i, c := range m.src.Clusters {
 		wg.Go(func() {
 			snap, err := m.src.Kafka.LatestKafka(ctx, c)
+			failed.add(key(KindKafkaUnavailable, c), err)
 			panels[i] = KafkaProblems(c, snap, err, now)
 		})
 	}
 	for i, b := range m.src.Brokers {
 		wg.Go(func() {
 			snap, err := m.src.Rabbit.LatestRabbit(ctx, b)
+			failed.add(key(KindRabbitUnavailable, b), err)
 			panels[len(m.src.Clusters)+i] = RabbitProblems(b, snap, err, now)
 		})
 	}
@@ -133,6 +150,7 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 	wg.Go(func() {
 		if m.src.Replays != nil {
 			jobs, err := m.src.Replays.Jobs(ctx, recentJobs)
+			failed.add(key(KindReplayUnavailable), err)
 			panels[len(panels)-2] = ReplayProblems(jobs, err, now)
 		}
 	})
@@ -142,6 +160,7 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 		for i, o := range m.src.Outboxes {
 			owg.Go(func() {
 				st, err := o.CachedStats(ctx, outbox.StatsMaxAge)
+				failed.add(key(KindOutboxUnavailable, o.Name()), err)
 				var settled int64
 				if err == nil && m.src.OutboxSettled != nil {
 					// When the store cannot say, every DEAD event counts: too many on fire rather
@@ -163,15 +182,53 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 			defer cancel()
 			r.Dependencies[i] = Dependency{Name: ch.Name, OK: true}
 			if err := ch.Ping(ctx); err != nil {
-				r.Dependencies[i] = Dependency{Name: ch.Name, Error: err.Error()}
+				failed.add(key(KindDependencyDown, ch.Name), err)
+				r.Dependencies[i] = Dependency{Name: ch.Name, Error: reason(err)}
 			}
 		})
 	}
 	wg.Wait()
+	m.logFailures(failed.errs)
 	for _, p := range panels {
 		r.Problems = append(r.Problems, p...)
 	}
 	r.Problems = append(r.Problems, DependencyProblems(r.Dependencies, now)...)
 	Sort(r.Problems)
 	return r
+}
+
+// failures collects an evaluation's source and check errors by the key of the problem each makes.
+type failures struct {
+	mu   sync.Mutex
+	errs map[string]error
+}
+
+// add records err (nil: the source answered) under key.
+func (f *failures) add(key string, err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.errs == nil {
+		f.errs = map[string]error{}
+	}
+	f.errs[key] = err
+}
+
+// logFailures logs the internal error of each failure that is new, or whose error changed, since
+// the last evaluation: what a person reads of it (reason) leaves out the driver's text, which names
+// the database's user, host and port, so this is where that goes.
+func (m *Monitor) logFailures(errs map[string]error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := make(map[string]string, len(errs))
+	for k, err := range errs {
+		text := err.Error()
+		now[k] = text
+		if m.logged[k] != text {
+			m.src.Log.Warn("health: a source failed", "problem", k, "err", text)
+		}
+	}
+	m.logged = now
 }
