@@ -3,6 +3,7 @@ package rabbit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -214,7 +215,7 @@ func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isD
 		}
 		for _, w := range e.ToQueues {
 			wref := QueueRef{e.FromVhost, w}
-			if w == e.FromQueue || edgeOf[wref] == nil || !contains(edgeOf[wref].ToQueues, e.FromQueue) {
+			if w == e.FromQueue || edgeOf[wref] == nil || !slices.Contains(edgeOf[wref].ToQueues, e.FromQueue) {
 				continue
 			}
 			t.RetryLoops = append(t.RetryLoops, RetryLoop{Vhost: e.FromVhost, RetryQueue: e.FromQueue, WorkQueue: w,
@@ -382,13 +383,4 @@ func uniqueSorted(s []string) []string {
 		}
 	}
 	return out
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

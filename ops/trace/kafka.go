@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ func (r *run) hints() hints {
 		h.keys = []string{r.q.AggregateID}
 	}
 	for _, e := range r.events {
-		if e.AggregateID != "" && !contains(h.keys, e.AggregateID) {
+		if e.AggregateID != "" && !slices.Contains(h.keys, e.AggregateID) {
 			h.keys = append(h.keys, e.AggregateID)
 		}
 	}
@@ -111,14 +112,14 @@ func (r *run) kafka(ctx context.Context, k KafkaCluster) {
 	for _, c := range r.t.o.Consumers {
 		if c.Kafka != nil && c.Kafka.Cluster == name {
 			for _, t := range c.Kafka.Topics {
-				if !isDL[t] && !contains(originals, t) {
+				if !isDL[t] && !slices.Contains(originals, t) {
 					originals = append(originals, t)
 				}
 			}
 		}
 	}
 	for _, d := range dlts {
-		if o := k.OriginalTopicOf(d.Topic); o != "" && !isDL[o] && !contains(originals, o) {
+		if o := k.OriginalTopicOf(d.Topic); o != "" && !isDL[o] && !slices.Contains(originals, o) {
 			originals = append(originals, o)
 		}
 	}
@@ -490,7 +491,7 @@ func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, 
 func (r *run) recordMatcher() func(kafka.Record) (kafka.Record, bool) {
 	ids := r.q.ids()
 	for _, e := range r.events {
-		if r.q.AggregateID != "" && !contains(ids, e.EventID) {
+		if r.q.AggregateID != "" && !slices.Contains(ids, e.EventID) {
 			ids = append(ids, e.EventID)
 		}
 	}
@@ -502,7 +503,7 @@ func (r *run) recordMatcher() func(kafka.Record) (kafka.Record, bool) {
 			return false
 		}
 		id, traceID := r.t.recordIDs(rec)
-		return (id != "" && contains(ids, id)) || (r.q.TraceID != "" && traceID == r.q.TraceID)
+		return (id != "" && slices.Contains(ids, id)) || (r.q.TraceID != "" && traceID == r.q.TraceID)
 	}, r.q.KafkaView)
 }
 

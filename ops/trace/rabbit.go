@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -160,7 +161,7 @@ func (r *run) messageMatcher() func(rabbit.Message) (rabbit.Message, bool) {
 	ids := r.q.ids()
 	return seen(func(m rabbit.Message) bool {
 		for _, v := range []string{m.MessageID, m.Properties.MessageID, m.Properties.CorrelationID} {
-			if v != "" && contains(ids, v) {
+			if v != "" && slices.Contains(ids, v) {
 				return true
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -214,7 +215,7 @@ func (q Query) Subject() string {
 func (q Query) ids() []string {
 	var out []string
 	for _, v := range []string{q.MessageID, q.EventID} {
-		if v = strings.TrimSpace(v); v != "" && !contains(out, v) {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}
@@ -368,7 +369,7 @@ func (r *run) foundIDs() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, s := range r.steps {
-		if id := s.fact.messageID; s.Found && id != "" && !contains(out, id) {
+		if id := s.fact.messageID; s.Found && id != "" && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
@@ -416,14 +417,14 @@ func (r *run) after(ctx context.Context, lookup func(ctx context.Context, ids []
 	if len(ids) == 0 {
 		<-r.outboxDone
 		for _, e := range r.events {
-			if !contains(ids, e.EventID) {
+			if !slices.Contains(ids, e.EventID) {
 				ids = append(ids, e.EventID)
 			}
 		}
 		if r.q.AggregateID == "" || len(ids) == 0 {
 			<-r.brokersDone
 			for _, id := range r.foundIDs() {
-				if !contains(ids, id) {
+				if !slices.Contains(ids, id) {
 					ids = append(ids, id)
 				}
 			}
@@ -505,15 +506,6 @@ func unmasked(id string) string {
 		return ""
 	}
 	return id
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -19,14 +19,14 @@ import (
 func verdict(q Query, steps []Step, consumers []configs.Consumer) string {
 	var parts []string
 	add := func(s string) {
-		if s != "" && !contains(parts, s) {
+		if s != "" && !slices.Contains(parts, s) {
 			parts = append(parts, s)
 		}
 	}
 	by := func(kind string, found bool, roles ...string) []Step {
 		var out []Step
 		for _, s := range steps {
-			if s.Kind == kind && s.Found == found && (len(roles) == 0 || contains(roles, s.fact.role)) {
+			if s.Kind == kind && s.Found == found && (len(roles) == 0 || slices.Contains(roles, s.fact.role)) {
 				out = append(out, s)
 			}
 		}
@@ -249,7 +249,7 @@ func searchedList(steps []Step) string {
 func dedupe(list []string) []string {
 	var out []string
 	for _, s := range list {
-		if !contains(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -277,7 +277,7 @@ func replayPhrases(steps []Step) []string {
 			if skippers[why] == nil {
 				reasons = append(reasons, why)
 			}
-			if !contains(skippers[why], job) {
+			if !slices.Contains(skippers[why], job) {
 				skippers[why] = append(skippers[why], job)
 			}
 		default:
