@@ -124,7 +124,7 @@ func (w *Writer) begin(ctx context.Context, e Entry, refusal string) (ending, er
 	if w == nil || w.log == nil {
 		return ending{}, nil
 	}
-	e = withClient(ctx, e)
+	e = WithClient(ctx, e)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	id, err := w.log.RecordIntent(wctx, e)
@@ -168,7 +168,7 @@ func Record(ctx context.Context, rec Recorder, logger *slog.Logger, e Entry) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	e = withClient(ctx, e)
+	e = WithClient(ctx, e)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	if err := rec.RecordAudit(wctx, e); err != nil {
@@ -178,8 +178,9 @@ func Record(ctx context.Context, rec Recorder, logger *slog.Logger, e Entry) {
 	}
 }
 
-// withClient fills in where the request came from (ops.WithClient) when the entry does not say.
-func withClient(ctx context.Context, e Entry) Entry {
+// WithClient is e with where the request came from (ops.WithClient) filled in, when e does not say:
+// for a store that writes an entry itself, beside the change it records.
+func WithClient(ctx context.Context, e Entry) Entry {
 	if c := ops.ClientOf(ctx); e.SourceIP == "" && e.UserAgent == "" {
 		e.SourceIP, e.UserAgent = c.Addr, c.UserAgent
 	}

@@ -38,7 +38,7 @@ func ChangeInTx(ctx context.Context, log TxLog, logger *slog.Logger, e Entry, ru
 	if log == nil {
 		return 0, NotWritten(errors.New("no audit log is configured"))
 	}
-	e = withClient(ctx, e)
+	e = WithClient(ctx, e)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	intent, err := log.RecordIntent(wctx, e)

@@ -90,9 +90,7 @@ func noteText(text, link string) (string, error) {
 
 // addNote appends n audited as action on its source, by actor, from where the request came.
 func (t *Triage) addNote(ctx context.Context, actor access.Actor, action string, n Note, detail map[string]any) (Note, error) {
-	e := audit.Entry{Actor: actor.Name, Role: actor.Role.String(), Action: action, Target: n.Source, Detail: detail}
-	cl := ops.ClientOf(ctx)
-	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
+	e := audit.WithClient(ctx, audit.Entry{Actor: actor.Name, Role: actor.Role.String(), Action: action, Target: n.Source, Detail: detail})
 	return t.store.AddNote(ctx, e, n)
 }
 

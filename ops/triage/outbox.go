@@ -81,10 +81,8 @@ func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, er
 		return Result{}, err
 	}
 	detail["matched"] = res.Matched
-	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve", Target: audit.OutboxTarget(r.Outbox),
-		Reason: r.Reason, Detail: detail}
-	cl := ops.ClientOf(ctx)
-	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
+	e := audit.WithClient(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve",
+		Target: audit.OutboxTarget(r.Outbox), Reason: r.Reason, Detail: detail})
 	res.Updated, err = t.store.SetOutboxResolutions(ctx, e, r.Outbox, ids, r.State, r.Reason)
 	return res, err
 }

@@ -203,10 +203,8 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		return Result{}, ops.Conflict("topic %s was deleted and created again while its records were read: nothing was marked; look at its records again", r.Topic)
 	}
 	detail["matched"] = res.Matched
-	e := audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.resolve", Target: "kafka/" + r.Cluster + "/" + r.Topic,
-		Reason: r.Reason, Detail: detail}
-	cl := ops.ClientOf(ctx)
-	e.SourceIP, e.UserAgent = cl.Addr, cl.UserAgent
+	e := audit.WithClient(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "kafka.resolve",
+		Target: "kafka/" + r.Cluster + "/" + r.Topic, Reason: r.Reason, Detail: detail})
 	res.Updated, err = t.store.SetResolutions(ctx, e, r.Cluster, r.Topic, id, marks, r.State, r.Reason)
 	return res, err
 }
