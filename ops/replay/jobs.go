@@ -337,6 +337,16 @@ type batchWork struct {
 	moved moved
 }
 
+// handOn passes w to the next stage of runBatches, or reports false when ctx ends first.
+func handOn(ctx context.Context, next chan<- *batchWork, w *batchWork) bool {
+	select {
+	case next <- w:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // runBatches moves a job's items from seq next in a pipeline of five stages, each its own
 // goroutine, so that the plan is read, the inbox checked and the ledger claimed for one batch
 // while the broker takes the one before, acknowledges the one before that, and the ledger settles
@@ -410,9 +420,7 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 			for i, r := range rows {
 				w.items[i] = dec.item(r)
 			}
-			select {
-			case loaded <- w:
-			case <-loadCtx.Done():
+			if !handOn(loadCtx, loaded, w) {
 				return
 			}
 			from = w.end
@@ -450,9 +458,7 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 				fail(stopRetry, err)
 				return
 			}
-			select {
-			case gatedCh <- w:
-			case <-ctx.Done():
+			if !handOn(ctx, gatedCh, w) {
 				return
 			}
 		}
@@ -470,9 +476,7 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 				fail(stopRetry, err)
 				return
 			}
-			select {
-			case movedCh <- w:
-			case <-ctx.Done():
+			if !handOn(ctx, movedCh, w) {
 				return
 			}
 		}
@@ -488,9 +492,7 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 				}
 				w.moved.outcomes = append(w.moved.outcomes, rest...)
 			}
-			select {
-			case ackedCh <- w:
-			case <-ctx.Done():
+			if !handOn(ctx, ackedCh, w) {
 				return
 			}
 		}
