@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -361,7 +362,7 @@ func (e *Engine) consumerForGroup(cluster, group string) string {
 func (e *Engine) consumerForTopic(cluster, topic string) string {
 	found := ""
 	for _, c := range e.o.Consumers {
-		if c.Kafka != nil && c.Kafka.Cluster == cluster && containsString(c.Kafka.Topics, topic) {
+		if c.Kafka != nil && c.Kafka.Cluster == cluster && slices.Contains(c.Kafka.Topics, topic) {
 			if found != "" {
 				return ""
 			}
@@ -379,15 +380,6 @@ func (e *Engine) consumerForQueue(broker, vhost, queue string) string {
 		}
 	}
 	return ""
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func parseCount(b []byte) int {
