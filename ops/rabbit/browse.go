@@ -157,8 +157,9 @@ type BrowseResult struct {
 // ops.ErrConflict; broker unreachable, or the queue busy past the bound → ops.ErrUnavailable.
 func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
 	msgs := []Message{}
-	res, err := b.browse(ctx, vhost, queue, limit, MaxBrowse, func(d amqp.Delivery, pos int) {
+	res, err := b.browse(ctx, vhost, queue, limit, MaxBrowse, func(d amqp.Delivery, pos int) bool {
 		msgs = append(msgs, b.toMessage(d, pos))
+		return true
 	})
 	if err != nil {
 		return BrowseResult{}, err
@@ -170,6 +171,10 @@ func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (Br
 // MaxPeek bounds Peek, which a replay plan uses to freeze a larger selection than a page.
 const MaxPeek = 100_000
 
+// browseWindow is the prefetch of the first consumer of a browse of a classic queue (each next one
+// has four times the last's, see browseQueue): at least MaxBrowse, so that a page is read in one.
+const browseWindow = 1000
+
 // Peek is Browse with a limit up to MaxPeek, for freezing a replay plan's message set: it hands
 // each message to each as it arrives (the caller works while the rest is read), and the result
 // holds no messages. The messages are for moving, not showing: whole bodies, headers rendered
@@ -177,16 +182,19 @@ const MaxPeek = 100_000
 // queue's turn as Browse does, for as long as each takes; a result that is not Complete is a
 // selection that may miss messages of the head.
 func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int, each func(Message)) (BrowseResult, error) {
-	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) {
+	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) bool {
 		m := b.toFullMessage(d, pos)
 		m.Headers = headersOf(d.Headers) // a plan's filter.cel reads them
 		each(m)
+		return true
 	})
 }
 
 // browse reads up to limit messages, handing each to sink with its position, and returns the
-// queue's state and notes (Messages left empty).
-func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int, sink func(amqp.Delivery, int)) (BrowseResult, error) {
+// queue's state and notes (Messages left empty). Once sink returns false it is handed nothing more
+// and the read stops there, but for a quorum queue's, which goes on to the queue's end (see Browse);
+// what was read goes back to the queue all the same.
+func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int, sink func(amqp.Delivery, int) bool) (BrowseResult, error) {
 	op := fmt.Sprintf("browse %s/%s", vhost, queue)
 	switch {
 	case vhost == "":
@@ -299,22 +307,35 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	if q.Type == TypeQuorum {
 		want, whole = state.Messages, wholeMax
 	}
-	read, arrived, err := b.browseQueue(ctx, ch, vhost, queue, want, whole, func(d amqp.Delivery, pos int) {
-		if pos < limit {
-			sink(d, pos)
+	stopped := false
+	read, arrived, err := b.browseQueue(ctx, ch, vhost, queue, want, whole, func(d amqp.Delivery, pos int) bool {
+		if pos < limit && !stopped {
+			stopped = !sink(d, pos)
 		}
+		return !stopped || whole > 0
 	})
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
-	if read < want {
+	if read < want && !stopped {
 		res.Complete = false
 		res.Notes = append(res.Notes, fmt.Sprintf("Only %d of the %d messages that were ready when the browse started arrived: "+
 			"another consumer took them or holds them, or they expired; the list may be partial.", read, want))
 	}
-	if q.Type == TypeQuorum && read > 0 && !b.awaitReturned(ctx, vhost, queue, state.Consumers) {
+	if q.Type == TypeQuorum && read > 0 && !b.awaitReturned(ctx, vhost, queue, time.Second,
+		func(st amqp.Queue) bool { return st.Consumers <= state.Consumers }) {
 		res.Notes = append(res.Notes, "The quorum queue had not yet processed the return of the browsed messages when "+
 			"the browse ended: for a moment they may still show as unacknowledged.")
+	}
+	// A classic queue puts back what a browse read in more than one consumer's window a moment
+	// after channel.close-ok, and answers a count before that: the turn is held (and the browse
+	// waits) until every message is ready again, so that the next reader sees them all, in order.
+	// With other consumers, or messages expiring (a message TTL), the count says nothing: it is
+	// not waited for.
+	if q.Type != TypeQuorum && read > 0 && state.Consumers == 0 && q.MessageTTL == nil && !b.awaitReturned(ctx, vhost, queue, 3*time.Second,
+		func(st amqp.Queue) bool { return st.Messages >= state.Messages || st.Consumers > 0 }) {
+		res.Notes = append(res.Notes, "The queue had not yet put back all the browsed messages when the browse ended: "+
+			"for a moment fewer messages may show as ready.")
 	}
 	if read > 0 {
 		res.Redelivered = true
@@ -440,25 +461,47 @@ func (b *Broker) refuseDeliveryLimit(ctx context.Context, q Queue) error {
 // while it read, up to whole in all, so that what it returns is the queue's whole ready list; a
 // message published after its last look goes ahead of them. sink gets the first want; read is
 // how many of those came, arrived how many it read after them.
+//
+// Without whole, the head is read in windows: a consumer with a prefetch of browseWindow, then
+// each next one (on the same channel, behind the messages it holds) with four times the last's,
+// up to maxPrefetch. Once sink returns false the read stops: what was already on its way is at
+// most the rest of one window, and goes back with the others.
 func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue string, want, whole int,
-	sink func(amqp.Delivery, int)) (read, arrived int, err error) {
-	if want > maxPrefetch {
-		return b.browseWindows(ctx, vhost, queue, want, whole > 0, sink)
+	sink func(amqp.Delivery, int) bool) (read, arrived int, err error) {
+	if whole > 0 && want > maxPrefetch {
+		return b.browseWindows(ctx, vhost, queue, want, true, sink)
 	}
 	var last uint64
-	collect := func(d amqp.Delivery) {
+	stop := false
+	collect := func(d amqp.Delivery) bool {
 		last = max(last, d.DeliveryTag)
-		if read < want {
-			sink(d, read)
+		switch {
+		case stop: // on its way when sink said stop: only returned
+		case read < want:
+			stop = !sink(d, read)
 			read++
-		} else {
+		default:
 			arrived++
 		}
+		return !stop
 	}
+	drained := func(d amqp.Delivery) { collect(d) }
 	// Fewer than were ready so far: a pause is a busy broker, not the queue's end. What was
 	// already on its way is collected too: every delivery must be returned.
 	pause := max(b.firstWait, 6*b.idleWait)
-	loopErr := b.consume(ctx, ch, queue, want, nil, pause, collect, collect)
+	window := browseWindow
+	if whole > 0 {
+		window = want // a quorum queue is read whole, in one go as before
+	}
+	var loopErr error
+	for loopErr == nil && !stop && read < want {
+		n, before := min(window, want-read), read
+		loopErr = b.consume(ctx, ch, queue, n, nil, pause, collect, drained)
+		if read-before < n {
+			break // nothing more came: the queue's end, or others took the rest
+		}
+		window = min(4*window, maxPrefetch)
+	}
 	for round := 0; whole > 0 && loopErr == nil && round < 3; round++ {
 		st, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
 		if err != nil {
@@ -468,7 +511,7 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue
 		if st.Messages == 0 || read+arrived+st.Messages > whole {
 			break
 		}
-		loopErr = b.consume(ctx, ch, queue, st.Messages, nil, b.idleWait, collect, collect)
+		loopErr = b.consume(ctx, ch, queue, st.Messages, nil, b.idleWait, collect, drained)
 	}
 	if last > 0 {
 		if err := ch.Nack(last, true, true); err != nil && loopErr == nil {
@@ -505,7 +548,7 @@ func quorumWhole(queue string, state amqp.Queue, most int) error {
 // counts in 16 bits): a Cursor reads them in windows and returns them all, in order, when it
 // closes (on a quorum queue after reading the rest of it too: Cursor.Close).
 func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want int, whole bool,
-	sink func(amqp.Delivery, int)) (read, arrived int, err error) {
+	sink func(amqp.Delivery, int) bool) (read, arrived int, err error) {
 	cur, err := b.openCursor(ctx, vhost, queue, want) // the browse holds the queue's turn
 	if err != nil {
 		return 0, 0, err
@@ -520,7 +563,7 @@ func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want in
 		ds, err := cur.Take(ctx, 1000)
 		for _, d := range ds {
 			if d.Message.Position < want {
-				sink(d.d, d.Message.Position)
+				sink(d.d, d.Message.Position) // only for a quorum queue, read whole however sink answers
 			}
 		}
 		if err != nil {
@@ -530,24 +573,25 @@ func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want in
 	return min(cur.Read(), want), 0, nil
 }
 
-// awaitReturned waits (up to a second) until a quorum queue has applied the browser's cancel and
-// returns. A quorum queue applies them asynchronously, after channel.close-ok: for a few
-// milliseconds it still counts the browser as a consumer and the messages as unacknowledged, and
-// a browse right after would see an empty queue. The browser's consumer being gone is the sign,
-// since the queue applies the channel's commands in order. It reports whether that was seen.
-func (b *Broker) awaitReturned(ctx context.Context, vhost, queue string, consumersBefore int) bool {
+// awaitReturned waits (up to within) until the queue has applied the browser's cancel and
+// returns, which done tells from the queue's live state. A quorum queue applies them
+// asynchronously, after channel.close-ok: for a few milliseconds it still counts the browser as a
+// consumer and the messages as unacknowledged, and a browse right after would see an empty queue.
+// The browser's consumer being gone is the sign, since the queue applies the channel's commands in
+// order. It reports whether done was seen.
+func (b *Broker) awaitReturned(ctx context.Context, vhost, queue string, within time.Duration, done func(amqp.Queue) bool) bool {
 	ch, err := b.channel(ctx, vhost)
 	if err != nil {
 		return false
 	}
 	defer ch.Close()
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(within)
 	for {
 		st, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
 		if err != nil {
 			return false
 		}
-		if st.Consumers <= consumersBefore {
+		if done(st) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -563,21 +607,22 @@ func (b *Broker) awaitReturned(ctx context.Context, vhost, queue string, consume
 
 // browseStream reads a stream from its first offset. Stream consumers need manual acks and a
 // prefetch; reading does not remove anything, and unacked stream deliveries are only credit.
-func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult, sink func(amqp.Delivery, int)) error {
+func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult, sink func(amqp.Delivery, int) bool) error {
 	read := 0
-	loopErr := b.consume(ctx, ch, queue, limit, amqp.Table{"x-stream-offset": "first"}, b.idleWait, func(d amqp.Delivery) {
-		sink(d, read)
+	loopErr := b.consume(ctx, ch, queue, limit, amqp.Table{"x-stream-offset": "first"}, b.idleWait, func(d amqp.Delivery) bool {
 		read++
+		return sink(d, read-1)
 	}, func(amqp.Delivery) {}) // what was in flight is dropped: a stream's deliveries are only credit
 	res.Notes = append(res.Notes, "Stream queue: read from the first offset; reading a stream does not change it.")
 	return loopErr
 }
 
 // consume reads a queue through a consumer of its own with manual acks and a prefetch of want:
-// each delivery goes to take until want came, none came for pause (firstWait before the first),
-// or ctx ended (its error); then the consumer is cancelled and what was already on its way goes
-// to drained. Both browses (a queue's head, a stream) read this way.
-func (b *Broker) consume(ctx context.Context, ch *amqp.Channel, queue string, want int, args amqp.Table, pause time.Duration, take, drained func(amqp.Delivery)) error {
+// each delivery goes to take until want came, take returned false, none came for pause (firstWait
+// before the first), or ctx ended (its error); then the consumer is cancelled and what was already
+// on its way goes to drained. Both browses (a queue's head, a stream) read this way.
+func (b *Broker) consume(ctx context.Context, ch *amqp.Channel, queue string, want int, args amqp.Table, pause time.Duration,
+	take func(amqp.Delivery) bool, drained func(amqp.Delivery)) error {
 	if err := ch.Qos(want, 0, false); err != nil {
 		return fmt.Errorf("basic.qos: %w", err)
 	}
@@ -596,7 +641,9 @@ loop:
 			if !ok {
 				break loop // channel closed under us; the broker requeues on close
 			}
-			take(d)
+			if !take(d) {
+				break loop
+			}
 			timer.Reset(pause)
 		case <-timer.C:
 			break loop

@@ -8,14 +8,13 @@ import (
 
 // Scan reads up to limit (1..MaxPeek) messages of a queue's head as Browse does — the queue is
 // left as it was — and hands each to each as it arrives, as shown (bodies cut at MaxBodyBytes,
-// headers rendered), for a search or an export. Once each returns false it is handed nothing
-// more; the messages already taken are still returned to the queue in order. The result holds no
-// messages. Errors as Browse.
+// headers rendered), for a search or an export. Once each returns false the read stops (a search
+// at its limit or out of time): of a classic queue at most the rest of one consumer's window was
+// already on its way, and every message taken goes back to the queue in order before Scan returns.
+// A quorum queue is read whole all the same (see Browse); each is handed nothing more. The result
+// holds no messages. Errors as Browse.
 func (b *Broker) Scan(ctx context.Context, vhost, queue string, limit int, each func(Message) bool) (BrowseResult, error) {
-	stopped := false
-	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) {
-		if !stopped && !each(b.toMessage(d, pos)) {
-			stopped = true
-		}
+	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) bool {
+		return each(b.toMessage(d, pos))
 	})
 }

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,7 +43,9 @@ type RabbitResult struct {
 	Browse           rabbit.BrowseResult
 }
 
-// ScanRabbit browses the head of a queue and evaluates the filter on each message. Errors:
+// ScanRabbit browses the head of a queue and evaluates the filter on each message, until MaxScan
+// messages or the queue's end are read, Limit matches are found or Timeout passes: the browse
+// then stops reading, and the result has the matches found with Stopped saying why. Errors:
 // ErrInvalid (max_scan out of range, the cost limit), the browse's errors (rabbit.Broker.Browse),
 // the error of Each.
 func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitResult, error) {
@@ -50,12 +53,18 @@ func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitRes
 		return RabbitResult{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d] for a queue", rabbit.MaxPeek))
 	}
 	res := RabbitResult{Matches: []rabbit.Message{}}
+	readCtx := ctx
 	var deadline time.Time
 	if q.Timeout > 0 {
 		deadline = time.Now().Add(q.Timeout)
+		var cancel context.CancelFunc
+		// The scan stops reading at the deadline (checkpoint); the browse gets a little longer, to
+		// return what it took, or to end a wait (its turn on the queue, a silent broker).
+		readCtx, cancel = context.WithDeadline(ctx, deadline.Add(2*time.Second))
+		defer cancel()
 	}
 	var stopErr error
-	br, err := src.Scan(ctx, q.Vhost, q.Queue, q.MaxScan, func(m rabbit.Message) bool {
+	br, err := src.Scan(readCtx, q.Vhost, q.Queue, q.MaxScan, func(m rabbit.Message) bool {
 		res.Scanned++
 		if q.View != nil {
 			m = q.View(m)
@@ -81,7 +90,12 @@ func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitRes
 		return RabbitResult{}, stopErr
 	}
 	if err != nil {
-		return RabbitResult{}, err
+		// Out of time before the browse could end by itself: what it found so far is the answer,
+		// as a Kafka scan's (the browse returned what it took all the same).
+		if deadline.IsZero() || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return RabbitResult{}, err
+		}
+		res.Stopped = StoppedTimeout
 	}
 	if q.Progress != nil {
 		q.Progress(res.Scanned, res.Matched)
