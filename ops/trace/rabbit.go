@@ -66,64 +66,74 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 	match := r.messageMatcher()
 	remaining := min(budget.Records, rabbit.MaxPeek)
 	stopped := ""
-	for i, c := range queues {
+	searched := 0 // queues browsed, wholly or in part, or seen empty: what "n of m queues searched" counts
+	timeUp := "time budget of " + budget.Time.String() + " exceeded"
+	for _, c := range queues {
 		q := c.q
 		source := fmt.Sprintf("rabbitmq %s/%s", name, q.Name)
 		ref := Ref{Broker: name, Vhost: q.Vhost, Queue: q.Name, Offset: -1}
 		where := fmt.Sprintf("%s (vhost %s)", q.Name, q.Vhost)
+		left := time.Until(deadline)
+		if stopped == "" && (left <= 0 || remaining <= 0) {
+			stopped = timeUp
+			if remaining <= 0 {
+				stopped = fmt.Sprintf("records budget of %d exceeded", budget.Records)
+			}
+		}
 		if stopped != "" {
 			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role, partial: stopped},
-				Detail: fmt.Sprintf("not searched: %s: %d of %d queues searched, %s", name, i, len(queues), stopped)}})
+				Detail: fmt.Sprintf("not searched: %s: %d of %d queues searched, %s", name, searched, len(queues), stopped)}})
 			continue
 		}
 		if q.Ready == 0 && q.Type != rabbit.TypeStream {
+			searched++
 			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role},
 				Detail: "not found: the queue held no ready message"}})
 			continue
 		}
-		left := time.Until(deadline)
-		if left <= 0 || remaining <= 0 {
-			stopped = "time budget of " + budget.Time.String() + " exceeded"
-			if remaining <= 0 {
-				stopped = fmt.Sprintf("records budget of %d exceeded", budget.Records)
-			}
-			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role, partial: stopped},
-				Detail: fmt.Sprintf("not searched: %s: %d of %d queues searched, %s", name, i, len(queues), stopped)}})
-			continue
-		}
+		// The scan stops reading at the budget's end (it returns what it took, in a moment more):
+		// what it found by then counts, and the queue was searched in part.
 		var hits []rabbit.Message
-		qctx, cancel := context.WithTimeout(ctx, left+2*time.Second)
-		res, err := search.ScanRabbit(qctx, b, search.RabbitQuery{Vhost: q.Vhost, Queue: q.Name, MaxScan: int(remaining), Timeout: left,
+		res, err := search.ScanRabbit(ctx, b, search.RabbitQuery{Vhost: q.Vhost, Queue: q.Name, MaxScan: int(remaining), Timeout: left,
 			Each: func(m rabbit.Message) error {
 				if shown, ok := match(m); ok {
 					hits = append(hits, shown)
 				}
 				return nil
 			}})
-		cancel()
 		if err != nil {
 			d := "not searched: " + r.t.errText(err)
 			if errors.Is(err, ops.ErrConflict) {
 				d = "not browsed: " + ops.Message(err)
 			}
-			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, Down: errors.Is(err, ops.ErrUnavailable),
-				Detail: d, fact: fact{role: c.role, partial: d}}})
+			// What was found before the read failed was found all the same: the queue was then
+			// searched in part, not down.
+			r.emit(append(r.messageSteps(name, c.role, q, hits), Step{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where,
+				Down: errors.Is(err, ops.ErrUnavailable) && len(hits) == 0, Detail: d, fact: fact{role: c.role, partial: d}}))
 			continue
 		}
 		remaining -= res.Scanned
-		steps := make([]Step, 0, len(hits)+1)
-		for _, m := range hits {
-			steps = append(steps, r.messageStep(name, c.role, q, m))
+		ready := res.Browse.Ready
+		if ready == 0 { // a scan out of time before the browse began knows only the statistics' count
+			ready = q.Ready
 		}
+		steps := r.messageSteps(name, c.role, q, hits)
 		note := ""
 		switch {
+		case res.Stopped == search.StoppedTimeout && res.Scanned == 0:
+			stopped = timeUp
+			d := fmt.Sprintf("not searched: %s before the queue could be read", stopped)
+			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, Detail: d, fact: fact{role: c.role, partial: d}}})
+			continue
 		case res.Stopped == search.StoppedTimeout:
-			note = fmt.Sprintf("%s: %d of %d messages read, time budget of %s exceeded", q.Name, res.Scanned, res.Browse.Ready, budget.Time)
+			stopped = timeUp
+			note = fmt.Sprintf("%s: first %d of %d messages read, %s", q.Name, res.Scanned, ready, timeUp)
 		case res.Stopped == search.StoppedMaxScan:
-			note = fmt.Sprintf("%s: %d of %d messages read, records budget of %d exceeded", q.Name, res.Scanned, res.Browse.Ready, budget.Records)
+			note = fmt.Sprintf("%s: first %d of %d messages read, records budget of %d exceeded", q.Name, res.Scanned, ready, budget.Records)
 		case !res.Browse.Complete && len(res.Browse.Notes) > 0:
 			note = q.Name + ": " + strings.Join(res.Browse.Notes, " ")
 		}
+		searched++
 		summary := fmt.Sprintf("browsed the head of %s: %d messages read, left in place", where, res.Scanned)
 		switch {
 		case len(hits) == 0 && note == "":
@@ -181,6 +191,15 @@ func messageField(m rabbit.Message, headers, paths []string) string {
 		}
 	}
 	return ops.MessageIDFromJSON(m.Body, paths)
+}
+
+// messageSteps are the steps of the messages found in queue q (messageStep), with room for one more.
+func (r *run) messageSteps(broker, role string, q rabbit.Queue, found []rabbit.Message) []Step {
+	steps := make([]Step, 0, len(found)+1)
+	for _, m := range found {
+		steps = append(steps, r.messageStep(broker, role, q, m))
+	}
+	return steps
 }
 
 // messageStep describes a message found, as the reader may see it (m is the view: messageMatcher's;
