@@ -11,15 +11,12 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/storetest"
 )
 
@@ -83,31 +80,11 @@ func TestExportIntentBeforeContent(t *testing.T) {
 // programs, carries them unchanged.
 func TestExportCSVNeutralisesFormulas(t *testing.T) {
 	const key, value, fqcn, msg = `=HYPERLINK("http://evil","x")`, `+cmd|' /C calc'!A0`, `@SUM(1+1)`, "-2+3"
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
-	prod := kfaketest.Client(t, broker)
-	if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "orders.DLT", Key: []byte(key), Value: []byte(value),
+	k := dltClusterOf(t, 1, &kgo.Record{Topic: "orders.DLT", Key: []byte(key), Value: []byte(value),
 		Headers: []kgo.RecordHeader{{Key: "kafka_dlt-exception-fqcn", Value: []byte(fqcn)}, {Key: "kafka_dlt-exception-message", Value: []byte(msg)},
-			{Key: "kafka_dlt-original-topic", Value: []byte("\torders")}}}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+			{Key: "kafka_dlt-original-topic", Value: []byte("\torders")}}})
 	h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, ExportMinRole: "viewer"})
-	export := func(format string) string {
-		t.Helper()
-		asViewer := func(c echo.Context) error {
-			SetActor(c, access.Actor{Name: "vera", Role: access.Viewer})
-			return h.ExportKafka(c)
-		}
-		rec, err := callAPI(t, asViewer, "/?format="+format, []string{"cluster", "topic"}, "main", "orders.DLT")
-		if err != nil || rec.Code != http.StatusOK {
-			t.Fatalf("%s export: %d %v %s", format, rec.Code, err, rec.Body.String())
-		}
-		return rec.Body.String()
-	}
+	export := func(format string) string { return viewerExport(t, h, format).Body.String() }
 
 	rows, err := csv.NewReader(strings.NewReader(export("csv"))).ReadAll()
 	if err != nil || len(rows) != 2 {
@@ -142,27 +119,9 @@ func TestExportCSVNeutralisesFormulas(t *testing.T) {
 // export marked it value_truncated: the CSV has a value_truncated column, last so that the
 // columns before it keep their places.
 func TestExportCSVSaysAValueWasCut(t *testing.T) {
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
-	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	for _, v := range []string{strings.Repeat("x", 300_000), "small"} {
-		if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "orders.DLT", Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := dltCluster(t, 1, strings.Repeat("x", 300_000), "small")
 	h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, ExportMinRole: "viewer"})
-	asViewer := func(c echo.Context) error {
-		SetActor(c, access.Actor{Name: "vera", Role: access.Viewer})
-		return h.ExportKafka(c)
-	}
-	rec, err := callAPI(t, asViewer, "/?format=csv", []string{"cluster", "topic"}, "main", "orders.DLT")
-	if err != nil || rec.Code != http.StatusOK {
-		t.Fatalf("csv export: %d %v", rec.Code, err)
-	}
+	rec := viewerExport(t, h, "csv")
 	rows, err := csv.NewReader(strings.NewReader(rec.Body.String())).ReadAll()
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("csv: %v, %d rows", err, len(rows))
@@ -182,4 +141,19 @@ func TestExportCSVSaysAValueWasCut(t *testing.T) {
 			t.Errorf("record %d: a value of %d bytes, value_truncated %q; want %d and %s", i, len(row[4]), row[12], want.length, want.truncated)
 		}
 	}
+}
+
+// viewerExport is h's export of main's orders.DLT as format, asked by a viewer; anything but a
+// 200 fails t.
+func viewerExport(t *testing.T, h *Search, format string) *httptest.ResponseRecorder {
+	t.Helper()
+	asViewer := func(c echo.Context) error {
+		SetActor(c, access.Actor{Name: "vera", Role: access.Viewer})
+		return h.ExportKafka(c)
+	}
+	rec, err := callAPI(t, asViewer, "/?format="+format, []string{"cluster", "topic"}, "main", "orders.DLT")
+	if err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("%s export: %d %v %s", format, rec.Code, err, rec.Body.String())
+	}
+	return rec
 }

@@ -30,11 +30,22 @@ func callAPI(t testing.TB, h echo.HandlerFunc, target string, names []string, va
 // partitions and, in partition 0, one record of each of values; closed when t ends.
 func dltCluster(t *testing.T, partitions int32, values ...string) *kafka.Cluster {
 	t.Helper()
+	records := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		records[i] = &kgo.Record{Topic: "orders.DLT", Value: []byte(v)}
+	}
+	return dltClusterOf(t, partitions, records...)
+}
+
+// dltClusterOf is dltCluster with whole records (keys, headers), produced in order to the
+// partition each names (0 when it names none).
+func dltClusterOf(t *testing.T, partitions int32, records ...*kgo.Record) *kafka.Cluster {
+	t.Helper()
 	broker := kfaketest.Cluster(t, kfake.SeedTopics(partitions, "orders.DLT"))
-	if len(values) > 0 {
+	if len(records) > 0 {
 		prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		for _, v := range values {
-			if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "orders.DLT", Value: []byte(v)}).FirstErr(); err != nil {
+		for _, r := range records {
+			if err := prod.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -13,14 +13,11 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
-	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/views/layout"
@@ -197,24 +194,13 @@ func TestAcrossCursorOutsideTheTopic(t *testing.T) {
 // non-UTF-8 type to no records. The link carries the cause too, both as the groups are keyed
 // (cleaned), and the topic page compares on that text: each link lists exactly its group.
 func TestErrorGroupLinksListTheirGroup(t *testing.T) {
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders.DLT"))
-	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	dl := func(typ, cause string) *kgo.Record {
 		return &kgo.Record{Topic: "orders.DLT", Value: []byte("{}"), Headers: []kgo.RecordHeader{
 			{Key: "kafka_dlt-exception-fqcn", Value: []byte(typ)}, {Key: "kafka_dlt-exception-cause-fqcn", Value: []byte(cause)}}}
 	}
 	want := map[string]int{"E.Same|NullPointerException": 2, "E.Same|IllegalArgumentException": 1, "E.NulType|": 1, "E.\uFFFDbad|": 3}
-	for _, r := range []*kgo.Record{dl("E.Same", "NullPointerException"), dl("E.Same", "IllegalArgumentException"),
-		dl("E.Same", "NullPointerException"), dl("E.Nul\x00Type", ""), dl("E.\xffbad", ""), dl("E.\xffbad", ""), dl("E.\xfebad", "")} {
-		if err := prod.ProduceSync(context.Background(), r).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs()}, configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
+	k := dltClusterOf(t, 1, dl("E.Same", "NullPointerException"), dl("E.Same", "IllegalArgumentException"),
+		dl("E.Same", "NullPointerException"), dl("E.Nul\x00Type", ""), dl("E.\xffbad", ""), dl("E.\xffbad", ""), dl("E.\xfebad", ""))
 	h := NewKafka([]KafkaCluster{k}, sampledOnce{}, func(echo.Context, string, string) layout.Meta { return layout.Meta{} }, nil, nil)
 	rec, err := callAPI(t, h.ErrorsPage, "/errors", []string{"cluster", "topic"}, "main", "orders.DLT")
 	if err != nil {
