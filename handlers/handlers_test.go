@@ -80,10 +80,8 @@ func TestDecodeJSONWholeNumbers(t *testing.T) {
 		`{"count":2.5}`:                            "count: must be a whole number, got the number 2.5",
 		`{"rate_per_second":"5"}`:                  "rate_per_second: must be an integer between",
 	} {
-		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
 		var into request
-		err := decodeJSON(echo.New().NewContext(req, httptest.NewRecorder()), &into)
+		err := decodeJSON(bodyContext(body), &into)
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(want, "whole") && strings.Contains(err.Error(), "9223372036854775807") {
 			t.Errorf("%s: %v; want %q", body, err, want)
 		}
@@ -123,11 +121,8 @@ func TestDecodeJSONMessages(t *testing.T) {
 		{``, "body: empty; send a JSON object"},
 		{`{"source":`, "body: could not be read as JSON"},
 	} {
-		e := echo.New()
-		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
-		req.Header.Set("Content-Type", "application/json")
 		var into request
-		err := decodeJSON(e.NewContext(req, httptest.NewRecorder()), &into)
+		err := decodeJSON(bodyContext(tc.body), &into)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v; want %q", tc.body, err, tc.want)
 		}
@@ -140,13 +135,9 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{`{"ids":[1,2]}`, `{"all_stuck":true}`, `{"ids":["x"]}`, `{`, `[]`, `{"ids":[1]}{"ids":[2]}`, ""} {
 		f.Add(s)
 	}
-	e := echo.New()
 	f.Fuzz(func(t *testing.T, body string) {
-		req := httptest.NewRequest("POST", "/", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		c := e.NewContext(req, httptest.NewRecorder())
 		var into requeueRequest
-		_ = decodeJSON(c, &into)
+		_ = decodeJSON(bodyContext(body), &into)
 	})
 }
 
@@ -273,11 +264,8 @@ func TestDecodeJSONRefusesUnusableStrings(t *testing.T) {
 		{`{"reason":"fix\u0000 deployed \udcff","plan_id":"p"}`, ""}, // NULs of a reason are dropped; \udcff is an escape, valid text
 		{`{"filter":{"event_type":"é\u00e9 \u202e","ids":[]},"items":[],"matchers":{}}`, ""},
 	} {
-		e := echo.New()
-		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
-		req.Header.Set("Content-Type", "application/json")
 		var into request
-		err := decodeJSON(e.NewContext(req, httptest.NewRecorder()), &into)
+		err := decodeJSON(bodyContext(tc.body), &into)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%q: %v; want it accepted", tc.body, err)
@@ -290,23 +278,17 @@ func TestDecodeJSONRefusesUnusableStrings(t *testing.T) {
 // A body over MaxJSONBody is a 413 naming the limit and what to do: 100,000 ids of 10 digits (1.1
 // MB) were cut at 1 MiB and read as "body: could not be read as JSON".
 func TestDecodeJSONBodyOverTheLimit(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"ids":[`)
-	for i := range 100_000 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(1_000_000_000 + i))
+	ids := make([]string, 100_000)
+	for i := range ids {
+		ids[i] = strconv.Itoa(1_000_000_000 + i)
 	}
-	b.WriteString(`],"reason":"x"}`)
-	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(b.String()))
-	req.Header.Set("Content-Type", "application/json")
+	body := `{"ids":[` + strings.Join(ids, ",") + `],"reason":"x"}`
 	var into requeueRequest
-	err := decodeJSON(echo.New().NewContext(req, httptest.NewRecorder()), &into)
+	err := decodeJSON(bodyContext(body), &into)
 	var he *echo.HTTPError
 	if !errors.As(err, &he) || he.Code != http.StatusRequestEntityTooLarge ||
 		he.Message != "body: larger than 1 MiB, the most the console reads; send fewer ids per request (at most 10000)" {
-		t.Fatalf("%d bytes: %v; want a 413 naming the limit", b.Len(), err)
+		t.Fatalf("%d bytes: %v; want a 413 naming the limit", len(body), err)
 	}
 }
 

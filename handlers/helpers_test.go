@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -24,6 +25,23 @@ func callAPI(t testing.TB, h echo.HandlerFunc, target string, names []string, va
 	c.SetParamNames(names...)
 	c.SetParamValues(values...)
 	return rec, h(c)
+}
+
+// bodyContext is a POST of body as JSON.
+func bodyContext(body string) echo.Context {
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	return echo.New().NewContext(req, httptest.NewRecorder())
+}
+
+// decodedThen decodes body as a POST's JSON into an R (decodeJSON), then checks it: the first
+// error of the two.
+func decodedThen[R any](body string, check func(R) error) error {
+	var req R
+	if err := decodeJSON(bodyContext(body), &req); err != nil {
+		return err
+	}
+	return check(req)
 }
 
 // dltCluster is the Kafka cluster "main" over a kfake cluster whose orders.DLT has partitions

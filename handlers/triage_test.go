@@ -14,33 +14,16 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// bodyContext is a POST of body as JSON.
-func bodyContext(body string) echo.Context {
-	req := httptest.NewRequest("POST", "/", strings.NewReader(body))
-	req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	return echo.New().NewContext(req, httptest.NewRecorder())
-}
-
 // Valid JSON with a time that does not parse was "body: could not be read as JSON": a
 // resolution's filter.since and an offsets plan's to.at now name the field and the forms.
 func TestBodyTimesNameTheirField(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	forms := "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) after 1970, or an age like 6h"
 	resolution := func(body string) error {
-		var req resolutionRequest
-		if err := decodeJSON(bodyContext(body), &req); err != nil {
-			return err
-		}
-		_, err := req.Filter.filter(now)
-		return err
+		return decodedThen(body, func(req resolutionRequest) error { _, err := req.Filter.filter(now); return err })
 	}
 	plan := func(body string) error {
-		var req offsetPlanRequest
-		if err := decodeJSON(bodyContext(body), &req); err != nil {
-			return err
-		}
-		_, err := req.To.target(now)
-		return err
+		return decodedThen(body, func(req offsetPlanRequest) error { _, err := req.To.target(now); return err })
 	}
 	for _, tc := range []struct {
 		name string
