@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -109,6 +108,25 @@ func (e *env) dlt(t *testing.T) []kafka.Record {
 	return out
 }
 
+// planShift plans, as alice, moving group's partition 0 of orders on by one, copying nothing to
+// the DLT.
+func (e *env) planShift(t *testing.T, group string) offsets.Plan {
+	t.Helper()
+	none := ""
+	p, err := e.m.Plan(ctxT(t), offsets.PlanRequest{Cluster: "test", Group: group, Topic: "orders", Partitions: []int32{0},
+		To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// apply applies plan p as alice, giving reason.
+func (e *env) apply(t *testing.T, p offsets.Plan, reason string) error {
+	_, err := e.m.Apply(ctxT(t), offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: reason})
+	return err
+}
+
 func i64(v int64) *int64 { return &v }
 
 func TestPlanKinds(t *testing.T) {
@@ -195,14 +213,11 @@ func TestPlanKinds(t *testing.T) {
 		}
 	})
 	t.Run("AppliedTwice", func(t *testing.T) {
-		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", To: offsets.Target{Kind: offsets.KindShift, By: 1}, Partitions: []int32{0}, CopySkippedTo: &none})
-		if err != nil {
+		p := e.planShift(t, "g")
+		if err := e.apply(t, p, "once"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "once"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "twice"}); !errors.Is(err, ops.ErrConflict) {
+		if err := e.apply(t, p, "twice"); !errors.Is(err, ops.ErrConflict) {
 			t.Fatalf("second apply: %v, want ErrConflict", err)
 		}
 	})
@@ -436,18 +451,11 @@ func TestConcurrentAppliesOfDifferentPlans(t *testing.T) {
 		err error
 	}
 	out := make([]outcome, len(plans))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, p := range plans {
-		wg.Go(func() {
-			<-start
-			res, err := movers[i%len(movers)].Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator},
-				Reason: "qa race", Cluster: "test", Group: "race"})
-			out[i] = outcome{res, err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	waittest.AtOnce(len(plans), func(i int) {
+		res, err := movers[i%len(movers)].Apply(ctx, offsets.ApplyRequest{PlanID: plans[i].ID, Actor: access.Actor{Name: "alice", Role: access.Operator},
+			Reason: "qa race", Cluster: "test", Group: "race"})
+		out[i] = outcome{res, err}
+	})
 	var won []offsets.Plan
 	for i, o := range out {
 		switch {
@@ -504,25 +512,13 @@ func TestConcurrentAppliesOfDifferentPlans(t *testing.T) {
 // as "reason: required", which the outbox requeue accepts.
 func TestApplyShortReason(t *testing.T) {
 	e, _ := newEnv(t, configs.FourEyes{})
-	ctx := ctxT(t)
-	none := ""
 	for i, reason := range []string{"x", "ok", "é"} {
 		e.commit(t, "short", map[int32]int64{0: int64(i)})
-		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "short", Topic: "orders", Partitions: []int32{0},
-			To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: reason}); err != nil {
+		if err := e.apply(t, e.planShift(t, "short"), reason); err != nil {
 			t.Errorf("reason %q: %v", reason, err)
 		}
 	}
-	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "short", Topic: "orders", Partitions: []int32{0},
-		To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: " \t "}); !errors.Is(err, ops.ErrInvalid) {
+	if err := e.apply(t, e.planShift(t, "short"), " \t "); !errors.Is(err, ops.ErrInvalid) {
 		t.Errorf("a reason of spaces: %v, want ErrInvalid", err)
 	}
 }
@@ -531,28 +527,16 @@ func TestApplyShortReason(t *testing.T) {
 func TestMovedSincePlanSaysNotCommitted(t *testing.T) {
 	e, _ := newEnv(t, configs.FourEyes{})
 	ctx := ctxT(t)
-	none := ""
-	plan := func(group string) offsets.Plan {
-		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: group, Topic: "orders", Partitions: []int32{0},
-			To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	apply := func(p offsets.Plan) error {
-		_, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "moved"})
-		return err
-	}
+	apply := func(p offsets.Plan) error { return e.apply(t, p, "moved") }
 	// Planned never committed, committed since.
-	p := plan("fresh")
+	p := e.planShift(t, "fresh")
 	e.commit(t, "fresh", map[int32]int64{0: 5})
 	if err := apply(p); !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "partition 0: not committed when planned, committed 5 now") {
 		t.Errorf("apply after a commit: %v", err)
 	}
 	// Planned committed, deleted since.
 	e.commit(t, "gone", map[int32]int64{0: 3})
-	p = plan("gone")
+	p = e.planShift(t, "gone")
 	if _, err := e.adm.DeleteOffsets(ctx, "gone", kadm.TopicsSet{"orders": {0: {}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -652,22 +636,12 @@ func TestAuditOfPlansAndRefusals(t *testing.T) {
 // a typo in the group's name would otherwise make a new group silently.
 func TestPlanForMissingGroupWarns(t *testing.T) {
 	e, _ := newEnv(t, configs.FourEyes{})
-	ctx := ctxT(t)
 	e.commit(t, "billing", map[int32]int64{0: 3})
-	none := ""
-	plan := func(group string) offsets.Plan {
-		p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: group, Topic: "orders", Partitions: []int32{0},
-			To: offsets.Target{Kind: offsets.KindShift, By: 1}, CopySkippedTo: &none, Actor: "alice"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	const want = "group biling does not exist in cluster test: applying creates it with these offsets"
-	if p := plan("biling"); len(p.Warnings) == 0 || p.Warnings[0] != want {
+	if p := e.planShift(t, "biling"); len(p.Warnings) == 0 || p.Warnings[0] != want {
 		t.Errorf("plan for a missing group warns %q, want first %q", p.Warnings, want)
 	}
-	if p := plan("billing"); strings.Contains(strings.Join(p.Warnings, "\n"), "does not exist") {
+	if p := e.planShift(t, "billing"); strings.Contains(strings.Join(p.Warnings, "\n"), "does not exist") {
 		t.Errorf("plan for an existing group warns %q", p.Warnings)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/pglock"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 const concurrentDLQ = "orders.dlq"
@@ -90,16 +90,7 @@ func browseAll(t *testing.T, readers []func() (BrowseResult, []Message, error)) 
 	results := make([]BrowseResult, len(readers))
 	seen := make([][]Message, len(readers))
 	errs := make([]error, len(readers))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, r := range readers {
-		wg.Go(func() {
-			<-start
-			results[i], seen[i], errs[i] = r()
-		})
-	}
-	close(start)
-	wg.Wait()
+	waittest.AtOnce(len(readers), func(i int) { results[i], seen[i], errs[i] = readers[i]() })
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("reader %d: %v", i, err)

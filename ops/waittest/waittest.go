@@ -6,6 +6,7 @@ package waittest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -77,4 +78,20 @@ func Context(tb testing.TB, within time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	tb.Cleanup(cancel)
 	return ctx
+}
+
+// AtOnce calls f(0) … f(n-1), each in its own goroutine, releases them together so that they
+// race each other (the concurrent applies, browses and claims a test wants to collide), and
+// returns when every call has returned.
+func AtOnce(n int, f func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,5 +110,30 @@ func TestContext(t *testing.T) {
 	})
 	if ctx.Err() == nil {
 		t.Fatal("the context outlived its test")
+	}
+}
+
+// AtOnce calls f once for each index, all of them at the same time (each waits here until every
+// other has begun, which calls made one after another never would), and returns when all are done.
+func TestAtOnce(t *testing.T) {
+	const n = 8
+	var begun sync.WaitGroup
+	begun.Add(n)
+	all := make(chan struct{})
+	go func() { begun.Wait(); close(all) }()
+	calls := make([]int, n)
+	AtOnce(n, func(i int) {
+		begun.Done()
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			t.Errorf("call %d: the other calls did not begin alongside it", i)
+		}
+		calls[i]++
+	})
+	for i, c := range calls {
+		if c != 1 {
+			t.Errorf("f(%d) called %d times, want once", i, c)
+		}
 	}
 }
