@@ -53,16 +53,9 @@ func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitRes
 		return RabbitResult{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d] for a queue", rabbit.MaxPeek))
 	}
 	res := RabbitResult{Matches: []rabbit.Message{}}
-	readCtx := ctx
-	var deadline time.Time
-	if q.Timeout > 0 {
-		deadline = time.Now().Add(q.Timeout)
-		var cancel context.CancelFunc
-		// The scan stops reading at the deadline (checkpoint); the browse gets a little longer, to
-		// return what it took, or to end a wait (its turn on the queue, a silent broker).
-		readCtx, cancel = context.WithDeadline(ctx, deadline.Add(2*time.Second))
-		defer cancel()
-	}
+	// The scan stops reading at the deadline (checkpoint); the browse gets readGrace longer.
+	readCtx, deadline, cancel := scanDeadline(ctx, q.Timeout)
+	defer cancel()
 	var stopErr error
 	br, err := src.Scan(readCtx, q.Vhost, q.Queue, q.MaxScan, func(m rabbit.Message) bool {
 		res.Scanned++

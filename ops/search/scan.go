@@ -151,16 +151,8 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		}
 	}
 
-	readCtx := ctx
-	var deadline time.Time
-	if q.Timeout > 0 {
-		deadline = time.Now().Add(q.Timeout)
-		var cancel context.CancelFunc
-		// The reads get a little longer than the scan, so that a fetch under way when time runs
-		// out returns its records rather than an error.
-		readCtx, cancel = context.WithDeadline(ctx, deadline.Add(2*time.Second))
-		defer cancel()
-	}
+	readCtx, deadline, cancel := scanDeadline(ctx, q.Timeout)
+	defer cancel()
 	sc := src.NewScanner(q.Topic)
 	defer sc.Close()
 
@@ -246,6 +238,22 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		res.Stopped = StoppedTimeout
 	}
 	return res, nil
+}
+
+// readGrace is how much longer than its scan a scan's reads may go on: a read under way when the
+// scan's time runs out then returns what it took (a fetch its records, a browse its messages)
+// rather than an error, and a wait (a browse's turn on the queue, a silent broker) ends.
+const readGrace = 2 * time.Second
+
+// scanDeadline is when a scan of timeout stops reading (zero for no timeout: ctx alone ends it)
+// and the context of its reads, which ends readGrace later; cancel releases that context.
+func scanDeadline(ctx context.Context, timeout time.Duration) (readCtx context.Context, deadline time.Time, cancel context.CancelFunc) {
+	if timeout <= 0 {
+		return ctx, time.Time{}, func() {}
+	}
+	deadline = time.Now().Add(timeout)
+	readCtx, cancel = context.WithDeadline(ctx, deadline.Add(readGrace))
+	return readCtx, deadline, cancel
 }
 
 // checkEvery is how many messages a scan reads between two looks at its progress and its time.
