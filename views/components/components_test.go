@@ -1,7 +1,6 @@
 package components
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
@@ -10,25 +9,11 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/a-h/templ"
+
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 const xss = `<script>alert(1)</script>`
-
-// render renders c and parses the result; it also returns the raw HTML so
-// escaping can be checked on the bytes, not only on the parsed tree.
-func render(t *testing.T, c templ.Component) (*goquery.Document, string) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := c.Render(context.Background(), &buf); err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	html := buf.String()
-	doc, err := goquery.NewDocumentFromReader(strings.NewReader(html))
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return doc, html
-}
 
 func one(t *testing.T, doc *goquery.Document, testid string) *goquery.Selection {
 	t.Helper()
@@ -81,7 +66,7 @@ func TestStatusBadge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
-			doc, _ := render(t, StatusBadge(tt.status))
+			doc, _ := viewtest.Render(t, StatusBadge(tt.status))
 			b := one(t, doc, "status-badge")
 			hasClass(t, b, "badge")
 			hasClass(t, b, tt.class)
@@ -93,7 +78,7 @@ func TestStatusBadge(t *testing.T) {
 }
 
 func TestBadge(t *testing.T) {
-	doc, _ := render(t, Badge("quorum", ToneWarn))
+	doc, _ := viewtest.Render(t, Badge("quorum", ToneWarn))
 	b := one(t, doc, "badge")
 	hasClass(t, b, "tone-warn")
 	if text(b) != "quorum" {
@@ -104,7 +89,7 @@ func TestBadge(t *testing.T) {
 func TestRelTime(t *testing.T) {
 	t.Run("Past", func(t *testing.T) {
 		at := time.Now().Add(-5*time.Minute - 3*time.Second)
-		doc, _ := render(t, RelTime(at))
+		doc, _ := viewtest.Render(t, RelTime(at))
 		el := one(t, doc, "rel-time")
 		if goquery.NodeName(el) != "time" {
 			t.Errorf("element = %s, want time", goquery.NodeName(el))
@@ -121,26 +106,26 @@ func TestRelTime(t *testing.T) {
 		}
 	})
 	t.Run("Future", func(t *testing.T) {
-		doc, _ := render(t, RelTime(time.Now().Add(4*time.Minute+30*time.Second)))
+		doc, _ := viewtest.Render(t, RelTime(time.Now().Add(4*time.Minute+30*time.Second)))
 		if got := text(one(t, doc, "rel-time")); got != "in 4 min" {
 			t.Errorf("text = %q", got)
 		}
 	})
 	t.Run("Zero", func(t *testing.T) {
-		doc, _ := render(t, RelTime(time.Time{}))
+		doc, _ := viewtest.Render(t, RelTime(time.Time{}))
 		none(t, doc, "rel-time")
 		if got := text(one(t, doc, "rel-time-none")); got != "—" {
 			t.Errorf("text = %q", got)
 		}
 	})
 	t.Run("PtrNil", func(t *testing.T) {
-		doc, _ := render(t, RelTimePtr(nil))
+		doc, _ := viewtest.Render(t, RelTimePtr(nil))
 		none(t, doc, "rel-time")
 		one(t, doc, "rel-time-none")
 	})
 	t.Run("Ptr", func(t *testing.T) {
 		at := time.Date(2026, 11, 30, 6, 41, 35, 0, time.UTC)
-		doc, _ := render(t, RelTimePtr(&at))
+		doc, _ := viewtest.Render(t, RelTimePtr(&at))
 		el := one(t, doc, "rel-time")
 		if got := attr(t, el, "title"); got != "2026-11-30 06:41:35 UTC" {
 			t.Errorf("title = %q", got)
@@ -152,11 +137,11 @@ func TestRelTime(t *testing.T) {
 }
 
 func TestAgeAndNum(t *testing.T) {
-	doc, _ := render(t, Age(3*time.Minute+12*time.Second))
+	doc, _ := viewtest.Render(t, Age(3*time.Minute+12*time.Second))
 	if got := text(one(t, doc, "age")); got != "3 min 12 s" {
 		t.Errorf("Age text = %q", got)
 	}
-	doc, _ = render(t, Num(40000))
+	doc, _ = viewtest.Render(t, Num(40000))
 	if got := text(one(t, doc, "num")); got != "40,000" {
 		t.Errorf("Num text = %q", got)
 	}
@@ -164,7 +149,7 @@ func TestAgeAndNum(t *testing.T) {
 
 func TestCopyID(t *testing.T) {
 	id := "evt_01JDX3V7K9"
-	doc, _ := render(t, CopyID(id))
+	doc, _ := viewtest.Render(t, CopyID(id))
 	one(t, doc, "copy-id")
 	if got := text(one(t, doc, "copy-id-value")); got != id {
 		t.Errorf("value = %q", got)
@@ -177,14 +162,14 @@ func TestCopyID(t *testing.T) {
 		t.Errorf("type = %q, want button (must not submit forms)", got)
 	}
 
-	doc, _ = render(t, CopyID(""))
+	doc, _ = viewtest.Render(t, CopyID(""))
 	none(t, doc, "copy-id")
 	one(t, doc, "copy-id-none")
 }
 
 // A job or plan id links to its page and has the copy button of any id beside the link.
 func TestCopyLink(t *testing.T) {
-	doc, _ := render(t, CopyLink("job_0bf16fde69e0ce37", "/replays/job_0bf16fde69e0ce37"))
+	doc, _ := viewtest.Render(t, CopyLink("job_0bf16fde69e0ce37", "/replays/job_0bf16fde69e0ce37"))
 	link := one(t, doc, "copy-id-value")
 	if goquery.NodeName(link) != "a" || attr(t, link, "href") != "/replays/job_0bf16fde69e0ce37" || text(link) != "job_0bf16fde69e0ce37" {
 		t.Errorf("link %s %q %q", goquery.NodeName(link), attr(t, link, "href"), text(link))
@@ -195,26 +180,26 @@ func TestCopyLink(t *testing.T) {
 }
 
 func TestEmpty(t *testing.T) {
-	doc, _ := render(t, Empty("No dead letters", "Nothing has failed on this topic. New failures show up here within 30 s."))
+	doc, _ := viewtest.Render(t, Empty("No dead letters", "Nothing has failed on this topic. New failures show up here within 30 s."))
 	one(t, doc, "empty")
 	if got := text(one(t, doc, "empty-title")); got != "No dead letters" {
 		t.Errorf("title = %q", got)
 	}
 	one(t, doc, "empty-hint")
 
-	doc, _ = render(t, Empty("Nothing", ""))
+	doc, _ = viewtest.Render(t, Empty("Nothing", ""))
 	none(t, doc, "empty-hint")
 
 	withAction := templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
 		return Empty("No outboxes configured", "Add one under outboxes: in the config file.").Render(
 			templ.WithChildren(ctx, templ.Raw(`<a class="btn" data-testid="action" href="/docs">Docs</a>`)), w)
 	})
-	doc, _ = render(t, withAction)
+	doc, _ = viewtest.Render(t, withAction)
 	one(t, doc, "action")
 }
 
 func TestErrorPanel(t *testing.T) {
-	doc, _ := render(t, ErrorPanel("Kafka cluster main is unreachable", "dial tcp 10.0.0.7:9092: connection refused"))
+	doc, _ := viewtest.Render(t, ErrorPanel("Kafka cluster main is unreachable", "dial tcp 10.0.0.7:9092: connection refused"))
 	p := one(t, doc, "error-panel")
 	if got := attr(t, p, "role"); got != "alert" {
 		t.Errorf("role = %q", got)
@@ -228,7 +213,7 @@ func TestErrorPanel(t *testing.T) {
 }
 
 func TestCSRFField(t *testing.T) {
-	doc, _ := render(t, CSRFField(`tok"en`))
+	doc, _ := viewtest.Render(t, CSRFField(`tok"en`))
 	f := one(t, doc, "csrf-field")
 	if attr(t, f, "type") != "hidden" || attr(t, f, "name") != "_csrf" || attr(t, f, "value") != `tok"en` {
 		t.Errorf("unexpected field: %v", f.Nodes[0].Attr)
@@ -237,7 +222,7 @@ func TestCSRFField(t *testing.T) {
 
 func TestPre(t *testing.T) {
 	payload := "{\n  \"orderId\": 42\n}"
-	doc, _ := render(t, Pre(payload))
+	doc, _ := viewtest.Render(t, Pre(payload))
 	if got := one(t, doc, "pre").Text(); got != payload {
 		t.Errorf("text = %q, want %q", got, payload)
 	}
@@ -249,7 +234,7 @@ func TestPre(t *testing.T) {
 
 func TestPager(t *testing.T) {
 	t.Run("Next", func(t *testing.T) {
-		doc, _ := render(t, Pager("/kafka/main/dlt?after=41&limit=50"))
+		doc, _ := viewtest.Render(t, Pager("/kafka/main/dlt?after=41&limit=50"))
 		a := one(t, doc, "pager-next")
 		if got := attr(t, a, "href"); got != "/kafka/main/dlt?after=41&limit=50" {
 			t.Errorf("href = %q", got)
@@ -257,12 +242,12 @@ func TestPager(t *testing.T) {
 		none(t, doc, "pager-end")
 	})
 	t.Run("End", func(t *testing.T) {
-		doc, _ := render(t, Pager(""))
+		doc, _ := viewtest.Render(t, Pager(""))
 		none(t, doc, "pager-next")
 		one(t, doc, "pager-end")
 	})
 	t.Run("UnsafeScheme", func(t *testing.T) {
-		doc, _ := render(t, Pager("javascript:alert(1)"))
+		doc, _ := viewtest.Render(t, Pager("javascript:alert(1)"))
 		if got := attr(t, one(t, doc, "pager-next"), "href"); strings.HasPrefix(got, "javascript:") {
 			t.Errorf("href = %q, want it neutralised", got)
 		}
@@ -270,19 +255,19 @@ func TestPager(t *testing.T) {
 }
 
 func TestStatCard(t *testing.T) {
-	doc, _ := render(t, StatCard("DEAD events", "1,204", "across 3 outboxes", ToneDanger))
+	doc, _ := viewtest.Render(t, StatCard("DEAD events", "1,204", "across 3 outboxes", ToneDanger))
 	c := one(t, doc, "stat-card")
 	hasClass(t, c, "tone-danger")
 	if text(one(t, doc, "stat-label")) != "DEAD events" || text(one(t, doc, "stat-value")) != "1,204" || text(one(t, doc, "stat-hint")) != "across 3 outboxes" {
 		t.Errorf("unexpected card text %q", text(c))
 	}
-	doc, _ = render(t, StatCard("Lag", "0", "", ""))
+	doc, _ = viewtest.Render(t, StatCard("Lag", "0", "", ""))
 	none(t, doc, "stat-hint")
 	hasClass(t, one(t, doc, "stat-card"), "tone-neutral")
 }
 
 func TestPageHeader(t *testing.T) {
-	doc, _ := render(t, PageHeader("Outboxes", "3 databases"))
+	doc, _ := viewtest.Render(t, PageHeader("Outboxes", "3 databases"))
 	if got := text(one(t, doc, "page-title")); got != "Outboxes" {
 		t.Errorf("title = %q", got)
 	}
@@ -303,7 +288,7 @@ func TestProgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, _ := render(t, Progress(tt.done, tt.total))
+			doc, _ := viewtest.Render(t, Progress(tt.done, tt.total))
 			p := one(t, doc, "progress")
 			bar := p.Find("progress")
 			if attr(t, bar, "value") != tt.value || attr(t, bar, "max") != tt.max {
@@ -320,7 +305,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestChart(t *testing.T) {
-	doc, _ := render(t, Chart(ChartProps{
+	doc, _ := viewtest.Render(t, Chart(ChartProps{
 		Src:            "/kafka/main/groups/billing/lag.json",
 		Series:         []string{"total_lag", "max_lag"},
 		Labels:         []string{"Total lag", "Max partition lag"},
@@ -340,7 +325,7 @@ func TestChart(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	doc, _ = render(t, Chart(ChartProps{Src: "/x.json", Series: []string{"depth"}}))
+	doc, _ = viewtest.Render(t, Chart(ChartProps{Src: "/x.json", Series: []string{"depth"}}))
 	c = one(t, doc, "chart")
 	for _, name := range []string{"data-labels", "data-height", "data-refresh", "data-empty", "data-sparkline", "role"} {
 		if _, ok := c.Attr(name); ok {
@@ -349,7 +334,7 @@ func TestChart(t *testing.T) {
 	}
 
 	t.Run("Sparkline", func(t *testing.T) {
-		doc, _ := render(t, Chart(ChartProps{Src: "/x.json", Series: []string{"total_lag", "depth"}, Labels: []string{"lag, last hour"}, Height: 48, Sparkline: true}))
+		doc, _ := viewtest.Render(t, Chart(ChartProps{Src: "/x.json", Series: []string{"total_lag", "depth"}, Labels: []string{"lag, last hour"}, Height: 48, Sparkline: true}))
 		c := one(t, doc, "chart")
 		attr(t, c, "data-sparkline")
 		if got := attr(t, c, "class"); got != "chart chart-spark" {
@@ -366,11 +351,11 @@ func TestChart(t *testing.T) {
 }
 
 func TestFilterAndCheckAll(t *testing.T) {
-	doc, _ := render(t, Filter("groups", "Filter groups…"))
+	doc, _ := viewtest.Render(t, Filter("groups", "Filter groups…"))
 	if got := attr(t, one(t, doc, "filter"), "data-filter-for"); got != "groups" {
 		t.Errorf("data-filter-for = %q", got)
 	}
-	doc, _ = render(t, CheckAll("id"))
+	doc, _ = viewtest.Render(t, CheckAll("id"))
 	if got := attr(t, one(t, doc, "check-all"), "data-check-all"); got != "id" {
 		t.Errorf("data-check-all = %q", got)
 	}
@@ -399,7 +384,7 @@ func TestEscaping(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, html := render(t, tt.c)
+			doc, html := viewtest.Render(t, tt.c)
 			if strings.Contains(html, "<script") {
 				t.Fatalf("raw <script> in output: %s", html)
 			}
@@ -416,7 +401,7 @@ func TestEscaping(t *testing.T) {
 	}
 	t.Run("Attributes", func(t *testing.T) {
 		for _, c := range []templ.Component{CopyID(`"><script>alert(1)</script>`), CopyLink(`"><script>alert(1)</script>`, "/x"), CSRFField(`"><script>alert(1)</script>`), Filter(`"><script>`, `"><script>`)} {
-			doc, html := render(t, c)
+			doc, html := viewtest.Render(t, c)
 			if strings.Contains(html, "<script") || doc.Find("script").Length() != 0 {
 				t.Errorf("attribute value broke out: %s", html)
 			}
@@ -430,7 +415,7 @@ func TestScanPanel(t *testing.T) {
 		PlanFields: []Field{{Name: "kind", Value: "kafka"}, {Name: "topic", Value: "t"}},
 		Columns:    []Column{{Label: "Offset", Num: true}, {Label: "Key"}}}
 	t.Run("Viewer", func(t *testing.T) {
-		doc, html := render(t, ScanPanel(props))
+		doc, html := viewtest.Render(t, ScanPanel(props))
 		panel := doc.Find("[data-scan]")
 		if attr(t, panel, "data-scan") != props.URL || attr(t, panel, "data-scan-record") != "/kafka/main/topics/t" || attr(t, panel, "data-scan-limit") != "500" {
 			t.Errorf("panel attributes: %s", html)
@@ -451,7 +436,7 @@ func TestScanPanel(t *testing.T) {
 	t.Run("Operator", func(t *testing.T) {
 		p := props
 		p.CanOperate, p.ExportURL = true, "/export?x"
-		doc, html := render(t, ScanPanel(p))
+		doc, html := viewtest.Render(t, ScanPanel(p))
 		if attr(t, one(t, doc, "export-matches"), "href") != "/export?x" {
 			t.Errorf("export: %s", html)
 		}

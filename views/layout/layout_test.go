@@ -1,7 +1,6 @@
 package layout
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/redrive/redrive/static"
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 func renderPage(t *testing.T, m Meta) (*goquery.Document, string) {
@@ -21,15 +21,9 @@ func renderPage(t *testing.T, m Meta) (*goquery.Document, string) {
 		_, err := io.WriteString(w, `<p data-testid="content">hello</p>`)
 		return err
 	})
-	var buf bytes.Buffer
-	if err := Page(m).Render(templ.WithChildren(context.Background(), body), &buf); err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	doc, err := goquery.NewDocumentFromReader(strings.NewReader(buf.String()))
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return doc, buf.String()
+	return viewtest.Render(t, templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		return Page(m).Render(templ.WithChildren(ctx, body), w)
+	}))
 }
 
 func count(doc *goquery.Document, testid string) int {

@@ -1,14 +1,11 @@
 package archive
 
 import (
-	"bytes"
-	"context"
 	"testing"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
-
 	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 // An archived message's id and its discard job's id each have a copy button, and the Archived
@@ -16,14 +13,7 @@ import (
 func TestArchiveCopiesIDsAndSortsByTime(t *testing.T) {
 	at := time.Date(2026, 12, 2, 15, 4, 5, 0, time.UTC)
 	p := Page{Rows: []Row{{ID: 1, MessageID: "m-42", Broker: "main", Vhost: "/", Queue: "orders.dlq", ArchivedAt: at, JobID: "job_3ff4dfa07012f662"}}}
-	var buf bytes.Buffer
-	if err := List(p).Render(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := goquery.NewDocumentFromReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, _ := viewtest.Render(t, List(p))
 	row := doc.Find(`[data-testid="archive-row"]`)
 	msg, _ := row.Find(`[data-testid="copy-message-id"]`).Attr("data-copy")
 	job, _ := row.Find(`[data-testid="copy-job-id"]`).Attr("data-copy")

@@ -1,13 +1,11 @@
 package audit
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 // A target that names a replay job or plan offers its id to copy; other targets are shown as
@@ -19,14 +17,7 @@ func TestAuditTargetCopiesJobAndPlanIDs(t *testing.T) {
 		{ID: 3, At: time.Now(), Action: "outbox.requeue", Target: "outbox/orders", Outcome: "ok"},
 		{ID: 4, At: time.Now(), Action: "POST /replays/:id/cancel", Target: "/replays/job_b00a8bb809ba4724/cancel", Outcome: "denied"},
 	}}
-	var buf bytes.Buffer
-	if err := List(p).Render(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := goquery.NewDocumentFromReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, _ := viewtest.Render(t, List(p))
 	cells := doc.Find(`[data-testid="audit-target"]`)
 	for i, want := range []string{"job_3ff4dfa07012f662", "plan_616af88882a7cdc7", "", ""} {
 		got, _ := cells.Eq(i).Find("[data-copy]").Attr("data-copy")

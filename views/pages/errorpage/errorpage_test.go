@@ -1,29 +1,14 @@
 package errorpage
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/a-h/templ"
 
 	"github.com/redrive/redrive/views/layout"
+	"github.com/redrive/redrive/views/viewtest"
 )
-
-func render(t *testing.T, c templ.Component) (*goquery.Document, string) {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := c.Render(context.Background(), &buf); err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	doc, err := goquery.NewDocumentFromReader(strings.NewReader(buf.String()))
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return doc, buf.String()
-}
 
 func find(doc *goquery.Document, testid string) *goquery.Selection {
 	return doc.Find(`[data-testid="` + testid + `"]`)
@@ -31,7 +16,7 @@ func find(doc *goquery.Document, testid string) *goquery.Selection {
 
 func TestPage(t *testing.T) {
 	t.Run("NotFound", func(t *testing.T) {
-		doc, _ := render(t, Page(layout.Meta{}, 404, "", "", "req-7f3a"))
+		doc, _ := viewtest.Render(t, Page(layout.Meta{}, 404, "", "", "req-7f3a"))
 		if got := find(doc, "error-status").Text(); got != "404" {
 			t.Errorf("status = %q", got)
 		}
@@ -55,7 +40,7 @@ func TestPage(t *testing.T) {
 		}
 	})
 	t.Run("Custom", func(t *testing.T) {
-		doc, html := render(t, Page(layout.Meta{Title: "Oops", AuthNone: true}, 422, "Bad filter", `<script>alert(1)</script>`, ""))
+		doc, html := viewtest.Render(t, Page(layout.Meta{Title: "Oops", AuthNone: true}, 422, "Bad filter", `<script>alert(1)</script>`, ""))
 		if strings.Contains(html, "<script>alert") {
 			t.Fatal("message not escaped")
 		}
@@ -76,7 +61,7 @@ func TestPage(t *testing.T) {
 		}
 	})
 	t.Run("ServerError", func(t *testing.T) {
-		doc, _ := render(t, Page(layout.Meta{}, 500, "", "", "r1"))
+		doc, _ := viewtest.Render(t, Page(layout.Meta{}, 500, "", "", "r1"))
 		if got := find(doc, "error-title").Text(); got != "Internal Server Error" {
 			t.Errorf("title = %q", got)
 		}
@@ -87,7 +72,7 @@ func TestPage(t *testing.T) {
 }
 
 func TestFragment(t *testing.T) {
-	doc, html := render(t, Fragment(503, "RabbitMQ is unreachable", "management API: connection refused", "req-1"))
+	doc, html := viewtest.Render(t, Fragment(503, "RabbitMQ is unreachable", "management API: connection refused", "req-1"))
 	if strings.Contains(strings.ToLower(html), "<html") {
 		t.Error("fragment renders a whole document")
 	}
@@ -100,7 +85,7 @@ func TestFragment(t *testing.T) {
 	if got := find(doc, "copy-id-value").Text(); got != "req-1" {
 		t.Errorf("request id = %q", got)
 	}
-	doc, _ = render(t, Fragment(404, "", "", ""))
+	doc, _ = viewtest.Render(t, Fragment(404, "", "", ""))
 	if got := find(doc, "error-panel-title").Text(); got != "Not Found" {
 		t.Errorf("default title = %q", got)
 	}

@@ -1,14 +1,11 @@
 package outboxes
 
 import (
-	"bytes"
-	"context"
 	"testing"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
-
 	"github.com/redrive/redrive/views/components"
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 // Each listed event carries its event id with a copy button (QA: message ids could be copied,
@@ -19,14 +16,7 @@ func TestEventListCopiesEventIDAndSortsLease(t *testing.T) {
 		{ID: 7, EventID: "0b8c7e2a-58a1-4a0e-9a57-5f2a1c0d9e11", Status: "PROCESSING", LockedUntil: &lease},
 		{ID: 8, EventID: "1f4d", Status: "DEAD"},
 	}}
-	var buf bytes.Buffer
-	if err := Show(p).Render(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := goquery.NewDocumentFromReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc, _ := viewtest.Render(t, Show(p))
 	rows := doc.Find(`[data-testid="event-row"]`)
 	for i, want := range []string{p.Events[0].EventID, p.Events[1].EventID} {
 		if got, _ := rows.Eq(i).Find(`[data-testid="event-id"] [data-copy]`).Attr("data-copy"); got != want {

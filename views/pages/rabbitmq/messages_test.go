@@ -1,12 +1,12 @@
 package rabbitmq
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 // A browse that may miss messages says so on the page: the held count and the notes.
@@ -23,14 +23,7 @@ func TestMessagesIncomplete(t *testing.T) {
 			if !c.complete {
 				p.Unacked, p.Notes = 12, []string{note}
 			}
-			var buf bytes.Buffer
-			if err := Messages(p).Render(context.Background(), &buf); err != nil {
-				t.Fatal(err)
-			}
-			doc, err := goquery.NewDocumentFromReader(&buf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			doc, _ := viewtest.Render(t, Messages(p))
 			var card *goquery.Selection
 			doc.Find(`[data-testid="stat-card"]`).Each(func(_ int, s *goquery.Selection) {
 				if s.Find(`[data-testid="stat-label"]`).Text() == "Held by others" {

@@ -1,13 +1,11 @@
 package replays
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
+	"github.com/redrive/redrive/views/viewtest"
 )
 
 func TestJobDuration(t *testing.T) {
@@ -52,14 +50,7 @@ func TestOutcomeBadge(t *testing.T) {
 		{JobView{Status: "running", Outcome: "running", Running: true, Paused: "broker main is down"}, "tone-warn", "running", true},
 	} {
 		t.Run(c.job.Outcome+map[bool]string{true: "Paused"}[c.pausedTag], func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := OutcomeBadge(c.job).Render(context.Background(), &buf); err != nil {
-				t.Fatal(err)
-			}
-			doc, err := goquery.NewDocumentFromReader(&buf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			doc, _ := viewtest.Render(t, OutcomeBadge(c.job))
 			b := doc.Find(`[data-testid="status-badge"]`)
 			if !b.HasClass(c.tone) || strings.TrimSpace(b.Text()) != c.label || b.AttrOr("data-outcome", "") != c.job.Outcome {
 				t.Errorf("badge %q class %q, want %q %s", b.Text(), b.AttrOr("class", ""), c.label, c.tone)
