@@ -33,6 +33,21 @@ func exportFormat(c echo.Context) (string, error) {
 	}
 }
 
+// exportOf starts an export: refused before anything is looked up when the actor may not export
+// (export.min_role), then the source the path names (find) and the format asked (exportFormat).
+func exportOf[S any](h *Search, c echo.Context, find func(echo.Context) (S, error)) (S, string, error) {
+	var none S
+	if err := h.exports.Allow(ActorOf(c)); err != nil {
+		return none, "", err
+	}
+	src, err := find(c)
+	if err != nil {
+		return none, "", err
+	}
+	format, err := exportFormat(c)
+	return src, format, err
+}
+
 // ExportMinRole is the least role of the export routes (search.Exports.MinRole).
 func (h *Search) ExportMinRole() access.Role {
 	if h == nil {
@@ -136,14 +151,7 @@ var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value"
 // matches: NDJSON in the records API's shape, or CSV with the main columns. Content is masked
 // unless an admin reveals it (reveal=true, audited); the export is audited as content.export.
 func (h *Search) ExportKafka(c echo.Context) error {
-	if err := h.exports.Allow(ActorOf(c)); err != nil { // refused before anything is looked up
-		return err
-	}
-	k, err := h.cluster(c)
-	if err != nil {
-		return err
-	}
-	format, err := exportFormat(c)
+	k, format, err := exportOf(h, c, h.cluster)
 	if err != nil {
 		return err
 	}
@@ -226,14 +234,7 @@ var rabbitCSVHeader = []string{"position", "message_id", "exchange", "routing_ke
 // streams the messages of the queue's head (up to max_scan, at most rabbit.MaxPeek, read as a
 // browse: the queue is left as it was) that the filter matches, as ExportKafka.
 func (h *Search) ExportRabbit(c echo.Context) error {
-	if err := h.exports.Allow(ActorOf(c)); err != nil { // refused before anything is looked up
-		return err
-	}
-	b, err := h.broker(c)
-	if err != nil {
-		return err
-	}
-	format, err := exportFormat(c)
+	b, format, err := exportOf(h, c, h.broker)
 	if err != nil {
 		return err
 	}
