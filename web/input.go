@@ -143,6 +143,17 @@ func bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// idLabels name a route's :id by the first of these its route contains (in order: a replay
+// plan's /replays/plans/:id is a plan id, not a replay id).
+var idLabels = []struct{ in, label string }{
+	{"/silences/", "silence id"},
+	{"/offsets/", "offset plan id"},
+	{paths.Archive + "/", "archived message id"},
+	{"/events/", "event id"},
+	{"/plans/", "plan id"},
+	{paths.Replays + "/", "replay id"},
+}
+
 // paramLabel names a route's path parameter the way a person reads the URL.
 func paramLabel(route, name string) string {
 	switch name {
@@ -152,19 +163,10 @@ func paramLabel(route, name string) string {
 		}
 		return "outbox name"
 	case "id":
-		switch {
-		case strings.Contains(route, "/silences/"):
-			return "silence id"
-		case strings.Contains(route, "/offsets/"):
-			return "offset plan id"
-		case strings.Contains(route, paths.Archive+"/"):
-			return "archived message id"
-		case strings.Contains(route, "/events/"):
-			return "event id"
-		case strings.Contains(route, "/plans/"):
-			return "plan id"
-		case strings.Contains(route, paths.Replays+"/"):
-			return "replay id"
+		for _, l := range idLabels {
+			if strings.Contains(route, l.in) {
+				return l.label
+			}
 		}
 		return "id"
 	case "*":
