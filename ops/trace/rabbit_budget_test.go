@@ -34,16 +34,7 @@ func TestTraceRabbitWithinBudget(t *testing.T) {
 	for _, q := range later {
 		rabbittest.Fill(t, url, q, 1, func(int) amqp.Publishing { return amqp.Publishing{MessageId: q + "-1"} })
 	}
-	b, err := rabbit.New(rabbittest.Config(t, vhost), configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	rabbittest.WaitFor(t, 30*time.Second, "the DLQs' ready counts in the management API", func(ctx context.Context) bool {
-		topo, err := b.Topology(ctx)
-		if err != nil {
-			return false
-		}
+	b := openBroker(t, vhost, configs.MessageIDRules{}, 30*time.Second, "the DLQs' ready counts in the management API", func(topo rabbit.Topology) bool {
 		ready := 0
 		for _, q := range topo.Queues {
 			if topo.DLQs[q.Ref()] && q.Ready > 0 {

@@ -109,16 +109,7 @@ func TestTraceMatchesOnWhatTheReaderMaySee(t *testing.T) {
 		}
 	}
 	rabbittest.WaitDepth(t, ch, "orders.dlq", 2, 10*time.Second)
-	b, err := rabbit.New(rabbittest.Config(t, vhost), ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	rabbittest.WaitFor(t, 20*time.Second, "orders.dlq in the management API", func(ctx context.Context) bool {
-		topo, err := b.Topology(ctx)
-		if err != nil {
-			return false
-		}
+	b := openBroker(t, vhost, ids, 20*time.Second, "orders.dlq in the management API", func(topo rabbit.Topology) bool {
 		for _, q := range topo.Queues {
 			if q.Name == "orders.dlq" && q.Ready == 2 {
 				return true
