@@ -84,6 +84,17 @@ func (s *slowRegistry) registerSignups(t *testing.T, n int) (ids []int, values [
 	return ids, values
 }
 
+// decoder is a Decoder with o that asks the registry through the slow proxy.
+func (s *slowRegistry) decoder(t *testing.T, o schema.Options) *schema.Decoder {
+	t.Helper()
+	o.Registry = &configs.SchemaRegistry{URL: s.url}
+	d, err := schema.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // page decodes values one after another, as a records page does.
 func page(d *schema.Decoder, values [][]byte) []*schema.Decoded {
 	out := make([]*schema.Decoded, len(values))
@@ -103,10 +114,7 @@ var schemaMention = regexp.MustCompile(`schema \d+`)
 func TestSlowRegistryPageAnswersWithinATimeout(t *testing.T) {
 	reg := newSlowRegistry(t, 3*time.Second)
 	ids, values := reg.registerSignups(t, 20)
-	d, err := schema.New(schema.Options{Registry: &configs.SchemaRegistry{URL: reg.url}, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := reg.decoder(t, schema.Options{Timeout: 5 * time.Second})
 	done := make(chan []*schema.Decoded, 1)
 	start := time.Now()
 	go func() { done <- page(d, values) }()
@@ -156,10 +164,7 @@ func TestSlowRegistryPageAnswersWithinATimeout(t *testing.T) {
 func TestConcurrentPagesShareLookups(t *testing.T) {
 	reg := newSlowRegistry(t, 300*time.Millisecond)
 	ids, values := reg.registerSignups(t, 20)
-	d, err := schema.New(schema.Options{Registry: &configs.SchemaRegistry{URL: reg.url}, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := reg.decoder(t, schema.Options{Timeout: 5 * time.Second})
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -217,10 +222,7 @@ func TestRegistryDownNoteNamesTheID(t *testing.T) {
 func TestRegistryTimeoutNote(t *testing.T) {
 	reg := newSlowRegistry(t, 2*time.Second)
 	ids, values := reg.registerSignups(t, 1)
-	d, err := schema.New(schema.Options{Registry: &configs.SchemaRegistry{URL: reg.url}, Timeout: 300 * time.Millisecond, Retry: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := reg.decoder(t, schema.Options{Timeout: 300 * time.Millisecond, Retry: time.Minute})
 	start := time.Now()
 	got := page(d, values)[0]
 	// The read waits as long as the request may take: it finds the registry slow or, at the same
@@ -242,10 +244,7 @@ func TestRegistryTimeoutNote(t *testing.T) {
 func TestWaitForRegistryDecodesEveryID(t *testing.T) {
 	reg := newSlowRegistry(t, time.Second)
 	_, values := reg.registerSignups(t, 3)
-	d, err := schema.New(schema.Options{Registry: &configs.SchemaRegistry{URL: reg.url}, Timeout: 1500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := reg.decoder(t, schema.Options{Timeout: 1500 * time.Millisecond})
 	// A page spends the allowance on the first id and shows the second raw.
 	if got := page(d, values[:2]); got[0].JSON == nil || got[1].JSON != nil {
 		t.Fatalf("page: %+v %+v", got[0], got[1])
