@@ -125,15 +125,26 @@ func RunKafkaTraffic(ctx context.Context, brokers []string) {
 	go consumeAt(ctx, brokers, "billing-service", 50, true)    // keeps up
 	go consumeAt(ctx, brokers, "inventory-service", 2, true)   // slower than the producer: lag grows
 	go consumeAt(ctx, brokers, "shipping-service", 200, false) // holds its partitions, never commits: stalled
-	tick := time.NewTicker(200 * time.Millisecond)
+	every(ctx, 200*time.Millisecond, func(i int) error {
+		prod.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprintf("ord-%d", 30000+i)),
+			Value: []byte(fmt.Sprintf(`{"messageId":"live-%d","eventType":"OrderCreated"}`, i))}, nil)
+		return nil
+	})
+}
+
+// every calls step with 0, 1, 2, … once an interval, the first an interval from now, until ctx
+// ends or step returns an error.
+func every(ctx context.Context, interval time.Duration, step func(i int) error) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			prod.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprintf("ord-%d", 30000+i)),
-				Value: []byte(fmt.Sprintf(`{"messageId":"live-%d","eventType":"OrderCreated"}`, i))}, nil)
+		}
+		if step(i) != nil {
+			return
 		}
 	}
 }

@@ -286,24 +286,15 @@ func rabbitTraffic(ctx context.Context, amqpURL string) {
 	if err != nil {
 		return
 	}
-	tick := time.NewTicker(time.Second / 15)
-	defer tick.Stop()
 	now := time.Now()
-	for i := 0; ; i++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, time.Second/15, func(i int) error {
 		key, id, typ := "shipment.created", fmt.Sprintf("shp-live-%d", i), "ShipmentCreated"
 		if i%7 == 0 { // about twice a second
 			key, id, typ = "order.created", fmt.Sprintf("live-%d", i), "OrderCreated"
 		}
-		if err := ch.PublishWithContext(ctx, "orders", key, false, false, amqp.Publishing{ContentType: "application/json",
-			MessageId: id, Body: envelope(id, typ, 60000+i%5000, now)}); err != nil {
-			return
-		}
-	}
+		return ch.PublishWithContext(ctx, "orders", key, false, false, amqp.Publishing{ContentType: "application/json",
+			MessageId: id, Body: envelope(id, typ, 60000+i%5000, now)})
+	})
 }
 
 func consumeRabbit(conn *amqp.Connection, queue string, prefetch int, handle func(amqp.Delivery) error) {

@@ -29,48 +29,48 @@ func RunRelay(ctx context.Context, dsn string, log *slog.Logger) {
 		failed.note("set the time zone", err)
 		return
 	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for n := 0; ; n++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		id := fmt.Sprintf("evt-live-%d-%d", time.Now().Unix(), n)
-		// $1 is the event_id column (varchar) and a json_build_object argument: one type, text, for both.
-		_, err := conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version,
-			payload, status, attempts, available_at, created_at)
-			VALUES ($1::text, 'Order', $2::text, 'OrderCreated', 1, json_build_object('messageId', $1::text, 'orderId', $2::text)::text,
-			        'READY', 0, now(), now())`, id, fmt.Sprintf("ord-%d", 60000+n))
-		failed.note("insert an event", err)
-		rows, err := conn.Query(ctx, `UPDATE outbox_event SET status = 'PROCESSING', locked_until = now() + interval '20 seconds',
-				attempts = attempts + 1
-			WHERE id IN (SELECT id FROM outbox_event WHERE status IN ('READY', 'FAILED') AND available_at <= now()
-			             ORDER BY available_at LIMIT 4 FOR UPDATE SKIP LOCKED)
-			RETURNING id`)
-		if err != nil {
-			failed.note("claim events", err)
-			continue
-		}
-		claimed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			failed.note("claim events", err)
-			continue
-		}
-		for _, id := range claimed {
-			if rand.IntN(6) == 0 {
-				_, err := conn.Exec(ctx, `UPDATE outbox_event SET status = 'FAILED', locked_until = NULL,
-					available_at = now() + interval '1 minute',
-					last_error = 'org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for orders-1: 30000 ms has passed'
-					WHERE id = $1 AND status = 'PROCESSING'`, id)
-				failed.note("mark an event FAILED", err)
-				continue
-			}
-			_, err := conn.Exec(ctx, `UPDATE outbox_event SET status = 'SENT', locked_until = NULL, sent_at = now()
+	every(ctx, time.Second, func(n int) error {
+		relayStep(ctx, conn, n, failed)
+		return nil
+	})
+}
+
+// relayStep is the relay's n-th second: a new READY event, then a claim of up to four due events,
+// each marked SENT or, one time in six, FAILED.
+func relayStep(ctx context.Context, conn *pgx.Conn, n int, failed relayErrors) {
+	id := fmt.Sprintf("evt-live-%d-%d", time.Now().Unix(), n)
+	// $1 is the event_id column (varchar) and a json_build_object argument: one type, text, for both.
+	_, err := conn.Exec(ctx, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version,
+		payload, status, attempts, available_at, created_at)
+		VALUES ($1::text, 'Order', $2::text, 'OrderCreated', 1, json_build_object('messageId', $1::text, 'orderId', $2::text)::text,
+		        'READY', 0, now(), now())`, id, fmt.Sprintf("ord-%d", 60000+n))
+	failed.note("insert an event", err)
+	rows, err := conn.Query(ctx, `UPDATE outbox_event SET status = 'PROCESSING', locked_until = now() + interval '20 seconds',
+			attempts = attempts + 1
+		WHERE id IN (SELECT id FROM outbox_event WHERE status IN ('READY', 'FAILED') AND available_at <= now()
+		             ORDER BY available_at LIMIT 4 FOR UPDATE SKIP LOCKED)
+		RETURNING id`)
+	if err != nil {
+		failed.note("claim events", err)
+		return
+	}
+	claimed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		failed.note("claim events", err)
+		return
+	}
+	for _, id := range claimed {
+		if rand.IntN(6) == 0 {
+			_, err := conn.Exec(ctx, `UPDATE outbox_event SET status = 'FAILED', locked_until = NULL,
+				available_at = now() + interval '1 minute',
+				last_error = 'org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for orders-1: 30000 ms has passed'
 				WHERE id = $1 AND status = 'PROCESSING'`, id)
-			failed.note("mark an event SENT", err)
+			failed.note("mark an event FAILED", err)
+			continue
 		}
+		_, err := conn.Exec(ctx, `UPDATE outbox_event SET status = 'SENT', locked_until = NULL, sent_at = now()
+			WHERE id = $1 AND status = 'PROCESSING'`, id)
+		failed.note("mark an event SENT", err)
 	}
 }
 
