@@ -52,8 +52,9 @@ type avroLine struct {
 	N   int64  `avro:"n"`
 }
 
-// schemaWorld is a world whose cluster decodes (and encodes edits) through an srfake registry.
-func schemaWorld(t *testing.T) (*world, *srfake.Registry) {
+// schemaWorld is a world whose cluster decodes (and encodes edits) through an srfake registry,
+// with a client of that registry to register schemas.
+func schemaWorld(t *testing.T) (*world, *srfake.Registry, *sr.Client) {
 	t.Helper()
 	w := newWorld(t)
 	reg := srfake.New()
@@ -66,7 +67,11 @@ func schemaWorld(t *testing.T) (*world, *srfake.Registry) {
 	}
 	t.Cleanup(cl.Close)
 	w.cluster = cl
-	return w, reg
+	rc, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, reg, rc
 }
 
 // deadLetterValue writes a Spring-style dead letter of orders[0] with value as it is.
@@ -101,12 +106,8 @@ func editOf(offset int64, value string) replay.Source {
 // re-encodes with schema id N; an edit that does not fit says which field, in words for a person;
 // a registry that does not answer refuses the plan (503) rather than publish JSON.
 func TestEditAndRetryReencodesAvro(t *testing.T) {
-	w, reg := schemaWorld(t)
+	w, reg, cl := schemaWorld(t)
 	ctx := ctxT(t)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Another subject first, so that the order's id is not 1 by chance.
 	if _, err := cl.CreateSchema(ctx, "other-value", sr.Schema{Schema: `"string"`}); err != nil {
 		t.Fatal(err)
@@ -259,12 +260,8 @@ print(json.dumps(v, default=str, sort_keys=True))
 // A Protobuf record keeps its message indexes (the second message of the file here) and a JSON
 // Schema record its framing; a plain JSON record is published as the text, as before.
 func TestEditAndRetryReencodesProtobufAndJSONSchema(t *testing.T) {
-	w, reg := schemaWorld(t)
+	w, _, cl := schemaWorld(t)
 	ctx := ctxT(t)
-	cl, err := sr.NewClient(sr.URLs(reg.URL()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	proto, err := cl.CreateSchema(ctx, "carts-value", sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3";
 package acme.shop;
 message Cart { string id = 1; }
