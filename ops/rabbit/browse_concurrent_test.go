@@ -200,15 +200,7 @@ func TestBrowseAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	st := pglock.Locker{Config: pool.Config().ConnConfig}
-	other, err := New(rabbittest.Config(t, e.vhost), testIDs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other.firstWait, other.idleWait = e.b.firstWait, e.b.idleWait
-	defer other.Close()
-	e.b.SetQueueLock(st)
-	other.SetQueueLock(st)
+	other := e.replica(t, pglock.Locker{Config: pool.Config().ConnConfig})
 
 	for range pool.Config().MaxConns {
 		c, err := pool.Acquire(ctx)
@@ -421,6 +413,22 @@ func TestHeldByOthers(t *testing.T) {
 }
 
 // locker takes the queue locks on the database dsn names, as replicas sharing a store do.
+// replica is another console replica: a second Broker of the env's vhost, with e.b's waits, that
+// takes turns with e.b through the queue lock st (e.b takes turns through st until t ends).
+func (e *env) replica(t *testing.T, st QueueLocker) *Broker {
+	t.Helper()
+	other, err := New(rabbittest.Config(t, e.vhost), testIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	other.firstWait, other.idleWait, other.browsing.wait = e.b.firstWait, e.b.idleWait, e.b.browsing.wait
+	e.b.SetQueueLock(st)
+	t.Cleanup(func() { e.b.SetQueueLock(nil) })
+	other.SetQueueLock(st)
+	return other
+}
+
 func locker(t *testing.T, dsn string) pglock.Locker {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dsn)

@@ -197,16 +197,7 @@ func TestCursorTakesTheQueuesTurn(t *testing.T) {
 	})
 
 	t.Run("OtherReplica", func(t *testing.T) {
-		st := locker(t, pgtest.NewDatabase(t))
-		other, err := New(rabbittest.Config(t, e.vhost), testIDs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
-		other.browsing.wait = 300 * time.Millisecond
-		e.b.SetQueueLock(st)
-		defer e.b.SetQueueLock(nil)
-		other.SetQueueLock(st)
+		other := e.replica(t, locker(t, pgtest.NewDatabase(t)))
 		cur, err := e.b.OpenCursor(ctx, e.vhost, concurrentDLQ, n)
 		if err != nil {
 			t.Fatal(err)
