@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/lag"
@@ -202,6 +204,16 @@ func sampleAfter(tb testing.TB, ctx context.Context, s *Sampler, clk *clock, d t
 	clk.Add(d)
 	if err := s.SampleOnce(ctx); err != nil {
 		tb.Fatalf("SampleOnce: %v", err)
+	}
+}
+
+// sampleUnavailableAfter is sampleAfter for a source that is down: the sample fails with
+// ops.ErrUnavailable.
+func sampleUnavailableAfter(tb testing.TB, ctx context.Context, s *Sampler, clk *clock, d time.Duration) {
+	tb.Helper()
+	clk.Add(d)
+	if err := s.SampleOnce(ctx); !errors.Is(err, ops.ErrUnavailable) {
+		tb.Fatalf("SampleOnce = %v, want ErrUnavailable", err)
 	}
 }
 

@@ -302,10 +302,7 @@ func TestRabbitSnapshot(t *testing.T) {
 	t.Run("BrokerDown", func(t *testing.T) {
 		goodAt := got.At
 		e.proxy.down.Store(true)
-		clk.Add(15 * time.Second)
-		if err := leader.SampleOnce(ctx); !errors.Is(err, ops.ErrUnavailable) {
-			t.Fatalf("SampleOnce = %v, want ErrUnavailable", err)
-		}
+		sampleUnavailableAfter(t, ctx, leader, clk, 15*time.Second)
 		down, err := reader.LatestRabbit(ctx, "main")
 		if err != nil {
 			t.Fatal(err)

@@ -248,10 +248,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 	t.Run("ClusterDown", func(t *testing.T) {
 		b.kf.Close()
-		clk.Add(15 * time.Second)
-		if err := leader.SampleOnce(ctx); !errors.Is(err, ops.ErrUnavailable) {
-			t.Fatalf("SampleOnce = %v, want ErrUnavailable", err)
-		}
+		sampleUnavailableAfter(t, ctx, leader, clk, 15*time.Second)
 		got, err := reader.LatestKafka(ctx, "main")
 		if err != nil {
 			t.Fatal(err)
