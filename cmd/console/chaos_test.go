@@ -105,16 +105,7 @@ func TestChaosRabbitReplayUnderKillsAndRestarts(t *testing.T) {
 	mustDo(t, rmq.Stop(ctx))
 	mustDo(t, rmq.Start(ctx))
 
-	p := startProcess(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: ["/"]}]
-consumers:
-  - name: inventory-service
-    inbox: {dsn: %q}
-    rabbitmq: {broker: main, vhost: "/", queue: orders.work}
-replay: {lease: 2s}
-`, storeDSN, rmq.URL(), rmq.ManagementURL(), inboxDSN))
+	p := startProcess(t, inventoryConsumer(storeDSN, rmq.URL(), rmq.ManagementURL(), "/", inboxDSN))
 
 	r := doRaw("POST", p.base+"/api/v1/replays/plan", "application/json",
 		fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":"/","queue":"orders.dlq","limit":%d}}`, n))

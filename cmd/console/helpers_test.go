@@ -126,22 +126,40 @@ func sampledKafka(storeDSN string, k *devstack.Kafka) string {
 	return fmt.Sprintf("store: {dsn: %q}\nsampler: {interval: 1s}\nkafka: [{name: main, brokers: [%q]}]\n", storeDSN, k.Addrs()[0])
 }
 
+// rabbitConsumer is a console (auth off) with its store at store, over one RabbitMQ broker, main
+// (amqpURL, its management API at mgmtURL), seeing vhost, where one consumer, service, reads
+// queue through its inbox at inbox.
+type rabbitConsumer struct {
+	store, amqpURL, mgmtURL, vhost string
+	service, queue, inbox          string
+}
+
+// config is c's configuration; a test adds whatever else it needs.
+func (c rabbitConsumer) config() string {
+	return fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
+consumers:
+  - name: %s
+    inbox: {dsn: %q}
+    rabbitmq: {broker: main, vhost: %q, queue: %s}
+`, c.store, c.amqpURL, c.mgmtURL, c.vhost, c.service, c.inbox, c.vhost, c.queue)
+}
+
 // inventoryConfig configures a console over the test RabbitMQ's vhost whose consumer, the
 // inventory service, reads orders.work with its inbox at inboxDSN; replay leases of 2 s, so that a
 // killed console's job is taken over soon.
 func inventoryConfig(t *testing.T, storeDSN, vhost, inboxDSN string) string {
 	t.Helper()
 	cfg := rabbittest.Config(t, vhost)
-	return fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
-consumers:
-  - name: inventory-service
-    inbox: {dsn: %q}
-    rabbitmq: {broker: main, vhost: %q, queue: orders.work}
-replay: {lease: 2s}
-`, storeDSN, string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN, vhost)
+	return inventoryConsumer(storeDSN, string(cfg.URL), cfg.ManagementURL, vhost, inboxDSN)
+}
+
+// inventoryConsumer is inventoryConfig over the broker at amqpURL and mgmtURL.
+func inventoryConsumer(storeDSN, amqpURL, mgmtURL, vhost, inboxDSN string) string {
+	return rabbitConsumer{store: storeDSN, amqpURL: amqpURL, mgmtURL: mgmtURL, vhost: vhost,
+		service: "inventory-service", queue: "orders.work", inbox: inboxDSN}.config() + "replay: {lease: 2s}\n"
 }
 
 // apiOutboxes is GET /api/v1/outboxes as a test reads it.

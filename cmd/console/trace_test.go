@@ -471,22 +471,9 @@ func TestTraceRabbitDeadLetter(t *testing.T) {
 	waitMgmt(t, vhost, "orders.dlq", 3)
 
 	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	c, err := pgx.Connect(ctx, inboxDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Exec(ctx, inbox.SeedDDL)
-	c.Close(ctx)
-	mustDo(t, err)
-	base := startConsole(t, fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-rabbitmq: [{name: main, url: %q, management_url: %q, vhosts: [%q]}]
-consumers:
-  - name: shipping-service
-    inbox: {dsn: %q}
-    rabbitmq: {broker: main, vhost: %q, queue: orders}
-`, storeDSN, amqpURL, mgmtURL, vhost, inboxDSN, vhost))
+	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
+	base := startConsole(t, rabbitConsumer{store: storeDSN, amqpURL: amqpURL, mgmtURL: mgmtURL, vhost: vhost,
+		service: "shipping-service", queue: "orders", inbox: inboxDSN}.config())
 
 	a := getTrace(t, base, "message_id=r-1")
 	t.Log(a.dump())
