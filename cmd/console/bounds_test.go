@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -72,41 +67,6 @@ func demoConsoleWith(t *testing.T, extra string) (base, outboxDSN string) {
 	return outboxConsole(t, "auth: {mode: none}\n"+extra)
 }
 
-// clusterPIDs are the postmaster of a private PostgreSQL and its children (the backends that
-// hold the console's connections).
-func clusterPIDs(t *testing.T, pg *devstack.Postgres) []int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(pg.Dir(), "data", "postmaster.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	master, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pids := []int{master}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f, err := os.Open(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		line, _ := bufio.NewReader(f).ReadString('\n')
-		f.Close()
-		// pid (comm) state ppid …; comm may hold spaces, so read after the last ')'.
-		if i := strings.LastIndexByte(line, ')'); i > 0 {
-			if fields := strings.Fields(line[i+1:]); len(fields) > 1 && fields[1] == strconv.Itoa(master) {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
-}
-
 // A frozen store (its PostgreSQL stopped with SIGSTOP: connections open, nothing answers) makes
 // no page or API call wait past request_timeout; the overview's other panels still show.
 func TestFrozenStoreAnswersWithinRequestTimeout(t *testing.T) {
@@ -127,7 +87,10 @@ outboxes: [{name: orders, dsn: %q}]
 		}
 	}
 
-	pids := clusterPIDs(t, pg)
+	pids := pg.Processes()
+	if len(pids) == 0 {
+		t.Fatal("the private PostgreSQL has no processes")
+	}
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)

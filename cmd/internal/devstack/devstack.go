@@ -156,16 +156,44 @@ func processGone(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
 		return true
 	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	state, _, err := procStat(pid)
 	if err != nil {
 		return true
 	}
-	// Format: pid (comm) state ...; comm may contain spaces and parentheses.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
+	return state == "Z" || state == "X"
+}
+
+// procStat reads pid's state and parent from /proc/<pid>/stat; either is "" when the line is cut
+// short.
+func procStat(pid int) (state, ppid string, err error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", "", err
 	}
-	return false
+	// Format: pid (comm) state ppid ...; comm may contain spaces and parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		fields := strings.Fields(s[i+1:])
+		if len(fields) > 0 {
+			state = fields[0]
+		}
+		if len(fields) > 1 {
+			ppid = fields[1]
+		}
+	}
+	return state, ppid, nil
+}
+
+// processes are the pids /proc lists now.
+func processes() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // waitGone waits until pid is gone or the timeout elapses.

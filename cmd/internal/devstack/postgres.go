@@ -194,8 +194,28 @@ func (p *Postgres) stop(ctx context.Context, mode string) error {
 func (p *Postgres) Running() bool { return p.running() }
 
 func (p *Postgres) running() bool {
-	pid := readPidFile(filepath.Join(p.data, "postmaster.pid"))
+	pid := p.postmaster()
 	return pid > 0 && !processGone(pid)
+}
+
+// postmaster is the pid the cluster's postmaster.pid names (0 if there is none).
+func (p *Postgres) postmaster() int { return readPidFile(filepath.Join(p.data, "postmaster.pid")) }
+
+// Processes are the postmaster and its children (the backends that hold clients' connections, and
+// the server's own workers), for a test that freezes the server with SIGSTOP; none when the
+// cluster is not running.
+func (p *Postgres) Processes() []int {
+	master := p.postmaster()
+	if master <= 0 || processGone(master) {
+		return nil
+	}
+	pids := []int{master}
+	for _, pid := range processes() {
+		if _, ppid, err := procStat(pid); err == nil && ppid == strconv.Itoa(master) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // command builds an exec.Cmd for a PostgreSQL binary, run as the postgres

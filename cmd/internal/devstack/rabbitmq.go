@@ -499,15 +499,11 @@ func epmdBinary() string {
 // epmdPids finds epmd processes started for port: their command line says
 // -port N, or their environment has ERL_EPMD_PORT=N (how erl starts it).
 func epmdPids(port int) []int {
-	ents, _ := os.ReadDir("/proc")
 	ps := strconv.Itoa(port)
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, pid := range processes() {
+		proc := filepath.Join("/proc", strconv.Itoa(pid))
+		cl, err := os.ReadFile(filepath.Join(proc, "cmdline"))
 		if err != nil {
 			continue
 		}
@@ -521,7 +517,7 @@ func epmdPids(port int) []int {
 				match = true
 			}
 		}
-		if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil {
+		if env, err := os.ReadFile(filepath.Join(proc, "environ")); err == nil {
 			for _, kv := range strings.Split(string(env), "\x00") {
 				if kv == "ERL_EPMD_PORT="+ps {
 					match = true
