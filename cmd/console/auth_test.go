@@ -107,7 +107,20 @@ func signedIn(t *testing.T, base, user string) (*http.Client, string) {
 	return client, csrf
 }
 
+// bearer sends a request with the API token token, and body (JSON) when there is one, and reads
+// the answer.
 func bearer(t *testing.T, method, u, token, body string) response {
+	t.Helper()
+	resp := bearerStream(t, method, u, token, body)
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return response{resp.StatusCode, b.String(), resp.Header}
+}
+
+// bearerStream is bearer's request with the answer's body left unread, to be read as it streams;
+// the caller closes it.
+func bearerStream(t *testing.T, method, u, token, body string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, u, strings.NewReader(body))
 	if err != nil {
@@ -121,10 +134,7 @@ func bearer(t *testing.T, method, u, token, body string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return response{resp.StatusCode, b.String(), resp.Header}
+	return resp
 }
 
 // auditRow is one entry of GET /api/v1/audit.

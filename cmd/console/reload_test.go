@@ -30,22 +30,6 @@ func startReloadable(t *testing.T, path string) string {
 	return serveInTest(t, cfg, load)
 }
 
-func withToken(t *testing.T, method, u, token string) response {
-	t.Helper()
-	req, err := http.NewRequest(method, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{resp.StatusCode, string(b), resp.Header}
-}
-
 func tokenLine(name, token, role string) string {
 	sum := sha256.Sum256([]byte(token))
 	return fmt.Sprintf("    - {name: %s, role: %s, sha256: %s}\n", name, role, hex.EncodeToString(sum[:]))
@@ -74,21 +58,21 @@ func TestConfigReload(t *testing.T) {
 	if r := do(t, vera, "GET", base+"/", "", ""); r.status != http.StatusOK {
 		t.Fatalf("vera before the reload: %d", r.status)
 	}
-	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-new"); r.status != http.StatusUnauthorized {
+	if r := bearer(t, "GET", base+"/api/v1/overview", "tok-new", ""); r.status != http.StatusUnauthorized {
 		t.Fatalf("an unknown token: %d", r.status)
 	}
-	if r := withToken(t, "POST", base+"/api/v1/admin/reload", "tok-operator"); r.status != http.StatusForbidden {
+	if r := bearer(t, "POST", base+"/api/v1/admin/reload", "tok-operator", ""); r.status != http.StatusForbidden {
 		t.Fatalf("an operator reloading: %d", r.status)
 	}
 
 	// vera removed, a new token added.
 	without := strings.Replace(basicAuth(tokenLine("new-bot", "tok-new", "viewer")), `    - {name: vera, `, `    - {name: vera-gone, `, 1)
 	write(without)
-	r := withToken(t, "POST", base+"/api/v1/admin/reload", "tok-admin")
+	r := bearer(t, "POST", base+"/api/v1/admin/reload", "tok-admin", "")
 	if r.status != http.StatusOK || !strings.Contains(r.body, `"auth.users, auth.tokens, auth.proxy roles"`) || !strings.Contains(r.body, `"redaction"`) {
 		t.Fatalf("reload: %d %s", r.status, r.body)
 	}
-	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-new"); r.status != http.StatusOK {
+	if r := bearer(t, "GET", base+"/api/v1/overview", "tok-new", ""); r.status != http.StatusOK {
 		t.Fatalf("the new token after the reload: %d %s", r.status, r.body)
 	}
 	if r := do(t, vera, "GET", base+"/", "", ""); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/login") {
@@ -97,19 +81,19 @@ func TestConfigReload(t *testing.T) {
 
 	// An invalid file: refused, the key named, the running config unchanged.
 	write(strings.Replace(without, "role: viewer, sha256", "role: superuser, sha256", 1))
-	r = withToken(t, "POST", base+"/api/v1/admin/reload", "tok-admin")
+	r = bearer(t, "POST", base+"/api/v1/admin/reload", "tok-admin", "")
 	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "auth.tokens[") || !strings.Contains(r.body, "running config keeps serving") {
 		t.Fatalf("invalid reload: %d %s", r.status, r.body)
 	}
-	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-new"); r.status != http.StatusOK {
+	if r := bearer(t, "GET", base+"/api/v1/overview", "tok-new", ""); r.status != http.StatusOK {
 		t.Fatalf("the running config stopped serving after a refused reload: %d", r.status)
 	}
 	// A mode change is refused too, whole: nothing of the file is applied.
 	write(strings.Replace(without, "mode: basic", "mode: proxy\n  trusted_proxies: [10.0.0.1]", 1) + tokenLine("never-bot", "tok-never", "admin"))
-	if r := withToken(t, "POST", base+"/api/v1/admin/reload", "tok-admin"); r.status != http.StatusBadRequest || !strings.Contains(r.body, "auth.mode") {
+	if r := bearer(t, "POST", base+"/api/v1/admin/reload", "tok-admin", ""); r.status != http.StatusBadRequest || !strings.Contains(r.body, "auth.mode") {
 		t.Fatalf("mode change: %d %s", r.status, r.body)
 	}
-	if r := withToken(t, "GET", base+"/api/v1/overview", "tok-never"); r.status != http.StatusUnauthorized {
+	if r := bearer(t, "GET", base+"/api/v1/overview", "tok-never", ""); r.status != http.StatusUnauthorized {
 		t.Fatalf("a refused file's token works: %d", r.status)
 	}
 
@@ -119,10 +103,10 @@ func TestConfigReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waittest.Until(t, 10*time.Second, "SIGHUP reloads the config (the new token is accepted)", func() bool {
-		return withToken(t, "GET", base+"/api/v1/overview", "tok-hup").status == http.StatusOK
+		return bearer(t, "GET", base+"/api/v1/overview", "tok-hup", "").status == http.StatusOK
 	})
 
-	audit := withToken(t, "GET", base+"/api/v1/audit?action=config.reload", "tok-admin")
+	audit := bearer(t, "GET", base+"/api/v1/audit?action=config.reload", "tok-admin", "")
 	for _, want := range []string{`"actor":"token:admin-bot"`, `"actor":"signal:SIGHUP"`, `"outcome":"failed"`, `"outcome":"ok"`} {
 		if !strings.Contains(audit.body, want) {
 			t.Errorf("audit of reloads lacks %s: %s", want, audit.body)

@@ -222,12 +222,7 @@ func TestSearchKafkaExport(t *testing.T) {
 		}
 	})
 	t.Run("RedactedLineByLine", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", api+"?format=ndjson", nil)
-		req.Header.Set("Authorization", "Bearer tok-operator")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := bearerStream(t, "GET", api+"?format=ndjson", "tok-operator", "")
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%d", resp.StatusCode)
