@@ -418,6 +418,9 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if _, err := queryBool(c, "stream"); err != nil {
 		return err
 	}
+	if err := refuseScanOnly(c); err != nil {
+		return err
+	}
 	state, err := recordState(c, "all")
 	if err != nil {
 		return err

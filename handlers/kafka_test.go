@@ -86,6 +86,26 @@ func TestRecordsParametersAreChecked(t *testing.T) {
 	}
 }
 
+// A plain page of records (no filter) ignored the scan's range and bound: from_offset=70&
+// to_offset=72 answered the newest records as if no range had been asked for, and
+// from_offset=abc or max_scan=abc was a 200. They are 400s naming the parameter; with a filter
+// they still read the range.
+func TestRecordsRangeWithoutFilterIsRefused(t *testing.T) {
+	records := kafkaRecordsFixture(t)
+	for _, query := range []string{"partition=0&from_offset=1&to_offset=2", "from_offset=abc", "to_offset=-4",
+		"partition=all&to_offset=1", "max_scan=abc", "partition=0&max_scan=10"} {
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(query, "partition=0&"), "partition=all&"), "=")
+		if err := records(query); !errors.Is(err, ops.ErrInvalid) || !strings.HasPrefix(err.Error(), name+": is read only by a filter's scan") {
+			t.Errorf("%s: %v, want a 400 naming %s", query, err, name)
+		}
+	}
+	for _, query := range []string{"filter=true&partition=0&from_offset=1&to_offset=2", "filter=true&max_scan=10", "partition=0&offset=1"} {
+		if err := records(query); err != nil {
+			t.Errorf("%s: %v, want a page", query, err)
+		}
+	}
+}
+
 // A time is given or not by its presence: at=0001-01-01T00:00:00Z (time.Time's zero) was read as
 // no at, and since=0001-01-01 as no since.
 func TestYearOneIsATime(t *testing.T) {

@@ -97,6 +97,22 @@ func (h *Search) Messages(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// scanOnlyParams are the records API's parameters that only a filter's scan reads.
+var scanOnlyParams = []string{"from_offset", "to_offset", "max_scan"}
+
+// refuseScanOnly refuses a plain page of records (no ?filter=) given a parameter only a scan
+// reads: ignored, from_offset=70&to_offset=72 answered the newest records of the partition, as
+// if no range had been asked for, and from_offset=abc was a 200.
+func refuseScanOnly(c echo.Context) error {
+	for _, name := range scanOnlyParams {
+		if c.QueryParam(name) != "" {
+			return ops.Invalid(name, "is read only by a filter's scan: add filter= (filter=true reads every record of the range); "+
+				"a page of records starts at offset= instead")
+		}
+	}
+	return nil
+}
+
 // compile compiles ?filter= for kind ("" is no filter).
 func compileFilter(c echo.Context, kind search.Kind) (*search.Filter, error) {
 	expr := c.QueryParam("filter")
