@@ -37,7 +37,11 @@ func (s *AuditLog) RecordAudit(ctx context.Context, e audit.Entry) error {
 	return nil
 }
 
-// ListAudit returns entries newest first.
+// ListAudit returns entries newest first: by at, then id. A page goes on after the entry its
+// cursor (f.Before) names, in that same order: at is the time its transaction began, so an entry
+// written in a longer transaction has a smaller at than the next id's, and "id < cursor" skipped
+// such entries (or listed them twice) across pages. A cursor naming no entry (typed by hand) goes
+// on below its id.
 func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
@@ -49,7 +53,8 @@ func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry
 			count, reason, outcome, detail
 		FROM audit_log a
 		WHERE ($1 = '' OR actor = $1) AND ($2 = '' OR action = $2)
-		  AND ($3::timestamptz IS NULL OR at >= $3) AND ($4 = 0 OR id < $4)
+		  AND ($3::timestamptz IS NULL OR at >= $3) AND ($4 = 0 OR CASE WHEN EXISTS (SELECT FROM audit_log c WHERE c.id = $4)
+		      THEN (at, id) < (SELECT c.at, c.id FROM audit_log c WHERE c.id = $4) ELSE id < $4 END)
 		  AND ($7 = '' OR outcome = $7) AND ($8 = '' OR target = $8) AND ($9::timestamptz IS NULL OR at < $9)
 		  -- an intent is one action with its outcome: shown alone only when no outcome followed it
 		  AND ($6 OR NOT (outcome = 'started' AND EXISTS (SELECT FROM audit_log o
