@@ -114,11 +114,11 @@ func (h *Archive) API(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := h.store.ArchivedMessages(c.Request().Context(), f)
+	ms, next, err := h.list(c, f)
 	if err != nil {
 		return err
 	}
-	out := archiveJSON{Messages: make([]archivedJSON, 0, len(ms)), NextCursor: cursorJSON(keysetNext(ms, f.Limit, archivedID))}
+	out := archiveJSON{Messages: make([]archivedJSON, 0, len(ms)), NextCursor: cursorJSON(next)}
 	for _, m := range ms {
 		out.Messages = append(out.Messages, toArchivedJSON(red, m))
 	}
@@ -137,7 +137,7 @@ func (h *Archive) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ms, err := h.store.ArchivedMessages(c.Request().Context(), f)
+	ms, next, err := h.list(c, f)
 	if err != nil {
 		page.Error = shown(c, err)
 	}
@@ -155,8 +155,16 @@ func (h *Archive) Page(c echo.Context) error {
 		}
 		page.Rows = append(page.Rows, r)
 	}
-	page.NextURL = nextPageURL(c, paths.Archive, keysetNext(ms, f.Limit, archivedID))
+	page.NextURL = nextPageURL(c, paths.Archive, next)
 	return render(c, http.StatusOK, archivepages.List(page))
+}
+
+// list reads the page of the archive f asks for and the cursor of the next one.
+func (h *Archive) list(c echo.Context, f replay.ArchiveFilter) ([]replay.Archived, int64, error) {
+	return keysetPage(f.Limit, archivedID, func(limit int) ([]replay.Archived, error) {
+		f.Limit = limit
+		return h.store.ArchivedMessages(c.Request().Context(), f)
+	})
 }
 
 // FormRestore: POST /archive/:id/restore — the archive page's row forms (to, reason): back to the

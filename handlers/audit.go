@@ -114,14 +114,14 @@ func (h *Audit) API(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	entries, err := h.log.ListAudit(c.Request().Context(), f)
+	entries, next, err := h.list(c, f)
 	if err != nil {
 		return err
 	}
 	resp := struct {
 		Entries    []auditJSON `json:"entries"`
 		NextCursor *string     `json:"next_cursor"`
-	}{Entries: make([]auditJSON, 0, len(entries)), NextCursor: cursorJSON(keysetNext(entries, f.Limit, auditID))}
+	}{Entries: make([]auditJSON, 0, len(entries)), NextCursor: cursorJSON(next)}
 	for _, e := range entries {
 		resp.Entries = append(resp.Entries, auditJSON{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Role: e.Role,
 			SourceIP: e.SourceIP, UserAgent: e.UserAgent, Action: e.Action, Target: e.Target, Count: e.Count,
@@ -139,7 +139,7 @@ func (h *Audit) Page(c echo.Context) error {
 	page := auditpages.Page{Meta: h.meta(c, "Audit log", "audit"),
 		Filters: auditpages.Filters{Actor: f.Actor, Action: f.Action, Outcome: f.Outcome, Target: f.Target,
 			Since: c.QueryParam("since"), Until: c.QueryParam("until")}, Outcomes: audit.Outcomes}
-	entries, err := h.log.ListAudit(c.Request().Context(), f)
+	entries, next, err := h.list(c, f)
 	if err != nil {
 		page.Error = shown(c, err)
 	}
@@ -151,8 +151,16 @@ func (h *Audit) Page(c echo.Context) error {
 		}
 		page.Rows = append(page.Rows, row)
 	}
-	page.NextURL = nextPageURL(c, paths.Audit, keysetNext(entries, f.Limit, auditID))
+	page.NextURL = nextPageURL(c, paths.Audit, next)
 	return render(c, http.StatusOK, auditpages.List(page))
+}
+
+// list reads the page of the audit log f asks for and the cursor of the next one.
+func (h *Audit) list(c echo.Context, f audit.Filter) ([]audit.Entry, int64, error) {
+	return keysetPage(f.Limit, auditID, func(limit int) ([]audit.Entry, error) {
+		f.Limit = limit
+		return h.log.ListAudit(c.Request().Context(), f)
+	})
 }
 
 // redactDetail masks what an entry's detail shows of a message. A replay plan's entry records its

@@ -401,14 +401,17 @@ func pageQuery(c echo.Context, def, max int64) (limit int, before int64, err err
 	return int(n), before, nil
 }
 
-// keysetNext is the cursor of the page after one of a list paged by id, newest first (pageQuery):
-// the last row's id when the page is full (there may be more below it), 0 when it is short (the
-// list ends here).
-func keysetNext[T any](rows []T, limit int, id func(T) int64) int64 {
-	if len(rows) == 0 || len(rows) != limit {
-		return 0
+// keysetPage reads one page of a list paged by id, newest first (pageQuery), at most limit rows,
+// and the cursor of the page after it: the last row's id, or 0 where the list ends. list is asked
+// for one row more than the page, so that a page that ends the list exactly offers no cursor to an
+// empty page.
+func keysetPage[T any](limit int, id func(T) int64, list func(limit int) ([]T, error)) ([]T, int64, error) {
+	rows, err := list(limit + 1)
+	if err != nil || len(rows) <= limit {
+		return rows, 0, err
 	}
-	return id(rows[len(rows)-1])
+	rows = rows[:limit]
+	return rows, id(rows[limit-1]), nil
 }
 
 // cursorJSON is a next cursor as the list APIs answer it: a string, null on the last page.

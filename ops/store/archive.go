@@ -81,7 +81,8 @@ func (s *Archive) ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) 
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	if f.Limit > replay.MaxArchiveLimit {
+	// MaxArchiveLimit and the one row more that tells a reader whether another page follows
+	if f.Limit > replay.MaxArchiveLimit+1 {
 		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", replay.MaxArchiveLimit))
 	}
 	return collect(ctx, s.pool, scanArchived, "archive", `SELECT `+archiveColumns+` FROM archived_message

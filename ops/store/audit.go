@@ -46,7 +46,8 @@ func (s *AuditLog) ListAudit(ctx context.Context, f audit.Filter) ([]audit.Entry
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	if f.Limit > audit.MaxLimit {
+	// MaxLimit and the one row more that tells a reader whether another page follows
+	if f.Limit > audit.MaxLimit+1 {
 		return nil, ops.Invalid("limit", fmt.Sprintf("must be between 1 and %d", audit.MaxLimit))
 	}
 	return collect(ctx, s.pool, scanAuditEntry, "audit: list", `SELECT id, at, actor, role, source_ip, user_agent, action, target,
