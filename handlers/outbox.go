@@ -37,7 +37,8 @@ type OutboxService interface {
 	// ReleaseStuckAudited and RequeueAudited commit the change only after audit wrote its row;
 	// an audit failure is an *outbox.ErrAudit and nothing was changed.
 	ReleaseStuckAudited(ctx context.Context, ids []int64, audit outbox.AuditFunc) (int64, error)
-	RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit outbox.AuditFunc) (int64, error)
+	// RequeueAudited returns the ids it moved.
+	RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit outbox.AuditFunc) ([]int64, error)
 }
 
 // ChangeAuditor is the audit log as a change in another database writes it (ops/store): the
@@ -385,9 +386,23 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 		return 0, err
 	}
 	detail := map[string]any{"ids": req.IDs, "reset_attempts": req.ResetAttempts}
-	return h.change(c, "outbox.requeue", o.Name(), reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
-		return o.RequeueAudited(ctx, req.IDs, req.ResetAttempts, audit)
+	var moved []int64
+	n, err := h.change(c, "outbox.requeue", o.Name(), reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
+		var err error
+		moved, err = o.RequeueAudited(ctx, req.IDs, req.ResetAttempts, audit)
+		return int64(len(moved)), err
 	})
+	if err != nil || len(moved) == 0 || h.triage == nil {
+		return n, err
+	}
+	// A resolved or ignored mark was about the death the event left: one that dies again after
+	// this requeue is open, as one a replay job requeued is (marked replayed). The requeue is
+	// committed whatever happens here; a mark left behind is logged.
+	if err := h.triage.OutboxRequeued(context.WithoutCancel(c.Request().Context()), ActorOf(c), o.Name(), moved); err != nil {
+		loggerOf(c).Error("outbox requeue: the resolutions of the requeued events were not opened",
+			"outbox", o.Name(), "events", moved, "err", err)
+	}
+	return n, nil
 }
 
 // change makes an audited change to an outbox with audit.ChangeInTx: its intent row first (none →

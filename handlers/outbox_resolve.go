@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/triage"
 )
 
@@ -17,6 +18,8 @@ import (
 type OutboxTriage interface {
 	ResolveOutbox(ctx context.Context, r triage.OutboxRequest) (triage.Result, error)
 	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]triage.Resolution, error)
+	// OutboxRequeued opens the resolved or ignored marks of the events a requeue moved.
+	OutboxRequeued(ctx context.Context, actor access.Actor, outbox string, ids []int64) error
 }
 
 // SetTriage wires the resolution of DEAD events into the outbox pages and API; without it every

@@ -18,7 +18,8 @@ import (
 
 // TestResolveOutboxDead: DEAD outbox events marked resolved or ignored — by event and by filter —
 // stop counting on the overview and in redrive_problems while the service's table is left as it
-// was; a replay job marks what it requeued replayed, so an event that dies again is open again;
+// was; a replay job marks what it requeued replayed, and a requeue opens the marks of what it
+// moved, so an event that dies again is open again;
 // bad input is a 400 in words, a viewer is refused, every change is audited, and the page shows
 // each event's state.
 func TestResolveOutboxDead(t *testing.T) {
@@ -111,6 +112,17 @@ func TestResolveOutboxDead(t *testing.T) {
 	pgtest.Exec(t, outboxDSN, `UPDATE outbox_event SET status = 'DEAD' WHERE id = 1`)
 	if o := overview(); !strings.Contains(o, "Outbox orders: 1 open DEAD event(s) (of 5)") {
 		t.Fatalf("a replayed event that died again is open: %.800s", o)
+	}
+	// An operator requeues the resolved event 2 and the ignored event 4 (the API's requeue, not a
+	// replay job); the relay fails them again: they are open again, not hidden by the decisions
+	// about their earlier deaths. Event 3, not requeued, stays resolved.
+	if r := bearer(t, "POST", base+"/api/v1/outboxes/orders/events/requeue", "tok-operator", `{"ids":[2,4],"reason":"fix deployed"}`); r.status != http.StatusOK ||
+		!strings.Contains(r.body, `"requeued":2`) {
+		t.Fatalf("requeue: %d %s", r.status, r.body)
+	}
+	pgtest.Exec(t, outboxDSN, `UPDATE outbox_event SET status = 'DEAD' WHERE id IN (2, 4)`)
+	if o := overview(); !strings.Contains(o, "Outbox orders: 3 open DEAD event(s) (of 5)") {
+		t.Fatalf("requeued events that died again are open: %.800s", o)
 	}
 
 	if ok, rows := okAudits(t, base, "outbox.resolve", "outbox/orders", "token:operator-bot"); ok != 4 {

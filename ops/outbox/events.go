@@ -264,31 +264,31 @@ func (o *Outbox) ReleaseStuckAudited(ctx context.Context, ids []int64, audit Aud
 // by a relay, are left alone and not counted. resetAttempts also sets attempts to 0, giving the
 // event the relay's full retry budget again.
 func (o *Outbox) Requeue(ctx context.Context, ids []int64, resetAttempts bool) (int64, error) {
-	return o.RequeueAudited(ctx, ids, resetAttempts, nil)
+	moved, err := o.RequeueAudited(ctx, ids, resetAttempts, nil)
+	return int64(len(moved)), err
 }
 
 // RequeueAudited is Requeue in one transaction that commits only after audit has written its row
-// (see AuditFunc); an audit error is an *ErrAudit and nothing was requeued.
-func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit AuditFunc) (int64, error) {
-	return o.requeue(ctx, ids, resetAttempts, func(ctx context.Context, tx pgx.Tx, moved []int64) error {
+// (see AuditFunc); an audit error is an *ErrAudit and nothing was requeued. It returns the ids it
+// moved.
+func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit AuditFunc) ([]int64, error) {
+	var done []int64
+	_, err := o.requeue(ctx, ids, resetAttempts, func(ctx context.Context, tx pgx.Tx, moved []int64) error {
+		done = moved
 		if audit == nil {
 			return nil
 		}
 		return audit(ctx, tx, int64(len(moved)))
 	})
-}
-
-// RequeueIDs is Requeue returning which ids it moved.
-func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
-	var done []int64
-	_, err := o.requeue(ctx, ids, resetAttempts, func(_ context.Context, _ pgx.Tx, moved []int64) error {
-		done = moved
-		return nil
-	})
 	if err != nil {
 		return nil, err
 	}
 	return done, nil
+}
+
+// RequeueIDs is Requeue returning which ids it moved.
+func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
+	return o.RequeueAudited(ctx, ids, resetAttempts, nil)
 }
 
 func (o *Outbox) requeue(ctx context.Context, ids []int64, resetAttempts bool, audit func(context.Context, pgx.Tx, []int64) error) (int64, error) {

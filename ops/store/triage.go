@@ -393,6 +393,32 @@ func (s *Triage) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox st
 	return nil
 }
 
+// ReopenRequeuedOutbox opens the resolved or ignored marks of events an operator requeued (the
+// outbox page's or the API's requeue, not a replay job's, which marks them replayed): the mark
+// was about the death the event left, so if it dies again it is open, as a replayed one is.
+// Other marks (open, replayed) are left as they are. It returns how many marks it opened.
+func (s *Triage) ReopenRequeuedOutbox(ctx context.Context, actor, outbox string, ids []int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	actor = ops.CleanText(actor, 500)
+	var n int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The rows are locked in the events' order whatever the order of ids (see setResolutions).
+		tag, err := tx.Exec(ctx, `WITH locked AS MATERIALIZED (SELECT event FROM outbox_resolution
+				WHERE outbox = $1 AND event = ANY($3) AND state IN ('resolved', 'ignored') ORDER BY event FOR UPDATE)
+			UPDATE outbox_resolution r SET state = 'open', actor = $2, at = now(),
+				reason = 'requeued by ' || $2 || ': the earlier resolution was about the death it left', job_id = ''
+			FROM locked l WHERE r.outbox = $1 AND r.event = l.event AND r.state IN ('resolved', 'ignored')`, outbox, actor, ids)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, unavailable(err, "reopen requeued outbox %s", outbox)
+	}
+	return n, nil
+}
+
 // OutboxResolutions reads the resolution of each of ids that has one; an id missing from the
 // answer is open, never marked.
 func (s *Triage) OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]triage.Resolution, error) {

@@ -142,6 +142,14 @@ func (t *Triage) OutboxResolutions(ctx context.Context, name string, ids []int64
 	return t.store.OutboxResolutions(ctx, name, ids)
 }
 
+// OutboxRequeued records that an operator requeued events (not a replay job, which marks them
+// replayed): their resolved or ignored marks are opened, so that an event that dies again is
+// counted as open, not hidden by a decision about its earlier death.
+func (t *Triage) OutboxRequeued(ctx context.Context, actor access.Actor, name string, ids []int64) error {
+	_, err := t.store.ReopenRequeuedOutbox(ctx, actor.Name, name, ids)
+	return err
+}
+
 // SettledDead counts the outbox's events that are DEAD and marked resolved or ignored: what the
 // overview stops counting. One a replay sent back that died again is replayed, so open again.
 func (t *Triage) SettledDead(ctx context.Context, name string) (int64, error) {

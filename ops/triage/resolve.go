@@ -50,6 +50,7 @@ type Store interface {
 	SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error)
 	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]Resolution, error)
 	SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error)
+	ReopenRequeuedOutbox(ctx context.Context, actor, outbox string, ids []int64) (int64, error)
 	AddNote(ctx context.Context, e audit.Entry, n Note) (Note, error)
 	Notes(ctx context.Context, source string) ([]Note, error)
 }
