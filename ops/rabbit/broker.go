@@ -183,11 +183,21 @@ func (b *Broker) watched(vhost string) bool {
 // isDLQName reports whether a queue name matches the configured dead_letter_queues globs.
 func (b *Broker) isDLQName(name string) bool {
 	for _, p := range b.patterns {
-		if ok, _ := path.Match(p, name); ok {
+		if matchName(p, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// nameSlash stands for '/' while matchName matches: a character no queue name is expected to hold.
+const nameSlash = "\uffff"
+
+// matchName is path.Match over a RabbitMQ name, in which '/' is a character like any other:
+// path.Match's * and ? stop at '/' (a path separator), so "*.dlq" missed "billing/invoices.dlq".
+func matchName(pattern, name string) bool {
+	ok, _ := path.Match(strings.ReplaceAll(pattern, "/", nameSlash), strings.ReplaceAll(name, "/", nameSlash))
+	return ok
 }
 
 // bound gives ctx the broker's timeout unless it already ends sooner.
