@@ -148,9 +148,9 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 		if t.Retry || t.Open() == 0 || now.Sub(t.NewestAt) > recentDeadLetterArrival {
 			continue
 		}
-		held := ops.FormatNum(t.Records) + " dead letters"
+		held := ops.Plural(t.Records, "dead letter")
 		if t.Settled > 0 {
-			held = ops.FormatNum(t.Open()) + " open dead letters (of " + ops.FormatNum(t.Records) + ")"
+			held = ops.FormatNum(t.Open()) + " open " + ops.PluralWord(t.Open(), "dead letter") + " (of " + ops.FormatNum(t.Records) + ")"
 		}
 		out = append(out, Problem{Key: key(KindDeadLetters, "kafka", cluster, t.Topic), Kind: KindDeadLetters, Severity: Warning,
 			Title: fmt.Sprintf("%s (%s) holds %s; the newest arrived %s ago",
@@ -182,7 +182,7 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
 		switch {
 		case q.IsDeadLetterQueue && q.Ready > 0:
-			title := fmt.Sprintf("%s holds %s dead letters", q.Name, ops.FormatNum(q.Ready))
+			title := fmt.Sprintf("%s holds %s", q.Name, ops.Plural(q.Ready, "dead letter"))
 			if q.Growing {
 				title += " and keeps growing (" + q.Growth + ")"
 			}

@@ -96,6 +96,24 @@ func TestRabbitProblems(t *testing.T) {
 	}
 }
 
+// One dead letter reads as one: the overview said "qa.dlq holds 1 dead letters" and "orders.DLT
+// (main) holds 1 open dead letters (of 3)".
+func TestOneDeadLetterReadsSingular(t *testing.T) {
+	var one queues.Queue
+	one.Name, one.Vhost, one.IsDeadLetterQueue, one.Ready = "one.dlq", "/", true, 1
+	if got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{one}}, nil, now); len(got) != 1 || got[0].Title != "one.dlq holds 1 dead letter" {
+		t.Errorf("queue: %+v", got)
+	}
+	got := KafkaProblems("main", lag.Snapshot{DeadLetterTopics: []kafka.DLTopic{
+		{Topic: "a.DLT", Records: 1, NewestAt: now.Add(-time.Minute)},
+		{Topic: "b.DLT", Records: 3, Settled: 2, NewestAt: now.Add(-time.Minute)},
+	}}, nil, now)
+	if len(got) != 2 || got[0].Title != "a.DLT (main) holds 1 dead letter; the newest arrived 1 min ago" ||
+		got[1].Title != "b.DLT (main) holds 1 open dead letter (of 3); the newest arrived 1 min ago" {
+		t.Errorf("topics: %+v", got)
+	}
+}
+
 func TestOutboxProblems(t *testing.T) {
 	age := 10 * time.Minute
 	st := outbox.Stats{StuckLeases: 2, Counts: map[outbox.Status]int64{outbox.Dead: 1200}, OldestReadyAge: &age}
