@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/lag"
+	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -251,5 +253,75 @@ func TestErrorGroupLinksListTheirGroup(t *testing.T) {
 	}
 	if len(seen) != len(want) {
 		t.Errorf("groups linked %v, want %v", seen, want)
+	}
+}
+
+// A filter's scan read every resolution state whatever state= said (on the demo's orders.DLT,
+// state=resolved matched all 241 records, none of them resolved), and offset= and at= were
+// ignored (filter=true&partition=0&offset=5 answered offsets 80, 79, 78…): state keeps the
+// records in that state, as a page of records does, and offset and at are 400s saying what a
+// scan reads instead.
+func TestRecordsScanKeepsStateAndRefusesPageParameters(t *testing.T) {
+	k := dltCluster(t, 1, `{"n":0}`, `{"n":1}`, `{"n":2}`, `{"n":3}`)
+	marks := map[int64]string{1: "resolved", 3: "replayed"}
+	lookup := func(context.Context, string, string) search.ResolutionOf {
+		return func(_ int32, o int64) (string, error) {
+			if s, ok := marks[o]; ok {
+				return s, nil
+			}
+			return "open", nil
+		}
+	}
+	records := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, Resolutions: lookup}).
+		Records(NewKafka([]KafkaCluster{k}, nil, nil, nil, nil).APIRecords)
+	scan := func(query string) ([]int64, int64, error) {
+		rec, err := callAPI(t, records, "/records?"+query, []string{"cluster", "topic"}, "main", "orders.DLT")
+		if err != nil {
+			return nil, 0, err
+		}
+		var out struct {
+			Records []struct {
+				Offset int64 `json:"offset"`
+			} `json:"records"`
+			Matched int64  `json:"matched"`
+			Filter  string `json:"filter"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		if out.Filter == "" {
+			t.Fatalf("%s: not a scan: %s", query, rec.Body)
+		}
+		offsets := []int64{}
+		for _, r := range out.Records {
+			offsets = append(offsets, r.Offset)
+		}
+		return offsets, out.Matched, nil
+	}
+	for query, want := range map[string][]int64{
+		"filter=true":                            {3, 2, 1, 0},
+		"filter=true&state=all":                  {3, 2, 1, 0},
+		"filter=true&state=open":                 {2, 0},
+		"filter=true&state=resolved":             {1},
+		"filter=true&partition=0&state=replayed": {3},
+		"filter=true&state=ignored":              {},
+		"filter=" + url.QueryEscape("offset > 0") + "&state=open&order=oldest":  {2},
+		"filter=" + url.QueryEscape(`resolution == "open"`) + "&state=resolved": {},
+	} {
+		got, matched, err := scan(query)
+		if err != nil || !slices.Equal(got, want) || matched != int64(len(want)) {
+			t.Errorf("%s: offsets %v (matched %d), %v; want %v", query, got, matched, err, want)
+		}
+	}
+	for query, want := range map[string]string{
+		"filter=true&state=bogus":          "state: must be open, resolved, ignored, replayed or all",
+		"filter=true&partition=0&offset=2": "offset: is read only by a page of records (no filter): a filter's scan reads the offsets from_offset to to_offset",
+		"filter=true&at=2020-01-01":        "at: is read only by a page of records (no filter): a filter's scan selects by time in the filter",
+		"filter=true&partition=all&at=15m": "at: is read only by a page of records",
+		"filter=true&stream=true&offset=0": "offset: is read only by a page of records",
+	} {
+		if _, _, err := scan(query); !errors.Is(err, ops.ErrInvalid) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want a 400 saying %q", query, err, want)
+		}
 	}
 }

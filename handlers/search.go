@@ -113,6 +113,24 @@ func refuseScanOnly(c echo.Context) error {
 	return nil
 }
 
+// pageOnlyParams are the records API's parameters that only a page of records (no ?filter=) reads.
+var pageOnlyParams = map[string]string{
+	"offset": "a filter's scan reads the offsets from_offset to to_offset (inclusive) and goes on with the previous answer's next_cursor as cursor",
+	"at":     `a filter's scan selects by time in the filter, as in timestamp >= timestamp("2026-11-30T06:00:00Z")`,
+}
+
+// refusePageOnly refuses a filter's scan given a parameter only a page of records reads:
+// ignored, filter=true&partition=0&offset=5 answered the partition's newest records (80, 79, 78…)
+// as if no offset had been asked for, and at= the same.
+func refusePageOnly(c echo.Context) error {
+	for _, name := range []string{"offset", "at"} {
+		if c.QueryParam(name) != "" {
+			return ops.Invalid(name, "is read only by a page of records (no filter): "+pageOnlyParams[name])
+		}
+	}
+	return nil
+}
+
 // compile compiles ?filter= for kind ("" is no filter).
 func compileFilter(c echo.Context, kind search.Kind) (*search.Filter, error) {
 	expr := c.QueryParam("filter")
@@ -245,7 +263,16 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter)
+	if err := refusePageOnly(c); err != nil {
+		return err
+	}
+	// The records in that resolution state, as on a page of records: a scan read every state
+	// whatever state= said (state=resolved matched all 241 records of orders.DLT, 0 resolved).
+	state, err := recordState(c, "all")
+	if err != nil {
+		return err
+	}
+	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter).InState(state)
 	raw, err := rawParam(c)
 	if err != nil {
 		return err

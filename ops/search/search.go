@@ -104,6 +104,9 @@ type Filter struct {
 	// resolutions answers the resolution variable of a Kafka record (WithResolutions); nil:
 	// every record is open.
 	resolutions ResolutionOf
+	// state, when set (InState), is the resolution state a Kafka record must be in to match,
+	// besides passing the expression.
+	state string
 }
 
 // Text is the expression as given.
@@ -277,6 +280,11 @@ func keep[M any](m M, each func(M) error, matches *[]M, matched *int64, limit in
 
 func (f *Filter) eval(ctx context.Context, act interpreter.Activation) (match bool, evalErr, err error) {
 	f.bind(act)
+	if f.state != "" { // InState: a record in another state is no match, whatever the expression says
+		if in, evalErr := f.inState(act); !in {
+			return false, evalErr, nil
+		}
+	}
 	var out ref.Val
 	var e error
 	if f.bounded != nil {

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,52 @@ func TestResolutionVariable(t *testing.T) {
 	_, _ = keyOnly.WithResolutions(lookup).MatchKafka(ctx, rec(0, 1))
 	if calls != 0 {
 		t.Fatalf("a filter on the key asked the lookup %d times", calls)
+	}
+}
+
+// InState keeps the records in one resolution state besides the expression (a scan's ?state=):
+// "all" or "" is the filter itself, a shared filter is unchanged, and a lookup that fails is no
+// match with the reason counted, as the resolution variable's is.
+func TestInState(t *testing.T) {
+	ctx := context.Background()
+	f, err := Compile(Kafka, `offset > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.InState("all") != f || f.InState("") != f {
+		t.Fatal(`InState("all") or InState("") changed the filter`)
+	}
+	marks := map[int64]string{1: "resolved", 3: "replayed"}
+	lookup := func(_ int32, o int64) (string, error) {
+		if s, ok := marks[o]; ok {
+			return s, nil
+		}
+		return "open", nil
+	}
+	rec := func(o int64) kafka.Record { return kafka.Record{Offset: o} }
+	for state, want := range map[string][]int64{"open": {2}, "resolved": {1}, "replayed": {3}, "ignored": nil} {
+		g := f.WithResolutions(lookup).InState(state)
+		var got []int64
+		for o := range int64(4) {
+			if ok, err := g.MatchKafka(ctx, rec(o)); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				got = append(got, o)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("state %s: matched offsets %v, want %v", state, got, want)
+		}
+	}
+	if ok, _ := f.MatchKafka(ctx, rec(1)); !ok {
+		t.Fatal("InState changed the shared filter")
+	}
+	if ok, _ := f.InState("open").MatchKafka(ctx, rec(1)); !ok {
+		t.Fatal("without a lookup every record is open")
+	}
+	failing := f.WithResolutions(func(int32, int64) (string, error) { return "", errors.New("store down") }).InState("open")
+	r := rec(2)
+	if m, evalErr, err := failing.eval(ctx, &kafkaVars{plain: &r, seen: &r}); m || evalErr == nil || err != nil {
+		t.Fatalf("a failing lookup: match %v, eval error %v, err %v; want no match with the reason", m, evalErr, err)
 	}
 }

@@ -143,6 +143,32 @@ func (f *Filter) WithResolutions(lookup ResolutionOf) *Filter {
 	return &g
 }
 
+// InState is the filter that keeps only the Kafka records whose resolution state (the resolution
+// variable, answered by WithResolutions' lookup) is state, besides passing the expression: a
+// scan's ?state=, as a page of records keeps its state. "" or "all" is f itself; f is unchanged.
+func (f *Filter) InState(state string) *Filter {
+	if f == nil || state == "" || state == "all" {
+		return f
+	}
+	g := *f
+	g.state = state
+	return &g
+}
+
+// inState says whether the message act resolves is in the filter's state. A state the lookup
+// could not tell is no match, and evalErr says why (counted as the expression's failures are).
+func (f *Filter) inState(act interpreter.Activation) (in bool, evalErr error) {
+	v, ok := act.ResolveName("resolution")
+	if !ok {
+		return false, nil
+	}
+	if e, isErr := v.(*types.Err); isErr {
+		return false, e
+	}
+	s, _ := v.(string)
+	return s == f.state, nil
+}
+
 // bind gives an activation what the filter knows beyond the message: the resolution lookup.
 // Done here, at evaluation, so that the scans build their activations as they like.
 func (f *Filter) bind(act interpreter.Activation) {
