@@ -44,6 +44,8 @@ type Cluster interface {
 	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
 	CopySkipped(ctx context.Context, req kafka.CopyRequest) (kafka.CopyResult, error)
 	CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error
+	// TopicID is the topic's ID now ("" when the broker has none); unknown topic → ErrNotFound.
+	TopicID(ctx context.Context, topic string) (string, error)
 }
 
 // Store keeps plans and the audit log; *store.Store implements it. Errors: ErrNotFound for an
@@ -104,10 +106,14 @@ type Move struct {
 
 // Plan is a frozen move, stored until applied.
 type Plan struct {
-	ID         string          `json:"id"`
-	Cluster    string          `json:"cluster"`
-	Group      string          `json:"group"`
-	Topic      string          `json:"topic"`
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
+	Group   string `json:"group"`
+	Topic   string `json:"topic"`
+	// TopicID is Topic's ID when planned ("" from a broker without topic IDs, or a plan stored
+	// before it was kept): apply refuses a topic deleted and created again since, whose offsets
+	// hold other records than those the plan skips.
+	TopicID    string          `json:"topic_id,omitempty"`
 	To         Target          `json:"to"`
 	Partitions []Move          `json:"partitions"`
 	Skipped    int64           `json:"skipped"`
@@ -188,6 +194,10 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	topicID, err := c.TopicID(ctx, r.Topic)
+	if err != nil {
+		return Plan{}, err
+	}
 	selected := offs.Partitions
 	if r.Partitions != nil {
 		if len(r.Partitions) == 0 {
@@ -210,7 +220,7 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 			return Plan{}, err
 		}
 	}
-	p := Plan{ID: "offplan_" + randomID(8), Cluster: r.Cluster, Group: r.Group, Topic: r.Topic, To: to,
+	p := Plan{ID: "offplan_" + randomID(8), Cluster: r.Cluster, Group: r.Group, Topic: r.Topic, TopicID: topicID, To: to,
 		Partitions: []Move{}, Warnings: []string{}, Members: []string{}, CreatedBy: r.Actor}
 	var never, again []string
 	var reread int64
@@ -494,6 +504,21 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if err := p.ApplyRefused(); err != nil {
 		res.Moved = p.AppliedAt != nil
 		return deny(err)
+	}
+	// The topic the plan was made on: one deleted and created again since holds other records at
+	// the planned offsets, and the apply copied and skipped those, never seen by anyone (the
+	// group's new commits can match the planned ones, or both be none).
+	if p.TopicID != "" {
+		id, err := c.TopicID(ctx, p.Topic)
+		switch {
+		case errors.Is(err, ops.ErrNotFound):
+			return deny(ops.Conflict("topic %s was deleted since the plan was made; plan again", p.Topic))
+		case err != nil:
+			return res, err
+		case id != p.TopicID:
+			return deny(ops.Conflict("topic %s was deleted and created again since the plan was made: its offsets now hold "+
+				"other records than those the plan skips; plan again", p.Topic))
+		}
 	}
 	target := groupTarget(p.Cluster, p.Group)
 	mem, err := c.GroupMembership(ctx, p.Group)

@@ -645,3 +645,57 @@ func TestPlanForMissingGroupWarns(t *testing.T) {
 		t.Errorf("plan for an existing group warns %q", p.Warnings)
 	}
 }
+
+// A plan applied after its topic was deleted and created again copied and skipped the new
+// topic's records at the planned offsets, which nobody had seen (the group's commit was the
+// planned one again): measured on the demo, a plan skipping offsets 10–14 of qaoff copied the
+// new topic's k7…k11 and committed 15. The plan keeps the topic's ID and the apply is refused,
+// having copied and committed nothing; so is one whose topic is gone.
+func TestApplyRefusedAfterTopicRecreated(t *testing.T) {
+	e, _ := newEnv(t, configs.FourEyes{})
+	ctx := ctxT(t)
+	e.commit(t, "billing", map[int32]int64{0: 3})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{0},
+		To: offsets.Target{Kind: offsets.KindShift, By: 2}, Actor: "alice"})
+	if err != nil || p.CopyTo != "orders.DLT" || p.Partitions[0].Skipped != 2 {
+		t.Fatalf("plan: %+v, %v; want 2 records skipped and copied to orders.DLT", p, err)
+	}
+	if _, err := e.adm.DeleteTopics(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.adm.CreateTopic(ctx, 3, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(fmt.Sprintf("new-%d", i))})
+	}
+	// A new client: the old one's metadata names the deleted topic's ID.
+	prod := kfaketest.Client(t, e.broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	kfaketest.Commit(t, kadm.NewClient(prod), "billing", "orders", map[int32]int64{0: 3}) // the new topic's consumer got as far
+	if err := e.apply(t, p, "skip the poison record"); !errors.Is(err, ops.ErrConflict) ||
+		!strings.Contains(err.Error(), "topic orders was deleted and created again since the plan was made") {
+		t.Fatalf("apply after the topic was recreated: %v, want a conflict saying so", err)
+	}
+	if got := e.committed(t, "billing"); got[0] != 3 {
+		t.Errorf("committed %v after the refusal, want partition 0 still at 3", got)
+	}
+	if n := len(e.dlt(t)); n != 0 {
+		t.Errorf("%d records copied to orders.DLT by the refused apply, want none", n)
+	}
+	// Gone altogether.
+	p, err = e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{0},
+		To: offsets.Target{Kind: offsets.KindShift, By: 1}, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.adm.DeleteTopics(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.apply(t, p, "skip"); !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "topic orders was deleted since the plan was made") {
+		t.Fatalf("apply after the topic was deleted: %v, want a conflict saying so", err)
+	}
+}
