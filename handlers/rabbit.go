@@ -332,7 +332,7 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 		if q.IsDeadLetterQueue {
 			page.DLQs++
 			page.DLQMessages += q.Ready + q.Unacked
-			page.DLQInflow += q.PublishRate
+			page.DLQInflow += q.Inflow
 		}
 		if q.Growing {
 			page.Growing++

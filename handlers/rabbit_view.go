@@ -34,7 +34,7 @@ func exchangeLabel(x string) string {
 func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 	r := rabbitpages.QueueRow{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
 		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
-		RedeliverRate: q.RedeliverRate, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
+		RedeliverRate: q.RedeliverRate, Inflow: q.Inflow, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
 		Policy: q.Policy}
 	if q.HasDeadLetterExchange {
 		r.DeadLetterTo = exchangeLabel(q.DeadLetterExchange)

@@ -24,6 +24,7 @@ type rabbitQueueJSON struct {
 	DeliverRate           float64 `json:"deliver_rate"`
 	AckRate               float64 `json:"ack_rate"`
 	RedeliverRate         float64 `json:"redeliver_rate"`
+	InflowRate            float64 `json:"inflow_rate"` // queues.Queue.Inflow: counts dead-lettering, which publish_rate does not
 	DeadLetterExchange    string  `json:"dead_letter_exchange"`
 	DeadLetterRoutingKey  string  `json:"dead_letter_routing_key"`
 	HasDeadLetterExchange bool    `json:"has_dead_letter_exchange"`
@@ -44,7 +45,7 @@ type rabbitQueueJSON struct {
 func toRabbitQueueJSON(q queues.Queue) rabbitQueueJSON {
 	return rabbitQueueJSON{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
 		Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
-		RedeliverRate: q.RedeliverRate, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
+		RedeliverRate: q.RedeliverRate, InflowRate: q.Inflow, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
 		HasDeadLetterExchange: q.HasDeadLetterExchange, DeadLetterSource: q.DeadLetterSource,
 		IsDeadLetterQueue: q.IsDeadLetterQueue, IsRetryQueue: q.Retry, MessageTTL: q.MessageTTL,
 		DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength, Overflow: q.Overflow,

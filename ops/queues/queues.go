@@ -37,6 +37,11 @@ type Queue struct {
 	// samples; Growth says which and by how much ("ready 10 → 40 in 45s").
 	Growing bool
 	Growth  string
+	// Inflow is how many messages a second arrive: the broker's publish rate, or, when more, the
+	// rise of the queue's depth (ready + unacked) over the sampler's window plus its ack rate.
+	// RabbitMQ counts only what channels publish, never what it dead-letters itself, so a DLQ fed
+	// by a dead-letter exchange has a publish rate of 0 however fast it fills.
+	Inflow float64
 }
 
 // Queue finds a queue of the snapshot.

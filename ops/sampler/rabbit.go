@@ -175,6 +175,7 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot
 
 		rq := queues.Queue{Queue: q, Retry: t.RetryQueues[ref]}
 		rq.Growing, rq.Growth = growth(w)
+		rq.Inflow = max(q.PublishRate, depthInflow(w, q.AckRate))
 		snap.Queues[i] = rq
 		rows[i] = history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
 			Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
@@ -189,6 +190,22 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot
 		return a.Name < b.Name
 	})
 	return snap, rows
+}
+
+// depthInflow is the arrival rate a depth window shows: the rise of ready + unacked from its first
+// sample to its last, a second, plus what acks took out meanwhile (ackRate, the broker's); 0
+// with fewer than two samples.
+func depthInflow(w []depth, ackRate float64) float64 {
+	if len(w) < 2 {
+		return 0
+	}
+	first, last := w[0], w[len(w)-1]
+	span := last.at.Sub(first.at).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	rise := float64(last.ready+last.unacked-first.ready-first.unacked) / span
+	return max(0, rise+ackRate)
 }
 
 // growth reports whether ready or unacked rose at every step of a full window.

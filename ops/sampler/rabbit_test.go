@@ -509,7 +509,7 @@ func TestRabbitWireRoundTrip(t *testing.T) {
 				DeadLetterRoutingKey: "a.dlq", DeadLetterSource: rabbit.SourcePolicy, MessageTTL: &ttl, DeliveryLimit: &limit,
 				Overflow: "reject-publish-dlx", SingleActiveConsumer: true, Policy: "p", OperatorPolicy: "op",
 				Arguments: map[string]string{"x-queue-type": "quorum"}},
-				Retry: true, Growing: true, Growth: "ready 1 → 4 in 45s"},
+				Retry: true, Growing: true, Growth: "ready 1 → 4 in 45s", Inflow: 0.25},
 			{Queue: rabbit.Queue{Vhost: "/", Name: "a.dlq", IsDeadLetterQueue: true, Arguments: map[string]string{}}},
 		},
 		Edges: []rabbit.Edge{
@@ -526,7 +526,59 @@ func TestRabbitWireRoundTrip(t *testing.T) {
 	if err != nil || !ok || !reflect.DeepEqual(out, in) {
 		t.Fatalf("round trip (%v, %v):\n got %+v\nwant %+v", ok, err, out, in)
 	}
+	// A snapshot stored before inflow was kept reads its publish rate as its inflow.
+	old, ok, err := decodeRabbit([]byte(fmt.Sprintf(`{"v":%d,"q":[{"vh":"/","n":"a","pr":0.5}]}`, rabbitWireVersion)))
+	if err != nil || !ok || len(old.Queues) != 1 || old.Queues[0].Inflow != 0.5 {
+		t.Errorf("a snapshot without inflow: %+v %v %v", old.Queues, ok, err)
+	}
 	if _, ok, err := decodeRabbit([]byte(`{}`)); ok || err != nil {
 		t.Errorf("an empty document must read as not sampled: %v %v", ok, err)
+	}
+}
+
+// A DLQ filled by RabbitMQ's own dead-lettering has a publish rate of 0 in the management API
+// (it counts only what channels publish), so the queue page's "Inflow — dead letters arriving"
+// read "—" while the demo's orders.dlq grew 7 messages every 15 s. Its inflow is now the rise of
+// its depth over the sampler's window (plus its acks): 10 dead letters every 15 s is 0.67/s.
+func TestRabbitDeadLetterInflow(t *testing.T) {
+	ctx := ctxT(t)
+	e := newRmqEnv(t)
+	clk := newClock()
+	e.Queue("work", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work.dlq"})
+	e.Queue("work.dlq", nil)
+	s := rabbitSampler(t, openStore(t, testDSN(t)), clk, nil, e.b)
+	dead := int64(0)
+	var snap queues.Snapshot
+	for range 3 {
+		e.publish("", "work", 10)
+		for range 10 {
+			d, ok, err := e.ch.Get("work", false)
+			if err != nil || !ok {
+				t.Fatalf("get: %v %v", ok, err)
+			}
+			if err := d.Nack(false, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dead += 10
+		e.waitReady("work.dlq", dead)
+		clk.Add(15 * time.Second)
+		if err := s.SampleOnce(ctx); err != nil {
+			t.Fatalf("SampleOnce: %v", err)
+		}
+		var err error
+		if snap, err = s.LatestRabbit(ctx, "main"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := rq(t, snap, e.vhost, "work.dlq")
+	if !q.IsDeadLetterQueue || q.PublishRate != 0 {
+		t.Fatalf("work.dlq: DLQ %v, publish rate %v: want a DLQ the broker counts no publishes for", q.IsDeadLetterQueue, q.PublishRate)
+	}
+	if want := 20.0 / 30; q.Inflow < want-0.01 || q.Inflow > want+0.01 {
+		t.Errorf("work.dlq inflow %.3f/s, want %.3f (10 dead letters every 15 s)", q.Inflow, want)
+	}
+	if w := rq(t, snap, e.vhost, "work"); w.Inflow < w.PublishRate {
+		t.Errorf("work: inflow %v below its publish rate %v", w.Inflow, w.PublishRate)
 	}
 }

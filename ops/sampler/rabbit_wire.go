@@ -50,6 +50,7 @@ type wireQueue struct {
 	Retry          bool              `json:"rt,omitempty"`
 	Growing        bool              `json:"g,omitempty"`
 	Growth         string            `json:"gw,omitempty"`
+	Inflow         float64           `json:"in,omitempty"`
 	Args           map[string]string `json:"a,omitempty"`
 }
 
@@ -85,7 +86,7 @@ func encodeRabbit(s queues.Snapshot) ([]byte, error) {
 			DLX: q.DeadLetterExchange, HasDLX: q.HasDeadLetterExchange, DLRK: q.DeadLetterRoutingKey,
 			DLSource: q.DeadLetterSource, TTL: q.MessageTTL, DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength,
 			Overflow: q.Overflow, SAC: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
-			DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth, Args: q.Arguments}
+			DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth, Inflow: q.Inflow, Args: q.Arguments}
 	}
 	for i, e := range s.Edges {
 		w.Edges[i] = wireEdge(e)
@@ -119,7 +120,8 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 			DeadLetterSource: q.DLSource, MessageTTL: q.TTL, DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength,
 			Overflow: q.Overflow, SingleActiveConsumer: q.SAC, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
 			IsDeadLetterQueue: q.DLQ, Arguments: q.Args},
-			Retry: q.Retry, Growing: q.Growing, Growth: q.Growth}
+			Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
+			Inflow: max(q.Inflow, q.PublishRate)} // a snapshot stored before Inflow: the publish rate
 	}
 	snap.Edges = make([]rabbit.Edge, len(w.Edges))
 	for i, e := range w.Edges {

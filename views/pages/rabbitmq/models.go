@@ -59,7 +59,8 @@ type QueueRow struct {
 	DeliverRate   float64
 	AckRate       float64
 	RedeliverRate float64
-	DeadLetterTo  string // the dead-letter exchange for display: "" none, "(default)" the default exchange
+	Inflow        float64 // messages arriving a second, dead-lettered ones included (queues.Queue.Inflow)
+	DeadLetterTo  string  // the dead-letter exchange for display: "" none, "(default)" the default exchange
 	DLQ           bool
 	Retry         bool
 	Growing       bool

@@ -1223,7 +1223,7 @@ func Queue(p QueuePage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if p.Row.DLQ {
-				templ_7745c5c3_Err = components.StatCard("Inflow", rate(p.Row.PublishRate), "dead letters arriving", inflowTone(p.Row.PublishRate)).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = components.StatCard("Inflow", rate(p.Row.Inflow), "dead letters arriving", inflowTone(p.Row.Inflow)).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
