@@ -325,3 +325,40 @@ func TestRecordsScanKeepsStateAndRefusesPageParameters(t *testing.T) {
 		}
 	}
 }
+
+// A topic page given a filter and no partition (a shared link: orders.DLT?filter=true) scanned
+// and exported every partition while its partition choice said 0 and its "Plan replay of the
+// matches" planned partition 0 alone (240 matched on the demo, 80 planned). Such a page is the
+// page of every partition: the choice says all, and the plan of the matches names no partition,
+// as the scan. With a partition given, all three keep it.
+func TestTopicSearchWithoutPartitionReadsEveryPartition(t *testing.T) {
+	k := dltClusterOf(t, 2, &kgo.Record{Topic: "orders.DLT", Partition: 0, Value: []byte("{}")},
+		&kgo.Record{Topic: "orders.DLT", Partition: 1, Value: []byte("{}")})
+	h := NewKafka([]KafkaCluster{k}, sampledOnce{}, func(echo.Context, string, string) layout.Meta { return layout.Meta{CanOperate: true} }, nil, nil)
+	planForm := regexp.MustCompile(`(?s)<form method="post" action="/replays/plan" data-testid="plan-matches">.*?</form>`)
+	for query, partition := range map[string]string{"filter=true": "all", "filter=true&partition=all": "all", "filter=true&partition=1": "1"} {
+		rec, err := callAPI(t, h.TopicPage, "/?"+query, []string{"cluster", "topic"}, "main", "orders.DLT")
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		body := rec.Body.String()
+		scan := regexp.MustCompile(`data-scan="([^"]*)"`).FindStringSubmatch(body)
+		form := planForm.FindString(body)
+		if scan == nil || form == "" {
+			t.Fatalf("%s: no scan panel or plan of the matches", query)
+		}
+		if !strings.Contains(html.UnescapeString(scan[1]), "partition="+partition) {
+			t.Errorf("%s: the scan reads %s, want partition=%s", query, scan[1], partition)
+		}
+		planned := regexp.MustCompile(`name="partition" value="(\d+)"`).FindStringSubmatch(form)
+		switch {
+		case partition == "all" && planned != nil:
+			t.Errorf("%s: the plan of the matches names partition %s while the scan reads every partition", query, planned[1])
+		case partition != "all" && (planned == nil || planned[1] != partition):
+			t.Errorf("%s: the plan of the matches names partition %v, want %s", query, planned, partition)
+		}
+		if !strings.Contains(body, `<option value="`+partition+`" selected>`) {
+			t.Errorf("%s: the partition choice does not say %s", query, partition)
+		}
+	}
+}
