@@ -101,6 +101,8 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 			return nil, err
 		}
 		r.SetQueueLock(st) // browses and plans of a queue take turns across replicas
+		// Reads of a delivery-limited quorum queue (RabbitMQ 4.x) keep what they may not return.
+		r.SetCustodian(replay.Custody{Store: st, Audit: st})
 		a.rabbit = append(a.rabbit, r)
 		a.keep("rabbitmq/"+r.Name(), r)
 	}

@@ -67,8 +67,17 @@ type Broker struct {
 	noEffectivePolicy bool
 	// browsing serializes browses of a queue (see browse.go); its zero value is ready to use.
 	browsing browseGuard
-	// quorum says, by QueueRef, whether a queue was a quorum queue when last read (quorumQueue).
-	quorum sync.Map
+	// custody keeps messages a read of a delivery-limited quorum queue must not return (custody.go).
+	custody custodyState
+	// returned remembers, by QueueRef, what the last read returned to a 4.x quorum queue's head
+	// (returnedAhead).
+	returned sync.Map
+	// ver caches Version (versionTTL).
+	ver struct {
+		mu sync.Mutex
+		v  Version
+		at time.Time
+	}
 
 	mu    sync.Mutex
 	conns map[string]*amqp.Connection // by vhost

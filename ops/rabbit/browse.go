@@ -57,6 +57,15 @@ type Message struct {
 	// Position is the message's place in the queue when browsed, 0 being the head (the next
 	// message a consumer would get), among the messages that were ready.
 	Position int
+	// DeliveryCount is how many times the queue had the message back before this read (the
+	// x-delivery-count header quorum queues set; 0 for others).
+	DeliveryCount int64
+	// DeliveriesLeft is how many more returns the queue's delivery limit allows it after this read
+	// returned it (RabbitMQ drops or dead-letters it past them); -1 when the queue has no limit.
+	DeliveriesLeft int64
+	// Kept is true for a message this read did not return because too few deliveries were left:
+	// it was taken into Redrive's archive, then acked (see Custody).
+	Kept bool
 	// Offset is the message's offset in a stream queue; nil for other queues.
 	Offset      *int64
 	Exchange    string // the exchange it was published (or dead-lettered) to; "" is the default exchange
@@ -119,6 +128,13 @@ type BrowseResult struct {
 	// messages now carry redelivered=true for their next consumer, and on a quorum queue their
 	// delivery count went up by one. Stream reads are not requeued and change nothing.
 	Redelivered bool
+	// DeliveryLimit is the quorum queue's effective delivery limit, which each read counts
+	// against; nil when none applies. DeliveryLimitFrom says where it comes from.
+	DeliveryLimit     *int64
+	DeliveryLimitFrom string
+	// Kept is how many of the messages read were taken into Redrive's archive instead of going
+	// back (Message.Kept).
+	Kept int
 	// Notes explain what the browse could not see or what it changed, in plain sentences.
 	Notes []string
 }
@@ -157,12 +173,20 @@ type BrowseResult struct {
 // ops.ErrConflict; broker unreachable, or the queue busy past the bound → ops.ErrUnavailable.
 func (b *Broker) Browse(ctx context.Context, vhost, queue string, limit int) (BrowseResult, error) {
 	msgs := []Message{}
-	res, err := b.browse(ctx, vhost, queue, limit, MaxBrowse, func(d amqp.Delivery, pos int) bool {
-		msgs = append(msgs, b.toMessage(d, pos))
+	res, err := b.browse(ctx, vhost, queue, limit, MaxBrowse, func(d amqp.Delivery, pos int, kept bool) bool {
+		m := b.toMessage(d, pos)
+		m.Kept = kept
+		msgs = append(msgs, m)
 		return true
 	})
 	if err != nil {
 		return BrowseResult{}, err
+	}
+	for i := range msgs {
+		msgs[i].DeliveriesLeft = DeliveriesLeft(res.DeliveryLimit, msgs[i].DeliveryCount+1) // after this read's return
+		if msgs[i].Kept {
+			msgs[i].DeliveriesLeft = 0
+		}
 	}
 	res.Messages = msgs
 	return res, nil
@@ -182,7 +206,10 @@ const browseWindow = 1000
 // queue's turn as Browse does, for as long as each takes; a result that is not Complete is a
 // selection that may miss messages of the head.
 func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int, each func(Message)) (BrowseResult, error) {
-	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int) bool {
+	return b.browse(ctx, vhost, queue, limit, MaxPeek, func(d amqp.Delivery, pos int, kept bool) bool {
+		if kept {
+			return true // in the archive now, not in the queue: a plan of the queue cannot move it
+		}
 		m := b.toFullMessage(d, pos)
 		m.Headers = headersOf(d.Headers) // a plan's filter.cel reads them
 		each(m)
@@ -194,7 +221,7 @@ func (b *Broker) Peek(ctx context.Context, vhost, queue string, limit int, each 
 // queue's state and notes (Messages left empty). Once sink returns false it is handed nothing more
 // and the read stops there, but for a quorum queue's, which goes on to the queue's end (see Browse);
 // what was read goes back to the queue all the same.
-func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int, sink func(amqp.Delivery, int) bool) (BrowseResult, error) {
+func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimit int, sink func(d amqp.Delivery, pos int, kept bool) bool) (BrowseResult, error) {
 	op := fmt.Sprintf("browse %s/%s", vhost, queue)
 	switch {
 	case vhost == "":
@@ -206,7 +233,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	case !b.watched(vhost):
 		return BrowseResult{}, b.fail(op, ops.NotFound("vhost %q is not watched", vhost))
 	}
-	q, err := b.browseInfo(ctx, vhost, queue)
+	q, mode, err := b.browseInfo(ctx, vhost, queue)
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
 	}
@@ -223,11 +250,11 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		}
 	}
 	// Reading a plan's 100,000 messages takes longer than one broker round trip: the bound grows
-	// with the limit (the caller's own deadline, a request's, still applies). A quorum queue is
-	// read whole.
+	// with the limit (the caller's own deadline, a request's, still applies). A quorum queue on
+	// RabbitMQ 3.x is read whole.
 	wholeMax := max(maxLimit, MaxQuorumBrowse)
 	bound := limit
-	if q.Type == TypeQuorum {
+	if mode.whole {
 		bound = max(limit, int(min(q.Total, int64(wholeMax))))
 	}
 	ctx, cancel := b.boundFor(ctx, bound)
@@ -249,7 +276,8 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		}
 	}
 	res := BrowseResult{Vhost: vhost, Queue: queue, Type: q.Type, Messages: []Message{},
-		Ready: int64(state.Messages), Consumers: int64(state.Consumers), Complete: true}
+		Ready: int64(state.Messages), Consumers: int64(state.Consumers), Complete: true,
+		DeliveryLimit: mode.limit, DeliveryLimitFrom: mode.from}
 
 	if q.Type == TypeStream {
 		// A stream's queue.declare-ok always counts 0 messages; the management count lags a little.
@@ -264,7 +292,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		return BrowseResult{}, b.fail(op, ops.Conflict("queue %q has single active consumer enabled and a consumer attached: "+
 			"a browser would be a standby consumer and receive nothing", queue))
 	}
-	if q.Type == TypeQuorum {
+	if mode.whole {
 		if err := quorumWhole(queue, state, wholeMax); err != nil {
 			return BrowseResult{}, b.fail(op, err)
 		}
@@ -295,27 +323,45 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 			"but the attached consumers can take and hold messages at any moment; the list may be partial.")
 	}
 	if q.Type == TypeQuorum {
-		res.Notes = append(res.Notes, "Quorum queue: browsing counts one delivery for each message read "+
-			"(the x-delivery-count header goes up); the queue has no delivery limit, so nothing is dead-lettered.")
+		res.Notes = append(res.Notes, mode.note())
 	}
 	if state.Messages == 0 {
 		res.Notes = append(res.Notes, "The queue has no ready messages.")
 		return res, nil
 	}
 	want := min(limit, state.Messages)
-	whole := 0 // a quorum queue is read to its end, up to this many
-	if q.Type == TypeQuorum {
+	whole := 0 // a quorum queue on 3.x is read to its end, up to this many
+	ahead := 0 // 4.x: returned messages ahead of the others, read too to keep the order
+	switch {
+	case mode.whole:
 		want, whole = state.Messages, wholeMax
+	case mode.byClose:
+		ahead = b.returnedAhead(q)
+		want = min(max(limit, ahead), state.Messages)
 	}
 	stopped := false
-	read, arrived, err := b.browseQueue(ctx, ch, vhost, queue, want, whole, func(d amqp.Delivery, pos int) bool {
+	read, arrived, kept, err := b.browseQueue(ctx, ch, q, mode, want, whole, func(d amqp.Delivery, pos int, kept bool) bool {
 		if pos < limit && !stopped {
-			stopped = !sink(d, pos)
+			stopped = !sink(d, pos, kept)
 		}
 		return !stopped || whole > 0
 	})
 	if err != nil {
 		return BrowseResult{}, b.fail(op, err)
+	}
+	if mode.byClose {
+		b.noteReturned(q.Ref(), read+arrived-kept)
+		if read > limit {
+			res.Notes = append(res.Notes, fmt.Sprintf("Quorum queue: %d messages that earlier reads returned wait ahead of "+
+				"the others, so this browse read %d messages, not only the page, and returned them all in order: "+
+				"returning only the page would have put it behind them.", ahead, read))
+		}
+	}
+	if res.Kept = kept; kept > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d %s had fewer than %d deliveries left before RabbitMQ would drop %s: "+
+			"taken into Redrive's archive (written, then acked) instead of going back; find %s in the archive of this queue.",
+			kept, plural(int64(kept), "message", "messages"), custodyReserve, plural(int64(kept), "it", "them"),
+			plural(int64(kept), "it", "them")))
 	}
 	if read < want && !stopped {
 		res.Complete = false
@@ -332,8 +378,8 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	// waits) until every message is ready again, so that the next reader sees them all, in order.
 	// With other consumers, or messages expiring (a message TTL), the count says nothing: it is
 	// not waited for.
-	if q.Type != TypeQuorum && read > 0 && state.Consumers == 0 && q.MessageTTL == nil && !b.awaitReturned(ctx, vhost, queue, 3*time.Second,
-		func(st amqp.Queue) bool { return st.Messages >= state.Messages || st.Consumers > 0 }) {
+	if !mode.whole && read > 0 && state.Consumers == 0 && q.MessageTTL == nil && !b.awaitReturned(ctx, vhost, queue, 3*time.Second,
+		func(st amqp.Queue) bool { return st.Messages+kept >= state.Messages || st.Consumers > 0 }) {
 		res.Notes = append(res.Notes, "The queue had not yet put back all the browsed messages when the browse ended: "+
 			"for a moment fewer messages may show as ready.")
 	}
@@ -342,8 +388,8 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		res.Notes = append(res.Notes, "The messages shown were returned to the queue in their original order; "+
 			"their next consumer sees them with redelivered=true.")
 	}
-	if q.Type == TypeQuorum && read > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("Quorum queue: RabbitMQ puts returned messages at the back, so the "+
+	if mode.whole && read > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("Quorum queue: RabbitMQ 3.x puts returned messages at the back, so the "+
 			"browse read all %d ready messages (%d published meanwhile) and returned them all at once, which keeps their order.",
 			read+arrived, arrived))
 	}
@@ -359,22 +405,112 @@ func (b *Broker) boundFor(ctx context.Context, n int) (context.Context, context.
 	return ops.Bound(ctx, b.timeout+time.Duration(n)*time.Millisecond)
 }
 
-// browseInfo reads the queue's settings and statistics and refuses a quorum queue with a delivery
-// limit, within the broker's timeout.
-func (b *Broker) browseInfo(ctx context.Context, vhost, queue string) (Queue, error) {
+// browseInfo reads the queue's settings and statistics and how a read of it goes on this broker
+// (readMode), within the broker's timeout.
+func (b *Broker) browseInfo(ctx context.Context, vhost, queue string) (Queue, readMode, error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	q, err := b.queueInfo(ctx, vhost, queue)
 	if err != nil {
-		return Queue{}, err
+		return Queue{}, readMode{}, err
 	}
-	b.quorum.Store(QueueRef{Vhost: vhost, Name: queue}, q.Type == TypeQuorum)
-	if q.Type == TypeQuorum {
-		if err := b.refuseDeliveryLimit(ctx, q); err != nil {
-			return Queue{}, err
+	mode, err := b.readModeOf(ctx, &q)
+	if err != nil {
+		return Queue{}, readMode{}, err
+	}
+	return q, mode, nil
+}
+
+// readMode is how a read of a classic or quorum queue (a browse, a Peek, a Cursor) goes on the
+// broker in front of the console. The zero readMode is a classic queue's: the head is read, and
+// what was read goes back to the head with one basic.nack(multiple, requeue).
+type readMode struct {
+	// whole: read and return the queue whole (quorum queues on RabbitMQ 3.x put returned
+	// messages at their back, behind any not handed out).
+	whole bool
+	// byClose: return what was read by closing its channel, not with a nack (quorum queues on
+	// 4.x put those back at the head, in order; a nack of an unlimited one puts them at the back).
+	byClose bool
+	// limit is the delivery limit each return counts against (quorum queues on 4.x); nil: none.
+	// from says where it comes from; keeper keeps what a return would bring too near it.
+	limit  *int64
+	from   string
+	keeper Custodian
+}
+
+// readModeOf is how q is read on this broker. It sets q.DeliveryLimit to the limit reads count
+// against, policies applied a moment ago included. A quorum queue with a delivery limit is refused
+// (ops.ErrConflict, with the fix) on 3.x, where a browse reads it whole, and on 4.x when no
+// Custodian is set.
+func (b *Broker) readModeOf(ctx context.Context, q *Queue) (readMode, error) {
+	if q.Type != TypeQuorum {
+		return readMode{}, nil
+	}
+	rules := b.rules(ctx)
+	limit, from, err := b.deliveryLimit(ctx, *q, rules)
+	if err != nil {
+		return readMode{}, err
+	}
+	q.DeliveryLimit = limit
+	if !rules.headReturns {
+		if limit != nil {
+			return readMode{}, fmt.Errorf("%w: quorum queue %q has a delivery limit of %d (from %s): a browse reads and "+
+				"returns the whole queue, and RabbitMQ counts each return as a delivery, so browsing would eventually "+
+				"dead-letter or drop its messages; remove the limit (on RabbitMQ 3.x a queue without one is unlimited), "+
+				"or move the messages to a classic queue (with a shovel) to look at them", ops.ErrConflict, q.Name, *limit, from)
+		}
+		return readMode{whole: true}, nil
+	}
+	m := readMode{byClose: true, limit: limit, from: from}
+	if limit != nil {
+		if m.keeper, err = b.custodian(ctx, *q); err != nil {
+			return readMode{}, err
 		}
 	}
-	return q, nil
+	return m, nil
+}
+
+// note is what a browse of a quorum queue read in mode m tells people about its cost.
+func (m readMode) note() string {
+	switch {
+	case m.whole:
+		return "Quorum queue: browsing counts one delivery for each message read (the x-delivery-count header " +
+			"goes up); the queue has no delivery limit, so nothing is dead-lettered."
+	case m.limit == nil:
+		return "Quorum queue: the messages read went back to the head in their order; each counts one more delivery " +
+			"(x-delivery-count), and the queue has no delivery limit (-1), so nothing is dropped."
+	}
+	return fmt.Sprintf("Quorum queue with a delivery limit of %d (from %s): this browse cost each message it read "+
+		"one delivery, and only those (the page, not the queue). A message a return would leave with fewer than %d "+
+		"deliveries is taken into Redrive's archive instead, so RabbitMQ never drops one because of a read. "+
+		"To browse without cost, give dead-letter queues delivery-limit -1 with a policy.", *m.limit, m.from, custodyReserve)
+}
+
+// deliveryLimit is quorum queue q's delivery limit and where it comes from: its argument, the
+// policy the management API reports, the broker's default, or a policy the API does not report
+// yet (policyDeliveryLimit), whichever is lowest.
+func (b *Broker) deliveryLimit(ctx context.Context, q Queue, rules quorumRules) (*int64, string, error) {
+	limit, from := q.DeliveryLimit, ""
+	switch {
+	case limit == nil:
+	case q.Arguments["x-delivery-limit"] != "":
+		from = "the x-delivery-limit argument"
+	case q.Policy != "" || q.OperatorPolicy != "":
+		from = "policy " + strconv.Quote(q.Policy)
+		if q.OperatorPolicy != "" {
+			from += " / operator policy " + strconv.Quote(q.OperatorPolicy)
+		}
+	default:
+		from = "RabbitMQ's default for quorum queues"
+	}
+	pl, pfrom, err := b.policyDeliveryLimit(ctx, q.Vhost, q.Name, rules)
+	if err != nil {
+		return nil, "", err
+	}
+	if pl != nil && (limit == nil || *pl < *limit) {
+		limit, from = pl, pfrom
+	}
+	return limit, from, nil
 }
 
 // statsLag is how long the management API's statistics may trail the broker: RabbitMQ samples them
@@ -425,38 +561,11 @@ func plural(n int64, one, many string) string {
 	return many
 }
 
-// refuseDeliveryLimit returns an ops.ErrConflict when quorum queue q has a delivery limit, from its
-// x-delivery-limit argument, from the policy the management API reports, or from the policies
-// themselves (see policyDeliveryLimit): each browse counts a delivery, so enough browses would
-// dead-letter or drop the messages looked at.
-func (b *Broker) refuseDeliveryLimit(ctx context.Context, q Queue) error {
-	limit, from := q.DeliveryLimit, ""
-	if _, ok := q.Arguments["x-delivery-limit"]; ok {
-		from = "the x-delivery-limit argument"
-	} else if limit != nil {
-		from = "policy " + strconv.Quote(q.Policy)
-		if q.OperatorPolicy != "" {
-			from += " / operator policy " + strconv.Quote(q.OperatorPolicy)
-		}
-	}
-	pl, pfrom, err := b.policyDeliveryLimit(ctx, q.Vhost, q.Name)
-	if err != nil {
-		return err
-	}
-	if pl != nil && (limit == nil || *pl < *limit) {
-		limit, from = pl, pfrom
-	}
-	if limit == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: quorum queue %q has a delivery limit of %d (from %s): a browse returns the messages it "+
-		"read and RabbitMQ counts that as a delivery, so browsing would eventually dead-letter or drop them; "+
-		"remove the limit, or move the messages to a classic queue (with a shovel) to look at them",
-		ops.ErrConflict, q.Name, *limit, from)
-}
-
-// browseQueue consumes up to want messages with manual acks and returns all of them with one
-// nack(multiple, requeue) after the consumer is cancelled, so they go back in order. With whole
+// browseQueue consumes up to want messages of q with manual acks and returns all of them with one
+// nack(multiple, requeue) after the consumer is cancelled, so they go back in order (in mode
+// byClose, by closing the channel). A message a return would bring too near the queue's delivery
+// limit is kept instead (mode.keeper: archive, then ack), and sink is told so; kept is how many
+// were. With whole
 // (a quorum queue, which puts returned messages at its back) it also reads the messages published
 // while it read, up to whole in all, so that what it returns is the queue's whole ready list; a
 // message published after its last look goes ahead of them. sink gets the first want; read is
@@ -466,19 +575,25 @@ func (b *Broker) refuseDeliveryLimit(ctx context.Context, q Queue) error {
 // each next one (on the same channel, behind the messages it holds) with four times the last's,
 // up to maxPrefetch. Once sink returns false the read stops: what was already on its way is at
 // most the rest of one window, and goes back with the others.
-func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue string, want, whole int,
-	sink func(amqp.Delivery, int) bool) (read, arrived int, err error) {
-	if whole > 0 && want > maxPrefetch {
-		return b.browseWindows(ctx, vhost, queue, want, true, sink)
+func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, q Queue, mode readMode, want, whole int,
+	sink func(d amqp.Delivery, pos int, kept bool) bool) (read, arrived, kept int, err error) {
+	vhost, queue := q.Vhost, q.Name
+	if want > maxPrefetch && (whole > 0 || mode.byClose) {
+		return b.browseWindows(ctx, vhost, queue, want, whole > 0, sink)
 	}
 	var last uint64
 	stop := false
+	var keep []Delivery
 	collect := func(d amqp.Delivery) bool {
 		last = max(last, d.DeliveryTag)
+		low := mode.keeper != nil && lowBudget(mode.limit, d.Headers)
+		if low {
+			keep = append(keep, Delivery{Message: b.toFullMessage(d, read), Headers: d.Headers, d: d})
+		}
 		switch {
-		case stop: // on its way when sink said stop: only returned
+		case stop: // on its way when sink said stop: only returned (or kept)
 		case read < want:
-			stop = !sink(d, read)
+			stop = !sink(d, read, low)
 			read++
 		default:
 			arrived++
@@ -490,8 +605,10 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue
 	// already on its way is collected too: every delivery must be returned.
 	pause := max(b.firstWait, 6*b.idleWait)
 	window := browseWindow
-	if whole > 0 {
-		window = want // a quorum queue is read whole, in one go as before
+	if whole > 0 || mode.byClose {
+		// A quorum queue is read in one consumer: read whole in one go on 3.x; on 4.x returned by
+		// closing the channel, which returns one consumer's messages in their order.
+		window = want
 	}
 	var loopErr error
 	for loopErr == nil && !stop && read < want {
@@ -513,19 +630,26 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, vhost, queue
 		}
 		loopErr = b.consume(ctx, ch, queue, st.Messages, nil, b.idleWait, collect, drained)
 	}
-	if last > 0 {
+	if len(keep) > 0 && loopErr == nil {
+		// Kept before anything goes back; a failed keep returns them with the rest.
+		loopErr = b.keep(ctx, mode.keeper, q, keep, func(d Delivery) error { return ch.Ack(d.d.DeliveryTag, false) })
+		if loopErr == nil {
+			kept = len(keep)
+		}
+	}
+	if last > 0 && !mode.byClose {
 		if err := ch.Nack(last, true, true); err != nil && loopErr == nil {
 			loopErr = fmt.Errorf("basic.nack: %w", err)
 		}
 	}
 	if loopErr != nil {
-		return read, arrived, loopErr
+		return read, arrived, kept, loopErr
 	}
 	// channel.close waits for close-ok, so the requeue has been processed when Browse returns.
 	if err := ch.Close(); err != nil {
-		return read, arrived, fmt.Errorf("channel.close: %w", err)
+		return read, arrived, kept, fmt.Errorf("channel.close: %w", err)
 	}
-	return read, arrived, nil
+	return read, arrived, kept, nil
 }
 
 // quorumWhole refuses a browse of a quorum queue that it could not read whole (see Browse).
@@ -548,29 +672,33 @@ func quorumWhole(queue string, state amqp.Queue, most int) error {
 // counts in 16 bits): a Cursor reads them in windows and returns them all, in order, when it
 // closes (on a quorum queue after reading the rest of it too: Cursor.Close).
 func (b *Broker) browseWindows(ctx context.Context, vhost, queue string, want int, whole bool,
-	sink func(amqp.Delivery, int) bool) (read, arrived int, err error) {
+	sink func(amqp.Delivery, int, bool) bool) (read, arrived, kept int, err error) {
 	cur, err := b.openCursor(ctx, vhost, queue, want) // the browse holds the queue's turn
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer func() {
 		cur.Close()
 		if whole {
 			arrived = max(cur.Read()-want, 0)
 		}
+		if kept = cur.kept; err == nil {
+			err = cur.keepErr
+		}
 	}()
 	for !cur.Ended() {
 		ds, err := cur.Take(ctx, 1000)
 		for _, d := range ds {
 			if d.Message.Position < want {
-				sink(d.d, d.Message.Position) // only for a quorum queue, read whole however sink answers
+				// Read whole however sink answers (a quorum queue on 3.x, or a span past one prefetch).
+				sink(d.d, d.Message.Position, cur.keeps(d.d))
 			}
 		}
 		if err != nil {
-			return min(cur.Read(), want), 0, err
+			return min(cur.Read(), want), 0, 0, err
 		}
 	}
-	return min(cur.Read(), want), 0, nil
+	return min(cur.Read(), want), 0, 0, nil
 }
 
 // awaitReturned waits (up to within) until the queue has applied the browser's cancel and
@@ -607,11 +735,11 @@ func (b *Broker) awaitReturned(ctx context.Context, vhost, queue string, within 
 
 // browseStream reads a stream from its first offset. Stream consumers need manual acks and a
 // prefetch; reading does not remove anything, and unacked stream deliveries are only credit.
-func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult, sink func(amqp.Delivery, int) bool) error {
+func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue string, limit int, res *BrowseResult, sink func(amqp.Delivery, int, bool) bool) error {
 	read := 0
 	loopErr := b.consume(ctx, ch, queue, limit, amqp.Table{"x-stream-offset": "first"}, b.idleWait, func(d amqp.Delivery) bool {
 		read++
-		return sink(d, read-1)
+		return sink(d, read-1, false)
 	}, func(amqp.Delivery) {}) // what was in flight is dropped: a stream's deliveries are only credit
 	res.Notes = append(res.Notes, "Stream queue: read from the first offset; reading a stream does not change it.")
 	return loopErr

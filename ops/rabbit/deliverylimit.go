@@ -9,20 +9,13 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 )
 
-// classicOnlyKeys make RabbitMQ 3.10 skip a policy for a quorum queue altogether
-// (rabbit_quorum_queue:is_policy_applicable), so that a lower-priority policy applies instead.
-var classicOnlyKeys = []string{
-	"ha-mode", "ha-params", "ha-sync-mode", "ha-promote-on-shutdown", "ha-promote-on-failure",
-	"queue-master-locator", "queue-mode", "queue-version", "max-priority",
-}
-
 // policyDeliveryLimit works out, from the policy and operator-policy definitions themselves, the
 // delivery limit policies give a quorum queue. The management API reports a quorum queue's policy
 // from statistics the queue emits every few seconds, so a policy applied just now is missing
 // there, and a browse must not rely on it. This errs on the side of finding a limit: patterns Go
 // cannot compile count as matching, and among policies of the same top priority any limit counts.
 // It returns the limit and the policy that sets it, or nil.
-func (b *Broker) policyDeliveryLimit(ctx context.Context, vhost, queue string) (*int64, string, error) {
+func (b *Broker) policyDeliveryLimit(ctx context.Context, vhost, queue string, rules quorumRules) (*int64, string, error) {
 	ps, err := call(ctx, func() ([]rabbithole.Policy, error) { return b.rh.ListPoliciesIn(vhost) })
 	if err != nil {
 		return nil, "", fmt.Errorf("list policies: %w", err)
@@ -38,7 +31,7 @@ func (b *Broker) policyDeliveryLimit(ctx context.Context, vhost, queue string) (
 	for _, p := range ops {
 		cands = append(cands, policyCandidate{p.Name, p.Pattern, p.ApplyTo, p.Priority, normalize(p.Definition), true})
 	}
-	limit, from := quorumPolicyLimit(queue, cands)
+	limit, from := quorumPolicyLimit(queue, cands, rules)
 	return limit, from, nil
 }
 
@@ -51,8 +44,8 @@ type policyCandidate struct {
 
 // quorumPolicyLimit picks, like rabbit_policy:match, the highest-priority applicable policy and
 // the highest-priority applicable operator policy matching queue, and returns the smaller of their
-// delivery limits (RabbitMQ merges the two with min).
-func quorumPolicyLimit(queue string, cands []policyCandidate) (*int64, string) {
+// delivery limits (RabbitMQ merges the two with min). A limit of -1 is none of its own.
+func quorumPolicyLimit(queue string, cands []policyCandidate, rules quorumRules) (*int64, string) {
 	var limit *int64
 	var from string
 	for _, operator := range []bool{false, true} {
@@ -60,7 +53,7 @@ func quorumPolicyLimit(queue string, cands []policyCandidate) (*int64, string) {
 		var lim *int64
 		var name string
 		for _, c := range cands {
-			if c.operator != operator || !appliesToQuorum(c, queue) {
+			if c.operator != operator || !appliesToQuorum(c, queue, rules.classicOnlyKeys) {
 				continue
 			}
 			l := intArg(c.def, "delivery-limit")
@@ -84,7 +77,7 @@ func quorumPolicyLimit(queue string, cands []policyCandidate) (*int64, string) {
 	return limit, from
 }
 
-func appliesToQuorum(c policyCandidate, queue string) bool {
+func appliesToQuorum(c policyCandidate, queue string, classicOnlyKeys []string) bool {
 	switch c.applyTo {
 	case "", "all", "queues", "quorum_queues":
 	default:

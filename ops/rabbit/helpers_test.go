@@ -2,6 +2,8 @@ package rabbit
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
 
@@ -23,6 +26,7 @@ type env struct {
 	mgmt                *rabbithole.Client
 	b                   *Broker
 	ch                  *amqp.Channel
+	kept                *memKeeper // the Broker's Custodian
 }
 
 func newEnv(t testing.TB) *env {
@@ -33,12 +37,69 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	b.firstWait, b.idleWait = 2*time.Second, 300*time.Millisecond
+	keeper := &memKeeper{}
+	b.SetCustodian(keeper)
 	t.Cleanup(b.Close)
 	_, ch := rabbittest.Channel(t, url)
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
-	return &env{Topology: rabbittest.Topology{TB: t, Ch: ch}, t: t, vhost: vhost, url: url, mgmt: mgmt, b: b, ch: ch}
+	return &env{Topology: rabbittest.Topology{TB: t, Ch: ch}, t: t, vhost: vhost, url: url, mgmt: mgmt, b: b, ch: ch, kept: keeper}
+}
+
+// memKeeper is the package tests' Custodian: it keeps messages in memory, by CustodyLocator, as
+// the console's archive does in PostgreSQL (ops/replay.Custody, tested against the store there).
+// down makes Keep and Ping fail, as a store that does not answer.
+type memKeeper struct {
+	mu   sync.Mutex
+	by   map[string]Delivery
+	ids  []string // message ids in the order kept
+	down bool
+}
+
+func (k *memKeeper) Keep(_ context.Context, broker, vhost, queue string, ds []Delivery, _ string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.down {
+		return fmt.Errorf("%w: store down", ops.ErrUnavailable)
+	}
+	if k.by == nil {
+		k.by = map[string]Delivery{}
+	}
+	for _, d := range ds {
+		loc := d.CustodyLocator(broker, vhost, queue)
+		if _, ok := k.by[loc]; !ok {
+			k.by[loc] = d
+			k.ids = append(k.ids, d.Message.MessageID)
+		}
+	}
+	return nil
+}
+
+func (k *memKeeper) Ping(context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.down {
+		return fmt.Errorf("%w: store down", ops.ErrUnavailable)
+	}
+	return nil
+}
+
+// keptIDs is the message ids kept so far.
+func (k *memKeeper) keptIDs() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.ids...)
+}
+
+// version is the test broker's series rules.
+func (e *env) rules() quorumRules {
+	e.t.Helper()
+	v, err := e.b.Version(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rulesFor(v)
 }
 
 // publish sends with a publisher confirm and fails the test unless the broker acks it.

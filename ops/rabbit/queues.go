@@ -34,11 +34,13 @@ const (
 
 // Queue is one queue with its depth, rates and effective dead-letter settings.
 //
-// The effective settings follow what RabbitMQ 3.10 itself applies when a queue argument and a
+// The effective settings follow what RabbitMQ itself applies when a queue argument and a
 // policy (the merged policy and operator policy the management API reports as
 // effective_policy_definition) both set a key:
 //   - dead-letter-exchange, dead-letter-routing-key: the argument wins (classic and quorum queues);
-//   - message-ttl, max-length, delivery-limit: the smaller value wins;
+//   - message-ttl, max-length: the smaller value wins;
+//   - delivery-limit: the smaller value wins; on 4.x a -1 on either side unlimits, and a quorum
+//     queue nobody limited has 4.x's default of 20 (see quorumRules);
 //   - overflow: the argument wins on classic queues, the policy on quorum queues.
 //
 // Stream queues do not dead-letter: their dead-letter settings are left empty whatever is set.
@@ -71,12 +73,18 @@ type Queue struct {
 	HasDeadLetterExchange bool
 	DeadLetterSource      string // SourceArgument or SourcePolicy; empty without a dead-letter exchange
 	MessageTTL            *int64 // milliseconds; nil when none
-	DeliveryLimit         *int64 // quorum queues only; nil when none
-	MaxLength             *int64 // messages; nil when none
-	Overflow              string // drop-head, reject-publish, reject-publish-dlx; empty = drop-head
-	SingleActiveConsumer  bool
-	Policy                string // name of the applied policy; empty when none
-	OperatorPolicy        string // name of the applied operator policy; empty when none
+	// DeliveryLimit is a quorum queue's effective delivery limit: the management API's figure on
+	// RabbitMQ 4.x (which counts the default 20 nobody set), else the argument and policy as the
+	// broker's series combines them (quorumRules). Nil: unlimited, or not a quorum queue.
+	DeliveryLimit *int64
+	// ReadyReturned is how many ready messages of a quorum queue on 4.x were returned and are
+	// delivered before the others (the management API's messages_ready_returned; 0 elsewhere).
+	ReadyReturned        int64
+	MaxLength            *int64 // messages; nil when none
+	Overflow             string // drop-head, reject-publish, reject-publish-dlx; empty = drop-head
+	SingleActiveConsumer bool
+	Policy               string // name of the applied policy; empty when none
+	OperatorPolicy       string // name of the applied operator policy; empty when none
 	// IsDeadLetterQueue is true for a queue whose name matches the configured dead_letter_queues
 	// patterns or that receives dead letters. Queues resolves only default-exchange dead-lettering
 	// (it makes one API call); Topology resolves exchanges and bindings and is authoritative.
@@ -100,6 +108,10 @@ var queueColumns = []string{
 	"arguments", "messages", "messages_ready", "messages_unacknowledged", "consumers",
 	"message_stats.publish_details.rate", "message_stats.deliver_get_details.rate",
 	"message_stats.ack_details.rate", "message_stats.redeliver_details.rate",
+	"delivery_limit", // RabbitMQ 4.x: a quorum queue's effective limit (a number or "unlimited")
+	// RabbitMQ 4.x: how many of a quorum queue's ready messages were returned and wait ahead of
+	// the others (its returns queue, delivered first).
+	"messages_ready_returned",
 }
 
 type rateDetails struct {
@@ -121,6 +133,8 @@ type wireQueue struct {
 	MessagesReady             int64           `json:"messages_ready"`
 	MessagesUnacknowledged    int64           `json:"messages_unacknowledged"`
 	Consumers                 int64           `json:"consumers"`
+	DeliveryLimit             json.RawMessage `json:"delivery_limit"`
+	MessagesReadyReturned     int64           `json:"messages_ready_returned"`
 	MessageStats              *struct {
 		Publish    rateDetails `json:"publish_details"`
 		DeliverGet rateDetails `json:"deliver_get_details"`
@@ -154,6 +168,7 @@ func (b *Broker) listQueues(ctx context.Context) ([]Queue, error) {
 		return nil, err
 	}
 	out := make([]Queue, 0, len(wire))
+	rules := b.rules(ctx)
 	var policies *policyBook
 	for _, w := range wire {
 		if !b.watched(w.Vhost) {
@@ -169,7 +184,7 @@ func (b *Broker) listQueues(ctx context.Context) ([]Queue, error) {
 			}
 			def = policies.effective(w.Vhost, deref(w.Policy), deref(w.OperatorPolicy))
 		}
-		out = append(out, b.toQueue(w, def))
+		out = append(out, b.toQueue(w, def, rules))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Vhost != out[j].Vhost {
@@ -224,7 +239,7 @@ func (b *Broker) queueInfo(ctx context.Context, vhost, name string) (Queue, erro
 		}
 		def = policies.effective(w.Vhost, deref(w.Policy), deref(w.OperatorPolicy))
 	}
-	return b.toQueue(w, def), nil
+	return b.toQueue(w, def, b.rules(ctx)), nil
 }
 
 // dotSegment reports whether name is "." or "..": RabbitMQ's HTTP server resolves such a path
@@ -262,7 +277,7 @@ func (b *Broker) getQueue(ctx context.Context, vhost, name string) (wireQueue, e
 	return wireQueue{}, &apiError{Status: http.StatusNotFound, Reason: "Not Found"}
 }
 
-func (b *Broker) toQueue(w wireQueue, policy map[string]any) Queue {
+func (b *Broker) toQueue(w wireQueue, policy map[string]any, rules quorumRules) Queue {
 	args, _ := rawMap(w.Arguments)
 	q := Queue{
 		Vhost:          w.Vhost,
@@ -273,6 +288,7 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any) Queue {
 		Unacked:        w.MessagesUnacknowledged,
 		Total:          w.Messages,
 		Consumers:      w.Consumers,
+		ReadyReturned:  w.MessagesReadyReturned,
 		Policy:         deref(w.Policy),
 		OperatorPolicy: deref(w.OperatorPolicy),
 		Arguments:      make(map[string]string, len(args)),
@@ -289,7 +305,10 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any) Queue {
 	s := effectiveSettings(q.Type, args, policy)
 	q.DeadLetterExchange, q.HasDeadLetterExchange, q.DeadLetterSource = s.dlx, s.hasDLX, s.dlxSource
 	q.DeadLetterRoutingKey = s.dlrk
-	q.MessageTTL, q.DeliveryLimit, q.MaxLength, q.Overflow = s.ttl, s.deliveryLimit, s.maxLength, s.overflow
+	q.MessageTTL, q.MaxLength, q.Overflow = s.ttl, s.maxLength, s.overflow
+	if q.Type == TypeQuorum {
+		q.DeliveryLimit = rules.quorumLimit(w.DeliveryLimit, args, policy)
+	}
 	q.SingleActiveConsumer = s.sac
 	q.IsDeadLetterQueue = b.isDLQName(q.Name)
 	return q
@@ -299,7 +318,6 @@ type settings struct {
 	dlx, dlrk, dlxSource string
 	hasDLX               bool
 	ttl                  *int64
-	deliveryLimit        *int64
 	maxLength            *int64
 	overflow             string
 	sac                  bool
@@ -330,9 +348,6 @@ func effectiveSettings(typ string, args, policy map[string]any) settings {
 			s.dlrk = v
 		}
 		s.ttl = minOf(intArg(args, "x-message-ttl"), intArg(policy, "message-ttl"))
-		if typ == TypeQuorum {
-			s.deliveryLimit = minOf(intArg(args, "x-delivery-limit"), intArg(policy, "delivery-limit"))
-		}
 	}
 	s.maxLength = minOf(intArg(args, "x-max-length"), intArg(policy, "max-length"))
 	argOverflow, argOK := str(args, "x-overflow")
@@ -352,8 +367,17 @@ func effectiveSettings(typ string, args, policy map[string]any) settings {
 }
 
 // intArg reads a non-negative integer setting; JSON numbers, integer types and decimal strings are
-// accepted, anything else is treated as absent.
+// accepted, anything else (a negative number too) is treated as absent.
 func intArg(m map[string]any, k string) *int64 {
+	if n := signedArg(m, k); n != nil && *n >= 0 {
+		return n
+	}
+	return nil
+}
+
+// signedArg reads an integer setting that may be negative (a delivery limit of -1 means
+// unlimited); what is not an integer is treated as absent.
+func signedArg(m map[string]any, k string) *int64 {
 	v, ok := m[k]
 	if !ok {
 		return nil
@@ -388,9 +412,6 @@ func intArg(m map[string]any, k string) *int64 {
 		}
 		n = i
 	default:
-		return nil
-	}
-	if n < 0 {
 		return nil
 	}
 	return &n

@@ -15,11 +15,27 @@ import (
 )
 
 // A quorum queue with a delivery limit (from its argument, a policy or an operator policy) is not
-// browsed: each browse counts a delivery. One without a limit is browsed twice and left in order.
+// browsed on RabbitMQ 3.x, where a browse reads it whole: each browse counts a delivery. On 4.x
+// it is, at the cost of the page read, and the browse says which limit it counted against. One
+// without a limit of its own is browsed twice and left in order.
 func TestBrowseQuorum(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := ctxT(t)
+	v4 := e.rules().headReturns
+	limited := func(t *testing.T, queue string, want int64, from string) {
+		t.Helper()
+		res, err := e.b.Browse(ctx, e.vhost, queue, 10)
+		switch {
+		case !v4 && (!errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), fmt.Sprintf("delivery limit of %d", want)) ||
+			!strings.Contains(err.Error(), from)):
+			t.Fatalf("3.x: err %v, want ErrConflict naming the delivery limit and %s", err, from)
+		case v4 && err != nil:
+			t.Fatalf("4.x: %v", err)
+		case v4 && (res.DeliveryLimit == nil || *res.DeliveryLimit != want || !strings.Contains(res.DeliveryLimitFrom, from)):
+			t.Fatalf("4.x: limit %v from %q, want %d from %s", ptrText(res.DeliveryLimit), res.DeliveryLimitFrom, want, from)
+		}
+	}
 	e.Queue("qq.limited", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(5)})
 	e.Queue("qq.policy", amqp.Table{"x-queue-type": "quorum"})
 	e.Queue("qq.free", amqp.Table{"x-queue-type": "quorum"})
@@ -27,12 +43,7 @@ func TestBrowseQuorum(t *testing.T) {
 		e.publish("", "qq.free", amqp.Publishing{Body: []byte(strconv.Itoa(i))})
 	}
 
-	t.Run("DeliveryLimitArgument", func(t *testing.T) {
-		_, err := e.b.Browse(ctx, e.vhost, "qq.limited", 10)
-		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "delivery limit of 5") {
-			t.Fatalf("err %v, want ErrConflict naming the delivery limit", err)
-		}
-	})
+	t.Run("DeliveryLimitArgument", func(t *testing.T) { limited(t, "qq.limited", 5, "x-delivery-limit argument") })
 	t.Run("DeliveryLimitPolicy", func(t *testing.T) {
 		// Browse right after the policy is set: the management API reports a quorum queue's policy
 		// from statistics emitted every 5 s, so this relies on reading the policies themselves.
@@ -40,10 +51,7 @@ func TestBrowseQuorum(t *testing.T) {
 			Definition: rabbithole.PolicyDefinition{"delivery-limit": 3}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.b.Browse(ctx, e.vhost, "qq.policy", 10)
-		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), `policy "limit"`) {
-			t.Fatalf("err %v, want ErrConflict naming the policy", err)
-		}
+		limited(t, "qq.policy", 3, `policy "limit"`)
 	})
 	t.Run("DeliveryLimitOperatorPolicy", func(t *testing.T) {
 		e.Queue("qq.op", amqp.Table{"x-queue-type": "quorum"})
@@ -51,10 +59,7 @@ func TestBrowseQuorum(t *testing.T) {
 			Definition: rabbithole.PolicyDefinition{"delivery-limit": 4}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.b.Browse(ctx, e.vhost, "qq.op", 10)
-		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), `operator policy "op-limit"`) {
-			t.Fatalf("err %v, want ErrConflict naming the operator policy", err)
-		}
+		limited(t, "qq.op", 4, `operator policy "op-limit"`)
 	})
 	t.Run("NoLimit", func(t *testing.T) {
 		for round := 0; round < 2; round++ {
@@ -108,8 +113,14 @@ func TestQuorumBrowseOfPartKeepsTheOrder(t *testing.T) {
 		if fmt.Sprint(got) != "[0 1 2]" {
 			t.Fatalf("round %d: browsed %v: the head moved", round, got)
 		}
-		if !strings.Contains(strings.Join(res.Notes, " "), "read all 10 ready messages") {
-			t.Errorf("round %d: notes %q", round, res.Notes)
+		// 3.x puts returns at the back, so the browse read the queue whole; 4.x puts them back at the
+		// head, so only the page was read.
+		want := "read all 10 ready messages"
+		if e.rules().headReturns {
+			want = "only those (the page, not the queue)"
+		}
+		if !strings.Contains(strings.Join(res.Notes, " "), want) {
+			t.Errorf("round %d: notes %q, want %q", round, res.Notes, want)
 		}
 	}
 	// A plan's Peek of part of it, too.
@@ -142,8 +153,9 @@ func TestQuorumBrowseOfPartKeepsTheOrder(t *testing.T) {
 	}
 }
 
-// A quorum queue a browse cannot read whole — a consumer would take some of it, or it holds more
-// than a browse reads — is refused with the reason, and left as it was.
+// On RabbitMQ 3.x a quorum queue a browse cannot read whole — a consumer would take some of it, or
+// it holds more than a browse reads — is refused with the reason, and left as it was. On 4.x,
+// which returns to the head, it is read as a classic queue is: a partial list that says so.
 func TestQuorumBrowseRefusedWhenNotWhole(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -151,7 +163,13 @@ func TestQuorumBrowseRefusedWhenNotWhole(t *testing.T) {
 	e.quorumOf("qq.busy", 5)
 	rabbittest.Consume(t, e.url, "qq.busy", "live", 1) // holds one, four stay ready
 	for _, limit := range []int{2, 50} {
-		_, err := e.b.Browse(ctx, e.vhost, "qq.busy", limit)
+		res, err := e.b.Browse(ctx, e.vhost, "qq.busy", limit)
+		if e.rules().headReturns {
+			if err != nil || res.Complete {
+				t.Fatalf("4.x, limit %d: complete %v, %v; want a partial list", limit, res.Complete, err)
+			}
+			continue
+		}
 		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(ops.Message(err), "at the back of a quorum queue") {
 			t.Fatalf("limit %d: %v; want a conflict saying why", limit, err)
 		}

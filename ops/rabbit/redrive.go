@@ -33,9 +33,11 @@ const maxPrefetch = 65_535
 // If the connection or a channel closes, Take returns an ops.ErrUnavailable: the broker requeues
 // every unacked message by itself, and the caller opens a new cursor later.
 //
-// A quorum queue puts the messages returned to it at its back, behind those not handed out: a
-// cursor of one reads the whole queue (its span is at least the ready count when it opens), and
-// Close reads what is left of it before returning what it holds, so the order stays as it was.
+// A quorum queue on RabbitMQ 3.x puts the messages returned to it at its back, behind those not
+// handed out: a cursor of one reads the whole queue (its span is at least the ready count when it
+// opens), and Close reads what is left of it before returning what it holds, so the order stays as
+// it was. On 4.x Close returns them to the head by closing their channels; what a return would
+// bring too near the queue's delivery limit is kept instead (Custody: archive, then ack).
 //
 // A cursor takes the queue's turn as a browse does (see Browse) and holds it until it closes:
 // a browse, search, trace or replay plan of the queue reads its head with a prefetch of all of it,
@@ -53,7 +55,14 @@ type Cursor struct {
 	buf    []Delivery // delivered after a window's consumer was cancelled, not yet handed out
 	others int        // the most consumers other than this cursor seen: when it opened, or when it last looked
 	ready  int        // ready messages when it opened: until that many arrived, a pause is not the end
-	quorum bool       // a quorum queue: read to its end before returning anything (Close)
+	mode   readMode   // how the queue is read and returned (whole: read to its end before returning anything)
+	q      Queue
+
+	low     []Delivery      // handed out with too few deliveries left: kept at Close unless acked
+	acked   map[ackKey]bool // of low, those Ack acked
+	ackedN  int             // how many Ack acked
+	kept    int             // how many Close kept
+	keepErr error           // why Close could not keep them (they went back)
 
 	mu      sync.Mutex // guards windows and closed against Ack running beside Take
 	windows []*window
@@ -73,7 +82,12 @@ type window struct {
 	want       int // the consumer's prefetch: it is cancelled after this many deliveries
 	got        int
 	last       uint64 // highest delivery tag seen on ch
-	consuming  bool
+	consuming  bool   // guarded by Cursor.mu
+	// pending are moved messages Ack left unacked while the consumer still consumed (readMode
+	// byClose): an ack gives the consumer credit, and a 4.x quorum queue then delivers a message
+	// past the span that a cancel returns ahead of the rest. stopWindow acks them after the
+	// cancel. Guarded by Cursor.mu.
+	pending []Delivery
 }
 
 // Delivery is one message a Cursor took: the whole message and its raw headers.
@@ -132,11 +146,18 @@ func (b *Broker) OpenCursor(ctx context.Context, vhost, queue string, span int) 
 func (b *Broker) openCursor(ctx context.Context, vhost, queue string, span int) (*Cursor, error) {
 	op := fmt.Sprintf("replay from %s/%s", vhost, queue)
 	c := &Cursor{b: b, op: op, vhost: vhost, queue: queue, span: span}
-	quorum, err := b.quorumQueue(ctx, vhost, queue)
+	// At least DefaultTimeout: a job's broker timeout may be short, but its first look is not a read.
+	ictx, cancel := ops.Bound(ctx, max(b.timeout, DefaultTimeout))
+	defer cancel()
+	q, err := b.queueInfo(ictx, vhost, queue)
 	if err != nil {
 		return nil, b.fail(op, err)
 	}
-	c.quorum = quorum
+	mode, err := b.readModeOf(ictx, &q)
+	if err != nil {
+		return nil, b.fail(op, err)
+	}
+	c.q, c.mode = q, mode
 	probe, err := b.channel(ctx, vhost)
 	if err != nil {
 		return nil, b.fail(op, err)
@@ -147,27 +168,13 @@ func (b *Broker) openCursor(ctx context.Context, vhost, queue string, span int) 
 		return nil, b.fail(op, err)
 	}
 	c.others, c.ready = st.Consumers, st.Messages
-	if c.quorum {
+	switch {
+	case c.mode.whole:
 		c.span = max(c.span, st.Messages)
+	case c.mode.byClose:
+		c.span = max(c.span, min(b.returnedAhead(q), st.Messages)) // to keep the order (returnedAhead)
 	}
 	return c, nil
-}
-
-// quorumQueue reports whether vhost/queue is a quorum queue: as the last browse or plan of it read
-// it, else from the management API (AMQP does not say), with at least DefaultTimeout.
-func (b *Broker) quorumQueue(ctx context.Context, vhost, queue string) (bool, error) {
-	ref := QueueRef{Vhost: vhost, Name: queue}
-	if v, ok := b.quorum.Load(ref); ok {
-		return v.(bool), nil
-	}
-	ctx, cancel := ops.Bound(ctx, max(b.timeout, DefaultTimeout))
-	defer cancel()
-	q, err := b.queueInfo(ctx, vhost, queue)
-	if err != nil {
-		return false, err
-	}
-	b.quorum.Store(ref, q.Type == TypeQuorum)
-	return q.Type == TypeQuorum, nil
 }
 
 // openPublishers opens, on first use, the confirm-mode publishing channels that share each batch
@@ -308,7 +315,24 @@ func (c *Cursor) delivery(d amqp.Delivery, w *window) Delivery {
 	w.last = max(w.last, d.DeliveryTag)
 	pos := c.read
 	c.read++
-	return Delivery{Message: c.b.toFullMessage(d, pos), Headers: d.Headers, d: d, w: w}
+	dl := Delivery{Message: c.b.toFullMessage(d, pos), Headers: d.Headers, d: d, w: w}
+	if c.keeps(d) {
+		c.mu.Lock()
+		c.low = append(c.low, dl)
+		c.mu.Unlock()
+	}
+	return dl
+}
+
+// keeps reports whether Close keeps d, unless it is acked: too few deliveries are left for a return.
+func (c *Cursor) keeps(d amqp.Delivery) bool {
+	return c.mode.keeper != nil && lowBudget(c.mode.limit, d.Headers)
+}
+
+// ackKey names one delivery of a cursor: its channel's window and its tag.
+type ackKey struct {
+	w   *window
+	tag uint64
 }
 
 // next waits up to wait for the window's next delivery; false when none came.
@@ -348,7 +372,9 @@ func (c *Cursor) openWindow(ctx context.Context) error {
 	if w.deliveries, err = ch.Consume(c.queue, w.tag, false, false, false, false, nil); err != nil {
 		return c.b.fail(c.op, fmt.Errorf("basic.consume: %w", err))
 	}
+	c.mu.Lock()
 	w.consuming = true
+	c.mu.Unlock()
 	c.cur = w
 	return nil
 }
@@ -357,15 +383,27 @@ func (c *Cursor) openWindow(ctx context.Context) error {
 // next window's consumer only gets messages behind this one's. The unacked ones stay on w.ch.
 func (c *Cursor) stopWindow(w *window) error {
 	c.cur = nil
-	if !w.consuming {
+	c.mu.Lock()
+	consuming := w.consuming
+	c.mu.Unlock()
+	if !consuming {
 		return nil
 	}
-	w.consuming = false
 	if err := w.ch.Cancel(w.tag, false); err != nil {
 		return c.b.fail(c.op, fmt.Errorf("basic.cancel: %w", err))
 	}
 	for d := range w.deliveries {
 		c.buf = append(c.buf, c.delivery(d, w))
+	}
+	c.mu.Lock()
+	w.consuming = false
+	pending := w.pending
+	w.pending = nil
+	c.mu.Unlock()
+	for _, d := range pending {
+		if err := w.ch.Ack(d.d.DeliveryTag, false); err != nil {
+			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err)) // the copy stays; the caller's record drops it later
+		}
 	}
 	return nil
 }
@@ -520,9 +558,18 @@ func (c *Cursor) Ack(ds []Delivery) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range ds {
-		if err := d.w.ch.Ack(d.d.DeliveryTag, false); err != nil {
+		if c.mode.byClose && d.w.consuming {
+			d.w.pending = append(d.w.pending, d) // acked once its consumer is cancelled (window.pending)
+		} else if err := d.w.ch.Ack(d.d.DeliveryTag, false); err != nil {
 			// The copy stays in the queue; the caller's record lets a later run drop it.
 			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err))
+		}
+		c.ackedN++
+		if len(c.low) > 0 {
+			if c.acked == nil {
+				c.acked = map[ackKey]bool{}
+			}
+			c.acked[ackKey{d.w, d.d.DeliveryTag}] = true
 		}
 	}
 	return nil
@@ -532,7 +579,7 @@ func (c *Cursor) Ack(ds []Delivery) error {
 // order (one basic.nack(multiple, requeue) each), and closes its channels. On a broken connection
 // the broker does it by itself.
 func (c *Cursor) Close() {
-	if c.quorum && !c.closed {
+	if c.mode.whole && !c.closed {
 		c.readRest()
 	}
 	if c.cur != nil {
@@ -552,8 +599,12 @@ func (c *Cursor) closeChannels() (closed bool) {
 		return false
 	}
 	c.closed = true
+	c.keepLow()
+	if c.mode.byClose {
+		c.b.noteReturned(c.q.Ref(), c.read-c.ackedN-c.kept)
+	}
 	for _, w := range c.windows {
-		if w.last > 0 {
+		if w.last > 0 && !c.mode.byClose {
 			_ = w.ch.Nack(w.last, true, true)
 		}
 		_ = w.ch.Close() // waits for close-ok: the requeue is processed when Close returns
@@ -563,6 +614,30 @@ func (c *Cursor) closeChannels() (closed bool) {
 	}
 	return true
 }
+
+// keepLow keeps what the cursor holds with too few deliveries left for a return (Custody), before
+// everything else goes back. A failed keep leaves them to go back with the rest (keepErr).
+func (c *Cursor) keepLow() {
+	var keep []Delivery
+	for _, d := range c.low {
+		if !c.acked[ackKey{d.w, d.d.DeliveryTag}] && !d.w.ch.IsClosed() {
+			keep = append(keep, d)
+		}
+	}
+	if len(keep) == 0 {
+		return
+	}
+	ctx, cancel := c.b.bound(context.Background())
+	defer cancel()
+	c.keepErr = c.b.keep(ctx, c.mode.keeper, c.q, keep, func(d Delivery) error { return d.w.ch.Ack(d.d.DeliveryTag, false) })
+	if c.keepErr == nil {
+		c.kept = len(keep)
+	}
+}
+
+// Kept is how many messages Close took into Redrive's archive instead of returning them, and why
+// it could not when it could not.
+func (c *Cursor) Kept() (int, error) { return c.kept, c.keepErr }
 
 // readRest reads, from a quorum queue, the ready messages the cursor has not read (those past its
 // span, those published since it opened, those a cancelled job did not reach), so that what Close

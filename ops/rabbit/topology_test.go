@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,11 +47,11 @@ func TestEffectiveSettings(t *testing.T) {
 
 	c := effectiveSettings(TypeClassic, args, policy)
 	if c.dlx != "arg-dlx" || c.dlxSource != SourceArgument || c.dlrk != "pol-rk" || *c.ttl != 1000 || *c.maxLength != 10 ||
-		c.overflow != "drop-head" || c.deliveryLimit != nil {
+		c.overflow != "drop-head" {
 		t.Errorf("classic: %+v", c)
 	}
 	q := effectiveSettings(TypeQuorum, args, policy)
-	if q.dlx != "arg-dlx" || q.overflow != "reject-publish" || *q.deliveryLimit != 3 {
+	if q.dlx != "arg-dlx" || q.overflow != "reject-publish" {
 		t.Errorf("quorum: %+v", q)
 	}
 	s := effectiveSettings(TypeStream, args, policy)
@@ -96,12 +97,68 @@ func TestQuorumPolicyLimit(t *testing.T) {
 		{"ErlangOnlyRegexCountsAsMatch", []policyCandidate{{name: "p", pattern: `^(?!x)`, def: lim(4)}}, i64(4), `policy "p"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, from := quorumPolicyLimit("q", tc.cands)
+			got, from := quorumPolicyLimit("q", tc.cands, rulesFor(Version{Major: 3, Minor: 10}))
 			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) || from != tc.from {
 				t.Fatalf("got %v from %q, want %v from %q", got, from, tc.want, tc.from)
 			}
 		})
 	}
+}
+
+// The delivery limit a quorum queue's reads count against, as each RabbitMQ series works it out
+// (rabbit_quorum_queue on 3.10 and 4.0): 4.x's default of 20, its -1, and the management API's
+// own figure first.
+func TestQuorumLimitRules(t *testing.T) {
+	num := func(s string) json.Number { return json.Number(s) }
+	v3, v4 := rulesFor(Version{Major: 3, Minor: 10}), rulesFor(Version{Major: 4, Minor: 0})
+	for _, tc := range []struct {
+		name     string
+		rules    quorumRules
+		reported string
+		args     map[string]any
+		policy   map[string]any
+		want     *int64
+	}{
+		{"3.x unset is unlimited", v3, "", nil, nil, nil},
+		{"4.x unset is the default 20", v4, "", nil, nil, i64(20)},
+		{"4.x reported number wins", v4, "7", map[string]any{"x-delivery-limit": num("9")}, nil, i64(7)},
+		{"4.x reported unlimited", v4, `"unlimited"`, nil, nil, nil},
+		{"smaller of argument and policy", v3, "", map[string]any{"x-delivery-limit": num("9")}, map[string]any{"delivery-limit": num("3")}, i64(3)},
+		{"4.x argument -1 unlimits", v4, "", map[string]any{"x-delivery-limit": num("-1")}, map[string]any{"delivery-limit": num("3")}, nil},
+		{"4.x policy -1 unlimits", v4, "", map[string]any{"x-delivery-limit": int32(5)}, map[string]any{"delivery-limit": num("-1")}, nil},
+		{"3.x -1 is no limit of its own", v3, "", map[string]any{"x-delivery-limit": num("-1")}, map[string]any{"delivery-limit": num("3")}, i64(3)},
+		{"4.x explicit 20", v4, "", map[string]any{"x-delivery-limit": int64(20)}, nil, i64(20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.rules.quorumLimit(json.RawMessage(tc.reported), tc.args, tc.policy)
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("got %v, want %v", ptrText(got), ptrText(tc.want))
+			}
+		})
+	}
+	// 4.0 applies a policy holding queue-version to quorum queues; 3.10 skipped it for a lower one.
+	cands := []policyCandidate{
+		{name: "low", pattern: ".*", priority: 0, def: map[string]any{"delivery-limit": num("50")}},
+		{name: "dlq", pattern: "^q$", priority: 5, def: map[string]any{"queue-version": num("2"), "delivery-limit": num("4")}},
+	}
+	if got, from := quorumPolicyLimit("q", cands, v4); got == nil || *got != 4 || from != `policy "dlq"` {
+		t.Errorf("4.x: %v from %q, want 4 from policy \"dlq\"", ptrText(got), from)
+	}
+	if got, from := quorumPolicyLimit("q", cands, v3); got == nil || *got != 50 || from != `policy "low"` {
+		t.Errorf("3.x: %v from %q, want 50 from policy \"low\"", ptrText(got), from)
+	}
+	for in, want := range map[string]Version{"4.0.5": {4, 0, "4.0.5"}, "3.10.8": {3, 10, "3.10.8"}, "4.1.0-rc.1": {4, 1, "4.1.0-rc.1"}, "x": {Text: "x"}} {
+		if got := parseVersion(in); got != want {
+			t.Errorf("parseVersion(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+}
+
+func ptrText(p *int64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }
 
 // TestBuildTopology covers what the broker test cannot easily: alternate exchanges, exchange
