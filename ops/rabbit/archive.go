@@ -126,6 +126,8 @@ func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingK
 		return b.fail(op, err)
 	}
 	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+	headers = cloneTable(headers) // the caller's table stays as it was
+	dropBrokerHeaders(headers)
 	p := w.Properties
 	msg := amqp.Publishing{Headers: headers, ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
 		DeliveryMode: amqp.Persistent, Priority: p.Priority, CorrelationId: p.CorrelationID, ReplyTo: p.ReplyTo,

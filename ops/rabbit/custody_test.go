@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -211,5 +212,55 @@ func TestCustodyWaitsForTheArchive(t *testing.T) {
 	}
 	if kept := e.accountFor(n); kept != n {
 		t.Fatalf("kept %d", kept)
+	}
+}
+
+// A copy published from a dead letter — a replay (Cursor.Publish), or a restore from the archive
+// (PublishWhole) — carries no x-delivery-count: it starts fresh, whatever the DLQ counted. Read
+// on the destination with the test's own client.
+func TestCopiesStartFresh(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxT(t)
+	e.deadLetterInto(2, nil)
+	e.Queue("work", nil)
+	for range 3 { // three reads: on a quorum queue each counts one delivery
+		if _, err := e.b.Browse(ctx, e.vhost, "orders.dlq", 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur, err := e.b.OpenCursor(ctx, e.vhost, "orders.dlq", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := cur.Take(ctx, 2)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("take %d: %v", len(ds), err)
+	}
+	if DeliveryCount(ds[0].Headers) != 3 {
+		t.Fatalf("the dead letter's x-delivery-count is %v, want 3 after three reads", ds[0].Headers["x-delivery-count"])
+	}
+	errs, err := cur.Publish(ctx, ds[:1], []Republish{{RoutingKey: "work"}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("publish: %v %v", err, errs)
+	}
+	w, err := ds[1].Whole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.b.PublishWhole(ctx, e.vhost, "", "work", w, nil); err != nil {
+		t.Fatal(err)
+	}
+	cur.Close()
+	e.waitDepth("work", 2)
+	for _, d := range e.drain("work") {
+		for k := range d.Headers {
+			if strings.EqualFold(k, "x-delivery-count") {
+				t.Errorf("copy %s carries %s=%v", d.MessageId, k, d.Headers[k])
+			}
+		}
+		if _, ok := d.Headers["x-death"]; !ok {
+			t.Errorf("copy %s lost its x-death (only broker-owned delivery headers go)", d.MessageId)
+		}
 	}
 }

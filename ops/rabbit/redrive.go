@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -696,6 +697,7 @@ func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republi
 		if headers == nil {
 			headers = cloneTable(d.Headers)
 		}
+		dropBrokerHeaders(headers)
 		// A per-publish id finds the message again if the broker returns it.
 		pid := prefix + strconv.Itoa(i)
 		headers["x-redrive-publish-id"] = pid
@@ -778,6 +780,23 @@ func (b *Broker) toFullMessage(d amqp.Delivery, pos int) Message {
 		m.Properties.Timestamp = &t
 	}
 	return m
+}
+
+// brokerHeaders are headers a broker sets on a delivery about that delivery. A copy published
+// from it starts fresh: a quorum queue on RabbitMQ 4.x keeps a client-set x-delivery-count, so a
+// replayed copy arrived with the dead letter's 10 deliveries, and a consumer that parks a message
+// at N deliveries took the replay for poison. Redrive's own headers carry the history.
+var brokerHeaders = []string{"x-delivery-count"}
+
+// dropBrokerHeaders removes brokerHeaders from h, whatever their case.
+func dropBrokerHeaders(h amqp.Table) {
+	for k := range h {
+		for _, b := range brokerHeaders {
+			if strings.EqualFold(k, b) {
+				delete(h, k)
+			}
+		}
+	}
 }
 
 func cloneTable(t amqp.Table) amqp.Table {
