@@ -12,8 +12,9 @@ import (
 // whatever ids the messages carry.
 type ErrorGroup struct {
 	Reason string // rejected, expired, maxlen, delivery_limit; empty without x-death
-	// Key is the group's key: the exception's class, or its message's first line; empty when the
-	// messages carry no exception message. A plan's filter.exception_type selects it.
+	// Key is the group's key (ops.ErrorGroupKey): the exception's class, or its message's first
+	// line with the ids and numbers in it folded ("out of stock for #"); empty when the messages
+	// carry no exception message. A plan's filter.exception_type selects it.
 	Key string
 	// ExceptionMessage is the first message's Spring x-exception-message, an example of the group.
 	ExceptionMessage string
