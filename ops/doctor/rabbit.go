@@ -94,6 +94,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 		r.warn("dead-letter queues", "check "+key+".dead_letter_queues and "+key+".vhosts", "no dead-letter queue found in the watched vhosts")
 		return
 	}
+	checkQuorumLimits(ctx, r, b, targets)
 	perms, permErr := b.PermissionsOf(ctx, amqpUser)
 	byVhost := map[string]rabbit.Permission{}
 	for _, p := range perms {

@@ -124,7 +124,7 @@ func (b *Broker) custodian(ctx context.Context, q Queue) (Custodian, error) {
 	if c == nil {
 		return nil, ops.Conflict("quorum queue %q has a delivery limit of %d and this console has no archive to keep "+
 			"messages near it: a read returns what it read and RabbitMQ counts that as a delivery; %s",
-			q.Name, *q.DeliveryLimit, unlimitAdvice(q))
+			q.Name, *q.DeliveryLimit, UnlimitAdvice(q))
 	}
 	if owed {
 		if err := c.Ping(ctx); err != nil {
@@ -197,12 +197,18 @@ func (b *Broker) noteReturned(ref QueueRef, n int) {
 	b.returned.Store(ref, returnedMark{n: n, at: time.Now()})
 }
 
-// unlimitAdvice is the fix for a quorum dead-letter queue's delivery limit on the broker's series.
-func unlimitAdvice(q Queue) string {
-	return fmt.Sprintf("to read it freely, give dead-letter queues no delivery limit with a policy of "+
-		"delivery-limit -1 (rabbitmqctl set_policy -p %s --apply-to quorum_queues dlq-unlimited '%s' '{\"delivery-limit\":-1}'; "+
-		"on RabbitMQ 4.x removing the limit brings back the default of 20, only -1 disables it), or dead-letter into a stream",
-		shellQuote(q.Vhost), "^"+regexp.QuoteMeta(q.Name)+"$")
+// UnlimitAdvice is the fix for quorum dead-letter queue q's delivery limit, in words and a command.
+func UnlimitAdvice(q Queue) string {
+	return "to read it freely, give dead-letter queues no delivery limit with a policy of delivery-limit -1 (" +
+		UnlimitPolicy(q) + "; on RabbitMQ 4.x removing the limit brings back the default of 20, only -1 disables it), " +
+		"or dead-letter into a stream"
+}
+
+// UnlimitPolicy is the rabbitmqctl command that lifts quorum queue q's delivery limit: a policy of
+// delivery-limit -1 applied to it (priority 10, above a catch-all policy of priority 0).
+func UnlimitPolicy(q Queue) string {
+	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues --priority 10 dlq-unlimited %s '{\"delivery-limit\":-1}'",
+		shellQuote(q.Vhost), shellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
