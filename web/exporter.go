@@ -55,7 +55,7 @@ var replayOutcomes = []string{"published", "skipped", "failed"}
 // deadLettersHelp is the help of both redrive_dead_letters descriptors: one metric name, so one
 // text (a scrape whose families disagree on it fails).
 const deadLettersHelp = "Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue " +
-	"(source rabbitmq/<broker>, name <vhost>/<queue>) and the records of each Kafka dead-letter topic, end − start " +
+	"(source rabbitmq/<broker>, name <vhost>/<queue>, or <queue> in the default vhost /) and the records of each Kafka dead-letter topic, end − start " +
 	"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out)."
 
 var (
@@ -321,7 +321,7 @@ func (e *exporter) collectRabbit(ctx context.Context, broker string) ([]promethe
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Ready), broker, q.Vhost, q.Name, "ready")
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Unacked), broker, q.Vhost, q.Name, "unacked")
 		if q.IsDeadLetterQueue {
-			s.deadLetters("rabbitmq/"+broker, q.Vhost+"/"+q.Name, q.Ready, q.Ready)
+			s.deadLetters("rabbitmq/"+broker, q.Ref().String(), q.Ready, q.Ready)
 		}
 	}
 	return s.out, nil

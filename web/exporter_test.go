@@ -168,7 +168,7 @@ func TestExporterSeries(t *testing.T) {
 		`redrive_rabbitmq_queue_messages{broker="mq",queue="orders",state="unacked",vhost="/"}`:     2,
 		`redrive_rabbitmq_queue_messages{broker="mq",queue="orders.dlq",state="ready",vhost="/"}`:   40,
 		`redrive_rabbitmq_queue_messages{broker="mq",queue="orders.retry",state="ready",vhost="/"}`: 9,
-		`redrive_dead_letters{name="//orders.dlq",source="rabbitmq/mq"}`:                            40,
+		`redrive_dead_letters{name="orders.dlq",source="rabbitmq/mq"}`:                              40,
 		`redrive_outbox_events{outbox="orders",status="READY"}`:                                     40,
 		`redrive_outbox_events{outbox="orders",status="PROCESSING"}`:                                12,
 		`redrive_outbox_events{outbox="orders",status="SENT"}`:                                      5000,
@@ -187,8 +187,8 @@ func TestExporterSeries(t *testing.T) {
 	wantSeries(t, got, want)
 	for _, absent := range []string{
 		`redrive_kafka_group_lag{cluster="main",group="billing",partition="1",topic="orders"}`, // unknown lag
-		`redrive_dead_letters{name="//orders.retry",source="rabbitmq/mq"}`,                     // a retry queue is not a DLQ
-		`redrive_dead_letters{name="//orders",source="rabbitmq/mq"}`,
+		`redrive_dead_letters{name="orders.retry",source="rabbitmq/mq"}`,                       // a retry queue is not a DLQ
+		`redrive_dead_letters{name="orders",source="rabbitmq/mq"}`,
 	} {
 		if _, ok := got[absent]; ok {
 			t.Errorf("%s is exported", absent)

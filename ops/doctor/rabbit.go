@@ -112,7 +112,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 	}
 	probed := map[string]bool{}
 	for _, t := range targets {
-		name := "read " + t.Vhost + "/" + t.Queue
+		name := "read " + rabbit.VhostName(t.Vhost, t.Queue)
 		p, has := byVhost[t.Vhost]
 		switch {
 		case permErr != nil:
@@ -126,10 +126,10 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 			r.fail(name, setPerms(t.Vhost, p, "", t.Queue), "%s's read pattern %q does not match %s: browsing and replaying it will fail", amqpUser, p.Read, t.Queue)
 		}
 		if len(t.Exchanges) == 0 {
-			r.warn("write for "+t.Vhost+"/"+t.Queue, "", "no queue that dead-letters into %s is bound to an exchange: a replay publishes to each message's x-death exchange, not checked", t.Queue)
+			r.warn("write for "+rabbit.VhostName(t.Vhost, t.Queue), "", "no queue that dead-letters into %s is bound to an exchange: a replay publishes to each message's x-death exchange, not checked", t.Queue)
 		}
 		for _, ex := range t.Exchanges {
-			id := t.Vhost + "/" + ex
+			id := rabbit.VhostName(t.Vhost, ex)
 			if probed[id] {
 				continue
 			}

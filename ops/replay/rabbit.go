@@ -361,7 +361,7 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 	to := make([]rabbit.Republish, len(take))
 	for i, it := range taken {
 		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
-			Headers: m.e.headers.rabbit(take[i].Headers, job, it, m.src.Vhost+"/"+m.src.Queue)}
+			Headers: m.e.headers.rabbit(take[i].Headers, job, it, rabbit.VhostName(m.src.Vhost, m.src.Queue))}
 		if ed := m.src.Edit; ed != nil { // only the edited copy is ever published
 			m.e.rabbitEdited(&to[i], ed, it.MessageID)
 		}
