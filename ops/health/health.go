@@ -41,6 +41,7 @@ const (
 	KindKafkaUnavailable    = "kafka_unavailable"
 	KindRabbitUnavailable   = "rabbitmq_unavailable"
 	KindQueueGrowing        = "queue_growing"
+	KindDeadLettersLost     = "dead_letters_lost"
 	KindOutboxUnavailable   = "outbox_unavailable"
 	KindOutboxStuck         = "outbox_stuck"
 	KindOutboxDead          = "outbox_dead"
@@ -61,7 +62,7 @@ const (
 // notification rule or a silence may name (a name not here can never match).
 var (
 	Kinds = []string{KindKafkaGroup, KindDeadLetters, KindNewErrorGroup, KindKafkaUnavailable, KindRabbitUnavailable,
-		KindQueueGrowing, KindOutboxUnavailable, KindOutboxStuck, KindOutboxDead, KindOutboxBacklog, KindReplayRunning,
+		KindQueueGrowing, KindDeadLettersLost, KindOutboxUnavailable, KindOutboxStuck, KindOutboxDead, KindOutboxBacklog, KindReplayRunning,
 		KindReplayFailures, KindReplayUnavailable, KindReplayAwaiting, KindReplayDone, KindReplayCancelled, KindReplayFailed,
 		KindDependencyDown}
 	Severities = []string{Critical, Warning, Info}
@@ -163,7 +164,8 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 }
 
 // RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter
-// queues holding messages and (non-retry) queues whose backlog keeps growing.
+// queues holding messages, dead-letter queues that lost messages Redrive did not move (for
+// queues.LostWindow after the last loss) and (non-retry) queues whose backlog keeps growing.
 func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Time) []Problem {
 	link := paths.RabbitBroker(broker)
 	if err != nil {
@@ -180,6 +182,9 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 	for _, q := range snap.Queues {
 		qlink := paths.Queue(broker, q.Vhost, q.Name)
 		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
+		if q.IsDeadLetterQueue && q.Lost > 0 && now.Sub(q.LostAt) < queues.LostWindow {
+			out = append(out, lostProblem(broker, q, labels, now))
+		}
 		switch {
 		case q.IsDeadLetterQueue && q.Ready > 0:
 			title := fmt.Sprintf("%s holds %s", q.Name, ops.Plural(q.Ready, "dead letter"))
@@ -195,6 +200,32 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 		}
 	}
 	return out
+}
+
+// lostProblem is a dead-letter queue's loss: messages that left it without a Redrive job moving
+// them, which no other problem would tell (the queue's "holds N" simply shrinks, or goes).
+func lostProblem(broker string, q queues.Queue, labels map[string]string, now time.Time) Problem {
+	return Problem{Key: key(KindDeadLettersLost, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLettersLost, Severity: Warning,
+		Title: fmt.Sprintf("%s lost %s since %s that Redrive did not move (dropped by the broker at a delivery limit, "+
+			"purged, expired or consumed elsewhere)", q.Name, ops.Plural(q.Lost, "dead letter"), clockTime(q.LostSince, now)),
+		Summary: fmt.Sprintf("The depth of dead-letter queue %s on %s (vhost %s) fell by more than Redrive's replay and discard "+
+			"jobs took out of it; the last such fall was seen at %s. Arrivals in the same interval hide departures, so at "+
+			"least this many are gone, and Redrive has no copy of them. The problem stays for %s after the last loss; "+
+			"a silence holds its notifications.", q.Name, broker, q.Vhost, clockTime(q.LostAt, now), lostWindowText),
+		Link: paths.Queue(broker, q.Vhost, q.Name), Labels: labels, Since: q.LostSince}
+}
+
+// lostWindowText is queues.LostWindow as a problem's summary says it.
+var lostWindowText = strconv.Itoa(int(queues.LostWindow.Hours())) + " h"
+
+// clockTime is t as a person reads it in a title: "18:02 UTC" within the last day, else with its
+// date.
+func clockTime(t, now time.Time) string {
+	t = t.UTC()
+	if now.Sub(t) < 24*time.Hour {
+		return t.Format("15:04 UTC")
+	}
+	return t.Format("Jan 2 15:04 UTC")
 }
 
 // OutboxProblems are the problems of one outbox from its stats (err: they could not be read):

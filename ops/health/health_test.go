@@ -246,3 +246,43 @@ func TestNewErrorGroupProblems(t *testing.T) {
 		t.Errorf("an unreadable store: %+v", got)
 	}
 }
+
+// Messages that left a dead-letter queue without a Redrive job moving them are a problem of their
+// own, not the silent end of "holds N": while the count lasts (queues.LostWindow after the last
+// loss), whether or not the queue still holds anything, with a key that stays as the count grows.
+func TestDeadLettersLost(t *testing.T) {
+	var q queues.Queue
+	q.Name, q.Vhost, q.IsDeadLetterQueue = "qa.dlq", "/", true
+	q.Lost, q.LostSince, q.LostAt = 40, now.Add(-2*time.Hour).Add(2*time.Minute), now.Add(-2*time.Hour).Add(17*time.Second+2*time.Minute)
+	got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{q}}, nil, now)
+	if len(got) != 1 {
+		t.Fatalf("an empty DLQ that lost 40: %+v", got)
+	}
+	p := got[0]
+	if p.Kind != KindDeadLettersLost || p.Severity != Warning || p.Key != "dead_letters_lost/rabbitmq/rmq///qa.dlq" ||
+		p.Title != "qa.dlq lost 40 dead letters since 10:02 UTC that Redrive did not move (dropped by the broker at a delivery limit, purged, expired or consumed elsewhere)" ||
+		!p.Since.Equal(q.LostSince) || p.Link != "/rabbitmq/rmq/queues/%2F/qa.dlq" || p.Labels["queue"] != "qa.dlq" {
+		t.Errorf("problem: %+v", p)
+	}
+	if !strings.Contains(p.Summary, "10:02 UTC") || !strings.Contains(p.Summary, "24 h after the last loss") {
+		t.Errorf("summary: %s", p.Summary)
+	}
+
+	one := q
+	one.Lost, one.Ready = 1, 3
+	got = RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{one}}, nil, now)
+	if len(got) != 2 || got[0].Key != p.Key || !strings.HasPrefix(got[0].Title, "qa.dlq lost 1 dead letter since") || got[1].Kind != KindDeadLetters {
+		t.Errorf("a DLQ that holds 3 and lost 1: %+v", got)
+	}
+
+	old := q
+	old.LostAt = now.Add(-queues.LostWindow)
+	if got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{old}}, nil, now); len(got) != 0 {
+		t.Errorf("a loss %s old: %+v", queues.LostWindow, got)
+	}
+	long := q
+	long.LostSince = now.Add(-30 * time.Hour)
+	if got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{long}}, nil, now); len(got) != 1 || !strings.Contains(got[0].Title, "since Feb 28 06:00 UTC") {
+		t.Errorf("an episode started yesterday names its date: %+v", got)
+	}
+}

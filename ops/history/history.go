@@ -127,6 +127,14 @@ type RabbitQueueSample struct {
 	RedeliverRate float64
 }
 
+// RabbitMoved is how many messages Redrive's replay and discard jobs have taken out of one
+// RabbitMQ queue, all jobs together, ever: a count that only grows (unless jobs are deleted), so
+// the difference between two samples is what Redrive moved in between.
+type RabbitMoved struct {
+	Vhost, Queue string
+	Messages     int64
+}
+
 // RabbitQueuePoint is one bucket of a queue's downsampled history.
 type RabbitQueuePoint struct {
 	At        time.Time // the newest sample in the bucket

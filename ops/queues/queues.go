@@ -42,7 +42,21 @@ type Queue struct {
 	// RabbitMQ counts only what channels publish, never what it dead-letters itself, so a DLQ fed
 	// by a dead-letter exchange has a publish rate of 0 however fast it fills.
 	Inflow float64
+	// Lost counts the messages that left this dead-letter queue since LostSince without a Redrive
+	// job moving them: the broker dropped them at a delivery limit, someone purged the queue, a
+	// TTL expired them or a consumer elsewhere took them. Between two samples it is how far the
+	// depth (ready + unacked) fell beyond what Redrive's replay and discard jobs took out, so
+	// arrivals in the same interval hide as many departures: it is at least this many. LostAt is
+	// the sample that last saw such a fall; the count is kept until LostWindow after it. Zero for
+	// any other queue.
+	Lost              int64
+	LostSince, LostAt time.Time
 }
+
+// LostWindow is how long a dead-letter queue's Lost count stays after the last loss it counts:
+// a loss is an event nobody can see in the queue any more, so it is a problem of its own for a
+// day (a silence holds its notifications) rather than until the next sample.
+const LostWindow = 24 * time.Hour
 
 // Queue finds a queue of the snapshot.
 func (s Snapshot) Queue(vhost, name string) (Queue, bool) {

@@ -176,13 +176,16 @@ func (d Topology) Bind(queue, key, exchange string) {
 
 // Orders declares the topology the tests dead-letter through: the orders exchange (direct) routes
 // key to the queue work, which dead-letters through orders.dlx (fanout) into orders.dlq.
-func (d Topology) Orders(work, key string) {
+func (d Topology) Orders(work, key string) { d.OrdersWith(work, key, nil) }
+
+// OrdersWith is Orders with orders.dlq declared with dlqArgs (a quorum DLQ: x-queue-type quorum).
+func (d Topology) OrdersWith(work, key string, dlqArgs amqp.Table) {
 	d.TB.Helper()
 	d.Exchange("orders", "direct")
 	d.Exchange("orders.dlx", "fanout")
 	d.Queue(work, amqp.Table{"x-dead-letter-exchange": "orders.dlx"})
 	d.Bind(work, key, "orders")
-	d.Queue("orders.dlq", nil)
+	d.Queue("orders.dlq", dlqArgs)
 	d.Bind("orders.dlq", "", "orders.dlx")
 }
 

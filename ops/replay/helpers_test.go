@@ -389,7 +389,10 @@ type rabbitWorld struct {
 	cfg      configs.RabbitMQBroker
 }
 
-func newRabbitWorld(t testing.TB) *rabbitWorld {
+func newRabbitWorld(t testing.TB) *rabbitWorld { return newRabbitWorldWith(t, nil) }
+
+// newRabbitWorldWith is newRabbitWorld with orders.dlq declared with dlqArgs.
+func newRabbitWorldWith(t testing.TB, dlqArgs amqp.Table) *rabbitWorld {
 	t.Helper()
 	vhost, amqpURL, _ := rabbittest.NewVhost(t)
 	u := amqpURL
@@ -400,7 +403,7 @@ func newRabbitWorld(t testing.TB) *rabbitWorld {
 			t.Fatal(err)
 		}
 	}
-	rabbittest.Topology{TB: t, Ch: ch}.Orders("orders.work", "order.created")
+	rabbittest.Topology{TB: t, Ch: ch}.OrdersWith("orders.work", "order.created", dlqArgs)
 
 	cfg := rabbittest.Config(t, vhost)
 	b, err := rabbit.New(cfg, configs.MessageIDRules{Headers: []string{"messageId"}, JSONPaths: []string{"messageId"}})
@@ -409,6 +412,7 @@ func newRabbitWorld(t testing.TB) *rabbitWorld {
 	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
 	st := storetest.On(t, storeDSN)
+	b.SetCustodian(replay.Custody{Store: st, Audit: st}) // as the console wires it
 	in, err := inbox.Open(ctxT(t), "inventory-service", configs.Inbox{DSN: configs.Secret(inboxDSN), Table: "inbox_message",
 		Columns: configs.InboxColumns{MessageID: "message_id", Consumer: "consumer", ReceivedAt: "received_at", ProcessedAt: "processed_at"}})
 	must(err)

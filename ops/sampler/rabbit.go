@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -56,6 +57,25 @@ type rabbitState struct {
 	token  int64         // the lease token the windows were loaded under
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
 	depths map[rabbit.QueueRef][]depth
+	// dlqs follow what leaves each dead-letter queue; stored in the snapshot, so that a loss
+	// outlives a restart or a change of leader.
+	dlqs map[rabbit.QueueRef]dlqTrack
+}
+
+// dlqTrack is what the sampler follows of one dead-letter queue from sample to sample: the last
+// sample's depth and Redrive's moves out of it then (based: both known), and the loss counted
+// in the current episode.
+type dlqTrack struct {
+	based bool
+	at    time.Time // the sample depth and moved are from
+	depth int64     // ready + unacked
+	moved int64     // Redrive's moves out of the queue, all jobs, as counted at that sample
+	// credit is what Redrive's jobs counted in the last interval beyond the fall of the depth: a
+	// job counts a message before it acks it, and the management API reports the depth late, so
+	// those departures show in the next interval. It never exceeds one interval's moves.
+	credit            int64
+	lost              int64
+	lostSince, lostAt time.Time
 }
 
 type depth struct {
@@ -75,7 +95,8 @@ func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error 
 		if _, dup := p.byName[name]; dup {
 			return ops.Invalid(fmt.Sprintf("rabbitmq[%d].name", i), fmt.Sprintf("%q is used twice", name))
 		}
-		st := &rabbitState{src: src, name: name, keep: GrowthSamples * interval, depths: map[rabbit.QueueRef][]depth{}}
+		st := &rabbitState{src: src, name: name, keep: GrowthSamples * interval, depths: map[rabbit.QueueRef][]depth{},
+			dlqs: map[rabbit.QueueRef]dlqTrack{}}
 		p.brokers = append(p.brokers, st)
 		p.byName[name] = st
 	}
@@ -100,8 +121,11 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l lease.Lea
 		return s.failedSample(ctx, l, history.SnapshotRabbit, st.name, at, err, s.rememberRabbitError)
 	}
 
-	snap, rows := st.observe(topo, at)
-	data, err := encodeRabbit(snap)
+	// Read after the topology: a job counts a message before it acks it, so every departure the
+	// topology shows is counted by then.
+	moved := s.rabbitMoved(ctx, st.name)
+	snap, rows := st.observe(topo, at, moved)
+	data, err := encodeRabbit(snap, st.dlqs)
 	if err != nil {
 		return fmt.Errorf("sampler: rabbitmq %s: %w", st.name, err)
 	}
@@ -120,6 +144,21 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l lease.Lea
 	return nil
 }
 
+// rabbitMoved is Redrive's moves out of each queue of broker so far; nil when the store cannot
+// say (logged), and then no loss is counted across this sample.
+func (s *Sampler) rabbitMoved(ctx context.Context, broker string) map[rabbit.QueueRef]int64 {
+	rows, err := s.store.RabbitMoved(ctx, broker)
+	if err != nil {
+		s.log.Warn("sampler: cannot read what replay jobs moved; dead letters lost meanwhile are not counted", "broker", broker, "err", err)
+		return nil
+	}
+	moved := make(map[rabbit.QueueRef]int64, len(rows))
+	for _, r := range rows {
+		moved[rabbit.QueueRef{Vhost: r.Vhost, Name: r.Queue}] += r.Messages
+	}
+	return moved
+}
+
 // warmRabbit loads the recent depths from the store when this replica has just become leader, so
 // that a queue growing under the previous leader is still marked growing. A failed load is logged;
 // growth then needs GrowthSamples fresh samples.
@@ -127,6 +166,14 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 	st.warm = true
 	st.depths = map[rabbit.QueueRef][]depth{}
 	st.lastAt = time.Time{}
+	st.dlqs = map[rabbit.QueueRef]dlqTrack{}
+	if row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotRabbit, st.name, time.Time{}); err == nil {
+		if st.dlqs, err = decodeTracks(row.Data, row.At); err != nil {
+			s.log.Warn("sampler: cannot read the dead-letter queues' losses from the last snapshot; they are counted afresh", "broker", st.name, "err", err)
+		}
+	} else if !errors.Is(err, ops.ErrNotFound) {
+		s.log.Warn("sampler: cannot load the last snapshot; dead-letter queues' losses are counted afresh", "broker", st.name, "err", err)
+	}
 	rows, err := s.store.RabbitQueueSamples(ctx, st.name, at.Add(-st.keep))
 	if err != nil {
 		s.log.Warn("sampler: cannot load recent queue samples; growth detection starts afresh", "broker", st.name, "err", err)
@@ -142,8 +189,9 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 }
 
 // observe turns one topology into the snapshot and the history rows, and moves the depth windows
-// on. Queues that vanished leave the windows.
-func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot, []history.RabbitQueueSample) {
+// and the dead-letter queues' tracks on (moved: Redrive's moves so far, nil when unknown). Queues
+// that vanished leave the windows.
+func (st *rabbitState) observe(t rabbit.Topology, at time.Time, moved map[rabbit.QueueRef]int64) (queues.Snapshot, []history.RabbitQueueSample) {
 	cutoff := at.Add(-st.keep)
 	snap := queues.Snapshot{Broker: st.name, At: at, Queues: make([]queues.Queue, len(t.Queues)),
 		Edges: t.Edges, RetryLoops: t.RetryLoops}
@@ -155,6 +203,7 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot
 	}
 	rows := make([]history.RabbitQueueSample, len(t.Queues))
 	depths := make(map[rabbit.QueueRef][]depth, len(t.Queues))
+	dlqs := make(map[rabbit.QueueRef]dlqTrack)
 	for i, q := range t.Queues {
 		ref := q.Ref()
 		w := st.depths[ref]
@@ -176,12 +225,17 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot
 		rq := queues.Queue{Queue: q, Retry: t.RetryQueues[ref]}
 		rq.Growing, rq.Growth = growth(w)
 		rq.Inflow = max(q.PublishRate, depthInflow(w, q.AckRate))
+		if q.IsDeadLetterQueue && !rq.Retry {
+			tr := st.dlqs[ref].next(at, q.Ready+q.Unacked, moved, ref)
+			dlqs[ref] = tr
+			rq.Lost, rq.LostSince, rq.LostAt = tr.lost, tr.lostSince, tr.lostAt
+		}
 		snap.Queues[i] = rq
 		rows[i] = history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
 			Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
 			AckRate: q.AckRate, RedeliverRate: q.RedeliverRate}
 	}
-	st.depths = depths
+	st.depths, st.dlqs = depths, dlqs
 	sort.SliceStable(snap.Queues, func(i, j int) bool { // Queue() searches by (vhost, name)
 		a, b := snap.Queues[i], snap.Queues[j]
 		if a.Vhost != b.Vhost {
@@ -190,6 +244,40 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time) (queues.Snapshot
 		return a.Name < b.Name
 	})
 	return snap, rows
+}
+
+// next is the track after a sample at at found the queue ref at depth (ready + unacked), with
+// moved Redrive's moves so far (nil: unknown). What the depth fell since the last sample beyond
+// what Redrive's jobs took out (and the credit of the interval before) is lost: the broker or
+// someone else took it. The episode ends queues.LostWindow after its last loss.
+func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbit.QueueRef]int64, ref rabbit.QueueRef) dlqTrack {
+	if tr.based && !tr.at.Before(at) {
+		return tr // the same instant sampled again
+	}
+	if moved == nil {
+		tr.based, tr.credit = false, 0 // the next sample starts afresh
+	} else {
+		m := moved[ref]
+		if tr.based {
+			fall := tr.depth - depth
+			took := max(0, m-tr.moved) // a deleted job lowers the sum: nothing moved, then
+			explained := took + tr.credit
+			if lost := fall - explained; lost > 0 {
+				if tr.lost == 0 {
+					tr.lostSince = tr.at // they were still there then
+				}
+				tr.lost += lost
+				tr.lostAt = at
+			}
+			tr.credit = min(took, max(0, explained-max(0, fall)))
+		}
+		tr.based, tr.depth, tr.moved = true, depth, m
+	}
+	tr.at = at
+	if tr.lost > 0 && at.Sub(tr.lostAt) >= queues.LostWindow {
+		tr.lost, tr.lostSince, tr.lostAt = 0, time.Time{}, time.Time{}
+	}
+	return tr
 }
 
 // depthInflow is the arrival rate a depth window shows: the rise of ready + unacked from its first

@@ -85,6 +85,7 @@ type rmqEnv struct {
 	ch                  *amqp.Channel
 	proxy               *mgmtProxy
 	b                   *rabbit.Broker
+	sent                int // messages deadLetter published, for their ids
 }
 
 func newRmqEnv(tb testing.TB) *rmqEnv {
@@ -510,7 +511,8 @@ func TestRabbitWireRoundTrip(t *testing.T) {
 				Overflow: "reject-publish-dlx", SingleActiveConsumer: true, Policy: "p", OperatorPolicy: "op",
 				Arguments: map[string]string{"x-queue-type": "quorum"}},
 				Retry: true, Growing: true, Growth: "ready 1 → 4 in 45s", Inflow: 0.25},
-			{Queue: rabbit.Queue{Vhost: "/", Name: "a.dlq", IsDeadLetterQueue: true, Arguments: map[string]string{}}},
+			{Queue: rabbit.Queue{Vhost: "/", Name: "a.dlq", IsDeadLetterQueue: true, Arguments: map[string]string{}},
+				Lost: 40, LostSince: time.Date(2026, 3, 1, 18, 2, 0, 123000, time.UTC), LostAt: time.Date(2026, 3, 1, 18, 2, 15, 0, time.UTC)},
 		},
 		Edges: []rabbit.Edge{
 			{FromVhost: "/", FromQueue: "a", ExchangeType: "direct", RoutingKey: "a.dlq", ToQueues: []string{"a.dlq"}},
@@ -518,7 +520,7 @@ func TestRabbitWireRoundTrip(t *testing.T) {
 		},
 		RetryLoops: []rabbit.RetryLoop{{Vhost: "/", RetryQueue: "r", WorkQueue: "w", Delay: 1500 * time.Millisecond}},
 	}
-	data, err := encodeRabbit(in)
+	data, err := encodeRabbit(in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

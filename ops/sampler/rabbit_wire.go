@@ -52,6 +52,14 @@ type wireQueue struct {
 	Growth         string            `json:"gw,omitempty"`
 	Inflow         float64           `json:"in,omitempty"`
 	Args           map[string]string `json:"a,omitempty"`
+	// A dead-letter queue's loss (queues.Queue.Lost; times in Unix microseconds) and the
+	// sampler's track of it: Redrive's moves as counted at this sample (absent when unknown)
+	// and the credit carried to the next.
+	Lost      int64  `json:"lo,omitempty"`
+	LostSince int64  `json:"ls,omitempty"`
+	LostAt    int64  `json:"la,omitempty"`
+	Moved     *int64 `json:"mv,omitempty"`
+	Credit    int64  `json:"cr,omitempty"`
 }
 
 // wireEdge keeps nil and empty slices apart (no omitempty on them), so a decoded edge equals the
@@ -76,7 +84,8 @@ type wireRetryLoop struct {
 	Delay      int64  `json:"d"` // nanoseconds
 }
 
-func encodeRabbit(s queues.Snapshot) ([]byte, error) {
+// encodeRabbit encodes s with the sampler's tracks of its dead-letter queues (nil: none).
+func encodeRabbit(s queues.Snapshot, tracks map[rabbit.QueueRef]dlqTrack) ([]byte, error) {
 	w := wireRabbit{V: rabbitWireVersion, Queues: make([]wireQueue, len(s.Queues)),
 		Edges: make([]wireEdge, len(s.Edges)), Loops: make([]wireRetryLoop, len(s.RetryLoops))}
 	for i, q := range s.Queues {
@@ -86,7 +95,11 @@ func encodeRabbit(s queues.Snapshot) ([]byte, error) {
 			DLX: q.DeadLetterExchange, HasDLX: q.HasDeadLetterExchange, DLRK: q.DeadLetterRoutingKey,
 			DLSource: q.DeadLetterSource, TTL: q.MessageTTL, DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength,
 			Overflow: q.Overflow, SAC: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
-			DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth, Inflow: q.Inflow, Args: q.Arguments}
+			DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth, Inflow: q.Inflow, Args: q.Arguments,
+			Lost: q.Lost, LostSince: unixMicro(q.LostSince), LostAt: unixMicro(q.LostAt)}
+		if tr, ok := tracks[q.Ref()]; ok && tr.based {
+			w.Queues[i].Moved, w.Queues[i].Credit = &tr.moved, tr.credit
+		}
 	}
 	for i, e := range s.Edges {
 		w.Edges[i] = wireEdge(e)
@@ -121,7 +134,8 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 			Overflow: q.Overflow, SingleActiveConsumer: q.SAC, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
 			IsDeadLetterQueue: q.DLQ, Arguments: q.Args},
 			Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
-			Inflow: max(q.Inflow, q.PublishRate)} // a snapshot stored before Inflow: the publish rate
+			Inflow: max(q.Inflow, q.PublishRate), // a snapshot stored before Inflow: the publish rate
+			Lost:   q.Lost, LostSince: fromUnixMicro(q.LostSince), LostAt: fromUnixMicro(q.LostAt)}
 	}
 	snap.Edges = make([]rabbit.Edge, len(w.Edges))
 	for i, e := range w.Edges {
@@ -132,4 +146,43 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 		snap.RetryLoops[i] = rabbit.RetryLoop{Vhost: l.Vhost, RetryQueue: l.RetryQueue, WorkQueue: l.WorkQueue, Delay: time.Duration(l.Delay)}
 	}
 	return snap, true, nil
+}
+
+// decodeTracks reads the sampler's tracks of the dead-letter queues back from a stored snapshot
+// sampled at at, for a replica that takes the broker over: the losses go on, and the first
+// sample compares with the last one stored.
+func decodeTracks(data []byte, at time.Time) (map[rabbit.QueueRef]dlqTrack, error) {
+	tracks := map[rabbit.QueueRef]dlqTrack{}
+	var w wireRabbit
+	if err := json.Unmarshal(data, &w); err != nil {
+		return tracks, fmt.Errorf("decode snapshot: %w", err)
+	}
+	if w.V != rabbitWireVersion {
+		return tracks, nil
+	}
+	for _, q := range w.Queues {
+		if !q.DLQ {
+			continue
+		}
+		tr := dlqTrack{at: at, lost: q.Lost, lostSince: fromUnixMicro(q.LostSince), lostAt: fromUnixMicro(q.LostAt)}
+		if q.Moved != nil {
+			tr.based, tr.depth, tr.moved, tr.credit = true, q.Ready+q.Unacked, *q.Moved, q.Credit
+		}
+		tracks[rabbit.QueueRef{Vhost: q.Vhost, Name: q.Name}] = tr
+	}
+	return tracks, nil
+}
+
+func unixMicro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromUnixMicro(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
 }

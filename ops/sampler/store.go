@@ -15,7 +15,18 @@ type Store interface {
 	Leases
 	Samples
 	ErrorGroups
+	Moves
 	triage.Settled // how many dead letters are no longer open, for the open counts
+}
+
+// Moves count what Redrive's own jobs took out of RabbitMQ queues, so that the rest of what left a
+// dead-letter queue is told apart as lost (queues.Queue.Lost). The replay jobs' published counts
+// are the source: the ledger's transactions keep them, every replica's jobs write them to the one
+// store before acking what they count, and summing them is one small read per sample — the audit
+// log says what an operator asked for, not what left the queue, and a counter in the engine would
+// miss the jobs other replicas run.
+type Moves interface {
+	RabbitMoved(ctx context.Context, broker string) ([]history.RabbitMoved, error)
 }
 
 // Leases elect the one replica that samples each source (a fenced lease per source) and list the
