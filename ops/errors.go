@@ -31,7 +31,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: an outside system (database, broker) could not be reached. → 503
 	ErrUnavailable = errors.New("unavailable")
-	// ErrForbidden: the actor's role or the console's mode does not allow it. → 403
+	// ErrForbidden: the actor's role or the console's mode does not allow it, or an outside system
+	// refuses the console's own account what the request needs (a RabbitMQ user without read
+	// permission on the queue); the message names who lacks which permission. → 403
 	ErrForbidden = errors.New("forbidden")
 )
 

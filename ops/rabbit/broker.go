@@ -220,8 +220,10 @@ const opEchoLimit = 160
 
 // fail wraps err with the broker, the operation and an ops error kind. Errors that already carry a
 // kind keep it; a management 404 is ErrNotFound; AMQP's NOT_FOUND closes a channel with code 404
-// and becomes ErrNotFound, RESOURCE_LOCKED (405, an exclusive queue) ErrConflict; a caller's
-// cancellation passes through; everything else — dial failures, timeouts, 5xx — is ErrUnavailable.
+// and becomes ErrNotFound, RESOURCE_LOCKED (405, an exclusive queue) ErrConflict; ACCESS_REFUSED
+// (403), and the management API's 401/403 for a vhost its user may not access, are ErrForbidden
+// naming the user and the permission it lacks (refused); a caller's cancellation passes through;
+// everything else — dial failures, timeouts, 5xx, a failed management login — is ErrUnavailable.
 func (b *Broker) fail(op string, err error) error {
 	full := op
 	// What a person may read quotes the caller's names cut (a 100,000-character queue name came
@@ -229,9 +231,12 @@ func (b *Broker) fail(op string, err error) error {
 	op = payload.Clip(op, opEchoLimit)
 	var rhErr rabbithole.ErrorResponse
 	var amqpErr *amqp.Error
+	if r, ok := b.refused(op, full, err); ok {
+		return r
+	}
 	switch {
 	case errors.Is(err, ops.ErrNotFound), errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrConflict),
-		errors.Is(err, ops.ErrUnavailable):
+		errors.Is(err, ops.ErrUnavailable), errors.Is(err, ops.ErrForbidden):
 		return fmt.Errorf("rabbitmq %s: %s: %w", b.name, op, err) // its text may be shown (ops.Message)
 	case errors.As(err, &rhErr) && rhErr.StatusCode == http.StatusNotFound:
 		return &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("rabbitmq broker %q: %s: not found", b.name, op),
@@ -256,6 +261,7 @@ func (b *Broker) fail(op string, err error) error {
 type apiError struct {
 	Status int
 	Reason string
+	Path   string // what was asked, escaped: "queues/%2F/orders.dlq"
 }
 
 func (e *apiError) Error() string {
@@ -299,7 +305,7 @@ func (b *Broker) getJSON(ctx context.Context, p string, q url.Values, out any) e
 		if reason == "" {
 			reason = e.Error
 		}
-		return &apiError{Status: resp.StatusCode, Reason: reason}
+		return &apiError{Status: resp.StatusCode, Reason: reason, Path: p}
 	}
 	dec := json.NewDecoder(resp.Body)
 	dec.UseNumber()
@@ -367,7 +373,11 @@ func (b *Broker) conn(ctx context.Context, vhost string) (*amqp.Connection, erro
 	if err != nil {
 		var amqpErr *amqp.Error
 		if errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotAllowed {
-			// RabbitMQ refuses connection.open to a vhost that does not exist with NOT_ALLOWED.
+			// RabbitMQ refuses connection.open with NOT_ALLOWED to a vhost that does not exist, and
+			// to one the user has no permissions in: only the reason tells them apart.
+			if r := parseRefusal(amqpErr.Reason); r.complete {
+				return nil, &ops.Error{Kind: ops.ErrForbidden, Message: r.message(), Err: fmt.Errorf("dial vhost %q: %w", vhost, err)}
+			}
 			return nil, &ops.Error{Kind: ops.ErrNotFound, Message: fmt.Sprintf("vhost %q not found", vhost),
 				Err: fmt.Errorf("dial vhost %q: %s", vhost, amqpErr.Reason)}
 		}
