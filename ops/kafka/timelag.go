@@ -59,7 +59,7 @@ func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Tim
 			t := &groups[gi].Topics[ti]
 			for pi := range t.Partitions {
 				p := &t.Partitions[pi]
-				if off, ok := nextOffset(*p); ok {
+				if off, ok := nextOffset(groups[gi].Kind() == GroupShare, *p); ok {
 					want[tpo{t.Topic, p.Partition, off}] = true
 					if !seenTopic[t.Topic] {
 						seenTopic[t.Topic] = true
@@ -81,7 +81,7 @@ func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Tim
 			t.MaxTimeLag = 0
 			for pi := range t.Partitions {
 				p := &t.Partitions[pi]
-				switch off, ok := nextOffset(*p); {
+				switch off, ok := nextOffset(g.Kind() == GroupShare, *p); {
 				case p.Lag == 0:
 					p.TimeLag = 0
 				case !ok:
@@ -101,12 +101,18 @@ func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Tim
 	}
 }
 
-// nextOffset is the offset of the next record the group will consume on p, when p lags.
-func nextOffset(p PartitionLag) (int64, bool) {
+// nextOffset is the offset of the next record the group will consume on p, when p lags. In a share
+// group it is the share-partition start offset: the oldest record not yet done with, whose age is
+// the group's time lag (how long the oldest unacknowledged record has waited).
+func nextOffset(share bool, p PartitionLag) (int64, bool) {
 	if p.Lag <= 0 {
 		return 0, false
 	}
 	switch {
+	case share && p.ShareStart >= 0 && (p.Start < 0 || p.ShareStart >= p.Start):
+		return p.ShareStart, true
+	case share && p.ShareStart < 0:
+		return 0, false
 	case p.Committed >= 0 && (p.Start < 0 || p.Committed >= p.Start):
 		return p.Committed, true
 	case p.Start >= 0:

@@ -87,10 +87,28 @@ func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) Group {
 	for _, t := range g.Topics {
 		for _, p := range t.Partitions {
 			parts = append(parts, PartitionSamples{Topic: t.Topic, Partition: p.Partition,
-				Samples: []Sample{{At: now, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
+				Samples: []Sample{{At: now, Committed: Position(g, p), End: p.End, Lag: p.Lag, TimeLag: p.TimeLag}}})
 		}
 	}
-	return Judged(g, EvaluateGroup(rules, 0, g.State, g.Members, parts, now))
+	return Judged(g, EvaluateOf(g, rules, 0, parts, now))
+}
+
+// Position is the offset a group's trend is read from on one of its partitions: the committed
+// offset, or in a share group the share-partition start offset (-1 when none).
+func Position(g kafka.Group, p kafka.PartitionLag) int64 {
+	if g.Kind() == kafka.GroupShare {
+		return p.ShareStart
+	}
+	return p.Committed
+}
+
+// EvaluateOf judges g from its partitions' samples (taken with Position) by the rules of its
+// type: EvaluateShareGroup for a share group, EvaluateGroup for the others.
+func EvaluateOf(g kafka.Group, rules configs.LagRules, every time.Duration, parts []PartitionSamples, now time.Time) GroupStatus {
+	if g.Kind() == kafka.GroupShare {
+		return EvaluateShareGroup(rules, every, g.State, g.Members, parts, now)
+	}
+	return EvaluateGroup(rules, every, g.State, g.Members, parts, now)
 }
 
 // TopicRate is one topic's consumption (by a group) and production rates, messages per second.

@@ -151,6 +151,9 @@ type verdict struct {
 	window  []Sample      // the window's samples that show the rise, one per moment (foundRising)
 	behind  time.Duration // the newest time lag (foundBehind)
 	limit   time.Duration // the threshold it passed (foundBehind)
+	// share words the finding for a share group, whose position is the share-partition start
+	// offset (acknowledgements move it), not a committed offset.
+	share bool
 }
 
 // minRisingSamples is how many samples must rise one after the other for WARN: with two, a single
@@ -304,6 +307,22 @@ func (v verdict) describe(others []verdict, where string) string {
 	if !single && slices.ContainsFunc(all, func(o verdict) bool { return dur(o.stuck) != stuckText }) {
 		stuckText += " or more"
 	}
+	if v.share {
+		switch v.found {
+		case foundLeft, foundLeftNever:
+			return fmt.Sprintf("no members; %s not yet acknowledged%s", ops.Plural(lag, "record"), where)
+		case foundStop, foundStopNever:
+			if single && v.offset >= 0 {
+				return fmt.Sprintf("no acknowledgement moved the start offset for %s%s (start offset %s), lag %s", stuckText, where, ops.FormatNum(v.offset), ops.FormatNum(lag))
+			}
+			return fmt.Sprintf("no acknowledgement moved the start offsets for %s%s, lag %s", stuckText, where, ops.FormatNum(lag))
+		case foundStall, foundStallNever:
+			if single && v.offset >= 0 {
+				return fmt.Sprintf("start offset stuck at %s for %s%s with %s, lag %s", ops.FormatNum(v.offset), stuckText, where, ops.Plural(int64(v.members), "member"), ops.FormatNum(lag))
+			}
+			return fmt.Sprintf("start offsets stuck for %s%s with %s, lag %s", stuckText, where, ops.Plural(int64(v.members), "member"), ops.FormatNum(lag))
+		}
+	}
 	switch v.found {
 	case foundLeft:
 		return fmt.Sprintf("no members; lag %s left unconsumed%s", ops.FormatNum(lag), where)
@@ -405,6 +424,36 @@ func chain(lags []int64) string {
 // topics are named too when the group reads more than one. A group in state Empty or Dead with no
 // partitions still gets EMPTY/DEAD.
 func EvaluateGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
+	return evaluateGroup(rules, every, state, members, parts, now, false)
+}
+
+// EvaluateShareGroup judges a share group (KIP-932) by EvaluateGroup's rules, read in its own
+// terms: each sample's Committed is the share-partition start offset (every record below it is
+// acknowledged or archived; acknowledgements move it, there are no commits) and Lag the broker's
+// lag (records at or above it not yet done). A start offset that does not move while records wait
+// is STALL with members and STOP past StopAfter, a lag that rises at every sample WARN, a group
+// without members EMPTY; the reasons say "start offset" and "acknowledged", never "commit".
+func EvaluateShareGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
+	return evaluateGroup(rules, every, state, members, parts, now, true)
+}
+
+// EvaluateShare is Evaluate for one partition of a share group (EvaluateShareGroup's terms).
+func EvaluateShare(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) Status {
+	v := evaluate(rules, every, state, members, samples, now)
+	return v.inShareTerms().status
+}
+
+// inShareTerms words v for a share group.
+func (v verdict) inShareTerms() verdict {
+	v.share = true
+	switch v.found {
+	case foundLeft, foundLeftNever, foundStop, foundStopNever, foundStall, foundStallNever:
+		v.status.Reason = v.describe(nil, "")
+	}
+	return v
+}
+
+func evaluateGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time, share bool) GroupStatus {
 	gs := GroupStatus{Partitions: make([]PartitionStatus, 0, len(parts))}
 	verdicts := make([]verdict, len(parts))
 	worst, worstLag := -1, int64(-1)
@@ -412,6 +461,9 @@ func EvaluateGroup(rules configs.LagRules, every time.Duration, state string, me
 	for i, p := range parts {
 		topics[p.Topic] = true
 		v := evaluate(rules, every, state, members, p.Samples, now)
+		if share {
+			v = v.inShareTerms()
+		}
 		verdicts[i] = v
 		gs.Partitions = append(gs.Partitions, PartitionStatus{Topic: p.Topic, Partition: p.Partition, Status: v.status})
 		lag := int64(-1)
@@ -428,6 +480,8 @@ func EvaluateGroup(rules configs.LagRules, every time.Duration, state string, me
 		w := gs.Partitions[worst]
 		gs.Worst = &w
 		gs.Status = Status{Code: w.Status.Code, Reason: groupReason(parts, verdicts, worst, len(topics) > 1)}
+	case (state == "Dead" || state == "Empty") && share:
+		gs.Status = EvaluateShare(rules, every, state, members, nil, now)
 	case state == "Dead" || state == "Empty":
 		gs.Status = Evaluate(rules, every, state, members, nil, now)
 	default:

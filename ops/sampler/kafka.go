@@ -368,14 +368,15 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 					start := len(buf)
 					buf = w.parts[k].unpack(buf)
 					kept := trim(buf[start:], cutoff, rateFrom)
-					buf = append(buf[:start+len(kept)], lag.Sample{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
+					pos := lag.Position(g, p) // a share group's start offset
+					buf = append(buf[:start+len(kept)], lag.Sample{At: at, Committed: pos, End: p.End, Lag: p.Lag, TimeLag: p.TimeLag})
 					samples := buf[start:len(buf):len(buf)]
 					w.parts[k] = pack(w.parts[k], samples) // its old array: already unpacked
 					parts = append(parts, lag.PartitionSamples{Topic: t.Topic, Partition: p.Partition, Samples: samples})
 					row.Partitions = append(row.Partitions, history.KafkaPartitionSample{Topic: t.Topic, Partition: p.Partition,
-						Committed: p.Committed, Lag: p.Lag})
-					if p.Committed > 0 && p.Lag >= 0 {
-						committed += p.Committed
+						Committed: pos, Lag: p.Lag})
+					if pos > 0 && p.Lag >= 0 {
+						committed += pos
 					}
 				}
 			}
@@ -413,7 +414,7 @@ func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, 
 		}
 		st.unpacked, st.parts = buf, parts
 
-		gs := lag.EvaluateGroup(st.src.Rules, st.every, g.State, g.Members, parts, at)
+		gs := lag.EvaluateOf(g, st.src.Rules, st.every, parts, at)
 		kg := lag.Judged(g, gs)
 		if g.Error == "" {
 			rows[len(rows)-1].Status = string(gs.Status.Code)

@@ -39,6 +39,12 @@ type wireDLT struct {
 
 type wireGroup struct {
 	Name         string                `json:"n"`
+	Type         string                `json:"ty,omitempty"` // kafka.GroupClassic, GroupConsumer or GroupShare; absent in snapshots before types
+	Epoch        int32                 `json:"ep,omitempty"`
+	AssignEpoch  int32                 `json:"ae,omitempty"`
+	MemberList   []wireMember          `json:"ml,omitempty"`
+	DeliveryMax  int                   `json:"dl,omitempty"` // a share group's delivery limit
+	DeliveryFrom string                `json:"df,omitempty"`
 	State        string                `json:"s,omitempty"`
 	ProtocolType string                `json:"pt,omitempty"`
 	Protocol     string                `json:"p,omitempty"`
@@ -55,6 +61,44 @@ type wireGroup struct {
 	MemberNames  []string              `json:"mn,omitempty"` // indexed by wireTopic.Member
 	TopicRates   map[string][2]float64 `json:"tr,omitempty"` // consumed, produced per second
 	Topics       []wireTopic           `json:"t"`
+}
+
+type wireMember struct {
+	ID       string       `json:"id"`
+	Instance string       `json:"i,omitempty"`
+	Client   string       `json:"c,omitempty"`
+	Host     string       `json:"h,omitempty"`
+	Epoch    int32        `json:"e,omitempty"`
+	Assigned []wireAssign `json:"a,omitempty"`
+	Target   []wireAssign `json:"ta,omitempty"`
+	Classic  bool         `json:"cl,omitempty"`
+}
+
+type wireAssign struct {
+	Topic      string  `json:"t"`
+	Partitions []int32 `json:"p"`
+}
+
+func toWireAssign(tps []kafka.TopicPartitions) []wireAssign {
+	if tps == nil {
+		return nil
+	}
+	out := make([]wireAssign, len(tps))
+	for i, tp := range tps {
+		out[i] = wireAssign{tp.Topic, tp.Partitions}
+	}
+	return out
+}
+
+func fromWireAssign(ws []wireAssign) []kafka.TopicPartitions {
+	if ws == nil {
+		return nil
+	}
+	out := make([]kafka.TopicPartitions, len(ws))
+	for i, w := range ws {
+		out[i] = kafka.TopicPartitions{Topic: w.Topic, Partitions: w.Partitions}
+	}
+	return out
 }
 
 type wirePartStatus struct {
@@ -77,6 +121,8 @@ type wireTopic struct {
 	TimeLags  []int64  `json:"tl,omitempty"`  // milliseconds, -1 unknown; absent when every partition is caught up (0)
 	Member    []int    `json:"m,omitempty"`   // index into wireGroup.MemberNames, -1 for none; absent when no partition has a member
 	Errors    []string `json:"err,omitempty"` // absent when no partition has an error
+	// ShareStart are a share group's share-partition start offsets (absent for other groups).
+	ShareStart []int64 `json:"ss,omitempty"`
 }
 
 func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
@@ -98,6 +144,13 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 			Status: g.Status.Code, Reason: g.Status.Reason,
 			Rate: g.Rate, CatchUp: int64(g.CatchUp), RateKnown: g.RateKnown,
 			Topics: make([]wireTopic, len(g.Topics)),
+			Epoch:  g.Epoch, AssignEpoch: g.AssignmentEpoch, DeliveryMax: g.DeliveryLimit, DeliveryFrom: g.DeliveryLimitFrom,
+		}
+		share := g.Kind() == kafka.GroupShare
+		wg.Type = g.Type
+		for _, m := range g.MemberList {
+			wg.MemberList = append(wg.MemberList, wireMember{ID: m.ID, Instance: m.InstanceID, Client: m.ClientID, Host: m.Host,
+				Epoch: m.Epoch, Assigned: toWireAssign(m.Assigned), Target: toWireAssign(m.Target), Classic: m.Classic})
 		}
 		for topic, r := range g.TopicRates {
 			if wg.TopicRates == nil {
@@ -112,7 +165,7 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 					key := lag.PartitionKey(t.Topic, p.Partition)
 					st, listed := g.Partitions[key]
 					switch {
-					case listed && st == derive(g.State, p):
+					case listed && st == derive(share, g.State, p):
 						derived[key] = true
 					case !listed:
 						// Decoding would derive a status the group does not have: mask it.
@@ -136,7 +189,13 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 			n := len(t.Partitions)
 			wt := wireTopic{Topic: t.Topic, Lag: t.Lag, MaxTime: ms(t.MaxTimeLag), Partition: make([]int32, n), Committed: make([]int64, n),
 				Start: make([]int64, n), End: make([]int64, n), Lags: make([]int64, n)}
+			if share {
+				wt.ShareStart = make([]int64, n)
+			}
 			for k, p := range t.Partitions {
+				if share {
+					wt.ShareStart[k] = p.ShareStart
+				}
 				wt.Partition[k], wt.Committed[k], wt.Start[k], wt.End[k], wt.Lags[k] = p.Partition, p.Committed, p.Start, p.End, p.Lag
 				if p.TimeLag != 0 {
 					if wt.TimeLags == nil {
@@ -199,6 +258,7 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 	}
 	groups = make([]lag.Group, len(w.Groups))
 	type derivedKey struct {
+		share     bool
 		state     string
 		committed bool
 		lag       int64
@@ -213,6 +273,16 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 			Rate:      wg.Rate,
 			CatchUp:   time.Duration(wg.CatchUp),
 			RateKnown: wg.RateKnown,
+		}
+		g.Type, g.Epoch, g.AssignmentEpoch = wg.Type, wg.Epoch, wg.AssignEpoch
+		g.DeliveryLimit, g.DeliveryLimitFrom = wg.DeliveryMax, wg.DeliveryFrom
+		share := g.Type == kafka.GroupShare
+		if len(wg.MemberList) > 0 {
+			g.MemberList = make([]kafka.Member, len(wg.MemberList))
+			for k, m := range wg.MemberList {
+				g.MemberList[k] = kafka.Member{ID: m.ID, InstanceID: m.Instance, ClientID: m.Client, Host: m.Host, Epoch: m.Epoch,
+					Assigned: fromWireAssign(m.Assigned), Target: fromWireAssign(m.Target), Classic: m.Classic}
+			}
 		}
 		for topic, r := range wg.TopicRates {
 			if g.TopicRates == nil {
@@ -236,7 +306,7 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 			n := len(wt.Partition)
 			if len(wt.Committed) != n || len(wt.Start) != n || len(wt.End) != n || len(wt.Lags) != n ||
 				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) ||
-				(wt.TimeLags != nil && len(wt.TimeLags) != n) {
+				(wt.TimeLags != nil && len(wt.TimeLags) != n) || (wt.ShareStart != nil && len(wt.ShareStart) != n) {
 				return nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
 			}
 			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, MaxTimeLag: fromMS(wt.MaxTime), Partitions: make([]kafka.PartitionLag, n)}
@@ -254,16 +324,19 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 				if wt.TimeLags != nil {
 					p.TimeLag = fromMS(wt.TimeLags[k])
 				}
+				if wt.ShareStart != nil {
+					p.ShareStart = wt.ShareStart[k]
+				}
 				t.Partitions[k] = p
 				if derivable(g.State) {
 					if key := lag.PartitionKey(t.Topic, p.Partition); !listed[key] {
 						if g.Partitions == nil {
 							g.Partitions = map[string]lag.Status{}
 						}
-						k := derivedKey{g.State, p.Committed >= 0, p.Lag}
+						k := derivedKey{share, g.State, lag.Position(g.Group, p) >= 0, p.Lag}
 						st, ok := memo[k]
 						if !ok {
-							st = derive(g.State, p)
+							st = derive(share, g.State, p)
 							memo[k] = st
 						}
 						g.Partitions[key] = st
@@ -287,8 +360,12 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 // differs from the derived one (its lag is unknown now but was known earlier) is written out.
 func derivable(state string) bool { return state == "Empty" || state == "Dead" }
 
-func derive(state string, p kafka.PartitionLag) lag.Status {
+func derive(share bool, state string, p kafka.PartitionLag) lag.Status {
 	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
+	if share {
+		return lag.EvaluateShare(configs.LagRules{}, 0, state, 0,
+			[]lag.Sample{{At: at, Committed: p.ShareStart, End: p.End, Lag: p.Lag}}, at)
+	}
 	return lag.Evaluate(configs.LagRules{}, 0, state, 0,
 		[]lag.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
 }
