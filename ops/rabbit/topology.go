@@ -113,6 +113,55 @@ func (b *Broker) Topology(ctx context.Context) (Topology, error) {
 	return buildTopology(queues, xs, bs, b.isDLQName), nil
 }
 
+// Routes lists the queues of vhost that a message published to exchangeName with routingKey reaches
+// through the bindings as the broker has them now, sorted: the default exchange ("") routes to the
+// queue the key names; exchange-to-exchange bindings and alternate exchanges are followed, as
+// Topology resolves its edges. exact is false when routing depends on what Redrive cannot see (a
+// headers exchange, a plugin's type): the queues are then every queue bound there. An exchange
+// that does not exist routes nowhere. It is how a message Spring's RepublishMessageRecoverer put
+// in a DLQ itself (x-original-exchange and x-original-routingKey, no x-death) is traced to the
+// queue, and so the consumer, it was going to. Errors are those of Topology.
+func (b *Broker) Routes(ctx context.Context, vhost, exchangeName, routingKey string) (queues []string, exact bool, err error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	var (
+		wg        sync.WaitGroup
+		exchanges []rabbithole.ExchangeInfo
+		bindings  []rabbithole.BindingInfo
+		xErr      error
+		bErr      error
+	)
+	wg.Go(func() {
+		exchanges, xErr = call(ctx, func() ([]rabbithole.ExchangeInfo, error) { return b.rh.ListExchangesIn(vhost) })
+	})
+	wg.Go(func() {
+		bindings, bErr = call(ctx, func() ([]rabbithole.BindingInfo, error) { return b.rh.ListBindingsIn(vhost) })
+	})
+	wg.Wait()
+	op := "routes of " + VhostName(vhost, exchangeName)
+	if xErr != nil {
+		return nil, false, b.fail(op+": exchanges", xErr)
+	}
+	if bErr != nil {
+		return nil, false, b.fail(op+": bindings", bErr)
+	}
+	r := &router{queues: map[string]bool{}, exchanges: map[string]exchange{}, bySource: map[string][]binding{}}
+	for _, x := range exchanges {
+		ae, _ := x.Arguments["alternate-exchange"].(string)
+		r.exchanges[x.Name] = exchange{Vhost: x.Vhost, Name: x.Name, Type: x.Type, Alternate: ae}
+	}
+	for _, bi := range bindings {
+		bd := binding{Vhost: bi.Vhost, Source: bi.Source, Destination: bi.Destination, ToExchange: bi.DestinationType == "exchange", Key: bi.RoutingKey}
+		r.bySource[bd.Source] = append(r.bySource[bd.Source], bd)
+		if !bd.ToExchange {
+			r.queues[bd.Destination] = true // every queue is bound to the default exchange
+		}
+	}
+	e := Edge{Exchange: exchangeName, RoutingKey: routingKey, ToQueues: []string{}}
+	r.resolve(&e, []string{routingKey})
+	return e.ToQueues, !e.AllBound, nil
+}
+
 // DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
 func DeadLettersFrom(t Topology, vhost, queue string) []string {
 	seen := map[string]bool{}

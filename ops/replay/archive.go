@@ -45,7 +45,8 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	if err := RestoreRefused(m); err != nil {
 		return err // before the plan is written: a restore that meets another leaves no plan
 	}
-	if _, err := configured(k.e.rabbit, "source.broker", "rabbitmq broker", m.Broker); err != nil {
+	r, err := configured(k.e.rabbit, "source.broker", "rabbitmq broker", m.Broker)
+	if err != nil {
 		return err
 	}
 	src.Broker, src.Vhost, src.Queue = m.Broker, m.Vhost, m.Queue
@@ -54,7 +55,13 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	if x, rk := archivedDestination(m); x != "" || rk != "" {
 		it.Destination = Destination{Kind: "rabbitmq", Broker: m.Broker, Vhost: m.Vhost, Exchange: x, RoutingKey: rk}
 	}
-	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, headerText(m.Headers, "x-first-death-queue"))
+	firstQueue := headerText(m.Headers, "x-first-death-queue")
+	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, firstQueue)
+	if firstQueue == "" { // republished by Spring: where it was going says whose inbox guards it
+		if it.Consumer, err = k.e.rabbitConsumers(r, m.Broker, m.Vhost).byRoute(ctx, it.Destination); err != nil {
+			return err
+		}
+	}
 	return emit(it)
 }
 

@@ -18,6 +18,10 @@ type RabbitBroker interface {
 	Name() string
 	Peek(ctx context.Context, vhost, queue string, limit int, each func(rabbit.Message)) (rabbit.BrowseResult, error)
 	OpenCursor(ctx context.Context, vhost, queue string, span int) (*rabbit.Cursor, error)
+	// Routes lists the queues of vhost a message published to exchange with routingKey reaches
+	// through the broker's bindings (exact false: every queue bound to an exchange that routes by
+	// what cannot be seen).
+	Routes(ctx context.Context, vhost, exchange, routingKey string) (queues []string, exact bool, err error)
 }
 
 // rabbitLocator names a dead-lettered message instance: its id and a fingerprint of its body (the
@@ -129,6 +133,7 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	seen := map[string]bool{}
 	var emitErr error
 	read := 0
+	consumers := k.e.rabbitConsumers(r, src.Broker, src.Vhost)
 	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbit.Message) {
 		read++
 		if cel != nil && emitErr == nil {
@@ -142,6 +147,11 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 			return // a duplicate copy is handled as its first instance
 		}
 		seen[it.Locator] = true
+		if it.Consumer == "" && src.Destination == nil && !src.discards() && (m.DeadLetter == nil || m.DeadLetter.OriginalQueue == "") {
+			if it.Consumer, emitErr = consumers.byRoute(ctx, it.Destination); emitErr != nil {
+				return
+			}
+		}
 		if ed := src.Edit; ed != nil {
 			if ed.Diff, emitErr = rabbitEditDiff(m, ed); emitErr != nil {
 				return
@@ -200,6 +210,56 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		it.Locator, it.Consumer = discardLocator(it.Locator), ""
 	}
 	return it, true
+}
+
+// rabbitConsumerSet finds, for the dead letters of one broker and vhost that name no queue they
+// died in, the consumer of the queue their original exchange and routing key lead to, asking the
+// broker's bindings once per destination.
+type rabbitConsumerSet struct {
+	e             *Engine
+	r             RabbitBroker
+	broker, vhost string
+	byDest        map[[2]string]string
+}
+
+func (e *Engine) rabbitConsumers(r RabbitBroker, broker, vhost string) *rabbitConsumerSet {
+	return &rabbitConsumerSet{e: e, r: r, broker: broker, vhost: vhost, byDest: map[[2]string]string{}}
+}
+
+// byRoute is the consumer whose inbox guards a dead letter that names no queue it died in (no
+// x-death, no x-first-death-queue) but where it was going, dest: Spring AMQP's
+// RepublishMessageRecoverer publishes a failed message straight to a DLQ with x-original-exchange
+// and x-original-routingKey and nothing else. Those are routed through the broker's bindings to
+// the queues they reach, and the one configured consumer reading one of them is the consumer, as
+// the queue of an x-death names it: a replay of the message reaches that queue. "" when the
+// message names no destination, when no configured consumer reads where it leads, and when
+// several do (one inbox cannot guard them all; the plan warns, as for any message without one).
+func (c *rabbitConsumerSet) byRoute(ctx context.Context, dest Destination) (string, error) {
+	if dest.Kind != "rabbitmq" {
+		return "", nil
+	}
+	key := [2]string{dest.Exchange, dest.RoutingKey}
+	if consumer, ok := c.byDest[key]; ok {
+		return consumer, nil
+	}
+	queues, _, err := c.r.Routes(ctx, c.vhost, dest.Exchange, dest.RoutingKey)
+	if err != nil {
+		return "", err
+	}
+	found := ""
+	for _, q := range queues {
+		consumer := c.e.consumerForQueue(c.broker, c.vhost, q)
+		if consumer == "" || consumer == found {
+			continue
+		}
+		if found != "" {
+			found = ""
+			break
+		}
+		found = consumer
+	}
+	c.byDest[key] = found
+	return found, nil
 }
 
 // discardLocator names a message a discard job archives.
