@@ -26,8 +26,9 @@ const HeaderOffsetPlan = "redrive-offset-plan"
 // SkippedExceptionType is the kafka_dlt-exception-fqcn of a skipped record's copy.
 const SkippedExceptionType = "io.redrive.SkippedByOffsetMove"
 
-// Membership is a group's state and members as the coordinator reports them.
+// Membership is a group's type, state and members as the coordinator reports them.
 type Membership struct {
+	Type    string // GroupClassic, GroupConsumer or GroupShare
 	State   string
 	Members []string // "client-id@host (member-id)"
 }
@@ -51,10 +52,49 @@ func (c *Cluster) groupNotFound(group string) error {
 	return ops.NotFound("consumer group %s not found in kafka cluster %q", named(group), c.name)
 }
 
-// GroupMembership describes one group. An unknown group is ops.ErrNotFound.
+// GroupMembership describes one group of any type: a KIP-848 group with ConsumerGroupDescribe (its
+// members are invisible to DescribeGroups), a share group with ShareGroupDescribe. An unknown
+// group is ops.ErrNotFound.
 func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
+	typ, err := c.groupType(ctx, group)
+	if err != nil {
+		return Membership{}, c.fail("describe group "+named(group), err)
+	}
+	label := func(client, host, id string) string { return fmt.Sprintf("%s@%s (%s)", client, host, id) }
+	switch typ {
+	case GroupConsumer:
+		described, err := c.describeConsumerGroups(ctx, []string{group})
+		d, ok := described[group]
+		if err != nil && !ok {
+			return Membership{}, c.fail("describe group "+named(group), err)
+		}
+		if err := c.groupAnswer("describe group "+named(group), group, ok, d.Err); err != nil {
+			return Membership{}, err
+		}
+		m := Membership{Type: typ, State: d.State}
+		for _, mem := range d.Members {
+			m.Members = append(m.Members, label(mem.ClientID, mem.Host, mem.ID))
+		}
+		sort.Strings(m.Members)
+		return m, nil
+	case GroupShare:
+		described, err := c.adm.DescribeShareGroups(ctx, group)
+		d, ok := described[group]
+		if err != nil && !ok {
+			return Membership{}, c.fail("describe group "+named(group), err)
+		}
+		if err := c.groupAnswer("describe group "+named(group), group, ok, d.Err); err != nil {
+			return Membership{}, err
+		}
+		m := Membership{Type: typ, State: d.GroupState}
+		for _, mem := range d.Members {
+			m.Members = append(m.Members, label(mem.ClientID, mem.ClientHost, mem.MemberID))
+		}
+		sort.Strings(m.Members)
+		return m, nil
+	}
 	described, err := c.adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return Membership{}, c.fail("describe group "+named(group), err)
@@ -63,7 +103,7 @@ func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership
 	if err := c.groupAnswer("describe group "+named(group), group, ok, d.Err); err != nil {
 		return Membership{}, err
 	}
-	m := Membership{State: d.State}
+	m := Membership{Type: GroupClassic, State: d.State}
 	for _, mem := range d.Members {
 		m.Members = append(m.Members, fmt.Sprintf("%s@%s (%s)", mem.ClientID, mem.ClientHost, mem.MemberID))
 	}

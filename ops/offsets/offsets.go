@@ -190,6 +190,10 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	mem, memErr := c.GroupMembership(ctx, r.Group)
+	if memErr == nil && mem.Type == kafka.GroupShare {
+		return Plan{}, shareRefusal(r.Group)
+	}
 	offs, err := c.GroupTopicOffsets(ctx, r.Group, r.Topic)
 	if err != nil {
 		return Plan{}, err
@@ -279,7 +283,7 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 	if err := m.planCopy(ctx, c, r, &p); err != nil {
 		return Plan{}, err
 	}
-	mem, err := c.GroupMembership(ctx, r.Group)
+	err = memErr
 	switch {
 	case errors.Is(err, ops.ErrNotFound), err == nil && mem.State == "Dead" && len(mem.Members) == 0 && len(never) == len(selected):
 		// Committing offsets for a group Kafka does not know creates it: a typo in the group's
@@ -396,6 +400,13 @@ func checkTarget(t Target) (Target, error) {
 		return Target{Kind: t.Kind}, nil
 	}
 	return t, ops.Invalid("to.kind", "must be shift, offset, timestamp, earliest or latest")
+}
+
+// shareRefusal says why a share group's offsets are not moved: it has none.
+func shareRefusal(group string) error {
+	return ops.Invalid("group", fmt.Sprintf("%s is a share group: it commits no offsets to move; its records are "+
+		"acknowledged one by one and the broker keeps a share-partition start offset (reset it with "+
+		"kafka-share-groups.sh --reset-offsets while the group has no members)", group))
 }
 
 // Members lists group's members in cluster now (an apply needs none): none for a group the
@@ -524,6 +535,9 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	mem, err := c.GroupMembership(ctx, p.Group)
 	if err != nil && !errors.Is(err, ops.ErrNotFound) {
 		return res, err
+	}
+	if mem.Type == kafka.GroupShare {
+		return deny(shareRefusal(p.Group))
 	}
 	if len(mem.Members) > 0 {
 		return deny(ops.Conflict("group %s has %s (%s); Kafka moves a group's offsets only while it is empty: "+
