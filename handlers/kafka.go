@@ -174,7 +174,8 @@ func (h *Kafka) APIGroup(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, groupDetailJSON{groupJSON: toGroupJSON(g), Pipelines: toPipelinesJSON(sampler.Pipelines(g, snap.DeadLetterTopics))})
+	return c.JSON(http.StatusOK, groupDetailJSON{groupJSON: toGroupJSON(g), MemberList: toMembersJSON(g),
+		Pipelines: toPipelinesJSON(sampler.Pipelines(g, snap.DeadLetterTopics))})
 }
 
 // group finds a group in the latest snapshot. A group the snapshot does not have yet (it started
@@ -581,7 +582,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		return err
 	}
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
-		Cluster: k.Name(), Name: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members,
+		Cluster: k.Name(), Name: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members,
 		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
 		Range: rangeLabel, LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots), Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
 	if g.RateKnown {
@@ -595,17 +596,11 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 			page.CatchUp, page.CatchUpNote = "about "+g.CatchUp.Round(time.Second).String(), "the slowest partition's, at its recent slope"
 		}
 	}
-	j := toGroupJSON(g)
-	for ti, t := range j.Topics {
-		for pi, p := range t.Partitions {
-			tl := g.Topics[ti].Partitions[pi].TimeLag
-			page.Partitions = append(page.Partitions, kafkapages.PartitionRow{Topic: t.Topic, Partition: p.Partition,
-				Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: timeLagText(tl), TimeLagMS: timeLagMS(tl),
-				Status: p.Status, Reason: p.Reason, Member: p.Member})
-		}
-	}
+	groupTypeView(&page, g)
 	sort.SliceStable(page.Partitions, func(i, j int) bool { return page.Partitions[i].Lag > page.Partitions[j].Lag })
-	page.Skip = skipOffer(g.Status.Code, page.Partitions)
+	if !page.IsShare() { // a share group commits no offsets: nothing to skip by moving one
+		page.Skip = skipOffer(g.Status.Code, page.Partitions)
+	}
 	page.Pipelines = toPipelineViews(k.Name(), sampler.Pipelines(g, snap.DeadLetterTopics))
 	return render(c, http.StatusOK, kafkapages.Group(page))
 }

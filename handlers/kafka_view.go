@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/lag"
@@ -33,7 +34,7 @@ func toGroupRows(snap lag.Snapshot) []kafkapages.GroupRow {
 		for _, t := range g.Topics {
 			topics = append(topics, t.Topic)
 		}
-		rows = append(rows, kafkapages.GroupRow{Name: g.Name, State: g.State, Members: g.Members, TotalLag: g.TotalLag,
+		rows = append(rows, kafkapages.GroupRow{Name: g.Name, Type: g.Kind(), State: g.State, Members: g.Members, TotalLag: g.TotalLag,
 			TimeLag: timeLagText(g.MaxTimeLag), TimeLagMS: timeLagMS(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Severity: g.Status.Code.Severity(),
 			Topics: strings.Join(topics, ", "), Error: g.Error})
 	}
@@ -159,4 +160,67 @@ func toPipelineViews(cluster string, ps []sampler.Pipeline) []kafkapages.Pipelin
 		out = append(out, v)
 	}
 	return out
+}
+
+// groupTypeView fills what a group page shows by the group's type: its partitions (a share
+// group's with their start offsets), its members with epochs and assignments, its epochs and a
+// share group's delivery limit.
+func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
+	for _, t := range g.Topics {
+		for _, p := range t.Partitions {
+			st := g.PartitionStatus(t.Topic, p.Partition)
+			page.Partitions = append(page.Partitions, kafkapages.PartitionRow{Topic: t.Topic, Partition: p.Partition,
+				ShareStart: p.ShareStart, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: timeLagText(p.TimeLag),
+				TimeLagMS: timeLagMS(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
+		}
+	}
+	if g.Kind() != kafka.GroupClassic {
+		page.Epoch = fmt.Sprintf("group epoch %d · assignment epoch %d", g.Epoch, g.AssignmentEpoch)
+	}
+	if g.Kind() == kafka.GroupShare && g.DeliveryLimit > 0 {
+		where := "the brokers' group.share.delivery.count.limit"
+		if g.DeliveryLimitFrom == "group" {
+			where = "the group's share.delivery.count.limit"
+		}
+		page.DeliveryLimit = fmt.Sprintf("up to %s per record (%s)", ops.Plural(int64(g.DeliveryLimit), "delivery attempt"), where)
+	}
+	for _, m := range g.MemberList {
+		row := kafkapages.MemberRow{Member: m.Label(), ID: m.ID, Instance: m.InstanceID, Assigned: assignmentText(m.Assigned),
+			Classic: m.Classic}
+		if g.Kind() != kafka.GroupClassic {
+			row.Epoch = strconv.Itoa(int(m.Epoch))
+		}
+		if m.Target != nil {
+			row.Target = assignmentText(m.Target)
+		}
+		page.MemberRows = append(page.MemberRows, row)
+	}
+}
+
+// assignmentText words an assignment: "orders 0–2, 5 · refunds 1"; "none" when empty.
+func assignmentText(tps []kafka.TopicPartitions) string {
+	if len(tps) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(tps))
+	for _, tp := range tps {
+		var runs []string
+		ps := tp.Partitions
+		for i := 0; i < len(ps); {
+			j := i
+			for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+				j++
+			}
+			if j-i >= 2 {
+				runs = append(runs, fmt.Sprintf("%d–%d", ps[i], ps[j]))
+			} else {
+				for k := i; k <= j; k++ {
+					runs = append(runs, strconv.Itoa(int(ps[k])))
+				}
+			}
+			i = j + 1
+		}
+		parts = append(parts, tp.Topic+" "+strings.Join(runs, ", "))
+	}
+	return strings.Join(parts, " · ")
 }

@@ -15,12 +15,19 @@ import (
 
 type partitionLagJSON struct {
 	Partition int32 `json:"partition"`
-	Committed int64 `json:"committed"`
-	Start     int64 `json:"start"`
-	End       int64 `json:"end"`
-	Lag       int64 `json:"lag"`
+	// Committed is the committed offset (-1 when none); null in a share group, which commits none.
+	Committed *int64 `json:"committed"`
+	// ShareStartOffset is, in a share group only, the share-partition start offset (every record
+	// below it acknowledged or archived; -1 when the group has no state there yet).
+	ShareStartOffset *int64 `json:"share_start_offset,omitempty"`
+	Start            int64  `json:"start"`
+	End              int64  `json:"end"`
+	// Lag is end − committed; in a share group the broker's lag: records at or above the start
+	// offset not yet acknowledged or archived. -1 when unknown.
+	Lag int64 `json:"lag"`
 	// LagSeconds is the time lag: now minus the timestamp of the next record to consume when
-	// sampled; 0 when caught up, null when unknown.
+	// sampled (in a share group, of the oldest record not yet acknowledged); 0 when caught up,
+	// null when unknown.
 	LagSeconds *float64 `json:"lag_seconds"`
 	Status     string   `json:"status"`
 	Reason     string   `json:"reason,omitempty"`
@@ -35,25 +42,80 @@ type topicLagJSON struct {
 }
 
 type groupJSON struct {
-	Group          string         `json:"group"`
-	State          string         `json:"state"`
-	Protocol       string         `json:"protocol"`
-	Members        int            `json:"members"`
-	TotalLag       int64          `json:"total_lag"`
-	MaxLagSeconds  *float64       `json:"max_lag_seconds"`
-	Status         string         `json:"status"`
-	Reason         string         `json:"reason"`
-	RatePerSecond  *float64       `json:"rate_per_second"`
-	CatchUpSeconds *float64       `json:"catch_up_seconds"`
-	Error          string         `json:"error,omitempty"`
-	Topics         []topicLagJSON `json:"topics"`
+	Group string `json:"group"`
+	// Type is classic, consumer (KIP-848) or share (KIP-932).
+	Type           string   `json:"type"`
+	State          string   `json:"state"`
+	Protocol       string   `json:"protocol"`
+	Members        int      `json:"members"`
+	TotalLag       int64    `json:"total_lag"`
+	MaxLagSeconds  *float64 `json:"max_lag_seconds"`
+	Status         string   `json:"status"`
+	Reason         string   `json:"reason"`
+	RatePerSecond  *float64 `json:"rate_per_second"`
+	CatchUpSeconds *float64 `json:"catch_up_seconds"`
+	Error          string   `json:"error,omitempty"`
+	// GroupEpoch and AssignmentEpoch are a consumer or share group's epochs; null for classic.
+	GroupEpoch      *int32 `json:"group_epoch"`
+	AssignmentEpoch *int32 `json:"assignment_epoch"`
+	// DeliveryCountLimit is, for a share group, how many deliveries a record gets before the
+	// broker archives it, and DeliveryCountLimitFrom where that is set (group, broker); absent
+	// for other groups and when the configuration could not be read.
+	DeliveryCountLimit     *int           `json:"delivery_count_limit,omitempty"`
+	DeliveryCountLimitFrom string         `json:"delivery_count_limit_from,omitempty"`
+	Topics                 []topicLagJSON `json:"topics"`
 }
 
 // groupDetailJSON is one group as GET /api/v1/kafka/{cluster}/groups/{group} answers it: the
 // list's fields and the group's pipelines (main topic, retry topics, DLTs).
 type groupDetailJSON struct {
 	groupJSON
-	Pipelines []pipelineJSON `json:"pipelines"`
+	MemberList []memberJSON   `json:"member_list"`
+	Pipelines  []pipelineJSON `json:"pipelines"`
+}
+
+// memberJSON is one member of a group with what it owns.
+type memberJSON struct {
+	MemberID   string `json:"member_id"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ClientID   string `json:"client_id"`
+	Host       string `json:"host"`
+	// MemberEpoch is a consumer or share group member's epoch; null in a classic group.
+	MemberEpoch *int32                `json:"member_epoch"`
+	Assigned    []topicPartitionsJSON `json:"assigned"`
+	// Target is, for a KIP-848 member still reconciling, the assignment it is moving to.
+	Target          []topicPartitionsJSON `json:"target,omitempty"`
+	ClassicProtocol bool                  `json:"classic_protocol,omitempty"`
+}
+
+type topicPartitionsJSON struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+func toTopicPartitionsJSON(tps []kafka.TopicPartitions) []topicPartitionsJSON {
+	out := make([]topicPartitionsJSON, 0, len(tps))
+	for _, tp := range tps {
+		out = append(out, topicPartitionsJSON{Topic: tp.Topic, Partitions: tp.Partitions})
+	}
+	return out
+}
+
+// toMembersJSON lists a group's members; an empty list, never null.
+func toMembersJSON(g lag.Group) []memberJSON {
+	out := make([]memberJSON, 0, len(g.MemberList))
+	for _, m := range g.MemberList {
+		j := memberJSON{MemberID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.Host,
+			Assigned: toTopicPartitionsJSON(m.Assigned), ClassicProtocol: m.Classic}
+		if g.Kind() != kafka.GroupClassic {
+			j.MemberEpoch = new(m.Epoch)
+		}
+		if m.Target != nil {
+			j.Target = toTopicPartitionsJSON(m.Target)
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 type pipelineJSON struct {
@@ -97,8 +159,15 @@ func toPipelinesJSON(ps []sampler.Pipeline) []pipelineJSON {
 }
 
 func toGroupJSON(g lag.Group) groupJSON {
-	j := groupJSON{Group: g.Name, State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
+	j := groupJSON{Group: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
 		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
+	share := g.Kind() == kafka.GroupShare
+	if g.Kind() != kafka.GroupClassic {
+		j.GroupEpoch, j.AssignmentEpoch = new(g.Epoch), new(g.AssignmentEpoch)
+	}
+	if share && g.DeliveryLimit > 0 {
+		j.DeliveryCountLimit, j.DeliveryCountLimitFrom = new(g.DeliveryLimit), g.DeliveryLimitFrom
+	}
 	if g.RateKnown {
 		rate := g.Rate
 		j.RatePerSecond = &rate
@@ -111,8 +180,14 @@ func toGroupJSON(g lag.Group) groupJSON {
 		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: []partitionLagJSON{}}
 		for _, p := range t.Partitions {
 			st := g.PartitionStatus(t.Topic, p.Partition)
-			tj.Partitions = append(tj.Partitions, partitionLagJSON{Partition: p.Partition, Committed: p.Committed,
-				Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
+			pj := partitionLagJSON{Partition: p.Partition, Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag),
+				Status: string(st.Code), Reason: st.Reason, Member: p.Member}
+			if share {
+				pj.ShareStartOffset = new(p.ShareStart)
+			} else {
+				pj.Committed = new(p.Committed)
+			}
+			tj.Partitions = append(tj.Partitions, pj)
 		}
 		j.Topics = append(j.Topics, tj)
 	}

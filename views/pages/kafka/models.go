@@ -37,6 +37,7 @@ type ClusterPage struct {
 // GroupRow is one consumer group in the cluster's table.
 type GroupRow struct {
 	Name     string
+	Type     string // classic, consumer (KIP-848) or share
 	State    string
 	Members  int
 	TotalLag int64
@@ -62,9 +63,20 @@ type DLTRow struct {
 
 // GroupPage is one group: status, trend chart, partitions.
 type GroupPage struct {
-	Meta        layout.Meta
-	Cluster     string
-	Name        string
+	Meta    layout.Meta
+	Cluster string
+	Name    string
+	// Type is classic, consumer (KIP-848) or share (KIP-932). A share group has no committed
+	// offsets: its partitions show the share-partition start offset and the broker's lag, its
+	// time lag is the age of the oldest unacknowledged record, and it offers no offset move.
+	Type string
+	// Epoch is a consumer or share group's "group epoch · assignment epoch"; "" for classic.
+	Epoch string
+	// DeliveryLimit words a share group's delivery limit ("5 deliveries, the brokers'
+	// group.share.delivery.count.limit"); "" when unknown or not a share group.
+	DeliveryLimit string
+	// MemberRows are the group's members with what they own.
+	MemberRows  []MemberRow
 	State       string
 	Protocol    string
 	Members     int
@@ -115,18 +127,46 @@ func liveTargets(p GroupPage) []string {
 	return t
 }
 
+// MemberRow is one member of a group.
+type MemberRow struct {
+	Member   string // client-id@host
+	ID       string
+	Instance string // group.instance.id of a static member
+	Epoch    string // the member epoch (consumer, share); "" for classic members
+	Assigned string // "orders 0–2, refunds 1"
+	Target   string // a reconciling KIP-848 member's target assignment; "" when it has it
+	Classic  bool   // a classic-protocol member of a consumer group
+}
+
+// IsShare is whether the page is a share group's.
+func (p GroupPage) IsShare() bool { return p.Type == "share" }
+
+// TypeLabel names a group type for people.
+func TypeLabel(t string) string {
+	switch t {
+	case "consumer":
+		return "consumer group (KIP-848)"
+	case "share":
+		return "share group"
+	default:
+		return "classic group"
+	}
+}
+
 // PartitionRow is one partition of a group.
 type PartitionRow struct {
 	Topic     string
 	Partition int32
-	Committed int64
-	End       int64
-	Lag       int64
-	TimeLag   string // "" when unknown
-	TimeLagMS int64  // for sorting; -1 unknown
-	Status    string
-	Reason    string
-	Member    string
+	// ShareStart is a share group's share-partition start offset (-1 none yet); Committed is then -1.
+	ShareStart int64
+	Committed  int64
+	End        int64
+	Lag        int64
+	TimeLag    string // "" when unknown
+	TimeLagMS  int64  // for sorting; -1 unknown
+	Status     string
+	Reason     string
+	Member     string
 }
 
 // TopicPage is one page of a topic's records.
@@ -304,6 +344,14 @@ func partitionURL(c, t, partition string) string {
 func itoa32(n int32) string { return strconv.Itoa(int(n)) }
 
 func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// lagText is a partition's lag; a dash when unknown (-1).
+func lagText(n int64) string {
+	if n < 0 {
+		return "—"
+	}
+	return components.FormatNum(n)
+}
 
 // offsetText formats an offset like every other number on the page (lag included); −1 is "—".
 func offsetText(n int64) string {
