@@ -31,10 +31,13 @@ import (
 // RabbitBroker is one broker's live reads; *rabbit.Broker implements it. Browse errors:
 // ErrInvalid (limit), ErrNotFound (unknown or unwatched vhost, unknown queue), ErrConflict (the
 // queue cannot be browsed without changing it, with the reason), ErrUnavailable (unreachable).
+// Version is the broker's RabbitMQ version (ErrUnavailable when the management API does not
+// answer): what a browse of a quorum queue costs depends on its series (rabbit.BrowseCost).
 type RabbitBroker interface {
 	Name() string
 	Browse(ctx context.Context, vhost, queue string, limit int) (rabbit.BrowseResult, error)
 	Topology(ctx context.Context) (rabbit.Topology, error)
+	Version(ctx context.Context) (rabbit.Version, error)
 }
 
 // RabbitSnapshots reads the sampler's stored queue snapshots and history (ops/sampler): queue
@@ -263,7 +266,8 @@ func messageFilter(reason, exception, group string) func(rabbit.Message) bool {
 // APIMessages: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/messages?limit=50 — browse the
 // head of a queue without changing it (see rabbit.Broker.Browse); ?reason=, ?exception= and
 // ?group= (messageFilter) filter the messages returned (the error groups count every message read). A queue that cannot be
-// browsed safely is a 409 with the reason.
+// browsed safely is a 409 with the reason. The answer says which delivery limit the browse counted against and how many
+// messages it moved to the archive instead of returning them; each message its delivery count and what it has left.
 func (h *Rabbit) APIMessages(c echo.Context) error {
 	b, limit, err := h.browsed(c)
 	if err != nil {
@@ -278,12 +282,12 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 		return err
 	}
 	keep := messageFilter(c.QueryParam("reason"), c.QueryParam("exception"), c.QueryParam("group"))
-	msgs := make([]rabbitMessageJSON, 0, len(res.Messages))
+	msgs := make([]browsedMessageJSON, 0, len(res.Messages))
 	shown, masked := red.Messages(res.Messages)
 	copies := h.replayedCopies(c, b, res)
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
-			j := toRabbitMessageJSON(shown[i])
+			j := toBrowsedMessageJSON(shown[i])
 			j.ReplayedBy = copies[i]
 			msgs = append(msgs, j)
 		}
@@ -298,8 +302,9 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 	if notes == nil {
 		notes = []string{}
 	}
-	return c.JSON(http.StatusOK, browseJSON{b.Name(), res.Vhost, res.Queue, res.Type, res.Ready, res.Consumers, res.Unacked, res.Complete, len(res.Messages),
-		res.Redelivered, notes, msgs, gs})
+	return c.JSON(http.StatusOK, browseJSON{Broker: b.Name(), Vhost: res.Vhost, Queue: res.Queue, Type: res.Type, Ready: res.Ready,
+		Consumers: res.Consumers, Unacked: res.Unacked, Complete: res.Complete, Read: len(res.Messages), Redelivered: res.Redelivered,
+		Notes: notes, DeliveryLimit: res.DeliveryLimit, DeliveryLimitFrom: res.DeliveryLimitFrom, Kept: res.Kept, Messages: msgs, ErrorGroups: gs})
 }
 
 // Index: GET /rabbitmq — the brokers, or straight to the only one.
@@ -374,10 +379,11 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 		return err
 	}
 	page := rabbitpages.QueuePage{Meta: h.brokerMeta(c, "Queue "+q.Name, b.Name(), layout.Crumb{Label: queueCrumb(q.Vhost, q.Name)}),
-		LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots), BrowseRefused: browseRefused(q),
+		LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots),
 		Broker: b.Name(), Vhost: q.Vhost, Name: q.Name, Row: toQueueRow(q), Total: q.Total, SampledAt: snap.At,
 		SampleError: sampleNote(snap.Error, snap.Freshness), Range: rangeLabel, Settings: queueSettings(q), SingleActive: q.SingleActiveConsumer,
 		OperatorPolicy: q.OperatorPolicy}
+	page.BrowseRefused, page.BrowseCost = browseCost(c.Request().Context(), b, q.Queue)
 	for k, v := range q.Arguments {
 		page.Arguments = append(page.Arguments, rabbitpages.KV{Key: k, Value: v})
 	}
@@ -435,6 +441,13 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	page.Type, page.Ready, page.Consumers, page.Redelivered, page.Notes = res.Type, res.Ready, res.Consumers, res.Redelivered, res.Notes
 	page.Unacked, page.Complete = res.Unacked, res.Complete
 	page.Read = len(res.Messages)
+	page.Kept = res.Kept
+	if res.DeliveryLimit != nil {
+		page.DeliveryLimit, page.DeliveryLimitFrom = strconv.FormatInt(*res.DeliveryLimit, 10), res.DeliveryLimitFrom
+		// The notes say what this browse cost; the page adds how to make browsing free, which the
+		// queue's policy decides (a new policy would not apply beside it).
+		page.BrowseFix = rabbit.UnlimitFix(h.sampledQueue(c, b.Name(), vhost, queue))
+	}
 	reasons := map[string]bool{}
 	shown, masked := red.Messages(res.Messages)
 	groupNotes, messageNotes := h.queueNotes(c.Request().Context(), b.Name(), vhost, queue)

@@ -1,7 +1,7 @@
 package handlers
 
 import (
-	"fmt"
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -128,15 +128,37 @@ func queueCrumb(vhost, queue string) string {
 	return vhost + " · " + queue
 }
 
-// browseRefused says why a browse of q cannot work, as the browse itself would refuse it: a
-// quorum queue counts each browse as a delivery, so with a delivery limit browsing would
-// dead-letter or drop the messages looked at.
-func browseRefused(q queues.Queue) string {
-	if q.Type != "quorum" || q.DeliveryLimit == nil {
-		return ""
+// versionWait bounds the version look-up of a page: a broker that does not answer must not hold
+// the page, which shows its sampled numbers all the same.
+const versionWait = 2 * time.Second
+
+// browseCost is rabbit.BrowseCost for q on b's series: why a browse of q is refused (no browse is
+// offered then), or what each browse costs. A version b does not tell in time is taken as 4.x,
+// the series on which a limit is never a reason to refuse: a page then warns rather than refuses.
+func browseCost(ctx context.Context, b RabbitBroker, q rabbit.Queue) (refusal, warning string) {
+	if _, arg := q.Arguments["x-delivery-limit"]; q.Type != rabbit.TypeQuorum || q.DeliveryLimit == nil && !arg {
+		return "", "" // no version needed: nothing to say
 	}
-	return fmt.Sprintf("Not browsable: quorum queue with a delivery limit of %d — each browse counts a delivery, so browsing "+
-		"would dead-letter or drop these messages. Remove the limit, or shovel them to a classic queue to look at them.", *q.DeliveryLimit)
+	ctx, cancel := context.WithTimeout(ctx, versionWait)
+	defer cancel()
+	v, err := b.Version(ctx)
+	if err != nil {
+		v = rabbit.Version{} // unknown: rabbit.BrowseCost takes it as 4.x
+	}
+	return rabbit.BrowseCost(q, v)
+}
+
+// sampledQueue is the queue as the latest sample has it (its policy and arguments), or only its
+// name when the sample does not have it.
+func (h *Rabbit) sampledQueue(c echo.Context, broker, vhost, name string) rabbit.Queue {
+	if h.snapshots != nil {
+		if snap, err := h.snapshots.LatestRabbit(c.Request().Context(), broker); err == nil {
+			if q, ok := snap.Queue(vhost, name); ok {
+				return q.Queue
+			}
+		}
+	}
+	return rabbit.Queue{Vhost: vhost, Name: name}
 }
 
 // maxRenderedBody caps what one message shows inline; the API gives up to rabbit.MaxBodyBytes.
@@ -156,7 +178,8 @@ func destination(d *rabbit.DeadLetter) string {
 
 func toMessageView(m redact.Message) rabbitpages.MessageView {
 	v := rabbitpages.MessageView{Position: m.Position, MessageID: m.MessageID, Exchange: exchangeLabel(m.Exchange),
-		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Truncated: m.Truncated, Size: m.Size, Redacted: m.Redacted}
+		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Truncated: m.Truncated, Size: m.Size, Redacted: m.Redacted,
+		DeliveryCount: m.DeliveryCount, DeliveriesLeft: m.DeliveriesLeft, Kept: m.Kept}
 	if m.Offset != nil {
 		v.Offset = strconv.FormatInt(*m.Offset, 10)
 	}

@@ -176,17 +176,47 @@ type errorGroupJSON struct {
 // browseJSON is a browse of a queue's head: the messages read, their error groups and what may
 // be missing.
 type browseJSON struct {
-	Broker      string              `json:"broker"`
-	Vhost       string              `json:"vhost"`
-	Queue       string              `json:"queue"`
-	Type        string              `json:"type"`
-	Ready       int64               `json:"ready"`
-	Consumers   int64               `json:"consumers"`
-	Unacked     int64               `json:"unacked"`  // held by others, not shown
-	Complete    bool                `json:"complete"` // false: the list may miss messages (see notes)
-	Read        int                 `json:"read"`
-	Redelivered bool                `json:"redelivered"`
-	Notes       []string            `json:"notes"`
-	Messages    []rabbitMessageJSON `json:"messages"`
-	ErrorGroups []errorGroupJSON    `json:"error_groups"`
+	Broker      string   `json:"broker"`
+	Vhost       string   `json:"vhost"`
+	Queue       string   `json:"queue"`
+	Type        string   `json:"type"`
+	Ready       int64    `json:"ready"`
+	Consumers   int64    `json:"consumers"`
+	Unacked     int64    `json:"unacked"`  // held by others, not shown
+	Complete    bool     `json:"complete"` // false: the list may miss messages (see notes)
+	Read        int      `json:"read"`
+	Redelivered bool     `json:"redelivered"`
+	Notes       []string `json:"notes"`
+	// DeliveryLimit is the quorum queue's delivery limit this browse counted against (null: none
+	// applies), DeliveryLimitFrom where it comes from; Kept how many of the messages read had too
+	// few deliveries left to go back and were moved to Redrive's archive.
+	DeliveryLimit     *int64               `json:"delivery_limit"`
+	DeliveryLimitFrom string               `json:"delivery_limit_from"`
+	Kept              int                  `json:"kept"`
+	Messages          []browsedMessageJSON `json:"messages"`
+	ErrorGroups       []errorGroupJSON     `json:"error_groups"`
+}
+
+// browsedMessageJSON is a message as a browse read it: with its delivery count and what its
+// queue's delivery limit leaves it.
+type browsedMessageJSON struct {
+	rabbitMessageJSON
+	// DeliveryCount is how many deliveries the queue had counted for it before this browse (a
+	// quorum queue's x-delivery-count; 0 elsewhere).
+	DeliveryCount int64 `json:"delivery_count"`
+	// DeliveriesLeft is how many more returns the queue's delivery limit allows it after this
+	// browse's; null when the queue has no limit.
+	DeliveriesLeft *int64 `json:"deliveries_left"`
+	// Kept: too few deliveries were left to return it; it was moved to Redrive's archive and is no
+	// longer in the queue.
+	Kept bool `json:"kept"`
+}
+
+func toBrowsedMessageJSON(m redact.Message) browsedMessageJSON {
+	j := browsedMessageJSON{rabbitMessageJSON: toRabbitMessageJSON(m), DeliveryCount: m.DeliveryCount, Kept: m.Kept}
+	if m.DeliveriesLeft >= 0 {
+		left := m.DeliveriesLeft
+		j.DeliveriesLeft = &left
+	}
+	return j
 }

@@ -345,7 +345,23 @@ func TestRabbitAPI(t *testing.T) {
 		{"LimitTooBig", queuePath(vhost, "orders.dlq") + "/messages?limit=501", 400, "limit"},
 		{"LimitNotANumber", queuePath(vhost, "orders.dlq") + "/messages?limit=ten", 400, "limit"},
 		{"BadSince", queuePath(vhost, "orders.dlq") + "/history?since=yesterday", 400, "since"},
-		{"QuorumWithDeliveryLimit", queuePath(vhost, "invoices") + "/messages", 409, "delivery limit"},
+	}
+	// invoices is a quorum queue with a delivery limit of 3: RabbitMQ 3.x puts returns at the back,
+	// so a browse would read it whole, and it is refused; 4.x puts them back at the head, and a
+	// browse costs each message it reads one delivery, which it says.
+	if rabbitMajor(t) < 4 {
+		bad = append(bad, struct {
+			name, path string
+			status     int
+			mentions   string
+		}{"QuorumWithDeliveryLimit", queuePath(vhost, "invoices") + "/messages", 409, "delivery limit"})
+	} else {
+		t.Run("QuorumWithDeliveryLimit", func(t *testing.T) {
+			r := do(t, nil, "GET", base+queuePath(vhost, "invoices")+"/messages?limit=1", "", "")
+			if v := decode[browsed](t, r); r.status != 200 || ptrText(v.DeliveryLimit) != "3" || v.DeliveryLimitFrom == "" {
+				t.Fatalf("%d %.500s", r.status, r.body)
+			}
+		})
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -402,6 +418,14 @@ func TestRabbitPages(t *testing.T) {
 		t.Fatalf("/rabbitmq with one broker: %d → %q", r.status, r.header.Get("Location"))
 	}
 	q := "/rabbitmq/main/queues/" + url.PathEscape(vhost)
+	// invoices, a quorum queue with a delivery limit of 3: refused on 3.x, browsed at a cost on 4.x.
+	invoices := struct {
+		status int
+		want   []string
+	}{409, []string{`data-testid="refused"`, "delivery limit"}}
+	if rabbitMajor(t) >= 4 {
+		invoices.status, invoices.want = 200, []string{`data-testid="browse-cost"`, "Delivery limit 3"}
+	}
 	for _, tc := range []struct {
 		path   string
 		status int
@@ -415,7 +439,7 @@ func TestRabbitPages(t *testing.T) {
 			`data-testid="plan-form"`, `name="kind" value="rabbitmq"`, `data-testid="replay-one"`, `name="message_ids" value="evt-000007"`,
 			`name="limit" value="20"`, `data-testid="csrf-field"`, `data-testid="error-group"`}},
 		{q + "/orders.dlq/messages?limit=62&exception=Timeout", 200, []string{"ProviderTimeoutException", `value="Timeout"`}},
-		{q + "/invoices/messages", 409, []string{`data-testid="refused"`, "delivery limit"}},
+		{q + "/invoices/messages", invoices.status, invoices.want},
 		{q + "/nope", 404, nil},
 		{q + "/orders.dlq/messages?limit=0", 400, []string{"limit"}},
 		{"/rabbitmq/nope", 404, nil},
@@ -508,16 +532,25 @@ func TestBrowserRabbit(t *testing.T) {
 	if !strings.Contains(planned, "evt-000007") {
 		t.Errorf("the plan does not list the message:\n%.800s", planned)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/invoices/messages"), chromedp.WaitVisible(`[data-testid="refused"]`)); err != nil {
+	// invoices has a delivery limit of 3: refused on RabbitMQ 3.x, browsed at a cost it states on 4.x.
+	if rabbitMajor(t) < 4 {
+		if err := chromedp.Do(ctx, chromedp.Navigate(q+"/invoices/messages"), chromedp.WaitVisible(`[data-testid="refused"]`)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "rabbitmq-refused")
+		return
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/invoices/messages"), chromedp.WaitVisible(`[data-testid="browse-cost"]`)); err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, ctx, "rabbitmq-refused")
+	screenshot(t, ctx, "rabbitmq-quorum-cost")
 }
 
 // The broker page follows the sampler without a reload: a queue declared and filled after the
 // page loaded shows up with its depth, and the "updated" time moves; a quorum queue with a
-// delivery limit offers no Browse button that leads to a 409, but a disabled one with the reason.
-func TestBrowserLiveNumbersAndDisabledBrowse(t *testing.T) {
+// delivery limit offers no Browse button that leads to a 409 on RabbitMQ 3.x, but the reason, and
+// on 4.x a Browse button with what a browse costs.
+func TestBrowserLiveNumbersAndBrowseCost(t *testing.T) {
 	base, vhost, vhostURL := rabbitConsole(t)
 	_, ch := rabbittest.Channel(t, vhostURL)
 	ctx, _ := newBrowser(t)
@@ -550,15 +583,26 @@ func TestBrowserLiveNumbersAndDisabledBrowse(t *testing.T) {
 	}
 
 	q := base + "/rabbitmq/main/queues/" + strings.ReplaceAll(vhost, "/", "%2F")
-	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/invoices"), chromedp.WaitVisible(`[data-testid="browse-disabled"]`)); err != nil {
-		t.Fatal(err)
-	}
-	disabled := must(t, ctx, chromedp.Evaluate[bool](`document.querySelector('[data-testid="browse-disabled"] button').disabled`))
-	why := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="browse-why"]`)))
-	links := countOf(t, ctx, `[data-testid="browse-link"]`)
-	screenshot(t, ctx, "rabbitmq-quorum-browse-disabled")
-	if !disabled || links != 0 || !strings.Contains(why, "delivery limit") {
-		t.Errorf("invoices: browse disabled %v, %d browse links, reason %q", disabled, links, why)
+	if rabbitMajor(t) < 4 {
+		if err := chromedp.Do(ctx, chromedp.Navigate(q+"/invoices"), chromedp.WaitVisible(`[data-testid="browse-refused"]`)); err != nil {
+			t.Fatal(err)
+		}
+		why := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="browse-refused"]`)))
+		links, buttons := countOf(t, ctx, `[data-testid="browse-link"]`), countOf(t, ctx, `main button[disabled]`)
+		screenshot(t, ctx, "rabbitmq-quorum-browse-refused")
+		if links != 0 || buttons != 0 || !strings.Contains(why, "delivery limit of 3") {
+			t.Errorf("invoices on 3.x: %d browse links, %d disabled buttons, reason %q", links, buttons, why)
+		}
+	} else {
+		if err := chromedp.Do(ctx, chromedp.Navigate(q+"/invoices"), chromedp.WaitVisible(`[data-testid="browse-cost"]`)); err != nil {
+			t.Fatal(err)
+		}
+		cost := must(t, ctx, chromedp.Text(chromedp.CSS(`[data-testid="browse-cost"]`)))
+		links := countOf(t, ctx, `[data-testid="browse-link"]`)
+		screenshot(t, ctx, "rabbitmq-quorum-browse-cost")
+		if links != 1 || !strings.Contains(cost, "one of its 3 deliveries") {
+			t.Errorf("invoices on 4.x: %d browse links, cost %q", links, cost)
+		}
 	}
 	// A dead-letter queue shows its inflow; its breadcrumb names the vhost only when it is not "/".
 	if err := chromedp.Do(ctx, chromedp.Navigate(q+"/orders.dlq"), chromedp.WaitVisible(`#queue-stats`)); err != nil {

@@ -114,9 +114,12 @@ type QueuePage struct {
 	RetryOf        string      // the work queue when this is a retry queue
 	SingleActive   bool
 	OperatorPolicy string
-	// BrowseRefused says why "Browse messages" cannot work (a quorum queue with a delivery limit);
-	// "" offers the browse.
+	// BrowseRefused says why a browse of the queue is refused (a quorum queue with a delivery
+	// limit on RabbitMQ 3.x): no browse is offered then. "" offers the browse.
 	BrowseRefused string
+	// BrowseCost says what each browse costs (a quorum queue with a delivery limit on RabbitMQ
+	// 4.x) and how to make it free; "" when a browse costs nothing that counts.
+	BrowseCost string
 	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
 	LiveURL string
 	Refresh int
@@ -163,11 +166,19 @@ type MessagesPage struct {
 	Complete    bool  // false: the list may miss messages others hold (Notes say why)
 	Redelivered bool  // the browse requeued what it read
 	Notes       []string
-	Read        int // messages browsed
-	Groups      []GroupRow
-	Reasons     []string // distinct reasons among the messages browsed, for the filter
-	Messages    []MessageView
-	CanReveal   bool // an admin may reveal masked values (audited)
+	// DeliveryLimit is the quorum queue's delivery limit the browse counted against ("" none) and
+	// DeliveryLimitFrom where it comes from; BrowseFix how to make browsing it free.
+	DeliveryLimit     string
+	DeliveryLimitFrom string
+	BrowseFix         string
+	// Kept counts the messages read that had too few deliveries left to go back: they were moved
+	// to Redrive's archive (MessageView.Kept).
+	Kept      int
+	Read      int // messages browsed
+	Groups    []GroupRow
+	Reasons   []string // distinct reasons among the messages browsed, for the filter
+	Messages  []MessageView
+	CanReveal bool // an admin may reveal masked values (audited)
 	// ReplayedCopies counts the messages browsed that a job already replayed (MessageView.ReplayedBy).
 	ReplayedCopies int
 }
@@ -211,6 +222,14 @@ type MessageView struct {
 	// ReplayedBy is the job that already replayed this dead letter: the message is a copy the broker
 	// returned after it lost that job's ack. "" for the rest.
 	ReplayedBy string
+	// DeliveryCount is how many deliveries the queue had counted for the message before this
+	// browse (a quorum queue's x-delivery-count); DeliveriesLeft how many more returns its limit
+	// allows after this browse's (-1: no limit).
+	DeliveryCount  int64
+	DeliveriesLeft int64
+	// Kept: the message had too few deliveries left to go back, and was moved to Redrive's archive.
+	// It is no longer in the queue: it is replayed from the archive, not from here.
+	Kept bool
 }
 
 // DeadLetterView is a message's decoded dead-letter story.
@@ -353,12 +372,57 @@ func filterHint(p MessagesPage) string {
 	return strings.Join(parts, ", ")
 }
 
-// revealURL is the page again with reveal=true (an admin's audited look at masked values).
-// archiveURL is the archive page narrowed to a queue: what discard jobs took from it.
+// archiveURL is the archive page narrowed to a queue: what discard jobs and custody took from it.
 func archiveURL(broker, queue string) string {
 	return paths.WithQuery(paths.Archive, url.Values{"broker": {broker}, "queue": {queue}})
 }
 
+// deliveriesText is a message's delivery count for the table: "deliveries: 3 · 16 left", or
+// "deliveries: 3" when the queue has no limit.
+func deliveriesText(m MessageView) string {
+	s := "deliveries: " + i64(m.DeliveryCount)
+	if m.DeliveriesLeft >= 0 {
+		s += " · " + i64(m.DeliveriesLeft) + " left"
+	}
+	return s
+}
+
+// deliveriesTitle explains deliveriesText.
+func deliveriesTitle(m MessageView) string {
+	s := i64(m.DeliveryCount) + " deliveries counted before this browse (x-delivery-count); this browse counted one more"
+	if m.DeliveriesLeft >= 0 {
+		s += "; " + i64(m.DeliveriesLeft) + " more before RabbitMQ drops or dead-letters it"
+	}
+	return s
+}
+
+// keptSummary is the line above the table when a browse moved messages to the archive.
+func keptSummary(n int) string {
+	if n == 1 {
+		return "1 message had fewer than 2 deliveries left and was moved to Redrive's archive"
+	}
+	return itoa(n) + " messages had fewer than 2 deliveries left and were moved to Redrive's archive"
+}
+
+func keptPronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// showDeliveries: the table has a Deliveries column for quorum queues, which count deliveries.
+func showDeliveries(p MessagesPage) bool { return p.Type == "quorum" }
+
+// columns is how many columns the messages table has, for a detail row to span.
+func columns(p MessagesPage) int {
+	if showDeliveries(p) {
+		return 9
+	}
+	return 8
+}
+
+// revealURL is the page again with reveal=true (an admin's audited look at masked values).
 func revealURL(p MessagesPage) string {
 	return paths.Reveal("limit", strconv.Itoa(p.Limit), "reason", p.Reason, "exception", p.Exception, "group", p.Group)
 }
