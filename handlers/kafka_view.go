@@ -182,7 +182,8 @@ func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
 		if g.DeliveryLimitFrom == "group" {
 			where = "the group's share.delivery.count.limit"
 		}
-		page.DeliveryLimit = fmt.Sprintf("up to %s per record (%s)", ops.Plural(int64(g.DeliveryLimit), "delivery attempt"), where)
+		page.DeliveryLimit = ops.Plural(int64(g.DeliveryLimit), "attempt")
+		page.DeliveryLimitNote = "per record before the broker archives it (" + where + "); Kafka reports no record's own count"
 	}
 	for _, m := range g.MemberList {
 		row := kafkapages.MemberRow{Member: m.Label(), ID: m.ID, Instance: m.InstanceID, Assigned: assignmentText(m.Assigned),

@@ -106,6 +106,17 @@ func Sort(ps []Problem) {
 	sort.SliceStable(ps, func(i, j int) bool { return rank[ps[i].Severity] < rank[ps[j].Severity] })
 }
 
+// groupNoun names a group of a kind for a problem's summary.
+func groupNoun(kind string) string {
+	switch kind {
+	case "share":
+		return "Share group"
+	case "consumer":
+		return "Consumer group (KIP-848)"
+	}
+	return "Consumer group"
+}
+
 // KafkaProblems are the problems of one cluster from the sampler's latest snapshot (err: the
 // snapshot could not be read). A group is a problem when its status is not OK (EMPTY only with
 // lag); a dead-letter topic when a record arrived in the last hour.
@@ -139,7 +150,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 		out = append(out, Problem{Key: key(KindKafkaGroup, cluster, g.Name), Kind: KindKafkaGroup, Severity: severity,
 			Title: fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
 				ops.FormatNum(g.TotalLag), behind, g.Status.Reason),
-			Summary: fmt.Sprintf("Consumer group %s on %s is %s.", g.Name, cluster, code),
+			Summary: fmt.Sprintf("%s %s on %s is %s.", groupNoun(g.Kind()), g.Name, cluster, code),
 			Link:    paths.KafkaGroup(cluster, g.Name),
 			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
 	}

@@ -764,7 +764,7 @@ func Group(p GroupPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = components.StatCard("Delivery attempts", components.OrDash(p.DeliveryLimit), "before the broker archives a record; Kafka does not report each record's count", "").Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = components.StatCard("Delivery limit", components.OrDash(p.DeliveryLimit), cmp.Or(p.DeliveryLimitNote, "per record before the broker archives it; not readable here"), "").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -72,9 +72,9 @@ type GroupPage struct {
 	Type string
 	// Epoch is a consumer or share group's "group epoch · assignment epoch"; "" for classic.
 	Epoch string
-	// DeliveryLimit words a share group's delivery limit ("5 deliveries, the brokers'
-	// group.share.delivery.count.limit"); "" when unknown or not a share group.
-	DeliveryLimit string
+	// DeliveryLimit is a share group's delivery limit ("5"), DeliveryLimitNote where it is set;
+	// "" when unknown or not a share group.
+	DeliveryLimit, DeliveryLimitNote string
 	// MemberRows are the group's members with what they own.
 	MemberRows  []MemberRow
 	State       string
