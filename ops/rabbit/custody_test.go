@@ -264,3 +264,32 @@ func TestCopiesStartFresh(t *testing.T) {
 		}
 	}
 }
+
+// RabbitMQ 3.10 accepts x-delivery-limit -1 as a queue argument and then drops a message the
+// first time it goes back: to the console such a queue has a limit of 0 and is not browsed; on
+// 4.x -1 means unlimited and it is. Either way its messages stay.
+func TestNegativeDeliveryLimitArgument(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxT(t)
+	e.Queue("neg.dlq", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int32(-1)})
+	for i := range 3 {
+		e.publish("", "neg.dlq", amqp.Publishing{MessageId: strconv.Itoa(i), Body: []byte("x")})
+	}
+	e.waitDepth("neg.dlq", 3)
+	for range 3 {
+		res, err := e.b.Browse(ctx, e.vhost, "neg.dlq", 10)
+		if e.rules().negativeUnlimits {
+			if err != nil || res.DeliveryLimit != nil || len(res.Messages) != 3 {
+				t.Fatalf("4.x: %d messages, limit %s, %v", len(res.Messages), ptrText(res.DeliveryLimit), err)
+			}
+			continue
+		}
+		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "delivery limit of 0") {
+			t.Fatalf("3.x: %v, want a refusal naming a delivery limit of 0", err)
+		}
+	}
+	if d := e.depth("neg.dlq"); d != 3 {
+		t.Fatalf("%d of 3 messages left", d)
+	}
+}

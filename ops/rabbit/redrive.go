@@ -773,7 +773,7 @@ func (b *Broker) toFullMessage(d amqp.Delivery, pos int) Message {
 		Properties: Properties{MessageID: d.MessageId, CorrelationID: d.CorrelationId, Type: d.Type,
 			ContentType: d.ContentType, ContentEncoding: d.ContentEncoding, AppID: d.AppId, UserID: d.UserId,
 			DeliveryMode: d.DeliveryMode, Priority: d.Priority, Expiration: d.Expiration, ReplyTo: d.ReplyTo},
-		Size: len(d.Body), Body: d.Body, MessageID: messageID(d.MessageId, d.Headers, d.Body, b.ids),
+		Size: len(d.Body), Body: d.Body, MessageID: messageID(d.MessageId, d.Headers, d.Body, b.ids), DeliveryCount: DeliveryCount(d.Headers),
 		DeadLetter: DecodeDeadLetter(d.Headers), RestoredFrom: restoredFrom(d.Headers)}
 	if !d.Timestamp.IsZero() {
 		t := d.Timestamp.UTC()

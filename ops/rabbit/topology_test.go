@@ -126,7 +126,8 @@ func TestQuorumLimitRules(t *testing.T) {
 		{"smaller of argument and policy", v3, "", map[string]any{"x-delivery-limit": num("9")}, map[string]any{"delivery-limit": num("3")}, i64(3)},
 		{"4.x argument -1 unlimits", v4, "", map[string]any{"x-delivery-limit": num("-1")}, map[string]any{"delivery-limit": num("3")}, nil},
 		{"4.x policy -1 unlimits", v4, "", map[string]any{"x-delivery-limit": int32(5)}, map[string]any{"delivery-limit": num("-1")}, nil},
-		{"3.x -1 is no limit of its own", v3, "", map[string]any{"x-delivery-limit": num("-1")}, map[string]any{"delivery-limit": num("3")}, i64(3)},
+		{"3.x argument -1 drops at the first return", v3, "", map[string]any{"x-delivery-limit": num("-1")}, map[string]any{"delivery-limit": num("3")}, i64(0)},
+		{"3.x argument -1 alone", v3, "", map[string]any{"x-delivery-limit": num("-1")}, nil, i64(0)},
 		{"4.x explicit 20", v4, "", map[string]any{"x-delivery-limit": int64(20)}, nil, i64(20)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

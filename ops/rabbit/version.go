@@ -70,7 +70,9 @@ type quorumRules struct {
 	defaultLimit *int64
 	// negativeUnlimits: a delivery-limit of -1 (any negative) in an argument or a policy disables
 	// the limit, whatever the other says (4.0's rabbit_quorum_queue:resolve_delivery_limit takes
-	// the max then). Before 4.0 a negative value was no limit of its own: the other one applied.
+	// the max then). Before 4.0 a policy refuses -1 ("not a valid delivery limit"), but a queue
+	// argument of -1 is accepted and then drops a message the first time it goes back (seen on
+	// 3.10: one basic.get and requeue): a limit of 0.
 	negativeUnlimits bool
 	// headReturns: messages returned by closing the channel that holds them (after cancelling its
 	// consumer) go back to the head of a quorum queue, in their order — measured on 4.0.5 with
@@ -133,7 +135,8 @@ func (r quorumRules) quorumLimit(reported json.RawMessage, args, policy map[stri
 		return nil
 	}
 	if arg != nil && *arg < 0 {
-		arg = nil
+		zero := int64(0) // 3.x: every return drops it (negativeUnlimits)
+		arg = &zero
 	}
 	if pol != nil && *pol < 0 {
 		pol = nil
