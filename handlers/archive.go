@@ -146,6 +146,9 @@ func (h *Archive) Page(c echo.Context) error {
 		r := archivepages.Row{ID: m.ID, MessageID: j.MessageID, Broker: m.Broker, Vhost: m.Vhost, Queue: m.Queue, ArchivedAt: m.ArchivedAt,
 			By: m.Actor, Reason: m.Reason, JobID: m.JobID, Body: j.Body, BodyEncoding: j.BodyEncoding, Redacted: j.Redacted,
 			RestoredAt: m.RestoredAt, RestoredBy: m.RestoredBy, RestoredTo: m.RestoredTo}
+		if m.JobID == replay.CustodyJob {
+			r.JobID = "" // taken by a read (rabbit's Custody), not by a job: no job page to link
+		}
 		if m.OriginalExchange != "" || m.OriginalRoutingKey != "" {
 			ex := m.OriginalExchange
 			if ex == "" {

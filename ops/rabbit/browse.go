@@ -383,7 +383,7 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 		res.Notes = append(res.Notes, "The queue had not yet put back all the browsed messages when the browse ended: "+
 			"for a moment fewer messages may show as ready.")
 	}
-	if read > 0 {
+	if read+arrived > kept { // some went back (all may have been kept)
 		res.Redelivered = true
 		res.Notes = append(res.Notes, "The messages shown were returned to the queue in their original order; "+
 			"their next consumer sees them with redelivered=true.")

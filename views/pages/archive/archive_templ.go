@@ -49,7 +49,7 @@ func List(p Page) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = components.PageHeader("Archive", "Messages discard jobs took from RabbitMQ dead-letter queues, kept whole — newest first").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.PageHeader("Archive", "Messages discard jobs took from RabbitMQ dead-letter queues, and those reads kept from a quorum queue's delivery limit, kept whole — newest first").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

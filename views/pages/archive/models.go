@@ -1,4 +1,4 @@
-// Package archive renders the archive of messages discard jobs took from RabbitMQ dead-letter
+// Package archive renders the archive of messages discard jobs (and custody) took from RabbitMQ dead-letter
 // queues, with each one's restores.
 package archive
 
