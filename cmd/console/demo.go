@@ -19,7 +19,7 @@ import (
 // demoCommand brings up the local stack, seeds it and serves the console on it until ctx ends;
 // everything it started stops with it, and it says so. Ctrl-C is how a demo ends: once ctx is
 // done, a step that failed because of it is not an error (make demo then exits 0).
-func demoCommand(ctx context.Context, args []string, stdout io.Writer) (err error) {
+func demoCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, "demo: "+format+"\n", a...) }
 	var started []string // what to report as stopped, in the order it stops (last started first)
 	defer func() {
@@ -34,11 +34,11 @@ func demoCommand(ctx context.Context, args []string, stdout io.Writer) (err erro
 			say("stopped %s", strings.Join(started, ", "))
 		}
 	}()
-	err = runDemo(ctx, args, stdout, say, &started)
+	err = runDemo(ctx, args, getenv, stdout, say, &started)
 	return err
 }
 
-func runDemo(ctx context.Context, args []string, stdout io.Writer, say func(string, ...any), started *[]string) error {
+func runDemo(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, say func(string, ...any), started *[]string) error {
 	stopped := func(what string) { *started = append(*started, what) }
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8080", "console address")
@@ -54,18 +54,22 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer, say func(stri
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return err
 	}
+	rabbitOpts, rabbitName, err := demoRabbitMQ(ctx, getenv("REDRIVE_DEMO_RABBITMQ"), abs)
+	if err != nil {
+		return err
+	}
 	say("starting PostgreSQL…")
 	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(abs, "postgres")})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = pg.Stop(context.WithoutCancel(ctx)); stopped("PostgreSQL") }() // best effort on the way out
-	say("starting RabbitMQ (about 10 s)…")
-	rmq, err := devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(abs, "rabbitmq")})
+	say("starting %s (about 10 s)…", rabbitName)
+	rmq, err := devstack.StartRabbitMQ(ctx, rabbitOpts)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = rmq.Stop(context.WithoutCancel(ctx)); stopped("RabbitMQ") }()
+	defer func() { _ = rmq.Stop(context.WithoutCancel(ctx)); stopped(rabbitName) }()
 	kafka, err := devstack.StartKafka(devstack.KafkaOptions{Addr: *kafkaAddr})
 	if err != nil {
 		return err
@@ -135,7 +139,7 @@ sampler: {interval: 5s}
 		return err
 	}
 	say("PostgreSQL  %s", pg.DSN("orders"))
-	say("RabbitMQ    %s  (management %s, guest/guest)", rmq.URL(), rmq.ManagementURL())
+	say("%-11s %s  (management %s, guest/guest)", rabbitName, rmq.URL(), rmq.ManagementURL())
 	say("Kafka       %s  (e.g. kcat -b %s -L)", kafka.Addrs()[0], kafka.Addrs()[0])
 	say("Schema Reg. %s  (franz-go srfake; Avro on invoices.DLT, Protobuf on shipments.DLT)", registry.URL())
 	say("config      %s", cfgPath)
@@ -143,6 +147,23 @@ sampler: {interval: 5s}
 	defer stopped("the console")
 	go demo.SeedHistory(ctx, "http://"+*listen, say) // once the console answers: a replay, a discard, a requeue
 	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)
+}
+
+// demoRabbitMQ is the demo's RabbitMQ node, after REDRIVE_DEMO_RABBITMQ (version): unset, the
+// host's RabbitMQ 3.10; 4, a RabbitMQ 4.0 node in devstack's Debian 13 root (built the first time,
+// about 3 min). Each keeps its data in a folder of its own: a 4.0 node cannot open 3.10's.
+func demoRabbitMQ(ctx context.Context, version, dir string) (opts devstack.RabbitOptions, name string, err error) {
+	switch version {
+	case "", "3":
+		return devstack.RabbitOptions{Dir: filepath.Join(dir, "rabbitmq")}, "RabbitMQ", nil
+	case "4":
+		root, err := devstack.RabbitMQ4Root(ctx)
+		if err != nil {
+			return opts, "", err
+		}
+		return devstack.RabbitOptions{Dir: filepath.Join(dir, "rabbitmq4"), Root: root}, "RabbitMQ 4.0", nil
+	}
+	return opts, "", fmt.Errorf("REDRIVE_DEMO_RABBITMQ=%q: want 4 (RabbitMQ 4.0), or unset for the host's RabbitMQ 3.10", version)
 }
 
 func dropDatabase(ctx context.Context, adminDSN, name string) error {

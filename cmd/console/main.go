@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	case "doctor":
 		return doctorCommand(ctx, args[1:], getenv, stdout)
 	case "demo":
-		return demoCommand(ctx, args[1:], stdout)
+		return demoCommand(ctx, args[1:], getenv, stdout)
 	case "hash-password":
 		return hashPasswordCommand(args[1:], os.Stdin, stdout, os.Stderr)
 	case "hash-token":

@@ -1,16 +1,22 @@
 // Command devstack runs the real services Redrive's tests and demo use —
-// PostgreSQL, RabbitMQ and a Kafka-protocol broker (kfake) — privately on
-// loopback.
+// PostgreSQL, RabbitMQ 3.10 and 4.0 and a Kafka-protocol broker (kfake) —
+// privately on loopback.
 //
-//	devstack run [--dir D] [--keep] -- CMD ARGS...   start PostgreSQL and RabbitMQ, run CMD with
-//	                                                 REDRIVE_TEST_PG_DSN, REDRIVE_TEST_AMQP_URL and
-//	                                                 REDRIVE_TEST_RABBIT_MGMT_URL set, tear down,
-//	                                                 exit with CMD's status
-//	devstack up [--dir D]                            start both, write D/env, leave them running
-//	devstack down [--dir D] [--purge]                stop what `up` started (and its epmd)
+//	devstack run [--dir D] [--keep] -- CMD ARGS...   start PostgreSQL and both RabbitMQ nodes, run
+//	                                                 CMD with the services' variables set (below),
+//	                                                 tear down, exit with CMD's status
+//	devstack up [--dir D]                            start them, write D/env, leave them running
+//	devstack down [--dir D] [--purge]                stop what `up` started (and its epmds)
 //	devstack kafka [--addr A] [--topic T:N]...       run a standalone kfake until interrupted
 //
-// `make test` is `go run ./cmd/devstack run -- go test -race -count=1 ./...`.
+// The variables: REDRIVE_TEST_PG_DSN; REDRIVE_TEST_AMQP_URL and
+// REDRIVE_TEST_RABBIT_MGMT_URL (RabbitMQ 3.10, the host's);
+// REDRIVE_TEST_AMQP_URL_RABBITMQ4 and REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4
+// (RabbitMQ 4.0, run chrooted in a Debian 13 root that the first run builds
+// in ~/.cache/redrive, about 3 min; --no-rabbitmq4 skips it). Both nodes
+// have the user guest/guest.
+//
+// `make test` is `go run ./cmd/devstack run -- make test-go test-rabbitmq4 fuzz`.
 package main
 
 import (
@@ -33,11 +39,16 @@ import (
 )
 
 const usage = `usage:
-  devstack run [--dir D] [--keep] [--no-postgres] [--no-rabbitmq] [ports] -- CMD ARGS...
-  devstack up [--dir D] [--no-postgres] [--no-rabbitmq] [ports]
+  devstack run [--dir D] [--keep] [--no-postgres] [--no-rabbitmq] [--no-rabbitmq4] [ports] -- CMD ARGS...
+  devstack up [--dir D] [--no-postgres] [--no-rabbitmq] [--no-rabbitmq4] [ports]
   devstack down [--dir D] [--purge]
   devstack kafka [--addr 127.0.0.1:19092] [--topic NAME:PARTITIONS]... [--data-dir D]
-ports: --pg-port N --amqp-port N --mgmt-port N (0 = a free port; the default)
+ports: --pg-port N --amqp-port N --mgmt-port N (RabbitMQ 3.10's; 0 = a free port, the default;
+RabbitMQ 4.0 always takes free ports)
+run and up export REDRIVE_TEST_PG_DSN, REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL
+(RabbitMQ 3.10), REDRIVE_TEST_AMQP_URL_RABBITMQ4 and REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4
+(RabbitMQ 4.0, chrooted in a Debian 13 root that the first run builds, about 3 min, in
+${REDRIVE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/redrive}).
 Run "devstack COMMAND -h" for a command's flags.
 `
 
@@ -73,24 +84,33 @@ type logFn func(format string, a ...any)
 
 // stackFlags are the flags shared by run and up.
 type stackFlags struct {
-	dir                       string
-	noPostgres, noRabbit      bool
-	pgPort, amqpPort, mgmtPrt int
+	dir                             string
+	noPostgres, noRabbit, noRabbit4 bool
+	pgPort, amqpPort, mgmtPrt       int
 }
 
 func (s *stackFlags) register(fs *flag.FlagSet, defaultDir string) {
 	fs.StringVar(&s.dir, "dir", defaultDir, "directory for the services' data and logs")
 	fs.BoolVar(&s.noPostgres, "no-postgres", false, "do not start PostgreSQL")
-	fs.BoolVar(&s.noRabbit, "no-rabbitmq", false, "do not start RabbitMQ")
+	fs.BoolVar(&s.noRabbit, "no-rabbitmq", false, "do not start RabbitMQ 3.10")
+	fs.BoolVar(&s.noRabbit4, "no-rabbitmq4", false, "do not start RabbitMQ 4.0")
 	fs.IntVar(&s.pgPort, "pg-port", 0, "PostgreSQL port on 127.0.0.1 (0 = free port)")
 	fs.IntVar(&s.amqpPort, "amqp-port", 0, "RabbitMQ AMQP port on 127.0.0.1 (0 = free port)")
 	fs.IntVar(&s.mgmtPrt, "mgmt-port", 0, "RabbitMQ management port on 127.0.0.1 (0 = free port)")
 }
 
 type stack struct {
-	pg     *devstack.Postgres
-	rabbit *devstack.RabbitMQ
+	pg      *devstack.Postgres
+	rabbit  *devstack.RabbitMQ // 3.10, the host's
+	rabbit4 *devstack.RabbitMQ // 4.0, in the Debian 13 root
 }
+
+// The services' folders in --dir.
+const (
+	postgresDir = "postgres"
+	rabbitDir   = "rabbitmq"
+	rabbit4Dir  = "rabbitmq4"
+)
 
 // env is what the services export to the programs that use them.
 func (s *stack) env() []string {
@@ -101,21 +121,36 @@ func (s *stack) env() []string {
 	if s.rabbit != nil {
 		env = append(env, "REDRIVE_TEST_AMQP_URL="+s.rabbit.URL(), "REDRIVE_TEST_RABBIT_MGMT_URL="+s.rabbit.ManagementURL())
 	}
+	if s.rabbit4 != nil {
+		env = append(env, "REDRIVE_TEST_AMQP_URL_RABBITMQ4="+s.rabbit4.URL(), "REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4="+s.rabbit4.ManagementURL())
+	}
 	return env
 }
 
-// start starts the services in parallel (RabbitMQ takes ~8 s, PostgreSQL
-// ~1 s). On error, whatever did start is stopped again.
+// rabbits are the RabbitMQ nodes of the stack.
+func (s *stack) rabbits() []*devstack.RabbitMQ {
+	var rs []*devstack.RabbitMQ
+	for _, r := range []*devstack.RabbitMQ{s.rabbit, s.rabbit4} {
+		if r != nil {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// start starts the services in parallel (RabbitMQ 3.10 takes ~8 s, 4.0
+// ~10 s, or ~3 min more the first time on a machine, to build its root;
+// PostgreSQL ~1 s). On error, whatever did start is stopped again.
 func start(ctx context.Context, f stackFlags, log logFn) (*stack, error) {
 	var (
-		s           stack
-		wg          sync.WaitGroup
-		pgErr, rErr error
+		s                  stack
+		wg                 sync.WaitGroup
+		pgErr, rErr, r4Err error
 	)
 	t0 := time.Now()
 	if !f.noPostgres {
 		wg.Go(func() {
-			s.pg, pgErr = devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(f.dir, "postgres"), Port: f.pgPort})
+			s.pg, pgErr = devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(f.dir, postgresDir), Port: f.pgPort})
 			if pgErr == nil {
 				log("postgres ready on 127.0.0.1:%d in %s", s.pg.Port(), time.Since(t0).Round(10*time.Millisecond))
 			}
@@ -123,14 +158,27 @@ func start(ctx context.Context, f stackFlags, log logFn) (*stack, error) {
 	}
 	if !f.noRabbit {
 		wg.Go(func() {
-			s.rabbit, rErr = devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(f.dir, "rabbitmq"), AMQPPort: f.amqpPort, ManagementPort: f.mgmtPrt})
+			s.rabbit, rErr = devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(f.dir, rabbitDir), AMQPPort: f.amqpPort, ManagementPort: f.mgmtPrt})
 			if rErr == nil {
-				log("rabbitmq ready on 127.0.0.1:%d (management %d) in %s", s.rabbit.AMQPPort(), s.rabbit.ManagementPort(), time.Since(t0).Round(10*time.Millisecond))
+				log("rabbitmq 3.10 ready on 127.0.0.1:%d (management %d) in %s", s.rabbit.AMQPPort(), s.rabbit.ManagementPort(), time.Since(t0).Round(10*time.Millisecond))
+			}
+		})
+	}
+	if !f.noRabbit4 {
+		wg.Go(func() {
+			root, err := devstack.RabbitMQ4Root(ctx)
+			if err != nil {
+				r4Err = fmt.Errorf("rabbitmq 4.0: %w (--no-rabbitmq4 skips it)", err)
+				return
+			}
+			s.rabbit4, r4Err = devstack.StartRabbitMQ(ctx, devstack.RabbitOptions{Dir: filepath.Join(f.dir, rabbit4Dir), Root: root})
+			if r4Err == nil {
+				log("rabbitmq 4.0 ready on 127.0.0.1:%d (management %d) in %s", s.rabbit4.AMQPPort(), s.rabbit4.ManagementPort(), time.Since(t0).Round(10*time.Millisecond))
 			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(pgErr, rErr); err != nil {
+	if err := errors.Join(pgErr, rErr, r4Err); err != nil {
 		s.stop(log, false)
 		return nil, err
 	}
@@ -161,11 +209,11 @@ func (s *stack) stop(log logFn, discard bool) bool {
 			}
 		})
 	}
-	if s.rabbit != nil {
+	for _, r := range s.rabbits() {
 		wg.Go(func() {
-			stop := s.rabbit.Stop
+			stop := r.Stop
 			if discard {
-				stop = s.rabbit.Kill
+				stop = r.Kill
 			}
 			if err := stop(ctx); err != nil {
 				fail(err)
@@ -173,7 +221,7 @@ func (s *stack) stop(log logFn, discard bool) bool {
 		})
 	}
 	wg.Wait()
-	if s.pg != nil || s.rabbit != nil {
+	if s.pg != nil || len(s.rabbits()) > 0 {
 		log("stopped in %s", time.Since(t0).Round(10*time.Millisecond))
 	}
 	return ok
@@ -193,7 +241,7 @@ func cmdRun(args []string, log logFn) int {
 	f.register(fs, "")
 	keep := fs.Bool("keep", false, "keep the directory (a temporary --dir is removed otherwise)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: devstack run [flags] -- CMD ARGS...\n\nStarts PostgreSQL and RabbitMQ, runs CMD with REDRIVE_TEST_PG_DSN,\nREDRIVE_TEST_AMQP_URL and REDRIVE_TEST_RABBIT_MGMT_URL set, stops them,\nand exits with CMD's status.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: devstack run [flags] -- CMD ARGS...\n\nStarts PostgreSQL, RabbitMQ 3.10 and RabbitMQ 4.0, runs CMD with REDRIVE_TEST_PG_DSN,\nREDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL, REDRIVE_TEST_AMQP_URL_RABBITMQ4 and\nREDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4 set, stops them, and exits with CMD's status.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -329,15 +377,21 @@ func cmdUp(args []string, log logFn) int {
 	// Idempotent: services already running in dir are reused.
 	var s stack
 	if !f.noPostgres {
-		if pg, err := devstack.OpenPostgres(filepath.Join(dir, "postgres")); err == nil && pg.Running() {
+		if pg, err := devstack.OpenPostgres(filepath.Join(dir, postgresDir)); err == nil && pg.Running() {
 			log("postgres already running on 127.0.0.1:%d", pg.Port())
 			s.pg, f.noPostgres = pg, true
 		}
 	}
 	if !f.noRabbit {
-		if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, "rabbitmq")); err == nil && r.Running() {
-			log("rabbitmq already running on 127.0.0.1:%d", r.AMQPPort())
+		if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbitDir)); err == nil && r.Running() {
+			log("rabbitmq 3.10 already running on 127.0.0.1:%d", r.AMQPPort())
 			s.rabbit, f.noRabbit = r, true
+		}
+	}
+	if !f.noRabbit4 {
+		if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbit4Dir)); err == nil && r.Running() {
+			log("rabbitmq 4.0 already running on 127.0.0.1:%d", r.AMQPPort())
+			s.rabbit4, f.noRabbit4 = r, true
 		}
 	}
 	started, err := start(ctx, f, log)
@@ -350,6 +404,9 @@ func cmdUp(args []string, log logFn) int {
 	}
 	if started.rabbit != nil {
 		s.rabbit = started.rabbit
+	}
+	if started.rabbit4 != nil {
+		s.rabbit4 = started.rabbit4
 	}
 	var b strings.Builder
 	for _, kv := range s.env() {
@@ -379,13 +436,16 @@ func cmdDown(args []string, log logFn) int {
 		return 1
 	}
 	var s stack
-	if pg, err := devstack.OpenPostgres(filepath.Join(dir, "postgres")); err == nil {
+	if pg, err := devstack.OpenPostgres(filepath.Join(dir, postgresDir)); err == nil {
 		s.pg = pg
 	}
-	if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, "rabbitmq")); err == nil {
+	if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbitDir)); err == nil {
 		s.rabbit = r
 	}
-	if s.pg == nil && s.rabbit == nil {
+	if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbit4Dir)); err == nil {
+		s.rabbit4 = r
+	}
+	if s.pg == nil && len(s.rabbits()) == 0 {
 		log("nothing started in %s", dir)
 	}
 	ok := s.stop(log, false)

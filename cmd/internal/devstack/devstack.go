@@ -8,6 +8,8 @@
 // PostgreSQL and RabbitMQ run as separate OS processes in their own
 // process groups, so they survive the Go process that started them when
 // asked to (`devstack up`); kfake runs inside the calling process.
+// RabbitMQ runs as the host's 3.10 (Debian 12) or as 4.0, chrooted in a
+// Debian 13 root that RabbitMQ4Root builds once and caches.
 package devstack
 
 import (

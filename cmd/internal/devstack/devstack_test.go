@@ -2,10 +2,12 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -267,6 +269,97 @@ func TestRabbitMQStartStopRestart(t *testing.T) {
 	}
 	checkStopped(t, other)
 	checkStopped(t, r)
+}
+
+// A RabbitMQ 4.0 node runs chrooted in the Debian 13 root (built on the first run, ~3 min), on
+// its own epmd, and leaves no process, port or mount behind.
+func TestRabbitMQ4StartStop(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: a RabbitMQ 4.0 node runs chrooted in a Debian 13 root")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	root, err := RabbitMQ4Root(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another node may run in the root meanwhile (make test's own): its mounts, if any, are not ours.
+	mounts := mountsUnder(root)
+
+	start := time.Now()
+	r, err := StartRabbitMQ(ctx, RabbitOptions{Dir: filepath.Join(t.TempDir(), "rabbit4"), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopAtCleanup(t, r)
+	t.Logf("rabbitmq %s ready in %s (amqp %d, management %d, epmd %d) in %s", r.Node(), root, r.AMQPPort(), r.ManagementPort(), r.EPMDPort(), time.Since(start))
+	checkAMQP(t, r)
+	if v := rabbitVersion(t, r); !strings.HasPrefix(v, "4.") {
+		t.Fatalf("rabbitmq_version %q, want 4.x", v)
+	}
+	if len(epmdPids(r.EPMDPort())) == 0 {
+		t.Fatal("no epmd found for the node's epmd port")
+	}
+	if got := mountsUnder(root); !slices.Equal(got, mounts) {
+		t.Fatalf("mounts under the root while the node runs: %q, before %q: the node's mounts must stay in its own namespace", got, mounts)
+	}
+	out, err := r.Ctl(ctx, "list_queues", "name") // rabbitmqctl in the root
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "devstack-test") {
+		t.Fatalf("list_queues:\n%s", out)
+	}
+
+	// Stop through a handle opened from the dir, as `devstack down` does.
+	other, err := OpenRabbitMQ(r.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Root() != root || !other.Running() {
+		t.Fatalf("OpenRabbitMQ: root %q, Running %v", other.Root(), other.Running())
+	}
+	start = time.Now()
+	if err := other.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rabbitmq 4 stopped in %s", time.Since(start))
+	checkStopped(t, other)
+	checkStopped(t, r)
+	if got := mountsUnder(root); !slices.Equal(got, mounts) {
+		t.Fatalf("mounts under the root after Stop: %q, before %q", got, mounts)
+	}
+	if err := r.Stop(ctx); err != nil { // removes the node's mount point once its last process is gone
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, r.nodeDir())); !os.IsNotExist(err) {
+		t.Fatalf("the node's mount point %s is left in the root (%v)", r.nodeDir(), err)
+	}
+}
+
+// rabbitVersion is the management API's overview's rabbitmq_version.
+func rabbitVersion(t *testing.T, r *RabbitMQ) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, r.ManagementURL()+"/api/overview", nil)
+	req.SetBasicAuth("guest", "guest")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var overview struct {
+		Version string `json:"rabbitmq_version"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&overview); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/overview: %s %v", resp.Status, err)
+	}
+	return overview.Version
+}
+
+func TestUnescapeMountinfo(t *testing.T) {
+	if got := unescapeMountinfo(`/tmp/a\040b/c`); got != "/tmp/a b/c" {
+		t.Fatalf("got %q", got)
+	}
 }
 
 func TestKafkaRoundTrip(t *testing.T) {

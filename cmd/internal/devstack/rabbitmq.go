@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -39,12 +40,18 @@ type RabbitOptions struct {
 	// private epmd so that stopping it (epmd outlives the node otherwise)
 	// never pulls the rug from another node on the machine.
 	EPMDPort int
+	// Root is a Debian root with its own rabbitmq-server (RabbitMQ4Root
+	// returns one with RabbitMQ 4.0) in which the node runs, chrooted.
+	// "" runs the host's RabbitMQ (3.10 on Debian 12), installed with
+	// apt-get when missing.
+	Root string
 }
 
 // RabbitMQ is a private RabbitMQ node started by StartRabbitMQ (or opened
 // with OpenRabbitMQ). Its methods are not safe for concurrent use.
 type RabbitMQ struct {
 	dir                    string
+	root                   string // RabbitOptions.Root
 	amqp, mgmt, dist, epmd int
 	node                   string
 
@@ -60,6 +67,7 @@ type rabbitState struct {
 	ManagementPort int    `json:"management_port"`
 	DistPort       int    `json:"dist_port"`
 	EPMDPort       int    `json:"epmd_port"`
+	Root           string `json:"root,omitempty"`
 }
 
 const rabbitStateFile = "devstack-rabbitmq.json"
@@ -68,14 +76,23 @@ const rabbitStateFile = "devstack-rabbitmq.json"
 // with the management and shovel plugins enabled and management stats
 // sampled every 500 ms, and waits until it accepts AMQP connections and its
 // management API answers. It installs rabbitmq-server with apt-get first if
-// it is missing and we are root. The node runs in its own process group
-// and keeps running if the calling process exits; stop it with Stop.
+// it is missing and we are root (opts.Root must have it already). The node
+// runs in its own process group and keeps running if the calling process
+// exits; stop it with Stop.
 func StartRabbitMQ(ctx context.Context, opts RabbitOptions) (*RabbitMQ, error) {
 	dir, err := serviceDir("rabbitmq", opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(rabbitBinDir, "rabbitmq-server")); err != nil {
+	root := ""
+	if opts.Root != "" {
+		if root, err = filepath.Abs(opts.Root); err != nil {
+			return nil, fmt.Errorf("devstack: rabbitmq: %w", err)
+		}
+		if !hasRabbitMQ(root) {
+			return nil, fmt.Errorf("devstack: rabbitmq: no %s in the root %s (RabbitMQ4Root builds one)", rabbitBinDir+"/rabbitmq-server", root)
+		}
+	} else if _, err := os.Stat(filepath.Join(rabbitBinDir, "rabbitmq-server")); err != nil {
 		start := time.Now()
 		if err := aptInstall(ctx, "rabbitmq-server"); err != nil {
 			return nil, fmt.Errorf("devstack: rabbitmq: %s/rabbitmq-server missing: %w", rabbitBinDir, err)
@@ -106,7 +123,7 @@ func StartRabbitMQ(ctx context.Context, opts RabbitOptions) (*RabbitMQ, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := &RabbitMQ{dir: dir, amqp: ports[0], mgmt: ports[1], dist: ports[2], epmd: ports[3]}
+		r := &RabbitMQ{dir: dir, root: root, amqp: ports[0], mgmt: ports[1], dist: ports[2], epmd: ports[3]}
 		r.node = fmt.Sprintf("redrive-%d@localhost", r.amqp)
 		if err := r.writeConfig(); err != nil {
 			return nil, err
@@ -159,7 +176,7 @@ func OpenRabbitMQ(dir string) (*RabbitMQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RabbitMQ{dir: dir, node: st.Node, amqp: st.AMQPPort, mgmt: st.ManagementPort, dist: st.DistPort, epmd: st.EPMDPort}, nil
+	return &RabbitMQ{dir: dir, root: st.Root, node: st.Node, amqp: st.AMQPPort, mgmt: st.ManagementPort, dist: st.DistPort, epmd: st.EPMDPort}, nil
 }
 
 // URL is the AMQP URL for the guest user (guest may only connect from
@@ -181,6 +198,21 @@ func (r *RabbitMQ) Node() string { return r.node }
 // Dir is the node's directory (opts.Dir made absolute).
 func (r *RabbitMQ) Dir() string { return r.dir }
 
+// Root is the Debian root the node runs in ("" for the host's RabbitMQ).
+func (r *RabbitMQ) Root() string { return r.root }
+
+// nodeDir is Dir as the node sees it. A node in a Root sees Dir at
+// /var/lib/redrive-nodes/<hash of Dir> inside the root (inRoot binds it
+// there), a path of its own so that its processes can be told from other
+// nodes' by their environment (isOurBeam).
+func (r *RabbitMQ) nodeDir() string {
+	if r.root == "" {
+		return r.dir
+	}
+	sum := sha256.Sum256([]byte(r.dir))
+	return "/var/lib/redrive-nodes/" + hex.EncodeToString(sum[:6])
+}
+
 // LogPath is the node's main log; StartupLogPath its stdout and stderr.
 func (r *RabbitMQ) LogPath() string        { return filepath.Join(r.dir, "log", "rabbit.log") }
 func (r *RabbitMQ) StartupLogPath() string { return filepath.Join(r.dir, "startup.log") }
@@ -190,23 +222,31 @@ func (r *RabbitMQ) StartupLogPath() string { return filepath.Join(r.dir, "startu
 //
 //	cmd := exec.Command("/usr/lib/rabbitmq/bin/rabbitmqctl", "list_queues")
 //	cmd.Env = r.Env()
+//
+// For a node in a Root its paths are inside the root, and only a command
+// run there as Ctl runs it finds them; use Ctl.
 func (r *RabbitMQ) Env() []string {
+	d := r.nodeDir()
+	path := os.Getenv("PATH")
+	if r.root != "" {
+		path = "/usr/sbin:/usr/bin:/sbin:/bin" // the host's PATH means nothing in the root
+	}
 	return []string{
-		"HOME=" + r.dir,
-		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + d,
+		"PATH=" + path,
 		"LANG=C.UTF-8", "LC_ALL=C.UTF-8",
 		"RABBITMQ_NODENAME=" + r.node,
 		"RABBITMQ_NODE_IP_ADDRESS=127.0.0.1",
 		"RABBITMQ_NODE_PORT=" + strconv.Itoa(r.amqp),
 		"RABBITMQ_DIST_PORT=" + strconv.Itoa(r.dist),
-		"RABBITMQ_MNESIA_BASE=" + filepath.Join(r.dir, "mnesia"),
-		"RABBITMQ_LOG_BASE=" + filepath.Join(r.dir, "log"),
-		"RABBITMQ_LOGS=" + r.LogPath(),
-		"RABBITMQ_CONFIG_FILE=" + filepath.Join(r.dir, "rabbitmq.conf"),
-		"RABBITMQ_ADVANCED_CONFIG_FILE=" + filepath.Join(r.dir, "advanced.config"),
-		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(r.dir, "enabled_plugins"),
-		"RABBITMQ_PID_FILE=" + r.pidFile(),
-		"RABBITMQ_CONF_ENV_FILE=" + filepath.Join(r.dir, "none"), // skip /etc/rabbitmq/rabbitmq-env.conf
+		"RABBITMQ_MNESIA_BASE=" + filepath.Join(d, "mnesia"),
+		"RABBITMQ_LOG_BASE=" + filepath.Join(d, "log"),
+		"RABBITMQ_LOGS=" + filepath.Join(d, "log", "rabbit.log"),
+		"RABBITMQ_CONFIG_FILE=" + filepath.Join(d, "rabbitmq.conf"),
+		"RABBITMQ_ADVANCED_CONFIG_FILE=" + filepath.Join(d, "advanced.config"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE=" + filepath.Join(d, "enabled_plugins"),
+		"RABBITMQ_PID_FILE=" + filepath.Join(d, "rabbit.pid"),
+		"RABBITMQ_CONF_ENV_FILE=" + filepath.Join(d, "none"), // skip /etc/rabbitmq/rabbitmq-env.conf
 		"ERL_EPMD_ADDRESS=127.0.0.1",
 		"ERL_EPMD_PORT=" + strconv.Itoa(r.epmd),
 		"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}",
@@ -214,6 +254,23 @@ func (r *RabbitMQ) Env() []string {
 }
 
 func (r *RabbitMQ) pidFile() string { return filepath.Join(r.dir, "rabbit.pid") }
+
+// command runs one of RabbitMQ's programs (bin, a path under rabbitBinDir)
+// for this node, in the node's environment: on the host, or in the node's
+// Root (inRoot). The command gets a process group of its own, away from the
+// terminal's Ctrl-C.
+func (r *RabbitMQ) command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if r.root == "" {
+		cmd = exec.CommandContext(ctx, bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	} else {
+		cmd = inRoot(ctx, r.root, r.dir, r.nodeDir(), append([]string{bin}, args...)...)
+	}
+	cmd.Dir = r.dir
+	cmd.Env = r.Env()
+	return cmd
+}
 
 // Start starts the node (again, after Stop or Kill) on the same ports,
 // node name and data, and waits until it is ready. StartRabbitMQ already
@@ -234,15 +291,12 @@ func (r *RabbitMQ) Start(ctx context.Context) error {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "=== devstack: starting %s at %s\n", r.node, time.Now().Format(time.RFC3339))
-	// Not CommandContext: the node must outlive ctx (and, for `devstack
-	// up`, this process). Its own process group keeps the terminal's
-	// Ctrl-C away from it; the caller stops it with Stop.
-	cmd := exec.Command(filepath.Join(rabbitBinDir, "rabbitmq-server"))
-	cmd.Dir = r.dir
-	cmd.Env = r.Env()
+	// Not ctx: the node must outlive it (and, for `devstack up`, this
+	// process). Its own process group keeps the terminal's Ctrl-C away
+	// from it; the caller stops it with Stop.
+	cmd := r.command(context.Background(), filepath.Join(rabbitBinDir, "rabbitmq-server"))
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("devstack: rabbitmq: start: %w", err)
 	}
@@ -275,7 +329,8 @@ func (r *RabbitMQ) Start(ctx context.Context) error {
 			return false
 		}
 	}
-	for _, args := range [][]string{{"wait", "--timeout", "90", r.pidFile()}, {"await_startup", "--timeout", "90"}} {
+	nodePidFile := filepath.Join(r.nodeDir(), "rabbit.pid")
+	for _, args := range [][]string{{"wait", "--timeout", "90", nodePidFile}, {"await_startup", "--timeout", "90"}} {
 		if _, err := r.ctl(wctx, args...); err != nil {
 			if exited() {
 				return fail(errors.New("server exited during startup"))
@@ -319,10 +374,7 @@ func (r *RabbitMQ) waitManagement(ctx context.Context) error {
 
 // ctl runs rabbitmqctl against this node.
 func (r *RabbitMQ) ctl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(rabbitBinDir, "rabbitmqctl"), args...)
-	cmd.Dir = r.dir
-	cmd.Env = r.Env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := r.command(ctx, filepath.Join(rabbitBinDir, "rabbitmqctl"), args...)
 	cmd.WaitDelay = 5 * time.Second
 	return run(cmd)
 }
@@ -363,7 +415,7 @@ func (r *RabbitMQ) isOurBeam(pid int) bool {
 	if err != nil {
 		return false
 	}
-	want := "RABBITMQ_MNESIA_BASE=" + filepath.Join(r.dir, "mnesia")
+	want := "RABBITMQ_MNESIA_BASE=" + filepath.Join(r.nodeDir(), "mnesia")
 	for _, kv := range strings.Split(string(env), "\x00") {
 		if kv == want {
 			return true
@@ -382,7 +434,8 @@ func (r *RabbitMQ) Running() bool {
 // applications and exits; 3.10 takes ~6 s, 5 of them a fixed wait in the
 // management agent), escalating to SIGKILL after 60 s, and then stops the
 // node's epmd, which would otherwise keep running. Stopping a stopped node
-// only makes sure its epmd is gone.
+// only makes sure its epmd is gone. A node in a Root leaves no mount behind
+// (inRoot's mounts die with its processes).
 func (r *RabbitMQ) Stop(ctx context.Context) error {
 	var err error
 	wrapper, beam := r.pids()
@@ -398,6 +451,7 @@ func (r *RabbitMQ) Stop(ctx context.Context) error {
 	if e := r.stopEPMD(); e != nil && err == nil {
 		err = e
 	}
+	r.removeMountPoint()
 	return err
 }
 
@@ -416,7 +470,18 @@ func (r *RabbitMQ) Kill(ctx context.Context) error {
 	if e := r.stopEPMD(); e != nil && err == nil {
 		err = e
 	}
+	r.removeMountPoint()
 	return err
+}
+
+// removeMountPoint removes the empty folder inRoot binds Dir on in the
+// root, once the node is gone: removed under a running node, it would take
+// the node's Dir away from it (the kernel detaches mounts on a folder
+// removed in another mount namespace).
+func (r *RabbitMQ) removeMountPoint() {
+	if r.root != "" && !r.Running() {
+		_ = os.Remove(filepath.Join(r.root, r.nodeDir()))
+	}
 }
 
 // killProcs sends SIGKILL to the server's process group (the wrapper and
@@ -565,6 +630,6 @@ collect_statistics_interval = 500
 }
 
 func (r *RabbitMQ) writeState() {
-	st, _ := json.Marshal(rabbitState{Node: r.node, AMQPPort: r.amqp, ManagementPort: r.mgmt, DistPort: r.dist, EPMDPort: r.epmd})
+	st, _ := json.Marshal(rabbitState{Node: r.node, AMQPPort: r.amqp, ManagementPort: r.mgmt, DistPort: r.dist, EPMDPort: r.epmd, Root: r.root})
 	_ = os.WriteFile(filepath.Join(r.dir, rabbitStateFile), st, 0o644)
 }
