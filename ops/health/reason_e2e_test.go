@@ -26,7 +26,7 @@ import (
 // leaked are the pieces of driver text the outside report found in the overview, the notification
 // log and webhook bodies: the DSN's user, password and database, the address, the dial, the
 // server's words about the missing table.
-var leaked = []string{"user=", "database=", "qacuser", "SECRET", "qacdb", "127.0.0.1", ":3", "dial",
+var leaked = []string{"user=", "database=", "qacuser", "SECRET", "qacdb", "127.0.0.1", ":3/", "port 3", "dial",
 	"relation", "qac_missing_table", "does not exist", "ERROR:", "pgconn", "*net.", "connection refused",
 	"context deadline exceeded", "kgo", "franz"}
 

@@ -27,7 +27,7 @@ const unreachableDSN = "postgres://qacuser:SECRET@127.0.0.1:3/qacdb?sslmode=disa
 // leaks are pieces of a driver's or Go's error text that no problem, dependency row or
 // notification may carry: the connection's user, password, database, host and port, the dial,
 // the server's own words about a table, and Go type names.
-var leaks = []string{"user=", "database=", "qacuser", "SECRET", "qacdb", "127.0.0.1", ":3", "dial",
+var leaks = []string{"user=", "database=", "qacuser", "SECRET", "qacdb", "127.0.0.1", ":3/", "port 3", "dial",
 	"relation", "qac_missing_table", "does not exist", "ERROR:", "pgconn", "ConnectError", "*net.", "OpError",
 	"connection refused", "context deadline exceeded"}
 
