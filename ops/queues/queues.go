@@ -38,9 +38,11 @@ type Queue struct {
 	Growing bool
 	Growth  string
 	// Inflow is how many messages a second arrive: the broker's publish rate, or, when more, the
-	// rise of the queue's depth (ready + unacked) over the sampler's window plus its ack rate.
-	// RabbitMQ counts only what channels publish, never what it dead-letters itself, so a DLQ fed
-	// by a dead-letter exchange has a publish rate of 0 however fast it fills.
+	// rise of the queue's depth (ready + unacked) over the sampler's window plus what left it
+	// meanwhile (what Redrive's jobs moved out, or the broker's acks), so that a drain alone, a
+	// replay emptying a DLQ, reads about 0. RabbitMQ counts only what channels publish, never
+	// what it dead-letters itself, so a DLQ fed by a dead-letter exchange has a publish rate of 0
+	// however fast it fills.
 	Inflow float64
 	// Lost counts the messages that left this dead-letter queue since LostSince without a Redrive
 	// job moving them: the broker dropped them at a delivery limit, someone purged the queue, a

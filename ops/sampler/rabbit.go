@@ -81,6 +81,11 @@ type dlqTrack struct {
 type depth struct {
 	at             time.Time
 	ready, unacked int64
+	ack            float64 // the broker's ack rate then, a second
+	// moved is Redrive's moves out of the queue so far, as counted then (rabbitMoved), and took
+	// how many of them since the sample before; -1 when unknown (the store could not say, or the
+	// sample was loaded from history).
+	moved, took int64
 }
 
 func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error {
@@ -181,7 +186,7 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 	}
 	for _, r := range rows {
 		ref := rabbit.QueueRef{Vhost: r.Vhost, Name: r.Queue}
-		st.depths[ref] = append(st.depths[ref], depth{at: r.At, ready: r.Ready, unacked: r.Unacked})
+		st.depths[ref] = append(st.depths[ref], depth{at: r.At, ready: r.Ready, unacked: r.Unacked, ack: r.AckRate, moved: -1, took: -1})
 		if r.At.After(st.lastAt) {
 			st.lastAt = r.At
 		}
@@ -215,21 +220,28 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time, moved map[rabbit
 		if n := len(w); n > 0 && !w[n-1].at.Before(at) {
 			w = w[:n-1] // the same instant sampled again: the newer reading wins
 		}
-		w = append(w, depth{at: at, ready: q.Ready, unacked: q.Unacked})
+		rq := queues.Queue{Queue: q, Retry: t.RetryQueues[ref]}
+		d := depth{at: at, ready: q.Ready, unacked: q.Unacked, ack: q.AckRate, moved: -1, took: -1}
+		if moved != nil {
+			d.moved = moved[ref]
+			if n := len(w); n > 0 && w[n-1].moved >= 0 {
+				d.took = max(0, d.moved-w[n-1].moved) // a deleted job lowers the sum
+			}
+		}
+		if q.IsDeadLetterQueue && !rq.Retry {
+			tr := st.dlqs[ref].next(at, q.Ready+q.Unacked, moved, ref)
+			dlqs[ref] = tr
+			rq.Lost, rq.LostSince, rq.LostAt = tr.lost, tr.lostSince, tr.lostAt
+		}
+		w = append(w, d)
 		if len(w) > GrowthSamples {
 			w = w[len(w)-GrowthSamples:]
 		}
 		// A compact copy, so the windows do not keep growing arrays alive.
 		depths[ref] = append([]depth(nil), w...)
 
-		rq := queues.Queue{Queue: q, Retry: t.RetryQueues[ref]}
 		rq.Growing, rq.Growth = growth(w)
-		rq.Inflow = max(q.PublishRate, depthInflow(w, q.AckRate))
-		if q.IsDeadLetterQueue && !rq.Retry {
-			tr := st.dlqs[ref].next(at, q.Ready+q.Unacked, moved, ref)
-			dlqs[ref] = tr
-			rq.Lost, rq.LostSince, rq.LostAt = tr.lost, tr.lostSince, tr.lostAt
-		}
+		rq.Inflow = max(q.PublishRate, depthInflow(w))
 		snap.Queues[i] = rq
 		rows[i] = history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
 			Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
@@ -280,20 +292,39 @@ func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbit.QueueRef]int
 	return tr
 }
 
-// depthInflow is the arrival rate a depth window shows: the rise of ready + unacked from its first
-// sample to its last, a second, plus what acks took out meanwhile (ackRate, the broker's); 0
-// with fewer than two samples.
-func depthInflow(w []depth, ackRate float64) float64 {
+// depthInflow is the arrival rate a depth window shows, a second: what the depth (ready + unacked)
+// rose by over the window plus what left meanwhile, step by step between its samples. What left
+// in a step is what Redrive's jobs counted out of the queue, or, when more, the broker's ack rate
+// at the lower of the step's two readings times the step. An ack rate is the broker's figure over
+// its last few seconds, not over the step: added whole to the window's average rise, a drain (a
+// replay emptying a DLQ) that had just begun read as arrivals at nearly its own rate. Redrive's
+// count runs ahead of the depth the broker shows (a job counts before it acks, and the broker's
+// statistics come late): in the step a job begins moving, it counts for no more than the depth
+// fell, so that lead is not taken for arrivals; afterwards it stays about the same and cancels
+// out over the window. Never negative; 0 with fewer than two samples.
+func depthInflow(w []depth) float64 {
 	if len(w) < 2 {
 		return 0
 	}
-	first, last := w[0], w[len(w)-1]
-	span := last.at.Sub(first.at).Seconds()
+	span := w[len(w)-1].at.Sub(w[0].at).Seconds()
 	if span <= 0 {
 		return 0
 	}
-	rise := float64(last.ready+last.unacked-first.ready-first.unacked) / span
-	return max(0, rise+ackRate)
+	arrived := 0.0
+	for i := 1; i < len(w); i++ {
+		prev, cur := w[i-1], w[i]
+		rise := float64(cur.ready + cur.unacked - prev.ready - prev.unacked)
+		left := min(prev.ack, cur.ack) * cur.at.Sub(prev.at).Seconds()
+		if cur.took >= 0 {
+			took := float64(cur.took)
+			if prev.took <= 0 { // Redrive began moving in this step (or nothing says it did not)
+				took = min(took, max(0, -rise))
+			}
+			left = max(left, took)
+		}
+		arrived += rise + left
+	}
+	return max(0, arrived/span)
 }
 
 // growth reports whether ready or unacked rose at every step of a full window.

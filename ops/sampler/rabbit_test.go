@@ -80,7 +80,7 @@ func (p *mgmtProxy) count(prefix string) int {
 type rmqEnv struct {
 	rabbittest.Topology // declares on ch
 	tb                  testing.TB
-	vhost               string
+	vhost, amqpURL      string // amqpURL opens the vhost
 	mgmt                *rabbithole.Client
 	ch                  *amqp.Channel
 	proxy               *mgmtProxy
@@ -95,7 +95,7 @@ func newRmqEnv(tb testing.TB) *rmqEnv {
 	if err := ch.Confirm(false); err != nil {
 		tb.Fatal(err)
 	}
-	e := &rmqEnv{Topology: rabbittest.Topology{TB: tb, Ch: ch}, tb: tb, vhost: vhost, mgmt: mgmt, ch: ch, proxy: newMgmtProxy(tb)}
+	e := &rmqEnv{Topology: rabbittest.Topology{TB: tb, Ch: ch}, tb: tb, vhost: vhost, amqpURL: amqpURL, mgmt: mgmt, ch: ch, proxy: newMgmtProxy(tb)}
 	e.b = e.broker("main")
 	return e
 }
