@@ -156,6 +156,9 @@ func (h *Search) ExportKafka(c echo.Context) error {
 		return err
 	}
 	q := search.Query{Topic: pathParam(c, "topic"), Order: "oldest"}
+	if err := committedOnly(c); err != nil {
+		return err
+	}
 	if err := kafkaRange(c, &q); err != nil {
 		return err
 	}

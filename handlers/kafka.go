@@ -255,10 +255,10 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 	topics = h.openCounts(c.Request().Context(), k.Name(), topics)
 	out := make([]dltJSON, 0, len(topics))
 	for _, t := range topics {
-		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, Open: t.Open(), PerPart: []dltPartitionJSON{},
-			NewestAt: knownUTC(t.NewestAt)}
+		j := dltJSON{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions), Records: t.Records, Counted: t.Counted, Open: t.Open(),
+			PerPart: []dltPartitionJSON{}, NewestAt: knownUTC(t.NewestAt)}
 		for _, p := range t.Partitions {
-			j.PerPart = append(j.PerPart, dltPartitionJSON(p))
+			j.PerPart = append(j.PerPart, toDLTPartitionJSON(p))
 		}
 		out = append(out, j)
 	}
@@ -272,7 +272,7 @@ func parseAcrossQuery(c echo.Context) (kafka.AcrossQuery, error) {
 	if err != nil {
 		return kafka.AcrossQuery{}, err
 	}
-	q := kafka.AcrossQuery{Topic: one.Topic, At: one.At, Limit: one.Limit, Order: one.Order}
+	q := kafka.AcrossQuery{Topic: one.Topic, At: one.At, Limit: one.Limit, Order: one.Order, Isolation: one.Isolation}
 	if one.Offset != nil {
 		return q, ops.Invalid("offset", "needs one partition; with partition=all use at or cursor")
 	}
@@ -384,6 +384,9 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 		return q, err
 	}
 	q.Limit = int(limit)
+	if q.Isolation, err = isolationParam(c); err != nil {
+		return q, err
+	}
 	switch o := c.QueryParam("order"); o {
 	case "", "newest":
 	case "oldest":
@@ -392,6 +395,22 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 		return q, ops.Invalid("order", "must be newest or oldest")
 	}
 	return q, nil
+}
+
+// isolationParam reads isolation: "committed" (the default: what a read_committed consumer gets)
+// or "uncommitted", an admin's forensic read of every record written, aborted ones marked. A
+// viewer or operator asking for it is refused (403), as a reveal is.
+func isolationParam(c echo.Context) (kafka.Isolation, error) {
+	switch c.QueryParam("isolation") {
+	case "", "committed":
+		return kafka.ReadCommitted, nil
+	case "uncommitted":
+		if err := ops.Require(ActorOf(c), access.Admin, "reading uncommitted records (isolation=uncommitted)"); err != nil {
+			return kafka.ReadCommitted, err
+		}
+		return kafka.ReadUncommitted, nil
+	}
+	return kafka.ReadCommitted, ops.Invalid("isolation", "must be committed or uncommitted")
 }
 
 // recordQuery is the cluster of the path and the page of its topic that the query asks for.
@@ -441,7 +460,8 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, NextOffset: page.Next, PrevOffset: page.Prev})
+	return c.JSON(http.StatusOK, recordsJSON{Records: out, Start: page.Start, End: page.End, LastStableOffset: page.Stable,
+		Isolation: page.Isolation.String(), NextOffset: page.Next, PrevOffset: page.Prev})
 }
 
 // recordsJSON is a page's records as the records API answers them: those in the resolution state
@@ -478,13 +498,14 @@ func (h *Kafka) apiRecordsAcross(c echo.Context, k KafkaCluster, red *redact.Rul
 	}
 	parts := make([]dltPartitionJSON, 0, len(page.Partitions))
 	for _, p := range page.Partitions {
-		parts = append(parts, dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, Records: p.End - p.Start})
+		parts = append(parts, toPartitionJSON(p))
 	}
 	var next *string
 	if cur := cursorText(page.Next); cur != "" {
 		next = &cur
 	}
-	return c.JSON(http.StatusOK, recordsAcrossJSON{Records: out, Partition: "all", Order: page.Order, Partitions: parts, NextCursor: next})
+	return c.JSON(http.StatusOK, recordsAcrossJSON{Records: out, Partition: "all", Order: page.Order, Isolation: q.Isolation.String(),
+		Partitions: parts, NextCursor: next})
 }
 
 // maxErrorScan bounds the records one error-group request reads.
@@ -509,7 +530,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 		return err
 	}
 	out := kafkaErrorGroupsJSON{Groups: make([]kafkaErrorGroupJSON, 0, len(scan.Groups)), Scanned: scan.Scanned, Total: scan.Total,
-		Capped: scan.Capped}
+		TotalExact: scan.TotalExact, Capped: scan.Capped}
 	groupNotes := map[triage.GroupKey][]noteJSON{}
 	for _, n := range h.topicNotes(c.Request().Context(), k.Name(), pathParam(c, "topic")) {
 		if n.Group != nil {

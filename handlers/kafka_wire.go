@@ -248,20 +248,39 @@ func (p groupPointJSON) MarshalJSON() ([]byte, error) {
 }
 
 type dltJSON struct {
-	Topic      string             `json:"topic"`
-	Retry      bool               `json:"retry"`
-	Partitions int                `json:"partitions"`
-	Records    int64              `json:"records"`
-	Open       int64              `json:"open"` // records not resolved, ignored or replayed
-	NewestAt   *time.Time         `json:"newest_at"`
-	PerPart    []dltPartitionJSON `json:"partition_records"`
+	Topic      string `json:"topic"`
+	Retry      bool   `json:"retry"`
+	Partitions int    `json:"partitions"`
+	// Records are data records a read_committed consumer gets, counted (no transaction marker,
+	// no aborted record); an upper bound while Counted is false.
+	Records  int64              `json:"records"`
+	Counted  bool               `json:"records_counted"`
+	Open     int64              `json:"open"` // records not resolved, ignored or replayed
+	NewestAt *time.Time         `json:"newest_at"`
+	PerPart  []dltPartitionJSON `json:"partition_records"`
 }
 
+// dltPartitionJSON is one partition's offsets: start, end (the high watermark), the last stable
+// offset, and its records. Records are counted where the answer says records_counted; elsewhere
+// (a page's partitions) they are the offsets a committed read spans, last_stable_offset − start.
 type dltPartitionJSON struct {
-	Partition int32 `json:"partition"`
-	Start     int64 `json:"start"`
-	End       int64 `json:"end"`
-	Records   int64 `json:"records"`
+	Partition        int32 `json:"partition"`
+	Start            int64 `json:"start"`
+	End              int64 `json:"end"`
+	LastStableOffset int64 `json:"last_stable_offset"`
+	Records          int64 `json:"records"`
+	Counted          *bool `json:"records_counted,omitempty"`
+}
+
+// toDLTPartitionJSON is a dead-letter topic's partition with its counted records.
+func toDLTPartitionJSON(p kafka.DLPartition) dltPartitionJSON {
+	return dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, LastStableOffset: p.Stable, Records: p.Records,
+		Counted: &p.Counted}
+}
+
+// toPartitionJSON is a page's partition: its records are the offsets a committed read spans.
+func toPartitionJSON(p kafka.PartitionRange) dltPartitionJSON {
+	return dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, LastStableOffset: p.Stable, Records: p.Stable - p.Start}
 }
 
 // deadLetterTopicsJSON is a cluster's dead-letter and retry topics.
@@ -308,6 +327,10 @@ type recordJSON struct {
 	Resolution     *resolutionJSON `json:"resolution"`
 	KeySchema      *schemaJSON     `json:"key_schema"`
 	ValueSchema    *schemaJSON     `json:"value_schema"`
+	// Aborted and Unstable come only with isolation=uncommitted (kafka.Record's): a record of an
+	// aborted transaction, and one at or past the last stable offset.
+	Aborted  bool `json:"aborted,omitempty"`
+	Unstable bool `json:"unstable,omitempty"`
 }
 
 // schemaJSON names the schema a key or value was decoded with; Error says why it could not be
@@ -354,7 +377,8 @@ func bytesJSON(b []byte) (*string, string) {
 // bytes (base64 when they are not UTF-8, as for any value).
 func toRecordJSON(r kafka.Record, raw bool) recordJSON {
 	j := recordJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(), ValueTruncated: r.Truncated,
-		Size: r.Size, Headers: []headerJSON{}, KeySchema: toSchemaJSON(r.KeySchema), ValueSchema: toSchemaJSON(r.ValueSchema)}
+		Size: r.Size, Headers: []headerJSON{}, KeySchema: toSchemaJSON(r.KeySchema), ValueSchema: toSchemaJSON(r.ValueSchema),
+		Aborted: r.Aborted, Unstable: r.Unstable}
 	j.Key, j.KeyEncoding = bytesJSON(r.Key)
 	j.Value, j.ValueEncoding = bytesJSON(r.Value)
 	if raw {
@@ -394,11 +418,15 @@ func toRecordJSON(r kafka.Record, raw bool) recordJSON {
 
 // recordsJSON is a page of one partition's records.
 type recordsJSON struct {
-	Records    []recordJSON `json:"records"`
-	Start      int64        `json:"start"`
-	End        int64        `json:"end"`
-	NextOffset *int64       `json:"next_offset"`
-	PrevOffset *int64       `json:"prev_offset"`
+	Records []recordJSON `json:"records"`
+	Start   int64        `json:"start"`
+	End     int64        `json:"end"`
+	// LastStableOffset is where a committed page (the default) ends: a transaction still open
+	// began there; End when none is.
+	LastStableOffset int64  `json:"last_stable_offset"`
+	Isolation        string `json:"isolation"` // "committed" or (admins) "uncommitted"
+	NextOffset       *int64 `json:"next_offset"`
+	PrevOffset       *int64 `json:"prev_offset"`
 }
 
 // recordsAcrossJSON is a page across every partition (partition=all).
@@ -406,16 +434,20 @@ type recordsAcrossJSON struct {
 	Records    []recordJSON       `json:"records"`
 	Partition  string             `json:"partition"` // "all"
 	Order      string             `json:"order"`
+	Isolation  string             `json:"isolation"`
 	Partitions []dltPartitionJSON `json:"partitions"`
 	NextCursor *string            `json:"next_cursor"`
 }
 
 // kafkaErrorGroupsJSON is a topic's dead letters grouped by exception, from its newest records.
 type kafkaErrorGroupsJSON struct {
-	Groups  []kafkaErrorGroupJSON `json:"groups"`
-	Scanned int64                 `json:"scanned"`
-	Total   int64                 `json:"total"`
-	Capped  bool                  `json:"capped"`
+	Groups []kafkaErrorGroupJSON `json:"groups"`
+	// Scanned and Total are data records (what a read_committed consumer gets); Total is an upper
+	// bound unless TotalExact.
+	Scanned    int64 `json:"scanned"`
+	Total      int64 `json:"total"`
+	TotalExact bool  `json:"total_exact"`
+	Capped     bool  `json:"capped"`
 }
 
 type kafkaErrorGroupJSON struct {

@@ -128,7 +128,21 @@ func refusePageOnly(c echo.Context) error {
 			return ops.Invalid(name, "is read only by a page of records (no filter): "+pageOnlyParams[name])
 		}
 	}
-	return nil
+	return committedOnly(c)
+}
+
+// committedOnly refuses isolation=uncommitted where only committed records are read: a filter's
+// scan and an export read what the topic's read_committed consumers received, never a record of
+// an aborted transaction; an admin reads uncommitted records a page at a time (no filter).
+func committedOnly(c echo.Context) error {
+	switch c.QueryParam("isolation") {
+	case "", "committed":
+		return nil
+	case "uncommitted":
+		return ops.Invalid("isolation", "uncommitted is read only by a page of records (no filter, an admin's): "+
+			"scans, exports and plans read what read_committed consumers received")
+	}
+	return ops.Invalid("isolation", "must be committed or uncommitted")
 }
 
 // compile compiles ?filter= for kind ("" is no filter).
@@ -316,7 +330,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	}
 	parts := make([]dltPartitionJSON, 0, len(res.Partitions))
 	for _, p := range res.Partitions {
-		parts = append(parts, dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, Records: p.End - p.Start})
+		parts = append(parts, toPartitionJSON(p))
 	}
 	var partition any = "all"
 	if q.Partition != nil {

@@ -28,6 +28,8 @@ type AcrossQuery struct {
 	At    *time.Time
 	Limit int    // 1..MaxLimit; 0 means DefaultLimit
 	Order string // "newest" (default) or "oldest"
+	// Isolation is what each partition's part reads, as RecordQuery.Isolation.
+	Isolation Isolation
 }
 
 // AcrossPage is one page across partitions.
@@ -67,7 +69,11 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 	}
 	var jobs []job
 	for _, pr := range parts {
-		if pr.Start >= pr.End {
+		end := pr.Stable // where a committed read stops
+		if q.Isolation == ReadUncommitted {
+			end = pr.End
+		}
+		if pr.Start >= end {
 			continue
 		}
 		if q.Cursor == nil {
@@ -85,11 +91,11 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 			}
 			off = pr.Start
 		}
-		if off >= pr.End {
+		if off >= end {
 			if q.Order == "oldest" {
 				continue
 			}
-			off = pr.End - 1
+			off = end - 1
 		}
 		jobs = append(jobs, job{p: pr.Partition, anchor: &off})
 	}
@@ -107,7 +113,7 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rq := RecordQuery{Topic: q.Topic, Partition: j.p, Offset: j.anchor, Limit: each, Order: q.Order}
+			rq := RecordQuery{Topic: q.Topic, Partition: j.p, Offset: j.anchor, Limit: each, Order: q.Order, Isolation: q.Isolation}
 			if j.anchor == nil {
 				rq.At = q.At
 			}

@@ -44,7 +44,8 @@ type Cluster struct {
 	ids      configs.MessageIDRules
 	schemas  *schema.Decoder // nil decodes nothing
 
-	stamps stampCache // time lag: timestamps of the records groups will consume next
+	stamps stampCache   // time lag: timestamps of the records groups will consume next
+	counts recordCounts // dead-letter topics' data records, counted as they arrive
 
 	prodMu      sync.Mutex           // guards prod, prodCalls and prodRetired
 	prod        *kgo.Client          // the replay producer, made on first use and again after one was dropped or retired
@@ -204,8 +205,19 @@ const EchoLimit = 64
 // cut. Every message naming a topic or group the caller gave quotes it through here.
 func named(name string) string { return strconv.Quote(payload.Clip(name, EchoLimit)) }
 
-// bounds are a partition's log start and end (high watermark) offsets.
-type bounds struct{ start, end int64 }
+// bounds are a partition's log start, end (high watermark) and last stable offsets. The last
+// stable offset is where a read_committed consumer stops: the first offset of the oldest
+// transaction still open on the partition, or the end when none is.
+type bounds struct{ start, end, stable int64 }
+
+// readable is where a read of isolation iso stops: the last stable offset for a committed read,
+// the end for an uncommitted one.
+func (b bounds) readable(iso Isolation) int64 {
+	if iso == ReadUncommitted {
+		return b.end
+	}
+	return b.stable
+}
 
 // partitionBounds lists the start and end offsets of every partition of the topics, concurrently.
 // A topic that does not exist is an ops.ErrNotFound.
@@ -229,15 +241,23 @@ func (c *Cluster) existingBounds(ctx context.Context, topics ...string) (map[str
 		l   kadm.ListedOffsets
 		err error
 	}
-	startCh := make(chan res, 1)
+	startCh, stableCh := make(chan res, 1), make(chan res, 1)
 	go func() {
 		l, err := c.adm.ListStartOffsets(ctx, topics...)
 		startCh <- res{l, err}
 	}()
+	go func() {
+		// read_committed's end: the last stable offset.
+		l, err := c.adm.ListCommittedOffsets(ctx, topics...)
+		stableCh <- res{l, err}
+	}()
 	ends, err := c.adm.ListEndOffsets(ctx, topics...)
-	starts := <-startCh
+	starts, stables := <-startCh, <-stableCh
 	if err == nil {
 		err = starts.err
+	}
+	if err == nil {
+		err = stables.err
 	}
 	if err != nil {
 		return nil, err
@@ -253,7 +273,8 @@ topics:
 		ps := make(map[int32]bounds, len(ends[t]))
 		for p, e := range ends[t] {
 			s, ok := starts.l.Lookup(t, p)
-			if gone(e.Err) || (ok && gone(s.Err)) {
+			st, stOK := stables.l.Lookup(t, p)
+			if gone(e.Err) || (ok && gone(s.Err)) || (stOK && gone(st.Err)) {
 				continue topics
 			}
 			if e.Err != nil {
@@ -262,7 +283,11 @@ topics:
 			if !ok || s.Err != nil {
 				return nil, fmt.Errorf("topic %s partition %d: start offset: %w", named(t), p, errOr(s.Err, "missing from the listing"))
 			}
-			ps[p] = bounds{start: s.Offset, end: e.Offset}
+			if !stOK || st.Err != nil {
+				return nil, fmt.Errorf("topic %s partition %d: last stable offset: %w", named(t), p, errOr(st.Err, "missing from the listing"))
+			}
+			// Listed one after the other, the three may straddle a write: keep start ≤ stable ≤ end.
+			ps[p] = bounds{start: s.Offset, end: e.Offset, stable: min(max(st.Offset, s.Offset), e.Offset)}
 		}
 		out[t] = ps
 	}
@@ -299,10 +324,13 @@ func errOr(err error, msg string) error {
 
 // consumer builds a short-lived direct consumer reading the given partitions from exact offsets.
 // It never joins a group or commits, so reading is invisible to the consumers being inspected.
-// Control records (transaction markers) are kept so that a read can see it reached the end
-// offset even when the last offsets are markers rather than data.
+// It reads as a read_committed consumer does (no record of an aborted transaction, nothing past
+// the last stable offset) unless extra says otherwise (uncommitted()). Control records
+// (transaction markers) are kept so that a read can see it reached the end offset even when the
+// last offsets are markers rather than data.
 func (c *Cluster) consumer(parts map[string]map[int32]kgo.Offset, maxPartBytes int32, extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := append(append([]kgo.Opt{}, c.base...), extra...)
+	opts := append(append([]kgo.Opt{}, c.base...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	opts = append(opts, extra...)
 	opts = append(opts,
 		kgo.ConsumePartitions(parts),
 		kgo.KeepControlRecords(),

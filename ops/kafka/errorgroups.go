@@ -42,17 +42,24 @@ func (g ErrorGroup) Open() int64 { return max(0, g.Count-g.Settled) }
 
 // ErrorScan is the result of ErrorGroups.
 type ErrorScan struct {
-	Topic   string
-	Groups  []ErrorGroup // by Count, descending; ties by LastAt, newest first
-	Scanned int64        // records read
-	Total   int64        // records in the topic (sum of end − start)
-	Capped  bool         // true when maxScan stopped the scan before the oldest records
+	Topic  string
+	Groups []ErrorGroup // by Count, descending; ties by LastAt, newest first
+	// Scanned is how many data records were read and grouped: records a read_committed consumer
+	// gets, never a transaction marker nor a record of an aborted transaction.
+	Scanned int64
+	// Total is how many such records the topic holds (up to its last stable offset): exact when
+	// TotalExact, otherwise an upper bound (a large topic still being counted, see
+	// DLTopic.Counted).
+	Total      int64
+	TotalExact bool
+	Capped     bool // true when maxScan stopped the scan before the oldest records
 	// Ranges are the offsets read per partition, [Start, End): what counts of the groups cover.
 	Ranges []PartitionRange
 }
 
-// ErrorGroups scans the newest records of a topic — at most maxScan in total (0 → DefaultMaxScan),
-// shared fairly across partitions — and groups them by (exception type, cause). Records are
+// ErrorGroups scans the newest records of a topic — at most maxScan offsets in total (0 →
+// DefaultMaxScan), shared fairly across partitions, up to each one's last stable offset, as a
+// read_committed consumer gets them — and groups them by (exception type, cause). Records are
 // streamed through one direct consumer and folded into the groups as they arrive; none are kept.
 // Unknown topic → ops.ErrNotFound; maxScan outside [0, MaxMaxScan] → ops.ErrInvalid.
 func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (ErrorScan, error) {
@@ -76,22 +83,52 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 	parts := make([]int32, 0, len(ps))
 	sizes := make([]int64, 0, len(ps))
 	scan := ErrorScan{Topic: topic, Groups: []ErrorGroup{}}
+	var offsets, read int64
 	for p, b := range ps {
 		parts = append(parts, p)
-		sizes = append(sizes, b.end-b.start)
-		scan.Total += b.end - b.start
+		sizes = append(sizes, b.stable-b.start)
+		offsets += b.stable - b.start
 	}
 	quota := allocate(sizes, int64(maxScan))
 	from := map[int32]int64{}
 	for i, p := range parts {
 		if quota[i] > 0 {
-			from[p] = ps[p].end - quota[i]
-			scan.Ranges = append(scan.Ranges, PartitionRange{Partition: p, Start: from[p], End: ps[p].end})
+			from[p] = ps[p].stable - quota[i]
+			scan.Ranges = append(scan.Ranges, PartitionRange{Partition: p, Start: from[p], End: ps[p].stable, Stable: ps[p].stable})
 		}
-		scan.Scanned += quota[i]
+		read += quota[i]
 	}
-	scan.Capped = scan.Scanned < scan.Total
-	return c.foldGroups(ctx, op, scan, ps, from)
+	scan.Capped = read < offsets
+	if scan, err = c.foldGroups(ctx, op, scan, ps, from); err != nil {
+		return ErrorScan{}, err
+	}
+	scan.Total, scan.TotalExact = scan.Scanned, true
+	if scan.Capped {
+		// The records of the rest of the topic: counted as the dead-letter listing counts them.
+		scan.Total, scan.TotalExact = c.topicRecords(ctx, topic, ps)
+	}
+	return scan, nil
+}
+
+// topicRecords is how many data records a read_committed consumer gets from a topic whose
+// partitions are ps (countRecords), and whether that is exact; the offsets up to the last stable
+// offsets when the topic's ID cannot be read.
+func (c *Cluster) topicRecords(ctx context.Context, topic string, ps map[int32]bounds) (int64, bool) {
+	ids, err := c.topicIDs(ctx, topic)
+	if _, ok := ids[topic]; err != nil || !ok {
+		var n int64
+		for _, b := range ps {
+			n += b.stable - b.start
+		}
+		return n, false
+	}
+	var n int64
+	exact := true
+	for _, rc := range c.countRecords(ctx, map[string]map[int32]bounds{topic: ps}, ids, false)[topic] {
+		n += rc.n
+		exact = exact && rc.exact
+	}
+	return n, exact
 }
 
 // ErrorGroupsSince groups the records of topic that arrived after next, a cursor this call
@@ -115,34 +152,42 @@ func (c *Cluster) ErrorGroupsSince(ctx context.Context, topic string, next map[i
 	sizes := make([]int64, 0, len(ps))
 	scan := ErrorScan{Topic: topic, Groups: []ErrorGroup{}}
 	cursor := map[int32]int64{}
+	var offsets, read int64
 	for p, b := range ps {
 		start := b.start
 		if at, ok := next[p]; ok && at > start && at <= b.end {
 			start = at // an offset past the end means the topic was recreated: read it anew
 		}
+		// Up to the last stable offset, and the cursor stays there: what an open transaction
+		// holds is read once it commits (or never, when it aborts).
+		start = min(start, b.stable)
 		parts = append(parts, p)
-		sizes = append(sizes, b.end-start)
-		scan.Total += b.end - start
-		cursor[p] = b.end
+		sizes = append(sizes, b.stable-start)
+		offsets += b.stable - start
+		cursor[p] = b.stable
 	}
 	quota := allocate(sizes, int64(maxScan))
 	from := map[int32]int64{}
 	for i, p := range parts {
 		if quota[i] > 0 {
-			from[p] = ps[p].end - quota[i]
+			from[p] = ps[p].stable - quota[i]
 		}
-		scan.Scanned += quota[i]
+		read += quota[i]
 	}
-	scan.Capped = scan.Scanned < scan.Total
+	scan.Capped = read < offsets
 	scan, err = c.foldGroups(ctx, op, scan, ps, from)
 	if err != nil {
 		return ErrorScan{}, nil, err
 	}
+	scan.Total, scan.TotalExact = scan.Scanned, !scan.Capped
+	if scan.Capped {
+		scan.Total = scan.Scanned + (offsets - read) // at most: the offsets not read
+	}
 	return scan, cursor, nil
 }
 
-// foldGroups reads each partition p of the topic from from[p] to its end as of ps and folds the
-// records into scan.Groups.
+// foldGroups reads each partition p of the topic from from[p] to its last stable offset as of ps
+// and folds the data records into scan.Groups, counting them in scan.Scanned.
 func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps map[int32]bounds, from map[int32]int64) (ErrorScan, error) {
 	topic := scan.Topic
 	offsets := map[int32]kgo.Offset{}
@@ -198,8 +243,28 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 	}
 	defer cl.Close()
 	open := len(offsets)
+	pos := map[int32]int64{}
+	for p, at := range from {
+		pos[p] = at
+	}
+	left := func() map[int32]readLeft {
+		out := make(map[int32]readLeft, len(from))
+		for p := range from {
+			out[p] = readLeft{pos[p], ps[p].stable}
+		}
+		return out
+	}
 	for open > 0 {
-		fs := cl.PollFetches(ctx)
+		fs, rest := c.poll(ctx, cl, topic, left)
+		if len(rest) > 0 {
+			// The rest of these partitions are records of aborted transactions.
+			for _, p := range rest {
+				delete(from, p)
+			}
+			cl.PauseFetchPartitions(map[string][]int32{topic: rest})
+			open -= len(rest)
+			continue
+		}
 		if err := fetchErr(fs); err != nil {
 			if errors.Is(err, kerr.OffsetOutOfRange) {
 				err = ops.Conflict("records were deleted during the scan; retry")
@@ -212,13 +277,15 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 			if !ok {
 				return
 			}
-			end := ps[fp.Partition].end
+			end := ps[fp.Partition].stable
 			for _, r := range fp.Records {
 				if r.Offset < start || r.Offset >= end {
 					continue
 				}
+				pos[fp.Partition] = r.Offset + 1
 				if !r.Attrs.IsControl() {
 					fold(r)
+					scan.Scanned++
 				}
 				if r.Offset == end-1 {
 					break

@@ -198,7 +198,7 @@ func TestDeadLetterTopics(t *testing.T) {
 	if empty.Records != 0 || !empty.NewestAt.IsZero() || empty.Retry {
 		t.Errorf("empty.DLT = %+v", empty)
 	}
-	wantParts := []DLPartition{{Partition: 0, Start: 1, End: 2, Records: 1}, {Partition: 1, Start: 0, End: 1, Records: 1}}
+	wantParts := []DLPartition{{Partition: 0, Start: 1, End: 2, Stable: 2, Records: 1, Counted: true}, {Partition: 1, Start: 0, End: 1, Stable: 1, Records: 1, Counted: true}}
 	if dlt.Records != 2 || !reflect.DeepEqual(dlt.Partitions, wantParts) || !dlt.NewestAt.Equal(newest) || dlt.Retry {
 		t.Errorf("orders.DLT = %+v, want 2 records, newest %v", dlt, newest)
 	}

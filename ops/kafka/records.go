@@ -49,6 +49,14 @@ type Record struct {
 	// Registry id in the record, or a schema file configured for the topic), decoded from the
 	// whole bytes; nil when the bytes are not for a schema. Key and Value stay the original bytes.
 	KeySchema, ValueSchema *schema.Decoded
+	// Aborted is true for a record of an aborted transaction, which only an uncommitted read
+	// (ReadUncommitted) shows: no consumer of the topic ever received it, so it is no dead
+	// letter, and a plan refuses it.
+	Aborted bool
+	// Unstable is true for a record at or past the partition's last stable offset when read,
+	// which only an uncommitted read shows: a transaction opened before it is still open, and
+	// read_committed consumers see neither until it ends (its own records may yet be aborted).
+	Unstable bool
 }
 
 // RecordQuery selects one page of one partition.
@@ -64,6 +72,10 @@ type RecordQuery struct {
 	At    *time.Time
 	Limit int    // 1..MaxLimit; 0 means DefaultLimit
 	Order string // "newest" (default: descending offsets) or "oldest" (ascending)
+	// Isolation is what the page reads: ReadCommitted (the zero value) up to the last stable
+	// offset, without aborted records; ReadUncommitted every record up to the end, aborted ones
+	// marked (Record.Aborted, Record.Unstable).
+	Isolation Isolation
 }
 
 // Page is one page of records and where to go from it.
@@ -74,6 +86,9 @@ type Page struct {
 	Records   []Record // in Order: descending offsets for "newest", ascending for "oldest"
 	Start     int64    // the partition's log start offset when read
 	End       int64    // the partition's end offset (next offset to be written) when read
+	// Stable is the partition's last stable offset when read: a committed page ends there.
+	Stable    int64
+	Isolation Isolation
 	// Next is the Offset of the following page in the same Order (older records for "newest",
 	// newer for "oldest"); Prev goes the other way. Nil when there is nothing more that way.
 	Next *int64
@@ -126,13 +141,21 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if !ok {
 		return Page{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(all[q.Topic]), payload.Clip(q.Topic, EchoLimit)))
 	}
-	page := Page{Topic: q.Topic, Partition: q.Partition, Order: q.Order, Start: b.start, End: b.end, Records: []Record{}}
+	page := Page{Topic: q.Topic, Partition: q.Partition, Order: q.Order, Start: b.start, End: b.end, Stable: b.stable,
+		Isolation: q.Isolation, Records: []Record{}}
+	// A committed page ends at the last stable offset: what lies past it no read_committed
+	// consumer sees yet. Paging, anchors and the valid offsets all stop there.
+	b.end = b.readable(q.Isolation)
 
 	var anchor int64
 	switch {
 	case q.Offset != nil:
-		if b.start >= b.end {
-			return Page{}, ops.Invalid("offset", fmt.Sprintf("partition %d is empty (start = end = %d)", q.Partition, b.end))
+		if b.start >= page.End {
+			return Page{}, ops.Invalid("offset", fmt.Sprintf("partition %d is empty (start = end = %d)", q.Partition, page.End))
+		}
+		if q.Isolation == ReadCommitted && *q.Offset >= b.end && *q.Offset < page.End {
+			return Page{}, ops.Invalid("offset", fmt.Sprintf("offsets from %d of partition %d are past its last stable offset: "+
+				"a transaction opened there is still open, and read_committed consumers see nothing past it until it ends", b.end, q.Partition))
 		}
 		if *q.Offset < b.start || *q.Offset >= b.end {
 			return Page{}, ops.Invalid("offset", fmt.Sprintf("must be in [%d, %d) for partition %d", b.start, b.end, q.Partition))
@@ -171,7 +194,10 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if q.Order == "newest" {
 		from, to = max(b.start, anchor-limit+1), anchor+1
 	}
-	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to)
+	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to, q.Isolation)
+	if err == nil && q.Isolation == ReadUncommitted {
+		err = c.markAborted(ctx, q.Topic, q.Partition, recs, page.Stable)
+	}
 	if err != nil {
 		return Page{}, c.fail(op, err)
 	}
@@ -203,21 +229,36 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	return page, nil
 }
 
-// readRange returns the records with offsets in [from, to) of one partition, ascending. It stops
-// as soon as it saw offset to−1 (or anything past it), so it never waits at the end of a log
-// whose end it knows.
-func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, from, to int64) ([]Record, error) {
+// readRange returns the records with offsets in [from, to) of one partition, ascending, as a
+// read of isolation iso sees them. It stops as soon as it saw offset to−1 (or anything past it),
+// so it never waits at the end of a log whose end it knows; a committed read also stops when the
+// broker says nothing more is to be handed out before to (poll).
+func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, from, to int64, iso Isolation) ([]Record, error) {
 	if from >= to {
 		return []Record{}, nil
 	}
-	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, fetchBytesFor(to-from))
+	var extra []kgo.Opt
+	if iso == ReadUncommitted {
+		extra = append(extra, uncommitted())
+	}
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, fetchBytesFor(to-from), extra...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	out := make([]Record, 0, to-from)
+	pos := from
+	left := func() map[int32]readLeft { return map[int32]readLeft{partition: {pos, to}} }
 	for {
-		fs := cl.PollFetches(ctx)
+		var fs kgo.Fetches
+		if iso == ReadUncommitted {
+			fs = cl.PollFetches(ctx) // every offset below the end comes: nothing to probe
+		} else {
+			var done []int32
+			if fs, done = c.poll(ctx, cl, topic, left); len(done) > 0 {
+				return out, nil
+			}
+		}
 		if err := fetchErr(fs); err != nil {
 			if errors.Is(err, kerr.OffsetOutOfRange) {
 				return nil, ops.Invalid("offset", fmt.Sprintf("records from %d were deleted while reading partition %d; reload", from, partition))
@@ -233,6 +274,7 @@ func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, 
 				done = true
 				return
 			}
+			pos = r.Offset + 1
 			if r.Offset == to-1 {
 				done = true
 			}
@@ -245,6 +287,74 @@ func (c *Cluster) readRange(ctx context.Context, topic string, partition int32, 
 			return out, nil
 		}
 	}
+}
+
+// markAborted marks, in an uncommitted read's records of one partition, those a read_committed
+// consumer never gets: below the last stable offset stable, a record the committed read of the
+// same offsets does not hand out belongs to an aborted transaction (Aborted); at or past it, a
+// record is not decided yet (Unstable). The two reads are compared by offset, which is what
+// identifies a record; records of no transaction are never aborted and need no second read.
+func (c *Cluster) markAborted(ctx context.Context, topic string, partition int32, recs []Record, stable int64) error {
+	lo, hi := int64(-1), int64(-1)
+	for i := range recs {
+		r := &recs[i]
+		if r.Offset >= stable {
+			r.Unstable = true
+			continue
+		}
+		if lo < 0 || r.Offset < lo {
+			lo = r.Offset
+		}
+		hi = max(hi, r.Offset+1)
+	}
+	if lo < 0 {
+		return nil
+	}
+	committed, err := c.committedOffsets(ctx, topic, partition, lo, hi)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if r := &recs[i]; r.Offset < stable && !committed[r.Offset] {
+			r.Aborted = true
+		}
+	}
+	return nil
+}
+
+// committedOffsets is the set of offsets of the data records in [from, to) that a read_committed
+// consumer hands out (to at most the last stable offset).
+func (c *Cluster) committedOffsets(ctx context.Context, topic string, partition int32, from, to int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if from >= to {
+		return out, nil
+	}
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}, fetchBytesFor(to-from))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	pos := from
+	left := func() map[int32]readLeft { return map[int32]readLeft{partition: {pos, to}} }
+	for pos < to {
+		fs, done := c.poll(ctx, cl, topic, left)
+		if len(done) > 0 {
+			return out, nil
+		}
+		if err := fetchErr(fs); err != nil {
+			return nil, err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < from || pos >= to {
+				return
+			}
+			pos = r.Offset + 1
+			if r.Offset < to && !r.Attrs.IsControl() {
+				out[r.Offset] = true
+			}
+		})
+	}
+	return out, nil
 }
 
 // fetchBytesFor sizes fetches for a page: enough for the expected records at a few KiB each

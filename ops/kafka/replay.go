@@ -18,7 +18,9 @@ import (
 	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
-// Scan streams the records of one partition with offsets in [from, to), ascending, to fn, one at a
+// Scan streams the records of one partition with offsets in [from, to), ascending, as a
+// read_committed consumer gets them (no record of an aborted transaction: a plan never replays
+// what its producer rolled back; to should be at most the last stable offset), to fn, one at a
 // time, uncapped and uncopied (a replay moves whole records; franz-go does not reuse its buffers),
 // with their dead-letter metadata and schemas decoded (Value stays the original bytes; message
 // ids are read from the decoded value). It stops at offset to−1, or when fn returns an
@@ -34,8 +36,13 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 	defer cl.Close()
 	// A plan reads every value's message id: it waits for a slow registry, as no page does.
 	dctx := schema.WaitForRegistry(ctx)
+	pos := from
+	left := func() map[int32]readLeft { return map[int32]readLeft{partition: {pos, to}} }
 	for {
-		fs := cl.PollFetches(ctx)
+		fs, finished := c.poll(ctx, cl, topic, left)
+		if len(finished) > 0 {
+			return nil // the rest are records of aborted transactions
+		}
 		if err := fetchErr(fs); err != nil {
 			if errors.Is(err, kerr.OffsetOutOfRange) {
 				return ops.Invalid("offset", fmt.Sprintf("records from %d of %s[%d] no longer exist", from, topic, partition))
@@ -53,6 +60,7 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 				return
 			}
 			done = r.Offset == to-1
+			pos = r.Offset + 1
 			if r.Attrs.IsControl() {
 				return
 			}
@@ -387,6 +395,10 @@ func (c *Cluster) notAcknowledged(n int) error {
 type PartitionRange struct {
 	Partition  int32
 	Start, End int64
+	// Stable is the last stable offset (Start ≤ Stable ≤ End): where a read_committed consumer,
+	// and so every committed read of the console (scans, plans, exports), stops. Past it are the
+	// records of a transaction still open and whatever was written after it began.
+	Stable int64
 }
 
 // Partitions lists a topic's partitions with their offsets. Unknown topic → ops.ErrNotFound.
@@ -399,7 +411,7 @@ func (c *Cluster) Partitions(ctx context.Context, topic string) ([]PartitionRang
 	}
 	out := make([]PartitionRange, 0, len(all[topic]))
 	for p, b := range all[topic] {
-		out = append(out, PartitionRange{Partition: p, Start: b.start, End: b.end})
+		out = append(out, PartitionRange{Partition: p, Start: b.start, End: b.end, Stable: b.stable})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
 	return out, nil
@@ -436,8 +448,8 @@ func rawRecord(r *kgo.Record) Record {
 	return out
 }
 
-// Read streams the records with offsets in [from, to) to fn, uncapped and undecoded (DeadLetter is
-// nil), for moving them. Reading forward
+// Read streams the records with offsets in [from, to) to fn, as a read_committed consumer gets
+// them, uncapped and undecoded (DeadLetter is nil), for moving them. Reading forward
 // from where the last call stopped reuses the fetch session; going back starts a new one.
 func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error) error {
 	if from >= to {
@@ -473,13 +485,25 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 			return nil
 		}
 	}
+	// Each wait for records is bounded by the request timeout: kgo retries a broker that cuts or
+	// refuses fetches without surfacing an error, and an unbounded poll would leave the job
+	// running with no progress and no reason; this way it pauses, says why, and can be
+	// cancelled. The bound starts again when records come.
+	pctx, cancel := r.c.bound(ctx)
+	defer func() { cancel() }()
 	for {
-		// Each poll is bounded by the request timeout: kgo retries a broker that cuts or refuses
-		// fetches without surfacing an error, and an unbounded poll would leave the job running
-		// with no progress and no reason; this way it pauses, says why, and can be cancelled.
-		pctx, cancel := r.c.bound(ctx)
-		fs := r.cl.PollFetches(pctx)
-		cancel()
+		pos := max(r.next, from)
+		fs, rest := r.c.poll(pctx, r.cl, r.topic, func() map[int32]readLeft { return map[int32]readLeft{r.partition: {pos, to}} })
+		if fs.NumRecords() > 0 {
+			cancel()
+			pctx, cancel = r.c.bound(ctx)
+		}
+		if len(rest) > 0 {
+			// The rest of the range are records of aborted transactions: none was planned. Where
+			// the session stands is unknown, so the next read opens anew.
+			r.Close()
+			return nil
+		}
 		if err := fetchErr(fs); err != nil {
 			r.Close()
 			if errors.Is(err, kerr.OffsetOutOfRange) {

@@ -28,7 +28,9 @@ const (
 	maxChunkBytes     = 8 << 20
 )
 
-// Scanner reads ranges of one topic's partitions for a scan or an export. A forward read keeps
+// Scanner reads ranges of one topic's partitions for a scan or an export, as a read_committed
+// consumer does (no aborted record; callers read up to the last stable offset, PartitionRange.
+// Stable). A forward read keeps
 // its client while the next read goes on where the last one stopped (one fetch session for a
 // whole scan of a partition); only a jump (another partition, a read backwards) makes a new one.
 // Records are shown records (values capped at MaxValueBytes, schemas and dead-letter headers
@@ -235,8 +237,15 @@ func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int
 	if each(held) {
 		return pos, nil
 	}
+	left := func() map[int32]readLeft { return map[int32]readLeft{partition: {pos, to}} }
 	for pos < to {
-		fs := s.cl.PollFetches(ctx)
+		fs, done := s.c.poll(ctx, s.cl, s.topic, left)
+		if len(done) > 0 {
+			// Nothing more up to to for a read_committed consumer (aborted records past pos): the
+			// range is read. Where the session stands is unknown, so the next read opens anew.
+			s.Close()
+			return to, nil
+		}
 		if err := fetchErr(fs); err != nil {
 			s.Close()
 			if errors.Is(err, kerr.OffsetOutOfRange) {

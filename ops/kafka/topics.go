@@ -23,7 +23,14 @@ type DLTopic struct {
 	TopicID    string
 	Retry      bool // an intermediate retry topic (*.retry*, ".retry"/"-retry" in the name), not a final DLT
 	Partitions []DLPartition
-	Records    int64 // sum of the partitions' end − start (an upper bound on a compacted topic)
+	// Records is the sum of the partitions' Records: the data records a read_committed consumer
+	// gets, counted (no transaction marker, no record of an aborted transaction, nothing past the
+	// last stable offset); an upper bound while Counted is false.
+	Records int64
+	// Counted is true when every partition's count is exact; false while the records of a large
+	// topic are still being counted (each listing reads for a few seconds and goes on from there),
+	// and for a snapshot stored before records were counted, whose Records are offsets.
+	Counted bool
 	// NewestAt is the timestamp of the newest record across partitions (the last record of each
 	// non-empty partition); zero when the topic is empty or the read ran out of time.
 	NewestAt time.Time
@@ -44,13 +51,23 @@ func (t DLTopic) Open() int64 { return max(0, t.Records-t.Settled) }
 type DLPartition struct {
 	Partition int32
 	Start     int64
-	End       int64
-	Records   int64 // End − Start
+	End       int64 // the high watermark
+	// Stable is the last stable offset: a transaction still open began there (End when none is).
+	Stable int64
+	// Records are the data records in [Start, Stable) a read_committed consumer gets, counted;
+	// while Counted is false, the records counted so far plus the offsets not read yet.
+	Records int64
+	Counted bool
 }
 
+// Offsets is how many offsets the partition spans, End − Start: what Records was before records
+// were counted, and still the most it can be.
+func (p DLPartition) Offsets() int64 { return p.End - p.Start }
+
 // DeadLetterTopics lists the topics matching the cluster's dead-letter patterns (path.Match
-// globs), sorted by name, with their sizes and newest record time. The last records are read with
-// one direct consumer for all partitions, bounded to a few seconds. A topic that does not exist
+// globs), sorted by name, with their records (counted as a read_committed consumer gets them,
+// reading what arrived since the last listing: countRecords) and newest record time. The last
+// records are read with one direct consumer for all partitions, bounded to a few seconds. A topic that does not exist
 // (any more) is left out. It returns ops.ErrUnavailable when the cluster cannot be reached.
 func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	ctx, cancel := c.bound(ctx)
@@ -80,11 +97,13 @@ func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	lastOf := map[string]map[int32]kgo.Offset{}
 	for t, ps := range bounds {
 		for p, b := range ps {
-			if b.end > b.start {
+			// The last record a read_committed consumer can get: the one before the last stable
+			// offset (a marker, or a record of an aborted transaction, as often as not).
+			if b.stable > b.start {
 				if lastOf[t] == nil {
 					lastOf[t] = map[int32]kgo.Offset{}
 				}
-				lastOf[t][p] = kgo.NewOffset().At(b.end - 1)
+				lastOf[t][p] = kgo.NewOffset().At(b.stable - 1)
 			}
 		}
 	}
@@ -99,11 +118,15 @@ func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 		return nil, c.fail("dead-letter topic ids", err)
 	}
 	names = slices.DeleteFunc(names, func(t string) bool { _, ok := ids[t]; return !ok })
+	counted := c.countRecords(ctx, bounds, ids, true)
 	for _, t := range names {
-		dl := DLTopic{Topic: t, TopicID: ids[t], Retry: isRetryTopic(t), NewestAt: newest[t]}
+		dl := DLTopic{Topic: t, TopicID: ids[t], Retry: isRetryTopic(t), NewestAt: newest[t], Counted: true}
 		for p, b := range bounds[t] {
-			dl.Partitions = append(dl.Partitions, DLPartition{Partition: p, Start: b.start, End: b.end, Records: b.end - b.start})
-			dl.Records += b.end - b.start
+			n := counted[t][p]
+			dl.Partitions = append(dl.Partitions, DLPartition{Partition: p, Start: b.start, End: b.end, Stable: b.stable,
+				Records: n.n, Counted: n.exact})
+			dl.Records += n.n
+			dl.Counted = dl.Counted && n.exact
 		}
 		sort.Slice(dl.Partitions, func(i, j int) bool { return dl.Partitions[i].Partition < dl.Partitions[j].Partition })
 		out = append(out, dl)
@@ -143,8 +166,23 @@ func (c *Cluster) newestTimes(ctx context.Context, lastOf map[string]map[int32]k
 		p int32
 	}
 	seen := map[tp]bool{}
+	left := func() map[topicPartition]readLeft {
+		out := map[topicPartition]readLeft{}
+		for t, ps := range lastOf {
+			for p, o := range ps {
+				if !seen[tp{t, p}] {
+					at := o.EpochOffset().Offset
+					out[topicPartition{t, p}] = readLeft{at, at + 1}
+				}
+			}
+		}
+		return out
+	}
 	for len(seen) < want {
-		fs := cl.PollFetches(ctx)
+		fs, rest := c.pollMany(ctx, cl, left)
+		for _, k := range rest {
+			seen[tp{k.topic, k.partition}] = true // the last record is an aborted one: no time from it
+		}
 		if ctx.Err() != nil {
 			// Out of budget: what we have is the answer; the rest stay unknown.
 			return out, nil //nolint:nilerr // a bounded best-effort read
@@ -162,12 +200,19 @@ func (c *Cluster) newestTimes(ctx context.Context, lastOf map[string]map[int32]k
 			return nil, fatal
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			// The last offset may be a transaction marker; its time is when the last write committed.
-			if r.Timestamp.After(out[r.Topic]) {
+			// The last offset may be a transaction marker: a commit's time is when the last dead
+			// letters became visible; an abort's is no arrival of one.
+			if !isAbortMarker(r) && r.Timestamp.After(out[r.Topic]) {
 				out[r.Topic] = r.Timestamp
 			}
 			seen[tp{r.Topic, r.Partition}] = true
 		})
 	}
 	return out, nil
+}
+
+// isAbortMarker reports whether r is the marker that ends an aborted transaction: a control
+// record whose key (int16 version, int16 type) has type 0.
+func isAbortMarker(r *kgo.Record) bool {
+	return r.Attrs.IsControl() && len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 0
 }

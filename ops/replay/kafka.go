@@ -110,7 +110,9 @@ func (p *kafkaPlan) ranges(ctx context.Context, parts []kafka.PartitionRange, em
 		if src.Partition != nil && pr.Partition != *src.Partition {
 			continue
 		}
-		from, to := pr.Start, pr.End // [from, to)
+		// [from, to), up to the last stable offset: a plan replays what a read_committed consumer
+		// got, never a record of an aborted transaction nor one a transaction still open holds.
+		from, to := pr.Start, pr.Stable
 		if src.FromOffset != nil {
 			from = max(from, *src.FromOffset)
 		}
@@ -151,6 +153,10 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 		case r.Offset < b.Start || r.Offset >= b.End:
 			return invalid("source.records", fmt.Sprintf("record %d:%d does not exist (partition %d holds offsets %d to %d)",
 				r.Partition, r.Offset, r.Partition, b.Start, b.End-1))
+		case r.Offset >= b.Stable:
+			return invalid("source.records", fmt.Sprintf("record %d:%d is past the partition's last stable offset %d: a transaction "+
+				"opened before it is still open, and no read_committed consumer has received it; plan it once that transaction ends",
+				r.Partition, r.Offset, b.Stable))
 		}
 		wanted[r.Partition] = append(wanted[r.Partition], r.Offset)
 	}
@@ -165,17 +171,28 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 			}
 			run := offsets[:n]
 			i := 0
+			var missing []int64 // offsets the committed read did not hand out
 			err := p.k.Scan(ctx, src.Topic, pr.Partition, run[0], run[n-1]+1, func(r kafka.Record) error {
 				for i < len(run) && run[i] < r.Offset {
+					missing = append(missing, run[i])
 					i++
 				}
 				if i == len(run) || run[i] != r.Offset {
 					return nil
 				}
+				i++
 				return p.emit(ctx, r, emit)
 			})
 			if err != nil {
 				return err
+			}
+			missing = append(missing, run[i:]...)
+			if len(missing) > 0 {
+				// Not a record a consumer received: aborted by its producer (an uncommitted read
+				// shows it marked aborted), a transaction marker, or compacted away.
+				return invalid("source.records", fmt.Sprintf("record %d:%d is no dead letter: it is a record of an aborted "+
+					"transaction, a transaction marker, or gone from the log, and no consumer received it; it cannot be replayed",
+					pr.Partition, missing[0]))
 			}
 			offsets = offsets[n:]
 		}

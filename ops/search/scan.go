@@ -124,7 +124,8 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		if q.Partition != nil && pr.Partition != *q.Partition {
 			continue
 		}
-		s := span{p: pr.Partition, lo: pr.Start, hi: pr.End}
+		// Up to the last stable offset: a scan reads what a read_committed consumer gets.
+		s := span{p: pr.Partition, lo: pr.Start, hi: pr.Stable}
 		if q.FromOffset != nil {
 			s.lo = max(s.lo, *q.FromOffset)
 		}

@@ -293,7 +293,7 @@ func (r *run) read(ctx context.Context, k KafkaCluster, topic string, parts []ka
 			out.stopped = "time budget of " + b.Time.String() + " exceeded"
 			break
 		}
-		start, end := p.Start, p.End
+		start, end := p.Start, p.Stable // what a read_committed consumer gets
 		if o, ok := lo[p.Partition]; ok {
 			start = max(start, o)
 		}
@@ -302,7 +302,7 @@ func (r *run) read(ctx context.Context, k KafkaCluster, topic string, parts []ka
 		}
 		if end <= start {
 			out.searched++
-			if p.End <= p.Start {
+			if p.Stable <= p.Start {
 				out.read = append(out.read, fmt.Sprintf("%d (empty)", p.Partition))
 			} else {
 				out.read = append(out.read, fmt.Sprintf("%d (no records in the window)", p.Partition))

@@ -305,7 +305,8 @@ func readRecords(ctx context.Context, c Cluster, topic string, keys []RecordKey)
 		}
 		res.Scanned += sr.Scanned
 		for o := range want { // compacted away
-			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d offset %d is no longer in topic %s", p, o, topic))
+			return nil, Result{}, ops.Invalid("records", fmt.Sprintf("partition %d offset %d is no dead letter of topic %s: "+
+				"no longer in it, or a transaction marker or a record of an aborted transaction, which no consumer receives", p, o, topic))
 		}
 	}
 	res.Matched = int64(len(marks))
@@ -333,7 +334,8 @@ func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.
 	for i := range out {
 		out[i].Settled = 0
 		for _, p := range out[i].Partitions {
-			spans = append(spans, Span{Topic: out[i].Topic, TopicID: out[i].TopicID, Partition: p.Partition, Start: p.Start, End: p.End})
+			// The offsets whose records are counted (DLPartition.Records): up to the last stable one.
+			spans = append(spans, Span{Topic: out[i].Topic, TopicID: out[i].TopicID, Partition: p.Partition, Start: p.Start, End: p.Stable})
 		}
 	}
 	if st == nil || len(spans) == 0 {
