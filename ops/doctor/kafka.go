@@ -62,20 +62,9 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 	}
 	ga, err := k.GroupAccess(ctx, named...)
 	if err != nil {
-		r.fail("groups", aclFix(kc, "Describe", "--group '*'"), "listing consumer groups failed: %s", short(err))
+		r.fail("groups", aclFix(kc, "Describe", "--group '*'"), "listing groups failed: %s", short(err))
 	} else {
-		var denied []string
-		for g, e := range ga.Described {
-			if e != nil {
-				denied = append(denied, fmt.Sprintf("%s (%s)", g, short(e)))
-			}
-		}
-		sort.Strings(denied)
-		if len(denied) > 0 {
-			r.fail("groups", aclFix(kc, "Describe", "--group '*'"), "%d groups listed; describing failed for %s", len(ga.Listed), strings.Join(denied, ", "))
-		} else {
-			r.ok("groups", "%d groups listed, %d described", len(ga.Listed), len(ga.Described))
-		}
+		checkGroupTypes(r, kc, ga, named)
 	}
 
 	var dlts []string
@@ -178,4 +167,86 @@ func (d *Doctor) checkRegistry(ctx context.Context, r *recorder, i int, kc confi
 	default:
 		r.fail("subjects", fmt.Sprintf("check %s.url and %s.tls", key, key), "%s", short(err))
 	}
+}
+
+// groupTypes are the group types the console reads, with what each is described with.
+var groupTypes = []struct{ typ, request string }{
+	{kafka.GroupClassic, "DescribeGroups"},
+	{kafka.GroupConsumer, "ConsumerGroupDescribe (KIP-848)"},
+	{kafka.GroupShare, "ShareGroupDescribe (KIP-932)"},
+}
+
+// checkGroupTypes reports DESCRIBE on the groups of each type: "groups (classic)", "groups
+// (consumer)", "groups (share)", each failing with the ACL that lets the console describe the
+// groups it could not; a configured group Kafka does not list (it hides groups the principal may
+// not describe) is told under "groups", with its own ACL.
+func checkGroupTypes(r *recorder, kc configs.KafkaCluster, ga kafka.GroupAccess, named []string) {
+	fixFor := func(groups []string) string {
+		if len(groups) == 1 {
+			return aclFix(kc, "Describe", "--group '"+groups[0]+"'")
+		}
+		return aclFix(kc, "Describe", "--group '*'")
+	}
+	for _, gt := range groupTypes {
+		name := "groups (" + gt.typ + ")"
+		var listed, denied, topicDenied []string
+		var why []string
+		for _, g := range ga.Listed {
+			if ga.Types[g] != gt.typ {
+				continue
+			}
+			listed = append(listed, g)
+			err, described := ga.Described[g]
+			switch {
+			case !described || err == nil:
+			case errors.Is(err, kerr.TopicAuthorizationFailed):
+				topicDenied = append(topicDenied, g)
+				why = append(why, fmt.Sprintf("%s (%s)", g, short(err)))
+			default:
+				denied = append(denied, g)
+				why = append(why, fmt.Sprintf("%s (%s)", g, short(err)))
+			}
+		}
+		switch {
+		case len(denied) > 0:
+			r.fail(name, fixFor(denied), "%s listed; %s failed for %s", ops.Plural(int64(len(listed)), gt.typ+" group"), gt.request, strings.Join(why, ", "))
+		case len(topicDenied) > 0:
+			// ConsumerGroupDescribe and the share describes also need DESCRIBE on the topics the
+			// members are assigned.
+			r.fail(name, aclFix(kc, "Describe", "--topic '*'"), "%s listed; %s refused for the topics of %s", ops.Plural(int64(len(listed)), gt.typ+" group"),
+				gt.request, strings.Join(why, ", "))
+		case len(listed) == 0:
+			r.ok(name, "none visible (Kafka lists only the groups the principal may describe)")
+		default:
+			r.ok(name, "%s listed and described with %s", ops.Plural(int64(len(listed)), gt.typ+" group"), gt.request)
+		}
+	}
+	// Configured groups Kafka did not list: not there, or hidden from the principal.
+	var hidden, missing []string
+	for _, g := range named {
+		if _, ok := ga.Types[g]; ok {
+			continue
+		}
+		switch err := ga.Described[g]; {
+		case err == nil, errors.Is(err, kerr.GroupIDNotFound):
+			missing = append(missing, g)
+		default:
+			hidden = append(hidden, fmt.Sprintf("%s (%s)", g, short(err)))
+		}
+	}
+	switch {
+	case len(hidden) > 0:
+		r.fail("groups", fixFor(hiddenNames(hidden)), "configured groups not listed and not described: %s", strings.Join(hidden, ", "))
+	case len(missing) > 0:
+		r.warn("groups", "", "configured groups the cluster does not have (yet): %s", strings.Join(missing, ", "))
+	}
+}
+
+// hiddenNames strips the " (reason)" of hidden groups' descriptions.
+func hiddenNames(hidden []string) []string {
+	out := make([]string, len(hidden))
+	for i, h := range hidden {
+		out[i], _, _ = strings.Cut(h, " (")
+	}
+	return out
 }

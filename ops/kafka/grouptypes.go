@@ -71,11 +71,18 @@ func (c *Cluster) newGenGroups(ctx context.Context, consumer, share []string) ([
 		wg.Go(func() { fetched = c.adm.FetchManyOffsets(ctx, consumer...) })
 	}
 	if len(share) > 0 {
-		wg.Go(func() { shares, sharesErr = c.adm.DescribeShareGroups(ctx, share...) })
+		wg.Go(func() { shares, sharesErr = c.describeShareGroups(ctx, share) })
 		wg.Go(func() { sOffs, sOffsErr = c.adm.DescribeShareGroupOffsets(ctx, share...) })
 	}
 	wg.Wait()
-	for _, err := range []error{consErr, sharesErr, sOffsErr} {
+	if _, ok := errors.AsType[*kadm.AuthError](sOffsErr); ok {
+		// A share group the principal may not describe (or one of whose topics): kadm gives up on
+		// the whole answer; each share group says so, the other groups are read.
+		sOffs = nil
+	} else if sOffsErr != nil && !isShardErr(sOffsErr) {
+		return nil, sOffsErr
+	}
+	for _, err := range []error{consErr, sharesErr} {
 		if err != nil && !isShardErr(err) {
 			return nil, err
 		}
@@ -215,6 +222,49 @@ func (c *Cluster) describeConsumerGroups(ctx context.Context, groups []string) (
 	}
 	if len(shardErrs) > 0 {
 		return out, &kadm.ShardErrors{Name: "ConsumerGroupDescribe", Errs: shardErrs, AllFailed: answered == 0}
+	}
+	return out, nil
+}
+
+// describeShareGroups sends ShareGroupDescribe for the groups (sharded per coordinator), keeping
+// each group's own error: kadm's DescribeShareGroups drops the whole answer when one group is
+// refused (a share group whose topics the principal may not describe is), which would cost every
+// other group its lag. A shard that failed leaves its groups with that error.
+func (c *Cluster) describeShareGroups(ctx context.Context, groups []string) (kadm.DescribedShareGroups, error) {
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.GroupIDs = groups
+	out := make(kadm.DescribedShareGroups, len(groups))
+	var shardErrs []kadm.ShardError
+	answered := 0
+	for _, sh := range c.cl.RequestSharded(ctx, req) {
+		if sh.Err != nil {
+			shardErrs = append(shardErrs, kadm.ShardError{Req: sh.Req, Err: sh.Err})
+			if r, ok := sh.Req.(*kmsg.ShareGroupDescribeRequest); ok {
+				for _, g := range r.GroupIDs {
+					out[g] = kadm.DescribedShareGroup{GroupID: g, Err: sh.Err}
+				}
+			}
+			continue
+		}
+		answered++
+		resp := sh.Resp.(*kmsg.ShareGroupDescribeResponse)
+		for _, rg := range resp.Groups {
+			g := kadm.DescribedShareGroup{GroupID: rg.GroupID, Coordinator: sh.Meta, GroupState: rg.GroupState, GroupEpoch: rg.GroupEpoch,
+				AssignmentEpoch: rg.AssignmentEpoch, Assignor: rg.Assignor, Err: kerr.ErrorForCode(rg.ErrorCode)}
+			for _, rm := range rg.Members {
+				m := kadm.ShareGroupMember{MemberID: rm.MemberID, RackID: rm.RackID, MemberEpoch: rm.MemberEpoch, ClientID: rm.ClientID,
+					ClientHost: rm.ClientHost, SubscribedTopicNames: rm.SubscribedTopicNames, Assignment: kadm.TopicsSet{}}
+				for _, tp := range rm.Assignment.TopicPartitions {
+					m.Assignment.Add(tp.Topic, tp.Partitions...)
+				}
+				g.Members = append(g.Members, m)
+			}
+			sort.Slice(g.Members, func(i, j int) bool { return g.Members[i].MemberID < g.Members[j].MemberID })
+			out[rg.GroupID] = g
+		}
+	}
+	if len(shardErrs) > 0 {
+		return out, &kadm.ShardErrors{Name: "ShareGroupDescribe", Errs: shardErrs, AllFailed: answered == 0}
 	}
 	return out, nil
 }

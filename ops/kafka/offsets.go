@@ -80,7 +80,7 @@ func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership
 		sort.Strings(m.Members)
 		return m, nil
 	case GroupShare:
-		described, err := c.adm.DescribeShareGroups(ctx, group)
+		described, err := c.describeShareGroups(ctx, []string{group})
 		d, ok := described[group]
 		if err != nil && !ok {
 			return Membership{}, c.fail("describe group "+named(group), err)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -89,16 +90,23 @@ func (c *Cluster) OriginalTopicOf(dlt string) string {
 	return ""
 }
 
-// GroupAccess is the outcome of listing and describing consumer groups.
+// GroupAccess is the outcome of listing and describing groups of every type.
 type GroupAccess struct {
 	Listed []string // sorted
-	// Described maps each described group to its error (nil: described fine).
+	// Types is each listed group's type (GroupClassic, GroupConsumer, GroupShare). A group the
+	// principal may not describe is not listed at all (Kafka leaves it out of ListGroups), so a
+	// named group missing here has no known type.
+	Types map[string]string
+	// Described maps each described group to its error (nil: described fine), each with the
+	// request of its type: DescribeGroups (classic, and named groups not listed),
+	// ConsumerGroupDescribe (consumer), ShareGroupDescribe (share).
 	Described map[string]error
 }
 
-// GroupAccess lists the consumer groups and describes the named ones plus up to 20 listed ones, as the
-// lag pages do. Errors wrap ops.ErrUnavailable: the request failed as a whole (a group-level
-// authorization error is in Described instead).
+// GroupAccess lists the groups of every type and describes the named ones plus up to 20 listed
+// ones of each type, each with its type's request as the lag pages do. Errors wrap
+// ops.ErrUnavailable: the listing failed as a whole (a group-level authorization error is in
+// Described instead).
 func (c *Cluster) GroupAccess(ctx context.Context, named ...string) (GroupAccess, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -106,40 +114,68 @@ func (c *Cluster) GroupAccess(ctx context.Context, named ...string) (GroupAccess
 	if err != nil {
 		return GroupAccess{}, c.fail("list groups", err)
 	}
-	ga := GroupAccess{Listed: listed.Groups(), Described: map[string]error{}}
+	ga := GroupAccess{Listed: listed.Groups(), Types: map[string]string{}, Described: map[string]error{}}
 	sort.Strings(ga.Listed)
-	want := slices.Clone(named)
+	byType := map[string][]string{}
+	perType := map[string]int{}
 	for _, g := range ga.Listed {
-		if len(want) >= len(named)+20 {
-			break
+		t := listed[g].GroupType
+		if t == "" {
+			t = GroupClassic
 		}
-		if !slices.Contains(want, g) {
-			want = append(want, g)
+		ga.Types[g] = t
+		if slices.Contains(named, g) || perType[t] < 20 {
+			perType[t]++
+			byType[t] = append(byType[t], g)
 		}
 	}
-	if len(want) == 0 {
-		return ga, nil
-	}
-	described, err := c.adm.DescribeGroups(ctx, want...)
-	if err != nil {
-		var se *kerr.Error
-		if !errors.As(err, &se) {
-			return ga, c.fail("describe groups", err)
+	for _, g := range named {
+		if _, ok := ga.Types[g]; !ok && !slices.Contains(byType[GroupClassic], g) {
+			byType[GroupClassic] = append(byType[GroupClassic], g) // not listed: any describe says why
 		}
+	}
+	// answer records each wanted group's error: its own from the answer, else the error of the
+	// request (an authorization refusal, a shard that failed). A request that failed for want
+	// of a broker, with nothing answered, fails the check as a whole.
+	answer := func(op string, want []string, errOf func(g string) (error, bool), err error) error {
+		reqErr := err
+		if se, ok := errors.AsType[*kadm.ShardErrors](err); ok && len(se.Errs) > 0 {
+			reqErr = se.Errs[0].Err // e.g. GROUP_AUTHORIZATION_FAILED, or the broker that did not answer
+		}
+		_, isKerr := errors.AsType[*kerr.Error](reqErr)
+		_, isAuth := errors.AsType[*kadm.AuthError](reqErr)
+		answered := 0
 		for _, g := range want {
-			ga.Described[g] = err
+			if e, ok := errOf(g); ok {
+				ga.Described[g] = e
+				answered++
+			} else if reqErr != nil {
+				ga.Described[g] = reqErr
+			} else {
+				ga.Described[g] = errors.New("not in the response")
+			}
 		}
-		return ga, nil
+		if reqErr != nil && answered == 0 && !isKerr && !isAuth {
+			return c.fail(op, err)
+		}
+		return nil
 	}
-	for _, g := range want {
-		d, ok := described[g]
-		switch {
-		case !ok:
-			ga.Described[g] = errors.New("not in the response")
-		case d.Err != nil:
-			ga.Described[g] = d.Err
-		default:
-			ga.Described[g] = nil
+	if want := byType[GroupClassic]; len(want) > 0 {
+		described, err := c.adm.DescribeGroups(ctx, want...)
+		if err := answer("describe groups", want, func(g string) (error, bool) { d, ok := described[g]; return d.Err, ok }, err); err != nil {
+			return ga, err
+		}
+	}
+	if want := byType[GroupConsumer]; len(want) > 0 {
+		described, err := c.describeConsumerGroups(ctx, want)
+		if err := answer("describe consumer groups", want, func(g string) (error, bool) { d, ok := described[g]; return d.Err, ok }, err); err != nil {
+			return ga, err
+		}
+	}
+	if want := byType[GroupShare]; len(want) > 0 {
+		described, err := c.describeShareGroups(ctx, want)
+		if err := answer("describe share groups", want, func(g string) (error, bool) { d, ok := described[g]; return d.Err, ok }, err); err != nil {
+			return ga, err
 		}
 	}
 	return ga, nil
