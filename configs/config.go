@@ -193,6 +193,10 @@ type KafkaCluster struct {
 	TLS              *TLS     `yaml:"tls"`
 	SASL             *SASL    `yaml:"sasl"`
 	Lag              LagRules `yaml:"lag"`
+	// HangingTransactionAfter is how long a transaction may stay open on a partition before it
+	// is a problem (kind kafka_transaction): it holds the partition's last stable offset, and
+	// every read_committed consumer of the partition waits there. Default 5m.
+	HangingTransactionAfter Duration `yaml:"hanging_transaction_after"`
 	// Headers overrides the dead-letter header names; keys are logical fields (original_topic, …).
 	Headers map[string][]string `yaml:"headers"`
 	// SchemaRegistry decodes Confluent-framed keys and values by the schema id they carry; nil
@@ -465,6 +469,7 @@ func (c *Config) applyDefaults() {
 		k.Lag.Window = cmp.Or(k.Lag.Window, Duration(5*time.Minute))
 		k.Lag.StopAfter = cmp.Or(k.Lag.StopAfter, Duration(15*time.Minute))
 		k.Lag.WarnMinLag = cmp.Or(k.Lag.WarnMinLag, 1)
+		k.HangingTransactionAfter = cmp.Or(k.HangingTransactionAfter, Duration(5*time.Minute))
 	}
 	for i := range c.RabbitMQ {
 		r := &c.RabbitMQ[i]
@@ -617,6 +622,9 @@ func (c *Config) Validate() error {
 			if _, _, err := net.SplitHostPort(b); err != nil {
 				bad(fmt.Sprintf("%s.brokers[%d]", p, j), "%q must be host:port", b)
 			}
+		}
+		if k.HangingTransactionAfter < 0 {
+			bad(p+".hanging_transaction_after", "must be positive (a Go duration such as 5m)")
 		}
 		if k.Lag.WarnAfterSeconds < 0 {
 			bad(p+".lag.warn_after_seconds", "must not be negative")

@@ -38,7 +38,8 @@ kafka: [{name: main, brokers: ["127.0.0.1:19092"]}]
 	o := cfg.Outboxes[0]
 	if cfg.Listen != "127.0.0.1:8080" || o.Table != "outbox_event" || o.MaxAttempts != 10 || o.Columns.Status != "status" ||
 		cfg.Sampler.Interval.D() != 15*time.Second || cfg.Sampler.Retention.D() != 168*time.Hour ||
-		len(cfg.Kafka[0].DeadLetterTopics) != 5 || cfg.Replay.MaxReplaysPerMessage != 3 {
+		len(cfg.Kafka[0].DeadLetterTopics) != 5 || cfg.Replay.MaxReplaysPerMessage != 3 ||
+		cfg.Kafka[0].HangingTransactionAfter.D() != 5*time.Minute {
 		t.Errorf("defaults: %+v", cfg)
 	}
 }
@@ -80,6 +81,8 @@ auth: {mode: magic}`, ""},
 		{"KafkaNoBrokers", minimal + `kafka: [{name: k}]`, "kafka[0].brokers: required"},
 		{"KafkaBadBroker", minimal + `kafka: [{name: k, brokers: [nohost]}]`, "kafka[0].brokers[0]"},
 		{"KafkaBadSASL", minimal + `kafka: [{name: k, brokers: ["h:1"], sasl: {mechanism: MD5}}]`, "kafka[0].sasl.mechanism"},
+		{"KafkaNegativeHangingTransactionAfter", minimal + `kafka: [{name: k, brokers: ["h:1"], hanging_transaction_after: -1m}]`, "kafka[0].hanging_transaction_after: must be positive"},
+		{"KafkaBadHangingTransactionAfter", minimal + `kafka: [{name: k, brokers: ["h:1"], hanging_transaction_after: soon}]`, "duration"},
 		{"RabbitBadURL", minimal + `rabbitmq: [{name: r, url: "http://x", management_url: "http://x:15672"}]`, "rabbitmq[0].url"},
 		{"ConsumerUnknownCluster", minimal + `consumers: [{name: c, kafka: {cluster: nope}}]`, "consumers[0].kafka.cluster"},
 		{"NameInURL", minimal + `outboxes: [{name: "a/b", dsn: "postgres://x@h/d"}]`, "outboxes[0].name"},

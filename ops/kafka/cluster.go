@@ -43,6 +43,7 @@ type Cluster struct {
 	index    headerIndex // names, for decoding
 	ids      configs.MessageIDRules
 	schemas  *schema.Decoder // nil decodes nothing
+	txnAfter time.Duration   // hanging_transaction_after
 
 	stamps stampCache   // time lag: timestamps of the records groups will consume next
 	counts recordCounts // dead-letter topics' data records, counted as they arrive
@@ -130,7 +131,12 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 	}
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(timeout.Milliseconds()))
+	txnAfter := cfg.HangingTransactionAfter.D()
+	if txnAfter <= 0 {
+		txnAfter = DefaultHangingTransactionAfter
+	}
 	return &Cluster{
+		txnAfter: txnAfter,
 		name:     cfg.Name,
 		cl:       cl,
 		adm:      adm,

@@ -57,3 +57,40 @@ func Commit(tb testing.TB, adm *kadm.Client, group, topic string, offsets map[in
 		tb.Fatalf("commit %s: %v", group, err)
 	}
 }
+
+// Transaction writes recs (Topic and Partition set by the caller; the client partitions
+// manually) in one transaction of the transactional id txnID on c, and commits it, or aborts it
+// when commit is false: the records a transactional producer such as Spring's
+// KafkaTransactionManager leaves behind when the listener's transaction rolls back. It fails tb
+// when any step fails.
+func Transaction(tb testing.TB, c *kfake.Cluster, txnID string, commit bool, recs ...*kgo.Record) {
+	tb.Helper()
+	end := OpenTransaction(tb, c, txnID, recs...)
+	end(commit)
+}
+
+// OpenTransaction begins a transaction of txnID on c, writes recs in it and leaves it open: the
+// open transaction holds the partitions' last stable offsets until end is called (commit or
+// abort). end fails tb when ending fails; it is safe to call once.
+func OpenTransaction(tb testing.TB, c *kfake.Cluster, txnID string, recs ...*kgo.Record) (end func(commit bool)) {
+	tb.Helper()
+	cl := Client(tb, c, kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(time.Minute))
+	ctx := waittest.Context(tb, 30*time.Second)
+	if err := cl.BeginTransaction(); err != nil {
+		tb.Fatalf("begin transaction %s: %v", txnID, err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		tb.Fatalf("produce in transaction %s: %v", txnID, err)
+	}
+	return func(commit bool) {
+		tb.Helper()
+		how := kgo.TryAbort
+		if commit {
+			how = kgo.TryCommit
+		}
+		if err := cl.EndTransaction(waittest.Context(tb, 30*time.Second), how); err != nil {
+			tb.Fatalf("end transaction %s (commit %v): %v", txnID, commit, err)
+		}
+	}
+}
