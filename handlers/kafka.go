@@ -578,6 +578,11 @@ func (h *Kafka) Cluster(c echo.Context) error {
 	} else {
 		page.SampledAt, page.SampleError = snap.At, sampleNote(snap.Error, snap.Freshness)
 		page.Groups = toGroupRows(snap)
+		page.Transactions = toTransactionRows(snap, time.Now())
+	}
+	page.TransactionsAfter = kafka.DefaultHangingTransactionAfter.String()
+	if a, ok := k.(interface{ HangingTransactionAfter() time.Duration }); ok {
+		page.TransactionsAfter = ops.FormatAge(a.HangingTransactionAfter())
 	}
 	// The sampler lists the dead-letter topics with each sample; ask the cluster only when the
 	// snapshot has none (never sampled, or a snapshot from before DLTs were sampled).
@@ -623,6 +628,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		page.Skip = skipOffer(g.Status.Code, page.Partitions)
 	}
 	page.Pipelines = toPipelineViews(k.Name(), sampler.Pipelines(g, snap.DeadLetterTopics))
+	page.HeldBy = heldBy(snap, g.Name, time.Now())
 	return render(c, http.StatusOK, kafkapages.Group(page))
 }
 
@@ -652,6 +658,8 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	}
 	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
 	page.Masked = red != nil
+	page.CanUncommitted = ActorOf(c).Can(access.Admin)
+	page.Uncommitted = q.Isolation == kafka.ReadUncommitted
 	h.searchLinks(c, &page)
 	// A search given no partition reads every partition (searchLinks): so does the page, whose
 	// partition choice and "Plan replay of the matches" said partition 0 while the scan and the
@@ -668,11 +676,14 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page.Start, page.End = res.Start, res.End
+	page.Start, page.End, page.Stable = res.Start, res.End, res.Stable
 	if err := h.showRecords(c.Request().Context(), k, red, &page, res.Records); err != nil {
 		return err
 	}
 	base := url.Values{"partition": {strconv.Itoa(int(q.Partition))}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "state": {state}}
+	if page.Uncommitted {
+		base.Set("isolation", "uncommitted") // the pages around it are read the same way
+	}
 	page.SetGroupFilter(base)
 	link := func(off *int64) string {
 		if off == nil {
@@ -745,6 +756,9 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, p
 	}
 	if cur := cursorText(res.Next); cur != "" {
 		v := url.Values{"partition": {"all"}, "order": {q.Order}, "limit": {strconv.Itoa(q.Limit)}, "cursor": {cur}, "state": {page.State}}
+		if page.Uncommitted {
+			v.Set("isolation", "uncommitted")
+		}
 		page.SetGroupFilter(v)
 		page.NextURL = paths.WithQuery(paths.KafkaTopic(k.Name(), q.Topic), v)
 	}

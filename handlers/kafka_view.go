@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/lag"
@@ -50,8 +52,12 @@ func toGroupRows(snap lag.Snapshot) []kafkapages.GroupRow {
 func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
 	rows := make([]kafkapages.DLTRow, 0, len(topics))
 	for _, t := range topics {
+		var offsets int64
+		for _, p := range t.Partitions {
+			offsets += p.Offsets()
+		}
 		rows = append(rows, kafkapages.DLTRow{Topic: t.Topic, Retry: t.Retry, Partitions: len(t.Partitions),
-			Records: t.Records, Open: t.Open(), NewestAt: t.NewestAt})
+			Records: t.Records, Counted: t.Counted, Offsets: offsets, Open: t.Open(), NewestAt: t.NewestAt})
 	}
 	return rows
 }
@@ -59,7 +65,7 @@ func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
 func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption {
 	out := make([]kafkapages.PartitionOption, len(parts))
 	for i, p := range parts {
-		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.End - p.Start}
+		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.Stable - p.Start}
 	}
 	return out
 }
@@ -69,7 +75,7 @@ const maxRenderedValue = 64 << 10
 
 func toRecordView(r kafka.Record) kafkapages.RecordView {
 	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
-		Truncated: r.Truncated, OriginalSize: r.OriginalSize}
+		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable}
 	v.Key, v.KeyEncoding = payload.Render(r.Key)
 	v.Value, v.ValueEncoding = payload.Render(r.Value)
 	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)
@@ -224,4 +230,36 @@ func assignmentText(tps []kafka.TopicPartitions) string {
 		parts = append(parts, tp.Topic+" "+strings.Join(runs, ", "))
 	}
 	return strings.Join(parts, " · ")
+}
+
+// toTransactionRows words the open transactions of a snapshot for the cluster page, with the
+// groups waiting at each.
+func toTransactionRows(snap lag.Snapshot, now time.Time) []kafkapages.TransactionRow {
+	out := make([]kafkapages.TransactionRow, 0, len(snap.Transactions))
+	for _, t := range snap.Transactions {
+		out = append(out, toTransactionRow(t, health.HeldGroups(snap.Groups, t), now))
+	}
+	return out
+}
+
+func toTransactionRow(t kafka.OpenTransaction, held []string, now time.Time) kafkapages.TransactionRow {
+	open := ops.FormatAge(t.Open(now).Truncate(time.Second))
+	if !t.SinceKnown {
+		open = "at least " + open
+	}
+	return kafkapages.TransactionRow{Topic: t.Topic, Partition: t.Partition, ProducerID: t.ProducerID, TransactionalID: t.TransactionalID,
+		State: t.State, StartOffset: t.StartOffset, Held: t.Held(), Open: open, Overdue: t.Overdue(now), Hanging: t.Hanging,
+		Groups: strings.Join(held, ", "), AbortCommand: t.AbortCommand("<bootstrap>")}
+}
+
+// heldBy are the open transactions of the snapshot that the group waits at.
+func heldBy(snap lag.Snapshot, group string, now time.Time) []kafkapages.TransactionRow {
+	var out []kafkapages.TransactionRow
+	for _, t := range snap.Transactions {
+		held := health.HeldGroups(snap.Groups, t)
+		if slices.Contains(held, group) {
+			out = append(out, toTransactionRow(t, held, now))
+		}
+	}
+	return out
 }

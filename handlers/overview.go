@@ -67,7 +67,7 @@ func NewOverview(src OverviewSources, meta MetaFunc) *Overview {
 // Problem is one thing on fire, as GET /api/v1/overview lists it (health.Problem).
 type Problem struct {
 	Key      string            `json:"key"`
-	Kind     string            `json:"kind"`     // kafka_group, dead_letters, dead_letters_lost, outbox_stuck, outbox_dead, outbox_backlog, replay_running, …_unavailable
+	Kind     string            `json:"kind"`     // kafka_group, kafka_transaction, dead_letters, dead_letters_lost, outbox_stuck, outbox_dead, outbox_backlog, replay_running, …_unavailable
 	Severity string            `json:"severity"` // critical, warning, info
 	Title    string            `json:"title"`
 	Summary  string            `json:"summary,omitempty"`

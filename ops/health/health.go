@@ -18,6 +18,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/queues"
@@ -36,6 +37,7 @@ const (
 // notification but not a line of the overview: see Problem.Notice.
 const (
 	KindKafkaGroup          = "kafka_group"
+	KindKafkaTransaction    = "kafka_transaction"
 	KindDeadLetters         = "dead_letters"
 	KindNewErrorGroup       = "new_error_group"
 	KindKafkaUnavailable    = "kafka_unavailable"
@@ -64,7 +66,7 @@ var (
 	Kinds = []string{KindKafkaGroup, KindDeadLetters, KindNewErrorGroup, KindKafkaUnavailable, KindRabbitUnavailable,
 		KindQueueGrowing, KindDeadLettersLost, KindOutboxUnavailable, KindOutboxStuck, KindOutboxDead, KindOutboxBacklog, KindReplayRunning,
 		KindReplayFailures, KindReplayUnavailable, KindReplayAwaiting, KindReplayDone, KindReplayCancelled, KindReplayFailed,
-		KindDependencyDown}
+		KindDependencyDown, KindKafkaTransaction}
 	Severities = []string{Critical, Warning, Info}
 )
 
@@ -171,7 +173,84 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 			Link:    paths.KafkaTopicErrors(cluster, t.Topic),
 			Labels:  map[string]string{"cluster": cluster, "topic": t.Topic}, Since: t.NewestAt})
 	}
+	for _, t := range snap.Transactions {
+		if t.Overdue(now) {
+			out = append(out, transactionProblem(cluster, t, snap.Groups, now))
+		}
+	}
 	return out
+}
+
+// HeldGroups are the groups of gs that consume the transaction's partition and have consumed up
+// to where it began: a read_committed consumer of theirs waits there for as long as it stays open
+// (a group behind it reaches it later). Sorted.
+func HeldGroups(gs []lag.Group, t kafka.OpenTransaction) []string {
+	var out []string
+	for _, g := range gs {
+		for _, tl := range g.Topics {
+			if tl.Topic != t.Topic {
+				continue
+			}
+			for _, p := range tl.Partitions {
+				if p.Partition == t.Partition && p.Committed >= t.StartOffset {
+					out = append(out, g.Name)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TransactionOwner names who holds a transaction open: its transactional id and producer id, or
+// the producer id alone when no coordinator knows it.
+func TransactionOwner(t kafka.OpenTransaction) string {
+	if t.TransactionalID == "" {
+		return fmt.Sprintf("producer %d (no transactional id known)", t.ProducerID)
+	}
+	return fmt.Sprintf("transactional id %s (producer %d)", t.TransactionalID, t.ProducerID)
+}
+
+// transactionProblem is a transaction open on a partition for longer than the cluster's
+// hanging_transaction_after: read_committed consumers of the partition get nothing past where it
+// began, whatever is written after, and their lag grows. Hanging (no coordinator will end it) is
+// critical; open with a coordinator that will abort it at its timeout, a warning.
+func transactionProblem(cluster string, t kafka.OpenTransaction, groups []lag.Group, now time.Time) Problem {
+	held := HeldGroups(groups, t)
+	age := ops.FormatAge(t.Open(now).Truncate(time.Second))
+	if !t.SinceKnown {
+		age = "at least " + age
+	}
+	title := fmt.Sprintf("%s partition %d (%s): a transaction of %s has been open %s, holding back %s from offset %d",
+		t.Topic, t.Partition, cluster, TransactionOwner(t), age, ops.Plural(t.Held(), "offset"), t.StartOffset)
+	if len(held) > 0 {
+		title += "; " + strings.Join(held, ", ") + " " + map[bool]string{true: "waits", false: "wait"}[len(held) == 1] + " there"
+	}
+	severity := Warning
+	summary := fmt.Sprintf("Read_committed consumers of %s partition %d get nothing past offset %d until the transaction ends. ", t.Topic, t.Partition, t.StartOffset)
+	if t.Hanging {
+		severity = Critical
+		summary += "No transaction coordinator lists this partition in the producer's transaction (kafka-transactions.sh " +
+			"find-hanging calls it hanging): nothing will end it. An admin with the brokers' CLUSTER_ACTION right aborts it " +
+			"with: " + t.AbortCommand("<bootstrap>") + ". Redrive does not abort transactions."
+	} else {
+		summary += "Its coordinator (state " + t.State + ") aborts it when its timeout"
+		if t.Timeout > 0 {
+			summary += " (" + ops.FormatAge(t.Timeout) + ")"
+		}
+		summary += " passes, unless the producer ends it first: look at the producer."
+	}
+	labels := map[string]string{"cluster": cluster, "topic": t.Topic, "partition": strconv.Itoa(int(t.Partition)),
+		"producer_id": strconv.FormatInt(t.ProducerID, 10)}
+	if t.TransactionalID != "" {
+		labels["transactional_id"] = t.TransactionalID
+	}
+	if len(held) > 0 {
+		labels["groups"] = strings.Join(held, ",")
+	}
+	return Problem{Key: key(KindKafkaTransaction, cluster, t.Topic, strconv.Itoa(int(t.Partition)), strconv.FormatInt(t.ProducerID, 10),
+		strconv.FormatInt(t.StartOffset, 10)), Kind: KindKafkaTransaction, Severity: severity, Title: title, Summary: summary,
+		Link: paths.KafkaCluster(cluster) + "#transactions", Labels: labels, Since: t.Since}
 }
 
 // RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter

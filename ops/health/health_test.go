@@ -286,3 +286,39 @@ func TestDeadLettersLost(t *testing.T) {
 		t.Errorf("an episode started yesterday names its date: %+v", got)
 	}
 }
+
+// A transaction open on a partition past hanging_transaction_after is a problem naming the topic,
+// partition, producer, transactional id, how long it has been open and the groups it holds back;
+// one younger than the threshold is not; a hanging one (no coordinator lists the partition) is
+// critical and says how an admin aborts it.
+func TestTransactionProblems(t *testing.T) {
+	consumer := func(name string, committed int64) lag.Group {
+		g := group(name, lag.StatusOK, 0)
+		g.Topics = []kafka.TopicLag{{Topic: "orders", Partitions: []kafka.PartitionLag{{Partition: 1, Committed: committed, End: 9}}}}
+		return g
+	}
+	open := kafka.OpenTransaction{Topic: "orders", Partition: 1, ProducerID: 4001, TransactionalID: "stuck-tx", State: "Ongoing",
+		StartOffset: 5, End: 9, Since: now.Add(-7 * time.Minute), SinceKnown: true, Timeout: 15 * time.Minute, After: 5 * time.Minute}
+	young := open
+	young.Partition, young.Since = 2, now.Add(-4*time.Minute)
+	hanging := open
+	hanging.Topic, hanging.TransactionalID, hanging.Hanging, hanging.SinceKnown = "payments", "", true, false
+	snap := lag.Snapshot{Cluster: "main", Groups: []lag.Group{consumer("billing", 5), consumer("audit", 3), consumer("shipping", 9)},
+		Transactions: []kafka.OpenTransaction{open, young, hanging}}
+	got := KafkaProblems("main", snap, nil, now)
+	if len(got) != 2 {
+		t.Fatalf("got %d problems, want 2 (the young transaction is not one): %+v", len(got), got)
+	}
+	p := got[0]
+	if p.Kind != KindKafkaTransaction || p.Severity != Warning || p.Key != "kafka_transaction/main/orders/1/4001/5" ||
+		p.Title != "orders partition 1 (main): a transaction of transactional id stuck-tx (producer 4001) has been open 7 min, holding back 4 offsets from offset 5; billing, shipping wait there" ||
+		p.Labels["transactional_id"] != "stuck-tx" || p.Labels["producer_id"] != "4001" || p.Labels["partition"] != "1" ||
+		p.Labels["groups"] != "billing,shipping" || !p.Since.Equal(open.Since) || !strings.Contains(p.Summary, "aborts it when its timeout (15 min) passes") {
+		t.Errorf("open transaction problem %+v", p)
+	}
+	h := got[1]
+	if h.Severity != Critical || !strings.Contains(h.Title, "producer 4001 (no transactional id known) has been open at least 7 min") ||
+		!strings.Contains(h.Summary, "kafka-transactions.sh --bootstrap-server <bootstrap> abort --topic payments --partition 1 --start-offset 5") {
+		t.Errorf("hanging transaction problem %+v", h)
+	}
+}

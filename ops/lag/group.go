@@ -34,6 +34,9 @@ type Snapshot struct {
 	// DeadLetterTopics are the cluster's dead-letter and retry topics with their sizes, as of At;
 	// empty when the source does not list them or the listing failed.
 	DeadLetterTopics []kafka.DLTopic
+	// Transactions are the transactions open on the cluster's partitions as of At (each holds
+	// its partition's last stable offset); empty when none is, or the source does not list them.
+	Transactions []kafka.OpenTransaction
 	history.Freshness
 }
 

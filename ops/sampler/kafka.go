@@ -28,6 +28,13 @@ type deadLetterLister interface {
 	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
 }
 
+// transactionLister is a cluster that also lists the transactions open on its partitions
+// (*kafka.Cluster does): they ride along in the snapshot, where the overview and the group pages
+// read them.
+type transactionLister interface {
+	OpenTransactions(ctx context.Context) ([]kafka.OpenTransaction, error)
+}
+
 // errorGroupReader is a cluster that reads the error groups of what arrived in a topic since a
 // cursor (*kafka.Cluster does): the sampler records them so that a new one can be told.
 type errorGroupReader interface {
@@ -161,7 +168,15 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	if dlts != nil { // nil: the listing failed; keep the inflow history for the next round
 		st.inflows(dlts, at)
 	}
-	data, err := encodeKafka(out, dlts)
+	var txns []kafka.OpenTransaction
+	if l, ok := st.src.Cluster.(transactionLister); ok {
+		// Like the dead-letter sizes: a failure to list them does not cost the lag sample.
+		if txns, err = l.OpenTransactions(ctx); err != nil {
+			s.log.Warn("sampler: listing open transactions failed", "cluster", st.name, "err", err)
+			txns = nil
+		}
+	}
+	data, err := encodeKafka(out, dlts, txns...)
 	if err != nil {
 		return fmt.Errorf("sampler: kafka %s: %w", st.name, err)
 	}
@@ -175,7 +190,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	if err := s.write(ctx, l, w); err != nil {
 		return fmt.Errorf("sampler: %w", err)
 	}
-	s.remember(lag.Snapshot{Cluster: st.name, At: at, Groups: out, DeadLetterTopics: dlts})
+	s.remember(lag.Snapshot{Cluster: st.name, At: at, Groups: out, DeadLetterTopics: dlts, Transactions: txns})
 	if fresh {
 		st.lastAt = at
 	}
@@ -541,12 +556,12 @@ func (s *Sampler) LatestKafka(ctx context.Context, cluster string) (lag.Snapshot
 // sample (readStored).
 func (s *Sampler) readKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
 	return readStored(ctx, s, s.cache, history.SnapshotKafka, lag.Snapshot{Cluster: cluster}, func(snap lag.Snapshot, row history.Snapshot) (lag.Snapshot, error) {
-		groups, dlts, ok, err := decodeKafka(row.Data)
+		groups, dlts, txns, ok, err := decodeKafkaSnapshot(row.Data)
 		if err != nil {
 			return lag.Snapshot{}, fmt.Errorf("kafka cluster %q: %w", cluster, err)
 		}
 		if ok {
-			snap.At, snap.Groups, snap.DeadLetterTopics = row.At, groups, dlts
+			snap.At, snap.Groups, snap.DeadLetterTopics, snap.Transactions = row.At, groups, dlts, txns
 		}
 		return snap, nil
 	})

@@ -23,6 +23,26 @@ type wireSnapshot struct {
 	V      int         `json:"v"`
 	Groups []wireGroup `json:"groups"`
 	DLTs   []wireDLT   `json:"dlt,omitempty"` // absent in snapshots written before DLT sizes were sampled
+	Txns   []wireTxn   `json:"tx,omitempty"`  // transactions open when sampled; absent when none (or before they were)
+}
+
+// wireTxn is a kafka.OpenTransaction; times are unix milliseconds, durations milliseconds.
+type wireTxn struct {
+	Topic       string `json:"t"`
+	Partition   int32  `json:"p"`
+	ProducerID  int64  `json:"pid"`
+	Epoch       int16  `json:"pe,omitempty"`
+	CoordEpoch  int32  `json:"ce,omitempty"`
+	TxnID       string `json:"id,omitempty"`
+	State       string `json:"st,omitempty"`
+	StartOffset int64  `json:"so"`
+	End         int64  `json:"e"`
+	Since       int64  `json:"s"`
+	SinceKnown  bool   `json:"sk,omitempty"`
+	LastWrite   int64  `json:"lw"`
+	Timeout     int64  `json:"to,omitempty"`
+	Hanging     bool   `json:"h,omitempty"`
+	After       int64  `json:"af"`
 }
 
 type wireDLT struct {
@@ -35,6 +55,12 @@ type wireDLT struct {
 	NewestAt int64   `json:"n,omitempty"`  // unix milliseconds
 	Inflow   float64 `json:"in,omitempty"` // records per second over the window
 	InflowOK bool    `json:"ik,omitempty"`
+	// Stable, Recs and Counted are each partition's last stable offset, counted records and
+	// whether the count is exact; absent in snapshots written before records were counted, whose
+	// records read as offsets (End − Start), not counted.
+	Stable  []int64 `json:"ls,omitempty"`
+	Recs    []int64 `json:"rc,omitempty"`
+	Counted []bool  `json:"ct,omitempty"`
 }
 
 type wireGroup struct {
@@ -125,7 +151,7 @@ type wireTopic struct {
 	ShareStart []int64 `json:"ss,omitempty"`
 }
 
-func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
+func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic, txns ...kafka.OpenTransaction) ([]byte, error) {
 	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
 	for _, t := range dlts {
 		d := wireDLT{Topic: t.Topic, ID: t.TopicID, Retry: t.Retry, Inflow: t.InflowPerSecond, InflowOK: t.InflowKnown}
@@ -134,8 +160,15 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 		}
 		for _, p := range t.Partitions {
 			d.Parts, d.Start, d.End = append(d.Parts, p.Partition), append(d.Start, p.Start), append(d.End, p.End)
+			d.Stable, d.Recs, d.Counted = append(d.Stable, p.Stable), append(d.Recs, p.Records), append(d.Counted, p.Counted)
 		}
 		w.DLTs = append(w.DLTs, d)
+	}
+	for _, t := range txns {
+		w.Txns = append(w.Txns, wireTxn{Topic: t.Topic, Partition: t.Partition, ProducerID: t.ProducerID, Epoch: t.ProducerEpoch,
+			CoordEpoch: t.CoordinatorEpoch, TxnID: t.TransactionalID, State: t.State, StartOffset: t.StartOffset, End: t.End,
+			Since: t.Since.UnixMilli(), SinceKnown: t.SinceKnown, LastWrite: t.LastWrite.UnixMilli(), Timeout: t.Timeout.Milliseconds(),
+			Hanging: t.Hanging, After: t.After.Milliseconds()})
 	}
 	for i, g := range groups {
 		wg := wireGroup{
@@ -235,26 +268,46 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic) ([]byte, error) {
 // decodeKafka reads a stored snapshot's groups; ok is false for a layout this version does not
 // know (or the empty "{}" of a cluster that never had a good sample).
 func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool, err error) {
+	groups, dlts, _, ok, err = decodeKafkaSnapshot(data)
+	return groups, dlts, ok, err
+}
+
+// decodeKafkaSnapshot is decodeKafka with the transactions open when sampled.
+func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, txns []kafka.OpenTransaction, ok bool, err error) {
 	var w wireSnapshot
 	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, nil, false, fmt.Errorf("decode snapshot: %w", err)
+		return nil, nil, nil, false, fmt.Errorf("decode snapshot: %w", err)
 	}
 	if w.V != wireVersion {
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
 	}
 	for _, d := range w.DLTs {
-		if len(d.Start) != len(d.Parts) || len(d.End) != len(d.Parts) {
-			return nil, nil, false, fmt.Errorf("decode snapshot: dead-letter topic %q: arrays of different lengths", d.Topic)
+		counted := d.Recs != nil
+		if len(d.Start) != len(d.Parts) || len(d.End) != len(d.Parts) ||
+			(counted && (len(d.Stable) != len(d.Parts) || len(d.Recs) != len(d.Parts) || len(d.Counted) != len(d.Parts))) {
+			return nil, nil, nil, false, fmt.Errorf("decode snapshot: dead-letter topic %q: arrays of different lengths", d.Topic)
 		}
-		t := kafka.DLTopic{Topic: d.Topic, TopicID: d.ID, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK}
+		t := kafka.DLTopic{Topic: d.Topic, TopicID: d.ID, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK, Counted: counted}
 		if d.NewestAt != 0 {
 			t.NewestAt = time.UnixMilli(d.NewestAt).UTC()
 		}
 		for i, p := range d.Parts {
-			t.Partitions = append(t.Partitions, kafka.DLPartition{Partition: p, Start: d.Start[i], End: d.End[i], Records: d.End[i] - d.Start[i]})
-			t.Records += d.End[i] - d.Start[i]
+			// A snapshot from before records were counted has offsets: the most there can be.
+			dp := kafka.DLPartition{Partition: p, Start: d.Start[i], End: d.End[i], Stable: d.End[i], Records: d.End[i] - d.Start[i]}
+			if counted {
+				dp.Stable, dp.Records, dp.Counted = d.Stable[i], d.Recs[i], d.Counted[i]
+			}
+			t.Partitions = append(t.Partitions, dp)
+			t.Records += dp.Records
+			t.Counted = t.Counted && dp.Counted
 		}
 		dlts = append(dlts, t)
+	}
+	for _, x := range w.Txns {
+		txns = append(txns, kafka.OpenTransaction{Topic: x.Topic, Partition: x.Partition, ProducerID: x.ProducerID, ProducerEpoch: x.Epoch,
+			CoordinatorEpoch: x.CoordEpoch, TransactionalID: x.TxnID, State: x.State, StartOffset: x.StartOffset, End: x.End,
+			Since: time.UnixMilli(x.Since).UTC(), SinceKnown: x.SinceKnown, LastWrite: time.UnixMilli(x.LastWrite).UTC(),
+			Timeout: time.Duration(x.Timeout) * time.Millisecond, Hanging: x.Hanging, After: time.Duration(x.After) * time.Millisecond})
 	}
 	groups = make([]lag.Group, len(w.Groups))
 	type derivedKey struct {
@@ -307,7 +360,7 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 			if len(wt.Committed) != n || len(wt.Start) != n || len(wt.End) != n || len(wt.Lags) != n ||
 				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) ||
 				(wt.TimeLags != nil && len(wt.TimeLags) != n) || (wt.ShareStart != nil && len(wt.ShareStart) != n) {
-				return nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
+				return nil, nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
 			}
 			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, MaxTimeLag: fromMS(wt.MaxTime), Partitions: make([]kafka.PartitionLag, n)}
 			for k := range n {
@@ -350,7 +403,7 @@ func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool
 		}
 		groups[i] = g
 	}
-	return groups, dlts, true, nil
+	return groups, dlts, txns, true, nil
 }
 
 // In a group without members (Kafka state Empty or Dead) every partition has a status, EMPTY or

@@ -126,3 +126,28 @@ func TestJudgeOnce(t *testing.T) {
 		t.Errorf("partition 1: %+v, want its STALL", st)
 	}
 }
+
+// Counted records, last stable offsets and open transactions survive the stored snapshot; a
+// snapshot written before records were counted reads its offsets as the most there can be.
+func TestKafkaWireCarriesCountsAndTransactions(t *testing.T) {
+	dlts := []kafka.DLTopic{{Topic: "orders.DLT", TopicID: "id", Counted: true, Records: 6,
+		Partitions: []kafka.DLPartition{{Partition: 0, Start: 0, End: 24, Stable: 24, Records: 6, Counted: true}}}}
+	since := time.UnixMilli(1764480000123).UTC()
+	txns := []kafka.OpenTransaction{{Topic: "orders", Partition: 1, ProducerID: 4001, ProducerEpoch: 2, CoordinatorEpoch: 1,
+		TransactionalID: "stuck-tx", State: "Ongoing", StartOffset: 5, End: 8, Since: since, SinceKnown: true,
+		LastWrite: since.Add(time.Second), Timeout: time.Minute, After: 5 * time.Minute}}
+	data, err := encodeKafka(nil, dlts, txns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, gotDLTs, gotTxns, ok, err := decodeKafkaSnapshot(data)
+	if err != nil || !ok || !reflect.DeepEqual(gotDLTs, dlts) || !reflect.DeepEqual(gotTxns, txns) {
+		t.Fatalf("round trip: %+v %+v %v %v\n%s", gotDLTs, gotTxns, ok, err, data)
+	}
+	old := `{"v":1,"groups":[],"dlt":[{"t":"orders.DLT","p":[0],"s":[2],"e":[24]}]}`
+	_, gotDLTs, gotTxns, ok, err = decodeKafkaSnapshot([]byte(old))
+	want := []kafka.DLTopic{{Topic: "orders.DLT", Records: 22, Partitions: []kafka.DLPartition{{Partition: 0, Start: 2, End: 24, Stable: 24, Records: 22}}}}
+	if err != nil || !ok || !reflect.DeepEqual(gotDLTs, want) || gotTxns != nil {
+		t.Errorf("a snapshot from before counts: %+v %+v %v %v", gotDLTs, gotTxns, ok, err)
+	}
+}

@@ -29,9 +29,31 @@ type ClusterPage struct {
 	Groups      []GroupRow
 	TopicsError string
 	DLTs        []DLTRow
+	// Transactions are the transactions open on the cluster's partitions as sampled, oldest
+	// first; TransactionsAfter is the cluster's hanging_transaction_after ("5m").
+	Transactions      []TransactionRow
+	TransactionsAfter string
 	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
 	LiveURL string
 	Refresh int
+}
+
+// TransactionRow is a transaction open on one partition: it holds the partition's last stable
+// offset at StartOffset, where read_committed consumers stop.
+type TransactionRow struct {
+	Topic           string
+	Partition       int32
+	ProducerID      int64
+	TransactionalID string // "" when no coordinator knows the producer
+	State           string // the coordinator's; "" unknown
+	StartOffset     int64
+	Held            int64  // offsets held back (end − start offset)
+	Open            string // how long it has been open ("7 min", "at least 7 min")
+	Overdue         bool   // open longer than hanging_transaction_after: a problem
+	Hanging         bool   // no coordinator lists the partition in the producer's transaction
+	Groups          string // the groups waiting at its start offset, comma-separated
+	// AbortCommand is Kafka's own command an admin runs to abort a hanging transaction.
+	AbortCommand string
 }
 
 // GroupRow is one consumer group in the cluster's table.
@@ -56,9 +78,13 @@ type DLTRow struct {
 	Topic      string
 	Retry      bool
 	Partitions int
-	Records    int64
-	Open       int64 // records not resolved, ignored or replayed
-	NewestAt   time.Time
+	// Records are data records a read_committed consumer gets, counted; while Counted is false
+	// (a large topic still being counted) the most there can be.
+	Records  int64
+	Counted  bool
+	Offsets  int64 // end − start over the partitions: markers and aborted records included
+	Open     int64 // records not resolved, ignored or replayed
+	NewestAt time.Time
 }
 
 // GroupPage is one group: status, trend chart, partitions.
@@ -100,6 +126,10 @@ type GroupPage struct {
 	Skip *SkipOffer
 	// Pipelines are the group's main topics with their retry topics and DLTs, stage by stage.
 	Pipelines []PipelineView
+	// HeldBy are the open transactions the group waits at: on a partition it consumes, it has
+	// consumed up to where the transaction began, and its read_committed consumers get nothing
+	// past that until the transaction ends, whatever its lag says.
+	HeldBy []TransactionRow
 }
 
 // PipelineView is one main topic and the retry topics and DLTs that carry its failures.
@@ -189,14 +219,21 @@ type TopicPage struct {
 	OffsetInput string
 	AtInput     string
 	Start, End  int64
-	Read        int // records read for this page (before the exception filter)
-	Records     []RecordView
-	NextURL     string
-	PrevURL     string
-	CanReveal   bool   // values are masked by redaction rules and an admin may reveal them (audited)
-	Masked      bool   // redaction rules apply to this reader: values are not offered for editing
-	State       string // the resolution state shown: open (default), resolved, ignored, replayed or all
-	Flash       string // what the last action did
+	// Stable is the partition's last stable offset: a committed page ends there (a transaction
+	// open since then holds the offsets up to End).
+	Stable int64
+	// Uncommitted: an admin asked for every record written (isolation=uncommitted); aborted and
+	// unstable records are marked and cannot be selected for a plan. CanUncommitted offers it.
+	Uncommitted    bool
+	CanUncommitted bool
+	Read           int // records read for this page (before the exception filter)
+	Records        []RecordView
+	NextURL        string
+	PrevURL        string
+	CanReveal      bool   // values are masked by redaction rules and an admin may reveal them (audited)
+	Masked         bool   // redaction rules apply to this reader: values are not offered for editing
+	State          string // the resolution state shown: open (default), resolved, ignored, replayed or all
+	Flash          string // what the last action did
 	// Filter is the CEL expression of a content search (filter=); ScanURL the records API that
 	// scans for it page by page (the page's script streams the matches in), ExportURL its export
 	// when the reader may export.
@@ -217,7 +254,9 @@ var FilterExamples = []string{
 	`size > 10000`,
 }
 
-// PartitionOption is one partition in the selector: its number and how many records it holds.
+// PartitionOption is one partition in the selector: its number and the offsets a committed read
+// spans (start to the last stable offset), which is the most records it can hold: transaction
+// markers and aborted records take offsets too.
 type PartitionOption struct {
 	Partition int32
 	Records   int64
@@ -243,7 +282,15 @@ type RecordView struct {
 	ValueSchema, ValueSchemaError string
 	Resolution                    ResolutionView
 	Notes                         []NoteView
+	// Aborted: a record of an aborted transaction (shown to an admin's uncommitted read only): no
+	// consumer received it, it is no dead letter and is offered for no replay. Unstable: at or
+	// past the last stable offset, not decided yet.
+	Aborted, Unstable bool
 }
+
+// Plannable is whether the record may be selected for a replay: a dead letter a consumer
+// received, not an aborted or undecided transaction's.
+func (r RecordView) Plannable() bool { return r.DeadLetter != nil && !r.Aborted && !r.Unstable }
 
 // ResolutionView is what was decided about a dead letter: State "open" when nobody marked it.
 type ResolutionView struct {
@@ -394,15 +441,48 @@ func topicSubtitle(p TopicPage) string {
 		for _, o := range p.Partitions {
 			n += o.Records
 		}
-		return "All " + strconv.Itoa(len(p.Partitions)) + " partitions, merged by timestamp · " + components.FormatNum(n) + " records"
+		return "All " + strconv.Itoa(len(p.Partitions)) + " partitions, merged by timestamp · " + components.FormatNum(n) + " offsets"
 	}
-	return "Partition " + itoa32(p.Partition) + " · offsets " + components.FormatNum(p.Start) + " to " + components.FormatNum(p.End) +
-		" · " + components.FormatNum(p.End-p.Start) + " records"
+	s := "Partition " + itoa32(p.Partition) + " · offsets " + components.FormatNum(p.Start) + " to " + components.FormatNum(p.End)
+	if p.Stable < p.End {
+		s += " · last stable offset " + components.FormatNum(p.Stable)
+	}
+	return s
 }
 
-// optionLabel is a partition in the selector: "2 (1,204 records)".
+// optionLabel is a partition in the selector: "2 (at most 1,204 records)". Only offsets are
+// known here, and transaction markers and aborted records take offsets too.
 func optionLabel(o PartitionOption) string {
-	return itoa32(o.Partition) + " (" + components.FormatNum(o.Records) + " records)"
+	return itoa32(o.Partition) + " (at most " + components.FormatNum(o.Records) + " records)"
+}
+
+// dltRecords is a dead-letter topic's records for the list: "6", or "≤ 1,204" while counting.
+func dltRecords(t DLTRow) string {
+	if t.Counted {
+		return components.FormatNum(t.Records)
+	}
+	return "≤ " + components.FormatNum(t.Records)
+}
+
+// dltRecordsTitle says what the number counts.
+func dltRecordsTitle(t DLTRow) string {
+	s := "records a read_committed consumer gets, counted; " + components.FormatNum(t.Offsets) + " offsets"
+	if !t.Counted {
+		s = "still counting: at most this many records; " + components.FormatNum(t.Offsets) + " offsets"
+	}
+	return s
+}
+
+// isolationURL is the page as read with isolation ("committed" or "uncommitted").
+func isolationURL(p TopicPage, isolation string) string {
+	v := url.Values{"partition": {itoa32(p.Partition)}, "order": {p.Order}, "limit": {strconv.Itoa(p.Limit)}, "state": {p.State}}
+	if p.All {
+		v.Set("partition", "all")
+	}
+	if isolation == "uncommitted" {
+		v.Set("isolation", isolation)
+	}
+	return paths.WithQuery(paths.KafkaTopic(p.Cluster, p.Topic), v)
 }
 
 // rowKey names a record in ids and checkbox values: "partition:offset".
