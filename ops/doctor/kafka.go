@@ -66,6 +66,7 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 	} else {
 		checkGroupTypes(r, kc, ga, named)
 	}
+	checkTransactions(ctx, r, kc, k)
 
 	var dlts []string
 	for t, ta := range acc.Topics {
