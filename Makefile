@@ -50,8 +50,8 @@ test-rabbitmq4:
 	echo "test-rabbitmq4: on RabbitMQ 4.0 at $$REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4:" $$pkgs "and cmd/console's RabbitMQ tests"; \
 	export REDRIVE_TEST_AMQP_URL=$$REDRIVE_TEST_AMQP_URL_RABBITMQ4 REDRIVE_TEST_RABBIT_MGMT_URL=$$REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4; \
 	set -x; \
-	$(GO) test -race -count=1 -timeout 30m $$pkgs && \
-	$(GO) test -race -count=1 -timeout 30m -run "$$console_tests" $(CONSOLE_PKG)
+	$(GO) test -race -count=1 -timeout 30m $$pkgs; pkgs_status=$$?; \
+	$(GO) test -race -count=1 -timeout 30m -run "$$console_tests" $(CONSOLE_PKG) && exit $$pkgs_status
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
