@@ -22,9 +22,11 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbittest"
@@ -147,7 +149,7 @@ func startPaused(tb testing.TB, e *replay.Engine, down *atomic.Bool) replay.Job 
 func newWorldOn(tb testing.TB, brokerAddr string) *world {
 	tb.Helper()
 	storeDSN, inboxDSN := pgtest.NewDatabase(tb), pgtest.NewDatabase(tb)
-	pgtest.Exec(tb, inboxDSN, inbox.SeedDDL)
+	pgtest.Exec(tb, inboxDSN, pginbox.SeedDDL)
 	cfg, err := configs.Parse([]byte(fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
@@ -166,7 +168,7 @@ consumers:
 		tb.Fatal(err)
 	}
 	tb.Cleanup(cl.Close)
-	in, err := inbox.Open(ctxT(tb), "inventory-service", *cfg.Consumers[0].Inbox)
+	in, err := pginbox.Open(ctxT(tb), "inventory-service", *cfg.Consumers[0].Inbox)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -206,6 +208,13 @@ func (w *world) engineWith(tb testing.TB, r configs.Replay) *replay.Engine {
 // deadLetter writes a Spring-Kafka-style DLT record of a message that failed on orders[0].
 func (w *world) deadLetter(tb testing.TB, partition int32, id, key, exception string) {
 	tb.Helper()
+	if err := w.client.ProduceSync(ctxT(tb), deadLetterRecord(partition, id, key, exception)).FirstErr(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// deadLetterRecord is the record deadLetter writes.
+func deadLetterRecord(partition int32, id, key, exception string) *kgo.Record {
 	part := make([]byte, 4)
 	binary.BigEndian.PutUint32(part, 0)
 	off := make([]byte, 8)
@@ -222,9 +231,7 @@ func (w *world) deadLetter(tb testing.TB, partition int32, id, key, exception st
 			{Key: "messageId", Value: []byte(id)},
 			{Key: "traceId", Value: []byte("t-" + id)},
 		}}
-	if err := w.client.ProduceSync(ctxT(tb), r).FirstErr(); err != nil {
-		tb.Fatal(err)
-	}
+	return r
 }
 
 // deadLetters writes the first n of the benchmark's Spring-style DLT records (benchRecord), with
@@ -247,14 +254,14 @@ func (w *world) deadLetters(tb testing.TB, n int, change func(i int, r *kgo.Reco
 func outboxEngine(t *testing.T, rows string) (*replay.Engine, *outbox.Outbox) {
 	t.Helper()
 	dsn := pgtest.NewDatabase(t)
-	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	pgtest.Exec(t, dsn, pgoutbox.SeedDDL)
 	pgtest.Exec(t, dsn, rows)
 	cfg, err := configs.Parse([]byte(fmt.Sprintf("auth: {mode: none}\nstore: {dsn: %q}\noutboxes: [{name: orders, dsn: %q}]\n", dsn, dsn)),
 		func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := outbox.Open(ctxT(t), cfg.Outboxes[0])
+	o, err := pgoutbox.Open(ctxT(t), cfg.Outboxes[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,10 +417,10 @@ func newRabbitWorldWith(t testing.TB, dlqArgs amqp.Table) *rabbitWorld {
 	must(err)
 	t.Cleanup(b.Close)
 	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
+	pgtest.Exec(t, inboxDSN, pginbox.SeedDDL)
 	st := storetest.On(t, storeDSN)
 	b.SetCustodian(replay.Custody{Store: st, Audit: st}) // as the console wires it
-	in, err := inbox.Open(ctxT(t), "inventory-service", configs.Inbox{DSN: configs.Secret(inboxDSN), Table: "inbox_message",
+	in, err := pginbox.Open(ctxT(t), "inventory-service", configs.Inbox{DSN: configs.Secret(inboxDSN), Table: "inbox_message",
 		Columns: configs.InboxColumns{MessageID: "message_id", Consumer: "consumer", ReceivedAt: "received_at", ProcessedAt: "processed_at"}})
 	must(err)
 	t.Cleanup(in.Close)
