@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -596,7 +597,7 @@ func (c *Config) Validate() error {
 		unique("outbox", p+".name", o.Name)
 		if o.DSN == "" {
 			bad(p+".dsn", "required")
-		} else if err := checkPostgresDSN(string(o.DSN)); err != nil {
+		} else if _, err := DatabaseOf(string(o.DSN)); err != nil {
 			bad(p+".dsn", "%v", err)
 		}
 		if !validTable(o.Table) {
@@ -705,7 +706,7 @@ func (c *Config) Validate() error {
 		if cs.Inbox != nil {
 			if cs.Inbox.DSN == "" {
 				bad(p+".inbox.dsn", "required")
-			} else if err := checkPostgresDSN(string(cs.Inbox.DSN)); err != nil {
+			} else if _, err := DatabaseOf(string(cs.Inbox.DSN)); err != nil {
 				bad(p+".inbox.dsn", "%v", err)
 			}
 			if !validTable(cs.Inbox.Table) {
@@ -770,6 +771,45 @@ func validTable(t string) bool {
 		}
 	}
 	return true
+}
+
+// Database is the kind of database a service's outbox or inbox lives in, named by its DSN's
+// scheme: the adapter the console opens it with.
+type Database string
+
+// The databases an outbox or an inbox may live in.
+const (
+	PostgreSQL Database = "postgresql" // postgres:// or postgresql://
+	MySQL      Database = "mysql"      // mysql:// (MySQL 8, MariaDB 10.6+)
+)
+
+// DatabaseOf reads the database of an outbox's or inbox's DSN from its scheme: postgres:// and
+// postgresql:// URLs (as pgx reads them), or mysql://user:password@host:port/database?params. The
+// error says what a right one looks like, never quoting the DSN (it may hold a password).
+func DatabaseOf(dsn string) (Database, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", errors.New("must be a postgres:// or mysql:// URL")
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		return PostgreSQL, nil
+	case "mysql":
+		db := strings.TrimPrefix(u.Path, "/")
+		switch {
+		case u.Opaque != "" || u.Hostname() == "":
+			return "", errors.New("a mysql:// URL names its host: mysql://user:password@host:port/database")
+		case db == "" || strings.Contains(db, "/"):
+			return "", errors.New("a mysql:// URL names its database: mysql://user:password@host:port/database")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return "", errors.New("a mysql:// URL's port must be 1-65535")
+			}
+		}
+		return MySQL, nil
+	}
+	return "", errors.New("must be a postgres:// or mysql:// URL")
 }
 
 func checkPostgresDSN(dsn string) error {

@@ -77,7 +77,12 @@ auth: {mode: magic}`, ""},
 		{"OutboxDupName", minimal + `outboxes: [{name: a, dsn: "postgres://x@h/d"}, {name: a, dsn: "postgres://x@h/d"}]`, "outboxes[1].name: \"a\" is used twice"},
 		{"OutboxBadTable", minimal + `outboxes: [{name: a, dsn: "postgres://x@h/d", table: "x; drop table y"}]`, "outboxes[0].table"},
 		{"OutboxBadColumn", minimal + `outboxes: [{name: a, dsn: "postgres://x@h/d", columns: {status: "st atus"}}]`, "outboxes[0].columns.status"},
-		{"OutboxBadDSN", minimal + `outboxes: [{name: a, dsn: "mysql://x"}]`, "outboxes[0].dsn: must be a postgres:// URL"},
+		{"OutboxBadDSN", minimal + `outboxes: [{name: a, dsn: "mongodb://x/y"}]`, "outboxes[0].dsn: must be a postgres:// or mysql:// URL"},
+		{"OutboxMySQLWithoutDatabase", minimal + `outboxes: [{name: a, dsn: "mysql://x"}]`,
+			"outboxes[0].dsn: a mysql:// URL names its database: mysql://user:password@host:port/database"},
+		{"OutboxMySQLWithoutHost", minimal + `outboxes: [{name: a, dsn: "mysql:///orders"}]`, "outboxes[0].dsn: a mysql:// URL names its host"},
+		{"OutboxMySQLBadPort", minimal + `outboxes: [{name: a, dsn: "mysql://u:p@h:99999/orders"}]`, "outboxes[0].dsn: a mysql:// URL's port must be 1-65535"},
+		{"InboxBadDSN", minimal + `consumers: [{name: c, inbox: {dsn: "mysql://u:secret@h:3306"}}]`, "consumers[0].inbox.dsn: a mysql:// URL names its database"},
 		{"KafkaNoBrokers", minimal + `kafka: [{name: k}]`, "kafka[0].brokers: required"},
 		{"KafkaBadBroker", minimal + `kafka: [{name: k, brokers: [nohost]}]`, "kafka[0].brokers[0]"},
 		{"KafkaBadSASL", minimal + `kafka: [{name: k, brokers: ["h:1"], sasl: {mechanism: MD5}}]`, "kafka[0].sasl.mechanism"},
@@ -262,5 +267,35 @@ func TestPoolExampleDocumented(t *testing.T) {
 	if cfg.Store.Wait() != DefaultAcquireTimeout || cfg.Outboxes[0].Wait() != DefaultAcquireTimeout ||
 		cfg.Consumers[0].Inbox.Wait() != DefaultAcquireTimeout {
 		t.Errorf("example's acquire_timeout differ from the default")
+	}
+}
+
+// An outbox's and an inbox's DSN pick their database by scheme; a mysql:// URL is accepted with
+// its password out of every error.
+func TestDatabaseOf(t *testing.T) {
+	for dsn, want := range map[string]Database{
+		"postgres://u:p@h/d":                             PostgreSQL,
+		"postgresql://u@h:5432/d?sslmode=disable":        PostgreSQL,
+		"mysql://u:p@h:3306/orders?tls=true":             MySQL,
+		"mysql://u:p%40ss@[::1]/orders":                  MySQL,
+		"mysql://redrive:secret@db.internal/orders_prod": MySQL,
+	} {
+		if got, err := DatabaseOf(dsn); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", dsn, got, err, want)
+		}
+	}
+	cfg, err := Parse([]byte(minimal+`
+outboxes: [{name: orders, dsn: "mysql://u:hunter2@127.0.0.1:3306/orders"}]
+consumers: [{name: inventory, inbox: {dsn: "mysql://u:hunter2@127.0.0.1:3306/inventory"}}]`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Outboxes[0].Table != "outbox_event" || cfg.Consumers[0].Inbox.Table != "inbox_message" {
+		t.Errorf("defaults: %+v %+v", cfg.Outboxes[0], cfg.Consumers[0].Inbox)
+	}
+	if _, err := Parse([]byte(minimal+`
+outboxes: [{name: orders, dsn: "mysql://u:hunter2@127.0.0.1/"}]`), func(string) string { return "" }); err == nil ||
+		strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a mysql:// URL without a database: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/storetest"
@@ -32,7 +32,7 @@ func auditFixture(t *testing.T, shared bool) (*Outboxes, *store.Store, string, i
 	if !shared {
 		storeDSN = pgtest.NewDatabase(t)
 	}
-	pgtest.Exec(t, dsn, outbox.SeedDDL)
+	pgtest.Exec(t, dsn, pgoutbox.SeedDDL)
 	pgtest.Exec(t, dsn, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
 		status, attempts, available_at, created_at) VALUES ('e-1', 'Order', 'o-1', 'OrderCreated', 1, '{}', 'DEAD', 5, now(), now())`)
 	cfg, err := configs.Parse([]byte("auth: {mode: none}\nstore: {dsn: \""+storeDSN+"\"}\noutboxes: [{name: orders, dsn: \""+dsn+"\"}]\n"),
@@ -40,7 +40,7 @@ func auditFixture(t *testing.T, shared bool) (*Outboxes, *store.Store, string, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := outbox.Open(ctx, cfg.Outboxes[0])
+	o, err := pgoutbox.Open(ctx, cfg.Outboxes[0])
 	if err != nil {
 		t.Fatal(err)
 	}

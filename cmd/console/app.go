@@ -74,7 +74,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	a.keep("store", st)
 
 	for _, oc := range cfg.Outboxes {
-		o, err := outbox.Open(ctx, oc)
+		o, err := openOutbox(ctx, oc)
 		if err != nil {
 			a.Close()
 			return nil, err
@@ -110,7 +110,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		if c.Inbox == nil {
 			continue
 		}
-		in, err := inbox.Open(ctx, c.Name, *c.Inbox)
+		in, err := openInbox(ctx, c.Name, *c.Inbox)
 		if err != nil {
 			a.Close()
 			return nil, err

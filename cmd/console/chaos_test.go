@@ -18,7 +18,7 @@ import (
 	"errors"
 
 	"github.com/redrive/redrive/cmd/internal/devstack"
-	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
@@ -82,7 +82,7 @@ func TestChaosRabbitReplayUnderKillsAndRestarts(t *testing.T) {
 	inboxDSN := pg.DSN("inbox")
 	inboxDB, err := pgx.Connect(ctx, inboxDSN)
 	mustDo(t, err)
-	_, err = inboxDB.Exec(ctx, inbox.SeedDDL)
+	_, err = inboxDB.Exec(ctx, pginbox.SeedDDL)
 	mustDo(t, err)
 	_, err = inboxDB.Exec(ctx, `INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now()
 		FROM generate_series(0, $1::int - 1, 10) g`, n)

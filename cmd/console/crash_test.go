@@ -19,7 +19,7 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
@@ -129,7 +129,7 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 	})
 
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inbox.SeedDDL+`
+	pgtest.Exec(t, inboxDSN, pginbox.SeedDDL+`
 		INSERT INTO inbox_message SELECT 'm-' || g, 'inventory-service', now(), now() FROM generate_series(0, 4999, 10) g`)
 	p := startProcess(t, inventoryConfig(t, pgtest.NewDatabase(t), vhost, inboxDSN))
 

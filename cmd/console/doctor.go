@@ -31,7 +31,7 @@ func doctorCommand(ctx context.Context, args []string, getenv func(string) strin
 	if err != nil {
 		return err
 	}
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(ctx)
+	rep := doctor.New(cfg, doctor.Adapters{OpenOutbox: openOutbox, OpenInbox: openInbox}).Run(ctx)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -52,7 +52,7 @@ func doctorCommand(ctx context.Context, args []string, getenv func(string) strin
 func (a *app) doctorAdapters() doctor.Adapters {
 	return doctor.Adapters{Store: a.store, Outboxes: keyed(a.outboxes, (*outbox.Outbox).Name),
 		Inboxes: keyed(a.inboxes, (*inbox.Inbox).Consumer), Kafka: keyed(a.kafka, (*kafka.Cluster).Name),
-		Rabbit: keyed(a.rabbit, (*rabbit.Broker).Name)}
+		Rabbit: keyed(a.rabbit, (*rabbit.Broker).Name), OpenOutbox: openOutbox, OpenInbox: openInbox}
 }
 
 // keyed indexes the app's adapters (kept in config order) by key, as the doctor looks them up:

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -24,7 +24,7 @@ import (
 // each event's state.
 func TestResolveOutboxDead(t *testing.T) {
 	outboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, outboxDSN, outbox.SeedDDL)
+	pgtest.Exec(t, outboxDSN, pgoutbox.SeedDDL)
 	pgtest.Exec(t, outboxDSN, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload, status,
 			attempts, available_at, last_error, created_at)
 		SELECT 'evt-' || i, 'Order', 'o-' || i, CASE WHEN i <= 3 THEN 'OrderCreated' ELSE 'PaymentFailed' END, 1, '{}', 'DEAD', 10, now(),
@@ -148,7 +148,7 @@ func queryInt(t *testing.T, dsn, sql string) int64 {
 // of DEAD events waiting drops by one.
 func TestBrowserResolveOutboxDead(t *testing.T) {
 	outboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, outboxDSN, outbox.SeedDDL)
+	pgtest.Exec(t, outboxDSN, pgoutbox.SeedDDL)
 	pgtest.Exec(t, outboxDSN, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload, status,
 			attempts, available_at, last_error, created_at)
 		SELECT 'evt-' || i, 'Order', 'o-' || i, 'OrderCreated', 1, '{}', 'DEAD', 10, now(), 'boom', now() FROM generate_series(1, 3) i`)

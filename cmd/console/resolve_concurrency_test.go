@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -21,7 +21,7 @@ import (
 // updated counts add up to the 50 events, each changed once.
 func TestConcurrentOutboxResolve(t *testing.T) {
 	outboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, outboxDSN, outbox.SeedDDL)
+	pgtest.Exec(t, outboxDSN, pgoutbox.SeedDDL)
 	pgtest.Exec(t, outboxDSN, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload, status,
 			attempts, available_at, last_error, created_at)
 		SELECT 'evt-' || i, 'Order', 'o-' || i, 'PaymentFailed', 1, '{}', 'DEAD', 10, now(), 'boom', now() FROM generate_series(1, 100) i`)

@@ -17,9 +17,9 @@ import (
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/kfaketest"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
@@ -300,7 +300,7 @@ func TestStoreRestartMidKafkaJob(t *testing.T) {
 	pg, storeDSN := privateStore(t)
 	k := startKafka(t, map[string]int32{"orders": 3, "orders.DLT": 2})
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
+	pgtest.Exec(t, inboxDSN, pginbox.SeedDDL)
 	a, _ := engineApp(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
@@ -374,7 +374,7 @@ func TestStoreRestartMidRabbitJob(t *testing.T) {
 	deadLetterRabbit(t, ch, restartN)
 
 	inboxDSN := pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
+	pgtest.Exec(t, inboxDSN, pginbox.SeedDDL)
 	a, _ := engineApp(t, inventoryConfig(t, storeDSN, vhost, inboxDSN))
 
 	ob := restartDuringJob(t, a, pg, storeDSN, replay.Source{Kind: "rabbitmq", Broker: "main", Vhost: vhost, Queue: "orders.dlq", Limit: restartN})
@@ -465,7 +465,7 @@ func TestStoreRestartMidOutboxJob(t *testing.T) {
 	}
 	pg, storeDSN := privateStore(t)
 	orders := pgtest.NewDatabase(t)
-	pgtest.Exec(t, orders, outbox.SeedDDL)
+	pgtest.Exec(t, orders, pgoutbox.SeedDDL)
 	pgtest.Exec(t, orders, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
 		status, attempts, available_at, last_error, created_at)
 		SELECT 'm-' || (g - 1), 'Order', 'o' || (g % 97), 'OrderCreated', 1, '{}', 'DEAD', 10, now(),

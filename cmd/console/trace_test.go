@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
@@ -60,7 +60,7 @@ func newTraceWorld(t *testing.T) traceWorld {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, outbox.SeedDDL+inbox.SeedDDL); err != nil {
+	if _, err := conn.Exec(ctx, pgoutbox.SeedDDL+pginbox.SeedDDL); err != nil {
 		t.Fatal(err)
 	}
 	for i, id := range []string{"e-1", "e-2", "e-3"} {
@@ -471,7 +471,7 @@ func TestTraceRabbitDeadLetter(t *testing.T) {
 	waitMgmt(t, vhost, "orders.dlq", 3)
 
 	storeDSN, inboxDSN := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	pgtest.Exec(t, inboxDSN, inbox.SeedDDL)
+	pgtest.Exec(t, inboxDSN, pginbox.SeedDDL)
 	base := startConsole(t, rabbitConsumer{store: storeDSN, amqpURL: amqpURL, mgmtURL: mgmtURL, vhost: vhost,
 		service: "shipping-service", queue: "orders", inbox: inboxDSN}.config())
 

@@ -5,22 +5,27 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/redrive/redrive/ops"
 )
+
+// Tx is the open transaction of the change an outcome row describes, as the adapter of the
+// change's database holds it (a pgx.Tx from a PostgreSQL adapter, a *sql.Tx from a MySQL one; nil
+// when there is none). Only the log's own adapter can tell whether it may write into it: ops/store
+// does when it is a transaction of the store's own PostgreSQL database, and writes through its own
+// connection otherwise. Everyone else passes it on untouched.
+type Tx = any
 
 // TxLog is a Log that can also write a row inside the open transaction of the change it records
 // (ops/store's RecordAuditIn: in that transaction when it runs on the store's own database,
 // through the store before the caller commits otherwise).
 type TxLog interface {
 	Log
-	RecordAuditIn(ctx context.Context, tx pgx.Tx, e Entry) error
+	RecordAuditIn(ctx context.Context, tx Tx, e Entry) error
 }
 
 // Commit writes a change's outcome row while the change's transaction is still open; an error
 // means the change must be rolled back (outbox.AuditFunc has this shape).
-type Commit func(ctx context.Context, tx pgx.Tx, changed int64) error
+type Commit func(ctx context.Context, tx Tx, changed int64) error
 
 // ChangeInTx makes a change that runs in one transaction of another database (an outbox repair:
 // the outbox is in a service's database, the audit log in the console's), with the package's
@@ -46,7 +51,7 @@ func ChangeInTx(ctx context.Context, log TxLog, logger *slog.Logger, e Entry, ru
 		return 0, NotWritten(err)
 	}
 	var commitErr error
-	n, err := run(ctx, func(ctx context.Context, tx pgx.Tx, changed int64) error {
+	n, err := run(ctx, func(ctx context.Context, tx Tx, changed int64) error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 		defer cancel()
 		commitErr = log.RecordAuditIn(cctx, tx, OutcomeOf(e, intent, OutcomeOK, &changed, nil))

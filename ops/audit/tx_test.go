@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/redrive/redrive/ops"
 )
 
@@ -18,7 +16,7 @@ type txLog struct {
 	inTxErr error
 }
 
-func (m *txLog) RecordAuditIn(ctx context.Context, _ pgx.Tx, e Entry) error {
+func (m *txLog) RecordAuditIn(ctx context.Context, _ Tx, e Entry) error {
 	if m.inTxErr != nil {
 		return m.inTxErr
 	}

@@ -3,7 +3,8 @@
 // each problem what to change: the GRANT statement, the RabbitMQ tag or permission, the Kafka ACL.
 //
 // Checks are plain Go over the adapters' own read-only methods (ops/store, ops/outbox, ops/inbox,
-// ops/kafka, ops/rabbit): rights are read from the catalog (has_column_privilege), from Kafka's
+// ops/kafka, ops/rabbit): rights are read from the catalog (has_column_privilege in PostgreSQL,
+// information_schema's privilege tables in MySQL/MariaDB), from Kafka's
 // authorized operations or ACLs and from the management API, never by trying the change. The one
 // exception is RabbitMQ's write right when the management user may not read permissions: it is
 // probed with a publish inside an AMQP transaction that is rolled back, which routes nothing.
@@ -66,6 +67,12 @@ type Adapters struct {
 	Inboxes  map[string]*inbox.Inbox // by consumer name
 	Kafka    map[string]*kafka.Cluster
 	Rabbit   map[string]*rabbit.Broker
+	// OpenOutbox and OpenInbox open an outbox or an inbox that is not running, with the adapter of
+	// its DSN's database (cmd wires them: the scheme picks PostgreSQL or MySQL). Required when the
+	// config has outboxes or inboxes and the maps above lack them; without, their connect check
+	// fails.
+	OpenOutbox func(ctx context.Context, cfg configs.Outbox) (*outbox.Outbox, error)
+	OpenInbox  func(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error)
 }
 
 // Doctor runs the checks of one configuration. It is safe for concurrent use.

@@ -19,12 +19,16 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/doctor"
-	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/kfaketest"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
+
+// pgAdapters opens the outboxes and inboxes of a config in PostgreSQL, as the console does for a
+// postgres:// DSN.
+var pgAdapters = doctor.Adapters{OpenOutbox: pgoutbox.Open, OpenInbox: pginbox.Open}
 
 func suffix() string {
 	b := make([]byte, 4)
@@ -127,9 +131,9 @@ func TestPostgresRights(t *testing.T) {
 	user, pw := newRole(t)
 	svc := pgtest.NewDatabase(t)
 	storeDB := pgtest.NewDatabase(t)
-	pgtest.Exec(t, svc, outbox.SeedDDL)
+	pgtest.Exec(t, svc, pgoutbox.SeedDDL)
 	pgtest.Exec(t, svc, `DROP INDEX idx_outbox_ready`)
-	pgtest.Exec(t, svc, inbox.SeedDDL)
+	pgtest.Exec(t, svc, pginbox.SeedDDL)
 	pgtest.Exec(t, svc, `GRANT SELECT ON outbox_event TO `+user+`;
 		GRANT UPDATE (status, attempts, available_at) ON outbox_event TO `+user)
 
@@ -139,7 +143,7 @@ func TestPostgresRights(t *testing.T) {
 	raw, _ := configsRoundTrip(t, cfg)
 	cfg = raw
 
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep := doctor.New(cfg, pgAdapters).Run(context.Background())
 	t.Log("\n" + text(rep))
 	if rep.Passed() {
 		t.Fatal("a role with missing rights passed")
@@ -171,7 +175,7 @@ func TestPostgresRights(t *testing.T) {
 			pgtest.Exec(t, dsn, stmt)
 		}
 	}
-	rep = doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep = doctor.New(cfg, pgAdapters).Run(context.Background())
 	if rep.Failed+rep.Warnings != 0 {
 		t.Fatalf("after running the fixes:\n%s", text(rep))
 	}
@@ -183,7 +187,7 @@ func TestPostgresRights(t *testing.T) {
 		bad.Outboxes[1].Name = "renamed"
 		bad.Outboxes[1].Columns.LockedUntil = "lease_until"
 		bad.Consumers = nil
-		rep := doctor.New(&bad, doctor.Adapters{}).Run(context.Background())
+		rep := doctor.New(&bad, pgAdapters).Run(context.Background())
 		expect(t, rep, "outbox/gone", "table", doctor.Failed, "outboxes[0].table")
 		c := expect(t, rep, "outbox/renamed", "columns", doctor.Failed, "outboxes[1].columns")
 		if !strings.Contains(c.Detail, "outboxes[1].columns.locked_until = lease_until") {
@@ -267,7 +271,7 @@ func TestRabbitRights(t *testing.T) {
 
 	cfg := baseConfig(t, storeDB)
 	cfg.RabbitMQ = []configs.RabbitMQBroker{full, limited, down}
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep := doctor.New(cfg, pgAdapters).Run(context.Background())
 	t.Log("\n" + text(rep))
 
 	if a := only(rep, "rabbitmq/admin"); a.Failed+a.Warnings != 0 || a.OK < 4 {
@@ -299,7 +303,7 @@ func TestRabbitRights(t *testing.T) {
 		mixed.ManagementUser, mixed.ManagementPassword = full.ManagementUser, full.ManagementPassword
 		c := baseConfig(t, storeDB)
 		c.RabbitMQ = []configs.RabbitMQBroker{mixed}
-		rep := doctor.New(c, doctor.Adapters{}).Run(context.Background())
+		rep := doctor.New(c, pgAdapters).Run(context.Background())
 		expect(t, rep, "rabbitmq/limited", "read "+vhost+"/orders.dlq", doctor.OK)
 		expect(t, rep, "rabbitmq/limited", "write "+vhost+"/orders", doctor.Failed,
 			"rabbitmqctl set_permissions -p '"+vhost+"' "+user+" '' '^orders$' '.*'")
@@ -344,7 +348,7 @@ func TestKafkaRights(t *testing.T) {
 			k.RequestTimeout = configs.Duration(5 * time.Second)
 		}
 	}
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep := doctor.New(cfg, pgAdapters).Run(context.Background())
 	t.Log("\n" + text(rep))
 
 	if o := only(rep, "kafka/open"); o.Failed+o.Warnings != 0 {

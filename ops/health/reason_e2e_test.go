@@ -16,7 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/notify"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/storetest"
@@ -61,7 +61,7 @@ rabbitmq: [{name: gone, url: "amqp://qacuser:SECRET@127.0.0.1:3/", management_ur
 	var outboxes []health.Outbox
 	var checks []health.Check
 	for _, oc := range cfg.Outboxes {
-		o, err := outbox.Open(context.Background(), oc)
+		o, err := pgoutbox.Open(context.Background(), oc)
 		if err != nil {
 			t.Fatal(err)
 		}

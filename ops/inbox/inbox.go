@@ -1,20 +1,17 @@
 // Package inbox reads the consumers' idempotency records (the seed's inbox_message table) to tell,
 // before a replay, whether a consumer has already applied a message's effect.
+//
+// This package is the domain: the verdicts and the Store it needs from each database. The adapters
+// provide it — ops/inbox/pginbox (PostgreSQL) and ops/inbox/mysqlinbox (MySQL and MariaDB) — and
+// every one of them passes the same behavioural suite, ops/inbox/inboxtest.
 package inbox
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
+	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/pgpool"
+	"github.com/redrive/redrive/ops/catalog"
 )
 
 // Verdict is what a consumer's inbox says about one message.
@@ -32,45 +29,55 @@ const (
 	Unknown Verdict = "unknown"
 )
 
+// Row is one consumer's inbox row for a message, with its times: ProcessedAt nil means received
+// but not (yet) committed — ambiguous, maybe mid-transaction (seed section 七).
+type Row struct {
+	MessageID   string
+	ReceivedAt  *time.Time
+	ProcessedAt *time.Time
+}
+
+// Store is one consumer's inbox table as an adapter of its database reads it: the PostgreSQL one
+// (ops/inbox/pginbox), the MySQL/MariaDB one (ops/inbox/mysqlinbox). The table, its columns and the
+// consumer whose rows it reads are the adapter's (configured, validated); it only ever reads.
+//
+// Errors wrap ops.ErrUnavailable and name the consumer, never a host or user: the database cannot
+// be reached, refuses the query (a missing table or right: the message says to run console
+// doctor), or its pool is busy.
+//
+// Every adapter passes ops/inbox/inboxtest.Exercise.
+type Store interface {
+	// Lookup reads the consumer's rows of ids (at most Batch of them, each valid UTF-8 without
+	// NUL): for each id that has a row, whether its processed_at is set. An id without a row is
+	// absent. A read is safe to repeat: when the database ended the session under it (a restart,
+	// a failover), the adapter tries once more on a fresh connection.
+	Lookup(ctx context.Context, ids []string) (map[string]bool, error)
+	// Rows reads the consumer's rows of ids (valid UTF-8 without NUL), by message id, at most
+	// limit, for a trace.
+	Rows(ctx context.Context, ids []string, limit int) ([]Row, error)
+	// Inspect reads from the catalog only, for console doctor, the table's columns, its indexes
+	// (the primary key among them) and the account's SELECT on the mapped columns.
+	Inspect(ctx context.Context) (catalog.TableFacts, error)
+	// Close releases the connections.
+	Close()
+}
+
 // Inbox is one consumer's inbox table.
 type Inbox struct {
 	consumer string
-	pool     *pgpool.Pool
-	lookup   string
-	rows     string // a message's row with its times, for a trace (trace.go)
+	store    Store
 }
 
-// Open prepares the pool and query; it does not wait for the database.
-func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*Inbox, error) {
-	pcfg, err := pgxpool.ParseConfig(string(cfg.DSN))
-	if err != nil {
-		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
-	}
-	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
-	// The seed's received_at/processed_at are TIMESTAMP without zone, written in UTC (as the outbox's).
-	pcfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
-	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: fmt.Sprintf("the inbox of consumer %q", consumer),
-		Key:      fmt.Sprintf("inbox.max_conns of consumer %q (consumers[].inbox.max_conns)", consumer),
-		MaxConns: cfg.Size(configs.DefaultInboxMaxConns), AcquireTimeout: cfg.Wait()})
-	if err != nil {
-		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
-	}
-	t := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
-	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
-	c := cfg.Columns
-	return &Inbox{consumer: consumer, pool: pool, lookup: fmt.Sprintf(
-		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
-		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz FROM %[1]s
-			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
-			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt))}, nil
+// New is consumer's inbox over store, which it closes on Close.
+func New(consumer string, store Store) *Inbox {
+	return &Inbox{consumer: consumer, store: store}
 }
 
 // Consumer is the consumer name the inbox rows are keyed by.
 func (i *Inbox) Consumer() string { return i.consumer }
 
-// Close releases the pool.
-func (i *Inbox) Close() { i.pool.Close() }
+// Close releases the store's connections.
+func (i *Inbox) Close() { i.store.Close() }
 
 // Ping checks the table is readable.
 func (i *Inbox) Ping(ctx context.Context) error {
@@ -78,80 +85,79 @@ func (i *Inbox) Ping(ctx context.Context) error {
 	return err
 }
 
-// batch bounds one lookup's array parameter.
-const batch = 1000
+// Batch bounds the ids of one Lookup.
+const Batch = 1000
 
-// Verdicts looks up many message ids at once (= ANY($1), in batches) and returns a verdict for
-// every id asked. Errors wrap ops.ErrUnavailable; callers then treat the verdicts as Unknown.
+// storable reports whether id can be a message id in an inbox table's text column (valid UTF-8
+// without NUL, ops.TextProblem). An id that cannot is in no row — it is not processed — and is
+// never sent to the database, whose text type would refuse the whole batch for it.
+func storable(id string) bool { return ops.TextProblem(id) == "" }
+
+// Verdicts looks up many message ids at once (in batches of Batch) and returns a verdict for every
+// id asked. A row counts only for the very id asked, byte for byte (a table whose collation
+// ignores case does not make m-1 answer for M-1). Errors wrap ops.ErrUnavailable; callers then
+// treat the verdicts as Unknown.
 func (i *Inbox) Verdicts(ctx context.Context, ids []string) (map[string]Verdict, error) {
 	out := make(map[string]Verdict, len(ids))
+	ask := make([]string, 0, len(ids))
 	for _, id := range ids {
-		out[id] = NotProcessed
-	}
-	for start := 0; start < len(ids); start += batch {
-		chunk := ids[start:min(start+batch, len(ids))]
-		err := i.lookupChunk(ctx, chunk, out)
-		if lostSession(err) && ctx.Err() == nil {
-			// The database ended the pooled session (a restart, a failover): a read is safe to
-			// try once more, on a fresh connection, before every verdict becomes "unknown".
-			err = i.lookupChunk(ctx, chunk, out)
+		if _, seen := out[id]; seen {
+			continue
 		}
+		out[id] = NotProcessed
+		if storable(id) {
+			ask = append(ask, id)
+		}
+	}
+	for start := 0; start < len(ask); start += Batch {
+		found, err := i.store.Lookup(ctx, ask[start:min(start+Batch, len(ask))])
 		if err != nil {
-			return nil, i.wrap(err)
+			return nil, err
+		}
+		for id, processed := range found {
+			if _, asked := out[id]; !asked {
+				continue
+			}
+			if processed {
+				out[id] = Processed
+			} else {
+				out[id] = InProgress
+			}
 		}
 	}
 	return out, nil
 }
 
-func (i *Inbox) lookupChunk(ctx context.Context, chunk []string, out map[string]Verdict) error {
-	rows, err := i.pool.Query(ctx, i.lookup, i.consumer, chunk)
-	if err != nil {
-		return err
-	}
-	var id string
-	var processed bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &processed}, func() error {
-		if processed {
-			out[id] = Processed
-		} else {
-			out[id] = InProgress
+// Rows reads this consumer's rows for the ids (at most limit, by message id), for a trace: a
+// message with no row is one the consumer has not taken. Errors wrap ops.ErrUnavailable.
+func (i *Inbox) Rows(ctx context.Context, ids []string, limit int) ([]Row, error) {
+	ask := make([]string, 0, len(ids))
+	asked := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if storable(id) {
+			ask = append(ask, id)
+			asked[id] = true
 		}
-		return nil
-	})
-	return err
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	rows, err := i.store.Rows(ctx, ask, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if asked[r.MessageID] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
-// lostSession reports whether err is the session going away rather than the query failing: the
-// server ended it (SQLSTATE 57P01–03: shut down, crashed, starting; class 08: the connection) or the
-// connection broke under it. A pool that is full (pgpool.BusyError) is not.
-func lostSession(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	if busy := (*pgpool.BusyError)(nil); errors.As(err, &busy) {
-		return false
-	}
-	if connect := (*pgconn.ConnectError)(nil); errors.As(err, &connect) {
-		return false // no session to lose: the database cannot be reached, a second try waits as long
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08") // not 57014, a statement timeout
-	}
-	return true
-}
-
-func (i *Inbox) wrap(err error) error {
-	if busy := (*pgpool.BusyError)(nil); errors.As(err, &busy) {
-		return fmt.Errorf("inbox look-up: %w", err) // it names the consumer and wraps ErrUnavailable
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && !lostSession(err) {
-		return ops.Unavailable(fmt.Errorf("inbox %s: %s (%s)", i.consumer, pgErr.Message, pgErr.Code),
-			"the inbox of consumer %q refused the query (SQLSTATE %s); check its table and the role's rights (console doctor)",
-			i.consumer, pgErr.Code)
-	}
-	// pgx's error names the database's user, host and port: it is for the log.
-	return ops.Unavailable(fmt.Errorf("inbox %s: %w", i.consumer, err),
-		"the inbox database of consumer %q did not answer; try again, or see whether it is up", i.consumer)
+// Inspect reads, from the catalog only, what the doctor checks about this consumer's inbox table:
+// its columns, its indexes (the primary key among them) and the account's SELECT on the mapped
+// columns. Nothing is tried or written.
+func (i *Inbox) Inspect(ctx context.Context) (catalog.TableFacts, error) {
+	return i.store.Inspect(ctx)
 }

@@ -9,10 +9,5 @@ func (o *Outbox) CountDead(ctx context.Context, ids []int64) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	var n int64
-	err := o.pool.QueryRow(ctx, o.q.countDead, ids).Scan(&n)
-	if err != nil {
-		return 0, o.wrap("count dead events", err)
-	}
-	return n, nil
+	return o.store.CountDead(ctx, ids)
 }

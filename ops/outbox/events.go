@@ -3,11 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/ops"
 )
@@ -87,42 +83,13 @@ func (o *Outbox) List(ctx context.Context, f Filter) (Page, error) {
 	if err := f.Check(); err != nil {
 		return Page{}, err
 	}
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if f.StuckOnly { // Check: Status is PROCESSING or none
-		where = append(where, fmt.Sprintf("%s = 'PROCESSING' AND %s < now()", o.q.status, o.q.lockedUntil))
-	} else if f.Status != "" {
-		where = append(where, o.q.status+" = "+arg(string(f.Status)))
-	}
-	if f.EventType != "" {
-		where = append(where, o.q.eventType+" = "+arg(f.EventType))
-	}
-	if f.AggregateID != "" {
-		where = append(where, o.q.aggregateID+" = "+arg(f.AggregateID))
-	}
-	if !f.CreatedFrom.IsZero() {
-		where = append(where, o.q.createdAt+" >= "+arg(f.CreatedFrom.UTC())+"::timestamptz")
-	}
-	if !f.CreatedTo.IsZero() {
-		where = append(where, o.q.createdAt+" < "+arg(f.CreatedTo.UTC())+"::timestamptz")
-	}
-	if f.Before > 0 {
-		where = append(where, o.q.id+" < "+arg(f.Before))
-	}
-	sql := o.q.selectEvent
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	sql += fmt.Sprintf(" ORDER BY %s DESC LIMIT %s", o.q.id, arg(f.Limit+1))
-
-	events, err := o.queryEvents(ctx, "list events", sql, args...)
+	want := f.Limit
+	f.Limit++ // one more tells whether there is a next page
+	events, err := o.store.List(ctx, f)
 	if err != nil {
 		return Page{}, err
 	}
+	f.Limit = want
 	page := Page{Events: events}
 	if len(events) > f.Limit {
 		page.Events = events[:f.Limit]
@@ -131,70 +98,31 @@ func (o *Outbox) List(ctx context.Context, f Filter) (Page, error) {
 	return page, nil
 }
 
-// stuckSQL is the first page of the stuck-only list, for EXPLAIN in tests and benchmarks.
-func (o *Outbox) stuckSQL() string {
-	return fmt.Sprintf("%s WHERE %s = 'PROCESSING' AND %s < now() ORDER BY %s DESC LIMIT 51",
-		o.q.selectEvent, o.q.status, o.q.lockedUntil, o.q.id)
-}
-
 // Events reads the events with these ids (at most MaxIDs, no payloads), in id order; ids that do
 // not exist are left out.
 func (o *Outbox) Events(ctx context.Context, ids []int64) ([]Event, error) {
 	if len(ids) > MaxIDs {
 		return nil, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
-	return o.queryEvents(ctx, "read events", fmt.Sprintf("%s WHERE %s = ANY($1) ORDER BY %s", o.q.selectEvent, o.q.id, o.q.id), ids)
-}
-
-// queryEvents runs sql (the table's selectEvent and what follows) on the pool and reads the events
-// it selects, what naming the read in an error: the lists, the reads by id and the trace's lookup.
-func (o *Outbox) queryEvents(ctx context.Context, what, sql string, args ...any) ([]Event, error) {
-	rows, err := o.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, o.wrap(what, err)
-	}
-	events, err := pgx.CollectRows(rows, scanEvent)
-	if err != nil {
-		return nil, o.wrap(what, err)
-	}
-	return events, nil
+	return o.store.Events(ctx, ids)
 }
 
 // Event returns one event with its payload. Unknown id → ops.ErrNotFound.
 func (o *Outbox) Event(ctx context.Context, id int64) (Event, error) {
-	sql := strings.Replace(o.q.selectEvent, " FROM ", ", "+o.q.payload+"::text FROM ", 1) + " WHERE " + o.q.id + " = $1"
-	row, _ := o.pool.Query(ctx, sql, id)
-	e, err := pgx.CollectExactlyOneRow(row, func(r pgx.CollectableRow) (Event, error) {
-		var e Event
-		err := r.Scan(append(eventDest(&e), &e.Payload)...)
-		return e, err
-	})
-	if err != nil {
-		return Event{}, o.wrap(fmt.Sprintf("event %d", id), err)
-	}
-	return e, nil
+	return o.store.Event(ctx, id)
 }
-
-func eventDest(e *Event) []any {
-	return []any{&e.ID, &e.EventID, &e.AggregateType, &e.AggregateID, &e.EventType, (*string)(&e.Status),
-		&e.Attempts, &e.AvailableAt, &e.LockedUntil, &e.LastError, &e.CreatedAt, &e.SentAt, &e.SchemaVersion}
-}
-
-func scanEvent(r pgx.CollectableRow) (Event, error) {
-	var e Event
-	err := r.Scan(eventDest(&e)...)
-	return e, err
-}
-
-// releaseBatch bounds one UPDATE so that releasing many stuck rows never asks for a huge lock set
-// in one statement.
-const releaseBatch = 5000
 
 // AuditFunc writes the audit row of a change while the change's transaction is still open, so that
 // the change commits only once its audit row is written. It receives that transaction (to write
 // the row in it when the audit log lives in the same database, making the two one commit) and how
 // many rows the change touched. An error rolls the change back: nothing is changed unaudited.
-type AuditFunc func(ctx context.Context, tx pgx.Tx, changed int64) error
+//
+// tx is the change's transaction as the adapter of the outbox's database holds it (audit.Tx): only
+// the audit log's own adapter may recognise it as one of its database.
+type AuditFunc func(ctx context.Context, tx Tx, changed int64) error
+
+// Tx is an adapter's open transaction, opaque to the domain (audit.Tx).
+type Tx = any
 
 // ErrAudit wraps the error of an AuditFunc: the change was rolled back because its audit row could
 // not be written.
@@ -203,26 +131,18 @@ type ErrAudit struct{ Err error }
 func (e *ErrAudit) Error() string { return "audit: " + e.Err.Error() }
 func (e *ErrAudit) Unwrap() error { return e.Err }
 
-// inTx runs change and then audit in one transaction of the outbox's database, and commits.
-func (o *Outbox) inTx(ctx context.Context, op string, audit AuditFunc, change func(tx pgx.Tx) (int64, error)) (int64, error) {
-	tx, err := o.pool.Begin(ctx)
-	if err != nil {
-		return 0, o.wrap(op, err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	n, err := change(tx)
-	if err != nil {
-		return 0, err
-	}
-	if audit != nil {
-		if err := audit(ctx, tx, n); err != nil {
-			return 0, &ErrAudit{Err: err}
+// audited is audit as a Store calls it: never nil, and an error it returns is kept so that the
+// caller reports it as an *ErrAudit (nothing was changed) rather than as the database's.
+func audited(audit AuditFunc) (AuditFunc, *error) {
+	failed := new(error)
+	return func(ctx context.Context, tx Tx, changed int64) error {
+		if audit == nil {
+			return nil
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, o.wrap(op+": commit", err)
-	}
-	return n, nil
+		err := audit(ctx, tx, changed)
+		*failed = err
+		return err
+	}, failed
 }
 
 // ReleaseStuck moves PROCESSING rows whose lease expired back to READY: the given ids, or every
@@ -245,19 +165,15 @@ func (o *Outbox) ReleaseStuckAudited(ctx context.Context, ids []int64, audit Aud
 		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
 	}
 	defer o.invalidate()
-	return o.inTx(ctx, "release stuck leases", audit, func(tx pgx.Tx) (int64, error) {
-		var total int64
-		for {
-			tag, err := tx.Exec(ctx, o.q.release, ids, releaseBatch)
-			if err != nil {
-				return total, o.wrap("release stuck leases", err)
-			}
-			total += tag.RowsAffected()
-			if tag.RowsAffected() < releaseBatch {
-				return total, nil
-			}
-		}
-	})
+	a, failed := audited(audit)
+	n, err := o.store.ReleaseStuck(ctx, ids, a)
+	if *failed != nil {
+		return 0, &ErrAudit{Err: *failed}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // Requeue moves the given DEAD or FAILED rows to READY, due now. Rows in any other state, or held
@@ -272,49 +188,25 @@ func (o *Outbox) Requeue(ctx context.Context, ids []int64, resetAttempts bool) (
 // (see AuditFunc); an audit error is an *ErrAudit and nothing was requeued. It returns the ids it
 // moved.
 func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit AuditFunc) ([]int64, error) {
-	var done []int64
-	_, err := o.requeue(ctx, ids, resetAttempts, func(ctx context.Context, tx pgx.Tx, moved []int64) error {
-		done = moved
-		if audit == nil {
-			return nil
-		}
-		return audit(ctx, tx, int64(len(moved)))
-	})
+	if len(ids) == 0 {
+		return nil, ops.Invalid("ids", "give at least one event id")
+	}
+	if len(ids) > MaxIDs {
+		return nil, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
+	}
+	defer o.invalidate()
+	a, failed := audited(audit)
+	moved, err := o.store.Requeue(ctx, ids, resetAttempts, a)
+	if *failed != nil {
+		return nil, &ErrAudit{Err: *failed}
+	}
 	if err != nil {
 		return nil, err
 	}
-	return done, nil
+	return moved, nil
 }
 
 // RequeueIDs is Requeue returning which ids it moved.
 func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
 	return o.RequeueAudited(ctx, ids, resetAttempts, nil)
-}
-
-func (o *Outbox) requeue(ctx context.Context, ids []int64, resetAttempts bool, audit func(context.Context, pgx.Tx, []int64) error) (int64, error) {
-	if len(ids) == 0 {
-		return 0, ops.Invalid("ids", "give at least one event id")
-	}
-	if len(ids) > MaxIDs {
-		return 0, ops.Invalid("ids", fmt.Sprintf("at most %d per request", MaxIDs))
-	}
-	sql := o.q.requeue
-	if resetAttempts {
-		sql = o.q.requeueReset
-	}
-	defer o.invalidate()
-	var moved []int64
-	return o.inTx(ctx, "requeue", func(ctx context.Context, tx pgx.Tx, _ int64) error {
-		return audit(ctx, tx, moved)
-	}, func(tx pgx.Tx) (int64, error) {
-		rows, err := tx.Query(ctx, sql, ids)
-		if err != nil {
-			return 0, o.wrap("requeue", err)
-		}
-		moved, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return 0, o.wrap("requeue", err)
-		}
-		return int64(len(moved)), nil
-	})
 }

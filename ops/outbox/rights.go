@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/pgpool"
+	"github.com/redrive/redrive/ops/catalog"
 )
 
 // ColumnKind is what the console does with a column's values, which decides the types it accepts.
@@ -27,7 +27,8 @@ type Column struct {
 	Repaired bool
 }
 
-// Columns lists the mapped columns of c (defaults applied), in the seed's order.
+// Columns lists the mapped columns of c (defaults applied), in the seed's order: what an adapter
+// inspects and console doctor checks.
 func Columns(c configs.OutboxColumns) []Column {
 	return []Column{
 		{"id", c.ID, KindInteger, false},
@@ -47,16 +48,9 @@ func Columns(c configs.OutboxColumns) []Column {
 	}
 }
 
-// Inspect reads, from the catalog only, what the doctor checks about this outbox's table (cfg is
-// the outbox's own config entry): its columns and their types, its indexes, and the role's SELECT
-// on every mapped column and UPDATE on the repaired ones. Nothing is tried or written.
-func (o *Outbox) Inspect(ctx context.Context, cfg configs.Outbox) (pgpool.TableFacts, error) {
-	var sel, upd []string
-	for _, c := range Columns(cfg.Columns) {
-		sel = append(sel, c.Name)
-		if c.Repaired {
-			upd = append(upd, c.Name)
-		}
-	}
-	return o.pool.InspectTable(ctx, cfg.Table, sel, upd)
+// Inspect reads, from the catalog only, what the doctor checks about this outbox's table: its
+// columns and their types, its indexes, and the account's SELECT on every mapped column and UPDATE
+// on the repaired ones (Columns of the table's configured mapping). Nothing is tried or written.
+func (o *Outbox) Inspect(ctx context.Context) (catalog.TableFacts, error) {
+	return o.store.Inspect(ctx)
 }

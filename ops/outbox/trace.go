@@ -2,7 +2,8 @@ package outbox
 
 import (
 	"context"
-	"fmt"
+
+	"github.com/redrive/redrive/ops"
 )
 
 // Find reads the rows a trace asks for: those whose event_id is one of eventIDs, and those of
@@ -13,10 +14,19 @@ func (o *Outbox) Find(ctx context.Context, eventIDs []string, aggregateID string
 	if limit < 1 || limit > MaxLimit {
 		limit = MaxLimit
 	}
-	if eventIDs == nil {
-		eventIDs = []string{}
+	// Text a column cannot hold (NUL, invalid UTF-8: ops.TextProblem) names no row, and would make
+	// the database refuse the whole look-up.
+	ids := make([]string, 0, len(eventIDs))
+	for _, id := range eventIDs {
+		if ops.TextProblem(id) == "" {
+			ids = append(ids, id)
+		}
 	}
-	sql := fmt.Sprintf("%s WHERE %s::text = ANY($1) OR ($2 <> '' AND %s::text = $2) ORDER BY %s LIMIT $3",
-		o.q.selectEvent, o.q.eventID, o.q.aggregateID, o.q.id)
-	return o.queryEvents(ctx, "find events", sql, eventIDs, aggregateID, limit)
+	if ops.TextProblem(aggregateID) != "" {
+		aggregateID = ""
+	}
+	if len(ids) == 0 && aggregateID == "" {
+		return nil, nil
+	}
+	return o.store.Find(ctx, ids, aggregateID, limit)
 }

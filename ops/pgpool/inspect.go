@@ -6,41 +6,24 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/ops/catalog"
 )
 
-// TableFacts are what the catalog says about one table for the role the pool connects as. They are
-// read from pg_catalog and the has_*_privilege functions only: nothing is tried, nothing written.
-type TableFacts struct {
-	User     string // current_user
-	Database string // current_database()
-	Table    string // the table as configured ("outbox_event", "billing.inbox_message")
-	// Qualified is the table with its schema, quoted, as a GRANT names it; the configured name when
-	// the table does not exist.
-	Qualified string
-	Exists    bool
-	Columns   map[string]string // column → its type (format_type); only when Exists
-	// Select and Update are, for the columns asked about, whether the role may SELECT / UPDATE
-	// them (has_column_privilege: a table-wide grant counts).
-	Select  map[string]bool
-	Update  map[string]bool
-	Indexes []Index // valid indexes, in no particular order
-}
+// TableFacts are what the catalog says about one table for the role the pool connects as
+// (catalog.TableFacts); InspectTable reads them from pg_catalog and the has_*_privilege functions
+// only: nothing is tried, nothing written.
+type TableFacts = catalog.TableFacts
 
-// Index is one index of a table: its name and key columns in order (expression keys are left out).
-type Index struct {
-	Name    string
-	Columns []string
-	Primary bool
-	Unique  bool
-	Partial bool // has a WHERE clause
-}
+// Index is one index of a table (catalog.Index).
+type Index = catalog.Index
 
 // InspectTable reads the TableFacts of table (validated identifier, optionally schema-qualified):
 // selectCols and updateCols are the columns whose SELECT and UPDATE rights are checked. An error
 // means the database could not be asked (connection, login), not that something is missing.
 func (p *Pool) InspectTable(ctx context.Context, table string, selectCols, updateCols []string) (TableFacts, error) {
 	f := TableFacts{Table: table, Qualified: pgx.Identifier(strings.Split(table, ".")).Sanitize(),
-		Columns: map[string]string{}, Select: map[string]bool{}, Update: map[string]bool{}}
+		Columns: map[string]string{}, Select: map[string]bool{}, Update: map[string]bool{}, Dialect: Dialect{}}
 	var oid *uint32
 	var qualified *string
 	err := p.QueryRow(ctx, `SELECT current_user::text, current_database()::text, to_regclass($1)::oid,

@@ -103,8 +103,9 @@ func (s *AuditLog) RecordIntent(ctx context.Context, e audit.Entry) (int64, erro
 // runs on the store's own database (and may write its audit log), the row is inserted in tx and
 // commits or rolls back with the change; otherwise it is written through the store's pool before
 // the caller commits tx. Either way an error means tx must be rolled back.
-func (s *AuditLog) RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
-	if tx != nil {
+func (s *AuditLog) RecordAuditIn(ctx context.Context, tx audit.Tx, e audit.Entry) error {
+	// A transaction of another driver (a MySQL outbox's) is never on the store's database.
+	if tx, ok := tx.(pgx.Tx); ok && tx != nil {
 		same, err := s.sameDatabase(ctx, tx)
 		if err != nil {
 			return unavailable(err, "audit: record %s", e.Action)
@@ -131,8 +132,12 @@ func recordInTx(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
 // once on a pool of 16 each held one connection and waited for another until the pool timed out).
 type ownTxLog struct{ *AuditLog }
 
-func (l ownTxLog) RecordAuditIn(ctx context.Context, tx pgx.Tx, e audit.Entry) error {
-	return recordInTx(ctx, tx, e)
+func (l ownTxLog) RecordAuditIn(ctx context.Context, tx audit.Tx, e audit.Entry) error {
+	ptx, ok := tx.(pgx.Tx) // auditedChange hands it its own
+	if !ok || ptx == nil {
+		return fmt.Errorf("audit: record %s: not a transaction of the store (%T)", e.Action, tx)
+	}
+	return recordInTx(ctx, ptx, e)
 }
 
 // databaseIdentity names one database of one running server: its name and oid, and the server's

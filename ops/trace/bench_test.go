@@ -15,7 +15,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/trace"
@@ -97,7 +97,7 @@ func BenchmarkTraceAggregate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, outbox.SeedDDL); err != nil {
+	if _, err := conn.Exec(ctx, pgoutbox.SeedDDL); err != nil {
 		b.Fatal(err)
 	}
 	for i, at := range events {
@@ -109,7 +109,7 @@ func BenchmarkTraceAggregate(b *testing.B) {
 		}
 	}
 	conn.Close(ctx)
-	ob, err := outbox.Open(ctx, configs.Outbox{Name: "orders", DSN: configs.Secret(dsn), Table: "outbox_event", Columns: seedColumns()})
+	ob, err := pgoutbox.Open(ctx, configs.Outbox{Name: "orders", DSN: configs.Secret(dsn), Table: "outbox_event", Columns: seedColumns()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/ops/inbox"
-	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 )
 
 // SeedOutbox fills the outbox of dsn (creating the seed's table) unless it already holds rows.
@@ -20,7 +20,7 @@ func SeedOutbox(ctx context.Context, dsn string) error {
 		return fmt.Errorf("demo: connect: %w", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, outbox.SeedDDL+inbox.SeedDDL); err != nil {
+	if _, err := conn.Exec(ctx, pgoutbox.SeedDDL+pginbox.SeedDDL); err != nil {
 		return fmt.Errorf("demo: create tables: %w", err)
 	}
 	var n int64

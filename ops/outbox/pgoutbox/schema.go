@@ -1,4 +1,4 @@
-package outbox
+package pgoutbox
 
 // SeedDDL is the reference outbox table of the seed document (section 六.3), with its index.
 // Redrive never creates it in a service's database; the demo and the tests do.

@@ -1,4 +1,4 @@
-package inbox
+package pginbox
 
 // SeedDDL is the seed's inbox table (section 七.1): a row per message a consumer received, keyed
 // by message and consumer, processed_at set once its effect is committed. Redrive never creates it

@@ -1,4 +1,4 @@
-package outbox_test
+package pgoutbox_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/pgoutbox"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -20,7 +22,7 @@ func setupBig(b *testing.B) (*outbox.Outbox, string) {
 	dsn := os.Getenv("REDRIVE_BENCH_OUTBOX_DSN") // reuse a table across runs when set
 	if dsn == "" {
 		dsn = pgtest.NewDatabase(b)
-		pgtest.Exec(b, dsn, outbox.SeedDDL)
+		pgtest.Exec(b, dsn, pgoutbox.SeedDDL)
 		// 96% SENT; 2% READY backlog, 0.1% PROCESSING (in flight, half of it stuck), 0.9% FAILED, 1% DEAD.
 		pgtest.Exec(b, dsn, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type,
 			schema_version, payload, status, attempts, available_at, locked_until, last_error, created_at, sent_at)
@@ -46,7 +48,12 @@ func setupBig(b *testing.B) (*outbox.Outbox, string) {
 func BenchmarkOverview5M(b *testing.B) {
 	o, dsn := setupBig(b)
 	ctx := context.Background()
-	if plan := explain(b, dsn, o.StuckSQL()); !strings.Contains(plan, "Index") {
+	s, err := pgoutbox.New(ctx, configs.Outbox{Name: "big", DSN: configs.Secret(dsn), Table: "outbox_event", Columns: seedColumns()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if plan := explain(b, dsn, s.StuckSQL()); !strings.Contains(plan, "Index") {
 		b.Fatalf("stuck list does not use an index:\n%s", plan)
 	}
 	b.Run("Stats", func(b *testing.B) {

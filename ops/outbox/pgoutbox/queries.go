@@ -1,4 +1,4 @@
-package outbox
+package pgoutbox
 
 import (
 	"fmt"
@@ -7,13 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/outbox"
 )
 
 // queries holds the SQL for one table, built once from the configured (validated) identifiers.
 // Columns are cast in SELECT lists only (never in WHERE) so that the status index stays usable.
 type queries struct {
 	ping             string
-	count            map[Status]string // count(*) of one state: literal, so each plan is an index-only scan
+	count            map[outbox.Status]string // count(*) of one state: literal, so each plan is an index-only scan
 	readyAgeAndStuck string
 	estimate         string
 	selectEvent      string // column list + FROM, for list and detail
@@ -47,8 +48,8 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 		q(c.SchemaVersion) + "::int",
 	}, ", ")
 	claimed := fmt.Sprintf(`%[1]s = 'PROCESSING' AND %[2]s < now()`, status, locked)
-	count := map[Status]string{}
-	for _, s := range Statuses {
+	count := map[outbox.Status]string{}
+	for _, s := range outbox.Statuses {
 		// Rather than one GROUP BY: each count is a small index-only scan, none costly enough to
 		// trigger JIT or parallel workers on the service's database, and they run side by side.
 		count[s] = fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = '%s'`, t, status, s)

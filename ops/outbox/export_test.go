@@ -1,4 +1,0 @@
-package outbox
-
-// StuckSQL exposes the stuck-list query to the tests' EXPLAIN.
-func (o *Outbox) StuckSQL() string { return o.stuckSQL() }
