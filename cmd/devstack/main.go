@@ -1,15 +1,17 @@
 // Command devstack runs the real services Redrive's tests and demo use —
-// PostgreSQL, RabbitMQ 3.10 and 4.0 and a Kafka-protocol broker (kfake) —
-// privately on loopback.
+// PostgreSQL, MariaDB, RabbitMQ 3.10 and 4.0 and a Kafka-protocol broker
+// (kfake) — privately on loopback.
 //
-//	devstack run [--dir D] [--keep] -- CMD ARGS...   start PostgreSQL and both RabbitMQ nodes, run
+//	devstack run [--dir D] [--keep] -- CMD ARGS...   start PostgreSQL, MariaDB and both RabbitMQ nodes, run
 //	                                                 CMD with the services' variables set (below),
 //	                                                 tear down, exit with CMD's status
 //	devstack up [--dir D]                            start them, write D/env, leave them running
 //	devstack down [--dir D] [--purge]                stop what `up` started (and its epmds)
 //	devstack kafka [--addr A] [--topic T:N]...       run a standalone kfake until interrupted
 //
-// The variables: REDRIVE_TEST_PG_DSN; REDRIVE_TEST_AMQP_URL and
+// The variables: REDRIVE_TEST_PG_DSN; REDRIVE_TEST_MYSQL_DSN (MariaDB 10.11,
+// a mysql:// URL of an account with every right; --no-mariadb skips it);
+// REDRIVE_TEST_AMQP_URL and
 // REDRIVE_TEST_RABBIT_MGMT_URL (RabbitMQ 3.10, the host's);
 // REDRIVE_TEST_AMQP_URL_RABBITMQ4 and REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4
 // (RabbitMQ 4.0, run chrooted in a Debian 13 root that the first run builds
@@ -39,13 +41,14 @@ import (
 )
 
 const usage = `usage:
-  devstack run [--dir D] [--keep] [--no-postgres] [--no-rabbitmq] [--no-rabbitmq4] [ports] -- CMD ARGS...
-  devstack up [--dir D] [--no-postgres] [--no-rabbitmq] [--no-rabbitmq4] [ports]
+  devstack run [--dir D] [--keep] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports] -- CMD ARGS...
+  devstack up [--dir D] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports]
   devstack down [--dir D] [--purge]
   devstack kafka [--addr 127.0.0.1:19092] [--topic NAME:PARTITIONS]... [--data-dir D]
 ports: --pg-port N --amqp-port N --mgmt-port N (RabbitMQ 3.10's; 0 = a free port, the default;
 RabbitMQ 4.0 always takes free ports)
-run and up export REDRIVE_TEST_PG_DSN, REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL
+run and up export REDRIVE_TEST_PG_DSN, REDRIVE_TEST_MYSQL_DSN (MariaDB, a mysql:// URL),
+REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL
 (RabbitMQ 3.10), REDRIVE_TEST_AMQP_URL_RABBITMQ4 and REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4
 (RabbitMQ 4.0, chrooted in a Debian 13 root that the first run builds, about 3 min, in
 ${REDRIVE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/redrive}).
@@ -84,14 +87,15 @@ type logFn func(format string, a ...any)
 
 // stackFlags are the flags shared by run and up.
 type stackFlags struct {
-	dir                             string
-	noPostgres, noRabbit, noRabbit4 bool
-	pgPort, amqpPort, mgmtPrt       int
+	dir                                        string
+	noPostgres, noMariaDB, noRabbit, noRabbit4 bool
+	pgPort, amqpPort, mgmtPrt                  int
 }
 
 func (s *stackFlags) register(fs *flag.FlagSet, defaultDir string) {
 	fs.StringVar(&s.dir, "dir", defaultDir, "directory for the services' data and logs")
 	fs.BoolVar(&s.noPostgres, "no-postgres", false, "do not start PostgreSQL")
+	fs.BoolVar(&s.noMariaDB, "no-mariadb", false, "do not start MariaDB")
 	fs.BoolVar(&s.noRabbit, "no-rabbitmq", false, "do not start RabbitMQ 3.10")
 	fs.BoolVar(&s.noRabbit4, "no-rabbitmq4", false, "do not start RabbitMQ 4.0")
 	fs.IntVar(&s.pgPort, "pg-port", 0, "PostgreSQL port on 127.0.0.1 (0 = free port)")
@@ -101,6 +105,7 @@ func (s *stackFlags) register(fs *flag.FlagSet, defaultDir string) {
 
 type stack struct {
 	pg      *devstack.Postgres
+	mariadb *devstack.MariaDB
 	rabbit  *devstack.RabbitMQ // 3.10, the host's
 	rabbit4 *devstack.RabbitMQ // 4.0, in the Debian 13 root
 }
@@ -108,6 +113,7 @@ type stack struct {
 // The services' folders in --dir.
 const (
 	postgresDir = "postgres"
+	mariadbDir  = "mariadb"
 	rabbitDir   = "rabbitmq"
 	rabbit4Dir  = "rabbitmq4"
 )
@@ -117,6 +123,9 @@ func (s *stack) env() []string {
 	var env []string
 	if s.pg != nil {
 		env = append(env, "REDRIVE_TEST_PG_DSN="+s.pg.DSN("postgres"))
+	}
+	if s.mariadb != nil {
+		env = append(env, "REDRIVE_TEST_MYSQL_DSN="+s.mariadb.DSN("mysql"))
 	}
 	if s.rabbit != nil {
 		env = append(env, "REDRIVE_TEST_AMQP_URL="+s.rabbit.URL(), "REDRIVE_TEST_RABBIT_MGMT_URL="+s.rabbit.ManagementURL())
@@ -140,12 +149,13 @@ func (s *stack) rabbits() []*devstack.RabbitMQ {
 
 // start starts the services in parallel (RabbitMQ 3.10 takes ~8 s, 4.0
 // ~10 s, or ~3 min more the first time on a machine, to build its root;
-// PostgreSQL ~1 s). On error, whatever did start is stopped again.
+// PostgreSQL and MariaDB ~1 s). On error, whatever did start is stopped
+// again.
 func start(ctx context.Context, f stackFlags, log logFn) (*stack, error) {
 	var (
-		s                  stack
-		wg                 sync.WaitGroup
-		pgErr, rErr, r4Err error
+		s                        stack
+		wg                       sync.WaitGroup
+		pgErr, mErr, rErr, r4Err error
 	)
 	t0 := time.Now()
 	if !f.noPostgres {
@@ -153,6 +163,16 @@ func start(ctx context.Context, f stackFlags, log logFn) (*stack, error) {
 			s.pg, pgErr = devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(f.dir, postgresDir), Port: f.pgPort})
 			if pgErr == nil {
 				log("postgres ready on 127.0.0.1:%d in %s", s.pg.Port(), time.Since(t0).Round(10*time.Millisecond))
+			}
+		})
+	}
+	if !f.noMariaDB {
+		wg.Go(func() {
+			s.mariadb, mErr = devstack.StartMariaDB(ctx, devstack.MariaDBOptions{Dir: filepath.Join(f.dir, mariadbDir)})
+			if mErr == nil {
+				log("mariadb ready on 127.0.0.1:%d in %s", s.mariadb.Port(), time.Since(t0).Round(10*time.Millisecond))
+			} else {
+				mErr = fmt.Errorf("%w (--no-mariadb skips it)", mErr)
 			}
 		})
 	}
@@ -178,7 +198,7 @@ func start(ctx context.Context, f stackFlags, log logFn) (*stack, error) {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(pgErr, rErr, r4Err); err != nil {
+	if err := errors.Join(pgErr, mErr, rErr, r4Err); err != nil {
 		s.stop(log, false)
 		return nil, err
 	}
@@ -209,6 +229,17 @@ func (s *stack) stop(log logFn, discard bool) bool {
 			}
 		})
 	}
+	if s.mariadb != nil {
+		wg.Go(func() {
+			stop := s.mariadb.Stop
+			if discard {
+				stop = s.mariadb.Kill
+			}
+			if err := stop(ctx); err != nil {
+				fail(err)
+			}
+		})
+	}
 	for _, r := range s.rabbits() {
 		wg.Go(func() {
 			stop := r.Stop
@@ -221,7 +252,7 @@ func (s *stack) stop(log logFn, discard bool) bool {
 		})
 	}
 	wg.Wait()
-	if s.pg != nil || len(s.rabbits()) > 0 {
+	if s.pg != nil || s.mariadb != nil || len(s.rabbits()) > 0 {
 		log("stopped in %s", time.Since(t0).Round(10*time.Millisecond))
 	}
 	return ok
@@ -241,7 +272,7 @@ func cmdRun(args []string, log logFn) int {
 	f.register(fs, "")
 	keep := fs.Bool("keep", false, "keep the directory (a temporary --dir is removed otherwise)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: devstack run [flags] -- CMD ARGS...\n\nStarts PostgreSQL, RabbitMQ 3.10 and RabbitMQ 4.0, runs CMD with REDRIVE_TEST_PG_DSN,\nREDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL, REDRIVE_TEST_AMQP_URL_RABBITMQ4 and\nREDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4 set, stops them, and exits with CMD's status.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: devstack run [flags] -- CMD ARGS...\n\nStarts PostgreSQL, MariaDB, RabbitMQ 3.10 and RabbitMQ 4.0, runs CMD with REDRIVE_TEST_PG_DSN,\nREDRIVE_TEST_MYSQL_DSN, REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL, REDRIVE_TEST_AMQP_URL_RABBITMQ4 and\nREDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4 set, stops them, and exits with CMD's status.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -382,6 +413,12 @@ func cmdUp(args []string, log logFn) int {
 			s.pg, f.noPostgres = pg, true
 		}
 	}
+	if !f.noMariaDB {
+		if m, err := devstack.OpenMariaDB(filepath.Join(dir, mariadbDir)); err == nil && m.Running() {
+			log("mariadb already running on 127.0.0.1:%d", m.Port())
+			s.mariadb, f.noMariaDB = m, true
+		}
+	}
 	if !f.noRabbit {
 		if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbitDir)); err == nil && r.Running() {
 			log("rabbitmq 3.10 already running on 127.0.0.1:%d", r.AMQPPort())
@@ -401,6 +438,9 @@ func cmdUp(args []string, log logFn) int {
 	}
 	if started.pg != nil {
 		s.pg = started.pg
+	}
+	if started.mariadb != nil {
+		s.mariadb = started.mariadb
 	}
 	if started.rabbit != nil {
 		s.rabbit = started.rabbit
@@ -439,13 +479,16 @@ func cmdDown(args []string, log logFn) int {
 	if pg, err := devstack.OpenPostgres(filepath.Join(dir, postgresDir)); err == nil {
 		s.pg = pg
 	}
+	if m, err := devstack.OpenMariaDB(filepath.Join(dir, mariadbDir)); err == nil {
+		s.mariadb = m
+	}
 	if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbitDir)); err == nil {
 		s.rabbit = r
 	}
 	if r, err := devstack.OpenRabbitMQ(filepath.Join(dir, rabbit4Dir)); err == nil {
 		s.rabbit4 = r
 	}
-	if s.pg == nil && len(s.rabbits()) == 0 {
+	if s.pg == nil && s.mariadb == nil && len(s.rabbits()) == 0 {
 		log("nothing started in %s", dir)
 	}
 	ok := s.stop(log, false)
