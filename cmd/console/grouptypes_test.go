@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -169,6 +170,25 @@ kafka: [{name: main, brokers: [%q], lag: {window: 3s, stop_after: 1h}}]
 	}
 	if g := list["mailer"]; g.Type != "share" || g.Members != 1 || g.TotalLag != 6 {
 		t.Errorf("mailer: %+v", g)
+	}
+
+	// The answers for every type are what the OpenAPI document says (its schemas forbid unknown
+	// fields).
+	doc := loadOpenAPI(t, base)
+	for template, path := range map[string]string{
+		"/api/v1/kafka/{cluster}/groups":          "/api/v1/kafka/main/groups",
+		"/api/v1/kafka/{cluster}/groups/{group}":  "/api/v1/kafka/main/groups/shipping",
+		"/api/v1/kafka/{cluster}/groups/{group}/": "/api/v1/kafka/main/groups/mailer",
+	} {
+		r := do(t, nil, "GET", base+path, "", "")
+		op := doc.Paths.Find(strings.TrimSuffix(template, "/")).Get
+		var v any
+		if err := json.Unmarshal([]byte(r.body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Responses.Status(r.status).Value.Content.Get("application/json").Schema.Value.VisitJSON(v); err != nil {
+			t.Errorf("GET %s does not match web/openapi.yaml: %v\n%.2000s", path, err, r.body)
+		}
 	}
 
 	shipping := decode[typedGroup](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups/shipping", "", ""))

@@ -54,7 +54,7 @@ func kip848Member(t *testing.T, f *fake, group, topic, clientID string, commits 
 
 // shareEarliest sets the share group's share.auto.offset.reset to earliest (a GROUP config
 // resource), so that it reads the records already in its topics.
-func shareEarliest(t *testing.T, f *fake, group string) {
+func shareEarliest(t testing.TB, f *fake, group string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
