@@ -151,3 +151,47 @@ func TestKafkaWireCarriesCountsAndTransactions(t *testing.T) {
 		t.Errorf("a snapshot from before counts: %+v %+v %v %v", gotDLTs, gotTxns, ok, err)
 	}
 }
+
+// A KIP-848 and a share group keep, through the stored layout, their type, epochs, members with
+// epochs and assignments, a share group's start offsets and delivery limit; an idle share group's
+// derived statuses are worded in its terms ("not yet acknowledged"), never as commits.
+func TestWireRoundTripOfGroupTypes(t *testing.T) {
+	idleShare := lag.EvaluateShare(configs.LagRules{}, 0, "Empty", 0,
+		[]lag.Sample{{At: time.Unix(1, 0), Committed: 4, End: 10, Lag: 6}}, time.Unix(1, 0))
+	if idleShare.Code != lag.StatusEmpty || idleShare.Reason != "no members; 6 records not yet acknowledged" {
+		t.Fatalf("an idle share partition: %+v", idleShare)
+	}
+	groups := []lag.Group{
+		{
+			Group: kafka.Group{Name: "shipping", Type: kafka.GroupConsumer, State: "Reconciling", ProtocolType: "consumer", Protocol: "range",
+				Members: 1, Epoch: 7, AssignmentEpoch: 7, TotalLag: 6,
+				MemberList: []kafka.Member{{ID: "m-1", ClientID: "worker", Host: "10.0.0.1", Epoch: 6,
+					Assigned: []kafka.TopicPartitions{{Topic: "orders", Partitions: []int32{0, 1}}},
+					Target:   []kafka.TopicPartitions{{Topic: "orders", Partitions: []int32{0}}}}},
+				Topics: []kafka.TopicLag{{Topic: "orders", Lag: 6, Partitions: []kafka.PartitionLag{
+					{Partition: 0, Committed: 4, Start: 0, End: 10, Lag: 6, Member: "worker@10.0.0.1"},
+				}}}},
+			Status: lag.Status{Code: lag.StatusOK},
+		},
+		{
+			Group: kafka.Group{Name: "mailer", Type: kafka.GroupShare, State: "Empty", ProtocolType: "share", Protocol: "simple",
+				Epoch: 3, AssignmentEpoch: 3, DeliveryLimit: 5, DeliveryLimitFrom: "broker", TotalLag: 6,
+				Topics: []kafka.TopicLag{{Topic: "jobs", Lag: 6, Partitions: []kafka.PartitionLag{
+					{Partition: 0, Committed: -1, ShareStart: 4, Start: 0, End: 10, Lag: 6},
+				}}}},
+			Status:     idleShare,
+			Partitions: map[string]lag.Status{"jobs/0": idleShare},
+		},
+	}
+	data, err := encodeKafka(groups, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, ok, err := decodeKafka(data)
+	if err != nil || !ok {
+		t.Fatalf("decode: %v %v", ok, err)
+	}
+	if !reflect.DeepEqual(got, groups) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, groups)
+	}
+}
