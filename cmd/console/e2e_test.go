@@ -38,8 +38,12 @@ func serveInTest(t *testing.T, cfg *configs.Config, load func() (*configs.Config
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() { errc <- serveReloadable(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready, load) }()
+	ended := false // serve returned before it listened: the cleanup has nothing to wait for
 	t.Cleanup(func() {
 		cancel()
+		if ended {
+			return
+		}
 		if err := <-errc; err != nil {
 			t.Errorf("serve: %v", err)
 		}
@@ -48,6 +52,7 @@ func serveInTest(t *testing.T, cfg *configs.Config, load func() (*configs.Config
 	case addr := <-ready:
 		return "http://" + addr
 	case err := <-errc:
+		ended = true
 		t.Fatalf("serve: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("console did not start")
