@@ -18,12 +18,15 @@ store: {dsn: "postgres://u:p@127.0.0.1/redrive"}
 
 func TestExampleIsValid(t *testing.T) {
 	cfg, err := Load("console.example.yaml", env(map[string]string{
-		"REDRIVE_STORE_PASSWORD": "s", "ORDERS_DB_PASSWORD": "o", "INVENTORY_DB_PASSWORD": "i"}))
+		"REDRIVE_STORE_PASSWORD": "s", "ORDERS_DB_PASSWORD": "o", "INVENTORY_DB_PASSWORD": "i", "PAYMENTS_DB_PASSWORD": "p"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Outboxes[0].Columns.LockedUntil != "locked_until" || cfg.Kafka[0].Lag.Window.D() != 5*time.Minute {
 		t.Errorf("example parsed wrong: %+v", cfg.Outboxes[0])
+	}
+	if db, err := DatabaseOf(string(cfg.Outboxes[1].DSN)); db != MySQL || err != nil || cfg.Outboxes[1].Columns.LockedUntil != "locked_until" {
+		t.Errorf("the example's MySQL outbox: %s, %v, %+v", db, err, cfg.Outboxes[1])
 	}
 }
 
@@ -256,7 +259,7 @@ func TestPoolInvalid(t *testing.T) {
 // The example documents every pool key with its default.
 func TestPoolExampleDocumented(t *testing.T) {
 	cfg, err := Load("console.example.yaml", env(map[string]string{
-		"REDRIVE_STORE_PASSWORD": "s", "ORDERS_DB_PASSWORD": "o", "INVENTORY_DB_PASSWORD": "i"}))
+		"REDRIVE_STORE_PASSWORD": "s", "ORDERS_DB_PASSWORD": "o", "INVENTORY_DB_PASSWORD": "i", "PAYMENTS_DB_PASSWORD": "p"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ bind-address = 127.0.0.1
 skip-name-resolve
 skip-log-bin
 innodb-flush-log-at-trx-commit = 2
-innodb-buffer-pool-size = 512M
+innodb-buffer-pool-size = 1G
 max-connections = 500
 character-set-server = utf8mb4
 collation-server = utf8mb4_general_ci
