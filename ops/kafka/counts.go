@@ -25,16 +25,22 @@ type recordCounts struct {
 }
 
 // partCount is one partition's count: n data records in [start, upTo) of the topic with ID id.
+// arrived counts the data records at or past seenTo when counted, seenTo being the furthest any
+// count of the topic reached (the last stable offset when it was first seen): the records that
+// arrived while the console watched, which a count begun again from a moved start does not
+// count twice.
 type partCount struct {
-	id             string
-	start, upTo, n int64
+	id              string
+	start, upTo, n  int64
+	seenTo, arrived int64
 }
 
 // recordCount is a partition's records as counted: n is exact when the count reached the last
-// stable offset, and otherwise an upper bound (the records counted plus the offsets not read yet).
+// stable offset, and otherwise an upper bound (the records counted plus the offsets not read yet);
+// arrived is partCount's.
 type recordCount struct {
-	n     int64
-	exact bool
+	n, arrived int64
+	exact      bool
 }
 
 // countRecords counts the data records a read_committed consumer gets from each partition of bs
@@ -56,8 +62,11 @@ func (c *Cluster) countRecords(ctx context.Context, bs map[string]map[int32]boun
 			// Records deleted from the start (retention, DeleteRecords) took an unknown number of
 			// records with them; a topic created again, or a log cut below what was counted,
 			// holds other records: count from the start again.
-			if !ok || pc.id != ids[t] || pc.start != b.start || pc.upTo > b.stable {
-				pc = partCount{id: ids[t], start: b.start, upTo: b.start}
+			switch {
+			case !ok || pc.id != ids[t]:
+				pc = partCount{id: ids[t], start: b.start, upTo: b.start, seenTo: b.stable}
+			case pc.start != b.start || pc.upTo > b.stable:
+				pc = partCount{id: ids[t], start: b.start, upTo: b.start, seenTo: min(pc.seenTo, b.stable), arrived: pc.arrived}
 			}
 			c.counts.m[k] = pc
 			if pc.upTo < b.stable {
@@ -83,7 +92,7 @@ func (c *Cluster) countRecords(ctx context.Context, bs map[string]map[int32]boun
 		out[t] = make(map[int32]recordCount, len(ps))
 		for p, b := range ps {
 			pc := c.counts.m[topicPartition{t, p}]
-			out[t][p] = recordCount{n: pc.n + (b.stable - pc.upTo), exact: pc.upTo >= b.stable}
+			out[t][p] = recordCount{n: pc.n + (b.stable - pc.upTo), arrived: pc.arrived, exact: pc.upTo >= b.stable}
 		}
 	}
 	return out
@@ -121,6 +130,7 @@ func (c *Cluster) countRead(ctx context.Context, bs map[string]map[int32]bounds,
 			delete(open, k)
 			pc := c.counts.m[k]
 			pc.upTo = bs[k.topic][k.partition].stable
+			pc.seenTo = max(pc.seenTo, pc.upTo)
 			c.counts.m[k] = pc
 			pause[k.topic] = append(pause[k.topic], k.partition)
 		}
@@ -150,8 +160,12 @@ func (c *Cluster) countRead(ctx context.Context, bs map[string]map[int32]bounds,
 			}
 			if !r.Attrs.IsControl() {
 				pc.n++
+				if r.Offset >= pc.seenTo {
+					pc.arrived++
+				}
 			}
 			pc.upTo = r.Offset + 1
+			pc.seenTo = max(pc.seenTo, pc.upTo)
 			c.counts.m[k] = pc
 			if pc.upTo >= stable {
 				reached = append(reached, k)

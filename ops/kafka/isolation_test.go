@@ -275,3 +275,31 @@ func TestOpenTransactions(t *testing.T) {
 		t.Errorf("after it committed: %+v, %v; want none", got, err)
 	}
 }
+
+// What arrived is counted in records, not offsets: after the first listing (which counts the 6
+// committed records there as already there), two committed and two aborted transactions add 8
+// offsets and 2 arrivals; records deleted from the start are counted again, not as arrivals.
+func TestArrivalsAreRecords(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "orders.DLT", 1)
+	txnDLT(t, f, "orders.DLT")
+	ctx := ctxT(t)
+	first, err := f.c.DeadLetterTopics(ctx)
+	if err != nil || first[0].Arrived != 0 || !first[0].ArrivalsCounted {
+		t.Fatalf("first listing %+v, %v; want nothing arrived yet", first, err)
+	}
+	for i, commit := range []bool{true, false, true, false} {
+		r := dlRecord("orders.DLT", 0, recBase, "orders", illegalState, "", "x")
+		r.Value = fmt.Appendf(nil, "n-%d", i)
+		kfaketest.Transaction(t, f.broker, "listener-tx", commit, r)
+	}
+	next, err := f.c.DeadLetterTopics(ctx)
+	if err != nil || next[0].Arrived != 2 || next[0].Records != 8 || next[0].Partitions[0].End != 32 {
+		t.Fatalf("after 2 committed and 2 aborted: %+v, %v; want 2 arrived, 8 records, end 32", next, err)
+	}
+	f.deleteRecords(t, "orders.DLT", 0, 10) // c-0, c-2, c-4 and their neighbours go
+	after, err := f.c.DeadLetterTopics(ctx)
+	if err != nil || after[0].Arrived != 2 || after[0].Records != 5 || !after[0].Counted {
+		t.Errorf("after deleting offsets below 10: %+v, %v; want 5 records, still 2 arrived", after, err)
+	}
+}

@@ -31,6 +31,11 @@ type DLTopic struct {
 	// topic are still being counted (each listing reads for a few seconds and goes on from there),
 	// and for a snapshot stored before records were counted, whose Records are offsets.
 	Counted bool
+	// Arrived is how many data records arrived since the console first listed the topic (the sum
+	// of the partitions' Arrived), ArrivalsCounted whether it is known: its slope is the inflow
+	// of dead letters, which the end offsets' slope overstates by a marker per transaction.
+	Arrived         int64
+	ArrivalsCounted bool
 	// NewestAt is the timestamp of the newest record across partitions (the last record of each
 	// non-empty partition); zero when the topic is empty or the read ran out of time.
 	NewestAt time.Time
@@ -58,6 +63,8 @@ type DLPartition struct {
 	// while Counted is false, the records counted so far plus the offsets not read yet.
 	Records int64
 	Counted bool
+	// Arrived is how many data records arrived since the console first listed the partition.
+	Arrived int64
 }
 
 // Offsets is how many offsets the partition spans, End − Start: what Records was before records
@@ -120,12 +127,13 @@ func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	names = slices.DeleteFunc(names, func(t string) bool { _, ok := ids[t]; return !ok })
 	counted := c.countRecords(ctx, bounds, ids, true)
 	for _, t := range names {
-		dl := DLTopic{Topic: t, TopicID: ids[t], Retry: isRetryTopic(t), NewestAt: newest[t], Counted: true}
+		dl := DLTopic{Topic: t, TopicID: ids[t], Retry: isRetryTopic(t), NewestAt: newest[t], Counted: true, ArrivalsCounted: true}
 		for p, b := range bounds[t] {
 			n := counted[t][p]
 			dl.Partitions = append(dl.Partitions, DLPartition{Partition: p, Start: b.start, End: b.end, Stable: b.stable,
-				Records: n.n, Counted: n.exact})
+				Records: n.n, Counted: n.exact, Arrived: n.arrived})
 			dl.Records += n.n
+			dl.Arrived += n.arrived
 			dl.Counted = dl.Counted && n.exact
 		}
 		sort.Slice(dl.Partitions, func(i, j int) bool { return dl.Partitions[i].Partition < dl.Partitions[j].Partition })

@@ -198,8 +198,9 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	return nil
 }
 
-// inflows sets each dead-letter and retry topic's inflow over the window from its summed end
-// offsets at this and the earlier samples.
+// inflows sets each dead-letter and retry topic's inflow over the window from its records that
+// arrived (DLTopic.Arrived: data records, counted), or its summed end offsets when the source
+// does not count them, at this and the earlier samples.
 func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
 	next := make(map[string][]lag.Sample, len(dlts))
 	for i := range dlts {
@@ -207,6 +208,10 @@ func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
 		var end int64
 		for _, p := range t.Partitions {
 			end += p.End
+		}
+		if t.ArrivalsCounted {
+			// A transaction's marker takes an offset, and an aborted record is no dead letter.
+			end = t.Arrived
 		}
 		from := at.Add(-st.window)
 		win := append(trim(st.ends[t.Topic], from, from), lag.Sample{At: at, End: end})
@@ -240,6 +245,9 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 		}
 		next[t.Topic] = cursor
 		for _, g := range scan.Groups {
+			if s.errorSample != nil {
+				g.SampleMessage = s.errorSample(g)
+			}
 			sightings = append(sightings, errorGroupSighting(st.name, t.Topic, g))
 		}
 	}
