@@ -189,10 +189,14 @@ func (m *MariaDB) Start(ctx context.Context) error {
 }
 
 // Stop shuts the server down (SIGTERM: a clean shutdown). Stopping a stopped server is a no-op.
-func (m *MariaDB) Stop(ctx context.Context) error { return m.signal(ctx, syscall.SIGTERM, 60*time.Second) }
+func (m *MariaDB) Stop(ctx context.Context) error {
+	return m.signal(ctx, syscall.SIGTERM, 60*time.Second)
+}
 
 // Kill stops the server the way a crash would (SIGKILL; the next Start recovers InnoDB).
-func (m *MariaDB) Kill(ctx context.Context) error { return m.signal(ctx, syscall.SIGKILL, 30*time.Second) }
+func (m *MariaDB) Kill(ctx context.Context) error {
+	return m.signal(ctx, syscall.SIGKILL, 30*time.Second)
+}
 
 func (m *MariaDB) signal(ctx context.Context, sig syscall.Signal, wait time.Duration) error {
 	pid := readPidFile(m.pidPath)
