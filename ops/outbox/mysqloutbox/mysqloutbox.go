@@ -75,10 +75,24 @@ func (s *Store) row(ctx context.Context, query string, args []any, dest ...any) 
 	return s.pool.Do(ctx, func(c *sql.Conn) error { return c.QueryRowContext(ctx, query, args...).Scan(dest...) })
 }
 
+// countRow is row for the overview's counts, read uncommitted: InnoDB then checks no record's
+// visibility — which, on the index pages relays keep changing, costs a lookup of the row for every
+// entry — and a count may include a relay's change not yet committed, as a count taken a moment
+// later would. SET TRANSACTION applies to the next transaction only (the autocommit SELECT), in
+// MySQL and MariaDB alike; the connection's other statements keep their isolation.
+func (s *Store) countRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return s.pool.Do(ctx, func(c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED`); err != nil {
+			return err
+		}
+		return c.QueryRowContext(ctx, query, args...).Scan(dest...)
+	})
+}
+
 // Stats counts the non-SENT states exactly, each with its own range of the (status, available_at)
-// index ("Using index"), side by side on the pool's connections; SENT, the bulk of a healthy
-// outbox, comes from InnoDB's row estimate (information_schema.TABLES.TABLE_ROWS, kept by its
-// persistent statistics) on large tables.
+// index ("Using index"), side by side on the pool's connections and read uncommitted (countRow);
+// SENT, the bulk of a healthy outbox, comes from InnoDB's row estimate
+// (information_schema.TABLES.TABLE_ROWS, kept by its persistent statistics) on large tables.
 func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	st := outbox.Stats{Counts: map[outbox.Status]int64{}, CheckedAt: time.Now()}
 	counts := make([]int64, len(outbox.Unsent))
@@ -86,9 +100,9 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	var estimate int64
 	g, gctx := errgroup.WithContext(ctx)
 	for i, state := range outbox.Unsent {
-		g.Go(func() error { return s.row(gctx, s.q.count[state], nil, &counts[i]) })
+		g.Go(func() error { return s.countRow(gctx, s.q.count[state], nil, &counts[i]) })
 	}
-	g.Go(func() error { return s.row(gctx, s.q.readyAgeAndStuck, nil, &oldestMicros, &st.StuckLeases) })
+	g.Go(func() error { return s.countRow(gctx, s.q.readyAgeAndStuck, nil, &oldestMicros, &st.StuckLeases) })
 	g.Go(func() error { return s.row(gctx, s.q.estimate, s.q.estimateArgs, &estimate) })
 	if err := g.Wait(); err != nil {
 		return outbox.Stats{}, s.wrap("stats", err)
@@ -108,7 +122,7 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 		return st, nil
 	}
 	var sent int64
-	if err := s.row(ctx, s.q.count[outbox.Sent], nil, &sent); err != nil {
+	if err := s.countRow(ctx, s.q.count[outbox.Sent], nil, &sent); err != nil {
 		return outbox.Stats{}, s.wrap("stats", err)
 	}
 	st.Counts[outbox.Sent] = sent
