@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/redact"
-	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
 	auditpages "github.com/redrive/redrive/views/pages/audit"
 )
@@ -125,7 +122,7 @@ func (h *Audit) API(c echo.Context) error {
 	for _, e := range entries {
 		resp.Entries = append(resp.Entries, auditJSON{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Role: e.Role,
 			SourceIP: e.SourceIP, UserAgent: e.UserAgent, Action: e.Action, Target: e.Target, Count: e.Count,
-			Reason: e.Reason, Outcome: e.Outcome, Detail: redactDetail(red, e.Detail)})
+			Reason: e.Reason, Outcome: e.Outcome, Detail: red.AuditDetail(e.Detail)})
 	}
 	return c.JSON(http.StatusOK, resp)
 }
@@ -161,27 +158,4 @@ func (h *Audit) list(c echo.Context, f audit.Filter) ([]audit.Entry, int64, erro
 		f.Limit = limit
 		return h.log.ListAudit(c.Request().Context(), f)
 	})
-}
-
-// redactDetail masks what an entry's detail shows of a message. A replay plan's entry records its
-// source, and an edit and retry's source holds the edit and its diff — the message's value and
-// headers before and after: they show no more than the message would (redact.Rules.Edit). An edit that
-// cannot be read back is left out whole rather than shown.
-func redactDetail(red *redact.Rules, d map[string]any) map[string]any {
-	src, ok := d["source"].(map[string]any)
-	if red == nil || !ok || src["edit"] == nil {
-		return d
-	}
-	masked := maps.Clone(src)
-	masked["edit"] = redact.Redacted
-	var ed replay.Edit
-	if b, err := json.Marshal(src["edit"]); err == nil && json.Unmarshal(b, &ed) == nil && ed.Diff != nil {
-		var m any
-		if b, err := json.Marshal(red.Edit(ed)); err == nil && json.Unmarshal(b, &m) == nil {
-			masked["edit"] = m
-		}
-	}
-	out := maps.Clone(d)
-	out["source"] = masked
-	return out
 }

@@ -228,6 +228,9 @@ func (h *Outboxes) APIEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if page.Events, err = h.shownEvents(c, o, page.Events); err != nil {
+		return err
+	}
 	resp := struct {
 		Events     []eventJSON `json:"events"`
 		NextCursor *string     `json:"next_cursor"`
@@ -248,7 +251,9 @@ type shownPayload struct {
 	truncated, redacted bool
 }
 
-// event is the event of the path (/outboxes/:name/events/:id) with its payload as shown.
+// event is the event of the path (/outboxes/:name/events/:id) as the caller may see it (its
+// payload and last_error masked unless an admin reveals it, redact.Rules.OutboxEvent), its payload
+// as shown.
 func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, shownPayload, error) {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
@@ -262,17 +267,21 @@ func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, shownPayl
 	if err != nil {
 		return nil, outbox.Event{}, shownPayload{}, err
 	}
-	full, redacted, err := h.redactPayload(c, o, e.ID, e.Payload)
+	// The whole payload is masked before it is cut to size: a cut JSON document could no longer
+	// be parsed, and so not be masked.
+	red, err := redactionFor(c, h.redact, fmt.Sprintf("outbox/%s/event/%d", o.Name(), e.ID))
 	if err != nil {
 		return nil, outbox.Event{}, shownPayload{}, err
 	}
-	text, truncated := capText(full, maxPayload)
+	e, redacted := red.OutboxEvent(e)
+	text, truncated := capText(e.Payload, maxPayload)
 	return o, e, shownPayload{text, truncated, redacted}, nil
 }
 
 // APIEvent: GET /api/v1/outboxes/:name/events/:id — the event plus its payload (a JSON value when
 // the payload is JSON, else a string), with the configured paths masked ("payload_redacted": true
-// then) unless an admin asks ?reveal=true, which is audited.
+// then), and last_error where it repeats them, unless an admin asks ?reveal=true, which is audited.
+// payload_size is the size of the payload as shown: masking reveals no length.
 func (h *Outboxes) APIEvent(c echo.Context) error {
 	_, e, shown, err := h.event(c)
 	if err != nil {
@@ -294,18 +303,30 @@ type eventPayloadJSON struct {
 	PayloadSize      int  `json:"payload_size"`
 }
 
-// redactPayload masks the whole payload before it is cut to size: a cut JSON document could no
-// longer be parsed, and so not be masked.
-func (h *Outboxes) redactPayload(c echo.Context, o OutboxService, id int64, text string) (string, bool, error) {
-	red, err := redactionFor(c, h.redact, fmt.Sprintf("outbox/%s/event/%d", o.Name(), id))
-	if err != nil {
-		return "", false, err
+// shownEvents are a list's events with last_error as the caller may see it: where the payload
+// masking may hide something, each last_error is shown only as its event's masking leaves it (the
+// payload is read for it: a list carries none), and hidden whole when the payload cannot be read.
+// ?reveal=true is an admin's, audited.
+func (h *Outboxes) shownEvents(c echo.Context, o OutboxService, events []outbox.Event) ([]outbox.Event, error) {
+	red, err := redactionFor(c, h.redact, fmt.Sprintf("outbox/%s/events", o.Name()))
+	if err != nil || !red.MasksPayloads() {
+		return events, err
 	}
-	out, changed := red.JSON([]byte(text))
-	if !changed {
-		return text, false, nil
+	ctx := c.Request().Context()
+	for i, e := range events {
+		if e.LastError == nil || *e.LastError == "" {
+			continue
+		}
+		full, err := o.Event(ctx, e.ID)
+		if err != nil || full.Payload == "" {
+			hidden := redact.Redacted
+			events[i].LastError = &hidden
+			continue
+		}
+		m, _ := red.OutboxEvent(full)
+		events[i].LastError = m.LastError
 	}
-	return string(out), true, nil
+	return events, nil
 }
 
 // capText cuts s to at most n bytes on a character boundary.
@@ -481,8 +502,12 @@ func (h *Outboxes) Show(c echo.Context) error {
 	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes}, {Label: o.Name()}}
 	list, err := o.List(ctx, f)
+	if err == nil {
+		list.Events, err = h.shownEvents(c, o, list.Events)
+	}
 	if err != nil {
 		page.ListError = shown(c, err)
+		list.Events = nil
 	}
 	var dead []int64
 	for _, e := range list.Events {

@@ -201,7 +201,7 @@ func TestRedactAuditEditDiff(t *testing.T) {
 	if err := json.Unmarshal(b, &detail); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(redactDetail(red, detail))
+	raw, _ := json.Marshal(red.AuditDetail(detail))
 	for _, leak := range []string{"4111-before", "4111-after", "Bearer old", "Bearer new"} {
 		if strings.Contains(string(raw), leak) {
 			t.Errorf("%q shows through the audit entry: %s", leak, raw)
@@ -211,13 +211,13 @@ func TestRedactAuditEditDiff(t *testing.T) {
 		t.Errorf("what is not masked must stay: %s", raw)
 	}
 	if orig, _ := json.Marshal(detail); !strings.Contains(string(orig), "4111-before") {
-		t.Error("redactDetail changed the entry it was given")
+		t.Error("AuditDetail changed the entry it was given")
 	}
-	if got, _ := json.Marshal(redactDetail(nil, detail)); !strings.Contains(string(got), "4111-before") {
+	if got, _ := json.Marshal((*redact.Rules)(nil).AuditDetail(detail)); !strings.Contains(string(got), "4111-before") {
 		t.Error("with nothing to mask (or an admin revealing) the entry is shown as recorded")
 	}
 	detail["source"].(map[string]any)["edit"] = "not an edit"
-	if got, _ := json.Marshal(redactDetail(red, detail)); strings.Contains(string(got), "not an edit") {
+	if got, _ := json.Marshal(red.AuditDetail(detail)); strings.Contains(string(got), "not an edit") {
 		t.Errorf("an unreadable edit shows: %s", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/paths"
@@ -64,14 +64,11 @@ func (h *Trace) parseTraceQuery(c echo.Context) (trace.Query, error) {
 	if err != nil {
 		return q, err
 	}
+	q.AuditContent = red == nil // a masked reader's guess is not confirmed by an edit's values
 	if red != nil {
+		q.OutboxView = func(e outbox.Event) outbox.Event { out, _ := red.OutboxEvent(e); return out }
 		q.KafkaView = func(r kafka.Record) kafka.Record { out, _ := red.Record(r); return out }
-		q.RabbitView = func(m rabbit.Message) rabbit.Message {
-			s := red.Message(m)
-			out := s.Message
-			out.Headers = s.Headers
-			return out
-		}
+		q.RabbitView = red.Shown
 	}
 	return q, nil
 }

@@ -81,6 +81,10 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 
 func isJoiner(r rune) bool { return r == '-' || r == '_' || r == '.' }
 
+// IsExceptionClass reports whether an error group's key is an exception class (ErrorGroupKey of a
+// text starting with one), which names the kind of failure and quotes none of the message.
+func IsExceptionClass(key string) bool { return isClassName(key) }
+
 // isClassName reports whether s looks like a (qualified) exception class: dotted identifiers,
 // the last one starting with a capital letter, no spaces.
 func isClassName(s string) bool {

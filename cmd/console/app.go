@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
@@ -44,6 +45,9 @@ type app struct {
 	checks   []handlers.Check
 	registry *prometheus.Registry
 	lagRules map[string]configs.LagRules
+	// redact is the redaction in force (reloaded in place): what the sampler stores of error
+	// samples, and what the overview and notifications tell of them, is masked by it.
+	redact *redact.Rules
 	// newGroupWindow is notify.new_group_window: the overview and the notifier tell new error
 	// groups by it.
 	newGroupWindow time.Duration
@@ -72,6 +76,10 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	a.store = st
 	a.keep("store", st)
+	if a.redact, err = redact.New(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
+		a.Close()
+		return nil, err
+	}
 
 	for _, oc := range cfg.Outboxes {
 		o, err := openOutbox(ctx, oc)
@@ -124,7 +132,8 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	if len(sources) > 0 || len(rabbitSources) > 0 {
 		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Rabbit: rabbitSources, Interval: cfg.Sampler.Interval.D(),
-			Retention: cfg.Sampler.Retention.D(), MinRefresh: cfg.Sampler.MinRefresh.D(), NewGroupWindow: a.newGroupWindow, Logger: log})
+			Retention: cfg.Sampler.Retention.D(), MinRefresh: cfg.Sampler.MinRefresh.D(), NewGroupWindow: a.newGroupWindow, Logger: log,
+			ErrorSample: a.redact.ErrorSample})
 		if err != nil {
 			a.Close()
 			return nil, err
@@ -136,7 +145,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 
 	opts := replay.Options{Store: st, Consumers: cfg.Consumers, MessageIDs: cfg.MessageID, Replay: cfg.Replay, Audit: st, Logger: log,
-		Lease: cfg.Replay.Lease.D()}
+		Lease: cfg.Replay.Lease.D(), ShownRabbit: a.redact.Shown}
 	opts.Kafka, opts.Rabbit = as[replay.KafkaCluster](a.kafka), as[replay.RabbitBroker](a.rabbit)
 	opts.Outboxes, opts.Inboxes = as[replay.OutboxTable](a.outboxes), as[replay.Inbox](a.inboxes)
 	if a.sampler != nil {
@@ -181,7 +190,7 @@ func (a *app) buildTracer(cfg *configs.Config, log *slog.Logger) *trace.Tracer {
 
 // buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
 func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Notifier, error) {
-	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine, ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow}
+	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine, ErrorGroups: a.redact.Episodes(a.store), NewGroupWindow: a.newGroupWindow}
 	src.Outboxes = as[handlers.OutboxService](a.outboxes)
 	// DEAD events marked resolved or ignored are not notified, as the overview leaves them out.
 	src.OutboxSettled = triage.New(a.store, nil).WithOutboxes(as[triage.OutboxTable](a.outboxes))
@@ -220,7 +229,7 @@ func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]st
 // webDeps hands the adapters to the web layer.
 func (a *app) webDeps(log *slog.Logger) web.Deps {
 	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules,
-		ErrorGroups: a.store, NewGroupWindow: a.newGroupWindow, Tracer: a.tracer}
+		ErrorGroups: a.redact.Episodes(a.store), NewGroupWindow: a.newGroupWindow, Tracer: a.tracer, Redaction: a.redact}
 	d.Outboxes = as[handlers.OutboxService](a.outboxes)
 	d.Kafka, d.Search.Kafka = as[handlers.KafkaCluster](a.kafka), as[handlers.SearchCluster](a.kafka)
 	d.Rabbit, d.Search.Rabbit = as[handlers.RabbitBroker](a.rabbit), as[handlers.SearchBroker](a.rabbit)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/doctor"
-	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/web"
 )
 
@@ -82,9 +81,6 @@ func serveReloadable(ctx context.Context, cfg *configs.Config, log *slog.Logger,
 	defer a.Close()
 	deps := a.webDeps(log)
 	deps.Search.MaxScan, deps.Search.Timeout, deps.Search.ExportMinRole = cfg.Search.MaxScan, cfg.Search.Timeout.D(), cfg.Export.MinRole
-	if deps.Redaction, err = redact.New(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
-		return err
-	}
 	deps.Doctor = doctor.New(cfg, a.doctorAdapters())
 	var reloader *web.Reloader
 	if load != nil {

@@ -33,6 +33,10 @@ type ErrorGroup struct {
 	SampleMessage   string
 	SamplePartition int32
 	SampleOffset    int64
+	// Sample is that newest record (its value cut at MaxValueBytes), so that whoever shows
+	// SampleMessage can mask it as the record's content is masked (a message quoting a masked
+	// payload value or header); nil when the group was not built from a scan.
+	Sample *Record
 	// Settled is how many of Count are no longer open (filled by ops/triage; zero until then).
 	Settled int64
 }
@@ -202,8 +206,13 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 	type agg struct {
 		g      ErrorGroup
 		topics map[string]bool
+		// newest is the group's newest record of the fetch being folded, made the group's Sample
+		// once the fetch is (a record shares the fetch's buffers: one copy a group a fetch, not
+		// one a record).
+		newest *kgo.Record
 	}
 	groups := map[key]*agg{}
+	var fresh []*agg                  // the groups whose newest record is from the fetch being folded
 	noIDs := configs.MessageIDRules{} // the message id is not needed here; skip parsing values
 	var hdrs []Header
 	fold := func(r *kgo.Record) {
@@ -231,6 +240,10 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 			if dl != nil {
 				a.g.SampleMessage = dl.ExceptionMessage
 			}
+			if a.newest == nil {
+				fresh = append(fresh, a)
+			}
+			a.newest = r
 		}
 		if dl != nil && dl.OriginalTopic != "" {
 			a.topics[dl.OriginalTopic] = true
@@ -296,6 +309,11 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 				finished = append(finished, fp.Partition)
 			}
 		})
+		for _, a := range fresh {
+			rec := c.record(ctx, a.newest)
+			a.g.Sample, a.newest = &rec, nil
+		}
+		fresh = fresh[:0]
 		if len(finished) > 0 {
 			// Stop fetching what arrives after the scan started.
 			cl.PauseFetchPartitions(map[string][]int32{topic: finished})

@@ -1,6 +1,12 @@
 package redact
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -56,22 +62,106 @@ func (red *Rules) Record(r kafka.Record) (kafka.Record, bool) {
 		}
 		r.DeadLetter = &dl
 	}
+	if redacted {
+		r = sizedAsShown(r)
+	}
 	return r, redacted
 }
 
-// ErrorGroup masks what an error group shows of masked headers: its key when the exception
-// type or cause headers are masked, its sample when the exception message header is.
+// sizedAsShown gives a masked record the sizes of what it shows: masking reveals no length (a
+// size filter, the records API's size would otherwise tell how long a hidden value is). A value
+// masked whole is shown whole, the mark itself: it is no longer cut.
+func sizedAsShown(r kafka.Record) kafka.Record {
+	if string(r.Value) == Redacted {
+		r.Truncated = false
+	}
+	if !r.Truncated {
+		r.OriginalSize = len(r.Value)
+	}
+	r.Size = len(r.Key) + r.OriginalSize
+	for _, h := range r.Headers {
+		r.Size += len(h.Key) + len(h.Value)
+	}
+	return r
+}
+
+// ErrorGroup masks what an error group shows of masked content: its key when the exception
+// type or cause headers are masked, and its sample as ErrorSample tells it. The sample record is
+// not kept in what it returns.
 func (red *Rules) ErrorGroup(g kafka.ErrorGroup) kafka.ErrorGroup {
-	if red == nil {
-		return g
+	red = red.current()
+	if red != nil {
+		if red.masksExceptionType() {
+			g.ExceptionType, g.ExceptionCause = maskNonEmpty(g.ExceptionType), maskNonEmpty(g.ExceptionCause)
+		}
+		g.SampleMessage = red.ErrorSample(g)
 	}
-	if red.masksExceptionType() {
-		g.ExceptionType, g.ExceptionCause = maskNonEmpty(g.ExceptionType), maskNonEmpty(g.ExceptionCause)
-	}
-	if red.masksExceptionMessage() {
-		g.SampleMessage = maskNonEmpty(g.SampleMessage)
-	}
+	g.Sample = nil
 	return g
+}
+
+// ErrorSample is an error group's sample exception message as it may be shown, quoted on the
+// overview and in notifications: hidden when the exception message header is masked, or when the
+// sample record's own masking hides it (a message quoting a masked payload value or header,
+// which the record's page would hide). A group without its sample record keeps its sample only
+// when no JSON path could have fed it.
+func (red *Rules) ErrorSample(g kafka.ErrorGroup) string {
+	red = red.current()
+	switch {
+	case red == nil || g.SampleMessage == "":
+	case red.masksExceptionMessage():
+		return Redacted
+	case g.Sample != nil:
+		if r, masked := red.Record(*g.Sample); masked && r.DeadLetter != nil && r.DeadLetter.ExceptionMessage == Redacted {
+			return Redacted
+		}
+	case len(red.paths) > 0:
+		return Redacted
+	}
+	return g.SampleMessage
+}
+
+// Episodes is src's error-group episodes as the overview and notifications tell them: the
+// exception type and cause hidden when their headers are masked, and the sample when the
+// exception message header is (the sampler stored it masked by its record's content already, see
+// ErrorSample). Nil rules mask nothing.
+func (red *Rules) Episodes(src EpisodeSource) EpisodeSource {
+	if red == nil || src == nil {
+		return src
+	}
+	return maskedEpisodes{red: red, src: src}
+}
+
+// EpisodeSource lists the dead-letter error groups whose episode started since a time (the
+// store's, ops/health's ErrorGroups).
+type EpisodeSource interface {
+	ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error)
+}
+
+type maskedEpisodes struct {
+	red *Rules
+	src EpisodeSource
+}
+
+func (m maskedEpisodes) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error) {
+	eps, err := m.src.ErrorGroupEpisodes(ctx, since, limit)
+	red := m.red.current()
+	if err != nil || red == nil {
+		return eps, err
+	}
+	for i := range eps {
+		e := &eps[i]
+		if red.masksExceptionType() {
+			// The key names the group in the problem's key: a digest of it keeps groups apart.
+			sum := sha256.Sum256([]byte(e.Key))
+			e.Key = "masked-" + hex.EncodeToString(sum[:8])
+			e.ExceptionType, e.ExceptionCause = maskNonEmpty(e.ExceptionType), maskNonEmpty(e.ExceptionCause)
+		}
+		if red.masksExceptionMessage() {
+			e.SampleMessage = maskNonEmpty(e.SampleMessage)
+		}
+	}
+	return eps, nil
 }
 
 func maskNonEmpty(s string) string {

@@ -35,7 +35,9 @@ func (r *Rules) Message(m rabbit.Message) Message {
 		out.Properties.MessageID, out.Redacted = Redacted, true
 	}
 	if body, changed := r.maskBody(m.Body, m.Truncated, mask); changed {
+		// Masking reveals no length: the size is what is shown, and a body hidden whole is not cut.
 		out.Body, out.Redacted, out.BodyRedacted = body, true, true
+		out.Size, out.Truncated = len(body), false
 	}
 	for i, hd := range hs {
 		if r.Header(hd.Key) {
@@ -100,4 +102,13 @@ func (red *Rules) View(last *Message) func(rabbit.Message) rabbit.Message {
 		v.Headers = last.Headers
 		return v
 	}
+}
+
+// Shown is Message as the message itself: what a reader who may not see content sees of it,
+// for code that works on rabbit.Message (a plan's error groups, a trace's steps).
+func (r *Rules) Shown(m rabbit.Message) rabbit.Message {
+	s := r.current().Message(m)
+	out := s.Message
+	out.Headers = s.Headers
+	return out
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -381,26 +383,89 @@ type messageMask struct {
 	clear     []string // values of headers and properties shown in clear
 }
 
-// minContained is the shortest hidden value searched for inside a longer one (and the shortest
-// derived value searched for inside a hidden one): shorter ones are only compared whole.
+// minContained is the shortest hidden value searched for anywhere inside a longer one (and the
+// shortest derived value searched for inside a hidden one, or left at the end of a value cut
+// inside a hidden one). A shorter hidden value — a PIN, a CVV — is searched for as a word: "pin 737
+// refused" hides for 737, "o-7370" does not. A single character is only compared whole.
 const minContained = 4
 
-// matches reports whether the derived value v must be hidden.
+// matches reports whether the derived value v must be hidden: it is a hidden value, holds one,
+// is part of one, or ends with the beginning of one — a value cut short inside it (Spring AMQP
+// cuts x-exception-stacktrace to fit a frame, a page clips a line with "…").
 func (m *messageMask) matches(v string) bool {
 	if m == nil || v == "" {
 		return false
 	}
 	v = strings.TrimSpace(v)
+	cut := trimCutMark(v)
 	for _, s := range m.secrets {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
-		if v == s || (len(s) >= minContained && strings.Contains(v, s)) || (len(v) >= minContained && strings.Contains(s, v)) {
+		if v == s || (len(v) >= minContained && strings.Contains(s, v)) {
+			return true
+		}
+		if len(s) >= minContained {
+			if strings.Contains(v, s) || endsInside(cut, s) {
+				return true
+			}
+		} else if len(s) > 1 && containsWord(v, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// trimCutMark is v without what marks a cut at its end: an ellipsis, "...", white space.
+func trimCutMark(v string) string {
+	for {
+		t := strings.TrimRightFunc(v, unicode.IsSpace)
+		t = strings.TrimSuffix(strings.TrimSuffix(t, "…"), "...")
+		if t == v {
+			return v
+		}
+		v = t
+	}
+}
+
+// endsInside reports whether v ends with at least minContained bytes that begin s (and not all
+// of s, which Contains found): the value was cut inside the hidden one.
+func endsInside(v, s string) bool {
+	head := s[:minContained]
+	from := max(0, len(v)-len(s)+1)
+	for i := from; i <= len(v)-minContained; {
+		j := strings.Index(v[i:], head)
+		if j < 0 {
+			return false
+		}
+		if strings.HasPrefix(s, v[i+j:]) {
+			return true
+		}
+		i += j + 1
+	}
+	return false
+}
+
+// containsWord reports whether s stands in v as a word: not next to a letter or digit.
+func containsWord(v, s string) bool {
+	for i := 0; ; {
+		j := strings.Index(v[i:], s)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		before, _ := utf8.DecodeLastRuneInString(v[:at])
+		after, _ := utf8.DecodeRuneInString(v[at+len(s):])
+		if !wordRune(before) && !wordRune(after) {
+			return true
+		}
+		i = at + 1
+	}
+}
+
+func wordRune(r rune) bool {
+	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
 }
 
 // text is v, or Redacted when it is derived from hidden content.
@@ -529,12 +594,17 @@ func (r *Rules) masksExceptionMessage() bool {
 // Plan masks what a replay plan's items and error groups carry of message content, for
 // every page and API answer that presents a plan: message ids read from a masked header or path,
 // and error groups built from a masked exception header. Plans keep no headers, so the rules
-// decide by name (see masksMessageIDs); outbox plans take ids and errors from the outbox's own
-// columns, which no rule names. Call it as plan = red.Plan(plan); nil masks nothing.
+// decide by name (see masksMessageIDs); a RabbitMQ plan's groups were read from its masked
+// messages when planned (replay.Options.ShownRabbit); outbox plans take ids from the outbox's own
+// columns, and their groups from last_error (see outboxPlan). Call it as plan = red.Plan(plan);
+// nil masks nothing.
 func (r *Rules) Plan(p replay.Plan) replay.Plan {
 	r = r.current()
-	if !r.Active() || p.Source.Kind == "outbox" {
+	if !r.Active() {
 		return p
+	}
+	if p.Source.Kind == "outbox" {
+		return r.outboxPlan(p)
 	}
 	if ed := p.Source.Edit; ed != nil && ed.Diff != nil {
 		p.Source.Edit = r.Edit(*ed)
@@ -562,6 +632,41 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 		eg := make(map[string]map[replay.Action]int, len(p.ErrorGroups))
 		for g, counts := range p.ErrorGroups {
 			k := maskGroup(p.Source.Kind, g)
+			if eg[k] == nil {
+				eg[k] = map[replay.Action]int{}
+			}
+			for a, n := range counts {
+				eg[k][a] += n
+			}
+		}
+		p.ErrorGroups = eg
+	}
+	return p
+}
+
+// outboxPlan masks an outbox plan's error groups: each is read from an event's last_error, which
+// may repeat what its payload masks (OutboxEvent), and a plan keeps no payload. A group that is an
+// exception class quotes no message and stays; any other is hidden when JSON paths are configured.
+func (r *Rules) outboxPlan(p replay.Plan) replay.Plan {
+	if !r.MasksPayloads() {
+		return p
+	}
+	hide := func(g string) string {
+		if g == "" || ops.IsExceptionClass(g) {
+			return g
+		}
+		return Redacted
+	}
+	items := make([]replay.Item, len(p.Items))
+	for i, it := range p.Items {
+		it.ErrorGroup = hide(it.ErrorGroup)
+		items[i] = it
+	}
+	p.Items = items
+	if len(p.ErrorGroups) > 0 {
+		eg := make(map[string]map[replay.Action]int, len(p.ErrorGroups))
+		for g, counts := range p.ErrorGroups {
+			k := hide(g)
 			if eg[k] == nil {
 				eg[k] = map[replay.Action]int{}
 			}

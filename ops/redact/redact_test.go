@@ -267,10 +267,11 @@ func TestRedactKafkaRecord(t *testing.T) {
 	}
 }
 
-// TestRedactRecordKeepsWhatScansReadFirst: a filter scan reads key, partition, offset, timestamp
-// and size from the record as fetched, before the view (search.Query.View), so the redaction
-// must leave them as they are — even a key that quotes a masked header or JSON field. A rule
-// that masks one of them has to change the scan too.
+// TestRedactRecordKeepsWhatScansReadFirst: a filter scan reads key, partition, offset and
+// timestamp from the record as fetched, before the view (search.Query.View), so the redaction must
+// leave them as they are — even a key that quotes a masked header or JSON field. A rule that
+// masks one of them has to change the scan too. The size is the masked record's (masking reveals
+// no length), and a scan under a view reads it from the view.
 func TestRedactRecordKeepsWhatScansReadFirst(t *testing.T) {
 	r := testRules(t)
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
@@ -282,8 +283,12 @@ func TestRedactRecordKeepsWhatScansReadFirst(t *testing.T) {
 	if !redacted {
 		t.Fatal("nothing was masked")
 	}
-	if string(got.Key) != "Bearer x" || got.Partition != 3 || got.Offset != 42 || !got.Timestamp.Equal(at) || got.Size != 77 {
-		t.Fatalf("the redaction changed what a scan reads before it: key %q partition %d offset %d timestamp %v size %d",
-			got.Key, got.Partition, got.Offset, got.Timestamp, got.Size)
+	if string(got.Key) != "Bearer x" || got.Partition != 3 || got.Offset != 42 || !got.Timestamp.Equal(at) {
+		t.Fatalf("the redaction changed what a scan reads before it: key %q partition %d offset %d timestamp %v",
+			got.Key, got.Partition, got.Offset, got.Timestamp)
+	}
+	want := len(got.Key) + len(got.Value) + len("Authorization") + len(Redacted)
+	if got.Size != want || got.OriginalSize != len(got.Value) {
+		t.Fatalf("size %d, original size %d: want the masked record's, %d and %d", got.Size, got.OriginalSize, want, len(got.Value))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/rabbit"
 )
 
 // KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it.
@@ -70,8 +71,13 @@ type Options struct {
 	MessageIDs    configs.MessageIDRules
 	Replay        configs.Replay
 	GroupsByTopic GroupsByTopic // optional
-	Audit         Auditor       // optional in tests
-	Logger        *slog.Logger
+	// ShownRabbit, when set, is what everyone may see of a RabbitMQ dead letter (ops/redact's
+	// masking pass, as its pages show it): a plan's error groups are read from it, so that a group
+	// quoting masked content — an exception message naming a masked payload value — is planned,
+	// stored and shown masked. Nil groups by the message as it is.
+	ShownRabbit func(rabbit.Message) rabbit.Message
+	Audit       Auditor // optional in tests
+	Logger      *slog.Logger
 	// Owner names this replica in job leases; default host-pid-random.
 	Owner string
 	// Lease is how long a claimed job is held without renewal; default 30s.

@@ -184,6 +184,11 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 	if ts := m.Properties.Timestamp; ts != nil && !f.matchTime(*ts) {
 		return Item{}, false
 	}
+	if shown := e.o.ShownRabbit; shown != nil && exception != "" {
+		if sd := shown(m).DeadLetter; sd != nil {
+			exception = sd.ExceptionMessage // the group quotes no more than the message shows
+		}
+	}
 	it := Item{Locator: rabbitLocator(src.Broker, src.Vhost, src.Queue, m), MessageID: m.MessageID,
 		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorGroupKey(exception))}
 	if dl != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/lease"
 )
@@ -57,6 +58,10 @@ type Options struct {
 	// NewGroupWindow is how long an error group of a dead-letter topic must have been quiet for
 	// its next record to start a new episode (notify.new_group_window); 0 means 24 h.
 	NewGroupWindow time.Duration
+	// ErrorSample is what of an error group's newest exception message the store keeps, and so
+	// the overview and notifications quote: masked as its record's content is masked for
+	// everyone (redact.Rules.ErrorSample). Nil keeps it as read.
+	ErrorSample func(kafka.ErrorGroup) string
 	// Logger receives leadership changes and failed samples; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
@@ -90,6 +95,7 @@ type Sampler struct {
 	cacheTTL       time.Duration
 	minFresh       time.Duration // Options.MinRefresh; <= 0 off
 	newGroupWindow time.Duration // Options.NewGroupWindow, defaulted
+	errorSample    func(kafka.ErrorGroup) string
 
 	kafka       []*kafkaState // config order
 	kafkaByName map[string]*kafkaState
@@ -149,6 +155,7 @@ func New(opts Options) (*Sampler, error) {
 		m:           newMetrics(),
 
 		newGroupWindow: opts.NewGroupWindow,
+		errorSample:    opts.ErrorSample,
 	}
 	if s.newGroupWindow <= 0 {
 		s.newGroupWindow = 24 * time.Hour

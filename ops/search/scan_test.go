@@ -195,6 +195,7 @@ func TestScanKafka(t *testing.T) {
 				}
 			}
 			r.Headers, r.Value = hs, []byte(`{"n":"***"}`)
+			r.Size = 42 // a masked record's size is what it shows (redact.Rules.Record)
 			if r.DeadLetter != nil {
 				dl := *r.DeadLetter
 				dl.ExceptionType = "***"
@@ -213,6 +214,8 @@ func TestScanKafka(t *testing.T) {
 			{`dead_letter.exception_type == "***" && dead_letter.original_topic == "orders"`, 300, 3000},
 			{`key == "k-1-77"`, 1, 1},
 			{`offset < 10 && partition == 2`, 10, 10},
+			// Masking reveals no length: size is the view's.
+			{`size == 42`, 3000, 3000},
 		} {
 			views = 0
 			var got []kafka.Record

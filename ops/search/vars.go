@@ -31,9 +31,10 @@ func (f *Filter) MatchRabbit(ctx context.Context, m rabbit.Message) (bool, error
 }
 
 // kafkaVars resolves a record's variables, each on first use and from no more of the record than
-// it needs: key, partition, offset, timestamp and size from the record as fetched; headers and
+// it needs: key, partition, offset and timestamp from the record as fetched; size, headers and
 // value from it too when there is no view (the value through its schema); dead_letter, or
-// anything under a view, from the record decoded and viewed. A filter over the key decodes nothing.
+// anything under a view, from the record decoded and viewed (a masked record's size is that of
+// what it shows). A filter over the key decodes nothing.
 type kafkaVars struct {
 	plain *kafka.Record // as fetched; the whole record for MatchKafka
 	lazy  *kafka.Lazy   // decodes plain; nil for MatchKafka
@@ -111,6 +112,10 @@ func (v *kafkaVars) ResolveName(name string) (any, bool) {
 	case "timestamp":
 		return r.Timestamp, true
 	case "size":
+		if v.view != nil {
+			// Masking reveals no length: under a view, the size of what the reader sees.
+			return int64(v.record().Size), true
+		}
 		return int64(r.Size), true
 	case "resolution":
 		if v.resolutions == nil {

@@ -46,11 +46,34 @@ func (r *run) outboxes(ctx context.Context) ([]outbox.Event, []audit.RowRef) {
 				rows = append(rows, audit.RowRef{Target: audit.OutboxTarget(o.Name()), ID: e.ID})
 			}
 			mu.Unlock()
-			r.emit(outboxSteps(o.Name(), events, ids, r.q.AggregateID, r.t.o.Budget.Rows))
+			r.emit(outboxSteps(o.Name(), r.shownErrors(lctx, o, events), ids, r.q.AggregateID, r.t.o.Budget.Rows))
 		})
 	}
 	wg.Wait()
 	return all, rows
+}
+
+// shownErrors is events with each last_error as the reader may see it (Query.OutboxView): the row
+// is read again with its payload, whose masking decides; a row that cannot be read shows none.
+func (r *run) shownErrors(ctx context.Context, o Outbox, events []outbox.Event) []outbox.Event {
+	if r.q.OutboxView == nil {
+		return events
+	}
+	out := make([]outbox.Event, len(events))
+	for i, e := range events {
+		out[i] = e
+		if e.LastError == nil || *e.LastError == "" {
+			continue
+		}
+		full, err := o.Event(ctx, e.ID)
+		if err != nil {
+			hidden := "(not shown: the row's payload, which decides what of it is masked, could not be read)"
+			out[i].LastError = &hidden
+			continue
+		}
+		out[i].LastError = r.q.OutboxView(full).LastError
+	}
+	return out
 }
 
 func outboxSteps(name string, events []outbox.Event, ids []string, aggregate string, limit int) []Step {
@@ -219,7 +242,11 @@ func (r *run) audit(ctx context.Context, ids []string) {
 	<-r.outboxDone // the rows found: a release or requeue names them by id
 	lctx, cancel := context.WithTimeout(ctx, r.t.o.Budget.Time)
 	defer cancel()
-	entries, err := r.t.o.Audit.AuditNaming(lctx, needles, r.rows, since, r.t.o.Budget.Rows)
+	search := r.t.o.Audit.AuditNamingMasked
+	if r.q.AuditContent {
+		search = r.t.o.Audit.AuditNaming
+	}
+	entries, err := search(lctx, needles, r.rows, since, r.t.o.Budget.Rows)
 	if err != nil {
 		r.emit([]Step{r.down(KindAudit, source, err)})
 		return

@@ -42,6 +42,9 @@ type Outbox interface {
 	// Find reads the rows of these event ids and of the aggregate ("" for none), at most limit.
 	// Errors wrap ops.ErrUnavailable.
 	Find(ctx context.Context, eventIDs []string, aggregateID string, limit int) ([]outbox.Event, error)
+	// Event reads one row with its payload (for Query.OutboxView). Errors: ops.ErrNotFound,
+	// ops.ErrUnavailable.
+	Event(ctx context.Context, id int64) (outbox.Event, error)
 }
 
 // KafkaCluster is a Kafka cluster; *kafka.Cluster implements it.
@@ -84,6 +87,9 @@ type AuditLog interface {
 	// AuditNaming lists entries since since whose target, reason or detail contains a needle, or
 	// that changed one of rows (an outbox repair names its rows by id, not by event_id).
 	AuditNaming(ctx context.Context, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error)
+	// AuditNamingMasked is AuditNaming searching no message content an entry records (an edit
+	// and retry's values), for a reader who sees it masked.
+	AuditNamingMasked(ctx context.Context, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error)
 }
 
 // Budget bounds each lookup of a trace. Zero fields take the defaults.
@@ -161,6 +167,15 @@ type Query struct {
 	// are described from them. Nil (an admin who asked to reveal) matches and shows the original.
 	KafkaView  func(kafka.Record) kafka.Record
 	RabbitView func(rabbit.Message) rabbit.Message
+	// OutboxView, when set, is what the reader may see of an outbox row read with its payload
+	// (last_error masked where it repeats what the payload masks); a row's last_error is told
+	// from it, and hidden when the payload cannot be read. Nil shows last_error as stored.
+	OutboxView func(outbox.Event) outbox.Event
+	// AuditContent searches what audit entries record of message content (an edit and retry's
+	// values) too: only for a reader who may see it (no redaction, or an admin who revealed).
+	// False searches targets, reasons and the rest of the detail, so that a guess at a masked
+	// value is not confirmed by the audit log.
+	AuditContent bool
 	// Each, when set, is handed each lookup's steps as that lookup answers (one call at a time).
 	Each func([]Step)
 }
