@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kfaketest"
 )
 
@@ -301,5 +303,28 @@ func TestArrivalsAreRecords(t *testing.T) {
 	after, err := f.c.DeadLetterTopics(ctx)
 	if err != nil || after[0].Arrived != 2 || after[0].Records != 5 || !after[0].Counted {
 		t.Errorf("after deleting offsets below 10: %+v, %v; want 5 records, still 2 arrived", after, err)
+	}
+}
+
+// An offset move's copy of the skipped records reads them committed (an aborted record is not
+// copied) and refuses (409) a range reaching past the last stable offset: what an open
+// transaction holds cannot be copied, and skipping it uncopied would lose it once it commits.
+func TestCopySkippedStopsAtOpenTransactions(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "orders", 1)
+	f.topic(t, "orders.DLT", 1)
+	f.fill(t, "orders", 0, 2)                                                                         // 0, 1
+	kfaketest.Transaction(t, f.broker, "tx", false, &kgo.Record{Topic: "orders", Value: []byte("a")}) // 2, marker 3
+	f.fill(t, "orders", 0, 1)                                                                         // 4
+	ctx := ctxT(t)
+	res, err := f.c.CopySkipped(ctx, CopyRequest{PlanID: "p1", Group: "g", Topic: "orders", Ranges: map[int32][2]int64{0: {0, 5}}, Dest: "orders.DLT"})
+	if err != nil || res.Copied != 3 {
+		t.Fatalf("copy of 0..4: %+v, %v; want the 3 committed records copied, not the aborted one", res, err)
+	}
+	end := kfaketest.OpenTransaction(t, f.broker, "open-tx", &kgo.Record{Topic: "orders", Value: []byte("o")}) // 5
+	defer end(true)
+	_, err = f.c.CopySkipped(ctx, CopyRequest{PlanID: "p2", Group: "g", Topic: "orders", Ranges: map[int32][2]int64{0: {4, 6}}, Dest: "orders.DLT"})
+	if !errors.Is(err, ops.ErrConflict) || !strings.Contains(err.Error(), "held by a transaction still open (the last stable offset is 5)") {
+		t.Errorf("a copy past the open transaction: %v; want a 409", err)
 	}
 }

@@ -286,9 +286,16 @@ type CopyResult struct {
 // when the dead-letter topic has it (by key otherwise). Records an earlier apply of the plan
 // copied are recognised and not copied again. It returns only after every copy is acknowledged
 // (acks=all, idempotent producer); any failure is an error and the caller must not commit.
+// Records are read as a read_committed consumer gets them (no record of an aborted transaction
+// is copied); a range reaching past a partition's last stable offset is an ops.ErrConflict, since
+// the records a transaction still open holds cannot be copied, and skipping them uncopied would
+// lose them once it commits.
 func (c *Cluster) CopySkipped(ctx context.Context, req CopyRequest) (CopyResult, error) {
 	if req.PlanID == "" || req.Dest == "" {
 		return CopyResult{}, ops.Invalid("copy", "a plan id and a destination are required")
+	}
+	if err := c.beforeOpenTransactions(ctx, req.Topic, req.Ranges); err != nil {
+		return CopyResult{}, err
 	}
 	done, err := c.copiesOf(ctx, req.Dest, req.PlanID, req.Topic, req.DestFrom)
 	if err != nil {
@@ -428,4 +435,28 @@ func (c *Cluster) CommitGroupOffsets(ctx context.Context, group, topic string, o
 			Message: fmt.Sprintf("group %q has members: stop its consumers, then apply again", group), Err: err})
 	}
 	return c.fail("commit offsets of "+named(group), err)
+}
+
+// beforeOpenTransactions refuses (ops.ErrConflict) ranges of topic reaching past a partition's
+// last stable offset: a transaction open there holds what follows until it ends.
+func (c *Cluster) beforeOpenTransactions(ctx context.Context, topic string, ranges map[int32][2]int64) error {
+	bctx, cancel := c.bound(ctx)
+	defer cancel()
+	all, err := c.partitionBounds(bctx, topic)
+	if err != nil {
+		return c.fail("offsets of "+named(topic), err)
+	}
+	parts := make([]int32, 0, len(ranges))
+	for p := range ranges {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	for _, p := range parts {
+		if b, ok := all[topic][p]; ok && ranges[p][1] > b.stable {
+			return ops.Conflict("offsets %d to %d of %s partition %d are held by a transaction still open "+
+				"(the last stable offset is %d): they cannot be copied before it ends; skip to offset %d at most, or wait for the transaction",
+				b.stable, ranges[p][1]-1, named(topic), p, b.stable, b.stable)
+		}
+	}
+	return nil
 }
