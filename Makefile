@@ -79,7 +79,7 @@ check-generated: generate
 
 ## bench: the benchmarks recorded in docs/benchmarks.md (starts the services like make test)
 bench:
-	$(GO) run ./cmd/devstack run -- sh -c '$(GO) test -run "^$$" -bench . -benchtime 20x ./ops/outbox/ ./ops/kafka/ ./ops/sampler/ ./ops/store/ && \
+	$(GO) run ./cmd/devstack run -- sh -c '$(GO) test -run "^$$" -bench . -benchtime 20x ./ops/outbox/... ./ops/kafka/ ./ops/sampler/ ./ops/store/ && \
 		$(GO) test -run "^$$" -bench . -benchtime 5x ./ops/rabbit/ && \
 		$(GO) test -run "^$$" -bench . -benchtime 1x ./ops/replay/'
 

@@ -90,28 +90,28 @@ func (s *Store) countRow(ctx context.Context, query string, args []any, dest ...
 }
 
 // Stats counts the non-SENT states exactly, each with its own range of the (status, available_at)
-// index ("Using index"), side by side on the pool's connections and read uncommitted (countRow);
+// index ("Using index"; PROCESSING with its rows, to tell the stuck leases), side by side on the
+// pool's connections and read uncommitted (countRow);
 // SENT, the bulk of a healthy outbox, comes from InnoDB's row estimate
 // (information_schema.TABLES.TABLE_ROWS, kept by its persistent statistics) on large tables.
 func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	st := outbox.Stats{Counts: map[outbox.Status]int64{}, CheckedAt: time.Now()}
-	counts := make([]int64, len(outbox.Unsent))
+	var ready, failed, dead, processing int64
 	var oldestMicros sql.NullInt64
 	var estimate int64
 	g, gctx := errgroup.WithContext(ctx)
-	for i, state := range outbox.Unsent {
-		g.Go(func() error { return s.countRow(gctx, s.q.count[state], nil, &counts[i]) })
-	}
-	g.Go(func() error { return s.countRow(gctx, s.q.readyAgeAndStuck, nil, &oldestMicros, &st.StuckLeases) })
+	// The longest first: READY's range and the PROCESSING rows' look-ups.
+	g.Go(func() error { return s.countRow(gctx, s.q.count[outbox.Ready], nil, &ready) })
+	g.Go(func() error { return s.countRow(gctx, s.q.processing, nil, &processing, &st.StuckLeases) })
+	g.Go(func() error { return s.countRow(gctx, s.q.count[outbox.Dead], nil, &dead) })
+	g.Go(func() error { return s.countRow(gctx, s.q.count[outbox.Failed], nil, &failed) })
+	g.Go(func() error { return s.countRow(gctx, s.q.readyAge, nil, &oldestMicros) })
 	g.Go(func() error { return s.row(gctx, s.q.estimate, s.q.estimateArgs, &estimate) })
 	if err := g.Wait(); err != nil {
 		return outbox.Stats{}, s.wrap("stats", err)
 	}
-	var unsent int64
-	for i, state := range outbox.Unsent {
-		st.Counts[state] = counts[i]
-		unsent += counts[i]
-	}
+	st.Counts[outbox.Ready], st.Counts[outbox.Processing], st.Counts[outbox.Failed], st.Counts[outbox.Dead] = ready, processing, failed, dead
+	unsent := ready + processing + failed + dead
 	if oldestMicros.Valid {
 		d := time.Duration(oldestMicros.Int64) * time.Microsecond
 		st.OldestReadyAge = &d

@@ -13,14 +13,15 @@ import (
 // each quoted. Columns are compared as they are (never wrapped in a function) so that the status
 // index stays usable; database/sql converts what it reads into the Event's types.
 type queries struct {
-	table            string
-	ping             string
-	count            map[outbox.Status]string // count(*) of one state: literal, so each is a range of the index
-	readyAgeAndStuck string
-	estimate         string
-	estimateArgs     []any
-	selectEvent      string // column list + FROM, for list and detail
-	claimed          string // a stuck lease: PROCESSING and locked_until before now
+	table        string
+	ping         string
+	count        map[outbox.Status]string // count(*) of one state: literal, so each is a range of the index
+	readyAge     string
+	processing   string // PROCESSING rows, and how many of them are stuck
+	estimate     string
+	estimateArgs []any
+	selectEvent  string // column list + FROM, for list and detail
+	claimed      string // a stuck lease: PROCESSING and locked_until before now
 	// columns, quoted, for building filters and repairs
 	id, eventID, eventType, aggregateID, status, lockedUntil, availableAt, attempts, createdAt, payload string
 }
@@ -48,9 +49,12 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 		table: t,
 		count: count,
 		ping:  fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
-		readyAgeAndStuck: fmt.Sprintf(`SELECT
-				(SELECT TIMESTAMPDIFF(MICROSECOND, min(%[3]s), NOW(6)) FROM %[1]s WHERE %[2]s = 'READY' AND %[3]s <= NOW(6)),
-				(SELECT count(*) FROM %[1]s WHERE %[4]s)`, t, status, avail, claimed),
+		readyAge: fmt.Sprintf(`SELECT TIMESTAMPDIFF(MICROSECOND, min(%[3]s), NOW(6)) FROM %[1]s WHERE %[2]s = 'READY' AND %[3]s <= NOW(6)`,
+			t, status, avail),
+		// One pass over the PROCESSING rows: telling the stuck ones reads each row's locked_until
+		// (not in the index) anyway, and their number comes with it.
+		processing: fmt.Sprintf(`SELECT count(*), count(CASE WHEN %[3]s < NOW(6) THEN 1 END) FROM %[1]s WHERE %[2]s = 'PROCESSING'`,
+			t, status, locked),
 		// TABLE_ROWS is InnoDB's estimate from its persistent statistics (ANALYZE TABLE, or
 		// recomputed after a tenth of the rows changed); 0 or missing, the caller counts exactly.
 		estimate:     `SELECT coalesce(max(TABLE_ROWS), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = coalesce(?, DATABASE()) AND TABLE_NAME = ?`,
