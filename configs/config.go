@@ -44,6 +44,7 @@ type Config struct {
 	Search    Search           `yaml:"search"`
 	Export    Export           `yaml:"export"`
 	Notify    Notify           `yaml:"notify"` // see notify.go
+	Audit     Audit            `yaml:"audit"`
 }
 
 // Search bounds content searches (filter expressions over records and messages).
@@ -437,6 +438,7 @@ func expandEnv(raw []byte, getenv func(string) string) ([]byte, error) {
 
 func (c *Config) applyDefaults() {
 	c.Notify.applyDefaults()
+	c.Audit.applyDefaults()
 	c.Search.MaxScan = cmp.Or(c.Search.MaxScan, 100_000)
 	c.Export.MinRole = cmp.Or(c.Export.MinRole, access.Operator.String())
 	c.Listen = cmp.Or(c.Listen, "127.0.0.1:8080")
@@ -538,6 +540,33 @@ var (
 	identifierRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 )
 
+// Audit bounds what requests nobody is accountable for write to the audit log: refused anonymous
+// requests (no identity, an unknown API token, a missing CSRF token) and failed sign-ins are
+// recorded one by one up to these rates; past them they are counted, and one row a minute per
+// client address (and one for the rest) says how many were left out and what they asked.
+type Audit struct {
+	// AnonymousPerAddress is how many such rows one client address (an IPv6 /64) may write a
+	// minute. Default 20.
+	AnonymousPerAddress int `yaml:"anonymous_per_address"`
+	// AnonymousPerMinute is how many such rows all addresses together may write a minute.
+	// Default 120.
+	AnonymousPerMinute int `yaml:"anonymous_per_minute"`
+}
+
+func (a *Audit) applyDefaults() {
+	a.AnonymousPerAddress = cmp.Or(a.AnonymousPerAddress, 20)
+	a.AnonymousPerMinute = cmp.Or(a.AnonymousPerMinute, 120)
+}
+
+func (a *Audit) validate(bad func(key, format string, args ...any)) {
+	if a.AnonymousPerAddress < 1 {
+		bad("audit.anonymous_per_address", "must be at least 1")
+	}
+	if a.AnonymousPerMinute < a.AnonymousPerAddress {
+		bad("audit.anonymous_per_minute", "must be at least audit.anonymous_per_address (%d)", a.AnonymousPerAddress)
+	}
+}
+
 // Validate checks every field and cross-field rule; the error names the key, e.g. "kafka[0].brokers".
 func (c *Config) Validate() error {
 	var errs []error
@@ -549,6 +578,7 @@ func (c *Config) Validate() error {
 	}
 	c.Auth.validate(c.Listen, bad)
 	c.Notify.validate(bad)
+	c.Audit.validate(bad)
 	c.Redaction.validate(bad)
 	c.MessageID.validate(bad)
 	switch c.Log.Format {

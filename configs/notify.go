@@ -24,6 +24,22 @@ type Notify struct {
 	MaxAttempts int             `yaml:"max_attempts"`
 	Channels    []NotifyChannel `yaml:"channels"`
 	Rules       []NotifyRule    `yaml:"rules"`
+	// Silences bound what one person may silence, by role.
+	Silences NotifySilences `yaml:"silences"`
+}
+
+// NotifySilences bound silences by the role of who sets them: how long one may last, and which
+// severities an operator may silence (an admin may silence any). A silence past them is refused
+// (403, audited) in words that name the key.
+type NotifySilences struct {
+	// OperatorMax is the longest silence an operator may set. Default 4h.
+	OperatorMax Duration `yaml:"operator_max"`
+	// AdminMax is the longest silence an admin may set. Default 720h (30 days), at most that.
+	AdminMax Duration `yaml:"admin_max"`
+	// OperatorSeverities are the severities an operator's silence may cover: it must name one of
+	// them as its severity matcher. Default [warning, info]: only an admin silences critical
+	// problems (or all severities at once).
+	OperatorSeverities []string `yaml:"operator_severities"`
 }
 
 // NotifyChannel is one destination. Type is webhook, slack or email.
@@ -74,10 +90,18 @@ type NotifyMatch struct {
 	Severity string `yaml:"severity"`
 }
 
+// maxSilence is the longest silence anyone may set (ops/alerts.MaxSilence).
+const maxSilence = 30 * 24 * time.Hour
+
 func (n *Notify) applyDefaults() {
 	n.Interval = cmp.Or(n.Interval, Duration(30*time.Second))
 	n.NewGroupWindow = cmp.Or(n.NewGroupWindow, Duration(24*time.Hour))
 	n.MaxAttempts = cmp.Or(n.MaxAttempts, 10)
+	n.Silences.OperatorMax = cmp.Or(n.Silences.OperatorMax, Duration(4*time.Hour))
+	n.Silences.AdminMax = cmp.Or(n.Silences.AdminMax, Duration(maxSilence))
+	if n.Silences.OperatorSeverities == nil {
+		n.Silences.OperatorSeverities = []string{"warning", "info"}
+	}
 	for i := range n.Channels {
 		c := &n.Channels[i]
 		c.SignatureHeader = cmp.Or(c.SignatureHeader, "X-Redrive-Signature")
@@ -100,6 +124,21 @@ func (n *Notify) validate(bad func(key, format string, args ...any)) {
 	}
 	if n.MaxAttempts < 1 {
 		bad("notify.max_attempts", "must be at least 1")
+	}
+	for key, d := range map[string]Duration{"notify.silences.operator_max": n.Silences.OperatorMax, "notify.silences.admin_max": n.Silences.AdminMax} {
+		if d < Duration(time.Minute) || d > Duration(maxSilence) {
+			bad(key, "must be between 1m and 720h, got %s", time.Duration(d))
+		}
+	}
+	if n.Silences.OperatorMax > n.Silences.AdminMax {
+		bad("notify.silences.operator_max", "must not be longer than notify.silences.admin_max")
+	}
+	for i, sev := range n.Silences.OperatorSeverities {
+		switch sev {
+		case "critical", "warning", "info":
+		default:
+			bad(fmt.Sprintf("notify.silences.operator_severities[%d]", i), "must be critical, warning or info, got %q", sev)
+		}
 	}
 	if n.BaseURL != "" {
 		if u, err := url.Parse(n.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

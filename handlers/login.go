@@ -78,8 +78,8 @@ func (h *Login) form(c echo.Context, status int, user, next, msg string) error {
 }
 
 // Submit: POST /login (form: username, password, next). Failures answer the form again with 401,
-// or 429 and Retry-After when throttled; both are audited as denied, except throttled ones, whose
-// flood would only fill the log.
+// or 429 and Retry-After when throttled; both are audited as denied (at a bounded rate: the audit
+// log given is audit.Throttle, which counts what a flood of them asks past its rate).
 func (h *Login) Submit(c echo.Context) error {
 	if !h.sessions.FormLogin() {
 		return echo.NewHTTPError(http.StatusNotFound, "there is no login form: auth.mode is not basic")
@@ -97,9 +97,11 @@ func (h *Login) Submit(c echo.Context) error {
 	var throttled *ThrottledError
 	switch {
 	case errors.As(err, &throttled):
+		_ = h.record(c, user, "", audit.OutcomeDenied, "throttled: too many failed sign-ins for this user from this address, "+
+			"from this address, or for this user from new addresses")
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds()))))
 		return h.form(c, http.StatusTooManyRequests, user, next,
-			"Too many failed sign-in attempts for this user or from this address. Try again in "+
+			"Too many failed sign-in attempts. Try again in "+
 				strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds())))+" seconds.")
 	case errors.Is(err, ErrBadCredentials):
 		// A refusal stands whether or not it could be audited (the failure is logged).

@@ -12,7 +12,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
@@ -45,6 +47,27 @@ type Notifications struct {
 	store  NotificationStore
 	sender NotificationSender
 	meta   MetaFunc
+	limits configs.NotifySilences // zero: none beyond alerts.MaxSilence
+}
+
+// BoundingSilences bounds the silences people set by role (notify.silences): an operator's may
+// last at most OperatorMax and must name one of OperatorSeverities; an admin's at most AdminMax.
+func (h *Notifications) BoundingSilences(limits configs.NotifySilences) *Notifications {
+	h.limits = limits
+	return h
+}
+
+// silenceLimits are the limits of actor's silences (notify.silences).
+func (h *Notifications) silenceLimits(actor access.Actor) alerts.SilenceLimits {
+	if actor.Can(access.Admin) {
+		return alerts.SilenceLimits{Max: h.limits.AdminMax.D(), MaxKey: "notify.silences.admin_max"}
+	}
+	l := alerts.SilenceLimits{Max: h.limits.OperatorMax.D(), MaxKey: "notify.silences.operator_max",
+		Severities: h.limits.OperatorSeverities, SeverityKey: "notify.silences.operator_severities"}
+	if l.Severities == nil && l.Max == 0 {
+		return alerts.SilenceLimits{} // not configured (tests): no bound beyond alerts.MaxSilence
+	}
+	return l
 }
 
 // NewNotifications wires the notifications handlers; sender may be nil.
@@ -133,8 +156,8 @@ type silenceRequest struct {
 
 // parse reads a silence request; what a silence may be is alerts.SilenceRequest.Silence's to say.
 // A duration is the age grammar of the console's time filters (30m, 2h, 7d).
-func (r silenceRequest) parse(now time.Time, by string) (alerts.Silence, error) {
-	req := alerts.SilenceRequest{Matchers: r.Matchers, Comment: r.Comment, CreatedBy: by}
+func (r silenceRequest) parse(now time.Time, by string, limits alerts.SilenceLimits) (alerts.Silence, error) {
+	req := alerts.SilenceRequest{Matchers: r.Matchers, Comment: r.Comment, CreatedBy: by, Limits: limits}
 	switch {
 	case r.EndsAt != nil && r.Duration != "":
 		return alerts.Silence{}, ops.Invalid("ends_at", "give ends_at or duration, not both")
@@ -163,7 +186,7 @@ func containsStr(list []string, s string) bool {
 
 // createSilence stores and audits a silence (notify.silence): no intent row, no silence.
 func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alerts.Silence, error) {
-	s, err := req.parse(time.Now(), ActorOf(c).Name)
+	s, err := req.parse(time.Now(), ActorOf(c).Name, h.silenceLimits(ActorOf(c)))
 	if err != nil {
 		return s, err
 	}
@@ -313,7 +336,7 @@ func (h *Notifications) FormTest(c echo.Context) error {
 // FormSilence: POST /notifications/silences (the page's form).
 func (h *Notifications) FormSilence(c echo.Context) error {
 	req := silenceRequest{Matchers: map[string]string{}, Duration: c.FormValue("duration"), Comment: c.FormValue("comment")}
-	for _, k := range []string{"kind", "cluster", "topic", "queue", "group"} {
+	for _, k := range []string{"kind", "severity", "cluster", "topic", "queue", "group"} {
 		if v := c.FormValue(k); v != "" {
 			req.Matchers[k] = v
 		}
@@ -336,6 +359,13 @@ func (h *Notifications) Page(c echo.Context) error {
 	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: c.QueryParam("flash"), Kinds: health.Kinds}
 	p.Test = offer(p.Meta, nil, "Operators can send a test notification.")
 	p.Silence = offer(p.Meta, nil, "Operators can silence problems here.")
+	if l := h.silenceLimits(ActorOf(c)); l.Max > 0 {
+		p.SilenceLimits = "You may silence for at most " + ops.FormatAge(l.Max)
+		if l.Severities != nil {
+			p.SilenceLimits += ", problems of severity " + strings.Join(l.Severities, " or ") + " (name it)"
+		}
+		p.SilenceLimits += "."
+	}
 	p.End = offer(p.Meta, nil, "Operators can end a silence.")
 	if h.sender != nil {
 		p.Channels = h.sender.Channels()

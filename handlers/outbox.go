@@ -503,7 +503,9 @@ func (h *Outboxes) Show(c echo.Context) error {
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes}, {Label: o.Name()}}
 	list, err := o.List(ctx, f)
 	if err == nil {
-		list.Events, err = h.shownEvents(c, o, list.Events)
+		if list.Events, err = h.shownEvents(c, o, list.Events); errors.Is(err, ops.ErrForbidden) {
+			return err // a refused reveal is the request's answer, not the panel's
+		}
 	}
 	if err != nil {
 		page.ListError = shown(c, err)

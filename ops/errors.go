@@ -35,6 +35,13 @@ var (
 	// refuses the console's own account what the request needs (a RabbitMQ user without read
 	// permission on the queue); the message names who lacks which permission. → 403
 	ErrForbidden = errors.New("forbidden")
+	// ErrRefused marks an ErrForbidden that is a rule's answer to what a person asked — a role,
+	// the four-eyes rule, a limit, an allowed destination — as opposed to an outside system
+	// refusing the console's own account. Forbidden and Require make them; the web layer audits
+	// each one that reaches it as a denied request, once (see RefusalAudited).
+	ErrRefused = errors.New("refused")
+	// errRefusalAudited marks a refusal whose denied row the code that decided it wrote already.
+	errRefusalAudited = errors.New("refusal audited")
 )
 
 // Error is an error of one kind with a message for a person: Message says what happened and,
@@ -45,6 +52,8 @@ type Error struct {
 	Kind    error  // ErrNotFound, ErrInvalid, ErrConflict, ErrUnavailable or ErrForbidden
 	Message string // for a person
 	Err     error  // the internal cause; may be nil
+	// refused: a rule's refusal of a person's request (ErrRefused), made by Forbidden.
+	refused bool
 }
 
 // Error is the message followed by the cause: for the log, not for a client.
@@ -57,10 +66,14 @@ func (e *Error) Error() string {
 
 // Unwrap makes errors.Is and errors.As see both the kind and the cause.
 func (e *Error) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Kind}
+	out := []error{e.Kind}
+	if e.refused {
+		out = append(out, ErrRefused)
 	}
-	return []error{e.Kind, e.Err}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
 }
 
 // NotFound is an ErrNotFound whose message is format's: "outbox \"x\" is not configured".
@@ -73,10 +86,30 @@ func Conflict(format string, a ...any) error {
 	return &Error{Kind: ErrConflict, Message: fmt.Sprintf(format, a...)}
 }
 
-// Forbidden is an ErrForbidden saying what is not allowed (Require makes the role ones).
+// Forbidden is an ErrForbidden saying what a rule does not allow the person asking (Require makes
+// the role ones); it is an ErrRefused, audited as a denied request where it reaches the web layer.
 func Forbidden(format string, a ...any) error {
-	return &Error{Kind: ErrForbidden, Message: fmt.Sprintf(format, a...)}
+	return &Error{Kind: ErrForbidden, Message: fmt.Sprintf(format, a...), refused: true}
 }
+
+// RefusalAudited marks a refusal whose denied audit row the code that decided it has written, so
+// that it is not written twice. It keeps err's kinds and message.
+func RefusalAudited(err error) error {
+	if err == nil {
+		return nil
+	}
+	return auditedRefusal{err}
+}
+
+// IsUnauditedRefusal reports whether err is a rule's refusal (ErrRefused) whose denied row is
+// still to be written.
+func IsUnauditedRefusal(err error) bool {
+	return errors.Is(err, ErrRefused) && !errors.Is(err, errRefusalAudited)
+}
+
+type auditedRefusal struct{ error }
+
+func (a auditedRefusal) Unwrap() []error { return []error{a.error, errRefusalAudited} }
 
 // Require is nil when actor's role includes need, else an ErrForbidden whose message says what
 // needs which role: Require(actor, access.Admin, "forcing a replay past the consumer's inbox") →

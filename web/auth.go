@@ -432,6 +432,26 @@ func (a *authenticator) unauthenticated(c echo.Context) error {
 	return echo.NewHTTPError(http.StatusUnauthorized, "not signed in: "+how)
 }
 
+// auditRefusals audits, as a denied request, each refusal a handler or a use case decided — a
+// reveal asked by a non-admin, a force or a job above replay.operator_max_messages by an operator,
+// a redirect outside replay.allowed_destinations, another person's job cancelled, a self-approval,
+// an export below export.min_role — with the reason it gave, unless the code that decided it wrote
+// its row already (ops.RefusalAudited). The route-level refusals are audited by middleware, before.
+func (a *authenticator) auditRefusals(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err != nil && ops.IsUnauditedRefusal(err) {
+			var id *identity
+			if v, ok := identityOf(c); ok {
+				id = &v
+			}
+			a.auditDenied(c, id, http.StatusForbidden, capString(ops.Message(err), 1000))
+			err = ops.RefusalAudited(err)
+		}
+		return err
+	}
+}
+
 // auditDenied writes a refused request to the audit log. The refusal stands even when the audit
 // log cannot be written; that failure is logged.
 func (a *authenticator) auditDenied(c echo.Context, id *identity, status int, reason string) {

@@ -4,6 +4,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -44,6 +45,12 @@ type Options struct {
 	// Reload, when set, is how SIGHUP and POST /api/v1/admin/reload put a changed config's users,
 	// tokens, roles and redaction rules in force (see Reloader); nil answers that route 404.
 	Reload *Reloader
+	// Audit bounds the rows of refused anonymous requests and failed sign-ins (the config's audit
+	// section); zero fields take its defaults.
+	Audit configs.Audit
+	// Silences bound the silences people set by role (notify.silences); zero: only the longest
+	// any silence may last.
+	Silences configs.NotifySilences
 }
 
 // Store is what the pages and the API keep in Redrive's own store: the small interfaces their
@@ -146,7 +153,13 @@ var selfCompressed = map[string]bool{paths.APIKafkaGroupsPattern: true}
 func New(deps Deps, opts Options) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	auth, err := newAuthenticator(opts.Auth, opts.ReadOnly, deps.Store, deps.Store, deps.Logger)
+	// Refused anonymous requests and failed sign-ins are recorded at a bounded rate (audit.*):
+	// anyone can send them, and the log keeps every row.
+	bounds := opts.Audit
+	bounds.AnonymousPerAddress = cmp.Or(bounds.AnonymousPerAddress, 20)
+	bounds.AnonymousPerMinute = cmp.Or(bounds.AnonymousPerMinute, 120)
+	auditLog := audit.NewThrottle(deps.Store, bounds.AnonymousPerAddress, bounds.AnonymousPerMinute, deps.Logger)
+	auth, err := newAuthenticator(opts.Auth, opts.ReadOnly, deps.Store, auditLog, deps.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +236,9 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 			},
 			ErrorHandler: func(err error, _ echo.Context) error { return err }}),
 		bodyLimit,
-		auth.middleware(), // identity, the route's role, read_only; audits refusals
-		knownMethod,       // a wrong method is a 405, not a CSRF refusal
+		auth.middleware(),  // identity, the route's role, read_only; audits refusals
+		auth.auditRefusals, // and what handlers and use cases refuse, once
+		knownMethod,        // a wrong method is a 405, not a CSRF refusal
 		csrfFormField,
 		auth.auditCSRF(csrf),
 		validInput, // after authentication: an anonymous caller learns only that it must sign in
@@ -253,7 +267,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		doctor:   handlers.NewDoctor(deps.Doctor, meta),
 		reload:   opts.Reload,
 		search:   search,
-		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta),
+		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta).BoundingSilences(opts.Silences),
 		trace:    handlers.NewTrace(deps.Tracer, meta, red),
 	}
 	var publishers []handlers.ArchivePublisher
@@ -268,7 +282,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		h.outboxes.SetTriage(t)
 		h.rabbit.SetTriage(t)
 	}
-	table := append(routes(h), authRoutes(handlers.NewLogin(auth, deps.Store, meta, deps.Logger))...)
+	table := append(routes(h), authRoutes(handlers.NewLogin(auth, auditLog, meta, deps.Logger))...)
 	table = append(table,
 		Route{http.MethodGet, paths.Metrics, echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), access.Public},
 		Route{http.MethodGet, paths.StaticPattern, echo.WrapHandler(static.Handler()), access.Public})

@@ -147,7 +147,7 @@ notify:
 	}
 	fourEyesMove, plainMove := offsetPlan(30), offsetPlan(1) // 30 skipped records need a second person; 1 does not
 
-	silence := decode[struct{ ID int64 }](t, call("otto", "POST", paths.APISilences, `{"matchers":{"kind":"outbox_stuck"},"duration":"2h"}`))
+	silence := decode[struct{ ID int64 }](t, call("otto", "POST", paths.APISilences, `{"matchers":{"kind":"outbox_dead","severity":"warning"},"duration":"2h"}`))
 
 	none := []string{}
 	notify := []string{paths.NotificationChannelTest("hook"), paths.Silences, paths.SilenceEnd(silence.ID)}

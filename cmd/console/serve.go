@@ -88,7 +88,8 @@ func serveReloadable(ctx context.Context, cfg *configs.Config, log *slog.Logger,
 	}
 	e, err := web.New(deps,
 		web.Options{RequestTimeout: cfg.RequestTimeout.D(), AuthNone: cfg.Auth.Mode == "none",
-			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth, Listen: cfg.Listen, Reload: reloader})
+			ReadOnly: cfg.ReadOnly, Version: version, Auth: cfg.Auth, Listen: cfg.Listen, Reload: reloader,
+			Audit: cfg.Audit, Silences: cfg.Notify.Silences})
 	if err != nil {
 		return err
 	}

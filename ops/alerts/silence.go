@@ -34,6 +34,20 @@ type Vocabulary struct {
 	Severities []string
 }
 
+// SilenceLimits bound a silence by the role of the person setting it (notify.silences): what
+// the setter may not do is refused (ops.ErrForbidden, an ops.ErrRefused the web layer audits).
+type SilenceLimits struct {
+	// Max is the longest silence the setter may set; zero means MaxSilence. MaxKey names the
+	// config key that sets it, for the refusal.
+	Max    time.Duration
+	MaxKey string
+	// Severities, when not nil, are the severities the setter may silence: the silence must name
+	// one of them as its severity matcher (without one it would silence every severity). SeverityKey
+	// names the config key.
+	Severities  []string
+	SeverityKey string
+}
+
 // SilenceRequest is a silence asked for, before it is checked.
 type SilenceRequest struct {
 	Matchers map[string]string
@@ -43,12 +57,15 @@ type SilenceRequest struct {
 	EndsAt    time.Time
 	Comment   string
 	CreatedBy string
+	// Limits are the setter's (by role); the zero value allows any silence of up to MaxSilence.
+	Limits SilenceLimits
 }
 
 // Silence checks r and returns the silence to store; an ops.ErrInvalid names the field to fix:
 // at least one matcher, each a known key with text PostgreSQL can hold, a kind and severity that
 // exist (v), an end between MinSilence and MaxSilence from now, and a comment of at most
-// MaxSilenceComment characters.
+// MaxSilenceComment characters. A silence past the setter's Limits (longer than its Max, or not
+// naming one of its Severities) is an ops.ErrForbidden saying which key bounds it.
 func (r SilenceRequest) Silence(now time.Time, v Vocabulary) (Silence, error) {
 	s := Silence{Matchers: map[string]string{}, Comment: strings.TrimSpace(r.Comment), CreatedBy: r.CreatedBy}
 	for _, k := range slices.Sorted(maps.Keys(r.Matchers)) {
@@ -76,8 +93,17 @@ func (r SilenceRequest) Silence(now time.Time, v Vocabulary) (Silence, error) {
 	if r.For != 0 {
 		field, s.EndsAt = "duration", now.Add(r.For)
 	}
-	if d := s.EndsAt.Sub(now); d < MinSilence || d > MaxSilence {
+	d := s.EndsAt.Sub(now)
+	if d < MinSilence || d > MaxSilence {
 		return s, ops.Invalid(field, "must end between 1m and 30d from now")
+	}
+	if l := r.Limits; l.Max > 0 && d > l.Max {
+		return s, ops.Forbidden("a silence you set may last at most %s (%s); this one would last %s — set a shorter one, or ask an admin",
+			ops.FormatAge(l.Max), l.MaxKey, ops.FormatAge(d.Round(time.Minute)))
+	}
+	if l := r.Limits; l.Severities != nil && !slices.Contains(l.Severities, s.Matchers["severity"]) {
+		return s, ops.Forbidden("a silence you set must name the severity it silences, one of %s (%s); only an admin silences other severities",
+			strings.Join(l.Severities, ", "), l.SeverityKey)
 	}
 	if problem := ops.TextProblem(s.Comment); problem != "" {
 		return s, ops.Invalid("comment", problem)

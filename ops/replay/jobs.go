@@ -96,11 +96,7 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 		return job, err
 	}
 	if err := ApproveRefused(job, approver); err != nil {
-		if errors.Is(err, ops.ErrForbidden) {
-			e.audit(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
-				Outcome: audit.OutcomeDenied, Reason: "self-approval"})
-		}
-		return job, err
+		return job, err // a self-approval is a refusal (ops.ErrRefused), audited where it is answered
 	}
 	done, err := e.intend(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 		Count: new(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})

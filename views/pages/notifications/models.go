@@ -18,6 +18,9 @@ type Page struct {
 	Kinds    []string // the problem kinds a silence may name (its form offers only these)
 	Error    string   // the log could not be read
 	Flash    string   // the outcome of a test or a silence just set
+	// SilenceLimits says what the signed-in user may silence, and for how long (notify.silences);
+	// "" when nothing bounds it.
+	SilenceLimits string
 	// What the signed-in user may do here, as the routes allow: send a test notification, set a
 	// silence, end one. The page shows each form only when it is offered.
 	Test, Silence, End components.Offer
