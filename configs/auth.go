@@ -79,10 +79,18 @@ type User struct {
 }
 
 // LoginLimits throttle failed sign-ins with token buckets: Burst failures at once, then one more
-// per Every. A throttled sign-in answers 429 without checking the password.
+// per Every. Only failures count: a correct password costs nothing and clears its user's failures
+// from its address. A throttled sign-in answers 429 without checking the password.
 type LoginLimits struct {
-	PerUser RateLimit `yaml:"per_user"` // default burst 5, every 1m
-	PerIP   RateLimit `yaml:"per_ip"`   // default burst 20, every 10s
+	// PerUser counts one user's failures from one client address (an IPv6 /64): someone guessing
+	// from elsewhere does not throttle the person's own address. Default burst 5, every 1m.
+	PerUser RateLimit `yaml:"per_user"`
+	// PerIP counts one address's failures, whatever the user. Default burst 20, every 10s.
+	PerIP RateLimit `yaml:"per_ip"`
+	// PerUserNewAddresses counts one user's failures from every address the user has not signed
+	// in from in the last 30 days, together (many addresses guessing one password); the addresses
+	// the person signed in from are not throttled by it. Default burst 20, every 1m.
+	PerUserNewAddresses RateLimit `yaml:"per_user_new_addresses"`
 }
 
 // RateLimit is one token bucket.
@@ -126,6 +134,7 @@ func (a *Auth) applyDefaults() {
 	a.Session.AbsoluteTimeout = cmp.Or(a.Session.AbsoluteTimeout, Duration(12*time.Hour))
 	a.LoginLimits.PerUser = cmp.Or(a.LoginLimits.PerUser, RateLimit{Burst: 5, Every: Duration(time.Minute)})
 	a.LoginLimits.PerIP = cmp.Or(a.LoginLimits.PerIP, RateLimit{Burst: 20, Every: Duration(10 * time.Second)})
+	a.LoginLimits.PerUserNewAddresses = cmp.Or(a.LoginLimits.PerUserNewAddresses, RateLimit{Burst: 20, Every: Duration(time.Minute)})
 	p := &a.Proxy
 	p.UserHeader = cmp.Or(p.UserHeader, "X-Forwarded-User")
 	p.EmailHeader = cmp.Or(p.EmailHeader, "X-Forwarded-Email")
@@ -236,7 +245,8 @@ func (a *Auth) validate(listen string, bad func(key, format string, args ...any)
 	for _, l := range []struct {
 		key string
 		RateLimit
-	}{{"auth.login_limits.per_user", a.LoginLimits.PerUser}, {"auth.login_limits.per_ip", a.LoginLimits.PerIP}} {
+	}{{"auth.login_limits.per_user", a.LoginLimits.PerUser}, {"auth.login_limits.per_ip", a.LoginLimits.PerIP},
+		{"auth.login_limits.per_user_new_addresses", a.LoginLimits.PerUserNewAddresses}} {
 		if l.Burst < 1 {
 			bad(l.key+".burst", "must be at least 1")
 		}

@@ -31,6 +31,9 @@ import (
 	"github.com/redrive/redrive/views/layout"
 )
 
+// rateOf is a configured token bucket as the login limiter takes it.
+func rateOf(r configs.RateLimit) rateLimit { return rateLimit{burst: r.Burst, every: r.Every.D()} }
+
 // parseRole reads a config role name; "" and unknown names (configs.Load refuses those) are
 // access.Public: no role.
 func parseRole(s string) access.Role {
@@ -111,8 +114,7 @@ func newAuthenticator(cfg configs.Auth, readOnly bool, sessions sessionStore, au
 	a := &authenticator{mode: cfg.Mode, readOnly: readOnly, log: log, audit: audit, sessions: sessions,
 		trusted: trusted, proxy: cfg.Proxy, idle: cfg.Session.IdleTimeout.D(),
 		absolute: cfg.Session.AbsoluteTimeout.D(), secureCookies: cfg.SecureCookies, roles: map[string]access.Role{},
-		limits: newLoginLimiter(cfg.LoginLimits.PerUser.Burst, cfg.LoginLimits.PerUser.Every.D(),
-			cfg.LoginLimits.PerIP.Burst, cfg.LoginLimits.PerIP.Every.D())}
+		limits: newLoginLimiter(rateOf(cfg.LoginLimits.PerUser), rateOf(cfg.LoginLimits.PerIP), rateOf(cfg.LoginLimits.PerUserNewAddresses))}
 	switch cfg.Mode {
 	case configs.AuthNone, configs.AuthProxy:
 	case configs.AuthBasic:

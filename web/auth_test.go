@@ -549,42 +549,75 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
+// TestLoginLimiter: only failures count — a correct password costs nothing, however often, and
+// clears its user's failures from its address; a user's failures from one address do not
+// throttle the same user elsewhere (nobody locks a person out from afar); one address spraying
+// users is throttled; many addresses guessing one user are throttled together, except the
+// addresses the user signed in from.
 func TestLoginLimiter(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	l := newLoginLimiter(2, time.Minute, 3, 10*time.Second)
+	l := newLoginLimiter(rateLimit{2, time.Minute}, rateLimit{3, 10 * time.Second}, rateLimit{4, time.Hour})
 	l.now = func() time.Time { return now }
 	attempt := func(user, ip string, ok bool) time.Duration {
 		end, wait := l.begin(user, ip)
 		if wait == 0 {
+			// The password check takes time (bcrypt): the outcome is reported later.
+			now = now.Add(50 * time.Millisecond)
 			end(ok)
 		}
 		return wait
 	}
 
-	for range 5 { // successes cost nothing
+	for i := range 20 { // successes cost nothing
 		if w := attempt("otto", "192.0.2.1", true); w != 0 {
-			t.Fatalf("after successful sign-ins: wait %v", w)
+			t.Fatalf("sign-in %d: wait %v", i+1, w)
 		}
 	}
 	attempt("otto", "192.0.2.1", false)
 	attempt("otto", "192.0.2.1", false)
 	if w := attempt("otto", "192.0.2.1", true); w < 59*time.Second || w > time.Minute {
-		t.Fatalf("user bucket empty: wait %v, want about 1m", w)
+		t.Fatalf("otto's bucket at 192.0.2.1 empty: wait %v, want about 1m", w)
 	}
-	if w := attempt("otto", "192.0.2.99", true); w == 0 {
-		t.Fatal("the user is throttled from every address")
-	}
-	attempt("", "192.0.2.1", false) // an unknown user name costs the address
-	if w := attempt("ada", "192.0.2.1", true); w < 9*time.Second || w > 10*time.Second {
-		t.Fatalf("address bucket empty (3 failures): wait %v, want about 10s", w)
+	// Someone guessing otto's password from elsewhere does not lock otto out of his own address.
+	for range 10 {
+		attempt("otto", "203.0.113.9", false)
 	}
 	now = now.Add(time.Minute)
 	if w := attempt("otto", "192.0.2.1", true); w != 0 {
-		t.Fatalf("after a minute: wait %v", w)
+		t.Fatalf("otto at his own address after a minute, while guessed at from elsewhere: wait %v", w)
+	}
+	// A correct password clears his failures from that address.
+	attempt("otto", "192.0.2.1", false)
+	attempt("otto", "192.0.2.1", true)
+	attempt("otto", "192.0.2.1", false)
+	if w := attempt("otto", "192.0.2.1", false); w != 0 {
+		t.Fatalf("after a correct password, the failures before it still count: wait %v", w)
+	}
+
+	// One address spraying users: its bucket (3) throttles it, for every user.
+	now = now.Add(time.Hour)
+	attempt("", "198.51.100.7", false) // an unknown user name costs the address
+	attempt("ada", "198.51.100.7", false)
+	attempt("vera", "198.51.100.7", false)
+	if w := attempt("ada", "198.51.100.7", true); w < 9*time.Second || w > 10*time.Second {
+		t.Fatalf("address bucket empty (3 failures): wait %v, want about 10s", w)
+	}
+
+	// Many addresses guessing ada: together throttled (4), but not where ada signed in before.
+	now = now.Add(time.Hour)
+	attempt("ada", "192.0.2.50", true) // ada's own address
+	for i := range 4 {
+		attempt("ada", fmt.Sprintf("203.0.113.%d", 100+i), false)
+	}
+	if w := attempt("ada", "203.0.113.200", false); w == 0 {
+		t.Fatal("a fifth new address guessing ada was not throttled")
+	}
+	if w := attempt("ada", "192.0.2.50", true); w != 0 {
+		t.Fatalf("ada at an address she signed in from, while guessed at from many: wait %v", w)
 	}
 
 	t.Run("ParallelAttemptsStayWithinTheBurst", func(t *testing.T) {
-		l := newLoginLimiter(5, time.Hour, 100, time.Hour)
+		l := newLoginLimiter(rateLimit{5, time.Hour}, rateLimit{100, time.Hour}, rateLimit{100, time.Hour})
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		admitted := 0
