@@ -73,10 +73,37 @@ type exportWriter struct {
 	since  int // lines since the last flush
 }
 
-func newExportWriter(c echo.Context, format, filename string, header []string) *exportWriter {
+// exportFileName is the download's name from source (a topic or queue name, which anyone who can
+// create a queue chooses): only letters, digits, '.', '_' and '-' of it, at most 100, so that no
+// quote, separator, path or control character shapes the Content-Disposition header or the file
+// the browser saves; "export" when nothing is left.
+func exportFileName(source string) string {
+	var b strings.Builder
+	for _, r := range source {
+		if b.Len() >= 100 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		case r == '.' && b.Len() > 0: // never a leading dot (a hidden file, "..")
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	name := strings.Trim(b.String(), "._")
+	if name == "" {
+		return "export"
+	}
+	return name
+}
+
+func newExportWriter(c echo.Context, format, source string, header []string) *exportWriter {
 	w := &exportWriter{c: c, format: format}
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
+	filename := exportFileName(source)
 	if format == "csv" {
 		h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
 		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`.csv"`)
@@ -120,11 +147,17 @@ func (w *exportWriter) write(obj any, row []string) error {
 // leading single quote, which spreadsheets show as text and do not display; every cell is treated
 // alike (a negative number is never one of ours: partitions, offsets and times are not), and the
 // NDJSON export, read by programs, carries the content unchanged.
+//
+// Control and bidi characters are written out as text too (ops.InertText): an ESC sequence in a
+// key would recolour the terminal that cats the export, a right-to-left override would make a
+// spreadsheet show a cell reversed.
 func csvCells(row []string) []string {
 	for i, cell := range row {
+		cell = ops.InertText(cell)
 		if cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
-			row[i] = "'" + cell
+			cell = "'" + cell
 		}
+		row[i] = cell
 	}
 	return row
 }

@@ -157,3 +157,50 @@ func viewerExport(t *testing.T, h *Search, format string) *httptest.ResponseReco
 	}
 	return rec
 }
+
+// A CSV export carried raw ESC, BEL and NUL bytes and bidi controls from message content: catting
+// it recoloured the terminal, and a spreadsheet showed a right-to-left override's cell reversed.
+// They are written out as text now (\x1b, \u202e); the NDJSON export, for programs, is JSON, which
+// escapes controls itself and keeps the text as it was.
+func TestExportCSVWritesControlsAsText(t *testing.T) {
+	const key, value = "k\x1b[31mred\x07\x00", "{\"n\":\"\u202egpj.exe\"}"
+	k := dltClusterOf(t, 1, &kgo.Record{Topic: "orders.DLT", Key: []byte(key), Value: []byte(value),
+		Headers: []kgo.RecordHeader{{Key: "kafka_dlt-exception-fqcn", Value: []byte("com.acme.\u2066Evil\u2069Exception")}}})
+	h := NewSearch(SearchOptions{Kafka: []SearchCluster{k}, ExportMinRole: "viewer"})
+	body := viewerExport(t, h, "csv").Body.String()
+	for _, raw := range []string{"\x1b", "\x07", "\x00", "\u202e", "\u2066", "\u2069"} {
+		if strings.Contains(body, raw) {
+			t.Errorf("the CSV carries %q raw", raw)
+		}
+	}
+	for _, text := range []string{`k\x1b[31mred\x07\x00`, `\u202egpj.exe`, `com.acme.\u2066Evil\u2069Exception`} {
+		if !strings.Contains(body, text) {
+			t.Errorf("the CSV does not write %s as text: %q", text, body)
+		}
+	}
+	var j struct{ Key, Value string }
+	if err := json.Unmarshal([]byte(viewerExport(t, h, "ndjson").Body.String()), &j); err != nil || j.Key != key || j.Value != value {
+		t.Errorf("ndjson changed the content: %+v %v", j, err)
+	}
+}
+
+// The download's name came from the queue or topic name, which whoever creates a queue chooses:
+// a quote or a semicolon in it shaped the Content-Disposition header. It is built from a safe
+// alphabet now.
+func TestExportFileName(t *testing.T) {
+	for in, want := range map[string]string{
+		"orders.DLT":             "orders.DLT",
+		`evil"; filename=x.exe`:  "evil___filename_x.exe",
+		"../../etc/passwd":       "etc_passwd",
+		"invoice\u202egpj.exe":   "invoice_gpj.exe",
+		"\r\nSet-Cookie: a=b":    "Set-Cookie__a_b",
+		"":                       "export",
+		"...":                    "export",
+		strings.Repeat("q", 300): strings.Repeat("q", 100),
+		"commandes.dlq-é":        "commandes.dlq-",
+	} {
+		if got := exportFileName(in); got != want {
+			t.Errorf("exportFileName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -508,6 +509,9 @@ func (a *authenticator) csrfExempt(c echo.Context) bool {
 func (a *authenticator) auditCSRF(csrf echo.MiddlewareFunc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if token, ok := a.sessionCSRF(c); ok {
+				return a.checkSessionCSRF(c, token, next)
+			}
 			reached := false
 			err := csrf(func(c echo.Context) error {
 				reached = true
@@ -524,6 +528,53 @@ func (a *authenticator) auditCSRF(csrf echo.MiddlewareFunc) echo.MiddlewareFunc 
 			return csrfRefusal(err)
 		}
 	}
+}
+
+// sessionCSRF is the CSRF token of a request signed in with a session cookie: derived from the
+// session's secret token (HMAC-SHA256 keyed with it), so it is bound to that session — a token
+// planted in the browser's CSRF cookie (from a sibling subdomain, say), or another session's,
+// does not pass — and any replica derives the same from the cookie alone. ok is false for every
+// other request, which keeps the CSRF cookie's token (the sign-in form, proxy mode).
+func (a *authenticator) sessionCSRF(c echo.Context) (token string, ok bool) {
+	id, signedIn := identityOf(c)
+	if !signedIn && mutating(c) {
+		// A public route (POST /logout) is not identified by the middleware: a change is.
+		if found, err := a.identify(c); err == nil && found != nil {
+			id, signedIn = *found, true
+		}
+	}
+	if !signedIn || id.via != viaSession {
+		return "", false
+	}
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return "", false
+	}
+	m := hmac.New(sha256.New, []byte(ck.Value))
+	m.Write([]byte("redrive csrf v1"))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)), true
+}
+
+// checkSessionCSRF is the CSRF check of a session's request: the page gets the session's token
+// (csrfKey), and a change must send it (X-CSRF-Token, or the form's _csrf) unless the browser
+// says it comes from this origin (Sec-Fetch-Site: same-origin), as for the CSRF cookie's token.
+// A refusal is audited and answered as the middleware's.
+func (a *authenticator) checkSessionCSRF(c echo.Context, token string, next echo.HandlerFunc) error {
+	c.Set(csrfKey, token)
+	r := c.Request()
+	if !mutating(c) || a.csrfExempt(c) || r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return next(c)
+	}
+	sent := r.Header.Get(echo.HeaderXCSRFToken)
+	if sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(token)) == 1 {
+		return next(c)
+	}
+	id, _ := identityOf(c)
+	a.auditDenied(c, &id, http.StatusForbidden, "CSRF token missing or wrong")
+	if sent == "" {
+		return csrfRefusal(echo.NewHTTPError(http.StatusBadRequest, "missing csrf token in request header"))
+	}
+	return csrfRefusal(echo.NewHTTPError(http.StatusForbidden, "invalid csrf token"))
 }
 
 // csrfRefusal is the CSRF middleware's refusal as an ops.ErrForbidden saying what to do.

@@ -12,6 +12,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -171,6 +172,22 @@ func csrfToken(t *testing.T, client *http.Client, base string) string {
 	return ""
 }
 
+// pageCSRF is the CSRF token a page gives client (the hidden _csrf field of its sign-out form).
+func pageCSRF(t *testing.T, client *http.Client, base string) string {
+	t.Helper()
+	resp, err := client.Get(base + "/audit?limit=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no CSRF field on a signed-in page (%d)", resp.StatusCode)
+	}
+	return string(m[1])
+}
+
 // signIn logs in through the form and returns a caller carrying the session and CSRF token.
 func signIn(t *testing.T, base, user, password string) caller {
 	t.Helper()
@@ -186,7 +203,8 @@ func signIn(t *testing.T, base, user, password string) caller {
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign in as %s: %d", user, resp.StatusCode)
 	}
-	return caller{name: user, actor: user, client: client, header: http.Header{"X-Csrf-Token": {token}}}
+	// The session has a CSRF token of its own (bound to it), which its pages carry.
+	return caller{name: user, actor: user, client: client, header: http.Header{"X-Csrf-Token": {pageCSRF(t, client, base)}}}
 }
 
 // concretePath fills a route's parameters with values that name nothing, so that an allowed
@@ -376,6 +394,34 @@ func TestCSRF(t *testing.T) {
 			}
 		})
 	}
+	// The token is bound to the session: a token planted in the browser's CSRF cookie (from a
+	// sibling subdomain, say) with the same value sent along, another session's token, or the
+	// sign-in form's token, does not pass. It was a double-submit cookie: the planted pair passed.
+	t.Run("BoundToTheSession", func(t *testing.T) {
+		u, _ := url.Parse(s.url)
+		vera := signIn(t, s.url, "vera", "pw-vera")
+		ada := signIn(t, s.url, "ada", "pw-ada")
+		attempt := func(cl caller, token string) int {
+			cl.header = http.Header{"X-Csrf-Token": {token}}
+			status, _, _ := cl.do(t, http.MethodPost, s.url+form, "application/x-www-form-urlencoded", "")
+			return status
+		}
+		ada.client.Jar.SetCookies(u, []*http.Cookie{{Name: "redrive_csrf", Value: "planted-by-attacker", Path: "/"}})
+		for name, token := range map[string]string{"PlantedCookiePair": "planted-by-attacker",
+			"AnotherSessionsToken": vera.header.Get("X-Csrf-Token"), "SignInFormToken": csrfToken(t, ada.client, s.url)} {
+			if status := attempt(ada, token); status != http.StatusForbidden {
+				t.Errorf("%s: %d, want 403", name, status)
+			}
+		}
+		if status := attempt(ada, ada.header.Get("X-Csrf-Token")); status != http.StatusNotFound {
+			t.Errorf("ada's own token: %d, want the handler's 404", status)
+		}
+		// Signed in again, a new session: the old session's token no longer passes.
+		again := signIn(t, s.url, "ada", "pw-ada")
+		if again.header.Get("X-Csrf-Token") == ada.header.Get("X-Csrf-Token") {
+			t.Error("two sessions share a CSRF token")
+		}
+	})
 	t.Run("CrossSiteBrowserPost", func(t *testing.T) {
 		cl := otto
 		cl.header = http.Header{"Sec-Fetch-Site": {"cross-site"}}

@@ -96,7 +96,8 @@ func sessionCookie(t *testing.T, r response) *http.Cookie {
 	return nil
 }
 
-// signedIn signs in through the form and returns the client and its CSRF token.
+// signedIn signs in through the form and returns the client and its CSRF token: the session's,
+// read from a page as a browser gets it (the sign-in form's token is not the session's).
 func signedIn(t *testing.T, base, user string) (*http.Client, string) {
 	t.Helper()
 	client := browserlike()
@@ -104,7 +105,12 @@ func signedIn(t *testing.T, base, user string) (*http.Client, string) {
 	if r := postLogin(t, client, base, csrf, user, "pw-"+user); r.status != http.StatusSeeOther {
 		t.Fatalf("sign in as %s: %d %s", user, r.status, r.body)
 	}
-	return client, csrf
+	page := do(t, client, "GET", base+paths.Audit+"?limit=1", "", "")
+	m := csrfField.FindStringSubmatch(page.body)
+	if page.status != http.StatusOK || m == nil {
+		t.Fatalf("a page after signing in as %s: %d, csrf field: %v", user, page.status, m != nil)
+	}
+	return client, m[1]
 }
 
 // bearer sends a request with the API token token, and body (JSON) when there is one, and reads

@@ -154,7 +154,9 @@ func SlackMessage(e Event) map[string]any {
 		blocks = append(blocks, map[string]any{"type": "actions", "elements": []any{map[string]any{"type": "button",
 			"text": map[string]any{"type": "plain_text", "text": "Open in Redrive"}, "url": e.Link}}})
 	}
-	return map[string]any{"text": stateWord(e.State) + ": " + e.Title, "blocks": blocks}
+	// The fallback text (notifications, clients without blocks) is mrkdwn too: escaped as the blocks
+	// are, so that "<!channel>" or "<https://evil|…>" in a queue or exception name stays text.
+	return map[string]any{"text": stateWord(e.State) + ": " + slackEscape(e.Title), "blocks": blocks}
 }
 
 func (s *slack) Send(ctx context.Context, e Event) error {

@@ -392,12 +392,14 @@ func (n *Notifier) event(a alerts.Alert, state string, at time.Time) Event {
 	if n.conf.Load().cfg.BaseURL != "" && link != "" {
 		link = trimSlash(n.conf.Load().cfg.BaseURL) + link
 	}
-	labels := a.Labels
-	if labels == nil {
-		labels = map[string]string{}
+	// What a problem says comes from names and messages anyone can write (a queue, a group, an
+	// exception): every channel gets it inert, with no control or bidi character to act on.
+	labels := make(map[string]string, len(a.Labels))
+	for k, v := range a.Labels {
+		labels[ops.InertText(k)] = ops.InertText(v)
 	}
-	return Event{Key: a.Key, Kind: a.Kind, State: state, Severity: a.Severity, Title: a.Title, Summary: a.Summary,
-		Link: link, Labels: labels, At: at}
+	return Event{Key: ops.InertText(a.Key), Kind: a.Kind, State: state, Severity: a.Severity, Title: ops.InertText(a.Title),
+		Summary: ops.InertText(a.Summary), Link: ops.InertText(link), Labels: labels, At: at}
 }
 
 func trimSlash(s string) string {
