@@ -118,6 +118,11 @@ type APIToken struct {
 	Name   string `yaml:"name"`   // required, unique; the audit log's actor is "token:<name>"
 	SHA256 Secret `yaml:"sha256"` // 64 hex digits
 	Role   string `yaml:"role"`   // viewer, operator or admin
+	// Owner is the person the token acts for (a user's name, as auth.users or the proxy names
+	// them): the two-person rule counts people, so a token cannot approve its owner's jobs, nor its
+	// owner its jobs, and two tokens of one owner are one person. Empty: the token is a person
+	// of its own.
+	Owner string `yaml:"owner"`
 }
 
 // Redaction hides message content from viewers and operators (admins see everything).
@@ -315,6 +320,9 @@ func (a *Auth) validate(listen string, bad func(key, format string, args ...any)
 		hashes[h] = true
 		if !validRole(t.Role) {
 			bad(p+".role", "must be viewer, operator or admin, got %q", t.Role)
+		}
+		if t.Owner != "" && (strings.TrimSpace(t.Owner) != t.Owner || strings.HasPrefix(t.Owner, "token:") || len(t.Owner) > 200) {
+			bad(p+".owner", "%q must be the name of a person (a user), without surrounding spaces", t.Owner)
 		}
 	}
 }

@@ -356,10 +356,15 @@ type AllowedDestination struct {
 // Cloud Stream.
 var DefaultStripHeaders = []string{"kafka_dlt-exception", "kafka_exception-", "x-exception-"}
 
-// FourEyes is the two-person rule for large or forced replays.
+// FourEyes is the two-person rule for every action that moves messages or offsets: replays,
+// discards, outbox requeues (planned or direct) and offset moves. It counts people and volume:
+// what one person moved from one source within Window, this action included; past Threshold the
+// action waits for a second, different person (an API token is its owner: auth.tokens[].owner).
+// A forced replay and an edited message always wait.
 type FourEyes struct {
-	Enabled   bool `yaml:"enabled"`   // default false
-	Threshold int  `yaml:"threshold"` // messages to publish; default 1000
+	Enabled   bool     `yaml:"enabled"`   // default false
+	Threshold int      `yaml:"threshold"` // messages (or records skipped) one person may move from a source within window; default 1000
+	Window    Duration `yaml:"window"`    // default 1h
 }
 
 // Load reads, expands, parses, defaults and validates the file at path.
@@ -504,6 +509,7 @@ func (c *Config) applyDefaults() {
 	c.Replay.Lease = cmp.Or(c.Replay.Lease, Duration(30*time.Second))
 	c.Replay.OperatorMaxMessages = cmp.Or(c.Replay.OperatorMaxMessages, 10_000)
 	c.Replay.FourEyes.Threshold = cmp.Or(c.Replay.FourEyes.Threshold, 1000)
+	c.Replay.FourEyes.Window = cmp.Or(c.Replay.FourEyes.Window, Duration(time.Hour))
 	if c.Replay.StripHeaders == nil { // unset; an empty list keeps every header
 		c.Replay.StripHeaders = DefaultStripHeaders
 	}
@@ -756,6 +762,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Replay.DefaultRatePerSecond < 1 {
 		bad("replay.default_rate_per_second", "must be at least 1")
+	}
+	if c.Replay.FourEyes.Threshold < 0 {
+		bad("replay.four_eyes.threshold", "must not be negative")
+	}
+	if w := c.Replay.FourEyes.Window.D(); w < time.Minute || w > 30*24*time.Hour {
+		bad("replay.four_eyes.window", "must be between 1m and 720h, got %s", w)
 	}
 	for i, d := range c.Replay.AllowedDestinations {
 		p := fmt.Sprintf("replay.allowed_destinations[%d]", i)

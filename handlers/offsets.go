@@ -152,7 +152,7 @@ func (h *Offsets) APIPlan(c echo.Context) error {
 		return err
 	}
 	p, err := h.mover.Plan(c.Request().Context(), offsets.PlanRequest{Cluster: pathParam(c, "cluster"), Group: pathParam(c, "group"),
-		Topic: req.Topic, Partitions: parts, To: to, CopySkippedTo: req.CopySkippedTo, Actor: ActorOf(c).Name})
+		Topic: req.Topic, Partitions: parts, To: to, CopySkippedTo: req.CopySkippedTo, Actor: ActorOf(c).Name, Person: ActorOf(c).Person()})
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (h *Offsets) FormPlan(c echo.Context) error {
 	}
 	p, err := h.mover.Plan(c.Request().Context(), offsets.PlanRequest{Cluster: pathParam(c, "cluster"), Group: pathParam(c, "group"),
 		Topic: c.FormValue("topic"), Partitions: []int32{int32(part)}, To: offsets.Target{Kind: offsets.KindOffset, Offset: &off},
-		Actor: ActorOf(c).Name})
+		Actor: ActorOf(c).Name, Person: ActorOf(c).Person()})
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,11 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	outboxpages "github.com/redrive/redrive/views/pages/outboxes"
@@ -56,7 +58,16 @@ type Outboxes struct {
 	audit  ChangeAuditor
 	meta   MetaFunc
 	redact *redact.Rules
-	triage OutboxTriage // nil: every event is open
+	triage OutboxTriage  // nil: every event is open
+	rule   foureyes.Rule // replay.four_eyes; the zero value needs nobody
+}
+
+// GuardedBy puts direct requeues under the two-person rule (replay.four_eyes): one that would make
+// what its person moved from the outbox within the window pass the threshold is refused, pointing
+// at a plan, whose job waits for a second person; those it allows count in the rule's ledger.
+func (h *Outboxes) GuardedBy(rule foureyes.Rule) *Outboxes {
+	h.rule = rule
+	return h
 }
 
 // NewOutboxes wires the configured outboxes (in config order). redact masks event payloads for
@@ -406,6 +417,16 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 	if err != nil {
 		return 0, err
 	}
+	person, source := ActorOf(c).Person(), replay.OutboxSourceKey(o.Name())
+	d, err := h.rule.Check(c.Request().Context(), person, source, int64(len(req.IDs)), "")
+	if err != nil {
+		return 0, err
+	}
+	if d.Needed {
+		return 0, ops.Forbidden("requeueing these events %s: a second, different person must approve it. Plan it instead "+
+			"(POST %s with {\"source\":{\"kind\":\"outbox\",\"outbox\":%q,\"ids\":[…]}}) and start its job, which waits "+
+			"for that approval", d.Why, paths.APIPlanReplay, o.Name())
+	}
 	detail := map[string]any{"ids": req.IDs, "reset_attempts": req.ResetAttempts}
 	var moved []int64
 	n, err := h.change(c, "outbox.requeue", o.Name(), reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
@@ -413,6 +434,12 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 		moved, err = o.RequeueAudited(ctx, req.IDs, req.ResetAttempts, audit)
 		return int64(len(moved)), err
 	})
+	if err == nil && len(moved) > 0 {
+		if err := h.rule.Record(context.WithoutCancel(c.Request().Context()), foureyes.Move{Person: person, Source: source,
+			Action: "outbox.requeue", Ref: audit.OutboxTarget(o.Name()), N: int64(len(moved))}); err != nil {
+			loggerOf(c).Error("four-eyes: the requeue was not recorded", "outbox", o.Name(), "events", moved, "err", err)
+		}
+	}
 	if err != nil || len(moved) == 0 || h.triage == nil {
 		return n, err
 	}

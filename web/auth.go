@@ -81,9 +81,10 @@ type basicUser struct {
 }
 
 type apiToken struct {
-	name string
-	sum  []byte
-	role access.Role
+	name  string
+	sum   []byte
+	role  access.Role
+	owner string // the person it acts for (auth.tokens[].owner); "" for none
 }
 
 // authenticator identifies every request (session cookie, proxy headers, bearer token), enforces
@@ -168,7 +169,7 @@ func newCredentials(cfg configs.Auth) (*credentials, error) {
 		if err != nil || len(sum) != sha256.Size {
 			return nil, fmt.Errorf("auth.tokens %q: sha256 must be 64 hex digits", t.Name)
 		}
-		c.tokens = append(c.tokens, apiToken{name: t.Name, sum: sum, role: parseRole(t.Role)})
+		c.tokens = append(c.tokens, apiToken{name: t.Name, sum: sum, role: parseRole(t.Role), owner: t.Owner})
 	}
 	for g, r := range cfg.Proxy.GroupRoles {
 		c.groupRoles[g] = parseRole(r)
@@ -306,7 +307,7 @@ func (a *authenticator) token(tok string) *identity {
 	if found == nil {
 		return nil
 	}
-	return &identity{Actor: access.Actor{Name: "token:" + found.name, Role: found.role}, via: viaToken}
+	return &identity{Actor: access.Actor{Name: "token:" + found.name, Role: found.role, Owner: found.owner}, via: viaToken}
 }
 
 // session reads the session cookie. The role is the user's role in the config now, so a changed

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/triage"
@@ -89,6 +90,9 @@ type Deps struct {
 	Checks    []handlers.Check     // one per configured dependency, for /readyz
 	Registry  *prometheus.Registry // required: where HTTP metrics are registered and /metrics reads
 	Redaction *redact.Rules        // masks message content for non-admins; nil masks nothing
+	// FourEyes is replay.four_eyes over the store's ledger of moves: a direct outbox requeue
+	// above it is refused, pointing at a plan. The zero value needs nobody.
+	FourEyes foureyes.Rule
 
 	// Doctor runs the /doctor page's checks (ops/doctor); nil answers 404.
 	Doctor handlers.DoctorRunner
@@ -255,7 +259,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	red := deps.Redaction.Audited(deps.Store)
 	search := newSearch(deps, red)
 	h := routeHandlers{
-		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, red),
+		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, red).GuardedBy(deps.FourEyes),
 		audit:    handlers.NewAudit(deps.Store, meta).Redacting(red),
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(overviewSources(deps), meta),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/handlers"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
@@ -48,6 +49,9 @@ type app struct {
 	// redact is the redaction in force (reloaded in place): what the sampler stores of error
 	// samples, and what the overview and notifications tell of them, is masked by it.
 	redact *redact.Rules
+	// fourEyes is replay.four_eyes over the store's ledger of moves: direct outbox requeues are
+	// counted by it as the replay engine and the offset mover count theirs.
+	fourEyes foureyes.Rule
 	// newGroupWindow is notify.new_group_window: the overview and the notifier tell new error
 	// groups by it.
 	newGroupWindow time.Duration
@@ -76,6 +80,8 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	a.store = st
 	a.keep("store", st)
+	fe := cfg.Replay.FourEyes
+	a.fourEyes = foureyes.Rule{Enabled: fe.Enabled, Threshold: int64(fe.Threshold), Window: fe.Window.D(), Moves: st}
 	if a.redact, err = redact.New(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
 		a.Close()
 		return nil, err
@@ -145,7 +151,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 
 	opts := replay.Options{Store: st, Consumers: cfg.Consumers, MessageIDs: cfg.MessageID, Replay: cfg.Replay, Audit: st, Logger: log,
-		Lease: cfg.Replay.Lease.D(), ShownRabbit: a.redact.Shown}
+		Lease: cfg.Replay.Lease.D(), ShownRabbit: a.redact.Shown, Moves: st}
 	opts.Kafka, opts.Rabbit = as[replay.KafkaCluster](a.kafka), as[replay.RabbitBroker](a.rabbit)
 	opts.Outboxes, opts.Inboxes = as[replay.OutboxTable](a.outboxes), as[replay.Inbox](a.inboxes)
 	if a.sampler != nil {
@@ -157,7 +163,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		return nil, err
 	}
 	if len(a.kafka) > 0 {
-		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes, Logger: log, Clusters: as[offsets.Cluster](a.kafka)}
+		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes, Moves: st, Logger: log, Clusters: as[offsets.Cluster](a.kafka)}
 		if a.offsets, err = offsets.New(mo); err != nil {
 			a.Close()
 			return nil, err
@@ -229,7 +235,8 @@ func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]st
 // webDeps hands the adapters to the web layer.
 func (a *app) webDeps(log *slog.Logger) web.Deps {
 	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules,
-		ErrorGroups: a.redact.Episodes(a.store), NewGroupWindow: a.newGroupWindow, Tracer: a.tracer, Redaction: a.redact}
+		ErrorGroups: a.redact.Episodes(a.store), NewGroupWindow: a.newGroupWindow, Tracer: a.tracer, Redaction: a.redact,
+		FourEyes: a.fourEyes}
 	d.Outboxes = as[handlers.OutboxService](a.outboxes)
 	d.Kafka, d.Search.Kafka = as[handlers.KafkaCluster](a.kafka), as[handlers.SearchCluster](a.kafka)
 	d.Rabbit, d.Search.Rabbit = as[handlers.RabbitBroker](a.rabbit), as[handlers.SearchBroker](a.rabbit)

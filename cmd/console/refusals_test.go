@@ -131,7 +131,7 @@ replay:
 			"operators cancel their own jobs"},
 		{"ReplaySelfApproval", "tok-admin", "POST", paths.APIReplayApprove(adminJob), "{}", "token:admin-bot", "a second, different person"},
 		{"OffsetMoveSelfApproval", "tok-operator", "POST", "/api/v1/kafka/main/groups/billing/offsets/approve",
-			`{"plan_id":"` + offsetPlan + `"}`, "token:operator-bot", "another operator must approve it"},
+			`{"plan_id":"` + offsetPlan + `"}`, "token:operator-bot", "a second, different person must approve it"},
 		{"UncommittedReadByAViewer", "tok-viewer", "GET", paths.APIKafkaRecords("main", "orders.DLT") + "?partition=0&isolation=uncommitted", "",
 			"token:viewer-bot", "needs the admin role"},
 	} {

@@ -72,6 +72,17 @@ type Actor struct {
 	Name  string // "alice", "token:ci-bot", "anonymous" (auth.mode none), "signal:SIGHUP"
 	Role  Role
 	Email string // proxy mode, when the proxy sends one
+	// Owner is the person an API token acts for (auth.tokens[].owner); "" for everyone else.
+	Owner string
+}
+
+// Person is who the actor is as the two-person rule counts people: a token's owner, or the actor
+// itself (a user, a token without an owner).
+func (a Actor) Person() string {
+	if a.Owner != "" {
+		return a.Owner
+	}
+	return a.Name
 }
 
 // Anonymous is the actor of a request no one is signed in to.

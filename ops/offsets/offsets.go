@@ -12,6 +12,7 @@
 package offsets
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,6 +29,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -91,6 +93,9 @@ type PlanRequest struct {
 	// dead-letter topic when there is one; "" copies nothing.
 	CopySkippedTo *string
 	Actor         string
+	// Person is who asks, as the two-person rule counts people (access.Actor.Person: a token's
+	// owner); "" means Actor.
+	Person string
 }
 
 // Move is one partition of a plan.
@@ -127,17 +132,34 @@ type Plan struct {
 	AppliedBy  string          `json:"-"`
 	ApprovedBy string          `json:"-"`
 	FourEyes   bool            `json:"four_eyes"` // apply needs a second person's approval first
+	// Person is who planned it, as the two-person rule counts people; kept in the plan's body.
+	// "" for a plan kept before it was: CreatedBy is the person then.
+	Person string `json:"person,omitempty"`
 }
+
+// plannedBy is the person who planned p.
+func (p Plan) plannedBy() string {
+	if p.Person != "" {
+		return p.Person
+	}
+	return p.CreatedBy
+}
+
+// moveSource names a group's offsets in the two-person rule's ledger.
+func moveSource(cluster, group string) string { return "kafka " + cluster + " group " + group }
 
 // Options configure a Mover.
 type Options struct {
 	Clusters []Cluster // required, by Name
 	Store    Store     // required
 	// FourEyes is the replay two-person rule, applied to the number of skipped records: a plan
-	// skipping more than Threshold needs another operator's approval before apply.
+	// whose skipped records, with what its planner moved from the group within the window, pass
+	// Threshold needs another person's approval before apply.
 	FourEyes configs.FourEyes
-	Now      func() time.Time // nil: time.Now
-	Logger   *slog.Logger     // where audit rows that cannot be written are reported; nil: slog.Default
+	// Moves is the two-person rule's ledger (ops/store); nil counts each plan alone.
+	Moves  foureyes.Moves
+	Now    func() time.Time // nil: time.Now
+	Logger *slog.Logger     // where audit rows that cannot be written are reported; nil: slog.Default
 }
 
 // Mover plans and applies offset moves. It is safe for concurrent use.
@@ -145,6 +167,7 @@ type Mover struct {
 	o      Options
 	byName map[string]Cluster
 	audit  *audit.Writer // Store's audit log, with the one audit policy
+	rule   foureyes.Rule // replay.four_eyes over o.Moves
 	// beforeCommit runs after the copies and before the commit; tests stop an apply there to
 	// prove that a second apply recognises the copies. nil does nothing.
 	beforeCommit func(Plan) error
@@ -158,7 +181,8 @@ func New(o Options) (*Mover, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	m := &Mover{o: o, byName: map[string]Cluster{}, audit: audit.New(o.Store, o.Logger)}
+	m := &Mover{o: o, byName: map[string]Cluster{}, audit: audit.New(o.Store, o.Logger),
+		rule: foureyes.Rule{Enabled: o.FourEyes.Enabled, Threshold: int64(o.FourEyes.Threshold), Window: o.FourEyes.Window.D(), Moves: o.Moves, Now: o.Now}}
 	for _, c := range o.Clusters {
 		m.byName[c.Name()] = c
 	}
@@ -225,7 +249,7 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		}
 	}
 	p := Plan{ID: "offplan_" + randomID(8), Cluster: r.Cluster, Group: r.Group, Topic: r.Topic, TopicID: topicID, To: to,
-		Partitions: []Move{}, Warnings: []string{}, Members: []string{}, CreatedBy: r.Actor}
+		Partitions: []Move{}, Warnings: []string{}, Members: []string{}, CreatedBy: r.Actor, Person: cmp.Or(r.Person, r.Actor)}
 	var never, again []string
 	var reread int64
 	for _, po := range selected {
@@ -298,10 +322,13 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("the group has %s (%s): Kafka moves offsets only for an empty group; "+
 			"stop its consumers before applying", ops.Plural(int64(len(mem.Members)), "member"), strings.Join(mem.Members, ", ")))
 	}
-	if fe := m.o.FourEyes; fe.Enabled && p.Skipped > int64(fe.Threshold) {
+	d, err := m.rule.Check(ctx, p.Person, moveSource(p.Cluster, p.Group), p.Skipped, "")
+	if err != nil {
+		return Plan{}, err
+	}
+	if d.Needed {
 		p.FourEyes = true
-		p.Warnings = append(p.Warnings, fmt.Sprintf("skips %d records, above replay.four_eyes.threshold (%d): another operator must approve it before apply",
-			p.Skipped, fe.Threshold))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s: a second, different person must approve it before apply", strings.Replace(d.Why, "moves", "skips", 1)))
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -516,6 +543,18 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 		res.Moved = p.AppliedAt != nil
 		return deny(err)
 	}
+	// A plan that needed nobody when it was made may need someone now: what the person applying
+	// it moved from the group since counts (five small plans applied one after another).
+	if !p.FourEyes {
+		d, err := m.rule.Check(ctx, r.Actor.Person(), moveSource(p.Cluster, p.Group), p.Skipped, "")
+		if err != nil {
+			return res, err
+		}
+		if d.Needed {
+			return deny(ops.Conflict("offset plan %q %s: plan it again, and a second, different person must approve it before apply",
+				p.ID, strings.Replace(d.Why, "moves", "skips", 1)))
+		}
+	}
 	// The topic the plan was made on: one deleted and created again since holds other records at
 	// the planned offsets, and the apply copied and skipped those, never seen by anyone (the
 	// group's new commits can match the planned ones, or both be none).
@@ -620,6 +659,10 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if err := m.o.Store.MarkOffsetPlanApplied(ctx, p.ID, r.Actor.Name); err != nil && !errors.Is(err, ops.ErrConflict) {
 		return fail(err)
 	}
+	if err := m.rule.Record(ctx, foureyes.Move{Person: r.Actor.Person(), Source: moveSource(p.Cluster, p.Group),
+		Action: "kafka.offsets.apply", Ref: p.ID, N: p.Skipped}); err != nil {
+		m.o.Logger.Error("four-eyes: the offset move was not recorded", "plan", p.ID, "err", err)
+	}
 	done(nil, outcome())
 	t := m.o.Now()
 	res.AppliedAt, res.AppliedBy = &t, r.Actor.Name
@@ -650,7 +693,7 @@ func (p Plan) ApplyRefused() error {
 			p.ID, p.AppliedAt.UTC().Format(time.RFC3339), p.AppliedBy, ops.ErrConflict)
 	}
 	if p.FourEyes && p.ApprovedBy == "" {
-		return ops.Conflict("offset plan %q skips %d records and awaits another operator's approval", p.ID, p.Skipped)
+		return ops.Conflict("offset plan %q skips %d records and awaits a second, different person's approval", p.ID, p.Skipped)
 	}
 	return nil
 }
@@ -662,8 +705,8 @@ func (p Plan) ApproveRefused(by access.Actor) error {
 	if !p.FourEyes {
 		return ops.Conflict("offset plan %q needs no approval", p.ID)
 	}
-	if by.Name == p.CreatedBy {
-		return ops.Forbidden("%s wrote this plan; another operator must approve it", by.Name)
+	if err := foureyes.ApproveRefused(p.plannedBy(), by, "planned this offset move"); err != nil {
+		return err
 	}
 	if p.AppliedAt != nil || p.ApprovedBy != "" {
 		return ops.Conflict("offset plan %q was already approved or applied", p.ID)

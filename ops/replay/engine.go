@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
@@ -76,8 +77,12 @@ type Options struct {
 	// quoting masked content — an exception message naming a masked payload value — is planned,
 	// stored and shown masked. Nil groups by the message as it is.
 	ShownRabbit func(rabbit.Message) rabbit.Message
-	Audit       Auditor // optional in tests
-	Logger      *slog.Logger
+	// Moves is the two-person rule's ledger of what people moved per source (ops/store): with it,
+	// replay.four_eyes counts what one person moved from a source within its window, not one job
+	// at a time. Nil counts each job alone.
+	Moves  foureyes.Moves
+	Audit  Auditor // optional in tests
+	Logger *slog.Logger
 	// Owner names this replica in job leases; default host-pid-random.
 	Owner string
 	// Lease is how long a claimed job is held without renewal; default 30s.
@@ -99,6 +104,7 @@ type Engine struct {
 	headers headerRewriter
 	wake    chan struct{}
 	aud     *audit.Writer // o.Audit with the one audit policy
+	rule    foureyes.Rule // replay.four_eyes over o.Moves
 }
 
 // New validates the options and builds the engine.
@@ -133,6 +139,8 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{o: o, kafka: map[string]KafkaCluster{}, rabbit: map[string]RabbitBroker{}, outbox: map[string]OutboxTable{},
 		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), headers: newHeaderRewriter(o.Replay.StripHeaders),
 		aud: audit.New(o.Audit, o.Logger)}
+	fe := o.Replay.FourEyes
+	e.rule = foureyes.Rule{Enabled: fe.Enabled, Threshold: int64(fe.Threshold), Window: fe.Window.D(), Moves: o.Moves}
 	for _, k := range o.Kafka {
 		e.kafka[k.Name()] = k
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 )
 
 // StartRequest turns a plan into a job.
@@ -61,19 +62,42 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 	}
 	var src Source
 	_ = json.Unmarshal(plan.Source, &src)
-	job := Job{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor.Name, Reason: r.Reason, Force: r.Force,
+	job := Job{ID: "job_" + randomID(8), PlanID: plan.ID, Actor: r.Actor.Name, Person: r.Actor.Person(), Reason: r.Reason, Force: r.Force,
 		RatePerSecond: r.RatePerSecond, Total: plan.Total, SourceKey: sourceKey(src)}
-	// An edited message always waits for a second person: what is published is not what died.
-	if fe := e.o.Replay.FourEyes; fe.Enabled && (r.Force || toPublish > fe.Threshold || src.Edit != nil) {
-		job.Status = JobAwaiting
+	// The two-person rule counts what this person moved from this source within its window, this
+	// job included. A forced job and an edited message always wait: what is published is not
+	// what the consumer's inbox or the original would allow.
+	always := ""
+	switch {
+	case r.Force:
+		always = "forced past the consumer's inbox"
+	case src.Edit != nil:
+		always = "publishes an edited message"
 	}
-	done, err := e.intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
-		Count: new(int64(plan.Total)), Reason: r.Reason,
-		Detail: map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
-			"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond,
-			"awaiting_approval": job.Status == JobAwaiting}})
+	d, err := e.rule.Check(ctx, job.Person, job.SourceKey, int64(toPublish), always)
 	if err != nil {
 		return Job{}, err
+	}
+	if d.Needed {
+		job.Status = JobAwaiting
+	}
+	detail := map[string]any{"plan_id": plan.ID, "source": json.RawMessage(plan.Source), "filter": json.RawMessage(plan.Filter),
+		"actions": plan.Actions, "force": r.Force, "rate_per_second": r.RatePerSecond, "awaiting_approval": d.Needed}
+	if d.Why != "" {
+		detail["four_eyes"] = d.Why
+	}
+	done, err := e.intend(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "replay.start", Target: "replay/" + job.ID,
+		Count: new(int64(plan.Total)), Reason: r.Reason, Detail: detail})
+	if err != nil {
+		return Job{}, err
+	}
+	if !d.Needed {
+		// Counted before the job can move anything: a ledger that cannot be written stops it.
+		if err := e.rule.Record(ctx, foureyes.Move{Person: job.Person, Source: job.SourceKey, Action: "replay.start", Ref: job.ID,
+			N: int64(toPublish)}); err != nil {
+			done(err)
+			return Job{}, err
+		}
 	}
 	err = e.o.Store.CreateJob(ctx, job)
 	done(err)
@@ -98,6 +122,13 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 	if err := ApproveRefused(job, approver); err != nil {
 		return job, err // a self-approval is a refusal (ops.ErrRefused), audited where it is answered
 	}
+	// What the approved job moves counts as its starter's, from now.
+	var moved int64
+	if plan, err := e.o.Store.Plan(ctx, job.PlanID); err == nil {
+		moved = int64(moves(plan.Actions, job.Force))
+	} else {
+		return job, err
+	}
 	done, err := e.intend(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 		Count: new(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
 	if err != nil {
@@ -106,6 +137,12 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 	ok, err := e.o.Store.ApproveJob(ctx, id, approver.Name)
 	if err == nil && !ok {
 		err = ops.Conflict("replay job %s is no longer awaiting approval", id)
+	}
+	if err == nil {
+		// Approved: the job moves whatever the ledger says; a ledger that cannot be written is logged.
+		if rerr := e.rule.Record(ctx, foureyes.Move{Person: job.StartedBy(), Source: job.SourceKey, Action: "replay.approve", Ref: id, N: moved}); rerr != nil {
+			e.o.Logger.Error("four-eyes: the approved job's moves were not recorded", "job", id, "err", rerr)
+		}
 	}
 	done(err)
 	if err != nil {
@@ -125,10 +162,15 @@ func ApproveRefused(job Job, approver access.Actor) error {
 	if job.Status != JobAwaiting {
 		return ops.Conflict("replay job %s is %s, not awaiting approval", job.ID, job.Status)
 	}
-	if approver.Name == job.Actor {
-		return ops.Forbidden("%s started this replay; a second, different person must approve it", approver.Name)
+	return foureyes.ApproveRefused(job.StartedBy(), approver, "started this replay")
+}
+
+// StartedBy is the person who started the job, as the two-person rule counts people.
+func (j Job) StartedBy() string {
+	if j.Person != "" {
+		return j.Person
 	}
-	return nil
+	return j.Actor
 }
 
 // CancelRefused says why by may not cancel job (or reject it while it awaits approval), as Cancel

@@ -79,10 +79,13 @@ type StoredItem struct {
 
 // Job is one run of a plan.
 type Job struct {
-	ID              string
-	PlanID          string
-	Status          string // pending | running | done | cancelled | failed
-	Actor           string
+	ID     string
+	PlanID string
+	Status string // pending | running | done | cancelled | failed
+	Actor  string
+	// Person is who started it as the two-person rule counts people (access.Actor.Person: a
+	// token's owner); "" for a job started before it was kept, whose Actor is the person then.
+	Person          string
 	Reason          string
 	Force           bool
 	RatePerSecond   int

@@ -63,6 +63,10 @@ func (e *Engine) kindOf(name string) (kind, error) {
 // sourceKey names what a job moves, for the rule of one job per source at a time: a second job
 // on a DLQ would find the first one's messages held unacked and call them missing; on a DLT or an
 // outbox it would race it for the same messages.
+// OutboxSourceKey is what a job of outbox name moves, as the two-person rule's ledger names it
+// too: a direct requeue of the outbox's events counts with its jobs.
+func OutboxSourceKey(name string) string { return sourceKey(Source{Kind: "outbox", Outbox: name}) }
+
 func sourceKey(src Source) string {
 	switch src.Kind {
 	case "kafka":

@@ -15,12 +15,12 @@ import (
 
 const jobColumns = `j.id, j.plan_id, j.status, j.actor, j.reason, j.force, j.rate_per_second, j.total, j.next_seq,
 	j.cancel_requested, coalesce(j.lease_owner, ''), j.error, j.created_at, j.started_at, j.finished_at, j.approved_by,
-	j.published, j.skipped, j.failed, j.paused, j.source_key`
+	j.published, j.skipped, j.failed, j.paused, j.source_key, j.person`
 
 func scanJob(r pgx.CollectableRow) (replay.Job, error) {
 	var j replay.Job
 	err := r.Scan(&j.ID, &j.PlanID, &j.Status, &j.Actor, &j.Reason, &j.Force, &j.RatePerSecond, &j.Total, &j.NextSeq,
-		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed, &j.Paused, &j.SourceKey)
+		&j.CancelRequested, &j.LeaseOwner, &j.Error, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ApprovedBy, &j.Published, &j.Skipped, &j.Failed, &j.Paused, &j.SourceKey, &j.Person)
 	return j, err
 }
 
@@ -30,8 +30,9 @@ func (s *ReplayJobs) CreateJob(ctx context.Context, j replay.Job) error {
 	if status == "" {
 		status = replay.JobPending
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total, source_key)
-		VALUES ($1, $2, $8, $3, $4, $5, $6, $7, $9)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total, status, j.SourceKey)
+	_, err := s.pool.Exec(ctx, `INSERT INTO replay_job (id, plan_id, status, actor, reason, force, rate_per_second, total, source_key, person)
+		VALUES ($1, $2, $8, $3, $4, $5, $6, $7, $9, $10)`, j.ID, j.PlanID, j.Actor, j.Reason, j.Force, j.RatePerSecond, j.Total, status,
+		j.SourceKey, j.Person)
 	if isUniqueViolation(err) {
 		return s.busySource(ctx, j.SourceKey)
 	}

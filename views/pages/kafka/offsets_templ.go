@@ -404,12 +404,12 @@ func OffsetPlan(p OffsetPlanPage) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\"> <span>This move skips many records: another operator must approve it.</span> <button class=\"btn\" type=\"submit\">Approve</button></form>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "\"> <span>This move skips more records than one person may move alone (replay.four_eyes): a second, different person must approve it.</span> <button class=\"btn\" type=\"submit\">Approve</button></form>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				} else if p.FourEyes && p.ApprovedBy == "" {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "<p class=\"toolbar\" data-testid=\"awaiting-approval\"><span>This move skips many records: another operator must approve it before it is applied.</span>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "<p class=\"toolbar\" data-testid=\"awaiting-approval\"><span>This move skips more records than one person may move alone (replay.four_eyes): a second, different person must approve it before it is applied.</span>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
