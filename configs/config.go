@@ -55,12 +55,24 @@ type Search struct {
 	// Timeout is how long one search request reads before it answers with what it found and a
 	// cursor to go on. Default 10s; it must be below request_timeout.
 	Timeout Duration `yaml:"timeout"`
+	// MaxRunning is how many filter scans (records and messages searched with filter=) run at
+	// once, in all; MaxRunningPerPerson how many of one person's (a token's owner). Past them a
+	// scan is refused with 429. Defaults 16 and 4.
+	MaxRunning          int `yaml:"max_running"`
+	MaxRunningPerPerson int `yaml:"max_running_per_person"`
 }
 
 // Export governs downloads of message content (the export endpoints).
 type Export struct {
 	// MinRole is the least role that may export: viewer, operator (default) or admin.
 	MinRole string `yaml:"min_role"`
+	// MaxRunning is how many exports stream at once, in all; MaxRunningPerPerson how many of one
+	// person's. Past them an export is refused with 429. Defaults 8 and 2.
+	MaxRunning          int `yaml:"max_running"`
+	MaxRunningPerPerson int `yaml:"max_running_per_person"`
+	// WriteTimeout cuts an export whose reader takes none of it for this long (a stalled reader
+	// would hold its broker reads and buffers for as long as it stays connected). Default 30s.
+	WriteTimeout Duration `yaml:"write_timeout"`
 }
 
 // Log selects the logger. Format is "text" (default) or "json"; Level is debug|info|warn|error.
@@ -446,6 +458,11 @@ func (c *Config) applyDefaults() {
 	c.Audit.applyDefaults()
 	c.Search.MaxScan = cmp.Or(c.Search.MaxScan, 100_000)
 	c.Export.MinRole = cmp.Or(c.Export.MinRole, access.Operator.String())
+	c.Export.MaxRunning = cmp.Or(c.Export.MaxRunning, 8)
+	c.Export.MaxRunningPerPerson = cmp.Or(c.Export.MaxRunningPerPerson, 2)
+	c.Export.WriteTimeout = cmp.Or(c.Export.WriteTimeout, Duration(30*time.Second))
+	c.Search.MaxRunning = cmp.Or(c.Search.MaxRunning, 16)
+	c.Search.MaxRunningPerPerson = cmp.Or(c.Search.MaxRunningPerPerson, 4)
 	c.Listen = cmp.Or(c.Listen, "127.0.0.1:8080")
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, Duration(15*time.Second))
 	if c.Search.Timeout == 0 {
@@ -786,6 +803,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Search.Timeout < 0 || (c.RequestTimeout > 0 && c.Search.Timeout >= c.RequestTimeout) {
 		bad("search.timeout", "must be positive and below request_timeout (%s)", c.RequestTimeout.D())
+	}
+	for key, v := range map[string][2]int{"export.max_running": {c.Export.MaxRunning, c.Export.MaxRunningPerPerson},
+		"search.max_running": {c.Search.MaxRunning, c.Search.MaxRunningPerPerson}} {
+		if v[1] < 1 {
+			bad(key+"_per_person", "must be at least 1")
+		}
+		if v[0] < v[1] {
+			bad(key, "must be at least %s_per_person (%d)", key, v[1])
+		}
+	}
+	if c.Export.WriteTimeout < Duration(time.Second) {
+		bad("export.write_timeout", "must be at least 1s")
 	}
 	if c.Export.MinRole != "" && !validRole(c.Export.MinRole) {
 		bad("export.min_role", "must be viewer, operator or admin, got %q", c.Export.MinRole)

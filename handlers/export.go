@@ -34,18 +34,25 @@ func exportFormat(c echo.Context) (string, error) {
 }
 
 // exportOf starts an export: refused before anything is looked up when the actor may not export
-// (export.min_role), then the source the path names (find) and the format asked (exportFormat).
-func exportOf[S any](h *Search, c echo.Context, find func(echo.Context) (S, error)) (S, string, error) {
-	var none S
+// (export.min_role), then the source the path names (find) and the format asked (exportFormat),
+// then a slot among the exports running (export.max_running, export.max_running_per_person) —
+// release gives it back, and must be called whatever happens.
+func exportOf[S any](h *Search, c echo.Context, find func(echo.Context) (S, error)) (src S, format string, release func(), err error) {
+	release = func() {}
 	if err := h.exports.Allow(ActorOf(c)); err != nil {
-		return none, "", err
+		return src, "", release, err
 	}
-	src, err := find(c)
+	if src, err = find(c); err != nil {
+		return src, "", release, err
+	}
+	if format, err = exportFormat(c); err != nil {
+		return src, "", release, err
+	}
+	release, err = h.o.ExportSlots.Take(ActorOf(c).Person())
 	if err != nil {
-		return none, "", err
+		return src, "", func() {}, err
 	}
-	format, err := exportFormat(c)
-	return src, format, err
+	return src, format, release, nil
 }
 
 // ExportMinRole is the least role of the export routes (search.Exports.MinRole).
@@ -71,6 +78,10 @@ type exportWriter struct {
 	csv    *csv.Writer
 	n      int64
 	since  int // lines since the last flush
+	// rc and timeout set each write's deadline: an export outlives request_timeout, but not a
+	// reader that takes none of it for timeout (export.write_timeout).
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
 // exportFileName is the download's name from source (a topic or queue name, which anyone who can
@@ -99,8 +110,9 @@ func exportFileName(source string) string {
 	return name
 }
 
-func newExportWriter(c echo.Context, format, source string, header []string) *exportWriter {
-	w := &exportWriter{c: c, format: format}
+func newExportWriter(c echo.Context, format, source string, header []string, timeout time.Duration) *exportWriter {
+	w := &exportWriter{c: c, format: format, rc: http.NewResponseController(c.Response().Writer), timeout: timeout}
+	w.deadline()
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
 	filename := exportFileName(source)
@@ -114,13 +126,18 @@ func newExportWriter(c echo.Context, format, source string, header []string) *ex
 		h.Set(echo.HeaderContentDisposition, `attachment; filename="`+filename+`.ndjson"`)
 		w.enc = json.NewEncoder(c.Response())
 	}
-	// The export outlives request_timeout: the connection's write deadline goes with it.
-	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Time{})
 	c.Response().WriteHeader(http.StatusOK)
 	return w
 }
 
+// deadline gives the connection's next writes timeout from now: the export goes on for as long as
+// its reader takes it (request_timeout does not bound it), and ends when the reader stalls.
+func (w *exportWriter) deadline() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+}
+
 func (w *exportWriter) write(obj any, row []string) error {
+	w.deadline()
 	var err error
 	if w.csv != nil {
 		err = w.csv.Write(csvCells(row))
@@ -184,7 +201,8 @@ var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value"
 // matches: NDJSON in the records API's shape, or CSV with the main columns. Content is masked
 // unless an admin reveals it (reveal=true, audited); the export is audited as content.export.
 func (h *Search) ExportKafka(c echo.Context) error {
-	k, format, err := exportOf(h, c, h.cluster)
+	k, format, release, err := exportOf(h, c, h.cluster)
+	defer release()
 	if err != nil {
 		return err
 	}
@@ -226,7 +244,7 @@ func (h *Search) ExportKafka(c echo.Context) error {
 		r, redacted = red.Record(r)
 		return r
 	}
-	w := newExportWriter(c, format, q.Topic, kafkaCSVHeader)
+	w := newExportWriter(c, format, q.Topic, kafkaCSVHeader, h.o.ExportWriteTimeout)
 	q.Each = func(r kafka.Record) error {
 		j := toRecordJSON(r, raw)
 		j.Redacted = redacted
@@ -270,7 +288,8 @@ var rabbitCSVHeader = []string{"position", "message_id", "exchange", "routing_ke
 // streams the messages of the queue's head (up to max_scan, at most rabbit.MaxPeek, read as a
 // browse: the queue is left as it was) that the filter matches, as ExportKafka.
 func (h *Search) ExportRabbit(c echo.Context) error {
-	b, format, err := exportOf(h, c, h.broker)
+	b, format, release, err := exportOf(h, c, h.broker)
+	defer release()
 	if err != nil {
 		return err
 	}
@@ -298,7 +317,7 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	var w *exportWriter
 	q.Each = func(rabbit.Message) error {
 		if w == nil {
-			w = newExportWriter(c, format, queue, rabbitCSVHeader)
+			w = newExportWriter(c, format, queue, rabbitCSVHeader, h.o.ExportWriteTimeout)
 		}
 		j := toRabbitMessageJSON(last)
 		j.BodyRedacted = last.BodyRedacted
@@ -325,7 +344,7 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 			export.Finish(0, map[string]any{"scanned": res.Scanned}, err)
 			return err // nothing sent yet: the usual error answer
 		}
-		w = newExportWriter(c, format, queue, rabbitCSVHeader)
+		w = newExportWriter(c, format, queue, rabbitCSVHeader, h.o.ExportWriteTimeout)
 	}
 	w.close()
 	export.Finish(w.n, map[string]any{"scanned": res.Scanned}, endedEarly(err))

@@ -46,6 +46,12 @@ type SearchOptions struct {
 	// Resolutions, when set, answers a Kafka filter's resolution variable for a topic
 	// (triage.StateLookup over the store); without it every record is open.
 	Resolutions func(ctx context.Context, cluster, topic string) search.ResolutionOf
+	// ExportSlots and ScanSlots bound the exports and filter scans running at once, per person and
+	// in all (export.max_running*, search.max_running*); nil bounds nothing.
+	ExportSlots, ScanSlots *search.Slots
+	// ExportWriteTimeout is export.write_timeout: an export whose reader takes nothing for this
+	// long is cut. 0 means 30s.
+	ExportWriteTimeout time.Duration
 }
 
 // Search serves filter scans on the records and messages APIs, and the exports.
@@ -63,6 +69,9 @@ func NewSearch(o SearchOptions) *Search {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = search.DefaultTimeout
+	}
+	if o.ExportWriteTimeout <= 0 {
+		o.ExportWriteTimeout = 30 * time.Second
 	}
 	return &Search{o: o, kafka: byName(o.Kafka), rabbit: byName(o.Rabbit), exports: search.NewExports(o.ExportMinRole, o.Audit)}
 }
@@ -299,6 +308,11 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	release, err := h.o.ScanSlots.Take(ActorOf(c).Person()) // search.max_running*
+	if err != nil {
+		return err
+	}
+	defer release()
 	started := time.Now()
 	lastRedacted := false
 	if red != nil {
@@ -394,6 +408,11 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	release, err := h.o.ScanSlots.Take(ActorOf(c).Person()) // search.max_running*
+	if err != nil {
+		return err
+	}
+	defer release()
 	q := search.RabbitQuery{Vhost: vhost, Queue: queue, Filter: f, Limit: int(limit), MaxScan: int(maxScan), Timeout: h.o.Timeout}
 	var last redact.Message
 	q.View = red.View(&last)

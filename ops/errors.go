@@ -35,6 +35,9 @@ var (
 	// refuses the console's own account what the request needs (a RabbitMQ user without read
 	// permission on the queue); the message names who lacks which permission. → 403
 	ErrForbidden = errors.New("forbidden")
+	// ErrLimited: the request is valid, but the person (or everyone) has as many of its kind
+	// running as a limit allows (exports, scans); the message names the limit. → 429
+	ErrLimited = errors.New("too many at once")
 	// ErrRefused marks an ErrForbidden that is a rule's answer to what a person asked — a role,
 	// the four-eyes rule, a limit, an allowed destination — as opposed to an outside system
 	// refusing the console's own account. Forbidden and Require make them; the web layer audits
@@ -120,6 +123,11 @@ func Require(actor access.Actor, need access.Role, doing string) error {
 		return nil
 	}
 	return Forbidden("%s needs the %s role", doing, need)
+}
+
+// Limited is an ErrLimited saying which limit was reached and what to do.
+func Limited(format string, a ...any) error {
+	return &Error{Kind: ErrLimited, Message: fmt.Sprintf(format, a...)}
 }
 
 // Unavailable is an ErrUnavailable saying which outside system did not answer, or what could not

@@ -41,6 +41,8 @@ func classify(err error) (int, string, string) {
 		return http.StatusConflict, "conflict", ops.Message(err)
 	case errors.Is(err, ops.ErrForbidden):
 		return http.StatusForbidden, "forbidden", ops.Message(err)
+	case errors.Is(err, ops.ErrLimited):
+		return http.StatusTooManyRequests, "too_many_requests", ops.Message(err)
 	case errors.Is(err, ops.ErrUnavailable):
 		// Which system, and what to do, when the error says so in words for a person (a busy pool,
 		// an unreachable broker by its name); the system's own error is for the log.
@@ -92,6 +94,9 @@ func errorHandler(log *slog.Logger, opts Options) echo.HTTPErrorHandler {
 			return
 		}
 		status, code, msg := classify(err)
+		if status == http.StatusTooManyRequests && c.Response().Header().Get("Retry-After") == "" {
+			c.Response().Header().Set("Retry-After", "5") // a slot is freed when a running one ends
+		}
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
 		logInternal(log, c, err, status, msg, reqID)
 		var werr error

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/doctor"
+	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/web"
 )
 
@@ -81,6 +82,12 @@ func serveReloadable(ctx context.Context, cfg *configs.Config, log *slog.Logger,
 	defer a.Close()
 	deps := a.webDeps(log)
 	deps.Search.MaxScan, deps.Search.Timeout, deps.Search.ExportMinRole = cfg.Search.MaxScan, cfg.Search.Timeout.D(), cfg.Export.MinRole
+	// What one person, and everyone, may run at once of what holds broker reads while it streams.
+	deps.Search.ExportSlots = search.NewSlots("exports", cfg.Export.MaxRunningPerPerson, "export.max_running_per_person",
+		cfg.Export.MaxRunning, "export.max_running")
+	deps.Search.ScanSlots = search.NewSlots("filter scans", cfg.Search.MaxRunningPerPerson, "search.max_running_per_person",
+		cfg.Search.MaxRunning, "search.max_running")
+	deps.Search.ExportWriteTimeout = cfg.Export.WriteTimeout.D()
 	deps.Doctor = doctor.New(cfg, a.doctorAdapters())
 	var reloader *web.Reloader
 	if load != nil {
