@@ -275,7 +275,7 @@ func (h *Archive) APIRestore(c echo.Context) error {
 func restoreInput(c echo.Context, read func() (restoreRequest, error)) (int64, restoreRequest, error) {
 	id, err := strconv.ParseInt(pathParam(c, "id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, restoreRequest{}, ops.NotFound("archived message %q not found", pathParam(c, "id"))
+		return 0, restoreRequest{}, ops.NotFound("archived message %q not found", ops.Echo(pathParam(c, "id")))
 	}
 	req, err := read()
 	if err != nil {

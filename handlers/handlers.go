@@ -270,8 +270,14 @@ func jsonType(t reflect.Type) string {
 	case reflect.Bool:
 		return "true or false"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if t.Bits() == 64 { // an id, an offset: its range is Go's, not one a person could mean
+			return "a whole number"
+		}
 		return fmt.Sprintf("an integer between %d and %d", minInt(t.Bits()), maxInt(t.Bits()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if t.Bits() == 64 {
+			return "a whole number, 0 or more"
+		}
 		return fmt.Sprintf("an integer between 0 and %d", uint64(1)<<t.Bits()-1)
 	case reflect.Float32, reflect.Float64:
 		return "a number"

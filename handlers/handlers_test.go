@@ -61,9 +61,10 @@ func FuzzParseTime(f *testing.F) {
 // field's own check names its range once the number is whole.
 func TestDecodeJSONWholeNumbers(t *testing.T) {
 	type request struct {
-		Rate  int    `json:"rate_per_second"`
-		Small int8   `json:"small"`
-		Count uint32 `json:"count"`
+		Rate  int     `json:"rate_per_second"`
+		Small int8    `json:"small"`
+		Count uint32  `json:"count"`
+		IDs   []int64 `json:"ids"`
 	}
 	digits := "must be a whole number written in digits (1000000, not 1e6 or 1000000.0), got the number "
 	for body, want := range map[string]string{
@@ -78,7 +79,9 @@ func TestDecodeJSONWholeNumbers(t *testing.T) {
 		`{"small":300}`:                            "small: must be a whole number, got the number 300, which is far too large",
 		`{"count":-5}`:                             "count: must not be negative, got the number -5",
 		`{"count":2.5}`:                            "count: must be a whole number, got the number 2.5",
-		`{"rate_per_second":"5"}`:                  "rate_per_second: must be an integer between",
+		`{"rate_per_second":"5"}`:                  "rate_per_second: must be a whole number, got a string",
+		// An id field: its range was int64's, which named the Go type to whoever sent ["a"].
+		`{"ids":["a"]}`: "ids: must be a whole number, got a string",
 	} {
 		var into request
 		err := decodeJSON(bodyContext(body), &into)

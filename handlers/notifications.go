@@ -224,7 +224,7 @@ func (h *Notifications) endSilence(c echo.Context) (alerts.Silence, error) {
 	raw := pathParam(c, "id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 1 {
-		return alerts.Silence{}, ops.NotFound("silence %q does not exist", raw)
+		return alerts.Silence{}, ops.NotFound("silence %q does not exist", ops.Echo(raw))
 	}
 	s, err := h.store.Silence(ctx, id)
 	if err != nil {
@@ -284,7 +284,7 @@ func (h *Notifications) APISilences(c echo.Context) error {
 func (h *Notifications) test(c echo.Context) (string, error) {
 	name := pathParam(c, "name")
 	if h.sender == nil || !containsStr(h.sender.Channels(), name) {
-		return name, ops.NotFound("notification channel %q is not configured", name)
+		return name, ops.NotFound("notification channel %q is not configured", ops.Echo(name))
 	}
 	one := int64(1)
 	e := auditEntry(c, "notify.test", "channel/"+name, "", nil)

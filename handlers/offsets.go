@@ -202,12 +202,28 @@ func (h *Offsets) APIApprove(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	a := ActorOf(c)
-	p, err := h.mover.Approve(c.Request().Context(), req.PlanID, a)
+	p, err := h.approve(c, req.PlanID)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, toOffsetPlanJSON(p))
+}
+
+// approve approves plan id of the group the path names: a plan of another group is not one of its
+// plans (404), as apply says — the approve route took any plan whatever group its URL named.
+func (h *Offsets) approve(c echo.Context, id string) (offsets.Plan, error) {
+	ctx := c.Request().Context()
+	if id != "" {
+		p, err := h.mover.Get(ctx, id)
+		if err != nil {
+			return p, err
+		}
+		if cluster, group := pathParam(c, "cluster"), pathParam(c, "group"); p.Cluster != cluster || p.Group != group {
+			return offsets.Plan{}, ops.NotFound("offset plan %q is for group %s of cluster %s, not %s of %s", ops.Echo(id), p.Group, p.Cluster,
+				ops.Echo(group), ops.Echo(cluster))
+		}
+	}
+	return h.mover.Approve(ctx, id, ActorOf(c))
 }
 
 // FormPlan: POST /kafka/:cluster/groups/:group/offsets/plan (topic, partition, offset) — the
@@ -269,8 +285,7 @@ func (h *Offsets) FormApprove(c echo.Context) error {
 	if err := h.ready(); err != nil {
 		return err
 	}
-	a := ActorOf(c)
-	p, err := h.mover.Approve(c.Request().Context(), c.FormValue("plan_id"), a)
+	p, err := h.approve(c, c.FormValue("plan_id"))
 	if err != nil {
 		return err
 	}

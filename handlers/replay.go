@@ -117,6 +117,7 @@ type planItemJSON struct {
 	Action      string          `json:"action"`
 	ErrorGroup  string          `json:"error_group"`
 	ReplayCount int             `json:"replay_count"`
+	Note        string          `json:"note,omitempty"` // why it is skipped, when its action alone does not say
 }
 
 // destinationJSON is replay.Destination on the wire: a Kafka destination always carries its
@@ -201,7 +202,7 @@ func toPlanJSON(p replay.Plan) planJSON {
 	for _, it := range p.Items {
 		j.Items = append(j.Items, planItemJSON{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Consumer: it.Consumer,
 			Destination: destinationText(it.Destination), Target: toDestinationJSON(it.Destination), Inbox: string(it.Inbox),
-			Action: string(it.Action), ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount})
+			Action: string(it.Action), ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Note: it.Note})
 	}
 	return j
 }
@@ -684,7 +685,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 		page.Items = append(page.Items, replaypages.ItemView{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID,
 			Consumer: it.Consumer, Destination: dest, Partition: partitionText(it.Destination),
 			PartitionSource: it.Destination.PartitionSource, Inbox: string(it.Inbox),
-			Action: string(it.Action), ErrorGroup: it.ErrorGroup})
+			Action: string(it.Action), ErrorGroup: it.ErrorGroup, Note: it.Note})
 	}
 	jobs, err := h.views.JobsOfPlan(c.Request().Context(), plan.ID)
 	if err != nil {

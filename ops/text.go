@@ -69,3 +69,15 @@ func inert(r rune) string {
 	}
 	return ""
 }
+
+// EchoLimit is how much of a name or id a person gave a message quotes back.
+const EchoLimit = 64
+
+// Echo is s as a message quotes a name or id a person gave: at most EchoLimit bytes, cut on a
+// character boundary and marked "…" — a 404 for a 3,000-character plan id need not repeat it.
+func Echo(s string) string {
+	if len(s) <= EchoLimit {
+		return s
+	}
+	return CleanText(s, EchoLimit) + "…"
+}

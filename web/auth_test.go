@@ -27,6 +27,7 @@ import (
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/storetest"
+	"github.com/redrive/redrive/paths"
 )
 
 // The test users: each one's password is "pw-" + name.
@@ -334,7 +335,9 @@ func TestEveryRouteIsInTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := map[string]bool{"GET /metrics": true, "GET /static/*": true}
-	for _, r := range append(routes(routeHandlers{}), authRoutes(nil)...) {
+	table := append(routes(routeHandlers{}), authRoutes(nil)...)
+	table = append(table, Route{http.MethodGet, paths.Metrics, nil, access.Public})
+	for _, r := range append(table, headRoutes(table)...) {
 		known[r.Method+" "+r.Path] = true
 	}
 	for _, r := range e.Routes() {

@@ -112,7 +112,7 @@ func echoPath(openAPIPath string) string {
 // ignored, and the answer listed everything, which reads as the filter's result. Other routes, the
 // pages among them (browsers and bookmarks add parameters), are left as they are.
 func onlyDocumentedQuery(r Route) (echo.HandlerFunc, error) {
-	if r.Method != http.MethodGet || !strings.HasPrefix(r.Path, paths.APIPrefix+"v1/") {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || !strings.HasPrefix(r.Path, paths.APIPrefix+"v1/") {
 		return r.Handler, nil
 	}
 	byRoute, err := documentedQuery()
@@ -121,7 +121,7 @@ func onlyDocumentedQuery(r Route) (echo.HandlerFunc, error) {
 	}
 	known, ok := byRoute[r.Path]
 	if !ok {
-		return nil, fmt.Errorf("GET %s is not in web/openapi.yaml: document the route and its query parameters", r.Path)
+		return nil, fmt.Errorf("%s %s is not in web/openapi.yaml: document the route and its query parameters", r.Method, r.Path)
 	}
 	next := r.Handler
 	return func(c echo.Context) error {

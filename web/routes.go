@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -143,3 +144,25 @@ func routes(h routeHandlers) []Route {
 
 // exportRole is the least role of the export routes: export.min_role (operator when unset).
 func exportRole(s *handlers.Search) access.Role { return s.ExportMinRole() }
+
+// headRoutes are HEAD of every GET route of table that answers at once (not an export, which
+// would run the whole scan for headers only, nor an event stream), with the GET's handler and
+// role: a HEAD on an API route was a 405. net/http sends the same status and headers without the
+// body. Routes that declare their own HEAD keep it.
+func headRoutes(table []Route) []Route {
+	own := map[string]bool{}
+	for _, r := range table {
+		if r.Method == http.MethodHead {
+			own[r.Path] = true
+		}
+	}
+	var out []Route
+	for _, r := range table {
+		if r.Method != http.MethodGet || own[r.Path] || strings.HasSuffix(r.Path, paths.ExportSuffix) || r.Path == paths.TraceStream ||
+			r.Path == paths.StaticPattern {
+			continue
+		}
+		out = append(out, Route{http.MethodHead, r.Path, r.Handler, r.Role})
+	}
+	return out
+}

@@ -290,6 +290,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 	table = append(table,
 		Route{http.MethodGet, paths.Metrics, echo.WrapHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{})), access.Public},
 		Route{http.MethodGet, paths.StaticPattern, echo.WrapHandler(static.Handler()), access.Public})
+	table = append(table, headRoutes(table)...)
 	for _, r := range table {
 		h, err := onlyDocumentedQuery(r)
 		if err != nil {

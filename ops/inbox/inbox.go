@@ -35,6 +35,9 @@ type Row struct {
 	MessageID   string
 	ReceivedAt  *time.Time
 	ProcessedAt *time.Time
+	// Consumer is whose row it is: set by OtherRows (another consumer of the same table); ""
+	// for the inbox's own consumer's.
+	Consumer string
 }
 
 // Store is one consumer's inbox table as an adapter of its database reads it: the PostgreSQL one
@@ -55,6 +58,11 @@ type Store interface {
 	// Rows reads the consumer's rows of ids (valid UTF-8 without NUL), by message id, at most
 	// limit, for a trace.
 	Rows(ctx context.Context, ids []string, limit int) ([]Row, error)
+	// OtherRows reads the rows of ids (valid UTF-8 without NUL) that other consumers wrote in the
+	// same table — the seed's inbox is shared, keyed by message and consumer —, by message id and
+	// consumer, at most limit, each with its Consumer, for a trace: a message processed by
+	// someone else and not by this consumer is what the person tracing needs to see.
+	OtherRows(ctx context.Context, ids []string, limit int) ([]Row, error)
 	// Inspect reads from the catalog only, for console doctor, the table's columns, its indexes
 	// (the primary key among them) and the account's SELECT on the mapped columns.
 	Inspect(ctx context.Context) (catalog.TableFacts, error)
@@ -131,6 +139,17 @@ func (i *Inbox) Verdicts(ctx context.Context, ids []string) (map[string]Verdict,
 // Rows reads this consumer's rows for the ids (at most limit, by message id), for a trace: a
 // message with no row is one the consumer has not taken. Errors wrap ops.ErrUnavailable.
 func (i *Inbox) Rows(ctx context.Context, ids []string, limit int) ([]Row, error) {
+	return i.rows(ctx, ids, limit, i.store.Rows)
+}
+
+// OtherRows reads the rows other consumers of the same table wrote for these message ids, each
+// naming its consumer, at most limit (Store.OtherRows). Errors wrap ops.ErrUnavailable.
+func (i *Inbox) OtherRows(ctx context.Context, ids []string, limit int) ([]Row, error) {
+	return i.rows(ctx, ids, limit, i.store.OtherRows)
+}
+
+// rows asks read for the ids a database can hold, and keeps the rows of ids asked.
+func (i *Inbox) rows(ctx context.Context, ids []string, limit int, read func(context.Context, []string, int) ([]Row, error)) ([]Row, error) {
 	ask := make([]string, 0, len(ids))
 	asked := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -142,7 +161,7 @@ func (i *Inbox) Rows(ctx context.Context, ids []string, limit int) ([]Row, error
 	if len(ask) == 0 {
 		return nil, nil
 	}
-	rows, err := i.store.Rows(ctx, ask, limit)
+	rows, err := read(ctx, ask, limit)
 	if err != nil {
 		return nil, err
 	}

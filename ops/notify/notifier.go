@@ -470,7 +470,7 @@ func (n *Notifier) deliver(ctx context.Context, l *lease.Lease, x alerts.Notific
 // the send's error (the delivery log keeps it too). ops.ErrNotFound for an unknown channel.
 func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
 	if _, ok := n.conf.Load().channels[channel]; !ok {
-		return ops.NotFound("notification channel %q is not configured", channel)
+		return ops.NotFound("notification channel %q is not configured", ops.Echo(channel))
 	}
 	now := time.Now().UTC()
 	e := Event{Key: "test/" + channel, Kind: "test", State: StateTest, Severity: health.Info,

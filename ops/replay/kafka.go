@@ -316,6 +316,12 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool
 	case original == "":
 	case !validTopic(original):
 		it.Note = fmt.Sprintf("its original topic %q (from the dead-letter headers) is not a valid Kafka topic name", escapeBytes(original))
+	case original == p.src.Topic:
+		// A record whose headers name the dead-letter topic itself (a consumer of the DLT that
+		// failed and dead-lettered into it again, or a producer that wrote the DLT as the original)
+		// would be published where it is: one more copy, never the consumer it failed for.
+		it.Note = fmt.Sprintf("its destination is %s itself, the dead-letter topic it is in: publishing it there would only "+
+			"add a copy; send it elsewhere with a destination (replay.allowed_destinations)", escapeBytes(original))
 	default:
 		if dl != nil {
 			pi.header = dl.OriginalPartition

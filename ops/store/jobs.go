@@ -64,7 +64,7 @@ func (s *ReplayJobs) Job(ctx context.Context, id string) (replay.Job, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+jobColumns+` FROM replay_job j WHERE j.id = $1`, id)
 	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
 	if isNoRows(err) {
-		return j, ops.NotFound("replay job %q not found", id)
+		return j, ops.NotFound("replay job %q not found", ops.Echo(id))
 	}
 	if err != nil {
 		return j, unavailable(err, "replay job %q", id)
@@ -156,7 +156,7 @@ func (s *ReplayJobs) RequestCancel(ctx context.Context, jobID string) (string, e
 			finished_at = CASE WHEN status IN ('pending', 'awaiting_approval') THEN now() ELSE finished_at END
 		WHERE id = $1 RETURNING status`, jobID).Scan(&status)
 	if isNoRows(err) {
-		return "", ops.NotFound("replay job %q not found", jobID)
+		return "", ops.NotFound("replay job %q not found", ops.Echo(jobID))
 	}
 	if err != nil {
 		return "", unavailable(err, "cancel job")

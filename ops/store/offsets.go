@@ -25,7 +25,7 @@ func (s *OffsetPlans) OffsetPlan(ctx context.Context, id string) (offsets.Stored
 		FROM offset_move_plan WHERE id = $1`, id).
 		Scan(&p.Cluster, &p.Group, &p.Topic, &p.CreatedBy, &p.CreatedAt, &p.Body, &p.AppliedAt, &appliedBy, &approvedBy)
 	if isNoRows(err) {
-		return p, ops.NotFound("offset plan %q not found", id)
+		return p, ops.NotFound("offset plan %q not found", ops.Echo(id))
 	}
 	if err != nil {
 		return p, unavailable(err, "offset plan %q", id)

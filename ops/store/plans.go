@@ -77,7 +77,7 @@ func (s *ReplayPlans) Plan(ctx context.Context, id string) (replay.StoredPlan, e
 	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups
 		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings, &groups)
 	if isNoRows(err) {
-		return p, ops.NotFound("replay plan %q not found", id)
+		return p, ops.NotFound("replay plan %q not found", ops.Echo(id))
 	}
 	if err != nil {
 		return p, unavailable(err, "replay plan %q", id)

@@ -116,6 +116,12 @@ func outboxSteps(name string, events []outbox.Event, ids []string, aggregate str
 // message's topic or queue have no inbox to ask.
 func (r *run) inboxes(ctx context.Context, ids []string) {
 	var wg sync.WaitGroup
+	configured := map[string]bool{}
+	for _, in := range r.t.o.Inboxes {
+		configured[in.Consumer()] = true
+	}
+	var mu sync.Mutex
+	told := map[[2]string]bool{} // another consumer's row, told once when two inboxes share a table
 	for _, in := range r.t.o.Inboxes {
 		wg.Go(func() {
 			source := "inbox " + in.Consumer()
@@ -132,6 +138,27 @@ func (r *run) inboxes(ctx context.Context, ids []string) {
 				return
 			}
 			r.emit(inboxSteps(in.Consumer(), ids, rows))
+			// The seed's inbox is shared (a consumer column): a row another consumer wrote for the
+			// message is "processed by someone else, not by this one" — what the person tracing
+			// needs to see. A configured consumer's own lookup tells its rows.
+			others, err := in.OtherRows(lctx, ids, r.t.o.Budget.Rows)
+			if err != nil {
+				r.emit([]Step{r.down(KindInbox, source+" (other consumers' rows)", err)})
+				return
+			}
+			var fresh []inbox.Row
+			mu.Lock()
+			for _, o := range others {
+				k := [2]string{o.Consumer, o.MessageID}
+				if !configured[o.Consumer] && !told[k] {
+					told[k] = true
+					fresh = append(fresh, o)
+				}
+			}
+			mu.Unlock()
+			if len(fresh) > 0 {
+				r.emit(otherInboxSteps(in.Consumer(), fresh))
+			}
 		})
 	}
 	wg.Wait()
@@ -149,6 +176,29 @@ func (r *run) inboxes(ctx context.Context, ids []string) {
 	if len(steps) > 0 {
 		r.emit(steps)
 	}
+}
+
+// otherInboxSteps tell the rows consumers with no inbox of their own configured wrote in the
+// inbox table of consumer: informative, they decide nothing about this consumer's verdict.
+func otherInboxSteps(consumer string, rows []inbox.Row) []Step {
+	out := make([]Step, 0, len(rows))
+	for _, row := range rows {
+		s := Step{Kind: KindInbox, Source: "inbox " + row.Consumer, Found: true, Place: "message " + row.MessageID, Ref: Ref{Offset: -1}}
+		switch {
+		case row.ProcessedAt != nil:
+			s.At = timePtr(*row.ProcessedAt)
+			s.Detail = fmt.Sprintf("processed by %s at %s — another consumer writing in %s's inbox table, not %s", row.Consumer,
+				stamp(*row.ProcessedAt), consumer, consumer)
+		default:
+			s.Detail = fmt.Sprintf("received by %s but not processed — another consumer writing in %s's inbox table, not %s",
+				row.Consumer, consumer, consumer)
+			if row.ReceivedAt != nil {
+				s.At = timePtr(*row.ReceivedAt)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func inboxSteps(consumer string, ids []string, rows []inbox.Row) []Step {

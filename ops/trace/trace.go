@@ -74,6 +74,9 @@ type Inbox interface {
 	Consumer() string
 	// Rows reads the consumer's rows of these message ids. Errors wrap ops.ErrUnavailable.
 	Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error)
+	// OtherRows reads the rows other consumers wrote for these ids in the same table, each naming
+	// its consumer. Errors wrap ops.ErrUnavailable.
+	OtherRows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error)
 }
 
 // Ledger is the replay ledger; *store.Store implements it.

@@ -68,6 +68,7 @@ func Exercise(t *testing.T, newDB NewDB) {
 		{"VerdictsInBatches", testVerdictsInBatches},
 		{"VerdictsOf100000IDs", testVerdictsOf100000IDs},
 		{"Rows", testRows},
+		{"OtherConsumersRows", testOtherConsumersRows},
 		{"HostileIDs", testHostileIDs},
 		{"MissingTableIsUnavailable", testMissingTableIsUnavailable},
 		{"VerdictsAfterTheDatabaseDroppedItsSessions", testVerdictsAfterTheDatabaseDroppedItsSessions},

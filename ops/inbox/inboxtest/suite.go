@@ -120,6 +120,29 @@ func testRows(t *testing.T, db DB) {
 	}
 }
 
+// The seed's inbox is shared: a trace reads the rows other consumers wrote for the message too,
+// each naming its consumer, by message id and consumer, at most the limit asked; never the inbox's
+// own consumer's (Rows reads those).
+func testOtherConsumersRows(t *testing.T, db DB) {
+	db.Insert(t, Row{MessageID: "m-1", Consumer: "billing", Processed: true},
+		Row{MessageID: "m-1", Consumer: "shipping", Processed: true, Received: time.Minute},
+		Row{MessageID: "m-1", Consumer: "audit", Received: 10 * time.Second},
+		Row{MessageID: "m-2", Consumer: "shipping"},
+		Row{MessageID: "m-3", Consumer: "billing"})
+	in := db.Open(t, "billing", "", "")
+	rows, err := in.OtherRows(context.Background(), []string{"m-1", "m-3", "m-9"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Consumer != "audit" || rows[1].Consumer != "shipping" || rows[0].MessageID != "m-1" ||
+		rows[0].ProcessedAt != nil || rows[1].ProcessedAt == nil || rows[1].ReceivedAt == nil {
+		t.Fatalf("other rows %+v: want m-1 of audit (received) and of shipping (processed)", rows)
+	}
+	if rows, err := in.OtherRows(context.Background(), []string{"m-1", "m-2"}, 1); err != nil || len(rows) != 1 || rows[0].Consumer != "audit" {
+		t.Fatalf("other rows with limit 1: %+v, %v", rows, err)
+	}
+}
+
 func since(t time.Time) time.Duration { return time.Since(t) }
 
 // Message ids from dead letters are anyone's bytes: those the table stores are found byte for

@@ -23,6 +23,7 @@ type Store struct {
 	pool     *mysqlpool.Pool
 	lookup   string // … IN (%s): the ids' placeholders
 	rows     string // a message's row with its times, for a trace
+	others   string // other consumers' rows of a message in the same table, for a trace
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -56,6 +57,8 @@ func New(_ context.Context, consumer string, cfg configs.Inbox) (*Store, error) 
 		lookup: fmt.Sprintf(`SELECT %[2]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s)`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
 		rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
+		others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt))}, nil
 }
 
@@ -112,6 +115,17 @@ func (s *Store) Lookup(ctx context.Context, ids []string) (map[string]bool, erro
 
 // Rows reads this consumer's rows for the ids, at most limit, by message id.
 func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
+	return s.read(ctx, s.rows, ids, limit, false)
+}
+
+// OtherRows reads other consumers' rows for the ids in the same table, at most limit, by message
+// id and consumer.
+func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
+	return s.read(ctx, s.others, ids, limit, true)
+}
+
+// read runs query (rows or others) for the ids; withConsumer scans the consumer column too.
+func (s *Store) read(ctx context.Context, query string, ids []string, limit int, withConsumer bool) ([]inbox.Row, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -119,14 +133,18 @@ func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row,
 	var out []inbox.Row
 	err := s.pool.Do(ctx, func(c *sql.Conn) error {
 		out = out[:0]
-		rows, err := c.QueryContext(ctx, fmt.Sprintf(s.rows, in), args...)
+		rows, err := c.QueryContext(ctx, fmt.Sprintf(query, in), args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var r inbox.Row
-			if err := rows.Scan(&r.MessageID, &r.ReceivedAt, &r.ProcessedAt); err != nil {
+			dest := []any{&r.MessageID, &r.ReceivedAt, &r.ProcessedAt}
+			if withConsumer {
+				dest = append(dest, &r.Consumer)
+			}
+			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
 			out = append(out, r)

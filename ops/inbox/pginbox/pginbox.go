@@ -26,6 +26,7 @@ type Store struct {
 	pool     *pgpool.Pool
 	lookup   string
 	rows     string // a message's row with its times, for a trace
+	others   string // other consumers' rows of a message in the same table, for a trace
 }
 
 var _ inbox.Store = (*Store)(nil)
@@ -62,6 +63,9 @@ func New(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error
 		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
 		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz FROM %[1]s
 			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
+		others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[4]s::text FROM %[1]s
+			WHERE %[4]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[4]s LIMIT $3`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt))}, nil
 }
 
@@ -107,6 +111,24 @@ func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row,
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inbox.Row, error) {
 		var row inbox.Row
 		err := r.Scan(&row.MessageID, &row.ReceivedAt, &row.ProcessedAt)
+		return row, err
+	})
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	return out, nil
+}
+
+// OtherRows reads other consumers' rows for the ids in the same table, at most limit, by message
+// id and consumer.
+func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
+	rows, err := s.pool.Query(ctx, s.others, s.consumer, ids, limit)
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inbox.Row, error) {
+		var row inbox.Row
+		err := r.Scan(&row.MessageID, &row.ReceivedAt, &row.ProcessedAt, &row.Consumer)
 		return row, err
 	})
 	if err != nil {

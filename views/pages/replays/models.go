@@ -236,6 +236,7 @@ type ItemView struct {
 	Inbox           string
 	Action          string
 	ErrorGroup      string
+	Note            string // why it is skipped, when its action alone does not say
 }
 
 // JobPage is one job with its ledger.
