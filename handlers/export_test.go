@@ -179,7 +179,7 @@ func TestExportCSVWritesControlsAsText(t *testing.T) {
 		}
 	}
 	var j struct{ Key, Value string }
-	if err := json.Unmarshal([]byte(viewerExport(t, h, "ndjson").Body.String()), &j); err != nil || j.Key != key || j.Value != value {
+	if err := json.Unmarshal(viewerExport(t, h, "ndjson").Body.Bytes(), &j); err != nil || j.Key != key || j.Value != value {
 		t.Errorf("ndjson changed the content: %+v %v", j, err)
 	}
 }
