@@ -50,6 +50,9 @@ const (
 )
 
 // Severity orders codes for "worst of": OK 0, EMPTY and DEAD 1, WARN 2, ERR and STALL 3, STOP 4.
+// As in Burrow (OK < WARN < ERR < STOP < STALL, a group with a STOP or STALL partition being ERR),
+// WARN is below every verdict that says the consumer does not move; STOP ranks above STALL here
+// because it is the same stuck offset for longer than LagRules.StopAfter.
 func (s StatusCode) Severity() int {
 	switch s {
 	case StatusEmpty, StatusDead:
@@ -103,6 +106,10 @@ type GroupStatus struct {
 //     consumer that caught up at some point in the window keeps up);
 //   - lag > 0 and the committed offset has not moved for longer than rules.StopAfter → STOP;
 //   - lag > 0, members > 0 and the committed offset did not move during the whole window → STALL;
+//   - lag > 0, members > 0, the lag rose at every sample of the window (as for WARN below) and the
+//     committed offset did not move at any of them → STALL, as soon as the window shows the rise:
+//     Burrow checks a stalled offset before a rising lag, and its WARN is a consumer that moves
+//     but falls behind, so a stuck consumer is never WARN first;
 //   - the lag rose at every sample of the window (strictly, over at least three samples) and by at
 //     least rules.WarnMinLag in all → WARN. Samples less than half of every apart are one moment
 //     (a refresh-on-view sample lands a fraction of a second after a scheduled one, with the same
@@ -246,6 +253,13 @@ func evaluateOffsets(rules configs.LagRules, every time.Duration, state string, 
 	case members > 0 && v.stuck >= window && never:
 		v.status.Code, v.found = StatusStall, foundStallNever
 	case members > 0 && v.stuck >= window:
+		v.status.Code, v.found = StatusStall, foundStall
+	case members > 0 && rose(win, every, minGrowth) && !since.After(win[0].At) && never:
+		// Burrow's order: a committed offset that does not move is STALL before a rising lag is
+		// WARN (WARN is a consumer that moves but falls behind), from the first window that shows
+		// the rise, not a whole window later.
+		v.status.Code, v.found = StatusStall, foundStallNever
+	case members > 0 && rose(win, every, minGrowth) && !since.After(win[0].At):
 		v.status.Code, v.found = StatusStall, foundStall
 	case rose(win, every, minGrowth):
 		v.status.Code, v.found, v.window = StatusWarn, foundRising, risingShown(win, every)

@@ -623,3 +623,77 @@ func TestRisingWithRefreshSamples(t *testing.T) {
 		}
 	})
 }
+
+// Issue 37 item 8: a group whose member stays while its committed offset does not move and records
+// keep arriving (0 msg/s consumed) was WARN ("lag rose at every sample") for a whole window before
+// it became STALL. Burrow checks a stalled offset before a rising lag, and its WARN is a consumer
+// that moves but falls behind: such a group is STALL from the first evaluation that shows the rise,
+// never WARN on the way, and a group with one such partition is STALL however large the lag of a
+// WARN partition beside it.
+func TestStalledIsNeverWarnFirst(t *testing.T) {
+	const every = 15 * time.Second
+	noisy := rules
+	noisy.WarnMinLag = 1
+	var samples []Sample
+	for i := range 21 { // 5 minutes of samples, 40 new records a sample, nothing committed
+		at := t0.Add(time.Duration(i-20) * every)
+		samples = append(samples, Sample{At: at, Committed: 812, End: 852 + int64(i)*40, Lag: 40 + int64(i)*40})
+	}
+	for n := 1; n <= len(samples); n++ {
+		now := samples[n-1].At
+		got := Evaluate(noisy, every, "Stable", 1, samples[:n], now)
+		want := StatusOK
+		if n >= minRisingSamples {
+			want = StatusStall
+		}
+		if got.Code != want {
+			t.Fatalf("after %d samples (%s): %s %q, want %s", n, dur(now.Sub(samples[0].At)), got.Code, got.Reason, want)
+		}
+	}
+	if got := Evaluate(noisy, every, "Stable", 1, samples[:3], samples[2].At); got.Reason != "committed offset stuck at 812 for 30s with 1 member, lag 120" {
+		t.Errorf("reason %q", got.Reason)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		members int
+		samples []Sample
+		code    StatusCode
+		reason  string
+	}{
+		{"STALL/RisingWhileStuck", 1, series(same(3, 812), []int64{100, 400, 900}),
+			StatusStall, "committed offset stuck at 812 for 2m with 1 member, lag 900"},
+		{"STALL/RisingNeverCommitted", 2, series(same(3, -1), []int64{100, 400, 900}),
+			StatusStall, "never committed (no commit seen in 2m) with 2 members, lag 900"},
+		// The committed offset moved inside the window: a consumer that falls behind, WARN.
+		{"WARN/RisingWhileMoving", 1, series([]int64{700, 812, 812}, []int64{100, 400, 900}),
+			StatusWarn, "lag rose at every sample: 100 → 400 → 900 over 2m"},
+		// No member to be stuck: the records pile up while the group rebalances.
+		{"WARN/RisingWithoutMembers", 0, series(same(3, 812), []int64{100, 400, 900}),
+			StatusWarn, "lag rose at every sample: 100 → 400 → 900 over 2m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Evaluate(rules, time.Minute, "Stable", tc.members, tc.samples, t0)
+			if got.Code != tc.code || got.Reason != tc.reason {
+				t.Fatalf("Evaluate = %s %q, want %s %q", got.Code, got.Reason, tc.code, tc.reason)
+			}
+		})
+	}
+
+	t.Run("GroupRanksStallAboveWarn", func(t *testing.T) {
+		gs := EvaluateGroup(rules, time.Minute, "Stable", 1, []PartitionSamples{
+			{Topic: "orders", Partition: 0, Samples: series([]int64{100, 200, 300}, []int64{10_000, 40_000, 90_000})},
+			{Topic: "orders", Partition: 1, Samples: series(same(3, 812), []int64{100, 400, 900})},
+		}, t0)
+		if gs.Status.Code != StatusStall || gs.Worst == nil || gs.Worst.Partition != 1 {
+			t.Fatalf("group = %s %q (worst %+v), want STALL from partition 1", gs.Status.Code, gs.Status.Reason, gs.Worst)
+		}
+		if want := "committed offset stuck at 812 for 2m on partition 1 with 1 member, lag 900"; gs.Status.Reason != want {
+			t.Errorf("reason %q, want %q", gs.Status.Reason, want)
+		}
+		if !(StatusWarn.Severity() < StatusStall.Severity() && StatusWarn.Severity() < StatusErr.Severity() &&
+			StatusStall.Severity() <= StatusStop.Severity()) {
+			t.Error("WARN must rank below ERR, STALL and STOP")
+		}
+	})
+}
