@@ -83,12 +83,37 @@ type window struct {
 	want       int // the consumer's prefetch: it is cancelled after this many deliveries
 	got        int
 	last       uint64 // highest delivery tag seen on ch
-	consuming  bool   // guarded by Cursor.mu
+	// settled marks, by delivery tag, what was acked on ch (guarded by Cursor.mu): Close returns
+	// the rest with one basic.nack(multiple) up to the highest tag not settled — a nack naming a
+	// tag already acked is a channel error (406 PRECONDITION_FAILED "unknown delivery tag").
+	settled   []uint64 // bit set
+	consuming bool     // guarded by Cursor.mu
 	// pending are moved messages Ack left unacked while the consumer still consumed (readMode
 	// byClose): an ack gives the consumer credit, and a 4.x quorum queue then delivers a message
 	// past the span that a cancel returns ahead of the rest. stopWindow acks them after the
 	// cancel. Guarded by Cursor.mu.
 	pending []Delivery
+}
+
+// settle records that tag was acked on w.ch. Called with Cursor.mu held.
+func (w *window) settle(tag uint64) {
+	i := int(tag / 64)
+	if i >= len(w.settled) {
+		w.settled = append(w.settled, make([]uint64, i+1-len(w.settled))...)
+	}
+	w.settled[i] |= 1 << (tag % 64)
+}
+
+// unsettled is the highest delivery tag on w.ch not acked, 0 when every delivery was. Delivery
+// tags on a channel run 1, 2, … and the window's consumer is the only one on it. Called with
+// Cursor.mu held.
+func (w *window) unsettled() uint64 {
+	for tag := w.last; tag > 0; tag-- {
+		if i := int(tag / 64); i >= len(w.settled) || w.settled[i]&(1<<(tag%64)) == 0 {
+			return tag
+		}
+	}
+	return 0
 }
 
 // Delivery is one message a Cursor took: the whole message and its raw headers.
@@ -405,6 +430,9 @@ func (c *Cursor) stopWindow(w *window) error {
 		if err := w.ch.Ack(d.d.DeliveryTag, false); err != nil {
 			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err)) // the copy stays; the caller's record drops it later
 		}
+		c.mu.Lock()
+		w.settle(d.d.DeliveryTag)
+		c.mu.Unlock()
 	}
 	return nil
 }
@@ -564,6 +592,8 @@ func (c *Cursor) Ack(ds []Delivery) error {
 		} else if err := d.w.ch.Ack(d.d.DeliveryTag, false); err != nil {
 			// The copy stays in the queue; the caller's record lets a later run drop it.
 			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err))
+		} else {
+			d.w.settle(d.d.DeliveryTag)
 		}
 		c.ackedN++
 		if len(c.low) > 0 {
@@ -577,8 +607,9 @@ func (c *Cursor) Ack(ds []Delivery) error {
 }
 
 // Close returns every message the cursor holds unacked to the queue, window by window in queue
-// order (one basic.nack(multiple, requeue) each), and closes its channels. On a broken connection
-// the broker does it by itself.
+// order (one basic.nack(multiple, requeue) each, up to the window's highest unacked tag, none when
+// everything was acked: a job that moved everything settles nothing twice), and closes its
+// channels. On a broken connection the broker does it by itself.
 func (c *Cursor) Close() {
 	if c.mode.whole && !c.closed {
 		c.readRest()
@@ -605,8 +636,10 @@ func (c *Cursor) closeChannels() (closed bool) {
 		c.b.noteReturned(c.q.Ref(), c.read-c.ackedN-c.kept)
 	}
 	for _, w := range c.windows {
-		if w.last > 0 && !c.mode.byClose {
-			_ = w.ch.Nack(w.last, true, true)
+		// Up to the highest tag not acked: a nack of w.last after it was acked (every job that
+		// moved all it read) made the broker close the channel with 406 "unknown delivery tag".
+		if top := w.unsettled(); top > 0 && !c.mode.byClose {
+			_ = w.ch.Nack(top, true, true)
 		}
 		_ = w.ch.Close() // waits for close-ok: the requeue is processed when Close returns
 	}
@@ -630,7 +663,13 @@ func (c *Cursor) keepLow() {
 	}
 	ctx, cancel := c.b.bound(context.Background())
 	defer cancel()
-	c.keepErr = c.b.keep(ctx, c.mode.keeper, c.q, keep, func(d Delivery) error { return d.w.ch.Ack(d.d.DeliveryTag, false) })
+	c.keepErr = c.b.keep(ctx, c.mode.keeper, c.q, keep, func(d Delivery) error {
+		err := d.w.ch.Ack(d.d.DeliveryTag, false)
+		if err == nil {
+			d.w.settle(d.d.DeliveryTag) // Cursor.mu is held (closeChannels)
+		}
+		return err
+	})
 	if c.keepErr == nil {
 		c.kept = len(keep)
 	}
