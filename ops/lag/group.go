@@ -37,6 +37,9 @@ type Snapshot struct {
 	// Transactions are the transactions open on the cluster's partitions as of At (each holds
 	// its partition's last stable offset); empty when none is, or the source does not list them.
 	Transactions []kafka.OpenTransaction
+	// Refreshing is set on an answer served while a re-sample of the cluster runs behind it
+	// (sampler.FreshKafka's stale while revalidate): the next read shows newer offsets.
+	Refreshing bool
 	history.Freshness
 }
 

@@ -8,7 +8,8 @@ import (
 
 // With sampler.interval 60s, a commit is visible through FreshKafka within MinRefresh (2 s): the
 // leader re-samples a viewed cluster on demand, once for many concurrent viewers, and not again
-// within MinRefresh.
+// within MinRefresh. Here MaxServeAge is MinRefresh, so every read that starts a re-sample waits
+// for it (the behaviour before stale while revalidate, which TestReadDuringSlowResample covers).
 func TestFreshWhenSomeoneLooks(t *testing.T) {
 	b := newBroker(t)
 	b.topic(t, "orders", 2)
@@ -16,7 +17,7 @@ func TestFreshWhenSomeoneLooks(t *testing.T) {
 	b.commit(t, "billing", "orders", map[int32]int64{0: 2, 1: 2})
 	st := openStore(t, testDSN(t))
 	clk := newClock()
-	s := newSampler(t, st, clk, func(o *Options) { o.Interval = 60 * time.Second },
+	s := newSampler(t, st, clk, func(o *Options) { o.Interval, o.MaxServeAge = 60*time.Second, 2*time.Second },
 		KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
 	ctx := ctxT(t)
 	if err := s.SampleOnce(ctx); err != nil {

@@ -26,6 +26,9 @@ const (
 	DefaultCacheTTL  = time.Second
 	// DefaultMinRefresh is Options.MinRefresh's zero value.
 	DefaultMinRefresh = 2 * time.Second
+	// DefaultMaxServeAgeIntervals is Options.MaxServeAge's zero value in Intervals: a reader
+	// waits for a re-sample only when the snapshot missed more than one scheduled sample.
+	DefaultMaxServeAgeIntervals = 2
 )
 
 // pruneEvery is how often (on the sampler's clock) the leader deletes history past retention; it
@@ -75,6 +78,12 @@ type Options struct {
 	// before the replica leading that cluster samples it again on demand, once for all
 	// concurrent viewers; 0 means DefaultMinRefresh (2 s), negative turns on-demand samples off.
 	MinRefresh time.Duration
+	// MaxServeAge bounds how old a Kafka cluster's snapshot may be and still be served at once by
+	// FreshKafka while its re-sample runs behind the answer (stale while revalidate); a read of a
+	// snapshot this old or older waits for the re-sample. 0 means DefaultMaxServeAgeIntervals Intervals (30 s
+	// at the default interval); it is at least MinRefresh (equal to it, every read that starts a
+	// re-sample waits for it, as before stale while revalidate).
+	MaxServeAge time.Duration
 }
 
 // Sampler samples each configured source on one replica at a time (the replicas split the sources,
@@ -94,6 +103,7 @@ type Sampler struct {
 	retention      time.Duration
 	cacheTTL       time.Duration
 	minFresh       time.Duration // Options.MinRefresh; <= 0 off
+	maxServeAge    time.Duration // Options.MaxServeAge, defaulted
 	newGroupWindow time.Duration // Options.NewGroupWindow, defaulted
 	errorSample    func(kafka.ErrorGroup) string
 
@@ -149,6 +159,7 @@ func New(opts Options) (*Sampler, error) {
 		retention:   opts.Retention,
 		cacheTTL:    opts.CacheTTL,
 		minFresh:    opts.MinRefresh,
+		maxServeAge: opts.MaxServeAge,
 		kafkaByName: map[string]*kafkaState{},
 		cache:       map[string]cached[lag.Snapshot]{},
 		history:     map[historyKey]cached[[]lag.Point]{},
@@ -178,6 +189,10 @@ func New(opts Options) (*Sampler, error) {
 	if s.minFresh == 0 {
 		s.minFresh = DefaultMinRefresh
 	}
+	if s.maxServeAge <= 0 {
+		s.maxServeAge = DefaultMaxServeAgeIntervals * s.interval
+	}
+	s.maxServeAge = max(s.maxServeAge, s.minFresh)
 	s.timeout = s.interval - s.interval/5
 	s.ttl = s.interval
 	s.started = s.now()
