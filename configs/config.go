@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -169,11 +170,22 @@ type Sampler struct {
 
 // Outbox is one service's transactional outbox table.
 type Outbox struct {
-	Name        string        `yaml:"name"`         // required, unique; used in URLs
-	DSN         Secret        `yaml:"dsn"`          // required
-	Table       string        `yaml:"table"`        // default outbox_event; may be schema-qualified
-	Columns     OutboxColumns `yaml:"columns"`      // default: the seed's column names
-	MaxAttempts int           `yaml:"max_attempts"` // the relay's limit, shown for context; default 10
+	Name    string        `yaml:"name"`    // required, unique; used in URLs
+	DSN     Secret        `yaml:"dsn"`     // required
+	Table   string        `yaml:"table"`   // default: the format's (outbox_event for the seed); may be schema-qualified
+	Columns OutboxColumns `yaml:"columns"` // default: the format's column names
+	// Format is the table's layout, whose states the console shows: seed (default, the seed's
+	// outbox_event), spring-modulith (the event publication registry), namastack (outbox_record)
+	// or debezium (the insert-only outbox table Debezium's outbox router reads). OutboxFormats.
+	Format string `yaml:"format"`
+	// CompletionMode is spring.modulith.events.completion-mode of a spring-modulith registry:
+	// update (default: completed rows stay, with a completion_date), delete (they are deleted) or
+	// archive (they move to ArchiveTable).
+	CompletionMode string `yaml:"completion_mode"`
+	// ArchiveTable is where a spring-modulith registry in archive mode keeps its completed
+	// publications; default event_publication_archive (EVENT_PUBLICATION_ARCHIVE on MySQL).
+	ArchiveTable string `yaml:"archive_table"`
+	MaxAttempts  int    `yaml:"max_attempts"` // the relay's limit, shown for context; default 10
 	// StaleReadyAfter marks a READY backlog as a problem when its oldest due row is older; default 5m.
 	StaleReadyAfter Duration         `yaml:"stale_ready_after"`
 	Pool            `yaml:",inline"` // max_conns (default DefaultOutboxMaxConns), acquire_timeout
@@ -195,6 +207,93 @@ type OutboxColumns struct {
 	LastError     string `yaml:"last_error"`
 	CreatedAt     string `yaml:"created_at"`
 	SentAt        string `yaml:"sent_at"`
+	// Other holds the columns of formats other than the seed, keyed by the format's own logical
+	// names (OutboxFormatColumns); with defaults applied, a non-seed format's whole mapping.
+	Other map[string]string `yaml:",inline"`
+}
+
+// The outbox formats (outboxes[].format).
+const (
+	OutboxFormatSeed           = "seed"
+	OutboxFormatSpringModulith = "spring-modulith"
+	OutboxFormatNamastack      = "namastack"
+	OutboxFormatDebezium       = "debezium"
+)
+
+// OutboxFormats lists the formats outboxes[].format accepts, the default first.
+var OutboxFormats = []string{OutboxFormatSeed, OutboxFormatSpringModulith, OutboxFormatNamastack, OutboxFormatDebezium}
+
+// OutboxFormatColumns are the logical columns of each format other than the seed (whose are
+// OutboxColumns' fields), the keys outboxes[].columns accepts for it. Each defaults to its own
+// name (upper-case for spring-modulith on MySQL, as Spring Modulith's MySQL schema has them),
+// except debezium's created_at: Debezium's outbox table has no insert time unless the service
+// adds one (table.field.event.timestamp), so it is unmapped unless configured.
+var OutboxFormatColumns = map[string][]string{
+	OutboxFormatSpringModulith: {"id", "listener_id", "event_type", "serialized_event", "publication_date",
+		"completion_date", "status", "completion_attempts", "last_resubmission_date"},
+	OutboxFormatNamastack: {"id", "status", "record_key", "record_type", "payload", "created_at", "completed_at",
+		"failure_count", "failure_reason", "next_retry_at", "handler_id"},
+	OutboxFormatDebezium: {"id", "aggregatetype", "aggregateid", "type", "payload", "created_at"},
+}
+
+// outboxFormatTables are the formats' default tables: PostgreSQL's, then MySQL's.
+var outboxFormatTables = map[string][2]string{
+	OutboxFormatSeed:           {"outbox_event", "outbox_event"},
+	OutboxFormatSpringModulith: {"event_publication", "EVENT_PUBLICATION"},
+	OutboxFormatNamastack:      {"outbox_record", "outbox_record"},
+	OutboxFormatDebezium:       {"outbox", "outbox"},
+}
+
+// applyFormatDefaults fills the format's default table and columns: the seed's struct fields, or
+// for another format its whole mapping in Columns.Other (what was set under columns: kept, unknown
+// keys included, for Validate to name).
+func (o *Outbox) applyFormatDefaults() {
+	o.Format = cmp.Or(o.Format, OutboxFormatSeed)
+	db, _ := DatabaseOf(string(o.DSN))
+	mysql := db == MySQL
+	tables, ok := outboxFormatTables[o.Format]
+	if !ok {
+		return
+	}
+	if mysql {
+		o.Table = cmp.Or(o.Table, tables[1])
+	} else {
+		o.Table = cmp.Or(o.Table, tables[0])
+	}
+	if o.Format == OutboxFormatSeed {
+		o.Columns = o.Columns.withDefaults()
+		return
+	}
+	set := map[string]string{}
+	for k, v := range o.Columns.fields() {
+		if v != "" {
+			set[k] = v
+		}
+	}
+	for k, v := range o.Columns.Other {
+		set[k] = v
+	}
+	for _, k := range OutboxFormatColumns[o.Format] {
+		def := k
+		switch {
+		case o.Format == OutboxFormatDebezium && k == "created_at":
+			def = ""
+		case o.Format == OutboxFormatSpringModulith && mysql:
+			def = strings.ToUpper(k)
+		}
+		if _, ok := set[k]; !ok && def != "" {
+			set[k] = def
+		}
+	}
+	o.Columns = OutboxColumns{Other: set}
+	if o.Format == OutboxFormatSpringModulith {
+		o.CompletionMode = cmp.Or(o.CompletionMode, "update")
+		if mysql {
+			o.ArchiveTable = cmp.Or(o.ArchiveTable, "EVENT_PUBLICATION_ARCHIVE")
+		} else {
+			o.ArchiveTable = cmp.Or(o.ArchiveTable, "event_publication_archive")
+		}
+	}
 }
 
 // KafkaCluster is one Kafka cluster to watch.
@@ -292,20 +391,43 @@ type Consumer struct {
 	RabbitMQ *ConsumerRabbit `yaml:"rabbitmq"`
 }
 
-// Inbox is a consumer's inbox_message table.
+// Inbox is a consumer's idempotency table: the seed's inbox_message, or Eventuate Tram's
+// received_messages (Format).
 type Inbox struct {
-	DSN     Secret           `yaml:"dsn"`   // required
-	Table   string           `yaml:"table"` // default inbox_message
+	DSN Secret `yaml:"dsn"` // required
+	// Format is the table's shape: InboxSeed (default) or InboxEventuate.
+	Format  InboxFormat      `yaml:"format"`
+	Table   string           `yaml:"table"` // default inbox_message (seed), received_messages (eventuate)
 	Columns InboxColumns     `yaml:"columns"`
 	Pool    `yaml:",inline"` // max_conns (default DefaultInboxMaxConns), acquire_timeout
 }
 
-// InboxColumns maps the inbox's logical columns to real names. Empty = the seed's names.
+// InboxFormat is the shape of a consumer's inbox table.
+type InboxFormat string
+
+// The inbox formats.
+const (
+	// InboxSeed is the seed's inbox_message(message_id, consumer, received_at, processed_at): a
+	// row with processed_at set is processed, one without is in progress (maybe mid-transaction).
+	InboxSeed InboxFormat = "seed"
+	// InboxEventuate is Eventuate Tram's received_messages(consumer_id, message_id,
+	// creation_time): its duplicate detector writes the row in the handler's own transaction, so
+	// a row means processed; there is no in-progress state. creation_time is epoch milliseconds.
+	InboxEventuate InboxFormat = "eventuate"
+)
+
+// InboxColumns maps the inbox's logical columns to real names. Empty = the format's names: the
+// seed's message_id, consumer, received_at, processed_at; Eventuate's message_id, consumer_id,
+// creation_time. A key of the other format is refused.
 type InboxColumns struct {
 	MessageID   string `yaml:"message_id"`
-	Consumer    string `yaml:"consumer"`
-	ReceivedAt  string `yaml:"received_at"`
-	ProcessedAt string `yaml:"processed_at"`
+	Consumer    string `yaml:"consumer"`     // seed
+	ReceivedAt  string `yaml:"received_at"`  // seed
+	ProcessedAt string `yaml:"processed_at"` // seed
+	// ConsumerID and CreationTime are Eventuate's (its consumer column and the epoch
+	// milliseconds its row was written at).
+	ConsumerID   string `yaml:"consumer_id"`
+	CreationTime string `yaml:"creation_time"`
 }
 
 // ConsumerKafka ties a consumer to a Kafka group.
@@ -350,6 +472,10 @@ type Replay struct {
 	// AllowedDestinations are where a plan may redirect messages instead of their original
 	// destination; empty (the default) allows no redirect.
 	AllowedDestinations []AllowedDestination `yaml:"allowed_destinations"`
+	// PlanWait is how long a plan request waits for its plan before it answers with the plan
+	// still planning (202; it goes on in the background). Default 5s; a selection of more than
+	// 50,000 messages is answered at once.
+	PlanWait Duration `yaml:"plan_wait"`
 }
 
 // AllowedDestination is one destination a replay may be redirected to: each field is a glob
@@ -478,10 +604,9 @@ func (c *Config) applyDefaults() {
 	c.Sampler.Retention = cmp.Or(c.Sampler.Retention, Duration(7*24*time.Hour))
 	for i := range c.Outboxes {
 		o := &c.Outboxes[i]
-		o.Table = cmp.Or(o.Table, "outbox_event")
+		o.applyFormatDefaults()
 		o.MaxAttempts = cmp.Or(o.MaxAttempts, 10)
 		o.StaleReadyAfter = cmp.Or(o.StaleReadyAfter, Duration(5*time.Minute))
-		o.Columns = o.Columns.withDefaults()
 		o.Pool.applyDefaults(DefaultOutboxMaxConns)
 	}
 	for i := range c.Kafka {
@@ -510,8 +635,12 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Consumers {
 		if in := c.Consumers[i].Inbox; in != nil {
+			in.Format = cmp.Or(in.Format, InboxSeed)
+			if in.Format == InboxEventuate {
+				in.Table = cmp.Or(in.Table, "received_messages")
+			}
 			in.Table = cmp.Or(in.Table, "inbox_message")
-			in.Columns = in.Columns.withDefaults()
+			in.Columns = in.Columns.withDefaults(in.Format)
 			in.Pool.applyDefaults(DefaultInboxMaxConns)
 		}
 	}
@@ -550,12 +679,38 @@ func (c OutboxColumns) withDefaults() OutboxColumns {
 	return c
 }
 
-func (c InboxColumns) withDefaults() InboxColumns {
+func (c InboxColumns) withDefaults(f InboxFormat) InboxColumns {
 	c.MessageID = cmp.Or(c.MessageID, "message_id")
+	if f == InboxEventuate {
+		c.ConsumerID = cmp.Or(c.ConsumerID, "consumer_id")
+		c.CreationTime = cmp.Or(c.CreationTime, "creation_time")
+		return c
+	}
 	c.Consumer = cmp.Or(c.Consumer, "consumer")
 	c.ReceivedAt = cmp.Or(c.ReceivedAt, "received_at")
 	c.ProcessedAt = cmp.Or(c.ProcessedAt, "processed_at")
 	return c
+}
+
+// fields are the columns of format f by their keys under columns:, and the keys of the other
+// format that are set (refused), in the order they are documented.
+func (c InboxColumns) fields(f InboxFormat) (own map[string]string, foreign []string) {
+	seed := map[string]string{"message_id": c.MessageID, "consumer": c.Consumer, "received_at": c.ReceivedAt, "processed_at": c.ProcessedAt}
+	if f == InboxEventuate {
+		for _, k := range []string{"consumer", "received_at", "processed_at"} {
+			if seed[k] != "" {
+				foreign = append(foreign, k)
+			}
+		}
+		return map[string]string{"message_id": c.MessageID, "consumer_id": c.ConsumerID, "creation_time": c.CreationTime}, foreign
+	}
+	if c.ConsumerID != "" {
+		foreign = append(foreign, "consumer_id")
+	}
+	if c.CreationTime != "" {
+		foreign = append(foreign, "creation_time")
+	}
+	return seed, foreign
 }
 
 var (
@@ -656,11 +811,7 @@ func (c *Config) Validate() error {
 		if !validTable(o.Table) {
 			bad(p+".table", "%q must be an identifier like outbox_event or schema.outbox_event", o.Table)
 		}
-		for col, v := range o.Columns.fields() {
-			if !identifierRe.MatchString(v) {
-				bad(p+".columns."+col, "%q is not a plain SQL identifier", v)
-			}
-		}
+		o.validateFormat(p, bad)
 		if o.MaxAttempts < 0 {
 			bad(p+".max_attempts", "must be positive")
 		}
@@ -765,6 +916,22 @@ func (c *Config) Validate() error {
 			if !validTable(cs.Inbox.Table) {
 				bad(p+".inbox.table", "%q must be an identifier like inbox_message", cs.Inbox.Table)
 			}
+			switch f := cs.Inbox.Format; f {
+			case InboxSeed, InboxEventuate:
+				own, foreign := cs.Inbox.Columns.fields(f)
+				for col, v := range own {
+					if !identifierRe.MatchString(v) {
+						bad(p+".inbox.columns."+col, "%q is not a plain SQL identifier", v)
+					}
+				}
+				names := map[InboxFormat]string{InboxSeed: "message_id, consumer, received_at, processed_at",
+					InboxEventuate: "message_id, consumer_id, creation_time"}
+				for _, col := range foreign {
+					bad(p+".inbox.columns."+col, "is not a column of the %s format (its columns: %s)", f, names[f])
+				}
+			default:
+				bad(p+".inbox.format", "must be seed or eventuate, got %q", f)
+			}
 			cs.Inbox.Pool.validate(p+".inbox.", bad)
 		}
 		if cs.Kafka != nil && !names["kafka"][cs.Kafka.Cluster] {
@@ -820,6 +987,52 @@ func (c *Config) Validate() error {
 		bad("export.min_role", "must be viewer, operator or admin, got %q", c.Export.MinRole)
 	}
 	return errors.Join(errs...)
+}
+
+// validateFormat checks outboxes[].format and the columns and settings of that format.
+func (o Outbox) validateFormat(p string, bad func(key, format string, args ...any)) {
+	if !slices.Contains(OutboxFormats, o.Format) {
+		bad(p+".format", "must be seed, spring-modulith, namastack or debezium, got %q", o.Format)
+		return
+	}
+	cols := o.Columns.fields()
+	if o.Format != OutboxFormatSeed {
+		cols = o.Columns.Other
+	}
+	for col, v := range cols {
+		if o.Format != OutboxFormatSeed && !slices.Contains(OutboxFormatColumns[o.Format], col) {
+			bad(p+".columns."+col, "is not a column of the %s format (its columns: %s)", o.Format,
+				strings.Join(OutboxFormatColumns[o.Format], ", "))
+			continue
+		}
+		if !identifierRe.MatchString(v) {
+			bad(p+".columns."+col, "%q is not a plain SQL identifier", v)
+		}
+	}
+	if o.Format == OutboxFormatSeed {
+		for col := range o.Columns.Other {
+			bad(p+".columns."+col, "is not a column of the seed format (its columns: id, event_id, aggregate_type, "+
+				"aggregate_id, event_type, schema_version, payload, status, attempts, available_at, locked_until, "+
+				"last_error, created_at, sent_at; set format: for another layout)")
+		}
+	}
+	if o.Format != OutboxFormatSpringModulith {
+		if o.CompletionMode != "" {
+			bad(p+".completion_mode", "is a setting of format spring-modulith only")
+		}
+		if o.ArchiveTable != "" {
+			bad(p+".archive_table", "is a setting of format spring-modulith only")
+		}
+		return
+	}
+	switch o.CompletionMode {
+	case "update", "delete", "archive":
+	default:
+		bad(p+".completion_mode", "must be update, delete or archive (spring.modulith.events.completion-mode), got %q", o.CompletionMode)
+	}
+	if !validTable(o.ArchiveTable) {
+		bad(p+".archive_table", "%q must be an identifier like event_publication_archive", o.ArchiveTable)
+	}
 }
 
 func (c OutboxColumns) fields() map[string]string {

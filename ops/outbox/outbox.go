@@ -65,6 +65,8 @@ type Outbox struct {
 	staleAfter  atomic.Int64 // a time.Duration; config reload may change it
 	store       Store
 	statsFlight singleflight.Group
+	format      Format   // registry formats only (NewRegistry)
+	registry    Registry // nil for the seed
 
 	cacheMu  sync.Mutex
 	cached   Stats
@@ -146,6 +148,12 @@ type Stats struct {
 	// nil when nothing is due.
 	OldestReadyAge *time.Duration
 	CheckedAt      time.Time
+	// Attention counts the rows in the format's attention states (a registry's; 0 for the seed,
+	// whose DEAD and stuck rows the fields above tell).
+	Attention int64
+	// Records is a registry's own overview (its groups, oldest incomplete row, rate); nil for
+	// the seed.
+	Records *RecordStats
 }
 
 // Backlog is the number of rows not yet SENT.
@@ -164,6 +172,9 @@ func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
 		// Detached from the first caller's cancellation: the others are waiting on it too.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
+		if o.registry != nil {
+			return o.registryStats(ctx)
+		}
 		st, err := o.store.Stats(ctx)
 		return st, err
 	})
