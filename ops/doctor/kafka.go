@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
@@ -88,7 +86,7 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 		ta, listed := acc.Topics[topic]
 		fix := aclFix(kc, op, "--topic "+topic)
 		switch {
-		case listed && errors.Is(ta.Err, kerr.TopicAuthorizationFailed):
+		case listed && kafka.TopicDenied(ta.Err):
 			r.fail(name, fix, "%s may not even describe %s", principal(kc), topic)
 			return
 		case acc.OpsKnown && listed:
@@ -200,7 +198,7 @@ func checkGroupTypes(r *recorder, kc configs.KafkaCluster, ga kafka.GroupAccess,
 			err, described := ga.Described[g]
 			switch {
 			case !described || err == nil:
-			case errors.Is(err, kerr.TopicAuthorizationFailed):
+			case kafka.TopicDenied(err):
 				topicDenied = append(topicDenied, g)
 				why = append(why, fmt.Sprintf("%s (%s)", g, short(err)))
 			default:
@@ -229,7 +227,7 @@ func checkGroupTypes(r *recorder, kc configs.KafkaCluster, ga kafka.GroupAccess,
 			continue
 		}
 		switch err := ga.Described[g]; {
-		case err == nil, errors.Is(err, kerr.GroupIDNotFound):
+		case err == nil, kafka.GroupMissing(err):
 			missing = append(missing, g)
 		default:
 			hidden = append(hidden, fmt.Sprintf("%s (%s)", g, short(err)))

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -35,15 +33,15 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 	loggedIn := false
 	for _, vh := range b.LoginVhosts() {
 		err := b.CheckLogin(ctx, vh)
-		var ae *amqp.Error
+		reason, refused := rabbit.AccessRefused(err)
 		switch {
 		case err == nil:
 			loggedIn = true
 			r.ok("amqp login "+vh, "%s logged in to vhost %s", amqpUser, vh)
-		case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
+		case refused:
 			r.fail("amqp login "+vh, fmt.Sprintf("check the user and password in %s.url (rabbitmqctl authenticate_user %s '<password>')", key, amqpUser),
-				"%s was refused: %s", amqpUser, ae.Reason)
-		case errors.As(err, &ae), errors.Is(err, ops.ErrNotFound):
+				"%s was refused: %s", amqpUser, reason)
+		case rabbit.BrokerClosed(err), errors.Is(err, ops.ErrNotFound):
 			r.fail("amqp login "+vh, fmt.Sprintf("rabbitmqctl set_permissions -p %s %s '' '.*' '.*'", shellQuote(vh), amqpUser),
 				"%s may not open vhost %s: %s", amqpUser, vh, short(err))
 		default:
@@ -148,14 +146,14 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 			}
 			// The permissions cannot be read: a publish in a transaction, rolled back, asks the broker.
 			err := b.ProbeWrite(ctx, t.Vhost, ex)
-			var ae *amqp.Error
+			reason, refused := rabbit.AccessRefused(err)
 			switch {
 			case err == nil:
 				r.ok(name, "%s may publish to %s (a publish in a transaction, rolled back)", amqpUser, ex)
-			case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
+			case refused:
 				r.fail(name, fmt.Sprintf("extend the write pattern of %s in vhost %s to match %s: rabbitmqctl set_permissions -p %s %s '<configure>' '<write>|^%s$' '<read>'",
 					amqpUser, t.Vhost, ex, shellQuote(t.Vhost), amqpUser, regexp.QuoteMeta(ex)),
-					"%s may not publish to %s: a replay of %s will fail (%s)", amqpUser, ex, t.Queue, ae.Reason)
+					"%s may not publish to %s: a replay of %s will fail (%s)", amqpUser, ex, t.Queue, reason)
 			default:
 				r.warn(name, "", "not checked: %s", short(err))
 			}

@@ -1,13 +1,11 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -79,9 +77,5 @@ func refusal(err error) bool { return kafka.Refusal(err) }
 
 // kafkaCode is Kafka's error code in err (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or its text.
 func kafkaCode(err error) string {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Message
-	}
-	return short(err)
+	return cmp.Or(kafka.Code(err), short(err))
 }

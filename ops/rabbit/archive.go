@@ -104,7 +104,7 @@ func (b *Broker) PublishWhole(ctx context.Context, vhost, exchange, routingKey s
 // PublishWholeWith is PublishWhole with headers in place of the archived ones (a replay rewrites
 // them: x-death goes, Redrive's own are written anew). An exchange that does not exist is an
 // ops.ErrNotFound saying so, asked before publishing: nothing is published then.
-func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w Whole, headers amqp.Table) error {
+func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w Whole, headers map[string]any) error {
 	op := fmt.Sprintf("publish to %s %q", vhost, exchange)
 	ctx, cancel := b.bound(ctx)
 	defer cancel()

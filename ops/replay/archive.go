@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
 )
@@ -16,7 +14,7 @@ import (
 // WholePublisher publishes an archived message with the headers a replay gives it;
 // *rabbit.Broker implements it.
 type WholePublisher interface {
-	PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w rabbit.Whole, headers amqp.Table) error
+	PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w rabbit.Whole, headers map[string]any) error
 }
 
 // archiveKind replays a message a discard job archived to where it was dead-lettered from (its

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/redrive/redrive/ops/kafka"
 )
 
@@ -61,8 +59,8 @@ func (r headerRewriter) kafka(in []kafka.Header, job Job, it Item, source string
 // rabbit rewrites a message's headers. The broker's own record of the deaths (x-death,
 // x-first-death-*, x-last-death-*) goes too, whatever replay.strip_headers says: the message
 // starts a new life, and the broker would otherwise count the old deaths as its own.
-func (r headerRewriter) rabbit(in amqp.Table, job Job, it Item, source string) amqp.Table {
-	out := amqp.Table{}
+func (r headerRewriter) rabbit(in map[string]any, job Job, it Item, source string) map[string]any {
+	out := map[string]any{}
 	for k, v := range in {
 		lk := strings.ToLower(k)
 		if r.drops(k) || lk == "x-death" || strings.HasPrefix(lk, "x-first-death-") || strings.HasPrefix(lk, "x-last-death-") {

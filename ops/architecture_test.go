@@ -1,0 +1,120 @@
+package ops
+
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The seam of docs/architecture.md: drivers (pgx, franz-go, amqp091, rabbit-hole, the MySQL
+// driver) live only in adapters, and nothing outside the adapters and cmd/ imports a package that
+// imports a driver, so that a new source kind is one adapter and the domain compiles without any
+// broker. TestDriversOnlyInAdapters holds the line: a new edge into a driver package fails it; so
+// does an edge in driverDebt that is gone, so that the list only ever shrinks.
+
+const module = "github.com/redrive/redrive/"
+
+// drivers are the import path prefixes of the client libraries of the systems Redrive operates on.
+var drivers = []string{
+	"github.com/jackc/pgx",
+	"github.com/twmb/franz-go",
+	"github.com/rabbitmq/amqp091-go",
+	"github.com/michaelklishin/rabbit-hole",
+	"github.com/go-sql-driver/mysql",
+}
+
+// isAdapter says whether a package may import a driver: the brokers' and databases' adapters and
+// the packages that start or fake them for tests. The outbox and inbox domains are ops/outbox and
+// ops/inbox; each package below them is one database's (and format's) adapter.
+func isAdapter(pkg string) bool {
+	switch pkg {
+	case "ops/kafka", "ops/kafka/schema", "ops/rabbit", "ops/store", "ops/pgpool", "ops/pglock", "ops/mysqlpool":
+		return true
+	}
+	return strings.HasPrefix(pkg, "cmd/") || strings.HasSuffix(pkg, "test") ||
+		strings.HasPrefix(pkg, "ops/outbox/") || strings.HasPrefix(pkg, "ops/inbox/")
+}
+
+// driverDebt is what is left of the 33 edges issue 33 counted: a domain package, a use case or
+// the web layer importing an adapter (or a driver itself, written "pkg -> driver"). Remove a line
+// when its edge goes; never add one.
+var driverDebt = []string{
+	"handlers -> ops/kafka",
+	"handlers -> ops/kafka/schema",
+	"handlers -> ops/rabbit",
+	"ops/doctor -> ops/kafka",
+	"ops/doctor -> ops/pgpool",
+	"ops/doctor -> ops/rabbit",
+	"ops/doctor -> ops/store",
+	"ops/health -> ops/kafka",
+	"ops/lag -> ops/kafka",
+	"ops/offsets -> ops/kafka",
+	"ops/queues -> ops/rabbit",
+	"ops/redact -> ops/kafka",
+	"ops/redact -> ops/rabbit",
+	"ops/replay -> ops/kafka",
+	"ops/replay -> ops/kafka/schema",
+	"ops/replay -> ops/rabbit",
+	"ops/sampler -> ops/kafka",
+	"ops/sampler -> ops/rabbit",
+	"ops/search -> ops/kafka",
+	"ops/search -> ops/rabbit",
+	"ops/trace -> ops/kafka",
+	"ops/trace -> ops/rabbit",
+	"ops/triage -> ops/kafka",
+}
+
+func TestDriversOnlyInAdapters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v: %s", err, stderr.String())
+	}
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) > 0 {
+			imports[strings.TrimPrefix(fields[0], module)] = fields[1:]
+		}
+	}
+	isDriver := func(path string) bool {
+		return slices.ContainsFunc(drivers, func(d string) bool { return strings.HasPrefix(path, d) })
+	}
+	importsDriver := map[string]bool{}
+	for pkg, deps := range imports {
+		importsDriver[pkg] = slices.ContainsFunc(deps, isDriver)
+	}
+	var edges []string
+	for pkg, deps := range imports {
+		if isAdapter(pkg) {
+			continue
+		}
+		if importsDriver[pkg] {
+			edges = append(edges, pkg+" -> driver")
+		}
+		for _, dep := range deps {
+			if dep, ok := strings.CutPrefix(dep, module); ok && importsDriver[dep] {
+				edges = append(edges, pkg+" -> "+dep)
+			}
+		}
+	}
+	slices.Sort(edges)
+	for _, e := range edges {
+		if !slices.Contains(driverDebt, e) {
+			t.Errorf("new import edge into a driver: %s — declare what the package needs as an interface or a driver-free type in the domain and let the adapter provide it (docs/architecture.md)", e)
+		}
+	}
+	for _, e := range driverDebt {
+		if !slices.Contains(edges, e) {
+			t.Errorf("the edge %q is gone: remove it from driverDebt", e)
+		}
+	}
+	t.Logf("%d import edges into driver packages left (issue 33 counted 33)", len(edges))
+}

@@ -1,0 +1,26 @@
+package kafka
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The broker's answers other packages act on, named so that they need not import the driver.
+
+// TopicDenied says whether err is Kafka's TOPIC_AUTHORIZATION_FAILED: the principal may not
+// describe a topic (asked of a topic, or of a group whose members are assigned one).
+func TopicDenied(err error) bool { return errors.Is(err, kerr.TopicAuthorizationFailed) }
+
+// GroupMissing says whether err is Kafka's GROUP_ID_NOT_FOUND.
+func GroupMissing(err error) bool { return errors.Is(err, kerr.GroupIDNotFound) }
+
+// Code is Kafka's error code in err (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or "" when err holds
+// none.
+func Code(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return ""
+}
