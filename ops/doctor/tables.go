@@ -198,20 +198,34 @@ func (d *Doctor) checkInbox(ctx context.Context, r *recorder, i int, c configs.C
 		return
 	}
 	cols := c.Inbox.Columns
-	var missing []string
-	for _, m := range []struct{ logical, name string }{{"message_id", cols.MessageID}, {"consumer", cols.Consumer},
-		{"received_at", cols.ReceivedAt}, {"processed_at", cols.ProcessedAt}} {
+	mapped := []struct{ logical, name string }{{"message_id", cols.MessageID}, {"consumer", cols.Consumer},
+		{"received_at", cols.ReceivedAt}, {"processed_at", cols.ProcessedAt}}
+	key2 := []string{cols.MessageID, cols.Consumer}
+	if c.Inbox.Format == configs.InboxEventuate {
+		mapped = []struct{ logical, name string }{{"message_id", cols.MessageID}, {"consumer_id", cols.ConsumerID},
+			{"creation_time", cols.CreationTime}}
+		key2 = []string{cols.ConsumerID, cols.MessageID}
+	}
+	var missing, logical []string
+	for _, m := range mapped {
+		logical = append(logical, m.logical)
 		if _, ok := f.Columns[m.name]; !ok {
 			missing = append(missing, fmt.Sprintf("%s.columns.%s = %s", key, m.logical, m.name))
 		}
 	}
-	if len(missing) > 0 {
+	switch {
+	case len(missing) > 0:
 		r.fail("columns", "map the logical columns to the table's real names under "+key+".columns",
 			"no such column: %s", strings.Join(missing, ", "))
-	} else {
-		r.ok("columns", "message_id, consumer, received_at, processed_at exist")
+	case c.Inbox.Format == configs.InboxEventuate && f.Dialect.Class(f.Columns[cols.CreationTime]) != catalog.Integer:
+		r.fail("columns", "map "+key+".columns.creation_time to the BIGINT column Eventuate Tram writes",
+			"%s is %s, needs an integer (Eventuate's creation_time: epoch milliseconds)", cols.CreationTime, f.Columns[cols.CreationTime])
+	case c.Inbox.Format == configs.InboxEventuate:
+		r.ok("columns", "%s exist; format eventuate: a row means processed (Eventuate Tram writes it in the handler's transaction), there is no in-progress state",
+			strings.Join(logical, ", "))
+	default:
+		r.ok("columns", "%s exist", strings.Join(logical, ", "))
 	}
-	key2 := []string{cols.MessageID, cols.Consumer}
 	pk := slices.IndexFunc(f.Indexes, func(ix catalog.Index) bool {
 		return (ix.Primary || ix.Unique) && !ix.Partial && len(ix.Columns) == 2 &&
 			slices.Contains(ix.Columns, key2[0]) && slices.Contains(ix.Columns, key2[1])

@@ -6,8 +6,10 @@
 //
 //	func TestConformance(t *testing.T) { inboxtest.Exercise(t, newDB) }
 //
-// with newDB giving a fresh database holding the seed's inbox_message table, and the few things a
-// test must do in it beside the adapter (the DB interface).
+// with newDB giving a fresh database holding the adapter's inbox table, and the few things a test
+// must do in it beside the adapter (the DB interface). Every inbox format × database is one
+// adapter and one such line: the seed's inbox_message and Eventuate Tram's received_messages, in
+// PostgreSQL (pginbox) and MySQL/MariaDB (mysqlinbox).
 package inboxtest
 
 import (
@@ -17,7 +19,9 @@ import (
 	"github.com/redrive/redrive/ops/inbox"
 )
 
-// Row is one inbox row as a consumer writes it.
+// Row is one inbox row as a consumer writes it. In a format whose rows all mean processed
+// (Eventuate's), Processed is not written: the row's one time (creation_time) is received_at +
+// ProcessedAfter, when the consumer's transaction wrote it.
 type Row struct {
 	MessageID string
 	Consumer  string
@@ -27,11 +31,15 @@ type Row struct {
 	ProcessedAfter time.Duration
 }
 
-// DB is one fresh database holding the seed's inbox table, inbox_message, as an adapter's tests
-// give it to Exercise. Its methods fail tb on error.
+// DB is one fresh database holding the adapter's inbox table (the seed's inbox_message, or
+// Eventuate's received_messages), as an adapter's tests give it to Exercise. Its methods fail tb
+// on error.
 type DB interface {
+	// RowsMeanProcessed says the format has no in-progress state: its consumer writes the row in
+	// the transaction of the message's effect, so every row is a processed message (Eventuate).
+	RowsMeanProcessed() bool
 	// Open opens consumer's inbox the way the console does, from a consumers[] entry of a config
-	// file naming table ("" for the default, inbox_message) with these pool settings (YAML; "" for
+	// file naming table ("" for the format's default) with these pool settings (YAML; "" for
 	// the defaults); it is closed when tb ends.
 	Open(tb testing.TB, consumer, table, pool string) *inbox.Inbox
 	// Insert writes rows as consumers would.
@@ -39,7 +47,7 @@ type DB interface {
 	// TryInsert writes one row, returning the database's refusal instead of failing tb.
 	TryInsert(tb testing.TB, row Row) error
 	// Generate writes n rows of consumer, message ids prefix1 … prefixN, processed where i is a
-	// multiple of processedEvery and in progress otherwise.
+	// multiple of processedEvery and in progress otherwise (all processed when RowsMeanProcessed).
 	Generate(tb testing.TB, consumer, prefix string, n, processedEvery int)
 	// KillSessions ends every other session of the database, as a restart or failover does, and
 	// says how many it ended.
@@ -81,4 +89,12 @@ func Exercise(t *testing.T, newDB NewDB) {
 			tc.run(t, newDB(t))
 		})
 	}
+}
+
+// verdict is what a row written with processed says in db's format.
+func verdict(db DB, processed bool) inbox.Verdict {
+	if processed || db.RowsMeanProcessed() {
+		return inbox.Processed
+	}
+	return inbox.InProgress
 }

@@ -16,19 +16,26 @@ import (
 	"github.com/redrive/redrive/ops/mysqlpool"
 )
 
-// Store is one consumer's inbox table in MySQL or MariaDB; it implements inbox.Store.
+// Store is one consumer's inbox table in MySQL or MariaDB, of the seed's format (New) or
+// Eventuate Tram's (NewEventuate); it implements inbox.Store.
 type Store struct {
 	consumer string
 	cfg      configs.Inbox
 	pool     *mysqlpool.Pool
-	lookup   string // … IN (%s): the ids' placeholders
-	rows     string // a message's row with its times, for a trace
-	others   string // other consumers' rows of a message in the same table, for a trace
+	queries
+}
+
+// queries are what a format reads, in MySQL; each leaves %s for the ids' placeholders.
+type queries struct {
+	lookup  string   // the consumer, then the ids: each id found and whether it is processed
+	rows    string   // a message's row with its times, for a trace
+	others  string   // other consumers' rows of a message in the same table, for a trace
+	columns []string // the mapped columns, for Inspect
 }
 
 var _ inbox.Store = (*Store)(nil)
 
-// Open is consumer's inbox of cfg (a mysql:// DSN) as the console uses it.
+// Open is consumer's inbox of cfg (a mysql:// DSN, the seed's format) as the console uses it.
 func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error) {
 	s, err := New(ctx, consumer, cfg)
 	if err != nil {
@@ -37,8 +44,36 @@ func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox
 	return inbox.New(consumer, s), nil
 }
 
-// New prepares the pool and queries; it does not connect.
+// New prepares the pool and the seed format's queries; it does not connect.
 func New(_ context.Context, consumer string, cfg configs.Inbox) (*Store, error) {
+	if err := format(consumer, cfg, configs.InboxSeed); err != nil {
+		return nil, err
+	}
+	t := mysqlpool.QuotedTable(cfg.Table)
+	q := mysqlpool.Quote
+	c := cfg.Columns
+	return open(consumer, cfg, queries{
+		// %% leaves the ids' placeholders for each call.
+		lookup: fmt.Sprintf(`SELECT %[2]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s)`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
+		rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
+		others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
+		columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
+}
+
+// format refuses a configuration of another format than the adapter's: cmd picks the adapter by
+// consumers[].inbox.format.
+func format(consumer string, cfg configs.Inbox, want configs.InboxFormat) error {
+	if cfg.Format != want {
+		return fmt.Errorf("inbox %s: the %s adapter was given an inbox of format %q: %w", consumer, want, cfg.Format, ops.ErrInvalid)
+	}
+	return nil
+}
+
+// open makes the bounded pool of cfg's DSN for a format's queries; it does not connect.
+func open(consumer string, cfg configs.Inbox, q queries) (*Store, error) {
 	dcfg, err := mysqlpool.ParseURL(string(cfg.DSN))
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
@@ -49,17 +84,7 @@ func New(_ context.Context, consumer string, cfg configs.Inbox) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
 	}
-	t := mysqlpool.QuotedTable(cfg.Table)
-	q := mysqlpool.Quote
-	c := cfg.Columns
-	return &Store{consumer: consumer, cfg: cfg, pool: pool,
-		// %% leaves the ids' placeholders for each call.
-		lookup: fmt.Sprintf(`SELECT %[2]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s)`,
-			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
-			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
-			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt))}, nil
+	return &Store{consumer: consumer, cfg: cfg, pool: pool, queries: q}, nil
 }
 
 // Close releases the pool.
@@ -160,8 +185,7 @@ func (s *Store) read(ctx context.Context, query string, ids []string, limit int,
 // Inspect reads the table's facts from information_schema (mysqlpool.InspectTable): its columns,
 // its indexes and the account's SELECT on the mapped columns.
 func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	c := s.cfg.Columns
-	return s.pool.InspectTable(ctx, s.cfg.Table, []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}, nil)
+	return s.pool.InspectTable(ctx, s.cfg.Table, s.columns, nil)
 }
 
 func (s *Store) wrap(err error) error {

@@ -30,6 +30,8 @@ func newDB(t *testing.T) inboxtest.DB {
 	return db{dsn: dsn, mu: new(sync.Mutex), conn: mysqltest.Conn(t, dsn)}
 }
 
+func (d db) RowsMeanProcessed() bool { return false }
+
 func (d db) Open(tb testing.TB, consumer, table, pool string) *inbox.Inbox {
 	return openConfigured(tb, d.dsn, consumer, table, pool)
 }
@@ -42,6 +44,15 @@ func (d db) OpenUnreachable(tb testing.TB, consumer string) *inbox.Inbox {
 // entry with the table and pool settings given ("" for the defaults); it is closed when tb ends.
 func openConfigured(tb testing.TB, dsn, consumer, table, pool string) *inbox.Inbox {
 	tb.Helper()
+	return openFormat(tb, dsn, consumer, table, pool, "")
+}
+
+// openFormat opens, as openConfigured, an inbox of format ("" for the default) with its adapter.
+func openFormat(tb testing.TB, dsn, consumer, table, pool, format string) *inbox.Inbox {
+	tb.Helper()
+	if format != "" {
+		pool = "format: " + format + ", " + pool
+	}
 	if table != "" {
 		pool = "table: " + table + ", " + pool
 	}
@@ -55,7 +66,11 @@ consumers: [{name: %s, inbox: {dsn: %q%s}}]`, consumer, dsn, pool)), func(string
 	if err != nil {
 		tb.Fatal(err)
 	}
-	in, err := mysqlinbox.Open(context.Background(), consumer, *cfg.Consumers[0].Inbox)
+	open := mysqlinbox.Open
+	if format == "eventuate" {
+		open = mysqlinbox.OpenEventuate
+	}
+	in, err := open(context.Background(), consumer, *cfg.Consumers[0].Inbox)
 	if err != nil {
 		tb.Fatal(err)
 	}

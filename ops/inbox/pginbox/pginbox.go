@@ -19,19 +19,26 @@ import (
 	"github.com/redrive/redrive/ops/pgpool"
 )
 
-// Store is one consumer's inbox table in PostgreSQL; it implements inbox.Store.
+// Store is one consumer's inbox table in PostgreSQL, of the seed's format (New) or Eventuate
+// Tram's (NewEventuate); it implements inbox.Store.
 type Store struct {
 	consumer string
 	cfg      configs.Inbox
 	pool     *pgpool.Pool
-	lookup   string
-	rows     string // a message's row with its times, for a trace
-	others   string // other consumers' rows of a message in the same table, for a trace
+	queries
+}
+
+// queries are what a format reads, in PostgreSQL.
+type queries struct {
+	lookup  string   // $1 the consumer, $2 the ids: each id found and whether it is processed
+	rows    string   // a message's row with its times, for a trace
+	others  string   // other consumers' rows of a message in the same table, for a trace
+	columns []string // the mapped columns, for Inspect
 }
 
 var _ inbox.Store = (*Store)(nil)
 
-// Open is consumer's inbox of cfg (a postgres:// DSN) as the console uses it.
+// Open is consumer's inbox of cfg (a postgres:// DSN, the seed's format) as the console uses it.
 func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error) {
 	s, err := New(ctx, consumer, cfg)
 	if err != nil {
@@ -40,8 +47,37 @@ func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox
 	return inbox.New(consumer, s), nil
 }
 
-// New prepares the pool and queries; it does not wait for the database.
+// New prepares the pool and the seed format's queries; it does not wait for the database.
 func New(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error) {
+	if err := format(consumer, cfg, configs.InboxSeed); err != nil {
+		return nil, err
+	}
+	t := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
+	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
+	c := cfg.Columns
+	return open(ctx, consumer, cfg, queries{lookup: fmt.Sprintf(
+		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
+		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
+		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz FROM %[1]s
+			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
+		others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[4]s::text FROM %[1]s
+			WHERE %[4]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[4]s LIMIT $3`,
+			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
+		columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
+}
+
+// format refuses a configuration of another format than the adapter's: cmd picks the adapter by
+// consumers[].inbox.format.
+func format(consumer string, cfg configs.Inbox, want configs.InboxFormat) error {
+	if cfg.Format != want {
+		return fmt.Errorf("inbox %s: the %s adapter was given an inbox of format %q: %w", consumer, want, cfg.Format, ops.ErrInvalid)
+	}
+	return nil
+}
+
+// open makes the bounded pool of cfg's DSN for a format's queries.
+func open(ctx context.Context, consumer string, cfg configs.Inbox, q queries) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(string(cfg.DSN))
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
@@ -55,18 +91,7 @@ func New(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
 	}
-	t := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
-	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
-	c := cfg.Columns
-	return &Store{consumer: consumer, cfg: cfg, pool: pool, lookup: fmt.Sprintf(
-		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
-		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz FROM %[1]s
-			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
-			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[4]s::text FROM %[1]s
-			WHERE %[4]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[4]s LIMIT $3`,
-			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt))}, nil
+	return &Store{consumer: consumer, cfg: cfg, pool: pool, queries: q}, nil
 }
 
 // Close releases the pool.
@@ -140,8 +165,7 @@ func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox
 // Inspect reads the table's facts from pg_catalog (pgpool.InspectTable): its columns, its indexes
 // and the role's SELECT on the mapped columns.
 func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	c := s.cfg.Columns
-	return s.pool.InspectTable(ctx, s.cfg.Table, []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}, nil)
+	return s.pool.InspectTable(ctx, s.cfg.Table, s.columns, nil)
 }
 
 // lostSession reports whether err is the session going away rather than the query failing: the
