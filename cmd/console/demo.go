@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/cmd/internal/devstack"
 	"github.com/redrive/redrive/configs"
@@ -58,12 +56,17 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	say("starting PostgreSQL…")
+	say("starting PostgreSQL and MariaDB…")
 	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(abs, "postgres")})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = pg.Stop(context.WithoutCancel(ctx)); stopped("PostgreSQL") }() // best effort on the way out
+	maria, err := devstack.StartMariaDB(ctx, devstack.MariaDBOptions{Dir: filepath.Join(abs, "mariadb")})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = maria.Stop(context.WithoutCancel(ctx)); stopped("MariaDB") }()
 	say("starting %s (about 10 s)…", rabbitName)
 	rmq, err := devstack.StartRabbitMQ(ctx, rabbitOpts)
 	if err != nil {
@@ -80,16 +83,21 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer func() { registry.Close(); stopped("the Schema Registry") }()
-
-	// The brokers are seeded anew on every start (Kafka lives in memory), so Redrive's own store
-	// starts anew too: a ledger of the last run would call the new records already replayed.
-	if err := dropDatabase(ctx, pg.DSN("postgres"), "redrive"); err != nil {
+	webhook, err := demo.StartWebhookReceiver("127.0.0.1:0")
+	if err != nil {
 		return err
 	}
-	for _, db := range []string{"redrive", "orders"} {
-		if err := createDatabase(ctx, pg.DSN("postgres"), db); err != nil {
-			return err
-		}
+	defer func() { webhook.Close(); stopped("the webhook receiver") }()
+
+	// Every start is a fresh demo. Kafka lives in memory and is seeded anew, so everything else
+	// is too: the services' databases, the RabbitMQ vhost and Redrive's own store, together (a
+	// store kept over new brokers would call new records already replayed; brokers kept under a
+	// new store listed a message twice in the archive and had no stuck leases left).
+	say("fresh start: dropping the previous run's data (databases orders, redrive, refunds, ledger; RabbitMQ vhost /)…")
+	if err := demo.Fresh(ctx, demo.Data{PostgresAdmin: pg.DSN("postgres"), PostgresDatabases: []string{"redrive", "orders"},
+		MySQLAdmin: maria.DSN("mysql"), MySQLDatabases: []string{"refunds", "ledger"},
+		AMQPURL: rmq.URL(), ManagementURL: rmq.ManagementURL()}); err != nil {
+		return err
 	}
 	say("seeding data…")
 	if err := demo.SeedOutbox(ctx, pg.DSN("orders")); err != nil {
@@ -98,11 +106,16 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if err := demo.SeedKafka(ctx, kafka.Addrs()); err != nil {
 		return err
 	}
+	if err := demo.SeedRefunds(ctx, kafka.Addrs(), maria.DSN("refunds"), maria.DSN("ledger")); err != nil {
+		return err
+	}
 	if err := demo.SeedSchemaTopics(ctx, kafka.Addrs(), registry.Registry); err != nil {
 		return err
 	}
+	log := newLogger(configs.Log{Format: "text", Level: "info"}, stdout)
 	go demo.RunKafkaTraffic(ctx, kafka.Addrs())
-	go demo.RunRelay(ctx, pg.DSN("orders"), newLogger(configs.Log{Format: "text", Level: "info"}, stdout))
+	go demo.RunRelay(ctx, pg.DSN("orders"), kafka.Addrs(), log)
+	go demo.RunRefunds(ctx, kafka.Addrs(), maria.DSN("refunds"), maria.DSN("ledger"), log)
 	if err := demo.SeedRabbit(ctx, rmq.URL(), rmq.ManagementURL()); err != nil {
 		return err
 	}
@@ -113,6 +126,9 @@ auth: {mode: none}
 store: {dsn: %q}
 outboxes:
   - name: orders
+    dsn: %q
+    max_attempts: 10
+  - name: refunds
     dsn: %q
     max_attempts: 10
 kafka:
@@ -128,8 +144,18 @@ consumers:
     inbox: {dsn: %q, table: inbox_message}
     kafka: {cluster: main, group: inventory-service, topics: [orders]}
     rabbitmq: {broker: main, vhost: /, queue: orders.work}
+  - name: ledger-service
+    inbox: {dsn: %q}
+    kafka: {cluster: main, group: ledger-service, topics: [refunds]}
 sampler: {interval: 5s}
-`, *listen, pg.DSN("redrive"), pg.DSN("orders"), kafka.Addrs()[0], registry.URL(), rmq.URL(), rmq.ManagementURL(), pg.DSN("orders"))
+notify:
+  interval: 10s
+  channels:
+    - {name: on-call, type: webhook, url: %q, secret: demo-secret}
+  rules:
+    - {match: {}, channels: [on-call]}
+`, *listen, pg.DSN("redrive"), pg.DSN("orders"), maria.DSN("refunds"), kafka.Addrs()[0], registry.URL(), rmq.URL(), rmq.ManagementURL(),
+		pg.DSN("orders"), maria.DSN("ledger"), webhook.URL())
 	cfgPath := filepath.Join(abs, "console.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		return err
@@ -139,14 +165,16 @@ sampler: {interval: 5s}
 		return err
 	}
 	say("PostgreSQL  %s", pg.DSN("orders"))
+	say("MariaDB     %s  (the refunds outbox; ledger-service's inbox in %s)", maria.DSN("refunds"), maria.DSN("ledger"))
 	say("%-11s %s  (management %s, guest/guest)", rabbitName, rmq.URL(), rmq.ManagementURL())
 	say("Kafka       %s  (e.g. kcat -b %s -L)", kafka.Addrs()[0], kafka.Addrs()[0])
 	say("Schema Reg. %s  (franz-go srfake; Avro on invoices.DLT, Protobuf on shipments.DLT)", registry.URL())
+	say("webhook     %s  (notifications land here; GET %s lists them)", webhook.URL(), webhook.ListURL())
 	say("config      %s", cfgPath)
-	say("console     http://%s   — Ctrl-C stops everything", *listen)
+	say("console     http://%s   — Ctrl-C stops everything; the next start is fresh again", *listen)
 	defer stopped("the console")
 	go demo.SeedHistory(ctx, "http://"+*listen, say) // once the console answers: a replay, a discard, a requeue
-	return serve(ctx, cfg, newLogger(configs.Log{Format: "text", Level: "info"}, stdout), nil)
+	return serve(ctx, cfg, log, nil)
 }
 
 // demoRabbitMQ is the demo's RabbitMQ node, after REDRIVE_DEMO_RABBITMQ (version): unset, the
@@ -164,31 +192,4 @@ func demoRabbitMQ(ctx context.Context, version, dir string) (opts devstack.Rabbi
 		return devstack.RabbitOptions{Dir: filepath.Join(dir, "rabbitmq4"), Root: root}, "RabbitMQ 4.0", nil
 	}
 	return opts, "", fmt.Errorf("REDRIVE_DEMO_RABBITMQ=%q: want 4 (RabbitMQ 4.0), or unset for the host's RabbitMQ 3.10", version)
-}
-
-func dropDatabase(ctx context.Context, adminDSN, name string) error {
-	conn, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
-	return err
-}
-
-func createDatabase(ctx context.Context, adminDSN, name string) error {
-	conn, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
-		return err
-	}
-	if exists {
-		return nil
-	}
-	_, err = conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
-	return err
 }

@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops/kafka"
 )
 
 // The demo's dead letters fail for these reasons, in Spring Kafka's words.
@@ -40,62 +43,82 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 			return fmt.Errorf("demo: create %s: %w", topic, err)
 		}
 	}
-	now := time.Now()
+	// The orders topic holds what the orders outbox's relay produced: its SENT history, each event
+	// in its key's partition at its sent_at (the outbox is seeded from the same list).
+	history := orderHistory(seededAt())
 	var recs []*kgo.Record
-	for i := 0; i < 3000; i++ {
-		recs = append(recs, &kgo.Record{Topic: "orders", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("ord-%d", 10000+i%900)),
-			Timestamp: now.Add(-time.Duration(3000-i) * time.Second),
-			Value: []byte(fmt.Sprintf(`{"messageId":"evt-%06d","eventType":"OrderCreated","aggregateId":"ord-%d","payload":{"sku":"SKU-%d","qty":%d}}`,
-				i+1, 10000+i%900, i%50, 1+i%4))})
+	for i := len(history) - 1; i >= 0; i-- { // oldest first
+		recs = append(recs, historyRecord(OrdersTopic, 3, history[i]))
 	}
 	for i := 0; i < 40; i++ {
 		recs = append(recs, &kgo.Record{Topic: "payments", Partition: int32(i % 2), Key: []byte(fmt.Sprintf("pay-%d", i)),
-			Value: []byte(fmt.Sprintf(`{"paymentId":"pay-%d","amount":%d.50}`, i, 10+i))})
+			Headers: []kgo.RecordHeader{{Key: "messageId", Value: []byte(fmt.Sprintf("pay-msg-%d", i))}},
+			Value:   []byte(fmt.Sprintf(`{"messageId":"pay-msg-%d","paymentId":"pay-%d","amount":%d.50}`, i, i, 10+i))})
 	}
-	// Dead letters of orders, as Spring Kafka's DeadLetterPublishingRecoverer writes them. Message
-	// ids overlap the outbox's SENT history, whose first events the inventory inbox processed.
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("demo: produce: %w", err)
+	}
+	// Where each event landed, for the dead letters' original-partition and -offset headers.
+	placed := map[string]*kgo.Record{}
+	for _, r := range recs {
+		if r.Topic == OrdersTopic {
+			placed[string(headerValue(r, "messageId"))] = r
+		}
+	}
+	recs = recs[:0]
+	// Dead letters of orders, as Spring Kafka's DeadLetterPublishingRecoverer writes them for
+	// inventory-service: the original record's key, value and messageId, in its partition, its
+	// partition, offset and timestamp in the headers, a few minutes after it (the retries). Ids
+	// spread over the history, whose events the inventory inbox processed in part.
+	var dead []*kgo.Record
 	for i := 0; i < 240; i++ {
 		ex := demoExceptions[i%len(demoExceptions)]
 		if i%7 == 0 {
 			ex = demoExceptions[0]
 		}
-		origPart, origOff := int32(i%3), int64(100+i*3)
-		id := fmt.Sprintf("evt-%06d", 1+i*5+i/3) // spread over the inbox's processed and unprocessed ids
+		orig := placed[fmt.Sprintf("evt-%06d", 1+i*5+i/3)]
+		id := headerValue(orig, "messageId")
 		headers := []kgo.RecordHeader{
-			{Key: "kafka_dlt-original-topic", Value: []byte("orders")},
-			{Key: "kafka_dlt-original-partition", Value: be32(origPart)},
-			{Key: "kafka_dlt-original-offset", Value: be64(origOff)},
-			{Key: "kafka_dlt-original-timestamp", Value: be64(now.Add(-time.Duration(240-i) * time.Minute).UnixMilli())},
+			{Key: "kafka_dlt-original-topic", Value: []byte(orig.Topic)},
+			{Key: "kafka_dlt-original-partition", Value: be32(orig.Partition)},
+			{Key: "kafka_dlt-original-offset", Value: be64(orig.Offset)},
+			{Key: "kafka_dlt-original-timestamp", Value: be64(orig.Timestamp.UnixMilli())},
+			{Key: "kafka_dlt-original-timestamp-type", Value: []byte("CREATE_TIME")},
 			{Key: "kafka_dlt-original-consumer-group", Value: []byte("inventory-service")},
 			{Key: "kafka_dlt-exception-fqcn", Value: []byte(ex.fqcn)},
 			{Key: "kafka_dlt-exception-message", Value: []byte(fmt.Sprintf(ex.message, i%50, 1+i%4))},
 			{Key: "kafka_dlt-exception-stacktrace", Value: []byte(ex.fqcn + ": ...\n\tat com.acme.inventory.OrderListener.onOrder(OrderListener.java:57)\n\tat java.base/java.lang.Thread.run(Thread.java:1583)")},
-			{Key: "messageId", Value: []byte(id)},
+			{Key: "messageId", Value: id},
 			{Key: "traceId", Value: []byte(fmt.Sprintf("%016x", rand.Uint64()))},
 		}
 		if ex.cause != "" {
 			headers = append(headers, kgo.RecordHeader{Key: "kafka_dlt-exception-cause-fqcn", Value: []byte(ex.cause)})
 		}
-		recs = append(recs, &kgo.Record{Topic: "orders.DLT", Partition: origPart, Key: []byte(fmt.Sprintf("ord-%d", 10000+i%900)),
-			Timestamp: now.Add(-time.Duration(240-i) * 30 * time.Second), Headers: headers,
-			Value: []byte(fmt.Sprintf(`{"messageId":%q,"eventType":"OrderCreated","aggregateId":"ord-%d","payload":{"sku":"SKU-%d","qty":%d}}`,
-				id, 10000+i%900, i%50, 1+i%4))})
+		dead = append(dead, &kgo.Record{Topic: "orders.DLT", Partition: orig.Partition, Key: orig.Key,
+			Timestamp: orig.Timestamp.Add(time.Duration(2+i%5) * time.Minute), Headers: headers, Value: orig.Value})
 	}
+	sort.SliceStable(dead, func(a, b int) bool { return dead[a].Timestamp.Before(dead[b].Timestamp) })
+	recs = append(recs, dead...)
+	// Retries of events the DLT does not hold (yet), as @RetryableTopic writes them.
 	for i := 0; i < 12; i++ {
-		recs = append(recs, &kgo.Record{Topic: "orders.retry-1", Key: []byte(fmt.Sprintf("ord-%d", 20000+i)),
-			Headers: []kgo.RecordHeader{{Key: "kafka_original-topic", Value: []byte("orders")},
+		orig := placed[fmt.Sprintf("evt-%06d", 1+i*3)]
+		recs = append(recs, &kgo.Record{Topic: "orders.retry-1", Partition: 0, Key: orig.Key, Value: orig.Value,
+			Timestamp: orig.Timestamp.Add(30 * time.Second),
+			Headers: []kgo.RecordHeader{{Key: "kafka_original-topic", Value: []byte(orig.Topic)},
+				{Key: "kafka_original-partition", Value: be32(orig.Partition)},
+				{Key: "kafka_original-offset", Value: be64(orig.Offset)},
 				{Key: "kafka_exception-fqcn", Value: []byte("java.util.concurrent.TimeoutException")},
-				{Key: "retry_topic-attempts", Value: be32(int32(1 + i%3))}},
-			Value: []byte(fmt.Sprintf(`{"messageId":"evt-r%d"}`, i))})
+				{Key: "retry_topic-attempts", Value: be32(int32(1 + i%3))},
+				{Key: "messageId", Value: headerValue(orig, "messageId")}}})
 	}
-	// The seed document's plain header names.
+	// The seed document's plain header names; payment pay-i is at payments/(i%2) offset i/2.
 	for i := 0; i < 9; i++ {
 		recs = append(recs, &kgo.Record{Topic: "payments-dlt", Key: []byte(fmt.Sprintf("pay-%d", i)),
 			Headers: []kgo.RecordHeader{{Key: "originalTopic", Value: []byte("payments")}, {Key: "originalPartition", Value: []byte(fmt.Sprint(i % 2))},
-				{Key: "originalOffset", Value: []byte(fmt.Sprint(i))}, {Key: "originalMessageId", Value: []byte(fmt.Sprintf("pay-msg-%d", i))},
+				{Key: "originalOffset", Value: []byte(fmt.Sprint(i / 2))}, {Key: "originalMessageId", Value: []byte(fmt.Sprintf("pay-msg-%d", i))},
 				{Key: "retryCount", Value: []byte("5")}, {Key: "lastErrorType", Value: []byte("PaymentGatewayException")},
 				{Key: "lastErrorMessage", Value: []byte("card issuer unavailable (HTTP 503)")}, {Key: "consumer", Value: []byte("billing-service")}},
-			Value: []byte(fmt.Sprintf(`{"paymentId":"pay-%d"}`, i))})
+			Value: []byte(fmt.Sprintf(`{"messageId":"pay-msg-%d","paymentId":"pay-%d","amount":%d.50}`, i, i, 10+i))})
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("demo: produce: %w", err)
@@ -115,21 +138,14 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 	return nil
 }
 
-// RunKafkaTraffic keeps the demo's consumer groups alive until ctx ends.
+// RunKafkaTraffic keeps the demo's consumer groups of the orders topic alive until ctx ends (the
+// orders relay, RunRelay, produces to it): billing-service keeps up, inventory-service consumes
+// slower than the relay produces (its lag grows), shipping-service holds its partitions without
+// committing (stalled).
 func RunKafkaTraffic(ctx context.Context, brokers []string) {
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		return
-	}
-	defer prod.Close()
-	go consumeAt(ctx, brokers, "billing-service", 50, true)    // keeps up
-	go consumeAt(ctx, brokers, "inventory-service", 2, true)   // slower than the producer: lag grows
-	go consumeAt(ctx, brokers, "shipping-service", 200, false) // holds its partitions, never commits: stalled
-	every(ctx, 200*time.Millisecond, func(i int) error {
-		prod.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprintf("ord-%d", 30000+i)),
-			Value: []byte(fmt.Sprintf(`{"messageId":"live-%d","eventType":"OrderCreated"}`, i))}, nil)
-		return nil
-	})
+	go consumeAt(ctx, brokers, OrdersTopic, "billing-service", 50, true)  // keeps up
+	go consumeAt(ctx, brokers, OrdersTopic, "inventory-service", 2, true) // slower than the relay: lag grows
+	consumeAt(ctx, brokers, OrdersTopic, "shipping-service", 200, false)  // holds its partitions, never commits: stalled
 }
 
 // every calls step with 0, 1, 2, … once an interval, the first an interval from now, until ctx
@@ -149,9 +165,9 @@ func every(ctx context.Context, interval time.Duration, step func(i int) error) 
 	}
 }
 
-// consumeAt consumes orders as a group member at most perSecond records a second.
-func consumeAt(ctx context.Context, brokers []string, group string, perSecond int, commit bool) {
-	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"),
+// consumeAt consumes topic as a group member at most perSecond records a second.
+func consumeAt(ctx context.Context, brokers []string, topic, group string, perSecond int, commit bool) {
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(4 << 10)}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -164,7 +180,7 @@ func consumeAt(ctx context.Context, brokers []string, group string, perSecond in
 		if len(fs.Records()) > 0 {
 			_ = cl.CommitRecords(ctx, fs.Records()...)
 		}
-		cl.PauseFetchTopics("orders")
+		cl.PauseFetchTopics(topic)
 		<-ctx.Done()
 		return
 	}
@@ -178,6 +194,23 @@ func consumeAt(ctx context.Context, brokers []string, group string, perSecond in
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// historyRecord is the record the relay produced for e: in its key's partition of topic (of n).
+func historyRecord(topic string, n int, e sentEvent) *kgo.Record {
+	return &kgo.Record{Topic: topic, Partition: kafka.KeyPartition(topic, []byte(e.AggregateID), n), Key: []byte(e.AggregateID),
+		Value: []byte(e.Payload), Timestamp: e.SentAt,
+		Headers: []kgo.RecordHeader{{Key: "messageId", Value: []byte(e.EventID)}, {Key: "eventType", Value: []byte(e.EventType)}}}
+}
+
+// headerValue is r's first header named key (nil when none).
+func headerValue(r *kgo.Record, key string) []byte {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return h.Value
+		}
+	}
+	return nil
 }
 
 func be32(v int32) []byte {

@@ -27,24 +27,20 @@ func SeedOutbox(ctx context.Context, dsn string) error {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM outbox_event`).Scan(&n); err != nil || n > 0 {
 		return err
 	}
+	// Three days of delivered history, the same events SeedKafka produces to the orders topic.
 	// Times are UTC, as a relay writing TIMESTAMP columns would.
+	history := orderHistory(seededAt())
+	rows := make([][]any, len(history))
+	for i, e := range history {
+		rows[i] = []any{e.EventID, e.AggregateType, e.AggregateID, e.EventType, 1, e.Payload, "SENT", 1,
+			e.CreatedAt, e.CreatedAt, e.SentAt}
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"outbox_event"}, []string{"event_id", "aggregate_type", "aggregate_id",
+		"event_type", "schema_version", "payload", "status", "attempts", "available_at", "created_at", "sent_at"},
+		pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("demo: seed outbox: %w", err)
+	}
 	_, err = conn.Exec(ctx, `SET timezone = 'UTC';
--- Three days of delivered history.
-INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
-    status, attempts, available_at, created_at, sent_at)
-SELECT 'evt-' || lpad(g::text, 6, '0'), t.agg, t.agg_prefix || (10000 + g % 900), t.type, 1,
-       json_build_object('messageId', 'evt-' || lpad(g::text, 6, '0'), 'eventType', t.type,
-           'aggregateId', t.agg_prefix || (10000 + g % 900), 'occurredAt', now() - make_interval(secs => g * 50),
-           'traceId', md5(g::text), 'schemaVersion', 1,
-           'payload', json_build_object('orderId', 'ord-' || (10000 + g % 900), 'customerId', 'cus-' || (g % 311),
-               'amount', round((g % 997) * 1.37, 2), 'currency', 'EUR'))::text,
-       'SENT', 1, now() - make_interval(secs => g * 50), now() - make_interval(secs => g * 50),
-       now() - make_interval(secs => g * 50 - 1)
-FROM generate_series(1, 5000) g,
-LATERAL (SELECT (ARRAY['Order','Order','Payment','Shipment'])[1 + g % 4] AS agg,
-                (ARRAY['ord-','ord-','pay-','shp-'])[1 + g % 4] AS agg_prefix,
-                (ARRAY['OrderCreated','OrderConfirmed','PaymentCaptured','ShipmentDispatched'])[1 + g % 4] AS type) t;
-
 -- A READY backlog: most due (the relay is behind), a few scheduled for later retries.
 INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
     status, attempts, available_at, created_at)

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -24,7 +27,8 @@ func TestRelayCreatesEvents(t *testing.T) {
 	var logs bytes.Buffer // read once the relay has returned
 	relayCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); RunRelay(relayCtx, dsn, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	brokers := kfaketest.Cluster(t, kfake.SeedTopics(3, OrdersTopic)).ListenAddrs()
+	go func() { defer close(done); RunRelay(relayCtx, dsn, brokers, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	halt := sync.OnceFunc(func() { stop(); <-done })
 	defer halt()
 
@@ -56,7 +60,7 @@ func TestRelayLogsAnErrorOnce(t *testing.T) {
 	var logs bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
 	defer cancel()
-	RunRelay(ctx, dsn, slog.New(slog.NewTextHandler(&logs, nil)))
+	RunRelay(ctx, dsn, kfaketest.Cluster(t, kfake.SeedTopics(3, OrdersTopic)).ListenAddrs(), slog.New(slog.NewTextHandler(&logs, nil)))
 	s := logs.String()
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "insert an event") || !strings.Contains(lines[1], "claim events") ||
