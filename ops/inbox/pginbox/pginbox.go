@@ -3,6 +3,7 @@
 package pginbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,9 +69,9 @@ func New(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error
 }
 
 // format refuses a configuration of another format than the adapter's: cmd picks the adapter by
-// consumers[].inbox.format.
+// consumers[].inbox.format. No format (a configs.Inbox not read from a file) is the seed's.
 func format(consumer string, cfg configs.Inbox, want configs.InboxFormat) error {
-	if cfg.Format != want {
+	if cmp.Or(cfg.Format, configs.InboxSeed) != want {
 		return fmt.Errorf("inbox %s: the %s adapter was given an inbox of format %q: %w", consumer, want, cfg.Format, ops.ErrInvalid)
 	}
 	return nil
