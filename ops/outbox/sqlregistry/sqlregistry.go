@@ -287,13 +287,13 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 	switch s.format.Name {
 	case outbox.FormatSpringModulith.Name:
 		incomplete = sh.completed + " IS NULL"
-		state := "'" + modulithPublished + "'"
+		state, group := "'"+modulithPublished+"'", "" // v1: no status, one state
 		if sh.state != "" {
 			state = "COALESCE(" + s.d.text(sh.state) + ", '" + modulithPublished + "')"
+			groupKey, group = state, " GROUP BY "+state
 		}
-		groupKey = state
 		err = q("count the incomplete publications", "SELECT "+state+", count(*), max("+s.d.age(sh.created)+") FROM "+sh.table+
-			" WHERE "+incomplete+" GROUP BY "+state, func(scan func(...any) error) error {
+			" WHERE "+incomplete+group, func(scan func(...any) error) error {
 			var st string
 			var n int64
 			var age sql.NullFloat64
@@ -401,9 +401,12 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 		ageExpr = "max(" + s.d.age(sh.created) + ")"
 	}
 	selectState, groupBy := groupKey, groupKey+", "+key+", "+typ
-	if groupKey == "" { // Debezium: no states, its rows per aggregate type and type
+	switch {
+	case s.format.Name == outbox.FormatDebezium.Name: // no states: its rows per aggregate type and type
 		key = s.d.text(sh.agg)
 		selectState, groupBy = "''", key+", "+typ
+	case groupKey == "": // a v1 registry: every incomplete publication is PUBLISHED
+		selectState, groupBy = "'"+modulithPublished+"'", key+", "+typ
 	}
 	err = q("group the incomplete rows", fmt.Sprintf("SELECT %s, %s, %s, count(*), %s, %s FROM %s WHERE %s GROUP BY %s ORDER BY count(*) DESC, 2, 3 LIMIT %d",
 		selectState, key, typ, ageExpr, at, sh.table, incomplete, groupBy, outbox.MaxGroups),
