@@ -45,7 +45,9 @@ func TestOutboxFormats(t *testing.T) {
 		t.Errorf("debezium created_at: %+v", o)
 	}
 
-	outbox := func(opts string) string { return minimal + "outboxes: [{name: a, " + pg + "}, {name: b, " + pg + ", " + opts + "}]\n" }
+	outbox := func(opts string) string {
+		return minimal + "outboxes: [{name: a, " + pg + "}, {name: b, " + pg + ", " + opts + "}]\n"
+	}
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"UnknownFormat", outbox("format: eventuate"), `outboxes[1].format: must be seed, spring-modulith, namastack or debezium, got "eventuate"`},
 		{"SeedKeyOnModulith", outbox("format: spring-modulith, columns: {locked_until: lease}"),
