@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -132,7 +131,7 @@ func (h *Archive) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := archivepages.Page{Meta: h.meta(c, "Archive", "rabbitmq"), Broker: f.Broker, Queue: f.Queue, Flash: c.QueryParam("flash")}
+	page := archivepages.Page{Meta: h.meta(c, "Archive", "rabbitmq"), Broker: f.Broker, Queue: f.Queue, Flash: readFlash(c)}
 	red, err := redactionFor(c, h.redact, "archive")
 	if err != nil {
 		return err
@@ -187,7 +186,8 @@ func (h *Archive) FormRestore(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, paths.Replay(out.JobID))
 	}
 	flash := fmt.Sprintf("Archived message %d put back in %s.", id, out.Queue)
-	return c.Redirect(http.StatusSeeOther, paths.WithQuery(paths.Archive, url.Values{"flash": {flash}}))
+	setFlash(c, flash)
+	return c.Redirect(http.StatusSeeOther, paths.Archive)
 }
 
 func archivedID(m replay.Archived) int64 { return m.ID }

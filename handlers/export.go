@@ -196,7 +196,7 @@ func (h *Search) beginExport(c echo.Context, target string, filter *search.Filte
 var kafkaCSVHeader = []string{"partition", "offset", "timestamp", "key", "value", "value_encoding", "headers",
 	"original_topic", "exception_type", "exception_message", "message_id", "redacted", "value_truncated"}
 
-// ExportKafka: GET /api/v1/kafka/:cluster/topics/:topic/export?format=ndjson|csv&filter=&partition=&from_offset=&to_offset=
+// ExportKafka: GET /api/v1/kafka/:cluster/topics/:topic/export?format=ndjson|csv&filter=&partition=&from_offset=&to_offset=&state=
 // streams every record of the range (oldest first, partition by partition) that the filter
 // matches: NDJSON in the records API's shape, or CSV with the main columns. Content is masked
 // unless an admin reveals it (reveal=true, audited); the export is audited as content.export.
@@ -213,7 +213,17 @@ func (h *Search) ExportKafka(c echo.Context) error {
 	if err := kafkaRange(c, &q); err != nil {
 		return err
 	}
-	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter)
+	// The records in that resolution state, as the scan and the page keep theirs.
+	state, err := recordState(c, "all")
+	if err != nil {
+		return err
+	}
+	if state != "all" && q.Filter == nil {
+		if q.Filter, err = search.Compile(search.Kafka, "true"); err != nil {
+			return err
+		}
+	}
+	q.Filter = h.withResolutions(c, k.Name(), q.Topic, q.Filter).InState(state)
 	raw, err := rawParam(c)
 	if err != nil {
 		return err

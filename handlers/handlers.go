@@ -5,6 +5,9 @@ package handlers
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -579,4 +582,56 @@ func below(ret, base string) (*url.URL, bool) {
 	}
 	p := u.EscapedPath()
 	return u, p == base || strings.HasPrefix(p, base+"/")
+}
+
+// flashCookie carries what the last form action did to the page it redirects to, once.
+const flashCookie = "redrive_flash"
+
+// flashKey signs a flash: keyed with the request's CSRF token (web's "csrf"), which is the
+// browser's own (its session's, or its CSRF cookie's), so that a flash planted from elsewhere
+// does not verify; nil when the request has none (no flash is set or shown then).
+func flashKey(c echo.Context) []byte {
+	token, _ := c.Get("csrf").(string)
+	if token == "" {
+		return nil
+	}
+	return []byte("redrive flash v1 " + token)
+}
+
+func flashMAC(key []byte, msg string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(msg))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// setFlash keeps msg for the page the response redirects to (readFlash): in a short-lived,
+// signed, HttpOnly cookie, never in the URL — page text taken from a query parameter let anyone
+// put words in the console's callout (?flash=Call+555-0100+now), and a reload repeated it.
+func setFlash(c echo.Context, msg string) {
+	key := flashKey(c)
+	if key == nil || msg == "" {
+		return
+	}
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(msg)) + "." + flashMAC(key, msg),
+		Path: "/", MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.IsTLS()})
+}
+
+// readFlash is the flash setFlash kept for this page, if any and signed for this browser, and
+// clears it: shown once, a reload does not repeat it.
+func readFlash(c echo.Context) string {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return ""
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.IsTLS()})
+	enc, mac, ok := strings.Cut(ck.Value, ".")
+	key := flashKey(c)
+	raw, err := base64.RawURLEncoding.DecodeString(enc)
+	if !ok || err != nil || key == nil || !hmac.Equal([]byte(mac), []byte(flashMAC(key, string(raw)))) {
+		return ""
+	}
+	return string(raw)
 }

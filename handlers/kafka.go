@@ -131,7 +131,10 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 		SampledAt *time.Time `json:"sampled_at"`
 		Error     string     `json:"error,omitempty"`
 		freshnessJSON
-	}{SampledAt: knownUTC(snap.At), Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)}
+		// Refreshing: a re-sample runs behind this answer (stale while revalidate); the next
+		// read shows it.
+		Refreshing bool `json:"refreshing"`
+	}{SampledAt: knownUTC(snap.At), Error: snap.Error, freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At), Refreshing: snap.Refreshing}
 	head, err := json.Marshal(resp)
 	if err != nil {
 		return err
@@ -168,14 +171,63 @@ func (h *Kafka) groupsJSON(snap lag.Snapshot) (*sharedPart, error) {
 	return part, nil
 }
 
-// APIGroup: GET /api/v1/kafka/:cluster/groups/:group.
+// APIGroup: GET /api/v1/kafka/:cluster/groups/:group — the snapshot's group with its offsets
+// read now (liveOffsets).
 func (h *Kafka) APIGroup(c echo.Context) error {
-	_, snap, g, err := h.group(c)
+	k, snap, g, err := h.group(c)
 	if err != nil {
 		return err
 	}
+	g, offsetsAt := h.liveOffsets(c.Request().Context(), k, snap, g)
 	return c.JSON(http.StatusOK, groupDetailJSON{groupJSON: toGroupJSON(g), MemberList: toMembersJSON(g),
-		Pipelines: toPipelinesJSON(sampler.Pipelines(g, snap.DeadLetterTopics))})
+		Pipelines: toPipelinesJSON(sampler.Pipelines(g, snap.DeadLetterTopics)),
+		SampledAt: knownUTC(snap.At), OffsetsAt: knownUTC(offsetsAt), freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)})
+}
+
+// groupOffsetsReader reads one group's committed and end offsets now (*kafka.Cluster does).
+type groupOffsetsReader interface {
+	GroupOffsetsNow(ctx context.Context, group string, topics []string) (kafka.GroupOffsets, error)
+}
+
+// liveOffsetsTimeout bounds the live read of one group's offsets; past it the page shows the
+// sampled ones.
+const liveOffsetsTimeout = time.Second
+
+// liveOffsets puts one group's offsets as the cluster has them now in place of the sampled ones
+// (lag.Group.WithOffsets): one OffsetFetch and one ListOffsets per leader, so that a group page or
+// API read shows a commit made a moment ago while the status, rate and catch-up stay the
+// sampler's. It answers when they were read; the zero time when the group is as sampled (the
+// cluster cannot read them, or did not answer within liveOffsetsTimeout) or was read through
+// whole from the cluster (then the snapshot's time does not apply either: now).
+func (h *Kafka) liveOffsets(ctx context.Context, k KafkaCluster, snap lag.Snapshot, g lag.Group) (lag.Group, time.Time) {
+	if !snapHas(snap, g.Name) {
+		return g, time.Now() // read through: live already
+	}
+	r, ok := k.(groupOffsetsReader)
+	if !ok || g.Kind() == kafka.GroupShare {
+		return g, time.Time{}
+	}
+	topics := make([]string, 0, len(g.Topics))
+	for _, t := range g.Topics {
+		topics = append(topics, t.Topic)
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveOffsetsTimeout)
+	defer cancel()
+	o, err := r.GroupOffsetsNow(ctx, g.Name, topics)
+	if err != nil {
+		return g, time.Time{}
+	}
+	return g.WithOffsets(o), o.At
+}
+
+// snapHas reports whether the snapshot holds the group.
+func snapHas(snap lag.Snapshot, name string) bool {
+	for _, g := range snap.Groups {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // group finds a group in the latest snapshot. A group the snapshot does not have yet (it started
@@ -576,7 +628,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 	if err != nil {
 		page.GroupsError = shown(c, err)
 	} else {
-		page.SampledAt, page.SampleError = snap.At, sampleNote(snap.Error, snap.Freshness)
+		page.SampledAt, page.SampleError, page.Refreshing = snap.At, sampleNote(snap.Error, snap.Freshness), snap.Refreshing
 		page.Groups = toGroupRows(snap)
 		page.Transactions = toTransactionRows(snap, time.Now())
 	}
@@ -607,6 +659,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	g, offsetsAt := h.liveOffsets(c.Request().Context(), k, snap, g)
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
 		Cluster: k.Name(), Name: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members,
 		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
@@ -622,6 +675,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 			page.CatchUp, page.CatchUpNote = "about "+g.CatchUp.Round(time.Second).String(), "the slowest partition's, at its recent slope"
 		}
 	}
+	page.OffsetsAt, page.Refreshing = offsetsAt, snap.Refreshing
 	groupTypeView(&page, g)
 	sort.SliceStable(page.Partitions, func(i, j int) bool { return page.Partitions[i].Lag > page.Partitions[j].Lag })
 	if !page.IsShare() { // a share group commits no offsets: nothing to skip by moving one
@@ -644,14 +698,21 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	if exception != "" && c.QueryParam("limit") == "" {
 		q.Limit = kafka.MaxLimit // read a full page, keep the matches
 	}
-	// Open records by default: what is resolved, ignored or replayed is done with.
-	state, err := recordState(c, triage.StateOpen)
+	// Open records by default: what is resolved, ignored or replayed is done with. A topic that is
+	// no dead-letter topic (orders, linked from every pipeline) holds records, not dead letters:
+	// no state, no error groups, no plan of its partition.
+	dlt := isDeadLetterTopic(k, q.Topic)
+	defState := triage.StateOpen
+	if !dlt {
+		defState = "all"
+	}
+	state, err := recordState(c, defState)
 	if err != nil {
 		return err
 	}
-	page := kafkapages.TopicPage{Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
+	page := kafkapages.TopicPage{DeadLetters: dlt, Meta: h.clusterMeta(c, "Topic "+q.Topic, k.Name(), layout.Crumb{Label: q.Topic}),
 		Cluster: k.Name(), Topic: q.Topic, Partition: q.Partition, Order: q.Order, Limit: q.Limit,
-		Exception: exception, ByCause: byCause, Cause: strings.Join(cause, ""), OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at"), State: state, Flash: c.QueryParam("flash")}
+		Exception: exception, ByCause: byCause, Cause: strings.Join(cause, ""), OffsetInput: c.QueryParam("offset"), AtInput: c.QueryParam("at"), State: state, Flash: readFlash(c)}
 	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
@@ -664,7 +725,9 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	// A search given no partition reads every partition (searchLinks): so does the page, whose
 	// partition choice and "Plan replay of the matches" said partition 0 while the scan and the
 	// export read them all (orders.DLT?filter=true: 240 matched, the plan of the matches 80).
-	if allPartitions(c) || (page.Filter != "" && c.QueryParam("partition") == "") {
+	// The page opens on every partition too (it opened on partition 0: "80 records" of 240); an
+	// offset names a position in one partition, so offset= alone is partition 0's.
+	if allPartitions(c) || (c.QueryParam("partition") == "" && c.QueryParam("offset") == "") {
 		return h.topicAcross(c, k, red, page)
 	}
 	parts, err := k.Partitions(c.Request().Context(), q.Topic)
@@ -722,6 +785,15 @@ func (h *Kafka) showRecords(ctx context.Context, k KafkaCluster, red *redact.Rul
 		page.Records = append(page.Records, v)
 	}
 	return nil
+}
+
+// isDeadLetterTopic says whether topic is one of k's dead-letter topics (kafka[].dlt_patterns);
+// a cluster that cannot tell treats every topic as one, as before.
+func isDeadLetterTopic(k KafkaCluster, topic string) bool {
+	if d, ok := k.(interface{ IsDeadLetterTopic(string) bool }); ok {
+		return d.IsDeadLetterTopic(topic)
+	}
+	return true
 }
 
 // inGroup says whether a record (as the reader may see it) is in the page's error group, compared
@@ -784,7 +856,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := kafkapages.ErrorsPage{Flash: c.QueryParam("flash"), Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
+	page := kafkapages.ErrorsPage{Flash: readFlash(c), Meta: h.clusterMeta(c, "Errors in "+topic, k.Name(),
 		layout.Crumb{Label: topic, Href: paths.KafkaTopic(k.Name(), topic)}, layout.Crumb{Label: "errors"}),
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
 	groupNotes, _ := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), topic))
@@ -816,10 +888,13 @@ func (h *Kafka) searchLinks(c echo.Context, page *kafkapages.TopicPage) {
 	if partition == "" {
 		partition = "all"
 	}
-	q := url.Values{"filter": {page.Filter}, "partition": {partition}, "limit": {"50"}, "max_scan": {"20000"}, "order": {page.Order}}
+	// The page's state goes with every action it offers (scan, export, plan of the matches): with
+	// State = open the page said resolved ones were hidden while the scan matched them (17 where
+	// the records API with state=open answered 16).
+	q := url.Values{"filter": {page.Filter}, "partition": {partition}, "limit": {"50"}, "max_scan": {"20000"}, "order": {page.Order}, "state": {page.State}}
 	page.ScanURL = paths.WithQuery(paths.APIKafkaRecords(page.Cluster, page.Topic), q)
 	if h.exports.CanExport(c) {
-		e := url.Values{"filter": {page.Filter}, "format": {"ndjson"}}
+		e := url.Values{"filter": {page.Filter}, "format": {"ndjson"}, "state": {page.State}}
 		if partition != "all" {
 			e.Set("partition", partition)
 		}

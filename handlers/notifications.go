@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -262,7 +261,7 @@ func (h *Notifications) FormEndSilence(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, notificationsFlash("Silence "+strconv.FormatInt(s.ID, 10)+" ended."))
+	return notificationsFlash(c, "Silence "+strconv.FormatInt(s.ID, 10)+" ended.")
 }
 
 // APISilences: GET /api/v1/silences — the silences in force, soonest to end first.
@@ -330,7 +329,7 @@ func (h *Notifications) FormTest(c echo.Context) error {
 	} else if err != nil {
 		flash = "Test notification to " + name + " failed: " + err.Error()
 	}
-	return c.Redirect(http.StatusSeeOther, notificationsFlash(flash))
+	return notificationsFlash(c, flash)
 }
 
 // FormSilence: POST /notifications/silences (the page's form).
@@ -345,18 +344,19 @@ func (h *Notifications) FormSilence(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, notificationsFlash("Silenced until "+s.EndsAt.UTC().Format(time.RFC3339)+"."))
+	return notificationsFlash(c, "Silenced until "+s.EndsAt.UTC().Format(time.RFC3339)+".")
 }
 
-// notificationsFlash is the notifications page showing flash, where a form action returns to.
-func notificationsFlash(flash string) string {
-	return paths.WithQuery(paths.Notifications, url.Values{"flash": {flash}})
+// notificationsFlash answers a form action with the notifications page, showing flash once.
+func notificationsFlash(c echo.Context, flash string) error {
+	setFlash(c, flash)
+	return c.Redirect(http.StatusSeeOther, paths.Notifications)
 }
 
 // Page: GET /notifications.
 func (h *Notifications) Page(c echo.Context) error {
 	ctx := c.Request().Context()
-	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: c.QueryParam("flash"), Kinds: health.Kinds}
+	p := notifypages.Page{Meta: h.meta(c, "Notifications", "notifications"), Flash: readFlash(c), Kinds: health.Kinds}
 	p.Test = offer(p.Meta, nil, "Operators can send a test notification.")
 	p.Silence = offer(p.Meta, nil, "Operators can silence problems here.")
 	if l := h.silenceLimits(ActorOf(c)); l.Max > 0 {

@@ -710,9 +710,9 @@ func notice(c echo.Context) string {
 	case "released":
 		return fmt.Sprintf("Released %d stuck lease(s): those events are READY for the relay again.", n)
 	case "requeued":
-		return fmt.Sprintf("Requeued %d event(s) to READY. Rows that were not DEAD or FAILED were left alone.", n)
+		return "Requeued " + ops.Plural(int64(n), "event") + " to READY. Rows that were not DEAD or FAILED were left alone."
 	case "resolved":
-		return fmt.Sprintf("Changed the resolution of %d DEAD event(s); the service's outbox table was not touched.", n)
+		return "Changed the resolution of " + ops.Plural(int64(n), "DEAD event") + "; the service's outbox table was not touched."
 	}
 	return ""
 }

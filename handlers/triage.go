@@ -170,7 +170,7 @@ func (h *Kafka) FormResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.backToTopic(c, fmt.Sprintf("%d record(s) marked %s.", res.Updated, req.State))
+	return h.backToTopic(c, ops.Plural(int64(res.Updated), "record")+" marked "+req.State+".")
 }
 
 func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, error) {
@@ -412,7 +412,8 @@ func (h *Kafka) backToTopic(c echo.Context, flash string) error {
 		back = &url.URL{Path: topicPage}
 	}
 	q := back.Query()
-	q.Set("flash", flash)
+	q.Del("flash") // a flash is the redirect's cookie (setFlash), never the URL's
+	setFlash(c, flash)
 	return c.Redirect(http.StatusSeeOther, paths.WithQuery(back.EscapedPath(), q))
 }
 

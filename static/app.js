@@ -708,7 +708,18 @@
       var rows = el.querySelector("[data-scan-rows]");
       var status = el.querySelector("[data-scan-status]");
       var cancel = el.querySelector("[data-scan-cancel]");
-      var scanned = 0, matched = 0, started = Date.now(), stopped = false;
+      var scope = el.getAttribute("data-scan-scope");
+      var errorsBox = el.querySelector("[data-scan-errors]");
+      var scanned = 0, matched = 0, evalErrors = 0, evalError = "", started = Date.now(), stopped = false;
+      // A filter that cannot be evaluated on a record (a field's name mistyped) matches nothing:
+      // say so, with the filter's own reason, rather than "0 matched · done".
+      function showErrors() {
+        if (!errorsBox || evalErrors === 0) return;
+        errorsBox.hidden = false;
+        errorsBox.textContent = "The filter could not be evaluated on " + evalErrors.toLocaleString() +
+          (evalErrors === 1 ? " record" : " records") + ", which it does not match" +
+          (evalError ? ": " + evalError : "") + ". Check the names the filter uses.";
+      }
       function show(state) {
         var secs = Math.max((Date.now() - started) / 1000, 0.001);
         status.textContent = scanned.toLocaleString() + " records scanned · " + matched.toLocaleString() + " matched · " +
@@ -768,10 +779,14 @@
           }
           var recs = res.j.records || res.j.messages || [];
           scanned += res.j.scanned || 0;
+          evalErrors += res.j.eval_errors || 0;
+          if (res.j.eval_error) evalError = res.j.eval_error;
+          showErrors();
           for (var i = 0; i < recs.length && matched < limit; i++) { add(recs[i]); matched++; }
           if (stopped) return;
           if (res.j.exhausted || !res.j.next_cursor || matched >= limit) {
-            show(res.j.exhausted ? "done: the whole range was read" : matched >= limit ? "showing the first " + limit + " matches" : "done");
+            show(res.j.exhausted ? "done: " + (scope || "the whole range") + " read to its end" :
+              matched >= limit ? "showing the first " + limit + " matches" : "done");
             if (cancel) cancel.disabled = true;
             return;
           }

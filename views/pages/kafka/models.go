@@ -25,6 +25,8 @@ type ClusterPage struct {
 	Cluster     string
 	SampledAt   time.Time
 	SampleError string // the last sampling failed; the groups are from SampledAt
+	// Refreshing: a newer sample is being taken behind this page (stale while revalidate).
+	Refreshing  bool
 	GroupsError string
 	Groups      []GroupRow
 	TopicsError string
@@ -114,6 +116,10 @@ type GroupPage struct {
 	CatchUp     string
 	CatchUpNote string // under CatchUp; "" says where it comes from
 	SampledAt   time.Time
+	// OffsetsAt is when the committed and end offsets (so the lags) were read, a moment ago; zero
+	// when they are the sample's. Refreshing: a newer sample is being taken behind this page.
+	OffsetsAt   time.Time
+	Refreshing  bool
 	SampleError string
 	Error       string
 	Range       string // 1h, 6h, 24h, 7d
@@ -233,7 +239,10 @@ type TopicPage struct {
 	CanReveal      bool   // values are masked by redaction rules and an admin may reveal them (audited)
 	Masked         bool   // redaction rules apply to this reader: values are not offered for editing
 	State          string // the resolution state shown: open (default), resolved, ignored, replayed or all
-	Flash          string // what the last action did
+	// DeadLetters: the topic is a dead-letter topic, its records dead letters with a state, error
+	// groups and plans; otherwise the page shows records only.
+	DeadLetters bool
+	Flash       string // what the last action did
 	// Filter is the CEL expression of a content search (filter=); ScanURL the records API that
 	// scans for it page by page (the page's script streams the matches in), ExportURL its export
 	// when the reader may export.
@@ -539,4 +548,13 @@ func stateURL(p TopicPage, state string) string {
 	}
 	p.SetGroupFilter(v)
 	return paths.WithQuery(paths.KafkaTopic(p.Cluster, p.Topic), v)
+}
+
+// recordColumns is how many columns the records table has: a dead-letter topic's show the
+// exception, state and original topic, another topic's the value.
+func recordColumns(p TopicPage) string {
+	if p.DeadLetters {
+		return "9"
+	}
+	return "7"
 }

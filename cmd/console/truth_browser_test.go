@@ -1,0 +1,90 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/redrive/redrive/ops/waittest"
+)
+
+// TestBrowserDLTPageTellsTheTruth (issue 37, items 1, 2, 5 and 9): the DLT page opens on every
+// partition; with State = open its filter's scan, export and plan of the matches leave out a
+// resolved record, as the records API with state=open does, and the scan's last words say what
+// it read; a mistyped field says why nothing matched; a topic that is no dead-letter topic shows
+// records, not open dead letters with error groups and plans.
+func TestBrowserDLTPageTellsTheTruth(t *testing.T) {
+	base := kafkaConsole(t)
+	ctx, _ := newBrowser(t)
+	dlt := base + "/kafka/main/topics/orders.DLT"
+
+	// 9: no partition asked, every partition shown.
+	act(t, ctx, chromedp.Navigate(dlt), chromedp.WaitVisible(`[data-testid="records-table"]`))
+	if sel := must(t, ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="partition-select"]').value`)); sel != "all" {
+		t.Errorf("the DLT page opens on partition %q, not all", sel)
+	}
+
+	// 1: one of the 30 records below offset 10 resolved; the page's state is open.
+	if r := do(t, nil, "POST", base+"/api/v1/kafka/main/topics/orders.DLT/resolutions", "application/json",
+		`{"records":[{"partition":1,"offset":3}],"state":"resolved","reason":"fixed by hand"}`); r.status != http.StatusOK {
+		t.Fatalf("resolve: %d %s", r.status, r.body)
+	}
+	const filter = `offset < 10`
+	api := do(t, nil, "GET", base+"/api/v1/kafka/main/topics/orders.DLT/records?partition=all&state=open&limit=500&filter="+strings.ReplaceAll(filter, " ", "+"), "", "")
+	if api.status != http.StatusOK || !strings.Contains(api.body, `"matched":29`) {
+		t.Fatalf("the API with state=open: %d %.300s", api.status, api.body)
+	}
+	status := runSearch(t, ctx, filter, chromedp.Navigate(dlt), chromedp.WaitVisible(`[data-testid="filter-input"]`))
+	rows := countOf(t, ctx, `[data-testid="scan-row"]`)
+	if rows != 29 || !strings.Contains(status, "29 matched") {
+		t.Errorf("the page's scan with State open: %d rows, %q (the API: 29)", rows, status)
+	}
+	if !strings.Contains(status, "every partition read to its end") {
+		t.Errorf("the scan's last words do not say what it read: %q", status)
+	}
+	export := must(t, ctx, chromedp.Evaluate[string](`(document.querySelector('[data-testid="export-matches"]') || {}).href || ""`))
+	if export == "" {
+		t.Fatal("no export offered")
+	}
+	if r := do(t, nil, "GET", export, "", ""); r.status != http.StatusOK || strings.Count(strings.TrimSpace(r.body), "\n")+1 != 29 {
+		t.Errorf("the export of the matches: %d %.200s, %d lines (want 29)", r.status, r.body, strings.Count(strings.TrimSpace(r.body), "\n")+1)
+	}
+	act(t, ctx, chromedp.Click(`[data-testid="plan-matches"] button`), chromedp.WaitVisible(`[data-testid="plan-counts"]`))
+	total := 0
+	for _, action := range []string{"publish", "skip_processed", "skip_in_progress", "skip_already_replayed", "skip_replay_limit", "skip_unresolvable"} {
+		total += must(t, ctx, chromedp.Evaluate[int](`(() => { const e = document.querySelector('[data-testid="count-`+action+`"] [data-testid="stat-value"]'); return e ? parseInt(e.textContent.replace(/,/g, ''), 10) : 0; })()`))
+	}
+	if total != 29 {
+		t.Errorf("the plan of the matches holds %d items (want the 29 open ones)", total)
+	}
+
+	// 2: a mistyped field matches nothing, and the page says why.
+	act(t, ctx, chromedp.Navigate(dlt+"?filter="+`dead_letter.exception_typ+%3D%3D+%22x%22`))
+	waittest.Until(t, 30*time.Second, "the typo's scan to finish", func() bool {
+		return strings.Contains(must(t, ctx, chromedp.Text(`[data-testid="scan-status"]`)), "done")
+	})
+	errs := must(t, ctx, chromedp.Evaluate[string](`(() => { const e = document.querySelector('[data-testid="scan-eval-errors"]'); return e && !e.hidden ? e.innerText : ""; })()`))
+	if !strings.Contains(errs, "could not be evaluated on") || !strings.Contains(errs, "exception_typ") {
+		t.Errorf("the typo's eval errors are not on the page: %q", errs)
+	}
+	screenshot(t, ctx, "kafka-dlt-typo")
+
+	// 5: orders is no dead-letter topic.
+	act(t, ctx, chromedp.Navigate(base+"/kafka/main/topics/orders"), chromedp.WaitVisible(`[data-testid="records-table"]`))
+	text := must(t, ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	if countOf(t, ctx, `[data-testid="record-row"]`) == 0 {
+		t.Error("the orders topic shows no records")
+	}
+	for _, bad := range []string{"Group by error", "Plan replay", "open dead letters", "Showing open records"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the orders topic page says %q", bad)
+		}
+	}
+	if n := countOf(t, ctx, `[data-testid="record-state"], [data-testid="state-select"], [data-testid="select-record"]`); n != 0 {
+		t.Errorf("the orders topic page shows %d dead-letter states or plan boxes", n)
+	}
+	screenshot(t, ctx, "kafka-topic-not-dlt")
+}
