@@ -2,7 +2,8 @@
 // PostgreSQL, MariaDB, RabbitMQ 3.10 and 4.0 and a Kafka-protocol broker
 // (kfake) — privately on loopback.
 //
-//	devstack run [--dir D] [--keep] -- CMD ARGS...   start PostgreSQL, MariaDB and both RabbitMQ nodes, run
+//	devstack run [--dir D] [--keep] -- CMD ARGS...   install the tests' tools when missing (below), start
+//	                                                 PostgreSQL, MariaDB and both RabbitMQ nodes, run
 //	                                                 CMD with the services' variables set (below),
 //	                                                 tear down, exit with CMD's status
 //	devstack up [--dir D]                            start them, write D/env, leave them running
@@ -17,6 +18,11 @@
 // (RabbitMQ 4.0, run chrooted in a Debian 13 root that the first run builds
 // in ~/.cache/redrive, about 3 min; --no-rabbitmq4 skips it). Both nodes
 // have the user guest/guest.
+//
+// Before it starts the services, run installs with apt-get (as root; otherwise it fails naming
+// the exact command) what the tests use beside them: python3-confluent-kafka, python3-requests,
+// python3-jsonschema, python3-protobuf and python3-avro (the Schema Registry cross-checks),
+// chromium and chromium-driver (the browser tests) and kcat; --no-tools skips that.
 //
 // `make test` is `go run ./cmd/devstack run -- make test-go test-rabbitmq4 fuzz`.
 package main
@@ -41,7 +47,7 @@ import (
 )
 
 const usage = `usage:
-  devstack run [--dir D] [--keep] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports] -- CMD ARGS...
+  devstack run [--dir D] [--keep] [--no-tools] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports] -- CMD ARGS...
   devstack up [--dir D] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports]
   devstack down [--dir D] [--purge]
   devstack kafka [--addr 127.0.0.1:19092] [--topic NAME:PARTITIONS]... [--data-dir D]
@@ -271,6 +277,7 @@ func cmdRun(args []string, log logFn) int {
 	var f stackFlags
 	f.register(fs, "")
 	keep := fs.Bool("keep", false, "keep the directory (a temporary --dir is removed otherwise)")
+	noTools := fs.Bool("no-tools", false, "do not check for (or install) the tests' other tools: the Python cross-check encoders, chromium, chromium-driver, kcat")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack run [flags] -- CMD ARGS...\n\nStarts PostgreSQL, MariaDB, RabbitMQ 3.10 and RabbitMQ 4.0, runs CMD with REDRIVE_TEST_PG_DSN,\nREDRIVE_TEST_MYSQL_DSN, REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL, REDRIVE_TEST_AMQP_URL_RABBITMQ4 and\nREDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4 set, stops them, and exits with CMD's status.\n\nflags:")
 		fs.PrintDefaults()
@@ -319,6 +326,19 @@ func cmdRun(args []string, log logFn) int {
 	if err := mkdir(f.dir); err != nil {
 		log("%v", err)
 		return 1
+	}
+	// The tools the tests use beside the services, before the services (one apt-get at a time).
+	if !*noTools {
+		installed, err := devstack.TestTools(ctx)
+		if err != nil {
+			close(stopWatch)
+			<-watched
+			log("%v (--no-tools skips this check)", err)
+			return 1
+		}
+		if len(installed) > 0 {
+			log("installed %s", strings.Join(installed, " "))
+		}
 	}
 	s, err := start(ctx, f, log)
 	close(stopWatch)

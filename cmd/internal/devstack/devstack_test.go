@@ -461,3 +461,17 @@ func TestRabbitMQStartupFailureShowsLog(t *testing.T) {
 		t.Fatalf("error has no log tail: %v", err)
 	}
 }
+
+// The tools make test needs beside the services are named by their Debian packages, each once
+// and in order, only when missing; on this machine (where .ci/run or devstack installed them)
+// none is.
+func TestMissingTestTools(t *testing.T) {
+	yes, no := func() bool { return true }, func() bool { return false }
+	got := missingPackages([]tool{{"a", yes}, {"python3-avro", no}, {"chromium", no}, {"python3-avro", no}, {"kcat", yes}})
+	if want := []string{"python3-avro", "chromium"}; !slices.Equal(got, want) {
+		t.Errorf("missing %v, want %v", got, want)
+	}
+	if got := missingPackages(testTools); len(got) > 0 {
+		t.Errorf("this machine lacks %v: make test installs them (go run ./cmd/devstack run)", got)
+	}
+}
