@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -105,6 +106,7 @@ type Engine struct {
 	wake    chan struct{}
 	aud     *audit.Writer // o.Audit with the one audit policy
 	rule    foureyes.Rule // replay.four_eyes over o.Moves
+	plans   plannings     // the plans this replica is making (planner.go)
 }
 
 // New validates the options and builds the engine.
@@ -162,56 +164,54 @@ func randomID(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Plan freezes a selection: it reads the messages, resolves each one's destination, id and inbox
-// verdict, checks the ledger, and stores the plan. The messages stream through in chunks (see
-// planBuilder): a plan of 200,000 costs the memory of one chunk. Errors: ops.ErrInvalid (bad
-// selection), ops.ErrNotFound (unknown cluster, topic, queue, outbox), ops.ErrUnavailable.
-func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (Plan, error) {
-	k, err := e.kindOf(src.Kind)
-	if err != nil {
-		return Plan{}, err
+// checkSelection validates a selection before anything is read, completing src (the action's
+// default, a redirect's defaults, an edit's fresh id). Errors: ops.ErrInvalid, ops.ErrNotFound,
+// ops.ErrForbidden (a redirect the config does not allow).
+func (e *Engine) checkSelection(src *Source, f Filter) error {
+	if _, err := e.kindOf(src.Kind); err != nil {
+		return err
 	}
 	for name, v := range map[string]string{"source.cluster": src.Cluster, "source.topic": src.Topic, "source.broker": src.Broker,
 		"source.vhost": src.Vhost, "source.queue": src.Queue, "source.outbox": src.Outbox, "source.status": src.Status,
 		"source.event_type": src.EventType, "source.aggregate_id": src.AggregateID, "filter.exception_type": f.ExceptionType,
 		"filter.reason": f.Reason, "filter.original_topic": f.OriginalTopic} {
 		if unusable(v) {
-			return Plan{}, invalid(name, "holds a NUL character or bytes that are not UTF-8")
+			return invalid(name, "holds a NUL character or bytes that are not UTF-8")
 		}
 	}
 	if f.CEL != "" && src.Kind == "outbox" {
-		return Plan{}, invalid("filter.cel", "applies to kafka and rabbitmq sources")
+		return invalid("filter.cel", "applies to kafka and rabbitmq sources")
 	}
 	switch {
 	case src.Action == ActionReplay:
 		src.Action = ""
 	case src.Action == ActionDiscard && src.Kind == "kafka":
-		return Plan{}, invalid("action", "a Kafka dead letter cannot be discarded (a topic's records are never deleted): resolve or ignore it instead")
+		return invalid("action", "a Kafka dead letter cannot be discarded (a topic's records are never deleted): resolve or ignore it instead")
 	case src.Action == ActionDiscard && src.Kind != "rabbitmq":
-		return Plan{}, invalid("action", "discard applies to RabbitMQ dead-letter queues")
+		return invalid("action", "discard applies to RabbitMQ dead-letter queues")
 	case src.Action != "" && src.Action != ActionDiscard:
-		return Plan{}, invalid("action", fmt.Sprintf("%q is not replay or discard", src.Action))
+		return invalid("action", fmt.Sprintf("%q is not replay or discard", src.Action))
 	}
 	if src.Destination != nil {
-		if err := e.allowRedirect(&src); err != nil {
-			return Plan{}, err
+		if err := e.allowRedirect(src); err != nil {
+			return err
 		}
 	}
 	if src.Edit != nil {
 		ed := src.Edit
 		switch {
 		case src.Kind != "kafka" && src.Kind != "rabbitmq":
-			return Plan{}, invalid("edit", "edit and retry applies to one Kafka dead letter or one message of a RabbitMQ dead-letter queue")
+			return invalid("edit", "edit and retry applies to one Kafka dead letter or one message of a RabbitMQ dead-letter queue")
 		case src.discards():
-			return Plan{}, invalid("edit", "a discard publishes nothing to edit")
+			return invalid("edit", "a discard publishes nothing to edit")
 		case src.Kind == "kafka" && len(src.Records) != 1:
-			return Plan{}, invalid("source.records", "edit and retry changes one message: name exactly one record")
+			return invalid("source.records", "edit and retry changes one message: name exactly one record")
 		case src.Kind == "rabbitmq" && len(f.MessageIDs) != 1:
-			return Plan{}, invalid("filter.message_ids", "edit and retry changes one message: name exactly one message id")
+			return invalid("filter.message_ids", "edit and retry changes one message: name exactly one message id")
 		case ed.Value == nil && len(ed.SetHeaders) == 0 && len(ed.DropHeaders) == 0 && !ed.NewMessageID:
-			return Plan{}, invalid("edit", "empty: change the value, set or drop a header, or ask for a new message id")
+			return invalid("edit", "empty: change the value, set or drop a header, or ask for a new message id")
 		case ed.NewMessageID && src.Kind == "kafka" && len(e.o.MessageIDs.Headers) == 0:
-			return Plan{}, invalid("edit.new_message_id", "message_id.headers is empty, so there is no header to carry a new id where "+
+			return invalid("edit.new_message_id", "message_id.headers is empty, so there is no header to carry a new id where "+
 				"the message id rules read it first; configure one (e.g. messageId) or keep the id")
 		}
 		ed.Diff, ed.FreshID = nil, "" // the planner says what changed, and draws the new id once
@@ -221,31 +221,39 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	}
 	for _, id := range f.MessageIDs {
 		if unusable(id) {
-			return Plan{}, invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")
+			return invalid("filter.message_ids", "an id holds a NUL character or bytes that are not UTF-8")
 		}
+	}
+	return nil
+}
+
+// build reads a checked selection into plan (its ID, actor, source and filter set) and stores it
+// ready; progress is told every chunk. A plan cancelled meanwhile ends with ops.ErrConflict.
+func (e *Engine) build(ctx context.Context, plan *Plan, progress func(planned int, counts map[Action]int)) error {
+	src, f, actor := plan.Source, plan.Filter, plan.Actor
+	k, err := e.kindOf(src.Kind)
+	if err != nil {
+		return err
 	}
 	matcher := f.withIDSet()
 	read := func(ctx context.Context, emit func(Item) error) error { return k.plan(ctx, &src, matcher, emit) }
-	plan := Plan{ID: "plan_" + randomID(8), CreatedAt: time.Now().UTC(), Actor: actor, Source: src, Filter: f,
-		Counts: map[Action]int{}, ErrorGroups: map[string]map[Action]int{}}
-	// Everything the plan reads from the store's pool is read before its transaction takes a
-	// connection: waiting for a second connection while holding one deadlocks a busy pool.
+	plan.Counts, plan.ErrorGroups = map[Action]int{}, map[string]map[Action]int{}
 	warn := newWarningCounter(ctx, e, src)
 	w, err := e.o.Store.BeginPlan(ctx, plan.ID)
 	if err != nil {
-		return Plan{}, err
+		return err
 	}
 	defer w.Rollback(ctx)
-	b := &planBuilder{e: e, plan: &plan, w: w, warn: warn}
+	b := &planBuilder{e: e, plan: plan, w: w, warn: warn, progress: progress}
 	if err := b.run(ctx, read); err != nil {
-		return Plan{}, err
+		return err
 	}
 	plan.Source = src // with what the read recorded (topic id, span)
 	if plan.Total == 0 {
-		return Plan{}, &ops.Error{Kind: ops.ErrInvalid, Message: "the selection holds no messages" + filterHint(f)}
+		return &ops.Error{Kind: ops.ErrInvalid, Message: "the selection holds no messages" + filterHint(f)}
 	}
 	if src.Edit != nil && plan.Total != 1 {
-		return Plan{}, invalid("filter.message_ids", fmt.Sprintf("the selection holds %d messages with that id; edit and retry changes exactly one",
+		return invalid("filter.message_ids", fmt.Sprintf("the selection holds %d messages with that id; edit and retry changes exactly one",
 			plan.Total))
 	}
 	plan.Warnings = b.warnings()
@@ -258,12 +266,13 @@ func (e *Engine) Plan(ctx context.Context, actor string, src Source, f Filter) (
 	}
 	if err := w.Commit(ctx, StoredPlan{ID: plan.ID, Actor: actor, Source: mustJSON(src), Filter: mustJSON(f),
 		Total: plan.Total, Actions: actionNames(plan.Counts), Warnings: plan.Warnings, ErrorGroups: groups}); err != nil {
-		return Plan{}, err
+		return err
 	}
+	plan.State, plan.Planned = PlanReady, plan.Total
 	e.audit(ctx, audit.Entry{Actor: actor, Action: "replay.plan", Target: "replay-plan/" + plan.ID,
 		Count: new(int64(plan.Total)), Outcome: audit.OutcomeOK,
 		Detail: map[string]any{"source": src, "filter": f, "actions": actionNames(plan.Counts)}})
-	return plan, nil
+	return nil
 }
 
 // actionNames keys counts by the actions' names, as stored.
@@ -318,8 +327,10 @@ func (e *Engine) LoadPlan(ctx context.Context, id string) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	sp = e.staleFailed(ctx, sp)
 	p := Plan{ID: sp.ID, CreatedAt: sp.CreatedAt, Actor: sp.Actor, Total: sp.Total, Counts: map[Action]int{}, Warnings: sp.Warnings,
-		ErrorGroups: map[string]map[Action]int{}}
+		ErrorGroups: map[string]map[Action]int{}, State: cmp.Or(sp.State, PlanReady), Planned: sp.Planned, Estimate: sp.Estimate,
+		Error: sp.Error, FinishedAt: sp.FinishedAt}
 	_ = json.Unmarshal(sp.Source, &p.Source)
 	_ = json.Unmarshal(sp.Filter, &p.Filter)
 	for a, n := range sp.Actions {
@@ -330,6 +341,9 @@ func (e *Engine) LoadPlan(ctx context.Context, id string) (Plan, error) {
 		for a, n := range counts {
 			p.ErrorGroups[g][Action(a)] = n
 		}
+	}
+	if p.State != PlanReady {
+		return p, nil // its counts so far; its items are shown once they are all in
 	}
 	rows, err := e.o.Store.PlanItems(ctx, id, 0, MaxPlanItemsShown)
 	if err != nil {

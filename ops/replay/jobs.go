@@ -56,6 +56,9 @@ func (e *Engine) Start(ctx context.Context, r StartRequest) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	if err := notReady(e.staleFailed(ctx, plan)); err != nil {
+		return Job{}, err
+	}
 	toPublish := moves(plan.Actions, r.Force)
 	if err := e.sizeRefused(toPublish, r.Actor); err != nil {
 		return Job{}, err
@@ -187,10 +190,14 @@ func CancelRefused(job Job, by access.Actor) error {
 }
 
 // StartRefused says why actor may not start a job of plan (force as it would ask), as Start
-// refuses it before writing anything: forcing needs an admin, and an operator may start a job
-// that moves at most replay.operator_max_messages. nil when those allow it; the plan page offers
-// Run (and force) only then. What the request itself carries (rate, reason) is Start's to check.
+// refuses it before writing anything: the plan must be ready, forcing needs an admin, and an
+// operator may start a job that moves at most replay.operator_max_messages. nil when those allow
+// it; the plan page offers Run (and force) only then. What the request itself carries (rate,
+// reason) is Start's to check.
 func (e *Engine) StartRefused(plan Plan, actor access.Actor, force bool) error {
+	if err := notReady(StoredPlan{ID: plan.ID, State: plan.State, Planned: plan.Planned, Estimate: plan.Estimate, Error: plan.Error}); err != nil {
+		return err
+	}
 	if force {
 		if err := forceRefused(actor); err != nil {
 			return err
@@ -201,6 +208,26 @@ func (e *Engine) StartRefused(plan Plan, actor access.Actor, force bool) error {
 		counts[string(a)] = n
 	}
 	return e.sizeRefused(moves(counts, force), actor)
+}
+
+// notReady refuses a job of a plan that is not ready (ops.ErrConflict, saying what to do): one
+// still planning holds only the messages read so far, and a cancelled or failed one none.
+func notReady(p StoredPlan) error {
+	switch p.State {
+	case "", PlanReady:
+		return nil
+	case PlanPlanning:
+		of := ""
+		if p.Estimate > 0 {
+			of = fmt.Sprintf(" of at most %d", p.Estimate)
+		}
+		return ops.Conflict("replay plan %s is still planning (%d message(s)%s planned so far): start it once it is ready, "+
+			"or cancel it", p.ID, p.Planned, of)
+	case PlanCancelled:
+		return ops.Conflict("replay plan %s was cancelled while planning (%s); plan again", p.ID, p.Error)
+	default:
+		return ops.Conflict("replay plan %s failed while planning (%s); plan again", p.ID, p.Error)
+	}
 }
 
 // forceRefused: forcing a replay past the consumer's inbox needs an admin.
@@ -265,8 +292,19 @@ func (e *Engine) Cancel(ctx context.Context, id string, by access.Actor) (Job, e
 
 // Work runs jobs until ctx ends: it claims the oldest runnable job (pending, or running with an
 // expired lease), runs it, and looks again; idle, it polls every Options.Poll.
+//
+// It also keeps the plans honest: the plans this replica makes end failed when ctx ends (the
+// console stops), and a plan left planning by a console that stopped is marked failed as Work
+// starts and every planStaleSweep after.
 func (e *Engine) Work(ctx context.Context) error {
+	defer e.stopPlanning()
+	e.FailStalePlans(ctx)
+	swept := time.Now()
 	for {
+		if time.Since(swept) >= planStaleSweep {
+			e.FailStalePlans(ctx)
+			swept = time.Now()
+		}
 		job, err := e.o.Store.ClaimJob(ctx, e.o.Owner, e.o.Lease)
 		switch {
 		case err == nil:

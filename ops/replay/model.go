@@ -59,7 +59,28 @@ type StoredPlan struct {
 	Warnings  []string
 	// ErrorGroups counts the plan's messages per error group, then per action.
 	ErrorGroups map[string]map[string]int
+	// State is PlanPlanning, PlanReady, PlanCancelled or PlanFailed; "" is read as ready (a
+	// header written whole, as BeginPlan's Commit does).
+	State string
+	// Planned is how many messages planning has frozen so far (Total once ready); Estimate how
+	// many the selection reads at most (0: unknown).
+	Planned, Estimate int
+	// Error says why planning failed or who cancelled it, in words for people.
+	Error string
+	// Owner is the replica making the plan; Heartbeat when it last said it still is.
+	Owner      string
+	Heartbeat  *time.Time
+	FinishedAt *time.Time
 }
+
+// Plan states. A plan is made in the background: planning until every item is stored, then
+// ready; a job runs only a ready plan.
+const (
+	PlanPlanning  = "planning"
+	PlanReady     = "ready"
+	PlanCancelled = "cancelled"
+	PlanFailed    = "failed"
+)
 
 // StoredItem is one frozen message of a plan as the store keeps it (Item is its read form).
 type StoredItem struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/redrive/redrive/ops"
@@ -26,6 +27,9 @@ type planBuilder struct {
 	// unguarded counts the publishes without an inbox verdict, for every kind.
 	unguarded unguardedCounter
 	dests     map[Destination]json.RawMessage // a plan's destinations repeat: marshal each once
+	// progress, when set, is told after each chunk how many messages are planned and their counts
+	// (a copy: the planning's heartbeat writes it to the store).
+	progress func(planned int, counts map[Action]int)
 }
 
 func (b *planBuilder) run(ctx context.Context, read func(context.Context, func(Item) error) error) error {
@@ -136,7 +140,13 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 	}
 	b.warn.add(ctx, items)
 	b.unguarded.add(items)
-	return b.w.Add(ctx, rows)
+	if err := b.w.Add(ctx, rows); err != nil {
+		return err
+	}
+	if b.progress != nil {
+		b.progress(p.Total, maps.Clone(p.Counts))
+	}
+	return nil
 }
 
 // warnings are the plan's warnings: the Kafka groups it reaches, then its unguarded messages.

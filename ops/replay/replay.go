@@ -284,11 +284,18 @@ type Plan struct {
 	ErrorGroups map[string]map[Action]int
 	Warnings    []string
 	Items       []Item // the first MaxPlanItemsShown when read back
+	// State is PlanReady, or PlanPlanning while it is made in the background (Counts and Planned
+	// then say how far it got, Estimate how many messages it reads at most), PlanCancelled or
+	// PlanFailed (Error says why, in words for people; it holds no items).
+	State             string
+	Planned, Estimate int
+	Error             string
+	FinishedAt        *time.Time
 }
 
 // MaxPlanItems bounds one plan; MaxPlanItemsShown is how many items a plan answer carries.
 const (
-	MaxPlanItems      = 200_000
+	MaxPlanItems      = 1_000_000
 	MaxPlanItemsShown = 200
 )
 

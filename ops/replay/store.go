@@ -17,20 +17,38 @@ type Store interface {
 	Resolutions
 }
 
-// Plans are frozen selections: written in one transaction as they are read (BeginPlan: the
-// writer adds items, commits the plan at the end, and until then no one sees it), then only read.
+// Plans are frozen selections, written as they are read and then only read. A plan made in the
+// background has its header first (StartPlanning, state planning), which the replica making it
+// keeps alive with PlanProgress; BeginPlan's writer adds the items chunk by chunk and Commit makes
+// the plan ready in one update — a plan that is not ready is never run, and one cancelled or
+// failed has its items dropped (EndPlanning).
 type Plans interface {
 	BeginPlan(ctx context.Context, id string) (PlanWriter, error)
+	// StartPlanning writes the header of a plan being made (p.State is planning).
+	StartPlanning(ctx context.Context, p StoredPlan) error
+	// PlanProgress records how far planning got and that its replica is alive, and returns the
+	// plan's state: a plan no longer planning (cancelled meanwhile) is to be stopped.
+	PlanProgress(ctx context.Context, id string, planned int, actions map[string]int) (string, error)
+	// EndPlanning ends a planning plan as state (cancelled or failed) with why, and drops the
+	// items it stored. false when the plan was no longer planning (ready, or ended before).
+	EndPlanning(ctx context.Context, id, state, why string) (bool, error)
+	// FailStalePlans ends as failed, with why, every planning plan whose heartbeat is older than
+	// olderThan by the store's clock (its replica stopped), dropping their items; it returns their ids.
+	FailStalePlans(ctx context.Context, olderThan time.Duration, why string) ([]string, error)
+	// DeletePlan removes a plan that was refused before anyone was told its id.
+	DeletePlan(ctx context.Context, id string) error
 	Plan(ctx context.Context, id string) (StoredPlan, error)
 	PlanItems(ctx context.Context, planID string, from, limit int) ([]StoredItem, error)
 	PlanItemsByLocator(ctx context.Context, planID string, locators []string) ([]StoredItem, error)
 	AnalyzePlanItems(ctx context.Context) error
 }
 
-// PlanWriter is one plan being written, in its own transaction: items in chunks as they are read,
-// the header last (Commit), or nothing at all (Rollback). ReplayedLocators reads, inside that
-// transaction, which of the locators a job holds and with what outcome (LedgerActive: in flight;
-// LedgerPublished: confirmed).
+// PlanWriter is one plan being written: items in chunks as they are read, each chunk committed
+// (a plan of a million messages holds no transaction open), then the header (Commit), which
+// makes the plan ready in one statement — or ops.ErrConflict when it is no longer planning (it
+// was cancelled meanwhile). Rollback drops the items of a plan that was not committed.
+// ReplayedLocators reads which of the locators a job holds and with what outcome (LedgerActive:
+// in flight; LedgerPublished: confirmed).
 type PlanWriter interface {
 	Add(ctx context.Context, items []StoredItem) error
 	Commit(ctx context.Context, p StoredPlan) error

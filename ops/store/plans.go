@@ -6,43 +6,49 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgpool"
 	"github.com/redrive/redrive/ops/replay"
 )
 
-// planWriter stores a plan as it is made: items go in chunks (COPY) and the header last, all in
-// one transaction, so a plan is visible whole or not at all and its items never sit in memory.
+// planWriter stores a plan as it is made: items go in chunks (COPY), each chunk committed on its
+// own, and the header last, in one statement that makes the plan ready. No transaction is held
+// while the selection is read: a plan of a million messages takes minutes, and a connection held
+// that long while the plan also asks the pool (ledger look-ups, progress) deadlocked a busy pool
+// once. A plan that is not ready is never run, so its items are never read before they are all in.
 type planWriter struct {
-	tx pgx.Tx
-	id string
+	pool      *pgpool.Pool
+	id        string
+	committed bool
 }
 
-// BeginPlan opens the transaction of plan id.
+// BeginPlan starts writing plan id.
 func (s *ReplayPlans) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, unavailable(err, "save plan")
-	}
-	return &planWriter{tx: tx, id: id}, nil
+	return &planWriter{pool: s.pool, id: id}, nil
 }
 
 // Add copies a chunk of items.
 func (w *planWriter) Add(ctx context.Context, items []replay.StoredItem) error {
-	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
-		[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition", "note"},
-		pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
-			it := items[i]
-			return []any{w.id, it.Seq, it.Locator, it.MessageID, it.Consumer, it.Destination, it.Inbox, it.Action,
-				it.ErrorGroup, it.ReplayCount, it.Position, it.Partition, it.Note}, nil
-		}))
+	err := w.pool.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
+		_, err := conn.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
+			[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition", "note"},
+			pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
+				it := items[i]
+				return []any{w.id, it.Seq, it.Locator, it.MessageID, it.Consumer, it.Destination, it.Inbox, it.Action,
+					it.ErrorGroup, it.ReplayCount, it.Position, it.Partition, it.Note}, nil
+			}))
+		return err
+	})
 	if err != nil {
 		return unavailable(err, "save plan items")
 	}
 	return nil
 }
 
-// Commit writes the header and commits.
+// Commit writes the header, ready: over the planning header StartPlanning wrote (only while it is
+// still planning), or as a new row. A plan cancelled meanwhile is an ops.ErrConflict.
 func (w *planWriter) Commit(ctx context.Context, p replay.StoredPlan) error {
 	actions, _ := json.Marshal(p.Actions)
 	warnings, _ := json.Marshal(p.Warnings)
@@ -57,25 +63,38 @@ func (w *planWriter) Commit(ctx context.Context, p replay.StoredPlan) error {
 	if p.ErrorGroups == nil {
 		groups = []byte("{}")
 	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings, error_groups)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, w.id, p.Actor, p.Source, filter, p.Total, actions, warnings, groups); err != nil {
+	tag, err := w.pool.Exec(ctx, `INSERT INTO replay_plan (id, actor, source, filter, total, actions, warnings, error_groups,
+			state, planned, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'ready', $5, now())
+		ON CONFLICT (id) DO UPDATE SET source = EXCLUDED.source, filter = EXCLUDED.filter, total = EXCLUDED.total,
+			actions = EXCLUDED.actions, warnings = EXCLUDED.warnings, error_groups = EXCLUDED.error_groups,
+			state = 'ready', planned = EXCLUDED.total, finished_at = now(), heartbeat = now()
+		WHERE replay_plan.state = 'planning'`, w.id, p.Actor, p.Source, filter, p.Total, actions, warnings, groups)
+	if err != nil {
 		return unavailable(err, "save plan")
 	}
-	if err := w.tx.Commit(ctx); err != nil {
-		return unavailable(err, "save plan")
+	if tag.RowsAffected() == 0 {
+		return ops.Conflict("replay plan %s is no longer being planned (it was cancelled)", w.id)
 	}
+	w.committed = true
 	return nil
 }
 
-// Rollback abandons the plan; after Commit it does nothing.
-func (w *planWriter) Rollback(ctx context.Context) { _ = w.tx.Rollback(context.WithoutCancel(ctx)) }
+// Rollback drops the items of a plan that was not committed; after Commit it does nothing.
+func (w *planWriter) Rollback(ctx context.Context) {
+	if !w.committed {
+		_, _ = w.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM replay_plan_item WHERE plan_id = $1`, w.id)
+	}
+}
 
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.
 func (s *ReplayPlans) Plan(ctx context.Context, id string) (replay.StoredPlan, error) {
 	var p replay.StoredPlan
 	var actions, warnings, groups []byte
-	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups
-		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings, &groups)
+	err := s.pool.QueryRow(ctx, `SELECT id, created_at, actor, source, filter, total, actions, warnings, error_groups,
+			state, planned, estimate, error, owner, heartbeat, finished_at
+		FROM replay_plan WHERE id = $1`, id).Scan(&p.ID, &p.CreatedAt, &p.Actor, &p.Source, &p.Filter, &p.Total, &actions, &warnings, &groups,
+		&p.State, &p.Planned, &p.Estimate, &p.Error, &p.Owner, &p.Heartbeat, &p.FinishedAt)
 	if isNoRows(err) {
 		return p, ops.NotFound("replay plan %q not found", ops.Echo(id))
 	}
@@ -138,11 +157,9 @@ func (s *ReplayPlans) AnalyzePlanItems(ctx context.Context) error {
 }
 
 // ReplayedLocators returns, for each of the locators a job holds, the ledger's outcome of it:
-// replay.LedgerActive (in flight) or replay.LedgerPublished (its broker confirmed it). It reads
-// on the plan's own transaction: a plan that waited for a second pooled connection while holding
-// one deadlocked the pool once as many plans ran as it had connections.
+// replay.LedgerActive (in flight) or replay.LedgerPublished (its broker confirmed it).
 func (w *planWriter) ReplayedLocators(ctx context.Context, locators []string) (map[string]string, error) {
-	rows, err := w.tx.Query(ctx, `SELECT locator, outcome FROM replay_ledger
+	rows, err := w.pool.Query(ctx, `SELECT locator, outcome FROM replay_ledger
 		WHERE holds AND locator = ANY($1)`, locators)
 	if err != nil {
 		return nil, unavailable(err, "ledger lookup")
