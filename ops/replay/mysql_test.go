@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,9 +9,11 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/inbox/mysqlinbox"
+	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/mysqltest"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/outbox/mysqloutbox"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/storetest"
 )
@@ -165,5 +168,113 @@ func TestOutboxReplayOfAMariaDBOutbox(t *testing.T) {
 	}
 	if ev, err := o.Event(ctx, 2); err != nil || ev.Status != outbox.Sent {
 		t.Fatalf("event 2: %+v %v", ev, err)
+	}
+}
+
+// eventuateInbox is inventory-service's inbox as Eventuate Tram keeps it — received_messages, a
+// row per message its handler's transaction processed — in a fresh database of dsn's kind
+// (MariaDB or PostgreSQL), opened as the console opens a consumers[].inbox of format eventuate.
+// record writes rows as Eventuate's duplicate detector does.
+func eventuateInbox(tb testing.TB, mariadb bool) (in *inbox.Inbox, record func(ids ...string)) {
+	tb.Helper()
+	var dsn string
+	open := pginbox.OpenEventuate
+	if mariadb {
+		dsn, open = mysqltest.NewDatabase(tb), mysqlinbox.OpenEventuate
+		mysqltest.Exec(tb, dsn, mysqlinbox.EventuateDDL)
+		record = func(ids ...string) {
+			for _, id := range ids {
+				mysqltest.Exec(tb, dsn, `INSERT INTO received_messages (consumer_id, message_id, creation_time)
+					VALUES ('inventory-service', ?, ROUND(UNIX_TIMESTAMP(CURTIME(4)) * 1000))`, id)
+			}
+		}
+	} else {
+		dsn = pgtest.NewDatabase(tb)
+		pgtest.Exec(tb, dsn, pginbox.EventuateDDL)
+		record = func(ids ...string) {
+			for _, id := range ids {
+				pgtest.Exec(tb, dsn, `INSERT INTO received_messages (consumer_id, message_id, creation_time)
+					VALUES ('inventory-service', $1, (ROUND(EXTRACT(EPOCH FROM CLOCK_TIMESTAMP()) * 1000)))`, id)
+			}
+		}
+	}
+	cfg, err := configs.Parse([]byte(`
+auth: {mode: none}
+store: {dsn: "postgres://x@127.0.0.1/y"}
+consumers: [{name: inventory-service, inbox: {dsn: "`+dsn+`", format: eventuate}}]`), func(string) string { return "" })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err = open(ctxT(tb), "inventory-service", *cfg.Consumers[0].Inbox)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(in.Close)
+	return in, record
+}
+
+// A guarded Kafka replay whose consumer's inbox is Eventuate's received_messages in MariaDB skips
+// what it processed, at plan time and again at the run; a row there is processed (Eventuate has
+// no in-progress state), so nothing is skipped as in progress.
+func TestKafkaReplayWithAnEventuateInboxSkipsWhatItProcessed(t *testing.T) {
+	w := newWorld(t)
+	in, record := eventuateInbox(t, true)
+	w.inbox = in
+	for _, id := range []string{"m-1", "m-2", "m-3", "m-4", "m-5"} {
+		w.deadLetter(t, 0, id, "k-"+id[2:], "com.acme.StockException")
+	}
+	record("m-2", "m-3")
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Total != 5 || plan.Counts[replay.Publish] != 3 || plan.Counts[replay.SkipProcessed] != 2 || plan.Counts[replay.SkipInProgress] != 0 {
+		t.Fatalf("plan counts %v (total %d)", plan.Counts, plan.Total)
+	}
+	record("m-4") // the consumer takes m-4 between the plan and the run
+	work(t, e)
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "fixed stock bug", RatePerSecond: 1000})
+	if job.Status != replay.JobDone || job.Published != 2 || job.Skipped != 3 || job.Failed != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	got := w.originals(t)
+	if len(got) != 2 {
+		t.Fatalf("%d records on the original topic, want 2 (m-1, m-5)", len(got))
+	}
+	for _, r := range got {
+		if id, _ := header(r, "messageId"); id != "m-1" && id != "m-5" {
+			t.Errorf("%s was republished", id)
+		}
+	}
+}
+
+// The same with RabbitMQ and an Eventuate inbox in PostgreSQL: the processed messages stay in the
+// DLQ, the rest reach the work queue once.
+func TestRabbitReplayWithAnEventuateInboxSkipsWhatItProcessed(t *testing.T) {
+	w := newRabbitWorld(t)
+	in, record := eventuateInbox(t, false)
+	w.inbox = in
+	w.deadLetter(t, 6)
+	record("m-0", "m-3")
+	e := w.engine(t)
+	plan := w.planQueue(t, e, 100, replay.Filter{})
+	if plan.Total != 6 || plan.Counts[replay.Publish] != 4 || plan.Counts[replay.SkipProcessed] != 2 {
+		t.Fatalf("plan %v", plan.Counts)
+	}
+	record("m-5") // processed after the plan: skipped at the run
+	work(t, e)
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "ops"}, RatePerSecond: 1000})
+	if job.Status != replay.JobDone || job.Published != 3 || job.Skipped != 3 || job.Failed != 0 {
+		t.Fatalf("job %+v", job)
+	}
+	w.waitDepth(t, "orders.work", 3)
+	w.waitDepth(t, "orders.dlq", 3)
+	if got := ids(w.drain(t, "orders.work")); strings.Join(got, ",") != "m-1,m-2,m-4" {
+		t.Fatalf("replayed %v, want m-1, m-2, m-4", got)
+	}
+	if left := ids(w.drain(t, "orders.dlq")); strings.Join(left, ",") != "m-0,m-3,m-5" {
+		t.Fatalf("kept %v, want m-0, m-3, m-5", left)
 	}
 }
