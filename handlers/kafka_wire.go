@@ -72,6 +72,12 @@ type groupDetailJSON struct {
 	groupJSON
 	MemberList []memberJSON   `json:"member_list"`
 	Pipelines  []pipelineJSON `json:"pipelines"`
+	// SampledAt is the sample the status, rate and members are from; OffsetsAt when the
+	// committed and end offsets (and so the lags) were read, a moment ago — null when they are
+	// the sample's.
+	SampledAt *time.Time `json:"sampled_at"`
+	OffsetsAt *time.Time `json:"offsets_at"`
+	freshnessJSON
 }
 
 // memberJSON is one member of a group with what it owns.

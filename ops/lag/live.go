@@ -1,0 +1,56 @@
+package lag
+
+import (
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// WithOffsets is g with the committed and end offsets read a moment ago (kafka.GroupOffsetsNow) in
+// place of the sampled ones, on the partitions the sample knows: each lag is end − committed again
+// (end − log start when the group never committed there), and the topics' and the group's totals
+// follow. A partition the read did not list keeps its sampled numbers, and so does a partition
+// whose commit the read no longer finds (its offsets expired: the sample said what it was). The
+// verdict, rate and catch-up stay the sampler's (they come from its window), and a time lag is
+// kept unless the partition has caught up (then 0). A share group, whose position is not a
+// committed offset, is returned as it is. g is not modified: a snapshot's groups are shared.
+func (g Group) WithOffsets(o kafka.GroupOffsets) Group {
+	if g.Kind() == kafka.GroupShare {
+		return g
+	}
+	topics := make([]kafka.TopicLag, len(g.Topics))
+	var total int64
+	for i, t := range g.Topics {
+		parts := make([]kafka.PartitionLag, len(t.Partitions))
+		copy(parts, t.Partitions)
+		var sum int64
+		for j := range parts {
+			p := &parts[j]
+			end, ok := o.End[t.Topic][p.Partition]
+			if ok {
+				committed, has := o.Committed[t.Topic][p.Partition]
+				switch {
+				case has:
+					p.End, p.Committed, p.Lag, p.Error = end, committed, max(end-committed, 0), ""
+				case p.Committed < 0 && p.Start >= 0:
+					p.End, p.Lag = end, max(end-p.Start, 0)
+				}
+				if p.Lag == 0 {
+					p.TimeLag = 0
+				}
+			}
+			if p.Lag > 0 {
+				sum += p.Lag
+			}
+		}
+		t.Partitions, t.Lag = parts, sum
+		if sum == 0 {
+			t.MaxTimeLag = 0
+		}
+		topics[i] = t
+		total += sum
+	}
+	g.Topics, g.TotalLag = topics, total
+	if total == 0 {
+		g.MaxTimeLag = 0
+	}
+	return g
+}
