@@ -664,7 +664,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	plan = h.redact.Plan(plan)
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
-		Actor: plan.Actor, Source: describeSource(plan.Source), Total: plan.Total, Warnings: plan.Warnings}
+		Actor: plan.Actor, Source: describePlanSource(plan.Source, plan.Filter), Total: plan.Total, Warnings: plan.Warnings}
 	page.Meta = h.meta(c, page.Noun()+" plan", "replays")
 	page.Run = offer(page.Meta, h.engine.StartRefused(plan, actor, false), "Operators can run this plan.")
 	if !page.Discard { // a discard publishes nothing: there is nothing to force
@@ -707,6 +707,19 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	}
 	sort.Slice(page.Groups, func(i, j int) bool { return page.Groups[i].Group < page.Groups[j].Group })
 	return render(c, http.StatusOK, replaypages.Plan(page))
+}
+
+// describePlanSource is describeSource narrowed by the plan's message ids: a Replay of one DLQ
+// message is "…, message evt-7 (looked for in the first 20)", not "first 20 messages".
+func describePlanSource(s replay.Source, f replay.Filter) string {
+	if s.Kind != "rabbitmq" || len(f.MessageIDs) == 0 {
+		return describeSource(s)
+	}
+	which := "message " + f.MessageIDs[0]
+	if n := len(f.MessageIDs); n > 1 {
+		which = fmt.Sprintf("%d messages by id", n)
+	}
+	return fmt.Sprintf("RabbitMQ %s, queue %s (vhost %s), %s (looked for in the first %d)", s.Broker, s.Queue, s.Vhost, which, s.Limit)
 }
 
 func describeSource(s replay.Source) string {

@@ -75,6 +75,8 @@ func TestPlanOfSelectedNeedsATick(t *testing.T) {
 	}
 	form.Set("message_ids", "m-3")
 	f.planned(f.post(form), "1 message")
+	// Its title names that message, not "first 20 messages" of the queue (issue 37, item 16).
+	f.planned(f.post(form), "message m-3 (looked for in the first 20)")
 }
 
 // The outbox page's "Plan guarded replay of selected" button answers the same.

@@ -355,6 +355,17 @@ func brokerSubtitle(p BrokerPage) string {
 }
 
 // filterHint says which of the page's filters narrow the messages shown.
+// unfilteredURL is the messages page of p without its CEL filter (the other filters kept).
+func unfilteredURL(p MessagesPage) string {
+	q := url.Values{"limit": {strconv.Itoa(p.Limit)}}
+	for k, v := range map[string]string{"reason": p.Reason, "exception": p.Exception, "group": p.Group} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return paths.WithQuery(paths.QueueMessages(p.Broker, p.Vhost, p.Queue), q)
+}
+
 func filterHint(p MessagesPage) string {
 	var parts []string
 	if p.Reason != "" {
