@@ -11,7 +11,8 @@ FUZZTIME ?= 50000x
 
 .PHONY: demo test test-go test-rabbitmq4 fuzz lint generate check-generated bench load build clean
 
-## demo: start local PostgreSQL, RabbitMQ and Kafka, seed them, serve on http://127.0.0.1:8080
+## demo: start local PostgreSQL, MariaDB, RabbitMQ and Kafka, seed them afresh (every start drops
+## the previous run's data), serve on http://127.0.0.1:8080
 ## (RabbitMQ 3.10; REDRIVE_DEMO_RABBITMQ=4 make demo runs RabbitMQ 4.0 instead)
 ## (built, then exec'd rather than `go run`: go run exits 1 when Ctrl-C reaches it too, whatever
 ## the demo's own exit status; the demo exits 0 on Ctrl-C and says what it stopped)
