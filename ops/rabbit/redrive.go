@@ -87,6 +87,7 @@ type window struct {
 	// the rest with one basic.nack(multiple) up to the highest tag not settled — a nack naming a
 	// tag already acked is a channel error (406 PRECONDITION_FAILED "unknown delivery tag").
 	settled   []uint64 // bit set
+	floor     uint64   // every tag up to it is settled (ackTags)
 	consuming bool     // guarded by Cursor.mu
 	// pending are moved messages Ack left unacked while the consumer still consumed (readMode
 	// byClose): an ack gives the consumer credit, and a 4.x quorum queue then delivers a message
@@ -102,6 +103,47 @@ func (w *window) settle(tag uint64) {
 		w.settled = append(w.settled, make([]uint64, i+1-len(w.settled))...)
 	}
 	w.settled[i] |= 1 << (tag % 64)
+}
+
+// isSettled reports whether tag was acked on w.ch. Called with Cursor.mu held.
+func (w *window) isSettled(tag uint64) bool {
+	i := int(tag / 64)
+	return i < len(w.settled) && w.settled[i]&(1<<(tag%64)) != 0
+}
+
+// ackTags acks tags (delivered on w.ch, none acked yet) with as few frames as it can: one
+// basic.ack(multiple) up to the highest of them below which every tag on the channel is then
+// acked — a multiple ack acks every unacked tag up to its own, so it may cover only tags being
+// acked now or acked before — and one basic.ack each for the rest (past a message left in the
+// queue). Called with Cursor.mu held.
+func (w *window) ackTags(tags []uint64) error {
+	for _, t := range tags {
+		w.settle(t)
+	}
+	floor := w.floor
+	for w.isSettled(floor + 1) { // only delivered tags are ever settled
+		floor++
+	}
+	var multiple uint64 // the highest of tags at or below floor
+	for _, t := range tags {
+		if t <= floor {
+			multiple = max(multiple, t)
+		}
+	}
+	w.floor = floor
+	if multiple > 0 {
+		if err := w.ch.Ack(multiple, true); err != nil {
+			return err
+		}
+	}
+	for _, t := range tags {
+		if t > floor {
+			if err := w.ch.Ack(t, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // unsettled is the highest delivery tag on w.ch not acked, 0 when every delivery was. Delivery
@@ -426,13 +468,17 @@ func (c *Cursor) stopWindow(w *window) error {
 	pending := w.pending
 	w.pending = nil
 	c.mu.Unlock()
-	for _, d := range pending {
-		if err := w.ch.Ack(d.d.DeliveryTag, false); err != nil {
-			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err)) // the copy stays; the caller's record drops it later
+	if len(pending) > 0 {
+		tags := make([]uint64, len(pending))
+		for i, d := range pending {
+			tags[i] = d.d.DeliveryTag
 		}
 		c.mu.Lock()
-		w.settle(d.d.DeliveryTag)
+		err := w.ackTags(tags)
 		c.mu.Unlock()
+		if err != nil {
+			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err)) // the copies stay; the caller's record drops them later
+		}
 	}
 	return nil
 }
@@ -583,18 +629,32 @@ func noExchange(vhost, exchange string) error {
 }
 
 // Ack removes moved (or already delivered) messages from the queue.
+//
+// The acks of one call go out per window as one basic.ack(multiple) over the run of tags from the
+// lowest one not yet acked on its channel (window.ackTags), and one basic.ack each past a gap (a
+// message the caller leaves in the queue): a batch of moved messages costs the broker one frame,
+// not one per message.
 func (c *Cursor) Ack(ds []Delivery) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var byWindow map[*window][]uint64
 	for _, d := range ds {
 		if c.mode.byClose && d.w.consuming {
 			d.w.pending = append(d.w.pending, d) // acked once its consumer is cancelled (window.pending)
-		} else if err := d.w.ch.Ack(d.d.DeliveryTag, false); err != nil {
-			// The copy stays in the queue; the caller's record lets a later run drop it.
-			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err))
 		} else {
-			d.w.settle(d.d.DeliveryTag)
+			if byWindow == nil {
+				byWindow = map[*window][]uint64{}
+			}
+			byWindow[d.w] = append(byWindow[d.w], d.d.DeliveryTag)
 		}
+	}
+	for w, tags := range byWindow {
+		if err := w.ackTags(tags); err != nil {
+			// The copies stay in the queue; the caller's record lets a later run drop them.
+			return c.b.fail(c.op, fmt.Errorf("basic.ack: %w", err))
+		}
+	}
+	for _, d := range ds {
 		c.ackedN++
 		if len(c.low) > 0 {
 			if c.acked == nil {

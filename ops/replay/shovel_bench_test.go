@@ -1,0 +1,448 @@
+package replay_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/pgtest"
+	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/replay"
+)
+
+// BenchmarkRabbitReplayVsShovel measures a guarded RabbitMQ replay (the job alone, from Start to
+// done: inbox check, ledger claim in PostgreSQL, publish with mandatory on a confirm channel,
+// the confirms, the ledger, the DLQ acks) against the RabbitMQ Shovel moving the same number of
+// messages from the DLQ to the work queue (a dynamic shovel, ack-mode on-confirm,
+// src-delete-after queue-length), side by side in one run: the sides alternate, each size runs
+// REDRIVE_BENCH_ROUNDS times (default 3), and the medians are reported. CPU is read from
+// /proc/<pid>/stat: the broker's beam process (found by its AMQP port), this process (the
+// console: the engine runs in it) and the PostgreSQL backends of the store's and the inbox's
+// databases. After every run an independent AMQP consumer empties the work queue and every id
+// must be there exactly once, and the DLQ empty.
+//
+// The shovel needs the rabbitmq_shovel plugin: run it against a private node (never the shared
+// test broker, whose CPU is everyone's), e.g.
+//
+//	go run ./cmd/devstack up --dir /tmp/bench --no-postgres --no-mariadb --no-rabbitmq4
+//	source /tmp/bench/env   # REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL of that node
+//	REDRIVE_BENCH_RABBIT_LOG=/tmp/bench/rabbitmq/log/rabbit.log \
+//	  go test ./ops/replay/ -run '^$' -bench RabbitReplayVsShovel -benchtime 1x -timeout 60m -v
+//
+// REDRIVE_BENCH_RABBIT_SIZES (default 20000,100000) and REDRIVE_BENCH_ROUNDS change the sizes and
+// rounds; REDRIVE_BENCH_CPUPROFILE=path writes a CPU profile of each Redrive job (path.N); with REDRIVE_BENCH_RABBIT_LOG set, a run of Redrive's that adds an [error] line to the
+// broker's log fails the benchmark. Without the shovel plugin only Redrive is measured.
+func BenchmarkRabbitReplayVsShovel(b *testing.B) {
+	sizes := []int{20_000, 100_000}
+	if s := os.Getenv("REDRIVE_BENCH_RABBIT_SIZES"); s != "" {
+		sizes = nil
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("REDRIVE_BENCH_RABBIT_SIZES: %q is not a positive number", f)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	rounds := 3
+	if s := os.Getenv("REDRIVE_BENCH_ROUNDS"); s != "" {
+		var err error
+		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
+			b.Fatalf("REDRIVE_BENCH_ROUNDS: %q is not a positive number", s)
+		}
+	}
+	w := newRabbitWorld(b)
+	base, _ := rabbittest.Env(b)
+	vhostURL := benchVhostURL(b, base, w.vhost)
+	beam := pidListening(b, base)
+	_, shovelErr := rabbittest.Admin(b).ListShovels()
+	shovel := shovelErr == nil
+	if !shovel {
+		b.Logf("the broker has no rabbitmq_shovel plugin (%v): measuring Redrive only", shovelErr)
+	}
+	var storeDB string
+	if err := w.store.Pool().QueryRow(ctxT(b), `SELECT current_database()`).Scan(&storeDB); err != nil {
+		b.Fatal(err)
+	}
+	pgDBs := []string{dbName(b, w.inboxDSN), storeDB}
+	admin := pgtest.Conn(b, pgtest.AdminDSN(b))
+	pgPIDs := func() []int {
+		rows, err := admin.Query(ctxT(b), `SELECT pid FROM pg_stat_activity WHERE datname = ANY($1)`, pgDBs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rows.Close()
+		var out []int
+		for rows.Next() {
+			var pid int
+			if err := rows.Scan(&pid); err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, pid)
+		}
+		return out
+	}
+	e := w.engine(b)
+	work(b, e)
+	logPath := os.Getenv("REDRIVE_BENCH_RABBIT_LOG")
+
+	type result struct {
+		rate                  float64 // msg/s
+		cpuBeam, cpuGo, cpuPG float64 // seconds
+	}
+	results := map[string][]result{} // "redrive 20000", "shovel 20000"
+	run := 0
+	for b.Loop() {
+		for round := range rounds {
+			for _, n := range sizes {
+				sides := []string{"redrive", "shovel"}
+				if round%2 == 1 {
+					slices.Reverse(sides)
+				}
+				for _, side := range sides {
+					if side == "shovel" && !shovel {
+						continue
+					}
+					run++
+					prefix := fmt.Sprintf("r%d-%d", run, time.Now().UnixNano())
+					death := deathOf("order.created")
+					rabbittest.Fill(b, vhostURL, "orders.dlq", n, func(i int) amqp.Publishing {
+						id := fmt.Sprintf("%s-%d", prefix, i)
+						return amqp.Publishing{MessageId: id, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+							Headers: amqp.Table{"x-death": death}, Body: fmt.Appendf(nil, `{"messageId":%q,"amount":12.5}`, id)}
+					})
+					var planID string
+					if side == "redrive" {
+						plan, err := e.Plan(waitCtx(b, 5*time.Minute), "bench",
+							replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: n}, replay.Filter{})
+						if err != nil {
+							b.Fatal(err)
+						}
+						planID = plan.ID
+					}
+					rabbittest.WaitDepth(b, w.ch, "orders.dlq", n, 5*time.Minute) // the browse's requeue done
+					logFrom := logSize(logPath)
+					pids := pgPIDs()
+					before := cpuOf(beam, os.Getpid(), pids)
+					start := time.Now()
+					if side == "redrive" {
+						if prof := os.Getenv("REDRIVE_BENCH_CPUPROFILE"); prof != "" { // the job's alone, one file per run
+							f, err := os.Create(fmt.Sprintf("%s.%d", prof, run))
+							if err != nil {
+								b.Fatal(err)
+							}
+							if err := pprof.StartCPUProfile(f); err != nil {
+								b.Fatal(err)
+							}
+							defer f.Close()
+							defer pprof.StopCPUProfile() // the job's last poll has run by the time it stops, below
+						}
+						job, err := e.Start(ctxT(b), replay.StartRequest{PlanID: planID, Actor: access.Actor{Name: "bench"}, RatePerSecond: 1_000_000})
+						if err != nil {
+							b.Fatal(err)
+						}
+						for {
+							if job, err = e.Job(ctxT(b), job.ID); err != nil {
+								b.Fatal(err)
+							}
+							if job.Status != replay.JobPending && job.Status != replay.JobRunning {
+								break
+							}
+							time.Sleep(5 * time.Millisecond)
+						}
+						pprof.StopCPUProfile()
+						if job.Status != replay.JobDone || job.Published != n {
+							b.Fatalf("job %+v; want done with %d published", job, n)
+						}
+					} else {
+						w.shovel(b, "orders.dlq", "orders.work")
+						waitDepthTight(b, w.ch, "orders.work", n, 5*time.Minute)
+					}
+					elapsed := time.Since(start)
+					after := cpuOf(beam, os.Getpid(), append(pids, pgPIDs()...))
+					if side == "shovel" { // gone before the next fill, which it would move too
+						rabbittest.WaitFor(b, time.Minute, "the shovel deletes itself", func(context.Context) bool {
+							sh, err := rabbittest.Admin(b).ListShovelsIn(w.vhost)
+							return err == nil && len(sh) == 0
+						})
+					}
+					r := result{rate: float64(n) / elapsed.Seconds(), cpuBeam: after.beam - before.beam, cpuGo: after.self - before.self}
+					for pid, t := range after.pg {
+						r.cpuPG += t - before.pg[pid]
+					}
+					key := fmt.Sprintf("%s %d", side, n)
+					results[key] = append(results[key], r)
+					b.Logf("%-8s %7d: %8.0f msg/s in %6.2fs, CPU broker %.2fs + console %.2fs + PostgreSQL %.2fs = %.2fs",
+						side, n, r.rate, elapsed.Seconds(), r.cpuBeam, r.cpuGo, r.cpuPG, r.cpuBeam+r.cpuGo+r.cpuPG)
+					if side == "redrive" {
+						if errs := logErrors(logPath, logFrom); len(errs) > 0 {
+							b.Fatalf("the broker logged %d error(s) during a successful job, first: %s", len(errs), errs[0])
+						}
+					}
+					countOnce(b, vhostURL, "orders.work", prefix, n)
+					if d := rabbittest.Depth(b, w.ch, "orders.dlq"); d != 0 {
+						b.Fatalf("%s %d: %d message(s) left in orders.dlq", side, n, d)
+					}
+				}
+			}
+		}
+	}
+	med := func(rs []result, f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	cpu := func(r result) float64 { return r.cpuBeam + r.cpuGo + r.cpuPG }
+	for _, n := range sizes {
+		rr := results[fmt.Sprintf("redrive %d", n)]
+		if len(rr) == 0 {
+			continue
+		}
+		rate, c := med(rr, func(r result) float64 { return r.rate }), med(rr, cpu)
+		b.ReportMetric(rate, fmt.Sprintf("redrive-%d-msg/s", n))
+		b.ReportMetric(c, fmt.Sprintf("redrive-%d-cpu-s", n))
+		line := fmt.Sprintf("%7d: Redrive %.0f msg/s, CPU %.2fs (broker %.2f, console %.2f, PostgreSQL %.2f)", n, rate, c,
+			med(rr, func(r result) float64 { return r.cpuBeam }), med(rr, func(r result) float64 { return r.cpuGo }),
+			med(rr, func(r result) float64 { return r.cpuPG }))
+		if sr := results[fmt.Sprintf("shovel %d", n)]; len(sr) > 0 {
+			srate, sc := med(sr, func(r result) float64 { return r.rate }), med(sr, cpu)
+			b.ReportMetric(srate, fmt.Sprintf("shovel-%d-msg/s", n))
+			b.ReportMetric(sc, fmt.Sprintf("shovel-%d-cpu-s", n))
+			b.ReportMetric(100*rate/srate, fmt.Sprintf("redrive/shovel-%d-%%", n))
+			b.ReportMetric(c/sc, fmt.Sprintf("cpu-redrive/shovel-%d-x", n))
+			line += fmt.Sprintf(" | Shovel %.0f msg/s, CPU %.2fs (broker %.2f, test process %.2f) | %.0f%% of its pace, %.2f× its CPU",
+				srate, sc, med(sr, func(r result) float64 { return r.cpuBeam }), med(sr, func(r result) float64 { return r.cpuGo }),
+				100*rate/srate, c/sc)
+		}
+		b.Logf("median of %d: %s", len(rr), line)
+	}
+}
+
+// waitCtx is a context that ends after d or at the test's end.
+func waitCtx(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// waitDepthTight waits, polling every 5 ms, until queue holds n ready messages.
+func waitDepthTight(tb testing.TB, ch *amqp.Channel, queue string, n int, within time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		d := rabbittest.Depth(tb, ch, queue)
+		if d == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d messages in %s, want %d", d, queue, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// countOnce empties queue with an AMQP consumer of its own and fails unless it held the ids
+// prefix-0 … prefix-(n-1), each exactly once, and nothing else.
+func countOnce(tb testing.TB, vhostURL, queue, prefix string, n int) {
+	tb.Helper()
+	conn, err := amqp.Dial(vhostURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := ch.Qos(2000, 0, false); err != nil {
+		tb.Fatal(err)
+	}
+	ds, err := ch.Consume(queue, "bench-count", false, true, false, false, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seen := make([]int, n)
+	got, other := 0, 0
+	idle := time.NewTimer(time.Minute)
+	for done := false; !done; {
+		select {
+		case d := <-ds:
+			got++
+			i, err := strconv.Atoi(strings.TrimPrefix(d.MessageId, prefix+"-"))
+			if err != nil || !strings.HasPrefix(d.MessageId, prefix+"-") || i < 0 || i >= n {
+				other++
+			} else {
+				seen[i]++
+			}
+			if got%1000 == 0 || got >= n {
+				if err := d.Ack(true); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			wait := time.Minute
+			if got >= n {
+				wait = 300 * time.Millisecond // anything more would be a duplicate
+			}
+			idle.Reset(wait)
+		case <-idle.C:
+			done = true
+		}
+	}
+	if got%1000 != 0 && got < n { // unacked tail: leave nothing behind
+		_ = ch.Cancel("bench-count", false)
+	}
+	missing, twice := 0, 0
+	for _, c := range seen {
+		switch {
+		case c == 0:
+			missing++
+		case c > 1:
+			twice++
+		}
+	}
+	if missing > 0 || twice > 0 || other > 0 || got != n {
+		tb.Fatalf("%s: %d messages read, %d ids missing, %d more than once, %d not of this run; want each of %d once",
+			queue, got, missing, twice, other, n)
+	}
+}
+
+func benchVhostURL(tb testing.TB, base, vhost string) string {
+	tb.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.Path, u.RawPath = "/"+vhost, "/"+url.PathEscape(vhost)
+	return u.String()
+}
+
+func dbName(tb testing.TB, dsn string) string {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+// pidListening finds the process listening on amqpURL's port on this machine (the broker's beam):
+// the socket's inode in /proc/net/tcp, then the process holding it.
+func pidListening(tb testing.TB, amqpURL string) int {
+	tb.Helper()
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, p, _ := net.SplitHostPort(u.Host)
+	port, _ := strconv.Atoi(p)
+	var inode string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, _ := os.ReadFile(f)
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 10 || fs[3] != "0A" { // LISTEN
+				continue
+			}
+			if i := strings.LastIndexByte(fs[1], ':'); i >= 0 {
+				if v, err := strconv.ParseInt(fs[1][i+1:], 16, 32); err == nil && int(v) == port {
+					inode = fs[9]
+				}
+			}
+		}
+	}
+	if inode == "" {
+		tb.Fatalf("no process listens on port %d here: the benchmark reads the broker's CPU, so it runs on the broker's machine", port)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range procs {
+		if l, err := os.Readlink(fd); err == nil && l == "socket:["+inode+"]" {
+			pid, _ := strconv.Atoi(strings.Split(fd, "/")[2])
+			return pid
+		}
+	}
+	tb.Fatalf("no process holds the socket listening on port %d", port)
+	return 0
+}
+
+type cpuTimes struct {
+	beam, self float64
+	pg         map[int]float64
+}
+
+func cpuOf(beam, self int, pg []int) cpuTimes {
+	t := cpuTimes{beam: procCPU(beam), self: procCPU(self), pg: map[int]float64{}}
+	for _, pid := range pg {
+		t.pg[pid] = procCPU(pid)
+	}
+	return t
+}
+
+// procCPU is the user and system CPU seconds of pid (all its threads) from /proc/<pid>/stat; 0
+// for a process that is gone.
+func procCPU(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from the 3rd on
+	ut, _ := strconv.ParseFloat(fs[11], 64)
+	st, _ := strconv.ParseFloat(fs[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func logSize(path string) int64 {
+	if path == "" {
+		return 0
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// logErrors is the [error] lines the broker's log gained since offset from.
+func logErrors(path string, from int64) []string {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, 0); err != nil {
+		return nil
+	}
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "[error]") {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}
