@@ -41,6 +41,11 @@ type OutboxService interface {
 	ReleaseStuckAudited(ctx context.Context, ids []int64, audit outbox.AuditFunc) (int64, error)
 	// RequeueAudited returns the ids it moved.
 	RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit outbox.AuditFunc) ([]int64, error)
+	// Format is the table's layout: its states, and whether the console repairs it (the seed)
+	// or reads its records (a registry format), with Records and Record.
+	Format() outbox.Format
+	Records(ctx context.Context, f outbox.RecordFilter) ([]outbox.Record, error)
+	Record(ctx context.Context, id string) (outbox.Record, error)
 }
 
 // ChangeAuditor is the audit log as a change in another database writes it (ops/store): the
@@ -103,35 +108,37 @@ func (h *Outboxes) summaries(ctx context.Context) []summary {
 
 // ---- JSON API ----
 
-type outboxCountsJSON struct {
-	Ready      int64 `json:"READY"`
-	Processing int64 `json:"PROCESSING"`
-	Sent       int64 `json:"SENT"`
-	Failed     int64 `json:"FAILED"`
-	Dead       int64 `json:"DEAD"`
-}
-
 type outboxJSON struct {
-	Name                  string            `json:"name"`
-	Counts                *outboxCountsJSON `json:"counts"`
-	StuckLeases           int64             `json:"stuck_leases"`
-	OldestReadyAgeSeconds float64           `json:"oldest_ready_age_seconds"`
-	SentIsEstimate        bool              `json:"sent_is_estimate"`
-	MaxAttempts           int               `json:"max_attempts"`
-	CheckedAt             time.Time         `json:"checked_at"`
-	Error                 string            `json:"error,omitempty"`
+	Name string `json:"name"`
+	// Format is outboxes[].format; Counts are keyed by its own state names (the seed's READY,
+	// PROCESSING, SENT, FAILED, DEAD; an empty object for a format without states).
+	Format                string           `json:"format"`
+	Counts                map[string]int64 `json:"counts"`
+	StuckLeases           int64            `json:"stuck_leases"`
+	OldestReadyAgeSeconds float64          `json:"oldest_ready_age_seconds"`
+	SentIsEstimate        bool             `json:"sent_is_estimate"`
+	MaxAttempts           int              `json:"max_attempts"`
+	CheckedAt             time.Time        `json:"checked_at"`
+	Error                 string           `json:"error,omitempty"`
+	// Registry is a registry format's own overview; absent for the seed.
+	Registry *registryJSON `json:"registry,omitempty"`
 }
 
 func toOutboxJSON(c echo.Context, s summary) outboxJSON {
-	j := outboxJSON{Name: s.outbox.Name(), MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt.UTC()}
+	f := s.outbox.Format()
+	j := outboxJSON{Name: s.outbox.Name(), Format: f.Name, MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt.UTC()}
 	if s.err != nil {
 		j.Error = shown(c, s.err)
 		j.CheckedAt = time.Now().UTC()
 		return j
 	}
-	n := s.stats.Counts
-	j.Counts = &outboxCountsJSON{Ready: n[outbox.Ready], Processing: n[outbox.Processing], Sent: n[outbox.Sent],
-		Failed: n[outbox.Failed], Dead: n[outbox.Dead]}
+	j.Counts = map[string]int64{}
+	for _, st := range f.States {
+		j.Counts[string(st)] = s.stats.Counts[st]
+	}
+	if registryOf(s.outbox) {
+		j.Registry = toRegistryJSON(f, s.stats)
+	}
 	j.StuckLeases = s.stats.StuckLeases
 	j.SentIsEstimate = s.stats.SentIsEstimate
 	if s.stats.OldestReadyAge != nil {
@@ -231,6 +238,9 @@ func (h *Outboxes) APIEvents(c echo.Context) error {
 		return err
 	}
 	now := time.Now()
+	if registryOf(o) {
+		return h.apiRecords(c, o)
+	}
 	f, err := parseFilter(c, now)
 	if err != nil {
 		return err
@@ -294,6 +304,9 @@ func (h *Outboxes) event(c echo.Context) (OutboxService, outbox.Event, shownPayl
 // then), and last_error where it repeats them, unless an admin asks ?reveal=true, which is audited.
 // payload_size is the size of the payload as shown: masking reveals no length.
 func (h *Outboxes) APIEvent(c echo.Context) error {
+	if o, err := h.find(pathParam(c, "name")); err == nil && registryOf(o) {
+		return h.apiRecord(c, o)
+	}
 	_, e, shown, err := h.event(c)
 	if err != nil {
 		return err
@@ -468,12 +481,16 @@ func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, det
 // ---- HTML pages ----
 
 func toSummaryView(c echo.Context, s summary) outboxpages.Summary {
+	f := s.outbox.Format()
 	v := outboxpages.Summary{Name: s.outbox.Name(), MaxAttempts: s.outbox.MaxAttempts(), CheckedAt: s.stats.CheckedAt}
+	if registryOf(s.outbox) {
+		v.Registry = registrySummary(f, s.stats)
+	}
 	if s.err != nil {
 		v.Error = shown(c, s.err)
 		return v
 	}
-	for _, st := range outbox.Statuses {
+	for _, st := range f.States {
 		v.Counts = append(v.Counts, outboxpages.StatusCount{Status: string(st), Count: s.stats.Counts[st]})
 	}
 	v.SentIsEstimate = s.stats.SentIsEstimate
@@ -508,6 +525,9 @@ func (h *Outboxes) Show(c echo.Context) error {
 	o, err := h.find(pathParam(c, "name"))
 	if err != nil {
 		return err
+	}
+	if registryOf(o) {
+		return h.showRegistry(c, o)
 	}
 	ctx := c.Request().Context()
 	now := time.Now()
@@ -571,6 +591,9 @@ func toEventRow(e outbox.Event, now time.Time) outboxpages.EventRow {
 
 // EventPage: GET /outboxes/:name/events/:id.
 func (h *Outboxes) EventPage(c echo.Context) error {
+	if o, err := h.find(pathParam(c, "name")); err == nil && registryOf(o) {
+		return h.recordPage(c, o)
+	}
 	o, e, shown, err := h.event(c)
 	if err != nil {
 		return err

@@ -329,6 +329,18 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 			Title: fmt.Sprintf("Outbox %s cannot be read: %s", name, reason(err)), Link: link, Labels: labels, Since: now}}
 	}
 	var out []Problem
+	if f := st.Format; f != nil && st.Attention > 0 && len(f.Attention) > 0 {
+		// A registry format (Spring Modulith, namastack): rows in its attention states (FAILED),
+		// which the application, not the console, resubmits.
+		var states []string
+		for _, s := range f.Attention {
+			states = append(states, string(s))
+		}
+		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
+			Title:   fmt.Sprintf("Outbox %s: %s %s row(s) in its %s", name, ops.FormatNum(st.Attention), strings.Join(states, "/"), f.Title),
+			Summary: f.ReadOnlyWhy,
+			Link:    paths.WithQuery(link, url.Values{"status": {states[0]}}), Labels: labels, Since: now})
+	}
 	if n := st.StuckLeases; n > 0 {
 		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
 			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, ops.FormatNum(n)),

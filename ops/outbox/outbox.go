@@ -151,9 +151,10 @@ type Stats struct {
 	// Attention counts the rows in the format's attention states (a registry's; 0 for the seed,
 	// whose DEAD and stuck rows the fields above tell).
 	Attention int64
-	// Records is a registry's own overview (its groups, oldest incomplete row, rate); nil for
-	// the seed.
+	// Records is a registry's own overview (its groups, oldest incomplete row, rate), and Format
+	// its format; both nil for the seed.
 	Records *RecordStats
+	Format  *Format
 }
 
 // Backlog is the number of rows not yet SENT.

@@ -69,7 +69,8 @@ func (o *Outbox) registryStats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Counts: map[Status]int64{}, CheckedAt: time.Now(), Records: &rs}
+	f := o.format
+	st := Stats{Counts: map[Status]int64{}, CheckedAt: time.Now(), Records: &rs, Format: &f}
 	for _, s := range o.format.States {
 		st.Counts[s] = rs.Counts[s]
 	}
@@ -97,7 +98,7 @@ func (r readOnly) Stats(context.Context) (Stats, error) {
 	return Stats{}, r.refuse("count seed states")
 }
 func (r readOnly) List(context.Context, Filter) ([]Event, error) {
-	return nil, r.refuse("list seed events (its records are listed on its page and at /api/v1/outboxes/" + r.name + "/records)")
+	return nil, r.refuse("list seed events (its records are listed on its page and at /api/v1/outboxes/" + r.name + "/events)")
 }
 func (r readOnly) Events(context.Context, []int64) ([]Event, error) {
 	return nil, r.refuse("replay its rows")

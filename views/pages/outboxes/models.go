@@ -23,6 +23,9 @@ type Summary struct {
 	MaxAttempts    int
 	CheckedAt      time.Time
 	Error          string
+	// Registry is set for a registry-format outbox (spring-modulith, namastack, debezium): the
+	// panel shows its own states (Counts) and overview instead of leases and relay delay.
+	Registry *Registry
 }
 
 // StatusCount is the number of events in one state.
