@@ -57,9 +57,10 @@ test-rabbitmq4:
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-## screenshots: refresh the README's screenshots in docs/screenshots (the browser tests take them)
+## screenshots: refresh the README's gallery in docs/screenshots from the demo's data (a demo on
+## free ports, a minute of history, each page in headless chromium at 1440 px)
 screenshots:
-	$(GO) run ./cmd/devstack run -- env REDRIVE_SCREENSHOTS=docs $(GO) test -count=1 -run 'Browser' ./cmd/console/
+	$(GO) build -o bin/console ./cmd/console && $(GO) run ./cmd/internal/demo/screenshots -console bin/console -out docs/screenshots
 
 ## lint: go mod tidy (unchanged), go vet, gofmt and staticcheck
 lint:
