@@ -27,6 +27,13 @@ import (
 // ReplayEngine plans and runs guarded replays (ops/replay).
 type ReplayEngine interface {
 	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
+	// StartPlan starts making a plan in the background; AwaitPlan waits for it at most within,
+	// and PlanWait is how long a request waits for a selection of estimate messages.
+	StartPlan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (*replay.Planning, error)
+	AwaitPlan(ctx context.Context, pl *replay.Planning, within time.Duration) (replay.Plan, bool, error)
+	PlanWait(estimate int) time.Duration
+	// CancelPlan stops a plan being made (ops.ErrConflict when it is no longer planning).
+	CancelPlan(ctx context.Context, id string, by access.Actor) (replay.Plan, error)
 	LoadPlan(ctx context.Context, id string) (replay.Plan, error)
 	Start(ctx context.Context, r replay.StartRequest) (replay.Job, error)
 	Job(ctx context.Context, id string) (replay.Job, error)
@@ -214,12 +221,55 @@ func destinationText(d replay.Destination) string {
 	return d.String()
 }
 
-// APIPlanGet: GET /api/v1/replays/plans/:id — a stored plan with the jobs that ran it.
+// planningJSON is a plan that is not ready: being made (its progress so far), cancelled or
+// failed (why). A ready plan is planJSON, as it always was.
+type planningJSON struct {
+	PlanID    string     `json:"plan_id"`
+	Action    string     `json:"action"`
+	State     string     `json:"state"` // planning | cancelled | failed
+	CreatedAt time.Time  `json:"created_at"`
+	Actor     string     `json:"actor"`
+	Progress  progress   `json:"progress"`
+	Error     string     `json:"error,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	// Poll is where the plan is read (GET), Cancel where it is cancelled while planning.
+	Poll   string `json:"poll"`
+	Cancel string `json:"cancel,omitempty"`
+}
+
+type progress struct {
+	// Planned messages so far; Estimate is how many the selection reads at most (0: unknown).
+	Planned  int            `json:"planned"`
+	Estimate int            `json:"estimate"`
+	Actions  map[string]int `json:"actions"`
+}
+
+func toPlanningJSON(p replay.Plan) planningJSON {
+	j := planningJSON{PlanID: p.ID, Action: replay.ActionReplay, State: p.State, CreatedAt: p.CreatedAt.UTC(), Actor: p.Actor,
+		Progress: progress{Planned: p.Planned, Estimate: p.Estimate, Actions: map[string]int{}}, Error: p.Error,
+		EndedAt: inUTC(p.FinishedAt), Poll: paths.APIReplayPlan(p.ID)}
+	if p.Source.Action != "" {
+		j.Action = p.Source.Action
+	}
+	for _, a := range replay.Actions {
+		j.Progress.Actions[string(a)] = p.Counts[a]
+	}
+	if p.State == replay.PlanPlanning {
+		j.Cancel = paths.APIReplayPlanCancel(p.ID)
+	}
+	return j
+}
+
+// APIPlanGet: GET /api/v1/replays/plans/:id — a stored plan with the jobs that ran it; a plan
+// not ready yet, its state and progress.
 func (h *Replays) APIPlanGet(c echo.Context) error {
 	ctx := c.Request().Context()
 	plan, err := h.engine.LoadPlan(ctx, pathParam(c, "id"))
 	if err != nil {
 		return err
+	}
+	if !plan.Ready() {
+		return c.JSON(http.StatusOK, toPlanningJSON(plan))
 	}
 	plan = h.redact.Plan(plan)
 	jobs, err := h.views.JobsOfPlan(ctx, plan.ID)
@@ -271,11 +321,46 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	if req.Edit != nil {
 		req.Source.Edit = req.Edit
 	}
-	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, req.Source, f)
+	plan, err := h.plan(c, req.Source, f)
 	if err != nil {
 		return err
 	}
+	if !plan.Ready() {
+		c.Response().Header().Set(echo.HeaderLocation, paths.APIReplayPlan(plan.ID))
+		return c.JSON(http.StatusAccepted, toPlanningJSON(plan))
+	}
 	return c.JSON(http.StatusOK, toPlanJSON(h.redact.Plan(plan)))
+}
+
+// plan starts a plan and waits for it as long as its size allows (replay.plan_wait; nothing for a
+// selection above replay.PlanInBackgroundAbove): the plan made, or the plan still planning. A
+// plan refused within the wait is the refusal, as it always was.
+func (h *Replays) plan(c echo.Context, src replay.Source, f replay.Filter) (replay.Plan, error) {
+	ctx := c.Request().Context()
+	pl, err := h.engine.StartPlan(ctx, ActorOf(c).Name, src, f)
+	if err != nil {
+		return replay.Plan{}, err
+	}
+	plan, _, err := h.engine.AwaitPlan(ctx, pl, h.engine.PlanWait(pl.Estimate))
+	return plan, err
+}
+
+// APIPlanCancel: POST /api/v1/replays/plans/:id/cancel — stop a plan being made.
+func (h *Replays) APIPlanCancel(c echo.Context) error {
+	plan, err := h.engine.CancelPlan(c.Request().Context(), pathParam(c, "id"), ActorOf(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toPlanningJSON(plan))
+}
+
+// FormPlanCancel: POST /replays/plans/:id/cancel.
+func (h *Replays) FormPlanCancel(c echo.Context) error {
+	plan, err := h.engine.CancelPlan(c.Request().Context(), pathParam(c, "id"), ActorOf(c))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, paths.ReplayPlan(plan.ID))
 }
 
 type startRequest struct {
@@ -599,7 +684,7 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	plan, err := h.engine.Plan(c.Request().Context(), ActorOf(c).Name, src, f)
+	plan, err := h.plan(c, src, f)
 	if err != nil {
 		return err
 	}
@@ -661,11 +746,20 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if plan.Ready() && c.Request().Header.Get("HX-Target") == "plan-live" {
+		// The page followed the plan while it was made: now that it is ready, the whole page.
+		c.Response().Header().Set("HX-Refresh", "true")
+		return c.NoContent(http.StatusOK)
+	}
 	plan = h.redact.Plan(plan)
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
-		Actor: plan.Actor, Source: describePlanSource(plan.Source, plan.Filter), Total: plan.Total, Warnings: plan.Warnings}
+		Actor: plan.Actor, Source: describePlanSource(plan.Source, plan.Filter), Total: plan.Total, Warnings: plan.Warnings,
+		State: plan.State, Planned: plan.Planned, Estimate: plan.Estimate, Error: plan.Error}
 	page.Meta = h.meta(c, page.Noun()+" plan", "replays")
+	if !page.Ready() {
+		return h.planningPage(c, plan, page)
+	}
 	page.Run = offer(page.Meta, h.engine.StartRefused(plan, actor, false), "Operators can run this plan.")
 	if !page.Discard { // a discard publishes nothing: there is nothing to force
 		page.Force = offer(page.Meta, h.engine.StartRefused(plan, actor, true), "")
@@ -720,6 +814,22 @@ func describePlanSource(s replay.Source, f replay.Filter) string {
 		which = fmt.Sprintf("%d messages by id", n)
 	}
 	return fmt.Sprintf("RabbitMQ %s, queue %s (vhost %s), %s (looked for in the first %d)", s.Broker, s.Queue, s.Vhost, which, s.Limit)
+}
+
+// planningPage is the page of a plan not ready: being made (the page follows it; for htmx, its
+// live part, or a reload once it is ready), cancelled or failed.
+func (h *Replays) planningPage(c echo.Context, plan replay.Plan, page replaypages.PlanPage) error {
+	page.Cancel = offer(page.Meta, replay.PlanCancelRefused(plan, ActorOf(c)), "Operators can cancel their own plans, admins anyone's.")
+	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: "plan " + plan.ID}}
+	for _, a := range replay.Actions {
+		if n := plan.Counts[a]; n > 0 || a == replay.Publish {
+			page.Counts = append(page.Counts, replaypages.ActionCount{Action: string(a), Count: n})
+		}
+	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, replaypages.PlanLive(page))
+	}
+	return render(c, http.StatusOK, replaypages.Plan(page))
 }
 
 func describeSource(s replay.Source) string {

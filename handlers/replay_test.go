@@ -35,6 +35,20 @@ func (f *replayFixture) Plan(context.Context, string, replay.Source, replay.Filt
 	return replay.Plan{}, ops.ErrUnavailable
 }
 
+func (f *replayFixture) StartPlan(context.Context, string, replay.Source, replay.Filter) (*replay.Planning, error) {
+	return nil, ops.ErrUnavailable
+}
+
+func (f *replayFixture) AwaitPlan(context.Context, *replay.Planning, time.Duration) (replay.Plan, bool, error) {
+	return replay.Plan{}, true, ops.ErrUnavailable
+}
+
+func (f *replayFixture) PlanWait(int) time.Duration { return 0 }
+
+func (f *replayFixture) CancelPlan(context.Context, string, access.Actor) (replay.Plan, error) {
+	return replay.Plan{}, ops.ErrConflict
+}
+
 func (f *replayFixture) LoadPlan(_ context.Context, id string) (replay.Plan, error) {
 	if p, ok := f.plans[id]; ok {
 		return p, nil

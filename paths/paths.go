@@ -145,6 +145,12 @@ func Replay(id string) string        { return build(ReplayPattern, id) }
 func ReplayCancel(id string) string  { return build(ReplayCancelPattern, id) }
 func ReplayApprove(id string) string { return build(ReplayApprovePattern, id) }
 
+// ReplayPlanCancelPattern stops a plan being made.
+const ReplayPlanCancelPattern = ReplayPlanPattern + "/cancel"
+
+// ReplayPlanCancel stops plan id being made.
+func ReplayPlanCancel(id string) string { return build(ReplayPlanCancelPattern, id) }
+
 // Trace: one message (or one aggregate's messages) across every source; the page streams its
 // steps from TraceStream.
 const (
@@ -289,6 +295,12 @@ func ArchiveRestore(id int64) string    { return build(ArchiveRestorePattern, st
 func APIArchiveRestore(id int64) string {
 	return build(APIArchiveRestorePattern, strconv.FormatInt(id, 10))
 }
+
+// APIReplayPlanCancelPattern stops a plan being made.
+const APIReplayPlanCancelPattern = APIReplayPlanPattern + "/cancel"
+
+// APIReplayPlanCancel stops plan id being made.
+func APIReplayPlanCancel(id string) string { return build(APIReplayPlanCancelPattern, id) }
 
 // WithQuery is p with the query q (keys sorted, as url.Values encodes them); p alone when q is
 // empty.

@@ -90,6 +90,7 @@ var builders = []builder{
 	three("QueueNotes", QueueNotesPattern, QueueNotes),
 
 	one("ReplayPlan", ReplayPlanPattern, ReplayPlan),
+	one("ReplayPlanCancel", ReplayPlanCancelPattern, ReplayPlanCancel),
 	one("Replay", ReplayPattern, Replay),
 	one("ReplayCancel", ReplayCancelPattern, ReplayCancel),
 	one("ReplayApprove", ReplayApprovePattern, ReplayApprove),
@@ -123,6 +124,7 @@ var builders = []builder{
 	three("APIQueueExport", APIQueueExportPattern, APIQueueExport),
 
 	one("APIReplayPlan", APIReplayPlanPattern, APIReplayPlan),
+	one("APIReplayPlanCancel", APIReplayPlanCancelPattern, APIReplayPlanCancel),
 	one("APIReplay", APIReplayPattern, APIReplay),
 	one("APIReplayCancel", APIReplayCancelPattern, APIReplayCancel),
 	one("APIReplayApprove", APIReplayApprovePattern, APIReplayApprove),

@@ -65,6 +65,9 @@ func (p *Planning) Done() <-chan struct{} { return p.done }
 // Done.
 func (p *Planning) Result() (Plan, error) { return p.plan, p.err }
 
+// Ready reports whether the plan is made: ready, or read without a state (as a plan made whole is).
+func (p Plan) Ready() bool { return p.State == "" || p.State == PlanReady }
+
 // plannings are the plans this replica is making, by id.
 type plannings struct {
 	mu sync.Mutex
@@ -223,7 +226,7 @@ func (e *Engine) AwaitPlan(ctx context.Context, pl *Planning, within time.Durati
 	case <-pl.done:
 	case <-timeout:
 		plan, err := e.LoadPlan(ctx, pl.ID)
-		return plan, err == nil && plan.State != PlanPlanning, err
+		return plan, err == nil && plan.Ready(), err
 	case <-ctx.Done():
 		if within >= 0 { // the caller answers with the plan planning: it goes on
 			plan, err := e.LoadPlan(context.WithoutCancel(ctx), pl.ID)

@@ -169,7 +169,21 @@ type PlanPage struct {
 	// Jobs ran the plan, newest first; JobsError says they could not be read.
 	Jobs      []JobView
 	JobsError string
+	// State is ready, or planning while the plan is made in the background (Planned of at most
+	// Estimate messages so far; Counts as they fill; the page follows it), cancelled or failed
+	// (Error says why). Cancel is whether the user may cancel it while it is planning.
+	State             string
+	Planned, Estimate int
+	Error             string
+	Cancel            components.Offer
 }
+
+// Ready reports whether the plan is made (the state of every plan made before plans were made in
+// the background is ready).
+func (p PlanPage) Ready() bool { return p.State == "" || p.State == "ready" }
+
+// Planning reports whether the plan is being made.
+func (p PlanPage) Planning() bool { return p.State == "planning" }
 
 // Noun is what the plan is called: a replay plan, or a discard plan.
 func (p PlanPage) Noun() string { return noun(p.Discard) }
@@ -357,4 +371,15 @@ func warningGroups(ws []string) []WarningGroup {
 		}
 	}
 	return out
+}
+
+// planTone colours a plan's state: under way, failed, or cancelled.
+func planTone(state string) string {
+	switch state {
+	case "planning":
+		return components.ToneInfo
+	case "failed":
+		return components.ToneDanger
+	}
+	return components.ToneNeutral
 }
