@@ -536,7 +536,7 @@ func (c *Cursor) Send(ctx context.Context, ds []Delivery, to []Republish) (wait 
 				return nil, c.b.fail(c.op, err)
 			}
 			// amqp091 resolves a closed channel's outstanding confirms as nacks: tell them apart.
-			if len(sent[k].confirms) > 0 && p.ch.IsClosed() {
+			if sent[k].n > 0 && p.ch.IsClosed() {
 				return nil, c.b.fail(c.op, errors.New("the channel closed before the broker confirmed the publishes: they may or may not have been taken"))
 			}
 			// A return reaches the client before the confirm of the same message, so every return
@@ -776,17 +776,20 @@ type publisher struct {
 	returns <-chan amqp.Return
 }
 
-// sentBatch is one channel's share of a published batch, waiting for its confirms.
+// sentBatch is one channel's share of a published batch, waiting for its confirms. The
+// confirms are the channel's publisher confirms, matched by delivery tag (amqp091 resolves a
+// multiple ack for every tag it covers); a batch waits for its own while later batches are
+// published behind it, so a window of up to two batches is outstanding (the run's pipeline).
 type sentBatch struct {
-	confirms map[int]*amqp.DeferredConfirmation // by index in the batch
-	ids      map[string]int                     // publish id → index, to match returns
+	confirms []*amqp.DeferredConfirmation // by index in the batch; nil: not published
+	n        int                          // how many were published
+	prefix   string                       // publish ids are prefix + index, to match returns
 }
 
 // publish publishes the messages whose index is part (mod parts) and whose errs[i] is not set
 // yet, with mandatory, without waiting for the confirms; a publish that fails at once sets errs[i].
 func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republish, errs []error, part, parts int) sentBatch {
-	s := sentBatch{confirms: map[int]*amqp.DeferredConfirmation{}, ids: map[string]int{}}
-	prefix := randomHex(8) + "-"
+	s := sentBatch{confirms: make([]*amqp.DeferredConfirmation, len(ds)), prefix: randomHex(8) + "-"}
 	for i := part; i < len(ds); i += parts {
 		if errs[i] != nil { // failed before publishing (checkExchanges)
 			continue
@@ -798,9 +801,7 @@ func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republi
 		}
 		dropBrokerHeaders(headers)
 		// A per-publish id finds the message again if the broker returns it.
-		pid := prefix + strconv.Itoa(i)
-		headers["x-redrive-publish-id"] = pid
-		s.ids[pid] = i
+		headers["x-redrive-publish-id"] = s.prefix + strconv.Itoa(i)
 		msg := amqp.Publishing{Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 			DeliveryMode: amqp.Persistent, Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo,
 			Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, UserId: d.UserId,
@@ -817,6 +818,7 @@ func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republi
 			continue
 		}
 		s.confirms[i] = c
+		s.n++
 	}
 	return s
 }
@@ -825,6 +827,9 @@ func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republi
 // channel that closed before confirming is an error for the whole batch (outcome unknown).
 func (s sentBatch) await(ctx context.Context, errs []error) error {
 	for i, c := range s.confirms {
+		if c == nil {
+			continue
+		}
 		ok, err := c.WaitContext(ctx)
 		switch {
 		case err != nil:
@@ -836,10 +841,15 @@ func (s sentBatch) await(ctx context.Context, errs []error) error {
 	return nil
 }
 
-// applyReturns fails the batch's messages the broker returned (and forgets those returns).
+// applyReturns fails the batch's messages the broker returned (and forgets those returns): its
+// publish ids are its prefix and the message's index, so the cost is the returns', not the batch's.
 func (s sentBatch) applyReturns(returned map[string]amqp.Return, errs []error) {
-	for pid, i := range s.ids {
-		if r, ok := returned[pid]; ok {
+	for pid, r := range returned {
+		rest, ok := strings.CutPrefix(pid, s.prefix)
+		if !ok {
+			continue // a later batch's
+		}
+		if i, err := strconv.Atoi(rest); err == nil && i >= 0 && i < len(s.confirms) && s.confirms[i] != nil {
 			errs[i] = fmt.Errorf("%w: exchange %q, routing key %q (%s)", ErrUnroutable, r.Exchange, r.RoutingKey, r.ReplyText)
 			delete(returned, pid)
 		}
