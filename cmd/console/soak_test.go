@@ -108,10 +108,11 @@ search: {max_running: 6, max_running_per_person: 3, timeout: 2s}
 		t.Errorf("50 exports of 10 people: %v; want 8 streaming (export.max_running) and 42 refused", statuses)
 	}
 
-	// Every other page answers while they stall.
+	// Every other page answers while they stall (well before request_timeout: kfake, serving
+	// the stalled exports' fetches in this process under -race, is slow on a loaded machine).
 	for _, p := range []string{paths.Healthz, paths.APIOverview, paths.APIDeadLetterTopics("main"), paths.KafkaTopic("main", "orders.DLT")} {
 		start := time.Now()
-		if r := bearer(t, "GET", base+p, "tok-viewer", ""); r.status != http.StatusOK || time.Since(start) > 5*time.Second {
+		if r := bearer(t, "GET", base+p, "tok-viewer", ""); r.status != http.StatusOK || time.Since(start) > 10*time.Second {
 			t.Errorf("GET %s while exports stall: %d in %s", p, r.status, time.Since(start))
 		}
 	}
@@ -144,8 +145,10 @@ search: {max_running: 6, max_running_per_person: 3, timeout: 2s}
 		switch s.status {
 		case http.StatusOK:
 			ran++
-			if s.elapsed > 3000 {
-				t.Errorf("a scan ran %d ms, past its 2 s budget", s.elapsed)
+			// The budget stops the reading; a read under way when it ends may take
+			// search.readGrace (2 s) more to give back what it took.
+			if s.elapsed > 4500 {
+				t.Errorf("a scan ran %d ms, past its 2 s budget and the 2 s grace of its reads", s.elapsed)
 			}
 		case http.StatusTooManyRequests:
 			refused++
