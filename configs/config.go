@@ -166,6 +166,10 @@ type Sampler struct {
 	// MinRefresh is how old a viewed Kafka cluster's snapshot may be before a page or API read
 	// re-samples it on demand (once for all concurrent viewers); default 2s, at most interval.
 	MinRefresh Duration `yaml:"min_refresh"`
+	// MaxServeAge bounds how old a snapshot is served at once while its re-sample runs behind the
+	// answer (stale while revalidate); a read of a snapshot this old waits for the re-sample.
+	// Default two intervals; at least min_refresh (equal to it: every re-sample is waited for).
+	MaxServeAge Duration `yaml:"max_serve_age"`
 }
 
 // Outbox is one service's transactional outbox table.
@@ -601,6 +605,7 @@ func (c *Config) applyDefaults() {
 	c.Store.applyDefaults(DefaultStoreMaxConns)
 	c.Sampler.Interval = cmp.Or(c.Sampler.Interval, Duration(15*time.Second))
 	c.Sampler.MinRefresh = cmp.Or(c.Sampler.MinRefresh, min(Duration(2*time.Second), c.Sampler.Interval))
+	c.Sampler.MaxServeAge = cmp.Or(c.Sampler.MaxServeAge, 2*c.Sampler.Interval)
 	c.Sampler.Retention = cmp.Or(c.Sampler.Retention, Duration(7*24*time.Hour))
 	for i := range c.Outboxes {
 		o := &c.Outboxes[i]
@@ -783,6 +788,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Sampler.MinRefresh < 0 || c.Sampler.MinRefresh > c.Sampler.Interval {
 		bad("sampler.min_refresh", "must be between 0s and sampler.interval")
+	}
+	if c.Sampler.MaxServeAge < c.Sampler.MinRefresh {
+		bad("sampler.max_serve_age", "must be at least sampler.min_refresh (%s)", time.Duration(c.Sampler.MinRefresh))
 	}
 
 	names := map[string]map[string]bool{}

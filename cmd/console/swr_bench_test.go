@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops/benchtest"
+	"github.com/redrive/redrive/ops/pgtest"
+)
+
+// TestGroupsReadersDuringResamples is issue 38's first row through the whole server: 8 readers of
+// GET /api/v1/kafka/main/groups (identity, closed loop, 20 s each way) on 200 groups × 50
+// partitions, sampler.min_refresh 2s, so a re-sample starts every 2 s while they read. Both ways in
+// one run, alternating, each a console of its own over the same Kafka: "wait" is
+// sampler.max_serve_age = min_refresh (every read that starts a re-sample waits for it, the
+// behaviour before), "swr" the default (stale while revalidate).
+//
+//	REDRIVE_BENCH=1 REDRIVE_TEST_PG_DSN=… go test ./cmd/console -run TestGroupsReadersDuringResamples -v -count=1
+func TestGroupsReadersDuringResamples(t *testing.T) {
+	benchtest.Require(t)
+	const (
+		groups, topics, partitions = 200, 20, 50
+		readers                    = 8
+		span                       = 20 * time.Second
+	)
+	ts := map[string]int32{}
+	for i := range topics {
+		ts[fmt.Sprintf("topic-%02d", i)] = partitions
+	}
+	k := startKafka(t, ts)
+	addr := k.Addrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(100_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for topic := range ts {
+		for p := range int32(partitions) {
+			for i := range 20 {
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%d", i)}, nil)
+			}
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	for g := range groups {
+		o := kadm.Offsets{}
+		for p := range int32(partitions) {
+			o.AddOffset(fmt.Sprintf("topic-%02d", g%topics), p, int64((g+int(p))%20), -1)
+		}
+		if _, err := adm.CommitOffsets(ctx, fmt.Sprintf("group-%03d", g), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	run := func(name, maxServeAge string) {
+		base := startConsole(t, fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+kafka: [{name: main, brokers: [%q]}]
+sampler: {interval: 120s, min_refresh: 2s, max_serve_age: %s}
+`, pgtest.NewDatabase(t), addr, maxServeAge))
+		get := func(hc *http.Client) time.Duration {
+			start := time.Now()
+			resp, err := hc.Get(base + "/api/v1/kafka/main/groups")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			return time.Since(start)
+		}
+		waittestFor(t, time.Minute, "the first sample", func() bool {
+			r := do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", "")
+			return r.status == 200 && len(decode[apiGroups](t, r).Groups) == groups
+		})
+		var mu sync.Mutex
+		var lat []time.Duration
+		stop := time.Now().Add(span)
+		var wg sync.WaitGroup
+		for range readers {
+			wg.Go(func() {
+				hc := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: readers}}
+				get(hc) // warm the connection
+				var mine []time.Duration
+				for time.Now().Before(stop) {
+					mine = append(mine, get(hc))
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		slices.Sort(lat)
+		p50, p99, mx := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+		t.Logf("| %s | %d | %.1f ms | %.1f ms | %.0f ms | %.1f |", name, len(lat), msec(p50), msec(p99), msec(mx), float64(p99)/float64(p50))
+	}
+	t.Logf("| way | reads | p50 | p99 | max | p99/p50 |")
+	t.Logf("|---|---|---|---|---|---|")
+	for range 2 {
+		run("wait (max_serve_age = min_refresh)", "2s")
+		run("swr (max_serve_age default, 240s)", "0s")
+	}
+}
+
+func msec(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
