@@ -354,7 +354,15 @@ func (m *rabbitMover) locator(msg rabbit.Message) string {
 }
 
 // move finds the batch's messages in the queue, publishes them (mandatory, confirmed) and, after
-// the ledger records them, acks their dead-letter copies. Messages of the plan met on the way are
+// the ledger records them, acks their dead-letter copies. The order per message, whatever the
+// batching: ledger claim (the gate, one statement per batch) → publish → broker confirm (awaited
+// in the next stage, while the next batch is published: confirms are matched by delivery tag) →
+// ledger settle (one statement per batch) → ack of the DLQ copy (one basic.ack(multiple) per batch
+// where its tags run unbroken, rabbit.Cursor.Ack). A kill before the confirm leaves the message
+// in the DLQ (unacked, so the broker returns it) with the job's claim, which the resumed run
+// publishes again (at least once: a copy it may have published first is the inbox's to absorb);
+// between the ledger and the ack the DLQ copy comes back with the ledger saying published, and the
+// resumed run drops it (sortOut, finish) instead of publishing it twice. Messages of the plan met on the way are
 // handled by what the ledger says of them: a later batch's are kept aside for it; a copy of one
 // this job already published (its ack was lost to a crash) is dropped, never sent twice; anything
 // else stays in the queue.
