@@ -80,5 +80,4 @@ func TestReadersDuringResamples(t *testing.T) {
 	}
 }
 
-
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
