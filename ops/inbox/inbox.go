@@ -29,12 +29,16 @@ const (
 	Unknown Verdict = "unknown"
 )
 
-// Row is one consumer's inbox row for a message, with its times: ProcessedAt nil means received
-// but not (yet) committed — ambiguous, maybe mid-transaction (seed section 七).
+// Row is one consumer's inbox row for a message, with its times. Processed is the row's verdict:
+// in the seed's format, processed_at set (ProcessedAt nil means received but not (yet) committed —
+// ambiguous, maybe mid-transaction, seed section 七); in Eventuate's, always (its row is written in
+// the handler's transaction), with ReceivedAt and ProcessedAt both its creation_time, or nil when
+// the row has none (versions before creation_time): processed at an unknown time.
 type Row struct {
 	MessageID   string
 	ReceivedAt  *time.Time
 	ProcessedAt *time.Time
+	Processed   bool
 	// Consumer is whose row it is: set by OtherRows (another consumer of the same table); ""
 	// for the inbox's own consumer's.
 	Consumer string

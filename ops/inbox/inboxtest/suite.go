@@ -134,6 +134,9 @@ func testRows(t *testing.T, db DB) {
 			t.Errorf("m-2 received %v, processed %v: want 2 s apart", rows[1].ReceivedAt, rows[1].ProcessedAt)
 		}
 	}
+	if rows[0].Processed != db.RowsMeanProcessed() || !rows[1].Processed {
+		t.Errorf("m-1 processed %v, m-2 processed %v: want %v and true", rows[0].Processed, rows[1].Processed, db.RowsMeanProcessed())
+	}
 	if rows, err := in.Rows(context.Background(), []string{"m-1", "m-2", "m-3"}, 1); err != nil || len(rows) != 1 || rows[0].MessageID != "m-1" {
 		t.Fatalf("rows with limit 1: %+v, %v", rows, err)
 	}
@@ -154,7 +157,8 @@ func testOtherConsumersRows(t *testing.T, db DB) {
 		t.Fatal(err)
 	}
 	if len(rows) != 2 || rows[0].Consumer != "audit" || rows[1].Consumer != "shipping" || rows[0].MessageID != "m-1" ||
-		(rows[0].ProcessedAt != nil) != db.RowsMeanProcessed() || rows[1].ProcessedAt == nil || rows[1].ReceivedAt == nil {
+		(rows[0].ProcessedAt != nil) != db.RowsMeanProcessed() || rows[1].ProcessedAt == nil || rows[1].ReceivedAt == nil ||
+		rows[0].Processed != db.RowsMeanProcessed() || !rows[1].Processed {
 		t.Fatalf("other rows %+v: want m-1 of audit (received) and of shipping (processed)", rows)
 	}
 	if rows, err := in.OtherRows(context.Background(), []string{"m-1", "m-2"}, 1); err != nil || len(rows) != 1 || rows[0].Consumer != "audit" {

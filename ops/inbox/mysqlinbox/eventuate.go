@@ -35,9 +35,9 @@ func NewEventuate(_ context.Context, consumer string, cfg configs.Inbox) (*Store
 	at := fmt.Sprintf(`FROM_UNIXTIME(%s / 1000)`, q(c.CreationTime))
 	return open(consumer, cfg, queries{
 		lookup: fmt.Sprintf(`SELECT %[2]s, TRUE FROM %[1]s WHERE %[3]s = ? AND %[2]s IN (%%s)`, t, q(c.MessageID), q(c.ConsumerID)),
-		rows: fmt.Sprintf(`SELECT %[2]s, %[4]s, %[4]s FROM %[1]s WHERE %[3]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
+		rows: fmt.Sprintf(`SELECT %[2]s, %[4]s, %[4]s, TRUE FROM %[1]s WHERE %[3]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ConsumerID), at),
-		others: fmt.Sprintf(`SELECT %[2]s, %[4]s, %[4]s, %[3]s FROM %[1]s WHERE %[3]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[3]s LIMIT ?`,
+		others: fmt.Sprintf(`SELECT %[2]s, %[4]s, %[4]s, TRUE, %[3]s FROM %[1]s WHERE %[3]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[3]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ConsumerID), at),
 		columns: []string{c.MessageID, c.ConsumerID, c.CreationTime}})
 }

@@ -91,7 +91,7 @@ func TestEventuateRowsWithoutTimeAndUncommitted(t *testing.T) {
 		t.Fatalf("verdicts %v, %v", v, err)
 	}
 	rows, err := in.Rows(ctx, []string{"m-old"}, 5)
-	if err != nil || len(rows) != 1 || rows[0].ReceivedAt != nil || rows[0].ProcessedAt != nil {
+	if err != nil || len(rows) != 1 || rows[0].ReceivedAt != nil || rows[0].ProcessedAt != nil || !rows[0].Processed {
 		t.Fatalf("rows %+v, %v", rows, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -29,8 +29,8 @@ type Store struct {
 // queries are what a format reads, in MySQL; each leaves %s for the ids' placeholders.
 type queries struct {
 	lookup  string   // the consumer, then the ids: each id found and whether it is processed
-	rows    string   // a message's row with its times, for a trace
-	others  string   // other consumers' rows of a message in the same table, for a trace
+	rows    string   // a message's row: its id, times and whether it is processed, for a trace
+	others  string   // other consumers' rows of a message in the same table, with the consumer
 	columns []string // the mapped columns, for Inspect
 }
 
@@ -57,9 +57,9 @@ func New(_ context.Context, consumer string, cfg configs.Inbox) (*Store, error) 
 		// %% leaves the ids' placeholders for each call.
 		lookup: fmt.Sprintf(`SELECT %[2]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s)`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
+		rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
+		others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[3]s IS NOT NULL, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
 		columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
 }
@@ -166,7 +166,7 @@ func (s *Store) read(ctx context.Context, query string, ids []string, limit int,
 		defer rows.Close()
 		for rows.Next() {
 			var r inbox.Row
-			dest := []any{&r.MessageID, &r.ReceivedAt, &r.ProcessedAt}
+			dest := []any{&r.MessageID, &r.ReceivedAt, &r.ProcessedAt, &r.Processed}
 			if withConsumer {
 				dest = append(dest, &r.Consumer)
 			}

@@ -37,9 +37,9 @@ func NewEventuate(ctx context.Context, consumer string, cfg configs.Inbox) (*Sto
 	return open(ctx, consumer, cfg, queries{
 		lookup: fmt.Sprintf(`SELECT %[2]s::text, TRUE FROM %[1]s WHERE %[3]s = $1 AND %[2]s = ANY($2)`,
 			t, q(c.MessageID), q(c.ConsumerID)),
-		rows: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s FROM %[1]s
+		rows: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, TRUE FROM %[1]s
 			WHERE %[3]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`, t, q(c.MessageID), q(c.ConsumerID), at),
-		others: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, %[3]s::text FROM %[1]s
+		others: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, TRUE, %[3]s::text FROM %[1]s
 			WHERE %[3]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[3]s LIMIT $3`, t, q(c.MessageID), q(c.ConsumerID), at),
 		columns: []string{c.MessageID, c.ConsumerID, c.CreationTime}})
 }

@@ -32,8 +32,8 @@ type Store struct {
 // queries are what a format reads, in PostgreSQL.
 type queries struct {
 	lookup  string   // $1 the consumer, $2 the ids: each id found and whether it is processed
-	rows    string   // a message's row with its times, for a trace
-	others  string   // other consumers' rows of a message in the same table, for a trace
+	rows    string   // a message's row: its id, times and whether it is processed, for a trace
+	others  string   // other consumers' rows of a message in the same table, with the consumer
 	columns []string // the mapped columns, for Inspect
 }
 
@@ -59,10 +59,10 @@ func New(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error
 	return open(ctx, consumer, cfg, queries{lookup: fmt.Sprintf(
 		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
 		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz FROM %[1]s
+		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[3]s IS NOT NULL FROM %[1]s
 			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[4]s::text FROM %[1]s
+		others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[3]s IS NOT NULL, %[4]s::text FROM %[1]s
 			WHERE %[4]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[4]s LIMIT $3`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
 		columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
@@ -136,7 +136,7 @@ func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row,
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inbox.Row, error) {
 		var row inbox.Row
-		err := r.Scan(&row.MessageID, &row.ReceivedAt, &row.ProcessedAt)
+		err := r.Scan(&row.MessageID, &row.ReceivedAt, &row.ProcessedAt, &row.Processed)
 		return row, err
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inbox.Row, error) {
 		var row inbox.Row
-		err := r.Scan(&row.MessageID, &row.ReceivedAt, &row.ProcessedAt, &row.Consumer)
+		err := r.Scan(&row.MessageID, &row.ReceivedAt, &row.ProcessedAt, &row.Processed, &row.Consumer)
 		return row, err
 	})
 	if err != nil {
