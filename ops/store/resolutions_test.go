@@ -185,3 +185,36 @@ func TestResolutionsBelongToTheirTopic(t *testing.T) {
 		t.Fatalf("the replayed mark on the new topic: %+v, %v", res, err)
 	}
 }
+
+// A record a replay job published stays replayed, with the job's id, when a person then resolves
+// or ignores its error group (issue 37, item 7: the group's resolution overwrote it); the others
+// are resolved, and opening the replayed one still may.
+func TestResolutionKeepsReplayHistory(t *testing.T) {
+	ctx, s := leaseStore(t)
+	marks := []triage.Mark{
+		{RecordKey: triage.RecordKey{Partition: 0, Offset: 1}, ExceptionType: "X"},
+		{RecordKey: triage.RecordKey{Partition: 0, Offset: 2}, ExceptionType: "X"},
+	}
+	if err := s.MarkReplayed(ctx, "job-7", "otto", "main", "orders.DLT", marks[:1]); err != nil {
+		t.Fatal(err)
+	}
+	entry := audit.Entry{Actor: "ada", Role: "operator", Action: "kafka.resolve", Target: "kafka/main/orders.DLT", Reason: "fixed"}
+	for _, state := range []string{triage.StateResolved, triage.StateIgnored} {
+		if _, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks, state, "fixed"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Resolutions(ctx, "main", "orders.DLT", "", []triage.RecordKey{marks[0].RecordKey, marks[1].RecordKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := got[marks[0].RecordKey]; r.State != triage.StateReplayed || r.JobID != "job-7" {
+			t.Errorf("%s over a replayed record: %+v; want replayed by job-7", state, r)
+		}
+		if r := got[marks[1].RecordKey]; r.State != state {
+			t.Errorf("the open record: %+v; want %s", r, state)
+		}
+	}
+	if n, err := s.SetResolutions(ctx, entry, "main", "orders.DLT", "", marks[:1], triage.StateOpen, "again"); err != nil || n != 1 {
+		t.Fatalf("opening the replayed record: %d, %v", n, err)
+	}
+}

@@ -89,7 +89,10 @@ func setResolutions(ctx context.Context, tx pgx.Tx, cluster, topic, topicID stri
 			exception_cause = CASE WHEN EXCLUDED.exception_type = '' AND `+same+` THEN r.exception_cause ELSE EXCLUDED.exception_cause END,
 			actor = EXCLUDED.actor, at = now(), reason = EXCLUDED.reason, job_id = EXCLUDED.job_id,
 			topic_id = CASE WHEN EXCLUDED.topic_id = '' THEN r.topic_id ELSE EXCLUDED.topic_id END
-		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id OR NOT `+same,
+		WHERE (r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id OR NOT `+same+`)
+			-- A record a replay job published keeps that history: a person's resolved or ignored
+			-- (a group's, a filter's) overwrote replayed and lost the job's id. Opening it still may.
+			AND NOT (r.state = 'replayed' AND EXCLUDED.job_id = '' AND `+same+`)`,
 		cluster, topic, state, actor, reason, jobID, parts, offs, types, causes, topicID)
 	return tag.RowsAffected(), err
 }
