@@ -66,6 +66,11 @@ func (d *Doctor) checkOutbox(ctx context.Context, r *recorder, i int, cfg config
 	}
 
 	status, avail := cfg.Columns.Status, cfg.Columns.AvailableAt
+	if cfg.Format != "" && cfg.Format != configs.OutboxFormatSeed {
+		// A registry format: the console only reads it (no repaired columns, no relay index).
+		selectCheck(r, f)
+		return
+	}
 	idx := slices.IndexFunc(f.Indexes, func(ix catalog.Index) bool {
 		return len(ix.Columns) >= 2 && ix.Columns[0] == status && ix.Columns[1] == avail && !ix.Partial
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/payload"
 )
 
@@ -185,4 +186,7 @@ type Registry interface {
 	Records(ctx context.Context, f RecordFilter) ([]Record, error)
 	// Record reads one record with its payload; ops.ErrNotFound when there is none.
 	Record(ctx context.Context, id string) (Record, error)
+	// Inspect reads from the catalog only, for console doctor, the table's columns and their
+	// types and the account's SELECT on the format's mapped columns (Columns).
+	Inspect(ctx context.Context) (catalog.TableFacts, error)
 }

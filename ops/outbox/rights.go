@@ -2,6 +2,9 @@ package outbox
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/catalog"
@@ -29,7 +32,21 @@ type Column struct {
 
 // Columns lists the mapped columns of c (defaults applied), in the seed's order: what an adapter
 // inspects and console doctor checks.
+//
+// A registry format's mapping (c.Other, filled for spring-modulith, namastack and debezium) gives
+// that format's columns, by their logical names in sorted order, none repaired: the console only
+// reads them.
 func Columns(c configs.OutboxColumns) []Column {
+	if len(c.Other) > 0 {
+		var out []Column
+		for _, logical := range slices.Sorted(maps.Keys(c.Other)) {
+			if c.Other[logical] == "" {
+				continue
+			}
+			out = append(out, Column{Logical: logical, Name: c.Other[logical], Kind: registryKind(logical)})
+		}
+		return out
+	}
 	return []Column{
 		{"id", c.ID, KindInteger, false},
 		{"event_id", c.EventID, KindText, false},
@@ -46,6 +63,19 @@ func Columns(c configs.OutboxColumns) []Column {
 		{"created_at", c.CreatedAt, KindTimestamp, false},
 		{"sent_at", c.SentAt, KindTimestamp, false},
 	}
+}
+
+// registryKind is the kind of a registry format's logical column, from its name.
+func registryKind(logical string) ColumnKind {
+	switch {
+	case logical == "serialized_event" || logical == "payload":
+		return KindPayload
+	case strings.HasSuffix(logical, "_date") || strings.HasSuffix(logical, "_at"):
+		return KindTimestamp
+	case logical == "completion_attempts" || logical == "failure_count":
+		return KindInteger
+	}
+	return KindText
 }
 
 // Inspect reads, from the catalog only, what the doctor checks about this outbox's table: its

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/mysqlpool"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/outbox/sqlregistry"
@@ -59,5 +60,8 @@ func (c registryConn) ColumnTypes(ctx context.Context, table string) (map[string
 	return out, err
 }
 
+func (c registryConn) Inspect(ctx context.Context) (catalog.TableFacts, error) {
+	return c.s.Inspect(ctx)
+}
 func (c registryConn) Close()                          { c.s.Close() }
 func (c registryConn) Wrap(op string, err error) error { return c.s.wrap(op, err) }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/outbox/sqlregistry"
 )
@@ -56,5 +57,8 @@ func (c registryConn) ColumnTypes(ctx context.Context, table string) (map[string
 	return out, err
 }
 
+func (c registryConn) Inspect(ctx context.Context) (catalog.TableFacts, error) {
+	return c.s.Inspect(ctx)
+}
 func (c registryConn) Close()                          { c.s.Close() }
 func (c registryConn) Wrap(op string, err error) error { return c.s.wrap(op, err) }

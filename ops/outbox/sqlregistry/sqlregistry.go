@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/outbox"
 )
 
@@ -26,6 +27,8 @@ type Conn interface {
 	// ColumnTypes reads the table's columns from the catalog, lower-cased name → data type; an
 	// empty map when there is no such table.
 	ColumnTypes(ctx context.Context, table string) (map[string]string, error)
+	// Inspect reads the table's catalog facts for console doctor (outbox.Columns of the mapping).
+	Inspect(ctx context.Context) (catalog.TableFacts, error)
 	Close()
 	// Wrap makes a driver's error an ops kind naming the outbox and op, the driver's text only
 	// its internal cause.
@@ -106,6 +109,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close releases the connections.
 func (s *Store) Close() { s.conn.Close() }
+
+// Inspect reads the table's catalog facts (its columns, the account's SELECT on the mapped ones).
+func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) { return s.conn.Inspect(ctx) }
 
 // col is the configured column of a logical name, quoted; "" when unmapped.
 func (s *Store) col(logical string) string {
