@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 	"github.com/tidwall/gjson"
 
@@ -45,11 +46,28 @@ type kafkaVars struct {
 
 	value, headers, dead any
 	resolutions          ResolutionOf // from the filter (bind); nil: open
+	// scratch is a scan's: the maps a record's headers and dead_letter are read through, reused
+	// from one record to the next, and the texts already seen. Nil for MatchKafka.
+	scratch *scanScratch
 }
 
-// reset points v at the next record of a scan, keeping the view and paths.
+// scanScratch is what a scan's activation reuses from one record to the next, so that a filter
+// over headers and dead-letter fields allocates nothing per record: the maps (a record's are done
+// with when its evaluation is) and the CEL strings of the header values seen.
+type scanScratch struct {
+	texts         texts
+	hsrc          scanHeaders
+	dsrc          scanDeadLetter
+	hmap, deadMap lazyMap
+}
+
+// reset points v at the next record of a scan, keeping the view, paths and scratch.
 func (v *kafkaVars) reset(l *kafka.Lazy) {
-	*v = kafkaVars{plain: &l.Plain, lazy: l, view: v.view, paths: v.paths}
+	sc := v.scratch
+	if sc == nil {
+		sc = &scanScratch{}
+	}
+	*v = kafkaVars{plain: &l.Plain, lazy: l, view: v.view, paths: v.paths, scratch: sc}
 }
 
 // record is the record as the reader may see it, decoded and viewed (once). In a scan it shares
@@ -97,12 +115,24 @@ func (v *kafkaVars) ResolveName(name string) (any, bool) {
 		return v.value, true
 	case "headers":
 		if v.headers == nil {
-			v.headers = &lazyMap{src: headerSource(v.content().Headers)}
+			if sc := v.scratch; sc != nil {
+				sc.hsrc = scanHeaders{hs: v.content().Headers, texts: &sc.texts}
+				sc.hmap = lazyMap{src: &sc.hsrc}
+				v.headers = &sc.hmap
+			} else {
+				v.headers = &lazyMap{src: headerSource(v.content().Headers)}
+			}
 		}
 		return v.headers, true
 	case "dead_letter":
 		if v.dead == nil {
-			v.dead = &lazyMap{src: deadLetterSource{v.record().DeadLetter}}
+			if sc := v.scratch; sc != nil && v.lazy != nil {
+				sc.dsrc = scanDeadLetter{v: v}
+				sc.deadMap = lazyMap{src: &sc.dsrc}
+				v.dead = &sc.deadMap
+			} else {
+				v.dead = &lazyMap{src: deadLetterSource{v.record().DeadLetter}}
+			}
 		}
 		return v.dead, true
 	case "partition":
@@ -262,6 +292,72 @@ func (hs headerSource) whole() any {
 		m[h.Key] = text(h.Value)
 	}
 	return m
+}
+
+// scanHeaders is headerSource for a scan: the same lookups, the values as CEL strings made once
+// per distinct value (texts) rather than once per record.
+type scanHeaders struct {
+	hs    []kafka.Header
+	texts *texts
+}
+
+func (s *scanHeaders) lookup(k string) (any, bool) {
+	for i := len(s.hs) - 1; i >= 0; i-- {
+		if s.hs[i].Key == k {
+			return s.texts.of(s.hs[i].Value), true
+		}
+	}
+	return nil, false
+}
+
+func (s *scanHeaders) whole() any { return headerSource(s.hs).whole() }
+
+// scanDeadLetter is deadLetterSource for a scan: a field that is a header's text is read from
+// that header alone (kafka.Lazy.DeadLetterText) when no view may mask it; any other field, or the
+// whole map, from the record decoded (and viewed) as before.
+type scanDeadLetter struct{ v *kafkaVars }
+
+func (s *scanDeadLetter) lookup(name string) (any, bool) {
+	v := s.v
+	if v.view == nil && v.seen == nil {
+		if b, ok := v.lazy.DeadLetterText(name); ok {
+			return v.scratch.texts.of(b), true
+		}
+	}
+	return deadLetterSource{v.record().DeadLetter}.lookup(name)
+}
+
+func (s *scanDeadLetter) whole() any { return deadLetterSource{s.v.record().DeadLetter}.whole() }
+
+// texts makes the CEL strings of header values, keeping up to maxTexts of them (each at most
+// maxTextLen bytes) to hand out again: a topic's headers take few distinct values (tenants,
+// exception types, topics), and a scan of a million records then converts and boxes each value
+// once instead of a million times. Not safe for concurrent use (one scan's).
+type texts struct{ seen map[string]ref.Val } // boxed once: handing one out allocates nothing
+
+const (
+	maxTexts   = 1024
+	maxTextLen = 256
+)
+
+func (t *texts) of(b []byte) any {
+	if len(b) == 0 {
+		return types.String("")
+	}
+	if len(b) > maxTextLen {
+		return types.String(text(b))
+	}
+	if s, ok := t.seen[string(b)]; ok { // no allocation: the compiler looks up by the bytes
+		return s
+	}
+	var s ref.Val = types.String(text(b))
+	if t.seen == nil {
+		t.seen = make(map[string]ref.Val)
+	}
+	if len(t.seen) < maxTexts {
+		t.seen[string(b)] = s
+	}
+	return s
 }
 
 // rabbitVars resolves a message's variables, each on first use.

@@ -1,0 +1,114 @@
+package search
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/ops/kafka"
+)
+
+// TestScanReadsDeadLetterFieldsAsDecoded proves that a scan, which reads a dead-letter text field
+// from its one header (kafka.Lazy.DeadLetterText) and header values through its cache of texts,
+// judges every record as MatchKafka does over the record decoded whole: names of every
+// convention and case, a better-ranked name after a worse one, repeated headers, empty and binary
+// values, a record with only a trace id, and more distinct values than the cache keeps.
+func TestScanReadsDeadLetterFieldsAsDecoded(t *testing.T) {
+	w := newKafkaWorld(t, 1)
+	ctx := context.Background()
+	h := func(kv ...string) []kgo.RecordHeader {
+		var hs []kgo.RecordHeader
+		for i := 0; i < len(kv); i += 2 {
+			hs = append(hs, kgo.RecordHeader{Key: kv[i], Value: []byte(kv[i+1])})
+		}
+		return hs
+	}
+	shapes := [][]kgo.RecordHeader{
+		nil,
+		h("kafka_dlt-exception-fqcn", "a.TimeoutException", "tenant", "3"),
+		h("x-exception-fqcn", "b.Other", "kafka_dlt-exception-fqcn", "a.TimeoutException"),
+		h("kafka_dlt-exception-fqcn", "a.TimeoutException", "x-exception-fqcn", "b.Other"),
+		h("KAFKA_DLT-EXCEPTION-FQCN", "c.TimeoutException", "Tenant", "3", "tenant", "4"),
+		h("kafka_dlt-exception-fqcn", "first", "kafka_dlt-exception-fqcn", "d.TimeoutException", "tenant", "3", "tenant", "3"),
+		h("kafka_dlt-exception-fqcn", "", "kafka_dlt-original-topic", "orders"),
+		h("traceId", "t-1", "tenant", "3"),
+		h("lastErrorType", "e.TimeoutException", "consumer", "billing", "originalTopic", "payments"),
+		{{Key: "kafka_dlt-exception-fqcn", Value: []byte{0xff, 0xfe}}, {Key: "tenant", Value: []byte{0xff}}},
+		h("kafka_exception-fqcn", "f.TimeoutException", "kafka_exception-message", "timed out", "kafka_exception-stacktrace", "at x"),
+	}
+	n := 0
+	for i := range 3000 {
+		r := &kgo.Record{Topic: "dlt", Partition: 0, Key: []byte("k"), Value: []byte(`{"n":1}`), Headers: shapes[i%len(shapes)]}
+		if i%len(shapes) == 1 && i > 2000 {
+			// More distinct values than the cache of texts keeps.
+			r.Headers = h("kafka_dlt-exception-fqcn", "x"+string(rune('a'+i%26))+decimal(i)+"TimeoutException", "tenant", decimal(i))
+		}
+		w.prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		n++
+	}
+	if err := w.prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := int32(0)
+	for _, expr := range []string{
+		`headers["tenant"] == "3" && dead_letter.exception_type.endsWith("TimeoutException")`,
+		`dead_letter.exception_type == ""`, `dead_letter.exception_type == "//4="`, `headers["tenant"] == "/w=="`,
+		`dead_letter.original_topic == "orders" || dead_letter.original_topic == "payments"`,
+		`dead_letter.consumer_group == "billing"`, `dead_letter.exception_message == "timed out" && dead_letter.stacktrace == "at x"`,
+		`dead_letter.trace_id == "t-1"`, `dead_letter.convention == "spring-dlt" && dead_letter.exception_cause == ""`,
+		`headers.tenant.startsWith("2") && dead_letter.exception_type.startsWith("x")`,
+		`size(dead_letter) == 13 && dead_letter.exception_type != ""`, `"tenant" in headers && has(dead_letter.exception_type)`,
+	} {
+		f := mustCompile(t, Kafka, expr)
+		want := map[int64]bool{}
+		sc := w.c.NewScanner("dlt")
+		if _, err := sc.Forward(ctx, 0, 0, int64(n), func(r kafka.Record) bool {
+			m, err := f.MatchKafka(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m {
+				want[r.Offset] = true
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sc.Close()
+		got := map[int64]bool{}
+		res, err := ScanKafka(ctx, w.c, Query{Topic: "dlt", Partition: &p, Order: "oldest", Filter: f, Each: func(r kafka.Record) error {
+			got[r.Offset] = true
+			if r.DeadLetter == nil && r.Headers != nil && len(r.Headers) > 0 && r.Headers[0].Key == "kafka_dlt-exception-fqcn" {
+				t.Errorf("%s: match at %d handed on undecoded", expr, r.Offset)
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Scanned != int64(n) || len(got) != len(want) {
+			t.Errorf("%s: scanned %d, matched %d; MatchKafka matched %d", expr, res.Scanned, len(got), len(want))
+		}
+		for off := range want {
+			if !got[off] {
+				t.Errorf("%s: the scan missed offset %d", expr, off)
+				break
+			}
+		}
+	}
+}
+
+func decimal(i int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		if i /= 10; i == 0 {
+			return string(b)
+		}
+	}
+}
