@@ -197,6 +197,33 @@ consumers:
 		}
 	})
 
+	t.Run("TraceAndDoctorOfTheEventuateInbox", func(t *testing.T) {
+		a := getTrace(t, base, "message_id=p-1")
+		if in := a.steps("inbox payments-service"); len(in) != 1 || !in[0].Found || !strings.HasPrefix(in[0].Detail, "processed by payments-service") {
+			t.Errorf("inbox step of p-1: %s", a.dump())
+		}
+		if in := getTrace(t, base, "message_id=p-2").steps("inbox payments-service"); len(in) != 1 || in[0].Found ||
+			in[0].Detail != "no row: not processed by payments-service" {
+			t.Errorf("inbox step of p-2 (only refunds-service's row)")
+		}
+		rep := decode[struct {
+			Checks []struct{ Target, Check, Status, Detail string }
+		}](t, do(t, nil, "GET", base+"/api/v1/admin/doctor", "", ""))
+		seen := 0
+		for _, c := range rep.Checks {
+			if c.Target != "inbox/payments-service" {
+				continue
+			}
+			seen++
+			if c.Status != "ok" || (c.Check == "columns" && !strings.Contains(c.Detail, "a row means processed")) {
+				t.Errorf("doctor %s %s: %s %s", c.Target, c.Check, c.Status, c.Detail)
+			}
+		}
+		if seen < 5 {
+			t.Errorf("the doctor checked %d things of the eventuate inbox", seen)
+		}
+	})
+
 	t.Run("RabbitMQ", func(t *testing.T) {
 		j := replayAll(fmt.Sprintf(`{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":100}`, vhost),
 			map[string]int{"publish": 6, "skip_processed": 2})
