@@ -109,6 +109,9 @@ func runDemo(ctx context.Context, args []string, getenv func(string) string, std
 	if err := demo.SeedRefunds(ctx, kafka.Addrs(), maria.DSN("refunds"), maria.DSN("ledger")); err != nil {
 		return err
 	}
+	if err := demo.SeedModulith(ctx, maria.DSN("refunds")); err != nil {
+		return err
+	}
 	if err := demo.SeedSchemaTopics(ctx, kafka.Addrs(), registry.Registry); err != nil {
 		return err
 	}
@@ -131,6 +134,9 @@ outboxes:
   - name: refunds
     dsn: %q
     max_attempts: 10
+  - name: refunds-publications
+    dsn: %q
+    format: spring-modulith
 kafka:
   - name: main
     brokers: [%q]
@@ -154,7 +160,7 @@ notify:
     - {name: on-call, type: webhook, url: %q, secret: demo-secret}
   rules:
     - {match: {}, channels: [on-call]}
-`, *listen, pg.DSN("redrive"), pg.DSN("orders"), maria.DSN("refunds"), kafka.Addrs()[0], registry.URL(), rmq.URL(), rmq.ManagementURL(),
+`, *listen, pg.DSN("redrive"), pg.DSN("orders"), maria.DSN("refunds"), maria.DSN("refunds"), kafka.Addrs()[0], registry.URL(), rmq.URL(), rmq.ManagementURL(),
 		pg.DSN("orders"), maria.DSN("ledger"), webhook.URL())
 	cfgPath := filepath.Join(abs, "console.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
