@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/a-h/templ"
 
@@ -69,13 +70,20 @@ type Kafka struct {
 	// milliseconds of CPU per read, so readers between two samples share one encoding.
 	encodedMu sync.Mutex
 	encoded   map[string]encodedGroups
+	encodes   singleflight.Group // one encoding of a snapshot at a time, by cluster and time
 }
 
 type encodedGroups struct {
 	at   time.Time
 	n    int
 	json *sharedPart
+	next time.Time // the newer snapshot being encoded behind the answers; zero when none
 }
+
+// encodeBehindFor is how much older than the snapshot read the groups APIGroups answers may be
+// while that snapshot's encoding is made behind the answer (tens of milliseconds of CPU for 10,000
+// partitions, more on a busy machine): past it, the read waits for the encoding.
+const encodeBehindFor = 30 * time.Second
 
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
 // values (nil masks nothing).
@@ -127,6 +135,14 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	groups, at, err := h.groupsJSON(snap)
+	if err != nil {
+		return err
+	}
+	if !at.Equal(snap.At) { // the previous sample's groups, while this one's are encoded
+		snap.Age += snap.At.Sub(at)
+		snap.At, snap.Refreshing = at, true
+	}
 	resp := struct {
 		SampledAt *time.Time `json:"sampled_at"`
 		Error     string     `json:"error,omitempty"`
@@ -139,36 +155,64 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	groups, err := h.groupsJSON(snap)
-	if err != nil {
-		return err
-	}
 	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared
 	// groups, compressed once per snapshot.
 	return spliceJSON(c, append(head[:len(head)-1], `,"groups":`...), groups, []byte("}\n"))
 }
 
-// groupsJSON encodes the snapshot's groups, once per snapshot and cluster.
-func (h *Kafka) groupsJSON(snap lag.Snapshot) (*sharedPart, error) {
+// groupsJSON encodes the snapshot's groups, once per snapshot and cluster, and answers them with
+// the time of the snapshot they are from. Stale while revalidate, as the sampler serves the
+// snapshots: a snapshot newer than the last encoded one, by at most encodeBehindFor, is encoded
+// behind the answer, which meanwhile gets the previous groups and their time (readers no longer
+// queue behind the first reader of each new sample while it encodes and deflates 1.4 MB).
+func (h *Kafka) groupsJSON(snap lag.Snapshot) (*sharedPart, time.Time, error) {
 	h.encodedMu.Lock()
-	defer h.encodedMu.Unlock()
-	if e, ok := h.encoded[snap.Cluster]; ok && e.at.Equal(snap.At) && e.n == len(snap.Groups) && !snap.At.IsZero() {
-		return e.json, nil
+	e, ok := h.encoded[snap.Cluster]
+	switch {
+	case ok && e.at.Equal(snap.At) && e.n == len(snap.Groups) && !snap.At.IsZero():
+		h.encodedMu.Unlock()
+		return e.json, e.at, nil
+	case ok && !e.at.IsZero() && snap.At.After(e.at) && snap.At.Sub(e.at) <= encodeBehindFor:
+		if !e.next.Equal(snap.At) {
+			e.next = snap.At
+			h.encoded[snap.Cluster] = e
+			go func() { _, _ = h.encodeGroups(snap) }() // a failure is the next synchronous read's
+		}
+		h.encodedMu.Unlock()
+		return e.json, e.at, nil
 	}
-	groups := make([]groupJSON, 0, len(snap.Groups))
-	for _, g := range snap.Groups {
-		groups = append(groups, toGroupJSON(g))
-	}
-	b, err := json.Marshal(groups)
+	h.encodedMu.Unlock()
+	part, err := h.encodeGroups(snap)
+	return part, snap.At, err
+}
+
+// encodeGroups encodes a snapshot's groups (once for concurrent callers) and keeps them unless a
+// newer snapshot's are kept already.
+func (h *Kafka) encodeGroups(snap lag.Snapshot) (*sharedPart, error) {
+	v, err, _ := h.encodes.Do(snap.Cluster+"\x00"+snap.At.Format(time.RFC3339Nano), func() (any, error) {
+		groups := make([]groupJSON, 0, len(snap.Groups))
+		for _, g := range snap.Groups {
+			groups = append(groups, toGroupJSON(g))
+		}
+		b, err := json.Marshal(groups)
+		if err != nil {
+			return nil, fmt.Errorf("encode groups: %w", err)
+		}
+		part := newSharedPart(b)
+		h.encodedMu.Lock()
+		defer h.encodedMu.Unlock()
+		if h.encoded == nil {
+			h.encoded = map[string]encodedGroups{}
+		}
+		if cur, ok := h.encoded[snap.Cluster]; !ok || !cur.at.After(snap.At) {
+			h.encoded[snap.Cluster] = encodedGroups{at: snap.At, n: len(snap.Groups), json: part}
+		}
+		return part, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("encode groups: %w", err)
+		return nil, err
 	}
-	if h.encoded == nil {
-		h.encoded = map[string]encodedGroups{}
-	}
-	part := newSharedPart(b)
-	h.encoded[snap.Cluster] = encodedGroups{at: snap.At, n: len(snap.Groups), json: part}
-	return part, nil
+	return v.(*sharedPart), nil
 }
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group — the snapshot's group with its offsets
