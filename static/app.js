@@ -311,13 +311,49 @@
     var form = e.target;
     if (!(form instanceof HTMLFormElement)) return;
     var msg = (e.submitter && e.submitter.getAttribute("data-confirm")) || form.getAttribute("data-confirm");
-    if (!msg) return;
-    if (!window.confirm(msg)) {
+    if (msg && !window.confirm(msg)) {
       // Capture phase on document: stopping here also keeps htmx's own
       // submit listener on the form from issuing the request.
       e.preventDefault();
       e.stopPropagation();
+      return;
     }
+    onceOnly(e, form);
+  }
+
+  // A plain form that posts (no htmx) posts once: a double click sent it twice, and the second
+  // landed on a 409 though the first had worked. The buttons are disabled after the submit has
+  // taken the submitter's value; Back (the page from the cache) enables them again.
+  function onceOnly(e, form) {
+    if ((form.getAttribute("method") || "get").toLowerCase() !== "post") return;
+    if (form.hasAttribute("hx-post") || form.hasAttribute("data-hx-post")) return;
+    if (form._posted) {
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
+    form._posted = true;
+    setTimeout(function () {
+      form.querySelectorAll("button[type=submit], button:not([type]), input[type=submit]").forEach(function (b) {
+        b.disabled = true;
+        b.setAttribute("data-posted", "");
+      });
+      if (form.id) doc.querySelectorAll("button[form='" + form.id + "']").forEach(function (b) { b.disabled = true; b.setAttribute("data-posted", ""); });
+    }, 0);
+  }
+  window.addEventListener("pageshow", function (e) {
+    if (!e.persisted) return;
+    doc.querySelectorAll("form").forEach(function (f) { f._posted = false; });
+    doc.querySelectorAll("[data-posted]").forEach(function (b) { b.disabled = false; b.removeAttribute("data-posted"); });
+  });
+
+  // a[data-history-back]: the previous page when there is one (an error page's way back to the
+  // form it answered), its href otherwise.
+  function onHistoryBack(e) {
+    var a = e.target.closest && e.target.closest("a[data-history-back]");
+    if (!a || window.history.length < 2) return;
+    e.preventDefault();
+    window.history.back();
   }
 
   function onHtmxConfirm(e) {
@@ -861,6 +897,7 @@
   }
 
   doc.addEventListener("click", function (e) {
+    onHistoryBack(e);
     onCopyClick(e);
     onRecordClick(e);
     var th = sortableHeader(e.target);

@@ -88,3 +88,48 @@ func TestBrowserDLTPageTellsTheTruth(t *testing.T) {
 	}
 	screenshot(t, ctx, "kafka-topic-not-dlt")
 }
+
+// TestBrowserErrorPageLinksAndOnePost (issue 37, item 14): an error page links the job its 409
+// names and offers a way back besides the overview; a double click on a plain form posts once.
+func TestBrowserErrorPageLinksAndOnePost(t *testing.T) {
+	base := kafkaConsole(t)
+	ctx, _ := newBrowser(t)
+
+	plan := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":2,"from_offset":0,"to_offset":0}}`)
+	p := decode[struct {
+		PlanID string `json:"plan_id"`
+	}](t, plan)
+	var job struct{ ID, Status string }
+	waittest.Until(t, 30*time.Second, "the job to start", func() bool {
+		r := do(t, nil, "POST", base+"/api/v1/replays", "application/json", `{"plan_id":"`+p.PlanID+`","reason":"issue 37"}`)
+		job = decode[struct{ ID, Status string }](t, r)
+		return r.status == http.StatusOK
+	})
+	waittest.Until(t, 30*time.Second, "the job to end", func() bool {
+		j := decode[struct{ Status string }](t, do(t, nil, "GET", base+"/api/v1/replays/"+job.ID, "", ""))
+		return j.Status == "done" || j.Status == "failed" || j.Status == "cancelled"
+	})
+	// The job page's Cancel, posted after the job ended (a second tab, a stale page): a 409.
+	act(t, ctx, chromedp.Navigate(base+"/replays/"+job.ID))
+	must(t, ctx, chromedp.Evaluate[bool](`(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/replays/`+job.ID+`/cancel";
+			document.body.appendChild(f); f.submit(); return true; })()`))
+	act(t, ctx, chromedp.WaitVisible(`[data-testid="error-page"]`))
+	status := must(t, ctx, chromedp.Text(`[data-testid="error-status"]`))
+	link := must(t, ctx, chromedp.Evaluate[string](`(document.querySelector('[data-testid="error-link"]') || {}).getAttribute ? document.querySelector('[data-testid="error-link"]').getAttribute("href") : ""`))
+	open := countOf(t, ctx, `[data-testid="error-open-named"], [data-testid="error-back"], [data-testid="error-replays"]`)
+	screenshot(t, ctx, "error-409")
+	if status != "409" || link != "/replays/"+job.ID || open != 3 {
+		t.Errorf("the 409 page: status %q, link %q, %d ways on (want 409, /replays/%s, 3)", status, link, open, job.ID)
+	}
+
+	// A double click on "Add note" adds one note.
+	act(t, ctx, chromedp.Navigate(base+"/kafka/main/topics/orders.DLT/errors"), chromedp.WaitVisible(`[data-testid="note-form"]`),
+		chromedp.SetValue(`[data-testid="note-form"] input[name="text"]`, "double click 37"))
+	must(t, ctx, chromedp.Evaluate[bool](`(() => { const b = document.querySelector('[data-testid="note-form"] button'); b.click(); setTimeout(() => b.click(), 30); return true; })()`))
+	act(t, ctx, chromedp.Sleep(time.Second), chromedp.WaitReady(`main`))
+	notes := do(t, nil, "GET", base+"/api/v1/kafka/main/topics/orders.DLT/notes", "", "")
+	if n := strings.Count(notes.body, "double click 37"); n != 1 {
+		t.Errorf("a double click added %d notes: %.300s", n, notes.body)
+	}
+}

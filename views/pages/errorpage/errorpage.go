@@ -4,7 +4,10 @@ package errorpage
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
+
+	"github.com/redrive/redrive/paths"
 
 	"github.com/redrive/redrive/views/layout"
 )
@@ -47,4 +50,33 @@ func meta(m layout.Meta, status int, title string) layout.Meta {
 		m.Title = heading(status, title)
 	}
 	return m
+}
+
+// namedID is an id a message may name that has a page: a replay job's or a plan's.
+var namedID = regexp.MustCompile(`\b(job|plan)_[0-9a-f]{16}\b`)
+
+// messagePart is a piece of an error's message: text, and the page it names when Href is set.
+type messagePart struct{ Text, Href string }
+
+// messageParts splits msg so that what it names is a link (a 409 naming the running job links
+// it), the rest text.
+func messageParts(msg string) []messagePart {
+	var out []messagePart
+	last := 0
+	for _, m := range namedID.FindAllStringSubmatchIndex(msg, -1) {
+		if m[0] > last {
+			out = append(out, messagePart{Text: msg[last:m[0]]})
+		}
+		id := msg[m[0]:m[1]]
+		href := paths.Replay(id)
+		if msg[m[2]:m[3]] == "plan" {
+			href = paths.ReplayPlan(id)
+		}
+		out = append(out, messagePart{Text: id, Href: href})
+		last = m[1]
+	}
+	if last < len(msg) {
+		out = append(out, messagePart{Text: msg[last:]})
+	}
+	return out
 }

@@ -93,3 +93,22 @@ func TestFragment(t *testing.T) {
 		t.Error("request id block without an id")
 	}
 }
+
+// A message naming a job or a plan links it (issue 37, item 14); other text stays text.
+func TestMessageParts(t *testing.T) {
+	parts := messageParts("replay job job_0123456789abcdef is already running; plan plan_fedcba9876543210 waits; job_x is no id")
+	var links []string
+	var text strings.Builder
+	for _, p := range parts {
+		if p.Href != "" {
+			links = append(links, p.Text+"="+p.Href)
+		}
+		text.WriteString(p.Text)
+	}
+	if strings.Join(links, " ") != "job_0123456789abcdef=/replays/job_0123456789abcdef plan_fedcba9876543210=/replays/plans/plan_fedcba9876543210" {
+		t.Errorf("links %v", links)
+	}
+	if text.String() != "replay job job_0123456789abcdef is already running; plan plan_fedcba9876543210 waits; job_x is no id" {
+		t.Errorf("text %q", text.String())
+	}
+}
