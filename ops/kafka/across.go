@@ -2,11 +2,14 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/payload"
@@ -54,10 +57,20 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 	if q.Limit, q.Order, err = pageQuery(q.Topic, q.Limit, q.Order); err != nil {
 		return AcrossPage{}, err
 	}
-	parts, err := c.Partitions(ctx, q.Topic)
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	// One listing of the partitions' offsets serves the whole page: each partition's part is
+	// checked and placed against it, and all parts are read by one consumer in the same fetches.
+	all, err := c.partitionBounds(ctx, q.Topic)
 	if err != nil {
-		return AcrossPage{}, err
+		return AcrossPage{}, c.fail("partitions of "+named(q.Topic), err)
 	}
+	bs := all[q.Topic]
+	parts := make([]PartitionRange, 0, len(bs))
+	for p, b := range bs {
+		parts = append(parts, PartitionRange{Partition: p, Start: b.start, End: b.end, Stable: b.stable})
+	}
+	slices.SortFunc(parts, func(a, b PartitionRange) int { return int(a.Partition) - int(b.Partition) })
 	if err := checkCursor(q.Topic, q.Cursor, parts); err != nil {
 		return AcrossPage{}, err
 	}
@@ -104,36 +117,125 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 	}
 	each := min(q.Limit, max(maxAcrossRead/len(jobs), 1))
 	read := make([]Page, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	ranges := map[int32]readLeft{}
+	var at offsetsAt
 	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			rq := RecordQuery{Topic: q.Topic, Partition: j.p, Offset: j.anchor, Limit: each, Order: q.Order, Isolation: q.Isolation}
-			if j.anchor == nil {
-				rq.At = q.At
-			}
-			read[i], errs[i] = c.Records(ctx, rq)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+		rq := RecordQuery{Topic: q.Topic, Partition: j.p, Offset: j.anchor, Limit: each, Order: q.Order, Isolation: q.Isolation}
+		if j.anchor == nil {
+			rq.At = q.At
+		}
+		var from, to int64
+		if read[i], from, to, err = c.pageRange(ctx, rq, bs[j.p], &at); err != nil {
 			return AcrossPage{}, err
 		}
+		if from < to {
+			ranges[j.p] = readLeft{from, to}
+		}
+	}
+	recs, err := c.readRanges(ctx, q.Topic, ranges, q.Isolation)
+	if err != nil {
+		return AcrossPage{}, c.fail("records of "+named(q.Topic), err)
 	}
 	lists := map[int32][]Record{}
 	more := map[int32]*int64{}
 	for i, j := range jobs {
+		if r, ok := ranges[j.p]; ok {
+			if q.Isolation == ReadUncommitted {
+				if err := c.markAborted(ctx, q.Topic, j.p, recs[j.p], read[i].Stable); err != nil {
+					return AcrossPage{}, c.fail(fmt.Sprintf("records %s[%d]", named(q.Topic), j.p), err)
+				}
+			}
+			read[i].finish(recs[j.p], r.pos, r.to, int64(each), bs[j.p].readable(q.Isolation))
+		}
 		lists[j.p] = read[i].Records
 		more[j.p] = read[i].Next
 	}
 	page.Records, page.Next = mergeAcross(lists, more, q.Limit, q.Order)
 	return page, nil
+}
+
+// readRanges is readRange for several partitions of a topic at once: one consumer reads every
+// range, [pos, to) of each partition, in the same fetches, and each partition is paused as soon
+// as its range is read, so that the read waits for no partition it is done with. It returns each
+// partition's records, ascending.
+func (c *Cluster) readRanges(ctx context.Context, topic string, ranges map[int32]readLeft, iso Isolation) (map[int32][]Record, error) {
+	out := make(map[int32][]Record, len(ranges))
+	if len(ranges) == 0 {
+		return out, nil
+	}
+	if len(ranges) == 1 {
+		for p, r := range ranges {
+			recs, err := c.readRange(ctx, topic, p, r.pos, r.to, iso)
+			out[p] = recs
+			return out, err
+		}
+	}
+	var extra []kgo.Opt
+	if iso == ReadUncommitted {
+		extra = append(extra, uncommitted())
+	}
+	starts := make(map[int32]kgo.Offset, len(ranges))
+	widest := int64(0)
+	left := make(map[int32]readLeft, len(ranges)) // what each partition still waits for
+	for p, r := range ranges {
+		starts[p] = kgo.NewOffset().At(r.pos)
+		widest = max(widest, r.to-r.pos)
+		left[p] = r
+		out[p] = make([]Record, 0, r.to-r.pos)
+	}
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{topic: starts}, fetchBytesFor(widest), extra...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	finished := func(p int32) {
+		delete(left, p)
+		cl.PauseFetchPartitions(map[string][]int32{topic: {p}})
+	}
+	for len(left) > 0 {
+		var fs kgo.Fetches
+		if iso == ReadUncommitted {
+			fs = cl.PollFetches(ctx) // every offset below the end comes: nothing to probe
+		} else {
+			var done []int32
+			fs, done = c.poll(ctx, cl, topic, func() map[int32]readLeft { return maps.Clone(left) })
+			for _, p := range done {
+				finished(p)
+			}
+		}
+		if err := fetchErr(fs); err != nil {
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				gone := int32(-1)
+				fs.EachError(func(_ string, p int32, err error) {
+					if gone < 0 && errors.Is(err, kerr.OffsetOutOfRange) {
+						gone = p
+					}
+				})
+				return nil, ops.Invalid("offset", fmt.Sprintf("records from %d were deleted while reading partition %d; reload",
+					ranges[gone].pos, gone))
+			}
+			return nil, err
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			l, ok := left[r.Partition]
+			if !ok || r.Offset < l.pos {
+				return
+			}
+			if r.Offset >= l.to {
+				finished(r.Partition)
+				return
+			}
+			l.pos = r.Offset + 1
+			left[r.Partition] = l
+			if !r.Attrs.IsControl() {
+				out[r.Partition] = append(out[r.Partition], c.record(ctx, r))
+			}
+			if l.pos >= l.to {
+				finished(r.Partition)
+			}
+		})
+	}
+	return out, nil
 }
 
 // checkCursor refuses a cursor that cannot have come from this topic's pages: one naming a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -141,7 +142,50 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if !ok {
 		return Page{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(all[q.Topic]), payload.Clip(q.Topic, EchoLimit)))
 	}
-	page := Page{Topic: q.Topic, Partition: q.Partition, Order: q.Order, Start: b.start, End: b.end, Stable: b.stable,
+	var at offsetsAt
+	page, from, to, err := c.pageRange(ctx, q, b, &at)
+	if err != nil || from >= to {
+		return page, err
+	}
+	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to, q.Isolation)
+	if err == nil && q.Isolation == ReadUncommitted {
+		err = c.markAborted(ctx, q.Topic, q.Partition, recs, page.Stable)
+	}
+	if err != nil {
+		return Page{}, c.fail(op, err)
+	}
+	page.finish(recs, from, to, int64(q.Limit), b.readable(q.Isolation))
+	return page, nil
+}
+
+// offsetsAt lists, once for all the partitions of a read, the first offsets at or after a time.
+type offsetsAt struct {
+	listed kadm.ListedOffsets
+	err    error
+	done   bool
+}
+
+func (o *offsetsAt) lookup(ctx context.Context, c *Cluster, topic string, partition int32, at time.Time) (kadm.ListedOffset, error) {
+	if !o.done {
+		o.done = true
+		o.listed, o.err = c.adm.ListOffsetsAfterMilli(ctx, listMillis(at), topic)
+	}
+	if o.err != nil {
+		return kadm.ListedOffset{}, o.err
+	}
+	lo, ok := o.listed.Lookup(topic, partition)
+	if !ok || lo.Err != nil {
+		return kadm.ListedOffset{}, errOr(lo.Err, "partition missing from the listing")
+	}
+	return lo, nil
+}
+
+// pageRange checks q (its limit and order already filled in) against its partition's bounds b
+// and says which offsets its page holds, [from, to) (empty: the page is), and the page without its
+// records. at lists the offsets for q.At (shared by the partitions of a read across them).
+func (c *Cluster) pageRange(ctx context.Context, q RecordQuery, b bounds, at *offsetsAt) (page Page, from, to int64, err error) {
+	op := fmt.Sprintf("records %s[%d]", named(q.Topic), q.Partition)
+	page = Page{Topic: q.Topic, Partition: q.Partition, Order: q.Order, Start: b.start, End: b.end, Stable: b.stable,
 		Isolation: q.Isolation, Records: []Record{}}
 	// A committed page ends at the last stable offset: what lies past it no read_committed
 	// consumer sees yet. Paging, anchors and the valid offsets all stop there.
@@ -151,26 +195,22 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	switch {
 	case q.Offset != nil:
 		if b.start >= page.End {
-			return Page{}, ops.Invalid("offset", fmt.Sprintf("partition %d is empty (start = end = %d)", q.Partition, page.End))
+			return Page{}, 0, 0, ops.Invalid("offset", fmt.Sprintf("partition %d is empty (start = end = %d)", q.Partition, page.End))
 		}
 		if q.Isolation == ReadCommitted && *q.Offset >= b.end && *q.Offset < page.End {
-			return Page{}, ops.Invalid("offset", fmt.Sprintf("offsets from %d of partition %d are past its last stable offset: "+
+			return Page{}, 0, 0, ops.Invalid("offset", fmt.Sprintf("offsets from %d of partition %d are past its last stable offset: "+
 				"a transaction opened there is still open, and read_committed consumers see nothing past it until it ends", b.end, q.Partition))
 		}
 		if *q.Offset < b.start || *q.Offset >= b.end {
-			return Page{}, ops.Invalid("offset", fmt.Sprintf("must be in [%d, %d) for partition %d", b.start, b.end, q.Partition))
+			return Page{}, 0, 0, ops.Invalid("offset", fmt.Sprintf("must be in [%d, %d) for partition %d", b.start, b.end, q.Partition))
 		}
 		anchor = *q.Offset
 	case b.start >= b.end:
-		return page, nil
+		return page, 0, 0, nil
 	case q.At != nil:
-		listed, err := c.adm.ListOffsetsAfterMilli(ctx, listMillis(*q.At), q.Topic)
+		lo, err := at.lookup(ctx, c, q.Topic, q.Partition, *q.At)
 		if err != nil {
-			return Page{}, c.fail(op+": offset for time", err)
-		}
-		lo, ok := listed.Lookup(q.Topic, q.Partition)
-		if !ok || lo.Err != nil {
-			return Page{}, c.fail(op+": offset for time", errOr(lo.Err, "partition missing from the listing"))
+			return Page{}, 0, 0, c.fail(op+": offset for time", err)
 		}
 		// The first record at or after At; none (Kafka answers the end, or -1) anchors the page
 		// past the end: "oldest" from there is empty, with the page before it as Prev, and
@@ -190,18 +230,23 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	}
 
 	limit := int64(q.Limit)
-	from, to := anchor, min(b.end, anchor+limit) // oldest: [anchor, anchor+limit)
+	from, to = anchor, min(b.end, anchor+limit) // oldest: [anchor, anchor+limit)
 	if q.Order == "newest" {
 		from, to = max(b.start, anchor-limit+1), anchor+1
 	}
-	recs, err := c.readRange(ctx, q.Topic, q.Partition, from, to, q.Isolation)
-	if err == nil && q.Isolation == ReadUncommitted {
-		err = c.markAborted(ctx, q.Topic, q.Partition, recs, page.Stable)
+	if from >= to {
+		page.finish(nil, from, to, limit, b.end)
 	}
-	if err != nil {
-		return Page{}, c.fail(op, err)
+	return page, from, to, nil
+}
+
+// finish puts the records read of [from, to) (ascending) on the page in its order and sets where
+// the pages before and after it start; end is where the page's reads stop (readable).
+func (page *Page) finish(recs []Record, from, to, limit, end int64) {
+	if recs == nil {
+		recs = []Record{}
 	}
-	if q.Order == "newest" {
+	if page.Order == "newest" {
 		for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
 			recs[i], recs[j] = recs[j], recs[i]
 		}
@@ -209,24 +254,23 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	page.Records = recs
 
 	older, newer := from-1, to // the nearest offsets outside the page
-	if q.Order == "newest" {
-		if older >= b.start {
+	if page.Order == "newest" {
+		if older >= page.Start {
 			page.Next = &older
 		}
-		if newer < b.end {
-			n := min(newer+limit-1, b.end-1)
+		if newer < end {
+			n := min(newer+limit-1, end-1)
 			page.Prev = &n
 		}
 	} else {
-		if newer < b.end {
+		if newer < end {
 			page.Next = &newer
 		}
-		if older >= b.start {
-			p := max(b.start, from-limit)
+		if older >= page.Start {
+			p := max(page.Start, from-limit)
 			page.Prev = &p
 		}
 	}
-	return page, nil
 }
 
 // readRange returns the records with offsets in [from, to) of one partition, ascending, as a

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -36,21 +36,7 @@ func TestScanVsKcat(t *testing.T) {
 	w := newKafkaWorld(t, 1)
 	ctx := context.Background()
 	start := time.Now()
-	for i := range n {
-		r := &kgo.Record{Topic: "dlt", Partition: 0, Key: fmt.Appendf(nil, "order-%d", i),
-			Value: fmt.Appendf(nil, `{"orderId":%d,"tenant":%d,"status":"FAILED","note":"payment gateway timed out"}`, i, i%7),
-			Headers: []kgo.RecordHeader{{Key: "tenant", Value: fmt.Appendf(nil, "%d", i%7)},
-				{Key: "kafka_dlt-exception-fqcn", Value: []byte("java.util.concurrent.TimeoutException")},
-				{Key: "kafka_dlt-original-topic", Value: []byte("orders")}}}
-		w.prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := w.prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	produceDLT(t, w, n)
 	t.Logf("produced %d records in %v", n, time.Since(start))
 	brokers := w.prod.OptValue(kgo.SeedBrokers).([]string)
 
@@ -89,13 +75,33 @@ func TestScanVsKcat(t *testing.T) {
 		return time.Since(t0), processCPU() - c0, res
 	}
 	kcat() // warm the broker's path once
+	rounds := 5
+	if v, err := strconv.Atoi(os.Getenv("REDRIVE_KCAT_ROUNDS")); err == nil {
+		rounds = v
+	}
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	// Each filter: rounds of kcat then the scan, alternating, and the medians of each side.
 	for _, expr := range []string{`key == "order-123"`, `headers["tenant"] == "3" && dead_letter.exception_type.endsWith("TimeoutException")`,
 		`value.orderId == 999999`} {
-		k, kc := kcat()
-		d, dc, res := scan(expr)
-		t.Logf("BENCH records=%d filter=%q kcat=%v (%.0f rec/s, cpu %v) scan=%v (%.0f rec/s, cpu %v) matched=%d ratio=%.0f%% cpu ratio=%.0f%%",
-			n, expr, k.Round(time.Millisecond), float64(n)/k.Seconds(), kc.Round(time.Millisecond), d.Round(time.Millisecond),
-			float64(n)/d.Seconds(), dc.Round(time.Millisecond), res.Matched, 100*k.Seconds()/d.Seconds(), 100*kc.Seconds()/dc.Seconds())
+		var kd, kcs, sd, scs []time.Duration
+		var matched int64
+		for range rounds {
+			k, kc := kcat()
+			d, dc, res := scan(expr)
+			kd, kcs, sd, scs, matched = append(kd, k), append(kcs, kc), append(sd, d), append(scs, dc), res.Matched
+		}
+		k, kc, d, dc := med(kd), med(kcs), med(sd), med(scs)
+		t.Logf("BENCH records=%d filter=%q medians of %d: kcat=%v (%.0f rec/s, cpu %v) scan=%v (%.0f rec/s, cpu %v) matched=%d speed=%.0f%% of kcat, cpu %.2fx kcat's",
+			n, expr, rounds, k.Round(time.Millisecond), float64(n)/k.Seconds(), kc.Round(time.Millisecond), d.Round(time.Millisecond),
+			float64(n)/d.Seconds(), dc.Round(time.Millisecond), matched, 100*k.Seconds()/d.Seconds(), dc.Seconds()/kc.Seconds())
+		t.Logf("BENCH rounds: kcat %v cpu %v; scan %v cpu %v", kd, kcs, sd, scs)
+		if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+			t.Logf("BENCH load average: %s", bytes.TrimSpace(l))
+		}
 	}
 
 	// Memory during an export-like pass: every record encoded to JSON and written (to io.Discard).
