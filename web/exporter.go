@@ -150,7 +150,10 @@ func newExporter(deps Deps) *exporter {
 		e.replays = deps.Store
 	}
 	if deps.Store != nil || len(deps.Outboxes) > 0 || len(deps.Kafka) > 0 || len(deps.Rabbit) > 0 {
-		e.problems = health.NewMonitor(overviewSources(deps).HealthSources())
+		if deps.Problems == nil {
+			deps.Problems = NewProblems(deps)
+		}
+		e.problems = deps.Problems
 	}
 	return e.init()
 }
@@ -334,7 +337,11 @@ func (e *exporter) collectOutbox(ctx context.Context, o exporterOutbox) ([]prome
 	}
 	var s series
 	name := o.Name()
-	for _, status := range outbox.Statuses {
+	states := outbox.Statuses
+	if st.Format != nil { // a registry format: its own states (none for debezium)
+		states = st.Format.States
+	}
+	for _, status := range states {
 		s.add(descOutboxEvents, prometheus.GaugeValue, float64(st.Counts[status]), name, string(status))
 	}
 	s.add(descOutboxStuck, prometheus.GaugeValue, float64(st.StuckLeases), name)

@@ -19,7 +19,7 @@ import (
 // DDL, upper-case) and a namastack outbox_record in PostgreSQL beside the seed's outbox: the API
 // names each outbox's format and keys its counts by that format's own states (cross-checked with
 // the mariadb CLI), the overview raises the FAILED publications naming the application-side call,
-// a repair of a registry is refused with a 409, and the page shows the registry's states, groups
+// a repair of a registry is refused with a 409, /metrics carries each format's own states, and the page shows the registry's states, groups
 // and records — a hostile serialized event as text — and says the console writes nothing.
 func TestOutboxFormatsInAPIAndPage(t *testing.T) {
 	storeDSN, seedDSN := pgtest.NewDatabase(t), seededOutbox(t)
@@ -127,6 +127,18 @@ outboxes:
 	if !strings.Contains(ov.body, "Outbox modulith: 2 FAILED row(s) in its Spring Modulith event publication registry") ||
 		!strings.Contains(ov.body, "Outbox records: 1 FAILED row(s)") {
 		t.Errorf("overview without the registries' FAILED rows: %s", ov.body)
+	}
+
+	// The exporter's outbox series carry each format's own states.
+	m := scrape(t, base)
+	if v, ok := m[series("redrive_outbox_events", "outbox", "modulith", "status", "FAILED")]; !ok || v != 2 {
+		t.Errorf("redrive_outbox_events{modulith,FAILED} = %v (%v), want 2", v, ok)
+	}
+	if _, ok := m[series("redrive_outbox_events", "outbox", "modulith", "status", "READY")]; ok {
+		t.Error("a seed state exported for the spring-modulith outbox")
+	}
+	if v := m[series("redrive_outbox_events", "outbox", "orders", "status", "READY")]; v == 0 {
+		t.Error("the seed outbox's READY series is gone")
 	}
 
 	ctx, dialogs := newBrowser(t)
