@@ -18,7 +18,7 @@ import (
 // TestOutboxFormatsInAPIAndPage: a Spring Modulith registry in MariaDB (Spring Modulith's MySQL
 // DDL, upper-case) and a namastack outbox_record in PostgreSQL beside the seed's outbox: the API
 // names each outbox's format and keys its counts by that format's own states (cross-checked with
-// the mariadb CLI), the overview raises the FAILED publications naming the application-side call,
+// the mariadb CLI), a serialized event is masked by the redaction rules, the overview raises the FAILED publications naming the application-side call,
 // a repair of a registry is refused with a 409, /metrics carries each format's own states, and the page shows the registry's states, groups
 // and records — a hostile serialized event as text — and says the console writes nothing.
 func TestOutboxFormatsInAPIAndPage(t *testing.T) {
@@ -39,7 +39,7 @@ func TestOutboxFormatsInAPIAndPage(t *testing.T) {
 	}
 	const billing = "com.acme.billing.Invoicing.on(com.acme.order.OrderPlaced)"
 	pub("00000000-0000-4000-8000-000000000001", "FAILED", billing, hostile, 30, false)
-	pub("00000000-0000-4000-8000-000000000002", "FAILED", billing, `{"orderId":"o-2"}`, 20, false)
+	pub("00000000-0000-4000-8000-000000000002", "FAILED", billing, `{"orderId":"o-2","card":{"number":"4111111111111111"}}`, 20, false)
 	pub("00000000-0000-4000-8000-000000000003", "PUBLISHED", "com.acme.mail.Mailer.on(com.acme.order.OrderPlaced)", `{"orderId":"o-3"}`, 1, false)
 	pub("00000000-0000-4000-8000-000000000004", "COMPLETED", billing, `{"orderId":"o-4"}`, 60, true)
 	namastack := pgtest.NewDatabase(t)
@@ -52,6 +52,7 @@ func TestOutboxFormatsInAPIAndPage(t *testing.T) {
 			'SMTP 550', now() AT TIME ZONE 'UTC', 0, 'mailer')`)
 	base := startConsole(t, fmt.Sprintf(`auth: {mode: none}
 store: {dsn: %q}
+redaction: {json_paths: ["$.card.number"]}
 outboxes:
   - {name: orders, dsn: %q}
   - {name: modulith, dsn: %q, format: spring-modulith}
@@ -119,6 +120,12 @@ outboxes:
 	if nf := do(t, nil, "GET", base+"/api/v1/outboxes/modulith/events/"+strings.Repeat("x", 300), "", ""); nf.status != 404 || len(nf.body) > 400 {
 		t.Errorf("an unknown record: %d %s", nf.status, nf.body)
 	}
+	// The serialized event is masked like any payload.
+	masked := do(t, nil, "GET", base+"/api/v1/outboxes/modulith/events/00000000-0000-4000-8000-000000000002", "", "")
+	if masked.status != 200 || strings.Contains(masked.body, "4111111111111111") || !strings.Contains(masked.body, `"payload_redacted":true`) ||
+		!strings.Contains(masked.body, `"state":"FAILED"`) {
+		t.Errorf("a record's serialized event: %d %s", masked.status, masked.body)
+	}
 	rq := do(t, nil, "POST", base+"/api/v1/outboxes/modulith/events/requeue", "application/json", `{"ids":[1],"reason":"retry"}`)
 	if rq.status != 409 || !strings.Contains(rq.body, "FailedEventPublications.resubmit") {
 		t.Errorf("requeue on a registry: %d %s", rq.status, rq.body)
@@ -151,7 +158,7 @@ outboxes:
 	if failed != "2" || !strings.Contains(readOnly, "FailedEventPublications.resubmit") || groups != 2 || rows != 4 {
 		t.Errorf("modulith page: FAILED %q, read-only %q, %d groups, %d rows", failed, readOnly, groups, rows)
 	}
-	act(t, ctx, chromedp.Navigate(base+"/outboxes/modulith/events/00000000-0000-4000-8000-000000000001"), chromedp.WaitVisible(`[data-testid="payload"]`))
+	act(t, ctx, chromedp.Navigate(base+"/outboxes/modulith/events/00000000-0000-4000-8000-000000000001?reveal=true"), chromedp.WaitVisible(`[data-testid="payload"]`))
 	payload := must(t, ctx, chromedp.Text(`[data-testid="payload"]`))
 	pwned := must(t, ctx, chromedp.Evaluate[bool](`window.__pwned !== undefined`))
 	if !strings.Contains(payload, "<script>") || pwned || dialogs.Load() != 0 {

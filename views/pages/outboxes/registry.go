@@ -3,6 +3,7 @@ package outboxes
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/paths"
@@ -124,3 +125,11 @@ func timeText(t *time.Time) string {
 }
 
 func fmtNum(n int64) string { return components.FormatNum(n) }
+
+// capital is s with its first letter upper-case, for a column header.
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
