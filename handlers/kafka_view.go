@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
@@ -75,7 +76,7 @@ const maxRenderedValue = 64 << 10
 
 func toRecordView(r kafka.Record) kafkapages.RecordView {
 	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
-		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable}
+		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable, ReplayJob: trace.ReplayCopyOf(r)}
 	v.Key, v.KeyEncoding = payload.Render(r.Key)
 	v.Value, v.ValueEncoding = payload.Render(r.Value)
 	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)

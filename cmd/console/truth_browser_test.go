@@ -96,7 +96,7 @@ func TestBrowserErrorPageLinksAndOnePost(t *testing.T) {
 	ctx, _ := newBrowser(t)
 
 	plan := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
-		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":2,"from_offset":0,"to_offset":0}}`)
+		`{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":2,"from_offset":0,"to_offset":29}}`)
 	p := decode[struct {
 		PlanID string `json:"plan_id"`
 	}](t, plan)
@@ -106,10 +106,22 @@ func TestBrowserErrorPageLinksAndOnePost(t *testing.T) {
 		job = decode[struct{ ID, Status string }](t, r)
 		return r.status == http.StatusOK
 	})
+	var ended struct {
+		Status    string
+		Published int
+	}
 	waittest.Until(t, 30*time.Second, "the job to end", func() bool {
-		j := decode[struct{ Status string }](t, do(t, nil, "GET", base+"/api/v1/replays/"+job.ID, "", ""))
-		return j.Status == "done" || j.Status == "failed" || j.Status == "cancelled"
+		ended = decode[struct {
+			Status    string
+			Published int
+		}](t, do(t, nil, "GET", base+"/api/v1/replays/"+job.ID, "", ""))
+		return ended.Status == "done" || ended.Status == "failed" || ended.Status == "cancelled"
 	})
+	// Item 3: the copy the job published is marked as Redrive's on the orders topic's page.
+	act(t, ctx, chromedp.Navigate(base+"/kafka/main/topics/orders?limit=500"), chromedp.WaitVisible(`[data-testid="records-table"]`))
+	if n := countOf(t, ctx, `[data-testid="replay-copy"]`); n != ended.Published || n == 0 {
+		t.Errorf("%d records marked replay copy on the orders page; the job published %d", n, ended.Published)
+	}
 	// The job page's Cancel, posted after the job ended (a second tab, a stale page): a 409.
 	act(t, ctx, chromedp.Navigate(base+"/replays/"+job.ID))
 	must(t, ctx, chromedp.Evaluate[bool](`(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/replays/`+job.ID+`/cancel";

@@ -537,10 +537,18 @@ func (r *run) recordStep(cluster, role string, rec kafka.Record) Step {
 	shownID, _ := r.t.recordIDs(rec)
 	f := fact{role: role, messageID: unmasked(shownID), key: string(rec.Key), topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
 	var d []string
-	switch role {
-	case "dead_letter":
+	// A record carrying Redrive's x-redrive-replay-id is a replay copy a job published, not the
+	// service's own publication: the trace said "published to orders/0 at offset 1466" of one.
+	job := ReplayCopyOf(rec)
+	switch {
+	case role == "original" && job != "":
+		f.role = RoleReplayCopy
+		d = append(d, "replay copy published by Redrive's job "+payload.Clip(job, 64))
+	case role == "dead_letter" && job != "":
+		d = append(d, "dead letter of a replay copy (Redrive's job "+payload.Clip(job, 64)+")")
+	case role == "dead_letter":
 		d = append(d, "dead letter")
-	case "retry":
+	case role == "retry":
 		d = append(d, "retry")
 	default:
 		d = append(d, "published")
@@ -614,4 +622,22 @@ func text(b []byte) string {
 		return s
 	}
 	return fmt.Sprintf("(%d bytes, binary)", len(b))
+}
+
+// RoleReplayCopy is the role of a record in the original topic that a Redrive replay job
+// published (it carries x-redrive-replay-id): the message again, not its first publication.
+const RoleReplayCopy = "replay_copy"
+
+// ReplayCopyOf is the replay job that published rec (its x-redrive-replay-id header, as
+// ops/replay writes it), "" when rec is no replay copy.
+func ReplayCopyOf(rec kafka.Record) string {
+	for _, h := range rec.Headers {
+		if strings.EqualFold(h.Key, "x-redrive-replay-id") {
+			if v := strings.TrimSpace(string(h.Value)); v != "" {
+				return v
+			}
+			return "unknown"
+		}
+	}
+	return ""
 }

@@ -120,6 +120,9 @@ func verdict(q Query, steps []Step, consumers []configs.Consumer) string {
 			add("dead-lettered to " + s.fact.topic)
 		}
 	}
+	for _, s := range by(KindKafka, true, RoleReplayCopy) {
+		add(fmt.Sprintf("replayed by Redrive to %s/%d at offset %d", s.fact.topic, s.fact.partition, s.fact.offset))
+	}
 
 	// RabbitMQ.
 	for _, s := range by(KindRabbitMQ, true) {

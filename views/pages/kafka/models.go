@@ -295,6 +295,9 @@ type RecordView struct {
 	// consumer received it, it is no dead letter and is offered for no replay. Unstable: at or
 	// past the last stable offset, not decided yet.
 	Aborted, Unstable bool
+	// ReplayJob is the Redrive replay job whose copy this record is (its x-redrive-replay-id):
+	// the message again, not a service's own publication or failure; "" for any other record.
+	ReplayJob string
 }
 
 // Plannable is whether the record may be selected for a replay: a dead letter a consumer
