@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -208,11 +209,53 @@ type scanPools struct{ bufs, recs sync.Pool }
 
 var scanBuffers = &scanPools{}
 
-func (p *scanPools) GetDecompressBytes(compressed []byte, _ kgo.CompressionCodecType) []byte {
+func (p *scanPools) GetDecompressBytes(compressed []byte, codec kgo.CompressionCodecType) []byte {
+	want := decodedSize(compressed, codec)
 	if b, ok := p.bufs.Get().(*[]byte); ok {
-		return *b // kgo grows it when short
+		if cap(*b) >= want {
+			return *b
+		}
+		// Too short: snappy would decode into a slice of its own, and this one go to waste.
 	}
-	return make([]byte, 0, 4*len(compressed))
+	return make([]byte, 0, want)
+}
+
+// xerialMagic starts a snappy batch in xerial framing (what the Java client writes): a 16-byte
+// header, then chunks, each a 4-byte big-endian size and a snappy block.
+var xerialMagic = []byte{130, 83, 78, 65, 80, 80, 89, 0}
+
+// decodedSize is how large a batch decompresses: exact for snappy (each block starts with its
+// decoded length), which decodes into the buffer only when it has the room; four times the
+// compressed size for the codecs that grow their buffer as they go.
+func decodedSize(compressed []byte, codec kgo.CompressionCodecType) int {
+	guess := 4 * len(compressed)
+	if codec != kgo.CodecSnappy {
+		return guess
+	}
+	if !bytes.HasPrefix(compressed, xerialMagic) {
+		if n, used := binary.Uvarint(compressed); used > 0 && n <= 1<<30 {
+			return int(n)
+		}
+		return guess
+	}
+	total := 0
+	for rem := compressed[min(16, len(compressed)):]; len(rem) >= 4; {
+		size := int(binary.BigEndian.Uint32(rem))
+		rem = rem[4:]
+		if size > len(rem) {
+			return guess
+		}
+		n, used := binary.Uvarint(rem[:size])
+		if used <= 0 || n > 1<<30 {
+			return guess
+		}
+		total += int(n)
+		rem = rem[size:]
+	}
+	if total == 0 {
+		return guess
+	}
+	return total
 }
 
 func (p *scanPools) PutDecompressBytes(b []byte) { p.bufs.Put(&b) }

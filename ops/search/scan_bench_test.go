@@ -55,6 +55,7 @@ func BenchmarkScanFilters(b *testing.B) {
 	for _, name := range []string{"key", "header", "value"} {
 		b.Run(name, func(b *testing.B) {
 			f := mustCompile(b, Kafka, benchFilters[name])
+			c0 := processCPU()
 			for b.Loop() {
 				res, err := ScanKafka(context.Background(), w.c, Query{Topic: "dlt", Partition: &p, Order: "oldest", Filter: f,
 					Each: func(kafka.Record) error { return nil }})
@@ -63,6 +64,7 @@ func BenchmarkScanFilters(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rec/s")
+			b.ReportMetric(float64((processCPU()-c0).Nanoseconds())/float64(n)/float64(b.N), "cpu-ns/rec")
 		})
 	}
 }
