@@ -141,6 +141,7 @@ kafka:
   - name: main
     brokers: [%q]
     schema_registry: {url: %q}
+    lag: {warn_after_seconds: %d}  # inventory-service, days behind, is WARN (see cmd/internal/demo)
 rabbitmq:
   - name: main
     url: %q
@@ -160,7 +161,7 @@ notify:
     - {name: on-call, type: webhook, url: %q, secret: demo-secret}
   rules:
     - {match: {}, channels: [on-call]}
-`, *listen, pg.DSN("redrive"), pg.DSN("orders"), maria.DSN("refunds"), maria.DSN("refunds"), kafka.Addrs()[0], registry.URL(), rmq.URL(), rmq.ManagementURL(),
+`, *listen, pg.DSN("redrive"), pg.DSN("orders"), maria.DSN("refunds"), maria.DSN("refunds"), kafka.Addrs()[0], registry.URL(), demo.WarnAfterSeconds, rmq.URL(), rmq.ManagementURL(),
 		pg.DSN("orders"), maria.DSN("ledger"), webhook.URL())
 	cfgPath := filepath.Join(abs, "console.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {

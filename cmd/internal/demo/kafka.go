@@ -31,8 +31,12 @@ var demoExceptions = []struct{ fqcn, cause, message string }{
 // ctx ends: orders keep arriving, inventory-service consumes slower than that (its lag grows),
 // shipping-service holds its partitions without committing (stalled), billing-service keeps up.
 func SeedKafka(ctx context.Context, brokers []string) error {
+	// Batches of at most seedBatchBytes, as a relay that produced the history over days would
+	// have written it: one batch of a partition's whole history is returned to a fetch only when
+	// no other partition has data for it (Kafka's and kfake's rule for a batch above the
+	// partition's fetch size), so a paced consumer read partition 0 and never committed on 1, 2.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("orders"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AllowAutoTopicCreation())
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchMaxBytes(seedBatchBytes))
 	if err != nil {
 		return err
 	}
@@ -138,14 +142,34 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 	return nil
 }
 
+// The demo's consumer groups and the state each is meant to show on the Kafka pages (sampled every
+// 5 s, Burrow's rules with the default window of 5 min; TestDemoGroupsAreInTheirStates checks
+// each against the lag evaluator):
+//
+//   - billing-service reads orders as fast as the relay produces and commits what it read on
+//     every partition: OK.
+//   - inventory-service processes two records a second, one partition after the other, and
+//     commits each: its commits move on every partition while its lag grows (the relay produces
+//     about four a second) and it is days behind (it started at the seeded history):
+//     WARN, "… behind (warn after 10m)" (WarnAfterSeconds, which console demo configures).
+//   - shipping-service took its first records, committed them and holds its partitions without
+//     consuming more: STALL (STOP once no commit was seen for 15 min).
+//   - legacy-reporting committed long ago and has no members: EMPTY, its lag left behind.
+//   - ledger-service (refunds, RunRefunds) keeps up: OK; fraud-check waits with no member at the
+//     poison record of refunds: EMPTY.
+//
+// WarnAfterSeconds is the time lag the demo's Kafka cluster warns after (lag.warn_after_seconds).
+const WarnAfterSeconds = 600
+
+// seedBatchBytes bounds the seed's record batches (a record is under 1 KiB).
+const seedBatchBytes = 4 << 10
+
 // RunKafkaTraffic keeps the demo's consumer groups of the orders topic alive until ctx ends (the
-// orders relay, RunRelay, produces to it): billing-service keeps up, inventory-service consumes
-// slower than the relay produces (its lag grows), shipping-service holds its partitions without
-// committing (stalled).
+// orders relay, RunRelay, produces to it), each in the state described above.
 func RunKafkaTraffic(ctx context.Context, brokers []string) {
-	go consumeAt(ctx, brokers, OrdersTopic, "billing-service", 50, true)  // keeps up
-	go consumeAt(ctx, brokers, OrdersTopic, "inventory-service", 2, true) // slower than the relay: lag grows
-	consumeAt(ctx, brokers, OrdersTopic, "shipping-service", 200, false)  // holds its partitions, never commits: stalled
+	go consume(ctx, brokers, OrdersTopic, "billing-service", 0)   // keeps up
+	go consume(ctx, brokers, OrdersTopic, "inventory-service", 2) // slower than the relay: lag grows
+	holdWithoutCommitting(ctx, brokers, OrdersTopic, "shipping-service")
 }
 
 // every calls step with 0, 1, 2, … once an interval, the first an interval from now, until ctx
@@ -165,35 +189,64 @@ func every(ctx context.Context, interval time.Duration, step func(i int) error) 
 	}
 }
 
-// consumeAt consumes topic as a group member at most perSecond records a second.
-func consumeAt(ctx context.Context, brokers []string, topic, group string, perSecond int, commit bool) {
-	opts := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(4 << 10)}
-	cl, err := kgo.NewClient(opts...)
+// consume consumes topic as a member of group from the start and commits each record it
+// processed: as fast as records come with perSecond 0, else perSecond records a second, taken from
+// the partitions in turn (a fetch brings a few records of each: a paced consumer that read one
+// partition's fetch before the next would leave the others' commits standing for seconds).
+func consume(ctx context.Context, brokers []string, topic, group string, perSecond int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(seedBatchBytes))
 	if err != nil {
 		return
 	}
 	defer cl.Close()
-	if !commit {
-		// Take the first records so the group has a position, then stop consuming: members stay.
-		fs := cl.PollRecords(ctx, 50)
-		if len(fs.Records()) > 0 {
-			_ = cl.CommitRecords(ctx, fs.Records()...)
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		if perSecond <= 0 {
+			if recs := fs.Records(); len(recs) > 0 {
+				_ = cl.CommitRecords(ctx, recs...)
+			}
+			continue
 		}
-		cl.PauseFetchTopics(topic)
-		<-ctx.Done()
+		var queues [][]*kgo.Record // one per partition, in offset order
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 {
+				queues = append(queues, p.Records)
+			}
+		})
+		for len(queues) > 0 && ctx.Err() == nil {
+			var next [][]*kgo.Record
+			for _, q := range queues {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second / time.Duration(perSecond)):
+				}
+				_ = cl.CommitRecords(ctx, q[0])
+				if len(q) > 1 {
+					next = append(next, q[1:])
+				}
+			}
+			queues = next
+		}
+	}
+}
+
+// holdWithoutCommitting joins group, takes the first records of topic so the group has a
+// position, commits them and then consumes nothing more while it stays a member.
+func holdWithoutCommitting(ctx context.Context, brokers []string, topic, group string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(seedBatchBytes))
+	if err != nil {
 		return
 	}
-	for ctx.Err() == nil {
-		fs := cl.PollRecords(ctx, perSecond)
-		if recs := fs.Records(); len(recs) > 0 {
-			_ = cl.CommitRecords(ctx, recs...)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
+	defer cl.Close()
+	fs := cl.PollRecords(ctx, 50)
+	if len(fs.Records()) > 0 {
+		_ = cl.CommitRecords(ctx, fs.Records()...)
 	}
+	cl.PauseFetchTopics(topic)
+	<-ctx.Done()
 }
 
 // historyRecord is the record the relay produced for e: in its key's partition of topic (of n).
