@@ -1,14 +1,18 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -138,9 +142,32 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{`{"ids":[1,2]}`, `{"all_stuck":true}`, `{"ids":["x"]}`, `{`, `[]`, `{"ids":[1]}{"ids":[2]}`, ""} {
 		f.Add(s)
 	}
+	// What a body decodes to is what encoding/json reads of it; what it is refused with is a 400
+	// (or 413) in the user's words: the field or "body", never a Go type or the decoder's text.
+	goWords := regexp.MustCompile(`int64|uint|float64|\[\]|struct|map\[|json:|handlers\.|requeueRequest|Go value`)
 	f.Fuzz(func(t *testing.T, body string) {
 		var into requeueRequest
-		_ = decodeJSON(bodyContext(body), &into)
+		err := decodeJSON(bodyContext(body), &into)
+		if err == nil {
+			var plain requeueRequest
+			if jerr := json.Unmarshal([]byte(body), &plain); jerr != nil || !reflect.DeepEqual(plain, into) {
+				t.Fatalf("%q decoded to %+v; encoding/json reads %+v (%v)", body, into, plain, jerr)
+			}
+			if !utf8.ValidString(into.Reason) {
+				t.Fatalf("%q decoded to a reason that is not UTF-8: %q", body, into.Reason)
+			}
+			return
+		}
+		var he *echo.HTTPError
+		if errors.As(err, &he) && he.Code == http.StatusRequestEntityTooLarge {
+			return
+		}
+		if !errors.Is(err, ops.ErrInvalid) {
+			t.Fatalf("%q refused with %v, not a 400", body, err)
+		}
+		if msg := ops.Message(err); msg == "" || goWords.MatchString(msg) {
+			t.Fatalf("%q refused with %q: not in the user's words", body, msg)
+		}
 	})
 }
 

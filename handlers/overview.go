@@ -59,9 +59,10 @@ func (src OverviewSources) HealthSources() health.Sources {
 	return hs
 }
 
-// NewOverview wires the overview from the same adapters the other pages use.
-func NewOverview(src OverviewSources, meta MetaFunc) *Overview {
-	return &Overview{monitor: health.NewMonitor(src.HealthSources()), meta: meta}
+// NewOverview lists what monitor finds: the one health monitor, which the exporter and the
+// notifier evaluate too (web.Deps.Problems).
+func NewOverview(monitor *health.Monitor, meta MetaFunc) *Overview {
+	return &Overview{monitor: monitor, meta: meta}
 }
 
 // Problem is one thing on fire, as GET /api/v1/overview lists it (health.Problem).

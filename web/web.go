@@ -112,6 +112,17 @@ type Deps struct {
 
 	// Tracer follows one message across every source (ops/trace); nil answers the trace routes 404.
 	Tracer handlers.Tracer
+
+	// Problems is the one health monitor that the overview, the exporter's redrive_problems and
+	// the notifier evaluate, so that a failing source is logged once and every reader applies the
+	// same rules to the same sources (NewProblems builds it; cmd shares it with the notifier). nil:
+	// New builds it from the other fields.
+	Problems *health.Monitor
+}
+
+// NewProblems builds the health monitor over the sources in deps.
+func NewProblems(deps Deps) *health.Monitor {
+	return health.NewMonitor(overviewSources(deps).HealthSources())
 }
 
 // overviewSources are the adapters the one problem model (ops/health) reads: the overview and the
@@ -155,6 +166,9 @@ var selfCompressed = map[string]bool{paths.APIKafkaGroupsPattern: true}
 
 // New builds the echo server with every route registered.
 func New(deps Deps, opts Options) (*echo.Echo, error) {
+	if deps.Problems == nil {
+		deps.Problems = NewProblems(deps)
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// Refused anonymous requests and failed sign-ins are recorded at a bounded rate (audit.*):
@@ -262,7 +276,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		outboxes: handlers.NewOutboxes(deps.Outboxes, deps.Store, meta, red).GuardedBy(deps.FourEyes),
 		audit:    handlers.NewAudit(deps.Store, meta).Redacting(red),
 		health:   handlers.NewHealth(deps.Checks),
-		overview: handlers.NewOverview(overviewSources(deps), meta),
+		overview: handlers.NewOverview(deps.Problems, meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, red, deps.KafkaLag).ExportsBy(search),
 		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, red).ExportsBy(search).ReplaysBy(rabbitReplays(deps.Replay)),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(red),

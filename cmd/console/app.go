@@ -27,7 +27,6 @@ import (
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/trace"
-	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/web"
 )
 
@@ -40,6 +39,7 @@ type app struct {
 	inboxes  []*inbox.Inbox
 	sampler  *sampler.Sampler // nil when nothing is sampled
 	notifier *notify.Notifier // nil when notify.channels is empty
+	problems *health.Monitor  // the one health monitor: the overview, the exporter and the notifier
 	engine   *replay.Engine
 	offsets  *offsets.Mover // nil without Kafka clusters
 	tracer   *trace.Tracer
@@ -170,6 +170,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		}
 	}
 	a.tracer = a.buildTracer(cfg, log)
+	a.problems = web.NewProblems(a.webDeps(log))
 	if len(cfg.Notify.Channels) > 0 {
 		if a.notifier, err = a.buildNotifier(cfg, log); err != nil {
 			a.Close()
@@ -194,16 +195,9 @@ func (a *app) buildTracer(cfg *configs.Config, log *slog.Logger) *trace.Tracer {
 	return trace.New(o)
 }
 
-// buildNotifier evaluates the same problems as the overview (ops/health) for notifications.
+// buildNotifier notifies what the one health monitor finds (a.problems, which the overview and
+// the exporter evaluate too).
 func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Notifier, error) {
-	src := handlers.OverviewSources{Checks: a.checks, Replays: a.engine, ErrorGroups: a.redact.Episodes(a.store), NewGroupWindow: a.newGroupWindow}
-	src.Outboxes = as[handlers.OutboxService](a.outboxes)
-	// DEAD events marked resolved or ignored are not notified, as the overview leaves them out.
-	src.OutboxSettled = triage.New(a.store, nil).WithOutboxes(as[triage.OutboxTable](a.outboxes))
-	if a.sampler != nil {
-		src.Lag, src.Queues = a.sampler, a.sampler
-		src.Kafka, src.Rabbit = as[handlers.KafkaCluster](a.kafka), as[handlers.RabbitBroker](a.rabbit)
-	}
 	owner := "console-" + strconv.Itoa(os.Getpid())
 	if host, err := os.Hostname(); err == nil {
 		owner = host + "-" + strconv.Itoa(os.Getpid())
@@ -211,8 +205,7 @@ func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Noti
 	if a.sampler != nil {
 		owner = a.sampler.ReplicaID()
 	}
-	return notify.New(notify.Options{Store: a.store, Problems: health.NewMonitor(src.HealthSources()), Config: cfg.Notify,
-		Owner: owner, Logger: log})
+	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: cfg.Notify, Owner: owner, Logger: log})
 }
 
 // groupsByTopic reads the lag snapshot for the consumer groups of each topic.
@@ -236,7 +229,7 @@ func (a *app) groupsByTopic(ctx context.Context, cluster string) map[string][]st
 func (a *app) webDeps(log *slog.Logger) web.Deps {
 	d := web.Deps{Logger: log, Store: a.store, Checks: a.checks, Registry: a.registry, Replay: a.engine, KafkaLag: a.lagRules,
 		ErrorGroups: a.redact.Episodes(a.store), NewGroupWindow: a.newGroupWindow, Tracer: a.tracer, Redaction: a.redact,
-		FourEyes: a.fourEyes}
+		FourEyes: a.fourEyes, Problems: a.problems}
 	d.Outboxes = as[handlers.OutboxService](a.outboxes)
 	d.Kafka, d.Search.Kafka = as[handlers.KafkaCluster](a.kafka), as[handlers.SearchCluster](a.kafka)
 	d.Rabbit, d.Search.Rabbit = as[handlers.RabbitBroker](a.rabbit), as[handlers.SearchBroker](a.rabbit)
