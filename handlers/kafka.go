@@ -703,10 +703,16 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sampledLag := g.TotalLag
 	g, offsetsAt := h.liveOffsets(c.Request().Context(), k, snap, g)
+	reason := g.Status.Reason
+	if !offsetsAt.IsZero() && g.TotalLag != sampledLag && reason != "" && !snap.At.IsZero() {
+		// The verdict is the sample's and says its lag; the lag shown is read now.
+		reason += fmt.Sprintf(" (at the sample, %s ago; total lag now %s)", ops.FormatAge(time.Since(snap.At).Truncate(time.Second)), ops.FormatNum(g.TotalLag))
+	}
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
 		Cluster: k.Name(), Name: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members,
-		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, SampledAt: snap.At,
+		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: reason, SampledAt: snap.At,
 		Range: rangeLabel, LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots), Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
 	if g.RateKnown {
 		page.Rate = fmt.Sprintf("%.1f msg/s", g.Rate)

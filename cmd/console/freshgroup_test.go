@@ -98,6 +98,10 @@ sampler: {interval: 60s}
 	if took := time.Since(start); r.status != 200 || took > 250*time.Millisecond {
 		t.Fatalf("group page: %d after %v", r.status, took)
 	}
+	// The verdict is the sample's and quotes its lag: the page says so beside the lag read now.
+	if !strings.Contains(r.body, "total lag now 0)") {
+		t.Errorf("the group page's reason does not say the sample's lag is not the lag now")
+	}
 	if !strings.Contains(r.body, "offsets read live") {
 		t.Errorf("the group page does not say its offsets were read now")
 	}
