@@ -16,7 +16,8 @@ import (
 )
 
 // TestOutboxFormatsInAPIAndPage: a Spring Modulith registry in MariaDB (Spring Modulith's MySQL
-// DDL, upper-case) and a namastack outbox_record in PostgreSQL beside the seed's outbox: the API
+// DDL, upper-case), a namastack outbox_record and a Debezium outbox table in PostgreSQL beside the
+// seed's outbox: the API
 // names each outbox's format and keys its counts by that format's own states (cross-checked with
 // the mariadb CLI), a serialized event is masked by the redaction rules, the overview raises the FAILED publications naming the application-side call,
 // a repair of a registry is refused with a 409, /metrics carries each format's own states, and the page shows the registry's states, groups
@@ -50,6 +51,11 @@ func TestOutboxFormatsInAPIAndPage(t *testing.T) {
 		INSERT INTO outbox_record VALUES ('r-1', 'NEW', 'order-1', 'OrderPlaced', '{}', NULL, now() AT TIME ZONE 'UTC', NULL, 0, NULL,
 			now() AT TIME ZONE 'UTC', 0, 'mailer'), ('r-2', 'FAILED', 'order-2', 'OrderPlaced', '{}', NULL, now() AT TIME ZONE 'UTC', NULL, 5,
 			'SMTP 550', now() AT TIME ZONE 'UTC', 0, 'mailer')`)
+	pgtest.Exec(t, namastack, `CREATE TABLE outbox (id UUID PRIMARY KEY, aggregatetype VARCHAR(255) NOT NULL,
+		aggregateid VARCHAR(255) NOT NULL, type VARCHAR(255) NOT NULL, payload JSONB, created_at TIMESTAMPTZ NOT NULL DEFAULT now());
+		INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, created_at) VALUES
+			(gen_random_uuid(), 'Shipment', 's-1', 'ShipmentCreated', '{}', now() - interval '2 hours'),
+			(gen_random_uuid(), 'Shipment', 's-2', 'ShipmentCreated', '{}', now())`)
 	base := startConsole(t, fmt.Sprintf(`auth: {mode: none}
 store: {dsn: %q}
 redaction: {json_paths: ["$.card.number"]}
@@ -57,7 +63,8 @@ outboxes:
   - {name: orders, dsn: %q}
   - {name: modulith, dsn: %q, format: spring-modulith}
   - {name: records, dsn: %q, format: namastack}
-`, storeDSN, seedDSN, modulith, namastack))
+  - {name: cdc, dsn: %q, format: debezium, columns: {created_at: created_at}}
+`, storeDSN, seedDSN, modulith, namastack, namastack))
 
 	var list struct {
 		Outboxes []struct {
@@ -72,7 +79,7 @@ outboxes:
 		}
 	}
 	r := do(t, nil, "GET", base+"/api/v1/outboxes", "", "")
-	if err := json.Unmarshal([]byte(r.body), &list); err != nil || r.status != 200 || len(list.Outboxes) != 3 {
+	if err := json.Unmarshal([]byte(r.body), &list); err != nil || r.status != 200 || len(list.Outboxes) != 4 {
 		t.Fatalf("GET /api/v1/outboxes: %d %s (%v)", r.status, r.body, err)
 	}
 	keys := func(m map[string]int64) []string {
@@ -83,7 +90,11 @@ outboxes:
 		slices.Sort(ks)
 		return ks
 	}
-	seed, mod, nam := list.Outboxes[0], list.Outboxes[1], list.Outboxes[2]
+	seed, mod, nam, cdc := list.Outboxes[0], list.Outboxes[1], list.Outboxes[2], list.Outboxes[3]
+	if cdc.Format != "debezium" || cdc.Counts == nil || len(cdc.Counts) != 0 || cdc.Registry == nil || cdc.Registry.Attention != 0 ||
+		!strings.Contains(cdc.Registry.ReadOnly, "connector") {
+		t.Errorf("debezium outbox: %+v %+v", cdc, cdc.Registry)
+	}
 	if seed.Format != "seed" || !slices.Equal(keys(seed.Counts), []string{"DEAD", "FAILED", "PROCESSING", "READY", "SENT"}) || seed.Registry != nil {
 		t.Errorf("seed outbox: %+v", seed)
 	}
@@ -164,9 +175,16 @@ outboxes:
 	if !strings.Contains(payload, "<script>") || pwned || dialogs.Load() != 0 {
 		t.Errorf("hostile serialized event: %q, pwned %v, dialogs %d", payload, pwned, dialogs.Load())
 	}
+	act(t, ctx, chromedp.Navigate(base+"/outboxes/cdc"), chromedp.WaitVisible(`[data-testid="records-table"]`))
+	cdcRows := must(t, ctx, chromedp.Text(`[data-testid="count-rows"] [data-testid="stat-value"]`))
+	cdcNote := must(t, ctx, chromedp.Text(`[data-testid="read-only"]`))
+	if cdcRows != "2" || !strings.Contains(cdcNote, "connector's offsets") || countOf(t, ctx, `[data-testid^="count-"]`) != 1 {
+		t.Errorf("debezium page: rows %q, note %q", cdcRows, cdcNote)
+	}
+	screenshot(t, ctx, "outbox-debezium")
 	act(t, ctx, chromedp.Navigate(base+"/outboxes"), chromedp.WaitVisible(`[data-testid="registry-stats"]`))
-	if n := countOf(t, ctx, `[data-testid="registry-stats"]`); n != 2 {
-		t.Errorf("%d registry panels on the outboxes page, want 2", n)
+	if n := countOf(t, ctx, `[data-testid="registry-stats"]`); n != 3 {
+		t.Errorf("%d registry panels on the outboxes page, want 3", n)
 	}
 	screenshot(t, ctx, "outboxes-formats")
 }

@@ -57,8 +57,9 @@ var (
 	// FormatNamastack is namastack-outbox's outbox_record, retried by its own scheduler.
 	FormatNamastack = Format{Name: "namastack", Title: "namastack-outbox (outbox_record)",
 		States: []Status{"NEW", "FAILED", "COMPLETED"}, Attention: []Status{"FAILED"}, Incomplete: []Status{"NEW", "FAILED"},
-		ReadOnlyWhy: "namastack-outbox's scheduler retries NEW records at next_retry_at and stops at FAILED; " +
-			"a record is retried from the application (its outbox service), not from here.",
+		ReadOnlyWhy: "namastack-outbox's scheduler owns its records' states: it retries NEW records at next_retry_at and " +
+			"marks them FAILED past its retry policy. Nothing shows that it would take up a record the console reset, " +
+			"so a FAILED record is retried from the application, not from here.",
 		KeyLabel: "handler"}
 	// FormatDebezium is the insert-only outbox table Debezium's outbox event router reads from
 	// the database's log: a row has no state; whether it was published is the connector's offset.
