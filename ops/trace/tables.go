@@ -185,10 +185,13 @@ func otherInboxSteps(consumer string, rows []inbox.Row) []Step {
 	for _, row := range rows {
 		s := Step{Kind: KindInbox, Source: "inbox " + row.Consumer, Found: true, Place: "message " + row.MessageID, Ref: Ref{Offset: -1}}
 		switch {
-		case row.ProcessedAt != nil:
+		case row.Processed && row.ProcessedAt != nil:
 			s.At = timePtr(*row.ProcessedAt)
 			s.Detail = fmt.Sprintf("processed by %s at %s — another consumer writing in %s's inbox table, not %s", row.Consumer,
 				stamp(*row.ProcessedAt), consumer, consumer)
+		case row.Processed: // an Eventuate row without creation_time
+			s.Detail = fmt.Sprintf("processed by %s (at a time its row does not keep) — another consumer writing in %s's inbox table, not %s",
+				row.Consumer, consumer, consumer)
 		default:
 			s.Detail = fmt.Sprintf("received by %s but not processed — another consumer writing in %s's inbox table, not %s",
 				row.Consumer, consumer, consumer)
@@ -209,13 +212,18 @@ func inboxSteps(consumer string, ids []string, rows []inbox.Row) []Step {
 		seen[row.MessageID] = true
 		s := Step{Kind: KindInbox, Source: source, Found: true, Place: "message " + row.MessageID, Ref: Ref{Offset: -1},
 			fact: fact{messageID: row.MessageID}}
+		// Row.Processed is the adapter's verdict of its format: the seed's processed_at, or any
+		// Eventuate row (received and processed are one time there, or none).
 		switch {
-		case row.ProcessedAt != nil:
+		case row.Processed && row.ProcessedAt != nil:
 			s.At, s.fact.status = timePtr(*row.ProcessedAt), string(inbox.Processed)
 			s.Detail = fmt.Sprintf("processed by %s at %s", consumer, stamp(*row.ProcessedAt))
-			if row.ReceivedAt != nil {
+			if row.ReceivedAt != nil && !row.ReceivedAt.Equal(*row.ProcessedAt) {
 				s.Detail += " (received " + stamp(*row.ReceivedAt) + ")"
 			}
+		case row.Processed:
+			s.fact.status = string(inbox.Processed)
+			s.Detail = fmt.Sprintf("processed by %s, at a time its row does not keep", consumer)
 		default:
 			s.fact.status = string(inbox.InProgress)
 			s.Detail = "received by " + consumer
