@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"syscall"
 	"time"
+
+	"github.com/redrive/redrive/paths"
 )
 
 func main() {
@@ -78,7 +80,7 @@ func run() error {
 	fmt.Printf("screenshots: demo starting on %s (folder %s)…\n", base, dir)
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		if r, err := http.Get(base + "/readyz"); err == nil {
+		if r, err := http.Get(base + paths.Readyz); err == nil {
 			r.Body.Close()
 			if r.StatusCode == 200 {
 				break
@@ -95,26 +97,26 @@ func run() error {
 		return ctx.Err()
 	case <-time.After(*warm):
 	}
-	job := firstMatch(base+"/replays", `href="(/replays/job_[0-9a-f]+)"`)
+	job := firstMatch(base+paths.Replays, `href="(/replays/job_[0-9a-f]+)"`)
 	plan, err := planOf(base, `{"source":{"kind":"kafka","cluster":"main","topic":"refunds.DLT"}}`)
 	if err != nil {
 		return err
 	}
 	pages := []struct{ name, path string }{
-		{"overview", "/"},
-		{"kafka-dlt", "/kafka/main/topics/orders.DLT"},
-		{"kafka-dlt-table", "/kafka/main/topics/refunds.DLT"},
-		{"kafka-topic-search", "/kafka/main/topics/orders.DLT?filter=" + url.QueryEscape(`dead_letter.exception_type.contains("Timeout")`)},
-		{"kafka-group-pipeline", "/kafka/main/groups/inventory-service"},
-		{"kafka-group-stall", "/kafka/main/groups/shipping-service"},
-		{"trace-timeline", "/trace?q=evt-000042"},
-		{"notifications", "/notifications"},
-		{"rabbitmq-queues-live", "/rabbitmq/main"},
-		{"rabbitmq-queue", "/rabbitmq/main/queues/%2F/orders.dlq/messages"},
-		{"replays", "/replays"},
+		{"overview", paths.Overview},
+		{"kafka-dlt", paths.KafkaTopic("main", "orders.DLT")},
+		{"kafka-dlt-table", paths.KafkaTopic("main", "refunds.DLT")},
+		{"kafka-topic-search", paths.KafkaTopic("main", "orders.DLT") + "?filter=" + url.QueryEscape(`dead_letter.exception_type.contains("Timeout")`)},
+		{"kafka-group-pipeline", paths.KafkaGroup("main", "inventory-service")},
+		{"kafka-group-stall", paths.KafkaGroup("main", "shipping-service")},
+		{"trace-timeline", paths.Trace + "?q=evt-000042"},
+		{"notifications", paths.Notifications},
+		{"rabbitmq-queues-live", paths.RabbitBroker("main")},
+		{"rabbitmq-queue", paths.QueueMessages("main", "/", "orders.dlq")},
+		{"replays", paths.Replays},
 		{"replay-job", job},
-		{"replay-plan", "/replays/plans/" + plan},
-		{"outbox", "/outboxes/refunds"},
+		{"replay-plan", paths.ReplayPlan(plan)},
+		{"outbox", paths.Outbox("refunds")},
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -154,7 +156,7 @@ func firstMatch(u, re string) string {
 
 // planOf plans a replay through the API and returns the plan's id.
 func planOf(base, body string) (string, error) {
-	r, err := http.Post(base+"/api/v1/replays/plan", "application/json", bytes.NewBufferString(body))
+	r, err := http.Post(base+paths.APIPlanReplay, "application/json", bytes.NewBufferString(body))
 	if err != nil {
 		return "", err
 	}
