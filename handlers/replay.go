@@ -611,7 +611,8 @@ func partitionText(d replay.Destination) string {
 
 // FormPlan: POST /replays/plan — from the Kafka, RabbitMQ and outbox pages' replay buttons.
 func (h *Replays) FormPlan(c echo.Context) error {
-	src := replay.Source{Kind: c.FormValue("kind"), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
+	// action: the queue page's "Plan discard into the archive" (discard), as the API's action.
+	src := replay.Source{Action: c.FormValue("action"), Kind: c.FormValue("kind"), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
 		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox"),
 		Status: c.FormValue("status"), EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id"),
 		ResetAttempts: c.FormValue("reset_attempts") != ""}

@@ -145,3 +145,32 @@ func TestBrowserErrorPageLinksAndOnePost(t *testing.T) {
 		t.Errorf("a double click added %d notes: %.300s", n, notes.body)
 	}
 }
+
+// TestBrowserDiscardFromTheQueuePage (issue 37, item 13): the DLQ's messages page offers a
+// discard into the archive (it was API-only): its plan holds the messages asked for as discards,
+// and the job run from it archives them.
+func TestBrowserDiscardFromTheQueuePage(t *testing.T) {
+	base, vhost, _ := rabbitConsole(t)
+	ctx, _ := newBrowser(t)
+	page := base + "/rabbitmq/main/queues/" + strings.ReplaceAll(vhost, "/", "%2F") + "/orders.dlq/messages"
+	act(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(`[data-testid="plan-discard"]`),
+		chromedp.SetValue(`[data-testid="plan-form"] input[name="limit"]`, "3"))
+	screenshot(t, ctx, "rabbitmq-queue-discard-offer")
+	act(t, ctx, chromedp.Click(`[data-testid="plan-discard"]`), chromedp.WaitVisible(`[data-testid="count-discard"]`))
+	discards := must(t, ctx, chromedp.Text(`[data-testid="count-discard"] [data-testid="stat-value"]`))
+	planPath := must(t, ctx, chromedp.Evaluate[string](`location.pathname`))
+	if discards != "3" || !strings.HasPrefix(planPath, "/replays/plans/plan_") {
+		t.Fatalf("the discard plan from the queue page: %q discards at %s", discards, planPath)
+	}
+	planID := strings.TrimPrefix(planPath, "/replays/plans/")
+	var job struct{ ID string }
+	waittest.Until(t, 30*time.Second, "the discard job to start", func() bool {
+		r := do(t, nil, "POST", base+"/api/v1/replays", "application/json", `{"plan_id":"`+planID+`","reason":"issue 37"}`)
+		job = decode[struct{ ID string }](t, r)
+		return r.status == http.StatusOK
+	})
+	waittest.Until(t, 60*time.Second, "the discard job to archive 3 messages", func() bool {
+		r := do(t, nil, "GET", base+"/api/v1/archive?queue=orders.dlq", "", "")
+		return strings.Count(r.body, `"job_id":"`+job.ID+`"`) == 3
+	})
+}

@@ -15,3 +15,20 @@ func sparklineLabel(p ChartProps) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// breakParts splits s after each '.', '_', '$' and '/' (Breakable's break opportunities).
+func breakParts(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '.', '_', '$', '/':
+			out = append(out, s[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(s) || len(out) == 0 {
+		out = append(out, s[start:])
+	}
+	return out
+}
