@@ -38,6 +38,7 @@ type registryJSON struct {
 	Groups                  []registryGroupJSON `json:"groups"`
 	Note                    string              `json:"note,omitempty"`
 	CompletedDeleted        bool                `json:"completed_deleted,omitempty"`
+	CompletedIsEstimate     bool                `json:"completed_is_estimate,omitempty"`
 	ReadOnly                string              `json:"read_only"`
 }
 
@@ -57,7 +58,7 @@ func toRegistryJSON(f outbox.Format, st outbox.Stats) *registryJSON {
 	if rs == nil {
 		return j
 	}
-	j.Rows, j.Note, j.CompletedDeleted = rs.Total, rs.Note, rs.CompletedGone
+	j.Rows, j.Note, j.CompletedDeleted, j.CompletedIsEstimate = rs.Total, rs.Note, rs.CompletedGone, rs.CompletedIsEstimate
 	if rs.OldestAge != nil {
 		s := rs.OldestAge.Seconds()
 		j.OldestIncompleteSeconds = &s
@@ -233,6 +234,7 @@ func registrySummary(f outbox.Format, st outbox.Stats) *outboxpages.Registry {
 	}
 	if rs := st.Records; rs != nil {
 		v.Rows, v.OldestAge, v.Note, v.CompletedDeleted = rs.Total, rs.OldestAge, rs.Note, rs.CompletedGone
+		v.CompletedIsEstimate = rs.CompletedIsEstimate
 		if rs.RecentRows != nil {
 			r := float64(*rs.RecentRows) / outbox.RateWindow.Minutes()
 			v.PerMinute = &r

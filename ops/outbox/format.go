@@ -164,6 +164,9 @@ type RecordStats struct {
 	Groups        []RecordGroup
 	Note          string // what the adapter found of the layout ("v1 layout: no status column")
 	CompletedGone bool   // completed rows are deleted (completion_mode delete) and so not counted
+	// CompletedIsEstimate: on a large registry the completed rows are the database's estimate of
+	// the table's rows minus the incomplete ones, counted exactly (ExactSentBelow).
+	CompletedIsEstimate bool
 }
 
 // RateWindow is the window a registry's rate is counted over.

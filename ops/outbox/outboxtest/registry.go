@@ -178,6 +178,14 @@ func ExerciseRegistry(t *testing.T, format string, newDB NewRegistryDB) {
 	}
 	if format == "spring-modulith" {
 		t.Run("ModulithV1AndArchive", func(t *testing.T) { t.Parallel(); testModulithV1AndArchive(t, newDB(t)) })
+		t.Run("ModulithLargeRegistryEstimatesCompleted", func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			for _, s := range f.ddl(db.Postgres()) {
+				db.Exec(t, s)
+			}
+			testModulithLarge(t, db, f)
+		})
 	}
 }
 
@@ -480,5 +488,39 @@ func testModulithV1AndArchive(t *testing.T, db RegistryDB) {
 	r, err := o.Record(ctx, uuid(7))
 	if err != nil || r.Payload != `{"archived":true}` || r.State != "COMPLETED" {
 		t.Errorf("archived record: %+v, %v", r, err)
+	}
+}
+
+// testModulithLarge: a registry of 250,000 completed publications and a few incomplete ones
+// counts the incomplete ones exactly and the completed ones from the database's estimate (no scan
+// of the completed rows); the rate counts only what the window holds.
+func testModulithLarge(t *testing.T, db RegistryDB, f registryFormat) {
+	const n = 250_000
+	if db.Postgres() {
+		db.Exec(t, fmt.Sprintf(`INSERT INTO event_publication SELECT gen_random_uuid(), 'com.acme.L.on(E)', 'com.acme.E', '{}',
+			now() - interval '1 day', now() - interval '23 hours', 'COMPLETED', 1, NULL FROM generate_series(1, %d)`, n))
+		db.Exec(t, `ANALYZE event_publication`)
+	} else {
+		db.Exec(t, fmt.Sprintf(`INSERT INTO EVENT_PUBLICATION SELECT UUID(), 'com.acme.L.on(E)', 'com.acme.E', '{}',
+			NOW(6) - INTERVAL 1 DAY, NOW(6) - INTERVAL 23 HOUR, 'COMPLETED', 1, NULL FROM seq_1_to_%d`, n))
+		db.Exec(t, `ANALYZE TABLE EVENT_PUBLICATION`)
+	}
+	failed, open, _ := fixture(t, db, f)
+	o := db.Open(t, "large", f.settings, false)
+	start := time.Now()
+	st, err := o.Stats(context.Background())
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stats of a %d-row registry: %v (completed %d, estimate %v)", n, took, st.Counts["COMPLETED"], st.Records.CompletedIsEstimate)
+	if st.Counts["FAILED"] != int64(len(failed)) || st.Counts["PUBLISHED"] != int64(len(open)) || !st.Records.CompletedIsEstimate {
+		t.Errorf("counts %v, estimate %v", st.Counts, st.Records.CompletedIsEstimate)
+	}
+	if c := st.Counts["COMPLETED"]; c < n*8/10 || c > n*12/10 {
+		t.Errorf("completed %d, want about %d", c, n)
+	}
+	if st.Records.RecentRows == nil || *st.Records.RecentRows != 2 {
+		t.Errorf("recent rows %v, want 2", st.Records.RecentRows)
 	}
 }

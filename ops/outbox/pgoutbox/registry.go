@@ -57,6 +57,11 @@ func (c registryConn) ColumnTypes(ctx context.Context, table string) (map[string
 	return out, err
 }
 
+func (c registryConn) Estimate(ctx context.Context) (float64, error) {
+	var n float64
+	err := c.s.pool.QueryRow(ctx, c.s.q.estimate).Scan(&n)
+	return n, err
+}
 func (c registryConn) Inspect(ctx context.Context) (catalog.TableFacts, error) {
 	return c.s.Inspect(ctx)
 }

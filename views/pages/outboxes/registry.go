@@ -23,7 +23,9 @@ type Registry struct {
 	PerMinute        *float64       // rows created per minute over the last 5 minutes; nil: unknown
 	Note             string
 	CompletedDeleted bool
-	Groups           []RecordGroup
+	// CompletedIsEstimate: the completed count is the database's estimate (a large registry).
+	CompletedIsEstimate bool
+	Groups              []RecordGroup
 }
 
 // RecordGroup is the incomplete rows of one state, key and type.
@@ -89,6 +91,13 @@ func rateText(r *Registry) string {
 		return "unknown"
 	}
 	return strconv.FormatFloat(*r.PerMinute, 'f', 1, 64) + "/min"
+}
+
+func stateHint(r *Registry, state string) string {
+	if state == "COMPLETED" && r.CompletedIsEstimate {
+		return "estimate (database statistics)"
+	}
+	return ""
 }
 
 func stateTone(attention bool, n int64) string {

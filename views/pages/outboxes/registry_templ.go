@@ -84,7 +84,7 @@ func registryStats(s Summary) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = components.StatCard(c.Status, components.FormatNum(c.Count), "", stateTone(s.Registry.needsAttention(c.Status), c.Count)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.StatCard(c.Status, components.FormatNum(c.Count), stateHint(s.Registry, c.Status), stateTone(s.Registry.needsAttention(c.Status), c.Count)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
