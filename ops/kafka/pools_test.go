@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,5 +40,13 @@ func TestDecodedSize(t *testing.T) {
 		if got := decodedSize(c.in, c.codec); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// TestLazyResetsEveryField guards Cluster.lazy, which writes a scan's record in place field by
+// field: a field added to Record must be set or cleared there too (then count it here).
+func TestLazyResetsEveryField(t *testing.T) {
+	if n := reflect.TypeFor[Record]().NumField(); n != 15 {
+		t.Fatalf("Record has %d fields: set or clear the new one in Cluster.lazy, then count it here", n)
 	}
 }

@@ -427,9 +427,15 @@ func (s *Scanner) open(partition int32, from int64, fetchBytes int32) error {
 
 // lazy sets l to a fetched record without copying its buffers or decoding it: the value capped
 // at MaxValueBytes, Size counted, the headers in hs (returned for reuse).
+// It writes the fields of l.Plain in place: a copy of a whole Record once a record is a bulk write
+// of every pointer in it while the collector runs.
 func (c *Cluster) lazy(l *Lazy, r *kgo.Record, hs []Header) []Header {
-	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key,
-		Value: r.Value, OriginalSize: len(r.Value), Size: len(r.Key) + len(r.Value)}
+	rec := &l.Plain
+	if rec.DeadLetter != nil || rec.KeySchema != nil || rec.ValueSchema != nil || rec.Aborted || rec.Unstable {
+		*rec = Record{} // a record decoded before this one
+	}
+	rec.Topic, rec.Partition, rec.Offset, rec.Timestamp, rec.Key = r.Topic, r.Partition, r.Offset, r.Timestamp, r.Key
+	rec.Value, rec.Truncated, rec.OriginalSize, rec.Size = r.Value, false, len(r.Value), len(r.Key)+len(r.Value)
 	if len(rec.Value) > MaxValueBytes {
 		rec.Value, rec.Truncated = rec.Value[:MaxValueBytes], true
 	}
@@ -437,9 +443,10 @@ func (c *Cluster) lazy(l *Lazy, r *kgo.Record, hs []Header) []Header {
 		hs = append(hs, Header{Key: h.Key, Value: h.Value})
 		rec.Size += len(h.Key) + len(h.Value)
 	}
+	rec.Headers = nil
 	if len(hs) > 0 {
 		rec.Headers = hs
 	}
-	l.Plain, l.raw, l.value, l.decoded, l.valueDecoded = rec, r, r.Value, false, false
+	l.raw, l.value, l.decoded, l.valueDecoded = r, r.Value, false, false
 	return hs
 }
