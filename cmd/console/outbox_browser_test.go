@@ -148,7 +148,7 @@ func TestBrowserOutboxSelectedActions(t *testing.T) {
 	open("?status=DEAD")
 	act(t, ctx, chromedp.Click(box), chromedp.SendKeys(reason, "consumer fixed"), chromedp.Click(requeue),
 		chromedp.WaitVisible(`[data-testid="notice"]`))
-	if n := must(t, ctx, chromedp.Text(`[data-testid="notice"]`)); !strings.Contains(n, "Requeued 1 event(s)") || dialogs.Load() != 0 {
+	if n := must(t, ctx, chromedp.Text(`[data-testid="notice"]`)); !strings.Contains(n, "Requeued 1 event") || dialogs.Load() != 0 {
 		t.Errorf("notice %q, %d dialogs", n, dialogs.Load())
 	}
 }

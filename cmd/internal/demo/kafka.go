@@ -98,8 +98,15 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 		if ex.cause != "" {
 			headers = append(headers, kgo.RecordHeader{Key: "kafka_dlt-exception-cause-fqcn", Value: []byte(ex.cause)})
 		}
+		// A few minutes of retries after the original, but never after now: the newest originals
+		// were sent less than a minute ago, and a dead letter in the future read "arrived -22 s
+		// ago" on the overview and "in 3 s" on the Kafka page.
+		at := orig.Timestamp.Add(time.Duration(2+i%5) * time.Minute)
+		if now := time.Now().Truncate(time.Millisecond); at.After(now) {
+			at = now
+		}
 		dead = append(dead, &kgo.Record{Topic: "orders.DLT", Partition: orig.Partition, Key: orig.Key,
-			Timestamp: orig.Timestamp.Add(time.Duration(2+i%5) * time.Minute), Headers: headers, Value: orig.Value})
+			Timestamp: at, Headers: headers, Value: orig.Value})
 	}
 	sort.SliceStable(dead, func(a, b int) bool { return dead[a].Timestamp.Before(dead[b].Timestamp) })
 	recs = append(recs, dead...)
