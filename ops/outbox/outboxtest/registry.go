@@ -177,6 +177,14 @@ func ExerciseRegistry(t *testing.T, format string, newDB NewRegistryDB) {
 		})
 	}
 	if format == "spring-modulith" {
+		t.Run("ModulithNullStatus", func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			for _, s := range f.ddl(db.Postgres()) {
+				db.Exec(t, s)
+			}
+			testModulithNullStatus(t, db, f)
+		})
 		t.Run("ModulithV1AndArchive", func(t *testing.T) { t.Parallel(); testModulithV1AndArchive(t, newDB(t)) })
 		t.Run("ModulithLargeRegistryEstimatesCompleted", func(t *testing.T) {
 			t.Parallel()
@@ -481,6 +489,9 @@ func testModulithV1AndArchive(t *testing.T, db RegistryDB) {
 	if err != nil || len(rs) != 2 || rs[0].State != "PUBLISHED" {
 		t.Errorf("v1 incomplete: %+v, %v", rs, err)
 	}
+	if rs, err := o.Records(ctx, outbox.RecordFilter{State: "PROCESSING"}); err != nil || len(rs) != 0 {
+		t.Errorf("v1 PROCESSING: %+v, %v", rs, err)
+	}
 	rs, err = o.Records(ctx, outbox.RecordFilter{State: "COMPLETED"})
 	if err != nil || len(rs) != 1 || rs[0].ID != uuid(7) || rs[0].State != "COMPLETED" {
 		t.Errorf("archived: %+v, %v", rs, err)
@@ -522,5 +533,32 @@ func testModulithLarge(t *testing.T, db RegistryDB, f registryFormat) {
 	}
 	if st.Records.RecentRows == nil || *st.Records.RecentRows != 2 {
 		t.Errorf("recent rows %v, want 2", st.Records.RecentRows)
+	}
+}
+
+// testModulithNullStatus: a v2 publication without a status reads as Spring Modulith reads it —
+// PROCESSING when incomplete, COMPLETED once it has a completion_date whatever its status says
+// (spring-modulith#1521 left FAILED on completed rows).
+func testModulithNullStatus(t *testing.T, db RegistryDB, f registryFormat) {
+	ctx := context.Background()
+	table, now := f.table(db.Postgres()), db.Now(t)
+	db.Insert(t, table, map[string]any{"id": uuid(1), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
+		"publication_date": now.Add(-time.Hour), "completion_date": nil, "status": nil, "completion_attempts": 1})
+	db.Insert(t, table, map[string]any{"id": uuid(2), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
+		"publication_date": now.Add(-time.Hour), "completion_date": now, "status": "FAILED", "completion_attempts": 2})
+	o := db.Open(t, "nulls", f.settings, false)
+	st, err := o.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts["PROCESSING"] != 1 || st.Counts["COMPLETED"] != 1 || st.Counts["FAILED"] != 0 || st.Counts["PUBLISHED"] != 0 {
+		t.Errorf("counts %v, want PROCESSING 1 and COMPLETED 1", st.Counts)
+	}
+	rs, err := o.Records(ctx, outbox.RecordFilter{State: "PROCESSING"})
+	if err != nil || len(rs) != 1 || rs[0].ID != uuid(1) || rs[0].State != "PROCESSING" {
+		t.Errorf("PROCESSING: %+v, %v", rs, err)
+	}
+	if r, err := o.Record(ctx, uuid(2)); err != nil || r.State != "COMPLETED" {
+		t.Errorf("a completed row with status FAILED: %+v, %v", r, err)
 	}
 }

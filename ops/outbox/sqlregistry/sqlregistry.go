@@ -172,8 +172,8 @@ func (s *Store) layout(ctx context.Context, table string) (shape, string, error)
 				return sh.completed + " IS NULL"
 			case !v2:
 				return "1 = 0"
-			case st == "PUBLISHED":
-				return sh.completed + " IS NULL AND (" + sh.state + " IS NULL OR " + sh.state + " = 'PUBLISHED')"
+			case st == modulithUnstated:
+				return sh.completed + " IS NULL AND (" + sh.state + " IS NULL OR " + sh.state + " = '" + modulithUnstated + "')"
 			}
 			return sh.completed + " IS NULL AND " + sh.state + " = '" + string(st) + "'"
 		}
@@ -251,21 +251,29 @@ func scanRecord(scan func(...any) error) (outbox.Record, error) {
 	return r, nil
 }
 
-// modulithPublished is a v2 registry's NULL status: a publication written before the status
-// column was, which Spring Modulith reads as PUBLISHED.
+// modulithPublished is every incomplete publication of a v1 registry, which has no status.
 const modulithPublished = "PUBLISHED"
 
-// stated gives a Spring Modulith publication without a status (the v1 layout, a row written
-// before the column was, an archived one) the state Spring Modulith reads it as.
-func (s *Store) stated(r outbox.Record, archived bool) outbox.Record {
+// modulithUnstated is what Spring Modulith reads a v2 registry's NULL status as when the row has
+// no completion_date (JdbcEventPublicationRepositoryV2's JdbcEventPublication.getStatus; its
+// findFailedPublications selects such rows with the FAILED ones for resubmission).
+const modulithUnstated = "PROCESSING"
+
+// stated gives a Spring Modulith publication the state Spring Modulith reads it as: COMPLETED
+// whenever it has a completion_date or is archived, whatever its status says (a JPA registry
+// before 2.0.2 left FAILED there, spring-modulith#1521); without a status, PUBLISHED in a v1
+// registry and PROCESSING in a v2 one.
+func (s *Store) stated(r outbox.Record, archived, v1 bool) outbox.Record {
 	if s.format.Name != outbox.FormatSpringModulith.Name {
 		return r
 	}
 	switch {
 	case archived || r.Completed != nil:
 		r.State = "COMPLETED"
-	case r.State == "":
+	case r.State == "" && v1:
 		r.State = modulithPublished
+	case r.State == "":
+		r.State = modulithUnstated
 	}
 	return r
 }
@@ -297,7 +305,7 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 		incomplete = sh.completed + " IS NULL"
 		state, group := "'"+modulithPublished+"'", "" // v1: no status, one state
 		if sh.state != "" {
-			state = "COALESCE(" + s.d.text(sh.state) + ", '" + modulithPublished + "')"
+			state = "COALESCE(" + s.d.text(sh.state) + ", '" + modulithUnstated + "')"
 			groupKey, group = state, " GROUP BY "+state
 		}
 		err = q("count the incomplete publications", "SELECT "+state+", count(*), max("+s.d.age(sh.created)+") FROM "+sh.table+
@@ -491,7 +499,7 @@ func (s *Store) Records(ctx context.Context, f outbox.RecordFilter) ([]outbox.Re
 	var out []outbox.Record
 	err = s.conn.Query(ctx, query, args, func(scan func(...any) error) error {
 		r, err := scanRecord(scan)
-		out = append(out, s.stated(r, table == s.cfg.ArchiveTable))
+		out = append(out, s.stated(r, table == s.cfg.ArchiveTable, sh.state == ""))
 		return err
 	})
 	return out, s.conn.Wrap("list the records", err)
@@ -528,7 +536,7 @@ func (s *Store) Record(ctx context.Context, id string) (outbox.Record, error) {
 			return outbox.Record{}, s.conn.Wrap("read the record", err)
 		}
 		if found {
-			return s.stated(r, table == s.cfg.ArchiveTable), nil
+			return s.stated(r, table == s.cfg.ArchiveTable, sh.state == ""), nil
 		}
 	}
 	return outbox.Record{}, ops.NotFound("record %q not found in outbox %q", ops.Echo(id), s.name)
