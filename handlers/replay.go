@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/source"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/components"
 	"github.com/redrive/redrive/views/layout"
@@ -143,7 +144,7 @@ type destinationJSON struct {
 }
 
 func toDestinationJSON(d replay.Destination) destinationJSON {
-	j := destinationJSON{Kind: d.Kind, Cluster: d.Cluster, Topic: d.Topic, Broker: d.Broker, Vhost: d.Vhost,
+	j := destinationJSON{Kind: string(d.Kind), Cluster: d.Cluster, Topic: d.Topic, Broker: d.Broker, Vhost: d.Vhost,
 		Exchange: d.Exchange, RoutingKey: d.RoutingKey, Outbox: d.Outbox}
 	if d.Kind == "kafka" {
 		p := d.Partition
@@ -612,7 +613,7 @@ func partitionText(d replay.Destination) string {
 // FormPlan: POST /replays/plan — from the Kafka, RabbitMQ and outbox pages' replay buttons.
 func (h *Replays) FormPlan(c echo.Context) error {
 	// action: the queue page's "Plan discard into the archive" (discard), as the API's action.
-	src := replay.Source{Action: c.FormValue("action"), Kind: c.FormValue("kind"), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
+	src := replay.Source{Action: c.FormValue("action"), Kind: source.Kind(c.FormValue("kind")), Cluster: c.FormValue("cluster"), Topic: c.FormValue("topic"),
 		Broker: c.FormValue("broker"), Vhost: c.FormValue("vhost"), Queue: c.FormValue("queue"), Outbox: c.FormValue("outbox"),
 		Status: c.FormValue("status"), EventType: c.FormValue("event_type"), AggregateID: c.FormValue("aggregate_id"),
 		ResetAttempts: c.FormValue("reset_attempts") != ""}
@@ -872,7 +873,7 @@ func describeSource(s replay.Source) string {
 		}
 		return d + reset
 	}
-	return s.Kind
+	return string(s.Kind)
 }
 
 func optInt(v *int64, def string) string {

@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // Redacted is what a hidden value is replaced with.
@@ -603,7 +604,7 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 	if !r.Active() {
 		return p
 	}
-	if p.Source.Kind == "outbox" {
+	if p.Source.Kind == source.Outbox {
 		return r.outboxPlan(p)
 	}
 	if ed := p.Source.Edit; ed != nil && ed.Diff != nil {
@@ -611,7 +612,7 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 	}
 	ids := r.masksMessageIDs()
 	groups := r.masksExceptionType()
-	if p.Source.Kind == "rabbitmq" {
+	if p.Source.Kind == source.RabbitMQ {
 		groups = r.masksExceptionMessage()
 	}
 	if !ids && !groups {
@@ -681,11 +682,11 @@ func (r *Rules) outboxPlan(p replay.Plan) replay.Plan {
 
 // maskGroup hides a plan's error group: a RabbitMQ group is "reason exception", whose reason (the
 // broker's word: rejected, expired, …) stays.
-func maskGroup(kind, g string) string {
+func maskGroup(kind source.Kind, g string) string {
 	if g == "" {
 		return g
 	}
-	if kind == "rabbitmq" {
+	if kind == source.RabbitMQ {
 		reason, rest, _ := strings.Cut(g, " ")
 		switch reason {
 		case "rejected", "expired", "maxlen", "delivery_limit":

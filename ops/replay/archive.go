@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // WholePublisher publishes an archived message with the headers a replay gives it;
@@ -51,7 +52,7 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	it := Item{Locator: strings.TrimPrefix(m.Locator, discardLocator("")), MessageID: m.MessageID,
 		ErrorGroup: strings.TrimSpace(headerText(m.Headers, "x-first-death-reason")), ReplayCount: parseCount([]byte(headerText(m.Headers, HeaderReplayCount)))}
 	if x, rk := archivedDestination(m); x != "" || rk != "" {
-		it.Destination = Destination{Kind: "rabbitmq", Broker: m.Broker, Vhost: m.Vhost, Exchange: x, RoutingKey: rk}
+		it.Destination = Destination{Kind: source.RabbitMQ, Broker: m.Broker, Vhost: m.Vhost, Exchange: x, RoutingKey: rk}
 	}
 	firstQueue := headerText(m.Headers, "x-first-death-queue")
 	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, firstQueue)

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it.
@@ -179,15 +180,15 @@ func (e *Engine) checkSelection(src *Source, f Filter) error {
 			return invalid(name, "holds a NUL character or bytes that are not UTF-8")
 		}
 	}
-	if f.CEL != "" && src.Kind == "outbox" {
+	if f.CEL != "" && src.Kind == source.Outbox {
 		return invalid("filter.cel", "applies to kafka and rabbitmq sources")
 	}
 	switch {
 	case src.Action == ActionReplay:
 		src.Action = ""
-	case src.Action == ActionDiscard && src.Kind == "kafka":
+	case src.Action == ActionDiscard && src.Kind == source.Kafka:
 		return invalid("action", "a Kafka dead letter cannot be discarded (a topic's records are never deleted): resolve or ignore it instead")
-	case src.Action == ActionDiscard && src.Kind != "rabbitmq":
+	case src.Action == ActionDiscard && src.Kind != source.RabbitMQ:
 		return invalid("action", "discard applies to RabbitMQ dead-letter queues")
 	case src.Action != "" && src.Action != ActionDiscard:
 		return invalid("action", fmt.Sprintf("%q is not replay or discard", src.Action))
@@ -200,17 +201,17 @@ func (e *Engine) checkSelection(src *Source, f Filter) error {
 	if src.Edit != nil {
 		ed := src.Edit
 		switch {
-		case src.Kind != "kafka" && src.Kind != "rabbitmq":
+		case src.Kind != source.Kafka && src.Kind != source.RabbitMQ:
 			return invalid("edit", "edit and retry applies to one Kafka dead letter or one message of a RabbitMQ dead-letter queue")
 		case src.discards():
 			return invalid("edit", "a discard publishes nothing to edit")
-		case src.Kind == "kafka" && len(src.Records) != 1:
+		case src.Kind == source.Kafka && len(src.Records) != 1:
 			return invalid("source.records", "edit and retry changes one message: name exactly one record")
-		case src.Kind == "rabbitmq" && len(f.MessageIDs) != 1:
+		case src.Kind == source.RabbitMQ && len(f.MessageIDs) != 1:
 			return invalid("filter.message_ids", "edit and retry changes one message: name exactly one message id")
 		case ed.Value == nil && len(ed.SetHeaders) == 0 && len(ed.DropHeaders) == 0 && !ed.NewMessageID:
 			return invalid("edit", "empty: change the value, set or drop a header, or ask for a new message id")
-		case ed.NewMessageID && src.Kind == "kafka" && len(e.o.MessageIDs.Headers) == 0:
+		case ed.NewMessageID && src.Kind == source.Kafka && len(e.o.MessageIDs.Headers) == 0:
 			return invalid("edit.new_message_id", "message_id.headers is empty, so there is no header to carry a new id where "+
 				"the message id rules read it first; configure one (e.g. messageId) or keep the id")
 		}
@@ -426,9 +427,9 @@ func (e *Engine) allowRedirect(src *Source) error {
 	switch {
 	case src.discards():
 		return invalid("destination", "a discard publishes nothing: give a destination to a replay")
-	case d.Kind != src.Kind || (d.Kind != "kafka" && d.Kind != "rabbitmq"):
+	case d.Kind != src.Kind || (d.Kind != source.Kafka && d.Kind != source.RabbitMQ):
 		return invalid("destination.kind", fmt.Sprintf("a %s source is redirected to a %s destination", src.Kind, src.Kind))
-	case d.Kind == "kafka":
+	case d.Kind == source.Kafka:
 		if d.Cluster == "" {
 			d.Cluster = src.Cluster
 		}
@@ -438,7 +439,7 @@ func (e *Engine) allowRedirect(src *Source) error {
 		if !validTopic(d.Topic) {
 			return invalid("destination.topic", "required: a valid Kafka topic name")
 		}
-	case d.Kind == "rabbitmq":
+	case d.Kind == source.RabbitMQ:
 		if d.Broker == "" {
 			d.Broker = src.Broker
 		}
@@ -460,7 +461,7 @@ func (e *Engine) allowRedirect(src *Source) error {
 		}
 	}
 	for _, a := range e.o.Replay.AllowedDestinations {
-		if a.Kind == d.Kind && globs(a.Cluster, d.Cluster) && globs(a.Topic, d.Topic) && globs(a.Broker, d.Broker) &&
+		if source.Kind(a.Kind) == d.Kind && globs(a.Cluster, d.Cluster) && globs(a.Topic, d.Topic) && globs(a.Broker, d.Broker) &&
 			globs(a.Vhost, d.Vhost) && globs(a.Exchange, d.Exchange) && globs(a.RoutingKey, d.RoutingKey) {
 			return nil
 		}
@@ -471,7 +472,7 @@ func (e *Engine) allowRedirect(src *Source) error {
 
 // redirectName is a redirect's destination for people.
 func redirectName(d Destination) string {
-	if d.Kind == "kafka" {
+	if d.Kind == source.Kafka {
 		return fmt.Sprintf("kafka %s topic %s", d.Cluster, d.Topic)
 	}
 	ex := d.Exchange

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/search"
+	"github.com/redrive/redrive/ops/source"
 	"github.com/redrive/redrive/ops/triage"
 )
 
@@ -326,7 +327,7 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool
 		if dl != nil {
 			pi.header = dl.OriginalPartition
 		}
-		it.Destination = Destination{Kind: "kafka", Topic: original} // the partition when flushed
+		it.Destination = Destination{Kind: source.Kafka, Topic: original} // the partition when flushed
 	}
 	it.Consumer = p.e.consumerForGroup(p.src.Cluster, group)
 	if it.Consumer == "" && original != "" {
@@ -407,7 +408,7 @@ func (d *destPartitions) resolve(topic string, header *int32, key []byte) (Desti
 	if !ok || n < 0 {
 		return Destination{}, false
 	}
-	dest := Destination{Kind: "kafka", Topic: topic}
+	dest := Destination{Kind: source.Kafka, Topic: topic}
 	if header != nil && *header >= 0 && int(*header) < n {
 		dest.Partition, dest.PartitionSource = *header, PartitionFromHeader
 		return dest, true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // maxOutboxEvents bounds an outbox plan.
@@ -54,7 +55,7 @@ func (k outboxKind) plan(ctx context.Context, srcp *Source, f Filter, emit func(
 		it := Item{Locator: outboxLocator(src.Outbox, ev),
 			MessageID: ev.EventID, Position: &pos, ErrorGroup: lastErrorGroup(ev.LastError)}
 		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
-			it.Destination = Destination{Kind: "outbox", Outbox: src.Outbox}
+			it.Destination = Destination{Kind: source.Outbox, Outbox: src.Outbox}
 		}
 		return it, true
 	}

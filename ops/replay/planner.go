@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // planChunk is how many messages a plan resolves and stores per round trip.
@@ -103,7 +104,7 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 			it.Inbox = inbox.Unknown
 		}
 		held := replayed[it.Locator]
-		if held != "" && p.Source.Kind == "archive" {
+		if held != "" && p.Source.Kind == source.Archive {
 			// Another job took this dead letter between the archive's check (RestoreRefused) and
 			// this look-up: refused, so no plan is left behind to say it.
 			what := "is being restored by another replay job"
@@ -180,7 +181,7 @@ type warningCounter struct {
 }
 
 func newWarningCounter(ctx context.Context, e *Engine, src Source) *warningCounter {
-	w := &warningCounter{e: e, cluster: src.Cluster, enabled: src.Kind == "kafka" && e.o.GroupsByTopic != nil,
+	w := &warningCounter{e: e, cluster: src.Cluster, enabled: src.Kind == source.Kafka && e.o.GroupsByTopic != nil,
 		targets: map[string]map[string]bool{}, counts: map[string]map[string]map[inbox.Verdict]int{}}
 	if w.enabled {
 		w.groups = e.o.GroupsByTopic(ctx, src.Cluster)

@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // Making a plan is a background job, like running one: StartPlan checks the selection, writes the
@@ -348,7 +349,7 @@ func (e *Engine) staleFailed(ctx context.Context, sp StoredPlan) StoredPlan {
 // range's offsets, a queue's or outbox filter's limit, the ids named. 0 when unknown.
 func (e *Engine) estimate(ctx context.Context, src Source) int {
 	switch src.Kind {
-	case "kafka":
+	case source.Kafka:
 		if len(src.Records) > 0 {
 			return len(src.Records)
 		}
@@ -375,14 +376,14 @@ func (e *Engine) estimate(ctx context.Context, src Source) int {
 			n += max(0, to-from)
 		}
 		return int(min(n, MaxPlanItems+1))
-	case "rabbitmq":
+	case source.RabbitMQ:
 		return src.Limit
-	case "outbox":
+	case source.Outbox:
 		if len(src.IDs) > 0 {
 			return len(src.IDs)
 		}
 		return src.Limit
-	case "archive":
+	case source.Archive:
 		return 1
 	}
 	return 0

@@ -11,6 +11,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/search"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it.
@@ -195,7 +196,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		it.ReplayCount = dl.ReplayCount
 		// Byte for byte: a key that is not UTF-8 is sent nowhere else (sanitize skips it as unresolvable).
 		if x, rk := dl.Destination(); x != "" || rk != "" {
-			it.Destination = Destination{Kind: "rabbitmq", Broker: src.Broker, Vhost: src.Vhost, Exchange: x, RoutingKey: rk}
+			it.Destination = Destination{Kind: source.RabbitMQ, Broker: src.Broker, Vhost: src.Vhost, Exchange: x, RoutingKey: rk}
 		}
 	}
 	it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, origQueue)
@@ -203,7 +204,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		// Redirected (checked against replay.allowed_destinations when planned). The default
 		// exchange routes by queue name, so that queue's consumer's inbox guards it; through
 		// another exchange the queues it reaches are not known here: unguarded (the plan warns).
-		it.Destination = Destination{Kind: "rabbitmq", Broker: src.Broker, Vhost: src.Vhost, Exchange: r.Exchange, RoutingKey: r.RoutingKey}
+		it.Destination = Destination{Kind: source.RabbitMQ, Broker: src.Broker, Vhost: src.Vhost, Exchange: r.Exchange, RoutingKey: r.RoutingKey}
 		it.Consumer = ""
 		if r.Exchange == "" {
 			it.Consumer = e.consumerForQueue(src.Broker, src.Vhost, r.RoutingKey)
@@ -240,7 +241,7 @@ func (e *Engine) rabbitConsumers(r RabbitBroker, broker, vhost string) *rabbitCo
 // message names no destination, when no configured consumer reads where it leads, and when
 // several do (one inbox cannot guard them all; the plan warns, as for any message without one).
 func (c *rabbitConsumerSet) byRoute(ctx context.Context, dest Destination) (string, error) {
-	if dest.Kind != "rabbitmq" {
+	if dest.Kind != source.RabbitMQ {
 		return "", nil
 	}
 	key := [2]string{dest.Exchange, dest.RoutingKey}

@@ -23,11 +23,12 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // Source selects the dead messages of a plan. Kind decides which fields apply.
 type Source struct {
-	Kind string `json:"kind"` // kafka | rabbitmq | outbox | archive
+	Kind source.Kind `json:"kind"` // kafka | rabbitmq | outbox | archive
 	// Action is what a job does with the selected messages: "" (or "replay") puts them back
 	// where they came from; "discard" (RabbitMQ) writes each one whole to the archive and then
 	// acks it from the dead-letter queue.
@@ -195,7 +196,7 @@ func (src Source) discards() bool { return src.Action == ActionDiscard }
 // another replay published, a discard's of what another discard archived. A Kafka topic keeps
 // its records, an outbox row was already set back, and an edit means to send a new version, so
 // its message is never dropped in its place.
-func (src Source) dropsReplayedCopies() bool { return src.Kind == "rabbitmq" && src.Edit == nil }
+func (src Source) dropsReplayedCopies() bool { return src.Kind == source.RabbitMQ && src.Edit == nil }
 
 // moves reports whether a job acts on an item of this action: publishes it, discards it, or (with
 // force) overrides the inbox's verdict.
@@ -209,7 +210,7 @@ func (a Action) Forcible() bool { return a == SkipProcessed || a == SkipInProgre
 
 // Destination is where a message goes back to.
 type Destination struct {
-	Kind string `json:"kind"` // kafka | rabbitmq | outbox
+	Kind source.Kind `json:"kind"` // kafka | rabbitmq | outbox
 	// Kafka: the original topic and partition, with where the partition comes from
 	// (PartitionFromHeader or PartitionFromKey; -1 with a nil key: any partition).
 	Cluster         string `json:"cluster,omitempty"`
@@ -228,18 +229,18 @@ type Destination struct {
 // String is the destination for people.
 func (d Destination) String() string {
 	switch d.Kind {
-	case "kafka":
+	case source.Kafka:
 		if d.Partition < 0 {
 			return fmt.Sprintf("kafka %s → %s (any partition: no key)", d.Cluster, d.Topic)
 		}
 		return fmt.Sprintf("kafka %s → %s partition %d (from the %s)", d.Cluster, d.Topic, d.Partition, d.PartitionSource)
-	case "rabbitmq":
+	case source.RabbitMQ:
 		ex := d.Exchange
 		if ex == "" {
 			ex = "(default exchange)"
 		}
 		return fmt.Sprintf("rabbitmq %s%s → %s, key %q", d.Broker, vhostLabel(d.Vhost), ex, d.RoutingKey)
-	case "outbox":
+	case source.Outbox:
 		return fmt.Sprintf("outbox %s → READY", d.Outbox)
 	}
 	return "unresolved"

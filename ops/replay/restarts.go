@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // A RabbitMQ node that crashes before it writes a finished job's acks to disk returns the acked
@@ -104,7 +105,7 @@ func (e *Engine) tidyJob(ctx context.Context, broker, node string, started time.
 		return err
 	}
 	src := plan.Source
-	if src.Kind != "rabbitmq" || src.Broker != broker || !src.dropsReplayedCopies() {
+	if src.Kind != source.RabbitMQ || src.Broker != broker || !src.dropsReplayedCopies() {
 		return nil
 	}
 	b := e.rabbit[broker]
@@ -129,7 +130,7 @@ func (e *Engine) tidyJob(ctx context.Context, broker, node string, started time.
 	if len(ids) == 0 {
 		return nil
 	}
-	tidy := Source{Kind: "rabbitmq", Action: src.Action, Broker: broker, Vhost: src.Vhost, Queue: src.Queue, Limit: span}
+	tidy := Source{Kind: source.RabbitMQ, Action: src.Action, Broker: broker, Vhost: src.Vhost, Queue: src.Queue, Limit: span}
 	p, err := e.Plan(ctx, Tidier.Name, tidy, Filter{MessageIDs: ids})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // kind is one kind of dead-letter source. The controller (jobs.go) does everything that is the
@@ -44,15 +45,15 @@ type moved struct {
 }
 
 // kindOf is the one place a source kind is looked up.
-func (e *Engine) kindOf(name string) (kind, error) {
+func (e *Engine) kindOf(name source.Kind) (kind, error) {
 	switch name {
-	case "kafka":
+	case source.Kafka:
 		return kafkaKind{e}, nil
-	case "rabbitmq":
+	case source.RabbitMQ:
 		return rabbitKind{e}, nil
-	case "outbox":
+	case source.Outbox:
 		return outboxKind{e}, nil
-	case "archive":
+	case source.Archive:
 		return archiveKind{e}, nil
 	case "":
 		return nil, invalid("source.kind", "required: kafka, rabbitmq, outbox or archive")
@@ -65,21 +66,21 @@ func (e *Engine) kindOf(name string) (kind, error) {
 // outbox it would race it for the same messages.
 // OutboxSourceKey is what a job of outbox name moves, as the two-person rule's ledger names it
 // too: a direct requeue of the outbox's events counts with its jobs.
-func OutboxSourceKey(name string) string { return sourceKey(Source{Kind: "outbox", Outbox: name}) }
+func OutboxSourceKey(name string) string { return sourceKey(Source{Kind: source.Outbox, Outbox: name}) }
 
 func sourceKey(src Source) string {
 	switch src.Kind {
-	case "kafka":
+	case source.Kafka:
 		return fmt.Sprintf("kafka %s topic %s", src.Cluster, src.Topic)
-	case "rabbitmq":
+	case source.RabbitMQ:
 		vhost := src.Vhost
 		if vhost == "" {
 			vhost = "/"
 		}
 		return fmt.Sprintf("rabbitmq %s queue %s%s", src.Broker, src.Queue, vhostLabel(vhost))
-	case "outbox":
+	case source.Outbox:
 		return "outbox " + src.Outbox
-	case "archive":
+	case source.Archive:
 		return ArchiveSourceKey(src.ArchiveID)
 	}
 	return ""

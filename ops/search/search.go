@@ -21,15 +21,17 @@ import (
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/source"
 )
 
-// Kind is what a filter evaluates over: its variables depend on it.
-type Kind string
+// Kind is what a filter evaluates over (its variables depend on it): a Kafka record or a
+// RabbitMQ message, the source kinds of ops/source.
+type Kind = source.Kind
 
 // Kinds.
 const (
-	Kafka    Kind = "kafka"
-	RabbitMQ Kind = "rabbitmq"
+	Kafka    = source.Kafka
+	RabbitMQ = source.RabbitMQ
 )
 
 // Limits of an expression.
