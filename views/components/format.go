@@ -268,3 +268,13 @@ type NoteView struct {
 	Text string
 	Link string // an http(s) URL or ""
 }
+
+// Plural is n (as FormatNum writes it) and word, in the plural unless n is 1: "1 message",
+// "20 messages" ("1 messages" and "record(s)" read badly). Words whose plural is not an added s
+// are written out by the caller.
+func Plural(n int64, word string) string {
+	if n == 1 {
+		return FormatNum(n) + " " + word
+	}
+	return FormatNum(n) + " " + word + "s"
+}

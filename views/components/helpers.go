@@ -1,6 +1,12 @@
 package components
 
-import "strings"
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/a-h/templ"
+)
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
 
@@ -14,6 +20,26 @@ func sparklineLabel(p ChartProps) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// Breakable writes s with a line-break opportunity (<wbr>) after each '.', '_', '$' and '/', so
+// that a class name, an action name or a path breaks between its parts, never mid-word
+// (skip_already_replayed, org.springframework.kafka.listener.ListenerExecutionFailedException).
+// Written without white space between the parts: its text is s.
+func Breakable(s string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for i, part := range breakParts(s) {
+			if i > 0 {
+				if _, err := io.WriteString(w, "<wbr>"); err != nil {
+					return err
+				}
+			}
+			if _, err := io.WriteString(w, templ.EscapeString(part)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // breakParts splits s after each '.', '_', '$' and '/' (Breakable's break opportunities).

@@ -2747,7 +2747,7 @@ func Topic(p TopicPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if p.Meta.CanOperate {
+				if p.Meta.CanOperate && p.DeadLetters {
 					templ_7745c5c3_Err = components.CheckAll("record").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -1944,20 +1944,20 @@ func Messages(p MessagesPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 172, "<div class=\"callout tone-info\" data-testid=\"browse-note\">Browsing reads the first ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 172, "<div class=\"callout tone-info\" data-testid=\"browse-note\">Browsing reads ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var97 string
-				templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(p.Limit))
+				templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(browseCount(p.Limit))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 378, Col: 44}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 378, Col: 41}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 173, " messages with manual acknowledgement on a channel of its own and puts every one back, in its original order: nothing is removed, reordered or dead-lettered. RabbitMQ does mark the messages it returns as <strong>redelivered</strong>, so their next consumer sees redelivered=true, and a quorum queue counts one delivery for each: where a delivery limit makes that dangerous, the page says so above the messages (RabbitMQ 3.x refuses such a browse; on RabbitMQ 4.x a message near its limit is moved to Redrive's archive instead of going back). Stream queues are read by offset and change nothing.</div>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 173, " with manual acknowledgement on a channel of its own and puts every one back, in its original order: nothing is removed, reordered or dead-lettered. RabbitMQ does mark the messages it returns as <strong>redelivered</strong>, so their next consumer sees redelivered=true, and a quorum queue counts one delivery for each: where a delivery limit makes that dangerous, the page says so above the messages (RabbitMQ 3.x refuses such a browse; on RabbitMQ 4.x a message near its limit is moved to Redrive's archive instead of going back). Stream queues are read by offset and change nothing.</div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -2194,15 +2194,15 @@ func Messages(p MessagesPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var106 string
-					templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(components.FormatNum(int64(len(p.Messages))))
+					templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(components.Plural(int64(len(p.Messages)), "browsed message"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 444, Col: 110}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/pages/rabbitmq/rabbitmq.templ`, Line: 444, Col: 126}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var106))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 196, " browsed messages it did not filter are not listed here, so that this page does not show what the filter left out. <a href=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 196, " it did not filter are not listed here, so that this page does not show what the filter left out. <a href=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -4420,6 +4420,14 @@ func scanProps(p MessagesPage) components.ScanProps {
 		Filter: p.Filter, ExportURL: p.ExportURL, CanOperate: p.Meta.CanOperate, CSRFToken: p.Meta.CSRFToken,
 		PlanFields: []components.Field{{Name: "kind", Value: "rabbitmq"}, {Name: "broker", Value: p.Broker}, {Name: "vhost", Value: p.Vhost}, {Name: "queue", Value: p.Queue}},
 		Columns:    []components.Column{{Label: "Position", Num: true}, {Label: "Message id"}, {Label: "Routing key"}, {Label: "Reason"}, {Label: "Body"}}}
+}
+
+// browseCount is what a browse reads: "the first 20 messages", "the first message".
+func browseCount(limit int) string {
+	if limit == 1 {
+		return "the first message"
+	}
+	return "the first " + components.Plural(int64(limit), "message")
 }
 
 var _ = templruntime.GeneratedTemplate
