@@ -166,6 +166,7 @@ func ExerciseRegistry(t *testing.T, format string, newDB NewRegistryDB) {
 		{"RecordAndHostileBytes", testRegistryRecord},
 		{"RepairsRefused", testRegistryRefused},
 		{"DatabaseDownIsUnavailable", testRegistryDown},
+		{"TwentyReadersOnTwoConnections", testRegistryReaders},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -174,6 +175,16 @@ func ExerciseRegistry(t *testing.T, format string, newDB NewRegistryDB) {
 				db.Exec(t, s)
 			}
 			tc.run(t, db, f)
+		})
+	}
+	if format == "debezium" {
+		t.Run("DebeziumWithoutInsertTime", func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			for _, s := range f.ddl(db.Postgres()) {
+				db.Exec(t, s)
+			}
+			testDebeziumWithoutTime(t, db, f)
 		})
 	}
 	if format == "spring-modulith" {
@@ -560,5 +571,68 @@ func testModulithNullStatus(t *testing.T, db RegistryDB, f registryFormat) {
 	}
 	if r, err := o.Record(ctx, uuid(2)); err != nil || r.State != "COMPLETED" {
 		t.Errorf("a completed row with status FAILED: %+v, %v", r, err)
+	}
+}
+
+// testRegistryReaders: twenty people reading the overview and the records at once share a pool of
+// two connections; every read answers.
+func testRegistryReaders(t *testing.T, db RegistryDB, f registryFormat) {
+	o := db.Open(t, "busy", f.settings+", max_conns: 2, acquire_timeout: 10s", false)
+	fixture(t, db, f)
+	ctx := context.Background()
+	errs := make(chan error, 40)
+	for i := range 20 {
+		go func() {
+			_, err := o.Stats(ctx)
+			errs <- err
+		}()
+		go func() {
+			rs, err := o.Records(ctx, outbox.RecordFilter{Limit: 2 + i%3})
+			if err == nil && len(rs) == 0 {
+				err = errors.New("no records")
+			}
+			errs <- err
+		}()
+	}
+	for range 40 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// testDebeziumWithoutTime: a Debezium table with no insert time mapped (its default) counts its
+// rows, tells no oldest row or rate rather than a wrong one, and pages by id.
+func testDebeziumWithoutTime(t *testing.T, db RegistryDB, f registryFormat) {
+	ctx := context.Background()
+	fixture(t, db, f)
+	o := db.Open(t, "plain", "format: debezium", false)
+	st, err := o.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records.Total != 4 || st.Records.OldestAge != nil || st.Records.RecentRows != nil {
+		t.Errorf("stats %+v", st.Records)
+	}
+	seen := map[string]bool{}
+	var cursor *outbox.RecordCursor
+	for range 5 {
+		rs, err := o.Records(ctx, outbox.RecordFilter{Limit: 3, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if seen[r.ID] {
+				t.Fatalf("repeated %s", r.ID)
+			}
+			seen[r.ID] = true
+		}
+		if len(rs) < 3 {
+			break
+		}
+		cursor = &outbox.RecordCursor{ID: rs[len(rs)-1].ID}
+	}
+	if len(seen) != 4 {
+		t.Errorf("paged %d rows, want 4", len(seen))
 	}
 }
