@@ -372,13 +372,17 @@ type startRequest struct {
 }
 
 func (h *Replays) start(c echo.Context, r startRequest) (replay.Job, error) {
-	if r.Force { // past the consumer's inbox: the audit log keeps why
-		reason, err := requiredReason(r.Reason, "a forced replay needs a written reason")
-		if err != nil {
-			return replay.Job{}, err
-		}
-		r.Reason = reason
+	// A job moves messages: the audit log and the job keep why, as for a requeue, a mark or a
+	// resolution (a replay needed none). Past the consumer's inbox (force) says so.
+	why := "say why these messages move (the job and the audit log keep it), as requeue, mark and resolve ask"
+	if r.Force {
+		why = "a forced replay needs a written reason"
 	}
+	reason, err := requiredReason(r.Reason, why)
+	if err != nil {
+		return replay.Job{}, err
+	}
+	r.Reason = reason
 	return h.engine.Start(c.Request().Context(), replay.StartRequest{PlanID: r.PlanID, Actor: ActorOf(c),
 		Reason: r.Reason, RatePerSecond: r.RatePerSecond, Force: r.Force})
 }

@@ -555,7 +555,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	}](t, plan).PlanID
 	job := decode[struct{ ID string }](t, post("/api/v1/replays", "/api/v1/replays",
 		fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1,"reason":"contract"}`, planID)))
-	post("/api/v1/replays", "/api/v1/replays", `{"plan_id":"plan_missing"}`)
+	post("/api/v1/replays", "/api/v1/replays", `{"plan_id":"plan_missing","reason":"contract"}`)
 	get("/api/v1/replays/{id}", "/api/v1/replays/"+url.PathEscape(job.ID))
 	get("/api/v1/replays/{id}", "/api/v1/replays/job_nope")
 	get("/api/v1/replays", "/api/v1/replays")

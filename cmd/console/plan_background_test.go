@@ -107,7 +107,7 @@ func TestPlanOfAHundredThousandOverHTTP(t *testing.T) {
 			t.Fatalf("plan while made: %s", r.body)
 		}
 		if !refused {
-			s := call("POST", "/api/v1/replays", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":10}`, p.PlanID))
+			s := call("POST", "/api/v1/replays", fmt.Sprintf(`{"plan_id":%q,"rate_per_second":10,"reason":"background plan"}`, p.PlanID))
 			if s.status != http.StatusConflict || !strings.Contains(s.body, "is still planning") {
 				t.Fatalf("start of a plan still planning: %d %s; want 409", s.status, s.body)
 			}
@@ -153,7 +153,7 @@ func TestPlanOfAHundredThousandOverHTTP(t *testing.T) {
 	if r := call("GET", c.Poll, ""); !strings.Contains(r.body, `"state":"cancelled"`) || !strings.Contains(r.body, "cancelled by") {
 		t.Fatalf("GET of the cancelled plan: %s", r.body)
 	}
-	if s := call("POST", "/api/v1/replays", fmt.Sprintf(`{"plan_id":%q}`, c.PlanID)); s.status != http.StatusConflict ||
+	if s := call("POST", "/api/v1/replays", fmt.Sprintf(`{"plan_id":%q,"reason":"background plan"}`, c.PlanID)); s.status != http.StatusConflict ||
 		!strings.Contains(s.body, "was cancelled while planning") {
 		t.Fatalf("start of a cancelled plan: %d %s", s.status, s.body)
 	}

@@ -127,8 +127,9 @@ func TestReplayAPI(t *testing.T) {
 		{"/api/v1/replays/plan", `{"source":{"kind":"kafka","cluster":"nope","topic":"x"}}`, "nope"},
 		{"/api/v1/replays/plan", `{"source":{"kind":"kafka","cluster":"main","topic":"orders.DLT","partition":7}}`, "partition"},
 		{"/api/v1/replays/plan", `{"source":{"kind":"outbox","outbox":"orders"}}`, "ids"},
-		{"/api/v1/replays", `{"plan_id":"plan_missing"}`, "plan_missing"},
-		{"/api/v1/replays", `{"plan_id":"` + p.PlanID + `","rate_per_second":-1}`, "rate_per_second"},
+		{"/api/v1/replays", `{"plan_id":"plan_missing","reason":"x"}`, "plan_missing"},
+		{"/api/v1/replays", `{"plan_id":"` + p.PlanID + `","rate_per_second":-1,"reason":"x"}`, "rate_per_second"},
+		{"/api/v1/replays", `{"plan_id":"` + p.PlanID + `"}`, "reason: required: say why these messages move"},
 		{"/api/v1/replays", `{"plan_id":"` + p.PlanID + `","force":true}`, "reason"},
 	}
 	for _, b := range bad {

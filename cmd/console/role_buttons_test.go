@@ -126,7 +126,7 @@ notify:
 	}
 	start := func(who, planID string) string {
 		t.Helper()
-		j := decode[struct{ ID, Status string }](t, call(who, "POST", paths.APIReplays, `{"plan_id":"`+planID+`","rate_per_second":1}`))
+		j := decode[struct{ ID, Status string }](t, call(who, "POST", paths.APIReplays, `{"plan_id":"`+planID+`","rate_per_second":1,"reason":"role test"}`))
 		if j.Status != replay.JobAwaiting {
 			t.Fatalf("job of plan %s is %s, want it awaiting approval (four-eyes threshold 2)", planID, j.Status)
 		}
