@@ -2,6 +2,8 @@ package search
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -9,12 +11,10 @@ import (
 	"github.com/redrive/redrive/ops/kafka"
 )
 
-// TestScanReadsDeadLetterFieldsAsDecoded proves that a scan, which reads a dead-letter text field
-// from its one header (kafka.Lazy.DeadLetterText) and header values through its cache of texts,
-// judges every record as MatchKafka does over the record decoded whole: names of every
-// convention and case, a better-ranked name after a worse one, repeated headers, empty and binary
-// values, a record with only a trace id, and more distinct values than the cache keeps.
-func TestScanReadsDeadLetterFieldsAsDecoded(t *testing.T) {
+// produceShapes writes 3,000 records of dead-letter header shapes to partition 0 of a new world's
+// "dlt" (TestScanReadsDeadLetterFieldsAsDecoded's), and returns the world and the count.
+func produceShapes(t *testing.T) (*kafkaWorld, int) {
+	t.Helper()
 	w := newKafkaWorld(t, 1)
 	ctx := context.Background()
 	h := func(kv ...string) []kgo.RecordHeader {
@@ -54,6 +54,17 @@ func TestScanReadsDeadLetterFieldsAsDecoded(t *testing.T) {
 	if err := w.prod.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return w, n
+}
+
+// TestScanReadsDeadLetterFieldsAsDecoded proves that a scan, which reads a dead-letter text field
+// from its one header (kafka.Lazy.DeadLetterText) and header values through its cache of texts,
+// judges every record as MatchKafka does over the record decoded whole: names of every
+// convention and case, a better-ranked name after a worse one, repeated headers, empty and binary
+// values, a record with only a trace id, and more distinct values than the cache keeps.
+func TestScanReadsDeadLetterFieldsAsDecoded(t *testing.T) {
+	w, n := produceShapes(t)
+	ctx := context.Background()
 	p := int32(0)
 	for _, expr := range []string{
 		`headers["tenant"] == "3" && dead_letter.exception_type.endsWith("TimeoutException")`,
@@ -109,6 +120,55 @@ func decimal(i int) string {
 		b = append([]byte{byte('0' + i%10)}, b...)
 		if i /= 10; i == 0 {
 			return string(b)
+		}
+	}
+}
+
+// TestScreensDecideAsCEL proves that a scan screening records on its filter's conjuncts (the key,
+// a header, a dead-letter text field against a constant) finds what the same scan without
+// screens finds: the same matches, the same evaluation errors and first error, on the same shapes
+// of records, with conjuncts that are true, false, missing, not UTF-8, in either order and beside
+// an error.
+func TestScreensDecideAsCEL(t *testing.T) {
+	w, n := produceShapes(t)
+	ctx := context.Background()
+	p := int32(0)
+	for _, expr := range []string{
+		`headers["tenant"] == "3" && dead_letter.exception_type.endsWith("TimeoutException")`,
+		`key == "k"`, `key == "nope"`, `"k" != key`, `key.startsWith("k") && headers.tenant == "3"`,
+		`headers["missing"] == "x" && key == "nope"`, `headers["missing"] == "x" && key == "k"`,
+		`key == "k" && headers["missing"] == "x"`, `headers.tenant != "3" && dead_letter.exception_type.contains("Timeout")`,
+		`headers["tenant"] == "/w==" || key == "nope"`, `headers["tenant"] == "/w==" && key == "k"`,
+		`dead_letter.exception_type == "" && headers.tenant == "3"`, `dead_letter.exception_type == "//4=" && key == "k"`,
+		`dead_letter.exception_type == "\uFFFD\uFFFD"`, `dead_letter.original_topic.startsWith("pay") && dead_letter.consumer_group == "billing"`,
+		`dead_letter.exception_message == "timed out" && dead_letter.stacktrace.endsWith("x")`,
+		`headers.Tenant == "3" && int(headers.tenant) > 2`, `int(headers.tenant) > 2 && headers.tenant == "3"`,
+		`dead_letter.original_partition == "3" && key == "k"`, `dead_letter.trace_id == "" && headers.tenant == "4"`,
+	} {
+		f := mustCompile(t, Kafka, expr)
+		scan := func() (Result, []int64) {
+			var offs []int64
+			res, err := ScanKafka(ctx, w.c, Query{Topic: "dlt", Partition: &p, Order: "oldest", Filter: f, Each: func(r kafka.Record) error {
+				offs = append(offs, r.Offset)
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res, offs
+		}
+		if len(screensOf(f, false)) == 0 && !strings.Contains(expr, "||") {
+			t.Errorf("%s: no screen", expr)
+		}
+		got, gotOffs := scan()
+		t.Logf("%s: matched %d, eval errors %d", expr, got.Matched, got.EvalErrors)
+		screening = false
+		want, wantOffs := scan()
+		screening = true
+		if got.Scanned != int64(n) || got.Matched != want.Matched || got.EvalErrors != want.EvalErrors || got.EvalError != want.EvalError ||
+			!slices.Equal(gotOffs, wantOffs) {
+			t.Errorf("%s: screened matched %d (errors %d %q), unscreened %d (errors %d %q)", expr, got.Matched, got.EvalErrors,
+				got.EvalError, want.Matched, want.EvalErrors, want.EvalError)
 		}
 	}
 }

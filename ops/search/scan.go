@@ -1,11 +1,19 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
+	"cel.dev/cel-go/common/types"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
@@ -165,15 +173,20 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 	if q.Filter != nil {
 		vars.paths = q.Filter.paths
 	}
+	screens := screensOf(q.Filter, q.View != nil)
 	visit := func(l *kafka.Lazy) bool {
 		res.Scanned++
-		vars.reset(l)
-		ok, err := q.Filter.judge(readCtx, vars, &res.EvalErrors, &res.EvalError, func() string {
-			return fmt.Sprintf("partition %d offset %d", l.Plain.Partition, l.Plain.Offset)
-		})
-		if err != nil {
-			stopErr = err
-			return false
+		ok := false
+		if len(screens) == 0 || !rejects(screens, l) {
+			vars.reset(l)
+			var err error
+			ok, err = q.Filter.judge(readCtx, vars, &res.EvalErrors, &res.EvalError, func() string {
+				return fmt.Sprintf("partition %d offset %d", l.Plain.Partition, l.Plain.Offset)
+			})
+			if err != nil {
+				stopErr = err
+				return false
+			}
 		}
 		// A match is cloned: the fetch's buffers are lent to the next fetch.
 		if ok {
@@ -277,4 +290,160 @@ func checkpoint(progress func(scanned, matched int64), scanned, matched int64, d
 		progress(scanned, matched)
 	}
 	return true
+}
+
+// screening says whether scans screen records (screensOf); a test turns it off to compare.
+var screening = true
+
+// screen is one conjunct of a filter's top-level && that a scan decides from the fetched record's
+// bytes, before CEL: the key, a header (the last of its key) or a dead-letter text field compared
+// with a constant (==, !=, startsWith, endsWith, contains). Where the conjunct is false, the whole
+// && is false, whatever the other conjuncts give (CEL's && is false when any side is, even beside
+// an error), so the record is no match and the evaluation is skipped; anywhere else — the conjunct
+// true, the header missing (an error in CEL), bytes that are not UTF-8 (text in base64) — CEL
+// decides as before. A key filter then evaluates nothing on a record whose key differs, and the
+// header / dead-letter filter of issue 38 evaluates the one record in seven of tenant 3.
+type screen struct {
+	of   string // "key", "headers" or "dead_letter"
+	name string // the header or dead-letter field
+	op   string // "==", "!=", "startsWith", "endsWith", "contains"
+	arg  string
+}
+
+// screenParser parses filters for their screens; checking them was done by Compile.
+var screenParser = sync.OnceValues(func() (*cel.Env, error) { return cel.NewEnv() })
+
+// screensOf is the conjuncts of f's top-level && that a scan can screen records with; none when f
+// is not a Kafka filter, is kept to a resolution state (whose look-up failures count as errors
+// before the expression runs) or screening is off. Under a view only the key, which a view keeps,
+// is screened.
+func screensOf(f *Filter, viewed bool) []screen {
+	if !screening || f == nil || f.kind != Kafka || f.state != "" {
+		return nil
+	}
+	env, err := screenParser()
+	if err != nil {
+		return nil
+	}
+	a, iss := env.Parse(f.text)
+	if iss.Err() != nil {
+		return nil
+	}
+	var out []screen
+	var walk func(e celast.Expr)
+	walk = func(e celast.Expr) {
+		if e.Kind() != celast.CallKind {
+			return
+		}
+		c := e.AsCall()
+		if c.FunctionName() == operators.LogicalAnd && len(c.Args()) == 2 {
+			walk(c.Args()[0])
+			walk(c.Args()[1])
+			return
+		}
+		var operand, lit celast.Expr
+		op := ""
+		switch fn := c.FunctionName(); {
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(c.Args()) == 2:
+			op = map[string]string{operators.Equals: "==", operators.NotEquals: "!="}[fn]
+			operand, lit = c.Args()[0], c.Args()[1]
+			if operand.Kind() == celast.LiteralKind {
+				operand, lit = lit, operand
+			}
+		case (fn == "startsWith" || fn == "endsWith" || fn == "contains") && c.IsMemberFunction() && len(c.Args()) == 1:
+			op, operand, lit = fn, c.Target(), c.Args()[0]
+		default:
+			return
+		}
+		if lit.Kind() != celast.LiteralKind {
+			return
+		}
+		arg, ok := lit.AsLiteral().(types.String)
+		if !ok {
+			return
+		}
+		s := screen{op: op, arg: string(arg)}
+		switch {
+		case operand.Kind() == celast.IdentKind && operand.AsIdent() == "key":
+			s.of = "key"
+		case viewed:
+			return
+		case operand.Kind() == celast.SelectKind && !operand.AsSelect().IsTestOnly():
+			sel := operand.AsSelect()
+			if sel.Operand().Kind() != celast.IdentKind {
+				return
+			}
+			s.of, s.name = sel.Operand().AsIdent(), sel.FieldName()
+		case operand.Kind() == celast.CallKind && operand.AsCall().FunctionName() == operators.Index && len(operand.AsCall().Args()) == 2:
+			m, k := operand.AsCall().Args()[0], operand.AsCall().Args()[1]
+			key, ok := literalString(k)
+			if !ok || m.Kind() != celast.IdentKind {
+				return
+			}
+			s.of, s.name = m.AsIdent(), key
+		default:
+			return
+		}
+		if s.of != "key" && s.of != "headers" && s.of != "dead_letter" {
+			return
+		}
+		out = append(out, s)
+	}
+	walk(a.NativeRep().Expr())
+	return out
+}
+
+func literalString(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+// rejects says whether one of the screens is false for the record: no match, nothing to evaluate.
+func rejects(screens []screen, l *kafka.Lazy) bool {
+	for _, s := range screens {
+		var b []byte
+		switch s.of {
+		case "key":
+			b = l.Plain.Key
+		case "headers":
+			found := false
+			for i := len(l.Plain.Headers) - 1; i >= 0; i-- {
+				if h := l.Plain.Headers[i]; h.Key == s.name {
+					b, found = h.Value, true
+					break
+				}
+			}
+			if !found {
+				continue // an error in CEL: it decides
+			}
+		case "dead_letter":
+			var ok bool
+			if b, ok = l.DeadLetterText(s.name); !ok {
+				continue
+			}
+		}
+		if !utf8.Valid(b) {
+			continue // base64 in CEL: it decides
+		}
+		var holds bool
+		switch s.op {
+		case "==":
+			holds = string(b) == s.arg
+		case "!=":
+			holds = string(b) != s.arg
+		case "startsWith":
+			holds = bytes.HasPrefix(b, []byte(s.arg))
+		case "endsWith":
+			holds = bytes.HasSuffix(b, []byte(s.arg))
+		case "contains":
+			holds = bytes.Contains(b, []byte(s.arg))
+		}
+		if !holds {
+			return true
+		}
+	}
+	return false
 }
