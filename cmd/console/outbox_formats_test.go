@@ -147,6 +147,29 @@ outboxes:
 		t.Errorf("overview without the registries' FAILED rows: %s", ov.body)
 	}
 
+	// Every registry answer matches web/openapi.yaml (whose schemas forbid unknown fields).
+	doc := loadOpenAPI(t, base)
+	for _, c := range []struct{ template, path string }{
+		{"/api/v1/outboxes", "/api/v1/outboxes"},
+		{"/api/v1/outboxes/{name}", "/api/v1/outboxes/modulith"},
+		{"/api/v1/outboxes/{name}", "/api/v1/outboxes/cdc"},
+		{"/api/v1/outboxes/{name}/events", "/api/v1/outboxes/records/events"},
+		{"/api/v1/outboxes/{name}/events", "/api/v1/outboxes/modulith/events?status=FAILED&limit=1"},
+		{"/api/v1/outboxes/{name}/events/{id}", "/api/v1/outboxes/modulith/events/00000000-0000-4000-8000-000000000002"},
+		{"/api/v1/outboxes/{name}/events/{id}", "/api/v1/outboxes/records/events/r-2"},
+	} {
+		r := do(t, nil, "GET", base+c.path, "", "")
+		var v any
+		if err := json.Unmarshal([]byte(r.body), &v); err != nil || r.status != 200 {
+			t.Errorf("GET %s: %d %.300s", c.path, r.status, r.body)
+			continue
+		}
+		schema := doc.Paths.Find(c.template).Get.Responses.Status(200).Value.Content.Get("application/json").Schema.Value
+		if err := schema.VisitJSON(v); err != nil {
+			t.Errorf("GET %s does not match web/openapi.yaml: %v\n%.1000s", c.path, err, r.body)
+		}
+	}
+
 	// The exporter's outbox series carry each format's own states.
 	m := scrape(t, base)
 	if v, ok := m[series("redrive_outbox_events", "outbox", "modulith", "status", "FAILED")]; !ok || v != 2 {
