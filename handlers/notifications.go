@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,6 +48,65 @@ type Notifications struct {
 	sender NotificationSender
 	meta   MetaFunc
 	limits configs.NotifySilences // zero: none beyond alerts.MaxSilence
+
+	// What the console watches, for refusing a silence that names a cluster or a group it does
+	// not know (Watching); nil: not checked.
+	kafka  []KafkaCluster
+	snaps  KafkaSnapshots
+	rabbit []RabbitBroker
+}
+
+// Watching lets the notifications refuse a silence naming a cluster or a consumer group that
+// matches nothing the console watches: such a silence was accepted and silenced nothing, while
+// its author believed the noise handled.
+func (h *Notifications) Watching(kafka []KafkaCluster, snaps KafkaSnapshots, rabbit []RabbitBroker) *Notifications {
+	h.kafka, h.snaps, h.rabbit = kafka, snaps, rabbit
+	return h
+}
+
+// matchesSomething refuses, in the user's words, a silence whose cluster or group names nothing
+// the console watches (the group: none of the latest lag samples lists it).
+func (h *Notifications) matchesSomething(ctx context.Context, m map[string]string) error {
+	if h.kafka == nil && h.rabbit == nil {
+		return nil
+	}
+	var clusters, names []string
+	for _, k := range h.kafka {
+		clusters = append(clusters, k.Name())
+	}
+	names = append(names, clusters...)
+	for _, b := range h.rabbit {
+		names = append(names, b.Name())
+	}
+	if c := m["cluster"]; c != "" && !containsStr(names, c) {
+		return ops.Invalid("cluster", fmt.Sprintf("%q is none of the clusters and brokers the console watches (%s): this silence would silence nothing",
+			ops.Echo(c), strings.Join(names, ", ")))
+	}
+	g := m["group"]
+	if g == "" || h.snaps == nil {
+		return nil
+	}
+	sampled := false
+	for _, c := range clusters {
+		if m["cluster"] != "" && m["cluster"] != c {
+			continue
+		}
+		snap, err := h.snaps.LatestKafka(ctx, c)
+		if err != nil {
+			continue // not sampled yet: what it holds is not known
+		}
+		sampled = true
+		for _, grp := range snap.Groups {
+			if grp.Name == g {
+				return nil
+			}
+		}
+	}
+	if !sampled {
+		return nil // no refusal on a guess
+	}
+	return ops.Invalid("group", fmt.Sprintf("no consumer group %q is in the latest lag samples: this silence would silence nothing; "+
+		"name a group the Kafka pages list", ops.Echo(g)))
 }
 
 // BoundingSilences bounds the silences people set by role (notify.silences): an operator's may
@@ -187,6 +247,9 @@ func containsStr(list []string, s string) bool {
 func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alerts.Silence, error) {
 	s, err := req.parse(time.Now(), ActorOf(c).Name, h.silenceLimits(ActorOf(c)))
 	if err != nil {
+		return s, err
+	}
+	if err := h.matchesSomething(c.Request().Context(), s.Matchers); err != nil {
 		return s, err
 	}
 	one := int64(1)

@@ -285,7 +285,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		doctor:   handlers.NewDoctor(deps.Doctor, meta),
 		reload:   opts.Reload,
 		search:   search,
-		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta).BoundingSilences(opts.Silences),
+		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta).BoundingSilences(opts.Silences).Watching(deps.Kafka, deps.Snapshot, deps.Rabbit),
 		trace:    handlers.NewTrace(deps.Tracer, meta, red),
 	}
 	var publishers []handlers.ArchivePublisher

@@ -572,10 +572,10 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/notifications", "/api/v1/notifications")
 	get("/api/v1/notifications", "/api/v1/notifications?limit=0")
 	silence := decode[struct{ ID int64 }](t, post("/api/v1/silences", "/api/v1/silences",
-		`{"matchers":{"kind":"kafka_group","group":"billing"},"duration":"2h","comment":"contract"}`))
+		`{"matchers":{"kind":"kafka_group","group":"billing-service"},"duration":"2h","comment":"contract"}`))
 	check(base, "DELETE", "/api/v1/silences/{id}", fmt.Sprintf("/api/v1/silences/%d", silence.ID), "", "")
 	check(base, "DELETE", "/api/v1/silences/{id}", "/api/v1/silences/99999999", "", "")
-	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"billing"},"duration":"2h","comment":"contract"}`)
+	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{"kind":"kafka_group","group":"billing-service"},"duration":"2h","comment":"contract"}`)
 	post("/api/v1/silences", "/api/v1/silences", `{"matchers":{},"duration":"2h"}`)
 	get("/api/v1/silences", "/api/v1/silences")
 	get("/api/v1/archive", "/api/v1/archive?since=1h")
