@@ -70,3 +70,24 @@ func targetID(target string) (kind, id string) {
 	}
 	return kind, id
 }
+
+// roleText is what the actor column says of a row's role: the role; "not signed in" for a
+// request no one was signed in to (role none); "" when the row recorded none (it read
+// "anonymous ()").
+func roleText(actor, role string) string {
+	switch role {
+	case "":
+		return ""
+	case "none":
+		if actor == "anonymous" {
+			return "not signed in"
+		}
+	}
+	return role
+}
+
+// neverMade says whether a replay.start row names a job that was never made: its start was
+// refused or failed before the job existed, so its id leads nowhere (a 404).
+func neverMade(action, outcome string) bool {
+	return action == "replay.start" && (outcome == "denied" || outcome == "failed")
+}

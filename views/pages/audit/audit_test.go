@@ -29,3 +29,18 @@ func TestAuditTargetCopiesJobAndPlanIDs(t *testing.T) {
 		t.Errorf("target shown as %q", got)
 	}
 }
+
+// An audit row never reads "anonymous ()", and a refused start does not offer the id of a job
+// that was never made as one to look up (issue 37, item 12).
+func TestAuditRowWords(t *testing.T) {
+	for _, tc := range []struct{ actor, role, want string }{
+		{"anonymous", "", ""}, {"anonymous", "none", "not signed in"}, {"otto", "operator", "operator"}, {"anonymous", "admin", "admin"},
+	} {
+		if got := roleText(tc.actor, tc.role); got != tc.want {
+			t.Errorf("%s (%q): %q, want %q", tc.actor, tc.role, got, tc.want)
+		}
+	}
+	if !neverMade("replay.start", "denied") || !neverMade("replay.start", "failed") || neverMade("replay.start", "ok") || neverMade("replay.cancel", "failed") {
+		t.Error("neverMade")
+	}
+}
