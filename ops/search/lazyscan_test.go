@@ -157,7 +157,7 @@ func TestScreensDecideAsCEL(t *testing.T) {
 			}
 			return res, offs
 		}
-		if len(screensOf(f, false)) == 0 && !strings.Contains(expr, "||") {
+		if screens, _ := screensOf(f, false); len(screens) == 0 && !strings.Contains(expr, "||") {
 			t.Errorf("%s: no screen", expr)
 		}
 		got, gotOffs := scan()
@@ -170,5 +170,23 @@ func TestScreensDecideAsCEL(t *testing.T) {
 			t.Errorf("%s: screened matched %d (errors %d %q), unscreened %d (errors %d %q)", expr, got.Matched, got.EvalErrors,
 				got.EvalError, want.Matched, want.EvalErrors, want.EvalError)
 		}
+	}
+}
+
+// TestScreensWhole checks which filters are nothing but their screens (a record on which every
+// screen holds matches without CEL) and which leave CEL a part.
+func TestScreensWhole(t *testing.T) {
+	for expr, want := range map[string]bool{
+		`key == "k"`: true, `headers["tenant"] == "3" && dead_letter.exception_type.endsWith("TimeoutException")`: true,
+		`"3" == headers.tenant && (key.startsWith("o") && dead_letter.original_topic != "x")`: true,
+		`key == "k" && value.n == 1`: false, `key == "k" || headers.tenant == "3"`: false, `has(headers.tenant) && key == "k"`: false,
+		`dead_letter.original_partition == 3 && key == "k"`: false, `dyn(headers).tenant == "3" && key == "k"`: false,
+	} {
+		if _, whole := screensOf(mustCompile(t, Kafka, expr), false); whole != want {
+			t.Errorf("%s: whole %v, want %v", expr, whole, want)
+		}
+	}
+	if _, whole := screensOf(mustCompile(t, Kafka, `key == "k" && headers.tenant == "3"`), true); whole {
+		t.Error("under a view a header screen is left to CEL: not whole")
 	}
 }

@@ -173,11 +173,20 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 	if q.Filter != nil {
 		vars.paths = q.Filter.paths
 	}
-	screens := screensOf(q.Filter, q.View != nil)
+	screens, whole := screensOf(q.Filter, q.View != nil)
 	visit := func(l *kafka.Lazy) bool {
 		res.Scanned++
 		ok := false
-		if len(screens) == 0 || !rejects(screens, l) {
+		verdict := undecided
+		if len(screens) > 0 {
+			verdict = screenRecord(screens, l)
+		}
+		switch {
+		case verdict == screenedOut:
+		case verdict == screenedIn && whole:
+			vars.reset(l) // a match: handed on from the record vars reads
+			ok = true
+		default:
 			vars.reset(l)
 			var err error
 			ok, err = q.Filter.judge(readCtx, vars, &res.EvalErrors, &res.EvalError, func() string {
@@ -317,21 +326,26 @@ var screenParser = sync.OnceValues(func() (*cel.Env, error) { return cel.NewEnv(
 // is not a Kafka filter, is kept to a resolution state (whose look-up failures count as errors
 // before the expression runs) or screening is off. Under a view only the key, which a view keeps,
 // is screened.
-func screensOf(f *Filter, viewed bool) []screen {
+// whole is true when the expression is nothing but the screens' conjunction: a record on which
+// every screen holds (each read, none left to CEL) matches without evaluating anything.
+func screensOf(f *Filter, viewed bool) (screens []screen, whole bool) {
 	if !screening || f == nil || f.kind != Kafka || f.state != "" {
-		return nil
+		return nil, false
 	}
 	env, err := screenParser()
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	a, iss := env.Parse(f.text)
 	if iss.Err() != nil {
-		return nil
+		return nil, false
 	}
 	var out []screen
+	whole = true
 	var walk func(e celast.Expr)
 	walk = func(e celast.Expr) {
+		screened := false
+		defer func() { whole = whole && screened }()
 		if e.Kind() != celast.CallKind {
 			return
 		}
@@ -339,6 +353,7 @@ func screensOf(f *Filter, viewed bool) []screen {
 		if c.FunctionName() == operators.LogicalAnd && len(c.Args()) == 2 {
 			walk(c.Args()[0])
 			walk(c.Args()[1])
+			screened = true // as whole as its two sides
 			return
 		}
 		var operand, lit celast.Expr
@@ -388,9 +403,10 @@ func screensOf(f *Filter, viewed bool) []screen {
 			return
 		}
 		out = append(out, s)
+		screened = true
 	}
 	walk(a.NativeRep().Expr())
-	return out
+	return out, whole && len(out) > 0
 }
 
 func literalString(e celast.Expr) (string, bool) {
@@ -401,8 +417,17 @@ func literalString(e celast.Expr) (string, bool) {
 	return string(s), ok
 }
 
-// rejects says whether one of the screens is false for the record: no match, nothing to evaluate.
-func rejects(screens []screen, l *kafka.Lazy) bool {
+// Screening verdicts: a screen is false (no match), every screen held (read, none left to CEL),
+// or CEL decides.
+const (
+	screenedOut = iota
+	screenedIn
+	undecided
+)
+
+// screenRecord is the screens' verdict on a record: screenedOut as soon as one is false.
+func screenRecord(screens []screen, l *kafka.Lazy) int {
+	verdict := screenedIn
 	for _, s := range screens {
 		var b []byte
 		switch s.of {
@@ -417,16 +442,19 @@ func rejects(screens []screen, l *kafka.Lazy) bool {
 				}
 			}
 			if !found {
-				continue // an error in CEL: it decides
+				verdict = undecided // an error in CEL: it decides
+				continue
 			}
 		case "dead_letter":
 			var ok bool
 			if b, ok = l.DeadLetterText(s.name); !ok {
+				verdict = undecided
 				continue
 			}
 		}
 		if !utf8.Valid(b) {
-			continue // base64 in CEL: it decides
+			verdict = undecided // base64 in CEL: it decides
+			continue
 		}
 		var holds bool
 		switch s.op {
@@ -442,8 +470,8 @@ func rejects(screens []screen, l *kafka.Lazy) bool {
 			holds = bytes.Contains(b, []byte(s.arg))
 		}
 		if !holds {
-			return true
+			return screenedOut
 		}
 	}
-	return false
+	return verdict
 }
