@@ -916,7 +916,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{Notes: notes, ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,
 			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,
-			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset})
+			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset, ReplayCopies: g.ReplayCopies})
 	}
 	return render(c, http.StatusOK, kafkapages.Errors(page))
 }

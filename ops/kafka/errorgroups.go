@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,6 +40,9 @@ type ErrorGroup struct {
 	Sample *Record
 	// Settled is how many of Count are no longer open (filled by ops/triage; zero until then).
 	Settled int64
+	// ReplayCopies is how many of Count are dead letters of Redrive's own replay copies (they
+	// carry x-redrive-replay-id): messages that failed again after a replay, not new failures.
+	ReplayCopies int64
 }
 
 // Open is how many of the group's scanned records are still open.
@@ -231,6 +235,12 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 			groups[k] = a
 		}
 		a.g.Count++
+		for _, h := range r.Headers {
+			if strings.EqualFold(h.Key, "x-redrive-replay-id") {
+				a.g.ReplayCopies++
+				break
+			}
+		}
 		if r.Timestamp.Before(a.g.FirstAt) {
 			a.g.FirstAt = r.Timestamp
 		}

@@ -362,7 +362,10 @@ type ErrorGroupRow struct {
 	SamplePartition int32
 	SampleOffset    int64
 	Open            int64 // of Count, the records not resolved, ignored or replayed
-	Notes           []NoteView
+	// ReplayCopies is how many of Count are dead letters of Redrive's replay copies: failed
+	// again after a replay.
+	ReplayCopies int64
+	Notes        []NoteView
 }
 
 // NoteView is a person's note on an error group or a record (components.NoteView).
