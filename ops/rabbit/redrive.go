@@ -277,6 +277,24 @@ func (c *Cursor) OthersNow(ctx context.Context) (int, error) {
 	return c.others, nil
 }
 
+// ReadAgain is for a cursor that ended with messages it was looking for still missing and no other
+// consumer seen: it waits firstWait, looks at the queue, and when messages are ready (returned by a
+// reader that cancelled its consumer before returning what it held, as a browse does with one nack
+// after the cancel, or new ones) extends its span over them and says so: Take reads them next.
+func (c *Cursor) ReadAgain(ctx context.Context) (bool, error) {
+	select {
+	case <-ctx.Done():
+		return false, c.b.fail(c.op, ctx.Err())
+	case <-time.After(c.b.firstWait):
+	}
+	_, ready, err := c.queueNow(ctx)
+	if err != nil || ready == 0 {
+		return false, err
+	}
+	c.span, c.ended = c.read+ready, false // c.read counts what is buffered too
+	return true, nil
+}
+
 // Read is how many messages the cursor has handed out.
 func (c *Cursor) Read() int { return c.read }
 

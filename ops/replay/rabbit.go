@@ -346,6 +346,11 @@ func (m *rabbitMover) finish(ctx context.Context, job Job) error {
 // rabbitChunk is how many messages the mover reads between two plan look-ups.
 const rabbitChunk = 1000
 
+// rabbitReadAgain is how many times a move looks at the queue again (Cursor.ReadAgain) for planned
+// messages it did not find, before it reports them not found: bounded, so that a queue that keeps
+// receiving dead letters does not keep a job reading.
+const rabbitReadAgain = 2
+
 func (m *rabbitMover) locator(msg rabbit.Message) string {
 	l := rabbitLocator(m.src.Broker, m.src.Vhost, m.src.Queue, msg)
 	if m.src.discards() {
@@ -395,28 +400,39 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 	if err != nil {
 		return moved{}, err
 	}
-	for len(pending) > 0 && !m.cur.Ended() && !m.behindStash(pending) {
-		ds, err := m.cur.Take(ctx, rabbitChunk)
-		if err != nil {
-			return moved{}, err
-		}
-		var others []rabbit.Delivery
-		for _, d := range ds {
-			l := m.locator(d.Message)
-			if it, ok := pending[l]; ok {
-				take, taken = append(take, d), append(taken, it)
-				delete(pending, l)
-				continue
+	// readOn reads until the pending messages are found, the cursor ends or, unless past is set,
+	// the cursor is past where they would be.
+	readOn := func(past bool) error {
+		for len(pending) > 0 && !m.cur.Ended() && (past || !m.behindStash(pending)) {
+			ds, err := m.cur.Take(ctx, rabbitChunk)
+			if err != nil {
+				return err
 			}
-			others = append(others, d)
+			var others []rabbit.Delivery
+			for _, d := range ds {
+				l := m.locator(d.Message)
+				if it, ok := pending[l]; ok {
+					take, taken = append(take, d), append(taken, it)
+					delete(pending, l)
+					continue
+				}
+				others = append(others, d)
+			}
+			dropped, err := m.sortOut(ctx, job, others, maxSeq)
+			if err != nil {
+				return err
+			}
+			drop = append(drop, dropped...)
 		}
-		dropped, err := m.sortOut(ctx, job, others, maxSeq)
-		if err != nil {
+		return nil
+	}
+	for round := 0; ; round++ {
+		if err := readOn(round > 0); err != nil {
 			return moved{}, err
 		}
-		drop = append(drop, dropped...)
-	}
-	if len(pending) > 0 {
+		if len(pending) == 0 {
+			break
+		}
 		// Another consumer (a live one, or a reader the queue's turn does not keep out: another
 		// console's browse while the console's database was away) may hold them unacked: not
 		// "gone". It is asked now, not only when the job began: a reader that came since took its
@@ -430,6 +446,16 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 				"%d planned message(s) are not where the job reads, and %d other consumer(s) may hold them unacknowledged "+
 				"(a browse, a trace, another console or a live consumer); the job reads the queue again by itself",
 				m.src.Queue, len(pending), others)}
+		}
+		// No other consumer now, none seen: a reader that cancels its consumer before it returns
+		// what it held (a browse does: one nack after the cancel) holds messages no consumer counts
+		// for a moment, and returns them ahead of where the cursor reads. The cursor looks again
+		// after a pause and reads on over what became ready, past where they would have been.
+		if round == rabbitReadAgain {
+			break
+		}
+		if _, err := m.cur.ReadAgain(ctx); err != nil {
+			return moved{}, err
 		}
 	}
 	to := make([]rabbit.Republish, len(take))

@@ -70,9 +70,21 @@ func TestRabbitJobWaitsForAnotherReader(t *testing.T) {
 			case <-time.After(time.Second): // it waits for its turn on the queue
 			}
 		}},
+		// A reader that cancels its consumer, then returns what it held (a browse does: one nack
+		// after the cancel): meanwhile the queue counts no consumer and those messages are not
+		// ready. The job looked once and settled them as not found.
+		{"CancelledBeforeReturning", func(t *testing.T, w *rabbitWorld, wg *sync.WaitGroup) {
+			holding := make(chan struct{})
+			wg.Go(func() { holdHead(t, vhostURL(t, w.vhost), "orders.dlq", held, time.Second, holding, true) })
+			select {
+			case <-holding:
+			case <-time.After(10 * time.Second):
+				t.Error("the other consumer did not get its messages")
+			}
+		}},
 		{"OtherConsumer", func(t *testing.T, w *rabbitWorld, wg *sync.WaitGroup) {
 			holding := make(chan struct{})
-			wg.Go(func() { holdHead(t, vhostURL(t, w.vhost), "orders.dlq", held, hold, holding) })
+			wg.Go(func() { holdHead(t, vhostURL(t, w.vhost), "orders.dlq", held, hold, holding, false) })
 			select {
 			case <-holding:
 			case <-time.After(10 * time.Second):
@@ -137,8 +149,9 @@ func TestRabbitJobWaitsForAnotherReader(t *testing.T) {
 
 // holdHead consumes the first n messages of queue on a connection of its own (manual acks, a
 // prefetch of n), closes holding once it has them, keeps them unacknowledged for hold, then
-// returns them all to the queue (nack, requeue) and leaves.
-func holdHead(t *testing.T, amqpURL, queue string, n int, hold time.Duration, holding chan<- struct{}) {
+// returns them all to the queue (nack, requeue) and leaves. With cancelFirst its consumer is
+// cancelled as soon as it has them: they stay unacknowledged on the channel, counted by no consumer.
+func holdHead(t *testing.T, amqpURL, queue string, n int, hold time.Duration, holding chan<- struct{}, cancelFirst bool) {
 	conn, err := amqp.Dial(amqpURL)
 	if err != nil {
 		t.Error(err)
@@ -168,10 +181,18 @@ func holdHead(t *testing.T, amqpURL, queue string, n int, hold time.Duration, ho
 			return
 		}
 	}
+	cancel := func() {
+		if err := ch.Cancel("other-reader", false); err != nil {
+			t.Error(err)
+		}
+	}
+	if cancelFirst {
+		cancel()
+	}
 	close(holding)
 	time.Sleep(hold)
-	if err := ch.Cancel("other-reader", false); err != nil {
-		t.Error(err)
+	if !cancelFirst {
+		cancel()
 	}
 	if err := ch.Nack(last, true, true); err != nil {
 		t.Error(err)
