@@ -561,6 +561,11 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 	get("/api/v1/replays", "/api/v1/replays")
 	get("/api/v1/replays/plans/{id}", "/api/v1/replays/plans/"+url.PathEscape(planID))
 	get("/api/v1/replays/plans/{id}", "/api/v1/replays/plans/plan_nope")
+	// A plan that is ready is no longer planning: cancelling it is a 409; an unknown one a 404.
+	if r := post("/api/v1/replays/plans/{id}/cancel", "/api/v1/replays/plans/"+url.PathEscape(planID)+"/cancel", ""); r.status != http.StatusConflict {
+		t.Errorf("cancelling a ready plan: %d %s", r.status, r.body)
+	}
+	post("/api/v1/replays/plans/{id}/cancel", "/api/v1/replays/plans/plan_nope/cancel", "")
 	get("/api/v1/replicas", "/api/v1/replicas")
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/"+url.PathEscape(job.ID)+"/cancel", "") // running at 1/s: 200
 	post("/api/v1/replays/{id}/cancel", "/api/v1/replays/job_nope/cancel", "")
