@@ -217,7 +217,8 @@ func (p *scanPools) GetDecompressBytes(compressed []byte, codec kgo.CompressionC
 		}
 		// Too short: snappy would decode into a slice of its own, and this one go to waste.
 	}
-	return make([]byte, 0, want)
+	// A quarter more, so that the next batches, a little larger, decode into it too.
+	return make([]byte, 0, want+want/4)
 }
 
 // xerialMagic starts a snappy batch in xerial framing (what the Java client writes): a 16-byte
