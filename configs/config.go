@@ -193,6 +193,20 @@ type Outbox struct {
 	// StaleReadyAfter marks a READY backlog as a problem when its oldest due row is older; default 5m.
 	StaleReadyAfter Duration         `yaml:"stale_ready_after"`
 	Pool            `yaml:",inline"` // max_conns (default DefaultOutboxMaxConns), acquire_timeout
+	// RelayTo is where the service's relay publishes the outbox's events: a replay of the outbox
+	// sets rows back to READY for that relay, so the consumer reading there (consumers[]) guards
+	// it with its inbox. Unset, the replay's plan says its events are unguarded.
+	RelayTo *OutboxRelayTo `yaml:"relay_to"`
+}
+
+// OutboxRelayTo names the relay's destination: a Kafka topic (cluster and topic) or a RabbitMQ
+// queue (broker, queue and vhost, default /).
+type OutboxRelayTo struct {
+	Cluster string `yaml:"cluster"`
+	Topic   string `yaml:"topic"`
+	Broker  string `yaml:"broker"`
+	Vhost   string `yaml:"vhost"`
+	Queue   string `yaml:"queue"`
 }
 
 // OutboxColumns maps the outbox's logical columns to the table's real names. Empty = default.
@@ -947,6 +961,25 @@ func (c *Config) Validate() error {
 		}
 		if cs.RabbitMQ != nil && !names["rabbitmq"][cs.RabbitMQ.Broker] {
 			bad(p+".rabbitmq.broker", "%q is not a configured rabbitmq broker", cs.RabbitMQ.Broker)
+		}
+	}
+	for i, o := range c.Outboxes {
+		r := o.RelayTo
+		if r == nil {
+			continue
+		}
+		p := fmt.Sprintf("outboxes[%d].relay_to", i)
+		switch {
+		case (r.Cluster != "") == (r.Broker != ""):
+			bad(p, "give a Kafka topic (cluster and topic) or a RabbitMQ queue (broker and queue)")
+		case r.Cluster != "" && !names["kafka"][r.Cluster]:
+			bad(p+".cluster", "%q is not a configured kafka cluster", r.Cluster)
+		case r.Cluster != "" && r.Topic == "":
+			bad(p+".topic", "required with a cluster: the topic the relay produces to")
+		case r.Broker != "" && !names["rabbitmq"][r.Broker]:
+			bad(p+".broker", "%q is not a configured rabbitmq broker", r.Broker)
+		case r.Broker != "" && r.Queue == "":
+			bad(p+".queue", "required with a broker: the queue the relay's messages reach")
 		}
 	}
 	if c.Replay.MaxReplaysPerMessage < 1 {

@@ -549,6 +549,7 @@ func (h *Replays) Index(c echo.Context) error {
 	for _, j := range jobs {
 		v := toJobView(j)
 		v.Source, v.Destination, v.Discard = routeText(routes[j.PlanID])
+		v.Requeue = routeRequeues(routes[j.PlanID])
 		page.Jobs = append(page.Jobs, v)
 	}
 	return render(c, http.StatusOK, replaypages.Index(page))
@@ -587,6 +588,13 @@ func routeText(r replay.PlanRoute) (source, destination string, discard bool) {
 		return source, fmt.Sprintf("%s and %d more", strings.Join(dests[:shown], "; "), len(dests)-shown), false
 	}
 	return source, strings.Join(dests, "; "), false
+}
+
+// routeRequeues reports an outbox plan: its job sets rows back to READY for the service's relay,
+// publishing nothing itself.
+func routeRequeues(r replay.PlanRoute) bool {
+	var src replay.Source
+	return len(r.Source) > 0 && json.Unmarshal(r.Source, &src) == nil && src.Kind == source.Outbox
 }
 
 // archiveDestination is where a discard job's messages go.
@@ -914,6 +922,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 	page := replaypages.JobPage{Job: toJobView(job)}
 	if routes, err := h.views.PlanRoutes(ctx, []string{job.PlanID}, destinationSample); err == nil {
 		page.Job.Source, page.Job.Destination, page.Job.Discard = routeText(routes[job.PlanID])
+		page.Job.Requeue = routeRequeues(routes[job.PlanID])
 	}
 	page.Meta = h.meta(c, page.Job.Noun()+" "+job.ID, "replays")
 	actor := ActorOf(c)
@@ -940,6 +949,9 @@ func (h *Replays) JobPage(c echo.Context) error {
 		}
 		if page.Job.Discard && outcome == replay.LedgerPublished { // a discard's move is its archiving
 			outcome = "archived"
+		}
+		if page.Job.Requeue && outcome == replay.LedgerPublished { // an outbox's, setting the row back to READY
+			outcome = replaypages.RequeuedWords
 		}
 		page.Ledger = append(page.Ledger, replaypages.LedgerRow{Seq: l.Seq, Locator: l.Locator, MessageID: l.MessageID,
 			Outcome: outcome, Detail: detail, At: l.At})

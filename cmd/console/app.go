@@ -154,6 +154,12 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		Lease: cfg.Replay.Lease.D(), ShownRabbit: a.redact.Shown, Moves: st}
 	opts.Kafka, opts.Rabbit = as[replay.KafkaCluster](a.kafka), as[replay.RabbitBroker](a.rabbit)
 	opts.Outboxes, opts.Inboxes = as[replay.OutboxTable](a.outboxes), as[replay.Inbox](a.inboxes)
+	opts.OutboxRelays = map[string]configs.OutboxRelayTo{}
+	for _, o := range cfg.Outboxes {
+		if o.RelayTo != nil {
+			opts.OutboxRelays[o.Name] = *o.RelayTo
+		}
+	}
 	if a.sampler != nil {
 		opts.GroupsByTopic = a.groupsByTopic
 		opts.Owner = a.sampler.ReplicaID() // one name per replica in leases, jobs and /api/v1/replicas

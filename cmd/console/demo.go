@@ -131,9 +131,11 @@ outboxes:
   - name: orders
     dsn: %q
     max_attempts: 10
+    relay_to: {cluster: main, topic: orders}   # the demo's relay (cmd/internal/demo) produces there
   - name: refunds
     dsn: %q
     max_attempts: 10
+    relay_to: {cluster: main, topic: refunds}
   - name: refunds-publications
     dsn: %q
     format: spring-modulith

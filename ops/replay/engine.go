@@ -70,6 +70,9 @@ type Options struct {
 	Outboxes  []OutboxTable
 	Inboxes   []Inbox            // one per consumer with an inbox
 	Consumers []configs.Consumer // how dead letters map to consumers
+	// OutboxRelays are the outboxes' relay destinations (outboxes[].relay_to) by outbox name: the
+	// consumer reading there guards an outbox replay. An outbox without one is unguarded.
+	OutboxRelays map[string]configs.OutboxRelayTo
 	// MessageIDs are the message id rules (message_id): where an edit's new id is written.
 	MessageIDs    configs.MessageIDRules
 	Replay        configs.Replay
@@ -399,6 +402,20 @@ func (e *Engine) consumerForTopic(cluster, topic string) string {
 		}
 	}
 	return found
+}
+
+// consumerForOutbox finds the configured consumer reading where an outbox's relay publishes
+// (outboxes[].relay_to); "" when the destination is not configured or no single consumer reads it.
+func (e *Engine) consumerForOutbox(name string) string {
+	r, ok := e.o.OutboxRelays[name]
+	switch {
+	case !ok:
+		return ""
+	case r.Cluster != "":
+		return e.consumerForTopic(r.Cluster, r.Topic)
+	default:
+		return e.consumerForQueue(r.Broker, cmp.Or(r.Vhost, "/"), r.Queue)
+	}
 }
 
 // consumerForQueue maps a RabbitMQ queue to the configured consumer reading it.

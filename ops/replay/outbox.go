@@ -46,6 +46,9 @@ func (k outboxKind) plan(ctx context.Context, srcp *Source, f Filter, emit func(
 	if err != nil {
 		return err
 	}
+	// The relay publishes what the replay sets back to READY: the consumer reading its
+	// destination guards the events with its inbox, by their event id.
+	consumer := k.e.consumerForOutbox(src.Outbox)
 	item := func(ev outbox.Event) (Item, bool) {
 		if !f.matchIDs(ev.EventID) || !f.matchTime(ev.CreatedAt) ||
 			(f.ExceptionType != "" && (ev.LastError == nil || !ops.InErrorGroup(*ev.LastError, f.ExceptionType))) {
@@ -53,7 +56,7 @@ func (k outboxKind) plan(ctx context.Context, srcp *Source, f Filter, emit func(
 		}
 		pos := ev.ID
 		it := Item{Locator: outboxLocator(src.Outbox, ev),
-			MessageID: ev.EventID, Position: &pos, ErrorGroup: lastErrorGroup(ev.LastError)}
+			MessageID: ev.EventID, Consumer: consumer, Position: &pos, ErrorGroup: lastErrorGroup(ev.LastError)}
 		if ev.Status == outbox.Dead || ev.Status == outbox.Failed {
 			it.Destination = Destination{Kind: source.Outbox, Outbox: src.Outbox}
 		}

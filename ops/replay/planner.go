@@ -152,7 +152,24 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 
 // warnings are the plan's warnings: the Kafka groups it reaches, then its unguarded messages.
 func (b *planBuilder) warnings() []string {
-	return append(b.warn.warnings(), b.unguarded.warnings(func(c string) bool { _, ok := b.e.inboxes[c]; return ok })...)
+	none := "no configured consumer reads their destination"
+	if src := b.plan.Source; src.Kind == source.Outbox {
+		none = b.e.outboxUnguarded(src.Outbox)
+	}
+	return append(b.warn.warnings(), b.unguarded.warningsWhy(func(c string) bool { _, ok := b.e.inboxes[c]; return ok }, none)...)
+}
+
+// outboxUnguarded says why an outbox's replayed events have no consumer to guard them.
+func (e *Engine) outboxUnguarded(name string) string {
+	r, ok := e.o.OutboxRelays[name]
+	switch {
+	case !ok:
+		return fmt.Sprintf("where outbox %s's relay publishes is not configured (outboxes[].relay_to), so no consumer's inbox is asked", name)
+	case r.Cluster != "":
+		return fmt.Sprintf("no one configured consumer reads topic %s on %s, where outbox %s's relay publishes", r.Topic, r.Cluster, name)
+	default:
+		return fmt.Sprintf("no configured consumer reads queue %s on %s, where outbox %s's relay publishes", r.Queue, r.Broker, name)
+	}
 }
 
 func (b *planBuilder) destJSON(d Destination) json.RawMessage {
@@ -291,6 +308,11 @@ func (u *unguardedCounter) add(items []Item) {
 // warnings says, per consumer, how many messages go out unguarded and why: hasInbox tells a
 // configured inbox (then unreadable) from none.
 func (u *unguardedCounter) warnings(hasInbox func(consumer string) bool) []string {
+	return u.warningsWhy(hasInbox, "no configured consumer reads their destination")
+}
+
+// warningsWhy is warnings with none, the reason given for the messages no consumer is known for.
+func (u *unguardedCounter) warningsWhy(hasInbox func(consumer string) bool, none string) []string {
 	consumers := append([]string(nil), u.order...)
 	sort.Strings(consumers)
 	out := make([]string, 0, len(consumers))
@@ -299,7 +321,7 @@ func (u *unguardedCounter) warnings(hasInbox func(consumer string) bool) []strin
 		msgs := fmt.Sprintf("%d message(s)", n)
 		switch {
 		case c == "":
-			out = append(out, fmt.Sprintf("%s will be published without an idempotency check (inbox: unknown): no configured consumer reads their destination", msgs))
+			out = append(out, fmt.Sprintf("%s will be published without an idempotency check (inbox: unknown): %s", msgs, none))
 		case hasInbox(c):
 			out = append(out, fmt.Sprintf("%s for consumer %s will be published without an idempotency check (inbox: unknown): its inbox could not be read", msgs, c))
 		default:

@@ -50,6 +50,10 @@ type JobView struct {
 	// Discard: the job archives each message and acks it from its queue, publishing nothing; its
 	// Published count is what it archived.
 	Discard bool
+	// Requeue: an outbox job, which sets DEAD or FAILED rows back to READY for the service's relay
+	// to publish; the console publishes nothing, so no broker confirms anything. Its Published
+	// count is what it set back to READY.
+	Requeue bool
 	// Approve and Cancel are what the signed-in user may do with the job, as the engine would
 	// answer (replay.ApproveRefused, replay.CancelRefused): the job page offers only these buttons.
 	// Cancel is also the Reject of a job awaiting approval.
@@ -132,13 +136,21 @@ func (j JobView) Summary() string {
 		" skipped, " + components.FormatNum(j.Failed) + " failed"
 }
 
-// Moved is the word for what the job did with a message it moved: published, or archived.
+// Moved is the word for what the job did with a message it moved: published, archived, or (an
+// outbox's rows) set back to READY for the relay.
 func (j JobView) Moved() string {
-	if j.Discard {
+	switch {
+	case j.Discard:
 		return "archived"
+	case j.Requeue:
+		return RequeuedWords
 	}
 	return "published"
 }
+
+// RequeuedWords is what an outbox job did with a row it moved: the relay publishes it, not the
+// console.
+const RequeuedWords = "set back to READY for the relay"
 
 // FailureGroup is how many messages failed for one reason.
 type FailureGroup struct {
@@ -291,7 +303,7 @@ func actionTone(a string) string {
 
 func outcomeTone(o string) string {
 	switch o {
-	case "published", "archived":
+	case "published", "archived", RequeuedWords:
 		return components.ToneOK
 	case "failed":
 		return components.ToneDanger

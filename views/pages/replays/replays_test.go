@@ -61,3 +61,31 @@ func TestOutcomeBadge(t *testing.T) {
 		})
 	}
 }
+
+// An outbox job sets rows back to READY for the service's relay: its page says so, never that a
+// broker confirmed a publish the console did not make (issue 37, item 11).
+func TestOutboxJobSaysSetBackToReady(t *testing.T) {
+	done := JobView{ID: "j1", Status: "done", Outcome: OutcomeDone, Total: 7, Published: 7, Requeue: true}
+	doc, _ := viewtest.Render(t, Job(JobPage{Job: done,
+		Ledger: []LedgerRow{{Seq: 1, MessageID: "evt-1", Outcome: RequeuedWords, Detail: "requeued to READY"}}}))
+	text := strings.Join(strings.Fields(doc.Text()), "") // the cards' parts are separate elements
+	for _, want := range []string{"SetbacktoREADY7fortherelaytopublish;theconsolepublishesnothing", "1setbacktoREADYfortherelayevt-1"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the outbox job's page lacks %q:\n%s", want, text)
+		}
+	}
+	for _, false_ := range []string{"confirmedbythebroker", "Published"} {
+		if strings.Contains(text, false_) {
+			t.Errorf("the outbox job's page says %q:\n%s", false_, text)
+		}
+	}
+	if got := done.Summary(); got != "done: 7 set back to READY for the relay, 0 skipped, 0 failed" {
+		t.Errorf("summary %q", got)
+	}
+	kafka := done
+	kafka.Requeue = false
+	doc, _ = viewtest.Render(t, Job(JobPage{Job: kafka}))
+	if text := strings.Join(strings.Fields(doc.Text()), ""); !strings.Contains(text, "Published7confirmedbythebroker") {
+		t.Errorf("a Kafka job's page lost its words:\n%s", text)
+	}
+}
