@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -184,6 +185,9 @@ type planJSON struct {
 	Items       []planItemJSON            `json:"items"`
 	// Jobs that ran the plan, newest first; [] for a plan that never ran.
 	Jobs []planJobJSON `json:"jobs"`
+	// Edit is an edit and retry's change of its one message, before and after, masked as any
+	// content (redact.Rules.Edit); absent for a plan that publishes messages as they died.
+	Edit *replay.EditDiff `json:"edit,omitempty"`
 }
 
 func toPlanJSON(p replay.Plan) planJSON {
@@ -191,6 +195,9 @@ func toPlanJSON(p replay.Plan) planJSON {
 		Warnings: p.Warnings, Items: []planItemJSON{}, Jobs: []planJobJSON{}}
 	if p.Source.Action != "" {
 		j.Action = p.Source.Action
+	}
+	if ed := p.Source.Edit; ed != nil {
+		j.Edit = ed.Diff
 	}
 	if j.Warnings == nil {
 		j.Warnings = []string{}
@@ -590,6 +597,21 @@ func routeText(r replay.PlanRoute) (source, destination string, discard bool) {
 	return source, strings.Join(dests, "; "), false
 }
 
+// editView is an edit and retry's change as the plan and job pages show it; nil without an edit
+// (or one stored before edits kept their diff).
+func editView(ed *replay.Edit) *replaypages.EditView {
+	if ed == nil || ed.Diff == nil {
+		return nil
+	}
+	d := ed.Diff
+	v := &replaypages.EditView{ValueBefore: d.ValueBefore, ValueAfter: d.ValueAfter, ValueChanged: ed.Value != nil,
+		MessageID: d.MessageID, Encoding: d.Encoding}
+	for _, name := range slices.Sorted(maps.Keys(d.Headers)) {
+		v.Headers = append(v.Headers, replaypages.HeaderChange{Name: name, Before: d.Headers[name][0], After: d.Headers[name][1]})
+	}
+	return v
+}
+
 // routeRequeues reports an outbox plan: its job sets rows back to READY for the service's relay,
 // publishing nothing itself.
 func routeRequeues(r replay.PlanRoute) bool {
@@ -770,6 +792,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
 		Actor: plan.Actor, Source: describePlanSource(plan.Source, plan.Filter), Total: plan.Total, Warnings: plan.Warnings,
 		State: plan.State, Planned: plan.Planned, Estimate: plan.Estimate, Error: plan.Error}
+	page.Edit = editView(plan.Source.Edit)
 	page.Meta = h.meta(c, page.Noun()+" plan", "replays")
 	if !page.Ready() {
 		return h.planningPage(c, plan, page)
@@ -923,6 +946,11 @@ func (h *Replays) JobPage(c echo.Context) error {
 	if routes, err := h.views.PlanRoutes(ctx, []string{job.PlanID}, destinationSample); err == nil {
 		page.Job.Source, page.Job.Destination, page.Job.Discard = routeText(routes[job.PlanID])
 		page.Job.Requeue = routeRequeues(routes[job.PlanID])
+		var src replay.Source
+		if r := routes[job.PlanID]; len(r.Source) > 0 && json.Unmarshal(r.Source, &src) == nil && src.Edit != nil {
+			// What the approver approves: the edit as its plan shows it, masked as any content.
+			page.Edit = editView(h.redact.Plan(replay.Plan{Source: src}).Source.Edit)
+		}
 	}
 	page.Meta = h.meta(c, page.Job.Noun()+" "+job.ID, "replays")
 	actor := ActorOf(c)

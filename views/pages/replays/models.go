@@ -188,7 +188,26 @@ type PlanPage struct {
 	Planned, Estimate int
 	Error             string
 	Cancel            components.Offer
+	// Edit is an edit and retry's change, before and after, masked as any content; nil for a
+	// plan that publishes messages as they died.
+	Edit *EditView
 }
+
+// EditView is what an edit and retry changes of its one message, as its plan, its job and the
+// four-eyes approver see it: the value before and after (each cut at 4 KiB), the headers it sets
+// or drops, and the message id when a new one is asked for.
+type EditView struct {
+	ValueBefore, ValueAfter string
+	ValueChanged            bool
+	Headers                 []HeaderChange
+	// MessageID is [before, after] when the copy gets a new message id; nil when it keeps its own.
+	MessageID *[2]string
+	// Encoding names the schema the edited value is encoded back with; "" for plain bytes.
+	Encoding string
+}
+
+// HeaderChange is one header an edit sets or drops: "" stands for absent.
+type HeaderChange struct{ Name, Before, After string }
 
 // Ready reports whether the plan is made (the state of every plan made before plans were made in
 // the background is ready).
@@ -269,6 +288,7 @@ type ItemView struct {
 type JobPage struct {
 	Meta        layout.Meta
 	Job         JobView
+	Edit        *EditView // the edit and retry the job publishes, as its plan shows it
 	Ledger      []LedgerRow
 	LedgerError string
 	// FailureGroups count the failed messages per reason, most first; FailuresError says they
