@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -35,6 +36,86 @@ func ErrorGroupKey(text string) string {
 		cut--
 	}
 	return line[:cut]
+}
+
+// ErrorFingerprint is the key of a Java dead letter's error group when its headers carry a stack
+// trace (Spring's kafka_dlt-exception-stacktrace, x-exception-stacktrace), Wolverine's fingerprint:
+// the exception class ErrorGroupKey finds in text, " at ", and the first frame of the trace that
+// is the application's own (FirstAppFrame) — "com.acme.StockException at
+// com.acme.orders.Reserve.apply" —, so that one class thrown from two places is two bugs, two
+// rows, and one bug is one row whatever ids its messages carry. Without a trace, without an
+// application frame in it, or when text names no class, it is ErrorGroupKey(text). It is the one
+// key of every error group: Kafka's and RabbitMQ's groups, replay plans, triage and the sampler.
+func ErrorFingerprint(text, stacktrace string) string {
+	key := ErrorGroupKey(text)
+	if !isClassName(key) {
+		return key
+	}
+	if frame := FirstAppFrame(stacktrace); frame != "" {
+		return key + fingerprintAt + frame
+	}
+	return key
+}
+
+// fingerprintAt joins a fingerprint's class and frame.
+const fingerprintAt = " at "
+
+// libraryFrames are the packages whose frames are not the application's: the JDK, Spring, the
+// Kafka and RabbitMQ clients, Kotlin's runtime and Reactor.
+var libraryFrames = []string{"java.", "javax.", "jdk.", "sun.", "com.sun.", "org.springframework.", "org.apache.kafka.",
+	"com.rabbitmq.", "kotlin.", "kotlinx.", "reactor."}
+
+// FirstAppFrame is the first frame of a Java stack trace (its "\tat pkg.Class.method(File.java:42)"
+// lines, through every "Caused by:" section in order) whose class is none of libraryFrames', as
+// "pkg.Class.method": no file and line, which move with every build, and no module or class
+// loader prefix ("app//", "java.base/"). "" when the trace has none.
+func FirstAppFrame(stacktrace string) string {
+	for rest := stacktrace; rest != ""; {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		line = strings.TrimSpace(line)
+		frame, ok := strings.CutPrefix(line, "at ")
+		if !ok {
+			continue
+		}
+		frame, _, _ = strings.Cut(frame, "(")
+		frame = strings.TrimSpace(frame)
+		if i := strings.LastIndexByte(frame, '/'); i >= 0 {
+			frame = frame[i+1:]
+		}
+		if frame == "" || !isFrameName(frame) || slices.ContainsFunc(libraryFrames, func(p string) bool { return strings.HasPrefix(frame, p) }) {
+			continue
+		}
+		if len(frame) > maxErrorGroupKey {
+			frame = frame[:maxErrorGroupKey]
+		}
+		return frame
+	}
+	return ""
+}
+
+// isFrameName reports whether s is a frame's qualified method: dotted Java identifiers (with $ of
+// inner classes and lambdas, and <init>).
+func isFrameName(s string) bool {
+	if !strings.Contains(s, ".") {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '.' || r == '_' || r == '$' || r == '<' || r == '>' || unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrorGroupClass is the exception class a group's key names: the class of a fingerprint
+// ("com.acme.StockException at com.acme.orders.Reserve.apply" → "com.acme.StockException"), the key
+// itself otherwise.
+func ErrorGroupClass(key string) string {
+	if class, frame, ok := strings.Cut(key, fingerprintAt); ok && isClassName(class) && isFrameName(frame) {
+		return class
+	}
+	return key
 }
 
 // IDPlaceholder is what ErrorGroupKey puts in place of a word holding a digit.
@@ -83,7 +164,7 @@ func isJoiner(r rune) bool { return r == '-' || r == '_' || r == '.' }
 
 // IsExceptionClass reports whether an error group's key is an exception class (ErrorGroupKey of a
 // text starting with one), which names the kind of failure and quotes none of the message.
-func IsExceptionClass(key string) bool { return isClassName(key) }
+func IsExceptionClass(key string) bool { return isClassName(ErrorGroupClass(key)) }
 
 // isClassName reports whether s looks like a (qualified) exception class: dotted identifiers,
 // the last one starting with a capital letter, no spaces.
@@ -118,4 +199,15 @@ func InErrorGroup(text, want string) bool {
 	}
 	key := ErrorGroupKey(text)
 	return key == want || key == ErrorGroupKey(want) || (isClassName(key) && strings.HasSuffix(key, "."+want))
+}
+
+// InErrorGroupTraced is InErrorGroup for a dead letter whose headers may carry a stack trace: want
+// also names its group by its fingerprint (ErrorFingerprint). A class, a text or a simple name
+// still selects every group of that class, whatever frame its trace names — so a filter or a
+// selection kept from before fingerprints selects what it did.
+func InErrorGroupTraced(text, stacktrace, want string) bool {
+	if want == "" || InErrorGroup(text, want) {
+		return true
+	}
+	return strings.Contains(want, fingerprintAt) && ErrorFingerprint(text, stacktrace) == want
 }

@@ -64,3 +64,63 @@ func TestInErrorGroup(t *testing.T) {
 		}
 	}
 }
+
+// springTrace is the stack trace Spring Kafka's DeadLetterPublishingRecoverer writes into
+// kafka_dlt-exception-stacktrace (and Spring AMQP's RepublishMessageRecoverer into
+// x-exception-stacktrace): the listener's wrapper first, all framework frames, then the cause
+// thrown by the application.
+func springTrace(frame string) string {
+	return "org.springframework.kafka.listener.ListenerExecutionFailedException: Listener method 'public void com.acme.orders.Listener.on(java.lang.String)' threw exception\n" +
+		"\tat org.springframework.kafka.listener.KafkaMessageListenerContainer$ListenerConsumer.decorateException(KafkaMessageListenerContainer.java:2869)\n" +
+		"\tat org.springframework.kafka.listener.KafkaMessageListenerContainer$ListenerConsumer.doInvokeOnMessage(KafkaMessageListenerContainer.java:2814)\n" +
+		"\tat java.base/java.lang.Thread.run(Thread.java:1583)\n" +
+		"Caused by: com.acme.StockException: out of stock for o-17\n" +
+		"\tat java.base/java.util.Objects.requireNonNull(Objects.java:259)\n" +
+		"\tat kotlin.collections.CollectionsKt.first(Collections.kt:12)\n" +
+		"\tat app//" + frame + "(Reserve.java:42)\n" +
+		"\tat com.acme.orders.Listener.on(Listener.java:17)\n" +
+		"\tat java.base/jdk.internal.reflect.DirectMethodHandleAccessor.invoke(DirectMethodHandleAccessor.java:103)\n" +
+		"\t... 15 more\n"
+}
+
+// Wolverine's fingerprint: the exception class plus the first application frame of the trace, so
+// that one bug is one group and one class thrown from two places is two.
+func TestErrorFingerprint(t *testing.T) {
+	for _, tc := range []struct{ name, text, trace, want string }{
+		{"SpringTrace", "com.acme.StockException: out of stock for o-17", springTrace("com.acme.orders.Reserve.apply"),
+			"com.acme.StockException at com.acme.orders.Reserve.apply"},
+		{"SameBugOtherIDs", "com.acme.StockException: out of stock for o-99", springTrace("com.acme.orders.Reserve.apply"),
+			"com.acme.StockException at com.acme.orders.Reserve.apply"},
+		{"OtherPlace", "com.acme.StockException: out of stock for o-17", springTrace("com.acme.billing.Invoice.total"),
+			"com.acme.StockException at com.acme.billing.Invoice.total"},
+		{"BareClassHeader", "com.acme.StockException", springTrace("com.acme.orders.Reserve.lambda$apply$0"),
+			"com.acme.StockException at com.acme.orders.Reserve.lambda$apply$0"},
+		{"NoTrace", "com.acme.StockException: out of stock for o-17", "", "com.acme.StockException"},
+		{"OnlyLibraryFrames", "java.net.SocketTimeoutException: read timed out",
+			"java.net.SocketTimeoutException: read timed out\n\tat java.base/sun.nio.ch.NioSocketImpl.timedRead(NioSocketImpl.java:278)\n" +
+				"\tat org.apache.kafka.clients.NetworkClient.poll(NetworkClient.java:1)\n\tat com.rabbitmq.client.impl.AMQConnection.start(AMQConnection.java:2)\n" +
+				"\tat reactor.core.publisher.Mono.block(Mono.java:3)\n\tat javax.net.ssl.X.y(X.java:4)\n\tat jdk.internal.misc.Unsafe.park(Unsafe.java:5)",
+			"java.net.SocketTimeoutException"},
+		{"NoClass", "out of stock for o-17", springTrace("com.acme.orders.Reserve.apply"), "out of stock for #"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ErrorFingerprint(tc.text, tc.trace)
+			if got != tc.want {
+				t.Fatalf("ErrorFingerprint = %q, want %q", got, tc.want)
+			}
+			if !InErrorGroupTraced(tc.text, tc.trace, got) {
+				t.Errorf("its own key does not select it")
+			}
+			if class := ErrorGroupClass(got); !InErrorGroupTraced(tc.text, tc.trace, class) {
+				t.Errorf("its class %q (a filter kept from before fingerprints) does not select it", class)
+			}
+		})
+	}
+	key := "com.acme.StockException at com.acme.orders.Reserve.apply"
+	if InErrorGroupTraced("com.acme.StockException: x", springTrace("com.acme.billing.Invoice.total"), key) {
+		t.Error("a fingerprint selects the same class thrown elsewhere")
+	}
+	if !IsExceptionClass(key) || ErrorGroupClass(key) != "com.acme.StockException" || ErrorGroupClass("out of stock at # o'clock") != "out of stock at # o'clock" {
+		t.Errorf("a fingerprint's class: %v %q", IsExceptionClass(key), ErrorGroupClass(key))
+	}
+}
