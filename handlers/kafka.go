@@ -634,7 +634,7 @@ func (h *Kafka) APIErrorGroups(c echo.Context) error {
 		}
 	}
 	for _, g := range scan.Groups {
-		notes := groupNotes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		notes := groupNotesOf(groupNotes, g)
 		if notes == nil {
 			notes = []noteJSON{}
 		}
@@ -846,6 +846,19 @@ func isDeadLetterTopic(k KafkaCluster, topic string) bool {
 	return true
 }
 
+// groupNotesOf are the notes of an error group: those written on its key, else — for a group
+// keyed by a fingerprint (ops.ErrorFingerprint) — those written on its exception class before
+// groups had fingerprints, so that no stored note is orphaned by the finer key.
+func groupNotesOf[N any](notes map[triage.GroupKey][]N, g kafka.ErrorGroup) []N {
+	if n := notes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]; len(n) > 0 {
+		return n
+	}
+	if class := ops.ErrorGroupClass(g.ExceptionType); class != g.ExceptionType {
+		return notes[triage.GroupKey{Type: class, Cause: g.ExceptionCause}]
+	}
+	return nil
+}
+
 // inGroup says whether a record (as the reader may see it) is in the page's error group, compared
 // on the text the groups are keyed by (kafkapages.GroupText), so that a group's Records link lists
 // exactly its records; every record when the page has no exception filter.
@@ -854,7 +867,8 @@ func inGroup(page kafkapages.TopicPage, r kafka.Record) bool {
 		return true
 	}
 	d := r.DeadLetter
-	return d != nil && kafkapages.GroupText(d.ExceptionType) == kafkapages.GroupText(page.Exception) &&
+	return d != nil && (kafkapages.GroupText(d.GroupType()) == kafkapages.GroupText(page.Exception) ||
+		kafkapages.GroupText(d.ExceptionType) == kafkapages.GroupText(page.Exception)) && // a link naming the class alone
 		(!page.ByCause || kafkapages.GroupText(d.ExceptionCause) == kafkapages.GroupText(page.Cause))
 }
 
@@ -911,7 +925,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 		Cluster: k.Name(), Topic: topic, Scanned: scan.Scanned, Total: scan.Total, Capped: scan.Capped}
 	groupNotes, _ := notesByTarget(h.topicNotes(c.Request().Context(), k.Name(), topic))
 	for _, g := range scan.Groups {
-		notes := groupNotes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]
+		notes := groupNotesOf(groupNotes, g)
 		g = red.ErrorGroup(g)
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{Notes: notes, ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,

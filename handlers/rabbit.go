@@ -255,11 +255,11 @@ func (h *Rabbit) browsed(c echo.Context) (RabbitBroker, int, error) {
 // selects (ops.InErrorGroup), so a plan made from a group selects what the page showed.
 func messageFilter(reason, exception, group string) func(rabbit.Message) bool {
 	return func(m rabbit.Message) bool {
-		var r, e string
+		var r, e, st string
 		if d := m.DeadLetter; d != nil {
-			r, e = d.Reason, d.ExceptionMessage
+			r, e, st = d.Reason, d.ExceptionMessage, d.Stacktrace
 		}
-		return (reason == "" || r == reason) && (exception == "" || strings.Contains(e, exception)) && ops.InErrorGroup(e, group)
+		return (reason == "" || r == reason) && (exception == "" || strings.Contains(e, exception)) && ops.InErrorGroupTraced(e, st, group)
 	}
 }
 
@@ -455,6 +455,9 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		row := rabbitpages.GroupRow{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
 			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", "),
 			Notes: groupNotes[triage.GroupKey{Type: g.Reason, Cause: g.Key}]}
+		if class := ops.ErrorGroupClass(g.Key); len(row.Notes) == 0 && class != g.Key {
+			row.Notes = groupNotes[triage.GroupKey{Type: g.Reason, Cause: class}] // written before groups had fingerprints
+		}
 		pos := make([]string, len(g.Positions))
 		for i, p := range g.Positions {
 			pos[i] = strconv.Itoa(p)

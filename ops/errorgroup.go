@@ -27,6 +27,9 @@ func ErrorGroupKey(text string) string {
 	if isClassName(line) { // a bare class ("org.acme.v2.StockException"): its digits are its name
 		return line
 	}
+	if ErrorGroupClass(line) != line { // a fingerprint (ErrorFingerprint) is its own key
+		return line
+	}
 	line = foldIDs(line)
 	if len(line) <= maxErrorGroupKey {
 		return line

@@ -23,7 +23,10 @@ const (
 
 // ErrorGroup is every scanned dead letter with the same exception type and cause: one bug, one row.
 type ErrorGroup struct {
-	ExceptionType  string // empty when the records carry no exception header
+	// ExceptionType is the group's type (DeadLetter.GroupType): the exception class, or — when the
+	// records carry a stack trace — its fingerprint, "com.acme.StockException at
+	// com.acme.orders.Reserve.apply" (ops.ErrorFingerprint); empty when they carry no exception header.
+	ExceptionType  string
 	ExceptionCause string
 	Count          int64
 	FirstAt        time.Time // oldest record timestamp in the group (among those scanned)
@@ -43,6 +46,22 @@ type ErrorGroup struct {
 	// ReplayCopies is how many of Count are dead letters of Redrive's own replay copies (they
 	// carry x-redrive-replay-id): messages that failed again after a replay, not new failures.
 	ReplayCopies int64
+}
+
+// GroupType is the type a dead letter's error group is keyed by: ops.ErrorFingerprint of its
+// exception class and stack trace headers (one bug, one row, however many places throw the class),
+// its exception type header as it is when no trace names an application frame.
+func (d *DeadLetter) GroupType() string {
+	if fp := ops.ErrorFingerprint(d.ExceptionType, d.Stacktrace); ops.ErrorGroupClass(fp) != fp {
+		return fp
+	}
+	return d.ExceptionType
+}
+
+// InGroup reports whether the dead letter is of the error group exceptionType names
+// (ops.InErrorGroupTraced): its type, its fingerprint, or the class of either.
+func (d *DeadLetter) InGroup(exceptionType string) bool {
+	return ops.InErrorGroupTraced(d.ExceptionType, d.Stacktrace, exceptionType)
 }
 
 // Open is how many of the group's scanned records are still open.
@@ -227,7 +246,7 @@ func (c *Cluster) foldGroups(ctx context.Context, op string, scan ErrorScan, ps 
 		dl := c.index.decode(hdrs, idBody{}, noIDs)
 		var k key
 		if dl != nil {
-			k = key{dl.ExceptionType, dl.ExceptionCause}
+			k = key{dl.GroupType(), dl.ExceptionCause}
 		}
 		a := groups[k]
 		if a == nil {

@@ -8,11 +8,13 @@ import (
 )
 
 // ErrorGroup is every browsed message that died for the same reason in the same error group
-// (ops.ErrorGroupKey of the exception message, as a replay plan groups them): one bug, one row,
-// whatever ids the messages carry.
+// (ops.ErrorFingerprint of the exception message and Spring's x-exception-stacktrace, as a replay
+// plan groups them): one bug, one row, whatever ids the messages carry.
 type ErrorGroup struct {
 	Reason string // rejected, expired, maxlen, delivery_limit; empty without x-death
-	// Key is the group's key (ops.ErrorGroupKey): the exception's class, or its message's first
+	// Key is the group's key (ops.ErrorFingerprint): the exception's class — with the first
+	// application frame of the stack trace when the messages carry one, "com.acme.StockException
+	// at com.acme.orders.Reserve.apply" —, or its message's first
 	// line with the ids and numbers in it folded ("out of stock for #"); empty when the messages
 	// carry no exception message. A plan's filter.exception_type selects it.
 	Key string
@@ -40,7 +42,7 @@ func ErrorGroups(msgs []Message) []ErrorGroup {
 	for _, m := range msgs {
 		var k key
 		if dl := m.DeadLetter; dl != nil {
-			k = key{dl.Reason, ops.ErrorGroupKey(dl.ExceptionMessage)}
+			k = key{dl.Reason, ops.ErrorFingerprint(dl.ExceptionMessage, dl.Stacktrace)}
 		}
 		g := groups[k]
 		if g == nil {

@@ -269,7 +269,11 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool
 	if dl != nil {
 		exception, original, group, msgID = dl.ExceptionType, dl.OriginalTopic, dl.ConsumerGroup, dl.MessageID
 	}
-	if !ops.InErrorGroup(exception, f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
+	var stack string
+	if dl != nil {
+		stack = dl.Stacktrace
+	}
+	if !ops.InErrorGroupTraced(exception, stack, f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
 		!f.matchIDs(msgID) || !f.matchTime(r.Timestamp) {
 		return pendingItem{}, false, nil
 	}
@@ -311,7 +315,7 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool
 		original, group, dl = redirect.Topic, "", nil
 	}
 	it := Item{Locator: kafkaLocator(p.src.Cluster, p.src.Topic, p.topicID, r.Partition, r.Offset), MessageID: msgID,
-		ErrorGroup: ops.ErrorGroupKey(exception), Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
+		ErrorGroup: ops.ErrorFingerprint(exception, stack), Partition: &partition, Position: &offset, ReplayCount: replayCount(r.Headers)}
 	pi := pendingItem{key: r.Key, redirected: redirect != nil}
 	switch {
 	case original == "":

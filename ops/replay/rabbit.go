@@ -174,11 +174,11 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 
 func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool) {
 	dl := m.DeadLetter
-	var reason, exception, origQueue string
+	var reason, exception, origQueue, stack string
 	if dl != nil {
-		reason, exception, origQueue = dl.Reason, dl.ExceptionMessage, dl.OriginalQueue
+		reason, exception, origQueue, stack = dl.Reason, dl.ExceptionMessage, dl.OriginalQueue, dl.Stacktrace
 	}
-	if (f.Reason != "" && reason != f.Reason) || !ops.InErrorGroup(exception, f.ExceptionType) ||
+	if (f.Reason != "" && reason != f.Reason) || !ops.InErrorGroupTraced(exception, stack, f.ExceptionType) ||
 		!f.matchIDs(m.MessageID) {
 		return Item{}, false
 	}
@@ -191,7 +191,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool)
 		}
 	}
 	it := Item{Locator: rabbitLocator(src.Broker, src.Vhost, src.Queue, m), MessageID: m.MessageID,
-		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorGroupKey(exception))}
+		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorFingerprint(exception, stack))}
 	if dl != nil {
 		it.ReplayCount = dl.ReplayCount
 		// Byte for byte: a key that is not UTF-8 is sent nowhere else (sanitize skips it as unresolvable).

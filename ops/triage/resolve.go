@@ -191,7 +191,11 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 			if dl != nil {
 				typ, orig = dl.ExceptionType, dl.OriginalTopic
 			}
-			return ops.InErrorGroup(typ, f.ExceptionType) && (f.OriginalTopic == "" || orig == f.OriginalTopic) &&
+			var stack string
+			if dl != nil {
+				stack = dl.Stacktrace
+			}
+			return ops.InErrorGroupTraced(typ, stack, f.ExceptionType) && (f.OriginalTopic == "" || orig == f.OriginalTopic) &&
 				(f.Since.IsZero() || !rec.Timestamp.Before(f.Since)) && (f.Until.IsZero() || rec.Timestamp.Before(f.Until))
 		})
 	}
