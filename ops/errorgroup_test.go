@@ -116,7 +116,11 @@ func TestErrorFingerprint(t *testing.T) {
 			}
 		})
 	}
-	key := "com.acme.StockException at com.acme.orders.Reserve.apply"
+	key := "com.acme.StockException at com.acme.orders.Reserve.lambda$apply$0"
+	if got := ErrorGroupKey(key); got != key {
+		t.Errorf("a fingerprint is its own key: %q", got) // a note or a filter naming it selects it
+	}
+	key = "com.acme.StockException at com.acme.orders.Reserve.apply"
 	if InErrorGroupTraced("com.acme.StockException: x", springTrace("com.acme.billing.Invoice.total"), key) {
 		t.Error("a fingerprint selects the same class thrown elsewhere")
 	}
