@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops/kfaketest"
@@ -97,4 +98,23 @@ replay: {four_eyes: {enabled: true, threshold: 1000, window: 1h}}
 		t.Fatalf("the approver's job page: %d, approve offered %v", page.status, strings.Contains(page.body, `data-testid="approve"`))
 	}
 	shows("the approver's job page", page.body)
+
+	// As the approver sees it in chromium, at 1440 and 1024 px: the before and after beside the
+	// Approve button, the page not scrolling sideways.
+	bctx, _ := newBrowser(t)
+	act(t, bctx, chromedp.Navigate(base+"/login"))
+	browserSignIn(t, bctx, "ada", `[data-testid="signed-in-user"]`)
+	for _, width := range []int64{1440, 1024} {
+		act(t, bctx, chromedp.EmulateViewport(width, 1000), chromedp.Navigate(base+paths.Replay(job.ID)),
+			chromedp.WaitVisible(`[data-testid="edit-diff"]`), chromedp.WaitVisible(`[data-testid="approve"]`))
+		before := must(t, bctx, chromedp.Text(`[data-testid="edit-value-before"]`))
+		after := must(t, bctx, chromedp.Text(`[data-testid="edit-value-after"]`))
+		if !strings.Contains(before, "bad-id") || !strings.Contains(after, "c-42") || strings.Contains(before+after, "@example.com") {
+			t.Errorf("at %d px the approver reads before %q, after %q", width, before, after)
+		}
+		if wide := must(t, bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth`)); wide {
+			t.Errorf("the job page scrolls sideways at %d px", width)
+		}
+		screenshot(t, bctx, fmt.Sprintf("edit-approve-%d", width))
+	}
 }
