@@ -41,7 +41,7 @@ func TestUnknownQueryParameterIs400(t *testing.T) {
 		t.Fatalf("only %d GET API routes", n)
 	}
 	status, _, body := cl.do(t, "GET", s.url+"/api/v1/outboxes/nope/events?statuss=DEAD&limit=5", "", "")
-	if want := "statuss: unknown query parameter; known: status, event_type, aggregate_id, stuck, created_from, created_to, limit, cursor"; status != http.StatusBadRequest || !strings.Contains(body, want) {
+	if want := "statuss: unknown query parameter; known: status, key, event_type, aggregate_id, stuck, created_from, created_to, limit, cursor"; status != http.StatusBadRequest || !strings.Contains(body, want) {
 		t.Errorf("%d %s; want %q", status, body, want)
 	}
 	if status, _, body := cl.do(t, "GET", s.url+"/api/v1/overview?x=1", "", ""); status != http.StatusBadRequest || !strings.Contains(body, "x: unknown query parameter; this one takes none") {
