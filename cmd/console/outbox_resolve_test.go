@@ -166,7 +166,7 @@ func TestBrowserResolveOutboxDead(t *testing.T) {
 	if at := must(t, ctx, chromedp.Location()); !strings.Contains(at, "status=DEAD") {
 		t.Fatalf("after marking, the page lost its filter: %s", at)
 	}
-	if body := must(t, ctx, chromedp.Text(`body`)); !strings.Contains(body, "Changed the resolution of 1 DEAD event(s)") ||
+	if body := must(t, ctx, chromedp.Text(`body`)); !strings.Contains(body, "Changed the resolution of 1 DEAD event;") ||
 		countOf(t, ctx, `[data-testid="event-resolution"]`) != 1 || dialogs.Load() != 0 {
 		t.Fatalf("after marking one: %.2000s", body)
 	}
