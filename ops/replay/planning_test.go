@@ -6,8 +6,11 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
@@ -227,8 +230,19 @@ func TestPlanCancelRacesCompletion(t *testing.T) {
 // ready: a console that stops ends its plans failed, and one left by a console that died (no
 // heartbeat) is failed by the next read, start or sweep, saying to plan again.
 func TestPlanLeftByAStoppedConsoleFails(t *testing.T) {
-	w := newWorld(t)
+	w, broker := newWorldAndBroker(t)
 	w.deadLetters(t, 60_000, nil)
+	// The broker answers the plan's reads slowly while slow is set, so that the console stops
+	// while the plan is under way, however fast the machine (60,000 records plan in about a
+	// second on a quiet one).
+	var slow atomic.Bool
+	broker.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		broker.KeepControl()
+		if slow.Load() {
+			broker.SleepControl(func() { time.Sleep(100 * time.Millisecond) })
+		}
+		return nil, nil, false
+	})
 	ctx := ctxT(t)
 	alice := access.Actor{Name: "alice", Role: access.Operator}
 	src := replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}
@@ -236,6 +250,8 @@ func TestPlanLeftByAStoppedConsoleFails(t *testing.T) {
 	t.Run("Stopping", func(t *testing.T) {
 		e := w.engine(t, "a")
 		stop := work(t, e)
+		slow.Store(true)
+		defer slow.Store(false)
 		pl, err := e.StartPlan(ctx, "alice", src, replay.Filter{})
 		if err != nil {
 			t.Fatal(err)
