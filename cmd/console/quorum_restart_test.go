@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -94,23 +93,22 @@ func TestQuorumDLQSurvivesANodeRestartOnRabbitMQ4(t *testing.T) {
 		t.Fatalf("%d message(s) in parking: RabbitMQ dropped them at the delivery limit", d)
 	}
 	where := map[string]int{}
-	for {
-		d, ok, err := ch.Get("orders.dlq", true)
-		var ae *amqp.Error
-		if errors.As(err, &ae) && ae.Code == amqp.InternalError && ctx.Err() == nil {
-			// A basic.get on a quorum queue whose members are still recovering from the kill
-			// times out broker-side (541 "Cannot get a message from queue … timeout"), closing the
-			// channel; nothing was taken. The console's reads above waited for the queue; so does
-			// the count.
-			time.Sleep(time.Second)
-			ch = setup()
-			continue
-		}
+	// The count reads as the console does, with a consumer: RabbitMQ 4.0.5 answers a basic.get on
+	// this quorum queue after the kill -9 with 541 "Cannot get a message from queue … timeout" for
+	// minutes (seen here at the commit before this wave's too), while consumers are served.
+	inDLQ := rabbittest.Depth(t, ch, "orders.dlq")
+	if inDLQ > 0 {
+		mustDo(t, ch.Qos(inDLQ, 0, false))
+		ds, err := ch.Consume("orders.dlq", "count", false, false, false, false, nil)
 		mustDo(t, err)
-		if !ok {
-			break
+		for range inDLQ {
+			select {
+			case d := <-ds:
+				where[d.MessageId]++
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of the %d messages in orders.dlq delivered", len(where), inDLQ)
+			}
 		}
-		where[d.MessageId]++
 	}
 	inQueue := len(where)
 	for _, a := range decode[struct{ Messages []archivedRow }](t, do(t, nil, "GET", base+"/api/v1/archive?queue=orders.dlq&limit=500", "", "")).Messages {
