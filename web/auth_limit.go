@@ -1,9 +1,10 @@
 package web
 
 import (
-	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/redrive/redrive/ops/audit"
 )
 
 // loginLimiter throttles failed sign-ins, and only failures: a correct password costs nothing,
@@ -60,20 +61,6 @@ func newLoginLimiter(userAddr, addr, userNew rateLimit) *loginLimiter {
 		known: map[string]map[string]time.Time{}}
 }
 
-// ipKey groups addresses the way one client holds them.
-func ipKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
-
 // begin takes a token from each bucket of one sign-in attempt, or returns how long to wait when
 // one is empty. user is "" for a name that is not configured (only the address counts then).
 // Taking the tokens before the password is checked keeps a burst of parallel attempts within the
@@ -83,7 +70,7 @@ func (l *loginLimiter) begin(user, ip string) (end func(ok bool), wait time.Dura
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	k := ipKey(ip)
+	k := audit.AddressKey(ip)
 	type take struct {
 		b    *bucket
 		rate rateLimit

@@ -78,7 +78,7 @@ func (t *Throttle) RecordAudit(ctx context.Context, e Entry) error {
 		return t.log.RecordAudit(ctx, e)
 	}
 	now := t.now()
-	addr := addressKey(e.SourceIP)
+	addr := AddressKey(e.SourceIP)
 	t.mu.Lock()
 	if t.start.IsZero() || now.Sub(t.start) >= t.window {
 		t.rollLocked(now)
@@ -174,8 +174,9 @@ func (t *Throttle) write(rows []Entry) {
 	}
 }
 
-// addressKey groups addresses the way one client holds them: an IPv6 address by its /64.
-func addressKey(ip string) string {
+// AddressKey groups addresses the way one client holds them: an IPv6 address by its /64. The
+// audit throttle and the sign-in limiter count by it.
+func AddressKey(ip string) string {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return ip

@@ -108,17 +108,9 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 func (p *kafkaPlan) ranges(ctx context.Context, parts []kafka.PartitionRange, emit func(Item) error) error {
 	src := &p.src
 	for _, pr := range parts {
-		if src.Partition != nil && pr.Partition != *src.Partition {
+		from, to, ok := src.span(pr)
+		if !ok {
 			continue
-		}
-		// [from, to), up to the last stable offset: a plan replays what a read_committed consumer
-		// got, never a record of an aborted transaction nor one a transaction still open holds.
-		from, to := pr.Start, pr.Stable
-		if src.FromOffset != nil {
-			from = max(from, *src.FromOffset)
-		}
-		if src.ToOffset != nil && *src.ToOffset < to {
-			to = *src.ToOffset + 1 // to_offset is inclusive; compared first so that MaxInt64 cannot overflow
 		}
 		err := p.k.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error { return p.emit(ctx, r, emit) })
 		if err != nil {
@@ -126,6 +118,23 @@ func (p *kafkaPlan) ranges(ctx context.Context, parts []kafka.PartitionRange, em
 		}
 	}
 	return nil
+}
+
+// span is the offsets [from, to) a Kafka source selects of partition pr; ok is false for a
+// partition it does not select. Up to the last stable offset: a plan replays what a read_committed
+// consumer got, never a record of an aborted transaction nor one a transaction still open holds.
+func (src *Source) span(pr kafka.PartitionRange) (from, to int64, ok bool) {
+	if src.Partition != nil && pr.Partition != *src.Partition {
+		return 0, 0, false
+	}
+	from, to = pr.Start, pr.Stable
+	if src.FromOffset != nil {
+		from = max(from, *src.FromOffset)
+	}
+	if src.ToOffset != nil && *src.ToOffset < to {
+		to = *src.ToOffset + 1 // to_offset is inclusive; compared first so that MaxInt64 cannot overflow
+	}
+	return from, to, true
 }
 
 // planKafkaRecords reads explicit records: per partition, in offset order, one read per run of

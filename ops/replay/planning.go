@@ -363,17 +363,9 @@ func (e *Engine) estimate(ctx context.Context, src Source) int {
 		}
 		n := int64(0)
 		for _, pr := range parts {
-			if src.Partition != nil && pr.Partition != *src.Partition {
-				continue
+			if from, to, ok := src.span(pr); ok {
+				n += max(0, to-from)
 			}
-			from, to := pr.Start, pr.Stable
-			if src.FromOffset != nil {
-				from = max(from, *src.FromOffset)
-			}
-			if src.ToOffset != nil && *src.ToOffset < to {
-				to = *src.ToOffset + 1
-			}
-			n += max(0, to-from)
 		}
 		return int(min(n, MaxPlanItems+1))
 	case source.RabbitMQ:

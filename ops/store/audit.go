@@ -213,6 +213,12 @@ func (s db) auditedChange(ctx context.Context, e audit.Entry, change func(ctx co
 // has no index on its text: since bounds what is read (the at index), limit what is returned.
 // Errors wrap ops.ErrUnavailable.
 func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error) {
+	return s.auditNaming(ctx, "detail::text", needles, rows, since, limit)
+}
+
+// auditNaming is AuditNaming searching detail as the SQL expression detailText writes it (a
+// constant of this package, never input).
+func (s *AuditLog) auditNaming(ctx context.Context, detailText string, needles []string, rows []audit.RowRef, since time.Time, limit int) ([]audit.Entry, error) {
 	var pats []string
 	for _, n := range needles {
 		if len(n) >= 3 {
@@ -229,7 +235,7 @@ func (s *AuditLog) AuditNaming(ctx context.Context, needles []string, rows []aud
 	return collect(ctx, s.pool, scanAuditEntry, "audit: search", `SELECT id, at, actor, role, source_ip, user_agent, action, target,
 			count, reason, outcome, detail
 		FROM audit_log WHERE at >= $1
-		  AND (target ~ ANY($2) OR reason ~ ANY($2) OR detail::text ~ ANY($2)
+		  AND (target ~ ANY($2) OR reason ~ ANY($2) OR `+detailText+` ~ ANY($2)
 		    OR EXISTS (SELECT FROM unnest($4::text[], $5::bigint[]) AS r(target, id)
 		      WHERE audit_log.target = r.target AND audit_log.detail->'ids' @> to_jsonb(r.id)))
 		ORDER BY at DESC, id DESC LIMIT $3`, since, pats, limit, targets, ids)
