@@ -688,11 +688,11 @@ func TestLoginLimiter(t *testing.T) {
 	})
 
 	for _, c := range []struct{ a, b string }{{"2001:db8::1", "2001:db8::ffff"}, {"::ffff:192.0.2.7", "192.0.2.7"}} {
-		if ipKey(c.a) != ipKey(c.b) {
-			t.Errorf("ipKey(%s) = %s, ipKey(%s) = %s; want one bucket", c.a, ipKey(c.a), c.b, ipKey(c.b))
+		if audit.AddressKey(c.a) != audit.AddressKey(c.b) {
+			t.Errorf("audit.AddressKey(%s) = %s, audit.AddressKey(%s) = %s; want one bucket", c.a, audit.AddressKey(c.a), c.b, audit.AddressKey(c.b))
 		}
 	}
-	if ipKey("2001:db8:0:1::1") == ipKey("2001:db8:0:2::1") {
+	if audit.AddressKey("2001:db8:0:1::1") == audit.AddressKey("2001:db8:0:2::1") {
 		t.Error("two /64s share a bucket")
 	}
 }
