@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/doctor"
 	doctorpages "github.com/redrive/redrive/views/pages/doctor"
 )
@@ -31,7 +32,7 @@ func (h *Doctor) report(c echo.Context) (doctor.Report, error) {
 		d = h.doctor
 	}
 	if d == nil {
-		return doctor.Report{}, echo.NewHTTPError(http.StatusNotFound, "the doctor is not configured")
+		return doctor.Report{}, ops.NotFound("the doctor is not configured")
 	}
 	return d.Run(c.Request().Context()), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/paths"
@@ -82,7 +83,7 @@ func (h *Login) form(c echo.Context, status int, user, next, msg string) error {
 // log given is audit.Throttle, which counts what a flood of them asks past its rate).
 func (h *Login) Submit(c echo.Context) error {
 	if !h.sessions.FormLogin() {
-		return echo.NewHTTPError(http.StatusNotFound, "there is no login form: auth.mode is not basic")
+		return ops.NotFound("there is no login form: auth.mode is not basic")
 	}
 	user := strings.TrimSpace(c.FormValue("username"))
 	password := c.FormValue("password")

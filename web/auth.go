@@ -237,11 +237,11 @@ func (a *authenticator) middleware() echo.MiddlewareFunc {
 					msg = fmt.Sprintf("this needs the %s role; you are signed in as %s, but no role is granted to you", need, id.Name)
 				}
 				a.auditDenied(c, id, http.StatusForbidden, fmt.Sprintf("needs the %s role", need))
-				return echo.NewHTTPError(http.StatusForbidden, msg)
+				return deniedHere(msg)
 			}
 			if a.readOnly && mutating(c) {
 				a.auditDenied(c, id, http.StatusForbidden, "read-only mode")
-				return echo.NewHTTPError(http.StatusForbidden,
+				return deniedHere(
 					"the console is in read-only mode (read_only: true in its config): browsing works, but no changes are allowed")
 			}
 			return next(c)
@@ -399,7 +399,7 @@ func (a *authenticator) rejectUntrustedProxyHeaders(c echo.Context) error {
 	}
 	a.auditDenied(c, nil, http.StatusForbidden, fmt.Sprintf("identity headers (%s) from %s, which is not in auth.trusted_proxies",
 		strings.Join(sent, ", "), peer(r)))
-	return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+	return deniedHere(fmt.Sprintf(
 		"identity headers (%s) are accepted only from the proxies in auth.trusted_proxies; this request came from %s",
 		strings.Join(sent, ", "), peer(r)))
 }
@@ -577,6 +577,11 @@ func (a *authenticator) checkSessionCSRF(c echo.Context, token string, next echo
 	}
 	return csrfRefusal(echo.NewHTTPError(http.StatusForbidden, "invalid csrf token"))
 }
+
+// deniedHere is a 403 that the middleware refusing the request audited itself: an ops.ErrForbidden
+// with msg for the person, not marked a rule's refusal (ops.Forbidden), which the error path would
+// audit a second time.
+func deniedHere(msg string) error { return &ops.Error{Kind: ops.ErrForbidden, Message: msg} }
 
 // csrfRefusal is the CSRF middleware's refusal as an ops.ErrForbidden saying what to do.
 func csrfRefusal(err error) error {

@@ -48,8 +48,9 @@ func classify(err error) (int, string, string) {
 		// an unreachable broker by its name); the system's own error is for the log.
 		return http.StatusServiceUnavailable, "unavailable", ops.Message(err)
 	case errors.As(err, &he):
-		// echo's own (404 and 405 of the router, 413 of the body limit) and the auth middleware's:
-		// texts written for a person.
+		// The HTTP-level statuses no domain kind means: echo's own (404 and 405 of the router, 413
+		// of the body limit), the auth middleware's 401 and decodeJSON's 413 and 415. Everything
+		// else, this layer's 403s and 404s included, is an ops error. Texts written for a person.
 		msg, _ := he.Message.(string)
 		if msg == "" {
 			msg = http.StatusText(he.Code)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -105,9 +106,9 @@ func checkHost(p hostPolicy) echo.MiddlewareFunc {
 			if r.URL.Path == paths.Healthz || r.URL.Path == paths.Readyz || p.allows(r) {
 				return next(c)
 			}
-			return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf(
+			return &ops.Error{Kind: ops.ErrForbidden, Message: fmt.Sprintf(
 				"this console does not answer to the host %q: open it by its own address, or add the host to auth.allowed_hosts",
-				capString(r.Host, 100)))
+				capString(r.Host, 100))}
 		}
 	}
 }

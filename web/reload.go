@@ -183,7 +183,7 @@ func withoutThresholds(c *configs.Config) *configs.Config {
 // apiReload is POST /api/v1/admin/reload.
 func (r *Reloader) apiReload(c echo.Context) error {
 	if r == nil {
-		return echo.NewHTTPError(http.StatusNotFound, "config reload is not available: the console was not started from a config file")
+		return ops.NotFound("config reload is not available: the console was not started from a config file")
 	}
 	res, err := r.Reload(c.Request().Context(), handlers.ActorOf(c), c.RealIP())
 	if err != nil {
