@@ -3,7 +3,8 @@ package ops
 import (
 	"context"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // Client is where a request came from, as the audit log records it.
@@ -32,12 +33,6 @@ func ClientOf(ctx context.Context) Client {
 func CleanText(s string, max int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.ReplaceAll(s, "\x00", "")
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
+	s, _ = payload.Cut(s, max)
 	return s
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/ops/payload"
 )
 
 // maxErrorGroupKey bounds an error group's key, in bytes.
@@ -31,14 +33,8 @@ func ErrorGroupKey(text string) string {
 		return line
 	}
 	line = foldIDs(line)
-	if len(line) <= maxErrorGroupKey {
-		return line
-	}
-	cut := maxErrorGroupKey
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return line[:cut]
+	line, _ = payload.Cut(line, maxErrorGroupKey)
+	return line
 }
 
 // ErrorFingerprint is the key of a Java dead letter's error group when its headers carry a stack

@@ -28,6 +28,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -344,9 +345,7 @@ func (a *authenticator) proxyIdentity(r *http.Request) *identity {
 	if user == "" {
 		return nil
 	}
-	if len(user) > 256 {
-		user = user[:256]
-	}
+	user = capString(user, 256)
 	creds := a.creds.Load()
 	role, mapped := access.Public, false
 	for _, h := range r.Header.Values(a.proxy.GroupsHeader) {
@@ -485,10 +484,9 @@ func routePath(c echo.Context) string {
 	return capString(c.Request().URL.Path, 512)
 }
 
+// capString cuts s, which a client sent, to at most n bytes on a character boundary.
 func capString(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
+	s, _ = payload.Cut(s, n)
 	return s
 }
 

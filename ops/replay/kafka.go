@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/source"
 	"github.com/redrive/redrive/ops/triage"
@@ -307,7 +308,7 @@ func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool
 			if enc != nil {
 				diff.Encoding = enc.Describe()
 				if vs := r.ValueSchema; vs != nil && vs.JSON != nil { // what was edited, not the bytes
-					diff.ValueBefore = cut(string(vs.JSON), maxDiffText)
+					diff.ValueBefore = payload.Clip(string(vs.JSON), maxDiffText)
 				}
 			}
 		}
@@ -688,7 +689,7 @@ func diffEdit(value []byte, headers map[string]string, ed *Edit, what string) (*
 		if unusable(*ed.Value) {
 			return nil, invalid("edit.value", "holds a NUL character or bytes that are not UTF-8")
 		}
-		d.ValueBefore, d.ValueAfter = cut(escapeBytes(string(value)), maxDiffText), cut(*ed.Value, maxDiffText)
+		d.ValueBefore, d.ValueAfter = payload.Clip(escapeBytes(string(value)), maxDiffText), payload.Clip(*ed.Value, maxDiffText)
 	}
 	for _, k := range ed.DropHeaders {
 		if _, ok := headers[k]; !ok {
@@ -703,13 +704,6 @@ func diffEdit(value []byte, headers map[string]string, ed *Edit, what string) (*
 		d.Headers[k] = [2]string{escapeBytes(headers[k]), v}
 	}
 	return d, nil
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // edited applies an edit to a record about to be produced: its value, and its headers but
