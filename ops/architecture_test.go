@@ -51,7 +51,6 @@ var driverDebt = []string{
 	"ops/health -> ops/kafka",
 	"ops/lag -> ops/kafka",
 	"ops/offsets -> ops/kafka",
-	"ops/queues -> ops/rabbit",
 	"ops/redact -> ops/kafka",
 	"ops/redact -> ops/rabbit",
 	"ops/replay -> ops/kafka",

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // Snapshot is one broker's queues and dead-letter topology as last sampled. It is shared by
@@ -22,16 +22,16 @@ type Snapshot struct {
 	Error   string
 	ErrorAt time.Time
 	// Queues are the watched vhosts' queues sorted by vhost and name, with IsDeadLetterQueue
-	// resolved through exchanges and bindings (rabbit.Topology).
+	// resolved through exchanges and bindings (rabbitmodel.Topology).
 	Queues     []Queue
-	Edges      []rabbit.Edge      // one per queue with a dead-letter exchange, by vhost and queue
-	RetryLoops []rabbit.RetryLoop // by vhost, retry queue, work queue
+	Edges      []rabbitmodel.Edge      // one per queue with a dead-letter exchange, by vhost and queue
+	RetryLoops []rabbitmodel.RetryLoop // by vhost, retry queue, work queue
 	history.Freshness
 }
 
 // Queue is a queue with what the sampler adds from its recent samples.
 type Queue struct {
-	rabbit.Queue
+	rabbitmodel.Queue
 	Retry bool // the retry queue of a retry loop (a TTL queue dead-lettering back to its work queue)
 	// Growing is true when the ready or the unacked count rose at each of the last sampler.GrowthSamples
 	// samples; Growth says which and by how much ("ready 10 → 40 in 45s").
@@ -73,7 +73,7 @@ func (s Snapshot) Queue(vhost, name string) (Queue, bool) {
 }
 
 // Edge is where the queue's dead letters go; false when it has no dead-letter exchange.
-func (s Snapshot) Edge(vhost, queue string) (rabbit.Edge, bool) {
+func (s Snapshot) Edge(vhost, queue string) (rabbitmodel.Edge, bool) {
 	i := sort.Search(len(s.Edges), func(i int) bool {
 		e := s.Edges[i]
 		return e.FromVhost > vhost || (e.FromVhost == vhost && e.FromQueue >= queue)
@@ -81,12 +81,12 @@ func (s Snapshot) Edge(vhost, queue string) (rabbit.Edge, bool) {
 	if i < len(s.Edges) && s.Edges[i].FromVhost == vhost && s.Edges[i].FromQueue == queue {
 		return s.Edges[i], true
 	}
-	return rabbit.Edge{}, false
+	return rabbitmodel.Edge{}, false
 }
 
 // DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
 func (s Snapshot) DeadLettersFrom(vhost, queue string) []string {
-	return rabbit.DeadLettersFrom(rabbit.Topology{Edges: s.Edges}, vhost, queue)
+	return rabbitmodel.DeadLettersFrom(rabbitmodel.Topology{Edges: s.Edges}, vhost, queue)
 }
 
 func (s Snapshot) SampledAt() time.Time { return s.At }

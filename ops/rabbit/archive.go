@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,18 +13,6 @@ import (
 
 	"github.com/redrive/redrive/ops"
 )
-
-// Whole is a message as an archive keeps it: everything needed to publish it again as it was —
-// its properties, its headers with their AMQP types, its body — and, for people, the headers as
-// JSON.
-type Whole struct {
-	Properties  Properties
-	Exchange    string // as it was delivered from the queue (the dead-letter exchange)
-	RoutingKey  string
-	Headers     []byte // the amqp.Table, gob-encoded: its types (x-death's timestamps, int widths) survive
-	HeadersJSON map[string]any
-	Body        []byte
-}
 
 func init() {
 	// The values an amqp.Table holds, for gob.
@@ -171,15 +158,6 @@ func unroutable(vhost string, r amqp.Return) error {
 		r.Exchange, vhost, r.RoutingKey)}
 }
 
-// HeaderRestoredFrom marks a message restored from the archive to its dead-letter queue with the
-// archive row it came from ("archive/6"). The copy is a dead letter in the queue again, and a new
-// instance of it: the mark is part of its replay locator (Message.RestoredFrom), so the ledger's
-// hold of the discard that archived it — which makes a plan drop byte-identical copies of an
-// archived message as copies a broker returned after a lost ack — does not apply to it, and the
-// next discard archives it again and a replay publishes it like any dead letter. A replay drops
-// the header with Redrive's others.
-const HeaderRestoredFrom = "x-redrive-restored-from"
-
 // restoredFrom is a message's HeaderRestoredFrom ("" when it has none).
 func restoredFrom(headers amqp.Table) string {
 	switch v := headers[HeaderRestoredFrom].(type) {
@@ -203,41 +181,4 @@ func (b *Broker) RestoreToQueue(ctx context.Context, vhost, queue string, w Whol
 			"destination instead (to: original)", archiveID, queue, vhost, b.Name())}
 	}
 	return err
-}
-
-// PropertiesJSON is Properties as an archive and the API show them.
-type PropertiesJSON struct {
-	MessageID       string     `json:"message_id"`
-	CorrelationID   string     `json:"correlation_id"`
-	Timestamp       *time.Time `json:"timestamp"`
-	Type            string     `json:"type"`
-	ContentType     string     `json:"content_type"`
-	ContentEncoding string     `json:"content_encoding"`
-	AppID           string     `json:"app_id"`
-	UserID          string     `json:"user_id"`
-	DeliveryMode    uint8      `json:"delivery_mode"`
-	Priority        uint8      `json:"priority"`
-	Expiration      string     `json:"expiration"`
-	ReplyTo         string     `json:"reply_to"`
-}
-
-// PropertiesMap is p as JSON keys (message_id, correlation_id, timestamp, …).
-func PropertiesMap(p Properties) map[string]any {
-	b, _ := json.Marshal(PropertiesJSON(p))
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
-}
-
-// PropertiesFromMap is PropertiesMap's inverse (unknown keys are ignored).
-func PropertiesFromMap(m map[string]any) (Properties, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return Properties{}, err
-	}
-	var p PropertiesJSON
-	if err := json.Unmarshal(b, &p); err != nil {
-		return Properties{}, fmt.Errorf("the archived properties: %w", err)
-	}
-	return Properties(p), nil
 }

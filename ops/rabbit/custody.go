@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // Custody is how the console reads a quorum queue with a delivery limit (RabbitMQ 4.x gives
@@ -30,10 +30,9 @@ import (
 // two leaves it in both places (the archive row is written once per message: custodyLocator),
 // never in neither.
 
-// custodyReserve is how many deliveries a message keeps after a read returned it: one for its
-// eventual consumer (a replay job that acks it) and one for a read that fails halfway (a
-// connection lost returns what it held).
-const custodyReserve = 2
+// custodyReserve is how many deliveries a message keeps after a read returned it
+// (rabbitmodel.CustodyReserve, which BrowseCost quotes).
+const custodyReserve = rabbitmodel.CustodyReserve
 
 // Custodian keeps messages a read must not return: it writes them whole, durably, and records
 // who took them and why, before the read acks them from their queue. The console's store
@@ -196,19 +195,3 @@ func (b *Broker) returnedAhead(q Queue) int {
 func (b *Broker) noteReturned(ref QueueRef, n int) {
 	b.returned.Store(ref, returnedMark{n: n, at: time.Now()})
 }
-
-// UnlimitAdvice is the fix for quorum dead-letter queue q's delivery limit, in words and a command.
-func UnlimitAdvice(q Queue) string {
-	return "to read it freely, give dead-letter queues no delivery limit with a policy of delivery-limit -1 (" +
-		UnlimitPolicy(q) + "; on RabbitMQ 4.x removing the limit brings back the default of 20, only -1 disables it), " +
-		"or dead-letter into a stream"
-}
-
-// UnlimitPolicy is the rabbitmqctl command that lifts quorum queue q's delivery limit: a policy of
-// delivery-limit -1 applied to it (priority 10, above a catch-all policy of priority 0).
-func UnlimitPolicy(q Queue) string {
-	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues --priority 10 dlq-unlimited %s '{\"delivery-limit\":-1}'",
-		shellQuote(q.Vhost), shellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
-}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,120 +1,10 @@
 package rabbit
 
 import (
-	"slices"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
-
-// Header names read by DecodeDeadLetter.
-const (
-	HeaderXDeath              = "x-death"
-	HeaderFirstDeathQueue     = "x-first-death-queue"
-	HeaderFirstDeathReason    = "x-first-death-reason"
-	HeaderFirstDeathExchange  = "x-first-death-exchange"
-	HeaderLastDeathQueue      = "x-last-death-queue"
-	HeaderLastDeathReason     = "x-last-death-reason"
-	HeaderLastDeathExchange   = "x-last-death-exchange"
-	HeaderExceptionMessage    = "x-exception-message"    // Spring AMQP RepublishMessageRecoverer
-	HeaderExceptionStacktrace = "x-exception-stacktrace" // Spring AMQP RepublishMessageRecoverer
-	HeaderOriginalExchange    = "x-original-exchange"    // Spring AMQP RepublishMessageRecoverer
-	HeaderOriginalRoutingKey  = "x-original-routingKey"  // Spring AMQP RepublishMessageRecoverer
-	HeaderRetryCount          = "retry-count"
-	// HeaderReplayCount is written by Redrive's replay on every republish. Since RabbitMQ 3.13 the
-	// broker no longer updates an x-death header a client set, so x-death cannot count replays.
-	HeaderReplayCount = "x-redrive-replay-count"
-)
-
-// Dead-letter reasons RabbitMQ writes into x-death.
-const (
-	ReasonRejected      = "rejected"       // basic.reject / basic.nack with requeue=false
-	ReasonExpired       = "expired"        // message TTL (per queue or per message)
-	ReasonMaxLen        = "maxlen"         // overflow drop-head or reject-publish-dlx
-	ReasonDeliveryLimit = "delivery_limit" // quorum queue delivery limit exceeded
-)
-
-// Death is one x-death entry: how often a message died in one queue for one reason. RabbitMQ
-// keeps one entry per (queue, reason), the most recent first; Time is when that entry was created,
-// that is, the first death in that queue for that reason.
-type Death struct {
-	Queue       string
-	Reason      string
-	Count       int64
-	Time        *time.Time
-	Exchange    string   // the exchange the message had been published to before this death
-	RoutingKeys []string // its routing keys then (CC included)
-	// OriginalExpiration is the per-message TTL the broker removed when it dead-lettered the message.
-	OriginalExpiration string
-
-	raw *rawDestination // Exchange and RoutingKeys byte for byte, when they differ from these
-}
-
-// rawDestination is an exchange and routing keys as the headers hold them, byte for byte.
-type rawDestination struct {
-	exchange string
-	keys     []string
-}
-
-// rawOf is the raw destination of a display one: nil when the two are the same.
-func rawOf(exchange, rawExchange string, keys, rawKeys []string) *rawDestination {
-	if exchange == rawExchange && slices.Equal(keys, rawKeys) {
-		return nil
-	}
-	return &rawDestination{exchange: rawExchange, keys: rawKeys}
-}
-
-// of is r's exchange and keys, or the display ones when r is nil.
-func (r *rawDestination) of(exchange string, keys []string) (string, []string) {
-	if r == nil {
-		return exchange, keys
-	}
-	return r.exchange, r.keys
-}
-
-// DeadLetter is what a dead-lettered message carries about its deaths, from RabbitMQ's own headers
-// (x-death, x-first-death-*, x-last-death-*) and Spring AMQP's republishing recoverer
-// (x-exception-*, x-original-*), plus Redrive's replay counter. Absent headers leave fields empty.
-type DeadLetter struct {
-	// Reason is why the message died most recently (rejected, expired, maxlen, delivery_limit):
-	// the newest x-death entry's reason, else x-last-death-reason, else x-first-death-reason.
-	Reason string
-	// Count is how many times the message died for Reason in that queue (the newest x-death
-	// entry's count); without x-death, Spring's retry-count.
-	Count int64
-	// LastQueue is the queue it died in most recently; FirstReason why it died the first time.
-	LastQueue   string
-	FirstReason string
-	// OriginalQueue, OriginalExchange and OriginalRoutingKeys are where the message was going
-	// before its first death: x-first-death-queue and -exchange, and the routing keys of the
-	// x-death entry of that queue. Spring's x-original-exchange and x-original-routingKey win when
-	// present, since they name the destination of a message Spring republished itself.
-	OriginalQueue       string
-	OriginalExchange    string
-	OriginalRoutingKeys []string
-	FirstDeathAt        *time.Time // the earliest x-death time
-	ExceptionMessage    string
-	Stacktrace          string
-	Deaths              []Death // every x-death entry, newest first as the broker keeps them
-	ReplayCount         int     // x-redrive-replay-count: times Redrive has republished it
-
-	// Where the message was going, byte for byte (Destination), when it differs from the display
-	// fields above.
-	raw *rawDestination
-}
-
-// Destination is where a replay sends the message back to: OriginalExchange and the first of
-// OriginalRoutingKeys as its headers hold them, byte for byte. The display fields have bytes that
-// are not UTF-8 replaced (U+FFFD), and show a routing key held as a byte array that is not UTF-8
-// in hex: a replay must publish to neither, but see the key as it is (and skip it as
-// unresolvable). A DeadLetter not made by DecodeDeadLetter answers with its display fields.
-func (d *DeadLetter) Destination() (exchange, routingKey string) {
-	exchange, keys := d.raw.of(d.OriginalExchange, d.OriginalRoutingKeys)
-	if len(keys) > 0 {
-		routingKey = keys[0]
-	}
-	return exchange, routingKey
-}
 
 // DecodeDeadLetter reads a message's dead-letter headers. It returns nil when the message has none
 // (no x-death, x-first/last-death-*, Spring or Redrive header). It never fails: values of an
@@ -179,7 +69,7 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 	if firstQueue == "" && len(dl.Deaths) > 0 {
 		oldest := dl.Deaths[len(dl.Deaths)-1]
 		dl.OriginalQueue, dl.OriginalExchange = oldest.Queue, oldest.Exchange
-		rawExchange, _ = oldest.raw.of(oldest.Exchange, nil)
+		rawExchange, _ = oldest.RawDestination()
 		if dl.FirstReason == "" {
 			dl.FirstReason = oldest.Reason
 		}
@@ -189,7 +79,7 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 	}
 	if d := firstDeathIn(dl.Deaths, dl.OriginalQueue, dl.FirstReason); d != nil {
 		dl.OriginalRoutingKeys = append([]string(nil), d.RoutingKeys...)
-		x, keys := d.raw.of(d.Exchange, d.RoutingKeys)
+		x, keys := d.RawDestination()
 		rawKeys = append([]string(nil), keys...)
 		if firstExchange == "" {
 			dl.OriginalExchange, rawExchange = d.Exchange, x
@@ -211,7 +101,7 @@ func DecodeDeadLetter(headers amqp.Table) *DeadLetter {
 			dl.OriginalRoutingKeys, rawKeys = []string{displayString(springKey)}, []string{s}
 		}
 	}
-	dl.raw = rawOf(dl.OriginalExchange, rawExchange, dl.OriginalRoutingKeys, rawKeys)
+	dl.SetRawDestination(rawExchange, rawKeys)
 	return &dl
 }
 
@@ -276,7 +166,7 @@ func decodeDeaths(raw any) []Death {
 				}
 			}
 		}
-		d.raw = rawOf(d.Exchange, rawExchange, d.RoutingKeys, rawKeys)
+		d.SetRawDestination(rawExchange, rawKeys)
 		out = append(out, d)
 	}
 	return out

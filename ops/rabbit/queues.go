@@ -19,88 +19,6 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// Queue types as the management API reports them.
-const (
-	TypeClassic = "classic"
-	TypeQuorum  = "quorum"
-	TypeStream  = "stream"
-)
-
-// Where a queue's effective dead-letter exchange came from (Queue.DeadLetterSource).
-const (
-	SourceArgument = "argument" // the x-dead-letter-exchange queue argument
-	SourcePolicy   = "policy"   // the dead-letter-exchange key of the applied (operator) policy
-)
-
-// Queue is one queue with its depth, rates and effective dead-letter settings.
-//
-// The effective settings follow what RabbitMQ itself applies when a queue argument and a
-// policy (the merged policy and operator policy the management API reports as
-// effective_policy_definition) both set a key:
-//   - dead-letter-exchange, dead-letter-routing-key: the argument wins (classic and quorum queues);
-//   - message-ttl, max-length: the smaller value wins;
-//   - delivery-limit: the smaller value wins; on 4.x a -1 on either side unlimits, and a quorum
-//     queue nobody limited has 4.x's default of 20 (see quorumRules);
-//   - overflow: the argument wins on classic queues, the policy on quorum queues.
-//
-// Stream queues do not dead-letter: their dead-letter settings are left empty whatever is set.
-//
-// Which policy applies is the broker's answer, not recomputed here. Two RabbitMQ 3.10 behaviours
-// show through: a policy holding a key the queue type does not support (delivery-limit for a
-// classic queue, ha-mode for a quorum queue) is not applied to that queue at all; and the
-// management API reports a quorum queue's policy from statistics the queue emits every 5 s, so a
-// policy change shows on quorum queues up to 5 s late (Browse does not rely on it; see Browse).
-type Queue struct {
-	Vhost     string
-	Name      string
-	Type      string // TypeClassic, TypeQuorum or TypeStream
-	State     string // running, idle, flow, down, …; empty before the broker reported stats
-	Ready     int64
-	Unacked   int64
-	Total     int64
-	Consumers int64
-	// Rates in messages per second over the management sampling window: published into the queue,
-	// delivered out of it (consumers and basic.get, with or without ack), acknowledged, redelivered.
-	PublishRate   float64
-	DeliverRate   float64
-	AckRate       float64
-	RedeliverRate float64
-
-	DeadLetterExchange   string // "" with HasDeadLetterExchange set is the default exchange
-	DeadLetterRoutingKey string // empty: dead letters keep their own routing keys
-	// HasDeadLetterExchange is true when a dead-letter exchange is configured at all (the default
-	// exchange's name is the empty string, so DeadLetterExchange alone cannot say).
-	HasDeadLetterExchange bool
-	DeadLetterSource      string // SourceArgument or SourcePolicy; empty without a dead-letter exchange
-	MessageTTL            *int64 // milliseconds; nil when none
-	// DeliveryLimit is a quorum queue's effective delivery limit: the management API's figure on
-	// RabbitMQ 4.x (which counts the default 20 nobody set), else the argument and policy as the
-	// broker's series combines them (quorumRules). Nil: unlimited, or not a quorum queue.
-	DeliveryLimit *int64
-	// ReadyReturned is how many ready messages of a quorum queue on 4.x were returned and are
-	// delivered before the others (the management API's messages_ready_returned; 0 elsewhere).
-	ReadyReturned        int64
-	MaxLength            *int64 // messages; nil when none
-	Overflow             string // drop-head, reject-publish, reject-publish-dlx; empty = drop-head
-	SingleActiveConsumer bool
-	Policy               string // name of the applied policy; empty when none
-	OperatorPolicy       string // name of the applied operator policy; empty when none
-	// IsDeadLetterQueue is true for a queue whose name matches the configured dead_letter_queues
-	// patterns or that receives dead letters. Queues resolves only default-exchange dead-lettering
-	// (it makes one API call); Topology resolves exchanges and bindings and is authoritative.
-	IsDeadLetterQueue bool
-	Arguments         map[string]string // queue arguments, values rendered for display
-}
-
-// QueueRef names a queue within the broker.
-type QueueRef struct {
-	Vhost string
-	Name  string
-}
-
-// Ref is the queue's QueueRef.
-func (q Queue) Ref() QueueRef { return QueueRef{q.Vhost, q.Name} }
-
 // queueColumns are the only fields Queues asks for; without columns the API also sends garbage
 // collection, backing-queue and consumer details for every queue.
 var queueColumns = []string{
@@ -199,7 +117,7 @@ func (b *Broker) listQueues(ctx context.Context) ([]Queue, error) {
 	}
 	for _, q := range out {
 		if q.HasDeadLetterExchange && q.DeadLetterExchange == "" {
-			if i, ok := byRef[QueueRef{q.Vhost, q.DeadLetterRoutingKey}]; ok && q.DeadLetterRoutingKey != "" {
+			if i, ok := byRef[QueueRef{Vhost: q.Vhost, Name: q.DeadLetterRoutingKey}]; ok && q.DeadLetterRoutingKey != "" {
 				out[i].IsDeadLetterQueue = true
 			}
 		}
@@ -474,10 +392,10 @@ func (b *Broker) fetchPolicies(ctx context.Context) (*policyBook, error) {
 	}
 	book := &policyBook{policies: map[QueueRef]map[string]any{}, operators: map[QueueRef]map[string]any{}}
 	for _, p := range ps {
-		book.policies[QueueRef{p.Vhost, p.Name}] = normalize(p.Definition)
+		book.policies[QueueRef{Vhost: p.Vhost, Name: p.Name}] = normalize(p.Definition)
 	}
 	for _, p := range opPolicies {
-		book.operators[QueueRef{p.Vhost, p.Name}] = normalize(p.Definition)
+		book.operators[QueueRef{Vhost: p.Vhost, Name: p.Name}] = normalize(p.Definition)
 	}
 	return book, nil
 }
@@ -498,10 +416,10 @@ func normalize(def rabbithole.PolicyDefinition) map[string]any {
 // policy may set: for the numeric limits the smaller value wins; other keys come from the policy.
 func (p *policyBook) effective(vhost, policy, operator string) map[string]any {
 	out := map[string]any{}
-	for k, v := range p.policies[QueueRef{vhost, policy}] {
+	for k, v := range p.policies[QueueRef{Vhost: vhost, Name: policy}] {
 		out[k] = v
 	}
-	for k, v := range p.operators[QueueRef{vhost, operator}] {
+	for k, v := range p.operators[QueueRef{Vhost: vhost, Name: operator}] {
 		cur, ok := out[k]
 		if !ok {
 			out[k] = v

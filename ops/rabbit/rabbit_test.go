@@ -550,12 +550,12 @@ func TestTopology(t *testing.T) {
 		t.Errorf("lost: %+v", edges["lost"])
 	}
 	for _, q := range []string{"a.dlq", "all-dead", "b.parking", "h.one", "h.two"} {
-		if !topo.DLQs[QueueRef{e.vhost, q}] {
+		if !topo.DLQs[QueueRef{Vhost: e.vhost, Name: q}] {
 			t.Errorf("%s is not a DLQ", q)
 		}
 	}
 	for _, q := range []string{"a", "b", "w", "w.retry"} {
-		if topo.DLQs[QueueRef{e.vhost, q}] {
+		if topo.DLQs[QueueRef{Vhost: e.vhost, Name: q}] {
 			t.Errorf("%s is a DLQ", q)
 		}
 	}
@@ -564,7 +564,7 @@ func TestTopology(t *testing.T) {
 			t.Errorf("%s: IsDeadLetterQueue %v disagrees with DLQs", q.Name, q.IsDeadLetterQueue)
 		}
 	}
-	if !topo.RetryQueues[QueueRef{e.vhost, "w.retry"}] || len(topo.RetryLoops) != 1 || topo.RetryLoops[0].WorkQueue != "w" ||
+	if !topo.RetryQueues[QueueRef{Vhost: e.vhost, Name: "w.retry"}] || len(topo.RetryLoops) != 1 || topo.RetryLoops[0].WorkQueue != "w" ||
 		topo.RetryLoops[0].Delay != 5*time.Second {
 		t.Errorf("retry loops: %+v", topo.RetryLoops)
 	}

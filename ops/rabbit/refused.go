@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // refusedReason is how RabbitMQ words a refusal of the console's AMQP user: ACCESS_REFUSED (403)
@@ -62,15 +63,15 @@ func (r refusal) message() string {
 	if r.kind == "" {
 		return fmt.Sprintf("RabbitMQ user %q may not open vhost %q: grant it permissions on the vhost "+
 			"(rabbitmqctl set_permissions -p %s %s '<configure>' '<write>' '<read>'; console doctor lists what it needs)",
-			r.user, r.vhost, shellQuote(r.vhost), shellQuote(r.user))
+			r.user, r.vhost, rabbitmodel.ShellQuote(r.vhost), rabbitmodel.ShellQuote(r.user))
 	}
 	patterns := map[string]string{"configure": "'<configure>'", "write": "'<write>'", "read": "'<read>'"}
-	patterns[r.perm] = shellQuote("<" + r.perm + ">|^" + regexp.QuoteMeta(r.name) + "$")
+	patterns[r.perm] = rabbitmodel.ShellQuote("<" + r.perm + ">|^" + regexp.QuoteMeta(r.name) + "$")
 	verb := map[string]string{"configure": "configure", "write": "write to", "read": "read"}[r.perm]
 	return fmt.Sprintf("RabbitMQ user %q may not %s %s %q in vhost %q: grant it %s permission on the vhost "+
 		"(extend its %s pattern to match %s: rabbitmqctl set_permissions -p %s %s %s %s %s)",
 		r.user, verb, r.kind, r.name, r.vhost, r.perm, r.perm, r.name,
-		shellQuote(r.vhost), shellQuote(r.user), patterns["configure"], patterns["write"], patterns["read"])
+		rabbitmodel.ShellQuote(r.vhost), rabbitmodel.ShellQuote(r.user), patterns["configure"], patterns["write"], patterns["read"])
 }
 
 // refused translates a refusal of the console's own RabbitMQ users into ops.ErrForbidden (403)
@@ -107,11 +108,11 @@ func (b *Broker) refused(op, full string, err error) (_ error, ok bool) {
 	}
 	where, vh := "the vhost it asked about", "<vhost>"
 	if vhost != "" {
-		where, vh = fmt.Sprintf("vhost %q", vhost), shellQuote(vhost)
+		where, vh = fmt.Sprintf("vhost %q", vhost), rabbitmodel.ShellQuote(vhost)
 	}
 	return &ops.Error{Kind: ops.ErrForbidden, Err: cause, Message: fmt.Sprintf("rabbitmq broker %q: %s: RabbitMQ management user %q "+
 		"may not access %s: grant it permissions on the vhost (rabbitmqctl set_permissions -p %s %s '<configure>' '<write>' '<read>')",
-		b.name, op, b.user, where, vh, shellQuote(b.user))}, true
+		b.name, op, b.user, where, vh, rabbitmodel.ShellQuote(b.user))}, true
 }
 
 // vhostOfPath is the vhost a management API path (escaped, as getJSON takes it) names: the second

@@ -93,11 +93,6 @@ func splitComma(s string) []string {
 	return out
 }
 
-// Permission is a user's permission regexes in one vhost.
-type Permission struct {
-	Vhost, Configure, Write, Read string
-}
-
 // PermissionsOf lists user's vhost permissions through the management API. RabbitMQ answers only
 // an administrator: otherwise the error's APIStatus is 401 or 403.
 func (b *Broker) PermissionsOf(ctx context.Context, user string) ([]Permission, error) {
@@ -117,13 +112,6 @@ func (b *Broker) PermissionsOf(ctx context.Context, user string) ([]Permission, 
 		out = append(out, Permission{Vhost: p.Vhost, Configure: p.Configure, Write: p.Write, Read: p.Read})
 	}
 	return out, nil
-}
-
-// DLQTarget is one dead-letter queue and the exchanges its messages were first published to: the
-// exchanges bound to the queues that dead-letter into it, where a replay republishes.
-type DLQTarget struct {
-	Vhost, Queue string
-	Exchanges    []string // sorted; "" is the default exchange
 }
 
 // DLQTargets reads the topology and, for every dead-letter queue of the watched vhosts, the
@@ -148,7 +136,7 @@ func (b *Broker) DLQTargets(ctx context.Context) ([]DLQTarget, error) {
 	for i := range out {
 		seen := map[string]bool{}
 		for _, e := range t.Edges {
-			if e.FromVhost != out[i].Vhost || !slices.Contains(e.ToQueues, out[i].Queue) || t.RetryQueues[QueueRef{e.FromVhost, e.FromQueue}] {
+			if e.FromVhost != out[i].Vhost || !slices.Contains(e.ToQueues, out[i].Queue) || t.RetryQueues[QueueRef{Vhost: e.FromVhost, Name: e.FromQueue}] {
 				continue
 			}
 			bs, err := b.queueBindings(ctx, e.FromVhost, e.FromQueue)

@@ -12,54 +12,6 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 )
 
-// Edge is one queue's dead-lettering: where the broker sends the messages that die in it.
-type Edge struct {
-	FromVhost string
-	FromQueue string
-	// Exchange is the queue's effective dead-letter exchange; "" is the default exchange, which
-	// routes to the queue named by the routing key.
-	Exchange     string
-	ExchangeType string // direct, fanout, topic, headers, …; empty when the exchange does not exist
-	// RoutingKey is the queue's dead-letter routing key. When it is empty, dead letters keep the
-	// routing keys they were published with; OwnKeys then lists the keys the queue's messages
-	// plausibly carry (its name and its non-wildcard binding keys), which routes are resolved with.
-	RoutingKey string
-	OwnKeys    []string
-	// ToQueues are the queues (in FromVhost) the exchange routes the dead letters to, sorted;
-	// exchange-to-exchange bindings and alternate exchanges (declared as an argument) are followed.
-	ToQueues []string
-	// AllBound is true when routing depends on what Redrive cannot see (message headers for a
-	// headers exchange, a plugin's exchange type): ToQueues are then every queue bound to it.
-	AllBound bool
-	// Missing is true when the dead-letter exchange does not exist: the broker drops these dead letters.
-	Missing bool
-	Note    string // why the route is approximate or empty, for people
-}
-
-// RetryLoop is a retry queue: a queue with a message TTL whose dead letters go back to a work
-// queue that itself dead-letters into the retry queue, so failed messages return after Delay.
-type RetryLoop struct {
-	Vhost      string
-	RetryQueue string
-	WorkQueue  string
-	Delay      time.Duration // the retry queue's message TTL
-}
-
-// Topology is the dead-letter graph of the watched vhosts.
-type Topology struct {
-	// Queues are the queues as Queues returns them, with IsDeadLetterQueue resolved through
-	// exchanges and bindings.
-	Queues []Queue
-	// Edges has one entry per queue with a dead-letter exchange, sorted by vhost and queue.
-	Edges []Edge
-	// DLQs are the dead-letter queues: queues matching the dead_letter_queues patterns, and queues
-	// receiving dead letters other than retry queues and the work queues their loops return to.
-	DLQs map[QueueRef]bool
-	// RetryQueues marks the retry queues of RetryLoops.
-	RetryQueues map[QueueRef]bool
-	RetryLoops  []RetryLoop // sorted by vhost, retry queue, work queue
-}
-
 // watchedList is a management listing (exchanges, bindings) of the one watched vhost when there is
 // one (a smaller answer), else of every vhost, which the caller filters.
 func watchedList[T any](ctx context.Context, b *Broker, in func(vhost string) ([]T, error), all func() ([]T, error)) ([]T, error) {
@@ -162,26 +114,6 @@ func (b *Broker) Routes(ctx context.Context, vhost, exchangeName, routingKey str
 	return e.ToQueues, !e.AllBound, nil
 }
 
-// DeadLettersFrom lists the queues of vhost that dead-letter into queue, sorted.
-func DeadLettersFrom(t Topology, vhost, queue string) []string {
-	seen := map[string]bool{}
-	out := []string{}
-	for _, e := range t.Edges {
-		if e.FromVhost != vhost || seen[e.FromQueue] {
-			continue
-		}
-		for _, q := range e.ToQueues {
-			if q == queue {
-				seen[e.FromQueue] = true
-				out = append(out, e.FromQueue)
-				break
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 type exchange struct {
 	Vhost, Name, Type string
 	Alternate         string // alternate-exchange argument
@@ -220,7 +152,7 @@ func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isD
 	for _, bd := range bindings {
 		get(bd.Vhost).bySource[bd.Source] = append(get(bd.Vhost).bySource[bd.Source], bd)
 		if !bd.ToExchange && bd.Key != "" && !strings.ContainsAny(bd.Key, "*#") {
-			ref := QueueRef{bd.Vhost, bd.Destination}
+			ref := QueueRef{Vhost: bd.Vhost, Name: bd.Destination}
 			ownKeys[ref] = append(ownKeys[ref], bd.Key)
 		}
 	}
@@ -251,19 +183,19 @@ func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isD
 		return t.Edges[i].FromQueue < t.Edges[j].FromQueue
 	})
 	for i := range t.Edges {
-		edgeOf[QueueRef{t.Edges[i].FromVhost, t.Edges[i].FromQueue}] = &t.Edges[i]
+		edgeOf[QueueRef{Vhost: t.Edges[i].FromVhost, Name: t.Edges[i].FromQueue}] = &t.Edges[i]
 	}
 
 	// Retry loops: R has a TTL, R → W, and W → R.
 	returns := map[[2]QueueRef]bool{} // {retry, work} edges that bring messages back: not dead-lettering into a DLQ
 	for _, e := range t.Edges {
-		r := QueueRef{e.FromVhost, e.FromQueue}
+		r := QueueRef{Vhost: e.FromVhost, Name: e.FromQueue}
 		rq := byRef[r]
 		if rq.MessageTTL == nil {
 			continue
 		}
 		for _, w := range e.ToQueues {
-			wref := QueueRef{e.FromVhost, w}
+			wref := QueueRef{Vhost: e.FromVhost, Name: w}
 			if w == e.FromQueue || edgeOf[wref] == nil || !slices.Contains(edgeOf[wref].ToQueues, e.FromQueue) {
 				continue
 			}
@@ -285,9 +217,9 @@ func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isD
 	})
 
 	for _, e := range t.Edges {
-		from := QueueRef{e.FromVhost, e.FromQueue}
+		from := QueueRef{Vhost: e.FromVhost, Name: e.FromQueue}
 		for _, to := range e.ToQueues {
-			ref := QueueRef{e.FromVhost, to}
+			ref := QueueRef{Vhost: e.FromVhost, Name: to}
 			if !t.RetryQueues[ref] && !returns[[2]QueueRef{from, ref}] {
 				t.DLQs[ref] = true
 			}

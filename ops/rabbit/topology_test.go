@@ -148,7 +148,7 @@ func TestQuorumLimitRules(t *testing.T) {
 	if got, from := quorumPolicyLimit("q", cands, v3); got == nil || *got != 50 || from != `policy "low"` {
 		t.Errorf("3.x: %v from %q, want 50 from policy \"low\"", ptrText(got), from)
 	}
-	for in, want := range map[string]Version{"4.0.5": {4, 0, "4.0.5"}, "3.10.8": {3, 10, "3.10.8"}, "4.1.0-rc.1": {4, 1, "4.1.0-rc.1"}, "x": {Text: "x"}} {
+	for in, want := range map[string]Version{"4.0.5": {Major: 4, Minor: 0, Text: "4.0.5"}, "3.10.8": {Major: 3, Minor: 10, Text: "3.10.8"}, "4.1.0-rc.1": {Major: 4, Minor: 1, Text: "4.1.0-rc.1"}, "x": {Text: "x"}} {
 		if got := parseVersion(in); got != want {
 			t.Errorf("parseVersion(%q) = %+v, want %+v", in, got, want)
 		}
@@ -217,7 +217,7 @@ func TestBuildTopology(t *testing.T) {
 		t.Errorf("gone: %+v", e)
 	}
 	for _, q := range []string{"alt.dlq", "loop.dlq", "plugin.dlq", "own.dlq", "parking-lot"} {
-		if !topo.DLQs[QueueRef{v, q}] {
+		if !topo.DLQs[QueueRef{Vhost: v, Name: q}] {
 			t.Errorf("%s should be a DLQ", q)
 		}
 	}

@@ -7,15 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Version is the RabbitMQ version of the broker in front of the console, as its management API
-// reports it (GET /api/overview, rabbitmq_version). The zero Version is an unknown one and gets
-// the rules of the oldest supported series.
-type Version struct {
-	Major, Minor int
-	Text         string // as reported: "4.0.5"
-}
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
+)
 
 // parseVersion reads "4.0.5", "3.10.8" or "4.1.0-rc.1"; what it cannot read is the zero Version.
 func parseVersion(s string) Version {
@@ -75,9 +69,8 @@ type quorumRules struct {
 	// 3.10: one basic.get and requeue): a limit of 0.
 	negativeUnlimits bool
 	// headReturns: messages returned by closing the channel that holds them (after cancelling its
-	// consumer) go back to the head of a quorum queue, in their order — measured on 4.0.5 with
-	// and without a limit (a basic.nack(requeue) of an unlimited queue puts them at its back). On
-	// 3.10 every return goes to the back, so a browse must read and return the queue whole.
+	// consumer) go back to the head of a quorum queue, in their order (Version.QuorumReturnsToHead,
+	// which BrowseCost reads too; a basic.nack(requeue) of an unlimited queue puts them at its back).
 	headReturns bool
 	// classicOnlyKeys: a policy holding one of these keys does not apply to a quorum queue at
 	// all (3.10's rabbit_quorum_queue:is_policy_applicable), so a lower-priority one does. 4.0
@@ -87,12 +80,12 @@ type quorumRules struct {
 }
 
 // defaultDeliveryLimit4 is RabbitMQ 4.x's delivery limit of a quorum queue nobody limited.
-const defaultDeliveryLimit4 = 20
+const defaultDeliveryLimit4 = rabbitmodel.DefaultDeliveryLimit4
 
 func rulesFor(v Version) quorumRules {
 	if v.Major >= 4 {
 		limit := int64(defaultDeliveryLimit4)
-		return quorumRules{defaultLimit: &limit, negativeUnlimits: true, headReturns: true,
+		return quorumRules{defaultLimit: &limit, negativeUnlimits: true, headReturns: v.QuorumReturnsToHead(),
 			classicOnlyKeys: []string{"max-priority"}}
 	}
 	return quorumRules{classicOnlyKeys: []string{

@@ -1,4 +1,4 @@
-package rabbit
+package rabbitmodel
 
 import (
 	"fmt"
@@ -6,6 +6,12 @@ import (
 	"strconv"
 	"strings"
 )
+
+// CustodyReserve is how many deliveries a message keeps after a read returned it: one for its
+// eventual consumer (a replay job that acks it) and one for a read that fails halfway (a
+// connection lost returns what it held). A read takes a message it would leave with fewer into
+// Redrive's archive instead of returning it.
+const CustodyReserve = 2
 
 // BrowseCost says, before anyone clicks, what browsing q costs on a broker of version v, in the
 // words a page shows beside its Browse button. It follows the rules a browse itself applies
@@ -25,7 +31,7 @@ import (
 // policies refuse it) and then drops a message at its first return — measured: one basic.get and
 // nack(requeue) of such a queue emptied it — where 4.x reads -1 as unlimited.
 func BrowseCost(q Queue, v Version) (refusal, warning string) {
-	v4 := v.Major == 0 || rulesFor(v).headReturns
+	v4 := v.Major == 0 || v.QuorumReturnsToHead()
 	if q.Type == TypeQuorum && !v4 {
 		if s, ok := q.Arguments["x-delivery-limit"]; ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n < 0 {
@@ -47,14 +53,14 @@ func BrowseCost(q Queue, v Version) (refusal, warning string) {
 			"drop these messages. %s", versionText(v), limit, from, fix3(q)), ""
 	}
 	return "", fmt.Sprintf("Each browse costs every message it reads one of its %d deliveries (from %s); a message with fewer "+
-		"than %d left is moved to Redrive's archive instead of being dropped. %s", limit, from, custodyReserve, UnlimitFix(q))
+		"than %d left is moved to Redrive's archive instead of being dropped. %s", limit, from, CustodyReserve, UnlimitFix(q))
 }
 
 // UnlimitFix is the sentence that says how to browse quorum queue q for free on RabbitMQ 4.x: a
 // policy of delivery-limit -1, with the command (UnlimitCommand) or the policy to add it to.
 func UnlimitFix(q Queue) string {
 	return fmt.Sprintf("To browse for free, give dead-letter queues a policy with delivery-limit -1 (on RabbitMQ 4 removing "+
-		"the limit brings back the default of %d): %s", defaultDeliveryLimit4, fix4(q))
+		"the limit brings back the default of %d): %s", DefaultDeliveryLimit4, fix4(q))
 }
 
 // UnlimitCommand is the rabbitmqctl command that lifts quorum queue q's delivery limit on
@@ -67,7 +73,7 @@ func UnlimitCommand(q Queue) string {
 		return ""
 	}
 	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues dlq-unlimited %s '{\"delivery-limit\":-1}'",
-		shellQuote(q.Vhost), shellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
+		ShellQuote(q.Vhost), ShellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
 }
 
 // fix4 is the fix on RabbitMQ 4.x: the command, or the policy to add the key to.
@@ -99,7 +105,7 @@ func fix3(q Queue) string {
 	}
 	return fix + ", or shovel the messages to a classic queue and browse them there. After an upgrade to RabbitMQ 4, " +
 		"give dead-letter queues delivery-limit -1 instead: there a quorum queue without a limit has the default of " +
-		strconv.Itoa(defaultDeliveryLimit4) + "."
+		strconv.Itoa(DefaultDeliveryLimit4) + "."
 }
 
 // limitSource says where q's delivery limit comes from, as far as its sampled settings show: the
@@ -113,12 +119,12 @@ func limitSource(q Queue, v4 bool) string {
 	}
 	if q.Policy != "" || q.OperatorPolicy != "" {
 		s := policyNames(q)
-		if v4 && limit == defaultDeliveryLimit4 {
+		if v4 && limit == DefaultDeliveryLimit4 {
 			s += ", or RabbitMQ 4's default for quorum queues"
 		}
 		return s
 	}
-	if v4 && limit == defaultDeliveryLimit4 {
+	if v4 && limit == DefaultDeliveryLimit4 {
 		return "RabbitMQ 4's default for quorum queues: nobody set one"
 	}
 	return "its settings"
@@ -141,3 +147,20 @@ func versionText(v Version) string {
 	}
 	return strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor)
 }
+
+// UnlimitAdvice is the fix for quorum dead-letter queue q's delivery limit, in words and a command.
+func UnlimitAdvice(q Queue) string {
+	return "to read it freely, give dead-letter queues no delivery limit with a policy of delivery-limit -1 (" +
+		UnlimitPolicy(q) + "; on RabbitMQ 4.x removing the limit brings back the default of 20, only -1 disables it), " +
+		"or dead-letter into a stream"
+}
+
+// UnlimitPolicy is the rabbitmqctl command that lifts quorum queue q's delivery limit: a policy of
+// delivery-limit -1 applied to it (priority 10, above a catch-all policy of priority 0).
+func UnlimitPolicy(q Queue) string {
+	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues --priority 10 dlq-unlimited %s '{\"delivery-limit\":-1}'",
+		ShellQuote(q.Vhost), ShellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
+}
+
+// ShellQuote quotes s as one word for a POSIX shell, for the rabbitmqctl commands a fix names.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,4 +1,4 @@
-package rabbit
+package rabbitmodel
 
 // DefaultVhost is RabbitMQ's default virtual host.
 const DefaultVhost = "/"
