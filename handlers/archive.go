@@ -2,11 +2,9 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,7 +12,6 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/payload"
-	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/paths"
@@ -24,36 +21,17 @@ import (
 // ArchiveStore is the archive of discarded messages and the audit log; *store.Store implements it.
 type ArchiveStore interface {
 	audit.Log
+	replay.RestoreStore
 	ArchivedMessages(ctx context.Context, f replay.ArchiveFilter) ([]replay.Archived, error)
-	ArchivedMessageByID(ctx context.Context, id int64) (replay.Archived, error)
-	// Lock takes a lock every replica shares (a PostgreSQL advisory lock) until unlock.
-	Lock(ctx context.Context, key string) (unlock func(), err error)
-	RestoreArchived(ctx context.Context, id int64, actor, to string, publish func(replay.Archived) error) (replay.Archived, error)
-}
-
-// ArchivePublisher puts an archived message back into its queue; *rabbit.Broker implements it.
-type ArchivePublisher interface {
-	Name() string
-	RestoreToQueue(ctx context.Context, vhost, queue string, w rabbit.Whole, archiveID int64) error
-}
-
-// ArchiveReplays plans and starts the replay of an archived message to its original destination;
-// the replay engine implements it.
-type ArchiveReplays interface {
-	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
-	Start(ctx context.Context, r replay.StartRequest) (replay.Job, error)
 }
 
 // Archive serves the archive of messages discard jobs took from RabbitMQ dead-letter queues.
 type Archive struct {
-	store   ArchiveStore
-	brokers map[string]ArchivePublisher
-	redact  *redact.Rules
-	replays ArchiveReplays // nil: only restores to the dead-letter queue
-	meta    MetaFunc
-	// turn makes this process's restores take turns, so that at most one of them waits for the
-	// store's lock, and its database connection, at a time (restores are rare, and short).
-	turn sync.Mutex
+	store    ArchiveStore
+	brokers  []replay.QueuePublisher
+	restores *replay.Restores
+	redact   *redact.Rules
+	meta     MetaFunc
 }
 
 // WithPages gives the archive its page (meta builds each page's layout).
@@ -63,14 +41,14 @@ func (h *Archive) WithPages(meta MetaFunc) *Archive {
 }
 
 // ReplaysBy lets restores go to the original destination, through the replay engine.
-func (h *Archive) ReplaysBy(r ArchiveReplays) *Archive {
-	h.replays = r
+func (h *Archive) ReplaysBy(r replay.Replays) *Archive {
+	h.restores = replay.NewRestores(h.store, h.brokers, r)
 	return h
 }
 
 // NewArchive wires the archive over the store and the configured brokers.
-func NewArchive(st ArchiveStore, brokers []ArchivePublisher, red *redact.Rules) *Archive {
-	return &Archive{store: st, brokers: byName(brokers), redact: red}
+func NewArchive(st ArchiveStore, brokers []replay.QueuePublisher, red *redact.Rules) *Archive {
+	return &Archive{store: st, brokers: brokers, restores: replay.NewRestores(st, brokers, nil), redact: red}
 }
 
 // archivedJSON is one archived message as the API gives it.
@@ -282,10 +260,10 @@ func restoreInput(c echo.Context, read func() (restoreRequest, error)) (int64, r
 		return 0, req, err
 	}
 	if req.To == "" {
-		req.To = "dlq"
+		req.To = replay.RestoredToDLQ
 	}
 	switch {
-	case req.To != "dlq" && req.To != replay.RestoredToOriginal:
+	case req.To != replay.RestoredToDLQ && req.To != replay.RestoredToOriginal:
 		return 0, req, ops.Invalid("to", "must be dlq (back into its dead-letter queue) or original (replayed to where it was dead-lettered from)")
 	case req.Force && req.To != replay.RestoredToOriginal:
 		return 0, req, ops.Invalid("force", "applies to a replay to the original destination (past the consumer's inbox)")
@@ -296,123 +274,21 @@ func restoreInput(c echo.Context, read func() (restoreRequest, error)) (int64, r
 
 func (h *Archive) restore(c echo.Context, id int64, req restoreRequest) (restoreJSON, error) {
 	base := auditEntry(c, "archive.restore", "archive/"+strconv.FormatInt(id, 10), req.Reason, map[string]any{"to": req.To})
-	actx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 30*time.Second)
-	defer cancel()
-	if req.To == replay.RestoredToOriginal && h.replays == nil {
-		return restoreJSON{}, &ops.Error{Kind: ops.ErrUnavailable, Message: "a replay to the original destination needs the replay engine"}
-	}
 	one := int64(1)
 	base.Count = &one
 	done, err := intend(c, h.store, base)
 	if err != nil {
 		return restoreJSON{}, err
 	}
-	// Restores of one archived message take turns, across replicas, from their checks to their
-	// effect: a restore to the original destination plans and starts its job inside the turn, so
-	// the next one finds that job (or the row restored) and is refused before it plans anything
-	// (replay.RestoreRefused) — no plan is left behind by a restore that lost a race.
-	h.turn.Lock()
-	defer h.turn.Unlock()
-	unlock, err := h.store.Lock(actx, "archive.restore/"+strconv.FormatInt(id, 10))
-	if errors.Is(err, ops.ErrConflict) { // the lock's own words name a key, not what waits
-		err = ops.Conflict("another restore of archived message %d is still under way; look at the archive when it ends", id)
-	}
+	// Not the request's context: a restore that has begun ends, whoever disconnects.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), 30*time.Second)
+	defer cancel()
+	r, err := h.restores.Restore(actx, replay.RestoreRequest{ID: id, To: req.To, Actor: ActorOf(c), Reason: req.Reason, Force: req.Force})
 	if err != nil {
 		done(err, nil)
 		return restoreJSON{}, err
 	}
-	defer unlock()
-	var out restoreJSON
-	if req.To == replay.RestoredToOriginal {
-		out, err = h.replayOriginal(c, actx, id, req)
-	} else {
-		out, err = h.restoreToDLQ(c, actx, id)
-	}
-	if err != nil {
-		done(err, nil)
-		return restoreJSON{}, err
-	}
-	done(nil, map[string]any{"to": req.To, "queue": out.Queue, "plan_id": out.PlanID, "job_id": out.JobID})
-	return out, nil
-}
-
-// restoreToDLQ publishes the archived message again to its dead-letter queue.
-func (h *Archive) restoreToDLQ(c echo.Context, actx context.Context, id int64) (restoreJSON, error) {
-	m, err := h.store.RestoreArchived(actx, id, ActorOf(c).Name, "dlq", func(m replay.Archived) error {
-		b, ok := h.brokers[m.Broker]
-		if !ok {
-			return ops.NotFound("rabbitmq broker %q is not configured", m.Broker)
-		}
-		props, err := rabbit.PropertiesFromMap(m.Properties)
-		if err != nil {
-			return err
-		}
-		w := rabbit.Whole{Properties: props, Headers: m.HeadersWire, Body: m.Body}
-		// Marked restored (rabbit.HeaderRestoredFrom): a dead letter of the queue again, which the
-		// next discard archives again, never a copy of the archived one that it drops.
-		return b.RestoreToQueue(actx, m.Vhost, m.Queue, w, id)
-	})
-	if err != nil {
-		return restoreJSON{}, err
-	}
-	return restoreJSON{Restored: true, ID: id, To: "dlq", Broker: m.Broker, Vhost: m.Vhost, Queue: m.Queue}, nil
-}
-
-// replayOriginal plans the archived message's replay (one item: its original destination, the
-// inbox's verdict) and starts it; a message the plan would skip is refused, saying why.
-func (h *Archive) replayOriginal(c echo.Context, actx context.Context, id int64, req restoreRequest) (restoreJSON, error) {
-	actor := ActorOf(c)
-	plan, err := h.replays.Plan(actx, actor.Name, replay.Source{Kind: "archive", ArchiveID: id}, replay.Filter{})
-	if err != nil {
-		return restoreJSON{}, err
-	}
-	out := restoreJSON{ID: id, To: replay.RestoredToOriginal, Broker: plan.Source.Broker, Vhost: plan.Source.Vhost, Queue: plan.Source.Queue,
-		PlanID: plan.ID}
-	if len(plan.Items) == 1 {
-		it := plan.Items[0]
-		out.Action = string(it.Action)
-		// Refused by the plan's verdict: the plan stays, as every plan previewed and not run
-		// does (frozen, never started, moving nothing), named as the record of why.
-		switch {
-		case it.Action.Forcible() && !req.Force:
-			return restoreJSON{}, ops.Conflict("archived message %d is not replayed: %s (plan %s); an admin may force a replay past "+
-				"the consumer's inbox with a reason", id, skipWords(it), plan.ID)
-		case it.Action != replay.Publish && !it.Action.Forcible():
-			return restoreJSON{}, ops.Conflict("archived message %d is not replayed: %s (plan %s)", id, skipWords(it), plan.ID)
-		}
-	}
-	job, err := h.replays.Start(actx, replay.StartRequest{PlanID: plan.ID, Actor: actor, Reason: req.Reason, Force: req.Force})
-	if errors.Is(err, ops.ErrConflict) {
-		// Another restore's job was created since this one's plan (one job per source): say
-		// which, in the archive's words; this plan is never started.
-		if m, merr := h.store.ArchivedMessageByID(actx, id); merr == nil && replay.RestoreRefused(m) != nil {
-			return restoreJSON{}, &ops.Error{Kind: ops.ErrConflict, Message: ops.Message(replay.RestoreRefused(m)), Err: err}
-		}
-	}
-	if err != nil {
-		return restoreJSON{}, err
-	}
-	out.JobID, out.Status = job.ID, job.Status
-	return out, nil
-}
-
-// skipWords says why a plan's item is not published.
-func skipWords(it replay.Item) string {
-	switch it.Action {
-	case replay.SkipProcessed:
-		return fmt.Sprintf("the inbox of consumer %s says it processed message %s", it.Consumer, it.MessageID)
-	case replay.SkipInProgress:
-		return fmt.Sprintf("the inbox of consumer %s says message %s is being processed", it.Consumer, it.MessageID)
-	case replay.SkipAlreadyReplayed:
-		return "the ledger shows this dead letter replayed already"
-	case replay.DropReplayedCopy:
-		return "an earlier job published it and its broker confirmed it: this copy is removed from the queue, not sent again"
-	case replay.SkipReplayLimit:
-		return fmt.Sprintf("it was replayed %d times (replay.max_replays_per_message)", it.ReplayCount)
-	case replay.SkipUnresolvable:
-		return "its dead-letter headers name no original exchange or routing key"
-	case replay.SkipNoMessageID:
-		return "it has no message id for the consumer's inbox to check"
-	}
-	return string(it.Action)
+	done(nil, map[string]any{"to": req.To, "queue": r.Queue, "plan_id": r.PlanID, "job_id": r.JobID})
+	return restoreJSON{Restored: r.Restored, ID: r.ID, To: r.To, Broker: r.Broker, Vhost: r.Vhost, Queue: r.Queue,
+		PlanID: r.PlanID, JobID: r.JobID, Status: r.Status, Action: r.Action}, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/redact"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/static"
@@ -288,9 +289,9 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta).BoundingSilences(opts.Silences).Watching(deps.Kafka, deps.Snapshot, deps.Rabbit),
 		trace:    handlers.NewTrace(deps.Tracer, meta, red),
 	}
-	var publishers []handlers.ArchivePublisher
+	var publishers []replay.QueuePublisher
 	for _, b := range deps.Rabbit {
-		if p, ok := b.(handlers.ArchivePublisher); ok {
+		if p, ok := b.(replay.QueuePublisher); ok {
 			publishers = append(publishers, p)
 		}
 	}
