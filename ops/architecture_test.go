@@ -48,9 +48,6 @@ var driverDebt = []string{
 	"ops/doctor -> ops/pgpool",
 	"ops/doctor -> ops/rabbit",
 	"ops/doctor -> ops/store",
-	"ops/health -> ops/kafka",
-	"ops/lag -> ops/kafka",
-	"ops/offsets -> ops/kafka",
 	"ops/redact -> ops/kafka",
 	"ops/redact -> ops/rabbit",
 	"ops/replay -> ops/kafka",
@@ -62,7 +59,6 @@ var driverDebt = []string{
 	"ops/search -> ops/rabbit",
 	"ops/trace -> ops/kafka",
 	"ops/trace -> ops/rabbit",
-	"ops/triage -> ops/kafka",
 }
 
 func TestDriversOnlyInAdapters(t *testing.T) {

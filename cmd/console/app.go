@@ -27,6 +27,7 @@ import (
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/trace"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/web"
 )
 
@@ -288,6 +289,13 @@ func (a *app) Close() {
 		a.closers[i]()
 	}
 }
+
+// The ports ops/triage and ops/offsets declare for a Kafka cluster, which the Kafka adapter
+// provides: a method it loses fails the build here rather than a start (as converts at run time).
+var (
+	_ triage.Cluster  = (*kafka.Cluster)(nil)
+	_ offsets.Cluster = (*kafka.Cluster)(nil)
+)
 
 // as hands adapters on as the interface a use case declares for what it needs of them (each
 // adapter implements it: a wrong one fails every start, which the tests do); nil when there are

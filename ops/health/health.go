@@ -18,7 +18,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/queues"
@@ -184,7 +184,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 // HeldGroups are the groups of gs that consume the transaction's partition and have consumed up
 // to where it began: a read_committed consumer of theirs waits there for as long as it stays open
 // (a group behind it reaches it later). Sorted.
-func HeldGroups(gs []lag.Group, t kafka.OpenTransaction) []string {
+func HeldGroups(gs []lag.Group, t kafkamodel.OpenTransaction) []string {
 	var out []string
 	for _, g := range gs {
 		for _, tl := range g.Topics {
@@ -204,7 +204,7 @@ func HeldGroups(gs []lag.Group, t kafka.OpenTransaction) []string {
 
 // TransactionOwner names who holds a transaction open: its transactional id and producer id, or
 // the producer id alone when no coordinator knows it.
-func TransactionOwner(t kafka.OpenTransaction) string {
+func TransactionOwner(t kafkamodel.OpenTransaction) string {
 	if t.TransactionalID == "" {
 		return fmt.Sprintf("producer %d (no transactional id known)", t.ProducerID)
 	}
@@ -215,7 +215,7 @@ func TransactionOwner(t kafka.OpenTransaction) string {
 // hanging_transaction_after: read_committed consumers of the partition get nothing past where it
 // began, whatever is written after, and their lag grows. Hanging (no coordinator will end it) is
 // critical; open with a coordinator that will abort it at its timeout, a warning.
-func transactionProblem(cluster string, t kafka.OpenTransaction, groups []lag.Group, now time.Time) Problem {
+func transactionProblem(cluster string, t kafkamodel.OpenTransaction, groups []lag.Group, now time.Time) Problem {
 	held := HeldGroups(groups, t)
 	age := ops.FormatAge(t.Open(now).Truncate(time.Second))
 	if !t.SinceKnown {

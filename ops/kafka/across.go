@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,34 +17,6 @@ import (
 // maxAcrossRead bounds the records one page across partitions reads in all: a topic with many
 // partitions reads fewer from each, and the page may then hold fewer than its limit.
 const maxAcrossRead = 5000
-
-// AcrossQuery asks for one page of a topic's records across all its partitions, merged by
-// timestamp.
-type AcrossQuery struct {
-	Topic string // required
-	// Cursor is where each partition's part of the page starts (an offset, inclusive), as given by
-	// the previous page's Next. Nil: the first page, every partition from its newest record (or
-	// oldest for Order "oldest", or At). A partition missing from a non-nil Cursor is done.
-	Cursor map[int32]int64
-	// At anchors a first page at the first record of each partition at or after At.
-	At    *time.Time
-	Limit int    // 1..MaxLimit; 0 means DefaultLimit
-	Order string // "newest" (default) or "oldest"
-	// Isolation is what each partition's part reads, as RecordQuery.Isolation.
-	Isolation Isolation
-}
-
-// AcrossPage is one page across partitions.
-type AcrossPage struct {
-	Topic      string
-	Order      string
-	Partitions []PartitionRange // every partition of the topic, with its offsets when read
-	// Records are newest first by timestamp for "newest" (oldest first for "oldest"); each
-	// partition's records keep their offset order, so a page is a prefix of every partition.
-	Records []Record
-	// Next is the Cursor of the following page; nil when every partition is done.
-	Next map[int32]int64
-}
 
 // RecordsAcross reads one page of a topic across its partitions: up to Limit records from each
 // partition (fewer when the topic has many), merged so that the page is the newest (or oldest)
@@ -145,7 +116,7 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 					return AcrossPage{}, c.fail(fmt.Sprintf("records %s[%d]", named(q.Topic), j.p), err)
 				}
 			}
-			read[i].finish(recs[j.p], r.pos, r.to, int64(each), bs[j.p].readable(q.Isolation))
+			finishPage(&read[i], recs[j.p], r.pos, r.to, int64(each), bs[j.p].readable(q.Isolation))
 		}
 		lists[j.p] = read[i].Records
 		more[j.p] = read[i].Next

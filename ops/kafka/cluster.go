@@ -144,7 +144,7 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		timeout:  timeout,
 		patterns: patterns,
 		names:    names,
-		index:    names.index(),
+		index:    indexNames(&names),
 		ids:      ids,
 		schemas:  schemas,
 	}, nil
@@ -202,10 +202,6 @@ func (c *Cluster) fail(op string, err error) error {
 			"kafka cluster %q did not answer, or refused (%s); try again, or see the console's log for its error", c.name, op)
 	}
 }
-
-// EchoLimit bounds, in bytes, how much of a topic or group name a message quotes: the name is the caller's
-// input (a path segment), and a 100,000-character one came back whole in its 404.
-const EchoLimit = 64
 
 // named quotes a topic or group name for a message, cut to EchoLimit bytes with "…" marking the
 // cut. Every message naming a topic or group the caller gave quotes it through here.

@@ -10,18 +10,6 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// GroupOffsets is one group's committed offsets and its topics' end offsets as the cluster had
-// them at At.
-type GroupOffsets struct {
-	At time.Time
-	// Committed is, by topic and partition, the group's committed offset; a partition the group
-	// never committed is absent.
-	Committed map[string]map[int32]int64
-	// End is, by topic and partition, the log end offset (high watermark, as Groups lists it); a
-	// partition that could not be listed is absent.
-	End map[string]map[int32]int64
-}
-
 // GroupOffsetsNow reads one group's committed offsets and the end offsets of topics, side by side:
 // one OffsetFetch to the group's coordinator and one ListOffsets per partition leader — what a
 // group page needs to show a commit made a moment ago, without the sample of every group

@@ -10,29 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Isolation is how a read treats the records of transactions.
-type Isolation int8
-
-const (
-	// ReadCommitted (the zero value, and every read of the console but an admin's forensics)
-	// sees what a read_committed consumer sees: no record of an aborted transaction, nothing at
-	// or past the partition's last stable offset. Transactional producers (Spring's
-	// KafkaTransactionManager) write dead letters inside the listener's transaction, and a
-	// rolled-back one leaves an aborted record that no consumer of the topic ever received.
-	ReadCommitted Isolation = iota
-	// ReadUncommitted sees every record written, aborted or not yet committed: for an admin
-	// asking what a producer wrote and rolled back.
-	ReadUncommitted
-)
-
-// String is the isolation as the API names it: "committed" or "uncommitted".
-func (i Isolation) String() string {
-	if i == ReadUncommitted {
-		return "uncommitted"
-	}
-	return "committed"
-}
-
 // uncommitted is the consumer option of a read that sees every record (consumer reads committed).
 func uncommitted() kgo.Opt { return kgo.FetchIsolationLevel(kgo.ReadUncommitted()) }
 

@@ -26,13 +26,6 @@ const HeaderOffsetPlan = "redrive-offset-plan"
 // SkippedExceptionType is the kafka_dlt-exception-fqcn of a skipped record's copy.
 const SkippedExceptionType = "io.redrive.SkippedByOffsetMove"
 
-// Membership is a group's type, state and members as the coordinator reports them.
-type Membership struct {
-	Type    string // GroupClassic, GroupConsumer or GroupShare
-	State   string
-	Members []string // "client-id@host (member-id)"
-}
-
 // groupAnswer is one group's part of an admin answer as an error: a group the answer leaves out
 // (answered false), or one the coordinator does not know, is ops.ErrNotFound; any other error is
 // failed as op.
@@ -109,20 +102,6 @@ func (c *Cluster) GroupMembership(ctx context.Context, group string) (Membership
 	}
 	sort.Strings(m.Members)
 	return m, nil
-}
-
-// TopicOffsets are a topic's partitions with their log bounds and a group's committed offsets.
-type TopicOffsets struct {
-	Topic      string
-	Partitions []PartitionOffsets // by partition
-}
-
-// PartitionOffsets is one partition of TopicOffsets.
-type PartitionOffsets struct {
-	Partition int32
-	Start     int64 // log start offset
-	End       int64 // log end offset (high watermark)
-	Committed int64 // the group's committed offset; -1 when none
 }
 
 // GroupTopicOffsets lists topic's partitions with the group's committed offsets. An unknown
@@ -257,27 +236,6 @@ func (c *Cluster) EndOffsets(ctx context.Context, topic string) (map[int32]int64
 		out[p] = pb.end
 	}
 	return out, nil
-}
-
-// CopyRequest copies the records a group skips to a dead-letter topic.
-type CopyRequest struct {
-	PlanID string // required: written to HeaderOffsetPlan on every copy
-	Group  string // the group that skips them (kafka_dlt-original-consumer-group)
-	Topic  string // the topic they are skipped on
-	// Ranges are per partition the offsets [from, to) skipped.
-	Ranges map[int32][2]int64
-	Dest   string // the dead-letter topic
-	// DestFrom are the dead-letter topic's end offsets when the plan was made: copies a previous
-	// apply of the same plan made are found from there on.
-	DestFrom map[int32]int64
-	// Exception is the kafka_dlt-exception-message: who skipped the records and why.
-	Exception string
-}
-
-// CopyResult counts a CopyRequest's records.
-type CopyResult struct {
-	Copied  int // produced now, each acknowledged by all in-sync replicas
-	Already int // found in the dead-letter topic from an earlier apply of the plan
 }
 
 // CopySkipped copies the records of req.Ranges to req.Dest with Spring's dead-letter headers

@@ -15,87 +15,6 @@ import (
 	"github.com/redrive/redrive/ops/payload"
 )
 
-// Browsing limits.
-const (
-	// MaxValueBytes caps Record.Value; longer values are cut and marked Truncated.
-	MaxValueBytes = 256 << 10
-	// DefaultLimit is RecordQuery.Limit when zero; MaxLimit is the largest accepted.
-	DefaultLimit = 50
-	MaxLimit     = 500
-)
-
-// Header is one record header. Keys may repeat; order is preserved.
-type Header struct {
-	Key   string
-	Value []byte
-}
-
-// Record is one Kafka record as the console shows it.
-type Record struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Timestamp time.Time
-	Key       []byte
-	Value     []byte // at most MaxValueBytes; see Truncated
-	// Truncated is true when Value was cut at MaxValueBytes; OriginalSize is then the full length.
-	Truncated    bool
-	OriginalSize int
-	Headers      []Header
-	// Size is the uncompressed size of key, value and headers as produced (before truncation).
-	Size int
-	// DeadLetter is the decoded failure metadata, nil when the record carries none.
-	DeadLetter *DeadLetter
-	// KeySchema and ValueSchema are the key and value read through their schema (the Schema
-	// Registry id in the record, or a schema file configured for the topic), decoded from the
-	// whole bytes; nil when the bytes are not for a schema. Key and Value stay the original bytes.
-	KeySchema, ValueSchema *schema.Decoded
-	// Aborted is true for a record of an aborted transaction, which only an uncommitted read
-	// (ReadUncommitted) shows: no consumer of the topic ever received it, so it is no dead
-	// letter, and a plan refuses it.
-	Aborted bool
-	// Unstable is true for a record at or past the partition's last stable offset when read,
-	// which only an uncommitted read shows: a transaction opened before it is still open, and
-	// read_committed consumers see neither until it ends (its own records may yet be aborted).
-	Unstable bool
-}
-
-// RecordQuery selects one page of one partition.
-type RecordQuery struct {
-	Topic     string // required
-	Partition int32  // required; must exist
-	// Offset anchors the page (nil: the newest page for Order "newest", the oldest for "oldest").
-	// With Order "newest" the page holds Offset and the records before it; with "oldest", Offset
-	// and the records after it. It must be in [start, end) of the partition.
-	Offset *int64
-	// At anchors the page at the first record whose timestamp is at or after At (the newest record
-	// when none is). Give Offset or At, not both.
-	At    *time.Time
-	Limit int    // 1..MaxLimit; 0 means DefaultLimit
-	Order string // "newest" (default: descending offsets) or "oldest" (ascending)
-	// Isolation is what the page reads: ReadCommitted (the zero value) up to the last stable
-	// offset, without aborted records; ReadUncommitted every record up to the end, aborted ones
-	// marked (Record.Aborted, Record.Unstable).
-	Isolation Isolation
-}
-
-// Page is one page of records and where to go from it.
-type Page struct {
-	Topic     string
-	Partition int32
-	Order     string
-	Records   []Record // in Order: descending offsets for "newest", ascending for "oldest"
-	Start     int64    // the partition's log start offset when read
-	End       int64    // the partition's end offset (next offset to be written) when read
-	// Stable is the partition's last stable offset when read: a committed page ends there.
-	Stable    int64
-	Isolation Isolation
-	// Next is the Offset of the following page in the same Order (older records for "newest",
-	// newer for "oldest"); Prev goes the other way. Nil when there is nothing more that way.
-	Next *int64
-	Prev *int64
-}
-
 // pageQuery checks what a page of a topic asks for, the same for one partition (Records) and
 // across them (RecordsAcross), and fills in the defaults: the limit and order to read with.
 func pageQuery(topic string, limit int, order string) (int, string, error) {
@@ -154,7 +73,7 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if err != nil {
 		return Page{}, c.fail(op, err)
 	}
-	page.finish(recs, from, to, int64(q.Limit), b.readable(q.Isolation))
+	finishPage(&page, recs, from, to, int64(q.Limit), b.readable(q.Isolation))
 	return page, nil
 }
 
@@ -235,14 +154,14 @@ func (c *Cluster) pageRange(ctx context.Context, q RecordQuery, b bounds, at *of
 		from, to = max(b.start, anchor-limit+1), anchor+1
 	}
 	if from >= to {
-		page.finish(nil, from, to, limit, b.end)
+		finishPage(&page, nil, from, to, limit, b.end)
 	}
 	return page, from, to, nil
 }
 
-// finish puts the records read of [from, to) (ascending) on the page in its order and sets where
+// finishPage puts the records read of [from, to) (ascending) on the page in its order and sets where
 // the pages before and after it start; end is where the page's reads stop (readable).
-func (page *Page) finish(recs []Record, from, to, limit, end int64) {
+func finishPage(page *Page, recs []Record, from, to, limit, end int64) {
 	if recs == nil {
 		recs = []Record{}
 	}

@@ -78,18 +78,6 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 	}
 }
 
-// Outgoing is one record to produce.
-type Outgoing struct {
-	Topic string
-	// Partition is where the record goes: the partition the dead-letter headers name. Nil leaves it
-	// to the key (murmur2, as Java's default partitioner), which lands in the original partition
-	// only when the original producer partitioned by the same key the same way.
-	Partition *int32
-	Key       []byte // the original key
-	Value     []byte
-	Headers   []Header
-}
-
 // replayPartitioner honours a record's Partition when the caller set one (≥ 0 and below the
 // topic's partition count) and otherwise partitions by key like Java's default partitioner.
 func replayPartitioner() kgo.Partitioner {
@@ -394,16 +382,6 @@ func (c *Cluster) notAcknowledged(n int) error {
 	return ops.Unavailable(fmt.Errorf("kafka %s: produce %d record(s): %w", c.name, n, ErrNotAcknowledged),
 		"kafka cluster %q did not acknowledge the records within %s; whether they were written is unknown, so they are sent again when it answers",
 		c.name, produceWaitFactor*c.timeout)
-}
-
-// PartitionRange is one partition's offsets: records live in [Start, End).
-type PartitionRange struct {
-	Partition  int32
-	Start, End int64
-	// Stable is the last stable offset (Start ≤ Stable ≤ End): where a read_committed consumer,
-	// and so every committed read of the console (scans, plans, exports), stops. Past it are the
-	// records of a transaction still open and whatever was written after it began.
-	Stable int64
 }
 
 // Partitions lists a topic's partitions with their offsets. Unknown topic → ops.ErrNotFound.

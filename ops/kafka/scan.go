@@ -113,36 +113,6 @@ func (l *Lazy) Decoded() *Record {
 // Record is the record as shown, copied out of the fetch's buffers: a caller may keep it.
 func (l *Lazy) Record() Record { return l.Decoded().Clone() }
 
-// Clone is r with its own copy of every byte it may share (key, value, header values, decoded
-// JSON): a record read in place (Lazy.Decoded), or made from one, that a caller keeps. The key,
-// value and header values are copied into one allocation (a scan clones every match), each with
-// its capacity cut to its length so that an append to one cannot overwrite the next; nil stays nil.
-func (r Record) Clone() Record {
-	c := r
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Value)
-	}
-	buf := make([]byte, 0, n)
-	take := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		at := len(buf)
-		buf = append(buf, b...)
-		return buf[at:len(buf):len(buf)]
-	}
-	c.Key, c.Value = take(r.Key), take(r.Value)
-	if r.Headers != nil {
-		c.Headers = make([]Header, len(r.Headers))
-		for i, h := range r.Headers {
-			c.Headers[i] = Header{Key: h.Key, Value: take(h.Value)}
-		}
-	}
-	c.KeySchema, c.ValueSchema = cloneDecoded(r.KeySchema), cloneDecoded(r.ValueSchema)
-	return c
-}
-
 // textFields are the dead-letter fields that are a header's bytes as they are, as text
 // (DeadLetter's string fields but the message id, which has rules of its own, and the trace id,
 // which alone does not make a dead letter).
@@ -176,17 +146,6 @@ func (l *Lazy) DeadLetterText(field string) ([]byte, bool) {
 		return []byte(text(value)), true // as DeadLetter has it: invalid bytes replaced
 	}
 	return value, true
-}
-
-// cloneDecoded copies a decoded key or value, whose JSON may be the record's own bytes (a JSON
-// Schema's value is).
-func cloneDecoded(d *schema.Decoded) *schema.Decoded {
-	if d == nil {
-		return nil
-	}
-	c := *d
-	c.JSON = bytes.Clone(d.JSON)
-	return &c
 }
 
 // ValueSchema is the value read through its schema, as Record has it (nil when the value is not

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // The lag read model: a cluster's consumer groups as the sampler last saw them (Snapshot), each
@@ -33,10 +33,10 @@ type Snapshot struct {
 	Groups  []Group
 	// DeadLetterTopics are the cluster's dead-letter and retry topics with their sizes, as of At;
 	// empty when the source does not list them or the listing failed.
-	DeadLetterTopics []kafka.DLTopic
+	DeadLetterTopics []kafkamodel.DLTopic
 	// Transactions are the transactions open on the cluster's partitions as of At (each holds
 	// its partition's last stable offset); empty when none is, or the source does not list them.
-	Transactions []kafka.OpenTransaction
+	Transactions []kafkamodel.OpenTransaction
 	// Refreshing is set on an answer served while a re-sample of the cluster runs behind it
 	// (sampler.FreshKafka's stale while revalidate): the next read shows newer offsets.
 	Refreshing bool
@@ -45,7 +45,7 @@ type Snapshot struct {
 
 // Group is a group with its Burrow-style verdict and trend.
 type Group struct {
-	kafka.Group
+	kafkamodel.Group
 	Status     Status            // the group's (worst partition's) status, with its reason
 	Partitions map[string]Status // key "topic/partition"; only non-OK entries
 	Rate       float64           // messages consumed per second over the window
@@ -73,7 +73,7 @@ func (g Group) PartitionStatus(topic string, partition int32) Status {
 }
 
 // Judged is g with the verdicts of gs: the group's status and its partitions' that are not OK.
-func Judged(g kafka.Group, gs GroupStatus) Group {
+func Judged(g kafkamodel.Group, gs GroupStatus) Group {
 	kg := Group{Group: g, Status: gs.Status}
 	for _, ps := range gs.Partitions {
 		if ps.Status.Code != StatusOK {
@@ -88,7 +88,7 @@ func Judged(g kafka.Group, gs GroupStatus) Group {
 
 // JudgeOnce gives a group read straight from the cluster (one the latest snapshot does not have
 // yet) its statuses from that one sample: no rate, no trend, only what one sample can tell.
-func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) Group {
+func JudgeOnce(g kafkamodel.Group, rules configs.LagRules, now time.Time) Group {
 	var parts []PartitionSamples
 	for _, t := range g.Topics {
 		for _, p := range t.Partitions {
@@ -101,8 +101,8 @@ func JudgeOnce(g kafka.Group, rules configs.LagRules, now time.Time) Group {
 
 // Position is the offset a group's trend is read from on one of its partitions: the committed
 // offset, or in a share group the share-partition start offset (-1 when none).
-func Position(g kafka.Group, p kafka.PartitionLag) int64 {
-	if g.Kind() == kafka.GroupShare {
+func Position(g kafkamodel.Group, p kafkamodel.PartitionLag) int64 {
+	if g.Kind() == kafkamodel.GroupShare {
 		return p.ShareStart
 	}
 	return p.Committed
@@ -110,8 +110,8 @@ func Position(g kafka.Group, p kafka.PartitionLag) int64 {
 
 // EvaluateOf judges g from its partitions' samples (taken with Position) by the rules of its
 // type: EvaluateShareGroup for a share group, EvaluateGroup for the others.
-func EvaluateOf(g kafka.Group, rules configs.LagRules, every time.Duration, parts []PartitionSamples, now time.Time) GroupStatus {
-	if g.Kind() == kafka.GroupShare {
+func EvaluateOf(g kafkamodel.Group, rules configs.LagRules, every time.Duration, parts []PartitionSamples, now time.Time) GroupStatus {
+	if g.Kind() == kafkamodel.GroupShare {
 		return EvaluateShareGroup(rules, every, g.State, g.Members, parts, now)
 	}
 	return EvaluateGroup(rules, every, g.State, g.Members, parts, now)

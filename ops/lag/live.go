@@ -1,7 +1,7 @@
 package lag
 
 import (
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // WithOffsets is g with the committed and end offsets read a moment ago (kafka.GroupOffsetsNow) in
@@ -12,14 +12,14 @@ import (
 // verdict, rate and catch-up stay the sampler's (they come from its window), and a time lag is
 // kept unless the partition has caught up (then 0). A share group, whose position is not a
 // committed offset, is returned as it is. g is not modified: a snapshot's groups are shared.
-func (g Group) WithOffsets(o kafka.GroupOffsets) Group {
-	if g.Kind() == kafka.GroupShare {
+func (g Group) WithOffsets(o kafkamodel.GroupOffsets) Group {
+	if g.Kind() == kafkamodel.GroupShare {
 		return g
 	}
-	topics := make([]kafka.TopicLag, len(g.Topics))
+	topics := make([]kafkamodel.TopicLag, len(g.Topics))
 	var total int64
 	for i, t := range g.Topics {
-		parts := make([]kafka.PartitionLag, len(t.Partitions))
+		parts := make([]kafkamodel.PartitionLag, len(t.Partitions))
 		copy(parts, t.Partitions)
 		var sum int64
 		for j := range parts {

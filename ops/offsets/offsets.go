@@ -30,7 +30,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // Cluster is what a move needs of a Kafka cluster; *kafka.Cluster implements it. Errors carry the
@@ -38,13 +38,13 @@ import (
 // because the group has members, ErrUnavailable when the cluster cannot be reached.
 type Cluster interface {
 	Name() string
-	GroupMembership(ctx context.Context, group string) (kafka.Membership, error)
-	GroupTopicOffsets(ctx context.Context, group, topic string) (kafka.TopicOffsets, error)
+	GroupMembership(ctx context.Context, group string) (kafkamodel.Membership, error)
+	GroupTopicOffsets(ctx context.Context, group, topic string) (kafkamodel.TopicOffsets, error)
 	OffsetsAfter(ctx context.Context, topic string, at time.Time) (map[int32]int64, error)
 	DeadLetterTopicOf(ctx context.Context, topic string) (string, bool, error)
 	PartitionCount(ctx context.Context, topic string) (int, error)
 	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
-	CopySkipped(ctx context.Context, req kafka.CopyRequest) (kafka.CopyResult, error)
+	CopySkipped(ctx context.Context, req kafkamodel.CopyRequest) (kafkamodel.CopyResult, error)
 	CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error
 	// TopicID is the topic's ID now ("" when the broker has none); unknown topic → ErrNotFound.
 	TopicID(ctx context.Context, topic string) (string, error)
@@ -215,7 +215,7 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		return Plan{}, err
 	}
 	mem, memErr := c.GroupMembership(ctx, r.Group)
-	if memErr == nil && mem.Type == kafka.GroupShare {
+	if memErr == nil && mem.Type == kafkamodel.GroupShare {
 		return Plan{}, shareRefusal(r.Group)
 	}
 	offs, err := c.GroupTopicOffsets(ctx, r.Group, r.Topic)
@@ -233,11 +233,11 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		}
 		selected = nil
 		for _, p := range r.Partitions {
-			i := slices.IndexFunc(offs.Partitions, func(po kafka.PartitionOffsets) bool { return po.Partition == p })
+			i := slices.IndexFunc(offs.Partitions, func(po kafkamodel.PartitionOffsets) bool { return po.Partition == p })
 			if i < 0 {
 				return Plan{}, ops.Invalid("partitions", fmt.Sprintf("%s has partitions 0 to %d, not %d", r.Topic, len(offs.Partitions)-1, p))
 			}
-			if !slices.ContainsFunc(selected, func(po kafka.PartitionOffsets) bool { return po.Partition == p }) {
+			if !slices.ContainsFunc(selected, func(po kafkamodel.PartitionOffsets) bool { return po.Partition == p }) {
 				selected = append(selected, offs.Partitions[i])
 			}
 		}
@@ -575,7 +575,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 	if err != nil && !errors.Is(err, ops.ErrNotFound) {
 		return res, err
 	}
-	if mem.Type == kafka.GroupShare {
+	if mem.Type == kafkamodel.GroupShare {
 		return deny(shareRefusal(p.Group))
 	}
 	if len(mem.Members) > 0 {
@@ -633,7 +633,7 @@ func (m *Mover) Apply(ctx context.Context, r ApplyRequest) (Result, error) {
 				ranges[po.Partition] = rg
 			}
 		}
-		cr, err := c.CopySkipped(ctx, kafka.CopyRequest{PlanID: p.ID, Group: p.Group, Topic: p.Topic, Ranges: ranges,
+		cr, err := c.CopySkipped(ctx, kafkamodel.CopyRequest{PlanID: p.ID, Group: p.Group, Topic: p.Topic, Ranges: ranges,
 			Dest: p.CopyTo, DestFrom: p.CopyFrom,
 			Exception: fmt.Sprintf("skipped by %s with Redrive offset plan %s: %s", r.Actor.Name, p.ID, r.Reason)})
 		res.Copied, res.AlreadyCopied = cr.Copied, cr.Already

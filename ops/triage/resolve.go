@@ -13,7 +13,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/search"
 )
 
@@ -95,7 +95,7 @@ type Filter struct {
 	Since, Until  time.Time
 	// View is what the actor may see of a record: a filter is evaluated on it, so masked content
 	// cannot be guessed by filtering on it. Nil: the records as they are.
-	View func(kafka.Record) kafka.Record
+	View func(kafkamodel.Record) kafkamodel.Record
 }
 
 // Request is one resolution of a selection.
@@ -163,7 +163,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		// By the group key the marks keep and the error groups count by (cleaned type and cause),
 		// so a group whose type holds a NUL can be named without it.
 		wantType := ops.CleanText(g.ExceptionType, 500)
-		marks, res, err = scanSelect(ctx, c, r.Topic, nil, nil, func(rec kafka.Record) bool {
+		marks, res, err = scanSelect(ctx, c, r.Topic, nil, nil, func(rec kafkamodel.Record) bool {
 			dl := rec.DeadLetter
 			var typ, cause string
 			if dl != nil {
@@ -185,7 +185,7 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		if cel == nil && f.ExceptionType == "" && f.OriginalTopic == "" && f.Since.IsZero() && f.Until.IsZero() {
 			return Result{}, ops.Invalid("filter", "empty: give cel, exception_type, original_topic, since or until (to resolve a whole topic, say so with cel: true)")
 		}
-		marks, res, err = scanSelect(ctx, c, r.Topic, cel, f.View, func(rec kafka.Record) bool {
+		marks, res, err = scanSelect(ctx, c, r.Topic, cel, f.View, func(rec kafkamodel.Record) bool {
 			dl := rec.DeadLetter
 			var typ, orig string
 			if dl != nil {
@@ -227,7 +227,7 @@ func checkState(state, reason string) error {
 	return nil
 }
 
-func markOf(rec kafka.Record) Mark {
+func markOf(rec kafkamodel.Record) Mark {
 	m := Mark{RecordKey: RecordKey{Partition: rec.Partition, Offset: rec.Offset}}
 	if dl := rec.DeadLetter; dl != nil {
 		m.ExceptionType, m.ExceptionCause = dl.ExceptionType, dl.ExceptionCause
@@ -238,11 +238,11 @@ func markOf(rec kafka.Record) Mark {
 // scanSelect reads the whole topic, oldest first, and keeps the records keep (and cel, on what
 // view shows) selects. A topic larger than MaxScan, or a read that runs out of time, is refused
 // rather than resolved in part: a person asked for every record of the selection.
-func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter, view func(kafka.Record) kafka.Record,
-	keep func(kafka.Record) bool) ([]Mark, Result, error) {
+func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter, view func(kafkamodel.Record) kafkamodel.Record,
+	keep func(kafkamodel.Record) bool) ([]Mark, Result, error) {
 	var marks []Mark
 	q := search.Query{Topic: topic, Order: "oldest", Filter: cel, View: view, MaxScan: MaxScan, Timeout: scanTimeout,
-		Each: func(rec kafka.Record) error {
+		Each: func(rec kafkamodel.Record) error {
 			if keep(rec) {
 				marks = append(marks, markOf(rec))
 			}
@@ -260,8 +260,8 @@ func scanSelect(ctx context.Context, c Cluster, topic string, cel *search.Filter
 }
 
 // inTopic refuses, naming field, a record that is not in the topic's partitions parts now.
-func inTopic(parts []kafka.PartitionRange, topic, field string, k RecordKey) error {
-	i := slices.IndexFunc(parts, func(p kafka.PartitionRange) bool { return p.Partition == k.Partition })
+func inTopic(parts []kafkamodel.PartitionRange, topic, field string, k RecordKey) error {
+	i := slices.IndexFunc(parts, func(p kafkamodel.PartitionRange) bool { return p.Partition == k.Partition })
 	if i < 0 {
 		return ops.Invalid(field, fmt.Sprintf("partition %d is not in topic %s (it has %d)", k.Partition, topic, len(parts)))
 	}
@@ -297,7 +297,7 @@ func readRecords(ctx context.Context, c Cluster, topic string, keys []RecordKey)
 		}
 		from, to := offs[0], offs[len(offs)-1]
 		sr, err := search.ScanKafka(ctx, c, search.Query{Topic: topic, Partition: &p, Order: "oldest", FromOffset: &from, ToOffset: &to,
-			Timeout: scanTimeout, Each: func(rec kafka.Record) error {
+			Timeout: scanTimeout, Each: func(rec kafkamodel.Record) error {
 				if want[rec.Offset] {
 					marks = append(marks, markOf(rec))
 					delete(want, rec.Offset)
@@ -321,7 +321,7 @@ func readRecords(ctx context.Context, c Cluster, topic string, keys []RecordKey)
 // longer open (Settled: resolved, ignored or replayed). When the store cannot say, every record
 // counts as open and the error is returned beside the topics: showing too many dead letters is
 // the safe side.
-func (t *Triage) OpenCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error) {
+func (t *Triage) OpenCounts(ctx context.Context, cluster string, topics []kafkamodel.DLTopic) ([]kafkamodel.DLTopic, error) {
 	return OpenCounts(ctx, t.store, cluster, topics)
 }
 
@@ -332,7 +332,7 @@ type Settled interface {
 
 // OpenCounts is Triage.OpenCounts over any Settled. The topics are copied, never changed in place
 // (they may be a cached snapshot's).
-func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error) {
+func OpenCounts(ctx context.Context, st Settled, cluster string, topics []kafkamodel.DLTopic) ([]kafkamodel.DLTopic, error) {
 	out := slices.Clone(topics)
 	var spans []Span
 	for i := range out {
@@ -367,7 +367,7 @@ func (t *Triage) topicID(ctx context.Context, cluster, topic string) (string, er
 
 // Resolutions reads the resolution of each record (open when never marked, or marked when
 // another topic of the same name was there).
-func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[RecordKey]Resolution, error) {
+func (t *Triage) Resolutions(ctx context.Context, cluster, topic string, recs []kafkamodel.Record) (map[RecordKey]Resolution, error) {
 	keys := make([]RecordKey, len(recs))
 	for i, r := range recs {
 		keys[i] = RecordKey{Partition: r.Partition, Offset: r.Offset}
@@ -389,7 +389,7 @@ func (t *Triage) StateLookup(ctx context.Context, cluster, topic string) search.
 // the DLT list counts over the same offsets (Store.SettledByErrorGroup and SettledDeadLetters
 // are one count), by the group key the marks keep (ops.CleanText of type and cause, as the
 // sampler keys groups).
-func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error) {
+func (t *Triage) OpenByErrorGroup(ctx context.Context, cluster string, scan kafkamodel.ErrorScan) (kafkamodel.ErrorScan, error) {
 	groups := slices.Clone(scan.Groups)
 	scan.Groups = groups
 	id, err := t.topicID(ctx, cluster, scan.Topic)

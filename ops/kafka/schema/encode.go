@@ -19,50 +19,6 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// Encoded is JSON text encoded back into the wire format of the bytes it replaces: the same
-// registry framing (magic byte, schema id, for Protobuf the same message indexes), then the
-// payload written with that schema.
-type Encoded struct {
-	Bytes   []byte
-	Format  string // FormatAvro, FormatProtobuf or FormatJSONSchema
-	ID      int
-	Subject string
-	Type    string
-}
-
-// Describe names the encoding for a person: "avro acme.Order with schema id 3 (orders-value)".
-func (e *Encoded) Describe() string {
-	s := e.Format
-	if e.Type != "" {
-		s += " " + e.Type
-	}
-	s += fmt.Sprintf(" with schema id %d", e.ID)
-	if e.Subject != "" {
-		s += " (" + e.Subject + ")"
-	}
-	return s
-}
-
-// MismatchError is JSON text that does not fit the schema it is to be encoded with: Path names
-// the place ("items[2].qty", "" for the whole value) and Problem what is wrong, in words for a
-// person. It is an ops.ErrInvalid.
-type MismatchError struct {
-	Schema  string // "avro acme.Order (schema id 3)"
-	Path    string
-	Problem string
-}
-
-func (e *MismatchError) Error() string {
-	where := "the value"
-	if e.Path != "" {
-		where = "field " + e.Path
-	}
-	return fmt.Sprintf("does not fit %s: %s %s", e.Schema, where, e.Problem)
-}
-
-// Is makes errors.Is(err, ops.ErrInvalid) true.
-func (e *MismatchError) Is(target error) bool { return target == ops.ErrInvalid }
-
 // Encode writes text — JSON as Decode gives it, an operator's edit of it — into the wire format
 // of original, the key (key true) or value of a record of topic: with the registry schema id the
 // original bytes carry (Avro: written with that writer schema; Protobuf: the same message

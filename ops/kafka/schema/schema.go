@@ -30,28 +30,8 @@ import (
 	"github.com/redrive/redrive/ops"
 )
 
-// Formats, as reported in Decoded.Format.
-const (
-	FormatAvro       = "avro"
-	FormatProtobuf   = "protobuf"
-	FormatJSONSchema = "json_schema"
-)
-
 // MaxJSONBytes caps Decoded.JSON; a larger decoded value is reported as an error instead.
 const MaxJSONBytes = 1 << 20
-
-// Decoded is a key or value read through its schema.
-type Decoded struct {
-	Format  string // FormatAvro, FormatProtobuf or FormatJSONSchema; empty when the id could not be resolved
-	ID      int    // the registry's schema id; 0 for a configured schema file
-	Subject string // a subject the registry files the id under ("" when unknown or for files)
-	Type    string // the record or message name, e.g. acme.Order; a JSON schema's title
-	// JSON is the decoded content as compact JSON text; nil exactly when Error is set.
-	JSON []byte
-	// Error says why the bytes could not be decoded (unknown id, registry down, bytes that do not
-	// match the schema); the bytes are then shown as they are.
-	Error string
-}
 
 // Options configure a Decoder. Every field is optional.
 type Options struct {
