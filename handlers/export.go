@@ -15,8 +15,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/search"
 )
@@ -250,12 +250,12 @@ func (h *Search) ExportKafka(c echo.Context) error {
 		return err
 	}
 	redacted := false
-	q.View = func(r kafka.Record) kafka.Record {
+	q.View = func(r kafkamodel.Record) kafkamodel.Record {
 		r, redacted = red.Record(r)
 		return r
 	}
 	w := newExportWriter(c, format, q.Topic, kafkaCSVHeader, h.o.ExportWriteTimeout)
-	q.Each = func(r kafka.Record) error {
+	q.Each = func(r kafkamodel.Record) error {
 		j := toRecordJSON(r, raw)
 		j.Redacted = redacted
 		if format == "ndjson" {
@@ -295,7 +295,7 @@ var rabbitCSVHeader = []string{"position", "message_id", "exchange", "routing_ke
 	"reason", "original_queue", "exception_message", "redacted"}
 
 // ExportRabbit: GET /api/v1/rabbitmq/:broker/queues/:vhost/:queue/export?format=&filter=&max_scan=
-// streams the messages of the queue's head (up to max_scan, at most rabbit.MaxPeek, read as a
+// streams the messages of the queue's head (up to max_scan, at most rabbitmodel.MaxPeek, read as a
 // browse: the queue is left as it was) that the filter matches, as ExportKafka.
 func (h *Search) ExportRabbit(c echo.Context) error {
 	b, format, release, err := exportOf(h, c, h.broker)
@@ -307,7 +307,7 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	maxScan, err := queryInt(c, "max_scan", rabbit.MaxPeek, 1, rabbit.MaxPeek)
+	maxScan, err := queryInt(c, "max_scan", rabbitmodel.MaxPeek, 1, rabbitmodel.MaxPeek)
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func (h *Search) ExportRabbit(c echo.Context) error {
 	var last redact.Message
 	q.View = red.View(&last)
 	var w *exportWriter
-	q.Each = func(rabbit.Message) error {
+	q.Each = func(rabbitmodel.Message) error {
 		if w == nil {
 			w = newExportWriter(c, format, queue, rabbitCSVHeader, h.o.ExportWriteTimeout)
 		}

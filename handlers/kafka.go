@@ -21,7 +21,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
@@ -37,14 +37,14 @@ import (
 // ErrUnavailable (the cluster cannot be reached).
 type KafkaCluster interface {
 	Name() string
-	Group(ctx context.Context, name string) (kafka.Group, error)
-	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
-	Records(ctx context.Context, q kafka.RecordQuery) (kafka.Page, error)
+	Group(ctx context.Context, name string) (kafkamodel.Group, error)
+	DeadLetterTopics(ctx context.Context) ([]kafkamodel.DLTopic, error)
+	Records(ctx context.Context, q kafkamodel.RecordQuery) (kafkamodel.Page, error)
 	// RecordsAcross reads a page across every partition, merged by timestamp (same errors).
-	RecordsAcross(ctx context.Context, q kafka.AcrossQuery) (kafka.AcrossPage, error)
+	RecordsAcross(ctx context.Context, q kafkamodel.AcrossQuery) (kafkamodel.AcrossPage, error)
 	// Partitions lists a topic's partitions with their offsets: ErrNotFound, ErrUnavailable.
-	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
-	ErrorGroups(ctx context.Context, topic string, maxScan int) (kafka.ErrorScan, error)
+	Partitions(ctx context.Context, topic string) ([]kafkamodel.PartitionRange, error)
+	ErrorGroups(ctx context.Context, topic string, maxScan int) (kafkamodel.ErrorScan, error)
 }
 
 // KafkaSnapshots reads the sampler's stored lag snapshots and history (ops/sampler): pages never
@@ -126,7 +126,7 @@ func findGroup(snap lag.Snapshot, name string) (lag.Group, error) {
 	if snap.At.IsZero() {
 		return lag.Group{}, notSampledYet("kafka cluster", snap.Cluster)
 	}
-	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", payload.Clip(name, kafka.EchoLimit), snap.Cluster)
+	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", payload.Clip(name, kafkamodel.EchoLimit), snap.Cluster)
 }
 
 // APIGroups: GET /api/v1/kafka/:cluster/groups — from the latest snapshot.
@@ -230,7 +230,7 @@ func (h *Kafka) APIGroup(c echo.Context) error {
 
 // groupOffsetsReader reads one group's committed and end offsets now (*kafka.Cluster does).
 type groupOffsetsReader interface {
-	GroupOffsetsNow(ctx context.Context, group string, topics []string) (kafka.GroupOffsets, error)
+	GroupOffsetsNow(ctx context.Context, group string, topics []string) (kafkamodel.GroupOffsets, error)
 }
 
 // liveOffsetsTimeout bounds the live read of one group's offsets; past it the page shows the
@@ -248,7 +248,7 @@ func (h *Kafka) liveOffsets(ctx context.Context, k KafkaCluster, snap lag.Snapsh
 		return g, time.Now() // read through: live already
 	}
 	r, ok := k.(groupOffsetsReader)
-	if !ok || g.Kind() == kafka.GroupShare {
+	if !ok || g.Kind() == kafkamodel.GroupShare {
 		return g, time.Time{}
 	}
 	topics := make([]string, 0, len(g.Topics))
@@ -363,12 +363,12 @@ func (h *Kafka) APIDeadLetterTopics(c echo.Context) error {
 
 // parseAcrossQuery reads the query of a page across every partition (partition=all): at, limit,
 // order and the cursor of a following page. offset names a partition's position, so it is refused.
-func parseAcrossQuery(c echo.Context) (kafka.AcrossQuery, error) {
+func parseAcrossQuery(c echo.Context) (kafkamodel.AcrossQuery, error) {
 	one, err := parseRecordQuery(c)
 	if err != nil {
-		return kafka.AcrossQuery{}, err
+		return kafkamodel.AcrossQuery{}, err
 	}
-	q := kafka.AcrossQuery{Topic: one.Topic, At: one.At, Limit: one.Limit, Order: one.Order, Isolation: one.Isolation}
+	q := kafkamodel.AcrossQuery{Topic: one.Topic, At: one.At, Limit: one.Limit, Order: one.Order, Isolation: one.Isolation}
 	if one.Offset != nil {
 		return q, ops.Invalid("offset", "needs one partition; with partition=all use at or cursor")
 	}
@@ -443,8 +443,8 @@ func optionalTime(c echo.Context, name string, now time.Time) (*time.Time, error
 }
 
 // parseRecordQuery reads partition, offset, at, limit and order.
-func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
-	q := kafka.RecordQuery{Topic: pathParam(c, "topic"), Order: "newest"}
+func parseRecordQuery(c echo.Context) (kafkamodel.RecordQuery, error) {
+	q := kafkamodel.RecordQuery{Topic: pathParam(c, "topic"), Order: "newest"}
 	if !allPartitions(c) {
 		p, err := queryInt(c, "partition", 0, 0, 1<<31-1)
 		if err != nil {
@@ -475,7 +475,7 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 		}
 		q.At = at
 	}
-	limit, err := queryInt(c, "limit", kafka.DefaultLimit, 1, kafka.MaxLimit)
+	limit, err := queryInt(c, "limit", kafkamodel.DefaultLimit, 1, kafkamodel.MaxLimit)
 	if err != nil {
 		return q, err
 	}
@@ -496,24 +496,24 @@ func parseRecordQuery(c echo.Context) (kafka.RecordQuery, error) {
 // isolationParam reads isolation: "committed" (the default: what a read_committed consumer gets)
 // or "uncommitted", an admin's forensic read of every record written, aborted ones marked. A
 // viewer or operator asking for it is refused (403), as a reveal is.
-func isolationParam(c echo.Context) (kafka.Isolation, error) {
+func isolationParam(c echo.Context) (kafkamodel.Isolation, error) {
 	switch c.QueryParam("isolation") {
 	case "", "committed":
-		return kafka.ReadCommitted, nil
+		return kafkamodel.ReadCommitted, nil
 	case "uncommitted":
 		if err := ops.Require(ActorOf(c), access.Admin, "reading uncommitted records (isolation=uncommitted)"); err != nil {
-			return kafka.ReadCommitted, err
+			return kafkamodel.ReadCommitted, err
 		}
-		return kafka.ReadUncommitted, nil
+		return kafkamodel.ReadUncommitted, nil
 	}
-	return kafka.ReadCommitted, ops.Invalid("isolation", "must be committed or uncommitted")
+	return kafkamodel.ReadCommitted, ops.Invalid("isolation", "must be committed or uncommitted")
 }
 
 // recordQuery is the cluster of the path and the page of its topic that the query asks for.
-func (h *Kafka) recordQuery(c echo.Context) (KafkaCluster, kafka.RecordQuery, error) {
+func (h *Kafka) recordQuery(c echo.Context) (KafkaCluster, kafkamodel.RecordQuery, error) {
 	k, err := h.cluster(c)
 	if err != nil {
-		return nil, kafka.RecordQuery{}, err
+		return nil, kafkamodel.RecordQuery{}, err
 	}
 	q, err := parseRecordQuery(c)
 	return k, q, err
@@ -562,7 +562,7 @@ func (h *Kafka) APIRecords(c echo.Context) error {
 
 // recordsJSON is a page's records as the records API answers them: those in the resolution state
 // asked for, each masked as the caller may see it and with its resolution.
-func (h *Kafka) recordsJSON(c echo.Context, k KafkaCluster, topic string, page []kafka.Record, red *redact.Rules, raw bool, state string) ([]recordJSON, error) {
+func (h *Kafka) recordsJSON(c echo.Context, k KafkaCluster, topic string, page []kafkamodel.Record, red *redact.Rules, raw bool, state string) ([]recordJSON, error) {
 	recs, res, err := h.withResolutions(c.Request().Context(), k.Name(), topic, page, state)
 	if err != nil {
 		return nil, err
@@ -676,7 +676,7 @@ func (h *Kafka) Cluster(c echo.Context) error {
 		page.Groups = toGroupRows(snap)
 		page.Transactions = toTransactionRows(snap, time.Now())
 	}
-	page.TransactionsAfter = kafka.DefaultHangingTransactionAfter.String()
+	page.TransactionsAfter = kafkamodel.DefaultHangingTransactionAfter.String()
 	if a, ok := k.(interface{ HangingTransactionAfter() time.Duration }); ok {
 		page.TransactionsAfter = ops.FormatAge(a.HangingTransactionAfter())
 	}
@@ -746,7 +746,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	exception := c.QueryParam("exception")
 	cause, byCause := c.QueryParams()["cause"]
 	if exception != "" && c.QueryParam("limit") == "" {
-		q.Limit = kafka.MaxLimit // read a full page, keep the matches
+		q.Limit = kafkamodel.MaxLimit // read a full page, keep the matches
 	}
 	// Open records by default: what is resolved, ignored or replayed is done with. A topic that is
 	// no dead-letter topic (orders, linked from every pipeline) holds records, not dead letters:
@@ -770,7 +770,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
 	page.Masked = red != nil
 	page.CanUncommitted = ActorOf(c).Can(access.Admin)
-	page.Uncommitted = q.Isolation == kafka.ReadUncommitted
+	page.Uncommitted = q.Isolation == kafkamodel.ReadUncommitted
 	h.searchLinks(c, &page)
 	// A search given no partition reads every partition (searchLinks): so does the page, whose
 	// partition choice and "Plan replay of the matches" said partition 0 while the scan and the
@@ -816,7 +816,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 // showRecords puts the records read on the topic page (one partition or all): how many were
 // read, and as rows those in the page's state (with their resolutions) and error group, as the
 // reader may see them, with their notes.
-func (h *Kafka) showRecords(ctx context.Context, k KafkaCluster, red *redact.Rules, page *kafkapages.TopicPage, read []kafka.Record) error {
+func (h *Kafka) showRecords(ctx context.Context, k KafkaCluster, red *redact.Rules, page *kafkapages.TopicPage, read []kafkamodel.Record) error {
 	page.Read = len(read)
 	recs, resolutions, err := h.withResolutions(ctx, k.Name(), page.Topic, read, page.State)
 	if err != nil {
@@ -849,7 +849,7 @@ func isDeadLetterTopic(k KafkaCluster, topic string) bool {
 // groupNotesOf are the notes of an error group: those written on its key, else — for a group
 // keyed by a fingerprint (ops.ErrorFingerprint) — those written on its exception class before
 // groups had fingerprints, so that no stored note is orphaned by the finer key.
-func groupNotesOf[N any](notes map[triage.GroupKey][]N, g kafka.ErrorGroup) []N {
+func groupNotesOf[N any](notes map[triage.GroupKey][]N, g kafkamodel.ErrorGroup) []N {
 	if n := notes[triage.GroupKey{Type: g.ExceptionType, Cause: g.ExceptionCause}]; len(n) > 0 {
 		return n
 	}
@@ -862,7 +862,7 @@ func groupNotesOf[N any](notes map[triage.GroupKey][]N, g kafka.ErrorGroup) []N 
 // inGroup says whether a record (as the reader may see it) is in the page's error group, compared
 // on the text the groups are keyed by (kafkapages.GroupText), so that a group's Records link lists
 // exactly its records; every record when the page has no exception filter.
-func inGroup(page kafkapages.TopicPage, r kafka.Record) bool {
+func inGroup(page kafkapages.TopicPage, r kafkamodel.Record) bool {
 	if page.Exception == "" {
 		return true
 	}
@@ -879,7 +879,7 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, p
 		return err
 	}
 	if page.Exception != "" && c.QueryParam("limit") == "" {
-		q.Limit = kafka.MaxLimit
+		q.Limit = kafkamodel.MaxLimit
 	}
 	page.All, page.Limit = true, q.Limit
 	res, err := k.RecordsAcross(c.Request().Context(), q)

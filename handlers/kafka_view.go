@@ -12,8 +12,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/health"
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
@@ -50,7 +49,7 @@ func toGroupRows(snap lag.Snapshot) []kafkapages.GroupRow {
 	return rows
 }
 
-func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
+func toDLTRows(topics []kafkamodel.DLTopic) []kafkapages.DLTRow {
 	rows := make([]kafkapages.DLTRow, 0, len(topics))
 	for _, t := range topics {
 		var offsets int64
@@ -63,7 +62,7 @@ func toDLTRows(topics []kafka.DLTopic) []kafkapages.DLTRow {
 	return rows
 }
 
-func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption {
+func partitionOptions(parts []kafkamodel.PartitionRange) []kafkapages.PartitionOption {
 	out := make([]kafkapages.PartitionOption, len(parts))
 	for i, p := range parts {
 		out[i] = kafkapages.PartitionOption{Partition: p.Partition, Records: p.Stable - p.Start}
@@ -71,10 +70,10 @@ func partitionOptions(parts []kafka.PartitionRange) []kafkapages.PartitionOption
 	return out
 }
 
-// maxRenderedValue caps what one record shows inline; the API gives up to kafka.MaxValueBytes.
+// maxRenderedValue caps what one record shows inline; the API gives up to kafkamodel.MaxValueBytes.
 const maxRenderedValue = 64 << 10
 
-func toRecordView(r kafka.Record) kafkapages.RecordView {
+func toRecordView(r kafkamodel.Record) kafkapages.RecordView {
 	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
 		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable, ReplayJob: trace.ReplayCopyOf(r)}
 	v.Key, v.KeyEncoding = payload.Render(r.Key)
@@ -119,7 +118,7 @@ func toRecordView(r kafka.Record) kafkapages.RecordView {
 
 // schemaLabel names a decoded key or value's schema for people ("avro acme.Order · id 12 ·
 // orders-value"), or says why it could not be decoded.
-func schemaLabel(d *schema.Decoded) (label, problem string) {
+func schemaLabel(d *kafkamodel.Decoded) (label, problem string) {
 	if d == nil {
 		return "", ""
 	}
@@ -181,10 +180,10 @@ func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
 				TimeLagMS: timeLagMS(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
 		}
 	}
-	if g.Kind() != kafka.GroupClassic {
+	if g.Kind() != kafkamodel.GroupClassic {
 		page.Epoch = fmt.Sprintf("group epoch %d · assignment epoch %d", g.Epoch, g.AssignmentEpoch)
 	}
-	if g.Kind() == kafka.GroupShare && g.DeliveryLimit > 0 {
+	if g.Kind() == kafkamodel.GroupShare && g.DeliveryLimit > 0 {
 		where := "the brokers' group.share.delivery.count.limit"
 		if g.DeliveryLimitFrom == "group" {
 			where = "the group's share.delivery.count.limit"
@@ -195,7 +194,7 @@ func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
 	for _, m := range g.MemberList {
 		row := kafkapages.MemberRow{Member: m.Label(), ID: m.ID, Instance: m.InstanceID, Assigned: assignmentText(m.Assigned),
 			Classic: m.Classic}
-		if g.Kind() != kafka.GroupClassic {
+		if g.Kind() != kafkamodel.GroupClassic {
 			row.Epoch = strconv.Itoa(int(m.Epoch))
 		}
 		if m.Target != nil {
@@ -206,7 +205,7 @@ func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
 }
 
 // assignmentText words an assignment: "orders 0–2, 5 · refunds 1"; "none" when empty.
-func assignmentText(tps []kafka.TopicPartitions) string {
+func assignmentText(tps []kafkamodel.TopicPartitions) string {
 	if len(tps) == 0 {
 		return "none"
 	}
@@ -243,7 +242,7 @@ func toTransactionRows(snap lag.Snapshot, now time.Time) []kafkapages.Transactio
 	return out
 }
 
-func toTransactionRow(t kafka.OpenTransaction, held []string, now time.Time) kafkapages.TransactionRow {
+func toTransactionRow(t kafkamodel.OpenTransaction, held []string, now time.Time) kafkapages.TransactionRow {
 	open := ops.FormatAge(t.Open(now).Truncate(time.Second))
 	if !t.SinceKnown {
 		open = "at least " + open

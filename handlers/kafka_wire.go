@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/kafka/schema"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/sampler"
@@ -99,7 +98,7 @@ type topicPartitionsJSON struct {
 	Partitions []int32 `json:"partitions"`
 }
 
-func toTopicPartitionsJSON(tps []kafka.TopicPartitions) []topicPartitionsJSON {
+func toTopicPartitionsJSON(tps []kafkamodel.TopicPartitions) []topicPartitionsJSON {
 	out := make([]topicPartitionsJSON, 0, len(tps))
 	for _, tp := range tps {
 		out = append(out, topicPartitionsJSON{Topic: tp.Topic, Partitions: tp.Partitions})
@@ -113,7 +112,7 @@ func toMembersJSON(g lag.Group) []memberJSON {
 	for _, m := range g.MemberList {
 		j := memberJSON{MemberID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.Host,
 			Assigned: toTopicPartitionsJSON(m.Assigned), ClassicProtocol: m.Classic}
-		if g.Kind() != kafka.GroupClassic {
+		if g.Kind() != kafkamodel.GroupClassic {
 			j.MemberEpoch = new(m.Epoch)
 		}
 		if m.Target != nil {
@@ -167,8 +166,8 @@ func toPipelinesJSON(ps []sampler.Pipeline) []pipelineJSON {
 func toGroupJSON(g lag.Group) groupJSON {
 	j := groupJSON{Group: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
 		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
-	share := g.Kind() == kafka.GroupShare
-	if g.Kind() != kafka.GroupClassic {
+	share := g.Kind() == kafkamodel.GroupShare
+	if g.Kind() != kafkamodel.GroupClassic {
 		j.GroupEpoch, j.AssignmentEpoch = new(g.Epoch), new(g.AssignmentEpoch)
 	}
 	if share && g.DeliveryLimit > 0 {
@@ -279,13 +278,13 @@ type dltPartitionJSON struct {
 }
 
 // toDLTPartitionJSON is a dead-letter topic's partition with its counted records.
-func toDLTPartitionJSON(p kafka.DLPartition) dltPartitionJSON {
+func toDLTPartitionJSON(p kafkamodel.DLPartition) dltPartitionJSON {
 	return dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, LastStableOffset: p.Stable, Records: p.Records,
 		Counted: &p.Counted}
 }
 
 // toPartitionJSON is a page's partition: its records are the offsets a committed read spans.
-func toPartitionJSON(p kafka.PartitionRange) dltPartitionJSON {
+func toPartitionJSON(p kafkamodel.PartitionRange) dltPartitionJSON {
 	return dltPartitionJSON{Partition: p.Partition, Start: p.Start, End: p.End, LastStableOffset: p.Stable, Records: p.Stable - p.Start}
 }
 
@@ -333,7 +332,7 @@ type recordJSON struct {
 	Resolution     *resolutionJSON `json:"resolution"`
 	KeySchema      *schemaJSON     `json:"key_schema"`
 	ValueSchema    *schemaJSON     `json:"value_schema"`
-	// Aborted and Unstable come only with isolation=uncommitted (kafka.Record's): a record of an
+	// Aborted and Unstable come only with isolation=uncommitted (kafkamodel.Record's): a record of an
 	// aborted transaction, and one at or past the last stable offset.
 	Aborted  bool `json:"aborted,omitempty"`
 	Unstable bool `json:"unstable,omitempty"`
@@ -349,7 +348,7 @@ type schemaJSON struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func toSchemaJSON(d *schema.Decoded) *schemaJSON {
+func toSchemaJSON(d *kafkamodel.Decoded) *schemaJSON {
 	if d == nil {
 		return nil
 	}
@@ -357,7 +356,7 @@ func toSchemaJSON(d *schema.Decoded) *schemaJSON {
 }
 
 // decodedJSON is a decoded key or value as the API gives it: its JSON text, encoding "json".
-func decodedJSON(d *schema.Decoded) (*string, string, bool) {
+func decodedJSON(d *kafkamodel.Decoded) (*string, string, bool) {
 	if d == nil || d.JSON == nil {
 		return nil, "", false
 	}
@@ -381,7 +380,7 @@ func bytesJSON(b []byte) (*string, string) {
 
 // toRecordJSON gives decoded keys and values as their JSON, unless raw asks for the original
 // bytes (base64 when they are not UTF-8, as for any value).
-func toRecordJSON(r kafka.Record, raw bool) recordJSON {
+func toRecordJSON(r kafkamodel.Record, raw bool) recordJSON {
 	j := recordJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UTC(), ValueTruncated: r.Truncated,
 		Size: r.Size, Headers: []headerJSON{}, KeySchema: toSchemaJSON(r.KeySchema), ValueSchema: toSchemaJSON(r.ValueSchema),
 		Aborted: r.Aborted, Unstable: r.Unstable}

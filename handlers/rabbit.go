@@ -19,7 +19,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/queues"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
@@ -32,12 +32,12 @@ import (
 // ErrInvalid (limit), ErrNotFound (unknown or unwatched vhost, unknown queue), ErrConflict (the
 // queue cannot be browsed without changing it, with the reason), ErrUnavailable (unreachable).
 // Version is the broker's RabbitMQ version (ErrUnavailable when the management API does not
-// answer): what a browse of a quorum queue costs depends on its series (rabbit.BrowseCost).
+// answer): what a browse of a quorum queue costs depends on its series (rabbitmodel.BrowseCost).
 type RabbitBroker interface {
 	Name() string
-	Browse(ctx context.Context, vhost, queue string, limit int) (rabbit.BrowseResult, error)
-	Topology(ctx context.Context) (rabbit.Topology, error)
-	Version(ctx context.Context) (rabbit.Version, error)
+	Browse(ctx context.Context, vhost, queue string, limit int) (rabbitmodel.BrowseResult, error)
+	Topology(ctx context.Context) (rabbitmodel.Topology, error)
+	Version(ctx context.Context) (rabbitmodel.Version, error)
 }
 
 // RabbitSnapshots reads the sampler's stored queue snapshots and history (ops/sampler): queue
@@ -52,7 +52,7 @@ type RabbitSnapshots interface {
 // their index, naming the job (the replay engine): copies a crashed broker returned after it lost
 // the job's acks.
 type RabbitReplays interface {
-	ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbit.Message) (map[int]string, error)
+	ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbitmodel.Message) (map[int]string, error)
 }
 
 // Rabbit serves the RabbitMQ pages and API.
@@ -75,7 +75,7 @@ func (h *Rabbit) ReplaysBy(r RabbitReplays) *Rabbit {
 
 // replayedCopies is RabbitReplays' answer, or none: a store that does not answer costs the
 // browse nothing but the marks (the plan still finds the copies).
-func (h *Rabbit) replayedCopies(c echo.Context, b RabbitBroker, res rabbit.BrowseResult) map[int]string {
+func (h *Rabbit) replayedCopies(c echo.Context, b RabbitBroker, res rabbitmodel.BrowseResult) map[int]string {
 	if h.replays == nil {
 		return nil
 	}
@@ -233,9 +233,9 @@ func (h *Rabbit) APIQueueHistory(c echo.Context) error {
 	return c.JSON(http.StatusOK, queueHistoryJSON{Points: out})
 }
 
-// browseLimit parses ?limit= (1…rabbit.MaxBrowse, default 50).
+// browseLimit parses ?limit= (1…rabbitmodel.MaxBrowse, default 50).
 func browseLimit(c echo.Context) (int, error) {
-	n, err := queryInt(c, "limit", defaultBrowse, 1, rabbit.MaxBrowse)
+	n, err := queryInt(c, "limit", defaultBrowse, 1, rabbitmodel.MaxBrowse)
 	return int(n), err
 }
 
@@ -253,8 +253,8 @@ func (h *Rabbit) browsed(c echo.Context) (RabbitBroker, int, error) {
 // messageFilter keeps the browsed messages that pass the page's filters: the reason exactly, the
 // exception message by substring (a search), and group as a replay plan's filter.exception_type
 // selects (ops.InErrorGroup), so a plan made from a group selects what the page showed.
-func messageFilter(reason, exception, group string) func(rabbit.Message) bool {
-	return func(m rabbit.Message) bool {
+func messageFilter(reason, exception, group string) func(rabbitmodel.Message) bool {
+	return func(m rabbitmodel.Message) bool {
 		var r, e, st string
 		if d := m.DeadLetter; d != nil {
 			r, e, st = d.Reason, d.ExceptionMessage, d.Stacktrace
@@ -292,7 +292,7 @@ func (h *Rabbit) APIMessages(c echo.Context) error {
 			msgs = append(msgs, j)
 		}
 	}
-	groups := rabbit.ErrorGroups(masked)
+	groups := rabbitmodel.ErrorGroups(masked)
 	gs := make([]errorGroupJSON, len(groups))
 	for i, g := range groups {
 		gs[i] = errorGroupJSON{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count,
@@ -446,12 +446,12 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		page.DeliveryLimit, page.DeliveryLimitFrom = strconv.FormatInt(*res.DeliveryLimit, 10), res.DeliveryLimitFrom
 		// The notes say what this browse cost; the page adds how to make browsing free, which the
 		// queue's policy decides (a new policy would not apply beside it).
-		page.BrowseFix = rabbit.UnlimitFix(h.sampledQueue(c, b.Name(), vhost, queue))
+		page.BrowseFix = rabbitmodel.UnlimitFix(h.sampledQueue(c, b.Name(), vhost, queue))
 	}
 	reasons := map[string]bool{}
 	shown, masked := red.Messages(res.Messages)
 	groupNotes, messageNotes := h.queueNotes(c.Request().Context(), b.Name(), vhost, queue)
-	for _, g := range rabbit.ErrorGroups(masked) {
+	for _, g := range rabbitmodel.ErrorGroups(masked) {
 		row := rabbitpages.GroupRow{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
 			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", "),
 			Notes: groupNotes[triage.GroupKey{Type: g.Reason, Cause: g.Key}]}

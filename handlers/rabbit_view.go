@@ -10,7 +10,7 @@ import (
 
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/queues"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
@@ -45,7 +45,7 @@ func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 	return r
 }
 
-func toEdgeRow(e rabbit.Edge, loops []rabbit.RetryLoop) rabbitpages.EdgeRow {
+func toEdgeRow(e rabbitmodel.Edge, loops []rabbitmodel.RetryLoop) rabbitpages.EdgeRow {
 	row := rabbitpages.EdgeRow{From: rabbitpages.QueueLink{Vhost: e.FromVhost, Name: e.FromQueue}, Exchange: exchangeLabel(e.Exchange),
 		ExchangeType: e.ExchangeType, RoutingKey: e.RoutingKey, OwnKeys: strings.Join(e.OwnKeys, ", "), Missing: e.Missing,
 		AllBound: e.AllBound, Note: e.Note}
@@ -65,7 +65,7 @@ func msText(ms int64) string {
 }
 
 // settingSource says where an effective setting comes from: the queue argument, the policy, or
-// both (RabbitMQ then applies the rule of rabbit.Queue).
+// both (RabbitMQ then applies the rule of rabbitmodel.Queue).
 func settingSource(q queues.Queue, arg string, both string) string {
 	_, hasArg := q.Arguments[arg]
 	hasPolicy := q.Policy != "" || q.OperatorPolicy != ""
@@ -84,7 +84,7 @@ func queueSettings(q queues.Queue) []rabbitpages.Setting {
 	var out []rabbitpages.Setting
 	if q.HasDeadLetterExchange {
 		src := "argument x-dead-letter-exchange"
-		if q.DeadLetterSource == rabbit.SourcePolicy {
+		if q.DeadLetterSource == rabbitmodel.SourcePolicy {
 			src = "policy " + q.Policy
 			if q.Policy == "" {
 				src = "operator policy " + q.OperatorPolicy
@@ -132,25 +132,25 @@ func queueCrumb(vhost, queue string) string {
 // the page, which shows its sampled numbers all the same.
 const versionWait = 2 * time.Second
 
-// browseCost is rabbit.BrowseCost for q on b's series: why a browse of q is refused (no browse is
+// browseCost is rabbitmodel.BrowseCost for q on b's series: why a browse of q is refused (no browse is
 // offered then), or what each browse costs. A version b does not tell in time is taken as 4.x,
 // the series on which a limit is never a reason to refuse: a page then warns rather than refuses.
-func browseCost(ctx context.Context, b RabbitBroker, q rabbit.Queue) (refusal, warning string) {
-	if _, arg := q.Arguments["x-delivery-limit"]; q.Type != rabbit.TypeQuorum || q.DeliveryLimit == nil && !arg {
+func browseCost(ctx context.Context, b RabbitBroker, q rabbitmodel.Queue) (refusal, warning string) {
+	if _, arg := q.Arguments["x-delivery-limit"]; q.Type != rabbitmodel.TypeQuorum || q.DeliveryLimit == nil && !arg {
 		return "", "" // no version needed: nothing to say
 	}
 	ctx, cancel := context.WithTimeout(ctx, versionWait)
 	defer cancel()
 	v, err := b.Version(ctx)
 	if err != nil {
-		v = rabbit.Version{} // unknown: rabbit.BrowseCost takes it as 4.x
+		v = rabbitmodel.Version{} // unknown: rabbitmodel.BrowseCost takes it as 4.x
 	}
-	return rabbit.BrowseCost(q, v)
+	return rabbitmodel.BrowseCost(q, v)
 }
 
 // sampledQueue is the queue as the latest sample has it (its policy and arguments), or only its
 // name when the sample does not have it.
-func (h *Rabbit) sampledQueue(c echo.Context, broker, vhost, name string) rabbit.Queue {
+func (h *Rabbit) sampledQueue(c echo.Context, broker, vhost, name string) rabbitmodel.Queue {
 	if h.snapshots != nil {
 		if snap, err := h.snapshots.LatestRabbit(c.Request().Context(), broker); err == nil {
 			if q, ok := snap.Queue(vhost, name); ok {
@@ -158,14 +158,14 @@ func (h *Rabbit) sampledQueue(c echo.Context, broker, vhost, name string) rabbit
 			}
 		}
 	}
-	return rabbit.Queue{Vhost: vhost, Name: name}
+	return rabbitmodel.Queue{Vhost: vhost, Name: name}
 }
 
-// maxRenderedBody caps what one message shows inline; the API gives up to rabbit.MaxBodyBytes.
+// maxRenderedBody caps what one message shows inline; the API gives up to rabbitmodel.MaxBodyBytes.
 const maxRenderedBody = 64 << 10
 
 // destination is where a replay sends the message: its original exchange and routing keys.
-func destination(d *rabbit.DeadLetter) string {
+func destination(d *rabbitmodel.DeadLetter) string {
 	x, keys := d.OriginalExchange, d.OriginalRoutingKeys
 	if x == "" && len(keys) == 0 {
 		if d.OriginalQueue == "" {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/queues"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
 )
 
@@ -81,7 +81,7 @@ type queueHistoryJSON struct {
 }
 
 // amqpPropertiesJSON is a message's properties as the API gives them.
-type amqpPropertiesJSON = rabbit.PropertiesJSON
+type amqpPropertiesJSON = rabbitmodel.PropertiesJSON
 
 type deathJSON struct {
 	Queue       string     `json:"queue"`

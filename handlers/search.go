@@ -12,8 +12,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/search"
 )
@@ -227,7 +227,7 @@ func (h *Search) kafkaScanQuery(c echo.Context) (search.Query, error) {
 	default:
 		return q, ops.Invalid("order", "must be newest or oldest")
 	}
-	limit, err := queryInt(c, "limit", kafka.DefaultLimit, 1, kafka.MaxLimit)
+	limit, err := queryInt(c, "limit", kafkamodel.DefaultLimit, 1, kafkamodel.MaxLimit)
 	if err != nil {
 		return q, err
 	}
@@ -316,25 +316,25 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	started := time.Now()
 	lastRedacted := false
 	if red != nil {
-		q.View = func(r kafka.Record) kafka.Record {
+		q.View = func(r kafkamodel.Record) kafkamodel.Record {
 			r, lastRedacted = red.Record(r)
 			return r
 		}
 	}
-	toJSON := func(r kafka.Record) recordJSON {
+	toJSON := func(r kafkamodel.Record) recordJSON {
 		j := toRecordJSON(r, raw)
 		j.Redacted = lastRedacted
 		return j
 	}
 	if stream {
 		w := newNDJSON(c)
-		q.Each = func(r kafka.Record) error { return w.line(matchLine[recordJSON]{toJSON(r)}, false) }
+		q.Each = func(r kafkamodel.Record) error { return w.line(matchLine[recordJSON]{toJSON(r)}, false) }
 		q.Progress = w.progress
 		res, err := search.ScanKafka(c.Request().Context(), k, q)
 		return w.end(kafkaSummary(q, res, started), err)
 	}
 	out := []recordJSON{}
-	q.Each = func(r kafka.Record) error {
+	q.Each = func(r kafkamodel.Record) error {
 		out = append(out, toJSON(r))
 		return nil
 	}
@@ -391,11 +391,11 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", defaultBrowse, 1, rabbit.MaxBrowse)
+	limit, err := queryInt(c, "limit", defaultBrowse, 1, rabbitmodel.MaxBrowse)
 	if err != nil {
 		return err
 	}
-	maxScan, err := queryInt(c, "max_scan", min(rabbit.MaxPeek, h.o.MaxScan), 1, min(rabbit.MaxPeek, h.o.MaxScan))
+	maxScan, err := queryInt(c, "max_scan", min(rabbitmodel.MaxPeek, h.o.MaxScan), 1, min(rabbitmodel.MaxPeek, h.o.MaxScan))
 	if err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	started := time.Now()
 	if stream {
 		w := newNDJSON(c)
-		q.Each = func(rabbit.Message) error {
+		q.Each = func(rabbitmodel.Message) error {
 			return w.line(matchLine[rabbitMessageJSON]{toRabbitMessageJSON(last)}, false)
 		}
 		q.Progress = w.progress
@@ -427,7 +427,7 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 		return w.end(rabbitSummary(f, res, started), err)
 	}
 	msgs := []rabbitMessageJSON{}
-	q.Each = func(rabbit.Message) error {
+	q.Each = func(rabbitmodel.Message) error {
 		msgs = append(msgs, toRabbitMessageJSON(last))
 		return nil
 	}

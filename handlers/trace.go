@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/trace"
@@ -67,7 +67,7 @@ func (h *Trace) parseTraceQuery(c echo.Context) (trace.Query, error) {
 	q.AuditContent = red == nil // a masked reader's guess is not confirmed by an edit's values
 	if red != nil {
 		q.OutboxView = func(e outbox.Event) outbox.Event { out, _ := red.OutboxEvent(e); return out }
-		q.KafkaView = func(r kafka.Record) kafka.Record { out, _ := red.Record(r); return out }
+		q.KafkaView = func(r kafkamodel.Record) kafkamodel.Record { out, _ := red.Record(r); return out }
 		q.RabbitView = red.Shown
 	}
 	return q, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -21,9 +21,9 @@ import (
 // Triage is what the Kafka pages and API need of ops/triage; *triage.Triage implements it.
 type Triage interface {
 	Resolve(ctx context.Context, r triage.Request) (triage.Result, error)
-	Resolutions(ctx context.Context, cluster, topic string, recs []kafka.Record) (map[triage.RecordKey]triage.Resolution, error)
-	OpenByErrorGroup(ctx context.Context, cluster string, scan kafka.ErrorScan) (kafka.ErrorScan, error)
-	OpenCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) ([]kafka.DLTopic, error)
+	Resolutions(ctx context.Context, cluster, topic string, recs []kafkamodel.Record) (map[triage.RecordKey]triage.Resolution, error)
+	OpenByErrorGroup(ctx context.Context, cluster string, scan kafkamodel.ErrorScan) (kafkamodel.ErrorScan, error)
+	OpenCounts(ctx context.Context, cluster string, topics []kafkamodel.DLTopic) ([]kafkamodel.DLTopic, error)
 	AddNote(ctx context.Context, r triage.NoteRequest) (triage.Note, error)
 	Notes(ctx context.Context, cluster, topic string) ([]triage.Note, error)
 }
@@ -52,7 +52,7 @@ func toResolutionJSON(r triage.Resolution) *resolutionJSON {
 
 // withResolutions reads the resolutions of recs and keeps those in state ("all" keeps every
 // record). Without a store every record is open.
-func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs []kafka.Record, state string) ([]kafka.Record, map[triage.RecordKey]triage.Resolution, error) {
+func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs []kafkamodel.Record, state string) ([]kafkamodel.Record, map[triage.RecordKey]triage.Resolution, error) {
 	res := map[triage.RecordKey]triage.Resolution{}
 	if h.triage != nil && len(recs) > 0 {
 		var err error
@@ -76,7 +76,7 @@ func (h *Kafka) withResolutions(ctx context.Context, cluster, topic string, recs
 	return kept, res, nil
 }
 
-func resolutionOf(res map[triage.RecordKey]triage.Resolution, r kafka.Record) triage.Resolution {
+func resolutionOf(res map[triage.RecordKey]triage.Resolution, r kafkamodel.Record) triage.Resolution {
 	out := res[triage.RecordKey{Partition: r.Partition, Offset: r.Offset}]
 	if out.State == "" {
 		out.State = triage.StateOpen
@@ -213,7 +213,7 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 			return triage.Result{}, err
 		}
 		if red != nil {
-			tf.View = func(rec kafka.Record) kafka.Record { v, _ := red.Record(rec); return v }
+			tf.View = func(rec kafkamodel.Record) kafkamodel.Record { v, _ := red.Record(rec); return v }
 		}
 		r.Selection.Filter = tf
 	}
@@ -244,7 +244,7 @@ func toResolutionView(r triage.Resolution) kafkapages.ResolutionView {
 }
 
 // errorGroups scans a topic's error groups and counts each one's open records.
-func (h *Kafka) errorGroups(ctx context.Context, k KafkaCluster, topic string, maxScan int) (kafka.ErrorScan, error) {
+func (h *Kafka) errorGroups(ctx context.Context, k KafkaCluster, topic string, maxScan int) (kafkamodel.ErrorScan, error) {
 	scan, err := k.ErrorGroups(ctx, topic, maxScan)
 	if err != nil || h.triage == nil {
 		return scan, err
@@ -257,7 +257,7 @@ func (h *Kafka) errorGroups(ctx context.Context, k KafkaCluster, topic string, m
 
 // openCounts fills the dead-letter topics' settled counts; when the store cannot say, every
 // record counts as open (too many on fire rather than too few).
-func (h *Kafka) openCounts(ctx context.Context, cluster string, topics []kafka.DLTopic) []kafka.DLTopic {
+func (h *Kafka) openCounts(ctx context.Context, cluster string, topics []kafkamodel.DLTopic) []kafkamodel.DLTopic {
 	if h.triage == nil {
 		return topics
 	}

@@ -106,7 +106,7 @@ func (h *Rabbit) addQueueNote(c echo.Context, req queueNoteRequest) (triage.Note
 	r := triage.QueueNoteRequest{Broker: b.Name(), Vhost: pathParam(c, "vhost"), Queue: pathParam(c, "queue"), MessageID: req.MessageID,
 		Text: req.Text, Link: req.Link, Actor: ActorOf(c)}
 	if g := req.ErrorGroup; g != nil {
-		// A note sticks to the group the page shows (rabbit.ErrorGroup.Key), also when a client
+		// A note sticks to the group the page shows (rabbitmodel.ErrorGroup.Key), also when a client
 		// names it by one of its messages.
 		r.Group = &triage.GroupKey{Type: g.Reason, Cause: ops.ErrorGroupKey(g.ExceptionMessage)}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // principal is the Kafka principal the console authenticates as: User:<SASL user>, or
@@ -170,9 +171,9 @@ func (d *Doctor) checkRegistry(ctx context.Context, r *recorder, i int, kc confi
 
 // groupTypes are the group types the console reads, with what each is described with.
 var groupTypes = []struct{ typ, request string }{
-	{kafka.GroupClassic, "DescribeGroups"},
-	{kafka.GroupConsumer, "ConsumerGroupDescribe (KIP-848)"},
-	{kafka.GroupShare, "ShareGroupDescribe (KIP-932)"},
+	{kafkamodel.GroupClassic, "DescribeGroups"},
+	{kafkamodel.GroupConsumer, "ConsumerGroupDescribe (KIP-848)"},
+	{kafkamodel.GroupShare, "ShareGroupDescribe (KIP-932)"},
 }
 
 // checkGroupTypes reports DESCRIBE on the groups of each type: "groups (classic)", "groups

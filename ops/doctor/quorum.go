@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // checkQuorumLimits warns about every quorum dead-letter queue with a finite delivery limit: on
@@ -12,37 +13,37 @@ import (
 // the console counts against it, and messages near it are taken into Redrive's archive instead of
 // going back (so that RabbitMQ never drops one because someone looked); on 3.x such a queue is not
 // browsed at all. Either way the fix is a policy of delivery-limit -1 on dead-letter queues.
-func checkQuorumLimits(ctx context.Context, r *recorder, b *rabbit.Broker, targets []rabbit.DLQTarget) {
+func checkQuorumLimits(ctx context.Context, r *recorder, b *rabbit.Broker, targets []rabbitmodel.DLQTarget) {
 	qs, err := b.Queues(ctx)
 	if err != nil {
 		r.warn("quorum dead-letter queues", "", "not checked: reading the queues failed: %s", short(err))
 		return
 	}
 	v, _ := b.Version(ctx) // unknown: the words below say "RabbitMQ" without a series
-	byRef := make(map[rabbit.QueueRef]rabbit.Queue, len(qs))
+	byRef := make(map[rabbitmodel.QueueRef]rabbitmodel.Queue, len(qs))
 	for _, q := range qs {
 		byRef[q.Ref()] = q
 	}
 	for _, t := range targets {
-		q, ok := byRef[rabbit.QueueRef{Vhost: t.Vhost, Name: t.Queue}]
-		if !ok || q.Type != rabbit.TypeQuorum || q.DeliveryLimit == nil {
+		q, ok := byRef[rabbitmodel.QueueRef{Vhost: t.Vhost, Name: t.Queue}]
+		if !ok || q.Type != rabbitmodel.TypeQuorum || q.DeliveryLimit == nil {
 			continue
 		}
 		name := "delivery limit " + q.Ref().String()
 		if v.Major >= 4 {
-			r.warn(name, rabbit.UnlimitPolicy(q), "quorum dead-letter queue %s has a delivery limit of %d on RabbitMQ %s: every "+
+			r.warn(name, rabbitmodel.UnlimitPolicy(q), "quorum dead-letter queue %s has a delivery limit of %d on RabbitMQ %s: every "+
 				"browse, plan and search counts a delivery of each message it reads, and messages within 2 of the limit are "+
 				"moved to Redrive's archive rather than returned (RabbitMQ would drop them); a consumer's requeues count too",
 				q.Ref(), *q.DeliveryLimit, v.Text)
 			continue
 		}
-		r.warn(name, rabbit.UnlimitPolicy(q), "quorum dead-letter queue %s has a delivery limit of %d%s: the console does not "+
+		r.warn(name, rabbitmodel.UnlimitPolicy(q), "quorum dead-letter queue %s has a delivery limit of %d%s: the console does not "+
 			"browse it, since each read counts a delivery and enough would make RabbitMQ drop its messages",
 			q.Ref(), *q.DeliveryLimit, versionSuffix(v))
 	}
 }
 
-func versionSuffix(v rabbit.Version) string {
+func versionSuffix(v rabbitmodel.Version) string {
 	if v.Text == "" {
 		return ""
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // managementTags are the user tags that let the management API show every vhost's queues with
@@ -94,11 +95,11 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 	}
 	checkQuorumLimits(ctx, r, b, targets)
 	perms, permErr := b.PermissionsOf(ctx, amqpUser)
-	byVhost := map[string]rabbit.Permission{}
+	byVhost := map[string]rabbitmodel.Permission{}
 	for _, p := range perms {
 		byVhost[p.Vhost] = p
 	}
-	setPerms := func(vh string, p rabbit.Permission, write, read string) string {
+	setPerms := func(vh string, p rabbitmodel.Permission, write, read string) string {
 		w, rd := p.Write, p.Read
 		if write != "" {
 			w = extend(w, write)
@@ -110,24 +111,24 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 	}
 	probed := map[string]bool{}
 	for _, t := range targets {
-		name := "read " + rabbit.VhostName(t.Vhost, t.Queue)
+		name := "read " + rabbitmodel.VhostName(t.Vhost, t.Queue)
 		p, has := byVhost[t.Vhost]
 		switch {
 		case permErr != nil:
 			r.warn(name, fmt.Sprintf("rabbitmqctl list_user_permissions %s (its read pattern must match %s)", amqpUser, t.Queue),
 				"not checked: %s may not read %s's permissions (only an administrator may): %s", mgmtUser, amqpUser, short(permErr))
 		case !has:
-			r.fail(name, setPerms(t.Vhost, rabbit.Permission{}, "", t.Queue), "%s has no permissions in vhost %s", amqpUser, t.Vhost)
+			r.fail(name, setPerms(t.Vhost, rabbitmodel.Permission{}, "", t.Queue), "%s has no permissions in vhost %s", amqpUser, t.Vhost)
 		case matches(p.Read, t.Queue):
 			r.ok(name, "%s may read %s (read pattern %s)", amqpUser, t.Queue, p.Read)
 		default:
 			r.fail(name, setPerms(t.Vhost, p, "", t.Queue), "%s's read pattern %q does not match %s: browsing and replaying it will fail", amqpUser, p.Read, t.Queue)
 		}
 		if len(t.Exchanges) == 0 {
-			r.warn("write for "+rabbit.VhostName(t.Vhost, t.Queue), "", "no queue that dead-letters into %s is bound to an exchange: a replay publishes to each message's x-death exchange, not checked", t.Queue)
+			r.warn("write for "+rabbitmodel.VhostName(t.Vhost, t.Queue), "", "no queue that dead-letters into %s is bound to an exchange: a replay publishes to each message's x-death exchange, not checked", t.Queue)
 		}
 		for _, ex := range t.Exchanges {
-			id := rabbit.VhostName(t.Vhost, ex)
+			id := rabbitmodel.VhostName(t.Vhost, ex)
 			if probed[id] {
 				continue
 			}
@@ -136,7 +137,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 			if permErr == nil {
 				switch {
 				case !has:
-					r.fail(name, setPerms(t.Vhost, rabbit.Permission{}, ex, ""), "%s has no permissions in vhost %s", amqpUser, t.Vhost)
+					r.fail(name, setPerms(t.Vhost, rabbitmodel.Permission{}, ex, ""), "%s has no permissions in vhost %s", amqpUser, t.Vhost)
 				case matches(p.Write, ex):
 					r.ok(name, "%s may publish to %s (write pattern %s)", amqpUser, ex, p.Write)
 				default:

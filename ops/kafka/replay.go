@@ -104,6 +104,12 @@ func KeyPartition(topic string, key []byte, n int) int32 {
 	return int32(keyHash.Partition(&kgo.Record{Key: key}, n))
 }
 
+// KeyPartition is KeyPartition as a method of the cluster, so that the domain asks the port it
+// holds (which partition a producer puts a key in) rather than import the partitioner.
+func (c *Cluster) KeyPartition(topic string, key []byte, n int) int32 {
+	return KeyPartition(topic, key, n)
+}
+
 // keyHash hashes keys as Java's default partitioner does. Made once: ForTopic seeds a random
 // source for keyless records (half the CPU of a plan of 100,000 when made per record), and the
 // keyed path it takes here keeps no state, so one serves every goroutine.

@@ -7,20 +7,20 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // Record is the masking pass over one record: the configured headers, the JSON paths of
 // the value (a value cut for size or not JSON is masked whole when paths are configured), then
 // everything derived from what was hidden — other headers quoting it and the decoded dead-letter
 // fields, message id included (see messageMask). It reports whether anything was masked.
-func (red *Rules) Record(r kafka.Record) (kafka.Record, bool) {
+func (red *Rules) Record(r kafkamodel.Record) (kafkamodel.Record, bool) {
 	if red == nil {
 		return r, false
 	}
 	m := &messageMask{}
 	redacted := false
-	hs := make([]kafka.Header, len(r.Headers))
+	hs := make([]kafkamodel.Header, len(r.Headers))
 	for i, hd := range r.Headers {
 		if red.Header(hd.Key) {
 			m.secrets = append(m.secrets, string(hd.Value))
@@ -71,7 +71,7 @@ func (red *Rules) Record(r kafka.Record) (kafka.Record, bool) {
 // sizedAsShown gives a masked record the sizes of what it shows: masking reveals no length (a
 // size filter, the records API's size would otherwise tell how long a hidden value is). A value
 // masked whole is shown whole, the mark itself: it is no longer cut.
-func sizedAsShown(r kafka.Record) kafka.Record {
+func sizedAsShown(r kafkamodel.Record) kafkamodel.Record {
 	if string(r.Value) == Redacted {
 		r.Truncated = false
 	}
@@ -88,7 +88,7 @@ func sizedAsShown(r kafka.Record) kafka.Record {
 // ErrorGroup masks what an error group shows of masked content: its key when the exception
 // type or cause headers are masked, and its sample as ErrorSample tells it. The sample record is
 // not kept in what it returns.
-func (red *Rules) ErrorGroup(g kafka.ErrorGroup) kafka.ErrorGroup {
+func (red *Rules) ErrorGroup(g kafkamodel.ErrorGroup) kafkamodel.ErrorGroup {
 	red = red.current()
 	if red != nil {
 		if red.masksExceptionType() {
@@ -105,7 +105,7 @@ func (red *Rules) ErrorGroup(g kafka.ErrorGroup) kafka.ErrorGroup {
 // sample record's own masking hides it (a message quoting a masked payload value or header,
 // which the record's page would hide). A group without its sample record keeps its sample only
 // when no JSON path could have fed it.
-func (red *Rules) ErrorSample(g kafka.ErrorGroup) string {
+func (red *Rules) ErrorSample(g kafkamodel.ErrorGroup) string {
 	red = red.current()
 	switch {
 	case red == nil || g.SampleMessage == "":

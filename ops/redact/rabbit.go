@@ -1,28 +1,28 @@
 package redact
 
 import (
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // Message is a browsed message with what the reader may not see masked.
 type Message struct {
-	rabbit.Message
-	Headers      []rabbit.Header
+	rabbitmodel.Message
+	Headers      []rabbitmodel.Header
 	Redacted     bool // something in the message was masked
 	BodyRedacted bool // the body itself was
 }
 
 // Message is the masking pass over one message for a non-admin: the configured headers,
-// the JSON paths of the body (a body cut at rabbit.MaxBodyBytes or not JSON is masked whole when
+// the JSON paths of the body (a body cut at rabbitmodel.MaxBodyBytes or not JSON is masked whole when
 // paths are configured), then everything derived from what was hidden — other headers quoting
 // it, the decoded dead-letter fields and the message id (see messageMask).
-func (r *Rules) Message(m rabbit.Message) Message {
+func (r *Rules) Message(m rabbitmodel.Message) Message {
 	out := Message{Message: m, Headers: m.Headers}
 	if r == nil {
 		return out
 	}
 	mask := &messageMask{}
-	hs := make([]rabbit.Header, len(m.Headers))
+	hs := make([]rabbitmodel.Header, len(m.Headers))
 	for i, hd := range m.Headers {
 		if r.Header(hd.Key) {
 			mask.secrets = append(mask.secrets, hd.Value)
@@ -82,9 +82,9 @@ func (r *Rules) Message(m rabbit.Message) Message {
 
 // Messages masks every message of a browse, for the list and for the error groups built
 // from it: a group's key is the masked exception message, so masked text never shows there.
-func (r *Rules) Messages(msgs []rabbit.Message) ([]Message, []rabbit.Message) {
+func (r *Rules) Messages(msgs []rabbitmodel.Message) ([]Message, []rabbitmodel.Message) {
 	shown := make([]Message, len(msgs))
-	masked := make([]rabbit.Message, len(msgs))
+	masked := make([]rabbitmodel.Message, len(msgs))
 	for i, m := range msgs {
 		shown[i] = r.Message(m)
 		masked[i] = shown[i].Message
@@ -95,8 +95,8 @@ func (r *Rules) Messages(msgs []rabbit.Message) ([]Message, []rabbit.Message) {
 
 // View is a RabbitMQ scan's View for a reader that sees content masked by red: each message as
 // masked, its Message kept in *last for the caller's answer.
-func (red *Rules) View(last *Message) func(rabbit.Message) rabbit.Message {
-	return func(m rabbit.Message) rabbit.Message {
+func (red *Rules) View(last *Message) func(rabbitmodel.Message) rabbitmodel.Message {
+	return func(m rabbitmodel.Message) rabbitmodel.Message {
 		*last = red.Message(m)
 		v := last.Message
 		v.Headers = last.Headers
@@ -105,8 +105,8 @@ func (red *Rules) View(last *Message) func(rabbit.Message) rabbit.Message {
 }
 
 // Shown is Message as the message itself: what a reader who may not see content sees of it,
-// for code that works on rabbit.Message (a plan's error groups, a trace's steps).
-func (r *Rules) Shown(m rabbit.Message) rabbit.Message {
+// for code that works on rabbitmodel.Message (a plan's error groups, a trace's steps).
+func (r *Rules) Shown(m rabbitmodel.Message) rabbitmodel.Message {
 	s := r.current().Message(m)
 	out := s.Message
 	out.Headers = s.Headers

@@ -22,8 +22,8 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/source"
 )
@@ -578,7 +578,7 @@ func pathsOverlap(segs []pathSeg, keys []string) bool {
 }
 
 // kafkaNames are the default names of the Kafka dead-letter headers.
-var kafkaNames = kafka.DefaultHeaderNames()
+var kafkaNames = kafkamodel.DefaultHeaderNames()
 
 // masksExceptionType reports whether an error group's key (exception type and cause) may come
 // from a masked header.
@@ -589,7 +589,7 @@ func (r *Rules) masksExceptionType() bool {
 // masksExceptionMessage reports whether an exception message (a Kafka error group's sample, a
 // RabbitMQ group's key) may come from a masked header.
 func (r *Rules) masksExceptionMessage() bool {
-	return r != nil && (r.masksAnyHeader(kafkaNames.ExceptionMessage) || r.Header(rabbit.HeaderExceptionMessage))
+	return r != nil && (r.masksAnyHeader(kafkaNames.ExceptionMessage) || r.Header(rabbitmodel.HeaderExceptionMessage))
 }
 
 // Plan masks what a replay plan's items and error groups carry of message content, for

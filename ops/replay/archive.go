@@ -9,13 +9,14 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/source"
 )
 
 // WholePublisher publishes an archived message with the headers a replay gives it;
 // *rabbit.Broker implements it.
 type WholePublisher interface {
-	PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w rabbit.Whole, headers map[string]any) error
+	PublishWholeWith(ctx context.Context, vhost, exchange, routingKey string, w rabbitmodel.Whole, headers map[string]any) error
 }
 
 // archiveKind replays a message a discard job archived to where it was dead-lettered from (its
@@ -138,7 +139,7 @@ func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed 
 		}
 		source := "archive/" + strconv.FormatInt(m.src.ArchiveID, 10)
 		_, err := m.e.o.Store.RestoreArchived(ctx, m.src.ArchiveID, job.Actor, RestoredToOriginal, func(a Archived) error {
-			props, err := rabbit.PropertiesFromMap(a.Properties)
+			props, err := rabbitmodel.PropertiesFromMap(a.Properties)
 			if err != nil {
 				return err
 			}
@@ -146,7 +147,7 @@ func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed 
 			if err != nil {
 				return err
 			}
-			w := rabbit.Whole{Properties: props, Body: a.Body}
+			w := rabbitmodel.Whole{Properties: props, Body: a.Body}
 			return m.pub.PublishWholeWith(ctx, a.Vhost, it.Destination.Exchange, it.Destination.RoutingKey, w,
 				m.e.headers.rabbit(headers, job, it, source))
 		})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // CustodyActor is who the archive and the audit log name for messages a read took into custody:
@@ -42,7 +43,7 @@ func (c Custody) Keep(ctx context.Context, broker, vhost, queue string, ds []rab
 		}
 		row := Archived{JobID: CustodyJob, Locator: d.CustodyLocator(broker, vhost, queue), MessageID: d.Message.MessageID,
 			Broker: broker, Vhost: vhost, Queue: queue, Actor: CustodyActor, Reason: why, Exchange: w.Exchange,
-			RoutingKey: w.RoutingKey, Properties: rabbit.PropertiesMap(w.Properties), Headers: w.HeadersJSON,
+			RoutingKey: w.RoutingKey, Properties: rabbitmodel.PropertiesMap(w.Properties), Headers: w.HeadersJSON,
 			HeadersWire: w.Headers, Body: w.Body}
 		if dl := d.Message.DeadLetter; dl != nil {
 			row.OriginalExchange, row.OriginalRoutingKey = dl.Destination()
@@ -55,7 +56,7 @@ func (c Custody) Keep(ctx context.Context, broker, vhost, queue string, ds []rab
 	}
 	n := int64(len(ds))
 	err := c.Audit.RecordAudit(ctx, audit.Entry{Actor: CustodyActor, Role: "system", Action: "rabbitmq.custody",
-		Target: fmt.Sprintf("rabbitmq/%s/%s", broker, rabbit.QueueRef{Vhost: vhost, Name: queue}), Count: &n,
+		Target: fmt.Sprintf("rabbitmq/%s/%s", broker, rabbitmodel.QueueRef{Vhost: vhost, Name: queue}), Count: &n,
 		Reason: why, Outcome: audit.OutcomeOK, Detail: map[string]any{"message_ids": ids}})
 	if err != nil {
 		return fmt.Errorf("audit the custody of %d message(s): %w", n, err)

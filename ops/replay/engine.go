@@ -21,19 +21,20 @@ import (
 	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/source"
 )
 
 // KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it.
 type KafkaCluster interface {
 	Name() string
-	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
+	Partitions(ctx context.Context, topic string) ([]kafkamodel.PartitionRange, error)
 	TopicID(ctx context.Context, topic string) (string, error)
-	Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafka.Record) error) error
+	Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafkamodel.Record) error) error
 	NewReader(topic string, partition int32) *kafka.Reader
-	Produce(ctx context.Context, records []kafka.Outgoing) []error
+	Produce(ctx context.Context, records []kafkamodel.Outgoing) []error
 }
 
 // OutboxTable is what replay needs of an outbox; *outbox.Outbox implements it.
@@ -81,7 +82,7 @@ type Options struct {
 	// masking pass, as its pages show it): a plan's error groups are read from it, so that a group
 	// quoting masked content — an exception message naming a masked payload value — is planned,
 	// stored and shown masked. Nil groups by the message as it is.
-	ShownRabbit func(rabbit.Message) rabbit.Message
+	ShownRabbit func(rabbitmodel.Message) rabbitmodel.Message
 	// Moves is the two-person rule's ledger of what people moved per source (ops/store): with it,
 	// replay.four_eyes counts what one person moved from a source within its window, not one job
 	// at a time. Nil counts each job alone.

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // headerRewriter is the one rewrite of a replayed message's headers, whatever the broker: the
@@ -43,15 +43,15 @@ func stamp(job Job, it Item, source string) [4][2]string {
 }
 
 // kafka rewrites a record's headers, in their order, Redrive's after them.
-func (r headerRewriter) kafka(in []kafka.Header, job Job, it Item, source string) []kafka.Header {
-	out := make([]kafka.Header, 0, len(in)+4)
+func (r headerRewriter) kafka(in []kafkamodel.Header, job Job, it Item, source string) []kafkamodel.Header {
+	out := make([]kafkamodel.Header, 0, len(in)+4)
 	for _, h := range in {
 		if !r.drops(h.Key) {
 			out = append(out, h)
 		}
 	}
 	for _, h := range stamp(job, it, source) {
-		out = append(out, kafka.Header{Key: h[0], Value: []byte(h[1])})
+		out = append(out, kafkamodel.Header{Key: h[0], Value: []byte(h[1])})
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/source"
@@ -106,14 +107,14 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 }
 
 // ranges reads the selected partition (or every one) over the selected offsets.
-func (p *kafkaPlan) ranges(ctx context.Context, parts []kafka.PartitionRange, emit func(Item) error) error {
+func (p *kafkaPlan) ranges(ctx context.Context, parts []kafkamodel.PartitionRange, emit func(Item) error) error {
 	src := &p.src
 	for _, pr := range parts {
 		from, to, ok := src.span(pr)
 		if !ok {
 			continue
 		}
-		err := p.k.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafka.Record) error { return p.emit(ctx, r, emit) })
+		err := p.k.Scan(ctx, src.Topic, pr.Partition, from, to, func(r kafkamodel.Record) error { return p.emit(ctx, r, emit) })
 		if err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func (p *kafkaPlan) ranges(ctx context.Context, parts []kafka.PartitionRange, em
 // span is the offsets [from, to) a Kafka source selects of partition pr; ok is false for a
 // partition it does not select. Up to the last stable offset: a plan replays what a read_committed
 // consumer got, never a record of an aborted transaction nor one a transaction still open holds.
-func (src *Source) span(pr kafka.PartitionRange) (from, to int64, ok bool) {
+func (src *Source) span(pr kafkamodel.PartitionRange) (from, to int64, ok bool) {
 	if src.Partition != nil && pr.Partition != *src.Partition {
 		return 0, 0, false
 	}
@@ -140,7 +141,7 @@ func (src *Source) span(pr kafka.PartitionRange) (from, to int64, ok bool) {
 
 // planKafkaRecords reads explicit records: per partition, in offset order, one read per run of
 // neighbouring offsets (a gap of up to recordGap records is read through rather than reconnected).
-func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, emit func(Item) error) error {
+func (p *kafkaPlan) records(ctx context.Context, parts []kafkamodel.PartitionRange, emit func(Item) error) error {
 	src := p.src
 	if src.Partition != nil || src.FromOffset != nil || src.ToOffset != nil {
 		return invalid("source.records", "give either records or partition and offsets, not both")
@@ -148,7 +149,7 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 	if len(src.Records) > MaxRecords {
 		return invalid("source.records", fmt.Sprintf("at most %d records; use a partition and an offset range for more", MaxRecords))
 	}
-	bounds := map[int32]kafka.PartitionRange{}
+	bounds := map[int32]kafkamodel.PartitionRange{}
 	for _, p := range parts {
 		bounds[p.Partition] = p
 	}
@@ -183,7 +184,7 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 			run := offsets[:n]
 			i := 0
 			var missing []int64 // offsets the committed read did not hand out
-			err := p.k.Scan(ctx, src.Topic, pr.Partition, run[0], run[n-1]+1, func(r kafka.Record) error {
+			err := p.k.Scan(ctx, src.Topic, pr.Partition, run[0], run[n-1]+1, func(r kafkamodel.Record) error {
 				for i < len(run) && run[i] < r.Offset {
 					missing = append(missing, run[i])
 					i++
@@ -214,7 +215,7 @@ func (p *kafkaPlan) records(ctx context.Context, parts []kafka.PartitionRange, e
 // recordGap is how far apart two selected offsets may be and still be read in one pass.
 const recordGap = 500
 
-func hasPartition(parts []kafka.PartitionRange, p int32) bool {
+func hasPartition(parts []kafkamodel.PartitionRange, p int32) bool {
 	for _, pr := range parts {
 		if pr.Partition == p {
 			return true
@@ -225,7 +226,7 @@ func hasPartition(parts []kafka.PartitionRange, p int32) bool {
 
 // emit hands on the record's item, unless the filter excludes it, once planChunk items wait
 // for their destinations.
-func (p *kafkaPlan) emit(ctx context.Context, r kafka.Record, emit func(Item) error) error {
+func (p *kafkaPlan) emit(ctx context.Context, r kafkamodel.Record, emit func(Item) error) error {
 	it, ok, err := p.item(ctx, r)
 	if err != nil || !ok {
 		return err
@@ -273,7 +274,7 @@ func (p *kafkaPlan) flush(ctx context.Context, emit func(Item) error) error {
 
 // item reads one record into an item whose destination (when it has one) is still to be
 // resolved; false when the filter excludes it.
-func (p *kafkaPlan) item(ctx context.Context, r kafka.Record) (pendingItem, bool, error) {
+func (p *kafkaPlan) item(ctx context.Context, r kafkamodel.Record) (pendingItem, bool, error) {
 	dl, f := r.DeadLetter, p.f
 	var exception, original, group, msgID string
 	if dl != nil {
@@ -432,7 +433,7 @@ func (d *destPartitions) resolve(topic string, header *int32, key []byte) (Desti
 }
 
 // replayCount is Redrive's own counter on a record (the last occurrence wins).
-func replayCount(headers []kafka.Header) int {
+func replayCount(headers []kafkamodel.Header) int {
 	n := 0
 	for _, h := range headers {
 		if h.Key == HeaderReplayCount {
@@ -481,7 +482,7 @@ func (r *kafkaRunner) finish(ctx context.Context, job Job) error {
 // it: a Reader's records come undecoded; the job checks each against the planned message id, and
 // the replayed mark carries the record's error group.
 type recordDecoder interface {
-	DeadLetterOf(ctx context.Context, r kafka.Record) *kafka.DeadLetter
+	DeadLetterOf(ctx context.Context, r kafkamodel.Record) *kafkamodel.DeadLetter
 }
 
 // close ends the run's fetch sessions.
@@ -512,7 +513,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 	}
 	slices.Sort(partitions)
 	var settled []LedgerOutcome
-	out := make([]kafka.Outgoing, 0, len(items))
+	out := make([]kafkamodel.Outgoing, 0, len(items))
 	order := make([]Item, 0, len(items))
 	marks := make([]triage.Mark, 0, len(items))
 	decoder, _ := r.k.(recordDecoder)
@@ -528,7 +529,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 			r.readers[p] = rd
 		}
 		i := 0
-		err := rd.Read(ctx, *want[0].Position, *want[len(want)-1].Position+1, func(rec kafka.Record) error {
+		err := rd.Read(ctx, *want[0].Position, *want[len(want)-1].Position+1, func(rec kafkamodel.Record) error {
 			for i < len(want) && *want[i].Position < rec.Offset { // gone from the log (compaction)
 				settled = append(settled, goneFromTopic(want[i]))
 				i++
@@ -538,7 +539,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 			}
 			it := want[i]
 			i++
-			var dl *kafka.DeadLetter
+			var dl *kafkamodel.DeadLetter
 			if decoder != nil {
 				dl = decoder.DeadLetterOf(ctx, rec)
 				if id := messageIDOf(dl); id != it.MessageID {
@@ -561,7 +562,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 					Outcome: LedgerFailed, Detail: fmt.Sprintf("topic %s does not exist", it.Destination.Topic)})
 				return nil
 			}
-			o := kafka.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
+			o := kafkamodel.Outgoing{Topic: it.Destination.Topic, Key: rec.Key, Value: rec.Value,
 				Headers: r.e.headers.kafka(rec.Headers, job, it, r.src.Topic+"/"+strconv.Itoa(int(p))+"/"+strconv.FormatInt(rec.Offset, 10))}
 			if ed := r.src.Edit; ed != nil { // only the edited copy is ever produced
 				o.Value, o.Headers = edited(o.Value, o.Headers, ed, r.e.o.MessageIDs.Headers, it.MessageID)
@@ -630,7 +631,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 	}}, nil
 }
 
-func messageIDOf(dl *kafka.DeadLetter) string {
+func messageIDOf(dl *kafkamodel.DeadLetter) string {
 	if dl == nil {
 		return ""
 	}
@@ -669,7 +670,7 @@ func compileCEL(kind search.Kind, expr string) (*search.Filter, error) {
 const maxDiffText = 4 << 10
 
 // editDiff checks an edit against the record it changes and says what changes (diffEdit).
-func editDiff(r kafka.Record, ed *Edit) (*EditDiff, error) {
+func editDiff(r kafkamodel.Record, ed *Edit) (*EditDiff, error) {
 	last := map[string]string{}
 	for _, h := range r.Headers {
 		last[h.Key] = string(h.Value)
@@ -709,11 +710,11 @@ func diffEdit(value []byte, headers map[string]string, ed *Edit, what string) (*
 // edited applies an edit to a record about to be produced: its value, and its headers but
 // Redrive's own (written by the replay, after the dropped and set ones). Under a new message id
 // the id headers (idRules) carry it and HeaderOriginalMessageID the id it died with.
-func edited(value []byte, headers []kafka.Header, ed *Edit, idRules []string, originalID string) ([]byte, []kafka.Header) {
+func edited(value []byte, headers []kafkamodel.Header, ed *Edit, idRules []string, originalID string) ([]byte, []kafkamodel.Header) {
 	if ed.Value != nil {
 		value = []byte(*ed.Value)
 	}
-	out := make([]kafka.Header, 0, len(headers)+len(ed.SetHeaders))
+	out := make([]kafkamodel.Header, 0, len(headers)+len(ed.SetHeaders))
 	for _, h := range headers {
 		_, set := ed.SetHeaders[h.Key]
 		if !set && !slices.Contains(ed.DropHeaders, h.Key) {
@@ -722,7 +723,7 @@ func edited(value []byte, headers []kafka.Header, ed *Edit, idRules []string, or
 	}
 	keys := slices.Sorted(maps.Keys(ed.SetHeaders))
 	for _, k := range keys {
-		out = append(out, kafka.Header{Key: k, Value: []byte(ed.SetHeaders[k])})
+		out = append(out, kafkamodel.Header{Key: k, Value: []byte(ed.SetHeaders[k])})
 	}
 	if ed.FreshID != "" {
 		names := idHeaderNames(idRules, func(name string) (string, bool) {
@@ -733,11 +734,11 @@ func edited(value []byte, headers []kafka.Header, ed *Edit, idRules []string, or
 			}
 			return "", false
 		})
-		out = slices.DeleteFunc(out, func(h kafka.Header) bool { return slices.Contains(names, h.Key) })
+		out = slices.DeleteFunc(out, func(h kafkamodel.Header) bool { return slices.Contains(names, h.Key) })
 		for _, n := range names {
-			out = append(out, kafka.Header{Key: n, Value: []byte(ed.FreshID)})
+			out = append(out, kafkamodel.Header{Key: n, Value: []byte(ed.FreshID)})
 		}
-		out = append(out, kafka.Header{Key: HeaderOriginalMessageID, Value: []byte(originalID)})
+		out = append(out, kafkamodel.Header{Key: HeaderOriginalMessageID, Value: []byte(originalID)})
 	}
 	return value, out
 }

@@ -118,7 +118,7 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 			// Published (confirmed) or archived by another job, so this copy is the only thing
 			// left to tidy; one in flight is that job's to settle and stays. Only a byte-identical
 			// copy has a held locator: a message restored from the archive into its queue carries
-			// rabbit.HeaderRestoredFrom, which its locator includes (rabbitLocator), so it is never
+			// rabbitmodel.HeaderRestoredFrom, which its locator includes (rabbitLocator), so it is never
 			// taken for a copy of what the archive holds — it is discarded (archived again) or
 			// replayed like any dead letter, and a restore never feeds a silent drop.
 			it.Action = DropReplayedCopy

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/source"
 )
@@ -17,7 +18,7 @@ import (
 // RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it.
 type RabbitBroker interface {
 	Name() string
-	Peek(ctx context.Context, vhost, queue string, limit int, each func(rabbit.Message)) (rabbit.BrowseResult, error)
+	Peek(ctx context.Context, vhost, queue string, limit int, each func(rabbitmodel.Message)) (rabbitmodel.BrowseResult, error)
 	OpenCursor(ctx context.Context, vhost, queue string, span int) (*rabbit.Cursor, error)
 	// Routes lists the queues of vhost a message published to exchange with routingKey reaches
 	// through the broker's bindings (exact false: every queue bound to an exchange that routes by
@@ -32,8 +33,8 @@ type RabbitBroker interface {
 // message a restore put back from the archive is not one: its mark makes it an instance of its own);
 // another message under the same id is an instance of its own, which a plan does not take for a
 // copy (the consumer's inbox, asked at plan and at run time, still keeps one id from being
-// applied twice). The body is hashed whole: see rabbit.Message.BodyDigest.
-func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
+// applied twice). The body is hashed whole: see rabbitmodel.Message.BodyDigest.
+func rabbitLocator(broker, vhost, queue string, m rabbitmodel.Message) string {
 	sum, _ := m.BodyDigest() // Peek and the cursor hold whole bodies; ReplayedCopies skips the rest
 	key := escapeBytes(m.MessageID)
 	if key == "" {
@@ -47,7 +48,7 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 	}
 	l := fmt.Sprintf("rabbitmq:%s/%s/%s/%s#%d", broker, vhost, queue, key, count)
 	if m.RestoredFrom != "" {
-		// Restored from the archive (rabbit.HeaderRestoredFrom): a dead letter in the queue again,
+		// Restored from the archive (rabbitmodel.HeaderRestoredFrom): a dead letter in the queue again,
 		// not a copy of the one the archive holds, whose discard still holds its locator.
 		l += "@" + escapeBytes(m.RestoredFrom)
 	}
@@ -61,7 +62,7 @@ func rabbitLocator(broker, vhost, queue string, m rabbit.Message) string {
 // the page, since the fingerprint is of the whole body (taken before the cut); a Message whose
 // body was cut without one (BodyDigest not ok: not read by the rabbit package) is never marked
 // a copy — better one copy shown unmarked than another message marked as one.
-func (e *Engine) ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbit.Message) (map[int]string, error) {
+func (e *Engine) ReplayedCopies(ctx context.Context, broker, vhost, queue string, ms []rabbitmodel.Message) (map[int]string, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
@@ -124,8 +125,8 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	if src.Queue == "" {
 		return invalid("source.queue", "required")
 	}
-	if src.Limit < 1 || src.Limit > rabbit.MaxPeek {
-		return invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbit.MaxPeek))
+	if src.Limit < 1 || src.Limit > rabbitmodel.MaxPeek {
+		return invalid("source.limit", fmt.Sprintf("must be between 1 and %d", rabbitmodel.MaxPeek))
 	}
 	cel, err := compileCEL(search.RabbitMQ, f.CEL)
 	if err != nil {
@@ -135,7 +136,7 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	var emitErr error
 	read := 0
 	consumers := k.e.rabbitConsumers(r, src.Broker, src.Vhost)
-	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbit.Message) {
+	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbitmodel.Message) {
 		read++
 		if cel != nil && emitErr == nil {
 			if ok, err := cel.MatchRabbit(ctx, m); err != nil || !ok {
@@ -172,7 +173,7 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	return emitErr
 }
 
-func (e *Engine) rabbitItem(src Source, f Filter, m rabbit.Message) (Item, bool) {
+func (e *Engine) rabbitItem(src Source, f Filter, m rabbitmodel.Message) (Item, bool) {
 	dl := m.DeadLetter
 	var reason, exception, origQueue, stack string
 	if dl != nil {
@@ -351,7 +352,7 @@ const rabbitChunk = 1000
 // receiving dead letters does not keep a job reading.
 const rabbitReadAgain = 2
 
-func (m *rabbitMover) locator(msg rabbit.Message) string {
+func (m *rabbitMover) locator(msg rabbitmodel.Message) string {
 	l := rabbitLocator(m.src.Broker, m.src.Vhost, m.src.Queue, msg)
 	if m.src.discards() {
 		return discardLocator(l)
@@ -461,7 +462,7 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 	to := make([]rabbit.Republish, len(take))
 	for i, it := range taken {
 		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
-			Headers: m.e.headers.rabbit(take[i].Headers, job, it, rabbit.VhostName(m.src.Vhost, m.src.Queue))}
+			Headers: m.e.headers.rabbit(take[i].Headers, job, it, rabbitmodel.VhostName(m.src.Vhost, m.src.Queue))}
 		if ed := m.src.Edit; ed != nil { // only the edited copy is ever published
 			m.e.rabbitEdited(&to[i], ed, it.MessageID)
 		}
@@ -515,7 +516,7 @@ func (m *rabbitMover) discard(ctx context.Context, job Job, taken []Item, take [
 		}
 		row := Archived{JobID: job.ID, Locator: taken[i].Locator, MessageID: d.Message.MessageID, Broker: m.src.Broker,
 			Vhost: m.src.Vhost, Queue: m.src.Queue, Actor: job.Actor, Reason: job.Reason, Exchange: w.Exchange, RoutingKey: w.RoutingKey,
-			Properties: rabbit.PropertiesMap(w.Properties), Headers: w.HeadersJSON, HeadersWire: w.Headers, Body: w.Body}
+			Properties: rabbitmodel.PropertiesMap(w.Properties), Headers: w.HeadersJSON, HeadersWire: w.Headers, Body: w.Body}
 		if dl := d.Message.DeadLetter; dl != nil {
 			row.OriginalExchange = dl.OriginalExchange
 			if len(dl.OriginalRoutingKeys) > 0 {
@@ -643,7 +644,7 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery
 
 // rabbitEditDiff checks an edit against the message it changes and says what changes
 // (diffEdit); a body cut for display cannot be edited: nobody saw all of it.
-func rabbitEditDiff(m rabbit.Message, ed *Edit) (*EditDiff, error) {
+func rabbitEditDiff(m rabbitmodel.Message, ed *Edit) (*EditDiff, error) {
 	if ed.Value != nil && m.Truncated {
 		return nil, invalid("edit.value", fmt.Sprintf("the message's body (%d bytes) is larger than a browse shows, so it cannot be "+
 			"edited here; set or drop headers only, or fix it at the producer", m.Size))

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/access"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/source"
 )
 
@@ -109,9 +109,9 @@ func (e *Engine) tidyJob(ctx context.Context, broker, node string, started time.
 		return nil
 	}
 	b := e.rabbit[broker]
-	span := min(max(src.Span, src.Limit), rabbit.MaxPeek)
-	var msgs []rabbit.Message
-	if _, err := b.Peek(ctx, src.Vhost, src.Queue, span, func(m rabbit.Message) { msgs = append(msgs, m) }); err != nil {
+	span := min(max(src.Span, src.Limit), rabbitmodel.MaxPeek)
+	var msgs []rabbitmodel.Message
+	if _, err := b.Peek(ctx, src.Vhost, src.Queue, span, func(m rabbitmodel.Message) { msgs = append(msgs, m) }); err != nil {
 		return err
 	}
 	copies, err := e.ReplayedCopies(ctx, broker, src.Vhost, src.Queue, msgs)

@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/lease"
 )
@@ -20,25 +20,25 @@ import (
 // errors carry the ops kinds (ErrUnavailable when the cluster cannot be reached).
 type KafkaGroups interface {
 	Name() string
-	Groups(ctx context.Context) ([]kafka.Group, error)
+	Groups(ctx context.Context) ([]kafkamodel.Group, error)
 }
 
 // deadLetterLister is a cluster that also lists its dead-letter topics (*kafka.Cluster does).
 type deadLetterLister interface {
-	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
+	DeadLetterTopics(ctx context.Context) ([]kafkamodel.DLTopic, error)
 }
 
 // transactionLister is a cluster that also lists the transactions open on its partitions
 // (*kafka.Cluster does): they ride along in the snapshot, where the overview and the group pages
 // read them.
 type transactionLister interface {
-	OpenTransactions(ctx context.Context) ([]kafka.OpenTransaction, error)
+	OpenTransactions(ctx context.Context) ([]kafkamodel.OpenTransaction, error)
 }
 
 // errorGroupReader is a cluster that reads the error groups of what arrived in a topic since a
 // cursor (*kafka.Cluster does): the sampler records them so that a new one can be told.
 type errorGroupReader interface {
-	ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (kafka.ErrorScan, map[int32]int64, error)
+	ErrorGroupsSince(ctx context.Context, topic string, next map[int32]int64, maxScan int) (kafkamodel.ErrorScan, map[int32]int64, error)
 }
 
 // KafkaSource is one cluster to sample and the rules its groups are judged by.
@@ -156,7 +156,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	}
 
 	out, rows := st.observe(groups, at)
-	var dlts []kafka.DLTopic
+	var dlts []kafkamodel.DLTopic
 	if l, ok := st.src.Cluster.(deadLetterLister); ok {
 		// Sizes of the dead-letter topics ride along (the exporter reads them); a failure to
 		// list them does not cost the lag sample.
@@ -168,7 +168,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	if dlts != nil { // nil: the listing failed; keep the inflow history for the next round
 		st.inflows(dlts, at)
 	}
-	var txns []kafka.OpenTransaction
+	var txns []kafkamodel.OpenTransaction
 	if l, ok := st.src.Cluster.(transactionLister); ok {
 		// Like the dead-letter sizes: a failure to list them does not cost the lag sample.
 		if txns, err = l.OpenTransactions(ctx); err != nil {
@@ -201,7 +201,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 // inflows sets each dead-letter and retry topic's inflow over the window from its records that
 // arrived (DLTopic.Arrived: data records, counted), or its summed end offsets when the source
 // does not count them, at this and the earlier samples.
-func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
+func (st *kafkaState) inflows(dlts []kafkamodel.DLTopic, at time.Time) {
 	next := make(map[string][]lag.Sample, len(dlts))
 	for i := range dlts {
 		t := &dlts[i]
@@ -227,7 +227,7 @@ func (st *kafkaState) inflows(dlts []kafka.DLTopic, at time.Time) {
 // is the round when the store takes none of its groups. A group the store refuses while it takes
 // the others (or alone, round after round) is skipped with an error in the log: one bad record
 // must not keep every dead-letter topic of the cluster from telling its new errors.
-func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []kafka.DLTopic) {
+func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []kafkamodel.DLTopic) {
 	r, ok := st.src.Cluster.(errorGroupReader)
 	if !ok {
 		return
@@ -238,7 +238,7 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 		if t.Retry {
 			continue
 		}
-		scan, cursor, err := r.ErrorGroupsSince(ctx, t.Topic, st.seen[t.Topic], kafka.DefaultMaxScan)
+		scan, cursor, err := r.ErrorGroupsSince(ctx, t.Topic, st.seen[t.Topic], kafkamodel.DefaultMaxScan)
 		if err != nil {
 			s.log.Warn("sampler: reading new dead letters failed", "cluster", st.name, "topic", t.Topic, "err", err)
 			continue
@@ -303,7 +303,7 @@ const maxErrorGroupText = 500
 // is the group as the topic's error groups page tells it, exception type | cause, of the same
 // cleaned text (ops.CleanText) the store keeps of them and triage marks them by: a type or cause
 // with a NUL byte or invalid UTF-8, which PostgreSQL refuses, is stored and keyed alike.
-func errorGroupSighting(cluster, topic string, g kafka.ErrorGroup) history.ErrorGroupSighting {
+func errorGroupSighting(cluster, topic string, g kafkamodel.ErrorGroup) history.ErrorGroupSighting {
 	typ, cause := ops.CleanText(g.ExceptionType, maxErrorGroupText), ops.CleanText(g.ExceptionCause, maxErrorGroupText)
 	return history.ErrorGroupSighting{Source: ErrorGroupSource(cluster, topic), Key: typ + "|" + cause,
 		ExceptionType: typ, ExceptionCause: cause, FirstAt: g.FirstAt, LastAt: g.LastAt, Count: g.Count,
@@ -357,7 +357,7 @@ func (s *Sampler) warmKafka(ctx context.Context, st *kafkaState, at time.Time) {
 
 // observe adds one sample of every group to the windows and judges each group. It returns the
 // snapshot's groups and the history rows. Groups that vanished from the cluster leave the windows.
-func (st *kafkaState) observe(groups []kafka.Group, at time.Time) ([]lag.Group, []history.KafkaGroupSample) {
+func (st *kafkaState) observe(groups []kafkamodel.Group, at time.Time) ([]lag.Group, []history.KafkaGroupSample) {
 	cutoff := at.Add(-st.keep)
 	rateFrom := at.Add(-st.window)
 	windows := make(map[string]*groupWindow, len(groups))

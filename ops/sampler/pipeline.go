@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 )
 
@@ -73,7 +73,7 @@ type Pipeline struct {
 // Pipelines are a group's pipelines: for each main topic it reads (or retry topic whose main
 // topic it does not), its stages among the topics it reads and the cluster's dead-letter and
 // retry topics.
-func Pipelines(g lag.Group, dlts []kafka.DLTopic) []Pipeline {
+func Pipelines(g lag.Group, dlts []kafkamodel.DLTopic) []Pipeline {
 	byBase := map[string]*Pipeline{}
 	var order []string
 	stageAt := func(base string) *Pipeline {
@@ -85,7 +85,7 @@ func Pipelines(g lag.Group, dlts []kafka.DLTopic) []Pipeline {
 		}
 		return p
 	}
-	dltOf := map[string]kafka.DLTopic{}
+	dltOf := map[string]kafkamodel.DLTopic{}
 	for _, d := range dlts {
 		dltOf[d.Topic] = d
 	}

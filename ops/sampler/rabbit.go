@@ -12,7 +12,7 @@ import (
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lease"
 	"github.com/redrive/redrive/ops/queues"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // RabbitTopology is what the sampler needs of a RabbitMQ broker; *rabbit.Broker implements it.
@@ -20,7 +20,7 @@ import (
 // the ops kinds (ErrUnavailable when the broker cannot be reached).
 type RabbitTopology interface {
 	Name() string
-	Topology(ctx context.Context) (rabbit.Topology, error)
+	Topology(ctx context.Context) (rabbitmodel.Topology, error)
 }
 
 // RabbitSource is one RabbitMQ broker to sample.
@@ -56,10 +56,10 @@ type rabbitState struct {
 	warm   bool          // the windows were loaded from the store since leadership was taken
 	token  int64         // the lease token the windows were loaded under
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
-	depths map[rabbit.QueueRef][]depth
+	depths map[rabbitmodel.QueueRef][]depth
 	// dlqs follow what leaves each dead-letter queue; stored in the snapshot, so that a loss
 	// outlives a restart or a change of leader.
-	dlqs map[rabbit.QueueRef]dlqTrack
+	dlqs map[rabbitmodel.QueueRef]dlqTrack
 }
 
 // dlqTrack is what the sampler follows of one dead-letter queue from sample to sample: the last
@@ -100,8 +100,8 @@ func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error 
 		if _, dup := p.byName[name]; dup {
 			return ops.Invalid(fmt.Sprintf("rabbitmq[%d].name", i), fmt.Sprintf("%q is used twice", name))
 		}
-		st := &rabbitState{src: src, name: name, keep: GrowthSamples * interval, depths: map[rabbit.QueueRef][]depth{},
-			dlqs: map[rabbit.QueueRef]dlqTrack{}}
+		st := &rabbitState{src: src, name: name, keep: GrowthSamples * interval, depths: map[rabbitmodel.QueueRef][]depth{},
+			dlqs: map[rabbitmodel.QueueRef]dlqTrack{}}
 		p.brokers = append(p.brokers, st)
 		p.byName[name] = st
 	}
@@ -151,15 +151,15 @@ func (s *Sampler) sampleRabbit(ctx context.Context, st *rabbitState, l lease.Lea
 
 // rabbitMoved is Redrive's moves out of each queue of broker so far; nil when the store cannot
 // say (logged), and then no loss is counted across this sample.
-func (s *Sampler) rabbitMoved(ctx context.Context, broker string) map[rabbit.QueueRef]int64 {
+func (s *Sampler) rabbitMoved(ctx context.Context, broker string) map[rabbitmodel.QueueRef]int64 {
 	rows, err := s.store.RabbitMoved(ctx, broker)
 	if err != nil {
 		s.log.Warn("sampler: cannot read what replay jobs moved; dead letters lost meanwhile are not counted", "broker", broker, "err", err)
 		return nil
 	}
-	moved := make(map[rabbit.QueueRef]int64, len(rows))
+	moved := make(map[rabbitmodel.QueueRef]int64, len(rows))
 	for _, r := range rows {
-		moved[rabbit.QueueRef{Vhost: r.Vhost, Name: r.Queue}] += r.Messages
+		moved[rabbitmodel.QueueRef{Vhost: r.Vhost, Name: r.Queue}] += r.Messages
 	}
 	return moved
 }
@@ -169,9 +169,9 @@ func (s *Sampler) rabbitMoved(ctx context.Context, broker string) map[rabbit.Que
 // growth then needs GrowthSamples fresh samples.
 func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time) {
 	st.warm = true
-	st.depths = map[rabbit.QueueRef][]depth{}
+	st.depths = map[rabbitmodel.QueueRef][]depth{}
 	st.lastAt = time.Time{}
-	st.dlqs = map[rabbit.QueueRef]dlqTrack{}
+	st.dlqs = map[rabbitmodel.QueueRef]dlqTrack{}
 	if row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotRabbit, st.name, time.Time{}); err == nil {
 		if st.dlqs, err = decodeTracks(row.Data, row.At); err != nil {
 			s.log.Warn("sampler: cannot read the dead-letter queues' losses from the last snapshot; they are counted afresh", "broker", st.name, "err", err)
@@ -185,7 +185,7 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 		return
 	}
 	for _, r := range rows {
-		ref := rabbit.QueueRef{Vhost: r.Vhost, Name: r.Queue}
+		ref := rabbitmodel.QueueRef{Vhost: r.Vhost, Name: r.Queue}
 		st.depths[ref] = append(st.depths[ref], depth{at: r.At, ready: r.Ready, unacked: r.Unacked, ack: r.AckRate, moved: -1, took: -1})
 		if r.At.After(st.lastAt) {
 			st.lastAt = r.At
@@ -196,19 +196,19 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 // observe turns one topology into the snapshot and the history rows, and moves the depth windows
 // and the dead-letter queues' tracks on (moved: Redrive's moves so far, nil when unknown). Queues
 // that vanished leave the windows.
-func (st *rabbitState) observe(t rabbit.Topology, at time.Time, moved map[rabbit.QueueRef]int64) (queues.Snapshot, []history.RabbitQueueSample) {
+func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[rabbitmodel.QueueRef]int64) (queues.Snapshot, []history.RabbitQueueSample) {
 	cutoff := at.Add(-st.keep)
 	snap := queues.Snapshot{Broker: st.name, At: at, Queues: make([]queues.Queue, len(t.Queues)),
 		Edges: t.Edges, RetryLoops: t.RetryLoops}
 	if snap.Edges == nil {
-		snap.Edges = []rabbit.Edge{}
+		snap.Edges = []rabbitmodel.Edge{}
 	}
 	if snap.RetryLoops == nil {
-		snap.RetryLoops = []rabbit.RetryLoop{}
+		snap.RetryLoops = []rabbitmodel.RetryLoop{}
 	}
 	rows := make([]history.RabbitQueueSample, len(t.Queues))
-	depths := make(map[rabbit.QueueRef][]depth, len(t.Queues))
-	dlqs := make(map[rabbit.QueueRef]dlqTrack)
+	depths := make(map[rabbitmodel.QueueRef][]depth, len(t.Queues))
+	dlqs := make(map[rabbitmodel.QueueRef]dlqTrack)
 	for i, q := range t.Queues {
 		ref := q.Ref()
 		w := st.depths[ref]
@@ -262,7 +262,7 @@ func (st *rabbitState) observe(t rabbit.Topology, at time.Time, moved map[rabbit
 // moved Redrive's moves so far (nil: unknown). What the depth fell since the last sample beyond
 // what Redrive's jobs took out (and the credit of the interval before) is lost: the broker or
 // someone else took it. The episode ends queues.LostWindow after its last loss.
-func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbit.QueueRef]int64, ref rabbit.QueueRef) dlqTrack {
+func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbitmodel.QueueRef]int64, ref rabbitmodel.QueueRef) dlqTrack {
 	if tr.based && !tr.at.Before(at) {
 		return tr // the same instant sampled again
 	}
@@ -437,7 +437,7 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 
 // RabbitSnapshotOf is a snapshot made from a live topology, without growth (it has no history):
 // what a page shows for a queue the last sample does not have yet.
-func RabbitSnapshotOf(broker string, t rabbit.Topology, at time.Time) queues.Snapshot {
+func RabbitSnapshotOf(broker string, t rabbitmodel.Topology, at time.Time) queues.Snapshot {
 	snap := queues.Snapshot{Broker: broker, At: at, Queues: make([]queues.Queue, len(t.Queues)), Edges: t.Edges, RetryLoops: t.RetryLoops}
 	for i, q := range t.Queues {
 		snap.Queues[i] = queues.Queue{Queue: q, Retry: t.RetryQueues[q.Ref()]}

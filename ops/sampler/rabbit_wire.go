@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/ops/queues"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // A RabbitMQ snapshot is stored as this package's own JSON, with short keys and empty fields left
@@ -85,7 +85,7 @@ type wireRetryLoop struct {
 }
 
 // encodeRabbit encodes s with the sampler's tracks of its dead-letter queues (nil: none).
-func encodeRabbit(s queues.Snapshot, tracks map[rabbit.QueueRef]dlqTrack) ([]byte, error) {
+func encodeRabbit(s queues.Snapshot, tracks map[rabbitmodel.QueueRef]dlqTrack) ([]byte, error) {
 	w := wireRabbit{V: rabbitWireVersion, Queues: make([]wireQueue, len(s.Queues)),
 		Edges: make([]wireEdge, len(s.Edges)), Loops: make([]wireRetryLoop, len(s.RetryLoops))}
 	for i, q := range s.Queues {
@@ -126,7 +126,7 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 		if q.Args == nil {
 			q.Args = map[string]string{}
 		}
-		snap.Queues[i] = queues.Queue{Queue: rabbit.Queue{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State,
+		snap.Queues[i] = queues.Queue{Queue: rabbitmodel.Queue{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State,
 			Ready: q.Ready, Unacked: q.Unacked, Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate,
 			DeliverRate: q.DeliverRate, AckRate: q.AckRate, RedeliverRate: q.RedeliverRate,
 			DeadLetterExchange: q.DLX, HasDeadLetterExchange: q.HasDLX, DeadLetterRoutingKey: q.DLRK,
@@ -137,13 +137,13 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 			Inflow: max(q.Inflow, q.PublishRate), // a snapshot stored before Inflow: the publish rate
 			Lost:   q.Lost, LostSince: fromUnixMicro(q.LostSince), LostAt: fromUnixMicro(q.LostAt)}
 	}
-	snap.Edges = make([]rabbit.Edge, len(w.Edges))
+	snap.Edges = make([]rabbitmodel.Edge, len(w.Edges))
 	for i, e := range w.Edges {
-		snap.Edges[i] = rabbit.Edge(e)
+		snap.Edges[i] = rabbitmodel.Edge(e)
 	}
-	snap.RetryLoops = make([]rabbit.RetryLoop, len(w.Loops))
+	snap.RetryLoops = make([]rabbitmodel.RetryLoop, len(w.Loops))
 	for i, l := range w.Loops {
-		snap.RetryLoops[i] = rabbit.RetryLoop{Vhost: l.Vhost, RetryQueue: l.RetryQueue, WorkQueue: l.WorkQueue, Delay: time.Duration(l.Delay)}
+		snap.RetryLoops[i] = rabbitmodel.RetryLoop{Vhost: l.Vhost, RetryQueue: l.RetryQueue, WorkQueue: l.WorkQueue, Delay: time.Duration(l.Delay)}
 	}
 	return snap, true, nil
 }
@@ -151,8 +151,8 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 // decodeTracks reads the sampler's tracks of the dead-letter queues back from a stored snapshot
 // sampled at at, for a replica that takes the broker over: the losses go on, and the first
 // sample compares with the last one stored.
-func decodeTracks(data []byte, at time.Time) (map[rabbit.QueueRef]dlqTrack, error) {
-	tracks := map[rabbit.QueueRef]dlqTrack{}
+func decodeTracks(data []byte, at time.Time) (map[rabbitmodel.QueueRef]dlqTrack, error) {
+	tracks := map[rabbitmodel.QueueRef]dlqTrack{}
 	var w wireRabbit
 	if err := json.Unmarshal(data, &w); err != nil {
 		return tracks, fmt.Errorf("decode snapshot: %w", err)
@@ -168,7 +168,7 @@ func decodeTracks(data []byte, at time.Time) (map[rabbit.QueueRef]dlqTrack, erro
 		if q.Moved != nil {
 			tr.based, tr.depth, tr.moved, tr.credit = true, q.Ready+q.Unacked, *q.Moved, q.Credit
 		}
-		tracks[rabbit.QueueRef{Vhost: q.Vhost, Name: q.Name}] = tr
+		tracks[rabbitmodel.QueueRef{Vhost: q.Vhost, Name: q.Name}] = tr
 	}
 	return tracks, nil
 }

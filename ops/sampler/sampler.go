@@ -14,7 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/lease"
 )
@@ -64,7 +64,7 @@ type Options struct {
 	// ErrorSample is what of an error group's newest exception message the store keeps, and so
 	// the overview and notifications quote: masked as its record's content is masked for
 	// everyone (redact.Rules.ErrorSample). Nil keeps it as read.
-	ErrorSample func(kafka.ErrorGroup) string
+	ErrorSample func(kafkamodel.ErrorGroup) string
 	// Logger receives leadership changes and failed samples; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
@@ -105,7 +105,7 @@ type Sampler struct {
 	minFresh       time.Duration // Options.MinRefresh; <= 0 off
 	maxServeAge    time.Duration // Options.MaxServeAge, defaulted
 	newGroupWindow time.Duration // Options.NewGroupWindow, defaulted
-	errorSample    func(kafka.ErrorGroup) string
+	errorSample    func(kafkamodel.ErrorGroup) string
 
 	kafka       []*kafkaState // config order
 	kafkaByName map[string]*kafkaState

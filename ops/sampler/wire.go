@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 )
 
@@ -26,7 +26,7 @@ type wireSnapshot struct {
 	Txns   []wireTxn   `json:"tx,omitempty"`  // transactions open when sampled; absent when none (or before they were)
 }
 
-// wireTxn is a kafka.OpenTransaction; times are unix milliseconds, durations milliseconds.
+// wireTxn is a kafkamodel.OpenTransaction; times are unix milliseconds, durations milliseconds.
 type wireTxn struct {
 	Topic       string `json:"t"`
 	Partition   int32  `json:"p"`
@@ -65,7 +65,7 @@ type wireDLT struct {
 
 type wireGroup struct {
 	Name         string                `json:"n"`
-	Type         string                `json:"ty,omitempty"` // kafka.GroupClassic, GroupConsumer or GroupShare; absent in snapshots before types
+	Type         string                `json:"ty,omitempty"` // kafkamodel.GroupClassic, GroupConsumer or GroupShare; absent in snapshots before types
 	Epoch        int32                 `json:"ep,omitempty"`
 	AssignEpoch  int32                 `json:"ae,omitempty"`
 	MemberList   []wireMember          `json:"ml,omitempty"`
@@ -105,7 +105,7 @@ type wireAssign struct {
 	Partitions []int32 `json:"p"`
 }
 
-func toWireAssign(tps []kafka.TopicPartitions) []wireAssign {
+func toWireAssign(tps []kafkamodel.TopicPartitions) []wireAssign {
 	if tps == nil {
 		return nil
 	}
@@ -116,13 +116,13 @@ func toWireAssign(tps []kafka.TopicPartitions) []wireAssign {
 	return out
 }
 
-func fromWireAssign(ws []wireAssign) []kafka.TopicPartitions {
+func fromWireAssign(ws []wireAssign) []kafkamodel.TopicPartitions {
 	if ws == nil {
 		return nil
 	}
-	out := make([]kafka.TopicPartitions, len(ws))
+	out := make([]kafkamodel.TopicPartitions, len(ws))
 	for i, w := range ws {
-		out[i] = kafka.TopicPartitions{Topic: w.Topic, Partitions: w.Partitions}
+		out[i] = kafkamodel.TopicPartitions{Topic: w.Topic, Partitions: w.Partitions}
 	}
 	return out
 }
@@ -151,7 +151,7 @@ type wireTopic struct {
 	ShareStart []int64 `json:"ss,omitempty"`
 }
 
-func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic, txns ...kafka.OpenTransaction) ([]byte, error) {
+func encodeKafka(groups []lag.Group, dlts []kafkamodel.DLTopic, txns ...kafkamodel.OpenTransaction) ([]byte, error) {
 	w := wireSnapshot{V: wireVersion, Groups: make([]wireGroup, len(groups))}
 	for _, t := range dlts {
 		d := wireDLT{Topic: t.Topic, ID: t.TopicID, Retry: t.Retry, Inflow: t.InflowPerSecond, InflowOK: t.InflowKnown}
@@ -179,7 +179,7 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic, txns ...kafka.OpenTra
 			Topics: make([]wireTopic, len(g.Topics)),
 			Epoch:  g.Epoch, AssignEpoch: g.AssignmentEpoch, DeliveryMax: g.DeliveryLimit, DeliveryFrom: g.DeliveryLimitFrom,
 		}
-		share := g.Kind() == kafka.GroupShare
+		share := g.Kind() == kafkamodel.GroupShare
 		wg.Type = g.Type
 		for _, m := range g.MemberList {
 			wg.MemberList = append(wg.MemberList, wireMember{ID: m.ID, Instance: m.InstanceID, Client: m.ClientID, Host: m.Host,
@@ -267,13 +267,13 @@ func encodeKafka(groups []lag.Group, dlts []kafka.DLTopic, txns ...kafka.OpenTra
 
 // decodeKafka reads a stored snapshot's groups; ok is false for a layout this version does not
 // know (or the empty "{}" of a cluster that never had a good sample).
-func decodeKafka(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, ok bool, err error) {
+func decodeKafka(data []byte) (groups []lag.Group, dlts []kafkamodel.DLTopic, ok bool, err error) {
 	groups, dlts, _, ok, err = decodeKafkaSnapshot(data)
 	return groups, dlts, ok, err
 }
 
 // decodeKafkaSnapshot is decodeKafka with the transactions open when sampled.
-func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic, txns []kafka.OpenTransaction, ok bool, err error) {
+func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafkamodel.DLTopic, txns []kafkamodel.OpenTransaction, ok bool, err error) {
 	var w wireSnapshot
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, nil, nil, false, fmt.Errorf("decode snapshot: %w", err)
@@ -287,13 +287,13 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic,
 			(counted && (len(d.Stable) != len(d.Parts) || len(d.Recs) != len(d.Parts) || len(d.Counted) != len(d.Parts))) {
 			return nil, nil, nil, false, fmt.Errorf("decode snapshot: dead-letter topic %q: arrays of different lengths", d.Topic)
 		}
-		t := kafka.DLTopic{Topic: d.Topic, TopicID: d.ID, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK, Counted: counted}
+		t := kafkamodel.DLTopic{Topic: d.Topic, TopicID: d.ID, Retry: d.Retry, InflowPerSecond: d.Inflow, InflowKnown: d.InflowOK, Counted: counted}
 		if d.NewestAt != 0 {
 			t.NewestAt = time.UnixMilli(d.NewestAt).UTC()
 		}
 		for i, p := range d.Parts {
 			// A snapshot from before records were counted has offsets: the most there can be.
-			dp := kafka.DLPartition{Partition: p, Start: d.Start[i], End: d.End[i], Stable: d.End[i], Records: d.End[i] - d.Start[i]}
+			dp := kafkamodel.DLPartition{Partition: p, Start: d.Start[i], End: d.End[i], Stable: d.End[i], Records: d.End[i] - d.Start[i]}
 			if counted {
 				dp.Stable, dp.Records, dp.Counted = d.Stable[i], d.Recs[i], d.Counted[i]
 			}
@@ -304,7 +304,7 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic,
 		dlts = append(dlts, t)
 	}
 	for _, x := range w.Txns {
-		txns = append(txns, kafka.OpenTransaction{Topic: x.Topic, Partition: x.Partition, ProducerID: x.ProducerID, ProducerEpoch: x.Epoch,
+		txns = append(txns, kafkamodel.OpenTransaction{Topic: x.Topic, Partition: x.Partition, ProducerID: x.ProducerID, ProducerEpoch: x.Epoch,
 			CoordinatorEpoch: x.CoordEpoch, TransactionalID: x.TxnID, State: x.State, StartOffset: x.StartOffset, End: x.End,
 			Since: time.UnixMilli(x.Since).UTC(), SinceKnown: x.SinceKnown, LastWrite: time.UnixMilli(x.LastWrite).UTC(),
 			Timeout: time.Duration(x.Timeout) * time.Millisecond, Hanging: x.Hanging, After: time.Duration(x.After) * time.Millisecond})
@@ -319,9 +319,9 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic,
 	memo := map[derivedKey]lag.Status{} // idle groups' partitions share few distinct lags
 	for i, wg := range w.Groups {
 		g := lag.Group{
-			Group: kafka.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
+			Group: kafkamodel.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
 				Members: wg.Members, TotalLag: wg.TotalLag, MaxTimeLag: fromMS(wg.MaxTimeLag), Error: wg.Error,
-				Topics: make([]kafka.TopicLag, len(wg.Topics))},
+				Topics: make([]kafkamodel.TopicLag, len(wg.Topics))},
 			Status:    lag.Status{Code: wg.Status, Reason: wg.Reason},
 			Rate:      wg.Rate,
 			CatchUp:   time.Duration(wg.CatchUp),
@@ -329,11 +329,11 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic,
 		}
 		g.Type, g.Epoch, g.AssignmentEpoch = wg.Type, wg.Epoch, wg.AssignEpoch
 		g.DeliveryLimit, g.DeliveryLimitFrom = wg.DeliveryMax, wg.DeliveryFrom
-		share := g.Type == kafka.GroupShare
+		share := g.Type == kafkamodel.GroupShare
 		if len(wg.MemberList) > 0 {
-			g.MemberList = make([]kafka.Member, len(wg.MemberList))
+			g.MemberList = make([]kafkamodel.Member, len(wg.MemberList))
 			for k, m := range wg.MemberList {
-				g.MemberList[k] = kafka.Member{ID: m.ID, InstanceID: m.Instance, ClientID: m.Client, Host: m.Host, Epoch: m.Epoch,
+				g.MemberList[k] = kafkamodel.Member{ID: m.ID, InstanceID: m.Instance, ClientID: m.Client, Host: m.Host, Epoch: m.Epoch,
 					Assigned: fromWireAssign(m.Assigned), Target: fromWireAssign(m.Target), Classic: m.Classic}
 			}
 		}
@@ -362,9 +362,9 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic,
 				(wt.TimeLags != nil && len(wt.TimeLags) != n) || (wt.ShareStart != nil && len(wt.ShareStart) != n) {
 				return nil, nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
 			}
-			t := kafka.TopicLag{Topic: wt.Topic, Lag: wt.Lag, MaxTimeLag: fromMS(wt.MaxTime), Partitions: make([]kafka.PartitionLag, n)}
+			t := kafkamodel.TopicLag{Topic: wt.Topic, Lag: wt.Lag, MaxTimeLag: fromMS(wt.MaxTime), Partitions: make([]kafkamodel.PartitionLag, n)}
 			for k := range n {
-				p := kafka.PartitionLag{Partition: wt.Partition[k], Committed: wt.Committed[k], Start: wt.Start[k],
+				p := kafkamodel.PartitionLag{Partition: wt.Partition[k], Committed: wt.Committed[k], Start: wt.Start[k],
 					End: wt.End[k], Lag: wt.Lags[k]}
 				if wt.Member != nil {
 					if m := wt.Member[k]; m >= 0 && m < len(wg.MemberNames) {
@@ -413,7 +413,7 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafka.DLTopic,
 // differs from the derived one (its lag is unknown now but was known earlier) is written out.
 func derivable(state string) bool { return state == "Empty" || state == "Dead" }
 
-func derive(share bool, state string, p kafka.PartitionLag) lag.Status {
+func derive(share bool, state string, p kafkamodel.PartitionLag) lag.Status {
 	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
 	if share {
 		return lag.EvaluateShare(configs.LagRules{}, 0, state, 0,

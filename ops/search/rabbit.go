@@ -9,14 +9,14 @@ import (
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // RabbitSource is what a scan needs of a broker; *rabbit.Broker implements it.
 type RabbitSource interface {
 	// Scan browses up to limit messages of the queue's head, handing each to each until it says
 	// false (see rabbit.Broker.Scan).
-	Scan(ctx context.Context, vhost, queue string, limit int, each func(rabbit.Message) bool) (rabbit.BrowseResult, error)
+	Scan(ctx context.Context, vhost, queue string, limit int, each func(rabbitmodel.Message) bool) (rabbitmodel.BrowseResult, error)
 }
 
 // RabbitQuery is one scan of a queue's head. A queue has no positions to go on from: a scan
@@ -25,22 +25,22 @@ type RabbitQuery struct {
 	Vhost, Queue string  // required
 	Filter       *Filter // nil keeps every message
 	Limit        int     // stops at this many matches; 0 does not
-	MaxScan      int     // messages of the head to read: 1..rabbit.MaxPeek (required)
+	MaxScan      int     // messages of the head to read: 1..rabbitmodel.MaxPeek (required)
 	Timeout      time.Duration
-	View         func(rabbit.Message) rabbit.Message // as Query.View
-	Each         func(rabbit.Message) error          // as Query.Each
+	View         func(rabbitmodel.Message) rabbitmodel.Message // as Query.View
+	Each         func(rabbitmodel.Message) error               // as Query.Each
 	Progress     func(scanned, matched int64)
 }
 
 // RabbitResult is what a queue scan found.
 type RabbitResult struct {
-	Matches          []rabbit.Message
+	Matches          []rabbitmodel.Message
 	Scanned, Matched int64
 	EvalErrors       int64
 	EvalError        string
 	Stopped          string // as Result.Stopped
 	Exhausted        bool   // every ready message of the queue was read
-	Browse           rabbit.BrowseResult
+	Browse           rabbitmodel.BrowseResult
 }
 
 // ScanRabbit browses the head of a queue and evaluates the filter on each message, until MaxScan
@@ -49,15 +49,15 @@ type RabbitResult struct {
 // ErrInvalid (max_scan out of range, the cost limit), the browse's errors (rabbit.Broker.Browse),
 // the error of Each.
 func ScanRabbit(ctx context.Context, src RabbitSource, q RabbitQuery) (RabbitResult, error) {
-	if q.MaxScan < 1 || q.MaxScan > rabbit.MaxPeek {
-		return RabbitResult{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d] for a queue", rabbit.MaxPeek))
+	if q.MaxScan < 1 || q.MaxScan > rabbitmodel.MaxPeek {
+		return RabbitResult{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d] for a queue", rabbitmodel.MaxPeek))
 	}
-	res := RabbitResult{Matches: []rabbit.Message{}}
+	res := RabbitResult{Matches: []rabbitmodel.Message{}}
 	// The scan stops reading at the deadline (checkpoint); the browse gets readGrace longer.
 	readCtx, deadline, cancel := scanDeadline(ctx, q.Timeout)
 	defer cancel()
 	var stopErr error
-	br, err := src.Scan(readCtx, q.Vhost, q.Queue, q.MaxScan, func(m rabbit.Message) bool {
+	br, err := src.Scan(readCtx, q.Vhost, q.Queue, q.MaxScan, func(m rabbitmodel.Message) bool {
 		res.Scanned++
 		if q.View != nil {
 			m = q.View(m)

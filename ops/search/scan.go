@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // Scan defaults and bounds.
@@ -38,7 +39,7 @@ const (
 // KafkaSource is what a scan needs of a cluster; *kafka.Cluster implements it.
 type KafkaSource interface {
 	// Partitions lists the topic's partitions and offsets: ErrNotFound, ErrUnavailable.
-	Partitions(ctx context.Context, topic string) ([]kafka.PartitionRange, error)
+	Partitions(ctx context.Context, topic string) ([]kafkamodel.PartitionRange, error)
 	// NewScanner reads the topic's partitions; the caller closes it.
 	NewScanner(topic string) *kafka.Scanner
 }
@@ -69,17 +70,17 @@ type Query struct {
 	// must keep the key, partition, offset, timestamp and size as they are, for a filter over
 	// those reads them from the record as fetched, before the view. The record it is given
 	// shares the fetch's buffers: it must not keep it (a match is copied after the view).
-	View func(kafka.Record) kafka.Record
+	View func(kafkamodel.Record) kafkamodel.Record
 	// Each, when set, is handed every match as it is found, in place of collecting them in
 	// Result.Matches; an error from it ends the scan with that error.
-	Each func(kafka.Record) error
+	Each func(kafkamodel.Record) error
 	// Progress, when set, is called every so often with the records read and matched so far.
 	Progress func(scanned, matched int64)
 }
 
 // Result is what a scan found and how far it went.
 type Result struct {
-	Matches          []kafka.Record // in the order found, unless Query.Each took them
+	Matches          []kafkamodel.Record // in the order found, unless Query.Each took them
 	Scanned, Matched int64
 	// EvalErrors counts records on which the expression failed (a missing key, a type mismatch):
 	// they do not match; EvalError is the first such error, for the person to fix the filter.
@@ -89,7 +90,7 @@ type Result struct {
 	// Next is the Cursor that goes on where the scan stopped; nil when Exhausted.
 	Next       map[int32]int64
 	Exhausted  bool
-	Partitions []kafka.PartitionRange // every partition of the topic, with its offsets when read
+	Partitions []kafkamodel.PartitionRange // every partition of the topic, with its offsets when read
 }
 
 // span is one partition's range to read, [lo, hi), and where the scan is in it.
@@ -123,8 +124,8 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Partitions: parts, Matches: []kafka.Record{}}
-	if q.Partition != nil && !slices.ContainsFunc(parts, func(p kafka.PartitionRange) bool { return p.Partition == *q.Partition }) {
+	res := Result{Partitions: parts, Matches: []kafkamodel.Record{}}
+	if q.Partition != nil && !slices.ContainsFunc(parts, func(p kafkamodel.PartitionRange) bool { return p.Partition == *q.Partition }) {
 		return Result{}, ops.Invalid("partition", fmt.Sprintf("must be in [0, %d) for topic %s", len(parts), q.Topic))
 	}
 	var spans []span

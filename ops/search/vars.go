@@ -14,19 +14,20 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/redrive/redrive/ops/kafka"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // MatchKafka evaluates the filter over one Kafka record. false with a nil error: no match
 // (including an expression that fails on this record, such as a missing key). Errors:
 // ErrCostLimit, ctx's error.
-func (f *Filter) MatchKafka(ctx context.Context, r kafka.Record) (bool, error) {
+func (f *Filter) MatchKafka(ctx context.Context, r kafkamodel.Record) (bool, error) {
 	m, _, err := f.eval(ctx, &kafkaVars{plain: &r, seen: &r, paths: f.paths})
 	return m, err
 }
 
 // MatchRabbit is MatchKafka for a RabbitMQ message.
-func (f *Filter) MatchRabbit(ctx context.Context, m rabbit.Message) (bool, error) {
+func (f *Filter) MatchRabbit(ctx context.Context, m rabbitmodel.Message) (bool, error) {
 	ok, _, err := f.eval(ctx, &rabbitVars{m: &m, paths: f.paths})
 	return ok, err
 }
@@ -37,11 +38,11 @@ func (f *Filter) MatchRabbit(ctx context.Context, m rabbit.Message) (bool, error
 // anything under a view, from the record decoded and viewed (a masked record's size is that of
 // what it shows). A filter over the key decodes nothing.
 type kafkaVars struct {
-	plain *kafka.Record // as fetched; the whole record for MatchKafka
-	lazy  *kafka.Lazy   // decodes plain; nil for MatchKafka
-	view  func(kafka.Record) kafka.Record
-	seen  *kafka.Record // decoded and viewed: what the reader may see; nil until needed
-	shown kafka.Record  // seen's storage
+	plain *kafkamodel.Record // as fetched; the whole record for MatchKafka
+	lazy  *kafka.Lazy        // decodes plain; nil for MatchKafka
+	view  func(kafkamodel.Record) kafkamodel.Record
+	seen  *kafkamodel.Record // decoded and viewed: what the reader may see; nil until needed
+	shown kafkamodel.Record  // seen's storage
 	paths *pathTree
 
 	value, headers, dead any
@@ -75,7 +76,7 @@ func (v *kafkaVars) reset(l *kafka.Lazy) {
 
 // record is the record as the reader may see it, decoded and viewed (once). In a scan it shares
 // the fetch's buffers (kafka.Lazy.Decoded): what is kept of it is cloned (ScanKafka).
-func (v *kafkaVars) record() *kafka.Record {
+func (v *kafkaVars) record() *kafkamodel.Record {
 	if v.seen == nil {
 		v.shown = *v.lazy.Decoded()
 		if v.view != nil {
@@ -88,7 +89,7 @@ func (v *kafkaVars) record() *kafka.Record {
 
 // content is the record whose headers and value the filter reads: the fetched one unless a view
 // may mask them.
-func (v *kafkaVars) content() *kafka.Record {
+func (v *kafkaVars) content() *kafkamodel.Record {
 	if v.view == nil && v.seen == nil {
 		return v.plain
 	}
@@ -221,12 +222,12 @@ var deadLetterFields = []string{"original_topic", "original_partition", "origina
 
 // deadLetterSource is a record's decoded dead-letter fields as dead_letter's map(string, dyn):
 // "" or 0 (-1 for the original partition and offset) when absent.
-type deadLetterSource struct{ d *kafka.DeadLetter }
+type deadLetterSource struct{ d *kafkamodel.DeadLetter }
 
 func (s deadLetterSource) lookup(name string) (any, bool) {
 	d := s.d
 	if d == nil {
-		d = &kafka.DeadLetter{}
+		d = &kafkamodel.DeadLetter{}
 	}
 	switch name {
 	case "original_topic":
@@ -278,7 +279,7 @@ func (s deadLetterSource) whole() any {
 
 // headerSource is a record's headers as the filter's map(string, string): the last value of
 // each key, as text.
-type headerSource []kafka.Header
+type headerSource []kafkamodel.Header
 
 func (hs headerSource) lookup(k string) (any, bool) {
 	for i := len(hs) - 1; i >= 0; i-- {
@@ -300,7 +301,7 @@ func (hs headerSource) whole() any {
 // scanHeaders is headerSource for a scan: the same lookups, the values as CEL strings made once
 // per distinct value (texts) rather than once per record.
 type scanHeaders struct {
-	hs    []kafka.Header
+	hs    []kafkamodel.Header
 	texts *texts
 }
 
@@ -365,7 +366,7 @@ func (t *texts) of(b []byte) any {
 
 // rabbitVars resolves a message's variables, each on first use.
 type rabbitVars struct {
-	m                          *rabbit.Message
+	m                          *rabbitmodel.Message
 	paths                      *pathTree
 	body, headers, props, dead any
 }
@@ -410,7 +411,7 @@ func (v *rabbitVars) ResolveName(name string) (any, bool) {
 		if v.dead == nil {
 			d := m.DeadLetter
 			if d == nil {
-				d = &rabbit.DeadLetter{}
+				d = &rabbitmodel.DeadLetter{}
 			}
 			first := time.Time{}
 			if d.FirstDeathAt != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/search"
 )
@@ -250,7 +251,7 @@ func (r *run) topic(ctx context.Context, k KafkaCluster, topic, role, original s
 // pass is one reading of a topic's partitions, one after the other, within what is left of the
 // topic's budget.
 type pass struct {
-	hits     []kafka.Record // as shown
+	hits     []kafkamodel.Record // as shown
 	scanned  int64
 	searched int      // partitions read to their end (or to the first match)
 	read     []string // what was read of each of them
@@ -279,8 +280,8 @@ func (p pass) summary(topic, why string) string {
 // read reads parts of topic (each bounded by lo and hi, the window's offsets, when they have it)
 // in order, handing each record to match, until the end, the first match (first), or the
 // budget: *remaining records, the deadline.
-func (r *run) read(ctx context.Context, k KafkaCluster, topic string, parts []kafka.PartitionRange, lo, hi map[int32]int64,
-	order string, first bool, match func(kafka.Record) (kafka.Record, bool), remaining *int64, deadline time.Time) pass {
+func (r *run) read(ctx context.Context, k KafkaCluster, topic string, parts []kafkamodel.PartitionRange, lo, hi map[int32]int64,
+	order string, first bool, match func(kafkamodel.Record) (kafkamodel.Record, bool), remaining *int64, deadline time.Time) pass {
 	b := r.t.o.Budget
 	var out pass
 	for _, p := range parts {
@@ -313,7 +314,7 @@ func (r *run) read(ctx context.Context, k KafkaCluster, topic string, parts []ka
 		var n int64
 		res, err := search.ScanKafka(ctx, k, search.Query{Topic: topic, Partition: &part, Order: order,
 			FromOffset: &start, ToOffset: &last, MaxScan: *remaining, Timeout: left,
-			Each: func(rec kafka.Record) error {
+			Each: func(rec kafkamodel.Record) error {
 				n++
 				if shown, ok := match(rec); ok {
 					out.hits = append(out.hits, shown)
@@ -420,7 +421,7 @@ func (r *run) ledgerNamed(ctx context.Context) {
 				continue
 			}
 			_, _ = search.ScanKafka(ctx, k, search.Query{Topic: at.topic, Partition: &at.partition, Order: "oldest",
-				FromOffset: &at.offset, ToOffset: &at.offset, MaxScan: 1, Each: func(rec kafka.Record) error {
+				FromOffset: &at.offset, ToOffset: &at.offset, MaxScan: 1, Each: func(rec kafkamodel.Record) error {
 					if shown, ok := match(rec); ok && rec.Offset == at.offset {
 						s := r.recordStep(at.cluster, "dead_letter", shown)
 						s.Detail += "; read at the offset the replay ledger names"
@@ -457,7 +458,7 @@ func whyText(why string, w window) string {
 // partitionsFor picks the partitions to read: the keys' partitions when keys are known (for a
 // dead-letter topic also the original topic's key partitions, the number Spring's recoverer keeps
 // when the DLT has it), else all of them.
-func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, parts []kafka.PartitionRange, keys []string) ([]kafka.PartitionRange, string) {
+func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, parts []kafkamodel.PartitionRange, keys []string) ([]kafkamodel.PartitionRange, string) {
 	if len(keys) == 0 || len(parts) == 0 {
 		return parts, ""
 	}
@@ -476,7 +477,7 @@ func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, 
 			why = "the key's partition here and in " + original
 		}
 	}
-	var out []kafka.PartitionRange
+	var out []kafkamodel.PartitionRange
 	for _, p := range parts {
 		if want[p.Partition] {
 			out = append(out, p)
@@ -488,14 +489,14 @@ func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, 
 // recordMatcher is whether a record is the traced message — its message id is one of the ids,
 // its key the aggregate's (for an aggregate trace), its trace id the trace's — judged on what the
 // reader may see of it (see seen), and the record as shown.
-func (r *run) recordMatcher() func(kafka.Record) (kafka.Record, bool) {
+func (r *run) recordMatcher() func(kafkamodel.Record) (kafkamodel.Record, bool) {
 	ids := r.q.ids()
 	for _, e := range r.events {
 		if r.q.AggregateID != "" && !slices.Contains(ids, e.EventID) {
 			ids = append(ids, e.EventID)
 		}
 	}
-	return seen(func(rec kafka.Record) bool {
+	return seen(func(rec kafkamodel.Record) bool {
 		if r.q.AggregateID != "" && string(rec.Key) == r.q.AggregateID {
 			return true
 		}
@@ -513,17 +514,17 @@ var traceHeaders = []string{"traceId", "trace_id", "x-trace-id", "X-B3-TraceId"}
 
 // recordIDs are a record's message id (the message_id rules: the dead-letter decoding's, else the
 // configured headers, else the JSON paths) and trace id.
-func (t *Tracer) recordIDs(rec kafka.Record) (id, traceID string) {
+func (t *Tracer) recordIDs(rec kafkamodel.Record) (id, traceID string) {
 	if dl := rec.DeadLetter; dl != nil {
 		id, traceID = dl.MessageID, dl.TraceID
 	}
 	if id == "" {
-		if id = kafka.LastHeader(rec.Headers, t.o.IDs.Headers); id == "" {
+		if id = kafkamodel.LastHeader(rec.Headers, t.o.IDs.Headers); id == "" {
 			id = ops.MessageIDFromJSON(rec.Value, t.o.IDs.JSONPaths)
 		}
 	}
 	if traceID == "" {
-		if traceID = kafka.LastHeader(rec.Headers, traceHeaders); traceID == "" {
+		if traceID = kafkamodel.LastHeader(rec.Headers, traceHeaders); traceID == "" {
 			traceID = ops.MessageIDFromJSON(rec.Value, []string{"traceId", "trace_id"})
 		}
 	}
@@ -533,7 +534,7 @@ func (t *Tracer) recordIDs(rec kafka.Record) (id, traceID string) {
 // recordStep describes a record found, as the reader may see it (rec is the view: recordMatcher's).
 // Its message id, which the inboxes, the ledger and the audit log are then asked about, is the
 // shown one: a masked id is not looked up, as its rows would name it.
-func (r *run) recordStep(cluster, role string, rec kafka.Record) Step {
+func (r *run) recordStep(cluster, role string, rec kafkamodel.Record) Step {
 	shownID, _ := r.t.recordIDs(rec)
 	f := fact{role: role, messageID: unmasked(shownID), key: string(rec.Key), topic: rec.Topic, partition: rec.Partition, offset: rec.Offset}
 	var d []string
@@ -630,7 +631,7 @@ const RoleReplayCopy = "replay_copy"
 
 // ReplayCopyOf is the replay job that published rec (its x-redrive-replay-id header, as
 // ops/replay writes it), "" when rec is no replay copy.
-func ReplayCopyOf(rec kafka.Record) string {
+func ReplayCopyOf(rec kafkamodel.Record) string {
 	for _, h := range rec.Headers {
 		if strings.EqualFold(h.Key, "x-redrive-replay-id") {
 			if v := strings.TrimSpace(string(h.Value)); v != "" {

@@ -12,7 +12,7 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/payload"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/search"
 )
 
@@ -35,7 +35,7 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 		return
 	}
 	type candidate struct {
-		q    rabbit.Queue
+		q    rabbitmodel.Queue
 		role string
 	}
 	var queues []candidate
@@ -64,7 +64,7 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 		queues = queues[:maxQueues]
 	}
 	match := r.messageMatcher()
-	remaining := min(budget.Records, rabbit.MaxPeek)
+	remaining := min(budget.Records, rabbitmodel.MaxPeek)
 	stopped := ""
 	searched := 0 // queues browsed, wholly or in part, or seen empty: what "n of m queues searched" counts
 	timeUp := "time budget of " + budget.Time.String() + " exceeded"
@@ -85,7 +85,7 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 				Detail: fmt.Sprintf("not searched: %s: %d of %d queues searched, %s", name, searched, len(queues), stopped)}})
 			continue
 		}
-		if q.Ready == 0 && q.Type != rabbit.TypeStream {
+		if q.Ready == 0 && q.Type != rabbitmodel.TypeStream {
 			searched++
 			r.emit([]Step{{Kind: KindRabbitMQ, Source: source, Ref: ref, Place: where, fact: fact{role: c.role},
 				Detail: "not found: the queue held no ready message"}})
@@ -93,9 +93,9 @@ func (r *run) rabbit(ctx context.Context, b RabbitBroker) {
 		}
 		// The scan stops reading at the budget's end (it returns what it took, in a moment more):
 		// what it found by then counts, and the queue was searched in part.
-		var hits []rabbit.Message
+		var hits []rabbitmodel.Message
 		res, err := search.ScanRabbit(ctx, b, search.RabbitQuery{Vhost: q.Vhost, Queue: q.Name, MaxScan: int(remaining), Timeout: left,
-			Each: func(m rabbit.Message) error {
+			Each: func(m rabbitmodel.Message) error {
 				if shown, ok := match(m); ok {
 					hits = append(hits, shown)
 				}
@@ -167,9 +167,9 @@ var (
 // message_id or correlation_id property is an id; its aggregate or trace id (a header, else the
 // body's JSON) is the query's — judged on what the reader may see of it (see seen), and the
 // message as shown.
-func (r *run) messageMatcher() func(rabbit.Message) (rabbit.Message, bool) {
+func (r *run) messageMatcher() func(rabbitmodel.Message) (rabbitmodel.Message, bool) {
 	ids := r.q.ids()
-	return seen(func(m rabbit.Message) bool {
+	return seen(func(m rabbitmodel.Message) bool {
 		for _, v := range []string{m.MessageID, m.Properties.MessageID, m.Properties.CorrelationID} {
 			if v != "" && slices.Contains(ids, v) {
 				return true
@@ -182,7 +182,7 @@ func (r *run) messageMatcher() func(rabbit.Message) (rabbit.Message, bool) {
 	}, r.q.RabbitView)
 }
 
-func messageField(m rabbit.Message, headers, paths []string) string {
+func messageField(m rabbitmodel.Message, headers, paths []string) string {
 	for _, name := range headers {
 		for _, h := range m.Headers {
 			if strings.EqualFold(h.Key, name) && strings.TrimSpace(h.Value) != "" {
@@ -194,7 +194,7 @@ func messageField(m rabbit.Message, headers, paths []string) string {
 }
 
 // messageSteps are the steps of the messages found in queue q (messageStep), with room for one more.
-func (r *run) messageSteps(broker, role string, q rabbit.Queue, found []rabbit.Message) []Step {
+func (r *run) messageSteps(broker, role string, q rabbitmodel.Queue, found []rabbitmodel.Message) []Step {
 	steps := make([]Step, 0, len(found)+1)
 	for _, m := range found {
 		steps = append(steps, r.messageStep(broker, role, q, m))
@@ -204,7 +204,7 @@ func (r *run) messageSteps(broker, role string, q rabbit.Queue, found []rabbit.M
 
 // messageStep describes a message found, as the reader may see it (m is the view: messageMatcher's;
 // its message id is the shown one, as recordStep's).
-func (r *run) messageStep(broker, role string, q rabbit.Queue, m rabbit.Message) Step {
+func (r *run) messageStep(broker, role string, q rabbitmodel.Queue, m rabbitmodel.Message) Step {
 	f := fact{role: role, messageID: unmasked(m.MessageID)}
 	label := "dead letter"
 	if role == "retry" {

@@ -28,9 +28,9 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
-	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/search"
@@ -55,7 +55,7 @@ type KafkaCluster interface {
 	OffsetsAfter(ctx context.Context, topic string, at time.Time) (map[int32]int64, error)
 	// DeadLetterTopics lists the topics matching dead_letter_topics (retry topics marked).
 	// Errors wrap ops.ErrUnavailable.
-	DeadLetterTopics(ctx context.Context) ([]kafka.DLTopic, error)
+	DeadLetterTopics(ctx context.Context) ([]kafkamodel.DLTopic, error)
 	// OriginalTopicOf is the topic a dead-letter topic's name says it serves ("" when none).
 	OriginalTopicOf(dlt string) string
 }
@@ -66,7 +66,7 @@ type RabbitBroker interface {
 	Name() string
 	search.RabbitSource
 	// Topology resolves the dead-letter and retry queues. Errors wrap ops.ErrUnavailable.
-	Topology(ctx context.Context) (rabbit.Topology, error)
+	Topology(ctx context.Context) (rabbitmodel.Topology, error)
 }
 
 // Inbox is a consumer's inbox table; *inbox.Inbox implements it.
@@ -168,8 +168,8 @@ type Query struct {
 	// KafkaView and RabbitView, when set, are what the reader may see of a record or a message
 	// (content masked): a record matches on them, as a content search's filter does, and steps
 	// are described from them. Nil (an admin who asked to reveal) matches and shows the original.
-	KafkaView  func(kafka.Record) kafka.Record
-	RabbitView func(rabbit.Message) rabbit.Message
+	KafkaView  func(kafkamodel.Record) kafkamodel.Record
+	RabbitView func(rabbitmodel.Message) rabbitmodel.Message
 	// OutboxView, when set, is what the reader may see of an outbox row read with its payload
 	// (last_error masked where it repeats what the payload masks); a row's last_error is told
 	// from it, and hidden when the payload cannot be read. Nil shows last_error as stored.
