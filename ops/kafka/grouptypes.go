@@ -492,7 +492,7 @@ func shareGroupFrom(name string, shares kadm.DescribedShareGroups, sharesErr err
 		}
 	}
 	for t, ps := range parts {
-		tl := TopicLag{Topic: t, Partitions: make([]PartitionLag, 0, len(ps))}
+		pls := make([]PartitionLag, 0, len(ps))
 		for p := range ps {
 			pl := PartitionLag{Partition: p, Committed: -1, Start: -1, End: -1, Lag: -1, ShareStart: -1}
 			if s, ok := starts.Lookup(t, p); ok && s.Err == nil {
@@ -509,16 +509,11 @@ func shareGroupFrom(name string, shares kadm.DescribedShareGroups, sharesErr err
 				}
 			}
 			pl.Member = strings.Join(owners[t][p], ", ")
-			if pl.Lag > 0 {
-				tl.Lag += pl.Lag
-			}
-			tl.Partitions = append(tl.Partitions, pl)
+			pls = append(pls, pl)
 		}
-		sort.Slice(tl.Partitions, func(i, j int) bool { return tl.Partitions[i].Partition < tl.Partitions[j].Partition })
-		g.TotalLag += tl.Lag
-		g.Topics = append(g.Topics, tl)
+		addTopic(&g, t, pls)
 	}
-	sort.Slice(g.Topics, func(i, j int) bool { return g.Topics[i].Topic < g.Topics[j].Topic })
+	sortTopics(&g)
 	return g
 }
 

@@ -124,7 +124,7 @@ func groupFrom(l kadm.DescribedGroupLag) Group {
 		return g
 	}
 	for topic, ps := range l.Lag {
-		tl := TopicLag{Topic: topic, Partitions: make([]PartitionLag, 0, len(ps))}
+		pls := make([]PartitionLag, 0, len(ps))
 		for _, m := range ps {
 			pl := PartitionLag{
 				Partition: m.Partition,
@@ -153,17 +153,31 @@ func groupFrom(l kadm.DescribedGroupLag) Group {
 			if m.Err != nil {
 				pl.Error = m.Err.Error()
 			}
-			if pl.Lag > 0 {
-				tl.Lag += pl.Lag
-			}
-			tl.Partitions = append(tl.Partitions, pl)
+			pls = append(pls, pl)
 		}
-		sort.Slice(tl.Partitions, func(i, j int) bool { return tl.Partitions[i].Partition < tl.Partitions[j].Partition })
-		g.TotalLag += tl.Lag
-		g.Topics = append(g.Topics, tl)
+		addTopic(&g, topic, pls)
 	}
-	sort.Slice(g.Topics, func(i, j int) bool { return g.Topics[i].Topic < g.Topics[j].Topic })
+	sortTopics(&g)
 	return g
+}
+
+// addTopic adds topic's partitions to g, in order: the topic's lag and the group's total grow by
+// each partition's known lag (a negative one is unknown and adds nothing).
+func addTopic(g *Group, topic string, partitions []PartitionLag) {
+	tl := TopicLag{Topic: topic, Partitions: partitions}
+	for _, pl := range partitions {
+		if pl.Lag > 0 {
+			tl.Lag += pl.Lag
+		}
+	}
+	sort.Slice(tl.Partitions, func(i, j int) bool { return tl.Partitions[i].Partition < tl.Partitions[j].Partition })
+	g.TotalLag += tl.Lag
+	g.Topics = append(g.Topics, tl)
+}
+
+// sortTopics orders g's topics by name, once every topic is added.
+func sortTopics(g *Group) {
+	sort.Slice(g.Topics, func(i, j int) bool { return g.Topics[i].Topic < g.Topics[j].Topic })
 }
 
 // classicMembers lists a classic group's members with the partitions each was assigned.

@@ -296,6 +296,16 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 			oldest = age
 		}
 	}
+	addRow := func(scan func(...any) error) error { // a row of (state, count, oldest age)
+		var st string
+		var n int64
+		var age sql.NullFloat64
+		if err := scan(&st, &n, &age); err != nil {
+			return err
+		}
+		add(st, n, age)
+		return nil
+	}
 	q := func(op, query string, row func(scan func(...any) error) error) error {
 		return s.conn.Wrap(op, s.conn.Query(ctx, query, nil, row))
 	}
@@ -309,16 +319,7 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 			groupKey, group = state, " GROUP BY "+state
 		}
 		err = q("count the incomplete publications", "SELECT "+state+", count(*), max("+s.d.age(sh.created)+") FROM "+sh.table+
-			" WHERE "+incomplete+group, func(scan func(...any) error) error {
-			var st string
-			var n int64
-			var age sql.NullFloat64
-			if err := scan(&st, &n, &age); err != nil {
-				return err
-			}
-			add(st, n, age)
-			return nil
-		})
+			" WHERE "+incomplete+group, addRow)
 		if err != nil {
 			return rs, err
 		}
@@ -354,16 +355,7 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 		incomplete = sh.state + " <> 'COMPLETED'"
 		groupKey = s.d.text(sh.state)
 		err = q("count the records", "SELECT "+s.d.text(sh.state)+", count(*), max(CASE WHEN "+incomplete+" THEN "+s.d.age(sh.created)+
-			" END) FROM "+sh.table+" GROUP BY "+sh.state, func(scan func(...any) error) error {
-			var st string
-			var n int64
-			var age sql.NullFloat64
-			if err := scan(&st, &n, &age); err != nil {
-				return err
-			}
-			add(st, n, age)
-			return nil
-		})
+			" END) FROM "+sh.table+" GROUP BY "+sh.state, addRow)
 		if err != nil {
 			return rs, err
 		}
