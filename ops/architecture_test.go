@@ -45,10 +45,8 @@ var driverDebt = []string{
 	"ops/doctor -> ops/pgpool",
 	"ops/doctor -> ops/rabbit",
 	"ops/doctor -> ops/store",
-	"ops/replay -> ops/kafka",
 	"ops/replay -> ops/rabbit",
 	"ops/search -> ops/kafka",
-	"ops/trace -> ops/kafka",
 }
 
 func TestDriversOnlyInAdapters(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/search"
@@ -464,13 +463,13 @@ func partitionsFor(ctx context.Context, k KafkaCluster, topic, original string, 
 	}
 	want := map[int32]bool{}
 	for _, key := range keys {
-		want[kafka.KeyPartition(topic, []byte(key), len(parts))] = true
+		want[k.KeyPartition(topic, []byte(key), len(parts))] = true
 	}
 	why := "the key's partition"
 	if original != "" {
 		if op, err := k.Partitions(ctx, original); err == nil && len(op) > 0 {
 			for _, key := range keys {
-				if p := kafka.KeyPartition(original, []byte(key), len(op)); int(p) < len(parts) {
+				if p := k.KeyPartition(original, []byte(key), len(op)); int(p) < len(parts) {
 					want[p] = true
 				}
 			}

@@ -58,6 +58,9 @@ type KafkaCluster interface {
 	DeadLetterTopics(ctx context.Context) ([]kafkamodel.DLTopic, error)
 	// OriginalTopicOf is the topic a dead-letter topic's name says it serves ("" when none).
 	OriginalTopicOf(dlt string) string
+	// KeyPartition is the partition Java's default partitioner (murmur2) picks for key among n
+	// partitions of topic (-1 for a nil key or none): a trace by key reads only that one.
+	KeyPartition(topic string, key []byte, n int) int32
 }
 
 // RabbitBroker is a RabbitMQ broker; *rabbit.Broker implements it. Its Scan browses safely: the
