@@ -297,6 +297,8 @@ var (
 	_ offsets.Cluster = (*kafka.Cluster)(nil)
 )
 
+var _ replay.KafkaCluster = (*kafka.Cluster)(nil) // and ops/replay's, likewise
+
 // as hands adapters on as the interface a use case declares for what it needs of them (each
 // adapter implements it: a wrong one fails every start, which the tests do); nil when there are
 // none, as an option left out.

@@ -67,3 +67,6 @@ func DefaultHeaderNames() HeaderNames { return kafkamodel.DefaultHeaderNames() }
 func LastHeader(headers []Header, names []string) string {
 	return kafkamodel.LastHeader(headers, names)
 }
+
+// ErrNotAcknowledged is kafkamodel.ErrNotAcknowledged: the same error, so errors.Is matches either name.
+var ErrNotAcknowledged = kafkamodel.ErrNotAcknowledged

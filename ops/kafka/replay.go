@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
@@ -246,10 +247,6 @@ func (c *Cluster) dropProducer(cl *kgo.Client) {
 	cl.Close()
 }
 
-// ErrNotAcknowledged marks a Produce whose records the broker did not acknowledge in time, or
-// that was cancelled first: each of them may or may not be written. It wraps ops.ErrUnavailable.
-var ErrNotAcknowledged = errors.New("not acknowledged in time: each record may or may not be written")
-
 // produceWaitFactor times the request timeout is how long Produce waits for its acknowledgements.
 // The idempotent producer retries a retriable answer (NOT_ENOUGH_REPLICAS: acks=all with the ISR
 // below min.insync.replicas) for ever once a batch was sent, since failing it could reorder or
@@ -417,8 +414,9 @@ type Reader struct {
 	pending   []*kgo.Record // fetched past the last call's end
 }
 
-// NewReader prepares a reader; it connects on the first Read.
-func (c *Cluster) NewReader(topic string, partition int32) *Reader {
+// NewReader prepares a reader; it connects on the first Read. It answers the model's interface so
+// that *Cluster is the port the replay engine declares (a method's result type must match).
+func (c *Cluster) NewReader(topic string, partition int32) kafkamodel.PartitionReader {
 	return &Reader{c: c, topic: topic, partition: partition, next: -1}
 }
 
@@ -520,6 +518,8 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 		}
 	}
 }
+
+var _ kafkamodel.PartitionReader = (*Reader)(nil)
 
 // Close ends the fetch session.
 func (r *Reader) Close() {

@@ -20,21 +20,24 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/inbox"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/source"
 )
 
-// KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it.
+// KafkaCluster is what replay needs of a cluster; *kafka.Cluster implements it (cmd/console
+// checks at compile time).
 type KafkaCluster interface {
 	Name() string
 	Partitions(ctx context.Context, topic string) ([]kafkamodel.PartitionRange, error)
 	TopicID(ctx context.Context, topic string) (string, error)
 	Scan(ctx context.Context, topic string, partition int32, from, to int64, fn func(kafkamodel.Record) error) error
-	NewReader(topic string, partition int32) *kafka.Reader
+	NewReader(topic string, partition int32) kafkamodel.PartitionReader
 	Produce(ctx context.Context, records []kafkamodel.Outgoing) []error
+	// KeyPartition is the partition the producer's default partitioner picks for key among n
+	// partitions; -1 for a nil key (any partition) or no partitions.
+	KeyPartition(topic string, key []byte, n int) int32
 }
 
 // OutboxTable is what replay needs of an outbox; *outbox.Outbox implements it.

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/search"
@@ -428,7 +427,7 @@ func (d *destPartitions) resolve(topic string, header *int32, key []byte) (Desti
 		dest.Partition, dest.PartitionSource = *header, PartitionFromHeader
 		return dest, true
 	}
-	dest.Partition, dest.PartitionSource = kafka.KeyPartition(topic, key, n), PartitionFromKey
+	dest.Partition, dest.PartitionSource = d.k.KeyPartition(topic, key, n), PartitionFromKey
 	return dest, true
 }
 
@@ -468,8 +467,8 @@ type kafkaRunner struct {
 	e       *Engine
 	k       KafkaCluster
 	src     Source
-	readers map[int32]*kafka.Reader // one fetch session per partition for the whole run
-	dests   *destPartitions         // the original topics' partitions now, not when planned
+	readers map[int32]kafkamodel.PartitionReader // one fetch session per partition for the whole run
+	dests   *destPartitions                      // the original topics' partitions now, not when planned
 }
 
 // finish marks the job's published records replayed, from the ledger: the sweep that completes
@@ -521,7 +520,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 		want := byPartition[p] // ascending offsets: plan order within a partition
 		slices.SortFunc(want, func(a, b Item) int { return cmp.Compare(*a.Position, *b.Position) })
 		if r.readers == nil {
-			r.readers = map[int32]*kafka.Reader{}
+			r.readers = map[int32]kafkamodel.PartitionReader{}
 		}
 		rd, ok := r.readers[p]
 		if !ok {
@@ -600,7 +599,7 @@ func (r *kafkaRunner) move(ctx context.Context, job Job, items []Item, resumed m
 	}
 	errs := r.k.Produce(ctx, out)
 	for _, err := range errs {
-		if errors.Is(err, kafka.ErrNotAcknowledged) {
+		if errors.Is(err, kafkamodel.ErrNotAcknowledged) {
 			// Whether the batch was written is unknown: the engine pauses the job, saying why, and
 			// sends the batch again once the cluster answers (at least once, as after a crash).
 			return moved{}, err
