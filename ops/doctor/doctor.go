@@ -3,7 +3,8 @@
 // each problem what to change: the GRANT statement, the RabbitMQ tag or permission, the Kafka ACL.
 //
 // Checks are plain Go over the adapters' own read-only methods (ops/store, ops/outbox, ops/inbox,
-// ops/kafka, ops/rabbit): rights are read from the catalog (has_column_privilege in PostgreSQL,
+// ops/kafka, ops/rabbit), reached through the ports of ports.go and the outbox and inbox domains'
+// types, so that the doctor imports no driver: rights are read from the catalog (has_column_privilege in PostgreSQL,
 // information_schema's privilege tables in MySQL/MariaDB), from Kafka's
 // authorized operations or ACLs and from the management API, never by trying the change. The one
 // exception is RabbitMQ's write right when the management user may not read permissions: it is
@@ -21,10 +22,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/inbox"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/ops/rabbit"
-	"github.com/redrive/redrive/ops/store"
 )
 
 // Status is a check's outcome.
@@ -59,20 +57,26 @@ type Report struct {
 func (r Report) Passed() bool { return r.Failed == 0 }
 
 // Adapters are the console's running adapters, by configured name; the doctor uses them instead of
-// opening connections of its own. A nil field (or a name missing from a map) makes the doctor
-// build that adapter from the config for the run and close it afterwards.
+// opening connections of its own. A name missing from a map makes the doctor open that adapter
+// with the Open function of its kind for the run and close it afterwards.
 type Adapters struct {
-	Store    *store.Store
+	// Store reads the facts of Redrive's own schema (cmd wires ops/store). Without it the store's
+	// connect check fails.
+	Store    StoreSchema
 	Outboxes map[string]*outbox.Outbox
 	Inboxes  map[string]*inbox.Inbox // by consumer name
-	Kafka    map[string]*kafka.Cluster
-	Rabbit   map[string]*rabbit.Broker
+	Kafka    map[string]KafkaCluster
+	Rabbit   map[string]RabbitBroker
 	// OpenOutbox and OpenInbox open an outbox or an inbox that is not running, with the adapter of
 	// its DSN's database (cmd wires them: the scheme picks PostgreSQL or MySQL). Required when the
 	// config has outboxes or inboxes and the maps above lack them; without, their connect check
 	// fails.
 	OpenOutbox func(ctx context.Context, cfg configs.Outbox) (*outbox.Outbox, error)
 	OpenInbox  func(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error)
+	// OpenKafka and OpenRabbit connect to a Kafka cluster or a RabbitMQ broker that is not running
+	// (cmd wires ops/kafka and ops/rabbit), the same way: without, their connect check fails.
+	OpenKafka  func(cfg configs.KafkaCluster, ids configs.MessageIDRules) (KafkaCluster, error)
+	OpenRabbit func(cfg configs.RabbitMQBroker, ids configs.MessageIDRules) (RabbitBroker, error)
 }
 
 // Doctor runs the checks of one configuration. It is safe for concurrent use.

@@ -28,7 +28,7 @@ import (
 
 // pgAdapters opens the outboxes and inboxes of a config in PostgreSQL, as the console does for a
 // postgres:// DSN.
-var pgAdapters = doctor.Adapters{OpenOutbox: pgoutbox.Open, OpenInbox: pginbox.Open}
+var pgAdapters = withSystems(doctor.Adapters{OpenOutbox: pgoutbox.Open, OpenInbox: pginbox.Open})
 
 func suffix() string {
 	b := make([]byte, 4)

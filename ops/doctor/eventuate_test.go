@@ -43,7 +43,7 @@ func TestEventuateInboxRights(t *testing.T) {
 		mysqltest.Exec(t, svc, mysqlinbox.EventuateDDL)
 		grantee := "'" + user + "'@'127.0.0.1'"
 		mysqltest.Exec(t, svc, `GRANT INSERT ON `+dbName+`.received_messages TO `+grantee)
-		ad := doctor.Adapters{OpenInbox: mysqlinbox.OpenEventuate}
+		ad := withSystems(doctor.Adapters{OpenInbox: mysqlinbox.OpenEventuate})
 		cfg := eventuateInbox(t, pgtest.NewDatabase(t), as(t, svc, user, pw), "")
 
 		rep := doctor.New(cfg, ad).Run(context.Background())
@@ -79,7 +79,7 @@ func TestEventuateInboxRights(t *testing.T) {
 		user, pw := newRole(t)
 		svc := pgtest.NewDatabase(t)
 		pgtest.Exec(t, svc, pginbox.EventuateDDL)
-		ad := doctor.Adapters{OpenInbox: pginbox.OpenEventuate}
+		ad := withSystems(doctor.Adapters{OpenInbox: pginbox.OpenEventuate})
 		cfg := eventuateInbox(t, pgtest.NewDatabase(t), as(t, svc, user, pw), "")
 		rep := doctor.New(cfg, ad).Run(context.Background())
 		t.Log("\n" + text(rep))

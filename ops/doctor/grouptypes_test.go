@@ -64,7 +64,7 @@ func TestKafkaGroupTypeRights(t *testing.T) {
 			cfg.Consumers = append(cfg.Consumers, configs.Consumer{Name: u + "-" + g, Kafka: &configs.ConsumerKafka{Cluster: u, Group: g}})
 		}
 	}
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep := doctor.New(cfg, withSystems(doctor.Adapters{})).Run(context.Background())
 	t.Log("\n" + text(rep))
 
 	bootstrap := k.ListenAddrs()[0]

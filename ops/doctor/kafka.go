@@ -11,7 +11,6 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
@@ -34,8 +33,13 @@ func aclFix(kc configs.KafkaCluster, op, resource string) string {
 }
 
 // kafka is the cluster's adapter for a check of key (the cluster's and its registry's), as adapter.
-func (d *Doctor) kafka(r *recorder, key string, kc configs.KafkaCluster) (*kafka.Cluster, func(), bool) {
-	return adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (*kafka.Cluster, error) { return kafka.New(kc, d.cfg.MessageID) })
+func (d *Doctor) kafka(r *recorder, key string, kc configs.KafkaCluster) (KafkaCluster, func(), bool) {
+	return adapter(r, d.ad.Kafka, kc.Name, "check "+key, func() (KafkaCluster, error) {
+		if d.ad.OpenKafka == nil {
+			return nil, fmt.Errorf("kafka %s: the doctor was given no way to open it", kc.Name)
+		}
+		return d.ad.OpenKafka(kc, d.cfg.MessageID)
+	})
 }
 
 func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.KafkaCluster) {
@@ -63,7 +67,7 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 	if err != nil {
 		r.fail("groups", aclFix(kc, "Describe", "--group '*'"), "listing groups failed: %s", short(err))
 	} else {
-		checkGroupTypes(r, kc, ga, named)
+		checkGroupTypes(r, kc, k, ga, named)
 	}
 	checkTransactions(ctx, r, kc, k)
 
@@ -87,7 +91,7 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 		ta, listed := acc.Topics[topic]
 		fix := aclFix(kc, op, "--topic "+topic)
 		switch {
-		case listed && kafka.TopicDenied(ta.Err):
+		case listed && k.TopicDenied(ta.Err):
 			r.fail(name, fix, "%s may not even describe %s", principal(kc), topic)
 			return
 		case acc.OpsKnown && listed:
@@ -102,19 +106,19 @@ func (d *Doctor) checkKafka(ctx context.Context, r *recorder, i int, kc configs.
 			}
 			return
 		case !aclsAnswered:
-			r.warn(name, "", "not checked: %s", kafka.ErrACLsNotAnswered)
+			r.warn(name, "", "not checked: %s", kafkamodel.ErrACLsNotAnswered)
 			return
 		}
 		acls, err := k.TopicACLs(ctx, topic)
 		switch {
-		case errors.Is(err, kafka.ErrACLsNotAnswered):
+		case errors.Is(err, kafkamodel.ErrACLsNotAnswered):
 			aclsAnswered = false
-			r.warn(name, "", "not checked: %s", kafka.ErrACLsNotAnswered)
+			r.warn(name, "", "not checked: %s", kafkamodel.ErrACLsNotAnswered)
 		case err != nil:
 			r.warn(name, "", "not checked: %s", short(err))
 		case len(acls) == 0:
 			r.warn(name, fix, "no ACL names %s: allowed only when the brokers set allow.everyone.if.no.acl.found=true", topic)
-		case kafka.ACLsAllow(acls, principal(kc), strings.ToUpper(op)):
+		case kafkamodel.ACLsAllow(acls, principal(kc), strings.ToUpper(op)):
 			r.ok(name, "%s may %s %s (ACLs)", principal(kc), strings.ToLower(op), topic)
 		default:
 			r.fail(name, fix, "no ACL lets %s %s %s", principal(kc), strings.ToLower(op), topic)
@@ -180,7 +184,7 @@ var groupTypes = []struct{ typ, request string }{
 // (consumer)", "groups (share)", each failing with the ACL that lets the console describe the
 // groups it could not; a configured group Kafka does not list (it hides groups the principal may
 // not describe) is told under "groups", with its own ACL.
-func checkGroupTypes(r *recorder, kc configs.KafkaCluster, ga kafka.GroupAccess, named []string) {
+func checkGroupTypes(r *recorder, kc configs.KafkaCluster, k KafkaCluster, ga kafkamodel.GroupAccess, named []string) {
 	fixFor := func(groups []string) string {
 		if len(groups) == 1 {
 			return aclFix(kc, "Describe", "--group '"+groups[0]+"'")
@@ -199,7 +203,7 @@ func checkGroupTypes(r *recorder, kc configs.KafkaCluster, ga kafka.GroupAccess,
 			err, described := ga.Described[g]
 			switch {
 			case !described || err == nil:
-			case kafka.TopicDenied(err):
+			case k.TopicDenied(err):
 				topicDenied = append(topicDenied, g)
 				why = append(why, fmt.Sprintf("%s (%s)", g, short(err)))
 			default:
@@ -228,7 +232,7 @@ func checkGroupTypes(r *recorder, kc configs.KafkaCluster, ga kafka.GroupAccess,
 			continue
 		}
 		switch err := ga.Described[g]; {
-		case err == nil, kafka.GroupMissing(err):
+		case err == nil, k.GroupMissing(err):
 			missing = append(missing, g)
 		default:
 			hidden = append(hidden, fmt.Sprintf("%s (%s)", g, short(err)))

@@ -16,7 +16,7 @@ import (
 
 // mysqlAdapters opens the outboxes and inboxes of a config in MySQL/MariaDB, as the console does
 // for a mysql:// DSN.
-var mysqlAdapters = doctor.Adapters{OpenOutbox: mysqloutbox.Open, OpenInbox: mysqlinbox.Open}
+var mysqlAdapters = withSystems(doctor.Adapters{OpenOutbox: mysqloutbox.Open, OpenInbox: mysqlinbox.Open})
 
 // newMySQLUser creates an account 'name'@'127.0.0.1' (server-wide), dropped at cleanup.
 func newMySQLUser(t *testing.T) (name, password string) {

@@ -39,7 +39,7 @@ func TestModulithRegistryRights(t *testing.T) {
 	}
 	grantee := "'" + user + "'@'127.0.0.1'"
 	mysqltest.Exec(t, svc, `GRANT INSERT ON `+dbName+`.EVENT_PUBLICATION TO `+grantee) // a right, but not to read
-	ad := doctor.Adapters{OpenOutbox: mysqloutbox.OpenRegistry}
+	ad := withSystems(doctor.Adapters{OpenOutbox: mysqloutbox.OpenRegistry})
 	rep := doctor.New(config(""), ad).Run(context.Background())
 	t.Log("\n" + text(rep))
 	sel := expect(t, rep, "outbox/modulith", "SELECT", doctor.Failed, "GRANT SELECT ON "+dbName+".EVENT_PUBLICATION TO "+grantee+";")

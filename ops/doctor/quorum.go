@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
@@ -13,7 +12,7 @@ import (
 // the console counts against it, and messages near it are taken into Redrive's archive instead of
 // going back (so that RabbitMQ never drops one because someone looked); on 3.x such a queue is not
 // browsed at all. Either way the fix is a policy of delivery-limit -1 on dead-letter queues.
-func checkQuorumLimits(ctx context.Context, r *recorder, b *rabbit.Broker, targets []rabbitmodel.DLQTarget) {
+func checkQuorumLimits(ctx context.Context, r *recorder, b RabbitBroker, targets []rabbitmodel.DLQTarget) {
 	qs, err := b.Queues(ctx)
 	if err != nil {
 		r.warn("quorum dead-letter queues", "", "not checked: reading the queues failed: %s", short(err))

@@ -44,7 +44,7 @@ func TestQuorumDLQLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func() doctor.Report {
-		rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+		rep := doctor.New(cfg, withSystems(doctor.Adapters{})).Run(context.Background())
 		t.Log("\n" + text(rep))
 		return rep
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
@@ -24,7 +23,12 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs.RabbitMQBroker) {
 	key := fmt.Sprintf("rabbitmq[%d]", i)
-	b, release, ok := adapter(r, d.ad.Rabbit, rc.Name, "check "+key, func() (*rabbit.Broker, error) { return rabbit.New(rc, d.cfg.MessageID) })
+	b, release, ok := adapter(r, d.ad.Rabbit, rc.Name, "check "+key, func() (RabbitBroker, error) {
+		if d.ad.OpenRabbit == nil {
+			return nil, fmt.Errorf("rabbitmq %s: the doctor was given no way to open it", rc.Name)
+		}
+		return d.ad.OpenRabbit(rc, d.cfg.MessageID)
+	})
 	if !ok {
 		return
 	}
@@ -34,7 +38,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 	loggedIn := false
 	for _, vh := range b.LoginVhosts() {
 		err := b.CheckLogin(ctx, vh)
-		reason, refused := rabbit.AccessRefused(err)
+		reason, refused := b.AccessRefused(err)
 		switch {
 		case err == nil:
 			loggedIn = true
@@ -42,7 +46,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 		case refused:
 			r.fail("amqp login "+vh, fmt.Sprintf("check the user and password in %s.url (rabbitmqctl authenticate_user %s '<password>')", key, amqpUser),
 				"%s was refused: %s", amqpUser, reason)
-		case rabbit.BrokerClosed(err), errors.Is(err, ops.ErrNotFound):
+		case b.BrokerClosed(err), errors.Is(err, ops.ErrNotFound):
 			r.fail("amqp login "+vh, fmt.Sprintf("rabbitmqctl set_permissions -p %s %s '' '.*' '.*'", shellQuote(vh), amqpUser),
 				"%s may not open vhost %s: %s", amqpUser, vh, short(err))
 		default:
@@ -54,7 +58,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 	mgmtOK := false
 	user, tags, err := b.Whoami(ctx)
 	setTags := fmt.Sprintf("rabbitmqctl set_user_tags %s monitoring", mgmtUser)
-	switch st := rabbit.APIStatus(err); {
+	switch st := b.APIStatus(err); {
 	case err == nil && slices.ContainsFunc(tags, func(t string) bool { return slices.Contains(managementTags, t) }):
 		mgmtOK = true
 		r.ok("management API", "%s has tags %s", user, strings.Join(tags, ", "))
@@ -147,7 +151,7 @@ func (d *Doctor) checkRabbit(ctx context.Context, r *recorder, i int, rc configs
 			}
 			// The permissions cannot be read: a publish in a transaction, rolled back, asks the broker.
 			err := b.ProbeWrite(ctx, t.Vhost, ex)
-			reason, refused := rabbit.AccessRefused(err)
+			reason, refused := b.AccessRefused(err)
 			switch {
 			case err == nil:
 				r.ok(name, "%s may publish to %s (a publish in a transaction, rolled back)", amqpUser, ex)

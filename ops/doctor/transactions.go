@@ -9,7 +9,6 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
 )
 
 // checkTransactions reports DESCRIBE on transactional ids ("transactional ids"): the console finds
@@ -17,7 +16,7 @@ import (
 // DescribeTransactions, and Kafka leaves out of ListTransactions, without a word, every id the
 // principal may not describe, so that a transaction of a hidden id reads as one no coordinator
 // knows (hanging). The fix is the ACL granting DESCRIBE on every transactional id.
-func checkTransactions(ctx context.Context, r *recorder, kc configs.KafkaCluster, k *kafka.Cluster) {
+func checkTransactions(ctx context.Context, r *recorder, kc configs.KafkaCluster, k KafkaCluster) {
 	const name = "transactional ids"
 	fix := aclFix(kc, "Describe", "--transactional-id '*'")
 	ta, err := k.TransactionAccess(ctx)
@@ -27,7 +26,7 @@ func checkTransactions(ctx context.Context, r *recorder, kc configs.KafkaCluster
 	}
 	who := principal(kc)
 	switch {
-	case ta.ListErr != nil && refusal(ta.ListErr):
+	case ta.ListErr != nil && k.Refusal(ta.ListErr):
 		r.fail(name, fix, "%s may not list transactions (ListTransactions: %s): open transactions would be reported without their transactional id, as hanging",
 			who, short(ta.ListErr))
 		return
@@ -54,9 +53,9 @@ func checkTransactions(ctx context.Context, r *recorder, kc configs.KafkaCluster
 	}
 	listed := ops.Plural(int64(len(ta.Listed)), "transactional id") + " listed and described"
 	switch {
-	case ta.ProbeErr != nil && kafka.Refusal(ta.ProbeErr):
+	case ta.ProbeErr != nil && k.Refusal(ta.ProbeErr):
 		detail := fmt.Sprintf("%s may not describe every transactional id (DescribeTransactions of one nobody uses: %s): "+
-			"an open transaction of an id it may not describe is reported without it, as hanging", who, kafkaCode(ta.ProbeErr))
+			"an open transaction of an id it may not describe is reported without it, as hanging", who, kafkaCode(k, ta.ProbeErr))
 		if unnamed != "" {
 			detail += "; " + unnamed
 		}
@@ -72,10 +71,7 @@ func checkTransactions(ctx context.Context, r *recorder, kc configs.KafkaCluster
 	}
 }
 
-// refusal reports an authorization refusal of Kafka's.
-func refusal(err error) bool { return kafka.Refusal(err) }
-
 // kafkaCode is Kafka's error code in err (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), or its text.
-func kafkaCode(err error) string {
-	return cmp.Or(kafka.Code(err), short(err))
+func kafkaCode(k KafkaCluster, err error) string {
+	return cmp.Or(k.Code(err), short(err))
 }

@@ -47,7 +47,7 @@ func TestKafkaTransactionalIDRights(t *testing.T) {
 		cfg.Kafka = append(cfg.Kafka, configs.KafkaCluster{Name: u, Brokers: k.ListenAddrs(), DeadLetterTopics: []string{"*.DLT"},
 			RequestTimeout: configs.Duration(5 * time.Second), SASL: &configs.SASL{Mechanism: "PLAIN", Username: u, Password: "pw"}})
 	}
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep := doctor.New(cfg, withSystems(doctor.Adapters{})).Run(context.Background())
 	t.Log("\n" + text(rep))
 
 	c := expect(t, rep, "kafka/granted", "transactional ids", doctor.OK)

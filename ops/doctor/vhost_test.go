@@ -43,7 +43,7 @@ func TestRabbitChecksNameTheDefaultVhostOnce(t *testing.T) {
 	b.DeadLetterQueues = []string{dlq}
 	cfg := baseConfig(t, pgtest.NewDatabase(t))
 	cfg.RabbitMQ = []configs.RabbitMQBroker{b}
-	rep := doctor.New(cfg, doctor.Adapters{}).Run(context.Background())
+	rep := doctor.New(cfg, withSystems(doctor.Adapters{})).Run(context.Background())
 	expect(t, rep, "rabbitmq/test", "read "+dlq, doctor.OK)
 	expect(t, rep, "rabbitmq/test", "write "+exchange, doctor.OK)
 	for _, c := range rep.Checks {

@@ -24,3 +24,18 @@ func Code(err error) string {
 	}
 	return ""
 }
+
+// The same answers as methods, so that a port (console doctor's) has the cluster classify its own
+// errors and its caller needs no driver to tell them apart.
+
+// TopicDenied is TopicDenied.
+func (*Cluster) TopicDenied(err error) bool { return TopicDenied(err) }
+
+// GroupMissing is GroupMissing.
+func (*Cluster) GroupMissing(err error) bool { return GroupMissing(err) }
+
+// Refusal is Refusal.
+func (*Cluster) Refusal(err error) bool { return Refusal(err) }
+
+// Code is Code.
+func (*Cluster) Code(err error) string { return Code(err) }

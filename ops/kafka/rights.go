@@ -13,29 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
-// Access is what the cluster says the console's principal may do, read with one metadata request
-// that asks for the authorized operations of every topic (KIP-430). Nothing is written.
-type Access struct {
-	ClusterID string
-	Brokers   int
-	// Topics are every topic the metadata lists (a topic the principal may not describe is listed
-	// with its error by a broker that enforces ACLs, or left out).
-	Topics map[string]TopicAccess
-	// OpsKnown is false when the brokers omitted the authorized operations (an old broker, or one
-	// that does not compute them): Read and Write are then unknown, see DescribeACLs.
-	OpsKnown bool
-}
-
-// TopicAccess is the principal's rights on one topic.
-type TopicAccess struct {
-	Err         error // the topic's metadata error (kerr.TopicAuthorizationFailed, …); nil when fine
-	Describe    bool
-	Read, Write bool // meaningful only when Access.OpsKnown
-	Internal    bool
-}
+// Access and TopicAccess are kafkamodel's: the doctor reads them without this adapter.
+type (
+	Access      = kafkamodel.Access
+	TopicAccess = kafkamodel.TopicAccess
+)
 
 // Access issues the metadata request for all topics with their authorized operations. Errors wrap
 // ops.ErrUnavailable: no broker answered.
@@ -90,18 +76,8 @@ func (c *Cluster) OriginalTopicOf(dlt string) string {
 	return ""
 }
 
-// GroupAccess is the outcome of listing and describing groups of every type.
-type GroupAccess struct {
-	Listed []string // sorted
-	// Types is each listed group's type (GroupClassic, GroupConsumer, GroupShare). A group the
-	// principal may not describe is not listed at all (Kafka leaves it out of ListGroups), so a
-	// named group missing here has no known type.
-	Types map[string]string
-	// Described maps each described group to its error (nil: described fine), each with the
-	// request of its type: DescribeGroups (classic, and named groups not listed),
-	// ConsumerGroupDescribe (consumer), ShareGroupDescribe (share).
-	Described map[string]error
-}
+// GroupAccess is kafkamodel.GroupAccess.
+type GroupAccess = kafkamodel.GroupAccess
 
 // GroupAccess lists the groups of every type and describes the named ones plus up to 20 listed
 // ones of each type, each with its type's request as the lag pages do. Errors wrap
@@ -181,21 +157,11 @@ func (c *Cluster) GroupAccess(ctx context.Context, named ...string) (GroupAccess
 	return ga, nil
 }
 
-// ACL is one access control entry the cluster reports for a topic.
-type ACL struct {
-	Principal string // User:alice, User:*
-	Host      string
-	Operation string // READ, WRITE, ALL, …
-	Allow     bool
-	// Pattern is how the resource name matched: LITERAL, PREFIXED (the name is a prefix) or the
-	// wildcard topic "*".
-	Pattern  string
-	Resource string
-}
+// ACL is kafkamodel.ACL.
+type ACL = kafkamodel.ACL
 
-// ErrACLsNotAnswered is returned by TopicACLs when the cluster does not answer DescribeACLs (no
-// authorizer, an old broker, or one that does not implement it).
-var ErrACLsNotAnswered = errors.New("the cluster does not answer DescribeACLs")
+// ErrACLsNotAnswered is kafkamodel.ErrACLsNotAnswered: the same error, so errors.Is matches either name.
+var ErrACLsNotAnswered = kafkamodel.ErrACLsNotAnswered
 
 // TopicACLs describes the ACLs that apply to topic (literal, prefixed and wildcard). It needs
 // DESCRIBE on the cluster; a cluster that refuses or does not implement it gives ErrACLsNotAnswered
@@ -227,23 +193,9 @@ func (c *Cluster) TopicACLs(ctx context.Context, topic string) ([]ACL, error) {
 	return out, nil
 }
 
-// ACLsAllow reports whether acls let principal do op (READ, WRITE) from any host: an ALLOW for
-// the principal or User:* with the operation or ALL, and no DENY.
+// ACLsAllow is kafkamodel.ACLsAllow.
 func ACLsAllow(acls []ACL, principal, op string) bool {
-	allowed := false
-	for _, a := range acls {
-		if a.Principal != principal && a.Principal != "User:*" {
-			continue
-		}
-		if !strings.EqualFold(a.Operation, op) && !strings.EqualFold(a.Operation, "ALL") {
-			continue
-		}
-		if !a.Allow {
-			return false
-		}
-		allowed = true
-	}
-	return allowed
+	return kafkamodel.ACLsAllow(acls, principal, op)
 }
 
 // CheckSchemaRegistry lists the subjects of the cluster's Schema Registry (kafka[].schema_registry)

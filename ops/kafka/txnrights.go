@@ -7,28 +7,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
-// TransactionAccess is what the console may learn of the cluster's transactions, for console
-// doctor: open transactions are told by their transactional id only when the principal may
-// DESCRIBE it (Kafka leaves the others out of ListTransactions without a word, and a transaction
-// whose id cannot be listed reads as hanging).
-type TransactionAccess struct {
-	// Listed are the transactional ids ListTransactions answered; ListErr is its refusal or
-	// failure.
-	Listed  []string
-	ListErr error
-	// Refused are listed ids DescribeTransactions refused, with the refusal.
-	Refused map[string]error
-	// ProbeErr is DescribeTransactions' answer for a transactional id nobody uses: Kafka checks
-	// DESCRIBE before it looks the id up, so TRANSACTIONAL_ID_AUTHORIZATION_FAILED means the
-	// principal may not describe every id, and nil (the id is not found) that it may.
-	ProbeErr error
-	// Unnamed are transactions open on a partition whose producer has no listed transactional
-	// id: hanging, or hidden from the principal. OpenErr is why they could not be read.
-	Unnamed []OpenTransaction
-	OpenErr error
-}
+// TransactionAccess is kafkamodel.TransactionAccess.
+type TransactionAccess = kafkamodel.TransactionAccess
 
 // probeTransactionalID is the id TransactionAccess describes to learn the principal's right.
 const probeTransactionalID = "redrive-doctor-probe-no-such-transactional-id"

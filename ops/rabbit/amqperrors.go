@@ -24,3 +24,15 @@ func BrokerClosed(err error) bool {
 	var ae *amqp.Error
 	return errors.As(err, &ae)
 }
+
+// The same answers as methods, so that a port (console doctor's) has the broker classify its own
+// errors and its caller needs no driver to tell them apart.
+
+// AccessRefused is AccessRefused.
+func (*Broker) AccessRefused(err error) (reason string, ok bool) { return AccessRefused(err) }
+
+// BrokerClosed is BrokerClosed.
+func (*Broker) BrokerClosed(err error) bool { return BrokerClosed(err) }
+
+// APIStatus is APIStatus.
+func (*Broker) APIStatus(err error) int { return APIStatus(err) }

@@ -5,16 +5,12 @@ import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
-// RegistryCheck is what the doctor learns from the Schema Registry.
-type RegistryCheck struct {
-	Configured bool
-	Subjects   int
-	// Status is the HTTP status of a refused request (401, 403, …); 0 when the registry answered
-	// or could not be reached at all.
-	Status int
-}
+// RegistryCheck is kafkamodel.RegistryCheck: the doctor reads it without this package.
+type RegistryCheck = kafkamodel.RegistryCheck
 
 // CheckRegistry lists the registry's subjects with the configured credentials (a read; nothing is
 // registered). The error is the registry's answer or why it could not be reached.
