@@ -42,7 +42,6 @@ func isAdapter(pkg string) bool {
 // when its edge goes; never add one.
 var driverDebt = []string{
 	"ops/replay -> ops/rabbit",
-	"ops/search -> ops/kafka",
 }
 
 func TestDriversOnlyInAdapters(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
+	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/ops/triage"
@@ -298,6 +299,8 @@ var (
 )
 
 var _ replay.KafkaCluster = (*kafka.Cluster)(nil) // and ops/replay's, likewise
+
+var _ search.KafkaSource = (*kafka.Cluster)(nil) // and ops/search's scans (NewScanner gives kafkamodel's Scanner)
 
 // as hands adapters on as the interface a use case declares for what it needs of them (each
 // adapter implements it: a wrong one fails every start, which the tests do); nil when there are

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/kafka/schema"
 )
 
@@ -56,8 +57,15 @@ type Scanner struct {
 	bytes, records int64 // read so far, for sizing backward chunks
 }
 
-// NewScanner prepares a scanner of topic; it connects on the first read.
-func (c *Cluster) NewScanner(topic string) *Scanner {
+// The domain reads scans through kafkamodel's interfaces.
+var (
+	_ kafkamodel.Scanner    = (*Scanner)(nil)
+	_ kafkamodel.LazyRecord = (*Lazy)(nil)
+)
+
+// NewScanner prepares a scanner of topic; it connects on the first read. It is the domain's
+// kafkamodel.Scanner, so that *Cluster provides the ports that read scans (search.KafkaSource).
+func (c *Cluster) NewScanner(topic string) kafkamodel.Scanner {
 	return &Scanner{c: c, topic: topic, next: -1}
 }
 
@@ -77,7 +85,7 @@ func (s *Scanner) Close() {
 // after the last record fn was given (to when the range was read whole). Errors: records deleted
 // under the read → ops.ErrInvalid; the cluster unreachable or ctx done → a wrapped error.
 func (s *Scanner) Forward(ctx context.Context, partition int32, from, to int64, fn func(Record) bool) (int64, error) {
-	return s.ForwardLazy(ctx, partition, from, to, func(l *Lazy) bool { return fn(l.Record()) })
+	return s.ForwardLazy(ctx, partition, from, to, func(l kafkamodel.LazyRecord) bool { return fn(l.Record()) })
 }
 
 // Lazy is one record of a scan, decoded for showing only when asked: Plain is the record as
@@ -85,9 +93,9 @@ func (s *Scanner) Forward(ctx context.Context, partition int32, from, to int64, 
 // shown. A scan whose filter reads the key decodes only the records it keeps. A Lazy and its
 // Plain are valid only during the call they are handed to: their bytes are the fetch's, which
 // the scanner lends to the next fetch after the call (see scanPools). The Records that Record
-// gives are copies, and stay valid.
+// gives are copies, and stay valid. It is the kafkamodel.LazyRecord the domain's scans read.
 type Lazy struct {
-	Plain Record
+	plain Record
 
 	ctx          context.Context
 	c            *Cluster
@@ -97,17 +105,20 @@ type Lazy struct {
 	valueDecoded bool   // ValueSchema's is
 }
 
+// Plain is the record as fetched, in place: the value capped, Size set, nothing decoded.
+func (l *Lazy) Plain() *Record { return &l.plain }
+
 // Decoded is the record as shown, in place: Plain with its schemas and dead-letter headers
 // decoded (once). It shares the fetch's buffers, and is valid as Plain is.
 func (l *Lazy) Decoded() *Record {
 	if !l.decoded {
 		l.decoded = true
 		if l.c.schemas.Active() {
-			l.Plain.KeySchema = l.c.schemas.Decode(l.ctx, l.Plain.Topic, true, l.Plain.Key)
+			l.plain.KeySchema = l.c.schemas.Decode(l.ctx, l.plain.Topic, true, l.plain.Key)
 		}
-		l.Plain.DeadLetter = l.c.index.decode(l.Plain.Headers, idSource(l.value, l.ValueSchema()), l.c.ids)
+		l.plain.DeadLetter = l.c.index.decode(l.plain.Headers, idSource(l.value, l.ValueSchema()), l.c.ids)
 	}
-	return &l.Plain
+	return &l.plain
 }
 
 // Record is the record as shown, copied out of the fetch's buffers: a caller may keep it.
@@ -134,7 +145,7 @@ func (l *Lazy) DeadLetterText(field string) ([]byte, bool) {
 	}
 	var value []byte
 	rank := -1
-	for _, h := range l.Plain.Headers {
+	for _, h := range l.plain.Headers {
 		for _, nf := range l.c.index.byName[strings.ToLower(h.Key)] {
 			// As headerIndex.decode: the lower rank wins, and the later of equal ranks.
 			if nf.field == f && (rank < 0 || nf.rank <= rank) {
@@ -154,10 +165,10 @@ func (l *Lazy) ValueSchema() *schema.Decoded {
 	if !l.valueDecoded {
 		l.valueDecoded = true
 		if l.c.schemas.Active() {
-			l.Plain.ValueSchema = l.c.schemas.Decode(l.ctx, l.Plain.Topic, false, l.value)
+			l.plain.ValueSchema = l.c.schemas.Decode(l.ctx, l.plain.Topic, false, l.value)
 		}
 	}
-	return l.Plain.ValueSchema
+	return l.plain.ValueSchema
 }
 
 // scanPools lends the scanners' clients their decompression buffers and record slices
@@ -239,7 +250,7 @@ func (s *Scanner) recycle(r *kgo.Record) {
 }
 
 // ForwardLazy is Forward handing each record undecoded; fn decodes what it needs.
-func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int64, fn func(*Lazy) bool) (int64, error) {
+func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int64, fn func(kafkamodel.LazyRecord) bool) (int64, error) {
 	if from >= to {
 		return to, nil
 	}
@@ -322,11 +333,11 @@ func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int
 // offset of the next record to read going on backwards (the last record fn was given, minus
 // one), from−1 when the range was read whole. Errors as Forward.
 func (s *Scanner) Backward(ctx context.Context, partition int32, from, to int64, fn func(Record) bool) (int64, error) {
-	return s.BackwardLazy(ctx, partition, from, to, func(l *Lazy) bool { return fn(l.Record()) })
+	return s.BackwardLazy(ctx, partition, from, to, func(l kafkamodel.LazyRecord) bool { return fn(l.Record()) })
 }
 
 // BackwardLazy is Backward handing each record undecoded, as ForwardLazy.
-func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to int64, fn func(*Lazy) bool) (int64, error) {
+func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to int64, fn func(kafkamodel.LazyRecord) bool) (int64, error) {
 	hi := to // the chunk is [lo, hi)
 	n := int64(firstChunkRecords)
 	for hi > from {
@@ -343,9 +354,9 @@ func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to in
 		// the scratch of a read is the next record's.
 		var chunk []Lazy
 		s.holding = true
-		_, err := s.ForwardLazy(ctx, partition, lo, hi, func(l *Lazy) bool {
-			c := *l
-			c.Plain.Headers = slices.Clone(l.Plain.Headers)
+		_, err := s.ForwardLazy(ctx, partition, lo, hi, func(lr kafkamodel.LazyRecord) bool {
+			c := *lr.(*Lazy) // ForwardLazy hands out its own *Lazy
+			c.plain.Headers = slices.Clone(c.plain.Headers)
 			chunk = append(chunk, c)
 			return true
 		})
@@ -353,7 +364,7 @@ func (s *Scanner) BackwardLazy(ctx context.Context, partition int32, from, to in
 		stopped, next := false, int64(0)
 		for i := len(chunk) - 1; i >= 0 && err == nil; i-- {
 			if !fn(&chunk[i]) {
-				stopped, next = true, chunk[i].Plain.Offset-1
+				stopped, next = true, chunk[i].plain.Offset-1
 				break
 			}
 		}
@@ -387,10 +398,10 @@ func (s *Scanner) open(partition int32, from int64, fetchBytes int32) error {
 
 // lazy sets l to a fetched record without copying its buffers or decoding it: the value capped
 // at MaxValueBytes, Size counted, the headers in hs (returned for reuse).
-// It writes the fields of l.Plain in place: a copy of a whole Record once a record is a bulk write
+// It writes the fields of l.plain in place: a copy of a whole Record once a record is a bulk write
 // of every pointer in it while the collector runs.
 func (c *Cluster) lazy(l *Lazy, r *kgo.Record, hs []Header) []Header {
-	rec := &l.Plain
+	rec := &l.plain
 	if rec.DeadLetter != nil || rec.KeySchema != nil || rec.ValueSchema != nil || rec.Aborted || rec.Unstable {
 		*rec = Record{} // a record decoded before this one
 	}

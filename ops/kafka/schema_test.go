@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/kafka/schema"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -330,9 +331,9 @@ func TestSchemaRegistryDecoding(t *testing.T) {
 		sc := f.c.NewScanner("orders.DLT")
 		defer sc.Close()
 		i := 0
-		if _, err := sc.ForwardLazy(ctxT(t), 0, 0, 8, func(l *Lazy) bool {
-			if l.Plain.DeadLetter != nil || l.Plain.ValueSchema != nil || l.Plain.KeySchema != nil {
-				t.Errorf("record %d decoded before it was asked: %+v", i, l.Plain)
+		if _, err := sc.ForwardLazy(ctxT(t), 0, 0, 8, func(l kafkamodel.LazyRecord) bool {
+			if l.Plain().DeadLetter != nil || l.Plain().ValueSchema != nil || l.Plain().KeySchema != nil {
+				t.Errorf("record %d decoded before it was asked: %+v", i, *l.Plain())
 			}
 			if i%2 == 0 {
 				if vs, want := l.ValueSchema(), rs[i].ValueSchema; (vs == nil) != (want == nil) || (vs != nil && !bytes.Equal(vs.JSON, want.JSON)) {

@@ -16,7 +16,6 @@ import (
 	"cel.dev/cel-go/common/types"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
@@ -41,7 +40,7 @@ type KafkaSource interface {
 	// Partitions lists the topic's partitions and offsets: ErrNotFound, ErrUnavailable.
 	Partitions(ctx context.Context, topic string) ([]kafkamodel.PartitionRange, error)
 	// NewScanner reads the topic's partitions; the caller closes it.
-	NewScanner(topic string) *kafka.Scanner
+	NewScanner(topic string) kafkamodel.Scanner
 }
 
 // Query is one scan of a topic.
@@ -175,23 +174,24 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		vars.paths = q.Filter.paths
 	}
 	screens, whole := screensOf(q.Filter, q.View != nil)
-	visit := func(l *kafka.Lazy) bool {
+	visit := func(l kafkamodel.LazyRecord) bool {
 		res.Scanned++
+		plain := l.Plain() // once a record: the screens and vars read it without a call each
 		ok := false
 		verdict := undecided
 		if len(screens) > 0 {
-			verdict = screenRecord(screens, l)
+			verdict = screenRecord(screens, l, plain)
 		}
 		switch {
 		case verdict == screenedOut:
 		case verdict == screenedIn && whole:
-			vars.reset(l) // a match: handed on from the record vars reads
+			vars.reset(l, plain) // a match: handed on from the record vars reads
 			ok = true
 		default:
-			vars.reset(l)
+			vars.reset(l, plain)
 			var err error
 			ok, err = q.Filter.judge(readCtx, vars, &res.EvalErrors, &res.EvalError, func() string {
-				return fmt.Sprintf("partition %d offset %d", l.Plain.Partition, l.Plain.Offset)
+				return fmt.Sprintf("partition %d offset %d", plain.Partition, plain.Offset)
 			})
 			if err != nil {
 				stopErr = err
@@ -426,18 +426,19 @@ const (
 	undecided
 )
 
-// screenRecord is the screens' verdict on a record: screenedOut as soon as one is false.
-func screenRecord(screens []screen, l *kafka.Lazy) int {
+// screenRecord is the screens' verdict on a record (plain is l.Plain()): screenedOut as soon as
+// one is false.
+func screenRecord(screens []screen, l kafkamodel.LazyRecord, plain *kafkamodel.Record) int {
 	verdict := screenedIn
 	for _, s := range screens {
 		var b []byte
 		switch s.of {
 		case "key":
-			b = l.Plain.Key
+			b = plain.Key
 		case "headers":
 			found := false
-			for i := len(l.Plain.Headers) - 1; i >= 0; i-- {
-				if h := l.Plain.Headers[i]; h.Key == s.name {
+			for i := len(plain.Headers) - 1; i >= 0; i-- {
+				if h := plain.Headers[i]; h.Key == s.name {
 					b, found = h.Value, true
 					break
 				}

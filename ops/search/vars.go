@@ -13,7 +13,6 @@ import (
 	"cel.dev/cel-go/interpreter"
 	"github.com/tidwall/gjson"
 
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
@@ -38,8 +37,8 @@ func (f *Filter) MatchRabbit(ctx context.Context, m rabbitmodel.Message) (bool, 
 // anything under a view, from the record decoded and viewed (a masked record's size is that of
 // what it shows). A filter over the key decodes nothing.
 type kafkaVars struct {
-	plain *kafkamodel.Record // as fetched; the whole record for MatchKafka
-	lazy  *kafka.Lazy        // decodes plain; nil for MatchKafka
+	plain *kafkamodel.Record    // as fetched; the whole record for MatchKafka
+	lazy  kafkamodel.LazyRecord // decodes plain; nil for MatchKafka
 	view  func(kafkamodel.Record) kafkamodel.Record
 	seen  *kafkamodel.Record // decoded and viewed: what the reader may see; nil until needed
 	shown kafkamodel.Record  // seen's storage
@@ -65,17 +64,17 @@ type scanScratch struct {
 // reset points v at the next record of a scan, keeping the view, paths and scratch. It clears
 // only what a record's evaluation sets (shown is written whole before seen points at it): a
 // scan resets once a record, and clearing the whole activation, a record's worth of pointers,
-// was 5% of a key filter's CPU.
-func (v *kafkaVars) reset(l *kafka.Lazy) {
+// was 5% of a key filter's CPU. plain is l.Plain(), which the caller has read already.
+func (v *kafkaVars) reset(l kafkamodel.LazyRecord, plain *kafkamodel.Record) {
 	if v.scratch == nil {
 		v.scratch = &scanScratch{}
 	}
-	v.plain, v.lazy, v.seen = &l.Plain, l, nil
+	v.plain, v.lazy, v.seen = plain, l, nil
 	v.value, v.headers, v.dead = nil, nil, nil
 }
 
 // record is the record as the reader may see it, decoded and viewed (once). In a scan it shares
-// the fetch's buffers (kafka.Lazy.Decoded): what is kept of it is cloned (ScanKafka).
+// the fetch's buffers (kafkamodel.LazyRecord.Decoded): what is kept of it is cloned (ScanKafka).
 func (v *kafkaVars) record() *kafkamodel.Record {
 	if v.seen == nil {
 		v.shown = *v.lazy.Decoded()
@@ -317,7 +316,7 @@ func (s *scanHeaders) lookup(k string) (any, bool) {
 func (s *scanHeaders) whole() any { return headerSource(s.hs).whole() }
 
 // scanDeadLetter is deadLetterSource for a scan: a field that is a header's text is read from
-// that header alone (kafka.Lazy.DeadLetterText) when no view may mask it; any other field, or the
+// that header alone (kafkamodel.LazyRecord.DeadLetterText) when no view may mask it; any other field, or the
 // whole map, from the record decoded (and viewed) as before.
 type scanDeadLetter struct{ v *kafkaVars }
 
