@@ -30,6 +30,11 @@ func (s *steppedSnapshots) LatestKafka(context.Context, string) (lag.Snapshot, e
 	return s.snap, nil
 }
 
+// FreshKafka is LatestKafka: nothing here re-samples.
+func (s *steppedSnapshots) FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
+	return s.LatestKafka(ctx, cluster)
+}
+
 func (s *steppedSnapshots) KafkaGroupHistory(context.Context, string, string, time.Time, int) ([]lag.Point, error) {
 	return nil, nil
 }

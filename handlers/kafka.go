@@ -37,6 +37,8 @@ import (
 // ErrUnavailable (the cluster cannot be reached).
 type KafkaCluster interface {
 	Name() string
+	// GroupOffsetsNow reads one group's committed and end offsets now (a group page's live read).
+	GroupOffsetsNow(ctx context.Context, group string, topics []string) (kafkamodel.GroupOffsets, error)
 	Group(ctx context.Context, name string) (kafkamodel.Group, error)
 	DeadLetterTopics(ctx context.Context) ([]kafkamodel.DLTopic, error)
 	Records(ctx context.Context, q kafkamodel.RecordQuery) (kafkamodel.Page, error)
@@ -51,6 +53,9 @@ type KafkaCluster interface {
 // call the cluster's admin API themselves.
 type KafkaSnapshots interface {
 	LatestKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
+	// FreshKafka is LatestKafka re-sampled behind the answer once older than sampler.min_refresh
+	// (stale while revalidate); a store that does not sample answers LatestKafka.
+	FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
 	KafkaGroupHistory(ctx context.Context, cluster, group string, since time.Time, maxPoints int) ([]lag.Point, error)
 }
 
@@ -104,17 +109,8 @@ func (h *Kafka) snapshot(c echo.Context) (KafkaCluster, lag.Snapshot, error) {
 	return k, snap, err
 }
 
-// freshSnapshots is a KafkaSnapshots that re-samples a viewed cluster whose snapshot is older than
-// sampler.min_refresh (*sampler.Sampler does); pages and the groups API use it when available.
-type freshSnapshots interface {
-	FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error)
-}
-
 func (h *Kafka) fresh(ctx context.Context, cluster string) (lag.Snapshot, error) {
-	if f, ok := h.snapshots.(freshSnapshots); ok {
-		return f.FreshKafka(ctx, cluster)
-	}
-	return h.snapshots.LatestKafka(ctx, cluster)
+	return h.snapshots.FreshKafka(ctx, cluster)
 }
 
 func findGroup(snap lag.Snapshot, name string) (lag.Group, error) {
@@ -228,11 +224,6 @@ func (h *Kafka) APIGroup(c echo.Context) error {
 		SampledAt: knownUTC(snap.At), OffsetsAt: knownUTC(offsetsAt), freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)})
 }
 
-// groupOffsetsReader reads one group's committed and end offsets now (*kafka.Cluster does).
-type groupOffsetsReader interface {
-	GroupOffsetsNow(ctx context.Context, group string, topics []string) (kafkamodel.GroupOffsets, error)
-}
-
 // liveOffsetsTimeout bounds the live read of one group's offsets; past it the page shows the
 // sampled ones.
 const liveOffsetsTimeout = time.Second
@@ -247,8 +238,7 @@ func (h *Kafka) liveOffsets(ctx context.Context, k KafkaCluster, snap lag.Snapsh
 	if !snapHas(snap, g.Name) {
 		return g, time.Now() // read through: live already
 	}
-	r, ok := k.(groupOffsetsReader)
-	if !ok || g.Kind() == kafkamodel.GroupShare {
+	if g.Kind() == kafkamodel.GroupShare {
 		return g, time.Time{}
 	}
 	topics := make([]string, 0, len(g.Topics))
@@ -257,7 +247,7 @@ func (h *Kafka) liveOffsets(ctx context.Context, k KafkaCluster, snap lag.Snapsh
 	}
 	ctx, cancel := context.WithTimeout(ctx, liveOffsetsTimeout)
 	defer cancel()
-	o, err := r.GroupOffsetsNow(ctx, g.Name, topics)
+	o, err := k.GroupOffsetsNow(ctx, g.Name, topics)
 	if err != nil {
 		return g, time.Time{}
 	}

@@ -50,8 +50,13 @@ func (noTracer) Trace(context.Context, trace.Query) (trace.Result, error) { retu
 // sampledOnce is a lag snapshot of cluster main taken now, with no group in it.
 type sampledOnce struct{}
 
-func (sampledOnce) LatestKafka(context.Context, string) (lag.Snapshot, error) {
+func (s sampledOnce) LatestKafka(context.Context, string) (lag.Snapshot, error) {
 	return lag.Snapshot{Cluster: "main", At: time.Now()}, nil
+}
+
+// FreshKafka is LatestKafka: nothing here re-samples.
+func (s sampledOnce) FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
+	return s.LatestKafka(ctx, cluster)
 }
 
 func (sampledOnce) KafkaGroupHistory(context.Context, string, string, time.Time, int) ([]lag.Point, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	"github.com/redrive/redrive/views/layout"
 	outboxpages "github.com/redrive/redrive/views/pages/outboxes"
@@ -30,6 +31,7 @@ import (
 // Errors are ops kinds: ErrInvalid for bad filters, ErrNotFound for an unknown event,
 // ErrUnavailable when the service's database cannot be reached.
 type OutboxService interface {
+	triage.OutboxTable // the DEAD events people resolve (Events, CountDead)
 	Name() string
 	MaxAttempts() int
 	StaleReadyAfter() time.Duration

@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
+	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
@@ -34,6 +35,7 @@ import (
 // Version is the broker's RabbitMQ version (ErrUnavailable when the management API does not
 // answer): what a browse of a quorum queue costs depends on its series (rabbitmodel.BrowseCost).
 type RabbitBroker interface {
+	replay.QueuePublisher // an archived message restored to its DLQ
 	Name() string
 	Browse(ctx context.Context, vhost, queue string, limit int) (rabbitmodel.BrowseResult, error)
 	Topology(ctx context.Context) (rabbitmodel.Topology, error)

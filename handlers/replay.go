@@ -28,6 +28,7 @@ import (
 
 // ReplayEngine plans and runs guarded replays (ops/replay).
 type ReplayEngine interface {
+	RabbitReplays // which browsed dead letters a job already holds
 	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
 	// StartPlan starts making a plan in the background; AwaitPlan waits for it at most within,
 	// and PlanWait is how long a request waits for a selection of estimate messages.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/views/layout"
 )
@@ -29,6 +30,11 @@ type replayFixture struct {
 	ledger []replay.LedgerEntry
 	// viewsDown makes every ReplayViews call fail as a store that went away.
 	viewsDown bool
+}
+
+// ReplayedCopies: the fixture's jobs hold no RabbitMQ dead letters.
+func (f *replayFixture) ReplayedCopies(context.Context, string, string, string, []rabbitmodel.Message) (map[int]string, error) {
+	return nil, nil
 }
 
 func (f *replayFixture) Plan(context.Context, string, replay.Source, replay.Filter) (replay.Plan, error) {

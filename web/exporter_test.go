@@ -38,6 +38,11 @@ func (f fakeSnapshots) LatestKafka(_ context.Context, cluster string) (lag.Snaps
 	return f.kafka[cluster], f.err[cluster]
 }
 
+// FreshKafka is LatestKafka: nothing here re-samples.
+func (f fakeSnapshots) FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
+	return f.LatestKafka(ctx, cluster)
+}
+
 func (f fakeSnapshots) LatestRabbit(_ context.Context, broker string) (queues.Snapshot, error) {
 	return f.rabbit[broker], f.err[broker]
 }

@@ -24,6 +24,11 @@ func (m memSnapshots) LatestKafka(context.Context, string) (lag.Snapshot, error)
 	return m.snap, nil
 }
 
+// FreshKafka is LatestKafka: nothing here re-samples.
+func (m memSnapshots) FreshKafka(ctx context.Context, cluster string) (lag.Snapshot, error) {
+	return m.LatestKafka(ctx, cluster)
+}
+
 func (m memSnapshots) KafkaGroupHistory(context.Context, string, string, time.Time, int) ([]lag.Point, error) {
 	return nil, nil
 }

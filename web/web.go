@@ -148,11 +148,9 @@ func newTriage(deps Deps) *triage.Triage {
 	for _, k := range deps.Search.Kafka {
 		clusters = append(clusters, k)
 	}
-	var outboxes []triage.OutboxTable
+	outboxes := make([]triage.OutboxTable, 0, len(deps.Outboxes))
 	for _, o := range deps.Outboxes {
-		if t, ok := o.(triage.OutboxTable); ok {
-			outboxes = append(outboxes, t)
-		}
+		outboxes = append(outboxes, o)
 	}
 	brokers := make([]string, 0, len(deps.Rabbit))
 	for _, b := range deps.Rabbit {
@@ -279,7 +277,7 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		health:   handlers.NewHealth(deps.Checks),
 		overview: handlers.NewOverview(deps.Problems, meta),
 		kafka:    handlers.NewKafka(deps.Kafka, deps.Snapshot, meta, red, deps.KafkaLag).ExportsBy(search),
-		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, red).ExportsBy(search).ReplaysBy(rabbitReplays(deps.Replay)),
+		rabbit:   handlers.NewRabbit(deps.Rabbit, deps.RabbitSnapshots, meta, red).ExportsBy(search).ReplaysBy(deps.Replay),
 		replays:  handlers.NewReplays(deps.Replay, deps.Store, meta).Redacting(red),
 		replicas: handlers.NewReplicas(deps.Store),
 		offsets:  handlers.NewOffsets(deps.Offsets, meta),
@@ -289,11 +287,9 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		notify:   handlers.NewNotifications(deps.Store, deps.Notifier, meta).BoundingSilences(opts.Silences).Watching(deps.Kafka, deps.Snapshot, deps.Rabbit),
 		trace:    handlers.NewTrace(deps.Tracer, meta, red),
 	}
-	var publishers []replay.QueuePublisher
+	publishers := make([]replay.QueuePublisher, 0, len(deps.Rabbit))
 	for _, b := range deps.Rabbit {
-		if p, ok := b.(replay.QueuePublisher); ok {
-			publishers = append(publishers, p)
-		}
+		publishers = append(publishers, b)
 	}
 	h.archive = handlers.NewArchive(deps.Store, publishers, red).ReplaysBy(deps.Replay).WithPages(meta)
 	if t := newTriage(deps); t != nil {
@@ -388,13 +384,4 @@ func newSearch(deps Deps, red *redact.Rules) *handlers.Search {
 		o.Resolutions = newTriage(deps).StateLookup // the marks of the topic as it is now (its ID)
 	}
 	return handlers.NewSearch(o)
-}
-
-// rabbitReplays is the engine as the RabbitMQ browse asks it which messages were replayed already,
-// or nil when the engine given cannot say (a test's).
-func rabbitReplays(e handlers.ReplayEngine) handlers.RabbitReplays {
-	if r, ok := e.(handlers.RabbitReplays); ok {
-		return r
-	}
-	return nil
 }
