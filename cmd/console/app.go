@@ -299,6 +299,7 @@ var (
 )
 
 var _ replay.KafkaCluster = (*kafka.Cluster)(nil) // and ops/replay's, likewise
+var _ replay.RabbitBroker = (*rabbit.Broker)(nil) // and its RabbitMQ port
 
 var _ search.KafkaSource = (*kafka.Cluster)(nil) // and ops/search's scans (NewScanner gives kafkamodel's Scanner)
 

@@ -80,3 +80,12 @@ func VhostName(vhost, name string) string { return rabbitmodel.VhostName(vhost, 
 func DeadLettersFrom(t Topology, vhost, queue string) []string {
 	return rabbitmodel.DeadLettersFrom(t, vhost, queue)
 }
+
+// Republish and Custodian are the model's (rabbitmodel/replay.go): the replay engine names them
+// without the client. ErrUnroutable is the same error under both names, so errors.Is matches either.
+type (
+	Republish = rabbitmodel.Republish
+	Custodian = rabbitmodel.Custodian
+)
+
+var ErrUnroutable = rabbitmodel.ErrUnroutable

@@ -34,17 +34,9 @@ import (
 // (rabbitmodel.CustodyReserve, which BrowseCost quotes).
 const custodyReserve = rabbitmodel.CustodyReserve
 
-// Custodian keeps messages a read must not return: it writes them whole, durably, and records
-// who took them and why, before the read acks them from their queue. The console's store
-// implements it (ops/replay.Custody).
-type Custodian interface {
-	// Keep writes ds, in one transaction, as messages taken from broker's vhost/queue for why,
-	// once each: a message kept before under the same CustodyLocator is not written again.
-	// Errors: the store unreachable → ops.ErrUnavailable (nothing written).
-	Keep(ctx context.Context, broker, vhost, queue string, ds []Delivery, why string) error
-	// Ping reports whether Keep can write now (ops.ErrUnavailable when not).
-	Ping(ctx context.Context) error
-}
+// Custodian (rabbitmodel.Custodian) keeps messages a read must not return: it writes them whole,
+// durably, and records who took them and why, before the read acks them from their queue. The
+// console's store implements it (ops/replay.Custody); it sees the deliveries as the model's.
 
 // SetCustodian makes reads of delivery-limited quorum queues take messages near their limit into
 // c's keeping. Without one (nil), such a queue is not read: a browse is refused saying why.
@@ -143,7 +135,7 @@ func (b *Broker) keep(ctx context.Context, c Custodian, q Queue, ds []Delivery, 
 	}
 	why := fmt.Sprintf("custody: fewer than %d of the queue's delivery limit of %d left; a read returning it "+
 		"would bring RabbitMQ closer to dropping it", custodyReserve, *q.DeliveryLimit)
-	if err := c.Keep(ctx, b.name, q.Vhost, q.Name, ds, why); err != nil {
+	if err := c.Keep(ctx, b.name, q.Vhost, q.Name, modelDeliveries(ds), why); err != nil {
 		b.custody.mu.Lock()
 		if b.custody.owed == nil {
 			b.custody.owed = map[QueueRef]bool{}

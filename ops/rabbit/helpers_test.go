@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/rabbittest"
 )
 
@@ -52,25 +53,25 @@ func newEnv(t testing.TB) *env {
 // down makes Keep and Ping fail, as a store that does not answer.
 type memKeeper struct {
 	mu   sync.Mutex
-	by   map[string]Delivery
+	by   map[string]rabbitmodel.Delivery
 	ids  []string // message ids in the order kept
 	down bool
 }
 
-func (k *memKeeper) Keep(_ context.Context, broker, vhost, queue string, ds []Delivery, _ string) error {
+func (k *memKeeper) Keep(_ context.Context, broker, vhost, queue string, ds []rabbitmodel.Delivery, _ string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.down {
 		return fmt.Errorf("%w: store down", ops.ErrUnavailable)
 	}
 	if k.by == nil {
-		k.by = map[string]Delivery{}
+		k.by = map[string]rabbitmodel.Delivery{}
 	}
 	for _, d := range ds {
 		loc := d.CustodyLocator(broker, vhost, queue)
 		if _, ok := k.by[loc]; !ok {
 			k.by[loc] = d
-			k.ids = append(k.ids, d.Message.MessageID)
+			k.ids = append(k.ids, d.Message().MessageID)
 		}
 	}
 	return nil

@@ -14,10 +14,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
-
-// ErrUnroutable is a publish the broker returned: no queue is bound for its routing key.
-var ErrUnroutable = errors.New("unroutable: the broker returned it (no queue bound for the routing key)")
 
 // maxPrefetch is the largest prefetch AMQP can express: basic.qos carries a 16-bit count.
 const maxPrefetch = 65_535
@@ -166,17 +164,85 @@ type Delivery struct {
 	w       *window
 }
 
-// Republish says where a taken message goes and with which headers (nil keeps its own).
-// Redrive adds its publish id to Headers, so give each one its own table.
-type Republish struct {
-	Exchange   string
-	RoutingKey string
-	Headers    amqp.Table
-	// Body and MessageID, when set, replace the message's own (an edit and retry): what is
-	// published is then the edited message, never the taken one as well.
-	Body      []byte
-	MessageID string
+// modelDelivery is a Delivery as the model sees it (rabbitmodel.Delivery), for the replay engine
+// and the Custodian, which import no client. It holds a copy of its own: pointing into the slice
+// Take returned would keep a whole chunk alive for one message a job keeps aside.
+type modelDelivery struct{ d *Delivery }
+
+func (m modelDelivery) Message() Message        { return m.d.Message }
+func (m modelDelivery) Headers() map[string]any { return m.d.Headers }
+func (m modelDelivery) Whole() (Whole, error)   { return m.d.Whole() }
+func (m modelDelivery) CustodyLocator(broker, vhost, queue string) string {
+	return m.d.CustodyLocator(broker, vhost, queue)
 }
+
+func modelDeliveries(ds []Delivery) []rabbitmodel.Delivery {
+	out := make([]rabbitmodel.Delivery, len(ds))
+	for i := range ds {
+		d := ds[i]
+		out[i] = modelDelivery{&d}
+	}
+	return out
+}
+
+// ownDeliveries is the model's deliveries back as this adapter's: only a Cursor can publish or ack
+// what it took, so one taken elsewhere is an error, not a guess.
+func ownDeliveries(ds []rabbitmodel.Delivery) ([]Delivery, error) {
+	out := make([]Delivery, len(ds))
+	for i, d := range ds {
+		m, ok := d.(modelDelivery)
+		if !ok {
+			return nil, fmt.Errorf("a %T is not a delivery a RabbitMQ cursor took", d)
+		}
+		out[i] = *m.d
+	}
+	return out, nil
+}
+
+// ReplayCursor is OpenCursor as the replay engine's port has it (rabbitmodel.Cursor): the same
+// cursor, its deliveries seen as the model's.
+func (b *Broker) ReplayCursor(ctx context.Context, vhost, queue string, span int) (rabbitmodel.Cursor, error) {
+	c, err := b.OpenCursor(ctx, vhost, queue, span)
+	if err != nil {
+		return nil, err
+	}
+	return modelCursor{c}, nil
+}
+
+// modelCursor is a Cursor as rabbitmodel.Cursor: Take, Send and Ack convert, the rest is the
+// Cursor's own.
+type modelCursor struct{ *Cursor }
+
+var _ rabbitmodel.Cursor = modelCursor{}
+
+func (m modelCursor) Take(ctx context.Context, n int) ([]rabbitmodel.Delivery, error) {
+	ds, err := m.Cursor.Take(ctx, n)
+	return modelDeliveries(ds), err // what was taken before an error is handed out with it
+}
+
+func (m modelCursor) Send(ctx context.Context, ds []rabbitmodel.Delivery, to []Republish) (func(context.Context) ([]error, error), error) {
+	own, err := ownDeliveries(ds)
+	if err != nil {
+		return nil, err
+	}
+	return m.Cursor.Send(ctx, own, to)
+}
+
+func (m modelCursor) Ack(ds []rabbitmodel.Delivery) error {
+	own, err := ownDeliveries(ds)
+	if err != nil {
+		return err
+	}
+	return m.Cursor.Ack(own)
+}
+
+// ArchivedHeaders is DecodeHeaders for a caller without the client: Whole.Headers back as a
+// table, with their AMQP types.
+func (b *Broker) ArchivedHeaders(wire []byte) (map[string]any, error) { return DecodeHeaders(wire) }
+
+// DeadLetterOf is DecodeDeadLetter for a caller without the client; nil when headers say nothing
+// of a death.
+func (b *Broker) DeadLetterOf(headers map[string]any) *DeadLetter { return DecodeDeadLetter(headers) }
 
 // OpenCursor starts reading queue from its head, up to span messages (≥ 1), once it has the
 // queue's turn: it waits for the browses, plans and other cursors of the queue (in this process,

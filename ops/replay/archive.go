@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/source"
 )
@@ -52,7 +51,7 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 	src.Broker, src.Vhost, src.Queue = m.Broker, m.Vhost, m.Queue
 	it := Item{Locator: strings.TrimPrefix(m.Locator, discardLocator("")), MessageID: m.MessageID,
 		ErrorGroup: strings.TrimSpace(headerText(m.Headers, "x-first-death-reason")), ReplayCount: parseCount([]byte(headerText(m.Headers, HeaderReplayCount)))}
-	if x, rk := archivedDestination(m); x != "" || rk != "" {
+	if x, rk := archivedDestination(r, m); x != "" || rk != "" {
 		it.Destination = Destination{Kind: source.RabbitMQ, Broker: m.Broker, Vhost: m.Vhost, Exchange: x, RoutingKey: rk}
 	}
 	firstQueue := headerText(m.Headers, "x-first-death-queue")
@@ -90,9 +89,9 @@ func RestoreRefused(m Archived) error {
 // original_* columns are text, and hold a key that is not UTF-8 in its display form, which a
 // restore must not publish to (sanitize skips the real one as unresolvable). The columns answer
 // for a row whose headers cannot be read.
-func archivedDestination(m Archived) (exchange, routingKey string) {
-	if headers, err := rabbit.DecodeHeaders(m.HeadersWire); err == nil {
-		if dl := rabbit.DecodeDeadLetter(headers); dl != nil {
+func archivedDestination(r RabbitBroker, m Archived) (exchange, routingKey string) {
+	if headers, err := r.ArchivedHeaders(m.HeadersWire); err == nil {
+		if dl := r.DeadLetterOf(headers); dl != nil {
 			return dl.Destination()
 		}
 	}
@@ -114,12 +113,13 @@ func (k archiveKind) open(_ context.Context, _ Job, src Source) (mover, error) {
 	if !ok {
 		return nil, fmt.Errorf("rabbitmq broker %q cannot publish archived messages: %w", src.Broker, ops.ErrUnavailable)
 	}
-	return &archiveMover{e: k.e, src: src, pub: pub}, nil
+	return &archiveMover{e: k.e, src: src, b: b, pub: pub}, nil
 }
 
 type archiveMover struct {
 	e   *Engine
 	src Source
+	b   RabbitBroker // reads the archived headers back
 	pub WholePublisher
 }
 
@@ -143,7 +143,7 @@ func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed 
 			if err != nil {
 				return err
 			}
-			headers, err := rabbit.DecodeHeaders(a.HeadersWire)
+			headers, err := m.b.ArchivedHeaders(a.HeadersWire)
 			if err != nil {
 				return err
 			}
@@ -152,7 +152,7 @@ func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed 
 				m.e.headers.rabbit(headers, job, it, source))
 		})
 		switch {
-		case errors.Is(err, rabbit.ErrUnroutable), errors.Is(err, ops.ErrConflict), errors.Is(err, ops.ErrNotFound):
+		case errors.Is(err, rabbitmodel.ErrUnroutable), errors.Is(err, ops.ErrConflict), errors.Is(err, ops.ErrNotFound):
 			o.Outcome, o.Detail = LedgerFailed, ops.Message(err)+"; the message stays in the archive"
 		case err != nil:
 			return moved{}, err // unknown: the claim stays, the run is retried

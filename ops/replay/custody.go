@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/redrive/redrive/ops/audit"
-	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
@@ -19,7 +18,7 @@ const CustodyJob = "custody"
 
 // Custody keeps what a read of a delivery-limited quorum queue must not return, in the console's
 // archive, and audits it: the archive rows commit, then the audit entry, and only then does the
-// read ack the messages from their queue (rabbit.Custodian). It is the discard job's ordering —
+// read ack the messages from their queue (rabbitmodel.Custodian). It is the discard job's ordering —
 // archive → ack — without a job, since the read that needs it is not one.
 type Custody struct {
 	Store interface {
@@ -29,11 +28,11 @@ type Custody struct {
 	Audit Auditor // required: every move of a message is audited
 }
 
-var _ rabbit.Custodian = Custody{}
+var _ rabbitmodel.Custodian = Custody{}
 
-// Keep implements rabbit.Custodian: one archive row per message (CustodyJob, its
-// rabbit.CustodyLocator: keeping a message twice writes it once), then one audit entry.
-func (c Custody) Keep(ctx context.Context, broker, vhost, queue string, ds []rabbit.Delivery, why string) error {
+// Keep implements rabbitmodel.Custodian: one archive row per message (CustodyJob, its
+// rabbitmodel.Delivery.CustodyLocator: keeping a message twice writes it once), then one audit entry.
+func (c Custody) Keep(ctx context.Context, broker, vhost, queue string, ds []rabbitmodel.Delivery, why string) error {
 	rows := make([]Archived, 0, len(ds))
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
@@ -41,15 +40,15 @@ func (c Custody) Keep(ctx context.Context, broker, vhost, queue string, ds []rab
 		if err != nil {
 			return err
 		}
-		row := Archived{JobID: CustodyJob, Locator: d.CustodyLocator(broker, vhost, queue), MessageID: d.Message.MessageID,
+		row := Archived{JobID: CustodyJob, Locator: d.CustodyLocator(broker, vhost, queue), MessageID: d.Message().MessageID,
 			Broker: broker, Vhost: vhost, Queue: queue, Actor: CustodyActor, Reason: why, Exchange: w.Exchange,
 			RoutingKey: w.RoutingKey, Properties: rabbitmodel.PropertiesMap(w.Properties), Headers: w.HeadersJSON,
 			HeadersWire: w.Headers, Body: w.Body}
-		if dl := d.Message.DeadLetter; dl != nil {
+		if dl := d.Message().DeadLetter; dl != nil {
 			row.OriginalExchange, row.OriginalRoutingKey = dl.Destination()
 		}
 		rows = append(rows, row)
-		ids = append(ids, d.Message.MessageID)
+		ids = append(ids, d.Message().MessageID)
 	}
 	if err := c.Store.ArchiveMessages(ctx, rows); err != nil {
 		return err
@@ -64,5 +63,5 @@ func (c Custody) Keep(ctx context.Context, broker, vhost, queue string, ds []rab
 	return nil
 }
 
-// Ping implements rabbit.Custodian.
+// Ping implements rabbitmodel.Custodian.
 func (c Custody) Ping(ctx context.Context) error { return c.Store.Ping(ctx) }

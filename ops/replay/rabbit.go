@@ -9,21 +9,29 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/ops"
-	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/search"
 	"github.com/redrive/redrive/ops/source"
 )
 
-// RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it.
+// RabbitBroker is what replay needs of a broker; *rabbit.Broker implements it (cmd/console
+// checks at compile time).
 type RabbitBroker interface {
 	Name() string
 	Peek(ctx context.Context, vhost, queue string, limit int, each func(rabbitmodel.Message)) (rabbitmodel.BrowseResult, error)
-	OpenCursor(ctx context.Context, vhost, queue string, span int) (*rabbit.Cursor, error)
+	// ReplayCursor opens a cursor on queue for a replay job (the adapter's OpenCursor: it takes
+	// the queue's turn and holds it until it closes).
+	ReplayCursor(ctx context.Context, vhost, queue string, span int) (rabbitmodel.Cursor, error)
 	// Routes lists the queues of vhost a message published to exchange with routingKey reaches
 	// through the broker's bindings (exact false: every queue bound to an exchange that routes by
 	// what cannot be seen).
 	Routes(ctx context.Context, vhost, exchange, routingKey string) (queues []string, exact bool, err error)
+	// ArchivedHeaders reads an archived message's headers (rabbitmodel.Whole.Headers, as the
+	// adapter encoded them) back with their AMQP types.
+	ArchivedHeaders(wire []byte) (map[string]any, error)
+	// DeadLetterOf is the dead-letter metadata in a message's headers; nil when they say nothing
+	// of a death.
+	DeadLetterOf(headers map[string]any) *rabbitmodel.DeadLetter
 }
 
 // rabbitLocator names a dead-lettered message instance: its id and a fingerprint of its body (the
@@ -291,7 +299,7 @@ func (k rabbitKind) open(ctx context.Context, job Job, src Source) (mover, error
 	if err := k.e.o.Store.AnalyzePlanItems(ctx); err != nil {
 		return nil, err
 	}
-	cur, err := r.OpenCursor(ctx, src.Vhost, src.Queue, span)
+	cur, err := r.ReplayCursor(ctx, src.Vhost, src.Queue, span)
 	if err != nil {
 		return nil, err
 	}
@@ -305,12 +313,12 @@ func (k rabbitKind) open(ctx context.Context, job Job, src Source) (mover, error
 type rabbitMover struct {
 	e     *Engine
 	src   Source
-	cur   *rabbit.Cursor
+	cur   rabbitmodel.Cursor
 	stash map[string]stashed // planned messages read before their batch came, by locator
 }
 
 type stashed struct {
-	d   rabbit.Delivery
+	d   rabbitmodel.Delivery
 	seq int
 }
 
@@ -320,7 +328,7 @@ func (m *rabbitMover) close() { m.cur.Close() }
 // this job published: a crash between the ledger and the ack leaves such a copy in the queue, and
 // when it hit the last batch the resumed run has nothing left to move that would meet it.
 func (m *rabbitMover) finish(ctx context.Context, job Job) error {
-	held := make([]rabbit.Delivery, 0, len(m.stash))
+	held := make([]rabbitmodel.Delivery, 0, len(m.stash))
 	for _, s := range m.stash {
 		held = append(held, s.d)
 	}
@@ -365,7 +373,7 @@ func (m *rabbitMover) locator(msg rabbitmodel.Message) string {
 // batching: ledger claim (the gate, one statement per batch) → publish → broker confirm (awaited
 // in the next stage, while the next batch is published: confirms are matched by delivery tag) →
 // ledger settle (one statement per batch) → ack of the DLQ copy (one basic.ack(multiple) per batch
-// where its tags run unbroken, rabbit.Cursor.Ack). A kill before the confirm leaves the message
+// where its tags run unbroken, rabbitmodel.Cursor.Ack). A kill before the confirm leaves the message
 // in the DLQ (unacked, so the broker returns it) with the job's claim, which the resumed run
 // publishes again (at least once: a copy it may have published first is the inbox's to absorb);
 // between the ledger and the ack the DLQ copy comes back with the ledger saying published, and the
@@ -379,14 +387,14 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 	for _, it := range items {
 		minSeq, maxSeq = min(minSeq, it.Seq), max(maxSeq, it.Seq)
 	}
-	var passed []rabbit.Delivery
+	var passed []rabbitmodel.Delivery
 	for l, s := range m.stash {
 		if s.seq < minSeq { // read ahead for an item the gate then skipped: sorted out below
 			passed = append(passed, s.d)
 			delete(m.stash, l)
 		}
 	}
-	var take []rabbit.Delivery
+	var take []rabbitmodel.Delivery
 	var taken []Item
 	for _, it := range items {
 		if s, ok := m.stash[it.Locator]; ok {
@@ -409,9 +417,9 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 			if err != nil {
 				return err
 			}
-			var others []rabbit.Delivery
+			var others []rabbitmodel.Delivery
 			for _, d := range ds {
-				l := m.locator(d.Message)
+				l := m.locator(d.Message())
 				if it, ok := pending[l]; ok {
 					take, taken = append(take, d), append(taken, it)
 					delete(pending, l)
@@ -459,10 +467,10 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 			return moved{}, err
 		}
 	}
-	to := make([]rabbit.Republish, len(take))
+	to := make([]rabbitmodel.Republish, len(take))
 	for i, it := range taken {
-		to[i] = rabbit.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
-			Headers: m.e.headers.rabbit(take[i].Headers, job, it, rabbitmodel.VhostName(m.src.Vhost, m.src.Queue))}
+		to[i] = rabbitmodel.Republish{Exchange: it.Destination.Exchange, RoutingKey: it.Destination.RoutingKey,
+			Headers: m.e.headers.rabbit(take[i].Headers(), job, it, rabbitmodel.VhostName(m.src.Vhost, m.src.Queue))}
 		if ed := m.src.Edit; ed != nil { // only the edited copy is ever published
 			m.e.rabbitEdited(&to[i], ed, it.MessageID)
 		}
@@ -506,18 +514,18 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 // again (a no-op: same job, same locator) and acks them; a crash after the ledger leaves a copy
 // the resumed run drops (sortOut, finish). A message is thus never in neither place, and in both
 // only until the job resumes.
-func (m *rabbitMover) discard(ctx context.Context, job Job, taken []Item, take []rabbit.Delivery,
-	resumed map[int]bool, out moved, acks []rabbit.Delivery) (moved, error) {
+func (m *rabbitMover) discard(ctx context.Context, job Job, taken []Item, take []rabbitmodel.Delivery,
+	resumed map[int]bool, out moved, acks []rabbitmodel.Delivery) (moved, error) {
 	rows := make([]Archived, 0, len(take))
 	for i, d := range take {
 		w, err := d.Whole()
 		if err != nil {
 			return moved{}, err
 		}
-		row := Archived{JobID: job.ID, Locator: taken[i].Locator, MessageID: d.Message.MessageID, Broker: m.src.Broker,
+		row := Archived{JobID: job.ID, Locator: taken[i].Locator, MessageID: d.Message().MessageID, Broker: m.src.Broker,
 			Vhost: m.src.Vhost, Queue: m.src.Queue, Actor: job.Actor, Reason: job.Reason, Exchange: w.Exchange, RoutingKey: w.RoutingKey,
 			Properties: rabbitmodel.PropertiesMap(w.Properties), Headers: w.HeadersJSON, HeadersWire: w.Headers, Body: w.Body}
-		if dl := d.Message.DeadLetter; dl != nil {
+		if dl := d.Message().DeadLetter; dl != nil {
 			row.OriginalExchange = dl.OriginalExchange
 			if len(dl.OriginalRoutingKeys) > 0 {
 				row.OriginalRoutingKey = dl.OriginalRoutingKeys[0]
@@ -542,8 +550,8 @@ func (m *rabbitMover) discard(ctx context.Context, job Job, taken []Item, take [
 }
 
 // settled turns the broker's answers into ledger outcomes and adds the confirmed messages to acks.
-func (m *rabbitMover) settled(taken []Item, take []rabbit.Delivery, errs []error, resumed map[int]bool,
-	acks *[]rabbit.Delivery) []LedgerOutcome {
+func (m *rabbitMover) settled(taken []Item, take []rabbitmodel.Delivery, errs []error, resumed map[int]bool,
+	acks *[]rabbitmodel.Delivery) []LedgerOutcome {
 	outcomes := make([]LedgerOutcome, 0, len(taken))
 	for i, it := range taken {
 		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished}
@@ -584,13 +592,13 @@ func (m *rabbitMover) behindStash(pending map[string]Item) bool {
 // sortOut looks up messages met that the current batch is not moving: a later batch's planned
 // messages are kept aside; copies of messages this job published are returned to be dropped; the
 // rest stay.
-func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery, maxSeq int) ([]rabbit.Delivery, error) {
+func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbitmodel.Delivery, maxSeq int) ([]rabbitmodel.Delivery, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
 	locators := make([]string, len(ds))
 	for i, d := range ds {
-		locators[i] = m.locator(d.Message)
+		locators[i] = m.locator(d.Message())
 	}
 	rows, err := m.e.o.Store.PlanItemsByLocator(ctx, job.PlanID, locators)
 	if err != nil || len(rows) == 0 {
@@ -605,7 +613,7 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery
 		}
 	}
 	var earlier []int
-	earlierAt := map[int][]rabbit.Delivery{}
+	earlierAt := map[int][]rabbitmodel.Delivery{}
 	for i, d := range ds {
 		seq, ok := seqOf[locators[i]]
 		switch {
@@ -633,7 +641,7 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbit.Delivery
 	if err != nil {
 		return nil, err
 	}
-	var drop []rabbit.Delivery
+	var drop []rabbitmodel.Delivery
 	for _, seq := range earlier {
 		if o := outcomes[seq]; o == LedgerPublished || o == LedgerSkipped && copies[seq] {
 			drop = append(drop, earlierAt[seq]...)
@@ -667,7 +675,7 @@ func rabbitEditDiff(m rabbitmodel.Message, ed *Edit) (*EditDiff, error) {
 // (set ones as strings) but Redrive's own. Under a new message id the message_id property (which
 // the rules read first) and any id header it has carry it, and HeaderOriginalMessageID the id
 // it died with.
-func (e *Engine) rabbitEdited(to *rabbit.Republish, ed *Edit, originalID string) {
+func (e *Engine) rabbitEdited(to *rabbitmodel.Republish, ed *Edit, originalID string) {
 	if ed.Value != nil {
 		to.Body = []byte(*ed.Value)
 	}

@@ -15,12 +15,13 @@ import (
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
 )
 
 // contendedBroker is the world's broker whose first cursor, once open, meets another reader of
-// the queue: start runs before OpenCursor returns, so the reader comes after the job's cursor
+// the queue: start runs before ReplayCursor returns, so the reader comes after the job's cursor
 // opened and before it reads anything.
 type contendedBroker struct {
 	*rabbit.Broker
@@ -28,8 +29,8 @@ type contendedBroker struct {
 	start func()
 }
 
-func (b *contendedBroker) OpenCursor(ctx context.Context, vhost, queue string, span int) (*rabbit.Cursor, error) {
-	c, err := b.Broker.OpenCursor(ctx, vhost, queue, span)
+func (b *contendedBroker) ReplayCursor(ctx context.Context, vhost, queue string, span int) (rabbitmodel.Cursor, error) {
+	c, err := b.Broker.ReplayCursor(ctx, vhost, queue, span)
 	if err == nil {
 		b.once.Do(b.start)
 	}
