@@ -405,9 +405,12 @@ func (h *Outboxes) release(c echo.Context, o OutboxService, req releaseRequest) 
 		ids = nil
 	}
 	detail := map[string]any{"all_stuck": req.AllStuck, "ids": req.IDs}
-	return h.change(c, "outbox.release_leases", o.Name(), req.Reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
-		return o.ReleaseStuckAudited(ctx, ids, audit)
-	})
+	return h.repairs(c).Release(c.Request().Context(), o, auditEntry(c, "", "", req.Reason, detail), ids)
+}
+
+// repairs is the outboxes' direct repairs (replay.OutboxRepairs) for this request's log.
+func (h *Outboxes) repairs(c echo.Context) replay.OutboxRepairs {
+	return replay.OutboxRepairs{Audit: h.audit, Rule: h.rule, Triage: h.triage, Log: loggerOf(c)}
 }
 
 type requeueRequest struct {
@@ -432,52 +435,8 @@ func (h *Outboxes) requeue(c echo.Context, o OutboxService, req requeueRequest) 
 	if err != nil {
 		return 0, err
 	}
-	person, source := ActorOf(c).Person(), replay.OutboxSourceKey(o.Name())
-	d, err := h.rule.Check(c.Request().Context(), person, source, int64(len(req.IDs)), "")
-	if err != nil {
-		return 0, err
-	}
-	if d.Needed {
-		return 0, ops.Forbidden("requeueing these events %s: a second, different person must approve it. Plan it instead "+
-			"(POST %s with {\"source\":{\"kind\":\"outbox\",\"outbox\":%q,\"ids\":[…]}}) and start its job, which waits "+
-			"for that approval", d.Why, paths.APIPlanReplay, o.Name())
-	}
 	detail := map[string]any{"ids": req.IDs, "reset_attempts": req.ResetAttempts}
-	var moved []int64
-	n, err := h.change(c, "outbox.requeue", o.Name(), reason, detail, func(ctx context.Context, audit outbox.AuditFunc) (int64, error) {
-		var err error
-		moved, err = o.RequeueAudited(ctx, req.IDs, req.ResetAttempts, audit)
-		return int64(len(moved)), err
-	})
-	if err == nil && len(moved) > 0 {
-		if err := h.rule.Record(context.WithoutCancel(c.Request().Context()), foureyes.Move{Person: person, Source: source,
-			Action: "outbox.requeue", Ref: audit.OutboxTarget(o.Name()), N: int64(len(moved))}); err != nil {
-			loggerOf(c).Error("four-eyes: the requeue was not recorded", "outbox", o.Name(), "events", moved, "err", err)
-		}
-	}
-	if err != nil || len(moved) == 0 || h.triage == nil {
-		return n, err
-	}
-	// A resolved or ignored mark was about the death the event left: one that dies again after
-	// this requeue is open, as one a replay job requeued is (marked replayed). The requeue is
-	// committed whatever happens here; a mark left behind is logged.
-	if err := h.triage.OutboxRequeued(context.WithoutCancel(c.Request().Context()), ActorOf(c), o.Name(), moved); err != nil {
-		loggerOf(c).Error("outbox requeue: the resolutions of the requeued events were not opened",
-			"outbox", o.Name(), "events", moved, "err", err)
-	}
-	return n, nil
-}
-
-// change makes an audited change to an outbox with audit.ChangeInTx: its intent row first (none →
-// nothing attempted, 503), its outcome row before the outbox's transaction commits (none → rolled
-// back, 503).
-func (h *Outboxes) change(c echo.Context, action, outboxName, reason string, detail map[string]any,
-	run func(ctx context.Context, audit outbox.AuditFunc) (int64, error)) (int64, error) {
-	base := auditEntry(c, action, audit.OutboxTarget(outboxName), reason, detail)
-	// A nil ChangeAuditor is a nil TxLog: ChangeInTx refuses (503).
-	return audit.ChangeInTx(c.Request().Context(), h.audit, loggerOf(c), base, func(ctx context.Context, commit audit.Commit) (int64, error) {
-		return run(ctx, outbox.AuditFunc(commit))
-	})
+	return h.repairs(c).Requeue(c.Request().Context(), o, auditEntry(c, "", "", reason, detail), ActorOf(c), req.IDs, req.ResetAttempts)
 }
 
 // ---- HTML pages ----
