@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/ops/notify"
 	"github.com/redrive/redrive/paths"
 	notifypages "github.com/redrive/redrive/views/pages/notifications"
 )
@@ -64,49 +64,38 @@ func (h *Notifications) Watching(kafka []KafkaCluster, snaps KafkaSnapshots, rab
 	return h
 }
 
-// matchesSomething refuses, in the user's words, a silence whose cluster or group names nothing
-// the console watches (the group: none of the latest lag samples lists it).
-func (h *Notifications) matchesSomething(ctx context.Context, m map[string]string) error {
+// silences is the silences' use case over what the console watches.
+func (h *Notifications) silences(c echo.Context) notify.Silences {
+	return notify.Silences{Store: h.store, Watched: h.watched(), Log: loggerOf(c)}
+}
+
+// watched is what the console watches (Watching), for refusing a silence that would silence
+// nothing; nil: not checked.
+func (h *Notifications) watched() *notify.Watched {
 	if h.kafka == nil && h.rabbit == nil {
 		return nil
 	}
-	var clusters, names []string
+	w := &notify.Watched{}
 	for _, k := range h.kafka {
-		clusters = append(clusters, k.Name())
+		w.Clusters = append(w.Clusters, k.Name())
 	}
-	names = append(names, clusters...)
 	for _, b := range h.rabbit {
-		names = append(names, b.Name())
+		w.Brokers = append(w.Brokers, b.Name())
 	}
-	if c := m["cluster"]; c != "" && !containsStr(names, c) {
-		return ops.Invalid("cluster", fmt.Sprintf("%q is none of the clusters and brokers the console watches (%s): this silence would silence nothing",
-			ops.Echo(c), strings.Join(names, ", ")))
-	}
-	g := m["group"]
-	if g == "" || h.snaps == nil {
-		return nil
-	}
-	sampled := false
-	for _, c := range clusters {
-		if m["cluster"] != "" && m["cluster"] != c {
-			continue
-		}
-		snap, err := h.snaps.LatestKafka(ctx, c)
-		if err != nil {
-			continue // not sampled yet: what it holds is not known
-		}
-		sampled = true
-		for _, grp := range snap.Groups {
-			if grp.Name == g {
-				return nil
+	if h.snaps != nil {
+		w.Groups = func(ctx context.Context, cluster string) ([]string, bool) {
+			snap, err := h.snaps.LatestKafka(ctx, cluster)
+			if err != nil {
+				return nil, false
 			}
+			groups := make([]string, 0, len(snap.Groups))
+			for _, g := range snap.Groups {
+				groups = append(groups, g.Name)
+			}
+			return groups, true
 		}
 	}
-	if !sampled {
-		return nil // no refusal on a guess
-	}
-	return ops.Invalid("group", fmt.Sprintf("no consumer group %q is in the latest lag samples: this silence would silence nothing; "+
-		"name a group the Kafka pages list", ops.Echo(g)))
+	return w
 }
 
 // BoundingSilences bounds the silences people set by role (notify.silences): an operator's may
@@ -133,9 +122,6 @@ func (h *Notifications) silenceLimits(actor access.Actor) alerts.SilenceLimits {
 func NewNotifications(st NotificationStore, sender NotificationSender, meta MetaFunc) *Notifications {
 	return &Notifications{store: st, sender: sender, meta: meta}
 }
-
-// silenceVocabulary is what a silence's kind and severity matchers may name.
-var silenceVocabulary = alerts.Vocabulary{Kinds: health.Kinds, Severities: health.Severities}
 
 type notificationJSON struct {
 	ID            int64      `json:"id"`
@@ -215,23 +201,23 @@ type silenceRequest struct {
 
 // parse reads a silence request; what a silence may be is alerts.SilenceRequest.Silence's to say.
 // A duration is the age grammar of the console's time filters (30m, 2h, 7d).
-func (r silenceRequest) parse(now time.Time, by string, limits alerts.SilenceLimits) (alerts.Silence, error) {
+func (r silenceRequest) parse(by string, limits alerts.SilenceLimits) (alerts.SilenceRequest, error) {
 	req := alerts.SilenceRequest{Matchers: r.Matchers, Comment: r.Comment, CreatedBy: by, Limits: limits}
 	switch {
 	case r.EndsAt != nil && r.Duration != "":
-		return alerts.Silence{}, ops.Invalid("ends_at", "give ends_at or duration, not both")
+		return req, ops.Invalid("ends_at", "give ends_at or duration, not both")
 	case r.EndsAt != nil:
 		req.EndsAt = *r.EndsAt
 	case r.Duration != "":
 		d, ok := parseAge(strings.TrimSpace(r.Duration))
 		if !ok || d == 0 {
-			return alerts.Silence{}, ops.Invalid("duration", "must be a duration such as 30m, 2h or 7d")
+			return req, ops.Invalid("duration", "must be a duration such as 30m, 2h or 7d")
 		}
 		req.For = d
 	default:
-		return alerts.Silence{}, ops.Invalid("ends_at", "required (or duration)")
+		return req, ops.Invalid("ends_at", "required (or duration)")
 	}
-	return req.Silence(now, silenceVocabulary)
+	return req, nil
 }
 
 func containsStr(list []string, s string) bool {
@@ -243,29 +229,13 @@ func containsStr(list []string, s string) bool {
 	return false
 }
 
-// createSilence stores and audits a silence (notify.silence): no intent row, no silence.
+// createSilence sets a silence (notify.Silences.Create: bounded, checked, audited).
 func (h *Notifications) createSilence(c echo.Context, req silenceRequest) (alerts.Silence, error) {
-	s, err := req.parse(time.Now(), ActorOf(c).Name, h.silenceLimits(ActorOf(c)))
+	r, err := req.parse(ActorOf(c).Name, h.silenceLimits(ActorOf(c)))
 	if err != nil {
-		return s, err
+		return alerts.Silence{}, err
 	}
-	if err := h.matchesSomething(c.Request().Context(), s.Matchers); err != nil {
-		return s, err
-	}
-	one := int64(1)
-	e := auditEntry(c, "notify.silence", "notifications", s.Comment, map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()})
-	e.Count = &one
-	done, err := intend(c, h.store, e)
-	if err != nil {
-		return s, err
-	}
-	created, err := h.store.CreateSilence(c.Request().Context(), s)
-	if err != nil {
-		done(err, nil)
-		return created, err
-	}
-	done(nil, map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC(), "silence_id": created.ID})
-	return created, nil
+	return h.silences(c).Create(c.Request().Context(), auditEntry(c, "", "", "", nil), r)
 }
 
 // APISilence: POST /api/v1/silences {"matchers": {...}, "ends_at" | "duration", "comment"} — audited.
@@ -278,35 +248,15 @@ func silenceOf(s alerts.Silence) silenceJSON {
 		CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt.UTC()}
 }
 
-// endSilence ends silence :id now, audited (notify.silence_end): an unknown one is a 404 before
-// anything is written; one that has ended already is answered as it is, its outcome saying so
-// (ending twice is not an error: two operators ending the same silence both get what they asked).
+// endSilence ends silence :id now (notify.Silences.End): an unknown one is a 404 before anything
+// is written; ending one that has ended already answers it as it is.
 func (h *Notifications) endSilence(c echo.Context) (alerts.Silence, error) {
-	ctx := c.Request().Context()
 	raw := pathParam(c, "id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id < 1 {
 		return alerts.Silence{}, ops.NotFound("silence %q does not exist", ops.Echo(raw))
 	}
-	s, err := h.store.Silence(ctx, id)
-	if err != nil {
-		return s, err
-	}
-	one := int64(1)
-	e := auditEntry(c, "notify.silence_end", "silence/"+strconv.FormatInt(id, 10), "",
-		map[string]any{"matchers": s.Matchers, "ends_at": s.EndsAt.UTC()})
-	e.Count = &one
-	done, err := intend(c, h.store, e)
-	if err != nil {
-		return s, err
-	}
-	ended, err := h.store.EndSilence(ctx, id)
-	if err != nil {
-		done(err, nil)
-		return ended, err
-	}
-	done(nil, map[string]any{"matchers": ended.Matchers, "ends_at": ended.EndsAt.UTC(), "already_ended": !s.EndsAt.After(ended.EndsAt)})
-	return ended, nil
+	return h.silences(c).End(c.Request().Context(), auditEntry(c, "", "", "", nil), id)
 }
 
 // APIEndSilence: DELETE /api/v1/silences/:id — ends the silence now; answers it as it stands.

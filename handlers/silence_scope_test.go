@@ -58,7 +58,7 @@ func TestSilenceMustMatchSomething(t *testing.T) {
 		{map[string]string{"cluster": "mian"}, `cluster: "mian" is none of the clusters and brokers the console watches (main, edge)`},
 		{map[string]string{"cluster": "main", "group": "nope"}, `group: no consumer group "nope"`},
 	} {
-		err := h.matchesSomething(ctx, tc.matchers)
+		err := h.watched().Refusal(ctx, tc.matchers)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.matchers, err)
@@ -66,7 +66,7 @@ func TestSilenceMustMatchSomething(t *testing.T) {
 			t.Errorf("%v: %v; want %q", tc.matchers, err, tc.want)
 		}
 	}
-	if err := (&Notifications{}).matchesSomething(ctx, map[string]string{"group": "x"}); err != nil {
+	if err := (&Notifications{}).watched().Refusal(ctx, map[string]string{"group": "x"}); err != nil {
 		t.Errorf("nothing watched: %v", err)
 	}
 }
