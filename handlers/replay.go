@@ -287,28 +287,10 @@ func (h *Replays) APIPlanGet(c echo.Context) error {
 	}
 	j := toPlanJSON(plan)
 	for _, job := range jobs {
-		j.Jobs = append(j.Jobs, planJobJSON{ID: job.ID, Status: job.Status, Outcome: jobOutcome(job), Published: job.Published,
+		j.Jobs = append(j.Jobs, planJobJSON{ID: job.ID, Status: job.Status, Outcome: job.Outcome(), Published: job.Published,
 			Skipped: job.Skipped, Failed: job.Failed, CreatedAt: job.CreatedAt.UTC()})
 	}
 	return c.JSON(http.StatusOK, j)
-}
-
-// Job outcomes beside the statuses: a finished job with failures is not a plain done.
-const (
-	OutcomeDone             = "done"
-	OutcomeDoneWithFailures = "done_with_failures"
-)
-
-// jobOutcome is how a job ended: done when nothing failed, done_with_failures when some failed;
-// any other status (running, cancelled, failed, …) is its own outcome.
-func jobOutcome(j replay.Job) string {
-	if j.Status != replay.JobDone {
-		return j.Status
-	}
-	if j.Failed > 0 {
-		return OutcomeDoneWithFailures
-	}
-	return OutcomeDone
 }
 
 // APIPlan: POST /api/v1/replays/plan.
@@ -432,8 +414,8 @@ func toJobJSON(j replay.Job) jobJSON {
 	if j.CancelRequested && status == "running" {
 		status = "cancelling"
 	}
-	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: status, CancelRequested: j.CancelRequested, Outcome: jobOutcome(j), Paused: j.Paused, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
-		Failed: j.Failed, Remaining: max(0, j.Total-j.Published-j.Skipped-j.Failed), Actor: j.Actor, Reason: j.Reason,
+	return jobJSON{ID: j.ID, PlanID: j.PlanID, Status: status, CancelRequested: j.CancelRequested, Outcome: j.Outcome(), Paused: j.Paused, Total: j.Total, Published: j.Published, Skipped: j.Skipped,
+		Failed: j.Failed, Remaining: j.Remaining(), Actor: j.Actor, Reason: j.Reason,
 		Force: j.Force, RatePerSecond: j.RatePerSecond, Error: j.Error, ApprovedBy: j.ApprovedBy, CreatedAt: j.CreatedAt.UTC(),
 		StartedAt: inUTC(j.StartedAt), FinishedAt: inUTC(j.FinishedAt)}
 }
@@ -564,9 +546,10 @@ func (h *Replays) Index(c echo.Context) error {
 }
 
 func toJobView(j replay.Job) replaypages.JobView {
-	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Outcome: jobOutcome(j), Paused: j.Paused,
+	return replaypages.JobView{ID: j.ID, PlanID: j.PlanID, Status: j.Status, Outcome: j.Outcome(), Paused: j.Paused,
 		Total: int64(j.Total), Published: int64(j.Published), Skipped: int64(j.Skipped), Failed: int64(j.Failed),
-		Actor: j.Actor, Reason: j.Reason, Force: j.Force, Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt,
+		Remaining: int64(j.Remaining()),
+		Actor:     j.Actor, Reason: j.Reason, Force: j.Force, Rate: j.RatePerSecond, Error: j.Error, CreatedAt: j.CreatedAt,
 		StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, ApprovedBy: j.ApprovedBy,
 		Running:  j.Status == replay.JobPending || j.Status == replay.JobRunning,
 		Awaiting: j.Status == replay.JobAwaiting}

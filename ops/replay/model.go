@@ -138,6 +138,21 @@ const (
 	JobFailed    = "failed"
 )
 
+// JobDoneWithFailures is the outcome of a finished job some of whose messages failed (Outcome).
+const JobDoneWithFailures = "done_with_failures"
+
+// Outcome is how a job ended: done when nothing failed, done_with_failures when some did; any
+// other status (running, cancelled, failed, …) is its own outcome.
+func (j Job) Outcome() string {
+	if j.Status == JobDone && j.Failed > 0 {
+		return JobDoneWithFailures
+	}
+	return j.Status
+}
+
+// Remaining is how many of the job's messages are not settled yet.
+func (j Job) Remaining() int { return max(0, j.Total-j.Published-j.Skipped-j.Failed) }
+
 // LedgerClaim asks to move one message.
 type LedgerClaim struct {
 	Seq       int

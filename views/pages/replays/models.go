@@ -33,6 +33,7 @@ type JobView struct {
 	Published  int64
 	Skipped    int64
 	Failed     int64
+	Remaining  int64 // not settled yet (replay.Job.Remaining)
 	Actor      string
 	Reason     string
 	Force      bool
@@ -157,9 +158,6 @@ type FailureGroup struct {
 	Detail string
 	Count  int64
 }
-
-// Remaining is what the job has not settled yet.
-func (j JobView) Remaining() int64 { return max(0, j.Total-j.Published-j.Skipped-j.Failed) }
 
 // PlanPage is a plan: counts, groups, warnings, items and the run form.
 type PlanPage struct {

@@ -2712,7 +2712,7 @@ func Progress(j JobView, csrf string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = components.StatCard("Remaining", components.FormatNum(j.Remaining()), "of "+components.FormatNum(j.Total), components.ToneInfo).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = components.StatCard("Remaining", components.FormatNum(j.Remaining), "of "+components.FormatNum(j.Total), components.ToneInfo).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
