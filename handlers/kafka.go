@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -23,7 +22,6 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
-	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
@@ -113,18 +111,6 @@ func (h *Kafka) fresh(ctx context.Context, cluster string) (lag.Snapshot, error)
 	return h.snapshots.FreshKafka(ctx, cluster)
 }
 
-func findGroup(snap lag.Snapshot, name string) (lag.Group, error) {
-	for _, g := range snap.Groups {
-		if g.Name == name {
-			return g, nil
-		}
-	}
-	if snap.At.IsZero() {
-		return lag.Group{}, notSampledYet("kafka cluster", snap.Cluster)
-	}
-	return lag.Group{}, ops.NotFound("consumer group %q not found in kafka cluster %q", payload.Clip(name, kafkamodel.EchoLimit), snap.Cluster)
-}
-
 // APIGroups: GET /api/v1/kafka/:cluster/groups — from the latest snapshot.
 func (h *Kafka) APIGroups(c echo.Context) error {
 	_, snap, err := h.snapshot(c)
@@ -212,79 +198,28 @@ func (h *Kafka) encodeGroups(snap lag.Snapshot) (*sharedPart, error) {
 }
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group — the snapshot's group with its offsets
-// read now (liveOffsets).
+// read now (lag.LiveOffsets).
 func (h *Kafka) APIGroup(c echo.Context) error {
 	k, snap, g, err := h.group(c)
 	if err != nil {
 		return err
 	}
-	g, offsetsAt := h.liveOffsets(c.Request().Context(), k, snap, g)
+	g, offsetsAt := lag.LiveOffsets(c.Request().Context(), k, snap, g)
 	return c.JSON(http.StatusOK, groupDetailJSON{groupJSON: toGroupJSON(g), MemberList: toMembersJSON(g),
 		Pipelines: toPipelinesJSON(sampler.Pipelines(g, snap.DeadLetterTopics)),
 		SampledAt: knownUTC(snap.At), OffsetsAt: knownUTC(offsetsAt), freshnessJSON: toFreshnessJSON(snap.Freshness, snap.At)})
 }
 
-// liveOffsetsTimeout bounds the live read of one group's offsets; past it the page shows the
-// sampled ones.
-const liveOffsetsTimeout = time.Second
-
-// liveOffsets puts one group's offsets as the cluster has them now in place of the sampled ones
-// (lag.Group.WithOffsets): one OffsetFetch and one ListOffsets per leader, so that a group page or
-// API read shows a commit made a moment ago while the status, rate and catch-up stay the
-// sampler's. It answers when they were read; the zero time when the group is as sampled (the
-// cluster cannot read them, or did not answer within liveOffsetsTimeout) or was read through
-// whole from the cluster (then the snapshot's time does not apply either: now).
-func (h *Kafka) liveOffsets(ctx context.Context, k KafkaCluster, snap lag.Snapshot, g lag.Group) (lag.Group, time.Time) {
-	if !snapHas(snap, g.Name) {
-		return g, time.Now() // read through: live already
-	}
-	if g.Kind() == kafkamodel.GroupShare {
-		return g, time.Time{}
-	}
-	topics := make([]string, 0, len(g.Topics))
-	for _, t := range g.Topics {
-		topics = append(topics, t.Topic)
-	}
-	ctx, cancel := context.WithTimeout(ctx, liveOffsetsTimeout)
-	defer cancel()
-	o, err := k.GroupOffsetsNow(ctx, g.Name, topics)
-	if err != nil {
-		return g, time.Time{}
-	}
-	return g.WithOffsets(o), o.At
-}
-
-// snapHas reports whether the snapshot holds the group.
-func snapHas(snap lag.Snapshot, name string) bool {
-	for _, g := range snap.Groups {
-		if g.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// group finds a group in the latest snapshot. A group the snapshot does not have yet (it started
-// since the last sample) is read through from the cluster once — its status then comes from that
-// single observation, so it cannot show a trend (WARN, STALL) until the sampler has a window.
+// group finds the path's group in the latest snapshot, or reads it through (lag.FindGroup) — its
+// status then comes from that single observation, so it cannot show a trend (WARN, STALL) until
+// the sampler has a window.
 func (h *Kafka) group(c echo.Context) (KafkaCluster, lag.Snapshot, lag.Group, error) {
 	k, snap, err := h.snapshot(c)
 	if err != nil {
 		return nil, snap, lag.Group{}, err
 	}
-	name := pathParam(c, "group")
-	g, err := findGroup(snap, name)
-	if !readThrough(err, snap.At) {
-		return k, snap, g, err
-	}
-	live, lerr := k.Group(c.Request().Context(), name)
-	if lerr != nil {
-		if errors.Is(lerr, ops.ErrNotFound) {
-			return k, snap, g, lerr
-		}
-		return k, snap, g, err
-	}
-	return k, snap, lag.JudgeOnce(live, h.rules[k.Name()], time.Now()), nil
+	g, err := lag.FindGroup(c.Request().Context(), k, snap, pathParam(c, "group"), h.rules[k.Name()])
+	return k, snap, g, err
 }
 
 // historyRange parses since as every time in the API reads (parseTime): an age (1h, 6h, 24h, 7d),
@@ -694,7 +629,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 		return err
 	}
 	sampledLag := g.TotalLag
-	g, offsetsAt := h.liveOffsets(c.Request().Context(), k, snap, g)
+	g, offsetsAt := lag.LiveOffsets(c.Request().Context(), k, snap, g)
 	reason := g.Status.Reason
 	if !offsetsAt.IsZero() && g.TotalLag != sampledLag && reason != "" && !snap.At.IsZero() {
 		// The verdict is the sample's and says its lag; the lag shown is read now.

@@ -124,7 +124,7 @@ func findQueue(snap queues.Snapshot, vhost, name string) (queues.Queue, error) {
 		return q, nil
 	}
 	if snap.At.IsZero() {
-		return queues.Queue{}, notSampledYet("rabbitmq broker", snap.Broker)
+		return queues.Queue{}, ops.NotSampledYet("rabbitmq broker", snap.Broker)
 	}
 	for _, q := range snap.Queues {
 		if q.Vhost == vhost {
@@ -144,7 +144,7 @@ func (h *Rabbit) queue(c echo.Context) (RabbitBroker, queues.Snapshot, queues.Qu
 	}
 	vhost, name := pathParam(c, "vhost"), pathParam(c, "queue")
 	q, err := findQueue(snap, vhost, name)
-	if !readThrough(err, snap.At) {
+	if !ops.ReadThrough(err, snap.At) {
 		return b, snap, q, err
 	}
 	t, lerr := b.Topology(c.Request().Context())

@@ -1,26 +1,11 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 )
-
-// notSampledYet answers a look-up in a source's snapshot before its first sample: unavailable
-// (503), not not-found, since the sample is on its way.
-func notSampledYet(source, name string) error {
-	return &ops.Error{Kind: ops.ErrUnavailable, Message: fmt.Sprintf("%s %q has not been sampled yet; retry in a few seconds", source, name)}
-}
-
-// readThrough reports whether a look-up that the snapshot sampled at answered with err is worth
-// one live read from the source: the snapshot misses what was asked (it may have appeared since
-// the sample) or there is no sample yet. Any other answer, found or not, stands.
-func readThrough(err error, sampledAt time.Time) bool {
-	return err != nil && (errors.Is(err, ops.ErrNotFound) || sampledAt.IsZero())
-}
 
 // freshnessJSON is how old a snapshot is, beside its sampled_at and error: a snapshot nobody has
 // sampled for sampler.StaleAfter intervals reads stale: true with a note, never as current.
