@@ -102,14 +102,10 @@ func openRabbit(rc configs.RabbitMQBroker, ids configs.MessageIDRules) (doctor.R
 type doctorStore struct{ running *store.Store }
 
 func (s doctorStore) Inspect(ctx context.Context, dsn string) (doctor.StoreFacts, error) {
-	var f store.Facts
-	var err error
 	if s.running != nil {
-		f, err = s.running.Inspect(ctx)
-	} else {
-		f, err = store.Inspect(ctx, dsn)
+		return s.running.Inspect(ctx)
 	}
-	return doctor.StoreFacts(f), err // the same fields: a field added to one breaks this build
+	return store.Inspect(ctx, dsn)
 }
 
 func (doctorStore) Schema() string        { return store.Schema }

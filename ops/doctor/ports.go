@@ -77,7 +77,7 @@ type StoreSchema interface {
 }
 
 // StoreFacts are what the doctor checks about the console's own database, read without
-// migrating. Its fields are ops/store's Facts', so that the adapter converts them as they are.
+// migrating. ops/store reads them (store.Inspect).
 type StoreFacts struct {
 	User     string // current_user
 	Database string // current_database()

@@ -12,50 +12,31 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/doctor"
 )
 
-// Facts are what the doctor checks about the console's own database, read without migrating.
-type Facts struct {
-	User     string // current_user
-	Database string // current_database()
-	// SchemaExists: the redrive schema is there (the console has started against it before).
-	SchemaExists bool
-	// Applied are the migration versions recorded in redrive.schema_migrations.
-	Applied []int
-	// Pending are the embedded migrations not applied yet (file names), which the next start runs.
-	Pending []string
-	// CreateOnDatabase: the role may CREATE SCHEMA (needed when the schema does not exist).
-	CreateOnDatabase bool
-	// CreateOnSchema: the role may create tables in the schema (needed by pending migrations).
-	CreateOnSchema bool
-	// NotOwned are the schema's tables the role does not own (or inherit): a migration that
-	// alters one of them fails.
-	NotOwned    []string
-	SchemaOwner string
-}
-
-// Inspect connects to dsn without running migrations and reads Facts, for `console doctor`,
+// Inspect connects to dsn without running migrations and reads the facts the doctor checks (doctor.StoreFacts), for `console doctor`,
 // which must change nothing. Errors wrap ops.ErrUnavailable (cannot connect) or ops.ErrInvalid.
-func Inspect(ctx context.Context, dsn string) (Facts, error) {
+func Inspect(ctx context.Context, dsn string) (doctor.StoreFacts, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return Facts{}, fmt.Errorf("store: parse dsn: %w", ops.ErrInvalid)
+		return doctor.StoreFacts{}, fmt.Errorf("store: parse dsn: %w", ops.ErrInvalid)
 	}
 	cfg.MaxConns = 1
 	cfg.ConnConfig.RuntimeParams["application_name"] = "redrive-doctor"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return Facts{}, unavailable(err, "store")
+		return doctor.StoreFacts{}, unavailable(err, "store")
 	}
 	defer pool.Close()
 	return inspect(ctx, pool)
 }
 
-// Inspect reads the running store's Facts.
-func (s *Store) Inspect(ctx context.Context) (Facts, error) { return inspect(ctx, s.pool.Pool) }
+// Inspect reads the running store's facts (doctor.StoreFacts).
+func (s *Store) Inspect(ctx context.Context) (doctor.StoreFacts, error) { return inspect(ctx, s.pool.Pool) }
 
-func inspect(ctx context.Context, pool *pgxpool.Pool) (Facts, error) {
-	var f Facts
+func inspect(ctx context.Context, pool *pgxpool.Pool) (doctor.StoreFacts, error) {
+	var f doctor.StoreFacts
 	var owner *string
 	err := pool.QueryRow(ctx, `SELECT current_user::text, current_database()::text,
 			has_database_privilege(current_database(), 'CREATE'),
