@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/ops/notify"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/triage"
@@ -109,7 +110,7 @@ type Deps struct {
 
 	// Notifier sends test notifications to the configured channels (ops/notify); nil when
 	// notify.channels is empty (the log and silences still work).
-	Notifier handlers.NotificationSender
+	Notifier notify.TestSender
 
 	// Tracer follows one message across every source (ops/trace); nil answers the trace routes 404.
 	Tracer handlers.Tracer

@@ -140,3 +140,27 @@ func (w *Watched) Refusal(ctx context.Context, m map[string]string) error {
 	return ops.Invalid("group", fmt.Sprintf("no consumer group %q is in the latest lag samples: this silence would silence nothing; "+
 		"name a group the Kafka pages list", ops.Echo(g)))
 }
+
+// TestSender sends test notifications (the Notifier).
+type TestSender interface {
+	Channels() []string
+	// Test sends a test notification to channel now; ops.ErrNotFound for an unknown channel.
+	Test(ctx context.Context, channel, actor string) error
+}
+
+// SendTest sends a test notification to channel through sender (nil: none configured), for
+// base's actor, audited (notify.test): an unknown channel is ops.ErrNotFound before anything is
+// written; a channel that refused is the test's answer, and its outcome row says so.
+func (s Silences) SendTest(ctx context.Context, sender TestSender, base audit.Entry, channel string) error {
+	if sender == nil || !slices.Contains(sender.Channels(), channel) {
+		return ops.NotFound("notification channel %q is not configured", ops.Echo(channel))
+	}
+	base.Action, base.Target = "notify.test", "channel/"+channel
+	done, err := s.intend(ctx, base)
+	if err != nil {
+		return err
+	}
+	err = sender.Test(ctx, channel, base.Actor)
+	done(err, nil)
+	return err
+}
