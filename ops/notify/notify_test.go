@@ -428,3 +428,13 @@ func TestTestNotification(t *testing.T) {
 		t.Fatal("unknown channel accepted")
 	}
 }
+
+// A silence naming nothing watched is refused with the names it could use, each once: a Kafka
+// cluster and a RabbitMQ broker are often both called "main".
+func TestSilenceRefusalNamesEachSourceOnce(t *testing.T) {
+	w := &notify.Watched{Clusters: []string{"main", "edge"}, Brokers: []string{"main"}}
+	err := w.Refusal(context.Background(), map[string]string{"cluster": "nope"})
+	if err == nil || !strings.Contains(err.Error(), "watches (main, edge):") {
+		t.Fatalf("refusal %v; want the names main, edge once each", err)
+	}
+}

@@ -111,7 +111,12 @@ func (w *Watched) Refusal(ctx context.Context, m map[string]string) error {
 	if w == nil || (w.Clusters == nil && w.Brokers == nil) {
 		return nil
 	}
-	names := append(slices.Clone(w.Clusters), w.Brokers...)
+	var names []string // each once: a Kafka cluster and a RabbitMQ broker may share a name
+	for _, n := range append(slices.Clone(w.Clusters), w.Brokers...) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
 	if c := m["cluster"]; c != "" && !slices.Contains(names, c) {
 		return ops.Invalid("cluster", fmt.Sprintf("%q is none of the clusters and brokers the console watches (%s): this silence would silence nothing",
 			ops.Echo(c), strings.Join(names, ", ")))
