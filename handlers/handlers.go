@@ -154,7 +154,9 @@ func decodeJSON(c echo.Context, into any) error {
 			return ops.Invalid("body", "could not be read as JSON")
 		}
 	}
-	if dec.More() {
+	// Only JSON's white space may follow the object: dec.More is false before a stray '}' or
+	// ']', so "{}}" would pass it (and bytes.TrimSpace would take a \v for white space).
+	if rest := bytes.Trim(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return ops.Invalid("body", "one JSON object expected, found more")
 	}
 	return stringProblem(body)

@@ -127,12 +127,18 @@ func TestDecodeJSONMessages(t *testing.T) {
 		{`{"nope":1}`, `body: unknown field "nope" (check the field name)`},
 		{``, "body: empty; send a JSON object"},
 		{`{"source":`, "body: could not be read as JSON"},
+		{`{}}`, "body: one JSON object expected, found more"},
+		{"{} ]\n", "body: one JSON object expected, found more"},
 	} {
 		var into request
 		err := decodeJSON(bodyContext(tc.body), &into)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v; want %q", tc.body, err, tc.want)
 		}
+	}
+	var into request
+	if err := decodeJSON(bodyContext("{}  \r\n"), &into); err != nil { // white space after the object is no second value
+		t.Errorf("an object and white space: %v", err)
 	}
 }
 
