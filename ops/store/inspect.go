@@ -33,7 +33,9 @@ func Inspect(ctx context.Context, dsn string) (doctor.StoreFacts, error) {
 }
 
 // Inspect reads the running store's facts (doctor.StoreFacts).
-func (s *Store) Inspect(ctx context.Context) (doctor.StoreFacts, error) { return inspect(ctx, s.pool.Pool) }
+func (s *Store) Inspect(ctx context.Context) (doctor.StoreFacts, error) {
+	return inspect(ctx, s.pool.Pool)
+}
 
 func inspect(ctx context.Context, pool *pgxpool.Pool) (doctor.StoreFacts, error) {
 	var f doctor.StoreFacts
