@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // maxDeadLetterTimestampMillis is 9999-12-31T23:59:59.999Z; later times do not encode as JSON.
@@ -131,7 +131,7 @@ func (idx headerIndex) decode(headers []Header, value idBody, ids configs.Messag
 		if !found[f].ok {
 			return ""
 		}
-		return text(found[f].value)
+		return kafkamodel.Text(found[f].value)
 	}
 	dl.OriginalTopic = str(fOriginalTopic)
 	dl.ConsumerGroup = str(fConsumerGroup)
@@ -168,7 +168,7 @@ func (idx headerIndex) decode(headers []Header, value idBody, ids configs.Messag
 				dl.FirstFailedAt = t.Format(time.RFC3339Nano)
 			}
 		} else {
-			dl.FirstFailedAt = text(h.value)
+			dl.FirstFailedAt = kafkamodel.Text(h.value)
 		}
 	}
 	dl.MessageID = messageID(headers, value, ids, idx.messageID)
@@ -256,12 +256,4 @@ func millisTime(ms int64) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(ms).UTC(), true
-}
-
-// text is b as a string with invalid UTF-8 replaced, so it is safe to encode and render.
-func text(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
 }

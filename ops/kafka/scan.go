@@ -154,7 +154,7 @@ func (l *Lazy) DeadLetterText(field string) ([]byte, bool) {
 		}
 	}
 	if !utf8.Valid(value) {
-		return []byte(text(value)), true // as DeadLetter has it: invalid bytes replaced
+		return []byte(kafkamodel.Text(value)), true // as DeadLetter has it: invalid bytes replaced
 	}
 	return value, true
 }

@@ -139,7 +139,7 @@ func LastHeader(headers []Header, names []string) string {
 	for _, name := range names {
 		for i := len(headers) - 1; i >= 0; i-- {
 			if strings.EqualFold(headers[i].Key, name) {
-				if v := strings.TrimSpace(text(headers[i].Value)); v != "" {
+				if v := strings.TrimSpace(Text(headers[i].Value)); v != "" {
 					return v
 				}
 				break
@@ -164,9 +164,9 @@ func (d *DeadLetter) String() string {
 	return fmt.Sprintf("%s from %s: %s", d.Convention, loc, d.ExceptionType)
 }
 
-// text is b as a string with invalid UTF-8 replaced, so it is safe to compare and render (the
-// adapter has its own for what it decodes).
-func text(b []byte) string {
+// Text is b as a string with invalid UTF-8 replaced, so it is safe to compare, encode and render:
+// header bytes as the model and the adapter read them.
+func Text(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
