@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/jsonpath"
 )
 
 // Auth modes.
@@ -334,7 +335,7 @@ func (r *Redaction) validate(bad func(key, format string, args ...any)) {
 		}
 	}
 	for i, p := range r.JSONPaths {
-		if _, err := ParseJSONPath(p); err != nil {
+		if _, err := jsonpath.Parse(p); err != nil {
 			bad(fmt.Sprintf("redaction.json_paths[%d]", i),
 				"%q must be a path like $.card.number, $.items[*].iban or $['odd.key']", p)
 		}

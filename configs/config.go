@@ -463,7 +463,7 @@ type ConsumerRabbit struct {
 }
 
 // MessageIDRules find a message's idempotency key: the first header present, else the first JSON
-// path that resolves in the value ($.messageId, $.meta.id, $.items[0].id: see JSONPath; the old
+// path that resolves in the value ($.messageId, $.meta.id, $.items[0].id: see ops/jsonpath; the old
 // bare form, meta.id, is still read and warned about at start).
 type MessageIDRules struct {
 	Headers   []string `yaml:"headers"`

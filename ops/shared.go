@@ -3,10 +3,6 @@ package ops
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/jsonpath"
 )
 
 // Bound gives ctx at most d unless it already ends sooner, so that a call against a dependency
@@ -50,9 +46,16 @@ func Within[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
+// MessageIDRules find a message's idempotency key (message_id): the first of Headers present on
+// the message, else the first of JSONPaths that resolves in its JSON body (MessageIDFromJSON).
+type MessageIDRules struct {
+	Headers   []string
+	JSONPaths []string
+}
+
 // MessageIDFromJSON finds a message's idempotency key in a JSON object body: the first of paths
 // (message_id.json_paths: $.meta.id, $.items[0].id, or the old bare meta.id, whose numeric
-// segments index arrays; see configs.MessageIDPath) that leads to a non-empty string or a number.
+// segments index arrays; see jsonpath.ParseMessageID) that leads to a non-empty string or a number.
 // "" when the body is not a JSON object or no path resolves. Kafka and RabbitMQ share the rule.
 func MessageIDFromJSON(body []byte, paths []string) string {
 	return messageIDFromJSON(body, paths, false)
@@ -100,7 +103,7 @@ func messageIDFromJSON(body []byte, paths []string, valid bool) string {
 // steps after it.
 type idPath struct {
 	first string
-	rest  configs.JSONPath
+	rest  jsonpath.Path
 	ok    bool // a path a message id can be read by
 }
 
@@ -118,8 +121,8 @@ func parsedIDPath(p string) (idPath, bool) {
 		return v.(idPath), v.(idPath).ok
 	}
 	var ip idPath
-	path, _, err := configs.MessageIDPath(p)
-	if err == nil && len(path) > 0 && (path[0].Kind == configs.StepKey || path[0].Kind == configs.StepKeyOrIndex) {
+	path, _, err := jsonpath.ParseMessageID(p)
+	if err == nil && len(path) > 0 && (path[0].Kind == jsonpath.StepKey || path[0].Kind == jsonpath.StepKeyOrIndex) {
 		ip = idPath{first: gjson.Escape(path[0].Key), rest: path[1:], ok: true}
 	}
 	if idPathsLen.Load() < maxIDPaths {
@@ -131,15 +134,15 @@ func parsedIDPath(p string) (idPath, bool) {
 }
 
 // gjsonPath follows path from r to a non-empty string or a number.
-func gjsonPath(r gjson.Result, path configs.JSONPath) (string, bool) {
+func gjsonPath(r gjson.Result, path jsonpath.Path) (string, bool) {
 	for _, step := range path {
 		switch step.Kind {
-		case configs.StepIndex:
+		case jsonpath.StepIndex:
 			if !r.IsArray() {
 				return "", false
 			}
 			r = r.Get(strconv.Itoa(step.Index))
-		case configs.StepKeyOrIndex: // the old bare form: a number indexes arrays, else a member
+		case jsonpath.StepKeyOrIndex: // the old bare form: a number indexes arrays, else a member
 			if !r.IsArray() && !r.IsObject() {
 				return "", false
 			}
@@ -167,29 +170,4 @@ func gjsonPath(r gjson.Result, path configs.JSONPath) (string, bool) {
 		return r.Raw, true
 	}
 	return "", false
-}
-
-// TLSConfig builds a client TLS configuration from the config's tls block (CA, client
-// certificate, insecure_skip_verify). A file that cannot be read is an ErrInvalid naming the key.
-func TLSConfig(t *configs.TLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify} //nolint:gosec // an explicit, documented operator choice
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, Invalid("tls.ca_file", err.Error())
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, Invalid("tls.ca_file", fmt.Sprintf("%s holds no PEM certificate", t.CAFile))
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, Invalid("tls.cert_file", err.Error())
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }

@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
-
-	"github.com/redrive/redrive/configs"
 )
 
 func TestMessageIDFromJSON(t *testing.T) {
@@ -85,16 +83,6 @@ func TestMessageIDPathsShared(t *testing.T) {
 	}
 	if err := callers.Wait(); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestTLSConfig(t *testing.T) {
-	tc, err := TLSConfig(&configs.TLS{Enabled: true, InsecureSkipVerify: true})
-	if err != nil || !tc.InsecureSkipVerify {
-		t.Fatalf("%+v %v", tc, err)
-	}
-	if _, err := TLSConfig(&configs.TLS{CAFile: "/nonexistent/ca.pem"}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("missing CA file: %v", err)
 	}
 }
 

@@ -98,7 +98,7 @@ func New(cfg configs.KafkaCluster, ids configs.MessageIDRules) (*Cluster, error)
 		kgo.DisableClientMetrics(),
 	}
 	if cfg.TLS != nil && cfg.TLS.Enabled {
-		tc, err := ops.TLSConfig(cfg.TLS)
+		tc, err := cfg.TLS.ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("kafka %s: %w", cfg.Name, err)
 		}

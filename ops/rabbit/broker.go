@@ -112,7 +112,7 @@ func New(cfg configs.RabbitMQBroker, ids configs.MessageIDRules) (*Broker, error
 	}
 	var tc *tls.Config
 	if cfg.TLS != nil && cfg.TLS.Enabled {
-		if tc, err = ops.TLSConfig(cfg.TLS); err != nil {
+		if tc, err = cfg.TLS.ClientConfig(); err != nil {
 			return fail(err)
 		}
 	}

@@ -18,10 +18,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/jsonpath"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/replay"
@@ -191,15 +191,15 @@ type pathSeg struct {
 type segKind uint8
 
 const (
-	segKey      = segKind(configs.StepKey)
-	segAnyKey   = segKind(configs.StepAnyKey)
-	segIndex    = segKind(configs.StepIndex)
-	segAnyIndex = segKind(configs.StepAnyIndex)
+	segKey      = segKind(jsonpath.StepKey)
+	segAnyKey   = segKind(jsonpath.StepAnyKey)
+	segIndex    = segKind(jsonpath.StepIndex)
+	segAnyIndex = segKind(jsonpath.StepAnyIndex)
 )
 
-// parsePath reads a redaction path by the one json_paths grammar (configs.ParseJSONPath).
+// parsePath reads a redaction path by the one json_paths grammar (jsonpath.Parse).
 func parsePath(p string) ([]pathSeg, error) {
-	steps, err := configs.ParseJSONPath(p)
+	steps, err := jsonpath.Parse(p)
 	if err != nil {
 		return nil, fmt.Errorf("redaction %w", err)
 	}

@@ -96,7 +96,7 @@ func New(opts Options) (*Decoder, error) {
 			copts = append(copts, sr.BasicAuth(r.Username, string(r.Password)))
 		}
 		if r.TLS != nil && r.TLS.Enabled {
-			tc, err := ops.TLSConfig(r.TLS)
+			tc, err := r.TLS.ClientConfig()
 			if err != nil {
 				return nil, fmt.Errorf("schema_registry.tls: %w", err)
 			}

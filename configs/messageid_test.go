@@ -4,27 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-func TestParseJSONPath(t *testing.T) {
-	good := map[string]JSONPath{
-		"$.card.number":   {{Kind: StepKey, Key: "card"}, {Kind: StepKey, Key: "number"}},
-		"$.items[*].iban": {{Kind: StepKey, Key: "items"}, {Kind: StepAnyIndex}, {Kind: StepKey, Key: "iban"}},
-		"$.customer.*":    {{Kind: StepKey, Key: "customer"}, {Kind: StepAnyKey}},
-		`$['a.b']["c"]`:   {{Kind: StepKey, Key: "a.b"}, {Kind: StepKey, Key: "c"}},
-		"$[2]":            {{Kind: StepIndex, Index: 2}},
-	}
-	for p, want := range good {
-		if got, err := ParseJSONPath(p); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("ParseJSONPath(%q) = %+v, %v", p, got, err)
-		}
-	}
-	for _, p := range []string{"", "$", "card.number", "$.", "$..a", "$[", "$[x]", "$[-1]", "$['a", "$a", "$.a]", `$.it's`} {
-		if _, err := ParseJSONPath(p); err == nil || !strings.Contains(err.Error(), "write it like $.card.number") {
-			t.Errorf("ParseJSONPath(%q) = %v", p, err)
-		}
-	}
-}
+	"github.com/redrive/redrive/ops/jsonpath"
+)
 
 // message_id.json_paths take the grammar of redaction.json_paths, and still the old bare form,
 // which is read as before and warned about with the way to write it.
@@ -47,11 +29,11 @@ func TestMessageIDJSONPathForms(t *testing.T) {
 		t.Errorf("warnings: %q", w)
 	}
 	for _, p := range []string{"messageId", "meta.id", "items.0.id"} {
-		bare, isBare, err := MessageIDPath(p)
+		bare, isBare, err := jsonpath.ParseMessageID(p)
 		if err != nil || !isBare {
 			t.Fatalf("%s: %v %v", p, isBare, err)
 		}
-		if _, again, err := MessageIDPath(bare.String()); err != nil || again {
+		if _, again, err := jsonpath.ParseMessageID(bare.String()); err != nil || again {
 			t.Errorf("%s: the suggested %s does not read: %v", p, bare.String(), err)
 		}
 	}
@@ -73,14 +55,5 @@ func TestMessageIDJSONPathForms(t *testing.T) {
 	}
 	if w := cfg.Warnings(); len(w) != 0 || !reflect.DeepEqual(cfg.MessageID.JSONPaths, []string{"$.messageId", "$.eventId", "$.id"}) {
 		t.Errorf("defaults: %q, warnings %q", cfg.MessageID.JSONPaths, w)
-	}
-}
-
-func TestJSONPathString(t *testing.T) {
-	for p, want := range map[string]string{"$.a.b": "$.a.b", `$["a.b"][3].*`: "$['a.b'][3].*", "$['it''s']": `$["it''s"]`, "$[*]": "$[*]"} {
-		path, err := ParseJSONPath(p)
-		if err != nil || path.String() != want {
-			t.Errorf("%s: %s %v", p, path.String(), err)
-		}
 	}
 }

@@ -1,4 +1,7 @@
-package configs
+// Package jsonpath is the one grammar of the configuration's json_paths (redaction.json_paths and
+// message_id.json_paths). It imports nothing of the project: configs validates with it, and the
+// message-id extraction (ops) and redaction (ops/redact) read with it.
+package jsonpath
 
 import (
 	"fmt"
@@ -6,20 +9,20 @@ import (
 	"strings"
 )
 
-// JSONPath is a parsed path of the one grammar of json_paths (redaction.json_paths and
+// Path is a parsed path of the one grammar of json_paths (redaction.json_paths and
 // message_id.json_paths): $ then steps — .key; ['key'] or ["key"] for a key with dots, brackets or
 // quotes; [n], an array index; and .* or [*], any key or any element (redaction only: an id is
-// one value). ParseJSONPath reads it.
-type JSONPath []PathStep
+// one value). Parse reads it.
+type Path []Step
 
-// PathStep is one step of a JSONPath.
-type PathStep struct {
+// Step is one step of a Path.
+type Step struct {
 	Kind  StepKind
 	Key   string // StepKey, StepKeyOrIndex
 	Index int    // StepIndex
 }
 
-// StepKind says what a PathStep matches.
+// StepKind says what a Step matches.
 type StepKind uint8
 
 // Step kinds.
@@ -33,9 +36,9 @@ const (
 	StepKeyOrIndex
 )
 
-// ParseJSONPath reads a path of the json_paths grammar; the error names the path and says how
+// Parse reads a path of the json_paths grammar; the error names the path and says how
 // to write it.
-func ParseJSONPath(p string) (JSONPath, error) {
+func Parse(p string) (Path, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("path %q: %s (write it like $.card.number, $.items[*].iban or $['odd.key'])", p, why)
 	}
@@ -43,7 +46,7 @@ func ParseJSONPath(p string) (JSONPath, error) {
 	if !ok {
 		return nil, bad("must start with $")
 	}
-	var steps JSONPath
+	var steps Path
 	for rest != "" {
 		switch {
 		case rest[0] == '.':
@@ -58,13 +61,13 @@ func ParseJSONPath(p string) (JSONPath, error) {
 			case strings.ContainsAny(key, `]'"`):
 				return nil, bad(fmt.Sprintf("write the key %q as ['%s']", key, key))
 			case key == "*":
-				steps = append(steps, PathStep{Kind: StepAnyKey})
+				steps = append(steps, Step{Kind: StepAnyKey})
 			default:
-				steps = append(steps, PathStep{Kind: StepKey, Key: key})
+				steps = append(steps, Step{Kind: StepKey, Key: key})
 			}
 			rest = rest[1+end:]
 		case strings.HasPrefix(rest, "[*]"):
-			steps = append(steps, PathStep{Kind: StepAnyIndex})
+			steps = append(steps, Step{Kind: StepAnyIndex})
 			rest = rest[3:]
 		case strings.HasPrefix(rest, "['"), strings.HasPrefix(rest, `["`):
 			closing := rest[1:2] + "]"
@@ -72,7 +75,7 @@ func ParseJSONPath(p string) (JSONPath, error) {
 			if end < 0 {
 				return nil, bad("unterminated quoted key")
 			}
-			steps = append(steps, PathStep{Kind: StepKey, Key: rest[2 : 2+end]})
+			steps = append(steps, Step{Kind: StepKey, Key: rest[2 : 2+end]})
 			rest = rest[2+end+2:]
 		case rest[0] == '[':
 			end := strings.IndexByte(rest, ']')
@@ -83,7 +86,7 @@ func ParseJSONPath(p string) (JSONPath, error) {
 			if err != nil || n < 0 || rest[1] == '+' {
 				return nil, bad("an index must be a number or *")
 			}
-			steps = append(steps, PathStep{Kind: StepIndex, Index: n})
+			steps = append(steps, Step{Kind: StepIndex, Index: n})
 			rest = rest[end+1:]
 		default:
 			return nil, bad(fmt.Sprintf("unexpected %q", rest[:1]))
@@ -95,17 +98,17 @@ func ParseJSONPath(p string) (JSONPath, error) {
 	return steps, nil
 }
 
-// MessageIDPath reads one of message_id.json_paths: the grammar's form ($.meta.id), without
+// ParseMessageID reads one of message_id.json_paths: the grammar's form ($.meta.id), without
 // wildcards, or the old bare form (meta.id, items.0.id), which bare reports; it is still read as
 // before, and the start-up log says how to write it.
-func MessageIDPath(p string) (path JSONPath, bare bool, err error) {
+func ParseMessageID(p string) (path Path, bare bool, err error) {
 	if !strings.HasPrefix(p, "$") {
 		for seg := range strings.SplitSeq(p, ".") {
-			path = append(path, PathStep{Kind: StepKeyOrIndex, Key: seg})
+			path = append(path, Step{Kind: StepKeyOrIndex, Key: seg})
 		}
 		return path, true, nil
 	}
-	if path, err = ParseJSONPath(p); err != nil {
+	if path, err = Parse(p); err != nil {
 		return nil, false, err
 	}
 	for _, s := range path {
@@ -119,7 +122,7 @@ func MessageIDPath(p string) (path JSONPath, bare bool, err error) {
 // String writes the path in the grammar's form, a key that needs it quoted (['a.b']). A number of
 // the old bare form is written as an index ("items.0.id" → $.items[0].id), what it meant for an
 // array; $.items['0'].id names an object's member "0".
-func (p JSONPath) String() string {
+func (p Path) String() string {
 	var sb strings.Builder
 	sb.WriteByte('$')
 	for _, s := range p {
@@ -148,25 +151,4 @@ func (p JSONPath) String() string {
 		}
 	}
 	return sb.String()
-}
-
-func (r *MessageIDRules) validate(bad func(key, format string, args ...any)) {
-	for i, p := range r.JSONPaths {
-		if _, _, err := MessageIDPath(p); err != nil {
-			bad(fmt.Sprintf("message_id.json_paths[%d]", i), "%v", err)
-		}
-	}
-}
-
-// Warnings are what the configuration still accepts but should be written otherwise; the console
-// logs them at start.
-func (c *Config) Warnings() []string {
-	var out []string
-	for i, p := range c.MessageID.JSONPaths {
-		if path, bare, err := MessageIDPath(p); err == nil && bare {
-			out = append(out, fmt.Sprintf("message_id.json_paths[%d]: %q is the old form of a path, still read as before; "+
-				"write it %q, the grammar redaction.json_paths use", i, p, path.String()))
-		}
-	}
-	return out
 }
