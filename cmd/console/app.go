@@ -213,7 +213,7 @@ func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Noti
 	if a.sampler != nil {
 		owner = a.sampler.ReplicaID()
 	}
-	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: cfg.Notify, Owner: owner, Logger: log})
+	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: notifySettings(cfg.Notify), Owner: owner, Logger: log})
 }
 
 // groupsByTopic reads the lag snapshot for the consumer groups of each topic.

@@ -42,7 +42,7 @@ func reloadOnSIGHUP(ctx context.Context, r *web.Reloader) (stop func()) {
 // section is then reported as such); the thresholds of the others are applied.
 func (a *app) registerReload(r *web.Reloader) {
 	if a.notifier != nil {
-		r.Register(web.PartNotify, func(c *configs.Config) (func(), error) { return a.notifier.PrepareReload(c.Notify) })
+		r.Register(web.PartNotify, func(c *configs.Config) (func(), error) { return a.notifier.PrepareReload(notifySettings(c.Notify)) })
 	}
 	r.Register(web.PartThresholds, func(c *configs.Config) (func(), error) {
 		var apply []func()

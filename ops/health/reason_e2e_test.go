@@ -131,9 +131,9 @@ rabbitmq: [{name: gone, url: "amqp://qacuser:SECRET@127.0.0.1:3/", management_ur
 	}))
 	t.Cleanup(srv.Close)
 	n, err := notify.New(notify.Options{Store: storetest.Open(t), Problems: m, Owner: "r1", Tick: 20 * time.Millisecond,
-		Config: configs.Notify{Interval: configs.Duration(time.Millisecond), MaxAttempts: 3,
-			Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(srv.URL), SignatureHeader: "X-Redrive-Signature"}},
-			Rules:    []configs.NotifyRule{{Match: configs.NotifyMatch{Kind: health.KindOutboxUnavailable}, Channels: []string{"hook"}}}}})
+		Config: notify.Settings{Interval: time.Millisecond, MaxAttempts: 3,
+			Channels: []notify.ChannelSettings{{Name: "hook", Type: "webhook", URL: srv.URL, SignatureHeader: "X-Redrive-Signature"}},
+			Rules:    []notify.Rule{{Match: notify.Match{Kind: health.KindOutboxUnavailable}, Channels: []string{"hook"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/payload"
 )
@@ -39,17 +38,17 @@ type Channel interface {
 // sendTimeout bounds one delivery attempt.
 const sendTimeout = 10 * time.Second
 
-// NewChannel builds a channel from its config (validated by configs). client is the HTTP client
+// NewChannel builds a channel from its settings. client is the HTTP client
 // of webhook and Slack channels; nil means one with a 10 s timeout.
-func NewChannel(c configs.NotifyChannel, client *http.Client) (Channel, error) {
+func NewChannel(c ChannelSettings, client *http.Client) (Channel, error) {
 	if client == nil {
 		client = &http.Client{Timeout: sendTimeout}
 	}
 	switch c.Type {
 	case "webhook":
-		return &webhook{name: c.Name, url: string(c.URL), secret: []byte(c.Secret), header: c.SignatureHeader, client: client}, nil
+		return &webhook{name: c.Name, url: c.URL, secret: []byte(c.Secret), header: c.SignatureHeader, client: client}, nil
 	case "slack":
-		return &slack{name: c.Name, url: string(c.URL), client: client}, nil
+		return &slack{name: c.Name, url: c.URL, client: client}, nil
 	case "email":
 		m := &email{name: c.Name, cfg: c.SMTP}
 		if c.SMTP.CAFile != "" {
@@ -169,7 +168,7 @@ func (s *slack) Send(ctx context.Context, e Event) error {
 
 type email struct {
 	name  string
-	cfg   configs.NotifySMTP
+	cfg   SMTP
 	roots *x509.CertPool // nil: the system's
 }
 
@@ -196,7 +195,7 @@ func (m *email) Send(ctx context.Context, e Event) error {
 		return fmt.Errorf("smtp %s: %w", addr, err)
 	}
 	defer c.Close()
-	if m.cfg.StartTLS == nil || *m.cfg.StartTLS {
+	if !m.cfg.NoStartTLS {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
 			return fmt.Errorf("smtp %s: the server offers no STARTTLS (set starttls: false to send in clear)", addr)
 		}
@@ -205,7 +204,7 @@ func (m *email) Send(ctx context.Context, e Event) error {
 		}
 	}
 	if m.cfg.Username != "" {
-		if err := c.Auth(smtp.PlainAuth("", m.cfg.Username, string(m.cfg.Password), m.cfg.Host)); err != nil {
+		if err := c.Auth(smtp.PlainAuth("", m.cfg.Username, m.cfg.Password, m.cfg.Host)); err != nil {
 			return fmt.Errorf("smtp %s: auth: %w", addr, err)
 		}
 	}

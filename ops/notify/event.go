@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/health"
 )
 
@@ -45,7 +44,7 @@ func field(p health.Problem, k string) string {
 }
 
 // Matches reports whether p matches m: every set field equal.
-func Matches(m configs.NotifyMatch, p health.Problem) bool {
+func Matches(m Match, p health.Problem) bool {
 	for k, v := range map[string]string{"kind": m.Kind, "cluster": m.Cluster, "topic": m.Topic, "queue": m.Queue,
 		"group": m.Group, "severity": m.Severity} {
 		if v != "" && field(p, k) != v {
@@ -73,7 +72,7 @@ type route struct {
 
 // routes are the channels of the rules p matches; a channel named by several rules repeats at
 // the shortest of their repeat_every (0 counting as never).
-func routes(rules []configs.NotifyRule, p health.Problem) []route {
+func routes(rules []Rule, p health.Problem) []route {
 	var out []route
 	for _, r := range rules {
 		if !Matches(r.Match, p) {
@@ -83,9 +82,9 @@ func routes(rules []configs.NotifyRule, p health.Problem) []route {
 			i := slices.IndexFunc(out, func(x route) bool { return x.channel == ch })
 			switch {
 			case i < 0:
-				out = append(out, route{ch, r.RepeatEvery.D()})
-			case r.RepeatEvery > 0 && (out[i].repeat == 0 || r.RepeatEvery.D() < out[i].repeat):
-				out[i].repeat = r.RepeatEvery.D()
+				out = append(out, route{ch, r.RepeatEvery})
+			case r.RepeatEvery > 0 && (out[i].repeat == 0 || r.RepeatEvery < out[i].repeat):
+				out[i].repeat = r.RepeatEvery
 			}
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
@@ -46,7 +45,7 @@ type Evaluator interface {
 type Options struct {
 	Store    Store     // required
 	Problems Evaluator // required
-	Config   configs.Notify
+	Config   Settings
 	// Channels are built from Config.Channels when nil (tests may hand their own).
 	Channels []Channel
 	// Owner is this replica's ID in the lease; required.
@@ -80,13 +79,13 @@ func New(o Options) (*Notifier, error) {
 		return nil, fmt.Errorf("notify: store, problems and owner are required: %w", ops.ErrInvalid)
 	}
 	if o.Config.Interval == 0 {
-		o.Config.Interval = configs.Duration(30 * time.Second)
+		o.Config.Interval = 30 * time.Second
 	}
 	if o.Config.MaxAttempts == 0 {
 		o.Config.MaxAttempts = 10
 	}
 	if o.LeaseTTL == 0 {
-		o.LeaseTTL = max(3*o.Config.Interval.D(), 10*time.Second)
+		o.LeaseTTL = max(3*o.Config.Interval, 10*time.Second)
 	}
 	if o.Tick == 0 {
 		o.Tick = time.Second
@@ -115,15 +114,15 @@ func New(o Options) (*Notifier, error) {
 // conf is what a config reload may change: rules, channels, links, attempts, the interval and
 // the new-group window. It is replaced whole, so a round reads one consistent version.
 type conf struct {
-	cfg      configs.Notify
+	cfg      Settings
 	channels map[string]Channel
 	names    []string // config order
 }
 
 // newConf builds the channels of cfg (or takes the given ones) and fills cfg's defaults.
-func newConf(cfg configs.Notify, given []Channel) (*conf, error) {
+func newConf(cfg Settings, given []Channel) (*conf, error) {
 	if cfg.Interval == 0 {
-		cfg.Interval = configs.Duration(30 * time.Second)
+		cfg.Interval = 30 * time.Second
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 10
@@ -158,7 +157,7 @@ func (n *Notifier) install(c *conf) {
 // why it cannot (a channel that cannot be built): a config reload calls it for every part first
 // and commits only when all succeed. Notifications already recorded for a channel that is gone
 // are given up with that reason at their next attempt; the lease's length stays as at start.
-func (n *Notifier) PrepareReload(cfg configs.Notify) (commit func(), err error) {
+func (n *Notifier) PrepareReload(cfg Settings) (commit func(), err error) {
 	c, err := newConf(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -199,7 +198,7 @@ func (n *Notifier) Round(ctx context.Context) error {
 	if err != nil || l == nil {
 		return err
 	}
-	if time.Since(n.lastEval) >= n.conf.Load().cfg.Interval.D() {
+	if time.Since(n.lastEval) >= n.conf.Load().cfg.Interval {
 		if err := n.evaluateLocked(ctx, *l); err != nil {
 			return err
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/notify"
@@ -140,7 +139,7 @@ func (s *session) Data(r io.Reader) error {
 func (s *session) Reset()        {}
 func (s *session) Logout() error { return nil }
 
-func newMailbox(t *testing.T) (*mailbox, configs.NotifySMTP) {
+func newMailbox(t *testing.T) (*mailbox, notify.SMTP) {
 	caFile, serverTLS, _ := tlstest.SelfSigned(t)
 	m := &mailbox{}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{m: m}, nil }))
@@ -151,10 +150,9 @@ func newMailbox(t *testing.T) (*mailbox, configs.NotifySMTP) {
 	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	on := true
 	port := ln.Addr().(*net.TCPAddr).Port
-	return m, configs.NotifySMTP{Host: "127.0.0.1", Port: port, Username: "redrive", Password: "s3cret",
-		From: "redrive@example.com", To: []string{"oncall@example.com"}, StartTLS: &on, CAFile: caFile}
+	return m, notify.SMTP{Host: "127.0.0.1", Port: port, Username: "redrive", Password: "s3cret",
+		From: "redrive@example.com", To: []string{"oncall@example.com"}, CAFile: caFile}
 }
 
 func (m *mailbox) messages() []string {
@@ -168,10 +166,10 @@ func openStore(t *testing.T) *store.Store {
 	return storetest.Open(t)
 }
 
-func newNotifier(t *testing.T, st *store.Store, ev notify.Evaluator, owner string, cfg configs.Notify) *notify.Notifier {
+func newNotifier(t *testing.T, st *store.Store, ev notify.Evaluator, owner string, cfg notify.Settings) *notify.Notifier {
 	t.Helper()
 	if cfg.Interval == 0 {
-		cfg.Interval = configs.Duration(time.Millisecond) // every Round evaluates
+		cfg.Interval = time.Millisecond // every Round evaluates
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 10
@@ -234,15 +232,15 @@ func TestEachKindFiresOnceAndResolvesOnce(t *testing.T) {
 		problem(health.KindReplayCancelled, "job", "j4"),
 	}
 	ev := &problems{}
-	n := newNotifier(t, st, ev, "r1", configs.Notify{BaseURL: "https://redrive.example.com",
-		Channels: []configs.NotifyChannel{
-			{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL), Secret: "hmac-secret"},
-			{Name: "slack", Type: "slack", URL: configs.Secret(slackRx.srv.URL)},
+	n := newNotifier(t, st, ev, "r1", notify.Settings{BaseURL: "https://redrive.example.com",
+		Channels: []notify.ChannelSettings{
+			{Name: "hook", Type: "webhook", URL: hook.srv.URL, Secret: "hmac-secret"},
+			{Name: "slack", Type: "slack", URL: slackRx.srv.URL},
 			{Name: "mail", Type: "email", SMTP: smtpCfg},
 		},
-		Rules: []configs.NotifyRule{
-			{Channels: []string{"hook"}, RepeatEvery: configs.Duration(time.Hour)},
-			{Match: configs.NotifyMatch{Kind: health.KindKafkaGroup, Cluster: "main"}, Channels: []string{"slack", "mail"}},
+		Rules: []notify.Rule{
+			{Channels: []string{"hook"}, RepeatEvery: time.Hour},
+			{Match: notify.Match{Kind: health.KindKafkaGroup, Cluster: "main"}, Channels: []string{"slack", "mail"}},
 		}})
 	ev.set(kinds...)
 	for range 3 { // more evaluations than changes
@@ -291,7 +289,7 @@ func TestNoRepeatBeforeRepeatEvery(t *testing.T) {
 	st, hook, ev, cfg := toOneHook(t, p)
 	// Long enough that the round after the reminder ends well inside the next repeat_every even
 	// on a loaded machine under -race (at 700 ms, a slow round once fired a second reminder).
-	cfg.Rules[0].RepeatEvery = configs.Duration(3 * time.Second)
+	cfg.Rules[0].RepeatEvery = 3 * time.Second
 	n := newNotifier(t, st, ev, "r1", cfg)
 	// Rounds through the first part of repeat_every: it fires once and not again.
 	waittest.Holds(t, 500*time.Millisecond, "one firing before repeat_every", func() bool {
@@ -364,17 +362,17 @@ func TestReceiverDownThenUp(t *testing.T) {
 
 // toOneHook is the setup of a test of p firing towards one webhook: the store, the receiver, p's
 // source (firing) and the config sending every problem to the receiver (hookOnly).
-func toOneHook(t *testing.T, p health.Problem) (*store.Store, *receiver, *problems, configs.Notify) {
+func toOneHook(t *testing.T, p health.Problem) (*store.Store, *receiver, *problems, notify.Settings) {
 	t.Helper()
 	st, hook := openStore(t), newReceiver(t, "")
 	return st, hook, firing(p), hookOnly(hook)
 }
 
 // hookOnly sends every problem to the one webhook channel hook.
-func hookOnly(hook *receiver) configs.Notify {
-	return configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL)}},
-		Rules:    []configs.NotifyRule{{Channels: []string{"hook"}}}}
+func hookOnly(hook *receiver) notify.Settings {
+	return notify.Settings{
+		Channels: []notify.ChannelSettings{{Name: "hook", Type: "webhook", URL: hook.srv.URL}},
+		Rules:    []notify.Rule{{Channels: []string{"hook"}}}}
 }
 
 func TestTwoNotifiersOneNotification(t *testing.T) {
@@ -416,8 +414,8 @@ func TestRecordedNotSentThenLeaderStops(t *testing.T) {
 func TestTestNotification(t *testing.T) {
 	st := openStore(t)
 	hook := newReceiver(t, "k")
-	n := newNotifier(t, st, &problems{}, "r1", configs.Notify{
-		Channels: []configs.NotifyChannel{{Name: "hook", Type: "webhook", URL: configs.Secret(hook.srv.URL), Secret: "k"}}})
+	n := newNotifier(t, st, &problems{}, "r1", notify.Settings{
+		Channels: []notify.ChannelSettings{{Name: "hook", Type: "webhook", URL: hook.srv.URL, Secret: "k"}}})
 	if err := n.Test(context.Background(), "hook", "ann"); err != nil {
 		t.Fatal(err)
 	}
