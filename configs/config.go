@@ -484,7 +484,8 @@ type Replay struct {
 	// awaiting_approval until a second, different operator or admin approves it.
 	FourEyes FourEyes `yaml:"four_eyes"`
 	// StripHeaders are the prefixes (any case) of the dead-letter headers a replay drops: the
-	// failed attempt's exception story. Default DefaultStripHeaders; [] keeps them all. Redrive's
+	// failed attempt's exception story. Unset, the replay engine's default (replay.DefaultStripHeaders,
+	// Spring's exception headers); [] keeps them all. Redrive's
 	// own x-redrive-* headers are always written anew, and RabbitMQ's x-death always dropped.
 	StripHeaders []string `yaml:"strip_headers"`
 	// AllowedDestinations are where a plan may redirect messages instead of their original
@@ -507,10 +508,6 @@ type AllowedDestination struct {
 	Exchange   string `yaml:"exchange"`
 	RoutingKey string `yaml:"routing_key"`
 }
-
-// DefaultStripHeaders are the exception headers of Spring Kafka's DLT, @RetryableTopic and Spring
-// Cloud Stream.
-var DefaultStripHeaders = []string{"kafka_dlt-exception", "kafka_exception-", "x-exception-"}
 
 // FourEyes is the two-person rule for every action that moves messages or offsets: replays,
 // discards, outbox requeues (planned or direct) and offset moves. It counts people and volume:
@@ -675,9 +672,6 @@ func (c *Config) applyDefaults() {
 	c.Replay.OperatorMaxMessages = cmp.Or(c.Replay.OperatorMaxMessages, 10_000)
 	c.Replay.FourEyes.Threshold = cmp.Or(c.Replay.FourEyes.Threshold, 1000)
 	c.Replay.FourEyes.Window = cmp.Or(c.Replay.FourEyes.Window, Duration(time.Hour))
-	if c.Replay.StripHeaders == nil { // unset; an empty list keeps every header
-		c.Replay.StripHeaders = DefaultStripHeaders
-	}
 }
 
 func (c OutboxColumns) withDefaults() OutboxColumns {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
@@ -64,9 +63,9 @@ type Kafka struct {
 	snapshots KafkaSnapshots
 	meta      MetaFunc
 	redact    *redact.Rules
-	rules     map[string]configs.LagRules // per cluster, for a group read through
-	triage    Triage                      // resolution state of dead letters; nil: every record open
-	exports   *Search                     // who may export (export.min_role); nil: nobody is offered it
+	rules     map[string]lag.Rules // per cluster, for a group read through
+	triage    Triage               // resolution state of dead letters; nil: every record open
+	exports   *Search              // who may export (export.min_role); nil: nobody is offered it
 
 	// encoded holds, per cluster, the groups of the last snapshot served by APIGroups as JSON:
 	// a snapshot changes once per sample, and encoding 200 groups × 50 partitions costs
@@ -90,7 +89,7 @@ const encodeBehindFor = 30 * time.Second
 
 // NewKafka wires the configured clusters (in config order). redact masks record headers and
 // values (nil masks nothing).
-func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, red *redact.Rules, rules map[string]configs.LagRules) *Kafka {
+func NewKafka(clusters []KafkaCluster, snapshots KafkaSnapshots, meta MetaFunc, red *redact.Rules, rules map[string]lag.Rules) *Kafka {
 	return &Kafka{clusters: clusters, byName: byName(clusters), snapshots: snapshots, meta: meta, redact: red, rules: rules}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/health"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/notify"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
@@ -86,7 +87,7 @@ type Deps struct {
 	ErrorGroups    health.ErrorGroups
 	NewGroupWindow time.Duration
 	// KafkaLag are each cluster's status thresholds, for a group read through before it is sampled.
-	KafkaLag map[string]configs.LagRules
+	KafkaLag map[string]lag.Rules
 	// Offsets moves consumer groups' offsets (plan, apply); nil answers those routes 404.
 	Offsets   handlers.OffsetMover
 	Checks    []handlers.Check     // one per configured dependency, for /readyz

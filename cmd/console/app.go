@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/notify"
 	"github.com/redrive/redrive/ops/offsets"
 	"github.com/redrive/redrive/ops/outbox"
@@ -29,7 +30,6 @@ import (
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/ops/triage"
-	"github.com/redrive/redrive/paths/links"
 	"github.com/redrive/redrive/web"
 )
 
@@ -48,7 +48,7 @@ type app struct {
 	tracer   *trace.Tracer
 	checks   []handlers.Check
 	registry *prometheus.Registry
-	lagRules map[string]configs.LagRules
+	lagRules map[string]lag.Rules
 	// redact is the redaction in force (reloaded in place): what the sampler stores of error
 	// samples, and what the overview and notifications tell of them, is masked by it.
 	redact *redact.Rules
@@ -76,15 +76,14 @@ func (a *app) keep(name string, d dependency) {
 // buildApp connects nothing eagerly but the store (migrations run now): a dependency that is down
 // shows in its panels and /readyz, and recovers without a restart.
 func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app, error) {
-	a := &app{registry: prometheus.NewRegistry(), lagRules: map[string]configs.LagRules{}, newGroupWindow: cfg.Notify.NewGroupWindow.D()}
+	a := &app{registry: prometheus.NewRegistry(), lagRules: map[string]lag.Rules{}, newGroupWindow: cfg.Notify.NewGroupWindow.D()}
 	st, err := store.OpenWith(ctx, string(cfg.Store.DSN), store.Options{MaxConns: cfg.Store.Size(configs.DefaultStoreMaxConns), AcquireTimeout: cfg.Store.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("console store: %w", err)
 	}
 	a.store = st
 	a.keep("store", st)
-	fe := cfg.Replay.FourEyes
-	a.fourEyes = foureyes.Rule{Enabled: fe.Enabled, Threshold: int64(fe.Threshold), Window: fe.Window.D(), Moves: st}
+	a.fourEyes = foureyes.Rule{Settings: fourEyes(cfg.Replay.FourEyes), Moves: st}
 	if a.redact, err = redact.New(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
 		a.Close()
 		return nil, err
@@ -108,8 +107,8 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		}
 		a.kafka = append(a.kafka, k)
 		a.keep("kafka/"+k.Name(), k)
-		sources = append(sources, sampler.KafkaSource{Cluster: k, Rules: kc.Lag})
-		a.lagRules[kc.Name] = kc.Lag
+		a.lagRules[kc.Name] = lagRules(kc.Lag)
+		sources = append(sources, sampler.KafkaSource{Cluster: k, Rules: a.lagRules[kc.Name]})
 	}
 	for _, rc := range cfg.RabbitMQ {
 		r, err := rabbit.New(rc, cfg.MessageID)
@@ -153,16 +152,11 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		a.keep("sampler", s)
 	}
 
-	opts := replay.Options{Store: st, Consumers: cfg.Consumers, MessageIDs: cfg.MessageID, Replay: cfg.Replay, Audit: st, Logger: log,
+	opts := replay.Options{Store: st, Consumers: consumers(cfg.Consumers), MessageIDs: messageIDRules(cfg.MessageID),
+		Replay: replaySettings(cfg.Replay), OutboxRelays: outboxRelays(cfg.Outboxes), Audit: st, Logger: log,
 		Lease: cfg.Replay.Lease.D(), ShownRabbit: a.redact.Shown, Moves: st}
 	opts.Kafka, opts.Rabbit = as[replay.KafkaCluster](a.kafka), as[replay.RabbitBroker](a.rabbit)
 	opts.Outboxes, opts.Inboxes = as[replay.OutboxTable](a.outboxes), as[replay.Inbox](a.inboxes)
-	opts.OutboxRelays = map[string]configs.OutboxRelayTo{}
-	for _, o := range cfg.Outboxes {
-		if o.RelayTo != nil {
-			opts.OutboxRelays[o.Name] = *o.RelayTo
-		}
-	}
 	if a.sampler != nil {
 		opts.GroupsByTopic = a.groupsByTopic
 		opts.Owner = a.sampler.ReplicaID() // one name per replica in leases, jobs and /api/v1/replicas
@@ -172,7 +166,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 		return nil, err
 	}
 	if len(a.kafka) > 0 {
-		mo := offsets.Options{Store: st, FourEyes: cfg.Replay.FourEyes, Moves: st, Logger: log, Clusters: as[offsets.Cluster](a.kafka)}
+		mo := offsets.Options{Store: st, FourEyes: a.fourEyes.Settings, Moves: st, Logger: log, Clusters: as[offsets.Cluster](a.kafka)}
 		if a.offsets, err = offsets.New(mo); err != nil {
 			a.Close()
 			return nil, err
@@ -190,15 +184,10 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	return a, nil
 }
 
-// buildTracer follows messages across every adapter built; each lookup's budget is a content
-// search's (search.max_scan records, search.timeout), within a third of request_timeout since a
-// trace's Kafka reads wait for its outbox look-up.
+// buildTracer follows messages across every adapter built, each lookup within traceBudget.
 func (a *app) buildTracer(cfg *configs.Config, log *slog.Logger) *trace.Tracer {
-	o := trace.Options{Consumers: cfg.Consumers, IDs: cfg.MessageID, Ledger: a.store, Audit: a.store, Logger: log,
-		Budget: trace.Budget{Records: cfg.Search.MaxScan, Time: cfg.Search.Timeout.D()}}
-	if rt := cfg.RequestTimeout.D(); rt > 0 && (o.Budget.Time <= 0 || o.Budget.Time > rt/3) {
-		o.Budget.Time = rt / 3
-	}
+	o := trace.Options{Consumers: consumers(cfg.Consumers), IDs: messageIDRules(cfg.MessageID), Ledger: a.store, Audit: a.store,
+		Logger: log, Budget: traceBudget(cfg)}
 	o.Outboxes, o.Kafka = as[trace.Outbox](a.outboxes), as[trace.KafkaCluster](a.kafka)
 	o.Rabbit, o.Inboxes = as[trace.RabbitBroker](a.rabbit), as[trace.Inbox](a.inboxes)
 	return trace.New(o)
@@ -214,8 +203,7 @@ func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Noti
 	if a.sampler != nil {
 		owner = a.sampler.ReplicaID()
 	}
-	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: notifySettings(cfg.Notify), Owner: owner, Logger: log,
-		Link: links.To})
+	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: notifySettings(cfg.Notify), Owner: owner, Logger: log})
 }
 
 // groupsByTopic reads the lag snapshot for the consumer groups of each topic.

@@ -49,7 +49,7 @@ func (a *app) registerReload(r *web.Reloader) {
 		if a.sampler != nil {
 			for _, k := range c.Kafka {
 				if _, running := a.lagRules[k.Name]; running {
-					apply = append(apply, func() { _ = a.sampler.SetLagRules(k.Name, k.Lag) })
+					apply = append(apply, func() { _ = a.sampler.SetLagRules(k.Name, lagRules(k.Lag)) })
 				}
 			}
 		}

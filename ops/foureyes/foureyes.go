@@ -32,11 +32,19 @@ type Move struct {
 	N      int64  // messages, events or records skipped
 }
 
-// Rule is replay.four_eyes. The zero value (not enabled) needs nobody.
-type Rule struct {
+// Settings are the two-person rule's settings (replay.four_eyes), one for every staged action:
+// replays, discards, outbox requeues and offset moves. Past Threshold messages (or records
+// skipped) moved by one person from one source within Window, an action waits for a second,
+// different person. The zero value (not enabled) needs nobody.
+type Settings struct {
 	Enabled   bool
 	Threshold int64
 	Window    time.Duration
+}
+
+// Rule is replay.four_eyes over a ledger of moves. The zero value (not enabled) needs nobody.
+type Rule struct {
+	Settings
 	// Moves is the ledger; nil counts each action alone (the volume of one job).
 	Moves Moves
 	// Now is the clock; nil means time.Now.

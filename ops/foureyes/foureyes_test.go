@@ -34,7 +34,7 @@ func (l *ledger) RecordMove(_ context.Context, m Move) error {
 func TestRuleCountsPeopleAndVolume(t *testing.T) {
 	ctx := context.Background()
 	l := &ledger{}
-	r := Rule{Enabled: true, Threshold: 4, Window: time.Hour, Moves: l}
+	r := Rule{Settings: Settings{Enabled: true, Threshold: 4, Window: time.Hour}, Moves: l}
 	for i := range 5 {
 		d, err := r.Check(ctx, "otto", "outbox orders", 1, "")
 		if err != nil {
@@ -57,7 +57,7 @@ func TestRuleCountsPeopleAndVolume(t *testing.T) {
 	if d, _ := r.Check(ctx, "ada", "outbox orders", 1, "forced past the consumer's inbox"); !d.Needed {
 		t.Error("a forced action did not wait")
 	}
-	if d, _ := (Rule{Threshold: 0, Moves: l}).Check(ctx, "otto", "outbox orders", 100, "forced"); d.Needed {
+	if d, _ := (Rule{Settings: Settings{Threshold: 0}, Moves: l}).Check(ctx, "otto", "outbox orders", 100, "forced"); d.Needed {
 		t.Error("the rule off held an action")
 	}
 }

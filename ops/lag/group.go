@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
@@ -88,7 +87,7 @@ func Judged(g kafkamodel.Group, gs GroupStatus) Group {
 
 // JudgeOnce gives a group read straight from the cluster (one the latest snapshot does not have
 // yet) its statuses from that one sample: no rate, no trend, only what one sample can tell.
-func JudgeOnce(g kafkamodel.Group, rules configs.LagRules, now time.Time) Group {
+func JudgeOnce(g kafkamodel.Group, rules Rules, now time.Time) Group {
 	var parts []PartitionSamples
 	for _, t := range g.Topics {
 		for _, p := range t.Partitions {
@@ -110,7 +109,7 @@ func Position(g kafkamodel.Group, p kafkamodel.PartitionLag) int64 {
 
 // EvaluateOf judges g from its partitions' samples (taken with Position) by the rules of its
 // type: EvaluateShareGroup for a share group, EvaluateGroup for the others.
-func EvaluateOf(g kafkamodel.Group, rules configs.LagRules, every time.Duration, parts []PartitionSamples, now time.Time) GroupStatus {
+func EvaluateOf(g kafkamodel.Group, rules Rules, every time.Duration, parts []PartitionSamples, now time.Time) GroupStatus {
 	if g.Kind() == kafkamodel.GroupShare {
 		return EvaluateShareGroup(rules, every, g.State, g.Members, parts, now)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
@@ -23,7 +22,7 @@ type GroupSource interface {
 // once by rules, so that a page or a script asking right after it appeared gets it rather than a
 // 404 for up to an interval. Errors: ops.ErrNotFound for a group the snapshot and the cluster do
 // not have; ops.ErrUnavailable before the first sample when the cluster cannot say.
-func FindGroup(ctx context.Context, k GroupSource, snap Snapshot, name string, rules configs.LagRules) (Group, error) {
+func FindGroup(ctx context.Context, k GroupSource, snap Snapshot, name string, rules Rules) (Group, error) {
 	g, err := snapshotGroup(snap, name)
 	if !ops.ReadThrough(err, snap.At) {
 		return g, err

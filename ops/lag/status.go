@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 )
 
@@ -20,7 +19,7 @@ type Sample struct {
 	End       int64 // log end offset
 	Lag       int64 // as in PartitionLag; -1 if unknown (such samples are ignored)
 	// TimeLag is as in PartitionLag (0 caught up, -1 unknown); it is judged only against
-	// LagRules.WarnAfterSeconds and ErrorAfterSeconds, which are off by default.
+	// Rules.WarnAfter and ErrorAfter, which are off by default.
 	TimeLag time.Duration
 }
 
@@ -37,22 +36,22 @@ const (
 	StatusDead StatusCode = "DEAD"
 	// StatusWarn: the lag rose at every sample of the evaluation window (samples taken within half
 	// a sampling interval of each other count as one), never touched zero, and grew by at least
-	// LagRules.WarnMinLag in all.
+	// Rules.WarnMinLag in all.
 	StatusWarn StatusCode = "WARN"
 	// StatusStall: members exist and there is lag, but the committed offset did not move for a
 	// whole window — consumers are alive but stuck (a poison message, a blocked handler).
 	StatusStall StatusCode = "STALL"
-	// StatusStop: lag and no commit movement for longer than LagRules.StopAfter.
+	// StatusStop: lag and no commit movement for longer than Rules.StopAfter.
 	StatusStop StatusCode = "STOP"
 	// StatusErr: the consumer moves but is further behind in time than
-	// LagRules.ErrorAfterSeconds (Burrow's ERR). Only with that threshold set.
+	// Rules.ErrorAfterSeconds (Burrow's ERR). Only with that threshold set.
 	StatusErr StatusCode = "ERR"
 )
 
 // Severity orders codes for "worst of": OK 0, EMPTY and DEAD 1, WARN 2, ERR and STALL 3, STOP 4.
 // As in Burrow (OK < WARN < ERR < STOP < STALL, a group with a STOP or STALL partition being ERR),
 // WARN is below every verdict that says the consumer does not move; STOP ranks above STALL here
-// because it is the same stuck offset for longer than LagRules.StopAfter.
+// because it is the same stuck offset for longer than Rules.StopAfter.
 func (s StatusCode) Severity() int {
 	switch s {
 	case StatusEmpty, StatusDead:
@@ -96,6 +95,19 @@ type GroupStatus struct {
 	Partitions []PartitionStatus
 }
 
+// Rules are a Kafka cluster's Burrow-style status thresholds (kafka[].lag in the configuration).
+// A zero field takes its default: Window 5m, StopAfter 15m, WarnMinLag 1; WarnAfter and ErrorAfter
+// (time lag) are off at zero.
+type Rules struct {
+	Window     time.Duration // the evaluation window
+	StopAfter  time.Duration // no commit for longer than this with lag > 0 → STOP
+	WarnMinLag int64         // growth below this is noise
+	// WarnAfter makes a group with members WARN when its next record to consume is older than
+	// this (time lag); ErrorAfter makes it ERR. Above WarnAfter when both are set.
+	WarnAfter  time.Duration
+	ErrorAfter time.Duration
+}
+
 // Evaluate judges one partition of a group from its samples, following Burrow's rules. It is pure:
 // the sampler calls it with stored history, tests with tables. every is the sampling interval the
 // samples were taken at (0: unknown, every sample counts on its own); state and members are the
@@ -119,13 +131,13 @@ type GroupStatus struct {
 //   - otherwise OK: a steady or fluctuating lag that is being consumed is normal.
 //
 // Then, when the rules set time thresholds and the group has members, a newest time lag above
-// rules.ErrorAfterSeconds raises a verdict below ERR to ERR, and one above
-// rules.WarnAfterSeconds raises OK to WARN ("14m behind (warn after 10m)").
+// rules.ErrorAfter raises a verdict below ERR to ERR, and one above
+// rules.WarnAfter raises OK to WARN ("14m behind (warn after 10m)").
 //
 // The window ends at the newest sample. "Not moved for d" is known only as far back as the samples
 // reach: the committed offset is taken as stuck since the oldest sample of the newest run of equal
 // committed offsets. Reasons never show the -1 of an offset that was never committed.
-func Evaluate(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) Status {
+func Evaluate(rules Rules, every time.Duration, state string, members int, samples []Sample, now time.Time) Status {
 	return evaluate(rules, every, state, members, samples, now).status
 }
 
@@ -167,9 +179,9 @@ type verdict struct {
 // increase between two samples would be enough, and that is noise.
 const minRisingSamples = 3
 
-func evaluate(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) verdict {
+func evaluate(rules Rules, every time.Duration, state string, members int, samples []Sample, now time.Time) verdict {
 	v := evaluateOffsets(rules, every, state, members, samples, now)
-	if state == "Dead" || state == "Empty" || (rules.WarnAfterSeconds <= 0 && rules.ErrorAfterSeconds <= 0) {
+	if state == "Dead" || state == "Empty" || (rules.WarnAfter <= 0 && rules.ErrorAfter <= 0) {
 		return v
 	}
 	s := usable(samples)
@@ -177,8 +189,7 @@ func evaluate(rules configs.LagRules, every time.Duration, state string, members
 		return v
 	}
 	last := s[len(s)-1]
-	errAfter := time.Duration(rules.ErrorAfterSeconds * float64(time.Second))
-	warnAfter := time.Duration(rules.WarnAfterSeconds * float64(time.Second))
+	errAfter, warnAfter := rules.ErrorAfter, rules.WarnAfter
 	b := verdict{found: foundBehind, lag: last.Lag, offset: last.Committed, members: members, behind: last.TimeLag}
 	switch {
 	case errAfter > 0 && last.TimeLag > errAfter && v.status.Code.Severity() < StatusErr.Severity():
@@ -192,7 +203,7 @@ func evaluate(rules configs.LagRules, every time.Duration, state string, members
 	return b
 }
 
-func evaluateOffsets(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) verdict {
+func evaluateOffsets(rules Rules, every time.Duration, state string, members int, samples []Sample, now time.Time) verdict {
 	s := usable(samples)
 	var last *Sample
 	if len(s) > 0 {
@@ -218,7 +229,7 @@ func evaluateOffsets(rules configs.LagRules, every time.Duration, state string, 
 	if last == nil || last.Lag == 0 {
 		return verdict{status: Status{Code: StatusOK}}
 	}
-	window, stopAfter := rules.Window.D(), rules.StopAfter.D()
+	window, stopAfter := rules.Window, rules.StopAfter
 	if window <= 0 {
 		window = 5 * time.Minute
 	}
@@ -437,7 +448,7 @@ func chain(lags []int64) string {
 // where they share a finding ("lag rose at every sample on partitions 1, 2: 2 → 5 → 9 over 2m");
 // topics are named too when the group reads more than one. A group in state Empty or Dead with no
 // partitions still gets EMPTY/DEAD.
-func EvaluateGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
+func EvaluateGroup(rules Rules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
 	return evaluateGroup(rules, every, state, members, parts, now, false)
 }
 
@@ -447,12 +458,12 @@ func EvaluateGroup(rules configs.LagRules, every time.Duration, state string, me
 // lag (records at or above it not yet done). A start offset that does not move while records wait
 // is STALL with members and STOP past StopAfter, a lag that rises at every sample WARN, a group
 // without members EMPTY; the reasons say "start offset" and "acknowledged", never "commit".
-func EvaluateShareGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
+func EvaluateShareGroup(rules Rules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time) GroupStatus {
 	return evaluateGroup(rules, every, state, members, parts, now, true)
 }
 
 // EvaluateShare is Evaluate for one partition of a share group (EvaluateShareGroup's terms).
-func EvaluateShare(rules configs.LagRules, every time.Duration, state string, members int, samples []Sample, now time.Time) Status {
+func EvaluateShare(rules Rules, every time.Duration, state string, members int, samples []Sample, now time.Time) Status {
 	v := evaluate(rules, every, state, members, samples, now)
 	return v.inShareTerms().status
 }
@@ -467,7 +478,7 @@ func (v verdict) inShareTerms() verdict {
 	return v
 }
 
-func evaluateGroup(rules configs.LagRules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time, share bool) GroupStatus {
+func evaluateGroup(rules Rules, every time.Duration, state string, members int, parts []PartitionSamples, now time.Time, share bool) GroupStatus {
 	gs := GroupStatus{Partitions: make([]PartitionStatus, 0, len(parts))}
 	verdicts := make([]verdict, len(parts))
 	worst, worstLag := -1, int64(-1)

@@ -5,15 +5,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redrive/redrive/configs"
 )
 
 var (
 	t0    = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	rules = configs.LagRules{
-		Window:     configs.Duration(5 * time.Minute),
-		StopAfter:  configs.Duration(15 * time.Minute),
+	rules = Rules{
+		Window:     5 * time.Minute,
+		StopAfter:  15 * time.Minute,
 		WarnMinLag: 100,
 	}
 )
@@ -50,7 +48,7 @@ func TestEvaluate(t *testing.T) {
 	noisy.WarnMinLag = 1 // the default: any growth counts
 	for _, tc := range []struct {
 		name    string
-		rules   *configs.LagRules // nil means rules
+		rules   *Rules // nil means rules
 		state   string
 		members int
 		samples []Sample
@@ -248,8 +246,8 @@ func TestEvaluateGroup(t *testing.T) {
 
 func TestTimeLagThresholds(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	rules := configs.LagRules{Window: configs.Duration(5 * time.Minute), StopAfter: configs.Duration(15 * time.Minute),
-		WarnMinLag: 1, WarnAfterSeconds: 600, ErrorAfterSeconds: 1800}
+	rules := Rules{Window: 5 * time.Minute, StopAfter: 15 * time.Minute,
+		WarnMinLag: 1, WarnAfter: 600 * time.Second, ErrorAfter: 1800 * time.Second}
 	moving := func(timeLag time.Duration) []Sample {
 		return []Sample{
 			{At: now.Add(-2 * time.Minute), Committed: 100, End: 150, Lag: 50, TimeLag: timeLag},
@@ -259,13 +257,13 @@ func TestTimeLagThresholds(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		rules   configs.LagRules
+		rules   Rules
 		state   string
 		samples []Sample
 		want    StatusCode
 		reason  string
 	}{
-		{"Off", configs.LagRules{}, "Stable", moving(time.Hour), StatusOK, ""},
+		{"Off", Rules{}, "Stable", moving(time.Hour), StatusOK, ""},
 		{"Below", rules, "Stable", moving(5 * time.Minute), StatusOK, ""},
 		{"Warn", rules, "Stable", moving(14 * time.Minute), StatusWarn, "14m behind (warn after 10m), lag 40"},
 		{"Err", rules, "Stable", moving(45 * time.Minute), StatusErr, "45m behind (error after 30m), lag 40"},

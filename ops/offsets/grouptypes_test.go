@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/offsets"
@@ -22,7 +22,7 @@ import (
 // under it. The plan names the member and the apply is refused, as for a classic group; once
 // the member leaves, the same plan applies.
 func TestKIP848GroupMovesOnlyWhenEmpty(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	member := kfaketest.Client(t, e.broker, kgo.ClientID("worker-848"), kgo.ConsumerGroup("g848"), kgo.ConsumeTopics("orders"),
 		kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()), kgo.DisableAutoCommit(),
@@ -59,7 +59,7 @@ func TestKIP848GroupMovesOnlyWhenEmpty(t *testing.T) {
 
 // A share group commits no offsets: a plan for it is a 400 saying so, before anything is read.
 func TestShareGroupOffsetsAreNotMoved(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()

@@ -25,7 +25,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
@@ -155,7 +154,7 @@ type Options struct {
 	// FourEyes is the replay two-person rule, applied to the number of skipped records: a plan
 	// whose skipped records, with what its planner moved from the group within the window, pass
 	// Threshold needs another person's approval before apply.
-	FourEyes configs.FourEyes
+	FourEyes foureyes.Settings
 	// Moves is the two-person rule's ledger (ops/store); nil counts each plan alone.
 	Moves  foureyes.Moves
 	Now    func() time.Time // nil: time.Now
@@ -182,7 +181,7 @@ func New(o Options) (*Mover, error) {
 		o.Now = time.Now
 	}
 	m := &Mover{o: o, byName: map[string]Cluster{}, audit: audit.New(o.Store, o.Logger),
-		rule: foureyes.Rule{Enabled: o.FourEyes.Enabled, Threshold: int64(o.FourEyes.Threshold), Window: o.FourEyes.Window.D(), Moves: o.Moves, Now: o.Now}}
+		rule: foureyes.Rule{Settings: o.FourEyes, Moves: o.Moves, Now: o.Now}}
 	for _, c := range o.Clusters {
 		m.byName[c.Name()] = c
 	}

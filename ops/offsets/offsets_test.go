@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/offsets"
@@ -38,7 +39,7 @@ func ctxT(tb testing.TB) context.Context { return waittest.Context(tb, 60*time.S
 
 // newEnv: a kfake cluster with "orders" (3 partitions, 10 records each, written at base+i min)
 // and its DLT "orders.DLT" (3 partitions), a store, and a offsets.Mover.
-func newEnv(t *testing.T, fe configs.FourEyes) (*env, time.Time) {
+func newEnv(t *testing.T, fe foureyes.Settings) (*env, time.Time) {
 	t.Helper()
 	broker := kfaketest.Cluster(t)
 	c, err := kafka.New(configs.KafkaCluster{Name: "test", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
@@ -130,7 +131,7 @@ func (e *env) apply(t *testing.T, p offsets.Plan, reason string) error {
 func i64(v int64) *int64 { return &v }
 
 func TestPlanKinds(t *testing.T) {
-	e, base := newEnv(t, configs.FourEyes{})
+	e, base := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	e.commit(t, "g", map[int32]int64{0: 3, 1: 9}) // p2 never committed
 	at := base.Add(5*time.Minute + time.Second)
@@ -225,7 +226,7 @@ func TestPlanKinds(t *testing.T) {
 
 // While the group has members, apply is refused with 409 naming them, and nothing is copied.
 func TestApplyRefusedWithMembers(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	member := kfaketest.Client(t, e.broker, kgo.ClientID("worker-7"),
 		kgo.ConsumerGroup("g-live"), kgo.ConsumeTopics("orders"), kgo.DisableAutoCommit())
@@ -258,7 +259,7 @@ func TestApplyRefusedWithMembers(t *testing.T) {
 // Skipping the poison record at offset 4 of partition 1: the copy is in orders.DLT with Spring's
 // headers before the offsets move; default destination is the topic's DLT.
 func TestSkipWithCopy(t *testing.T) {
-	e, base := newEnv(t, configs.FourEyes{})
+	e, base := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	e.commit(t, "billing", map[int32]int64{0: 10, 1: 4, 2: 10})
 	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{1},
@@ -327,7 +328,7 @@ func TestSkipWithCopy(t *testing.T) {
 // The console dies between the copies and the commit: the offsets are unmoved, and the next apply
 // recognises the copies (by the plan id and original offset headers) instead of copying twice.
 func TestCrashBetweenCopyAndCommit(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	e.commit(t, "billing", map[int32]int64{0: 2, 1: 4, 2: 10})
 	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", To: offsets.Target{Kind: offsets.KindShift, By: 3}, Actor: "alice"})
@@ -386,7 +387,7 @@ func TestCrashBetweenCopyAndCommit(t *testing.T) {
 }
 
 func TestFourEyes(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{Enabled: true, Threshold: 2})
+	e, _ := newEnv(t, foureyes.Settings{Enabled: true, Threshold: 2})
 	ctx := ctxT(t)
 	e.commit(t, "g", map[int32]int64{0: 0})
 	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "g", Topic: "orders", Partitions: []int32{0}, To: offsets.Target{Kind: offsets.KindShift, By: 3}, Actor: "alice"})
@@ -416,7 +417,7 @@ func TestFourEyes(t *testing.T) {
 // Before applies took turns on an advisory lock, two or more applied: the DLT got both plans'
 // copies and the committed offset was the last commit's, not that of the apply that said ok last.
 func TestConcurrentAppliesOfDifferentPlans(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	var recs []*kgo.Record
 	for i := range 30 {
@@ -511,7 +512,7 @@ func TestConcurrentAppliesOfDifferentPlans(t *testing.T) {
 // characters are a reason. It was len(TrimSpace) < 3 in bytes, so "x", "ok" and "é" were refused
 // as "reason: required", which the outbox requeue accepts.
 func TestApplyShortReason(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	for i, reason := range []string{"x", "ok", "é"} {
 		e.commit(t, "short", map[int32]int64{0: int64(i)})
 		if err := e.apply(t, e.planShift(t, "short"), reason); err != nil {
@@ -525,7 +526,7 @@ func TestApplyShortReason(t *testing.T) {
 
 // An apply refused because the offsets moved names an offset never committed as such, not as -1.
 func TestMovedSincePlanSaysNotCommitted(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	apply := func(p offsets.Plan) error { return e.apply(t, p, "moved") }
 	// Planned never committed, committed since.
@@ -550,7 +551,7 @@ func TestMovedSincePlanSaysNotCommitted(t *testing.T) {
 // moved from where to where, as its intent does; and every refusal of an apply is a denied row,
 // the already applied, another group's and the unapproved ones among them.
 func TestAuditOfPlansAndRefusals(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{Enabled: true, Threshold: 5})
+	e, _ := newEnv(t, foureyes.Settings{Enabled: true, Threshold: 5})
 	ctx := ctxT(t)
 	e.commit(t, "audited", map[int32]int64{0: 2, 1: 4})
 	none := ""
@@ -635,7 +636,7 @@ func TestAuditOfPlansAndRefusals(t *testing.T) {
 // A plan for a group the cluster does not have says, first, that applying it creates the group:
 // a typo in the group's name would otherwise make a new group silently.
 func TestPlanForMissingGroupWarns(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	e.commit(t, "billing", map[int32]int64{0: 3})
 	const want = "group biling does not exist in cluster test: applying creates it with these offsets"
 	if p := e.planShift(t, "biling"); len(p.Warnings) == 0 || p.Warnings[0] != want {
@@ -652,7 +653,7 @@ func TestPlanForMissingGroupWarns(t *testing.T) {
 // new topic's k7…k11 and committed 15. The plan keeps the topic's ID and the apply is refused,
 // having copied and committed nothing; so is one whose topic is gone.
 func TestApplyRefusedAfterTopicRecreated(t *testing.T) {
-	e, _ := newEnv(t, configs.FourEyes{})
+	e, _ := newEnv(t, foureyes.Settings{})
 	ctx := ctxT(t)
 	e.commit(t, "billing", map[int32]int64{0: 3})
 	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", Partitions: []int32{0},

@@ -11,9 +11,9 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
@@ -26,7 +26,7 @@ import (
 func TestDiscardArchivesThenAcksAboveFourEyes(t *testing.T) {
 	w := newRabbitWorld(t)
 	w.deadLetter(t, 6)
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: configs.FourEyes{Enabled: true, Threshold: 5}})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: foureyes.Settings{Enabled: true, Threshold: 5}})
 	ctx := ctxT(t)
 	src := replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}
 	if _, err := e.Plan(ctx, "ops", replay.Source{Kind: "outbox", Action: replay.ActionDiscard, Outbox: "x"}, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) {
@@ -334,7 +334,7 @@ func (w *rabbitWorld) discardAll(t testing.TB, e *replay.Engine, n int) map[stri
 func TestArchiveRestoreRefusedWhileAJobRestoresIt(t *testing.T) {
 	w := newRabbitWorld(t)
 	w.deadLetter(t, 1)
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: configs.FourEyes{Enabled: true, Threshold: 0}})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000, FourEyes: foureyes.Settings{Enabled: true, Threshold: 0}})
 	ctx := ctxT(t)
 	work(t, e)
 	plan := w.planDiscard(t, e)

@@ -27,8 +27,8 @@ func (o outcomeLost) RecordAudit(context.Context, audit.Entry) error {
 func TestReplayAuditPolicy(t *testing.T) {
 	w := newWorldWith(t, "X", 0)
 	ctx := ctxT(t)
-	opts := replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
-		Replay: w.cfg.Replay, Poll: 50 * time.Millisecond}
+	opts := replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.consumers,
+		Replay: w.settings, Poll: 50 * time.Millisecond}
 	opts.Audit = outcomeLost{w.audit}
 	e, err := replay.New(opts)
 	if err != nil {
@@ -89,7 +89,7 @@ func (brokenAudit) RecordIntent(context.Context, audit.Entry) (int64, error) {
 func TestNoReplayChangeWithoutAudit(t *testing.T) {
 	w := newWorldWith(t, "X", 0)
 	ctx := ctxT(t)
-	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
+	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.consumers,
 		Audit: brokenAudit{}})
 	if err != nil {
 		t.Fatal(err)

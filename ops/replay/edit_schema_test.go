@@ -127,7 +127,7 @@ func TestEditAndRetryReencodesAvro(t *testing.T) {
 	}
 	w.deadLetterValue(t, "m-1", framed(ss.ID, payload))
 	w.deadLetterValue(t, "m-2", framed(ss.ID, payload))
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100})
 
 	// What the edit box holds: the decoded value, pretty-printed, with the quantity fixed.
 	var doc map[string]any
@@ -278,7 +278,7 @@ message Line { string sku = 1; int32 qty = 2; int64 cents = 3; }`})
 	w.deadLetterValue(t, "p-1", framed(proto.ID, append([]byte{2, 2}, line...)))
 	w.deadLetterValue(t, "j-1", framed(js.ID, []byte(`{"email": "ada@example.com", "n": 7}`)))
 	w.deadLetterValue(t, "t-1", []byte(`{"messageId":"t-1","n":1}`))
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100})
 	work(t, e)
 
 	if _, err := e.Plan(ctx, "alice", editOf(0, `{"sku":"SKU-42","qty":"many"}`), replay.Filter{}); !errors.Is(err, ops.ErrInvalid) ||

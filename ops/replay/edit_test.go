@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/ops/waittest"
@@ -21,7 +21,7 @@ import (
 // and marks the original replayed once. An edit that breaks a JSON value is refused.
 func TestEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	w := newWorldWith(t, "com.acme.BadCustomerId", 0, 0)
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: configs.FourEyes{Enabled: true, Threshold: 1000}})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: foureyes.Settings{Enabled: true, Threshold: 1000}})
 	ctx := ctxT(t)
 	value := `{"messageId":"m-1","customerId":"c-42"}`
 	src := func(ed replay.Edit) replay.Source {
@@ -92,9 +92,9 @@ func TestRabbitEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 	w.deadLetter(t, 3)
 	audit := &auditLog{st: w.store}
 	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
-		Consumers:  []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-		MessageIDs: configs.MessageIDRules{Headers: []string{"messageId"}}, Audit: audit, Poll: 50 * time.Millisecond,
-		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: configs.FourEyes{Enabled: true, Threshold: 1000}}})
+		Consumers:  []ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+		MessageIDs: ops.MessageIDRules{Headers: []string{"messageId"}}, Audit: audit, Poll: 50 * time.Millisecond,
+		Replay: replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, FourEyes: foureyes.Settings{Enabled: true, Threshold: 1000}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +171,9 @@ func TestRabbitEditAndRetryPublishesOneEditedCopy(t *testing.T) {
 // read first, with the old id beside it; without a header rule to carry it, it is refused.
 func TestKafkaEditWithNewMessageID(t *testing.T) {
 	w := newWorldWith(t, "com.acme.BadCustomerId", 0)
-	engine := func(ids configs.MessageIDRules) *replay.Engine {
-		e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.cfg.Consumers,
-			MessageIDs: ids, Poll: 50 * time.Millisecond, Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100}})
+	engine := func(ids ops.MessageIDRules) *replay.Engine {
+		e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Consumers: w.consumers,
+			MessageIDs: ids, Poll: 50 * time.Millisecond, Replay: replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,11 +182,11 @@ func TestKafkaEditWithNewMessageID(t *testing.T) {
 	ctx := ctxT(t)
 	src := replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT", Records: []replay.RecordRef{{Partition: 0, Offset: 0}},
 		Edit: &replay.Edit{NewMessageID: true}}
-	if _, err := engine(configs.MessageIDRules{JSONPaths: []string{"$.messageId"}}).Plan(ctx, "alice", src, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) ||
+	if _, err := engine(ops.MessageIDRules{JSONPaths: []string{"$.messageId"}}).Plan(ctx, "alice", src, replay.Filter{}); !errors.Is(err, ops.ErrInvalid) ||
 		!strings.Contains(err.Error(), "message_id.headers is empty") {
 		t.Fatalf("a new id without a header rule: %v", err)
 	}
-	e := engine(w.cfg.MessageID)
+	e := engine(w.ids)
 	plan, err := e.Plan(ctx, "alice", src, replay.Filter{})
 	if err != nil || plan.Counts[replay.Publish] != 1 {
 		t.Fatalf("plan %v %+v", err, plan.Counts)
@@ -208,7 +208,7 @@ func TestKafkaEditWithNewMessageID(t *testing.T) {
 	if id != fresh || orig != "m-1" || strings.Count(fmt.Sprint(got[0].Headers), "{messageId ") != 1 {
 		t.Fatalf("messageId %q (want %s), original %q, headers %v", id, fresh, orig, got[0].Headers)
 	}
-	for _, name := range w.cfg.MessageID.Headers { // the rules: the first configured header present
+	for _, name := range w.ids.Headers { // the rules: the first configured header present
 		if v, ok := header(got[0], name); ok {
 			if v != fresh {
 				t.Fatalf("the message id rules read %s=%q from the published copy, want %s", name, v, fresh)

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
@@ -72,14 +71,14 @@ type Options struct {
 	Kafka     []KafkaCluster
 	Rabbit    []RabbitBroker
 	Outboxes  []OutboxTable
-	Inboxes   []Inbox            // one per consumer with an inbox
-	Consumers []configs.Consumer // how dead letters map to consumers
+	Inboxes   []Inbox        // one per consumer with an inbox
+	Consumers []ops.Consumer // how dead letters map to consumers
 	// OutboxRelays are the outboxes' relay destinations (outboxes[].relay_to) by outbox name: the
 	// consumer reading there guards an outbox replay. An outbox without one is unguarded.
-	OutboxRelays map[string]configs.OutboxRelayTo
+	OutboxRelays map[string]OutboxRelay
 	// MessageIDs are the message id rules (message_id): where an edit's new id is written.
-	MessageIDs    configs.MessageIDRules
-	Replay        configs.Replay
+	MessageIDs    ops.MessageIDRules
+	Replay        Settings
 	GroupsByTopic GroupsByTopic // optional
 	// ShownRabbit, when set, is what everyone may see of a RabbitMQ dead letter (ops/redact's
 	// masking pass, as its pages show it): a plan's error groups are read from it, so that a group
@@ -144,13 +143,12 @@ func New(o Options) (*Engine, error) {
 		o.Replay.DefaultRatePerSecond = 200
 	}
 	if o.Replay.StripHeaders == nil {
-		o.Replay.StripHeaders = configs.DefaultStripHeaders
+		o.Replay.StripHeaders = DefaultStripHeaders
 	}
 	e := &Engine{o: o, kafka: map[string]KafkaCluster{}, rabbit: map[string]RabbitBroker{}, outbox: map[string]OutboxTable{},
 		inboxes: map[string]Inbox{}, wake: make(chan struct{}, 1), headers: newHeaderRewriter(o.Replay.StripHeaders),
 		aud: audit.New(o.Audit, o.Logger)}
-	fe := o.Replay.FourEyes
-	e.rule = foureyes.Rule{Enabled: fe.Enabled, Threshold: int64(fe.Threshold), Window: fe.Window.D(), Moves: o.Moves}
+	e.rule = foureyes.Rule{Settings: o.Replay.FourEyes, Moves: o.Moves}
 	for _, k := range o.Kafka {
 		e.kafka[k.Name()] = k
 	}
@@ -482,7 +480,7 @@ func (e *Engine) allowRedirect(src *Source) error {
 		}
 	}
 	for _, a := range e.o.Replay.AllowedDestinations {
-		if source.Kind(a.Kind) == d.Kind && globs(a.Cluster, d.Cluster) && globs(a.Topic, d.Topic) && globs(a.Broker, d.Broker) &&
+		if a.Kind == d.Kind && globs(a.Cluster, d.Cluster) && globs(a.Topic, d.Topic) && globs(a.Broker, d.Broker) &&
 			globs(a.Vhost, d.Vhost) && globs(a.Exchange, d.Exchange) && globs(a.RoutingKey, d.RoutingKey) {
 			return nil
 		}

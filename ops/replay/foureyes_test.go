@@ -5,17 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
 func TestFourEyesAndOperatorLimit(t *testing.T) {
 	w := newWorldWith(t, "X", 0, 0)
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, OperatorMaxMessages: 1,
-		FourEyes: configs.FourEyes{Enabled: true, Threshold: 1}})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100, OperatorMaxMessages: 1,
+		FourEyes: foureyes.Settings{Enabled: true, Threshold: 1}})
 	work(t, e)
 	ctx := ctxT(t)
 	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 9), replay.Filter{})

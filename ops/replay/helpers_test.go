@@ -19,8 +19,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/kafka"
@@ -47,8 +49,16 @@ type world struct {
 	inboxDSN string
 	inbox    *inbox.Inbox
 	cfg      *configs.Config
-	audit    *auditLog
+	// consumers, settings and ids are the engine's settings for cfg (what cmd/console converts).
+	consumers []ops.Consumer
+	settings  replay.Settings
+	ids       ops.MessageIDRules
+	audit     *auditLog
 }
+
+// configDefaults are the replay settings of a configuration that sets none (configs' defaults).
+var configDefaults = replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 200, OperatorMaxMessages: 10_000,
+	FourEyes: foureyes.Settings{Threshold: 1000, Window: time.Hour}}
 
 type auditLog struct {
 	mu      sync.Mutex
@@ -179,13 +189,14 @@ consumers:
 	}
 	tb.Cleanup(client.Close)
 	return &world{store: st, cluster: cl, client: client, adm: kadm.NewClient(client), inboxDSN: inboxDSN, inbox: in,
-		cfg: cfg, audit: &auditLog{st: st}}
+		cfg: cfg, audit: &auditLog{st: st}, settings: configDefaults, ids: ops.MessageIDRules(cfg.MessageID),
+		consumers: []ops.Consumer{{Name: "inventory-service", Kafka: &ops.ConsumerKafka{Cluster: "main", Group: "inventory-service", Topics: []string{"orders"}}}}}
 }
 
 func (w *world) engine(tb testing.TB, owner string) *replay.Engine {
 	tb.Helper()
 	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster},
-		Inboxes: []replay.Inbox{w.inbox}, Consumers: w.cfg.Consumers, Replay: w.cfg.Replay, Audit: w.audit,
+		Inboxes: []replay.Inbox{w.inbox}, Consumers: w.consumers, Replay: w.settings, Audit: w.audit,
 		Owner: owner, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {
 		tb.Fatal(err)
@@ -195,10 +206,10 @@ func (w *world) engine(tb testing.TB, owner string) *replay.Engine {
 
 // engineWith is an engine over the world's cluster and store with the replay settings r, and
 // no inbox: for the tests of what r turns on (four-eyes, limits, destinations, edits).
-func (w *world) engineWith(tb testing.TB, r configs.Replay) *replay.Engine {
+func (w *world) engineWith(tb testing.TB, r replay.Settings) *replay.Engine {
 	tb.Helper()
 	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster}, Audit: w.audit,
-		Consumers: w.cfg.Consumers, Poll: 50 * time.Millisecond, Replay: r})
+		Consumers: w.consumers, Poll: 50 * time.Millisecond, Replay: r})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -429,14 +440,14 @@ func newRabbitWorldWith(t testing.TB, dlqArgs amqp.Table) *rabbitWorld {
 
 func (w *rabbitWorld) engine(t testing.TB) *replay.Engine {
 	t.Helper()
-	return w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000})
+	return w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000})
 }
 
 // engineWith is the world's engine (its broker, inbox and consumer) with the replay settings r.
-func (w *rabbitWorld) engineWith(t testing.TB, r configs.Replay) *replay.Engine {
+func (w *rabbitWorld) engineWith(t testing.TB, r replay.Settings) *replay.Engine {
 	t.Helper()
 	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
-		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+		Consumers: []ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
 		Replay:    r, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -454,7 +454,7 @@ func TestKafkaRecreatedTopicIsANewTopic(t *testing.T) {
 // custom list drops those prefixes; Redrive's own headers are written anew either way.
 func TestStripHeadersIsConfigurable(t *testing.T) {
 	w := newWorldWith(t, "com.acme.StockException", 0)
-	w.cfg.Replay.StripHeaders = []string{"TRACEID"} // any case
+	w.settings.StripHeaders = []string{"TRACEID"} // any case
 	e := w.engine(t, "a")
 	ctx := ctxT(t)
 	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 0), replay.Filter{})

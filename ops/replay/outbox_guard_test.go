@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/inbox/pginbox"
 	"github.com/redrive/redrive/ops/outbox/pgoutbox"
@@ -68,12 +69,15 @@ consumers:
 				t.Fatal(err)
 			}
 			t.Cleanup(in.Close)
-			relays := map[string]configs.OutboxRelayTo{}
+			relays := map[string]replay.OutboxRelay{}
 			if r := cfg.Outboxes[0].RelayTo; r != nil {
-				relays["orders"] = *r
+				relays["orders"] = replay.OutboxRelay(*r)
 			}
 			e, err := replay.New(replay.Options{Store: storetest.Open(t), Outboxes: []replay.OutboxTable{o}, Inboxes: []replay.Inbox{in},
-				Consumers: cfg.Consumers, OutboxRelays: relays, Replay: cfg.Replay, Poll: 50 * time.Millisecond})
+				Consumers: []ops.Consumer{{Name: "inventory-service",
+					Kafka:    &ops.ConsumerKafka{Cluster: "main", Group: "inventory-service", Topics: []string{"orders"}},
+					RabbitMQ: &ops.ConsumerRabbit{Broker: "main", Vhost: "/", Queue: "orders.work"}}},
+				OutboxRelays: relays, Replay: configDefaults, Poll: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -113,7 +113,7 @@ func (e *Engine) PlanWait(estimate int) time.Duration {
 	if estimate > PlanInBackgroundAbove {
 		return 0
 	}
-	if w := e.o.Replay.PlanWait.D(); w > 0 {
+	if w := e.o.Replay.PlanWait; w > 0 {
 		return w
 	}
 	return DefaultPlanWait

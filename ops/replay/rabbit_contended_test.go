@@ -12,7 +12,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
@@ -101,8 +101,8 @@ func TestRabbitJobWaitsForAnotherReader(t *testing.T) {
 			b := &contendedBroker{Broker: w.broker}
 			b.start = func() { tc.reader(t, w, &readers) }
 			e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{b}, Inboxes: []replay.Inbox{w.inbox},
-				Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-				Replay:    configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+				Consumers: []ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+				Replay:    replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/replay"
@@ -20,8 +19,8 @@ func TestRedirectOnlyToAllowedDestinations(t *testing.T) {
 	if _, err := w.adm.CreateTopic(ctx, 1, 1, nil, "orders.fixed"); err != nil {
 		t.Fatal(err)
 	}
-	e := w.engineWith(t, configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100,
-		AllowedDestinations: []configs.AllowedDestination{{Kind: "kafka", Cluster: "main", Topic: "*.fixed"}}})
+	e := w.engineWith(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 100,
+		AllowedDestinations: []replay.AllowedDestination{{Kind: "kafka", Cluster: "main", Topic: "*.fixed"}}})
 	src := func(d replay.Destination) replay.Source {
 		s := kafkaSource(0, 0, 9)
 		s.Partition = nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/waittest"
@@ -43,8 +43,8 @@ func TestRabbitRestartAfterAJobIsTidied(t *testing.T) {
 	w := newRabbitWorld(t)
 	rb := &restartingBroker{Broker: w.broker, started: time.Now().Add(-time.Hour)}
 	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{rb}, Inboxes: []replay.Inbox{w.inbox},
-		Consumers: []configs.Consumer{{Name: "inventory-service", RabbitMQ: &configs.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-		Replay:    configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second,
+		Consumers: []ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+		Replay:    replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second,
 		Poll: 50 * time.Millisecond, RestartPoll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

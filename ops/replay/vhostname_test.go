@@ -52,7 +52,7 @@ func TestRabbitReplaySourceOfTheDefaultVhost(t *testing.T) {
 	}
 	t.Cleanup(br.Close)
 	e, err := replay.New(replay.Options{Store: storetest.Open(t), Rabbit: []replay.RabbitBroker{br},
-		Replay: configs.Replay{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Poll: 50 * time.Millisecond})
+		Replay: replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

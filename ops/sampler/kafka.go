@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
@@ -44,9 +43,9 @@ type errorGroupReader interface {
 // KafkaSource is one cluster to sample and the rules its groups are judged by.
 type KafkaSource struct {
 	Cluster KafkaGroups // required
-	// Rules are the cluster's status thresholds (configs.KafkaCluster.Lag). Zero fields mean
+	// Rules are the cluster's status thresholds (kafka[].lag). Zero fields mean
 	// lag.Evaluate's defaults: a 5 m window, STOP after 15 m, WARN on any growth.
-	Rules configs.LagRules
+	Rules lag.Rules
 }
 
 // TopPartitions is the number of partition series KafkaGroupHistory returns beside the total.
@@ -106,8 +105,8 @@ func newKafkaState(src KafkaSource, interval time.Duration) *kafkaState {
 
 // setRules puts a cluster's thresholds in force; the sample windows kept so far stay (a longer
 // window fills up as samples arrive). Called under Sampler.tickMu.
-func (st *kafkaState) setRules(r configs.LagRules, interval time.Duration) {
-	window, stop := r.Window.D(), r.StopAfter.D()
+func (st *kafkaState) setRules(r lag.Rules, interval time.Duration) {
+	window, stop := r.Window, r.StopAfter
 	if window <= 0 {
 		window = 5 * time.Minute
 	}
@@ -120,7 +119,7 @@ func (st *kafkaState) setRules(r configs.LagRules, interval time.Duration) {
 // SetLagRules changes the status thresholds of a cluster at run time (a config reload): the next
 // sample judges its groups by them. It waits for a sample in progress. Unknown cluster →
 // ops.ErrNotFound.
-func (s *Sampler) SetLagRules(cluster string, r configs.LagRules) error {
+func (s *Sampler) SetLagRules(cluster string, r lag.Rules) error {
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
 	st, ok := s.kafkaByName[cluster]

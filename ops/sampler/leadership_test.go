@@ -30,7 +30,7 @@ func TestOneLeader(t *testing.T) {
 	b := newBroker(t)
 	dsn := testDSN(t)
 	clk := newClock()
-	rules := configs.LagRules{Window: configs.Duration(time.Minute), StopAfter: configs.Duration(time.Hour), WarnMinLag: 1}
+	rules := lag.Rules{Window: time.Minute, StopAfter: time.Hour, WarnMinLag: 1}
 	replica := func() *Sampler {
 		return newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second), Rules: rules})
 	}

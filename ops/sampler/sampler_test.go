@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lag"
@@ -23,7 +22,7 @@ func TestStatusesOverTime(t *testing.T) {
 	b := newBroker(t)
 	st := openStore(t, testDSN(t))
 	clk := newClock()
-	rules := configs.LagRules{Window: configs.Duration(time.Minute), StopAfter: configs.Duration(10 * time.Minute), WarnMinLag: 5}
+	rules := lag.Rules{Window: time.Minute, StopAfter: 10 * time.Minute, WarnMinLag: 5}
 	s := newSampler(t, st, clk, nil, KafkaSource{Cluster: b.cluster(t, 10*time.Second), Rules: rules})
 
 	b.topic(t, "orders", 2)
@@ -135,7 +134,7 @@ func TestCatchUpIsTheSlowestPartitions(t *testing.T) {
 	ctx := ctxT(t)
 	b := newBroker(t)
 	clk := newClock()
-	rules := configs.LagRules{Window: configs.Duration(time.Minute), StopAfter: configs.Duration(time.Hour), WarnMinLag: 1}
+	rules := lag.Rules{Window: time.Minute, StopAfter: time.Hour, WarnMinLag: 1}
 	s := newSampler(t, openStore(t, testDSN(t)), clk, nil, KafkaSource{Cluster: b.cluster(t, 10*time.Second), Rules: rules})
 
 	b.topic(t, "orders", 2)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/lag"
 )
 
@@ -16,7 +15,7 @@ import (
 // keeps only the window and the sample before it.
 func TestTrimKeepsWhatRulesRead(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	rules := configs.LagRules{Window: configs.Duration(5 * time.Minute), StopAfter: configs.Duration(15 * time.Minute)}
+	rules := lag.Rules{Window: 5 * time.Minute, StopAfter: 15 * time.Minute}
 	keep := 15*time.Minute + 30*time.Second
 	var all, trimmed []lag.Sample
 	for i := range 80 { // 20 minutes at 15 s; committed stuck at 7 from sample 3 on

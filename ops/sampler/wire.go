@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 )
@@ -416,10 +415,10 @@ func derivable(state string) bool { return state == "Empty" || state == "Dead" }
 func derive(share bool, state string, p kafkamodel.PartitionLag) lag.Status {
 	at := time.Unix(1, 0) // any non-zero time: Evaluate decides Empty and Dead before it looks at times
 	if share {
-		return lag.EvaluateShare(configs.LagRules{}, 0, state, 0,
+		return lag.EvaluateShare(lag.Rules{}, 0, state, 0,
 			[]lag.Sample{{At: at, Committed: p.ShareStart, End: p.End, Lag: p.Lag}}, at)
 	}
-	return lag.Evaluate(configs.LagRules{}, 0, state, 0,
+	return lag.Evaluate(lag.Rules{}, 0, state, 0,
 		[]lag.Sample{{At: at, Committed: p.Committed, End: p.End, Lag: p.Lag}}, at)
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/lag"
 )
@@ -104,7 +103,7 @@ func TestJudgeOnce(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	topics := []kafka.TopicLag{{Topic: "orders", Lag: 40, Partitions: []kafka.PartitionLag{
 		{Partition: 0, Committed: 10, End: 50, Lag: 40}, {Partition: 1, Committed: 5, End: 5, Lag: 0}}}}
-	empty := lag.JudgeOnce(kafka.Group{Name: "idle", State: "Empty", TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
+	empty := lag.JudgeOnce(kafka.Group{Name: "idle", State: "Empty", TotalLag: 40, Topics: topics}, lag.Rules{}, now)
 	if empty.Status.Code != lag.StatusEmpty {
 		t.Fatalf("group without members: %+v, want EMPTY", empty.Status)
 	}
@@ -113,7 +112,7 @@ func TestJudgeOnce(t *testing.T) {
 			t.Errorf("partition %d of an EMPTY group: %+v", p, st)
 		}
 	}
-	live := lag.JudgeOnce(kafka.Group{Name: "billing", State: "Stable", Members: 2, TotalLag: 40, Topics: topics}, configs.LagRules{}, now)
+	live := lag.JudgeOnce(kafka.Group{Name: "billing", State: "Stable", Members: 2, TotalLag: 40, Topics: topics}, lag.Rules{}, now)
 	if live.Status.Code != lag.StatusOK || live.RateKnown {
 		t.Fatalf("one sample of a live group: %+v (rate known %v), want OK without a rate", live.Status, live.RateKnown)
 	}
@@ -156,7 +155,7 @@ func TestKafkaWireCarriesCountsAndTransactions(t *testing.T) {
 // epochs and assignments, a share group's start offsets and delivery limit; an idle share group's
 // derived statuses are worded in its terms ("not yet acknowledged"), never as commits.
 func TestWireRoundTripOfGroupTypes(t *testing.T) {
-	idleShare := lag.EvaluateShare(configs.LagRules{}, 0, "Empty", 0,
+	idleShare := lag.EvaluateShare(lag.Rules{}, 0, "Empty", 0,
 		[]lag.Sample{{At: time.Unix(1, 0), Committed: 4, End: 10, Lag: 6}}, time.Unix(1, 0))
 	if idleShare.Code != lag.StatusEmpty || idleShare.Reason != "no members; 6 records not yet acknowledged" {
 		t.Fatalf("an idle share partition: %+v", idleShare)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/outbox/pgoutbox"
@@ -116,8 +117,8 @@ func BenchmarkTraceAggregate(b *testing.B) {
 	b.Cleanup(ob.Close)
 
 	tr := trace.New(trace.Options{Outboxes: []trace.Outbox{ob}, Kafka: []trace.KafkaCluster{k},
-		Consumers: []configs.Consumer{{Name: "inventory-service", Kafka: &configs.ConsumerKafka{Cluster: "bench", Group: "inventory-service", Topics: []string{"orders"}}}},
-		IDs:       configs.MessageIDRules{Headers: []string{"messageId"}}, Budget: trace.Budget{Records: 2_000_000, Time: time.Minute}})
+		Consumers: []ops.Consumer{{Name: "inventory-service", Kafka: &ops.ConsumerKafka{Cluster: "bench", Group: "inventory-service", Topics: []string{"orders"}}}},
+		IDs:       ops.MessageIDRules{Headers: []string{"messageId"}}, Budget: trace.Budget{Records: 2_000_000, Time: time.Minute}})
 
 	// The key's partition and the window the outbox rows give (created_at − 1 min … sent_at + 1 min).
 	part := kafka.KeyPartition("orders", []byte("order-bench"), benchPartitions)

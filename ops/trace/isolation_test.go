@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/trace"
@@ -21,10 +22,10 @@ import (
 func TestTraceSeesCommittedDeadLettersOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ids := configs.MessageIDRules{Headers: []string{"messageId"}}
+	ids := ops.MessageIDRules{Headers: []string{"messageId"}}
 	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "orders", "orders.DLT"))
 	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs(), DeadLetterTopics: []string{"*.DLT"},
-		RequestTimeout: configs.Duration(10 * time.Second)}, ids)
+		RequestTimeout: configs.Duration(10 * time.Second)}, configs.MessageIDRules(ids))
 	if err != nil {
 		t.Fatal(err)
 	}

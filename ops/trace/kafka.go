@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
@@ -598,7 +597,7 @@ func (r *run) recordStep(cluster, role string, rec kafkamodel.Record) Step {
 }
 
 // consumerOfGroup names the configured consumer of a group ("" → the group itself).
-func consumerOfGroup(cs []configs.Consumer, cluster, group string) string {
+func consumerOfGroup(cs []ops.Consumer, cluster, group string) string {
 	for _, c := range cs {
 		if c.Kafka != nil && c.Kafka.Group == group && (c.Kafka.Cluster == "" || c.Kafka.Cluster == cluster) {
 			return c.Name

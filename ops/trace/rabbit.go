@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
@@ -251,7 +250,7 @@ func (r *run) messageStep(broker, role string, q rabbitmodel.Queue, m rabbitmode
 }
 
 // consumerOfQueue names the configured consumer of a queue ("" → the queue itself).
-func consumerOfQueue(cs []configs.Consumer, broker, vhost, queue string) string {
+func consumerOfQueue(cs []ops.Consumer, broker, vhost, queue string) string {
 	for _, c := range cs {
 		if r := c.RabbitMQ; r != nil && r.Queue == queue && (r.Broker == "" || r.Broker == broker) && (r.Vhost == "" || r.Vhost == vhost) {
 			return c.Name

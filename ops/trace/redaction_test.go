@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -57,11 +58,11 @@ func TestTraceMatchesOnWhatTheReaderMaySee(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rules := maskingRules(t)
-	ids := configs.MessageIDRules{Headers: []string{"messageId"}, JSONPaths: []string{"$.messageId"}}
+	ids := ops.MessageIDRules{Headers: []string{"messageId"}, JSONPaths: []string{"$.messageId"}}
 
 	broker := kfaketest.Cluster(t)
 	k, err := kafka.New(configs.KafkaCluster{Name: "main", Brokers: broker.ListenAddrs(), DeadLetterTopics: []string{"*.DLT"},
-		RequestTimeout: configs.Duration(10 * time.Second)}, ids)
+		RequestTimeout: configs.Duration(10 * time.Second)}, configs.MessageIDRules(ids))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestTraceMatchesOnWhatTheReaderMaySee(t *testing.T) {
 		}
 	}
 	rabbittest.WaitDepth(t, ch, "orders.dlq", 2, 10*time.Second)
-	b := openBroker(t, vhost, ids, 20*time.Second, "orders.dlq in the management API", func(topo rabbit.Topology) bool {
+	b := openBroker(t, vhost, configs.MessageIDRules(ids), 20*time.Second, "orders.dlq in the management API", func(topo rabbit.Topology) bool {
 		for _, q := range topo.Queues {
 			if q.Name == "orders.dlq" && q.Ready == 2 {
 				return true

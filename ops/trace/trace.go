@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/inbox"
@@ -128,8 +127,8 @@ type Options struct {
 	Inboxes   []Inbox
 	Ledger    Ledger
 	Audit     AuditLog
-	Consumers []configs.Consumer     // who consumes which topic or queue, for the inbox steps
-	IDs       configs.MessageIDRules // how a record's message id is found (message_id)
+	Consumers []ops.Consumer     // who consumes which topic or queue, for the inbox steps
+	IDs       ops.MessageIDRules // how a record's message id is found (message_id)
 	Budget    Budget
 	Logger    *slog.Logger // where unexpected source errors are logged; nil logs nothing
 }

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
 	"github.com/redrive/redrive/ops/replay"
 )
@@ -16,7 +16,7 @@ import (
 // to orders/2 at offset 811, dead-lettered by inventory-service (DeserializationException), not
 // processed by inventory-service, processed by billing-service". It names what was not searched
 // and what could not be, so that "not found" is never silent.
-func verdict(q Query, steps []Step, consumers []configs.Consumer) string {
+func verdict(q Query, steps []Step, consumers []ops.Consumer) string {
 	var parts []string
 	add := func(s string) {
 		if s != "" && !slices.Contains(parts, s) {

@@ -50,7 +50,7 @@ func TestDemoGroupsAreInTheirStates(t *testing.T) {
 	}
 	defer c.Close()
 	const every = time.Second
-	rules := configs.LagRules{Window: configs.Duration(12 * time.Second), StopAfter: configs.Duration(10 * time.Minute), WarnMinLag: 1, WarnAfterSeconds: WarnAfterSeconds}
+	rules := lag.Rules{Window: 12 * time.Second, StopAfter: 10 * time.Minute, WarnMinLag: 1, WarnAfter: WarnAfterSeconds * time.Second}
 	samples := map[string]map[string][]lag.Sample{} // group → topic/partition → samples
 	var last map[string]kafka.Group
 	time.Sleep(3 * time.Second) // the members join

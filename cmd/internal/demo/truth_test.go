@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/mysqltest"
@@ -249,7 +250,8 @@ consumers:
 		t.Fatal(err)
 	}
 	defer kc.Close()
-	tr := trace.New(trace.Options{Outboxes: []trace.Outbox{ob}, Kafka: []trace.KafkaCluster{kc}, Consumers: cfg.Consumers, IDs: cfg.MessageID})
+	tr := trace.New(trace.Options{Outboxes: []trace.Outbox{ob}, Kafka: []trace.KafkaCluster{kc}, IDs: ops.MessageIDRules(cfg.MessageID),
+		Consumers: []ops.Consumer{{Name: "inventory-service", Kafka: &ops.ConsumerKafka{Cluster: "main", Group: "inventory-service", Topics: []string{"orders"}}}}})
 	for _, id := range []string{liveSent, "evt-000042"} {
 		res, err := tr.Trace(ctx, trace.Query{EventID: id})
 		if err != nil {
