@@ -410,7 +410,7 @@ func (h *Outboxes) release(c echo.Context, o OutboxService, req releaseRequest) 
 
 // repairs is the outboxes' direct repairs (replay.OutboxRepairs) for this request's log.
 func (h *Outboxes) repairs(c echo.Context) replay.OutboxRepairs {
-	return replay.OutboxRepairs{Audit: h.audit, Rule: h.rule, Triage: h.triage, Log: loggerOf(c)}
+	return replay.OutboxRepairs{Audit: h.audit, Rule: h.rule, Triage: h.triage, Log: loggerOf(c), PlanAt: paths.APIPlanReplay}
 }
 
 type requeueRequest struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/paths"
+	"github.com/redrive/redrive/paths/links"
 	overviewpages "github.com/redrive/redrive/views/pages/overview"
 )
 
@@ -105,7 +106,7 @@ func (h *Overview) collect(ctx context.Context) overviewJSON {
 			continue // a job's outcome is for notifications, not for what is on fire
 		}
 		o.Problems = append(o.Problems, Problem{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title,
-			Summary: p.Summary, Link: p.Link, Labels: p.Labels, Since: p.Since.UTC()})
+			Summary: p.Summary, Link: links.To(p.Page, p.Labels), Labels: p.Labels, Since: p.Since.UTC()})
 	}
 	for _, d := range r.Dependencies {
 		o.Dependencies = append(o.Dependencies, DependencyStatus{Name: d.Name, OK: d.OK, Error: d.Error})

@@ -4,8 +4,8 @@
 // redirect and in every notification. A route without parameters is one constant, pattern and
 // link alike.
 //
-// It imports nothing of the project: web, handlers, views and ops (whose problems carry links)
-// all use it.
+// It imports nothing of the project: web, handlers and views use it. The domain builds no link: it
+// names a page in its own words (ops/page), and paths/links makes that a path at the edge.
 package paths
 
 import (

@@ -30,6 +30,7 @@ import (
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/trace"
 	"github.com/redrive/redrive/ops/triage"
+	"github.com/redrive/redrive/paths/links"
 	"github.com/redrive/redrive/web"
 )
 
@@ -203,7 +204,8 @@ func (a *app) buildNotifier(cfg *configs.Config, log *slog.Logger) (*notify.Noti
 	if a.sampler != nil {
 		owner = a.sampler.ReplicaID()
 	}
-	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: notifySettings(cfg.Notify), Owner: owner, Logger: log})
+	return notify.New(notify.Options{Store: a.store, Problems: a.problems, Config: notifySettings(cfg.Notify), Owner: owner, Logger: log,
+		Link: links.To})
 }
 
 // groupsByTopic reads the lag snapshot for the consumer groups of each topic.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,9 +20,9 @@ import (
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/page"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/replay"
-	"github.com/redrive/redrive/paths"
 )
 
 // Severities, worst first.
@@ -79,7 +78,9 @@ type Problem struct {
 	Severity string // Critical, Warning, Info
 	Title    string // one line, with the numbers as of now
 	Summary  string // what it means and what to look at; may be ""
-	Link     string // the console path that shows it ("/kafka/main/groups/billing")
+	// Page is the console page that shows it, its subject named by Labels: the edge makes it a
+	// link (paths/links.To), so that the rules build no URL.
+	Page page.Page
 	// Labels name the subject: cluster, group, topic, broker, vhost, queue, outbox, job,
 	// dependency — only those that apply.
 	Labels map[string]string
@@ -123,17 +124,17 @@ func groupNoun(kind string) string {
 // snapshot could not be read). A group is a problem when its status is not OK (EMPTY only with
 // lag); a dead-letter topic when a record arrived in the last hour.
 func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) []Problem {
-	link := paths.KafkaCluster(cluster)
+	link := page.Of(page.KafkaCluster)
 	labels := map[string]string{"cluster": cluster}
 	if err != nil {
 		return []Problem{{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Lag of %s unavailable: %s", cluster, reason(err)), Link: link, Labels: labels, Since: now,
+			Title: fmt.Sprintf("Lag of %s unavailable: %s", cluster, reason(err)), Page: link, Labels: labels, Since: now,
 			Summary: "The sampler's snapshot of this cluster cannot be read from the console's store."}}
 	}
 	var out []Problem
 	if snap.Error != "" {
 		out = append(out, Problem{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Kafka %s: the last sample failed: %s", cluster, snap.Error), Link: link, Labels: labels,
+			Title: fmt.Sprintf("Kafka %s: the last sample failed: %s", cluster, snap.Error), Page: link, Labels: labels,
 			Since: orNow(snap.ErrorAt, now), Summary: "Lag and dead-letter numbers are as of the last good sample."})
 	}
 	for _, g := range snap.Groups {
@@ -153,7 +154,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 			Title: fmt.Sprintf("%s/%s is %s (total lag %s%s): %s", cluster, g.Name, code,
 				ops.FormatNum(g.TotalLag), behind, g.Status.Reason),
 			Summary: fmt.Sprintf("%s %s on %s is %s.", groupNoun(g.Kind()), g.Name, cluster, code),
-			Link:    paths.KafkaGroup(cluster, g.Name),
+			Page:    page.Of(page.KafkaGroup),
 			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
 	}
 	for _, t := range snap.DeadLetterTopics {
@@ -170,7 +171,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 			Title: fmt.Sprintf("%s (%s) holds %s; the newest arrived %s ago",
 				t.Topic, cluster, held, ops.FormatAge(now.Sub(t.NewestAt).Round(time.Second))),
 			Summary: "Dead letters arrived in the last hour.",
-			Link:    paths.KafkaTopicErrors(cluster, t.Topic),
+			Page:    page.Of(page.ErrorGroups),
 			Labels:  map[string]string{"cluster": cluster, "topic": t.Topic}, Since: t.NewestAt})
 	}
 	for _, t := range snap.Transactions {
@@ -250,27 +251,26 @@ func transactionProblem(cluster string, t kafkamodel.OpenTransaction, groups []l
 	}
 	return Problem{Key: key(KindKafkaTransaction, cluster, t.Topic, strconv.Itoa(int(t.Partition)), strconv.FormatInt(t.ProducerID, 10),
 		strconv.FormatInt(t.StartOffset, 10)), Kind: KindKafkaTransaction, Severity: severity, Title: title, Summary: summary,
-		Link: paths.KafkaCluster(cluster) + "#transactions", Labels: labels, Since: t.Since}
+		Page: page.Page{Kind: page.KafkaCluster, Section: "transactions"}, Labels: labels, Since: t.Since}
 }
 
 // RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter
 // queues holding messages, dead-letter queues that lost messages Redrive did not move (for
 // queues.LostWindow after the last loss) and (non-retry) queues whose backlog keeps growing.
 func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Time) []Problem {
-	link := paths.RabbitBroker(broker)
+	link := page.Of(page.RabbitBroker)
 	if err != nil {
 		return []Problem{{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Queues of %s unavailable: %s", broker, reason(err)), Link: link,
+			Title: fmt.Sprintf("Queues of %s unavailable: %s", broker, reason(err)), Page: link,
 			Labels: map[string]string{"broker": broker}, Since: now}}
 	}
 	var out []Problem
 	if snap.Error != "" {
 		out = append(out, Problem{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), Link: link,
+			Title: fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), Page: link,
 			Labels: map[string]string{"broker": broker}, Since: orNow(snap.ErrorAt, now)})
 	}
 	for _, q := range snap.Queues {
-		qlink := paths.Queue(broker, q.Vhost, q.Name)
 		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
 		if q.IsDeadLetterQueue && q.Lost > 0 && now.Sub(q.LostAt) < queues.LostWindow {
 			out = append(out, lostProblem(broker, q, labels, now))
@@ -283,10 +283,10 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 			}
 			out = append(out, Problem{Key: key(KindDeadLetters, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLetters,
 				Severity: Warning, Title: title, Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost),
-				Link: paths.QueueMessages(broker, q.Vhost, q.Name), Labels: labels, Since: now})
+				Page: page.Of(page.QueueMessages), Labels: labels, Since: now})
 		case q.Growing && !q.Retry:
 			out = append(out, Problem{Key: key(KindQueueGrowing, broker, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
-				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Link: qlink, Labels: labels, Since: now})
+				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Page: page.Of(page.Queue), Labels: labels, Since: now})
 		}
 	}
 	return out
@@ -302,7 +302,7 @@ func lostProblem(broker string, q queues.Queue, labels map[string]string, now ti
 			"jobs took out of it; the last such fall was seen at %s. Arrivals in the same interval hide departures, so at "+
 			"least this many are gone, and Redrive has no copy of them. The problem stays for %s after the last loss; "+
 			"a silence holds its notifications.", q.Name, broker, q.Vhost, clockTime(q.LostAt, now), lostWindowText),
-		Link: paths.Queue(broker, q.Vhost, q.Name), Labels: labels, Since: q.LostSince}
+		Page: page.Of(page.Queue), Labels: labels, Since: q.LostSince}
 }
 
 // lostWindowText is queues.LostWindow as a problem's summary says it.
@@ -322,11 +322,11 @@ func clockTime(t, now time.Time) string {
 // stuck leases, DEAD events that are still open (settledDead of them are DEAD and marked
 // resolved or ignored in the console's store), and a due READY event older than staleAfter.
 func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, staleAfter time.Duration, now time.Time) []Problem {
-	link := paths.Outbox(name)
+	link := page.Of(page.Outbox)
 	labels := map[string]string{"outbox": name}
 	if err != nil {
 		return []Problem{{Key: key(KindOutboxUnavailable, name), Kind: KindOutboxUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Outbox %s cannot be read: %s", name, reason(err)), Link: link, Labels: labels, Since: now}}
+			Title: fmt.Sprintf("Outbox %s cannot be read: %s", name, reason(err)), Page: link, Labels: labels, Since: now}}
 	}
 	var out []Problem
 	if f := st.Format; f != nil && st.Attention > 0 && len(f.Attention) > 0 {
@@ -339,13 +339,13 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
 			Title:   fmt.Sprintf("Outbox %s: %s %s row(s) in its %s", name, ops.FormatNum(st.Attention), strings.Join(states, "/"), f.Title),
 			Summary: f.ReadOnlyWhy,
-			Link:    paths.WithQuery(link, url.Values{"status": {states[0]}}), Labels: labels, Since: now})
+			Page:    page.Filtered(page.Outbox, "status", states[0]), Labels: labels, Since: now})
 	}
 	if n := st.StuckLeases; n > 0 {
 		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
 			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, ops.FormatNum(n)),
 			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
-			Link:    paths.WithQuery(link, url.Values{"stuck": {"true"}}), Labels: labels, Since: now})
+			Page:    page.Filtered(page.Outbox, "stuck", "true"), Labels: labels, Since: now})
 	}
 	if dead := st.Counts[outbox.Dead]; dead-min(settledDead, dead) > 0 {
 		// Open DEAD events only: the ones people marked resolved or ignored wait for nobody.
@@ -357,12 +357,12 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
 			Title:   title,
 			Summary: "Events past their maximum attempts; requeue them once the cause is fixed.",
-			Link:    paths.WithQuery(link, url.Values{"status": {string(outbox.Dead)}}), Labels: labels, Since: now})
+			Page:    page.Filtered(page.Outbox, "status", string(outbox.Dead)), Labels: labels, Since: now})
 	}
 	if age := st.OldestReadyAge; age != nil && *age > staleAfter {
 		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
 			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, ops.FormatAge(*age)),
-			Link:  paths.WithQuery(link, url.Values{"status": {string(outbox.Ready)}}), Labels: labels, Since: now.Add(-*age)})
+			Page:  page.Filtered(page.Outbox, "status", string(outbox.Ready)), Labels: labels, Since: now.Add(-*age)})
 	}
 	return out
 }
@@ -403,7 +403,7 @@ func NewErrorGroupProblems(clusters []string, eps []history.ErrorGroupEpisode, e
 			Title: fmt.Sprintf("New error in %s (%s): %s, %s records, the first %s ago", topic, cluster, what, ops.FormatNum(e.Count),
 				ops.FormatAge(now.Sub(e.EpisodeStart).Round(time.Second))),
 			Summary: summary,
-			Link:    paths.KafkaTopicErrors(cluster, topic),
+			Page:    page.Of(page.ErrorGroups),
 			Labels:  map[string]string{"cluster": cluster, "topic": topic, "exception_type": e.ExceptionType},
 			Since:   e.EpisodeStart})
 	}
@@ -416,15 +416,15 @@ func NewErrorGroupProblems(clusters []string, eps []history.ErrorGroupEpisode, e
 func ReplayProblems(jobs []replay.Job, err error, now time.Time) []Problem {
 	if err != nil {
 		return []Problem{{Key: key(KindReplayUnavailable), Kind: KindReplayUnavailable, Severity: Warning,
-			Title: "Replay jobs cannot be read: " + reason(err), Link: paths.Replays, Labels: map[string]string{}, Since: now}}
+			Title: "Replay jobs cannot be read: " + reason(err), Page: page.Of(page.Replays), Labels: map[string]string{}, Since: now}}
 	}
 	var out []Problem
 	for _, j := range jobs {
-		link := paths.Replay(j.ID)
+		link := page.Of(page.Replay)
 		labels := map[string]string{"job": j.ID}
 		done := j.Published + j.Skipped + j.Failed
 		p := func(kind, severity, title string, since time.Time) {
-			out = append(out, Problem{Key: key(kind, j.ID), Kind: kind, Severity: severity, Title: title, Link: link, Labels: labels, Since: since})
+			out = append(out, Problem{Key: key(kind, j.ID), Kind: kind, Severity: severity, Title: title, Page: link, Labels: labels, Since: since})
 		}
 		switch {
 		case j.Status == replay.JobRunning || j.Status == replay.JobPending:
@@ -489,7 +489,7 @@ func DependencyProblems(deps []Dependency, now time.Time) []Problem {
 	for _, d := range deps {
 		if !d.OK {
 			out = append(out, Problem{Key: key(KindDependencyDown, d.Name), Kind: KindDependencyDown, Severity: Critical,
-				Title: d.Name + " is unreachable: " + d.Error, Link: paths.Readyz, Labels: map[string]string{"dependency": d.Name}, Since: now})
+				Title: d.Name + " is unreachable: " + d.Error, Page: page.Of(page.Readiness), Labels: map[string]string{"dependency": d.Name}, Since: now})
 		}
 	}
 	return out

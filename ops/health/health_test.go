@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/paths/links"
 )
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -44,7 +45,7 @@ func TestKafkaProblems(t *testing.T) {
 		t.Fatalf("got %d problems, want %d: %+v", len(got), len(want), got)
 	}
 	for i, w := range want {
-		if g := got[i]; g.Key != w.key || g.Severity != w.severity || g.Title != w.title || g.Link != w.link {
+		if g := got[i]; g.Key != w.key || g.Severity != w.severity || g.Title != w.title || links.To(g.Page, g.Labels) != w.link {
 			t.Errorf("problem %d = %+v, want %+v", i, g, w)
 		}
 	}
@@ -88,7 +89,7 @@ func TestRabbitProblems(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	if got[0].Key != "dead_letters/rabbitmq/rmq///orders.dlq" || got[0].Title != "orders.dlq holds 12 dead letters and keeps growing (ready 10 → 40 in 45s)" ||
-		got[0].Link != "/rabbitmq/rmq/queues/%2F/orders.dlq/messages" || got[0].Labels["queue"] != "orders.dlq" {
+		links.To(got[0].Page, got[0].Labels) != "/rabbitmq/rmq/queues/%2F/orders.dlq/messages" || got[0].Labels["queue"] != "orders.dlq" {
 		t.Errorf("dlq: %+v", got[0])
 	}
 	if got[1].Kind != KindQueueGrowing || got[1].Title != "work (rmq) keeps growing: ready 10 → 40 in 45s" {
@@ -127,7 +128,7 @@ func TestOutboxProblems(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 	for i, w := range want {
-		if got[i].Key != w.key || got[i].Title != w.title || got[i].Link != w.link {
+		if got[i].Key != w.key || got[i].Title != w.title || links.To(got[i].Page, got[i].Labels) != w.link {
 			t.Errorf("%d: %+v want %+v", i, got[i], w)
 		}
 	}
@@ -231,7 +232,7 @@ func TestNewErrorGroupProblems(t *testing.T) {
 	}
 	p := ps[0]
 	if p.Kind != KindNewErrorGroup || p.Labels["cluster"] != "main" || p.Labels["topic"] != "orders.DLT" ||
-		p.Link != "/kafka/main/topics/orders.DLT/errors" || p.Title != "New error in orders.DLT (main): com.acme.Poison, 3 records, the first 2 min ago" {
+		links.To(p.Page, p.Labels) != "/kafka/main/topics/orders.DLT/errors" || p.Title != "New error in orders.DLT (main): com.acme.Poison, 3 records, the first 2 min ago" {
 		t.Errorf("problem: %+v", p)
 	}
 	// The episode is in the key: the same group back after a quiet window is another problem.
@@ -261,7 +262,7 @@ func TestDeadLettersLost(t *testing.T) {
 	p := got[0]
 	if p.Kind != KindDeadLettersLost || p.Severity != Warning || p.Key != "dead_letters_lost/rabbitmq/rmq///qa.dlq" ||
 		p.Title != "qa.dlq lost 40 dead letters since 10:02 UTC that Redrive did not move (dropped by the broker at a delivery limit, purged, expired or consumed elsewhere)" ||
-		!p.Since.Equal(q.LostSince) || p.Link != "/rabbitmq/rmq/queues/%2F/qa.dlq" || p.Labels["queue"] != "qa.dlq" {
+		!p.Since.Equal(q.LostSince) || links.To(p.Page, p.Labels) != "/rabbitmq/rmq/queues/%2F/qa.dlq" || p.Labels["queue"] != "qa.dlq" {
 		t.Errorf("problem: %+v", p)
 	}
 	if !strings.Contains(p.Summary, "10:02 UTC") || !strings.Contains(p.Summary, "24 h after the last loss") {

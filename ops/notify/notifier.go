@@ -16,7 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/lease"
-	"github.com/redrive/redrive/paths"
+	"github.com/redrive/redrive/ops/page"
 )
 
 // LeaseName is the lease (in the sampler's lease table) whose holder evaluates and sends.
@@ -58,6 +58,9 @@ type Options struct {
 	// most 5 min.
 	Backoff func(attempt int) time.Duration
 	Logger  *slog.Logger // nil discards
+	// Link is the console path of a page a problem names (paths/links.To, wired by cmd): the
+	// link an alert keeps and a notification carries. nil: no links.
+	Link func(page.Page, map[string]string) string
 }
 
 // Notifier evaluates problems and delivers notifications while it holds the notify lease.
@@ -325,7 +328,7 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l lease.Lease) error {
 		current[p.Key] = true
 		old, known := byKey[p.Key]
 		fired := !known || !old.Firing
-		a := alerts.Alert{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title, Summary: p.Summary, Link: p.Link,
+		a := alerts.Alert{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title, Summary: p.Summary, Link: n.link(p.Page, p.Labels),
 			Labels: p.Labels, Since: p.Since, Episode: old.Episode, Firing: true, FiredAt: old.FiredAt}
 		if fired {
 			a.Episode, a.FiredAt = old.Episode+1, now
@@ -381,8 +384,16 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l lease.Lease) error {
 	return nil
 }
 
+// link is the console path of p for the subject labels names, "" without Options.Link.
+func (n *Notifier) link(p page.Page, labels map[string]string) string {
+	if n.o.Link == nil {
+		return ""
+	}
+	return n.o.Link(p, labels)
+}
+
 func problemOf(a alerts.Alert) health.Problem {
-	return health.Problem{Key: a.Key, Kind: a.Kind, Severity: a.Severity, Title: a.Title, Summary: a.Summary, Link: a.Link,
+	return health.Problem{Key: a.Key, Kind: a.Kind, Severity: a.Severity, Title: a.Title, Summary: a.Summary,
 		Labels: a.Labels, Since: a.Since}
 }
 
@@ -475,7 +486,7 @@ func (n *Notifier) Test(ctx context.Context, channel, actor string) error {
 	e := Event{Key: "test/" + channel, Kind: "test", State: StateTest, Severity: health.Info,
 		Title:   "Test notification from Redrive",
 		Summary: "Sent by " + actor + " from the notifications page to check the channel " + channel + ".",
-		Link:    paths.Notifications, Labels: map[string]string{"channel": channel}, At: now}
+		Link:    n.link(page.Of(page.Notifications), nil), Labels: map[string]string{"channel": channel}, At: now}
 	if n.conf.Load().cfg.BaseURL != "" {
 		e.Link = trimSlash(n.conf.Load().cfg.BaseURL) + e.Link
 	}

@@ -20,10 +20,12 @@ import (
 	"github.com/redrive/redrive/ops/alerts"
 	"github.com/redrive/redrive/ops/health"
 	"github.com/redrive/redrive/ops/notify"
+	"github.com/redrive/redrive/ops/page"
 	"github.com/redrive/redrive/ops/store"
 	"github.com/redrive/redrive/ops/storetest"
 	"github.com/redrive/redrive/ops/tlstest"
 	"github.com/redrive/redrive/ops/waittest"
+	"github.com/redrive/redrive/paths/links"
 )
 
 // problems is an Evaluator whose answer the test sets.
@@ -180,7 +182,7 @@ func newNotifier(t *testing.T, st *store.Store, ev notify.Evaluator, owner strin
 		}
 	}
 	n, err := notify.New(notify.Options{Store: st, Problems: ev, Config: cfg, Owner: owner, LeaseTTL: 2 * time.Second,
-		Tick: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+		Tick: 20 * time.Millisecond, Backoff: func(int) time.Duration { return 50 * time.Millisecond }, Link: links.To})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func problem(kind string, subject ...string) health.Problem {
 		labels[subject[i]] = subject[i+1]
 	}
 	return health.Problem{Key: kind + "/" + strings.Join(subject, "/"), Kind: kind, Severity: health.Warning,
-		Title: kind + " is on fire", Link: "/somewhere", Labels: labels, Since: time.Now()}
+		Title: kind + " is on fire", Page: page.Of(page.Replays), Labels: labels, Since: time.Now()}
 }
 
 // One problem of every kind the health model has: each fires once and resolves once, on the
@@ -261,14 +263,14 @@ func TestEachKindFiresOnceAndResolvesOnce(t *testing.T) {
 			t.Errorf("webhook body lacks %q: %v", f, b)
 		}
 	}
-	if b["link"] != "https://redrive.example.com/somewhere" {
+	if b["link"] != "https://redrive.example.com/replays" {
 		t.Errorf("link %v", b["link"])
 	}
 	sl := slackRx.bodies()
 	if len(sl) != 2 || !strings.HasPrefix(sl[0]["text"].(string), "Firing: ") || !strings.HasPrefix(sl[1]["text"].(string), "Resolved: ") {
 		t.Fatalf("slack got %v", sl)
 	}
-	if blocks, _ := json.Marshal(sl[0]["blocks"]); !strings.Contains(string(blocks), `"url":"https://redrive.example.com/somewhere"`) {
+	if blocks, _ := json.Marshal(sl[0]["blocks"]); !strings.Contains(string(blocks), `"url":"https://redrive.example.com/replays"`) {
 		t.Errorf("slack blocks without the link button: %s", blocks)
 	}
 	msgs := mail.messages()

@@ -9,7 +9,6 @@ import (
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/outbox"
-	"github.com/redrive/redrive/paths"
 )
 
 // RepairableOutbox is an outbox whose events the console repairs in place (the seed's table):
@@ -35,6 +34,9 @@ type OutboxRepairs struct {
 	Rule   foureyes.Rule  // replay.four_eyes; the zero value needs nobody
 	Triage OutboxReopener // nil: no resolutions to open
 	Log    *slog.Logger
+	// PlanAt is the route that makes a replay plan (the edge's paths.APIPlanReplay), which a
+	// refusal by the two-person rule points the caller at.
+	PlanAt string
 }
 
 // Release releases the expired leases of ids, or of every stuck event when ids is nil. base is
@@ -59,7 +61,7 @@ func (r OutboxRepairs) Requeue(ctx context.Context, o RepairableOutbox, base aud
 	if d.Needed {
 		return 0, ops.Forbidden("requeueing these events %s: a second, different person must approve it. Plan it instead "+
 			"(POST %s with {\"source\":{\"kind\":\"outbox\",\"outbox\":%q,\"ids\":[…]}}) and start its job, which waits "+
-			"for that approval", d.Why, paths.APIPlanReplay, o.Name())
+			"for that approval", d.Why, r.PlanAt, o.Name())
 	}
 	var moved []int64
 	n, err := r.change(ctx, o, base, "outbox.requeue", func(ctx context.Context, commit outbox.AuditFunc) (int64, error) {
