@@ -6,18 +6,16 @@ package mysqltest
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/redrive/redrive/ops/mysqlpool"
+	"github.com/redrive/redrive/ops/testenv"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -27,11 +25,7 @@ const EnvDSN = "REDRIVE_TEST_MYSQL_DSN"
 // AdminDSN returns the admin URL, failing the test (never skipping it) when it is missing.
 func AdminDSN(tb testing.TB) string {
 	tb.Helper()
-	dsn := os.Getenv(EnvDSN)
-	if dsn == "" {
-		tb.Fatalf("%s is not set: run the tests with `make test`, which starts MariaDB on loopback", EnvDSN)
-	}
-	return dsn
+	return testenv.Var(tb, EnvDSN, "MariaDB")
 }
 
 // Open opens dsn (a mysql:// URL, read as the console reads it) for a test's own statements, with
@@ -56,9 +50,7 @@ func Open(tb testing.TB, dsn string) *sql.DB {
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	admin := AdminDSN(tb)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "t_" + hex.EncodeToString(b)
+	name := testenv.Name()
 	u, err := url.Parse(admin)
 	if err != nil {
 		tb.Fatalf("mysqltest: parse %s: %v", EnvDSN, err)

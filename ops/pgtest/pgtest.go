@@ -4,16 +4,14 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/redrive/redrive/ops/testenv"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -23,20 +21,14 @@ const EnvDSN = "REDRIVE_TEST_PG_DSN"
 // AdminDSN returns the admin DSN, failing the test (never skipping it) when it is missing.
 func AdminDSN(tb testing.TB) string {
 	tb.Helper()
-	dsn := os.Getenv(EnvDSN)
-	if dsn == "" {
-		tb.Fatalf("%s is not set: run the tests with `make test`, which starts PostgreSQL on loopback", EnvDSN)
-	}
-	return dsn
+	return testenv.Var(tb, EnvDSN, "PostgreSQL")
 }
 
 // NewDatabase creates an empty database for this test, drops it at cleanup, and returns its DSN.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	admin := AdminDSN(tb)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "t_" + hex.EncodeToString(b)
+	name := testenv.Name()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

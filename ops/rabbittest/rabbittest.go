@@ -5,11 +5,8 @@ package rabbittest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/configs"
+	"github.com/redrive/redrive/ops/testenv"
 	"github.com/redrive/redrive/ops/waittest"
 )
 
@@ -30,12 +28,7 @@ const (
 // skipping it) when they are missing.
 func Env(tb testing.TB) (amqpURL, mgmtURL string) {
 	tb.Helper()
-	amqpURL, mgmtURL = os.Getenv(EnvAMQPURL), os.Getenv(EnvMgmtURL)
-	if amqpURL == "" || mgmtURL == "" {
-		tb.Fatalf("%s and %s must be set: run the tests with `make test`, which starts RabbitMQ on loopback "+
-			"(or `go run ./cmd/devstack up` and export the lines it prints)", EnvAMQPURL, EnvMgmtURL)
-	}
-	return amqpURL, mgmtURL
+	return testenv.Var(tb, EnvAMQPURL, "RabbitMQ"), testenv.Var(tb, EnvMgmtURL, "RabbitMQ")
 }
 
 // Admin returns a management client for the test broker, authenticated as the AMQP URL's user.
@@ -60,9 +53,7 @@ func NewVhost(tb testing.TB) (vhost, amqpURL string, mgmt *rabbithole.Client) {
 	tb.Helper()
 	base, _ := Env(tb)
 	mgmt = Admin(tb)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	vhost = "t_" + hex.EncodeToString(b)
+	vhost = testenv.Name()
 	if _, err := mgmt.PutVhost(vhost, rabbithole.VhostSettings{Description: "redrive test " + tb.Name()}); err != nil {
 		tb.Fatalf("rabbittest: create vhost: %v", err)
 	}
