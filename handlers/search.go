@@ -271,6 +271,22 @@ func rawParam(c echo.Context) (bool, error) {
 	return false, ops.Invalid("raw", "must be true or false")
 }
 
+// startScan reads what every scan reads after its own parameters — stream= and the person's
+// redaction of target — and then takes one of the person's scan slots (search.max_running*), which
+// release gives back.
+func (h *Search) startScan(c echo.Context, target string) (stream bool, red *redact.Rules, release func(), err error) {
+	if stream, err = queryBool(c, "stream"); err != nil {
+		return false, nil, nil, err
+	}
+	if red, err = redactionFor(c, h.o.Redaction, target); err != nil {
+		return false, nil, nil, err
+	}
+	if release, err = h.o.ScanSlots.Take(ActorOf(c).Person()); err != nil {
+		return false, nil, nil, err
+	}
+	return stream, red, release, nil
+}
+
 // apiKafkaScan: GET /api/v1/kafka/:cluster/topics/:topic/records?filter=… — reads the topic
 // (partition=all or one) until limit matches, max_scan records or search.timeout, and answers the
 // matches with how far it read and the cursor to go on. The filter sees what the caller may see:
@@ -300,15 +316,7 @@ func (h *Search) apiKafkaScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	stream, err := queryBool(c, "stream")
-	if err != nil {
-		return err
-	}
-	red, err := redactionFor(c, h.o.Redaction, "kafka/"+k.Name()+"/"+q.Topic)
-	if err != nil {
-		return err
-	}
-	release, err := h.o.ScanSlots.Take(ActorOf(c).Person()) // search.max_running*
+	stream, red, release, err := h.startScan(c, "kafka/"+k.Name()+"/"+q.Topic)
 	if err != nil {
 		return err
 	}
@@ -399,16 +407,8 @@ func (h *Search) apiRabbitScan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	stream, err := queryBool(c, "stream")
-	if err != nil {
-		return err
-	}
 	vhost, queue := pathParam(c, "vhost"), pathParam(c, "queue")
-	red, err := redactionFor(c, h.o.Redaction, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
-	if err != nil {
-		return err
-	}
-	release, err := h.o.ScanSlots.Take(ActorOf(c).Person()) // search.max_running*
+	stream, red, release, err := h.startScan(c, fmt.Sprintf("rabbitmq/%s/%s/%s", b.Name(), vhost, queue))
 	if err != nil {
 		return err
 	}
