@@ -65,6 +65,18 @@ func Columns(c configs.OutboxColumns) []Column {
 	}
 }
 
+// Rights are the columns of c (Columns) on which the console needs the account's rights: it
+// selects every mapped one and updates the repaired ones. An adapter's Inspect asks about them.
+func Rights(c configs.OutboxColumns) (selected, updated []string) {
+	for _, col := range Columns(c) {
+		selected = append(selected, col.Name)
+		if col.Repaired {
+			updated = append(updated, col.Name)
+		}
+	}
+	return selected, updated
+}
+
 // registryKind is the kind of a registry format's logical column, from its name.
 func registryKind(logical string) ColumnKind {
 	switch {

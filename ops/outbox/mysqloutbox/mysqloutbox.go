@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/mysqlpool"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/sqlregistry"
 )
 
 // Store is one outbox table in MySQL or MariaDB; it implements outbox.Store.
@@ -36,11 +37,7 @@ var _ outbox.Store = (*Store)(nil)
 // Open is the outbox of cfg (a mysql:// DSN) as the console uses it: New's Store under the
 // domain's rules.
 func Open(ctx context.Context, cfg configs.Outbox) (*outbox.Outbox, error) {
-	s, err := New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return outbox.New(outbox.Settings{Name: cfg.Name, MaxAttempts: cfg.MaxAttempts, StaleReadyAfter: cfg.StaleReadyAfter.D()}, s), nil
+	return sqlregistry.OpenSeed(ctx, cfg, New)
 }
 
 // New prepares the outbox's pool and SQL. It does not connect: a service whose database is down
@@ -50,9 +47,8 @@ func New(_ context.Context, cfg configs.Outbox) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: dsn: %w", cfg.Name, ops.ErrInvalid)
 	}
-	pool, err := mysqlpool.New(dcfg, mysqlpool.Options{Name: fmt.Sprintf("outbox %q", cfg.Name),
-		Key:      fmt.Sprintf("max_conns of outbox %q (outboxes[].max_conns)", cfg.Name),
-		MaxConns: cfg.Size(configs.DefaultOutboxMaxConns), AcquireTimeout: cfg.Wait()})
+	name, key, size := sqlregistry.Pool(cfg)
+	pool, err := mysqlpool.New(dcfg, mysqlpool.Options{Name: name, Key: key, MaxConns: size, AcquireTimeout: cfg.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w: %w", cfg.Name, ops.ErrUnavailable, err)
 	}
@@ -68,6 +64,12 @@ func (s *Store) Ping(ctx context.Context) error {
 		_, err := c.ExecContext(ctx, s.q.ping)
 		return err
 	}))
+}
+
+// Inspect reads the table's facts from information_schema (mysqlpool.InspectTable).
+func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
+	sel, upd := outbox.Rights(s.cfg.Columns)
+	return s.pool.InspectTable(ctx, s.cfg.Table, sel, upd)
 }
 
 // row runs a one-row read on a connection of the pool.
@@ -384,18 +386,6 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, resetAttempts bool, au
 		return nil, s.wrap(op, err)
 	}
 	return moved, nil
-}
-
-// Inspect reads the table's facts from information_schema (mysqlpool.InspectTable).
-func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	var sel, upd []string
-	for _, c := range outbox.Columns(s.cfg.Columns) {
-		sel = append(sel, c.Name)
-		if c.Repaired {
-			upd = append(upd, c.Name)
-		}
-	}
-	return s.pool.InspectTable(ctx, s.cfg.Table, sel, upd)
 }
 
 // wrap turns driver errors into the domain's kinds with the outbox named.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/mysqlpool"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/outbox/sqlregistry"
@@ -15,30 +14,22 @@ import (
 // OpenRegistry is the registry-format outbox of cfg (spring-modulith, namastack or debezium; a
 // mysql:// DSN), read with sqlregistry's SQL over this adapter's pool.
 func OpenRegistry(ctx context.Context, cfg configs.Outbox) (*outbox.Outbox, error) {
-	s, err := New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
 	d := sqlregistry.Dialect{Table: mysqlpool.QuotedTable, Column: mysqlpool.Quote}
-	return sqlregistry.Open(ctx, cfg, d, registryConn{s}), nil
+	return sqlregistry.Open(ctx, cfg, d, New, func(s *Store) sqlregistry.Conn { return registryConn{s} })
 }
 
-// registryConn is the Store's pool and errors as sqlregistry.Conn.
-type registryConn struct{ s *Store }
+// registryConn is the Store's pool and errors as sqlregistry.Conn (its Inspect and Close are the
+// Store's).
+type registryConn struct{ *Store }
 
 func (c registryConn) Query(ctx context.Context, query string, args []any, row func(scan func(...any) error) error) error {
-	return c.s.pool.Do(ctx, func(conn *sql.Conn) error {
+	return c.pool.Do(ctx, func(conn *sql.Conn) error {
 		rows, err := conn.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			if err := row(rows.Scan); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return sqlregistry.EachRow(rows, row)
 	})
 }
 
@@ -62,11 +53,7 @@ func (c registryConn) ColumnTypes(ctx context.Context, table string) (map[string
 
 func (c registryConn) Estimate(ctx context.Context) (float64, error) {
 	var n float64
-	err := c.s.row(ctx, c.s.q.estimate, c.s.q.estimateArgs, &n)
+	err := c.row(ctx, c.q.estimate, c.q.estimateArgs, &n)
 	return n, err
 }
-func (c registryConn) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	return c.s.Inspect(ctx)
-}
-func (c registryConn) Close()                          { c.s.Close() }
-func (c registryConn) Wrap(op string, err error) error { return c.s.wrap(op, err) }
+func (c registryConn) Wrap(op string, err error) error { return c.wrap(op, err) }

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/outbox"
+	"github.com/redrive/redrive/ops/outbox/sqlregistry"
 	"github.com/redrive/redrive/ops/pgpool"
 )
 
@@ -34,11 +35,7 @@ var _ outbox.Store = (*Store)(nil)
 // Open is the outbox of cfg (a postgres:// DSN) as the console uses it: New's Store under the
 // domain's rules.
 func Open(ctx context.Context, cfg configs.Outbox) (*outbox.Outbox, error) {
-	s, err := New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return outbox.New(outbox.Settings{Name: cfg.Name, MaxAttempts: cfg.MaxAttempts, StaleReadyAfter: cfg.StaleReadyAfter.D()}, s), nil
+	return sqlregistry.OpenSeed(ctx, cfg, New)
 }
 
 // New prepares the outbox's pool and SQL. It does not wait for the database: a service whose
@@ -51,9 +48,8 @@ func New(ctx context.Context, cfg configs.Outbox) (*Store, error) {
 	// The seed's columns are TIMESTAMP without zone, written by relays in UTC.
 	pcfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
-	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: fmt.Sprintf("outbox %q", cfg.Name),
-		Key:      fmt.Sprintf("max_conns of outbox %q (outboxes[].max_conns)", cfg.Name),
-		MaxConns: cfg.Size(configs.DefaultOutboxMaxConns), AcquireTimeout: cfg.Wait()})
+	name, key, size := sqlregistry.Pool(cfg)
+	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: name, Key: key, MaxConns: size, AcquireTimeout: cfg.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: %w: %w", cfg.Name, ops.ErrUnavailable, err)
 	}
@@ -67,6 +63,12 @@ func (s *Store) Close() { s.pool.Close() }
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.pool.Exec(ctx, s.q.ping)
 	return s.wrap("ping", err)
+}
+
+// Inspect reads the table's facts from pg_catalog (pgpool.InspectTable).
+func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
+	sel, upd := outbox.Rights(s.cfg.Columns)
+	return s.pool.InspectTable(ctx, s.cfg.Table, sel, upd)
 }
 
 // Stats counts the non-SENT states exactly, each with its own index-only scan on the
@@ -108,18 +110,6 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	}
 	st.Counts[outbox.Sent] = sent
 	return st, nil
-}
-
-// Inspect reads the table's facts from pg_catalog (pgpool.InspectTable).
-func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	var sel, upd []string
-	for _, c := range outbox.Columns(s.cfg.Columns) {
-		sel = append(sel, c.Name)
-		if c.Repaired {
-			upd = append(upd, c.Name)
-		}
-	}
-	return s.pool.InspectTable(ctx, s.cfg.Table, sel, upd)
 }
 
 // wrap turns driver errors into the domain's kinds with the outbox named.

@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/outbox"
 	"github.com/redrive/redrive/ops/outbox/sqlregistry"
 )
@@ -15,31 +14,23 @@ import (
 // OpenRegistry is the registry-format outbox of cfg (spring-modulith, namastack or debezium; a
 // postgres:// DSN), read with sqlregistry's SQL over this adapter's pool.
 func OpenRegistry(ctx context.Context, cfg configs.Outbox) (*outbox.Outbox, error) {
-	s, err := New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
 	d := sqlregistry.Dialect{Postgres: true,
 		Table:  func(t string) string { return pgx.Identifier(strings.Split(t, ".")).Sanitize() },
 		Column: func(c string) string { return pgx.Identifier{c}.Sanitize() }}
-	return sqlregistry.Open(ctx, cfg, d, registryConn{s}), nil
+	return sqlregistry.Open(ctx, cfg, d, New, func(s *Store) sqlregistry.Conn { return registryConn{s} })
 }
 
-// registryConn is the Store's pool and errors as sqlregistry.Conn.
-type registryConn struct{ s *Store }
+// registryConn is the Store's pool and errors as sqlregistry.Conn (its Inspect and Close are the
+// Store's).
+type registryConn struct{ *Store }
 
 func (c registryConn) Query(ctx context.Context, query string, args []any, row func(scan func(...any) error) error) error {
-	rows, err := c.s.pool.Query(ctx, query, args...)
+	rows, err := c.pool.Query(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlregistry.EachRow(rows, row)
 }
 
 func (c registryConn) ColumnTypes(ctx context.Context, table string) (map[string]string, error) {
@@ -59,11 +50,7 @@ func (c registryConn) ColumnTypes(ctx context.Context, table string) (map[string
 
 func (c registryConn) Estimate(ctx context.Context) (float64, error) {
 	var n float64
-	err := c.s.pool.QueryRow(ctx, c.s.q.estimate).Scan(&n)
+	err := c.pool.QueryRow(ctx, c.q.estimate).Scan(&n)
 	return n, err
 }
-func (c registryConn) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	return c.s.Inspect(ctx)
-}
-func (c registryConn) Close()                          { c.s.Close() }
-func (c registryConn) Wrap(op string, err error) error { return c.s.wrap(op, err) }
+func (c registryConn) Wrap(op string, err error) error { return c.wrap(op, err) }

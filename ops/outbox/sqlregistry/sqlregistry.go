@@ -3,7 +3,8 @@
 // insert-only outbox — over a database connection an adapter gives it: pgoutbox's (PostgreSQL)
 // and mysqloutbox's (MySQL and MariaDB). The SQL of each format is written once here, in the
 // database's dialect (Dialect); every statement is built from configured, validated
-// identifiers, quoted. Nothing is ever written.
+// identifiers, quoted. Nothing is ever written. What the two adapters share for the seed's format
+// too — its Open (OpenSeed), the pool's names and size, a query's row loop — is in adapter.go.
 package sqlregistry
 
 import (
@@ -84,12 +85,17 @@ func (d Dialect) recent(expr string) string {
 	return fmt.Sprintf("%s > NOW(6) - INTERVAL %d SECOND", expr, secs)
 }
 
-// Open is the registry of cfg (a format other than the seed) over conn.
-func Open(ctx context.Context, cfg configs.Outbox, d Dialect, conn Conn) *outbox.Outbox {
+// Open is the registry of cfg (a format other than the seed) in d's SQL, over the adapter's store
+// that newStore prepares, read through conn(store). It is each adapter's OpenRegistry.
+func Open[S any](ctx context.Context, cfg configs.Outbox, d Dialect,
+	newStore func(context.Context, configs.Outbox) (S, error), conn func(S) Conn) (*outbox.Outbox, error) {
+	store, err := newStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	f := outbox.FormatNamed(cfg.Format)
-	s := &Store{name: cfg.Name, cfg: cfg, d: d, conn: conn, format: f}
-	return outbox.NewRegistry(outbox.Settings{Name: cfg.Name, MaxAttempts: cfg.MaxAttempts,
-		StaleReadyAfter: cfg.StaleReadyAfter.D()}, f, s)
+	s := &Store{name: cfg.Name, cfg: cfg, d: d, conn: conn(store), format: f}
+	return outbox.NewRegistry(settings(cfg), f, s), nil
 }
 
 // Store is one registry-format table; it implements outbox.Registry.
