@@ -3,7 +3,6 @@
 package mysqlinbox
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/sqlinbox"
 	"github.com/redrive/redrive/ops/mysqlpool"
 )
 
@@ -23,69 +23,47 @@ type Store struct {
 	consumer string
 	cfg      configs.Inbox
 	pool     *mysqlpool.Pool
-	queries
-}
-
-// queries are what a format reads, in MySQL; each leaves %s for the ids' placeholders.
-type queries struct {
-	lookup  string   // the consumer, then the ids: each id found and whether it is processed
-	rows    string   // a message's row: its id, times and whether it is processed, for a trace
-	others  string   // other consumers' rows of a message in the same table, with the consumer
-	columns []string // the mapped columns, for Inspect
+	q        sqlinbox.Queries
 }
 
 var _ inbox.Store = (*Store)(nil)
 
 // Open is consumer's inbox of cfg (a mysql:// DSN, the seed's format) as the console uses it.
 func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error) {
-	s, err := New(ctx, consumer, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return inbox.New(consumer, s), nil
+	return sqlinbox.Open(ctx, consumer, cfg, New)
 }
 
 // New prepares the pool and the seed format's queries; it does not connect.
 func New(_ context.Context, consumer string, cfg configs.Inbox) (*Store, error) {
-	if err := format(consumer, cfg, configs.InboxSeed); err != nil {
+	if err := sqlinbox.Format(consumer, cfg, configs.InboxSeed); err != nil {
 		return nil, err
 	}
 	t := mysqlpool.QuotedTable(cfg.Table)
 	q := mysqlpool.Quote
 	c := cfg.Columns
-	return open(consumer, cfg, queries{
+	return open(consumer, cfg, sqlinbox.Queries{
 		// %% leaves the ids' placeholders for each call.
-		lookup: fmt.Sprintf(`SELECT %[2]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s)`,
+		Lookup: fmt.Sprintf(`SELECT %[2]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s)`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
+		Rows: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = ? AND %[2]s IN (%%s) ORDER BY %[2]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[3]s IS NOT NULL, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
+		Others: fmt.Sprintf(`SELECT %[2]s, %[5]s, %[3]s, %[3]s IS NOT NULL, %[4]s FROM %[1]s WHERE %[4]s <> ? AND %[2]s IN (%%s) ORDER BY %[2]s, %[4]s LIMIT ?`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
-}
-
-// format refuses a configuration of another format than the adapter's: cmd picks the adapter by
-// consumers[].inbox.format. No format (a configs.Inbox not read from a file) is the seed's.
-func format(consumer string, cfg configs.Inbox, want configs.InboxFormat) error {
-	if cmp.Or(cfg.Format, configs.InboxSeed) != want {
-		return fmt.Errorf("inbox %s: the %s adapter was given an inbox of format %q: %w", consumer, want, cfg.Format, ops.ErrInvalid)
-	}
-	return nil
+		Columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
 }
 
 // open makes the bounded pool of cfg's DSN for a format's queries; it does not connect.
-func open(consumer string, cfg configs.Inbox, q queries) (*Store, error) {
+func open(consumer string, cfg configs.Inbox, q sqlinbox.Queries) (*Store, error) {
 	dcfg, err := mysqlpool.ParseURL(string(cfg.DSN))
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
 	}
-	pool, err := mysqlpool.New(dcfg, mysqlpool.Options{Name: fmt.Sprintf("the inbox of consumer %q", consumer),
-		Key:      fmt.Sprintf("inbox.max_conns of consumer %q (consumers[].inbox.max_conns)", consumer),
-		MaxConns: cfg.Size(configs.DefaultInboxMaxConns), AcquireTimeout: cfg.Wait()})
+	name, key, size := sqlinbox.Pool(consumer, cfg)
+	pool, err := mysqlpool.New(dcfg, mysqlpool.Options{Name: name, Key: key, MaxConns: size, AcquireTimeout: cfg.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
 	}
-	return &Store{consumer: consumer, cfg: cfg, pool: pool, queries: q}, nil
+	return &Store{consumer: consumer, cfg: cfg, pool: pool, q: q}, nil
 }
 
 // Close releases the pool.
@@ -108,7 +86,7 @@ func (s *Store) Lookup(ctx context.Context, ids []string) (map[string]bool, erro
 		return map[string]bool{}, nil
 	}
 	in, args := s.args(ids)
-	query := fmt.Sprintf(s.lookup, in)
+	query := fmt.Sprintf(s.q.Lookup, in)
 	var found map[string]bool
 	read := func(c *sql.Conn) error {
 		found = make(map[string]bool, len(ids))
@@ -141,13 +119,13 @@ func (s *Store) Lookup(ctx context.Context, ids []string) (map[string]bool, erro
 
 // Rows reads this consumer's rows for the ids, at most limit, by message id.
 func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
-	return s.read(ctx, s.rows, ids, limit, false)
+	return s.read(ctx, s.q.Rows, ids, limit, false)
 }
 
 // OtherRows reads other consumers' rows for the ids in the same table, at most limit, by message
 // id and consumer.
 func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
-	return s.read(ctx, s.others, ids, limit, true)
+	return s.read(ctx, s.q.Others, ids, limit, true)
 }
 
 // read runs query (rows or others) for the ids; withConsumer scans the consumer column too.
@@ -186,7 +164,7 @@ func (s *Store) read(ctx context.Context, query string, ids []string, limit int,
 // Inspect reads the table's facts from information_schema (mysqlpool.InspectTable): its columns,
 // its indexes and the account's SELECT on the mapped columns.
 func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	return s.pool.InspectTable(ctx, s.cfg.Table, s.columns, nil)
+	return s.pool.InspectTable(ctx, s.cfg.Table, s.q.Columns, nil)
 }
 
 func (s *Store) wrap(err error) error {

@@ -9,16 +9,13 @@ import (
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/sqlinbox"
 )
 
 // OpenEventuate is consumer's inbox of cfg (a postgres:// DSN) in Eventuate Tram's format, as the
 // console uses it.
 func OpenEventuate(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error) {
-	s, err := NewEventuate(ctx, consumer, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return inbox.New(consumer, s), nil
+	return sqlinbox.Open(ctx, consumer, cfg, NewEventuate)
 }
 
 // NewEventuate prepares the pool and the queries of Eventuate Tram's received_messages
@@ -27,19 +24,19 @@ func OpenEventuate(ctx context.Context, consumer string, cfg configs.Inbox) (*in
 // effect — processed, never in progress. creation_time is epoch milliseconds (it may be NULL:
 // older versions did not write it), read as the time the message was received and processed.
 func NewEventuate(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error) {
-	if err := format(consumer, cfg, configs.InboxEventuate); err != nil {
+	if err := sqlinbox.Format(consumer, cfg, configs.InboxEventuate); err != nil {
 		return nil, err
 	}
 	t := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
 	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	c := cfg.Columns
 	at := fmt.Sprintf(`to_timestamp(%s / 1000.0)`, q(c.CreationTime))
-	return open(ctx, consumer, cfg, queries{
-		lookup: fmt.Sprintf(`SELECT %[2]s::text, TRUE FROM %[1]s WHERE %[3]s = $1 AND %[2]s = ANY($2)`,
+	return open(ctx, consumer, cfg, sqlinbox.Queries{
+		Lookup: fmt.Sprintf(`SELECT %[2]s::text, TRUE FROM %[1]s WHERE %[3]s = $1 AND %[2]s = ANY($2)`,
 			t, q(c.MessageID), q(c.ConsumerID)),
-		rows: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, TRUE FROM %[1]s
+		Rows: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, TRUE FROM %[1]s
 			WHERE %[3]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`, t, q(c.MessageID), q(c.ConsumerID), at),
-		others: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, TRUE, %[3]s::text FROM %[1]s
+		Others: fmt.Sprintf(`SELECT %[2]s::text, %[4]s, %[4]s, TRUE, %[3]s::text FROM %[1]s
 			WHERE %[3]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[3]s LIMIT $3`, t, q(c.MessageID), q(c.ConsumerID), at),
-		columns: []string{c.MessageID, c.ConsumerID, c.CreationTime}})
+		Columns: []string{c.MessageID, c.ConsumerID, c.CreationTime}})
 }

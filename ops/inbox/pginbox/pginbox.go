@@ -3,7 +3,6 @@
 package pginbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/catalog"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/inbox/sqlinbox"
 	"github.com/redrive/redrive/ops/pgpool"
 )
 
@@ -26,59 +26,38 @@ type Store struct {
 	consumer string
 	cfg      configs.Inbox
 	pool     *pgpool.Pool
-	queries
-}
-
-// queries are what a format reads, in PostgreSQL.
-type queries struct {
-	lookup  string   // $1 the consumer, $2 the ids: each id found and whether it is processed
-	rows    string   // a message's row: its id, times and whether it is processed, for a trace
-	others  string   // other consumers' rows of a message in the same table, with the consumer
-	columns []string // the mapped columns, for Inspect
+	q        sqlinbox.Queries
 }
 
 var _ inbox.Store = (*Store)(nil)
 
 // Open is consumer's inbox of cfg (a postgres:// DSN, the seed's format) as the console uses it.
 func Open(ctx context.Context, consumer string, cfg configs.Inbox) (*inbox.Inbox, error) {
-	s, err := New(ctx, consumer, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return inbox.New(consumer, s), nil
+	return sqlinbox.Open(ctx, consumer, cfg, New)
 }
 
 // New prepares the pool and the seed format's queries; it does not wait for the database.
 func New(ctx context.Context, consumer string, cfg configs.Inbox) (*Store, error) {
-	if err := format(consumer, cfg, configs.InboxSeed); err != nil {
+	if err := sqlinbox.Format(consumer, cfg, configs.InboxSeed); err != nil {
 		return nil, err
 	}
 	t := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
 	q := func(s string) string { return pgx.Identifier{s}.Sanitize() }
 	c := cfg.Columns
-	return open(ctx, consumer, cfg, queries{lookup: fmt.Sprintf(
+	return open(ctx, consumer, cfg, sqlinbox.Queries{Lookup: fmt.Sprintf(
 		`SELECT %[2]s::text, %[3]s IS NOT NULL FROM %[1]s WHERE %[4]s = $1 AND %[2]s = ANY($2)`,
 		t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer)),
-		rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[3]s IS NOT NULL FROM %[1]s
+		Rows: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[3]s IS NOT NULL FROM %[1]s
 			WHERE %[4]s = $1 AND %[2]s = ANY($2) ORDER BY %[2]s LIMIT $3`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[3]s IS NOT NULL, %[4]s::text FROM %[1]s
+		Others: fmt.Sprintf(`SELECT %[2]s::text, %[5]s::timestamptz, %[3]s::timestamptz, %[3]s IS NOT NULL, %[4]s::text FROM %[1]s
 			WHERE %[4]s <> $1 AND %[2]s = ANY($2) ORDER BY %[2]s, %[4]s LIMIT $3`,
 			t, q(c.MessageID), q(c.ProcessedAt), q(c.Consumer), q(c.ReceivedAt)),
-		columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
-}
-
-// format refuses a configuration of another format than the adapter's: cmd picks the adapter by
-// consumers[].inbox.format. No format (a configs.Inbox not read from a file) is the seed's.
-func format(consumer string, cfg configs.Inbox, want configs.InboxFormat) error {
-	if cmp.Or(cfg.Format, configs.InboxSeed) != want {
-		return fmt.Errorf("inbox %s: the %s adapter was given an inbox of format %q: %w", consumer, want, cfg.Format, ops.ErrInvalid)
-	}
-	return nil
+		Columns: []string{c.MessageID, c.Consumer, c.ReceivedAt, c.ProcessedAt}})
 }
 
 // open makes the bounded pool of cfg's DSN for a format's queries.
-func open(ctx context.Context, consumer string, cfg configs.Inbox, q queries) (*Store, error) {
+func open(ctx context.Context, consumer string, cfg configs.Inbox, q sqlinbox.Queries) (*Store, error) {
 	pcfg, err := pgxpool.ParseConfig(string(cfg.DSN))
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: dsn: %w", consumer, ops.ErrInvalid)
@@ -86,13 +65,12 @@ func open(ctx context.Context, consumer string, cfg configs.Inbox, q queries) (*
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
 	// The seed's received_at/processed_at are TIMESTAMP without zone, written in UTC (as the outbox's).
 	pcfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
-	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: fmt.Sprintf("the inbox of consumer %q", consumer),
-		Key:      fmt.Sprintf("inbox.max_conns of consumer %q (consumers[].inbox.max_conns)", consumer),
-		MaxConns: cfg.Size(configs.DefaultInboxMaxConns), AcquireTimeout: cfg.Wait()})
+	name, key, size := sqlinbox.Pool(consumer, cfg)
+	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: name, Key: key, MaxConns: size, AcquireTimeout: cfg.Wait()})
 	if err != nil {
 		return nil, fmt.Errorf("inbox %s: %w: %w", consumer, ops.ErrUnavailable, err)
 	}
-	return &Store{consumer: consumer, cfg: cfg, pool: pool, queries: q}, nil
+	return &Store{consumer: consumer, cfg: cfg, pool: pool, q: q}, nil
 }
 
 // Close releases the pool.
@@ -115,7 +93,7 @@ func (s *Store) Lookup(ctx context.Context, ids []string) (map[string]bool, erro
 }
 
 func (s *Store) lookupChunk(ctx context.Context, chunk []string, found map[string]bool) error {
-	rows, err := s.pool.Query(ctx, s.lookup, s.consumer, chunk)
+	rows, err := s.pool.Query(ctx, s.q.Lookup, s.consumer, chunk)
 	if err != nil {
 		return err
 	}
@@ -130,7 +108,7 @@ func (s *Store) lookupChunk(ctx context.Context, chunk []string, found map[strin
 
 // Rows reads this consumer's rows for the ids, at most limit, by message id.
 func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
-	rows, err := s.pool.Query(ctx, s.rows, s.consumer, ids, limit)
+	rows, err := s.pool.Query(ctx, s.q.Rows, s.consumer, ids, limit)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
@@ -148,7 +126,7 @@ func (s *Store) Rows(ctx context.Context, ids []string, limit int) ([]inbox.Row,
 // OtherRows reads other consumers' rows for the ids in the same table, at most limit, by message
 // id and consumer.
 func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox.Row, error) {
-	rows, err := s.pool.Query(ctx, s.others, s.consumer, ids, limit)
+	rows, err := s.pool.Query(ctx, s.q.Others, s.consumer, ids, limit)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
@@ -166,7 +144,7 @@ func (s *Store) OtherRows(ctx context.Context, ids []string, limit int) ([]inbox
 // Inspect reads the table's facts from pg_catalog (pgpool.InspectTable): its columns, its indexes
 // and the role's SELECT on the mapped columns.
 func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	return s.pool.InspectTable(ctx, s.cfg.Table, s.columns, nil)
+	return s.pool.InspectTable(ctx, s.cfg.Table, s.q.Columns, nil)
 }
 
 // lostSession reports whether err is the session going away rather than the query failing: the
