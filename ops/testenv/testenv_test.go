@@ -1,51 +1,36 @@
 package testenv
 
 import (
-	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
 
-// recorder is a testing.TB whose Fatalf records the message and ends the calling goroutine, as
-// the testing package's does.
-type recorder struct {
-	testing.TB
-	failed string
-}
-
-func (r *recorder) Helper() {}
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.failed = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// run calls Var on a recorder in its own goroutine, so that a Fatalf ends only that goroutine.
-func run(t *testing.T, name string) (value, failed string) {
-	r := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		value = Var(r, name, "PostgreSQL")
-	}()
-	<-done
-	return value, r.failed
-}
-
 func TestVarReadsTheVariable(t *testing.T) {
 	t.Setenv("REDRIVE_TEST_TESTENV", "postgres://x@127.0.0.1/y")
-	if v, failed := run(t, "REDRIVE_TEST_TESTENV"); v != "postgres://x@127.0.0.1/y" || failed != "" {
-		t.Fatalf("Var = %q (failed %q), want the variable's value", v, failed)
+	if v := Var(t, "REDRIVE_TEST_TESTENV", "PostgreSQL"); v != "postgres://x@127.0.0.1/y" {
+		t.Fatalf("Var = %q, want the variable's value", v)
 	}
 }
 
+// TestVarFailsWhenTheVariableIsMissing runs itself again in a child process, where Var finds the
+// variable empty: the child's test must fail (not skip), saying which variable and how to set it.
 func TestVarFailsWhenTheVariableIsMissing(t *testing.T) {
-	t.Setenv("REDRIVE_TEST_TESTENV", "")
-	_, failed := run(t, "REDRIVE_TEST_TESTENV")
-	for _, want := range []string{"REDRIVE_TEST_TESTENV is not set", "make test", "PostgreSQL"} {
-		if !strings.Contains(failed, want) {
-			t.Errorf("failure %q does not say %q", failed, want)
+	if os.Getenv("REDRIVE_TESTENV_CHILD") == "1" {
+		Var(t, "REDRIVE_TEST_TESTENV", "PostgreSQL")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVarFailsWhenTheVariableIsMissing$", "-test.v")
+	cmd.Env = append(os.Environ(), "REDRIVE_TESTENV_CHILD=1", "REDRIVE_TEST_TESTENV=")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the child passed with the variable missing:\n%s", out)
+	}
+	for _, want := range []string{"--- FAIL: TestVarFailsWhenTheVariableIsMissing", "REDRIVE_TEST_TESTENV is not set", "make test", "PostgreSQL"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the child's output does not say %q:\n%s", want, out)
 		}
 	}
 }
