@@ -65,6 +65,9 @@ type Broker struct {
 	// noEffectivePolicy drops effective_policy_definition from the queue columns, as an older
 	// management plugin would; tests use it to exercise the policy fallback.
 	noEffectivePolicy bool
+	// rawConn, when set (tests), is given each dialled connection and returns the one AMQP's
+	// frames are written to under the coalescing writer (coalesce.go): a test holds writes there.
+	rawConn func(net.Conn) net.Conn
 	// browsing serializes browses of a queue (see browse.go); its zero value is ready to use.
 	browsing browseGuard
 	// custody keeps messages a read of a delivery-limited quorum queue must not return (custody.go).
@@ -367,7 +370,10 @@ func (b *Broker) conn(ctx context.Context, vhost string) (*amqp.Connection, erro
 				nc.Close()
 				return nil, err
 			}
-			return nc, nil
+			if b.rawConn != nil {
+				nc = b.rawConn(nc)
+			}
+			return newCoalescingConn(nc), nil // a replay's publishes in a few writes (coalesce.go)
 		},
 	})
 	if err != nil {

@@ -186,8 +186,8 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 					}
 					key := fmt.Sprintf("%s %d", side, n)
 					results[key] = append(results[key], r)
-					b.Logf("%-8s %7d: %8.0f msg/s in %6.2fs, CPU broker %.2fs + console %.2fs + PostgreSQL %.2fs = %.2fs",
-						side, n, r.rate, elapsed.Seconds(), r.cpuBeam, r.cpuGo, r.cpuPG, r.cpuBeam+r.cpuGo+r.cpuPG)
+					b.Logf("%-8s %7d: %8.0f msg/s in %6.2fs, CPU broker %.2fs + console %.2fs + PostgreSQL %.2fs = %.2fs; console write syscalls %d",
+						side, n, r.rate, elapsed.Seconds(), r.cpuBeam, r.cpuGo, r.cpuPG, r.cpuBeam+r.cpuGo+r.cpuPG, after.writes-before.writes)
 					if side == "redrive" {
 						if errs := logErrors(logPath, logFrom); len(errs) > 0 {
 							b.Fatalf("the broker logged %d error(s) during a successful job, first: %s", len(errs), errs[0])
@@ -392,14 +392,31 @@ func pidListening(tb testing.TB, amqpURL string) int {
 type cpuTimes struct {
 	beam, self float64
 	pg         map[int]float64
+	writes     int64 // this process's write syscalls (/proc/self/io syscw)
 }
 
 func cpuOf(beam, self int, pg []int) cpuTimes {
-	t := cpuTimes{beam: procCPU(beam), self: procCPU(self), pg: map[int]float64{}}
+	t := cpuTimes{beam: procCPU(beam), self: procCPU(self), pg: map[int]float64{}, writes: selfWrites()}
 	for _, pid := range pg {
 		t.pg[pid] = procCPU(pid)
 	}
 	return t
+}
+
+// selfWrites is how many write syscalls this process has made (syscw in /proc/self/io); 0 where
+// the kernel does not say.
+func selfWrites() int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // procCPU is the user and system CPU seconds of pid (all its threads) from /proc/<pid>/stat; 0
