@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,25 +17,57 @@ import (
 	"github.com/redrive/redrive/ops/waittest"
 )
 
-// newBrowser starts Debian's headless chromium (installed by .ci/run) for one test. The counter
-// tells how many JavaScript dialogs (alert, confirm) pages opened; confirmations are accepted.
+// browser is the one headless chromium (Debian's, installed by .ci/run) that the package's
+// browser tests share: starting one per test cost about a second each, 33 times. Each test gets a
+// browser context of its own (newBrowser), so no cookie, session or storage crosses tests.
+var browser struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab, which started it; new contexts derive from it
+	cancel context.CancelFunc
+	err    error
+}
+
+// sharedBrowser starts the package's chromium on first use.
+func sharedBrowser() (context.Context, error) {
+	browser.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath("/usr/bin/chromium"),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-quic", true),
+			chromedp.WindowSize(1400, 1000),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		browser.ctx, browser.cancel = bctx, func() { cancelBrowser(); cancelAlloc() }
+		browser.err = chromedp.Do(bctx)
+	})
+	return browser.ctx, browser.err
+}
+
+// closeBrowser ends the shared chromium, if a test started it (TestMain, after the tests).
+func closeBrowser() {
+	if browser.cancel != nil {
+		browser.cancel()
+	}
+}
+
+// newBrowser opens a tab for one test in a browser context of its own (an incognito profile:
+// cookies and storage start empty and end with the test), 1400 × 1000 px as the window was when
+// each test started its own chromium. The counter tells how many JavaScript dialogs (alert,
+// confirm) pages opened; confirmations are accepted.
 func newBrowser(t *testing.T) (context.Context, *atomic.Int32) {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath("/usr/bin/chromium"),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.WindowSize(1400, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 150*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-
-	if err := chromedp.Do(ctx); err != nil {
+	bctx, err := sharedBrowser()
+	if err != nil {
 		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancelCtx := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	ctx, cancelTimeout := context.WithTimeout(ctx, 150*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx() })
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1400, 1000)); err != nil {
+		t.Fatalf("open a tab: %v", err)
 	}
 	var dialogs atomic.Int32
 	opened := make(chan bool, 16) // true: a confirm() the page asks before a form submits

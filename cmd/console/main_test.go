@@ -25,5 +25,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeBrowser()
+	os.Exit(code)
 }

@@ -118,8 +118,11 @@ search: {max_running: 6, max_running_per_person: 3, timeout: 2s}
 	}
 
 	// Twenty scans of one person with an expensive filter at once: three run, each stopping at its
-	// time budget (search.timeout 2s); the rest are refused.
-	scan := paths.APIKafkaRecords("main", "orders.DLT") + "?" + url.Values{"filter": {`value.note.matches("(a|b)+c")`}, "limit": {"10"}}.Encode()
+	// time budget (search.timeout 2s); the rest are refused. The filter matches nothing (no "z" in
+	// a value), so each reads the topic until its budget ends (2.0 s here): with "(a|b)+c" the hex
+	// noise matched at once, the three scans ended in 50 ms, and on a loaded machine a fourth took a
+	// freed slot (4 ran, 16 refused).
+	scan := paths.APIKafkaRecords("main", "orders.DLT") + "?" + url.Values{"filter": {`value.note.matches("(a|b)+z")`}, "limit": {"10"}}.Encode()
 	type scanned struct {
 		status  int
 		elapsed int64
