@@ -45,6 +45,9 @@ type suiteWorld struct {
 	// removes: a replay takes its messages out of the source (a queue, an outbox's DEAD state);
 	// a Kafka dead-letter topic keeps its records, and the ledger says which were replayed.
 	removes bool
+	// replica is another console replica: an engine over the same store and systems, with the
+	// same short job lease as e.
+	replica func(t *testing.T) *replay.Engine
 }
 
 type sourceKind struct {
@@ -87,6 +90,7 @@ func TestSourceConformance(t *testing.T) {
 			t.Run("PlanReadsWithoutDisturbing", func(t *testing.T) { conformPlanReadsWithoutDisturbing(t, k) })
 			t.Run("ReplayDeliversEachOnce", func(t *testing.T) { conformReplayDeliversEachOnce(t, k) })
 			t.Run("TwoOperatorsStartOnePlan", func(t *testing.T) { conformTwoOperators(t, k) })
+			t.Run("ReplicaDiesMidJob", func(t *testing.T) { conformReplicaDiesMidJob(t, k) })
 		})
 	}
 }
@@ -217,6 +221,68 @@ func conformTwoOperators(t *testing.T, k sourceKind) {
 	checkDeliveredOnce(t, w, ids)
 }
 
+// A replica dies in the middle of a job: its worker stops holding the job's lease, between a
+// publish, its confirm and the settling of the source as it may (a queue's unsettled deliveries go
+// back to it when the channel goes; an outbox's batch commits or not). Another replica resumes the
+// job once the lease expires and finishes it: every message arrives, none twice beyond the batch
+// in flight at the death (at least once in that window: the consumer's inbox absorbs it), c-hostile
+// byte for byte, and the source ends as after a replay that never stopped.
+func conformReplicaDiesMidJob(t *testing.T, k sourceKind) {
+	const n, rate = 60, 20 // three seconds of work: the death lands mid-job
+	ids := conformanceIDs(n)
+	w := k.make(t, ids, hostileBytes)
+	ctx := ctxT(t)
+	plan, err := w.e.Plan(ctx, "alice", w.src, replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != n {
+		t.Fatalf("plan %v, %v; want %d to publish", plan.Counts, err, n)
+	}
+	job, err := w.e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "dies", RatePerSecond: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	die := work(t, w.e)
+	waitPublished(t, w.e, job.ID, 5, 30*time.Second)
+	die()
+	mid, err := w.e.Job(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mid.Status != replay.JobRunning || mid.Published >= n {
+		t.Fatalf("after the death: %s with %d of %d published; want it running, mid-way", mid.Status, mid.Published, n)
+	}
+	b := w.replica(t)
+	work(t, b)
+	final := waitJob(t, b, job.ID)
+	if final.Status != replay.JobDone || final.Published != n || final.Failed != 0 {
+		t.Fatalf("resumed job: %s, %d published, %d failed (%s); want done, %d published", final.Status, final.Published,
+			final.Failed, final.Error, n)
+	}
+	got := waitDelivered(t, w, n)
+	again := 0
+	for _, id := range ids {
+		copies := got[id]
+		if len(copies) == 0 {
+			t.Errorf("%s was lost", id)
+			continue
+		}
+		again += len(copies) - 1
+		if id == "c-hostile" && copies[0] != nil && !bytes.Equal(copies[len(copies)-1], hostileBytes) {
+			t.Errorf("c-hostile arrived as %q; want %q", copies[len(copies)-1], hostileBytes)
+		}
+	}
+	if again > rate {
+		t.Errorf("%d copies beyond the first: settled messages were sent again (at most the batch in flight may be)", again)
+	}
+	t.Logf("died at %d published; %d sent again after the resume", mid.Published, again)
+	wantLeft := n
+	if w.removes {
+		wantLeft = 0
+	}
+	if left := w.left(t); left != wantLeft {
+		t.Errorf("the source holds %d after the resumed job; want %d", left, wantLeft)
+	}
+}
+
 // checkDeliveredOnce checks that each id in want reached the destination exactly once, and
 // c-hostile with its bytes intact (an outbox's events are not copied: its row is requeued).
 func checkDeliveredOnce(t *testing.T, w suiteWorld, want []string) {
@@ -270,8 +336,9 @@ func kafkaSuiteWorld(t *testing.T, ids []string, hostile []byte) suiteWorld {
 	}
 	seen := 0 // records of orders read so far: delivered returns what is new since
 	return suiteWorld{
-		e:   w.engine(t, "conformance"),
-		src: kafkaSource(0, 0, int64(len(ids))),
+		e:       w.engine(t, "conformance"),
+		replica: func(t *testing.T) *replay.Engine { return w.engine(t, "conformance-b") },
+		src:     kafkaSource(0, 0, int64(len(ids))),
 		left: func(t *testing.T) int {
 			ends, err := w.adm.ListEndOffsets(ctxT(t), "orders.DLT")
 			if err != nil {
@@ -324,6 +391,7 @@ func rabbitSuiteWorld(t *testing.T, dlqArgs amqp.Table, ids []string, hostile []
 			}
 		},
 		removes: true,
+		replica: func(t *testing.T) *replay.Engine { return w.engine(t) },
 	}
 }
 
@@ -372,15 +440,20 @@ func outboxSuiteWorld(t *testing.T, dialect string, ids []string) suiteWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(o.Close)
-	e, err := replay.New(replay.Options{Store: storetest.Open(t), Outboxes: []replay.OutboxTable{o}, Poll: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	st := storetest.Open(t)
+	engine := func(t *testing.T) *replay.Engine {
+		e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
 	var readyBefore []string // an outbox "delivers" by requeueing: READY rows, each counted once
 	return suiteWorld{
-		e:    e,
-		src:  replay.Source{Kind: "outbox", Outbox: "orders", Limit: 1000, ResetAttempts: true},
-		left: func(t *testing.T) int { return count(t, "SELECT count(*) FROM outbox_event WHERE status = 'DEAD'") },
+		e:       engine(t),
+		replica: engine,
+		src:     replay.Source{Kind: "outbox", Outbox: "orders", Limit: 1000, ResetAttempts: true},
+		left:    func(t *testing.T) int { return count(t, "SELECT count(*) FROM outbox_event WHERE status = 'DEAD'") },
 		delivered: func(t *testing.T) map[string][][]byte {
 			out := map[string][][]byte{}
 			for _, id := range ids {
