@@ -103,9 +103,6 @@ var readsConfig = map[string]string{
 	"web":        "the HTTP edge: it reloads the configuration (web/reload.go) and reads the auth and audit sections",
 	"handlers":   "the HTTP edge: it bounds silences by notify.silences",
 	"ops/doctor": "its job is checking the configuration file itself, against the systems it names",
-	// TODO(issue 33): ops/outbox.Columns maps outboxes[].columns for the outbox adapters; it
-	// leaves when they take the domain's own column mapping.
-	"ops/outbox": "Columns maps the configuration's outbox columns (outboxes[].columns) for the adapters",
 }
 
 // TestConfigOnlyAtTheEdge holds the line that config parsing stays in configs and cmd: the

@@ -32,7 +32,7 @@ func (d *Doctor) checkOutbox(ctx context.Context, r *recorder, i int, cfg config
 	if !tableChecks(r, key, "dsn", f, err) {
 		return
 	}
-	cols := outbox.Columns(cfg.Columns)
+	cols := outbox.Columns(outbox.ColumnNames(cfg.Columns))
 	var missing, bad, odd []string
 	failed := false
 	for _, c := range cols {

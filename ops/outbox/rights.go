@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops/catalog"
 )
 
@@ -30,13 +29,24 @@ type Column struct {
 	Repaired bool
 }
 
+// ColumnNames are an outbox table's real column names by logical name, defaults applied: the
+// domain's copy of outboxes[].columns, which the adapters and the doctor convert to
+// (outbox.ColumnNames(cfg.Columns): the fields must stay the same for that conversion to compile).
+type ColumnNames struct {
+	ID, EventID, AggregateType, AggregateID, EventType, SchemaVersion, Payload string
+	Status, Attempts, AvailableAt, LockedUntil, LastError, CreatedAt, SentAt   string
+	// Other holds a registry format's columns by its own logical names (spring-modulith,
+	// namastack, debezium): its whole mapping.
+	Other map[string]string
+}
+
 // Columns lists the mapped columns of c (defaults applied), in the seed's order: what an adapter
 // inspects and console doctor checks.
 //
 // A registry format's mapping (c.Other, filled for spring-modulith, namastack and debezium) gives
 // that format's columns, by their logical names in sorted order, none repaired: the console only
 // reads them.
-func Columns(c configs.OutboxColumns) []Column {
+func Columns(c ColumnNames) []Column {
 	if len(c.Other) > 0 {
 		var out []Column
 		for _, logical := range slices.Sorted(maps.Keys(c.Other)) {
@@ -67,7 +77,7 @@ func Columns(c configs.OutboxColumns) []Column {
 
 // Rights are the columns of c (Columns) on which the console needs the account's rights: it
 // selects every mapped one and updates the repaired ones. An adapter's Inspect asks about them.
-func Rights(c configs.OutboxColumns) (selected, updated []string) {
+func Rights(c ColumnNames) (selected, updated []string) {
 	for _, col := range Columns(c) {
 		selected = append(selected, col.Name)
 		if col.Repaired {

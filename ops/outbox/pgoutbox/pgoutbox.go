@@ -67,7 +67,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Inspect reads the table's facts from pg_catalog (pgpool.InspectTable).
 func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
-	sel, upd := outbox.Rights(s.cfg.Columns)
+	sel, upd := outbox.Rights(outbox.ColumnNames(s.cfg.Columns))
 	return s.pool.InspectTable(ctx, s.cfg.Table, sel, upd)
 }
 
