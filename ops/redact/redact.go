@@ -629,20 +629,29 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 		items[i] = it
 	}
 	p.Items = items
-	if groups && len(p.ErrorGroups) > 0 {
-		eg := make(map[string]map[replay.Action]int, len(p.ErrorGroups))
-		for g, counts := range p.ErrorGroups {
-			k := maskGroup(p.Source.Kind, g)
-			if eg[k] == nil {
-				eg[k] = map[replay.Action]int{}
-			}
-			for a, n := range counts {
-				eg[k][a] += n
-			}
-		}
-		p.ErrorGroups = eg
+	if groups {
+		p.ErrorGroups = regroup(p.ErrorGroups, func(g string) string { return maskGroup(p.Source.Kind, g) })
 	}
 	return p
+}
+
+// regroup is a plan's counts per error group under the groups' masked names: groups that mask to
+// one name add up.
+func regroup(groups map[string]map[replay.Action]int, mask func(string) string) map[string]map[replay.Action]int {
+	if len(groups) == 0 {
+		return groups
+	}
+	out := make(map[string]map[replay.Action]int, len(groups))
+	for g, counts := range groups {
+		k := mask(g)
+		if out[k] == nil {
+			out[k] = map[replay.Action]int{}
+		}
+		for a, n := range counts {
+			out[k][a] += n
+		}
+	}
+	return out
 }
 
 // outboxPlan masks an outbox plan's error groups: each is read from an event's last_error, which
@@ -664,19 +673,7 @@ func (r *Rules) outboxPlan(p replay.Plan) replay.Plan {
 		items[i] = it
 	}
 	p.Items = items
-	if len(p.ErrorGroups) > 0 {
-		eg := make(map[string]map[replay.Action]int, len(p.ErrorGroups))
-		for g, counts := range p.ErrorGroups {
-			k := hide(g)
-			if eg[k] == nil {
-				eg[k] = map[replay.Action]int{}
-			}
-			for a, n := range counts {
-				eg[k][a] += n
-			}
-		}
-		p.ErrorGroups = eg
-	}
+	p.ErrorGroups = regroup(p.ErrorGroups, hide)
 	return p
 }
 
