@@ -185,18 +185,28 @@ func modelDeliveries(ds []Delivery) []rabbitmodel.Delivery {
 	return out
 }
 
-// ownDeliveries is the model's deliveries back as this adapter's: only a Cursor can publish or ack
-// what it took, so one taken elsewhere is an error, not a guess.
-func ownDeliveries(ds []rabbitmodel.Delivery) ([]Delivery, error) {
-	out := make([]Delivery, len(ds))
+// ownDeliveries is the model's deliveries back as this adapter's, not copied: only a Cursor can
+// publish or ack what it took, so one taken elsewhere is an error, not a guess.
+func ownDeliveries(ds []rabbitmodel.Delivery) ([]*Delivery, error) {
+	out := make([]*Delivery, len(ds))
 	for i, d := range ds {
 		m, ok := d.(modelDelivery)
 		if !ok {
 			return nil, fmt.Errorf("a %T is not a delivery a RabbitMQ cursor took", d)
 		}
-		out[i] = *m.d
+		out[i] = m.d
 	}
 	return out, nil
+}
+
+// refs points at each of ds: what Send and Ack work on, so that the model's deliveries (each a
+// copy of its own) are not copied again per call.
+func refs(ds []Delivery) []*Delivery {
+	out := make([]*Delivery, len(ds))
+	for i := range ds {
+		out[i] = &ds[i]
+	}
+	return out
 }
 
 // ReplayCursor is OpenCursor as the replay engine's port has it (rabbitmodel.Cursor): the same
@@ -216,8 +226,11 @@ type modelCursor struct{ *Cursor }
 var _ rabbitmodel.Cursor = modelCursor{}
 
 func (m modelCursor) Take(ctx context.Context, n int) ([]rabbitmodel.Delivery, error) {
-	ds, err := m.Cursor.Take(ctx, n)
-	return modelDeliveries(ds), err // what was taken before an error is handed out with it
+	// Each a copy of its own (modelDelivery), handed out straight from the cursor; what was taken
+	// before an error is handed out with it.
+	out := make([]rabbitmodel.Delivery, 0, min(n, 1024))
+	err := m.take(ctx, n, func(d Delivery) { out = append(out, modelDelivery{&d}) })
+	return out, err
 }
 
 func (m modelCursor) Send(ctx context.Context, ds []rabbitmodel.Delivery, to []Republish) (func(context.Context) ([]error, error), error) {
@@ -225,7 +238,7 @@ func (m modelCursor) Send(ctx context.Context, ds []rabbitmodel.Delivery, to []R
 	if err != nil {
 		return nil, err
 	}
-	return m.Cursor.Send(ctx, own, to)
+	return m.send(ctx, own, to)
 }
 
 func (m modelCursor) Ack(ds []rabbitmodel.Delivery) error {
@@ -233,7 +246,7 @@ func (m modelCursor) Ack(ds []rabbitmodel.Delivery) error {
 	if err != nil {
 		return err
 	}
-	return m.Cursor.Ack(own)
+	return m.ack(own)
 }
 
 // ArchivedHeaders is DecodeHeaders for a caller without the client: Whole.Headers back as a
@@ -372,10 +385,17 @@ func (c *Cursor) Ended() bool { return c.ended && len(c.buf) == 0 }
 // connection is an ops.ErrUnavailable, never an empty queue.
 func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 	out := make([]Delivery, 0, min(n, 1024))
-	for len(out) < n {
+	err := c.take(ctx, n, func(d Delivery) { out = append(out, d) })
+	return out, err
+}
+
+// take is Take handing each delivery to add.
+func (c *Cursor) take(ctx context.Context, n int, add func(Delivery)) error {
+	for taken := 0; taken < n; {
 		if len(c.buf) > 0 {
-			out = append(out, c.buf[0])
+			add(c.buf[0])
 			c.buf = c.buf[1:]
+			taken++
 			continue
 		}
 		if c.ended {
@@ -383,7 +403,7 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 		}
 		if c.cur == nil {
 			if err := c.openWindow(ctx); err != nil {
-				return out, err
+				return err
 			}
 		}
 		w := c.cur
@@ -401,7 +421,7 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 		}
 		d, ok, err := c.next(ctx, w, wait)
 		if err != nil {
-			return out, err
+			return err
 		}
 		if !ok && c.read < c.span {
 			// No delivery came and the span is not read. When no one else consumes the queue, the
@@ -412,33 +432,34 @@ func (c *Cursor) Take(ctx context.Context, n int) ([]Delivery, error) {
 			// they may have gone to it: the queue has ended for the cursor.
 			others, ready, err := c.queueNow(ctx)
 			if err != nil {
-				return out, err
+				return err
 			}
 			if others == 0 && (ready > 0 || c.read < c.ready) {
-				return out, c.b.fail(c.op, fmt.Errorf("%w: no delivery for %s with %d of %d messages read and %d ready", ops.ErrUnavailable, wait, c.read, c.span, ready))
+				return c.b.fail(c.op, fmt.Errorf("%w: no delivery for %s with %d of %d messages read and %d ready", ops.ErrUnavailable, wait, c.read, c.span, ready))
 			}
 		}
 		if !ok { // nothing more is ready
 			c.ended = true
 			if err := c.stopWindow(w); err != nil {
-				return out, err
+				return err
 			}
 			continue // hand out what arrived while cancelling
 		}
-		out = append(out, c.delivery(d, w))
+		add(c.delivery(d, w))
+		taken++
 		switch {
 		case c.read >= c.span:
 			c.ended = true
 			if err := c.stopWindow(w); err != nil {
-				return out, err
+				return err
 			}
 		case w.got >= w.want:
 			if err := c.stopWindow(w); err != nil {
-				return out, err
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // queueNow is how many consumers besides the cursor's window the queue has now and how many of
@@ -583,6 +604,10 @@ func (c *Cursor) Publish(ctx context.Context, ds []Delivery, to []Republish) ([]
 // confirms, so that the next batch can be taken and published meanwhile. Waits run in the order
 // their Sends did (the returns of later batches are kept for their own wait).
 func (c *Cursor) Send(ctx context.Context, ds []Delivery, to []Republish) (wait func(context.Context) ([]error, error), err error) {
+	return c.send(ctx, refs(ds), to)
+}
+
+func (c *Cursor) send(ctx context.Context, ds []*Delivery, to []Republish) (wait func(context.Context) ([]error, error), err error) {
 	if err := c.openPublishers(ctx); err != nil {
 		return nil, err
 	}
@@ -718,13 +743,15 @@ func noExchange(vhost, exchange string) error {
 // lowest one not yet acked on its channel (window.ackTags), and one basic.ack each past a gap (a
 // message the caller leaves in the queue): a batch of moved messages costs the broker one frame,
 // not one per message.
-func (c *Cursor) Ack(ds []Delivery) error {
+func (c *Cursor) Ack(ds []Delivery) error { return c.ack(refs(ds)) }
+
+func (c *Cursor) ack(ds []*Delivery) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var byWindow map[*window][]uint64
 	for _, d := range ds {
 		if c.mode.byClose && d.w.consuming {
-			d.w.pending = append(d.w.pending, d) // acked once its consumer is cancelled (window.pending)
+			d.w.pending = append(d.w.pending, *d) // acked once its consumer is cancelled (window.pending)
 		} else {
 			if byWindow == nil {
 				byWindow = map[*window][]uint64{}
@@ -872,7 +899,7 @@ type sentBatch struct {
 
 // publish publishes the messages whose index is part (mod parts) and whose errs[i] is not set
 // yet, with mandatory, without waiting for the confirms; a publish that fails at once sets errs[i].
-func publish(ctx context.Context, pub *amqp.Channel, ds []Delivery, to []Republish, errs []error, part, parts int) sentBatch {
+func publish(ctx context.Context, pub *amqp.Channel, ds []*Delivery, to []Republish, errs []error, part, parts int) sentBatch {
 	s := sentBatch{confirms: make([]*amqp.DeferredConfirmation, len(ds)), prefix: randomHex(8) + "-"}
 	for i := part; i < len(ds); i += parts {
 		if errs[i] != nil { // failed before publishing (checkExchanges)
