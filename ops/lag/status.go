@@ -802,24 +802,17 @@ func usable(samples []Sample) []Sample {
 	return out
 }
 
-// dur formats a duration for people: "45s", "6m", "1h20m", "3d4h".
+// dur is a duration in a status's reason, written as the console writes every age (ops.FormatAge:
+// "7 min", "1 h 20 min", "3 d 4 h"), as precise as a status needs: seconds under a minute, whole
+// minutes under a day, whole hours beyond.
 func dur(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
+		d = d.Round(time.Second)
 	case d < 24*time.Hour:
-		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
-		if m == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh%dm", h, m)
+		d = d.Truncate(time.Minute)
 	default:
-		days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
-		if h == 0 {
-			return fmt.Sprintf("%dd", days)
-		}
-		return fmt.Sprintf("%dd%dh", days, h)
+		d = d.Truncate(time.Hour)
 	}
+	return ops.FormatAge(d)
 }

@@ -115,32 +115,32 @@ func TestEvaluate(t *testing.T) {
 		{
 			name: "WARN/RoseAtEverySample", state: "Stable", members: 3,
 			samples: series([]int64{100, 200, 300, 400, 500, 600, 700}, []int64{900, 1000, 1200, 2000, 3000, 4000, 4800}),
-			code:    StatusWarn, reason: "lag rose at every sample: 1,000 → 1,200 → … → 4,000 → 4,800 over 5m",
+			code:    StatusWarn, reason: "lag rose at every sample: 1,000 → 1,200 → … → 4,000 → 4,800 over 5 min",
 		},
 		{
 			name: "WARN/WindowLongerThanHistory", state: "Stable", members: 1,
 			samples: series([]int64{100, 200, 300}, []int64{100, 400, 900}),
-			code:    StatusWarn, reason: "lag rose at every sample: 100 → 400 → 900 over 2m",
+			code:    StatusWarn, reason: "lag rose at every sample: 100 → 400 → 900 over 2 min",
 		},
 		{
 			name: "WARN/SmallButRisingEverySample", rules: &noisy, state: "Stable", members: 1,
 			samples: series(consumed(3, 300), []int64{2, 5, 9}),
-			code:    StatusWarn, reason: "lag rose at every sample: 2 → 5 → 9 over 2m",
+			code:    StatusWarn, reason: "lag rose at every sample: 2 → 5 → 9 over 2 min",
 		},
 		{
 			name: "STALL/CommitStuckWithMembers", state: "Stable", members: 3,
 			samples: series([]int64{700, 812, 812, 812, 812, 812, 812, 812}, same(8, 50)),
-			code:    StatusStall, reason: "committed offset stuck at 812 for 6m with 3 members, lag 50",
+			code:    StatusStall, reason: "committed offset stuck at 812 for 6 min with 3 members, lag 50",
 		},
 		{
 			name: "STALL/OutranksWarn", state: "Stable", members: 1,
 			samples: series(same(7, 812), []int64{100, 500, 1000, 2000, 3000, 4000, 5000}),
-			code:    StatusStall, reason: "committed offset stuck at 812 for 6m with 1 member, lag 5,000",
+			code:    StatusStall, reason: "committed offset stuck at 812 for 6 min with 1 member, lag 5,000",
 		},
 		{
 			name: "STALL/NeverCommitted", state: "Stable", members: 2,
 			samples: series(same(8, -1), same(8, 300)),
-			code:    StatusStall, reason: "never committed (no commit seen in 7m) with 2 members, lag 300",
+			code:    StatusStall, reason: "never committed (no commit seen in 7 min) with 2 members, lag 300",
 		},
 		{
 			name: "OK/StuckButShorterThanWindow", state: "Stable", members: 3,
@@ -155,23 +155,23 @@ func TestEvaluate(t *testing.T) {
 		{
 			name: "STOP/NoCommitLongerThanStopAfter", state: "Stable", members: 2,
 			samples: series(same(21, 812), same(21, 4800)),
-			code:    StatusStop, reason: "no commit for 20m (committed offset 812), lag 4,800",
+			code:    StatusStop, reason: "no commit for 20 min (committed offset 812), lag 4,800",
 		},
 		{
 			name: "STOP/EvenWithoutMembersInRebalance", state: "PreparingRebalance", members: 0,
 			samples: series(same(17, 5), same(17, 7)),
-			code:    StatusStop, reason: "no commit for 16m (committed offset 5), lag 7",
+			code:    StatusStop, reason: "no commit for 16 min (committed offset 5), lag 7",
 		},
 		{
 			name: "STOP/NeverCommitted", state: "Stable", members: 1,
 			samples: series(same(20, -1), same(20, 300)),
-			code:    StatusStop, reason: "never committed (no commit seen in 19m), lag 300",
+			code:    StatusStop, reason: "never committed (no commit seen in 19 min), lag 300",
 		},
 		{
 			name: "STOP/SamplesOld", state: "Stable", members: 1,
 			samples: series(same(3, 40), same(3, 10)),
 			now:     t0.Add(30 * time.Minute),
-			code:    StatusStop, reason: "no commit for 32m (committed offset 40), lag 10",
+			code:    StatusStop, reason: "no commit for 32 min (committed offset 40), lag 10",
 		},
 		{
 			name: "EMPTY/WithLag", state: "Empty", members: 0,
@@ -227,7 +227,7 @@ func TestEvaluateGroup(t *testing.T) {
 	if gs.Status.Code != StatusStall || gs.Worst == nil || gs.Worst.Partition != 3 {
 		t.Fatalf("group = %+v (worst %+v), want STALL from partition 3 (the larger lag)", gs.Status, gs.Worst)
 	}
-	if want := "committed offsets stuck for 7m on partitions 2, 3 with 3 members, lag 130"; gs.Status.Reason != want {
+	if want := "committed offsets stuck for 7 min on partitions 2, 3 with 3 members, lag 130"; gs.Status.Reason != want {
 		t.Errorf("group reason %q, want %q", gs.Status.Reason, want)
 	}
 	wantCodes := []StatusCode{StatusOK, StatusWarn, StatusStall, StatusStall}
@@ -265,8 +265,8 @@ func TestTimeLagThresholds(t *testing.T) {
 	}{
 		{"Off", Rules{}, "Stable", moving(time.Hour), StatusOK, ""},
 		{"Below", rules, "Stable", moving(5 * time.Minute), StatusOK, ""},
-		{"Warn", rules, "Stable", moving(14 * time.Minute), StatusWarn, "14m behind (warn after 10m), lag 40"},
-		{"Err", rules, "Stable", moving(45 * time.Minute), StatusErr, "45m behind (error after 30m), lag 40"},
+		{"Warn", rules, "Stable", moving(14 * time.Minute), StatusWarn, "14 min behind (warn after 10 min), lag 40"},
+		{"Err", rules, "Stable", moving(45 * time.Minute), StatusErr, "45 min behind (error after 30 min), lag 40"},
 		{"CaughtUp", rules, "Stable", []Sample{{At: now, Committed: 10, End: 10, Lag: 0}}, StatusOK, ""},
 		{"EmptyStaysEmpty", rules, "Empty", moving(time.Hour), StatusEmpty, ""},
 	} {
@@ -283,7 +283,7 @@ func TestTimeLagThresholds(t *testing.T) {
 			{Topic: "orders", Partition: 1, Samples: moving(35 * time.Minute)},
 			{Topic: "orders", Partition: 2, Samples: moving(time.Minute)},
 		}, now)
-		if gs.Status.Code != StatusErr || !strings.Contains(gs.Status.Reason, "40m behind on partitions 0, 1 (error after 30m)") {
+		if gs.Status.Code != StatusErr || !strings.Contains(gs.Status.Reason, "40 min behind on partitions 0, 1 (error after 30 min)") {
 			t.Errorf("group status %s %q", gs.Status.Code, gs.Status.Reason)
 		}
 	})
@@ -327,7 +327,7 @@ func TestGroupReason(t *testing.T) {
 				p("orders", 1, series(consumed(3, 300), []int64{1, 2, 4})),
 				p("orders", 2, series(consumed(3, 300), []int64{1, 3, 5})),
 			},
-			code: StatusWarn, reason: "lag rose at every sample on partitions 1, 2: 2 → 5 → 9 over 2m",
+			code: StatusWarn, reason: "lag rose at every sample on partitions 1, 2: 2 → 5 → 9 over 2 min",
 		},
 		{
 			name: "WARN/NamesTopicsWhenMoreThanOne", state: "Stable", members: 2,
@@ -336,7 +336,7 @@ func TestGroupReason(t *testing.T) {
 				p("refunds", 0, series(consumed(3, 300), []int64{1, 3, 5})),
 				p("refunds", 1, series(consumed(3, 300), same(3, 0))),
 			},
-			code: StatusWarn, reason: "lag rose at every sample on orders partition 1 and refunds partition 0: 2 → 5 → 9 over 2m",
+			code: StatusWarn, reason: "lag rose at every sample on orders partition 1 and refunds partition 0: 2 → 5 → 9 over 2 min",
 		},
 		{
 			name: "STOP/NeverCommitted", state: "Stable", members: 1,
@@ -345,7 +345,7 @@ func TestGroupReason(t *testing.T) {
 				p("orders", 1, series(same(20, -1), same(20, 100))),
 				p("orders", 2, series(same(20, -1), same(20, 200))),
 			},
-			code: StatusStop, reason: "never committed on partitions 1, 2 (no commit seen in 19m), lag 300",
+			code: StatusStop, reason: "never committed on partitions 1, 2 (no commit seen in 19 min), lag 300",
 		},
 		{
 			name: "STOP/StoppedAndNeverCommitted", state: "Stable", members: 1,
@@ -353,7 +353,7 @@ func TestGroupReason(t *testing.T) {
 				p("orders", 0, series(same(21, 812), same(21, 4800))),
 				p("orders", 1, series(same(21, -1), same(21, 300))),
 			},
-			code: StatusStop, reason: "no commit for 20m on partition 0 (committed offset 812), lag 4,800; never committed on partition 1 (no commit seen in 20m), lag 300",
+			code: StatusStop, reason: "no commit for 20 min on partition 0 (committed offset 812), lag 4,800; never committed on partition 1 (no commit seen in 20 min), lag 300",
 		},
 		{
 			name: "STOP/DifferentDurations", state: "Stable", members: 1,
@@ -361,14 +361,14 @@ func TestGroupReason(t *testing.T) {
 				p("orders", 0, series(same(21, 812), same(21, 10))),
 				p("orders", 1, series(same(17, 90), same(17, 20))),
 			},
-			code: StatusStop, reason: "no commit for 16m or more on partitions 0, 1, lag 30",
+			code: StatusStop, reason: "no commit for 16 min or more on partitions 0, 1, lag 30",
 		},
 		{
 			name: "STALL/NeverCommitted", state: "Stable", members: 2,
 			parts: []PartitionSamples{
 				p("orders", 3, series(same(8, -1), same(8, 30))),
 			},
-			code: StatusStall, reason: "never committed on partition 3 (no commit seen in 7m) with 2 members, lag 30",
+			code: StatusStall, reason: "never committed on partition 3 (no commit seen in 7 min) with 2 members, lag 30",
 		},
 		{
 			// Was "no members; lag 7 left unconsumed" for a group with lag 11: the worst
@@ -538,7 +538,7 @@ func TestGroupCatchUp(t *testing.T) {
 
 func TestFormatting(t *testing.T) {
 	for in, want := range map[time.Duration]string{
-		45 * time.Second: "45s", 6 * time.Minute: "6m", 80 * time.Minute: "1h20m", 2 * time.Hour: "2h", 76 * time.Hour: "3d4h",
+		45 * time.Second: "45 s", 6 * time.Minute: "6 min", 80 * time.Minute: "1 h 20 min", 2 * time.Hour: "2 h", 76 * time.Hour: "3 d 4 h",
 	} {
 		if got := dur(in); got != want {
 			t.Errorf("dur(%v) = %q, want %q", in, got, want)
@@ -589,16 +589,16 @@ func TestRisingWithRefreshSamples(t *testing.T) {
 		code    StatusCode
 		reason  string
 	}{
-		{"WARN/Total", withViews(rise(21, 142, 442), views), StatusWarn, "lag rose at every sample: 142 → 157 → … → 427 → 442 over 5m"},
-		{"WARN/Partition", withViews(rise(21, 7, 1009), views), StatusWarn, "lag rose at every sample: 7 → 57 → … → 958 → 1,009 over 5m"},
+		{"WARN/Total", withViews(rise(21, 142, 442), views), StatusWarn, "lag rose at every sample: 142 → 157 → … → 427 → 442 over 5 min"},
+		{"WARN/Partition", withViews(rise(21, 7, 1009), views), StatusWarn, "lag rose at every sample: 7 → 57 → … → 958 → 1,009 over 5 min"},
 		{"WARN/ViewAfterEverySample", withViews(rise(21, 7, 1009), func() map[int]float64 {
 			all := map[int]float64{}
 			for i := range 21 {
 				all[i] = 0.5
 			}
 			return all
-		}()), StatusWarn, "lag rose at every sample: 7 → 57 → … → 958 → 1,009 over 5m"},
-		{"WARN/NoViews", withViews(rise(21, 142, 442), nil), StatusWarn, "lag rose at every sample: 142 → 157 → … → 427 → 442 over 5m"},
+		}()), StatusWarn, "lag rose at every sample: 7 → 57 → … → 958 → 1,009 over 5 min"},
+		{"WARN/NoViews", withViews(rise(21, 142, 442), nil), StatusWarn, "lag rose at every sample: 142 → 157 → … → 427 → 442 over 5 min"},
 		{"OK/Plateau", withViews(plateau, views), StatusOK, ""},
 		{"OK/PlateauNoViews", withViews(plateau, nil), StatusOK, ""},
 		{"OK/Fell", withViews(fell, views), StatusOK, ""},
@@ -616,7 +616,7 @@ func TestRisingWithRefreshSamples(t *testing.T) {
 			{Topic: "orders", Partition: 0, Samples: withViews(rise(21, 100, 300), views)},
 			{Topic: "orders", Partition: 1, Samples: withViews(rise(21, 42, 142), views)},
 		}, t0)
-		if want := "lag rose at every sample on partitions 0, 1: 142 → 157 → … → 427 → 442 over 5m"; gs.Status.Code != StatusWarn || gs.Status.Reason != want {
+		if want := "lag rose at every sample on partitions 0, 1: 142 → 157 → … → 427 → 442 over 5 min"; gs.Status.Code != StatusWarn || gs.Status.Reason != want {
 			t.Fatalf("group = %s %q, want WARN %q", gs.Status.Code, gs.Status.Reason, want)
 		}
 	})
@@ -648,7 +648,7 @@ func TestStalledIsNeverWarnFirst(t *testing.T) {
 			t.Fatalf("after %d samples (%s): %s %q, want %s", n, dur(now.Sub(samples[0].At)), got.Code, got.Reason, want)
 		}
 	}
-	if got := Evaluate(noisy, every, "Stable", 1, samples[:3], samples[2].At); got.Reason != "committed offset stuck at 812 for 30s with 1 member, lag 120" {
+	if got := Evaluate(noisy, every, "Stable", 1, samples[:3], samples[2].At); got.Reason != "committed offset stuck at 812 for 30 s with 1 member, lag 120" {
 		t.Errorf("reason %q", got.Reason)
 	}
 
@@ -660,15 +660,15 @@ func TestStalledIsNeverWarnFirst(t *testing.T) {
 		reason  string
 	}{
 		{"STALL/RisingWhileStuck", 1, series(same(3, 812), []int64{100, 400, 900}),
-			StatusStall, "committed offset stuck at 812 for 2m with 1 member, lag 900"},
+			StatusStall, "committed offset stuck at 812 for 2 min with 1 member, lag 900"},
 		{"STALL/RisingNeverCommitted", 2, series(same(3, -1), []int64{100, 400, 900}),
-			StatusStall, "never committed (no commit seen in 2m) with 2 members, lag 900"},
+			StatusStall, "never committed (no commit seen in 2 min) with 2 members, lag 900"},
 		// The committed offset moved inside the window: a consumer that falls behind, WARN.
 		{"WARN/RisingWhileMoving", 1, series([]int64{700, 812, 812}, []int64{100, 400, 900}),
-			StatusWarn, "lag rose at every sample: 100 → 400 → 900 over 2m"},
+			StatusWarn, "lag rose at every sample: 100 → 400 → 900 over 2 min"},
 		// No member to be stuck: the records pile up while the group rebalances.
 		{"WARN/RisingWithoutMembers", 0, series(same(3, 812), []int64{100, 400, 900}),
-			StatusWarn, "lag rose at every sample: 100 → 400 → 900 over 2m"},
+			StatusWarn, "lag rose at every sample: 100 → 400 → 900 over 2 min"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Evaluate(rules, time.Minute, "Stable", tc.members, tc.samples, t0)
@@ -686,7 +686,7 @@ func TestStalledIsNeverWarnFirst(t *testing.T) {
 		if gs.Status.Code != StatusStall || gs.Worst == nil || gs.Worst.Partition != 1 {
 			t.Fatalf("group = %s %q (worst %+v), want STALL from partition 1", gs.Status.Code, gs.Status.Reason, gs.Worst)
 		}
-		if want := "committed offset stuck at 812 for 2m on partition 1 with 1 member, lag 900"; gs.Status.Reason != want {
+		if want := "committed offset stuck at 812 for 2 min on partition 1 with 1 member, lag 900"; gs.Status.Reason != want {
 			t.Errorf("reason %q, want %q", gs.Status.Reason, want)
 		}
 		if !(StatusWarn.Severity() < StatusStall.Severity() && StatusWarn.Severity() < StatusErr.Severity() &&

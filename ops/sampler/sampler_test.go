@@ -86,7 +86,7 @@ func TestStatusesOverTime(t *testing.T) {
 		if len(g.Partitions) != 2 || g.Partitions["orders/0"].Code != lag.StatusWarn {
 			t.Errorf("partition statuses %v, want both WARN", g.Partitions)
 		}
-		if want := "lag rose at every sample on partitions 0, 1: 16 → 32 → 48 → 64 over 1m"; g.Status.Reason != want {
+		if want := "lag rose at every sample on partitions 0, 1: 16 → 32 → 48 → 64 over 1 min"; g.Status.Reason != want {
 			t.Errorf("reason %q, want %q", g.Status.Reason, want)
 		}
 	})

@@ -41,7 +41,7 @@ func TestTrimKeepsWhatRulesRead(t *testing.T) {
 	if len(trimmed) > 23 {
 		t.Errorf("%d samples kept, want about a window's (22)", len(trimmed))
 	}
-	if r := lag.Evaluate(rules, 15*time.Second, "Stable", 1, trimmed, t0.Add(79*15*time.Second)).Reason; !strings.Contains(r, "no commit for 19m") {
+	if r := lag.Evaluate(rules, 15*time.Second, "Stable", 1, trimmed, t0.Add(79*15*time.Second)).Reason; !strings.Contains(r, "no commit for 19 min") {
 		t.Errorf("the reason after the horizon: %q", r)
 	}
 	// Moving again: the old run's first sample is no longer needed.

@@ -158,7 +158,7 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 //   - inventory-service processes two records a second, one partition after the other, and
 //     commits each: its commits move on every partition while its lag grows (the relay produces
 //     about four a second) and it is days behind (it started at the seeded history):
-//     WARN, "… behind (warn after 10m)" (WarnAfterSeconds, which console demo configures).
+//     WARN, "… behind (warn after 10 min)" (WarnAfterSeconds, which console demo configures).
 //   - shipping-service took its first records, committed them and holds its partitions without
 //     consuming more: STALL (STOP once no commit was seen for 15 min).
 //   - legacy-reporting committed long ago and has no members: EMPTY, its lag left behind.
