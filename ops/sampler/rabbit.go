@@ -344,15 +344,15 @@ func growth(w []depth) (bool, string) {
 	span := last.at.Sub(first.at).Round(time.Second)
 	var parts []string
 	if rising(func(d depth) int64 { return d.ready }) {
-		parts = append(parts, fmt.Sprintf("ready %d → %d", first.ready, last.ready))
+		parts = append(parts, "ready "+ops.FormatNum(first.ready)+" → "+ops.FormatNum(last.ready))
 	}
 	if rising(func(d depth) int64 { return d.unacked }) {
-		parts = append(parts, fmt.Sprintf("unacked %d → %d", first.unacked, last.unacked))
+		parts = append(parts, "unacked "+ops.FormatNum(first.unacked)+" → "+ops.FormatNum(last.unacked))
 	}
 	if len(parts) == 0 {
 		return false, ""
 	}
-	return true, strings.Join(parts, ", ") + " in " + span.String()
+	return true, strings.Join(parts, ", ") + " in " + ops.FormatAge(span)
 }
 
 // LatestRabbit returns the broker's latest stored snapshot, read and cached like LatestKafka: any

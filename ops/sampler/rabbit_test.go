@@ -374,7 +374,7 @@ func TestRabbitGrowthAndOneLeader(t *testing.T) {
 		}
 	}
 	snap := tick(a, true)
-	if q := rq(t, snap, e.vhost, "inbound"); !q.Growing || q.Growth != "ready 10 → 40 in 45s" {
+	if q := rq(t, snap, e.vhost, "inbound"); !q.Growing || q.Growth != "ready 10 → 40 in 45 s" {
 		t.Fatalf("inbound after %d rising samples: growing %v %q", GrowthSamples, q.Growing, q.Growth)
 	}
 	if q := rq(t, snap, e.vhost, "steady"); q.Growing {
@@ -400,7 +400,7 @@ func TestRabbitGrowthAndOneLeader(t *testing.T) {
 	a.Close()
 	replicas = []*Sampler{c}
 	snap = tick(c, true)
-	if q := rq(t, snap, e.vhost, "inbound"); !q.Growing || q.Growth != "ready 20 → 50 in 45s" {
+	if q := rq(t, snap, e.vhost, "inbound"); !q.Growing || q.Growth != "ready 20 → 50 in 45 s" {
 		t.Fatalf("after failover: growing %v %q, want the growth carried over", q.Growing, q.Growth)
 	}
 	snap = tick(c, false)
