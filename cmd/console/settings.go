@@ -14,12 +14,13 @@ import (
 
 // The domain receives its settings as its own types: each function below converts one section of
 // the configuration, which configs has checked and given its defaults, to the type of the package
-// that uses it. Nothing outside configs, cmd/, web, handlers, ops/doctor and the adapters reads
+// that uses it. Where the two have the same fields, Go's struct conversion does it, so that a
+// field added on one side and not the other fails the build. Nothing outside configs, cmd/, web, handlers, ops/doctor and the adapters reads
 // configs (ops/architecture_test.go holds the line).
 
 // messageIDRules are message_id: how a message's idempotency key is found.
 func messageIDRules(c configs.MessageIDRules) ops.MessageIDRules {
-	return ops.MessageIDRules{Headers: c.Headers, JSONPaths: c.JSONPaths}
+	return ops.MessageIDRules(c)
 }
 
 // lagRules are one Kafka cluster's status thresholds (kafka[].lag).
@@ -41,10 +42,12 @@ func consumers(cs []configs.Consumer) []ops.Consumer {
 	for _, c := range cs {
 		oc := ops.Consumer{Name: c.Name}
 		if k := c.Kafka; k != nil {
-			oc.Kafka = &ops.ConsumerKafka{Cluster: k.Cluster, Group: k.Group, Topics: k.Topics}
+			ck := ops.ConsumerKafka(*k)
+			oc.Kafka = &ck
 		}
 		if r := c.RabbitMQ; r != nil {
-			oc.RabbitMQ = &ops.ConsumerRabbit{Broker: r.Broker, Vhost: r.Vhost, Queue: r.Queue}
+			cr := ops.ConsumerRabbit(*r)
+			oc.RabbitMQ = &cr
 		}
 		out = append(out, oc)
 	}
@@ -68,7 +71,7 @@ func outboxRelays(outboxes []configs.Outbox) map[string]replay.OutboxRelay {
 	out := map[string]replay.OutboxRelay{}
 	for _, o := range outboxes {
 		if r := o.RelayTo; r != nil {
-			out[o.Name] = replay.OutboxRelay{Cluster: r.Cluster, Topic: r.Topic, Broker: r.Broker, Vhost: r.Vhost, Queue: r.Queue}
+			out[o.Name] = replay.OutboxRelay(*r)
 		}
 	}
 	return out
