@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 )
@@ -55,15 +57,23 @@ func storedPart(b []byte, final bool) []byte {
 	}
 }
 
-// sharedPart is a body part compressed once: its text, its deflated form and its CRC-32.
+// sharedPart is a body part many answers share: its text, its CRC-32 and its deflated form, made
+// once, when first wanted (Deflated): identity readers never pay for a compression.
 type sharedPart struct {
 	text     []byte
-	deflated []byte
 	crc      uint32
+	deflate  sync.Once
+	deflated []byte
 }
 
 func newSharedPart(text []byte) *sharedPart {
-	return &sharedPart{text: text, deflated: deflatePart(text, false), crc: crc32.ChecksumIEEE(text)}
+	return &sharedPart{text: text, crc: crc32.ChecksumIEEE(text)}
+}
+
+// Deflated is the part's deflated form; concurrent first callers wait for the one making it.
+func (p *sharedPart) Deflated() []byte {
+	p.deflate.Do(func() { p.deflated = deflatePart(p.text, false) })
+	return p.deflated
 }
 
 // acceptsGzip reports whether the request accepts a gzip answer (any gzip token not q=0).
@@ -79,25 +89,42 @@ func acceptsGzip(r *http.Request) bool {
 }
 
 // spliceJSON answers head + shared + tail as JSON, gzipped around the shared part's precompressed
-// form when the client accepts gzip, else as it is.
+// form when the client accepts gzip, else as it is. The parts are written one after another under
+// their summed Content-Length, never joined: joining them cost each read a fresh ~1.4 MB buffer,
+// its zeroing and its copy — at 8 readers more CPU than the writes themselves, and the garbage
+// whose collection made the slowest reads slower.
 func spliceJSON(c echo.Context, head []byte, shared *sharedPart, tail []byte) error {
 	res := c.Response()
 	res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	if !acceptsGzip(c.Request()) {
-		out := make([]byte, 0, len(head)+len(shared.text)+len(tail))
-		return c.JSONBlob(http.StatusOK, append(append(append(out, head...), shared.text...), tail...))
+		return writeParts(c, head, shared.text, tail)
 	}
 	crc := crc32Combine(crc32Combine(crc32.ChecksumIEEE(head), shared.crc, int64(len(shared.text))), crc32.ChecksumIEEE(tail), int64(len(tail)))
 	size := uint32(len(head) + len(shared.text) + len(tail)) // ISIZE is the length mod 2^32
-	headZ, tailZ := storedPart(head, false), storedPart(tail, true)
 	// RFC 1952: magic, CM=deflate, no flags, no mtime, XFL 0, OS unknown.
-	out := make([]byte, 0, 10+len(headZ)+len(shared.deflated)+len(tailZ)+8)
-	out = append(out, 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff)
-	out = append(append(append(out, headZ...), shared.deflated...), tailZ...)
-	out = binary.LittleEndian.AppendUint32(out, crc)
-	out = binary.LittleEndian.AppendUint32(out, size)
+	first := append([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff}, storedPart(head, false)...)
+	last := binary.LittleEndian.AppendUint32(storedPart(tail, true), crc)
+	last = binary.LittleEndian.AppendUint32(last, size)
 	res.Header().Set(echo.HeaderContentEncoding, "gzip")
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, out)
+	return writeParts(c, first, shared.Deflated(), last)
+}
+
+// writeParts answers 200 with the parts, in order, as one JSON body of their summed length.
+func writeParts(c echo.Context, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	res.Header().Set(echo.HeaderContentLength, strconv.Itoa(n))
+	res.WriteHeader(http.StatusOK)
+	for _, p := range parts {
+		if _, err := res.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // crc32Combine is the CRC-32 (IEEE) of A‖B from crc1 of A, crc2 of B and B's length, without

@@ -7,6 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/redrive/redrive/ops/kafka"
+	"github.com/redrive/redrive/ops/lag"
 )
 
 func TestCRC32Combine(t *testing.T) {
@@ -36,5 +40,38 @@ func TestSplicedDeflate(t *testing.T) {
 	got, err := io.ReadAll(flate.NewReader(bytes.NewReader(stream)))
 	if err != nil || !bytes.Equal(got, append(append(append([]byte{}, head...), mid...), tail...)) {
 		t.Fatalf("inflate: %d bytes, %v", len(got), err)
+	}
+}
+
+// The groups are compressed only for gzip readers: identity reads never deflate them; once a gzip
+// reader came, each new snapshot's groups are deflated with their encoding (behind the answers),
+// so that the next gzip reader finds them compressed instead of waiting for it.
+func TestGroupsDeflatedOnlyForGzipReaders(t *testing.T) {
+	h := &Kafka{}
+	snap := func(at time.Time) lag.Snapshot {
+		return lag.Snapshot{Cluster: "main", At: at, Groups: []lag.Group{{Group: kafka.Group{Name: "billing"}}}}
+	}
+	first, err := h.encodeGroups(snap(time.Unix(100, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.deflated != nil {
+		t.Fatal("deflated with no gzip reader")
+	}
+	h.gzipReadAt.Store(time.Now().UnixNano()) // what APIGroups records for a gzip read
+	next, err := h.encodeGroups(snap(time.Unix(200, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.deflated == nil {
+		t.Fatal("not deflated with a gzip reader about")
+	}
+	got, err := io.ReadAll(flate.NewReader(bytes.NewReader(append(next.Deflated(), storedPart(nil, true)...))))
+	if err != nil || !bytes.Equal(got, next.text) {
+		t.Fatalf("inflate: %q, %v", got, err)
+	}
+	h.gzipReadAt.Store(time.Now().Add(-gzipReaders).UnixNano())
+	if late, err := h.encodeGroups(snap(time.Unix(300, 0))); err != nil || late.deflated != nil {
+		t.Fatalf("deflated %v after the gzip readers left (%v)", late.deflated != nil, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -73,6 +74,10 @@ type Kafka struct {
 	encodedMu sync.Mutex
 	encoded   map[string]encodedGroups
 	encodes   singleflight.Group // one encoding of a snapshot at a time, by cluster and time
+	// gzipReadAt is when a reader last took the groups gzipped (unix nanoseconds): while readers
+	// do (gzipReaders), a new snapshot's groups are deflated behind the answers with their
+	// encoding, so that no gzip reader waits for a compression; when none do, nothing is.
+	gzipReadAt atomic.Int64
 }
 
 type encodedGroups struct {
@@ -138,8 +143,14 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 	}
 	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared
 	// groups, compressed once per snapshot.
+	if acceptsGzip(c.Request()) {
+		h.gzipReadAt.Store(time.Now().UnixNano())
+	}
 	return spliceJSON(c, append(head[:len(head)-1], `,"groups":`...), groups, []byte("}\n"))
 }
+
+// gzipReaders is how long after a gzip read the groups are still deflated ahead of being asked.
+const gzipReaders = 10 * time.Minute
 
 // groupsJSON encodes the snapshot's groups, once per snapshot and cluster, and answers them with
 // the time of the snapshot they are from. Stale while revalidate, as the sampler serves the
@@ -180,6 +191,9 @@ func (h *Kafka) encodeGroups(snap lag.Snapshot) (*sharedPart, error) {
 			return nil, fmt.Errorf("encode groups: %w", err)
 		}
 		part := newSharedPart(b)
+		if time.Since(time.Unix(0, h.gzipReadAt.Load())) < gzipReaders {
+			part.Deflated()
+		}
 		h.encodedMu.Lock()
 		defer h.encodedMu.Unlock()
 		if h.encoded == nil {
