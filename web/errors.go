@@ -52,14 +52,26 @@ func classify(err error) (int, string, string) {
 		// of the body limit), the auth middleware's 401 and decodeJSON's 413 and 415. Everything
 		// else, this layer's 403s and 404s included, is an ops error. Texts written for a person.
 		msg, _ := he.Message.(string)
-		if msg == "" {
-			msg = http.StatusText(he.Code)
+		if msg == "" || msg == http.StatusText(he.Code) {
+			msg = routerText(he.Code)
 		}
 		return he.Code, codeFor(he.Code), msg
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "timeout", "the request took longer than request_timeout"
 	}
 	return http.StatusInternalServerError, "internal", ops.Message(err)
+}
+
+// routerText is what an HTTP-level error that came with no words of its own says: the router's
+// 404 and 405 tell what to do instead of repeating the title ("Not Found").
+func routerText(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "nothing is at this address: check it for a typo, or start from the overview (the API's paths are listed at " + paths.OpenAPI + ")"
+	case http.StatusMethodNotAllowed:
+		return "this address does not take that method: a page is read with GET, an action is a form's POST (the API's methods are listed at " + paths.OpenAPI + ")"
+	}
+	return http.StatusText(status)
 }
 
 func codeFor(status int) string {

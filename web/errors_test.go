@@ -237,3 +237,32 @@ func TestPagesShowControlCharactersVisibly(t *testing.T) {
 		t.Fatalf("the name is not shown with visible escapes: %s", body)
 	}
 }
+
+// An address the router does not know, or a method it does not take, says what to do instead of
+// repeating its title ("Not Found"), on a page and in the API alike.
+func TestRouterErrorsSayWhatToDo(t *testing.T) {
+	srv := startServer(t, "auth: {mode: none}\n")
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		says         string
+	}{
+		{http.MethodGet, "/kafka/main/groups", http.StatusNotFound, "check it for a typo"},
+		{http.MethodGet, "/api/v1/kafka/main/nope", http.StatusNotFound, "/api/openapi.json"},
+		{http.MethodDelete, "/api/v1/replays", http.StatusMethodNotAllowed, "does not take that method"},
+	} {
+		req, _ := http.NewRequest(tc.method, srv.url+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.says) {
+			t.Errorf("%s %s: %d %.300s; want %d saying %q", tc.method, tc.path, resp.StatusCode, body, tc.status, tc.says)
+		}
+		if strings.Count(string(body), "Not Found") > 2 { // the title and the page's <title>, not the message
+			t.Errorf("%s %s repeats its title: %.300s", tc.method, tc.path, body)
+		}
+	}
+}
