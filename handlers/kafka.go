@@ -141,11 +141,11 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared
-	// groups, compressed once per snapshot.
 	if acceptsGzip(c.Request()) {
 		h.gzipReadAt.Store(time.Now().UnixNano())
 	}
+	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared
+	// groups, compressed once per snapshot.
 	return spliceJSON(c, append(head[:len(head)-1], `,"groups":`...), groups, []byte("}\n"))
 }
 
