@@ -89,14 +89,14 @@ func acceptsGzip(r *http.Request) bool {
 }
 
 // spliceJSON answers head + shared + tail as JSON, gzipped around the shared part's precompressed
-// form when the client accepts gzip, else as it is. The parts are written one after another under
+// form when gzip (the client accepts it: acceptsGzip), else as it is. The parts are written one after another under
 // their summed Content-Length, never joined: joining them cost each read a fresh ~1.4 MB buffer,
 // its zeroing and its copy — at 8 readers more CPU than the writes themselves, and the garbage
 // whose collection made the slowest reads slower.
-func spliceJSON(c echo.Context, head []byte, shared *sharedPart, tail []byte) error {
+func spliceJSON(c echo.Context, gzip bool, head []byte, shared *sharedPart, tail []byte) error {
 	res := c.Response()
 	res.Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
-	if !acceptsGzip(c.Request()) {
+	if !gzip {
 		return writeParts(c, head, shared.text, tail)
 	}
 	crc := crc32Combine(crc32Combine(crc32.ChecksumIEEE(head), shared.crc, int64(len(shared.text))), crc32.ChecksumIEEE(tail), int64(len(tail)))

@@ -141,12 +141,13 @@ func (h *Kafka) APIGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if acceptsGzip(c.Request()) {
+	gzip := acceptsGzip(c.Request())
+	if gzip {
 		h.gzipReadAt.Store(time.Now().UnixNano())
 	}
 	// {…head…,"groups":[…]}: the envelope (its ages change with every read) around the shared
 	// groups, compressed once per snapshot.
-	return spliceJSON(c, append(head[:len(head)-1], `,"groups":`...), groups, []byte("}\n"))
+	return spliceJSON(c, gzip, append(head[:len(head)-1], `,"groups":`...), groups, []byte("}\n"))
 }
 
 // gzipReaders is how long after a gzip read the groups are still deflated ahead of being asked.

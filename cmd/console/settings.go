@@ -15,8 +15,8 @@ import (
 // The domain receives its settings as its own types: each function below converts one section of
 // the configuration, which configs has checked and given its defaults, to the type of the package
 // that uses it. Where the two have the same fields, Go's struct conversion does it, so that a
-// field added on one side and not the other fails the build. Nothing outside configs, cmd/, web, handlers, ops/doctor and the adapters reads
-// configs (ops/architecture_test.go holds the line).
+// field added on one side and not the other fails the build. Nothing outside configs, cmd/, web,
+// handlers, ops/doctor and the adapters reads configs (ops/architecture_test.go holds the line).
 
 // messageIDRules are message_id: how a message's idempotency key is found.
 func messageIDRules(c configs.MessageIDRules) ops.MessageIDRules {
