@@ -644,11 +644,18 @@ func (w *rabbitWorld) purge(t testing.TB, queue string) {
 // (a dynamic shovel that deletes itself after the queue's length at start).
 func (w *rabbitWorld) shovel(t testing.TB, from, to string) {
 	t.Helper()
+	w.shovelVia(t, "amqp:///"+url.PathEscape(w.vhost), from, to)
+}
+
+// shovelVia is shovel with both ends at uri: "amqp:///vhost" is the node's own, in-VM connection
+// (no AMQP framing); a URI with a host makes the shovel a TCP client, as any other.
+func (w *rabbitWorld) shovelVia(t testing.TB, uri, from, to string) {
+	t.Helper()
 	mgmt := rabbittest.Admin(t)
 	name := fmt.Sprintf("move-%d", time.Now().UnixNano())
 	_, err := mgmt.DeclareShovel(w.vhost, name, rabbithole.ShovelDefinition{
-		SourceURI: rabbithole.URISet{"amqp:///" + url.PathEscape(w.vhost)}, SourceQueue: from,
-		DestinationURI: rabbithole.URISet{"amqp:///" + url.PathEscape(w.vhost)}, DestinationQueue: to,
+		SourceURI: rabbithole.URISet{uri}, SourceQueue: from,
+		DestinationURI: rabbithole.URISet{uri}, DestinationQueue: to,
 		SourceDeleteAfter: "queue-length", AckMode: "on-confirm"})
 	if err != nil {
 		t.Fatal(err)

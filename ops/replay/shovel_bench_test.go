@@ -28,7 +28,11 @@ import (
 // done: inbox check, ledger claim in PostgreSQL, publish with mandatory on a confirm channel,
 // the confirms, the ledger, the DLQ acks) against the RabbitMQ Shovel moving the same number of
 // messages from the DLQ to the work queue (a dynamic shovel, ack-mode on-confirm,
-// src-delete-after queue-length), side by side in one run: the sides alternate, each size runs
+// src-delete-after queue-length), side by side in one run. Two more sides put the gap in scale:
+// "shovel-tcp", the same shovel with both URIs naming the node's host and port, so that it is a
+// TCP client as Redrive is (the plain "shovel" uses the node's in-VM connections: no AMQP framing
+// either way), and "amqp091", the naive way (bareMove: a plain amqp091 client, no guarantee). The
+// sides alternate, each size runs
 // REDRIVE_BENCH_ROUNDS times (default 3), and the medians are reported. CPU is read from
 // /proc/<pid>/stat: the broker's beam process (found by its AMQP port), this process (the
 // console: the engine runs in it) and the PostgreSQL backends of the store's and the inbox's
@@ -44,8 +48,10 @@ import (
 //	  go test ./ops/replay/ -run '^$' -bench RabbitReplayVsShovel -benchtime 1x -timeout 60m -v
 //
 // REDRIVE_BENCH_RABBIT_SIZES (default 20000,100000) and REDRIVE_BENCH_ROUNDS change the sizes and
-// rounds; REDRIVE_BENCH_CPUPROFILE=path writes a CPU profile of each Redrive job (path.N); with REDRIVE_BENCH_RABBIT_LOG set, a run of Redrive's that adds an [error] line to the
-// broker's log fails the benchmark. Without the shovel plugin only Redrive is measured.
+// rounds, REDRIVE_BENCH_SIDES (comma-separated) the sides; REDRIVE_BENCH_CPUPROFILE=path writes a
+// CPU profile of each Redrive job (path.N); with REDRIVE_BENCH_RABBIT_LOG set, a run of Redrive's
+// that adds an [error] line to the broker's log fails the benchmark. Without the shovel plugin
+// the shovels are not measured.
 func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 	sizes := []int{20_000, 100_000}
 	if s := os.Getenv("REDRIVE_BENCH_RABBIT_SIZES"); s != "" {
@@ -63,6 +69,16 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 		var err error
 		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
 			b.Fatalf("REDRIVE_BENCH_ROUNDS: %q is not a positive number", s)
+		}
+	}
+	allSides := []string{"redrive", "shovel", "shovel-tcp", "amqp091"}
+	if s := os.Getenv("REDRIVE_BENCH_SIDES"); s != "" {
+		known := allSides
+		allSides = strings.Split(s, ",")
+		for _, side := range allSides {
+			if !slices.Contains(known, side) {
+				b.Fatalf("REDRIVE_BENCH_SIDES: %q is not one of %s", side, strings.Join(known, ", "))
+			}
 		}
 	}
 	w := newRabbitWorld(b)
@@ -109,12 +125,12 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 	for b.Loop() {
 		for round := range rounds {
 			for _, n := range sizes {
-				sides := []string{"redrive", "shovel"}
+				sides := slices.Clone(allSides)
 				if round%2 == 1 {
 					slices.Reverse(sides)
 				}
 				for _, side := range sides {
-					if side == "shovel" && !shovel {
+					if strings.HasPrefix(side, "shovel") && !shovel {
 						continue
 					}
 					run++
@@ -168,13 +184,19 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 						if job.Status != replay.JobDone || job.Published != n {
 							b.Fatalf("job %+v; want done with %d published", job, n)
 						}
+					} else if side == "amqp091" {
+						bareMove(b, vhostURL, "orders.dlq", "orders.work", n)
 					} else {
-						w.shovel(b, "orders.dlq", "orders.work")
+						uri := "amqp:///" + url.PathEscape(w.vhost)
+						if side == "shovel-tcp" {
+							uri = vhostURL
+						}
+						w.shovelVia(b, uri, "orders.dlq", "orders.work")
 						waitDepthTight(b, w.ch, "orders.work", n, 5*time.Minute)
 					}
 					elapsed := time.Since(start)
 					after := cpuOf(beam, os.Getpid(), append(pids, pgPIDs()...))
-					if side == "shovel" { // gone before the next fill, which it would move too
+					if strings.HasPrefix(side, "shovel") { // gone before the next fill, which it would move too
 						rabbittest.WaitFor(b, time.Minute, "the shovel deletes itself", func(context.Context) bool {
 							sh, err := rabbittest.Admin(b).ListShovelsIn(w.vhost)
 							return err == nil && len(sh) == 0
@@ -224,17 +246,21 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 		line := fmt.Sprintf("%7d: Redrive %.0f msg/s, CPU %.2fs (broker %.2f, console %.2f, PostgreSQL %.2f)", n, rate, c,
 			med(rr, func(r result) float64 { return r.cpuBeam }), med(rr, func(r result) float64 { return r.cpuGo }),
 			med(rr, func(r result) float64 { return r.cpuPG }))
-		if sr := results[fmt.Sprintf("shovel %d", n)]; len(sr) > 0 {
+		b.Logf("median of %d: %s", len(rr), line)
+		for _, peer := range []string{"shovel", "shovel-tcp", "amqp091"} {
+			sr := results[fmt.Sprintf("%s %d", peer, n)]
+			if len(sr) == 0 {
+				continue
+			}
 			srate, sc := med(sr, func(r result) float64 { return r.rate }), med(sr, cpu)
-			b.ReportMetric(srate, fmt.Sprintf("shovel-%d-msg/s", n))
-			b.ReportMetric(sc, fmt.Sprintf("shovel-%d-cpu-s", n))
-			b.ReportMetric(100*rate/srate, fmt.Sprintf("redrive/shovel-%d-%%", n))
-			b.ReportMetric(c/sc, fmt.Sprintf("cpu-redrive/shovel-%d-x", n))
-			line += fmt.Sprintf(" | Shovel %.0f msg/s, CPU %.2fs (broker %.2f, test process %.2f) | %.0f%% of its pace, %.2f× its CPU",
-				srate, sc, med(sr, func(r result) float64 { return r.cpuBeam }), med(sr, func(r result) float64 { return r.cpuGo }),
+			b.ReportMetric(srate, fmt.Sprintf("%s-%d-msg/s", peer, n))
+			b.ReportMetric(sc, fmt.Sprintf("%s-%d-cpu-s", peer, n))
+			b.ReportMetric(100*rate/srate, fmt.Sprintf("redrive/%s-%d-%%", peer, n))
+			b.ReportMetric(c/sc, fmt.Sprintf("cpu-redrive/%s-%d-x", peer, n))
+			b.Logf("median of %d: %7d: %-10s %.0f msg/s, CPU %.2fs (broker %.2f, test process %.2f) | Redrive at %.0f%% of its pace, %.2f× its CPU",
+				len(sr), n, peer, srate, sc, med(sr, func(r result) float64 { return r.cpuBeam }), med(sr, func(r result) float64 { return r.cpuGo }),
 				100*rate/srate, c/sc)
 		}
-		b.Logf("median of %d: %s", len(rr), line)
 	}
 }
 
@@ -466,4 +492,78 @@ func logErrors(path string, from int64) []string {
 		}
 	}
 	return out
+}
+
+// bareMove is the naive way, for scale: a plain amqp091 client (its own connection, none of
+// Redrive's) moving n messages from one queue to another as a hand-written mover would — consume
+// with a prefetch of 2,000, republish each to the default exchange (properties and headers as
+// they came, persistent, mandatory) on a confirm channel, and every 1,000 wait for the confirms,
+// then ack the DLQ up to the last one (multiple). No ledger, no inbox, no plan: what a TCP client
+// costs the broker and itself before any guarantee.
+func bareMove(tb testing.TB, vhostURL, from, to string, n int) {
+	tb.Helper()
+	conn, err := amqp.Dial(vhostURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	in, err := conn.Channel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := conn.Channel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := in.Qos(2000, 0, false); err != nil {
+		tb.Fatal(err)
+	}
+	if err := out.Confirm(false); err != nil {
+		tb.Fatal(err)
+	}
+	returns := out.NotifyReturn(make(chan amqp.Return, 1))
+	ds, err := in.Consume(from, "bench-bare", false, false, false, false, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := waitCtx(tb, 5*time.Minute)
+	const batch = 1000
+	confirms := make([]*amqp.DeferredConfirmation, 0, batch)
+	for moved := 0; moved < n; {
+		var last amqp.Delivery
+		confirms = confirms[:0]
+		for len(confirms) < min(batch, n-moved) {
+			select {
+			case d := <-ds:
+				c, err := out.PublishWithDeferredConfirmWithContext(ctx, "", to, true, false, amqp.Publishing{
+					Headers: d.Headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding, DeliveryMode: amqp.Persistent,
+					Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo, Expiration: d.Expiration,
+					MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, UserId: d.UserId, AppId: d.AppId, Body: d.Body})
+				if err != nil {
+					tb.Fatal(err)
+				}
+				confirms = append(confirms, c)
+				last = d
+			case <-ctx.Done():
+				tb.Fatalf("bare mover: %d of %d moved: %v", moved, n, ctx.Err())
+			}
+		}
+		for _, c := range confirms {
+			if ok, err := c.WaitContext(ctx); err != nil || !ok {
+				tb.Fatalf("bare mover: a publish not confirmed (%v)", err)
+			}
+		}
+		select {
+		case r := <-returns:
+			tb.Fatalf("bare mover: %s returned (%s)", r.MessageId, r.ReplyText)
+		default:
+		}
+		if err := last.Ack(true); err != nil {
+			tb.Fatal(err)
+		}
+		moved += len(confirms)
+	}
+	if err := in.Cancel("bench-bare", false); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops/replay"
@@ -209,41 +210,124 @@ func TestFinishReleasesClaimsInFlight(t *testing.T) {
 	}
 }
 
-// BenchmarkLedger measures the ledger's two writes per message for a batch of 5,000: the claim
-// (insert under the once-only index) and the settle (active → published).
+// A batch's settle keeps every row on its page (a HOT update, no index entry), with short Kafka
+// locators and with RabbitMQ ones whose rows are twice as long: all of a page's rows are updated
+// in one statement, so the page needs room for all of their new versions at once. At the old
+// fillfactor (60) a third of the long rows' new versions went to another page.
+func TestSettleStaysOnThePage(t *testing.T) {
+	ctx := context.Background()
+	for _, shape := range []struct {
+		name    string
+		locator func(i int) (locator, id string)
+	}{
+		{"kafka", func(i int) (string, string) { return fmt.Sprintf("kafka:main/orders.DLT/3/%d", 1_000_000+i), "" }},
+		{"rabbitmq", func(i int) (string, string) {
+			id := fmt.Sprintf("order-created-2026-12-05T09:30:00Z-%08d-eu-west-1", i)
+			return fmt.Sprintf("rabbitmq:main/payments-prod/orders.created.dlq/%s~0123456789abcdef#2", id), id
+		}},
+	} {
+		t.Run(shape.name, func(t *testing.T) {
+			const n = 2000
+			st := openStoreWithPlan(t, n, "j")
+			claims := make([]replay.LedgerClaim, n)
+			outs := make([]replay.LedgerOutcome, n)
+			for i := range claims {
+				l, id := shape.locator(i)
+				claims[i] = replay.LedgerClaim{Seq: i, Locator: l, MessageID: id}
+				outs[i] = replay.LedgerOutcome{Seq: i, Locator: l, MessageID: id, Outcome: replay.LedgerPublished}
+			}
+			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+				t.Fatal(err)
+			}
+			blocks := func() map[int32]string {
+				rows, err := st.Pool().Query(ctx, `SELECT seq, (ctid::text::point)[0]::text FROM replay_ledger WHERE job_id = 'j'`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := map[int32]string{}
+				var seq int32
+				var block string
+				if _, err := pgx.ForEachRow(rows, []any{&seq, &block}, func() error { out[seq] = block; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			before := blocks()
+			if err := st.Settle(ctx, "j", outs); err != nil {
+				t.Fatal(err)
+			}
+			after := blocks()
+			moved := 0
+			for seq, b := range before {
+				if after[seq] != b {
+					moved++
+				}
+			}
+			if len(after) != n || moved > 0 {
+				t.Fatalf("%d rows after the settle, %d of them on another page than their claim; want %d, none moved (every update HOT)", len(after), moved, n)
+			}
+			if job, err := st.Job(ctx, "j"); err != nil || job.Published != n {
+				t.Fatalf("job %+v, %v; want %d published", job, err, n)
+			}
+		})
+	}
+}
+
+// BenchmarkLedger measures the ledger's two writes per message for a batch of 5,000 with RabbitMQ
+// locators: the claim (insert under the once-only index) and the settle (active → published), on
+// the ledger as migrated and, for scale, at the fillfactor before 066 (60: a third of the settle's
+// updates not HOT).
+//
+//	go test ./ops/store -run '^$' -bench Ledger -benchtime 20x
 func BenchmarkLedger(b *testing.B) {
 	ctx := context.Background()
-	st := openStoreWithPlan(b, 1, "j")
-	const n = 5000
-	batch := 0
-	next := func() ([]replay.LedgerClaim, []replay.LedgerOutcome) {
-		claims := make([]replay.LedgerClaim, n)
-		outs := make([]replay.LedgerOutcome, n)
-		for i := range claims {
-			seq := batch*n + i
-			claims[i] = replay.LedgerClaim{Seq: seq, Locator: fmt.Sprintf("kafka:main/orders.DLT/0/%d", seq), MessageID: fmt.Sprintf("m-%d", seq)}
-			outs[i] = replay.LedgerOutcome{Seq: seq, Outcome: replay.LedgerPublished}
+	for _, ff := range []int{0, 60} {
+		name := "migrated"
+		if ff > 0 {
+			name = fmt.Sprintf("fillfactor%d", ff)
 		}
-		batch++
-		return claims, outs
+		b.Run(name, func(b *testing.B) {
+			st := openStoreWithPlan(b, 1, "j")
+			if ff > 0 {
+				if _, err := st.Pool().Exec(ctx, fmt.Sprintf(`ALTER TABLE replay_ledger SET (fillfactor = %d)`, ff)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			const n = 5000
+			batch := 0
+			next := func() ([]replay.LedgerClaim, []replay.LedgerOutcome) {
+				claims := make([]replay.LedgerClaim, n)
+				outs := make([]replay.LedgerOutcome, n)
+				for i := range claims {
+					seq := batch*n + i
+					id := fmt.Sprintf("order-%012d", seq)
+					claims[i] = replay.LedgerClaim{Seq: seq, Locator: "rabbitmq:main/%2F/orders.dlq/" + id + "~0123456789abcdef#0", MessageID: id}
+					outs[i] = replay.LedgerOutcome{Seq: seq, Outcome: replay.LedgerPublished}
+				}
+				batch++
+				return claims, outs
+			}
+			b.Run("Claim", func(b *testing.B) {
+				for b.Loop() {
+					claims, _ := next()
+					if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("Settle", func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					claims, outs := next()
+					if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if err := st.Settle(ctx, "j", outs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
-	b.Run("Claim", func(b *testing.B) {
-		for b.Loop() {
-			claims, _ := next()
-			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("ClaimSettle", func(b *testing.B) {
-		for b.Loop() {
-			claims, outs := next()
-			if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
-				b.Fatal(err)
-			}
-			if err := st.Settle(ctx, "j", outs); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
