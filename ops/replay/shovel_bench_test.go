@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -32,12 +33,12 @@ import (
 // "shovel-tcp", the same shovel with both URIs naming the node's host and port, so that it is a
 // TCP client as Redrive is (the plain "shovel" uses the node's in-VM connections: no AMQP framing
 // either way), and "amqp091", the naive way (bareMove: a plain amqp091 client, no guarantee). The
-// sides alternate, each size runs
-// REDRIVE_BENCH_ROUNDS times (default 3), and the medians are reported. CPU is read from
-// /proc/<pid>/stat: the broker's beam process (found by its AMQP port), this process (the
-// console: the engine runs in it) and the PostgreSQL backends of the store's and the inbox's
-// databases. After every run an independent AMQP consumer empties the work queue and every id
-// must be there exactly once, and the DLQ empty.
+// sides alternate, each size runs REDRIVE_BENCH_ROUNDS times (default 3), and the medians are
+// reported. CPU is read from /proc/<pid>/stat: the broker's beam process (found by its AMQP port),
+// this process (the console: the engine runs in it) and the PostgreSQL backends of the store's and
+// the inbox's databases; the heap this process allocated (runtime/metrics: the garbage collector's
+// work in the console) is reported a message. After every run an independent AMQP consumer empties
+// the work queue and every id must be there exactly once, and the DLQ empty.
 //
 // The shovel needs the rabbitmq_shovel plugin: run it against a private node (never the shared
 // test broker, whose CPU is everyone's), e.g.
@@ -208,8 +209,9 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 					}
 					key := fmt.Sprintf("%s %d", side, n)
 					results[key] = append(results[key], r)
-					b.Logf("%-8s %7d: %8.0f msg/s in %6.2fs, CPU broker %.2fs + console %.2fs + PostgreSQL %.2fs = %.2fs; console write syscalls %d",
-						side, n, r.rate, elapsed.Seconds(), r.cpuBeam, r.cpuGo, r.cpuPG, r.cpuBeam+r.cpuGo+r.cpuPG, after.writes-before.writes)
+					b.Logf("%-8s %7d: %8.0f msg/s in %6.2fs, CPU broker %.2fs + console %.2fs + PostgreSQL %.2fs = %.2fs; console write syscalls %d, heap allocated %.1f KiB a message",
+						side, n, r.rate, elapsed.Seconds(), r.cpuBeam, r.cpuGo, r.cpuPG, r.cpuBeam+r.cpuGo+r.cpuPG, after.writes-before.writes,
+						float64(after.allocated-before.allocated)/1024/float64(n))
 					if side == "redrive" {
 						if errs := logErrors(logPath, logFrom); len(errs) > 0 {
 							b.Fatalf("the broker logged %d error(s) during a successful job, first: %s", len(errs), errs[0])
@@ -418,15 +420,24 @@ func pidListening(tb testing.TB, amqpURL string) int {
 type cpuTimes struct {
 	beam, self float64
 	pg         map[int]float64
-	writes     int64 // this process's write syscalls (/proc/self/io syscw)
+	writes     int64  // this process's write syscalls (/proc/self/io syscw)
+	allocated  uint64 // bytes this process has allocated on the heap: the garbage collector's work
 }
 
 func cpuOf(beam, self int, pg []int) cpuTimes {
-	t := cpuTimes{beam: procCPU(beam), self: procCPU(self), pg: map[int]float64{}, writes: selfWrites()}
+	t := cpuTimes{beam: procCPU(beam), self: procCPU(self), pg: map[int]float64{}, writes: selfWrites(), allocated: heapAllocated()}
 	for _, pid := range pg {
 		t.pg[pid] = procCPU(pid)
 	}
 	return t
+}
+
+// heapAllocated is how many bytes this process has allocated on the heap since it started
+// (runtime/metrics, which reads it without stopping the world as ReadMemStats would).
+func heapAllocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // selfWrites is how many write syscalls this process has made (syscw in /proc/self/io); 0 where
