@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"testing"
@@ -93,6 +94,7 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 		})
 		var mu sync.Mutex
 		var lat []time.Duration
+		gcBefore := readGC()
 		stop := time.Now().Add(span)
 		var wg sync.WaitGroup
 		for range readers {
@@ -112,6 +114,8 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 			})
 		}
 		wg.Wait()
+		gcAfter := readGC()
+		t.Logf("GC %s: %.0f cycles, %.0f MB allocated, %.2f s GC CPU", name, gcAfter[0]-gcBefore[0], float64(gcAfter[1]-gcBefore[1])/1e6, gcAfter[2]-gcBefore[2])
 		slices.Sort(lat)
 		p50, p99, mx := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
 		t.Logf("| %s | %d | %.1f ms | %.1f ms | %.0f ms | %.1f |", name, len(lat), msec(p50), msec(p99), msec(mx), float64(p99)/float64(p50))
@@ -123,6 +127,12 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 		run("swr (max_serve_age default, 240s)", "2s", "0s")
 		run("control: no re-sample (min_refresh = interval)", "120s", "0s")
 	}
+}
+
+func readGC() [3]float64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return [3]float64{float64(s[0].Value.Uint64()), float64(s[1].Value.Uint64()), s[2].Value.Float64()}
 }
 
 func msec(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
