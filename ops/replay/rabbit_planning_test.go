@@ -1,0 +1,143 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/rabbittest"
+	"github.com/redrive/redrive/ops/replay"
+	"github.com/redrive/redrive/ops/waittest"
+)
+
+// TestRabbitPlanOfAHundredThousandCancelledMidway is issue 38's plan row where it failed: a plan of
+// 100,000 dead letters in a quorum DLQ (the queue type whose browse RabbitMQ 4.x counts against
+// its delivery limit) is made in the background — the request answers at once, every read of the
+// plan is short — and a cancel midway gives every message back: the management API counts all
+// 100,000 ready and none unacknowledged, the DLQ's own dead-letter target (parking) stays empty,
+// nothing reached the work queue, and the next plan reads them all in their original order. On
+// RabbitMQ 3.10 and 4.0 (make test runs it on both).
+func TestRabbitPlanOfAHundredThousandCancelledMidway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 messages")
+	}
+	const n = 100_000
+	w := newRabbitWorldWith(t, amqp.Table{"x-queue-type": "quorum", "x-dead-letter-exchange": "parking.dlx"})
+	top := rabbittest.Topology{TB: t, Ch: w.ch}
+	top.Exchange("parking.dlx", "fanout")
+	top.Queue("parking", nil)
+	top.Bind("parking", "", "parking.dlx")
+	death := deathOf("order.created")
+	amqpURL, _ := rabbittest.Env(t)
+	rabbittest.Fill(t, benchVhostURL(t, amqpURL, w.vhost), "orders.dlq", n, func(i int) amqp.Publishing {
+		id := fmt.Sprintf("m-%d", i)
+		return amqp.Publishing{MessageId: id, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+			Headers: amqp.Table{"x-death": death}, Body: fmt.Appendf(nil, `{"messageId":%q}`, id)}
+	})
+	e := w.engine(t)
+	work(t, e)
+	ctx := waittest.Context(t, 5*time.Minute)
+	alice := access.Actor{Name: "alice", Role: access.Operator}
+	src := replay.Source{Kind: "rabbitmq", Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: n}
+	mgmt := rabbittest.Admin(t)
+	untouched := func(when string) {
+		t.Helper()
+		rabbittest.WaitFor(t, 30*time.Second, fmt.Sprintf("%s: the management API counts %d ready, 0 unacked in orders.dlq", when, n), func(context.Context) bool {
+			q, err := mgmt.GetQueue(w.vhost, "orders.dlq")
+			return err == nil && q.MessagesReady == n && q.MessagesUnacknowledged == 0
+		})
+		for _, queue := range []string{"parking", "orders.work"} {
+			if q, err := mgmt.GetQueue(w.vhost, queue); err != nil || q.Messages != 0 {
+				t.Fatalf("%s: %s holds %d message(s) (%v); a plan moves nothing", when, queue, q.Messages, err)
+			}
+		}
+	}
+
+	// Every answer while the plan is made is a short one.
+	var slowest time.Duration
+	timed := func(f func()) {
+		start := time.Now()
+		f()
+		slowest = max(slowest, time.Since(start))
+	}
+	var pl *replay.Planning
+	var err error
+	timed(func() { pl, err = e.StartPlan(ctx, "alice", src, replay.Filter{}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Estimate != n || e.PlanWait(pl.Estimate) != 0 {
+		t.Fatalf("estimate %d, wait %s; want %d and no wait", pl.Estimate, e.PlanWait(pl.Estimate), n)
+	}
+	var mid replay.Plan
+	for {
+		timed(func() { mid, err = e.LoadPlan(ctx, pl.ID) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mid.State != replay.PlanPlanning {
+			t.Fatalf("the plan is %s at %d of %d before the cancel: too fast to cancel midway", mid.State, mid.Planned, n)
+		}
+		if mid.Planned > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var p replay.Plan
+	timed(func() { p, err = e.CancelPlan(ctx, pl.ID, alice) })
+	if err != nil || p.State != replay.PlanCancelled {
+		t.Fatalf("cancel: %+v %v", p, err)
+	}
+	select {
+	case <-pl.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("planning did not stop within 10 s of the cancel")
+	}
+	if _, err := pl.Result(); !errors.Is(err, ops.ErrConflict) {
+		t.Fatalf("result of a cancelled plan: %v", err)
+	}
+	if slowest > time.Second {
+		t.Errorf("the slowest answer while planning took %s; want under 1 s", slowest)
+	}
+	t.Logf("cancelled at %d of %d planned; the slowest answer %s", mid.Planned, n, slowest.Round(time.Millisecond))
+	untouched("after the cancel")
+
+	// The next plan reads every message, in the queue's order: the cancelled browse returned them
+	// as they were.
+	began := time.Now()
+	whole, err := e.Plan(ctx, "alice", src, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the whole plan of %d: ready after %s", n, time.Since(began).Round(time.Millisecond))
+	if whole.Total != n || whole.Counts[replay.Publish] != n {
+		t.Fatalf("whole plan: total %d, counts %v", whole.Total, whole.Counts)
+	}
+	rows, err := w.store.Pool().Query(ctx, `SELECT seq, message_id FROM redrive.replay_plan_item WHERE plan_id = $1 ORDER BY seq`, whole.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for rows.Next() {
+		var seq int
+		var id string
+		if err := rows.Scan(&seq, &id); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("m-%d", i); seq != i || id != want {
+			rows.Close()
+			t.Fatalf("plan item %d is %s at seq %d; want %s: the queue's order changed", i, id, seq, want)
+		}
+		i++
+	}
+	if err := rows.Err(); err != nil || i != n {
+		t.Fatalf("%d plan items (%v); want %d", i, err, n)
+	}
+	untouched("after the whole plan")
+}
