@@ -79,8 +79,12 @@ func TestRabbitPlanOfAHundredThousandCancelledMidway(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		for _, queue := range []string{"parking", "orders.work"} {
-			if q, err := mgmt.GetQueue(w.vhost, queue); err != nil || q.Messages != 0 {
-				t.Fatalf("%s: %s holds %d message(s) (%v); a plan moves nothing", when, queue, q.Messages, err)
+			q, err := mgmt.GetQueue(w.vhost, queue)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", when, queue, err)
+			}
+			if q.Messages != 0 {
+				t.Fatalf("%s: %s holds %d message(s); a plan moves nothing", when, queue, q.Messages)
 			}
 		}
 	}
