@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -80,11 +81,32 @@ func shown(c echo.Context, err error) string {
 // render writes a templ component as an HTML response. Control and bidi characters and invalid
 // UTF-8 from message content are shown as escapes (components.VisibleHTML), on every page.
 func render(c echo.Context, status int, page templ.Component) error {
-	var buf bytes.Buffer
-	if err := page.Render(c.Request().Context(), &buf); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer keepPageBuffer(buf)
+	if err := page.Render(c.Request().Context(), buf); err != nil {
 		return fmt.Errorf("render: %w", err)
 	}
+	// The response copies what it is given (the server's, or gzip's, buffer) before Write returns:
+	// the buffer is free again when HTMLBlob is.
 	return c.HTMLBlob(status, components.VisibleHTML(buf.Bytes()))
+}
+
+// pageBuffers are the buffers pages render into, kept between requests. A dead-letter topic's
+// page of 50 records is 600 KB (each record's full view, forms and copy buttons included): growing
+// a fresh buffer to that for every request (a dozen doubling copies into memory new to the
+// process) cost as much as the render itself (BenchmarkRenderPage: 1.8 ms against 3.5 ms).
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxKeptPageBuffer: a buffer grown past it (an unusually large page) is dropped, not kept, so
+// that one large page does not hold its memory for as long as the pool keeps it.
+const maxKeptPageBuffer = 4 << 20
+
+func keepPageBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxKeptPageBuffer {
+		return
+	}
+	buf.Reset()
+	pageBuffers.Put(buf)
 }
 
 // MaxJSONBody caps JSON request bodies, ids lists included: 10,000 ids (the most one request

@@ -3,6 +3,7 @@ package ops
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/redrive/redrive/ops/jsonpath"
 )
@@ -43,6 +45,29 @@ func Within[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	case <-ctx.Done():
 		var zero T
 		return zero, ctx.Err()
+	}
+}
+
+// Shared runs read once for all concurrent callers of key in g: twenty viewers of the same page,
+// or every replica's scrape, cost the dependency one read. The read is detached from the first
+// caller's context, so that its going away does not fail the others, and bounded by timeout; a
+// caller whose own context ends stops waiting with that error, named by what. Callers share the
+// value: they must not change it (copy before masking or filtering in place).
+func Shared[V any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, what string, read func(context.Context) (V, error)) (V, error) {
+	ch := g.DoChan(key, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return read(rctx)
+	})
+	var zero V
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return zero, r.Err
+		}
+		return r.Val.(V), nil
+	case <-ctx.Done():
+		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 }
 

@@ -377,10 +377,7 @@ func (e *exporter) replayOutcomeCounts(ctx context.Context) (map[string]int64, e
 	if counts != nil && e.now().Sub(at) < replayCountsTTL {
 		return counts, nil
 	}
-	v, err, _ := e.replayFlight.Do("counts", func() (any, error) {
-		// Detached from the first scrape's deadline: the others are waiting on it too.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
-		defer cancel()
+	return ops.Shared(ctx, &e.replayFlight, "counts", e.timeout, "replay outcome counts", func(ctx context.Context) (map[string]int64, error) {
 		counts, err := e.replays.ReplayOutcomeCounts(ctx)
 		if err != nil {
 			return nil, err
@@ -390,10 +387,6 @@ func (e *exporter) replayOutcomeCounts(ctx context.Context) (map[string]int64, e
 		e.replayMu.Unlock()
 		return counts, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(map[string]int64), nil
 }
 
 // exporterProblems evaluates the one problem model (*health.Monitor).

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
@@ -58,10 +61,7 @@ func burst(n int, call func(i int) (*http.Response, error)) ([]result, time.Dura
 			r := result{took: time.Since(start), err: err}
 			if err == nil {
 				r.status = resp.StatusCode
-				b := make([]byte, 512)
-				m, _ := resp.Body.Read(b)
-				r.body = string(b[:m])
-				resp.Body.Close()
+				r.body = said(resp)
 			}
 			out[i] = r
 		})
@@ -71,6 +71,19 @@ func burst(n int, call func(i int) (*http.Response, error)) ([]result, time.Dura
 	close(gate)
 	wg.Wait()
 	return out, time.Since(start)
+}
+
+// said is what a response of a burst says, for a failure's message: the error page's message
+// (its HTML head alone is the first kilobyte), else the body's first 512 bytes.
+func said(resp *http.Response) string {
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b)); err == nil {
+		if msg := doc.Find(`[data-testid="error-message"]`).Text(); msg != "" {
+			return strings.Join(strings.Fields(msg), " ")
+		}
+	}
+	return string(b[:min(len(b), 512)])
 }
 
 // percentile of the burst's latencies (p in 0..100).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,6 +29,21 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 	if q.Limit, q.Order, err = pageQuery(q.Topic, q.Limit, q.Order); err != nil {
 		return AcrossPage{}, err
 	}
+	var key strings.Builder
+	fmt.Fprintf(&key, "all\x00%s\x00%s\x00%d\x00%s\x00%d\x00", q.Topic, atKey(q.At), q.Limit, q.Order, q.Isolation)
+	if q.Cursor == nil {
+		key.WriteString("-")
+	}
+	for _, p := range slices.Sorted(maps.Keys(q.Cursor)) {
+		fmt.Fprintf(&key, "%d:%d,", p, q.Cursor[p])
+	}
+	return sharedPage(ctx, c, key.String(), "records of "+named(q.Topic), func(ctx context.Context) (AcrossPage, error) {
+		return c.recordsAcross(ctx, q)
+	})
+}
+
+func (c *Cluster) recordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage, error) {
+	var err error
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	// One listing of the partitions' offsets serves the whole page: each partition's part is

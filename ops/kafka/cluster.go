@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/redrive/redrive/configs"
 	"github.com/redrive/redrive/ops"
@@ -45,8 +46,9 @@ type Cluster struct {
 	schemas  *schema.Decoder // nil decodes nothing
 	txnAfter time.Duration   // hanging_transaction_after
 
-	stamps stampCache   // time lag: timestamps of the records groups will consume next
-	counts recordCounts // dead-letter topics' data records, counted as they arrive
+	pages  singleflight.Group // reads of a page in flight, shared by their concurrent readers (sharedPage)
+	stamps stampCache         // time lag: timestamps of the records groups will consume next
+	counts recordCounts       // dead-letter topics' data records, counted as they arrive
 
 	prodMu      sync.Mutex           // guards prod, prodCalls and prodRetired
 	prod        *kgo.Client          // the replay producer, made on first use and again after one was dropped or retired

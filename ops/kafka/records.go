@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -39,8 +40,9 @@ func pageQuery(topic string, limit int, order string) (int, string, error) {
 
 // Records reads one page of a partition with a short-lived direct consumer that starts at the
 // exact first offset of the page and stops as soon as it reached the page's last offset, so the
-// cost does not depend on how deep the page is. Errors: unknown topic → ops.ErrNotFound; bad
-// partition, offset, limit or order → ops.ErrInvalid naming the valid range.
+// cost does not depend on how deep the page is. Concurrent reads of the same page share one read
+// (sharedPage). Errors: unknown topic → ops.ErrNotFound; bad partition, offset, limit or order →
+// ops.ErrInvalid naming the valid range.
 func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	op := fmt.Sprintf("records %s[%d]", named(q.Topic), q.Partition)
 	var err error
@@ -50,6 +52,35 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if q.Offset != nil && q.At != nil {
 		return Page{}, ops.Invalid("at", "give either offset or at, not both")
 	}
+	key := fmt.Sprintf("one\x00%s\x00%d\x00%s\x00%s\x00%d\x00%s\x00%d", q.Topic, q.Partition, offsetKey(q.Offset),
+		atKey(q.At), q.Limit, q.Order, q.Isolation)
+	return sharedPage(ctx, c, key, op, func(ctx context.Context) (Page, error) { return c.records(ctx, q, op) })
+}
+
+// sharedPage runs read once for all concurrent reads of the same page (key): twenty people
+// opening a dead-letter topic at the same instant cost the cluster one consumer and one fetch, not
+// twenty (each read makes a client of its own). What is shared is only a read in flight, which
+// began after the first of them asked; nothing is kept. The records are shared too: callers mask
+// and filter copies (redact.Rules.Record), never in place.
+func sharedPage[P any](ctx context.Context, c *Cluster, key, op string, read func(context.Context) (P, error)) (P, error) {
+	return ops.Shared(ctx, &c.pages, key, c.timeout, fmt.Sprintf("kafka %s: %s", c.name, op), read)
+}
+
+func offsetKey(o *int64) string {
+	if o == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*o, 10)
+}
+
+func atKey(at *time.Time) string {
+	if at == nil {
+		return "-"
+	}
+	return strconv.FormatInt(at.UnixNano(), 10)
+}
+
+func (c *Cluster) records(ctx context.Context, q RecordQuery, op string) (Page, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 

@@ -18,8 +18,13 @@ const newestReadBudget = 3 * time.Second
 // globs), sorted by name, with their records (counted as a read_committed consumer gets them,
 // reading what arrived since the last listing: countRecords) and newest record time. The last
 // records are read with one direct consumer for all partitions, bounded to a few seconds. A topic that does not exist
-// (any more) is left out. It returns ops.ErrUnavailable when the cluster cannot be reached.
+// (any more) is left out. Concurrent listings share one (sharedPage), and so do not change the
+// topics they return. It returns ops.ErrUnavailable when the cluster cannot be reached.
 func (c *Cluster) DeadLetterTopics(ctx context.Context) ([]DLTopic, error) {
+	return sharedPage(ctx, c, "dead-letter topics", "dead-letter topics", c.deadLetterTopics)
+}
+
+func (c *Cluster) deadLetterTopics(ctx context.Context) ([]DLTopic, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	details, err := c.adm.ListTopics(ctx)

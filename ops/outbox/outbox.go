@@ -169,18 +169,10 @@ const ExactSentBelow = 200_000
 // Stats returns the overview. Concurrent callers (every open browser tab refreshing the panel)
 // share one in-flight query.
 func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
-	v, err, _ := o.statsFlight.Do("stats", func() (any, error) {
-		// Detached from the first caller's cancellation: the others are waiting on it too.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
+	return ops.Shared(ctx, &o.statsFlight, "stats", 30*time.Second, fmt.Sprintf("outbox %s: stats", o.name), func(ctx context.Context) (Stats, error) {
 		if o.registry != nil {
 			return o.registryStats(ctx)
 		}
-		st, err := o.store.Stats(ctx)
-		return st, err
+		return o.store.Stats(ctx)
 	})
-	if err != nil {
-		return Stats{}, err
-	}
-	return v.(Stats), nil
 }

@@ -165,6 +165,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 		}
 	}
 	if dlts != nil { // nil: the listing failed; keep the inflow history for the next round
+		dlts = slices.Clone(dlts) // the listing may be shared with a page's (kafka.Cluster.DeadLetterTopics)
 		st.inflows(dlts, at)
 	}
 	var txns []kafkamodel.OpenTransaction
@@ -610,7 +611,7 @@ func (s *Sampler) KafkaGroupHistory(ctx context.Context, cluster, group string, 
 		}
 	}
 	flight := fmt.Sprintf("history\x00%s\x00%s\x00%d\x00%d", cluster, group, key.span, maxPoints)
-	return readShared(ctx, &s.reads, flight, 2*readTimeout, fmt.Sprintf("kafka group %q history", group), func(ctx context.Context) ([]lag.Point, error) {
+	return ops.Shared(ctx, &s.reads, flight, 2*readTimeout, fmt.Sprintf("kafka group %q history", group), func(ctx context.Context) ([]lag.Point, error) {
 		points, err := s.readHistory(ctx, cluster, group, since, now, maxPoints)
 		if err == nil && s.cacheTTL > 0 {
 			keepChart(&s.cacheMu, s.history, key, points, s.interval)

@@ -423,7 +423,7 @@ func (s *Sampler) RabbitQueueHistory(ctx context.Context, broker, vhost, queue s
 	}
 	flight := fmt.Sprintf("rabbit-history\x00%s\x00%s\x00%s\x00%d\x00%d", broker, vhost, queue, key.span, maxPoints)
 	what := fmt.Sprintf("rabbitmq queue %s/%s history", vhost, queue)
-	return readShared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]history.RabbitQueuePoint, error) {
+	return ops.Shared(ctx, &s.reads, flight, 2*readTimeout, what, func(ctx context.Context) ([]history.RabbitQueuePoint, error) {
 		points, err := s.store.RabbitQueueHistory(ctx, broker, vhost, queue, since, now, maxPoints)
 		if err != nil {
 			return nil, err

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 )
@@ -32,27 +30,6 @@ type snapshot[V any] interface {
 	Source() string
 }
 
-// readShared runs read once for all concurrent callers of key. The read is detached from the
-// first caller's context, so its going away does not fail the others, and bounded by timeout; a
-// caller whose own context ends stops waiting with that error, named by what.
-func readShared[V any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, what string, read func(context.Context) (V, error)) (V, error) {
-	ch := g.DoChan(key, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		return read(rctx)
-	})
-	var zero V
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return zero, r.Err
-		}
-		return r.Val.(V), nil
-	case <-ctx.Done():
-		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
-	}
-}
-
 // latest is a source's snapshot as LatestKafka and LatestRabbit answer it: the replica's copy
 // while it is younger than CacheTTL, else read from the store once for all concurrent callers
 // and kept. kind and name say which source a caller gave up waiting for.
@@ -61,7 +38,7 @@ func latest[V snapshot[V]](ctx context.Context, s *Sampler, m map[string]cached[
 		return snap, nil
 	}
 	what := fmt.Sprintf("%s %q: snapshot", kind, name)
-	return readShared(ctx, &s.reads, kind+"/"+name, readTimeout, what, func(ctx context.Context) (V, error) {
+	return ops.Shared(ctx, &s.reads, kind+"/"+name, readTimeout, what, func(ctx context.Context) (V, error) {
 		snap, err := read(ctx, name)
 		if err == nil && s.cacheTTL > 0 {
 			keepNewer(&s.cacheMu, m, name, snap)
