@@ -238,12 +238,11 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 				selfCompressed[c.Path()]
 		}}),
 		middleware.SecureWithConfig(middleware.SecureConfig{
-			XSSProtection:      "0",
-			ContentTypeNosniff: "nosniff",
-			XFrameOptions:      "DENY",
-			ReferrerPolicy:     "same-origin",
-			ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-				"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+			XSSProtection:         "0",
+			ContentTypeNosniff:    "nosniff",
+			XFrameOptions:         "DENY",
+			ReferrerPolicy:        "same-origin",
+			ContentSecurityPolicy: static.ContentSecurityPolicy,
 		}),
 		checkHost(newHostPolicy(opts.Auth, opts.Listen)), // before anything reads or authenticates
 		// The error stays context.DeadlineExceeded (echo's default makes it a bare 503), so that the

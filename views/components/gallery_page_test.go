@@ -23,7 +23,8 @@ import (
 // would use them; gallery_test.go screenshots it and browser_test.go drives
 // app.js on it.
 
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+// csp is the console's own, so that what the browser tests see blocked is what the console blocks.
+const csp = static.ContentSecurityPolicy
 
 func galleryMeta() layout.Meta {
 	return layout.Meta{
