@@ -140,7 +140,8 @@ func TestCrashDuringRabbitReplayLosesNothing(t *testing.T) {
 		Total   int            `json:"total"`
 		Actions map[string]int `json:"actions"`
 	}
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != n || plan.Actions["publish"] != 4500 {
+	if r.status, r.body = planned(t, p.base, r.status, r.body); r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil ||
+		plan.Total != n || plan.Actions["publish"] != 4500 {
 		t.Fatalf("plan: %d %s", r.status, r.body)
 	}
 	job := startJob(t, p.base, fmt.Sprintf(`{"plan_id":%q,"rate_per_second":1500,"reason":"crash test"}`, plan.PlanID))

@@ -70,7 +70,7 @@ func TestLoadPagesAndAPIWhileReplaying(t *testing.T) {
 		PlanID string `json:"plan_id"`
 		Total  int    `json:"total"`
 	}
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != records {
+	if r.status, r.body = planned(t, p.base, r.status, r.body); r.status != 200 || json.Unmarshal([]byte(r.body), &plan) != nil || plan.Total != records {
 		t.Fatalf("plan: %d %s", r.status, tail(r.body, 500))
 	}
 	job := startJob(t, p.base, fmt.Sprintf(`{"plan_id":%q,"rate_per_second":%d,"reason":"load test"}`, plan.PlanID, rate))

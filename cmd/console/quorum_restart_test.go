@@ -76,8 +76,9 @@ func TestQuorumDLQSurvivesANodeRestartOnRabbitMQ4(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%s: %d %.300s", what, r.status, r.body)
 		}
-		if p := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
-			`{"source":{"kind":"rabbitmq","broker":"main","vhost":"/","queue":"orders.dlq","limit":1000}}`); p.status != 200 && p.status != 400 {
+		p := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
+			`{"source":{"kind":"rabbitmq","broker":"main","vhost":"/","queue":"orders.dlq","limit":1000}}`)
+		if p.status, p.body = planned(t, base, p.status, p.body); p.status != 200 && p.status != 400 {
 			t.Fatalf("%s: plan %d %.300s", what, p.status, p.body)
 		}
 	}

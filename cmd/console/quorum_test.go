@@ -64,6 +64,7 @@ func TestQuorumDLQIsNeverEmptiedByLooking(t *testing.T) {
 	for i := range 20 {
 		r := do(t, nil, "POST", base+"/api/v1/replays/plan", "application/json",
 			fmt.Sprintf(`{"source":{"kind":"rabbitmq","broker":"main","vhost":%q,"queue":"orders.dlq","limit":1000}}`, vhost))
+		r.status, r.body = planned(t, base, r.status, r.body)
 		switch {
 		case r.status == 200:
 		case r.status == 400 && strings.Contains(r.body, "holds no messages") && rabbittest.Depth(t, ch, "orders.dlq") == 0:
