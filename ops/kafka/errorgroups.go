@@ -18,7 +18,8 @@ import (
 // DefaultMaxScan), shared fairly across partitions, up to each one's last stable offset, as a
 // read_committed consumer gets them — and groups them by (exception type, cause). Records are
 // streamed through one direct consumer and folded into the groups as they arrive; none are kept.
-// Unknown topic → ops.ErrNotFound; maxScan outside [0, MaxMaxScan] → ops.ErrInvalid.
+// Concurrent scans of the same topic and size share one (sharedPage). Unknown topic →
+// ops.ErrNotFound; maxScan outside [0, MaxMaxScan] → ops.ErrInvalid.
 func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (ErrorScan, error) {
 	op := "error groups of " + named(topic)
 	if topic == "" {
@@ -30,6 +31,13 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 	if maxScan < 0 || maxScan > MaxMaxScan {
 		return ErrorScan{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d]", MaxMaxScan))
 	}
+	// A scan of up to 100,000 records: twenty people opening a topic's errors at once share one.
+	return sharedPage(ctx, c, fmt.Sprintf("errors\x00%s\x00%d", topic, maxScan), op, func(ctx context.Context) (ErrorScan, error) {
+		return c.errorGroups(ctx, topic, maxScan, op)
+	})
+}
+
+func (c *Cluster) errorGroups(ctx context.Context, topic string, maxScan int, op string) (ErrorScan, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	all, err := c.partitionBounds(ctx, topic)

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,18 +20,27 @@ import (
 // others; and nothing is kept: the next read, once this one is done, reads again and sees a
 // record written since.
 func TestConcurrentReadsOfAPageShareOneRead(t *testing.T) {
+	newest50 := span(119, 70, -1)
 	for _, tc := range []struct {
 		name string
+		// read answers what a reader is shown, as numbers: the page's offsets, the scan's count.
 		read func(context.Context, *Cluster) ([]int64, error)
+		want []int64 // before the record written after the reads
+		// after says whether a read after the reads shows the record written since (offset 120).
+		after func([]int64) bool
 	}{
 		{"OnePartition", func(ctx context.Context, c *Cluster) ([]int64, error) {
 			p, err := c.Records(ctx, RecordQuery{Topic: "orders.DLT", Partition: 0, Limit: 50})
 			return offsets(p), err
-		}},
+		}, newest50, func(o []int64) bool { return len(o) > 0 && o[0] == 120 }},
 		{"AcrossPartitions", func(ctx context.Context, c *Cluster) ([]int64, error) {
 			p, err := c.RecordsAcross(ctx, AcrossQuery{Topic: "orders.DLT", Limit: 50})
 			return offsets(Page{Records: p.Records}), err
-		}},
+		}, newest50, func(o []int64) bool { return len(o) > 0 && o[0] == 120 }},
+		{"ErrorGroups", func(ctx context.Context, c *Cluster) ([]int64, error) {
+			s, err := c.ErrorGroups(ctx, "orders.DLT", 0)
+			return []int64{s.Scanned}, err
+		}, []int64{100}, func(o []int64) bool { return len(o) == 1 && o[0] == 101 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := browseFixture(t) // partition 0 holds [20, 120)
@@ -88,19 +96,17 @@ func TestConcurrentReadsOfAPageShareOneRead(t *testing.T) {
 				t.Error("a reader whose context ended kept waiting for the shared read")
 			}
 			released()
-			want := span(119, 70, -1)
 			for i, ch := range answers {
 				a := <-ch
-				if a.err != nil || !eqOffsets(a.offs, want) {
-					t.Errorf("reader %d: %v %v, want the newest 50 offsets (119 … 70)", i, a.err, a.offs)
+				if a.err != nil || !eqOffsets(a.offs, tc.want) {
+					t.Errorf("reader %d: %v %v, want %v", i, a.err, a.offs, tc.want)
 				}
 			}
 			// Nothing is kept: a read after these reads the partition again.
 			f.produce(t, &kgo.Record{Topic: "orders.DLT", Partition: 0, Value: []byte(`{"messageId":"m-120"}`)})
 			before := fetches.Load()
-			offs, err := tc.read(ctx, f.c)
-			if err != nil || len(offs) == 0 || offs[0] != 120 {
-				t.Errorf("the read after: %v, first offset %v; want 120, the record written since", err, fmt.Sprint(offs[:min(len(offs), 1)]))
+			if offs, err := tc.read(ctx, f.c); err != nil || !tc.after(offs) {
+				t.Errorf("the read after: %v %v; want it to show offset 120, the record written since", err, offs)
 			}
 			if fetches.Load() == before {
 				t.Error("the read after made no consumer: a finished read was kept")
