@@ -30,7 +30,7 @@ func (c *Cluster) RecordsAcross(ctx context.Context, q AcrossQuery) (AcrossPage,
 		return AcrossPage{}, err
 	}
 	var key strings.Builder
-	fmt.Fprintf(&key, "all\x00%s\x00%s\x00%d\x00%s\x00%d\x00", q.Topic, atKey(q.At), q.Limit, q.Order, q.Isolation)
+	fmt.Fprintf(&key, "all %q %s %d %s %d ", q.Topic, atKey(q.At), q.Limit, q.Order, q.Isolation)
 	if q.Cursor == nil {
 		key.WriteString("-")
 	}

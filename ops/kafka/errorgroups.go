@@ -32,7 +32,7 @@ func (c *Cluster) ErrorGroups(ctx context.Context, topic string, maxScan int) (E
 		return ErrorScan{}, ops.Invalid("max_scan", fmt.Sprintf("must be in [1, %d]", MaxMaxScan))
 	}
 	// A scan of up to 100,000 records: twenty people opening a topic's errors at once share one.
-	return sharedPage(ctx, c, fmt.Sprintf("errors\x00%s\x00%d", topic, maxScan), op, func(ctx context.Context) (ErrorScan, error) {
+	return sharedPage(ctx, c, fmt.Sprintf("errors %q %d", topic, maxScan), op, func(ctx context.Context) (ErrorScan, error) {
 		return c.errorGroups(ctx, topic, maxScan, op)
 	})
 }

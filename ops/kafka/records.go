@@ -52,16 +52,18 @@ func (c *Cluster) Records(ctx context.Context, q RecordQuery) (Page, error) {
 	if q.Offset != nil && q.At != nil {
 		return Page{}, ops.Invalid("at", "give either offset or at, not both")
 	}
-	key := fmt.Sprintf("one\x00%s\x00%d\x00%s\x00%s\x00%d\x00%s\x00%d", q.Topic, q.Partition, offsetKey(q.Offset),
+	key := fmt.Sprintf("one %q %d %s %s %d %s %d", q.Topic, q.Partition, offsetKey(q.Offset),
 		atKey(q.At), q.Limit, q.Order, q.Isolation)
 	return sharedPage(ctx, c, key, op, func(ctx context.Context) (Page, error) { return c.records(ctx, q, op) })
 }
 
 // sharedPage runs read once for all concurrent reads of the same page (key): twenty people
 // opening a dead-letter topic at the same instant cost the cluster one consumer and one fetch, not
-// twenty (each read makes a client of its own). What is shared is only a read in flight, which
-// began after the first of them asked; nothing is kept. The records are shared too: callers mask
-// and filter copies (redact.Rules.Record), never in place.
+// twenty (each read makes a client of its own). What is shared is only a read in flight — a
+// reader who joins it gets what it read, which began at most one read's time before they asked —
+// and nothing is kept. The records are shared too: callers mask and filter copies
+// (redact.Rules.Record), never in place. Keys quote the topic (%q), so that no name, NUL bytes
+// and all, can pass for another page's key.
 func sharedPage[P any](ctx context.Context, c *Cluster, key, op string, read func(context.Context) (P, error)) (P, error) {
 	return ops.Shared(ctx, &c.pages, key, c.timeout, fmt.Sprintf("kafka %s: %s", c.name, op), read)
 }
