@@ -110,6 +110,10 @@ func (d db) Generate(tb testing.TB, n, deadEvery int) {
 		SELECT concat('e', seq), 'Order', concat('o', seq), 'OrderCreated', 1, '{}',
 		       IF(seq %% %d = 0, 'DEAD', 'SENT'), NOW(6), NOW(6)
 		FROM seq_1_to_%d ORDER BY seq`, deadEvery, n))
+	// ANALYZE samples 20 leaf pages by default: on this table one analysis in about twelve read 3%
+	// low (242,476 of 250,000; CI caught one). The suite checks what the adapter does with
+	// TABLE_ROWS, not InnoDB's sampling, so the analysis reads every leaf page.
+	mysqltest.Exec(tb, d.dsn, `ALTER TABLE outbox_event STATS_SAMPLE_PAGES = 65535`)
 	mysqltest.Exec(tb, d.dsn, `ANALYZE TABLE outbox_event`)
 }
 
