@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -708,6 +709,7 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	}
 	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
 	page.Masked = red != nil
+	page.Revealed, _ = queryBool(c, "reveal") // redactionFor refused a reveal it did not grant
 	page.CanUncommitted = ActorOf(c).Can(access.Admin)
 	page.Uncommitted = q.Isolation == kafkamodel.ReadUncommitted
 	h.searchLinks(c, &page)
@@ -838,6 +840,60 @@ func (h *Kafka) topicAcross(c echo.Context, k KafkaCluster, red *redact.Rules, p
 		page.NextURL = paths.WithQuery(paths.KafkaTopic(k.Name(), q.Topic), v)
 	}
 	return render(c, http.StatusOK, kafkapages.Topic(page))
+}
+
+// RecordDetail: GET /kafka/:cluster/topics/:topic/records/:partition/:offset — one record's full
+// view as a topic page's row loads it when first expanded (htmx): masked for the reader, with its
+// state, notes and forms, as the page itself would have shown it; read as the list was
+// (isolation, reveal), its forms returning to the list (back). Opened on its own (a link, a new
+// tab), it is the topic page of that one record.
+func (h *Kafka) RecordDetail(c echo.Context) error {
+	k, err := h.cluster(c)
+	if err != nil {
+		return err
+	}
+	topic := pathParam(c, "topic")
+	partition, perr := strconv.ParseInt(pathParam(c, "partition"), 10, 32)
+	offset, oerr := strconv.ParseInt(pathParam(c, "offset"), 10, 64)
+	if perr != nil || oerr != nil || partition < 0 || offset < 0 {
+		return ops.NotFound("no record %s:%s: a record is addressed by its partition and offset, both non-negative integers",
+			ops.Echo(pathParam(c, "partition")), ops.Echo(pathParam(c, "offset")))
+	}
+	if c.Request().Header.Get("HX-Request") != "true" {
+		return c.Redirect(http.StatusSeeOther, kafkapages.RecordPage(k.Name(), topic, int32(partition), offset))
+	}
+	isolation, err := isolationParam(c)
+	if err != nil {
+		return err
+	}
+	red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+topic)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	res, err := k.Records(ctx, kafkamodel.RecordQuery{Topic: topic, Partition: int32(partition), Offset: &offset, Limit: 1,
+		Order: "newest", Isolation: isolation})
+	if errors.Is(err, ops.ErrInvalid) {
+		return ops.NotFound("record %d:%d of %s cannot be read any more (%s): retention, compaction or the topic's "+
+			"recreation removed it since the list was read; reload the list", partition, offset, ops.Echo(topic), err)
+	}
+	if err != nil {
+		return err
+	}
+	if len(res.Records) == 0 || res.Records[0].Offset != offset {
+		return ops.NotFound("record %d:%d of %s is not there any more (an aborted transaction's, or removed since the list "+
+			"was read); reload the list", partition, offset, ops.Echo(topic))
+	}
+	page := kafkapages.TopicPage{DeadLetters: isDeadLetterTopic(k, topic), Meta: h.clusterMeta(c, "Topic "+topic, k.Name()),
+		Cluster: k.Name(), Topic: topic, Partition: int32(partition), Order: "newest", Limit: 1, State: "all",
+		Masked: red != nil, Uncommitted: isolation == kafkamodel.ReadUncommitted}
+	if back, ok := below(c.QueryParam("back"), paths.KafkaTopic(k.Name(), topic)); ok {
+		page.Back = paths.WithQuery(back.EscapedPath(), back.Query())
+	}
+	if err := h.showRecords(ctx, k, red, &page, res.Records); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, kafkapages.RecordDetail(page, page.Records[0]))
 }
 
 // ErrorsPage: GET /kafka/:cluster/topics/:topic/errors — one row per bug.

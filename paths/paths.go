@@ -94,6 +94,9 @@ const (
 	KafkaResolutionsPattern = KafkaTopicPattern + "/resolutions"
 	// KafkaNotesPattern takes the pages' note forms (on an error group or a record).
 	KafkaNotesPattern = KafkaTopicPattern + "/notes"
+	// KafkaRecordPattern is one record's full view: what a topic page's row loads when it is
+	// expanded; opened on its own, the topic page of that one record.
+	KafkaRecordPattern = KafkaTopicPattern + "/records/:partition/:offset"
 )
 
 func KafkaCluster(cluster string) string        { return build(KafkaClusterPattern, cluster) }
@@ -114,6 +117,9 @@ func KafkaResolutions(cluster, topic string) string {
 	return build(KafkaResolutionsPattern, cluster, topic)
 }
 func KafkaNotes(cluster, topic string) string { return build(KafkaNotesPattern, cluster, topic) }
+func KafkaRecord(cluster, topic string, partition int32, offset int64) string {
+	return build(KafkaRecordPattern, cluster, topic, strconv.Itoa(int(partition)), strconv.FormatInt(offset, 10))
+}
 
 // RabbitMQ pages.
 const (

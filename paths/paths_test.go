@@ -47,6 +47,12 @@ func withID(name, pattern string, f func(name string, id int64) string) builder 
 		want: func(a []string) []string { return []string{a[0], "42"} }}
 }
 
+// withPosition is a builder of a name pair and a record's position (a partition, an offset).
+func withPosition(name, pattern string, f func(a, b string, partition int32, offset int64) string) builder {
+	return builder{name: name, pattern: pattern, build: func(a []string) string { return f(a[0], a[1], 3, 42) },
+		want: func(a []string) []string { return []string{a[0], a[1], "3", "42"} }}
+}
+
 // withNumber is a builder whose only parameter is a number (an archived message's id).
 func withNumber(name, pattern string, f func(id int64) string) builder {
 	return builder{name: name, pattern: pattern, build: func([]string) string { return f(42) },
@@ -83,6 +89,7 @@ var builders = []builder{
 	two("KafkaResolutions", KafkaResolutionsPattern, KafkaResolutions),
 	two("KafkaNotes", KafkaNotesPattern, KafkaNotes),
 	two("KafkaTopicErrors", KafkaTopicErrorsPattern, KafkaTopicErrors),
+	withPosition("KafkaRecord", KafkaRecordPattern, KafkaRecord),
 
 	one("RabbitBroker", RabbitBrokerPattern, RabbitBroker),
 	three("Queue", QueuePattern, Queue),

@@ -72,6 +72,7 @@ func routes(h routeHandlers) []Route {
 		{http.MethodGet, paths.OffsetMovePattern, h.offsets.PlanPage, access.Viewer},
 		{http.MethodGet, paths.KafkaTopicPattern, h.kafka.TopicPage, access.Viewer},
 		{http.MethodGet, paths.KafkaTopicErrorsPattern, h.kafka.ErrorsPage, access.Viewer},
+		{http.MethodGet, paths.KafkaRecordPattern, h.kafka.RecordDetail, access.Viewer},
 		{http.MethodPost, paths.KafkaResolutionsPattern, h.kafka.FormResolve, access.Operator},
 		{http.MethodPost, paths.KafkaNotesPattern, h.kafka.FormNote, access.Operator},
 		{http.MethodGet, paths.RabbitMQ, h.rabbit.Index, access.Viewer},

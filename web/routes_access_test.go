@@ -209,6 +209,7 @@ func TestRouteTableRoles(t *testing.T) {
 		{"POST", "/kafka/:cluster/groups/:group/offsets/approve", access.Operator},
 		{"GET", "/kafka/:cluster/groups/:group/offsets/:id", access.Viewer},
 		{"GET", "/kafka/:cluster/topics/:topic", access.Viewer},
+		{"GET", "/kafka/:cluster/topics/:topic/records/:partition/:offset", access.Viewer},
 		{"GET", "/kafka/:cluster/topics/:topic/errors", access.Viewer},
 		{"POST", "/kafka/:cluster/topics/:topic/resolutions", access.Operator},
 		{"POST", "/kafka/:cluster/topics/:topic/notes", access.Operator},

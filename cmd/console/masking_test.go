@@ -271,6 +271,16 @@ notify:
 			}
 			leaks(role+" page "+p, r.body)
 		}
+		// The topic page's rows load their full views when expanded (htmx): masked as the page was.
+		for off := range int64(2) {
+			p := paths.KafkaRecord("main", "orders.DLT", 0, off)
+			r := hx(t, client, base+p)
+			if want := []string{"PaymentException", "RefundException"}[off]; r.status != http.StatusOK ||
+				!strings.Contains(r.body, `data-testid="record"`) || !strings.Contains(r.body, want) {
+				t.Errorf("%s view of record 0:%d: %d %.300s; want the record's view, naming %s", role, off, r.status, r.body, want)
+			}
+			leaks(role+" view "+p, r.body)
+		}
 	}
 	for name, bodies := range map[string][]string{"webhook": hookBodies(), "slack": slackBodies(), "email": mail.messages()} {
 		for _, b := range bodies {

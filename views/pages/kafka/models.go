@@ -236,9 +236,13 @@ type TopicPage struct {
 	Records        []RecordView
 	NextURL        string
 	PrevURL        string
-	CanReveal      bool   // values are masked by redaction rules and an admin may reveal them (audited)
-	Masked         bool   // redaction rules apply to this reader: values are not offered for editing
-	State          string // the resolution state shown: open (default), resolved, ignored, replayed or all
+	CanReveal      bool // values are masked by redaction rules and an admin may reveal them (audited)
+	Masked         bool // redaction rules apply to this reader: values are not offered for editing
+	Revealed       bool // an admin asked for this page unmasked (reveal=true): its rows' views load unmasked too
+	// Back is where the forms of a record's view return (RecordDetail: the list it was expanded
+	// in); "" for the page's own address in its state.
+	Back  string
+	State string // the resolution state shown: open (default), resolved, ignored, replayed or all
 	// DeadLetters: the topic is a dead-letter topic, its records dead letters with a state, error
 	// groups and plans; otherwise the page shows records only.
 	DeadLetters bool
@@ -371,8 +375,37 @@ type ErrorGroupRow struct {
 // NoteView is a person's note on an error group or a record (components.NoteView).
 type NoteView = components.NoteView
 
+// detailURL is what a row loads when it is expanded: the record's view, with the list to return
+// to after a form in it and the list's way of reading (uncommitted, revealed).
+func detailURL(p TopicPage, r RecordView) string {
+	v := url.Values{"back": {backURL(p)}}
+	if p.Uncommitted {
+		v.Set("isolation", "uncommitted")
+	}
+	if p.Revealed {
+		v.Set("reveal", "true")
+	}
+	return paths.WithQuery(paths.KafkaRecord(p.Cluster, p.Topic, r.Partition, r.Offset), v)
+}
+
+// backURL is where a record's forms return: the list its view was expanded in.
+func backURL(p TopicPage) string {
+	if p.Back != "" {
+		return p.Back
+	}
+	return stateURL(p, p.State)
+}
+
+// recordURL is the topic page of one record, whatever its state (an error group's sample may
+// be resolved since, and the page's default state, open, would hide it).
 func recordURL(c, t string, p int32, off int64) string {
-	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)}, "limit": {"1"}})
+	return RecordPage(c, t, p, off)
+}
+
+// RecordPage is recordURL for the handlers (a record's own path opened without htmx).
+func RecordPage(c, t string, p int32, off int64) string {
+	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)},
+		"limit": {"1"}, "state": {"all"}})
 }
 
 // exceptionURL opens an error group's records across every partition of the topic.
