@@ -21,7 +21,8 @@ import (
 // and has committed on every partition of orders, inventory-service commits on every partition but
 // is days behind (WARN),
 // shipping-service holds its partitions without a commit (STALL), legacy-reporting and fraud-check
-// have no members (EMPTY), ledger-service keeps up with refunds (OK).
+// have no members (EMPTY), ledger-service keeps up with refunds (OK); notification-service (a
+// KIP-848 consumer group) and order-mailer (a share group) keep up with orders (OK).
 func TestDemoGroupsAreInTheirStates(t *testing.T) {
 	pgDSN := pgtest.NewDatabase(t)
 	outDSN, inDSN := mysqltest.NewDatabase(t), mysqltest.NewDatabase(t)
@@ -78,7 +79,9 @@ func TestDemoGroupsAreInTheirStates(t *testing.T) {
 	want := map[string]lag.StatusCode{
 		"billing-service": lag.StatusOK, "inventory-service": lag.StatusWarn, "shipping-service": lag.StatusStall,
 		"legacy-reporting": lag.StatusEmpty, PoisonGroup: lag.StatusEmpty, RefundsConsumer: lag.StatusOK,
+		NotificationGroup: lag.StatusOK, MailerShareGroup: lag.StatusOK,
 	}
+	kinds := map[string]string{NotificationGroup: kafka.GroupConsumer, MailerShareGroup: kafka.GroupShare, "billing-service": kafka.GroupClassic}
 	for name, code := range want {
 		g, ok := last[name]
 		if !ok {
@@ -95,7 +98,13 @@ func TestDemoGroupsAreInTheirStates(t *testing.T) {
 				}
 			}
 		}
+		if want, ok := kinds[name]; ok && g.Kind() != want {
+			t.Errorf("%s is a %s group, want %s", name, g.Kind(), want)
+		}
 		st := lag.EvaluateGroup(rules, every, g.State, g.Members, parts, time.Now())
+		if g.Kind() == kafka.GroupShare {
+			st = lag.EvaluateShareGroup(rules, every, g.State, g.Members, parts, time.Now())
+		}
 		if st.Status.Code != code {
 			t.Errorf("%s (%s, %d members, lag %d): %s %q, want %s", name, g.State, g.Members, g.TotalLag, st.Status.Code, st.Status.Reason, code)
 		}

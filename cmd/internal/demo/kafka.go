@@ -164,6 +164,10 @@ func SeedKafka(ctx context.Context, brokers []string) error {
 //   - legacy-reporting committed long ago and has no members: EMPTY, its lag left behind.
 //   - ledger-service (refunds, RunRefunds) keeps up: OK; fraud-check waits with no member at the
 //     poison record of refunds: EMPTY.
+//   - notification-service reads orders as billing-service does, as a KIP-848 consumer group (the
+//     broker assigns its partitions: Kafka 4's protocol): OK.
+//   - order-mailer is a KIP-932 share group on orders: its member takes what the relay produces
+//     and accepts each record on its next poll: OK.
 //
 // WarnAfterSeconds is the time lag the demo's Kafka cluster warns after (lag.warn_after_seconds).
 const WarnAfterSeconds = 600
@@ -176,7 +180,31 @@ const seedBatchBytes = 4 << 10
 func RunKafkaTraffic(ctx context.Context, brokers []string) {
 	go consume(ctx, brokers, OrdersTopic, "billing-service", 0)   // keeps up
 	go consume(ctx, brokers, OrdersTopic, "inventory-service", 2) // slower than the relay: lag grows
+	go consume(ctx, brokers, OrdersTopic, NotificationGroup, 0, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.ClientID("notification-service-1"))
+	go shareConsume(ctx, brokers, OrdersTopic, MailerShareGroup)
 	holdWithoutCommitting(ctx, brokers, OrdersTopic, "shipping-service")
+}
+
+// The demo's groups of Kafka 4's kinds: a KIP-848 consumer group and a KIP-932 share group.
+const (
+	NotificationGroup = "notification-service"
+	MailerShareGroup  = "order-mailer"
+)
+
+// shareConsume is a member of the share group group on topic: it takes the records the broker
+// delivers to it (from the group's start, the end of topic when it first joins: Kafka's default
+// share.auto.offset.reset) and accepts each on its next poll, until ctx ends.
+func shareConsume(ctx context.Context, brokers []string, topic, group string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ClientID(group+"-1"))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	for ctx.Err() == nil {
+		cl.PollRecords(ctx, 100) // the previous poll's records are accepted by this one
+	}
 }
 
 // every calls step with 0, 1, 2, … once an interval, the first an interval from now, until ctx
@@ -196,13 +224,13 @@ func every(ctx context.Context, interval time.Duration, step func(i int) error) 
 	}
 }
 
-// consume consumes topic as a member of group from the start and commits each record it
-// processed: as fast as records come with perSecond 0, else perSecond records a second, taken from
+// consume consumes topic as a member of group from the start (opts: as a KIP-848 member) and
+// commits each record it processed: as fast as records come with perSecond 0, else perSecond records a second, taken from
 // the partitions in turn (a fetch brings a few records of each: a paced consumer that read one
 // partition's fetch before the next would leave the others' commits standing for seconds).
-func consume(ctx context.Context, brokers []string, topic, group string, perSecond int) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(seedBatchBytes))
+func consume(ctx context.Context, brokers []string, topic, group string, perSecond int, opts ...kgo.Opt) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxPartitionBytes(seedBatchBytes)}, opts...)...)
 	if err != nil {
 		return
 	}
