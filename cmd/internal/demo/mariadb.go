@@ -236,6 +236,9 @@ func seedRefundsTopics(ctx context.Context, brokers []string, history []sentEven
 				{Key: "messageId", Value: headerValue(orig, "messageId")},
 			}})
 	}
+	if err := abortDeadLetters(ctx, brokers, placed); err != nil {
+		return err
+	}
 	if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil {
 		return fmt.Errorf("demo: produce %s: %w", RefundsDLT, err)
 	}
@@ -258,6 +261,51 @@ func seedRefundsTopics(ctx context.Context, brokers []string, history []sentEven
 		if _, err := adm.CommitOffsets(ctx, group, o); err != nil {
 			return fmt.Errorf("demo: commit %s: %w", group, err)
 		}
+	}
+	return nil
+}
+
+// AbortedDeadLetters is how many dead letters ledger-service's aborted transaction wrote to
+// refunds.DLT, one on each partition, before the committed ones.
+const AbortedDeadLetters = 2
+
+// abortDeadLetters writes dead letters to refunds.DLT in a transaction and aborts it, as a
+// transactional Spring consumer does when it dies before committing (the records stay in the log,
+// each partition gets an abort marker): a read_committed consumer, kcat with
+// -X isolation.level=read_committed and the console never see them; the console's admin read
+// (isolation=uncommitted) shows them marked aborted. Kafka 4 readers that show or replay them are
+// wrong.
+func abortDeadLetters(ctx context.Context, brokers []string, placed map[string]*kgo.Record) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID(RefundsConsumer+"-dlt-0"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("demo: begin a transaction: %w", err)
+	}
+	for p := range int32(AbortedDeadLetters) {
+		var orig *kgo.Record
+		for i := 190; orig == nil || orig.Partition != p; i += 13 { // older than the committed ones after them
+			orig = placed[fmt.Sprintf("rfd-evt-%06d", i)]
+		}
+		r := &kgo.Record{Topic: RefundsDLT, Partition: p, Key: orig.Key, Value: orig.Value, Timestamp: orig.Timestamp.Add(time.Minute),
+			Headers: []kgo.RecordHeader{
+				{Key: "kafka_dlt-original-topic", Value: []byte(RefundsTopic)},
+				{Key: "kafka_dlt-original-partition", Value: be32(orig.Partition)},
+				{Key: "kafka_dlt-original-offset", Value: be64(orig.Offset)},
+				{Key: "kafka_dlt-original-consumer-group", Value: []byte(RefundsConsumer)},
+				{Key: "kafka_dlt-exception-fqcn", Value: []byte("com.acme.ledger.LedgerUnavailableException")},
+				{Key: "kafka_dlt-exception-message", Value: []byte("ledger database unreachable; this dead letter's transaction was aborted")},
+				{Key: "messageId", Value: headerValue(orig, "messageId")},
+			}}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			return fmt.Errorf("demo: produce in a transaction: %w", err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("demo: abort the transaction: %w", err)
 	}
 	return nil
 }

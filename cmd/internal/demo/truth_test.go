@@ -29,8 +29,8 @@ import (
 )
 
 // readTopic reads every record of topic (all partitions, start to end) with an independent
-// client of the test's own.
-func readTopic(t *testing.T, c *kfake.Cluster, topic string) []*kgo.Record {
+// client of the test's own, read_committed unless opts say otherwise.
+func readTopic(t *testing.T, c *kfake.Cluster, topic string, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -39,17 +39,31 @@ func readTopic(t *testing.T, c *kfake.Cluster, topic string) []*kgo.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int32]int64{}
-	var total int64
-	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset; total += o.Offset })
-	cl := kfaketest.Client(t, c, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	want, next := map[int32]int64{}, map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	done := func() bool {
+		for p, end := range want {
+			if next[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	// As a read_committed consumer reads it (an aborted transaction's records and the markers take
+	// offsets, and are no records): done when each partition's last record is the one before its
+	// end (the demo's topics end with a committed record).
+	cl := kfaketest.Client(t, c, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
 	var out []*kgo.Record
-	for int64(len(out)) < total {
+	for !done() {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("%s: read %d of %d records in 30 s", topic, len(out), total)
+			t.Fatalf("%s: read %d records (up to %v of %v) in 30 s", topic, len(out), next, want)
 		}
-		out = append(out, fs.Records()...)
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			next[r.Partition] = r.Offset + 1
+		})
 	}
 	return out
 }
@@ -319,6 +333,19 @@ func TestRefundsInMariaDBAgree(t *testing.T) {
 		t.Errorf("refunds holds %d records, want %d", len(refunds), refundsHistory)
 	}
 	checkDeadLetters(t, readTopic(t, c, RefundsDLT), refunds, RefundsTopic, 14)
+	// Under them in the log, the dead letters of ledger-service's aborted transaction, one on
+	// each partition: only a read_uncommitted reader gets them.
+	var aborted []string
+	all := readTopic(t, c, RefundsDLT, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	for _, r := range all {
+		if header(r, "kafka_dlt-exception-fqcn") == "com.acme.ledger.LedgerUnavailableException" {
+			aborted = append(aborted, fmt.Sprintf("%d@%d", r.Partition, r.Offset))
+		}
+	}
+	if len(all) != 14+AbortedDeadLetters || len(aborted) != AbortedDeadLetters || aborted[0][0] == aborted[1][0] {
+		t.Errorf("read uncommitted, refunds.DLT holds %d records, the aborted ones at %v; want 14 and %d aborted on both partitions",
+			len(all), aborted, AbortedDeadLetters)
+	}
 	adm := kadm.NewClient(kfaketest.Client(t, c))
 	fraud, err := adm.FetchOffsets(ctx, PoisonGroup)
 	if err != nil {
