@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"html"
 	"io"
 	"mime"
 	"mime/quotedprintable"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -286,6 +288,25 @@ notify:
 		for _, b := range bodies {
 			leaks(name+" notification", b)
 		}
+	}
+	// An admin's revealed page loads its rows' views revealed, each audited as the reveal of that
+	// record; a viewer asking for a revealed view is refused.
+	ada, _ := signedIn(t, base, "ada")
+	revealed := do(t, ada, "GET", base+qv(paths.KafkaTopic("main", "orders.DLT"), url.Values{"partition": {"0"}, "reveal": {"true"}}), "", "")
+	view := paths.KafkaRecord("main", "orders.DLT", 0, 0)
+	src := regexp.MustCompile(`hx-get="(` + regexp.QuoteMeta(view) + `[^"]*)"`).FindStringSubmatch(revealed.body)
+	if revealed.status != http.StatusOK || src == nil || !strings.Contains(src[1], "reveal=true") {
+		t.Fatalf("the revealed page's row of 0:0 loads %q (status %d); want its view revealed", src, revealed.status)
+	}
+	if r := hx(t, ada, base+html.UnescapeString(src[1])); r.status != http.StatusOK || !strings.Contains(r.body, secretCard) {
+		t.Errorf("the admin's revealed view of 0:0: %d, card number shown %v", r.status, strings.Contains(r.body, secretCard))
+	}
+	if a := bearer(t, "GET", base+"/api/v1/audit?action=content.reveal", "tok-admin", ""); !strings.Contains(a.body, `"path":"`+view+`"`) {
+		t.Errorf("the revealed view is not audited as a reveal of %s: %.600s", view, a.body)
+	}
+	vera, _ := signedIn(t, base, "vera")
+	if r := hx(t, vera, base+view+"?reveal=true"); r.status != http.StatusForbidden || strings.Contains(r.body, secretCard) {
+		t.Errorf("a viewer's revealed view: %d", r.status)
 	}
 
 	// Masking reveals no length: the record's size is that of what it shows, and a filter on size
