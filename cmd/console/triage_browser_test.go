@@ -84,8 +84,13 @@ func TestBrowserResolveErrorGroupLeavesOverview(t *testing.T) {
 	if n := must(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="record-state"]').length`)); n != 5 {
 		t.Fatalf("%d resolved records listed, want 5", n)
 	}
-	// The detail is folded until a row expands: its text content, not what is on screen.
-	if reasons := must(t, ctx, chromedp.TextContent(`body`)); !strings.Contains(reasons, "fixed in 4.2.1 <b>INC-2231</b>") {
+	// A row's full view loads when it is expanded: expanded, each shows its reason, as text.
+	must(t, ctx, chromedp.Evaluate[bool](`(document.querySelectorAll('[data-testid="expand-record"]').forEach(b => b.click()), true)`))
+	reasons := waittest.For(t, 20*time.Second, "the 5 records' views loaded", func() (string, bool) {
+		n := must(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="record-detail"] [data-testid="resolution-reason"]').length`))
+		return must(t, ctx, chromedp.TextContent(`[data-testid="records-table"]`)), n == 5
+	})
+	if !strings.Contains(reasons, "fixed in 4.2.1 <b>INC-2231</b>") || !strings.Contains(reasons, "network blip") {
 		t.Fatal("the resolution's reason is not shown as text beside its records")
 	}
 	if dialogs.Load() != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/waittest"
+	"github.com/redrive/redrive/paths"
 )
 
 // deadLetterCluster is a kfake cluster with orders (the original topic) and orders.DLT, holding
@@ -349,9 +350,15 @@ func TestNotes(t *testing.T) {
 		!strings.Contains(page.body, `href="https://tracker.example/INC-2231"`) || strings.Contains(page.body, "<script>alert(1)") {
 		t.Fatalf("the errors page does not show the note escaped:\n%s", page.body)
 	}
+	// The topic page shows the record's view with the note (a page of one record) or loads it
+	// when the record's row is expanded.
 	records := do(t, client, "GET", base+"/kafka/main/topics/orders.DLT?partition=0&limit=500", "", "")
-	if !strings.Contains(records.body, "this one has a bad customer id") {
-		t.Fatal("the topic page does not show the record's note")
+	view := paths.KafkaRecord("main", "orders.DLT", 0, 0)
+	if !strings.Contains(records.body, "this one has a bad customer id") && !strings.Contains(records.body, `hx-get="`+view+`?`) {
+		t.Fatalf("the topic page neither shows the record's note nor loads its view %s", view)
+	}
+	if r := hx(t, client, base+view); r.status != http.StatusOK || !strings.Contains(r.body, "this one has a bad customer id") {
+		t.Fatalf("the record's view does not show its note: %d", r.status)
 	}
 	a := decode[struct{ Entries []auditRow }](t, bearer(t, "GET", base+"/api/v1/audit?action=kafka.note", "tok-admin", ""))
 	if len(a.Entries) != 2 || a.Entries[0].Outcome != "ok" || a.Entries[1].Detail["text"] != "investigating: INC-2231, fix in 4.2.1 <script>alert(1)</script>" {

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	demodata "github.com/redrive/redrive/cmd/internal/demo"
 	"github.com/redrive/redrive/paths"
 )
 
@@ -109,6 +110,8 @@ func run() error {
 		{"kafka-topic-search", paths.KafkaTopic("main", "orders.DLT") + "?filter=" + url.QueryEscape(`dead_letter.exception_type.contains("Timeout")`)},
 		{"kafka-group-pipeline", paths.KafkaGroup("main", "inventory-service")},
 		{"kafka-group-stall", paths.KafkaGroup("main", "shipping-service")},
+		{"kafka-groups", paths.KafkaCluster("main")},
+		{"kafka-group-share", paths.KafkaGroup("main", demodata.MailerShareGroup)},
 		{"trace-timeline", paths.Trace + "?q=evt-000042"},
 		{"notifications", paths.Notifications},
 		{"rabbitmq-queues-live", paths.RabbitBroker("main")},
