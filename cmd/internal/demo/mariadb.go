@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
@@ -236,6 +237,10 @@ func seedRefundsTopics(ctx context.Context, brokers []string, history []sentEven
 				{Key: "messageId", Value: headerValue(orig, "messageId")},
 			}})
 	}
+	// In the order they failed, as a DLT is written: a page merged across partitions by time
+	// then reads newest first down each partition (the history is newest first, its dead letters
+	// were made in that order).
+	sort.SliceStable(dead, func(a, b int) bool { return dead[a].Timestamp.Before(dead[b].Timestamp) })
 	if err := abortDeadLetters(ctx, brokers, placed); err != nil {
 		return err
 	}
