@@ -396,13 +396,9 @@ func backURL(p TopicPage) string {
 	return stateURL(p, p.State)
 }
 
-// recordURL is the topic page of one record, whatever its state (an error group's sample may
-// be resolved since, and the page's default state, open, would hide it).
-func recordURL(c, t string, p int32, off int64) string {
-	return RecordPage(c, t, p, off)
-}
-
-// RecordPage is recordURL for the handlers (a record's own path opened without htmx).
+// RecordPage is the topic page of one record, whatever its state (an error group's sample may
+// be resolved since, and the page's default state, open, would hide it): where a row's "open it
+// on its own page" leads, and a record's path opened without htmx.
 func RecordPage(c, t string, p int32, off int64) string {
 	return paths.WithQuery(paths.KafkaTopic(c, t), url.Values{"partition": {itoa32(p)}, "offset": {strconv.FormatInt(off, 10)},
 		"limit": {"1"}, "state": {"all"}})
