@@ -233,10 +233,10 @@ func New(deps Deps, opts Options) (*echo.Echo, error) {
 		// × 50 partitions is ~1.4 MB as JSON, ~100 KB gzipped). Not /metrics (promhttp
 		// compresses itself) nor event streams (each event must reach the client when written).
 		// Nor the routes whose handlers compress their own shared answer (handlers.spliceJSON).
-		middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024, Skipper: func(c echo.Context) bool {
+		compress(func(c echo.Context) bool {
 			return c.Request().URL.Path == paths.Metrics || strings.Contains(c.Request().Header.Get(echo.HeaderAccept), "text/event-stream") ||
 				selfCompressed[c.Path()]
-		}}),
+		}),
 		middleware.SecureWithConfig(middleware.SecureConfig{
 			XSSProtection:         "0",
 			ContentTypeNosniff:    "nosniff",
