@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/cmd/internal/demo"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 )
 
@@ -27,13 +28,15 @@ func fullConsole(t *testing.T) (base, vhost string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	k := startKafka(t, nil)
-	if err := demo.SeedKafka(ctx, k.Addrs()); err != nil {
+	// Kafka in a process of its own, as in production: an in-process kfake under -race starved
+	// the console on a loaded machine, and its reads timed out (kfaketest.External).
+	kafka := kfaketest.External(t, nil)
+	if err := demo.SeedKafka(ctx, []string{kafka}); err != nil {
 		t.Fatal(err)
 	}
 	orders := seededOutbox(t)
 	vhost, _ = demoVhost(t)
-	base = startConsole(t, fullConfig(t, k.Addrs()[0], orders, vhost))
+	base = startConsole(t, fullConfig(t, kafka, orders, vhost))
 	return base, vhost
 }
 

@@ -139,7 +139,7 @@ func (c *Cluster) countRead(ctx context.Context, bs map[string]map[int32]bounds,
 		}
 	}
 	for len(open) > 0 {
-		fs, done := c.pollMany(ctx, cl, left)
+		fs, done := c.pollMany(ctx, cl, idleProbe, left)
 		finish(done)
 		if ctx.Err() != nil || fetchErr(fs) != nil {
 			return // out of time, or the read failed: what was counted stays counted

@@ -24,6 +24,15 @@ func uncommitted() kgo.Opt { return kgo.FetchIsolationLevel(kgo.ReadUncommitted(
 // until its time ran out. kgo does not say where a consumer stands, so the read asks the broker.
 const idleProbe = 400 * time.Millisecond
 
+// scanIdleProbe is idleProbe for Scan, the read of plans and replays, which runs in the
+// background: no one waits on it as on a page, and it reads whole fetches of 4 MB. A fresh client
+// dials, asks for metadata and decodes its first fetch before it hands out a record, which on a
+// loaded machine took longer than idleProbe: every partition of a plan then began with a probe,
+// which decodes up to a megabyte again (1.7 s under -race, a quarter of a plan of 100,000 over 2
+// partitions). Its cost: a scan whose last records are all of aborted transactions ends this much
+// later.
+const scanIdleProbe = 2 * time.Second
+
 // probeBytes bounds one probing fetch: the broker returns at least one whole batch beyond it.
 const probeBytes = 1 << 20
 
@@ -113,7 +122,12 @@ type topicPartition struct {
 // anything more to hand out. It returns the partitions that have not: their reads are done.
 // Errors are the poll's (fetchErr); a probe that fails is not one (the read waits on).
 func (c *Cluster) poll(ctx context.Context, cl *kgo.Client, topic string, left func() map[int32]readLeft) (kgo.Fetches, []int32) {
-	fs, done := c.pollMany(ctx, cl, func() map[topicPartition]readLeft {
+	return c.pollWithin(ctx, cl, topic, idleProbe, left)
+}
+
+// pollWithin is poll with an idle window of its own.
+func (c *Cluster) pollWithin(ctx context.Context, cl *kgo.Client, topic string, idle time.Duration, left func() map[int32]readLeft) (kgo.Fetches, []int32) {
+	fs, done := c.pollMany(ctx, cl, idle, func() map[topicPartition]readLeft {
 		out := map[topicPartition]readLeft{}
 		for p, l := range left() {
 			out[topicPartition{topic, p}] = l
@@ -127,9 +141,9 @@ func (c *Cluster) poll(ctx context.Context, cl *kgo.Client, topic string, left f
 	return fs, ps
 }
 
-// pollMany is poll for a read of several topics' partitions.
-func (c *Cluster) pollMany(ctx context.Context, cl *kgo.Client, left func() map[topicPartition]readLeft) (kgo.Fetches, []topicPartition) {
-	pctx, cancel := context.WithTimeout(ctx, idleProbe)
+// pollMany is poll for a read of several topics' partitions, probing after idle without records.
+func (c *Cluster) pollMany(ctx context.Context, cl *kgo.Client, idle time.Duration, left func() map[topicPartition]readLeft) (kgo.Fetches, []topicPartition) {
+	pctx, cancel := context.WithTimeout(ctx, idle)
 	fs := cl.PollFetches(pctx)
 	cancel()
 	if ctx.Err() != nil || pctx.Err() == nil || fs.NumRecords() > 0 {

@@ -40,7 +40,7 @@ func (c *Cluster) Scan(ctx context.Context, topic string, partition int32, from,
 	pos := from
 	left := func() map[int32]readLeft { return map[int32]readLeft{partition: {pos, to}} }
 	for {
-		fs, finished := c.poll(ctx, cl, topic, left)
+		fs, finished := c.pollWithin(ctx, cl, topic, scanIdleProbe, left)
 		if len(finished) > 0 {
 			return nil // the rest are records of aborted transactions
 		}

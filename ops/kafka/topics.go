@@ -135,7 +135,7 @@ func (c *Cluster) newestTimes(ctx context.Context, lastOf map[string]map[int32]k
 		return out
 	}
 	for len(seen) < want {
-		fs, rest := c.pollMany(ctx, cl, left)
+		fs, rest := c.pollMany(ctx, cl, idleProbe, left)
 		for _, k := range rest {
 			seen[tp{k.topic, k.partition}] = true // the last record is an aborted one: no time from it
 		}

@@ -1,21 +1,18 @@
 package replay_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/metrics"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 )
@@ -121,33 +118,10 @@ func BenchmarkKafkaReplay(b *testing.B) {
 	})
 }
 
-// externalKafka runs `devstack kafka` (kfake in its own process) with the topics a world needs and
-// returns its address.
+// externalKafka runs kfake in its own process with the topics a world needs and returns its
+// address.
 func externalKafka(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "devstack")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/devstack").CombinedOutput(); err != nil {
-		b.Fatalf("building devstack: %v: %s", err, out)
-	}
-	cmd := exec.Command(bin, "kafka", "--addr", "127.0.0.1:0", "--topic", "orders:1", "--topic", "orders.DLT:2")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if _, rest, ok := strings.Cut(lines.Text(), "listening on "); ok {
-			addr, _, _ := strings.Cut(rest, ";")
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return strings.Split(addr, ",")[0]
-		}
-	}
-	b.Fatal("devstack kafka did not say where it listens")
-	return ""
+	return kfaketest.External(b, map[string]int32{"orders": 1, "orders.DLT": 2})
 }
 
 // benchRecord is the i-th of the benchmark's Spring-style DLT records.
