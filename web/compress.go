@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bufio"
 	"net/http"
+	"sync"
 
 	"github.com/klauspost/compress/gzhttp"
 	"github.com/klauspost/compress/gzip"
@@ -44,7 +46,9 @@ func compress(skip func(echo.Context) bool) echo.MiddlewareFunc {
 			// included, which Recover above then answers on it).
 			defer func() { res.Writer = plain }()
 			wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				res.Writer = w
+				bw := &coalescing{ResponseWriter: w}
+				defer bw.release()
+				res.Writer = bw
 				c.SetRequest(r)
 				if err := next(c); err != nil {
 					c.Error(err)
@@ -53,4 +57,55 @@ func compress(skip func(echo.Context) bool) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// coalesceSize is the least a stateless deflate block is given, but for the last.
+const coalesceSize = 64 << 10
+
+// coalescingBuffers are coalescing's buffers, taken only by responses written in small pieces.
+var coalescingBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, coalesceSize) }}
+
+// coalescing gathers small writes into blocks of coalesceSize before they reach the stateless
+// compressor, which deflates every write on its own: an NDJSON export or search stream writes a
+// line at a time, and 2,000 dead letters deflated line by line were 389 KB, gathered 34.5 KB
+// (522 KB plain; a pooled deflate writer 28.3 KB). A page, written whole, goes through as it is:
+// the buffer is taken on the first small write only. Flush empties it first, so a stream's lines
+// still reach the client when the handler flushes.
+type coalescing struct {
+	http.ResponseWriter // gzhttp's
+	buf                 *bufio.Writer
+}
+
+func (w *coalescing) Write(p []byte) (int, error) {
+	if w.buf == nil {
+		if len(p) >= coalesceSize {
+			return w.ResponseWriter.Write(p)
+		}
+		w.buf = coalescingBuffers.Get().(*bufio.Writer)
+		w.buf.Reset(w.ResponseWriter)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *coalescing) Flush() {
+	if w.buf != nil {
+		_ = w.buf.Flush()
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection (an export sets its write deadlines).
+func (w *coalescing) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// release writes what is gathered, before gzhttp closes its compressor, and gives the buffer back.
+func (w *coalescing) release() {
+	if w.buf == nil {
+		return
+	}
+	_ = w.buf.Flush()
+	w.buf.Reset(nil)
+	coalescingBuffers.Put(w.buf)
+	w.buf = nil
 }

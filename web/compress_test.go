@@ -41,6 +41,22 @@ func compressed() *echo.Echo {
 		return echo.NewHTTPError(http.StatusNotFound, strings.Repeat("no such record; ", 200))
 	})
 	e.GET("/panics", func(echo.Context) error { panic("boom") })
+	e.GET("/lines", func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		c.Response().WriteHeader(http.StatusOK)
+		_, err := c.Response().Write(lines())
+		return err
+	})
+	e.GET("/lines-one-by-one", func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderContentType, "application/x-ndjson")
+		c.Response().WriteHeader(http.StatusOK)
+		for l := range bytes.Lines(lines()) {
+			if _, err := c.Response().Write(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	e.GET("/stream", func(c echo.Context) error {
 		c.Response().Header().Set(echo.HeaderContentType, "text/plain")
 		c.Response().WriteHeader(http.StatusOK)
@@ -51,6 +67,16 @@ func compressed() *echo.Echo {
 		return nil
 	})
 	return e
+}
+
+// lines is an NDJSON export's body: 2,000 dead letters alike but for their ids and values.
+func lines() []byte {
+	var b bytes.Buffer
+	for i := range 2000 {
+		fmt.Fprintf(&b, `{"topic":"orders.DLT","partition":%d,"offset":%d,"headers":{"kafka_dlt-exception-fqcn":"java.lang.IllegalStateException","kafka_dlt-original-topic":"orders","messageId":"m-%d"},"value":"{\"orderId\":\"o-%d\",\"amount\":%d}"}`+"\n",
+			i%3, i, i, i, i*13%1000)
+	}
+	return b.Bytes()
 }
 
 func gunzip(t *testing.T, b []byte) string {
@@ -69,8 +95,9 @@ func gunzip(t *testing.T, b []byte) string {
 // What compress answers: a page gzipped for a client that accepts gzip (decoded by the standard
 // library's reader, byte for byte the page), as it is otherwise or when skipped; a short answer
 // plain; an error and a panic answered whole through it (the error handler writes while the
-// compressor is open, the panic's 500 on the plain writer); a flushed stream reaching the client
-// before the handler ends; twenty at once, each its own page.
+// compressor is open, the panic's 500 on the plain writer); NDJSON written a line at a time
+// compressed as well as written whole; a flushed stream reaching the client before the handler
+// ends; twenty at once, each its own page.
 func TestCompress(t *testing.T) {
 	srv := httptest.NewServer(compressed())
 	defer srv.Close()
@@ -99,6 +126,15 @@ func TestCompress(t *testing.T) {
 	if resp.StatusCode != http.StatusInternalServerError || resp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(body), "Internal Server Error") {
 		t.Errorf("panic: %d %v %q", resp.StatusCode, resp.Header, body)
 	}
+	// A stream written a line at a time compresses as well as one written whole: the lines are
+	// gathered into blocks before the stateless compressor, which deflates each write on its own.
+	_, whole := onTheWire(t, srv.URL+"/lines", "gzip", nil)
+	_, oneByOne := onTheWire(t, srv.URL+"/lines-one-by-one", "gzip", nil)
+	if gunzip(t, whole) != string(lines()) || gunzip(t, oneByOne) != string(lines()) || len(oneByOne) > len(whole)*5/4 ||
+		len(oneByOne)*8 > len(lines()) {
+		t.Errorf("NDJSON of %d bytes: %d gzipped written whole, %d written line by line", len(lines()), len(whole), len(oneByOne))
+	}
+	t.Logf("NDJSON of %d bytes: %d gzipped written whole, %d written line by line", len(lines()), len(whole), len(oneByOne))
 
 	// The first line arrives, decoded, while the handler still sleeps.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/stream", nil)
