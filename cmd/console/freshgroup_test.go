@@ -22,11 +22,7 @@ import (
 func TestOneGroupReadSeesACommitAtOnce(t *testing.T) {
 	// Kafka in a process of its own: what is timed is the console (kfaketest.External).
 	addr := kfaketest.External(t, map[string]int32{"orders": 3})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kfaketest.ClientAt(t, []string{addr}, kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for p := range int32(3) {

@@ -76,11 +76,7 @@ func TestPlanOfAHundredThousandOverHTTP(t *testing.T) {
 	// in-process kfake under -race doubled it on a loaded machine (kfaketest.External).
 	addr := kfaketest.External(t, map[string]int32{"big.DLT": 2, "orders": 1})
 	ctx := waittest.Context(t, 5*time.Minute)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := kfaketest.ClientAt(t, []string{addr}, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(n))
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		id := fmt.Sprintf("big-%d", i)

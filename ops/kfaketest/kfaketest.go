@@ -37,7 +37,13 @@ func Cluster(tb testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 // transactional writer), failing tb when it cannot be made and closed when tb ends.
 func Client(tb testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	tb.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
+	return ClientAt(tb, c.ListenAddrs(), opts...)
+}
+
+// ClientAt is Client of the brokers at addrs (a kfake of External's, in its own process).
+func ClientAt(tb testing.TB, addrs []string, opts ...kgo.Opt) *kgo.Client {
+	tb.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...)}, opts...)...)
 	if err != nil {
 		tb.Fatalf("kafka client: %v", err)
 	}
