@@ -3,7 +3,10 @@
 package benchtest
 
 import (
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -16,4 +19,19 @@ func Require(t testing.TB) {
 	if os.Getenv(Env) == "" {
 		t.Skip("set " + Env + "=1 to run (docs/benchmarks.md)")
 	}
+}
+
+// ProcCPU is the user and system CPU seconds of pid (all its threads) from /proc/<pid>/stat; 0
+// for a process that is gone. A benchmark reads it before and after a side to charge each process
+// (broker, console, database) its own share.
+func ProcCPU(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from the 3rd on
+	ut, _ := strconv.ParseFloat(fs[11], 64)
+	st, _ := strconv.ParseFloat(fs[12], 64)
+	return (ut + st) / 100 // USER_HZ
 }

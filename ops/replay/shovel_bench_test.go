@@ -20,6 +20,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/benchtest"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbittest"
 	"github.com/redrive/redrive/ops/replay"
@@ -425,9 +426,9 @@ type cpuTimes struct {
 }
 
 func cpuOf(beam, self int, pg []int) cpuTimes {
-	t := cpuTimes{beam: procCPU(beam), self: procCPU(self), pg: map[int]float64{}, writes: selfWrites(), allocated: heapAllocated()}
+	t := cpuTimes{beam: benchtest.ProcCPU(beam), self: benchtest.ProcCPU(self), pg: map[int]float64{}, writes: selfWrites(), allocated: heapAllocated()}
 	for _, pid := range pg {
-		t.pg[pid] = procCPU(pid)
+		t.pg[pid] = benchtest.ProcCPU(pid)
 	}
 	return t
 }
@@ -454,20 +455,6 @@ func selfWrites() int64 {
 		}
 	}
 	return 0
-}
-
-// procCPU is the user and system CPU seconds of pid (all its threads) from /proc/<pid>/stat; 0
-// for a process that is gone.
-func procCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from the 3rd on
-	ut, _ := strconv.ParseFloat(fs[11], 64)
-	st, _ := strconv.ParseFloat(fs[12], 64)
-	return (ut + st) / 100 // USER_HZ
 }
 
 func logSize(path string) int64 {
