@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,26 +84,11 @@ func TestGroupsReadersDuringResamples(t *testing.T) {
 		}
 	}
 
-	run := func(name, minRefresh, maxServeAge string) {
-		cfg := fmt.Sprintf(`
-auth: {mode: none}
-store: {dsn: %q}
-kafka: [{name: main, brokers: [%q]}]
-sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
-`, pgtest.NewDatabase(t), addr, minRefresh, maxServeAge)
-		var base string
-		var p *consoleProcess
-		if inProcess {
-			base = startConsole(t, cfg)
-		} else {
-			p = newProcess(t, cfg)
-			p.bin = bin
-			p.start()
-			base = p.base
-		}
+	// measure runs the readers against url for span and logs their latencies and the server's CPU.
+	measure := func(name, url string, serverCPU func() float64) {
 		get := func(hc *http.Client) time.Duration {
 			start := time.Now()
-			resp, err := hc.Get(base + "/api/v1/kafka/main/groups")
+			resp, err := hc.Get(url)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,14 +99,10 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 			}
 			return time.Since(start)
 		}
-		waittestFor(t, time.Minute, "the first sample", func() bool {
-			r := do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", "")
-			return r.status == 200 && len(decode[apiGroups](t, r).Groups) == groups
-		})
 		var mu sync.Mutex
 		var lat []time.Duration
 		gcBefore := readGC()
-		cpuBefore := consoleCPU(p)
+		cpuBefore := serverCPU()
 		stop := time.Now().Add(span)
 		var wg sync.WaitGroup
 		for range readers {
@@ -141,27 +123,80 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 		}
 		wg.Wait()
 		gcAfter := readGC()
-		if inProcess {
+		if inProcess && !strings.HasPrefix(name, "Redpanda") {
 			t.Logf("GC %s (the whole process: kfake, the console, the readers): %.0f cycles, %.0f MB allocated, %.2f s GC CPU", name, gcAfter[0]-gcBefore[0], float64(gcAfter[1]-gcBefore[1])/1e6, gcAfter[2]-gcBefore[2])
 		} else {
-			t.Logf("%s: the console's process %.2f s CPU; the readers' GC %.0f cycles, %.0f MB allocated", name, consoleCPU(p)-cpuBefore, gcAfter[0]-gcBefore[0], float64(gcAfter[1]-gcBefore[1])/1e6)
-			p.kill() // its sampler's next round would land in the next way's span
+			t.Logf("%s: the server's process %.2f s CPU; the readers' GC %.0f cycles, %.0f MB allocated", name, serverCPU()-cpuBefore, gcAfter[0]-gcBefore[0], float64(gcAfter[1]-gcBefore[1])/1e6)
 		}
 		slices.Sort(lat)
 		p50, p99, mx := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
 		t.Logf("| %s | %d | %.1f ms | %.1f ms | %.0f ms | %.1f |", name, len(lat), msec(p50), msec(p99), msec(mx), float64(p99)/float64(p50))
 	}
+
+	run := func(name, minRefresh, maxServeAge string) {
+		cfg := fmt.Sprintf(`
+auth: {mode: none}
+store: {dsn: %q}
+kafka: [{name: main, brokers: [%q]}]
+sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
+`, pgtest.NewDatabase(t), addr, minRefresh, maxServeAge)
+		var base string
+		var p *consoleProcess
+		if inProcess {
+			base = startConsole(t, cfg)
+		} else {
+			p = newProcess(t, cfg)
+			p.bin = bin
+			p.start()
+			base = p.base
+		}
+		waittestFor(t, time.Minute, "the first sample", func() bool {
+			r := do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", "")
+			return r.status == 200 && len(decode[apiGroups](t, r).Groups) == groups
+		})
+		measure(name, base+"/api/v1/kafka/main/groups", func() float64 { return procCPU(p) })
+		if p != nil {
+			p.kill() // its sampler's next round would land in the next way's span
+		}
+	}
+	// peer is Redpanda Console (REDRIVE_BENCH_CONSOLE_BIN, its backend's cmd/api built from
+	// source) over the same Kafka: GET /api/consumer-groups describes every group and reads its
+	// offsets and the partitions' end offsets at each request, with the lag of each.
+	peer := func(bin string) {
+		port := freeAddr(t)[len("127.0.0.1:"):]
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "KAFKA_BROKERS="+addr, "SERVER_LISTENPORT="+port, "LOGGER_LEVEL=warn")
+		log, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		url := "http://127.0.0.1:" + port + "/api/consumer-groups"
+		waittestFor(t, time.Minute, "Redpanda Console lists the groups (see "+log.Name()+")", func() bool {
+			r := doRaw("GET", url, "", "")
+			return r.status == 200 && strings.Count(string(r.body), `"groupId"`) >= groups
+		})
+		measure("Redpanda Console", url, func() float64 { return benchtest.ProcCPU(cmd.Process.Pid) })
+	}
 	t.Logf("| way | reads | p50 | p99 | max | p99/p50 |")
 	t.Logf("|---|---|---|---|---|---|")
+	peerBin := os.Getenv("REDRIVE_BENCH_CONSOLE_BIN")
 	for range 2 {
 		run("wait (max_serve_age = min_refresh)", "2s", "2s")
 		run("swr (max_serve_age default, 240s)", "2s", "0s")
 		run("control: no re-sample (min_refresh = interval)", "120s", "0s")
+		if peerBin != "" {
+			peer(peerBin)
+		}
 	}
 }
 
-// consoleCPU is the CPU seconds of the console's process so far; 0 when it runs in this one.
-func consoleCPU(p *consoleProcess) float64 {
+// procCPU is the CPU seconds of the console's process so far; 0 when it runs in this one.
+func procCPU(p *consoleProcess) float64 {
 	if p == nil {
 		return 0
 	}
