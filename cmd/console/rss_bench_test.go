@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,10 +59,7 @@ kafka: [{name: main, brokers: [%q], lag: {window: 20s, stop_after: 60s}}]
 `, pgtest.NewDatabase(t), k.Addrs()[0]))
 	// The console binary as it is shipped, not this test binary acting as one: its code pages are
 	// part of the RSS, and the test binary carries the tests' code too (chromedp, kfake's tests).
-	p.bin = filepath.Join(t.TempDir(), "console")
-	if out, err := exec.Command("go", "build", "-o", p.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	p.bin = shippedConsole(t)
 	p.start()
 	pid := p.cmd.Process.Pid
 

@@ -41,48 +41,18 @@ import (
 func TestGroupsReadersDuringResamples(t *testing.T) {
 	benchtest.Require(t)
 	const (
-		groups, topics, partitions = 200, 20, 50
-		readers                    = 8
-		span                       = 15 * time.Second
+		readers = 8
+		span    = 15 * time.Second
 	)
-	ts := map[string]int32{}
-	for i := range topics {
-		ts[fmt.Sprintf("topic-%02d", i)] = partitions
-	}
 	inProcess := os.Getenv("REDRIVE_BENCH_INPROCESS") != ""
 	var addr, bin string
 	if inProcess {
-		addr = startKafka(t, ts).Addrs()[0]
+		addr = startKafka(t, groupsTopics()).Addrs()[0]
 	} else {
-		addr = kfaketest.External(t, ts)
-		bin = filepath.Join(t.TempDir(), "console")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
+		addr = kfaketest.External(t, groupsTopics())
+		bin = shippedConsole(t)
 	}
-	cl := kfaketest.ClientAt(t, []string{addr}, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(100_000))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for topic := range ts {
-		for p := range int32(partitions) {
-			for i := range 20 {
-				cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%d", i)}, nil)
-			}
-		}
-	}
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	adm := kadm.NewClient(cl)
-	for g := range groups {
-		o := kadm.Offsets{}
-		for p := range int32(partitions) {
-			o.AddOffset(fmt.Sprintf("topic-%02d", g%topics), p, int64((g+int(p))%20), -1)
-		}
-		if _, err := adm.CommitOffsets(ctx, fmt.Sprintf("group-%03d", g), o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillGroups(t, addr)
 
 	// measure runs the readers against url for span and logs their latencies and the server's CPU.
 	measure := func(name, url string, serverCPU func() float64) {
@@ -152,7 +122,7 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 		}
 		waittestFor(t, time.Minute, "the first sample", func() bool {
 			r := do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", "")
-			return r.status == 200 && len(decode[apiGroups](t, r).Groups) == groups
+			return r.status == 200 && len(decode[apiGroups](t, r).Groups) == lagGroups
 		})
 		measure(name, base+"/api/v1/kafka/main/groups", func() float64 { return procCPU(p) })
 		if p != nil {
@@ -163,22 +133,12 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 	// source) over the same Kafka: GET /api/consumer-groups describes every group and reads its
 	// offsets and the partitions' end offsets at each request, with the lag of each.
 	peer := func(bin string) {
-		port := freeAddr(t)[len("127.0.0.1:"):]
-		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "KAFKA_BROKERS="+addr, "SERVER_LISTENPORT="+port, "LOGGER_LEVEL=warn")
-		log, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		url := "http://127.0.0.1:" + port + "/api/consumer-groups"
-		waittestFor(t, time.Minute, "Redpanda Console lists the groups (see "+log.Name()+")", func() bool {
+		url, cmd := startPeerConsole(t, bin, addr)
+		defer func() { _ = cmd.Process.Kill() }() // the cleanup waits for it
+		url += "/api/consumer-groups"
+		waittestFor(t, time.Minute, "Redpanda Console lists the groups", func() bool {
 			r := doRaw("GET", url, "", "")
-			return r.status == 200 && strings.Count(string(r.body), `"groupId"`) >= groups
+			return r.status == 200 && strings.Count(string(r.body), `"groupId"`) >= lagGroups
 		})
 		measure("Redpanda Console", url, func() float64 { return benchtest.ProcCPU(cmd.Process.Pid) })
 	}
@@ -210,3 +170,80 @@ func readGC() [3]float64 {
 }
 
 func msec(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// The cluster of issue 38's group rows: 200 groups, each on one of 20 topics of 50 partitions (20
+// records each), committed at various offsets: 10,000 partitions with lag.
+const lagGroups, lagTopics, lagPartitions = 200, 20, 50
+
+func groupsTopics() map[string]int32 {
+	ts := map[string]int32{}
+	for i := range lagTopics {
+		ts[fmt.Sprintf("topic-%02d", i)] = lagPartitions
+	}
+	return ts
+}
+
+// fillGroups writes the records and commits the groups of groupsTopics on the Kafka at addr.
+func fillGroups(t *testing.T, addr string) {
+	t.Helper()
+	cl := kfaketest.ClientAt(t, []string{addr}, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(100_000))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for topic := range groupsTopics() {
+		for p := range int32(lagPartitions) {
+			for i := range 20 {
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%d", i)}, nil)
+			}
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	for g := range lagGroups {
+		o := kadm.Offsets{}
+		for p := range int32(lagPartitions) {
+			o.AddOffset(fmt.Sprintf("topic-%02d", g%lagTopics), p, int64((g+int(p))%20), -1)
+		}
+		if _, err := adm.CommitOffsets(ctx, fmt.Sprintf("group-%03d", g), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// shippedConsole builds the console binary as it is shipped (no -race, without the tests' code)
+// and returns its path.
+func shippedConsole(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "console")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startPeerConsole runs Redpanda Console's backend (bin, built from source: docs/benchmarks.md)
+// on a free port over the Kafka at addr until the test ends (or the caller kills it); its base
+// URL and process.
+func startPeerConsole(t *testing.T, bin, addr string) (base string, cmd *exec.Cmd) {
+	t.Helper()
+	port := freeAddr(t)[len("127.0.0.1:"):]
+	cmd = exec.Command(bin)
+	cmd.Env = append(os.Environ(), "KAFKA_BROKERS="+addr, "SERVER_LISTENPORT="+port, "LOGGER_LEVEL=warn")
+	log, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("Redpanda Console's log:\n%s", tail(readFile(log.Name()), 2000))
+		}
+	})
+	return "http://127.0.0.1:" + port, cmd
+}
