@@ -205,7 +205,14 @@ func (e *Engine) beat(ctx context.Context, pl *Planning) {
 			n, counts = p.planned, p.counts
 		}
 		state, err := e.o.Store.PlanProgress(ctx, pl.ID, n, actionNames(counts))
-		if err == nil && state != PlanPlanning {
+		switch {
+		case err != nil, state == PlanPlanning:
+		case state == PlanReady:
+			// This plan's own Commit, which the store applied before the console heard back
+			// (only build commits a plan): nothing to stop. Cancelling here failed a committed
+			// plan's Commit call with the context's error, and its audit with it.
+			return
+		default: // cancelled or failed elsewhere, or gone
 			pl.cancel(errPlanCancelled)
 			return
 		}

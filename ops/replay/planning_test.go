@@ -226,6 +226,70 @@ func TestPlanCancelRacesCompletion(t *testing.T) {
 	}
 }
 
+// TestPlanReadyBeforeItsCommitReturns: PostgreSQL may commit a plan well before the console hears
+// so (a loaded machine, a slow network), and the plan's heartbeat, beating meanwhile, then reads
+// it ready. That is the plan's own commit, not a cancel from elsewhere: the plan ends ready and
+// whole, its maker is told so, and its audit is written. (CI once saw one of 20 concurrent plans
+// reported "cancelled while planning" and deleted though its commit had gone through.)
+func TestPlanReadyBeforeItsCommitReturns(t *testing.T) {
+	w := newWorld(t)
+	const n = 500
+	w.deadLetters(t, n, nil)
+	e, err := replay.New(replay.Options{Store: slowCommitStore{Store: w.store, wait: 1500 * time.Millisecond},
+		Kafka: []replay.KafkaCluster{w.cluster}, Inboxes: []replay.Inbox{w.inbox}, Consumers: w.consumers,
+		Audit: w.audit, Owner: "a", Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil || !plan.Ready() || plan.Total != n {
+		t.Fatalf("plan: %v, %s, %d messages; want ready with %d", err, plan.State, plan.Total, n)
+	}
+	stored, err := e.LoadPlan(ctx, plan.ID)
+	if err != nil || !stored.Ready() || stored.Total != n || planItemRows(t, w, plan.ID) != n {
+		t.Fatalf("stored: %v, %s, %d messages, %d items; want ready with %d", err, stored.State, stored.Total, planItemRows(t, w, plan.ID), n)
+	}
+	var audited int
+	if err := w.store.Pool().QueryRow(ctx, `SELECT count(*) FROM redrive.audit_log WHERE action = 'replay.plan' AND target = $1`,
+		"replay-plan/"+plan.ID).Scan(&audited); err != nil || audited != 1 {
+		t.Errorf("the plan's audit entries in the store: %d (%v), want 1", audited, err)
+	}
+}
+
+// slowCommitStore is a store whose plan writers hear late that Commit went through: the plan is
+// committed at once, and Commit returns wait later — or, when its context ends meanwhile, fails
+// with the context's error, as pgx does when the answer comes after a cancel.
+type slowCommitStore struct {
+	replay.Store
+	wait time.Duration
+}
+
+func (s slowCommitStore) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
+	w, err := s.Store.BeginPlan(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return slowCommit{PlanWriter: w, wait: s.wait}, nil
+}
+
+type slowCommit struct {
+	replay.PlanWriter
+	wait time.Duration
+}
+
+func (w slowCommit) Commit(ctx context.Context, p replay.StoredPlan) error {
+	if err := w.PlanWriter.Commit(ctx, p); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(w.wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // TestPlanLeftByAStoppedConsoleFails: a plan whose replica stopped never stays planning, nor half
 // ready: a console that stops ends its plans failed, and one left by a console that died (no
 // heartbeat) is failed by the next read, start or sweep, saying to plan again.
