@@ -51,15 +51,7 @@ kafka: [{name: main, brokers: [%q]}]
 		committed func(body []byte) int64
 	}
 	sides := []side{{"Redrive", p.base + "/api/v1/kafka/main/groups/" + group, func(body []byte) int64 {
-		var g struct {
-			Topics []struct {
-				Topic      string `json:"topic"`
-				Partitions []struct {
-					Partition int32 `json:"partition"`
-					Committed int64 `json:"committed"`
-				} `json:"partitions"`
-			} `json:"topics"`
-		}
+		var g apiGroup
 		if json.Unmarshal(body, &g) != nil {
 			return -1
 		}

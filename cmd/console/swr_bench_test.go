@@ -54,7 +54,8 @@ func TestGroupsReadersDuringResamples(t *testing.T) {
 	}
 	fillGroups(t, addr)
 
-	// measure runs the readers against url for span and logs their latencies and the server's CPU.
+	// measure runs the readers against url for span and logs their latencies and the server's CPU
+	// (serverCPU nil: the server runs in this process, whose garbage collector is logged instead).
 	measure := func(name, url string, serverCPU func() float64) {
 		get := func(hc *http.Client) time.Duration {
 			start := time.Now()
@@ -72,7 +73,10 @@ func TestGroupsReadersDuringResamples(t *testing.T) {
 		var mu sync.Mutex
 		var lat []time.Duration
 		gcBefore := readGC()
-		cpuBefore := serverCPU()
+		var cpuBefore float64
+		if serverCPU != nil {
+			cpuBefore = serverCPU()
+		}
 		stop := time.Now().Add(span)
 		var wg sync.WaitGroup
 		for range readers {
@@ -93,7 +97,7 @@ func TestGroupsReadersDuringResamples(t *testing.T) {
 		}
 		wg.Wait()
 		gcAfter := readGC()
-		if inProcess && !strings.HasPrefix(name, "Redpanda") {
+		if serverCPU == nil {
 			t.Logf("GC %s (the whole process: kfake, the console, the readers): %.0f cycles, %.0f MB allocated, %.2f s GC CPU", name, gcAfter[0]-gcBefore[0], float64(gcAfter[1]-gcBefore[1])/1e6, gcAfter[2]-gcBefore[2])
 		} else {
 			t.Logf("%s: the server's process %.2f s CPU; the readers' GC %.0f cycles, %.0f MB allocated", name, serverCPU()-cpuBefore, gcAfter[0]-gcBefore[0], float64(gcAfter[1]-gcBefore[1])/1e6)
@@ -124,7 +128,11 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 			r := do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", "")
 			return r.status == 200 && len(decode[apiGroups](t, r).Groups) == lagGroups
 		})
-		measure(name, base+"/api/v1/kafka/main/groups", func() float64 { return procCPU(p) })
+		var cpu func() float64
+		if p != nil {
+			cpu = func() float64 { return benchtest.ProcCPU(p.cmd.Process.Pid) }
+		}
+		measure(name, base+"/api/v1/kafka/main/groups", cpu)
 		if p != nil {
 			p.kill() // its sampler's next round would land in the next way's span
 		}
@@ -153,14 +161,6 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 			peer(peerBin)
 		}
 	}
-}
-
-// procCPU is the CPU seconds of the console's process so far; 0 when it runs in this one.
-func procCPU(p *consoleProcess) float64 {
-	if p == nil {
-		return 0
-	}
-	return benchtest.ProcCPU(p.cmd.Process.Pid)
 }
 
 func readGC() [3]float64 {
