@@ -35,7 +35,9 @@ import (
 // Kafka (kfake, built without -race) another: the readers alone run in this test's process. With
 // REDRIVE_BENCH_INPROCESS=1 all three share this process, and its garbage collector: kfake's
 // answers to every re-sample's 10,000-partition requests are then collected among the console's
-// reads.
+// reads. With REDRIVE_BENCH_SERVER_CPUS (a CPU list, e.g. 0) each console under test, Redrive's
+// or Redpanda Console, runs on those CPUs and the readers and Kafka on the others, as when the
+// console has a host of its own (benchtest.CPUsOf).
 //
 //	REDRIVE_BENCH=1 REDRIVE_TEST_PG_DSN=… go test ./cmd/console -run TestGroupsReadersDuringResamples -v -count=1
 func TestGroupsReadersDuringResamples(t *testing.T) {
@@ -45,6 +47,19 @@ func TestGroupsReadersDuringResamples(t *testing.T) {
 		span    = 15 * time.Second
 	)
 	inProcess := os.Getenv("REDRIVE_BENCH_INPROCESS") != ""
+	serverCPUs, restCPUs, split := benchtest.CPUsOf(t, "REDRIVE_BENCH_SERVER_CPUS")
+	pinServer := func(pid int) {
+		if split {
+			benchtest.Pin(t, serverCPUs, pid)
+		}
+	}
+	if split {
+		if inProcess {
+			t.Fatal("REDRIVE_BENCH_SERVER_CPUS needs the console in a process of its own: unset REDRIVE_BENCH_INPROCESS")
+		}
+		benchtest.Pin(t, restCPUs, os.Getpid()) // before Kafka starts: its process inherits it
+		t.Logf("each console on CPU %s; the readers and Kafka on CPU %s", benchtest.CPUList(serverCPUs), benchtest.CPUList(restCPUs))
+	}
 	var addr, bin string
 	if inProcess {
 		addr = startKafka(t, groupsTopics()).Addrs()[0]
@@ -122,6 +137,7 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 			p = newProcess(t, cfg)
 			p.bin = bin
 			p.start()
+			pinServer(p.cmd.Process.Pid)
 			base = p.base
 		}
 		waittestFor(t, time.Minute, "the first sample", func() bool {
@@ -143,6 +159,7 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 	peer := func(bin string) {
 		url, cmd := startPeerConsole(t, bin, addr)
 		defer func() { _ = cmd.Process.Kill() }() // the cleanup waits for it
+		pinServer(cmd.Process.Pid)
 		url += "/api/consumer-groups"
 		waittestFor(t, time.Minute, "Redpanda Console lists the groups", func() bool {
 			r := doRaw("GET", url, "", "")

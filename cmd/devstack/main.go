@@ -50,6 +50,7 @@ const usage = `usage:
   devstack run [--dir D] [--keep] [--no-tools] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports] -- CMD ARGS...
   devstack up [--dir D] [--no-postgres] [--no-mariadb] [--no-rabbitmq] [--no-rabbitmq4] [ports]
   devstack down [--dir D] [--purge]
+  devstack ctl [--dir D] [--rabbitmq4] -- RABBITMQCTL-ARGS...
   devstack kafka [--addr 127.0.0.1:19092] [--topic NAME:PARTITIONS]... [--data-dir D]
 ports: --pg-port N --amqp-port N --mgmt-port N (RabbitMQ 3.10's; 0 = a free port, the default;
 RabbitMQ 4.0 always takes free ports)
@@ -58,6 +59,8 @@ REDRIVE_TEST_AMQP_URL, REDRIVE_TEST_RABBIT_MGMT_URL
 (RabbitMQ 3.10), REDRIVE_TEST_AMQP_URL_RABBITMQ4 and REDRIVE_TEST_RABBIT_MGMT_URL_RABBITMQ4
 (RabbitMQ 4.0, chrooted in a Debian 13 root that the first run builds, about 3 min, in
 ${REDRIVE_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/redrive}).
+ctl runs rabbitmqctl against a node that up started (in its root, for RabbitMQ 4.0), e.g.
+  devstack ctl --dir D --rabbitmq4 -- eval 'erlang:system_info(otp_release).'
 Run "devstack COMMAND -h" for a command's flags.
 `
 
@@ -78,6 +81,8 @@ func main() {
 		code = cmdUp(args, log)
 	case "down":
 		code = cmdDown(args, log)
+	case "ctl":
+		code = cmdCtl(args, log)
 	case "kafka":
 		code = cmdKafka(args, log)
 	case "-h", "-help", "--help", "help":
@@ -480,6 +485,38 @@ func cmdUp(args []string, log logFn) int {
 	}
 	fmt.Print(b.String())
 	log("wrote %s (source it); stop with: devstack down --dir %s", envFile, dir)
+	return 0
+}
+
+// cmdCtl runs rabbitmqctl against one of the nodes up started, in the node's environment (its
+// cookie, its EPMD port, its root): what a benchmark's hook or a person needs to look inside the
+// node, e.g. its processes' work (docs/benchmarks.md).
+func cmdCtl(args []string, log logFn) int {
+	fs := flag.NewFlagSet("devstack ctl", flag.ContinueOnError)
+	dirFlag := fs.String("dir", defaultUpDir(), "directory given to devstack up")
+	four := fs.Bool("rabbitmq4", false, "the RabbitMQ 4.0 node (default: 3.10)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		log("ctl: name rabbitmqctl's arguments after --, e.g. devstack ctl -- list_queues")
+		return 2
+	}
+	sub := rabbitDir
+	if *four {
+		sub = rabbit4Dir
+	}
+	r, err := devstack.OpenRabbitMQ(filepath.Join(*dirFlag, sub))
+	if err != nil {
+		log("ctl: no RabbitMQ node in %s: %v", filepath.Join(*dirFlag, sub), err)
+		return 1
+	}
+	out, err := r.Ctl(context.Background(), fs.Args()...)
+	fmt.Print(out)
+	if err != nil {
+		log("ctl: %v", err)
+		return 1
+	}
 	return 0
 }
 

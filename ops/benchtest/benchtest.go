@@ -25,13 +25,26 @@ func Require(t testing.TB) {
 // for a process that is gone. A benchmark reads it before and after a side to charge each process
 // (broker, console, database) its own share.
 func ProcCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	fs := statFields(fmt.Sprintf("/proc/%d/stat", pid))
+	if len(fs) < 13 {
 		return 0
 	}
-	s := string(data)
-	fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from the 3rd on
 	ut, _ := strconv.ParseFloat(fs[11], 64)
 	st, _ := strconv.ParseFloat(fs[12], 64)
 	return (ut + st) / 100 // USER_HZ
+}
+
+// statFields are the fields of a /proc/<pid>/stat file from the third (state, ppid, …) on, after
+// the command's name (which may hold spaces and parentheses); nil when the process is gone.
+func statFields(path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return nil
+	}
+	return strings.Fields(s[i+2:])
 }

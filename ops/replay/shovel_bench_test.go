@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -52,8 +53,10 @@ import (
 // REDRIVE_BENCH_RABBIT_SIZES (default 20000,100000) and REDRIVE_BENCH_ROUNDS change the sizes and
 // rounds, REDRIVE_BENCH_SIDES (comma-separated) the sides; REDRIVE_BENCH_CPUPROFILE=path writes a
 // CPU profile of each Redrive job (path.N); with REDRIVE_BENCH_RABBIT_LOG set, a run of Redrive's
-// that adds an [error] line to the broker's log fails the benchmark. Without the shovel plugin
-// the shovels are not measured.
+// that adds an [error] line to the broker's log fails the benchmark. REDRIVE_BENCH_BROKER_CPUS (a
+// CPU list, e.g. 0) runs the broker on those CPUs and this process and PostgreSQL on the others,
+// as when each has a host of its own (benchtest.CPUsOf); REDRIVE_BENCH_HOOK names a command run
+// around each measured run (hook). Without the shovel plugin the shovels are not measured.
 func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 	sizes := []int{20_000, 100_000}
 	if s := os.Getenv("REDRIVE_BENCH_RABBIT_SIZES"); s != "" {
@@ -87,6 +90,19 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 	base, _ := rabbittest.Env(b)
 	vhostURL := benchVhostURL(b, base, w.vhost)
 	beam := pidListening(b, base)
+	if broker, rest, ok := benchtest.CPUsOf(b, "REDRIVE_BENCH_BROKER_CPUS"); ok {
+		// Hosts of their own (benchtest.CPUsOf): the broker on these CPUs, the console (this
+		// process) and PostgreSQL (its postmaster, whose new backends inherit it) on the others.
+		var backend int
+		if err := pgtest.Conn(b, pgtest.AdminDSN(b)).QueryRow(ctxT(b), `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+			b.Fatal(err)
+		}
+		postmaster := benchtest.Parent(backend)
+		benchtest.Pin(b, broker, beam)
+		benchtest.Pin(b, rest, append([]int{os.Getpid(), postmaster}, benchtest.Children(postmaster)...)...)
+		b.Logf("the broker on CPU %s; this process (the console, the shovel's poller) and PostgreSQL on CPU %s",
+			benchtest.CPUList(broker), benchtest.CPUList(rest))
+	}
 	_, shovelErr := rabbittest.Admin(b).ListShovels()
 	shovel := shovelErr == nil
 	if !shovel {
@@ -155,6 +171,7 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 					rabbittest.WaitDepth(b, w.ch, "orders.dlq", n, 5*time.Minute) // the browse's requeue done
 					logFrom := logSize(logPath)
 					pids := pgPIDs()
+					hook(b, "start")
 					before := cpuOf(beam, os.Getpid(), pids)
 					start := time.Now()
 					if side == "redrive" {
@@ -198,6 +215,7 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 					}
 					elapsed := time.Since(start)
 					after := cpuOf(beam, os.Getpid(), append(pids, pgPIDs()...))
+					hook(b, "stop", side)
 					if strings.HasPrefix(side, "shovel") { // gone before the next fill, which it would move too
 						rabbittest.WaitFor(b, time.Minute, "the shovel deletes itself", func(context.Context) bool {
 							sh, err := rabbittest.Admin(b).ListShovelsIn(w.vhost)
@@ -264,6 +282,20 @@ func BenchmarkRabbitReplayVsShovel(b *testing.B) {
 				len(sr), n, peer, srate, sc, med(sr, func(r result) float64 { return r.cpuBeam }), med(sr, func(r result) float64 { return r.cpuGo }),
 				100*rate/srate, c/sc)
 		}
+	}
+}
+
+// hook runs REDRIVE_BENCH_HOOK, when set, with args: "start" before each measured run and "stop"
+// and the side's name after it, outside the measured window — e.g. to sample the broker's work
+// per process during the run (docs/benchmarks.md: scripts/bench/broker-reductions).
+func hook(tb testing.TB, args ...string) {
+	tb.Helper()
+	h := os.Getenv("REDRIVE_BENCH_HOOK")
+	if h == "" {
+		return
+	}
+	if out, err := exec.Command(h, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("REDRIVE_BENCH_HOOK %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 
