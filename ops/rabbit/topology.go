@@ -74,6 +74,18 @@ func (b *Broker) Topology(ctx context.Context) (Topology, error) {
 // in a DLQ itself (x-original-exchange and x-original-routingKey, no x-death) is traced to the
 // queue, and so the consumer, it was going to. Errors are those of Topology.
 func (b *Broker) Routes(ctx context.Context, vhost, exchangeName, routingKey string) (queues []string, exact bool, err error) {
+	route, err := b.Router(ctx, vhost)
+	if err != nil {
+		return nil, false, err
+	}
+	queues, exact = route(exchangeName, routingKey)
+	return queues, exact, nil
+}
+
+// Router reads vhost's exchanges and bindings once (two management calls) and returns route, which
+// answers as Routes does for any exchange and routing key from that reading: what a plan needs for
+// its many destinations, which one reading per destination would make a management call each.
+func (b *Broker) Router(ctx context.Context, vhost string) (route func(exchange, routingKey string) (queues []string, exact bool), err error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
 	var (
@@ -90,12 +102,12 @@ func (b *Broker) Routes(ctx context.Context, vhost, exchangeName, routingKey str
 		bindings, bErr = call(ctx, func() ([]rabbithole.BindingInfo, error) { return b.rh.ListBindingsIn(vhost) })
 	})
 	wg.Wait()
-	op := "routes of " + VhostName(vhost, exchangeName)
+	op := "routes in vhost " + vhost
 	if xErr != nil {
-		return nil, false, b.fail(op+": exchanges", xErr)
+		return nil, b.fail(op+": exchanges", xErr)
 	}
 	if bErr != nil {
-		return nil, false, b.fail(op+": bindings", bErr)
+		return nil, b.fail(op+": bindings", bErr)
 	}
 	r := &router{queues: map[string]bool{}, exchanges: map[string]exchange{}, bySource: map[string][]binding{}}
 	for _, x := range exchanges {
@@ -109,9 +121,11 @@ func (b *Broker) Routes(ctx context.Context, vhost, exchangeName, routingKey str
 			r.queues[bd.Destination] = true // every queue is bound to the default exchange
 		}
 	}
-	e := Edge{Exchange: exchangeName, RoutingKey: routingKey, ToQueues: []string{}}
-	r.resolve(&e, []string{routingKey})
-	return e.ToQueues, !e.AllBound, nil
+	return func(exchangeName, routingKey string) ([]string, bool) {
+		e := Edge{Exchange: exchangeName, RoutingKey: routingKey, ToQueues: []string{}}
+		r.resolve(&e, []string{routingKey})
+		return e.ToQueues, !e.AllBound
+	}, nil
 }
 
 type exchange struct {

@@ -250,7 +250,7 @@ func (e *Engine) build(ctx context.Context, plan *Plan, progress func(planned in
 		return err
 	}
 	defer w.Rollback(ctx)
-	b := &planBuilder{e: e, plan: plan, w: w, warn: warn, progress: progress}
+	b := &planBuilder{e: e, plan: plan, w: w, warn: warn, routes: newRabbitRoutes(e, src), progress: progress}
 	if err := b.run(ctx, read); err != nil {
 		return err
 	}

@@ -446,8 +446,20 @@ func (w *rabbitWorld) engine(t testing.TB) *replay.Engine {
 // engineWith is the world's engine (its broker, inbox and consumer) with the replay settings r.
 func (w *rabbitWorld) engineWith(t testing.TB, r replay.Settings) *replay.Engine {
 	t.Helper()
-	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{w.broker}, Inboxes: []replay.Inbox{w.inbox},
-		Consumers: []ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
+	return w.engineOn(t, r, w.broker, nil)
+}
+
+// engineOver is the world's engine over broker b (the world's own wrapped, or another client of the
+// same broker), with more consumers, and their inboxes, beside inventory-service.
+func (w *rabbitWorld) engineOver(t testing.TB, b replay.RabbitBroker, inboxes []replay.Inbox, consumers ...ops.Consumer) *replay.Engine {
+	t.Helper()
+	return w.engineOn(t, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, b, inboxes, consumers...)
+}
+
+func (w *rabbitWorld) engineOn(t testing.TB, r replay.Settings, b replay.RabbitBroker, inboxes []replay.Inbox, consumers ...ops.Consumer) *replay.Engine {
+	t.Helper()
+	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{b}, Inboxes: append([]replay.Inbox{w.inbox}, inboxes...),
+		Consumers: append([]ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}}, consumers...),
 		Replay:    r, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,8 @@ type planBuilder struct {
 	plan *Plan
 	w    PlanWriter
 	warn *warningCounter
+	// routes, for a RabbitMQ plan, the other queues its publishes reach (nil otherwise).
+	routes *rabbitRoutes
 	// unguarded counts the publishes without an inbox verdict, for every kind.
 	unguarded unguardedCounter
 	dests     map[Destination]json.RawMessage // a plan's destinations repeat: marshal each once
@@ -140,6 +142,7 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 			ErrorGroup: it.ErrorGroup, ReplayCount: it.ReplayCount, Position: it.Position, Partition: it.Partition, Note: it.Note}
 	}
 	b.warn.add(ctx, items)
+	b.routes.add(ctx, items)
 	b.unguarded.add(items)
 	if err := b.w.Add(ctx, rows); err != nil {
 		return err
@@ -150,13 +153,14 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 	return nil
 }
 
-// warnings are the plan's warnings: the Kafka groups it reaches, then its unguarded messages.
+// warnings are the plan's warnings: the Kafka groups or the other RabbitMQ queues it reaches, then
+// its unguarded messages.
 func (b *planBuilder) warnings() []string {
 	none := "no configured consumer reads their destination"
 	if src := b.plan.Source; src.Kind == source.Outbox {
 		none = b.e.outboxUnguarded(src.Outbox)
 	}
-	return append(b.warn.warnings(), b.unguarded.warningsWhy(func(c string) bool { _, ok := b.e.inboxes[c]; return ok }, none)...)
+	return append(append(b.warn.warnings(), b.routes.warnings()...), b.unguarded.warningsWhy(func(c string) bool { _, ok := b.e.inboxes[c]; return ok }, none)...)
 }
 
 // outboxUnguarded says why an outbox's replayed events have no consumer to guard them.

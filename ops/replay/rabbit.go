@@ -22,10 +22,10 @@ type RabbitBroker interface {
 	// ReplayCursor opens a cursor on queue for a replay job (the adapter's OpenCursor: it takes
 	// the queue's turn and holds it until it closes).
 	ReplayCursor(ctx context.Context, vhost, queue string, span int) (rabbitmodel.Cursor, error)
-	// Routes lists the queues of vhost a message published to exchange with routingKey reaches
-	// through the broker's bindings (exact false: every queue bound to an exchange that routes by
-	// what cannot be seen).
-	Routes(ctx context.Context, vhost, exchange, routingKey string) (queues []string, exact bool, err error)
+	// Router reads vhost's bindings once and returns route, which lists the queues a message
+	// published to exchange with routingKey reaches through them (exact false: every queue bound to
+	// an exchange that routes by what cannot be seen).
+	Router(ctx context.Context, vhost string) (route func(exchange, routingKey string) (queues []string, exact bool), err error)
 	// ArchivedHeaders reads an archived message's headers (rabbitmodel.Whole.Headers, as the
 	// adapter encoded them) back with their AMQP types.
 	ArchivedHeaders(wire []byte) (map[string]any, error)
@@ -200,7 +200,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbitmodel.Message) (Item, 
 		}
 	}
 	it := Item{Locator: rabbitLocator(src.Broker, src.Vhost, src.Queue, m), MessageID: m.MessageID,
-		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorFingerprint(exception, stack))}
+		ErrorGroup: strings.TrimSpace(reason + " " + ops.ErrorFingerprint(exception, stack)), diedIn: origQueue}
 	if dl != nil {
 		it.ReplayCount = dl.ReplayCount
 		// Byte for byte: a key that is not UTF-8 is sent nowhere else (sanitize skips it as unresolvable).
@@ -232,13 +232,33 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbitmodel.Message) (Item, 
 // broker's bindings once per destination.
 type rabbitConsumerSet struct {
 	e             *Engine
-	r             RabbitBroker
+	router        *rabbitRouter
 	broker, vhost string
 	byDest        map[[2]string]string
 }
 
 func (e *Engine) rabbitConsumers(r RabbitBroker, broker, vhost string) *rabbitConsumerSet {
-	return &rabbitConsumerSet{e: e, r: r, broker: broker, vhost: vhost, byDest: map[[2]string]string{}}
+	return &rabbitConsumerSet{e: e, router: &rabbitRouter{r: r, vhost: vhost}, broker: broker, vhost: vhost, byDest: map[[2]string]string{}}
+}
+
+// rabbitRouter routes a plan's destinations through a vhost's bindings as the broker had them
+// when the first was asked: one reading of the bindings per plan, however many destinations.
+type rabbitRouter struct {
+	r     RabbitBroker
+	vhost string
+	route func(exchange, routingKey string) ([]string, bool)
+	err   error
+}
+
+func (rr *rabbitRouter) routes(ctx context.Context, exchange, routingKey string) (queues []string, exact bool, err error) {
+	if rr.route == nil && rr.err == nil {
+		rr.route, rr.err = rr.r.Router(ctx, rr.vhost)
+	}
+	if rr.err != nil {
+		return nil, false, rr.err
+	}
+	queues, exact = rr.route(exchange, routingKey)
+	return queues, exact, nil
 }
 
 // byRoute is the consumer whose inbox guards a dead letter that names no queue it died in (no
@@ -257,7 +277,7 @@ func (c *rabbitConsumerSet) byRoute(ctx context.Context, dest Destination) (stri
 	if consumer, ok := c.byDest[key]; ok {
 		return consumer, nil
 	}
-	queues, _, err := c.r.Routes(ctx, c.vhost, dest.Exchange, dest.RoutingKey)
+	queues, _, err := c.router.routes(ctx, dest.Exchange, dest.RoutingKey)
 	if err != nil {
 		return "", err
 	}

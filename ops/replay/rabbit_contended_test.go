@@ -12,7 +12,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/rabbit"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
@@ -100,12 +99,7 @@ func TestRabbitJobWaitsForAnotherReader(t *testing.T) {
 			defer readers.Wait()
 			b := &contendedBroker{Broker: w.broker}
 			b.start = func() { tc.reader(t, w, &readers) }
-			e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{b}, Inboxes: []replay.Inbox{w.inbox},
-				Consumers: []ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}},
-				Replay:    replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := w.engineOver(t, b, nil)
 			plan := w.planQueue(t, e, n, replay.Filter{})
 			if plan.Total != n || plan.Counts[replay.Publish] != n {
 				t.Fatalf("plan %v", plan.Counts)

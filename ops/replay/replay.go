@@ -270,6 +270,9 @@ type Item struct {
 	// Position locates the message for the run: the Kafka partition and offset, or the outbox id.
 	Partition *int32 `json:"-"`
 	Position  *int64 `json:"-"`
+	// diedIn is the queue a RabbitMQ dead letter died in, as its headers name it ("" when they
+	// name none), for the plan's warnings (rabbitRoutes); it is not stored.
+	diedIn string
 }
 
 // Plan is a frozen selection with its verdicts.
