@@ -161,7 +161,7 @@ func (w *rabbitRoutes) warnings() []string {
 		_, hasInbox := w.e.inboxes[consumer]
 		switch {
 		case consumer == "":
-			msg += " (no consumer is configured for it: whether it processed them is unknown)"
+			msg += " (no consumer is configured for it, so whether its consumer processed them is unknown)"
 		case !hasInbox:
 			msg += fmt.Sprintf(" (no inbox configured for its consumer %s: its verdicts are unknown)", consumer)
 		case o.unread:

@@ -57,7 +57,7 @@ func TestRabbitPlanWarnsOfTheOtherQueuesItsRouteReaches(t *testing.T) {
 	}
 	want := []string{
 		`queue orders.audit is also bound to exchange orders with routing key "order.created" and will receive 5 of the replayed messages; its inbox (audit-service): 2 processed, 1 in progress, 2 not processed`,
-		`queue orders.search is also bound to exchange orders with routing key "order.created" and will receive 5 of the replayed messages (no consumer is configured for it: whether it processed them is unknown)`,
+		`queue orders.search is also bound to exchange orders with routing key "order.created" and will receive 5 of the replayed messages (no consumer is configured for it, so whether its consumer processed them is unknown)`,
 	}
 	for _, warning := range plan.Warnings {
 		if strings.Contains(warning, "orders.work") || strings.Contains(warning, "orders.eu") {
@@ -123,7 +123,7 @@ func TestRabbitPlanReadsTheBindingsOnce(t *testing.T) {
 	e := w.engineOver(t, b, nil)
 
 	plan := w.planQueue(t, e, n, replay.Filter{})
-	want := fmt.Sprintf(`queue events.all is also bound to exchange events with %d of the routing keys ("order.0.created", …) and will receive %d of the replayed messages (no consumer is configured for it: whether it processed them is unknown)`, n, n)
+	want := fmt.Sprintf(`queue events.all is also bound to exchange events with %d of the routing keys ("order.0.created", …) and will receive %d of the replayed messages (no consumer is configured for it, so whether its consumer processed them is unknown)`, n, n)
 	if got := routeWarnings(plan); !slices.Equal(got, []string{want}) {
 		t.Fatalf("route warnings %q; want [%q]", got, want)
 	}
@@ -148,7 +148,7 @@ func TestRabbitPlanWarnsOfOtherQueuesForSpringDeadLetters(t *testing.T) {
 	if len(plan.Items) != 1 || plan.Items[0].Consumer != "inventory-service" {
 		t.Fatalf("items %+v; want one, guarded by inventory-service", plan.Items)
 	}
-	want := `queue orders.search is also bound to exchange orders with routing key "order.created" and will receive 1 of the replayed messages (no consumer is configured for it: whether it processed them is unknown)`
+	want := `queue orders.search is also bound to exchange orders with routing key "order.created" and will receive 1 of the replayed messages (no consumer is configured for it, so whether its consumer processed them is unknown)`
 	if got := routeWarnings(plan); !slices.Equal(got, []string{want}) {
 		t.Fatalf("route warnings %q; want [%q]", got, want)
 	}
