@@ -55,7 +55,7 @@ func (k archiveKind) plan(ctx context.Context, src *Source, _ Filter, emit func(
 		it.Destination = Destination{Kind: source.RabbitMQ, Broker: m.Broker, Vhost: m.Vhost, Exchange: x, RoutingKey: rk}
 	}
 	firstQueue := headerText(m.Headers, "x-first-death-queue")
-	it.Consumer = k.e.consumerForQueue(m.Broker, m.Vhost, firstQueue)
+	it.Consumer, it.diedIn = k.e.consumerForQueue(m.Broker, m.Vhost, firstQueue), firstQueue
 	if firstQueue == "" { // republished by Spring: where it was going says whose inbox guards it
 		if it.Consumer, err = k.e.rabbitConsumers(r, m.Broker, m.Vhost).byRoute(ctx, it.Destination); err != nil {
 			return err

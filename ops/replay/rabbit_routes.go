@@ -17,7 +17,9 @@ import (
 // original: every queue bound there gets a copy, and the consumers of the others (an audit, a
 // projection) had the message once already. The Kafka counterpart is warningCounter's other groups.
 type rabbitRoutes struct {
-	e             *Engine
+	e *Engine
+	// router reads the bindings of the broker and vhost of the plan's first publish: a plan's
+	// messages are all of one (the queue's, or the archived message's).
 	router        *rabbitRouter
 	broker, vhost string
 	routes        map[[2]string]rabbitRoute // exchange, routing key → where it leads
@@ -43,16 +45,13 @@ type otherQueue struct {
 	unread   bool
 }
 
+// newRabbitRoutes is the warnings' gatherer of a plan that publishes to RabbitMQ: from a queue, or
+// an archived message restored to its original destination; nil for every other plan.
 func newRabbitRoutes(e *Engine, src Source) *rabbitRoutes {
-	if src.Kind != source.RabbitMQ || src.discards() {
+	if (src.Kind != source.RabbitMQ && src.Kind != source.Archive) || src.discards() {
 		return nil
 	}
-	r, err := rabbitKind{e}.broker(&src)
-	if err != nil {
-		return nil // the plan fails on it
-	}
-	return &rabbitRoutes{e: e, router: &rabbitRouter{r: r, vhost: src.Vhost}, broker: src.Broker, vhost: src.Vhost,
-		routes: map[[2]string]rabbitRoute{}, others: map[string]*otherQueue{}}
+	return &rabbitRoutes{e: e, routes: map[[2]string]rabbitRoute{}, others: map[string]*otherQueue{}}
 }
 
 func (w *rabbitRoutes) add(ctx context.Context, items []Item) {
@@ -62,8 +61,15 @@ func (w *rabbitRoutes) add(ctx context.Context, items []Item) {
 	ids := map[string][]string{} // other queue → message ids
 	for _, it := range items {
 		d := it.Destination
-		if it.Action != Publish || d.Kind != source.RabbitMQ || d.Exchange == "" {
+		if it.Action != Publish || d.Kind != source.RabbitMQ || d.Exchange == "" || (w.router != nil && (d.Broker != w.broker || d.Vhost != w.vhost)) {
 			continue // the default exchange routes to the one queue the key names
+		}
+		if w.router == nil {
+			r, err := configured(w.e.rabbit, "source.broker", "rabbitmq broker", d.Broker)
+			if err != nil {
+				return // the plan fails on it
+			}
+			w.router, w.broker, w.vhost = &rabbitRouter{r: r, vhost: d.Vhost}, d.Broker, d.Vhost
 		}
 		key := [2]string{d.Exchange, d.RoutingKey}
 		rt, ok := w.routes[key]

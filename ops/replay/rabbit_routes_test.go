@@ -158,3 +158,25 @@ func TestRabbitPlanWarnsOfOtherQueuesForSpringDeadLetters(t *testing.T) {
 func routeWarnings(plan replay.Plan) []string {
 	return slices.DeleteFunc(slices.Clone(plan.Warnings), func(s string) bool { return !strings.Contains(s, " is also bound to ") })
 }
+
+// TestArchiveRestorePlanWarnsOfOtherQueues: restoring an archived dead letter to its original
+// destination routes it as a replay from the queue does, so its plan names the other queue its
+// route reaches too.
+func TestArchiveRestorePlanWarnsOfOtherQueues(t *testing.T) {
+	w := newRabbitWorld(t)
+	tp := rabbittest.Topology{TB: t, Ch: w.ch}
+	tp.Queue("orders.audit", nil)
+	tp.Bind("orders.audit", "order.created", "orders")
+	w.deadLetter(t, 1)
+	e := w.engine(t)
+	work(t, e)
+	archived := w.discardAll(t, e, 1)["m-0"]
+	plan, err := e.Plan(ctxT(t), "alice", replay.Source{Kind: "archive", ArchiveID: archived.ID}, replay.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `queue orders.audit is also bound to exchange orders with routing key "order.created" and will receive 1 of the replayed messages (no consumer is configured for it, so whether its consumer processed them is unknown)`
+	if got := routeWarnings(plan); !slices.Equal(got, []string{want}) {
+		t.Fatalf("route warnings %q; want [%q]", got, want)
+	}
+}
