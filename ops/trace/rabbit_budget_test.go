@@ -3,6 +3,8 @@ package trace_test
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,17 +58,32 @@ func TestTraceRabbitWithinBudget(t *testing.T) {
 		{"NotFound", "no-such-id", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			res, err := tr.Trace(ctx, trace.Query{MessageID: tc.id})
-			took := time.Since(start)
-			if err != nil {
-				t.Fatal(err)
+			var res trace.Result
+			var took time.Duration
+			for attempt := 1; ; attempt++ {
+				start := time.Now()
+				var err error
+				res, err = tr.Trace(ctx, trace.Query{MessageID: tc.id})
+				took = time.Since(start)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var details []string
+				for _, s := range res.Steps {
+					details = append(details, s.Source+": "+s.Detail)
+				}
+				t.Logf("attempt %d: %v; verdict: %s\n%s", attempt, took, res.Verdict, strings.Join(details, "\n"))
+				// On a loaded machine (the -race suite, every package at once) the broker may hand
+				// over fewer than the 8 messages up to position 7 within the budget: then the message
+				// was rightly not found, and the trace is asked again, so that the run proves the
+				// finding too. A read that reached position 7 and did not find it fails below.
+				if read := readOf(res.Verdict, "a.dlq"); !tc.found || read < 0 || read > 7 {
+					break // (read < 0: the verdict says no partial read, which the checks below fail)
+				}
+				if attempt == 5 {
+					t.Fatalf("in %d traces the broker never handed over the 8 messages up to position 7 within the budget of %v", attempt, budget)
+				}
 			}
-			var details []string
-			for _, s := range res.Steps {
-				details = append(details, s.Source+": "+s.Detail)
-			}
-			t.Logf("%v; verdict: %s\n%s", took, res.Verdict, strings.Join(details, "\n"))
 			if took > budget+2500*time.Millisecond {
 				t.Errorf("the trace took %v, past its budget of %v", took, budget)
 			}
@@ -100,6 +117,17 @@ func TestTraceRabbitWithinBudget(t *testing.T) {
 	if r := rabbittest.ReadBack(t, url, vhost, "a.dlq", n, id); r >= n {
 		t.Errorf("all %d messages came back redelivered: the traces read the whole queue", r)
 	}
+}
+
+// readOf is how many messages of queue a verdict says were read ("queue: first N of M messages
+// read"), -1 when it does not say.
+func readOf(verdict, queue string) int {
+	m := regexp.MustCompile(regexp.QuoteMeta(queue) + `: first (\d+) of \d+ messages read`).FindStringSubmatch(verdict)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 func stepOf(steps []trace.Step, source string) *trace.Step {
