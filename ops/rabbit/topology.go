@@ -65,26 +65,16 @@ func (b *Broker) Topology(ctx context.Context) (Topology, error) {
 	return buildTopology(queues, xs, bs, b.isDLQName), nil
 }
 
-// Routes lists the queues of vhost that a message published to exchangeName with routingKey reaches
-// through the bindings as the broker has them now, sorted: the default exchange ("") routes to the
+// Router reads vhost's exchanges and bindings once (two management calls) and returns route, which
+// lists the queues of vhost that a message published to exchangeName with routingKey reaches
+// through the bindings as the broker had them then, sorted: the default exchange ("") routes to the
 // queue the key names; exchange-to-exchange bindings and alternate exchanges are followed, as
 // Topology resolves its edges. exact is false when routing depends on what Redrive cannot see (a
 // headers exchange, a plugin's type): the queues are then every queue bound there. An exchange
-// that does not exist routes nowhere. It is how a message Spring's RepublishMessageRecoverer put
-// in a DLQ itself (x-original-exchange and x-original-routingKey, no x-death) is traced to the
-// queue, and so the consumer, it was going to. Errors are those of Topology.
-func (b *Broker) Routes(ctx context.Context, vhost, exchangeName, routingKey string) (queues []string, exact bool, err error) {
-	route, err := b.Router(ctx, vhost)
-	if err != nil {
-		return nil, false, err
-	}
-	queues, exact = route(exchangeName, routingKey)
-	return queues, exact, nil
-}
-
-// Router reads vhost's exchanges and bindings once (two management calls) and returns route, which
-// answers as Routes does for any exchange and routing key from that reading: what a plan needs for
-// its many destinations, which one reading per destination would make a management call each.
+// that does not exist routes nowhere. One reading answers a plan's many destinations: how a
+// message Spring's RepublishMessageRecoverer put in a DLQ itself (x-original-exchange and
+// x-original-routingKey, no x-death) is traced to the queue, and so the consumer, it was going to,
+// and which other queues a replay reaches. Errors are those of Topology.
 func (b *Broker) Router(ctx context.Context, vhost string) (route func(exchange, routingKey string) (queues []string, exact bool), err error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
