@@ -314,11 +314,6 @@ func (k rabbitKind) open(ctx context.Context, job Job, src Source) (mover, error
 	if span < 1 { // a plan made before spans were recorded
 		span = src.Limit
 	}
-	// The mover looks messages up in the plan by locator: without statistics (the plan was
-	// copied in moments ago, long before autovacuum) PostgreSQL would read the whole plan each time.
-	if err := k.e.o.Store.AnalyzePlanItems(ctx); err != nil {
-		return nil, err
-	}
 	cur, err := r.ReplayCursor(ctx, src.Vhost, src.Queue, span)
 	if err != nil {
 		return nil, err
@@ -335,6 +330,12 @@ type rabbitMover struct {
 	src   Source
 	cur   rabbitmodel.Cursor
 	stash map[string]stashed // planned messages read before their batch came, by locator
+	// analyzed says the plan items' statistics were refreshed for this job's look-ups by locator
+	// (sortOut): without them (the plan was copied in moments ago, long before autovacuum)
+	// PostgreSQL reads the whole plan for each look-up. Refreshed on the first look-up, not when
+	// the job opens: a queue that holds only the plan's messages, in its order, needs none, and an
+	// ANALYZE is a tenth of the job's PostgreSQL time (docs/benchmarks.md).
+	analyzed bool
 }
 
 type stashed struct {
@@ -619,6 +620,12 @@ func (m *rabbitMover) sortOut(ctx context.Context, job Job, ds []rabbitmodel.Del
 	locators := make([]string, len(ds))
 	for i, d := range ds {
 		locators[i] = m.locator(d.Message())
+	}
+	if !m.analyzed {
+		if err := m.e.o.Store.AnalyzePlanItems(ctx); err != nil {
+			return nil, err
+		}
+		m.analyzed = true
 	}
 	rows, err := m.e.o.Store.PlanItemsByLocator(ctx, job.PlanID, locators)
 	if err != nil || len(rows) == 0 {

@@ -551,3 +551,45 @@ func TestRabbitConnectionClosedMidJob(t *testing.T) {
 		return d
 	}())
 }
+
+// A job refreshes its plan's statistics (Store.AnalyzePlanItems) before its first look-up of the
+// plan by locator, and only then: a queue that holds only the plan's messages, in its order, needs
+// none — and an ANALYZE was a tenth of a clean job's PostgreSQL time — while a job that meets
+// messages it does not move (here skipped as processed, in two batches) analyzes once.
+func TestRabbitJobAnalyzesThePlanOnlyWhenItLooksUp(t *testing.T) {
+	analyzed := func(t *testing.T, w *rabbitWorld) int64 {
+		t.Helper()
+		var n int64
+		if err := w.store.Pool().QueryRow(ctxT(t), `SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'replay_plan_item'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const n = 2500 // three batches
+	for _, c := range []struct {
+		name      string
+		processed []string
+		analyzes  int64
+	}{
+		{"the plan's messages alone", nil, 0},
+		{"messages it does not move", []string{"m-5", "m-1500"}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, e := newFilledRabbitWorld(t, n)
+			for _, id := range c.processed {
+				pgtest.Exec(t, w.inboxDSN, `INSERT INTO inbox_message VALUES ($1, 'inventory-service', now(), now())`, id)
+			}
+			work(t, e)
+			before := analyzed(t, w)
+			job := w.run(t, e, w.planQueue(t, e, n, replay.Filter{}).ID)
+			if want := n - len(c.processed); job.Status != replay.JobDone || job.Published != want || job.Skipped != len(c.processed) {
+				t.Fatalf("job %+v; want done with %d published", job, want)
+			}
+			if got := analyzed(t, w) - before; got != c.analyzes {
+				t.Fatalf("the job analyzed the plan items %d time(s); want %d", got, c.analyzes)
+			}
+			w.waitDepth(t, "orders.work", n-len(c.processed))
+			w.waitDepth(t, "orders.dlq", len(c.processed))
+		})
+	}
+}

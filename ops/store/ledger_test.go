@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redrive/redrive/ops/benchtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -276,7 +277,9 @@ func TestSettleStaysOnThePage(t *testing.T) {
 // BenchmarkLedger measures the ledger's two writes per message for a batch of 5,000 with RabbitMQ
 // locators: the claim (insert under the once-only index) and the settle (active → published), on
 // the ledger as migrated and, for scale, at the fillfactor before 066 (60: a third of the settle's
-// updates not HOT).
+// updates not HOT). Besides the time per batch it reports pg-cpu-ms/op, the CPU the store's
+// PostgreSQL backends spent on it (from /proc: the database must run on this machine), which moves
+// far less than the time on a shared machine.
 //
 //	go test ./ops/store -run '^$' -bench Ledger -benchtime 20x
 func BenchmarkLedger(b *testing.B) {
@@ -308,26 +311,75 @@ func BenchmarkLedger(b *testing.B) {
 				return claims, outs
 			}
 			b.Run("Claim", func(b *testing.B) {
+				cpu := backendCPU(b, st)
 				for b.Loop() {
 					claims, _ := next()
 					if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu.report(b)
 			})
 			b.Run("Settle", func(b *testing.B) {
+				cpu := backendCPU(b, st)
 				for b.Loop() {
 					b.StopTimer()
+					cpu.pause()
 					claims, outs := next()
 					if _, err := st.Claim(ctx, "j", claims, nil); err != nil {
 						b.Fatal(err)
 					}
+					cpu.resume()
 					b.StartTimer()
 					if err := st.Settle(ctx, "j", outs); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu.report(b)
 			})
 		})
 	}
+}
+
+// pgCPU counts the CPU seconds the store's PostgreSQL backends spend while it runs.
+type pgCPU struct {
+	pids  func() []int
+	at    map[int]float64 // each backend's CPU when the count last resumed
+	spent float64
+}
+
+// backendCPU starts counting the CPU of st's backends (every connection of its database).
+func backendCPU(b *testing.B, st *store.Store) *pgCPU {
+	b.Helper()
+	c := &pgCPU{pids: func() []int {
+		rows, err := st.Pool().Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return pids
+	}}
+	c.resume()
+	return c
+}
+
+func (c *pgCPU) resume() {
+	c.at = map[int]float64{}
+	for _, pid := range c.pids() {
+		c.at[pid] = benchtest.ProcCPU(pid)
+	}
+}
+
+func (c *pgCPU) pause() {
+	for _, pid := range c.pids() {
+		c.spent += benchtest.ProcCPU(pid) - c.at[pid] // a backend that came since started at 0
+	}
+}
+
+func (c *pgCPU) report(b *testing.B) {
+	c.pause()
+	b.ReportMetric(1000*c.spent/float64(b.N), "pg-cpu-ms/op")
 }
