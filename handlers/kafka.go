@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -184,14 +185,23 @@ func (h *Kafka) groupsJSON(snap lag.Snapshot) (*sharedPart, time.Time, error) {
 // newer snapshot's are kept already.
 func (h *Kafka) encodeGroups(snap lag.Snapshot) (*sharedPart, error) {
 	v, err, _ := h.encodes.Do(snap.Cluster+"\x00"+snap.At.Format(time.RFC3339Nano), func() (any, error) {
-		groups := make([]groupJSON, 0, len(snap.Groups))
-		for _, g := range snap.Groups {
-			groups = append(groups, toGroupJSON(g))
+		// One group at a time, yielding between them: this runs behind the answers (stale while
+		// revalidate), and one Marshal of 10,000 partitions held a CPU the readers' answers were
+		// waiting for for ~20 ms at a stretch.
+		b := make([]byte, 0, 1<<20)
+		b = append(b, '[')
+		for i, g := range snap.Groups {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			gb, err := json.Marshal(toGroupJSON(g))
+			if err != nil {
+				return nil, fmt.Errorf("encode groups: %w", err)
+			}
+			b = append(b, gb...)
+			runtime.Gosched()
 		}
-		b, err := json.Marshal(groups)
-		if err != nil {
-			return nil, fmt.Errorf("encode groups: %w", err)
-		}
+		b = append(b, ']')
 		part := newSharedPart(b)
 		if time.Since(time.Unix(0, h.gzipReadAt.Load())) < gzipReaders {
 			part.Deflated()
