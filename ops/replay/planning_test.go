@@ -113,8 +113,9 @@ func TestPlanOfAHundredThousandInTheBackground(t *testing.T) {
 	if !sawPlanning || !refused {
 		t.Fatalf("the plan was never seen planning (%d polls)", polls)
 	}
-	if took > requestTimeout || slowest > time.Second {
-		t.Errorf("ready after %s, slowest read %s; want under the default request_timeout (%s), each read under 1 s", took, slowest, requestTimeout)
+	if took > requestTimeout*raceSlowdown || slowest > time.Second {
+		t.Errorf("ready after %s, slowest read %s; want under the default request_timeout (%s; %d× that under the race detector), each read under 1 s",
+			took, slowest, requestTimeout, raceSlowdown)
 	}
 	if got := planItemRows(t, w, pl.ID); got != n {
 		t.Fatalf("%d items stored, want %d", got, n)

@@ -182,7 +182,10 @@ func owners(t *testing.T, st Leases) map[string]string {
 // snapshot reads as stale and Ping fails; when the hung one resumes, its write is refused and it
 // steps down.
 func TestHungLeaderReplaced(t *testing.T) {
-	const interval = time.Second
+	// The TTL is one interval, and the hung replica renews only when the test has it sample: 2 s
+	// leaves room for its first sample and the other replicas' start on a loaded machine (under
+	// -race beside the other packages' tests one interval of 1 s was not enough).
+	const interval = 2 * time.Second
 	ctx := ctxT(t)
 	b := newBroker(t)
 	b.topic(t, "orders", 1)
@@ -200,14 +203,20 @@ func TestHungLeaderReplaced(t *testing.T) {
 	}
 	g := &gated{KafkaGroups: b.cluster(t, time.Second)}
 	hung := replica("hung", g)
+	renewed := time.Now() // its lease runs one TTL from the start of its sample
 	if err := hung.SampleOnce(ctx); err != nil || !slices.Equal(hung.Leads(), []string{"kafka/main"}) {
 		t.Fatalf("first replica: leads %v, %v", hung.Leads(), err)
 	}
 	b2, c2 := replica("b", b.cluster(t, time.Second)), replica("c", b.cluster(t, time.Second))
 	runSampler(t, b2)
 	runSampler(t, c2)
-	// Before the freeze the others run rounds too, and none of them takes the live leader's source.
-	waittest.Holds(t, interval/2, "the live leader keeps kafka/main before the freeze", func() bool {
+	// Before the freeze the others run rounds too, and none of them takes the live leader's source
+	// while its lease is valid: watched until shortly before it would lapse, at most half an interval.
+	hold := min(interval/2, time.Until(renewed.Add(interval))-250*time.Millisecond)
+	if hold < 100*time.Millisecond {
+		t.Fatalf("the first sample and the replicas' start took %s of the %s lease: nothing left to watch", time.Since(renewed), interval)
+	}
+	waittest.Holds(t, hold, "the live leader keeps kafka/main before the freeze", func() bool {
 		return owners(t, b2.store)["kafka/main"] == "hung"
 	})
 
