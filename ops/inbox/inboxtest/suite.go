@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 func testVerdicts(t *testing.T, db DB) {
@@ -285,16 +286,10 @@ func testBusy(t *testing.T, db DB) {
 	// 200 ms, and the look-up meant to hold it would fail as busy instead of waiting on the lock. The
 	// dial itself is bounded by the 200 ms too, so the first look-ups may fail while it goes on
 	// (CI: "0 of 1 in use, the others still connecting"): asked until the connection is there.
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	waittest.For(t, 30*time.Second, "the inbox's one connection made", func() (error, bool) {
 		_, err := in.Verdicts(ctx, []string{"m-0"})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the inbox's one connection was not made within 30 s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err, err == nil
+	})
 	release := db.LockTable(t)
 	var once sync.Once
 	defer once.Do(release)
