@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"hash/crc32"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/klauspost/compress/flate"
 	"github.com/labstack/echo/v4"
 )
 
@@ -21,7 +21,10 @@ import (
 // gzip trailer's CRC-32 and length are those of the whole text. The routes that use it are
 // skipped by the server's gzip middleware (web: PrecompressedRoutes).
 
-// gzipLevel matches the server's gzip middleware.
+// gzipLevel is the shared parts' compression level. A part is deflated once per snapshot, not per
+// answer, so it affords more than the middleware's stateless compression of each answer. The
+// deflater is klauspost/compress's, as the middleware's: at this level it takes 0.6 of the
+// standard library's CPU for 12% more bytes (BenchmarkDeflateGroups: 3.6–4.6 against 6.6–7.2 ms).
 const gzipLevel = 5
 
 // deflatePart compresses b as a non-final part of a deflate stream (final: the last part).

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"compress/flate"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -74,4 +75,41 @@ func TestGroupsDeflatedOnlyForGzipReaders(t *testing.T) {
 	if late, err := h.encodeGroups(snap(time.Unix(300, 0))); err != nil || late.deflated != nil {
 		t.Fatalf("deflated %v after the gzip readers left (%v)", late.deflated != nil, err)
 	}
+}
+
+// BenchmarkDeflateGroups deflates the groups of 200 groups × 50 partitions once, as a new
+// snapshot's are for gzip readers: the deflater shipped (klauspost/compress) against the
+// standard library's at the same level, in one run.
+//
+//	go test ./handlers -run '^$' -bench DeflateGroups -benchtime 20x -count 3
+func BenchmarkDeflateGroups(b *testing.B) {
+	groups := make([]lag.Group, 200)
+	for g := range groups {
+		parts := make([]kafka.PartitionLag, 50)
+		for p := range parts {
+			parts[p] = kafka.PartitionLag{Partition: int32(p), Committed: int64((g + p) % 20), Start: 0, End: 20,
+				Lag: int64(20 - (g+p)%20), TimeLag: time.Duration(g*p) * time.Millisecond, Member: fmt.Sprintf("consumer-%d-%x", g, g*7919)}
+		}
+		groups[g] = lag.Group{Group: kafka.Group{Name: fmt.Sprintf("group-%03d", g), State: "Stable", Members: 1,
+			Topics: []kafka.TopicLag{{Topic: fmt.Sprintf("topic-%02d", g%20), Partitions: parts}}}}
+	}
+	part, err := (&Kafka{}).encodeGroups(lag.Snapshot{Cluster: "main", At: time.Unix(100, 0), Groups: groups})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d bytes of groups", len(part.text))
+	b.Run("shipped", func(b *testing.B) {
+		for b.Loop() {
+			b.ReportMetric(float64(len(deflatePart(part.text, false))), "bytes")
+		}
+	})
+	b.Run("stdlib", func(b *testing.B) {
+		for b.Loop() {
+			var buf bytes.Buffer
+			w, _ := flate.NewWriter(&buf, gzipLevel)
+			_, _ = w.Write(part.text)
+			_ = w.Flush()
+			b.ReportMetric(float64(buf.Len()), "bytes")
+		}
+	})
 }

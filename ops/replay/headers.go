@@ -60,7 +60,8 @@ func (r headerRewriter) kafka(in []kafkamodel.Header, job Job, it Item, source s
 // x-first-death-*, x-last-death-*) goes too, whatever replay.strip_headers says: the message
 // starts a new life, and the broker would otherwise count the old deaths as its own.
 func (r headerRewriter) rabbit(in map[string]any, job Job, it Item, source string) map[string]any {
-	out := map[string]any{}
+	own := stamp(job, it, source)
+	out := make(map[string]any, len(in)+len(own))
 	for k, v := range in {
 		lk := strings.ToLower(k)
 		if r.drops(k) || lk == "x-death" || strings.HasPrefix(lk, "x-first-death-") || strings.HasPrefix(lk, "x-last-death-") {
@@ -68,7 +69,7 @@ func (r headerRewriter) rabbit(in map[string]any, job Job, it Item, source strin
 		}
 		out[k] = v
 	}
-	for _, h := range stamp(job, it, source) {
+	for _, h := range own {
 		out[h[0]] = h[1]
 	}
 	return out

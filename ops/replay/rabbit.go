@@ -415,8 +415,8 @@ func (m *rabbitMover) move(ctx context.Context, job Job, items []Item, resumed m
 			delete(m.stash, l)
 		}
 	}
-	var take []rabbitmodel.Delivery
-	var taken []Item
+	// Sized for the batch: every item is taken unless the queue no longer holds it.
+	take, taken := make([]rabbitmodel.Delivery, 0, len(items)), make([]Item, 0, len(items))
 	for _, it := range items {
 		if s, ok := m.stash[it.Locator]; ok {
 			take, taken = append(take, s.d), append(taken, it)
