@@ -1,17 +1,22 @@
 package sampler
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
 	"github.com/redrive/redrive/ops/lag"
 	"github.com/redrive/redrive/ops/store"
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // A live group is judged over time from the sampler's window: OK while it keeps up, WARN once the
@@ -361,4 +366,64 @@ func TestLatestKafkaRevalidates(t *testing.T) {
 	if next := read(); !next.At.Equal(clk.Now()) || next.Error != "" || &next.Groups[0] == &first.Groups[0] {
 		t.Errorf("after a new sample: at %v error %q", next.At, next.Error)
 	}
+}
+
+// A replica whose copy expired answers from it while the store is read behind the answer (stale
+// while revalidate), with its sample's age; only a copy cacheServeFor CacheTTLs old makes the
+// readers wait for the store. The store is held by a lock on its snapshot table, so a read that
+// goes to it cannot return until the lock goes.
+func TestLatestKafkaAnswersFromTheCopyWhileTheStoreIsRead(t *testing.T) {
+	ctx := ctxT(t)
+	clk := newClock()
+	const ttl = 100 * time.Millisecond
+	b := newBroker(t)
+	b.topic(t, "orders", 2)
+	b.commit(t, "g", "orders", map[int32]int64{0: 0})
+	dsn := testDSN(t)
+	leader := newSampler(t, openStore(t, dsn), clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	reader := newSampler(t, openStore(t, dsn), clk, func(o *Options) { o.CacheTTL = ttl }, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	if err := leader.SampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := reader.LatestKafka(ctx, "main")
+	if err != nil || len(first.Groups) != 1 {
+		t.Fatalf("LatestKafka: %d groups, %v", len(first.Groups), err)
+	}
+	sampleAfter(t, ctx, leader, clk, 15*time.Second) // a newer sample the reader has not read
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+store.Schema+".snapshot IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * ttl) // the copy expired
+	start := time.Now()
+	served, err := reader.LatestKafka(ctx, "main")
+	if took := time.Since(start); err != nil || !served.At.Equal(first.At) || took > ttl {
+		t.Fatalf("with the store held: the copy of %v (%v) in %v, want the copy of %v at once", served.At, err, took, first.At)
+	}
+	if served.Age < 15*time.Second {
+		t.Errorf("the copy says it is %v old; its sample is 15 s older than the clock", served.Age)
+	}
+	time.Sleep(cacheServeFor * ttl) // the copy is now too old to answer without the store
+	wctx, cancel := context.WithTimeout(ctx, 3*ttl)
+	_, err = reader.LatestKafka(wctx, "main")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a copy %d CacheTTLs old answered without the store: %v", cacheServeFor, err)
+	}
+	if err := tx.Rollback(ctx); err != nil { // the store answers again
+		t.Fatal(err)
+	}
+	waittest.For(t, 5*time.Second, "the reader shows the newer sample", func() (string, bool) {
+		snap, err := reader.LatestKafka(ctx, "main")
+		return fmt.Sprintf("at %v (%v), want %v", snap.At, err, clk.Now()), err == nil && snap.At.Equal(clk.Now())
+	})
 }

@@ -31,21 +31,40 @@ type snapshot[V any] interface {
 }
 
 // latest is a source's snapshot as LatestKafka and LatestRabbit answer it: the replica's copy
-// while it is younger than CacheTTL, else read from the store once for all concurrent callers
-// and kept. kind and name say which source a caller gave up waiting for.
+// while it is younger than CacheTTL; then, until it is cacheServeFor CacheTTLs old, still the copy
+// while the store is read behind the answer (stale while revalidate: no reader waits for the
+// store's round trip, which every reader of the second used to); past that, read from the store
+// once for all concurrent callers. What is read is kept. The answer's age is its sample's
+// (Freshness), whichever way it came. kind and name say which source a caller gave up waiting for.
 func latest[V snapshot[V]](ctx context.Context, s *Sampler, m map[string]cached[V], kind, name string, read func(context.Context, string) (V, error)) (V, error) {
-	if snap, ok := recent(&s.cacheMu, m, name, s.cacheTTL); ok {
-		return snap, nil
+	c, ok := peek(&s.cacheMu, m, name)
+	age := time.Since(c.fetched)
+	if ok && age < s.cacheTTL {
+		return c.val, nil
 	}
-	what := fmt.Sprintf("%s %q: snapshot", kind, name)
-	return ops.Shared(ctx, &s.reads, kind+"/"+name, readTimeout, what, func(ctx context.Context) (V, error) {
+	load := func(ctx context.Context) (V, error) {
 		snap, err := read(ctx, name)
 		if err == nil && s.cacheTTL > 0 {
 			keepNewer(&s.cacheMu, m, name, snap)
 		}
 		return snap, err
-	})
+	}
+	if ok && age < cacheServeFor*s.cacheTTL {
+		// Joined by any caller that waits (past cacheServeFor): one read of the store in flight.
+		s.reads.DoChan(kind+"/"+name, func() (any, error) {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+			defer cancel()
+			return load(rctx)
+		})
+		return c.val, nil
+	}
+	return ops.Shared(ctx, &s.reads, kind+"/"+name, readTimeout, fmt.Sprintf("%s %q: snapshot", kind, name), load)
 }
+
+// cacheServeFor is how many CacheTTLs old a replica's copy may be and still answer while the store
+// is read behind it: a store that does not answer for that long makes the readers wait again (and
+// see its error), rather than a copy grown old without a word.
+const cacheServeFor = 10
 
 // readStored reads a source's stored snapshot (the cache-miss path of latest); blank names the
 // source and is the answer for one never sampled. When the replica's expired copy is still the
