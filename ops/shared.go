@@ -54,11 +54,7 @@ func Within[T any](ctx context.Context, f func() (T, error)) (T, error) {
 // caller whose own context ends stops waiting with that error, named by what. Callers share the
 // value: they must not change it (copy before masking or filtering in place).
 func Shared[V any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, what string, read func(context.Context) (V, error)) (V, error) {
-	ch := g.DoChan(key, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		return read(rctx)
-	})
+	ch := startShared(ctx, g, key, timeout, read)
 	var zero V
 	select {
 	case r := <-ch:
@@ -69,6 +65,21 @@ func Shared[V any](ctx context.Context, g *singleflight.Group, key string, timeo
 	case <-ctx.Done():
 		return zero, fmt.Errorf("%s: %w", what, ctx.Err())
 	}
+}
+
+// SharedBehind starts read as Shared does (once for all concurrent callers of key, detached from
+// ctx, bounded by timeout) without waiting for it: a read behind an answer that is already made
+// (stale while revalidate). A caller of Shared with the same key meanwhile joins it.
+func SharedBehind[V any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, read func(context.Context) (V, error)) {
+	startShared(ctx, g, key, timeout, read) // its channel is buffered: nobody need receive
+}
+
+func startShared[V any](ctx context.Context, g *singleflight.Group, key string, timeout time.Duration, read func(context.Context) (V, error)) <-chan singleflight.Result {
+	return g.DoChan(key, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		return read(rctx)
+	})
 }
 
 // MessageIDRules find a message's idempotency key (message_id): the first of Headers present on

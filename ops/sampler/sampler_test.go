@@ -412,6 +412,25 @@ func TestLatestKafkaAnswersFromTheCopyWhileTheStoreIsRead(t *testing.T) {
 	if served.Age < 15*time.Second {
 		t.Errorf("the copy says it is %v old; its sample is 15 s older than the clock", served.Age)
 	}
+	// Twenty readers at once get the copy too, and the store gets one read behind them all.
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if snap, err := reader.LatestKafka(ctx, "main"); err != nil || !snap.At.Equal(first.At) {
+				t.Errorf("one of twenty readers: the copy of %v (%v), want %v", snap.At, err, first.At)
+			}
+		})
+	}
+	wg.Wait()
+	waiting := waittest.For(t, 5*time.Second, "the read behind the answers waits for the lock", func() (int, bool) {
+		var n int
+		err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM snapshot%'`).Scan(&n)
+		return n, err == nil && n > 0
+	})
+	if waiting != 1 {
+		t.Errorf("%d reads of the store wait behind 21 readers; want one", waiting)
+	}
 	time.Sleep(cacheServeFor * ttl) // the copy is now too old to answer without the store
 	wctx, cancel := context.WithTimeout(ctx, 3*ttl)
 	_, err = reader.LatestKafka(wctx, "main")

@@ -50,12 +50,7 @@ func latest[V snapshot[V]](ctx context.Context, s *Sampler, m map[string]cached[
 		return snap, err
 	}
 	if ok && age < cacheServeFor*s.cacheTTL {
-		// Joined by any caller that waits (past cacheServeFor): one read of the store in flight.
-		s.reads.DoChan(kind+"/"+name, func() (any, error) {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
-			defer cancel()
-			return load(rctx)
-		})
+		ops.SharedBehind(ctx, &s.reads, kind+"/"+name, readTimeout, load)
 		return c.val, nil
 	}
 	return ops.Shared(ctx, &s.reads, kind+"/"+name, readTimeout, fmt.Sprintf("%s %q: snapshot", kind, name), load)
