@@ -122,6 +122,7 @@ func TestGroupsReadersDuringResamples(t *testing.T) {
 		t.Logf("| %s | %d | %.1f ms | %.1f ms | %.0f ms | %.1f |", name, len(lat), msec(p50), msec(p99), msec(mx), float64(p99)/float64(p50))
 	}
 
+	var answer []byte // the last way's answer, which the floors serve as a file
 	run := func(name, minRefresh, maxServeAge string) {
 		cfg := fmt.Sprintf(`
 auth: {mode: none}
@@ -149,6 +150,7 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 			cpu = func() float64 { return benchtest.ProcCPU(p.cmd.Process.Pid) }
 		}
 		measure(name, base+"/api/v1/kafka/main/groups", cpu)
+		answer = []byte(do(t, nil, "GET", base+"/api/v1/kafka/main/groups", "", "").body)
 		if p != nil {
 			p.kill() // its sampler's next round would land in the next way's span
 		}
@@ -167,6 +169,18 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 		})
 		measure("Redpanda Console", url, func() float64 { return benchtest.ProcCPU(cmd.Process.Pid) })
 	}
+	// floor serves the console's last answer as a static file (startFileServer, startNginx), on the
+	// console's CPUs, to the same readers: what the machine gives them, whatever the server does.
+	floor := func(name string, start func(t *testing.T, file string) (string, *exec.Cmd)) {
+		file := filepath.Join(t.TempDir(), "groups.json")
+		mustDo(t, os.WriteFile(file, answer, 0o600))
+		url, cmd := start(t, file)
+		defer func() { _ = cmd.Process.Kill() }() // the cleanup waits for it
+		pinServer(cmd.Process.Pid)
+		time.Sleep(2 * time.Second) // a Go server's GOMAXPROCS follows its affinity within a second
+		measure(name, url, func() float64 { return benchtest.ProcCPU(cmd.Process.Pid) })
+	}
+	nginx := os.Getenv("REDRIVE_BENCH_NGINX")
 	t.Logf("| way | reads | p50 | p99 | max | p99/p50 |")
 	t.Logf("|---|---|---|---|---|---|")
 	peerBin := os.Getenv("REDRIVE_BENCH_CONSOLE_BIN")
@@ -174,6 +188,12 @@ sampler: {interval: 120s, min_refresh: %s, max_serve_age: %s}
 		run("wait (max_serve_age = min_refresh)", "2s", "2s")
 		run("swr (max_serve_age default, 240s)", "2s", "0s")
 		run("control: no re-sample (min_refresh = interval)", "120s", "0s")
+		if !inProcess {
+			floor("floor: net/http writes the answer as a file", startFileServer)
+			if nginx != "" {
+				floor("floor: nginx sends the answer as a file", func(t *testing.T, file string) (string, *exec.Cmd) { return startNginx(t, nginx, file) })
+			}
+		}
 		if peerBin != "" {
 			peer(peerBin)
 		}
