@@ -53,28 +53,39 @@ func (s *Sampler) FreshKafka(ctx context.Context, cluster string) (lag.Snapshot,
 
 // refresh starts an on-demand sample of the cluster, or joins the one in flight; the channel is
 // closed when it is over. The sample is detached from ctx (only its values are kept), so that the
-// caller's leaving, or not waiting, cancels nothing.
+// caller's leaving, or not waiting, cancels nothing. Joining costs a lock: a re-sample takes
+// ~100 ms on a busy console, in which hundreds of reads join it, and a goroutine (and
+// singleflight channel) for each, all woken at its end, is what kept the answers of some of them
+// waiting for the scheduler for as long as the re-sample ran.
 func (s *Sampler) refresh(ctx context.Context, st *kafkaState) <-chan struct{} {
-	res := s.reads.DoChan("refresh/"+st.name, func() (any, error) {
+	st.refreshMu.Lock()
+	defer st.refreshMu.Unlock()
+	if st.refreshing != nil {
+		return st.refreshing
+	}
+	done := make(chan struct{})
+	st.refreshing = done
+	go func() {
+		defer func() {
+			st.refreshMu.Lock()
+			st.refreshing = nil
+			st.refreshMu.Unlock()
+			close(done)
+		}()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 		defer cancel()
 		s.tickMu.Lock()
 		defer s.tickMu.Unlock()
 		// A tick may have sampled while this waited for tickMu.
 		if !s.staleFor(st.name) {
-			return nil, nil
+			return
 		}
 		l, ok := s.leaseOf(kafkaSourceName(st.name))
 		if !ok {
-			return nil, nil
+			return
 		}
 		s.m.refreshes.Inc()
-		return nil, s.sampleKafka(rctx, st, l, s.now())
-	})
-	done := make(chan struct{})
-	go func() {
-		<-res
-		close(done)
+		_ = s.sampleKafka(rctx, st, l, s.now()) // its failure is the snapshot's, as a tick's
 	}()
 	return done
 }

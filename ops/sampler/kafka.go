@@ -6,6 +6,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,6 +85,10 @@ type kafkaState struct {
 	// tried is the time (sampler clock, Unix nanoseconds) of this replica's last finished sample
 	// of the cluster, good or failed; FreshKafka reads it without tickMu.
 	tried atomic.Int64
+	// refreshing is the on-demand sample in flight (refresh), closed when it is over; nil when
+	// none is. Every read during a re-sample joins it with one lock, no goroutine of its own.
+	refreshMu  sync.Mutex
+	refreshing chan struct{}
 }
 
 type partKey struct {

@@ -2,12 +2,15 @@ package sampler
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/ops/waittest"
 )
 
 // slowListGroups makes the broker answer ListGroups — the first request of every sample — only
@@ -125,5 +128,64 @@ func TestReadDuringSlowResample(t *testing.T) {
 	defer cancel()
 	if _, err := s.FreshKafka(cctx, "main"); err == nil {
 		t.Error("a reader whose context ended while waiting got no error")
+	}
+}
+
+// A read that joins a re-sample in flight leaves nothing behind it. Each used to start a goroutine
+// (and a singleflight channel) that waited for the re-sample's end: on a busy console of one CPU,
+// the hundreds woken together at its end kept some readers' answers waiting for the scheduler for
+// as long as the re-sample had run (~100 ms, the groups benchmark's max; docs/benchmarks.md). 2,000
+// reads from 20 readers during a slow re-sample now add no goroutine, start one re-sample, and the
+// read after it shows the commit.
+func TestReadsDuringAResampleLeaveNothingBehind(t *testing.T) {
+	const delay = 2 * time.Second
+	b := newBroker(t)
+	slow := slowListGroups(b, delay)
+	b.topic(t, "orders", 1)
+	b.fill(t, "orders", 10, 0)
+	b.commit(t, "billing", "orders", map[int32]int64{0: 2})
+	st := openStore(t, testDSN(t))
+	clk := newClock()
+	s := newSampler(t, st, clk, func(o *Options) { o.Interval, o.MaxServeAge = 60*time.Second, 30*time.Second },
+		KafkaSource{Cluster: b.cluster(t, 10*time.Second)})
+	ctx := ctxT(t)
+	if err := s.SampleOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.commit(t, "billing", "orders", map[int32]int64{0: 9})
+	clk.Add(5 * time.Second) // past min_refresh, within max_serve_age
+	slow.Store(true)
+	before := b.requests("ListGroups")
+	if _, err := s.FreshKafka(ctx, "main"); err != nil { // starts the re-sample
+		t.Fatal(err)
+	}
+	base := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for range 100 {
+				snap, err := s.FreshKafka(ctx, "main")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !snap.Refreshing || group(t, snap, "billing").TotalLag != 8 {
+					t.Errorf("a read during the re-sample: refreshing %v, lag %d; want the previous snapshot's 8, refreshing",
+						snap.Refreshing, group(t, snap, "billing").TotalLag)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if grew := runtime.NumGoroutine() - base; grew > 50 {
+		t.Errorf("2,000 reads during a re-sample left %d more goroutines waiting for it, want none", grew)
+	}
+	waittest.Until(t, 10*time.Second, "the re-sample is stored", func() bool {
+		snap, err := s.FreshKafka(ctx, "main")
+		return err == nil && !snap.Refreshing && group(t, snap, "billing").TotalLag == 1
+	})
+	if n := b.requests("ListGroups") - before; n != 1 {
+		t.Errorf("%d re-samples for 2,000 reads, want 1", n)
 	}
 }
