@@ -29,7 +29,9 @@ import (
 // one run, alternating, each a console of its own over the same Kafka: "wait" is
 // sampler.max_serve_age = min_refresh (every read that starts a re-sample waits for it, the
 // behaviour before), "swr" the default (stale while revalidate); the control takes no re-sample
-// while they read (min_refresh = interval): what the machine itself gives.
+// while they read (min_refresh = interval). The floors serve the console's last answer as a static
+// file from the same CPUs, a bare net/http server and (REDRIVE_BENCH_NGINX, its path) nginx: what
+// the machine itself gives these readers.
 //
 // As the issue measured it, the console is the binary as shipped, in a process of its own, and
 // Kafka (kfake, built without -race) another: the readers alone run in this test's process. With
