@@ -40,7 +40,8 @@ func startFileServer(t *testing.T, file string) (url string, cmd *exec.Cmd) {
 	addr := freeAddr(t)
 	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeFile+"="+addr+" "+file)
-	return "http://" + addr + "/groups", startFloor(t, cmd, "http://"+addr+"/groups")
+	url = "http://" + addr + "/groups"
+	return url, startFloor(t, cmd, url)
 }
 
 // startNginx runs nginx (bin) over file, one process with one event loop, sendfile on and no
@@ -69,7 +70,8 @@ http {
 	path := filepath.Join(dir, "nginx.conf")
 	mustDo(t, os.WriteFile(path, []byte(conf), 0o600))
 	cmd = exec.Command(bin, "-e", filepath.Join(dir, "error.log"), "-p", dir, "-c", path)
-	return "http://" + addr + "/groups", startFloor(t, cmd, "http://"+addr+"/groups")
+	url = "http://" + addr + "/groups"
+	return url, startFloor(t, cmd, url)
 }
 
 // startFloor starts cmd, kills it when the test ends and waits until url answers 200.

@@ -28,13 +28,13 @@ func slowListGroups(b *broker, delay time.Duration) *atomic.Bool {
 	return &slow
 }
 
-// Issue 38: every reader waited for the re-sample whenever the snapshot aged past min_refresh (8
-// readers' p99 1.2 s). A read during a slow re-sample now answers at once from the previous
-// snapshot, saying its age and that a re-sample runs behind it; the re-sample is one for all
-// readers, and the read after it shows the commit. Only a snapshot older than MaxServeAge makes a
-// read wait, and then it gets the new sample.
-func TestReadDuringSlowResample(t *testing.T) {
-	const delay = 1500 * time.Millisecond
+// sampledBeforeASlowResample sets up issue 38's slow re-sample: group billing on orders (2
+// partitions of 10 records, committed at 2: lag 16) sampled once, then committed at 10 and 9 (lag
+// 1) with the sampler's clock moved 5 s on (past min_refresh, within MaxServeAge 30 s), so that the
+// next FreshKafka starts a re-sample whose ListGroups the broker answers only after delay. It
+// returns the ListGroups requests counted so far too.
+func sampledBeforeASlowResample(t *testing.T, delay time.Duration) (*broker, *Sampler, *clock, context.Context, int) {
+	t.Helper()
 	b := newBroker(t)
 	slow := slowListGroups(b, delay)
 	b.topic(t, "orders", 2)
@@ -48,11 +48,21 @@ func TestReadDuringSlowResample(t *testing.T) {
 	if err := s.SampleOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sampledAt := clk.Now()
 	b.commit(t, "billing", "orders", map[int32]int64{0: 10, 1: 9})
-	clk.Add(5 * time.Second) // past min_refresh (2 s), within max_serve_age
+	clk.Add(5 * time.Second)
 	slow.Store(true)
-	before := b.requests("ListGroups")
+	return b, s, clk, ctx, b.requests("ListGroups")
+}
+
+// Issue 38: every reader waited for the re-sample whenever the snapshot aged past min_refresh (8
+// readers' p99 1.2 s). A read during a slow re-sample now answers at once from the previous
+// snapshot, saying its age and that a re-sample runs behind it; the re-sample is one for all
+// readers, and the read after it shows the commit. Only a snapshot older than MaxServeAge makes a
+// read wait, and then it gets the new sample.
+func TestReadDuringSlowResample(t *testing.T) {
+	const delay = 1500 * time.Millisecond
+	b, s, clk, ctx, before := sampledBeforeASlowResample(t, delay)
+	sampledAt := clk.Now().Add(-5 * time.Second)
 
 	var wg sync.WaitGroup
 	type answer struct {
@@ -138,24 +148,7 @@ func TestReadDuringSlowResample(t *testing.T) {
 // reads from 20 readers during a slow re-sample now add no goroutine, start one re-sample, and the
 // read after it shows the commit.
 func TestReadsDuringAResampleLeaveNothingBehind(t *testing.T) {
-	const delay = 2 * time.Second
-	b := newBroker(t)
-	slow := slowListGroups(b, delay)
-	b.topic(t, "orders", 1)
-	b.fill(t, "orders", 10, 0)
-	b.commit(t, "billing", "orders", map[int32]int64{0: 2})
-	st := openStore(t, testDSN(t))
-	clk := newClock()
-	s := newSampler(t, st, clk, func(o *Options) { o.Interval, o.MaxServeAge = 60*time.Second, 30*time.Second },
-		KafkaSource{Cluster: b.cluster(t, 10*time.Second)})
-	ctx := ctxT(t)
-	if err := s.SampleOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
-	b.commit(t, "billing", "orders", map[int32]int64{0: 9})
-	clk.Add(5 * time.Second) // past min_refresh, within max_serve_age
-	slow.Store(true)
-	before := b.requests("ListGroups")
+	b, s, _, ctx, before := sampledBeforeASlowResample(t, 2*time.Second)
 	if _, err := s.FreshKafka(ctx, "main"); err != nil { // starts the re-sample
 		t.Fatal(err)
 	}
@@ -169,8 +162,8 @@ func TestReadsDuringAResampleLeaveNothingBehind(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if !snap.Refreshing || group(t, snap, "billing").TotalLag != 8 {
-					t.Errorf("a read during the re-sample: refreshing %v, lag %d; want the previous snapshot's 8, refreshing",
+				if !snap.Refreshing || group(t, snap, "billing").TotalLag != 16 {
+					t.Errorf("a read during the re-sample: refreshing %v, lag %d; want the previous snapshot's 16, refreshing",
 						snap.Refreshing, group(t, snap, "billing").TotalLag)
 					return
 				}
