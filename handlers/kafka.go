@@ -662,7 +662,7 @@ func (h *Kafka) GroupPage(c echo.Context) error {
 	}
 	page := kafkapages.GroupPage{Meta: h.clusterMeta(c, "Group "+g.Name, k.Name(), layout.Crumb{Label: g.Name}),
 		Cluster: k.Name(), Name: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members,
-		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: reason, SampledAt: snap.At,
+		TotalLag: g.TotalLag, TimeLag: timeLagText(g.MaxTimeLag), Status: string(g.Status.Code), Reason: reason, StatusSince: g.Status.Since, SampledAt: snap.At,
 		Range: rangeLabel, LiveURL: c.Request().URL.RequestURI(), Refresh: refreshSeconds(h.snapshots), Error: g.Error, SampleError: sampleNote(snap.Error, snap.Freshness)}
 	if g.RateKnown {
 		page.Rate = fmt.Sprintf("%.1f msg/s", g.Rate)

@@ -43,17 +43,20 @@ type topicLagJSON struct {
 type groupJSON struct {
 	Group string `json:"group"`
 	// Type is classic, consumer (KIP-848) or share (KIP-932).
-	Type           string   `json:"type"`
-	State          string   `json:"state"`
-	Protocol       string   `json:"protocol"`
-	Members        int      `json:"members"`
-	TotalLag       int64    `json:"total_lag"`
-	MaxLagSeconds  *float64 `json:"max_lag_seconds"`
-	Status         string   `json:"status"`
-	Reason         string   `json:"reason"`
-	RatePerSecond  *float64 `json:"rate_per_second"`
-	CatchUpSeconds *float64 `json:"catch_up_seconds"`
-	Error          string   `json:"error,omitempty"`
+	Type          string   `json:"type"`
+	State         string   `json:"state"`
+	Protocol      string   `json:"protocol"`
+	Members       int      `json:"members"`
+	TotalLag      int64    `json:"total_lag"`
+	MaxLagSeconds *float64 `json:"max_lag_seconds"`
+	Status        string   `json:"status"`
+	Reason        string   `json:"reason"`
+	// StatusSince is when the status's finding began as far as the samples show (lag.Status.Since);
+	// null when they do not say.
+	StatusSince    *time.Time `json:"status_since"`
+	RatePerSecond  *float64   `json:"rate_per_second"`
+	CatchUpSeconds *float64   `json:"catch_up_seconds"`
+	Error          string     `json:"error,omitempty"`
 	// GroupEpoch and AssignmentEpoch are a consumer or share group's epochs; null for classic.
 	GroupEpoch      *int32 `json:"group_epoch"`
 	AssignmentEpoch *int32 `json:"assignment_epoch"`
@@ -165,7 +168,7 @@ func toPipelinesJSON(ps []sampler.Pipeline) []pipelineJSON {
 
 func toGroupJSON(g lag.Group) groupJSON {
 	j := groupJSON{Group: g.Name, Type: g.Kind(), State: g.State, Protocol: g.Protocol, Members: g.Members, TotalLag: g.TotalLag,
-		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, Error: g.Error, Topics: []topicLagJSON{}}
+		MaxLagSeconds: seconds(g.MaxTimeLag), Status: string(g.Status.Code), Reason: g.Status.Reason, StatusSince: knownUTC(g.Status.Since), Error: g.Error, Topics: []topicLagJSON{}}
 	share := g.Kind() == kafkamodel.GroupShare
 	if g.Kind() != kafkamodel.GroupClassic {
 		j.GroupEpoch, j.AssignmentEpoch = new(g.Epoch), new(g.AssignmentEpoch)

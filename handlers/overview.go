@@ -75,7 +75,9 @@ type Problem struct {
 	Summary  string            `json:"summary,omitempty"`
 	Link     string            `json:"link"`
 	Labels   map[string]string `json:"labels"`
-	Since    time.Time         `json:"since"`
+	// Since is when the problem started as far as the data says; null when it does not (a DLQ's
+	// depth, an unreachable dependency): the problem was seen at checked_at, and may be older.
+	Since *time.Time `json:"since"`
 }
 
 // panelContext bounds one panel of the overview short of the request's deadline: a panel whose
@@ -106,7 +108,7 @@ func (h *Overview) collect(ctx context.Context) overviewJSON {
 			continue // a job's outcome is for notifications, not for what is on fire
 		}
 		o.Problems = append(o.Problems, Problem{Key: p.Key, Kind: p.Kind, Severity: p.Severity, Title: p.Title,
-			Summary: p.Summary, Link: links.To(p.Page, p.Labels), Labels: p.Labels, Since: p.Since.UTC()})
+			Summary: p.Summary, Link: links.To(p.Page, p.Labels), Labels: p.Labels, Since: knownUTC(p.Since)})
 	}
 	for _, d := range r.Dependencies {
 		o.Dependencies = append(o.Dependencies, DependencyStatus{Name: d.Name, OK: d.OK, Error: d.Error})
@@ -124,7 +126,7 @@ func (h *Overview) Page(c echo.Context) error {
 	o := h.collect(c.Request().Context())
 	v := overviewpages.Data{CheckedAt: o.CheckedAt}
 	for _, p := range o.Problems {
-		row := overviewpages.Problem{Severity: p.Severity, Title: p.Title, Link: p.Link}
+		row := overviewpages.Problem{Severity: p.Severity, Title: p.Title, Link: p.Link, Since: p.Since}
 		if p.Kind == "kafka_group" { // a lag trend: the group page's history, last hour
 			row.Trend = paths.Since(paths.APIKafkaGroupHistory(p.Labels["cluster"], p.Labels["group"]), "1h")
 		}

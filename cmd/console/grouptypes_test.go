@@ -24,17 +24,18 @@ import (
 // typedGroup is a group as GET /api/v1/kafka/{cluster}/groups[/{group}] answers it, with the
 // fields every type adds.
 type typedGroup struct {
-	Group              string   `json:"group"`
-	Type               string   `json:"type"`
-	State              string   `json:"state"`
-	Members            int      `json:"members"`
-	TotalLag           int64    `json:"total_lag"`
-	Status             string   `json:"status"`
-	Reason             string   `json:"reason"`
-	GroupEpoch         *int32   `json:"group_epoch"`
-	AssignmentEpoch    *int32   `json:"assignment_epoch"`
-	DeliveryCountLimit *int     `json:"delivery_count_limit"`
-	MaxLagSeconds      *float64 `json:"max_lag_seconds"`
+	Group              string     `json:"group"`
+	Type               string     `json:"type"`
+	State              string     `json:"state"`
+	Members            int        `json:"members"`
+	TotalLag           int64      `json:"total_lag"`
+	Status             string     `json:"status"`
+	Reason             string     `json:"reason"`
+	StatusSince        *time.Time `json:"status_since"`
+	GroupEpoch         *int32     `json:"group_epoch"`
+	AssignmentEpoch    *int32     `json:"assignment_epoch"`
+	DeliveryCountLimit *int       `json:"delivery_count_limit"`
+	MaxLagSeconds      *float64   `json:"max_lag_seconds"`
 	Topics             []struct {
 		Topic      string `json:"topic"`
 		Partitions []struct {
@@ -144,6 +145,7 @@ func groupTypesWorld(t *testing.T, ctx context.Context) *devstack.Kafka {
 func TestEveryGroupTypeEndToEnd(t *testing.T) {
 	ctx := waittest.Context(t, 3*time.Minute)
 	k := groupTypesWorld(t, ctx)
+	consoleStarted := time.Now().Truncate(time.Second)
 	base := startConsole(t, fmt.Sprintf(`
 auth: {mode: none}
 store: {dsn: %q}
@@ -229,6 +231,29 @@ kafka: [{name: main, brokers: [%q], lag: {window: 3s, stop_after: 1h}}]
 			t.Errorf("the overview does not say %q: %s", want, overview)
 		}
 	}
+	// Each STALL began where the samples first show its offsets where they still are: after the
+	// console started sampling and at least a window (3 s) before the check, not at the check.
+	o := decode[struct {
+		CheckedAt time.Time `json:"checked_at"`
+		Problems  []struct {
+			Labels map[string]string `json:"labels"`
+			Since  *time.Time        `json:"since"`
+		} `json:"problems"`
+	}](t, do(t, nil, "GET", base+"/api/v1/overview", "", ""))
+	for _, p := range o.Problems {
+		if g := p.Labels["group"]; g == "shipping" || g == "mailer" {
+			if p.Since == nil || p.Since.Before(consoleStarted) || p.Since.After(o.CheckedAt.Add(-3*time.Second)) {
+				t.Errorf("%s's problem since %v: want between the console's start %v and 3 s before the check %v", g, p.Since, consoleStarted, o.CheckedAt)
+			}
+			if api := decode[typedGroup](t, do(t, nil, "GET", base+"/api/v1/kafka/main/groups/"+g, "", "")); p.Since != nil &&
+				(api.StatusSince == nil || !api.StatusSince.Equal(*p.Since)) {
+				t.Errorf("%s's status_since %v, its problem's since %v", g, api.StatusSince, p.Since)
+			}
+		}
+	}
+	if g := list["billing"]; g.StatusSince != nil {
+		t.Errorf("billing (%s) has a status_since: %v", g.Status, g.StatusSince)
+	}
 	// An offset move of the share group is refused (it has no offsets); the page offers none.
 	if r := do(t, nil, "POST", base+"/api/v1/kafka/main/groups/mailer/offsets/plan", "application/json",
 		`{"topic":"jobs","to":{"kind":"latest"}}`); r.status != 400 || !strings.Contains(r.body, "share group") {
@@ -264,6 +289,9 @@ kafka: [{name: main, brokers: [%q], lag: {window: 3s, stop_after: 1h}}]
 	}
 	if got := must(t, bctx, chromedp.Text(`[data-testid=member-assigned]`)); got != "orders 0–2" {
 		t.Errorf("the KIP-848 member's assignment on the page: %q", got)
+	}
+	if got := must(t, bctx, chromedp.Text(`[data-testid=group-status-since]`)); !regexp.MustCompile(`^· STALL since (\d+ s|\d+ min) ago$`).MatchString(got) {
+		t.Errorf("the KIP-848 group's status since on the page: %q", got)
 	}
 	screenshot(t, bctx, "kafka-kip848-group")
 

@@ -85,7 +85,9 @@ type Problem struct {
 	// dependency — only those that apply.
 	Labels map[string]string
 	// Since is when the problem started as far as the data says (a job's creation, the newest
-	// dead letter, the oldest waiting event); the evaluation time when the data does not say.
+	// dead letter, the oldest waiting event, the last move of a stuck group's offsets); zero when
+	// the data does not say — a problem seen now may have begun long before, and the evaluation
+	// time would claim otherwise.
 	Since time.Time
 }
 
@@ -128,14 +130,14 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 	labels := map[string]string{"cluster": cluster}
 	if err != nil {
 		return []Problem{{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Lag of %s unavailable: %s", cluster, reason(err)), Page: link, Labels: labels, Since: now,
+			Title: fmt.Sprintf("Lag of %s unavailable: %s", cluster, reason(err)), Page: link, Labels: labels,
 			Summary: "The sampler's snapshot of this cluster cannot be read from the console's store."}}
 	}
 	var out []Problem
 	if snap.Error != "" {
 		out = append(out, Problem{Key: key(KindKafkaUnavailable, cluster), Kind: KindKafkaUnavailable, Severity: Critical,
 			Title: fmt.Sprintf("Kafka %s: the last sample failed: %s", cluster, snap.Error), Page: link, Labels: labels,
-			Since: orNow(snap.ErrorAt, now), Summary: "Lag and dead-letter numbers are as of the last good sample."})
+			Since: snap.ErrorAt, Summary: "Lag and dead-letter numbers are as of the last good sample."})
 	}
 	for _, g := range snap.Groups {
 		code := g.Status.Code
@@ -155,7 +157,7 @@ func KafkaProblems(cluster string, snap lag.Snapshot, err error, now time.Time) 
 				ops.FormatNum(g.TotalLag), behind, g.Status.Reason),
 			Summary: fmt.Sprintf("%s %s on %s is %s.", groupNoun(g.Kind()), g.Name, cluster, code),
 			Page:    page.Of(page.KafkaGroup),
-			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: now})
+			Labels:  map[string]string{"cluster": cluster, "group": g.Name, "status": string(code)}, Since: g.Status.Since})
 	}
 	for _, t := range snap.DeadLetterTopics {
 		// Open dead letters only: a DLT whose records were all resolved, ignored or replayed is a
@@ -262,13 +264,13 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 	if err != nil {
 		return []Problem{{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
 			Title: fmt.Sprintf("Queues of %s unavailable: %s", broker, reason(err)), Page: link,
-			Labels: map[string]string{"broker": broker}, Since: now}}
+			Labels: map[string]string{"broker": broker}}}
 	}
 	var out []Problem
 	if snap.Error != "" {
 		out = append(out, Problem{Key: key(KindRabbitUnavailable, broker), Kind: KindRabbitUnavailable, Severity: Critical,
 			Title: fmt.Sprintf("RabbitMQ %s: the last sample failed: %s", broker, snap.Error), Page: link,
-			Labels: map[string]string{"broker": broker}, Since: orNow(snap.ErrorAt, now)})
+			Labels: map[string]string{"broker": broker}, Since: snap.ErrorAt})
 	}
 	for _, q := range snap.Queues {
 		labels := map[string]string{"broker": broker, "vhost": q.Vhost, "queue": q.Name}
@@ -283,10 +285,10 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 			}
 			out = append(out, Problem{Key: key(KindDeadLetters, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLetters,
 				Severity: Warning, Title: title, Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost),
-				Page: page.Of(page.QueueMessages), Labels: labels, Since: now})
+				Page: page.Of(page.QueueMessages), Labels: labels})
 		case q.Growing && !q.Retry:
 			out = append(out, Problem{Key: key(KindQueueGrowing, broker, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
-				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Page: page.Of(page.Queue), Labels: labels, Since: now})
+				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Page: page.Of(page.Queue), Labels: labels})
 		}
 	}
 	return out
@@ -326,7 +328,7 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 	labels := map[string]string{"outbox": name}
 	if err != nil {
 		return []Problem{{Key: key(KindOutboxUnavailable, name), Kind: KindOutboxUnavailable, Severity: Critical,
-			Title: fmt.Sprintf("Outbox %s cannot be read: %s", name, reason(err)), Page: link, Labels: labels, Since: now}}
+			Title: fmt.Sprintf("Outbox %s cannot be read: %s", name, reason(err)), Page: link, Labels: labels}}
 	}
 	var out []Problem
 	if f := st.Format; f != nil && st.Attention > 0 && len(f.Attention) > 0 {
@@ -339,13 +341,13 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
 			Title:   fmt.Sprintf("Outbox %s: %s %s row(s) in its %s", name, ops.FormatNum(st.Attention), strings.Join(states, "/"), f.Title),
 			Summary: f.ReadOnlyWhy,
-			Page:    page.Filtered(page.Outbox, "status", states[0]), Labels: labels, Since: now})
+			Page:    page.Filtered(page.Outbox, "status", states[0]), Labels: labels})
 	}
 	if n := st.StuckLeases; n > 0 {
 		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
 			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, ops.FormatNum(n)),
 			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
-			Page:    page.Filtered(page.Outbox, "stuck", "true"), Labels: labels, Since: now})
+			Page:    page.Filtered(page.Outbox, "stuck", "true"), Labels: labels})
 	}
 	if dead := st.Counts[outbox.Dead]; dead-min(settledDead, dead) > 0 {
 		// Open DEAD events only: the ones people marked resolved or ignored wait for nobody.
@@ -357,7 +359,7 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
 			Title:   title,
 			Summary: "Events past their maximum attempts; requeue them once the cause is fixed.",
-			Page:    page.Filtered(page.Outbox, "status", string(outbox.Dead)), Labels: labels, Since: now})
+			Page:    page.Filtered(page.Outbox, "status", string(outbox.Dead)), Labels: labels})
 	}
 	if age := st.OldestReadyAge; age != nil && *age > staleAfter {
 		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
@@ -416,7 +418,7 @@ func NewErrorGroupProblems(clusters []string, eps []history.ErrorGroupEpisode, e
 func ReplayProblems(jobs []replay.Job, err error, now time.Time) []Problem {
 	if err != nil {
 		return []Problem{{Key: key(KindReplayUnavailable), Kind: KindReplayUnavailable, Severity: Warning,
-			Title: "Replay jobs cannot be read: " + reason(err), Page: page.Of(page.Replays), Labels: map[string]string{}, Since: now}}
+			Title: "Replay jobs cannot be read: " + reason(err), Page: page.Of(page.Replays), Labels: map[string]string{}}}
 	}
 	var out []Problem
 	for _, j := range jobs {
@@ -484,20 +486,13 @@ func reason(err error) string {
 }
 
 // DependencyProblems are the dependencies that did not answer their check.
-func DependencyProblems(deps []Dependency, now time.Time) []Problem {
+func DependencyProblems(deps []Dependency) []Problem {
 	var out []Problem
 	for _, d := range deps {
 		if !d.OK {
 			out = append(out, Problem{Key: key(KindDependencyDown, d.Name), Kind: KindDependencyDown, Severity: Critical,
-				Title: d.Name + " is unreachable: " + d.Error, Page: page.Of(page.Readiness), Labels: map[string]string{"dependency": d.Name}, Since: now})
+				Title: d.Name + " is unreachable: " + d.Error, Page: page.Of(page.Readiness), Labels: map[string]string{"dependency": d.Name}})
 		}
 	}
 	return out
-}
-
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
 }

@@ -52,6 +52,16 @@ func TestKafkaProblems(t *testing.T) {
 	if got[3].Labels["topic"] != "orders.DLT" || got[3].Labels["cluster"] != "main" || !got[3].Since.Equal(now.Add(-90*time.Second)) {
 		t.Errorf("dead letters labels/since: %+v", got[3])
 	}
+	t.Run("SinceIsTheStatus", func(t *testing.T) {
+		// A stuck group's problem began when its offsets last moved, not when it was evaluated; a
+		// status that does not say (EMPTY) leaves since unknown rather than now.
+		stuck := group("stuck", lag.StatusStall, 10)
+		stuck.Status.Since = now.Add(-12 * time.Minute)
+		got := KafkaProblems("main", lag.Snapshot{Groups: []lag.Group{stuck, group("behind-empty", lag.StatusEmpty, 3)}}, nil, now)
+		if len(got) != 2 || !got[0].Since.Equal(stuck.Status.Since) || !got[1].Since.IsZero() {
+			t.Errorf("since: %v and %v, want %v and unknown", got[0].Since, got[1].Since, stuck.Status.Since)
+		}
+	})
 	t.Run("Unavailable", func(t *testing.T) {
 		got := KafkaProblems("main", lag.Snapshot{}, errors.New("store down"), now)
 		if len(got) != 1 || got[0].Key != "kafka_unavailable/main" || got[0].Severity != Critical {

@@ -192,7 +192,7 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 	for _, p := range panels {
 		r.Problems = append(r.Problems, p...)
 	}
-	r.Problems = append(r.Problems, DependencyProblems(r.Dependencies, now)...)
+	r.Problems = append(r.Problems, DependencyProblems(r.Dependencies)...)
 	Sort(r.Problems)
 	return r
 }

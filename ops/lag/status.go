@@ -72,6 +72,12 @@ func (s StatusCode) Severity() int {
 type Status struct {
 	Code   StatusCode
 	Reason string
+	// Since is when the finding began as far as the samples show: the committed offset's last
+	// move (STOP, STALL; at most the oldest sample kept, as "stuck for" says), the first sample of
+	// the rise (WARN). Zero when the samples do not say: OK, EMPTY, DEAD, and a verdict on the
+	// time lag, which tells how far behind the consumer is, not since when. A group's is its
+	// earliest partition's among those that share its status.
+	Since time.Time
 }
 
 // PartitionSamples is the history of one partition of a group, oldest first or in any order.
@@ -211,18 +217,18 @@ func evaluateOffsets(rules Rules, every time.Duration, state string, members int
 	}
 	switch state {
 	case "Dead":
-		return verdict{status: Status{StatusDead, "group is dead: no members and no state on the coordinator"}, found: foundDead}
+		return verdict{status: Status{Code: StatusDead, Reason: "group is dead: no members and no state on the coordinator"}, found: foundDead}
 	case "Empty":
 		switch {
 		case last == nil || last.Lag <= 0:
-			return verdict{status: Status{StatusEmpty, "no members"}, found: foundIdle}
+			return verdict{status: Status{Code: StatusEmpty, Reason: "no members"}, found: foundIdle}
 		case last.Committed < 0:
 			v := verdict{found: foundLeftNever, lag: last.Lag}
-			v.status = Status{StatusEmpty, v.describe(nil, "")}
+			v.status = Status{Code: StatusEmpty, Reason: v.describe(nil, "")}
 			return v
 		default:
 			v := verdict{found: foundLeft, lag: last.Lag}
-			v.status = Status{StatusEmpty, v.describe(nil, "")}
+			v.status = Status{Code: StatusEmpty, Reason: v.describe(nil, "")}
 			return v
 		}
 	}
@@ -276,6 +282,10 @@ func evaluateOffsets(rules Rules, every time.Duration, state string, members int
 		v.status.Code, v.found, v.window = StatusWarn, foundRising, risingShown(win, every)
 	default:
 		return verdict{status: Status{Code: StatusOK}}
+	}
+	v.status.Since = since
+	if v.found == foundRising {
+		v.status.Since = v.window[0].At
 	}
 	v.status.Reason = v.describe(nil, "")
 	return v
@@ -504,7 +514,7 @@ func evaluateGroup(rules Rules, every time.Duration, state string, members int, 
 	case worst >= 0:
 		w := gs.Partitions[worst]
 		gs.Worst = &w
-		gs.Status = Status{Code: w.Status.Code, Reason: groupReason(parts, verdicts, worst, len(topics) > 1)}
+		gs.Status = Status{Code: w.Status.Code, Reason: groupReason(parts, verdicts, worst, len(topics) > 1), Since: earliestSince(verdicts, w.Status.Code)}
 	case (state == "Dead" || state == "Empty") && share:
 		gs.Status = EvaluateShare(rules, every, state, members, nil, now)
 	case state == "Dead" || state == "Empty":
@@ -513,6 +523,18 @@ func evaluateGroup(rules Rules, every time.Duration, state string, members int, 
 		gs.Status = Status{Code: StatusOK}
 	}
 	return gs
+}
+
+// earliestSince is the earliest known Since of the verdicts with code: the group has had the
+// problem since its first partition did.
+func earliestSince(vs []verdict, code StatusCode) time.Time {
+	var since time.Time
+	for _, v := range vs {
+		if s := v.status.Since; v.status.Code == code && !s.IsZero() && (since.IsZero() || s.Before(since)) {
+			since = s
+		}
+	}
+	return since
 }
 
 // groupReason words the findings of the partitions that share the worst one's status, the worst

@@ -695,3 +695,50 @@ func TestStalledIsNeverWarnFirst(t *testing.T) {
 		}
 	})
 }
+
+// A status says since when as far as the samples show, and nothing where they do not: the
+// overview and the notifications show it as when the problem began.
+func TestStatusSince(t *testing.T) {
+	at := func(minutesAgo int) time.Time { return t0.Add(-time.Duration(minutesAgo) * time.Minute) }
+	parts := []PartitionSamples{
+		// Rising for 7 min: the rise shown is the window's, from 5 min ago.
+		{Topic: "orders", Partition: 1, Samples: series([]int64{1, 2, 3, 4, 5, 6, 7}, []int64{0, 200, 400, 600, 800, 1000, 1200})},
+		// Stuck at 812 for the 8 samples kept (7 min): since the oldest, as "stuck for 7 min" says.
+		{Topic: "orders", Partition: 2, Samples: series(same(8, 812), same(8, 40))},
+		// Moved to 900 five minutes ago and stuck there: the worst (the larger lag), the later start.
+		{Topic: "orders", Partition: 3, Samples: series([]int64{880, 890, 895, 900, 900, 900, 900, 900, 900}, same(9, 90))},
+	}
+	gs := EvaluateGroup(rules, time.Minute, "Stable", 3, parts, t0)
+	if gs.Status.Code != StatusStall || gs.Worst.Partition != 3 {
+		t.Fatalf("group %+v, worst %+v: want STALL from partition 3", gs.Status, gs.Worst)
+	}
+	for i, want := range []time.Time{at(5), at(7), at(5)} {
+		if got := gs.Partitions[i].Status.Since; !got.Equal(want) {
+			t.Errorf("partition %d (%s) since %v, want %v", gs.Partitions[i].Partition, gs.Partitions[i].Status.Code, got, want)
+		}
+	}
+	// The group's: its earliest STALL partition's, not its worst's, and not the WARN one's.
+	if !gs.Status.Since.Equal(at(7)) {
+		t.Errorf("group since %v, want %v (partition 2)", gs.Status.Since, at(7))
+	}
+
+	if st := Evaluate(rules, time.Minute, "Stable", 1, series(same(20, 500), same(20, 50)), t0); st.Code != StatusStop || !st.Since.Equal(at(19)) {
+		t.Errorf("stop: %s since %v, want STOP since %v", st.Code, st.Since, at(19))
+	}
+	timeRules := rules
+	timeRules.ErrorAfter = 30 * time.Minute
+	behind := series(consumed(7, 100), same(7, 40))
+	for i := range behind {
+		behind[i].TimeLag = 45 * time.Minute
+	}
+	for name, st := range map[string]Status{
+		"OK":    Evaluate(rules, time.Minute, "Stable", 1, series(consumed(7, 100), same(7, 0)), t0),
+		"EMPTY": Evaluate(rules, time.Minute, "Empty", 0, series(same(7, 500), same(7, 50)), t0),
+		"DEAD":  Evaluate(rules, time.Minute, "Dead", 0, nil, t0),
+		"ERR":   Evaluate(timeRules, time.Minute, "Stable", 1, behind, t0),
+	} {
+		if string(st.Code) != name || !st.Since.IsZero() {
+			t.Errorf("%s: %s since %v, want no since (the samples do not say)", name, st.Code, st.Since)
+		}
+	}
+}

@@ -333,6 +333,9 @@ func (n *Notifier) evaluateLocked(ctx context.Context, l lease.Lease) error {
 		if fired {
 			a.Episode, a.FiredAt = old.Episode+1, now
 		}
+		if a.Since.IsZero() { // the data does not say when it began: since this episode fired
+			a.Since = a.FiredAt
+		}
 		if fired || a.Title != old.Title || a.Severity != old.Severity || a.Summary != old.Summary {
 			round.Alerts = append(round.Alerts, a)
 		}

@@ -438,3 +438,37 @@ func TestSilenceRefusalNamesEachSourceOnce(t *testing.T) {
 		t.Fatalf("refusal %v; want the names main, edge once each", err)
 	}
 }
+
+// An alert keeps when its problem began where the data says it, and otherwise when this episode
+// fired — never the time of each evaluation, which would move the alert's start at every round.
+func TestAlertSinceIsTheProblemsOrTheEpisodes(t *testing.T) {
+	st := openStore(t)
+	known, unknown := problem(health.KindKafkaGroup, "cluster", "main", "group", "billing"), problem(health.KindDeadLetters, "broker", "rmq", "queue", "orders.dlq")
+	known.Since = time.Now().Add(-47 * time.Minute).Truncate(time.Microsecond)
+	unknown.Since = time.Time{}
+	ev := &problems{}
+	ev.set(known, unknown)
+	n := newNotifier(t, st, ev, "r1", notify.Settings{})
+	var firstFired time.Time
+	for i := range 3 {
+		round(t, n)
+		as, _, err := st.Alerts.NotifyState(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]alerts.Alert{}
+		for _, a := range as {
+			by[a.Key] = a
+		}
+		if a := by[known.Key]; !a.Since.Equal(known.Since) {
+			t.Errorf("round %d: %s since %v, want the problem's %v", i, a.Key, a.Since, known.Since)
+		}
+		a := by[unknown.Key]
+		if i == 0 {
+			firstFired = a.FiredAt
+		}
+		if a.Since.IsZero() || !a.Since.Equal(a.FiredAt) || !a.FiredAt.Equal(firstFired) {
+			t.Errorf("round %d: %s since %v, fired %v; want since = fired at, unchanged from the first round's %v", i, a.Key, a.Since, a.FiredAt, firstFired)
+		}
+	}
+}

@@ -79,7 +79,8 @@ type wireGroup struct {
 	Error        string                `json:"err,omitempty"`
 	Status       lag.StatusCode        `json:"st"`
 	Reason       string                `json:"why,omitempty"`
-	Parts        []wirePartStatus      `json:"ps,omitempty"` // non-OK partitions only
+	Since        int64                 `json:"since,omitempty"` // unix microseconds; 0 unknown
+	Parts        []wirePartStatus      `json:"ps,omitempty"`    // non-OK partitions only
 	Rate         float64               `json:"rate,omitempty"`
 	CatchUp      int64                 `json:"cu,omitempty"` // nanoseconds
 	RateKnown    bool                  `json:"rk,omitempty"`
@@ -131,6 +132,7 @@ type wirePartStatus struct {
 	Partition int32          `json:"p"`
 	Code      lag.StatusCode `json:"c"`
 	Reason    string         `json:"r,omitempty"`
+	Since     int64          `json:"s,omitempty"` // unix microseconds; 0 unknown
 }
 
 // wireTopic holds a topic's partitions as parallel arrays: element i of each is one partition.
@@ -173,7 +175,7 @@ func encodeKafka(groups []lag.Group, dlts []kafkamodel.DLTopic, txns ...kafkamod
 		wg := wireGroup{
 			Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
 			Members: g.Members, TotalLag: g.TotalLag, MaxTimeLag: ms(g.MaxTimeLag), Error: g.Error,
-			Status: g.Status.Code, Reason: g.Status.Reason,
+			Status: g.Status.Code, Reason: g.Status.Reason, Since: unixMicro(g.Status.Since),
 			Rate: g.Rate, CatchUp: int64(g.CatchUp), RateKnown: g.RateKnown,
 			Topics: make([]wireTopic, len(g.Topics)),
 			Epoch:  g.Epoch, AssignEpoch: g.AssignmentEpoch, DeliveryMax: g.DeliveryLimit, DeliveryFrom: g.DeliveryLimitFrom,
@@ -214,7 +216,7 @@ func encodeKafka(groups []lag.Group, dlts []kafkamodel.DLTopic, txns ...kafkamod
 			if err != nil {
 				return nil, err
 			}
-			wg.Parts = append(wg.Parts, wirePartStatus{Topic: topic, Partition: part, Code: st.Code, Reason: st.Reason})
+			wg.Parts = append(wg.Parts, wirePartStatus{Topic: topic, Partition: part, Code: st.Code, Reason: st.Reason, Since: unixMicro(st.Since)})
 		}
 		memberIdx := map[string]int{}
 		for j, t := range g.Topics {
@@ -321,7 +323,7 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafkamodel.DLT
 			Group: kafkamodel.Group{Name: wg.Name, State: wg.State, ProtocolType: wg.ProtocolType, Protocol: wg.Protocol,
 				Members: wg.Members, TotalLag: wg.TotalLag, MaxTimeLag: fromMS(wg.MaxTimeLag), Error: wg.Error,
 				Topics: make([]kafkamodel.TopicLag, len(wg.Topics))},
-			Status:    lag.Status{Code: wg.Status, Reason: wg.Reason},
+			Status:    lag.Status{Code: wg.Status, Reason: wg.Reason, Since: fromUnixMicro(wg.Since)},
 			Rate:      wg.Rate,
 			CatchUp:   time.Duration(wg.CatchUp),
 			RateKnown: wg.RateKnown,
@@ -350,7 +352,7 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafkamodel.DLT
 				key := lag.PartitionKey(p.Topic, p.Partition)
 				listed[key] = true
 				if p.Code != lag.StatusOK { // an OK entry only masks a derived status
-					g.Partitions[key] = lag.Status{Code: p.Code, Reason: p.Reason}
+					g.Partitions[key] = lag.Status{Code: p.Code, Reason: p.Reason, Since: fromUnixMicro(p.Since)}
 				}
 			}
 		}

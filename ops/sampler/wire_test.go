@@ -25,8 +25,8 @@ func TestWireRoundTrip(t *testing.T) {
 						{Partition: 0, Committed: 3, Start: 0, End: 3, Lag: 0, Member: "w-1@10.0.0.1"},
 					}},
 				}},
-			Status:     lag.Status{Code: lag.StatusWarn, Reason: "lag grew 0 → 30 over 5m"},
-			Partitions: map[string]lag.Status{"orders/0": {Code: lag.StatusWarn, Reason: "lag grew 0 → 30 over 5m"}},
+			Status:     lag.Status{Code: lag.StatusWarn, Reason: "lag grew 0 → 30 over 5m", Since: time.UnixMilli(1764479700000).UTC()},
+			Partitions: map[string]lag.Status{"orders/0": {Code: lag.StatusWarn, Reason: "lag grew 0 → 30 over 5m", Since: time.UnixMilli(1764479700000).UTC()}},
 			Rate:       1.5, CatchUp: -1, RateKnown: true,
 		},
 		{

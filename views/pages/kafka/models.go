@@ -112,7 +112,8 @@ type GroupPage struct {
 	TimeLag     string // the furthest-behind partition's time lag; "" when unknown
 	Status      string
 	Reason      string
-	Rate        string // "" until the sampler has two samples
+	StatusSince time.Time // when the status's finding began as far as the samples show; zero when they do not say
+	Rate        string    // "" until the sampler has two samples
 	CatchUp     string
 	CatchUpNote string // under CatchUp; "" says where it comes from
 	SampledAt   time.Time

@@ -15,7 +15,8 @@ type Problem struct {
 	Severity string // critical, warning, info
 	Title    string
 	Link     string
-	Trend    string // a history URL drawn as a sparkline of total_lag; "" for none
+	Trend    string     // a history URL drawn as a sparkline of total_lag; "" for none
+	Since    *time.Time // when it started as far as the data says; nil when it does not
 }
 
 // Dependency is one configured system's health.
