@@ -142,6 +142,19 @@ func act(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.
 	}
 }
 
+// submit submits the form of the element sel and waits for the page the server answers with: a
+// selector waited for right after a submit may still match the page the form was on, and what a
+// test then types there is lost with it when the answer arrives.
+func submit(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	must(t, ctx, chromedp.Evaluate[bool](`window.__beforeSubmit = true`))
+	act(t, ctx, chromedp.Submit(sel))
+	waittest.Until(t, 20*time.Second, "the page the form answers with", func() bool {
+		loaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__beforeSubmit === undefined && document.readyState === "complete"`))
+		return err == nil && loaded
+	})
+}
+
 // waitText waits until the page's text contains want, and returns the text.
 func waitText(t *testing.T, ctx context.Context, want string) string {
 	t.Helper()

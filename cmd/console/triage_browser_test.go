@@ -105,14 +105,14 @@ func TestBrowserQueueNote(t *testing.T) {
 	base, vhost, _ := dlqConsole(t, ctx0, 2, `{"n":%d}`, "auth: {mode: none}\n")
 	ctx, _ := newBrowser(t)
 	first := `tr[data-record-row]:nth-of-type(1)`
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq/messages"),
+	messageNote, groupNote := first+` + tr [data-testid="note-form"] input[name="text"]`, `[data-testid="error-groups"] [data-testid="note-form"] input[name="text"]`
+	act(t, ctx, chromedp.Navigate(base+"/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq/messages"),
 		chromedp.Click(first+` [data-testid="expand-message"]`),
-		chromedp.SendKeys(first+` + tr [data-testid="note-form"] input[name="text"]`, "customer c-42 is a test account"),
-		chromedp.Submit(first+` + tr [data-testid="note-form"] input[name="text"]`),
-		chromedp.WaitVisible(`[data-testid="error-groups"] [data-testid="note-form"]`),
-		chromedp.SendKeys(`[data-testid="error-groups"] [data-testid="note-form"] input[name="text"]`, "investigating: INC-2231"),
-		chromedp.Submit(`[data-testid="error-groups"] [data-testid="note-form"] input[name="text"]`),
-		chromedp.WaitVisible(`[data-testid="error-groups"] [data-testid="note-text"]`),
+		chromedp.SendKeys(messageNote, "customer c-42 is a test account"))
+	submit(t, ctx, messageNote)
+	act(t, ctx, chromedp.WaitVisible(groupNote), chromedp.SendKeys(groupNote, "investigating: INC-2231"))
+	submit(t, ctx, groupNote)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(`[data-testid="error-groups"] [data-testid="note-text"]`),
 		chromedp.Click(first+` [data-testid="expand-message"]`),
 		chromedp.WaitVisible(first+` + tr [data-testid="note-text"]`)); err != nil {
 		t.Fatalf("%v\n%.2000s", err, must(t, ctx, chromedp.Text(`body`)))
