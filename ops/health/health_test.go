@@ -105,6 +105,14 @@ func TestRabbitProblems(t *testing.T) {
 	if got[1].Kind != KindQueueGrowing || got[1].Title != "work (rmq) keeps growing: ready 10 → 40 in 45s" {
 		t.Errorf("growing: %+v", got[1])
 	}
+	if !got[0].Since.IsZero() {
+		t.Errorf("a DLQ with no sample that saw it empty: since %v, want none", got[0].Since)
+	}
+	held := q("orders.dlq", true, 12, false, false)
+	held.HeldSince = now.Add(-40 * time.Minute)
+	if got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{held}}, nil, now); len(got) != 1 || !got[0].Since.Equal(held.HeldSince) {
+		t.Errorf("a DLQ holding messages since 40 min ago: %+v", got)
+	}
 }
 
 // One dead letter reads as one: the overview said "qa.dlq holds 1 dead letters" and "orders.DLT

@@ -53,6 +53,11 @@ type Queue struct {
 	// any other queue.
 	Lost              int64
 	LostSince, LostAt time.Time
+	// HeldSince is, for a dead-letter queue holding messages (ready + unacked), the first sample
+	// that found them after one that found it empty: its dead letters began to pile up then, at
+	// the latest. Zero while it is empty, for any other queue, and when no sample saw it empty
+	// before (it held messages when the console first sampled it): then nobody knows since when.
+	HeldSince time.Time
 }
 
 // LostWindow is how long a dead-letter queue's Lost count stays after the last loss it counts:

@@ -70,8 +70,8 @@ func TestRabbitLostDeadLetters(t *testing.T) {
 	v := e.vhost
 
 	e.deadLetter("work", "work.dlq", 40, 40)
-	if q := lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq"); !q.IsDeadLetterQueue || q.Ready != 40 || q.Lost != 0 {
-		t.Fatalf("work.dlq before the purge: DLQ %v, ready %d, lost %d", q.IsDeadLetterQueue, q.Ready, q.Lost)
+	if q := lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq"); !q.IsDeadLetterQueue || q.Ready != 40 || q.Lost != 0 || !q.HeldSince.IsZero() {
+		t.Fatalf("work.dlq before the purge: DLQ %v, ready %d, lost %d, holding since %v (its first sample: unknown)", q.IsDeadLetterQueue, q.Ready, q.Lost, q.HeldSince)
 	}
 	before := clk.Now()
 	if _, err := e.mgmt.PurgeQueue(v, "work.dlq"); err != nil {
@@ -95,15 +95,22 @@ func TestRabbitLostDeadLetters(t *testing.T) {
 	a.Close()
 	c := rabbitSampler(t, openStore(t, dsn), clk, nil, e.broker("main"))
 	e.deadLetter("work", "work.dlq", 5, 5)
-	if q := lostIn(t, ctx, c, clk, 15*time.Second, v, "work.dlq"); q.Lost != 40 || q.Ready != 5 {
-		t.Fatalf("the new leader: lost %d, ready %d; want the 40 carried over and 5 arrivals not counted", q.Lost, q.Ready)
+	// It also knows the queue was empty at the last leader's last sample: the 5 are held since its
+	// first.
+	if q := lostIn(t, ctx, c, clk, 15*time.Second, v, "work.dlq"); q.Lost != 40 || q.Ready != 5 || !q.HeldSince.Equal(clk.Now()) {
+		t.Fatalf("the new leader: lost %d, ready %d, holding since %v; want the 40 carried over, 5 arrivals not counted, held since %v",
+			q.Lost, q.Ready, q.HeldSince, clk.Now())
+	}
+	heldSince := clk.Now()
+	if q := lostIn(t, ctx, c, clk, 15*time.Second, v, "work.dlq"); !q.HeldSince.Equal(heldSince) {
+		t.Fatalf("the next sample: holding since %v, want %v", q.HeldSince, heldSince)
 	}
 	if _, err := e.mgmt.PurgeQueue(v, "work.dlq"); err != nil {
 		t.Fatal(err)
 	}
 	e.waitReady("work.dlq", 0)
-	if q := lostIn(t, ctx, c, clk, 15*time.Second, v, "work.dlq"); q.Lost != 45 || !q.LostSince.Equal(before) || !q.LostAt.Equal(clk.Now()) {
-		t.Fatalf("a second purge: lost %d since %v; want 45 since %v", q.Lost, q.LostSince, before)
+	if q := lostIn(t, ctx, c, clk, 15*time.Second, v, "work.dlq"); q.Lost != 45 || !q.LostSince.Equal(before) || !q.LostAt.Equal(clk.Now()) || !q.HeldSince.IsZero() {
+		t.Fatalf("a second purge: lost %d since %v, holding since %v; want 45 since %v and empty", q.Lost, q.LostSince, q.HeldSince, before)
 	}
 	if q := lostIn(t, ctx, c, clk, queues.LostWindow-15*time.Second, v, "work.dlq"); q.Lost != 45 {
 		t.Fatalf("just inside the window: lost %d", q.Lost)
@@ -197,5 +204,26 @@ func TestDLQTrack(t *testing.T) {
 	}
 	if tr := next(0, 0); tr.lost != 30 {
 		t.Fatalf("after a fresh start: lost %d", tr.lost)
+	}
+
+	// Since when it holds messages: unknown for the run the first sample found, from the first
+	// sample after an empty one otherwise, whether or not the moves are known.
+	var held dlqTrack
+	at = t0
+	step := func(depth int64, moved map[rabbit.QueueRef]int64) time.Time {
+		at = at.Add(15 * time.Second)
+		held = held.next(at, depth, moved, ref)
+		return held.heldSince
+	}
+	known := map[rabbit.QueueRef]int64{ref: 0}
+	for i, c := range []struct {
+		depth int64
+		moved map[rabbit.QueueRef]int64
+		want  time.Duration // after t0; -1: none
+	}{{7, known, -1}, {9, known, -1}, {0, known, -1}, {3, nil, 60 * time.Second}, {5, known, 60 * time.Second}, {0, nil, -1}, {1, known, 105 * time.Second}} {
+		got := step(c.depth, c.moved)
+		if (c.want < 0 && !got.IsZero()) || (c.want >= 0 && !got.Equal(t0.Add(c.want))) {
+			t.Errorf("sample %d (depth %d): holding since %v, want %v after %v (-1: none)", i+1, c.depth, got, c.want, t0)
+		}
 	}
 }

@@ -63,8 +63,8 @@ type rabbitState struct {
 }
 
 // dlqTrack is what the sampler follows of one dead-letter queue from sample to sample: the last
-// sample's depth and Redrive's moves out of it then (based: both known), and the loss counted
-// in the current episode.
+// sample's depth and Redrive's moves out of it then (based: both known), the loss counted in the
+// current episode, and since when it holds messages.
 type dlqTrack struct {
 	based bool
 	at    time.Time // the sample depth and moved are from
@@ -76,6 +76,12 @@ type dlqTrack struct {
 	credit            int64
 	lost              int64
 	lostSince, lostAt time.Time
+	// heldSince is the first sample of the run holding messages (depth above 0) that followed one
+	// that found the queue empty (wasEmpty); zero while it is empty, and for a run that no sample
+	// saw begin (the queue held messages when first sampled): "since" is then unknown, not the
+	// first sample's time.
+	heldSince time.Time
+	wasEmpty  bool
 }
 
 type depth struct {
@@ -231,7 +237,7 @@ func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[r
 		if q.IsDeadLetterQueue && !rq.Retry {
 			tr := st.dlqs[ref].next(at, q.Ready+q.Unacked, moved, ref)
 			dlqs[ref] = tr
-			rq.Lost, rq.LostSince, rq.LostAt = tr.lost, tr.lostSince, tr.lostAt
+			rq.Lost, rq.LostSince, rq.LostAt, rq.HeldSince = tr.lost, tr.lostSince, tr.lostAt, tr.heldSince
 		}
 		w = append(w, d)
 		if len(w) > GrowthSamples {
@@ -286,6 +292,13 @@ func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbitmodel.QueueRe
 		tr.based, tr.depth, tr.moved = true, depth, m
 	}
 	tr.at = at
+	switch {
+	case depth <= 0:
+		tr.heldSince = time.Time{}
+	case tr.wasEmpty:
+		tr.heldSince = at
+	}
+	tr.wasEmpty = depth <= 0
 	if tr.lost > 0 && at.Sub(tr.lostAt) >= queues.LostWindow {
 		tr.lost, tr.lostSince, tr.lostAt = 0, time.Time{}, time.Time{}
 	}

@@ -512,7 +512,8 @@ func TestRabbitWireRoundTrip(t *testing.T) {
 				Arguments: map[string]string{"x-queue-type": "quorum"}},
 				Retry: true, Growing: true, Growth: "ready 1 → 4 in 45s", Inflow: 0.25},
 			{Queue: rabbit.Queue{Vhost: "/", Name: "a.dlq", IsDeadLetterQueue: true, Arguments: map[string]string{}},
-				Lost: 40, LostSince: time.Date(2026, 3, 1, 18, 2, 0, 123000, time.UTC), LostAt: time.Date(2026, 3, 1, 18, 2, 15, 0, time.UTC)},
+				Lost: 40, LostSince: time.Date(2026, 3, 1, 18, 2, 0, 123000, time.UTC), LostAt: time.Date(2026, 3, 1, 18, 2, 15, 0, time.UTC),
+				HeldSince: time.Date(2026, 3, 1, 17, 30, 0, 5000, time.UTC)},
 		},
 		Edges: []rabbit.Edge{
 			{FromVhost: "/", FromQueue: "a", ExchangeType: "direct", RoutingKey: "a.dlq", ToQueues: []string{"a.dlq"}},

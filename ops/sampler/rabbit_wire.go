@@ -58,6 +58,7 @@ type wireQueue struct {
 	Lost      int64  `json:"lo,omitempty"`
 	LostSince int64  `json:"ls,omitempty"`
 	LostAt    int64  `json:"la,omitempty"`
+	HeldSince int64  `json:"hs,omitempty"` // queues.Queue.HeldSince, Unix microseconds
 	Moved     *int64 `json:"mv,omitempty"`
 	Credit    int64  `json:"cr,omitempty"`
 }
@@ -96,7 +97,7 @@ func encodeRabbit(s queues.Snapshot, tracks map[rabbitmodel.QueueRef]dlqTrack) (
 			DLSource: q.DeadLetterSource, TTL: q.MessageTTL, DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength,
 			Overflow: q.Overflow, SAC: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
 			DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth, Inflow: q.Inflow, Args: q.Arguments,
-			Lost: q.Lost, LostSince: unixMicro(q.LostSince), LostAt: unixMicro(q.LostAt)}
+			Lost: q.Lost, LostSince: unixMicro(q.LostSince), LostAt: unixMicro(q.LostAt), HeldSince: unixMicro(q.HeldSince)}
 		if tr, ok := tracks[q.Ref()]; ok && tr.based {
 			w.Queues[i].Moved, w.Queues[i].Credit = &tr.moved, tr.credit
 		}
@@ -135,7 +136,8 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 			IsDeadLetterQueue: q.DLQ, Arguments: q.Args},
 			Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
 			Inflow: max(q.Inflow, q.PublishRate), // a snapshot stored before Inflow: the publish rate
-			Lost:   q.Lost, LostSince: fromUnixMicro(q.LostSince), LostAt: fromUnixMicro(q.LostAt)}
+			Lost:   q.Lost, LostSince: fromUnixMicro(q.LostSince), LostAt: fromUnixMicro(q.LostAt),
+			HeldSince: fromUnixMicro(q.HeldSince)}
 	}
 	snap.Edges = make([]rabbitmodel.Edge, len(w.Edges))
 	for i, e := range w.Edges {
@@ -164,7 +166,8 @@ func decodeTracks(data []byte, at time.Time) (map[rabbitmodel.QueueRef]dlqTrack,
 		if !q.DLQ {
 			continue
 		}
-		tr := dlqTrack{at: at, lost: q.Lost, lostSince: fromUnixMicro(q.LostSince), lostAt: fromUnixMicro(q.LostAt)}
+		tr := dlqTrack{at: at, lost: q.Lost, lostSince: fromUnixMicro(q.LostSince), lostAt: fromUnixMicro(q.LostAt),
+			heldSince: fromUnixMicro(q.HeldSince), wasEmpty: q.Ready+q.Unacked <= 0}
 		if q.Moved != nil {
 			tr.based, tr.depth, tr.moved, tr.credit = true, q.Ready+q.Unacked, *q.Moved, q.Credit
 		}
