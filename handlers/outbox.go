@@ -118,6 +118,7 @@ type outboxJSON struct {
 	Counts                map[string]int64 `json:"counts"`
 	StuckLeases           int64            `json:"stuck_leases"`
 	OldestReadyAgeSeconds float64          `json:"oldest_ready_age_seconds"`
+	OldestStuckAgeSeconds float64          `json:"oldest_stuck_age_seconds"`
 	SentIsEstimate        bool             `json:"sent_is_estimate"`
 	MaxAttempts           int              `json:"max_attempts"`
 	CheckedAt             time.Time        `json:"checked_at"`
@@ -145,6 +146,9 @@ func toOutboxJSON(c echo.Context, s summary) outboxJSON {
 	j.SentIsEstimate = s.stats.SentIsEstimate
 	if s.stats.OldestReadyAge != nil {
 		j.OldestReadyAgeSeconds = s.stats.OldestReadyAge.Seconds()
+	}
+	if s.stats.OldestStuckAge != nil {
+		j.OldestStuckAgeSeconds = s.stats.OldestStuckAge.Seconds()
 	}
 	return j
 }
@@ -457,7 +461,7 @@ func toSummaryView(c echo.Context, s summary) outboxpages.Summary {
 	v.SentIsEstimate = s.stats.SentIsEstimate
 	v.Stuck = s.stats.StuckLeases
 	v.Dead = s.stats.Counts[outbox.Dead]
-	v.OldestReadyAge = s.stats.OldestReadyAge
+	v.OldestReadyAge, v.OldestStuckAge = s.stats.OldestReadyAge, s.stats.OldestStuckAge
 	return v
 }
 

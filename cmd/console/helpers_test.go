@@ -169,6 +169,8 @@ type apiOutboxes struct {
 		Counts map[string]int64 `json:"counts"`
 		Stuck  int64            `json:"stuck_leases"`
 		Age    float64          `json:"oldest_ready_age_seconds"`
+		// StuckAge is how long ago the earliest stuck lease expired.
+		StuckAge float64 `json:"oldest_stuck_age_seconds"`
 	} `json:"outboxes"`
 }
 

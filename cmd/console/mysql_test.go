@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,12 @@ notify:
 		if o.Stuck != 2 || o.Age < 590 || o.Age > 700 {
 			t.Errorf("stuck %d, oldest READY age %v; want 2 and about 600 s", o.Stuck, o.Age)
 		}
+		// p-1's lease expired 5 minutes before the rows were written; the mariadb client agrees.
+		cli := mariadbCLI(t, svc, `SELECT TIMESTAMPDIFF(SECOND, min(locked_until), UTC_TIMESTAMP(6)) FROM outbox_event
+			WHERE status = 'PROCESSING' AND locked_until < UTC_TIMESTAMP(6)`)
+		if want, err := strconv.ParseFloat(cli[0], 64); err != nil || o.StuckAge < 295 || math.Abs(o.StuckAge-want) > 10 {
+			t.Errorf("oldest stuck age %v s; the mariadb client says %v (%v)", o.StuckAge, cli, err)
+		}
 		m := scrape(t, base)
 		for s, n := range want {
 			if got := m[series("redrive_outbox_events", "outbox", "orders", "status", s)]; got != float64(n) {
@@ -138,6 +146,19 @@ notify:
 		for _, kind := range []string{`"kind":"outbox_stuck"`, `"kind":"outbox_dead"`, `"kind":"outbox_backlog"`} {
 			if !strings.Contains(ov.body, kind) {
 				t.Errorf("overview without %s: %s", kind, ov.body)
+			}
+		}
+		// Stuck since p-1's lease expired, 5 minutes before the rows were written.
+		var o struct {
+			Problems []struct {
+				Kind  string     `json:"kind"`
+				Since *time.Time `json:"since"`
+			} `json:"problems"`
+		}
+		mustDo(t, json.Unmarshal([]byte(ov.body), &o))
+		for _, p := range o.Problems {
+			if p.Kind == "outbox_stuck" && (p.Since == nil || time.Since(*p.Since) < 295*time.Second || time.Since(*p.Since) > 400*time.Second) {
+				t.Errorf("outbox_stuck since %v, want about 5 min ago", p.Since)
 			}
 		}
 		waittest.Until(t, 30*time.Second, "the outbox_dead and outbox_stuck notifications", func() bool {

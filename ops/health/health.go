@@ -347,7 +347,7 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 		out = append(out, Problem{Key: key(KindOutboxStuck, name), Kind: KindOutboxStuck, Severity: Critical,
 			Title:   fmt.Sprintf("Outbox %s: %s PROCESSING event(s) with an expired lease", name, ops.FormatNum(n)),
 			Summary: "A relay claimed these events and did not finish within its lease; they can be released from the outbox page.",
-			Page:    page.Filtered(page.Outbox, "stuck", "true"), Labels: labels})
+			Page:    page.Filtered(page.Outbox, "stuck", "true"), Labels: labels, Since: st.Since(st.OldestStuckAge)})
 	}
 	if dead := st.Counts[outbox.Dead]; dead-min(settledDead, dead) > 0 {
 		// Open DEAD events only: the ones people marked resolved or ignored wait for nobody.
@@ -364,7 +364,7 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 	if age := st.OldestReadyAge; age != nil && *age > staleAfter {
 		out = append(out, Problem{Key: key(KindOutboxBacklog, name), Kind: KindOutboxBacklog, Severity: Warning,
 			Title: fmt.Sprintf("Outbox %s: the oldest due READY event has waited %s", name, ops.FormatAge(*age)),
-			Page:  page.Filtered(page.Outbox, "status", string(outbox.Ready)), Labels: labels, Since: now.Add(-*age)})
+			Page:  page.Filtered(page.Outbox, "status", string(outbox.Ready)), Labels: labels, Since: st.Since(age)})
 	}
 	return out
 }

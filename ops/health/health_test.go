@@ -134,8 +134,9 @@ func TestOneDeadLetterReadsSingular(t *testing.T) {
 }
 
 func TestOutboxProblems(t *testing.T) {
-	age := 10 * time.Minute
-	st := outbox.Stats{StuckLeases: 2, Counts: map[outbox.Status]int64{outbox.Dead: 1200}, OldestReadyAge: &age}
+	age, stuckFor := 10*time.Minute, 3*time.Minute
+	read := now.Add(-20 * time.Second) // served from the cache: the ages are as of then
+	st := outbox.Stats{StuckLeases: 2, Counts: map[outbox.Status]int64{outbox.Dead: 1200}, OldestReadyAge: &age, OldestStuckAge: &stuckFor, CheckedAt: read}
 	got := OutboxProblems("orders", st, 0, nil, 5*time.Minute, now)
 	want := []struct{ key, title, link string }{
 		{"outbox_stuck/orders", "Outbox orders: 2 PROCESSING event(s) with an expired lease", "/outboxes/orders?stuck=true"},
@@ -150,8 +151,8 @@ func TestOutboxProblems(t *testing.T) {
 			t.Errorf("%d: %+v want %+v", i, got[i], w)
 		}
 	}
-	if !got[2].Since.Equal(now.Add(-age)) {
-		t.Errorf("backlog since %v", got[2].Since)
+	if !got[2].Since.Equal(read.Add(-age)) || !got[0].Since.Equal(read.Add(-stuckFor)) || !got[1].Since.IsZero() {
+		t.Errorf("since: backlog %v, stuck %v, dead %v; want %v, %v and unknown", got[2].Since, got[0].Since, got[1].Since, read.Add(-age), read.Add(-stuckFor))
 	}
 	// DEAD events people marked resolved or ignored wait for nobody: only the open ones count.
 	dead := outbox.Stats{Counts: map[outbox.Status]int64{outbox.Dead: 1200}}

@@ -144,6 +144,10 @@ type Stats struct {
 	// counts of the other states, so the overview never scans millions of SENT rows.
 	SentIsEstimate bool
 	StuckLeases    int64
+	// OldestStuckAge is how long ago the earliest of the stuck rows' leases expired: their relay
+	// stopped at the latest then. Nil when nothing is stuck (and for a registry, which has no
+	// leases).
+	OldestStuckAge *time.Duration
 	// OldestReadyAge is how long the oldest READY row that is due has waited (the relay's delay);
 	// nil when nothing is due.
 	OldestReadyAge *time.Duration
@@ -155,6 +159,15 @@ type Stats struct {
 	// its format; both nil for the seed.
 	Records *RecordStats
 	Format  *Format
+}
+
+// Since is the time one of the stats' ages (OldestReadyAge, OldestStuckAge) reaches back to from
+// when they were read, so that stats served from a cache say the same; zero for a nil age.
+func (s Stats) Since(age *time.Duration) time.Time {
+	if age == nil || s.CheckedAt.IsZero() {
+		return time.Time{}
+	}
+	return s.CheckedAt.Add(-*age)
 }
 
 // Backlog is the number of rows not yet SENT.

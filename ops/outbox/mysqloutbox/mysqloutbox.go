@@ -99,12 +99,12 @@ func (s *Store) countRow(ctx context.Context, query string, args []any, dest ...
 func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	st := outbox.Stats{Counts: map[outbox.Status]int64{}, CheckedAt: time.Now()}
 	var ready, failed, dead, processing int64
-	var oldestMicros sql.NullInt64
+	var oldestMicros, stuckMicros sql.NullInt64
 	var estimate int64
 	g, gctx := errgroup.WithContext(ctx)
 	// The longest first: READY's range and the PROCESSING rows' look-ups.
 	g.Go(func() error { return s.countRow(gctx, s.q.count[outbox.Ready], nil, &ready) })
-	g.Go(func() error { return s.countRow(gctx, s.q.processing, nil, &processing, &st.StuckLeases) })
+	g.Go(func() error { return s.countRow(gctx, s.q.processing, nil, &processing, &st.StuckLeases, &stuckMicros) })
 	g.Go(func() error { return s.countRow(gctx, s.q.count[outbox.Dead], nil, &dead) })
 	g.Go(func() error { return s.countRow(gctx, s.q.count[outbox.Failed], nil, &failed) })
 	g.Go(func() error { return s.countRow(gctx, s.q.readyAge, nil, &oldestMicros) })
@@ -114,10 +114,7 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	}
 	st.Counts[outbox.Ready], st.Counts[outbox.Processing], st.Counts[outbox.Failed], st.Counts[outbox.Dead] = ready, processing, failed, dead
 	unsent := ready + processing + failed + dead
-	if oldestMicros.Valid {
-		d := time.Duration(oldestMicros.Int64) * time.Microsecond
-		st.OldestReadyAge = &d
-	}
+	st.OldestReadyAge, st.OldestStuckAge = micros(oldestMicros), micros(stuckMicros)
 	if estimate >= outbox.ExactSentBelow {
 		st.SentIsEstimate = true
 		st.Counts[outbox.Sent] = max(0, estimate-unsent)
@@ -129,6 +126,15 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	}
 	st.Counts[outbox.Sent] = sent
 	return st, nil
+}
+
+// micros is an age the database computed in microseconds (NULL: none).
+func micros(v sql.NullInt64) *time.Duration {
+	if !v.Valid {
+		return nil
+	}
+	d := time.Duration(v.Int64) * time.Microsecond
+	return &d
 }
 
 // placeholders is "?, ?, …" for n values, and the values.

@@ -53,7 +53,9 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 			t, status, avail),
 		// One pass over the PROCESSING rows: telling the stuck ones reads each row's locked_until
 		// (not in the index) anyway, and their number comes with it.
-		processing: fmt.Sprintf(`SELECT count(*), count(CASE WHEN %[3]s < NOW(6) THEN 1 END) FROM %[1]s WHERE %[2]s = 'PROCESSING'`,
+		processing: fmt.Sprintf(`SELECT count(*), count(CASE WHEN %[3]s < NOW(6) THEN 1 END),
+				TIMESTAMPDIFF(MICROSECOND, min(CASE WHEN %[3]s < NOW(6) THEN %[3]s END), NOW(6))
+			FROM %[1]s WHERE %[2]s = 'PROCESSING'`,
 			t, status, locked),
 		// TABLE_ROWS is InnoDB's estimate from its persistent statistics (ANALYZE TABLE, or
 		// recomputed after a tenth of the rows changed); 0 or missing, the caller counts exactly.

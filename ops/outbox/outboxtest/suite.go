@@ -33,7 +33,7 @@ func testStats(t *testing.T, db DB) {
 				t.Errorf("%s = %d, want 0", s, st.Counts[s])
 			}
 		}
-		if st.OldestReadyAge != nil || st.StuckLeases != 0 || st.SentIsEstimate {
+		if st.OldestReadyAge != nil || st.StuckLeases != 0 || st.OldestStuckAge != nil || st.SentIsEstimate {
 			t.Errorf("empty outbox: %+v", st)
 		}
 	})
@@ -60,6 +60,10 @@ func testStats(t *testing.T, db DB) {
 	if st.StuckLeases != 1 {
 		t.Errorf("stuck = %d, want 1", st.StuckLeases)
 	}
+	// The stuck row's lease expired 5 s before it was inserted; the live one's never counts.
+	if st.OldestStuckAge == nil || *st.OldestStuckAge < 5*time.Second || *st.OldestStuckAge > 30*time.Second {
+		t.Errorf("oldest stuck age = %v, want about 5s", st.OldestStuckAge)
+	}
 	if st.OldestReadyAge == nil || *st.OldestReadyAge < 119*time.Second || *st.OldestReadyAge > 130*time.Second {
 		t.Errorf("oldest ready age = %v, want about 2m", st.OldestReadyAge)
 	}
@@ -80,8 +84,8 @@ func testStats(t *testing.T, db DB) {
 	if n, err := o.ReleaseStuck(ctx, nil); err != nil || n != 1 {
 		t.Fatalf("release = %d, %v", n, err)
 	}
-	if cached, err = o.CachedStats(ctx, time.Hour); err != nil || cached.StuckLeases != 0 {
-		t.Fatalf("cached stats after a release: stuck %d, %v", cached.StuckLeases, err)
+	if cached, err = o.CachedStats(ctx, time.Hour); err != nil || cached.StuckLeases != 0 || cached.OldestStuckAge != nil {
+		t.Fatalf("cached stats after a release: stuck %d (for %v), %v", cached.StuckLeases, cached.OldestStuckAge, err)
 	}
 }
 

@@ -77,14 +77,14 @@ func (s *Store) Inspect(ctx context.Context) (catalog.TableFacts, error) {
 func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	st := outbox.Stats{Counts: map[outbox.Status]int64{}, CheckedAt: time.Now()}
 	counts := make([]int64, len(outbox.Unsent))
-	var oldestSeconds *float64
+	var oldestSeconds, stuckSeconds *float64
 	var estimate float64
 	g, gctx := errgroup.WithContext(ctx)
 	for i, state := range outbox.Unsent {
 		g.Go(func() error { return s.pool.QueryRow(gctx, s.q.count[state]).Scan(&counts[i]) })
 	}
 	g.Go(func() error {
-		return s.pool.QueryRow(gctx, s.q.readyAgeAndStuck).Scan(&oldestSeconds, &st.StuckLeases)
+		return s.pool.QueryRow(gctx, s.q.readyAgeAndStuck).Scan(&oldestSeconds, &st.StuckLeases, &stuckSeconds)
 	})
 	g.Go(func() error { return s.pool.QueryRow(gctx, s.q.estimate).Scan(&estimate) })
 	if err := g.Wait(); err != nil {
@@ -95,10 +95,7 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 		st.Counts[state] = counts[i]
 		unsent += counts[i]
 	}
-	if oldestSeconds != nil {
-		d := time.Duration(*oldestSeconds * float64(time.Second))
-		st.OldestReadyAge = &d
-	}
+	st.OldestReadyAge, st.OldestStuckAge = seconds(oldestSeconds), seconds(stuckSeconds)
 	if estimate >= outbox.ExactSentBelow {
 		st.SentIsEstimate = true
 		st.Counts[outbox.Sent] = max(0, int64(estimate)-unsent)
@@ -110,6 +107,15 @@ func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
 	}
 	st.Counts[outbox.Sent] = sent
 	return st, nil
+}
+
+// seconds is an age the database computed in seconds (nil: none).
+func seconds(v *float64) *time.Duration {
+	if v == nil {
+		return nil
+	}
+	d := time.Duration(*v * float64(time.Second))
+	return &d
 }
 
 // wrap turns driver errors into the domain's kinds with the outbox named.

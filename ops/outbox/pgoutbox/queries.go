@@ -60,7 +60,9 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 		ping:      fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
 		readyAgeAndStuck: fmt.Sprintf(`SELECT
 				(SELECT extract(epoch FROM now() - min(%[3]s)::timestamptz)::float8 FROM %[1]s WHERE %[2]s = 'READY' AND %[3]s <= now()),
-				(SELECT count(*) FROM %[1]s WHERE %[4]s)`, t, status, avail, claimed),
+				stuck.n, stuck.age
+			FROM (SELECT count(*) AS n, extract(epoch FROM now() - min(%[5]s)::timestamptz)::float8 AS age FROM %[1]s WHERE %[4]s) AS stuck`,
+			t, status, avail, claimed, locked),
 		// reltuples is -1 before the first ANALYZE; the caller then counts exactly.
 		estimate: fmt.Sprintf(`SELECT greatest(reltuples, 0)::float8 FROM pg_class WHERE oid = '%s'::regclass`,
 			strings.ReplaceAll(t, "'", "''")),

@@ -20,6 +20,7 @@ type Summary struct {
 	Stuck          int64
 	Dead           int64
 	OldestReadyAge *time.Duration // nil: nothing due
+	OldestStuckAge *time.Duration // since the earliest stuck lease expired; nil: none stuck
 	MaxAttempts    int
 	CheckedAt      time.Time
 	Error          string
@@ -182,6 +183,14 @@ func backlogText(s Summary) string {
 		return "nothing due"
 	}
 	return components.FormatAge(*s.OldestReadyAge)
+}
+
+// stuckText is the stuck leases' card's caption: since when the oldest is stuck, when known.
+func stuckText(s Summary) string {
+	if s.Stuck == 0 || s.OldestStuckAge == nil {
+		return "PROCESSING past locked_until"
+	}
+	return "oldest lease expired " + components.FormatAge(*s.OldestStuckAge) + " ago"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -228,7 +228,7 @@ func Panel(s Summary) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = components.StatCard("Stuck leases", components.FormatNum(s.Stuck), "PROCESSING past locked_until", countTone("DEAD", s.Stuck)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.StatCard("Stuck leases", components.FormatNum(s.Stuck), stuckText(s), countTone("DEAD", s.Stuck)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

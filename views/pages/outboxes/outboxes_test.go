@@ -1,6 +1,7 @@
 package outboxes
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -26,5 +27,22 @@ func TestEventListCopiesEventIDAndSortsLease(t *testing.T) {
 	lastCell := func(i int) string { v, _ := rows.Eq(i).Find("td").Eq(-2).Attr("data-sort"); return v }
 	if lastCell(0) != components.TimeSortKey(lease) || lastCell(1) != "" {
 		t.Errorf("lease sort keys %q, %q; want %q and none", lastCell(0), lastCell(1), components.TimeSortKey(lease))
+	}
+}
+
+// The stuck leases' card says how long ago the oldest lease expired when any is stuck.
+func TestStuckCardSaysSinceWhen(t *testing.T) {
+	age := 6*time.Minute + 34*time.Second
+	for _, c := range []struct {
+		s    Summary
+		want string
+	}{
+		{Summary{Name: "orders", Stuck: 12, OldestStuckAge: &age}, "oldest lease expired 6 min 34 s ago"},
+		{Summary{Name: "orders"}, "PROCESSING past locked_until"},
+	} {
+		doc, _ := viewtest.Render(t, Panel(c.s))
+		if got := doc.Text(); !strings.Contains(got, c.want) {
+			t.Errorf("stuck %d: the panel does not say %q:\n%s", c.s.Stuck, c.want, got)
+		}
 	}
 }
