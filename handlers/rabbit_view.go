@@ -36,6 +36,9 @@ func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
 		RedeliverRate: q.RedeliverRate, Inflow: q.Inflow, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
 		Policy: q.Policy}
+	if !q.HeldSince.IsZero() {
+		r.HeldFor = max(time.Since(q.HeldSince), time.Second) // known: never shown as unknown
+	}
 	if q.HasDeadLetterExchange {
 		r.DeadLetterTo = exchangeLabel(q.DeadLetterExchange)
 		if q.DeadLetterRoutingKey != "" {

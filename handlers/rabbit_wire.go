@@ -40,6 +40,9 @@ type rabbitQueueJSON struct {
 	OperatorPolicy        string  `json:"operator_policy"`
 	Growing               bool    `json:"growing"`
 	Growth                string  `json:"growth,omitempty"`
+	// HoldingSince is queues.Queue.HeldSince: a dead-letter queue's messages, since the first
+	// sample that found them after one that found it empty; null when unknown or empty.
+	HoldingSince *time.Time `json:"holding_since"`
 }
 
 func toRabbitQueueJSON(q queues.Queue) rabbitQueueJSON {
@@ -50,7 +53,7 @@ func toRabbitQueueJSON(q queues.Queue) rabbitQueueJSON {
 		IsDeadLetterQueue: q.IsDeadLetterQueue, IsRetryQueue: q.Retry, MessageTTL: q.MessageTTL,
 		DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength, Overflow: q.Overflow,
 		SingleActiveConsumer: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
-		Growing: q.Growing, Growth: q.Growth}
+		Growing: q.Growing, Growth: q.Growth, HoldingSince: knownUTC(q.HeldSince)}
 }
 
 type edgeJSON struct {

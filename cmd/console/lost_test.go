@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,15 @@ notify:
 	})
 	if held.Since == nil || held.Since.Before(refilled.Add(-time.Millisecond)) || held.Since.After(time.Now()) {
 		t.Errorf("orders.dlq holds 3 since %v, want between the first of them (%v) and now", held.Since, refilled)
+	}
+	// The queue's API says the same, and its page how long.
+	q := decode[struct {
+		HoldingSince *time.Time `json:"holding_since"`
+	}](t, do(t, nil, "GET", base+"/api/v1/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq", "", ""))
+	if held.Since != nil && (q.HoldingSince == nil || !q.HoldingSince.Equal(*held.Since)) {
+		t.Errorf("the queue API's holding_since %v, the overview's since %v", q.HoldingSince, held.Since)
+	}
+	if page := do(t, nil, "GET", base+"/rabbitmq/main/queues/"+url.PathEscape(vhost)+"/orders.dlq", "", ""); !strings.Contains(page.body, "dead letters held for ") {
+		t.Errorf("the queue page does not say how long orders.dlq has held its dead letters")
 	}
 }

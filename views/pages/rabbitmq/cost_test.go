@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -39,6 +40,23 @@ func TestQueueBrowseCost(t *testing.T) {
 				t.Errorf("cost %q, want %q", got, tc.callout)
 			}
 		})
+	}
+}
+
+// A dead-letter queue's ready card says how long it has held dead letters when the samples say.
+func TestQueueReadySaysHowLongHeld(t *testing.T) {
+	for _, tc := range []struct {
+		row  QueueRow
+		want string
+	}{
+		{QueueRow{DLQ: true, Ready: 3, HeldFor: 6*time.Minute + 10*time.Second}, "dead letters held for 6 min 10 s"},
+		{QueueRow{DLQ: true, Ready: 3}, "waiting for a consumer"},
+		{QueueRow{Ready: 3, HeldFor: time.Minute}, "waiting for a consumer"},
+	} {
+		doc, _ := viewtest.Render(t, Queue(QueuePage{Broker: "main", Vhost: "/", Name: "q", Row: tc.row}))
+		if got := doc.Find("#queue-stats").Text(); !strings.Contains(got, tc.want) {
+			t.Errorf("%+v: the cards say %q, want %q in them", tc.row, got, tc.want)
+		}
 	}
 }
 

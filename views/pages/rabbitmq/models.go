@@ -66,6 +66,9 @@ type QueueRow struct {
 	Growing       bool
 	Growth        string
 	Policy        string
+	// HeldFor is how long a dead-letter queue has held messages (queues.Queue.HeldSince until the
+	// page was made); 0 when unknown.
+	HeldFor time.Duration
 }
 
 // QueueLink names a queue to link to.
@@ -326,6 +329,15 @@ func growTone(n int) string {
 		return components.ToneWarn
 	}
 	return ""
+}
+
+// readyText is the ready card's caption: how long a dead-letter queue has held messages, when
+// the samples say.
+func readyText(q QueueRow) string {
+	if q.DLQ && q.HeldFor > 0 {
+		return "dead letters held for " + components.FormatAge(q.HeldFor)
+	}
+	return "waiting for a consumer"
 }
 
 // consumersTone flags a queue with messages waiting and nobody to take them (a dead-letter queue

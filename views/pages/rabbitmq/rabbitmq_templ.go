@@ -1233,7 +1233,7 @@ func Queue(p QueuePage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = components.StatCard("Ready", components.FormatNum(p.Row.Ready), "waiting for a consumer", "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = components.StatCard("Ready", components.FormatNum(p.Row.Ready), readyText(p.Row), "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
