@@ -54,9 +54,10 @@ type Queue struct {
 	Lost              int64
 	LostSince, LostAt time.Time
 	// HeldSince is, for a dead-letter queue holding messages (ready + unacked), the first sample
-	// that found them after one that found it empty: its dead letters began to pile up then, at
-	// the latest. Zero while it is empty, for any other queue, and when no sample saw it empty
-	// before (it held messages when the console first sampled it): then nobody knows since when.
+	// that found them after a recent one (within the sampler's growth window) that found it
+	// empty: its dead letters began to pile up between the two. Zero while it is empty, for any
+	// other queue, and when no recent sample saw it empty (it held messages when the console
+	// first sampled it, or after a gap in the samples): then nobody knows since when.
 	HeldSince time.Time
 }
 

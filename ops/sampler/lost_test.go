@@ -175,7 +175,7 @@ func TestDLQTrack(t *testing.T) {
 	at := t0
 	next := func(depth, moved int64) dlqTrack {
 		at = at.Add(15 * time.Second)
-		tr = tr.next(at, depth, map[rabbit.QueueRef]int64{ref: moved}, ref)
+		tr = tr.next(at, at.Add(-time.Minute), depth, map[rabbit.QueueRef]int64{ref: moved}, ref)
 		return tr
 	}
 	next(100, 0)
@@ -198,7 +198,7 @@ func TestDLQTrack(t *testing.T) {
 		t.Fatalf("jobs deleted (the sum fell): lost %d", tr.lost)
 	}
 	at = at.Add(15 * time.Second)
-	tr = tr.next(at, 0, nil, ref)
+	tr = tr.next(at, at.Add(-time.Minute), 0, nil, ref)
 	if tr.lost != 30 || tr.based {
 		t.Fatalf("moves unknown: lost %d based %v; want nothing counted and a fresh start", tr.lost, tr.based)
 	}
@@ -212,7 +212,7 @@ func TestDLQTrack(t *testing.T) {
 	at = t0
 	step := func(depth int64, moved map[rabbit.QueueRef]int64) time.Time {
 		at = at.Add(15 * time.Second)
-		held = held.next(at, depth, moved, ref)
+		held = held.next(at, at.Add(-time.Minute), depth, moved, ref)
 		return held.heldSince
 	}
 	known := map[rabbit.QueueRef]int64{ref: 0}
@@ -225,5 +225,11 @@ func TestDLQTrack(t *testing.T) {
 		if (c.want < 0 && !got.IsZero()) || (c.want >= 0 && !got.Equal(t0.Add(c.want))) {
 			t.Errorf("sample %d (depth %d): holding since %v, want %v after %v (-1: none)", i+1, c.depth, got, c.want, t0)
 		}
+	}
+	// An empty sample from before the cutoff (the sampler was down for an hour) bounds nothing.
+	step(0, known)
+	at = at.Add(time.Hour)
+	if held = held.next(at, at.Add(-time.Minute), 4, known, ref); !held.heldSince.IsZero() {
+		t.Errorf("after an hour without samples: holding since %v, want unknown", held.heldSince)
 	}
 }

@@ -235,7 +235,7 @@ func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[r
 			}
 		}
 		if q.IsDeadLetterQueue && !rq.Retry {
-			tr := st.dlqs[ref].next(at, q.Ready+q.Unacked, moved, ref)
+			tr := st.dlqs[ref].next(at, cutoff, q.Ready+q.Unacked, moved, ref)
 			dlqs[ref] = tr
 			rq.Lost, rq.LostSince, rq.LostAt, rq.HeldSince = tr.lost, tr.lostSince, tr.lostAt, tr.heldSince
 		}
@@ -267,8 +267,10 @@ func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[r
 // next is the track after a sample at at found the queue ref at depth (ready + unacked), with
 // moved Redrive's moves so far (nil: unknown). What the depth fell since the last sample beyond
 // what Redrive's jobs took out (and the credit of the interval before) is lost: the broker or
-// someone else took it. The episode ends queues.LostWindow after its last loss.
-func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbitmodel.QueueRef]int64, ref rabbitmodel.QueueRef) dlqTrack {
+// someone else took it. The episode ends queues.LostWindow after its last loss. An empty sample
+// taken before cutoff (the sampler was down, or a restarted console read an old snapshot) bounds
+// no arrival: messages found after it are held since nobody knows when.
+func (tr dlqTrack) next(at, cutoff time.Time, depth int64, moved map[rabbitmodel.QueueRef]int64, ref rabbitmodel.QueueRef) dlqTrack {
 	if tr.based && !tr.at.Before(at) {
 		return tr // the same instant sampled again
 	}
@@ -291,14 +293,13 @@ func (tr dlqTrack) next(at time.Time, depth int64, moved map[rabbitmodel.QueueRe
 		}
 		tr.based, tr.depth, tr.moved = true, depth, m
 	}
-	tr.at = at
 	switch {
 	case depth <= 0:
 		tr.heldSince = time.Time{}
-	case tr.wasEmpty:
+	case tr.wasEmpty && !tr.at.Before(cutoff): // tr.at: the sample before this one
 		tr.heldSince = at
 	}
-	tr.wasEmpty = depth <= 0
+	tr.at, tr.wasEmpty = at, depth <= 0
 	if tr.lost > 0 && at.Sub(tr.lostAt) >= queues.LostWindow {
 		tr.lost, tr.lostSince, tr.lostAt = 0, time.Time{}, time.Time{}
 	}
