@@ -271,17 +271,17 @@ func evaluateOffsets(rules Rules, every time.Duration, state string, members int
 		v.status.Code, v.found = StatusStall, foundStallNever
 	case members > 0 && v.stuck >= window:
 		v.status.Code, v.found = StatusStall, foundStall
-	case members > 0 && rose(win, every, minGrowth) && !since.After(win[0].At) && never:
+	case !rose(win, every, minGrowth):
+		return verdict{status: Status{Code: StatusOK}}
+	case members > 0 && !since.After(win[0].At) && never:
 		// Burrow's order: a committed offset that does not move is STALL before a rising lag is
 		// WARN (WARN is a consumer that moves but falls behind), from the first window that shows
 		// the rise, not a whole window later.
 		v.status.Code, v.found = StatusStall, foundStallNever
-	case members > 0 && rose(win, every, minGrowth) && !since.After(win[0].At):
+	case members > 0 && !since.After(win[0].At):
 		v.status.Code, v.found = StatusStall, foundStall
-	case rose(win, every, minGrowth):
-		v.status.Code, v.found, v.window = StatusWarn, foundRising, risingShown(win, every)
 	default:
-		return verdict{status: Status{Code: StatusOK}}
+		v.status.Code, v.found, v.window = StatusWarn, foundRising, risingShown(win, every)
 	}
 	v.status.Since = since
 	if v.found == foundRising {
@@ -310,20 +310,32 @@ func rose(win []Sample, every time.Duration, minGrowth int64) bool {
 			return false
 		}
 	}
-	return len(risingShown(win, every)) >= minRisingSamples
+	return moments(win, every, nil) >= minRisingSamples
 }
 
 // risingShown is the samples a rise is told by: the first of each moment (samples less than every/2
 // apart), the newest in place of the last moment's first, so it ends at the lag now.
 func risingShown(win []Sample, every time.Duration) []Sample {
-	shown := []Sample{win[0]} // a copy: the last is replaced below
-	for _, x := range win[1:] {
-		if x.At.Sub(shown[len(shown)-1].At) >= every/2 {
-			shown = append(shown, x)
-		}
-	}
+	shown := make([]Sample, 0, moments(win, every, nil)) // a copy: the last is replaced below
+	moments(win, every, func(x Sample) { shown = append(shown, x) })
 	shown[len(shown)-1] = win[len(win)-1]
 	return shown
+}
+
+// moments counts the moments of win (samples less than every/2 apart are one) and gives each
+// moment's first sample to first, when it is not nil. rose only counts them: a partition is judged
+// every round, and building the list each time was most of what a round allocated.
+func moments(win []Sample, every time.Duration, first func(Sample)) int {
+	n, at := 0, time.Time{}
+	for i, x := range win {
+		if i == 0 || x.At.Sub(at) >= every/2 {
+			n, at = n+1, x.At
+			if first != nil {
+				first(x)
+			}
+		}
+	}
+	return n
 }
 
 // describe words v's finding, together with others that share it (nil for a partition alone);
@@ -667,20 +679,26 @@ func partitionNames(ps []PartitionSamples, withTopics bool) string {
 // move of the end offset (the topic was recreated) count. ok is false with fewer than two usable
 // samples spanning some time.
 func ProducedRate(samples []Sample) (msgsPerSec float64, ok bool) {
+	s := producedSamples(samples)
+	if len(s) < 2 || !s[len(s)-1].At.After(s[0].At) {
+		return 0, false
+	}
+	return math.Max(fitOf(s).end, 0), true
+}
+
+// producedSamples are the samples ProducedRate reads: with a known end offset and time, after the
+// last backwards move of the end offset. samples itself when that is all of them.
+func producedSamples(samples []Sample) []Sample {
 	s := samples
 	if slices.ContainsFunc(s, func(x Sample) bool { return x.End < 0 || x.At.IsZero() }) {
 		s = slices.DeleteFunc(slices.Clone(s), func(x Sample) bool { return x.End < 0 || x.At.IsZero() })
 	}
 	for i := len(s) - 1; i > 0; i-- {
 		if s[i].End < s[i-1].End {
-			s = s[i:]
-			break
+			return s[i:]
 		}
 	}
-	if len(s) < 2 || !s[len(s)-1].At.After(s[0].At) {
-		return 0, false
-	}
-	return math.Max(slope(s, endOf), 0), true
+	return s
 }
 
 // Rate estimates the consumption rate (messages per second, from the least-squares slope of the
@@ -689,30 +707,63 @@ func ProducedRate(samples []Sample) (msgsPerSec float64, ok bool) {
 // catch-up of 0 means no lag; a negative catch-up means the lag is not shrinking. Only samples
 // after the last backwards move of the committed offset (a reset) are used.
 func Rate(samples []Sample) (msgsPerSec float64, catchUp time.Duration, ok bool) {
-	s := usable(samples)
-	for i := len(s) - 1; i > 0; i-- {
-		if s[i].Committed < s[i-1].Committed {
-			s = s[i:]
-			break
-		}
-	}
+	s := consumedSamples(samples)
 	if len(s) < 2 || !s[len(s)-1].At.After(s[0].At) {
 		return 0, 0, false
 	}
-	msgsPerSec = math.Max(slope(s, committedOf), 0)
-	last := s[len(s)-1].Lag
-	switch lagSlope := slope(s, lagOf); {
-	case last <= 0:
-		catchUp = 0
-	case lagSlope >= 0:
-		catchUp = -1
-	default:
-		catchUp = time.Duration(float64(last) / -lagSlope * float64(time.Second))
-		if catchUp <= 0 { // overflowed or rounded away
-			catchUp = -1
+	msgsPerSec, catchUp = fitOf(s).consumption(s[len(s)-1].Lag)
+	return msgsPerSec, catchUp, true
+}
+
+// consumedSamples are the samples Rate reads: usable ones after the last backwards move of the
+// committed offset.
+func consumedSamples(samples []Sample) []Sample {
+	s := usable(samples)
+	for i := len(s) - 1; i > 0; i-- {
+		if s[i].Committed < s[i-1].Committed {
+			return s[i:]
 		}
 	}
-	return msgsPerSec, catchUp, true
+	return s
+}
+
+// Rates is what one partition's window says about its pace: Rate's and ProducedRate's answers.
+type Rates struct {
+	Consumed float64       // Rate's msgsPerSec
+	CatchUp  time.Duration // Rate's catchUp
+	Known    bool          // Rate's ok
+	Produced float64       // ProducedRate's msgsPerSec
+	// ProducedKnown is ProducedRate's ok.
+	ProducedKnown bool
+}
+
+// RatesOf is Rate and ProducedRate of one window. When both read the same samples (no reset, no
+// unknown end offset: what the sampler holds but for a recreated topic) the three slopes come from
+// one pass over them; the sampler asks this of every partition every round.
+func RatesOf(samples []Sample) Rates {
+	var r Rates
+	c, p := consumedSamples(samples), producedSamples(samples)
+	var cf, pf fit
+	switch {
+	case len(c) == len(p) && len(c) > 0 && &c[0] == &p[0]:
+		cf = fitOf(c)
+		pf = cf
+	default:
+		if len(c) > 1 {
+			cf = fitOf(c)
+		}
+		if len(p) > 1 {
+			pf = fitOf(p)
+		}
+	}
+	if len(c) >= 2 && c[len(c)-1].At.After(c[0].At) {
+		r.Consumed, r.CatchUp = cf.consumption(c[len(c)-1].Lag)
+		r.Known = true
+	}
+	if len(p) >= 2 && p[len(p)-1].At.After(p[0].At) {
+		r.Produced, r.ProducedKnown = math.Max(pf.end, 0), true
+	}
+	return r
 }
 
 // GroupCatchUp is the time a group needs to consume its lag: the longest of its partitions' catch-up
@@ -725,25 +776,36 @@ func Rate(samples []Sample) (msgsPerSec float64, catchUp time.Duration, ok bool)
 // new to have a rate of their own, and never shortens what the known partitions need. ok is false
 // when neither the partitions nor the group's window hold two usable samples.
 func GroupCatchUp(parts []PartitionSamples, groupWindow []Sample) (catchUp time.Duration, ok bool) {
+	return GroupCatchUpOf(parts, nil, groupWindow)
+}
+
+// GroupCatchUpOf is GroupCatchUp with the partitions' rates already computed (RatesOf of each of
+// parts, in their order); nil computes them.
+func GroupCatchUpOf(parts []PartitionSamples, rates []Rates, groupWindow []Sample) (catchUp time.Duration, ok bool) {
 	unknown := false
-	for _, p := range parts {
+	for i, p := range parts {
 		if len(p.Samples) == 0 || p.Samples[len(p.Samples)-1].Lag <= 0 {
 			continue // no lag here (or no sample of it: the group's window speaks for it below)
 		}
-		rate, cu, pok := Rate(p.Samples)
+		var r Rates
+		if rates != nil {
+			r = rates[i]
+		} else {
+			r.Consumed, r.CatchUp, r.Known = Rate(p.Samples)
+		}
 		switch {
-		case !pok:
+		case !r.Known:
 			unknown = true
-		case touchedZero(p.Samples) && float64(p.Samples[len(p.Samples)-1].Lag) <= rate*sampleSpacing(p.Samples).Seconds():
+		case touchedZero(p.Samples) && float64(p.Samples[len(p.Samples)-1].Lag) <= r.Consumed*sampleSpacing(p.Samples).Seconds():
 			// Caught up within the window and now less behind than it consumes between two
 			// samples: live, whatever way the last few messages tilted the slope (a healthy
 			// partition's lag jitters between 0 and what arrives between two commits, which a
 			// slope reads as hours or as "never" by turns). Burrow's rule: zero once is keeping up.
 			ok = true
-		case cu < 0:
+		case r.CatchUp < 0:
 			return -1, true
 		default:
-			catchUp = max(catchUp, cu)
+			catchUp = max(catchUp, r.CatchUp)
 			ok = true
 		}
 	}
@@ -773,31 +835,54 @@ func sampleSpacing(s []Sample) time.Duration {
 	return max(time.Second, s[len(s)-1].At.Sub(s[0].At)/time.Duration(len(s)-1))
 }
 
-// slope is the least-squares slope of y over the samples' times, in units per second.
-func slope(s []Sample, y func(Sample) float64) float64 {
+// fit is the least-squares slopes of a window's committed offset, lag and end offset over its
+// samples' times, in units per second.
+type fit struct{ committed, lag, end float64 }
+
+// fitOf fits the three lines in one pass pair (the means, then the centred sums) over the samples'
+// times as integer nanoseconds from the first: 10,000 partitions a round, several slopes each, made
+// time.Time arithmetic most of a round's judging.
+func fitOf(s []Sample) fit {
 	n := float64(len(s))
-	t0 := s[0].At
-	var sx, sy float64
+	t0 := s[0].At.UnixNano()
+	var sx, sc, sl, se float64
 	for _, v := range s {
-		sx += v.At.Sub(t0).Seconds()
-		sy += y(v)
+		sx += float64(v.At.UnixNano()-t0) / 1e9
+		sc += float64(v.Committed)
+		sl += float64(v.Lag)
+		se += float64(v.End)
 	}
-	mx, my := sx/n, sy/n
-	var num, den float64
+	mx, mc, ml, me := sx/n, sc/n, sl/n, se/n
+	var den, nc, nl, ne float64
 	for _, v := range s {
-		dx := v.At.Sub(t0).Seconds() - mx
-		num += dx * (y(v) - my)
+		dx := float64(v.At.UnixNano()-t0)/1e9 - mx
 		den += dx * dx
+		nc += dx * (float64(v.Committed) - mc)
+		nl += dx * (float64(v.Lag) - ml)
+		ne += dx * (float64(v.End) - me)
 	}
 	if den == 0 {
-		return 0
+		return fit{}
 	}
-	return num / den
+	return fit{committed: nc / den, lag: nl / den, end: ne / den}
 }
 
-func committedOf(s Sample) float64 { return float64(s.Committed) }
-func lagOf(s Sample) float64       { return float64(s.Lag) }
-func endOf(s Sample) float64       { return float64(s.End) }
+// consumption is Rate's answer from the fit of its samples and the newest lag.
+func (f fit) consumption(last int64) (msgsPerSec float64, catchUp time.Duration) {
+	msgsPerSec = math.Max(f.committed, 0)
+	switch {
+	case last <= 0:
+		catchUp = 0
+	case f.lag >= 0:
+		catchUp = -1
+	default:
+		catchUp = time.Duration(float64(last) / -f.lag * float64(time.Second))
+		if catchUp <= 0 { // overflowed or rounded away
+			catchUp = -1
+		}
+	}
+	return msgsPerSec, catchUp
+}
 
 // usable returns the samples with a known lag, sorted by time. The input is not modified: when
 // every sample is usable and in order — what the sampler always holds — it is returned as it is,

@@ -370,6 +370,7 @@ func (st *kafkaState) observe(groups []kafkamodel.Group, at time.Time) ([]lag.Gr
 	out := make([]lag.Group, 0, len(groups))
 	rows := make([]history.KafkaGroupSample, 0, len(groups))
 	var wins []lag.PartitionSamples // each group's rate windows, reused from group to group
+	var rates []lag.Rates           // and their rates
 	for _, g := range groups {
 		// A re-sample runs behind the readers' answers (stale while revalidate): it yields between
 		// groups so that on a console given one CPU the answers waiting for it are not held for a
@@ -458,27 +459,28 @@ func (st *kafkaState) observe(groups []kafkamodel.Group, at time.Time) ([]lag.Gr
 		// steadily (movedOnce).
 		total := windowFrom(w.total, rateFrom)
 		if _, _, ok := lag.Rate(total); ok && (g.Members > 0 || g.Error != "" || !movedOnce(total)) {
-			wins = wins[:0]
+			wins, rates = wins[:0], rates[:0]
 			for _, p := range parts {
-				wins = append(wins, lag.PartitionSamples{Topic: p.Topic, Partition: p.Partition, Samples: windowFrom(p.Samples, rateFrom)})
+				win := windowFrom(p.Samples, rateFrom)
+				wins = append(wins, lag.PartitionSamples{Topic: p.Topic, Partition: p.Partition, Samples: win})
+				rates = append(rates, lag.RatesOf(win))
 			}
-			kg.CatchUp, _ = lag.GroupCatchUp(wins, total)
+			kg.CatchUp, _ = lag.GroupCatchUpOf(wins, rates, total)
 			kg.RateKnown = true
-			for _, p := range wins {
-				consumed, _, ok := lag.Rate(p.Samples)
-				if ok {
-					kg.Rate += consumed
+			for i, p := range wins {
+				r := rates[i]
+				if r.Known {
+					kg.Rate += r.Consumed
 				}
-				produced, pok := lag.ProducedRate(p.Samples)
-				if !ok && !pok {
+				if !r.Known && !r.ProducedKnown {
 					continue
 				}
 				if kg.TopicRates == nil {
 					kg.TopicRates = map[string]lag.TopicRate{}
 				}
 				tr := kg.TopicRates[p.Topic]
-				tr.Consumed += consumed
-				tr.Produced += produced
+				tr.Consumed += r.Consumed
+				tr.Produced += r.Produced
 				kg.TopicRates[p.Topic] = tr
 			}
 		}
