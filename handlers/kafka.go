@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,22 +188,25 @@ func (h *Kafka) encodeGroups(snap lag.Snapshot) (*sharedPart, error) {
 	v, err, _ := h.encodes.Do(snap.Cluster+"\x00"+snap.At.Format(time.RFC3339Nano), func() (any, error) {
 		// One group at a time, yielding between them: this runs behind the answers (stale while
 		// revalidate), and one Marshal of 10,000 partitions held a CPU the readers' answers were
-		// waiting for for ~20 ms at a stretch.
-		b := make([]byte, 0, 1<<20)
-		b = append(b, '[')
+		// waiting for for ~20 ms at a stretch. Each group is encoded straight into the answer's
+		// buffer (json.Marshal copies its result out, and appending copied it again), which starts
+		// at the size of the cluster's last answer, so it is not regrown and copied either.
+		var buf bytes.Buffer
+		buf.Grow(h.encodedSize(snap.Cluster))
+		enc := json.NewEncoder(&buf)
+		buf.WriteByte('[')
 		for i, g := range snap.Groups {
 			if i > 0 {
-				b = append(b, ',')
+				buf.WriteByte(',')
 			}
-			gb, err := json.Marshal(toGroupJSON(g))
-			if err != nil {
+			if err := enc.Encode(toGroupJSON(g)); err != nil {
 				return nil, fmt.Errorf("encode groups: %w", err)
 			}
-			b = append(b, gb...)
+			buf.Truncate(buf.Len() - 1) // the newline Encode ends each value with
 			runtime.Gosched()
 		}
-		b = append(b, ']')
-		part := newSharedPart(b)
+		buf.WriteByte(']')
+		part := newSharedPart(buf.Bytes())
 		if time.Since(time.Unix(0, h.gzipReadAt.Load())) < gzipReaders {
 			part.Deflated()
 		}
@@ -220,6 +224,17 @@ func (h *Kafka) encodeGroups(snap lag.Snapshot) (*sharedPart, error) {
 		return nil, err
 	}
 	return v.(*sharedPart), nil
+}
+
+// encodedSize is what a cluster's groups are likely to take encoded: its last answer's size and an
+// eighth more, 1 MiB before the first.
+func (h *Kafka) encodedSize(cluster string) int {
+	h.encodedMu.Lock()
+	defer h.encodedMu.Unlock()
+	if e, ok := h.encoded[cluster]; ok && e.json != nil {
+		return len(e.json.text) + len(e.json.text)/8
+	}
+	return 1 << 20
 }
 
 // APIGroup: GET /api/v1/kafka/:cluster/groups/:group — the snapshot's group with its offsets

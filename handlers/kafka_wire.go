@@ -184,18 +184,30 @@ func toGroupJSON(g lag.Group) groupJSON {
 			j.CatchUpSeconds = &s
 		}
 	}
+	j.Topics = make([]topicLagJSON, 0, len(g.Topics))
 	for _, t := range g.Topics {
-		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: []partitionLagJSON{}}
-		for _, p := range t.Partitions {
+		n := len(t.Partitions)
+		tj := topicLagJSON{Topic: t.Topic, Lag: t.Lag, MaxLagSeconds: seconds(t.MaxTimeLag), Partitions: make([]partitionLagJSON, n)}
+		// The partitions' optional numbers point into one array per topic: the all-groups answer
+		// has 10,000 partitions at 200 × 50, and two small allocations each were a third of its
+		// encoding's garbage.
+		offsets, lagSeconds := make([]int64, n), make([]float64, n)
+		for i, p := range t.Partitions {
 			st := g.PartitionStatus(t.Topic, p.Partition)
-			pj := partitionLagJSON{Partition: p.Partition, Start: p.Start, End: p.End, Lag: p.Lag, LagSeconds: seconds(p.TimeLag),
+			pj := partitionLagJSON{Partition: p.Partition, Start: p.Start, End: p.End, Lag: p.Lag,
 				Status: string(st.Code), Reason: st.Reason, Member: p.Member}
-			if share {
-				pj.ShareStartOffset = new(p.ShareStart)
-			} else {
-				pj.Committed = new(p.Committed)
+			if p.TimeLag >= 0 {
+				lagSeconds[i] = float64(p.TimeLag.Milliseconds()) / 1000 // as seconds writes it
+				pj.LagSeconds = &lagSeconds[i]
 			}
-			tj.Partitions = append(tj.Partitions, pj)
+			if share {
+				offsets[i] = p.ShareStart
+				pj.ShareStartOffset = &offsets[i]
+			} else {
+				offsets[i] = p.Committed
+				pj.Committed = &offsets[i]
+			}
+			tj.Partitions[i] = pj
 		}
 		j.Topics = append(j.Topics, tj)
 	}
