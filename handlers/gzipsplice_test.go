@@ -161,3 +161,43 @@ func BenchmarkEncodeGroups(b *testing.B) {
 		}
 	})
 }
+
+// The all-groups answer, encoded a group at a time into one buffer, is byte for byte what
+// json.Marshal makes of the same groups — escaping included, with a NUL, a 0xFF byte, markup and
+// U+2028 in every string a group carries — both the first time and when the buffer is sized from
+// that first answer (a larger snapshot next).
+func TestEncodedGroupsAreMarshals(t *testing.T) {
+	const hostile = "a\x00b\xffc<script>&\u2028\"\\é"
+	groups := benchGroups()[:3]
+	for i := range groups {
+		g := &groups[i]
+		g.Name, g.Protocol, g.Error = hostile+g.Name, hostile, hostile
+		g.Status = lag.Status{Code: lag.StatusStall, Reason: hostile, Since: time.Unix(50, 0)}
+		g.Partitions = map[string]lag.Status{lag.PartitionKey(g.Topics[0].Topic, 1): {Code: lag.StatusStall, Reason: hostile}}
+		g.RateKnown, g.Rate, g.CatchUp = true, 1.5, -1
+		g.Topics[0].Topic = hostile + g.Topics[0].Topic
+		g.Topics[0].Partitions[0].Member, g.Topics[0].Partitions[0].TimeLag = hostile, -1
+	}
+	h := &Kafka{}
+	for n, at := range []int{1, 3} {
+		snap := lag.Snapshot{Cluster: "main", At: time.Unix(int64(100+n), 0), Groups: groups[:at]}
+		part, err := h.encodeGroups(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := make([]groupJSON, at)
+		for i, g := range snap.Groups {
+			all[i] = toGroupJSON(g)
+		}
+		want, err := json.Marshal(all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(part.text, want) {
+			t.Fatalf("encoding %d of %d groups:\n%s\njson.Marshal:\n%s", n, at, part.text, want)
+		}
+		if bytes.Contains(part.text, []byte("<script>")) || !json.Valid(part.text) {
+			t.Fatalf("markup unescaped or invalid JSON: %.300s", part.text)
+		}
+	}
+}

@@ -196,8 +196,8 @@ func toGroupJSON(g lag.Group) groupJSON {
 			st := g.PartitionStatus(t.Topic, p.Partition)
 			pj := partitionLagJSON{Partition: p.Partition, Start: p.Start, End: p.End, Lag: p.Lag,
 				Status: string(st.Code), Reason: st.Reason, Member: p.Member}
-			if p.TimeLag >= 0 {
-				lagSeconds[i] = float64(p.TimeLag.Milliseconds()) / 1000 // as seconds writes it
+			if v, known := secondsOf(p.TimeLag); known {
+				lagSeconds[i] = v
 				pj.LagSeconds = &lagSeconds[i]
 			}
 			if share {
@@ -231,11 +231,19 @@ func timeLagMS(d time.Duration) int64 {
 
 // seconds is a time lag for the API: seconds with millisecond precision, nil (null) when unknown.
 func seconds(d time.Duration) *float64 {
-	if d < 0 {
+	s, known := secondsOf(d)
+	if !known {
 		return nil
 	}
-	s := float64(d.Milliseconds()) / 1000
 	return &s
+}
+
+// secondsOf is seconds' value, without the allocation: false when unknown.
+func secondsOf(d time.Duration) (float64, bool) {
+	if d < 0 {
+		return 0, false
+	}
+	return float64(d.Milliseconds()) / 1000, true
 }
 
 // groupHistoryJSON is a group's history, oldest point first.

@@ -680,11 +680,14 @@ func partitionNames(ps []PartitionSamples, withTopics bool) string {
 // samples spanning some time.
 func ProducedRate(samples []Sample) (msgsPerSec float64, ok bool) {
 	s := producedSamples(samples)
-	if len(s) < 2 || !s[len(s)-1].At.After(s[0].At) {
+	if !spans(s) {
 		return 0, false
 	}
 	return math.Max(fitOf(s).end, 0), true
 }
+
+// spans reports whether s holds two samples or more spanning some time: what a slope needs.
+func spans(s []Sample) bool { return len(s) >= 2 && s[len(s)-1].At.After(s[0].At) }
 
 // producedSamples are the samples ProducedRate reads: with a known end offset and time, after the
 // last backwards move of the end offset. samples itself when that is all of them.
@@ -708,7 +711,7 @@ func producedSamples(samples []Sample) []Sample {
 // after the last backwards move of the committed offset (a reset) are used.
 func Rate(samples []Sample) (msgsPerSec float64, catchUp time.Duration, ok bool) {
 	s := consumedSamples(samples)
-	if len(s) < 2 || !s[len(s)-1].At.After(s[0].At) {
+	if !spans(s) {
 		return 0, 0, false
 	}
 	msgsPerSec, catchUp = fitOf(s).consumption(s[len(s)-1].Lag)
@@ -743,25 +746,17 @@ type Rates struct {
 func RatesOf(samples []Sample) Rates {
 	var r Rates
 	c, p := consumedSamples(samples), producedSamples(samples)
-	var cf, pf fit
-	switch {
-	case len(c) == len(p) && len(c) > 0 && &c[0] == &p[0]:
-		cf = fitOf(c)
-		pf = cf
-	default:
-		if len(c) > 1 {
-			cf = fitOf(c)
-		}
-		if len(p) > 1 {
-			pf = fitOf(p)
-		}
-	}
-	if len(c) >= 2 && c[len(c)-1].At.After(c[0].At) {
-		r.Consumed, r.CatchUp = cf.consumption(c[len(c)-1].Lag)
+	if spans(c) {
+		f := fitOf(c)
+		r.Consumed, r.CatchUp = f.consumption(c[len(c)-1].Lag)
 		r.Known = true
+		if len(p) == len(c) && &p[0] == &c[0] { // the same samples: their end offsets' fit is made
+			r.Produced, r.ProducedKnown = math.Max(f.end, 0), true
+			return r
+		}
 	}
-	if len(p) >= 2 && p[len(p)-1].At.After(p[0].At) {
-		r.Produced, r.ProducedKnown = math.Max(pf.end, 0), true
+	if spans(p) {
+		r.Produced, r.ProducedKnown = math.Max(fitOf(p).end, 0), true
 	}
 	return r
 }
