@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/pgpool"
@@ -29,10 +28,23 @@ func (s *ReplayPlans) BeginPlan(ctx context.Context, id string) (replay.PlanWrit
 	return &planWriter{pool: s.pool, id: id}, nil
 }
 
-// Add copies a chunk of items.
+// Add copies a chunk of items while the plan is planning (or has no header yet: a plan written
+// whole); one that ended meanwhile is an ops.ErrConflict and stores nothing. The chunk holds the
+// header (FOR SHARE) until it commits, so a cancel or failure (EndPlanning) waits for it and its
+// delete sees every row: read committed, a delete beside an uncommitted COPY missed the chunk,
+// which then committed into a cancelled plan.
 func (w *planWriter) Add(ctx context.Context, items []replay.StoredItem) error {
-	err := w.pool.AcquireFunc(ctx, func(conn *pgxpool.Conn) error {
-		_, err := conn.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
+	ended := false
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		var state string
+		err := tx.QueryRow(ctx, `SELECT state FROM replay_plan WHERE id = $1 FOR SHARE`, w.id).Scan(&state)
+		if err != nil && !isNoRows(err) {
+			return err
+		}
+		if ended = err == nil && state != replay.PlanPlanning; ended {
+			return nil
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"replay_plan_item"},
 			[]string{"plan_id", "seq", "locator", "message_id", "consumer", "destination", "inbox", "action", "error_group", "replay_count", "position", "partition", "note"},
 			pgx.CopyFromSlice(len(items), func(i int) ([]any, error) {
 				it := items[i]
@@ -43,6 +55,9 @@ func (w *planWriter) Add(ctx context.Context, items []replay.StoredItem) error {
 	})
 	if err != nil {
 		return unavailable(err, "save plan items")
+	}
+	if ended {
+		return ops.Conflict("replay plan %s is no longer being planned (it was cancelled)", w.id)
 	}
 	return nil
 }
