@@ -84,15 +84,30 @@ func Value[T any](tb testing.TB, dsn, sql string, args ...any) T {
 // pg_stat_activity rather than sleeping and hoping the victims got there.
 func WaitLockWaiters(tb testing.TB, dsn string, n int) {
 	tb.Helper()
+	waitSessions(tb, dsn, fmt.Sprintf("%d sessions waiting on a lock", n), n, `wait_event_type = 'Lock'`)
+}
+
+// WaitRunning waits until a statement of dsn's database whose text is like pattern (ILIKE) is
+// running: the moment a test that slows a statement down (a sleeping trigger) has it in flight.
+func WaitRunning(tb testing.TB, dsn, pattern string) {
+	tb.Helper()
+	waitSessions(tb, dsn, fmt.Sprintf("a statement like %q running", pattern), 1,
+		`state = 'active' AND query ILIKE $1 AND pid <> pg_backend_pid()`, pattern)
+}
+
+// waitSessions waits until at least n sessions of dsn's database match where (over
+// pg_stat_activity, with args), what naming them on failure.
+func waitSessions(tb testing.TB, dsn, what string, n int, where string, args ...any) {
+	tb.Helper()
 	ctx, conn, done := connect(tb, dsn, 30*time.Second)
 	defer done()
-	waittest.For(tb, 20*time.Second, fmt.Sprintf("%d sessions waiting on a lock", n), func() (int, bool) {
-		var waiting int
+	waittest.For(tb, 20*time.Second, what, func() (int, bool) {
+		var found int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			WHERE datname = current_database() AND `+where, args...).Scan(&found); err != nil {
 			tb.Fatalf("pgtest: pg_stat_activity: %v", err)
 		}
-		return waiting, waiting >= n
+		return found, found >= n
 	})
 }
 

@@ -530,7 +530,11 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 			if err != nil || !held || cancelled {
 				return
 			}
-			if w.gated, err = e.gate(ctx, job, w.items); err != nil {
+			if w.gated, err = e.gate(ctx, job, w.items); errors.Is(err, ErrJobEnded) {
+				log.Warn("replay: the job ended elsewhere while this replica's lease had run out")
+				fail(stopLost, nil)
+				return
+			} else if err != nil {
 				fail(stopRetry, err)
 				return
 			}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redrive/redrive/ops/triage"
@@ -71,7 +72,7 @@ type Jobs interface {
 }
 
 // Ledger is the once-only record of every message a job moves: claimed before the publish,
-// settled after the broker's ack.
+// settled after the broker's ack. Claim (and Record) answer ErrJobEnded for a job that has ended.
 type Ledger interface {
 	Claim(ctx context.Context, jobID string, claims []LedgerClaim, finals []LedgerOutcome) (map[int]LedgerState, error)
 	Settle(ctx context.Context, jobID string, outcomes []LedgerOutcome) error
@@ -96,3 +97,8 @@ type Resolutions interface {
 	MarkJobReplayed(ctx context.Context, jobID string) error
 	MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error
 }
+
+// ErrJobEnded is the ledger's answer to a claim for a job that has ended — finished by another
+// replica after this one's lease ran out, or cancelled before it ran. The runner stops as it does
+// when its lease is lost: the job is no longer its to move.
+var ErrJobEnded = errors.New("replay: the job has ended; its lease was lost")

@@ -133,15 +133,22 @@ func (s *ReplayJobs) PauseJob(ctx context.Context, jobID, owner string, lease ti
 // replayed although the job may never have published them. Failed, not skipped: the job may have
 // published them before the interruption, so a later plan checks the consumer's inbox again.
 func (s *ReplayJobs) FinishJob(ctx context.Context, jobID, owner, status, errText string) error {
-	_, err := s.pool.Exec(ctx, `WITH held AS (
-			SELECT 1 FROM replay_job WHERE id = $1 AND lease_owner = $2 FOR UPDATE),
-		released AS (
-			UPDATE replay_ledger SET outcome = 'failed', holds = false, at = now(),
-				detail = 'the job ended (' || $3 || ') with this message in flight after an interruption: it may have been published before it'
-			WHERE job_id = $1 AND outcome = 'active' AND EXISTS (SELECT FROM held) RETURNING 1)
-		UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = '',
-			failed = failed + (SELECT count(*) FROM released)
-		WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
+	// The job's row first, in a statement of its own: a claim under way holds it (Claim), and
+	// read committed gives the release below a snapshot taken after that claim committed. In one
+	// statement the release would use a snapshot from before the wait and miss the claim's rows.
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT FROM replay_job WHERE id = $1 AND lease_owner = $2 FOR UPDATE`, jobID, owner); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `WITH released AS (
+				UPDATE replay_ledger SET outcome = 'failed', holds = false, at = now(),
+					detail = 'the job ended (' || $3 || ') with this message in flight after an interruption: it may have been published before it'
+				WHERE job_id = $1 AND outcome = 'active' AND EXISTS (SELECT FROM replay_job WHERE id = $1 AND lease_owner = $2) RETURNING 1)
+			UPDATE replay_job SET status = $3, error = $4, finished_at = now(), lease_until = NULL, paused = '',
+				failed = failed + (SELECT count(*) FROM released)
+			WHERE id = $1 AND lease_owner = $2`, jobID, owner, status, errText)
+		return err
+	})
 	if err != nil {
 		return unavailable(err, "finish job")
 	}

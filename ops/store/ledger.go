@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,7 +14,11 @@ import (
 // Claim claims messages for jobID and records final outcomes (skips, failures) of messages it
 // will not move, in one statement. The partial unique index on locator guarantees that, however
 // many jobs race, one claim per message succeeds. A claim that loses is looked up once more to
-// tell a resumed run's own rows from another job's.
+// tell a resumed run's own rows from another job's. A job that has ended (finished, or cancelled
+// before it ran) claims nothing: replay.ErrJobEnded. The statement holds the job's row (FOR SHARE)
+// while it inserts, so FinishJob, which locks the row before it releases the job's claims, waits
+// for a claim under way and then sees it: a claim written into an ended job, by a replica whose
+// lease had run out, would otherwise hold its messages against every later replay for good.
 func (s *ReplayLedger) Claim(ctx context.Context, jobID string, claims []replay.LedgerClaim, finals []replay.LedgerOutcome) (map[int]replay.LedgerState, error) {
 	n := len(claims) + len(finals)
 	if n == 0 {
@@ -46,6 +51,9 @@ func (s *ReplayLedger) Claim(ctx context.Context, jobID string, claims []replay.
 	}
 	if err != nil {
 		return nil, unavailable(err, "ledger claim")
+	}
+	if slices.Contains(won, jobEnded) {
+		return nil, replay.ErrJobEnded
 	}
 	out := make(map[int]replay.LedgerState, len(claims))
 	for _, seq := range won {
@@ -81,13 +89,19 @@ func (s *ReplayLedger) Claim(ctx context.Context, jobID string, claims []replay.
 }
 
 // claimSQL inserts claims ("active", holding the locator) and final rows, counts the final ones
-// in the job, and returns the claims it inserted. %s is the conflict clause. The rows go in in
-// the locators' order, whatever the batch's: two jobs claiming the same messages in different
-// orders then wait for each other on the first one they share, rather than each holding a
-// locator the other waits for (a deadlock, which PostgreSQL ends by failing one claim).
-const claimSQL = `WITH ins AS (
+// in the job, and returns the claims it inserted — or only jobEnded, inserting nothing, when the
+// job has ended. %s is the conflict clause. The rows go in in the locators' order, whatever the
+// batch's: two jobs claiming the same messages in different orders then wait for each other on
+// the first one they share, rather than each holding a locator the other waits for (a deadlock,
+// which PostgreSQL ends by failing one claim). The job's row is read FOR SHARE: a FinishJob
+// holding it makes the claim wait and then read the job ended (read committed re-reads a locked
+// row's newest version).
+const claimSQL = `WITH job AS (
+		SELECT finished_at IS NOT NULL AS ended FROM replay_job WHERE id = $1 FOR SHARE),
+	ins AS (
 		INSERT INTO replay_ledger (job_id, seq, locator, message_id, outcome, detail, holds)
 		SELECT $1, s, l, m, o, d, o = 'active' FROM unnest($2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(s, l, m, o, d)
+		WHERE NOT EXISTS (SELECT FROM job WHERE ended)
 		ORDER BY l COLLATE "C"
 		%s
 		RETURNING seq, outcome),
@@ -95,7 +109,12 @@ const claimSQL = `WITH ins AS (
 		UPDATE replay_job SET skipped = skipped + (SELECT count(*) FROM ins WHERE outcome = 'skipped'),
 			failed = failed + (SELECT count(*) FROM ins WHERE outcome = 'failed')
 		WHERE id = $1 AND EXISTS (SELECT FROM ins WHERE outcome <> 'active'))
-	SELECT seq FROM ins WHERE outcome = 'active'`
+	SELECT seq FROM ins WHERE outcome = 'active'
+	UNION ALL SELECT -1 FROM job WHERE ended`
+
+// jobEnded is what claimSQL returns instead of claims when the job has ended (a seq is never
+// negative).
+const jobEnded = -1
 
 // Holders names, for each locator the ledger holds (published or in flight), the job holding it.
 func (s *ReplayLedger) Holders(ctx context.Context, locators []string) (map[string]string, error) {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/ops/benchtest"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -382,4 +384,105 @@ func (c *pgCPU) pause() {
 func (c *pgCPU) report(b *testing.B) {
 	c.pause()
 	b.ReportMetric(1000*c.spent/float64(b.N), "pg-cpu-ms/op")
+}
+
+// A replica whose lease ran out may still be claiming while another finishes the job (cancelled,
+// say). A claim that arrives after the finish writes nothing and says the job ended; one under way
+// as the finish comes is waited for and released by it. Either way no message is left held by an
+// ended job — held, it would be "already replayed" to every later replay, for good. A trigger
+// that sleeps keeps the claim in flight so that the overlap is certain: before the claim's
+// statement reads the job (a statement trigger: the finish lands first) or after (a row trigger:
+// the finish waits for the claim).
+func TestNoClaimOutlivesItsJob(t *testing.T) {
+	ctx := context.Background()
+	t.Run("AfterTheFinish", func(t *testing.T) {
+		st := openStoreWithPlan(t, 2000, "j1")
+		if _, err := st.ClaimJob(ctx, "replica-b", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.FinishJob(ctx, "j1", "replica-b", replay.JobCancelled, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Claim(ctx, "j1", ledgerClaims(0, 1000), nil); !errors.Is(err, replay.ErrJobEnded) {
+			t.Fatalf("claim after the finish: %v; want ErrJobEnded", err)
+		}
+		if err := st.Record(ctx, "j1", []replay.LedgerOutcome{{Seq: 5, Locator: "kafka:main/orders.DLT/0@5", MessageID: "m-5",
+			Outcome: replay.LedgerSkipped}}); !errors.Is(err, replay.ErrJobEnded) {
+			t.Fatalf("record after the finish: %v; want ErrJobEnded", err)
+		}
+		var rows int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM replay_ledger WHERE job_id = 'j1'`).Scan(&rows); err != nil || rows != 0 {
+			t.Fatalf("%d ledger rows of the ended job (%v); want none", rows, err)
+		}
+	})
+	for _, where := range []struct{ name, trigger string }{
+		{"FinishFirst", `BEFORE INSERT ON replay_ledger FOR EACH STATEMENT`},
+		{"ClaimFirst", `BEFORE INSERT ON replay_ledger FOR EACH ROW WHEN (NEW.seq = 0)`},
+	} {
+		t.Run(where.name, func(t *testing.T) { claimAsItFinishes(t, where.trigger) })
+	}
+}
+
+// claimAsItFinishes claims 1,000 messages for a running job, slowed by a sleeping trigger, and
+// finishes the job meanwhile; then no message is held by it and the next job claims them all.
+func claimAsItFinishes(t *testing.T, trigger string) {
+	ctx := context.Background()
+	st := openStoreWithPlan(t, 2000, "j1")
+	if _, err := st.Pool().Exec(ctx, `CREATE FUNCTION slow_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$;
+		CREATE TRIGGER slow_claim `+trigger+` EXECUTE FUNCTION slow_claim()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ClaimJob(ctx, "replica-a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		states map[int]replay.LedgerState
+		err    error
+	}
+	claimed := make(chan result, 1)
+	go func() {
+		states, err := st.Claim(ctx, "j1", ledgerClaims(0, 1000), nil)
+		claimed <- result{states, err}
+	}()
+	pgtest.WaitRunning(t, st.Pool().Config().ConnString(), `%INSERT INTO replay_ledger%`)
+	if err := st.FinishJob(ctx, "j1", "replica-a", replay.JobCancelled, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-claimed
+	switch {
+	case r.err == nil && len(r.states) == 1000: // first: released by the finish
+		var failed int
+		if err := st.Pool().QueryRow(ctx, `SELECT failed FROM replay_job WHERE id = 'j1'`).Scan(&failed); err != nil || failed != 1000 {
+			t.Fatalf("the finish counted %d released claims (%v); want 1000", failed, err)
+		}
+	case errors.Is(r.err, replay.ErrJobEnded): // second: nothing written
+	default:
+		t.Fatalf("claim as the job finished: %d claimed, %v", len(r.states), r.err)
+	}
+	var held int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM replay_ledger WHERE job_id = 'j1' AND holds`).Scan(&held); err != nil || held != 0 {
+		t.Fatalf("%d messages still held by the finished job (%v); want none", held, err)
+	}
+	if err := st.CreateJob(ctx, replay.Job{ID: "j2", PlanID: "p", Actor: "t", RatePerSecond: 1, Total: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Claim(ctx, "j2", ledgerClaims(0, 1000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq, s := range got {
+		if s != replay.Claimed {
+			t.Fatalf("seq %d: state %d for the next job; want claimed", seq, s)
+		}
+	}
+}
+
+// ledgerClaims are claims of n Kafka dead letters from seq from.
+func ledgerClaims(from, n int) []replay.LedgerClaim {
+	out := make([]replay.LedgerClaim, n)
+	for i := range out {
+		out[i] = replay.LedgerClaim{Seq: from + i, Locator: fmt.Sprintf("kafka:main/orders.DLT/0@%d", from+i), MessageID: fmt.Sprintf("m-%d", from+i)}
+	}
+	return out
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/store"
 )
@@ -41,7 +41,7 @@ func TestCancelWhileAChunkIsCopiedLeavesNoItems(t *testing.T) {
 	}
 	added := make(chan error, 1)
 	go func() { added <- w.Add(ctx, items) }()
-	waitForCopy(t, st)
+	pgtest.WaitRunning(t, st.Pool().Config().ConnString(), `copy%replay_plan_item%`)
 
 	ended, err := st.EndPlanning(ctx, id, replay.PlanCancelled, "cancelled by alice while planning; nothing was moved")
 	if err != nil || !ended {
@@ -67,24 +67,6 @@ func TestCancelWhileAChunkIsCopiedLeavesNoItems(t *testing.T) {
 	if p, err := st.Plan(ctx, id); err != nil || p.State != replay.PlanCancelled {
 		t.Fatalf("the plan reads %q (%v); want cancelled", p.State, err)
 	}
-}
-
-// waitForCopy returns once a COPY into the plan items is running on the store.
-func waitForCopy(t *testing.T, st *store.Store) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		var n int
-		if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE state = 'active' AND query ILIKE 'copy%replay_plan_item%'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("no copy of plan items started within 10s")
 }
 
 func itemRows(t *testing.T, st *store.Store, id string) int {
