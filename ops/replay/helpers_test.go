@@ -195,7 +195,13 @@ consumers:
 
 func (w *world) engine(tb testing.TB, owner string) *replay.Engine {
 	tb.Helper()
-	e, err := replay.New(replay.Options{Store: w.store, Kafka: []replay.KafkaCluster{w.cluster},
+	return w.engineOn(tb, owner, w.store)
+}
+
+// engineOn is engine over st, the world's store or a wrapper of it.
+func (w *world) engineOn(tb testing.TB, owner string, st replay.Store) *replay.Engine {
+	tb.Helper()
+	e, err := replay.New(replay.Options{Store: st, Kafka: []replay.KafkaCluster{w.cluster},
 		Inboxes: []replay.Inbox{w.inbox}, Consumers: w.consumers, Replay: w.settings, Audit: w.audit,
 		Owner: owner, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {

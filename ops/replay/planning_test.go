@@ -122,6 +122,9 @@ func TestPlanOfAHundredThousandInTheBackground(t *testing.T) {
 	}
 
 	t.Run("CancelledMidway", func(t *testing.T) {
+		// Chunks slowed to 100 ms each: a plan of 20 chunks is seen half made by the beats of
+		// its progress (every 500 ms) however fast the machine reads the topic.
+		e := w.engineOn(t, "a", slowPlanStore{Store: w.store, add: 100 * time.Millisecond})
 		pl, err := e.StartPlan(ctx, "alice", src, replay.Filter{})
 		if err != nil {
 			t.Fatal(err)
@@ -236,7 +239,7 @@ func TestPlanReadyBeforeItsCommitReturns(t *testing.T) {
 	w := newWorld(t)
 	const n = 500
 	w.deadLetters(t, n, nil)
-	e, err := replay.New(replay.Options{Store: slowCommitStore{Store: w.store, wait: 1500 * time.Millisecond},
+	e, err := replay.New(replay.Options{Store: slowPlanStore{Store: w.store, commit: 1500 * time.Millisecond},
 		Kafka: []replay.KafkaCluster{w.cluster}, Inboxes: []replay.Inbox{w.inbox}, Consumers: w.consumers,
 		Audit: w.audit, Owner: "a", Poll: 50 * time.Millisecond})
 	if err != nil {
@@ -258,33 +261,47 @@ func TestPlanReadyBeforeItsCommitReturns(t *testing.T) {
 	}
 }
 
-// slowCommitStore is a store whose plan writers hear late that Commit went through: the plan is
-// committed at once, and Commit returns wait later — or, when its context ends meanwhile, fails
-// with the context's error, as pgx does when the answer comes after a cancel.
-type slowCommitStore struct {
+// slowPlanStore is a store whose plan writers are slow: each chunk waits add before it is
+// stored (a plan that takes long enough to be seen half made, whatever the machine's speed), and
+// Commit hears commit late that it went through — the plan is committed at once, and Commit
+// returns that much later, or, when its context ends meanwhile, fails with the context's error,
+// as pgx does when the answer comes after a cancel.
+type slowPlanStore struct {
 	replay.Store
-	wait time.Duration
+	add, commit time.Duration
 }
 
-func (s slowCommitStore) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
+func (s slowPlanStore) BeginPlan(ctx context.Context, id string) (replay.PlanWriter, error) {
 	w, err := s.Store.BeginPlan(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return slowCommit{PlanWriter: w, wait: s.wait}, nil
+	return slowPlanWriter{PlanWriter: w, add: s.add, commit: s.commit}, nil
 }
 
-type slowCommit struct {
+type slowPlanWriter struct {
 	replay.PlanWriter
-	wait time.Duration
+	add, commit time.Duration
 }
 
-func (w slowCommit) Commit(ctx context.Context, p replay.StoredPlan) error {
+func (w slowPlanWriter) Add(ctx context.Context, items []replay.StoredItem) error {
+	if err := sleepCtx(ctx, w.add); err != nil {
+		return err
+	}
+	return w.PlanWriter.Add(ctx, items)
+}
+
+func (w slowPlanWriter) Commit(ctx context.Context, p replay.StoredPlan) error {
 	if err := w.PlanWriter.Commit(ctx, p); err != nil {
 		return err
 	}
+	return sleepCtx(ctx, w.commit)
+}
+
+// sleepCtx waits d, or less with ctx's error when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
 	select {
-	case <-time.After(w.wait):
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

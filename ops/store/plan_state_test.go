@@ -69,6 +69,41 @@ func TestCancelWhileAChunkIsCopiedLeavesNoItems(t *testing.T) {
 	}
 }
 
+// A Commit whose answer is lost (its context cancelled as the store applied it) leaves the plan
+// ready in the store though the writer saw an error: its Rollback keeps the items a ready plan
+// runs. A plan still planning loses them.
+func TestRollbackKeepsTheItemsOfAReadyPlan(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	for _, ready := range []bool{true, false} {
+		id := fmt.Sprintf("plan_%v", ready)
+		if err := st.StartPlanning(ctx, replay.StoredPlan{ID: id, Actor: "alice", Source: []byte(`{}`), Owner: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := st.BeginPlan(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Add(ctx, []replay.StoredItem{{Seq: 0, Locator: "kafka:main/orders.DLT/0@0", MessageID: "m-0",
+			Destination: []byte(`{}`), Inbox: "not_processed", Action: string(replay.Publish)}}); err != nil {
+			t.Fatal(err)
+		}
+		if ready { // what the lost Commit did
+			if _, err := st.Pool().Exec(ctx, `UPDATE replay_plan SET state = 'ready', total = 1 WHERE id = $1`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Rollback(ctx)
+		want := 0
+		if ready {
+			want = 1
+		}
+		if got := itemRows(t, st, id); got != want {
+			t.Errorf("ready %v: %d items after the rollback, want %d", ready, got, want)
+		}
+	}
+}
+
 func itemRows(t *testing.T, st *store.Store, id string) int {
 	t.Helper()
 	var n int

@@ -95,11 +95,26 @@ func (w *planWriter) Commit(ctx context.Context, p replay.StoredPlan) error {
 	return nil
 }
 
-// Rollback drops the items of a plan that was not committed; after Commit it does nothing.
+// Rollback drops the items of a plan that was not committed; after Commit it does nothing. A
+// Commit whose answer was lost (its context cancelled, the connection dropped) may still have made
+// the plan ready in the store: the header's row is locked first, so a commit still under way is
+// waited for, and a ready plan keeps its items — dropped, it would read ready with none to run.
 func (w *planWriter) Rollback(ctx context.Context) {
-	if !w.committed {
-		_, _ = w.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM replay_plan_item WHERE plan_id = $1`, w.id)
+	if w.committed {
+		return
 	}
+	ctx = context.WithoutCancel(ctx)
+	_ = pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		var state string
+		if err := tx.QueryRow(ctx, `SELECT state FROM replay_plan WHERE id = $1 FOR UPDATE`, w.id).Scan(&state); err != nil && !isNoRows(err) {
+			return err
+		}
+		if state == replay.PlanReady {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM replay_plan_item WHERE plan_id = $1`, w.id)
+		return err
+	})
 }
 
 // Plan reads a plan's header. Unknown id → ops.ErrNotFound.
