@@ -84,7 +84,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	}
 	a.store = st
 	a.keep("store", st)
-	a.fourEyes = foureyes.Rule{Settings: fourEyes(cfg.Replay.FourEyes), Moves: st}
+	a.fourEyes = foureyes.Rule{Settings: fourEyes(cfg.Replay.FourEyes), Moves: st, Turns: st}
 	if a.redact, err = redact.New(cfg.Redaction.Headers, cfg.Redaction.JSONPaths); err != nil {
 		a.Close()
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,13 +46,13 @@ func TestTwoPersonRuleCountsPeopleAndVolume(t *testing.T) {
 		sum := sha256.Sum256([]byte(token))
 		return fmt.Sprintf("    - {name: %s, role: operator, sha256: %s, owner: %s}\n", name, hex.EncodeToString(sum[:]), owner)
 	}
-	storeDSN := pgtest.NewDatabase(t)
+	storeDSN, outboxDSN := pgtest.NewDatabase(t), seededOutbox(t)
 	base := startConsole(t, basicAuth(owned("otto-laptop", "tok-otto-laptop", "otto")+owned("otto-ci", "tok-otto-ci", "otto"))+fmt.Sprintf(`
 store: {dsn: %q}
 outboxes: [{name: orders, dsn: %q}]
 kafka: [{name: main, brokers: [%q]}]
 replay: {four_eyes: {enabled: true, threshold: 4, window: 1h}}
-`, storeDSN, seededOutbox(t), k.Addrs()[0]))
+`, storeDSN, outboxDSN, k.Addrs()[0]))
 	call := func(token, method, path, body string) response {
 		t.Helper()
 		return bearer(t, method, base+path, token, body)
@@ -149,6 +150,41 @@ replay: {four_eyes: {enabled: true, threshold: 4, window: 1h}}
 		}](t, r).PlanID
 		if r := call("tok-otto-laptop", "POST", paths.APIReplays, `{"plan_id":"`+plan+`","reason":"serializer fixed"}`); !strings.Contains(r.body, `"awaiting_approval"`) {
 			t.Errorf("otto's outbox job after his direct requeues: %d %s; want awaiting_approval", r.status, r.body)
+		}
+	})
+
+	// Eight requeues of one event each by one person at the same moment: each alone is under the
+	// threshold, together they are not. The rule's check and its record take turns per person and
+	// source, so exactly four go through; psql counts the events that left DEAD.
+	t.Run("EightRequeuesAtOnceCountTogether", func(t *testing.T) {
+		dead := decode[struct{ Events []struct{ ID int64 } }](t, call("tok-viewer", "GET", paths.APIOutboxEvents("orders")+"?status=DEAD&limit=100", "")).Events
+		if len(dead) < 8 {
+			t.Fatalf("%d DEAD events left in the seeded outbox; the test needs 8", len(dead))
+		}
+		var ids []string
+		statuses := make([]int, 8)
+		var wg sync.WaitGroup
+		for i, e := range dead[len(dead)-8:] {
+			ids = append(ids, fmt.Sprint(e.ID))
+			wg.Go(func() {
+				statuses[i] = call("tok-admin", "POST", paths.APIOutboxRequeue("orders"), fmt.Sprintf(`{"ids":[%d],"reason":"serializer fixed"}`, e.ID)).status
+			})
+		}
+		wg.Wait()
+		var ok, refused int
+		for _, st := range statuses {
+			switch st {
+			case http.StatusOK:
+				ok++
+			case http.StatusForbidden:
+				refused++
+			}
+		}
+		left := pgtest.Value[int64](t, outboxDSN, `SELECT count(*) FROM outbox_event WHERE id = ANY($1::bigint[]) AND status <> 'DEAD'`,
+			"{"+strings.Join(ids, ",")+"}")
+		if ok != 4 || refused != 4 || left != 4 {
+			t.Fatalf("eight one-event requeues at once, threshold 4: %d went through, %d refused (%v), psql counts %d requeued; want 4, 4 and 4",
+				ok, refused, statuses, left)
 		}
 	})
 

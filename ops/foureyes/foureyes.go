@@ -8,6 +8,7 @@ package foureyes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,8 +48,33 @@ type Rule struct {
 	Settings
 	// Moves is the ledger; nil counts each action alone (the volume of one job).
 	Moves Moves
+	// Turns, when set, is a lock every replica shares (the store's advisory locks): Turn takes it
+	// so that an action's check and its record are not interleaved with another's of the same
+	// person and source. nil: each replica checks alone, as a single console may.
+	Turns Locker
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// Locker takes a lock named key that every replica shares, until unlock.
+type Locker interface {
+	Lock(ctx context.Context, key string) (unlock func(), err error)
+}
+
+// Turn makes person's actions on source take turns, from before their Check to after their
+// Record: without it, two requests at the same moment, each under the threshold alone, both pass
+// a check meant for their sum. An action that cannot be staged another way (a direct outbox
+// requeue) takes it; replays have one job per source, offset moves a lock of their own. A rule
+// not enabled, or without Turns, takes nothing.
+func (r Rule) Turn(ctx context.Context, person, source string) (unlock func(), err error) {
+	if !r.Enabled || r.Turns == nil {
+		return func() {}, nil
+	}
+	unlock, err = r.Turns.Lock(ctx, "four-eyes/"+person+"/"+source)
+	if errors.Is(err, ops.ErrConflict) { // the lock's own words name its key
+		return nil, ops.Conflict("another action of %s's on %s is still being checked against replay.four_eyes; try again in a moment", person, source)
+	}
+	return unlock, err
 }
 
 // Decision is what the rule says of one action.

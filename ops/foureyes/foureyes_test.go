@@ -73,3 +73,33 @@ func TestApproveRefusedComparesPeople(t *testing.T) {
 		t.Errorf("a token of nobody's approving otto's: %v", err)
 	}
 }
+
+// busyLocks answers every lock as the store does when another session held it past the wait.
+type busyLocks struct{ keys []string }
+
+func (b *busyLocks) Lock(_ context.Context, key string) (func(), error) {
+	b.keys = append(b.keys, key)
+	return nil, ops.Conflict("lock %q: held by another session for longer than 10s", key)
+}
+
+// Turn takes one lock per person and source, only when the rule is on, and says a busy turn in
+// the user's words, not the lock's key.
+func TestTurn(t *testing.T) {
+	ctx := context.Background()
+	locks := &busyLocks{}
+	off := Rule{Turns: locks}
+	unlock, err := off.Turn(ctx, "otto", "outbox orders")
+	if err != nil || len(locks.keys) != 0 {
+		t.Fatalf("rule off: %v, %d locks taken; want none", err, len(locks.keys))
+	}
+	unlock()
+	on := Rule{Settings: Settings{Enabled: true, Threshold: 4, Window: time.Hour}, Turns: locks}
+	_, err = on.Turn(ctx, "otto", "outbox orders")
+	if !errors.Is(err, ops.ErrConflict) || strings.Contains(ops.Message(err), "lock") ||
+		!strings.Contains(ops.Message(err), "otto") || !strings.Contains(ops.Message(err), "try again") {
+		t.Fatalf("busy turn: %v (%q)", err, ops.Message(err))
+	}
+	if want := []string{"four-eyes/otto/outbox orders"}; strings.Join(locks.keys, ",") != want[0] {
+		t.Fatalf("locks taken %q, want %q", locks.keys, want)
+	}
+}

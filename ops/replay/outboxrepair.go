@@ -54,6 +54,11 @@ func (r OutboxRepairs) Release(ctx context.Context, o RepairableOutbox, base aud
 // ledger entry or the reopening of resolutions fails after it (logged).
 func (r OutboxRepairs) Requeue(ctx context.Context, o RepairableOutbox, base audit.Entry, actor access.Actor, ids []int64, reset bool) (int64, error) {
 	person, source := actor.Person(), OutboxSourceKey(o.Name())
+	unlock, err := r.Rule.Turn(ctx, person, source) // until the move is recorded
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	d, err := r.Rule.Check(ctx, person, source, int64(len(ids)), "")
 	if err != nil {
 		return 0, err
