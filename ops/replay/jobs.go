@@ -391,6 +391,9 @@ func (e *Engine) run(ctx context.Context, job Job) {
 	}
 }
 
+// drainFor is how long the batches already sent are seen through after the pipeline stopped.
+const drainFor = 5 * time.Second
+
 // maxBackoff bounds the wait between two tries of a paused job.
 const maxBackoff = 10 * time.Second
 
@@ -432,9 +435,10 @@ func handOn(ctx context.Context, next chan<- *batchWork, w *batchWork) bool {
 //
 // The order per message is the package's: claim → publish → broker ack → ledger. Settling runs in
 // seq order, so next_seq only ever passes settled batches. Cancellation and a lost lease are seen
-// by the gate before it claims a batch; of the batches already claimed, the one being published
-// finishes and the others are released (settled skipped), never abandoned: an abandoned claim would
-// hold its message against every later replay.
+// by the gate before it claims a batch; of the batches already claimed, the ones being published
+// finish and the others are released (settled skipped), never abandoned: an abandoned claim would
+// hold its message against every later replay. A failure stops the gate and the move at once, and
+// the batches already sent are seen through (drain).
 func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, limiter *rate.Limiter, batch, next int) (int, stop, error) {
 	log := e.o.Logger.With("job", job.ID)
 	ctx, cancel := context.WithCancel(ctx)
@@ -447,6 +451,14 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 		return next, stopRetry, err
 	}
 	defer m.close()
+	// A batch already sent when the pipeline stops (a later batch's gate failed, the lease was
+	// lost, the console is stopping) is seen through under drain — its acks awaited, its outcomes
+	// settled, its source's copies acked — which outlives ctx by drainFor: abandoned, its claims
+	// would be resumed on the retry and its messages sent twice, though the broker had them. No
+	// batch starts moving once ctx has ended.
+	drain, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(drainFor, stopDrain) })()
 	// The loader reads ahead; it stops when the gate stops taking batches.
 	loadCtx, stopLoading := context.WithCancel(ctx)
 	defer stopLoading()
@@ -547,47 +559,60 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 		defer close(movedCh)
 		for w := range gatedCh {
 			var err error
-			if stopping.Load() { // cancelled: release this batch's claims instead of publishing it
+			switch {
+			case stopping.Load(): // cancelled: release this batch's claims instead of publishing it
 				w.moved = moved{outcomes: released(w.gated)}
-			} else if len(w.gated.move) > 0 {
-				w.moved, err = m.move(ctx, job, w.gated.move, w.gated.resumed)
+			case ctx.Err() != nil: // stopped: this batch's claims are resumed by the next run
+				return
+			case len(w.gated.move) > 0:
+				w.moved, err = m.move(drain, job, w.gated.move, w.gated.resumed)
 			}
 			if err != nil {
 				fail(stopRetry, err)
 				return
 			}
-			if !handOn(ctx, movedCh, w) {
+			if !handOn(drain, movedCh, w) {
 				return
 			}
 		}
 	})
 	wg.Go(func() { // await the broker's acknowledgements of what was sent
 		defer close(ackedCh)
+		failed := false
 		for w := range movedCh {
+			if failed {
+				continue // taken from the move stage so that it is not left waiting; resumed next run
+			}
 			if w.moved.await != nil {
-				rest, err := w.moved.await(ctx)
+				rest, err := w.moved.await(drain)
 				if err != nil {
 					fail(stopRetry, err)
-					return
+					failed = true
+					continue
 				}
 				w.moved.outcomes = append(w.moved.outcomes, rest...)
 			}
-			if !handOn(ctx, ackedCh, w) {
+			if !handOn(drain, ackedCh, w) {
 				return
 			}
 		}
 	})
 	wg.Go(func() { // settle
+		failed := false
 		for w := range ackedCh {
-			if err := e.o.Store.Settle(ctx, job.ID, w.moved.outcomes); err != nil {
+			if failed {
+				continue // as above
+			}
+			if err := e.o.Store.Settle(drain, job.ID, w.moved.outcomes); err != nil {
 				fail(stopRetry, err)
-				return
+				failed = true
+				continue
 			}
 			settledTo.Store(int64(w.end))
 			if w.moved.afterSettle != nil {
-				if err := w.moved.afterSettle(ctx); err != nil {
+				if err := w.moved.afterSettle(drain); err != nil {
 					fail(stopRetry, err)
-					return
+					failed = true
 				}
 			}
 		}

@@ -343,3 +343,69 @@ func TestCancelWhilePausedReleasesItsClaims(t *testing.T) {
 		t.Fatalf("%d records on the original topic, want 3", len(got))
 	}
 }
+
+// A later batch's gate failing (here its ledger claim, once) stops the pipeline, but not the
+// batch already sent: it is seen through — its acks awaited, its outcomes settled — before the
+// job pauses, so the retry starts after it. Abandoned, its claims were resumed on the retry and
+// every one of its records produced twice, though the broker had taken them. The first batch's
+// produce is held at the broker for a second and the second claim fails half a second in, so the
+// failure lands while the first batch is at the broker.
+func TestAGateFailureSeesTheBatchInFlightThrough(t *testing.T) {
+	w, broker := newWorldAndBroker(t)
+	const n = 2 * 5000 // two batches
+	w.deadLetters(t, n, nil)
+	var produces atomic.Int32
+	broker.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		broker.KeepControl()
+		if produces.Add(1) == 1 {
+			time.Sleep(time.Second)
+		}
+		return nil, nil, false
+	})
+	e := w.engineOn(t, "a", &claimFailsOnce{Store: w.store, at: 2, after: 500 * time.Millisecond})
+	work(t, e)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != n {
+		t.Fatalf("plan: %v, %v", err, plan.Counts)
+	}
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, RatePerSecond: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if job.Status != replay.JobDone || job.Published != n {
+		t.Fatalf("job %s published %d failed %d; want done with %d", job.Status, job.Published, job.Failed, n)
+	}
+	seen := map[string]int{}
+	for _, r := range w.originals(t) {
+		id, _ := header(r, "messageId")
+		seen[id]++
+	}
+	twice := 0
+	for _, c := range seen {
+		if c > 1 {
+			twice++
+		}
+	}
+	if len(seen) != n || twice > 0 {
+		t.Fatalf("%d ids on the original topic, %d of them more than once; want %d, each once", len(seen), twice, n)
+	}
+}
+
+// claimFailsOnce is the store, but its at-th ledger claim fails, after a wait, as a store that did
+// not answer.
+type claimFailsOnce struct {
+	replay.Store
+	at    int32
+	after time.Duration
+	calls atomic.Int32
+}
+
+func (s *claimFailsOnce) Claim(ctx context.Context, jobID string, claims []replay.LedgerClaim, finals []replay.LedgerOutcome) (map[int]replay.LedgerState, error) {
+	if s.calls.Add(1) == s.at {
+		time.Sleep(s.after) // the batch before it is at the broker by then
+		return nil, ops.Unavailable(errors.New("connection reset"), "Redrive's database did not answer (ledger claim)")
+	}
+	return s.Store.Claim(ctx, jobID, claims, finals)
+}
