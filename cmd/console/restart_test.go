@@ -118,8 +118,10 @@ type restartObservation struct {
 
 // restartStoreMidJob stops the store's PostgreSQL in the window where a batch's outcome is unknown:
 // its messages are claimed in the ledger and being moved, and the ledger has not recorded how the
-// move ended. A transaction of the test's own locks the claimed ledger rows (FOR UPDATE, on the
-// rows as they are, so that it either locks them before the job settles them or sees none), the
+// move ended. A transaction of the test's own locks the claimed ledger rows (FOR UPDATE SKIP
+// LOCKED, on the rows as they are, so that it either locks them before the job settles them or
+// passes over them: waiting, it could hold some rows of a batch the job was settling and wait for
+// the others, which the settle held while it waited for the test's — a deadlock CI met once), the
 // batch moves, its settle waits on the lock, and the store then stops (pg_ctl -m fast: every
 // session is cut, the test's and the job's alike), stays down for a second and starts again on
 // the same data directory. The test then follows the job to its end.
@@ -166,7 +168,7 @@ func restartStoreMidJob(t *testing.T, a *app, pg *devstack.Postgres, storeDSN, j
 				t.Fatal(err)
 			}
 			rows, err := tx.Query(ctx, `SELECT seq FROM `+store.Schema+`.replay_ledger
-					WHERE job_id = $1 AND outcome = 'active' FOR UPDATE`, jobID)
+					WHERE job_id = $1 AND outcome = 'active' FOR UPDATE SKIP LOCKED`, jobID)
 			if err != nil {
 				t.Fatal(err)
 			}
