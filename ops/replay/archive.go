@@ -123,13 +123,29 @@ type archiveMover struct {
 	pub WholePublisher
 }
 
+// restoredByEarlierRun tells whether the archived message was restored to its original
+// destination by job itself, in a run that published it and recorded it restored and was then
+// interrupted before its ledger settled: a resumed claim meeting "restored already". Only this job can
+// have restored it there since it started: one job per archived message runs at a time, and a
+// restore to the dead-letter queue is refused while it runs.
+func (m *archiveMover) restoredByEarlierRun(ctx context.Context, job Job) (bool, error) {
+	a, err := m.e.o.Store.ArchivedMessageByID(ctx, m.src.ArchiveID)
+	if err != nil {
+		return false, err
+	}
+	return a.RestoredAt != nil && a.RestoredTo == RestoredToOriginal && job.StartedAt != nil &&
+		!a.RestoredAt.Before(*job.StartedAt), nil
+}
+
 func (*archiveMover) finish(context.Context, Job) error { return nil }
 func (*archiveMover) close()                            {}
 
 // move publishes the archived message (confirmed, mandatory) with a replay's headers and records
 // it restored, in one step of the store (the row locked meanwhile): a second restore of it, to
 // its queue or here, is refused. A crash between the publish and the record leaves the claim
-// active, and the resumed job publishes again: at-least-once, the consumer's inbox absorbs it.
+// active, and the resumed job publishes again: at-least-once, the consumer's inbox absorbs it. A
+// crash after the record and before the ledger settles leaves it recorded restored by this job,
+// which the resumed claim recognises: published, not "restored already".
 func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed map[int]bool) (moved, error) {
 	var out moved
 	for _, it := range items {
@@ -151,6 +167,15 @@ func (m *archiveMover) move(ctx context.Context, job Job, items []Item, resumed 
 			return m.pub.PublishWholeWith(ctx, a.Vhost, it.Destination.Exchange, it.Destination.RoutingKey, w,
 				m.e.headers.rabbit(headers, job, it, source))
 		})
+		if errors.Is(err, ops.ErrConflict) && resumed[it.Seq] {
+			mine, merr := m.restoredByEarlierRun(ctx, job)
+			if merr != nil {
+				return moved{}, merr
+			}
+			if mine {
+				o.Detail, err = "published by an earlier run of this job, which recorded it restored before an interruption", nil
+			}
+		}
 		switch {
 		case errors.Is(err, rabbitmodel.ErrUnroutable), errors.Is(err, ops.ErrConflict), errors.Is(err, ops.ErrNotFound):
 			o.Outcome, o.Detail = LedgerFailed, ops.Message(err)+"; the message stays in the archive"

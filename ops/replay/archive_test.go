@@ -4,6 +4,7 @@ package replay_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -377,4 +378,167 @@ func TestArchiveRestoreRefusedWhileAJobRestoresIt(t *testing.T) {
 	if after, err := w.store.ArchivedMessageByID(ctx, archived[0].ID); err != nil || after.RestoredTo != replay.RestoredToOriginal || after.Restoring != "" {
 		t.Fatalf("the archive row: %+v %v", after, err)
 	}
+}
+
+// A restore to the original destination publishes and records the message restored, and then
+// the job's settle does not reach the store: the retry resumes the claim and finds the message
+// restored — by this job's own earlier run. It is published, once; it used to be settled failed,
+// "restored already", though it was on the original queue.
+func TestArchiveRestoreResumedAfterItsRecordIsPublished(t *testing.T) {
+	w := newRabbitWorld(t)
+	w.deadLetter(t, 1)
+	e := w.engine(t)
+	stop := work(t, e)
+	a := w.discardAll(t, e, 1)["m-0"]
+	stop()
+	st := &settleFailsOnce{Store: w.store}
+	e = w.engineOnStore(t, st, replay.Settings{MaxReplaysPerMessage: 3, DefaultRatePerSecond: 1000}, w.broker, nil)
+	work(t, e)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", replay.Source{Kind: "archive", ArchiveID: a.ID}, replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != 1 {
+		t.Fatalf("plan: %v %+v", err, plan.Counts)
+	}
+	job := runJob(t, e, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "fixed"})
+	if st.calls.Load() < 2 {
+		t.Fatalf("%d settles; the first should have failed and the retry settled", st.calls.Load())
+	}
+	if job.Status != replay.JobDone || job.Published != 1 || job.Failed != 0 {
+		t.Fatalf("job %s: %d published, %d failed (%s); want done, 1 published", job.Status, job.Published, job.Failed, job.Error)
+	}
+	entries, err := e.Ledger(ctx, job.ID, 10)
+	if err != nil || len(entries) != 1 || entries[0].Outcome != replay.LedgerPublished {
+		t.Fatalf("ledger %+v, %v; want the message published", entries, err)
+	}
+	t.Logf("ledger: %s", entries[0].Detail)
+	w.waitDepth(t, "orders.work", 1)
+	time.Sleep(200 * time.Millisecond)
+	if got := w.drain(t, "orders.work"); len(got) != 1 || got[0].MessageId != "m-0" {
+		t.Fatalf("on the original queue: %d messages; want m-0 once", len(got))
+	}
+}
+
+// A RabbitMQ dead letter is one message to a replay and to a discard alike: a copy the broker
+// returned after losing a discard's ack is not replayed — the operator chose to drop it, and the
+// archive holds it — and a copy of a replayed one is not archived; both are removed as copies
+// (drop_replayed_copy, naming the job). A replay plan made before the discard ran is checked again
+// at run time: it publishes nothing of what the discard archived meanwhile. A replay plan used to
+// look only at replays' ledger rows and published the discarded message to its consumer.
+func TestCopiesAcrossReplayAndDiscard(t *testing.T) {
+	const n = 5
+	w := newRabbitWorld(t)
+	e := w.engine(t)
+	work(t, e)
+	ctx := ctxT(t)
+	discardSrc := replay.Source{Kind: "rabbitmq", Action: replay.ActionDiscard, Broker: "test", Vhost: w.vhost, Queue: "orders.dlq", Limit: 100}
+	discard := func() replay.Job {
+		t.Helper()
+		plan, err := e.Plan(ctx, "ops", discardSrc, replay.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.run(t, e, plan.ID)
+	}
+	ids := func(prefix string) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s-%d", prefix, i)
+		}
+		return out
+	}
+	archivedCount := func() int {
+		t.Helper()
+		a, err := w.store.ArchivedMessages(ctx, replay.ArchiveFilter{Queue: "orders.dlq"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(a)
+	}
+
+	t.Run("ArchivedIsNotReplayed", func(t *testing.T) {
+		w.putDead(t, ids("d")...)
+		w.waitDepth(t, "orders.dlq", n)
+		first := discard()
+		if first.Status != replay.JobDone || first.Published != n {
+			t.Fatalf("discard %+v", first)
+		}
+		w.putDead(t, ids("d")...) // the copies, as a broker that lost the acks has them
+		w.waitDepth(t, "orders.dlq", n)
+		plan := w.planQueue(t, e, 100, replay.Filter{})
+		if plan.Counts[replay.DropReplayedCopy] != n || plan.Counts[replay.Publish] != 0 {
+			t.Fatalf("replay plan of the discard's copies %v; want %d drop_replayed_copy, nothing to publish", plan.Counts, n)
+		}
+		job := w.run(t, e, plan.ID)
+		if job.Status != replay.JobDone || job.Published != 0 || job.Skipped != n {
+			t.Fatalf("replay of the copies %+v", job)
+		}
+		w.waitDepth(t, "orders.dlq", 0)
+		if got := w.drain(t, "orders.work"); len(got) != 0 {
+			t.Fatalf("%d discarded messages reached the consumer's queue", len(got))
+		}
+		ledger, err := e.Ledger(ctx, job.ID, 1)
+		if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "(job "+first.ID+" archived it)") {
+			t.Fatalf("ledger %+v, %v; want the copy named as the discard's", ledger, err)
+		}
+		if a := archivedCount(); a != n {
+			t.Fatalf("archive holds %d; want %d", a, n)
+		}
+	})
+
+	t.Run("ReplayedIsNotArchived", func(t *testing.T) {
+		w.putDead(t, ids("r")...)
+		w.waitDepth(t, "orders.dlq", n)
+		first := w.run(t, e, w.planQueue(t, e, 100, replay.Filter{}).ID)
+		if first.Status != replay.JobDone || first.Published != n {
+			t.Fatalf("replay %+v", first)
+		}
+		w.waitDepth(t, "orders.work", n)
+		w.drain(t, "orders.work")
+		w.putDead(t, ids("r")...)
+		w.waitDepth(t, "orders.dlq", n)
+		plan, err := e.Plan(ctx, "ops", discardSrc, replay.Filter{})
+		if err != nil || plan.Counts[replay.DropReplayedCopy] != n || plan.Counts[replay.Discard] != 0 {
+			t.Fatalf("discard plan of the replay's copies %v, %v; want %d drop_replayed_copy", plan.Counts, err, n)
+		}
+		job := w.run(t, e, plan.ID)
+		if job.Status != replay.JobDone || job.Published != 0 || job.Skipped != n {
+			t.Fatalf("discard of the copies %+v", job)
+		}
+		w.waitDepth(t, "orders.dlq", 0)
+		if a := archivedCount(); a != n {
+			t.Fatalf("archive holds %d; want the %d of the first part only", a, n)
+		}
+	})
+
+	t.Run("APlanMadeBeforeTheDiscard", func(t *testing.T) {
+		w.putDead(t, ids("s")...)
+		w.waitDepth(t, "orders.dlq", n)
+		stale := w.planQueue(t, e, 100, replay.Filter{})
+		if stale.Counts[replay.Publish] != n {
+			t.Fatalf("replay plan %v", stale.Counts)
+		}
+		if d := discard(); d.Published != n {
+			t.Fatalf("discard %+v", d)
+		}
+		w.putDead(t, ids("s")...)
+		w.waitDepth(t, "orders.dlq", n)
+		job := w.run(t, e, stale.ID)
+		if job.Status != replay.JobDone || job.Published != 0 || job.Skipped != n {
+			t.Fatalf("the stale replay %+v; want %d skipped, nothing published", job, n)
+		}
+		ledger, err := e.Ledger(ctx, job.ID, 1)
+		if err != nil || len(ledger) == 0 || !strings.Contains(ledger[0].Detail, "archived it since the plan was made") {
+			t.Fatalf("ledger %+v, %v", ledger, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if got := w.drain(t, "orders.work"); len(got) != 0 {
+			t.Fatalf("%d discarded messages reached the consumer's queue", len(got))
+		}
+		if d := w.depth(t, "orders.dlq"); d != n {
+			t.Fatalf("the queue holds %d; want the %d copies kept for a new plan", d, n)
+		}
+		if p := w.planQueue(t, e, 100, replay.Filter{}); p.Counts[replay.DropReplayedCopy] != n {
+			t.Fatalf("a new plan %v; want the copies dropped", p.Counts)
+		}
+	})
 }

@@ -297,6 +297,17 @@ func (w *world) processed(tb testing.TB, ids ...string) {
 	}
 }
 
+// originalIDs counts the records on the original topic by their messageId header.
+func (w *world) originalIDs(tb testing.TB) map[string]int {
+	tb.Helper()
+	out := map[string]int{}
+	for _, r := range w.originals(tb) {
+		id, _ := header(r, "messageId")
+		out[id]++
+	}
+	return out
+}
+
 // originals reads everything on the original topic.
 func (w *world) originals(tb testing.TB) []*kgo.Record {
 	tb.Helper()
@@ -464,7 +475,13 @@ func (w *rabbitWorld) engineOver(t testing.TB, b replay.RabbitBroker, inboxes []
 
 func (w *rabbitWorld) engineOn(t testing.TB, r replay.Settings, b replay.RabbitBroker, inboxes []replay.Inbox, consumers ...ops.Consumer) *replay.Engine {
 	t.Helper()
-	e, err := replay.New(replay.Options{Store: w.store, Rabbit: []replay.RabbitBroker{b}, Inboxes: append([]replay.Inbox{w.inbox}, inboxes...),
+	return w.engineOnStore(t, w.store, r, b, inboxes, consumers...)
+}
+
+// engineOnStore is engineOn over st, the world's store or a wrapper of it.
+func (w *rabbitWorld) engineOnStore(t testing.TB, st replay.Store, r replay.Settings, b replay.RabbitBroker, inboxes []replay.Inbox, consumers ...ops.Consumer) *replay.Engine {
+	t.Helper()
+	e, err := replay.New(replay.Options{Store: st, Rabbit: []replay.RabbitBroker{b}, Inboxes: append([]replay.Inbox{w.inbox}, inboxes...),
 		Consumers: append([]ops.Consumer{{Name: "inventory-service", RabbitMQ: &ops.ConsumerRabbit{Broker: "test", Vhost: w.vhost, Queue: "orders.work"}}}, consumers...),
 		Replay:    r, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/audit"
 	"github.com/redrive/redrive/ops/foureyes"
+	"github.com/redrive/redrive/ops/source"
 )
 
 // StartRequest turns a plan into a job.
@@ -542,7 +543,7 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 			if err != nil || !held || cancelled {
 				return
 			}
-			if w.gated, err = e.gate(ctx, job, w.items); errors.Is(err, ErrJobEnded) {
+			if w.gated, err = e.gate(ctx, job, src, w.items); errors.Is(err, ErrJobEnded) {
 				log.Warn("replay: the job ended elsewhere while this replica's lease had run out")
 				fail(stopLost, nil)
 				return
@@ -719,7 +720,7 @@ func (e *Engine) audit(ctx context.Context, entry audit.Entry) { e.aud.Record(ct
 
 // gate is the common first step of every runner: it re-checks the inbox (the plan may be old),
 // claims in the ledger what is still to move and records the rest as skipped, in one statement.
-func (e *Engine) gate(ctx context.Context, job Job, items []Item) (gated, error) {
+func (e *Engine) gate(ctx context.Context, job Job, src Source, items []Item) (gated, error) {
 	var g gated
 	var skips []LedgerOutcome
 	skip := func(it Item, a Action, detail string) {
@@ -741,25 +742,59 @@ func (e *Engine) gate(ctx context.Context, job Job, items []Item) (gated, error)
 			skip(it, it.Action, "")
 		}
 	}
-	if len(copies) > 0 {
-		// Recorded before the mover acks them (ledger → ack): the job's ledger says which copies
-		// it removed and whose replay they were copies of.
-		holders, err := e.o.Store.Holders(ctx, locatorsOf(copies))
-		if err != nil {
+	// Who holds the copies (under either locator), and — for RabbitMQ, whose dead letters a
+	// replay and a discard know by twin locators — whether the other action took a candidate
+	// since the plan was made: a discard's archived message that the broker returned after it
+	// lost the ack is not replayed, nor a replayed one archived.
+	var ask []string
+	for _, it := range copies {
+		ask = append(ask, it.Locator, twinLocator(it.Locator))
+	}
+	twins := src.Kind == source.RabbitMQ
+	if twins {
+		for _, it := range candidates {
+			ask = append(ask, twinLocator(it.Locator))
+		}
+	}
+	var taken map[string]string
+	if len(ask) > 0 {
+		var err error
+		if taken, err = e.o.Store.Holders(ctx, ask); err != nil {
 			return g, err
 		}
-		for _, it := range copies {
-			by := "another job"
-			if j := holders[it.Locator]; j != "" {
-				by = "job " + j
-			}
-			did, nothing := "published it and its broker confirmed it", "nothing is published"
-			if isDiscardLocator(it.Locator) {
-				did, nothing = "archived it", "nothing is archived again"
-			}
-			skip(it, DropReplayedCopy, fmt.Sprintf("%s (%s %s): this copy is acked from the queue, %s",
-				DropReplayedCopy, by, did, nothing))
+	}
+	for _, it := range copies {
+		// Recorded before the mover acks them (ledger → ack): the job's ledger says which copies
+		// it removed and whose replay they were copies of.
+		by, l := "another job", it.Locator
+		if j := taken[l]; j != "" {
+			by = "job " + j
+		} else if j := taken[twinLocator(l)]; j != "" {
+			by, l = "job "+j, twinLocator(l)
 		}
+		did, nothing := "published it and its broker confirmed it", "nothing is published"
+		if isDiscardLocator(l) {
+			did, nothing = "archived it", "nothing is archived again"
+		}
+		skip(it, DropReplayedCopy, fmt.Sprintf("%s (%s %s): this copy is acked from the queue, %s",
+			DropReplayedCopy, by, did, nothing))
+	}
+	if twins && len(taken) > 0 {
+		kept := candidates[:0]
+		for _, it := range candidates {
+			j := taken[twinLocator(it.Locator)]
+			if j == "" {
+				kept = append(kept, it)
+				continue
+			}
+			did := "published"
+			if !isDiscardLocator(it.Locator) {
+				did = "archived"
+			}
+			skip(it, SkipAlreadyReplayed, fmt.Sprintf("%s (job %s %s it since the plan was made; this copy stays in the queue, "+
+				"and a new plan removes it)", SkipAlreadyReplayed, j, did))
+		}
+		candidates = kept
 	}
 	// The inbox now, not when the plan was made.
 	verdicts, err := e.inboxVerdicts(ctx, candidates, true)

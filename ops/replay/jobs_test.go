@@ -211,11 +211,7 @@ func TestKafkaJobResumesOnAnotherReplica(t *testing.T) {
 	if final.Status != replay.JobDone || final.Published != n || final.Failed != 0 {
 		t.Fatalf("resumed job %+v", final)
 	}
-	got := map[string]int{}
-	for _, r := range w.originals(t) {
-		id, _ := header(r, "messageId")
-		got[id]++
-	}
+	got := w.originalIDs(t)
 	dups := 0
 	for i := 0; i < n; i++ {
 		c := got[fmt.Sprintf("m-%d", i)]
@@ -290,11 +286,7 @@ func TestKafkaJobPausesWhileTheBrokerRefusesProduces(t *testing.T) {
 	if job.Status != replay.JobDone || job.Published != 3 || job.Failed != 0 || job.Paused != "" {
 		t.Fatalf("job %s published %d failed %d paused %q; want done, 3 published", job.Status, job.Published, job.Failed, job.Paused)
 	}
-	seen := map[string]int{}
-	for _, r := range w.originals(t) {
-		id, _ := header(r, "messageId")
-		seen[id]++
-	}
+	seen := w.originalIDs(t)
 	for _, id := range ids {
 		if seen[id] != 1 {
 			t.Errorf("%s is on the original topic %d times, want once (all: %v)", id, seen[id], seen)
@@ -377,11 +369,7 @@ func TestAGateFailureSeesTheBatchInFlightThrough(t *testing.T) {
 	if job.Status != replay.JobDone || job.Published != n {
 		t.Fatalf("job %s published %d failed %d; want done with %d", job.Status, job.Published, job.Failed, n)
 	}
-	seen := map[string]int{}
-	for _, r := range w.originals(t) {
-		id, _ := header(r, "messageId")
-		seen[id]++
-	}
+	seen := w.originalIDs(t)
 	twice := 0
 	for _, c := range seen {
 		if c > 1 {
@@ -408,4 +396,70 @@ func (s *claimFailsOnce) Claim(ctx context.Context, jobID string, claims []repla
 		return nil, ops.Unavailable(errors.New("connection reset"), "Redrive's database did not answer (ledger claim)")
 	}
 	return s.Store.Claim(ctx, jobID, claims, finals)
+}
+
+// A run publishes a batch and the consumer processes it, but the settle does not reach the store
+// (a connection reset); the retry resumes the batch's claims and the inbox now says processed.
+// Those messages are settled skipped, not left in flight: the skip used to collide with the
+// claim's own row and be dropped, and the job ended calling them failed ("may have been
+// published") though the consumer had them. Each message is on the original topic once.
+func TestAResumedClaimTheInboxNowKnowsIsSkipped(t *testing.T) {
+	w := newWorld(t)
+	ids := []string{"m-1", "m-2", "m-3"}
+	for _, id := range ids {
+		w.deadLetter(t, 0, id, "k"+id, "com.acme.StockException")
+	}
+	st := &settleFailsOnce{Store: w.store, before: func() { w.processed(t, ids...) }}
+	e := w.engineOn(t, "a", st)
+	work(t, e)
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", replay.Source{Kind: "kafka", Cluster: "main", Topic: "orders.DLT"}, replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != len(ids) {
+		t.Fatalf("plan: %v, %v", err, plan.Counts)
+	}
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJob(t, e, job.ID)
+	if st.calls.Load() < 2 {
+		t.Fatalf("%d settles; the first should have failed and the retry settled", st.calls.Load())
+	}
+	if job.Status != replay.JobDone || job.Skipped != len(ids) || job.Failed != 0 || job.Published != 0 {
+		t.Fatalf("job %s: %d published, %d skipped, %d failed; want done with %d skipped (processed)", job.Status,
+			job.Published, job.Skipped, job.Failed, len(ids))
+	}
+	entries, err := e.Ledger(ctx, job.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		if en.Outcome != replay.LedgerSkipped || !strings.Contains(en.Detail, string(replay.SkipProcessed)) {
+			t.Errorf("%s: %s %q; want skipped as processed", en.MessageID, en.Outcome, en.Detail)
+		}
+	}
+	seen := w.originalIDs(t)
+	for _, id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("%s on the original topic %d times; want once (the first run's publish)", id, seen[id])
+		}
+	}
+}
+
+// settleFailsOnce is the store, but its first settle runs before (when set) and then fails as a
+// store that did not answer.
+type settleFailsOnce struct {
+	replay.Store
+	before func()
+	calls  atomic.Int32
+}
+
+func (s *settleFailsOnce) Settle(ctx context.Context, jobID string, outcomes []replay.LedgerOutcome) error {
+	if s.calls.Add(1) == 1 {
+		if s.before != nil {
+			s.before()
+		}
+		return ops.Unavailable(errors.New("connection reset"), "Redrive's database did not answer (ledger settle)")
+	}
+	return s.Store.Settle(ctx, jobID, outcomes)
 }

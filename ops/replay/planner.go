@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,10 +81,16 @@ func (b *planBuilder) run(ctx context.Context, read func(context.Context, func(I
 
 // add decides and stores one chunk.
 func (b *planBuilder) add(ctx context.Context, items []Item) error {
-	locators := make([]string, len(items))
+	// A RabbitMQ dead letter is looked up under both its locators: a copy of one a discard
+	// archived is not replayed, nor a copy of one a replay published archived (twinLocator).
+	twins := b.plan.Source.Kind == source.RabbitMQ
+	locators := make([]string, 0, 2*len(items))
 	for i := range items {
 		sanitize(&items[i])
-		locators[i] = items[i].Locator
+		locators = append(locators, items[i].Locator)
+		if twins {
+			locators = append(locators, twinLocator(items[i].Locator))
+		}
 	}
 	replayed, err := b.w.ReplayedLocators(ctx, locators)
 	if err != nil {
@@ -106,6 +113,9 @@ func (b *planBuilder) add(ctx context.Context, items []Item) error {
 			it.Inbox = inbox.Unknown
 		}
 		held := replayed[it.Locator]
+		if twins {
+			held = cmp.Or(held, replayed[twinLocator(it.Locator)])
+		}
 		if held != "" && p.Source.Kind == source.Archive {
 			// Another job took this dead letter between the archive's check (RestoreRefused) and
 			// this look-up: refused, so no plan is left behind to say it.

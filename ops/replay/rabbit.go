@@ -303,6 +303,18 @@ func discardLocator(replayLocator string) string { return discardPrefix + replay
 // isDiscardLocator reports whether l is a discard's (discardLocator).
 func isDiscardLocator(l string) bool { return strings.HasPrefix(l, discardPrefix) }
 
+// twinLocator is the locator the other action knows the same RabbitMQ dead letter by: a replay's
+// for a discard's, a discard's for a replay's. A copy the broker returned after it lost a job's
+// ack is held under one of the two; a plan or a job of the other action must not move it again —
+// replay what a discard archived (the operator chose to drop it), or archive what a replay
+// published.
+func twinLocator(l string) string {
+	if isDiscardLocator(l) {
+		return strings.TrimPrefix(l, discardPrefix)
+	}
+	return discardLocator(l)
+}
+
 const discardPrefix = "discard:"
 
 func (k rabbitKind) open(ctx context.Context, job Job, src Source) (mover, error) {

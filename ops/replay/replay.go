@@ -192,8 +192,8 @@ const (
 func (src Source) discards() bool { return src.Action == ActionDiscard }
 
 // dropsReplayedCopies reports whether a job of src removes a dead letter that an earlier job
-// already moved (DropReplayedCopy): only RabbitMQ can, by acking it — a replay's copy of what
-// another replay published, a discard's of what another discard archived. A Kafka topic keeps
+// already moved (DropReplayedCopy): only RabbitMQ can, by acking it — a copy of what another
+// replay published or another discard archived (twinLocator). A Kafka topic keeps
 // its records, an outbox row was already set back, and an edit means to send a new version, so
 // its message is never dropped in its place.
 func (src Source) dropsReplayedCopies() bool { return src.Kind == source.RabbitMQ && src.Edit == nil }

@@ -43,7 +43,8 @@ func (s *ReplayLedger) Claim(ctx context.Context, jobID string, claims []replay.
 	if err == nil {
 		won, err = pgx.CollectRows(rows, pgx.RowTo[int32])
 	}
-	if isUniqueViolation(err) {
+	conflicted := isUniqueViolation(err)
+	if conflicted {
 		rows, err = s.pool.Query(ctx, fmt.Sprintf(claimSQL, "ON CONFLICT DO NOTHING"), args...)
 		if err == nil {
 			won, err = pgx.CollectRows(rows, pgx.RowTo[int32])
@@ -54,6 +55,15 @@ func (s *ReplayLedger) Claim(ctx context.Context, jobID string, claims []replay.
 	}
 	if slices.Contains(won, jobEnded) {
 		return nil, replay.ErrJobEnded
+	}
+	if conflicted && len(finals) > 0 {
+		// A final outcome can meet this job's own claim of the message: a resumed run whose
+		// earlier run claimed it and never settled, and which now skips it (the consumer's inbox
+		// has it by now). The insert above dropped that row; the claim, left in flight, would end
+		// the job calling the message failed. Settle changes only rows still in flight.
+		if err := s.Settle(ctx, jobID, finals); err != nil {
+			return nil, err
+		}
 	}
 	out := make(map[int]replay.LedgerState, len(claims))
 	for _, seq := range won {
