@@ -669,10 +669,18 @@ func publishable(job Job, items []Item) int {
 func (e *Engine) finish(ctx context.Context, job Job, status, errText string) {
 	ctx = context.WithoutCancel(ctx)
 	final, err := e.o.Store.Job(ctx, job.ID)
+	var inFlight int
+	if err == nil {
+		inFlight, err = e.o.Store.InFlight(ctx, job.ID)
+	}
 	if err != nil {
 		e.o.Logger.Warn("replay: finishing job failed", "job", job.ID, "err", err)
 		return
 	}
+	// FinishJob releases the claims still in flight as failed (an interrupted job cancelled): the
+	// entry counts them as the job will. This replica's runner has stopped, and no other holds
+	// the lease, so no claim is added between the count and the finish.
+	final.Failed += inFlight
 	e.audit(ctx, audit.Entry{Actor: final.Actor, Role: "system", SourceIP: e.o.Owner, UserAgent: workerAgent,
 		Action: "replay.finish", Target: "replay/" + job.ID, Count: new(int64(final.Published)), Reason: final.Reason,
 		Outcome: outcomeOf(status, final), Detail: map[string]any{"status": status, "published": final.Published,

@@ -323,6 +323,9 @@ func TestCancelWhilePausedReleasesItsClaims(t *testing.T) {
 	if job.Status != replay.JobCancelled || job.Published != 0 || job.Failed != 3 {
 		t.Fatalf("job %s published %d failed %d; want cancelled with its 3 claims released as failed", job.Status, job.Published, job.Failed)
 	}
+	if !w.audit.has("replay.finish", `"failed":3`, `"status":"cancelled"`) {
+		t.Errorf("the audit's replay.finish does not count the 3 released claims failed")
+	}
 	down.Store(false)
 	again, err := e.Plan(ctx, "alice", kafkaSource(0, 0, 99), replay.Filter{})
 	if err != nil || again.Counts[replay.Publish] != 3 {

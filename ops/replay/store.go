@@ -78,6 +78,8 @@ type Ledger interface {
 	Settle(ctx context.Context, jobID string, outcomes []LedgerOutcome) error
 	Record(ctx context.Context, jobID string, finals []LedgerOutcome) error
 	LedgerOutcomes(ctx context.Context, jobID string, seqs []int) (map[int]string, error)
+	// InFlight counts the job's claims not yet settled (FinishJob releases them as failed).
+	InFlight(ctx context.Context, jobID string) (int, error)
 	Ledger(ctx context.Context, jobID string, limit int) ([]LedgerEntry, error)
 	Holders(ctx context.Context, locators []string) (map[string]string, error)
 }

@@ -189,6 +189,15 @@ func (s *ReplayLedger) Settle(ctx context.Context, jobID string, outcomes []repl
 	return nil
 }
 
+// InFlight counts jobID's claims that are not settled yet.
+func (s *ReplayLedger) InFlight(ctx context.Context, jobID string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM replay_ledger WHERE job_id = $1 AND outcome = 'active'`, jobID).Scan(&n); err != nil {
+		return 0, unavailable(err, "ledger")
+	}
+	return n, nil
+}
+
 // Ledger lists a job's rows (failed and skipped first when problemsFirst), up to limit.
 func (s *ReplayLedger) Ledger(ctx context.Context, jobID string, limit int) ([]replay.LedgerEntry, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, locator, message_id, outcome, detail, at FROM replay_ledger
