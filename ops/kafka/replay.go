@@ -444,6 +444,17 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 	}
 	if r.cl == nil || from < r.next {
 		r.Close()
+		// Retention (or DeleteRecords) may have moved the log's start past from since the range
+		// was planned: the records before it are gone — the caller settles those it wanted as
+		// gone — and the rest are read from the start. A fetch below the start would answer
+		// OFFSET_OUT_OF_RANGE, which kgo does not always surface before the read's bound.
+		start, err := r.logStart(ctx)
+		if err != nil {
+			return r.c.fail("read "+r.topic, err)
+		}
+		if from = max(from, start); from >= to {
+			return nil
+		}
 		cl, err := r.c.consumer(map[string]map[int32]kgo.Offset{r.topic: {r.partition: kgo.NewOffset().At(from)}}, 1<<20)
 		if err != nil {
 			return r.c.fail("read "+r.topic, err)
@@ -494,6 +505,10 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 		if err := fetchErr(fs); err != nil {
 			r.Close()
 			if errors.Is(err, kerr.OffsetOutOfRange) {
+				// Retention moved the log's start past where this session stands: read on from it.
+				if start, serr := r.logStart(ctx); serr == nil && start > max(r.next, from) {
+					return r.Read(ctx, start, to, fn)
+				}
 				return ops.Invalid("offset", fmt.Sprintf("records from %d of %s[%d] no longer exist", from, r.topic, r.partition))
 			}
 			return r.c.fail("read "+r.topic, err)
@@ -520,6 +535,19 @@ func (r *Reader) Read(ctx context.Context, from, to int64, fn func(Record) error
 }
 
 var _ kafkamodel.PartitionReader = (*Reader)(nil)
+
+// logStart is the partition's log start offset now.
+func (r *Reader) logStart(ctx context.Context) (int64, error) {
+	l, err := r.c.adm.ListStartOffsets(ctx, r.topic)
+	if err != nil {
+		return 0, err
+	}
+	o, ok := l.Lookup(r.topic, r.partition)
+	if !ok || o.Err != nil {
+		return 0, fmt.Errorf("log start of %s[%d] unknown: %v", r.topic, r.partition, o.Err)
+	}
+	return o.Offset, nil
+}
 
 // Close ends the fetch session.
 func (r *Reader) Close() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -691,5 +692,53 @@ func TestKafkaReplayToARecreatedOriginalTopic(t *testing.T) {
 	}
 	if id, _ := header(got[0], "messageId"); id != "m-2" {
 		t.Errorf("the new topic holds %s, want m-2", id)
+	}
+}
+
+// Retention (or DeleteRecords) moves a partition's log start past the first records of a plan
+// before its job runs: those are settled failed as gone and the rest are replayed. The job used to
+// ask for the first planned offset, meet OFFSET_OUT_OF_RANGE and pause on the same batch for ever,
+// holding every claim.
+func TestKafkaJobWhoseHeadRetentionDeleted(t *testing.T) {
+	w := newWorld(t)
+	const n = 10
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m-%d", i)
+		w.deadLetter(t, 0, ids[i], "k"+ids[i], "com.acme.StockException")
+	}
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	plan, err := e.Plan(ctx, "alice", kafkaSource(0, 0, n), replay.Filter{})
+	if err != nil || plan.Counts[replay.Publish] != n {
+		t.Fatalf("plan %v, %v", plan.Counts, err)
+	}
+	const gone = 3
+	del := kadm.Offsets{}
+	del.AddOffset("orders.DLT", 0, gone, -1)
+	if resp, err := w.adm.DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, resp.Error())
+	}
+	work(t, e)
+	job, err := e.Start(ctx, replay.StartRequest{PlanID: plan.ID, Actor: access.Actor{Name: "alice"}, Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = waitJobState(t, e, job.ID, 30*time.Second, "the job finishes", func(j replay.Job) bool {
+		return j.Status != replay.JobPending && j.Status != replay.JobRunning
+	})
+	if job.Status != replay.JobDone || job.Published != n-gone || job.Failed != gone {
+		t.Fatalf("job %s: %d published, %d failed, paused %q; want done, %d published, %d failed as gone", job.Status,
+			job.Published, job.Failed, job.Paused, n-gone, gone)
+	}
+	seen := w.originalIDs(t)
+	for i, id := range ids {
+		if want := map[bool]int{true: 0, false: 1}[i < gone]; seen[id] != want {
+			t.Errorf("%s on the original topic %d times; want %d", id, seen[id], want)
+		}
+	}
+	entries, err := e.Ledger(ctx, job.ID, gone)
+	if err != nil || len(entries) != gone || !strings.Contains(entries[0].Detail, "no longer exists") {
+		t.Fatalf("ledger %+v, %v; want the deleted ones failed as gone", entries, err)
 	}
 }
