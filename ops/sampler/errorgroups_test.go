@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/store"
 )
 
@@ -180,4 +181,41 @@ func TestErrorGroupRefusedIsSkipped(t *testing.T) {
 			t.Fatalf("the skipped group is not logged:\n%s", logs.String())
 		}
 	})
+}
+
+// A dead-letter topic deleted and created again under its name starts a new cursor: the read of
+// new errors used to go on from the old topic's offsets when the new one had as many, so its first
+// records were never looked at and their errors never told as new.
+func TestErrorGroupsOfARecreatedTopic(t *testing.T) {
+	ctx := ctxT(t)
+	b := newBroker(t)
+	b.topic(t, "orders.DLT", 1)
+	clk := newClock()
+	st := openStore(t, testDSN(t))
+	s := newSampler(t, st, clk, nil, KafkaSource{Cluster: b.cluster(t, 5*time.Second)})
+	ts := clk.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	var old []string
+	for i := range 10 {
+		old = append(old, fmt.Sprintf("com.acme.Old%dException", i))
+	}
+	b.deadLetters(t, "orders.DLT", ts, old...)
+	sampleAfter(t, ctx, s, clk, 0)
+	if n := len(episodes(t, st, ts.Add(-time.Hour))); n != 10 {
+		t.Fatalf("%d groups after the first round; want 10", n)
+	}
+	if _, err := b.adm.DeleteTopics(ctx, "orders.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	b.topic(t, "orders.DLT", 1)
+	// A producer that never knew the old topic's ID.
+	b.prod = kfaketest.Client(t, b.kf, kgo.ProducerLinger(time.Millisecond), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	fresh := []string{"com.acme.FirstNewException"}
+	for i := range 14 {
+		fresh = append(fresh, fmt.Sprintf("com.acme.Old%dException", i%10))
+	}
+	b.deadLetters(t, "orders.DLT", ts.Add(time.Second), fresh...) // 15 records: past the old cursor (10)
+	sampleAfter(t, ctx, s, clk, 10*time.Second)
+	if _, ok := episodes(t, st, ts.Add(-time.Hour))["kafka/main/orders.DLT com.acme.FirstNewException"]; !ok {
+		t.Fatal("the recreated topic's first record, a new error, was not recorded")
+	}
 }

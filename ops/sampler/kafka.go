@@ -70,7 +70,7 @@ type kafkaState struct {
 	// seen is, per dead-letter topic, where the last round's error-group read ended. It starts
 	// empty with each leadership (the first round reads the newest records again; the store's
 	// rows make that harmless).
-	seen map[string]map[int32]int64
+	seen map[string]dltCursor
 	// refusedRounds counts the rounds in a row in which the store took none of the error groups
 	// read (recordErrorGroups).
 	refusedRounds int
@@ -153,7 +153,7 @@ func (s *Sampler) sampleKafka(ctx context.Context, st *kafkaState, l lease.Lease
 	}
 	if !st.warm {
 		s.warmKafka(ctx, st, at)
-		st.seen = map[string]map[int32]int64{}
+		st.seen = map[string]dltCursor{}
 	}
 	groups, err := st.src.Cluster.Groups(ctx)
 	if err != nil {
@@ -239,17 +239,21 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 		return
 	}
 	var sightings []history.ErrorGroupSighting
-	next := map[string]map[int32]int64{}
+	next := map[string]dltCursor{}
 	for _, t := range dlts {
 		if t.Retry {
 			continue
 		}
-		scan, cursor, err := r.ErrorGroupsSince(ctx, t.Topic, st.seen[t.Topic], kafkamodel.DefaultMaxScan)
+		from := st.seen[t.Topic]
+		if from.topicID != t.TopicID { // deleted and created again: none of its records were read
+			from.offsets = nil
+		}
+		scan, cursor, err := r.ErrorGroupsSince(ctx, t.Topic, from.offsets, kafkamodel.DefaultMaxScan)
 		if err != nil {
 			s.log.Warn("sampler: reading new dead letters failed", "cluster", st.name, "topic", t.Topic, "err", err)
 			continue
 		}
-		next[t.Topic] = cursor
+		next[t.Topic] = dltCursor{topicID: t.TopicID, offsets: cursor}
 		for _, g := range scan.Groups {
 			if s.errorSample != nil {
 				g.SampleMessage = s.errorSample(g)
@@ -273,6 +277,14 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 	for t, c := range next {
 		st.seen[t] = c
 	}
+}
+
+// dltCursor is where the error-group read of a dead-letter topic ended, and the topic's ID then:
+// a topic recreated under the name holds other records at the same offsets, and a cursor of the
+// old one would pass over the new one's first records.
+type dltCursor struct {
+	topicID string
+	offsets map[int32]int64
 }
 
 // maxRefusedRounds is how many rounds in a row the store must refuse every error group of a cluster,
