@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // outboxes[].time_zone names a zone wherever the console runs, zone files or not
 
 	"gopkg.in/yaml.v3"
 
@@ -191,8 +192,13 @@ type Outbox struct {
 	ArchiveTable string `yaml:"archive_table"`
 	MaxAttempts  int    `yaml:"max_attempts"` // the relay's limit, shown for context; default 10
 	// StaleReadyAfter marks a READY backlog as a problem when its oldest due row is older; default 5m.
-	StaleReadyAfter Duration         `yaml:"stale_ready_after"`
-	Pool            `yaml:",inline"` // max_conns (default DefaultOutboxMaxConns), acquire_timeout
+	StaleReadyAfter Duration `yaml:"stale_ready_after"`
+	// TimeZone is the zone the services write the table's timestamps without a zone in (the
+	// seed's TIMESTAMP, MySQL's DATETIME: CURRENT_TIMESTAMP in the writer session's zone), as an
+	// IANA name (Europe/Berlin) or UTC; default UTC. The console's sessions use it, so that
+	// leases, due times and ages compare with the clock the relays wrote them by.
+	TimeZone string           `yaml:"time_zone"`
+	Pool     `yaml:",inline"` // max_conns (default DefaultOutboxMaxConns), acquire_timeout
 	// RelayTo is where the service's relay publishes the outbox's events: a replay of the outbox
 	// sets rows back to READY for that relay, so the consumer reading there (consumers[]) guards
 	// it with its inbox. Unset, the replay's plan says its events are unguarded.
@@ -265,6 +271,15 @@ var outboxFormatTables = map[string][2]string{
 // applyFormatDefaults fills the format's default table and columns: the seed's struct fields, or
 // for another format its whole mapping in Columns.Other (what was set under columns: kept, unknown
 // keys included, for Validate to name).
+// Location is TimeZone's location (UTC when it names none: the configuration was validated).
+func (o Outbox) Location() *time.Location {
+	loc, err := time.LoadLocation(o.TimeZone)
+	if err != nil || o.TimeZone == "" {
+		return time.UTC
+	}
+	return loc
+}
+
 func (o *Outbox) applyFormatDefaults() {
 	o.Format = cmp.Or(o.Format, OutboxFormatSeed)
 	db, _ := DatabaseOf(string(o.DSN))
@@ -623,6 +638,7 @@ func (c *Config) applyDefaults() {
 		o.applyFormatDefaults()
 		o.MaxAttempts = cmp.Or(o.MaxAttempts, 10)
 		o.StaleReadyAfter = cmp.Or(o.StaleReadyAfter, Duration(5*time.Minute))
+		o.TimeZone = cmp.Or(o.TimeZone, "UTC")
 		o.Pool.applyDefaults(DefaultOutboxMaxConns)
 	}
 	for i := range c.Kafka {
@@ -828,6 +844,9 @@ func (c *Config) Validate() error {
 			bad(p+".table", "%q must be an identifier like outbox_event or schema.outbox_event", o.Table)
 		}
 		o.validateFormat(p, bad)
+		if _, err := time.LoadLocation(o.TimeZone); err != nil || o.TimeZone == "Local" {
+			bad(p+".time_zone", "%q is not a time zone: name one like UTC, Europe/Berlin or America/New_York", o.TimeZone)
+		}
 		if o.MaxAttempts < 0 {
 			bad(p+".max_attempts", "must be positive")
 		}

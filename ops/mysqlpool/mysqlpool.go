@@ -6,9 +6,9 @@
 // naming the pool and the key that raises it), then runs the statements on the caller's context,
 // so that a long read is never cut short by the acquire bound.
 //
-// Every connection runs in UTC (time_zone '+00:00'): the seed's DATETIME columns are written by
-// relays in UTC, and NOW(6) is then the same clock; DATETIME and TIMESTAMP values are read as
-// time.Time in UTC (parseTime=true, loc=UTC).
+// Every connection runs in UTC (time_zone '+00:00') unless InZone says another zone, the one the
+// services write their DATETIME columns in, so that NOW(6) is the same clock; DATETIME and
+// TIMESTAMP values are read as time.Time in that zone (parseTime=true, loc).
 package mysqlpool
 
 import (
@@ -50,7 +50,7 @@ type Options struct {
 // configuration: the port defaults to 3306, user and password are percent-decoded, params are
 // the driver's own (tls, timeout, readTimeout, charset, collation, …) or the session's system
 // variables, as in its DSN format. Whatever the URL says, times are read as time.Time in UTC
-// (parseTime, loc) and the session's time_zone is '+00:00'. The error names no part of the URL
+// (parseTime, loc) and the session's time_zone is '+00:00' (InZone changes both). The error names no part of the URL
 // (it may hold a password).
 func ParseURL(raw string) (*mysql.Config, error) {
 	u, err := url.Parse(raw)

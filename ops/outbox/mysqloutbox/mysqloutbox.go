@@ -47,6 +47,9 @@ func New(_ context.Context, cfg configs.Outbox) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: dsn: %w", cfg.Name, ops.ErrInvalid)
 	}
+	if err := mysqlpool.InZone(dcfg, cfg.Location()); err != nil {
+		return nil, fmt.Errorf("outbox %s: time_zone: %w", cfg.Name, ops.ErrInvalid)
+	}
 	name, key, size := sqlregistry.Pool(cfg)
 	pool, err := mysqlpool.New(dcfg, mysqlpool.Options{Name: name, Key: key, MaxConns: size, AcquireTimeout: cfg.Wait()})
 	if err != nil {

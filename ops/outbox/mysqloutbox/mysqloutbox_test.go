@@ -32,6 +32,16 @@ func newDB(t *testing.T) outboxtest.DB {
 	return db{dsn: dsn, mu: new(sync.Mutex), conn: mysqltest.Conn(t, dsn)}
 }
 
+func (d db) WriteInZone(tb testing.TB, loc *time.Location) {
+	tb.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// An offset: named zones need the server's time zone tables.
+	if _, err := d.conn.ExecContext(context.Background(), `SET time_zone = ?`, time.Now().In(loc).Format("-07:00")); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func (d db) Open(tb testing.TB, name, pool string) *outbox.Outbox {
 	return openConfigured(tb, name, d.dsn, pool)
 }

@@ -64,6 +64,9 @@ type DB interface {
 	// OpenUnreachable opens, as Open does, an outbox whose DSN (of the database's kind) points
 	// where nothing listens.
 	OpenUnreachable(tb testing.TB) *outbox.Outbox
+	// WriteInZone makes Insert's session write in loc from now on, as a service whose sessions
+	// run in that zone does: its CURRENT_TIMESTAMP is loc's wall clock.
+	WriteInZone(tb testing.TB, loc *time.Location)
 }
 
 // Relay is a relay's session, inside its open transaction.
@@ -103,6 +106,7 @@ func Exercise(t *testing.T, newDB NewDB) {
 		{"TwentyReadersOnTwoConnections", testTwentyReadersOnTwoConnections},
 		{"Busy", testBusy},
 		{"DatabaseDownIsUnavailable", testDatabaseDownIsUnavailable},
+		{"TimestampsInTheWritersZone", testTimestampsInTheWritersZone},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -677,3 +677,56 @@ func testDatabaseDownIsUnavailable(t *testing.T, db DB) {
 		t.Fatalf("what a person reads of an unreachable database: %v", err)
 	}
 }
+
+// Services whose sessions run in another zone than UTC write the seed's timestamps in it
+// (CURRENT_TIMESTAMP is the session's wall clock); the outbox's time_zone says which, and the
+// console then reads leases, due times and ages by the same clock. Read as UTC, a live lease
+// written west of UTC was an expired one — stuck, and released under the relay publishing it —
+// and a due row east of it was not due yet. A zone west of UTC and one east, neither with
+// daylight saving, each alone in the table.
+func testTimestampsInTheWritersZone(t *testing.T, db DB) {
+	ctx := context.Background()
+	for _, zone := range []string{"America/Bogota", "Asia/Tokyo"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.WriteInZone(t, loc)
+		ids := db.Insert(t,
+			Row{Status: outbox.Processing, LockedFor: 2 * time.Minute},   // a live lease
+			Row{Status: outbox.Ready, AvailableIn: -2 * time.Minute},     // due for two minutes
+			Row{Status: outbox.Ready, AvailableIn: time.Hour},            // not due yet
+			Row{Status: outbox.Processing, LockedFor: -10 * time.Second}) // expired ten seconds ago
+		o := db.Open(t, "orders", "time_zone: "+zone)
+		st, err := o.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.StuckLeases != 1 {
+			t.Errorf("%s: stuck = %d, want 1 (the expired lease, not the live one)", zone, st.StuckLeases)
+		}
+		if st.OldestReadyAge == nil || *st.OldestReadyAge < 119*time.Second || *st.OldestReadyAge > 130*time.Second {
+			t.Errorf("%s: oldest ready age = %v, want about 2m", zone, st.OldestReadyAge)
+		}
+		if n, err := o.ReleaseStuck(ctx, ids[:1]); err != nil || n != 0 {
+			t.Errorf("%s: release of the live lease = %d, %v; want 0", zone, n, err)
+		}
+		e, err := o.Event(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(e.CreatedAt); d < -time.Minute || d > time.Minute {
+			t.Errorf("%s: created at %v, %v ago; want now", zone, e.CreatedAt, d)
+		}
+		if e.LockedUntil == nil || e.LockedUntil.Sub(time.Now()) < time.Minute || e.Stuck(time.Now()) {
+			t.Errorf("%s: the live lease ends at %v; want in about 2m, not stuck", zone, e.LockedUntil)
+		}
+		p, err := o.List(ctx, outbox.Filter{CreatedFrom: time.Now().Add(-time.Minute)})
+		if err != nil || len(p.Events) != len(ids) {
+			t.Errorf("%s: created in the last minute: %d events, %v; want %d", zone, len(p.Events), err, len(ids))
+		}
+		for _, id := range ids {
+			db.Delete(t, id)
+		}
+	}
+}

@@ -45,8 +45,8 @@ func New(ctx context.Context, cfg configs.Outbox) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox %s: dsn: %w", cfg.Name, ops.ErrInvalid)
 	}
-	// The seed's columns are TIMESTAMP without zone, written by relays in UTC.
-	pcfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	// The seed's columns are TIMESTAMP without zone, written by relays in the outbox's time_zone.
+	pgpool.InZone(pcfg, cfg.Location())
 	pcfg.ConnConfig.RuntimeParams["application_name"] = "redrive-console"
 	name, key, size := sqlregistry.Pool(cfg)
 	pool, err := pgpool.New(ctx, pcfg, pgpool.Options{Name: name, Key: key, MaxConns: size, AcquireTimeout: cfg.Wait()})

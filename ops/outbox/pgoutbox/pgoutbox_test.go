@@ -38,6 +38,15 @@ func newDB(t *testing.T) outboxtest.DB {
 	return db{dsn: dsn, mu: new(sync.Mutex), conn: conn}
 }
 
+func (d db) WriteInZone(tb testing.TB, loc *time.Location) {
+	tb.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.conn.Exec(context.Background(), `SELECT set_config('timezone', $1, false)`, loc.String()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func (d db) Open(tb testing.TB, name, pool string) *outbox.Outbox {
 	return openConfigured(tb, name, d.dsn, pool)
 }
