@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 )
 
 // Groups returns every group the cluster lists — classic, KIP-848 consumer and share groups,
@@ -144,8 +145,8 @@ func groupFrom(l kadm.DescribedGroupLag) Group {
 			}
 			// A commit below the log start points at records retention already deleted; the
 			// consumer will reset and can at most read what still exists.
-			if pl.Lag > 0 && pl.Committed >= 0 && pl.Start > pl.Committed && pl.End >= pl.Start {
-				pl.Lag = pl.End - pl.Start
+			if pl.Lag > 0 && pl.Committed >= 0 {
+				pl.Lag = kafkamodel.CommittedLag(pl.Committed, pl.Start, pl.End)
 			}
 			if m.Member != nil {
 				pl.Member = m.Member.ClientID + "@" + m.Member.ClientHost

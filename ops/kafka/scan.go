@@ -270,6 +270,10 @@ func (s *Scanner) ForwardLazy(ctx context.Context, partition int32, from, to int
 			return false, true
 		}
 		if r.Offset >= to {
+			// What lay between was nothing a read_committed consumer gets (aborted records,
+			// markers, a compaction gap): the range is read, and a read from to goes on here.
+			pos = to
+			s.next = to
 			return true, false
 		}
 		pos = r.Offset + 1

@@ -10,12 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Time lag: how long ago the next record a group will consume was written. It is read with at most
-// one bounded Fetch per lagging partition per sample (none when the commit has not moved since the
-// last sample: stampCache): a partition read by several groups at different
-// offsets is fetched once per distinct offset, batched per partition leader into rounds (round i
-// carries the i-th distinct offset of every partition), so the number of requests is rounds ×
-// leaders, not groups × partitions.
+// Time lag: how long ago the next record a group will consume was written: the next committed data
+// record, as a read_committed consumer gets it. It is read with one bounded Fetch per lagging
+// partition per sample (none when the commit has not moved since the last sample: stampCache; a
+// few more where aborted transactions lie in the way): a partition read by several groups at
+// different offsets is fetched once per distinct offset, batched per partition leader into rounds
+// (round i carries the i-th distinct offset of every partition), so the number of requests is
+// rounds × leaders, not groups × partitions.
 
 // timeLagPartitionBytes bounds what one partition's fetch may return: the first record is enough.
 // A first batch larger than this comes back truncated and its time lag is reported unknown.
@@ -23,6 +24,10 @@ const timeLagPartitionBytes = 256 << 10
 
 // timeLagRequestBytes bounds one Fetch response.
 const timeLagRequestBytes = 16 << 20
+
+// timeLagSkipFetches bounds the fetches of one sample's read of a partition: past that many of
+// only aborted records and markers, its time lag is reported unknown.
+const timeLagSkipFetches = 8
 
 type tpo struct {
 	topic     string
@@ -46,10 +51,11 @@ type stampKey struct {
 }
 
 // fillTimeLags sets TimeLag on every partition of groups (and MaxTimeLag on their topics and
-// groups): 0 for a partition with no lag, now − the timestamp of the record at the committed
-// offset (at the log start when nothing is committed or the commit was deleted by retention)
-// for a lagging one, -1 when that record could not be read. A failed fetch leaves those
-// partitions at -1; it never fails the lag sample.
+// groups): 0 for a partition with no lag, now − the timestamp of the first committed data record
+// at or after the committed offset (the log start when nothing is committed or the commit was
+// deleted by retention) for a lagging one, 0 when there is none up to the last stable offset (the
+// lag is aborted records, markers or an open transaction), -1 when it could not be read. A failed
+// fetch leaves those partitions at -1; it never fails the lag sample.
 func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Time) {
 	want := map[tpo]bool{}
 	var topics []string
@@ -88,9 +94,12 @@ func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Tim
 					p.TimeLag = -1
 				default:
 					ts, found := stamps[tpo{t.Topic, p.Partition, off}]
-					if !found {
+					switch {
+					case !found:
 						p.TimeLag = -1
-					} else {
+					case ts.IsZero():
+						p.TimeLag = 0 // nothing committed waits to be consumed
+					default:
 						p.TimeLag = max(now.Sub(ts), 0).Truncate(time.Millisecond)
 					}
 				}
@@ -122,7 +131,8 @@ func nextOffset(share bool, p PartitionLag) (int64, bool) {
 }
 
 // firstTimestamps fetches, for each wanted (topic, partition, offset), the timestamp of the first
-// record at or after offset. Missing entries could not be read.
+// committed data record at or after offset; a zero time when there is none up to the last stable
+// offset. Missing entries could not be read.
 func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map[tpo]bool) map[tpo]time.Time {
 	md, err := c.adm.Metadata(ctx, topics...)
 	if err != nil {
@@ -200,7 +210,9 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 	wg.Wait()
 	next := make(map[stampKey]time.Time, len(out))
 	for k, ts := range out {
-		next[stampKey{ids[k.topic], k}] = ts
+		if !ts.IsZero() { // none yet: a commit of a transaction still open, or a later write, may add one
+			next[stampKey{ids[k.topic], k}] = ts
+		}
 	}
 	c.stamps.mu.Lock()
 	c.stamps.m = next
@@ -208,18 +220,85 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 	return out
 }
 
-// fetchFirst sends one Fetch to leader for parts (each partition once) and returns the timestamp
-// of the first record at or after each one's offset.
+// fetchFirst fetches from leader, as a read_committed consumer, the timestamp of the first
+// committed data record at or after each part's offset: one Fetch for all parts, and a few more
+// (timeLagSkipFetches) only for those whose fetch held nothing but aborted records and markers.
+// An aborted record was never consumed and a marker is no record: neither's age is a lag. A zero
+// time says nothing committed lies from the offset up to the last stable offset.
 func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids map[string][16]byte) map[tpo]time.Time {
+	names := map[[16]byte]string{}
+	for t, id := range ids {
+		names[id] = t
+	}
+	want := make(map[topicPartition]tpo, len(parts))
+	at := make(map[tpo]int64, len(parts)) // where each part's read stands
+	for _, p := range parts {
+		want[topicPartition{p.topic, p.partition}] = p
+		at[p] = p.offset
+	}
+	out := map[tpo]time.Time{}
+	dec := kgo.DefaultDecompressor()
+	for range timeLagSkipFetches {
+		if len(at) == 0 {
+			break
+		}
+		resp := c.fetchCommitted(ctx, leader, parts, at, ids)
+		if resp == nil {
+			break
+		}
+		next := map[tpo]int64{}
+		for _, rt := range resp.Topics {
+			topic := rt.Topic
+			if topic == "" {
+				topic = names[rt.TopicID]
+			}
+			for i := range rt.Partitions {
+				rp := &rt.Partitions[i]
+				k, ok := want[topicPartition{topic, rp.Partition}]
+				from, pending := at[k]
+				if !ok || !pending || rp.ErrorCode != 0 {
+					continue
+				}
+				fp, end := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from,
+					IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: rp.Partition}, rp, dec, nil)
+				if i := slices.IndexFunc(fp.Records, func(r *kgo.Record) bool { return r.Offset >= from }); i >= 0 {
+					out[k] = fp.Records[i].Timestamp
+					continue
+				}
+				stable := rp.LastStableOffset
+				if stable < 0 {
+					stable = rp.HighWatermark
+				}
+				switch {
+				case fp.Err != nil:
+				case max(end, from) >= stable:
+					out[k] = time.Time{}
+				case end > from:
+					next[k] = end // only aborted records and markers so far: read on
+				}
+			}
+		}
+		at = next
+	}
+	return out
+}
+
+// fetchCommitted sends leader one read_committed Fetch of the parts in at, each from its offset
+// there; nil when it fails.
+func (c *Cluster) fetchCommitted(ctx context.Context, leader int32, parts []tpo, at map[tpo]int64, ids map[string][16]byte) *kmsg.FetchResponse {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0
 	req.MinBytes = 1
 	req.MaxBytes = timeLagRequestBytes
-	req.IsolationLevel = 0
+	req.IsolationLevel = 1
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
 	for _, p := range parts {
+		off, ok := at[p]
+		if !ok {
+			continue
+		}
 		i, ok := byTopic[p.topic]
 		if !ok {
 			rt := kmsg.NewFetchRequestTopic()
@@ -231,7 +310,7 @@ func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.partition
-		rp.FetchOffset = p.offset
+		rp.FetchOffset = off
 		rp.CurrentLeaderEpoch = -1
 		rp.LastFetchedEpoch = -1
 		rp.LogStartOffset = -1
@@ -246,35 +325,5 @@ func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids
 	if resp.ErrorCode != 0 {
 		return nil
 	}
-	names := map[[16]byte]string{}
-	for t, id := range ids {
-		names[id] = t
-	}
-	offsetOf := map[[2]any]int64{}
-	for _, p := range parts {
-		offsetOf[[2]any{p.topic, p.partition}] = p.offset
-	}
-	out := map[tpo]time.Time{}
-	dec := kgo.DefaultDecompressor()
-	for _, rt := range resp.Topics {
-		topic := rt.Topic
-		if topic == "" {
-			topic = names[rt.TopicID]
-		}
-		for i := range rt.Partitions {
-			rp := &rt.Partitions[i]
-			off, ok := offsetOf[[2]any{topic, rp.Partition}]
-			if !ok || rp.ErrorCode != 0 {
-				continue
-			}
-			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: off, Topic: topic, Partition: rp.Partition}, rp, dec, nil)
-			for _, r := range fp.Records {
-				if r.Offset >= off {
-					out[tpo{topic, rp.Partition, off}] = r.Timestamp
-					break
-				}
-			}
-		}
-	}
-	return out
+	return resp
 }

@@ -6,12 +6,13 @@ import (
 
 // WithOffsets is g with the committed and end offsets read a moment ago (kafka.GroupOffsetsNow) in
 // place of the sampled ones, on the partitions the sample knows: each lag is end − committed again
-// (end − log start when the group never committed there), and the topics' and the group's totals
-// follow. A partition the read did not list keeps its sampled numbers, and so does a partition
-// whose commit the read no longer finds (its offsets expired: the sample said what it was). The
-// verdict, rate and catch-up stay the sampler's (they come from its window), and a time lag is
-// kept unless the partition has caught up (then 0). A share group, whose position is not a
-// committed offset, is returned as it is. g is not modified: a snapshot's groups are shared.
+// (end − log start, the sampled one, when the group never committed there or its commit lies
+// below the log start, as the sample counts it), and the topics' and the group's totals follow.
+// A partition the read did not list keeps its sampled numbers, and so does a partition whose
+// commit the read no longer finds (its offsets expired: the sample said what it was). The verdict,
+// rate and catch-up stay the sampler's (they come from its window), and a time lag is kept unless
+// the partition has caught up (then 0). A share group, whose position is not a committed offset,
+// is returned as it is. g is not modified: a snapshot's groups are shared.
 func (g Group) WithOffsets(o kafkamodel.GroupOffsets) Group {
 	if g.Kind() == kafkamodel.GroupShare {
 		return g
@@ -29,7 +30,7 @@ func (g Group) WithOffsets(o kafkamodel.GroupOffsets) Group {
 				committed, has := o.Committed[t.Topic][p.Partition]
 				switch {
 				case has:
-					p.End, p.Committed, p.Lag, p.Error = end, committed, max(end-committed, 0), ""
+					p.End, p.Committed, p.Lag, p.Error = end, committed, kafkamodel.CommittedLag(committed, p.Start, end), ""
 				case p.Committed < 0 && p.Start >= 0:
 					p.End, p.Lag = end, max(end-p.Start, 0)
 				}

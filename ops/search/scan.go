@@ -244,6 +244,15 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 			}
 			return Result{}, err
 		}
+		if res.Stopped == "" {
+			// A read that returns with nothing stopping it has read its range, whatever offset
+			// it says (the range may end in offsets no committed record holds): a cursor here
+			// would repeat the same empty read.
+			s.pos = s.hi
+			if q.Order != "oldest" {
+				s.pos = s.lo - 1
+			}
+		}
 	}
 	if q.Progress != nil {
 		q.Progress(res.Scanned, res.Matched)

@@ -132,3 +132,13 @@ type Membership struct {
 	State   string
 	Members []string // "client-id@host (member-id)"
 }
+
+// CommittedLag is what a group committed at committed still has to read of a log [start, end): a
+// commit below the log start points at records retention deleted, and the consumer resets to
+// what is left. start < 0 is unknown. The sampled lag and the live read both count it so.
+func CommittedLag(committed, start, end int64) int64 {
+	if start > committed && end >= start {
+		return end - start
+	}
+	return max(end-committed, 0)
+}
