@@ -42,7 +42,16 @@ type tpo struct {
 // sample keeps only what it used, so the cache never holds more than one sample's worth.
 type stampCache struct {
 	mu sync.Mutex
-	m  map[stampKey]time.Time
+	m  map[stampKey]firstRecord
+}
+
+// firstRecord is what a read from an offset found: the first committed data record's timestamp
+// and offset — or, when there is none up to the last stable offset, a zero time and that offset.
+// The offsets from the read's start to first hold no record a read_committed consumer gets
+// (transaction markers, aborted records): they are not lag.
+type firstRecord struct {
+	at    time.Time
+	first int64
 }
 
 type stampKey struct {
@@ -75,9 +84,9 @@ func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Tim
 			}
 		}
 	}
-	var stamps map[tpo]time.Time
+	var firsts map[tpo]firstRecord
 	if len(want) > 0 {
-		stamps = c.firstTimestamps(ctx, topics, want)
+		firsts = c.firstTimestamps(ctx, topics, want)
 	}
 	for gi := range groups {
 		g := &groups[gi]
@@ -93,20 +102,44 @@ func (c *Cluster) fillTimeLags(ctx context.Context, groups []Group, now time.Tim
 				case !ok:
 					p.TimeLag = -1
 				default:
-					ts, found := stamps[tpo{t.Topic, p.Partition, off}]
+					r, found := firsts[tpo{t.Topic, p.Partition, off}]
 					switch {
 					case !found:
 						p.TimeLag = -1
-					case ts.IsZero():
+					case r.at.IsZero():
 						p.TimeLag = 0 // nothing committed waits to be consumed
 					default:
-						p.TimeLag = max(now.Sub(ts), 0).Truncate(time.Millisecond)
+						p.TimeLag = max(now.Sub(r.at), 0).Truncate(time.Millisecond)
+					}
+					// What lies before the next committed record is no lag: an idle transactional
+					// consumer (Spring commits the last record's offset + 1, its marker's offset) is
+					// caught up, not one behind and stalled. A share group's lag is the broker's.
+					if found && r.first > off && g.Kind() != GroupShare {
+						p.NoRecords = r.first - off
+						p.Lag = max(p.Lag-p.NoRecords, 0)
 					}
 				}
 				t.MaxTimeLag = max(t.MaxTimeLag, p.TimeLag)
 			}
 			g.MaxTimeLag = max(g.MaxTimeLag, t.MaxTimeLag)
 		}
+		retotal(g)
+	}
+}
+
+// retotal sums g's partition lags into its topics' and its own (a negative lag is unknown and adds
+// nothing), as addTopic did before the time-lag read corrected them.
+func retotal(g *Group) {
+	g.TotalLag = 0
+	for ti := range g.Topics {
+		t := &g.Topics[ti]
+		t.Lag = 0
+		for _, p := range t.Partitions {
+			if p.Lag > 0 {
+				t.Lag += p.Lag
+			}
+		}
+		g.TotalLag += t.Lag
 	}
 }
 
@@ -133,7 +166,7 @@ func nextOffset(share bool, p PartitionLag) (int64, bool) {
 // firstTimestamps fetches, for each wanted (topic, partition, offset), the timestamp of the first
 // committed data record at or after offset; a zero time when there is none up to the last stable
 // offset. Missing entries could not be read.
-func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map[tpo]bool) map[tpo]time.Time {
+func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map[tpo]bool) map[tpo]firstRecord {
 	md, err := c.adm.Metadata(ctx, topics...)
 	if err != nil {
 		return nil
@@ -170,7 +203,7 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 	}
 	var (
 		mu  sync.Mutex
-		out = make(map[tpo]time.Time, len(want))
+		out = make(map[tpo]firstRecord, len(want))
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, 8) // requests in flight at once
 	)
@@ -208,10 +241,10 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 		}
 	}
 	wg.Wait()
-	next := make(map[stampKey]time.Time, len(out))
-	for k, ts := range out {
-		if !ts.IsZero() { // none yet: a commit of a transaction still open, or a later write, may add one
-			next[stampKey{ids[k.topic], k}] = ts
+	next := make(map[stampKey]firstRecord, len(out))
+	for k, r := range out {
+		if !r.at.IsZero() { // none yet: a commit of a transaction still open, or a later write, may add one
+			next[stampKey{ids[k.topic], k}] = r
 		}
 	}
 	c.stamps.mu.Lock()
@@ -225,7 +258,7 @@ func (c *Cluster) firstTimestamps(ctx context.Context, topics []string, want map
 // (timeLagSkipFetches) only for those whose fetch held nothing but aborted records and markers.
 // An aborted record was never consumed and a marker is no record: neither's age is a lag. A zero
 // time says nothing committed lies from the offset up to the last stable offset.
-func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids map[string][16]byte) map[tpo]time.Time {
+func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids map[string][16]byte) map[tpo]firstRecord {
 	names := map[[16]byte]string{}
 	for t, id := range ids {
 		names[id] = t
@@ -236,7 +269,7 @@ func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids
 		want[topicPartition{p.topic, p.partition}] = p
 		at[p] = p.offset
 	}
-	out := map[tpo]time.Time{}
+	out := map[tpo]firstRecord{}
 	dec := kgo.DefaultDecompressor()
 	for range timeLagSkipFetches {
 		if len(at) == 0 {
@@ -262,7 +295,7 @@ func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids
 				fp, end := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from,
 					IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: rp.Partition}, rp, dec, nil)
 				if i := slices.IndexFunc(fp.Records, func(r *kgo.Record) bool { return r.Offset >= from }); i >= 0 {
-					out[k] = fp.Records[i].Timestamp
+					out[k] = firstRecord{at: fp.Records[i].Timestamp, first: fp.Records[i].Offset}
 					continue
 				}
 				stable := rp.LastStableOffset
@@ -272,7 +305,7 @@ func (c *Cluster) fetchFirst(ctx context.Context, leader int32, parts []tpo, ids
 				switch {
 				case fp.Err != nil:
 				case max(end, from) >= stable:
-					out[k] = time.Time{}
+					out[k] = firstRecord{first: max(stable, k.offset)}
 				case end > from:
 					next[k] = end // only aborted records and markers so far: read on
 				}

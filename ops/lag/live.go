@@ -7,7 +7,8 @@ import (
 // WithOffsets is g with the committed and end offsets read a moment ago (kafka.GroupOffsetsNow) in
 // place of the sampled ones, on the partitions the sample knows: each lag is end − committed again
 // (end − log start, the sampled one, when the group never committed there or its commit lies
-// below the log start, as the sample counts it), and the topics' and the group's totals follow.
+// below the log start, as the sample counts it), less the offsets the sample found hold no record
+// past a position that has not moved (NoRecords), and the topics' and the group's totals follow.
 // A partition the read did not list keeps its sampled numbers, and so does a partition whose
 // commit the read no longer finds (its offsets expired: the sample said what it was). The verdict,
 // rate and catch-up stay the sampler's (they come from its window), and a time lag is kept unless
@@ -30,9 +31,13 @@ func (g Group) WithOffsets(o kafkamodel.GroupOffsets) Group {
 				committed, has := o.Committed[t.Topic][p.Partition]
 				switch {
 				case has:
-					p.End, p.Committed, p.Lag, p.Error = end, committed, kafkamodel.CommittedLag(committed, p.Start, end), ""
+					if committed != p.Committed { // what the sample found past the old position is not past the new one
+						p.NoRecords = 0
+					}
+					p.End, p.Committed, p.Error = end, committed, ""
+					p.Lag = max(kafkamodel.CommittedLag(committed, p.Start, end)-p.NoRecords, 0)
 				case p.Committed < 0 && p.Start >= 0:
-					p.End, p.Lag = end, max(end-p.Start, 0)
+					p.End, p.Lag = end, max(end-p.Start-p.NoRecords, 0)
 				}
 				if p.Lag == 0 {
 					p.TimeLag = 0

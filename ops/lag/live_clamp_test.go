@@ -59,3 +59,51 @@ func TestLiveLagBelowLogStart(t *testing.T) {
 		t.Errorf("sampled lag %d, live lag %d (topic %d, partition %+v); want 50 both ways", sampled.TotalLag, live.TotalLag, live.Topics[0].Lag, p)
 	}
 }
+
+// An idle transactional consumer, committed at its last transaction's marker, is caught up in the
+// live read of the group as in the sample (the marker is no record); a record produced since is
+// lag, and a commit that moves past it is caught up again.
+func TestLiveLagLeavesOutTheMarker(t *testing.T) {
+	broker := kfaketest.Cluster(t)
+	k, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
+		configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	adm := kadm.NewClient(prod)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	kfaketest.Transaction(t, broker, "tx", true, &kgo.Record{Topic: "payments", Value: []byte("a")}) // 0, marker 1
+	kfaketest.Commit(t, adm, "billing", "payments", map[int32]int64{0: 1})
+	sampled, err := k.Group(ctx, "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Group{Group: sampled}
+	read := func() kafka.PartitionLag {
+		t.Helper()
+		live, at := LiveOffsets(ctx, k, Snapshot{Cluster: "t", At: time.Now(), Groups: []Group{g}}, g)
+		if at.IsZero() {
+			t.Fatal("the live read did not answer")
+		}
+		return live.Topics[0].Partitions[0]
+	}
+	if p := read(); sampled.TotalLag != 0 || p.Lag != 0 {
+		t.Errorf("committed at the marker: sampled %d, live %d; want 0 both", sampled.TotalLag, p.Lag)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte("b")}).FirstErr(); err != nil { // 2
+		t.Fatal(err)
+	}
+	if p := read(); p.Lag != 1 {
+		t.Errorf("after a new record: live lag %d; want 1", p.Lag)
+	}
+	kfaketest.Commit(t, adm, "billing", "payments", map[int32]int64{0: 3})
+	if p := read(); p.Lag != 0 {
+		t.Errorf("committed past the new record: live lag %d; want 0", p.Lag)
+	}
+}

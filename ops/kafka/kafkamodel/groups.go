@@ -112,6 +112,11 @@ type PartitionLag struct {
 	// partition yet; unused in other groups, whose Committed it stands in for (a share group's
 	// Committed is -1 and its Lag is the broker's: records at or above ShareStart not yet done).
 	ShareStart int64
+	// NoRecords is how many offsets from the group's position on hold no record a read_committed
+	// consumer gets — transaction markers, records of aborted transactions — as the time-lag read
+	// found them before the next committed record: Lag leaves them out. Kafka's own tools count
+	// them, so a transactional consumer idle at the end shows lag 1 there (its last marker).
+	NoRecords int64
 }
 
 // GroupOffsets is one group's committed offsets and its topics' end offsets as the cluster had
