@@ -176,7 +176,7 @@ func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
 		for _, p := range t.Partitions {
 			st := g.PartitionStatus(t.Topic, p.Partition)
 			page.Partitions = append(page.Partitions, kafkapages.PartitionRow{Topic: t.Topic, Partition: p.Partition,
-				ShareStart: p.ShareStart, Committed: p.Committed, End: p.End, Lag: p.Lag, TimeLag: timeLagText(p.TimeLag),
+				ShareStart: p.ShareStart, Committed: p.Committed, NoRecords: p.NoRecords, End: p.End, Lag: p.Lag, TimeLag: timeLagText(p.TimeLag),
 				TimeLagMS: timeLagMS(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
 		}
 	}

@@ -357,7 +357,9 @@ func skipOffer(code lag.StatusCode, rows []kafkapages.PartitionRow) *kafkapages.
 		if r.Status == string(code) && r.Committed >= 0 && r.Lag > 0 {
 			// A STALL group has members by definition: its consumers must be stopped before the
 			// move can be applied, and the offer says so.
-			return &kafkapages.SkipOffer{Topic: r.Topic, Partition: r.Partition, Offset: r.Committed,
+			// The record it is stuck on is the next one a read_committed consumer gets: past
+			// the markers and aborted records the commit may point at.
+			return &kafkapages.SkipOffer{Topic: r.Topic, Partition: r.Partition, Offset: r.Committed + r.NoRecords,
 				Running: code == lag.StatusStall || r.Member != ""}
 		}
 	}

@@ -197,13 +197,16 @@ type PartitionRow struct {
 	// ShareStart is a share group's share-partition start offset (-1 none yet); Committed is then -1.
 	ShareStart int64
 	Committed  int64
-	End        int64
-	Lag        int64
-	TimeLag    string // "" when unknown
-	TimeLagMS  int64  // for sorting; -1 unknown
-	Status     string
-	Reason     string
-	Member     string
+	// NoRecords is how many offsets from Committed on hold no record (transaction markers,
+	// aborted records) before the next one the group will consume.
+	NoRecords int64
+	End       int64
+	Lag       int64
+	TimeLag   string // "" when unknown
+	TimeLagMS int64  // for sorting; -1 unknown
+	Status    string
+	Reason    string
+	Member    string
 }
 
 // TopicPage is one page of a topic's records.

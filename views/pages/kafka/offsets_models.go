@@ -10,7 +10,7 @@ import (
 type SkipOffer struct {
 	Topic     string
 	Partition int32
-	Offset    int64 // the committed offset: the record the consumer is stuck on
+	Offset    int64 // the record the consumer is stuck on: the first it gets from the committed offset
 	// Running says the group has members: the move can be planned now but applied only once its
 	// consumers are stopped.
 	Running bool
