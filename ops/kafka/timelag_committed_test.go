@@ -92,7 +92,9 @@ func TestAnIdleTransactionalConsumerIsCaughtUp(t *testing.T) {
 	f := newFake(t)
 	ctx := ctxT(t)
 	f.topic(t, "payments", 2)
-	rec := func(p int32, v string) *kgo.Record { return &kgo.Record{Topic: "payments", Partition: p, Value: []byte(v)} }
+	rec := func(p int32, v string) *kgo.Record {
+		return &kgo.Record{Topic: "payments", Partition: p, Value: []byte(v)}
+	}
 	kfaketest.Transaction(t, f.broker, "tx", true, rec(0, "a"), rec(1, "b")) // 0 on each, markers at 1
 	kfaketest.Transaction(t, f.broker, "tx", true, rec(1, "c"))              // 2 on [1], its marker at 3
 	f.commit(t, "billing", "payments", map[int32]int64{0: 1, 1: 3})          // each last record + 1

@@ -188,6 +188,26 @@ func (o *Outbox) Requeue(ctx context.Context, ids []int64, resetAttempts bool) (
 // (see AuditFunc); an audit error is an *ErrAudit and nothing was requeued. It returns the ids it
 // moved.
 func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts bool, audit AuditFunc) ([]int64, error) {
+	return o.requeue(ctx, ids, nil, resetAttempts, audit)
+}
+
+// RequeueIDs is Requeue returning which ids it moved.
+func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
+	return o.RequeueAudited(ctx, ids, resetAttempts, nil)
+}
+
+// RequeueEvents is RequeueIDs of rows that still hold the events chosen: eventIDs[i] is the
+// event_id ids[i] held then. A row that now holds another event (its id reused after the table
+// was truncated or recreated) is left alone and not returned.
+func (o *Outbox) RequeueEvents(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool) ([]int64, error) {
+	if len(eventIDs) != len(ids) {
+		return nil, ops.Invalid("ids", "give the event id of each row")
+	}
+	return o.requeue(ctx, ids, eventIDs, resetAttempts, nil)
+}
+
+// requeue is the Requeue of the Store with the domain's checks; eventIDs nil moves any event.
+func (o *Outbox) requeue(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool, audit AuditFunc) ([]int64, error) {
 	if len(ids) == 0 {
 		return nil, ops.Invalid("ids", "give at least one event id")
 	}
@@ -196,7 +216,7 @@ func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts 
 	}
 	defer o.invalidate()
 	a, failed := audited(audit)
-	moved, err := o.store.Requeue(ctx, ids, resetAttempts, a)
+	moved, err := o.store.Requeue(ctx, ids, eventIDs, resetAttempts, a)
 	if *failed != nil {
 		return nil, &ErrAudit{Err: *failed}
 	}
@@ -204,9 +224,4 @@ func (o *Outbox) RequeueAudited(ctx context.Context, ids []int64, resetAttempts 
 		return nil, err
 	}
 	return moved, nil
-}
-
-// RequeueIDs is Requeue returning which ids it moved.
-func (o *Outbox) RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error) {
-	return o.RequeueAudited(ctx, ids, resetAttempts, nil)
 }

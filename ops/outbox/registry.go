@@ -110,7 +110,7 @@ func (r readOnly) Find(context.Context, []string, string, int) ([]Event, error) 
 func (r readOnly) ReleaseStuck(context.Context, []int64, AuditFunc) (int64, error) {
 	return 0, r.refuse("release leases")
 }
-func (r readOnly) Requeue(context.Context, []int64, bool, AuditFunc) ([]int64, error) {
+func (r readOnly) Requeue(context.Context, []int64, []string, bool, AuditFunc) ([]int64, error) {
 	return nil, r.refuse("requeue")
 }
 func (r readOnly) CountDead(context.Context, []int64) (int64, error)       { return 0, nil }

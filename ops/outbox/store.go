@@ -50,10 +50,12 @@ type Store interface {
 	// it is. Returns how many rows were released.
 	ReleaseStuck(ctx context.Context, ids []int64, audit AuditFunc) (int64, error)
 	// Requeue moves those of ids that are DEAD or FAILED, and not held by a relay (SKIP LOCKED), to
-	// READY, due at the database's now, with no lease; resetAttempts also sets attempts to 0. As
-	// ReleaseStuck, in one transaction that audit (never nil, called with the count before the
-	// commit) can roll back. Returns the ids it moved.
-	Requeue(ctx context.Context, ids []int64, resetAttempts bool, audit AuditFunc) ([]int64, error)
+	// READY, due at the database's now, with no lease; resetAttempts also sets attempts to 0. When
+	// eventIDs is not nil (then as long as ids), a row moves only if its event_id is still exactly
+	// eventIDs at the same place, checked under the row's lock: a row id is reused after TRUNCATE …
+	// RESTART IDENTITY or a recreated table. As ReleaseStuck, in one transaction that audit (never
+	// nil, called with the count before the commit) can roll back. Returns the ids it moved.
+	Requeue(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool, audit AuditFunc) ([]int64, error)
 	// CountDead counts how many of ids are DEAD now.
 	CountDead(ctx context.Context, ids []int64) (int64, error)
 	// Inspect reads from the catalog only, for console doctor, the table's columns and their

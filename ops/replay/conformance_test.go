@@ -395,51 +395,76 @@ func rabbitSuiteWorld(t *testing.T, dlqArgs amqp.Table, ids []string, hostile []
 	}
 }
 
-// outboxSuiteWorld: the seed's outbox table in PostgreSQL or MariaDB (dialect), one DEAD event per
-// id (c-hostile's payload holds hostileText), replayed by requeueing them (READY again).
-func outboxSuiteWorld(t *testing.T, dialect string, ids []string) suiteWorld {
-	var (
-		dsn   string
-		exec  func(t *testing.T, q string, args ...any)
-		count func(t *testing.T, q string) int
-		open  func(cfg configs.Outbox) (*outbox.Outbox, error)
-	)
-	now := "now()"
+// seedOutbox is a fresh database of dialect ("postgres" or "mysql") holding the seed's outbox
+// table, opened as outbox "orders" the way the console opens it: exec runs a statement ($1 is
+// MariaDB's ? too), text and count read one value, now is the database's clock in SQL, and dead
+// inserts one DEAD event per id with the payload given.
+type seedOutbox struct {
+	o     *outbox.Outbox
+	exec  func(t *testing.T, q string, args ...any)
+	text  func(t *testing.T, q string, args ...any) string
+	count func(t *testing.T, q string) int
+	now   string
+	// truncate empties the table and restarts its ids (a MariaDB TRUNCATE restarts them too).
+	truncate string
+}
+
+func openSeedOutbox(t *testing.T, dialect string) seedOutbox {
+	var dsn string
+	var open func(cfg configs.Outbox) (*outbox.Outbox, error)
+	var so seedOutbox
 	if dialect == "postgres" {
 		dsn = pgtest.NewDatabase(t)
 		pgtest.Exec(t, dsn, pgoutbox.SeedDDL)
-		exec = func(t *testing.T, q string, args ...any) { pgtest.Exec(t, dsn, q, args...) }
-		count = func(t *testing.T, q string) int { return int(pgtest.Value[int64](t, dsn, q)) }
+		so.exec = func(t *testing.T, q string, args ...any) { pgtest.Exec(t, dsn, q, args...) }
+		so.text = func(t *testing.T, q string, args ...any) string { return pgtest.Value[string](t, dsn, q, args...) }
+		so.count = func(t *testing.T, q string) int { return int(pgtest.Value[int64](t, dsn, q)) }
 		open = func(cfg configs.Outbox) (*outbox.Outbox, error) { return pgoutbox.Open(ctxT(t), cfg) }
+		so.now, so.truncate = "now()", "TRUNCATE outbox_event RESTART IDENTITY"
 	} else {
 		dsn = mysqltest.NewDatabase(t)
 		mysqltest.Exec(t, dsn, mysqloutbox.SeedDDL)
-		exec = func(t *testing.T, q string, args ...any) {
+		so.exec = func(t *testing.T, q string, args ...any) {
 			mysqltest.Exec(t, dsn, strings.ReplaceAll(q, "$1", "?"), args...)
 		}
-		count = func(t *testing.T, q string) int { return int(mysqltest.Value[int64](t, dsn, q)) }
-		open = func(cfg configs.Outbox) (*outbox.Outbox, error) { return mysqloutbox.Open(ctxT(t), cfg) }
-		now = "UTC_TIMESTAMP(6)"
-	}
-	for _, id := range ids {
-		payload := `{"orderId":"o-1"}`
-		if id == "c-hostile" {
-			payload = fmt.Sprintf(`{"note":%q}`, hostileText)
+		so.text = func(t *testing.T, q string, args ...any) string {
+			return mysqltest.Value[string](t, dsn, strings.ReplaceAll(q, "$1", "?"), args...)
 		}
-		exec(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
-			status, attempts, available_at, last_error, created_at)
-			VALUES ('`+id+`', 'Order', 'o-1', 'OrderCreated', 1, $1, 'DEAD', 10, `+now+`, 'boom', `+now+`)`, payload)
+		so.count = func(t *testing.T, q string) int { return int(mysqltest.Value[int64](t, dsn, q)) }
+		open = func(cfg configs.Outbox) (*outbox.Outbox, error) { return mysqloutbox.Open(ctxT(t), cfg) }
+		so.now, so.truncate = "UTC_TIMESTAMP(6)", "TRUNCATE TABLE outbox_event"
 	}
 	cfg, err := configs.Parse([]byte(fmt.Sprintf("auth: {mode: none}\nstore: {dsn: \"postgres://x@127.0.0.1/y\"}\noutboxes: [{name: orders, dsn: %q}]\n", dsn)),
 		func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := open(cfg.Outboxes[0])
-	if err != nil {
+	if so.o, err = open(cfg.Outboxes[0]); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(o.Close)
+	t.Cleanup(so.o.Close)
+	return so
+}
+
+// dead inserts a DEAD event with this event id and payload.
+func (so seedOutbox) dead(t *testing.T, id, payload string) {
+	so.exec(t, `INSERT INTO outbox_event (event_id, aggregate_type, aggregate_id, event_type, schema_version, payload,
+		status, attempts, available_at, last_error, created_at)
+		VALUES ('`+id+`', 'Order', 'o-1', 'OrderCreated', 1, $1, 'DEAD', 10, `+so.now+`, 'boom', `+so.now+`)`, payload)
+}
+
+// outboxSuiteWorld: the seed's outbox table in PostgreSQL or MariaDB (dialect), one DEAD event per
+// id (c-hostile's payload holds hostileText), replayed by requeueing them (READY again).
+func outboxSuiteWorld(t *testing.T, dialect string, ids []string) suiteWorld {
+	so := openSeedOutbox(t, dialect)
+	o, count := so.o, so.count
+	for _, id := range ids {
+		payload := `{"orderId":"o-1"}`
+		if id == "c-hostile" {
+			payload = fmt.Sprintf(`{"note":%q}`, hostileText)
+		}
+		so.dead(t, id, payload)
+	}
 	st := storetest.Open(t)
 	engine := func(t *testing.T) *replay.Engine {
 		e, err := replay.New(replay.Options{Store: st, Outboxes: []replay.OutboxTable{o}, Lease: 2 * time.Second, Poll: 50 * time.Millisecond})

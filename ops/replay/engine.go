@@ -44,7 +44,9 @@ type OutboxTable interface {
 	Name() string
 	Events(ctx context.Context, ids []int64) ([]outbox.Event, error)
 	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
-	RequeueIDs(ctx context.Context, ids []int64, resetAttempts bool) ([]int64, error)
+	// RequeueEvents requeues the rows of ids that still hold eventIDs (one each), under the rows'
+	// locks: a row id is reused after the table is truncated with RESTART IDENTITY or recreated.
+	RequeueEvents(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool) ([]int64, error)
 }
 
 // Inbox is one consumer's idempotency records; *inbox.Inbox implements it.

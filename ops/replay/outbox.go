@@ -152,17 +152,21 @@ type outboxRunner struct {
 }
 
 // move requeues the claimed events with the conditional update; an event that left DEAD or
-// FAILED meanwhile (another operator, the relay) is reported failed, not moved.
+// FAILED meanwhile (another operator, the relay), or whose row now holds another event, is
+// reported failed, not moved.
 func (r *outboxRunner) close() {}
 
 func (r *outboxRunner) finish(context.Context, Job) error { return nil }
 
 func (r *outboxRunner) move(ctx context.Context, job Job, move []Item, resumed map[int]bool) (moved, error) {
 	ids := make([]int64, len(move))
+	events := make([]string, len(move))
 	for i, it := range move {
-		ids[i] = *it.Position
+		ids[i], events[i] = *it.Position, it.MessageID
 	}
-	done, err := r.t.RequeueIDs(ctx, ids, r.resetAttempts)
+	// Only rows that still hold the planned events: the event now at a reused id is not the one
+	// whose inbox the plan and the run checked.
+	done, err := r.t.RequeueEvents(ctx, ids, events, r.resetAttempts)
 	if err != nil {
 		return moved{}, err
 	}
@@ -171,31 +175,35 @@ func (r *outboxRunner) move(ctx context.Context, job Job, move []Item, resumed m
 	for _, id := range done {
 		requeued[id] = true
 	}
-	// A resumed item this run could not requeue was most likely requeued by the interrupted run
-	// (its update committed, its ledger settle did not): it is no longer DEAD or FAILED.
-	var again []int64
+	// What holds a row this run could not requeue tells why. A resumed item was most likely
+	// requeued by the interrupted run (its update committed, its ledger settle did not): it is no
+	// longer DEAD or FAILED.
+	var missed []int64
 	for _, it := range move {
-		if resumed[it.Seq] && !requeued[*it.Position] {
-			again = append(again, *it.Position)
+		if !requeued[*it.Position] {
+			missed = append(missed, *it.Position)
 		}
 	}
-	now := map[int64]outbox.Status{}
-	if len(again) > 0 {
-		events, err := r.t.Events(ctx, again)
+	now := map[int64]outbox.Event{}
+	if len(missed) > 0 {
+		rows, err := r.t.Events(ctx, missed)
 		if err != nil {
 			return moved{}, err
 		}
-		for _, ev := range events {
-			now[ev.ID] = ev.Status
+		for _, ev := range rows {
+			now[ev.ID] = ev
 		}
 	}
 	for _, it := range move {
 		o := LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerPublished,
 			Detail: "requeued to READY"}
-		switch status, ok := now[*it.Position]; {
+		switch ev, ok := now[*it.Position]; {
 		case requeued[*it.Position]:
-		case ok && status != outbox.Dead && status != outbox.Failed:
-			o.Detail = fmt.Sprintf("requeued to READY before an interruption (now %s)", status)
+		case ok && ev.EventID != it.MessageID:
+			o.Outcome, o.Detail = LedgerFailed, fmt.Sprintf("the row now holds another event (%q), not %q: the outbox table was "+
+				"emptied or recreated since the plan was made; the row was left as it is", ev.EventID, it.MessageID)
+		case ok && resumed[it.Seq] && ev.Status != outbox.Dead && ev.Status != outbox.Failed:
+			o.Detail = fmt.Sprintf("requeued to READY before an interruption (now %s)", ev.Status)
 		default:
 			o.Outcome, o.Detail = LedgerFailed, "the event is no longer DEAD or FAILED (or a relay holds it)"
 		}

@@ -312,6 +312,24 @@ func lockIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int6
 	return ids, rows.Err()
 }
 
+// lockEvents is lockIDs of a read that selects each row's id and event_id.
+func lockEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) (ids []int64, events []string, err error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var event string
+		if err := rows.Scan(&id, &event); err != nil {
+			return nil, nil, err
+		}
+		ids, events = append(ids, id), append(events, event)
+	}
+	return ids, events, rows.Err()
+}
+
 // ReleaseStuck locks the stuck rows (of ids, or all) in batches of releaseBatch, skipping those a
 // relay holds, and sets each batch READY under the same condition, in one transaction.
 func (s *Store) ReleaseStuck(ctx context.Context, ids []int64, audit outbox.AuditFunc) (int64, error) {
@@ -361,8 +379,10 @@ func (s *Store) ReleaseStuck(ctx context.Context, ids []int64, audit outbox.Audi
 }
 
 // Requeue locks the DEAD or FAILED rows of ids, skipping those a relay holds, and sets them READY
-// under the same condition, in one transaction.
-func (s *Store) Requeue(ctx context.Context, ids []int64, resetAttempts bool, audit outbox.AuditFunc) ([]int64, error) {
+// under the same condition, in one transaction. With eventIDs, a locked row whose event_id is not
+// exactly the one given (compared here: the column's collation may ignore case or trailing
+// spaces) is left alone.
+func (s *Store) Requeue(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool, audit outbox.AuditFunc) ([]int64, error) {
 	const op = "requeue"
 	in, args := placeholders(ids)
 	set := fmt.Sprintf("%s = 'READY', %s = NOW(6), %s = NULL", s.q.status, s.q.availableAt, s.q.lockedUntil)
@@ -372,10 +392,23 @@ func (s *Store) Requeue(ctx context.Context, ids []int64, resetAttempts bool, au
 	var moved []int64
 	var auditErr error
 	err := s.pool.Tx(ctx, func(tx *sql.Tx) error {
-		locked, err := lockIDs(ctx, tx, fmt.Sprintf(`SELECT %[2]s FROM %[1]s WHERE %[2]s IN (%[3]s) AND %[4]s IN ('DEAD','FAILED')
-			ORDER BY %[2]s FOR UPDATE SKIP LOCKED`, s.q.table, s.q.id, in, s.q.status), args...)
+		locked, held, err := lockEvents(ctx, tx, fmt.Sprintf(`SELECT %[2]s, %[5]s FROM %[1]s WHERE %[2]s IN (%[3]s) AND %[4]s IN ('DEAD','FAILED')
+			ORDER BY %[2]s FOR UPDATE SKIP LOCKED`, s.q.table, s.q.id, in, s.q.status, s.q.eventID), args...)
 		if err != nil {
 			return err
+		}
+		if eventIDs != nil {
+			want := make(map[int64]string, len(ids))
+			for i, id := range ids {
+				want[id] = eventIDs[i]
+			}
+			kept := locked[:0]
+			for i, id := range locked {
+				if held[i] == want[id] {
+					kept = append(kept, id)
+				}
+			}
+			locked = kept
 		}
 		if len(locked) > 0 {
 			lin, largs := placeholders(locked)

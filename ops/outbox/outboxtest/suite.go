@@ -718,7 +718,7 @@ func testTimestampsInTheWritersZone(t *testing.T, db DB) {
 		if d := time.Since(e.CreatedAt); d < -time.Minute || d > time.Minute {
 			t.Errorf("%s: created at %v, %v ago; want now", zone, e.CreatedAt, d)
 		}
-		if e.LockedUntil == nil || e.LockedUntil.Sub(time.Now()) < time.Minute || e.Stuck(time.Now()) {
+		if e.LockedUntil == nil || time.Until(*e.LockedUntil) < time.Minute || e.Stuck(time.Now()) {
 			t.Errorf("%s: the live lease ends at %v; want in about 2m, not stuck", zone, e.LockedUntil)
 		}
 		p, err := o.List(ctx, outbox.Filter{CreatedFrom: time.Now().Add(-time.Minute)})

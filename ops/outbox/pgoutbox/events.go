@@ -38,7 +38,7 @@ func (s *Store) List(ctx context.Context, f outbox.Filter) ([]outbox.Event, erro
 		where = append(where, s.q.createdAt+" < "+arg(f.CreatedTo.UTC())+"::timestamptz")
 	}
 	if f.Before > 0 {
-		where = append(where, s.q.id+" < "+arg(f.Before))
+		where = append(where, s.q.id+" < "+arg(f.Before)+"::bigint")
 	}
 	sql := s.q.selectEvent
 	if len(where) > 0 {
@@ -56,7 +56,7 @@ func (s *Store) stuckSQL() string {
 
 // Events reads the events with these ids in id order.
 func (s *Store) Events(ctx context.Context, ids []int64) ([]outbox.Event, error) {
-	return s.queryEvents(ctx, "read events", fmt.Sprintf("%s WHERE %s = ANY($1) ORDER BY %s", s.q.selectEvent, s.q.id, s.q.id), ids)
+	return s.queryEvents(ctx, "read events", fmt.Sprintf("%s WHERE %s = ANY($1::bigint[]) ORDER BY %s", s.q.selectEvent, s.q.id, s.q.id), ids)
 }
 
 // Find reads a trace's rows by event_id and aggregate_id.
@@ -82,7 +82,7 @@ func (s *Store) queryEvents(ctx context.Context, what, sql string, args ...any) 
 
 // Event returns one event with its payload.
 func (s *Store) Event(ctx context.Context, id int64) (outbox.Event, error) {
-	sql := strings.Replace(s.q.selectEvent, " FROM ", ", "+s.q.payload+"::text FROM ", 1) + " WHERE " + s.q.id + " = $1"
+	sql := strings.Replace(s.q.selectEvent, " FROM ", ", "+s.q.payload+"::text FROM ", 1) + " WHERE " + s.q.id + " = $1::bigint"
 	row, _ := s.pool.Query(ctx, sql, id)
 	e, err := pgx.CollectExactlyOneRow(row, func(r pgx.CollectableRow) (outbox.Event, error) {
 		var e outbox.Event
@@ -121,9 +121,11 @@ func (s *Store) CountDead(ctx context.Context, ids []int64) (int64, error) {
 const releaseBatch = 5000
 
 // inTx runs change and then audit in one transaction of the outbox's database, and commits; an
-// audit error is returned as it is.
+// audit error is returned as it is. The transaction is READ COMMITTED whatever the database's
+// default: under REPEATABLE READ a row a relay changed after the first statement would fail the
+// whole repair with a serialization error instead of being re-checked and left alone.
 func (s *Store) inTx(ctx context.Context, op string, audit outbox.AuditFunc, change func(tx pgx.Tx) (int64, error)) (int64, error) {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return 0, s.wrap(op, err)
 	}
@@ -159,15 +161,16 @@ func (s *Store) ReleaseStuck(ctx context.Context, ids []int64, audit outbox.Audi
 	})
 }
 
-// Requeue moves the DEAD or FAILED rows of ids to READY in one statement.
-func (s *Store) Requeue(ctx context.Context, ids []int64, resetAttempts bool, audit outbox.AuditFunc) ([]int64, error) {
+// Requeue moves the DEAD or FAILED rows of ids (still holding eventIDs, when given) to READY in
+// one statement.
+func (s *Store) Requeue(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool, audit outbox.AuditFunc) ([]int64, error) {
 	sql := s.q.requeue
 	if resetAttempts {
 		sql = s.q.requeueReset
 	}
 	var moved []int64
 	_, err := s.inTx(ctx, "requeue", audit, func(tx pgx.Tx) (int64, error) {
-		rows, err := tx.Query(ctx, sql, ids)
+		rows, err := tx.Query(ctx, sql, ids, eventIDs)
 		if err != nil {
 			return 0, s.wrap("requeue", err)
 		}

@@ -12,6 +12,8 @@ import (
 
 // queries holds the SQL for one table, built once from the configured (validated) identifiers.
 // Columns are cast in SELECT lists only (never in WHERE) so that the status index stays usable.
+// Id parameters are cast to bigint: against an integer (SERIAL) id, pgx would prepare them as int4
+// and fail, in the client, on an id above 2^31-1.
 type queries struct {
 	ping             string
 	count            map[outbox.Status]string // count(*) of one state: literal, so each plan is an index-only scan
@@ -19,12 +21,22 @@ type queries struct {
 	estimate         string
 	selectEvent      string // column list + FROM, for list and detail
 	release          string // $1: ids (NULL = every stuck row), $2: batch size
-	requeue          string // $1: ids
-	requeueReset     string // $1: ids; also resets attempts
+	requeue          string // $1: ids, $2: the event_id each must hold (NULL: any)
+	requeueReset     string // as requeue; also resets attempts
 	countDead        string // $1: ids; how many of them are DEAD
 	// columns, quoted, for building filters
 	id, eventID, eventType, aggregateID, status, lockedUntil, createdAt, payload string
 }
+
+// requeue is the requeue statement; its arguments are the table, its id, status and event_id
+// columns, and what else it sets. With $2, a row moves only while it holds the event_id at the same
+// place: a row id is reused after TRUNCATE … RESTART IDENTITY or a recreated table.
+const requeue = `WITH dead AS (
+		SELECT %[2]s FROM %[1]s WHERE %[2]s = ANY($1::bigint[]) AND %[3]s IN ('DEAD','FAILED')
+			AND ($2::text[] IS NULL OR (%[2]s, %[4]s::text) IN (SELECT * FROM unnest($1::bigint[], $2::text[])))
+		FOR UPDATE SKIP LOCKED)
+	UPDATE %[1]s AS o SET %[3]s = 'READY', %[5]s
+	FROM dead WHERE o.%[2]s = dead.%[2]s RETURNING o.%[2]s`
 
 func buildQueries(table string, c configs.OutboxColumns) queries {
 	t := pgx.Identifier(strings.Split(table, ".")).Sanitize()
@@ -56,7 +68,7 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 	}
 	return queries{
 		count:     count,
-		countDead: fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = ANY($1) AND %s = 'DEAD'`, t, id, status),
+		countDead: fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = ANY($1::bigint[]) AND %s = 'DEAD'`, t, id, status),
 		ping:      fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
 		readyAgeAndStuck: fmt.Sprintf(`SELECT
 				(SELECT extract(epoch FROM now() - min(%[3]s)::timestamptz)::float8 FROM %[1]s WHERE %[2]s = 'READY' AND %[3]s <= now()),
@@ -72,17 +84,9 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 				ORDER BY %[2]s LIMIT $2 FOR UPDATE SKIP LOCKED)
 			UPDATE %[1]s AS o SET %[4]s = 'READY', %[5]s = NULL
 			FROM claimable WHERE o.%[2]s = claimable.%[2]s`, t, id, claimed, status, locked),
-		requeue: fmt.Sprintf(`WITH dead AS (
-				SELECT %[2]s FROM %[1]s WHERE %[2]s = ANY($1) AND %[3]s IN ('DEAD','FAILED')
-				FOR UPDATE SKIP LOCKED)
-			UPDATE %[1]s AS o SET %[3]s = 'READY', %[4]s = now(), %[5]s = NULL
-			FROM dead WHERE o.%[2]s = dead.%[2]s RETURNING o.%[2]s`, t, id, status, avail, locked),
-		requeueReset: fmt.Sprintf(`WITH dead AS (
-				SELECT %[2]s FROM %[1]s WHERE %[2]s = ANY($1) AND %[3]s IN ('DEAD','FAILED')
-				FOR UPDATE SKIP LOCKED)
-			UPDATE %[1]s AS o SET %[3]s = 'READY', %[4]s = now(), %[5]s = NULL, %[6]s = 0
-			FROM dead WHERE o.%[2]s = dead.%[2]s RETURNING o.%[2]s`, t, id, status, avail, locked, q(c.Attempts)),
-		id: id, eventID: q(c.EventID), eventType: q(c.EventType), aggregateID: q(c.AggregateID), status: status,
+		requeue:      fmt.Sprintf(requeue, t, id, status, q(c.EventID), fmt.Sprintf("%s = now(), %s = NULL", avail, locked)),
+		requeueReset: fmt.Sprintf(requeue, t, id, status, q(c.EventID), fmt.Sprintf("%s = now(), %s = NULL, %s = 0", avail, locked, q(c.Attempts))),
+		id:           id, eventID: q(c.EventID), eventType: q(c.EventType), aggregateID: q(c.AggregateID), status: status,
 		lockedUntil: locked, createdAt: q(c.CreatedAt), payload: q(c.Payload),
 	}
 }
