@@ -9,6 +9,7 @@ package mysqloutbox
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,13 +85,19 @@ func (s *Store) row(ctx context.Context, query string, args []any, dest ...any) 
 // visibility — which, on the index pages relays keep changing, costs a lookup of the row for every
 // entry — and a count may include a relay's change not yet committed, as a count taken a moment
 // later would. SET TRANSACTION applies to the next transaction only (the autocommit SELECT), in
-// MySQL and MariaDB alike; the connection's other statements keep their isolation.
+// MySQL and MariaDB alike; the connection's other statements keep their isolation. A count that
+// fails after the SET (refused, or its request gone) may leave it standing for the connection's
+// next transaction, a dirty read of whatever runs there next: that connection is discarded.
 func (s *Store) countRow(ctx context.Context, query string, args []any, dest ...any) error {
 	return s.pool.Do(ctx, func(c *sql.Conn) error {
-		if _, err := c.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED`); err != nil {
-			return err
+		_, err := c.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED`)
+		if err == nil {
+			err = c.QueryRowContext(ctx, query, args...).Scan(dest...)
 		}
-		return c.QueryRowContext(ctx, query, args...).Scan(dest...)
+		if err != nil {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn }) // closed, not pooled again
+		}
+		return err
 	})
 }
 

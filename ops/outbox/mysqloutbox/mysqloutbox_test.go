@@ -244,3 +244,41 @@ func explain(t testing.TB, dsn, query string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// The overview's counts read uncommitted by setting the isolation of the connection's next
+// transaction; a count that fails after that (here its statement is refused; a cancelled request
+// ends the same way) used to leave the setting standing, and the connection's next read — an
+// event's page, a replay plan's check of its rows — saw another session's uncommitted change as
+// done. The connection is not handed out again.
+func TestAFailedCountLeavesNoDirtyRead(t *testing.T) {
+	d := newDB(t).(db)
+	id := d.Insert(t, outboxtest.Row{Status: outbox.Dead})[0]
+	s, err := mysqloutbox.New(context.Background(), configs.Outbox{Name: "orders", DSN: configs.Secret(d.dsn), Table: "outbox_event",
+		Columns: seedColumns(), TimeZone: "UTC", Pool: configs.Pool{MaxConns: new(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var n int64
+	if err := s.CountRow(ctx, "SELECT count(*) FROM no_such_table", &n); err == nil {
+		t.Fatal("a count of a table that does not exist answered")
+	}
+	// Another session changes the row and does not commit.
+	other := mysqltest.Conn(t, d.dsn)
+	tx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `UPDATE outbox_event SET status = 'READY' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Event(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Status != outbox.Dead {
+		t.Fatalf("the event reads %s, another session's uncommitted change; want DEAD", e.Status)
+	}
+}
