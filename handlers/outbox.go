@@ -532,7 +532,7 @@ func (h *Outboxes) Show(c echo.Context) error {
 	resolutions := h.eventResolutions(ctx, o.Name(), dead)
 	for _, e := range list.Events {
 		r := toEventRow(e, now)
-		if res, ok := resolutions[e.ID]; ok && e.Status == outbox.Dead {
+		if res, ok := resolutions[e.ID]; ok && triage.Marks(res, e) { // a mark of an earlier death is none of this one
 			r.Resolution = outboxpages.Resolution{State: res.State, By: res.Actor, At: res.At, Reason: res.Reason, JobID: res.JobID}
 		}
 		page.Events = append(page.Events, r)

@@ -124,6 +124,18 @@ func TestResolveOutboxDead(t *testing.T) {
 	if o := overview(); !strings.Contains(o, "Outbox orders: 3 open DEAD event(s) (of 5)") {
 		t.Fatalf("requeued events that died again are open: %.800s", o)
 	}
+	// The service's own tooling requeues the resolved event 3, outside Redrive, and its relay
+	// fails it again: another death (the relay's new available_at), which the decision about the
+	// earlier one does not hide — on the overview and on the page.
+	pgtest.Exec(t, outboxDSN, `UPDATE outbox_event SET status = 'READY', available_at = now() WHERE id = 3`)
+	pgtest.Exec(t, outboxDSN, `UPDATE outbox_event SET status = 'DEAD', available_at = now() + interval '30 seconds' WHERE id = 3`)
+	if o := overview(); !strings.Contains(o, "Outbox orders: 4 open DEAD event(s) (of 5)") {
+		t.Fatalf("a resolved event requeued elsewhere that died again is open: %.800s", o)
+	}
+	page = do(t, client, "GET", base+"/outboxes/orders?status=DEAD&aggregate_id=o-3", "", "")
+	if page.status != http.StatusOK || strings.Contains(page.body, "fixed in 4.2.1") {
+		t.Fatalf("the page still shows event 3 resolved for its earlier death: %d", page.status)
+	}
 
 	if ok, rows := okAudits(t, base, "outbox.resolve", "outbox/orders", "token:operator-bot"); ok != 4 {
 		t.Fatalf("%d ok outbox.resolve entries, want 4: %+v", ok, rows)

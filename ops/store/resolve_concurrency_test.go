@@ -31,7 +31,7 @@ func TestConcurrentOutboxResolutions(t *testing.T) {
 	resolveAtOnce(t, func(i int) error {
 		sel := selection(ids, i)
 		n, err := s.SetOutboxResolutions(ctx, audit.Entry{Actor: "otto", Role: "operator", Action: "outbox.resolve",
-			Target: "outbox/orders", Reason: "known"}, "orders", sel, triage.StateIgnored, "known")
+			Target: "outbox/orders", Reason: "known"}, "orders", sel, nil, triage.StateIgnored, "known")
 		changed.Add(n)
 		return err
 	})
@@ -53,7 +53,7 @@ func TestConcurrentOutboxResolutions(t *testing.T) {
 	changed.Store(0)
 	resolveAtOnce(t, func(i int) error {
 		n, err := s.SetOutboxResolutions(ctx, audit.Entry{Actor: "otto", Role: "operator", Action: "outbox.reopen",
-			Target: "outbox/orders"}, "orders", selection(ids, i), triage.StateOpen, "")
+			Target: "outbox/orders"}, "orders", selection(ids, i), nil, triage.StateOpen, "")
 		changed.Add(n)
 		return err
 	})

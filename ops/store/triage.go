@@ -349,12 +349,12 @@ func (s *Triage) Notes(ctx context.Context, source string) ([]triage.Note, error
 // SetOutboxResolutions puts outbox events (by row id) into state, audited before effect
 // (auditedChange). It returns how many events changed state (none is written for opening an
 // event that is open).
-func (s *Triage) SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error) {
+func (s *Triage) SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, deaths []string, state, reason string) (int64, error) {
 	if !validState(state) {
 		return 0, ops.Invalid("state", "must be open, resolved, ignored or replayed")
 	}
 	n, err := s.auditedChange(ctx, e, func(ctx context.Context, tx pgx.Tx) (int64, error) {
-		return setOutboxResolutions(ctx, tx, outbox, ids, state, e.Actor, reason, "")
+		return setOutboxResolutions(ctx, tx, outbox, ids, deaths, state, e.Actor, reason, "")
 	})
 	if err != nil {
 		return 0, fmt.Errorf("outbox resolutions %s: %w", outbox, err)
@@ -362,9 +362,12 @@ func (s *Triage) SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox
 	return n, nil
 }
 
-func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []int64, state, actor, reason, jobID string) (int64, error) {
+func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []int64, deaths []string, state, actor, reason, jobID string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
+	}
+	if len(deaths) != len(ids) {
+		deaths = make([]string, len(ids)) // about any death
 	}
 	actor, reason = ops.CleanText(actor, 500), ops.CleanText(reason, 4000)
 	// The rows are locked in the events' order whatever the order of ids (see setResolutions).
@@ -375,11 +378,12 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 			FROM locked l WHERE r.outbox = $1 AND r.event = l.event AND r.state <> 'open'`, outbox, actor, reason, ids)
 		return tag.RowsAffected(), err
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO outbox_resolution AS r (outbox, event, state, actor, reason, job_id)
-		SELECT DISTINCT $1, u, $2, $3, $4, $5 FROM unnest($6::bigint[]) AS u ORDER BY u
+	tag, err := tx.Exec(ctx, `INSERT INTO outbox_resolution AS r (outbox, event, state, actor, reason, job_id, death)
+		SELECT DISTINCT ON (u) $1, u, $2, $3, $4, $5, d FROM unnest($6::bigint[], $7::text[]) AS x(u, d) ORDER BY u
 		ON CONFLICT (outbox, event) DO UPDATE SET state = EXCLUDED.state, actor = EXCLUDED.actor, at = now(),
-			reason = EXCLUDED.reason, job_id = EXCLUDED.job_id
-		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id`, outbox, state, actor, reason, jobID, ids)
+			reason = EXCLUDED.reason, job_id = EXCLUDED.job_id, death = EXCLUDED.death
+		WHERE r.state <> EXCLUDED.state OR r.job_id <> EXCLUDED.job_id OR r.death <> EXCLUDED.death`,
+		outbox, state, actor, reason, jobID, ids, deaths)
 	return tag.RowsAffected(), err
 }
 
@@ -387,7 +391,7 @@ func setOutboxResolutions(ctx context.Context, tx pgx.Tx, outbox string, ids []i
 // after the ledger has them (a mark is never ahead of it).
 func (s *Triage) MarkOutboxReplayed(ctx context.Context, jobID, actor, outbox string, ids []int64) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := setOutboxResolutions(ctx, tx, outbox, ids, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
+		_, err := setOutboxResolutions(ctx, tx, outbox, ids, nil, triage.StateReplayed, actor, "replayed by job "+jobID, jobID)
 		return err
 	})
 	if err != nil {
@@ -429,7 +433,7 @@ func (s *Triage) OutboxResolutions(ctx context.Context, outbox string, ids []int
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT event, state, actor, at, reason, job_id FROM outbox_resolution
+	rows, err := s.pool.Query(ctx, `SELECT event, state, actor, at, reason, job_id, death FROM outbox_resolution
 		WHERE outbox = $1 AND event = ANY($2)`, outbox, ids)
 	if err != nil {
 		return nil, unavailable(err, "outbox resolutions %s", outbox)
@@ -438,7 +442,7 @@ func (s *Triage) OutboxResolutions(ctx context.Context, outbox string, ids []int
 	for rows.Next() {
 		var id int64
 		var r triage.Resolution
-		if err := rows.Scan(&id, &r.State, &r.Actor, &r.At, &r.Reason, &r.JobID); err != nil {
+		if err := rows.Scan(&id, &r.State, &r.Actor, &r.At, &r.Reason, &r.JobID, &r.Death); err != nil {
 			return nil, unavailable(err, "outbox resolutions %s", outbox)
 		}
 		out[id] = r
@@ -449,16 +453,18 @@ func (s *Triage) OutboxResolutions(ctx context.Context, outbox string, ids []int
 	return out, nil
 }
 
-// SettledOutboxEvents lists the events of an outbox marked resolved or ignored (what the
-// overview stops counting while they are DEAD).
-func (s *Triage) SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT event FROM outbox_resolution WHERE outbox = $1 AND state IN ('resolved', 'ignored')`, outbox)
+// SettledOutboxEvents lists the events of an outbox marked resolved or ignored, each with the
+// death its mark is about ("" for any): what the overview stops counting while they are DEAD in it.
+func (s *Triage) SettledOutboxEvents(ctx context.Context, outbox string) (map[int64]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT event, death FROM outbox_resolution WHERE outbox = $1 AND state IN ('resolved', 'ignored')`, outbox)
 	if err != nil {
 		return nil, unavailable(err, "settled outbox events %s", outbox)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
+	out := map[int64]string{}
+	var id int64
+	var death string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &death}, func() error { out[id] = death; return nil }); err != nil {
 		return nil, unavailable(err, "settled outbox events %s", outbox)
 	}
-	return ids, nil
+	return out, nil
 }

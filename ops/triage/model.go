@@ -43,6 +43,8 @@ type Resolution struct {
 	At     time.Time // zero for a record never marked
 	Reason string
 	JobID  string // the replay job that replayed it
+	// Death is, for an outbox event, the death the mark is about (OutboxDeath); "" for any.
+	Death string
 }
 
 // RecordKey names one record of a topic.

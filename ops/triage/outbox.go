@@ -3,6 +3,9 @@ package triage
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redrive/redrive/ops"
@@ -17,7 +20,19 @@ type OutboxTable interface {
 	Name() string
 	Events(ctx context.Context, ids []int64) ([]outbox.Event, error)
 	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
-	CountDead(ctx context.Context, ids []int64) (int64, error)
+}
+
+// OutboxDeath names one death of an outbox event: its event id and the available_at its relay
+// left when it went DEAD. A row that is requeued (by anyone, the service's own tooling included)
+// and dies again has another, so a mark about its earlier death does not hide it.
+func OutboxDeath(e outbox.Event) string {
+	return e.EventID + "@" + strconv.FormatInt(e.AvailableAt.UnixMicro(), 10)
+}
+
+// Marks is whether r, a mark read from the store, is about e's death now: a mark about an
+// earlier death (or an event that is not DEAD) is no mark of this one.
+func Marks(r Resolution, e outbox.Event) bool {
+	return e.Status == outbox.Dead && (r.Death == "" || r.Death == OutboxDeath(e))
 }
 
 // MaxOutboxScan bounds the DEAD events a filter selects: more is refused, not resolved in part.
@@ -64,18 +79,19 @@ func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, er
 	}
 	detail := map[string]any{"outbox": r.Outbox, "state": r.State}
 	var ids []int64
+	var deaths []string
 	var res Result
 	var err error
 	if len(r.Events) > 0 {
 		detail["events"] = len(r.Events)
-		ids, res, err = deadEvents(ctx, o, r.Events)
+		ids, deaths, res, err = deadEvents(ctx, o, r.Events)
 	} else {
 		f := *r.Filter
 		if f.EventType == "" && f.AggregateID == "" && f.Since.IsZero() && f.Until.IsZero() {
 			return Result{}, ops.Invalid("filter", "empty: give event_type, aggregate_id, since or until")
 		}
 		detail["filter"] = map[string]any{"event_type": f.EventType, "aggregate_id": f.AggregateID, "since": f.Since, "until": f.Until}
-		ids, res, err = deadMatching(ctx, o, f)
+		ids, deaths, res, err = deadMatching(ctx, o, f)
 	}
 	if err != nil {
 		return Result{}, err
@@ -83,58 +99,62 @@ func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, er
 	detail["matched"] = res.Matched
 	e := audit.WithClient(ctx, audit.Entry{Actor: r.Actor.Name, Role: r.Actor.Role.String(), Action: "outbox.resolve",
 		Target: audit.OutboxTarget(r.Outbox), Reason: r.Reason, Detail: detail})
-	res.Updated, err = t.store.SetOutboxResolutions(ctx, e, r.Outbox, ids, r.State, r.Reason)
+	res.Updated, err = t.store.SetOutboxResolutions(ctx, e, r.Outbox, ids, deaths, r.State, r.Reason)
 	return res, err
 }
 
 // deadEvents checks that each named event is in the outbox and DEAD: only DEAD events wait for
-// an operator's decision.
-func deadEvents(ctx context.Context, o OutboxTable, ids []int64) ([]int64, Result, error) {
+// an operator's decision. It returns them with their deaths (OutboxDeath).
+func deadEvents(ctx context.Context, o OutboxTable, ids []int64) ([]int64, []string, Result, error) {
 	if len(ids) > MaxRecords {
-		return nil, Result{}, ops.Invalid("events", fmt.Sprintf("at most %d per request; resolve a filter for more", MaxRecords))
+		return nil, nil, Result{}, ops.Invalid("events", fmt.Sprintf("at most %d per request; resolve a filter for more", MaxRecords))
 	}
 	events, err := o.Events(ctx, ids)
 	if err != nil {
-		return nil, Result{}, err
+		return nil, nil, Result{}, err
 	}
-	status := make(map[int64]outbox.Status, len(events))
+	byID := make(map[int64]outbox.Event, len(events))
 	for _, e := range events {
-		status[e.ID] = e.Status
+		byID[e.ID] = e
 	}
-	for _, id := range ids {
-		switch st, ok := status[id]; {
+	deaths := make([]string, len(ids))
+	for i, id := range ids {
+		switch e, ok := byID[id]; {
 		case !ok:
-			return nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is not in outbox %s", id, o.Name()))
-		case st != outbox.Dead:
-			return nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is %s: only DEAD events are resolved", id, st))
+			return nil, nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is not in outbox %s", id, o.Name()))
+		case e.Status != outbox.Dead:
+			return nil, nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is %s: only DEAD events are resolved", id, e.Status))
+		default:
+			deaths[i] = OutboxDeath(e)
 		}
 	}
-	return ids, Result{Matched: int64(len(events)), Scanned: int64(len(events))}, nil
+	return ids, deaths, Result{Matched: int64(len(events)), Scanned: int64(len(events))}, nil
 }
 
-// deadMatching lists the DEAD events the filter selects, page by page (newest first), refusing
-// a selection larger than MaxOutboxScan rather than resolving part of it.
-func deadMatching(ctx context.Context, o OutboxTable, f OutboxFilter) ([]int64, Result, error) {
+// deadMatching lists the DEAD events the filter selects, page by page (newest first), with their
+// deaths, refusing a selection larger than MaxOutboxScan rather than resolving part of it.
+func deadMatching(ctx context.Context, o OutboxTable, f OutboxFilter) ([]int64, []string, Result, error) {
 	lf := outbox.Filter{Status: outbox.Dead, EventType: f.EventType, AggregateID: f.AggregateID, CreatedFrom: f.Since, CreatedTo: f.Until,
 		Limit: outbox.MaxLimit}
 	var ids []int64
+	var deaths []string
 	for {
 		page, err := o.List(ctx, lf)
 		if err != nil {
-			return nil, Result{}, err
+			return nil, nil, Result{}, err
 		}
 		for _, e := range page.Events {
-			ids = append(ids, e.ID)
+			ids, deaths = append(ids, e.ID), append(deaths, OutboxDeath(e))
 		}
 		if len(ids) > MaxOutboxScan {
-			return nil, Result{}, ops.Invalid("filter", fmt.Sprintf("it selects more than %d DEAD events; resolve a narrower one", MaxOutboxScan))
+			return nil, nil, Result{}, ops.Invalid("filter", fmt.Sprintf("it selects more than %d DEAD events; resolve a narrower one", MaxOutboxScan))
 		}
 		if page.NextCursor == 0 {
 			break
 		}
 		lf.Before = page.NextCursor
 	}
-	return ids, Result{Matched: int64(len(ids)), Scanned: int64(len(ids))}, nil
+	return ids, deaths, Result{Matched: int64(len(ids)), Scanned: int64(len(ids))}, nil
 }
 
 // OutboxResolutions reads the resolution of each event (open when never marked).
@@ -150,16 +170,33 @@ func (t *Triage) OutboxRequeued(ctx context.Context, actor access.Actor, name st
 	return err
 }
 
-// SettledDead counts the outbox's events that are DEAD and marked resolved or ignored: what the
-// overview stops counting. One a replay sent back that died again is replayed, so open again.
+// SettledDead counts the outbox's events that are DEAD and marked resolved or ignored for the
+// death they are in (Marks): what the overview stops counting. One a replay sent back that died
+// again is replayed, so open again; one requeued elsewhere that died again has another death.
 func (t *Triage) SettledDead(ctx context.Context, name string) (int64, error) {
 	o, ok := t.outboxes[name]
 	if !ok {
 		return 0, nil
 	}
-	ids, err := t.store.SettledOutboxEvents(ctx, name)
-	if err != nil || len(ids) == 0 {
+	marked, err := t.store.SettledOutboxEvents(ctx, name)
+	if err != nil || len(marked) == 0 {
 		return 0, err
 	}
-	return o.CountDead(ctx, ids)
+	ids := slices.Sorted(maps.Keys(marked))
+	var n int64
+	for chunk := range slices.Chunk(ids, settledChunk) {
+		events, err := o.Events(ctx, chunk)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range events {
+			if Marks(Resolution{Death: marked[e.ID]}, e) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
+
+// settledChunk is how many marked events one read of the outbox checks.
+const settledChunk = 1000

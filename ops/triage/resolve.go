@@ -47,9 +47,13 @@ type Store interface {
 	SettledDeadLetters(ctx context.Context, cluster string, spans []Span) (map[string]int64, error)
 	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []Span) (map[GroupKey]int64, error)
 	SettledStates
-	SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, state, reason string) (int64, error)
+	// SetOutboxResolutions marks ids (deaths[i] the death ids[i] is marked for, OutboxDeath; nil
+	// for none).
+	SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, deaths []string, state, reason string) (int64, error)
 	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]Resolution, error)
-	SettledOutboxEvents(ctx context.Context, outbox string) ([]int64, error)
+	// SettledOutboxEvents lists the events marked resolved or ignored, each with the death its
+	// mark is about ("" for any).
+	SettledOutboxEvents(ctx context.Context, outbox string) (map[int64]string, error)
 	ReopenRequeuedOutbox(ctx context.Context, actor, outbox string, ids []int64) (int64, error)
 	AddNote(ctx context.Context, e audit.Entry, n Note) (Note, error)
 	Notes(ctx context.Context, source string) ([]Note, error)
