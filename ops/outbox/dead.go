@@ -1,13 +1,23 @@
 package outbox
 
-import "context"
+import (
+	"context"
+	"strconv"
+)
 
-// CountDead counts how many of ids are DEAD now: the events Redrive marked resolved or ignored
-// that the overview stops counting (one marked and then requeued by the relay's own tools is no
-// longer DEAD and so no longer subtracted).
-func (o *Outbox) CountDead(ctx context.Context, ids []int64) (int64, error) {
+// Deaths names, for those of ids that are DEAD now, the death they are in (Event.Death): the
+// events Redrive marked resolved or ignored, which the overview stops counting while they are in
+// the death the mark was about (one requeued and dead again is in another).
+func (o *Outbox) Deaths(ctx context.Context, ids []int64) (map[int64]string, error) {
 	if len(ids) == 0 {
-		return 0, nil
+		return map[int64]string{}, nil
 	}
-	return o.store.CountDead(ctx, ids)
+	return o.store.Deaths(ctx, ids)
+}
+
+// Death names one death of an event: its event id and the available_at its relay left when it
+// went DEAD. A row that is requeued (by anyone, the service's own tooling included) and dies
+// again has another.
+func (e Event) Death() string {
+	return e.EventID + "@" + strconv.FormatInt(e.AvailableAt.UnixMicro(), 10)
 }

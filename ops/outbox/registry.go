@@ -113,5 +113,5 @@ func (r readOnly) ReleaseStuck(context.Context, []int64, AuditFunc) (int64, erro
 func (r readOnly) Requeue(context.Context, []int64, []string, bool, AuditFunc) ([]int64, error) {
 	return nil, r.refuse("requeue")
 }
-func (r readOnly) CountDead(context.Context, []int64) (int64, error)       { return 0, nil }
-func (r readOnly) Inspect(ctx context.Context) (catalog.TableFacts, error) { return r.reg.Inspect(ctx) }
+func (r readOnly) Deaths(context.Context, []int64) (map[int64]string, error) { return nil, nil }
+func (r readOnly) Inspect(ctx context.Context) (catalog.TableFacts, error)   { return r.reg.Inspect(ctx) }

@@ -56,8 +56,8 @@ type Store interface {
 	// RESTART IDENTITY or a recreated table. As ReleaseStuck, in one transaction that audit (never
 	// nil, called with the count before the commit) can roll back. Returns the ids it moved.
 	Requeue(ctx context.Context, ids []int64, eventIDs []string, resetAttempts bool, audit AuditFunc) ([]int64, error)
-	// CountDead counts how many of ids are DEAD now.
-	CountDead(ctx context.Context, ids []int64) (int64, error)
+	// Deaths names (Event.Death) those of ids that are DEAD now.
+	Deaths(ctx context.Context, ids []int64) (map[int64]string, error)
 	// Inspect reads from the catalog only, for console doctor, the table's columns and their
 	// types, its indexes, and the account's SELECT on every mapped column and UPDATE on the
 	// repaired ones (Columns); nothing is tried or written. An error means the database could not

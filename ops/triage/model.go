@@ -43,7 +43,7 @@ type Resolution struct {
 	At     time.Time // zero for a record never marked
 	Reason string
 	JobID  string // the replay job that replayed it
-	// Death is, for an outbox event, the death the mark is about (OutboxDeath); "" for any.
+	// Death is, for an outbox event, the death the mark is about (outbox.Event.Death); "" for any.
 	Death string
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/redrive/redrive/ops"
@@ -20,20 +19,18 @@ type OutboxTable interface {
 	Name() string
 	Events(ctx context.Context, ids []int64) ([]outbox.Event, error)
 	List(ctx context.Context, f outbox.Filter) (outbox.Page, error)
+	Deaths(ctx context.Context, ids []int64) (map[int64]string, error)
 }
 
-// OutboxDeath names one death of an outbox event: its event id and the available_at its relay
-// left when it went DEAD. A row that is requeued (by anyone, the service's own tooling included)
-// and dies again has another, so a mark about its earlier death does not hide it.
-func OutboxDeath(e outbox.Event) string {
-	return e.EventID + "@" + strconv.FormatInt(e.AvailableAt.UnixMicro(), 10)
-}
-
-// Marks is whether r, a mark read from the store, is about e's death now: a mark about an
-// earlier death (or an event that is not DEAD) is no mark of this one.
+// Marks is whether r, a mark read from the store, is about e's death now (outbox.Event.Death): a
+// mark about an earlier death — the event requeued by anyone and dead again — or of an event that
+// is not DEAD is no mark of this one.
 func Marks(r Resolution, e outbox.Event) bool {
-	return e.Status == outbox.Dead && (r.Death == "" || r.Death == OutboxDeath(e))
+	return e.Status == outbox.Dead && marksDeath(r.Death, e.Death())
 }
+
+// marksDeath is whether a mark about death marked ("" for any) is about death now.
+func marksDeath(marked, now string) bool { return marked == "" || marked == now }
 
 // MaxOutboxScan bounds the DEAD events a filter selects: more is refused, not resolved in part.
 const MaxOutboxScan = 100_000
@@ -104,7 +101,7 @@ func (t *Triage) ResolveOutbox(ctx context.Context, r OutboxRequest) (Result, er
 }
 
 // deadEvents checks that each named event is in the outbox and DEAD: only DEAD events wait for
-// an operator's decision. It returns them with their deaths (OutboxDeath).
+// an operator's decision. It returns them with their deaths (outbox.Event.Death).
 func deadEvents(ctx context.Context, o OutboxTable, ids []int64) ([]int64, []string, Result, error) {
 	if len(ids) > MaxRecords {
 		return nil, nil, Result{}, ops.Invalid("events", fmt.Sprintf("at most %d per request; resolve a filter for more", MaxRecords))
@@ -125,7 +122,7 @@ func deadEvents(ctx context.Context, o OutboxTable, ids []int64) ([]int64, []str
 		case e.Status != outbox.Dead:
 			return nil, nil, Result{}, ops.Invalid("events", fmt.Sprintf("event %d is %s: only DEAD events are resolved", id, e.Status))
 		default:
-			deaths[i] = OutboxDeath(e)
+			deaths[i] = e.Death()
 		}
 	}
 	return ids, deaths, Result{Matched: int64(len(events)), Scanned: int64(len(events))}, nil
@@ -144,7 +141,7 @@ func deadMatching(ctx context.Context, o OutboxTable, f OutboxFilter) ([]int64, 
 			return nil, nil, Result{}, err
 		}
 		for _, e := range page.Events {
-			ids, deaths = append(ids, e.ID), append(deaths, OutboxDeath(e))
+			ids, deaths = append(ids, e.ID), append(deaths, e.Death())
 		}
 		if len(ids) > MaxOutboxScan {
 			return nil, nil, Result{}, ops.Invalid("filter", fmt.Sprintf("it selects more than %d DEAD events; resolve a narrower one", MaxOutboxScan))
@@ -171,7 +168,7 @@ func (t *Triage) OutboxRequeued(ctx context.Context, actor access.Actor, name st
 }
 
 // SettledDead counts the outbox's events that are DEAD and marked resolved or ignored for the
-// death they are in (Marks): what the overview stops counting. One a replay sent back that died
+// death they are in (marksDeath): what the overview stops counting. One a replay sent back that died
 // again is replayed, so open again; one requeued elsewhere that died again has another death.
 func (t *Triage) SettledDead(ctx context.Context, name string) (int64, error) {
 	o, ok := t.outboxes[name]
@@ -185,12 +182,12 @@ func (t *Triage) SettledDead(ctx context.Context, name string) (int64, error) {
 	ids := slices.Sorted(maps.Keys(marked))
 	var n int64
 	for chunk := range slices.Chunk(ids, settledChunk) {
-		events, err := o.Events(ctx, chunk)
+		deaths, err := o.Deaths(ctx, chunk)
 		if err != nil {
 			return 0, err
 		}
-		for _, e := range events {
-			if Marks(Resolution{Death: marked[e.ID]}, e) {
+		for id, d := range deaths {
+			if marksDeath(marked[id], d) {
 				n++
 			}
 		}
@@ -199,4 +196,4 @@ func (t *Triage) SettledDead(ctx context.Context, name string) (int64, error) {
 }
 
 // settledChunk is how many marked events one read of the outbox checks.
-const settledChunk = 1000
+const settledChunk = 10_000

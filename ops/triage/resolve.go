@@ -47,7 +47,7 @@ type Store interface {
 	SettledDeadLetters(ctx context.Context, cluster string, spans []Span) (map[string]int64, error)
 	SettledByErrorGroup(ctx context.Context, cluster, topic string, spans []Span) (map[GroupKey]int64, error)
 	SettledStates
-	// SetOutboxResolutions marks ids (deaths[i] the death ids[i] is marked for, OutboxDeath; nil
+	// SetOutboxResolutions marks ids (deaths[i] the death ids[i] is marked for, outbox.Event.Death; nil
 	// for none).
 	SetOutboxResolutions(ctx context.Context, e audit.Entry, outbox string, ids []int64, deaths []string, state, reason string) (int64, error)
 	OutboxResolutions(ctx context.Context, outbox string, ids []int64) (map[int64]Resolution, error)

@@ -286,15 +286,30 @@ func eventDest(e *outbox.Event) []any {
 		&e.Attempts, &e.AvailableAt, &e.LockedUntil, &e.LastError, &e.CreatedAt, &e.SentAt, &e.SchemaVersion}
 }
 
-// CountDead counts how many of ids are DEAD now.
-func (s *Store) CountDead(ctx context.Context, ids []int64) (int64, error) {
+// Deaths names those of ids that are DEAD now.
+func (s *Store) Deaths(ctx context.Context, ids []int64) (map[int64]string, error) {
 	in, args := placeholders(ids)
-	var n int64
-	err := s.row(ctx, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s IN (%s) AND %s = 'DEAD'`, s.q.table, s.q.id, in, s.q.status), args, &n)
+	out := map[int64]string{}
+	err := s.pool.Do(ctx, func(c *sql.Conn) error {
+		rows, err := c.QueryContext(ctx, fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE %s IN (%s) AND %s = 'DEAD'`,
+			s.q.id, s.q.eventID, s.q.availableAt, s.q.table, s.q.id, in, s.q.status), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e outbox.Event
+			if err := rows.Scan(&e.ID, &e.EventID, &e.AvailableAt); err != nil {
+				return err
+			}
+			out[e.ID] = e.Death()
+		}
+		return rows.Err()
+	})
 	if err != nil {
-		return 0, s.wrap("count dead events", err)
+		return nil, s.wrap("dead events", err)
 	}
-	return n, nil
+	return out, nil
 }
 
 // releaseBatch bounds one locking read so that releasing many stuck rows never asks for a huge

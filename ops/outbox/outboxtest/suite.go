@@ -527,11 +527,18 @@ func testFindAndCountDead(t *testing.T, db DB) {
 	if found, err := o.Find(ctx, []string{"bad\x00id", "bad-\xff", "evt-d"}, "o-\x00", 10); err != nil || len(found) != 1 {
 		t.Fatalf("find with hostile ids = %+v, %v; want evt-d alone", found, err)
 	}
-	if n, err := o.CountDead(ctx, append(slices.Clone(ids), 999999)); err != nil || n != 2 {
-		t.Fatalf("count dead = %d, %v; want 2", n, err)
+	deaths, err := o.Deaths(ctx, append(slices.Clone(ids), 999999))
+	if err != nil || len(deaths) != 2 {
+		t.Fatalf("deaths = %v, %v; want 2", deaths, err)
 	}
-	if n, err := o.CountDead(ctx, nil); err != nil || n != 0 {
-		t.Fatalf("count dead of none = %d, %v", n, err)
+	for id, d := range deaths {
+		e, err := o.Event(ctx, id)
+		if err != nil || d != e.Death() || !strings.HasPrefix(d, e.EventID+"@") {
+			t.Fatalf("death of %d = %q; want %q (%v)", id, d, e.Death(), err)
+		}
+	}
+	if d, err := o.Deaths(ctx, nil); err != nil || len(d) != 0 {
+		t.Fatalf("deaths of none = %v, %v", d, err)
 	}
 }
 

@@ -106,14 +106,18 @@ func scanEvent(r pgx.CollectableRow) (outbox.Event, error) {
 	return e, err
 }
 
-// CountDead counts how many of ids are DEAD now.
-func (s *Store) CountDead(ctx context.Context, ids []int64) (int64, error) {
-	var n int64
-	err := s.pool.QueryRow(ctx, s.q.countDead, ids).Scan(&n)
+// Deaths names those of ids that are DEAD now.
+func (s *Store) Deaths(ctx context.Context, ids []int64) (map[int64]string, error) {
+	rows, err := s.pool.Query(ctx, s.q.deaths, ids)
 	if err != nil {
-		return 0, s.wrap("count dead events", err)
+		return nil, s.wrap("dead events", err)
 	}
-	return n, nil
+	out := map[int64]string{}
+	var e outbox.Event
+	if _, err := pgx.ForEachRow(rows, []any{&e.ID, &e.EventID, &e.AvailableAt}, func() error { out[e.ID] = e.Death(); return nil }); err != nil {
+		return nil, s.wrap("dead events", err)
+	}
+	return out, nil
 }
 
 // releaseBatch bounds one UPDATE so that releasing many stuck rows never asks for a huge lock set

@@ -23,7 +23,7 @@ type queries struct {
 	release          string // $1: ids (NULL = every stuck row), $2: batch size
 	requeue          string // $1: ids, $2: the event_id each must hold (NULL: any)
 	requeueReset     string // as requeue; also resets attempts
-	countDead        string // $1: ids; how many of them are DEAD
+	deaths           string // $1: ids; those DEAD: id, event_id, available_at
 	// columns, quoted, for building filters
 	id, eventID, eventType, aggregateID, status, lockedUntil, createdAt, payload string
 }
@@ -67,9 +67,9 @@ func buildQueries(table string, c configs.OutboxColumns) queries {
 		count[s] = fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = '%s'`, t, status, s)
 	}
 	return queries{
-		count:     count,
-		countDead: fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = ANY($1::bigint[]) AND %s = 'DEAD'`, t, id, status),
-		ping:      fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
+		count:  count,
+		deaths: fmt.Sprintf(`SELECT %s, %s::text, %s FROM %s WHERE %s = ANY($1::bigint[]) AND %s = 'DEAD'`, id, q(c.EventID), q(c.AvailableAt), t, id, status),
+		ping:   fmt.Sprintf(`SELECT 1 FROM %s LIMIT 0`, t),
 		readyAgeAndStuck: fmt.Sprintf(`SELECT
 				(SELECT extract(epoch FROM now() - min(%[3]s)::timestamptz)::float8 FROM %[1]s WHERE %[2]s = 'READY' AND %[3]s <= now()),
 				stuck.n, stuck.age

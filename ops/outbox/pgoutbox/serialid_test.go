@@ -52,9 +52,9 @@ func TestIntegerIDBeyondItsRange(t *testing.T) {
 			t.Fatalf("events 1 and %d: %+v, %v; want e-1", int64(beyond), events, err)
 		}
 	})
-	t.Run("CountDead", func(t *testing.T) {
-		if n, err := o.CountDead(ctx, []int64{1, beyond}); err != nil || n != 1 {
-			t.Fatalf("dead of 1 and %d: %d, %v; want 1", int64(beyond), n, err)
+	t.Run("Deaths", func(t *testing.T) {
+		if d, err := o.Deaths(ctx, []int64{1, beyond}); err != nil || len(d) != 1 {
+			t.Fatalf("dead of 1 and %d: %v, %v; want 1", int64(beyond), d, err)
 		}
 	})
 	t.Run("ReleaseStuck", func(t *testing.T) {
