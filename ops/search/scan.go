@@ -55,7 +55,8 @@ type Query struct {
 	// FromOffset and ToOffset (inclusive) bound every partition's range; nil: its start, its end.
 	FromOffset, ToOffset *int64
 	// Cursor is where each partition goes on, as a previous scan's Next: the offset of the next
-	// record to read in Order. A partition missing from a non-nil Cursor is done.
+	// record to read in Order, for every partition the scan began with (one read already is past
+	// its end). A partition it does not name was added since, and is read whole.
 	Cursor map[int32]int64
 	// Limit stops the scan at this many matches; 0 does not.
 	Limit int
@@ -144,20 +145,17 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		if q.Order == "newest" {
 			s.pos = s.hi - 1
 		}
-		if q.Cursor != nil {
-			c, ok := q.Cursor[pr.Partition]
-			if !ok {
-				continue
-			}
+		// A cursor names every partition the scan began with, read or not: one it does not name
+		// was added since, and is read whole (it used to be taken for read, and the scan said
+		// "whole range read" over its records).
+		if c, ok := q.Cursor[pr.Partition]; ok {
 			if q.Order == "oldest" {
 				s.pos = max(c, s.lo)
 			} else {
 				s.pos = min(c, s.hi-1)
 			}
 		}
-		if !s.done(q.Order) {
-			spans = append(spans, s)
-		}
+		spans = append(spans, s)
 	}
 
 	readCtx, deadline, cancel := scanDeadline(ctx, q.Timeout)
@@ -228,6 +226,9 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 		if res.Stopped != "" {
 			break
 		}
+		if s.done(q.Order) {
+			continue
+		}
 		var err error
 		if q.Order == "oldest" {
 			s.pos, err = sc.ForwardLazy(readCtx, s.p, s.pos, s.hi, visit)
@@ -257,11 +258,9 @@ func ScanKafka(ctx context.Context, src KafkaSource, q Query) (Result, error) {
 	if q.Progress != nil {
 		q.Progress(res.Scanned, res.Matched)
 	}
-	for _, s := range spans {
-		if !s.done(q.Order) {
-			if res.Next == nil {
-				res.Next = map[int32]int64{}
-			}
+	if slices.ContainsFunc(spans, func(s span) bool { return !s.done(q.Order) }) {
+		res.Next = make(map[int32]int64, len(spans))
+		for _, s := range spans {
 			res.Next[s.p] = s.pos
 		}
 	}
