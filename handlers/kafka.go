@@ -47,6 +47,9 @@ type KafkaCluster interface {
 	// Partitions lists a topic's partitions with their offsets: ErrNotFound, ErrUnavailable.
 	Partitions(ctx context.Context, topic string) ([]kafkamodel.PartitionRange, error)
 	ErrorGroups(ctx context.Context, topic string, maxScan int) (kafkamodel.ErrorScan, error)
+	// TopicID is the topic's ID now ("" when the broker has none): the topic page hands it to the
+	// plans it starts, which refuse a topic created again since.
+	TopicID(ctx context.Context, topic string) (string, error)
 }
 
 // KafkaSnapshots reads the sampler's stored lag snapshots and history (ops/sampler): pages never
@@ -738,6 +741,9 @@ func (h *Kafka) TopicPage(c echo.Context) error {
 	page.Revealed, _ = queryBool(c, "reveal") // redactionFor refused a reveal it did not grant
 	page.CanUncommitted = ActorOf(c).Can(access.Admin)
 	page.Uncommitted = q.Isolation == kafkamodel.ReadUncommitted
+	// Read before the records: a topic created again in between makes the plan refuse, never
+	// replay records nobody saw.
+	page.TopicID, _ = k.TopicID(c.Request().Context(), q.Topic)
 	h.searchLinks(c, &page)
 	// A search given no partition reads every partition (searchLinks): so does the page, whose
 	// partition choice and "Plan replay of the matches" said partition 0 while the scan and the

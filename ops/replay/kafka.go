@@ -86,6 +86,12 @@ func (k kafkaKind) plan(ctx context.Context, src *Source, f Filter, emit func(It
 	if err != nil {
 		return err
 	}
+	// A selection made on a page read before the topic was deleted and created again names
+	// records of the old topic: the offsets now hold others, never seen nor chosen.
+	if src.TopicID != "" && id != "" && src.TopicID != id {
+		return ops.Conflict("topic %s was deleted and created again since it was read (its records are others now): "+
+			"open it again and choose anew", src.Topic)
+	}
 	src.TopicID = id
 	cel, err := compileCEL(search.Kafka, f.CEL)
 	if err != nil {

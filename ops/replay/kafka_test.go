@@ -742,3 +742,27 @@ func TestKafkaJobWhoseHeadRetentionDeleted(t *testing.T) {
 		t.Fatalf("ledger %+v, %v; want the deleted ones failed as gone", entries, err)
 	}
 }
+
+// A plan made from a page read before the topic was deleted and created again (the page hands
+// the topic's ID it read to the plan) is refused, in words: the offsets it names hold other records
+// now, which nobody saw nor chose. Without an ID (an API call that names none) it plans as before.
+func TestKafkaPlanOfATopicCreatedAgainSinceItWasRead(t *testing.T) {
+	w := newWorld(t)
+	w.deadLetter(t, 0, "m-1", "k-1", "com.acme.StockException")
+	e := w.engine(t, "a")
+	ctx := ctxT(t)
+	src := kafkaSource(0, 0, 1)
+	read, err := e.Plan(ctx, "alice", src, replay.Filter{})
+	if err != nil || read.Source.TopicID == "" {
+		t.Fatalf("plan %v; topic id %q", err, read.Source.TopicID)
+	}
+	src.TopicID = read.Source.TopicID
+	if _, err := e.Plan(ctx, "alice", src, replay.Filter{}); err != nil {
+		t.Fatalf("the same topic: %v", err)
+	}
+	src.TopicID = "AAAAAAAAAAAAAAAAAAAAAA" // the ID of the topic the page showed, deleted since
+	_, err = e.Plan(ctx, "alice", src, replay.Filter{})
+	if !errors.Is(err, ops.ErrConflict) || !strings.Contains(ops.Message(err), "deleted and created again") {
+		t.Fatalf("a plan of the topic created again: %v (%q)", err, ops.Message(err))
+	}
+}

@@ -211,9 +211,12 @@ type PartitionRow struct {
 
 // TopicPage is one page of a topic's records.
 type TopicPage struct {
-	Meta      layout.Meta
-	Cluster   string
-	Topic     string
+	Meta    layout.Meta
+	Cluster string
+	Topic   string
+	// TopicID is the topic's ID when the page was read ("" unknown): its plan forms carry it, and
+	// a plan of a topic deleted and created again since is refused.
+	TopicID   string
 	Partition int32
 	// All: the page merges every partition, newest (or oldest) first by timestamp; Partition
 	// and Start/End are then unused.
