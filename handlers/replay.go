@@ -648,7 +648,7 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	if src.ToOffset, err = formInt64(c, "to_offset"); err != nil {
 		return err
 	}
-	src.TopicID = c.FormValue("topic_id") // the topic page's, when it was read
+	src.TopicID = c.FormValue("topic_id")            // the topic page's, when it was read
 	for _, raw := range c.Request().Form["record"] { // "partition:offset", from the topic page's checkboxes
 		ref, err := parseRecordRef(raw)
 		if err != nil {

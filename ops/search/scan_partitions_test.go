@@ -29,7 +29,9 @@ func TestScanReadsPartitionsAddedSinceItsCursor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	rec := func(p int32, v string) *kgo.Record { return &kgo.Record{Topic: "orders.DLT", Partition: p, Value: []byte(v)} }
+	rec := func(p int32, v string) *kgo.Record {
+		return &kgo.Record{Topic: "orders.DLT", Partition: p, Value: []byte(v)}
+	}
 	if err := prod.ProduceSync(ctx, rec(0, "p0-a"), rec(1, "p1-a"), rec(1, "p1-b")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
