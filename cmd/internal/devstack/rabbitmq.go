@@ -332,6 +332,19 @@ func (r *RabbitMQ) Start(ctx context.Context) error {
 		}
 	}
 	nodePidFile := filepath.Join(r.nodeDir(), "rabbit.pid")
+	// rabbitmqctl wait reads the pid file once it appears and gives up on what it finds there
+	// ("garbage_in_pid_file") when it read it before the server finished writing it, which a chaos
+	// test's restart met once in CI: it is called when the file holds a pid.
+	for readPidFile(r.pidFile()) <= 0 { // the host's path of it (a Root's node sees r.dir as its nodeDir)
+		if exited() {
+			return fail(errors.New("server exited during startup"))
+		}
+		select {
+		case <-wctx.Done():
+			return fail(fmt.Errorf("no pid in %s: %w", r.pidFile(), wctx.Err()))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	for _, args := range [][]string{{"wait", "--timeout", "90", nodePidFile}, {"await_startup", "--timeout", "90"}} {
 		if _, err := r.ctl(wctx, args...); err != nil {
 			if exited() {
