@@ -43,6 +43,9 @@ type Cluster interface {
 	DeadLetterTopicOf(ctx context.Context, topic string) (string, bool, error)
 	PartitionCount(ctx context.Context, topic string) (int, error)
 	EndOffsets(ctx context.Context, topic string) (map[int32]int64, error)
+	// CountRecords counts the records a read_committed consumer gets from each range [from, to),
+	// reading for at most budget; exact is false when it ran out (the rest counted as records).
+	CountRecords(ctx context.Context, topic string, ranges map[int32][2]int64, budget time.Duration) (map[int32]int64, bool, error)
 	CopySkipped(ctx context.Context, req kafkamodel.CopyRequest) (kafkamodel.CopyResult, error)
 	CommitGroupOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error
 	// TopicID is the topic's ID now ("" when the broker has none); unknown topic → ErrNotFound.
@@ -293,6 +296,9 @@ func (m *Mover) Plan(ctx context.Context, r PlanRequest) (Plan, error) {
 		p.Partitions = append(p.Partitions, mv)
 	}
 	slices.SortFunc(p.Partitions, func(a, b Move) int { return int(a.Partition - b.Partition) })
+	if err := countSkipped(ctx, c, &p); err != nil {
+		return Plan{}, err
+	}
 	if len(never) > 0 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("never committed (or committed below the log start) on %s %s: "+
 			"counted from the log start, where the consumer resumes with auto.offset.reset=earliest",
@@ -384,6 +390,43 @@ func (m *Mover) planCopy(ctx context.Context, c Cluster, r PlanRequest, p *Plan)
 	}
 	return nil
 }
+
+// countSkipped counts the records each move skips: the offsets between the position and the new
+// one hold transaction markers and records of aborted transactions too, which no consumer gets —
+// a topic written in transactions of one record has two offsets a record, and the plan, its audit
+// and the four-eyes threshold counted both. Counting is bounded (countBudget); past it, the
+// offsets not read count as records and the plan says so.
+func countSkipped(ctx context.Context, c Cluster, p *Plan) error {
+	ranges := map[int32][2]int64{}
+	for _, mv := range p.Partitions {
+		if mv.Skipped > 0 {
+			ranges[mv.Partition] = [2]int64{mv.SkipFrom, mv.New}
+		}
+	}
+	if len(ranges) == 0 {
+		return nil
+	}
+	counts, exact, err := c.CountRecords(ctx, p.Topic, ranges, countBudget)
+	if err != nil {
+		return err
+	}
+	p.Skipped = 0
+	for i := range p.Partitions {
+		mv := &p.Partitions[i]
+		if _, ok := ranges[mv.Partition]; ok {
+			mv.Skipped = min(counts[mv.Partition], mv.Skipped)
+		}
+		p.Skipped += mv.Skipped
+	}
+	if !exact {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the skipped records were counted for %s and the offsets not read yet counted "+
+			"as records: at most %s are skipped", countBudget, ops.Plural(p.Skipped, "record")))
+	}
+	return nil
+}
+
+// countBudget bounds the count of the records a plan skips.
+const countBudget = 5 * time.Second
 
 // shift is pos moved by records within [start, end], saturating: pos+by overflowed int64 for a
 // shift near its bounds (by 2^63-10 from 10 wrapped negative and landed on the log start). pos is

@@ -700,3 +700,41 @@ func TestApplyRefusedAfterTopicRecreated(t *testing.T) {
 		t.Fatalf("apply after the topic was deleted: %v, want a conflict saying so", err)
 	}
 }
+
+// An offset move over a topic written in transactions skips records, not offsets: each one-record
+// transaction leaves a marker, and the plan counted both — 20 "records" for 10, in its text, its
+// audit count and the four-eyes threshold — while apply then copied 10. The plan counts what a
+// consumer would have read, and copies as many.
+func TestSkipCountsRecordsNotMarkers(t *testing.T) {
+	e, _ := newEnv(t, foureyes.Settings{Enabled: true, Threshold: 15})
+	ctx := ctxT(t)
+	if _, err := e.adm.CreateTopic(ctx, 1, 1, nil, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.adm.CreateTopic(ctx, 1, 1, nil, "payments.DLT"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 { // offsets 0–19: a record and its marker each
+		kfaketest.Transaction(t, e.broker, "tx", true, &kgo.Record{Topic: "payments", Value: []byte(fmt.Sprintf("p-%d", i))})
+	}
+	kfaketest.Transaction(t, e.broker, "tx", false, &kgo.Record{Topic: "payments", Value: []byte("aborted")}) // 20, marker 21
+	kfaketest.Commit(t, e.adm, "billing", "payments", map[int32]int64{0: 0})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "payments", Partitions: []int32{0},
+		To: offsets.Target{Kind: offsets.KindLatest}, Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Skipped != 10 || len(p.Partitions) != 1 || p.Partitions[0].Skipped != 10 || p.Partitions[0].New != 22 {
+		t.Fatalf("plan skips %d (%+v); want 10 records over offsets 0–21", p.Skipped, p.Partitions)
+	}
+	if p.FourEyes {
+		t.Errorf("10 records under a threshold of 15 held for a second person: %v", p.Warnings)
+	}
+	res, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice", Role: access.Operator}, Reason: "drained"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copied != 10 {
+		t.Errorf("copied %d; want the 10 records the plan counted", res.Copied)
+	}
+}
