@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/ops"
 )
@@ -335,29 +336,68 @@ func skippedHeaders(req CopyRequest, rec Record) []Header {
 }
 
 // copiesOf finds the copies of topic's records plan made in dest since from: (partition,
-// offset) of each original.
+// offset) of each original. It reads every record written (read_uncommitted): the copies are not
+// transactional, but a transaction open on dest — its own producer's, a transactional
+// recoverer's — keeps a read_committed consumer before them, and they were copied again.
 func (c *Cluster) copiesOf(ctx context.Context, dest, plan, topic string, from map[int32]int64) (map[[2]int64]bool, error) {
 	ends, err := c.EndOffsets(ctx, dest)
 	if err != nil {
 		return nil, err
 	}
 	out := map[[2]int64]bool{}
+	pos, starts := map[int32]int64{}, map[int32]kgo.Offset{}
 	for p, end := range ends {
-		start := from[p]
-		if start >= end {
-			continue
+		if start := from[p]; start < end {
+			pos[p], starts[p] = start, kgo.NewOffset().At(start)
 		}
-		err := c.Scan(ctx, dest, p, start, end, func(r Record) error {
-			if last(r.Headers, HeaderOffsetPlan) != plan || r.DeadLetter == nil || r.DeadLetter.OriginalTopic != topic ||
-				r.DeadLetter.OriginalPartition == nil || r.DeadLetter.OriginalOffset == nil {
-				return nil
+	}
+	if len(pos) == 0 {
+		return out, nil
+	}
+	cl, err := c.consumer(map[string]map[int32]kgo.Offset{dest: starts}, 1<<20, uncommitted())
+	if err != nil {
+		return nil, c.fail("read "+named(dest), err)
+	}
+	defer cl.Close()
+	rctx, cancel := c.bound(ctx)
+	defer cancel()
+	for len(pos) > 0 {
+		// Read uncommitted, a partition holds every offset up to its end but those compaction
+		// removed: a poll that brings nothing for a while has read what is there.
+		pctx, pcancel := context.WithTimeout(rctx, scanIdleProbe)
+		fs := cl.PollFetches(pctx)
+		idle := pctx.Err() != nil && rctx.Err() == nil
+		pcancel()
+		if err := fetchErr(fs); err != nil && !idle {
+			return nil, c.fail("read "+named(dest), err)
+		}
+		if fs.NumRecords() == 0 && idle {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			at, ok := pos[r.Partition]
+			if !ok || r.Offset < at {
+				return
 			}
-			out[[2]int64{int64(*r.DeadLetter.OriginalPartition), *r.DeadLetter.OriginalOffset}] = true
-			return nil
+			if pos[r.Partition] = r.Offset + 1; r.Offset+1 >= ends[r.Partition] {
+				delete(pos, r.Partition)
+			}
+			if r.Attrs.IsControl() {
+				return
+			}
+			rec := rawRecord(r)
+			if last(rec.Headers, HeaderOffsetPlan) != plan {
+				return
+			}
+			dl := c.index.decode(rec.Headers, idBody{}, c.ids) // the headers say what was copied
+			if dl == nil || dl.OriginalTopic != topic || dl.OriginalPartition == nil || dl.OriginalOffset == nil {
+				return
+			}
+			out[[2]int64{int64(*dl.OriginalPartition), *dl.OriginalOffset}] = true
 		})
-		if err != nil {
-			return nil, err
-		}
+	}
+	if len(pos) > 0 && rctx.Err() != nil {
+		return nil, c.fail("read "+named(dest), rctx.Err())
 	}
 	return out, nil
 }

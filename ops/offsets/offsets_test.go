@@ -738,3 +738,33 @@ func TestSkipCountsRecordsNotMarkers(t *testing.T) {
 		t.Errorf("copied %d; want the 10 records the plan counted", res.Copied)
 	}
 }
+
+// The dead-letter topic has a transaction open (its own producer's, Spring's transactional
+// recoverer) when an interrupted apply is applied again: the copies of the first apply lie past
+// the topic's last stable offset, where a read_committed look for them does not reach, and they
+// were copied again (6 of 6). The look reads every record written, and finds them.
+func TestReapplyFindsItsCopiesPastAnOpenTransaction(t *testing.T) {
+	e, _ := newEnv(t, foureyes.Settings{})
+	ctx := ctxT(t)
+	e.commit(t, "billing", map[int32]int64{0: 2, 1: 4, 2: 10})
+	p, err := e.m.Plan(ctx, offsets.PlanRequest{Cluster: "test", Group: "billing", Topic: "orders", To: offsets.Target{Kind: offsets.KindShift, By: 3}, Actor: "alice"})
+	if err != nil || p.Skipped != 6 {
+		t.Fatalf("plan skips %d, %v; want 6", p.Skipped, err)
+	}
+	end := kfaketest.OpenTransaction(t, e.broker, "recoverer",
+		&kgo.Record{Topic: "orders.DLT", Partition: 0, Value: []byte("in-flight")}, &kgo.Record{Topic: "orders.DLT", Partition: 1, Value: []byte("in-flight")})
+	defer end(false)
+	crash := errors.New("killed")
+	e.m.SetBeforeCommit(func(offsets.Plan) error { return crash })
+	if _, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"}); !errors.Is(err, crash) {
+		t.Fatalf("first apply: %v", err)
+	}
+	e.m.SetBeforeCommit(nil)
+	res, err := e.m.Apply(ctx, offsets.ApplyRequest{PlanID: p.ID, Actor: access.Actor{Name: "alice"}, Reason: "skip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Copied != 0 || res.AlreadyCopied != 6 {
+		t.Errorf("second apply copied %d, recognised %d; want 0 and 6", res.Copied, res.AlreadyCopied)
+	}
+}
