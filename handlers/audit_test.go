@@ -66,7 +66,7 @@ func TestAuditFilters(t *testing.T) {
 		"target=" + strings.Repeat("x", 1025): "target: must be at most 1024 characters",
 		"outcome=OK":                          "outcome: must be one of ok, failed, denied, started, partial, cancelled",
 		"until=tomorrow":                      "until: must be RFC 3339",
-		"until=0001-01-01":                    "until: must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) after 1970", // the zero time: no bound
+		"until=0001-01-01":                    "until: must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) between 1970 and 9999", // the zero time: no bound
 		"since=1h&until=2h":                   "until: must be after since",
 		"outcom=ok":                           "outcom: unknown query parameter; known: actor, action, outcome, target, since, until, limit, cursor",
 	} {

@@ -532,7 +532,7 @@ func queryTime(c echo.Context, name string, now time.Time) (time.Time, error) {
 	}
 	t, ok := boundedTime(raw, now)
 	if !ok {
-		return time.Time{}, ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) after 1970, or an age like 15m, 6h, 7d")
+		return time.Time{}, ops.Invalid(name, "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) between 1970 and 9999, or an age like 15m, 6h, 7d")
 	}
 	return t, nil
 }
@@ -543,8 +543,13 @@ func queryTime(c echo.Context, name string, now time.Time) (time.Time, error) {
 // instead of nothing. (The callers that tell "given" by a pointer take the year 1 as a time.)
 func boundedTime(raw string, now time.Time) (time.Time, bool) {
 	t, ok := parseTime(raw, now)
-	return t, ok && !t.Before(time.Unix(0, 0))
+	return t, ok && !t.Before(time.Unix(0, 0)) && !t.After(lastTime)
 }
+
+// lastTime is the last instant a bound may name: MySQL's DATETIME ends with the year 9999, and a
+// time past it (9999-12-31T23:59:59-12:00 is in the year 10000 in UTC) was refused by the driver
+// before its query left, which read as the database not answering.
+var lastTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
 
 func parseTime(raw string, now time.Time) (time.Time, bool) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"} {

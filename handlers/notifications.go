@@ -186,9 +186,11 @@ func (h *Notifications) APIList(c echo.Context) error {
 
 type silenceRequest struct {
 	Matchers map[string]string `json:"matchers"`
-	EndsAt   *time.Time        `json:"ends_at"`
-	Duration string            `json:"duration"`
-	Comment  string            `json:"comment"`
+	// EndsAt is text read by bodyTime: decoded as a time.Time, "tomorrow" was "body: could not be
+	// read as JSON" instead of a word about ends_at.
+	EndsAt   string `json:"ends_at"`
+	Duration string `json:"duration"`
+	Comment  string `json:"comment"`
 }
 
 // parse reads a silence request; what a silence may be is alerts.SilenceRequest.Silence's to say.
@@ -196,10 +198,14 @@ type silenceRequest struct {
 func (r silenceRequest) parse(by string, limits alerts.SilenceLimits) (alerts.SilenceRequest, error) {
 	req := alerts.SilenceRequest{Matchers: r.Matchers, Comment: r.Comment, CreatedBy: by, Limits: limits}
 	switch {
-	case r.EndsAt != nil && r.Duration != "":
+	case r.EndsAt != "" && r.Duration != "":
 		return req, ops.Invalid("ends_at", "give ends_at or duration, not both")
-	case r.EndsAt != nil:
-		req.EndsAt = *r.EndsAt
+	case r.EndsAt != "":
+		at, err := bodyTime("ends_at", r.EndsAt, time.Now())
+		if err != nil {
+			return req, err
+		}
+		req.EndsAt = at
 	case r.Duration != "":
 		d, ok := parseAge(strings.TrimSpace(r.Duration))
 		if !ok || d == 0 {

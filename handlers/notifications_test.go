@@ -62,6 +62,7 @@ func TestSilenceRefusesBadInput(t *testing.T) {
 		{"NanosecondLong", `{"matchers":{"kind":"kafka_group"},"duration":"1ns"}`, "duration: must end between 1m and 30d from now"},
 		{"ThirtyOneDays", `{"matchers":{"kind":"kafka_group"},"duration":"31d"}`, "duration: must end between 1m and 30d from now"},
 		{"EndsInThePast", `{"matchers":{"kind":"kafka_group"},"ends_at":"2001-01-01T00:00:00Z"}`, "ends_at: must end between 1m and 30d from now"},
+		{"EndsAtInWords", `{"matchers":{"kind":"outbox_dead"},"ends_at":"tomorrow"}`, "ends_at: must be RFC 3339"},
 		{"NotADuration", `{"matchers":{"kind":"kafka_group"},"duration":"soon"}`, "duration: must be a duration such as 30m, 2h or 7d"},
 		{"LongComment", `{"matchers":{"kind":"kafka_group"},"duration":"1h","comment":"` + long + `"}`, "comment: must be at most 1000 characters (it has 1001)"},
 	} {

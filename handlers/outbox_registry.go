@@ -146,7 +146,9 @@ func decodeRecordCursor(s string) (*outbox.RecordCursor, bool) {
 	}
 	at, id, ok := strings.Cut(string(b), "|")
 	n, err := strconv.ParseInt(at, 10, 64)
-	if !ok || err != nil || id == "" {
+	// An id no list gave (a NUL, invalid UTF-8) reached the database, which refused it: a 503
+	// blaming the table and the account's rights.
+	if !ok || err != nil || id == "" || ops.TextProblem(id) != "" {
 		return nil, false
 	}
 	return &outbox.RecordCursor{Created: time.Unix(0, n).UTC(), ID: id}, true

@@ -145,13 +145,7 @@ func (h *Trace) Stream(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	ctx := c.Request().Context()
 	write := func(event string, html []byte) {
-		var b strings.Builder
-		b.WriteString("event: " + event + "\n")
-		for _, line := range strings.Split(string(components.VisibleHTML(html)), "\n") {
-			b.WriteString("data: " + line + "\n")
-		}
-		b.WriteString("\n")
-		_, _ = w.Write([]byte(b.String()))
+		_, _ = w.Write(sseEvent(event, components.VisibleHTML(html)))
 		w.Flush()
 	}
 	q.Each = func(steps []trace.Step) {
@@ -240,4 +234,19 @@ func stepLink(s trace.Step) string {
 		}
 	}
 	return ""
+}
+
+// sseEvent frames html as one server-sent event: a data line for each of its lines. An
+// EventSource ends a line at CR, LF or both, and message content keeps its CRs (an exception's
+// text): split on LF alone, a CR in a step's detail cut the rest of the event off, and
+// "x\revent: done\rdata: …" in a header made the page take its steps for the end.
+func sseEvent(event string, html []byte) []byte {
+	var b strings.Builder
+	b.WriteString("event: " + event + "\n")
+	text := strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(string(html))
+	for _, line := range strings.Split(text, "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
+	return []byte(b.String())
 }

@@ -135,7 +135,7 @@ func bodyTime(field, raw string, now time.Time) (time.Time, error) {
 	}
 	t, ok := boundedTime(strings.TrimSpace(raw), now)
 	if !ok {
-		return time.Time{}, ops.Invalid(field, "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) after 1970, or an age like 6h")
+		return time.Time{}, ops.Invalid(field, "must be RFC 3339 (2026-11-30T06:00:00Z) or a date (2026-11-30) between 1970 and 9999, or an age like 6h")
 	}
 	return t, nil
 }

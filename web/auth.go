@@ -492,13 +492,30 @@ func capString(s string, n int) string {
 
 // csrfExempt: requests authenticated with a bearer token carry no ambient credential a forged
 // cross-site request could use, so they need no CSRF token. In auth.mode none the JSON API stays
-// exempt too (it demands application/json, which a cross-site form cannot send). Everything else,
+// exempt too for scripts and API clients, but not for a request a browser says comes from another
+// origin: the API's mutations that read no body (reload, cancel, approve, a test notification)
+// could be posted by any page the operator visits, as the anonymous admin. Everything else,
 // cookie- or proxy-authenticated JSON included, must send the token.
 func (a *authenticator) csrfExempt(c echo.Context) bool {
 	if id, ok := identityOf(c); ok && id.via == viaToken {
 		return true
 	}
-	return a.mode == configs.AuthNone && strings.HasPrefix(c.Path(), paths.APIPrefix)
+	return a.mode == configs.AuthNone && strings.HasPrefix(c.Path(), paths.APIPrefix) && !fromAnotherOrigin(c.Request())
+}
+
+// fromAnotherOrigin tells whether a browser sent r from a page of another origin (another port
+// of the same host included): its Fetch metadata says so, or its Origin is not this host.
+func fromAnotherOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return true
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err != nil || u.Host != r.Host
 }
 
 // auditCSRF wraps the CSRF middleware so that the requests it refuses are audited, and answered

@@ -696,3 +696,47 @@ func TestLoginLimiter(t *testing.T) {
 		t.Error("two /64s share a bucket")
 	}
 }
+
+// auth.mode none leaves the JSON API without CSRF tokens for scripts, but a browser's request from
+// a page of another origin (another port of the same host included) is refused: the API's
+// mutations that read no body — reload, cancel, approve — could be posted by any page the operator
+// visits, as the anonymous admin. The same request from the console's own origin, or from a
+// client that is no browser, goes through.
+func TestNoneRefusesCrossOriginAPIPosts(t *testing.T) {
+	none := startServer(t, authYAML(t, configs.AuthNone, ""))
+	host := strings.TrimPrefix(none.url, "http://")
+	post := func(header map[string]string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, none.url+"/api/v1/admin/reload", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for name, h := range map[string]map[string]string{
+		"CrossSite":        {"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+		"AnotherPort":      {"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:3000"},
+		"ForeignOriginOld": {"Origin": "http://evil.example"},
+		"NullOrigin":       {"Origin": "null"},
+	} {
+		if got := post(h); got != http.StatusForbidden {
+			t.Errorf("%s: %d; want 403", name, got)
+		}
+	}
+	for name, h := range map[string]map[string]string{
+		"SameOrigin": {"Sec-Fetch-Site": "same-origin", "Origin": "http://" + host},
+		"NoBrowser":  {},
+	} {
+		if got := post(h); got == http.StatusForbidden || got == http.StatusUnauthorized {
+			t.Errorf("%s: %d; want it through", name, got)
+		}
+	}
+}

@@ -4902,7 +4902,7 @@ func scanProps(p TopicPage) components.ScanProps {
 		plan = "resolution == " + strconv.Quote(p.State) + " && (" + p.Filter + ")"
 	}
 	return components.ScanProps{URL: p.ScanURL, API: "records API", Attrs: templ.Attributes{"data-scan-record": paths.KafkaTopic(p.Cluster, p.Topic)},
-		Filter: p.Filter, PlanFilter: plan, Scope: scope, ExportURL: p.ExportURL, CanOperate: p.Meta.CanOperate, CSRFToken: p.Meta.CSRFToken, PlanFields: fields,
+		Filter: p.Filter, PlanFilter: plan, Scope: scope, ExportURL: p.ExportURL, CanOperate: p.Meta.CanOperate && p.DeadLetters, CSRFToken: p.Meta.CSRFToken, PlanFields: fields,
 		Columns: []components.Column{{Label: "Partition", Num: true}, {Label: "Offset", Num: true}, {Label: "Time"}, {Label: "Key"}, {Label: "Exception"}, {Label: "Value"}}}
 }
 
