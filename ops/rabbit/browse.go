@@ -319,6 +319,13 @@ type readMode struct {
 // (ops.ErrConflict, with the fix) on 3.x, where a browse reads it whole, and on 4.x when no
 // Custodian is set.
 func (b *Broker) readModeOf(ctx context.Context, q *Queue) (readMode, error) {
+	if q.AutoDelete {
+		// A read consumes and cancels: the last consumer to go, when no other reads it, and the
+		// broker deletes the queue with every message — the ones the read holds to give back too.
+		return readMode{}, fmt.Errorf("%w: queue %q is auto-delete: RabbitMQ deletes it, with its messages, when its last "+
+			"consumer goes, and a read here is a consumer that goes; move its messages to a durable queue that is not "+
+			"auto-delete (with a shovel) to look at them", ops.ErrConflict, q.Name)
+	}
 	if q.Type != TypeQuorum {
 		return readMode{}, nil
 	}

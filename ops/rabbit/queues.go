@@ -30,6 +30,7 @@ var queueColumns = []string{
 	// RabbitMQ 4.x: how many of a quorum queue's ready messages were returned and wait ahead of
 	// the others (its returns queue, delivered first).
 	"messages_ready_returned",
+	"auto_delete",
 }
 
 type rateDetails struct {
@@ -53,6 +54,7 @@ type wireQueue struct {
 	Consumers                 int64           `json:"consumers"`
 	DeliveryLimit             json.RawMessage `json:"delivery_limit"`
 	MessagesReadyReturned     int64           `json:"messages_ready_returned"`
+	AutoDelete                bool            `json:"auto_delete"`
 	MessageStats              *struct {
 		Publish    rateDetails `json:"publish_details"`
 		DeliverGet rateDetails `json:"deliver_get_details"`
@@ -207,6 +209,7 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any, rules quorumRules) 
 		Total:          w.Messages,
 		Consumers:      w.Consumers,
 		ReadyReturned:  w.MessagesReadyReturned,
+		AutoDelete:     w.AutoDelete,
 		Policy:         deref(w.Policy),
 		OperatorPolicy: deref(w.OperatorPolicy),
 		Arguments:      make(map[string]string, len(args)),

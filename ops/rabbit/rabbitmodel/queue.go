@@ -60,7 +60,9 @@ type Queue struct {
 	DeliveryLimit *int64
 	// ReadyReturned is how many ready messages of a quorum queue on 4.x were returned and are
 	// delivered before the others (the management API's messages_ready_returned; 0 elsewhere).
-	ReadyReturned        int64
+	ReadyReturned int64
+	// AutoDelete: RabbitMQ deletes the queue, with its messages, when its last consumer goes.
+	AutoDelete           bool
 	MaxLength            *int64 // messages; nil when none
 	Overflow             string // drop-head, reject-publish, reject-publish-dlx; empty = drop-head
 	SingleActiveConsumer bool
