@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -622,7 +623,9 @@ func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue strin
 	read := 0
 	loopErr := b.consume(ctx, ch, queue, limit, amqp.Table{"x-stream-offset": "first"}, b.idleWait, func(d amqp.Delivery) bool {
 		read++
-		return sink(d, read-1, false)
+		more := sink(d, read-1, false)
+		_ = d.Ack(false) // credit for the next: an ack on a stream removes nothing
+		return more
 	}, func(amqp.Delivery) {}) // what was in flight is dropped: a stream's deliveries are only credit
 	res.Notes = append(res.Notes, "Stream queue: read from the first offset; reading a stream does not change it.")
 	return loopErr
@@ -634,7 +637,9 @@ func (b *Broker) browseStream(ctx context.Context, ch *amqp.Channel, queue strin
 // on its way goes to drained. Both browses (a queue's head, a stream) read this way.
 func (b *Broker) consume(ctx context.Context, ch *amqp.Channel, queue string, want int, args amqp.Table, pause time.Duration,
 	take func(amqp.Delivery) bool, drained func(amqp.Delivery)) error {
-	if err := ch.Qos(want, 0, false); err != nil {
+	// AMQP's prefetch count is 16 bits: amqp091 refuses more (a stream's read of 100,000 was a
+	// 503). A queue's head is read in windows below it; a stream is acked as read, for credit.
+	if err := ch.Qos(min(want, math.MaxUint16), 0, false); err != nil {
 		return fmt.Errorf("basic.qos: %w", err)
 	}
 	tag := consumerTag()

@@ -572,3 +572,40 @@ func TestTopology(t *testing.T) {
 		t.Errorf("dead letters into all-dead come from %q, want a,b,c", got)
 	}
 }
+
+// A scan of a stream past 65,535 messages reads them all: AMQP's prefetch count is 16 bits, and
+// the read asked for its whole limit as its prefetch, which amqp091 refused — a 503 for a scan of
+// 70,000. The stream is acked as read, for credit; it keeps every message.
+func TestScanAStreamPastAPrefetchWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := ctxT(t)
+	e.Queue("events", amqp.Table{"x-queue-type": "stream"})
+	const n = 65_600
+	var last *amqp.DeferredConfirmation
+	for i := range n {
+		dc, err := e.ch.PublishWithDeferredConfirmWithContext(ctx, "", "events", false, false, amqp.Publishing{Body: []byte(strconv.Itoa(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = dc
+	}
+	if ok, err := last.WaitContext(ctx); !ok || err != nil {
+		t.Fatalf("the broker did not confirm the stream's messages: %v", err)
+	}
+	read := 0
+	res, err := e.b.Scan(ctx, e.vhost, "events", 70_000, func(m Message) bool {
+		if string(m.Body) != strconv.Itoa(read) {
+			t.Fatalf("message %d is %q", read, m.Body)
+		}
+		read++
+		return true
+	})
+	if err != nil || read != n {
+		t.Fatalf("scan of a stream of %d: read %d, %v", n, read, err)
+	}
+	again, err := e.b.Browse(ctx, e.vhost, "events", 5)
+	if err != nil || len(again.Messages) != 5 || string(again.Messages[0].Body) != "0" || res.Type != TypeStream {
+		t.Fatalf("after the scan: %+v, %v; want the stream from its first message", again.Messages, err)
+	}
+}

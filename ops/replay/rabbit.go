@@ -172,6 +172,14 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	if err != nil {
 		return err
 	}
+	if res.Type == rabbitmodel.TypeStream {
+		// A stream keeps what it is sent: a job's consumer starts at its next message, not where
+		// the plan read, and an ack removes nothing — every item would end failed or be "moved"
+		// while it stays.
+		return fmt.Errorf("%w: queue %s is a stream: a stream keeps its messages (read by offset; an ack removes nothing), "+
+			"so a replay or a discard cannot take them out of it; read it on its page, or replay from a classic or quorum "+
+			"dead-letter queue", ops.ErrConflict, src.Queue)
+	}
 	if !res.Complete {
 		return fmt.Errorf("%w: queue %s cannot be read whole now (%d message(s) held unacknowledged, %d other consumer(s): "+
 			"a live consumer or a running replay job), so a plan would miss some; stop them or wait for the job, then plan again",

@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/pgtest"
 	"github.com/redrive/redrive/ops/rabbit"
@@ -591,5 +593,29 @@ func TestRabbitJobAnalyzesThePlanOnlyWhenItLooksUp(t *testing.T) {
 			w.waitDepth(t, "orders.work", n-len(c.processed))
 			w.waitDepth(t, "orders.dlq", len(c.processed))
 		})
+	}
+}
+
+// A stream is no source of a replay or a discard: it keeps its messages (a consumer reads it by
+// offset, an ack removes nothing), and a job's consumer starts at its next message, not where the
+// plan read — the job ended "done" with every item failed, or recorded as moved what stayed. The
+// plan is refused, saying why, and the stream is left as it was.
+func TestAStreamIsNoReplaySource(t *testing.T) {
+	w := newRabbitWorld(t)
+	if _, err := w.ch.QueueDeclare("orders.stream", true, false, false, false, amqp.Table{"x-queue-type": "stream"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"s-1", "s-2"} {
+		if err := w.ch.PublishWithContext(ctxT(t), "", "orders.stream", false, false, amqp.Publishing{MessageId: id, Body: []byte(id),
+			Headers: amqp.Table{"x-death": deathOf("order.created")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := w.engine(t)
+	for _, action := range []string{replay.ActionReplay, replay.ActionDiscard} {
+		_, err := e.Plan(ctxT(t), "ops", replay.Source{Kind: "rabbitmq", Action: action, Broker: "test", Vhost: w.vhost, Queue: "orders.stream", Limit: 10}, replay.Filter{})
+		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(ops.Message(err), "is a stream") {
+			t.Errorf("%s plan of a stream: %v; want a conflict saying it is a stream", action, err)
+		}
 	}
 }
