@@ -116,9 +116,12 @@ func (b *Broker) PublishWholeWith(ctx context.Context, vhost, exchange, routingK
 	headers = cloneTable(headers) // the caller's table stays as it was
 	dropBrokerHeaders(headers)
 	p := w.Properties
+	if p.UserID != "" { // the broker takes user_id only from the user who publishes (HeaderOriginalUserID)
+		headers[HeaderOriginalUserID] = p.UserID
+	}
 	msg := amqp.Publishing{Headers: headers, ContentType: p.ContentType, ContentEncoding: p.ContentEncoding,
 		DeliveryMode: amqp.Persistent, Priority: p.Priority, CorrelationId: p.CorrelationID, ReplyTo: p.ReplyTo,
-		Expiration: p.Expiration, MessageId: p.MessageID, Type: p.Type, UserId: p.UserID, AppId: p.AppID, Body: w.Body}
+		Expiration: p.Expiration, MessageId: p.MessageID, Type: p.Type, AppId: p.AppID, Body: w.Body}
 	if p.Timestamp != nil {
 		msg.Timestamp = *p.Timestamp
 	}

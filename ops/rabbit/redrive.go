@@ -913,9 +913,15 @@ func publish(ctx context.Context, pub *amqp.Channel, ds []*Delivery, to []Republ
 		dropBrokerHeaders(headers)
 		// A per-publish id finds the message again if the broker returns it.
 		headers["x-redrive-publish-id"] = s.prefix + strconv.Itoa(i)
+		// user_id is checked against the publishing connection's user: the original producer's
+		// made the broker close the channel (406), the batch's outcome unknown, and every retry
+		// sent its batch-mates again. It travels as a header instead.
+		if d.UserId != "" {
+			headers[HeaderOriginalUserID] = d.UserId
+		}
 		msg := amqp.Publishing{Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 			DeliveryMode: amqp.Persistent, Priority: d.Priority, CorrelationId: d.CorrelationId, ReplyTo: d.ReplyTo,
-			Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type, UserId: d.UserId,
+			Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp, Type: d.Type,
 			AppId: d.AppId, Body: d.Body}
 		if to[i].Body != nil {
 			msg.Body = to[i].Body
@@ -1032,3 +1038,7 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// HeaderOriginalUserID carries a republished message's user_id: the broker takes user_id only
+// from the user who publishes.
+const HeaderOriginalUserID = "x-redrive-original-user-id"

@@ -3,12 +3,14 @@ package replay_test
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/ops"
@@ -617,5 +619,59 @@ func TestAStreamIsNoReplaySource(t *testing.T) {
 		if !errors.Is(err, ops.ErrConflict) || !strings.Contains(ops.Message(err), "is a stream") {
 			t.Errorf("%s plan of a stream: %v; want a conflict saying it is a stream", action, err)
 		}
+	}
+}
+
+// A dead letter its producer published under its own user_id is replayed by the console's user:
+// RabbitMQ checks user_id against the publishing connection's user and closed the channel (406),
+// so the batch's outcome was unknown and every retry sent its batch-mates again, for ever. The
+// original user_id travels as a header; each message arrives once and the job ends.
+func TestReplayOfAnotherUsersMessage(t *testing.T) {
+	w := newRabbitWorld(t)
+	mgmt := rabbittest.Admin(t)
+	user := "producer-" + w.vhost
+	if _, err := mgmt.PutUser(user, rabbithole.UserSettings{Password: "pw", Tags: rabbithole.UserTags{}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = mgmt.DeleteUser(user) })
+	if _, err := mgmt.UpdatePermissionsIn(w.vhost, user, rabbithole.Permissions{Configure: ".*", Write: ".*", Read: ".*"}); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := rabbittest.Env(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User, u.Path, u.RawPath = url.UserPassword(user, "pw"), "/"+w.vhost, "/"+url.PathEscape(w.vhost)
+	_, pch := rabbittest.Channel(t, u.String())
+	death := deathOf("order.created")
+	for _, p := range []amqp.Publishing{
+		{MessageId: "u-1", Body: []byte(`{"messageId":"u-1"}`), Headers: amqp.Table{"x-death": death}},
+		{MessageId: "u-2", UserId: user, Body: []byte(`{"messageId":"u-2"}`), Headers: amqp.Table{"x-death": death}},
+		{MessageId: "u-3", Body: []byte(`{"messageId":"u-3"}`), Headers: amqp.Table{"x-death": death}},
+	} {
+		if err := pch.PublishWithContext(ctxT(t), "", "orders.dlq", false, false, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.waitDepth(t, "orders.dlq", 3)
+	e := w.engine(t)
+	work(t, e)
+	job := w.run(t, e, w.planQueue(t, e, 10, replay.Filter{}).ID)
+	if job.Status != replay.JobDone || job.Published != 3 {
+		t.Fatalf("job %s: %d published, %d failed (%s); want done, 3", job.Status, job.Published, job.Failed, job.Error)
+	}
+	w.waitDepth(t, "orders.work", 3)
+	time.Sleep(200 * time.Millisecond)
+	got := map[string]int{}
+	for _, d := range w.drain(t, "orders.work") {
+		got[d.MessageId]++
+		if d.MessageId == "u-2" && (d.UserId != "" || d.Headers[rabbit.HeaderOriginalUserID] != user) {
+			t.Errorf("u-2 arrived with user_id %q and header %v; want none and the original in %s", d.UserId,
+				d.Headers[rabbit.HeaderOriginalUserID], rabbit.HeaderOriginalUserID)
+		}
+	}
+	if len(got) != 3 || got["u-1"] != 1 || got["u-2"] != 1 || got["u-3"] != 1 {
+		t.Fatalf("on the original queue: %v; want each once", got)
 	}
 }
