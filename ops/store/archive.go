@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,7 +25,7 @@ func (s *Archive) ArchiveMessages(ctx context.Context, ms []replay.Archived) err
 			if err != nil {
 				return err
 			}
-			headers, err := json.Marshal(finite(m.Headers))
+			headers, err := json.Marshal(m.Headers)
 			if err != nil {
 				return err
 			}
@@ -46,37 +44,6 @@ func (s *Archive) ArchiveMessages(ctx context.Context, ms []replay.Archived) err
 		return fmt.Errorf("archive %d message(s): %w: %w", len(ms), ops.ErrUnavailable, err)
 	}
 	return nil
-}
-
-// finite is v with every float that is not a number JSON can hold (NaN, ±Inf, which an AMQP
-// header may carry) as its text: json.Marshal refused the whole message, so a custody of a
-// quorum queue's message near its delivery limit failed on every read while the store answered,
-// and each read returned it one delivery nearer to being dropped. The headers' wire form, which a
-// restore publishes, keeps the value itself.
-func finite(v any) any {
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return strconv.FormatFloat(x, 'g', -1, 64)
-		}
-	case float32:
-		if f := float64(x); math.IsNaN(f) || math.IsInf(f, 0) {
-			return strconv.FormatFloat(f, 'g', -1, 32)
-		}
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = finite(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = finite(e)
-		}
-		return out
-	}
-	return v
 }
 
 // jsonb makes encoded JSON storable in a jsonb column, which refuses NUL even escaped
