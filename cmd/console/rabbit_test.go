@@ -384,7 +384,9 @@ func TestRabbitDefaultVhost(t *testing.T) {
 		name string
 		args amqp.Table
 	}{{dlq, nil}, {work, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}}} {
-		if _, err := ch.QueueDeclare(q.name, false, true, false, false, q.args); err != nil {
+		// Not auto-delete: the console refuses to read such a queue (a read's consumer leaving
+		// deletes it); the cleanup deletes these.
+		if _, err := ch.QueueDeclare(q.name, false, false, false, false, q.args); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = rabbittest.Admin(t).DeleteQueue("/", q.name) })
