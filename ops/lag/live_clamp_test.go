@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/configs"
@@ -17,17 +18,7 @@ import (
 // in the live read as in the sample: 100 records, a commit at 10, records before 50 deleted →
 // 50 both ways, not 90 live.
 func TestLiveLagBelowLogStart(t *testing.T) {
-	broker := kfaketest.Cluster(t)
-	k, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
-		configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	adm := kadm.NewClient(prod)
+	_, k, prod, adm, ctx := kfakeWorld(t)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
@@ -64,17 +55,7 @@ func TestLiveLagBelowLogStart(t *testing.T) {
 // live read of the group as in the sample (the marker is no record); a record produced since is
 // lag, and a commit that moves past it is caught up again.
 func TestLiveLagLeavesOutTheMarker(t *testing.T) {
-	broker := kfaketest.Cluster(t)
-	k, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
-		configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	adm := kadm.NewClient(prod)
+	broker, k, prod, adm, ctx := kfakeWorld(t)
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "payments"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +87,21 @@ func TestLiveLagLeavesOutTheMarker(t *testing.T) {
 	if p := read(); p.Lag != 0 {
 		t.Errorf("committed past the new record: live lag %d; want 0", p.Lag)
 	}
+}
+
+// kfakeWorld is a kfake cluster, the console's client of it, a producer that names partitions
+// with its admin client, and the test's context.
+func kfakeWorld(t *testing.T) (*kfake.Cluster, *kafka.Cluster, *kgo.Client, *kadm.Client, context.Context) {
+	t.Helper()
+	broker := kfaketest.Cluster(t)
+	k, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
+		configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	return broker, k, prod, kadm.NewClient(prod), ctx
 }

@@ -20,16 +20,7 @@ import (
 // with no cursor to repeat (it said "timeout" and handed out the same cursor for ever), and the
 // scanner says the range is read.
 func TestScanEndsInOffsetsWithoutRecords(t *testing.T) {
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(1, "aborted"))
-	c, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
-		configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	broker, c, prod, ctx := kfakeWorld(t, kfake.SeedTopics(1, "aborted"))
 	produce := func(recs ...*kgo.Record) {
 		t.Helper()
 		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -55,7 +46,7 @@ func TestScanEndsInOffsetsWithoutRecords(t *testing.T) {
 	broker.Compact()
 	var left []int64
 	whole := c.NewScanner("compacted")
-	_, err = whole.Forward(ctx, 0, 0, 5, func(r kafkamodel.Record) bool { left = append(left, r.Offset); return true })
+	_, err := whole.Forward(ctx, 0, 0, 5, func(r kafkamodel.Record) bool { left = append(left, r.Offset); return true })
 	whole.Close()
 	if err != nil || len(left) != 3 || left[1] != 3 {
 		t.Fatalf("after compaction: offsets %v, %v; want [0 3 4]", left, err)
@@ -102,4 +93,20 @@ func TestScanEndsInOffsetsWithoutRecords(t *testing.T) {
 	if err1 != nil || err2 != nil || first != 2 || second != 4 || len(seen) != 1 || seen[0] != "c-3" {
 		t.Errorf("reads 0–1 then 2–3: at %d then %d (%v, %v), read %v; want 2, 4 and [c-3]", first, second, err1, err2, seen)
 	}
+}
+
+// kfakeWorld is a kfake cluster with opts, the console's client of it, a producer that names
+// partitions, and the test's context.
+func kfakeWorld(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kafka.Cluster, *kgo.Client, context.Context) {
+	t.Helper()
+	broker := kfaketest.Cluster(t, opts...)
+	c, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
+		configs.MessageIDRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return broker, c, kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner())), ctx
 }

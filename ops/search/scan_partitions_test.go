@@ -1,7 +1,6 @@
 package search
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/configs"
-	"github.com/redrive/redrive/ops/kafka"
 	"github.com/redrive/redrive/ops/kfaketest"
 	"github.com/redrive/redrive/ops/waittest"
 )
@@ -19,16 +16,7 @@ import (
 // name was taken for one read already, and the scan ended "exhausted" over the new partition's
 // matches. A partition read to its end stays read.
 func TestScanReadsPartitionsAddedSinceItsCursor(t *testing.T) {
-	broker := kfaketest.Cluster(t, kfake.SeedTopics(2, "orders.DLT"))
-	c, err := kafka.New(configs.KafkaCluster{Name: "t", Brokers: broker.ListenAddrs(), RequestTimeout: configs.Duration(10 * time.Second)},
-		configs.MessageIDRules{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	prod := kfaketest.Client(t, broker, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	broker, c, prod, ctx := kfakeWorld(t, kfake.SeedTopics(2, "orders.DLT"))
 	rec := func(p int32, v string) *kgo.Record {
 		return &kgo.Record{Topic: "orders.DLT", Partition: p, Value: []byte(v)}
 	}
