@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -79,8 +77,9 @@ func DeliveriesLeft(limit *int64, count int64) int64 {
 }
 
 // CustodyLocator names a kept message: a digest of where it was and what it is — its id, its
-// headers but x-delivery-count (which a second read after a crash raises), its body — so that
-// keeping it twice writes one row, while two different messages of one id stay two.
+// headers but the broker's of the delivery (brokerHeaders, which a second read after a crash
+// raises), its body — so that keeping it twice writes one row, while two different messages of
+// one id stay two.
 func (d Delivery) CustodyLocator(broker, vhost, queue string) string {
 	return custodyLocator(broker, vhost, queue, d.d)
 }
@@ -91,16 +90,7 @@ func custodyLocator(broker, vhost, queue string, d amqp.Delivery) string {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	keys := make([]string, 0, len(d.Headers))
-	for k := range d.Headers {
-		if !strings.EqualFold(k, "x-delivery-count") {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%s\x00", k, renderValue(d.Headers[k]))
-	}
+	writeHeaders(h, d.Headers)
 	h.Write(d.Body)
 	return "custody/" + hex.EncodeToString(h.Sum(nil))
 }

@@ -1005,24 +1005,10 @@ func (b *Broker) toFullMessage(d amqp.Delivery, pos int) Message {
 		t := d.Timestamp.UTC()
 		m.Properties.Timestamp = &t
 	}
-	return m
-}
-
-// brokerHeaders are headers a broker sets on a delivery about that delivery. A copy published
-// from it starts fresh: a quorum queue on RabbitMQ 4.x keeps a client-set x-delivery-count, so a
-// replayed copy arrived with the dead letter's 10 deliveries, and a consumer that parks a message
-// at N deliveries took the replay for poison. Redrive's own headers carry the history.
-var brokerHeaders = []string{"x-delivery-count"}
-
-// dropBrokerHeaders removes brokerHeaders from h, whatever their case.
-func dropBrokerHeaders(h amqp.Table) {
-	for k := range h {
-		for _, b := range brokerHeaders {
-			if strings.EqualFold(k, b) {
-				delete(h, k)
-			}
-		}
+	if m.MessageID == "" {
+		m.Envelope = envelopeDigest(d) // what tells apart id-less messages of one body (rabbitmodel.Message.Envelope)
 	}
+	return m
 }
 
 func cloneTable(t amqp.Table) amqp.Table {

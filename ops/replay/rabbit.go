@@ -35,7 +35,9 @@ type RabbitBroker interface {
 }
 
 // rabbitLocator names a dead-lettered message instance: its id and a fingerprint of its body (the
-// first 8 bytes of the body's SHA-256, hex) — or, without an id, its body's hash — and how often
+// first 8 bytes of the body's SHA-256, hex) — or, without an id, its body's hash and a fingerprint
+// of the rest of it (rabbitmodel.Message.Envelope: two commands of one body sent apart are two
+// messages, of which a discard archives each, not one and the other as its copy) — and how often
 // Redrive replayed it, so the same message dying again after a replay is a new instance. Only a
 // byte-identical copy (what a broker returns after it lost an ack) has its original's locator (a
 // message a restore put back from the archive is not one: its mark makes it an instance of its own);
@@ -47,6 +49,9 @@ func rabbitLocator(broker, vhost, queue string, m rabbitmodel.Message) string {
 	key := escapeBytes(m.MessageID)
 	if key == "" {
 		key = "sha256:" + hex.EncodeToString(sum[:12])
+		if m.Envelope != ([32]byte{}) {
+			key += "+" + hex.EncodeToString(m.Envelope[:8])
+		}
 	} else {
 		key += "~" + hex.EncodeToString(sum[:8])
 	}

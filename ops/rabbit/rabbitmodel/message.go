@@ -71,6 +71,12 @@ type Message struct {
 	// RestoredFrom is the archive row a restore put this copy back into its queue from
 	// (HeaderRestoredFrom, "archive/6"); "" for any other message.
 	RestoredFrom string
+	// Envelope, for a message without an id (MessageID ""), is the SHA-256 of what it carries
+	// besides its body — exchange, routing key, properties, headers but the ones a broker sets on
+	// each delivery — which tells apart two messages of one body (a command sent twice) where the
+	// body alone cannot; a copy the broker returns has its original's. Zero for a message with an
+	// id, whose id and body name it.
+	Envelope [32]byte
 
 	digest   [32]byte // the SHA-256 of the whole body, when Body was cut (digested)
 	digested bool
