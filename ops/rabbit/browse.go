@@ -514,11 +514,18 @@ func (b *Broker) browseQueue(ctx context.Context, ch *amqp.Channel, q Queue, mod
 		}
 		loopErr = b.consume(ctx, ch, queue, st.Messages, nil, b.idleWait, collect, drained)
 	}
-	if len(keep) > 0 && loopErr == nil {
-		// Kept before anything goes back; a failed keep returns them with the rest.
-		loopErr = b.keep(ctx, mode.keeper, q, keep, func(d Delivery) error { return ch.Ack(d.d.DeliveryTag, false) })
-		if loopErr == nil {
+	if len(keep) > 0 && !ch.IsClosed() {
+		// Kept before anything goes back, and whether or not the read ended well: what it holds
+		// goes back all the same (a read cut short by its caller, a failed passive declare), and
+		// each return counts against the limit. So the keep has a bound of its own, not the
+		// caller's context, as Cursor.keepLow's. A failed keep returns them with the rest.
+		keepCtx, cancel := b.bound(context.WithoutCancel(ctx))
+		err := b.keep(keepCtx, mode.keeper, q, keep, func(d Delivery) error { return ch.Ack(d.d.DeliveryTag, false) })
+		cancel()
+		if err == nil {
 			kept = len(keep)
+		} else if loopErr == nil {
+			loopErr = err
 		}
 	}
 	if last > 0 && !mode.byClose {
