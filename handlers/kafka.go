@@ -24,6 +24,7 @@ import (
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/lag"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/sampler"
 	"github.com/redrive/redrive/ops/triage"
@@ -928,6 +929,10 @@ func (h *Kafka) RecordDetail(c echo.Context) error {
 	return render(c, http.StatusOK, kafkapages.RecordDetail(page, page.Records[0]))
 }
 
+// maxSampleMessage is what an error group's row shows of its sample's exception message (a
+// paragraph, "…" where it is cut; the row's Sample shows the record): a header can be a megabyte.
+const maxSampleMessage = 1 << 10
+
 // ErrorsPage: GET /kafka/:cluster/topics/:topic/errors — one row per bug.
 func (h *Kafka) ErrorsPage(c echo.Context) error {
 	k, err := h.cluster(c)
@@ -956,7 +961,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 		g = red.ErrorGroup(g)
 		page.Groups = append(page.Groups, kafkapages.ErrorGroupRow{Notes: notes, ExceptionType: g.ExceptionType,
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,
-			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: g.SampleMessage,
+			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: payload.Clip(g.SampleMessage, maxSampleMessage),
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset, ReplayCopies: g.ReplayCopies})
 	}
 	return render(c, http.StatusOK, kafkapages.Errors(page))

@@ -70,12 +70,21 @@ func partitionOptions(parts []kafkamodel.PartitionRange) []kafkapages.PartitionO
 	return out
 }
 
-// maxRenderedValue caps what one record shows inline; the API gives up to kafkamodel.MaxValueBytes.
-const maxRenderedValue = 64 << 10
+// What one record shows inline. Message content is untrusted and unbounded, and not only its
+// value: a key, a header (a dead letter's exception message or stack trace) can be hundreds of
+// kilobytes, and a row showed its exception message twice (the cell and its tooltip). Each part
+// is cut with payload.Cut, as the value is, and the page says what was cut and its full size and
+// links the records API, which gives the record whole (its value up to kafkamodel.MaxValueBytes).
+const (
+	maxRenderedValue = 64 << 10 // the value, and a dead letter's stack trace
+	maxRenderedField = 4 << 10  // the key, each header's value, an exception's type, cause and message
+	maxRowText       = 200      // what a row's cells and their tooltips show of a key, value or exception
+)
 
 func toRecordView(r kafkamodel.Record) kafkapages.RecordView {
 	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
-		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable, ReplayJob: trace.ReplayCopyOf(r)}
+		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable, ReplayJob: trace.ReplayCopyOf(r),
+		KeySize: len(r.Key)}
 	v.Key, v.KeyEncoding = payload.Render(r.Key)
 	v.Value, v.ValueEncoding = payload.Render(r.Value)
 	v.KeySchema, v.KeySchemaError = schemaLabel(r.KeySchema)
@@ -91,17 +100,23 @@ func toRecordView(r kafkamodel.Record) kafkapages.RecordView {
 	if cut, ok := payload.Cut(v.Value, maxRenderedValue); ok {
 		v.Value, v.Truncated = cut, true
 	}
+	v.Key, v.KeyCut = payload.Cut(v.Key, maxRenderedField)
 	for _, hd := range r.Headers {
 		text, enc := payload.Render(hd.Value)
 		if enc == payload.Binary && len(hd.Value) <= 8 {
 			text = fmt.Sprintf("0x%x", hd.Value) // short binary ints read better than a hex dump
 		}
-		v.Headers = append(v.Headers, kafkapages.HeaderView{Key: hd.Key, Value: text})
+		h := kafkapages.HeaderView{Key: payload.Clip(hd.Key, maxRenderedField), Size: len(hd.Value)}
+		h.Value, h.Cut = payload.Cut(text, maxRenderedField)
+		v.Headers = append(v.Headers, h)
 	}
+	field := func(s string) string { return payload.Clip(s, maxRenderedField) }
 	if d := r.DeadLetter; d != nil {
-		dv := kafkapages.DeadLetterView{OriginalTopic: d.OriginalTopic, ConsumerGroup: d.ConsumerGroup,
-			ExceptionType: d.ExceptionType, ExceptionCause: d.ExceptionCause, ExceptionMessage: d.ExceptionMessage,
-			Stacktrace: d.Stacktrace, MessageID: d.MessageID, TraceID: d.TraceID, Convention: d.Convention}
+		dv := kafkapages.DeadLetterView{OriginalTopic: field(d.OriginalTopic), ConsumerGroup: field(d.ConsumerGroup),
+			ExceptionType: field(d.ExceptionType), ExceptionCause: field(d.ExceptionCause), MessageID: field(d.MessageID),
+			TraceID: field(d.TraceID), Convention: d.Convention, MessageSize: len(d.ExceptionMessage), StacktraceSize: len(d.Stacktrace)}
+		dv.ExceptionMessage, dv.MessageCut = payload.Cut(d.ExceptionMessage, maxRenderedField)
+		dv.Stacktrace, dv.StacktraceCut = payload.Cut(d.Stacktrace, maxRenderedValue)
 		if d.OriginalPartition != nil {
 			dv.OriginalPartition = strconv.Itoa(int(*d.OriginalPartition))
 		}
@@ -113,7 +128,21 @@ func toRecordView(r kafkamodel.Record) kafkapages.RecordView {
 		}
 		v.DeadLetter = &dv
 	}
+	v.Line = rowLine(v)
 	return v
+}
+
+// rowLine is what a record's row shows of it (RecordView.Line): a line of each, cut with "…".
+func rowLine(v kafkapages.RecordView) kafkapages.RowLine {
+	line := func(s string) string { return payload.Clip(s, maxRowText) }
+	l := kafkapages.RowLine{Key: line(v.Key), Value: line(v.Value)}
+	if d := v.DeadLetter; d != nil {
+		if l.Key == "" {
+			l.Key = line(d.MessageID)
+		}
+		l.Exception, l.Message = line(d.ExceptionType), line(d.ExceptionMessage)
+	}
+	return l
 }
 
 // schemaLabel names a decoded key or value's schema for people ("avro acme.Order · id 12 ·

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -507,8 +506,8 @@ func (h *Outboxes) Show(c echo.Context) error {
 		Filters: outboxpages.Filters{Status: string(f.Status), EventType: f.EventType, AggregateID: f.AggregateID,
 			Stuck: f.StuckOnly, CreatedFrom: c.QueryParam("created_from"), CreatedTo: c.QueryParam("created_to"),
 			Limit: f.Limit},
-		Notice:    notice(c),
-		Self:      selfWithoutNotice(c),
+		Notice:    readFlash(c),
+		Self:      paths.WithQuery(c.Request().URL.EscapedPath(), c.QueryParams()),
 		FirstPage: f.Before == 0,
 		CanAct:    h.meta(c, "", "").CanOperate,
 	}
@@ -580,6 +579,7 @@ func (h *Outboxes) EventPage(c echo.Context) error {
 		CanAct:           h.meta(c, "", "").CanOperate,
 		Redacted:         redacted,
 		CanReveal:        redacted && ActorOf(c).Can(access.Admin),
+		Notice:           readFlash(c),
 	}
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Outboxes", Href: paths.Outboxes},
 		{Label: o.Name(), Href: paths.Outbox(o.Name())}, {Label: fmt.Sprintf("event %d", e.ID)}}
@@ -617,7 +617,8 @@ func repairForm[R any](h *Outboxes, c echo.Context, repair func(echo.Context, Ou
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name(), done, n))
+	doneFlash(c, done, n)
+	return c.Redirect(http.StatusSeeOther, backTo(c, o.Name()))
 }
 
 func formIDs(c echo.Context) ([]int64, error) {
@@ -663,44 +664,27 @@ func checkIDs(ids []int64) error {
 	return nil
 }
 
-// backTo is the page to return to after a form action, with the outcome for the notice. The
-// return path is only ever one of this outbox's own pages.
-func backTo(c echo.Context, name, done string, n int64) string {
-	base := paths.Outbox(name)
-	q := url.Values{}
+// backTo is the page to return to after a form action: only ever one of this outbox's own pages.
+// What the action did goes with it as a flash (doneFlash), never in the URL.
+func backTo(c echo.Context, name string) string {
 	// Back to the page the form was on, with its filters (status, error group…), when it is this
 	// outbox's page or one below it; anywhere else is not followed.
-	if u, ok := below(c.FormValue("return"), base); ok {
-		base, q = u.EscapedPath(), u.Query()
+	if u, ok := below(c.FormValue("return"), paths.Outbox(name)); ok {
+		return paths.WithQuery(u.EscapedPath(), u.Query())
 	}
-	q.Set("done", done)
-	q.Set("n", strconv.FormatInt(n, 10))
-	return paths.WithQuery(base, q)
+	return paths.Outbox(name)
 }
 
-// selfWithoutNotice is the page's own URL, filters kept, without a previous action's notice: where
-// its forms come back to.
-func selfWithoutNotice(c echo.Context) string {
-	q := c.QueryParams()
-	q.Del("done")
-	q.Del("n")
-	return paths.WithQuery(c.Request().URL.EscapedPath(), q)
-}
-
-// notice turns the redirect's outcome parameters into a fixed message; nothing user-supplied is
-// echoed except the integer.
-func notice(c echo.Context) string {
-	n, err := strconv.ParseInt(c.QueryParam("n"), 10, 64)
-	if err != nil {
-		return ""
-	}
-	switch c.QueryParam("done") {
+// doneFlash keeps what a form action did for the page it goes back to (setFlash: a signed,
+// one-time cookie). The notice was read from the URL (?done=requeued&n=500), so a crafted link
+// showed "Requeued 500 events" though nothing had happened.
+func doneFlash(c echo.Context, done string, n int64) {
+	switch done {
 	case "released":
-		return fmt.Sprintf("Released %d stuck lease(s): those events are READY for the relay again.", n)
+		setFlash(c, fmt.Sprintf("Released %d stuck lease(s): those events are READY for the relay again.", n))
 	case "requeued":
-		return "Requeued " + ops.Plural(int64(n), "event") + " to READY. Rows that were not DEAD or FAILED were left alone."
+		setFlash(c, "Requeued "+ops.Plural(n, "event")+" to READY. Rows that were not DEAD or FAILED were left alone.")
 	case "resolved":
-		return "Changed the resolution of " + ops.Plural(int64(n), "DEAD event") + "; the service's outbox table was not touched."
+		setFlash(c, "Changed the resolution of "+ops.Plural(n, "DEAD event")+"; the service's outbox table was not touched.")
 	}
-	return ""
 }

@@ -117,7 +117,8 @@ func (h *Outboxes) FormResolve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, backTo(c, pathParam(c, "name"), "resolved", res.Updated))
+	doneFlash(c, "resolved", res.Updated)
+	return c.Redirect(http.StatusSeeOther, backTo(c, pathParam(c, "name")))
 }
 
 func (h *Outboxes) resolve(c echo.Context, req outboxResolutionRequest, fields filterFields) (triage.Result, error) {

@@ -36,6 +36,7 @@ func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
 		RedeliverRate: q.RedeliverRate, Inflow: q.Inflow, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
 		Policy: q.Policy}
+	r.NotBrowsable, r.NotBrowsableWhy = notBrowsable(q.Queue)
 	if !q.HeldSince.IsZero() {
 		r.HeldFor = max(time.Since(q.HeldSince), time.Second) // known: never shown as unknown
 	}
@@ -139,6 +140,9 @@ const versionWait = 2 * time.Second
 // offered then), or what each browse costs. A version b does not tell in time is taken as 4.x,
 // the series on which a limit is never a reason to refuse: a page then warns rather than refuses.
 func browseCost(ctx context.Context, b RabbitBroker, q rabbitmodel.Queue) (refusal, warning string) {
+	if q.AutoDelete {
+		return autoDeleteRefusal, "" // the broker refuses the read too (ops/rabbit): no button that leads to that
+	}
 	if _, arg := q.Arguments["x-delivery-limit"]; q.Type != rabbitmodel.TypeQuorum || q.DeliveryLimit == nil && !arg {
 		return "", "" // no version needed: nothing to say
 	}
@@ -162,6 +166,21 @@ func (h *Rabbit) sampledQueue(c echo.Context, broker, vhost, name string) rabbit
 		}
 	}
 	return rabbitmodel.Queue{Vhost: vhost, Name: name}
+}
+
+// autoDeleteRefusal says why an auto-delete queue is not browsed: the queue page says it in place
+// of the browse button, the queue list beside the queue's name (notBrowsable).
+const autoDeleteRefusal = "Not browsable: an auto-delete queue. RabbitMQ deletes it, with its messages, when its last " +
+	"consumer goes, and a browse is a consumer that goes: reading it would delete it. Shovel the messages to a durable " +
+	"queue that is not auto-delete to look at them."
+
+// notBrowsable is the queue list's short word for a queue whose browse is refused ("" for one that
+// is browsed), with the reason as its tooltip: only what the sample tells, the auto-delete flag.
+func notBrowsable(q rabbitmodel.Queue) (note, why string) {
+	if q.AutoDelete {
+		return "auto-delete: not browsable", "auto-delete: reading would delete it — shovel to a durable queue to inspect"
+	}
+	return "", ""
 }
 
 // maxRenderedBody caps what one message shows inline; the API gives up to rabbitmodel.MaxBodyBytes.

@@ -289,7 +289,7 @@ func TestFormsNeedCSRF(t *testing.T) {
 	}
 	form.Set("_csrf", m[1])
 	r = do(t, client, "POST", base+"/outboxes/orders/release", "application/x-www-form-urlencoded", form.Encode())
-	if r.status != http.StatusSeeOther || !strings.Contains(r.header.Get("Location"), "done=released&n=5") {
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/outboxes/orders" { // the notice is a flash, not in the URL
 		t.Fatalf("with token: %d %v", r.status, r.header)
 	}
 	after := do(t, client, "GET", base+r.header.Get("Location"), "", "")

@@ -283,9 +283,13 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 			if q.Growing {
 				title += " and keeps growing (" + q.Growth + ")"
 			}
+			at := page.Of(page.QueueMessages)
+			if q.AutoDelete { // its messages are not browsed (a read would delete it): the queue's page says why
+				at = page.Of(page.Queue)
+			}
 			out = append(out, Problem{Key: key(KindDeadLetters, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLetters,
 				Severity: Warning, Title: title, Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost),
-				Page: page.Of(page.QueueMessages), Labels: labels, Since: q.HeldSince})
+				Page: at, Labels: labels, Since: q.HeldSince})
 		case q.Growing && !q.Retry:
 			out = append(out, Problem{Key: key(KindQueueGrowing, broker, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
 				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Page: page.Of(page.Queue), Labels: labels})

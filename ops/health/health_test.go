@@ -113,6 +113,14 @@ func TestRabbitProblems(t *testing.T) {
 	if got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{held}}, nil, now); len(got) != 1 || !got[0].Since.Equal(held.HeldSince) {
 		t.Errorf("a DLQ holding messages since 40 min ago: %+v", got)
 	}
+	// An auto-delete DLQ's messages are not browsed (a read would delete the queue): the problem
+	// links its queue page, which says so, not a messages page that only refuses.
+	gone := q("tmp.dlq", true, 3, false, false)
+	gone.AutoDelete = true
+	if got := RabbitProblems("rmq", queues.Snapshot{Queues: []queues.Queue{gone}}, nil, now); len(got) != 1 ||
+		links.To(got[0].Page, got[0].Labels) != "/rabbitmq/rmq/queues/%2F/tmp.dlq" {
+		t.Errorf("an auto-delete DLQ: %+v", got)
+	}
 }
 
 // One dead letter reads as one: the overview said "qa.dlq holds 1 dead letters" and "orders.DLT

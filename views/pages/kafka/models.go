@@ -296,6 +296,11 @@ type RecordView struct {
 	Size          int
 	Headers       []HeaderView
 	DeadLetter    *DeadLetterView
+	// KeyCut: Key is cut for display; KeySize is the key's whole length in bytes.
+	KeyCut  bool
+	KeySize int
+	// Line is what the record's row shows (the detail shows more).
+	Line RowLine
 	// KeySchema and ValueSchema name the schema the key or value was decoded with ("" when it
 	// was not); the *Error fields say why decoding failed (Key or Value is then the raw bytes).
 	KeySchema, KeySchemaError     string
@@ -327,10 +332,20 @@ type ResolutionView struct {
 // ResolutionStates are the states a records page offers, "all" last.
 var ResolutionStates = []string{"open", "resolved", "ignored", "replayed", "all"}
 
-// HeaderView is one header, its value as text.
+// RowLine is a record's row: a line's worth of its key (else its dead letter's message id), its
+// value and its exception type and message, for the table's cells and their tooltips — a row
+// showed each whole twice, and a header can be a megabyte.
+type RowLine struct {
+	Key, Value, Exception, Message string
+}
+
+// HeaderView is one header, its value as text: cut for display when Cut, Size the value's whole
+// length in bytes.
 type HeaderView struct {
 	Key   string
 	Value string
+	Cut   bool
+	Size  int
 }
 
 // DeadLetterView is a record's decoded failure story.
@@ -347,6 +362,10 @@ type DeadLetterView struct {
 	MessageID         string
 	TraceID           string
 	Convention        string
+	// MessageCut and StacktraceCut: ExceptionMessage and Stacktrace are cut for display;
+	// MessageSize and StacktraceSize are their whole lengths in bytes.
+	MessageCut, StacktraceCut   bool
+	MessageSize, StacktraceSize int
 }
 
 // ErrorsPage is a dead-letter topic's records grouped by exception.
@@ -539,15 +558,17 @@ func isolationURL(p TopicPage, isolation string) string {
 // rowKey names a record in ids and checkbox values: "partition:offset".
 func rowKey(r RecordView) string { return itoa32(r.Partition) + ":" + i64(r.Offset) }
 
-// keyOrID is what the table's key column shows: the key, else the decoded message id.
-func keyOrID(r RecordView) string {
-	if r.Key != "" {
-		return r.Key
+// rawURL is the record in the records API, which gives it whole (its value up to the API's cap):
+// where a page that cut a part of it for display points, read as the page was.
+func rawURL(p TopicPage, r RecordView) string {
+	v := url.Values{"partition": {itoa32(r.Partition)}, "offset": {i64(r.Offset)}, "limit": {"1"}}
+	if p.Uncommitted {
+		v.Set("isolation", "uncommitted")
 	}
-	if r.DeadLetter != nil {
-		return r.DeadLetter.MessageID
+	if p.Revealed {
+		v.Set("reveal", "true")
 	}
-	return ""
+	return paths.WithQuery(paths.APIKafkaRecords(p.Cluster, p.Topic), v)
 }
 
 // original is where a dead letter came from: "orders/2/118".

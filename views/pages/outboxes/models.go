@@ -93,7 +93,7 @@ type ShowPage struct {
 	ListError string
 	NextURL   string
 	FirstPage bool
-	Notice    string
+	Notice    string // what the form action that led here did (its flash); never read from the URL
 	Self      string // this page's URL with its filters: where its forms come back to
 	CanAct    bool
 	// Resolvable: the console has a store, so DEAD events can be marked resolved or ignored.
@@ -143,8 +143,9 @@ type EventPage struct {
 	PayloadTruncated bool
 	PayloadSize      int
 	CanAct           bool
-	Redacted         bool // some values are masked (redaction rules)
-	CanReveal        bool // an admin may reveal them, audited
+	Redacted         bool   // some values are masked (redaction rules)
+	CanReveal        bool   // an admin may reveal them, audited
+	Notice           string // what the form action that led here did (its flash)
 }
 
 // statusURL is the outbox's events in one status.

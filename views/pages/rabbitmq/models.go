@@ -69,6 +69,9 @@ type QueueRow struct {
 	// HeldFor is how long a dead-letter queue has held messages (queues.Queue.HeldSince until the
 	// page was made); 0 when unknown.
 	HeldFor time.Duration
+	// NotBrowsable says in a few words that the console refuses to browse the queue ("" when it
+	// browses it), NotBrowsableWhy why: the list offers no way to a refusal without saying so.
+	NotBrowsable, NotBrowsableWhy string
 }
 
 // QueueLink names a queue to link to.
