@@ -70,17 +70,8 @@ func partitionOptions(parts []kafkamodel.PartitionRange) []kafkapages.PartitionO
 	return out
 }
 
-// What one record shows inline. Message content is untrusted and unbounded, and not only its
-// value: a key, a header (a dead letter's exception message or stack trace) can be hundreds of
-// kilobytes, and a row showed its exception message twice (the cell and its tooltip). Each part
-// is cut with payload.Cut, as the value is, and the page says what was cut and its full size and
-// links the records API, which gives the record whole (its value up to kafkamodel.MaxValueBytes).
-const (
-	maxRenderedValue = 64 << 10 // the value, and a dead letter's stack trace
-	maxRenderedField = 4 << 10  // the key, each header's value, an exception's type, cause and message
-	maxRowText       = 200      // what a row's cells and their tooltips show of a key, value or exception
-)
-
+// toRecordView is what one record shows inline, each part cut (handlers/cut.go): the records API
+// gives the record whole (its value up to kafkamodel.MaxValueBytes).
 func toRecordView(r kafkamodel.Record) kafkapages.RecordView {
 	v := kafkapages.RecordView{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Size: r.Size,
 		Truncated: r.Truncated, OriginalSize: r.OriginalSize, Aborted: r.Aborted, Unstable: r.Unstable, ReplayJob: trace.ReplayCopyOf(r),
@@ -205,7 +196,7 @@ func groupTypeView(page *kafkapages.GroupPage, g lag.Group) {
 		for _, p := range t.Partitions {
 			st := g.PartitionStatus(t.Topic, p.Partition)
 			page.Partitions = append(page.Partitions, kafkapages.PartitionRow{Topic: t.Topic, Partition: p.Partition,
-				ShareStart: p.ShareStart, Committed: p.Committed, NoRecords: p.NoRecords, End: p.End, Lag: p.Lag, TimeLag: timeLagText(p.TimeLag),
+				ShareStart: p.ShareStart, Committed: p.Committed, NoRecords: p.NoRecords, End: p.End, Lag: p.Lag, LagAtMost: p.LagAtMost, TimeLag: timeLagText(p.TimeLag),
 				TimeLagMS: timeLagMS(p.TimeLag), Status: string(st.Code), Reason: st.Reason, Member: p.Member})
 		}
 	}

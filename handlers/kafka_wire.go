@@ -24,6 +24,9 @@ type partitionLagJSON struct {
 	// Lag is end − committed; in a share group the broker's lag: records at or above the start
 	// offset not yet acknowledged or archived. -1 when unknown.
 	Lag int64 `json:"lag"`
+	// LagAtMost says Lag is an upper bound: a share group on a broker that reports no share lag
+	// (before Kafka 4.2, KIP-1226), whose lag is then end − share start offset.
+	LagAtMost bool `json:"lag_at_most,omitempty"`
 	// LagSeconds is the time lag: now minus the timestamp of the next record to consume when
 	// sampled (in a share group, of the oldest record not yet acknowledged); 0 when caught up,
 	// null when unknown.
@@ -194,7 +197,7 @@ func toGroupJSON(g lag.Group) groupJSON {
 		offsets, lagSeconds := make([]int64, n), make([]float64, n)
 		for i, p := range t.Partitions {
 			st := g.PartitionStatus(t.Topic, p.Partition)
-			pj := partitionLagJSON{Partition: p.Partition, Start: p.Start, End: p.End, Lag: p.Lag,
+			pj := partitionLagJSON{Partition: p.Partition, Start: p.Start, End: p.End, Lag: p.Lag, LagAtMost: p.LagAtMost,
 				Status: string(st.Code), Reason: st.Reason, Member: p.Member}
 			if v, known := secondsOf(p.TimeLag); known {
 				lagSeconds[i] = v

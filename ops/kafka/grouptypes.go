@@ -506,6 +506,11 @@ func shareGroupFrom(name string, shares kadm.DescribedShareGroups, sharesErr err
 					pl.Error = so.Err.Error()
 				} else {
 					pl.ShareStart, pl.Lag = max(so.StartOffset, -1), max(so.Lag, -1)
+					if pl.Lag < 0 && pl.ShareStart >= 0 && pl.End >= 0 {
+						// A broker without KIP-1226 (v0) reports no lag: at most the records from
+						// the start offset on, which unknown would have hidden from every verdict.
+						pl.Lag, pl.LagAtMost = max(pl.End-pl.ShareStart, 0), true
+					}
 				}
 			}
 			pl.Member = strings.Join(owners[t][p], ", ")

@@ -25,7 +25,12 @@ type fake struct {
 // newFake starts a one-broker kfake cluster on 127.0.0.1 and a free port (kfaketest.Cluster).
 func newFake(tb testing.TB, mod ...func(*configs.KafkaCluster)) *fake {
 	tb.Helper()
-	broker := kfaketest.Cluster(tb)
+	return newFakeOf(tb, kfaketest.Cluster(tb), mod...)
+}
+
+// newFakeOf is newFake over broker (a kfake cluster made with options of the test's own).
+func newFakeOf(tb testing.TB, broker *kfake.Cluster, mod ...func(*configs.KafkaCluster)) *fake {
+	tb.Helper()
 	cfg := configs.KafkaCluster{
 		Name:           "test",
 		Brokers:        broker.ListenAddrs(),

@@ -150,6 +150,9 @@ type wireTopic struct {
 	Errors    []string `json:"err,omitempty"` // absent when no partition has an error
 	// ShareStart are a share group's share-partition start offsets (absent for other groups).
 	ShareStart []int64 `json:"ss,omitempty"`
+	// AtMost marks a share group's lags that are upper bounds (kafkamodel.PartitionLag.LagAtMost);
+	// absent when none is.
+	AtMost []bool `json:"am,omitempty"`
 }
 
 func encodeKafka(groups []lag.Group, dlts []kafkamodel.DLTopic, txns ...kafkamodel.OpenTransaction) ([]byte, error) {
@@ -229,6 +232,12 @@ func encodeKafka(groups []lag.Group, dlts []kafkamodel.DLTopic, txns ...kafkamod
 			for k, p := range t.Partitions {
 				if share {
 					wt.ShareStart[k] = p.ShareStart
+				}
+				if p.LagAtMost {
+					if wt.AtMost == nil {
+						wt.AtMost = make([]bool, n)
+					}
+					wt.AtMost[k] = true
 				}
 				wt.Partition[k], wt.Committed[k], wt.Start[k], wt.End[k], wt.Lags[k] = p.Partition, p.Committed, p.Start, p.End, p.Lag
 				if p.TimeLag != 0 {
@@ -360,7 +369,8 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafkamodel.DLT
 			n := len(wt.Partition)
 			if len(wt.Committed) != n || len(wt.Start) != n || len(wt.End) != n || len(wt.Lags) != n ||
 				(wt.Member != nil && len(wt.Member) != n) || (wt.Errors != nil && len(wt.Errors) != n) ||
-				(wt.TimeLags != nil && len(wt.TimeLags) != n) || (wt.ShareStart != nil && len(wt.ShareStart) != n) {
+				(wt.TimeLags != nil && len(wt.TimeLags) != n) || (wt.ShareStart != nil && len(wt.ShareStart) != n) ||
+				(wt.AtMost != nil && len(wt.AtMost) != n) {
 				return nil, nil, nil, false, fmt.Errorf("decode snapshot: group %q topic %q: arrays of different lengths", wg.Name, wt.Topic)
 			}
 			t := kafkamodel.TopicLag{Topic: wt.Topic, Lag: wt.Lag, MaxTimeLag: fromMS(wt.MaxTime), Partitions: make([]kafkamodel.PartitionLag, n)}
@@ -380,6 +390,9 @@ func decodeKafkaSnapshot(data []byte) (groups []lag.Group, dlts []kafkamodel.DLT
 				}
 				if wt.ShareStart != nil {
 					p.ShareStart = wt.ShareStart[k]
+				}
+				if wt.AtMost != nil {
+					p.LagAtMost = wt.AtMost[k]
 				}
 				t.Partitions[k] = p
 				if derivable(g.State) {

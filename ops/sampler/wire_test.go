@@ -174,12 +174,13 @@ func TestWireRoundTripOfGroupTypes(t *testing.T) {
 		},
 		{
 			Group: kafka.Group{Name: "mailer", Type: kafka.GroupShare, State: "Empty", ProtocolType: "share", Protocol: "simple",
-				Epoch: 3, AssignmentEpoch: 3, DeliveryLimit: 5, DeliveryLimitFrom: "broker", TotalLag: 6,
-				Topics: []kafka.TopicLag{{Topic: "jobs", Lag: 6, Partitions: []kafka.PartitionLag{
+				Epoch: 3, AssignmentEpoch: 3, DeliveryLimit: 5, DeliveryLimitFrom: "broker", TotalLag: 9,
+				Topics: []kafka.TopicLag{{Topic: "jobs", Lag: 9, Partitions: []kafka.PartitionLag{
 					{Partition: 0, Committed: -1, ShareStart: 4, Start: 0, End: 10, Lag: 6},
+					{Partition: 1, Committed: -1, ShareStart: 7, Start: 0, End: 10, Lag: 3, LagAtMost: true}, // a broker without KIP-1226
 				}}}},
 			Status:     idleShare,
-			Partitions: map[string]lag.Status{"jobs/0": idleShare},
+			Partitions: map[string]lag.Status{"jobs/0": idleShare, "jobs/1": idleShare},
 		},
 	}
 	data, err := encodeKafka(groups, nil)

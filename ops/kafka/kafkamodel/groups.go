@@ -117,6 +117,11 @@ type PartitionLag struct {
 	// found them before the next committed record: Lag leaves them out. Kafka's own tools count
 	// them, so a transactional consumer idle at the end shows lag 1 there (its last marker).
 	NoRecords int64
+	// LagAtMost says Lag is an upper bound: a share group on a broker that reports no lag of its
+	// own (DescribeShareGroupOffsets v0, Kafka before 4.2 and KIP-1226), whose Lag is then every
+	// record from ShareStart to End — some of them may be acknowledged already. The sampler still
+	// sees a start offset that does not move while the log grows.
+	LagAtMost bool
 }
 
 // GroupOffsets is one group's committed offsets and its topics' end offsets as the cluster had

@@ -202,6 +202,9 @@ type PartitionRow struct {
 	NoRecords int64
 	End       int64
 	Lag       int64
+	// LagAtMost: Lag is an upper bound (a share group on a broker that reports no lag: every
+	// record from the start offset on, some maybe acknowledged already).
+	LagAtMost bool
 	TimeLag   string // "" when unknown
 	TimeLagMS int64  // for sorting; -1 unknown
 	Status    string
