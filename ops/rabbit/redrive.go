@@ -72,6 +72,7 @@ type Cursor struct {
 	returned map[string]amqp.Return // returns read but not yet matched to their batch
 
 	exchanges map[string]bool // destination exchanges seen to exist (checkExchanges)
+	rights    *publishRights  // may the console's user publish there (checkRights); nil until the first send
 }
 
 type window struct {
@@ -337,7 +338,8 @@ func (c *Cursor) openPublishers(ctx context.Context) error {
 			return c.b.fail(c.op, err)
 		}
 		c.mu.Lock()
-		c.pubs = append(c.pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4096))})
+		c.pubs = append(c.pubs, publisher{ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, 4096)),
+			closes: ch.NotifyClose(make(chan *amqp.Error, 1)), closed: &closeNote{}})
 		c.mu.Unlock()
 		if err := ch.Confirm(false); err != nil {
 			return c.b.fail(c.op, fmt.Errorf("confirm.select: %w", err))
@@ -615,6 +617,7 @@ func (c *Cursor) send(ctx context.Context, ds []*Delivery, to []Republish) (wait
 	if err := c.checkExchanges(ctx, to, errs); err != nil {
 		return nil, err
 	}
+	c.checkRights(ctx, to, errs)
 	sent := make([]sentBatch, len(c.pubs))
 	var wg sync.WaitGroup
 	for k, p := range c.pubs {
@@ -626,7 +629,7 @@ func (c *Cursor) send(ctx context.Context, ds []*Delivery, to []Republish) (wait
 	// resumes it), never "failed".
 	for _, p := range c.pubs {
 		if p.ch.IsClosed() {
-			return nil, c.b.fail(c.op, errors.New("the channel closed while publishing: whether the broker took the publishes is unknown"))
+			return nil, c.publishClosed(p, "the channel closed while publishing: whether the broker took the publishes is unknown")
 		}
 	}
 	for _, err := range errs {
@@ -646,7 +649,7 @@ func (c *Cursor) send(ctx context.Context, ds []*Delivery, to []Republish) (wait
 			}
 			// amqp091 resolves a closed channel's outstanding confirms as nacks: tell them apart.
 			if sent[k].n > 0 && p.ch.IsClosed() {
-				return nil, c.b.fail(c.op, errors.New("the channel closed before the broker confirmed the publishes: they may or may not have been taken"))
+				return nil, c.publishClosed(p, "the channel closed before the broker confirmed the publishes: they may or may not have been taken")
 			}
 			// A return reaches the client before the confirm of the same message, so every return
 			// of this batch is queued by now (a later batch's wait in the map for their own wait).
@@ -693,6 +696,38 @@ func (c *Cursor) checkExchanges(ctx context.Context, to []Republish, errs []erro
 		}
 	}
 	return nil
+}
+
+// checkRights fails, in errs, the messages bound for an exchange (or, on a topic exchange, with a
+// routing key) the console's AMQP user may not publish to, before anything is published, for the
+// reason checkExchanges fails those bound for a missing one: RabbitMQ answers such a publish by
+// closing the channel (403 ACCESS_REFUSED). Each such message fails with the words of its refusal
+// and stays in the queue; the others are published. The permissions are read once per cursor
+// (publishRights); where they cannot be, nothing is refused here and a refusal ends the job
+// (refusedPublish).
+func (c *Cursor) checkRights(ctx context.Context, to []Republish, errs []error) {
+	if c.rights == nil {
+		c.rights = c.b.publishRightsIn(c.vhost)
+	}
+	for i, r := range to {
+		if errs[i] == nil {
+			errs[i] = c.rights.refused(ctx, r.Exchange, r.RoutingKey)
+		}
+	}
+}
+
+// publishClosed is the error of a batch whose publishing channel p closed: its outcome is unknown,
+// an ops.ErrUnavailable the job resumes — unless the broker closed it refusing a publish, which
+// no retry gets past (refusedPublish).
+func (c *Cursor) publishClosed(p publisher, what string) error {
+	reason := p.closeReason()
+	if reason != nil && reason.Code == amqp.AccessRefused {
+		return c.b.refusedPublish(c.op, reason)
+	}
+	if reason != nil {
+		what += " (" + reason.Error() + ")"
+	}
+	return c.b.fail(c.op, errors.New(what))
 }
 
 // missingExchanges says which of names do not exist in vhost, asking with passive declares
@@ -885,6 +920,32 @@ const publishers = 1
 type publisher struct {
 	ch      *amqp.Channel
 	returns <-chan amqp.Return
+	closes  <-chan *amqp.Error // the channel's close, as the broker sent it (NotifyClose)
+	closed  *closeNote         // what closes gave, kept for every batch the close fails
+}
+
+// closeNote is the broker's close of a publishing channel, once read: the move of one batch and
+// the confirm wait of the one before it both see the channel closed, and both must read why.
+type closeNote struct {
+	mu     sync.Mutex
+	read   bool
+	reason *amqp.Error
+}
+
+// closeReason is why the broker closed p's channel; nil when the client closed it or the reason does
+// not come. amqp091 marks a channel closed before it sends the reason, and closes the notification
+// channel once it has (or at once when there is none to send).
+func (p publisher) closeReason() *amqp.Error {
+	p.closed.mu.Lock()
+	defer p.closed.mu.Unlock()
+	if !p.closed.read {
+		select {
+		case p.closed.reason = <-p.closes:
+		case <-time.After(time.Second):
+		}
+		p.closed.read = true
+	}
+	return p.closed.reason
 }
 
 // sentBatch is one channel's share of a published batch, waiting for its confirms. The

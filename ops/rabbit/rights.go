@@ -5,11 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/ops"
 )
 
 // Users returns the AMQP user (from the URL: it reads and republishes messages) and the
@@ -223,4 +228,149 @@ func (b *Broker) ProbeWrite(ctx context.Context, vhost, exchange string) error {
 		}
 	}
 	return err
+}
+
+// publishRights says, before a Cursor publishes, which of its messages the console's AMQP user may
+// not publish where they go: RabbitMQ answers a refused publish by closing the channel (403
+// ACCESS_REFUSED), which leaves the whole batch's outcome unknown (refusedPublish). It reads the
+// user's permissions in the vhost through the management API once per cursor — its permissions,
+// its topic permissions, and the type of an exchange a topic permission names — and applies them
+// as RabbitMQ does (rabbit_access_control, rabbit_auth_backend_internal:check_resource_access and
+// check_topic_access):
+//   - the exchange's name ("" is checked as amq.default) must match the write pattern, a regular
+//     expression matched anywhere in it; an empty pattern matches nothing;
+//   - on a topic exchange the user has a topic permission for, the routing key must match that
+//     permission's write pattern once {username} and {vhost} in it are replaced, as they are, by the
+//     user's name and the vhost. {client_id} stays as written: RabbitMQ fills it in only for a
+//     plugin's connection (rabbit_channel:extract_variable_map_from_amqp_params), never for an AMQP
+//     0-9-1 client's. Without a topic permission every key is allowed.
+//
+// Where it cannot tell it refuses nothing, and the broker's own check decides (refusedPublish): the
+// management user may not read permissions (only an administrator may), the user has no entry in
+// the vhost (so another authorization backend let the cursor's connection in), a pattern Go's
+// regexp does not compile (RabbitMQ's are PCRE), a name or key outside printable ASCII (PCRE
+// matches bytes there and Go runes, and its $ matches before a final newline).
+type publishRights struct {
+	b           *Broker
+	vhost, user string
+	asked       bool
+	write       *regexp.Regexp       // nil: not known
+	have        map[string]string    // the user's patterns, for the message
+	topics      map[string]topicRule // by exchange
+	topic       map[string]bool      // exchanges asked for their type: a topic exchange?
+}
+
+// topicRule is a topic permission: its write pattern expanded and compiled (nil: not compiled),
+// and its patterns as set, for the message.
+type topicRule struct {
+	write *regexp.Regexp
+	have  map[string]string
+}
+
+// publishRightsIn is a publishRights of the console's AMQP user in vhost, which asks the management
+// API when it is first used.
+func (b *Broker) publishRightsIn(vhost string) *publishRights {
+	user, _ := b.Users()
+	return &publishRights{b: b, vhost: vhost, user: user}
+}
+
+// refused is the error of a message bound for exchange with routingKey when the user may not publish
+// it there: an ops.ErrForbidden saying who lacks which permission and what to grant. nil when it
+// may, or when the rights cannot tell.
+func (p *publishRights) refused(ctx context.Context, exchange, routingKey string) error {
+	if !p.asked {
+		p.ask(ctx)
+	}
+	name := exchange
+	if name == "" {
+		name = "amq.default"
+	}
+	if p.write != nil && printable(name) && !p.write.MatchString(name) {
+		r := refusal{perm: "write", kind: "exchange", name: name, vhost: p.vhost, user: p.user, complete: true}
+		return &ops.Error{Kind: ops.ErrForbidden, Message: r.words("", p.have)}
+	}
+	t, ok := p.topics[exchange]
+	if !ok || t.write == nil || !printable(routingKey) || !p.isTopic(ctx, exchange) || t.write.MatchString(routingKey) {
+		return nil
+	}
+	r := refusal{perm: "write", kind: "topic", name: exchange, vhost: p.vhost, user: p.user, complete: true}
+	return &ops.Error{Kind: ops.ErrForbidden, Message: r.words(routingKey, t.have)}
+}
+
+// ask reads the user's permissions and topic permissions in the vhost; an error leaves what it
+// would have read unknown.
+func (p *publishRights) ask(ctx context.Context) {
+	p.asked = true
+	if p.user == "" || dotSegment(p.vhost) { // a path segment "." or ".." would name another resource
+		return
+	}
+	ctx, cancel := p.b.bound(ctx)
+	defer cancel()
+	perm, err := call(ctx, func() (rabbithole.PermissionInfo, error) { return p.b.rh.GetPermissionsIn(p.vhost, p.user) })
+	if err != nil {
+		return
+	}
+	p.have = map[string]string{"configure": perm.Configure, "write": perm.Write, "read": perm.Read}
+	p.write = permissionPattern(perm.Write)
+	tps, err := call(ctx, func() ([]rabbithole.TopicPermissionInfo, error) { return p.b.rh.GetTopicPermissionsIn(p.vhost, p.user) })
+	if err != nil { // 404: the user has none
+		return
+	}
+	p.topics = make(map[string]topicRule, len(tps))
+	for _, tp := range tps {
+		// As rabbit_auth_backend_internal:expand_topic_permission: the empty pattern first becomes
+		// ^$, then the variables are replaced by their values as they are (not escaped), in the
+		// order of the variable map's keys.
+		w := tp.Write
+		if w == "" {
+			w = "^$"
+		}
+		w = strings.ReplaceAll(w, "{username}", p.user)
+		w = strings.ReplaceAll(w, "{vhost}", p.vhost)
+		p.topics[tp.Exchange] = topicRule{write: permissionPattern(w), have: map[string]string{"write": tp.Write, "read": tp.Read}}
+	}
+}
+
+// isTopic reports whether exchange is a topic exchange (only those have their routing keys
+// checked), asking the management API once per exchange; false when it cannot tell.
+func (p *publishRights) isTopic(ctx context.Context, exchange string) bool {
+	if is, ok := p.topic[exchange]; ok {
+		return is
+	}
+	is := false
+	if !dotSegment(exchange) {
+		ctx, cancel := p.b.bound(ctx)
+		x, err := call(ctx, func() (*rabbithole.DetailedExchangeInfo, error) { return p.b.rh.GetExchange(p.vhost, exchange) })
+		cancel()
+		is = err == nil && x != nil && x.Type == amqp.ExchangeTopic
+	}
+	if p.topic == nil {
+		p.topic = map[string]bool{}
+	}
+	p.topic[exchange] = is
+	return is
+}
+
+// permissionPattern compiles a RabbitMQ permission pattern as Go's regexp reads it: "" matches
+// nothing (RabbitMQ reads it as ^$); nil when it does not compile.
+func permissionPattern(p string) *regexp.Regexp {
+	if p == "" {
+		p = "^$"
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
+// printable reports whether s is printable ASCII only, where a PCRE pattern and Go's regexp match
+// alike.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

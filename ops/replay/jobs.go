@@ -449,7 +449,7 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 	case errors.Is(err, ops.ErrConflict):
 		return next, stopFailed, err
 	case err != nil:
-		return next, stopRetry, err
+		return next, retryOrFail(err), err
 	}
 	defer m.close()
 	// A batch already sent when the pipeline stops (a later batch's gate failed, the lease was
@@ -479,9 +479,12 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 	fail := func(why stop, err error) {
 		resMu.Lock()
 		defer resMu.Unlock()
+		if why == stopRetry {
+			why = retryOrFail(err)
+		}
 		if result == stopDone {
 			result, reason = why, err
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && why == stopRetry {
 				log.Warn("replay: batch failed; will retry", "err", err)
 			}
 		}
@@ -635,6 +638,23 @@ func (e *Engine) runBatches(ctx context.Context, job Job, k kind, src Source, li
 		}
 	}
 	return next, result, reason
+}
+
+// retryOrFail is how a run stops on err from a dependency: stopRetry (the job pauses and tries again)
+// but for a refusal of the console's own account (ops.ErrForbidden: a broker refused its user a
+// publish or a read), which no retry gets past until a person grants the permission. A refused
+// publish also closes the broker's channel with the batch's outcome unknown, so each retry would
+// send the batch's earlier messages again (resumed claims) before meeting the same refusal: the
+// job was retried for ever, publishing them each time. It ends failed instead, saying who lacks
+// what; its claims in flight are released failed (FinishJob: "it may have been published") and
+// their messages stay in the source, for a new plan — through the gate again, the consumer's inbox
+// asked — once the permission is granted. A message whose destination is known to be refused
+// before publishing fails alone instead (RabbitMQ: rabbit.Cursor.checkRights), and the job goes on.
+func retryOrFail(err error) stop {
+	if errors.Is(err, ops.ErrForbidden) {
+		return stopFailed
+	}
+	return stopRetry
 }
 
 // released settles a cancelled batch's claims without publishing: a fresh claim was never
