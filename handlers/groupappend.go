@@ -109,6 +109,9 @@ func appendGroupJSON(b []byte, g lag.Group) (_ []byte, ok bool) {
 			b = strconv.AppendInt(b, p.End, 10)
 			b = append(b, `,"lag":`...)
 			b = strconv.AppendInt(b, p.Lag, 10)
+			if p.LagAtMost {
+				b = append(b, `,"lag_at_most":true`...)
+			}
 			b = append(b, `,"lag_seconds":`...)
 			b = appendJSONSeconds(b, p.TimeLag)
 			b = append(b, `,"status":`...)

@@ -147,7 +147,7 @@ func TestAppendGroupKnowsEveryField(t *testing.T) {
 	full := lag.Group{Group: kafkamodel.Group{Name: "g", Type: kafkamodel.GroupShare, State: "Stable", Protocol: "share", Members: 2,
 		Epoch: 3, AssignmentEpoch: 3, DeliveryLimit: 5, DeliveryLimitFrom: "group", TotalLag: 7, MaxTimeLag: time.Second, Error: "e",
 		Topics: []kafkamodel.TopicLag{{Topic: "t", Lag: 7, MaxTimeLag: time.Second,
-			Partitions: []kafkamodel.PartitionLag{{Partition: 0, Start: 0, End: 9, Lag: 7, TimeLag: time.Second, Member: "m", ShareStart: 2}}}}},
+			Partitions: []kafkamodel.PartitionLag{{Partition: 0, Start: 0, End: 9, Lag: 7, TimeLag: time.Second, Member: "m", ShareStart: 2, LagAtMost: true}}}}},
 		Status:     lag.Status{Code: lag.StatusWarn, Reason: "r", Since: time.Unix(1, 0)},
 		Partitions: map[string]lag.Status{"t/0": {Code: lag.StatusWarn, Reason: "r"}}, RateKnown: true, Rate: 1, CatchUp: time.Second}
 	classic := full

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
 	"github.com/redrive/redrive/ops/history"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/queues"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/redact"
@@ -423,6 +424,7 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		return err
 	}
 	page.CanReveal = red != nil && ActorOf(c).Can(access.Admin)
+	page.Revealed, _ = queryBool(c, "reveal") // redactionFor refused a reveal it did not grant
 	if page.Filter = strings.TrimSpace(c.QueryParam("filter")); page.Filter != "" {
 		page.ScanURL = paths.WithQuery(paths.APIQueueMessages(b.Name(), vhost, queue), url.Values{"filter": {page.Filter}, "limit": {"500"}})
 		if h.exports.CanExport(c) {
@@ -454,7 +456,8 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	shown, masked := red.Messages(res.Messages)
 	groupNotes, messageNotes := h.queueNotes(c.Request().Context(), b.Name(), vhost, queue)
 	for _, g := range rabbitmodel.ErrorGroups(masked) {
-		row := rabbitpages.GroupRow{Reason: g.Reason, Key: g.Key, ExceptionMessage: g.ExceptionMessage, Count: g.Count, FirstAt: g.FirstAt,
+		row := rabbitpages.GroupRow{Reason: g.Reason, Key: g.Key, ExceptionMessage: payload.Clip(g.ExceptionMessage, maxSampleMessage),
+			Count: g.Count, FirstAt: g.FirstAt,
 			LastAt: g.LastAt, OriginalQueues: strings.Join(g.OriginalQueues, ", "),
 			Notes: groupNotes[triage.GroupKey{Type: g.Reason, Cause: g.Key}]}
 		if class := ops.ErrorGroupClass(g.Key); len(row.Notes) == 0 && class != g.Key {

@@ -183,9 +183,6 @@ func notBrowsable(q rabbitmodel.Queue) (note, why string) {
 	return "", ""
 }
 
-// maxRenderedBody caps what one message shows inline; the API gives up to rabbitmodel.MaxBodyBytes.
-const maxRenderedBody = 64 << 10
-
 // destination is where a replay sends the message: its original exchange and routing keys.
 func destination(d *rabbitmodel.DeadLetter) string {
 	x, keys := d.OriginalExchange, d.OriginalRoutingKeys
@@ -198,6 +195,11 @@ func destination(d *rabbitmodel.DeadLetter) string {
 	return "exchange " + exchangeLabel(x) + ", routing key " + strings.Join(keys, ", ")
 }
 
+// toMessageView is what one message shows inline, each part cut (handlers/cut.go): the body at
+// maxRenderedValue, each header's and property's value at maxRenderedField (an x-exception-stacktrace
+// header can be hundreds of kilobytes), the decoded exception message too and its stack trace at
+// maxRenderedValue, the rest of the dead-letter story at maxRenderedField; Line is what its row
+// shows. The messages API gives the message whole (its body up to rabbitmodel.MaxBodyBytes).
 func toMessageView(m redact.Message) rabbitpages.MessageView {
 	v := rabbitpages.MessageView{Position: m.Position, MessageID: m.MessageID, Exchange: exchangeLabel(m.Exchange),
 		RoutingKey: m.RoutingKey, Redelivered: m.Redelivered, Truncated: m.Truncated, Size: m.Size, Redacted: m.Redacted,
@@ -208,7 +210,7 @@ func toMessageView(m redact.Message) rabbitpages.MessageView {
 	p := m.Properties
 	add := func(k, val string) {
 		if val != "" {
-			v.Properties = append(v.Properties, rabbitpages.KV{Key: k, Value: val})
+			v.Properties = append(v.Properties, cutKV(k, val))
 		}
 	}
 	add("message_id", p.MessageID)
@@ -233,19 +235,22 @@ func toMessageView(m redact.Message) rabbitpages.MessageView {
 	add("expiration", p.Expiration)
 	add("reply_to", p.ReplyTo)
 	for _, hd := range m.Headers {
-		v.Headers = append(v.Headers, rabbitpages.KV{Key: hd.Key, Value: hd.Value})
+		v.Headers = append(v.Headers, cutKV(hd.Key, hd.Value))
 	}
 	v.Body, v.BodyEncoding = payload.Render(m.Body)
-	if cut, ok := payload.Cut(v.Body, maxRenderedBody); ok {
+	if cut, ok := payload.Cut(v.Body, maxRenderedValue); ok {
 		v.Body, v.Truncated = cut, true
 	}
+	field := func(s string) string { return payload.Clip(s, maxRenderedField) }
 	if d := m.DeadLetter; d != nil {
-		dv := &rabbitpages.DeadLetterView{Reason: d.Reason, Count: d.Count, LastQueue: d.LastQueue, FirstReason: d.FirstReason,
-			OriginalQueue: d.OriginalQueue, Destination: destination(d), FirstDeathAt: d.FirstDeathAt,
-			ExceptionMessage: d.ExceptionMessage, Stacktrace: d.Stacktrace, ReplayCount: d.ReplayCount}
+		dv := &rabbitpages.DeadLetterView{Reason: field(d.Reason), Count: d.Count, LastQueue: field(d.LastQueue),
+			FirstReason: field(d.FirstReason), OriginalQueue: field(d.OriginalQueue), Destination: field(destination(d)),
+			FirstDeathAt: d.FirstDeathAt, ReplayCount: d.ReplayCount, MessageSize: len(d.ExceptionMessage), StacktraceSize: len(d.Stacktrace)}
+		dv.ExceptionMessage, dv.MessageCut = payload.Cut(d.ExceptionMessage, maxRenderedField)
+		dv.Stacktrace, dv.StacktraceCut = payload.Cut(d.Stacktrace, maxRenderedValue)
 		for _, x := range d.Deaths {
-			dv.Deaths = append(dv.Deaths, rabbitpages.DeathView{Queue: x.Queue, Reason: x.Reason, Count: x.Count, Time: x.Time,
-				Exchange: exchangeLabel(x.Exchange), RoutingKeys: strings.Join(x.RoutingKeys, ", ")})
+			dv.Deaths = append(dv.Deaths, rabbitpages.DeathView{Queue: field(x.Queue), Reason: field(x.Reason), Count: x.Count, Time: x.Time,
+				Exchange: field(exchangeLabel(x.Exchange)), RoutingKeys: field(strings.Join(x.RoutingKeys, ", "))})
 		}
 		v.DeadLetter = dv
 		if d.FirstDeathAt != nil {
@@ -261,7 +266,26 @@ func toMessageView(m redact.Message) rabbitpages.MessageView {
 	case d.OriginalExchange == "" && len(d.OriginalRoutingKeys) == 0 && d.OriginalQueue == "":
 		v.ReplayTo, v.CannotReplay = "unknown", "no original exchange, routing key or queue in its headers"
 	default:
-		v.ReplayTo = strings.TrimPrefix(destination(d), "exchange ")
+		v.ReplayTo = field(strings.TrimPrefix(destination(d), "exchange "))
 	}
+	v.Line = messageLine(v)
 	return v
+}
+
+// cutKV is a header or property for display: its value cut at maxRenderedField, saying so with
+// its whole length.
+func cutKV(key, value string) rabbitpages.KV {
+	kv := rabbitpages.KV{Key: payload.Clip(key, maxRenderedField), Size: len(value)}
+	kv.Value, kv.Cut = payload.Cut(value, maxRenderedField)
+	return kv
+}
+
+// messageLine is what a message's row shows of it (MessageView.Line): a line of each, cut with "…".
+func messageLine(v rabbitpages.MessageView) rabbitpages.MessageLine {
+	line := func(s string) string { return payload.Clip(s, maxRowText) }
+	l := rabbitpages.MessageLine{MessageID: line(v.MessageID), ReplayTo: line(v.ReplayTo)}
+	if d := v.DeadLetter; d != nil {
+		l.Reason, l.Exception, l.OriginalQueue = line(d.Reason), line(d.ExceptionMessage), line(d.OriginalQueue)
+	}
+	return l
 }

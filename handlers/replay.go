@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/ops/source"
@@ -47,6 +48,9 @@ type ReplayEngine interface {
 	// StartRefused is why actor may not start a job of plan (force: forced), as Start would
 	// refuse it (ops.ErrForbidden); nil when it may.
 	StartRefused(plan replay.Plan, actor access.Actor, force bool) error
+	// ApproveRefused is why approver may not approve job, as Approve would refuse it; nil when
+	// they may.
+	ApproveRefused(ctx context.Context, job replay.Job, approver access.Actor) error
 }
 
 // ReplayViews reads what the replay pages show beside the engine's answers (ops/store): the jobs
@@ -582,16 +586,26 @@ func routeText(r replay.PlanRoute) (source, destination string, discard bool) {
 }
 
 // editView is an edit and retry's change as the plan and job pages show it; nil without an edit
-// (or one stored before edits kept their diff).
-func editView(ed *replay.Edit) *replaypages.EditView {
+// (or one stored before edits kept their diff). The diff keeps each header's values whole (a
+// dropped x-exception-stacktrace can be hundreds of kilobytes): each is cut at maxRenderedField
+// for display, as a message's headers are (toMessageView), the page saying so with its whole
+// length and linking plan planID in the API, which gives the diff whole.
+func editView(ed *replay.Edit, planID string) *replaypages.EditView {
 	if ed == nil || ed.Diff == nil {
 		return nil
 	}
 	d := ed.Diff
 	v := &replaypages.EditView{ValueBefore: d.ValueBefore, ValueAfter: d.ValueAfter, ValueChanged: ed.Value != nil,
-		MessageID: d.MessageID, Encoding: d.Encoding}
+		Encoding: d.Encoding, RawURL: paths.APIReplayPlan(planID)}
+	if id := d.MessageID; id != nil {
+		v.MessageID = &[2]string{payload.Clip(id[0], maxRenderedField), payload.Clip(id[1], maxRenderedField)}
+	}
 	for _, name := range slices.Sorted(maps.Keys(d.Headers)) {
-		v.Headers = append(v.Headers, replaypages.HeaderChange{Name: name, Before: d.Headers[name][0], After: d.Headers[name][1]})
+		before, after := d.Headers[name][0], d.Headers[name][1]
+		h := replaypages.HeaderChange{Name: payload.Clip(name, maxRenderedField), BeforeSize: len(before), AfterSize: len(after)}
+		h.Before, h.BeforeCut = payload.Cut(before, maxRenderedField)
+		h.After, h.AfterCut = payload.Cut(after, maxRenderedField)
+		v.Headers = append(v.Headers, h)
 	}
 	return v
 }
@@ -777,7 +791,7 @@ func (h *Replays) PlanPage(c echo.Context) error {
 	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
 		Actor: plan.Actor, Source: describePlanSource(plan.Source, plan.Filter), Total: plan.Total, Warnings: plan.Warnings,
 		State: plan.State, Planned: plan.Planned, Estimate: plan.Estimate, Error: plan.Error}
-	page.Edit = editView(plan.Source.Edit)
+	page.Edit = editView(plan.Source.Edit, plan.ID)
 	page.Meta = h.meta(c, page.Noun()+" plan", "replays")
 	if !page.Ready() {
 		return h.planningPage(c, plan, page)
@@ -934,12 +948,12 @@ func (h *Replays) JobPage(c echo.Context) error {
 		var src replay.Source
 		if r := routes[job.PlanID]; len(r.Source) > 0 && json.Unmarshal(r.Source, &src) == nil && src.Edit != nil {
 			// What the approver approves: the edit as its plan shows it, masked as any content.
-			page.Edit = editView(h.redact.Plan(replay.Plan{Source: src}).Source.Edit)
+			page.Edit = editView(h.redact.Plan(replay.Plan{Source: src}).Source.Edit, job.PlanID)
 		}
 	}
 	page.Meta = h.meta(c, page.Job.Noun()+" "+job.ID, "replays")
 	actor := ActorOf(c)
-	page.Job.Approve = offer(page.Meta, replay.ApproveRefused(job, actor), "Operators other than "+job.Actor+" can approve it.")
+	page.Job.Approve = offer(page.Meta, h.engine.ApproveRefused(ctx, job, actor), "People other than "+job.Actor+" with the rights to start it can approve it.")
 	page.Job.Cancel = offer(page.Meta, replay.CancelRefused(job, actor), "Operators can cancel their own jobs, admins anyone's.")
 	page.Meta.Breadcrumbs = []layout.Crumb{{Label: "Replays", Href: paths.Replays}, {Label: job.ID}}
 	if job.Failed > 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/foureyes"
 	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/replay"
 	"github.com/redrive/redrive/views/layout"
@@ -91,6 +92,14 @@ func (f *replayFixture) Approve(context.Context, string, access.Actor) (replay.J
 
 // StartRefused lets anyone start anything: the engine's rule is ops/replay's to test.
 func (f *replayFixture) StartRefused(replay.Plan, access.Actor, bool) error { return nil }
+
+// ApproveRefused is the engine's rule for the job alone, without the plan's size.
+func (f *replayFixture) ApproveRefused(_ context.Context, job replay.Job, approver access.Actor) error {
+	if job.Status != replay.JobAwaiting {
+		return ops.ErrConflict
+	}
+	return foureyes.ApproveRefused(job.StartedBy(), approver, "started this replay")
+}
 
 func (f *replayFixture) JobsOfPlan(_ context.Context, planID string) ([]replay.Job, error) {
 	if f.viewsDown {

@@ -48,8 +48,17 @@ func TestFourEyesAndOperatorLimit(t *testing.T) {
 	if _, err := e.Cancel(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator}); !errors.Is(err, ops.ErrForbidden) {
 		t.Fatalf("an operator cancelled someone else's job: %v", err)
 	}
-	approved, err := e.Approve(ctx, job.ID, access.Actor{Name: "bob", Role: access.Operator})
-	if err != nil || approved.ApprovedBy != "bob" {
+	// The job moves 2 messages, past the 1 an operator may start: an operator may not approve it
+	// either — the second person needs the rights the first did (before, bob's approval ran it).
+	bob := access.Actor{Name: "bob", Role: access.Operator}
+	if err := e.ApproveRefused(ctx, job, bob); !errors.Is(err, ops.ErrForbidden) {
+		t.Fatalf("an operator may approve an admin's job past operator_max_messages: %v", err)
+	}
+	if _, err := e.Approve(ctx, job.ID, bob); !errors.Is(err, ops.ErrForbidden) {
+		t.Fatalf("an operator approved an admin's job past operator_max_messages: %v", err)
+	}
+	approved, err := e.Approve(ctx, job.ID, access.Actor{Name: "erin", Role: access.Admin})
+	if err != nil || approved.ApprovedBy != "erin" {
 		t.Fatalf("approve: %+v %v", approved, err)
 	}
 	if done := waitJob(t, e, job.ID); done.Status != replay.JobDone || done.Published != 2 {

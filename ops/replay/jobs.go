@@ -123,16 +123,15 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 	if err != nil {
 		return job, err
 	}
-	if err := ApproveRefused(job, approver); err != nil {
+	plan, err := e.o.Store.Plan(ctx, job.PlanID)
+	if err != nil {
+		return job, err
+	}
+	if err := e.approveRefused(job, plan, approver); err != nil {
 		return job, err // a self-approval is a refusal (ops.ErrRefused), audited where it is answered
 	}
 	// What the approved job moves counts as its starter's, from now.
-	var moved int64
-	if plan, err := e.o.Store.Plan(ctx, job.PlanID); err == nil {
-		moved = int64(moves(plan.Actions, job.Force))
-	} else {
-		return job, err
-	}
+	moved := int64(moves(plan.Actions, job.Force))
 	done, err := e.intend(ctx, audit.Entry{Actor: approver.Name, Role: approver.Role.String(), Action: "replay.approve", Target: "replay/" + id,
 		Count: new(int64(job.Total)), Detail: map[string]any{"started_by": job.Actor, "force": job.Force}})
 	if err != nil {
@@ -160,9 +159,44 @@ func (e *Engine) Approve(ctx context.Context, id string, approver access.Actor) 
 }
 
 // ApproveRefused says why approver may not approve job, as Approve refuses it: ops.ErrConflict
-// for a job not awaiting approval, ops.ErrForbidden for the person who started it (four-eyes).
-// nil when Approve would go ahead; the job page offers Approve only then.
-func ApproveRefused(job Job, approver access.Actor) error {
+// for a job not awaiting approval, ops.ErrForbidden for the person who started it (four-eyes) and
+// for an approver who could not have started the job (a forced job, or one past
+// replay.operator_max_messages, needs an admin to approve it as to start it: the second pair of
+// eyes has the rights the first needed — an operator's approval completed an admin-only job that
+// operator could neither start nor cancel). nil when Approve would go ahead; the job page offers
+// Approve only then.
+func (e *Engine) ApproveRefused(ctx context.Context, job Job, approver access.Actor) error {
+	if job.Status != JobAwaiting {
+		return approveRefused(job, approver) // says it is not awaiting approval: no plan to read
+	}
+	plan, err := e.o.Store.Plan(ctx, job.PlanID)
+	if err != nil {
+		return err
+	}
+	return e.approveRefused(job, plan, approver)
+}
+
+func (e *Engine) approveRefused(job Job, plan StoredPlan, approver access.Actor) error {
+	if err := approveRefused(job, approver); err != nil {
+		return err
+	}
+	if approver.Can(access.Admin) {
+		return nil
+	}
+	if job.Force {
+		return ops.Forbidden("this job forces a replay past the consumer's inbox, which only an admin may start, " +
+			"so only an admin may approve it")
+	}
+	if limit, n := e.o.Replay.OperatorMaxMessages, moves(plan.Actions, job.Force); limit > 0 && n > limit {
+		return ops.Forbidden("this job moves %d messages, more than the %d an operator may start (replay.operator_max_messages), "+
+			"so only an admin may approve it", n, limit)
+	}
+	return nil
+}
+
+// approveRefused is ApproveRefused's part that needs no plan: the job awaits approval, and the
+// approver is not the person who started it.
+func approveRefused(job Job, approver access.Actor) error {
 	if job.Status != JobAwaiting {
 		return ops.Conflict("replay job %s is %s, not awaiting approval", job.ID, job.Status)
 	}

@@ -138,10 +138,13 @@ type Setting struct {
 	Source string // argument, policy, "argument and policy (smaller wins)", …
 }
 
-// KV is one key and its value as text.
+// KV is one key and its value as text. A message's header or property is cut for display when
+// Cut, Size being the value's whole length in bytes.
 type KV struct {
 	Key   string
 	Value string
+	Cut   bool
+	Size  int
 }
 
 // MessagesPage is the dead-letter queue browser.
@@ -185,6 +188,7 @@ type MessagesPage struct {
 	Reasons   []string // distinct reasons among the messages browsed, for the filter
 	Messages  []MessageView
 	CanReveal bool // an admin may reveal masked values (audited)
+	Revealed  bool // the page reveals them (reveal=true): its links to the raw messages do too
 	// ReplayedCopies counts the messages browsed that a job already replayed (MessageView.ReplayedBy).
 	ReplayedCopies int
 }
@@ -236,6 +240,15 @@ type MessageView struct {
 	// Kept: the message had too few deliveries left to go back, and was moved to Redrive's archive.
 	// It is no longer in the queue: it is replayed from the archive, not from here.
 	Kept bool
+	// Line is what the message's row shows (the detail shows more).
+	Line MessageLine
+}
+
+// MessageLine is a message's row: a line's worth of its id, reason, exception message, original
+// queue and destination, for the table's cells and their tooltips — a row showed the exception
+// message whole twice, and a header can be hundreds of kilobytes.
+type MessageLine struct {
+	MessageID, Reason, Exception, OriginalQueue, ReplayTo string
 }
 
 // DeadLetterView is a message's decoded dead-letter story.
@@ -251,6 +264,10 @@ type DeadLetterView struct {
 	Stacktrace       string
 	ReplayCount      int
 	Deaths           []DeathView
+	// MessageCut and StacktraceCut: ExceptionMessage and Stacktrace are cut for display;
+	// MessageSize and StacktraceSize are their whole lengths in bytes.
+	MessageCut, StacktraceCut   bool
+	MessageSize, StacktraceSize int
 }
 
 // DeathView is one x-death entry.
@@ -396,6 +413,26 @@ func filterHint(p MessagesPage) string {
 		return "no filter"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rawURL is where message m of the page is whole, read as the page was: the messages API's browse
+// of the queue's head down to m, narrowed by the page's filters, or, for a message the browse moved
+// to Redrive's archive, the archive API of the queue. Where a page that cut a part of m for
+// display points.
+func rawURL(p MessagesPage, m MessageView) string {
+	if m.Kept {
+		return paths.WithQuery(paths.APIArchive, url.Values{"broker": {p.Broker}, "queue": {p.Queue}})
+	}
+	v := url.Values{"limit": {strconv.Itoa(m.Position + 1)}}
+	for k, f := range map[string]string{"reason": p.Reason, "exception": p.Exception, "group": p.Group} {
+		if f != "" {
+			v.Set(k, f)
+		}
+	}
+	if p.Revealed {
+		v.Set("reveal", "true")
+	}
+	return paths.WithQuery(paths.APIQueueMessages(p.Broker, p.Vhost, p.Queue), v)
 }
 
 // archiveURL is the archive page narrowed to a queue: what discard jobs and custody took from it.

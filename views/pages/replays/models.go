@@ -202,10 +202,19 @@ type EditView struct {
 	MessageID *[2]string
 	// Encoding names the schema the edited value is encoded back with; "" for plain bytes.
 	Encoding string
+	// RawURL is the plan in the API, which gives the change whole: where a header cut for display
+	// points.
+	RawURL string
 }
 
-// HeaderChange is one header an edit sets or drops: "" stands for absent.
-type HeaderChange struct{ Name, Before, After string }
+// HeaderChange is one header an edit sets or drops: "" stands for absent. Before and After are
+// cut for display when BeforeCut and AfterCut, BeforeSize and AfterSize being their whole lengths
+// in bytes.
+type HeaderChange struct {
+	Name, Before, After   string
+	BeforeCut, AfterCut   bool
+	BeforeSize, AfterSize int
+}
 
 // Ready reports whether the plan is made (the state of every plan made before plans were made in
 // the background is ready).
