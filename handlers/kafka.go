@@ -840,9 +840,13 @@ func inGroup(page kafkapages.TopicPage, r kafkamodel.Record) bool {
 	if page.Exception == "" {
 		return true
 	}
+	want := kafkapages.GroupText(page.Exception)
+	if _, _, ok := redact.GroupRef(want); ok {
+		want = redact.Redacted // a masked group's link: its records show the type masked
+	}
 	d := r.DeadLetter
-	return d != nil && (kafkapages.GroupText(d.GroupType()) == kafkapages.GroupText(page.Exception) ||
-		kafkapages.GroupText(d.ExceptionType) == kafkapages.GroupText(page.Exception)) && // a link naming the class alone
+	return d != nil && (kafkapages.GroupText(d.GroupType()) == want ||
+		kafkapages.GroupText(d.ExceptionType) == want) && // a link naming the class alone
 		(!page.ByCause || kafkapages.GroupText(d.ExceptionCause) == kafkapages.GroupText(page.Cause))
 }
 

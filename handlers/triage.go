@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/kafka/kafkamodel"
+	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/triage"
 	"github.com/redrive/redrive/paths"
 	kafkapages "github.com/redrive/redrive/views/pages/kafka"
@@ -201,7 +202,20 @@ func (h *Kafka) resolve(c echo.Context, req resolutionRequest) (triage.Result, e
 		return triage.Result{}, ops.Invalid("records", "empty: name at least one record")
 	}
 	if g := req.ErrorGroup; g != nil {
-		r.Selection.ErrorGroup = &triage.ErrorGroupRef{ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause}
+		ref := &triage.ErrorGroupRef{ExceptionType: g.ExceptionType, ExceptionCause: g.ExceptionCause}
+		if p, o, ok := redact.GroupRef(g.ExceptionType); ok { // a masked group, as its page names it
+			ref.Of = &triage.RecordKey{Partition: p, Offset: o}
+		} else {
+			// Compared with the type the actor sees: resolving cannot confirm a guess of a masked one.
+			red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+topic)
+			if err != nil {
+				return triage.Result{}, err
+			}
+			if red != nil {
+				ref.Shown = red.GroupKey
+			}
+		}
+		r.Selection.ErrorGroup = ref
 	}
 	if f := req.Filter; f != nil {
 		red, err := redactionFor(c, h.redact, "kafka/"+k.Name()+"/"+topic)

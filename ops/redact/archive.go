@@ -54,23 +54,13 @@ func (r *Rules) Archived(m replay.Archived) (replay.Archived, bool) {
 	if id, ok := props["message_id"].(string); ok && id != Redacted {
 		mask.clear = append(mask.clear, id) // a message id the broker carried, not read from the body
 	}
-	for k, v := range props {
-		if k == "message_id" {
-			continue
-		}
-		if t := archivedText(v); mask.matches(t) {
-			props[k], masked = Redacted, true
-		}
+	if mask.quoting(props, &m.RoutingKey, &m.OriginalRoutingKey) {
+		masked = true
 	}
 	if id := mask.id(m.MessageID); id != m.MessageID {
 		m.MessageID, masked = id, true
 		if _, ok := props["message_id"]; ok {
 			props["message_id"] = id
-		}
-	}
-	for _, f := range []*string{&m.RoutingKey, &m.OriginalRoutingKey} {
-		if v := mask.text(*f); v != *f {
-			*f, masked = v, true
 		}
 	}
 	m.Headers, m.Properties = headers, props

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redrive/redrive/ops/history"
@@ -86,18 +88,52 @@ func sizedAsShown(r kafkamodel.Record) kafkamodel.Record {
 }
 
 // ErrorGroup masks what an error group shows of masked content: its key when the exception
-// type or cause headers are masked, and its sample as ErrorSample tells it. The sample record is
-// not kept in what it returns.
+// type or cause headers are masked (GroupKey), and its sample as ErrorSample tells it. The sample
+// record is not kept in what it returns. A group whose type is masked is named by its sample
+// record instead ("••• redacted ••• (group of record 0:17)", GroupRef), which is not masked
+// content: a resolution of the group names it so (triage.ErrorGroupRef.Of), where the mask
+// alone names every masked group at once and the type itself is a guess the reader must not be
+// able to check.
 func (red *Rules) ErrorGroup(g kafkamodel.ErrorGroup) kafkamodel.ErrorGroup {
 	red = red.current()
 	if red != nil {
-		if red.masksExceptionType() {
-			g.ExceptionType, g.ExceptionCause = maskNonEmpty(g.ExceptionType), maskNonEmpty(g.ExceptionCause)
+		typ := g.ExceptionType
+		g.ExceptionType, g.ExceptionCause = red.GroupKey(g.ExceptionType, g.ExceptionCause)
+		if typ != "" && g.ExceptionType != typ {
+			g.ExceptionType = Redacted + fmt.Sprintf(groupRefFormat, g.SamplePartition, g.SampleOffset)
 		}
 		g.SampleMessage = red.ErrorSample(g)
 	}
 	g.Sample = nil
 	return g
+}
+
+// groupRefFormat is what follows the mark in a masked group's type: its sample's partition and
+// offset.
+const groupRefFormat = " (group of record %d:%d)"
+
+// GroupRef reads the record a masked error group's type names (ErrorGroup): ok is false when s
+// is no such type.
+func GroupRef(s string) (partition int32, offset int64, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), Redacted)
+	if !ok {
+		return 0, 0, false
+	}
+	if n, err := fmt.Sscanf(rest, groupRefFormat, &partition, &offset); err != nil || n != 2 || partition < 0 || offset < 0 ||
+		fmt.Sprintf(groupRefFormat, partition, offset) != rest {
+		return 0, 0, false
+	}
+	return partition, offset, true
+}
+
+// GroupKey is an error group's key (exception type and cause) as a reader sees it: hidden when
+// the exception type or cause headers are masked. The error groups show it, and a resolution by
+// type compares with it (triage.ErrorGroupRef.Shown).
+func (red *Rules) GroupKey(typ, cause string) (string, string) {
+	if red.current().masksExceptionType() {
+		return maskNonEmpty(typ), maskNonEmpty(cause)
+	}
+	return typ, cause
 }
 
 // ErrorSample is an error group's sample exception message as it may be shown, quoted on the
@@ -122,9 +158,12 @@ func (red *Rules) ErrorSample(g kafkamodel.ErrorGroup) string {
 }
 
 // Episodes is src's error-group episodes as the overview and notifications tell them: the
-// exception type and cause hidden when their headers are masked, and the sample when the
-// exception message header is (the sampler stored it masked by its record's content already, see
-// ErrorSample). Nil rules mask nothing.
+// exception type and cause hidden when their headers are masked, and the sample masked on read by
+// the rules in force (ErrorSample of a group without its record: hidden when the exception
+// message header is masked or any JSON path is configured). The sampler stored it masked by its
+// record as the rules were then; a path added since would select values that stored text may
+// quote, and without the record no one can tell, so a reload applies to what is stored. Nil rules
+// mask nothing.
 func (red *Rules) Episodes(src EpisodeSource) EpisodeSource {
 	if red == nil || src == nil {
 		return src
@@ -157,9 +196,7 @@ func (m maskedEpisodes) ErrorGroupEpisodes(ctx context.Context, since time.Time,
 			e.Key = "masked-" + hex.EncodeToString(sum[:8])
 			e.ExceptionType, e.ExceptionCause = maskNonEmpty(e.ExceptionType), maskNonEmpty(e.ExceptionCause)
 		}
-		if red.masksExceptionMessage() {
-			e.SampleMessage = maskNonEmpty(e.SampleMessage)
-		}
+		e.SampleMessage = red.ErrorSample(kafkamodel.ErrorGroup{SampleMessage: e.SampleMessage})
 	}
 	return eps, nil
 }

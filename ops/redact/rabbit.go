@@ -15,7 +15,8 @@ type Message struct {
 // Message is the masking pass over one message for a non-admin: the configured headers,
 // the JSON paths of the body (a body cut at rabbitmodel.MaxBodyBytes or not JSON is masked whole when
 // paths are configured), then everything derived from what was hidden — other headers quoting
-// it, the decoded dead-letter fields and the message id (see messageMask).
+// it, the properties and the routing key (quoting, as the archive shows the same message), the
+// decoded dead-letter fields and the message id (see messageMask).
 func (r *Rules) Message(m rabbitmodel.Message) Message {
 	out := Message{Message: m, Headers: m.Headers}
 	if r == nil {
@@ -53,11 +54,15 @@ func (r *Rules) Message(m rabbitmodel.Message) Message {
 	if out.Properties.MessageID != Redacted {
 		mask.clear = append(mask.clear, m.Properties.MessageID)
 	}
-	if p := &out.Properties; mask.matches(p.CorrelationID) {
-		p.CorrelationID, out.Redacted = Redacted, true
+	props := rabbitmodel.PropertiesMap(out.Properties)
+	if mask.quoting(props, &out.RoutingKey) {
+		out.Properties, out.Redacted = shownProperties(props), true
 	}
 	if id := mask.id(m.MessageID); id != m.MessageID {
 		out.MessageID, out.Redacted = id, true
+		if out.Properties.MessageID != "" { // the id is the property when there is one
+			out.Properties.MessageID = id
+		}
 	}
 	if d := m.DeadLetter; d != nil {
 		dl := *d
@@ -78,6 +83,40 @@ func (r *Rules) Message(m rabbitmodel.Message) Message {
 		out.DeadLetter = &dl
 	}
 	return out
+}
+
+// quoting masks what a RabbitMQ message carries besides its headers, body and message id that
+// repeats hidden content: any property but message_id (props, rabbitmodel.PropertiesMap's keys,
+// each read as archivedText reads it) and the routing keys. It is the rule of a browsed message
+// (Message) and of the same message archived (Archived), which must show it alike. It reports
+// whether anything was masked.
+func (m *messageMask) quoting(props map[string]any, routingKeys ...*string) bool {
+	masked := false
+	for k, v := range props {
+		if k != "message_id" && m.matches(archivedText(v)) {
+			props[k], masked = Redacted, true
+		}
+	}
+	for _, f := range routingKeys {
+		if v := m.text(*f); v != *f {
+			*f, masked = v, true
+		}
+	}
+	return masked
+}
+
+// shownProperties is props (rabbitmodel.PropertiesMap's, masked by quoting) as Properties: a
+// masked text shows the mark; a masked number or time, which cannot, shows none.
+func shownProperties(props map[string]any) rabbitmodel.Properties {
+	for k, v := range props {
+		if v == Redacted {
+			if _, err := rabbitmodel.PropertiesFromMap(map[string]any{k: v}); err != nil {
+				props[k] = nil
+			}
+		}
+	}
+	p, _ := rabbitmodel.PropertiesFromMap(props) // every value is now its field's type, or nil
+	return p
 }
 
 // Messages masks every message of a browse, for the list and for the error groups built

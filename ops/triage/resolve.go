@@ -84,10 +84,21 @@ type Selection struct {
 	Filter     *Filter
 }
 
-// ErrorGroupRef names an error group: its exception type (and, when given, cause).
+// ErrorGroupRef names an error group: its exception type (and, when given, cause) as the actor
+// sees them, or one of its records.
 type ErrorGroupRef struct {
+	// ExceptionType is the group's type, its class or its fingerprint (kafkamodel.DeadLetter.GroupType).
 	ExceptionType  string
 	ExceptionCause *string // nil: any cause
+	// Of, when set, names the group by one of its records instead: the group (type and cause, as
+	// the error groups page keys them) that record is in, which the request need not know. A page
+	// offers a group whose key is masked this way (redact.Rules.ErrorGroup). ExceptionType is then
+	// only what the audit row records.
+	Of *RecordKey
+	// Shown is a group's type and cause as the actor sees them (redact.Rules.GroupKey): the type
+	// and cause asked are compared with it, so that resolving cannot confirm a guess of a masked
+	// type. Nil: as they are.
+	Shown func(typ, cause string) (string, string)
 }
 
 // Filter selects records by what a replay plan's filter may say: a CEL expression (ops/search)
@@ -160,22 +171,21 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		marks, res, err = readRecords(ctx, c, r.Topic, sel.Records)
 	case sel.ErrorGroup != nil:
 		g := sel.ErrorGroup
-		detail["error_group"] = map[string]any{"exception_type": g.ExceptionType}
+		eg := map[string]any{"exception_type": g.ExceptionType}
 		if g.ExceptionCause != nil {
-			detail["error_group"].(map[string]any)["exception_cause"] = *g.ExceptionCause
+			eg["exception_cause"] = *g.ExceptionCause
 		}
-		// By the group key the marks keep and the error groups count by (cleaned type and cause),
-		// so a group whose type holds a NUL can be named without it.
-		wantType := ops.CleanText(g.ExceptionType, 500)
-		marks, res, err = scanSelect(ctx, c, r.Topic, nil, nil, func(rec kafkamodel.Record) bool {
-			dl := rec.DeadLetter
-			var typ, cause string
-			if dl != nil {
-				typ, cause = dl.ExceptionType, dl.ExceptionCause
-			}
-			return ops.CleanText(typ, 500) == wantType &&
-				(g.ExceptionCause == nil || ops.CleanText(*g.ExceptionCause, 500) == ops.CleanText(cause, 500))
-		})
+		detail["error_group"] = eg
+		var in func(kafkamodel.Record) bool
+		if g.Of != nil {
+			eg["record"] = fmt.Sprintf("%d:%d", g.Of.Partition, g.Of.Offset)
+			in, err = groupOfRecord(ctx, c, r.Topic, *g.Of)
+		} else {
+			in = inGroupShown(*g)
+		}
+		if err == nil {
+			marks, res, err = scanSelect(ctx, c, r.Topic, nil, nil, in)
+		}
 	default:
 		f := sel.Filter
 		detail["filter"] = map[string]any{"cel": f.CEL, "exception_type": f.ExceptionType, "original_topic": f.OriginalTopic}
@@ -216,6 +226,65 @@ func (t *Triage) Resolve(ctx context.Context, r Request) (Result, error) {
 		Target: "kafka/" + r.Cluster + "/" + r.Topic, Reason: r.Reason, Detail: detail})
 	res.Updated, err = t.store.SetResolutions(ctx, e, r.Cluster, r.Topic, id, marks, r.State, r.Reason)
 	return res, err
+}
+
+// groupKeyOf is a record's error group as the error groups page keys it (kafkamodel.ErrorGroup:
+// its GroupType and cause), cleaned as the marks keep them.
+func groupKeyOf(rec kafkamodel.Record) GroupKey {
+	dl := rec.DeadLetter
+	if dl == nil {
+		return GroupKey{}
+	}
+	return GroupKey{Type: ops.CleanText(dl.GroupType(), 500), Cause: ops.CleanText(dl.ExceptionCause, 500)}
+}
+
+// groupOfRecord reads the record at k and selects the records of its error group. A record that is
+// not in the topic (any more) is refused by name.
+func groupOfRecord(ctx context.Context, c Cluster, topic string, k RecordKey) (func(kafkamodel.Record) bool, error) {
+	parts, err := c.Partitions(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := inTopic(parts, topic, "error_group", k); err != nil {
+		return nil, err
+	}
+	var key *GroupKey
+	if _, err := search.ScanKafka(ctx, c, search.Query{Topic: topic, Partition: &k.Partition, Order: "oldest", FromOffset: &k.Offset,
+		ToOffset: &k.Offset, Timeout: scanTimeout, Each: func(rec kafkamodel.Record) error {
+			if rec.Offset == k.Offset {
+				gk := groupKeyOf(rec)
+				key = &gk
+			}
+			return nil
+		}}); err != nil {
+		return nil, err
+	}
+	if key == nil {
+		return nil, ops.Invalid("error_group", fmt.Sprintf("partition %d offset %d is no dead letter of topic %s any more: look at its error groups again",
+			k.Partition, k.Offset, topic))
+	}
+	return func(rec kafkamodel.Record) bool { return groupKeyOf(rec) == *key }, nil
+}
+
+// inGroupShown selects the records of the group g names by its type (a class or a fingerprint)
+// and cause as the actor sees them (g.Shown), compared as the groups are keyed (ops.CleanText),
+// so that a group whose type holds a NUL can be named without it.
+func inGroupShown(g ErrorGroupRef) func(kafkamodel.Record) bool {
+	shown := g.Shown
+	if shown == nil {
+		shown = func(typ, cause string) (string, string) { return typ, cause }
+	}
+	wantType := ops.CleanText(g.ExceptionType, 500)
+	return func(rec kafkamodel.Record) bool {
+		var class, group, cause string
+		if dl := rec.DeadLetter; dl != nil {
+			class, group, cause = dl.ExceptionType, dl.GroupType(), dl.ExceptionCause
+		}
+		class, _ = shown(class, cause)
+		group, cause = shown(group, cause)
+		return (ops.CleanText(class, 500) == wantType || ops.CleanText(group, 500) == wantType) &&
+			(g.ExceptionCause == nil || ops.CleanText(*g.ExceptionCause, 500) == ops.CleanText(cause, 500))
+	}
 }
 
 // checkState refuses a state a person may not set, and a reason too long for the audit log.
