@@ -7,8 +7,10 @@
 // so that a long read is never cut short by the acquire bound.
 //
 // Every connection runs in UTC (time_zone '+00:00') unless InZone says another zone, the one the
-// services write their DATETIME columns in, so that NOW(6) is the same clock; DATETIME and
-// TIMESTAMP values are read as time.Time in that zone (parseTime=true, loc).
+// services write their DATETIME columns in, so that NOW(6) is the same clock (zone.go: how a
+// session follows a zone's daylight-saving changes); DATETIME and TIMESTAMP values are read as
+// time.Time in that zone (parseTime=true, loc). Every connection runs with autocommit on, whatever
+// the server's default: Do's reads are each their own transaction.
 package mysqlpool
 
 import (
@@ -50,8 +52,11 @@ type Options struct {
 // configuration: the port defaults to 3306, user and password are percent-decoded, params are
 // the driver's own (tls, timeout, readTimeout, charset, collation, …) or the session's system
 // variables, as in its DSN format. Whatever the URL says, times are read as time.Time in UTC
-// (parseTime, loc) and the session's time_zone is '+00:00' (InZone changes both). The error names no part of the URL
-// (it may hold a password).
+// (parseTime, loc) and the session's time_zone is '+00:00' (InZone changes both), and autocommit
+// is on: a server that starts sessions with it off (autocommit=0 in its configuration,
+// init_connect='SET autocommit=0') or a URL's autocommit=0 would make every read of Do open a
+// REPEATABLE READ transaction that nothing ends, on a connection the pool keeps for an hour — its
+// reads frozen on one snapshot. The error names no part of the URL (it may hold a password).
 func ParseURL(raw string) (*mysql.Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "mysql" || u.Host == "" || u.Opaque != "" {
@@ -80,6 +85,7 @@ func ParseURL(raw string) (*mysql.Config, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Params["autocommit"] = "1" // set with time_zone, after the server's init_connect
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second // a dial that nothing answers ends, as PostgreSQL's connect_timeout
 	}
@@ -117,7 +123,7 @@ func New(cfg *mysql.Config, o Options) (*Pool, error) {
 	if o.AcquireTimeout == 0 {
 		o.AcquireTimeout = DefaultAcquireTimeout
 	}
-	conn, err := mysql.NewConnector(cfg)
+	conn, err := connector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysqlpool: %s: %w", o.Name, err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestParseURL(t *testing.T) {
-	cfg, err := mysqlpool.ParseURL("mysql://re%40drive:p%3Ass%2Fw@db.internal/orders?tls=skip-verify&timeout=3s&sql_mode=%27STRICT_ALL_TABLES%27&time_zone=%27Europe%2FBerlin%27")
+	cfg, err := mysqlpool.ParseURL("mysql://re%40drive:p%3Ass%2Fw@db.internal/orders?tls=skip-verify&timeout=3s&sql_mode=%27STRICT_ALL_TABLES%27&time_zone=%27Europe%2FBerlin%27&autocommit=0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,9 +20,10 @@ func TestParseURL(t *testing.T) {
 	if cfg.TLSConfig != "skip-verify" || cfg.Timeout != 3*time.Second || cfg.Params["sql_mode"] != "'STRICT_ALL_TABLES'" {
 		t.Errorf("params: tls %q timeout %v params %v", cfg.TLSConfig, cfg.Timeout, cfg.Params)
 	}
-	// Whatever the URL says, the session runs in UTC and times are read as UTC time.Time.
-	if !cfg.ParseTime || cfg.Loc != time.UTC || cfg.Params["time_zone"] != "'+00:00'" {
-		t.Errorf("parseTime %v loc %v time_zone %q", cfg.ParseTime, cfg.Loc, cfg.Params["time_zone"])
+	// Whatever the URL says, the session runs in UTC with autocommit on, and times are read as UTC
+	// time.Time.
+	if !cfg.ParseTime || cfg.Loc != time.UTC || cfg.Params["time_zone"] != "'+00:00'" || cfg.Params["autocommit"] != "1" {
+		t.Errorf("parseTime %v loc %v time_zone %q autocommit %q", cfg.ParseTime, cfg.Loc, cfg.Params["time_zone"], cfg.Params["autocommit"])
 	}
 	if v6, err := mysqlpool.ParseURL("mysql://u@[::1]:3307/d"); err != nil || v6.Addr != "[::1]:3307" || v6.Timeout != 10*time.Second {
 		t.Errorf("IPv6: %+v %v", v6, err)

@@ -49,17 +49,9 @@ func Open(tb testing.TB, dsn string) *sql.DB {
 // NewDatabase creates an empty database for this test, drops it at cleanup, and returns its URL.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	admin := AdminDSN(tb)
 	name := testenv.Name()
-	u, err := url.Parse(admin)
-	if err != nil {
-		tb.Fatalf("mysqltest: parse %s: %v", EnvDSN, err)
-	}
-	root := *u
-	if root.Path == "" || root.Path == "/" {
-		root.Path = "/mysql"
-	}
-	db := Open(tb, root.String())
+	root := adminDatabase(tb)
+	db := Open(tb, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name+" CHARACTER SET utf8mb4"); err != nil {
@@ -68,10 +60,32 @@ func NewDatabase(tb testing.TB) string {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		db := Open(tb, root.String())
+		db := Open(tb, root)
 		_, _ = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
 	})
+	u := adminURL(tb)
 	u.Path = "/" + name
+	return u.String()
+}
+
+// adminURL is the admin URL, parsed.
+func adminURL(tb testing.TB) *url.URL {
+	tb.Helper()
+	u, err := url.Parse(AdminDSN(tb))
+	if err != nil {
+		tb.Fatalf("mysqltest: parse %s: %v", EnvDSN, err)
+	}
+	return u
+}
+
+// adminDatabase is the admin URL naming a database (mysql when it names none), for statements of
+// the whole server.
+func adminDatabase(tb testing.TB) string {
+	tb.Helper()
+	u := adminURL(tb)
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/mysql"
+	}
 	return u.String()
 }
 
