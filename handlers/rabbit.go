@@ -443,6 +443,9 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 		return err
 	}
 	page.Type, page.Ready, page.Consumers, page.Redelivered, page.Notes = res.Type, res.Ready, res.Consumers, res.Redelivered, res.Notes
+	if res.Type == rabbitmodel.TypeStream {
+		page.NoPlan = rabbitmodel.StreamNotASource // the engine refuses such a plan: no button that leads to that
+	}
 	page.Unacked, page.Complete = res.Unacked, res.Complete
 	page.Read = len(res.Messages)
 	page.Kept = res.Kept
@@ -481,6 +484,9 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	for i, m := range masked { // filtered on what the reader may see
 		if keep(m) {
 			v := toMessageView(shown[i])
+			if page.NoPlan != "" {
+				v.ReplayTo, v.CannotReplay = "—", "a stream is no replay source"
+			}
 			v.Notes = messageNotes[res.Messages[i].MessageID]
 			v.ReplayedBy = copies[i]
 			page.Messages = append(page.Messages, v)

@@ -149,7 +149,10 @@ type KV struct {
 
 // MessagesPage is the dead-letter queue browser.
 type MessagesPage struct {
-	Meta   layout.Meta
+	Meta layout.Meta
+	// NoPlan says why no replay or discard of this queue is offered (a stream:
+	// rabbitmodel.StreamNotASource); "" when one is.
+	NoPlan string
 	Broker string
 	Vhost  string
 	Queue  string
@@ -515,3 +518,7 @@ func timeKey(t *time.Time) string {
 	}
 	return components.TimeSortKey(*t)
 }
+
+// canPlan reports whether the page offers plans of its queue's messages: to an operator, of a
+// queue that can be a replay's source.
+func canPlan(p MessagesPage) bool { return p.Meta.CanOperate && p.NoPlan == "" }
