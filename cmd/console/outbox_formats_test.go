@@ -99,7 +99,7 @@ outboxes:
 		t.Errorf("seed outbox: %+v", seed)
 	}
 	if mod.Format != "spring-modulith" || mod.Error != "" ||
-		!slices.Equal(keys(mod.Counts), []string{"COMPLETED", "FAILED", "PROCESSING", "PUBLISHED", "RESUBMITTED"}) ||
+		!slices.Equal(keys(mod.Counts), []string{"COMPLETED", "FAILED", "PROCESSING", "PUBLISHED", "RESUBMITTED", "STALE", "STRANDED"}) ||
 		mod.Counts["FAILED"] != 2 || mod.Counts["PUBLISHED"] != 1 || mod.Counts["COMPLETED"] != 1 || mod.Registry == nil ||
 		mod.Registry.Attention != 2 || !strings.Contains(mod.Registry.ReadOnly, "FailedEventPublications.resubmit") {
 		t.Errorf("spring-modulith outbox: %+v %+v", mod, mod.Registry)
@@ -125,7 +125,7 @@ outboxes:
 		t.Errorf("records: %d %s", recs.status, recs.body)
 	}
 	if bad := do(t, nil, "GET", base+"/api/v1/outboxes/modulith/events?status=DEAD", "", ""); bad.status != 400 ||
-		!strings.Contains(bad.body, "PUBLISHED, PROCESSING, RESUBMITTED, FAILED, COMPLETED") {
+		!strings.Contains(bad.body, "PUBLISHED, PROCESSING, RESUBMITTED, FAILED, STRANDED, STALE, COMPLETED") {
 		t.Errorf("a seed state on a registry: %d %s", bad.status, bad.body)
 	}
 	if nf := do(t, nil, "GET", base+"/api/v1/outboxes/modulith/events/"+strings.Repeat("x", 300), "", ""); nf.status != 404 || len(nf.body) > 400 {

@@ -338,13 +338,26 @@ func OutboxProblems(name string, st outbox.Stats, settledDead int64, err error, 
 	if f := st.Format; f != nil && st.Attention > 0 && len(f.Attention) > 0 {
 		// A registry format (Spring Modulith, namastack): rows in its attention states (FAILED),
 		// which the application, not the console, resubmits.
+		// Named by the states that hold rows (FAILED, STRANDED, STALE…), linked to the first of
+		// them, and said why they wait and what to do (the registry's note) where there is one.
 		var states []string
 		for _, s := range f.Attention {
-			states = append(states, string(s))
+			if st.Counts[s] > 0 {
+				states = append(states, string(s))
+			}
+		}
+		if len(states) == 0 { // counted together, not per state: every attention state
+			for _, s := range f.Attention {
+				states = append(states, string(s))
+			}
+		}
+		summary := f.ReadOnlyWhy
+		if r := st.Records; r != nil && r.Note != "" {
+			summary = r.Note + " " + summary
 		}
 		out = append(out, Problem{Key: key(KindOutboxDead, name), Kind: KindOutboxDead, Severity: Warning,
 			Title:   fmt.Sprintf("Outbox %s: %s %s row(s) in its %s", name, ops.FormatNum(st.Attention), strings.Join(states, "/"), f.Title),
-			Summary: f.ReadOnlyWhy,
+			Summary: summary,
 			Page:    page.Filtered(page.Outbox, "status", states[0]), Labels: labels})
 	}
 	if n := st.StuckLeases; n > 0 {

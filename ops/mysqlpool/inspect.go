@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/redrive/redrive/ops/catalog"
@@ -39,15 +40,23 @@ func (p *Pool) InspectTable(ctx context.Context, table string, selectCols, updat
 			return nil
 		}
 		f.Exists = true
+		asked := map[string]bool{}
+		for _, col := range append(slices.Clone(selectCols), updateCols...) {
+			asked[col] = true
+		}
 		if err := eachRow(ctx, c, func(r *sql.Rows) error {
-			var col, typ string
-			if err := r.Scan(&col, &typ); err != nil {
+			var col, typ, extra, nullable string
+			var def sql.NullString
+			if err := r.Scan(&col, &typ, &extra, &nullable, &def); err != nil {
 				return err
 			}
 			f.Columns[col] = typ
+			if asked[col] && onUpdate.MatchString(extra) {
+				f.Columns[col] = autoUpdated(f.Qualified, col, typ, extra, nullable == "YES", def)
+			}
 			return nil
-		}, `SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`,
-			schema, name); err != nil {
+		}, `SELECT COLUMN_NAME, COLUMN_TYPE, EXTRA, IS_NULLABLE, COLUMN_DEFAULT FROM information_schema.COLUMNS
+			WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, name); err != nil {
 			return fmt.Errorf("inspect %s: columns: %w", table, err)
 		}
 		grantees := []string{Dialect{}.Grantee(f.User)}
@@ -129,6 +138,48 @@ func (p *Pool) InspectTable(ctx context.Context, table string, selectCols, updat
 	return f, nil
 }
 
+// onUpdate finds ON UPDATE in a column's EXTRA ("on update current_timestamp(6)", MySQL 8's
+// "DEFAULT_GENERATED on update CURRENT_TIMESTAMP(6)").
+var onUpdate = regexp.MustCompile(`(?i)\bon update\b`)
+
+// nowExpr is a COLUMN_DEFAULT that is the current time.
+var nowExpr = regexp.MustCompile(`(?i)^(current_timestamp|now|localtimestamp|localtime)(\(\d*\))?$`)
+
+// autoUpdated is the type of a mapped column that every UPDATE of a row sets to the time of the
+// update, as the doctor prints it: the type, what that breaks, and the ALTER TABLE that keeps its
+// default without the ON UPDATE. Every timestamp the console maps is a moment of the row's life
+// (created_at, Spring Modulith's PUBLICATION_DATE, available_at, …), never its last change;
+// MariaDB before 10.10 (explicit_defaults_for_timestamp OFF) gives the first TIMESTAMP NOT NULL
+// column of a table DEFAULT and ON UPDATE current_timestamp unless it says otherwise — Spring
+// Modulith's PUBLICATION_DATE and namastack's created_at among them. Class reads it as a date: a
+// timestamp the doctor warns about.
+func autoUpdated(table, col, typ, extra string, nullable bool, def sql.NullString) string {
+	upd := strings.TrimSpace(extra[onUpdate.FindStringIndex(extra)[0]:])
+	null := "NOT NULL"
+	if nullable {
+		null = "NULL"
+	}
+	precision := ""
+	if i := strings.IndexByte(typ, '('); i >= 0 {
+		precision = typ[i:]
+	}
+	d := " DEFAULT " + def.String
+	switch {
+	case !def.Valid && nullable, strings.EqualFold(def.String, "NULL"):
+		d = " DEFAULT NULL"
+	case !def.Valid && strings.HasPrefix(strings.ToLower(typ), "timestamp"):
+		d = " DEFAULT current_timestamp" + precision // without one, the first TIMESTAMP NOT NULL gets ON UPDATE again
+	case !def.Valid:
+		d = ""
+	case nowExpr.MatchString(def.String), strings.HasPrefix(def.String, "'"): // an expression; MariaDB's literal, quoted
+	default: // MySQL's literal, unquoted
+		d = " DEFAULT '" + strings.ReplaceAll(def.String, "'", "''") + "'"
+	}
+	return fmt.Sprintf("%s %s: every UPDATE of a row sets it to the time of that update, so what the console reads from it "+
+		"(a row's age, when it was created or published) restarts at each status change; "+
+		"ALTER TABLE %s MODIFY %s %s %s%s;", typ, upd, table, Ident(col), typ, null, d)
+}
+
 // eachRow runs query on c and calls f for each row.
 func eachRow(ctx context.Context, c *sql.Conn, f func(*sql.Rows) error, query string, args ...any) error {
 	rows, err := c.QueryContext(ctx, query, args...)
@@ -188,6 +239,9 @@ func (Dialect) Name() string { return "MySQL/MariaDB" }
 // Class reads an information_schema COLUMN_TYPE ("bigint(20)", "varchar(128)", "datetime(6)").
 func (Dialect) Class(typ string) catalog.TypeClass {
 	t := strings.ToLower(strings.TrimSpace(typ))
+	if onUpdate.MatchString(t) {
+		return catalog.Date // a time it cannot trust: autoUpdated
+	}
 	if i := strings.IndexAny(t, "( "); i >= 0 {
 		t = t[:i]
 	}

@@ -40,15 +40,19 @@ var (
 	FormatSeed = Format{Name: "seed", Title: "transactional outbox (outbox_event)", States: Statuses,
 		Attention: []Status{Dead}, Incomplete: []Status{Ready, Processing, Failed}, Repairs: true, KeyLabel: "aggregate"}
 	// FormatSpringModulith is Spring Modulith's event publication registry (v2: with a status
-	// column; v1: without, where incomplete means completion_date IS NULL and the states shown are
-	// PUBLISHED and COMPLETED). The console writes nothing: Spring Modulith re-invokes a listener
-	// only when the application calls its resubmission API, which selects the rows by state and
-	// marks them RESUBMITTED itself (JdbcEventPublicationRepositoryV2.markResubmitted); a state the
-	// console wrote would re-run nothing and could take a row out of the selection that would.
+	// column, whose value is the state whatever completion_date says, as Spring Modulith reads it;
+	// v1: without, where incomplete means completion_date IS NULL and the states shown are
+	// PUBLISHED, STALE and COMPLETED). Two states are the console's own words for rows nothing
+	// will re-run by itself: STRANDED, a v2 row without a status (ModulithStranded), and STALE, a
+	// v1 publication incomplete for longer than stale_ready_after (ModulithStale). The console
+	// writes nothing: Spring Modulith re-invokes a listener only when the application calls its
+	// resubmission API, which selects the rows by state and marks them RESUBMITTED itself
+	// (JdbcEventPublicationRepositoryV2.markResubmitted); a state the console wrote would re-run
+	// nothing and could take a row out of the selection that would.
 	FormatSpringModulith = Format{Name: "spring-modulith", Title: "Spring Modulith event publication registry",
-		States:     []Status{"PUBLISHED", "PROCESSING", "RESUBMITTED", "FAILED", "COMPLETED"},
-		Attention:  []Status{"FAILED"},
-		Incomplete: []Status{"PUBLISHED", "PROCESSING", "RESUBMITTED", "FAILED"},
+		States:     []Status{"PUBLISHED", "PROCESSING", "RESUBMITTED", "FAILED", ModulithStranded, ModulithStale, "COMPLETED"},
+		Attention:  []Status{"FAILED", ModulithStranded, ModulithStale},
+		Incomplete: []Status{"PUBLISHED", "PROCESSING", "RESUBMITTED", "FAILED", ModulithStranded, ModulithStale},
 		ReadOnlyWhy: "Spring Modulith re-runs a listener only when the application resubmits: " +
 			"FailedEventPublications.resubmit(ResubmissionOptions) for FAILED publications, " +
 			"IncompleteEventPublications.resubmitIncompletePublications(…) for incomplete ones, or a restart with " +
@@ -68,6 +72,18 @@ var (
 			"published lives in the connector's offsets, not here. See the connector's status in Kafka Connect.",
 		KeyLabel: "aggregate"}
 )
+
+// ModulithStranded is a Spring Modulith v2 publication with no status and no completion_date: a
+// v1 row the upgrade to the v2 columns left without one. Spring Modulith reads it as PROCESSING and
+// selects it for resubmission, but its markResubmitted (… WHERE STATUS != 'RESUBMITTED') never
+// matches a NULL status, so neither FailedEventPublications nor IncompleteEventPublications nor a
+// restart ever runs its listener again.
+const ModulithStranded Status = "STRANDED"
+
+// ModulithStale is a Spring Modulith v1 publication (a table without a status column) still
+// incomplete after the outbox's stale_ready_after: its listener failed or its run was lost, and
+// only the application's resubmission of incomplete publications runs it again.
+const ModulithStale Status = "STALE"
 
 // Formats lists every format, the default first.
 var Formats = []Format{FormatSeed, FormatSpringModulith, FormatNamastack, FormatDebezium}
@@ -162,7 +178,7 @@ type RecordStats struct {
 	OldestAge     *time.Duration // the oldest incomplete row (every row for a format without states)
 	RecentRows    *int64         // created within RateWindow; nil when the table tells no creation time
 	Groups        []RecordGroup
-	Note          string // what the adapter found of the layout ("v1 layout: no status column")
+	Note          string // the layout found ("v1 layout: no status column"); why attention rows wait, what to do
 	CompletedGone bool   // completed rows are deleted (completion_mode delete) and so not counted
 	// CompletedIsEstimate: on a large registry the completed rows are the database's estimate of
 	// the table's rows minus the incomplete ones, counted exactly (ExactSentBelow).

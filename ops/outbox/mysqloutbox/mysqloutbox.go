@@ -166,13 +166,16 @@ func (s *Store) List(ctx context.Context, f outbox.Filter) ([]outbox.Event, erro
 		where = append(where, s.q.status+" = ?")
 		args = append(args, string(f.Status))
 	}
+	// The table's collation may ignore case, accents and trailing spaces: = keeps the column's
+	// index usable, and a comparison of the bytes makes the filter (a requeue's, a replay plan's,
+	// a resolution's selection) match the very value it was given.
 	if f.EventType != "" {
-		where = append(where, s.q.eventType+" = ?")
-		args = append(args, f.EventType)
+		where = append(where, exactly(s.q.eventType))
+		args = append(args, f.EventType, f.EventType)
 	}
 	if f.AggregateID != "" {
-		where = append(where, s.q.aggregateID+" = ?")
-		args = append(args, f.AggregateID)
+		where = append(where, exactly(s.q.aggregateID))
+		args = append(args, f.AggregateID, f.AggregateID)
 	}
 	if !f.CreatedFrom.IsZero() {
 		where = append(where, s.q.createdAt+" >= ?")
@@ -192,6 +195,12 @@ func (s *Store) List(ctx context.Context, f outbox.Filter) ([]outbox.Event, erro
 	}
 	query += fmt.Sprintf(" ORDER BY %s DESC LIMIT ?", s.q.id)
 	return s.queryEvents(ctx, "list events", query, append(args, f.Limit)...)
+}
+
+// exactly is "col = ?" under the column's collation and byte for byte (in utf8mb4, the
+// connection's character set): two parameters, the same value.
+func exactly(col string) string {
+	return col + " = ? AND CAST(CONVERT(" + col + " USING utf8mb4) AS BINARY) = CAST(? AS BINARY)"
 }
 
 // stuckSQL is the first page of the stuck-only list, for EXPLAIN in tests and benchmarks.

@@ -107,6 +107,7 @@ func Exercise(t *testing.T, newDB NewDB) {
 		{"Busy", testBusy},
 		{"DatabaseDownIsUnavailable", testDatabaseDownIsUnavailable},
 		{"TimestampsInTheWritersZone", testTimestampsInTheWritersZone},
+		{"FiltersMatchExactly", testFiltersMatchExactly},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -90,6 +90,9 @@ var registryFormats = map[string]registryFormat{
 			if r.state == "COMPLETED" {
 				row["completion_date"] = now
 			}
+			// Spring Modulith's create writes the publication date there with one attempt;
+			// markResubmitted writes its own time and adds an attempt.
+			row["last_resubmission_date"] = now.Add(-r.age)
 			if r.attempts > 1 {
 				row["last_resubmission_date"] = now.Add(-time.Minute)
 			}
@@ -167,6 +170,7 @@ func ExerciseRegistry(t *testing.T, format string, newDB NewRegistryDB) {
 		{"RepairsRefused", testRegistryRefused},
 		{"DatabaseDownIsUnavailable", testRegistryDown},
 		{"TwentyReadersOnTwoConnections", testRegistryReaders},
+		{"FiltersMatchExactly", testRegistryFiltersExact},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -196,7 +200,24 @@ func ExerciseRegistry(t *testing.T, format string, newDB NewRegistryDB) {
 			}
 			testModulithNullStatus(t, db, f)
 		})
+		t.Run("ModulithStatusFirst", func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			for _, s := range f.ddl(db.Postgres()) {
+				db.Exec(t, s)
+			}
+			testModulithStatusFirst(t, db, f)
+		})
 		t.Run("ModulithV1AndArchive", func(t *testing.T) { t.Parallel(); testModulithV1AndArchive(t, newDB(t)) })
+		t.Run("ModulithV1Stale", func(t *testing.T) { t.Parallel(); testModulithV1Stale(t, newDB(t)) })
+		t.Run("ModulithLargeArchiveEstimated", func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			for _, s := range f.ddl(db.Postgres()) {
+				db.Exec(t, s)
+			}
+			testModulithLargeArchive(t, db, f)
+		})
 		t.Run("ModulithLargeRegistryEstimatesCompleted", func(t *testing.T) {
 			t.Parallel()
 			db := newDB(t)
@@ -364,13 +385,22 @@ func testRegistryList(t *testing.T, db RegistryDB, f registryFormat) {
 func testRegistryRecord(t *testing.T, db RegistryDB, f registryFormat) {
 	o := db.Open(t, "registry", f.settings, false)
 	ctx := context.Background()
-	_, open, _ := fixture(t, db, f)
+	failed, open, _ := fixture(t, db, f)
 	r, err := o.Record(ctx, open[0].id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.ID != open[0].id || !strings.Contains(r.Payload, "4111111111111111") || r.Type != open[0].typ {
 		t.Errorf("record %+v", r)
+	}
+	if f.name == "spring-modulith" {
+		// Never resubmitted: Spring Modulith wrote the publication date there with one attempt.
+		if r.Resubmit != nil {
+			t.Errorf("a publication never resubmitted shows a last resubmission at %v", r.Resubmit)
+		}
+		if r, err := o.Record(ctx, failed[0].id); err != nil || r.Resubmit == nil {
+			t.Errorf("a resubmitted publication (3 attempts) shows no last resubmission: %+v, %v", r, err)
+		}
 	}
 	// Bytes anyone can write come back as they are (the handlers mask and escape them).
 	hostile := "\x1b[31m<script>alert(1)</script>\u202e" + `"'` + "`; DROP TABLE x; --"
@@ -488,7 +518,7 @@ func testModulithV1AndArchive(t *testing.T, db RegistryDB) {
 	}
 	db.Insert(t, archive, map[string]any{"id": uuid(7), "listener_id": "l", "event_type": "E", "serialized_event": `{"archived":true}`,
 		"publication_date": now.Add(-2 * time.Hour), "completion_date": now.Add(-time.Hour)})
-	o := db.Open(t, "v1", "format: spring-modulith, completion_mode: archive", false)
+	o := db.Open(t, "v1", "format: spring-modulith, completion_mode: archive, stale_ready_after: 2h", false)
 	st, err := o.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -547,30 +577,195 @@ func testModulithLarge(t *testing.T, db RegistryDB, f registryFormat) {
 	}
 }
 
-// testModulithNullStatus: a v2 publication without a status reads as Spring Modulith reads it —
-// PROCESSING when incomplete, COMPLETED once it has a completion_date whatever its status says
-// (spring-modulith#1521 left FAILED on completed rows).
+// testModulithNullStatus: a v2 publication without a status and without a completion_date — a v1
+// row the upgrade left — is STRANDED, in need of a person: Spring Modulith reads it as PROCESSING
+// but its markResubmitted (… AND STATUS != 'RESUBMITTED') never matches a NULL status, so nothing
+// ever runs it again. With a completion_date it is COMPLETED.
 func testModulithNullStatus(t *testing.T, db RegistryDB, f registryFormat) {
 	ctx := context.Background()
 	table, now := f.table(db.Postgres()), db.Now(t)
 	db.Insert(t, table, map[string]any{"id": uuid(1), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
-		"publication_date": now.Add(-time.Hour), "completion_date": nil, "status": nil, "completion_attempts": 1})
+		"publication_date": now.Add(-time.Hour), "completion_date": nil, "status": nil, "completion_attempts": nil})
 	db.Insert(t, table, map[string]any{"id": uuid(2), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
-		"publication_date": now.Add(-time.Hour), "completion_date": now, "status": "FAILED", "completion_attempts": 2})
+		"publication_date": now.Add(-time.Hour), "completion_date": now, "status": nil, "completion_attempts": nil})
 	o := db.Open(t, "nulls", f.settings, false)
 	st, err := o.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Counts["PROCESSING"] != 1 || st.Counts["COMPLETED"] != 1 || st.Counts["FAILED"] != 0 || st.Counts["PUBLISHED"] != 0 {
-		t.Errorf("counts %v, want PROCESSING 1 and COMPLETED 1", st.Counts)
+	if st.Counts[outbox.ModulithStranded] != 1 || st.Counts["COMPLETED"] != 1 || st.Counts["PROCESSING"] != 0 || st.Attention != 1 {
+		t.Errorf("counts %v, attention %d; want STRANDED 1 (in need of a person) and COMPLETED 1", st.Counts, st.Attention)
 	}
-	rs, err := o.Records(ctx, outbox.RecordFilter{State: "PROCESSING"})
-	if err != nil || len(rs) != 1 || rs[0].ID != uuid(1) || rs[0].State != "PROCESSING" {
-		t.Errorf("PROCESSING: %+v, %v", rs, err)
+	if n := st.Records.Note; !strings.Contains(n, "STRANDED") || !strings.Contains(n, "STATUS != 'RESUBMITTED'") ||
+		!strings.Contains(n, "IS NULL") {
+		t.Errorf("note %q: want why nothing re-runs it and the UPDATE that has it resubmitted", n)
+	}
+	if len(st.Records.Groups) != 1 || st.Records.Groups[0].State != outbox.ModulithStranded {
+		t.Errorf("groups %+v", st.Records.Groups)
+	}
+	rs, err := o.Records(ctx, outbox.RecordFilter{State: outbox.ModulithStranded})
+	if err != nil || len(rs) != 1 || rs[0].ID != uuid(1) || rs[0].State != outbox.ModulithStranded {
+		t.Errorf("STRANDED: %+v, %v", rs, err)
 	}
 	if r, err := o.Record(ctx, uuid(2)); err != nil || r.State != "COMPLETED" {
-		t.Errorf("a completed row with status FAILED: %+v, %v", r, err)
+		t.Errorf("a completed row without a status: %+v, %v", r, err)
+	}
+}
+
+// testModulithStatusFirst: a v2 publication's state is its status, whatever its completion_date
+// says, as Spring Modulith reads it: FAILED with a completion_date (the staleness monitor's
+// markFailed after markCompleted; spring-modulith#1521) is FAILED — its findFailedPublications
+// selects it and its markResubmitted runs it again — counted, listed and in need of a person.
+func testModulithStatusFirst(t *testing.T, db RegistryDB, f registryFormat) {
+	ctx := context.Background()
+	table, now := f.table(db.Postgres()), db.Now(t)
+	row := func(id int, status string, completed any) {
+		db.Insert(t, table, map[string]any{"id": uuid(id), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
+			"publication_date": now.Add(-time.Hour), "completion_date": completed, "status": status, "completion_attempts": 1})
+	}
+	row(1, "FAILED", now.Add(-time.Minute))     // completed, then marked failed
+	row(2, "PROCESSING", now.Add(-time.Minute)) // completed, then marked processing
+	row(3, "COMPLETED", now.Add(-time.Minute))
+	row(4, "FAILED", nil)
+	o := db.Open(t, "first", f.settings, false)
+	st, err := o.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts["FAILED"] != 2 || st.Counts["PROCESSING"] != 1 || st.Counts["COMPLETED"] != 1 || st.Attention != 2 {
+		t.Errorf("counts %v, attention %d; want FAILED 2, PROCESSING 1, COMPLETED 1, attention 2", st.Counts, st.Attention)
+	}
+	if n := st.Records.Note; !strings.Contains(n, "FailedEventPublications.resubmit runs its listener again") ||
+		!strings.Contains(n, "= 'COMPLETED' WHERE") {
+		t.Errorf("note %q: want why a completed FAILED publication runs again and the UPDATE that marks it done", n)
+	}
+	if st.Records.OldestAge == nil || *st.Records.OldestAge < time.Hour-time.Minute {
+		t.Errorf("oldest incomplete %v, want about 1h (the FAILED and PROCESSING ones are not done)", st.Records.OldestAge)
+	}
+	var failedGroup bool
+	for _, g := range st.Records.Groups {
+		failedGroup = failedGroup || (g.State == "FAILED" && g.Count == 2)
+	}
+	if !failedGroup {
+		t.Errorf("groups %+v, want the two FAILED publications", st.Records.Groups)
+	}
+	if r, err := o.Record(ctx, uuid(1)); err != nil || r.State != "FAILED" || r.Completed == nil {
+		t.Errorf("FAILED with a completion_date: %+v, %v", r, err)
+	}
+	if r, err := o.Record(ctx, uuid(2)); err != nil || r.State != "PROCESSING" {
+		t.Errorf("PROCESSING with a completion_date: %+v, %v", r, err)
+	}
+	rs, err := o.Records(ctx, outbox.RecordFilter{State: "FAILED"})
+	if err != nil || len(rs) != 2 {
+		t.Errorf("FAILED: %+v, %v; want both", rs, err)
+	}
+	rs, err = o.Records(ctx, outbox.RecordFilter{State: "COMPLETED"})
+	if err != nil || len(rs) != 1 || rs[0].ID != uuid(3) {
+		t.Errorf("COMPLETED: %+v, %v; want the one whose status says so", rs, err)
+	}
+}
+
+// testModulithV1Stale: in a v1 registry (no status) an incomplete publication older than
+// stale_ready_after is STALE, in need of a person; a younger one is PUBLISHED. A config reload's
+// threshold applies at once.
+func testModulithV1Stale(t *testing.T, db RegistryDB) {
+	ctx := context.Background()
+	table, typ, idType, text := "event_publication", "TIMESTAMP WITH TIME ZONE", "UUID", "TEXT"
+	if !db.Postgres() {
+		table, typ, idType, text = "EVENT_PUBLICATION", "TIMESTAMP(6) NULL", "VARCHAR(36)", "VARCHAR(4000)"
+	}
+	db.Exec(t, fmt.Sprintf(`CREATE TABLE %s (id %s NOT NULL PRIMARY KEY, listener_id %s NOT NULL, event_type %s NOT NULL,
+  serialized_event %s NOT NULL, publication_date %s NOT NULL, completion_date %s)`, table, idType, text, text, text, typ, typ))
+	now := db.Now(t)
+	for i, p := range []struct {
+		age  time.Duration
+		done bool
+	}{{10 * time.Minute, false}, {2 * time.Hour, false}, {3 * time.Hour, true}} {
+		row := map[string]any{"id": uuid(i + 1), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
+			"publication_date": now.Add(-p.age), "completion_date": nil}
+		if p.done {
+			row["completion_date"] = now
+		}
+		db.Insert(t, table, row)
+	}
+	o := db.Open(t, "v1", "format: spring-modulith, stale_ready_after: 1h", false)
+	st, err := o.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counts["PUBLISHED"] != 1 || st.Counts[outbox.ModulithStale] != 1 || st.Counts["COMPLETED"] != 1 || st.Attention != 1 {
+		t.Errorf("counts %v, attention %d; want PUBLISHED 1, STALE 1, COMPLETED 1, attention 1", st.Counts, st.Attention)
+	}
+	if n := st.Records.Note; !strings.Contains(n, "STALE") || !strings.Contains(n, "resubmitIncompletePublications") {
+		t.Errorf("note %q: want why it waits and what runs it again", n)
+	}
+	rs, err := o.Records(ctx, outbox.RecordFilter{State: outbox.ModulithStale})
+	if err != nil || len(rs) != 1 || rs[0].ID != uuid(2) || rs[0].State != outbox.ModulithStale {
+		t.Errorf("STALE: %+v, %v", rs, err)
+	}
+	rs, err = o.Records(ctx, outbox.RecordFilter{State: "PUBLISHED"})
+	if err != nil || len(rs) != 1 || rs[0].ID != uuid(1) || rs[0].State != "PUBLISHED" {
+		t.Errorf("PUBLISHED: %+v, %v", rs, err)
+	}
+	if r, err := o.Record(ctx, uuid(2)); err != nil || r.State != outbox.ModulithStale {
+		t.Errorf("record: %+v, %v", r, err)
+	}
+	o.SetStaleReadyAfter(3 * time.Hour) // a config reload
+	st, err = o.Stats(ctx)
+	if err != nil || st.Counts["PUBLISHED"] != 2 || st.Counts[outbox.ModulithStale] != 0 || st.Attention != 0 {
+		t.Errorf("after stale_ready_after 3h: %v, attention %d, %v", st.Counts, st.Attention, err)
+	}
+}
+
+// testModulithLargeArchive: the archive table is counted from the database's estimate once it is
+// large (no count(*) of it on every refresh), and the main table's completed publications are its
+// estimate minus its own incomplete ones, not minus the archive's.
+func testModulithLargeArchive(t *testing.T, db RegistryDB, f registryFormat) {
+	const main, archived = 250_000, 250_000
+	pg := db.Postgres()
+	table, archive, small := f.table(pg), "event_publication_archive", "event_publication_small"
+	if !pg {
+		archive, small = "EVENT_PUBLICATION_ARCHIVE", "EVENT_PUBLICATION_SMALL"
+	}
+	for _, ddl := range f.ddl(pg) {
+		for _, tb := range []string{archive, small} {
+			db.Exec(t, strings.NewReplacer(table+" ", tb+" ", table+"_", tb+"_").Replace(ddl))
+		}
+	}
+	fill := func(tb string, n int) {
+		if pg {
+			db.Exec(t, fmt.Sprintf(`INSERT INTO %s SELECT gen_random_uuid(), 'com.acme.L.on(E)', 'com.acme.E', '{}',
+				now() - interval '1 day', now() - interval '23 hours', 'COMPLETED', 1, NULL FROM generate_series(1, %d)`, tb, n))
+			db.Exec(t, `ANALYZE `+tb)
+		} else {
+			db.Exec(t, fmt.Sprintf(`INSERT INTO %s SELECT UUID(), 'com.acme.L.on(E)', 'com.acme.E', '{}',
+				NOW(6) - INTERVAL 1 DAY, NOW(6) - INTERVAL 23 HOUR, 'COMPLETED', 1, NULL FROM seq_1_to_%d`, tb, n))
+			db.Exec(t, `ANALYZE TABLE `+tb)
+		}
+	}
+	fill(table, main)
+	fill(archive, archived)
+	now := db.Now(t)
+	for _, tb := range []string{table, small} {
+		db.Insert(t, tb, map[string]any{"id": uuid(1), "listener_id": "l", "event_type": "E", "serialized_event": "{}",
+			"publication_date": now.Add(-time.Hour), "completion_date": nil, "status": "FAILED", "completion_attempts": 1})
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		table string
+		want  int
+	}{{table, main + archived}, {small, archived}} {
+		o := db.Open(t, "archived", "format: spring-modulith, completion_mode: archive, table: "+c.table+", archive_table: "+archive, false)
+		st, err := o.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.Counts["COMPLETED"]
+		t.Logf("%s: completed %d (estimate %v), want about %d", c.table, got, st.Records.CompletedIsEstimate, c.want)
+		if got < int64(c.want)*8/10 || got > int64(c.want)*12/10 || !st.Records.CompletedIsEstimate || st.Counts["FAILED"] != 1 {
+			t.Errorf("%s: counts %v, estimate %v; want about %d COMPLETED, from the estimates", c.table, st.Counts,
+				st.Records.CompletedIsEstimate, c.want)
+		}
 	}
 }
 
@@ -634,5 +829,24 @@ func testDebeziumWithoutTime(t *testing.T, db RegistryDB, f registryFormat) {
 	}
 	if len(seen) != 4 {
 		t.Errorf("paged %d rows, want 4", len(seen))
+	}
+}
+
+// testRegistryFiltersExact: a key or type filter selects the rows holding that very text, not its
+// other case, accents or trailing spaces that a MySQL collation compares equal.
+func testRegistryFiltersExact(t *testing.T, db RegistryDB, f registryFormat) {
+	o := db.Open(t, "exact", f.settings, false)
+	table := f.table(db.Postgres())
+	types := []string{"T-abc", "t-ABC", "T-abc ", "T-äbc"}
+	for i, key := range []string{"k-abc", "K-ABC", "k-abc ", "k-äbc"} {
+		f.insert(t, db, table, rec{id: uuid(i + 1), state: f.open, typ: types[i], key: key, agg: "Order", payload: "{}",
+			age: time.Duration(i+1) * time.Minute, attempts: 1})
+	}
+	ctx := context.Background()
+	if rs, err := o.Records(ctx, outbox.RecordFilter{Key: "k-abc"}); err != nil || len(rs) != 1 || rs[0].ID != uuid(1) {
+		t.Errorf("key k-abc: %+v, %v; want its one row", rs, err)
+	}
+	if rs, err := o.Records(ctx, outbox.RecordFilter{Type: "T-abc"}); err != nil || len(rs) != 1 || rs[0].ID != uuid(1) {
+		t.Errorf("type T-abc: %+v, %v; want its one row", rs, err)
 	}
 }

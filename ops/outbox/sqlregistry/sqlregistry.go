@@ -8,10 +8,12 @@
 package sqlregistry
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,6 +78,39 @@ func (d Dialect) age(expr string) string {
 	return "TIMESTAMPDIFF(MICROSECOND, " + expr + ", NOW(6)) / 1000000"
 }
 
+// olderThan is "expr is more than age before the database's now".
+func (d Dialect) olderThan(expr string, age time.Duration) string {
+	if d.Postgres {
+		return fmt.Sprintf("%s < now() - interval '%d microseconds'", d.when(expr), age.Microseconds())
+	}
+	return fmt.Sprintf("%s < NOW(6) - INTERVAL %d MICROSECOND", expr, age.Microseconds())
+}
+
+// equal is "expr equals the value v" byte for byte, v's parameters made by arg. MySQL's = compares
+// under the column's collation, which may ignore case, accents and trailing spaces: it keeps its
+// index seek and a comparison of the bytes (in utf8mb4, the connection's character set) makes it
+// exact.
+func (d Dialect) equal(expr string, v any, arg func(any) string) string {
+	if d.Postgres {
+		return expr + " = " + arg(v)
+	}
+	return expr + " = " + arg(v) + " AND CAST(CONVERT(" + expr + " USING utf8mb4) AS BINARY) = CAST(" + arg(v) + " AS BINARY)"
+}
+
+// estimate is the query of the database's estimate of a table's rows (planner statistics,
+// InnoDB's TABLE_ROWS), 0 when it has none, and its arguments.
+func (d Dialect) estimate(table string) (string, []any) {
+	if d.Postgres {
+		return `SELECT coalesce(max(greatest(reltuples, 0)), 0)::float8 FROM pg_class WHERE oid = to_regclass($1)`, []any{d.Table(table)}
+	}
+	schema, name := any(nil), table
+	if db, t, ok := strings.Cut(table, "."); ok {
+		schema, name = db, t
+	}
+	return `SELECT coalesce(max(TABLE_ROWS), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = coalesce(?, DATABASE()) AND TABLE_NAME = ?`,
+		[]any{schema, name}
+}
+
 // recent is "expr is within the rate window".
 func (d Dialect) recent(expr string) string {
 	secs := int(outbox.RateWindow / time.Second)
@@ -95,7 +130,9 @@ func Open[S any](ctx context.Context, cfg configs.Outbox, d Dialect,
 	}
 	f := outbox.FormatNamed(cfg.Format)
 	s := &Store{name: cfg.Name, cfg: cfg, d: d, conn: conn(store), format: f}
-	return outbox.NewRegistry(settings(cfg), f, s), nil
+	o := outbox.NewRegistry(settings(cfg), f, s)
+	s.staleAfter = o.StaleReadyAfter // a config reload changes it in place
+	return o, nil
 }
 
 // Store is one registry-format table; it implements outbox.Registry.
@@ -105,6 +142,9 @@ type Store struct {
 	d      Dialect
 	conn   Conn
 	format outbox.Format
+	// staleAfter is the outbox's stale_ready_after now: how long a v1 Spring Modulith
+	// publication may stay incomplete before it is STALE.
+	staleAfter func() time.Duration
 }
 
 var _ outbox.Registry = (*Store)(nil)
@@ -131,11 +171,13 @@ func (s *Store) col(logical string) string {
 }
 
 // shape is one read of a format's table: the expressions of a Record's fields ("" for none) and
-// the condition of each state.
+// the condition of each state. state is the expression of a row's state: the status column, or
+// for Spring Modulith the state it reads a row as (modulithState); status is Spring Modulith's
+// status column, "" in a v1 registry.
 type shape struct {
 	table                                                             string
 	id, state, typ, key, agg, created, completed, retry, resubmit, at string
-	errText, payload                                                  string
+	errText, payload, status                                          string
 	// stateWhere is the condition selecting a state's rows (arguments from p).
 	stateWhere func(st outbox.Status) string
 	// uuidID: the id column is PostgreSQL's uuid, compared as one (an id that is no UUID names
@@ -164,25 +206,14 @@ func (s *Store) layout(ctx context.Context, table string) (shape, string, error)
 	case outbox.FormatSpringModulith.Name:
 		sh.typ, sh.key, sh.payload = s.col("event_type"), s.col("listener_id"), s.col("serialized_event")
 		sh.created, sh.completed = s.col("publication_date"), s.col("completion_date")
-		v2 := has("status")
-		if v2 {
-			sh.state, sh.at, sh.resubmit = s.col("status"), s.col("completion_attempts"), s.col("last_resubmission_date")
+		if has("status") {
+			sh.status, sh.at, sh.resubmit = s.col("status"), s.col("completion_attempts"), s.col("last_resubmission_date")
 		} else if len(types) > 0 {
-			note = "v1 layout (no status column): incomplete publications (no completion_date) are shown as PUBLISHED"
+			note = fmt.Sprintf("v1 layout (no status column): incomplete publications (no completion_date) are shown as PUBLISHED, "+
+				"and as STALE once older than stale_ready_after (%s)", s.staleAfter())
 		}
-		sh.stateWhere = func(st outbox.Status) string {
-			switch {
-			case st == "COMPLETED":
-				return sh.completed + " IS NOT NULL"
-			case !v2 && st == "PUBLISHED":
-				return sh.completed + " IS NULL"
-			case !v2:
-				return "1 = 0"
-			case st == modulithUnstated:
-				return sh.completed + " IS NULL AND (" + sh.state + " IS NULL OR " + sh.state + " = '" + modulithUnstated + "')"
-			}
-			return sh.completed + " IS NULL AND " + sh.state + " = '" + string(st) + "'"
-		}
+		sh.state = s.modulithState(sh)
+		sh.stateWhere = s.modulithWhere(sh)
 	case outbox.FormatNamastack.Name:
 		sh.state, sh.typ, sh.key, sh.agg = s.col("status"), s.col("record_type"), s.col("handler_id"), s.col("record_key")
 		sh.created, sh.completed, sh.retry = s.col("created_at"), s.col("completed_at"), s.col("next_retry_at")
@@ -257,36 +288,72 @@ func scanRecord(scan func(...any) error) (outbox.Record, error) {
 	return r, nil
 }
 
-// modulithPublished is every incomplete publication of a v1 registry, which has no status.
-const modulithPublished = "PUBLISHED"
+// modulithState is the state of a Spring Modulith publication as the SQL expression that reads
+// it. In a v2 registry, its status whatever its completion_date says, as Spring Modulith reads
+// it (JdbcEventPublicationRepositoryV2's JdbcEventPublication takes the status first, its
+// findFailedPublications selects STATUS = 'FAILED' and its markResubmitted has no completion-date
+// guard: a FAILED publication with a completion_date is run again); without a status, COMPLETED
+// with a completion_date, else STRANDED (Spring Modulith's PROCESSING, which nothing resubmits:
+// outbox.ModulithStranded). In a v1 registry: COMPLETED with a completion_date, else STALE once
+// older than stale_ready_after, else PUBLISHED.
+func (s *Store) modulithState(sh shape) string {
+	if sh.status != "" {
+		return "COALESCE(" + s.d.text(sh.status) + ", CASE WHEN " + sh.completed + " IS NULL THEN '" +
+			string(outbox.ModulithStranded) + "' ELSE 'COMPLETED' END)"
+	}
+	return "CASE WHEN " + sh.completed + " IS NOT NULL THEN 'COMPLETED' WHEN " + s.d.olderThan(sh.created, s.staleAfter()) +
+		" THEN '" + string(outbox.ModulithStale) + "' ELSE 'PUBLISHED' END"
+}
 
-// modulithUnstated is what Spring Modulith reads a v2 registry's NULL status as when the row has
-// no completion_date (JdbcEventPublicationRepositoryV2's JdbcEventPublication.getStatus; its
-// findFailedPublications selects such rows with the FAILED ones for resubmission).
-const modulithUnstated = "PROCESSING"
+// modulithWhere is the condition of each of modulithState's states, on the completion_date index
+// where one side of it is an incomplete row.
+func (s *Store) modulithWhere(sh shape) func(outbox.Status) string {
+	return func(st outbox.Status) string {
+		incomplete := sh.completed + " IS NULL"
+		if sh.status == "" { // v1
+			switch st {
+			case "COMPLETED":
+				return sh.completed + " IS NOT NULL"
+			case outbox.ModulithStale:
+				return incomplete + " AND " + s.d.olderThan(sh.created, s.staleAfter())
+			case "PUBLISHED":
+				return incomplete + " AND NOT (" + s.d.olderThan(sh.created, s.staleAfter()) + ")"
+			}
+			return "1 = 0"
+		}
+		switch st {
+		case "COMPLETED":
+			return "(" + sh.status + " = 'COMPLETED' OR (" + sh.status + " IS NULL AND " + sh.completed + " IS NOT NULL))"
+		case outbox.ModulithStranded:
+			return incomplete + " AND " + sh.status + " IS NULL"
+		case outbox.ModulithStale:
+			return "1 = 0"
+		}
+		return sh.status + " = '" + string(st) + "'"
+	}
+}
 
-// stated gives a Spring Modulith publication the state Spring Modulith reads it as: COMPLETED
-// whenever it has a completion_date or is archived, whatever its status says (a JPA registry
-// before 2.0.2 left FAILED there, spring-modulith#1521); without a status, PUBLISHED in a v1
-// registry and PROCESSING in a v2 one.
-func (s *Store) stated(r outbox.Record, archived, v1 bool) outbox.Record {
+// stated finishes a Spring Modulith publication as read: COMPLETED when archived; no last
+// resubmission when it was never resubmitted. Spring Modulith's create writes the publication
+// date into LAST_RESUBMISSION_DATE with COMPLETION_ATTEMPTS 1, and only markResubmitted writes it
+// after, adding an attempt; a registry upgraded to v2 on MariaDB holds the zero date there
+// (ADD COLUMN … TIMESTAMP(6) without a default), which reads as year 1.
+func (s *Store) stated(r outbox.Record, archived bool) outbox.Record {
 	if s.format.Name != outbox.FormatSpringModulith.Name {
 		return r
 	}
-	switch {
-	case archived || r.Completed != nil:
+	if archived {
 		r.State = "COMPLETED"
-	case r.State == "" && v1:
-		r.State = modulithPublished
-	case r.State == "":
-		r.State = modulithUnstated
+	}
+	if t := r.Resubmit; t != nil && (t.Year() <= 1 || t.Equal(r.Created) || r.Attempts == 1) {
+		r.Resubmit = nil
 	}
 	return r
 }
 
-// Stats counts the rows per state: Spring Modulith's incomplete ones (completion_date IS NULL,
-// its index) by status and its completed ones (in the archive table in archive mode; none in
-// delete mode), namastack's by status (its status index), Debezium's in all; with the oldest
+// Stats counts the rows per state: Spring Modulith's by the state it reads them as (modulithCounts;
+// the completed ones in the archive table too in archive mode, none in delete mode, an estimate
+// on a large table), namastack's by status (its status index), Debezium's in all; with the oldest
 // incomplete row's age and the incomplete rows grouped by key and type.
 func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 	sh, note, err := s.layout(ctx, s.cfg.Table)
@@ -316,47 +383,37 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 		return s.conn.Wrap(op, s.conn.Query(ctx, query, nil, row))
 	}
 	var incomplete, groupKey string
+	var extraGroups []outbox.RecordGroup // Spring Modulith's completed publications that are not COMPLETED
 	switch s.format.Name {
 	case outbox.FormatSpringModulith.Name:
-		incomplete = sh.completed + " IS NULL"
-		state, group := "'"+modulithPublished+"'", "" // v1: no status, one state
-		if sh.state != "" {
-			state = "COALESCE(" + s.d.text(sh.state) + ", '" + modulithUnstated + "')"
-			groupKey, group = state, " GROUP BY "+state
+		var notes []string
+		if note != "" {
+			notes = append(notes, note)
 		}
-		err = q("count the incomplete publications", "SELECT "+state+", count(*), max("+s.d.age(sh.created)+") FROM "+sh.table+
-			" WHERE "+incomplete+group, addRow)
+		incomplete, groupKey = sh.completed+" IS NULL", sh.state
+		rs.CompletedIsEstimate, extraGroups, notes, err = s.modulithCounts(ctx, sh, add, notes)
 		if err != nil {
 			return rs, err
+		}
+		if rs.CompletedIsEstimate && sh.status != "" && s.cfg.CompletionMode == "update" {
+			notes = append(notes, "on a registry this large, a publication whose status is not COMPLETED although it has a completion_date "+
+				"(FAILED: resubmitted again by Spring Modulith) is not counted, as that needs a scan of the completed rows; "+
+				"the list shows it under its status")
 		}
 		switch s.cfg.CompletionMode {
 		case "delete":
 			rs.CompletedGone = true
 		case "archive":
-			var n int64
-			if err := q("count the archived publications", "SELECT count(*) FROM "+s.d.Table(s.cfg.ArchiveTable), func(scan func(...any) error) error {
-				return scan(&n)
-			}); err != nil {
+			n, estimated, err := s.rows(ctx, s.cfg.ArchiveTable, "count the archived publications")
+			if err != nil {
 				return rs, err
 			}
 			rs.Counts["COMPLETED"] += n
 			rs.Total += n
+			rs.CompletedIsEstimate = rs.CompletedIsEstimate || estimated
 		}
-		// The completed publications are the bulk of a registry in update mode: counted exactly on a
-		// small table, else the database's estimate minus the incomplete ones (no scan of millions).
-		est, err := s.conn.Estimate(ctx)
-		if err != nil {
-			return rs, s.conn.Wrap("estimate the table's rows", err)
-		}
-		var n int64
-		if est > outbox.ExactSentBelow {
-			n, rs.CompletedIsEstimate = max(0, int64(est)-rs.Total), true
-		} else if err := q("count the completed publications", "SELECT count(*) FROM "+sh.table+" WHERE "+sh.completed+" IS NOT NULL",
-			func(scan func(...any) error) error { return scan(&n) }); err != nil {
-			return rs, err
-		}
-		rs.Counts["COMPLETED"] += n
-		rs.Total += n
+		notes = append(notes, s.modulithAdvice(rs.Counts)...)
+		rs.Note = strings.Join(notes, "; ")
 	case outbox.FormatNamastack.Name:
 		incomplete = sh.state + " <> 'COMPLETED'"
 		groupKey = s.d.text(sh.state)
@@ -426,12 +483,9 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 		ageExpr = "max(" + s.d.age(sh.created) + ")"
 	}
 	selectState, groupBy := groupKey, groupKey+", "+key+", "+typ
-	switch {
-	case s.format.Name == outbox.FormatDebezium.Name: // no states: its rows per aggregate type and type
+	if s.format.Name == outbox.FormatDebezium.Name { // no states: its rows per aggregate type and type
 		key = s.d.text(sh.agg)
 		selectState, groupBy = "''", key+", "+typ
-	case groupKey == "": // a v1 registry: every incomplete publication is PUBLISHED
-		selectState, groupBy = "'"+modulithPublished+"'", key+", "+typ
 	}
 	err = q("group the incomplete rows", fmt.Sprintf("SELECT %s, %s, %s, count(*), %s, %s FROM %s WHERE %s GROUP BY %s ORDER BY count(*) DESC, 2, 3 LIMIT %d",
 		selectState, key, typ, ageExpr, at, sh.table, incomplete, groupBy, outbox.MaxGroups),
@@ -448,7 +502,146 @@ func (s *Store) Stats(ctx context.Context) (outbox.RecordStats, error) {
 			rs.Groups = append(rs.Groups, g)
 			return nil
 		})
+	if len(extraGroups) > 0 {
+		rs.Groups = mergeGroups(rs.Groups, extraGroups)
+	}
 	return rs, err
+}
+
+// modulithCounts counts a Spring Modulith registry's publications by modulithState through add:
+// the incomplete ones (completion_date IS NULL, its index) exactly; the completed ones exactly on
+// a table the database estimates below outbox.ExactSentBelow rows — those whose status is not
+// COMPLETED (they are what their status says) by a scan, the rest on the index — else as the
+// estimate minus the incomplete ones (no scan of millions: estimated). It returns the groups of
+// the completed publications whose status is not COMPLETED, and notes what a person must know of
+// them.
+func (s *Store) modulithCounts(ctx context.Context, sh shape, add func(string, int64, sql.NullFloat64),
+	notes []string) (estimated bool, groups []outbox.RecordGroup, _ []string, _ error) {
+	est, err := s.conn.Estimate(ctx)
+	if err != nil {
+		return false, nil, notes, s.conn.Wrap("estimate the table's rows", err)
+	}
+	var counted int64
+	err = s.conn.Wrap("count the incomplete publications", s.conn.Query(ctx, "SELECT "+sh.state+", count(*), max("+s.d.age(sh.created)+
+		") FROM "+sh.table+" WHERE "+sh.completed+" IS NULL GROUP BY "+sh.state, nil, func(scan func(...any) error) error {
+		var st string
+		var n int64
+		var age sql.NullFloat64
+		if err := scan(&st, &n, &age); err != nil {
+			return err
+		}
+		add(st, n, age)
+		counted += n
+		return nil
+	}))
+	if err != nil {
+		return false, nil, notes, err
+	}
+	if est > outbox.ExactSentBelow {
+		add("COMPLETED", max(0, int64(est)-counted), sql.NullFloat64{})
+		return true, nil, notes, nil
+	}
+	var doneNot int64 // with a completion_date, not COMPLETED
+	if sh.status != "" {
+		st, key, typ := s.d.text(sh.status), s.d.text(sh.key), s.d.text(sh.typ)
+		err = s.conn.Wrap("count the completed publications", s.conn.Query(ctx, "SELECT "+st+", "+key+", "+typ+", count(*), max("+
+			s.d.age(sh.created)+"), max("+sh.at+") FROM "+sh.table+" WHERE "+sh.completed+" IS NOT NULL AND "+sh.status+
+			" <> 'COMPLETED' GROUP BY "+st+", "+key+", "+typ, nil, func(scan func(...any) error) error {
+			var g outbox.RecordGroup
+			var state, k, t sql.NullString
+			var age sql.NullFloat64
+			var attempts sql.NullInt64
+			if err := scan(&state, &k, &t, &g.Count, &age, &attempts); err != nil {
+				return err
+			}
+			add(state.String, g.Count, age)
+			doneNot += g.Count
+			g.State, g.Key, g.Type = outbox.Status(state.String), k.String, t.String
+			g.Oldest, g.MaxAttempts = time.Duration(age.Float64*float64(time.Second)), int(attempts.Int64)
+			groups = append(groups, g)
+			return nil
+		}))
+		if err != nil {
+			return false, nil, notes, err
+		}
+	}
+	var done int64
+	if err := s.conn.Query(ctx, "SELECT count(*) FROM "+sh.table+" WHERE "+sh.completed+" IS NOT NULL", nil,
+		func(scan func(...any) error) error { return scan(&done) }); err != nil {
+		return false, nil, notes, s.conn.Wrap("count the completed publications", err)
+	}
+	add("COMPLETED", done-doneNot, sql.NullFloat64{})
+	if doneNot > 0 {
+		notes = append(notes, fmt.Sprintf("%s with a completion_date has a status other than COMPLETED (FAILED when Spring Modulith's "+
+			"staleness monitor marked it after its listener completed; Spring Modulith 2.0.0 and 2.0.1's JPA registry left it so, "+
+			"spring-modulith#1521): Spring Modulith goes by the status, so FailedEventPublications.resubmit runs its listener again. "+
+			"If it is done: UPDATE %s SET %s = 'COMPLETED' WHERE %s IS NOT NULL AND %s <> 'COMPLETED'",
+			ops.Plural(doneNot, "publication"), s.cfg.Table, s.cfg.Columns.Other["status"], s.cfg.Columns.Other["completion_date"],
+			s.cfg.Columns.Other["status"]))
+	}
+	return false, groups, notes, nil
+}
+
+// mergeGroups adds extra to the overview's groups gs (one group per state, key and type), most
+// rows first, at most outbox.MaxGroups.
+func mergeGroups(gs, extra []outbox.RecordGroup) []outbox.RecordGroup {
+	type id struct {
+		state    outbox.Status
+		key, typ string
+	}
+	at := map[id]int{}
+	for i, g := range gs {
+		at[id{g.State, g.Key, g.Type}] = i
+	}
+	for _, g := range extra {
+		i, ok := at[id{g.State, g.Key, g.Type}]
+		if !ok {
+			gs = append(gs, g)
+			continue
+		}
+		gs[i].Count += g.Count
+		gs[i].Oldest, gs[i].MaxAttempts = max(gs[i].Oldest, g.Oldest), max(gs[i].MaxAttempts, g.MaxAttempts)
+	}
+	slices.SortStableFunc(gs, func(a, b outbox.RecordGroup) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Key, b.Key), strings.Compare(a.Type, b.Type))
+	})
+	return gs[:min(len(gs), outbox.MaxGroups)]
+}
+
+// modulithAdvice says why the publications in the console's own attention states (STRANDED,
+// STALE) wait for a person, and what to do.
+func (s *Store) modulithAdvice(counts map[outbox.Status]int64) []string {
+	var out []string
+	col := s.cfg.Columns.Other
+	if n := counts[outbox.ModulithStranded]; n > 0 {
+		out = append(out, fmt.Sprintf("%s STRANDED: no status (written before the v2 columns were added). Spring Modulith reads it as "+
+			"PROCESSING and selects it for resubmission, but its markResubmitted (… AND STATUS != 'RESUBMITTED') never matches a "+
+			"NULL status, so no resubmission or restart runs its listener again. To have it resubmitted: "+
+			"UPDATE %s SET %s = 'FAILED' WHERE %s IS NULL AND %s IS NULL, then FailedEventPublications.resubmit(…)",
+			ops.Plural(n, "publication"), s.cfg.Table, col["status"], col["status"], col["completion_date"]))
+	}
+	if n := counts[outbox.ModulithStale]; n > 0 {
+		out = append(out, fmt.Sprintf("%s STALE: incomplete for longer than stale_ready_after (%s). A v1 registry has no status: "+
+			"its listener failed or its run was lost, and it runs again only when the application calls "+
+			"IncompleteEventPublications.resubmitIncompletePublications(…) or restarts with "+
+			"spring.modulith.events.republish-outstanding-events-on-restart", ops.Plural(n, "publication"), s.staleAfter()))
+	}
+	return out
+}
+
+// rows counts table's rows exactly below outbox.ExactSentBelow rows by the database's estimate;
+// above, the estimate is the count (estimated true): no scan of a large table.
+func (s *Store) rows(ctx context.Context, table, op string) (n int64, estimated bool, _ error) {
+	query, args := s.d.estimate(table)
+	var est float64
+	if err := s.conn.Query(ctx, query, args, func(scan func(...any) error) error { return scan(&est) }); err != nil {
+		return 0, false, s.conn.Wrap(op, err)
+	}
+	if est > outbox.ExactSentBelow {
+		return int64(est), true, nil
+	}
+	err := s.conn.Query(ctx, "SELECT count(*) FROM "+s.d.Table(table), nil, func(scan func(...any) error) error { return scan(&n) })
+	return n, false, s.conn.Wrap(op, err)
 }
 
 // Records lists the records matching f, newest first (by creation time, then id).
@@ -472,10 +665,10 @@ func (s *Store) Records(ctx context.Context, f outbox.RecordFilter) ([]outbox.Re
 		}
 	}
 	if f.Type != "" && sh.typ != "" {
-		where = append(where, sh.typ+" = "+arg(f.Type))
+		where = append(where, s.d.equal(sh.typ, f.Type, arg))
 	}
 	if f.Key != "" && sh.key != "" {
-		where = append(where, sh.key+" = "+arg(f.Key))
+		where = append(where, s.d.equal(sh.key, f.Key, arg))
 	}
 	order := s.d.text(sh.id) + " DESC"
 	if sh.created != "" {
@@ -497,7 +690,7 @@ func (s *Store) Records(ctx context.Context, f outbox.RecordFilter) ([]outbox.Re
 	var out []outbox.Record
 	err = s.conn.Query(ctx, query, args, func(scan func(...any) error) error {
 		r, err := scanRecord(scan)
-		out = append(out, s.stated(r, table == s.cfg.ArchiveTable, sh.state == ""))
+		out = append(out, s.stated(r, table == s.cfg.ArchiveTable))
 		return err
 	})
 	return out, s.conn.Wrap("list the records", err)
@@ -534,7 +727,7 @@ func (s *Store) Record(ctx context.Context, id string) (outbox.Record, error) {
 			return outbox.Record{}, s.conn.Wrap("read the record", err)
 		}
 		if found {
-			return s.stated(r, table == s.cfg.ArchiveTable, sh.state == ""), nil
+			return s.stated(r, table == s.cfg.ArchiveTable), nil
 		}
 	}
 	return outbox.Record{}, ops.NotFound("record %q not found in outbox %q", ops.Echo(id), s.name)
