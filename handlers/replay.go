@@ -17,6 +17,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/access"
+	"github.com/redrive/redrive/ops/audit"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
 	"github.com/redrive/redrive/ops/payload"
 	"github.com/redrive/redrive/ops/redact"
 	"github.com/redrive/redrive/ops/replay"
@@ -31,9 +33,10 @@ import (
 type ReplayEngine interface {
 	RabbitReplays // which browsed dead letters a job already holds
 	Plan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (replay.Plan, error)
-	// StartPlan starts making a plan in the background; AwaitPlan waits for it at most within,
-	// and PlanWait is how long a request waits for a selection of estimate messages.
-	StartPlan(ctx context.Context, actor string, src replay.Source, f replay.Filter) (*replay.Planning, error)
+	// StartPlanFor starts making a plan in the background, its filters matching what its actor
+	// may see; AwaitPlan waits for it at most within, and PlanWait is how long a request waits for
+	// a selection of estimate messages.
+	StartPlanFor(ctx context.Context, r replay.PlanRequest) (*replay.Planning, error)
 	AwaitPlan(ctx context.Context, pl *replay.Planning, within time.Duration) (replay.Plan, bool, error)
 	PlanWait(estimate int) time.Duration
 	// CancelPlan stops a plan being made (ops.ErrConflict when it is no longer planning).
@@ -284,7 +287,11 @@ func (h *Replays) APIPlanGet(c echo.Context) error {
 	if !plan.Ready() {
 		return c.JSON(http.StatusOK, toPlanningJSON(plan))
 	}
-	plan = h.redact.Plan(plan)
+	red, err := redactionFor(c, h.redact, "replay-plan/"+plan.ID)
+	if err != nil {
+		return err
+	}
+	plan = red.Plan(plan)
 	jobs, err := h.views.JobsOfPlan(ctx, plan.ID)
 	if err != nil {
 		return err
@@ -316,7 +323,7 @@ func (h *Replays) APIPlan(c echo.Context) error {
 	if req.Edit != nil {
 		req.Source.Edit = req.Edit
 	}
-	plan, err := h.plan(c, req.Source, f)
+	plan, red, err := h.plan(c, req.Source, f)
 	if err != nil {
 		return err
 	}
@@ -324,20 +331,40 @@ func (h *Replays) APIPlan(c echo.Context) error {
 		c.Response().Header().Set(echo.HeaderLocation, paths.APIReplayPlan(plan.ID))
 		return c.JSON(http.StatusAccepted, toPlanningJSON(plan))
 	}
-	return c.JSON(http.StatusOK, toPlanJSON(h.redact.Plan(plan)))
+	return c.JSON(http.StatusOK, toPlanJSON(red.Plan(plan)))
 }
 
 // plan starts a plan and waits for it as long as its size allows (replay.plan_wait; nothing for a
 // selection above replay.PlanInBackgroundAbove): the plan made, or the plan still planning. A
-// plan refused within the wait is the refusal, as it always was.
-func (h *Replays) plan(c echo.Context, src replay.Source, f replay.Filter) (replay.Plan, error) {
+// plan refused within the wait is the refusal, as it always was. The plan's filters match what
+// the actor may see of the messages, as a search's do (masked unless an admin reveals it, audited:
+// ?reveal=true); red is those rules, for the answer.
+func (h *Replays) plan(c echo.Context, src replay.Source, f replay.Filter) (plan replay.Plan, red *redact.Rules, err error) {
 	ctx := c.Request().Context()
-	pl, err := h.engine.StartPlan(ctx, ActorOf(c).Name, src, f)
-	if err != nil {
-		return replay.Plan{}, err
+	actor := ActorOf(c)
+	if red, err = redactionFor(c, h.redact, "replay-plan"); err != nil {
+		return replay.Plan{}, nil, err
 	}
-	plan, _, err := h.engine.AwaitPlan(ctx, pl, h.engine.PlanWait(pl.Estimate))
-	return plan, err
+	everyone, err := h.redact.For(ctx, actor, false, audit.Entry{}) // what anyone shown the plan may see
+	if err != nil {
+		return replay.Plan{}, nil, err
+	}
+	pl, err := h.engine.StartPlanFor(ctx, replay.PlanRequest{Actor: actor.Name, Source: src, Filter: f,
+		View: planViews(red), Shown: planViews(everyone)})
+	if err != nil {
+		return replay.Plan{}, nil, err
+	}
+	plan, _, err = h.engine.AwaitPlan(ctx, pl, h.engine.PlanWait(pl.Estimate))
+	return plan, red, err
+}
+
+// planViews is what a reader whose content red masks sees of dead letters, for a plan's filters
+// and an edit's diff (replay.PlanRequest); nil rules: the messages as they are.
+func planViews(red *redact.Rules) replay.Views {
+	if red == nil {
+		return replay.Views{}
+	}
+	return replay.Views{Kafka: func(r kafkamodel.Record) kafkamodel.Record { v, _ := red.Record(r); return v }, Rabbit: red.Shown}
 }
 
 // APIPlanCancel: POST /api/v1/replays/plans/:id/cancel — stop a plan being made.
@@ -438,12 +465,16 @@ func (h *Replays) APIJob(c echo.Context) error {
 	}
 	out := toJobJSON(job)
 	if job.Failed > 0 { // the common job has none: no ledger read
+		red, err := redactionFor(c, h.redact, "replay/"+job.ID)
+		if err != nil {
+			return err
+		}
 		groups, err := h.views.FailureGroups(ctx, job.ID, maxFailureGroups)
 		if err != nil {
 			return err
 		}
 		for _, g := range groups {
-			out.FailureGroups = append(out.FailureGroups, failureGroupJSON{Detail: g.Detail, Count: g.Count})
+			out.FailureGroups = append(out.FailureGroups, failureGroupJSON{Detail: red.FailureDetail(g.Detail), Count: g.Count})
 		}
 	}
 	return c.JSON(http.StatusOK, out)
@@ -719,7 +750,7 @@ func (h *Replays) FormPlan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	plan, err := h.plan(c, src, f)
+	plan, _, err := h.plan(c, src, f)
 	if err != nil {
 		return err
 	}
@@ -786,7 +817,11 @@ func (h *Replays) PlanPage(c echo.Context) error {
 		c.Response().Header().Set("HX-Refresh", "true")
 		return c.NoContent(http.StatusOK)
 	}
-	plan = h.redact.Plan(plan)
+	red, err := redactionFor(c, h.redact, "replay-plan/"+plan.ID)
+	if err != nil {
+		return err
+	}
+	plan = red.Plan(plan)
 	actor := ActorOf(c)
 	page := replaypages.PlanPage{ID: plan.ID, CreatedAt: plan.CreatedAt, Discard: plan.Source.Action == replay.ActionDiscard,
 		Actor: plan.Actor, Source: describePlanSource(plan.Source, plan.Filter), Total: plan.Total, Warnings: plan.Warnings,
@@ -941,6 +976,11 @@ func (h *Replays) JobPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The ledger and the edit show message ids and content: masked unless an admin reveals them.
+	red, err := redactionFor(c, h.redact, "replay/"+job.ID)
+	if err != nil {
+		return err
+	}
 	page := replaypages.JobPage{Job: toJobView(job)}
 	if routes, err := h.views.PlanRoutes(ctx, []string{job.PlanID}, destinationSample); err == nil {
 		page.Job.Source, page.Job.Destination, page.Job.Discard = routeText(routes[job.PlanID])
@@ -948,7 +988,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 		var src replay.Source
 		if r := routes[job.PlanID]; len(r.Source) > 0 && json.Unmarshal(r.Source, &src) == nil && src.Edit != nil {
 			// What the approver approves: the edit as its plan shows it, masked as any content.
-			page.Edit = editView(h.redact.Plan(replay.Plan{Source: src}).Source.Edit, job.PlanID)
+			page.Edit = editView(red.Plan(replay.Plan{Source: src}).Source.Edit, job.PlanID)
 		}
 	}
 	page.Meta = h.meta(c, page.Job.Noun()+" "+job.ID, "replays")
@@ -962,7 +1002,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 			page.FailuresError = shown(c, err)
 		}
 		for _, g := range groups {
-			page.FailureGroups = append(page.FailureGroups, replaypages.FailureGroup{Detail: g.Detail, Count: int64(g.Count)})
+			page.FailureGroups = append(page.FailureGroups, replaypages.FailureGroup{Detail: red.FailureDetail(g.Detail), Count: int64(g.Count)})
 		}
 	}
 	ledger, err := h.engine.Ledger(ctx, job.ID, 500)
@@ -970,6 +1010,7 @@ func (h *Replays) JobPage(c echo.Context) error {
 		page.LedgerError = shown(c, err)
 	}
 	for _, l := range ledger {
+		l = red.LedgerEntry(l)
 		detail, outcome := l.Detail, l.Outcome
 		if detail == "" && outcome == replay.LedgerPublished { // the ledger keeps no text for the common case
 			detail = "acknowledged by the broker"

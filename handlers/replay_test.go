@@ -42,7 +42,7 @@ func (f *replayFixture) Plan(context.Context, string, replay.Source, replay.Filt
 	return replay.Plan{}, ops.ErrUnavailable
 }
 
-func (f *replayFixture) StartPlan(context.Context, string, replay.Source, replay.Filter) (*replay.Planning, error) {
+func (f *replayFixture) StartPlanFor(context.Context, replay.PlanRequest) (*replay.Planning, error) {
 	return nil, ops.ErrUnavailable
 }
 

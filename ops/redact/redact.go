@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -608,7 +609,12 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 		return r.outboxPlan(p)
 	}
 	if ed := p.Source.Edit; ed != nil && ed.Diff != nil {
-		p.Source.Edit = r.Edit(*ed)
+		masked := r.Edit(*ed)
+		if id := ed.Diff.MessageID; id != nil && id[0] != "" && masked.Diff.MessageID[0] == Redacted {
+			// The edit's warning names the id it replaces (replay's editWarning).
+			p.Warnings = replaceAll(p.Warnings, " replaces "+id[0]+":", " replaces "+Redacted+":")
+		}
+		p.Source.Edit = masked
 	}
 	ids := r.masksMessageIDs()
 	groups := r.masksExceptionType()
@@ -618,10 +624,19 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 	if !ids && !groups {
 		return p
 	}
+	if ids && len(p.Filter.MessageIDs) > 0 {
+		// The ids a plan was asked for (by an admin who revealed them, or matching none).
+		named := make([]string, len(p.Filter.MessageIDs))
+		for i := range named {
+			named[i] = Redacted
+		}
+		p.Filter.MessageIDs = named
+	}
 	items := make([]replay.Item, len(p.Items))
 	for i, it := range p.Items {
 		if ids && it.MessageID != "" {
-			it.MessageID = Redacted
+			// A RabbitMQ locator names its message by id.
+			it.Locator, it.MessageID = replay.LocatorMasked(it.Locator, it.MessageID, Redacted), Redacted
 		}
 		if groups && it.ErrorGroup != "" {
 			it.ErrorGroup = maskGroup(p.Source.Kind, it.ErrorGroup)
@@ -633,6 +648,50 @@ func (r *Rules) Plan(p replay.Plan) replay.Plan {
 		p.ErrorGroups = regroup(p.ErrorGroups, func(g string) string { return maskGroup(p.Source.Kind, g) })
 	}
 	return p
+}
+
+// replaceAll is texts with every old replaced by new (texts itself when none holds old).
+func replaceAll(texts []string, old, new string) []string {
+	var out []string
+	for i, t := range texts {
+		if !strings.Contains(t, old) {
+			continue
+		}
+		if out == nil {
+			out = append([]string(nil), texts...)
+		}
+		out[i] = strings.ReplaceAll(t, old, new)
+	}
+	if out == nil {
+		return texts
+	}
+	return out
+}
+
+// LedgerEntry masks what a job's ledger row shows of its message, as Plan masks a plan's items:
+// when message ids may come from masked content, its id, the id inside its locator (a RabbitMQ
+// locator names its message by id) and the ids its detail quotes (FailureDetail). Nil rules mask
+// nothing.
+func (r *Rules) LedgerEntry(l replay.LedgerEntry) replay.LedgerEntry {
+	r = r.current()
+	if !r.masksMessageIDs() {
+		return l
+	}
+	if l.MessageID != "" {
+		l.Locator, l.MessageID = replay.LocatorMasked(l.Locator, l.MessageID, Redacted), Redacted
+	}
+	l.Detail = replay.DetailMasked(l.Detail, Redacted)
+	return l
+}
+
+// FailureDetail is a job's failure text (a ledger row's detail, a failure group's) with the
+// message ids it quotes hidden when ids may come from masked content, as Plan hides a plan's.
+func (r *Rules) FailureDetail(detail string) string {
+	r = r.current()
+	if !r.masksMessageIDs() {
+		return detail
+	}
+	return replay.DetailMasked(detail, Redacted)
 }
 
 // regroup is a plan's counts per error group under the groups' masked names: groups that mask to
@@ -696,31 +755,50 @@ func maskGroup(kind source.Kind, g string) string {
 	return Redacted
 }
 
-// Edit masks what an edit and retry's diff shows of the message: the value before and
-// after at the configured JSON paths (whole when it is not JSON), the configured headers, and the
-// message id when ids are masked. The edit itself (what a job publishes) is the stored plan's,
-// never this copy.
+// Edit masks what an edit and retry's diff shows of the message as its page would (Record,
+// Message): the value before and after at the configured JSON paths (whole when it is not JSON),
+// the configured headers, then what quotes a hidden value (messageMask) — another header of the
+// diff, or one the planner found masked in the whole message (EditDiff.Masked: a diff that keeps
+// no value cannot tell that a header quotes it) — and the message id when ids are masked, when
+// the planner found it masked, or when it quotes a hidden value. The edit itself (what a job
+// publishes) is the stored plan's, never this copy.
 func (r *Rules) Edit(ed replay.Edit) *replay.Edit {
 	d := *ed.Diff
+	m := &messageMask{}
 	for _, v := range []*string{&d.ValueBefore, &d.ValueAfter} {
 		if *v != "" {
-			if b, changed := r.Body([]byte(*v)); changed {
+			if b, changed := r.maskBody([]byte(*v), false, m); changed {
 				*v = string(b)
 			}
+		}
+	}
+	for k, v := range d.Headers {
+		if r.Header(k) {
+			m.secrets = append(m.secrets, v[0], v[1])
+		}
+	}
+	for k, v := range ed.SetHeaders {
+		if r.Header(k) {
+			m.secrets = append(m.secrets, v)
 		}
 	}
 	if len(d.Headers) > 0 {
 		h := make(map[string][2]string, len(d.Headers))
 		for k, v := range d.Headers {
-			if r.Header(k) {
+			switch {
+			case r.Header(k):
 				v = [2]string{Redacted, Redacted}
+			case slices.Contains(d.Masked, k):
+				v = [2]string{maskNonEmpty(v[0]), m.text(v[1])}
+			default:
+				v = [2]string{m.text(v[0]), m.text(v[1])}
 			}
 			h[k] = v
 		}
 		d.Headers = h
 	}
-	if d.MessageID != nil && r.masksMessageIDs() {
-		d.MessageID = &[2]string{Redacted, d.MessageID[1]}
+	if id := d.MessageID; id != nil && (r.masksMessageIDs() || d.MessageIDMasked || m.matches(id[0])) {
+		d.MessageID = &[2]string{Redacted, id[1]}
 	}
 	if ed.Value != nil {
 		if b, changed := r.Body([]byte(*ed.Value)); changed {
@@ -733,6 +811,8 @@ func (r *Rules) Edit(ed replay.Edit) *replay.Edit {
 		for k, v := range ed.SetHeaders {
 			if r.Header(k) {
 				v = Redacted
+			} else {
+				v = m.text(v)
 			}
 			set[k] = v
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,19 +290,20 @@ func (p *kafkaPlan) item(ctx context.Context, r kafkamodel.Record) (pendingItem,
 	if dl != nil {
 		stack = dl.Stacktrace
 	}
-	if !ops.InErrorGroupTraced(exception, stack, f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
-		!f.matchIDs(msgID) || !f.matchTime(r.Timestamp) {
-		return pendingItem{}, false, nil
-	}
-	if p.cel != nil {
-		if ok, err := p.cel.MatchKafka(ctx, r); err != nil || !ok {
-			return pendingItem{}, false, err
-		}
+	if ok, err := p.matches(ctx, r); err != nil || !ok {
+		return pendingItem{}, false, err
 	}
 	if ed := p.src.Edit; ed != nil {
 		diff, err := editDiff(r, ed)
 		if err != nil {
 			return pendingItem{}, false, err
+		}
+		if ed.FreshID != "" {
+			diff.MessageID = &[2]string{escapeBytes(msgID), ed.FreshID}
+		}
+		if view := f.shown.Kafka; view != nil {
+			shown := view(r)
+			markMasked(diff, kafkaHeaderValues(r.Headers), kafkaHeaderValues(shown.Headers), msgID, messageIDOf(shown.DeadLetter))
 		}
 		if ed.Value != nil {
 			// A value in a schema's wire format is published encoded back with its schema id:
@@ -317,9 +319,6 @@ func (p *kafkaPlan) item(ctx context.Context, r kafkamodel.Record) (pendingItem,
 					diff.ValueBefore = payload.Clip(string(vs.JSON), maxDiffText)
 				}
 			}
-		}
-		if ed.FreshID != "" {
-			diff.MessageID = &[2]string{escapeBytes(msgID), ed.FreshID}
 		}
 		ed.Diff = diff
 	}
@@ -355,6 +354,54 @@ func (p *kafkaPlan) item(ctx context.Context, r kafkamodel.Record) (pendingItem,
 	}
 	pi.it = it
 	return pi, true, nil
+}
+
+// matches reports whether the plan's filter selects r, judged on what the planner's actor may
+// see of it (Filter.view): the time by the record's timestamp, the rest — error group, original
+// topic, message id, CEL — by its content as shown, as a search's filter is.
+func (p *kafkaPlan) matches(ctx context.Context, r kafkamodel.Record) (bool, error) {
+	f := p.f
+	if !f.matchTime(r.Timestamp) {
+		return false, nil
+	}
+	shown := r
+	if view := f.view.Kafka; view != nil && (f.ExceptionType != "" || f.OriginalTopic != "" || len(f.MessageIDs) > 0 || p.cel != nil) {
+		shown = view(r)
+	}
+	var exception, stack, original string
+	if dl := shown.DeadLetter; dl != nil {
+		exception, stack, original = dl.ExceptionType, dl.Stacktrace, dl.OriginalTopic
+	}
+	if !ops.InErrorGroupTraced(exception, stack, f.ExceptionType) || (f.OriginalTopic != "" && original != f.OriginalTopic) ||
+		!f.matchShownID(messageIDOf(r.DeadLetter), messageIDOf(shown.DeadLetter)) {
+		return false, nil
+	}
+	if p.cel != nil {
+		return p.cel.MatchKafka(ctx, shown)
+	}
+	return true, nil
+}
+
+// kafkaHeaderValues is each header's last value, by name.
+func kafkaHeaderValues(hs []kafkamodel.Header) map[string]string {
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		out[h.Key] = string(h.Value)
+	}
+	return out
+}
+
+// markMasked marks what of an edit's diff the message shows masked to everyone: the changed
+// headers whose value (before, the message's) the view shows otherwise (shown), and the id
+// before when the view shows another (shownID for id).
+func markMasked(d *EditDiff, before, shown map[string]string, id, shownID string) {
+	for k := range d.Headers {
+		if v, ok := before[k]; ok && shown[k] != v {
+			d.Masked = append(d.Masked, k)
+		}
+	}
+	slices.Sort(d.Masked)
+	d.MessageIDMasked = d.MessageID != nil && shownID != id
 }
 
 // destPartitions decides the partition a record goes back to: the one its dead-letter headers
@@ -650,8 +697,25 @@ func notPlanned(it Item, got string) LedgerOutcome {
 		holds = fmt.Sprintf("message %q", escapeBytes(got))
 	}
 	return LedgerOutcome{Seq: it.Seq, Locator: it.Locator, MessageID: it.MessageID, Outcome: LedgerFailed,
-		Detail: fmt.Sprintf("not the record the plan saw: its offset now holds %s, not %q; "+
+		Detail: fmt.Sprintf(notPlannedWords+"%s, not %q; "+
 			"the dead-letter topic was deleted and created again since the plan was made", holds, escapeBytes(it.MessageID))}
+}
+
+const notPlannedWords = "not the record the plan saw: its offset now holds "
+
+// notPlannedIDs are the message ids a notPlanned detail quotes.
+var notPlannedIDs = regexp.MustCompile(`(holds message |, not )"(?:[^"\\]|\\.)*"`)
+
+// DetailMasked is a ledger row's detail (or a failure group's) as a reader who may not see
+// message ids reads it: the ids a failure quotes — what an offset holds now and what the plan saw
+// there (notPlanned) — replaced by mask. Other details quote no message content.
+func DetailMasked(detail, mask string) string {
+	if !strings.HasPrefix(detail, notPlannedWords) {
+		return detail
+	}
+	return notPlannedIDs.ReplaceAllStringFunc(detail, func(q string) string {
+		return notPlannedIDs.FindStringSubmatch(q)[1] + strconv.Quote(mask)
+	})
 }
 
 func goneFromTopic(it Item) LedgerOutcome {

@@ -129,6 +129,33 @@ const DefaultPlanWait = 5 * time.Second
 // does not exist, a queue that cannot be read whole) end the plan failed; AwaitPlan hands them
 // to a caller still waiting.
 func (e *Engine) StartPlan(ctx context.Context, actor string, src Source, f Filter) (*Planning, error) {
+	return e.StartPlanFor(ctx, PlanRequest{Actor: actor, Source: src, Filter: f})
+}
+
+// PlanRequest is a selection to plan for a person.
+type PlanRequest struct {
+	Actor  string
+	Source Source
+	Filter Filter
+	// View is what Actor may see of each message (content masked, ops/redact; the zero Views for
+	// one who may see it all: an admin who revealed it, or no redaction): the plan's filters —
+	// CEL, exception type, original topic, message ids — match it, as a search's and a
+	// resolution's do, so that neither what a plan selects nor an edit's "holds N messages with
+	// that id" confirms a masked value.
+	View Views
+	// Shown is what everyone may see of each message: an edit's diff marks the headers and the id
+	// it hides (EditDiff.Masked), for the pages that show the plan to anyone. A RabbitMQ plan
+	// without one uses Options.ShownRabbit.
+	Shown Views
+}
+
+// StartPlanFor is StartPlan for r, whose filters match what its actor may see (r.View).
+func (e *Engine) StartPlanFor(ctx context.Context, r PlanRequest) (*Planning, error) {
+	actor, src, f := r.Actor, r.Source, r.Filter
+	f.view, f.shown = r.View, r.Shown
+	if f.shown.Rabbit == nil {
+		f.shown.Rabbit = e.o.ShownRabbit
+	}
 	if err := e.checkSelection(&src, f); err != nil {
 		return nil, err
 	}

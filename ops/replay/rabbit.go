@@ -68,6 +68,42 @@ func rabbitLocator(broker, vhost, queue string, m rabbitmodel.Message) string {
 	return l
 }
 
+// LocatorMasked is a locator as a reader who may not see message ids reads it: a RabbitMQ
+// locator names its dead letter by its id (rabbitLocator), here replaced by mask; id is the
+// message id of the item or ledger row the locator is of. The locator itself, which the ledger
+// keys on, is never changed; Kafka, outbox and archive locators hold no content.
+func LocatorMasked(locator, id, mask string) string {
+	if id == "" || !strings.HasPrefix(strings.TrimPrefix(locator, discardPrefix), "rabbitmq:") {
+		return locator
+	}
+	key := "/" + escapeBytes(id) + "~"
+	for i := 0; ; {
+		j := strings.Index(locator[i:], key)
+		if j < 0 {
+			return locator
+		}
+		start, end := i+j+1, i+j+len(key)-1 // the id, between "/" and "~"
+		if fingerprinted(locator[end+1:]) {
+			return locator[:start] + mask + locator[end:]
+		}
+		i += j + 1
+	}
+}
+
+// fingerprinted reports whether s begins with what follows the id in a locator: the body's
+// fingerprint (16 hex digits) and "#".
+func fingerprinted(s string) bool {
+	if len(s) < 17 || s[16] != '#' {
+		return false
+	}
+	for _, c := range s[:16] {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
 // ReplayedCopies says which of the messages browsed from a RabbitMQ dead-letter queue a job
 // already holds in its ledger (published or archived, or being so), by their index in ms, naming
 // the job: copies a broker returned after it lost the job's acks, which a plan of the queue drops
@@ -151,14 +187,15 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	consumers := k.e.rabbitConsumers(r, src.Broker, src.Vhost)
 	res, err := r.Peek(ctx, src.Vhost, src.Queue, src.Limit, func(m rabbitmodel.Message) {
 		read++
-		if cel != nil && emitErr == nil {
-			if ok, err := cel.MatchRabbit(ctx, m); err != nil || !ok {
-				emitErr = err
-				return
-			}
+		if emitErr != nil {
+			return
 		}
-		it, ok := k.e.rabbitItem(*src, f, m)
-		if !ok || seen[it.Locator] || emitErr != nil {
+		if ok, err := matchRabbit(ctx, f, cel, m); err != nil || !ok {
+			emitErr = err
+			return
+		}
+		it := k.e.rabbitItem(*src, m)
+		if seen[it.Locator] {
 			return // a duplicate copy is handled as its first instance
 		}
 		seen[it.Locator] = true
@@ -170,6 +207,10 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 		if ed := src.Edit; ed != nil {
 			if ed.Diff, emitErr = rabbitEditDiff(m, ed); emitErr != nil {
 				return
+			}
+			if view := f.shown.Rabbit; view != nil {
+				shown := view(m)
+				markMasked(ed.Diff, rabbitHeaderValues(m.Headers), rabbitHeaderValues(shown.Headers), m.MessageID, shown.MessageID)
 			}
 		}
 		emitErr = emit(it)
@@ -194,18 +235,52 @@ func (k rabbitKind) plan(ctx context.Context, src *Source, f Filter, emit func(I
 	return emitErr
 }
 
-func (e *Engine) rabbitItem(src Source, f Filter, m rabbitmodel.Message) (Item, bool) {
+// matchRabbit reports whether a plan's filter (cel, its CEL compiled) selects m, judged on what
+// the planner's actor may see of it (Filter.view): the x-death reason and the time as they are,
+// the rest — error group, message id, CEL — by its content as shown, as a search's filter is.
+func matchRabbit(ctx context.Context, f Filter, cel *search.Filter, m rabbitmodel.Message) (bool, error) {
+	var reason string
+	if dl := m.DeadLetter; dl != nil {
+		reason = dl.Reason
+	}
+	if f.Reason != "" && reason != f.Reason {
+		return false, nil
+	}
+	if ts := m.Properties.Timestamp; ts != nil && !f.matchTime(*ts) {
+		return false, nil
+	}
+	shown := m
+	if view := f.view.Rabbit; view != nil && (f.ExceptionType != "" || len(f.MessageIDs) > 0 || cel != nil) {
+		shown = view(m)
+	}
+	var exception, stack string
+	if dl := shown.DeadLetter; dl != nil {
+		exception, stack = dl.ExceptionMessage, dl.Stacktrace
+	}
+	if !ops.InErrorGroupTraced(exception, stack, f.ExceptionType) || !f.matchShownID(m.MessageID, shown.MessageID) {
+		return false, nil
+	}
+	if cel != nil {
+		return cel.MatchRabbit(ctx, shown)
+	}
+	return true, nil
+}
+
+// rabbitHeaderValues is each header's last value, by name.
+func rabbitHeaderValues(hs []rabbitmodel.Header) map[string]string {
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		out[h.Key] = h.Value
+	}
+	return out
+}
+
+// rabbitItem is the item of a message the plan's filter selected.
+func (e *Engine) rabbitItem(src Source, m rabbitmodel.Message) Item {
 	dl := m.DeadLetter
 	var reason, exception, origQueue, stack string
 	if dl != nil {
 		reason, exception, origQueue, stack = dl.Reason, dl.ExceptionMessage, dl.OriginalQueue, dl.Stacktrace
-	}
-	if (f.Reason != "" && reason != f.Reason) || !ops.InErrorGroupTraced(exception, stack, f.ExceptionType) ||
-		!f.matchIDs(m.MessageID) {
-		return Item{}, false
-	}
-	if ts := m.Properties.Timestamp; ts != nil && !f.matchTime(*ts) {
-		return Item{}, false
 	}
 	if shown := e.o.ShownRabbit; shown != nil && exception != "" {
 		if sd := shown(m).DeadLetter; sd != nil {
@@ -237,7 +312,7 @@ func (e *Engine) rabbitItem(src Source, f Filter, m rabbitmodel.Message) (Item, 
 		// (a message replayed by one job may still be discarded by another).
 		it.Locator, it.Consumer = discardLocator(it.Locator), ""
 	}
-	return it, true
+	return it
 }
 
 // rabbitConsumerSet finds, for the dead letters of one broker and vhost that name no queue they

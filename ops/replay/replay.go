@@ -23,6 +23,8 @@ import (
 
 	"github.com/redrive/redrive/ops"
 	"github.com/redrive/redrive/ops/inbox"
+	"github.com/redrive/redrive/ops/kafka/kafkamodel"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 	"github.com/redrive/redrive/ops/source"
 )
 
@@ -105,6 +107,12 @@ type EditDiff struct {
 	// Encoding names the schema the edited value is encoded back with ("avro acme.Order with
 	// schema id 3 (orders-value)") when the original is in a schema's wire format.
 	Encoding string `json:"encoding,omitempty"`
+	// Masked names the headers of Headers whose value the message shows masked to everyone (a
+	// header quoting a hidden value, which only the whole message tells), and MessageIDMasked says
+	// the same of the id before: set by the planner from PlanRequest.Shown, for the pages that
+	// mask the diff (ops/redact's Edit).
+	Masked          []string `json:"masked,omitempty"`
+	MessageIDMasked bool     `json:"message_id_masked,omitempty"`
 }
 
 // RecordRef names one Kafka record of the source topic.
@@ -132,6 +140,26 @@ type Filter struct {
 	CEL string `json:"cel"`
 
 	ids map[string]bool // MessageIDs as a set (withIDSet): a plan asks it for every message it reads
+	// view and shown are the plan request's (PlanRequest.View, PlanRequest.Shown); not stored.
+	view, shown Views
+}
+
+// Views are what a reader may see of dead letters: content masked (ops/redact). A nil func shows
+// a message as it is. A view must keep what places a message — a record's partition, offset and
+// timestamp, a message's properties' timestamp and its dead-letter reason.
+type Views struct {
+	Kafka  func(kafkamodel.Record) kafkamodel.Record
+	Rabbit func(rabbitmodel.Message) rabbitmodel.Message
+}
+
+// matchShownID is matchIDs over the id a view shows (shown) of a message whose id is id: an id
+// the view hides matches no id, so that a masked id cannot be confirmed by naming it, nor one
+// tick of a masked row on a page select every masked message.
+func (f Filter) matchShownID(id, shown string) bool {
+	if len(f.MessageIDs) == 0 {
+		return true
+	}
+	return shown == id && f.matchIDs(id)
 }
 
 // withIDSet is f ready to match: a plan of 100,000 messages by 10,000 ids (or the copies a
