@@ -374,8 +374,8 @@ func TestRabbitDeliveryLimitsPerSeries(t *testing.T) {
 			cost    []string // 4.x only
 		}{
 			{queue: "orders.dlq", cost: []string{"one of its 20 deliveries", "RabbitMQ 4's default",
-				`rabbitmqctl set_policy -p '` + w.vhost + `' --apply-to quorum_queues dlq-unlimited '^orders\.dlq$' '{"delivery-limit":-1}'`}},
-			{queue: "five.dlq", refused: true, cost: []string{"one of its 5 deliveries", "x-delivery-limit argument", "dlq-unlimited '^five\\.dlq$'"}},
+				`rabbitmqctl set_policy -p '` + w.vhost + `' --apply-to quorum_queues dlq-unlimited-orders.dlq '^orders\.dlq$' '{"delivery-limit":-1}'`}},
+			{queue: "five.dlq", refused: true, cost: []string{"one of its 5 deliveries", "x-delivery-limit argument", "shovel"}},
 			{queue: "policy.dlq", refused: true, cost: []string{"one of its 7 deliveries", `to the definition of policy "dlq-limit"`}},
 			{queue: "unlimited.dlq"}, {queue: "classic.dlq"}, {queue: "events.stream"},
 			{queue: "negative.dlq", refused: true},
@@ -451,7 +451,7 @@ func TestRabbitDeliveryLimitsPerSeries(t *testing.T) {
 		if n, ticks := doc.Find(`[data-testid="kept"]`).Length(), doc.Find(`[data-testid="select-message"]`).Length(); n != 3 || ticks != 0 {
 			t.Errorf("%d rows marked moved to the archive, %d to tick for a replay from the queue", n, ticks)
 		}
-		if cost := doc.Find(`[data-testid="browse-cost"]`).Text(); !strings.Contains(cost, "Delivery limit 5") || !strings.Contains(cost, "dlq-unlimited") {
+		if cost := doc.Find(`[data-testid="browse-cost"]`).Text(); !strings.Contains(cost, "Delivery limit 5") || !strings.Contains(cost, "shovel") {
 			t.Errorf("cost %q", cost)
 		}
 		rabbittest.WaitDepth(t, w.ch, "five.dlq", 0, 10*time.Second)

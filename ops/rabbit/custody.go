@@ -105,7 +105,7 @@ func (b *Broker) custodian(ctx context.Context, q Queue) (Custodian, error) {
 	if c == nil {
 		return nil, ops.Conflict("quorum queue %q has a delivery limit of %d and this console has no archive to keep "+
 			"messages near it: a read returns what it read and RabbitMQ counts that as a delivery; %s",
-			q.Name, *q.DeliveryLimit, UnlimitAdvice(q))
+			q.Name, *q.DeliveryLimit, b.unlimitAdvice(ctx, q))
 	}
 	if owed {
 		if err := c.Ping(ctx); err != nil {

@@ -1,8 +1,11 @@
 package rabbitmodel
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -56,34 +59,42 @@ func BrowseCost(q Queue, v Version) (refusal, warning string) {
 		"than %d left is moved to Redrive's archive instead of being dropped. %s", limit, from, CustodyReserve, UnlimitFix(q))
 }
 
-// UnlimitFix is the sentence that says how to browse quorum queue q for free on RabbitMQ 4.x: a
-// policy of delivery-limit -1, with the command (UnlimitCommand) or the policy to add it to.
+// UnlimitFix is the sentence that says how to browse quorum queue q for free on RabbitMQ 4.x, from
+// q as sampled (LiftLimit without the policies' definitions).
 func UnlimitFix(q Queue) string {
-	return fmt.Sprintf("To browse for free, give dead-letter queues a policy with delivery-limit -1 (on RabbitMQ 4 removing "+
-		"the limit brings back the default of %d): %s", DefaultDeliveryLimit4, fix4(q))
+	return "To browse for free, " + LiftLimit(q, Version{Major: 4}, LimitSetting{})
 }
 
 // UnlimitCommand is the rabbitmqctl command that lifts quorum queue q's delivery limit on
-// RabbitMQ 4.x: a policy of delivery-limit -1 matching only q (a -1 in a policy wins over any
-// argument there). It is "" when a policy applies to q already: RabbitMQ applies one policy to a
-// queue, so a new one would either not apply (a lower priority) or replace that policy's keys,
-// its dead-letter exchange among them; delivery-limit -1 belongs in that policy's definition.
+// RabbitMQ 4.x when no policy applies to it: a policy of delivery-limit -1 matching only q. It is
+// "" when a policy applies to q already — RabbitMQ applies one policy to a queue, so a new one
+// would either not apply (a lower priority) or replace that policy's keys, its dead-letter
+// exchange among them; delivery-limit -1 belongs in that policy's definition (LiftLimit) — and
+// when q's x-delivery-limit argument sets a limit, which no policy lifts: 4.0 takes the higher of
+// an argument and a policy when either is negative (rabbit_quorum_queue:resolve_delivery_limit),
+// so argument 5 and policy -1 make 5.
 func UnlimitCommand(q Queue) string {
-	if q.Policy != "" {
+	if q.Policy != "" || argumentLimit(q) != nil {
 		return ""
 	}
-	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues dlq-unlimited %s '{\"delivery-limit\":-1}'",
-		ShellQuote(q.Vhost), ShellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
+	return newPolicyCommand(q, nil)
 }
 
-// fix4 is the fix on RabbitMQ 4.x: the command, or the policy to add the key to.
-func fix4(q Queue) string {
-	if cmd := UnlimitCommand(q); cmd != "" {
-		return cmd
+// argumentLimit is q's x-delivery-limit argument when it is a limit (0 or more); nil otherwise.
+func argumentLimit(q Queue) *int64 {
+	s, ok := q.Arguments["x-delivery-limit"]
+	if !ok {
+		return nil
 	}
-	return fmt.Sprintf("add \"delivery-limit\": -1 to the definition of policy %q, which applies to this queue "+
-		"(RabbitMQ applies one policy to a queue: a new one would not apply, or would replace that policy's keys)", q.Policy)
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return nil
+	}
+	return &n
 }
+
+// fix4 is the fix on RabbitMQ 4.x, from q as sampled.
+func fix4(q Queue) string { return LiftLimit(q, Version{Major: 4}, LimitSetting{}) }
 
 // fix3 is the fix on RabbitMQ 3.x, where a quorum queue without a limit is unlimited and a
 // negative one is no limit of its own (the other setting applies).
@@ -148,19 +159,217 @@ func versionText(v Version) string {
 	return strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor)
 }
 
-// UnlimitAdvice is the fix for quorum dead-letter queue q's delivery limit, in words and a command.
-func UnlimitAdvice(q Queue) string {
-	return "to read it freely, give dead-letter queues no delivery limit with a policy of delivery-limit -1 (" +
-		UnlimitPolicy(q) + "; on RabbitMQ 4.x removing the limit brings back the default of 20, only -1 disables it), " +
-		"or dead-letter into a stream"
+// UnlimitAdvice is the fix for quorum dead-letter queue q's delivery limit, in words and a
+// command, from q as sampled (UnlimitPolicy).
+func UnlimitAdvice(q Queue) string { return UnlimitAdviceWith(UnlimitPolicy(q)) }
+
+// UnlimitAdviceWith is UnlimitAdvice with fix (LiftLimit's) for the limit.
+func UnlimitAdviceWith(fix string) string {
+	return "to read it freely, " + fix + "; or dead-letter into a stream"
 }
 
-// UnlimitPolicy is the rabbitmqctl command that lifts quorum queue q's delivery limit: a policy of
-// delivery-limit -1 applied to it (priority 10, above a catch-all policy of priority 0).
-func UnlimitPolicy(q Queue) string {
-	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues --priority 10 dlq-unlimited %s '{\"delivery-limit\":-1}'",
-		ShellQuote(q.Vhost), ShellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
+// UnlimitPolicy is how to lift quorum queue q's delivery limit on RabbitMQ 4.x, from q as sampled:
+// LiftLimit without the policies' definitions. It never prints a command that would replace the
+// policy applying to q: with one, it names the policy to add delivery-limit -1 to.
+func UnlimitPolicy(q Queue) string { return LiftLimit(q, Version{Major: 4}, LimitSetting{}) }
+
+// Policy is a policy or an operator policy as a fix that redefines it needs it: rabbitmqctl
+// set_policy (set_operator_policy) replaces the policy of that name whole — pattern, priority,
+// apply-to, definition — so the fix prints all of them.
+type Policy struct {
+	Name, Pattern, ApplyTo string
+	Priority               int
+	Definition             map[string]any
 }
+
+// LimitSetting is what, besides its x-delivery-limit argument, sets a quorum queue's delivery
+// limit, as LiftLimit needs it: the policy and the operator policy that apply to the queue now,
+// definitions and all (nil: none applies, or it is not known — then Queue.Policy and
+// Queue.OperatorPolicy name it), and the names of the vhost's policies, none of which a new
+// policy may take (set_policy would replace that one).
+type LimitSetting struct {
+	Policy, OperatorPolicy *Policy
+	PolicyNames            []string
+}
+
+// LiftLimit says how to lift quorum queue q's delivery limit on a broker of version v (the zero
+// Version: 4.x), set by its x-delivery-limit argument (q.Arguments) and s, in words ending with the
+// commands to run. RabbitMQ applies one policy to a queue, so delivery-limit -1 goes into the
+// definition of the policy that applies, printed whole with the rest of its keys; only when none
+// applies is it a new policy, matching q alone. On RabbitMQ 4.0 a -1 yields to a limit set
+// elsewhere — the higher of two settings wins when either is negative, for an argument against
+// the policies (rabbit_quorum_queue:resolve_delivery_limit) and a policy against an operator
+// policy (rabbit_policies:merge_policy_value) — so no policy lifts an argument's limit (a queue's
+// arguments cannot change: the messages must move to a queue without it), and an operator
+// policy's limit needs an administrator to make it -1 there. On 3.x a policy refuses -1 and a
+// queue without a limit is unlimited: the fix takes delivery-limit out.
+func LiftLimit(q Queue, v Version, s LimitSetting) string {
+	if v.Major != 0 && !v.QuorumReturnsToHead() {
+		return liftLimit3(q, s)
+	}
+	if n := argumentLimit(q); n != nil {
+		return fmt.Sprintf("declare a quorum queue with x-delivery-limit -1, dead-letter into it instead of %q, and move "+
+			"these messages there with a shovel: its x-delivery-limit argument (%d) sets the limit and no policy lifts "+
+			"it — RabbitMQ 4 keeps an argument's limit against a policy's delivery-limit -1 (of two settings it takes the "+
+			"higher when either is negative) — and a queue's arguments cannot be changed", q.Name, *n)
+	}
+	var steps []string
+	opVal := limitIn(s.OperatorPolicy)
+	if opVal != nil && *opVal >= 0 {
+		op := *s.OperatorPolicy
+		steps = append(steps, fmt.Sprintf("have an administrator make delivery-limit -1 in operator policy %q, keeping "+
+			"the rest of its definition (it sets %d, which no policy's -1 lifts: of two settings RabbitMQ takes the higher "+
+			"when either is negative; it then applies to every queue the operator policy matches): %s", op.Name, *opVal,
+			policyCommand("set_operator_policy", q.Vhost, op, withLimit(op.Definition, -1))))
+		minus := int64(-1)
+		opVal = &minus
+	}
+	polVal := limitIn(s.Policy)
+	argSet := strings.TrimSpace(q.Arguments["x-delivery-limit"]) != ""
+	switch {
+	case s.Policy != nil && (polVal != nil && *polVal >= 0 || polVal == nil && opVal == nil && !argSet):
+		p := *s.Policy
+		steps = append(steps, fmt.Sprintf("add delivery-limit -1 to policy %q, which applies to this queue, keeping the "+
+			"rest of its definition (RabbitMQ applies one policy to a queue: a second one would not apply, or would "+
+			"replace this one's keys); it then applies to every queue the policy matches: %s", p.Name,
+			policyCommand("set_policy", q.Vhost, p, withLimit(p.Definition, -1))))
+	case s.Policy == nil && q.Policy != "":
+		steps = append(steps, fmt.Sprintf("add \"delivery-limit\": -1 to the definition of policy %q, which applies to this "+
+			"queue (RabbitMQ applies one policy to a queue: a new one would not apply, or would replace that policy's keys)",
+			q.Policy))
+	case s.Policy == nil && opVal == nil && !argSet:
+		steps = append(steps, fmt.Sprintf("give dead-letter queues a policy with delivery-limit -1 (on RabbitMQ 4 removing "+
+			"the limit brings back the default of %d): %s", DefaultDeliveryLimit4, newPolicyCommand(q, s.PolicyNames)))
+	}
+	if s.OperatorPolicy == nil && q.OperatorPolicy != "" {
+		steps = append(steps, fmt.Sprintf("if operator policy %q sets a delivery-limit, an administrator must make it -1 "+
+			"there too: no policy's -1 lifts it", q.OperatorPolicy))
+	}
+	if len(steps) == 0 {
+		return "nothing to do: its argument and the policies in force now lift the limit already (the figure shown " +
+			"is from a moment ago)"
+	}
+	return strings.Join(steps, "; then ")
+}
+
+// liftLimit3 is LiftLimit on RabbitMQ 3.x: take the limit out (3.x has no default, and refuses -1
+// in a policy).
+func liftLimit3(q Queue, s LimitSetting) string {
+	if _, ok := q.Arguments["x-delivery-limit"]; ok {
+		return fmt.Sprintf("declare a queue without x-delivery-limit, dead-letter into it instead of %q, and move these "+
+			"messages there with a shovel: its x-delivery-limit argument sets the limit, and a queue's arguments cannot be "+
+			"changed", q.Name)
+	}
+	var steps []string
+	for _, c := range []struct {
+		p              *Policy
+		named, kind    string
+		set, clear, by string
+	}{
+		{s.Policy, q.Policy, "policy", "set_policy", "clear_policy", ""},
+		{s.OperatorPolicy, q.OperatorPolicy, "operator policy", "set_operator_policy", "clear_operator_policy", "an administrator can "},
+	} {
+		switch {
+		case c.p != nil && limitIn(c.p) != nil:
+			def := withLimit(c.p.Definition, 0)
+			delete(def, "delivery-limit")
+			why := "(on RabbitMQ 3.x a quorum queue without a limit has none, and a policy refuses -1)"
+			if len(def) == 0 {
+				steps = append(steps, fmt.Sprintf("%sremove %s %q, whose only key is delivery-limit %s, and keep delivery-limit "+
+					"out of any other that matches the queue (the next one by priority applies then): rabbitmqctl %s -p %s %s",
+					c.by, c.kind, c.p.Name, why, c.clear, ShellQuote(q.Vhost), shellWord(c.p.Name)))
+				continue
+			}
+			steps = append(steps, fmt.Sprintf("%stake delivery-limit out of %s %q, keeping the rest of its definition %s: %s",
+				c.by, c.kind, c.p.Name, why, policyCommand(c.set, q.Vhost, *c.p, def)))
+		case c.p == nil && c.named != "":
+			steps = append(steps, fmt.Sprintf("remove delivery-limit from %s %q", c.kind, c.named))
+		}
+	}
+	if len(steps) == 0 {
+		return "remove the delivery limit"
+	}
+	return strings.Join(steps, "; then ")
+}
+
+// limitIn is p's delivery-limit; nil when p is nil or sets none.
+func limitIn(p *Policy) *int64 {
+	if p == nil {
+		return nil
+	}
+	var n int64
+	switch v := p.Definition["delivery-limit"].(type) {
+	case json.Number:
+		i, err := v.Int64()
+		if err != nil {
+			return nil
+		}
+		n = i
+	case float64:
+		n = int64(v)
+	case int:
+		n = int64(v)
+	case int64:
+		n = v
+	default:
+		return nil
+	}
+	return &n
+}
+
+// withLimit is a copy of def with delivery-limit n.
+func withLimit(def map[string]any, n int64) map[string]any {
+	out := make(map[string]any, len(def)+1)
+	for k, v := range def {
+		out[k] = v
+	}
+	out["delivery-limit"] = json.Number(strconv.FormatInt(n, 10))
+	return out
+}
+
+// policyCommand is the rabbitmqctl command (set_policy or set_operator_policy) that redefines p
+// with definition def, keeping its pattern, priority and apply-to.
+func policyCommand(verb, vhost string, p Policy, def map[string]any) string {
+	cmd := fmt.Sprintf("rabbitmqctl %s -p %s --priority %d", verb, ShellQuote(vhost), p.Priority)
+	if p.ApplyTo != "" {
+		cmd += " --apply-to " + p.ApplyTo
+	}
+	return cmd + " " + shellWord(p.Name) + " " + ShellQuote(p.Pattern) + " " + ShellQuote(definitionJSON(def))
+}
+
+// newPolicyCommand is the rabbitmqctl command that gives quorum queue q, to which no policy
+// applies, a policy of delivery-limit -1 matching it alone. The policy is named after q
+// (dlq-unlimited-<queue>), and not as one of taken: set_policy replaces a policy of the same name,
+// so with one name for all, running two queues' fixes would leave only the second one unlimited.
+func newPolicyCommand(q Queue, taken []string) string {
+	name := "dlq-unlimited-" + q.Name
+	for i := 2; slices.Contains(taken, name); i++ {
+		name = "dlq-unlimited-" + q.Name + "-" + strconv.Itoa(i)
+	}
+	return fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues %s %s '{\"delivery-limit\":-1}'",
+		ShellQuote(q.Vhost), shellWord(name), ShellQuote("^"+regexp.QuoteMeta(q.Name)+"$"))
+}
+
+// definitionJSON is def as JSON, keys sorted, numbers as given.
+func definitionJSON(def map[string]any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(def); err != nil {
+		return "{}"
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when it needs no quotes.
+func shellWord(s string) string {
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return ShellQuote(s)
+}
+
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@%+=,-]*$`)
 
 // ShellQuote quotes s as one word for a POSIX shell, for the rabbitmqctl commands a fix names.
 func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
