@@ -142,7 +142,7 @@ func buildApp(ctx context.Context, cfg *configs.Config, log *slog.Logger) (*app,
 	if len(sources) > 0 || len(rabbitSources) > 0 {
 		s, err := sampler.New(sampler.Options{Store: st, Kafka: sources, Rabbit: rabbitSources, Interval: cfg.Sampler.Interval.D(),
 			Retention: cfg.Sampler.Retention.D(), MinRefresh: cfg.Sampler.MinRefresh.D(), MaxServeAge: cfg.Sampler.MaxServeAge.D(), NewGroupWindow: a.newGroupWindow, Logger: log,
-			ErrorSample: a.redact.ErrorSample})
+			ErrorSample: a.redact.StoredSample})
 		if err != nil {
 			a.Close()
 			return nil, err

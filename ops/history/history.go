@@ -19,6 +19,9 @@ type ErrorGroupSighting struct {
 	SampleMessage   string
 	SamplePartition int32
 	SampleOffset    int64
+	// SampleMaskedBy names the redaction rules SampleMessage was masked by when it was stored
+	// (redact.Rules.Digest; "" without rules).
+	SampleMaskedBy string
 }
 
 // ErrorGroupEpisode is a group whose current episode started at EpisodeStart: its first record

@@ -157,13 +157,22 @@ func (red *Rules) ErrorSample(g kafkamodel.ErrorGroup) string {
 	return g.SampleMessage
 }
 
+// StoredSample is ErrorSample for the store (the sampler's), with the rules' Digest: a sample read
+// back under the same rules is shown as it was stored (Episodes). One snapshot of the rules gives
+// both, so that a reload between them cannot name rules the sample was not masked by.
+func (red *Rules) StoredSample(g kafkamodel.ErrorGroup) (sample, maskedBy string) {
+	red = red.current()
+	return red.ErrorSample(g), red.Digest()
+}
+
 // Episodes is src's error-group episodes as the overview and notifications tell them: the
-// exception type and cause hidden when their headers are masked, and the sample masked on read by
-// the rules in force (ErrorSample of a group without its record: hidden when the exception
-// message header is masked or any JSON path is configured). The sampler stored it masked by its
-// record as the rules were then; a path added since would select values that stored text may
-// quote, and without the record no one can tell, so a reload applies to what is stored. Nil rules
-// mask nothing.
+// exception type and cause hidden when their headers are masked, and the sample as the sampler
+// stored it, masked by its record, when the rules in force are the ones it was masked by
+// (SampleMaskedBy, Digest). Stored under other rules — a reload added a JSON path whose values
+// the stored text may quote, and without the record no one can tell — it is masked on read as a
+// group without its record is (ErrorSample: hidden when the exception message header is masked or
+// any JSON path is configured), until the sampler stores the group's next sample. Nil rules mask
+// nothing.
 func (red *Rules) Episodes(src EpisodeSource) EpisodeSource {
 	if red == nil || src == nil {
 		return src
@@ -196,7 +205,10 @@ func (m maskedEpisodes) ErrorGroupEpisodes(ctx context.Context, since time.Time,
 			e.Key = "masked-" + hex.EncodeToString(sum[:8])
 			e.ExceptionType, e.ExceptionCause = maskNonEmpty(e.ExceptionType), maskNonEmpty(e.ExceptionCause)
 		}
-		e.SampleMessage = red.ErrorSample(kafkamodel.ErrorGroup{SampleMessage: e.SampleMessage})
+		if e.SampleMaskedBy == "" || e.SampleMaskedBy != red.digest {
+			// Stored under other rules (or none): masked again by what the text alone tells.
+			e.SampleMessage = red.ErrorSample(kafkamodel.ErrorGroup{SampleMessage: e.SampleMessage})
+		}
 	}
 	return eps, nil
 }

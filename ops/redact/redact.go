@@ -39,6 +39,7 @@ type Rules struct {
 	headers map[string]bool // lower-cased names
 	paths   [][]pathSeg
 	audit   audit.Recorder // where admins' reveals are recorded
+	digest  string         // names these rules (Digest)
 	// live holds the rules in force when they may change at run time (a config reload, see
 	// PrepareReplace); copies made by Audited share it. Entry points (For, Active, RedactPlan)
 	// take a snapshot of it, so that one request masks with one set of rules throughout.
@@ -83,7 +84,7 @@ func (r *Rules) current() *Rules {
 }
 
 func newRules(headers, jsonPaths []string) (*Rules, error) {
-	r := &Rules{headers: map[string]bool{}}
+	r := &Rules{headers: map[string]bool{}, digest: digestOf(headers, jsonPaths)}
 	for _, h := range headers {
 		if h = strings.TrimSpace(h); h != "" {
 			r.headers[strings.ToLower(h)] = true

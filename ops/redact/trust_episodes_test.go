@@ -53,3 +53,44 @@ func TestTrustEpisodeSampleMaskedOnRead(t *testing.T) {
 		t.Errorf("after the reload added $.card.number, the overview still quotes it: %q", got)
 	}
 }
+
+// A sample the sampler stored masked by the rules still in force is shown as stored: with JSON
+// paths configured, a clean sample ("timeout after 30s", which quotes nothing hidden) was hidden
+// from the overview and notifications too, since the text alone cannot tell. Stored under other
+// rules, it is masked again.
+func TestEpisodeSampleStoredUnderTheRulesInForce(t *testing.T) {
+	ctx := waittest.Context(t, time.Minute)
+	st := storetest.Open(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	red, err := redact.New(nil, []string{"$.card.number"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := redact.New(nil, []string{"$.iban"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if red.Digest() == "" || red.Digest() == other.Digest() {
+		t.Fatalf("digests %q and %q", red.Digest(), other.Digest())
+	}
+	for i, by := range []string{red.Digest(), other.Digest()} {
+		if err := st.RecordErrorGroups(ctx, 24*time.Hour, []history.ErrorGroupSighting{{Source: "kafka/main/orders.DLT",
+			Key: "T" + string(rune('0'+i)) + "|", ExceptionType: "T" + string(rune('0'+i)), FirstAt: now, LastAt: now, Count: 1,
+			SampleMessage: "timeout after 30s", SampleMaskedBy: by}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eps, err := red.Episodes(st).ErrorGroupEpisodes(ctx, now.Add(-time.Hour), 100)
+	if err != nil || len(eps) != 2 {
+		t.Fatalf("episodes: %v %+v", err, eps)
+	}
+	for _, e := range eps {
+		want := "timeout after 30s" // masked by these rules when stored
+		if e.ExceptionType == "T1" {
+			want = redact.Redacted // masked by other rules: the text alone cannot tell
+		}
+		if e.SampleMessage != want {
+			t.Errorf("%s: sample %q, want %q", e.ExceptionType, e.SampleMessage, want)
+		}
+	}
+}

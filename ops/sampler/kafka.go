@@ -255,10 +255,13 @@ func (s *Sampler) recordErrorGroups(ctx context.Context, st *kafkaState, dlts []
 		}
 		next[t.Topic] = dltCursor{topicID: t.TopicID, offsets: cursor}
 		for _, g := range scan.Groups {
+			maskedBy := ""
 			if s.errorSample != nil {
-				g.SampleMessage = s.errorSample(g)
+				g.SampleMessage, maskedBy = s.errorSample(g)
 			}
-			sightings = append(sightings, errorGroupSighting(st.name, t.Topic, g))
+			sighting := errorGroupSighting(st.name, t.Topic, g)
+			sighting.SampleMaskedBy = maskedBy
+			sightings = append(sightings, sighting)
 		}
 	}
 	if err := s.store.RecordErrorGroups(ctx, s.newGroupWindow, sightings); err != nil {

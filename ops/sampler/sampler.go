@@ -63,8 +63,8 @@ type Options struct {
 	NewGroupWindow time.Duration
 	// ErrorSample is what of an error group's newest exception message the store keeps, and so
 	// the overview and notifications quote: masked as its record's content is masked for
-	// everyone (redact.Rules.ErrorSample). Nil keeps it as read.
-	ErrorSample func(kafkamodel.ErrorGroup) string
+	// everyone, and the rules it was masked by (redact.Rules.StoredSample). Nil keeps it as read.
+	ErrorSample func(kafkamodel.ErrorGroup) (sample, maskedBy string)
 	// Logger receives leadership changes and failed samples; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock samples are stamped and judged with; nil means time.Now. Tests step it.
@@ -105,7 +105,7 @@ type Sampler struct {
 	minFresh       time.Duration // Options.MinRefresh; <= 0 off
 	maxServeAge    time.Duration // Options.MaxServeAge, defaulted
 	newGroupWindow time.Duration // Options.NewGroupWindow, defaulted
-	errorSample    func(kafkamodel.ErrorGroup) string
+	errorSample    func(kafkamodel.ErrorGroup) (string, string)
 
 	kafka       []*kafkaState // config order
 	kafkaByName map[string]*kafkaState

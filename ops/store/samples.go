@@ -378,8 +378,8 @@ func (s *Samples) RecordErrorGroups(ctx context.Context, window time.Duration, s
 	b := &pgx.Batch{}
 	for _, g := range sightings {
 		b.Queue(`INSERT INTO error_group AS g (source, group_key, exception_type, exception_cause, first_seen, last_seen,
-				episode_start, count, sample_message, sample_partition, sample_offset)
-			VALUES ($1, $2, $3, $4, $5, $6, $5, $7, $8, $9, $10)
+				episode_start, count, sample_message, sample_partition, sample_offset, sample_masked_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $5, $7, $8, $9, $10, $12)
 			ON CONFLICT (source, group_key) DO UPDATE SET
 				episode_start = CASE WHEN EXCLUDED.first_seen - g.last_seen > $11::interval THEN EXCLUDED.first_seen ELSE g.episode_start END,
 				count = CASE WHEN EXCLUDED.first_seen - g.last_seen > $11::interval THEN EXCLUDED.count ELSE g.count + EXCLUDED.count END,
@@ -387,9 +387,10 @@ func (s *Samples) RecordErrorGroups(ctx context.Context, window time.Duration, s
 				last_seen = GREATEST(g.last_seen, EXCLUDED.last_seen),
 				sample_message = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_message ELSE g.sample_message END,
 				sample_partition = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_partition ELSE g.sample_partition END,
-				sample_offset = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_offset ELSE g.sample_offset END`,
+				sample_offset = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_offset ELSE g.sample_offset END,
+				sample_masked_by = CASE WHEN EXCLUDED.last_seen >= g.last_seen THEN EXCLUDED.sample_masked_by ELSE g.sample_masked_by END`,
 			g.Source, g.Key, ops.CleanText(g.ExceptionType, 500), ops.CleanText(g.ExceptionCause, 500), g.FirstAt, g.LastAt, g.Count,
-			ops.CleanText(g.SampleMessage, 2000), g.SamplePartition, g.SampleOffset, window)
+			ops.CleanText(g.SampleMessage, 2000), g.SamplePartition, g.SampleOffset, window, g.SampleMaskedBy)
 	}
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("record error groups: %w: %w", ops.ErrUnavailable, err)
@@ -401,7 +402,7 @@ func (s *Samples) RecordErrorGroups(ctx context.Context, window time.Duration, s
 // most limit.
 func (s *Samples) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit int) ([]history.ErrorGroupEpisode, error) {
 	rows, err := s.pool.Query(ctx, `SELECT source, group_key, exception_type, exception_cause, episode_start, last_seen,
-			count, sample_message, sample_partition, sample_offset, episode_start
+			count, sample_message, sample_partition, sample_offset, episode_start, sample_masked_by
 		FROM error_group g WHERE episode_start >= $1
 		  -- A group whose records people resolved, ignored or replayed is no longer new trouble:
 		  -- it is left out while the records marked are at least those of its episode, and comes
@@ -416,7 +417,7 @@ func (s *Samples) ErrorGroupEpisodes(ctx context.Context, since time.Time, limit
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (history.ErrorGroupEpisode, error) {
 		var e history.ErrorGroupEpisode
 		return e, r.Scan(&e.Source, &e.Key, &e.ExceptionType, &e.ExceptionCause, &e.FirstAt, &e.LastAt, &e.Count,
-			&e.SampleMessage, &e.SamplePartition, &e.SampleOffset, &e.EpisodeStart)
+			&e.SampleMessage, &e.SamplePartition, &e.SampleOffset, &e.EpisodeStart, &e.SampleMaskedBy)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error groups: %w: %w", ops.ErrUnavailable, err)
