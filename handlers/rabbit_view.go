@@ -175,10 +175,15 @@ const autoDeleteRefusal = "Not browsable: an auto-delete queue. RabbitMQ deletes
 	"queue that is not auto-delete to look at them."
 
 // notBrowsable is the queue list's short word for a queue whose browse is refused ("" for one that
-// is browsed), with the reason as its tooltip: only what the sample tells, the auto-delete flag.
+// is browsed), with the reason as its tooltip: only what the sample tells, the auto-delete and
+// exclusive flags.
 func notBrowsable(q rabbitmodel.Queue) (note, why string) {
-	if q.AutoDelete {
+	switch {
+	case q.AutoDelete:
 		return "auto-delete: not browsable", "auto-delete: reading would delete it — shovel to a durable queue to inspect"
+	case q.Exclusive:
+		return "exclusive: not browsable", "exclusive: only the connection that declared it may read it, and it goes with " +
+			"that connection — have its owner shovel it to a durable queue to inspect"
 	}
 	return "", ""
 }

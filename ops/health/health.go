@@ -101,9 +101,35 @@ func (p Problem) Notice() bool {
 	return false
 }
 
+// key is a problem's Key: its kind and subject parts joined by "/". Each part but one is a
+// configured name (letters, digits, '.', '_', '-') or a fixed word; one part may hold "/" (a Kafka
+// group, the dependency "kafka/main"), and the key stays unambiguous. A subject of two names the
+// broker gives (a RabbitMQ vhost and queue) has queueKey.
 func key(kind string, subject ...string) string {
 	return kind + "/" + strings.Join(subject, "/")
 }
+
+// queueKey is the key of a problem about queue in vhost: key(kind, prefix..., vhost, queue) when
+// each of the two is the default vhost "/" or holds no "/" — the key such problems always had, so
+// that the notifier's record of them (what it sent, the episode, kept by key) carries on — and
+// unambiguous then (a part is "/" or runs to the next "/"). A vhost or queue holding "/" otherwise
+// would make two subjects one key (vhost "prod" with queue "eu/orders.dlq", vhost "prod/eu" with
+// queue "orders.dlq"), and the notifier keeps one problem per key: then each part is escaped ("%"
+// as "%25", "/" as "%2F") and the kind is followed by "%" ("dead_letters%/rabbitmq/main/prod/eu%2Forders.dlq"),
+// which no unescaped key has (kinds hold no "%").
+func queueKey(kind string, prefix []string, vhost, queue string) string {
+	plain := func(s string) bool { return s == "/" || !strings.Contains(s, "/") }
+	parts := append(append([]string{}, prefix...), vhost, queue)
+	if plain(vhost) && plain(queue) {
+		return key(kind, parts...)
+	}
+	for i, p := range parts {
+		parts[i] = keyEscaper.Replace(p)
+	}
+	return kind + "%/" + strings.Join(parts, "/")
+}
+
+var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
 // Sort orders problems worst first, keeping the order of equal severities.
 func Sort(ps []Problem) {
@@ -258,7 +284,10 @@ func transactionProblem(cluster string, t kafkamodel.OpenTransaction, groups []l
 
 // RabbitProblems are the problems of one broker from the sampler's latest snapshot: dead-letter
 // queues holding messages, dead-letter queues that lost messages Redrive did not move (for
-// queues.LostWindow after the last loss) and (non-retry) queues whose backlog keeps growing.
+// queues.LostWindow after the last loss), dead-letter queues deleted holding dead letters,
+// quorum queues holding dead letters they cannot hand on (at-least-once) and (non-retry) queues
+// whose backlog keeps growing. A queue whose counts the broker does not report is no problem for
+// them: a dead-letter queue that held dead letters when last counted stays one, saying so.
 func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Time) []Problem {
 	link := page.Of(page.RabbitBroker)
 	if err != nil {
@@ -277,31 +306,88 @@ func RabbitProblems(broker string, snap queues.Snapshot, err error, now time.Tim
 		if q.IsDeadLetterQueue && q.Lost > 0 && now.Sub(q.LostAt) < queues.LostWindow {
 			out = append(out, lostProblem(broker, q, labels, now))
 		}
+		at := page.Of(page.QueueMessages)
+		if q.AutoDelete || q.Exclusive { // its messages are not browsed (a read would delete it, or is refused): the queue's page says why
+			at = page.Of(page.Queue)
+		}
 		switch {
-		case q.IsDeadLetterQueue && q.Ready > 0:
+		case q.IsDeadLetterQueue && !q.CountsUnreported && q.Ready > 0:
 			title := fmt.Sprintf("%s holds %s", q.Name, ops.Plural(q.Ready, "dead letter"))
 			if q.Growing {
 				title += " and keeps growing (" + q.Growth + ")"
 			}
-			at := page.Of(page.QueueMessages)
-			if q.AutoDelete { // its messages are not browsed (a read would delete it): the queue's page says why
-				at = page.Of(page.Queue)
+			summary := fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost)
+			if q.DeadLetterHeld > 0 {
+				summary += " " + heldForDeadLettering(q, snap)
 			}
-			out = append(out, Problem{Key: key(KindDeadLetters, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLetters,
-				Severity: Warning, Title: title, Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) holds messages.", q.Name, broker, q.Vhost),
+			out = append(out, Problem{Key: queueKey(KindDeadLetters, []string{"rabbitmq", broker}, q.Vhost, q.Name), Kind: KindDeadLetters,
+				Severity: Warning, Title: title, Summary: summary, Page: at, Labels: labels, Since: q.HeldSince})
+		case q.IsDeadLetterQueue && q.CountsUnreported && q.LastCounted.Ready > 0:
+			// The same problem as while it was counted (its key), said as of the last counts: the
+			// counts missing for a few seconds after a node restarts must not resolve it, nor
+			// notify it again when they come back.
+			out = append(out, Problem{Key: queueKey(KindDeadLetters, []string{"rabbitmq", broker}, q.Vhost, q.Name), Kind: KindDeadLetters,
+				Severity: Warning, Title: fmt.Sprintf("%s held %s when last counted at %s; its counts are %s", q.Name,
+					ops.Plural(q.LastCounted.Ready, "dead letter"), clockTime(q.LastCounted.At, now), q.StatsNote()),
+				Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) held messages when RabbitMQ last reported its counts; "+
+					"what it holds now is not known.", q.Name, broker, q.Vhost),
 				Page: at, Labels: labels, Since: q.HeldSince})
+		case q.DeadLetterHeld > 0 && !q.CountsUnreported:
+			out = append(out, Problem{Key: queueKey(KindDeadLetters, []string{"rabbitmq", broker}, q.Vhost, q.Name), Kind: KindDeadLetters,
+				Severity: Warning, Title: fmt.Sprintf("%s holds %s it has not handed on (dead-letter-strategy at-least-once)", q.Name,
+					ops.Plural(q.DeadLetterHeld, "dead letter")),
+				Summary: heldForDeadLettering(q, snap), Page: page.Of(page.Queue), Labels: labels})
 		case q.Growing && !q.Retry:
-			out = append(out, Problem{Key: key(KindQueueGrowing, broker, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
+			out = append(out, Problem{Key: queueKey(KindQueueGrowing, []string{broker}, q.Vhost, q.Name), Kind: KindQueueGrowing, Severity: Warning,
 				Title: fmt.Sprintf("%s (%s) keeps growing: %s", q.Name, broker, q.Growth), Page: page.Of(page.Queue), Labels: labels})
+		}
+	}
+	for _, g := range snap.Gone {
+		if g.Lost > 0 && now.Sub(g.LostAt) < queues.LostWindow {
+			out = append(out, goneProblem(broker, g, now))
 		}
 	}
 	return out
 }
 
+// heldForDeadLettering says what a quorum queue's DeadLetterHeld are: dead letters it keeps
+// (at-least-once) until a queue behind its dead-letter exchange confirms them, and why none does
+// yet when the topology says.
+func heldForDeadLettering(q queues.Queue, snap queues.Snapshot) string {
+	s := fmt.Sprintf("Quorum queue %s dead-letters at least once: it keeps %s it dead-lettered until a queue behind its "+
+		"dead-letter exchange confirms them, retrying meanwhile; they count toward its max-length, and with overflow "+
+		"reject-publish a full queue refuses new messages.", q.Name, ops.Plural(q.DeadLetterHeld, "message"))
+	if e, ok := snap.Edge(q.Vhost, q.Name); ok && e.Note != "" {
+		s += " Its dead letters' route: " + e.Note + "."
+	}
+	return s
+}
+
+// goneProblem is the loss a dead-letter queue left when it vanished: deleted (by a person, an
+// expires setting, its exclusive owner's connection closing, its last consumer leaving an
+// auto-delete queue) with the dead letters it held.
+func goneProblem(broker string, g queues.GoneQueue, now time.Time) Problem {
+	title := fmt.Sprintf("%s was deleted (gone at %s) holding %s that Redrive did not move", g.Name, clockTime(g.DeletedAt, now),
+		ops.Plural(g.Held, "dead letter"))
+	if g.Held == 0 {
+		title = fmt.Sprintf("%s lost %s since %s that Redrive did not move, and was deleted (gone at %s)", g.Name,
+			ops.Plural(g.Lost, "dead letter"), clockTime(g.LostSince, now), clockTime(g.DeletedAt, now))
+	} else if g.Lost > g.Held {
+		title += fmt.Sprintf(", after losing %s since %s", ops.Plural(g.Lost-g.Held, "more"), clockTime(g.LostSince, now))
+	}
+	return Problem{Key: queueKey(KindDeadLettersLost, []string{"rabbitmq", broker}, g.Vhost, g.Name), Kind: KindDeadLettersLost, Severity: Warning,
+		Title: title,
+		Summary: fmt.Sprintf("Dead-letter queue %s on %s (vhost %s) is no longer there: deleted by someone, by an expires "+
+			"policy or argument, with the connection of its exclusive owner, or with the last consumer of an auto-delete "+
+			"queue, and its dead letters with it; Redrive has no copy of them. The problem stays for %s after the loss; "+
+			"a silence holds its notifications.", g.Name, broker, g.Vhost, lostWindowText),
+		Page: page.Of(page.RabbitBroker), Labels: map[string]string{"broker": broker, "vhost": g.Vhost, "queue": g.Name}, Since: g.LostSince}
+}
+
 // lostProblem is a dead-letter queue's loss: messages that left it without a Redrive job moving
 // them, which no other problem would tell (the queue's "holds N" simply shrinks, or goes).
 func lostProblem(broker string, q queues.Queue, labels map[string]string, now time.Time) Problem {
-	return Problem{Key: key(KindDeadLettersLost, "rabbitmq", broker, q.Vhost, q.Name), Kind: KindDeadLettersLost, Severity: Warning,
+	return Problem{Key: queueKey(KindDeadLettersLost, []string{"rabbitmq", broker}, q.Vhost, q.Name), Kind: KindDeadLettersLost, Severity: Warning,
 		Title: fmt.Sprintf("%s lost %s since %s that Redrive did not move (dropped by the broker at a delivery limit, "+
 			"purged, expired or consumed elsewhere)", q.Name, ops.Plural(q.Lost, "dead letter"), clockTime(q.LostSince, now)),
 		Summary: fmt.Sprintf("The depth of dead-letter queue %s on %s (vhost %s) fell by more than Redrive's replay and discard "+

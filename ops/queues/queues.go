@@ -26,7 +26,35 @@ type Snapshot struct {
 	Queues     []Queue
 	Edges      []rabbitmodel.Edge      // one per queue with a dead-letter exchange, by vhost and queue
 	RetryLoops []rabbitmodel.RetryLoop // by vhost, retry queue, work queue
+	// Gone are the dead-letter queues that vanished (deleted by someone, by an expires policy or
+	// argument, with the connection of an exclusive queue or the last consumer of an auto-delete
+	// one) holding dead letters, or with a loss still counted: kept LostWindow after their last
+	// loss, by vhost and name. A queue of the same name declared again takes its loss over.
+	Gone []GoneQueue
 	history.Freshness
+}
+
+// GoneQueue is a dead-letter queue that is no longer there, with the loss it leaves.
+type GoneQueue struct {
+	Vhost, Name string
+	// DeletedAt is the first sample that did not find it; Held how many dead letters it held at
+	// the sample before (ready + unacked) that Redrive's jobs did not take out since: lost with it.
+	DeletedAt time.Time
+	Held      int64
+	// Lost, LostSince and LostAt are as Queue's, the deleted ones (Held) included.
+	Lost              int64
+	LostSince, LostAt time.Time
+}
+
+// StatsDisabled reports whether the broker reports no queue statistics (any queue says so): a
+// page says rabbitmodel.StatsDisabledNotice once, above the queues.
+func (s Snapshot) StatsDisabled() bool {
+	for _, q := range s.Queues {
+		if q.StatsDisabled {
+			return true
+		}
+	}
+	return false
 }
 
 // Queue is a queue with what the sampler adds from its recent samples.
@@ -34,7 +62,8 @@ type Queue struct {
 	rabbitmodel.Queue
 	Retry bool // the retry queue of a retry loop (a TTL queue dead-lettering back to its work queue)
 	// Growing is true when the ready or the unacked count rose at each of the last sampler.GrowthSamples
-	// samples; Growth says which and by how much ("ready 10 → 40 in 45s").
+	// samples; Growth says which and by how much ("ready 10 → 40 in 45s"). Only samples with
+	// counts count: while the broker reports none (CountsUnreported), the last known growth.
 	Growing bool
 	Growth  string
 	// Inflow is how many messages a second arrive: the broker's publish rate, or, when more, the
@@ -42,7 +71,7 @@ type Queue struct {
 	// meanwhile (what Redrive's jobs moved out, or the broker's acks), so that a drain alone, a
 	// replay emptying a DLQ, reads about 0. RabbitMQ counts only what channels publish, never
 	// what it dead-letters itself, so a DLQ fed by a dead-letter exchange has a publish rate of 0
-	// however fast it fills.
+	// however fast it fills. 0, meaning not known, while the broker reports no counts.
 	Inflow float64
 	// Lost counts the messages that left this dead-letter queue since LostSince without a Redrive
 	// job moving them: the broker dropped them at a delivery limit, someone purged the queue, a
@@ -59,6 +88,17 @@ type Queue struct {
 	// other queue, and when no recent sample saw it empty (it held messages when the console
 	// first sampled it, or after a gap in the samples): then nobody knows since when.
 	HeldSince time.Time
+	// LastCounted is, while the broker reports no counts for the queue (CountsUnreported), the
+	// last sample that had them: when, and its ready and unacked counts ("40 when last counted at
+	// 18:02"); zero when the console has none (the counts were never reported while it watched).
+	// Zero while the counts are reported. Never used to count growth or loss.
+	LastCounted Counted
+}
+
+// Counted is a queue's counts as one sample had them.
+type Counted struct {
+	At             time.Time
+	Ready, Unacked int64
 }
 
 // LostWindow is how long a dead-letter queue's Lost count stays after the last loss it counts:

@@ -327,6 +327,14 @@ func (b *Broker) readModeOf(ctx context.Context, q *Queue) (readMode, error) {
 			"consumer goes, and a read here is a consumer that goes; move its messages to a durable queue that is not "+
 			"auto-delete (with a shovel) to look at them", ops.ErrConflict, q.Name)
 	}
+	if q.Exclusive {
+		// RabbitMQ answers any other connection's consume or get with RESOURCE_LOCKED (405), closing
+		// the channel, and deletes the queue with its messages when its owner's connection closes.
+		return readMode{}, fmt.Errorf("%w: queue %q is exclusive: it belongs to the connection that declared it, "+
+			"RabbitMQ lets no other connection read it and deletes it, with its messages, when that connection "+
+			"closes; have its owner move its messages to a durable queue that is not exclusive (with a shovel, "+
+			"before it disconnects) to look at them", ops.ErrConflict, q.Name)
+	}
 	if q.Type != TypeQuorum {
 		return readMode{}, nil
 	}

@@ -17,6 +17,7 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 
 	"github.com/redrive/redrive/ops"
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // queueColumns are the only fields Queues asks for; without columns the API also sends garbage
@@ -30,7 +31,9 @@ var queueColumns = []string{
 	// RabbitMQ 4.x: how many of a quorum queue's ready messages were returned and wait ahead of
 	// the others (its returns queue, delivered first).
 	"messages_ready_returned",
-	"auto_delete",
+	"auto_delete", "exclusive",
+	// Quorum queues: the dead letters kept until a target confirms them (at-least-once).
+	"messages_dlx",
 }
 
 type rateDetails struct {
@@ -38,7 +41,9 @@ type rateDetails struct {
 }
 
 // wireQueue is one element of GET /api/queues with queueColumns. Maps are raw because older
-// brokers encode an empty definition as [] (an empty Erlang proplist) instead of {}.
+// brokers encode an empty definition as [] (an empty Erlang proplist) instead of {}. The counts are
+// pointers: the API leaves them out when it has none (statistics disabled, or not reported yet),
+// and an absent count is not a zero.
 type wireQueue struct {
 	Name                      string          `json:"name"`
 	Vhost                     string          `json:"vhost"`
@@ -48,13 +53,15 @@ type wireQueue struct {
 	OperatorPolicy            *string         `json:"operator_policy"`
 	EffectivePolicyDefinition json.RawMessage `json:"effective_policy_definition"`
 	Arguments                 json.RawMessage `json:"arguments"`
-	Messages                  int64           `json:"messages"`
-	MessagesReady             int64           `json:"messages_ready"`
-	MessagesUnacknowledged    int64           `json:"messages_unacknowledged"`
-	Consumers                 int64           `json:"consumers"`
+	Messages                  *int64          `json:"messages"`
+	MessagesReady             *int64          `json:"messages_ready"`
+	MessagesUnacknowledged    *int64          `json:"messages_unacknowledged"`
+	Consumers                 *int64          `json:"consumers"`
 	DeliveryLimit             json.RawMessage `json:"delivery_limit"`
 	MessagesReadyReturned     int64           `json:"messages_ready_returned"`
+	MessagesDLX               int64           `json:"messages_dlx"`
 	AutoDelete                bool            `json:"auto_delete"`
+	Exclusive                 *bool           `json:"exclusive"` // null for quorum queues on 4.x
 	MessageStats              *struct {
 		Publish    rateDetails `json:"publish_details"`
 		DeliverGet rateDetails `json:"deliver_get_details"`
@@ -106,6 +113,7 @@ func (b *Broker) listQueues(ctx context.Context) ([]Queue, error) {
 		}
 		out = append(out, b.toQueue(w, def, rules))
 	}
+	b.markStatsDisabled(ctx, out)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Vhost != out[j].Vhost {
 			return out[i].Vhost < out[j].Vhost
@@ -159,7 +167,33 @@ func (b *Broker) queueInfo(ctx context.Context, vhost, name string) (Queue, erro
 		}
 		def = policies.effective(w.Vhost, deref(w.Policy), deref(w.OperatorPolicy))
 	}
-	return b.toQueue(w, def, b.rules(ctx)), nil
+	q := []Queue{b.toQueue(w, def, b.rules(ctx))}
+	b.markStatsDisabled(ctx, q)
+	return q[0], nil
+}
+
+// markStatsDisabled sets StatsDisabled on the queues whose statistics are unreported when the
+// broker says it reports none (GET /api/overview?columns=disable_stats, asked only then). A broker
+// that does not say, or does not answer, leaves them "not reported yet".
+func (b *Broker) markStatsDisabled(ctx context.Context, qs []Queue) {
+	unreported := false
+	for _, q := range qs {
+		unreported = unreported || q.CountsUnreported || q.ConsumersUnreported
+	}
+	if !unreported {
+		return
+	}
+	var o struct {
+		DisableStats bool `json:"disable_stats"`
+	}
+	if err := b.getJSON(ctx, "overview", url.Values{"columns": {"disable_stats"}}, &o); err != nil || !o.DisableStats {
+		return
+	}
+	for i := range qs {
+		if qs[i].CountsUnreported || qs[i].ConsumersUnreported {
+			qs[i].StatsDisabled = true
+		}
+	}
 }
 
 // dotSegment reports whether name is "." or "..": RabbitMQ's HTTP server resolves such a path
@@ -204,12 +238,10 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any, rules quorumRules) 
 		Name:           w.Name,
 		Type:           w.Type,
 		State:          w.State,
-		Ready:          w.MessagesReady,
-		Unacked:        w.MessagesUnacknowledged,
-		Total:          w.Messages,
-		Consumers:      w.Consumers,
 		ReadyReturned:  w.MessagesReadyReturned,
+		DeadLetterHeld: w.MessagesDLX,
 		AutoDelete:     w.AutoDelete,
+		Exclusive:      w.Exclusive != nil && *w.Exclusive,
 		Policy:         deref(w.Policy),
 		OperatorPolicy: deref(w.OperatorPolicy),
 		Arguments:      make(map[string]string, len(args)),
@@ -217,8 +249,20 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any, rules quorumRules) 
 	if q.Type == "" {
 		q.Type = TypeClassic // brokers before 3.8 have no queue types
 	}
-	if s := w.MessageStats; s != nil {
+	// The three counts come together (one statistics record), as do the consumers and the rates;
+	// with management.enable_queue_totals the counts come without the rest.
+	if w.Messages == nil || w.MessagesReady == nil || w.MessagesUnacknowledged == nil {
+		q.CountsUnreported, q.ReadyReturned, q.DeadLetterHeld = true, 0, 0
+	} else {
+		q.Total, q.Ready, q.Unacked = *w.Messages, *w.MessagesReady, *w.MessagesUnacknowledged
+	}
+	if w.Consumers == nil {
+		q.ConsumersUnreported = true
+	} else if s := w.MessageStats; s != nil {
+		q.Consumers = *w.Consumers
 		q.PublishRate, q.DeliverRate, q.AckRate, q.RedeliverRate = s.Publish.Rate, s.DeliverGet.Rate, s.Ack.Rate, s.Redeliver.Rate
+	} else {
+		q.Consumers = *w.Consumers
 	}
 	for k, v := range args {
 		q.Arguments[k] = renderJSONValue(v)
@@ -229,6 +273,15 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any, rules quorumRules) 
 	q.MessageTTL, q.MaxLength, q.Overflow = s.ttl, s.maxLength, s.overflow
 	if q.Type == TypeQuorum {
 		q.DeliveryLimit = rules.quorumLimit(w.DeliveryLimit, args, policy)
+		q.DeadLetterAsked = s.strategy
+		if s.hasDLX {
+			q.DeadLetterStrategy = rabbitmodel.StrategyAtMostOnce
+			// rabbit_quorum_queue:dlh: at-least-once needs overflow reject-publish; with drop-head (the
+			// default) RabbitMQ logs a warning and dead-letters at most once.
+			if s.strategy == rabbitmodel.StrategyAtLeastOnce && s.overflow == "reject-publish" {
+				q.DeadLetterStrategy = rabbitmodel.StrategyAtLeastOnce
+			}
+		}
 	}
 	q.SingleActiveConsumer = s.sac
 	q.IsDeadLetterQueue = b.isDLQName(q.Name)
@@ -237,6 +290,7 @@ func (b *Broker) toQueue(w wireQueue, policy map[string]any, rules quorumRules) 
 
 type settings struct {
 	dlx, dlrk, dlxSource string
+	strategy             string // dead-letter-strategy asked for (quorum queues)
 	hasDLX               bool
 	ttl                  *int64
 	maxLength            *int64
@@ -269,6 +323,12 @@ func effectiveSettings(typ string, args, policy map[string]any) settings {
 			s.dlrk = v
 		}
 		s.ttl = minOf(intArg(args, "x-message-ttl"), intArg(policy, "message-ttl"))
+		// The argument wins (rabbit_quorum_queue:dead_letter_handler, queue_arg_has_precedence).
+		if v, ok := str(args, "x-dead-letter-strategy"); ok {
+			s.strategy = v
+		} else if v, ok := str(policy, "dead-letter-strategy"); ok {
+			s.strategy = v
+		}
 	}
 	s.maxLength = minOf(intArg(args, "x-max-length"), intArg(policy, "max-length"))
 	argOverflow, argOK := str(args, "x-overflow")

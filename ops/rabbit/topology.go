@@ -1,6 +1,7 @@
 package rabbit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+
+	"github.com/redrive/redrive/ops/rabbit/rabbitmodel"
 )
 
 // watchedList is a management listing (exchanges, bindings) of the one watched vhost when there is
@@ -113,7 +116,7 @@ func (b *Broker) Router(ctx context.Context, vhost string) (route func(exchange,
 	}
 	return func(exchangeName, routingKey string) ([]string, bool) {
 		e := Edge{Exchange: exchangeName, RoutingKey: routingKey, ToQueues: []string{}}
-		r.resolve(&e, []string{routingKey})
+		r.resolve(&e, []string{routingKey}, false)
 		return e.ToQueues, !e.AllBound
 	}, nil
 }
@@ -177,7 +180,12 @@ func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isD
 			keys = uniqueSorted(append([]string{q.Name}, ownKeys[q.Ref()]...))
 			e.OwnKeys = keys
 		}
-		get(q.Vhost).resolve(&e, keys)
+		get(q.Vhost).resolve(&e, keys, q.DeadLetterStrategy == rabbitmodel.StrategyAtLeastOnce)
+		if q.DeadLetterAsked == rabbitmodel.StrategyAtLeastOnce && q.DeadLetterStrategy != rabbitmodel.StrategyAtLeastOnce {
+			e.Note = joinNotes(e.Note, "dead-letter-strategy at-least-once is set, but RabbitMQ applies it only with overflow "+
+				"reject-publish: with overflow "+cmp.Or(q.Overflow, "drop-head")+" it dead-letters at most once (what cannot be "+
+				"routed is dropped)")
+		}
 		t.Edges = append(t.Edges, e)
 	}
 	sort.Slice(t.Edges, func(i, j int) bool {
@@ -220,28 +228,64 @@ func buildTopology(queues []Queue, exchanges []exchange, bindings []binding, isD
 		return a.WorkQueue < b.WorkQueue
 	})
 
-	for _, e := range t.Edges {
-		from := QueueRef{Vhost: e.FromVhost, Name: e.FromQueue}
-		for _, to := range e.ToQueues {
-			ref := QueueRef{Vhost: e.FromVhost, Name: to}
-			if !t.RetryQueues[ref] && !returns[[2]QueueRef{from, ref}] {
-				t.DLQs[ref] = true
+	// A queue is a DLQ when its name says so, or when a queue whose dead-lettering is not a delay
+	// dead-letters into it (not a retry queue, nor the work queue of a retry loop's return). A
+	// delay (Queue.IsDelay: a TTL, a dead-letter exchange and nothing taking messages from it)
+	// dead-letters only what expired waiting, on its way back to the queue it delays for: its
+	// target is a work queue, whose consumer's acks are its work, not lost dead letters. A delay
+	// queue that is itself a DLQ passes dead letters on, so it counts: that is found by going
+	// round until no DLQ is added.
+	for _, q := range queues {
+		if isDLQName != nil && isDLQName(q.Name) {
+			t.DLQs[q.Ref()] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, e := range t.Edges {
+			from := QueueRef{Vhost: e.FromVhost, Name: e.FromQueue}
+			if byRef[from].IsDelay() && !t.DLQs[from] {
+				continue
+			}
+			for _, to := range e.ToQueues {
+				ref := QueueRef{Vhost: e.FromVhost, Name: to}
+				if !t.RetryQueues[ref] && !returns[[2]QueueRef{from, ref}] && !t.DLQs[ref] {
+					t.DLQs[ref], changed = true, true
+				}
 			}
 		}
 	}
 	t.Queues = make([]Queue, len(queues))
 	for i, q := range queues {
-		if isDLQName != nil && isDLQName(q.Name) {
-			t.DLQs[q.Ref()] = true
-		}
 		q.IsDeadLetterQueue = t.DLQs[q.Ref()]
 		t.Queues[i] = q
 	}
 	return t
 }
 
-// resolve fills e's route for the given routing keys.
-func (r *router) resolve(e *Edge, keys []string) {
+// joinNotes joins an edge's notes with "; ".
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// keptNote is what happens to a dead letter no queue takes when its queue dead-letters at least
+// once (a quorum queue with dead-letter-strategy at-least-once and overflow reject-publish):
+// RabbitMQ keeps it in the queue (messages_dlx) and retries until a queue confirms it.
+const keptNote = "with at-least-once dead-lettering the queue keeps these dead letters (held for dead-lettering, " +
+	"counted toward its max-length) and retries them until a queue takes them"
+
+// resolve fills e's route for the given routing keys; kept: the queue dead-letters at least once,
+// so what no queue takes stays in it rather than being dropped.
+func (r *router) resolve(e *Edge, keys []string, kept bool) {
+	dropped := func(why, drop string) string {
+		if kept {
+			return why + ": " + keptNote
+		}
+		return why + ": " + drop
+	}
 	if e.Exchange == "" {
 		e.ExchangeType = "direct"
 		for _, k := range keys {
@@ -251,14 +295,14 @@ func (r *router) resolve(e *Edge, keys []string) {
 		}
 		e.ToQueues = uniqueSorted(e.ToQueues)
 		if len(e.ToQueues) == 0 {
-			e.Note = "the default exchange routes to the queue named by the routing key, and no such queue exists: dead letters are dropped"
+			e.Note = dropped("the default exchange routes to the queue named by the routing key, and no such queue exists", "dead letters are dropped")
 		}
 		return
 	}
 	x, ok := r.exchanges[e.Exchange]
 	if !ok {
 		e.Missing = true
-		e.Note = fmt.Sprintf("exchange %q does not exist: the broker drops these dead letters", e.Exchange)
+		e.Note = dropped(fmt.Sprintf("exchange %q does not exist", e.Exchange), "the broker drops these dead letters")
 		return
 	}
 	e.ExchangeType = x.Type
@@ -274,10 +318,16 @@ func (r *router) resolve(e *Edge, keys []string) {
 	switch {
 	case len(notes) > 0:
 		e.Note = strings.Join(uniqueSorted(notes), "; ")
+		if len(e.ToQueues) == 0 && kept {
+			e.Note += ": " + keptNote
+		}
 	case len(e.ToQueues) == 0 && e.RoutingKey == "":
 		e.Note = "no binding matches the queue's own routing keys: dead letters published with other keys may still route"
+		if kept {
+			e.Note += "; those that do not stay in the queue (at-least-once dead-lettering) and are retried"
+		}
 	case len(e.ToQueues) == 0:
-		e.Note = "no binding matches the dead-letter routing key: dead letters are dropped"
+		e.Note = dropped("no binding matches the dead-letter routing key", "dead letters are dropped")
 	}
 }
 

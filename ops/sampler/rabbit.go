@@ -58,8 +58,12 @@ type rabbitState struct {
 	lastAt time.Time     // newest sample stored, so that history keys stay unique
 	depths map[rabbitmodel.QueueRef][]depth
 	// dlqs follow what leaves each dead-letter queue; stored in the snapshot, so that a loss
-	// outlives a restart or a change of leader.
+	// outlives a restart or a change of leader. A dead-letter queue that vanished keeps its track
+	// (deletedAt set) while the loss it left is counted.
 	dlqs map[rabbitmodel.QueueRef]dlqTrack
+	// counted is each queue's last counts the broker reported (queues.Queue.LastCounted), kept
+	// while it reports none.
+	counted map[rabbitmodel.QueueRef]queues.Counted
 }
 
 // dlqTrack is what the sampler follows of one dead-letter queue from sample to sample: the last
@@ -82,6 +86,10 @@ type dlqTrack struct {
 	// first sample's time.
 	heldSince time.Time
 	wasEmpty  bool
+	// deletedAt is the first sample that did not find the queue (zero while it is there); held
+	// is what it held then that Redrive had not moved: lost with it, counted in lost.
+	deletedAt time.Time
+	held      int64
 }
 
 type depth struct {
@@ -107,7 +115,7 @@ func (p *rabbitPart) init(sources []RabbitSource, interval time.Duration) error 
 			return ops.Invalid(fmt.Sprintf("rabbitmq[%d].name", i), fmt.Sprintf("%q is used twice", name))
 		}
 		st := &rabbitState{src: src, name: name, keep: GrowthSamples * interval, depths: map[rabbitmodel.QueueRef][]depth{},
-			dlqs: map[rabbitmodel.QueueRef]dlqTrack{}}
+			dlqs: map[rabbitmodel.QueueRef]dlqTrack{}, counted: map[rabbitmodel.QueueRef]queues.Counted{}}
 		p.brokers = append(p.brokers, st)
 		p.byName[name] = st
 	}
@@ -178,10 +186,12 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 	st.depths = map[rabbitmodel.QueueRef][]depth{}
 	st.lastAt = time.Time{}
 	st.dlqs = map[rabbitmodel.QueueRef]dlqTrack{}
+	st.counted = map[rabbitmodel.QueueRef]queues.Counted{}
 	if row, err := s.store.SnapshotIfChanged(ctx, history.SnapshotRabbit, st.name, time.Time{}); err == nil {
 		if st.dlqs, err = decodeTracks(row.Data, row.At); err != nil {
 			s.log.Warn("sampler: cannot read the dead-letter queues' losses from the last snapshot; they are counted afresh", "broker", st.name, "err", err)
 		}
+		st.counted = decodeCounted(row.Data, row.At)
 	} else if !errors.Is(err, ops.ErrNotFound) {
 		s.log.Warn("sampler: cannot load the last snapshot; dead-letter queues' losses are counted afresh", "broker", st.name, "err", err)
 	}
@@ -201,7 +211,10 @@ func (s *Sampler) warmRabbit(ctx context.Context, st *rabbitState, at time.Time)
 
 // observe turns one topology into the snapshot and the history rows, and moves the depth windows
 // and the dead-letter queues' tracks on (moved: Redrive's moves so far, nil when unknown). Queues
-// that vanished leave the windows.
+// that vanished leave the windows; a dead-letter queue that vanished holding dead letters leaves
+// its loss (snap.Gone). A queue whose counts the broker did not report (CountsUnreported) adds
+// nothing to its window, no history row and no loss: its growth is the last known one, and its
+// track starts afresh at the next sample that has counts.
 func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[rabbitmodel.QueueRef]int64) (queues.Snapshot, []history.RabbitQueueSample) {
 	cutoff := at.Add(-st.keep)
 	snap := queues.Snapshot{Broker: st.name, At: at, Queues: make([]queues.Queue, len(t.Queues)),
@@ -212,11 +225,15 @@ func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[r
 	if snap.RetryLoops == nil {
 		snap.RetryLoops = []rabbitmodel.RetryLoop{}
 	}
-	rows := make([]history.RabbitQueueSample, len(t.Queues))
+	rows := make([]history.RabbitQueueSample, 0, len(t.Queues))
 	depths := make(map[rabbitmodel.QueueRef][]depth, len(t.Queues))
 	dlqs := make(map[rabbitmodel.QueueRef]dlqTrack)
+	counted := make(map[rabbitmodel.QueueRef]queues.Counted, len(t.Queues))
+	listed := make(map[rabbitmodel.QueueRef]bool, len(t.Queues))
 	for i, q := range t.Queues {
 		ref := q.Ref()
+		listed[ref] = true
+		known := !q.CountsUnreported
 		w := st.depths[ref]
 		j := 0
 		for j < len(w) && w[j].at.Before(cutoff) {
@@ -227,6 +244,11 @@ func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[r
 			w = w[:n-1] // the same instant sampled again: the newer reading wins
 		}
 		rq := queues.Queue{Queue: q, Retry: t.RetryQueues[ref]}
+		if known {
+			counted[ref] = queues.Counted{At: at, Ready: q.Ready, Unacked: q.Unacked}
+		} else if c, ok := st.counted[ref]; ok {
+			counted[ref], rq.LastCounted = c, c
+		}
 		d := depth{at: at, ready: q.Ready, unacked: q.Unacked, ack: q.AckRate, moved: -1, took: -1}
 		if moved != nil {
 			d.moved = moved[ref]
@@ -235,25 +257,64 @@ func (st *rabbitState) observe(t rabbitmodel.Topology, at time.Time, moved map[r
 			}
 		}
 		if q.IsDeadLetterQueue && !rq.Retry {
-			tr := st.dlqs[ref].next(at, cutoff, q.Ready+q.Unacked, moved, ref)
+			tr := st.dlqs[ref]
+			if !tr.deletedAt.IsZero() { // declared again: the loss goes on, the counting starts afresh
+				tr = dlqTrack{lost: tr.lost, lostSince: tr.lostSince, lostAt: tr.lostAt, at: tr.at}
+			}
+			if known {
+				tr = tr.next(at, cutoff, q.Ready+q.Unacked, moved, ref)
+			} else {
+				tr = tr.unknown(at)
+			}
 			dlqs[ref] = tr
 			rq.Lost, rq.LostSince, rq.LostAt, rq.HeldSince = tr.lost, tr.lostSince, tr.lostAt, tr.heldSince
 		}
-		w = append(w, d)
-		if len(w) > GrowthSamples {
-			w = w[len(w)-GrowthSamples:]
+		if known {
+			w = append(w, d)
+			if len(w) > GrowthSamples {
+				w = w[len(w)-GrowthSamples:]
+			}
 		}
-		// A compact copy, so the windows do not keep growing arrays alive.
-		depths[ref] = append([]depth(nil), w...)
+		if len(w) > 0 {
+			// A compact copy, so the windows do not keep growing arrays alive.
+			depths[ref] = append([]depth(nil), w...)
+		}
 
-		rq.Growing, rq.Growth = growth(w)
-		rq.Inflow = max(q.PublishRate, depthInflow(w))
+		rq.Growing, rq.Growth = growth(w) // from reported counts only: the last known growth while none are
+		if known {
+			rq.Inflow = max(q.PublishRate, depthInflow(w))
+			rows = append(rows, history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
+				Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
+				AckRate: q.AckRate, RedeliverRate: q.RedeliverRate})
+		}
 		snap.Queues[i] = rq
-		rows[i] = history.RabbitQueueSample{Broker: st.name, Vhost: q.Vhost, Queue: q.Name, At: at, Ready: q.Ready,
-			Unacked: q.Unacked, Consumers: int(q.Consumers), PublishRate: q.PublishRate, DeliverRate: q.DeliverRate,
-			AckRate: q.AckRate, RedeliverRate: q.RedeliverRate}
 	}
-	st.depths, st.dlqs = depths, dlqs
+	// Dead-letter queues no longer listed: what one held at the last sample, less what Redrive
+	// moved out since, went with it.
+	for ref, tr := range st.dlqs {
+		if _, ok := dlqs[ref]; ok {
+			continue
+		}
+		if tr.deletedAt.IsZero() {
+			if listed[ref] {
+				continue // still there, no longer a dead-letter queue: its track goes, as before
+			}
+			tr = tr.vanished(at, moved, ref)
+		}
+		if tr.lost > 0 && at.Sub(tr.lostAt) < queues.LostWindow {
+			dlqs[ref] = tr
+			snap.Gone = append(snap.Gone, queues.GoneQueue{Vhost: ref.Vhost, Name: ref.Name, DeletedAt: tr.deletedAt,
+				Held: tr.held, Lost: tr.lost, LostSince: tr.lostSince, LostAt: tr.lostAt})
+		}
+	}
+	sort.Slice(snap.Gone, func(i, j int) bool {
+		a, b := snap.Gone[i], snap.Gone[j]
+		if a.Vhost != b.Vhost {
+			return a.Vhost < b.Vhost
+		}
+		return a.Name < b.Name
+	})
+	st.depths, st.dlqs, st.counted = depths, dlqs, counted
 	sort.SliceStable(snap.Queues, func(i, j int) bool { // Queue() searches by (vhost, name)
 		a, b := snap.Queues[i], snap.Queues[j]
 		if a.Vhost != b.Vhost {
@@ -303,6 +364,36 @@ func (tr dlqTrack) next(at, cutoff time.Time, depth int64, moved map[rabbitmodel
 	if tr.lost > 0 && at.Sub(tr.lostAt) >= queues.LostWindow {
 		tr.lost, tr.lostSince, tr.lostAt = 0, time.Time{}, time.Time{}
 	}
+	return tr
+}
+
+// unknown is the track after a sample at at that had no counts for the queue: nothing is compared
+// with them, so the next sample with counts starts afresh (what left meanwhile is not counted);
+// since when it holds messages stays as the last counts said. The loss still ends
+// queues.LostWindow after its last.
+func (tr dlqTrack) unknown(at time.Time) dlqTrack {
+	tr.based, tr.credit = false, 0
+	if tr.lost > 0 && at.Sub(tr.lostAt) >= queues.LostWindow {
+		tr.lost, tr.lostSince, tr.lostAt = 0, time.Time{}, time.Time{}
+	}
+	return tr
+}
+
+// vanished is the track of a dead-letter queue that the sample at at did not find: what it held
+// at the last sample (known), less what Redrive moved out of it since, is lost with it. Nothing is
+// counted when the last sample had no counts or the store cannot say what Redrive moved.
+func (tr dlqTrack) vanished(at time.Time, moved map[rabbitmodel.QueueRef]int64, ref rabbitmodel.QueueRef) dlqTrack {
+	tr.deletedAt = at
+	if tr.based && tr.depth > 0 && moved != nil {
+		took := max(0, moved[ref]-tr.moved)
+		if held := tr.depth - took - tr.credit; held > 0 {
+			if tr.lost == 0 {
+				tr.lostSince = tr.at
+			}
+			tr.lost, tr.lostAt, tr.held = tr.lost+held, at, held
+		}
+	}
+	tr.based, tr.credit, tr.heldSince, tr.wasEmpty = false, 0, time.Time{}, false
 	return tr
 }
 

@@ -20,6 +20,17 @@ type wireRabbit struct {
 	Queues []wireQueue     `json:"q"`
 	Edges  []wireEdge      `json:"e"`
 	Loops  []wireRetryLoop `json:"l"`
+	Gone   []wireGone      `json:"g,omitempty"` // queues.Snapshot.Gone, times in Unix microseconds
+}
+
+type wireGone struct {
+	Vhost     string `json:"vh"`
+	Name      string `json:"n"`
+	DeletedAt int64  `json:"da"`
+	Held      int64  `json:"h,omitempty"`
+	Lost      int64  `json:"lo,omitempty"`
+	LostSince int64  `json:"ls,omitempty"`
+	LostAt    int64  `json:"la,omitempty"`
 }
 
 type wireQueue struct {
@@ -61,6 +72,19 @@ type wireQueue struct {
 	HeldSince int64  `json:"hs,omitempty"` // queues.Queue.HeldSince, Unix microseconds
 	Moved     *int64 `json:"mv,omitempty"`
 	Credit    int64  `json:"cr,omitempty"`
+	// Statistics the broker did not report (rabbitmodel.Queue), and the last counts it did
+	// (queues.Queue.LastCounted, its time in Unix microseconds).
+	CountsUnreported    bool  `json:"cu,omitempty"`
+	ConsumersUnreported bool  `json:"ccu,omitempty"`
+	StatsDisabled       bool  `json:"sd,omitempty"`
+	LastCountedAt       int64 `json:"lca,omitempty"`
+	LastCountedReady    int64 `json:"lcr,omitempty"`
+	LastCountedUnacked  int64 `json:"lcu,omitempty"`
+	// rabbitmodel.Queue's Exclusive and dead-letter strategy.
+	Exclusive      bool   `json:"ex,omitempty"`
+	DLStrategy     string `json:"dlst,omitempty"`
+	DLAsked        string `json:"dlsa,omitempty"`
+	DeadLetterHeld int64  `json:"dlh,omitempty"`
 }
 
 // wireEdge keeps nil and empty slices apart (no omitempty on them), so a decoded edge equals the
@@ -97,7 +121,10 @@ func encodeRabbit(s queues.Snapshot, tracks map[rabbitmodel.QueueRef]dlqTrack) (
 			DLSource: q.DeadLetterSource, TTL: q.MessageTTL, DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength,
 			Overflow: q.Overflow, SAC: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
 			DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth, Inflow: q.Inflow, Args: q.Arguments,
-			Lost: q.Lost, LostSince: unixMicro(q.LostSince), LostAt: unixMicro(q.LostAt), HeldSince: unixMicro(q.HeldSince)}
+			Lost: q.Lost, LostSince: unixMicro(q.LostSince), LostAt: unixMicro(q.LostAt), HeldSince: unixMicro(q.HeldSince),
+			CountsUnreported: q.CountsUnreported, ConsumersUnreported: q.ConsumersUnreported, StatsDisabled: q.StatsDisabled,
+			LastCountedAt: unixMicro(q.LastCounted.At), LastCountedReady: q.LastCounted.Ready, LastCountedUnacked: q.LastCounted.Unacked,
+			Exclusive: q.Exclusive, DLStrategy: q.DeadLetterStrategy, DLAsked: q.DeadLetterAsked, DeadLetterHeld: q.DeadLetterHeld}
 		if tr, ok := tracks[q.Ref()]; ok && tr.based {
 			w.Queues[i].Moved, w.Queues[i].Credit = &tr.moved, tr.credit
 		}
@@ -107,6 +134,10 @@ func encodeRabbit(s queues.Snapshot, tracks map[rabbitmodel.QueueRef]dlqTrack) (
 	}
 	for i, l := range s.RetryLoops {
 		w.Loops[i] = wireRetryLoop{Vhost: l.Vhost, RetryQueue: l.RetryQueue, WorkQueue: l.WorkQueue, Delay: int64(l.Delay)}
+	}
+	for _, g := range s.Gone {
+		w.Gone = append(w.Gone, wireGone{Vhost: g.Vhost, Name: g.Name, DeletedAt: unixMicro(g.DeletedAt), Held: g.Held,
+			Lost: g.Lost, LostSince: unixMicro(g.LostSince), LostAt: unixMicro(g.LostAt)})
 	}
 	return json.Marshal(w)
 }
@@ -133,8 +164,11 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 			DeadLetterExchange: q.DLX, HasDeadLetterExchange: q.HasDLX, DeadLetterRoutingKey: q.DLRK,
 			DeadLetterSource: q.DLSource, MessageTTL: q.TTL, DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength,
 			Overflow: q.Overflow, SingleActiveConsumer: q.SAC, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
-			IsDeadLetterQueue: q.DLQ, Arguments: q.Args},
-			Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
+			IsDeadLetterQueue: q.DLQ, Arguments: q.Args, CountsUnreported: q.CountsUnreported,
+			ConsumersUnreported: q.ConsumersUnreported, StatsDisabled: q.StatsDisabled, Exclusive: q.Exclusive,
+			DeadLetterStrategy: q.DLStrategy, DeadLetterAsked: q.DLAsked, DeadLetterHeld: q.DeadLetterHeld},
+			LastCounted: queues.Counted{At: fromUnixMicro(q.LastCountedAt), Ready: q.LastCountedReady, Unacked: q.LastCountedUnacked},
+			Retry:       q.Retry, Growing: q.Growing, Growth: q.Growth,
 			Inflow: max(q.Inflow, q.PublishRate), // a snapshot stored before Inflow: the publish rate
 			Lost:   q.Lost, LostSince: fromUnixMicro(q.LostSince), LostAt: fromUnixMicro(q.LostAt),
 			HeldSince: fromUnixMicro(q.HeldSince)}
@@ -146,6 +180,10 @@ func decodeRabbit(data []byte) (snap queues.Snapshot, ok bool, err error) {
 	snap.RetryLoops = make([]rabbitmodel.RetryLoop, len(w.Loops))
 	for i, l := range w.Loops {
 		snap.RetryLoops[i] = rabbitmodel.RetryLoop{Vhost: l.Vhost, RetryQueue: l.RetryQueue, WorkQueue: l.WorkQueue, Delay: time.Duration(l.Delay)}
+	}
+	for _, g := range w.Gone {
+		snap.Gone = append(snap.Gone, queues.GoneQueue{Vhost: g.Vhost, Name: g.Name, DeletedAt: fromUnixMicro(g.DeletedAt), Held: g.Held,
+			Lost: g.Lost, LostSince: fromUnixMicro(g.LostSince), LostAt: fromUnixMicro(g.LostAt)})
 	}
 	return snap, true, nil
 }
@@ -168,12 +206,38 @@ func decodeTracks(data []byte, at time.Time) (map[rabbitmodel.QueueRef]dlqTrack,
 		}
 		tr := dlqTrack{at: at, lost: q.Lost, lostSince: fromUnixMicro(q.LostSince), lostAt: fromUnixMicro(q.LostAt),
 			heldSince: fromUnixMicro(q.HeldSince), wasEmpty: q.Ready+q.Unacked <= 0}
-		if q.Moved != nil {
+		if q.CountsUnreported { // its zeros are no counts: as the last sample that had them left it
+			tr.at, tr.wasEmpty = fromUnixMicro(q.LastCountedAt), q.LastCountedAt != 0 && q.LastCountedReady+q.LastCountedUnacked <= 0
+		} else if q.Moved != nil {
 			tr.based, tr.depth, tr.moved, tr.credit = true, q.Ready+q.Unacked, *q.Moved, q.Credit
 		}
 		tracks[rabbitmodel.QueueRef{Vhost: q.Vhost, Name: q.Name}] = tr
 	}
+	for _, g := range w.Gone {
+		tracks[rabbitmodel.QueueRef{Vhost: g.Vhost, Name: g.Name}] = dlqTrack{at: at, deletedAt: fromUnixMicro(g.DeletedAt),
+			held: g.Held, lost: g.Lost, lostSince: fromUnixMicro(g.LostSince), lostAt: fromUnixMicro(g.LostAt)}
+	}
 	return tracks, nil
+}
+
+// decodeCounted reads each queue's last reported counts back from a stored snapshot sampled at at
+// (queues.Queue.LastCounted), for a replica that takes the broker over; none when it cannot.
+func decodeCounted(data []byte, at time.Time) map[rabbitmodel.QueueRef]queues.Counted {
+	counted := map[rabbitmodel.QueueRef]queues.Counted{}
+	var w wireRabbit
+	if json.Unmarshal(data, &w) != nil || w.V != rabbitWireVersion {
+		return counted
+	}
+	for _, q := range w.Queues {
+		ref := rabbitmodel.QueueRef{Vhost: q.Vhost, Name: q.Name}
+		switch {
+		case !q.CountsUnreported:
+			counted[ref] = queues.Counted{At: at, Ready: q.Ready, Unacked: q.Unacked}
+		case q.LastCountedAt != 0:
+			counted[ref] = queues.Counted{At: fromUnixMicro(q.LastCountedAt), Ready: q.LastCountedReady, Unacked: q.LastCountedUnacked}
+		}
+	}
+	return counted
 }
 
 func unixMicro(t time.Time) int64 {
