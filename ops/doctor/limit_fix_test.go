@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,16 +111,16 @@ func TestLimitFixKeepsPolicyKeys(t *testing.T) {
 
 	for _, qn := range limited {
 		c := expect(t, rep, "rabbitmq/test", name(qn), doctor.Warning)
-		cmds := fixCommands(t, c.Fix)
+		cmds := rabbittest.RabbitmqctlCommands(t, c.Fix)
 		if len(cmds) == 0 {
 			t.Fatalf("%s: the fix prints no command: %s", qn, c.Fix)
 		}
 		for _, cmd := range cmds {
-			if cmd.verb != "set_policy" {
-				t.Fatalf("%s: the fix runs %s", qn, cmd.verb)
+			if cmd.Verb != "set_policy" {
+				t.Fatalf("%s: the fix runs %s", qn, cmd.Verb)
 			}
-			if _, err := mgmt.PutPolicy(cmd.vhost, cmd.name, rabbithole.Policy{Pattern: cmd.pattern, ApplyTo: cmd.applyTo,
-				Priority: cmd.priority, Definition: cmd.def}); err != nil {
+			if _, err := mgmt.PutPolicy(cmd.Vhost, cmd.Name, rabbithole.Policy{Pattern: cmd.Pattern, ApplyTo: cmd.ApplyTo,
+				Priority: cmd.Priority, Definition: cmd.Def}); err != nil {
 				t.Fatalf("%s: running the fix: %v", qn, err)
 			}
 		}
@@ -159,100 +158,4 @@ func TestLimitFixKeepsPolicyKeys(t *testing.T) {
 func isNumber(v any, n float64) bool {
 	f, ok := v.(float64)
 	return ok && f == n
-}
-
-// fixCmd is a rabbitmqctl set_policy / set_operator_policy / clear_policy command of a fix.
-type fixCmd struct {
-	verb, vhost, applyTo, name, pattern string
-	priority                            int
-	def                                 map[string]any
-}
-
-// fixCommands parses every rabbitmqctl command in fix (POSIX-shell words, single-quoted strings
-// with quotes escaped in them as the fixes write them).
-func fixCommands(t *testing.T, fix string) []fixCmd {
-	t.Helper()
-	var out []fixCmd
-	for _, part := range strings.Split(fix, "rabbitmqctl ")[1:] {
-		words := shellWords(part)
-		if len(words) == 0 {
-			continue
-		}
-		c := fixCmd{verb: words[0], vhost: "/"}
-		positional := 3
-		if strings.HasPrefix(c.verb, "clear_") {
-			positional = 1
-		}
-		var pos []string
-		for i := 1; i < len(words) && len(pos) < positional; i++ {
-			switch words[i] {
-			case "-p":
-				i++
-				c.vhost = words[i]
-			case "--apply-to":
-				i++
-				c.applyTo = words[i]
-			case "--priority":
-				i++
-				p, err := strconv.Atoi(words[i])
-				if err != nil {
-					t.Fatalf("priority %q", words[i])
-				}
-				c.priority = p
-			default:
-				pos = append(pos, words[i])
-			}
-		}
-		if len(pos) != positional {
-			t.Fatalf("cannot read command %q", part)
-		}
-		c.name = pos[0]
-		if positional == 3 {
-			c.pattern = pos[1]
-			dec := json.NewDecoder(strings.NewReader(pos[2]))
-			dec.UseNumber()
-			if err := dec.Decode(&c.def); err != nil {
-				t.Fatalf("definition %q: %v", pos[2], err)
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// shellWords splits s into POSIX-shell words as far as the fixes use them (unquoted words,
-// single-quoted strings, and the two glued), stopping at a ';' outside quotes.
-func shellWords(s string) []string {
-	var words []string
-	var cur strings.Builder
-	in, quoted := false, false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case in && ch == '\'':
-			in = false
-		case in:
-			cur.WriteByte(ch)
-		case ch == '\'':
-			in, quoted = true, true
-		case ch == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-		case ch == ' ' || ch == ';':
-			if cur.Len() > 0 || quoted {
-				words = append(words, cur.String())
-				cur.Reset()
-				quoted = false
-			}
-			if ch == ';' {
-				return words
-			}
-		default:
-			cur.WriteByte(ch)
-		}
-	}
-	if cur.Len() > 0 || quoted {
-		words = append(words, cur.String())
-	}
-	return words
 }

@@ -239,16 +239,16 @@ func TestLimitAdviceKeepsPolicy(t *testing.T) {
 		t.Fatal("browse of a limited quorum queue without an archive: no error")
 	}
 	t.Logf("advice: %v", err)
-	cmds := rabbitmqctlCommands(t, err.Error())
+	cmds := rabbittest.RabbitmqctlCommands(t, err.Error())
 	if len(cmds) == 0 {
 		t.Fatal("the advice prints no rabbitmqctl command")
 	}
 	for _, c := range cmds {
-		if c.verb != "set_policy" {
-			t.Fatalf("the advice runs %s; want set_policy", c.verb)
+		if c.Verb != "set_policy" {
+			t.Fatalf("the advice runs %s; want set_policy", c.Verb)
 		}
-		if _, err := e.mgmt.PutPolicy(c.vhost, c.name, rabbithole.Policy{Pattern: c.pattern, ApplyTo: c.applyTo, Priority: c.priority,
-			Definition: c.def}); err != nil {
+		if _, err := e.mgmt.PutPolicy(c.Vhost, c.Name, rabbithole.Policy{Pattern: c.Pattern, ApplyTo: c.ApplyTo, Priority: c.Priority,
+			Definition: c.Def}); err != nil {
 			t.Fatalf("running the advice: %v", err)
 		}
 	}
@@ -278,100 +278,4 @@ func numberIs(v any, n int64) bool {
 		return x == float64(n)
 	}
 	return false
-}
-
-// rabbitmqctlCmd is a rabbitmqctl set_policy / set_operator_policy / clear_policy command of a fix.
-type rabbitmqctlCmd struct {
-	verb, vhost, applyTo, name, pattern string
-	priority                            int
-	def                                 map[string]any
-}
-
-// rabbitmqctlCommands parses every rabbitmqctl command in s (POSIX-shell words, single-quoted
-// strings with quotes escaped in them as ShellQuote writes them).
-func rabbitmqctlCommands(t *testing.T, s string) []rabbitmqctlCmd {
-	t.Helper()
-	var out []rabbitmqctlCmd
-	for _, part := range strings.Split(s, "rabbitmqctl ")[1:] {
-		words := shellWords(part)
-		if len(words) == 0 {
-			continue
-		}
-		c := rabbitmqctlCmd{verb: words[0], vhost: "/"}
-		positional := 3
-		if strings.HasPrefix(c.verb, "clear_") {
-			positional = 1
-		}
-		var pos []string
-		for i := 1; i < len(words) && len(pos) < positional; i++ {
-			switch words[i] {
-			case "-p":
-				i++
-				c.vhost = words[i]
-			case "--apply-to":
-				i++
-				c.applyTo = words[i]
-			case "--priority":
-				i++
-				p, err := strconv.Atoi(words[i])
-				if err != nil {
-					t.Fatalf("priority %q", words[i])
-				}
-				c.priority = p
-			default:
-				pos = append(pos, words[i])
-			}
-		}
-		if len(pos) != positional {
-			t.Fatalf("cannot read command %q", part)
-		}
-		c.name = pos[0]
-		if positional == 3 {
-			c.pattern = pos[1]
-			dec := json.NewDecoder(strings.NewReader(pos[2]))
-			dec.UseNumber()
-			if err := dec.Decode(&c.def); err != nil {
-				t.Fatalf("definition %q: %v", pos[2], err)
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// shellWords splits s into POSIX-shell words as far as the fix commands use them (unquoted words,
-// single-quoted strings, and the two glued), stopping at a ';' outside quotes.
-func shellWords(s string) []string {
-	var words []string
-	var cur strings.Builder
-	in, quoted := false, false
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case in && ch == '\'':
-			in = false
-		case in:
-			cur.WriteByte(ch)
-		case ch == '\'':
-			in, quoted = true, true
-		case ch == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-		case ch == ' ' || ch == ';':
-			if cur.Len() > 0 || quoted {
-				words = append(words, cur.String())
-				cur.Reset()
-				quoted = false
-			}
-			if ch == ';' {
-				return words
-			}
-		default:
-			cur.WriteByte(ch)
-		}
-	}
-	if cur.Len() > 0 || quoted {
-		words = append(words, cur.String())
-	}
-	return words
 }
