@@ -93,9 +93,6 @@ func argumentLimit(q Queue) *int64 {
 	return &n
 }
 
-// fix4 is the fix on RabbitMQ 4.x, from q as sampled.
-func fix4(q Queue) string { return LiftLimit(q, Version{Major: 4}, LimitSetting{}) }
-
 // fix3 is the fix on RabbitMQ 3.x, where a quorum queue without a limit is unlimited and a
 // negative one is no limit of its own (the other setting applies).
 func fix3(q Queue) string {
