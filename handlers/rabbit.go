@@ -332,12 +332,20 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 		return render(c, http.StatusOK, rabbitpages.Broker(page))
 	}
 	page.SampledAt, page.SampleError, page.SampleErrorAt = snap.At, sampleNote(snap.Error, snap.Freshness), snap.ErrorAt
+	if snap.StatsDisabled() {
+		page.StatsNotice = rabbitmodel.StatsDisabledNotice
+	}
 	vhosts := map[string]bool{}
 	page.Queues = make([]rabbitpages.QueueRow, len(snap.Queues))
 	for i, q := range snap.Queues {
 		vhosts[q.Vhost] = true
 		page.Queues[i] = toQueueRow(q)
-		if q.IsDeadLetterQueue {
+		switch {
+		case !q.IsDeadLetterQueue:
+		case q.CountsUnreported: // not known: not added as 0
+			page.DLQs++
+			page.DLQUnknown++
+		default:
 			page.DLQs++
 			page.DLQMessages += q.Ready + q.Unacked
 			page.DLQInflow += q.Inflow
@@ -350,7 +358,8 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 	for v := range vhosts {
 		page.Vhost = v
 	}
-	// Growing first, then dead-letter queues holding messages, then by depth; the table re-sorts.
+	// Growing first, then dead-letter queues holding messages, then by depth, the queues whose
+	// depth is not known after the others (as the table sorts a "—"); the table re-sorts.
 	sort.SliceStable(page.Queues, func(i, j int) bool {
 		a, b := page.Queues[i], page.Queues[j]
 		if a.Growing != b.Growing {
@@ -358,6 +367,9 @@ func (h *Rabbit) BrokerPage(c echo.Context) error {
 		}
 		if ad, bd := a.DLQ && a.Ready > 0, b.DLQ && b.Ready > 0; ad != bd {
 			return ad
+		}
+		if a.CountsUnknown != b.CountsUnknown {
+			return b.CountsUnknown
 		}
 		return a.Ready+a.Unacked > b.Ready+b.Unacked
 	})
@@ -386,6 +398,9 @@ func (h *Rabbit) QueuePage(c echo.Context) error {
 		Broker: b.Name(), Vhost: q.Vhost, Name: q.Name, Row: toQueueRow(q), Total: q.Total, SampledAt: snap.At,
 		SampleError: sampleNote(snap.Error, snap.Freshness), Range: rangeLabel, Settings: queueSettings(q), SingleActive: q.SingleActiveConsumer,
 		OperatorPolicy: q.OperatorPolicy}
+	if snap.StatsDisabled() {
+		page.StatsNotice = rabbitmodel.StatsDisabledNotice
+	}
 	page.BrowseRefused, page.BrowseCost = browseCost(c.Request().Context(), b, q.Queue)
 	for k, v := range q.Arguments {
 		page.Arguments = append(page.Arguments, rabbitpages.KV{Key: k, Value: v})
@@ -449,11 +464,15 @@ func (h *Rabbit) MessagesPage(c echo.Context) error {
 	page.Unacked, page.Complete = res.Unacked, res.Complete
 	page.Read = len(res.Messages)
 	page.Kept = res.Kept
+	sampled := h.sampledQueue(c, b.Name(), vhost, queue)
+	// The browse's unacked count (and a stream's ready count) come from the management API's
+	// statistics, as the sample's do: not known when the sample has none.
+	page.CountsUnknown, page.StatsNote = sampled.CountsUnreported, sampled.StatsNote()
 	if res.DeliveryLimit != nil {
 		page.DeliveryLimit, page.DeliveryLimitFrom = strconv.FormatInt(*res.DeliveryLimit, 10), res.DeliveryLimitFrom
 		// The notes say what this browse cost; the page adds how to make browsing free, which the
 		// queue's policy decides (a new policy would not apply beside it).
-		page.BrowseFix = rabbitmodel.UnlimitFix(h.sampledQueue(c, b.Name(), vhost, queue))
+		page.BrowseFix = rabbitmodel.UnlimitFix(sampled)
 	}
 	reasons := map[string]bool{}
 	shown, masked := red.Messages(res.Messages)

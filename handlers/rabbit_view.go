@@ -35,8 +35,12 @@ func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 	r := rabbitpages.QueueRow{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
 		Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
 		RedeliverRate: q.RedeliverRate, Inflow: q.Inflow, DLQ: q.IsDeadLetterQueue, Retry: q.Retry, Growing: q.Growing, Growth: q.Growth,
-		Policy: q.Policy}
+		Policy: q.Policy, CountsUnknown: q.CountsUnreported, ConsumersUnknown: q.ConsumersUnreported, StatsNote: q.StatsNote(),
+		DeadLetterHeld: q.DeadLetterHeld, DeadLetterStrategy: q.DeadLetterStrategy, DeadLetterFallback: deadLetterFallback(q.Queue)}
 	r.NotBrowsable, r.NotBrowsableWhy = notBrowsable(q.Queue)
+	if c := q.LastCounted; q.CountsUnreported && !c.At.IsZero() {
+		r.LastCounted = &rabbitpages.Counted{Ready: c.Ready, Unacked: c.Unacked, Ago: max(time.Since(c.At), time.Second)}
+	}
 	if !q.HeldSince.IsZero() {
 		r.HeldFor = max(time.Since(q.HeldSince), time.Second) // known: never shown as unknown
 	}
@@ -47,6 +51,25 @@ func toQueueRow(q queues.Queue) rabbitpages.QueueRow {
 		}
 	}
 	return r
+}
+
+// deadLetterFallback says why a quorum queue dead-letters otherwise than its dead-letter-strategy
+// asks ("" when it does as asked): at-least-once needs overflow reject-publish, without which
+// RabbitMQ dead-letters at most once.
+func deadLetterFallback(q rabbitmodel.Queue) string {
+	if q.DeadLetterAsked == "" || q.DeadLetterStrategy == "" || q.DeadLetterAsked == q.DeadLetterStrategy {
+		return ""
+	}
+	if q.DeadLetterAsked == rabbitmodel.StrategyAtLeastOnce {
+		overflow := q.Overflow
+		if overflow == "" {
+			overflow = "drop-head (the default)"
+		}
+		return "Asks for at-least-once dead-lettering, but RabbitMQ fell back to at-most-once: at-least-once needs " +
+			"overflow reject-publish, and this queue's overflow is " + overflow + ". Dead letters that no queue takes " +
+			"are dropped. Set overflow reject-publish (argument x-overflow or policy overflow) to have them kept until one does."
+	}
+	return "Asks for dead-letter-strategy " + q.DeadLetterAsked + "; RabbitMQ dead-letters " + q.DeadLetterStrategy + "."
 }
 
 func toEdgeRow(e rabbitmodel.Edge, loops []rabbitmodel.RetryLoop) rabbitpages.EdgeRow {
@@ -121,6 +144,18 @@ func queueSettings(q queues.Queue) []rabbitpages.Setting {
 	if q.Overflow != "" {
 		out = append(out, rabbitpages.Setting{Key: "overflow", Value: q.Overflow, Source: settingSource(q, "x-overflow", "")})
 	}
+	if q.DeadLetterStrategy != "" {
+		src := "default: no dead-letter-strategy set"
+		if _, ok := q.Arguments["x-dead-letter-strategy"]; ok {
+			src = "argument x-dead-letter-strategy"
+		} else if q.DeadLetterAsked != "" {
+			src = "policy"
+		}
+		if q.DeadLetterAsked != "" && q.DeadLetterAsked != q.DeadLetterStrategy {
+			src += " asks for " + q.DeadLetterAsked + "; RabbitMQ applies " + q.DeadLetterStrategy
+		}
+		out = append(out, rabbitpages.Setting{Key: "dead-letter strategy", Value: q.DeadLetterStrategy, Source: src})
+	}
 	return out
 }
 
@@ -140,8 +175,11 @@ const versionWait = 2 * time.Second
 // offered then), or what each browse costs. A version b does not tell in time is taken as 4.x,
 // the series on which a limit is never a reason to refuse: a page then warns rather than refuses.
 func browseCost(ctx context.Context, b RabbitBroker, q rabbitmodel.Queue) (refusal, warning string) {
-	if q.AutoDelete {
+	switch {
+	case q.AutoDelete:
 		return autoDeleteRefusal, "" // the broker refuses the read too (ops/rabbit): no button that leads to that
+	case q.Exclusive:
+		return exclusiveRefusal, "" // likewise
 	}
 	if _, arg := q.Arguments["x-delivery-limit"]; q.Type != rabbitmodel.TypeQuorum || q.DeliveryLimit == nil && !arg {
 		return "", "" // no version needed: nothing to say
@@ -173,6 +211,11 @@ func (h *Rabbit) sampledQueue(c echo.Context, broker, vhost, name string) rabbit
 const autoDeleteRefusal = "Not browsable: an auto-delete queue. RabbitMQ deletes it, with its messages, when its last " +
 	"consumer goes, and a browse is a consumer that goes: reading it would delete it. Shovel the messages to a durable " +
 	"queue that is not auto-delete to look at them."
+
+// exclusiveRefusal says why an exclusive queue is not browsed, as autoDeleteRefusal.
+const exclusiveRefusal = "Not browsable: an exclusive queue. It belongs to the connection that declared it: RabbitMQ " +
+	"lets no other connection read it, and deletes it, with its messages, when that connection closes. Have its owner " +
+	"shovel the messages to a durable queue that is not exclusive to look at them."
 
 // notBrowsable is the queue list's short word for a queue whose browse is refused ("" for one that
 // is browsed), with the reason as its tooltip: only what the sample tells, the auto-delete and

@@ -223,8 +223,9 @@ func stepLink(s trace.Step) string {
 			return paths.RabbitBroker(r.Broker)
 		case !s.Found:
 			// Not found there, or not browsed at all (an auto-delete queue, which a read would
-			// delete): the queue's page, which offers a browse where one can be had and says why
-			// not where not; a link to the messages would lead to the refusal.
+			// delete; an exclusive one, which only its owner's connection may read): the queue's
+			// page, which offers a browse where one can be had and says why not where not; a link
+			// to the messages would lead to the refusal.
 			return paths.Queue(r.Broker, r.Vhost, r.Queue)
 		}
 		return paths.QueueMessages(r.Broker, r.Vhost, r.Queue)

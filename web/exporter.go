@@ -55,8 +55,8 @@ var replayOutcomes = []string{"published", "skipped", "failed"}
 // deadLettersHelp is the help of both redrive_dead_letters descriptors: one metric name, so one
 // text (a scrape whose families disagree on it fails).
 const deadLettersHelp = "Dead letters waiting, from the sampler's latest snapshots: the ready count of each RabbitMQ dead-letter queue " +
-	"(source rabbitmq/<broker>, name <vhost>/<queue>, or <queue> in the default vhost /) and the records of each Kafka dead-letter topic, end − start " +
-	"over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out)."
+	"(source rabbitmq/<broker>, name <vhost>/<queue>, or <queue> in the default vhost /; left out while its counts are not reported) and " +
+	"the records of each Kafka dead-letter topic, end − start over its partitions (source kafka/<cluster>, name <topic>; retry topics are left out)."
 
 var (
 	descKafkaLag = prometheus.NewDesc("redrive_kafka_group_lag",
@@ -70,7 +70,8 @@ var (
 			"at the time of the sample, 0 when caught up (partitions with unknown time lag are left out).",
 		[]string{"cluster", "group", "topic", "partition"}, nil)
 	descRabbitMessages = prometheus.NewDesc("redrive_rabbitmq_queue_messages",
-		"Messages in a RabbitMQ queue from the sampler's latest snapshot, by state (ready, unacked).",
+		"Messages in a RabbitMQ queue from the sampler's latest snapshot, by state (ready, unacked); a queue whose counts "+
+			"the management API did not report (statistics disabled, or not reported yet) is left out.",
 		[]string{"broker", "vhost", "queue", "state"}, nil)
 	descOutboxEvents = prometheus.NewDesc("redrive_outbox_events",
 		"Outbox rows by status (SENT is the planner's estimate on large tables).",
@@ -312,7 +313,11 @@ func (e *exporter) collectKafka(ctx context.Context, cluster string) ([]promethe
 }
 
 // collectRabbit exports the latest queue snapshot: every queue's depths, and the ready count of
-// each dead-letter queue (retry queues are not dead-letter queues; see rabbit.Topology).
+// each dead-letter queue (retry queues are not dead-letter queues; see rabbit.Topology). A queue
+// whose counts the broker did not report (CountsUnreported: statistics disabled, or not reported
+// yet) has no depth series: its 0 means "not known", and exported it would read as emptied (and
+// resolve an alert on it). No consumer or rate series is exported, so ConsumersUnreported leaves
+// nothing out.
 func (e *exporter) collectRabbit(ctx context.Context, broker string) ([]prometheus.Metric, error) {
 	snap, err := e.rabbit.LatestRabbit(ctx, broker)
 	if err != nil {
@@ -321,6 +326,9 @@ func (e *exporter) collectRabbit(ctx context.Context, broker string) ([]promethe
 	var s series
 	e.snapshotAge(&s, "rabbitmq/"+broker, snap.At)
 	for _, q := range snap.Queues {
+		if q.CountsUnreported {
+			continue
+		}
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Ready), broker, q.Vhost, q.Name, "ready")
 		s.add(descRabbitMessages, prometheus.GaugeValue, float64(q.Unacked), broker, q.Vhost, q.Name, "unacked")
 		if q.IsDeadLetterQueue {

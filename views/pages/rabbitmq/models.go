@@ -36,11 +36,16 @@ type BrokerPage struct {
 	Queues        []QueueRow
 	Edges         []EdgeRow
 	RetryLoops    []RetryLoopRow
-	// Totals for the stat cards.
+	// Totals for the stat cards: DLQMessages and DLQInflow add up the dead-letter queues whose
+	// counts were reported; DLQUnknown counts the others (their messages are not known).
 	DLQs        int
 	DLQMessages int64
 	DLQInflow   float64 // messages per second arriving in the dead-letter queues
+	DLQUnknown  int
 	Growing     int
+	// StatsNotice is said once above the queues when the broker reports no queue statistics
+	// (rabbitmodel.StatsDisabledNotice); "" when it reports them.
+	StatsNotice string
 	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
 	LiveURL string
 	Refresh int
@@ -72,6 +77,27 @@ type QueueRow struct {
 	// NotBrowsable says in a few words that the console refuses to browse the queue ("" when it
 	// browses it), NotBrowsableWhy why: the list offers no way to a refusal without saying so.
 	NotBrowsable, NotBrowsableWhy string
+	// CountsUnknown: the broker did not report the queue's message counts (Ready, Unacked, Inflow
+	// and DeadLetterHeld are 0 meaning not known); ConsumersUnknown: nor its consumers and rates.
+	// Pages show "—" for them, StatsNote (rabbitmodel.Queue.StatsNote) saying why.
+	CountsUnknown, ConsumersUnknown bool
+	StatsNote                       string
+	// LastCounted is, while the counts are not known, the last sample that had them; nil when
+	// none did while the console watched.
+	LastCounted *Counted
+	// DeadLetterHeld is how many dead letters a quorum queue keeps until a target queue confirms
+	// them (at-least-once dead-lettering). DeadLetterStrategy is how it dead-letters as RabbitMQ
+	// applies it ("" without a dead-letter exchange, and for classic queues and streams);
+	// DeadLetterFallback says why that is not the strategy asked for ("" when it is).
+	DeadLetterHeld     int64
+	DeadLetterStrategy string
+	DeadLetterFallback string
+}
+
+// Counted is a queue's counts as an earlier sample had them, Ago before the page was made.
+type Counted struct {
+	Ready, Unacked int64
+	Ago            time.Duration
 }
 
 // QueueLink names a queue to link to.
@@ -126,6 +152,8 @@ type QueuePage struct {
 	// BrowseCost says what each browse costs (a quorum queue with a delivery limit on RabbitMQ
 	// 4.x) and how to make it free; "" when a browse costs nothing that counts.
 	BrowseCost string
+	// StatsNotice is BrokerPage.StatsNotice: the broker reports no queue statistics.
+	StatsNotice string
 	// LiveURL is this page, polled every Refresh seconds (the sampler's interval) for new numbers.
 	LiveURL string
 	Refresh int
@@ -178,6 +206,12 @@ type MessagesPage struct {
 	Complete    bool  // false: the list may miss messages others hold (Notes say why)
 	Redelivered bool  // the browse requeued what it read
 	Notes       []string
+	// CountsUnknown: the latest sample has no message counts for the queue, StatsNote saying why.
+	// The browse's ready count and consumers are the broker's live answer, known all the same,
+	// but for a stream (whose ready count is the management API's) and for Unacked, which
+	// comes from the same statistics: those are shown as "—".
+	CountsUnknown bool
+	StatsNote     string
 	// DeliveryLimit is the quorum queue's delivery limit the browse counted against ("" none) and
 	// DeliveryLimitFrom where it comes from; BrowseFix how to make browsing it free.
 	DeliveryLimit     string
@@ -330,6 +364,9 @@ func filterText(q QueueRow) string {
 	if q.Growing {
 		s += " growing"
 	}
+	if q.CountsUnknown || q.ConsumersUnknown {
+		s += " unreported"
+	}
 	return s
 }
 
@@ -340,12 +377,69 @@ func reasonLabel(r string) string {
 	return r
 }
 
-func dlqTone(messages int64) string {
-	if messages > 0 {
+// dlqTone flags dead letters held; with some dead-letter queues not counted, none held is not
+// known to be fine.
+func dlqTone(p BrokerPage) string {
+	switch {
+	case p.DLQMessages > 0:
 		return components.ToneDanger
+	case p.DLQUnknown > 0:
+		return ""
 	}
 	return components.ToneOK
 }
+
+// dlqCaption is the dead-letter queues card's caption: the messages in them and their inflow,
+// neither adding the queues whose counts were not reported as 0 — "at least" what the others
+// hold, or "not reported" when none was counted.
+func dlqCaption(p BrokerPage) string {
+	switch {
+	case p.DLQUnknown == 0:
+		return components.FormatNum(p.DLQMessages) + " messages in them · inflow " + rate(p.DLQInflow)
+	case p.DLQUnknown == p.DLQs:
+		return "messages in them not reported · inflow unknown"
+	}
+	s := "at least " + components.FormatNum(p.DLQMessages) + " messages in them (" + itoa(p.DLQUnknown) + " not reported) · inflow "
+	if p.DLQInflow == 0 {
+		return s + "unknown"
+	}
+	return s + "at least " + rate(p.DLQInflow)
+}
+
+// growingCaption is the growing card's caption: while the broker reports no counts, growth is as
+// last counted.
+func growingCaption(p BrokerPage) string {
+	if p.StatsNotice != "" {
+		return "as last counted: no counts are reported now"
+	}
+	return "ready or unacked rising at every recent sample"
+}
+
+// unreportedHint is a stat card's caption for a count not known: not reported, and what the last
+// sample that had the counts said (of picks the card's count).
+func unreportedHint(q QueueRow, of func(Counted) int64) string {
+	if q.LastCounted == nil {
+		return "not reported"
+	}
+	return "not reported · " + components.FormatNum(of(*q.LastCounted)) + " when last counted, " +
+		components.FormatAge(q.LastCounted.Ago) + " ago"
+}
+
+// showDeadLetterHeld: the queue page has a card for the dead letters a quorum queue keeps for
+// at-least-once dead-lettering, when it dead-letters so or holds some.
+func showDeadLetterHeld(q QueueRow) bool {
+	return q.DeadLetterStrategy == "at-least-once" || q.DeadLetterHeld > 0
+}
+
+// deadLetterHeldText is the queue list's marker of dead letters held for dead-lettering.
+func deadLetterHeldText(q QueueRow) string {
+	return "held for dead-lettering: " + components.FormatNum(q.DeadLetterHeld)
+}
+
+// deadLetterHeldWhy explains DeadLetterHeld.
+const deadLetterHeldWhy = "Dead letters this quorum queue keeps until a queue its dead-letter exchange routes them to " +
+	"confirms them (at-least-once dead-lettering): counted in its messages, not in ready or unacked, and toward max-length. " +
+	"They stay while no queue takes them: check the dead-letter exchange's bindings."
 
 func growTone(n int) string {
 	if n > 0 {
@@ -355,18 +449,37 @@ func growTone(n int) string {
 }
 
 // readyText is the ready card's caption: how long a dead-letter queue has held messages, when
-// the samples say.
+// the samples say; for counts not known, what was last counted.
 func readyText(q QueueRow) string {
+	if q.CountsUnknown {
+		return unreportedHint(q, func(c Counted) int64 { return c.Ready })
+	}
 	if q.DLQ && q.HeldFor > 0 {
 		return "dead letters held for " + components.FormatAge(q.HeldFor)
 	}
 	return "waiting for a consumer"
 }
 
+// unackedText is the unacked card's caption.
+func unackedText(q QueueRow) string {
+	if q.CountsUnknown {
+		return unreportedHint(q, func(c Counted) int64 { return c.Unacked })
+	}
+	return "delivered, not yet acknowledged"
+}
+
+// heldTone flags dead letters held for dead-lettering: no queue has confirmed them yet.
+func heldTone(n int64) string {
+	if n > 0 {
+		return components.ToneWarn
+	}
+	return ""
+}
+
 // consumersTone flags a queue with messages waiting and nobody to take them (a dead-letter queue
 // usually has no consumer: that is not flagged).
 func consumersTone(q QueueRow) string {
-	if q.Consumers == 0 && q.Ready > 0 && !q.DLQ {
+	if q.Consumers == 0 && q.Ready > 0 && !q.DLQ && !q.ConsumersUnknown && !q.CountsUnknown {
 		return components.ToneWarn
 	}
 	return ""
