@@ -10,50 +10,71 @@ import (
 )
 
 // rabbitQueueJSON is one queue in the API. dead_letter_exchange is "" both without a dead-letter
-// exchange and for the default exchange; has_dead_letter_exchange tells them apart.
+// exchange and for the default exchange; has_dead_letter_exchange tells them apart. Counts the
+// broker did not report (statistics disabled, or not yet reported) are null, never 0, and
+// stats_not_reported says why.
 type rabbitQueueJSON struct {
-	Vhost                 string  `json:"vhost"`
-	Name                  string  `json:"name"`
-	Type                  string  `json:"type"`
-	State                 string  `json:"state"`
-	Ready                 int64   `json:"ready"`
-	Unacked               int64   `json:"unacked"`
-	Total                 int64   `json:"total"`
-	Consumers             int64   `json:"consumers"`
-	PublishRate           float64 `json:"publish_rate"`
-	DeliverRate           float64 `json:"deliver_rate"`
-	AckRate               float64 `json:"ack_rate"`
-	RedeliverRate         float64 `json:"redeliver_rate"`
-	InflowRate            float64 `json:"inflow_rate"` // queues.Queue.Inflow: counts dead-lettering, which publish_rate does not
-	DeadLetterExchange    string  `json:"dead_letter_exchange"`
-	DeadLetterRoutingKey  string  `json:"dead_letter_routing_key"`
-	HasDeadLetterExchange bool    `json:"has_dead_letter_exchange"`
-	DeadLetterSource      string  `json:"dead_letter_source"` // argument, policy or ""
-	IsDeadLetterQueue     bool    `json:"is_dead_letter_queue"`
-	IsRetryQueue          bool    `json:"is_retry_queue"`
-	MessageTTL            *int64  `json:"message_ttl"` // milliseconds
-	DeliveryLimit         *int64  `json:"delivery_limit"`
-	MaxLength             *int64  `json:"max_length"`
-	Overflow              string  `json:"overflow"`
-	SingleActiveConsumer  bool    `json:"single_active_consumer"`
-	Policy                string  `json:"policy"`
-	OperatorPolicy        string  `json:"operator_policy"`
-	Growing               bool    `json:"growing"`
-	Growth                string  `json:"growth,omitempty"`
+	Vhost            string   `json:"vhost"`
+	Name             string   `json:"name"`
+	Type             string   `json:"type"`
+	State            string   `json:"state"`
+	Ready            *int64   `json:"ready"`
+	Unacked          *int64   `json:"unacked"`
+	Total            *int64   `json:"total"`
+	Consumers        *int64   `json:"consumers"`
+	PublishRate      *float64 `json:"publish_rate"`
+	DeliverRate      *float64 `json:"deliver_rate"`
+	AckRate          *float64 `json:"ack_rate"`
+	RedeliverRate    *float64 `json:"redeliver_rate"`
+	InflowRate       *float64 `json:"inflow_rate"` // queues.Queue.Inflow: counts dead-lettering, which publish_rate does not
+	StatsNotReported string   `json:"stats_not_reported,omitempty"`
+	// DeadLetterHeld is a quorum queue's messages held for at-least-once dead-lettering
+	// (messages_dlx); DeadLetterStrategy how it dead-letters as RabbitMQ applies it.
+	DeadLetterHeld        *int64 `json:"dead_letter_held,omitempty"`
+	DeadLetterStrategy    string `json:"dead_letter_strategy,omitempty"`
+	Exclusive             bool   `json:"exclusive"`
+	DeadLetterExchange    string `json:"dead_letter_exchange"`
+	DeadLetterRoutingKey  string `json:"dead_letter_routing_key"`
+	HasDeadLetterExchange bool   `json:"has_dead_letter_exchange"`
+	DeadLetterSource      string `json:"dead_letter_source"` // argument, policy or ""
+	IsDeadLetterQueue     bool   `json:"is_dead_letter_queue"`
+	IsRetryQueue          bool   `json:"is_retry_queue"`
+	MessageTTL            *int64 `json:"message_ttl"` // milliseconds
+	DeliveryLimit         *int64 `json:"delivery_limit"`
+	MaxLength             *int64 `json:"max_length"`
+	Overflow              string `json:"overflow"`
+	SingleActiveConsumer  bool   `json:"single_active_consumer"`
+	Policy                string `json:"policy"`
+	OperatorPolicy        string `json:"operator_policy"`
+	Growing               bool   `json:"growing"`
+	Growth                string `json:"growth,omitempty"`
 	// HoldingSince is queues.Queue.HeldSince: a dead-letter queue's messages, since the first
 	// sample that found them after one that found it empty; null when unknown or empty.
 	HoldingSince *time.Time `json:"holding_since"`
 }
 
 func toRabbitQueueJSON(q queues.Queue) rabbitQueueJSON {
-	return rabbitQueueJSON{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, Ready: q.Ready, Unacked: q.Unacked,
-		Total: q.Total, Consumers: q.Consumers, PublishRate: q.PublishRate, DeliverRate: q.DeliverRate, AckRate: q.AckRate,
-		RedeliverRate: q.RedeliverRate, InflowRate: q.Inflow, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
+	j := rabbitQueueJSON{Vhost: q.Vhost, Name: q.Name, Type: q.Type, State: q.State, StatsNotReported: q.StatsNote(),
+		DeadLetterStrategy: q.DeadLetterStrategy, Exclusive: q.Exclusive, DeadLetterExchange: q.DeadLetterExchange, DeadLetterRoutingKey: q.DeadLetterRoutingKey,
 		HasDeadLetterExchange: q.HasDeadLetterExchange, DeadLetterSource: q.DeadLetterSource,
 		IsDeadLetterQueue: q.IsDeadLetterQueue, IsRetryQueue: q.Retry, MessageTTL: q.MessageTTL,
 		DeliveryLimit: q.DeliveryLimit, MaxLength: q.MaxLength, Overflow: q.Overflow,
 		SingleActiveConsumer: q.SingleActiveConsumer, Policy: q.Policy, OperatorPolicy: q.OperatorPolicy,
 		Growing: q.Growing, Growth: q.Growth, HoldingSince: knownUTC(q.HeldSince)}
+	if !q.CountsUnreported {
+		j.Ready, j.Unacked, j.Total = new(q.Ready), new(q.Unacked), new(q.Total)
+		if q.DeadLetterHeld > 0 {
+			j.DeadLetterHeld = new(q.DeadLetterHeld)
+		}
+	}
+	if !q.ConsumersUnreported {
+		j.Consumers, j.PublishRate, j.DeliverRate = new(q.Consumers), new(q.PublishRate), new(q.DeliverRate)
+		j.AckRate, j.RedeliverRate = new(q.AckRate), new(q.RedeliverRate)
+	}
+	if !q.CountsUnreported && !q.ConsumersUnreported { // the inflow counts both (queues.Queue.Inflow)
+		j.InflowRate = new(q.Inflow)
+	}
+	return j
 }
 
 type edgeJSON struct {

@@ -376,4 +376,27 @@ func TestUnreportedDLQIsNotAddedAsZero(t *testing.T) {
 	if b := page.Body.String(); !strings.Contains(b, "not reported · 7 when last counted, 1 min") {
 		t.Errorf("the queue page does not say what was last counted")
 	}
+	// The API: an unreported count is null with the reason, never 0; a counted 0 is 0.
+	api, err := callAPI(t, h.APIQueues, "/api/v1/rabbitmq/main/queues", []string{"broker"}, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Queues []struct {
+			Name      string   `json:"name"`
+			Ready     *int64   `json:"ready"`
+			Consumers *int64   `json:"consumers"`
+			Inflow    *float64 `json:"inflow_rate"`
+			Why       string   `json:"stats_not_reported"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal(api.Body.Bytes(), &got); err != nil || len(got.Queues) != 3 {
+		t.Fatalf("API: %v %s", err, api.Body)
+	}
+	for _, q := range got.Queues {
+		unknown := q.Name == "a.dlq"
+		if (q.Ready == nil) != unknown || (q.Consumers == nil) != unknown || (q.Inflow == nil) != unknown || (q.Why != "") != unknown {
+			t.Errorf("API %s: ready %v consumers %v inflow %v why %q; unknown: %v", q.Name, q.Ready, q.Consumers, q.Inflow, q.Why, unknown)
+		}
+	}
 }
