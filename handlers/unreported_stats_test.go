@@ -1,18 +1,11 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"html"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,66 +23,11 @@ import (
 	"github.com/redrive/redrive/views/layout"
 )
 
-// unreportedProxy stands between the console and the real management API and takes the queue
-// statistics away as a broker does (as ops/sampler's statsProxy): disabled asks every call with
-// ?disable_stats=true, the answer of a broker with management.disable_stats (its overview then
-// says "disable_stats": true); unreported drops the counts, consumers and rates from the queue
-// lists, a queue that has not reported yet.
-type unreportedProxy struct {
-	srv                  *httptest.Server
-	disabled, unreported atomic.Bool
-}
-
-func newUnreportedProxy(t *testing.T) *unreportedProxy {
-	t.Helper()
-	_, mgmtURL := rabbittest.Env(t)
-	target, err := url.Parse(mgmtURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &unreportedProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ModifyResponse = func(r *http.Response) error {
-		if !p.unreported.Load() || !strings.HasPrefix(r.Request.URL.Path, "/api/queues") || r.StatusCode != http.StatusOK {
-			return nil
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err
-		}
-		var qs []map[string]json.RawMessage
-		if json.Unmarshal(body, &qs) == nil {
-			for _, q := range qs {
-				for _, k := range []string{"messages", "messages_ready", "messages_unacknowledged", "consumers", "message_stats", "messages_dlx"} {
-					delete(q, k)
-				}
-			}
-			body, _ = json.Marshal(qs)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		r.Header.Del("Content-Encoding")
-		return nil
-	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del("Accept-Encoding")
-		if p.disabled.Load() {
-			q := r.URL.Query()
-			q.Set("disable_stats", "true")
-			r.URL.RawQuery = q.Encode()
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-// broker is a console's client of vhost through p.
-func (p *unreportedProxy) broker(t *testing.T, vhost string) *rabbit.Broker {
+// statsBroker is a console's client of vhost through p (rabbittest.StatsProxy).
+func statsBroker(t *testing.T, p *rabbittest.StatsProxy, vhost string) *rabbit.Broker {
 	t.Helper()
 	cfg := rabbittest.Config(t, vhost)
-	cfg.ManagementURL = p.srv.URL
+	cfg.ManagementURL = p.URL
 	b, err := rabbit.New(cfg, configs.MessageIDRules{})
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +70,8 @@ func TestStatsDisabledShowsUnknownNotZero(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := newUnreportedProxy(t)
-	br := p.broker(t, vhost)
+	p := rabbittest.NewStatsProxy(t)
+	br := statsBroker(t, p, vhost)
 	rabbittest.WaitFor(t, 20*time.Second, "work.dlq's 3 messages reported", func(ctx context.Context) bool {
 		qs, err := br.Queues(ctx)
 		for _, q := range qs {
@@ -143,7 +81,7 @@ func TestStatsDisabledShowsUnknownNotZero(t *testing.T) {
 		}
 		return false
 	})
-	p.disabled.Store(true)
+	p.Disabled.Store(true)
 	h := NewRabbit([]RabbitBroker{br}, freshQueues{br}, func(echo.Context, string, string) layout.Meta { return layout.Meta{} }, nil)
 	names := []string{"broker", "vhost", "queue"}
 	notice := html.EscapeString(rabbitmodel.StatsDisabledNotice)
@@ -206,9 +144,9 @@ func TestStatsNotReportedYetShowsUnknown(t *testing.T) {
 	if _, err := ch.QueueDeclare("work.dlq", true, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	p := newUnreportedProxy(t)
-	p.unreported.Store(true)
-	br := p.broker(t, vhost)
+	p := rabbittest.NewStatsProxy(t)
+	p.Unreported.Store(true)
+	br := statsBroker(t, p, vhost)
 	h := NewRabbit([]RabbitBroker{br}, freshQueues{br}, func(echo.Context, string, string) layout.Meta { return layout.Meta{} }, nil)
 	list, err := callAPI(t, h.BrokerPage, "/rabbitmq/test", []string{"broker"}, "test")
 	if err != nil {

@@ -183,6 +183,13 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 			"are not visible here, and they may be delivered messages while this browse holds others.", state.Consumers))
 	}
 	res.Unacked = heldByOthers(q, res.Ready)
+	if q.CountsUnreported && state.Consumers == 0 {
+		// Consumers are known (queue.declare-ok counts them); what a channel holds after a
+		// basic.get is not, without the broker's statistics. Such messages come back to the queue
+		// when that channel acks, rejects or closes: a plan of what was read misses them, never moves them.
+		res.Notes = append(res.Notes, "The broker reports no message counts for this queue ("+q.StatsNote()+"): messages "+
+			"a channel holds unacknowledged after a basic.get cannot be told, and are not shown if there are any.")
+	}
 	switch {
 	case res.Unacked > 0 && state.Consumers > 0:
 		res.Complete = false

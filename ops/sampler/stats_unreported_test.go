@@ -1,16 +1,7 @@
 package sampler
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,66 +14,10 @@ import (
 	"github.com/redrive/redrive/ops/rabbittest"
 )
 
-// statsProxy stands between the console and the real management API and can take the queue
-// statistics away as a broker does: disabled asks every call with ?disable_stats=true, the answer
-// of a broker with management.disable_stats or management_agent.disable_metrics_collector (the
-// overview then says "disable_stats": true too); unreported drops the counts, consumers and rates
-// from the queue lists, the answer for a queue that has not reported yet (a new one, or a quorum
-// queue in the seconds after its node restarted).
-type statsProxy struct {
-	srv                  *httptest.Server
-	disabled, unreported atomic.Bool
-}
-
-func newStatsProxy(tb testing.TB) *statsProxy {
-	tb.Helper()
-	_, mgmtURL := rabbittest.Env(tb)
-	target, err := url.Parse(mgmtURL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &statsProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ModifyResponse = func(r *http.Response) error {
-		if !p.unreported.Load() || !strings.HasPrefix(r.Request.URL.Path, "/api/queues") || r.StatusCode != http.StatusOK {
-			return nil
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err
-		}
-		var qs []map[string]json.RawMessage
-		if json.Unmarshal(body, &qs) == nil {
-			for _, q := range qs {
-				for _, k := range []string{"messages", "messages_ready", "messages_unacknowledged", "consumers", "message_stats", "messages_dlx"} {
-					delete(q, k)
-				}
-			}
-			body, _ = json.Marshal(qs)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-		r.Header.Del("Content-Encoding")
-		return nil
-	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del("Accept-Encoding")
-		if p.disabled.Load() {
-			q := r.URL.Query()
-			q.Set("disable_stats", "true")
-			r.URL.RawQuery = q.Encode()
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	tb.Cleanup(p.srv.Close)
-	return p
-}
-
-// broker is a console's client of e's vhost through p.
-func (p *statsProxy) broker(e *rmqEnv) *rabbit.Broker {
+// statsBroker is a console's client of e's vhost through p.
+func statsBroker(p *rabbittest.StatsProxy, e *rmqEnv) *rabbit.Broker {
 	cfg := rabbittest.Config(e.tb, e.vhost)
-	cfg.Name, cfg.ManagementURL = "main", p.srv.URL
+	cfg.Name, cfg.ManagementURL = "main", p.URL
 	b, err := rabbit.New(cfg, configs.MessageIDRules{})
 	if err != nil {
 		e.tb.Fatal(err)
@@ -110,11 +45,11 @@ func problemsOf(t *testing.T, snap queues.Snapshot, at time.Time) map[string]hea
 func TestStatsDisabledIsNoLoss(t *testing.T) {
 	ctx := ctxT(t)
 	e := newRmqEnv(t)
-	p := newStatsProxy(t)
+	p := rabbittest.NewStatsProxy(t)
 	clk := newClock()
 	e.Queue("work", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work.dlq"})
 	e.Queue("work.dlq", nil)
-	a := rabbitSampler(t, openStore(t, testDSN(t)), clk, nil, p.broker(e))
+	a := rabbitSampler(t, openStore(t, testDSN(t)), clk, nil, statsBroker(p, e))
 	v := e.vhost
 	e.deadLetter("work", "work.dlq", 40, 40)
 	lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq")
@@ -125,7 +60,7 @@ func TestStatsDisabledIsNoLoss(t *testing.T) {
 	}
 	held := problemsOf(t, mustLatest(t, ctx, a), clk.Now())[health.KindDeadLetters]
 
-	p.disabled.Store(true)
+	p.Disabled.Store(true)
 	for range 2 {
 		q = lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq")
 		if !q.CountsUnreported || !q.ConsumersUnreported || !q.StatsDisabled || q.Lost != 0 {
@@ -161,7 +96,7 @@ func TestStatsDisabledIsNoLoss(t *testing.T) {
 		}
 	}
 
-	p.disabled.Store(false)
+	p.Disabled.Store(false)
 	if q = lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq"); q.CountsUnreported || q.Ready != 40 || q.Lost != 0 || !q.LastCounted.At.IsZero() {
 		t.Fatalf("stats back: unreported %v, ready %d, lost %d, last counted %+v", q.CountsUnreported, q.Ready, q.Lost, q.LastCounted)
 	}
@@ -179,15 +114,15 @@ func TestStatsDisabledIsNoLoss(t *testing.T) {
 func TestStatsNotReportedYetIsNoLoss(t *testing.T) {
 	ctx := ctxT(t)
 	e := newRmqEnv(t)
-	p := newStatsProxy(t)
+	p := rabbittest.NewStatsProxy(t)
 	clk := newClock()
 	e.Queue("work", amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work.dlq"})
 	e.Queue("work.dlq", amqp.Table{"x-queue-type": "quorum"})
-	a := rabbitSampler(t, openStore(t, testDSN(t)), clk, nil, p.broker(e))
+	a := rabbitSampler(t, openStore(t, testDSN(t)), clk, nil, statsBroker(p, e))
 	v := e.vhost
 	e.deadLetter("work", "work.dlq", 12, 12)
 	lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq")
-	p.unreported.Store(true)
+	p.Unreported.Store(true)
 	q := lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq")
 	if !q.CountsUnreported || q.StatsDisabled || q.Lost != 0 || q.LastCounted.Ready != 12 {
 		t.Fatalf("not reported: unreported %v, disabled %v, lost %d, last counted %+v", q.CountsUnreported, q.StatsDisabled, q.Lost, q.LastCounted)
@@ -198,7 +133,7 @@ func TestStatsNotReportedYetIsNoLoss(t *testing.T) {
 	if mustLatest(t, ctx, a).StatsDisabled() {
 		t.Errorf("statistics not reported yet read as disabled")
 	}
-	p.unreported.Store(false)
+	p.Unreported.Store(false)
 	for range 2 {
 		if q = lostIn(t, ctx, a, clk, 15*time.Second, v, "work.dlq"); q.Ready != 12 || q.Lost != 0 || q.CountsUnreported {
 			t.Fatalf("reported again: ready %d, lost %d, unreported %v", q.Ready, q.Lost, q.CountsUnreported)
