@@ -967,6 +967,7 @@ func (h *Kafka) ErrorsPage(c echo.Context) error {
 			ExceptionCause: g.ExceptionCause, Count: g.Count, Open: g.Open(), FirstAt: g.FirstAt, LastAt: g.LastAt,
 			OriginalTopics: strings.Join(g.OriginalTopics, ", "), SampleMessage: payload.Clip(g.SampleMessage, maxSampleMessage),
 			SamplePartition: g.SamplePartition, SampleOffset: g.SampleOffset, ReplayCopies: g.ReplayCopies})
+		_, _, page.Groups[len(page.Groups)-1].Masked = redact.GroupRef(g.ExceptionType)
 	}
 	return render(c, http.StatusOK, kafkapages.Errors(page))
 }

@@ -78,6 +78,12 @@ func TestTrustMaskedErrorGroupResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its Plan replay posted the masked name, which plans nothing, and its note was kept under
+	// the mask's text: neither is offered for a masked group; the page says why.
+	if n, m := doc.Find(`[data-testid="replay-error-group"], [data-testid="error-group"] [data-testid="note-form"]`).Length(),
+		doc.Find(`[data-testid="masked-group-no-plan"]`).Length(); n != 0 || m != 2 {
+		t.Errorf("masked groups offer %d plan or note forms (want 0) and say why on %d rows (want 2)", n, m)
+	}
 	type row struct {
 		count string
 		form  url.Values

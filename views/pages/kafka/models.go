@@ -399,6 +399,9 @@ type ErrorGroupRow struct {
 	// again after a replay.
 	ReplayCopies int64
 	Notes        []NoteView
+	// Masked: the group's type is hidden from the reader (redaction), who can resolve it (by its
+	// sample record) but not plan its replay or note it by a type they cannot see.
+	Masked bool
 }
 
 // NoteView is a person's note on an error group or a record (components.NoteView).
