@@ -211,6 +211,17 @@ func (b *Broker) browse(ctx context.Context, vhost, queue string, limit, maxLimi
 	}
 	if state.Messages == 0 {
 		res.Notes = append(res.Notes, "The queue has no ready messages.")
+		if q.Type == TypeQuorum && !q.CountsUnreported && q.Ready > 0 {
+			// RabbitMQ 4's quorum queue answers a passive declare with 0 when its leader does not
+			// answer within 250 ms (rabbit_quorum_queue:stat), and the management API goes on
+			// reporting the last counts: an empty read may be a queue without a leader, not an
+			// empty one. A drain a moment ago (the statistics lag by their interval) looks alike.
+			res.Complete = false
+			res.Notes = append(res.Notes, fmt.Sprintf("The management API counted %d ready %s a moment ago: unless they were "+
+				"consumed since (its counts lag by a few seconds), the queue's leader may be unavailable, and a quorum queue "+
+				"without one answers 0; check its members (rabbitmqctl list_queues name state, or the queue's page in the "+
+				"management UI).", q.Ready, plural(q.Ready, "message", "messages")))
+		}
 		return res, nil
 	}
 	want := min(limit, state.Messages)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -19,12 +20,18 @@ import (
 // of a broker with management.disable_stats or management_agent.disable_metrics_collector (the
 // overview then says "disable_stats": true too); Unreported drops the counts, consumers and rates
 // from the queue lists, the answer for a queue that has not reported yet (a new one, or a quorum
-// queue in the seconds after its node restarted).
+// queue in the seconds after its node restarted); Frozen answers each queue call with what it
+// answered last, the statistics of a moment ago (their interval's lag, or a quorum queue whose
+// leader is gone, whose last counts the management API goes on reporting).
 type StatsProxy struct {
-	URL                  string // the management API, as the console is to call it
-	Disabled, Unreported atomic.Bool
+	URL                          string // the management API, as the console is to call it
+	Disabled, Unreported, Frozen atomic.Bool
+
+	mu   sync.Mutex
+	last map[string][]byte // the last answer to each queue call, by its request URI
 }
 
+// NewStatsProxy is a StatsProxy of the test broker's management API, closed when tb ends.
 func NewStatsProxy(tb testing.TB) *StatsProxy {
 	tb.Helper()
 	_, mgmtURL := Env(tb)
@@ -32,10 +39,10 @@ func NewStatsProxy(tb testing.TB) *StatsProxy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &StatsProxy{}
+	p := &StatsProxy{last: map[string][]byte{}}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(r *http.Response) error {
-		if !p.Unreported.Load() || !strings.HasPrefix(r.Request.URL.Path, "/api/queues") || r.StatusCode != http.StatusOK {
+		if !strings.HasPrefix(r.Request.URL.Path, "/api/queues") || r.StatusCode != http.StatusOK {
 			return nil
 		}
 		body, err := io.ReadAll(r.Body)
@@ -43,7 +50,7 @@ func NewStatsProxy(tb testing.TB) *StatsProxy {
 			return err
 		}
 		var qs []map[string]json.RawMessage
-		if json.Unmarshal(body, &qs) == nil {
+		if p.Unreported.Load() && json.Unmarshal(body, &qs) == nil {
 			for _, q := range qs {
 				for _, k := range []string{"messages", "messages_ready", "messages_unacknowledged", "consumers", "message_stats", "messages_dlx"} {
 					delete(q, k)
@@ -51,6 +58,9 @@ func NewStatsProxy(tb testing.TB) *StatsProxy {
 			}
 			body, _ = json.Marshal(qs)
 		}
+		p.mu.Lock()
+		p.last[r.Request.URL.RequestURI()] = body
+		p.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -59,6 +69,16 @@ func NewStatsProxy(tb testing.TB) *StatsProxy {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Accept-Encoding")
+		if p.Frozen.Load() {
+			p.mu.Lock()
+			body, ok := p.last[r.URL.RequestURI()]
+			p.mu.Unlock()
+			if ok {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(body)
+				return
+			}
+		}
 		if p.Disabled.Load() {
 			q := r.URL.Query()
 			q.Set("disable_stats", "true")
