@@ -160,9 +160,11 @@ func versionText(v Version) string {
 // command, from q as sampled (UnlimitPolicy).
 func UnlimitAdvice(q Queue) string { return UnlimitAdviceWith(UnlimitPolicy(q)) }
 
-// UnlimitAdviceWith is UnlimitAdvice with fix (LiftLimit's) for the limit.
+// UnlimitAdviceWith is UnlimitAdvice with fix (LiftLimit's) for the limit. The other way it names
+// is a classic queue, which counts no deliveries: a stream would keep the dead letters readable,
+// but no replay or discard can take them out of one (StreamNotASource).
 func UnlimitAdviceWith(fix string) string {
-	return "to read it freely, " + fix + "; or dead-letter into a stream"
+	return "to read it freely, " + fix + "; or dead-letter into a classic queue, which has no delivery limit"
 }
 
 // UnlimitPolicy is how to lift quorum queue q's delivery limit on RabbitMQ 4.x, from q as sampled:
