@@ -131,6 +131,8 @@ type apiQueue struct {
 	IsDeadLetterQueue    bool    `json:"is_dead_letter_queue"`
 	IsRetryQueue         bool    `json:"is_retry_queue"`
 	DeliveryLimit        *int64  `json:"delivery_limit"`
+	// StatsNotReported says why the counts and rates are null (a queue's first seconds).
+	StatsNotReported string `json:"stats_not_reported"`
 }
 
 // apiQueues is GET /api/v1/rabbitmq/{broker}/queues as a test reads it.
